@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The learning table, on the packet path. DESIGN.md rule 2: the common case
+ * (a known source on its known port, seen recently) reads the map and writes
+ * nothing. The map is written only for a new address, an address that moved,
+ * or a timestamp older than refresh_ns, and refreshing is a plain store into
+ * the value. Aging (deleting idle entries) is the control plane's job.
+ */
+#ifndef TRESTLE_FDB_H
+#define TRESTLE_FDB_H
+
+#include "maps.h"
+
+/* How stale a timestamp may get before the datapath refreshes it; set at load
+ * to a fraction of the shortest aging time. */
+const volatile __u64 refresh_ns = 1000000000ULL;
+
+static __always_inline void tr_fdb_key_init(struct tr_fdb_key *k, __u16 bridge,
+					    __u16 vlan, const __u8 *mac)
+{
+	k->bridge = bridge;
+	k->vlan = vlan;
+	__builtin_memcpy(k->mac, mac, 6);
+}
+
+static __always_inline void tr_count_add(void *map, __u32 idx, int delta)
+{
+	__u32 *n = bpf_map_lookup_elem(map, &idx);
+
+	if (n)
+		__sync_fetch_and_add(n, delta);
+}
+
+static __always_inline __u32 tr_count_get(void *map, __u32 idx)
+{
+	__u32 *n = bpf_map_lookup_elem(map, &idx);
+
+	return n ? *n : 0;
+}
+
+/*
+ * Learn the source address on the ingress port. Returns 0 to go on, or -1 with
+ * *reason set when the frame must be dropped because of a limit.
+ */
+static __always_inline int tr_learn(const struct tr_port *in, __u32 ifindex,
+				    const struct tr_bridge *br, __u16 vlan,
+				    const __u8 *src, struct tr_port_stats *st,
+				    enum tr_drop_reason *reason)
+{
+	struct tr_fdb_key key;
+	struct tr_fdb_val *e, nv = {};
+	__u64 now = bpf_ktime_get_coarse_ns();
+
+	tr_fdb_key_init(&key, in->bridge, vlan, src);
+	e = bpf_map_lookup_elem(&fdb, &key);
+	if (e) {
+		if (e->ifindex == ifindex) {
+			if (now - e->seen_ns > refresh_ns)
+				e->seen_ns = now;
+			return 0;
+		}
+		/* A static entry wins: the frame goes on, the table stays. */
+		if (e->flags & TR_FDB_STATIC)
+			return 0;
+		if (in->max_macs && tr_count_get(&port_macs, in->slot) >= in->max_macs) {
+			*reason = TR_DROP_MAC_LIMIT;
+			return -1;
+		}
+		tr_count_add(&port_macs, e->slot, -1);
+		tr_count_add(&port_macs, in->slot, 1);
+		nv.ifindex = ifindex;
+		nv.slot = in->slot;
+		nv.seen_ns = now;
+		/* The update can only fail if aging deleted the entry meanwhile;
+		 * the next frame learns it again. */
+		bpf_map_update_elem(&fdb, &key, &nv, BPF_EXIST);
+		st->moved++;
+		return 0;
+	}
+
+	if (in->max_macs && tr_count_get(&port_macs, in->slot) >= in->max_macs) {
+		*reason = TR_DROP_MAC_LIMIT;
+		return -1;
+	}
+	if (tr_count_get(&bridge_macs, in->bridge) >= br->max_entries) {
+		*reason = TR_DROP_TABLE_FULL;
+		return -1;
+	}
+	nv.ifindex = ifindex;
+	nv.slot = in->slot;
+	nv.seen_ns = now;
+	if (bpf_map_update_elem(&fdb, &key, &nv, BPF_NOEXIST)) {
+		/* -EEXIST: another CPU learned it first, which is fine.
+		 * Anything else: the map itself is full. */
+		if (bpf_map_lookup_elem(&fdb, &key))
+			return 0;
+		*reason = TR_DROP_TABLE_FULL;
+		return -1;
+	}
+	tr_count_add(&port_macs, in->slot, 1);
+	tr_count_add(&bridge_macs, in->bridge, 1);
+	st->learned++;
+	return 0;
+}
+
+static __always_inline struct tr_fdb_val *tr_fdb_lookup(__u16 bridge, __u16 vlan,
+							const __u8 *dst)
+{
+	struct tr_fdb_key key;
+
+	tr_fdb_key_init(&key, bridge, vlan, dst);
+	return bpf_map_lookup_elem(&fdb, &key);
+}
+
+#endif

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Every map of the switch. Sizes are upper bounds (DESIGN.md rule 3); the
+ * control plane may shrink the FDB before load to the sum of the bridges'
+ * max_entries. All run-time state lives here; load-time settings are the
+ * volatile consts in switch.h.
+ */
+#ifndef TRESTLE_MAPS_H
+#define TRESTLE_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "../types.h"
+
+/* ifindex -> port. A frame from an interface not in here is not ours. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct tr_port);
+} ports SEC(".maps");
+
+/* bridge id -> bridge; index 0 unused. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_BRIDGES + 1);
+	__type(key, __u32);
+	__type(value, struct tr_bridge);
+} bridges SEC(".maps");
+
+/* The forwarding database of every bridge; the bridge id is in the key. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct tr_fdb_key);
+	__type(value, struct tr_fdb_val);
+} fdb SEC(".maps");
+
+/* Learned (non-static) addresses per port slot and per bridge, for the limits.
+ * Changed by the datapath only when it learns or moves an address, and set to
+ * the true count by the control plane's aging sweep. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} port_macs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_BRIDGES + 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} bridge_macs SEC(".maps");
+
+/* Counters per port slot and CPU; slot 0 counts frames from unknown interfaces. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct tr_port_stats);
+} stats SEC(".maps");
+
+/* XDP unicast egress: ifindex -> ifindex. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, TR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tx_ports SEC(".maps");
+
+/* XDP flooding: one devmap of ports per bridge, broadcast with the ingress excluded. */
+struct tr_flood_ports {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, TR_MAX_BRIDGE_PORTS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, TR_MAX_BRIDGES + 1);
+	__type(key, __u32);
+	__array(values, struct tr_flood_ports);
+} floods SEC(".maps");
+
+#endif

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The pipeline of the switch, one function for both attach modes (DESIGN.md
+ * rule 5). It reads a frame through a small view (struct tr_pkt) filled by the
+ * XDP or tc entry point, and returns a decision; the entry point carries the
+ * decision out with its own helpers (devmap redirect or skb redirect/clone).
+ * It reads top to bottom as a checklist, like OpenBSD's veb_port_input():
+ *
+ *   port -> count rx -> parse -> source sane -> reserved dst -> learn ->
+ *   group dst: flood | lookup: miss flood, ingress drop, else forward
+ */
+#ifndef TRESTLE_SWITCH_H
+#define TRESTLE_SWITCH_H
+
+#include "lib/maps.h"
+#include "lib/parse.h"
+#include "lib/fdb.h"
+
+/* What the entry point sees of a frame. */
+struct tr_pkt {
+	void *data;
+	void *data_end;
+	__u32 len;     /* whole frame, including any non-linear part */
+	__u32 ifindex; /* ingress */
+};
+
+enum tr_action {
+	TR_ACT_DROP,
+	TR_ACT_FORWARD, /* to egress_ifindex */
+	TR_ACT_FLOOD,   /* to every other port of the bridge */
+};
+
+struct tr_decision {
+	enum tr_action action;
+	__u32 egress_ifindex;
+	__u32 egress_slot;
+	__u32 bridge;
+	struct tr_port_stats *in_st; /* NULL only for frames from no port */
+	const struct tr_bridge *br;
+};
+
+static __always_inline struct tr_port_stats *tr_stats(__u32 slot)
+{
+	return bpf_map_lookup_elem(&stats, &slot);
+}
+
+static __always_inline void tr_count_drop(struct tr_port_stats *st, enum tr_drop_reason reason)
+{
+	if (st && reason < TR_DROP__MAX)
+		st->drops[reason]++;
+}
+
+/* The one place a frame is dropped: every drop has a reason and a counter. */
+static __always_inline void tr_drop(struct tr_decision *d, struct tr_port_stats *st,
+				    enum tr_drop_reason reason)
+{
+	tr_count_drop(st, reason);
+	d->action = TR_ACT_DROP;
+}
+
+static __always_inline void tr_count_tx(struct tr_port_stats *st, __u32 len)
+{
+	if (st) {
+		st->tx_packets++;
+		st->tx_bytes += len;
+	}
+}
+
+static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
+{
+	enum tr_drop_reason reason = TR_DROP_RUNT;
+	struct tr_port_stats *st;
+	const struct tr_port *in;
+	const struct tr_bridge *br;
+	struct tr_fdb_val *dst;
+	struct tr_frame f;
+	__u32 bridge;
+
+	/* 1. Which port, which bridge. */
+	in = bpf_map_lookup_elem(&ports, &p->ifindex);
+	if (!in) {
+		tr_drop(d, tr_stats(0), TR_DROP_NO_PORT);
+		return;
+	}
+	st = tr_stats(in->slot);
+	if (!st) {
+		d->action = TR_ACT_DROP; /* slot out of range: cannot count it */
+		return;
+	}
+	d->in_st = st;
+	st->rx_packets++;
+	st->rx_bytes += p->len;
+
+	bridge = in->bridge;
+	br = bpf_map_lookup_elem(&bridges, &bridge);
+	if (!br || !br->nports) {
+		tr_drop(d, st, TR_DROP_NO_BRIDGE);
+		return;
+	}
+	d->bridge = bridge;
+	d->br = br;
+
+	/* 2. Is it a well-formed Ethernet frame? */
+	if (tr_parse(p->data, p->data_end, p->len, &f, &reason)) {
+		tr_drop(d, st, reason);
+		return;
+	}
+
+	/* 3. A source address must be a station. */
+	if (tr_mac_is_multicast(f.eth->h_source) || tr_mac_is_zero(f.eth->h_source)) {
+		tr_drop(d, st, TR_DROP_BAD_SRC);
+		return;
+	}
+
+	/* 4. Link-local control frames (STP, LACP, LLDP, 802.1X) stop here. */
+	if (tr_mac_is_reserved(f.eth->h_dest)) {
+		tr_drop(d, st, TR_DROP_RESERVED);
+		return;
+	}
+
+	/* 5. Learn where the source lives. */
+	if (tr_learn(in, p->ifindex, br, f.vlan, f.eth->h_source, st, &reason)) {
+		tr_drop(d, st, reason);
+		return;
+	}
+
+	/* 6. Group addresses go everywhere; so do unknown stations. */
+	if (tr_mac_is_multicast(f.eth->h_dest))
+		goto flood;
+	dst = tr_fdb_lookup(bridge, f.vlan, f.eth->h_dest);
+	if (!dst)
+		goto flood;
+
+	/* 7. Known station: forward, unless it lives where the frame came from. */
+	if (dst->ifindex == p->ifindex) {
+		tr_drop(d, st, TR_DROP_HAIRPIN);
+		return;
+	}
+	d->action = TR_ACT_FORWARD;
+	d->egress_ifindex = dst->ifindex;
+	d->egress_slot = dst->slot;
+	return;
+
+flood:
+	st->flooded++;
+	d->action = TR_ACT_FLOOD;
+}
+
+/* Counts a flooded frame as sent on every port of the bridge but the ingress. */
+static __always_inline void tr_count_flood_tx(const struct tr_bridge *br, __u32 ingress,
+					      __u32 len)
+{
+	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
+		if (i >= br->nports)
+			break;
+		if (br->ports[i].ifindex == ingress)
+			continue;
+		tr_count_tx(tr_stats(br->ports[i].slot), len);
+	}
+}
+
+#endif

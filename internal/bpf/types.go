@@ -1,0 +1,55 @@
+package bpf
+
+import "fmt"
+
+// Short names for the generated types of bpf/types.h.
+type (
+	PortStats  = TrestleTrPortStats
+	FDBKey     = TrestleTrFdbKey
+	FDBVal     = TrestleTrFdbVal
+	Port       = TrestleTrPort
+	Bridge     = TrestleTrBridge
+	BridgePort = TrestleTrBridgePort
+	DropReason = TrestleTrDropReason
+)
+
+const (
+	MaxBridges     = int(TrestleTrLimitsTR_MAX_BRIDGES)
+	MaxPorts       = int(TrestleTrLimitsTR_MAX_PORTS)
+	MaxBridgePorts = int(TrestleTrLimitsTR_MAX_BRIDGE_PORTS)
+	NumDrops       = int(TrestleTrDropReasonTR_DROP__MAX)
+
+	FDBStatic = uint16(TrestleTrFdbFlagsTR_FDB_STATIC)
+)
+
+// dropNames are the drop reasons as they appear in `trestle stats` and metric
+// labels. The generated enum is the source of truth; a test checks that every
+// value has a name here.
+var dropNames = map[DropReason]string{
+	TrestleTrDropReasonTR_DROP_RUNT:       "runt",
+	TrestleTrDropReasonTR_DROP_ETHERTYPE:  "bad_ethertype",
+	TrestleTrDropReasonTR_DROP_BAD_SRC:    "bad_source",
+	TrestleTrDropReasonTR_DROP_RESERVED:   "reserved_address",
+	TrestleTrDropReasonTR_DROP_HAIRPIN:    "hairpin",
+	TrestleTrDropReasonTR_DROP_MAC_LIMIT:  "mac_limit",
+	TrestleTrDropReasonTR_DROP_TABLE_FULL: "table_full",
+	TrestleTrDropReasonTR_DROP_NO_PORT:    "no_port",
+	TrestleTrDropReasonTR_DROP_NO_EGRESS:  "no_egress",
+	TrestleTrDropReasonTR_DROP_NO_BRIDGE:  "no_bridge",
+}
+
+func (r DropReason) String() string {
+	if n, ok := dropNames[r]; ok {
+		return n
+	}
+	return fmt.Sprintf("drop_%d", uint32(r))
+}
+
+// DropNames lists every drop reason's name in enum order.
+func DropNames() []string {
+	names := make([]string, NumDrops)
+	for i := range names {
+		names[i] = DropReason(i).String()
+	}
+	return names
+}

@@ -1,0 +1,571 @@
+// Package config reads and validates the TOML file given to `trestle run
+// --config FILE`.
+//
+// The contract: Load and Parse either return a complete *Config, with every
+// default filled in and every rule checked, or a nil *Config and an Errors
+// value listing every problem found, sorted by line. Each problem reads
+// "FILE:LINE: FIELD: MSG", where FIELD is the TOML path with array indices
+// (bridge[0].port[1].mode) and LINE is the line of that key, or of its table
+// header when the key is missing. Nothing partial is ever returned, so the
+// daemon can check a new file completely before it applies any of it, and
+// keep its running state when the file is rejected.
+//
+// The file looks like this; only bridge.name and bridge.port.interface are
+// required:
+//
+//	[daemon]
+//	socket = "/run/trestle/trestle.sock"
+//
+//	[[bridge]]
+//	name = "br0"          # 1..15 of A-Z a-z 0-9 _ . -, unique
+//	aging = "300s"        # Go duration, 1s..24h
+//	max_entries = 65536   # FDB size, 1..16777216
+//
+//	[[bridge.port]]
+//	interface = "veth-a"  # each interface in one port of one bridge only
+//	mode = "auto"         # or "xdp" or "tc"
+//	max_macs = 100        # MACs learned on this port, 0 = unlimited
+//
+//	[[bridge.static]]
+//	mac = "02:00:00:00:00:01"  # unicast, not zero
+//	port = "veth-a"            # a port of the same bridge
+//	vlan = 10                  # 0 (untagged) .. 4094
+//
+// Unknown keys and tables are errors, so a typo is never silently ignored.
+// Keys of features not built yet (bridge filter, port vlan/trunk/native) are
+// recognised and rejected with a message that says so.
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// Defaults and limits.
+const (
+	DefaultSocket     = "/run/trestle/trestle.sock"
+	DefaultAging      = 300 * time.Second
+	DefaultMaxEntries = 65536
+	MaxBridges        = 64 // bridge ids 1..64
+	MaxPortsPerBridge = 64
+	MaxPorts          = 255 // all bridges together
+)
+
+// Limits of single values.
+const (
+	minAging      = time.Second
+	maxAging      = 24 * time.Hour
+	maxTableSize  = 1 << 24 // max_entries and max_macs
+	maxVLAN       = 4094
+	maxNameLen    = 15  // IFNAMSIZ-1; bridge names follow interface names
+	maxSocketPath = 107 // sizeof(sun_path)-1: longer paths cannot be bound
+)
+
+// Config is a validated configuration file.
+type Config struct {
+	File    string // path as given
+	Daemon  Daemon
+	Bridges []Bridge // in file order
+}
+
+// Daemon holds settings of the daemon process.
+type Daemon struct {
+	Socket string // DefaultSocket when the file has none
+}
+
+// Bridge is one learning switch.
+type Bridge struct {
+	Name       string
+	Aging      time.Duration // how long a learned entry lives without traffic
+	MaxEntries int           // FDB capacity
+	Ports      []Port
+	Static     []Static
+	Line       int // line of the [[bridge]] header
+}
+
+// Port attaches one interface to a bridge.
+type Port struct {
+	Interface string
+	Mode      string // "auto", "xdp" or "tc"
+	MaxMACs   int    // key max_macs; 0 = unlimited
+	Line      int    // line of the [[bridge.port]] header
+}
+
+// Static is an FDB entry that is never learned over nor aged out.
+type Static struct {
+	MAC  net.HardwareAddr // 6-byte unicast, non-zero
+	Port string           // interface of a port of the same bridge
+	VLAN uint16           // 0 = untagged
+	Line int              // line of the [[bridge.static]] header
+}
+
+// Error is one problem in a config file.
+type Error struct {
+	File  string
+	Line  int    // 0 when the problem is with the file as a whole
+	Field string // TOML path such as bridge[0].port[1].mode; "" for syntax errors
+	Msg   string
+}
+
+// Error returns "FILE:LINE: FIELD: MSG", leaving out LINE when it is 0 and
+// FIELD when it is empty.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Field != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors is every problem found in a file, in line order.
+type Errors []*Error
+
+// Error returns one problem per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Load reads and parses the file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err) // *PathError names the path
+	}
+	return Parse(path, data)
+}
+
+// Parse parses and validates data; file is used only in messages and as
+// Config.File. On failure the error is an Errors.
+func Parse(file string, data []byte) (*Config, error) {
+	root, serr := parseTOML(data)
+	if serr != nil {
+		return nil, Errors{{File: file, Line: serr.line, Msg: "invalid TOML: " + serr.msg}}
+	}
+	c := &checker{file: file, ifaces: map[string]portRef{}}
+	cfg := &Config{File: file, Daemon: Daemon{Socket: DefaultSocket}}
+	var bridges *value
+	for _, k := range root.keys {
+		switch v := root.vals[k]; k {
+		case "daemon":
+			c.daemon(v, &cfg.Daemon)
+		case "bridge":
+			bridges = v
+		default:
+			c.unknown(v, k)
+		}
+	}
+	cfg.Bridges = c.bridges(bridges)
+	if len(c.errs) > 0 {
+		slices.SortStableFunc(c.errs, func(a, b *Error) int { return a.Line - b.Line })
+		return nil, c.errs
+	}
+	return cfg, nil
+}
+
+// checker validates the tree and collects every error instead of stopping
+// at the first, so one run of the daemon shows everything to fix.
+type checker struct {
+	file       string
+	errs       Errors
+	ifaces     map[string]portRef // interface -> the port that has it
+	totalPorts int
+}
+
+// portRef remembers where an interface was first used, for duplicate errors:
+// bridge is how messages name its bridge ("bridge br0" or "bridge[2]").
+type portRef struct {
+	bridge string
+	line   int
+}
+
+func (c *checker) errorf(line int, field, format string, args ...any) {
+	c.errs = append(c.errs, &Error{File: c.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) unknown(v *value, field string) {
+	c.errorf(v.line, field, "unknown field")
+}
+
+func (c *checker) daemon(v *value, d *Daemon) {
+	if v.kind != unstable.Table {
+		c.errorf(v.line, "daemon", "must be a table")
+		return
+	}
+	for _, k := range v.keys {
+		f, kv := "daemon."+k, v.vals[k]
+		switch k {
+		case "socket":
+			s, ok := c.str(kv, f)
+			switch {
+			case !ok:
+			case !filepath.IsAbs(s):
+				c.errorf(kv.line, f, "%q is not an absolute path", s)
+			case len(s) > maxSocketPath:
+				c.errorf(kv.line, f, "%q is longer than %d bytes, the limit for a unix socket path", s, maxSocketPath)
+			default:
+				d.Socket = s
+			}
+		default:
+			c.unknown(kv, f)
+		}
+	}
+}
+
+func (c *checker) bridges(v *value) []Bridge {
+	if v == nil {
+		c.errorf(0, "bridge", "at least one [[bridge]] is required")
+		return nil
+	}
+	elems, ok := c.elements(v, "bridge")
+	if ok && len(elems) == 0 {
+		c.errorf(v.line, "bridge", "at least one [[bridge]] is required")
+	}
+	var out []Bridge
+	names := map[string]int{} // name -> line where it was first used
+	for i, t := range elems {
+		field := fmt.Sprintf("bridge[%d]", i)
+		if i == MaxBridges {
+			c.errorf(t.line, field, "too many bridges: at most %d are allowed", MaxBridges)
+		}
+		if t.kind != unstable.Table {
+			continue
+		}
+		b := c.bridge(t, field)
+		if b.Name != "" {
+			line := t.vals["name"].line
+			if prev, dup := names[b.Name]; dup {
+				c.errorf(line, field+".name", "%q is already the name of the bridge at line %d", b.Name, prev)
+			} else {
+				names[b.Name] = line
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func (c *checker) bridge(t *value, field string) Bridge {
+	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, Line: t.line}
+	var ports, statics *value
+	for _, k := range t.keys {
+		f, v := field+"."+k, t.vals[k]
+		switch k {
+		case "name":
+			if s, ok := c.str(v, f); ok {
+				if validBridgeName(s) {
+					b.Name = s
+				} else {
+					c.errorf(v.line, f, "%q is not a valid bridge name: use 1 to %d of A-Z a-z 0-9 _ . -", s, maxNameLen)
+				}
+			}
+		case "aging":
+			if s, ok := c.str(v, f); ok {
+				d, err := time.ParseDuration(s)
+				switch {
+				case err != nil:
+					c.errorf(v.line, f, "%q is not a duration such as \"300s\" or \"5m\"", s)
+				case d < minAging || d > maxAging:
+					c.errorf(v.line, f, "%q is out of range 1s..24h", s)
+				default:
+					b.Aging = d
+				}
+			}
+		case "max_entries":
+			if n, ok := c.integer(v, f, 1, maxTableSize); ok {
+				b.MaxEntries = int(n)
+			}
+		case "filter":
+			// Reserved so that configs written for the filter stage fail
+			// loudly rather than forward unfiltered.
+			if v.kind != unstable.Bool || v.data != "false" {
+				c.errorf(v.line, f, "filter stage is not implemented yet")
+			}
+		case "port":
+			ports = v
+		case "static":
+			statics = v
+		default:
+			c.unknown(v, f)
+		}
+	}
+	if _, ok := t.vals["name"]; !ok {
+		c.errorf(t.line, field+".name", "is required")
+	}
+	// How messages name this bridge: by name when it has a valid one.
+	label := field
+	if b.Name != "" {
+		label = "bridge " + b.Name
+	}
+
+	// Ports come before static entries whatever the file order, because
+	// static entries refer to them.
+	var inBridge map[string]bool
+	b.Ports, inBridge = c.ports(t, ports, field, label)
+	if statics != nil {
+		elems, _ := c.elements(statics, field+".static")
+		seen := map[string]int{} // "mac/vlan" -> line of the entry's mac
+		for i, st := range elems {
+			if st.kind == unstable.Table {
+				b.Static = append(b.Static, c.static(st, fmt.Sprintf("%s.static[%d]", field, i), label, inBridge, seen))
+			}
+		}
+	}
+	return b
+}
+
+// ports checks the ports of bridge table t (v is its "port" value, nil when
+// missing) and returns them with the set of their interface names.
+func (c *checker) ports(t, v *value, field, label string) ([]Port, map[string]bool) {
+	if v == nil {
+		c.errorf(t.line, field+".port", "at least one [[bridge.port]] is required")
+		return nil, nil
+	}
+	elems, ok := c.elements(v, field+".port")
+	if ok && len(elems) == 0 {
+		c.errorf(v.line, field+".port", "at least one [[bridge.port]] is required")
+	}
+	var ports []Port
+	names := map[string]bool{}
+	for i, pt := range elems {
+		pf := fmt.Sprintf("%s.port[%d]", field, i)
+		if i == MaxPortsPerBridge {
+			c.errorf(pt.line, pf, "too many ports in one bridge: at most %d are allowed", MaxPortsPerBridge)
+		}
+		if c.totalPorts++; c.totalPorts == MaxPorts+1 {
+			c.errorf(pt.line, pf, "too many ports in all bridges together: at most %d are allowed", MaxPorts)
+		}
+		if pt.kind != unstable.Table {
+			continue
+		}
+		p := c.port(pt, pf, label)
+		if p.Interface != "" {
+			names[p.Interface] = true
+		}
+		ports = append(ports, p)
+	}
+	return ports, names
+}
+
+func (c *checker) port(t *value, field, bridge string) Port {
+	p := Port{Mode: "auto", Line: t.line}
+	for _, k := range t.keys {
+		f, v := field+"."+k, t.vals[k]
+		switch k {
+		case "interface":
+			s, ok := c.str(v, f)
+			if !ok {
+				break
+			}
+			// Kept even when invalid, so that static entries naming it
+			// do not add a second, misleading error.
+			p.Interface = s
+			if why := ifnameProblem(s); why != "" {
+				c.errorf(v.line, f, "%q is not a valid interface name: %s", s, why)
+				break
+			}
+			// One interface can carry one attachment only.
+			if prev, dup := c.ifaces[s]; dup {
+				c.errorf(v.line, f, "%q is also a port of %s at line %d", s, prev.bridge, prev.line)
+			} else {
+				c.ifaces[s] = portRef{bridge: bridge, line: v.line}
+			}
+		case "mode":
+			if s, ok := c.str(v, f); ok {
+				if s == "auto" || s == "xdp" || s == "tc" {
+					p.Mode = s
+				} else {
+					c.errorf(v.line, f, "%q is not one of auto, xdp, tc", s)
+				}
+			}
+		case "max_macs":
+			if n, ok := c.integer(v, f, 0, maxTableSize); ok {
+				p.MaxMACs = int(n)
+			}
+		case "vlan", "trunk", "native":
+			c.errorf(v.line, f, "VLAN ports are not implemented yet")
+		default:
+			c.unknown(v, f)
+		}
+	}
+	if _, ok := t.vals["interface"]; !ok {
+		c.errorf(t.line, field+".interface", "is required")
+	}
+	return p
+}
+
+// static checks one static entry. inBridge holds the interfaces of the
+// bridge's ports; seen maps "mac/vlan" of earlier entries to their lines.
+func (c *checker) static(t *value, field, bridge string, inBridge map[string]bool, seen map[string]int) Static {
+	s := Static{Line: t.line}
+	macOK, vlanOK := false, true
+	for _, k := range t.keys {
+		f, v := field+"."+k, t.vals[k]
+		switch k {
+		case "mac":
+			str, ok := c.str(v, f)
+			if !ok {
+				break
+			}
+			// ParseMAC also takes 02-00-… and 0200.0000.0001, which is
+			// harmless; the length check drops its EUI-64 and InfiniBand forms.
+			mac, err := net.ParseMAC(str)
+			switch {
+			case err != nil || len(mac) != 6:
+				c.errorf(v.line, f, "%q is not a MAC address such as 02:00:00:00:00:01", str)
+			case mac[0]&1 != 0:
+				c.errorf(v.line, f, "%q is a multicast address; static entries must be unicast", str)
+			case bytes.Equal(mac, make([]byte, 6)):
+				c.errorf(v.line, f, "%q is the zero address", str)
+			default:
+				s.MAC, macOK = mac, true
+			}
+		case "port":
+			str, ok := c.str(v, f)
+			if !ok {
+				break
+			}
+			if !inBridge[str] {
+				c.errorf(v.line, f, "%q is not a port of %s", str, bridge)
+			}
+			s.Port = str
+		case "vlan":
+			n, ok := c.integer(v, f, 0, maxVLAN)
+			s.VLAN, vlanOK = uint16(n), ok
+		default:
+			c.unknown(v, f)
+		}
+	}
+	for _, k := range []string{"mac", "port"} {
+		if _, ok := t.vals[k]; !ok {
+			c.errorf(t.line, field+"."+k, "is required")
+		}
+	}
+	if macOK && vlanOK {
+		key := fmt.Sprintf("%s/%d", s.MAC, s.VLAN)
+		line := t.vals["mac"].line
+		if prev, dup := seen[key]; dup {
+			c.errorf(line, field+".mac", "%s vlan %d is already a static entry at line %d", s.MAC, s.VLAN, prev)
+		} else {
+			seen[key] = line
+		}
+	}
+	return s
+}
+
+// elements returns the elements of v, which should be an array of tables,
+// and reports those that are not tables; callers skip them but still count
+// them, so indices in messages match the file. ok is false when v is not an
+// array at all.
+func (c *checker) elements(v *value, field string) (elems []*value, ok bool) {
+	if v.kind != unstable.Array {
+		c.errorf(v.line, field, "must be an array of tables ([[%s]])", stripIndices(field))
+		return nil, false
+	}
+	for i, e := range v.elems {
+		if e.kind != unstable.Table {
+			c.errorf(e.line, fmt.Sprintf("%s[%d]", field, i), "must be a table")
+		}
+	}
+	return v.elems, true
+}
+
+func (c *checker) str(v *value, field string) (string, bool) {
+	if v.kind != unstable.String {
+		c.errorf(v.line, field, "must be a string")
+		return "", false
+	}
+	return v.data, true
+}
+
+func (c *checker) integer(v *value, field string, lo, hi int64) (int64, bool) {
+	if v.kind != unstable.Integer {
+		c.errorf(v.line, field, "must be an integer")
+		return 0, false
+	}
+	// The token is as written but valid TOML (the decoder checked it), and
+	// Go's base-0 syntax covers TOML's: 1_000, 0x1f, 0o17, 0b101, +5.
+	n, err := strconv.ParseInt(v.data, 0, 64)
+	if err != nil || n < lo || n > hi {
+		c.errorf(v.line, field, "%s is out of range %d..%d", v.data, lo, hi)
+		return 0, false
+	}
+	return n, true
+}
+
+// stripIndices turns bridge[0].port into bridge.port, for naming the
+// header a value should have been written as.
+func stripIndices(field string) string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range field {
+		switch {
+		case r == '[':
+			depth++
+		case r == ']':
+			depth--
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// validBridgeName allows what an interface name could be and a bpffs
+// directory can safely be: bridge state is pinned under the bridge's name,
+// so "." and ".." are refused too.
+func validBridgeName(s string) bool {
+	if len(s) == 0 || len(s) > maxNameLen || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ifnameProblem says why s cannot be a Linux interface name, or returns "".
+// The rules are the kernel's dev_valid_name(), so a name that passes here
+// can exist; whether it does is checked when the daemon attaches.
+func ifnameProblem(s string) string {
+	switch {
+	case s == "":
+		return "it is empty"
+	case len(s) > maxNameLen:
+		return fmt.Sprintf("longer than %d bytes", maxNameLen)
+	case s == "." || s == "..":
+		return "reserved name"
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '/' || c == ':':
+			return fmt.Sprintf("contains %q", c)
+		case c == ' ' || (c >= '\t' && c <= '\r'):
+			return "contains whitespace"
+		case c < ' ' || c == 0x7f:
+			return "contains a control character"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,513 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// doc joins lines with newlines, so a test can count lines from 1.
+func doc(lines ...string) []byte {
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
+// twoPorts is a valid bridge br0 on lines 1-6; cases append to it.
+var twoPorts = []string{
+	`[[bridge]]`,           // 1
+	`name = "br0"`,         // 2
+	`[[bridge.port]]`,      // 3
+	`interface = "veth-a"`, // 4
+	`[[bridge.port]]`,      // 5
+	`interface = "veth-b"`, // 6
+}
+
+func withBridge(lines ...string) []byte {
+	return doc(append(append([]string{}, twoPorts...), lines...)...)
+}
+
+func mustMAC(s string) net.HardwareAddr {
+	mac, err := net.ParseMAC(s)
+	if err != nil {
+		panic(err)
+	}
+	return mac
+}
+
+func TestLoadFull(t *testing.T) {
+	got, err := Load("testdata/full.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		File:   "testdata/full.toml",
+		Daemon: Daemon{Socket: "/run/trestle/test.sock"},
+		Bridges: []Bridge{
+			{
+				Name:       "br0",
+				Aging:      5 * time.Minute,
+				MaxEntries: 1024,
+				Ports: []Port{
+					{Interface: "veth-a", Mode: "xdp", MaxMACs: 100, Line: 11},
+					{Interface: "veth-b", Mode: "auto", Line: 16},
+				},
+				Static: []Static{
+					{MAC: mustMAC("02:00:00:00:00:01"), Port: "veth-a", VLAN: 10, Line: 19},
+					{MAC: mustMAC("02:aa:bb:cc:dd:ee"), Port: "veth-b", Line: 24},
+				},
+				Line: 5,
+			},
+			{
+				Name:       "br1",
+				Aging:      DefaultAging,
+				MaxEntries: DefaultMaxEntries,
+				Ports: []Port{
+					{Interface: "tap0", Mode: "tc", Line: 31},
+					{Interface: "tap1", Mode: "auto", Line: 32},
+				},
+				Line: 28,
+			},
+		},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	got, err := Parse("t.toml", doc(
+		`[[bridge]]`,
+		`name = "br0"`,
+		`[[bridge.port]]`,
+		`interface = "veth-a"`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		File:   "t.toml",
+		Daemon: Daemon{Socket: DefaultSocket},
+		Bridges: []Bridge{{
+			Name:       "br0",
+			Aging:      DefaultAging,
+			MaxEntries: DefaultMaxEntries,
+			Ports:      []Port{{Interface: "veth-a", Mode: "auto", Line: 3}},
+			Line:       1,
+		}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestParseValid covers accepted edge values and TOML spellings.
+func TestParseValid(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		check func(*Config) bool
+	}{
+		{"dotted daemon key", doc(append([]string{`daemon.socket = "/tmp/t.sock"`}, twoPorts...)...),
+			func(c *Config) bool { return c.Daemon.Socket == "/tmp/t.sock" }},
+		{"limits", doc(
+			`[[bridge]]`, `name = "A-z_0.9"`, `aging = "24h"`, `max_entries = 16777216`,
+			`[[bridge.port]]`, `interface = "123456789012345"`, `max_macs = 0x1000000`,
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "123456789012345"`, `vlan = 4094`,
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "123456789012345"`, `vlan = 0`,
+		), func(c *Config) bool {
+			b := c.Bridges[0]
+			return b.Aging == 24*time.Hour && b.MaxEntries == 1<<24 && b.Ports[0].MaxMACs == 1<<24 &&
+				b.Static[0].VLAN == 4094 && b.Static[1].VLAN == 0
+		}},
+		{"min aging", doc(`[[bridge]]`, `name = "b"`, `aging = "1s"`, `[[bridge.port]]`, `interface = "x"`),
+			func(c *Config) bool { return c.Bridges[0].Aging == time.Second }},
+		{"static before port", doc(
+			`[[bridge]]`, `name = "b"`,
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "x"`,
+			`[[bridge.port]]`, `interface = "x"`,
+		), func(c *Config) bool { return c.Bridges[0].Static[0].Port == "x" }},
+		{"comments and blank lines", doc(`# trestle`, ``, `[[bridge]] # one`, `name = "b" # two`, `[[bridge.port]]`, `interface = "x"`),
+			func(c *Config) bool { return c.Bridges[0].Line == 3 && c.Bridges[0].Ports[0].Line == 5 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("t.toml", tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(c) {
+				t.Errorf("unexpected config %+v", c)
+			}
+		})
+	}
+}
+
+// TestParseErrors has one case per rule, with the exact messages.
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want []string
+	}{
+		// File and top level.
+		{"empty file", nil, []string{
+			`t.toml: bridge: at least one [[bridge]] is required`}},
+		{"no bridge", doc(`[daemon]`), []string{
+			`t.toml: bridge: at least one [[bridge]] is required`}},
+		{"empty bridge array", doc(`bridge = []`), []string{
+			`t.toml:1: bridge: at least one [[bridge]] is required`}},
+		{"bridge is a table", doc(`[bridge]`, `name = "br0"`), []string{
+			`t.toml:1: bridge: must be an array of tables ([[bridge]])`}},
+		{"bridge element not a table", doc(`bridge = [1]`), []string{
+			`t.toml:1: bridge[0]: must be a table`}},
+		{"unknown key", doc(append([]string{`verbose = true`}, twoPorts...)...), []string{
+			`t.toml:1: verbose: unknown field`}},
+		{"unknown table", withBridge(`[metrics]`, `listen = ":9100"`), []string{
+			`t.toml:7: metrics: unknown field`}},
+
+		// daemon.
+		{"daemon not a table", doc(append([]string{`daemon = "x"`}, twoPorts...)...), []string{
+			`t.toml:1: daemon: must be a table`}},
+		{"socket relative", doc(append([]string{`[daemon]`, `socket = "trestle.sock"`}, twoPorts...)...), []string{
+			`t.toml:2: daemon.socket: "trestle.sock" is not an absolute path`}},
+		{"socket empty", doc(append([]string{`[daemon]`, `socket = ""`}, twoPorts...)...), []string{
+			`t.toml:2: daemon.socket: "" is not an absolute path`}},
+		{"socket too long", doc(append([]string{`[daemon]`, `socket = "/` + strings.Repeat("s", 107) + `"`}, twoPorts...)...), []string{
+			`t.toml:2: daemon.socket: "/` + strings.Repeat("s", 107) + `" is longer than 107 bytes, the limit for a unix socket path`}},
+		{"socket not a string", doc(append([]string{`[daemon]`, `socket = 1`}, twoPorts...)...), []string{
+			`t.toml:2: daemon.socket: must be a string`}},
+		{"daemon unknown key", doc(append([]string{`[daemon]`, `pidfile = "/run/t.pid"`}, twoPorts...)...), []string{
+			`t.toml:2: daemon.pidfile: unknown field`}},
+
+		// bridge.
+		{"name missing", doc(`[[bridge]]`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:1: bridge[0].name: is required`}},
+		{"name not a string", doc(`[[bridge]]`, `name = 0`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:2: bridge[0].name: must be a string`}},
+		{"name bad character", doc(`[[bridge]]`, `name = "br 0"`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:2: bridge[0].name: "br 0" is not a valid bridge name: use 1 to 15 of A-Z a-z 0-9 _ . -`}},
+		{"name too long", doc(`[[bridge]]`, `name = "0123456789abcdef"`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:2: bridge[0].name: "0123456789abcdef" is not a valid bridge name: use 1 to 15 of A-Z a-z 0-9 _ . -`}},
+		{"name empty", doc(`[[bridge]]`, `name = ""`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:2: bridge[0].name: "" is not a valid bridge name: use 1 to 15 of A-Z a-z 0-9 _ . -`}},
+		{"name dot-dot", doc(`[[bridge]]`, `name = ".."`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:2: bridge[0].name: ".." is not a valid bridge name: use 1 to 15 of A-Z a-z 0-9 _ . -`}},
+		{"name duplicate", withBridge(`[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `interface = "veth-c"`), []string{
+			`t.toml:8: bridge[1].name: "br0" is already the name of the bridge at line 2`}},
+		{"aging not a duration", doc(`[[bridge]]`, `name = "b"`, `aging = "5x"`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].aging: "5x" is not a duration such as "300s" or "5m"`}},
+		{"aging too short", doc(`[[bridge]]`, `name = "b"`, `aging = "999ms"`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].aging: "999ms" is out of range 1s..24h`}},
+		{"aging too long", doc(`[[bridge]]`, `name = "b"`, `aging = "24h1s"`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].aging: "24h1s" is out of range 1s..24h`}},
+		{"aging negative", doc(`[[bridge]]`, `name = "b"`, `aging = "-5m"`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].aging: "-5m" is out of range 1s..24h`}},
+		{"aging integer", doc(`[[bridge]]`, `name = "b"`, `aging = 300`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].aging: must be a string`}},
+		{"max_entries zero", doc(`[[bridge]]`, `name = "b"`, `max_entries = 0`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].max_entries: 0 is out of range 1..16777216`}},
+		{"max_entries negative", doc(`[[bridge]]`, `name = "b"`, `max_entries = -1`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].max_entries: -1 is out of range 1..16777216`}},
+		{"max_entries too big", doc(`[[bridge]]`, `name = "b"`, `max_entries = 16_777_217`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].max_entries: 16_777_217 is out of range 1..16777216`}},
+		{"max_entries string", doc(`[[bridge]]`, `name = "b"`, `max_entries = "64k"`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].max_entries: must be an integer`}},
+		{"max_entries float", doc(`[[bridge]]`, `name = "b"`, `max_entries = 1e3`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].max_entries: must be an integer`}},
+		{"filter true", doc(`[[bridge]]`, `name = "b"`, `filter = true`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].filter: filter stage is not implemented yet`}},
+		{"filter table", doc(`[[bridge]]`, `name = "b"`, `filter = { rules = "r.txt" }`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].filter: filter stage is not implemented yet`}},
+		{"bridge unknown key", doc(`[[bridge]]`, `name = "b"`, `stp = true`, `[[bridge.port]]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].stp: unknown field`}},
+		{"bridge unknown table", withBridge(`[[bridge.patch]]`, `peer = "br1"`), []string{
+			`t.toml:7: bridge[0].patch: unknown field`}},
+		{"no ports", doc(`[[bridge]]`, `name = "b"`), []string{
+			`t.toml:1: bridge[0].port: at least one [[bridge.port]] is required`}},
+		{"empty port array", doc(`[[bridge]]`, `name = "b"`, `port = []`), []string{
+			`t.toml:3: bridge[0].port: at least one [[bridge.port]] is required`}},
+		{"port is a table", doc(`[[bridge]]`, `name = "b"`, `[bridge.port]`, `interface = "a"`), []string{
+			`t.toml:3: bridge[0].port: must be an array of tables ([[bridge.port]])`}},
+
+		// bridge.port.
+		{"interface missing", withBridge(`[[bridge.port]]`, `mode = "tc"`), []string{
+			`t.toml:7: bridge[0].port[2].interface: is required`}},
+		{"interface not a string", withBridge(`[[bridge.port]]`, `interface = 3`), []string{
+			`t.toml:8: bridge[0].port[2].interface: must be a string`}},
+		{"interface empty", withBridge(`[[bridge.port]]`, `interface = ""`), []string{
+			`t.toml:8: bridge[0].port[2].interface: "" is not a valid interface name: it is empty`}},
+		{"interface too long", withBridge(`[[bridge.port]]`, `interface = "0123456789abcdef"`), []string{
+			`t.toml:8: bridge[0].port[2].interface: "0123456789abcdef" is not a valid interface name: longer than 15 bytes`}},
+		{"interface slash", withBridge(`[[bridge.port]]`, `interface = "a/b"`), []string{
+			`t.toml:8: bridge[0].port[2].interface: "a/b" is not a valid interface name: contains '/'`}},
+		{"interface colon", withBridge(`[[bridge.port]]`, `interface = "eth0:1"`), []string{
+			`t.toml:8: bridge[0].port[2].interface: "eth0:1" is not a valid interface name: contains ':'`}},
+		{"interface space", withBridge(`[[bridge.port]]`, `interface = "a b"`), []string{
+			`t.toml:8: bridge[0].port[2].interface: "a b" is not a valid interface name: contains whitespace`}},
+		{"interface tab", withBridge(`[[bridge.port]]`, `interface = "a\tb"`), []string{
+			`t.toml:8: bridge[0].port[2].interface: "a\tb" is not a valid interface name: contains whitespace`}},
+		{"interface control character", withBridge(`[[bridge.port]]`, `interface = "a\u0000"`), []string{
+			`t.toml:8: bridge[0].port[2].interface: "a\x00" is not a valid interface name: contains a control character`}},
+		{"interface dot", withBridge(`[[bridge.port]]`, `interface = "."`), []string{
+			`t.toml:8: bridge[0].port[2].interface: "." is not a valid interface name: reserved name`}},
+		{"interface dot-dot", withBridge(`[[bridge.port]]`, `interface = ".."`), []string{
+			`t.toml:8: bridge[0].port[2].interface: ".." is not a valid interface name: reserved name`}},
+		{"interface twice in a bridge", withBridge(`[[bridge.port]]`, `interface = "veth-a"`), []string{
+			`t.toml:8: bridge[0].port[2].interface: "veth-a" is also a port of bridge br0 at line 4`}},
+		{"interface in two bridges", withBridge(`[[bridge]]`, `name = "br1"`, `[[bridge.port]]`, `interface = "veth-b"`), []string{
+			`t.toml:10: bridge[1].port[0].interface: "veth-b" is also a port of bridge br0 at line 6`}},
+		{"mode unknown", withBridge(`mode = "fast"`), []string{
+			`t.toml:7: bridge[0].port[1].mode: "fast" is not one of auto, xdp, tc`}},
+		{"mode not a string", withBridge(`mode = 1`), []string{
+			`t.toml:7: bridge[0].port[1].mode: must be a string`}},
+		{"max_macs negative", withBridge(`max_macs = -1`), []string{
+			`t.toml:7: bridge[0].port[1].max_macs: -1 is out of range 0..16777216`}},
+		{"max_macs too big", withBridge(`max_macs = 16777217`), []string{
+			`t.toml:7: bridge[0].port[1].max_macs: 16777217 is out of range 0..16777216`}},
+		{"max_macs bool", withBridge(`max_macs = true`), []string{
+			`t.toml:7: bridge[0].port[1].max_macs: must be an integer`}},
+		{"port vlan", withBridge(`vlan = 10`), []string{
+			`t.toml:7: bridge[0].port[1].vlan: VLAN ports are not implemented yet`}},
+		{"port trunk", withBridge(`trunk = [10, 20]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk: VLAN ports are not implemented yet`}},
+		{"port native", withBridge(`native = 1`), []string{
+			`t.toml:7: bridge[0].port[1].native: VLAN ports are not implemented yet`}},
+		{"port unknown key", withBridge(`speed = 1000`), []string{
+			`t.toml:7: bridge[0].port[1].speed: unknown field`}},
+		{"port inline table line", doc(`[[bridge]]`, `name = "b"`, `port = [`, `  { interface = "a" },`, `  { interface = "b",`, `    mode = "fast" },`, `]`), []string{
+			`t.toml:6: bridge[0].port[1].mode: "fast" is not one of auto, xdp, tc`}},
+		{"port not a table", doc(`[[bridge]]`, `name = "b"`, `port = [`, `  { interface = "a" },`, `  "b",`, `]`), []string{
+			`t.toml:5: bridge[0].port[1]: must be a table`}},
+
+		// bridge.static.
+		{"mac missing", withBridge(`[[bridge.static]]`, `port = "veth-a"`), []string{
+			`t.toml:7: bridge[0].static[0].mac: is required`}},
+		{"static port missing", withBridge(`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`), []string{
+			`t.toml:7: bridge[0].static[0].port: is required`}},
+		{"mac not a string", withBridge(`[[bridge.static]]`, `mac = 2`, `port = "veth-a"`), []string{
+			`t.toml:8: bridge[0].static[0].mac: must be a string`}},
+		{"mac malformed", withBridge(`[[bridge.static]]`, `mac = "02:00:00:00:00"`, `port = "veth-a"`), []string{
+			`t.toml:8: bridge[0].static[0].mac: "02:00:00:00:00" is not a MAC address such as 02:00:00:00:00:01`}},
+		{"mac not hex", withBridge(`[[bridge.static]]`, `mac = "02:00:00:00:00:zz"`, `port = "veth-a"`), []string{
+			`t.toml:8: bridge[0].static[0].mac: "02:00:00:00:00:zz" is not a MAC address such as 02:00:00:00:00:01`}},
+		{"mac too long", withBridge(`[[bridge.static]]`, `mac = "02:00:00:00:00:00:00:01"`, `port = "veth-a"`), []string{
+			`t.toml:8: bridge[0].static[0].mac: "02:00:00:00:00:00:00:01" is not a MAC address such as 02:00:00:00:00:01`}},
+		{"mac multicast", withBridge(`[[bridge.static]]`, `mac = "01:00:5E:00:00:01"`, `port = "veth-a"`), []string{
+			`t.toml:8: bridge[0].static[0].mac: "01:00:5E:00:00:01" is a multicast address; static entries must be unicast`}},
+		{"mac broadcast", withBridge(`[[bridge.static]]`, `mac = "ff:ff:ff:ff:ff:ff"`, `port = "veth-a"`), []string{
+			`t.toml:8: bridge[0].static[0].mac: "ff:ff:ff:ff:ff:ff" is a multicast address; static entries must be unicast`}},
+		{"mac zero", withBridge(`[[bridge.static]]`, `mac = "00:00:00:00:00:00"`, `port = "veth-a"`), []string{
+			`t.toml:8: bridge[0].static[0].mac: "00:00:00:00:00:00" is the zero address`}},
+		{"static port unknown", withBridge(`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "veth-z"`), []string{
+			`t.toml:9: bridge[0].static[0].port: "veth-z" is not a port of bridge br0`}},
+		{"static port of another bridge", withBridge(
+			`[[bridge]]`, `name = "br1"`, `[[bridge.port]]`, `interface = "veth-c"`,
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "veth-a"`), []string{
+			`t.toml:13: bridge[1].static[0].port: "veth-a" is not a port of bridge br1`}},
+		{"static port with invalid interface", withBridge(`[[bridge.port]]`, `interface = "eth0:1"`,
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "eth0:1"`), []string{
+			`t.toml:8: bridge[0].port[2].interface: "eth0:1" is not a valid interface name: contains ':'`}},
+		{"static port not a string", withBridge(`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = ["veth-a"]`), []string{
+			`t.toml:9: bridge[0].static[0].port: must be a string`}},
+		{"static vlan too big", withBridge(`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "veth-a"`, `vlan = 4095`), []string{
+			`t.toml:10: bridge[0].static[0].vlan: 4095 is out of range 0..4094`}},
+		{"static vlan negative", withBridge(`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "veth-a"`, `vlan = -1`), []string{
+			`t.toml:10: bridge[0].static[0].vlan: -1 is out of range 0..4094`}},
+		{"static vlan string", withBridge(`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "veth-a"`, `vlan = "10"`), []string{
+			`t.toml:10: bridge[0].static[0].vlan: must be an integer`}},
+		{"static duplicate", withBridge(
+			`[[bridge.static]]`, `mac = "02:aa:00:00:00:01"`, `port = "veth-a"`, `vlan = 10`,
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "veth-b"`, `vlan = 10`,
+			`[[bridge.static]]`, `mac = "02:AA:00:00:00:01"`, `port = "veth-b"`, `vlan = 10`), []string{
+			`t.toml:16: bridge[0].static[2].mac: 02:aa:00:00:00:01 vlan 10 is already a static entry at line 8`}},
+		{"static unknown key", withBridge(`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "veth-a"`, `ttl = 5`), []string{
+			`t.toml:10: bridge[0].static[0].ttl: unknown field`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, tc.data, tc.want)
+		})
+	}
+}
+
+// checkErrors asserts that Parse fails with exactly the wanted lines.
+func checkErrors(t *testing.T, data []byte, want []string) {
+	t.Helper()
+	cfg, err := Parse("t.toml", data)
+	if err == nil {
+		t.Fatalf("no error; config %+v", cfg)
+	}
+	if cfg != nil {
+		t.Errorf("config returned with an error: %+v", cfg)
+	}
+	var es Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("error is %T, not Errors: %v", err, err)
+	}
+	got := make([]string, len(es))
+	for i, e := range es {
+		got[i] = e.Error()
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got errors\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+	if err.Error() != strings.Join(got, "\n") {
+		t.Errorf("Errors.Error() = %q, want one error per line", err.Error())
+	}
+}
+
+func TestParseSeveralErrorsInLineOrder(t *testing.T) {
+	// Static entries are checked after ports, and a missing interface is
+	// found after the port's other keys, so the order here is the sort's.
+	checkErrors(t, doc(
+		`[daemon]`,                  // 1
+		`socket = "relative"`,       // 2
+		`[[bridge]]`,                // 3
+		`name = "br0"`,              // 4
+		`aging = "soon"`,            // 5
+		`[[bridge.static]]`,         // 6
+		`mac = "01:00:00:00:00:01"`, // 7
+		`port = "veth-z"`,           // 8
+		`[[bridge.port]]`,           // 9
+		`mode = "xdp"`,              // 10
+		`vlan = 5`,                  // 11
+		`[[bridge.port]]`,           // 12
+		`interface = "veth-a"`,      // 13
+		`[[bridge]]`,                // 14
+		`name = "br0"`,              // 15
+		`[[bridge.port]]`,           // 16
+		`interface = "veth-a"`,      // 17
+		`max_macs = -3`,             // 18
+		`[extra]`,                   // 19
+	), []string{
+		`t.toml:2: daemon.socket: "relative" is not an absolute path`,
+		`t.toml:5: bridge[0].aging: "soon" is not a duration such as "300s" or "5m"`,
+		`t.toml:7: bridge[0].static[0].mac: "01:00:00:00:00:01" is a multicast address; static entries must be unicast`,
+		`t.toml:8: bridge[0].static[0].port: "veth-z" is not a port of bridge br0`,
+		`t.toml:9: bridge[0].port[0].interface: is required`,
+		`t.toml:11: bridge[0].port[0].vlan: VLAN ports are not implemented yet`,
+		`t.toml:15: bridge[1].name: "br0" is already the name of the bridge at line 4`,
+		`t.toml:17: bridge[1].port[0].interface: "veth-a" is also a port of bridge br0 at line 13`,
+		`t.toml:18: bridge[1].port[0].max_macs: -3 is out of range 0..16777216`,
+		`t.toml:19: extra: unknown field`,
+	})
+}
+
+// manyBridges returns a config with the given number of ports in each
+// bridge, every bridge header and port on three lines.
+func manyBridges(ports ...int) []byte {
+	var lines []string
+	n := 0
+	for i, np := range ports {
+		lines = append(lines, `[[bridge]]`, fmt.Sprintf(`name = "b%d"`, i), ``)
+		for range np {
+			lines = append(lines, `[[bridge.port]]`, fmt.Sprintf(`interface = "p%d"`, n), ``)
+			n++
+		}
+	}
+	return doc(lines...)
+}
+
+func TestParseLimits(t *testing.T) {
+	ones := func(n int) []int {
+		s := make([]int, n)
+		for i := range s {
+			s[i] = 1
+		}
+		return s
+	}
+	t.Run("max bridges", func(t *testing.T) {
+		if _, err := Parse("t.toml", manyBridges(ones(MaxBridges)...)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("too many bridges", func(t *testing.T) {
+		// Bridge 64 starts after 64 bridges of six lines each.
+		checkErrors(t, manyBridges(ones(MaxBridges+1)...), []string{
+			`t.toml:385: bridge[64]: too many bridges: at most 64 are allowed`})
+	})
+	t.Run("max ports per bridge", func(t *testing.T) {
+		if _, err := Parse("t.toml", manyBridges(MaxPortsPerBridge)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("too many ports per bridge", func(t *testing.T) {
+		checkErrors(t, manyBridges(MaxPortsPerBridge+1), []string{
+			`t.toml:196: bridge[0].port[64]: too many ports in one bridge: at most 64 are allowed`})
+	})
+	t.Run("max ports", func(t *testing.T) {
+		if _, err := Parse("t.toml", manyBridges(64, 64, 64, 63)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("too many ports", func(t *testing.T) {
+		// Port 255 overall is the last of bridge[3]: 4 headers and 255
+		// ports of three lines come before it.
+		checkErrors(t, manyBridges(64, 64, 64, 64), []string{
+			`t.toml:778: bridge[3].port[63]: too many ports in all bridges together: at most 255 are allowed`})
+	})
+}
+
+func TestParseSyntaxError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+		line int
+	}{
+		{"unterminated string", doc(`[[bridge]]`, `name = "br0`, `[[bridge.port]]`), 2},
+		{"missing value", doc(`[[bridge]]`, `name = "br0"`, `aging =`), 3},
+		{"bad escape", doc(`[[bridge]]`, `name = "br0"`, ``, `interface = "\u00"`), 4},
+		{"duplicate key", doc(`[[bridge]]`, `name = "br0"`, `name = "br1"`), 3},
+		{"table defined twice", doc(`[daemon]`, `[daemon]`), 2},
+		{"integer overflow", doc(`[[bridge]]`, `max_entries = 99999999999999999999`), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.toml", tc.data)
+			var es Errors
+			if !errors.As(err, &es) || len(es) != 1 {
+				t.Fatalf("want one Errors entry, got %v", err)
+			}
+			// File and line are the contract; go-toml owns the wording.
+			prefix := fmt.Sprintf("t.toml:%d: invalid TOML: ", tc.line)
+			if got := es[0].Error(); !strings.HasPrefix(got, prefix) {
+				t.Errorf("got %q, want it to start with %q", got, prefix)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := t.TempDir() + "/nope.toml"
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("error %v does not name %s", err, path)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("error %v does not wrap fs.ErrNotExist", err)
+	}
+}
+
+func TestLoadErrorNamesFile(t *testing.T) {
+	_, err := Load("testdata/bad.toml")
+	want := `testdata/bad.toml:7: bridge[0].port[1].mode: "fast" is not one of auto, xdp, tc`
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+func TestErrorFormat(t *testing.T) {
+	for _, tc := range []struct {
+		e    Error
+		want string
+	}{
+		{Error{"br.toml", 7, "bridge[0].port[1].mode", "bad"}, "br.toml:7: bridge[0].port[1].mode: bad"},
+		{Error{"br.toml", 0, "bridge", "missing"}, "br.toml: bridge: missing"},
+		{Error{"br.toml", 3, "", "invalid TOML: x"}, "br.toml:3: invalid TOML: x"},
+	} {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
