@@ -10,4 +10,11 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/safchain/ethtool v0.7.0 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/spf13/pflag v1.0.10 // indirect
+)
+
 tool github.com/cilium/ebpf/cmd/bpf2go

@@ -1,0 +1,46 @@
+# trestle: `make demo` shows the switch at work, `make test` runs every test.
+# Both install the Debian packages they lack (scripts/deps.sh) and need root
+# for the namespace and datapath tests.
+
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+BIN     := bin/trestle
+BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/include/bpf/*.h)
+
+.PHONY: all build deps generate check-generate test test-unit vet demo clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: $(BIN)
+
+$(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') internal/bpf/trestle_bpfel.o go.mod go.sum
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/trestle
+
+# Regenerate the eBPF object and its Go bindings after changing bpf/.
+generate:
+	cd internal/bpf && $(GO) generate ./...
+
+# The committed bindings must be what the committed C produces.
+check-generate: generate
+	@git diff --exit-code --stat -- internal/bpf || { \
+		echo "internal/bpf is stale: run 'make generate' and commit the result" >&2; exit 1; }
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l cmd internal)" || { gofmt -l cmd internal; echo "gofmt needed" >&2; exit 1; }
+
+# Namespace tests run one package at a time: they share the machine's two cores.
+test: deps check-generate vet build
+	$(GO) test -count=1 -p 1 -timeout 30m ./...
+
+test-unit:
+	$(GO) test -count=1 -short ./...
+
+demo: deps build
+	@scripts/demo.sh $(BIN)
+
+clean:
+	rm -rf bin

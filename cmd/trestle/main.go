@@ -1,0 +1,320 @@
+// Command trestle is the eBPF Ethernet switch: `trestle run` is the daemon,
+// the other verbs talk to it over its control socket.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/daemon"
+)
+
+// version is set by the Makefile from git describe.
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// env is what a command may touch of the world, so commands run in tests.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	socket         string
+	json           bool
+}
+
+func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{stdout: stdout, stderr: stderr, getenv: getenv}
+	root := &cobra.Command{
+		Use:   "trestle",
+		Short: "An Ethernet learning switch whose datapath runs in the kernel as eBPF",
+		Long: `trestle is an Ethernet learning switch. Its datapath is an eBPF program attached
+to each port, at XDP (packet rate) or at tc (keeps the host stack's GSO and
+checksum offload); the daemon, 'trestle run', configures it from a TOML file.
+
+Start the daemon in the network namespace of its ports:
+
+  trestle run --config /etc/trestle/trestle.toml
+
+then inspect it from the same machine:
+
+  trestle show                  bridges, ports, each port's attach mode and why
+  trestle fdb show              learned and static addresses
+  trestle stats                 per-port counters and drops by reason
+
+Every inspecting command takes --json. The daemon's socket is
+/run/trestle/trestle.sock unless --socket or TRESTLE_SOCKET say otherwise.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.PersistentFlags().StringVar(&e.socket, "socket", "", "control socket of the daemon (default $TRESTLE_SOCKET or "+ctl.DefaultSocket+")")
+	root.AddCommand(e.runCmd(), e.checkCmd(), e.showCmd(), e.fdbCmd(), e.statsCmd(), e.reloadCmd())
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(stderr, "trestle:", err)
+		return 1
+	}
+	return 0
+}
+
+func (e *env) sock() string { return ctl.SocketPath(e.socket, e.getenv) }
+
+func (e *env) call(req ctl.Request, out any) error { return ctl.Call(e.sock(), req, out) }
+
+func (e *env) printJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (e *env) runCmd() *cobra.Command {
+	var cfgPath, level string
+	c := &cobra.Command{
+		Use:   "run --config FILE",
+		Short: "Run the switch daemon in the foreground",
+		Long: `Run the switch in the foreground, logging to stderr.
+
+The whole config is checked before anything is applied; a bad file is
+rejected with its file, line and field. SIGHUP (or 'trestle reload')
+re-reads the file and applies only the difference: ports that did not
+change keep forwarding, and a bad file leaves the running state as it was.
+SIGTERM or SIGINT detach every program the daemon attached.
+
+A minimal config:
+
+  [[bridge]]
+  name = "br0"
+
+  [[bridge.port]]
+  interface = "veth-a"      # mode = "auto" (default), "xdp" or "tc"
+
+  [[bridge.port]]
+  interface = "veth-b"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfgPath == "" {
+				return fmt.Errorf("--config FILE is required")
+			}
+			var lv slog.Level
+			if err := lv.UnmarshalText([]byte(level)); err != nil {
+				return fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+			}
+			log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: lv}))
+			return daemon.Run(context.Background(), daemon.Options{ConfigPath: cfgPath, Socket: e.socket, Log: log})
+		},
+	}
+	c.Flags().StringVarP(&cfgPath, "config", "c", "", "config file (TOML)")
+	c.Flags().StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	return c
+}
+
+func (e *env) checkCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check FILE",
+		Short: "Check a config file without applying it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := config.Load(args[0])
+			if err != nil {
+				return err
+			}
+			ports := 0
+			for _, b := range cfg.Bridges {
+				ports += len(b.Ports)
+			}
+			fmt.Fprintf(e.stdout, "%s: ok (%d bridges, %d ports)\n", args[0], len(cfg.Bridges), ports)
+			return nil
+		},
+	}
+}
+
+func (e *env) showCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "show",
+		Short: "Show bridges and ports, with each port's attach mode and why",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var st ctl.Status
+			if err := e.call(ctl.Request{Cmd: ctl.CmdShow}, &st); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(st)
+			}
+			for _, b := range st.Bridges {
+				fmt.Fprintf(e.stdout, "bridge %s (id %d): %d entries, max %d, aging %gs\n", b.Name, b.ID, b.Entries, b.MaxEntries, b.AgingSeconds)
+				tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+				fmt.Fprintln(tw, "  PORT\tSTATE\tMODE\tMACS\tWHY")
+				for _, p := range b.Ports {
+					macs := fmt.Sprint(p.MACs)
+					if p.MaxMACs > 0 {
+						macs += fmt.Sprintf("/%d", p.MaxMACs)
+					}
+					fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Interface, p.State, p.Mode, macs, p.Reason)
+					if p.Peer != "" {
+						fmt.Fprintf(tw, "  \t\t\t\tpeer: %s\n", p.Peer)
+					}
+				}
+				tw.Flush()
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
+	return c
+}
+
+func (e *env) fdbCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "fdb",
+		Short: "Show and change the learning table",
+	}
+	var vlan uint16
+	var port string
+	show := &cobra.Command{
+		Use:   "show [BRIDGE]",
+		Short: "List learned and static entries",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var es []ctl.FDBEntry
+			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBShow, Bridge: first(args)}, &es); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(es)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+			fmt.Fprintln(tw, "BRIDGE\tMAC\tVLAN\tPORT\tTYPE\tAGE")
+			for _, x := range es {
+				kind, age := "learned", fmt.Sprintf("%.1fs", x.AgeSeconds)
+				if x.Static {
+					kind, age = "static", "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", x.Bridge, x.MAC, x.VLAN, x.Port, kind, age)
+			}
+			return tw.Flush()
+		},
+	}
+	show.Flags().BoolVar(&e.json, "json", false, "print JSON")
+	add := &cobra.Command{
+		Use:   "add BRIDGE MAC PORT",
+		Short: "Add a static entry (kept across reloads, not restarts: put it in the config for that)",
+		Args:  cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.call(ctl.Request{Cmd: ctl.CmdFDBAdd, Bridge: args[0], MAC: args[1], Port: args[2], VLAN: vlan}, nil)
+		},
+	}
+	add.Flags().Uint16Var(&vlan, "vlan", 0, "VLAN of the entry (0: untagged)")
+	del := &cobra.Command{
+		Use:   "del BRIDGE MAC",
+		Short: "Delete an entry, learned or static",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.call(ctl.Request{Cmd: ctl.CmdFDBDel, Bridge: args[0], MAC: args[1], VLAN: vlan}, nil)
+		},
+	}
+	del.Flags().Uint16Var(&vlan, "vlan", 0, "VLAN of the entry (0: untagged)")
+	flush := &cobra.Command{
+		Use:   "flush [BRIDGE]",
+		Short: "Delete learned entries (static entries stay)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var res daemon.FlushResult
+			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBFlush, Bridge: first(args), Port: port}, &res); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(res)
+			}
+			fmt.Fprintf(e.stdout, "removed %d learned entries\n", res.Removed)
+			return nil
+		},
+	}
+	flush.Flags().StringVar(&port, "port", "", "only entries learned on this port")
+	flush.Flags().BoolVar(&e.json, "json", false, "print JSON")
+	c.AddCommand(show, add, del, flush)
+	return c
+}
+
+func (e *env) statsCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "stats [BRIDGE]",
+		Short: "Per-port counters, with drops by reason",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var ps []ctl.PortStats
+			if err := e.call(ctl.Request{Cmd: ctl.CmdStats, Bridge: first(args)}, &ps); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(ps)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "BRIDGE\tPORT\tMODE\tRX PKTS\tRX BYTES\tTX PKTS\tTX BYTES\tFLOODED\tLEARNED\tMOVED\tDROPS\t")
+			for _, p := range ps {
+				var total uint64
+				for _, n := range p.Drops {
+					total += n
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Bridge, p.Port, p.Mode, p.RxPackets, p.RxBytes, p.TxPackets, p.TxBytes, p.Flooded, p.Learned, p.Moved, total)
+			}
+			tw.Flush()
+			for _, p := range ps {
+				if d := dropSummary(p.Drops); d != "" {
+					fmt.Fprintf(e.stdout, "drops on %s: %s\n", p.Port, d)
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
+	return c
+}
+
+func dropSummary(drops map[string]uint64) string {
+	var parts []string
+	for name, n := range drops {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", name, n))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func (e *env) reloadCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reload",
+		Short: "Make the daemon re-read its config and apply the difference",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := e.call(ctl.Request{Cmd: ctl.CmdReload}, nil); err != nil {
+				return fmt.Errorf("reload rejected, running state kept: %w", err)
+			}
+			fmt.Fprintln(e.stdout, "reloaded")
+			return nil
+		},
+	}
+}
+
+func first(args []string) string {
+	if len(args) > 0 {
+		return args[0]
+	}
+	return ""
+}

@@ -1,0 +1,204 @@
+// Package ctl is the daemon's control socket: one JSON request per connection
+// over a unix socket, one JSON response back. The types here are the wire
+// format; `trestle show|fdb|stats --json` print the Data of a response as is,
+// so their field names are part of the interface contract (DESIGN.md).
+package ctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// DefaultSocket is where the daemon listens unless told otherwise.
+const DefaultSocket = "/run/trestle/trestle.sock"
+
+// SocketPath resolves the socket: the --socket flag, then TRESTLE_SOCKET, then the default.
+func SocketPath(flag string, getenv func(string) string) string {
+	if flag != "" {
+		return flag
+	}
+	if s := getenv("TRESTLE_SOCKET"); s != "" {
+		return s
+	}
+	return DefaultSocket
+}
+
+// Commands.
+const (
+	CmdShow     = "show"
+	CmdStats    = "stats"
+	CmdFDBShow  = "fdb.show"
+	CmdFDBAdd   = "fdb.add"
+	CmdFDBDel   = "fdb.del"
+	CmdFDBFlush = "fdb.flush"
+	CmdReload   = "reload"
+)
+
+// Request is what the CLI sends.
+type Request struct {
+	Cmd    string `json:"cmd"`
+	Bridge string `json:"bridge,omitempty"`
+	MAC    string `json:"mac,omitempty"`
+	Port   string `json:"port,omitempty"`
+	VLAN   uint16 `json:"vlan,omitempty"`
+}
+
+// Response is what the daemon answers.
+type Response struct {
+	Error string          `json:"error,omitempty"`
+	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+// FDBEntry is one row of `trestle fdb show --json`.
+type FDBEntry struct {
+	Bridge     string  `json:"bridge"`
+	MAC        string  `json:"mac"`
+	VLAN       uint16  `json:"vlan"`
+	Port       string  `json:"port"`
+	Static     bool    `json:"static"`
+	AgeSeconds float64 `json:"age_seconds"`
+}
+
+// PortStats is one port of `trestle stats --json`.
+type PortStats struct {
+	Bridge    string            `json:"bridge"`
+	Port      string            `json:"port"`
+	Mode      string            `json:"mode"`
+	RxPackets uint64            `json:"rx_packets"`
+	RxBytes   uint64            `json:"rx_bytes"`
+	TxPackets uint64            `json:"tx_packets"`
+	TxBytes   uint64            `json:"tx_bytes"`
+	Flooded   uint64            `json:"flooded"`
+	Learned   uint64            `json:"learned"`
+	Moved     uint64            `json:"moved"`
+	Drops     map[string]uint64 `json:"drops"`
+}
+
+// Status is `trestle show --json`.
+type Status struct {
+	Config  string         `json:"config"`
+	Bridges []BridgeStatus `json:"bridges"`
+	// Unattached counts frames that reached the datapath on no port: drops by reason.
+	Unattached map[string]uint64 `json:"unattached_drops,omitempty"`
+}
+
+type BridgeStatus struct {
+	Name         string       `json:"name"`
+	ID           uint16       `json:"id"`
+	AgingSeconds float64      `json:"aging_seconds"`
+	MaxEntries   int          `json:"max_entries"`
+	Entries      int          `json:"entries"`
+	Ports        []PortStatus `json:"ports"`
+}
+
+type PortStatus struct {
+	Interface string `json:"interface"`
+	Ifindex   int    `json:"ifindex"`
+	State     string `json:"state"` // "up": attached and forwarding; "down": see Reason
+	Mode      string `json:"mode"`  // "xdp" or "tc" as attached; the configured mode when down
+	Config    string `json:"config_mode"`
+	Reason    string `json:"reason"` // why this mode, or why down
+	MaxMACs   int    `json:"max_macs"`
+	MACs      int    `json:"macs"`
+	Peer      string `json:"peer,omitempty"` // what the daemon did to the veth peer
+}
+
+// Handler answers one request; the error becomes Response.Error.
+type Handler func(ctx context.Context, req Request) (any, error)
+
+// Server listens on a unix socket.
+type Server struct {
+	ln   net.Listener
+	path string
+}
+
+// Listen creates the socket (and its directory), replacing a stale socket file
+// but refusing to take over one a live daemon is answering on.
+func Listen(path string) (*Server, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("control socket %s: another daemon is listening there", path)
+	}
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	return &Server{ln: ln, path: path}, nil
+}
+
+// Serve answers requests until ctx is done or Close is called.
+func (s *Server) Serve(ctx context.Context, h Handler) {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		go s.handle(ctx, c, h)
+	}
+}
+
+func (s *Server) handle(ctx context.Context, c net.Conn, h Handler) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	var req Request
+	var resp Response
+	if err := json.NewDecoder(io.LimitReader(c, 1<<20)).Decode(&req); err != nil {
+		resp.Error = fmt.Sprintf("bad request: %v", err)
+	} else if data, err := h(ctx, req); err != nil {
+		resp.Error = err.Error()
+	} else if resp.Data, err = json.Marshal(data); err != nil {
+		resp.Error = fmt.Sprintf("encode answer: %v", err)
+	}
+	_ = json.NewEncoder(c).Encode(&resp)
+}
+
+// Close stops listening and removes the socket file.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	_ = os.Remove(s.path)
+	return err
+}
+
+// ErrNoDaemon means nothing answers on the socket.
+var ErrNoDaemon = errors.New("no trestle daemon is running there")
+
+// Call sends one request and decodes the answer's data into out (if non-nil).
+func Call(path string, req Request, out any) error {
+	c, err := net.DialTimeout("unix", path, 3*time.Second)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w (%v)", path, ErrNoDaemon, err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	if err := json.NewEncoder(c).Encode(&req); err != nil {
+		return fmt.Errorf("send %s to %s: %w", req.Cmd, path, err)
+	}
+	var resp Response
+	if err := json.NewDecoder(c).Decode(&resp); err != nil {
+		return fmt.Errorf("read answer to %s from %s: %w", req.Cmd, path, err)
+	}
+	if resp.Error != "" {
+		return errors.New(resp.Error)
+	}
+	if out != nil && len(resp.Data) > 0 {
+		if err := json.Unmarshal(resp.Data, out); err != nil {
+			return fmt.Errorf("decode answer to %s: %w", req.Cmd, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# make demo: three hosts (network namespaces) on one trestle bridge. Shows ping
+# and an iperf3 run through the switch, the learned table and the counters,
+# then removes everything it made, also when interrupted or when a step fails.
+#
+# Usage: scripts/demo.sh [path/to/trestle] [mode]    mode: auto (default), xdp, tc
+set -euo pipefail
+
+BIN=$(realpath "${1:-bin/trestle}")
+MODE=${2:-auto}
+P=trd$$                      # unique prefix for every name this run creates
+SW=$P-sw
+HOSTS=(h1 h2 h3)
+WORK=$(mktemp -d /tmp/trestle-demo.XXXXXX)
+SOCK=$WORK/trestle.sock
+DAEMON_PID=
+
+[[ $(id -u) -eq 0 ]] || { echo "demo: run as root (it creates network namespaces)" >&2; exit 1; }
+
+cleanup() {
+	set +e
+	if [[ -n $DAEMON_PID ]] && kill -0 "$DAEMON_PID" 2>/dev/null; then
+		kill -TERM "$DAEMON_PID"
+		wait "$DAEMON_PID" 2>/dev/null
+	fi
+	for h in "${HOSTS[@]}"; do ip netns del "$P-$h" 2>/dev/null; done
+	ip netns del "$SW" 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+in_sw() { ip netns exec "$SW" "$@"; }
+
+step "topology: namespaces $SW (the switch) and ${HOSTS[*]/#/$P-}, each host on one veth to the switch"
+ip netns add "$SW"
+ip netns exec "$SW" ip link set lo up
+i=1
+for h in "${HOSTS[@]}"; do
+	ns=$P-$h
+	ip netns add "$ns"
+	ip netns exec "$ns" ip link set lo up
+	# port-hN in the switch namespace, eth0 in the host.
+	ip link add "port-$h" netns "$SW" type veth peer name eth0 netns "$ns"
+	ip netns exec "$ns" ip link set eth0 address "02:00:00:00:00:0$i"
+	ip netns exec "$ns" ip addr add "10.77.0.$i/24" dev eth0
+	ip netns exec "$ns" ip link set eth0 up
+	in_sw ip link set "port-$h" up
+	i=$((i + 1))
+done
+
+cat >"$WORK/trestle.toml" <<TOML
+[daemon]
+socket = "$SOCK"
+
+[[bridge]]
+name = "br0"
+aging = "300s"
+
+[[bridge.port]]
+interface = "port-h1"
+mode = "$MODE"
+
+[[bridge.port]]
+interface = "port-h2"
+mode = "$MODE"
+
+[[bridge.port]]
+interface = "port-h3"
+mode = "$MODE"
+TOML
+echo "config:"; sed 's/^/  /' "$WORK/trestle.toml"
+
+step "start the daemon in $SW: trestle run --config trestle.toml"
+# Not through a shell function: $! must be the daemon itself.
+ip netns exec "$SW" "$BIN" run --config "$WORK/trestle.toml" 2>"$WORK/daemon.log" &
+DAEMON_PID=$!
+for _ in $(seq 50); do
+	[[ -S $SOCK ]] && break
+	kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$WORK/daemon.log"; exit 1; }
+	sleep 0.1
+done
+export TRESTLE_SOCKET=$SOCK
+"$BIN" show
+
+step "ping: h1 -> h2, h1 -> h3, h2 -> h3"
+ip netns exec "$P-h1" ping -c 3 -i 0.2 -W 1 10.77.0.2 | tail -2
+ip netns exec "$P-h1" ping -c 3 -i 0.2 -W 1 10.77.0.3 | tail -2
+ip netns exec "$P-h2" ping -c 3 -i 0.2 -W 1 10.77.0.3 | tail -2
+
+step "iperf3 TCP h1 -> h2 through trestle, 3 seconds, hosts' default offloads"
+ip netns exec "$P-h2" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+IPERF_PID=$!
+for _ in $(seq 50); do
+	ip netns exec "$P-h2" ss -ltn 2>/dev/null | grep -q ':5201 ' && break
+	sleep 0.1
+done
+ip netns exec "$P-h1" iperf3 -c 10.77.0.2 -p 5201 -t 3 -f g | grep -E 'sender|receiver'
+wait "$IPERF_PID" 2>/dev/null || true
+
+step "learned table: trestle fdb show"
+"$BIN" fdb show
+
+step "counters: trestle stats"
+"$BIN" stats
+
+step "stop the daemon (SIGTERM): it detaches every program"
+kill -TERM "$DAEMON_PID"
+wait "$DAEMON_PID" || true
+DAEMON_PID=
+tail -3 "$WORK/daemon.log" | sed 's/^/  /'
+left=$(in_sw ip -o link show | grep -cE ' xdp|prog/xdp' || true)
+tcx=$(in_sw bpftool net show 2>/dev/null | grep -c tcx || true)
+echo "programs left on ports: xdp $left, tcx ${tcx:-0}"
+step "done: removing namespaces"
