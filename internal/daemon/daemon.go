@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -434,7 +435,7 @@ func (d *Daemon) preparePeer(p *portState, forXDP bool) bool {
 }
 
 func (d *Daemon) portDown(p *portState, reason string) {
-	if p.up || p.reason != reason {
+	if p.up || (p.reason != reason && !strings.Contains(p.reason, "was deleted")) {
 		d.log.Warn("port down", "bridge", p.bridge.cfg.Name, "port", p.cfg.Interface, "reason", reason)
 	}
 	p.up, p.mode, p.reason = false, "", reason
@@ -540,10 +541,11 @@ func (d *Daemon) linkChanged(u netlink.LinkUpdate) {
 	case syscall.RTM_DELLINK:
 		if p.up && p.ifindex == int(u.Index) {
 			d.detach(p)
-			d.portDown(p, fmt.Sprintf("interface %q was deleted", name))
 			if err := d.syncBridge(p.bridge); err != nil {
 				d.log.Warn("update bridge", "bridge", p.bridge.cfg.Name, "err", err)
 			}
+			// After the sync, whose retry would only say "does not exist".
+			d.portDown(p, fmt.Sprintf("interface %q was deleted", name))
 		}
 	case syscall.RTM_NEWLINK:
 		if p.up && p.ifindex != int(u.Index) {
