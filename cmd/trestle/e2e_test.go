@@ -56,8 +56,8 @@ type swlab struct {
 }
 
 func hostMAC(i int) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, 0, byte(i)} }
-func hostIP(i int) string             { return fmt.Sprintf("10.78.0.%d", i) }
-func portName(i int) string           { return fmt.Sprintf("port-h%d", i) }
+func hostIP(i int) string            { return fmt.Sprintf("10.78.0.%d", i) }
+func portName(i int) string          { return fmt.Sprintf("port-h%d", i) }
 
 func newSwlab(t *testing.T, n int) *swlab {
 	testutil.RequireRoot(t)
