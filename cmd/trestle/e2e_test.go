@@ -68,6 +68,13 @@ func newSwlab(t *testing.T, n int) *swlab {
 	l.sw = testutil.NewNS(t, "sw")
 	for i := 1; i <= n; i++ {
 		h := testutil.NewNS(t, fmt.Sprintf("h%d", i))
+		// No IPv6: its unsolicited ND and MLD frames would refresh entries
+		// the aging test waits to see go, and add noise to the counters.
+		for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6"} {
+			if err := h.Sysctl(k, "1"); err != nil {
+				t.Fatal(err)
+			}
+		}
 		testutil.Veth(t, l.sw, portName(i), h, "eth0", "")
 		h.MustExec(t, "ip", "link", "set", "dev", "eth0", "address", hostMAC(i).String())
 		h.AddrAdd(t, "eth0", hostIP(i)+"/24")

@@ -124,7 +124,7 @@ A minimal config:
 }
 
 func (e *env) checkCmd() *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Check a config file without applying it",
 		Args:  cobra.ExactArgs(1),
@@ -137,10 +137,15 @@ func (e *env) checkCmd() *cobra.Command {
 			for _, b := range cfg.Bridges {
 				ports += len(b.Ports)
 			}
+			if e.json {
+				return e.printJSON(map[string]any{"ok": true, "file": args[0], "bridges": len(cfg.Bridges), "ports": ports})
+			}
 			fmt.Fprintf(e.stdout, "%s: ok (%d bridges, %d ports)\n", args[0], len(cfg.Bridges), ports)
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
+	return c
 }
 
 func (e *env) showCmd() *cobra.Command {
@@ -216,19 +221,27 @@ func (e *env) fdbCmd() *cobra.Command {
 		Short: "Add a static entry (kept across reloads, not restarts: put it in the config for that)",
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.call(ctl.Request{Cmd: ctl.CmdFDBAdd, Bridge: args[0], MAC: args[1], Port: args[2], VLAN: vlan}, nil)
+			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBAdd, Bridge: args[0], MAC: args[1], Port: args[2], VLAN: vlan}, nil); err != nil {
+				return err
+			}
+			return e.done(fmt.Sprintf("added static %s vlan %d on %s", args[1], vlan, args[2]))
 		},
 	}
 	add.Flags().Uint16Var(&vlan, "vlan", 0, "VLAN of the entry (0: untagged)")
+	add.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	del := &cobra.Command{
 		Use:   "del BRIDGE MAC",
 		Short: "Delete an entry, learned or static",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.call(ctl.Request{Cmd: ctl.CmdFDBDel, Bridge: args[0], MAC: args[1], VLAN: vlan}, nil)
+			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBDel, Bridge: args[0], MAC: args[1], VLAN: vlan}, nil); err != nil {
+				return err
+			}
+			return e.done(fmt.Sprintf("deleted %s vlan %d", args[1], vlan))
 		},
 	}
 	del.Flags().Uint16Var(&vlan, "vlan", 0, "VLAN of the entry (0: untagged)")
+	del.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	flush := &cobra.Command{
 		Use:   "flush [BRIDGE]",
 		Short: "Delete learned entries (static entries stay)",
@@ -298,7 +311,7 @@ func dropSummary(drops map[string]uint64) string {
 }
 
 func (e *env) reloadCmd() *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "reload",
 		Short: "Make the daemon re-read its config and apply the difference",
 		Args:  cobra.NoArgs,
@@ -306,10 +319,20 @@ func (e *env) reloadCmd() *cobra.Command {
 			if err := e.call(ctl.Request{Cmd: ctl.CmdReload}, nil); err != nil {
 				return fmt.Errorf("reload rejected, running state kept: %w", err)
 			}
-			fmt.Fprintln(e.stdout, "reloaded")
-			return nil
+			return e.done("reloaded")
 		},
 	}
+	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
+	return c
+}
+
+// done reports a change that has no data to show.
+func (e *env) done(msg string) error {
+	if e.json {
+		return e.printJSON(map[string]any{"ok": true, "message": msg})
+	}
+	_, err := fmt.Fprintln(e.stdout, msg)
+	return err
 }
 
 func first(args []string) string {
