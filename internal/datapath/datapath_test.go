@@ -372,3 +372,46 @@ func TestDelPortUnknownIsNoError(t *testing.T) {
 		}
 	})
 }
+
+func tagged(dst, src net.HardwareAddr, vid uint16) []byte {
+	b := frame(dst, src, 0x8100, 4+46)
+	binary.BigEndian.PutUint16(b[14:], vid)
+	binary.BigEndian.PutUint16(b[16:], 0x0800)
+	return b
+}
+
+// An address is learned per VLAN: the same MAC in two VLANs is two entries,
+// and a destination known only in another VLAN is unknown here.
+func TestLearningPerVLAN(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m mode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		r.wantVerdict(r.run(1, tagged(macB, macA, 10)), m.redirect, "tagged unknown unicast")
+		r.wantVerdict(r.run(2, tagged(macB, macA, 20)), m.redirect, "same MAC in another VLAN")
+		es, err := r.dp.FDB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[uint16]uint16{}
+		for _, e := range es {
+			if e.MAC.String() == macA.String() {
+				got[e.VLAN] = e.Slot
+			}
+		}
+		if len(got) != 2 || got[10] != 1 || got[20] != 2 {
+			t.Errorf("A's entries by VLAN: %v, want vlan 10 on slot 1 and vlan 20 on slot 2", got)
+		}
+		if s := r.stats(2); s.Moved != 0 || s.Learned != 1 {
+			t.Errorf("the same MAC in another VLAN counted as a move: %+v", s)
+		}
+		// To A in VLAN 10 goes to port 1 only; to A untagged is unknown: flooded.
+		before := r.stats(1).Flooded
+		r.wantVerdict(r.run(3, tagged(macA, macC, 10)), m.redirect, "known in vlan 10")
+		if r.stats(3).Flooded != 0 {
+			t.Errorf("a frame to a MAC known in its VLAN was flooded")
+		}
+		r.wantVerdict(r.run(3, ipv4(macA, macC)), m.redirect, "untagged to a MAC known only tagged")
+		if r.stats(3).Flooded != 1 || r.stats(1).Flooded != before {
+			t.Errorf("untagged frame to a MAC learned only in VLANs was not flooded")
+		}
+	})
+}
