@@ -641,3 +641,50 @@ func TestMissingInterface(t *testing.T) {
 	}
 	l.stop()
 }
+
+// TestXDPUnreachablePeer: in xdp mode a veth whose peer lives in a namespace
+// the daemon cannot find stays down with the reason, instead of losing the
+// frames redirected into it; other ports are unaffected.
+func TestXDPUnreachablePeer(t *testing.T) {
+	l := newSwlab(t, 2)
+	testutil.RequireCmd(t, "unshare", "umount")
+	hidden := filepath.Join(t.TempDir(), "netns")
+	if err := os.WriteFile(hidden, nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("unshare", "--net="+hidden, "true").CombinedOutput(); err != nil {
+		t.Skipf("cannot make a namespace outside /run/netns: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", hidden).Run() })
+	err := l.sw.Do(func() error {
+		la := netlink.NewLinkAttrs()
+		la.Name = "port-x"
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "hidden0"}); err != nil {
+			return err
+		}
+		peer, err := netlink.LinkByName("hidden0")
+		if err != nil {
+			return err
+		}
+		f, err := os.Open(hidden)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := netlink.LinkSetNsFd(peer, int(f.Fd())); err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(&netlink.Veth{LinkAttrs: la})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.writeConfig(l.config("", func(int) string { return "mode = \"xdp\"\n" }) + "\n[[bridge.port]]\ninterface = \"port-x\"\nmode = \"xdp\"\n")
+	l.start()
+	px := l.show().Bridges[0].Ports[2]
+	if px.State != "down" || !strings.Contains(px.Reason, "mode xdp refused") {
+		t.Errorf("xdp port with an unreachable peer: %+v, want down with the reason", px)
+	}
+	l.pingAll()
+	l.stop()
+}
