@@ -22,6 +22,7 @@ struct tr_pkt {
 	void *data_end;
 	__u32 len;     /* whole frame, including any non-linear part */
 	__u32 ifindex; /* ingress */
+	int meta_vlan; /* outer VID held in metadata, or -1 (see tr_parse) */
 };
 
 enum tr_action {
@@ -101,7 +102,7 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	d->br = br;
 
 	/* 2. Is it a well-formed Ethernet frame? */
-	if (tr_parse(p->data, p->data_end, p->len, &f, &reason)) {
+	if (tr_parse(p->data, p->data_end, p->len, p->meta_vlan, &f, &reason)) {
 		tr_drop(d, st, reason);
 		return;
 	}

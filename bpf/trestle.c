@@ -29,6 +29,7 @@ int trestle_xdp(struct xdp_md *ctx)
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
 		.ifindex = ctx->ingress_ifindex,
+		.meta_vlan = -1,
 	};
 	struct tr_decision d = {};
 	void *flood;
@@ -48,7 +49,9 @@ int trestle_xdp(struct xdp_md *ctx)
 		return XDP_REDIRECT;
 	case TR_ACT_FLOOD:
 		flood = bpf_map_lookup_elem(&floods, &d.bridge);
-		if (!flood) {
+		/* A broadcast to a set holding only the ingress frees the frame
+		 * without a word: count it instead. */
+		if (!flood || !d.br || d.br->nports < 2) {
 			tr_drop(&d, d.in_st, TR_DROP_NO_EGRESS);
 			return XDP_DROP;
 		}
@@ -80,6 +83,7 @@ int trestle_tc(struct __sk_buff *skb)
 	p.data_end = (void *)(long)skb->data_end;
 	p.len = skb->len;
 	p.ifindex = skb->ifindex;
+	p.meta_vlan = skb->vlan_present ? (int)(skb->vlan_tci & 0x0fff) : -1;
 	tr_pipeline(&p, &d);
 
 	switch (d.action) {
@@ -91,8 +95,10 @@ int trestle_tc(struct __sk_buff *skb)
 			return TC_ACT_SHOT;
 		/* Clone to every other port; the original goes to the last one.
 		 * Finding the last without a loop keeps the verifier's work linear. */
-		if (d.br->nports < 2 || d.br->nports > TR_MAX_BRIDGE_PORTS)
-			return TC_ACT_SHOT; /* nowhere to flood: counted as flooded, nothing lost */
+		if (d.br->nports < 2 || d.br->nports > TR_MAX_BRIDGE_PORTS) {
+			tr_count_drop(d.in_st, TR_DROP_NO_EGRESS); /* nowhere to flood */
+			return TC_ACT_SHOT;
+		}
 		/* The masks are no-ops after the check above; they show the verifier the bound. */
 		last = (d.br->nports - 1) & (TR_MAX_BRIDGE_PORTS - 1);
 		if (d.br->ports[last].ifindex == p.ifindex)

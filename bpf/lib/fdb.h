@@ -25,15 +25,18 @@ static __always_inline void tr_fdb_key_init(struct tr_fdb_key *k, __u16 bridge,
 
 static __always_inline void tr_count_add(void *map, __u32 idx, int delta)
 {
-	__u32 *n = bpf_map_lookup_elem(map, &idx);
+	__s32 *n = bpf_map_lookup_elem(map, &idx);
 
 	if (n)
 		__sync_fetch_and_add(n, delta);
 }
 
-static __always_inline __u32 tr_count_get(void *map, __u32 idx)
+/* Counts are signed: the control plane overwrites them with the truth while
+ * CPUs add and subtract, and a count that dips below zero for a moment must
+ * not wrap into "full". */
+static __always_inline __s32 tr_count_get(void *map, __u32 idx)
 {
-	__u32 *n = bpf_map_lookup_elem(map, &idx);
+	__s32 *n = bpf_map_lookup_elem(map, &idx);
 
 	return n ? *n : 0;
 }
@@ -62,7 +65,7 @@ static __always_inline int tr_learn(const struct tr_port *in, __u32 ifindex,
 		/* A static entry wins: the frame goes on, the table stays. */
 		if (e->flags & TR_FDB_STATIC)
 			return 0;
-		if (in->max_macs && tr_count_get(&port_macs, in->slot) >= in->max_macs) {
+		if (in->max_macs && tr_count_get(&port_macs, in->slot) >= (__s32)in->max_macs) {
 			*reason = TR_DROP_MAC_LIMIT;
 			return -1;
 		}
@@ -78,11 +81,11 @@ static __always_inline int tr_learn(const struct tr_port *in, __u32 ifindex,
 		return 0;
 	}
 
-	if (in->max_macs && tr_count_get(&port_macs, in->slot) >= in->max_macs) {
+	if (in->max_macs && tr_count_get(&port_macs, in->slot) >= (__s32)in->max_macs) {
 		*reason = TR_DROP_MAC_LIMIT;
 		return -1;
 	}
-	if (tr_count_get(&bridge_macs, in->bridge) >= br->max_entries) {
+	if (tr_count_get(&bridge_macs, in->bridge) >= (__s32)br->max_entries) {
 		*reason = TR_DROP_TABLE_FULL;
 		return -1;
 	}

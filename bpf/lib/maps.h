@@ -43,14 +43,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, TR_MAX_PORTS);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __s32);
 } port_macs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, TR_MAX_BRIDGES + 1);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __s32);
 } bridge_macs SEC(".maps");
 
 /* Counters per port slot and CPU; slot 0 counts frames from unknown interfaces. */

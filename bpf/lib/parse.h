@@ -49,8 +49,13 @@ static __always_inline __u32 tr_min_payload(__u16 proto)
 	}
 }
 
-/* Returns -1 and sets *reason when the frame is malformed, 0 otherwise. */
-static __always_inline int tr_parse(void *data, void *data_end, __u32 len,
+/*
+ * Returns -1 and sets *reason when the frame is malformed, 0 otherwise.
+ * meta_vlan is the outer VID when the kernel already took the outer tag out
+ * of the frame into metadata (skbs at tc), -1 when the tag, if any, is still
+ * in the data (XDP); either way the FDB sees the same VLAN.
+ */
+static __always_inline int tr_parse(void *data, void *data_end, __u32 len, int meta_vlan,
 				    struct tr_frame *f, enum tr_drop_reason *reason)
 {
 	struct ethhdr *eth = data;
@@ -62,7 +67,7 @@ static __always_inline int tr_parse(void *data, void *data_end, __u32 len,
 		return -1;
 	}
 	f->eth = eth;
-	f->vlan = 0;
+	f->vlan = meta_vlan >= 0 ? meta_vlan & 0x0fff : 0;
 	proto = bpf_ntohs(eth->h_proto);
 
 #pragma unroll
@@ -75,7 +80,7 @@ static __always_inline int tr_parse(void *data, void *data_end, __u32 len,
 			*reason = TR_DROP_RUNT;
 			return -1;
 		}
-		if (i == 0)
+		if (i == 0 && meta_vlan < 0)
 			f->vlan = bpf_ntohs(vh->tci) & 0x0fff;
 		proto = bpf_ntohs(vh->proto);
 		off += TR_VLAN_HLEN;

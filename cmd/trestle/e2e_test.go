@@ -688,3 +688,146 @@ func TestXDPUnreachablePeer(t *testing.T) {
 	l.pingAll()
 	l.stop()
 }
+
+// TestReloadKeepsUnchangedPorts: a reload that only moves lines (a comment at
+// the top) touches no port: learned entries, counters and CLI statics stay.
+func TestReloadKeepsUnchangedPorts(t *testing.T) {
+	l := newSwlab(t, 2)
+	body := l.config("", nil)
+	l.writeConfig(body)
+	l.start()
+	l.pingAll()
+	extra := net.HardwareAddr{0x02, 0x5a, 0, 0, 0, 0x02}
+	if out, err := l.cli("fdb", "add", "br0", extra.String(), "port-h2"); err != nil {
+		t.Fatalf("fdb add: %v\n%s", err, out)
+	}
+	before := len(l.fdb())
+	rx := l.stats("port-h1").RxPackets
+	l.writeConfig("# a comment moves every line down\n" + body)
+	if out, err := l.cli("reload"); err != nil {
+		t.Fatalf("reload: %v\n%s", err, out)
+	}
+	if strings.Contains(l.daemon.Out.String(), "port removed") {
+		t.Errorf("a reload with no real change removed ports:\n%s", l.daemon.Out.String())
+	}
+	if after := len(l.fdb()); after != before {
+		t.Errorf("fdb had %d entries before the reload, %d after", before, after)
+	}
+	if got := l.stats("port-h1").RxPackets; got < rx {
+		t.Errorf("port-h1 counters were reset by the reload: rx %d then %d", rx, got)
+	}
+	if e, ok := l.fdbEntry(extra); !ok || !e.Static {
+		t.Errorf("CLI static entry lost by the reload")
+	}
+	l.stop()
+}
+
+// TestVLANLearned: a tagged frame is learned under its VID in both modes (at
+// tc the kernel has moved the tag into metadata; XDP sees it in the frame).
+func TestVLANLearned(t *testing.T) {
+	for _, mode := range []string{"xdp", "tc"} {
+		t.Run(mode, func(t *testing.T) {
+			l := newSwlab(t, 2)
+			l.writeConfig(l.config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
+			l.start()
+			src := net.HardwareAddr{0x02, 0x77, 0, 0, 0, 1}
+			payload := make([]byte, 50)
+			payload[0], payload[1] = 0x00, 0x0a // TCI: VID 10
+			payload[2], payload[3] = 0x88, 0xb5
+			capt := l.host(2).Capture(t, "eth0")
+			if err := l.host(1).RawSend("eth0", testutil.Frame(hostMAC(2), src, 0x8100, payload)); err != nil {
+				t.Fatal(err)
+			}
+			isTagged := func(f []byte) bool {
+				return len(f) > 16 && bytes.Equal(f[6:12], src) && f[12] == 0x81 && f[13] == 0 && f[15] == 10
+			}
+			if n := capt.WaitFor(isTagged, 1, 2*time.Second); n != 1 {
+				t.Errorf("h2 got %d copies of the tagged frame, want 1 with its tag", n)
+			}
+			if e, ok := l.fdbEntry(src); !ok || e.VLAN != 10 || e.Port != "port-h1" {
+				t.Errorf("tagged frame learned as %+v (found %v), want vlan 10 on port-h1", e, ok)
+			}
+			l.stop()
+		})
+	}
+}
+
+// TestInterfaceRecreated: an interface deleted and created again under the
+// same name while the daemon is busy ends up attached and up, once.
+func TestInterfaceRecreated(t *testing.T) {
+	for _, mode := range []string{"xdp", "tc"} {
+		t.Run(mode, func(t *testing.T) {
+			l := newSwlab(t, 2)
+			l.writeConfig(l.config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }) +
+				fmt.Sprintf("\n[[bridge.port]]\ninterface = \"port-x\"\nmode = %q\n", mode))
+			l.sw.MustExec(t, "ip", "link", "add", "port-x", "type", "veth", "peer", "name", "peer-x")
+			l.sw.MustExec(t, "ip", "link", "set", "port-x", "up")
+			l.sw.MustExec(t, "ip", "link", "set", "peer-x", "up")
+			l.start()
+			if p := l.show().Bridges[0].Ports[2]; p.State != "up" {
+				t.Fatalf("port-x not up: %+v", p)
+			}
+			// A busy daemon: the delete and the create queue up behind it.
+			if err := l.daemon.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			out, err := l.sw.Exec("sh", "-c", "printf 'link del port-x\\nlink add port-x type veth peer name peer-x\\nlink set port-x up\\nlink set peer-x up\\n' | ip -batch -")
+			l.daemon.Cmd.Process.Signal(syscall.SIGCONT)
+			if err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			var p ctl.PortStatus
+			for time.Now().Before(deadline) {
+				if p = l.show().Bridges[0].Ports[2]; p.State == "up" {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if p.State != "up" || p.Mode != mode {
+				t.Fatalf("port-x after re-creation: %+v\n%s", p, l.daemon.Out.String())
+			}
+			l.pingAll()
+			l.stop()
+			err = l.sw.Do(func() error {
+				lk, err := netlink.LinkByName("port-x")
+				if err != nil {
+					return err
+				}
+				if x := lk.Attrs().Xdp; x != nil && x.Attached {
+					t.Errorf("port-x: XDP program left after exit")
+				}
+				res, err := link.QueryPrograms(link.QueryOptions{Target: lk.Attrs().Index, Attach: ebpf.AttachTCXIngress})
+				if err == nil && len(res.Programs) > 0 {
+					t.Errorf("port-x: tcx program left after exit")
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mode == "xdp" {
+				if out := l.sw.MustExec(t, "ethtool", "-k", "peer-x"); !strings.Contains(out, "tx-checksum-ip-generic: on") {
+					t.Errorf("peer-x TX checksum offload not restored:\n%s", out)
+				}
+			}
+		})
+	}
+}
+
+// TestXDPRefusesDeviceWithoutXDP: a device that cannot take XDP redirects (here
+// a Linux bridge device) in a bridge with xdp ports would drop their frames
+// unseen; the daemon keeps it down and says why.
+func TestXDPRefusesDeviceWithoutXDP(t *testing.T) {
+	l := newSwlab(t, 2)
+	l.sw.MustExec(t, "ip", "link", "add", "lbr0", "type", "bridge")
+	l.sw.MustExec(t, "ip", "link", "set", "lbr0", "up")
+	l.writeConfig(l.config("", func(int) string { return "mode = \"xdp\"\n" }) + "\n[[bridge.port]]\ninterface = \"lbr0\"\n")
+	l.start()
+	p := l.show().Bridges[0].Ports[2]
+	if p.State != "down" || !strings.Contains(p.Reason, "cannot take the XDP redirects") {
+		t.Errorf("bridge device among xdp ports: %+v, want down with the reason", p)
+	}
+	l.pingAll()
+	l.stop()
+}

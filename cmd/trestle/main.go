@@ -115,7 +115,12 @@ A minimal config:
 				return fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
 			}
 			log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: lv}))
-			return daemon.Run(context.Background(), daemon.Options{ConfigPath: cfgPath, Socket: e.socket, Log: log})
+			// --socket, then TRESTLE_SOCKET, then the config's daemon.socket.
+			sock := e.socket
+			if sock == "" {
+				sock = e.getenv("TRESTLE_SOCKET")
+			}
+			return daemon.Run(context.Background(), daemon.Options{ConfigPath: cfgPath, Socket: sock, Log: log})
 		},
 	}
 	c.Flags().StringVarP(&cfgPath, "config", "c", "", "config file (TOML)")

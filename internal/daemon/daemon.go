@@ -52,12 +52,24 @@ type portState struct {
 	peer    *peerFix
 }
 
+// sameSettings says whether a reload leaves a port as it is: everything but
+// its position in the file.
+func sameSettings(a, b config.Port) bool {
+	a.Line, b.Line = 0, 0
+	return a == b
+}
+
 type bridgeState struct {
-	id      uint16
-	cfg     config.Bridge
-	ports   map[string]*portState // by interface name
-	order   []string              // interface names in config order
-	statics map[string]config.Static
+	id    uint16
+	cfg   config.Bridge
+	ports map[string]*portState // by interface name
+	order []string              // interface names in config order
+	// Static entries added with `trestle fdb add`: kept across reloads and
+	// port flaps, forgotten on restart. Config statics are in cfg.Static.
+	cliStatics map[string]config.Static
+	// Static entries written to the datapath, so that those the config no
+	// longer has can be deleted.
+	written map[string]config.Static
 }
 
 // Daemon is one running switch.
@@ -73,6 +85,7 @@ type Daemon struct {
 	ports    map[string]*portState // every port by interface name
 	slots    [tbpf.MaxPorts]bool
 	ids      [tbpf.MaxBridges + 1]bool
+	closed   bool // set by shutdown: nothing may attach after it
 }
 
 // maxRefresh bounds how often the datapath rewrites an entry's timestamp.
@@ -96,7 +109,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer d.dp.Close()
 
-	sock := opts.Socket
+	sock := opts.Socket // --socket or TRESTLE_SOCKET, resolved by the CLI
 	if sock == "" {
 		sock = cfg.Daemon.Socket
 	}
@@ -104,9 +117,10 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
-
+	// Deferred calls run last to first: the socket closes before shutdown,
+	// so no request can re-attach a port once shutdown has detached them.
 	defer d.shutdown()
+	defer srv.Close()
 	d.mu.Lock()
 	err = d.apply(cfg)
 	d.mu.Unlock()
@@ -119,20 +133,9 @@ func Run(ctx context.Context, opts Options) error {
 	defer cancel()
 	go srv.Serve(ctx, d.handle)
 
-	links := make(chan netlink.LinkUpdate, 64)
 	linkDone := make(chan struct{})
 	defer close(linkDone)
-	if err := netlink.LinkSubscribeWithOptions(links, linkDone, netlink.LinkSubscribeOptions{
-		ErrorCallback: func(err error) {
-			select {
-			case <-linkDone: // closing the subscription makes its socket fail; not news
-			default:
-				log.Warn("link monitor", "err", err)
-			}
-		},
-	}); err != nil {
-		log.Warn("cannot watch interfaces; ports that vanish are noticed at the next reload", "err", err)
-	}
+	links := d.watchLinks(linkDone)
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
@@ -156,7 +159,11 @@ func Run(ctx context.Context, opts Options) error {
 			return nil
 		case u, ok := <-links:
 			if !ok {
-				links = nil
+				// The subscription dies on any receive error (ENOBUFS in an
+				// event storm): subscribe again and catch up on what was missed.
+				log.Warn("link monitor lost events; resubscribing")
+				links = d.watchLinks(linkDone)
+				d.resync()
 				continue
 			}
 			d.linkChanged(u)
@@ -164,6 +171,47 @@ func Run(ctx context.Context, opts Options) error {
 			if err := d.sweep(); err != nil {
 				log.Warn("aging sweep", "err", err)
 			}
+		}
+	}
+}
+
+// watchLinks subscribes to interface changes in the daemon's namespace.
+func (d *Daemon) watchLinks(done chan struct{}) chan netlink.LinkUpdate {
+	links := make(chan netlink.LinkUpdate, 256)
+	err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{
+		ReceiveBufferSize: 1 << 20,
+		ErrorCallback: func(err error) {
+			select {
+			case <-done: // closing the subscription makes its socket fail; not news
+			default:
+				d.log.Warn("link monitor", "err", err)
+			}
+		},
+	})
+	if err != nil {
+		d.log.Warn("cannot watch interfaces; ports that vanish are noticed at the next reload", "err", err)
+		return nil
+	}
+	return links
+}
+
+// resync checks every port against the interfaces that exist now.
+func (d *Daemon) resync() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, b := range d.bridges {
+		for _, ifname := range b.order {
+			p := b.ports[ifname]
+			if !p.up {
+				continue
+			}
+			if l, err := netlink.LinkByName(ifname); err != nil || l.Attrs().Index != p.ifindex {
+				d.detach(p)
+				d.portDown(p, fmt.Sprintf("interface %q was deleted", ifname))
+			}
+		}
+		if err := d.syncBridge(b); err != nil {
+			d.log.Warn("update bridge", "bridge", b.cfg.Name, "err", err)
 		}
 	}
 }
@@ -227,6 +275,9 @@ func (d *Daemon) Reload() error {
 
 // apply moves the running state to cfg. Called with d.mu held.
 func (d *Daemon) apply(cfg *config.Config) error {
+	if d.closed {
+		return errors.New("the daemon is stopping")
+	}
 	want := map[string]config.Bridge{}
 	for _, b := range cfg.Bridges {
 		want[b.Name] = b
@@ -237,7 +288,8 @@ func (d *Daemon) apply(cfg *config.Config) error {
 		for _, ifname := range b.order {
 			p := b.ports[ifname]
 			if keep {
-				if np, ok := findPort(nb, ifname); ok && np == p.cfg {
+				if np, ok := findPort(nb, ifname); ok && sameSettings(np, p.cfg) {
+					p.cfg = np
 					continue
 				}
 			}
@@ -254,7 +306,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 			if err != nil {
 				return err
 			}
-			b = &bridgeState{id: id, ports: map[string]*portState{}, statics: map[string]config.Static{}}
+			b = &bridgeState{id: id, ports: map[string]*portState{}, cliStatics: map[string]config.Static{}, written: map[string]config.Static{}}
 			d.bridges[nb.Name] = b
 			d.log.Info("bridge added", "bridge", nb.Name, "id", id)
 		}
@@ -299,33 +351,58 @@ func (d *Daemon) syncBridge(b *bridgeState) error {
 		}
 	}
 	// Ports of a bridge with XDP ports receive XDP redirects: their veth peers
-	// need GRO (or an XDP program) or those frames vanish.
-	if b.hasXDP() {
+	// need GRO (or an XDP program), and a device that cannot take redirects
+	// at all would drop them silently, so it is refused.
+	if xdp := b.xdpPorts(); len(xdp) > 0 {
 		for _, ifname := range b.order {
-			if p := b.ports[ifname]; p.up && p.mode == ModeTC && p.peer == nil {
-				d.preparePeer(p, false)
+			p := b.ports[ifname]
+			if !p.up || p.mode != ModeTC {
+				continue
 			}
+			if l, err := netlink.LinkByIndex(p.ifindex); err == nil && !takesXDPRedirects(l) {
+				d.detach(p)
+				d.portDown(p, fmt.Sprintf("a %s device cannot take the XDP redirects of this bridge's xdp ports (%s): use mode = \"tc\" on those", l.Type(), strings.Join(xdp, ", ")))
+				continue
+			}
+			d.preparePeer(p, false)
 		}
 	}
-	var infos []datapath.PortInfo
-	for _, ifname := range b.order {
-		if p := b.ports[ifname]; p.up {
-			infos = append(infos, d.portInfo(p))
-		}
-	}
-	if err := d.dp.SetBridge(b.id, uint32(b.cfg.MaxEntries), infos); err != nil {
+	if err := d.writeBridge(b); err != nil {
 		return err
 	}
 	return d.syncStatics(b)
 }
 
-func (b *bridgeState) hasXDP() bool {
-	for _, p := range b.ports {
-		if p.up && p.mode == ModeXDP {
-			return true
+// writeBridge writes the bridge's list of up ports, which flooding uses.
+func (d *Daemon) writeBridge(b *bridgeState) error {
+	var infos []datapath.PortInfo
+	for _, ifname := range b.order {
+		if p := b.ports[ifname]; p != nil && p.up {
+			infos = append(infos, d.portInfo(p))
 		}
 	}
-	return false
+	return d.dp.SetBridge(b.id, uint32(b.cfg.MaxEntries), infos)
+}
+
+func (b *bridgeState) xdpPorts() []string {
+	var names []string
+	for _, ifname := range b.order {
+		if p := b.ports[ifname]; p.up && p.mode == ModeXDP {
+			names = append(names, ifname)
+		}
+	}
+	return names
+}
+
+// portWithoutXDP names a port of the bridge whose device exists and cannot
+// take XDP redirects, or "".
+func (b *bridgeState) portWithoutXDP() string {
+	for _, ifname := range b.order {
+		if l, err := netlink.LinkByName(ifname); err == nil && !takesXDPRedirects(l) {
+			return ifname
+		}
+	}
+	return ""
 }
 
 func (d *Daemon) portInfo(p *portState) datapath.PortInfo {
@@ -334,19 +411,22 @@ func (d *Daemon) portInfo(p *portState) datapath.PortInfo {
 
 func staticKey(s config.Static) string { return fmt.Sprintf("%s/%d", s.MAC, s.VLAN) }
 
-// syncStatics writes the config's static entries whose ports are up and
-// removes those the config no longer has.
+// syncStatics writes the static entries (config and CLI) whose ports are up,
+// and deletes those written before that are no longer wanted.
 func (d *Daemon) syncStatics(b *bridgeState) error {
 	want := map[string]config.Static{}
+	for k, s := range b.cliStatics {
+		want[k] = s
+	}
 	for _, s := range b.cfg.Static {
 		want[staticKey(s)] = s
 	}
-	for k, s := range b.statics {
-		if _, ok := want[k]; !ok {
+	for k, s := range b.written {
+		if w, ok := want[k]; !ok || w.Port != s.Port {
 			if err := d.dp.DelFDB(b.id, s.VLAN, s.MAC); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 				return err
 			}
-			delete(b.statics, k)
+			delete(b.written, k)
 		}
 	}
 	for k, s := range want {
@@ -358,7 +438,7 @@ func (d *Daemon) syncStatics(b *bridgeState) error {
 		if err := d.dp.AddFDB(e); err != nil {
 			return err
 		}
-		b.statics[k] = s
+		b.written[k] = s
 	}
 	return nil
 }
@@ -368,12 +448,24 @@ func (d *Daemon) syncStatics(b *bridgeState) error {
 // the interface appears.
 func (d *Daemon) bringUp(p *portState) {
 	name := p.cfg.Interface
+	if d.closed || p.up || p.link != nil {
+		return
+	}
 	l, err := netlink.LinkByName(name)
 	if err != nil {
 		d.portDown(p, fmt.Sprintf("interface %q does not exist", name))
 		return
 	}
 	mode, reason := chooseMode(p.cfg.Mode, l)
+	if mode == ModeXDP && p.cfg.Mode == ModeAuto {
+		if other := p.bridge.portWithoutXDP(); other != "" {
+			mode, reason = ModeTC, fmt.Sprintf("auto: port %q of this bridge cannot take XDP redirects, so tc", other)
+		}
+	}
+	if xdp := p.bridge.xdpPorts(); mode == ModeTC && len(xdp) > 0 && !takesXDPRedirects(l) {
+		d.portDown(p, fmt.Sprintf("a %s device cannot take the XDP redirects of this bridge's xdp ports (%s): use mode = \"tc\" on those", l.Type(), strings.Join(xdp, ", ")))
+		return
+	}
 	p.ifindex = l.Attrs().Index
 	if err := d.dp.ResetStats(p.slot); err != nil {
 		d.portDown(p, err.Error())
@@ -403,6 +495,8 @@ func (d *Daemon) bringUp(p *portState) {
 	}
 	if err := d.dp.SetPort(d.portInfo(p)); err != nil {
 		lk.Close()
+		p.peer.undo()
+		p.peer = nil
 		d.portDown(p, err.Error())
 		return
 	}
@@ -413,6 +507,9 @@ func (d *Daemon) bringUp(p *portState) {
 // preparePeer makes a veth peer ready for XDP; false (and the port down) when
 // an XDP port's peer cannot be reached, because frames into it would vanish.
 func (d *Daemon) preparePeer(p *portState, forXDP bool) bool {
+	if p.peer != nil {
+		return true // already prepared; never lose what it remembers
+	}
 	l, err := netlink.LinkByIndex(p.ifindex)
 	if err != nil || l.Type() != "veth" {
 		return true
@@ -423,7 +520,9 @@ func (d *Daemon) preparePeer(p *portState, forXDP bool) bool {
 			d.portDown(p, fmt.Sprintf("mode xdp refused: %v", err))
 			return false
 		}
-		p.reason += fmt.Sprintf("; WARNING: frames from XDP ports may not reach it: %v", err)
+		if !strings.Contains(p.reason, "WARNING") {
+			p.reason += fmt.Sprintf("; WARNING: frames from XDP ports may not reach it: %v", err)
+		}
 		d.log.Warn("cannot prepare veth peer for XDP redirects", "port", p.cfg.Interface, "err", err)
 		return true
 	}
@@ -446,6 +545,12 @@ func (d *Daemon) detach(p *portState) {
 	if !p.up {
 		return
 	}
+	// Out of the flood list first, then out of the ports map, then detach:
+	// at no point does a frame go to a port that is half gone.
+	p.up = false
+	if err := d.writeBridge(p.bridge); err != nil {
+		d.log.Warn("update bridge", "bridge", p.bridge.cfg.Name, "err", err)
+	}
 	if err := d.dp.DelPort(uint32(p.ifindex)); err != nil {
 		d.log.Warn("remove port", "port", p.cfg.Interface, "err", err)
 	}
@@ -460,12 +565,11 @@ func (d *Daemon) detach(p *portState) {
 	}
 	p.peer = nil
 	d.flushPort(p)
-	for k, s := range p.bridge.statics {
+	for k, s := range p.bridge.written {
 		if s.Port == p.cfg.Interface {
-			delete(p.bridge.statics, k)
+			delete(p.bridge.written, k)
 		}
 	}
-	p.up = false
 }
 
 // flushPort deletes every entry, static or learned, pointing at the port.
@@ -541,11 +645,13 @@ func (d *Daemon) linkChanged(u netlink.LinkUpdate) {
 	case syscall.RTM_DELLINK:
 		if p.up && p.ifindex == int(u.Index) {
 			d.detach(p)
-			if err := d.syncBridge(p.bridge); err != nil {
-				d.log.Warn("update bridge", "bridge", p.bridge.cfg.Name, "err", err)
-			}
-			// After the sync, whose retry would only say "does not exist".
 			d.portDown(p, fmt.Sprintf("interface %q was deleted", name))
+			// An interface of the same name may exist again already.
+			if l, err := netlink.LinkByName(name); err == nil && l.Attrs().Index != int(u.Index) {
+				if err := d.syncBridge(p.bridge); err != nil {
+					d.log.Warn("update bridge", "bridge", p.bridge.cfg.Name, "err", err)
+				}
+			}
 		}
 	case syscall.RTM_NEWLINK:
 		if p.up && p.ifindex != int(u.Index) {
@@ -580,8 +686,8 @@ func (d *Daemon) recount(ageOut bool) error {
 	if err != nil {
 		return err
 	}
-	portCount := map[uint16]uint32{}
-	bridgeCount := map[uint16]uint32{}
+	portCount := map[uint16]int32{}
+	bridgeCount := map[uint16]int32{}
 	for _, p := range d.ports {
 		portCount[p.slot] = 0
 	}
@@ -609,6 +715,7 @@ func (d *Daemon) recount(ageOut bool) error {
 func (d *Daemon) shutdown() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.closed = true
 	for _, b := range d.bridges {
 		for _, ifname := range b.order {
 			if p := b.ports[ifname]; p != nil {
@@ -691,8 +798,6 @@ func (d *Daemon) status() (ctl.Status, error) {
 				if p.peer != nil && len(p.peer.changed) > 0 {
 					ps.Peer = p.peer.String()
 				}
-			} else {
-				ps.Mode = p.cfg.Mode
 			}
 			bst.Ports = append(bst.Ports, ps)
 		}
@@ -819,10 +924,18 @@ func (d *Daemon) fdbAdd(req ctl.Request) error {
 	if !ok {
 		return fmt.Errorf("%q is not a port of bridge %q", req.Port, b.cfg.Name)
 	}
-	if !p.up {
-		return fmt.Errorf("port %q is down: %s", req.Port, p.reason)
+	st := config.Static{MAC: mac, Port: req.Port, VLAN: req.VLAN}
+	k := staticKey(st)
+	for _, cs := range b.cfg.Static {
+		if staticKey(cs) == k {
+			return fmt.Errorf("%s vlan %d is a static entry of the config (line %d): change it there", mac, req.VLAN, cs.Line)
+		}
 	}
-	return d.dp.AddFDB(datapath.FDBEntry{Bridge: b.id, VLAN: req.VLAN, MAC: mac, Ifindex: uint32(p.ifindex), Slot: p.slot, Static: true})
+	b.cliStatics[k] = st
+	if !p.up {
+		return fmt.Errorf("port %q is down (%s): the entry is kept and written when it comes up", req.Port, p.reason)
+	}
+	return d.syncStatics(b)
 }
 
 func (d *Daemon) fdbDel(req ctl.Request) error {
@@ -836,13 +949,23 @@ func (d *Daemon) fdbDel(req ctl.Request) error {
 	if err != nil {
 		return err
 	}
+	k := staticKey(config.Static{MAC: mac, VLAN: req.VLAN})
+	for _, cs := range b.cfg.Static {
+		if staticKey(cs) == k {
+			return fmt.Errorf("%s vlan %d is a static entry of the config (line %d): remove it there and reload", mac, req.VLAN, cs.Line)
+		}
+	}
+	_, wasCLI := b.cliStatics[k]
+	delete(b.cliStatics, k)
+	delete(b.written, k)
 	if err := d.dp.DelFDB(b.id, req.VLAN, mac); err != nil {
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
+		if errors.Is(err, ebpf.ErrKeyNotExist) && !wasCLI {
 			return fmt.Errorf("bridge %q has no entry for %s in vlan %d", b.cfg.Name, mac, req.VLAN)
 		}
-		return err
+		if !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return err
+		}
 	}
-	delete(b.statics, fmt.Sprintf("%s/%d", mac, req.VLAN))
 	return nil
 }
 

@@ -40,6 +40,17 @@ func chooseMode(configured string, l netlink.Link) (mode, reason string) {
 	return ModeTC, fmt.Sprintf("auto: %s device: tc works on every device type", l.Type())
 }
 
+// takesXDPRedirects says whether frames redirected at XDP into this device are
+// delivered. Devices without ndo_xdp_xmit (bridges, VLAN, macvlan, VXLAN,
+// dummy...) drop them without a counter anywhere.
+func takesXDPRedirects(l netlink.Link) bool {
+	switch l.Type() {
+	case "veth", "tuntap":
+		return true
+	}
+	return isPhysical(l.Attrs().Name)
+}
+
 func isPhysical(name string) bool {
 	_, err := os.Stat(filepath.Join("/sys/class/net", name, "device"))
 	return err == nil

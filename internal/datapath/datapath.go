@@ -155,7 +155,7 @@ func (d *Datapath) DelBridge(id uint16) error {
 		fm.Close()
 		delete(d.floods, id)
 	}
-	_ = d.objs.BridgeMacs.Put(uint32(id), uint32(0))
+	_ = d.objs.BridgeMacs.Put(uint32(id), int32(0))
 	return nil
 }
 
@@ -214,7 +214,7 @@ func (d *Datapath) ResetStats(slot uint16) error {
 	if err := d.objs.Stats.Put(uint32(slot), zero); err != nil {
 		return fmt.Errorf("reset counters of slot %d: %w", slot, err)
 	}
-	return d.objs.PortMacs.Put(uint32(slot), uint32(0))
+	return d.objs.PortMacs.Put(uint32(slot), int32(0))
 }
 
 // Stats returns a slot's counters summed over CPUs.
@@ -322,9 +322,12 @@ func (d *Datapath) DelFDB(bridge, vlan uint16, mac net.HardwareAddr) error {
 }
 
 // SetCounts sets the learned-address counts the limits are checked against.
+// XXX: a Put overwrites increments CPUs make between the dump the counts come
+// from and the write, so a count can run short by the addresses learned in
+// that window until the next sweep; counts are signed so they never wrap.
 // The datapath changes them only when it learns; the control plane keeps them
 // true after it deletes entries.
-func (d *Datapath) SetCounts(ports map[uint16]uint32, bridges map[uint16]uint32) error {
+func (d *Datapath) SetCounts(ports map[uint16]int32, bridges map[uint16]int32) error {
 	for slot, n := range ports {
 		if err := d.objs.PortMacs.Put(uint32(slot), n); err != nil {
 			return fmt.Errorf("set address count of slot %d: %w", slot, err)
