@@ -1,16 +1,15 @@
 package daemon
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+
+	"github.com/trestle/trestle/internal/netnsutil"
 )
 
 // Attach modes.
@@ -107,7 +106,7 @@ func fixPeer(l netlink.Link, csumOff bool) (*peerFix, error) {
 	}
 	nsPath := ""
 	if nsid := l.Attrs().NetNsID; nsid >= 0 {
-		p, err := findNetns(nsid)
+		p, err := netnsutil.FindByID(nsid)
 		if err != nil {
 			return nil, fmt.Errorf("peer of %q is in namespace id %d: %w", l.Attrs().Name, nsid, err)
 		}
@@ -118,7 +117,7 @@ func fixPeer(l netlink.Link, csumOff bool) (*peerFix, error) {
 		want[featTxCsum] = false
 	}
 	fix := &peerFix{ns: nsPath, changed: map[string]bool{}}
-	err := inNetns(nsPath, func() error {
+	err := netnsutil.Do(nsPath, func() error {
 		peer, err := netlink.LinkByIndex(peerIndex)
 		if err != nil {
 			return fmt.Errorf("peer ifindex %d: %w", peerIndex, err)
@@ -159,7 +158,7 @@ func (p *peerFix) undo() error {
 	if p == nil || len(p.changed) == 0 {
 		return nil
 	}
-	return inNetns(p.ns, func() error {
+	return netnsutil.Do(p.ns, func() error {
 		if _, err := netlink.LinkByName(p.ifname); err != nil {
 			return nil
 		}
@@ -170,70 +169,4 @@ func (p *peerFix) undo() error {
 		defer et.Close()
 		return et.Change(p.ifname, p.changed)
 	})
-}
-
-// findNetns finds a namespace by its id as seen from this namespace: first
-// among named namespaces (ip netns), then among those of running processes.
-func findNetns(nsid int) (string, error) {
-	var candidates []string
-	named, _ := filepath.Glob("/run/netns/*")
-	candidates = append(candidates, named...)
-	procs, _ := filepath.Glob("/proc/[0-9]*/ns/net")
-	candidates = append(candidates, procs...)
-	seen := map[string]bool{}
-	for _, path := range candidates {
-		h, err := netns.GetFromPath(path)
-		if err != nil {
-			continue
-		}
-		var st, id = "", -1
-		if s, err := os.Stat(path); err == nil {
-			st = fmt.Sprint(s.Sys())
-		}
-		if !seen[st] {
-			id, err = netlink.GetNetNsIdByFd(int(h))
-		}
-		h.Close()
-		seen[st] = true
-		if err == nil && id == nsid {
-			return path, nil
-		}
-	}
-	return "", errors.New("no named namespace or process namespace has it; start the daemon where it can see the peer, or use mode = \"tc\"")
-}
-
-// inNetns runs f in the namespace at path ("" for the current one) on a
-// locked, throwaway thread state.
-func inNetns(path string, f func() error) error {
-	if path == "" {
-		return f()
-	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// The thread is not unlocked: if restoring the namespace fails, it
-		// dies with the goroutine instead of serving others in the wrong one.
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		target, err := netns.GetFromPath(path)
-		if err != nil {
-			errc <- fmt.Errorf("open namespace %s: %w", path, err)
-			return
-		}
-		defer target.Close()
-		if err := netns.Set(target); err != nil {
-			errc <- fmt.Errorf("enter namespace %s: %w", path, err)
-			return
-		}
-		ferr := f()
-		if err := netns.Set(orig); err == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- ferr
-	}()
-	return <-errc
 }

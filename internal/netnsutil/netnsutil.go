@@ -1,0 +1,114 @@
+// Package netnsutil finds network namespaces and runs code inside them on a
+// locked, throwaway thread, never moving a long-lived goroutine.
+package netnsutil
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// FindByID finds a namespace by its id as seen from this namespace: first
+// among named namespaces (ip netns), then among those of running processes.
+func FindByID(nsid int) (string, error) {
+	var candidates []string
+	named, _ := filepath.Glob("/run/netns/*")
+	candidates = append(candidates, named...)
+	procs, _ := filepath.Glob("/proc/[0-9]*/ns/net")
+	candidates = append(candidates, procs...)
+	seen := map[string]bool{}
+	for _, path := range candidates {
+		h, err := netns.GetFromPath(path)
+		if err != nil {
+			continue
+		}
+		var st, id = "", -1
+		if s, err := os.Stat(path); err == nil {
+			st = fmt.Sprint(s.Sys())
+		}
+		if !seen[st] {
+			id, err = netlink.GetNetNsIdByFd(int(h))
+		}
+		h.Close()
+		seen[st] = true
+		if err == nil && id == nsid {
+			return path, nil
+		}
+	}
+	return "", errors.New("no named namespace or process namespace has it; start the daemon where it can see the peer, or use mode = \"tc\"")
+}
+
+// Do runs f in the namespace at path ("" for the current one) on a
+// locked, throwaway thread state.
+func Do(path string, f func() error) error {
+	if path == "" {
+		return f()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// The thread is not unlocked: if restoring the namespace fails, it
+		// dies with the goroutine instead of serving others in the wrong one.
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		target, err := netns.GetFromPath(path)
+		if err != nil {
+			errc <- fmt.Errorf("open namespace %s: %w", path, err)
+			return
+		}
+		defer target.Close()
+		if err := netns.Set(target); err != nil {
+			errc <- fmt.Errorf("enter namespace %s: %w", path, err)
+			return
+		}
+		ferr := f()
+		if err := netns.Set(orig); err == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- ferr
+	}()
+	return <-errc
+}
+
+// PeerMAC returns the hardware address of a veth's peer, wherever it lives.
+func PeerMAC(l netlink.Link) (net.HardwareAddr, error) {
+	v, ok := l.(*netlink.Veth)
+	if !ok {
+		return nil, fmt.Errorf("%q is a %s, not a veth", l.Attrs().Name, l.Type())
+	}
+	idx := l.Attrs().ParentIndex
+	if idx == 0 {
+		var err error
+		if idx, err = netlink.VethPeerIndex(v); err != nil {
+			return nil, err
+		}
+	}
+	path := ""
+	if nsid := l.Attrs().NetNsID; nsid >= 0 {
+		p, err := FindByID(nsid)
+		if err != nil {
+			return nil, fmt.Errorf("peer of %q: %w", l.Attrs().Name, err)
+		}
+		path = p
+	}
+	var mac net.HardwareAddr
+	err := Do(path, func() error {
+		peer, err := netlink.LinkByIndex(idx)
+		if err != nil {
+			return err
+		}
+		mac = peer.Attrs().HardwareAddr
+		return nil
+	})
+	return mac, err
+}
