@@ -26,13 +26,11 @@ generate:
 # The bindings in the tree must be what the C in the tree produces (CI runs
 # on a clean checkout, so there this means the committed ones).
 check-generate:
-	@tmp=$$(mktemp -d) && cp internal/bpf/trestle_bpfel.go internal/bpf/trestle_bpfel.o $$tmp/ && \
+	@tmp=$$(mktemp -d) && cp internal/bpf/*_bpfel.go internal/bpf/*_bpfel.o $$tmp/ && \
 	$(MAKE) --no-print-directory generate >/dev/null && \
-	if cmp -s $$tmp/trestle_bpfel.o internal/bpf/trestle_bpfel.o && cmp -s $$tmp/trestle_bpfel.go internal/bpf/trestle_bpfel.go; then \
-		rm -rf $$tmp; \
-	else \
-		rm -rf $$tmp; echo "internal/bpf was stale (now regenerated): commit the result" >&2; exit 1; \
-	fi
+	stale=; for f in $$tmp/*; do cmp -s $$f internal/bpf/$$(basename $$f) || stale="$$stale $$(basename $$f)"; done; \
+	rm -rf $$tmp; \
+	if [ -n "$$stale" ]; then echo "internal/bpf was stale (now regenerated):$$stale: commit the result" >&2; exit 1; fi
 
 vet:
 	$(GO) vet ./...
