@@ -25,6 +25,11 @@ const volatile __u32 pattern_len = 1;  /* slots of the size mix */
 const volatile __u32 max_size = 60;    /* size of the frame handed to BPF_PROG_RUN */
 const volatile __u64 max_burst_ns = 0; /* how far pacing may catch up after a stall */
 const volatile __u32 clock_every = 1;  /* frames per clock reading, >= 1 */
+/* Ranges of MAC addresses, for address learning and caching tests (RFC
+ * 2889): frame k of a thread takes the next address of each range, the
+ * template's address plus an offset added to its low 24 bits. 1: no range. */
+const volatile __u32 src_macs = 1;
+const volatile __u32 dst_macs = 1;
 
 /* Set by the control plane while running, to stop every sending CPU. */
 __u32 stop_all = 0;
@@ -71,6 +76,17 @@ static __always_inline __u16 csum_fold(__u32 sum)
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	return sum;
+}
+
+/* Add off to the low 24 bits of a MAC address (the template's), wrapping
+ * within them so the vendor part stays. */
+static __always_inline void set_mac_low24(__u8 *mac, __u32 off)
+{
+	__u32 v = ((__u32)mac[3] << 16 | (__u32)mac[4] << 8 | mac[5]) + off;
+
+	mac[3] = v >> 16;
+	mac[4] = v >> 8;
+	mac[5] = v;
 }
 
 /* Copy a template's headers; the length is one of four constants so that
@@ -178,6 +194,19 @@ int trestle_gen(struct xdp_md *ctx)
 		break;
 	default:
 		return XDP_ABORTED;
+	}
+
+	if (src_macs > 1) {
+		set_mac_low24((__u8 *)data + 6, st->src_mac_cursor);
+		st->src_mac_cursor += st->mac_step;
+		if (st->src_mac_cursor >= src_macs)
+			st->src_mac_cursor -= src_macs;
+	}
+	if (dst_macs > 1) {
+		set_mac_low24(data, st->dst_mac_cursor);
+		st->dst_mac_cursor += st->mac_step;
+		if (st->dst_mac_cursor >= dst_macs)
+			st->dst_mac_cursor -= dst_macs;
 	}
 
 	seq = *seqp;

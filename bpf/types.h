@@ -120,6 +120,10 @@ struct tr_gen_cpu {
 	__u32 cursor;
 	__u32 pat_cursor;
 	__u32 credit; /* frames that may go before the clock is read again */
+	__u32 src_mac_cursor; /* next source MAC of the range, from the thread's index */
+	__u32 dst_mac_cursor;
+	__u32 mac_step;       /* sending threads: each takes every mac_step-th MAC */
+	__u32 pad;
 };
 
 enum tr_sink_limits {

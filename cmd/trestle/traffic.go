@@ -100,7 +100,8 @@ do not run.
 
 Frame sizes are without the 4-byte FCS: --size 60 is the 64-byte frame of
 RFC 2544. --size imix sends the simple IMIX 7:4:1 (60, 590 and 1514 bytes:
-IP packets of 40, 576 and 1500); --sizes 64,594,1518 --mix 7,4,1 any mix.
+IP packets of 40, 576 and 1500; with --vlan 62, 594, 1518; with --ipv6 the
+smallest is 78, which holds the test header); --sizes 64,594,1518 --mix 7,4,1 any mix.
 The rate is held by the program itself; the figures printed count frames as
 sent, L2 Mbit/s with the FCS and L1 Mbit/s with preamble and gap too.
 
@@ -197,7 +198,7 @@ func sizeMix(size, sizes, weights string, vlan, ipv6 bool) (frame.Mix, error) {
 	case size != "" && sizes != "":
 		return frame.Mix{}, errors.New("--size and --sizes: give one")
 	case size == "imix":
-		return frame.IMIX, nil
+		return frame.IMIXFor(vlan, ipv6), nil
 	case size != "":
 		n, err := strconv.Atoi(size)
 		if err != nil {

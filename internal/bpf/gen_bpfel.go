@@ -14,23 +14,27 @@ import (
 )
 
 type GenTrGenCpu struct {
-	_          structs.HostLayout
-	IntervalNs uint64
-	NextNs     uint64
-	Limit      uint64
-	Sent       uint64
-	Bytes      uint64
-	Declined   uint64
-	DurationNs uint64
-	FirstNs    uint64
-	LastNs     uint64
-	ClockNs    uint64
-	FlowFirst  uint32
-	FlowStep   uint32
-	Nflows     uint32
-	Cursor     uint32
-	PatCursor  uint32
-	Credit     uint32
+	_            structs.HostLayout
+	IntervalNs   uint64
+	NextNs       uint64
+	Limit        uint64
+	Sent         uint64
+	Bytes        uint64
+	Declined     uint64
+	DurationNs   uint64
+	FirstNs      uint64
+	LastNs       uint64
+	ClockNs      uint64
+	FlowFirst    uint32
+	FlowStep     uint32
+	Nflows       uint32
+	Cursor       uint32
+	PatCursor    uint32
+	Credit       uint32
+	SrcMacCursor uint32
+	DstMacCursor uint32
+	MacStep      uint32
+	Pad          uint32
 }
 
 type GenTrGenLimits uint32
@@ -62,11 +66,13 @@ const (
 	GenProgTrestleGen  = "trestle_gen"
 	GenVarBtfGenLimits = "_btf_gen_limits"
 	GenVarClockEvery   = "clock_every"
+	GenVarDstMacs      = "dst_macs"
 	GenVarHdrLen       = "hdr_len"
 	GenVarMaxBurstNs   = "max_burst_ns"
 	GenVarMaxSize      = "max_size"
 	GenVarNsizes       = "nsizes"
 	GenVarPatternLen   = "pattern_len"
+	GenVarSrcMacs      = "src_macs"
 	GenVarStopAll      = "stop_all"
 )
 
@@ -131,11 +137,13 @@ type GenMapSpecs struct {
 type GenVariableSpecs struct {
 	BtfGenLimits *ebpf.VariableSpec `ebpf:"_btf_gen_limits"`
 	ClockEvery   *ebpf.VariableSpec `ebpf:"clock_every"`
+	DstMacs      *ebpf.VariableSpec `ebpf:"dst_macs"`
 	HdrLen       *ebpf.VariableSpec `ebpf:"hdr_len"`
 	MaxBurstNs   *ebpf.VariableSpec `ebpf:"max_burst_ns"`
 	MaxSize      *ebpf.VariableSpec `ebpf:"max_size"`
 	Nsizes       *ebpf.VariableSpec `ebpf:"nsizes"`
 	PatternLen   *ebpf.VariableSpec `ebpf:"pattern_len"`
+	SrcMacs      *ebpf.VariableSpec `ebpf:"src_macs"`
 	StopAll      *ebpf.VariableSpec `ebpf:"stop_all"`
 }
 
@@ -180,11 +188,13 @@ func (m *GenMaps) Close() error {
 type GenVariables struct {
 	BtfGenLimits *ebpf.Variable `ebpf:"_btf_gen_limits"`
 	ClockEvery   *ebpf.Variable `ebpf:"clock_every"`
+	DstMacs      *ebpf.Variable `ebpf:"dst_macs"`
 	HdrLen       *ebpf.Variable `ebpf:"hdr_len"`
 	MaxBurstNs   *ebpf.Variable `ebpf:"max_burst_ns"`
 	MaxSize      *ebpf.Variable `ebpf:"max_size"`
 	Nsizes       *ebpf.Variable `ebpf:"nsizes"`
 	PatternLen   *ebpf.Variable `ebpf:"pattern_len"`
+	SrcMacs      *ebpf.Variable `ebpf:"src_macs"`
 	StopAll      *ebpf.Variable `ebpf:"stop_all"`
 }
 

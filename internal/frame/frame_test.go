@@ -544,3 +544,23 @@ func TestBuildFields(t *testing.T) {
 		t.Errorf("next header %d hop limit %d, want 17 64", f[l.L3+6], f[l.L3+7])
 	}
 }
+
+func TestIMIXFor(t *testing.T) {
+	for _, c := range []struct {
+		vlan, ipv6 bool
+		want       []int
+	}{
+		{false, false, []int{60, 590, 1514}},
+		{true, false, []int{62, 594, 1518}},
+		{false, true, []int{78, 590, 1514}},
+		{true, true, []int{82, 594, 1518}},
+	} {
+		m := IMIXFor(c.vlan, c.ipv6)
+		if !slices.Equal(m.Sizes, c.want) || !slices.Equal(m.Weights, []int{7, 4, 1}) {
+			t.Errorf("IMIXFor(%v, %v) = %v, want sizes %v 7:4:1", c.vlan, c.ipv6, m, c.want)
+		}
+	}
+	if !slices.Equal(IMIXFor(false, false).Sizes, IMIX.Sizes) {
+		t.Errorf("IMIXFor(false, false) is not IMIX")
+	}
+}

@@ -27,6 +27,17 @@ type Mix struct {
 // hold the test header anyway.)
 var IMIX = Mix{Sizes: []int{60, 590, 1514}, Weights: []int{7, 4, 1}}
 
+// IMIXFor is the simple IMIX for tagged or IPv6 frames: the same IP packets
+// of 40, 576 and 1500 bytes plus the Ethernet header and tag, the smallest
+// raised to what holds the test header (62 tagged, 78 IPv6, 82 both).
+func IMIXFor(vlan, ipv6 bool) Mix {
+	l2 := ethLen
+	if vlan {
+		l2 += vlanLen
+	}
+	return Mix{Sizes: []int{max(40+l2, MinSize(vlan, ipv6)), 576 + l2, 1500 + l2}, Weights: []int{7, 4, 1}}
+}
+
 // ParseMix parses comma-separated sizes ("64,594,1518") and weights
 // ("7,4,1"); weights "" means 1 each. Sizes must be in 1..MaxSize (whether
 // a size holds the headers depends on VLAN and IP version, which Build

@@ -24,10 +24,12 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/frame"
+	"github.com/trestle/trestle/internal/netnsutil"
 )
 
 // Options of one generator run.
@@ -54,6 +56,14 @@ type Options struct {
 	// to back with the time of that reading, so 1 gives every frame its own
 	// timestamp and more lets a sender that is behind catch up faster.
 	ClockEvery int
+	// SrcMACs and DstMACs, when above 1, make the source or destination
+	// MAC a range: frame k takes the given address plus k mod N in its
+	// low 24 bits (each sending thread a share of the range), for the
+	// address learning and caching tests of RFC 2889. Live mode only.
+	SrcMACs, DstMACs int
+	// NetNS is the path of the network namespace Dev is in ("" for the
+	// caller's); the sending threads enter it.
+	NetNS string
 }
 
 // Stats is a running or final account.
@@ -127,6 +137,17 @@ func (o *Options) defaults() error {
 	if o.ClockEvery < 1 || o.ClockEvery > 1024 {
 		return fmt.Errorf("clock-every %d: must be 1..1024", o.ClockEvery)
 	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"source", o.SrcMACs}, {"destination", o.DstMACs}} {
+		if n.v < 0 || n.v > 1<<24 {
+			return fmt.Errorf("%s MAC range of %d: must be 0..%d", n.name, n.v, 1<<24)
+		}
+		if n.v > 1 && o.Mode == "packet" {
+			return fmt.Errorf("%s MAC range: live mode only", n.name)
+		}
+	}
 	if len(o.DstMAC) != 6 {
 		return errors.New("a destination MAC (--dst-mac) is needed")
 	}
@@ -183,7 +204,11 @@ func Run(ctx context.Context, o Options, interval time.Duration, progress func(S
 	if err := o.defaults(); err != nil {
 		return Stats{}, err
 	}
-	l, err := netlink.LinkByName(o.Dev)
+	var l netlink.Link
+	err := netnsutil.Do(o.NetNS, func() (err error) {
+		l, err = netlink.LinkByName(o.Dev)
+		return err
+	})
 	if err != nil {
 		return Stats{}, fmt.Errorf("gen: interface %q: %w", o.Dev, err)
 	}
@@ -195,7 +220,7 @@ func Run(ctx context.Context, o Options, interval time.Duration, progress func(S
 	if err != nil {
 		return Stats{}, err
 	}
-	drops0 := txDropped(l.Attrs().Index)
+	drops0 := txDropped(o.NetNS, l.Attrs().Index)
 	var s Stats
 	if o.Mode == "packet" {
 		if o.Duration > 0 {
@@ -208,19 +233,47 @@ func Run(ctx context.Context, o Options, interval time.Duration, progress func(S
 		// Live mode times the duration from its first frame, in the program.
 		s, err = runLive(ctx, o, l.Attrs().Index, specs, interval, progress)
 	}
-	if d := txDropped(l.Attrs().Index); d > drops0 {
+	if d := txDropped(o.NetNS, l.Attrs().Index); d > drops0 {
 		s.DevDropped = d - drops0
 	}
 	return s, err
 }
 
 // txDropped is the device's tx_dropped counter, 0 if it cannot be read.
-func txDropped(ifindex int) uint64 {
-	l, err := netlink.LinkByIndex(ifindex)
-	if err != nil || l.Attrs().Statistics == nil {
-		return 0
+func txDropped(ns string, ifindex int) uint64 {
+	var n uint64
+	_ = netnsutil.Do(ns, func() error {
+		l, err := netlink.LinkByIndex(ifindex)
+		if err == nil && l.Attrs().Statistics != nil {
+			n = l.Attrs().Statistics.TxDropped
+		}
+		return nil
+	})
+	return n
+}
+
+// pinThread locks the calling goroutine to its thread, moves the thread
+// into the namespace at ns (if not "") and onto cpu. The caller must never
+// unlock the thread: it ends with the goroutine instead of serving others
+// in the wrong namespace or on one CPU.
+func pinThread(cpu int, ns string) error {
+	runtime.LockOSThread()
+	if ns != "" {
+		h, err := netns.GetFromPath(ns)
+		if err != nil {
+			return fmt.Errorf("open namespace %s: %w", ns, err)
+		}
+		defer h.Close()
+		if err := netns.Set(h); err != nil {
+			return fmt.Errorf("enter namespace %s: %w", ns, err)
+		}
 	}
-	return l.Attrs().Statistics.TxDropped
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin sending thread to CPU %d: %w", cpu, err)
+	}
+	return nil
 }
 
 type liveGen struct {
@@ -277,6 +330,8 @@ func loadLive(o *Options, specs []frame.Spec) (*liveGen, []byte, error) {
 		tbpf.GenVarMaxSize:    uint32(maxSize),
 		tbpf.GenVarMaxBurstNs: uint64(10 * time.Millisecond),
 		tbpf.GenVarClockEvery: uint32(o.ClockEvery),
+		tbpf.GenVarSrcMacs:    uint32(max(o.SrcMACs, 1)),
+		tbpf.GenVarDstMacs:    uint32(max(o.DstMACs, 1)),
 	}
 	for name, v := range sets {
 		if err := spec.Variables[name].Set(v); err != nil {
@@ -329,6 +384,10 @@ func runLive(ctx context.Context, o Options, ifindex int, specs []frame.Spec, in
 			FlowStep:   uint32(threads),
 			Nflows:     uint32((len(specs) - i + threads - 1) / threads),
 			DurationNs: uint64(o.Duration),
+			// Thread i takes MACs i, i+threads, ... of each range.
+			SrcMacCursor: uint32(i % max(o.SrcMACs, 1)),
+			DstMacCursor: uint32(i % max(o.DstMACs, 1)),
+			MacStep:      uint32(threads),
 		}
 		if st.Nflows == 0 {
 			return Stats{}, fmt.Errorf("%d threads but %d flows: give each thread a flow", threads, len(specs))
@@ -395,7 +454,7 @@ func runLive(ctx context.Context, o Options, ifindex int, specs []frame.Spec, in
 	for i, cpu := range o.CPUs {
 		senders[i] = &sender{cpu: cpu, tid: make(chan int, 1)}
 		go func(sd *sender) {
-			errs <- sd.run(g, data, ctxIn, o.Batch)
+			errs <- sd.run(g, data, ctxIn, o.Batch, o.NetNS)
 		}(senders[i])
 	}
 	tids := make([]int, len(senders))
@@ -466,17 +525,12 @@ type sender struct {
 // which is how it is stopped; Go's own signals can interrupt it too, so a
 // call that ends before the stop flag is set is issued again (the program's
 // state is in maps and carries on).
-func (sd *sender) run(g *liveGen, data, ctxIn []byte, batch int) error {
-	runtime.LockOSThread()
-	// The thread is not unlocked: its affinity was changed, so it ends with
-	// the goroutine instead of going back to the scheduler.
-	var set unix.CPUSet
-	set.Set(sd.cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		sd.tid <- unix.Gettid()
-		return fmt.Errorf("pin sending thread to CPU %d: %w", sd.cpu, err)
-	}
+func (sd *sender) run(g *liveGen, data, ctxIn []byte, batch int, ns string) error {
+	err := pinThread(sd.cpu, ns)
 	sd.tid <- unix.Gettid()
+	if err != nil {
+		return err
+	}
 	for {
 		var stop uint32
 		if err := g.objs.StopAll.Get(&stop); err == nil && stop != 0 {

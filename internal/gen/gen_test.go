@@ -106,3 +106,111 @@ func BenchmarkGenProgram(b *testing.B) {
 		}
 	}
 }
+
+// runOnce runs the generator program once (BPF_PROG_TEST_RUN, not live) on
+// a fresh copy of the template frame and returns the frame it made.
+func runOnce(t *testing.T, g *liveGen, data []byte) []byte {
+	t.Helper()
+	opts := &ebpf.RunOptions{Data: data, DataOut: make([]byte, len(data)+256)}
+	ret, err := g.objs.TrestleGen.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ret != 3 { // XDP_TX
+		t.Fatalf("generator returned %d, want XDP_TX", ret)
+	}
+	return opts.DataOut
+}
+
+func loadForTest(t *testing.T, o Options) (*liveGen, []byte, []frame.Spec) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load eBPF programs")
+	}
+	o.DstMAC = net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	if err := o.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := flowSpecs(&o, net.HardwareAddr{2, 0, 0, 0, 0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, data, err := loadLive(&o, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.objs.Close() })
+	ncpu, _ := ebpf.PossibleCPU()
+	for cpu := range min(ncpu, int(tbpf.GenTrGenLimitsTR_GEN_MAX_CPUS)) {
+		st := tbpf.GenTrGenCpu{FlowStep: 1, Nflows: uint32(len(specs)), MacStep: 1}
+		if err := g.objs.Cpus.Put(uint32(cpu), &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g, data, specs
+}
+
+// TestProgramFrames: the frames the eBPF program writes are, byte for byte,
+// what the Go frame builder makes for the same flow, size, sequence number
+// and timestamp, with valid checksums, flows and sizes in their order.
+func TestProgramFrames(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    Options
+	}{
+		{"ipv4", Options{Flows: 3}},
+		{"ipv4 imix", Options{Flows: 2, Mix: frame.IMIX}},
+		{"ipv4 vlan imix", Options{Flows: 2, VLAN: 100, Mix: frame.IMIXFor(true, false)}},
+		{"ipv6", Options{Flows: 3, IPv6: true}},
+		{"ipv6 vlan mix", Options{Flows: 1, IPv6: true, VLAN: 4094, Mix: frame.Mix{Sizes: []int{82, 131, 1518}, Weights: []int{1, 2, 1}}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, data, specs := loadForTest(t, c.o)
+			mix := c.o.Mix
+			if len(mix.Sizes) == 0 {
+				mix = frame.Mix{Sizes: []int{frame.MinSize(c.o.VLAN != 0, c.o.IPv6)}, Weights: []int{1}}
+			}
+			pattern := mix.Pattern()
+			seqs := map[uint16]uint32{}
+			for k := range 3 * len(pattern) * len(specs) {
+				out := runOnce(t, g, data)
+				h, ok := frame.Parse(out)
+				if !ok {
+					t.Fatalf("frame %d: no test header:\n%x", k, out)
+				}
+				wantFlow := uint16(k % len(specs))
+				wantSize := mix.Sizes[pattern[k%len(pattern)]]
+				if h.Flow != wantFlow || h.Seq != seqs[h.Flow] || len(out) != wantSize {
+					t.Fatalf("frame %d: flow %d seq %d size %d; want flow %d seq %d size %d",
+						k, h.Flow, h.Seq, len(out), wantFlow, seqs[wantFlow], wantSize)
+				}
+				seqs[h.Flow]++
+				s := specs[h.Flow]
+				s.Size = wantSize
+				want, l, err := frame.Build(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				frame.Stamp(want, l, h.Seq, h.TS)
+				if string(out) != string(want) {
+					t.Fatalf("frame %d differs from frame.Build+Stamp:\n got %x\nwant %x", k, out, want)
+				}
+			}
+		})
+	}
+}
+
+// TestMACRanges: with address ranges, each frame takes the next source and
+// destination address of its range, in the low 24 bits, wrapping.
+func TestMACRanges(t *testing.T) {
+	g, data, _ := loadForTest(t, Options{SrcMACs: 3, DstMACs: 2})
+	for k := range 7 {
+		out := runOnce(t, g, data)
+		if out[11] != byte(1+k%3) || out[5] != byte(2+k%2) || out[3] != 0 || out[9] != 0 {
+			t.Errorf("frame %d: dst %x src %x; want src ..:%02x dst ..:%02x", k, out[0:6], out[6:12], 1+k%3, 2+k%2)
+		}
+		if _, ok := frame.Parse(out); !ok {
+			t.Errorf("frame %d: no test header", k)
+		}
+	}
+}

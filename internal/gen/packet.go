@@ -3,7 +3,6 @@ package gen
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,14 +14,26 @@ import (
 // in Go. It is the fallback for devices that cannot run live frames; it
 // stamps and checksums each frame the same way the XDP program does.
 func runPacket(ctx context.Context, o Options, ifindex int, specs []frame.Spec, interval time.Duration, progress func(Stats)) (Stats, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var set unix.CPUSet
-	set.Set(o.CPUs[0])
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return Stats{}, fmt.Errorf("pin sending thread to CPU %d: %w", o.CPUs[0], err)
+	type result struct {
+		s   Stats
+		err error
 	}
+	done := make(chan result, 1)
+	go func() {
+		// On a thread of its own that is never unlocked: it may have
+		// entered another namespace and is pinned to one CPU.
+		if err := pinThread(o.CPUs[0], o.NetNS); err != nil {
+			done <- result{err: err}
+			return
+		}
+		s, err := sendPacket(ctx, o, ifindex, specs, interval, progress)
+		done <- result{s, err}
+	}()
+	r := <-done
+	return r.s, r.err
+}
 
+func sendPacket(ctx context.Context, o Options, ifindex int, specs []frame.Spec, interval time.Duration, progress func(Stats)) (Stats, error) {
 	type tmpl struct {
 		f   []byte
 		lay frame.Layout

@@ -24,6 +24,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/netnsutil"
 )
 
 // Options of a sink.
@@ -36,6 +37,9 @@ type Options struct {
 	// clock is the sink's largest cost, so a sample lets it keep up with a
 	// faster sender; loss, reordering and duplicates still count every frame.
 	LatencyEvery int
+	// NetNS is the path of the network namespace Dev is in ("" for the
+	// caller's).
+	NetNS string
 }
 
 // Sink is a loaded, attached sink.
@@ -59,20 +63,26 @@ const (
 
 // Start loads the sink and attaches it to opts.Dev in native XDP mode.
 func Start(opts Options) (*Sink, error) {
-	l, err := netlink.LinkByName(opts.Dev)
-	if err != nil {
-		return nil, fmt.Errorf("sink: interface %q: %w", opts.Dev, err)
-	}
-	// One receive queue: NAPI runs the program for one frame at a time, and
-	// the flows need no lock.
-	s, err := load(opts, l.Attrs().NumRxQueues != 1)
+	var s *Sink
+	err := netnsutil.Do(opts.NetNS, func() error {
+		l, err := netlink.LinkByName(opts.Dev)
+		if err != nil {
+			return fmt.Errorf("sink: interface %q: %w", opts.Dev, err)
+		}
+		// One receive queue: NAPI runs the program for one frame at a
+		// time, and the flows need no lock.
+		if s, err = load(opts, l.Attrs().NumRxQueues != 1); err != nil {
+			return err
+		}
+		s.link, err = link.AttachXDP(link.XDPOptions{Program: s.objs.TrestleSink, Interface: l.Attrs().Index, Flags: link.XDPDriverMode})
+		if err != nil {
+			s.objs.Close()
+			return fmt.Errorf("attach sink to %q (native XDP): %w", opts.Dev, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	s.link, err = link.AttachXDP(link.XDPOptions{Program: s.objs.TrestleSink, Interface: l.Attrs().Index, Flags: link.XDPDriverMode})
-	if err != nil {
-		s.objs.Close()
-		return nil, fmt.Errorf("attach sink to %q (native XDP): %w", opts.Dev, err)
 	}
 	return s, nil
 }
