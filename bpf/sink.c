@@ -27,8 +27,10 @@ const volatile __u32 verdict = XDP_DROP; /* XDP_PASS with --pass */
 const volatile __u32 locked = 1;
 /* Latency of one frame in latency_every (a power of two, by sequence
  * number): reading the clock is the largest cost left, and a sample still
- * gives the percentiles (RFC 2544 samples one frame a trial). */
-const volatile __u32 latency_mask = 0;
+ * gives the percentiles (RFC 2544 samples one frame a trial). Set while
+ * running (the lab samples throughput trials and not latency trials), so it
+ * is a variable, not a load-time constant. */
+__u32 latency_mask = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -98,15 +98,12 @@ func load(opts Options, locked bool) (*Sink, error) {
 	if opts.LatencyEvery == 0 {
 		opts.LatencyEvery = 1
 	}
-	if opts.LatencyEvery < 1 || opts.LatencyEvery&(opts.LatencyEvery-1) != 0 || opts.LatencyEvery > 1<<20 {
-		return nil, fmt.Errorf("latency sample 1 in %d: must be a power of two up to %d", opts.LatencyEvery, 1<<20)
-	}
 	spec, err := tbpf.LoadSink()
 	if err != nil {
 		return nil, err
 	}
 	spec.Maps[tbpf.SinkMapFlows].MaxEntries = uint32(opts.MaxFlows)
-	vars := map[string]uint32{tbpf.SinkVarLocked: 0, tbpf.SinkVarLatencyMask: uint32(opts.LatencyEvery - 1)}
+	vars := map[string]uint32{tbpf.SinkVarLocked: 0}
 	if locked {
 		vars[tbpf.SinkVarLocked] = 1
 	}
@@ -130,7 +127,23 @@ func load(opts Options, locked bool) (*Sink, error) {
 		s.objs.Close()
 		return nil, err
 	}
+	if err := s.SetLatencyEvery(opts.LatencyEvery); err != nil {
+		s.objs.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// SetLatencyEvery changes the latency sample (Options.LatencyEvery) of a
+// running sink.
+func (s *Sink) SetLatencyEvery(n int) error {
+	if n < 1 || n&(n-1) != 0 || n > 1<<20 {
+		return fmt.Errorf("latency sample 1 in %d: must be a power of two up to %d", n, 1<<20)
+	}
+	if err := s.objs.LatencyMask.Set(uint32(n - 1)); err != nil {
+		return fmt.Errorf("set latency sample: %w", err)
+	}
+	return nil
 }
 
 // Reset zeroes every counter, flow and histogram bucket, so that one sink
