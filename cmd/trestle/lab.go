@@ -1,0 +1,269 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/report"
+)
+
+func (e *env) labCmd() *cobra.Command {
+	var (
+		duts, sizes, chains, streams, placement, jsonPath, reportDir, udpRate string
+		reps                                                                  int
+		trial, confirm, settle, drain, iperfTime                              time.Duration
+		lossGoal, resolution                                                  float64
+		keep                                                                  bool
+	)
+	c := &cobra.Command{
+		Use:   "lab SCENARIO [flags]",
+		Short: "Measure bridges side by side: trestle, the Linux bridge, Open vSwitch, a straight veth path",
+		Long: `Build test topologies out of network namespaces and veth pairs, put each
+device under test (DUT) between the hosts in turn, drive it with trestle's
+generator and sink (RFC 2544 and RFC 2889 methods) and iperf3, and report
+medians, ratios to the straight veth path measured in the same run, and
+ministat comparisons. Everything it creates is named tl<PID>-... and removed
+when it ends, also on Ctrl-C or failure ('trestle lab clean' removes what a
+killed run left).
+
+Scenarios:
+` + lab.DescribeScenarios() + `
+DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
+  direct          a veth pair from host to host: the baseline
+  linux-bridge    the kernel's bridge, netfilter on bridged frames off (:nft adds
+                  an nftables bridge-family chain every frame passes)
+  trestle         trestle's daemon; :xdp or :tc force the attach mode, plain
+                  trestle lets it choose (tc on veth)
+  ovs             Open vSwitch's userspace datapath, started by the lab inside the
+                  DUT namespace; :afxdp ports (default) or :system ports
+
+Placement (--placement): shared runs the generator, the DUT's forwarding and
+the sink on one core (a veth delivers on the sending CPU: lossless, and the
+rate is that of the whole path); split pins the DUT's and the sinks' NAPI
+threads to other cores. auto is split with 3 or more CPUs, shared otherwise.
+
+Examples:
+  trestle lab quick
+  trestle lab router-pps --dut direct,linux-bridge,trestle:xdp,ovs --reps 5
+  trestle lab rfc2544 --sizes 64,512,1518 --json run.json --report out/
+  trestle lab chain --chains 1,2,4,8 --dut linux-bridge,trestle
+  trestle stat -C 1 a.txt b.txt      # compare figures the way the reports do`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("name a scenario: " + strings.Join(lab.ScenarioNames(), ", ") + " (see --help)")
+			}
+			sc, ok := lab.Scenarios[args[0]]
+			if !ok {
+				return fmt.Errorf("scenario %q: not one of %s", args[0], strings.Join(lab.ScenarioNames(), ", "))
+			}
+			f := cmd.Flags()
+			var err error
+			if f.Changed("dut") {
+				sc.DUTs = splitList(duts)
+				for _, d := range sc.DUTs {
+					if _, err := lab.ParseDUT(d); err != nil {
+						return fmt.Errorf("--dut: %w", err)
+					}
+				}
+			}
+			if f.Changed("sizes") {
+				sc.Sizes = nil
+				for _, s := range splitList(sizes) {
+					fs := lab.FrameSize(s)
+					if _, err := fs.Mix(); err != nil {
+						return fmt.Errorf("--sizes: %w", err)
+					}
+					sc.Sizes = append(sc.Sizes, fs)
+				}
+			}
+			if f.Changed("chains") {
+				if sc.Chain, err = intList("--chains", chains, 1, 64); err != nil {
+					return err
+				}
+			}
+			if f.Changed("streams") {
+				if sc.Streams, err = intList("--streams", streams, 1, 128); err != nil {
+					return err
+				}
+			}
+			if f.Changed("reps") {
+				if reps < 1 {
+					return fmt.Errorf("--reps %d: at least 1", reps)
+				}
+				sc.Reps = reps
+			}
+			tm := &sc.Timing
+			for _, d := range []struct {
+				name string
+				v    time.Duration
+				into *time.Duration
+			}{{"trial", trial, &tm.Search.Trial}, {"confirm", confirm, &tm.Search.Confirm}, {"settle", settle, &tm.Settle}, {"drain", drain, &tm.Drain}, {"iperf-time", iperfTime, &sc.IperfTime}} {
+				if f.Changed(d.name) {
+					if d.v < 0 {
+						return fmt.Errorf("--%s %v: must not be negative", d.name, d.v)
+					}
+					*d.into = d.v
+				}
+			}
+			if f.Changed("loss-goal") {
+				if lossGoal < 0 || lossGoal >= 1 {
+					return fmt.Errorf("--loss-goal %v: a ratio from 0 up to 1", lossGoal)
+				}
+				tm.Search.LossGoal = lossGoal
+			}
+			if f.Changed("resolution") {
+				if resolution <= 0 || resolution >= 0.5 {
+					return fmt.Errorf("--resolution %v: a ratio above 0 and below 0.5", resolution)
+				}
+				tm.Search.Resolution = resolution
+			}
+			if f.Changed("udp-rate") {
+				sc.UDPRate = udpRate
+			}
+			return e.runLab(sc, placement, jsonPath, reportDir, keep)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&duts, "dut", "", "DUTs to measure, comma-separated (default: the scenario's)")
+	f.StringVar(&sizes, "sizes", "", "frame sizes with FCS, comma-separated: 64,128,...,1518 or imix")
+	f.StringVar(&chains, "chains", "", "chain lengths, comma-separated (chain scenario)")
+	f.StringVar(&streams, "streams", "", "iperf3 TCP stream counts, comma-separated")
+	f.IntVar(&reps, "reps", 0, "repetitions of every DUT, interleaved (default: the scenario's)")
+	f.StringVar(&placement, "placement", "auto", "auto, shared or split (see above)")
+	f.DurationVar(&trial, "trial", 0, "length of an RFC 2544 search trial")
+	f.DurationVar(&confirm, "confirm", 0, "length of the confirmation trial")
+	f.DurationVar(&settle, "settle", 0, "wait after the learning frames")
+	f.DurationVar(&drain, "drain", 0, "wait after a trial before counting")
+	f.DurationVar(&iperfTime, "iperf-time", 0, "length of an iperf3 run")
+	f.Float64Var(&lossGoal, "loss-goal", 0, "loss ratio a trial may have and pass (RFC 2544: 0)")
+	f.Float64Var(&resolution, "resolution", 0, "search resolution, a ratio of the rate (default 0.01)")
+	f.StringVar(&udpRate, "udp-rate", "", "iperf3 UDP offered rate (e.g. 1G)")
+	f.StringVar(&jsonPath, "json", "", "write every trial, the settings and the machine to this JSON file")
+	f.StringVar(&reportDir, "report", "", "write report.md and SVG charts into this directory")
+	f.BoolVar(&keep, "keep-workdir", false, "keep the run's directory of configs and logs")
+	c.AddCommand(&cobra.Command{
+		Use:   "clean",
+		Short: "Remove the namespaces of lab runs that were killed before they could clean up",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			gone, err := lab.Sweep()
+			for _, n := range gone {
+				fmt.Fprintln(e.stdout, "removed namespace", n)
+			}
+			if len(gone) == 0 && err == nil {
+				fmt.Fprintln(e.stdout, "nothing to remove")
+			}
+			return err
+		},
+	})
+	return c
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func intList(flag, s string, lo, hi int) ([]int, error) {
+	var out []int
+	for _, p := range splitList(s) {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf("%s %q: %q is not a number in %d..%d", flag, s, p, lo, hi)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: empty", flag)
+	}
+	return out, nil
+}
+
+func (e *env) runLab(sc lab.Scenario, placement, jsonPath, reportDir string, keep bool) error {
+	if os.Geteuid() != 0 {
+		return errors.New("lab: needs root (network namespaces, veth pairs, eBPF programs)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "trestle-lab-")
+	if err != nil {
+		return err
+	}
+	if keep {
+		fmt.Fprintln(e.stderr, "lab: configs and logs in", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	tty := isTerminal(e.stderr)
+	last := ""
+	cfg := lab.Config{
+		Scenario: sc, Placement: placement, Trestle: self, WorkDir: work, Version: version,
+		Command: "trestle " + strings.Join(os.Args[1:], " "),
+		Progress: func(line string) {
+			if line == last {
+				return
+			}
+			last = line
+			if tty {
+				fmt.Fprintf(e.stderr, "\r\033[K%s", line)
+			} else {
+				fmt.Fprintln(e.stderr, line)
+			}
+		},
+		Logf: func(format string, args ...any) {
+			if tty {
+				fmt.Fprint(e.stderr, "\r\033[K")
+			}
+			fmt.Fprintf(e.stderr, "lab: "+format+"\n", args...)
+		},
+	}
+	if sc.Unavailable == "" {
+		fmt.Fprintf(e.stderr, "lab %s: %s\n", sc.Name, sc.About)
+	}
+	run, err := lab.Execute(ctx, cfg)
+	if tty {
+		fmt.Fprint(e.stderr, "\r\033[K")
+	}
+	if run == nil {
+		return err
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "lab: stopped early (%v); reporting what was measured\n", err)
+	}
+	report.Terminal(e.stdout, run)
+	if jsonPath != "" {
+		b, jerr := json.MarshalIndent(run, "", "  ")
+		if jerr == nil {
+			jerr = os.WriteFile(jsonPath, b, 0o644)
+		}
+		if jerr != nil {
+			return fmt.Errorf("write %s: %w", jsonPath, jerr)
+		}
+		fmt.Fprintln(e.stdout, "wrote", jsonPath)
+	}
+	if reportDir != "" {
+		if rerr := report.Write(reportDir, run); rerr != nil {
+			return fmt.Errorf("write report to %s: %w", reportDir, rerr)
+		}
+		fmt.Fprintf(e.stdout, "wrote %s/report.md\n", reportDir)
+	}
+	return err
+}

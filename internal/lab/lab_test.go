@@ -1,0 +1,230 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces, veth pairs, eBPF programs")
+	}
+}
+
+// ours lists the namespaces under /run/netns that start with prefix.
+func ours(t *testing.T, prefix string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(netnsDir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestTopologyCleanup: a chain topology with a running process goes away
+// completely, and so does one whose build failed midway.
+func TestTopologyCleanup(t *testing.T) {
+	requireRoot(t)
+	n := NewNet("t1")
+	t.Cleanup(func() { n.Close() })
+	topo, err := Build(context.Background(), n, Shape{Hosts: 2, Chain: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(ours(t, n.Prefix+"-")); got != 3 {
+		t.Fatalf("%d namespaces, want h1, h2 and dut", got)
+	}
+	if want := []string{"p1", "c1a", "c1b", "c2a", "c2b", "p2"}; len(topo.DUTPorts()) != len(want) {
+		t.Errorf("DUT ports %v, want %v", topo.DUTPorts(), want)
+	}
+	p, err := topo.Hosts[0].NS.Start("sleep", "600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := ours(t, n.Prefix+"-"); len(left) != 0 {
+		t.Errorf("namespaces left after Close: %v", left)
+	}
+	select {
+	case <-p.Done():
+	default:
+		t.Errorf("process %d still running after Close", p.Cmd.Process.Pid)
+	}
+	if err := n.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	// A build that fails midway: the second veth's name is too long.
+	n2 := NewNet("t2")
+	t.Cleanup(func() { n2.Close() })
+	h1, err := n2.NS("h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := n2.NS("h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n2.Veth(h1, "a0", h2, "b0", VethOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n2.Veth(h1, "a-name-far-too-long", h2, "b1", VethOpts{}); err == nil {
+		t.Fatal("a veth with a 19-character name was created")
+	}
+	if err := n2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := ours(t, n2.Prefix+"-"); len(left) != 0 {
+		t.Errorf("namespaces left after a failed build: %v", left)
+	}
+}
+
+// TestSweep: namespaces of a run whose process is gone are removed; a live
+// run's are not.
+func TestSweep(t *testing.T) {
+	requireRoot(t)
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := "tl" + strconv.Itoa(cmd.Process.Pid) + "-swept"
+	live := NewNet("sw")
+	t.Cleanup(func() { live.Close(); exec.Command("ip", "netns", "del", dead).Run() })
+	if out, err := exec.Command("ip", "netns", "add", dead).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if _, err := live.NS("kept"); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := Sweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ours(t, dead)) != 0 || !contains(gone, dead) {
+		t.Errorf("%s not swept (swept %v)", dead, gone)
+	}
+	if len(ours(t, live.Prefix+"-kept")) != 1 {
+		t.Errorf("a live run's namespace was swept")
+	}
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func trestleBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "trestle")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/trestle").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build trestle: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func tinyTiming() Timing {
+	tm := DefaultTiming
+	tm.Search.Trial, tm.Search.Confirm = 300*time.Millisecond, 500*time.Millisecond
+	tm.Settle, tm.Drain = 50*time.Millisecond, 100*time.Millisecond
+	// These tests ask whether each DUT forwards, not whether it loses
+	// nothing: Open vSwitch's userspace datapath drops a few frames at
+	// most rates here, and a zero-loss search can then find no rate.
+	tm.Search.LossGoal = 0.05
+	return tm
+}
+
+// TestExecute runs a small scenario for real: every DUT forwards, the
+// figures are there, and nothing is left behind, also when a DUT fails.
+func TestExecute(t *testing.T) {
+	requireRoot(t)
+	bin := trestleBinary(t)
+	duts := []string{"direct", "linux-bridge", "trestle:xdp", "trestle:tc"}
+	if OVSAvailable() == nil {
+		duts = append(duts, "ovs")
+	}
+	sc := Scenario{Name: "test", DUTs: duts, Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"},
+		Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: time.Second, Reps: 1, Timing: tinyTiming()}
+	before := ours(t, "tl")
+	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]float64{}
+	for _, r := range run.Results {
+		if r.Error != "" {
+			t.Errorf("%s %s: %s", r.DUT, r.Test, r.Error)
+			continue
+		}
+		if got[r.DUT] == nil {
+			got[r.DUT] = map[string]float64{}
+		}
+		got[r.DUT][r.Test] = r.Value
+	}
+	for _, d := range duts {
+		if got[d][TestThroughput] <= 0 || got[d][TestTCP] <= 0 {
+			t.Errorf("%s: throughput %v pps, TCP %v bit/s; want both above 0", d, got[d][TestThroughput], got[d][TestTCP])
+		}
+	}
+	t.Logf("%v", got)
+	if left := ours(t, "tl"); len(left) != len(before) {
+		t.Errorf("namespaces left: %v (before: %v)", left, before)
+	}
+
+	// A DUT that fails to start: the unit is recorded as failed, the run
+	// goes on, and its namespaces are gone too.
+	sc.DUTs = []string{"trestle", "direct"}
+	run, err = Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: "/nonexistent/trestle", WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	for _, r := range run.Results {
+		if r.DUT == "trestle" && r.Error != "" {
+			failed = true
+		}
+	}
+	if !failed {
+		t.Errorf("a trestle DUT without a binary did not fail: %+v", run.Results)
+	}
+	if left := ours(t, "tl"); len(left) != len(before) {
+		t.Errorf("namespaces left after a failed unit: %v", left)
+	}
+}
+
+// TestExecuteCancelled: Ctrl-C in the middle of a trial leaves nothing.
+func TestExecuteCancelled(t *testing.T) {
+	requireRoot(t)
+	sc := Scenario{Name: "test", DUTs: []string{"linux-bridge"}, Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"},
+		Tests: []string{TestThroughput}, Reps: 1, Timing: DefaultTiming}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	before := ours(t, "tl")
+	_, err := Execute(ctx, Config{Scenario: sc, Placement: "shared", WorkDir: t.TempDir()})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err %v, want the context's", err)
+	}
+	if left := ours(t, "tl"); len(left) != len(before) {
+		t.Errorf("namespaces left after cancel: %v", left)
+	}
+}

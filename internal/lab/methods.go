@@ -1,0 +1,345 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trestle/trestle/internal/frame"
+)
+
+// FrameSize is an RFC 2544 frame size: bytes on the wire with the 4-byte
+// FCS ("64"), or "imix" (the simple IMIX 7:4:1).
+type FrameSize string
+
+// RFC2544Sizes are the frame sizes RFC 2544 asks for on Ethernet, and IMIX.
+var RFC2544Sizes = []FrameSize{"64", "128", "256", "512", "1024", "1280", "1518", "imix"}
+
+// Mix is the generator's size mix for the frame size (the generator counts
+// frames without FCS).
+func (s FrameSize) Mix() (frame.Mix, error) {
+	if s == "imix" {
+		return frame.IMIX, nil
+	}
+	n, err := strconv.Atoi(string(s))
+	if err != nil || n < 64 || n > frame.MaxSize+4 {
+		return frame.Mix{}, fmt.Errorf("frame size %q: a number of bytes with FCS, 64..%d, or imix", s, frame.MaxSize+4)
+	}
+	return frame.Mix{Sizes: []int{n - 4}, Weights: []int{1}}, nil
+}
+
+// WireBytes is the mean frame size with FCS.
+func (s FrameSize) WireBytes() float64 {
+	m, err := s.Mix()
+	if err != nil {
+		return 0
+	}
+	return m.MeanSize() + 4
+}
+
+// Timing is the trial phases of RFC 2544 section 23 and the search.
+type Timing struct {
+	Search SearchConfig
+	Settle time.Duration // after the learning frames
+	Drain  time.Duration // after the trial, before counting
+}
+
+// DefaultTiming is what the lab uses unless a scenario or flag says otherwise.
+var DefaultTiming = Timing{Search: DefaultSearch, Settle: 200 * time.Millisecond, Drain: 500 * time.Millisecond}
+
+// Throughput runs RFC 2544's throughput search from host 0 to host 1.
+func (r *Rig) Throughput(ctx context.Context, size FrameSize, tm Timing, flows int, progress func(SearchTrial)) (SearchResult, []TrialResult, error) {
+	mix, err := size.Mix()
+	if err != nil {
+		return SearchResult{}, nil, err
+	}
+	var trials []TrialResult
+	trial := func(ctx context.Context, rate float64, d time.Duration) (Outcome, error) {
+		tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1}, Rate: rate, Duration: d, Mix: mix, Flows: flows, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
+		if err != nil {
+			return Outcome{}, err
+		}
+		trials = append(trials, tr)
+		return Outcome{Requested: rate, Offered: tr.Offered, Loss: tr.LossRatio}, nil
+	}
+	res, err := Search(ctx, tm.Search, trial, progress)
+	return res, trials, err
+}
+
+// LatencyAt measures one-way latency at each fraction of rate (RFC 2544
+// section 26.2 samples one frame a trial; the sink takes every frame).
+func (r *Rig) LatencyAt(ctx context.Context, size FrameSize, rate float64, fractions []float64, d time.Duration, tm Timing) ([]TrialResult, error) {
+	mix, err := size.Mix()
+	if err != nil {
+		return nil, err
+	}
+	var out []TrialResult
+	for _, f := range fractions {
+		tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1}, Rate: rate * f, Duration: d, Mix: mix, Latency: true, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, tr)
+	}
+	return out, nil
+}
+
+// LossCurve offers 100% of max, then 90%, ... down to 10% (RFC 2544 section
+// 26.3), stopping after two rates in a row without loss, as the RFC allows.
+func (r *Rig) LossCurve(ctx context.Context, size FrameSize, maxRate float64, d time.Duration, tm Timing) ([]TrialResult, error) {
+	mix, err := size.Mix()
+	if err != nil {
+		return nil, err
+	}
+	var out []TrialResult
+	clean := 0
+	for pct := 100; pct >= 10 && clean < 2; pct -= 10 {
+		tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1}, Rate: maxRate * float64(pct) / 100, Duration: d, Mix: mix, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, tr)
+		if tr.Lost <= 0 {
+			clean++
+		} else {
+			clean = 0
+		}
+	}
+	return out, nil
+}
+
+// BackToBack finds the longest burst at the generator's full rate that
+// passes without loss (RFC 2544 section 26.4), bisecting the burst length
+// up to maxBurst frames; each length must pass reps times.
+func (r *Rig) BackToBack(ctx context.Context, size FrameSize, maxBurst uint64, reps int, tm Timing) (uint64, []TrialResult, error) {
+	mix, err := size.Mix()
+	if err != nil {
+		return 0, nil, err
+	}
+	var trials []TrialResult
+	passes := func(n uint64) (bool, error) {
+		for i := 0; i < reps; i++ {
+			tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1}, Count: n, Mix: mix, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
+			if err != nil {
+				return false, err
+			}
+			trials = append(trials, tr)
+			if tr.Lost > 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	ok, err := passes(maxBurst)
+	if err != nil || ok {
+		return maxBurst, trials, err
+	}
+	lo, hi := uint64(0), maxBurst
+	for hi-lo > max(1, maxBurst/100) {
+		mid := (lo + hi) / 2
+		ok, err := passes(mid)
+		if err != nil {
+			return lo, trials, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, trials, nil
+}
+
+// learnBase is the first address of the learning ranges of RFC 2889 tests:
+// locally administered, far from the hosts' 02:00:00:00:xx:xx.
+var learnBase = net.HardwareAddr{0x02, 0x10, 0x00, 0x00, 0x00, 0x00}
+
+// cacheTrial is one round of RFC 2889's address tests: host 0 (the learning
+// port) sends n frames from n addresses at learnRate to host 1; then host 1
+// sends one frame to each of them. Frames that host 2 (the monitor port)
+// sees were flooded: their address was not in the table. It returns the
+// frames forwarded to host 0 and the ones flooded to host 2.
+func (r *Rig) cacheTrial(ctx context.Context, n int, learnRate float64, tm Timing) (forwarded, flooded uint64, err error) {
+	mix := frame.Mix{Sizes: []int{60}, Weights: []int{1}}
+	learn := TrialSpec{From: 0, To: []int{1}, Rate: learnRate, Count: uint64(n), Mix: mix, SrcMAC: learnBase, SrcMACs: n, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
+	if _, err := r.Trial(ctx, learn); err != nil {
+		return 0, 0, err
+	}
+	test := TrialSpec{From: 1, To: []int{0, 2}, Rate: learnRate, Count: uint64(n), Mix: mix, DstMAC: learnBase, DstMACs: n, Drain: tm.Drain}
+	tr, err := r.Trial(ctx, test)
+	if err != nil {
+		return 0, 0, err
+	}
+	return tr.Received[0], tr.Received[1], nil
+}
+
+// AddressCaching finds how many addresses the DUT holds (RFC 2889 section
+// 5.7): the largest n up to maxAddrs for which host 1's frames to n learned
+// addresses all reach host 0 and none is flooded to host 2.
+func (r *Rig) AddressCaching(ctx context.Context, maxAddrs int, learnRate float64, tm Timing, progress func(n int, ok bool)) (int, error) {
+	if !r.DUT.Learns() {
+		return 0, fmt.Errorf("%s does not learn addresses", r.DUT.Name())
+	}
+	check := func(n int) (bool, error) {
+		fwd, fl, err := r.cacheTrial(ctx, n, learnRate, tm)
+		ok := err == nil && fwd == uint64(n) && fl == 0
+		if progress != nil && err == nil {
+			progress(n, ok)
+		}
+		return ok, err
+	}
+	lo, hi := 0, maxAddrs
+	if ok, err := check(hi); err != nil || ok {
+		return hi, err
+	}
+	for hi-lo > max(1, maxAddrs/256) {
+		mid := (lo + hi) / 2
+		ok, err := check(mid)
+		if err != nil {
+			return lo, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
+// LearningRate finds the highest rate of new addresses the DUT learns
+// without missing one (RFC 2889 section 5.8): n addresses sent at the rate,
+// then every one of them must be known. The table must hold n addresses.
+func (r *Rig) LearningRate(ctx context.Context, n int, maxRate float64, tm Timing, progress func(rate float64, ok bool)) (float64, error) {
+	if !r.DUT.Learns() {
+		return 0, fmt.Errorf("%s does not learn addresses", r.DUT.Name())
+	}
+	check := func(rate float64) (bool, error) {
+		fwd, fl, err := r.cacheTrial(ctx, n, rate, tm)
+		ok := err == nil && fwd == uint64(n) && fl == 0
+		if progress != nil && err == nil {
+			progress(rate, ok)
+		}
+		return ok, err
+	}
+	if ok, err := check(maxRate); err != nil || ok {
+		return maxRate, err
+	}
+	lo, hi := 0.0, maxRate
+	for hi-lo > tm.Search.Resolution*hi {
+		mid := (lo + hi) / 2
+		ok, err := check(mid)
+		if err != nil {
+			return lo, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
+// IperfResult is one iperf3 run.
+type IperfResult struct {
+	Proto       string    `json:"proto"`
+	Streams     int       `json:"streams"`
+	BitsPerSec  float64   `json:"bits_per_second"`
+	Retransmits int       `json:"retransmits,omitempty"`
+	JitterMs    float64   `json:"jitter_ms,omitempty"`
+	LostPercent float64   `json:"lost_percent,omitempty"`
+	Packets     int       `json:"packets,omitempty"`
+	Lost        int       `json:"lost_packets,omitempty"`
+	CPU         []float64 `json:"cpu_busy"`
+	Seconds     float64   `json:"seconds"`
+}
+
+var iperfPort = 5201
+
+// Iperf runs iperf3 from host client to host server: TCP with streams
+// parallel streams, or UDP at udpRate (iperf3's -b, e.g. "1G").
+func (r *Rig) Iperf(ctx context.Context, client, server int, proto string, streams int, d time.Duration, udpRate string) (IperfResult, error) {
+	res := IperfResult{Proto: proto, Streams: streams}
+	c, s := r.T.Hosts[client], r.T.Hosts[server]
+	iperfPort++
+	port := strconv.Itoa(iperfPort)
+	srv, err := s.NS.Start("iperf3", "-s", "-1", "-p", port, "-J")
+	if err != nil {
+		return res, err
+	}
+	defer srv.Stop(2 * time.Second)
+	// Wait until it listens: a client too early is refused, and a one-off
+	// server (-1) would not serve a second try.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out, _ := s.NS.Run(ctx, "ss", "-Hltn", "sport = :"+port)
+		if strings.TrimSpace(out) != "" {
+			break
+		}
+		select {
+		case <-srv.Done():
+			return res, fmt.Errorf("iperf3 server exited: %v: %s", srv.Err(), srv.Output())
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("iperf3 server in %s not listening on %s after 10s", s.NS.Name, port)
+		}
+	}
+	args := []string{"-c", s.IP, "-p", port, "-t", strconv.Itoa(int(math.Max(1, d.Seconds()))), "-P", strconv.Itoa(streams), "-J", "--connect-timeout", "5000"}
+	if proto == "udp" {
+		args = append(args, "-u", "-b", udpRate)
+	}
+	var out string
+	cpu0, _ := readCPU()
+	out, err = c.NS.Run(ctx, "iperf3", args...)
+	cpu1, _ := readCPU()
+	res.CPU = cpuBusy(cpu0, cpu1)
+	var j struct {
+		End struct {
+			SumSent struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+				Retransmits   int     `json:"retransmits"`
+			} `json:"sum_sent"`
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+				Seconds       float64 `json:"seconds"`
+			} `json:"sum_received"`
+			Sum struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+				JitterMs      float64 `json:"jitter_ms"`
+				LostPercent   float64 `json:"lost_percent"`
+				LostPackets   int     `json:"lost_packets"`
+				Packets       int     `json:"packets"`
+				Seconds       float64 `json:"seconds"`
+			} `json:"sum"`
+		} `json:"end"`
+		Error string `json:"error"`
+	}
+	if jerr := json.Unmarshal([]byte(out), &j); jerr != nil {
+		if err != nil {
+			return res, fmt.Errorf("iperf3 %s: %w", proto, err)
+		}
+		return res, fmt.Errorf("iperf3 %s: %v: %.300s", proto, jerr, out)
+	}
+	if j.Error != "" {
+		return res, fmt.Errorf("iperf3 %s: %s", proto, j.Error)
+	}
+	if proto == "udp" {
+		res.BitsPerSec, res.JitterMs, res.LostPercent = j.End.Sum.BitsPerSecond, j.End.Sum.JitterMs, j.End.Sum.LostPercent
+		res.Packets, res.Lost, res.Seconds = j.End.Sum.Packets, j.End.Sum.LostPackets, j.End.Sum.Seconds
+	} else {
+		res.BitsPerSec, res.Retransmits, res.Seconds = j.End.SumReceived.BitsPerSecond, j.End.SumSent.Retransmits, j.End.SumReceived.Seconds
+	}
+	if res.BitsPerSec <= 0 {
+		return res, errors.New("iperf3 moved nothing")
+	}
+	return res, nil
+}

@@ -1,0 +1,528 @@
+// Package lab is `trestle lab`: it builds test topologies out of network
+// namespaces and veth pairs, puts a device under test (DUT) between hosts,
+// drives it with trestle's generator and sink, iperf3 and the methods of RFC
+// 2544 and RFC 2889, and records every trial.
+//
+// Contract:
+//
+//   - Everything a run creates lives in namespaces it created itself, named
+//     with one prefix that holds the PID of the process (Prefix). It never
+//     creates, moves or changes a link in the namespace it started in, and
+//     sends traffic only between its own namespaces.
+//   - Net.Close stops every process the run started (by its PID, SIGTERM then
+//     SIGKILL) and deletes every namespace, whatever state the run is in; it
+//     is safe to call twice. Namespaces of runs that were killed before they
+//     could clean up are found by their prefix and removed by Sweep, which
+//     only touches prefixes whose process is gone.
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/trestle/trestle/internal/netnsutil"
+)
+
+const netnsDir = "/run/netns"
+
+// prefixRE matches the namespaces of lab runs: "tl" PID "-" name.
+var prefixRE = regexp.MustCompile(`^tl([0-9]+)-`)
+
+// Net is the set of namespaces and processes of one run.
+type Net struct {
+	Prefix string
+
+	mu     sync.Mutex
+	nss    []*NS
+	procs  []*Proc
+	closed bool
+}
+
+// NewNet starts an empty set whose namespaces are named Prefix+"-"+name.
+// tag tells several sets of one process apart ("" for the first).
+func NewNet(tag string) *Net {
+	return &Net{Prefix: fmt.Sprintf("tl%d%s", os.Getpid(), tag)}
+}
+
+// NS is a network namespace of a Net, known to `ip netns`.
+type NS struct {
+	Name string // full name, as `ip netns` knows it
+	Path string
+	net  *Net
+}
+
+// NS creates the namespace Prefix-name, brings up its loopback, turns IPv6
+// off (its router and listener solicitations would be frames no test sent)
+// and netfilter on bridged frames off (new namespaces start with it on, which
+// costs the Linux bridge a third of its speed: a fair baseline has it off).
+func (n *Net) NS(name string) (*NS, error) {
+	full := n.Prefix + "-" + name
+	if out, err := exec.Command("ip", "netns", "add", full).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("create namespace %s: %v: %s", full, err, bytes.TrimSpace(out))
+	}
+	ns := &NS{Name: full, Path: filepath.Join(netnsDir, full), net: n}
+	n.mu.Lock()
+	n.nss = append(n.nss, ns)
+	n.mu.Unlock()
+	if err := ns.Do(func() error {
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(lo)
+	}); err != nil {
+		return nil, fmt.Errorf("namespace %s: loopback up: %w", full, err)
+	}
+	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6"} {
+		if err := ns.Sysctl(k, "1"); err != nil {
+			return nil, err
+		}
+	}
+	return ns, nil
+}
+
+// Do runs f on a thread inside the namespace.
+func (ns *NS) Do(f func() error) error { return netnsutil.Do(ns.Path, f) }
+
+// Sysctl writes /proc/sys/key (a path below it) from inside the namespace.
+func (ns *NS) Sysctl(key, value string) error {
+	path := filepath.Join("/proc/sys", filepath.Clean("/"+key))
+	err := ns.Do(func() error { return os.WriteFile(path, []byte(value), 0) })
+	if err != nil {
+		return fmt.Errorf("namespace %s: sysctl %s=%s: %w", ns.Name, key, value, err)
+	}
+	return nil
+}
+
+// BridgeNetfilter sets net.bridge.bridge-nf-call-{ip,ip6,arp}tables, if the
+// br_netfilter module is loaded (the keys exist only then).
+func (ns *NS) BridgeNetfilter(on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	for _, k := range []string{"iptables", "ip6tables", "arptables"} {
+		key := "net/bridge/bridge-nf-call-" + k
+		if _, err := os.Stat(filepath.Join("/proc/sys", key)); err != nil {
+			continue
+		}
+		if err := ns.Sysctl(key, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run runs a command inside the namespace and returns its combined output;
+// the error holds the output.
+func (ns *NS) Run(ctx context.Context, name string, args ...string) (string, error) {
+	return ns.RunEnv(ctx, nil, name, args...)
+}
+
+// RunEnv is Run with variables added to the environment.
+func (ns *NS) RunEnv(ctx context.Context, env []string, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s (in %s): %w: %s", name, strings.Join(args, " "), ns.Name, err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
+// Proc is a long-running process a run started.
+type Proc struct {
+	Name string
+	Cmd  *exec.Cmd
+	Out  bytes.Buffer // stdout and stderr, to read after it ended
+	done chan struct{}
+	err  error
+	mu   sync.Mutex
+}
+
+// Start starts a long-running command inside the namespace. Close stops it.
+func (ns *NS) Start(name string, args ...string) (*Proc, error) {
+	return ns.StartEnv(nil, name, args...)
+}
+
+// StartEnv is Start with variables added to the environment.
+func (ns *NS) StartEnv(env []string, name string, args ...string) (*Proc, error) {
+	p := &Proc{Name: name, done: make(chan struct{})}
+	p.Cmd = exec.Command("ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
+	p.Cmd.Env = append(os.Environ(), env...)
+	p.Cmd.Stdout = &lockedWriter{p: p}
+	p.Cmd.Stderr = p.Cmd.Stdout
+	p.Cmd.WaitDelay = time.Second
+	// If this process dies without cleaning up, its children go too.
+	// Pdeathsig fires when the thread that forked the child ends, not the
+	// process, and Go ends threads (the generator's pinned senders end
+	// theirs): so children are forked from one thread that never ends.
+	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := spawn(p.Cmd); err != nil {
+		return nil, fmt.Errorf("start %s in %s: %w", name, ns.Name, err)
+	}
+	go func() {
+		p.err = p.Cmd.Wait()
+		close(p.done)
+	}()
+	ns.net.mu.Lock()
+	ns.net.procs = append(ns.net.procs, p)
+	ns.net.mu.Unlock()
+	return p, nil
+}
+
+var spawnReqs = make(chan spawnReq)
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+var startSpawner sync.Once
+
+// spawn starts cmd from the spawner thread: a goroutine locked to its
+// thread for the life of the process, so the thread never ends.
+func spawn(cmd *exec.Cmd) error {
+	startSpawner.Do(func() {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+			for r := range spawnReqs {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	spawnReqs <- spawnReq{cmd, done}
+	return <-done
+}
+
+type lockedWriter struct{ p *Proc }
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	return w.p.Out.Write(b)
+}
+
+// Output is what the process wrote so far.
+func (p *Proc) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Out.String()
+}
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Err is the process's exit error, once Done.
+func (p *Proc) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// Stop sends SIGTERM (or sig, if given), then SIGKILL after grace, and
+// waits. Signals go through the process handle, so a reused PID is never hit.
+func (p *Proc) Stop(grace time.Duration, sig ...os.Signal) error {
+	s := os.Signal(syscall.SIGTERM)
+	if len(sig) > 0 {
+		s = sig[0]
+	}
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	_ = p.Cmd.Process.Signal(s)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.Cmd.Process.Kill()
+		<-p.done
+	}
+	return p.err
+}
+
+// VethOpts shapes a veth pair.
+type VethOpts struct {
+	MACA, MACB net.HardwareAddr // nil: the kernel's choice
+	// Queues is the number of receive and transmit queues of each end; 0
+	// means 1. (The kernel's default is one per CPU: a sender's CPU then
+	// picks the queue, and a DUT that polls queue 0 only, Open vSwitch's
+	// AF_XDP port, misses what the other CPUs send.)
+	Queues int
+}
+
+// Veth creates a veth pair, a in na and b in nb, and sets both up. It is
+// created by a netlink socket inside na with its peer placed directly in nb,
+// so it never exists in the caller's namespace.
+func (n *Net) Veth(na *NS, a string, nb *NS, b string, o VethOpts) error {
+	peerNS, err := netns.GetFromPath(nb.Path)
+	if err != nil {
+		return fmt.Errorf("veth %s/%s: open namespace %s: %w", a, b, nb.Name, err)
+	}
+	defer peerNS.Close()
+	err = na.Do(func() error {
+		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: a}, PeerName: b, PeerNamespace: netlink.NsFd(peerNS)}
+		q := max(o.Queues, 1)
+		v.NumTxQueues, v.NumRxQueues = q, q
+		v.PeerNumTxQueues, v.PeerNumRxQueues = uint32(q), uint32(q)
+		if o.MACA != nil {
+			v.HardwareAddr = o.MACA
+		}
+		if o.MACB != nil {
+			v.PeerHardwareAddr = o.MACB
+		}
+		return netlink.LinkAdd(v)
+	})
+	if err != nil {
+		return fmt.Errorf("create veth %s (in %s) <-> %s (in %s): %w", a, na.Name, b, nb.Name, err)
+	}
+	for _, e := range []struct {
+		ns   *NS
+		name string
+	}{{na, a}, {nb, b}} {
+		if err := e.ns.LinkUp(e.name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LinkUp sets an interface of the namespace up.
+func (ns *NS) LinkUp(name string) error {
+	return ns.Do(func() error {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("%s in %s: %w", name, ns.Name, err)
+		}
+		return netlink.LinkSetUp(l)
+	})
+}
+
+// MAC is the hardware address of an interface of the namespace.
+func (ns *NS) MAC(name string) (net.HardwareAddr, error) {
+	var mac net.HardwareAddr
+	err := ns.Do(func() error {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("%s in %s: %w", name, ns.Name, err)
+		}
+		mac = l.Attrs().HardwareAddr
+		return nil
+	})
+	return mac, err
+}
+
+// AddrAdd assigns a CIDR address to an interface of the namespace.
+func (ns *NS) AddrAdd(name, cidr string) error {
+	a, err := netlink.ParseAddr(cidr)
+	if err != nil {
+		return err
+	}
+	return ns.Do(func() error {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("%s in %s: %w", name, ns.Name, err)
+		}
+		if err := netlink.AddrAdd(l, a); err != nil {
+			return fmt.Errorf("address %s on %s in %s: %w", cidr, name, ns.Name, err)
+		}
+		return nil
+	})
+}
+
+// Counters are an interface's packet counters.
+type Counters struct{ RxPackets, TxPackets, RxDropped, TxDropped uint64 }
+
+// Counters reads an interface's counters.
+func (ns *NS) Counters(name string) (Counters, error) {
+	var c Counters
+	err := ns.Do(func() error {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("%s in %s: %w", name, ns.Name, err)
+		}
+		if s := l.Attrs().Statistics; s != nil {
+			c = Counters{s.RxPackets, s.TxPackets, s.RxDropped, s.TxDropped}
+		}
+		return nil
+	})
+	return c, err
+}
+
+// Features sets ethtool features ("rx-gro", "tx-checksum-ip-generic", ...)
+// of an interface of the namespace.
+func (ns *NS) Features(name string, want map[string]bool) error {
+	return ns.Do(func() error {
+		et, err := ethtool.NewEthtool()
+		if err != nil {
+			return err
+		}
+		defer et.Close()
+		if err := et.Change(name, want); err != nil {
+			return fmt.Errorf("ethtool %s in %s: %v: %w", name, ns.Name, want, err)
+		}
+		return nil
+	})
+}
+
+// FeatureState reads the named ethtool features of an interface.
+func (ns *NS) FeatureState(name string, keys ...string) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := ns.Do(func() error {
+		et, err := ethtool.NewEthtool()
+		if err != nil {
+			return err
+		}
+		defer et.Close()
+		all, err := et.Features(name)
+		if err != nil {
+			return fmt.Errorf("ethtool %s in %s: %w", name, ns.Name, err)
+		}
+		for _, k := range keys {
+			if v, ok := all[k]; ok {
+				out[k] = v
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ThreadNAPI switches an interface's NAPI instances to kernel threads and
+// pins those threads to cpu; it returns the threads' names. sysfs shows a
+// namespace's devices only to a mount made inside it, so the switch goes
+// through `ip netns exec`; the new threads are told apart from others by
+// their names, which start with "napi/" and the interface name, and by not
+// having existed before.
+func (ns *NS) ThreadNAPI(ctx context.Context, name string, cpu int) ([]string, error) {
+	before := napiThreads()
+	if _, err := ns.Run(ctx, "sh", "-c", "echo 1 > /sys/class/net/"+name+"/threaded"); err != nil {
+		return nil, fmt.Errorf("threaded NAPI on %s: %w", name, err)
+	}
+	var names []string
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		for pid, comm := range napiThreads() {
+			if _, old := before[pid]; old || !strings.HasPrefix(comm, "napi/"+name+"-") {
+				continue
+			}
+			if err := pin(pid, cpu); err != nil {
+				return nil, fmt.Errorf("pin %s (pid %d) to CPU %d: %w", comm, pid, cpu, err)
+			}
+			names = append(names, comm)
+		}
+		if len(names) > 0 {
+			sort.Strings(names)
+			return names, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("threaded NAPI on %s: no napi/%s-* thread appeared (does it have NAPI? a veth needs GRO or XDP)", name, name)
+}
+
+func napiThreads() map[int]string {
+	out := map[int]string{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*/comm")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil || !bytes.HasPrefix(b, []byte("napi/")) {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.Split(d, "/")[2])
+		out[pid] = strings.TrimSpace(string(b))
+	}
+	return out
+}
+
+func pin(pid, cpu int) error {
+	out, err := exec.Command("taskset", "-pc", strconv.Itoa(cpu), strconv.Itoa(pid)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// Namespaces lists the names of the namespaces of this set.
+func (n *Net) Namespaces() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for _, ns := range n.nss {
+		out = append(out, ns.Name)
+	}
+	return out
+}
+
+// Close stops the set's processes, newest first, and deletes its
+// namespaces, which removes every link in them. It returns every error, and
+// goes on after one.
+func (n *Net) Close() error {
+	n.mu.Lock()
+	procs, nss := n.procs, n.nss
+	n.procs, n.nss = nil, nil
+	n.closed = true
+	n.mu.Unlock()
+	var errs []error
+	for i := len(procs) - 1; i >= 0; i-- {
+		_ = procs[i].Stop(5 * time.Second)
+	}
+	for i := len(nss) - 1; i >= 0; i-- {
+		if out, err := exec.Command("ip", "netns", "del", nss[i].Name).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("delete namespace %s: %v: %s", nss[i].Name, err, bytes.TrimSpace(out)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Sweep deletes the namespaces of lab runs whose process no longer exists:
+// what a run killed with SIGKILL left behind. It returns their names.
+func Sweep() ([]string, error) {
+	ents, err := os.ReadDir(netnsDir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var gone []string
+	var errs []error
+	for _, e := range ents {
+		m := prefixRE.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(m[1])
+		if pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
+			continue // a live run's
+		}
+		if out, err := exec.Command("ip", "netns", "del", e.Name()).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("delete namespace %s: %v: %s", e.Name(), err, bytes.TrimSpace(out)))
+			continue
+		}
+		gone = append(gone, e.Name())
+	}
+	return gone, errors.Join(errs...)
+}

@@ -1,0 +1,198 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ovsDUT is Open vSwitch's userspace datapath (datapath_type=netdev): the
+// kernel module is not needed, and on this kind of machine it is not there.
+// ovsdb-server and ovs-vswitchd run inside the DUT namespace with a database,
+// sockets and logs of their own under the run's directory, started by the
+// lab (never the system's services). Ports are AF_XDP sockets in native copy
+// mode (afxdp) or the plain netdev-linux ports (system). Each bridge forwards
+// with the NORMAL action: a learning switch.
+type ovsDUT struct {
+	name, portType string
+	db, vswitchd   *Proc
+	dir            string
+	set            map[string]string
+}
+
+func (o *ovsDUT) Name() string { return o.name }
+
+// groForPacketsOnly: the plain ports read frames with a packet socket, and
+// a GRO super-frame does not fit, so host TCP stalls with GRO on; there are
+// no AF_XDP sockets on the queues, so GRO can change while it runs.
+func (o *ovsDUT) groForPacketsOnly() bool     { return o.portType == "system" }
+func (o *ovsDUT) Learns() bool                { return true }
+func (o *ovsDUT) Settings() map[string]string { return o.set }
+
+// OVSAvailable says why Open vSwitch cannot run here, or nil.
+func OVSAvailable() error {
+	for _, b := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovsdb-tool"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return fmt.Errorf("%w: %s is not installed (Debian package openvswitch-switch; `trestle lab --install` or scripts/lab-deps.sh installs it without starting its services)", ErrUnavailable, b)
+		}
+	}
+	if _, err := os.Stat(ovsSchema); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, ovsSchema, err)
+	}
+	return nil
+}
+
+const ovsSchema = "/usr/share/openvswitch/vswitch.ovsschema"
+
+func (o *ovsDUT) env() []string {
+	return []string{"OVS_RUNDIR=" + o.dir, "OVS_DBDIR=" + o.dir, "OVS_LOGDIR=" + o.dir, "OVS_SYSCONFDIR=" + o.dir}
+}
+
+func (o *ovsDUT) vsctl(ctx context.Context, t *Topo, args ...string) (string, error) {
+	return t.DUT.RunEnv(ctx, o.env(), "ovs-vsctl", append([]string{"--db=unix:" + filepath.Join(o.dir, "db.sock"), "--timeout=10"}, args...)...)
+}
+
+func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
+	if err := OVSAvailable(); err != nil {
+		return err
+	}
+	o.dir = filepath.Join(env.WorkDir, t.DUT.Name+"-ovs")
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	dbfile := filepath.Join(o.dir, "conf.db")
+	if out, err := exec.CommandContext(ctx, "ovsdb-tool", "create", dbfile, ovsSchema).CombinedOutput(); err != nil {
+		return fmt.Errorf("ovsdb-tool create: %v: %s", err, out)
+	}
+	cpu := strconv.Itoa(env.DUTCPU)
+	var err error
+	o.db, err = t.DUT.StartEnv(o.env(), "taskset", "-c", cpu, "ovsdb-server", dbfile,
+		"--remote=punix:"+filepath.Join(o.dir, "db.sock"), "--pidfile="+filepath.Join(o.dir, "ovsdb.pid"),
+		"--unixctl="+filepath.Join(o.dir, "ovsdb.ctl"), "--log-file="+filepath.Join(o.dir, "ovsdb.log"), "--no-chdir")
+	if err != nil {
+		return err
+	}
+	if err := waitFile(ctx, filepath.Join(o.dir, "db.sock"), o.db); err != nil {
+		return fmt.Errorf("ovsdb-server: %w", err)
+	}
+	if _, err := o.vsctl(ctx, t, "--no-wait", "init"); err != nil {
+		return err
+	}
+	o.vswitchd, err = t.DUT.StartEnv(o.env(), "taskset", "-c", cpu, "ovs-vswitchd", "unix:"+filepath.Join(o.dir, "db.sock"),
+		"--pidfile="+filepath.Join(o.dir, "vswitchd.pid"), "--unixctl="+filepath.Join(o.dir, "vswitchd.ctl"),
+		"--log-file="+filepath.Join(o.dir, "vswitchd.log"), "--no-chdir")
+	if err != nil {
+		return err
+	}
+	if err := waitFile(ctx, filepath.Join(o.dir, "vswitchd.ctl"), o.vswitchd); err != nil {
+		return fmt.Errorf("ovs-vswitchd: %w", err)
+	}
+	args := []string{"set", "Open_vSwitch", ".", fmt.Sprintf("other_config:pmd-cpu-mask=0x%x", 1<<env.DUTCPU)}
+	for _, br := range t.Bridges {
+		args = append(args, "--", "add-br", br.Name, "--", "set", "bridge", br.Name, "datapath_type=netdev")
+		if env.MaxEntries > 0 {
+			args = append(args, fmt.Sprintf("other_config:mac-table-size=%d", env.MaxEntries))
+		}
+		for _, p := range br.Ports {
+			args = append(args, "--", "add-port", br.Name, p)
+			if o.portType == "afxdp" {
+				args = append(args, "--", "set", "interface", p, "type=afxdp", "options:xdp-mode=native")
+			}
+		}
+	}
+	if _, err := o.vsctl(ctx, t, args...); err != nil {
+		return fmt.Errorf("configure Open vSwitch: %w\n%s", err, tail(filepath.Join(o.dir, "vswitchd.log"), 10))
+	}
+	// Ready when every port has an OpenFlow port number.
+	deadline := time.Now().Add(20 * time.Second)
+	for _, p := range t.DUTPorts() {
+		for {
+			out, err := o.vsctl(ctx, t, "get", "interface", p, "ofport")
+			if n, _ := strconv.Atoi(strings.TrimSpace(out)); err == nil && n > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("Open vSwitch: port %s not ready after 20s (ofport %q)\n%s", p, strings.TrimSpace(out), tail(filepath.Join(o.dir, "vswitchd.log"), 10))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// The userspace datapath does not keep a frame's checksum-partial state
+	// (neither AF_XDP copy mode nor the plain ports): host TCP needs the
+	// hosts to checksum and segment in software.
+	for _, h := range t.Hosts {
+		off := map[string]bool{"tx-checksum-ip-generic": false, "tx-tcp-segmentation": false, "tx-tcp6-segmentation": false, "tx-generic-segmentation": false}
+		if err := h.NS.Features(h.If, off); err != nil {
+			return fmt.Errorf("Open vSwitch: turn the hosts' TX offloads off: %w", err)
+		}
+	}
+	ver, _ := exec.Command("ovs-vswitchd", "--version").Output()
+	o.set = map[string]string{
+		"version":        strings.SplitN(strings.TrimSpace(string(ver)), "\n", 2)[0],
+		"datapath":       "netdev (userspace)",
+		"ports":          o.portType,
+		"pmd-cpu-mask":   fmt.Sprintf("0x%x (CPU %d)", 1<<env.DUTCPU, env.DUTCPU),
+		"flows":          "NORMAL (learning switch)",
+		"mac-table-size": "default 2048",
+		"hosts":          "TX checksum, TSO and GSO off on every host (the userspace datapath needs it for TCP)",
+	}
+	if o.portType == "afxdp" {
+		o.set["ports"] = "afxdp, xdp-mode=native (copy mode on veth)"
+	}
+	if env.MaxEntries > 0 {
+		o.set["mac-table-size"] = strconv.Itoa(env.MaxEntries)
+	}
+	return nil
+}
+
+func (o *ovsDUT) Teardown(context.Context) error {
+	var errs []error
+	for _, p := range []*Proc{o.vswitchd, o.db} {
+		if p != nil {
+			if err := p.Stop(10 * time.Second); err != nil && !strings.Contains(err.Error(), "terminated") {
+				errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
+			}
+		}
+	}
+	o.vswitchd, o.db = nil, nil
+	return errors.Join(errs...)
+}
+
+// waitFile waits until path exists or p exits.
+func waitFile(ctx context.Context, path string, p *Proc) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-p.Done():
+			return fmt.Errorf("exited: %v\n%s", p.Err(), p.Output())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not appear in 15s\n%s", path, p.Output())
+		}
+	}
+}
+
+// tail is the last n lines of a file, for error messages.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,423 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/trestle/trestle/internal/frame"
+	"github.com/trestle/trestle/internal/gen"
+	"github.com/trestle/trestle/internal/sink"
+)
+
+// Placement says where the generator, the DUT's work and the sink run.
+//
+// "shared": nothing is moved. The generator's CPU also runs what its frames
+// cause: a veth delivers on the sending CPU, so the DUT's forwarding and the
+// sink run there too, frame after frame. The path cannot lose frames to a
+// full queue (the sender waits for the work it caused), and its rate is that
+// of the whole path on one core.
+//
+// "split": the DUT's ingress ports and the sinks' interfaces get threaded
+// NAPI, pinned: the DUT's work to DUTCPU, the sinks to SinkCPU. Where the
+// machine has a core for each, the generator, the DUT and the sink then do
+// not share. On 2 cores, measured here, the generator's busy loop keeps a
+// sink thread on its core from running and queues overflow: see
+// docs/benchmarks.md.
+type Placement struct {
+	Mode    string         `json:"mode"`
+	GenCPU  int            `json:"gen_cpu"`
+	DUTCPU  int            `json:"dut_cpu"`
+	SinkCPU int            `json:"sink_cpu"`
+	Threads map[string]int `json:"napi_threads,omitempty"` // NAPI thread → CPU, as pinned
+}
+
+// ChoosePlacement is the placement for mode ("auto", "shared", "split") on
+// the CPUs this process may use.
+func ChoosePlacement(mode string) (Placement, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return Placement{}, err
+	}
+	var cpus []int
+	for i := 0; i < 1024; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	if mode == "auto" {
+		mode = "shared"
+		if len(cpus) >= 3 {
+			mode = "split"
+		}
+	}
+	switch mode {
+	case "shared":
+		c := cpus[0]
+		dut := c
+		if len(cpus) > 1 {
+			dut = cpus[1] // the DUT's own threads (daemon, OVS PMD), if it has any
+		}
+		return Placement{Mode: mode, GenCPU: c, DUTCPU: dut, SinkCPU: c}, nil
+	case "split":
+		if len(cpus) < 2 {
+			return Placement{}, fmt.Errorf("placement split needs 2 CPUs, this process may use %d", len(cpus))
+		}
+		p := Placement{Mode: mode, GenCPU: cpus[0], DUTCPU: cpus[1], SinkCPU: cpus[0]}
+		if len(cpus) >= 3 {
+			p.SinkCPU = cpus[2]
+		}
+		return p, nil
+	}
+	return Placement{}, fmt.Errorf("placement %q: not one of auto, shared, split", mode)
+}
+
+// Rig is a topology with its DUT set up, ready for trials.
+type Rig struct {
+	T     *Topo
+	DUT   DUT
+	Place Placement
+	Env   *Env
+	sinks map[int]*sink.Sink // by host index
+	// Offloads records the features of the interfaces as measured.
+	Offloads map[string]map[string]bool
+	// groToggle: GRO goes on for the generator's trials only (see NewRig).
+	groToggle bool
+}
+
+func (r *Rig) setGRO(on bool) error {
+	if r.T.DUT == nil {
+		return nil
+	}
+	for _, p := range r.T.DUTPorts() {
+		if err := r.T.DUT.Features(p, map[string]bool{"rx-gro": on}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// offloadKeys are the features recorded for every interface.
+var offloadKeys = []string{"rx-gro", "tx-checksum-ip-generic", "tx-tcp-segmentation", "tx-generic-segmentation"}
+
+// NewRig builds the DUT on t.
+func NewRig(ctx context.Context, t *Topo, d DUT, place Placement, env *Env) (*Rig, error) {
+	r := &Rig{T: t, DUT: d, Place: place, Env: env, sinks: map[int]*sink.Sink{}}
+	// GRO on every DUT port, before the DUT starts and for the whole unit:
+	// a veth delivers XDP frames, which the generator sends, only into a
+	// peer with GRO or an XDP program; and changing it later resets a
+	// veth's queues under a DUT that holds sockets on them (Open vSwitch's
+	// AF_XDP ports stopped forwarding when it was toggled).
+	if g, ok := d.(interface{ groForPacketsOnly() bool }); ok && g.groForPacketsOnly() {
+		r.groToggle = true
+	} else if err := r.setGRO(true); err != nil {
+		return nil, err
+	}
+	if t.DUT == nil {
+		if _, ok := d.(direct); !ok {
+			return nil, fmt.Errorf("DUT %s needs a topology with bridges", d.Name())
+		}
+	} else if err := d.Setup(ctx, t, env); err != nil {
+		return nil, fmt.Errorf("set up %s: %w", d.Name(), err)
+	}
+	return r, nil
+}
+
+// Close detaches the sinks and tears the DUT down.
+func (r *Rig) Close(ctx context.Context) error {
+	r.StopPackets()
+	return r.DUT.Teardown(ctx)
+}
+
+// StartPackets readies the rig for generator trials: a sink on each host in
+// sinkHosts, and the placement.
+func (r *Rig) StartPackets(ctx context.Context, sinkHosts []int) error {
+	if r.groToggle {
+		if err := r.setGRO(true); err != nil {
+			return err
+		}
+	}
+	for _, i := range sinkHosts {
+		h := r.T.Hosts[i]
+		s, err := sink.Start(sink.Options{Dev: h.If, NetNS: h.NS.Path, MaxFlows: 64, LatencyEvery: 64})
+		if err != nil {
+			r.StopPackets()
+			return fmt.Errorf("sink on %s: %w", h.NS.Name, err)
+		}
+		r.sinks[i] = s
+	}
+	r.Place.Threads = map[string]int{}
+	if r.Place.Mode == "split" {
+		type pinning struct {
+			ns  *NS
+			dev string
+			cpu int
+		}
+		var ps []pinning
+		if r.T.DUT != nil {
+			for _, p := range r.T.Ingress {
+				ps = append(ps, pinning{r.T.DUT, p, r.Place.DUTCPU})
+			}
+		}
+		for _, i := range sinkHosts {
+			cpu := r.Place.SinkCPU
+			if r.T.DUT == nil {
+				cpu = r.Place.DUTCPU // the straight path: receiving is the only work
+			}
+			ps = append(ps, pinning{r.T.Hosts[i].NS, r.T.Hosts[i].If, cpu})
+		}
+		for _, p := range ps {
+			names, err := p.ns.ThreadNAPI(ctx, p.dev, p.cpu)
+			if err != nil {
+				return err
+			}
+			for _, n := range names {
+				r.Place.Threads[n] = p.cpu
+			}
+		}
+	}
+	return r.recordOffloads()
+}
+
+func (r *Rig) recordOffloads() error {
+	r.Offloads = map[string]map[string]bool{}
+	for _, h := range r.T.Hosts {
+		f, err := h.NS.FeatureState(h.If, offloadKeys...)
+		if err != nil {
+			return err
+		}
+		r.Offloads[h.NS.Name+"/"+h.If] = f
+	}
+	if r.T.DUT != nil {
+		for _, p := range r.T.DUTPorts() {
+			f, err := r.T.DUT.FeatureState(p, offloadKeys...)
+			if err != nil {
+				return err
+			}
+			r.Offloads["dut/"+p] = f
+		}
+	}
+	return nil
+}
+
+// StopPackets detaches the sinks, for the iperf3 tests that follow.
+func (r *Rig) StopPackets() {
+	for i, s := range r.sinks {
+		s.Close()
+		delete(r.sinks, i)
+	}
+	if r.groToggle {
+		_ = r.setGRO(false)
+	}
+}
+
+// TrialSpec is one generator trial.
+type TrialSpec struct {
+	From     int     // host index of the generator
+	To       []int   // host indexes whose sinks must receive every frame
+	Rate     float64 // frames a second; 0: as fast as the generator goes
+	Duration time.Duration
+	Count    uint64 // instead of Duration: a burst of Count frames
+	Mix      frame.Mix
+	Flows    int
+	DstMAC   net.HardwareAddr // default: host To[0]'s
+	SrcMAC   net.HardwareAddr // default: host From's
+	SrcMACs  int              // address ranges (RFC 2889)
+	DstMACs  int
+	// Latency: every frame is stamped with its own clock reading and
+	// sampled by the sinks (slower, more exact); otherwise 1 in 64.
+	Latency bool
+	Learn   bool          // send learning frames first (RFC 2544 section 23)
+	Settle  time.Duration // after learning
+	Drain   time.Duration // after the last frame, before counting
+}
+
+// TrialResult is what a trial measured.
+type TrialResult struct {
+	Requested  float64       `json:"requested_pps"`
+	Offered    float64       `json:"offered_pps"`
+	Sent       uint64        `json:"sent"`
+	DevDropped uint64        `json:"dev_dropped"` // dropped by the generator's own device: the DUT's ingress queue was full
+	Received   []uint64      `json:"received"`    // test frames each sink counted
+	Lost       int64         `json:"lost"`        // frames expected and not received, over all sinks
+	LossRatio  float64       `json:"loss_ratio"`
+	Reordered  uint64        `json:"reordered"`
+	Duplicated uint64        `json:"duplicated"`
+	Latency    *sink.Latency `json:"latency,omitempty"`
+	CPU        []float64     `json:"cpu_busy"` // busy share of each CPU during the trial
+	Seconds    float64       `json:"seconds"`
+}
+
+// Trial runs one generator trial through the rig.
+func (r *Rig) Trial(ctx context.Context, ts TrialSpec) (TrialResult, error) {
+	var res TrialResult
+	from := r.T.Hosts[ts.From]
+	if len(ts.To) == 0 {
+		return res, errors.New("trial: no receiving host")
+	}
+	sinks := make([]*sink.Sink, len(ts.To))
+	for k, i := range ts.To {
+		if sinks[k] = r.sinks[i]; sinks[k] == nil {
+			return res, fmt.Errorf("trial: no sink on host %d", i+1)
+		}
+	}
+	if ts.Learn && r.DUT.Learns() {
+		// Each receiving host announces itself, and the sender too, so
+		// the bridges know where every address in the trial is.
+		for _, i := range append([]int{ts.From}, ts.To...) {
+			if err := learnFrame(r.T.Hosts[i]); err != nil {
+				return res, err
+			}
+		}
+		sleepCtx(ctx, ts.Settle)
+	}
+	every := 64
+	if ts.Latency {
+		every = 1
+	}
+	for _, s := range sinks {
+		if err := s.SetLatencyEvery(every); err != nil {
+			return res, err
+		}
+		if err := s.Reset(); err != nil {
+			return res, err
+		}
+	}
+	dst := ts.DstMAC
+	if dst == nil {
+		dst = r.T.Hosts[ts.To[0]].MAC
+	}
+	o := gen.Options{
+		Dev: from.If, NetNS: from.NS.Path, DstMAC: dst, SrcMAC: ts.SrcMAC, Mix: ts.Mix, Rate: ts.Rate,
+		Duration: ts.Duration, Count: ts.Count, Flows: ts.Flows, CPUs: []int{r.Place.GenCPU}, Batch: 64,
+		SrcMACs: ts.SrcMACs, DstMACs: ts.DstMACs,
+	}
+	if ts.Latency {
+		o.ClockEvery = 1
+	}
+	cpu0, _ := readCPU()
+	g, err := gen.Run(ctx, o, 0, nil)
+	if err != nil {
+		return res, fmt.Errorf("generator on %s: %w", from.NS.Name, err)
+	}
+	cpu1, _ := readCPU()
+	sleepCtx(ctx, ts.Drain)
+	res = TrialResult{Requested: ts.Rate, Offered: g.PPS(), Sent: g.Sent, DevDropped: g.DevDropped, Seconds: g.Elapsed.Seconds(), CPU: cpuBusy(cpu0, cpu1)}
+	var hist []uint64
+	var received uint64
+	for _, s := range sinks {
+		snap, err := s.Snapshot()
+		if err != nil {
+			return res, err
+		}
+		res.Received = append(res.Received, snap.Received)
+		received += snap.Received
+		res.Reordered += snap.Reordered
+		res.Duplicated += snap.Duplicates
+		if hist == nil {
+			hist = make([]uint64, len(snap.Hist))
+		}
+		for i, n := range snap.Hist {
+			hist[i] += n
+		}
+	}
+	want := g.Sent * uint64(len(sinks))
+	res.Lost = int64(want) - int64(received)
+	if want > 0 {
+		res.LossRatio = max(float64(res.Lost), 0) / float64(want)
+	}
+	if l := sink.Summarize(hist); l.Count > 0 {
+		res.Latency = &l
+	}
+	return res, ctx.Err()
+}
+
+// learnFrame sends one broadcast frame from the host's address with the
+// IEEE local experimental ethertype: bridges learn the address, the sinks
+// count it apart (it carries no test header).
+func learnFrame(h *Host) error {
+	f := make([]byte, 60)
+	copy(f[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	copy(f[6:12], h.MAC)
+	f[12], f[13] = 0x88, 0xb5
+	copy(f[14:], "trestle lab: learning frame")
+	return h.NS.Do(func() error {
+		l, err := netlink.LinkByName(h.If)
+		if err != nil {
+			return err
+		}
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+		if err != nil {
+			return fmt.Errorf("packet socket in %s: %w", h.NS.Name, err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Sendto(fd, f, 0, &unix.SockaddrLinklayer{Ifindex: l.Attrs().Index}); err != nil {
+			return fmt.Errorf("learning frame from %s: %w", h.NS.Name, err)
+		}
+		return nil
+	})
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// cpuTimes is /proc/stat's per-CPU busy and total jiffies.
+type cpuTimes struct{ busy, total []uint64 }
+
+func readCPU() (cpuTimes, error) {
+	var c cpuTimes
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return c, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		var total, idle uint64
+		for i, s := range f[1:] {
+			v, _ := strconv.ParseUint(s, 10, 64)
+			if i == 7 { // steal: time the hypervisor took, not ours
+				continue
+			}
+			if i >= 8 { // guest times are already in user
+				break
+			}
+			total += v
+			if i == 3 || i == 4 { // idle, iowait
+				idle += v
+			}
+		}
+		c.busy = append(c.busy, total-idle)
+		c.total = append(c.total, total)
+	}
+	return c, nil
+}
+
+func cpuBusy(a, b cpuTimes) []float64 {
+	var out []float64
+	for i := range b.total {
+		if i >= len(a.total) || b.total[i] <= a.total[i] {
+			out = append(out, 0)
+			continue
+		}
+		out = append(out, float64(b.busy[i]-a.busy[i])/float64(b.total[i]-a.total[i]))
+	}
+	return out
+}

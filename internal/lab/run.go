@@ -1,0 +1,518 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/trestle/trestle/internal/sink"
+)
+
+// Result is one measured figure of one DUT in one repetition.
+type Result struct {
+	DUT   string `json:"dut"`
+	Rep   int    `json:"rep"`
+	Chain int    `json:"chain"` // bridges in a row; 0 on the straight path
+	Test  string `json:"test"`
+	// Param tells results of one test apart: the frame size ("64",
+	// "imix"), "streams=4", "load=50%".
+	Param string  `json:"param"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"` // "pps", "bit/s", "frames", "addresses", "addresses/s", "ns"
+	Note  string  `json:"note,omitempty"`
+	Error string  `json:"error,omitempty"`
+
+	Search  *SearchResult `json:"search,omitempty"`
+	Trials  []TrialResult `json:"trials,omitempty"`
+	Iperf   *IperfResult  `json:"iperf,omitempty"`
+	Latency *sink.Latency `json:"latency,omitempty"`
+	CPU     []float64     `json:"cpu_busy,omitempty"`
+}
+
+// Unit is the setting of one measured block: a DUT on one topology.
+type UnitRecord struct {
+	DUT       string                     `json:"dut"`
+	Rep       int                        `json:"rep"`
+	Chain     int                        `json:"chain"`
+	Settings  map[string]string          `json:"settings,omitempty"`
+	Placement Placement                  `json:"placement"`
+	Offloads  map[string]map[string]bool `json:"offloads,omitempty"`
+	Skipped   string                     `json:"skipped,omitempty"`
+	Seconds   float64                    `json:"seconds"`
+}
+
+// Machine describes where a run ran.
+type Machine struct {
+	Kernel   string  `json:"kernel"`
+	CPUs     int     `json:"cpus"`
+	CPUModel string  `json:"cpu_model"`
+	MemoryGB float64 `json:"memory_gib"`
+	Hostname string  `json:"hostname"`
+	Commit   string  `json:"commit"`
+}
+
+// Run is everything a lab run did: the JSON file and the source of reports.
+type Run struct {
+	Scenario  string       `json:"scenario"`
+	Title     string       `json:"title"`
+	Seed      string       `json:"seed,omitempty"`
+	Command   string       `json:"command"`
+	Started   time.Time    `json:"started"`
+	Seconds   float64      `json:"seconds"`
+	Machine   Machine      `json:"machine"`
+	Placement string       `json:"placement"`
+	DUTs      []string     `json:"duts"`
+	Sizes     []FrameSize  `json:"sizes,omitempty"`
+	Reps      int          `json:"reps"`
+	Timing    Timing       `json:"timing"`
+	Units     []UnitRecord `json:"units"`
+	Results   []Result     `json:"results"`
+	Notes     []string     `json:"notes,omitempty"`
+}
+
+// Config is one lab run as the command line asked for it.
+type Config struct {
+	Scenario  Scenario
+	Placement string // auto, shared, split
+	Trestle   string // binary for the trestle DUT
+	WorkDir   string
+	Command   string
+	Version   string
+	// Progress gets a line about the work in hand; Logf gets notes.
+	Progress func(line string)
+	Logf     func(format string, args ...any)
+}
+
+type unit struct {
+	rep   int
+	dut   string
+	chain int
+}
+
+// plan is the units of a run: each repetition runs every DUT, in an order
+// that rotates from one repetition to the next (ABC, BCA, CAB), so that no
+// DUT is always measured first or last.
+func plan(s Scenario) []unit {
+	var out []unit
+	for rep := 1; rep <= s.Reps; rep++ {
+		n := len(s.DUTs)
+		for k := 0; k < n; k++ {
+			d := s.DUTs[(k+rep-1)%n]
+			chains := s.Chain
+			if d == "direct" {
+				chains = []int{0}
+			}
+			for _, c := range chains {
+				out = append(out, unit{rep, d, c})
+			}
+		}
+	}
+	return out
+}
+
+// estimate is a rough length of a unit, for the time left.
+func estimate(s Scenario, u unit) time.Duration {
+	t := 3 * time.Second // topology and DUT
+	tm := s.Timing
+	trial := tm.Search.Trial + tm.Settle + tm.Drain
+	for _, test := range s.Tests {
+		switch test {
+		case TestThroughput, TestFlood:
+			t += time.Duration(len(s.Sizes)) * (3*trial + tm.Search.Confirm)
+		case TestLatency:
+			t += time.Duration(len(s.Sizes)*len(s.Fractions)) * trial
+		case TestLoss:
+			t += time.Duration(len(s.Sizes)) * 5 * trial
+		case TestB2B:
+			t += time.Duration(len(s.Sizes)) * 10 * (tm.Settle + tm.Drain + 500*time.Millisecond)
+		case TestCache, TestLearn:
+			t += 60 * time.Second
+		case TestTCP:
+			t += time.Duration(len(s.Streams)) * (s.IperfTime + time.Second)
+		case TestUDP:
+			t += s.IperfTime + time.Second
+		}
+	}
+	return t
+}
+
+// Execute runs the scenario. It returns what it measured even when it stops
+// early (ctx cancelled, or an error that ends the run); every namespace and
+// process it made is gone when it returns.
+func Execute(ctx context.Context, cfg Config) (*Run, error) {
+	s := cfg.Scenario
+	if s.Unavailable != "" {
+		return nil, fmt.Errorf("scenario %s cannot run yet: %s", s.Name, s.Unavailable)
+	}
+	place, err := ChoosePlacement(cfg.Placement)
+	if err != nil {
+		return nil, err
+	}
+	run := &Run{
+		Scenario: s.Name, Title: s.Title, Seed: s.Seed, Command: cfg.Command, Started: time.Now(),
+		Machine: machine(cfg.Version), Placement: place.Mode, DUTs: s.DUTs, Sizes: s.Sizes, Reps: s.Reps, Timing: s.Timing,
+	}
+	if place.Mode == "shared" {
+		run.Notes = append(run.Notes, fmt.Sprintf("placement shared: the generator runs on CPU %d, and so, frame by frame, do the DUT's forwarding and the sink (a veth delivers on the sending CPU); DUT threads of their own (trestle's daemon, Open vSwitch's PMD) on CPU %d", place.GenCPU, place.DUTCPU))
+	}
+	units := plan(s)
+	ests := make([]time.Duration, len(units))
+	var total time.Duration
+	for i, u := range units {
+		ests[i] = estimate(s, u)
+		total += ests[i]
+	}
+	unavailable := map[string]string{}
+	var spent, estDone time.Duration
+	for i, u := range units {
+		if ctx.Err() != nil {
+			break
+		}
+		left := total - estDone
+		if estDone > 0 {
+			left = time.Duration(float64(left) * float64(spent) / float64(estDone))
+		}
+		status := func(what string) {
+			if cfg.Progress != nil {
+				cfg.Progress(fmt.Sprintf("[%d/%d] rep %d %s%s: %s  (~%s left)", i+1, len(units), u.rep, u.dut, chainNote(s, u), what, left.Round(time.Second)))
+			}
+		}
+		rec := UnitRecord{DUT: u.dut, Rep: u.rep, Chain: u.chain}
+		if why, ok := unavailable[u.dut]; ok {
+			rec.Skipped = why
+			run.Units = append(run.Units, rec)
+			continue
+		}
+		start := time.Now()
+		res, err := runUnit(ctx, cfg, s, u, place, &rec, status)
+		rec.Seconds = time.Since(start).Seconds()
+		spent += time.Since(start)
+		estDone += ests[i]
+		run.Results = append(run.Results, res...)
+		if err != nil {
+			if errors.Is(err, ErrUnavailable) {
+				unavailable[u.dut] = err.Error()
+				rec.Skipped = err.Error()
+				run.Notes = append(run.Notes, fmt.Sprintf("%s skipped: %v", u.dut, err))
+				if cfg.Logf != nil {
+					cfg.Logf("%s skipped: %v", u.dut, err)
+				}
+			} else if ctx.Err() == nil {
+				run.Results = append(run.Results, Result{DUT: u.dut, Rep: u.rep, Chain: u.chain, Test: "unit", Error: err.Error()})
+				if cfg.Logf != nil {
+					cfg.Logf("%s (rep %d%s) failed: %v", u.dut, u.rep, chainNote(s, u), err)
+				}
+			}
+		}
+		run.Units = append(run.Units, rec)
+	}
+	run.Seconds = time.Since(run.Started).Seconds()
+	return run, ctx.Err()
+}
+
+func chainNote(s Scenario, u unit) string {
+	if len(s.Chain) > 1 && u.chain > 0 {
+		return fmt.Sprintf(" x%d", u.chain)
+	}
+	return ""
+}
+
+// runUnit builds one topology, sets the DUT up, runs the scenario's tests
+// and tears everything down.
+func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, place Placement, rec *UnitRecord, status func(string)) (out []Result, err error) {
+	d, err := ParseDUT(u.dut)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := d.(*ovsDUT); ok {
+		if err := OVSAvailable(); err != nil {
+			return nil, err
+		}
+	}
+	status("building the topology")
+	n := NewNet(fmt.Sprintf("u%d", len(rec.DUT)%10))
+	defer func() {
+		if cerr := n.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	t, err := Build(ctx, n, s.shape(u.dut, u.chain))
+	if err != nil {
+		return nil, err
+	}
+	env := &Env{Trestle: cfg.Trestle, WorkDir: cfg.WorkDir, DUTCPU: place.DUTCPU, Log: cfg.Logf}
+	if s.has(TestCache) || s.has(TestLearn) {
+		env.MaxEntries = 2 * max(s.CacheMax, s.LearnAddrs)
+	}
+	status("setting up " + u.dut)
+	rig, err := NewRig(ctx, t, d, place, env)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := rig.Close(context.Background()); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	rec.Settings = d.Settings()
+	base := Result{DUT: u.dut, Rep: u.rep, Chain: u.chain}
+	add := func(r Result) { out = append(out, r) }
+
+	if s.hasPacketTests() && !(u.dut == "direct" && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B)) {
+		sinkHosts := []int{1}
+		if s.has(TestFlood) || s.has(TestCache) || s.has(TestLearn) {
+			sinkHosts = nil
+			for i := range t.Hosts {
+				sinkHosts = append(sinkHosts, i)
+			}
+		}
+		if err := rig.StartPackets(ctx, sinkHosts); err != nil {
+			return out, err
+		}
+		rec.Placement, rec.Offloads = rig.Place, rig.Offloads
+		if err := packetTests(ctx, s, rig, base, add, status); err != nil {
+			return out, err
+		}
+		rig.StopPackets()
+	} else {
+		rec.Placement = place
+	}
+	if s.has(TestTCP) || s.has(TestUDP) {
+		if err := iperfTests(ctx, s, rig, base, add, status); err != nil {
+			return out, err
+		}
+		if rec.Offloads == nil {
+			_ = rig.recordOffloads()
+			rec.Offloads = rig.Offloads
+		}
+	}
+	return out, nil
+}
+
+func packetTests(ctx context.Context, s Scenario, rig *Rig, base Result, add func(Result), status func(string)) error {
+	tm := s.Timing
+	flows := max(s.Flows, 1)
+	for _, size := range s.Sizes {
+		var tput float64
+		var unpaced float64
+		if s.has(TestThroughput) {
+			n := 0
+			sr, trials, err := rig.Throughput(ctx, size, tm, flows, func(st SearchTrial) {
+				n++
+				status(fmt.Sprintf("throughput %sB, trial %d: %s offered, loss %.3f%%", size, n, pps(st.Offered), 100*st.Loss))
+			})
+			if err != nil {
+				return err
+			}
+			r := base
+			r.Test, r.Param, r.Value, r.Unit, r.Note = TestThroughput, string(size), sr.Throughput, "pps", sr.Note
+			r.Search, r.Trials = &sr, trials
+			if len(trials) > 0 {
+				r.CPU = trials[len(trials)-1].CPU
+				unpaced = trials[0].Offered
+			}
+			add(r)
+			tput = sr.Throughput
+		}
+		if s.has(TestLatency) && tput > 0 {
+			status(fmt.Sprintf("latency %sB at %v of %s", size, s.Fractions, pps(tput)))
+			trials, err := rig.LatencyAt(ctx, size, tput, s.Fractions, tm.Search.Trial, tm)
+			if err != nil {
+				return err
+			}
+			for i, tr := range trials {
+				r := base
+				r.Test, r.Param, r.Unit = TestLatency, fmt.Sprintf("%s@%.0f%%", size, 100*s.Fractions[i]), "ns"
+				r.Trials, r.CPU = []TrialResult{tr}, tr.CPU
+				if tr.Latency != nil {
+					r.Value, r.Latency = float64(tr.Latency.P50), tr.Latency
+				}
+				if tr.Lost > 0 {
+					r.Note = fmt.Sprintf("%d frames lost in this trial", tr.Lost)
+				}
+				add(r)
+			}
+		}
+		if s.has(TestLoss) {
+			maxRate := unpaced
+			if maxRate == 0 {
+				maxRate = tput * 1.5
+			}
+			status(fmt.Sprintf("loss curve %sB from %s", size, pps(maxRate)))
+			trials, err := rig.LossCurve(ctx, size, maxRate, tm.Search.Trial, tm)
+			if err != nil {
+				return err
+			}
+			for _, tr := range trials {
+				r := base
+				r.Test, r.Param, r.Value, r.Unit = TestLoss, fmt.Sprintf("%s@%.0f%%", size, 100*tr.Requested/maxRate), 100*tr.LossRatio, "% lost"
+				r.Trials, r.CPU = []TrialResult{tr}, tr.CPU
+				add(r)
+			}
+		}
+		if s.has(TestB2B) {
+			maxBurst := uint64(max(unpaced, tput) * 2) // two seconds at full rate
+			if maxBurst < 1000 {
+				maxBurst = 1000
+			}
+			status(fmt.Sprintf("back-to-back %sB up to %d frames", size, maxBurst))
+			n, trials, err := rig.BackToBack(ctx, size, maxBurst, 3, tm)
+			if err != nil {
+				return err
+			}
+			r := base
+			r.Test, r.Param, r.Value, r.Unit, r.Trials = TestB2B, string(size), float64(n), "frames", trials
+			if n == maxBurst {
+				r.Note = "no loss at the longest burst tried"
+			}
+			add(r)
+		}
+		if s.has(TestFlood) && len(rig.T.Hosts) > 2 {
+			n := 0
+			var trials []TrialResult
+			mix, err := size.Mix()
+			if err != nil {
+				return err
+			}
+			to := []int{}
+			for i := 1; i < len(rig.T.Hosts); i++ {
+				to = append(to, i)
+			}
+			bcast := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+			sr, err := Search(ctx, tm.Search, func(ctx context.Context, rate float64, d time.Duration) (Outcome, error) {
+				tr, err := rig.Trial(ctx, TrialSpec{From: 0, To: to, Rate: rate, Duration: d, Mix: mix, DstMAC: bcast, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
+				if err != nil {
+					return Outcome{}, err
+				}
+				trials = append(trials, tr)
+				return Outcome{Requested: rate, Offered: tr.Offered, Loss: tr.LossRatio}, nil
+			}, func(st SearchTrial) {
+				n++
+				status(fmt.Sprintf("broadcast %sB to %d ports, trial %d: %s offered, loss %.3f%%", size, len(to), n, pps(st.Offered), 100*st.Loss))
+			})
+			if err != nil {
+				return err
+			}
+			r := base
+			r.Test, r.Param, r.Value, r.Unit, r.Note = TestFlood, string(size), sr.Throughput, "pps", sr.Note
+			r.Search, r.Trials = &sr, trials
+			add(r)
+		}
+	}
+	if s.has(TestCache) && rig.DUT.Learns() {
+		status(fmt.Sprintf("address caching, up to %d addresses", s.CacheMax))
+		n, err := rig.AddressCaching(ctx, s.CacheMax, 100e3, tm, func(n int, ok bool) {
+			status(fmt.Sprintf("address caching: %d addresses %s", n, passWord(ok)))
+		})
+		if err != nil {
+			return err
+		}
+		r := base
+		r.Test, r.Param, r.Value, r.Unit = TestCache, "learned at 100k/s", float64(n), "addresses"
+		if n == s.CacheMax {
+			r.Note = "held every address tried"
+		}
+		add(r)
+	}
+	if s.has(TestLearn) && rig.DUT.Learns() {
+		status(fmt.Sprintf("learning rate, %d addresses", s.LearnAddrs))
+		rate, err := rig.LearningRate(ctx, s.LearnAddrs, 5e6, tm, func(rate float64, ok bool) {
+			status(fmt.Sprintf("learning rate: %s new addresses/s %s", pps(rate), passWord(ok)))
+		})
+		if err != nil {
+			return err
+		}
+		r := base
+		r.Test, r.Param, r.Value, r.Unit = TestLearn, fmt.Sprintf("%d addresses", s.LearnAddrs), rate, "addresses/s"
+		add(r)
+	}
+	return nil
+}
+
+func passWord(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "fail"
+}
+
+func iperfTests(ctx context.Context, s Scenario, rig *Rig, base Result, add func(Result), status func(string)) error {
+	secs := s.IperfTime
+	if secs == 0 {
+		secs = 5 * time.Second
+	}
+	if s.has(TestTCP) {
+		for _, n := range s.Streams {
+			status(fmt.Sprintf("iperf3 TCP, %d stream(s), %v", n, secs))
+			ir, err := rig.Iperf(ctx, 0, 1, "tcp", n, secs, "")
+			r := base
+			r.Test, r.Param, r.Unit = TestTCP, fmt.Sprintf("streams=%d", n), "bit/s"
+			if err != nil {
+				r.Error = err.Error()
+			} else {
+				r.Value, r.Iperf, r.CPU = ir.BitsPerSec, &ir, ir.CPU
+			}
+			add(r)
+		}
+	}
+	if s.has(TestUDP) {
+		status(fmt.Sprintf("iperf3 UDP at %s, %v", s.UDPRate, secs))
+		ir, err := rig.Iperf(ctx, 0, 1, "udp", 1, secs, s.UDPRate)
+		r := base
+		r.Test, r.Param, r.Unit = TestUDP, "rate="+s.UDPRate, "bit/s"
+		if err != nil {
+			r.Error = err.Error()
+		} else {
+			r.Value, r.Iperf, r.CPU = ir.BitsPerSec, &ir, ir.CPU
+			r.Note = fmt.Sprintf("lost %.3f%%, jitter %.3f ms", ir.LostPercent, ir.JitterMs)
+		}
+		add(r)
+	}
+	return nil
+}
+
+func pps(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2f Mpps", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1f kpps", v/1e3)
+	}
+	return fmt.Sprintf("%.0f pps", v)
+}
+
+func machine(version string) Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Commit: version}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"), "%f", &kb)
+		m.MemoryGB = kb / (1 << 20)
+	}
+	m.Hostname, _ = os.Hostname()
+	if m.Commit == "" {
+		if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+			m.Commit = strings.TrimSpace(string(out))
+		}
+	}
+	return m
+}

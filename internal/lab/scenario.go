@@ -1,0 +1,159 @@
+package lab
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Test kinds a scenario can run, in the order a unit runs them.
+const (
+	TestThroughput = "throughput"   // RFC 2544 26.1, from h1 to h2
+	TestLatency    = "latency"      // RFC 2544 26.2, at fractions of the throughput
+	TestLoss       = "loss"         // RFC 2544 26.3, the frame loss curve
+	TestB2B        = "back-to-back" // RFC 2544 26.4
+	TestFlood      = "flood"        // broadcast from h1 to every other host, throughput
+	TestCache      = "cache"        // RFC 2889 5.7, address caching capacity
+	TestLearn      = "learn"        // RFC 2889 5.8, address learning rate
+	TestTCP        = "tcp"          // iperf3 TCP, h1 to h2, per stream count
+	TestUDP        = "udp"          // iperf3 UDP, h1 to h2: rate, loss, jitter
+)
+
+var packetTestKinds = []string{TestThroughput, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn}
+
+// Scenario is a named preset; command-line flags override its fields.
+type Scenario struct {
+	Name  string
+	Title string
+	Seed  string // the seed report it reproduces
+	About string
+	DUTs  []string
+	Hosts int   // hosts on the bridge (2: a 2-port bridge)
+	Chain []int // bridges in a row; one unit per length
+	Sizes []FrameSize
+	Tests []string
+	// Streams are the iperf3 TCP stream counts; UDPRate the iperf3 UDP
+	// offered rate.
+	Streams   []int
+	UDPRate   string
+	IperfTime time.Duration
+	Reps      int
+	Timing    Timing
+	Flows     int
+	// Fractions of the throughput at which latency is measured.
+	Fractions []float64
+	// CacheMax is the most addresses the cache test tries; LearnAddrs the
+	// addresses of a learning-rate trial.
+	CacheMax, LearnAddrs int
+	// Unavailable, if set, is why the scenario cannot run yet.
+	Unavailable string
+}
+
+func quickTiming() Timing {
+	t := DefaultTiming
+	t.Search.Trial, t.Search.Confirm = time.Second, 2*time.Second
+	t.Settle, t.Drain = 100*time.Millisecond, 200*time.Millisecond
+	return t
+}
+
+// Scenarios are the presets, by name.
+var Scenarios = map[string]Scenario{
+	"quick": {
+		Name: "quick", Title: "Quick look: 64-byte frames through a 2-port bridge",
+		About: "direct, the Linux bridge and trestle in xdp mode, 64-byte throughput (RFC 2544 search with short trials), 3 repetitions; about a minute",
+		DUTs:  []string{"direct", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput}, Reps: 3, Timing: quickTiming(),
+	},
+	"router-pps": {
+		Name: "router-pps", Title: "Packets per second at the smallest frame and IMIX (seed 001)", Seed: "001_d9f4f4a0a59eb3ef.txt",
+		About: "RFC 2544 throughput at 64 bytes and IMIX through a 2-port bridge, with the IMIX bandwidth estimate, repeated for ministat",
+		DUTs:  []string{"direct", "linux-bridge", "trestle:xdp", "ovs"}, Hosts: 2, Chain: []int{1},
+		Sizes: []FrameSize{"64", "imix"}, Tests: []string{TestThroughput}, Reps: 3, Timing: DefaultTiming, Flows: 1,
+	},
+	"rfc2544": {
+		Name: "rfc2544", Title: "RFC 2544: throughput, latency, frame loss and back-to-back at every frame size",
+		About: "every RFC 2544 frame size and IMIX through a 2-port bridge: throughput, latency at 10/50/90/100% of it, the loss curve, back-to-back bursts",
+		DUTs:  []string{"direct", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
+		Sizes: RFC2544Sizes, Tests: []string{TestThroughput, TestLatency, TestLoss, TestB2B}, Reps: 1, Timing: DefaultTiming,
+		Fractions: []float64{0.1, 0.5, 0.9, 1.0},
+	},
+	"rfc2889": {
+		Name: "rfc2889", Title: "RFC 2889: address caching capacity and learning rate",
+		About: "a 3-port bridge: how many addresses it holds without flooding, and how fast it learns new ones",
+		DUTs:  []string{"linux-bridge", "trestle:xdp", "ovs"}, Hosts: 3, Chain: []int{1},
+		Tests: []string{TestCache, TestLearn}, Reps: 1, Timing: DefaultTiming, CacheMax: 1 << 17, LearnAddrs: 8192,
+	},
+	"veb-vs-bridge": {
+		Name: "veb-vs-bridge", Title: "A 4-port bridge, plain and with a filter (seed 000)", Seed: "000_5de8b09844379080.txt",
+		About: "iperf3 TCP with 1, 2 and 4 streams through a 4-port bridge, with and without a filter stage on every frame, and broadcast to three ports",
+		DUTs:  []string{"direct", "linux-bridge", "linux-bridge:nft", "trestle", "ovs"}, Hosts: 4, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []string{TestTCP, TestFlood}, Streams: []int{1, 2, 4}, IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
+	},
+	"inline": {
+		Name: "inline", Title: "A bridge inline between client and server (seed 004)", Seed: "004_ec52c11c7ab3a191.txt",
+		About: "iperf3 TCP and UDP straight through against bridged: rate, loss, jitter and the CPU load of each",
+		DUTs:  []string{"direct", "linux-bridge", "trestle", "ovs:system"}, Hosts: 2, Chain: []int{1},
+		Tests: []string{TestTCP, TestUDP}, Streams: []int{1}, UDPRate: "1G", IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
+	},
+	"chain": {
+		Name: "chain", Title: "Bridges in a row, joined by veth pairs (seed 003)", Seed: "003_3e6f4237fce17ad8.txt",
+		About: "1 to 9 bridges in one namespace joined by veth pairs: 64-byte throughput and iperf3 TCP against the chain's length",
+		DUTs:  []string{"direct", "linux-bridge", "trestle", "ovs"}, Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
+		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
+	},
+	"vlan-overhead": {
+		Name: "vlan-overhead", Title: "The cost of VLAN tagging (seed 002)", Seed: "002_1c7bd735c1257602.txt",
+		Unavailable: "trestle has no VLAN ports yet (a config with vlan/trunk is rejected; see README), and this machine has no 802.1Q devices or bridge VLAN filtering to compare with",
+	},
+}
+
+// ScenarioNames lists the presets in a stable order.
+func ScenarioNames() []string {
+	var out []string
+	for n := range Scenarios {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DescribeScenarios is the presets as text, for --help.
+func DescribeScenarios() string {
+	var b strings.Builder
+	for _, n := range ScenarioNames() {
+		s := Scenarios[n]
+		about := s.About
+		if s.Unavailable != "" {
+			about = "not yet: " + s.Unavailable
+		}
+		fmt.Fprintf(&b, "  %-14s %s\n", n, about)
+	}
+	return b.String()
+}
+
+func (s Scenario) has(test string) bool {
+	for _, t := range s.Tests {
+		if t == test {
+			return true
+		}
+	}
+	return false
+}
+
+func (s Scenario) hasPacketTests() bool {
+	for _, t := range packetTestKinds {
+		if s.has(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// shape is the topology of one unit: the straight path for direct.
+func (s Scenario) shape(dut string, chain int) Shape {
+	if dut == "direct" {
+		return Shape{Hosts: 2, Chain: 0}
+	}
+	return Shape{Hosts: max(s.Hosts, 2), Chain: chain}
+}

@@ -1,0 +1,143 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net"
+)
+
+// Shape is the topology of a measurement: hosts joined through a chain of
+// bridges in one DUT namespace, or straight to each other.
+type Shape struct {
+	Hosts int // hosts h1..hN, each with one interface eth0; at least 2
+	// Chain is the number of bridges in a row between h1 and h2, joined by
+	// veth pairs inside the DUT namespace; 0 is the straight path (a veth
+	// pair from h1 to h2, no DUT). With more than 2 hosts it must be 1: one
+	// bridge with a port per host.
+	Chain  int
+	Queues int // receive and transmit queues of every veth end; 0: 1
+}
+
+func (s Shape) check() error {
+	switch {
+	case s.Hosts < 2:
+		return fmt.Errorf("topology: %d hosts, need at least 2", s.Hosts)
+	case s.Chain < 0 || s.Chain > 64:
+		return fmt.Errorf("topology: chain of %d bridges, must be 0..64", s.Chain)
+	case s.Chain == 0 && s.Hosts != 2:
+		return fmt.Errorf("topology: the straight path joins 2 hosts, not %d", s.Hosts)
+	case s.Chain > 1 && s.Hosts != 2:
+		return fmt.Errorf("topology: a chain of %d bridges joins 2 hosts, not %d", s.Chain, s.Hosts)
+	}
+	return nil
+}
+
+// Host is a host namespace with one interface.
+type Host struct {
+	NS  *NS
+	If  string // "eth0"
+	MAC net.HardwareAddr
+	IP  string // without prefix length; the hosts share 10.77.0.0/24
+	// Port is the DUT interface the host is plugged into ("" on the
+	// straight path).
+	Port string
+}
+
+// Bridge is one bridge the DUT is to build: its name and its ports.
+type Bridge struct {
+	Name  string
+	Ports []string
+}
+
+// Topo is a built topology.
+type Topo struct {
+	Shape   Shape
+	Net     *Net
+	Hosts   []*Host
+	DUT     *NS      // nil on the straight path
+	Bridges []Bridge // what the DUT must build in DUT
+	// Ingress lists the DUT interfaces that receive the generator's frames
+	// first or on the way, in order: the ports whose NAPI is the DUT's work.
+	Ingress []string
+}
+
+// HostMAC is host i's address, 02:00:00:00:00:i (1-based).
+func HostMAC(i int) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, byte(i >> 8), byte(i)} }
+
+// HostIP is host i's IPv4 address (1-based).
+func HostIP(i int) string { return fmt.Sprintf("10.77.%d.%d", i>>8, i&0xff) }
+
+// Build creates the namespaces and veth pairs of s in n. Bridge i of a
+// chain has ports "p1" or "cI-1b" toward h1 and "cIa" or "p2" toward h2;
+// the one bridge of a star has ports p1..pN.
+func Build(ctx context.Context, n *Net, s Shape) (*Topo, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	t := &Topo{Shape: s, Net: n}
+	for i := 1; i <= s.Hosts; i++ {
+		ns, err := n.NS(fmt.Sprintf("h%d", i))
+		if err != nil {
+			return nil, err
+		}
+		t.Hosts = append(t.Hosts, &Host{NS: ns, If: "eth0", MAC: HostMAC(i), IP: HostIP(i)})
+	}
+	vo := func(a, b net.HardwareAddr) VethOpts { return VethOpts{MACA: a, MACB: b, Queues: s.Queues} }
+	if s.Chain == 0 {
+		h1, h2 := t.Hosts[0], t.Hosts[1]
+		if err := n.Veth(h1.NS, h1.If, h2.NS, h2.If, vo(h1.MAC, h2.MAC)); err != nil {
+			return nil, err
+		}
+	} else {
+		dut, err := n.NS("dut")
+		if err != nil {
+			return nil, err
+		}
+		t.DUT = dut
+		for i, h := range t.Hosts {
+			h.Port = fmt.Sprintf("p%d", i+1)
+			if err := n.Veth(dut, h.Port, h.NS, h.If, vo(nil, h.MAC)); err != nil {
+				return nil, err
+			}
+		}
+		if s.Chain == 1 {
+			b := Bridge{Name: "br1"}
+			for _, h := range t.Hosts {
+				b.Ports = append(b.Ports, h.Port)
+			}
+			t.Bridges = []Bridge{b}
+			t.Ingress = []string{"p1"}
+		} else {
+			for i := 1; i <= s.Chain; i++ {
+				b := Bridge{Name: fmt.Sprintf("br%d", i)}
+				in, out := fmt.Sprintf("c%db", i-1), fmt.Sprintf("c%da", i)
+				if i == 1 {
+					in = "p1"
+				}
+				if i == s.Chain {
+					out = "p2"
+				} else if err := n.Veth(dut, out, dut, fmt.Sprintf("c%db", i), vo(nil, nil)); err != nil {
+					return nil, err
+				}
+				b.Ports = []string{in, out}
+				t.Bridges = append(t.Bridges, b)
+				t.Ingress = append(t.Ingress, in)
+			}
+		}
+	}
+	for _, h := range t.Hosts {
+		if err := h.NS.AddrAdd(h.If, h.IP+"/16"); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// DUTPorts lists every interface of the DUT namespace that a bridge owns.
+func (t *Topo) DUTPorts() []string {
+	var out []string
+	for _, b := range t.Bridges {
+		out = append(out, b.Ports...)
+	}
+	return out
+}

@@ -1,0 +1,658 @@
+// Package report turns a lab run (lab.Run) into what people read: a table
+// for the terminal, and a Markdown page with SVG charts. Every figure is
+// the median over the run's repetitions and, where the run measured the
+// straight path, its ratio to that path's median measured in the same run;
+// DUTs are compared with ministat's Student's t test (internal/stat) at 95%
+// confidence when each has at least three repetitions.
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/report/svg"
+	"github.com/trestle/trestle/internal/stat"
+)
+
+// Row is the figures of one DUT in one test, over the repetitions.
+type Row struct {
+	Test   string
+	Param  string
+	Chain  int
+	DUT    string
+	Unit   string
+	Values []float64 // one per repetition, in repetition order
+	Median float64
+	Ratio  float64 // to direct's median in the same test and param; 0 if none
+	Notes  []string
+	Errors []string
+}
+
+// Group is one test and param (and chain length): the rows of every DUT.
+type Group struct {
+	Test, Param string
+	Chain       int
+	Rows        []*Row
+}
+
+// Key names a group for people: "throughput 64B", "tcp streams=4, chain of 3".
+func (g *Group) Key() string {
+	k := g.Test + " " + g.Param
+	if g.Test == lab.TestThroughput || g.Test == lab.TestFlood || g.Test == lab.TestB2B {
+		k += "B"
+		if g.Param == "imix" {
+			k = g.Test + " IMIX"
+		}
+	}
+	if g.Chain > 1 {
+		k += fmt.Sprintf(", chain of %d", g.Chain)
+	}
+	return k
+}
+
+// Groups gathers a run's results by test, param and chain, in the order the
+// run produced them, each with its DUTs in the run's DUT order.
+func Groups(run *lab.Run) []*Group {
+	var groups []*Group
+	index := map[string]*Group{}
+	rows := map[string]*Row{}
+	for _, r := range run.Results {
+		if r.Test == "unit" {
+			continue
+		}
+		chain := r.Chain
+		if r.DUT == "direct" {
+			chain = -1 // the baseline of every chain length
+		}
+		gk := fmt.Sprintf("%s|%s|%d", r.Test, r.Param, max(chain, 0))
+		g := index[gk]
+		if g == nil {
+			g = &Group{Test: r.Test, Param: r.Param, Chain: max(chain, 0)}
+			index[gk] = g
+			groups = append(groups, g)
+		}
+		rk := gk + "|" + r.DUT
+		row := rows[rk]
+		if row == nil {
+			row = &Row{Test: r.Test, Param: r.Param, Chain: r.Chain, DUT: r.DUT, Unit: r.Unit}
+			rows[rk] = row
+			g.Rows = append(g.Rows, row)
+		}
+		if r.Error != "" {
+			row.Errors = append(row.Errors, r.Error)
+			continue
+		}
+		row.Values = append(row.Values, r.Value)
+		if r.Note != "" && !slices.Contains(row.Notes, r.Note) {
+			row.Notes = append(row.Notes, r.Note)
+		}
+	}
+	// direct was measured once per repetition, on the straight path: it is
+	// the baseline of every chain length.
+	directs := map[string]*Row{}
+	for _, g := range groups {
+		for _, row := range g.Rows {
+			if row.DUT == "direct" {
+				directs[g.Test+"|"+g.Param] = row
+			}
+		}
+	}
+	for _, g := range groups {
+		if d := directs[g.Test+"|"+g.Param]; d != nil && !slices.Contains(g.Rows, d) {
+			g.Rows = append([]*Row{d}, g.Rows...)
+		}
+		order := func(name string) int {
+			if i := slices.Index(run.DUTs, name); i >= 0 {
+				return i
+			}
+			return len(run.DUTs)
+		}
+		sort.SliceStable(g.Rows, func(i, j int) bool { return order(g.Rows[i].DUT) < order(g.Rows[j].DUT) })
+		var base float64
+		for _, row := range g.Rows {
+			row.Median = median(row.Values)
+			if row.DUT == "direct" {
+				base = row.Median
+			}
+		}
+		for _, row := range g.Rows {
+			if base > 0 && len(row.Values) > 0 {
+				row.Ratio = row.Median / base
+			}
+		}
+	}
+	// Drop groups that hold only the baseline copied into other chains.
+	var out []*Group
+	for _, g := range groups {
+		if g.Chain == 0 && len(g.Rows) == 1 && g.Rows[0].DUT == "direct" && hasChains(groups, g) {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func hasChains(groups []*Group, g *Group) bool {
+	for _, o := range groups {
+		if o != g && o.Test == g.Test && o.Param == g.Param {
+			return true
+		}
+	}
+	return false
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// Comparison is ministat's verdict on one DUT against another in a group.
+type Comparison struct {
+	Group       *Group
+	Base, Other *Row
+	Result      stat.Comparison
+}
+
+// Compare compares, in each group, every trestle DUT against every other
+// DUT that has at least stat.MinPoints values.
+func Compare(groups []*Group) []Comparison {
+	var out []Comparison
+	for _, g := range groups {
+		for _, o := range g.Rows {
+			if !strings.HasPrefix(o.DUT, "trestle") || len(o.Values) < stat.MinPoints {
+				continue
+			}
+			for _, b := range g.Rows {
+				if b == o || len(b.Values) < stat.MinPoints || strings.HasPrefix(b.DUT, "trestle") && b.DUT > o.DUT {
+					continue
+				}
+				bs, err1 := stat.Summarize(stat.Set{Name: b.DUT, Values: b.Values})
+				os, err2 := stat.Summarize(stat.Set{Name: o.DUT, Values: o.Values})
+				if err1 != nil || err2 != nil {
+					continue
+				}
+				c, err := stat.Compare(bs, os, 95)
+				if err != nil {
+					continue
+				}
+				out = append(out, Comparison{Group: g, Base: b, Other: o, Result: c})
+			}
+		}
+	}
+	return out
+}
+
+// Figure formats a value in its unit for people.
+func Figure(v float64, unit string) string {
+	switch unit {
+	case "pps":
+		return svg.SI(v) + "pps"
+	case "bit/s":
+		return fmt.Sprintf("%.2f Gbit/s", v/1e9)
+	case "ns":
+		return time.Duration(v).String()
+	case "addresses/s":
+		return svg.SI(v) + "/s"
+	case "% lost":
+		return fmt.Sprintf("%.3f%%", v)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64) + " " + unit
+}
+
+func valuesText(vals []float64, unit string) string {
+	var parts []string
+	for _, v := range vals {
+		parts = append(parts, Figure(v, unit))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Terminal writes the table of a run for the terminal.
+func Terminal(w io.Writer, run *lab.Run) {
+	groups := Groups(run)
+	fmt.Fprintf(w, "\n%s — %s\n", run.Scenario, run.Title)
+	fmt.Fprintf(w, "%d repetition(s), placement %s, %s, kernel %s, %d CPUs\n", run.Reps, run.Placement, (time.Duration(run.Seconds) * time.Second).String(), run.Machine.Kernel, run.Machine.CPUs)
+	tw := newTable("TEST", "DUT", "MEDIAN", "VS DIRECT", "ALL REPETITIONS")
+	for _, g := range groups {
+		for _, r := range g.Rows {
+			ratio := "-"
+			if r.Ratio > 0 {
+				ratio = fmt.Sprintf("%.2f", r.Ratio)
+			}
+			med := Figure(r.Median, r.Unit)
+			if len(r.Values) == 0 {
+				med = "failed"
+			}
+			all := valuesText(r.Values, r.Unit)
+			if len(r.Errors) > 0 {
+				all += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), firstLine(r.Errors[0]))
+			}
+			tw.add(g.Key(), r.DUT, med, ratio, all)
+		}
+	}
+	tw.write(w)
+	if cs := Compare(groups); len(cs) > 0 {
+		fmt.Fprintf(w, "\nministat, Student's t at 95%% confidence:\n")
+		for _, c := range cs {
+			fmt.Fprintf(w, "  %s: %s\n", c.Group.Key(), verdict(c))
+		}
+	}
+	for _, n := range imixEstimates(groups) {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
+	var skipped []string
+	for _, u := range run.Units {
+		if u.Skipped != "" && !slices.Contains(skipped, u.DUT+": "+u.Skipped) {
+			skipped = append(skipped, u.DUT+": "+u.Skipped)
+		}
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(w, "skipped %s\n", s)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func verdict(c Comparison) string {
+	r := c.Result
+	if !r.Proven {
+		return fmt.Sprintf("%s vs %s: no difference proven (%+.1f%% ± %.1f%%)", c.Other.DUT, c.Base.DUT, r.Percent, r.PercentInterval)
+	}
+	return fmt.Sprintf("%s vs %s: %+.1f%% ± %.1f%% (%.2fx)", c.Other.DUT, c.Base.DUT, r.Percent, r.PercentInterval, (r.Diff+avg(c.Base.Values))/avg(c.Base.Values))
+}
+
+func avg(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// imixEstimates puts seed 001's IMIX bandwidth estimate next to each IMIX
+// throughput: Bandwidth = PPS × (7×(40+14) + 4×(576+14) + (1500+14)) / 12 × 8,
+// and what the measured frames carried (our IMIX frames without FCS).
+func imixEstimates(groups []*Group) []string {
+	var out []string
+	for _, g := range groups {
+		if g.Param != "imix" || g.Test != lab.TestThroughput {
+			continue
+		}
+		mean := lab.FrameSize("imix").WireBytes() - 4
+		for _, r := range g.Rows {
+			if r.Median <= 0 {
+				continue
+			}
+			est := r.Median * (7*(40+14) + 4*(576+14) + (1500 + 14)) / 12 * 8
+			out = append(out, fmt.Sprintf("IMIX %s: %s → 001's estimate %.0f Mbit/s; frames sent %.0f Mbit/s (%.1f bytes a frame without FCS)",
+				r.DUT, Figure(r.Median, "pps"), est/1e6, r.Median*mean*8/1e6, mean))
+		}
+	}
+	return out
+}
+
+type table struct{ rows [][]string }
+
+func newTable(head ...string) *table { return &table{rows: [][]string{head}} }
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+func (t *table) write(w io.Writer) {
+	width := make([]int, len(t.rows[0]))
+	for _, r := range t.rows {
+		for i, c := range r {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	for _, r := range t.rows {
+		var b strings.Builder
+		for i, c := range r {
+			if i == len(r)-1 {
+				b.WriteString(c)
+				break
+			}
+			b.WriteString(c + strings.Repeat(" ", width[i]-len([]rune(c))+2))
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// Write writes report.md and its charts into dir.
+func Write(dir string, run *lab.Run) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	groups := Groups(run)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# trestle lab: %s\n\n%s.\n\n", run.Scenario, run.Title)
+	if run.Seed != "" {
+		fmt.Fprintf(&b, "Reproduces the experiment of seed %s.\n\n", run.Seed)
+	}
+	fmt.Fprintf(&b, "- Command: `%s`\n", run.Command)
+	fmt.Fprintf(&b, "- Started %s, took %s; %d repetition(s), DUT order rotated each repetition\n", run.Started.UTC().Format(time.RFC3339), (time.Duration(run.Seconds) * time.Second).String(), run.Reps)
+	m := run.Machine
+	fmt.Fprintf(&b, "- Machine: kernel %s, %d CPUs (%s), %.0f GiB; trestle %s\n", m.Kernel, m.CPUs, m.CPUModel, m.MemoryGB, m.Commit)
+	fmt.Fprintf(&b, "- Placement: %s\n", run.Placement)
+	t := run.Timing
+	fmt.Fprintf(&b, "- RFC 2544 trials: search %v, confirmation %v, settle %v after learning frames, drain %v; loss goal %g, resolution %g%%\n",
+		t.Search.Trial, t.Search.Confirm, t.Settle, t.Drain, t.Search.LossGoal, 100*t.Search.Resolution)
+	for _, n := range run.Notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	b.WriteString("\n## Results\n\nMedians over the repetitions; the ratio is to the straight veth path (`direct`) measured in the same run.\n\n")
+	b.WriteString("| test | DUT | median | vs direct | repetitions |\n|---|---|---|---|---|\n")
+	for _, g := range groups {
+		for _, r := range g.Rows {
+			ratio := "-"
+			if r.Ratio > 0 {
+				ratio = fmt.Sprintf("%.2f", r.Ratio)
+			}
+			all := valuesText(r.Values, r.Unit)
+			if len(r.Errors) > 0 {
+				all += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), firstLine(r.Errors[0]))
+			}
+			if len(r.Notes) > 0 {
+				all += " — " + strings.Join(r.Notes, "; ")
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", g.Key(), r.DUT, Figure(r.Median, r.Unit), ratio, all)
+		}
+	}
+	if est := imixEstimates(groups); len(est) > 0 {
+		b.WriteString("\nIMIX bandwidth, seed 001's formula next to what was sent:\n\n")
+		for _, e := range est {
+			fmt.Fprintf(&b, "- %s\n", e)
+		}
+	}
+	charts, err := writeCharts(dir, run, groups)
+	if err != nil {
+		return err
+	}
+	if len(charts) > 0 {
+		b.WriteString("\n## Charts\n\n")
+		for _, c := range charts {
+			fmt.Fprintf(&b, "![%s](%s)\n\n", c.title, c.file)
+		}
+	}
+	if cs := Compare(groups); len(cs) > 0 {
+		b.WriteString("## Statistics\n\nministat's Student's t test at 95% confidence (`trestle stat` gives the same output as ministat):\n\n")
+		for _, g := range groups {
+			var sets []stat.Set
+			for _, r := range g.Rows {
+				if len(r.Values) >= stat.MinPoints {
+					sets = append(sets, stat.Set{Name: r.DUT, Values: r.Values})
+				}
+			}
+			if len(sets) < 2 || len(sets) > stat.MaxSets {
+				continue
+			}
+			// The trestle sets first: ministat compares each set with the first.
+			sort.SliceStable(sets, func(i, j int) bool {
+				return strings.HasPrefix(sets[i].Name, "trestle") && !strings.HasPrefix(sets[j].Name, "trestle")
+			})
+			var out bytes.Buffer
+			if err := stat.Render(&out, sets, stat.Options{}); err != nil {
+				continue
+			}
+			fmt.Fprintf(&b, "### %s (%s)\n\n", g.Key(), g.Rows[0].Unit)
+			for _, c := range cs {
+				if c.Group == g {
+					fmt.Fprintf(&b, "- %s\n", verdict(c))
+				}
+			}
+			fmt.Fprintf(&b, "\n```\n%s```\n\n", out.String())
+		}
+	}
+	b.WriteString("## Settings\n\n")
+	seen := map[string]bool{}
+	for _, u := range run.Units {
+		if seen[u.DUT] {
+			continue
+		}
+		seen[u.DUT] = true
+		fmt.Fprintf(&b, "### %s\n\n", u.DUT)
+		if u.Skipped != "" {
+			fmt.Fprintf(&b, "Skipped: %s\n\n", u.Skipped)
+			continue
+		}
+		p := u.Placement
+		fmt.Fprintf(&b, "- placement %s: generator on CPU %d, DUT threads on CPU %d, sinks on CPU %d", p.Mode, p.GenCPU, p.DUTCPU, p.SinkCPU)
+		for _, name := range sortedKeys(p.Threads) {
+			fmt.Fprintf(&b, "; %s on CPU %d", name, p.Threads[name])
+		}
+		b.WriteString("\n")
+		for _, k := range sortedKeys(u.Settings) {
+			v := u.Settings[k]
+			if strings.Contains(v, "\n") {
+				fmt.Fprintf(&b, "- %s:\n\n```\n%s```\n", k, v)
+				continue
+			}
+			fmt.Fprintf(&b, "- %s: %s\n", k, v)
+		}
+		for _, k := range sortedKeys(u.Offloads) {
+			var on []string
+			for _, f := range sortedKeys(u.Offloads[k]) {
+				on = append(on, fmt.Sprintf("%s %s", f, onOff(u.Offloads[k][f])))
+			}
+			fmt.Fprintf(&b, "- offloads %s: %s\n", k, strings.Join(on, ", "))
+		}
+		b.WriteString("\n")
+	}
+	return os.WriteFile(filepath.Join(dir, "report.md"), b.Bytes(), 0o644)
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+type chart struct{ title, file string }
+
+// writeCharts draws what the run has data for: throughput against frame
+// size, against chain length, loss against offered load, and bars of every
+// other figure per DUT.
+func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
+	var out []chart
+	save := func(name, title string, doc []byte, err error) error {
+		if err != nil {
+			return fmt.Errorf("chart %s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
+			return err
+		}
+		out = append(out, chart{title, name})
+		return nil
+	}
+	// Throughput against frame size, with 10 GbE's line rate for scale.
+	var sizes []float64
+	for _, s := range run.Sizes {
+		if n, err := strconv.Atoi(string(s)); err == nil {
+			sizes = append(sizes, float64(n))
+		}
+	}
+	if len(sizes) > 1 {
+		series := map[string]*svg.Series{}
+		var names []string
+		for _, g := range groups {
+			n, err := strconv.Atoi(g.Param)
+			if g.Test != lab.TestThroughput || err != nil || g.Chain > 1 {
+				continue
+			}
+			for _, r := range g.Rows {
+				if series[r.DUT] == nil {
+					series[r.DUT] = &svg.Series{Name: r.DUT}
+					names = append(names, r.DUT)
+				}
+				series[r.DUT].Points = append(series[r.DUT].Points, withSpread(float64(n), r))
+			}
+		}
+		line := svg.Series{Name: "10 GbE line rate", Dashed: true}
+		for _, s := range sizes {
+			line.Points = append(line.Points, svg.Point{X: s, Y: 10e9 / ((s + 20) * 8)})
+		}
+		c := svg.LineChart{Title: "Throughput against frame size (RFC 2544, zero loss)", XLabel: "frame size, bytes", YLabel: "frames per second",
+			XTicks: sizes, XCategorical: true, XUnit: svg.Plain, LogY: true, Series: []svg.Series{line}}
+		for _, n := range names {
+			c.Series = append(c.Series, *series[n])
+		}
+		doc, err := c.SVG()
+		if err := save("throughput-size.svg", "Throughput against frame size", doc, err); err != nil {
+			return out, err
+		}
+	}
+	// Against chain length.
+	chains := map[string]bool{}
+	for _, g := range groups {
+		if g.Chain > 1 {
+			chains[g.Test+"|"+g.Param] = true
+		}
+	}
+	for _, key := range sortedKeys(chains) {
+		test, param, _ := strings.Cut(key, "|")
+		series := map[string]*svg.Series{}
+		var names []string
+		unit := ""
+		for _, g := range groups {
+			if g.Test != test || g.Param != param {
+				continue
+			}
+			for _, r := range g.Rows {
+				if r.DUT == "direct" {
+					continue
+				}
+				if series[r.DUT] == nil {
+					series[r.DUT] = &svg.Series{Name: r.DUT}
+					names = append(names, r.DUT)
+				}
+				unit = r.Unit
+				series[r.DUT].Points = append(series[r.DUT].Points, withSpread(float64(max(g.Chain, 1)), r))
+			}
+		}
+		c := svg.LineChart{Title: fmt.Sprintf("%s %s against chain length", test, param), XLabel: "bridges in a row", YLabel: unit, XUnit: svg.Plain}
+		for _, n := range names {
+			c.Series = append(c.Series, *series[n])
+		}
+		doc, err := c.SVG()
+		name := fmt.Sprintf("chain-%s-%s.svg", test, safe(param))
+		if err := save(name, c.Title, doc, err); err != nil {
+			return out, err
+		}
+	}
+	// Loss against offered load, from the loss-curve trials.
+	lossBy := map[string]map[string][]svg.Point{}
+	for _, r := range run.Results {
+		if r.Test != lab.TestLoss || len(r.Trials) == 0 {
+			continue
+		}
+		size, _, _ := strings.Cut(r.Param, "@")
+		if lossBy[size] == nil {
+			lossBy[size] = map[string][]svg.Point{}
+		}
+		tr := r.Trials[0]
+		lossBy[size][r.DUT] = append(lossBy[size][r.DUT], svg.Point{X: tr.Offered, Y: 100 * tr.LossRatio})
+	}
+	for _, size := range sortedKeys(lossBy) {
+		c := svg.LineChart{Title: fmt.Sprintf("Frame loss against offered load, %sB (RFC 2544 26.3)", size), XLabel: "offered, frames per second", YLabel: "frames lost, %"}
+		for _, d := range run.DUTs {
+			if pts, ok := lossBy[size][d]; ok {
+				c.Series = append(c.Series, svg.Series{Name: d, Points: pts})
+			}
+		}
+		doc, err := c.SVG()
+		if err := save(fmt.Sprintf("loss-%s.svg", safe(size)), c.Title, doc, err); err != nil {
+			return out, err
+		}
+	}
+	// Bars: every test and param, DUTs side by side (chains have their lines).
+	type barKey struct{ test, unit string }
+	bars := map[barKey][]*Group{}
+	var keys []barKey
+	for _, g := range groups {
+		if g.Chain > 1 || g.Test == lab.TestLoss || g.Test == lab.TestLatency || len(chains) > 0 {
+			continue
+		}
+		k := barKey{g.Test, g.Rows[0].Unit}
+		if _, ok := bars[k]; !ok {
+			keys = append(keys, k)
+		}
+		bars[k] = append(bars[k], g)
+	}
+	for _, k := range keys {
+		gs := bars[k]
+		if len(sizes) > 1 && k.test == lab.TestThroughput {
+			continue // the line chart has them
+		}
+		c := svg.BarChart{Title: fmt.Sprintf("%s by DUT (median; bars show min and max)", k.test), YLabel: k.unit, XLabel: "DUT"}
+		var duts []string
+		for _, g := range gs {
+			for _, r := range g.Rows {
+				if !slices.Contains(duts, r.DUT) {
+					duts = append(duts, r.DUT)
+				}
+			}
+		}
+		c.Categories = duts
+		for _, g := range gs {
+			s := svg.Series{Name: g.Param, Points: make([]svg.Point, len(duts))}
+			for i, d := range duts {
+				s.Points[i] = svg.Point{Y: math.NaN()}
+				for _, r := range g.Rows {
+					if r.DUT == d && len(r.Values) > 0 {
+						s.Points[i] = withSpread(0, r)
+					}
+				}
+			}
+			c.Series = append(c.Series, s)
+		}
+		doc, err := c.SVG()
+		if err := save(fmt.Sprintf("%s.svg", safe(k.test)), c.Title, doc, err); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func withSpread(x float64, r *Row) svg.Point {
+	p := svg.Point{X: x, Y: r.Median}
+	if len(r.Values) > 1 {
+		p.YLo, p.YHi = slices.Min(r.Values), slices.Max(r.Values)
+	}
+	return p
+}
+
+func safe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, s)
+}
