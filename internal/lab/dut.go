@@ -174,7 +174,8 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	p, err := t.DUT.Start("taskset", "-c", fmt.Sprint(env.DUTCPU), env.Trestle, "run", "--config", cfg)
+	// --socket: it beats a TRESTLE_SOCKET the lab may have inherited.
+	p, err := t.DUT.Start("taskset", "-c", fmt.Sprint(env.DUTCPU), env.Trestle, "run", "--config", cfg, "--socket", sock)
 	if err != nil {
 		return err
 	}

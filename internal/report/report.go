@@ -257,6 +257,11 @@ func Terminal(w io.Writer, run *lab.Run) {
 	for _, n := range imixEstimates(groups) {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
+	for _, r := range run.Results {
+		if r.Test == "unit" && r.Error != "" {
+			fmt.Fprintf(w, "failed: %s, repetition %d: %s\n", r.DUT, r.Rep, firstLine(r.Error))
+		}
+	}
 	var skipped []string
 	for _, u := range run.Units {
 		if u.Skipped != "" && !slices.Contains(skipped, u.DUT+": "+u.Skipped) {
