@@ -52,3 +52,30 @@ func TestRunNeedsConfig(t *testing.T) {
 		t.Errorf("run without --config: %d %q", code, out)
 	}
 }
+
+// TestLabFlags: the lab refuses bad input before it builds anything.
+func TestLabFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lab"}, "name a scenario"},
+		{[]string{"lab", "nosuch"}, `scenario "nosuch"`},
+		{[]string{"lab", "quick", "--dut", "direct,bogus"}, `DUT "bogus"`},
+		{[]string{"lab", "quick", "--dut", "linux-bridge@gso=maybe"}, "OFFLOAD=on"},
+		{[]string{"lab", "quick", "--sizes", "63"}, `frame size "63"`},
+		{[]string{"lab", "chain", "--chains", "1,x"}, `--chains "1,x"`},
+		{[]string{"lab", "quick", "--reps", "0"}, "--reps 0"},
+		{[]string{"lab", "quick", "--loss-goal", "2"}, "--loss-goal 2"},
+		{[]string{"lab", "vlan-overhead"}, "cannot run yet"},
+	} {
+		out, code := runCLI(t, nil, c.args...)
+		if code == 0 || !strings.Contains(out, c.want) {
+			t.Errorf("trestle %s: exit %d, output %q; want an error with %q", strings.Join(c.args, " "), code, out, c.want)
+		}
+	}
+	out, code := runCLI(t, nil, "lab", "--help")
+	if code != 0 || !strings.Contains(out, "router-pps") || !strings.Contains(out, "Placement") {
+		t.Errorf("lab --help: %d %q", code, out)
+	}
+}

@@ -65,6 +65,9 @@ Examples:
 			if !ok {
 				return fmt.Errorf("scenario %q: not one of %s", args[0], strings.Join(lab.ScenarioNames(), ", "))
 			}
+			if sc.Unavailable != "" {
+				return fmt.Errorf("scenario %s cannot run yet: %s", sc.Name, sc.Unavailable)
+			}
 			f := cmd.Flags()
 			var err error
 			if f.Changed("dut") {

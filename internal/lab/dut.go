@@ -48,8 +48,43 @@ var ErrUnavailable = errors.New("DUT not available here")
 // DUTNames lists the DUTs ParseDUT knows, for --help.
 var DUTNames = []string{"direct", "linux-bridge", "linux-bridge:nft", "trestle", "trestle:xdp", "trestle:tc", "ovs", "ovs:afxdp", "ovs:system"}
 
-// ParseDUT makes the DUT named s.
+// offloadAliases are the short names of host offloads in DUT variants.
+var offloadAliases = map[string]string{
+	"tso": "tx-tcp-segmentation", "gso": "tx-generic-segmentation", "gro": "rx-gro",
+	"tx": "tx-checksum-ip-generic", "lro": "rx-lro", "sg": "tx-scatter-gather",
+}
+
+// SplitVariant splits a DUT spec "NAME[@knob=on|off,...]" into the DUT's
+// name and the hosts' offloads the variant sets before the DUT starts: one
+// run then measures a setting on and off side by side, as seed 001 compares
+// TSO and LRO ("linux-bridge,linux-bridge@gso=off"). Knobs are ethtool
+// feature names or tso, gso, gro, lro, tx (checksum), sg.
+func SplitVariant(s string) (string, map[string]bool, error) {
+	name, knobs, ok := strings.Cut(s, "@")
+	if !ok {
+		return s, nil, nil
+	}
+	out := map[string]bool{}
+	for _, kv := range strings.Split(knobs, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || (v != "on" && v != "off") || k == "" {
+			return "", nil, fmt.Errorf("DUT %q: %q is not OFFLOAD=on or OFFLOAD=off", s, kv)
+		}
+		if full, ok := offloadAliases[k]; ok {
+			k = full
+		}
+		out[k] = v == "on"
+	}
+	return name, out, nil
+}
+
+// ParseDUT makes the DUT named s (a variant's knobs are checked and left to
+// the lab: see SplitVariant).
 func ParseDUT(s string) (DUT, error) {
+	s, _, err := SplitVariant(s)
+	if err != nil {
+		return nil, err
+	}
 	kind, opt, _ := strings.Cut(s, ":")
 	switch kind {
 	case "direct":

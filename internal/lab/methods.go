@@ -34,6 +34,14 @@ func (s FrameSize) Mix() (frame.Mix, error) {
 	return frame.Mix{Sizes: []int{n - 4}, Weights: []int{1}}, nil
 }
 
+// Label is the size for people: "64B" or "IMIX".
+func (s FrameSize) Label() string {
+	if s == "imix" {
+		return "IMIX"
+	}
+	return string(s) + "B"
+}
+
 // WireBytes is the mean frame size with FCS.
 func (s FrameSize) WireBytes() float64 {
 	m, err := s.Mix()
@@ -165,18 +173,19 @@ var learnBase = net.HardwareAddr{0x02, 0x10, 0x00, 0x00, 0x00, 0x00}
 // sends one frame to each of them. Frames that host 2 (the monitor port)
 // sees were flooded: their address was not in the table. It returns the
 // frames forwarded to host 0 and the ones flooded to host 2.
-func (r *Rig) cacheTrial(ctx context.Context, n int, learnRate float64, tm Timing) (forwarded, flooded uint64, err error) {
+func (r *Rig) cacheTrial(ctx context.Context, n int, learnRate float64, tm Timing) (forwarded, flooded uint64, offered float64, err error) {
 	mix := frame.Mix{Sizes: []int{60}, Weights: []int{1}}
 	learn := TrialSpec{From: 0, To: []int{1}, Rate: learnRate, Count: uint64(n), Mix: mix, SrcMAC: learnBase, SrcMACs: n, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
-	if _, err := r.Trial(ctx, learn); err != nil {
-		return 0, 0, err
+	lt, err := r.Trial(ctx, learn)
+	if err != nil {
+		return 0, 0, 0, err
 	}
 	test := TrialSpec{From: 1, To: []int{0, 2}, Rate: learnRate, Count: uint64(n), Mix: mix, DstMAC: learnBase, DstMACs: n, Drain: tm.Drain}
 	tr, err := r.Trial(ctx, test)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	return tr.Received[0], tr.Received[1], nil
+	return tr.Received[0], tr.Received[1], lt.Offered, nil
 }
 
 // AddressCaching finds how many addresses the DUT holds (RFC 2889 section
@@ -187,7 +196,7 @@ func (r *Rig) AddressCaching(ctx context.Context, maxAddrs int, learnRate float6
 		return 0, fmt.Errorf("%s does not learn addresses", r.DUT.Name())
 	}
 	check := func(n int) (bool, error) {
-		fwd, fl, err := r.cacheTrial(ctx, n, learnRate, tm)
+		fwd, fl, _, err := r.cacheTrial(ctx, n, learnRate, tm)
 		ok := err == nil && fwd == uint64(n) && fl == 0
 		if progress != nil && err == nil {
 			progress(n, ok)
@@ -215,36 +224,41 @@ func (r *Rig) AddressCaching(ctx context.Context, maxAddrs int, learnRate float6
 
 // LearningRate finds the highest rate of new addresses the DUT learns
 // without missing one (RFC 2889 section 5.8): n addresses sent at the rate,
-// then every one of them must be known. The table must hold n addresses.
-func (r *Rig) LearningRate(ctx context.Context, n int, maxRate float64, tm Timing, progress func(rate float64, ok bool)) (float64, error) {
+// then every one of them must be known. The table must hold n addresses. It
+// returns the rate the learning frames were offered at in the best passing
+// trial (which can be below the rate asked for, when the path is slower),
+// and whether the highest rate asked for passed: then the limit was not the
+// DUT's learning.
+func (r *Rig) LearningRate(ctx context.Context, n int, maxRate float64, tm Timing, progress func(rate float64, ok bool)) (float64, bool, error) {
 	if !r.DUT.Learns() {
-		return 0, fmt.Errorf("%s does not learn addresses", r.DUT.Name())
+		return 0, false, fmt.Errorf("%s does not learn addresses", r.DUT.Name())
 	}
-	check := func(rate float64) (bool, error) {
-		fwd, fl, err := r.cacheTrial(ctx, n, rate, tm)
+	check := func(rate float64) (bool, float64, error) {
+		fwd, fl, offered, err := r.cacheTrial(ctx, n, rate, tm)
 		ok := err == nil && fwd == uint64(n) && fl == 0
 		if progress != nil && err == nil {
-			progress(rate, ok)
+			progress(offered, ok)
 		}
-		return ok, err
+		return ok, offered, err
 	}
-	if ok, err := check(maxRate); err != nil || ok {
-		return maxRate, err
+	ok, offered, err := check(maxRate)
+	if err != nil || ok {
+		return offered, ok, err
 	}
-	lo, hi := 0.0, maxRate
+	lo, hi, best := 0.0, math.Min(maxRate, offered), 0.0
 	for hi-lo > tm.Search.Resolution*hi {
 		mid := (lo + hi) / 2
-		ok, err := check(mid)
+		ok, offered, err := check(mid)
 		if err != nil {
-			return lo, err
+			return best, false, err
 		}
 		if ok {
-			lo = mid
+			lo, best = mid, offered
 		} else {
 			hi = mid
 		}
 	}
-	return lo, nil
+	return best, false, nil
 }
 
 // IperfResult is one iperf3 run.

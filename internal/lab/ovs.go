@@ -63,6 +63,9 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 		return err
 	}
 	o.dir = filepath.Join(env.WorkDir, t.DUT.Name+"-ovs")
+	if err := os.RemoveAll(o.dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
 	}

@@ -107,7 +107,7 @@ func plan(s Scenario) []unit {
 		for k := 0; k < n; k++ {
 			d := s.DUTs[(k+rep-1)%n]
 			chains := s.Chain
-			if d == "direct" {
+			if isDirect(d) {
 				chains = []int{0}
 			}
 			for _, c := range chains {
@@ -192,7 +192,7 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 			continue
 		}
 		start := time.Now()
-		res, err := runUnit(ctx, cfg, s, u, place, &rec, status)
+		res, err := runUnit(ctx, cfg, s, u, i+1, place, &rec, status)
 		rec.Seconds = time.Since(start).Seconds()
 		spent += time.Since(start)
 		estDone += ests[i]
@@ -227,7 +227,7 @@ func chainNote(s Scenario, u unit) string {
 
 // runUnit builds one topology, sets the DUT up, runs the scenario's tests
 // and tears everything down.
-func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, place Placement, rec *UnitRecord, status func(string)) (out []Result, err error) {
+func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, place Placement, rec *UnitRecord, status func(string)) (out []Result, err error) {
 	d, err := ParseDUT(u.dut)
 	if err != nil {
 		return nil, err
@@ -237,8 +237,13 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, place Placemen
 			return nil, err
 		}
 	}
+	if len(rec.Settings) == 0 {
+		rec.Settings = map[string]string{}
+	}
 	status("building the topology")
-	n := NewNet(fmt.Sprintf("u%d", len(rec.DUT)%10))
+	// Each unit's names are its own: a DUT's files in the work directory
+	// are named after its namespace.
+	n := NewNet(fmt.Sprintf("u%d", index))
 	defer func() {
 		if cerr := n.Close(); cerr != nil && err == nil {
 			err = cerr
@@ -247,6 +252,13 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, place Placemen
 	t, err := Build(ctx, n, s.shape(u.dut, u.chain))
 	if err != nil {
 		return nil, err
+	}
+	if _, offloads, _ := SplitVariant(u.dut); len(offloads) > 0 {
+		for _, h := range t.Hosts {
+			if err := h.NS.Features(h.If, offloads); err != nil {
+				return nil, fmt.Errorf("variant %s: %w", u.dut, err)
+			}
+		}
 	}
 	env := &Env{Trestle: cfg.Trestle, WorkDir: cfg.WorkDir, DUTCPU: place.DUTCPU, Log: cfg.Logf}
 	if s.has(TestCache) || s.has(TestLearn) {
@@ -262,11 +274,16 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, place Placemen
 			err = cerr
 		}
 	}()
-	rec.Settings = d.Settings()
+	for k, v := range d.Settings() {
+		rec.Settings[k] = v
+	}
+	if _, offloads, _ := SplitVariant(u.dut); len(offloads) > 0 {
+		rec.Settings["variant: host offloads"] = fmt.Sprint(offloads)
+	}
 	base := Result{DUT: u.dut, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }
 
-	if s.hasPacketTests() && !(u.dut == "direct" && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B)) {
+	if s.hasPacketTests() && !(isDirect(u.dut) && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B)) {
 		sinkHosts := []int{1}
 		if s.has(TestFlood) || s.has(TestCache) || s.has(TestLearn) {
 			sinkHosts = nil
@@ -307,7 +324,7 @@ func packetTests(ctx context.Context, s Scenario, rig *Rig, base Result, add fun
 			n := 0
 			sr, trials, err := rig.Throughput(ctx, size, tm, flows, func(st SearchTrial) {
 				n++
-				status(fmt.Sprintf("throughput %sB, trial %d: %s offered, loss %.3f%%", size, n, pps(st.Offered), 100*st.Loss))
+				status(fmt.Sprintf("throughput %s, trial %d: %s offered, loss %.3f%%", size.Label(), n, pps(st.Offered), 100*st.Loss))
 			})
 			if err != nil {
 				return err
@@ -323,7 +340,7 @@ func packetTests(ctx context.Context, s Scenario, rig *Rig, base Result, add fun
 			tput = sr.Throughput
 		}
 		if s.has(TestLatency) && tput > 0 {
-			status(fmt.Sprintf("latency %sB at %v of %s", size, s.Fractions, pps(tput)))
+			status(fmt.Sprintf("latency %s at %v of %s", size.Label(), s.Fractions, pps(tput)))
 			trials, err := rig.LatencyAt(ctx, size, tput, s.Fractions, tm.Search.Trial, tm)
 			if err != nil {
 				return err
@@ -346,7 +363,7 @@ func packetTests(ctx context.Context, s Scenario, rig *Rig, base Result, add fun
 			if maxRate == 0 {
 				maxRate = tput * 1.5
 			}
-			status(fmt.Sprintf("loss curve %sB from %s", size, pps(maxRate)))
+			status(fmt.Sprintf("loss curve %s from %s", size.Label(), pps(maxRate)))
 			trials, err := rig.LossCurve(ctx, size, maxRate, tm.Search.Trial, tm)
 			if err != nil {
 				return err
@@ -363,7 +380,7 @@ func packetTests(ctx context.Context, s Scenario, rig *Rig, base Result, add fun
 			if maxBurst < 1000 {
 				maxBurst = 1000
 			}
-			status(fmt.Sprintf("back-to-back %sB up to %d frames", size, maxBurst))
+			status(fmt.Sprintf("back-to-back %s up to %d frames", size.Label(), maxBurst))
 			n, trials, err := rig.BackToBack(ctx, size, maxBurst, 3, tm)
 			if err != nil {
 				return err
@@ -396,7 +413,7 @@ func packetTests(ctx context.Context, s Scenario, rig *Rig, base Result, add fun
 				return Outcome{Requested: rate, Offered: tr.Offered, Loss: tr.LossRatio}, nil
 			}, func(st SearchTrial) {
 				n++
-				status(fmt.Sprintf("broadcast %sB to %d ports, trial %d: %s offered, loss %.3f%%", size, len(to), n, pps(st.Offered), 100*st.Loss))
+				status(fmt.Sprintf("broadcast %s to %d ports, trial %d: %s offered, loss %.3f%%", size.Label(), len(to), n, pps(st.Offered), 100*st.Loss))
 			})
 			if err != nil {
 				return err
@@ -424,7 +441,7 @@ func packetTests(ctx context.Context, s Scenario, rig *Rig, base Result, add fun
 	}
 	if s.has(TestLearn) && rig.DUT.Learns() {
 		status(fmt.Sprintf("learning rate, %d addresses", s.LearnAddrs))
-		rate, err := rig.LearningRate(ctx, s.LearnAddrs, 5e6, tm, func(rate float64, ok bool) {
+		rate, unlimited, err := rig.LearningRate(ctx, s.LearnAddrs, 20e6, tm, func(rate float64, ok bool) {
 			status(fmt.Sprintf("learning rate: %s new addresses/s %s", pps(rate), passWord(ok)))
 		})
 		if err != nil {
@@ -432,6 +449,9 @@ func packetTests(ctx context.Context, s Scenario, rig *Rig, base Result, add fun
 		}
 		r := base
 		r.Test, r.Param, r.Value, r.Unit = TestLearn, fmt.Sprintf("%d addresses", s.LearnAddrs), rate, "addresses/s"
+		if unlimited {
+			r.Note = "learned every address at the fastest rate the generator offered: the path, not learning, was the limit"
+		}
 		add(r)
 	}
 	return nil

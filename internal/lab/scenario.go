@@ -152,8 +152,14 @@ func (s Scenario) hasPacketTests() bool {
 
 // shape is the topology of one unit: the straight path for direct.
 func (s Scenario) shape(dut string, chain int) Shape {
-	if dut == "direct" {
+	if isDirect(dut) {
 		return Shape{Hosts: 2, Chain: 0}
 	}
 	return Shape{Hosts: max(s.Hosts, 2), Chain: chain}
+}
+
+// isDirect says whether a DUT spec is the straight path (or a variant of it).
+func isDirect(dut string) bool {
+	name, _, _ := SplitVariant(dut)
+	return name == "direct"
 }

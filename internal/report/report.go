@@ -171,16 +171,24 @@ type Comparison struct {
 }
 
 // Compare compares, in each group, every trestle DUT against every other
-// DUT that has at least stat.MinPoints values.
+// DUT, and every variant ("linux-bridge@gso=off") against its DUT, where
+// both have at least stat.MinPoints values.
 func Compare(groups []*Group) []Comparison {
 	var out []Comparison
 	for _, g := range groups {
 		for _, o := range g.Rows {
-			if !strings.HasPrefix(o.DUT, "trestle") || len(o.Values) < stat.MinPoints {
+			if len(o.Values) < stat.MinPoints {
 				continue
 			}
+			base, _, isVariant := strings.Cut(o.DUT, "@")
 			for _, b := range g.Rows {
-				if b == o || len(b.Values) < stat.MinPoints || strings.HasPrefix(b.DUT, "trestle") && b.DUT > o.DUT {
+				if b == o || len(b.Values) < stat.MinPoints {
+					continue
+				}
+				variantOf := isVariant && b.DUT == base
+				trestle := strings.HasPrefix(o.DUT, "trestle") && !isVariant && !strings.Contains(b.DUT, "@") &&
+					!(strings.HasPrefix(b.DUT, "trestle") && b.DUT > o.DUT)
+				if !variantOf && !trestle {
 					continue
 				}
 				bs, err1 := stat.Summarize(stat.Set{Name: b.DUT, Values: b.Values})
@@ -615,7 +623,12 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 		if len(sizes) > 1 && k.test == lab.TestThroughput {
 			continue // the line chart has them
 		}
-		c := svg.BarChart{Title: fmt.Sprintf("%s by DUT (median; bars show min and max)", k.test), YLabel: k.unit, XLabel: "DUT"}
+		title := map[string]string{lab.TestThroughput: "Zero-loss throughput", lab.TestFlood: "Broadcast throughput to every other port",
+			lab.TestTCP: "iperf3 TCP", lab.TestUDP: "iperf3 UDP", lab.TestB2B: "Back-to-back burst", lab.TestCache: "Address caching capacity", lab.TestLearn: "Address learning rate"}[k.test]
+		if title == "" {
+			title = k.test
+		}
+		c := svg.BarChart{Title: title + " by DUT (median; whiskers: min and max)", YLabel: k.unit, XLabel: "DUT"}
 		var duts []string
 		for _, g := range gs {
 			for _, r := range g.Rows {
@@ -626,7 +639,11 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 		}
 		c.Categories = duts
 		for _, g := range gs {
-			s := svg.Series{Name: g.Param, Points: make([]svg.Point, len(duts))}
+			name := g.Param
+			if g.Test == lab.TestThroughput || g.Test == lab.TestFlood || g.Test == lab.TestB2B {
+				name = lab.FrameSize(g.Param).Label()
+			}
+			s := svg.Series{Name: name, Points: make([]svg.Point, len(duts))}
 			for i, d := range duts {
 				s.Points[i] = svg.Point{Y: math.NaN()}
 				for _, r := range g.Rows {
