@@ -21,7 +21,7 @@ func (e *env) labCmd() *cobra.Command {
 		reps                                                                  int
 		trial, confirm, settle, drain, iperfTime                              time.Duration
 		lossGoal, resolution                                                  float64
-		keep                                                                  bool
+		keep, profile                                                         bool
 	)
 	c := &cobra.Command{
 		Use:   "lab SCENARIO [flags]",
@@ -132,7 +132,7 @@ Examples:
 			if f.Changed("udp-rate") {
 				sc.UDPRate = udpRate
 			}
-			return e.runLab(sc, placement, jsonPath, reportDir, keep)
+			return e.runLab(sc, placement, jsonPath, reportDir, keep, profile)
 		},
 	}
 	f := c.Flags()
@@ -153,6 +153,33 @@ Examples:
 	f.StringVar(&jsonPath, "json", "", "write every trial, the settings and the machine to this JSON file")
 	f.StringVar(&reportDir, "report", "", "write report.md and SVG charts into this directory")
 	f.BoolVar(&keep, "keep-workdir", false, "keep the run's directory of configs and logs")
+	f.BoolVar(&profile, "profile", false, "after each throughput search, measure where a frame's time goes: the\ngenerator's, the DUT's and the sink's eBPF programs (kernel BPF run-time\nstatistics), and what measuring them costs")
+	var again string
+	show := &cobra.Command{
+		Use:   "report RUN.json",
+		Short: "Print the table of a saved run (from --json) again, and write its report with --report DIR",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			b, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			var run lab.Run
+			if err := json.Unmarshal(b, &run); err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			report.Terminal(e.stdout, &run)
+			if again != "" {
+				if err := report.Write(again, &run); err != nil {
+					return fmt.Errorf("write report to %s: %w", again, err)
+				}
+				fmt.Fprintf(e.stdout, "wrote %s/report.md\n", again)
+			}
+			return nil
+		},
+	}
+	show.Flags().StringVar(&again, "report", "", "write report.md and SVG charts into this directory")
+	c.AddCommand(show)
 	c.AddCommand(&cobra.Command{
 		Use:   "clean",
 		Short: "Remove the namespaces of lab runs that were killed before they could clean up",
@@ -196,7 +223,7 @@ func intList(flag, s string, lo, hi int) ([]int, error) {
 	return out, nil
 }
 
-func (e *env) runLab(sc lab.Scenario, placement, jsonPath, reportDir string, keep bool) error {
+func (e *env) runLab(sc lab.Scenario, placement, jsonPath, reportDir string, keep, profile bool) error {
 	if os.Geteuid() != 0 {
 		return errors.New("lab: needs root (network namespaces, veth pairs, eBPF programs)")
 	}
@@ -218,7 +245,7 @@ func (e *env) runLab(sc lab.Scenario, placement, jsonPath, reportDir string, kee
 	tty := isTerminal(e.stderr)
 	last := ""
 	cfg := lab.Config{
-		Scenario: sc, Placement: placement, Trestle: self, WorkDir: work, Version: version,
+		Scenario: sc, Placement: placement, Trestle: self, WorkDir: work, Version: version, Profile: profile,
 		Command: "trestle " + strings.Join(os.Args[1:], " "),
 		Progress: func(line string) {
 			if line == last {

@@ -76,6 +76,11 @@ type Stats struct {
 	// the run: frames the generator handed to the device that it could not
 	// send (a veth whose peer's queue was full). They are in Sent.
 	DevDropped uint64 `json:"dev_dropped"`
+	// ProgRuntime and ProgRuns are the kernel's run-time statistics of the
+	// generator program over the run (live mode), when they are enabled
+	// (ebpf.EnableStats): its own cost, without the device's.
+	ProgRuntime time.Duration `json:"prog_runtime_ns,omitempty"`
+	ProgRuns    uint64        `json:"prog_runs,omitempty"`
 }
 
 // PPS is the achieved rate.
@@ -497,6 +502,9 @@ func runLive(ctx context.Context, o Options, ifindex int, specs []frame.Spec, in
 		}
 	}
 	s, _ := read()
+	if ps, err := g.objs.TrestleGen.Stats(); err == nil {
+		s.ProgRuntime, s.ProgRuns = ps.Runtime, ps.RunCount
+	}
 	return s, runErr
 }
 

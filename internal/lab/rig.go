@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -258,15 +260,21 @@ type TrialResult struct {
 
 // Trial runs one generator trial through the rig.
 func (r *Rig) Trial(ctx context.Context, ts TrialSpec) (TrialResult, error) {
+	res, _, err := r.trial(ctx, ts)
+	return res, err
+}
+
+func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, error) {
 	var res TrialResult
+	var g gen.Stats
 	from := r.T.Hosts[ts.From]
 	if len(ts.To) == 0 {
-		return res, errors.New("trial: no receiving host")
+		return res, g, errors.New("trial: no receiving host")
 	}
 	sinks := make([]*sink.Sink, len(ts.To))
 	for k, i := range ts.To {
 		if sinks[k] = r.sinks[i]; sinks[k] == nil {
-			return res, fmt.Errorf("trial: no sink on host %d", i+1)
+			return res, g, fmt.Errorf("trial: no sink on host %d", i+1)
 		}
 	}
 	if ts.Learn && r.DUT.Learns() {
@@ -274,7 +282,7 @@ func (r *Rig) Trial(ctx context.Context, ts TrialSpec) (TrialResult, error) {
 		// the bridges know where every address in the trial is.
 		for _, i := range append([]int{ts.From}, ts.To...) {
 			if err := learnFrame(r.T.Hosts[i]); err != nil {
-				return res, err
+				return res, g, err
 			}
 		}
 		sleepCtx(ctx, ts.Settle)
@@ -285,10 +293,10 @@ func (r *Rig) Trial(ctx context.Context, ts TrialSpec) (TrialResult, error) {
 	}
 	for _, s := range sinks {
 		if err := s.SetLatencyEvery(every); err != nil {
-			return res, err
+			return res, g, err
 		}
 		if err := s.Reset(); err != nil {
-			return res, err
+			return res, g, err
 		}
 	}
 	dst := ts.DstMAC
@@ -306,7 +314,7 @@ func (r *Rig) Trial(ctx context.Context, ts TrialSpec) (TrialResult, error) {
 	cpu0, _ := readCPU()
 	g, err := gen.Run(ctx, o, 0, nil)
 	if err != nil {
-		return res, fmt.Errorf("generator on %s: %w", from.NS.Name, err)
+		return res, g, fmt.Errorf("generator on %s: %w", from.NS.Name, err)
 	}
 	cpu1, _ := readCPU()
 	sleepCtx(ctx, ts.Drain)
@@ -316,7 +324,7 @@ func (r *Rig) Trial(ctx context.Context, ts TrialSpec) (TrialResult, error) {
 	for _, s := range sinks {
 		snap, err := s.Snapshot()
 		if err != nil {
-			return res, err
+			return res, g, err
 		}
 		res.Received = append(res.Received, snap.Received)
 		received += snap.Received
@@ -337,7 +345,7 @@ func (r *Rig) Trial(ctx context.Context, ts TrialSpec) (TrialResult, error) {
 	if l := sink.Summarize(hist); l.Count > 0 {
 		res.Latency = &l
 	}
-	return res, ctx.Err()
+	return res, g, ctx.Err()
 }
 
 // learnFrame sends one broadcast frame from the host's address with the
@@ -420,4 +428,139 @@ func cpuBusy(a, b cpuTimes) []float64 {
 		out = append(out, float64(b.busy[i]-a.busy[i])/float64(b.total[i]-a.total[i]))
 	}
 	return out
+}
+
+// Profile is where one frame's time went, from two unpaced trials: one
+// plain, one with the kernel's BPF run-time statistics on (which cost a
+// clock reading before and after every program run: Overhead is what that
+// did to the rate).
+type Profile struct {
+	OfferedPlain float64  `json:"offered_pps_without_stats"`
+	Offered      float64  `json:"offered_pps_with_stats"`
+	Overhead     float64  `json:"overhead"`     // 1 - with/without
+	FrameNs      float64  `json:"frame_ns"`     // 1e9 / offered with stats: a frame's whole time on the sending CPU
+	GenNs        float64  `json:"gen_ns"`       // the generator program, a frame
+	DUTNs        float64  `json:"dut_ns"`       // the DUT's eBPF programs, all their runs for a frame
+	SinkNs       float64  `json:"sink_ns"`      // the sink program, a frame
+	DUTPrograms  []string `json:"dut_programs"` // what ran on the DUT's ports
+	Placement    string   `json:"placement"`
+}
+
+// dutPrograms opens the eBPF programs attached to the DUT's ports (XDP and
+// tcx ingress), by ID.
+func (r *Rig) dutPrograms() ([]*ebpf.Program, []string, error) {
+	if r.T.DUT == nil {
+		return nil, nil, nil
+	}
+	var progs []*ebpf.Program
+	var names []string
+	seen := map[ebpf.ProgramID]bool{}
+	add := func(id ebpf.ProgramID, where string) error {
+		if id == 0 || seen[id] {
+			return nil
+		}
+		seen[id] = true
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			return fmt.Errorf("open program %d on %s: %w", id, where, err)
+		}
+		name := fmt.Sprint(id)
+		if info, err := p.Info(); err == nil {
+			name = info.Name
+		}
+		progs = append(progs, p)
+		names = append(names, fmt.Sprintf("%s (id %d) on %s", name, id, where))
+		return nil
+	}
+	err := r.T.DUT.Do(func() error {
+		for _, port := range r.T.DUTPorts() {
+			l, err := netlink.LinkByName(port)
+			if err != nil {
+				return err
+			}
+			if x := l.Attrs().Xdp; x != nil && x.Attached {
+				if err := add(ebpf.ProgramID(x.ProgId), port+" (xdp)"); err != nil {
+					return err
+				}
+			}
+			res, err := link.QueryPrograms(link.QueryOptions{Target: l.Attrs().Index, Attach: ebpf.AttachTCXIngress})
+			if err == nil {
+				for _, p := range res.Programs {
+					if err := add(p.ID, port+" (tcx ingress)"); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for _, p := range progs {
+			p.Close()
+		}
+		return nil, nil, err
+	}
+	return progs, names, nil
+}
+
+// Profile runs the two trials of a Profile from host 0 to host 1.
+func (r *Rig) Profile(ctx context.Context, size FrameSize, d time.Duration, tm Timing) (Profile, error) {
+	pr := Profile{Placement: r.Place.Mode}
+	mix, err := size.Mix()
+	if err != nil {
+		return pr, err
+	}
+	spec := TrialSpec{From: 0, To: []int{1}, Duration: d, Mix: mix, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
+	plain, err := r.Trial(ctx, spec)
+	if err != nil {
+		return pr, err
+	}
+	progs, names, err := r.dutPrograms()
+	if err != nil {
+		return pr, err
+	}
+	defer func() {
+		for _, p := range progs {
+			p.Close()
+		}
+	}()
+	pr.DUTPrograms = names
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		return pr, fmt.Errorf("enable BPF run-time statistics: %w", err)
+	}
+	defer stats.Close()
+	progTime := func() time.Duration {
+		var t time.Duration
+		for _, p := range progs {
+			if s, err := p.Stats(); err == nil {
+				t += s.Runtime
+			}
+		}
+		return t
+	}
+	sk := r.sinks[1]
+	sink0, _ := sk.ProgramStats()
+	dut0 := progTime()
+	on, g, err := r.trial(ctx, spec)
+	if err != nil {
+		return pr, err
+	}
+	dut1 := progTime()
+	sink1, _ := sk.ProgramStats()
+	pr.OfferedPlain, pr.Offered = plain.Offered, on.Offered
+	if plain.Offered > 0 {
+		pr.Overhead = 1 - on.Offered/plain.Offered
+	}
+	if on.Offered > 0 {
+		pr.FrameNs = 1e9 / on.Offered
+	}
+	if g.Sent > 0 {
+		pr.GenNs = float64(g.ProgRuntime) / float64(g.Sent)
+		pr.DUTNs = float64(dut1-dut0) / float64(g.Sent)
+	}
+	if n := on.Received; len(n) > 0 && n[0] > 0 && sink0 != nil && sink1 != nil {
+		pr.SinkNs = float64(sink1.Runtime-sink0.Runtime) / float64(n[0])
+	}
+	return pr, nil
 }

@@ -33,6 +33,7 @@ type Result struct {
 	Search  *SearchResult `json:"search,omitempty"`
 	Trials  []TrialResult `json:"trials,omitempty"`
 	Iperf   *IperfResult  `json:"iperf,omitempty"`
+	Profile *Profile      `json:"profile,omitempty"`
 	Latency *sink.Latency `json:"latency,omitempty"`
 	CPU     []float64     `json:"cpu_busy,omitempty"`
 }
@@ -86,6 +87,9 @@ type Config struct {
 	WorkDir   string
 	Command   string
 	Version   string
+	// Profile adds to every throughput figure where a frame's time went:
+	// the generator's, the DUT's and the sink's eBPF programs (see Profile).
+	Profile bool
 	// Progress gets a line about the work in hand; Logf gets notes.
 	Progress func(line string)
 	Logf     func(format string, args ...any)
@@ -295,7 +299,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 			return out, err
 		}
 		rec.Placement, rec.Offloads = rig.Place, rig.Offloads
-		if err := packetTests(ctx, s, rig, base, add, status); err != nil {
+		if err := packetTests(ctx, s, cfg.Profile, rig, base, add, status); err != nil {
 			return out, err
 		}
 		rig.StopPackets()
@@ -314,7 +318,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	return out, nil
 }
 
-func packetTests(ctx context.Context, s Scenario, rig *Rig, base Result, add func(Result), status func(string)) error {
+func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base Result, add func(Result), status func(string)) error {
 	tm := s.Timing
 	flows := max(s.Flows, 1)
 	for _, size := range s.Sizes {
@@ -335,6 +339,14 @@ func packetTests(ctx context.Context, s Scenario, rig *Rig, base Result, add fun
 			if len(trials) > 0 {
 				r.CPU = trials[len(trials)-1].CPU
 				unpaced = trials[0].Offered
+			}
+			if profile {
+				status(fmt.Sprintf("profile %s: a trial without and one with BPF run-time statistics", size.Label()))
+				p, err := rig.Profile(ctx, size, tm.Search.Confirm, tm)
+				if err != nil {
+					return err
+				}
+				r.Profile = &p
 			}
 			add(r)
 			tput = sr.Throughput
@@ -529,9 +541,10 @@ func machine(version string) Machine {
 		m.MemoryGB = kb / (1 << 20)
 	}
 	m.Hostname, _ = os.Hostname()
-	if m.Commit == "" {
-		if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-			m.Commit = strings.TrimSpace(string(out))
+	if m.Commit == "" || m.Commit == "dev" {
+		// Not built by the Makefile: say which tree it was, if this is one.
+		if out, err := exec.Command("git", "describe", "--tags", "--always", "--dirty").Output(); err == nil {
+			m.Commit = strings.TrimSpace(string(out)) + " (go build)"
 		}
 	}
 	return m

@@ -36,6 +36,10 @@ type Row struct {
 	Ratio  float64 // to direct's median in the same test and param; 0 if none
 	Notes  []string
 	Errors []string
+	// CPU is each CPU's busy share during the measurement, the median over
+	// the repetitions (the last trial of a search, the whole iperf3 run).
+	CPU  []float64
+	cpus [][]float64
 }
 
 // Group is one test and param (and chain length): the rows of every DUT.
@@ -93,6 +97,9 @@ func Groups(run *lab.Run) []*Group {
 			continue
 		}
 		row.Values = append(row.Values, r.Value)
+		if len(r.CPU) > 0 {
+			row.cpus = append(row.cpus, r.CPU)
+		}
 		if r.Note != "" && !slices.Contains(row.Notes, r.Note) {
 			row.Notes = append(row.Notes, r.Note)
 		}
@@ -121,6 +128,17 @@ func Groups(run *lab.Run) []*Group {
 		var base float64
 		for _, row := range g.Rows {
 			row.Median = median(row.Values)
+			if len(row.cpus) > 0 && row.CPU == nil {
+				for c := range row.cpus[0] {
+					var v []float64
+					for _, cs := range row.cpus {
+						if c < len(cs) {
+							v = append(v, cs[c])
+						}
+					}
+					row.CPU = append(row.CPU, median(v))
+				}
+			}
 			if row.DUT == "direct" {
 				base = row.Median
 			}
@@ -265,6 +283,12 @@ func Terminal(w io.Writer, run *lab.Run) {
 	for _, n := range imixEstimates(groups) {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
+	if ps := profiles(run); len(ps) > 0 {
+		fmt.Fprintf(w, "\nwhere a frame's time goes (medians; eBPF programs from the kernel's run-time statistics):\n")
+		for _, p := range ps {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
 	for _, r := range run.Results {
 		if r.Test == "unit" && r.Error != "" {
 			fmt.Fprintf(w, "failed: %s, repetition %d: %s\n", r.DUT, r.Rep, firstLine(r.Error))
@@ -370,8 +394,8 @@ func Write(dir string, run *lab.Run) error {
 	for _, n := range run.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
-	b.WriteString("\n## Results\n\nMedians over the repetitions; the ratio is to the straight veth path (`direct`) measured in the same run.\n\n")
-	b.WriteString("| test | DUT | median | vs direct | repetitions |\n|---|---|---|---|---|\n")
+	b.WriteString("\n## Results\n\nMedians over the repetitions; the ratio is to the straight veth path (`direct`) measured in the same run; CPU busy is each CPU's share of non-idle time during the measurement (from /proc/stat: the last trial of a search, the whole iperf3 run).\n\n")
+	b.WriteString("| test | DUT | median | vs direct | CPU busy | repetitions |\n|---|---|---|---|---|---|\n")
 	for _, g := range groups {
 		for _, r := range g.Rows {
 			ratio := "-"
@@ -385,13 +409,19 @@ func Write(dir string, run *lab.Run) error {
 			if len(r.Notes) > 0 {
 				all += " — " + strings.Join(r.Notes, "; ")
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", g.Key(), r.DUT, Figure(r.Median, r.Unit), ratio, all)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", g.Key(), r.DUT, Figure(r.Median, r.Unit), ratio, cpuText(r.CPU), all)
 		}
 	}
 	if est := imixEstimates(groups); len(est) > 0 {
 		b.WriteString("\nIMIX bandwidth, seed 001's formula next to what was sent:\n\n")
 		for _, e := range est {
 			fmt.Fprintf(&b, "- %s\n", e)
+		}
+	}
+	if ps := profiles(run); len(ps) > 0 {
+		b.WriteString("\nWhere a frame's time goes, from an unpaced trial with the kernel's BPF run-time statistics on (medians over the repetitions; the measuring cost is the drop in rate against a plain trial just before):\n\n")
+		for _, p := range ps {
+			fmt.Fprintf(&b, "- %s\n", p)
 		}
 	}
 	charts, err := writeCharts(dir, run, groups)
@@ -677,4 +707,58 @@ func safe(s string) string {
 		}
 		return '-'
 	}, s)
+}
+
+// profiles summarizes the Profile of every throughput result, per DUT and
+// frame size: medians over the repetitions.
+func profiles(run *lab.Run) []string {
+	type key struct{ dut, param string }
+	by := map[key][]*lab.Profile{}
+	var keys []key
+	for i := range run.Results {
+		r := &run.Results[i]
+		if r.Profile == nil {
+			continue
+		}
+		k := key{r.DUT, r.Param}
+		if _, ok := by[k]; !ok {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], r.Profile)
+	}
+	var out []string
+	for _, k := range keys {
+		ps := by[k]
+		med := func(f func(*lab.Profile) float64) float64 {
+			var v []float64
+			for _, p := range ps {
+				v = append(v, f(p))
+			}
+			return median(v)
+		}
+		frame := med(func(p *lab.Profile) float64 { return p.FrameNs })
+		g := med(func(p *lab.Profile) float64 { return p.GenNs })
+		d := med(func(p *lab.Profile) float64 { return p.DUTNs })
+		s := med(func(p *lab.Profile) float64 { return p.SinkNs })
+		line := fmt.Sprintf("%s %s: %.0f ns a frame at %s: generator %.0f ns, DUT programs %.0f ns, sink %.0f ns, the rest (kernel: veth, redirects, NAPI%s) %.0f ns; measuring cost %.1f%% of the rate",
+			k.dut, lab.FrameSize(k.param).Label(), frame, Figure(1e9/frame, "pps"), g, d, s, map[bool]string{true: ", the DUT's own work", false: ""}[d == 0 && k.dut != "direct"],
+			frame-g-d-s, 100*med(func(p *lab.Profile) float64 { return p.Overhead }))
+		if len(ps[0].DUTPrograms) > 0 {
+			line += " [" + strings.Join(ps[0].DUTPrograms, "; ") + "]"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// cpuText is "cpu0 98%, cpu1 12%".
+func cpuText(cpu []float64) string {
+	var parts []string
+	for i, c := range cpu {
+		parts = append(parts, fmt.Sprintf("cpu%d %.0f%%", i, 100*c))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }

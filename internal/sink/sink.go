@@ -170,6 +170,10 @@ func (s *Sink) Reset() error {
 	return nil
 }
 
+// ProgramStats is the kernel's run-time statistics of the sink program
+// (zero unless ebpf.EnableStats is in force).
+func (s *Sink) ProgramStats() (*ebpf.ProgramStats, error) { return s.objs.TrestleSink.Stats() }
+
 // Close detaches and unloads the sink.
 func (s *Sink) Close() {
 	if s.link != nil {
