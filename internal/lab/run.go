@@ -336,6 +336,10 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 			r := base
 			r.Test, r.Param, r.Value, r.Unit, r.Note = TestThroughput, string(size), sr.Throughput, "pps", sr.Note
 			r.Search, r.Trials = &sr, trials
+			if sr.Throughput == 0 {
+				// Not a figure of 0: the DUT lost frames at every rate tried.
+				r.Error, r.Note = "no zero-loss rate: "+sr.Note, ""
+			}
 			if len(trials) > 0 {
 				r.CPU = trials[len(trials)-1].CPU
 				unpaced = trials[0].Offered
@@ -433,6 +437,9 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 			r := base
 			r.Test, r.Param, r.Value, r.Unit, r.Note = TestFlood, string(size), sr.Throughput, "pps", sr.Note
 			r.Search, r.Trials = &sr, trials
+			if sr.Throughput == 0 {
+				r.Error, r.Note = "no zero-loss rate: "+sr.Note, ""
+			}
 			add(r)
 		}
 	}
