@@ -63,6 +63,7 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"lab", "nosuch"}, `scenario "nosuch"`},
 		{[]string{"lab", "quick", "--dut", "direct,bogus"}, `DUT "bogus"`},
 		{[]string{"lab", "quick", "--dut", "linux-bridge@gso=maybe"}, "OFFLOAD=on"},
+		{[]string{"lab", "quick", "--dut", "linux-bridge@bin=/tmp/x"}, "bin= is for trestle"},
 		{[]string{"lab", "quick", "--sizes", "63"}, `frame size "63"`},
 		{[]string{"lab", "chain", "--chains", "1,x"}, `--chains "1,x"`},
 		{[]string{"lab", "quick", "--reps", "0"}, "--reps 0"},

@@ -44,6 +44,10 @@ DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
                   trestle lets it choose (tc on veth)
   ovs             Open vSwitch's userspace datapath, started by the lab inside the
                   DUT namespace; :afxdp ports (default) or :system ports
+  DUT@knob=...    a variant, measured side by side with the DUT and compared with
+                  it: host offloads (linux-bridge@gso=off,tso=off; ethtool names
+                  or tso, gso, gro, lro, tx, sg) or, for trestle, another build
+                  (trestle:xdp@bin=/tmp/trestle-old)
 
 Placement (--placement): shared runs the generator, the DUT's forwarding and
 the sink on one core (a veth delivers on the sending CPU: lossless, and the

@@ -54,37 +54,62 @@ var offloadAliases = map[string]string{
 	"tx": "tx-checksum-ip-generic", "lro": "rx-lro", "sg": "tx-scatter-gather",
 }
 
-// SplitVariant splits a DUT spec "NAME[@knob=on|off,...]" into the DUT's
-// name and the hosts' offloads the variant sets before the DUT starts: one
-// run then measures a setting on and off side by side, as seed 001 compares
-// TSO and LRO ("linux-bridge,linux-bridge@gso=off"). Knobs are ethtool
-// feature names or tso, gso, gro, lro, tx (checksum), sg.
-func SplitVariant(s string) (string, map[string]bool, error) {
-	name, knobs, ok := strings.Cut(s, "@")
-	if !ok {
-		return s, nil, nil
-	}
-	out := map[string]bool{}
-	for _, kv := range strings.Split(knobs, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok || (v != "on" && v != "off") || k == "" {
-			return "", nil, fmt.Errorf("DUT %q: %q is not OFFLOAD=on or OFFLOAD=off", s, kv)
-		}
-		if full, ok := offloadAliases[k]; ok {
-			k = full
-		}
-		out[k] = v == "on"
-	}
-	return name, out, nil
+// Variant is a DUT spec "NAME[@knob=value,...]" taken apart. Knobs change
+// one thing, so that one run measures it on and off side by side, in
+// interleaved repetitions, and ministat compares the two (as seed 001
+// compares TSO and LRO): OFFLOAD=on|off sets the hosts' offloads before the
+// DUT starts (ethtool feature names, or tso, gso, gro, lro, tx, sg), and
+// bin=PATH runs a trestle DUT from another build ("trestle:xdp@bin=/tmp/old").
+type Variant struct {
+	Name     string
+	Offloads map[string]bool
+	Bin      string
 }
 
-// ParseDUT makes the DUT named s (a variant's knobs are checked and left to
-// the lab: see SplitVariant).
-func ParseDUT(s string) (DUT, error) {
-	s, _, err := SplitVariant(s)
+// SplitVariant parses a DUT spec.
+func SplitVariant(s string) (Variant, error) {
+	name, knobs, ok := strings.Cut(s, "@")
+	v := Variant{Name: name}
+	if !ok {
+		return v, nil
+	}
+	for _, kv := range strings.Split(knobs, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		switch {
+		case ok && k == "bin" && val != "":
+			if !strings.HasPrefix(name, "trestle") {
+				return v, fmt.Errorf("DUT %q: bin= is for trestle DUTs", s)
+			}
+			v.Bin = val
+		case ok && k != "" && (val == "on" || val == "off"):
+			if full, ok := offloadAliases[k]; ok {
+				k = full
+			}
+			if v.Offloads == nil {
+				v.Offloads = map[string]bool{}
+			}
+			v.Offloads[k] = val == "on"
+		default:
+			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off or bin=PATH", s, kv)
+		}
+	}
+	return v, nil
+}
+
+// ParseDUT makes the DUT that a spec names (see Variant).
+func ParseDUT(spec string) (DUT, error) {
+	v, err := SplitVariant(spec)
 	if err != nil {
 		return nil, err
 	}
+	d, err := parseDUT(v.Name)
+	if t, ok := d.(*trestleDUT); ok {
+		t.name, t.bin = spec, v.Bin
+	}
+	return d, err
+}
+
+func parseDUT(s string) (DUT, error) {
 	kind, opt, _ := strings.Cut(s, ":")
 	switch kind {
 	case "direct":
@@ -184,6 +209,7 @@ func (b *linuxBridge) Setup(ctx context.Context, t *Topo, env *Env) error {
 // trestleDUT is trestle's daemon, `trestle run`, with every port in one mode.
 type trestleDUT struct {
 	name, mode string
+	bin        string // another build than the lab's own
 	proc       *Proc
 	set        map[string]string
 }
@@ -209,8 +235,12 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		return err
 	}
+	bin := env.Trestle
+	if d.bin != "" {
+		bin = d.bin
+	}
 	// --socket: it beats a TRESTLE_SOCKET the lab may have inherited.
-	p, err := t.DUT.Start("taskset", "-c", fmt.Sprint(env.DUTCPU), env.Trestle, "run", "--config", cfg, "--socket", sock)
+	p, err := t.DUT.Start("taskset", "-c", fmt.Sprint(env.DUTCPU), bin, "run", "--config", cfg, "--socket", sock)
 	if err != nil {
 		return err
 	}
@@ -220,7 +250,7 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 		var st ctl.Status
 		err := ctl.Call(sock, ctl.Request{Cmd: ctl.CmdShow}, &st)
 		if err == nil && allUp(st) {
-			d.set = map[string]string{"config": b.String()}
+			d.set = map[string]string{"config": b.String(), "binary": bin}
 			for _, br := range st.Bridges {
 				for _, port := range br.Ports {
 					d.set["port "+port.Interface] = fmt.Sprintf("%s: %s%s", port.Mode, port.Reason, peerNote(port.Peer))

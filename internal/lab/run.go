@@ -257,9 +257,9 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	if err != nil {
 		return nil, err
 	}
-	if _, offloads, _ := SplitVariant(u.dut); len(offloads) > 0 {
+	if v, _ := SplitVariant(u.dut); len(v.Offloads) > 0 {
 		for _, h := range t.Hosts {
-			if err := h.NS.Features(h.If, offloads); err != nil {
+			if err := h.NS.Features(h.If, v.Offloads); err != nil {
 				return nil, fmt.Errorf("variant %s: %w", u.dut, err)
 			}
 		}
@@ -281,8 +281,8 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	for k, v := range d.Settings() {
 		rec.Settings[k] = v
 	}
-	if _, offloads, _ := SplitVariant(u.dut); len(offloads) > 0 {
-		rec.Settings["variant: host offloads"] = fmt.Sprint(offloads)
+	if v, _ := SplitVariant(u.dut); len(v.Offloads) > 0 {
+		rec.Settings["variant: host offloads"] = fmt.Sprint(v.Offloads)
 	}
 	base := Result{DUT: u.dut, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }

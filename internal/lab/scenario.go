@@ -160,6 +160,6 @@ func (s Scenario) shape(dut string, chain int) Shape {
 
 // isDirect says whether a DUT spec is the straight path (or a variant of it).
 func isDirect(dut string) bool {
-	name, _, _ := SplitVariant(dut)
-	return name == "direct"
+	v, _ := SplitVariant(dut)
+	return v.Name == "direct"
 }
