@@ -505,15 +505,24 @@ func iperfTests(ctx context.Context, s Scenario, rig *Rig, base Result, add func
 	if s.has(TestUDP) {
 		status(fmt.Sprintf("iperf3 UDP at %s, %v", s.UDPRate, secs))
 		ir, err := rig.Iperf(ctx, 0, 1, "udp", 1, secs, s.UDPRate)
-		r := base
-		r.Test, r.Param, r.Unit = TestUDP, "rate="+s.UDPRate, "bit/s"
-		if err != nil {
-			r.Error = err.Error()
-		} else {
-			r.Value, r.Iperf, r.CPU = ir.BitsPerSec, &ir, ir.CPU
-			r.Note = fmt.Sprintf("lost %.3f%%, jitter %.3f ms", ir.LostPercent, ir.JitterMs)
+		param := "rate=" + s.UDPRate
+		// Three figures: what arrived, what was lost, and the jitter.
+		for _, f := range []struct {
+			test, unit string
+			v          float64
+		}{{TestUDP, "bit/s", ir.BitsPerSec}, {TestUDP + "-loss", "% lost", ir.LostPercent}, {TestUDP + "-jitter", "ms", ir.JitterMs}} {
+			r := base
+			r.Test, r.Param, r.Unit = f.test, param, f.unit
+			if err != nil {
+				r.Error = err.Error()
+			} else {
+				r.Value, r.CPU = f.v, ir.CPU
+				if f.test == TestUDP {
+					r.Iperf = &ir
+				}
+			}
+			add(r)
 		}
-		add(r)
 	}
 	return nil
 }

@@ -238,6 +238,8 @@ func Figure(v float64, unit string) string {
 		return svg.SI(v) + "/s"
 	case "% lost":
 		return fmt.Sprintf("%.3f%%", v)
+	case "ms":
+		return fmt.Sprintf("%.3f ms", v)
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64) + " " + unit
 }
