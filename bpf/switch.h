@@ -45,6 +45,19 @@ static __always_inline struct tr_port_stats *tr_stats(__u32 slot)
 	return bpf_map_lookup_elem(&stats, &slot);
 }
 
+/* The port of an ingress interface, or NULL: by index for most ifindexes,
+ * by hash for the rest (lib/maps.h). */
+static __always_inline const struct tr_port *tr_port_of(__u32 ifindex)
+{
+	const struct tr_port *p;
+
+	if (ifindex < TR_PORT_DIRECT) {
+		p = bpf_map_lookup_elem(&port_index, &ifindex);
+		return p && p->bridge ? p : NULL;
+	}
+	return bpf_map_lookup_elem(&ports, &ifindex);
+}
+
 static __always_inline void tr_count_drop(struct tr_port_stats *st, enum tr_drop_reason reason)
 {
 	if (st && reason < TR_DROP__MAX)
@@ -78,7 +91,7 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	__u32 bridge;
 
 	/* 1. Which port, which bridge. */
-	in = bpf_map_lookup_elem(&ports, &p->ifindex);
+	in = tr_port_of(p->ifindex);
 	if (!in) {
 		tr_drop(d, tr_stats(0), TR_DROP_NO_PORT);
 		return;

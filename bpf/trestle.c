@@ -3,7 +3,7 @@
  * The two attach points of the switch. Both run tr_pipeline() from switch.h;
  * they differ only in how a frame is read and how a decision is carried out.
  *
- * xdp: packet-rate mode. Unicast through the tx_ports devmap, flooding through
+ * xdp: packet-rate mode. Unicast through the tx_ports devmap (by port slot), flooding through
  *      the bridge's devmap with BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS.
  * tc:  stack-friendly mode (tcx ingress). The skb keeps its GSO and checksum
  *      state; unicast with bpf_redirect(), flooding by cloning to each port.
@@ -40,7 +40,7 @@ int trestle_xdp(struct xdp_md *ctx)
 
 	switch (d.action) {
 	case TR_ACT_FORWARD:
-		ret = bpf_redirect_map(&tx_ports, d.egress_ifindex, 0);
+		ret = bpf_redirect_map(&tx_ports, d.egress_slot, 0);
 		if (ret != XDP_REDIRECT) {
 			tr_drop(&d, d.in_st, TR_DROP_NO_EGRESS);
 			return XDP_DROP;

@@ -14,6 +14,7 @@ enum tr_limits {
 	TR_MAX_BRIDGES = 64,      /* bridge ids 1..64; 0 is never used */
 	TR_MAX_PORTS = 256,       /* port slots 1..255; slot 0 counts frames from no port */
 	TR_MAX_BRIDGE_PORTS = 64, /* ports of one bridge */
+	TR_PORT_DIRECT = 65536,   /* ifindexes below this find their port by index */
 };
 
 /*
@@ -64,11 +65,26 @@ struct tr_fdb_val {
 	__u64 seen_ns; /* CLOCK_MONOTONIC_COARSE of the last refresh */
 };
 
-/* A bridge port, keyed by ifindex. */
+/* A bridge port, keyed by ifindex. bridge 0: no port (an empty slot of the
+ * port_index array). */
 struct tr_port {
 	__u16 bridge;
 	__u16 slot;
 	__u32 max_macs; /* 0: unlimited */
+};
+
+/* The last source each CPU learned or found in place: a frame from the same
+ * address on the same port, in the same bridge and VLAN, and under the same
+ * table generation, needs no lookup until `until` (see lib/fdb.h). */
+struct tr_learn_cache {
+	__u8 mac[6];
+	__u16 vlan;
+	__u16 bridge;
+	__u16 pad;
+	__u32 ifindex;
+	__u32 gen;  /* fdb_gen when cached */
+	__u32 mgen; /* move_gen when cached */
+	__u64 until;
 };
 
 struct tr_bridge_port {

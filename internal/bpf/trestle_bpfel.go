@@ -63,12 +63,25 @@ type TrestleTrFdbVal struct {
 	SeenNs  uint64
 }
 
+type TrestleTrLearnCache struct {
+	_       structs.HostLayout
+	Mac     [6]uint8
+	Vlan    uint16
+	Bridge  uint16
+	Pad     uint16
+	Ifindex uint32
+	Gen     uint32
+	Mgen    uint32
+	Until   uint64
+}
+
 type TrestleTrLimits uint32
 
 const (
 	TrestleTrLimitsTR_MAX_BRIDGES      TrestleTrLimits = 64
 	TrestleTrLimitsTR_MAX_PORTS        TrestleTrLimits = 256
 	TrestleTrLimitsTR_MAX_BRIDGE_PORTS TrestleTrLimits = 64
+	TrestleTrLimitsTR_PORT_DIRECT      TrestleTrLimits = 65536
 )
 
 type TrestleTrPort struct {
@@ -98,6 +111,8 @@ const (
 	TrestleMapBridges       = "bridges"
 	TrestleMapFdb           = "fdb"
 	TrestleMapFloods        = "floods"
+	TrestleMapLearnCache    = "learn_cache"
+	TrestleMapPortIndex     = "port_index"
 	TrestleMapPortMacs      = "port_macs"
 	TrestleMapPorts         = "ports"
 	TrestleMapStats         = "stats"
@@ -107,6 +122,8 @@ const (
 	TrestleVarBtfDropReason = "_btf_drop_reason"
 	TrestleVarBtfFdbFlags   = "_btf_fdb_flags"
 	TrestleVarBtfLimits     = "_btf_limits"
+	TrestleVarFdbGen        = "fdb_gen"
+	TrestleVarMoveGen       = "move_gen"
 	TrestleVarRefreshNs     = "refresh_ns"
 )
 
@@ -164,6 +181,8 @@ type TrestleMapSpecs struct {
 	Bridges    *ebpf.MapSpec `ebpf:"bridges"`
 	Fdb        *ebpf.MapSpec `ebpf:"fdb"`
 	Floods     *ebpf.MapSpec `ebpf:"floods"`
+	LearnCache *ebpf.MapSpec `ebpf:"learn_cache"`
+	PortIndex  *ebpf.MapSpec `ebpf:"port_index"`
 	PortMacs   *ebpf.MapSpec `ebpf:"port_macs"`
 	Ports      *ebpf.MapSpec `ebpf:"ports"`
 	Stats      *ebpf.MapSpec `ebpf:"stats"`
@@ -177,6 +196,8 @@ type TrestleVariableSpecs struct {
 	BtfDropReason *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
 	BtfFdbFlags   *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
 	BtfLimits     *ebpf.VariableSpec `ebpf:"_btf_limits"`
+	FdbGen        *ebpf.VariableSpec `ebpf:"fdb_gen"`
+	MoveGen       *ebpf.VariableSpec `ebpf:"move_gen"`
 	RefreshNs     *ebpf.VariableSpec `ebpf:"refresh_ns"`
 }
 
@@ -204,6 +225,8 @@ type TrestleMaps struct {
 	Bridges    *ebpf.Map `ebpf:"bridges"`
 	Fdb        *ebpf.Map `ebpf:"fdb"`
 	Floods     *ebpf.Map `ebpf:"floods"`
+	LearnCache *ebpf.Map `ebpf:"learn_cache"`
+	PortIndex  *ebpf.Map `ebpf:"port_index"`
 	PortMacs   *ebpf.Map `ebpf:"port_macs"`
 	Ports      *ebpf.Map `ebpf:"ports"`
 	Stats      *ebpf.Map `ebpf:"stats"`
@@ -216,6 +239,8 @@ func (m *TrestleMaps) Close() error {
 		m.Bridges,
 		m.Fdb,
 		m.Floods,
+		m.LearnCache,
+		m.PortIndex,
 		m.PortMacs,
 		m.Ports,
 		m.Stats,
@@ -230,6 +255,8 @@ type TrestleVariables struct {
 	BtfDropReason *ebpf.Variable `ebpf:"_btf_drop_reason"`
 	BtfFdbFlags   *ebpf.Variable `ebpf:"_btf_fdb_flags"`
 	BtfLimits     *ebpf.Variable `ebpf:"_btf_limits"`
+	FdbGen        *ebpf.Variable `ebpf:"fdb_gen"`
+	MoveGen       *ebpf.Variable `ebpf:"move_gen"`
 	RefreshNs     *ebpf.Variable `ebpf:"refresh_ns"`
 }
 

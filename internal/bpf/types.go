@@ -18,6 +18,7 @@ const (
 	MaxPorts       = int(TrestleTrLimitsTR_MAX_PORTS)
 	MaxBridgePorts = int(TrestleTrLimitsTR_MAX_BRIDGE_PORTS)
 	NumDrops       = int(TrestleTrDropReasonTR_DROP__MAX)
+	PortDirect     = uint32(TrestleTrLimitsTR_PORT_DIRECT)
 
 	FDBStatic = uint16(TrestleTrFdbFlagsTR_FDB_STATIC)
 )

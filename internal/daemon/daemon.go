@@ -551,7 +551,7 @@ func (d *Daemon) detach(p *portState) {
 	if err := d.writeBridge(p.bridge); err != nil {
 		d.log.Warn("update bridge", "bridge", p.bridge.cfg.Name, "err", err)
 	}
-	if err := d.dp.DelPort(uint32(p.ifindex)); err != nil {
+	if err := d.dp.DelPort(uint32(p.ifindex), p.slot); err != nil {
 		d.log.Warn("remove port", "port", p.cfg.Interface, "err", err)
 	}
 	if p.link != nil {

@@ -182,28 +182,49 @@ func (d *Datapath) floodMap(id uint16) (*ebpf.Map, error) {
 	return m, nil
 }
 
-// SetPort makes ifindex a port: reachable for unicast, then known at ingress.
+// SetPort makes ifindex a port: reachable for unicast (tx_ports, by slot),
+// then known at ingress (port_index, or ports for large ifindexes).
 func (d *Datapath) SetPort(p PortInfo) error {
 	if p.Slot == 0 || int(p.Slot) >= tbpf.MaxPorts {
 		return fmt.Errorf("port ifindex %d: slot %d out of range 1..%d", p.Ifindex, p.Slot, tbpf.MaxPorts-1)
 	}
-	if err := d.objs.TxPorts.Put(p.Ifindex, p.Ifindex); err != nil {
-		return fmt.Errorf("port ifindex %d: add to tx_ports: %w", p.Ifindex, err)
+	if p.Bridge == 0 {
+		return fmt.Errorf("port ifindex %d: bridge id 0", p.Ifindex)
+	}
+	if err := d.objs.TxPorts.Put(uint32(p.Slot), p.Ifindex); err != nil {
+		return fmt.Errorf("port ifindex %d: add to tx_ports as slot %d: %w", p.Ifindex, p.Slot, err)
 	}
 	v := tbpf.Port{Bridge: p.Bridge, Slot: p.Slot, MaxMacs: p.MaxMACs}
-	if err := d.objs.Ports.Put(p.Ifindex, &v); err != nil {
+	if err := d.portMap(p.Ifindex).Put(p.Ifindex, &v); err != nil {
 		return fmt.Errorf("port ifindex %d: write: %w", p.Ifindex, err)
 	}
 	return nil
 }
 
+// portMap is where the port of ifindex is kept (see bpf/lib/maps.h).
+func (d *Datapath) portMap(ifindex uint32) *ebpf.Map {
+	if ifindex < tbpf.PortDirect {
+		return d.objs.PortIndex
+	}
+	return d.objs.Ports
+}
+
 // DelPort forgets a port: first at ingress, then as an egress.
-func (d *Datapath) DelPort(ifindex uint32) error {
-	if err := d.objs.Ports.Delete(ifindex); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+func (d *Datapath) DelPort(ifindex uint32, slot uint16) error {
+	var err error
+	if ifindex < tbpf.PortDirect {
+		err = d.objs.PortIndex.Put(ifindex, &tbpf.Port{}) // bridge 0: no port
+	} else if err = d.objs.Ports.Delete(ifindex); errors.Is(err, ebpf.ErrKeyNotExist) {
+		err = nil
+	}
+	if err != nil {
 		return fmt.Errorf("port ifindex %d: delete: %w", ifindex, err)
 	}
-	if err := d.objs.TxPorts.Delete(ifindex); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("port ifindex %d: remove from tx_ports: %w", ifindex, err)
+	if slot == 0 || int(slot) >= tbpf.MaxPorts {
+		return nil
+	}
+	if err := d.objs.TxPorts.Delete(uint32(slot)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("port ifindex %d: remove slot %d from tx_ports: %w", ifindex, slot, err)
 	}
 	return nil
 }
@@ -317,6 +338,21 @@ func (d *Datapath) DelFDB(bridge, vlan uint16, mac net.HardwareAddr) error {
 	}
 	if err := d.objs.Fdb.Delete(&k); err != nil {
 		return fmt.Errorf("delete fdb entry %s vlan %d: %w", mac, vlan, err)
+	}
+	return d.bumpGeneration()
+}
+
+// bumpGeneration tells every CPU's learning cache that entries are gone
+// (bpf/lib/fdb.h): a source they vouched for must be looked up again.
+func (d *Datapath) bumpGeneration() error {
+	var g uint32
+	if err := d.objs.FdbGen.Get(&g); err != nil {
+		return fmt.Errorf("read fdb generation: %w", err)
+	}
+	// Only the control plane writes fdb_gen (the datapath counts its moves
+	// in move_gen), so read-then-write loses nothing.
+	if err := d.objs.FdbGen.Set(g + 1); err != nil {
+		return fmt.Errorf("write fdb generation: %w", err)
 	}
 	return nil
 }

@@ -124,6 +124,17 @@ func (r *rig) run(slot int, data []byte) uint32 {
 	r.t.Helper()
 	var ret uint32
 	err := r.ns.Do(func() error {
+		// Every run on one CPU: the learning cache is per CPU, and the
+		// tests must meet it, not sometimes miss it by moving.
+		var was, one unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &was); err != nil {
+			return err
+		}
+		one.Set(0)
+		if err := unix.SchedSetaffinity(0, &one); err != nil {
+			return err
+		}
+		defer unix.SchedSetaffinity(0, &was)
 		opts := &ebpf.RunOptions{Data: data}
 		prog := r.dp.XDPProgram()
 		if r.m.name == "xdp" {
@@ -370,7 +381,7 @@ func TestDropNamesComplete(t *testing.T) {
 func TestDelPortUnknownIsNoError(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m mode) {
 		r := newRig(t, m, 16, [4]uint32{})
-		err := r.ns.Do(func() error { return r.dp.DelPort(r.port[0]) })
+		err := r.ns.Do(func() error { return r.dp.DelPort(r.port[0], 0) })
 		if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			t.Fatal(err)
 		}
@@ -416,6 +427,76 @@ func TestLearningPerVLAN(t *testing.T) {
 		r.wantVerdict(r.run(3, ipv4(macA, macC)), m.redirect, "untagged to a MAC known only tagged")
 		if r.stats(3).Flooded != 1 || r.stats(1).Flooded != before {
 			t.Errorf("untagged frame to a MAC learned only in VLANs was not flooded")
+		}
+	})
+}
+
+// The learning cache (bpf/lib/fdb.h) must never change what the table says:
+// a deleted entry is learned again by the next frame, and a station that
+// moves back and forth is seen moving every time.
+func TestLearningCacheHidesNothing(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m mode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		for i := 0; i < 3; i++ {
+			r.run(1, ipv4(bcast, macA))
+		}
+		if s := r.stats(1); s.Learned != 1 {
+			t.Fatalf("A learned %d times from one port, want 1", s.Learned)
+		}
+		// The control plane deletes A (a flush, aging, trestle fdb del).
+		if err := r.ns.Do(func() error { return r.dp.DelFDB(1, 0, macA) }); err != nil {
+			t.Fatal(err)
+		}
+		r.run(1, ipv4(bcast, macA))
+		if _, ok := r.lookup(macA); !ok || r.stats(1).Learned != 2 {
+			t.Errorf("A was not learned again after its entry was deleted (learned %d)", r.stats(1).Learned)
+		}
+		// Back and forth between ports 1 and 2: three moves.
+		r.run(2, ipv4(bcast, macA))
+		r.run(1, ipv4(bcast, macA))
+		r.run(2, ipv4(bcast, macA))
+		e, _ := r.lookup(macA)
+		if moved := r.stats(1).Moved + r.stats(2).Moved; moved != 3 || e.Slot != 2 {
+			t.Errorf("A moved %d times and is on slot %d, want 3 moves and slot 2", moved, e.Slot)
+		}
+	})
+}
+
+// A port whose ifindex is above the index array's range is found by hash.
+func TestLargeIfindex(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m mode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		const big = 70000
+		err := r.ns.Do(func() error {
+			la := netlink.NewLinkAttrs()
+			la.Name, la.Index = "pbig", big
+			if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "qbig"}); err != nil {
+				return err
+			}
+			l, err := netlink.LinkByName("pbig")
+			if err != nil {
+				return err
+			}
+			if l.Attrs().Index != big {
+				return fmt.Errorf("pbig got ifindex %d, not %d", l.Attrs().Index, big)
+			}
+			return r.dp.SetPort(PortInfo{Ifindex: big, Bridge: 1, Slot: 4})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.port[0] = big // run() takes slot 0 as the interface to send on
+		r.wantVerdict(r.run(0, ipv4(bcast, macD)), m.redirect, "frame from a port with a large ifindex")
+		if e, ok := r.lookup(macD); !ok || e.Ifindex != big || e.Slot != 4 {
+			t.Errorf("D from ifindex %d: %+v (found %v)", big, e, ok)
+		}
+		if err := r.ns.Do(func() error { return r.dp.DelPort(big, 4) }); err != nil {
+			t.Fatal(err)
+		}
+		before := r.drops(0, tbpf.TrestleTrDropReasonTR_DROP_NO_PORT)
+		r.wantVerdict(r.run(0, ipv4(bcast, macD)), m.drop, "frame from a deleted port")
+		if r.drops(0, tbpf.TrestleTrDropReasonTR_DROP_NO_PORT) != before+1 {
+			t.Errorf("a frame from a deleted large-ifindex port was not counted as no_port")
 		}
 	})
 }
