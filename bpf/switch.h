@@ -86,9 +86,9 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	struct tr_port_stats *st;
 	const struct tr_port *in;
 	const struct tr_bridge *br;
-	struct tr_fdb_val *dst;
+	struct tr_table_view v;
 	struct tr_frame f;
-	__u32 bridge;
+	__u32 bridge, egress, slot;
 
 	/* 1. Which port, which bridge. */
 	in = tr_port_of(p->ifindex);
@@ -133,7 +133,8 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	}
 
 	/* 5. Learn where the source lives. */
-	if (tr_learn(in, p->ifindex, br, f.vlan, f.eth->h_source, st, &reason)) {
+	tr_view_init(&v);
+	if (tr_learn(&v, in, p->ifindex, br, f.vlan, f.eth->h_source, st, &reason)) {
 		tr_drop(d, st, reason);
 		return;
 	}
@@ -141,18 +142,17 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	/* 6. Group addresses go everywhere; so do unknown stations. */
 	if (tr_mac_is_multicast(f.eth->h_dest))
 		goto flood;
-	dst = tr_fdb_lookup(bridge, f.vlan, f.eth->h_dest);
-	if (!dst)
+	if (!tr_fdb_find(&v, bridge, f.vlan, f.eth->h_dest, &egress, &slot))
 		goto flood;
 
 	/* 7. Known station: forward, unless it lives where the frame came from. */
-	if (dst->ifindex == p->ifindex) {
+	if (egress == p->ifindex) {
 		tr_drop(d, st, TR_DROP_HAIRPIN);
 		return;
 	}
 	d->action = TR_ACT_FORWARD;
-	d->egress_ifindex = dst->ifindex;
-	d->egress_slot = dst->slot;
+	d->egress_ifindex = egress;
+	d->egress_slot = slot;
 	return;
 
 flood:

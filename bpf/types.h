@@ -73,18 +73,34 @@ struct tr_port {
 	__u32 max_macs; /* 0: unlimited */
 };
 
-/* The last source each CPU learned or found in place: a frame from the same
- * address on the same port, in the same bridge and VLAN, and under the same
- * table generation, needs no lookup until `until` (see lib/fdb.h). */
-struct tr_learn_cache {
+/* What each CPU remembers of the learning table: the last source it found
+ * in place and the last destination it looked up (see lib/fdb.h). A memo
+ * holds only while the table's generations are those it was made under. */
+struct tr_src_memo {
 	__u8 mac[6];
 	__u16 vlan;
 	__u16 bridge;
 	__u16 pad;
-	__u32 ifindex;
-	__u32 gen;  /* fdb_gen when cached */
-	__u32 mgen; /* move_gen when cached */
-	__u64 until;
+	__u32 ifindex; /* the port the source was found on */
+	__u32 gen;     /* fdb_gen when made */
+	__u32 mgen;    /* move_gen when made */
+	__u64 until;   /* and no later than this: the entry's timestamp needs refreshing */
+};
+
+struct tr_dst_memo {
+	__u8 mac[6];
+	__u16 vlan;
+	__u16 bridge;
+	__u16 slot;
+	__u32 ifindex; /* where the destination lives */
+	__u32 gen;
+	__u32 mgen;
+	__u32 pad;
+};
+
+struct tr_cpu_cache {
+	struct tr_src_memo src;
+	struct tr_dst_memo dst;
 };
 
 struct tr_bridge_port {

@@ -50,59 +50,81 @@ static __always_inline __s32 tr_count_get(void *map, __u32 idx)
 }
 
 /*
- * The learning cache: the last source each CPU saw in place. A stream of
- * frames from one station on one port, the common case, then skips the FDB
- * lookup (a hash: about 40 ns of a forwarded frame's 190, docs/performance.md)
- * for half a refresh interval at a time. The cache never hides a change: a
- * frame from another port, bridge or VLAN misses it; a move or a deletion
- * changes fdb_gen; and it expires well within the refresh interval, so the
- * entry's timestamp stays fresh enough for aging.
+ * The memos: each CPU remembers the last source it found in place and the
+ * last destination it looked up. A stream of frames between two stations,
+ * the common case, then does no FDB lookup at all (a hash lookup cost about
+ * 40 ns of a forwarded frame's 190: docs/performance.md). A memo never hides
+ * a change: a frame from another port, bridge or VLAN misses it; a deletion
+ * (the control plane adds to fdb_gen, also when it writes a static entry) or
+ * a move (the datapath adds to move_gen) voids every memo; and a source memo
+ * lasts half a refresh interval, so the entry's timestamp stays fresh enough
+ * for aging.
  */
+struct tr_table_view {
+	struct tr_cpu_cache *memo; /* NULL: none (never: an array of one) */
+	__u32 gen, mgen;
+	__u64 now;
+};
+
+static __always_inline void tr_view_init(struct tr_table_view *v)
+{
+	__u32 zero = 0;
+
+	v->memo = bpf_map_lookup_elem(&cpu_cache, &zero);
+	v->gen = *(volatile __u32 *)&fdb_gen;
+	v->mgen = *(volatile __u32 *)&move_gen;
+	v->now = bpf_ktime_get_coarse_ns();
+}
+
 static __always_inline int tr_mac_eq(const __u8 *a, const __u8 *b)
 {
 	return !((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4]) |
 		 (a[5] ^ b[5]));
 }
 
-static __always_inline int tr_learn_hit(const struct tr_learn_cache *c, __u32 ifindex,
-					__u16 bridge, __u16 vlan, const __u8 *src, __u32 gen,
-					__u32 mgen, __u64 now)
+static __always_inline int tr_src_known(const struct tr_table_view *v, __u32 ifindex,
+					__u16 bridge, __u16 vlan, const __u8 *src)
 {
-	return c && c->ifindex == ifindex && c->gen == gen && c->mgen == mgen && now < c->until &&
-	       c->bridge == bridge && c->vlan == vlan && tr_mac_eq(c->mac, src);
+	const struct tr_src_memo *m;
+
+	if (!v->memo)
+		return 0;
+	m = &v->memo->src;
+	return m->ifindex == ifindex && m->gen == v->gen && m->mgen == v->mgen && v->now < m->until &&
+	       m->bridge == bridge && m->vlan == vlan && tr_mac_eq(m->mac, src);
 }
 
-static __always_inline void tr_learn_remember(struct tr_learn_cache *c, __u32 ifindex,
-					      __u16 bridge, __u16 vlan, const __u8 *src,
-					      __u32 gen, __u32 mgen, __u64 now)
+static __always_inline void tr_src_remember(struct tr_table_view *v, __u32 ifindex,
+					    __u16 bridge, __u16 vlan, const __u8 *src)
 {
-	if (!c)
+	struct tr_src_memo *m;
+
+	if (!v->memo)
 		return;
-	__builtin_memcpy(c->mac, src, 6);
-	c->vlan = vlan;
-	c->bridge = bridge;
-	c->ifindex = ifindex;
-	c->gen = gen;
-	c->mgen = mgen;
-	c->until = now + refresh_ns / 2;
+	m = &v->memo->src;
+	__builtin_memcpy(m->mac, src, 6);
+	m->vlan = vlan;
+	m->bridge = bridge;
+	m->ifindex = ifindex;
+	m->gen = v->gen;
+	m->mgen = v->mgen;
+	m->until = v->now + refresh_ns / 2;
 }
 
 /*
  * Learn the source address on the ingress port. Returns 0 to go on, or -1 with
  * *reason set when the frame must be dropped because of a limit.
  */
-static __always_inline int tr_learn(const struct tr_port *in, __u32 ifindex,
-				    const struct tr_bridge *br, __u16 vlan,
+static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_port *in,
+				    __u32 ifindex, const struct tr_bridge *br, __u16 vlan,
 				    const __u8 *src, struct tr_port_stats *st,
 				    enum tr_drop_reason *reason)
 {
 	struct tr_fdb_key key;
 	struct tr_fdb_val *e, nv = {};
-	__u64 now = bpf_ktime_get_coarse_ns();
-	__u32 gen = *(volatile __u32 *)&fdb_gen, mgen = *(volatile __u32 *)&move_gen, zero = 0;
-	struct tr_learn_cache *c = bpf_map_lookup_elem(&learn_cache, &zero);
+	__u64 now = v->now;
 
-	if (tr_learn_hit(c, ifindex, in->bridge, vlan, src, gen, mgen, now))
+	if (tr_src_known(v, ifindex, in->bridge, vlan, src))
 		return 0;
 
 	tr_fdb_key_init(&key, in->bridge, vlan, src);
@@ -111,7 +133,7 @@ static __always_inline int tr_learn(const struct tr_port *in, __u32 ifindex,
 		if (e->ifindex == ifindex) {
 			if (now - e->seen_ns > refresh_ns)
 				e->seen_ns = now;
-			tr_learn_remember(c, ifindex, in->bridge, vlan, src, gen, mgen, now);
+			tr_src_remember(v, ifindex, in->bridge, vlan, src);
 			return 0;
 		}
 		/* A static entry wins: the frame goes on, the table stays. */
@@ -127,9 +149,9 @@ static __always_inline int tr_learn(const struct tr_port *in, __u32 ifindex,
 		nv.slot = in->slot;
 		nv.seen_ns = now;
 		/* The update can only fail if aging deleted the entry meanwhile;
-		 * the next frame learns it again. Other CPUs may hold the old
-		 * port in their caches: a new generation empties them. Moves
-		 * are rare, so the atomic add is off the common path. */
+		 * the next frame learns it again. Every CPU's memos may name the
+		 * old port: a new move generation voids them. Moves are rare, so
+		 * the atomic add is off the common path. */
 		bpf_map_update_elem(&fdb, &key, &nv, BPF_EXIST);
 		__sync_fetch_and_add(&move_gen, 1);
 		st->moved++;
@@ -158,17 +180,41 @@ static __always_inline int tr_learn(const struct tr_port *in, __u32 ifindex,
 	tr_count_add(&port_macs, in->slot, 1);
 	tr_count_add(&bridge_macs, in->bridge, 1);
 	st->learned++;
-	tr_learn_remember(c, ifindex, in->bridge, vlan, src, gen, mgen, now);
+	tr_src_remember(v, ifindex, in->bridge, vlan, src);
 	return 0;
 }
 
-static __always_inline struct tr_fdb_val *tr_fdb_lookup(__u16 bridge, __u16 vlan,
-							const __u8 *dst)
+/* Where a destination lives: from this CPU's memo when it is the last one
+ * looked up, else from the table (and then remembered). 0 if unknown. */
+static __always_inline int tr_fdb_find(struct tr_table_view *v, __u16 bridge, __u16 vlan,
+				       const __u8 *dst, __u32 *ifindex, __u32 *slot)
 {
 	struct tr_fdb_key key;
+	struct tr_fdb_val *e;
+	struct tr_dst_memo *m = v->memo ? &v->memo->dst : NULL;
 
+	if (m && m->gen == v->gen && m->mgen == v->mgen && m->bridge == bridge && m->vlan == vlan &&
+	    m->ifindex && tr_mac_eq(m->mac, dst)) {
+		*ifindex = m->ifindex;
+		*slot = m->slot;
+		return 1;
+	}
 	tr_fdb_key_init(&key, bridge, vlan, dst);
-	return bpf_map_lookup_elem(&fdb, &key);
+	e = bpf_map_lookup_elem(&fdb, &key);
+	if (!e)
+		return 0;
+	*ifindex = e->ifindex;
+	*slot = e->slot;
+	if (m) {
+		__builtin_memcpy(m->mac, dst, 6);
+		m->vlan = vlan;
+		m->bridge = bridge;
+		m->slot = e->slot;
+		m->ifindex = e->ifindex;
+		m->gen = v->gen;
+		m->mgen = v->mgen;
+	}
+	return 1;
 }
 
 #endif

@@ -33,13 +33,13 @@ struct {
 	__type(value, struct tr_port);
 } ports SEC(".maps");
 
-/* The per-CPU learning cache (lib/fdb.h). */
+/* Each CPU's memos of the learning table (lib/fdb.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct tr_learn_cache);
-} learn_cache SEC(".maps");
+	__type(value, struct tr_cpu_cache);
+} cpu_cache SEC(".maps");
 
 /* bridge id -> bridge; index 0 unused. */
 struct {

@@ -26,6 +26,33 @@ type TrestleTrBridgePort struct {
 	Slot    uint32
 }
 
+type TrestleTrCpuCache struct {
+	_   structs.HostLayout
+	Src struct {
+		_       structs.HostLayout
+		Mac     [6]uint8
+		Vlan    uint16
+		Bridge  uint16
+		Pad     uint16
+		Ifindex uint32
+		Gen     uint32
+		Mgen    uint32
+		Until   uint64
+	}
+	Dst struct {
+		_       structs.HostLayout
+		Mac     [6]uint8
+		Vlan    uint16
+		Bridge  uint16
+		Slot    uint16
+		Ifindex uint32
+		Gen     uint32
+		Mgen    uint32
+		Pad     uint32
+	}
+	_ [4]byte
+}
+
 type TrestleTrDropReason uint32
 
 const (
@@ -63,18 +90,6 @@ type TrestleTrFdbVal struct {
 	SeenNs  uint64
 }
 
-type TrestleTrLearnCache struct {
-	_       structs.HostLayout
-	Mac     [6]uint8
-	Vlan    uint16
-	Bridge  uint16
-	Pad     uint16
-	Ifindex uint32
-	Gen     uint32
-	Mgen    uint32
-	Until   uint64
-}
-
 type TrestleTrLimits uint32
 
 const (
@@ -109,9 +124,9 @@ type TrestleTrPortStats struct {
 const (
 	TrestleMapBridgeMacs    = "bridge_macs"
 	TrestleMapBridges       = "bridges"
+	TrestleMapCpuCache      = "cpu_cache"
 	TrestleMapFdb           = "fdb"
 	TrestleMapFloods        = "floods"
-	TrestleMapLearnCache    = "learn_cache"
 	TrestleMapPortIndex     = "port_index"
 	TrestleMapPortMacs      = "port_macs"
 	TrestleMapPorts         = "ports"
@@ -179,9 +194,9 @@ type TrestleProgramSpecs struct {
 type TrestleMapSpecs struct {
 	BridgeMacs *ebpf.MapSpec `ebpf:"bridge_macs"`
 	Bridges    *ebpf.MapSpec `ebpf:"bridges"`
+	CpuCache   *ebpf.MapSpec `ebpf:"cpu_cache"`
 	Fdb        *ebpf.MapSpec `ebpf:"fdb"`
 	Floods     *ebpf.MapSpec `ebpf:"floods"`
-	LearnCache *ebpf.MapSpec `ebpf:"learn_cache"`
 	PortIndex  *ebpf.MapSpec `ebpf:"port_index"`
 	PortMacs   *ebpf.MapSpec `ebpf:"port_macs"`
 	Ports      *ebpf.MapSpec `ebpf:"ports"`
@@ -223,9 +238,9 @@ func (o *TrestleObjects) Close() error {
 type TrestleMaps struct {
 	BridgeMacs *ebpf.Map `ebpf:"bridge_macs"`
 	Bridges    *ebpf.Map `ebpf:"bridges"`
+	CpuCache   *ebpf.Map `ebpf:"cpu_cache"`
 	Fdb        *ebpf.Map `ebpf:"fdb"`
 	Floods     *ebpf.Map `ebpf:"floods"`
-	LearnCache *ebpf.Map `ebpf:"learn_cache"`
 	PortIndex  *ebpf.Map `ebpf:"port_index"`
 	PortMacs   *ebpf.Map `ebpf:"port_macs"`
 	Ports      *ebpf.Map `ebpf:"ports"`
@@ -237,9 +252,9 @@ func (m *TrestleMaps) Close() error {
 	return _TrestleClose(
 		m.BridgeMacs,
 		m.Bridges,
+		m.CpuCache,
 		m.Fdb,
 		m.Floods,
-		m.LearnCache,
 		m.PortIndex,
 		m.PortMacs,
 		m.Ports,

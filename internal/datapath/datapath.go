@@ -327,7 +327,8 @@ func (d *Datapath) AddFDB(e FDBEntry) error {
 	if err := d.objs.Fdb.Put(&k, &v); err != nil {
 		return fmt.Errorf("add fdb entry %s vlan %d: %w", e.MAC, e.VLAN, err)
 	}
-	return nil
+	// It may replace a learned entry on another port that a CPU's memo holds.
+	return d.bumpGeneration()
 }
 
 // DelFDB deletes an entry; ErrKeyNotExist when there is none.

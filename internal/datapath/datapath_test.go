@@ -459,6 +459,50 @@ func TestLearningCacheHidesNothing(t *testing.T) {
 		if moved := r.stats(1).Moved + r.stats(2).Moved; moved != 3 || e.Slot != 2 {
 			t.Errorf("A moved %d times and is on slot %d, want 3 moves and slot 2", moved, e.Slot)
 		}
+
+		// The destination memo: B on port 3, and frames from D (port 1)
+		// to B go to port 3; B moves to port 2, and they go to port 2.
+		// Deleted, B is unknown: flooded. Written static on port 3, to B
+		// goes to port 3.
+		to := func(what string, wantSlot int, wantFlood bool) {
+			t.Helper()
+			tx := [4]uint64{}
+			for s := 1; s <= 3; s++ {
+				tx[s] = r.stats(s).TxPackets
+			}
+			fl := r.stats(1).Flooded
+			r.wantVerdict(r.run(1, ipv4(macB, macD)), m.redirect, what)
+			if wantFlood {
+				if r.stats(1).Flooded != fl+1 {
+					t.Errorf("%s: not flooded", what)
+				}
+				return
+			}
+			for s := 1; s <= 3; s++ {
+				got := r.stats(s).TxPackets - tx[s]
+				if want := map[bool]uint64{true: 1, false: 0}[s == wantSlot]; got != want {
+					t.Errorf("%s: port %d sent %d frames, want %d", what, s, got, want)
+				}
+			}
+		}
+		r.run(3, ipv4(bcast, macB))
+		to("to B on port 3", 3, false)
+		to("to B on port 3 again (from the memo)", 3, false)
+		r.run(2, ipv4(bcast, macB))
+		to("to B after it moved to port 2", 2, false)
+		if err := r.ns.Do(func() error { return r.dp.DelFDB(1, 0, macB) }); err != nil {
+			t.Fatal(err)
+		}
+		to("to B after its entry was deleted", 0, true)
+		r.run(2, ipv4(bcast, macB)) // learned again on port 2
+		to("to B learned again", 2, false)
+		err := r.ns.Do(func() error {
+			return r.dp.AddFDB(FDBEntry{Bridge: 1, MAC: macB, Ifindex: r.port[3], Slot: 3, Static: true})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		to("to B written static on port 3", 3, false)
 	})
 }
 
