@@ -188,6 +188,42 @@ func (r *Rig) cacheTrial(ctx context.Context, n int, learnRate float64, tm Timin
 	return tr.Received[0], tr.Received[1], lt.Offered, nil
 }
 
+// TableThroughput is RFC 2544's throughput search with a full table: host 1
+// first sends from n addresses (a range from learnBase) so the DUT learns
+// them behind its port (RFC 2889's way of filling it). Then host 0 sends to
+// host 1 as in the plain search, or, with spread, each frame to the next of
+// the n addresses, so that every frame is a lookup of another entry in a
+// table of n: the worst case for any cache, the CPU's included.
+func (r *Rig) TableThroughput(ctx context.Context, size FrameSize, n int, spread bool, tm Timing, progress func(SearchTrial)) (SearchResult, []TrialResult, error) {
+	mix, err := size.Mix()
+	if err != nil {
+		return SearchResult{}, nil, err
+	}
+	learn := func(ctx context.Context) error {
+		_, err := r.Trial(ctx, TrialSpec{From: 1, To: []int{1}, Count: uint64(n), Mix: frame.Mix{Sizes: []int{60}, Weights: []int{1}},
+			DstMAC: r.T.Hosts[0].MAC, SrcMAC: learnBase, SrcMACs: n, Learn: true, Settle: tm.Settle})
+		return err
+	}
+	if err := learn(ctx); err != nil {
+		return SearchResult{}, nil, fmt.Errorf("learn %d addresses: %w", n, err)
+	}
+	var trials []TrialResult
+	trial := func(ctx context.Context, rate float64, d time.Duration) (Outcome, error) {
+		ts := TrialSpec{From: 0, To: []int{1}, Rate: rate, Duration: d, Mix: mix, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
+		if spread {
+			ts.DstMAC, ts.DstMACs = learnBase, n
+		}
+		tr, err := r.Trial(ctx, ts)
+		if err != nil {
+			return Outcome{}, err
+		}
+		trials = append(trials, tr)
+		return Outcome{Requested: rate, Offered: tr.Offered, Loss: tr.LossRatio}, nil
+	}
+	res, err := Search(ctx, tm.Search, trial, progress)
+	return res, trials, err
+}
+
 // AddressCaching finds how many addresses the DUT holds (RFC 2889 section
 // 5.7): the largest n up to maxAddrs for which host 1's frames to n learned
 // addresses all reach host 0 and none is flooded to host 2.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -265,8 +266,8 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 		}
 	}
 	env := &Env{Trestle: cfg.Trestle, WorkDir: cfg.WorkDir, DUTCPU: place.DUTCPU, Log: cfg.Logf}
-	if s.has(TestCache) || s.has(TestLearn) {
-		env.MaxEntries = 2 * max(s.CacheMax, s.LearnAddrs)
+	if s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) {
+		env.MaxEntries = 2 * max(s.CacheMax, s.LearnAddrs, slices.Max(append([]int{0}, s.TableSizes...)))
 	}
 	status("setting up " + u.dut)
 	rig, err := NewRig(ctx, t, d, place, env)
@@ -289,7 +290,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 
 	if s.hasPacketTests() && !(isDirect(u.dut) && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B)) {
 		sinkHosts := []int{1}
-		if s.has(TestFlood) || s.has(TestCache) || s.has(TestLearn) {
+		if s.has(TestFlood) || s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) {
 			sinkHosts = nil
 			for i := range t.Hosts {
 				sinkHosts = append(sinkHosts, i)
@@ -441,6 +442,33 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 				r.Error, r.Note = "no zero-loss rate: "+sr.Note, ""
 			}
 			add(r)
+		}
+	}
+	if s.has(TestTable) && rig.DUT.Learns() {
+		for _, size := range s.Sizes {
+			for _, n := range s.TableSizes {
+				for _, spread := range []bool{false, true} {
+					k := 0
+					what := "to h2"
+					if spread {
+						what = "each frame to another"
+					}
+					sr, trials, err := rig.TableThroughput(ctx, size, n, spread, tm, func(st SearchTrial) {
+						k++
+						status(fmt.Sprintf("table of %d, %s %s, trial %d: %s offered, loss %.3f%%", n, size.Label(), what, k, pps(st.Offered), 100*st.Loss))
+					})
+					if err != nil {
+						return err
+					}
+					r := base
+					r.Test, r.Param, r.Value, r.Unit, r.Note = TestTable, fmt.Sprintf("%d learned, %s, %s", n, size.Label(), what), sr.Throughput, "pps", sr.Note
+					r.Search, r.Trials = &sr, trials
+					if sr.Throughput == 0 {
+						r.Error, r.Note = "no zero-loss rate: "+sr.Note, ""
+					}
+					add(r)
+				}
+			}
 		}
 	}
 	if s.has(TestCache) && rig.DUT.Learns() {

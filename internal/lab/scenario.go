@@ -16,11 +16,12 @@ const (
 	TestFlood      = "flood"        // broadcast from h1 to every other host, throughput
 	TestCache      = "cache"        // RFC 2889 5.7, address caching capacity
 	TestLearn      = "learn"        // RFC 2889 5.8, address learning rate
+	TestTable      = "table"        // throughput to addresses spread over a table of N learned ones
 	TestTCP        = "tcp"          // iperf3 TCP, h1 to h2, per stream count
 	TestUDP        = "udp"          // iperf3 UDP, h1 to h2: rate, loss, jitter
 )
 
-var packetTestKinds = []string{TestThroughput, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn}
+var packetTestKinds = []string{TestThroughput, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn, TestTable}
 
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
@@ -46,6 +47,8 @@ type Scenario struct {
 	// CacheMax is the most addresses the cache test tries; LearnAddrs the
 	// addresses of a learning-rate trial.
 	CacheMax, LearnAddrs int
+	// TableSizes are the learned addresses of the table test.
+	TableSizes []int
 	// Unavailable, if set, is why the scenario cannot run yet.
 	Unavailable string
 }
@@ -83,6 +86,18 @@ var Scenarios = map[string]Scenario{
 		About: "a 3-port bridge: how many addresses it holds without flooding, and how fast it learns new ones",
 		DUTs:  []string{"linux-bridge", "trestle:xdp", "ovs"}, Hosts: 3, Chain: []int{1},
 		Tests: []string{TestCache, TestLearn}, Reps: 1, Timing: DefaultTiming, CacheMax: 1 << 17, LearnAddrs: 8192,
+	},
+	"flood": {
+		Name: "flood", Title: "Broadcast from one port to three others",
+		About: "a 4-port bridge: the RFC 2544 search for broadcast 64-byte frames from h1, every frame due at h2, h3 and h4",
+		DUTs:  []string{"linux-bridge", "trestle:xdp", "trestle:tc", "ovs"}, Hosts: 4, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []string{TestFlood}, Reps: 3, Timing: DefaultTiming,
+	},
+	"fdb-scale": {
+		Name: "fdb-scale", Title: "Does the table's size matter? Throughput to 1,000 and to 1,000,000 learned addresses",
+		About: "learn N addresses behind one port (N = 1,000 and 1,000,000), then the RFC 2544 search from h1 to h2, and with every frame to another of the N",
+		DUTs:  []string{"linux-bridge", "trestle:xdp", "ovs"}, Hosts: 2, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []string{TestTable}, TableSizes: []int{1000, 1000000}, Reps: 3, Timing: DefaultTiming,
 	},
 	"veb-vs-bridge": {
 		Name: "veb-vs-bridge", Title: "A 4-port bridge, plain and with a filter (seed 000)", Seed: "000_5de8b09844379080.txt",
