@@ -27,6 +27,9 @@ type Options struct {
 	// Refresh is how stale an FDB timestamp may get before the datapath
 	// refreshes it. It must be well under the shortest aging time.
 	Refresh time.Duration
+	// Spec replaces the embedded program and maps: for experiments that
+	// build a variant of bpf/ (scripts/stage-costs.sh), never in the daemon.
+	Spec *ebpf.CollectionSpec
 }
 
 // Datapath is a loaded switch program with its maps.
@@ -39,6 +42,9 @@ type Datapath struct {
 // Load loads the switch into the kernel. Verifier errors are returned in full.
 func Load(opts Options) (*Datapath, error) {
 	spec, err := tbpf.LoadTrestle()
+	if opts.Spec != nil {
+		spec, err = opts.Spec, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read embedded datapath: %w", err)
 	}

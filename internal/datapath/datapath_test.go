@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"encoding/binary"
+	"os"
 	"runtime"
 	"unsafe"
 
@@ -97,7 +98,7 @@ func newRig(t testing.TB, m mode, maxEntries uint32, maxMACs [4]uint32) *rig {
 			}
 			r.port[i] = uint32(l.Attrs().Index)
 		}
-		dp, err := Load(Options{FDBCapacity: 1024, Refresh: time.Hour})
+		dp, err := Load(Options{FDBCapacity: 1024, Refresh: time.Hour, Spec: benchSpec(t)})
 		if err != nil {
 			return err
 		}
@@ -543,6 +544,21 @@ func TestLargeIfindex(t *testing.T) {
 			t.Errorf("a frame from a deleted large-ifindex port was not counted as no_port")
 		}
 	})
+}
+
+// benchSpec is the program the rig loads: the embedded one, or for
+// BenchmarkPipeline a variant object named by TRESTLE_BENCH_OBJ (built by
+// scripts/stage-costs.sh with one stage taken out).
+func benchSpec(t testing.TB) *ebpf.CollectionSpec {
+	f := os.Getenv("TRESTLE_BENCH_OBJ")
+	if _, isBench := t.(*testing.B); f == "" || !isBench {
+		return nil
+	}
+	spec, err := ebpf.LoadCollectionSpec(f)
+	if err != nil {
+		t.Fatalf("TRESTLE_BENCH_OBJ: %v", err)
+	}
+	return spec
 }
 
 // BenchmarkPipeline is the switch program's cost a frame by where the frame
