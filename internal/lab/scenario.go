@@ -87,6 +87,13 @@ var Scenarios = map[string]Scenario{
 		DUTs:  []string{"linux-bridge", "trestle:xdp", "ovs"}, Hosts: 3, Chain: []int{1},
 		Tests: []string{TestCache, TestLearn}, Reps: 1, Timing: DefaultTiming, CacheMax: 1 << 17, LearnAddrs: 8192,
 	},
+	"speed": {
+		Name: "speed", Title: "trestle against its peers: 64-byte frames, broadcast and host TCP",
+		About: "a 4-port bridge: 64-byte throughput h1 to h2, broadcast from h1 to the three others, iperf3 TCP with 1 and 4 streams; trestle in xdp mode and in its default mode, the Linux bridge, Open vSwitch, and the straight path",
+		DUTs:  []string{"direct", "linux-bridge", "ovs", "trestle:xdp", "trestle"}, Hosts: 4, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestFlood, TestTCP}, Streams: []int{1, 4}, IperfTime: 5 * time.Second,
+		Reps: 5, Timing: DefaultTiming,
+	},
 	"flood": {
 		Name: "flood", Title: "Broadcast from one port to three others",
 		About: "a 4-port bridge: the RFC 2544 search for broadcast 64-byte frames from h1, every frame due at h2, h3 and h4",
@@ -114,7 +121,7 @@ var Scenarios = map[string]Scenario{
 	"chain": {
 		Name: "chain", Title: "Bridges in a row, joined by veth pairs (seed 003)", Seed: "003_3e6f4237fce17ad8.txt",
 		About: "1 to 9 bridges in one namespace joined by veth pairs: 64-byte throughput and iperf3 TCP against the chain's length",
-		DUTs:  []string{"direct", "linux-bridge", "trestle", "ovs"}, Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
+		DUTs:  []string{"direct", "linux-bridge", "trestle", "trestle:xdp", "ovs"}, Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
 	},
 	"vlan-overhead": {
