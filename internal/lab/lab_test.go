@@ -104,10 +104,18 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead := "tl" + strconv.Itoa(cmd.Process.Pid) + "-swept"
+	// A scenario's sets carry a tag after the PID (run.go: "u1", "u2", ...).
+	deadTagged := "tl" + strconv.Itoa(cmd.Process.Pid) + "u1-swept"
 	live := NewNet("sw")
-	t.Cleanup(func() { live.Close(); exec.Command("ip", "netns", "del", dead).Run() })
-	if out, err := exec.Command("ip", "netns", "add", dead).CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
+	t.Cleanup(func() {
+		live.Close()
+		exec.Command("ip", "netns", "del", dead).Run()
+		exec.Command("ip", "netns", "del", deadTagged).Run()
+	})
+	for _, name := range []string{dead, deadTagged} {
+		if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
 	}
 	if _, err := live.NS("kept"); err != nil {
 		t.Fatal(err)
@@ -116,8 +124,10 @@ func TestSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ours(t, dead)) != 0 || !contains(gone, dead) {
-		t.Errorf("%s not swept (swept %v)", dead, gone)
+	for _, name := range []string{dead, deadTagged} {
+		if len(ours(t, name)) != 0 || !contains(gone, name) {
+			t.Errorf("%s not swept (swept %v)", name, gone)
+		}
 	}
 	if len(ours(t, live.Prefix+"-kept")) != 1 {
 		t.Errorf("a live run's namespace was swept")

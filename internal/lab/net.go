@@ -43,8 +43,9 @@ import (
 
 const netnsDir = "/run/netns"
 
-// prefixRE matches the namespaces of lab runs: "tl" PID "-" name.
-var prefixRE = regexp.MustCompile(`^tl([0-9]+)-`)
+// prefixRE matches the namespaces of lab runs: "tl" PID [tag] "-" name,
+// where a tag (NewNet) starts with a letter so that it cannot run into the PID.
+var prefixRE = regexp.MustCompile(`^tl([0-9]+)(?:[a-z][a-z0-9]*)?-`)
 
 // Net is the set of namespaces and processes of one run.
 type Net struct {
