@@ -2,8 +2,8 @@
 /*
  * Every map of the switch. Sizes are upper bounds (DESIGN.md rule 3); the
  * control plane may shrink the FDB before load to the sum of the bridges'
- * max_entries. All run-time state lives here; load-time settings are the
- * volatile consts in switch.h.
+ * max_entries. All run-time state lives here; a stage that a bridge may not
+ * use gets a volatile const instead (DESIGN.md rule 6; none yet).
  */
 #ifndef TRESTLE_MAPS_H
 #define TRESTLE_MAPS_H

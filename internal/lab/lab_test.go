@@ -238,3 +238,53 @@ func TestExecuteCancelled(t *testing.T) {
 		t.Errorf("namespaces left after cancel: %v", left)
 	}
 }
+
+// TestTableCheck: the fdb-scale test fills each learning DUT's table, checks
+// with a third host that every address is held (a frame to each reaches h2,
+// none is flooded to h3), and says so in the result.
+func TestTableCheck(t *testing.T) {
+	requireRoot(t)
+	bin := trestleBinary(t)
+	duts := []string{"linux-bridge", "trestle:xdp"}
+	sc := Scenario{Name: "test", DUTs: duts, Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
+		Tests: []string{TestTable}, TableSizes: []int{2000}, Reps: 1, Timing: tinyTiming()}
+	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range run.Results {
+		if r.Test != TestTable {
+			continue
+		}
+		seen[r.DUT]++
+		if r.Error != "" || r.Value <= 0 {
+			t.Errorf("%s %s: %v pps, error %q", r.DUT, r.Param, r.Value, r.Error)
+		}
+		if r.Table == nil || !r.Table.Held() || r.Table.Addresses != 2000 {
+			t.Errorf("%s %s: table check %+v, want all 2000 held", r.DUT, r.Param, r.Table)
+		} else if !strings.HasPrefix(r.Note, "held all 2000 addresses") {
+			t.Errorf("%s %s: note %q does not report the check", r.DUT, r.Param, r.Note)
+		}
+	}
+	for _, d := range duts {
+		if seen[d] != 2 {
+			t.Errorf("%s: %d table results, want 2 (to h2, spread)", d, seen[d])
+		}
+	}
+}
+
+func TestTableCheckText(t *testing.T) {
+	held := TableCheck{Addresses: 10, Forwarded: 10}
+	if !held.Held() {
+		t.Errorf("%+v not held", held)
+	}
+	for _, c := range []TableCheck{{Addresses: 10, Forwarded: 9}, {Addresses: 10, Forwarded: 10, Flooded: 1}} {
+		if c.Held() {
+			t.Errorf("%+v held", c)
+		}
+		if !strings.Contains(c.String(), "did not hold all 10") {
+			t.Errorf("%+v: %q", c, c.String())
+		}
+	}
+}

@@ -188,24 +188,59 @@ func (r *Rig) cacheTrial(ctx context.Context, n int, learnRate float64, tm Timin
 	return tr.Received[0], tr.Received[1], lt.Offered, nil
 }
 
+// tableLearnRate is the rate at which TableThroughput teaches a DUT its
+// table: slow enough for every DUT here to learn every address (RFC 2889's
+// caching test holds 131,072 at 100k/s for the Linux bridge and trestle).
+const tableLearnRate = 200e3
+
+// TableCheck is what TableThroughput found of the table it filled: host 0
+// sent one frame to each of the learned addresses; those forwarded reached
+// host 1, those flooded (not in the table) reached host 2 as well.
+type TableCheck struct {
+	Addresses int    `json:"addresses"`
+	Forwarded uint64 `json:"forwarded"`
+	Flooded   uint64 `json:"flooded"`
+}
+
+// Held says whether the DUT held every address.
+func (c TableCheck) Held() bool {
+	return c.Forwarded == uint64(c.Addresses) && c.Flooded == 0
+}
+
+func (c TableCheck) String() string {
+	if c.Held() {
+		return fmt.Sprintf("held all %d addresses (a frame to each reached h2, none was flooded to h3)", c.Addresses)
+	}
+	return fmt.Sprintf("did not hold all %d addresses: %d frames to them reached h2, %d were flooded to h3", c.Addresses, c.Forwarded, c.Flooded)
+}
+
 // TableThroughput is RFC 2544's throughput search with a full table: host 1
 // first sends from n addresses (a range from learnBase) so the DUT learns
-// them behind its port (RFC 2889's way of filling it). Then host 0 sends to
-// host 1 as in the plain search, or, with spread, each frame to the next of
-// the n addresses, so that every frame is a lookup of another entry in a
-// table of n: the worst case for any cache, the CPU's included.
-func (r *Rig) TableThroughput(ctx context.Context, size FrameSize, n int, spread bool, tm Timing, progress func(SearchTrial)) (SearchResult, []TrialResult, error) {
+// them behind its port (RFC 2889's way of filling it). With a third host,
+// host 0 then sends one frame to each of them and host 2 watches for any
+// flooded, so a result never silently stands for a smaller table. Then host
+// 0 sends to host 1 as in the plain search, or, with spread, each frame to
+// the next of the n addresses, so that every frame is a lookup of another
+// entry in a table of n: the worst case for any cache, the CPU's included.
+func (r *Rig) TableThroughput(ctx context.Context, size FrameSize, n int, spread bool, tm Timing, progress func(SearchTrial)) (SearchResult, []TrialResult, *TableCheck, error) {
 	mix, err := size.Mix()
 	if err != nil {
-		return SearchResult{}, nil, err
+		return SearchResult{}, nil, nil, err
 	}
-	learn := func(ctx context.Context) error {
-		_, err := r.Trial(ctx, TrialSpec{From: 1, To: []int{1}, Count: uint64(n), Mix: frame.Mix{Sizes: []int{60}, Weights: []int{1}},
-			DstMAC: r.T.Hosts[0].MAC, SrcMAC: learnBase, SrcMACs: n, Learn: true, Settle: tm.Settle})
-		return err
+	small := frame.Mix{Sizes: []int{60}, Weights: []int{1}}
+	_, err = r.Trial(ctx, TrialSpec{From: 1, To: []int{1}, Rate: tableLearnRate, Count: uint64(n), Mix: small,
+		DstMAC: r.T.Hosts[0].MAC, SrcMAC: learnBase, SrcMACs: n, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
+	if err != nil {
+		return SearchResult{}, nil, nil, fmt.Errorf("learn %d addresses: %w", n, err)
 	}
-	if err := learn(ctx); err != nil {
-		return SearchResult{}, nil, fmt.Errorf("learn %d addresses: %w", n, err)
+	var check *TableCheck
+	if len(r.T.Hosts) > 2 {
+		tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1, 2}, Rate: tableLearnRate, Count: uint64(n), Mix: small,
+			DstMAC: learnBase, DstMACs: n, Drain: tm.Drain})
+		if err != nil {
+			return SearchResult{}, nil, nil, fmt.Errorf("check %d learned addresses: %w", n, err)
+		}
+		check = &TableCheck{Addresses: n, Forwarded: tr.Received[0], Flooded: tr.Received[1]}
 	}
 	var trials []TrialResult
 	trial := func(ctx context.Context, rate float64, d time.Duration) (Outcome, error) {
@@ -221,7 +256,7 @@ func (r *Rig) TableThroughput(ctx context.Context, size FrameSize, n int, spread
 		return Outcome{Requested: rate, Offered: tr.Offered, Loss: tr.LossRatio}, nil
 	}
 	res, err := Search(ctx, tm.Search, trial, progress)
-	return res, trials, err
+	return res, trials, check, err
 }
 
 // AddressCaching finds how many addresses the DUT holds (RFC 2889 section

@@ -35,6 +35,7 @@ type Result struct {
 	Trials  []TrialResult `json:"trials,omitempty"`
 	Iperf   *IperfResult  `json:"iperf,omitempty"`
 	Profile *Profile      `json:"profile,omitempty"`
+	Table   *TableCheck   `json:"table,omitempty"` // the fdb-scale test's check of the filled table
 	Latency *sink.Latency `json:"latency,omitempty"`
 	CPU     []float64     `json:"cpu_busy,omitempty"`
 }
@@ -453,7 +454,7 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 					if spread {
 						what = "each frame to another"
 					}
-					sr, trials, err := rig.TableThroughput(ctx, size, n, spread, tm, func(st SearchTrial) {
+					sr, trials, check, err := rig.TableThroughput(ctx, size, n, spread, tm, func(st SearchTrial) {
 						k++
 						status(fmt.Sprintf("table of %d, %s %s, trial %d: %s offered, loss %.3f%%", n, size.Label(), what, k, pps(st.Offered), 100*st.Loss))
 					})
@@ -462,9 +463,14 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 					}
 					r := base
 					r.Test, r.Param, r.Value, r.Unit, r.Note = TestTable, fmt.Sprintf("%d learned, %s, %s", n, size.Label(), what), sr.Throughput, "pps", sr.Note
-					r.Search, r.Trials = &sr, trials
+					r.Search, r.Trials, r.Table = &sr, trials, check
 					if sr.Throughput == 0 {
 						r.Error, r.Note = "no zero-loss rate: "+sr.Note, ""
+					}
+					if check != nil {
+						// The check comes first: a table that did not hold
+						// every address makes the figure one for a smaller table.
+						r.Note = strings.TrimSuffix(check.String()+"; "+r.Note, "; ")
 					}
 					add(r)
 				}

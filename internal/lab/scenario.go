@@ -102,8 +102,8 @@ var Scenarios = map[string]Scenario{
 	},
 	"fdb-scale": {
 		Name: "fdb-scale", Title: "Does the table's size matter? Throughput to 1,000 and to 1,000,000 learned addresses",
-		About: "learn N addresses behind one port (N = 1,000 and 1,000,000), then the RFC 2544 search from h1 to h2, and with every frame to another of the N",
-		DUTs:  []string{"linux-bridge", "trestle:xdp", "ovs"}, Hosts: 2, Chain: []int{1},
+		About: "learn N addresses behind one port (N = 1,000 and 1,000,000) and check that the table holds them all (h3 sees any flooded), then the RFC 2544 search from h1 to h2, and with every frame to another of the N",
+		DUTs:  []string{"linux-bridge", "trestle:xdp", "ovs"}, Hosts: 3, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestTable}, TableSizes: []int{1000, 1000000}, Reps: 3, Timing: DefaultTiming,
 	},
 	"veb-vs-bridge": {

@@ -295,6 +295,9 @@ func Terminal(w io.Writer, run *lab.Run) {
 		if r.Test == "unit" && r.Error != "" {
 			fmt.Fprintf(w, "failed: %s, repetition %d: %s\n", r.DUT, r.Rep, firstLine(r.Error))
 		}
+		if r.Table != nil && !r.Table.Held() {
+			fmt.Fprintf(w, "warning: %s, repetition %d, %s %s: %s; the figure is for a smaller table\n", r.DUT, r.Rep, r.Test, r.Param, r.Table)
+		}
 	}
 	var skipped []string
 	for _, u := range run.Units {
