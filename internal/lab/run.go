@@ -141,6 +141,13 @@ func estimate(s Scenario, u unit) time.Duration {
 			t += time.Duration(len(s.Sizes)) * 10 * (tm.Settle + tm.Drain + 500*time.Millisecond)
 		case TestCache, TestLearn:
 			t += 60 * time.Second
+		case TestTable:
+			// Each size twice (to h2, spread): learn and check the table at
+			// tableLearnRate, then the search.
+			for _, n := range s.TableSizes {
+				fill := time.Duration(2 * float64(n) / tableLearnRate * float64(time.Second))
+				t += 2 * (fill + tm.Settle + 2*tm.Drain + 3*trial + tm.Search.Confirm)
+			}
 		case TestTCP:
 			t += time.Duration(len(s.Streams)) * (s.IperfTime + time.Second)
 		case TestUDP:
