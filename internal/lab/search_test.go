@@ -135,3 +135,22 @@ func TestSearchNothingPasses(t *testing.T) {
 		t.Errorf("throughput %v note %q, want 0 and a note", res.Throughput, res.Note)
 	}
 }
+
+// TestSplitPlacement: split never puts a sink on the generator's CPU (its
+// paced loop keeps that CPU busy and the sink's NAPI thread starves there).
+func TestSplitPlacement(t *testing.T) {
+	p, err := ChoosePlacement("split")
+	if err != nil {
+		t.Skipf("this process may use one CPU: %v", err)
+	}
+	if p.SinkCPU == p.GenCPU || p.DUTCPU == p.GenCPU {
+		t.Errorf("split placement %+v shares the generator's CPU", p)
+	}
+	s, err := ChoosePlacement("shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.SinkCPU != s.GenCPU {
+		t.Errorf("shared placement %+v: the sink must be on the generator's CPU", s)
+	}
+}
