@@ -334,19 +334,50 @@ func (r *Rig) LearningRate(ctx context.Context, n int, maxRate float64, tm Timin
 
 // IperfResult is one iperf3 run.
 type IperfResult struct {
-	Proto       string    `json:"proto"`
-	Streams     int       `json:"streams"`
-	BitsPerSec  float64   `json:"bits_per_second"`
-	Retransmits int       `json:"retransmits,omitempty"`
-	JitterMs    float64   `json:"jitter_ms,omitempty"`
-	LostPercent float64   `json:"lost_percent,omitempty"`
-	Packets     int       `json:"packets,omitempty"`
-	Lost        int       `json:"lost_packets,omitempty"`
-	CPU         []float64 `json:"cpu_busy"`
-	Seconds     float64   `json:"seconds"`
+	Proto       string  `json:"proto"`
+	Streams     int     `json:"streams"`
+	BitsPerSec  float64 `json:"bits_per_second"`
+	Retransmits int     `json:"retransmits,omitempty"`
+	JitterMs    float64 `json:"jitter_ms,omitempty"`
+	LostPercent float64 `json:"lost_percent,omitempty"`
+	Packets     int     `json:"packets,omitempty"`
+	Lost        int     `json:"lost_packets,omitempty"`
+	// RcvbufErrors: datagrams the server's host dropped because the iperf3
+	// socket's buffer was full (UDP RcvbufErrors in the server namespace's
+	// /proc/net/snmp, during the run): lost at the receiver, not on the path.
+	RcvbufErrors int       `json:"receiver_buffer_drops,omitempty"`
+	CPU          []float64 `json:"cpu_busy"`
+	Seconds      float64   `json:"seconds"`
 }
 
 var iperfPort = 5201
+
+// udpRcvbufErrors reads the UDP RcvbufErrors counter of a namespace.
+func udpRcvbufErrors(ctx context.Context, ns *NS) (int64, error) {
+	out, err := ns.Run(ctx, "cat", "/proc/net/snmp")
+	if err != nil {
+		return 0, err
+	}
+	return snmpField(out, "Udp", "RcvbufErrors")
+}
+
+// snmpField finds one counter in /proc/net/snmp's text: a header line
+// "Proto: Name1 Name2 ..." followed by "Proto: v1 v2 ...".
+func snmpField(text, proto, name string) (int64, error) {
+	lines := strings.Split(text, "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		head, vals := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		if len(head) == 0 || head[0] != proto+":" || len(vals) != len(head) || vals[0] != head[0] {
+			continue
+		}
+		for k, h := range head {
+			if h == name {
+				return strconv.ParseInt(vals[k], 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("no %s %s in /proc/net/snmp", proto, name)
+}
 
 // Iperf runs iperf3 from host client to host server: TCP with streams
 // parallel streams, or UDP at udpRate (iperf3's -b, e.g. "1G").
@@ -383,10 +414,14 @@ func (r *Rig) Iperf(ctx context.Context, client, server int, proto string, strea
 		args = append(args, "-u", "-b", udpRate)
 	}
 	var out string
+	buf0, bufErr := udpRcvbufErrors(ctx, s.NS)
 	cpu0, _ := readCPU()
 	out, err = c.NS.Run(ctx, "iperf3", args...)
 	cpu1, _ := readCPU()
 	res.CPU = cpuBusy(cpu0, cpu1)
+	if buf1, err1 := udpRcvbufErrors(ctx, s.NS); bufErr == nil && err1 == nil {
+		res.RcvbufErrors = int(buf1 - buf0)
+	}
 	var j struct {
 		End struct {
 			SumSent struct {

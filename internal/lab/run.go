@@ -561,6 +561,9 @@ func iperfTests(ctx context.Context, s Scenario, rig *Rig, base Result, add func
 				if f.test == TestUDP {
 					r.Iperf = &ir
 				}
+				if f.test == TestUDP+"-loss" && ir.Lost > 0 {
+					r.Note = fmt.Sprintf("%d of %d lost datagrams were dropped by the receiving socket's full buffer (UDP RcvbufErrors), not on the path", min(ir.RcvbufErrors, ir.Lost), ir.Lost)
+				}
 			}
 			add(r)
 		}

@@ -154,3 +154,16 @@ func TestSplitPlacement(t *testing.T) {
 		t.Errorf("shared placement %+v: the sink must be on the generator's CPU", s)
 	}
 }
+
+func TestSNMPField(t *testing.T) {
+	text := "Ip: Forwarding DefaultTTL\nIp: 2 64\nUdp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\nUdp: 10 0 7 12 7 0\nUdpLite: InDatagrams RcvbufErrors\nUdpLite: 0 3\n"
+	if v, err := snmpField(text, "Udp", "RcvbufErrors"); err != nil || v != 7 {
+		t.Errorf("Udp RcvbufErrors = %d, %v; want 7", v, err)
+	}
+	if v, err := snmpField(text, "UdpLite", "RcvbufErrors"); err != nil || v != 3 {
+		t.Errorf("UdpLite RcvbufErrors = %d, %v; want 3", v, err)
+	}
+	if _, err := snmpField(text, "Tcp", "RetransSegs"); err == nil {
+		t.Error("a missing counter gave no error")
+	}
+}
