@@ -214,33 +214,38 @@ func (c TableCheck) String() string {
 	return fmt.Sprintf("did not hold all %d addresses: %d frames to them reached h2, %d were flooded to h3", c.Addresses, c.Forwarded, c.Flooded)
 }
 
-// TableThroughput is RFC 2544's throughput search with a full table: host 1
-// first sends from n addresses (a range from learnBase) so the DUT learns
-// them behind its port (RFC 2889's way of filling it). With a third host,
-// host 0 then sends one frame to each of them and host 2 watches for any
-// flooded, so a result never silently stands for a smaller table. Then host
-// 0 sends to host 1 as in the plain search, or, with spread, each frame to
-// the next of the n addresses, so that every frame is a lookup of another
-// entry in a table of n: the worst case for any cache, the CPU's included.
-func (r *Rig) TableThroughput(ctx context.Context, size FrameSize, n int, spread bool, tm Timing, progress func(SearchTrial)) (SearchResult, []TrialResult, *TableCheck, error) {
-	mix, err := size.Mix()
-	if err != nil {
-		return SearchResult{}, nil, nil, err
-	}
+// FillTable teaches the DUT n addresses (a range from learnBase) behind
+// host 1's port, RFC 2889's way of filling a table: host 1 sends a frame from
+// each. With a third host it then checks the table: host 0 sends one frame
+// to each address and host 2 watches for any flooded, so that a throughput
+// figure never silently stands for a smaller table (nil without a third host).
+func (r *Rig) FillTable(ctx context.Context, n int, tm Timing) (*TableCheck, error) {
 	small := frame.Mix{Sizes: []int{60}, Weights: []int{1}}
-	_, err = r.Trial(ctx, TrialSpec{From: 1, To: []int{1}, Rate: tableLearnRate, Count: uint64(n), Mix: small,
+	_, err := r.Trial(ctx, TrialSpec{From: 1, To: []int{1}, Rate: tableLearnRate, Count: uint64(n), Mix: small,
 		DstMAC: r.T.Hosts[0].MAC, SrcMAC: learnBase, SrcMACs: n, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
 	if err != nil {
-		return SearchResult{}, nil, nil, fmt.Errorf("learn %d addresses: %w", n, err)
+		return nil, fmt.Errorf("learn %d addresses: %w", n, err)
 	}
-	var check *TableCheck
-	if len(r.T.Hosts) > 2 {
-		tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1, 2}, Rate: tableLearnRate, Count: uint64(n), Mix: small,
-			DstMAC: learnBase, DstMACs: n, Drain: tm.Drain})
-		if err != nil {
-			return SearchResult{}, nil, nil, fmt.Errorf("check %d learned addresses: %w", n, err)
-		}
-		check = &TableCheck{Addresses: n, Forwarded: tr.Received[0], Flooded: tr.Received[1]}
+	if len(r.T.Hosts) < 3 {
+		return nil, nil
+	}
+	tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1, 2}, Rate: tableLearnRate, Count: uint64(n), Mix: small,
+		DstMAC: learnBase, DstMACs: n, Drain: tm.Drain})
+	if err != nil {
+		return nil, fmt.Errorf("check %d learned addresses: %w", n, err)
+	}
+	return &TableCheck{Addresses: n, Forwarded: tr.Received[0], Flooded: tr.Received[1]}, nil
+}
+
+// TableThroughput is RFC 2544's throughput search with a table FillTable
+// filled with n addresses: host 0 sends to host 1 as in the plain search,
+// or, with spread, each frame to the next of the n addresses, so that every
+// frame is a lookup of another entry in a table of n: the worst case for any
+// cache, the CPU's included.
+func (r *Rig) TableThroughput(ctx context.Context, size FrameSize, n int, spread bool, tm Timing, progress func(SearchTrial)) (SearchResult, []TrialResult, error) {
+	mix, err := size.Mix()
+	if err != nil {
+		return SearchResult{}, nil, err
 	}
 	var trials []TrialResult
 	trial := func(ctx context.Context, rate float64, d time.Duration) (Outcome, error) {
@@ -256,7 +261,7 @@ func (r *Rig) TableThroughput(ctx context.Context, size FrameSize, n int, spread
 		return Outcome{Requested: rate, Offered: tr.Offered, Loss: tr.LossRatio}, nil
 	}
 	res, err := Search(ctx, tm.Search, trial, progress)
-	return res, trials, check, err
+	return res, trials, err
 }
 
 // AddressCaching finds how many addresses the DUT holds (RFC 2889 section

@@ -142,11 +142,11 @@ func estimate(s Scenario, u unit) time.Duration {
 		case TestCache, TestLearn:
 			t += 60 * time.Second
 		case TestTable:
-			// Each size twice (to h2, spread): learn and check the table at
-			// tableLearnRate, then the search.
+			// Learn and check each table at tableLearnRate, then two
+			// searches (to h2, spread) for each frame size.
 			for _, n := range s.TableSizes {
 				fill := time.Duration(2 * float64(n) / tableLearnRate * float64(time.Second))
-				t += 2 * (fill + tm.Settle + 2*tm.Drain + 3*trial + tm.Search.Confirm)
+				t += fill + tm.Settle + 2*tm.Drain + time.Duration(2*len(s.Sizes))*(3*trial+tm.Search.Confirm)
 			}
 		case TestTCP:
 			t += time.Duration(len(s.Streams)) * (s.IperfTime + time.Second)
@@ -342,13 +342,7 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 			if err != nil {
 				return err
 			}
-			r := base
-			r.Test, r.Param, r.Value, r.Unit, r.Note = TestThroughput, string(size), sr.Throughput, "pps", sr.Note
-			r.Search, r.Trials = &sr, trials
-			if sr.Throughput == 0 {
-				// Not a figure of 0: the DUT lost frames at every rate tried.
-				r.Error, r.Note = "no zero-loss rate: "+sr.Note, ""
-			}
+			r := searchResult(base, TestThroughput, string(size), sr, trials)
 			if len(trials) > 0 {
 				r.CPU = trials[len(trials)-1].CPU
 				unpaced = trials[0].Offered
@@ -443,40 +437,36 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 			if err != nil {
 				return err
 			}
-			r := base
-			r.Test, r.Param, r.Value, r.Unit, r.Note = TestFlood, string(size), sr.Throughput, "pps", sr.Note
-			r.Search, r.Trials = &sr, trials
-			if sr.Throughput == 0 {
-				r.Error, r.Note = "no zero-loss rate: "+sr.Note, ""
-			}
-			add(r)
+			add(searchResult(base, TestFlood, string(size), sr, trials))
 		}
 	}
 	if s.has(TestTable) && rig.DUT.Learns() {
-		for _, size := range s.Sizes {
-			for _, n := range s.TableSizes {
+		for _, n := range s.TableSizes {
+			// Fill the table once; both kinds of traffic run against it.
+			status(fmt.Sprintf("table of %d: learning the addresses", n))
+			check, err := rig.FillTable(ctx, n, tm)
+			if err != nil {
+				return err
+			}
+			for _, size := range s.Sizes {
 				for _, spread := range []bool{false, true} {
 					k := 0
 					what := "to h2"
 					if spread {
 						what = "each frame to another"
 					}
-					sr, trials, check, err := rig.TableThroughput(ctx, size, n, spread, tm, func(st SearchTrial) {
+					sr, trials, err := rig.TableThroughput(ctx, size, n, spread, tm, func(st SearchTrial) {
 						k++
 						status(fmt.Sprintf("table of %d, %s %s, trial %d: %s offered, loss %.3f%%", n, size.Label(), what, k, pps(st.Offered), 100*st.Loss))
 					})
 					if err != nil {
 						return err
 					}
-					r := base
-					r.Test, r.Param, r.Value, r.Unit, r.Note = TestTable, fmt.Sprintf("%d learned, %s, %s", n, size.Label(), what), sr.Throughput, "pps", sr.Note
-					r.Search, r.Trials, r.Table = &sr, trials, check
-					if sr.Throughput == 0 {
-						r.Error, r.Note = "no zero-loss rate: "+sr.Note, ""
-					}
+					r := searchResult(base, TestTable, fmt.Sprintf("%d learned, %s, %s", n, size.Label(), what), sr, trials)
 					if check != nil {
 						// The check comes first: a table that did not hold
 						// every address makes the figure one for a smaller table.
+						r.Table = check
 						r.Note = strings.TrimSuffix(check.String()+"; "+r.Note, "; ")
 					}
 					add(r)
@@ -515,6 +505,19 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 		add(r)
 	}
 	return nil
+}
+
+// searchResult is the Result of an RFC 2544 search: its figure, or, when no
+// rate passed, an error rather than a figure of 0.
+func searchResult(base Result, test, param string, sr SearchResult, trials []TrialResult) Result {
+	r := base
+	r.Test, r.Param, r.Value, r.Unit, r.Note = test, param, sr.Throughput, "pps", sr.Note
+	r.Search, r.Trials = &sr, trials
+	if sr.Throughput == 0 {
+		// Not a figure of 0: the DUT lost frames at every rate tried.
+		r.Error, r.Note = "no zero-loss rate: "+sr.Note, ""
+	}
+	return r
 }
 
 func passWord(ok bool) string {
