@@ -42,6 +42,23 @@ type Row struct {
 	cpus [][]float64
 }
 
+// ratioText is the row's ratio to direct, or "-" without one.
+func (r *Row) ratioText() string {
+	if r.Ratio > 0 {
+		return fmt.Sprintf("%.2f", r.Ratio)
+	}
+	return "-"
+}
+
+// repetitionsText is every repetition's figure, and the failed ones.
+func (r *Row) repetitionsText() string {
+	all := valuesText(r.Values, r.Unit)
+	if len(r.Errors) > 0 {
+		all += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), firstLine(r.Errors[0]))
+	}
+	return all
+}
+
 // Group is one test and param (and chain length): the rows of every DUT.
 type Group struct {
 	Test, Param string
@@ -260,19 +277,11 @@ func Terminal(w io.Writer, run *lab.Run) {
 	tw := newTable("TEST", "DUT", "MEDIAN", "VS DIRECT", "ALL REPETITIONS")
 	for _, g := range groups {
 		for _, r := range g.Rows {
-			ratio := "-"
-			if r.Ratio > 0 {
-				ratio = fmt.Sprintf("%.2f", r.Ratio)
-			}
 			med := Figure(r.Median, r.Unit)
 			if len(r.Values) == 0 {
 				med = "failed"
 			}
-			all := valuesText(r.Values, r.Unit)
-			if len(r.Errors) > 0 {
-				all += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), firstLine(r.Errors[0]))
-			}
-			tw.add(g.Key(), r.DUT, med, ratio, all)
+			tw.add(g.Key(), r.DUT, med, r.ratioText(), r.repetitionsText())
 		}
 	}
 	tw.write(w)
@@ -403,18 +412,11 @@ func Write(dir string, run *lab.Run) error {
 	b.WriteString("| test | DUT | median | vs direct | CPU busy | repetitions |\n|---|---|---|---|---|---|\n")
 	for _, g := range groups {
 		for _, r := range g.Rows {
-			ratio := "-"
-			if r.Ratio > 0 {
-				ratio = fmt.Sprintf("%.2f", r.Ratio)
-			}
-			all := valuesText(r.Values, r.Unit)
-			if len(r.Errors) > 0 {
-				all += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), firstLine(r.Errors[0]))
-			}
+			all := r.repetitionsText()
 			if len(r.Notes) > 0 {
 				all += " — " + strings.Join(r.Notes, "; ")
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", g.Key(), r.DUT, Figure(r.Median, r.Unit), ratio, cpuText(r.CPU), all)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", g.Key(), r.DUT, Figure(r.Median, r.Unit), r.ratioText(), cpuText(r.CPU), all)
 		}
 	}
 	if est := imixEstimates(groups); len(est) > 0 {
