@@ -3,8 +3,6 @@ package datapath
 import (
 	"encoding/binary"
 	"os"
-	"runtime"
-	"unsafe"
 
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/progrun"
 	"github.com/trestle/trestle/internal/testutil"
 )
 
@@ -610,26 +609,9 @@ func (r *rig) bench(slot int, data []byte, n int) time.Duration {
 		}
 		// The library's Benchmark takes no context, and the ingress
 		// interface is in the context: issue the test run directly.
-		attr := struct {
-			progFD, retval, dataSizeIn, dataSizeOut uint32
-			dataIn, dataOut                         uint64
-			repeat, duration                        uint32
-			ctxSizeIn, ctxSizeOut                   uint32
-			ctxIn, ctxOut                           uint64
-			flags, cpu, batchSize                   uint32
-			_                                       uint32
-		}{
-			progFD: uint32(prog.FD()), dataSizeIn: uint32(len(data)), dataIn: uint64(uintptr(unsafe.Pointer(&data[0]))),
-			repeat: uint32(n), ctxSizeIn: uint32(len(ctx)), ctxIn: uint64(uintptr(unsafe.Pointer(&ctx[0]))),
-		}
-		_, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_TEST_RUN, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-		runtime.KeepAlive(data)
-		runtime.KeepAlive(ctx)
-		if errno != 0 {
-			return errno
-		}
-		per = time.Duration(attr.duration)
-		return nil
+		var err error
+		per, err = progrun.Run(prog.FD(), progrun.Options{Data: data, Context: ctx, Repeat: uint32(n)})
+		return err
 	})
 	if err != nil {
 		r.t.Fatalf("bench run: %v", err)

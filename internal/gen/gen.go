@@ -20,7 +20,6 @@ import (
 	"net"
 	"runtime"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
@@ -30,6 +29,7 @@ import (
 	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/netnsutil"
+	"github.com/trestle/trestle/internal/progrun"
 )
 
 // Options of one generator run.
@@ -555,26 +555,9 @@ func (sd *sender) run(g *liveGen, data, ctxIn []byte, batch int, ns string) erro
 // library's wrapper restarts an interrupted run, and interrupting it is how
 // a long run is stopped.
 func liveRun(progFD int, data, ctxIn []byte, repeat, batch uint32) error {
-	attr := struct {
-		progFD, retval, dataSizeIn, dataSizeOut uint32
-		dataIn, dataOut                         uint64
-		repeat, duration                        uint32
-		ctxSizeIn, ctxSizeOut                   uint32
-		ctxIn, ctxOut                           uint64
-		flags, cpu, batchSize                   uint32
-		_                                       uint32
-	}{
-		progFD: uint32(progFD), dataSizeIn: uint32(len(data)), dataIn: uint64(uintptr(unsafe.Pointer(&data[0]))),
-		repeat: repeat, ctxSizeIn: uint32(len(ctxIn)), ctxIn: uint64(uintptr(unsafe.Pointer(&ctxIn[0]))),
-		flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES, batchSize: batch,
-	}
-	_, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_TEST_RUN, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-	runtime.KeepAlive(data)
-	runtime.KeepAlive(ctxIn)
-	if errno != 0 {
-		return errno
-	}
-	return nil
+	_, err := progrun.Run(progFD, progrun.Options{Data: data, Context: ctxIn, Repeat: repeat,
+		Flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES, BatchSize: batch})
+	return err
 }
 
 func putU32(b []byte, v uint32) {
