@@ -61,15 +61,15 @@ type Timing struct {
 // DefaultTiming is what the lab uses unless a scenario or flag says otherwise.
 var DefaultTiming = Timing{Search: DefaultSearch, Settle: 200 * time.Millisecond, Drain: 500 * time.Millisecond}
 
-// Throughput runs RFC 2544's throughput search from host 0 to host 1.
-func (r *Rig) Throughput(ctx context.Context, size FrameSize, tm Timing, flows int, progress func(SearchTrial)) (SearchResult, []TrialResult, error) {
-	mix, err := size.Mix()
-	if err != nil {
-		return SearchResult{}, nil, err
-	}
+// SearchTrials runs RFC 2544's throughput search with trials made from
+// spec: each trial is spec at the search's rate and length. It returns the
+// result and every trial run.
+func (r *Rig) SearchTrials(ctx context.Context, spec TrialSpec, tm Timing, progress func(SearchTrial)) (SearchResult, []TrialResult, error) {
 	var trials []TrialResult
 	trial := func(ctx context.Context, rate float64, d time.Duration) (Outcome, error) {
-		tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1}, Rate: rate, Duration: d, Mix: mix, Flows: flows, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
+		ts := spec
+		ts.Rate, ts.Duration, ts.Count = rate, d, 0
+		tr, err := r.Trial(ctx, ts)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -78,6 +78,15 @@ func (r *Rig) Throughput(ctx context.Context, size FrameSize, tm Timing, flows i
 	}
 	res, err := Search(ctx, tm.Search, trial, progress)
 	return res, trials, err
+}
+
+// Throughput runs RFC 2544's throughput search from host 0 to host 1.
+func (r *Rig) Throughput(ctx context.Context, size FrameSize, tm Timing, flows int, progress func(SearchTrial)) (SearchResult, []TrialResult, error) {
+	mix, err := size.Mix()
+	if err != nil {
+		return SearchResult{}, nil, err
+	}
+	return r.SearchTrials(ctx, TrialSpec{From: 0, To: []int{1}, Mix: mix, Flows: flows, Learn: true, Settle: tm.Settle, Drain: tm.Drain}, tm, progress)
 }
 
 // LatencyAt measures one-way latency at each fraction of rate (RFC 2544
@@ -247,21 +256,11 @@ func (r *Rig) TableThroughput(ctx context.Context, size FrameSize, n int, spread
 	if err != nil {
 		return SearchResult{}, nil, err
 	}
-	var trials []TrialResult
-	trial := func(ctx context.Context, rate float64, d time.Duration) (Outcome, error) {
-		ts := TrialSpec{From: 0, To: []int{1}, Rate: rate, Duration: d, Mix: mix, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
-		if spread {
-			ts.DstMAC, ts.DstMACs = learnBase, n
-		}
-		tr, err := r.Trial(ctx, ts)
-		if err != nil {
-			return Outcome{}, err
-		}
-		trials = append(trials, tr)
-		return Outcome{Requested: rate, Offered: tr.Offered, Loss: tr.LossRatio}, nil
+	spec := TrialSpec{From: 0, To: []int{1}, Mix: mix, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
+	if spread {
+		spec.DstMAC, spec.DstMACs = learnBase, n
 	}
-	res, err := Search(ctx, tm.Search, trial, progress)
-	return res, trials, err
+	return r.SearchTrials(ctx, spec, tm, progress)
 }
 
 // AddressCaching finds how many addresses the DUT holds (RFC 2889 section

@@ -413,7 +413,6 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 		}
 		if s.has(TestFlood) && len(rig.T.Hosts) > 2 {
 			n := 0
-			var trials []TrialResult
 			mix, err := size.Mix()
 			if err != nil {
 				return err
@@ -423,14 +422,8 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 				to = append(to, i)
 			}
 			bcast := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-			sr, err := Search(ctx, tm.Search, func(ctx context.Context, rate float64, d time.Duration) (Outcome, error) {
-				tr, err := rig.Trial(ctx, TrialSpec{From: 0, To: to, Rate: rate, Duration: d, Mix: mix, DstMAC: bcast, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
-				if err != nil {
-					return Outcome{}, err
-				}
-				trials = append(trials, tr)
-				return Outcome{Requested: rate, Offered: tr.Offered, Loss: tr.LossRatio}, nil
-			}, func(st SearchTrial) {
+			spec := TrialSpec{From: 0, To: to, Mix: mix, DstMAC: bcast, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
+			sr, trials, err := rig.SearchTrials(ctx, spec, tm, func(st SearchTrial) {
 				n++
 				status(fmt.Sprintf("broadcast %s to %d ports, trial %d: %s offered, loss %.3f%%", size.Label(), len(to), n, pps(st.Offered), 100*st.Loss))
 			})
