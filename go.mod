@@ -5,6 +5,8 @@ go 1.26.0
 require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/pelletier/go-toml/v2 v2.4.3
+	github.com/safchain/ethtool v0.7.0
+	github.com/spf13/cobra v1.10.2
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
 	golang.org/x/sys v0.49.0
@@ -12,8 +14,6 @@ require (
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/safchain/ethtool v0.7.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 )
 

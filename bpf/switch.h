@@ -7,7 +7,7 @@
  * It reads top to bottom as a checklist, like OpenBSD's veb_port_input():
  *
  *   port -> count rx -> parse -> source sane -> reserved dst -> learn ->
- *   group dst: flood | lookup: miss flood, ingress drop, else forward
+ *   group dst: flood | lookup: miss flood, ingress or gone drop, else forward
  */
 #ifndef TRESTLE_SWITCH_H
 #define TRESTLE_SWITCH_H
@@ -58,6 +58,16 @@ static __always_inline const struct tr_port *tr_port_of(__u32 ifindex)
 	return bpf_map_lookup_elem(&ports, &ifindex);
 }
 
+/* The live copy of a bridge (lib/maps.h), or NULL. */
+static __always_inline const struct tr_bridge *tr_bridge_of(__u32 bridge)
+{
+	__u32 *live = bpf_map_lookup_elem(&bridge_live, &bridge);
+
+	if (!live || !*live)
+		return NULL;
+	return bpf_map_lookup_elem(&bridges, live);
+}
+
 static __always_inline void tr_count_drop(struct tr_port_stats *st, enum tr_drop_reason reason)
 {
 	if (st && reason < TR_DROP__MAX)
@@ -84,7 +94,7 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 {
 	enum tr_drop_reason reason = TR_DROP_RUNT;
 	struct tr_port_stats *st;
-	const struct tr_port *in;
+	const struct tr_port *in, *out;
 	const struct tr_bridge *br;
 	struct tr_table_view v;
 	struct tr_frame f;
@@ -106,7 +116,7 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	st->rx_bytes += p->len;
 
 	bridge = in->bridge;
-	br = bpf_map_lookup_elem(&bridges, &bridge);
+	br = tr_bridge_of(bridge);
 	if (!br || !br->nports) {
 		tr_drop(d, st, TR_DROP_NO_BRIDGE);
 		return;
@@ -145,9 +155,16 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	if (!tr_fdb_find(&v, bridge, f.vlan, f.eth->h_dest, &egress, &slot))
 		goto flood;
 
-	/* 7. Known station: forward, unless it lives where the frame came from. */
+	/* 7. Known station: forward, unless it lives where the frame came from,
+	 *    or its port has just left the bridge (the control plane removes a
+	 *    port first and flushes its entries after). */
 	if (egress == p->ifindex) {
 		tr_drop(d, st, TR_DROP_HAIRPIN);
+		return;
+	}
+	out = tr_port_of(egress);
+	if (!out || out->bridge != bridge || out->slot != slot) {
+		tr_drop(d, st, TR_DROP_NO_EGRESS);
 		return;
 	}
 	d->action = TR_ACT_FORWARD;

@@ -15,6 +15,7 @@ enum tr_limits {
 	TR_MAX_PORTS = 256,       /* port slots 1..255; slot 0 counts frames from no port */
 	TR_MAX_BRIDGE_PORTS = 64, /* ports of one bridge */
 	TR_PORT_DIRECT = 65536,   /* ifindexes below this find their port by index */
+	TR_NAME_LEN = 16,         /* a bridge's name, NUL-terminated (IFNAMSIZ) */
 };
 
 /*
@@ -55,7 +56,8 @@ struct tr_fdb_key {
 };
 
 enum tr_fdb_flags {
-	TR_FDB_STATIC = 1, /* from config: never aged, never overwritten by learning */
+	TR_FDB_STATIC = 1, /* never aged, never overwritten by learning */
+	TR_FDB_USER = 2,   /* with STATIC: added by `trestle fdb add`, not by the config */
 };
 
 struct tr_fdb_val {
@@ -108,11 +110,16 @@ struct tr_bridge_port {
 	__u32 slot;
 };
 
-/* A bridge, indexed by bridge id. The port list drives flooding in tc mode. */
+/* A bridge. The port list drives flooding in tc mode. Each bridge has two
+ * copies in the bridges map and bridge_live says which one frames read: the
+ * control plane writes the other and flips (lib/maps.h). The name is the
+ * control plane's, so that pinned maps say which bridge is which after a
+ * restart; the datapath never reads it. */
 struct tr_bridge {
 	__u32 nports;
 	__u32 max_entries;
 	struct tr_bridge_port ports[TR_MAX_BRIDGE_PORTS];
+	char name[TR_NAME_LEN];
 };
 
 /* ---- traffic generator (gen.c) and sink (sink.c) ---- */

@@ -39,14 +39,21 @@ static __always_inline void tr_count_add(void *map, __u32 idx, int delta)
 		__sync_fetch_and_add(n, delta);
 }
 
-/* Counts are signed: the control plane overwrites them with the truth while
- * CPUs add and subtract, and a count that dips below zero for a moment must
- * not wrap into "full". */
-static __always_inline __s32 tr_count_get(void *map, __u32 idx)
+/* Learned addresses: what the datapath learned less what the control plane
+ * deleted (lib/maps.h). Signed, so that a difference read while both sides
+ * move never wraps into "full". */
+static __always_inline __s32 tr_count_get(void *added, void *deleted, __u32 idx)
 {
-	__s32 *n = bpf_map_lookup_elem(map, &idx);
+	__s32 *a = bpf_map_lookup_elem(added, &idx);
+	__s32 *d = bpf_map_lookup_elem(deleted, &idx);
 
-	return n ? *n : 0;
+	return (a ? *a : 0) - (d ? *d : 0);
+}
+
+static __always_inline int tr_port_full(const struct tr_port *in)
+{
+	return in->max_macs &&
+	       tr_count_get(&port_macs, &port_macs_del, in->slot) >= (__s32)in->max_macs;
 }
 
 /*
@@ -123,6 +130,7 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 	struct tr_fdb_key key;
 	struct tr_fdb_val *e, nv = {};
 	__u64 now = v->now;
+	__u32 old_slot;
 
 	if (tr_src_known(v, ifindex, in->bridge, vlan, src))
 		return 0;
@@ -139,30 +147,33 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		/* A static entry wins: the frame goes on, the table stays. */
 		if (e->flags & TR_FDB_STATIC)
 			return 0;
-		if (in->max_macs && tr_count_get(&port_macs, in->slot) >= (__s32)in->max_macs) {
+		if (tr_port_full(in)) {
 			*reason = TR_DROP_MAC_LIMIT;
 			return -1;
 		}
-		tr_count_add(&port_macs, e->slot, -1);
-		tr_count_add(&port_macs, in->slot, 1);
+		old_slot = e->slot;
 		nv.ifindex = ifindex;
 		nv.slot = in->slot;
 		nv.seen_ns = now;
-		/* The update can only fail if aging deleted the entry meanwhile;
-		 * the next frame learns it again. Every CPU's memos may name the
-		 * old port: a new move generation voids them. Moves are rare, so
-		 * the atomic add is off the common path. */
-		bpf_map_update_elem(&fdb, &key, &nv, BPF_EXIST);
+		/* The update fails only if the control plane deleted the entry
+		 * meanwhile (and counted it deleted where it was): the next frame
+		 * learns it again. So the count moves only with the entry. Every
+		 * CPU's memos may name the old port: a new move generation voids
+		 * them. Moves are rare, so the atomics are off the common path. */
+		if (bpf_map_update_elem(&fdb, &key, &nv, BPF_EXIST))
+			return 0;
+		tr_count_add(&port_macs, old_slot, -1);
+		tr_count_add(&port_macs, in->slot, 1);
 		__sync_fetch_and_add(&move_gen, 1);
 		st->moved++;
 		return 0;
 	}
 
-	if (in->max_macs && tr_count_get(&port_macs, in->slot) >= (__s32)in->max_macs) {
+	if (tr_port_full(in)) {
 		*reason = TR_DROP_MAC_LIMIT;
 		return -1;
 	}
-	if (tr_count_get(&bridge_macs, in->bridge) >= (__s32)br->max_entries) {
+	if (tr_count_get(&bridge_macs, &bridge_macs_del, in->bridge) >= (__s32)br->max_entries) {
 		*reason = TR_DROP_TABLE_FULL;
 		return -1;
 	}

@@ -41,13 +41,26 @@ struct {
 	__type(value, struct tr_cpu_cache);
 } cpu_cache SEC(".maps");
 
-/* bridge id -> bridge; index 0 unused. */
+/* Two copies of every bridge: 2 * id and 2 * id + 1; ids start at 1. An
+ * array value is written in place, so a frame on another CPU could read a
+ * bridge half old and half new (a port list with holes floods into ifindex
+ * 0). The control plane writes the copy no frame reads, points bridge_live
+ * at it, and waits an RCU grace period before it writes the old copy again
+ * (internal/datapath), so a frame sees one whole bridge or the other. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * (TR_MAX_BRIDGES + 1));
+	__type(key, __u32);
+	__type(value, struct tr_bridge);
+} bridges SEC(".maps");
+
+/* bridge id -> the index in bridges of its live copy; 0: no bridge. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, TR_MAX_BRIDGES + 1);
 	__type(key, __u32);
-	__type(value, struct tr_bridge);
-} bridges SEC(".maps");
+	__type(value, __u32);
+} bridge_live SEC(".maps");
 
 /* The forwarding database of every bridge; the bridge id is in the key. */
 struct {
@@ -57,9 +70,13 @@ struct {
 	__type(value, struct tr_fdb_val);
 } fdb SEC(".maps");
 
-/* Learned (non-static) addresses per port slot and per bridge, for the limits.
- * Changed by the datapath only when it learns or moves an address, and set to
- * the true count by the control plane's aging sweep. */
+/* Learned (non-static) addresses per port slot and per bridge, for the
+ * limits, kept as two counts with one writer each, because the control plane
+ * cannot add atomically to a value the datapath adds to: *_macs is what the
+ * datapath learned (it adds when it learns, and moves a count with an
+ * address), *_macs_del what the control plane deleted (aging, flushes, `fdb
+ * del`, statics written over learned entries). An address count is the
+ * difference, and no write of one side ever loses the other's. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, TR_MAX_PORTS);
@@ -69,10 +86,24 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __s32);
+} port_macs_del SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, TR_MAX_BRIDGES + 1);
 	__type(key, __u32);
 	__type(value, __s32);
 } bridge_macs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_BRIDGES + 1);
+	__type(key, __u32);
+	__type(value, __s32);
+} bridge_macs_del SEC(".maps");
 
 /* Counters per port slot and CPU; slot 0 counts frames from unknown interfaces. */
 struct {

@@ -64,7 +64,7 @@ Every inspecting command takes --json. The daemon's socket is
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.PersistentFlags().StringVar(&e.socket, "socket", "", "control socket of the daemon (default $TRESTLE_SOCKET or "+ctl.DefaultSocket+")")
-	root.AddCommand(e.runCmd(), e.checkCmd(), e.showCmd(), e.fdbCmd(), e.statsCmd(), e.reloadCmd(), e.genCmd(), e.sinkCmd(), e.statCmd(), e.labCmd())
+	root.AddCommand(e.runCmd(), e.downCmd(), e.checkCmd(), e.showCmd(), e.fdbCmd(), e.statsCmd(), e.reloadCmd(), e.genCmd(), e.sinkCmd(), e.statCmd(), e.labCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(stderr, "trestle:", err)
 		return 1
@@ -84,6 +84,7 @@ func (e *env) printJSON(v any) error {
 
 func (e *env) runCmd() *cobra.Command {
 	var cfgPath, level string
+	var persist bool
 	c := &cobra.Command{
 		Use:   "run --config FILE",
 		Short: "Run the switch daemon in the foreground",
@@ -93,9 +94,24 @@ The whole config is checked before anything is applied; a bad file is
 rejected with its file, line and field. SIGHUP (or 'trestle reload')
 re-reads the file and applies only the difference: ports that did not
 change keep forwarding, and a bad file leaves the running state as it was.
-SIGTERM or SIGINT detach every program the daemon attached.
+
+Without persist, SIGTERM or SIGINT detach every program the daemon attached,
+and a daemon killed any other way leaves none behind either.
+
+With persist ([daemon] persist = true, or --persist) the datapath is pinned
+under /sys/fs/bpf/trestle/ and outlives the daemon: stopped, killed or
+crashed, it goes on forwarding with its last state, and the next
+'trestle run' (of this or a newer build) adopts it without losing a frame:
+learned entries with their ages, counters, attachments (moved to the new
+program in place). 'trestle down' removes it. Persist needs the host's BPF
+filesystem: start the daemon in a namespace with
+'nsenter --net=/run/netns/NAME trestle run ...' rather than 'ip netns exec',
+whose private /sys hides it.
 
 A minimal config:
+
+  [daemon]
+  persist = true            # optional
 
   [[bridge]]
   name = "br0"
@@ -120,11 +136,70 @@ A minimal config:
 			if sock == "" {
 				sock = e.getenv("TRESTLE_SOCKET")
 			}
-			return daemon.Run(context.Background(), daemon.Options{ConfigPath: cfgPath, Socket: sock, Log: log})
+			return daemon.Run(context.Background(), daemon.Options{ConfigPath: cfgPath, Socket: sock, Persist: persist, Log: log})
 		},
 	}
 	c.Flags().StringVarP(&cfgPath, "config", "c", "", "config file (TOML)")
 	c.Flags().StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	c.Flags().BoolVar(&persist, "persist", false, "pin the datapath so that it outlives the daemon (as [daemon] persist = true)")
+	return c
+}
+
+func (e *env) downCmd() *cobra.Command {
+	var cfgPath string
+	c := &cobra.Command{
+		Use:   "down [--config FILE]",
+		Short: "Remove a persisted datapath: detach, unpin, restore veth peers",
+		Long: `Remove the datapath a daemon with persist left forwarding: detach its
+programs, unpin its maps from /sys/fs/bpf/trestle/, and give the veth peers
+it changed (GRO, TX checksum offload) their settings back.
+
+It finds the datapath of the daemon that listened on the control socket
+(--socket, TRESTLE_SOCKET, the config's [daemon] socket, or the default),
+in this network namespace: run it where the daemon ran, e.g.
+
+  nsenter --net=/run/netns/sw trestle down --config /etc/trestle/sw.toml
+
+It refuses while that daemon still runs. Nothing to remove is no error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sock := e.socket
+			if sock == "" {
+				sock = e.getenv("TRESTLE_SOCKET")
+			}
+			if sock == "" && cfgPath != "" {
+				cfg, err := config.Load(cfgPath)
+				if err != nil {
+					return err
+				}
+				sock = cfg.Daemon.Socket
+			}
+			if sock == "" {
+				sock = ctl.DefaultSocket
+			}
+			res, err := daemon.Down(sock)
+			if err != nil {
+				return fmt.Errorf("down: %w", err)
+			}
+			if e.json {
+				return e.printJSON(res)
+			}
+			if !res.Found {
+				fmt.Fprintf(e.stdout, "nothing to remove: no persisted datapath for %s in this namespace (%s)\n", sock, res.PinDir)
+				return nil
+			}
+			for _, d := range res.Detached {
+				fmt.Fprintln(e.stdout, d)
+			}
+			for _, p := range res.PeersRestored {
+				fmt.Fprintf(e.stdout, "restored veth peer %s\n", p)
+			}
+			fmt.Fprintf(e.stdout, "removed %s\n", res.PinDir)
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&cfgPath, "config", "c", "", "the daemon's config file, for its socket")
+	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	return c
 }
 
@@ -165,6 +240,9 @@ func (e *env) showCmd() *cobra.Command {
 			}
 			if e.json {
 				return e.printJSON(st)
+			}
+			if st.Persist {
+				fmt.Fprintf(e.stdout, "persist: the datapath outlives the daemon, pinned at %s\n", st.PinDir)
 			}
 			for _, b := range st.Bridges {
 				fmt.Fprintf(e.stdout, "bridge %s (id %d): %d entries, max %d, aging %gs\n", b.Name, b.ID, b.Entries, b.MaxEntries, b.AgingSeconds)

@@ -18,6 +18,7 @@ type TrestleTrBridge struct {
 	Nports     uint32
 	MaxEntries uint32
 	Ports      [64]TrestleTrBridgePort
+	Name       [16]int8
 }
 
 type TrestleTrBridgePort struct {
@@ -73,6 +74,7 @@ type TrestleTrFdbFlags uint32
 
 const (
 	TrestleTrFdbFlagsTR_FDB_STATIC TrestleTrFdbFlags = 1
+	TrestleTrFdbFlagsTR_FDB_USER   TrestleTrFdbFlags = 2
 )
 
 type TrestleTrFdbKey struct {
@@ -97,6 +99,7 @@ const (
 	TrestleTrLimitsTR_MAX_PORTS        TrestleTrLimits = 256
 	TrestleTrLimitsTR_MAX_BRIDGE_PORTS TrestleTrLimits = 64
 	TrestleTrLimitsTR_PORT_DIRECT      TrestleTrLimits = 65536
+	TrestleTrLimitsTR_NAME_LEN         TrestleTrLimits = 16
 )
 
 type TrestleTrPort struct {
@@ -122,13 +125,16 @@ type TrestleTrPortStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	TrestleMapBridgeLive    = "bridge_live"
 	TrestleMapBridgeMacs    = "bridge_macs"
+	TrestleMapBridgeMacsDel = "bridge_macs_del"
 	TrestleMapBridges       = "bridges"
 	TrestleMapCpuCache      = "cpu_cache"
 	TrestleMapFdb           = "fdb"
 	TrestleMapFloods        = "floods"
 	TrestleMapPortIndex     = "port_index"
 	TrestleMapPortMacs      = "port_macs"
+	TrestleMapPortMacsDel   = "port_macs_del"
 	TrestleMapPorts         = "ports"
 	TrestleMapStats         = "stats"
 	TrestleMapTxPorts       = "tx_ports"
@@ -192,16 +198,19 @@ type TrestleProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TrestleMapSpecs struct {
-	BridgeMacs *ebpf.MapSpec `ebpf:"bridge_macs"`
-	Bridges    *ebpf.MapSpec `ebpf:"bridges"`
-	CpuCache   *ebpf.MapSpec `ebpf:"cpu_cache"`
-	Fdb        *ebpf.MapSpec `ebpf:"fdb"`
-	Floods     *ebpf.MapSpec `ebpf:"floods"`
-	PortIndex  *ebpf.MapSpec `ebpf:"port_index"`
-	PortMacs   *ebpf.MapSpec `ebpf:"port_macs"`
-	Ports      *ebpf.MapSpec `ebpf:"ports"`
-	Stats      *ebpf.MapSpec `ebpf:"stats"`
-	TxPorts    *ebpf.MapSpec `ebpf:"tx_ports"`
+	BridgeLive    *ebpf.MapSpec `ebpf:"bridge_live"`
+	BridgeMacs    *ebpf.MapSpec `ebpf:"bridge_macs"`
+	BridgeMacsDel *ebpf.MapSpec `ebpf:"bridge_macs_del"`
+	Bridges       *ebpf.MapSpec `ebpf:"bridges"`
+	CpuCache      *ebpf.MapSpec `ebpf:"cpu_cache"`
+	Fdb           *ebpf.MapSpec `ebpf:"fdb"`
+	Floods        *ebpf.MapSpec `ebpf:"floods"`
+	PortIndex     *ebpf.MapSpec `ebpf:"port_index"`
+	PortMacs      *ebpf.MapSpec `ebpf:"port_macs"`
+	PortMacsDel   *ebpf.MapSpec `ebpf:"port_macs_del"`
+	Ports         *ebpf.MapSpec `ebpf:"ports"`
+	Stats         *ebpf.MapSpec `ebpf:"stats"`
+	TxPorts       *ebpf.MapSpec `ebpf:"tx_ports"`
 }
 
 // TrestleVariableSpecs contains global variables before they are loaded into the kernel.
@@ -236,27 +245,33 @@ func (o *TrestleObjects) Close() error {
 //
 // It can be passed to LoadTrestleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TrestleMaps struct {
-	BridgeMacs *ebpf.Map `ebpf:"bridge_macs"`
-	Bridges    *ebpf.Map `ebpf:"bridges"`
-	CpuCache   *ebpf.Map `ebpf:"cpu_cache"`
-	Fdb        *ebpf.Map `ebpf:"fdb"`
-	Floods     *ebpf.Map `ebpf:"floods"`
-	PortIndex  *ebpf.Map `ebpf:"port_index"`
-	PortMacs   *ebpf.Map `ebpf:"port_macs"`
-	Ports      *ebpf.Map `ebpf:"ports"`
-	Stats      *ebpf.Map `ebpf:"stats"`
-	TxPorts    *ebpf.Map `ebpf:"tx_ports"`
+	BridgeLive    *ebpf.Map `ebpf:"bridge_live"`
+	BridgeMacs    *ebpf.Map `ebpf:"bridge_macs"`
+	BridgeMacsDel *ebpf.Map `ebpf:"bridge_macs_del"`
+	Bridges       *ebpf.Map `ebpf:"bridges"`
+	CpuCache      *ebpf.Map `ebpf:"cpu_cache"`
+	Fdb           *ebpf.Map `ebpf:"fdb"`
+	Floods        *ebpf.Map `ebpf:"floods"`
+	PortIndex     *ebpf.Map `ebpf:"port_index"`
+	PortMacs      *ebpf.Map `ebpf:"port_macs"`
+	PortMacsDel   *ebpf.Map `ebpf:"port_macs_del"`
+	Ports         *ebpf.Map `ebpf:"ports"`
+	Stats         *ebpf.Map `ebpf:"stats"`
+	TxPorts       *ebpf.Map `ebpf:"tx_ports"`
 }
 
 func (m *TrestleMaps) Close() error {
 	return _TrestleClose(
+		m.BridgeLive,
 		m.BridgeMacs,
+		m.BridgeMacsDel,
 		m.Bridges,
 		m.CpuCache,
 		m.Fdb,
 		m.Floods,
 		m.PortIndex,
 		m.PortMacs,
+		m.PortMacsDel,
 		m.Ports,
 		m.Stats,
 		m.TxPorts,

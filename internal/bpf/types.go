@@ -19,8 +19,10 @@ const (
 	MaxBridgePorts = int(TrestleTrLimitsTR_MAX_BRIDGE_PORTS)
 	NumDrops       = int(TrestleTrDropReasonTR_DROP__MAX)
 	PortDirect     = uint32(TrestleTrLimitsTR_PORT_DIRECT)
+	NameLen        = int(TrestleTrLimitsTR_NAME_LEN)
 
 	FDBStatic = uint16(TrestleTrFdbFlagsTR_FDB_STATIC)
+	FDBUser   = uint16(TrestleTrFdbFlagsTR_FDB_USER)
 )
 
 // dropNames are the drop reasons as they appear in `trestle stats` and metric

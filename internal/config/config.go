@@ -15,6 +15,7 @@
 //
 //	[daemon]
 //	socket = "/run/trestle/trestle.sock"
+//	persist = true        # the datapath outlives the daemon (pinned)
 //
 //	[[bridge]]
 //	name = "br0"          # 1..15 of A-Z a-z 0-9 _ . -, unique
@@ -48,6 +49,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/trestle/trestle/internal/mode"
 )
 
 // Defaults and limits.
@@ -80,6 +83,9 @@ type Config struct {
 // Daemon holds settings of the daemon process.
 type Daemon struct {
 	Socket string // DefaultSocket when the file has none
+	// Persist pins the datapath, so that it keeps forwarding when the
+	// daemon exits, and a new daemon adopts it.
+	Persist bool
 }
 
 // Bridge is one learning switch.
@@ -95,9 +101,9 @@ type Bridge struct {
 // Port attaches one interface to a bridge.
 type Port struct {
 	Interface string
-	Mode      string // "auto", "xdp" or "tc"
-	MaxMACs   int    // key max_macs; 0 = unlimited
-	Line      int    // line of the [[bridge.port]] header
+	Mode      mode.Mode // auto, xdp or tc
+	MaxMACs   int       // key max_macs; 0 = unlimited
+	Line      int       // line of the [[bridge.port]] header
 }
 
 // Static is an FDB entry that is never learned over nor aged out.
@@ -214,6 +220,12 @@ func (c *checker) daemon(v *value, d *Daemon) {
 	for _, k := range v.keys {
 		f, kv := "daemon."+k, v.vals[k]
 		switch k {
+		case "persist":
+			if kv.kind != unstable.Bool {
+				c.errorf(kv.line, f, "must be true or false")
+			} else {
+				d.Persist = kv.data == "true"
+			}
 		case "socket":
 			s, ok := c.str(kv, f)
 			switch {
@@ -367,7 +379,7 @@ func (c *checker) ports(t, v *value, field, label string) ([]Port, map[string]bo
 }
 
 func (c *checker) port(t *value, field, bridge string) Port {
-	p := Port{Mode: "auto", Line: t.line}
+	p := Port{Mode: mode.Auto, Line: t.line}
 	for _, k := range t.keys {
 		f, v := field+"."+k, t.vals[k]
 		switch k {
@@ -391,10 +403,10 @@ func (c *checker) port(t *value, field, bridge string) Port {
 			}
 		case "mode":
 			if s, ok := c.str(v, f); ok {
-				if s == "auto" || s == "xdp" || s == "tc" {
-					p.Mode = s
+				if m, err := mode.Parse(s); err == nil {
+					p.Mode = m
 				} else {
-					c.errorf(v.line, f, "%q is not one of auto, xdp, tc", s)
+					c.errorf(v.line, f, "%v", err)
 				}
 			}
 		case "max_macs":

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -83,7 +84,10 @@ type PortStats struct {
 
 // Status is `trestle show --json`.
 type Status struct {
-	Config  string         `json:"config"`
+	Config string `json:"config"`
+	// Persist: the datapath outlives the daemon, pinned at PinDir.
+	Persist bool           `json:"persist"`
+	PinDir  string         `json:"pin_dir,omitempty"`
 	Bridges []BridgeStatus `json:"bridges"`
 	// Unattached counts frames that reached the datapath on no port: drops by reason.
 	Unattached map[string]uint64 `json:"unattached_drops,omitempty"`
@@ -101,13 +105,16 @@ type BridgeStatus struct {
 type PortStatus struct {
 	Interface string `json:"interface"`
 	Ifindex   int    `json:"ifindex"`
-	State     string `json:"state"` // "up": attached and forwarding; "down": see Reason
-	Mode      string `json:"mode"`  // "xdp" or "tc" as attached; the configured mode when down
-	Config    string `json:"config_mode"`
-	Reason    string `json:"reason"` // why this mode, or why down
-	MaxMACs   int    `json:"max_macs"`
-	MACs      int    `json:"macs"`
-	Peer      string `json:"peer,omitempty"` // what the daemon did to the veth peer
+	// State is "up" (attached and forwarding), "link-down" (attached, but
+	// the interface is down or has no carrier: out of floods, no entries)
+	// or "down" (not attached: see Reason).
+	State   string `json:"state"`
+	Mode    string `json:"mode"` // "xdp" or "tc" as attached; the configured mode when down
+	Config  string `json:"config_mode"`
+	Reason  string `json:"reason"` // why this mode, or why down
+	MaxMACs int    `json:"max_macs"`
+	MACs    int    `json:"macs"`
+	Peer    string `json:"peer,omitempty"` // what the daemon did to the veth peer
 }
 
 // Handler answers one request; the error becomes Response.Error.
@@ -119,26 +126,49 @@ type Server struct {
 	path string
 }
 
-// Listen creates the socket (and its directory), replacing a stale socket file
-// but refusing to take over one a live daemon is answering on.
+// Listen creates the socket (and its directory). It replaces a stale socket
+// file, never anything else (a mistyped path must not delete a file), and
+// refuses to take over a socket a live daemon answers on. The socket is
+// created with mode 0600 (a umask while it is bound), so no other user can
+// connect, not even for a moment.
 func Listen(path string) (*Server, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("control socket %s: another daemon is listening there", path)
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("control socket %s: a %s is there, not a socket: choose another path (it is not removed)", path, kind(fi))
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("control socket %s: another daemon is listening there", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("control socket %s: remove the stale socket: %w", path, err)
+		}
 	}
-	_ = os.Remove(path)
+	old := syscall.Umask(0o177)
 	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("control socket %s: %w", path, err)
-	}
+	// The listener unlinks its path when it closes; Close does, once.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	return &Server{ln: ln, path: path}, nil
+}
+
+func kind(fi os.FileInfo) string {
+	switch t := fi.Mode().Type(); {
+	case t == 0:
+		return "regular file"
+	case t&os.ModeDir != 0:
+		return "directory"
+	case t&os.ModeSymlink != 0:
+		return "symbolic link"
+	default:
+		return "file of mode " + t.String()
+	}
 }
 
 // Serve answers requests until ctx is done or Close is called.

@@ -15,7 +15,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
-	"github.com/trestle/trestle/internal/progrun"
 	"github.com/trestle/trestle/internal/testutil"
 )
 
@@ -31,13 +30,13 @@ const (
 	tcRedirect  = 7
 )
 
-type mode struct {
+type tmode struct {
 	name     string
 	drop     uint32
 	redirect uint32
 }
 
-var modes = []mode{
+var modes = []tmode{
 	{"xdp", xdpDrop, xdpRedirect},
 	{"tc", tcShot, tcRedirect},
 }
@@ -65,11 +64,11 @@ type rig struct {
 	t    testing.TB
 	ns   *testutil.NS
 	dp   *Datapath
-	m    mode
+	m    tmode
 	port [4]uint32 // ifindex by slot; [0] is the stranger
 }
 
-func newRig(t testing.TB, m mode, maxEntries uint32, maxMACs [4]uint32) *rig {
+func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 	testutil.RequireRoot(t)
 	ns := testutil.NewNS(t, testutil.Prefix()+"dp")
 	r := &rig{t: t, ns: ns, m: m}
@@ -110,12 +109,16 @@ func newRig(t testing.TB, m mode, maxEntries uint32, maxMACs [4]uint32) *rig {
 			}
 			ports = append(ports, p)
 		}
-		return dp.SetBridge(1, maxEntries, ports)
+		return dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: maxEntries, Ports: ports})
 	})
 	if err != nil {
 		t.Fatalf("set up rig: %v", err)
 	}
-	t.Cleanup(func() { r.dp.Close() })
+	t.Cleanup(func() {
+		if r.dp != nil {
+			r.dp.Close()
+		}
+	})
 	return r
 }
 
@@ -192,7 +195,7 @@ func (r *rig) wantVerdict(got, want uint32, what string) {
 	}
 }
 
-func forEachMode(t *testing.T, f func(t *testing.T, m mode)) {
+func forEachMode(t *testing.T, f func(t *testing.T, m tmode)) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) { f(t, m) })
 	}
@@ -220,7 +223,7 @@ func TestDropReasons(t *testing.T) {
 		{"stp", 1, frame(net.HardwareAddr{0x01, 0x80, 0xc2, 0, 0, 0}, macA, 0x0026, 46), tbpf.TrestleTrDropReasonTR_DROP_RESERVED, false},
 		{"lldp", 1, frame(net.HardwareAddr{0x01, 0x80, 0xc2, 0, 0, 0x0e}, macA, 0x88cc, 46), tbpf.TrestleTrDropReasonTR_DROP_RESERVED, false},
 	}
-	forEachMode(t, func(t *testing.T, m mode) {
+	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 1024, [4]uint32{})
 		for _, c := range cases {
 			if c.notTC && m.name == "tc" {
@@ -241,7 +244,7 @@ func TestDropReasons(t *testing.T) {
 }
 
 func TestLearnFloodForward(t *testing.T) {
-	forEachMode(t, func(t *testing.T, m mode) {
+	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 1024, [4]uint32{})
 
 		// Unknown unicast from A on port 1: learned, flooded to 2 and 3.
@@ -291,7 +294,7 @@ func TestLearnFloodForward(t *testing.T) {
 }
 
 func TestRefreshIsNotAWrite(t *testing.T) {
-	forEachMode(t, func(t *testing.T, m mode) {
+	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 1024, [4]uint32{})
 		r.run(1, ipv4(macB, macA))
 		e1, _ := r.lookup(macA)
@@ -306,7 +309,7 @@ func TestRefreshIsNotAWrite(t *testing.T) {
 }
 
 func TestMoveAndStatic(t *testing.T) {
-	forEachMode(t, func(t *testing.T, m mode) {
+	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 1024, [4]uint32{})
 		r.run(1, ipv4(macB, macA))
 		r.wantVerdict(r.run(2, ipv4(macB, macA)), m.redirect, "moved source")
@@ -343,7 +346,7 @@ func TestMoveAndStatic(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	forEachMode(t, func(t *testing.T, m mode) {
+	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 3, [4]uint32{0, 1, 0, 0})
 		// Port 1 may hold one address.
 		r.wantVerdict(r.run(1, ipv4(bcast, macA)), m.redirect, "first address")
@@ -379,7 +382,7 @@ func TestDropNamesComplete(t *testing.T) {
 }
 
 func TestDelPortUnknownIsNoError(t *testing.T) {
-	forEachMode(t, func(t *testing.T, m mode) {
+	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 16, [4]uint32{})
 		err := r.ns.Do(func() error { return r.dp.DelPort(r.port[0], 0) })
 		if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -398,7 +401,7 @@ func tagged(dst, src net.HardwareAddr, vid uint16) []byte {
 // An address is learned per VLAN: the same MAC in two VLANs is two entries,
 // and a destination known only in another VLAN is unknown here.
 func TestLearningPerVLAN(t *testing.T) {
-	forEachMode(t, func(t *testing.T, m mode) {
+	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 1024, [4]uint32{})
 		r.wantVerdict(r.run(1, tagged(macB, macA, 10)), m.redirect, "tagged unknown unicast")
 		r.wantVerdict(r.run(2, tagged(macB, macA, 20)), m.redirect, "same MAC in another VLAN")
@@ -435,7 +438,7 @@ func TestLearningPerVLAN(t *testing.T) {
 // a deleted entry is learned again by the next frame, and a station that
 // moves back and forth is seen moving every time.
 func TestLearningCacheHidesNothing(t *testing.T) {
-	forEachMode(t, func(t *testing.T, m mode) {
+	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 1024, [4]uint32{})
 		for i := 0; i < 3; i++ {
 			r.run(1, ipv4(bcast, macA))
@@ -444,7 +447,7 @@ func TestLearningCacheHidesNothing(t *testing.T) {
 			t.Fatalf("A learned %d times from one port, want 1", s.Learned)
 		}
 		// The control plane deletes A (a flush, aging, trestle fdb del).
-		if err := r.ns.Do(func() error { return r.dp.DelFDB(1, 0, macA) }); err != nil {
+		if err := r.ns.Do(func() error { _, err := r.dp.DelFDB(1, 0, macA); return err }); err != nil {
 			t.Fatal(err)
 		}
 		r.run(1, ipv4(bcast, macA))
@@ -490,7 +493,7 @@ func TestLearningCacheHidesNothing(t *testing.T) {
 		to("to B on port 3 again (from the memo)", 3, false)
 		r.run(2, ipv4(bcast, macB))
 		to("to B after it moved to port 2", 2, false)
-		if err := r.ns.Do(func() error { return r.dp.DelFDB(1, 0, macB) }); err != nil {
+		if err := r.ns.Do(func() error { _, err := r.dp.DelFDB(1, 0, macB); return err }); err != nil {
 			t.Fatal(err)
 		}
 		to("to B after its entry was deleted", 0, true)
@@ -508,7 +511,7 @@ func TestLearningCacheHidesNothing(t *testing.T) {
 
 // A port whose ifindex is above the index array's range is found by hash.
 func TestLargeIfindex(t *testing.T) {
-	forEachMode(t, func(t *testing.T, m mode) {
+	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 1024, [4]uint32{})
 		const big = 70000
 		err := r.ns.Do(func() error {
@@ -598,19 +601,10 @@ func BenchmarkPipeline(b *testing.B) {
 func (r *rig) bench(slot int, data []byte, n int) time.Duration {
 	var per time.Duration
 	err := r.ns.Do(func() error {
-		prog := r.dp.XDPProgram()
-		ctx := make([]byte, 24)
-		binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
-		binary.LittleEndian.PutUint32(ctx[12:], r.port[slot])
-		if r.m.name == "tc" {
-			prog = r.dp.TCProgram()
-			ctx = make([]byte, 44)
-			binary.LittleEndian.PutUint32(ctx[40:], r.port[slot])
-		}
 		// The library's Benchmark takes no context, and the ingress
-		// interface is in the context: issue the test run directly.
+		// interface is in the context: runRepeat issues the test run directly.
 		var err error
-		per, err = progrun.Run(prog.FD(), progrun.Options{Data: data, Context: ctx, Repeat: uint32(n)})
+		per, err = r.runRepeat(slot, data, uint32(n))
 		return err
 	})
 	if err != nil {

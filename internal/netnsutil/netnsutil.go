@@ -12,6 +12,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // FindByID finds a namespace by its id as seen from this namespace: first
@@ -50,6 +51,18 @@ func Do(path string, f func() error) error {
 	if path == "" {
 		return f()
 	}
+	target, err := netns.GetFromPath(path)
+	if err != nil {
+		return fmt.Errorf("open namespace %s: %w", path, err)
+	}
+	defer target.Close()
+	return DoHandle(target, f)
+}
+
+// DoHandle runs f in the namespace that h holds open. A handle names one
+// namespace for as long as it is open, whatever happens to the path or the
+// process it was opened from.
+func DoHandle(h netns.NsHandle, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -61,14 +74,8 @@ func Do(path string, f func() error) error {
 			return
 		}
 		defer orig.Close()
-		target, err := netns.GetFromPath(path)
-		if err != nil {
-			errc <- fmt.Errorf("open namespace %s: %w", path, err)
-			return
-		}
-		defer target.Close()
-		if err := netns.Set(target); err != nil {
-			errc <- fmt.Errorf("enter namespace %s: %w", path, err)
+		if err := netns.Set(h); err != nil {
+			errc <- fmt.Errorf("enter namespace %s: %w", h, err)
 			return
 		}
 		ferr := f()
@@ -78,6 +85,15 @@ func Do(path string, f func() error) error {
 		errc <- ferr
 	}()
 	return <-errc
+}
+
+// Inode identifies a namespace: its device and inode numbers.
+func Inode(h netns.NsHandle) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(h), &st); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), nil
 }
 
 // PeerMAC returns the hardware address of a veth's peer, wherever it lives.

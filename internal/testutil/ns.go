@@ -223,7 +223,37 @@ const stopGrace = 5 * time.Second
 // The command also gets SIGKILL if the test binary dies without cleaning up.
 func (n *NS) Start(t testing.TB, name string, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{Cmd: n.command(name, args...), Out: &SafeBuffer{}, done: make(chan struct{})}
+	return n.start(t, n.command(name, args...))
+}
+
+// StartNetOnly is Start, but the command joins only the network namespace
+// (nsenter --net), keeping the test's mount namespace: `ip netns exec`
+// mounts a /sys of its own, which hides the host's BPF filesystem that a
+// daemon with persist pins to.
+func (n *NS) StartNetOnly(t testing.TB, name string, args ...string) *Proc {
+	t.Helper()
+	return n.start(t, n.netOnly(name, args...))
+}
+
+// ExecNetOnly is Exec with only the network namespace joined (see
+// StartNetOnly).
+func (n *NS) ExecNetOnly(name string, args ...string) (string, error) {
+	out, err := n.netOnly(name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("netns %s: %s %s: %w: %s",
+			n.Name, name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
+func (n *NS) netOnly(name string, args ...string) *exec.Cmd {
+	return exec.Command("nsenter", append([]string{"--net=" + n.Path, "--", name}, args...)...)
+}
+
+func (n *NS) start(t testing.TB, cmd *exec.Cmd) *Proc {
+	t.Helper()
+	name := cmd.Args[0]
+	p := &Proc{Cmd: cmd, Out: &SafeBuffer{}, done: make(chan struct{})}
 	p.Cmd.Stdout = p.Out
 	p.Cmd.Stderr = p.Out
 	// A grandchild holding the output pipe must not block Wait forever.

@@ -1,0 +1,305 @@
+package main
+
+// End-to-end tests of persistence: a stream through the bridge while the
+// daemon is killed, stopped, and replaced by another build, and what
+// `trestle down` leaves. Daemons with persist run with only the network
+// namespace joined (nsenter --net): `ip netns exec` mounts a /sys of its
+// own, which hides the BPF filesystem they pin to.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/testutil"
+)
+
+// variantBin is trestle built with another switch program: the memos of
+// bpf/lib/fdb.h taken out (a different program, the same maps), embedded
+// through `go build -overlay`. It stands for "a newer build" in upgrade
+// tests.
+var variantBin = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "trestle-variant")
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(dir, "bpf")
+	if out, err := exec.Command("cp", "-r", "../../bpf", src).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("copy bpf: %v %s", err, out)
+	}
+	fdbH := filepath.Join(src, "lib", "fdb.h")
+	b, err := os.ReadFile(fdbH)
+	if err != nil {
+		return "", err
+	}
+	s := string(b)
+	for _, r := range [][2]string{
+		{"return m->ifindex == ifindex &&", "return 0 && m->ifindex == ifindex &&"},
+		{"if (m && m->gen == v->gen", "if (0 && m && m->gen == v->gen"},
+	} {
+		if !strings.Contains(s, r[0]) {
+			return "", fmt.Errorf("variant: %q is not in bpf/lib/fdb.h any more; update the test", r[0])
+		}
+		s = strings.Replace(s, r[0], r[1], 1)
+	}
+	if err := os.WriteFile(fdbH, []byte(s), 0o644); err != nil {
+		return "", err
+	}
+	obj := filepath.Join(dir, "trestle_bpfel.o")
+	cc := exec.Command("clang", "-O2", "-g", "-Wall", "-Werror", "-target", "bpfel", "-I"+filepath.Join(src, "include"), "-I"+src,
+		"-I/usr/include/x86_64-linux-gnu", "-c", filepath.Join(src, "trestle.c"), "-o", obj)
+	if out, err := cc.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("clang: %v %s", err, out)
+	}
+	embedded, err := filepath.Abs("../../internal/bpf/trestle_bpfel.o")
+	if err != nil {
+		return "", err
+	}
+	overlay := filepath.Join(dir, "overlay.json")
+	ov, _ := json.Marshal(map[string]any{"Replace": map[string]string{embedded: obj}})
+	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "trestle-variant")
+	if out, err := exec.Command("go", "build", "-overlay", overlay, "-ldflags", "-X main.version=test-variant", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the variant: %v %s", err, out)
+	}
+	return bin, nil
+})
+
+// persistLab is a swlab whose daemon runs with persist.
+func newPersistLab(t *testing.T, n int, portExtra func(int) string) *swlab {
+	l := newSwlab(t, n)
+	testutil.RequireBPFFS(t)
+	testutil.RequireCmd(t, "nsenter")
+	l.writeConfig(strings.Replace(l.config("", portExtra), "[daemon]\n", "[daemon]\npersist = true\n", 1))
+	// Whatever happens to the test, nothing pinned is left behind.
+	t.Cleanup(func() {
+		if l.daemon != nil {
+			_ = l.daemon.Stop()
+		}
+		if out, err := l.sw.ExecNetOnly(trestleBin, "down", "--socket", l.sock); err != nil {
+			t.Errorf("cleanup: trestle down: %v %s", err, out)
+		}
+	})
+	return l
+}
+
+// startNet starts bin as the daemon with only the network namespace joined
+// and waits for its socket.
+func (l *swlab) startNet(bin string) {
+	l.t.Helper()
+	l.daemon = l.sw.StartNetOnly(l.t, bin, "run", "--config", l.cfg, "--socket", l.sock)
+	l.waitSocket()
+}
+
+func (l *swlab) waitSocket() {
+	l.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := ctl.Call(l.sock, ctl.Request{Cmd: ctl.CmdShow}, nil); err == nil {
+			return
+		}
+		select {
+		case <-l.daemon.Done():
+			l.t.Fatalf("daemon exited: %v\n%s", l.daemon.Err(), l.daemon.Out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	l.t.Fatalf("daemon did not open %s\n%s", l.sock, l.daemon.Out.String())
+}
+
+// signal stops the daemon with sig and waits for it.
+func (l *swlab) signal(sig syscall.Signal) string {
+	l.t.Helper()
+	if err := l.daemon.Cmd.Process.Signal(sig); err != nil {
+		l.t.Fatal(err)
+	}
+	select {
+	case <-l.daemon.Done():
+	case <-time.After(10 * time.Second):
+		l.t.Fatalf("daemon did not stop on %v", sig)
+	}
+	return l.daemon.Out.String()
+}
+
+func (l *swlab) startSinkOn(i int) *testutil.Proc {
+	l.t.Helper()
+	p := l.host(i).Start(l.t, trestleBin, "sink", "--dev", "eth0", "--json")
+	deadline := time.Now().Add(10 * time.Second)
+	for !xdpAttached(l.t, l.host(i), "eth0") || !strings.Contains(p.Out.String(), "") {
+		if time.Now().After(deadline) {
+			l.t.Fatalf("sink on h%d did not attach\n%s", i, p.Out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p
+}
+
+func stopSinkProc(t *testing.T, p *testutil.Proc) SinkSummary {
+	t.Helper()
+	_ = p.Cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("sink did not stop\n%s", p.Out.String())
+	}
+	var s SinkSummary
+	if err := json.Unmarshal([]byte(p.Out.String()), &s); err != nil {
+		t.Fatalf("sink --json: %v\n%s", err, p.Out.String())
+	}
+	return s
+}
+
+// TestPersistRestart: with persist, a stream h1 -> h2 loses no frame while
+// the daemon is killed with SIGKILL and restarted, stopped with SIGTERM and
+// restarted, and replaced by another build and back; h3 sees none of it (a
+// forgotten table would flood); the table keeps its entries and their ages,
+// the counters go on; and `trestle down` leaves no program, no pin, and the
+// peers as they were.
+func TestPersistRestart(t *testing.T) {
+	testutil.RequireCmd(t, "clang")
+	variant, err := variantBin()
+	if err != nil {
+		t.Fatalf("build a variant of trestle: %v", err)
+	}
+	for _, mode := range []string{"xdp", "tc"} {
+		t.Run(mode, func(t *testing.T) {
+			l := newPersistLab(t, 3, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
+			l.startNet(trestleBin)
+			l.pingAll()
+			// A station that speaks once, behind h3: its entry's age
+			// must run on through the restarts.
+			quietMAC := net.HardwareAddr{0x02, 0x99, 0, 0, 0, 3}
+			if err := l.host(3).RawSend("eth0", marked(hostMAC(1), quietMAC, "quiet")); err != nil {
+				t.Fatal(err)
+			}
+			pinged := time.Now()
+			rx0 := l.stats(portName(1)).RxPackets
+			st := l.show()
+			if !st.Persist || !strings.HasPrefix(st.PinDir, "/sys/fs/bpf/trestle/") {
+				t.Fatalf("show: persist %v pinned at %q", st.Persist, st.PinDir)
+			}
+			pinDir := st.PinDir
+
+			sink2, sink3 := l.startSinkOn(2), l.startSinkOn(3)
+			gen := l.host(1).Start(t, trestleBin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", hostMAC(2).String(),
+				"--rate", "20000", "--duration", "9s", "--json")
+			step := func(what string, f func()) {
+				time.Sleep(1500 * time.Millisecond)
+				t.Logf("%s", what)
+				f()
+			}
+			step("kill -9 and restart", func() {
+				l.signal(syscall.SIGKILL)
+				l.startNet(trestleBin)
+			})
+			step("SIGTERM and restart", func() {
+				l.signal(syscall.SIGTERM)
+				l.startNet(trestleBin)
+			})
+			step("replace by another build", func() {
+				l.signal(syscall.SIGTERM)
+				l.startNet(variant)
+			})
+			step("and back", func() {
+				out := l.signal(syscall.SIGTERM)
+				if !strings.Contains(out, "moved to this daemon's program in place") || !strings.Contains(out, "adopted the pinned datapath") {
+					t.Errorf("the other build did not adopt the datapath and move its links:\n%s", out)
+				}
+				l.startNet(trestleBin)
+			})
+			select {
+			case <-gen.Done():
+			case <-time.After(20 * time.Second):
+				t.Fatal("generator did not finish")
+			}
+			var g genSummary
+			if err := json.Unmarshal([]byte(gen.Out.String()), &g); err != nil || g.Sent == 0 {
+				t.Fatalf("gen: %v\n%s", err, gen.Out.String())
+			}
+			time.Sleep(300 * time.Millisecond)
+			s2, s3 := stopSinkProc(t, sink2), stopSinkProc(t, sink3)
+			if s2.Received != g.Sent || s2.Lost != 0 {
+				t.Errorf("h2 received %d of %d frames (lost %d) across the restarts, want every one", s2.Received, g.Sent, s2.Lost)
+			}
+			if s3.Received != 0 {
+				t.Errorf("h3 got %d of the stream's frames: the table was forgotten and they flooded", s3.Received)
+			}
+			t.Logf("%d frames sent, %d received by h2, %d flooded to h3", g.Sent, s2.Received, s3.Received)
+
+			// The table from before, with its ages.
+			for i := 1; i <= 3; i++ {
+				if e, ok := l.fdbEntry(hostMAC(i)); !ok || e.Port != portName(i) {
+					t.Errorf("h%d's entry after the restarts: %+v (found %v)", i, e, ok)
+				}
+			}
+			e3, ok := l.fdbEntry(quietMAC)
+			if !ok || e3.Port != portName(3) {
+				t.Fatalf("the quiet station's entry after the restarts: %+v (found %v)", e3, ok)
+			}
+			if quiet := time.Since(pinged).Seconds(); e3.AgeSeconds < quiet-1.5 {
+				t.Errorf("the quiet station's entry is %.1fs old, but it spoke %.1fs ago: its age was reset", e3.AgeSeconds, quiet)
+			}
+			if rx := l.stats(portName(1)).RxPackets; rx < rx0+g.Sent {
+				t.Errorf("port-h1 counted %d frames, want at least %d + %d: counters restarted", rx, rx0, g.Sent)
+			}
+
+			// Down: nothing left.
+			l.signal(syscall.SIGTERM)
+			out, err := l.sw.ExecNetOnly(trestleBin, "down", "--socket", l.sock)
+			if err != nil || !strings.Contains(out, "detached") {
+				t.Fatalf("trestle down: %v\n%s", err, out)
+			}
+			l.assertNoPrograms()
+			if _, err := os.Stat(pinDir); !os.IsNotExist(err) {
+				t.Errorf("%s left after down: %v", pinDir, err)
+			}
+			if mode == "xdp" {
+				if out := l.host(1).MustExec(t, "ethtool", "-k", "eth0"); !strings.Contains(out, "tx-checksum-ip-generic: on") {
+					t.Errorf("h1 eth0 TX checksum offload not restored by down:\n%s", out)
+				}
+			}
+		})
+	}
+}
+
+// TestNoPersist: without persist, a killed daemon leaves no program behind;
+// the peers it changed are recorded, and the next daemon, or `trestle down`,
+// gives them back.
+func TestNoPersist(t *testing.T) {
+	l := newSwlab(t, 2)
+	l.writeConfig(l.config("", func(int) string { return "mode = \"xdp\"\n" }))
+	l.start()
+	l.pingAll()
+	l.signal(syscall.SIGKILL)
+	l.assertNoPrograms()
+	if out := l.host(1).MustExec(t, "ethtool", "-k", "eth0"); !strings.Contains(out, "tx-checksum-ip-generic: off") {
+		t.Fatalf("h1's peer should still have TX checksum off after a crash:\n%s", out)
+	}
+	out, err := l.sw.Exec(trestleBin, "down", "--socket", l.sock)
+	if err != nil || !strings.Contains(out, "restored veth peer") {
+		t.Errorf("trestle down after a crash: %v\n%s", err, out)
+	}
+	if out := l.host(1).MustExec(t, "ethtool", "-k", "eth0"); !strings.Contains(out, "tx-checksum-ip-generic: on") {
+		t.Errorf("h1 eth0 TX checksum offload not restored by down:\n%s", out)
+	}
+	// A daemon killed again and started again gives them back itself.
+	l.start()
+	l.signal(syscall.SIGKILL)
+	l.start()
+	if !strings.Contains(l.daemon.Out.String(), "restored a veth peer changed by an earlier daemon") {
+		t.Errorf("the next daemon did not restore the peers of a killed one:\n%s", l.daemon.Out.String())
+	}
+	l.pingAll()
+	l.stop()
+}

@@ -1,0 +1,325 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/datapath"
+)
+
+// handle answers the control socket. A request never panics the daemon: an
+// error is the answer.
+func (d *Daemon) handle(_ context.Context, req ctl.Request) (_ any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error("a control request failed inside the daemon", "cmd", req.Cmd, "panic", r)
+			err = fmt.Errorf("%s: internal error: %v", req.Cmd, r)
+		}
+	}()
+	switch req.Cmd {
+	case ctl.CmdShow:
+		return d.status()
+	case ctl.CmdStats:
+		return d.stats(req.Bridge)
+	case ctl.CmdFDBShow:
+		return d.fdbShow(req.Bridge)
+	case ctl.CmdFDBAdd:
+		return nil, d.fdbAdd(req)
+	case ctl.CmdFDBDel:
+		return nil, d.fdbDel(req)
+	case ctl.CmdFDBFlush:
+		return d.fdbFlush(req)
+	case ctl.CmdReload:
+		return nil, d.Reload()
+	}
+	return nil, fmt.Errorf("unknown command %q", req.Cmd)
+}
+
+func (d *Daemon) sortedBridges(only string) ([]*bridgeState, error) {
+	if only != "" {
+		b, ok := d.bridges[only]
+		if !ok {
+			return nil, errNoBridge(only)
+		}
+		return []*bridgeState{b}, nil
+	}
+	var bs []*bridgeState
+	for _, b := range d.bridges {
+		bs = append(bs, b)
+	}
+	sort.Slice(bs, func(i, j int) bool { return bs[i].id < bs[j].id })
+	return bs, nil
+}
+
+func (d *Daemon) status() (ctl.Status, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := ctl.Status{Config: d.opts.ConfigPath, Persist: d.persist, PinDir: d.dp.PinDir()}
+	es, err := d.dp.FDB()
+	if err != nil {
+		return st, err
+	}
+	entries := map[uint16]int{}
+	for _, e := range es {
+		entries[e.Bridge]++
+	}
+	bs, _ := d.sortedBridges("")
+	for _, b := range bs {
+		bst := ctl.BridgeStatus{Name: b.cfg.Name, ID: b.id, AgingSeconds: b.cfg.Aging.Seconds(), MaxEntries: b.cfg.MaxEntries, Entries: entries[b.id], Ports: []ctl.PortStatus{}}
+		for _, p := range b.ports {
+			ps := ctl.PortStatus{Interface: p.name(), Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state()}
+			if p.mode == "" {
+				ps.Mode = string(p.cfg.Mode)
+			} else {
+				ps.Ifindex = p.ifindex
+				if n, err := d.dp.PortMACs(p.slot); err == nil {
+					ps.MACs = n
+				}
+				if f := d.peers[p.ifindex]; f != nil {
+					ps.Peer = f.String()
+				}
+			}
+			if p.state() == stateLinkDown {
+				ps.Reason = fmt.Sprintf("interface down or without carrier: out of floods, its entries flushed; back when it is up (%s)", p.why)
+			}
+			bst.Ports = append(bst.Ports, ps)
+		}
+		st.Bridges = append(st.Bridges, bst)
+	}
+	if s, err := d.dp.Stats(0); err == nil {
+		st.Unattached = dropMap(s)
+	}
+	return st, nil
+}
+
+func dropMap(s tbpf.PortStats) map[string]uint64 {
+	m := map[string]uint64{}
+	for i, n := range s.Drops {
+		m[tbpf.DropReason(i).String()] = n
+	}
+	return m
+}
+
+func (d *Daemon) stats(only string) ([]ctl.PortStats, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	bs, err := d.sortedBridges(only)
+	if err != nil {
+		return nil, err
+	}
+	out := []ctl.PortStats{}
+	for _, b := range bs {
+		for _, p := range b.ports {
+			s, err := d.dp.Stats(p.slot)
+			if err != nil {
+				return nil, fmt.Errorf("bridge %q: port %q: %w", b.cfg.Name, p.name(), err)
+			}
+			m := string(p.mode)
+			if p.mode == "" {
+				m = stateDown
+			}
+			out = append(out, ctl.PortStats{
+				Bridge: b.cfg.Name, Port: p.name(), Mode: m,
+				RxPackets: s.RxPackets, RxBytes: s.RxBytes, TxPackets: s.TxPackets, TxBytes: s.TxBytes,
+				Flooded: s.Flooded, Learned: s.Learned, Moved: s.Moved, Drops: dropMap(s),
+			})
+		}
+	}
+	return out, nil
+}
+
+func (d *Daemon) fdbShow(only string) ([]ctl.FDBEntry, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	bs, err := d.sortedBridges(only)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[uint16]*bridgeState{}
+	for _, b := range bs {
+		byID[b.id] = b
+	}
+	es, err := d.dp.FDB()
+	if err != nil {
+		return nil, err
+	}
+	out := []ctl.FDBEntry{}
+	for _, e := range es {
+		b := byID[e.Bridge]
+		if b == nil {
+			continue
+		}
+		port := ""
+		if p := b.portBySlot(e.Slot); p != nil {
+			port = p.name()
+		}
+		age := 0.0
+		if !e.Static {
+			age = e.Age.Round(time.Millisecond).Seconds()
+		}
+		out = append(out, ctl.FDBEntry{Bridge: b.cfg.Name, MAC: e.MAC.String(), VLAN: e.VLAN, Port: port, Static: e.Static, AgeSeconds: age})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Bridge != out[j].Bridge {
+			return out[i].Bridge < out[j].Bridge
+		}
+		if out[i].VLAN != out[j].VLAN {
+			return out[i].VLAN < out[j].VLAN
+		}
+		return out[i].MAC < out[j].MAC
+	})
+	return out, nil
+}
+
+func parseMAC(s string) (net.HardwareAddr, error) {
+	mac, err := net.ParseMAC(s)
+	if err != nil || len(mac) != 6 {
+		return nil, fmt.Errorf("%q is not a MAC address like 02:00:00:00:00:01", s)
+	}
+	return mac, nil
+}
+
+// entryOf finds the bridge and address of an fdb add or del request, and
+// refuses an address the config holds static (what to do says how).
+func (d *Daemon) entryOf(req ctl.Request, what string) (*bridgeState, net.HardwareAddr, error) {
+	b, ok := d.bridges[req.Bridge]
+	if !ok {
+		return nil, nil, errNoBridge(req.Bridge)
+	}
+	mac, err := parseMAC(req.MAC)
+	if err != nil {
+		return nil, nil, err
+	}
+	k := staticKey(config.Static{MAC: mac, VLAN: req.VLAN})
+	for _, cs := range b.cfg.Static {
+		if staticKey(cs) == k {
+			return nil, nil, fmt.Errorf("%s vlan %d is a static entry of the config (line %d): %s", mac, req.VLAN, cs.Line, what)
+		}
+	}
+	return b, mac, nil
+}
+
+// fdbAdd writes a static entry from the CLI. It is not in the config: a
+// reload keeps it, and so does a restart with persist (the table marks it as
+// the CLI's); without persist a restart forgets it.
+func (d *Daemon) fdbAdd(req ctl.Request) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, mac, err := d.entryOf(req, "change it there")
+	if err != nil {
+		return err
+	}
+	if mac[0]&1 != 0 || net.HardwareAddr(make([]byte, 6)).String() == mac.String() {
+		return fmt.Errorf("%s: a static entry needs a unicast address", mac)
+	}
+	if req.VLAN > 4094 {
+		return fmt.Errorf("vlan %d: must be 0..4094", req.VLAN)
+	}
+	p := b.port(req.Port)
+	if p == nil {
+		return fmt.Errorf("%q is not a port of bridge %q", req.Port, b.cfg.Name)
+	}
+	st := config.Static{MAC: mac, Port: req.Port, VLAN: req.VLAN}
+	k := staticKey(st)
+	if _, ok := b.cliStatics[k]; !ok && len(b.cliStatics) >= maxCLIStatics {
+		return fmt.Errorf("bridge %q holds %d static entries from the CLI, the most it may: put them in the config", b.cfg.Name, maxCLIStatics)
+	}
+	if p.mode == "" {
+		b.cliStatics[k] = st
+		return fmt.Errorf("port %q is down (%s): the entry is kept and written when it comes up", req.Port, p.why)
+	}
+	e := datapath.FDBEntry{Bridge: b.id, VLAN: st.VLAN, MAC: mac, Ifindex: uint32(p.ifindex), Slot: p.slot, Static: true, User: true}
+	if err := d.dp.AddFDB(e); err != nil {
+		return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
+	}
+	b.cliStatics[k] = st
+	b.written[k] = staticEntry{Static: st, Ifindex: p.ifindex, Slot: p.slot, User: true}
+	return nil
+}
+
+// fdbDel deletes an entry, learned or static (from the CLI); its room on
+// the port and in the bridge is free at once.
+func (d *Daemon) fdbDel(req ctl.Request) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, mac, err := d.entryOf(req, "remove it there and reload")
+	if err != nil {
+		return err
+	}
+	k := staticKey(config.Static{MAC: mac, VLAN: req.VLAN})
+	_, wasCLI := b.cliStatics[k]
+	delete(b.cliStatics, k)
+	delete(b.written, k)
+	if _, err := d.dp.DelFDB(b.id, req.VLAN, mac); err != nil {
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			if wasCLI {
+				return nil
+			}
+			return fmt.Errorf("bridge %q has no entry for %s in vlan %d", b.cfg.Name, mac, req.VLAN)
+		}
+		return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
+	}
+	return nil
+}
+
+// FlushResult says how many learned entries a flush removed.
+type FlushResult struct {
+	Removed int `json:"removed"`
+}
+
+// fdbFlush removes learned entries (of one bridge, or one port); static
+// entries stay.
+func (d *Daemon) fdbFlush(req ctl.Request) (FlushResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var res FlushResult
+	bs, err := d.sortedBridges(req.Bridge)
+	if err != nil {
+		return res, err
+	}
+	ids := map[uint16]*bridgeState{}
+	for _, b := range bs {
+		ids[b.id] = b
+	}
+	var slot uint16
+	if req.Port != "" {
+		var found *portState
+		for _, b := range bs {
+			if p := b.port(req.Port); p != nil {
+				found = p
+			}
+		}
+		if found == nil {
+			return res, fmt.Errorf("%q is not a port", req.Port)
+		}
+		slot = found.slot
+	}
+	es, err := d.dp.FDB()
+	if err != nil {
+		return res, err
+	}
+	var errs []error
+	for _, e := range es {
+		if e.Static || ids[e.Bridge] == nil || (slot != 0 && e.Slot != slot) {
+			continue
+		}
+		if _, err := d.dp.DelFDB(e.Bridge, e.VLAN, e.MAC); err == nil {
+			res.Removed++
+		} else if !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("flush: %d removed, then: %w", res.Removed, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,86 @@
+package daemon
+
+import (
+	"net"
+	"time"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/mode"
+)
+
+// Dataplane is the loaded switch as the daemon drives it: the real one is
+// internal/datapath; the unit tests of reconcile use a fake that can fail on
+// demand.
+type Dataplane interface {
+	SetPort(datapath.PortInfo) error
+	DelPort(ifindex uint32, slot uint16) error
+	ResetPort(slot uint16) error
+	SetBridge(datapath.BridgeInfo) error
+	DelBridge(id uint16) error
+	ResetBridge(id uint16) error
+
+	FDB() ([]datapath.FDBEntry, error)
+	AddFDB(datapath.FDBEntry) error
+	DelFDB(bridge, vlan uint16, mac net.HardwareAddr) (datapath.FDBEntry, error)
+	AgeOut(bridge, vlan uint16, mac net.HardwareAddr, aging time.Duration) (bool, error)
+
+	Stats(slot uint16) (tbpf.PortStats, error)
+	PortMACs(slot uint16) (int, error)
+
+	Attach(ifindex int, m mode.Mode) (Attachment, error)
+	// Upgrade moves an attachment to this dataplane's program in place;
+	// false when it runs it already.
+	Upgrade(Attachment) (bool, error)
+
+	// What a pinned dataplane held when it was loaded (empty otherwise).
+	Bridges() ([]datapath.BridgeInfo, error)
+	Ports() ([]datapath.PortInfo, error)
+	AdoptedLinks() ([]Attachment, error)
+	// Pinned: the dataplane outlives the daemon. Unpin makes it live
+	// only as long as the daemon holds it.
+	Pinned() bool
+	PinDir() string
+	Unpin() error
+	Close()
+}
+
+// Attachment is the program on one interface.
+type Attachment interface {
+	Ifindex() int
+	Mode() mode.Mode
+	// Detach takes the program off; Release only lets go of the handle (a
+	// pinned program stays); Unpin makes it one that Release detaches.
+	Detach() error
+	Release() error
+	Unpin() error
+}
+
+// realDataplane adapts *datapath.Datapath to Dataplane.
+type realDataplane struct{ *datapath.Datapath }
+
+type realAttachment struct{ *datapath.Attachment }
+
+func (a realAttachment) Ifindex() int    { return a.Attachment.Ifindex }
+func (a realAttachment) Mode() mode.Mode { return a.Attachment.Mode }
+
+func (d realDataplane) Attach(ifindex int, m mode.Mode) (Attachment, error) {
+	a, err := d.Datapath.Attach(ifindex, m)
+	if err != nil {
+		return nil, err
+	}
+	return realAttachment{a}, nil
+}
+
+func (d realDataplane) Upgrade(a Attachment) (bool, error) {
+	return d.Datapath.Upgrade(a.(realAttachment).Attachment)
+}
+
+func (d realDataplane) AdoptedLinks() ([]Attachment, error) {
+	ls, err := d.Datapath.AdoptedLinks()
+	out := make([]Attachment, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, realAttachment{l})
+	}
+	return out, err
+}

@@ -1,0 +1,259 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/trestle/trestle/internal/mode"
+	"github.com/trestle/trestle/internal/netdev"
+)
+
+const (
+	netdevXDPBasic   = netdev.XDPBasic
+	netdevXDPNdoXmit = netdev.XDPNdoXmit
+)
+
+// candidate is a port of a bridge being committed, with its interface.
+type candidate struct {
+	p           *portState
+	l           Link
+	ml          mode.Link
+	peerChecked bool
+	fallback    error // the XDP attach an "auto" port tried and the kernel refused
+	done        bool  // decided in the XDP pass (attached, or down)
+}
+
+// commitPorts decides the mode of every port of a bridge from what its
+// interface is (mode.Decide), prepares veth peers, and attaches. XDP ports
+// come first, because a port at tc must then be able to take their
+// redirects. What cannot come up is down with the reason.
+func (d *Daemon) commitPorts(c *change, b *bridgeState, j *journal) error {
+	was := map[*portState]bool{}
+	var cands []*candidate
+	for _, p := range b.ports {
+		was[p] = p.mode != "" && p.running
+		if slices.Contains(c.newSlots, p.slot) {
+			if err := d.dp.ResetPort(p.slot); err != nil {
+				return fmt.Errorf("bridge %q: port %q: %w", b.cfg.Name, p.name(), err)
+			}
+		}
+		l, err := d.sys.LinkByName(p.name())
+		if err != nil {
+			why := fmt.Sprintf("interface %q does not exist", p.name())
+			if !errors.Is(err, errNoLink) {
+				why = err.Error()
+			} else if strings.HasPrefix(p.why, fmt.Sprintf("interface %q was ", p.name())) {
+				why = p.why // "was deleted" or "was renamed" says more
+			}
+			d.setDown(p, why)
+			continue
+		}
+		if p.mode != "" && p.ifindex != l.Index {
+			// Not seen by forget (the name came back as a new interface
+			// between the two looks): the old one's entries go.
+			d.portGone(p, fmt.Sprintf("interface %q was replaced", p.name()))
+		}
+		cands = append(cands, &candidate{p: p, l: l, ml: modeLink(l)})
+	}
+
+	// Ports that cannot take XDP redirects keep "auto" NICs at tc.
+	var noRedirects []string
+	for _, cd := range cands {
+		if cd.p.cfg.Mode == mode.Auto && cd.l.Physical && cd.ml.NativeXDP {
+			for _, o := range cands {
+				d.peerFacts(c, o)
+				if !o.ml.CanTakeRedirects() {
+					noRedirects = append(noRedirects, o.p.name())
+				}
+			}
+			break
+		}
+	}
+
+	// Pass 1: the ports that go to XDP.
+	var xdpPorts []string
+	for _, cd := range cands {
+		p := cd.p
+		if p.cfg.Mode == mode.TC || (p.cfg.Mode == mode.Auto && !(cd.l.Physical && cd.ml.NativeXDP)) {
+			continue
+		}
+		d.peerFacts(c, cd)
+		dec := mode.Decide(p.cfg.Mode, cd.ml, mode.Bridge{NoRedirects: noRedirects})
+		if dec.Mode == "" {
+			d.setDown(p, dec.Why)
+			cd.done = true
+			continue
+		}
+		if dec.Mode != mode.XDP {
+			continue // auto, and a port of the bridge takes no redirects: pass 2
+		}
+		if err := d.ensurePeer(c, cd.l, peerWant(dec.FixPeer, dec.PeerCsumOff), j); err != nil {
+			d.setDown(p, fmt.Sprintf("mode xdp refused: %v", err))
+			cd.done = true
+			continue
+		}
+		if err := d.attach(c, cd, mode.XDP, dec.Why, j); err != nil {
+			if p.cfg.Mode == mode.Auto {
+				cd.fallback = err
+				continue
+			}
+			d.setDown(p, fmt.Sprintf("attach xdp to %q: %v", p.name(), err))
+			cd.done = true
+			continue
+		}
+		cd.done = true
+		xdpPorts = append(xdpPorts, p.name())
+	}
+
+	// Pass 2: the ports at tc, which must take the XDP ports' redirects.
+	for _, cd := range cands {
+		if cd.done {
+			continue
+		}
+		p := cd.p
+		if len(xdpPorts) > 0 {
+			d.peerFacts(c, cd)
+		}
+		br := mode.Bridge{XDPPorts: xdpPorts, NoRedirects: noRedirects}
+		dec := mode.Decide(p.cfg.Mode, cd.ml, br)
+		if cd.fallback != nil {
+			dec = mode.Fallback(cd.fallback, cd.ml, br)
+		}
+		if dec.Mode == "" {
+			d.setDown(p, dec.Why)
+			continue
+		}
+		if dec.FixPeer {
+			if err := d.ensurePeer(c, cd.l, peerWant(true, false), j); err != nil {
+				d.setDown(p, fmt.Sprintf("cannot take the XDP redirects of this bridge's xdp ports (%s): %v", strings.Join(xdpPorts, ", "), err))
+				continue
+			}
+			// What the kernel says now, not what GRO should have done.
+			if l, err := d.sys.LinkByIndex(cd.l.Index); err != nil || !l.XDP.Has(netdev.XDPNdoXmit) {
+				d.setDown(p, fmt.Sprintf("GRO is on on its veth peer, yet the kernel reports no ndo_xdp_xmit for it: frames from this bridge's xdp ports (%s) would vanish", strings.Join(xdpPorts, ", ")))
+				continue
+			}
+		}
+		if err := d.attach(c, cd, mode.TC, dec.Why, j); err != nil {
+			d.setDown(p, fmt.Sprintf("attach tc to %q: %v", p.name(), err))
+			continue
+		}
+	}
+
+	for _, cd := range cands {
+		if cd.p.mode != "" {
+			cd.p.running = cd.l.Running
+		}
+	}
+	for _, p := range b.ports {
+		if was[p] && !(p.mode != "" && p.running) {
+			// Out of floods: its entries go too, or unicast to the
+			// stations behind it would vanish until they aged out.
+			c.stopped = append(c.stopped, p)
+		}
+	}
+	return nil
+}
+
+// setDown marks a port not attached, with the reason.
+func (d *Daemon) setDown(p *portState, why string) {
+	if p.mode != "" || p.why != why {
+		d.log.Warn("port down", "bridge", p.bridge.cfg.Name, "port", p.name(), "reason", why)
+	}
+	p.mode, p.why, p.running, p.ifindex = "", why, false, 0
+}
+
+// attach attaches a candidate in mode m, or keeps the attachment its
+// interface has in that mode.
+func (d *Daemon) attach(c *change, cd *candidate, m mode.Mode, why string, j *journal) error {
+	p, idx := cd.p, cd.l.Index
+	a := c.attached[idx]
+	if a == nil || a.Mode() != m {
+		a = d.attached[idx]
+	}
+	if a == nil || a.Mode() != m {
+		var err error
+		if a, err = d.dp.Attach(idx, m); err != nil {
+			return err
+		}
+		c.made[idx] = a
+		j.add(fmt.Sprintf("attach %s to %q", m, p.name()), func() error {
+			delete(c.made, idx)
+			return a.Detach()
+		})
+	}
+	c.attached[idx] = a
+	if p.mode != m || p.ifindex != idx {
+		d.log.Info("port up", "bridge", p.bridge.cfg.Name, "port", p.name(), "ifindex", idx, "mode", m, "why", why)
+	}
+	p.mode, p.ifindex, p.why = m, idx, why
+	return nil
+}
+
+// peerFacts finds out, once, whether a veth's peer can be prepared.
+func (d *Daemon) peerFacts(c *change, cd *candidate) {
+	if cd.peerChecked || cd.l.Type != "veth" {
+		return
+	}
+	cd.peerChecked = true
+	if _, err := d.peerFix(c, cd.l); err != nil {
+		cd.ml.PeerProblem = err.Error()
+		return
+	}
+	cd.ml.PeerFixable = true
+}
+
+// peerFix is the fix of an interface's peer: the one held, or a new one.
+func (d *Daemon) peerFix(c *change, l Link) (*peerFix, error) {
+	if f := c.peers[l.Index]; f != nil {
+		return f, nil
+	}
+	if f := d.peers[l.Index]; f != nil {
+		return f, nil
+	}
+	if f := c.peerCands[l.Index]; f != nil {
+		return f, nil
+	}
+	peer, err := d.sys.OpenPeer(l)
+	if err != nil {
+		return nil, err
+	}
+	f := &peerFix{peer: peer, orig: map[string]bool{}}
+	if c.peerCands == nil {
+		c.peerCands = map[int]*peerFix{}
+	}
+	c.peerCands[l.Index] = f
+	return f, nil
+}
+
+// ensurePeer gives an interface's peer the features want, journaled.
+func (d *Daemon) ensurePeer(c *change, l Link, want map[string]bool, j *journal) error {
+	if len(want) == 0 {
+		return nil
+	}
+	f, err := d.peerFix(c, l)
+	if err != nil {
+		return err
+	}
+	prev := map[string]bool{}
+	for n, was := range f.orig {
+		prev[n] = !was
+	}
+	before := maps.Clone(f.orig)
+	if err := f.ensure(want); err != nil {
+		return err
+	}
+	j.add("prepare the peer of "+l.Name, func() error {
+		err := f.ensure(prev)
+		f.orig = before
+		return err
+	})
+	c.peers[l.Index] = f
+	if !maps.Equal(before, f.orig) {
+		d.log.Info("veth peer prepared for XDP", "port", l.Name, "peer", f.String())
+	}
+	return nil
+}

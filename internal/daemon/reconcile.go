@@ -1,0 +1,549 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/mode"
+)
+
+// Reconcile: start, reload, adoption and link events all go through apply,
+// which moves the running switch to a config in three steps:
+//
+//  1. plan: the next model (bridge ids, port slots). Nothing is changed;
+//     a config that does not fit is refused here.
+//  2. commit: every dataplane change that can fail (attachments, port and
+//     bridge writes, static entries), each with its undo in a journal. The
+//     first failure undoes them all, last first: the running switch is as it
+//     was, and still correct.
+//  3. finalize: what cannot be undone and need not fail: detaching programs
+//     no port uses any more, giving peers their settings back, flushing the
+//     entries of ports and bridges that are gone, swapping the model in.
+//
+// A port that cannot come up (its interface is missing, an attach is
+// refused, its veth peer is out of reach) is no failure of the apply: it
+// is down, with the reason, and comes up at a later apply.
+
+// journal is the undo list of a commit.
+type journal struct {
+	undo []func() error
+	what []string
+}
+
+func (j *journal) add(what string, undo func() error) {
+	j.undo = append(j.undo, undo)
+	j.what = append(j.what, what)
+}
+
+// rollback undoes everything, last first, and returns what it could not.
+func (j *journal) rollback() error {
+	var errs []error
+	for i := len(j.undo) - 1; i >= 0; i-- {
+		if err := j.undo[i](); err != nil {
+			errs = append(errs, fmt.Errorf("undo %s: %w", j.what[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// change is what an apply does, as planned.
+type change struct {
+	next           map[string]*bridgeState
+	order          []*bridgeState // next, in config order
+	newIDs         []uint16
+	newSlots       []uint16
+	removedPorts   []*portState
+	removedBridges []*bridgeState
+	// attached are the attachments the next model uses, by ifindex; made
+	// are those the commit made (detached by a rollback).
+	attached map[int]Attachment
+	made     map[int]Attachment
+	// peers: the peer fixes of the next model's interfaces; peerCands
+	// those opened to look at a peer and not (yet) used.
+	peers     map[int]*peerFix
+	peerCands map[int]*peerFix
+	// stopped: ports that were forwarding and no longer are (link down,
+	// or down): their entries go.
+	stopped []*portState
+	// statics to delete once the rest is committed.
+	staleStatics []staleStatic
+}
+
+type staleStatic struct {
+	b *bridgeState
+	s staticEntry
+}
+
+// apply moves the switch to cfg. Called with d.mu held.
+func (d *Daemon) apply(cfg *config.Config) error {
+	if d.closed {
+		return errors.New("the daemon is stopping")
+	}
+	d.forget()
+	c, err := d.plan(cfg)
+	if err != nil {
+		return err
+	}
+	j := &journal{}
+	if err := d.commit(c, j); err != nil {
+		if rerr := j.rollback(); rerr != nil {
+			d.log.Error("rolling back a failed apply left something behind", "err", rerr)
+		}
+		for _, a := range c.made {
+			_ = a.Detach()
+		}
+		c.closePeerCands()
+		for _, s := range c.newSlots {
+			d.alloc.slotUsed[s] = false
+		}
+		for _, id := range c.newIDs {
+			d.alloc.idUsed[id] = false
+		}
+		return err
+	}
+	d.finalize(c)
+	d.cfg = cfg
+	return nil
+}
+
+// plan builds the next model: kept bridges and ports carry over with their
+// ids, slots and state; new ones get ids and slots that no bridge or port
+// used before this apply, so that none inherits the entries of one that is
+// going away before they are flushed.
+func (d *Daemon) plan(cfg *config.Config) (*change, error) {
+	if need := fdbCapacity(cfg); need > d.capacity {
+		return nil, fmt.Errorf("%s: the bridges' max_entries need a table of %d entries and the loaded one holds %d: restart the daemon to grow it", cfg.File, need, d.capacity)
+	}
+	if r := refreshFor(cfg); r < d.refresh {
+		return nil, fmt.Errorf("%s: an aging time under %v needs a restart of the daemon", cfg.File, 4*d.refresh)
+	}
+	c := &change{next: map[string]*bridgeState{}, attached: map[int]Attachment{}, made: map[int]Attachment{}, peers: map[int]*peerFix{}}
+	fail := func(err error) (*change, error) {
+		for _, s := range c.newSlots {
+			d.alloc.slotUsed[s] = false
+		}
+		for _, id := range c.newIDs {
+			d.alloc.idUsed[id] = false
+		}
+		return nil, err
+	}
+	kept := map[*portState]bool{}
+	for _, nb := range cfg.Bridges {
+		old := d.bridges[nb.Name]
+		b := &bridgeState{cfg: nb, cliStatics: map[string]config.Static{}, written: map[string]staticEntry{}}
+		if old != nil {
+			b.id, b.info = old.id, old.info
+			for k, v := range old.cliStatics {
+				b.cliStatics[k] = v
+			}
+			for k, v := range old.written {
+				b.written[k] = v
+			}
+		} else {
+			id, err := d.alloc.id()
+			if err != nil {
+				return fail(fmt.Errorf("bridge %q: %w", nb.Name, err))
+			}
+			b.id = id
+			c.newIDs = append(c.newIDs, id)
+		}
+		for _, pc := range nb.Ports {
+			var p *portState
+			if old != nil {
+				if op := old.port(pc.Interface); op != nil {
+					cp := *op
+					p = &cp
+					kept[op] = true
+				}
+			}
+			if p == nil {
+				slot, err := d.alloc.slot()
+				if err != nil {
+					return fail(fmt.Errorf("bridge %q: port %q: %w", nb.Name, pc.Interface, err))
+				}
+				p = &portState{slot: slot}
+				c.newSlots = append(c.newSlots, slot)
+			}
+			p.cfg, p.bridge = pc, b
+			b.ports = append(b.ports, p)
+		}
+		c.next[nb.Name] = b
+		c.order = append(c.order, b)
+	}
+	for name, b := range d.bridges {
+		for _, p := range b.ports {
+			if !kept[p] {
+				c.removedPorts = append(c.removedPorts, p)
+			}
+		}
+		if c.next[name] == nil {
+			c.removedBridges = append(c.removedBridges, b)
+		}
+	}
+	return c, nil
+}
+
+// commit makes every fallible change, journaled.
+func (d *Daemon) commit(c *change, j *journal) error {
+	claimed := map[int]bool{}
+	for _, b := range c.order {
+		if err := d.commitPorts(c, b, j); err != nil {
+			return err
+		}
+		for _, p := range b.ports {
+			if p.mode != "" {
+				claimed[p.ifindex] = true
+			}
+		}
+	}
+	// Ports that go: out of the port maps, unless their interface is now
+	// another port's (whose write below takes it over).
+	for _, p := range c.removedPorts {
+		if p.written == nil || claimed[int(p.written.Ifindex)] {
+			continue
+		}
+		old := *p.written
+		if err := d.dp.DelPort(old.Ifindex, old.Slot); err != nil {
+			return fmt.Errorf("bridge %q: remove port %q: %w", p.bridge.cfg.Name, p.name(), err)
+		}
+		j.add("remove port "+p.name(), func() error { return d.dp.SetPort(old) })
+	}
+	for _, b := range c.order {
+		for _, p := range b.ports {
+			want := p.info()
+			if samePortInfo(want, p.written) {
+				continue
+			}
+			if err := d.writePort(p, want, j); err != nil {
+				return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
+			}
+		}
+	}
+	for _, b := range c.order {
+		if slices.Contains(c.newIDs, b.id) {
+			if err := d.dp.ResetBridge(b.id); err != nil {
+				return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
+			}
+		}
+		want := b.desired()
+		if sameBridgeInfo(&want, b.info) {
+			continue
+		}
+		if err := d.dp.SetBridge(want); err != nil {
+			return fmt.Errorf("bridge %q: write: %w", b.cfg.Name, err)
+		}
+		old := b.info
+		j.add("write bridge "+b.cfg.Name, func() error {
+			if old == nil {
+				return d.dp.DelBridge(want.ID)
+			}
+			return d.dp.SetBridge(*old)
+		})
+		b.info = &want
+	}
+	for _, b := range c.removedBridges {
+		if b.info == nil {
+			continue
+		}
+		old := *b.info
+		if err := d.dp.DelBridge(b.id); err != nil {
+			return fmt.Errorf("bridge %q: remove: %w", b.cfg.Name, err)
+		}
+		j.add("remove bridge "+b.cfg.Name, func() error { return d.dp.SetBridge(old) })
+	}
+	for _, b := range c.order {
+		if err := d.commitStatics(c, b, j); err != nil {
+			return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
+		}
+	}
+	// Every map now says what the next model says: adopted programs (of an
+	// earlier daemon, perhaps an older build) move to this one's, in place.
+	for idx, a := range c.attached {
+		if changed, err := d.dp.Upgrade(a); err != nil {
+			d.log.Error("a port keeps the program of an earlier daemon", "ifindex", idx, "err", err)
+		} else if changed {
+			d.log.Info("port moved to this daemon's program in place (link update)", "ifindex", idx, "mode", a.Mode())
+		}
+	}
+	return nil
+}
+
+// writePort writes a port's maps, journaled.
+func (d *Daemon) writePort(p *portState, want *datapath.PortInfo, j *journal) error {
+	old := p.written
+	if want == nil {
+		if err := d.dp.DelPort(old.Ifindex, old.Slot); err != nil {
+			return fmt.Errorf("remove port %q: %w", p.name(), err)
+		}
+	} else if err := d.dp.SetPort(*want); err != nil {
+		return fmt.Errorf("write port %q: %w", p.name(), err)
+	}
+	j.add("write port "+p.name(), func() error {
+		if old == nil {
+			return d.dp.DelPort(want.Ifindex, want.Slot)
+		}
+		return d.dp.SetPort(*old)
+	})
+	p.written = want
+	return nil
+}
+
+// commitStatics writes the bridge's static entries (config and CLI) whose
+// ports are attached; those no longer wanted are deleted by finalize.
+func (d *Daemon) commitStatics(c *change, b *bridgeState, j *journal) error {
+	want := map[string]staticEntry{}
+	for k, s := range b.cliStatics {
+		want[k] = staticEntry{Static: s, User: true}
+	}
+	for _, s := range b.cfg.Static {
+		want[staticKey(s)] = staticEntry{Static: s}
+	}
+	for k, w := range want {
+		p := b.port(w.Port)
+		if p == nil || p.mode == "" {
+			delete(want, k) // written when the port comes up
+			continue
+		}
+		w.Ifindex, w.Slot = p.ifindex, p.slot
+		want[k] = w
+	}
+	for k, s := range b.written {
+		if w, ok := want[k]; !ok || w.Ifindex != s.Ifindex || w.Slot != s.Slot {
+			if !ok {
+				c.staleStatics = append(c.staleStatics, staleStatic{b, s})
+				delete(b.written, k)
+			}
+		}
+	}
+	for k, w := range want {
+		if s, ok := b.written[k]; ok && s.Ifindex == w.Ifindex && s.Slot == w.Slot && s.User == w.User {
+			continue
+		}
+		e := datapath.FDBEntry{Bridge: b.id, VLAN: w.VLAN, MAC: w.MAC, Ifindex: uint32(w.Ifindex), Slot: w.Slot, Static: true, User: w.User}
+		if err := d.dp.AddFDB(e); err != nil {
+			return fmt.Errorf("write static entry %s vlan %d: %w", w.MAC, w.VLAN, err)
+		}
+		old, had := b.written[k]
+		j.add("write static "+k, func() error {
+			if had {
+				return d.dp.AddFDB(datapath.FDBEntry{Bridge: b.id, VLAN: old.VLAN, MAC: old.MAC, Ifindex: uint32(old.Ifindex), Slot: old.Slot, Static: true, User: old.User})
+			}
+			_, err := d.dp.DelFDB(b.id, w.VLAN, w.MAC)
+			return err
+		})
+		b.written[k] = w
+	}
+	return nil
+}
+
+// finalize does what cannot be undone and swaps the next model in.
+func (d *Daemon) finalize(c *change) {
+	// Programs that no port of the next model uses, and their peers.
+	for idx, a := range d.attached {
+		if c.attached[idx] == a {
+			continue
+		}
+		if err := a.Detach(); err != nil {
+			d.log.Warn("detach", "ifindex", idx, "err", err)
+		}
+	}
+	for idx, f := range d.peers {
+		if c.peers[idx] == f {
+			continue
+		}
+		if err := f.restore(); err != nil {
+			d.log.Warn("restore veth peer", "peer", f.peer.String(), "err", err)
+		}
+		f.peer.Close()
+	}
+	d.attached, d.peers = c.attached, c.peers
+	c.closePeerCands()
+	for _, s := range c.staleStatics {
+		if _, err := d.dp.DelFDB(s.b.id, s.s.VLAN, s.s.MAC); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			d.log.Warn("delete static entry", "bridge", s.b.cfg.Name, "mac", s.s.MAC, "err", err)
+		}
+	}
+	// Entries of what went away or stopped forwarding.
+	for _, p := range c.removedPorts {
+		d.log.Info("port removed", "bridge", p.bridge.cfg.Name, "port", p.name())
+		d.releaseSlot(p.bridge, p.slot)
+	}
+	for _, p := range c.stopped {
+		d.flushSlot(p.bridge, p.slot)
+	}
+	for _, b := range c.removedBridges {
+		d.log.Info("bridge removed", "bridge", b.cfg.Name)
+		d.releaseID(b)
+	}
+	for _, b := range c.order {
+		if d.bridges[b.cfg.Name] == nil {
+			d.log.Info("bridge added", "bridge", b.cfg.Name, "id", b.id)
+		}
+	}
+	d.bridges = c.next
+	d.saveState()
+	d.agingMayHaveChanged()
+}
+
+// releaseSlot flushes a removed port's entries and frees its slot, or
+// keeps it dirty (not given out) if the flush failed.
+func (d *Daemon) releaseSlot(b *bridgeState, slot uint16) {
+	d.alloc.slotUsed[slot] = false
+	if !d.flushSlot(b, slot) {
+		d.alloc.slotDirty[slot] = true
+	}
+}
+
+func (d *Daemon) releaseID(b *bridgeState) {
+	d.alloc.idUsed[b.id] = false
+	if err := d.flush(func(e datapath.FDBEntry) bool { return e.Bridge == b.id }); err != nil {
+		d.log.Error("flush of a removed bridge failed; its id is not reused until a sweep flushes it", "bridge", b.cfg.Name, "err", err)
+		d.alloc.idDirty[b.id] = true
+	}
+}
+
+// flushSlot deletes every entry, static or learned, on a port slot of a
+// bridge, and says whether all went. Statics are written again when the
+// port forwards again.
+func (d *Daemon) flushSlot(b *bridgeState, slot uint16) bool {
+	err := d.flush(func(e datapath.FDBEntry) bool { return e.Bridge == b.id && e.Slot == slot })
+	for k, s := range b.written {
+		if s.Slot == slot {
+			delete(b.written, k)
+		}
+	}
+	if err != nil {
+		d.log.Error("flush of a port's entries failed; its slot is not reused until a sweep flushes it", "bridge", b.cfg.Name, "slot", slot, "err", err)
+		return false
+	}
+	return true
+}
+
+// flush deletes the entries match selects, from a full dump (FDB returns
+// an error, never a partial table); a delete that fails fails the flush.
+func (d *Daemon) flush(match func(datapath.FDBEntry) bool) error {
+	es, err := d.dp.FDB()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range es {
+		if !match(e) {
+			continue
+		}
+		if _, err := d.dp.DelFDB(e.Bridge, e.VLAN, e.MAC); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// forget takes what the world took away out of the model before an apply:
+// attachments whose interface was deleted, or renamed (the program leaves a
+// renamed interface; a port named after the new name, if any, takes it at
+// this apply). Their ports go down and their entries are flushed.
+func (d *Daemon) forget() {
+	for idx, a := range d.attached {
+		l, err := d.sys.LinkByIndex(idx)
+		var gone string
+		switch {
+		case errors.Is(err, errNoLink):
+			gone = "was deleted"
+		case err != nil:
+			d.log.Warn("look up an attached interface", "ifindex", idx, "err", err)
+			continue
+		}
+		for _, b := range d.bridges {
+			for _, p := range b.ports {
+				if p.ifindex != idx || p.mode == "" {
+					continue
+				}
+				why := gone
+				if why == "" && l.Name != p.name() {
+					why = fmt.Sprintf("was renamed to %q", l.Name)
+				}
+				if why == "" {
+					continue
+				}
+				d.portGone(p, fmt.Sprintf("interface %q %s", p.name(), why))
+			}
+		}
+		still := false
+		for _, b := range d.bridges {
+			for _, p := range b.ports {
+				still = still || (p.ifindex == idx && p.mode != "")
+			}
+		}
+		if !still {
+			if err := a.Detach(); err != nil && gone == "" {
+				d.log.Warn("detach", "ifindex", idx, "err", err)
+			}
+			delete(d.attached, idx)
+			if f := d.peers[idx]; f != nil {
+				if gone == "" {
+					_ = f.restore()
+				}
+				f.peer.Close()
+				delete(d.peers, idx)
+			}
+		}
+	}
+}
+
+// portGone takes a port whose interface went away out of the dataplane:
+// out of its bridge's floods, out of the port maps, its entries flushed.
+func (d *Daemon) portGone(p *portState, why string) {
+	d.log.Warn("port down", "bridge", p.bridge.cfg.Name, "port", p.name(), "reason", why)
+	p.mode, p.why, p.running = "", why, false
+	b := p.bridge
+	want := b.desired()
+	if !sameBridgeInfo(&want, b.info) {
+		if err := d.dp.SetBridge(want); err != nil {
+			d.log.Error("update bridge", "bridge", b.cfg.Name, "err", err)
+		} else {
+			b.info = &want
+		}
+	}
+	if p.written != nil {
+		if err := d.dp.DelPort(p.written.Ifindex, p.written.Slot); err != nil {
+			d.log.Error("remove port", "bridge", b.cfg.Name, "port", p.name(), "err", err)
+		} else {
+			p.written = nil
+		}
+	}
+	if !d.flushSlot(b, p.slot) {
+		// The slot keeps entries that name the old interface: the port
+		// takes a clean slot, and this one waits for a sweep.
+		d.alloc.slotDirty[p.slot] = true
+		d.alloc.slotUsed[p.slot] = false
+		if s, err := d.alloc.slot(); err == nil {
+			p.slot = s
+		}
+	}
+	p.ifindex = 0
+}
+
+// modeLink is what mode.Decide needs to know of an interface; the veth
+// peer is looked for only when the decision needs it (peerFixable).
+func modeLink(l Link) mode.Link {
+	return mode.Link{
+		Name: l.Name, Type: l.Type, Physical: l.Physical,
+		NativeXDP:      l.XDP.Has(netdevXDPBasic),
+		TakesRedirects: l.XDP.Has(netdevXDPNdoXmit),
+	}
+}
+
+// closePeerCands closes the peers opened only to look at.
+func (c *change) closePeerCands() {
+	for idx, f := range c.peerCands {
+		if c.peers[idx] != f {
+			f.peer.Close()
+		}
+	}
+	c.peerCands = nil
+}

@@ -1,0 +1,495 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/mode"
+)
+
+// Unit tests of the reconcile: a fake dataplane and a fake system, no root.
+
+type world struct {
+	t   *testing.T
+	dp  *fakeDP
+	sys *fakeSys
+	d   *Daemon
+}
+
+func newWorld(t *testing.T) *world {
+	dp, sys := newFakeDP(), newFakeSys()
+	return &world{t: t, dp: dp, sys: sys, d: newDaemon(quietLog(), dp, sys, 1<<20, time.Second)}
+}
+
+func cfgOf(t *testing.T, body string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse("test.toml", []byte(body))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
+
+// bridges writes a config: each bridge name with its ports; a port
+// "p1:xdp" has a mode.
+func bridges(spec ...string) string {
+	var b strings.Builder
+	for _, s := range spec {
+		name, ports, _ := strings.Cut(s, "=")
+		fmt.Fprintf(&b, "[[bridge]]\nname = %q\n", name)
+		for _, p := range strings.Split(ports, ",") {
+			ifname, m, _ := strings.Cut(p, ":")
+			fmt.Fprintf(&b, "[[bridge.port]]\ninterface = %q\n", ifname)
+			if m != "" {
+				fmt.Fprintf(&b, "mode = %q\n", m)
+			}
+		}
+	}
+	return b.String()
+}
+
+func (w *world) apply(body string) error {
+	w.d.mu.Lock()
+	defer w.d.mu.Unlock()
+	return w.d.apply(cfgOf(w.t, body))
+}
+
+func (w *world) mustApply(body string) {
+	w.t.Helper()
+	if err := w.apply(body); err != nil {
+		w.t.Fatalf("apply: %v", err)
+	}
+}
+
+func (w *world) port(bridge, name string) *portState {
+	w.t.Helper()
+	b := w.d.bridges[bridge]
+	if b == nil {
+		w.t.Fatalf("no bridge %s", bridge)
+	}
+	p := b.port(name)
+	if p == nil {
+		w.t.Fatalf("no port %s in %s", name, bridge)
+	}
+	return p
+}
+
+func (w *world) show() string {
+	w.t.Helper()
+	st, err := w.d.status()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return fmt.Sprint(st.Bridges)
+}
+
+func (w *world) flooding(bridge string) []uint32 {
+	b := w.dp.bridges[w.d.bridges[bridge].id]
+	var out []uint32
+	for _, p := range b.Ports {
+		out = append(out, p.Ifindex)
+	}
+	return out
+}
+
+func TestApplyAndReloadDiff(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2", "p3", "q1"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1,p2", "br1=q1"))
+	if len(w.dp.ports) != 3 || len(w.dp.bridges) != 2 {
+		t.Fatalf("after start: %s", w.dp.snapshot())
+	}
+	for _, p := range []*portState{w.port("br0", "p1"), w.port("br0", "p2")} {
+		if p.state() != stateUp || p.mode != mode.TC {
+			t.Errorf("port %s: %s %s (%s)", p.name(), p.state(), p.mode, p.why)
+		}
+	}
+	slot1 := w.port("br0", "p1").slot
+
+	// A reload that adds p3 and drops br1 touches neither p1 nor p2.
+	w.dp.ops = nil
+	w.mustApply(bridges("br0=p1,p2,p3"))
+	for _, op := range w.dp.ops {
+		for _, kept := range []string{"p1", "p2"} {
+			idx := w.port("br0", kept).ifindex
+			if strings.Contains(op, fmt.Sprintf("Attach %d ", idx)) || strings.Contains(op, fmt.Sprintf("Port %d ", idx)) || strings.HasPrefix(op, fmt.Sprintf("Detach %d/", idx)) {
+				t.Errorf("the reload touched %s: %s", kept, op)
+			}
+		}
+	}
+	if w.port("br0", "p1").slot != slot1 {
+		t.Errorf("p1 changed slot")
+	}
+	if _, ok := w.d.bridges["br1"]; ok || len(w.dp.bridges) != 1 {
+		t.Errorf("br1 still there: %s", w.dp.snapshot())
+	}
+	if len(w.flooding("br0")) != 3 {
+		t.Errorf("br0 floods to %v, want 3 ports", w.flooding("br0"))
+	}
+	// A new max_macs is a write in place.
+	w.dp.ops = nil
+	w.mustApply(bridges("br0=p1,p2,p3") + "max_macs = 5\n")
+	if len(w.dp.ops) != 1 || !strings.HasPrefix(w.dp.ops[0], "SetPort") {
+		t.Errorf("a new limit on p3 made %v, want one port write", w.dp.ops)
+	}
+}
+
+// An apply that fails midway (a full table, a map write refused) undoes
+// what it did: the dataplane and the model are as before, the old config
+// still forwards, and show/stats answer.
+func TestFailedApplyKeepsRunningState(t *testing.T) {
+	for _, c := range []struct {
+		name, failOn string
+	}{
+		{"a new bridge's write", "SetBridge br1"},
+		{"a port's write", "SetPort"},
+		{"a static entry", "AddFDB"},
+		{"removing a bridge", "DelBridge"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			for _, n := range []string{"p1", "p2", "p3", "q1", "q2"} {
+				w.sys.add(n, "veth")
+			}
+			start := bridges("br0=p1,p2", "br2=q2")
+			w.mustApply(start)
+			w.dp.learn(w.d.bridges["br0"].id, w.port("br0", "p1").slot, w.port("br0", "p1").ifindex, "02:00:00:00:00:01", time.Second)
+			before, shown := w.dp.snapshot(), w.show()
+
+			next := bridges("br0=p1,p2,p3", "br1=q1") + "[[bridge.static]]\nmac = \"02:00:00:00:00:09\"\nport = \"q1\"\n"
+			failed := false // once: the undo must go through
+			w.dp.fail = func(op string) error {
+				if !failed && strings.HasPrefix(op, c.failOn) {
+					failed = true
+					return errors.New("injected: no room")
+				}
+				return nil
+			}
+			err := w.apply(next)
+			if err == nil || !strings.Contains(err.Error(), "injected") {
+				t.Fatalf("apply with %s failing: %v", c.failOn, err)
+			}
+			w.dp.fail = nil
+			if after := w.dp.snapshot(); after != before {
+				t.Errorf("the dataplane changed:\nbefore\n%s\nafter\n%s", before, after)
+			}
+			if got := w.show(); got != shown {
+				t.Errorf("the model changed:\nbefore %s\nafter  %s", shown, got)
+			}
+			if _, err := w.d.stats(""); err != nil {
+				t.Errorf("stats after a failed apply: %v", err)
+			}
+			// And the same change goes through once nothing refuses it.
+			w.mustApply(next)
+			if len(w.dp.bridges) != 2 || w.port("br0", "p3").state() != stateUp {
+				t.Errorf("apply after the failure: %s", w.dp.snapshot())
+			}
+		})
+	}
+}
+
+// Defect 1: whether a port can take the XDP redirects of its bridge's xdp
+// ports is what the kernel reports (ndo_xdp_xmit), not its device type: a
+// NIC without XDP support at tc beside an xdp port is down, with the reason,
+// instead of black-holing the frames sent to it.
+func TestModeFromXDPFeatures(t *testing.T) {
+	w := newWorld(t)
+	nic := w.sys.add("eth1", "device")
+	w.sys.set("eth1", func(l *Link) { l.XDP = 1 | 2 | 4 }) // basic, redirect, ndo-xmit
+	w.sys.add("eth2", "device")                            // no XDP at all
+	w.dp.refuse[w.sys.links["eth2"].Index] = errors.New("operation not supported")
+	w.mustApply(bridges("br0=eth1:xdp,eth2"))
+	if p := w.port("br0", "eth1"); p.mode != mode.XDP {
+		t.Fatalf("eth1: %s (%s), want xdp", p.mode, p.why)
+	}
+	p := w.port("br0", "eth2")
+	if p.state() != stateDown || !strings.Contains(p.why, "no ndo_xdp_xmit") {
+		t.Errorf("eth2 beside an xdp port: %s (%s), want down: it cannot take their redirects", p.state(), p.why)
+	}
+	if fl := w.flooding("br0"); len(fl) != 1 || fl[0] != uint32(nic.Index) {
+		t.Errorf("br0 floods to %v, want only eth1", fl)
+	}
+	// Alone with tc ports, it is fine at tc; and an auto NIC beside a
+	// port that takes no redirects stays at tc.
+	w.sys.add("v1", "veth")
+	w.sys.add("lbr", "bridge")
+	w.mustApply(bridges("br0=eth2,v1", "br1=eth1,lbr"))
+	if p := w.port("br0", "eth2"); p.state() != stateUp || p.mode != mode.TC {
+		t.Errorf("eth2 among tc ports: %s %s (%s)", p.state(), p.mode, p.why)
+	}
+	if p := w.port("br1", "eth1"); p.mode != mode.TC || !strings.Contains(p.why, `"lbr"`) {
+		t.Errorf("auto eth1 beside a bridge device: %s (%s), want tc because of lbr", p.mode, p.why)
+	}
+}
+
+// A veth at XDP gets its peer prepared (GRO on, TX checksum off); a veth at
+// tc beside it gets GRO on its peer; both are given back when no longer
+// needed, and on a stop without persist.
+func TestPeersPreparedAndRestored(t *testing.T) {
+	w := newWorld(t)
+	v1, v2 := w.sys.add("v1", "veth"), w.sys.add("v2", "veth")
+	w.mustApply(bridges("br0=v1:xdp,v2"))
+	if got := w.sys.peers[v1.Index].features(); got != "rx-gro=on tx-checksum-ip-generic=off" {
+		t.Errorf("peer of xdp v1: %s", got)
+	}
+	if got := w.sys.peers[v2.Index].features(); got != "rx-gro=on tx-checksum-ip-generic=on" {
+		t.Errorf("peer of tc v2 beside an xdp port: %s", got)
+	}
+	w.mustApply(bridges("br0=v1:tc,v2"))
+	for _, v := range []Link{v1, v2} {
+		if got := w.sys.peers[v.Index].features(); got != "rx-gro=off tx-checksum-ip-generic=on" {
+			t.Errorf("peer of %s once no port is at xdp: %s", v.Name, got)
+		}
+	}
+	if ks := w.dp.attachedKeys(); !slices.Equal(ks, []string{fmt.Sprintf("%d/tc", v1.Index), fmt.Sprintf("%d/tc", v2.Index)}) {
+		t.Errorf("attached after v1 went to tc: %v", ks)
+	}
+	w.mustApply(bridges("br0=v1:xdp,v2"))
+	w.d.shutdown()
+	for _, v := range []Link{v1, v2} {
+		if got := w.sys.peers[v.Index].features(); got != "rx-gro=off tx-checksum-ip-generic=on" {
+			t.Errorf("peer of %s after stop: %s", v.Name, got)
+		}
+	}
+	if len(w.dp.attached) != 0 {
+		t.Errorf("still attached after stop: %v", w.dp.attachedKeys())
+	}
+}
+
+// Defect 4: a port whose link goes down (admin or carrier) leaves the
+// floods and loses its entries, and comes back when it is up.
+func TestLinkDownLeavesFloods(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2", "p3"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1,p2,p3"))
+	p3 := w.port("br0", "p3")
+	w.dp.learn(w.d.bridges["br0"].id, p3.slot, p3.ifindex, "02:00:00:00:00:03", time.Second)
+	w.sys.set("p3", func(l *Link) { l.Running = false })
+	w.d.reconcile()
+	p3 = w.port("br0", "p3")
+	if p3.state() != stateLinkDown {
+		t.Errorf("p3 without carrier: %s", p3.state())
+	}
+	if len(w.flooding("br0")) != 2 {
+		t.Errorf("br0 floods to %v with p3 down", w.flooding("br0"))
+	}
+	if n, _ := w.dp.PortMACs(p3.slot); n != 0 {
+		t.Errorf("p3's entries stayed after its link went down: %s", w.dp.snapshot())
+	}
+	w.sys.set("p3", func(l *Link) { l.Running = true })
+	w.d.reconcile()
+	if p := w.port("br0", "p3"); p.state() != stateUp || len(w.flooding("br0")) != 3 {
+		t.Errorf("p3 back up: %s, floods %v", p.state(), w.flooding("br0"))
+	}
+}
+
+// Defect 5: a renamed interface leaves its port (the program comes off);
+// renamed to the name of another configured port, it becomes that port,
+// once, with its program handed over.
+func TestRenamedInterface(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2", "p3"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1,p2,p3", "br1=p4"))
+	idx := w.port("br0", "p3").ifindex
+	w.dp.learn(w.d.bridges["br0"].id, w.port("br0", "p3").slot, idx, "02:00:00:00:00:03", time.Second)
+
+	w.sys.rename("p3", "other")
+	w.d.reconcile()
+	if p := w.port("br0", "p3"); p.state() != stateDown || !strings.Contains(p.why, `renamed to "other"`) {
+		t.Errorf("p3 after its interface was renamed: %s (%s)", p.state(), p.why)
+	}
+	if len(w.dp.attached) != 2 || len(w.flooding("br0")) != 2 {
+		t.Errorf("after the rename: attached %v, floods %v", w.dp.attachedKeys(), w.flooding("br0"))
+	}
+	if len(w.dp.fdb) != 0 {
+		t.Errorf("the renamed port's entries stayed: %s", w.dp.snapshot())
+	}
+
+	w.sys.rename("other", "p4")
+	w.d.reconcile()
+	p4 := w.port("br1", "p4")
+	if p4.state() != stateUp || p4.ifindex != idx {
+		t.Errorf("p4 after an interface was renamed to it: %s (%s) ifindex %d", p4.state(), p4.why, p4.ifindex)
+	}
+	n := 0
+	for _, b := range w.dp.bridges {
+		for _, p := range b.Ports {
+			if p.Ifindex == uint32(idx) {
+				n++
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("ifindex %d floods from %d bridges, want 1: %s", idx, n, w.dp.snapshot())
+	}
+}
+
+// Defect 6: a reload through the control socket, as much as SIGHUP, tells
+// the loop that the aging times may have changed.
+func TestReloadResetsAging(t *testing.T) {
+	w := newWorld(t)
+	w.sys.add("p1", "veth")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.toml")
+	if err := os.WriteFile(path, []byte(bridges("br0=p1")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.d.opts.ConfigPath = path
+	w.mustApply(bridges("br0=p1"))
+	<-w.d.aging // the start's
+	if iv := w.d.sweepInterval(); iv != 30*time.Second {
+		t.Fatalf("sweep every %v with aging 300s", iv)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(bridges("br0=p1"), "[[bridge.port]]", "aging = \"4s\"\n[[bridge.port]]", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.d.handle(nil, ctl.Request{Cmd: ctl.CmdReload}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.d.aging:
+	default:
+		t.Fatal("a reload through the socket did not tell the loop to reset the sweep")
+	}
+	if iv := w.d.sweepInterval(); iv != time.Second {
+		t.Errorf("sweep every %v with aging 4s, want 1s", iv)
+	}
+}
+
+// Defect 8: interfaces are watched before the first apply, so one created
+// while it runs is noticed.
+func TestWatchBeforeFirstApply(t *testing.T) {
+	w := newWorld(t)
+	w.sys.add("p1", "veth")
+	created := false
+	w.sys.onLookup = func(name string) {
+		// p3 is looked up first and is missing; it appears right after.
+		if name == "p1" && !created {
+			created = true
+			w.sys.add("p3", "veth")
+		}
+	}
+	done := make(chan struct{})
+	defer close(done)
+	links, err := w.d.start(cfgOf(t, bridges("br0=p3,p1")), done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.port("br0", "p3").state() != stateDown {
+		t.Fatalf("p3 should have been missing at the first apply")
+	}
+	select {
+	case <-links:
+	default:
+		t.Fatal("the interface created during the first apply sent no event")
+	}
+	w.d.reconcile()
+	if p := w.port("br0", "p3"); p.state() != stateUp {
+		t.Errorf("p3 after its event: %s (%s)", p.state(), p.why)
+	}
+}
+
+// Defect 9: a port whose entries could not be flushed leaves its slot
+// dirty: no new port gets it (and its entries) until a sweep flushes it.
+func TestFailedFlushKeepsSlot(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2", "p3"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1,p2"))
+	p2 := w.port("br0", "p2")
+	w.dp.learn(w.d.bridges["br0"].id, p2.slot, p2.ifindex, "02:00:00:00:00:02", time.Second)
+	w.dp.fdbErr = errors.New("injected: dump failed")
+	w.mustApply(bridges("br0=p1"))
+	if !w.d.alloc.slotDirty[p2.slot] {
+		t.Fatalf("p2's slot %d is not dirty after a failed flush", p2.slot)
+	}
+	w.mustApply(bridges("br0=p1,p3"))
+	if w.port("br0", "p3").slot == p2.slot {
+		t.Errorf("p3 got the slot of p2, whose entries are still in the table")
+	}
+	w.dp.fdbErr = nil
+	if err := w.d.sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.d.sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if w.d.alloc.slotDirty[p2.slot] || len(w.dp.fdb) != 0 {
+		t.Errorf("after sweeps: dirty %v, table %s", w.d.alloc.slotDirty[p2.slot], w.dp.snapshot())
+	}
+}
+
+// Adoption: a pinned dataplane's bridges, ports, links and static entries
+// become the model, and a config that still has them changes nothing:
+// no attach, no detach, no port or entry removed; links are upgraded in
+// place. What the config no longer has goes.
+func TestAdoptionIsADiff(t *testing.T) {
+	w := newWorld(t)
+	p1, p2, p3 := w.sys.add("p1", "veth"), w.sys.add("p2", "veth"), w.sys.add("p3", "veth")
+	w.dp.pinned = true
+	w.dp.bridges[1] = datapath.BridgeInfo{ID: 1, Name: "br0", MaxEntries: 65536, Ports: []datapath.PortInfo{
+		{Ifindex: uint32(p1.Index), Bridge: 1, Slot: 1}, {Ifindex: uint32(p2.Index), Bridge: 1, Slot: 2}, {Ifindex: uint32(p3.Index), Bridge: 1, Slot: 3}}}
+	for _, p := range w.dp.bridges[1].Ports {
+		w.dp.ports[p.Ifindex] = p
+		a := &fakeAtt{dp: w.dp, ifindex: int(p.Ifindex), m: mode.TC, pinned: true}
+		w.dp.attached[a.key()] = a
+		w.dp.adopted = append(w.dp.adopted, a)
+	}
+	w.dp.learn(1, 1, p1.Index, "02:00:00:00:00:01", 10*time.Second)
+	w.dp.learn(1, 3, p3.Index, "02:00:00:00:00:03", 10*time.Second)
+	user, _ := parseMAC("02:00:00:00:00:aa")
+	w.dp.fdb[fdbKeyOf(1, 0, user)] = datapath.FDBEntry{Bridge: 1, MAC: user, Slot: 2, Ifindex: uint32(p2.Index), Static: true, User: true}
+	w.d.persist = true
+	done := make(chan struct{})
+	defer close(done)
+	if _, err := w.d.start(cfgOf(t, bridges("br0=p1,p2")), done); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range w.dp.ops {
+		if strings.HasPrefix(op, "Attach") || strings.Contains(op, fmt.Sprintf("Detach %d/", p1.Index)) || strings.Contains(op, fmt.Sprintf("Detach %d/", p2.Index)) ||
+			strings.Contains(op, "02:00:00:00:00:01") || strings.Contains(op, "02:00:00:00:00:aa") || strings.HasPrefix(op, "SetPort") {
+			t.Errorf("adoption did %q", op)
+		}
+	}
+	for _, a := range w.dp.adopted[:2] {
+		if !a.(*fakeAtt).upgraded {
+			t.Errorf("link %s was not moved to the new program", a.(*fakeAtt).key())
+		}
+	}
+	if _, ok := w.dp.attached[fmt.Sprintf("%d/tc", p3.Index)]; ok {
+		t.Errorf("p3, which the config dropped, is still attached")
+	}
+	if _, ok := w.dp.fdb[fdbKeyOf(1, 0, mustMAC("02:00:00:00:00:03"))]; ok {
+		t.Errorf("p3's entry stayed")
+	}
+	if _, ok := w.d.bridges["br0"].cliStatics[staticKey(config.Static{MAC: user})]; !ok {
+		t.Errorf("the CLI's static entry was not adopted as the CLI's")
+	}
+	if p := w.port("br0", "p1"); p.slot != 1 || p.state() != stateUp {
+		t.Errorf("p1 after adoption: slot %d %s", p.slot, p.state())
+	}
+}
+
+func mustMAC(s string) []byte {
+	m, err := parseMAC(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}

@@ -1,0 +1,324 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/mode"
+)
+
+// StateRoot holds, per daemon, what it must remember on disk: the veth
+// peers it changed and how they were (tmpfs: it goes at reboot, as the
+// pinned datapath does).
+const StateRoot = "/run/trestle"
+
+// Instance is where one daemon keeps its pinned datapath and its state.
+type Instance struct {
+	Name     string
+	PinDir   string
+	StateDir string
+}
+
+// InstanceOf is the instance of the daemon that listens on socket in the
+// calling thread's network namespace (datapath.Instance).
+func InstanceOf(socket string) (Instance, error) {
+	cookie, err := datapath.NetnsCookie()
+	if err != nil {
+		return Instance{}, err
+	}
+	abs, err := filepath.Abs(socket)
+	if err != nil {
+		return Instance{}, fmt.Errorf("control socket %s: %w", socket, err)
+	}
+	name := datapath.Instance(cookie, abs)
+	return Instance{Name: name, PinDir: filepath.Join(datapath.PinRoot, name), StateDir: filepath.Join(StateRoot, name)}, nil
+}
+
+// stateDir is a daemon's directory under StateRoot.
+type stateDir struct{ dir string }
+
+// peerRecord is a changed peer as written to disk: found again by the port
+// interface's ifindex, and accepted only in the namespace it was in.
+type peerRecord struct {
+	Port     int             `json:"port_ifindex"`
+	Peer     PeerID          `json:"peer"`
+	Original map[string]bool `json:"original"`
+}
+
+type stateFile struct {
+	Peers []peerRecord `json:"peers"`
+}
+
+func openState(dir string) (*stateDir, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	return &stateDir{dir: dir}, nil
+}
+
+func (s *stateDir) file() string { return filepath.Join(s.dir, "peers.json") }
+
+func (s *stateDir) load() (stateFile, error) {
+	var st stateFile
+	b, err := os.ReadFile(s.file())
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("read %s: %w", s.file(), err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("read %s: %w", s.file(), err)
+	}
+	return st, nil
+}
+
+// save writes the file whole or not at all (a new file renamed over it).
+func (s *stateDir) save(st stateFile) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := s.file() + ".new"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, s.file()); err != nil {
+		return fmt.Errorf("write %s: %w", s.file(), err)
+	}
+	return nil
+}
+
+func (s *stateDir) remove() error {
+	if err := os.RemoveAll(s.dir); err != nil {
+		return fmt.Errorf("remove %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// saveState records the peers the daemon holds changed.
+func (d *Daemon) saveState() {
+	if d.state == nil {
+		return
+	}
+	var st stateFile
+	for idx, f := range d.peers {
+		if len(f.orig) > 0 {
+			st.Peers = append(st.Peers, peerRecord{Port: idx, Peer: f.peer.ID(), Original: f.orig})
+		}
+	}
+	if err := d.state.save(st); err != nil {
+		d.log.Error("record the veth peers changed", "err", err)
+	}
+}
+
+// adopt builds the model from what a pinned datapath holds (bridges by
+// their names in the maps, ports by ifindex, the links on them, static
+// entries), and takes back the peers an earlier daemon recorded. The apply
+// that follows diffs the config against it: what the config still has keeps
+// forwarding untouched, with its learned entries, counters and timestamps.
+func (d *Daemon) adopt() error {
+	var recorded stateFile
+	if d.state != nil {
+		var err error
+		if recorded, err = d.state.load(); err != nil {
+			d.log.Warn("earlier daemon's state unreadable; its peers are not restored", "err", err)
+		}
+	}
+	links, err := d.dp.AdoptedLinks()
+	if err != nil {
+		return err
+	}
+	bridges, err := d.dp.Bridges()
+	if err != nil {
+		return err
+	}
+	ports, err := d.dp.Ports()
+	if err != nil {
+		return err
+	}
+	byLink := map[int]Attachment{}
+	for _, a := range links {
+		byLink[a.Ifindex()] = a
+		d.attached[a.Ifindex()] = a // detached by the apply unless a port keeps it
+	}
+	byID := map[uint16]*bridgeState{}
+	for _, bi := range bridges {
+		if bi.Name == "" || d.bridges[bi.Name] != nil {
+			continue
+		}
+		info := bi
+		b := &bridgeState{id: bi.ID, info: &info, cliStatics: map[string]config.Static{}, written: map[string]staticEntry{},
+			cfg: config.Bridge{Name: bi.Name, MaxEntries: int(bi.MaxEntries), Aging: config.DefaultAging}}
+		d.bridges[bi.Name] = b
+		byID[bi.ID] = b
+		d.alloc.idUsed[bi.ID] = true
+	}
+	forwarding := map[uint16]map[uint16]bool{}
+	for _, b := range byID {
+		forwarding[b.id] = map[uint16]bool{}
+		for _, p := range b.info.Ports {
+			forwarding[b.id][p.Slot] = true
+		}
+	}
+	for _, pi := range ports {
+		b := byID[pi.Bridge]
+		l, lerr := d.sys.LinkByIndex(int(pi.Ifindex))
+		if b == nil || lerr != nil || int(pi.Slot) >= len(d.alloc.slotUsed) || d.alloc.slotUsed[pi.Slot] {
+			// Of no bridge, or its interface is gone: it goes, and its
+			// slot waits for a sweep to flush it.
+			if err := d.dp.DelPort(pi.Ifindex, pi.Slot); err != nil {
+				return fmt.Errorf("remove stale port ifindex %d: %w", pi.Ifindex, err)
+			}
+			if int(pi.Slot) < len(d.alloc.slotDirty) {
+				d.alloc.slotDirty[pi.Slot] = true
+			}
+			continue
+		}
+		w := pi
+		p := &portState{bridge: b, slot: pi.Slot, ifindex: int(pi.Ifindex), written: &w,
+			cfg: config.Port{Interface: l.Name, Mode: mode.Auto, MaxMACs: int(pi.MaxMACs)}}
+		if a := byLink[int(pi.Ifindex)]; a != nil {
+			p.mode, p.why = a.Mode(), "adopted from the pinned datapath"
+			p.running = forwarding[b.id][pi.Slot]
+		}
+		d.alloc.slotUsed[pi.Slot] = true
+		b.ports = append(b.ports, p)
+	}
+	nStatic, nOrphan := 0, 0
+	if len(byID) > 0 {
+		es, err := d.dp.FDB()
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			b := byID[e.Bridge]
+			var p *portState
+			if b != nil {
+				p = b.portBySlot(e.Slot)
+			}
+			if p == nil {
+				// An entry of no adopted port: it names nothing here.
+				if _, err := d.dp.DelFDB(e.Bridge, e.VLAN, e.MAC); err == nil {
+					nOrphan++
+				}
+				continue
+			}
+			if !e.Static {
+				continue
+			}
+			s := config.Static{MAC: e.MAC, Port: p.name(), VLAN: e.VLAN}
+			b.written[staticKey(s)] = staticEntry{Static: s, Ifindex: int(e.Ifindex), Slot: e.Slot, User: e.User}
+			if e.User {
+				b.cliStatics[staticKey(s)] = s
+			}
+			nStatic++
+		}
+	}
+	// Peers: those of adopted links are held again; the others, of an
+	// earlier daemon that stopped without restoring them, are restored.
+	for _, r := range recorded.Peers {
+		peer, err := d.sys.FindPeer(r.Port, r.Peer.Netns)
+		if err != nil {
+			d.log.Info("veth peer changed by an earlier daemon is gone with its veth; nothing to restore", "port_ifindex", r.Port, "peer", r.Peer.Name)
+			continue
+		}
+		f := &peerFix{peer: peer, orig: r.Original}
+		if d.attached[r.Port] != nil {
+			d.peers[r.Port] = f
+			continue
+		}
+		if err := f.restore(); err != nil {
+			d.log.Warn("restore a veth peer changed by an earlier daemon", "peer", peer.String(), "err", err)
+		} else {
+			d.log.Info("restored a veth peer changed by an earlier daemon", "peer", peer.String())
+		}
+		peer.Close()
+	}
+	if len(byID) > 0 || len(links) > 0 {
+		d.log.Info("adopted the pinned datapath", "bridges", len(byID), "ports", len(ports), "links", len(links), "static_entries", nStatic, "stale_entries_removed", nOrphan)
+	}
+	return nil
+}
+
+// unpin makes an adopted, persisted datapath one that stops with this
+// daemon (it runs without persist).
+func (d *Daemon) unpin() error {
+	for _, a := range d.attached {
+		if err := a.Unpin(); err != nil {
+			return err
+		}
+	}
+	if err := d.dp.Unpin(); err != nil {
+		return err
+	}
+	d.log.Info("took over a persisted datapath without a break; persist is off, so it stops with this daemon")
+	return nil
+}
+
+// DownResult is what `trestle down` did.
+type DownResult struct {
+	Instance      string   `json:"instance"`
+	PinDir        string   `json:"pin_dir"`
+	Detached      []string `json:"detached"`
+	PeersRestored []string `json:"peers_restored"`
+	Found         bool     `json:"found"`
+}
+
+// Down removes the persisted datapath of the daemon that listens (or
+// listened) on socket in this network namespace: it detaches its programs,
+// unpins its maps and gives the veth peers it changed their settings back.
+// It refuses while that daemon runs.
+func Down(socket string) (DownResult, error) {
+	if err := ctl.Call(socket, ctl.Request{Cmd: ctl.CmdShow}, nil); err == nil {
+		return DownResult{}, fmt.Errorf("a daemon is running on %s: stop it first (with persist it leaves the datapath forwarding, which this then removes)", socket)
+	}
+	inst, err := InstanceOf(socket)
+	if err != nil {
+		return DownResult{}, err
+	}
+	res := DownResult{Instance: inst.Name, PinDir: inst.PinDir}
+	if _, err := os.Stat(inst.PinDir); err == nil {
+		res.Found = true
+		if err := datapath.CheckBPFFS(); err != nil {
+			return res, err
+		}
+	}
+	if _, err := os.Stat(inst.StateDir); err == nil {
+		res.Found = true
+		st := &stateDir{dir: inst.StateDir}
+		recorded, err := st.load()
+		if err != nil {
+			return res, err
+		}
+		sys := netlinkSystem{}
+		for _, r := range recorded.Peers {
+			peer, err := sys.FindPeer(r.Port, r.Peer.Netns)
+			if err != nil {
+				continue // gone with its veth
+			}
+			f := &peerFix{peer: peer, orig: r.Original}
+			if err := f.restore(); err != nil {
+				peer.Close()
+				return res, err
+			}
+			res.PeersRestored = append(res.PeersRestored, peer.String())
+			peer.Close()
+		}
+	}
+	did, err := datapath.Down(inst.PinDir)
+	res.Detached = did
+	if err != nil {
+		return res, err
+	}
+	if err := (&stateDir{dir: inst.StateDir}).remove(); err != nil {
+		return res, err
+	}
+	return res, nil
+}

@@ -1,0 +1,236 @@
+package datapath
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+)
+
+// BridgeInfo is a bridge as the datapath holds it.
+type BridgeInfo struct {
+	ID         uint16
+	Name       string
+	MaxEntries uint32
+	// Ports are the ports floods reach: the bridge's ports that are up.
+	Ports []PortInfo
+}
+
+func checkBridgeID(id uint16) error {
+	if id == 0 || int(id) > tbpf.MaxBridges {
+		return fmt.Errorf("bridge id %d out of range 1..%d", id, tbpf.MaxBridges)
+	}
+	return nil
+}
+
+// SetBridge writes a bridge and its complete port list. Its ports must
+// already be set with SetPort; ports not in the list stop receiving floods.
+//
+// Frames read a bridge while it is written (an array value is written in
+// place), so SetBridge writes the copy no frame reads, points frames at it,
+// and then waits until no program still runs on the old copy, which the next
+// SetBridge will write (bpf/lib/maps.h).
+func (d *Datapath) SetBridge(b BridgeInfo) error {
+	if err := checkBridgeID(b.ID); err != nil {
+		return err
+	}
+	if len(b.Ports) > tbpf.MaxBridgePorts {
+		return fmt.Errorf("bridge %q: %d ports, at most %d", b.Name, len(b.Ports), tbpf.MaxBridgePorts)
+	}
+	if len(b.Name) >= tbpf.NameLen {
+		return fmt.Errorf("bridge %q: name longer than %d bytes", b.Name, tbpf.NameLen-1)
+	}
+	fm, err := d.floodMap(b.ID)
+	if err != nil {
+		return fmt.Errorf("bridge %q: %w", b.Name, err)
+	}
+	want := map[uint32]bool{}
+	for _, p := range b.Ports {
+		want[p.Ifindex] = true
+		if err := fm.Put(p.Ifindex, p.Ifindex); err != nil {
+			return fmt.Errorf("bridge %q: add ifindex %d to the flood set: %w", b.Name, p.Ifindex, err)
+		}
+	}
+	var br tbpf.Bridge
+	br.Nports = uint32(len(b.Ports))
+	br.MaxEntries = b.MaxEntries
+	for i, p := range b.Ports {
+		br.Ports[i] = tbpf.BridgePort{Ifindex: p.Ifindex, Slot: uint32(p.Slot)}
+	}
+	for i := 0; i < len(b.Name); i++ {
+		br.Name[i] = int8(b.Name[i])
+	}
+	live, err := d.liveCopy(b.ID)
+	if err != nil {
+		return fmt.Errorf("bridge %q: %w", b.Name, err)
+	}
+	next := 2 * uint32(b.ID)
+	if live == next {
+		next++
+	}
+	// The copy about to be written was live before the last flip of this
+	// bridge: wait until no frame can still be reading it. One wait covers
+	// every bridge flipped before it, so an apply that rewrites many
+	// bridges once each waits at most once.
+	if d.unsynced[b.ID] {
+		if err := d.sync(); err != nil {
+			return fmt.Errorf("bridge %q: %w", b.Name, err)
+		}
+	}
+	if err := d.objs.Bridges.Put(next, &br); err != nil {
+		return fmt.Errorf("bridge %q: write: %w", b.Name, err)
+	}
+	if err := d.objs.BridgeLive.Put(uint32(b.ID), next); err != nil {
+		return fmt.Errorf("bridge %q: switch to the new copy: %w", b.Name, err)
+	}
+	d.unsynced[b.ID] = true
+	// Now that the live copy no longer names them, drop stale flood members.
+	var k, v uint32
+	var stale []uint32
+	it := fm.Iterate()
+	for it.Next(&k, &v) {
+		if !want[k] {
+			stale = append(stale, k)
+		}
+	}
+	for _, k := range stale {
+		if err := fm.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("bridge %q: remove ifindex %d from the flood set: %w", b.Name, k, err)
+		}
+	}
+	return nil
+}
+
+func (d *Datapath) liveCopy(id uint16) (uint32, error) {
+	var live uint32
+	if err := d.objs.BridgeLive.Lookup(uint32(id), &live); err != nil {
+		return 0, fmt.Errorf("read live copy: %w", err)
+	}
+	return live, nil
+}
+
+// sync returns once every program that was running has finished: writing a
+// map into a map of maps makes the kernel wait an RCU grace period
+// (maybe_wait_bpf_programs), and every XDP and tc program runs inside one.
+// It takes a grace period (milliseconds), so SetBridge waits only when it
+// must.
+func (d *Datapath) sync() error {
+	if err := d.objs.Floods.Put(uint32(0), d.syncMap); err != nil {
+		return fmt.Errorf("wait for running programs: %w", err)
+	}
+	clear(d.unsynced)
+	return nil
+}
+
+// DelBridge removes a bridge. Its ports should be deleted first.
+func (d *Datapath) DelBridge(id uint16) error {
+	if err := checkBridgeID(id); err != nil {
+		return err
+	}
+	// Frames find no bridge from now on; its copies are unreachable, and
+	// the next bridge given this id waits before it writes one (SetBridge).
+	if err := d.objs.BridgeLive.Put(uint32(id), uint32(0)); err != nil {
+		return fmt.Errorf("bridge %d: clear: %w", id, err)
+	}
+	d.unsynced[id] = true
+	if fm, ok := d.floods[id]; ok {
+		if err := d.objs.Floods.Delete(uint32(id)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("bridge %d: remove flood set: %w", id, err)
+		}
+		fm.Close()
+		delete(d.floods, id)
+	}
+	return nil
+}
+
+// ResetBridge zeroes a bridge id's address counts, for an id given to a new
+// bridge (no frame can reach a bridge that has no ports, so no CPU adds).
+func (d *Datapath) ResetBridge(id uint16) error {
+	if err := checkBridgeID(id); err != nil {
+		return err
+	}
+	for _, m := range []*ebpf.Map{d.objs.BridgeMacs, d.objs.BridgeMacsDel} {
+		if err := m.Put(uint32(id), int32(0)); err != nil {
+			return fmt.Errorf("bridge %d: reset address count: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func floodSpec(name string) *ebpf.MapSpec {
+	return &ebpf.MapSpec{
+		Name:       name,
+		Type:       ebpf.DevMapHash,
+		KeySize:    4,
+		ValueSize:  4,
+		MaxEntries: uint32(tbpf.MaxBridgePorts),
+	}
+}
+
+func (d *Datapath) floodMap(id uint16) (*ebpf.Map, error) {
+	if m, ok := d.floods[id]; ok {
+		return m, nil
+	}
+	m, err := ebpf.NewMap(floodSpec(fmt.Sprintf("tr_flood_%d", id)))
+	if err != nil {
+		return nil, fmt.Errorf("create flood set: %w", err)
+	}
+	if err := d.objs.Floods.Put(uint32(id), m); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("install flood set: %w", err)
+	}
+	d.floods[id] = m
+	return m, nil
+}
+
+// adoptFloods takes hold of the flood sets an adopted floods map holds.
+func (d *Datapath) adoptFloods() error {
+	for id := uint32(1); id <= uint32(tbpf.MaxBridges); id++ {
+		var inner ebpf.MapID
+		err := d.objs.Floods.Lookup(id, &inner)
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("adopt flood set of bridge %d: %w", id, err)
+		}
+		m, err := ebpf.NewMapFromID(inner)
+		if err != nil {
+			return fmt.Errorf("adopt flood set of bridge %d: %w", id, err)
+		}
+		d.floods[uint16(id)] = m
+	}
+	return nil
+}
+
+// Bridges reads the bridges the maps hold (their live copies).
+func (d *Datapath) Bridges() ([]BridgeInfo, error) {
+	var out []BridgeInfo
+	for id := 1; id <= tbpf.MaxBridges; id++ {
+		live, err := d.liveCopy(uint16(id))
+		if err != nil {
+			return nil, err
+		}
+		if live == 0 {
+			continue
+		}
+		var br tbpf.Bridge
+		if err := d.objs.Bridges.Lookup(live, &br); err != nil {
+			return nil, fmt.Errorf("read bridge %d: %w", id, err)
+		}
+		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries}
+		for _, c := range br.Name {
+			if c == 0 {
+				break
+			}
+			b.Name += string(rune(byte(c)))
+		}
+		for i := 0; i < int(br.Nports) && i < len(br.Ports); i++ {
+			b.Ports = append(b.Ports, PortInfo{Ifindex: br.Ports[i].Ifindex, Bridge: uint16(id), Slot: uint16(br.Ports[i].Slot)})
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}

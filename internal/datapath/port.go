@@ -1,0 +1,162 @@
+package datapath
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+)
+
+// SetPort makes ifindex a port: reachable for unicast (tx_ports, by slot),
+// then known at ingress (port_index, or ports for large ifindexes).
+func (d *Datapath) SetPort(p PortInfo) error {
+	if p.Slot == 0 || int(p.Slot) >= tbpf.MaxPorts {
+		return fmt.Errorf("port ifindex %d: slot %d out of range 1..%d", p.Ifindex, p.Slot, tbpf.MaxPorts-1)
+	}
+	if p.Bridge == 0 {
+		return fmt.Errorf("port ifindex %d: bridge id 0", p.Ifindex)
+	}
+	if err := d.objs.TxPorts.Put(uint32(p.Slot), p.Ifindex); err != nil {
+		return fmt.Errorf("port ifindex %d: add to tx_ports as slot %d: %w", p.Ifindex, p.Slot, err)
+	}
+	v := tbpf.Port{Bridge: p.Bridge, Slot: p.Slot, MaxMacs: p.MaxMACs}
+	if err := d.portMap(p.Ifindex).Put(p.Ifindex, &v); err != nil {
+		return fmt.Errorf("port ifindex %d: write: %w", p.Ifindex, err)
+	}
+	return nil
+}
+
+// portMap is where the port of ifindex is kept (see bpf/lib/maps.h).
+func (d *Datapath) portMap(ifindex uint32) *ebpf.Map {
+	if ifindex < tbpf.PortDirect {
+		return d.objs.PortIndex
+	}
+	return d.objs.Ports
+}
+
+// Port reads what the maps say of ifindex; ok is false when it is no port.
+func (d *Datapath) Port(ifindex uint32) (PortInfo, bool, error) {
+	var v tbpf.Port
+	err := d.portMap(ifindex).Lookup(ifindex, &v)
+	if errors.Is(err, ebpf.ErrKeyNotExist) || (err == nil && v.Bridge == 0) {
+		return PortInfo{}, false, nil
+	}
+	if err != nil {
+		return PortInfo{}, false, fmt.Errorf("read port ifindex %d: %w", ifindex, err)
+	}
+	return PortInfo{Ifindex: ifindex, Bridge: v.Bridge, Slot: v.Slot, MaxMACs: v.MaxMacs}, true, nil
+}
+
+// DelPort forgets a port: first at ingress, then as an egress.
+func (d *Datapath) DelPort(ifindex uint32, slot uint16) error {
+	var err error
+	if ifindex < tbpf.PortDirect {
+		err = d.objs.PortIndex.Put(ifindex, &tbpf.Port{}) // bridge 0: no port
+	} else if err = d.objs.Ports.Delete(ifindex); errors.Is(err, ebpf.ErrKeyNotExist) {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("port ifindex %d: delete: %w", ifindex, err)
+	}
+	if slot == 0 || int(slot) >= tbpf.MaxPorts {
+		return nil
+	}
+	if err := d.objs.TxPorts.Delete(uint32(slot)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("port ifindex %d: remove slot %d from tx_ports: %w", ifindex, slot, err)
+	}
+	return nil
+}
+
+// Ports reads every port the maps hold (for adoption).
+func (d *Datapath) Ports() ([]PortInfo, error) {
+	var out []PortInfo
+	cursor := new(ebpf.MapBatchCursor)
+	keys := make([]uint32, 4096)
+	vals := make([]tbpf.Port, 4096)
+	for {
+		n, err := d.objs.PortIndex.BatchLookup(cursor, keys, vals, nil)
+		for i := 0; i < n; i++ {
+			if vals[i].Bridge != 0 {
+				out = append(out, PortInfo{Ifindex: keys[i], Bridge: vals[i].Bridge, Slot: vals[i].Slot, MaxMACs: vals[i].MaxMacs})
+			}
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read ports: %w", err)
+		}
+	}
+	var k uint32
+	var v tbpf.Port
+	it := d.objs.Ports.Iterate()
+	for it.Next(&k, &v) {
+		if v.Bridge != 0 {
+			out = append(out, PortInfo{Ifindex: k, Bridge: v.Bridge, Slot: v.Slot, MaxMACs: v.MaxMacs})
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read ports: %w", err)
+	}
+	return out, nil
+}
+
+// ResetPort zeroes a slot's counters and address counts, for a slot given to
+// a new port. The slot must have no port and no entries: no CPU writes them.
+func (d *Datapath) ResetPort(slot uint16) error {
+	zero := make([]tbpf.PortStats, d.ncpu)
+	if err := d.objs.Stats.Put(uint32(slot), zero); err != nil {
+		return fmt.Errorf("reset counters of slot %d: %w", slot, err)
+	}
+	for _, m := range []*ebpf.Map{d.objs.PortMacs, d.objs.PortMacsDel} {
+		if err := m.Put(uint32(slot), int32(0)); err != nil {
+			return fmt.Errorf("reset address count of slot %d: %w", slot, err)
+		}
+	}
+	return nil
+}
+
+// Stats returns a slot's counters summed over CPUs.
+func (d *Datapath) Stats(slot uint16) (tbpf.PortStats, error) {
+	var sum tbpf.PortStats
+	per := make([]tbpf.PortStats, d.ncpu)
+	if err := d.objs.Stats.Lookup(uint32(slot), &per); err != nil {
+		return sum, fmt.Errorf("read counters of slot %d: %w", slot, err)
+	}
+	for _, s := range per {
+		sum.RxPackets += s.RxPackets
+		sum.RxBytes += s.RxBytes
+		sum.TxPackets += s.TxPackets
+		sum.TxBytes += s.TxBytes
+		sum.Flooded += s.Flooded
+		sum.Learned += s.Learned
+		sum.Moved += s.Moved
+		for i := range s.Drops {
+			sum.Drops[i] += s.Drops[i]
+		}
+	}
+	return sum, nil
+}
+
+// MACCount is the learned-address count the datapath checks a port's
+// max_macs against (slot) or a bridge's max_entries (bridge id).
+func (d *Datapath) PortMACs(slot uint16) (int, error) {
+	return d.count(d.objs.PortMacs, d.objs.PortMacsDel, uint32(slot))
+}
+
+func (d *Datapath) BridgeMACs(id uint16) (int, error) {
+	return d.count(d.objs.BridgeMacs, d.objs.BridgeMacsDel, uint32(id))
+}
+
+func (d *Datapath) count(added, deleted *ebpf.Map, idx uint32) (int, error) {
+	var a, del int32
+	if err := added.Lookup(idx, &a); err != nil {
+		return 0, fmt.Errorf("read address count %d: %w", idx, err)
+	}
+	if err := deleted.Lookup(idx, &del); err != nil {
+		return 0, fmt.Errorf("read address count %d: %w", idx, err)
+	}
+	return int(a - del), nil
+}
