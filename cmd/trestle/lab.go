@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,9 +20,10 @@ import (
 func (e *env) labCmd() *cobra.Command {
 	var (
 		duts, sizes, chains, streams, placement, jsonPath, reportDir, udpRate string
+		events, upgradeTo                                                     string
 		reps                                                                  int
-		trial, confirm, settle, drain, iperfTime                              time.Duration
-		lossGoal, resolution                                                  float64
+		trial, confirm, settle, drain, iperfTime, eventLead, eventTail        time.Duration
+		lossGoal, resolution, load, streamRate                                float64
 		keep, profile                                                         bool
 	)
 	c := &cobra.Command{
@@ -49,6 +52,24 @@ DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
                   or tso, gso, gro, lro, tx, sg) or, for trestle, another build
                   (trestle:xdp@bin=/tmp/trestle-old)
 
+The restart scenario (RFC 6201's reset characterisation): one stream from
+h1 to h2 per event, at --load of each DUT's measured 64-byte throughput (or
+--rate), after learning frames from every host; the event --event-lead into
+it; the stream going on until it has reached h2 for --event-tail without a
+gap after the daemon is back. Per event, the frames lost (sent less received
+by h2) and the frames flooded to h3 (sent to h2's learned address); the
+report gives the most in one event, the median and the total. --events sets the events and their order: sigkill=N (SIGKILL, then the
+same build started again), sigterm=N (SIGTERM, then started again),
+upgrade=N (SIGTERM, then another build started in its place; the events
+alternate: to the other build, back, to it, ...). trestle runs with persist
+(started with nsenter --net; 'trestle down' removes its datapath at the
+end). The other build is --upgrade-to PATH; else, for trestle@bin=PATH (the
+DUT's build), the lab's own; else a variant the lab builds from the source
+tree it runs from (the switch program with its memos disabled; needs clang
+and go); else the same build, and the report says so. Open vSwitch's
+ovs-vswitchd is restarted the same way (no upgrade events); the Linux bridge
+has no daemon: it gets the same streams with no event, the reference.
+
 Placement (--placement): shared runs the generator, the DUT's forwarding and
 the sink on one core (a veth delivers on the sending CPU: lossless, and the
 rate is that of the whole path); split pins the DUT's and the sinks' NAPI
@@ -59,6 +80,7 @@ Examples:
   trestle lab router-pps --dut direct,linux-bridge,trestle:xdp,ovs --reps 5
   trestle lab rfc2544 --sizes 64,512,1518 --json run.json --report out/
   trestle lab chain --chains 1,2,4,8 --dut linux-bridge,trestle
+  trestle lab restart --events sigkill=3,upgrade=2 --dut trestle:xdp@bin=/tmp/trestle-old
   trestle stat -C 1 a.txt b.txt      # compare figures the way the reports do`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -136,6 +158,53 @@ Examples:
 			if f.Changed("udp-rate") {
 				sc.UDPRate = udpRate
 			}
+			if f.Changed("events") {
+				if sc.Events, err = lab.ParseEvents(events); err != nil {
+					return fmt.Errorf("--events: %w", err)
+				}
+			}
+			if f.Changed("load") {
+				if load <= 0 || load > 1 {
+					return fmt.Errorf("--load %v: a fraction of the throughput above 0, up to 1", load)
+				}
+				sc.Load = load
+			}
+			if f.Changed("rate") {
+				if streamRate <= 0 {
+					return fmt.Errorf("--rate %v: frames a second, above 0", streamRate)
+				}
+				sc.StreamRate = streamRate
+				// A fixed rate needs no throughput to take a fraction of.
+				sc.Tests = slices.DeleteFunc(slices.Clone(sc.Tests), func(t string) bool { return t == lab.TestThroughput })
+			}
+			for _, d := range []struct {
+				name string
+				v    time.Duration
+				into *time.Duration
+			}{{"event-lead", eventLead, &sc.EventLead}, {"event-tail", eventTail, &sc.EventTail}} {
+				if f.Changed(d.name) {
+					if d.v <= 0 {
+						return fmt.Errorf("--%s %v: must be above 0", d.name, d.v)
+					}
+					*d.into = d.v
+				}
+			}
+			if f.Changed("upgrade-to") {
+				st, err := os.Stat(upgradeTo)
+				if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+					return fmt.Errorf("--upgrade-to %s: not an executable file (%v)", upgradeTo, err)
+				}
+				if sc.UpgradeTo, err = filepath.Abs(upgradeTo); err != nil {
+					return err
+				}
+			}
+			if !sc.Has(lab.TestRestart) {
+				for _, name := range []string{"events", "load", "rate", "event-lead", "event-tail", "upgrade-to"} {
+					if f.Changed(name) {
+						return fmt.Errorf("--%s is for the restart scenario; %s has no restart test", name, sc.Name)
+					}
+				}
+			}
 			return e.runLab(sc, placement, jsonPath, reportDir, keep, profile)
 		},
 	}
@@ -154,6 +223,12 @@ Examples:
 	f.Float64Var(&lossGoal, "loss-goal", 0, "loss ratio a trial may have and pass (RFC 2544: 0)")
 	f.Float64Var(&resolution, "resolution", 0, "search resolution, a ratio of the rate (default 0.01)")
 	f.StringVar(&udpRate, "udp-rate", "", "iperf3 UDP offered rate (e.g. 1G)")
+	f.StringVar(&events, "events", "", "restart: events in order with their counts (default sigkill=10,sigterm=10,upgrade=5)")
+	f.Float64Var(&load, "load", 0, "restart: the stream's rate, a fraction of the DUT's measured throughput (default 0.5)")
+	f.Float64Var(&streamRate, "rate", 0, "restart: the stream's rate in frames a second, instead of --load (no search)")
+	f.DurationVar(&eventLead, "event-lead", 0, "restart: the stream before each event (default 1s)")
+	f.DurationVar(&eventTail, "event-tail", 0, "restart: how long the stream must reach h2 without a gap after the\ndaemon is back (default 1s)")
+	f.StringVar(&upgradeTo, "upgrade-to", "", "restart: the trestle build the upgrade events go to and back from")
 	f.StringVar(&jsonPath, "json", "", "write every trial, the settings and the machine to this JSON file")
 	f.StringVar(&reportDir, "report", "", "write report.md and SVG charts into this directory")
 	f.BoolVar(&keep, "keep-workdir", false, "keep the run's directory of configs and logs")
@@ -186,12 +261,16 @@ Examples:
 	c.AddCommand(show)
 	c.AddCommand(&cobra.Command{
 		Use:   "clean",
-		Short: "Remove the namespaces of lab runs that were killed before they could clean up",
+		Short: "Remove the namespaces of lab runs that were killed before they could clean up, and what their trestle daemons pinned",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			gone, err := lab.Sweep()
 			for _, n := range gone {
-				fmt.Fprintln(e.stdout, "removed namespace", n)
+				if strings.HasPrefix(n, "/") {
+					fmt.Fprintln(e.stdout, "removed", n) // a persisted datapath or its state
+				} else {
+					fmt.Fprintln(e.stdout, "removed namespace", n)
+				}
 			}
 			if len(gone) == 0 && err == nil {
 				fmt.Fprintln(e.stdout, "nothing to remove")

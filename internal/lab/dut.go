@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -39,6 +41,15 @@ type Env struct {
 	// one (0: its default); the address caching test needs it large.
 	MaxEntries int
 	Log        func(format string, args ...any)
+	// Persist: a trestle DUT's daemon pins its datapath, which outlives
+	// it (the restart test restarts it under traffic); its Teardown
+	// removes the datapath with `trestle down`.
+	Persist bool
+	// UpgradeTo is the build the restart test's upgrade events go to and
+	// back from (--upgrade-to); OtherBuild makes one when none is given
+	// (nil: none can be).
+	UpgradeTo  string
+	OtherBuild func(ctx context.Context) (TrestleBuild, error)
 }
 
 // ErrUnavailable is wrapped when a DUT cannot run on this machine (a missing
@@ -212,17 +223,35 @@ type trestleDUT struct {
 	bin        string // another build than the lab's own
 	proc       *Proc
 	set        map[string]string
+
+	env       *Env
+	ns        *NS
+	cfg, sock string
+	// own is the DUT's build, cur the running daemon's. With persist (the
+	// restart test) the daemon runs with only the network namespace
+	// joined and pins its datapath at pinDir; other is the build upgrade
+	// events alternate with own, upgrades how many there were.
+	own, cur string
+	persist  bool
+	pinDir   string
+	other    *TrestleBuild
+	upgrades int
+	labels   map[string]string
 }
 
 func (d *trestleDUT) Name() string                { return d.name }
 func (d *trestleDUT) Learns() bool                { return true }
 func (d *trestleDUT) Settings() map[string]string { return d.set }
 
-func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
-	sock := filepath.Join(env.WorkDir, t.DUT.Name+".sock")
-	cfg := filepath.Join(env.WorkDir, t.DUT.Name+".toml")
+func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
+	d.env, d.ns = env, t.DUT
+	d.sock = filepath.Join(env.WorkDir, t.DUT.Name+".sock")
+	d.cfg = filepath.Join(env.WorkDir, t.DUT.Name+".toml")
 	var b strings.Builder
-	fmt.Fprintf(&b, "[daemon]\nsocket = %q\n", sock)
+	fmt.Fprintf(&b, "[daemon]\nsocket = %q\n", d.sock)
+	if env.Persist {
+		b.WriteString("persist = true\n")
+	}
 	for _, br := range t.Bridges {
 		fmt.Fprintf(&b, "\n[[bridge]]\nname = %q\n", br.Name)
 		if env.MaxEntries > 0 {
@@ -232,43 +261,207 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", p, d.mode)
 		}
 	}
-	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(d.cfg, []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	bin := env.Trestle
+	d.own = env.Trestle
 	if d.bin != "" {
-		bin = d.bin
+		d.own = d.bin
 	}
-	// --socket: it beats a TRESTLE_SOCKET the lab may have inherited.
-	p, err := t.DUT.Start("taskset", "-c", fmt.Sprint(env.DUTCPU), bin, "run", "--config", cfg, "--socket", sock)
+	if env.Persist {
+		if _, err := exec.LookPath("nsenter"); err != nil {
+			return fmt.Errorf("trestle with persist runs in the DUT namespace through nsenter: %w (it is in util-linux)", err)
+		}
+		d.persist = true
+		// A daemon that pinned its datapath and then failed to come up
+		// must not leave it pinned: Setup's failure gets no Teardown.
+		defer func() {
+			if err != nil {
+				if terr := d.Teardown(context.Background()); terr != nil {
+					err = fmt.Errorf("%w; and then: %v", err, terr)
+				}
+			}
+		}()
+	}
+	p, err := d.start(d.own)
 	if err != nil {
 		return err
 	}
-	d.proc = p
-	deadline := time.Now().Add(15 * time.Second)
+	st, err := d.waitUp(ctx, p, 15*time.Second)
+	if err != nil {
+		return err
+	}
+	d.set = map[string]string{"config": b.String(), "binary": d.label(d.own)}
+	for _, br := range st.Bridges {
+		for _, port := range br.Ports {
+			d.set["port "+port.Interface] = fmt.Sprintf("%s: %s%s", port.Mode, port.Reason, peerNote(port.Peer))
+		}
+	}
+	if d.persist {
+		if !st.Persist || st.PinDir == "" {
+			return fmt.Errorf("trestle run with persist: the daemon says it pinned nothing (persist %v, pinned at %q)", st.Persist, st.PinDir)
+		}
+		d.pinDir = st.PinDir
+		d.set["persist"] = "on: the datapath outlives the daemon; the daemon runs with only the DUT's network namespace joined (nsenter --net)"
+		d.set["pinned at"] = st.PinDir
+	}
+	return nil
+}
+
+// start starts the daemon from bin, pinned to the DUT's CPU.
+func (d *trestleDUT) start(bin string) (*Proc, error) {
+	// --socket: it beats a TRESTLE_SOCKET the lab may have inherited.
+	args := []string{"-c", fmt.Sprint(d.env.DUTCPU), bin, "run", "--config", d.cfg, "--socket", d.sock}
+	var p *Proc
+	var err error
+	if d.persist {
+		p, err = d.ns.StartNetOnly("taskset", args...)
+	} else {
+		p, err = d.ns.Start("taskset", args...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.proc, d.cur = p, bin
+	return p, nil
+}
+
+// waitUp waits until the daemon p answers on its socket with every port up.
+func (d *trestleDUT) waitUp(ctx context.Context, p *Proc, limit time.Duration) (ctl.Status, error) {
+	deadline := time.Now().Add(limit)
 	for {
 		var st ctl.Status
-		err := ctl.Call(sock, ctl.Request{Cmd: ctl.CmdShow}, &st)
+		err := ctl.Call(d.sock, ctl.Request{Cmd: ctl.CmdShow}, &st)
 		if err == nil && allUp(st) {
-			d.set = map[string]string{"config": b.String(), "binary": bin}
-			for _, br := range st.Bridges {
-				for _, port := range br.Ports {
-					d.set["port "+port.Interface] = fmt.Sprintf("%s: %s%s", port.Mode, port.Reason, peerNote(port.Peer))
-				}
-			}
-			return nil
+			return st, nil
 		}
 		select {
 		case <-p.Done():
-			return fmt.Errorf("trestle run exited: %v\n%s", p.Err(), p.Output())
+			return st, fmt.Errorf("trestle run exited: %v\n%s", p.Err(), p.Output())
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+			return st, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("trestle run: ports not up after 15s (%v)\n%s", err, p.Output())
+			return st, fmt.Errorf("trestle run: ports not up after %v (%v)\n%s", limit, err, p.Output())
 		}
 	}
+}
+
+// label is a build for people: its path and the version it reports.
+func (d *trestleDUT) label(bin string) string {
+	if l, ok := d.labels[bin]; ok {
+		return l
+	}
+	l := bin
+	if out, err := exec.Command(bin, "--version").Output(); err == nil {
+		l = fmt.Sprintf("%s (%s)", bin, strings.TrimPrefix(strings.TrimSpace(string(out)), "trestle version "))
+	}
+	if d.labels == nil {
+		d.labels = map[string]string{}
+	}
+	d.labels[bin] = l
+	return l
+}
+
+// otherBuild is the build upgrade events alternate with the DUT's own:
+// --upgrade-to, else the lab's own build for a DUT with bin=, else one
+// the lab makes (Env.OtherBuild), else the same build, said so.
+func (d *trestleDUT) otherBuild(ctx context.Context) TrestleBuild {
+	switch {
+	case d.env.UpgradeTo != "":
+		return TrestleBuild{Path: d.env.UpgradeTo, Label: d.label(d.env.UpgradeTo) + ", given with --upgrade-to"}
+	case d.bin != "" && d.bin != d.env.Trestle:
+		return TrestleBuild{Path: d.env.Trestle, Label: d.label(d.env.Trestle) + ", the lab's own build"}
+	}
+	why := "no other build given (--upgrade-to PATH, or trestle@bin=PATH for the DUT's)"
+	if d.env.OtherBuild != nil {
+		b, err := d.env.OtherBuild(ctx)
+		if err == nil {
+			return b
+		}
+		why += ", and none could be built: " + err.Error()
+	}
+	return TrestleBuild{Path: d.own, Label: "the same build: " + why}
+}
+
+func (d *trestleDUT) RestartPlan(ctx context.Context, kind string) (string, error) {
+	if !d.persist {
+		return "", errors.New("trestle runs without persist: a restart would detach its datapath")
+	}
+	switch kind {
+	case EventSIGKILL:
+		return "SIGKILL, then the same build started again (persist: it adopts the datapath pinned by the one killed)", nil
+	case EventSIGTERM:
+		return "SIGTERM (persist: the datapath goes on forwarding), then the same build started again, which adopts it", nil
+	case EventUpgrade:
+		if d.other == nil {
+			b := d.otherBuild(ctx)
+			d.other = &b
+		}
+		if d.other.Path == d.own {
+			d.set["upgrade"] = d.other.Label
+			return fmt.Sprintf("SIGTERM, then %s started again, which adopts the datapath; %s: so an upgrade event is a SIGTERM event", d.label(d.own), d.other.Label), nil
+		}
+		d.set["upgrade"] = "alternately to " + d.other.Label + " and back to " + d.label(d.own)
+		return fmt.Sprintf("SIGTERM, then another build started in its place, which adopts the datapath: alternately %s, and back to %s", d.other.Label, d.label(d.own)), nil
+	}
+	return "", fmt.Errorf("no such event: %s", kind)
+}
+
+func (d *trestleDUT) Restart(ctx context.Context, kind string) (Restarted, error) {
+	var res Restarted
+	old := d.proc
+	if old == nil {
+		return res, errors.New("trestle run: no daemon to restart")
+	}
+	sig, next := syscall.SIGTERM, d.cur
+	switch kind {
+	case EventSIGKILL:
+		sig = syscall.SIGKILL
+	case EventSIGTERM:
+	case EventUpgrade:
+		if d.other == nil {
+			return res, errors.New("upgrade: RestartPlan found no other build")
+		}
+		d.upgrades++
+		next = d.own
+		if d.upgrades%2 == 1 {
+			next = d.other.Path
+		}
+	default:
+		return res, fmt.Errorf("no such event: %s", kind)
+	}
+	res.From, res.To = d.label(d.cur), d.label(next)
+	t0 := time.Now()
+	if err := old.Cmd.Process.Signal(sig); err != nil {
+		return res, fmt.Errorf("%v to trestle run (pid %d): %w", sig, old.Cmd.Process.Pid, err)
+	}
+	select {
+	case <-old.Done():
+	case <-time.After(15 * time.Second):
+		return res, fmt.Errorf("trestle run (pid %d) still running 15s after %v\n%s", old.Cmd.Process.Pid, sig, old.Output())
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	res.Exited = time.Since(t0)
+	p, err := d.start(next)
+	if err != nil {
+		return res, err
+	}
+	_, err = d.waitUp(ctx, p, 30*time.Second)
+	res.Back = time.Since(t0)
+	res.Log = "old daemon (" + res.From + "), its last lines:\n" + lastLines(old.Output(), 12) + "\nnew daemon (" + res.To + "):\n" + p.Output()
+	return res, err
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func peerNote(p string) string {
@@ -292,16 +485,43 @@ func allUp(st ctl.Status) bool {
 	return true
 }
 
-func (d *trestleDUT) Teardown(context.Context) error {
-	if d.proc == nil {
-		return nil
+func (d *trestleDUT) Teardown(ctx context.Context) error {
+	var errs []error
+	if d.proc != nil {
+		exited := false
+		select {
+		case <-d.proc.Done():
+			exited = true // killed by an event that then failed: that event says so
+		default:
+		}
+		err := d.proc.Stop(10 * time.Second)
+		d.proc = nil
+		if err != nil && !exited && !strings.Contains(err.Error(), "terminated") {
+			errs = append(errs, fmt.Errorf("trestle run: %w", err))
+		}
 	}
-	err := d.proc.Stop(10 * time.Second)
-	d.proc = nil
-	if err != nil && !strings.Contains(err.Error(), "terminated") {
-		return fmt.Errorf("trestle run: %w", err)
+	if d.persist {
+		// The datapath outlived the daemon: remove it, with the build that
+		// ran last (it knows the layout of what it pinned), else the lab's.
+		d.persist = false
+		bin := d.cur
+		if bin == "" {
+			bin = d.own
+		}
+		_, err := d.ns.RunNetOnly(ctx, bin, "down", "--socket", d.sock)
+		if err != nil && bin != d.env.Trestle {
+			_, err = d.ns.RunNetOnly(ctx, d.env.Trestle, "down", "--socket", d.sock)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove the persisted datapath in %s: %w", d.ns.Name, err))
+		}
+		if d.pinDir != "" {
+			if _, err := os.Stat(d.pinDir); err == nil {
+				errs = append(errs, fmt.Errorf("trestle down in %s: %s is still pinned", d.ns.Name, d.pinDir))
+			}
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // sortedKeys is for printing settings in a stable order.

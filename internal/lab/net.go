@@ -10,8 +10,9 @@
 //     creates, moves or changes a link in the namespace it started in, and
 //     sends traffic only between its own namespaces.
 //   - Net.Close stops every process the run started (by its PID, SIGTERM then
-//     SIGKILL) and deletes every namespace, whatever state the run is in; it
-//     is safe to call twice. Namespaces of runs that were killed before they
+//     SIGKILL) and deletes every namespace, and any datapath a trestle daemon
+//     with persist pinned in one (under /sys/fs/bpf/trestle, named after the
+//     namespace), whatever state the run is in; it is safe to call twice. Namespaces of runs that were killed before they
 //     could clean up are found by their prefix and removed by Sweep, which
 //     only touches prefixes whose process is gone.
 package lab
@@ -37,7 +38,10 @@ import (
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
+	"github.com/trestle/trestle/internal/daemon"
+	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/netnsutil"
 )
 
@@ -68,6 +72,10 @@ type NS struct {
 	Name string // full name, as `ip netns` knows it
 	Path string
 	net  *Net
+	// cookie is the kernel's cookie of the namespace: what a trestle
+	// daemon with persist names its pinned datapath after (Close removes
+	// any such datapath left behind).
+	cookie uint64
 }
 
 // NS creates the namespace Prefix-name, brings up its loopback, turns IPv6
@@ -83,6 +91,9 @@ func (n *Net) NS(name string) (*NS, error) {
 	n.mu.Lock()
 	n.nss = append(n.nss, ns)
 	n.mu.Unlock()
+	if err := ns.Do(func() (err error) { ns.cookie, err = datapath.NetnsCookie(); return err }); err != nil {
+		return nil, fmt.Errorf("namespace %s: %w", full, err)
+	}
 	if err := ns.Do(func() error {
 		lo, err := netlink.LinkByName("lo")
 		if err != nil {
@@ -166,9 +177,35 @@ func (ns *NS) Start(name string, args ...string) (*Proc, error) {
 
 // StartEnv is Start with variables added to the environment.
 func (ns *NS) StartEnv(env []string, name string, args ...string) (*Proc, error) {
-	p := &Proc{Name: name, done: make(chan struct{})}
-	p.Cmd = exec.Command("ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
-	p.Cmd.Env = append(os.Environ(), env...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	return ns.start(name, cmd)
+}
+
+// StartNetOnly is Start with only the network namespace joined (nsenter
+// --net): the command keeps the lab's mount namespace. `ip netns exec`
+// mounts a /sys of its own, which hides the host's BPF filesystem, and a
+// trestle daemon with persist pins its datapath there.
+func (ns *NS) StartNetOnly(name string, args ...string) (*Proc, error) {
+	return ns.start(name, ns.netOnly(context.Background(), name, args...))
+}
+
+// RunNetOnly is Run with only the network namespace joined (see
+// StartNetOnly).
+func (ns *NS) RunNetOnly(ctx context.Context, name string, args ...string) (string, error) {
+	out, err := ns.netOnly(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s (in %s, network namespace only): %w: %s", name, strings.Join(args, " "), ns.Name, err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
+func (ns *NS) netOnly(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + ns.Path, "--", name}, args...)...)
+}
+
+func (ns *NS) start(name string, cmd *exec.Cmd) (*Proc, error) {
+	p := &Proc{Name: name, Cmd: cmd, done: make(chan struct{})}
 	p.Cmd.Stdout = &lockedWriter{p: p}
 	p.Cmd.Stderr = p.Cmd.Stdout
 	p.Cmd.WaitDelay = time.Second
@@ -477,6 +514,25 @@ func (n *Net) Namespaces() []string {
 	return out
 }
 
+// EnsureBPFFS mounts the BPF filesystem at /sys/fs/bpf if it is not there
+// (systemd mounts it at boot; a bare machine may have none): a trestle
+// daemon with persist pins its datapath under it. It reports whether it
+// mounted it. The lab runs in the host's mount namespace, so the mount is
+// the host's, where the daemons it starts with StartNetOnly see it.
+func EnsureBPFFS() (bool, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(datapath.BPFFS, &st); err != nil {
+		return false, fmt.Errorf("BPF filesystem: statfs %s: %w", datapath.BPFFS, err)
+	}
+	if uint32(st.Type) == unix.BPF_FS_MAGIC {
+		return false, nil
+	}
+	if err := unix.Mount("bpf", datapath.BPFFS, "bpf", 0, "mode=0700"); err != nil {
+		return false, fmt.Errorf("BPF filesystem: mount it at %s: %w", datapath.BPFFS, err)
+	}
+	return true, nil
+}
+
 // Close stops the set's processes, newest first, and deletes its
 // namespaces, which removes every link in them. It returns every error, and
 // goes on after one.
@@ -494,12 +550,57 @@ func (n *Net) Close() error {
 		if out, err := exec.Command("ip", "netns", "del", nss[i].Name).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("delete namespace %s: %v: %s", nss[i].Name, err, bytes.TrimSpace(out)))
 		}
+		// A DUT's teardown removes its persisted datapath (trestle down);
+		// this is for one that could not, or never got to.
+		if _, err := sweepPins(nss[i].cookie); err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s: %w", nss[i].Name, err))
+		}
 	}
 	return errors.Join(errs...)
 }
 
+// sweepPins removes what trestle daemons with persist left of a namespace
+// that is gone: their pinned datapaths (its links went with its
+// interfaces, its maps stay pinned until removed) and their state
+// directories. Both are named after the namespace's cookie
+// (datapath.Instance), so no other namespace's are touched. It returns the
+// directories it removed.
+func sweepPins(cookie uint64) ([]string, error) {
+	if cookie == 0 {
+		return nil, nil
+	}
+	prefix := fmt.Sprintf("ns%d-", cookie)
+	var gone []string
+	var errs []error
+	for _, root := range []string{datapath.PinRoot, daemon.StateRoot} {
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			continue // no such directory: nothing was ever pinned or recorded
+		}
+		for _, e := range ents {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+				continue
+			}
+			dir := filepath.Join(root, e.Name())
+			if root == datapath.PinRoot {
+				_, err = datapath.Down(dir)
+			} else {
+				err = os.RemoveAll(dir)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("remove the persisted datapath %s: %w", dir, err))
+				continue
+			}
+			gone = append(gone, dir)
+		}
+	}
+	return gone, errors.Join(errs...)
+}
+
 // Sweep deletes the namespaces of lab runs whose process no longer exists:
-// what a run killed with SIGKILL left behind. It returns their names.
+// what a run killed with SIGKILL left behind, with any datapath a trestle
+// daemon with persist pinned in them. It returns the namespaces' names and
+// the pin and state directories it removed.
 func Sweep() ([]string, error) {
 	ents, err := os.ReadDir(netnsDir)
 	if err != nil {
@@ -519,11 +620,19 @@ func Sweep() ([]string, error) {
 		if pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
 			continue // a live run's
 		}
+		// Its cookie names what a trestle daemon with persist pinned in it.
+		var cookie uint64
+		_ = netnsutil.Do(filepath.Join(netnsDir, e.Name()), func() (err error) { cookie, err = datapath.NetnsCookie(); return err })
 		if out, err := exec.Command("ip", "netns", "del", e.Name()).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("delete namespace %s: %v: %s", e.Name(), err, bytes.TrimSpace(out)))
 			continue
 		}
 		gone = append(gone, e.Name())
+		pins, err := sweepPins(cookie)
+		gone = append(gone, pins...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s: %w", e.Name(), err))
+		}
 	}
 	return gone, errors.Join(errs...)
 }

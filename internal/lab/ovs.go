@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -24,6 +25,9 @@ type ovsDUT struct {
 	db, vswitchd   *Proc
 	dir            string
 	set            map[string]string
+	t              *Topo
+	cpu            string // the DUT's CPU, where its daemons run
+	restarts       int
 }
 
 func (o *ovsDUT) Name() string { return o.name }
@@ -55,7 +59,12 @@ func (o *ovsDUT) env() []string {
 }
 
 func (o *ovsDUT) vsctl(ctx context.Context, t *Topo, args ...string) (string, error) {
-	return t.DUT.RunEnv(ctx, o.env(), "ovs-vsctl", append([]string{"--db=unix:" + filepath.Join(o.dir, "db.sock"), "--timeout=10"}, args...)...)
+	return o.vsctlWait(ctx, t, 10*time.Second, args...)
+}
+
+// vsctlWait is vsctl with another time limit (ovs-vsctl's --timeout).
+func (o *ovsDUT) vsctlWait(ctx context.Context, t *Topo, limit time.Duration, args ...string) (string, error) {
+	return t.DUT.RunEnv(ctx, o.env(), "ovs-vsctl", append([]string{"--db=unix:" + filepath.Join(o.dir, "db.sock"), fmt.Sprintf("--timeout=%d", int(limit.Seconds()))}, args...)...)
 }
 
 func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
@@ -87,14 +96,9 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 	if _, err := o.vsctl(ctx, t, "--no-wait", "init"); err != nil {
 		return err
 	}
-	o.vswitchd, err = t.DUT.StartEnv(o.env(), "taskset", "-c", cpu, "ovs-vswitchd", "unix:"+filepath.Join(o.dir, "db.sock"),
-		"--pidfile="+filepath.Join(o.dir, "vswitchd.pid"), "--unixctl="+filepath.Join(o.dir, "vswitchd.ctl"),
-		"--log-file="+filepath.Join(o.dir, "vswitchd.log"), "--no-chdir")
-	if err != nil {
+	o.t, o.cpu = t, cpu
+	if err := o.startVswitchd(ctx); err != nil {
 		return err
-	}
-	if err := waitFile(ctx, filepath.Join(o.dir, "vswitchd.ctl"), o.vswitchd); err != nil {
-		return fmt.Errorf("ovs-vswitchd: %w", err)
 	}
 	args := []string{"set", "Open_vSwitch", ".", fmt.Sprintf("other_config:pmd-cpu-mask=0x%x", 1<<env.DUTCPU)}
 	for _, br := range t.Bridges {
@@ -152,6 +156,83 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 		o.set["mac-table-size"] = strconv.Itoa(env.MaxEntries)
 	}
 	return nil
+}
+
+// startVswitchd starts ovs-vswitchd and waits for its control socket.
+func (o *ovsDUT) startVswitchd(ctx context.Context) error {
+	p, err := o.t.DUT.StartEnv(o.env(), "taskset", "-c", o.cpu, "ovs-vswitchd", "unix:"+filepath.Join(o.dir, "db.sock"),
+		"--pidfile="+filepath.Join(o.dir, "vswitchd.pid"), "--unixctl="+filepath.Join(o.dir, "vswitchd.ctl"),
+		"--log-file="+filepath.Join(o.dir, "vswitchd.log"), "--no-chdir")
+	if err != nil {
+		return err
+	}
+	o.vswitchd = p
+	if err := waitFile(ctx, filepath.Join(o.dir, "vswitchd.ctl"), p); err != nil {
+		return fmt.Errorf("ovs-vswitchd: %w", err)
+	}
+	return nil
+}
+
+func (o *ovsDUT) RestartPlan(_ context.Context, kind string) (string, error) {
+	switch kind {
+	case EventSIGKILL, EventSIGTERM:
+		return fmt.Sprintf("ovs-vswitchd stopped with %s, then started again (ovsdb-server and the configuration stay; the userspace datapath and its MAC table are ovs-vswitchd's)", strings.ToUpper(kind)), nil
+	case EventUpgrade:
+		return "", errors.New("the lab has no other build of Open vSwitch (its SIGTERM events are what an upgrade would be)")
+	}
+	return "", fmt.Errorf("no such event: %s", kind)
+}
+
+func (o *ovsDUT) Restart(ctx context.Context, kind string) (Restarted, error) {
+	var res Restarted
+	sig := syscall.SIGTERM
+	switch kind {
+	case EventSIGKILL:
+		sig = syscall.SIGKILL
+	case EventSIGTERM:
+	default:
+		return res, fmt.Errorf("Open vSwitch: no %s events", kind)
+	}
+	old := o.vswitchd
+	if old == nil {
+		return res, errors.New("ovs-vswitchd: not running")
+	}
+	res.From, res.To = "ovs-vswitchd", "ovs-vswitchd"
+	logFile := filepath.Join(o.dir, "vswitchd.log")
+	t0 := time.Now()
+	if err := old.Cmd.Process.Signal(sig); err != nil {
+		return res, fmt.Errorf("%v to ovs-vswitchd (pid %d): %w", sig, old.Cmd.Process.Pid, err)
+	}
+	select {
+	case <-old.Done():
+	case <-time.After(20 * time.Second):
+		return res, fmt.Errorf("ovs-vswitchd (pid %d) still running 20s after %v\n%s", old.Cmd.Process.Pid, sig, tail(logFile, 10))
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	res.Exited = time.Since(t0)
+	before := tail(logFile, 12)
+	// A killed ovs-vswitchd leaves its control socket and pidfile behind:
+	// the new one would seem to be up at once.
+	for _, f := range []string{"vswitchd.ctl", "vswitchd.pid"} {
+		if err := os.Remove(filepath.Join(o.dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return res, fmt.Errorf("ovs-vswitchd: remove the old %s: %w", f, err)
+		}
+	}
+	if err := o.startVswitchd(ctx); err != nil {
+		return res, err
+	}
+	// Back once it has applied the database's configuration (bridges,
+	// ports, their AF_XDP sockets): ovs-vsctl without --no-wait returns
+	// only then.
+	o.restarts++
+	_, err := o.vsctlWait(ctx, o.t, 30*time.Second, "set", "Open_vSwitch", ".", fmt.Sprintf("external_ids:trestle-lab-restarts=%d", o.restarts))
+	res.Back = time.Since(t0)
+	res.Log = "before:\n" + before + "\nafter:\n" + tail(logFile, 20)
+	if err != nil {
+		return res, fmt.Errorf("ovs-vswitchd after %v: the configuration was not applied: %w", sig, err)
+	}
+	return res, nil
 }
 
 func (o *ovsDUT) Teardown(context.Context) error {

@@ -7,9 +7,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +40,10 @@ type Result struct {
 	Table   *TableCheck   `json:"table,omitempty"` // the fdb-scale test's check of the filled table
 	Latency *sink.Latency `json:"latency,omitempty"`
 	CPU     []float64     `json:"cpu_busy,omitempty"`
+	// PerEvent is the restart test's figure for each event, in order
+	// (Value is the most of them); Restart the events themselves.
+	PerEvent []float64      `json:"per_event,omitempty"`
+	Restart  *RestartRecord `json:"restart,omitempty"`
 }
 
 // Unit is the setting of one measured block: a DUT on one topology.
@@ -92,6 +98,9 @@ type Config struct {
 	// Profile adds to every throughput figure where a frame's time went:
 	// the generator's, the DUT's and the sink's eBPF programs (see Profile).
 	Profile bool
+	// otherBuild makes, once a run, the trestle build the restart test's
+	// upgrade events go to when none is given (Env.OtherBuild).
+	otherBuild func(ctx context.Context) (TrestleBuild, error)
 	// Progress gets a line about the work in hand; Logf gets notes.
 	Progress func(line string)
 	Logf     func(format string, args ...any)
@@ -152,6 +161,22 @@ func estimate(s Scenario, u unit) time.Duration {
 			t += time.Duration(len(s.Streams)) * (s.IperfTime + time.Second)
 		case TestUDP:
 			t += s.IperfTime + time.Second
+		case TestRestart:
+			// One stream per event: settle, lead, the event, the tail, drain.
+			d, _ := ParseDUT(u.dut)
+			per := tm.Settle + s.EventLead + s.EventTail + tm.Drain + time.Second
+			n := 0
+			for _, e := range s.Events {
+				if _, ok := d.(Restarter); ok {
+					n += e.Count
+				} else {
+					n = max(n, e.Count)
+				}
+			}
+			t += time.Duration(n) * per
+			if s.StreamRate == 0 && !s.has(TestThroughput) {
+				t += 3*trial + tm.Search.Confirm
+			}
 		}
 	}
 	return t
@@ -176,6 +201,35 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	if place.Mode == "shared" {
 		run.Notes = append(run.Notes, fmt.Sprintf("placement shared: the generator runs on CPU %d, and so, frame by frame, do the DUT's forwarding and the sink (a veth delivers on the sending CPU); DUT threads of their own (trestle's daemon, Open vSwitch's PMD) on CPU %d", place.GenCPU, place.DUTCPU))
 	}
+	if s.has(TestRestart) {
+		if len(s.Events) == 0 {
+			return nil, errors.New("restart: no events to run")
+		}
+		if s.StreamRate <= 0 && (s.Load <= 0 || s.Load > 1) {
+			return nil, fmt.Errorf("restart: the stream's load %v: a fraction of the throughput above 0, up to 1", s.Load)
+		}
+		// trestle's daemons pin their datapaths to the host's BPF filesystem.
+		mounted, err := EnsureBPFFS()
+		if err != nil {
+			return nil, err
+		}
+		if mounted {
+			run.Notes = append(run.Notes, "mounted the BPF filesystem at /sys/fs/bpf (it was not): trestle with persist pins its datapath there")
+		}
+		run.Notes = append(run.Notes, restartNote(s))
+		var once sync.Once
+		var built TrestleBuild
+		var buildErr error
+		cfg.otherBuild = func(ctx context.Context) (TrestleBuild, error) {
+			once.Do(func() {
+				if cfg.Progress != nil {
+					cfg.Progress("building another trestle for the upgrade events: the switch program with its memos disabled")
+				}
+				built, buildErr = BuildVariant(ctx, filepath.Join(cfg.WorkDir, "variant"), cfg.Version)
+			})
+			return built, buildErr
+		}
+	}
 	units := plan(s)
 	ests := make([]time.Duration, len(units))
 	var total time.Duration
@@ -184,6 +238,11 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		total += ests[i]
 	}
 	unavailable := map[string]string{}
+	notef := func(n string) { // a note a unit adds to the run's, once
+		if !slices.Contains(run.Notes, n) {
+			run.Notes = append(run.Notes, n)
+		}
+	}
 	var spent, estDone time.Duration
 	for i, u := range units {
 		if ctx.Err() != nil {
@@ -205,7 +264,7 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 			continue
 		}
 		start := time.Now()
-		res, err := runUnit(ctx, cfg, s, u, i+1, place, &rec, status)
+		res, err := runUnit(ctx, cfg, s, u, i+1, place, &rec, status, notef)
 		rec.Seconds = time.Since(start).Seconds()
 		spent += time.Since(start)
 		estDone += ests[i]
@@ -240,7 +299,7 @@ func chainNote(s Scenario, u unit) string {
 
 // runUnit builds one topology, sets the DUT up, runs the scenario's tests
 // and tears everything down.
-func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, place Placement, rec *UnitRecord, status func(string)) (out []Result, err error) {
+func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, place Placement, rec *UnitRecord, status, notef func(string)) (out []Result, err error) {
 	d, err := ParseDUT(u.dut)
 	if err != nil {
 		return nil, err
@@ -274,6 +333,9 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 		}
 	}
 	env := &Env{Trestle: cfg.Trestle, WorkDir: cfg.WorkDir, DUTCPU: place.DUTCPU, Log: cfg.Logf}
+	if s.has(TestRestart) {
+		env.Persist, env.UpgradeTo, env.OtherBuild = true, s.UpgradeTo, cfg.otherBuild
+	}
 	if s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) {
 		env.MaxEntries = 2 * max(s.CacheMax, s.LearnAddrs, slices.Max(append([]int{0}, s.TableSizes...)))
 	}
@@ -296,9 +358,9 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	base := Result{DUT: u.dut, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }
 
-	if s.hasPacketTests() && !(isDirect(u.dut) && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B)) {
+	if s.hasPacketTests() && !(isDirect(u.dut) && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart)) {
 		sinkHosts := []int{1}
-		if s.has(TestFlood) || s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) {
+		if s.has(TestFlood) || s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) || s.has(TestRestart) {
 			sinkHosts = nil
 			for i := range t.Hosts {
 				sinkHosts = append(sinkHosts, i)
@@ -308,7 +370,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 			return out, err
 		}
 		rec.Placement, rec.Offloads = rig.Place, rig.Offloads
-		if err := packetTests(ctx, s, cfg.Profile, rig, base, add, status); err != nil {
+		if err := packetTests(ctx, s, cfg.Profile, rig, base, add, status, notef); err != nil {
 			return out, err
 		}
 		rig.StopPackets()
@@ -327,9 +389,10 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	return out, nil
 }
 
-func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base Result, add func(Result), status func(string)) error {
+func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base Result, add func(Result), status, notef func(string)) error {
 	tm := s.Timing
 	flows := max(s.Flows, 1)
+	tputs := map[FrameSize]float64{} // the throughput found at each size
 	for _, size := range s.Sizes {
 		var tput float64
 		var unpaced float64
@@ -357,6 +420,7 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 			}
 			add(r)
 			tput = sr.Throughput
+			tputs[size] = tput
 		}
 		if s.has(TestLatency) && tput > 0 {
 			status(fmt.Sprintf("latency %s at %v of %s", size.Label(), s.Fractions, pps(tput)))
@@ -465,6 +529,35 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 					add(r)
 				}
 			}
+		}
+	}
+	if s.has(TestRestart) {
+		size := FrameSize("64")
+		if len(s.Sizes) > 0 {
+			size = s.Sizes[0]
+		}
+		rate, tput := s.StreamRate, 0.0
+		if rate <= 0 {
+			var ok bool
+			if tput, ok = tputs[size]; !ok {
+				n := 0
+				sr, trials, err := rig.Throughput(ctx, size, tm, flows, func(st SearchTrial) {
+					n++
+					status(fmt.Sprintf("throughput %s for the restart stream, trial %d: %s offered, loss %.3f%%", size.Label(), n, pps(st.Offered), 100*st.Loss))
+				})
+				if err != nil {
+					return err
+				}
+				add(searchResult(base, TestThroughput, string(size), sr, trials))
+				tput = sr.Throughput
+			}
+			if tput <= 0 {
+				return fmt.Errorf("restart: no zero-loss throughput at %s to run the stream at %.0f%% of", size.Label(), 100*s.Load)
+			}
+			rate = tput * s.Load
+		}
+		if err := restartTest(ctx, s, rig, size, rate, tput, base, add, notef, status); err != nil {
+			return err
 		}
 	}
 	if s.has(TestCache) && rig.DUT.Learns() {

@@ -19,9 +19,14 @@ const (
 	TestTable      = "table"        // throughput to addresses spread over a table of N learned ones
 	TestTCP        = "tcp"          // iperf3 TCP, h1 to h2, per stream count
 	TestUDP        = "udp"          // iperf3 UDP, h1 to h2: rate, loss, jitter
+	// TestRestart: a stream from h1 to h2 while the DUT's daemon is
+	// restarted (RFC 6201's reset characterisation): frames lost per
+	// event; its results' twin TestRestartFlooded is the frames h3 got.
+	TestRestart        = "restart"
+	TestRestartFlooded = "restart-flooded"
 )
 
-var packetTestKinds = []string{TestThroughput, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn, TestTable}
+var packetTestKinds = []string{TestThroughput, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn, TestTable, TestRestart}
 
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
@@ -49,6 +54,17 @@ type Scenario struct {
 	CacheMax, LearnAddrs int
 	// TableSizes are the learned addresses of the table test.
 	TableSizes []int
+	// The restart test: Events run in this order, each kind Count times,
+	// under a stream from h1 to h2 at Load times the DUT's measured
+	// throughput at the first frame size (or at StreamRate frames a second,
+	// if set, with no search). Each event has a stream of its own, which
+	// runs EventLead before it and, once the daemon is back, on until it
+	// has reached h2 for EventTail without a gap. UpgradeTo is the build the
+	// upgrade events go to and back from ("": see Config.OtherBuild).
+	Events               []EventCount
+	Load, StreamRate     float64
+	EventLead, EventTail time.Duration
+	UpgradeTo            string
 	// Unavailable, if set, is why the scenario cannot run yet.
 	Unavailable string
 }
@@ -124,6 +140,17 @@ var Scenarios = map[string]Scenario{
 		DUTs:  []string{"direct", "linux-bridge", "trestle", "trestle:xdp", "ovs"}, Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
 	},
+	"restart": {
+		Name: "restart", Title: "Restarts under traffic: frames lost and flooded per daemon restart (RFC 6201)",
+		About: "a 3-port bridge, a stream h1 -> h2 at 50% of the measured 64-byte throughput while the daemon is killed (SIGKILL) and started again 10 times, " +
+			"stopped (SIGTERM) and started again 10 times, replaced by another build and back 5 times: frames lost and frames flooded to h3 per event; " +
+			"trestle with persist, Open vSwitch's ovs-vswitchd restarted the same way, the Linux bridge (no daemon) the reference",
+		DUTs: []string{"linux-bridge", "trestle:xdp", "trestle", "ovs"}, Hosts: 3, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestRestart}, Reps: 1, Timing: DefaultTiming,
+		Events:    []EventCount{{EventSIGKILL, 10}, {EventSIGTERM, 10}, {EventUpgrade, 5}},
+		Load:      0.5,
+		EventLead: time.Second, EventTail: time.Second,
+	},
 	"vlan-overhead": {
 		Name: "vlan-overhead", Title: "The cost of VLAN tagging (seed 002)", Seed: "002_1c7bd735c1257602.txt",
 		Unavailable: "trestle has no VLAN ports yet (a config with vlan/trunk is rejected; see README), and this machine has no 802.1Q devices or bridge VLAN filtering to compare with",
@@ -153,6 +180,9 @@ func DescribeScenarios() string {
 	}
 	return b.String()
 }
+
+// Has says whether the scenario runs a test kind.
+func (s Scenario) Has(test string) bool { return s.has(test) }
 
 func (s Scenario) has(test string) bool {
 	for _, t := range s.Tests {

@@ -88,8 +88,8 @@ func Groups(run *lab.Run) []*Group {
 	index := map[string]*Group{}
 	rows := map[string]*Row{}
 	for _, r := range run.Results {
-		if r.Test == "unit" {
-			continue
+		if r.Test == "unit" || isRestart(r.Test) {
+			continue // restart results have a table of their own (Restarts)
 		}
 		chain := r.Chain
 		if r.DUT == "direct" {
@@ -144,7 +144,7 @@ func Groups(run *lab.Run) []*Group {
 		sort.SliceStable(g.Rows, func(i, j int) bool { return order(g.Rows[i].DUT) < order(g.Rows[j].DUT) })
 		var base float64
 		for _, row := range g.Rows {
-			row.Median = median(row.Values)
+			row.Median = lab.Median(row.Values)
 			if len(row.cpus) > 0 && row.CPU == nil {
 				for c := range row.cpus[0] {
 					var v []float64
@@ -153,7 +153,7 @@ func Groups(run *lab.Run) []*Group {
 							v = append(v, cs[c])
 						}
 					}
-					row.CPU = append(row.CPU, median(v))
+					row.CPU = append(row.CPU, lab.Median(v))
 				}
 			}
 			if row.DUT == "direct" {
@@ -184,18 +184,6 @@ func hasChains(groups []*Group, g *Group) bool {
 		}
 	}
 	return false
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // Comparison is ministat's verdict on one DUT against another in a group.
@@ -274,17 +262,22 @@ func Terminal(w io.Writer, run *lab.Run) {
 	groups := Groups(run)
 	fmt.Fprintf(w, "\n%s — %s\n", run.Scenario, run.Title)
 	fmt.Fprintf(w, "%d repetition(s), placement %s, %s, kernel %s, %d CPUs\n", run.Reps, run.Placement, (time.Duration(run.Seconds) * time.Second).String(), run.Machine.Kernel, run.Machine.CPUs)
-	tw := newTable("TEST", "DUT", "MEDIAN", "VS DIRECT", "ALL REPETITIONS")
-	for _, g := range groups {
-		for _, r := range g.Rows {
-			med := Figure(r.Median, r.Unit)
-			if len(r.Values) == 0 {
-				med = "failed"
+	if len(groups) > 0 {
+		tw := newTable("TEST", "DUT", "MEDIAN", "VS DIRECT", "ALL REPETITIONS")
+		for _, g := range groups {
+			for _, r := range g.Rows {
+				med := Figure(r.Median, r.Unit)
+				if len(r.Values) == 0 {
+					med = "failed"
+				}
+				tw.add(g.Key(), r.DUT, med, r.ratioText(), r.repetitionsText())
 			}
-			tw.add(g.Key(), r.DUT, med, r.ratioText(), r.repetitionsText())
 		}
+		tw.write(w)
 	}
-	tw.write(w)
+	if rows := Restarts(run); len(rows) > 0 {
+		terminalRestarts(w, rows)
+	}
 	if cs := Compare(groups); len(cs) > 0 {
 		fmt.Fprintf(w, "\nministat, Student's t at 95%% confidence:\n")
 		for _, c := range cs {
@@ -408,16 +401,21 @@ func Write(dir string, run *lab.Run) error {
 	for _, n := range run.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
-	b.WriteString("\n## Results\n\nMedians over the repetitions; the ratio is to the straight veth path (`direct`) measured in the same run; CPU busy is each CPU's share of non-idle time during the measurement (from /proc/stat: the last trial of a search, the whole iperf3 run).\n\n")
-	b.WriteString("| test | DUT | median | vs direct | CPU busy | repetitions |\n|---|---|---|---|---|---|\n")
-	for _, g := range groups {
-		for _, r := range g.Rows {
-			all := r.repetitionsText()
-			if len(r.Notes) > 0 {
-				all += " — " + strings.Join(r.Notes, "; ")
+	if len(groups) > 0 {
+		b.WriteString("\n## Results\n\nMedians over the repetitions; the ratio is to the straight veth path (`direct`) measured in the same run; CPU busy is each CPU's share of non-idle time during the measurement (from /proc/stat: the last trial of a search, the whole iperf3 run).\n\n")
+		b.WriteString("| test | DUT | median | vs direct | CPU busy | repetitions |\n|---|---|---|---|---|---|\n")
+		for _, g := range groups {
+			for _, r := range g.Rows {
+				all := r.repetitionsText()
+				if len(r.Notes) > 0 {
+					all += " — " + strings.Join(r.Notes, "; ")
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", g.Key(), r.DUT, Figure(r.Median, r.Unit), r.ratioText(), cpuText(r.CPU), all)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", g.Key(), r.DUT, Figure(r.Median, r.Unit), r.ratioText(), cpuText(r.CPU), all)
 		}
+	}
+	if rows := Restarts(run); len(rows) > 0 {
+		markdownRestarts(&b, rows)
 	}
 	if est := imixEstimates(groups); len(est) > 0 {
 		b.WriteString("\nIMIX bandwidth, seed 001's formula next to what was sent:\n\n")
@@ -741,7 +739,7 @@ func profiles(run *lab.Run) []string {
 			for _, p := range ps {
 				v = append(v, f(p))
 			}
-			return median(v)
+			return lab.Median(v)
 		}
 		frame := med(func(p *lab.Profile) float64 { return p.FrameNs })
 		g := med(func(p *lab.Profile) float64 { return p.GenNs })

@@ -1,0 +1,306 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/gen"
+	"github.com/trestle/trestle/internal/sink"
+)
+
+// TestEventAccounting: an event's figures from the generator's and the
+// sinks' counts, a kind's summary, its two results, and the watch that
+// decides when a stream has recovered.
+func TestEventAccounting(t *testing.T) {
+	var ev RestartEvent
+	ev.account(gen.Stats{Sent: 1000, DevDropped: 3, Elapsed: time.Second},
+		sink.Snapshot{Received: 992, Lost: 10, Duplicates: 2}, &sink.Snapshot{Received: 7})
+	// 992 counted, 2 of them copies: 990 distinct of 1000 sent.
+	if ev.Lost != 10 || ev.Gaps != 10 || ev.Flooded != 7 || ev.Sent != 1000 || ev.DevDropped != 3 || ev.Offered != 1000 {
+		t.Errorf("account: %+v", ev)
+	}
+	ev = RestartEvent{}
+	ev.account(gen.Stats{Sent: 500}, sink.Snapshot{Received: 500}, nil)
+	if ev.Lost != 0 || ev.Flooded != 0 {
+		t.Errorf("account without loss and without a watching host: %+v", ev)
+	}
+
+	evs := []RestartEvent{
+		{Index: 1, Sent: 100, Lost: 0, Flooded: 0, BackMs: 200},
+		{Index: 2, Sent: 100, Lost: 5, Flooded: 40, BackMs: 300},
+		{Index: 3, Sent: 100, Lost: 0, Flooded: 0, BackMs: 100},
+		{Index: 4, Sent: 100, Lost: 2, Flooded: 0, BackMs: 400},
+	}
+	s := Summarize(evs)
+	want := EventSummary{Events: 4, LostMax: 5, LostTotal: 7, LostMedian: 1, FloodedMax: 40, FloodedTotal: 40, FloodedMedian: 0,
+		BackMedian: 250 * time.Millisecond, SentMedian: 100, LostEvents: 2, FloodedEvents: 1}
+	if s != want {
+		t.Errorf("Summarize:\n got %+v\nwant %+v", s, want)
+	}
+	if s := Summarize([]RestartEvent{{Sent: 9}}); s.BackMedian != 0 || s.LostMax != 0 {
+		t.Errorf("Summarize of an event with no daemon: %+v", s)
+	}
+
+	var got []Result
+	rec := &RestartRecord{Kind: EventSIGKILL, Watched: true, Events: evs}
+	addRestartResults(Result{DUT: "d", Rep: 1}, rec, nil, func(r Result) { got = append(got, r) })
+	if len(got) != 2 || got[0].Test != TestRestart || got[1].Test != TestRestartFlooded {
+		t.Fatalf("results: %+v", got)
+	}
+	if got[0].Value != 5 || !slices.Equal(got[0].PerEvent, []float64{0, 5, 0, 2}) || got[0].Restart != rec || got[0].Param != EventSIGKILL {
+		t.Errorf("lost result: %+v", got[0])
+	}
+	if got[1].Value != 40 || !slices.Equal(got[1].PerEvent, []float64{0, 40, 0, 0}) || got[1].Restart != nil {
+		t.Errorf("flooded result: %+v", got[1])
+	}
+	if !strings.Contains(got[0].Note, "2 of 4 events") || !strings.Contains(got[1].Note, "1 of 4 events") {
+		t.Errorf("notes %q, %q", got[0].Note, got[1].Note)
+	}
+	got = nil
+	rec.Watched = false
+	addRestartResults(Result{}, rec, errors.New("broke"), func(r Result) { got = append(got, r) })
+	if len(got) != 1 || got[0].Error != "broke" {
+		t.Errorf("results without a watching host, after an error: %+v", got)
+	}
+
+	// The stream has recovered once it has grown at every poll, with no
+	// new gap, for the tail.
+	t0 := time.Unix(1000, 0)
+	w := newFlowWatch(300*time.Millisecond, t0, 100, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	steps := []struct {
+		ms       int
+		received uint64
+		gaps     int64
+		ok       bool
+	}{
+		{100, 200, 0, false},
+		{200, 200, 0, false}, // nothing arrived: the clean run starts again
+		{300, 300, 0, false},
+		{400, 400, 3, false}, // a gap
+		{500, 500, 3, false},
+		{600, 600, 3, false},
+		{700, 700, 3, true}, // 300ms clean since the gap at 400
+	}
+	for _, st := range steps {
+		if ok := w.observe(at(st.ms), st.received, st.gaps); ok != st.ok {
+			t.Errorf("at %dms (received %d, gaps %d): recovered %v, want %v", st.ms, st.received, st.gaps, ok, st.ok)
+		}
+	}
+
+	evc, err := ParseEvents("sigkill=10, sigterm=10,upgrade=5")
+	if err != nil || FormatEvents(evc) != "sigkill=10,sigterm=10,upgrade=5" {
+		t.Errorf("ParseEvents: %v %v", evc, err)
+	}
+	for _, bad := range []string{"", "sigkill", "sigkill=0", "reboot=1", "sigkill=1,sigkill=2", "upgrade=x"} {
+		if _, err := ParseEvents(bad); err == nil {
+			t.Errorf("ParseEvents(%q) took it", bad)
+		}
+	}
+	if root, err := sourceTree(); err != nil || !isSourceTree(root) {
+		t.Errorf("the source tree from internal/lab: %q, %v", root, err)
+	}
+}
+
+// pinned lists the persisted datapaths and daemon state directories there are.
+func pinned(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, root := range []string{datapath.PinRoot, "/run/trestle"} {
+		ents, _ := os.ReadDir(root)
+		for _, e := range ents {
+			out = append(out, filepath.Join(root, e.Name()))
+		}
+	}
+	return out
+}
+
+// newSince is what is in now and not in before.
+func newSince(before, now []string) []string {
+	var out []string
+	for _, n := range now {
+		if !slices.Contains(before, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func requirePersist(t *testing.T) {
+	t.Helper()
+	requireRoot(t)
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		t.Skip("needs nsenter (util-linux)")
+	}
+	if _, err := EnsureBPFFS(); err != nil {
+		t.Skip(err)
+	}
+}
+
+// TestRestartScenario runs the restart test for real, one event of each
+// kind through trestle in xdp and in its default mode: no frame lost, none
+// flooded, and nothing left pinned afterwards.
+func TestRestartScenario(t *testing.T) {
+	requirePersist(t)
+	bin := trestleBinary(t)
+	// The upgrade goes to another file (the same build: a variant would
+	// take a compiler and a minute).
+	other := filepath.Join(t.TempDir(), "trestle-other")
+	if out, err := exec.Command("cp", bin, other).CombinedOutput(); err != nil {
+		t.Fatalf("copy the binary: %v %s", err, out)
+	}
+	duts := []string{"trestle:xdp", "trestle"}
+	sc := Scenario{Name: "test", DUTs: duts, Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestRestart},
+		Events:     []EventCount{{EventSIGKILL, 1}, {EventSIGTERM, 1}, {EventUpgrade, 1}},
+		StreamRate: 200e3, EventLead: 300 * time.Millisecond, EventTail: 300 * time.Millisecond, UpgradeTo: other,
+		Reps: 1, Timing: tinyTiming()}
+	beforeNS, beforePins := ours(t, "tl"), pinned(t)
+	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range run.Results {
+		if r.Error != "" {
+			t.Errorf("%s %s %s: %s", r.DUT, r.Test, r.Param, r.Error)
+			continue
+		}
+		seen[r.DUT+" "+r.Test+" "+r.Param]++
+		if r.Value != 0 {
+			t.Errorf("%s %s %s: %v frames in an event, want 0 (%v)", r.DUT, r.Test, r.Param, r.Value, r.PerEvent)
+		}
+		if r.Test != TestRestart {
+			continue
+		}
+		for _, e := range r.Restart.Events {
+			if e.Sent == 0 || e.Received != e.Sent || e.BackMs <= 0 || e.ExitMs <= 0 {
+				t.Errorf("%s %s #%d: %+v", r.DUT, r.Param, e.Index, e)
+			}
+			if e.Log != "" {
+				t.Logf("%s %s #%d: daemon logs:\n%s", r.DUT, r.Param, e.Index, e.Log)
+			}
+			if e.Kind == EventUpgrade && (!strings.HasPrefix(e.To, other) || !strings.HasPrefix(e.From, bin)) {
+				t.Errorf("%s upgrade from %q to %q, want from %s to %s", r.DUT, e.From, e.To, bin, other)
+			}
+		}
+		t.Logf("%s %s: %d frames, lost %v, flooded none, back after %.0fms", r.DUT, r.Param, r.Restart.Events[0].Sent, r.PerEvent, r.Restart.Events[0].BackMs)
+	}
+	for _, d := range duts {
+		for _, k := range []string{EventSIGKILL, EventSIGTERM, EventUpgrade} {
+			for _, test := range []string{TestRestart, TestRestartFlooded} {
+				if seen[d+" "+test+" "+k] != 1 {
+					t.Errorf("%s: %d %s results for %s, want 1", d, seen[d+" "+test+" "+k], test, k)
+				}
+			}
+		}
+	}
+	for _, u := range run.Units {
+		dir := u.Settings["pinned at"]
+		if !strings.HasPrefix(dir, datapath.PinRoot+"/") {
+			t.Errorf("%s: pinned at %q", u.DUT, dir)
+		} else if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s: %s left after the run (%v)", u.DUT, dir, err)
+		}
+	}
+	if left := newSince(beforePins, pinned(t)); len(left) != 0 {
+		t.Errorf("left pinned or recorded after the run: %v", left)
+	}
+	if left := ours(t, "tl"); len(left) != len(beforeNS) {
+		t.Errorf("namespaces left: %v (before: %v)", left, beforeNS)
+	}
+}
+
+// TestRestartCancelled: Ctrl-C among the events leaves no namespace, no
+// process and nothing pinned.
+func TestRestartCancelled(t *testing.T) {
+	requirePersist(t)
+	bin := trestleBinary(t)
+	sc := Scenario{Name: "test", DUTs: []string{"trestle:xdp"}, Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestRestart},
+		Events: []EventCount{{EventSIGKILL, 100}}, StreamRate: 100e3, EventLead: 200 * time.Millisecond, EventTail: 200 * time.Millisecond,
+		Reps: 1, Timing: tinyTiming()}
+	beforeNS, beforePins := ours(t, "tl"), pinned(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	progress := func(line string) {
+		// Cancel in the middle of the third event's stream.
+		if strings.Contains(line, "sigkill 3/100") {
+			go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+		}
+	}
+	_, err := Execute(ctx, Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir(), Progress: progress})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want the context's", err)
+	}
+	if left := newSince(beforePins, pinned(t)); len(left) != 0 {
+		t.Errorf("left pinned or recorded after a cancelled run: %v", left)
+	}
+	if left := ours(t, "tl"); len(left) != len(beforeNS) {
+		t.Errorf("namespaces left after a cancelled run: %v", left)
+	}
+}
+
+// TestSweepPins: a lab run killed while its trestle daemon with persist ran
+// left a namespace and a pinned datapath; Sweep removes both.
+func TestSweepPins(t *testing.T) {
+	requirePersist(t)
+	bin := trestleBinary(t)
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	name := "tl" + strconv.Itoa(cmd.Process.Pid) + "-pins"
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	for _, args := range [][]string{{"netns", "add", name}, {"-n", name, "link", "add", "sa", "type", "veth", "peer", "name", "sb"},
+		{"-n", name, "link", "set", "sa", "up"}, {"-n", name, "link", "set", "sb", "up"}} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v %s", args, err, out)
+		}
+	}
+	dir := t.TempDir()
+	sock, cfg := filepath.Join(dir, "s.sock"), filepath.Join(dir, "s.toml")
+	conf := fmt.Sprintf("[daemon]\nsocket = %q\npersist = true\n\n[[bridge]]\nname = \"br0\"\n\n[[bridge.port]]\ninterface = \"sa\"\n\n[[bridge.port]]\ninterface = \"sb\"\n", sock)
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := exec.Command("nsenter", "--net=/run/netns/"+name, "--", bin, "run", "--config", cfg)
+	d.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var st ctl.Status
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if ctl.Call(sock, ctl.Request{Cmd: ctl.CmdShow}, &st) == nil && st.PinDir != "" {
+			break
+		}
+	}
+	_ = d.Process.Kill()
+	_ = d.Wait()
+	if st.PinDir == "" {
+		t.Fatal("the daemon with persist did not come up")
+	}
+	if _, err := os.Stat(st.PinDir); err != nil {
+		t.Fatalf("nothing pinned at %s: %v", st.PinDir, err)
+	}
+	gone, err := Sweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(gone, name) || !slices.Contains(gone, st.PinDir) {
+		t.Errorf("Sweep removed %v; want %s and %s", gone, name, st.PinDir)
+	}
+	if _, err := os.Stat(st.PinDir); !os.IsNotExist(err) {
+		t.Errorf("%s left after Sweep: %v", st.PinDir, err)
+	}
+}
