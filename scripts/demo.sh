@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make demo: three hosts (network namespaces) on one trestle bridge. Shows ping
-# and an iperf3 run through the switch, the learned table and the counters,
-# then removes everything it made, also when interrupted or when a step fails;
-# then measures: `trestle lab quick` puts the straight veth path, the Linux
-# bridge and trestle side by side (about a minute).
+# and an iperf3 run through the switch, the learned table and the counters; the
+# daemon killed with SIGKILL while the switch goes on forwarding, and a new one
+# adopting it (persist); then removes everything it made, also when interrupted
+# or when a step fails; then measures: `trestle lab quick` puts the straight
+# veth path, the Linux bridge and trestle side by side (about a minute).
 #
 # Usage: scripts/demo.sh [path/to/trestle] [mode]    mode: auto (default), xdp, tc
 set -euo pipefail
@@ -18,6 +19,11 @@ SOCK=$WORK/trestle.sock
 DAEMON_PID=
 
 [[ $(id -u) -eq 0 ]] || { echo "demo: run as root (it creates network namespaces)" >&2; exit 1; }
+# persist pins to the BPF filesystem, which systemd mounts at boot; a bare
+# machine may have none.
+if [[ $(stat -f -c %T /sys/fs/bpf 2>/dev/null) != bpf_fs ]]; then
+	mount -t bpf bpf /sys/fs/bpf
+fi
 
 cleanup() {
 	set +e
@@ -25,6 +31,8 @@ cleanup() {
 		kill -TERM "$DAEMON_PID"
 		wait "$DAEMON_PID" 2>/dev/null
 	fi
+	# The persisted datapath goes before its namespace does.
+	[[ -e /run/netns/$SW ]] && nsenter --net="/run/netns/$SW" "$BIN" down --socket "$SOCK" >/dev/null 2>&1
 	for h in "${HOSTS[@]}"; do ip netns del "$P-$h" 2>/dev/null; done
 	ip netns del "$SW" 2>/dev/null
 	rm -rf "$WORK"
@@ -55,6 +63,7 @@ done
 cat >"$WORK/trestle.toml" <<TOML
 [daemon]
 socket = "$SOCK"
+persist = true        # the datapath outlives the daemon
 
 [[bridge]]
 name = "br0"
@@ -74,16 +83,23 @@ mode = "$MODE"
 TOML
 echo "config:"; sed 's/^/  /' "$WORK/trestle.toml"
 
-step "start the daemon in $SW: trestle run --config trestle.toml"
-# Not through a shell function: $! must be the daemon itself.
-ip netns exec "$SW" "$BIN" run --config "$WORK/trestle.toml" 2>"$WORK/daemon.log" &
-DAEMON_PID=$!
-for _ in $(seq 50); do
-	[[ -S $SOCK ]] && break
-	kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$WORK/daemon.log"; exit 1; }
-	sleep 0.1
-done
+# With persist the daemon joins the switch's network namespace only
+# (nsenter --net): `ip netns exec` would mount a /sys of its own, hiding the
+# BPF filesystem it pins to. Not through a shell function: $! must be the
+# daemon itself.
+start_daemon() {
+	nsenter --net="/run/netns/$SW" "$BIN" run --config "$WORK/trestle.toml" 2>>"$WORK/daemon.log" &
+	DAEMON_PID=$!
+	for _ in $(seq 50); do
+		"$BIN" show >/dev/null 2>&1 && return
+		kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$WORK/daemon.log"; exit 1; }
+		sleep 0.1
+	done
+}
 export TRESTLE_SOCKET=$SOCK
+
+step "start the daemon in $SW: trestle run --config trestle.toml"
+start_daemon
 "$BIN" show
 
 step "ping: h1 -> h2, h1 -> h3, h2 -> h3"
@@ -107,11 +123,22 @@ step "learned table: trestle fdb show"
 step "counters: trestle stats"
 "$BIN" stats
 
-step "stop the daemon (SIGTERM): it detaches every program"
+step "kill -9 the daemon: with persist the switch goes on forwarding, its table intact"
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null || true
+DAEMON_PID=
+ip netns exec "$P-h1" ping -c 3 -i 0.2 -W 1 10.77.0.3 | tail -2
+
+step "a new daemon adopts it: same entries, ages running on, counters going on"
+start_daemon
+grep -E 'adopted the pinned|moved to this' "$WORK/daemon.log" | tail -2 | sed 's/^/  /'
+"$BIN" fdb show
+
+step "stop the daemon (SIGTERM), then trestle down: it detaches every program"
 kill -TERM "$DAEMON_PID"
 wait "$DAEMON_PID" || true
 DAEMON_PID=
-tail -3 "$WORK/daemon.log" | sed 's/^/  /'
+nsenter --net="/run/netns/$SW" "$BIN" down --socket "$SOCK" | sed 's/^/  /'
 left=$(in_sw ip -o link show | grep -cE ' xdp|prog/xdp' || true)
 tcx=$(in_sw bpftool net show 2>/dev/null | grep -c tcx || true)
 echo "programs left on ports: xdp $left, tcx ${tcx:-0}"

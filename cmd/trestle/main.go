@@ -147,8 +147,9 @@ A minimal config:
 
 func (e *env) downCmd() *cobra.Command {
 	var cfgPath string
+	var stale bool
 	c := &cobra.Command{
-		Use:   "down [--config FILE]",
+		Use:   "down [--config FILE] | down --stale",
 		Short: "Remove a persisted datapath: detach, unpin, restore veth peers",
 		Long: `Remove the datapath a daemon with persist left forwarding: detach its
 programs, unpin its maps from /sys/fs/bpf/trestle/, and give the veth peers
@@ -160,9 +161,26 @@ in this network namespace: run it where the daemon ran, e.g.
 
   nsenter --net=/run/netns/sw trestle down --config /etc/trestle/sw.toml
 
-It refuses while that daemon still runs. Nothing to remove is no error.`,
+It refuses while that daemon still runs. Nothing to remove is no error.
+
+--stale removes instead every persisted datapath whose network namespace is
+gone (its interfaces went with it; its maps would stay pinned until reboot).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if stale {
+				removed, err := daemon.DownStale()
+				if err != nil {
+					return fmt.Errorf("down --stale: %w", err)
+				}
+				if e.json {
+					return e.printJSON(map[string]any{"removed": removed})
+				}
+				fmt.Fprintf(e.stdout, "removed %d persisted datapaths of namespaces that are gone\n", len(removed))
+				for _, r := range removed {
+					fmt.Fprintf(e.stdout, "  %s\n", r)
+				}
+				return nil
+			}
 			sock := e.socket
 			if sock == "" {
 				sock = e.getenv("TRESTLE_SOCKET")
@@ -199,6 +217,7 @@ It refuses while that daemon still runs. Nothing to remove is no error.`,
 		},
 	}
 	c.Flags().StringVarP(&cfgPath, "config", "c", "", "the daemon's config file, for its socket")
+	c.Flags().BoolVar(&stale, "stale", false, "remove every persisted datapath whose network namespace is gone")
 	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	return c
 }
@@ -301,7 +320,7 @@ func (e *env) fdbCmd() *cobra.Command {
 	show.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	add := &cobra.Command{
 		Use:   "add BRIDGE MAC PORT",
-		Short: "Add a static entry (kept across reloads, not restarts: put it in the config for that)",
+		Short: "Add a static entry (kept across reloads, and restarts with persist; the config keeps it always)",
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBAdd, Bridge: args[0], MAC: args[1], Port: args[2], VLAN: vlan}, nil); err != nil {

@@ -7,6 +7,7 @@ package main
 // own, which hides the BPF filesystem they pin to.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -20,60 +21,20 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/testutil"
 )
 
-// variantBin is trestle built with another switch program: the memos of
-// bpf/lib/fdb.h taken out (a different program, the same maps), embedded
-// through `go build -overlay`. It stands for "a newer build" in upgrade
-// tests.
+// variantBin is trestle built with another switch program (the lab's
+// variant: the memos of bpf/lib/fdb.h taken out, a different program over
+// the same maps). It stands for "a newer build" in upgrade tests.
 var variantBin = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "trestle-variant")
 	if err != nil {
 		return "", err
 	}
-	src := filepath.Join(dir, "bpf")
-	if out, err := exec.Command("cp", "-r", "../../bpf", src).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("copy bpf: %v %s", err, out)
-	}
-	fdbH := filepath.Join(src, "lib", "fdb.h")
-	b, err := os.ReadFile(fdbH)
-	if err != nil {
-		return "", err
-	}
-	s := string(b)
-	for _, r := range [][2]string{
-		{"return m->ifindex == ifindex &&", "return 0 && m->ifindex == ifindex &&"},
-		{"if (m && m->gen == v->gen", "if (0 && m && m->gen == v->gen"},
-	} {
-		if !strings.Contains(s, r[0]) {
-			return "", fmt.Errorf("variant: %q is not in bpf/lib/fdb.h any more; update the test", r[0])
-		}
-		s = strings.Replace(s, r[0], r[1], 1)
-	}
-	if err := os.WriteFile(fdbH, []byte(s), 0o644); err != nil {
-		return "", err
-	}
-	obj := filepath.Join(dir, "trestle_bpfel.o")
-	cc := exec.Command("clang", "-O2", "-g", "-Wall", "-Werror", "-target", "bpfel", "-I"+filepath.Join(src, "include"), "-I"+src,
-		"-I/usr/include/x86_64-linux-gnu", "-c", filepath.Join(src, "trestle.c"), "-o", obj)
-	if out, err := cc.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("clang: %v %s", err, out)
-	}
-	embedded, err := filepath.Abs("../../internal/bpf/trestle_bpfel.o")
-	if err != nil {
-		return "", err
-	}
-	overlay := filepath.Join(dir, "overlay.json")
-	ov, _ := json.Marshal(map[string]any{"Replace": map[string]string{embedded: obj}})
-	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "trestle-variant")
-	if out, err := exec.Command("go", "build", "-overlay", overlay, "-ldflags", "-X main.version=test-variant", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the variant: %v %s", err, out)
-	}
-	return bin, nil
+	b, err := lab.BuildVariant(context.Background(), dir, "test")
+	return b.Path, err
 })
 
 // persistLab is a swlab whose daemon runs with persist.
@@ -302,4 +263,81 @@ func TestNoPersist(t *testing.T) {
 	}
 	l.pingAll()
 	l.stop()
+}
+
+// TestDownStale: a persisted datapath whose namespace is deleted (with its
+// daemon killed) is found and removed by `trestle down --stale`; the live
+// ones are not touched.
+func TestDownStale(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireBPFFS(t)
+	testutil.RequireCmd(t, "nsenter", "ip")
+	live := newPersistLab(t, 2, nil)
+	live.startNet(trestleBin)
+	livePins := live.show().PinDir
+
+	name := testutil.Prefix() + "-stale"
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v %s", err, out)
+	}
+	deleted := false
+	t.Cleanup(func() {
+		if !deleted {
+			exec.Command("ip", "netns", "del", name).Run()
+		}
+	})
+	nsPath := "/run/netns/" + name
+	dir := t.TempDir()
+	sock, cfgPath := filepath.Join(dir, "s.sock"), filepath.Join(dir, "s.toml")
+	cfg := fmt.Sprintf("[daemon]\nsocket = %q\npersist = true\n\n[[bridge]]\nname = \"br0\"\n\n[[bridge.port]]\ninterface = \"sa\"\n\n[[bridge.port]]\ninterface = \"sb\"\n", sock)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"link", "add", "sa", "type", "veth", "peer", "name", "sb"}, {"link", "set", "sa", "up"}, {"link", "set", "sb", "up"}} {
+		if out, err := exec.Command("ip", append([]string{"-n", name}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v %s", args, err, out)
+		}
+	}
+	d := exec.Command("nsenter", "--net="+nsPath, "--", trestleBin, "run", "--config", cfgPath)
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pins string
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var st ctl.Status
+		if err := ctl.Call(sock, ctl.Request{Cmd: ctl.CmdShow}, &st); err == nil {
+			pins = st.PinDir
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = d.Process.Kill()
+	_ = d.Wait()
+	if pins == "" {
+		t.Fatal("the daemon in the namespace to be deleted did not come up")
+	}
+	if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns del: %v %s", err, out)
+	}
+	deleted = true
+	// A namespace goes when its last reference does; its interfaces with it.
+	var out []byte
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		out, err = exec.Command(trestleBin, "down", "--stale").CombinedOutput()
+		if err != nil || strings.Contains(string(out), filepath.Base(pins)) {
+			break
+		}
+	}
+	if err != nil || !strings.Contains(string(out), filepath.Base(pins)) {
+		t.Fatalf("down --stale did not remove %s: %v\n%s", pins, err, out)
+	}
+	if _, err := os.Stat(pins); !os.IsNotExist(err) {
+		t.Errorf("%s left after down --stale: %v", pins, err)
+	}
+	if _, err := os.Stat(livePins); err != nil {
+		t.Errorf("down --stale removed the live daemon's datapath %s: %v", livePins, err)
+	}
+	live.pingAll()
 }

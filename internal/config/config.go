@@ -50,6 +50,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
+	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/mode"
 )
 
@@ -58,9 +59,10 @@ const (
 	DefaultSocket     = "/run/trestle/trestle.sock"
 	DefaultAging      = 300 * time.Second
 	DefaultMaxEntries = 65536
-	MaxBridges        = 64 // bridge ids 1..64
-	MaxPortsPerBridge = 64
-	MaxPorts          = 255 // all bridges together
+	// The datapath's limits, from bpf/types.h through its bindings.
+	MaxBridges        = tbpf.MaxBridges     // bridge ids 1..64
+	MaxPortsPerBridge = tbpf.MaxBridgePorts // ports of one bridge
+	MaxPorts          = tbpf.MaxPorts - 1   // all bridges together: slot 0 is no port
 )
 
 // Limits of single values.
@@ -69,8 +71,8 @@ const (
 	maxAging      = 24 * time.Hour
 	maxTableSize  = 1 << 24 // max_entries and max_macs
 	maxVLAN       = 4094
-	maxNameLen    = 15  // IFNAMSIZ-1; bridge names follow interface names
-	maxSocketPath = 107 // sizeof(sun_path)-1: longer paths cannot be bound
+	maxNameLen    = tbpf.NameLen - 1 // IFNAMSIZ-1; bridge names follow interface names, and are kept in the datapath
+	maxSocketPath = 107              // sizeof(sun_path)-1: longer paths cannot be bound
 )
 
 // Config is a validated configuration file.

@@ -112,7 +112,9 @@ func TestParseValid(t *testing.T) {
 		check func(*Config) bool
 	}{
 		{"dotted daemon key", doc(append([]string{`daemon.socket = "/tmp/t.sock"`}, twoPorts...)...),
-			func(c *Config) bool { return c.Daemon.Socket == "/tmp/t.sock" }},
+			func(c *Config) bool { return c.Daemon.Socket == "/tmp/t.sock" && !c.Daemon.Persist }},
+		{"persist", doc(append([]string{`[daemon]`, `persist = true`}, twoPorts...)...),
+			func(c *Config) bool { return c.Daemon.Persist }},
 		{"limits", doc(
 			`[[bridge]]`, `name = "A-z_0.9"`, `aging = "24h"`, `max_entries = 16777216`,
 			`[[bridge.port]]`, `interface = "123456789012345"`, `max_macs = 0x1000000`,
@@ -179,6 +181,8 @@ func TestParseErrors(t *testing.T) {
 			`t.toml:2: daemon.socket: "/` + strings.Repeat("s", 107) + `" is longer than 107 bytes, the limit for a unix socket path`}},
 		{"socket not a string", doc(append([]string{`[daemon]`, `socket = 1`}, twoPorts...)...), []string{
 			`t.toml:2: daemon.socket: must be a string`}},
+		{"persist not a bool", doc(append([]string{`[daemon]`, `persist = "yes"`}, twoPorts...)...), []string{
+			`t.toml:2: daemon.persist: must be true or false`}},
 		{"daemon unknown key", doc(append([]string{`[daemon]`, `pidfile = "/run/t.pid"`}, twoPorts...)...), []string{
 			`t.toml:2: daemon.pidfile: unknown field`}},
 

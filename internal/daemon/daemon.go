@@ -99,18 +99,20 @@ func Run(ctx context.Context, opts Options) error {
 		// forwarding while this daemon takes over, then unpinned.
 		pinDir = inst.PinDir
 	}
-	capacity, refresh := fdbCapacity(cfg), refreshFor(cfg)
-	dlog := func(msg string, args ...any) { log.Info(msg, args...) }
-	dp, err := datapath.Load(datapath.Options{FDBCapacity: capacity, Refresh: refresh, PinDir: pinDir, Log: dlog})
-	if err != nil {
-		return err
-	}
-	defer dp.Close()
-
+	// The socket first: it is the daemon's name, and a second daemon on
+	// it must stop here, before it touches the datapath the first holds.
 	srv, err := ctl.Listen(sock)
 	if err != nil {
 		return err
 	}
+	capacity, refresh := fdbCapacity(cfg), refreshFor(cfg)
+	dlog := func(msg string, args ...any) { log.Info(msg, args...) }
+	dp, err := datapath.Load(datapath.Options{FDBCapacity: capacity, Refresh: refresh, PinDir: pinDir, Log: dlog})
+	if err != nil {
+		srv.Close()
+		return err
+	}
+	defer dp.Close()
 	d := newDaemon(log, realDataplane{dp}, netlinkSystem{}, capacity, refresh)
 	d.opts, d.persist = opts, persist
 	d.state, err = openState(inst.StateDir)

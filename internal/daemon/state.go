@@ -7,10 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/vishvananda/netns"
+
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/mode"
+	"github.com/trestle/trestle/internal/netnsutil"
 )
 
 // StateRoot holds, per daemon, what it must remember on disk: the veth
@@ -52,7 +55,10 @@ type peerRecord struct {
 }
 
 type stateFile struct {
-	Peers []peerRecord `json:"peers"`
+	// Persist: the daemon pinned its datapath (so `trestle down` must be
+	// able to see the BPF filesystem to remove it).
+	Persist bool         `json:"persist"`
+	Peers   []peerRecord `json:"peers"`
 }
 
 func openState(dir string) (*stateDir, error) {
@@ -107,7 +113,7 @@ func (d *Daemon) saveState() {
 	if d.state == nil {
 		return
 	}
-	var st stateFile
+	st := stateFile{Persist: d.persist && d.dp.Pinned()}
 	for idx, f := range d.peers {
 		if len(f.orig) > 0 {
 			st.Peers = append(st.Peers, peerRecord{Port: idx, Peer: f.peer.ID(), Original: f.orig})
@@ -284,41 +290,122 @@ func Down(socket string) (DownResult, error) {
 		return DownResult{}, err
 	}
 	res := DownResult{Instance: inst.Name, PinDir: inst.PinDir}
-	if _, err := os.Stat(inst.PinDir); err == nil {
+	st := &stateDir{dir: inst.StateDir}
+	var recorded stateFile
+	if _, err := os.Stat(inst.StateDir); err == nil {
 		res.Found = true
-		if err := datapath.CheckBPFFS(); err != nil {
+		if recorded, err = st.load(); err != nil {
 			return res, err
 		}
 	}
-	if _, err := os.Stat(inst.StateDir); err == nil {
-		res.Found = true
-		st := &stateDir{dir: inst.StateDir}
-		recorded, err := st.load()
+	// The programs go first, then the peers they needed.
+	if bpffsErr := datapath.CheckBPFFS(); bpffsErr == nil {
+		if _, err := os.Stat(inst.PinDir); err == nil {
+			res.Found = true
+		}
+		did, err := datapath.Down(inst.PinDir)
+		res.Detached = did
 		if err != nil {
 			return res, err
 		}
-		sys := netlinkSystem{}
-		for _, r := range recorded.Peers {
-			peer, err := sys.FindPeer(r.Port, r.Peer.Netns)
-			if err != nil {
-				continue // gone with its veth
-			}
-			f := &peerFix{peer: peer, orig: r.Original}
-			if err := f.restore(); err != nil {
-				peer.Close()
-				return res, err
-			}
-			res.PeersRestored = append(res.PeersRestored, peer.String())
-			peer.Close()
+	} else if recorded.Persist {
+		return res, fmt.Errorf("the daemon pinned its datapath, and %w", bpffsErr)
+	}
+	sys := netlinkSystem{}
+	for _, r := range recorded.Peers {
+		peer, err := sys.FindPeer(r.Port, r.Peer.Netns)
+		if err != nil {
+			continue // gone with its veth
 		}
+		f := &peerFix{peer: peer, orig: r.Original}
+		err = f.restore()
+		peer.Close()
+		if err != nil {
+			return res, err
+		}
+		res.PeersRestored = append(res.PeersRestored, peer.String())
 	}
-	did, err := datapath.Down(inst.PinDir)
-	res.Detached = did
-	if err != nil {
-		return res, err
-	}
-	if err := (&stateDir{dir: inst.StateDir}).remove(); err != nil {
+	if err := st.remove(); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// DownStale removes the persisted datapaths whose network namespace no
+// longer exists (their interfaces went with it, so they forward nothing;
+// their maps would stay pinned until reboot), and the state directories of
+// daemons of such namespaces. It returns the instances it removed.
+func DownStale() ([]string, error) {
+	live, err := liveNetnsCookies()
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	seen := map[string]bool{}
+	for _, root := range []string{datapath.PinRoot, StateRoot} {
+		ents, err := os.ReadDir(root)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return removed, err
+		}
+		for _, e := range ents {
+			var cookie uint64
+			var hash string
+			if !e.IsDir() || seen[e.Name()] {
+				continue
+			}
+			if n, _ := fmt.Sscanf(e.Name(), "ns%d-%s", &cookie, &hash); n != 2 || live[cookie] {
+				continue
+			}
+			seen[e.Name()] = true
+			// A namespace kept only by a bind mount outside /run/netns is
+			// alive yet not found above: its links still hold interfaces.
+			if n, err := datapath.Holding(filepath.Join(datapath.PinRoot, e.Name())); err != nil || n > 0 {
+				continue
+			}
+			if _, err := datapath.Down(filepath.Join(datapath.PinRoot, e.Name())); err != nil {
+				return removed, fmt.Errorf("instance %s: %w", e.Name(), err)
+			}
+			if err := os.RemoveAll(filepath.Join(StateRoot, e.Name())); err != nil {
+				return removed, err
+			}
+			removed = append(removed, e.Name())
+		}
+	}
+	return removed, nil
+}
+
+// liveNetnsCookies are the cookies of every network namespace reachable by
+// name (ip netns) or through a process.
+func liveNetnsCookies() (map[uint64]bool, error) {
+	cookies := map[uint64]bool{}
+	own, err := datapath.NetnsCookie()
+	if err != nil {
+		return nil, err
+	}
+	cookies[own] = true
+	named, _ := filepath.Glob("/run/netns/*")
+	procs, _ := filepath.Glob("/proc/[0-9]*/ns/net")
+	seen := map[string]bool{}
+	for _, path := range append(named, procs...) {
+		h, err := netns.GetFromPath(path)
+		if err != nil {
+			continue
+		}
+		id, err := netnsutil.Inode(h)
+		if err == nil && !seen[id] {
+			seen[id] = true
+			_ = netnsutil.DoHandle(h, func() error {
+				c, err := datapath.NetnsCookie()
+				if err == nil {
+					cookies[c] = true
+				}
+				return err
+			})
+		}
+		h.Close()
+	}
+	return cookies, nil
 }

@@ -418,3 +418,14 @@ func NetnsCookie() (uint64, error) {
 	}
 	return c, nil
 }
+
+// Holding says how many of a pin directory's links still hold an
+// interface (a link whose interface is gone, with its namespace, holds
+// none). It closes what it opens and removes nothing but dead link pins.
+func Holding(dir string) (int, error) {
+	links, err := loadLinks(filepath.Join(dir, linksDir))
+	for _, a := range links {
+		_ = a.Release()
+	}
+	return len(links), err
+}
