@@ -21,6 +21,9 @@ enum tr_limits {
 /*
  * Why a frame was dropped. Every drop in the datapath goes through one helper
  * with one of these, and each is a per-CPU counter of the ingress port.
+ * New reasons go at the end: a pinned datapath's counters are carried into a
+ * newer build by field and index (internal/datapath/layout.go), so a reason
+ * moved to another index would take another's count.
  */
 enum tr_drop_reason {
 	TR_DROP_RUNT = 0,      /* shorter than the headers it announces */

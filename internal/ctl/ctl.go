@@ -147,6 +147,8 @@ func Listen(path string) (*Server, error) {
 			return nil, fmt.Errorf("control socket %s: remove the stale socket: %w", path, err)
 		}
 	}
+	// The umask is the process's: Listen runs before the daemon starts
+	// anything that creates files.
 	old := syscall.Umask(0o177)
 	ln, err := net.Listen("unix", path)
 	syscall.Umask(old)

@@ -3,8 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
-
-	"github.com/cilium/ebpf"
+	"time"
 
 	"github.com/trestle/trestle/internal/datapath"
 )
@@ -25,27 +24,24 @@ func (d *Daemon) sweep() error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	var orphans, idle []datapath.FDBEntry
 	for _, e := range es {
 		b := byID[e.Bridge]
-		if b == nil || b.portBySlot(e.Slot) == nil {
+		switch {
+		case b == nil || b.portBySlot(e.Slot) == nil:
 			// Of a bridge or port that is gone and whose flush failed.
-			if _, err := d.dp.DelFDB(e.Bridge, e.VLAN, e.MAC); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		if e.Static || e.Age <= b.cfg.Aging {
-			continue
-		}
-		if _, err := d.dp.AgeOut(e.Bridge, e.VLAN, e.MAC, b.cfg.Aging); err != nil {
-			errs = append(errs, err)
+			orphans = append(orphans, e)
+		case !e.Static && e.Age > b.cfg.Aging:
+			idle = append(idle, e)
 		}
 	}
-	if len(errs) == 0 {
-		d.cleanDirty(es)
+	_, oerr := d.dp.DelFDBs(orphans)
+	_, aerr := d.dp.AgeOut(idle, func(id uint16) time.Duration { return byID[id].cfg.Aging })
+	if err := errors.Join(oerr, aerr); err != nil {
+		return err
 	}
-	return errors.Join(errs...)
+	d.cleanDirty(es)
+	return nil
 }
 
 // cleanDirty frees the dirty slots and ids that no entry names any more.

@@ -307,18 +307,14 @@ func (d *Daemon) fdbFlush(req ctl.Request) (FlushResult, error) {
 	if err != nil {
 		return res, err
 	}
-	var errs []error
+	var gone []datapath.FDBEntry
 	for _, e := range es {
-		if e.Static || ids[e.Bridge] == nil || (slot != 0 && e.Slot != slot) {
-			continue
-		}
-		if _, err := d.dp.DelFDB(e.Bridge, e.VLAN, e.MAC); err == nil {
-			res.Removed++
-		} else if !errors.Is(err, ebpf.ErrKeyNotExist) {
-			errs = append(errs, err)
+		if !e.Static && ids[e.Bridge] != nil && (slot == 0 || e.Slot == slot) {
+			gone = append(gone, e)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	res.Removed, err = d.dp.DelFDBs(gone)
+	if err != nil {
 		return res, fmt.Errorf("flush: %d removed, then: %w", res.Removed, err)
 	}
 	return res, nil

@@ -113,7 +113,9 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer dp.Close()
-	d := newDaemon(log, realDataplane{dp}, netlinkSystem{}, capacity, refresh)
+	// An adopted table may be larger than this config needs: reloads may
+	// use all of it.
+	d := newDaemon(log, realDataplane{dp}, netlinkSystem{}, max(capacity, dp.FDBCapacity()), refresh)
 	d.opts, d.persist = opts, persist
 	d.state, err = openState(inst.StateDir)
 	if err != nil {

@@ -23,7 +23,8 @@ type Dataplane interface {
 	FDB() ([]datapath.FDBEntry, error)
 	AddFDB(datapath.FDBEntry) error
 	DelFDB(bridge, vlan uint16, mac net.HardwareAddr) (datapath.FDBEntry, error)
-	AgeOut(bridge, vlan uint16, mac net.HardwareAddr, aging time.Duration) (bool, error)
+	DelFDBs([]datapath.FDBEntry) (int, error)
+	AgeOut(es []datapath.FDBEntry, aging func(bridge uint16) time.Duration) (int, error)
 
 	Stats(slot uint16) (tbpf.PortStats, error)
 	PortMACs(slot uint16) (int, error)
@@ -41,6 +42,10 @@ type Dataplane interface {
 	// only as long as the daemon holds it.
 	Pinned() bool
 	PinDir() string
+	// Fresh names maps that started empty while others were adopted:
+	// everything the daemon keeps there must be written again.
+	Fresh() []string
+	FDBCapacity() uint32
 	Unpin() error
 	Close()
 }

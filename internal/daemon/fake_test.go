@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,6 +34,7 @@ type fakeDP struct {
 	ops      []string
 	fdbErr   error
 	refuse   map[int]error // XDP attach on ifindex fails
+	fresh    []string
 }
 
 func newFakeDP() *fakeDP {
@@ -130,14 +132,30 @@ func (f *fakeDP) DelFDB(bridge, vlan uint16, mac net.HardwareAddr) (datapath.FDB
 	return e, nil
 }
 
-func (f *fakeDP) AgeOut(bridge, vlan uint16, mac net.HardwareAddr, aging time.Duration) (bool, error) {
-	e, ok := f.fdb[fdbKeyOf(bridge, vlan, mac)]
-	if !ok || e.Static || e.Age <= aging {
-		return false, nil
+func (f *fakeDP) DelFDBs(es []datapath.FDBEntry) (int, error) {
+	n := 0
+	for _, e := range es {
+		if _, err := f.DelFDB(e.Bridge, e.VLAN, e.MAC); err == nil {
+			n++
+		} else if !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return n, err
+		}
 	}
-	_, err := f.DelFDB(bridge, vlan, mac)
-	return err == nil, err
+	return n, nil
 }
+
+func (f *fakeDP) AgeOut(es []datapath.FDBEntry, aging func(uint16) time.Duration) (int, error) {
+	var idle []datapath.FDBEntry
+	for _, e := range es {
+		if cur, ok := f.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]; ok && !cur.Static && cur.Age > aging(e.Bridge) {
+			idle = append(idle, cur)
+		}
+	}
+	return f.DelFDBs(idle)
+}
+
+func (f *fakeDP) Fresh() []string     { return f.fresh }
+func (f *fakeDP) FDBCapacity() uint32 { return 1 << 20 }
 
 func (f *fakeDP) Stats(slot uint16) (tbpf.PortStats, error) { return tbpf.PortStats{}, nil }
 

@@ -33,6 +33,7 @@ type candidate struct {
 func (d *Daemon) commitPorts(c *change, b *bridgeState, j *journal) error {
 	was := map[*portState]bool{}
 	var cands []*candidate
+	var keptXDP []string // ports kept as they are this time, at XDP
 	for _, p := range b.ports {
 		was[p] = p.mode != "" && p.running
 		if slices.Contains(c.newSlots, p.slot) {
@@ -52,9 +53,19 @@ func (d *Daemon) commitPorts(c *change, b *bridgeState, j *journal) error {
 			continue
 		}
 		if p.mode != "" && p.ifindex != l.Index {
-			// Not seen by forget (the name came back as a new interface
-			// between the two looks): the old one's entries go.
-			d.portGone(p, fmt.Sprintf("interface %q was replaced", p.name()))
+			// The name came back as another interface since forget looked:
+			// this apply keeps the port as it was; the events of the change
+			// bring the next one, whose forget takes it apart.
+			d.keep(c, p, &keptXDP)
+			continue
+		}
+		if p.mode != "" && l.XDPErr != nil {
+			// What the driver supports is unknown this time: no decision
+			// is taken on it; the port stays as it is.
+			d.log.Warn("XDP features unreadable; port kept as it is", "bridge", b.cfg.Name, "port", p.name(), "err", l.XDPErr)
+			d.keep(c, p, &keptXDP)
+			p.running = l.Running
+			continue
 		}
 		cands = append(cands, &candidate{p: p, l: l, ml: modeLink(l)})
 	}
@@ -74,7 +85,7 @@ func (d *Daemon) commitPorts(c *change, b *bridgeState, j *journal) error {
 	}
 
 	// Pass 1: the ports that go to XDP.
-	var xdpPorts []string
+	xdpPorts := keptXDP
 	for _, cd := range cands {
 		p := cd.p
 		if p.cfg.Mode == mode.TC || (p.cfg.Mode == mode.Auto && !(cd.l.Physical && cd.ml.NativeXDP)) {
@@ -132,7 +143,15 @@ func (d *Daemon) commitPorts(c *change, b *bridgeState, j *journal) error {
 				continue
 			}
 			// What the kernel says now, not what GRO should have done.
-			if l, err := d.sys.LinkByIndex(cd.l.Index); err != nil || !l.XDP.Has(netdev.XDPNdoXmit) {
+			l, err := d.sys.LinkByIndex(cd.l.Index)
+			if err == nil {
+				err = l.XDPErr
+			}
+			if err != nil {
+				d.setDown(p, fmt.Sprintf("cannot tell whether it takes the XDP redirects of this bridge's xdp ports (%s): %v", strings.Join(xdpPorts, ", "), err))
+				continue
+			}
+			if !l.XDP.Has(netdev.XDPNdoXmit) {
 				d.setDown(p, fmt.Sprintf("GRO is on on its veth peer, yet the kernel reports no ndo_xdp_xmit for it: frames from this bridge's xdp ports (%s) would vanish", strings.Join(xdpPorts, ", ")))
 				continue
 			}
@@ -156,6 +175,18 @@ func (d *Daemon) commitPorts(c *change, b *bridgeState, j *journal) error {
 		}
 	}
 	return nil
+}
+
+// keep carries a port over to the next model as it is, attachment and
+// peer fix included.
+func (d *Daemon) keep(c *change, p *portState, xdp *[]string) {
+	c.attached[p.ifindex] = d.attached[p.ifindex]
+	if f := d.peers[p.ifindex]; f != nil {
+		c.peers[p.ifindex] = f
+	}
+	if p.mode == mode.XDP {
+		*xdp = append(*xdp, p.name())
+	}
 }
 
 // setDown marks a port not attached, with the reason.
@@ -254,6 +285,9 @@ func (d *Daemon) ensurePeer(c *change, l Link, want map[string]bool, j *journal)
 	c.peers[l.Index] = f
 	if !maps.Equal(before, f.orig) {
 		d.log.Info("veth peer prepared for XDP", "port", l.Name, "peer", f.String())
+		// Recorded at once: a daemon killed before this apply ends must
+		// not leave a changed peer no one knows how it was.
+		d.saveState(c.peers)
 	}
 	return nil
 }

@@ -97,7 +97,11 @@ func (d *Daemon) apply(cfg *config.Config) error {
 		for _, a := range c.made {
 			_ = a.Detach()
 		}
-		c.closePeerCands()
+		for idx, f := range c.peerCands {
+			if d.peers[idx] != f {
+				f.peer.Close()
+			}
+		}
 		for _, s := range c.newSlots {
 			d.alloc.slotUsed[s] = false
 		}
@@ -201,29 +205,27 @@ func (d *Daemon) commit(c *change, j *journal) error {
 			}
 		}
 	}
-	// Ports that go: out of the port maps, unless their interface is now
-	// another port's (whose write below takes it over).
+	// Ports that go: out of the port maps first (frames from them are no
+	// longer taken in), unless their interface is now another port's, whose
+	// write below takes it over; a rollback must give it back to the old
+	// port after that write is undone (the journal runs last first).
 	for _, p := range c.removedPorts {
-		if p.written == nil || claimed[int(p.written.Ifindex)] {
+		if p.written == nil {
 			continue
 		}
 		old := *p.written
+		if claimed[int(old.Ifindex)] {
+			j.add("hand port "+p.name()+" over", func() error { return d.dp.SetPort(old) })
+			continue
+		}
 		if err := d.dp.DelPort(old.Ifindex, old.Slot); err != nil {
 			return fmt.Errorf("bridge %q: remove port %q: %w", p.bridge.cfg.Name, p.name(), err)
 		}
 		j.add("remove port "+p.name(), func() error { return d.dp.SetPort(old) })
 	}
-	for _, b := range c.order {
-		for _, p := range b.ports {
-			want := p.info()
-			if samePortInfo(want, p.written) {
-				continue
-			}
-			if err := d.writePort(p, want, j); err != nil {
-				return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
-			}
-		}
-	}
+	// Then the bridges' flood lists, before the ports they name are
+	// announced: a port that moves leaves its old bridge's floods before it
+	// joins the new one (datapath.go's order).
 	for _, b := range c.order {
 		if slices.Contains(c.newIDs, b.id) {
 			if err := d.dp.ResetBridge(b.id); err != nil {
@@ -235,7 +237,7 @@ func (d *Daemon) commit(c *change, j *journal) error {
 			continue
 		}
 		if err := d.dp.SetBridge(want); err != nil {
-			return fmt.Errorf("bridge %q: write: %w", b.cfg.Name, err)
+			return err // it names the bridge
 		}
 		old := b.info
 		j.add("write bridge "+b.cfg.Name, func() error {
@@ -245,6 +247,17 @@ func (d *Daemon) commit(c *change, j *journal) error {
 			return d.dp.SetBridge(*old)
 		})
 		b.info = &want
+	}
+	for _, b := range c.order {
+		for _, p := range b.ports {
+			want := p.info()
+			if samePortInfo(want, p.written) {
+				continue
+			}
+			if err := d.writePort(p, want, j); err != nil {
+				return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
+			}
+		}
 	}
 	for _, b := range c.removedBridges {
 		if b.info == nil {
@@ -264,10 +277,24 @@ func (d *Daemon) commit(c *change, j *journal) error {
 	// Every map now says what the next model says: adopted programs (of an
 	// earlier daemon, perhaps an older build) move to this one's, in place.
 	for idx, a := range c.attached {
-		if changed, err := d.dp.Upgrade(a); err != nil {
-			d.log.Error("a port keeps the program of an earlier daemon", "ifindex", idx, "err", err)
-		} else if changed {
-			d.log.Info("port moved to this daemon's program in place (link update)", "ifindex", idx, "mode", a.Mode())
+		changed, err := d.dp.Upgrade(a)
+		if err == nil && !changed {
+			continue
+		}
+		for _, b := range c.order {
+			for _, p := range b.ports {
+				if p.ifindex != idx || p.mode == "" {
+					continue
+				}
+				if err != nil {
+					// It forwards, with the program (and maybe the maps)
+					// of the daemon before: said where the user looks.
+					p.why = fmt.Sprintf("still runs an earlier daemon's program: moving it to this one's failed: %v", err)
+					d.log.Error("a port keeps the program of an earlier daemon", "bridge", b.cfg.Name, "port", p.name(), "err", err)
+				} else {
+					d.log.Info("port moved to this daemon's program in place (link update)", "bridge", b.cfg.Name, "port", p.name(), "ifindex", idx, "mode", a.Mode())
+				}
+			}
 		}
 	}
 	return nil
@@ -431,16 +458,14 @@ func (d *Daemon) flush(match func(datapath.FDBEntry) bool) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	var gone []datapath.FDBEntry
 	for _, e := range es {
-		if !match(e) {
-			continue
-		}
-		if _, err := d.dp.DelFDB(e.Bridge, e.VLAN, e.MAC); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			errs = append(errs, err)
+		if match(e) {
+			gone = append(gone, e)
 		}
 	}
-	return errors.Join(errs...)
+	_, err = d.dp.DelFDBs(gone)
+	return err
 }
 
 // forget takes what the world took away out of the model before an apply:
@@ -450,7 +475,7 @@ func (d *Daemon) flush(match func(datapath.FDBEntry) bool) error {
 func (d *Daemon) forget() {
 	for idx, a := range d.attached {
 		l, err := d.sys.LinkByIndex(idx)
-		var gone string
+		gone := ""
 		switch {
 		case errors.Is(err, errNoLink):
 			gone = "was deleted"
@@ -458,28 +483,32 @@ func (d *Daemon) forget() {
 			d.log.Warn("look up an attached interface", "ifindex", idx, "err", err)
 			continue
 		}
+		owned := false
 		for _, b := range d.bridges {
 			for _, p := range b.ports {
 				if p.ifindex != idx || p.mode == "" {
 					continue
 				}
+				owned = true
 				why := gone
 				if why == "" && l.Name != p.name() {
 					why = fmt.Sprintf("was renamed to %q", l.Name)
 				}
-				if why == "" {
-					continue
+				if why != "" {
+					d.portGone(p, fmt.Sprintf("interface %q %s", p.name(), why))
 				}
-				d.portGone(p, fmt.Sprintf("interface %q %s", p.name(), why))
 			}
 		}
+		// A link no port owns (adopted, or left by a daemon that died
+		// between an attach and its port's write) is the apply's to keep
+		// for a port that wants it, or to detach at its end.
 		still := false
 		for _, b := range d.bridges {
 			for _, p := range b.ports {
 				still = still || (p.ifindex == idx && p.mode != "")
 			}
 		}
-		if !still {
+		if owned && !still {
 			if err := a.Detach(); err != nil && gone == "" {
 				d.log.Warn("detach", "ifindex", idx, "err", err)
 			}
@@ -518,10 +547,13 @@ func (d *Daemon) portGone(p *portState, why string) {
 	}
 	if !d.flushSlot(b, p.slot) {
 		// The slot keeps entries that name the old interface: the port
-		// takes a clean slot, and this one waits for a sweep.
+		// takes a clean slot, and this one waits for a sweep. With no
+		// clean slot to give, the port keeps its own (marked dirty, so
+		// never given out twice) and its stale entries meet the egress
+		// check until a sweep flushes them.
 		d.alloc.slotDirty[p.slot] = true
-		d.alloc.slotUsed[p.slot] = false
-		if s, err := d.alloc.slot(); err == nil {
+		if s, err := d.alloc.slot(); err == nil && d.dp.ResetPort(s) == nil {
+			d.alloc.slotUsed[p.slot] = false
 			p.slot = s
 		}
 	}

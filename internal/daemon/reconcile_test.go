@@ -167,7 +167,8 @@ func TestFailedApplyKeepsRunningState(t *testing.T) {
 			w.dp.learn(w.d.bridges["br0"].id, w.port("br0", "p1").slot, w.port("br0", "p1").ifindex, "02:00:00:00:00:01", time.Second)
 			before, shown := w.dp.snapshot(), w.show()
 
-			next := bridges("br0=p1,p2,p3", "br1=q1") + "[[bridge.static]]\nmac = \"02:00:00:00:00:09\"\nport = \"q1\"\n"
+			// p2 moves to br1, which also gets q1 and a static entry.
+			next := bridges("br0=p1,p3", "br1=q1,p2") + "[[bridge.static]]\nmac = \"02:00:00:00:00:09\"\nport = \"q1\"\n"
 			failed := false // once: the undo must go through
 			w.dp.fail = func(op string) error {
 				if !failed && strings.HasPrefix(op, c.failOn) {
@@ -192,7 +193,7 @@ func TestFailedApplyKeepsRunningState(t *testing.T) {
 			}
 			// And the same change goes through once nothing refuses it.
 			w.mustApply(next)
-			if len(w.dp.bridges) != 2 || w.port("br0", "p3").state() != stateUp {
+			if len(w.dp.bridges) != 2 || w.port("br0", "p3").state() != stateUp || w.port("br1", "p2").state() != stateUp {
 				t.Errorf("apply after the failure: %s", w.dp.snapshot())
 			}
 		})
@@ -245,6 +246,14 @@ func TestPeersPreparedAndRestored(t *testing.T) {
 	}
 	if got := w.sys.peers[v2.Index].features(); got != "rx-gro=on tx-checksum-ip-generic=on" {
 		t.Errorf("peer of tc v2 beside an xdp port: %s", got)
+	}
+	// Applied again (any link event does), nothing is undone: the peer of
+	// v2 reports ndo-xmit now, which is the daemon's own doing.
+	for i := 0; i < 3; i++ {
+		w.mustApply(bridges("br0=v1:xdp,v2"))
+		if got := w.sys.peers[v2.Index].features(); got != "rx-gro=on tx-checksum-ip-generic=on" {
+			t.Fatalf("peer of tc v2 after apply %d: %s", i+2, got)
+		}
 	}
 	w.mustApply(bridges("br0=v1:tc,v2"))
 	for _, v := range []Link{v1, v2} {
@@ -492,4 +501,55 @@ func mustMAC(s string) []byte {
 		panic(err)
 	}
 	return m
+}
+
+// An adopted link that no adopted port owns (a daemon died between an
+// attach and the port's write) is kept for the port the config has on that
+// interface: no detach and attach, no moment without a program.
+func TestAdoptedLinkWithoutPort(t *testing.T) {
+	w := newWorld(t)
+	p1, p2 := w.sys.add("p1", "veth"), w.sys.add("p2", "veth")
+	w.dp.pinned = true
+	w.dp.bridges[1] = datapath.BridgeInfo{ID: 1, Name: "br0", MaxEntries: 65536, Ports: []datapath.PortInfo{{Ifindex: uint32(p1.Index), Bridge: 1, Slot: 1}}}
+	w.dp.ports[uint32(p1.Index)] = w.dp.bridges[1].Ports[0]
+	for _, l := range []Link{p1, p2} {
+		a := &fakeAtt{dp: w.dp, ifindex: l.Index, m: mode.TC, pinned: true}
+		w.dp.attached[a.key()] = a
+		w.dp.adopted = append(w.dp.adopted, a)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	if _, err := w.d.start(cfgOf(t, bridges("br0=p1,p2")), done); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range w.dp.ops {
+		if strings.HasPrefix(op, "Attach") || strings.HasPrefix(op, "Detach") {
+			t.Errorf("adoption did %q", op)
+		}
+	}
+	if p := w.port("br0", "p2"); p.state() != stateUp {
+		t.Errorf("p2: %s (%s)", p.state(), p.why)
+	}
+}
+
+// Maps that started empty at adoption (a derived map of a new layout) get
+// everything written again, not only what changed.
+func TestFreshMapsAreRewritten(t *testing.T) {
+	w := newWorld(t)
+	p1 := w.sys.add("p1", "veth")
+	w.dp.pinned, w.dp.fresh = true, []string{"tx_ports"}
+	w.dp.bridges[1] = datapath.BridgeInfo{ID: 1, Name: "br0", MaxEntries: 65536, Ports: []datapath.PortInfo{{Ifindex: uint32(p1.Index), Bridge: 1, Slot: 1}}}
+	w.dp.ports[uint32(p1.Index)] = w.dp.bridges[1].Ports[0]
+	a := &fakeAtt{dp: w.dp, ifindex: p1.Index, m: mode.TC, pinned: true}
+	w.dp.attached[a.key()] = a
+	w.dp.adopted = append(w.dp.adopted, a)
+	done := make(chan struct{})
+	defer close(done)
+	if _, err := w.d.start(cfgOf(t, bridges("br0=p1")), done); err != nil {
+		t.Fatal(err)
+	}
+	ops := strings.Join(w.dp.ops, "\n")
+	if !strings.Contains(ops, fmt.Sprintf("SetPort %d slot 1", p1.Index)) || !strings.Contains(ops, "SetBridge br0") {
+		t.Errorf("after adopting into fresh maps, the port and bridge were not written again:\n%s", ops)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -38,6 +39,10 @@ func InstanceOf(socket string) (Instance, error) {
 	abs, err := filepath.Abs(socket)
 	if err != nil {
 		return Instance{}, fmt.Errorf("control socket %s: %w", socket, err)
+	}
+	// /var/run/trestle and /run/trestle are one daemon.
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
 	}
 	name := datapath.Instance(cookie, abs)
 	return Instance{Name: name, PinDir: filepath.Join(datapath.PinRoot, name), StateDir: filepath.Join(StateRoot, name)}, nil
@@ -108,15 +113,23 @@ func (s *stateDir) remove() error {
 	return nil
 }
 
-// saveState records the peers the daemon holds changed.
-func (d *Daemon) saveState() {
+// saveState records the peers the daemon holds changed, with those of an
+// apply under way (more, never fewer: a peer is forgotten only once it is
+// restored).
+func (d *Daemon) saveState(more ...map[int]*peerFix) {
 	if d.state == nil {
 		return
 	}
 	st := stateFile{Persist: d.persist && d.dp.Pinned()}
-	for idx, f := range d.peers {
+	all := map[int]*peerFix{}
+	for _, m := range append([]map[int]*peerFix{d.peers}, more...) {
+		for idx, f := range m {
+			all[idx] = f
+		}
+	}
+	for idx, f := range all {
 		if len(f.orig) > 0 {
-			st.Peers = append(st.Peers, peerRecord{Port: idx, Peer: f.peer.ID(), Original: f.orig})
+			st.Peers = append(st.Peers, peerRecord{Port: idx, Peer: f.peer.ID(), Original: maps.Clone(f.orig)})
 		}
 	}
 	if err := d.state.save(st); err != nil {
@@ -151,6 +164,16 @@ func (d *Daemon) adopt() error {
 	}
 	byLink := map[int]Attachment{}
 	for _, a := range links {
+		if other := byLink[a.Ifindex()]; other != nil {
+			// Two modes on one interface: a daemon died between an attach
+			// in a new mode and the detach of the old. The apply attaches
+			// what the config wants; neither may be left untracked.
+			d.log.Warn("two programs were left on one interface; one is detached", "ifindex", a.Ifindex(), "kept", other.Mode(), "detached", a.Mode())
+			if err := a.Detach(); err != nil {
+				return fmt.Errorf("detach the second program on ifindex %d: %w", a.Ifindex(), err)
+			}
+			continue
+		}
 		byLink[a.Ifindex()] = a
 		d.attached[a.Ifindex()] = a // detached by the apply unless a port keeps it
 	}
@@ -179,7 +202,11 @@ func (d *Daemon) adopt() error {
 		if b == nil || lerr != nil || int(pi.Slot) >= len(d.alloc.slotUsed) || d.alloc.slotUsed[pi.Slot] {
 			// Of no bridge, or its interface is gone: it goes, and its
 			// slot waits for a sweep to flush it.
-			if err := d.dp.DelPort(pi.Ifindex, pi.Slot); err != nil {
+			slot := pi.Slot
+			if int(slot) >= len(d.alloc.slotUsed) || d.alloc.slotUsed[slot] {
+				slot = 0 // the slot is a live port's: its egress stays
+			}
+			if err := d.dp.DelPort(pi.Ifindex, slot); err != nil {
 				return fmt.Errorf("remove stale port ifindex %d: %w", pi.Ifindex, err)
 			}
 			if int(pi.Slot) < len(d.alloc.slotDirty) {
@@ -246,6 +273,18 @@ func (d *Daemon) adopt() error {
 			d.log.Info("restored a veth peer changed by an earlier daemon", "peer", peer.String())
 		}
 		peer.Close()
+	}
+	// Maps that started empty (new in this build, or of a changed layout
+	// that is rebuilt, not copied) hold nothing of what the model says was
+	// written: everything is written again.
+	if fresh := d.dp.Fresh(); len(fresh) > 0 && len(byID) > 0 {
+		for _, b := range d.bridges {
+			b.info = nil
+			for _, p := range b.ports {
+				p.written = nil
+			}
+		}
+		d.log.Info("maps started empty: every port and bridge is written again", "maps", fresh)
 	}
 	if len(byID) > 0 || len(links) > 0 {
 		d.log.Info("adopted the pinned datapath", "bridges", len(byID), "ports", len(ports), "links", len(links), "static_entries", nStatic, "stale_entries_removed", nOrphan)

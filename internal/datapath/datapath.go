@@ -130,9 +130,28 @@ func Load(opts Options) (*Datapath, error) {
 			d.Close()
 			return nil, err
 		}
+		// The old daemon's last flip of a bridge may be less than a grace
+		// period ago: the first write of each waits (bridge.go).
+		for id := uint16(1); id <= uint16(tbpf.MaxBridges); id++ {
+			d.unsynced[id] = true
+		}
 	}
 	return d, nil
 }
+
+// Fresh names the maps that started empty in a Load that adopted others
+// (new in this build, or derived maps of a changed layout): the control
+// plane must write everything it keeps there again, not only what changed.
+func (d *Datapath) Fresh() []string {
+	if d.pin == nil {
+		return nil
+	}
+	return d.pin.fresh
+}
+
+// FDBCapacity is the size of the loaded learning table (an adopted one may
+// be larger than asked).
+func (d *Datapath) FDBCapacity() uint32 { return d.objs.Fdb.MaxEntries() }
 
 // Close releases the daemon's handles on programs and maps. Pinned objects,
 // and links attached without pins until they are closed, live on.

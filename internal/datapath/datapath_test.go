@@ -71,6 +71,13 @@ type rig struct {
 func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 	testutil.RequireRoot(t)
 	ns := testutil.NewNS(t, testutil.Prefix()+"dp")
+	// No IPv6: the peers' own solicitations would reach ports that a test
+	// attaches for real, and be counted.
+	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6"} {
+		if err := ns.Sysctl(k, "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := &rig{t: t, ns: ns, m: m}
 	err := ns.Do(func() error {
 		for i := 0; i < 4; i++ {

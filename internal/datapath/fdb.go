@@ -71,7 +71,9 @@ func fdbKey(bridge, vlan uint16, mac net.HardwareAddr) (tbpf.FDBKey, error) {
 
 // AddFDB writes a static entry (e.Static must be set; e.User marks it as
 // the CLI's), replacing any learned one for the same address, whose count it
-// gives back.
+// gives back. The learned entry is taken out (LookupAndDelete, so its count
+// goes where it was at that moment) and the static one put in only where
+// there is none, so that one the datapath learns in between is taken out too.
 func (d *Datapath) AddFDB(e FDBEntry) error {
 	k, err := fdbKey(e.Bridge, e.VLAN, e.MAC)
 	if err != nil {
@@ -84,22 +86,38 @@ func (d *Datapath) AddFDB(e FDBEntry) error {
 	if e.User {
 		v.Flags |= tbpf.FDBUser
 	}
-	var old tbpf.FDBVal
-	hadLearned := d.objs.Fdb.Lookup(&k, &old) == nil && old.Flags&tbpf.FDBStatic == 0
-	if err := d.objs.Fdb.Put(&k, &v); err != nil {
-		return fmt.Errorf("add fdb entry %s vlan %d: %w", e.MAC, e.VLAN, err)
-	}
-	// XXX: a move between the lookup and the write (the datapath gives the
-	// count to the new port) leaves one count on the wrong port until the
-	// port's entries are gone. Static writes are rare, moves of the very
-	// address rarer.
-	if hadLearned {
-		if err := d.countDeleted(old.Slot, e.Bridge); err != nil {
-			return err
+	for attempt := 0; ; attempt++ {
+		if _, _, err := d.delEntry(k); err != nil {
+			return fmt.Errorf("add fdb entry %s vlan %d: %w", e.MAC, e.VLAN, err)
+		}
+		err := d.objs.Fdb.Update(&k, &v, ebpf.UpdateNoExist)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ebpf.ErrKeyExist) || attempt == 8 {
+			return fmt.Errorf("add fdb entry %s vlan %d: %w", e.MAC, e.VLAN, err)
 		}
 	}
 	// It may replace a learned entry on another port that a CPU's memo holds.
 	return d.bumpGeneration()
+}
+
+// delEntry takes one entry out and counts a learned one as deleted where it
+// was; ok is false when there was none.
+func (d *Datapath) delEntry(k tbpf.FDBKey) (FDBEntry, bool, error) {
+	var v tbpf.FDBVal
+	if err := d.objs.Fdb.LookupAndDelete(&k, &v); errors.Is(err, ebpf.ErrKeyNotExist) {
+		return FDBEntry{}, false, nil
+	} else if err != nil {
+		return FDBEntry{}, false, err
+	}
+	e := entryOf(k, v, Now())
+	if !e.Static {
+		if err := d.countDeleted(e.Slot, e.Bridge); err != nil {
+			return e, true, err
+		}
+	}
+	return e, true, nil
 }
 
 // DelFDB deletes an entry and returns what it was; ErrKeyNotExist when there
@@ -109,43 +127,60 @@ func (d *Datapath) DelFDB(bridge, vlan uint16, mac net.HardwareAddr) (FDBEntry, 
 	if err != nil {
 		return FDBEntry{}, err
 	}
-	var v tbpf.FDBVal
-	if err := d.objs.Fdb.LookupAndDelete(&k, &v); err != nil {
-		return FDBEntry{}, fmt.Errorf("delete fdb entry %s vlan %d: %w", mac, vlan, err)
+	e, ok, err := d.delEntry(k)
+	if err != nil {
+		return e, fmt.Errorf("delete fdb entry %s vlan %d: %w", mac, vlan, err)
 	}
-	e := entryOf(k, v, Now())
-	if !e.Static {
-		if err := d.countDeleted(e.Slot, e.Bridge); err != nil {
-			return e, err
-		}
+	if !ok {
+		return e, fmt.Errorf("delete fdb entry %s vlan %d: %w", mac, vlan, ebpf.ErrKeyNotExist)
 	}
 	return e, d.bumpGeneration()
 }
 
-// AgeOut deletes the learned entry for mac if it is still idle for longer
-// than aging (it may have been refreshed since the dump that named it), and
-// says whether it did.
-func (d *Datapath) AgeOut(bridge, vlan uint16, mac net.HardwareAddr, aging time.Duration) (bool, error) {
-	k, err := fdbKey(bridge, vlan, mac)
-	if err != nil {
-		return false, err
-	}
-	var v tbpf.FDBVal
-	if err := d.objs.Fdb.Lookup(&k, &v); errors.Is(err, ebpf.ErrKeyNotExist) {
-		return false, nil
-	} else if err != nil {
-		return false, fmt.Errorf("age out %s vlan %d: %w", mac, vlan, err)
-	}
-	if v.Flags&tbpf.FDBStatic != 0 || Now()-v.SeenNs <= uint64(aging.Nanoseconds()) {
-		return false, nil
-	}
-	if _, err := d.DelFDB(bridge, vlan, mac); err != nil {
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			return false, nil
+// DelFDBs deletes entries (those already gone are no error) and says how
+// many it deleted. The memos are voided once, at the end.
+func (d *Datapath) DelFDBs(es []FDBEntry) (int, error) {
+	n := 0
+	var errs []error
+	for _, e := range es {
+		k, err := fdbKey(e.Bridge, e.VLAN, e.MAC)
+		if err == nil {
+			var ok bool
+			if _, ok, err = d.delEntry(k); ok {
+				n++
+			}
 		}
-		return false, err
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete fdb entry %s vlan %d: %w", e.MAC, e.VLAN, err))
+		}
 	}
-	return true, nil
+	if n > 0 {
+		errs = append(errs, d.bumpGeneration())
+	}
+	return n, errors.Join(errs...)
+}
+
+// AgeOut deletes the learned entries of es that are still idle for longer
+// than aging says for their bridge (they may have been refreshed since the
+// dump that named them), and says how many went.
+func (d *Datapath) AgeOut(es []FDBEntry, aging func(bridge uint16) time.Duration) (int, error) {
+	var idle []FDBEntry
+	for _, e := range es {
+		k, err := fdbKey(e.Bridge, e.VLAN, e.MAC)
+		if err != nil {
+			return 0, err
+		}
+		var v tbpf.FDBVal
+		if err := d.objs.Fdb.Lookup(&k, &v); errors.Is(err, ebpf.ErrKeyNotExist) {
+			continue
+		} else if err != nil {
+			return 0, fmt.Errorf("age out %s vlan %d: %w", e.MAC, e.VLAN, err)
+		}
+		if v.Flags&tbpf.FDBStatic == 0 && Now()-v.SeenNs > uint64(aging(e.Bridge).Nanoseconds()) {
+			idle = append(idle, e)
+		}
+	}
+	return d.DelFDBs(idle)
 }
 
 // countDeleted counts one learned entry of slot and bridge as deleted.

@@ -1,11 +1,11 @@
 package datapath
 
 import (
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/cilium/ebpf"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
 )
 
 // A migration is a pinned map copied into a map of this build's layout.
@@ -16,14 +16,15 @@ type migration struct {
 
 // migrate copies a pinned map of layout from into a new map of layout to,
 // which the loader then uses instead of creating one; commit pins it and
-// removes the old pin. The old program, still attached, keeps the old map
-// until the daemon moves its links to the new program: what it learns or
-// counts in between (well under a second) is learned or counted again.
-func (p *pinState) migrate(ms *ebpf.MapSpec, flags uint32, old *ebpf.Map, oldPath string, from, to *Layout) error {
+// removes the old pin. A derived map starts empty instead (empty says so).
+// The old program, still attached, keeps the old map until the daemon moves
+// its links to the new program: what it learns or counts in between (well
+// under a second) is learned or counted again.
+func (p *pinState) migrate(ms *ebpf.MapSpec, flags uint32, old *ebpf.Map, oldPath string, from, to *Layout) (empty bool, err error) {
 	name := ms.Name
-	refuse := func(what string) error {
+	refuse := func(what string) (bool, error) {
 		old.Close()
-		return fmt.Errorf("pinned map %s: %s: this build cannot carry its contents over; stop forwarding with `trestle down` and start again", oldPath, what)
+		return false, fmt.Errorf("pinned map %s: %s: this build cannot carry its contents over; stop forwarding with `trestle down` and start again", oldPath, what)
 	}
 	if from.Type != to.Type {
 		return refuse(fmt.Sprintf("it was a %s and is now a %s", from.Type, to.Type))
@@ -31,13 +32,16 @@ func (p *pinState) migrate(ms *ebpf.MapSpec, flags uint32, old *ebpf.Map, oldPat
 	if (from.Inner == nil) != (to.Inner == nil) {
 		return refuse("its inner maps changed")
 	}
+	if name == tbpf.TrestleMapFdb && old.MaxEntries() > ms.MaxEntries {
+		ms.MaxEntries = old.MaxEntries() // never copied into a smaller table
+	}
 	spec := ms.Copy()
 	spec.Flags = flags
 	spec.Pinning = ebpf.PinNone
 	nm, err := ebpf.NewMap(spec)
 	if err != nil {
 		old.Close()
-		return fmt.Errorf("create map %s for the pinned one's contents: %w", name, err)
+		return false, fmt.Errorf("create map %s for the contents of %s: %w", name, oldPath, err)
 	}
 	n, summary := 0, "starts empty: the daemon fills it"
 	if !derived[name] {
@@ -45,21 +49,21 @@ func (p *pinState) migrate(ms *ebpf.MapSpec, flags uint32, old *ebpf.Map, oldPat
 		if n, err = copyEntries(old, nm, kc, vc); err != nil {
 			nm.Close()
 			old.Close()
-			return fmt.Errorf("copy pinned map %s: %w", oldPath, err)
+			return false, fmt.Errorf("copy pinned map %s: %w", oldPath, err)
 		}
 		summary = vc.summary()
 		if kc.summary() != "" {
 			summary += "; key " + kc.summary()
 		}
 		if summary == "" {
-			summary = "same fields, resized"
+			summary = "the same fields (copied with its group, or resized)"
 		}
 	}
 	p.replacements[name] = nm
 	p.stale = append(p.stale, oldPath)
 	p.migrations = append(p.migrations, &migration{name: name, old: old})
-	p.log("migrated pinned map to this build's layout", "map", name, "entries", n, "from", from.Hash(), "to", to.Hash(), "changes", summary)
-	return nil
+	p.log("copied pinned map into this build's", "map", name, "entries", n, "from", from.Hash(), "to", to.Hash(), "changes", summary)
+	return derived[name], nil
 }
 
 // rawBytes is a key or value as bytes, for copying maps whatever they hold.
@@ -112,9 +116,6 @@ func copyEntries(old, nm *ebpf.Map, kc, vc *converter) (int, error) {
 	it := old.Iterate()
 	for it.Next(&k, v) {
 		if err := nm.Put(rawBytes(kc.convert(k)), conv(v)); err != nil {
-			if errors.Is(err, os.ErrExist) {
-				continue
-			}
 			return n, fmt.Errorf("write entry %d: %w", n, err)
 		}
 		n++

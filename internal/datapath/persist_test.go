@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -249,6 +250,54 @@ func TestPinnedMapRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "trestle down") || !strings.Contains(err.Error(), "Array") {
 		t.Errorf("load against an fdb pinned as an array: %v, want a refusal that says what to do", err)
 	}
+	r.dp = nil
+	if _, err := Down(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A table that must grow (a config with more room) is copied into a larger
+// one, pinned in the old one's place, with the maps that count its entries
+// copied at the same moment; the next load adopts the copy.
+func TestPinnedTableGrows(t *testing.T) {
+	dir := filepath.Join(testutil.RequireBPFFS(t), "dp")
+	r := newPinnedRig(t, dir)
+	r.run(1, ipv4(bcast, macA))
+	r.run(2, ipv4(bcast, macB))
+	r.dp.Close()
+	var logged []string
+	err := r.ns.Do(func() error {
+		dp, err := Load(Options{FDBCapacity: 4096, PinDir: dir, Log: func(msg string, args ...any) { logged = append(logged, fmt.Sprint(msg, args)) }})
+		r.dp = dp
+		return err
+	})
+	if err != nil {
+		t.Fatalf("load with a larger table: %v", err)
+	}
+	if got := r.dp.FDBCapacity(); got != 4096 {
+		t.Errorf("table of %d entries, want 4096", got)
+	}
+	if _, ok := r.lookup(macB); !ok {
+		t.Errorf("B not carried into the larger table")
+	}
+	if n, _ := r.dp.PortMACs(2); n != 1 {
+		t.Errorf("port 2 counts %d addresses after the copy, want 1", n)
+	}
+	copied := strings.Join(logged, "\n")
+	for _, m := range []string{"fdb", "port_macs", "bridge_macs_del"} {
+		if !strings.Contains(copied, "copied pinned map into this build's[map "+m+" ") {
+			t.Errorf("%s was not copied with the table:\n%s", m, copied)
+		}
+	}
+	if pins, _ := filepath.Glob(filepath.Join(dir, "fdb-*")); len(pins) != 1 {
+		t.Errorf("fdb pins after the copy: %v", pins)
+	}
+	r.dp.Close()
+	r.load(t, dir)
+	if got := r.dp.FDBCapacity(); got != 4096 {
+		t.Errorf("the next load has a table of %d entries, want the pinned 4096", got)
+	}
+	r.dp.Close()
 	r.dp = nil
 	if _, err := Down(dir); err != nil {
 		t.Fatal(err)

@@ -69,6 +69,17 @@ var derived = map[string]bool{
 	tbpf.TrestleMapCpuCache: true,
 }
 
+// groups are maps that hold one state between them: they are adopted
+// together or copied together, never one copied and the others shared. The
+// old program, attached until the daemon moves its links, writes the maps it
+// has: were the table copied and its counts shared, what it learns in that
+// window would be counted forever and found nowhere.
+var groups = [][]string{
+	{tbpf.TrestleMapFdb, tbpf.TrestleMapPortMacs, tbpf.TrestleMapPortMacsDel, tbpf.TrestleMapBridgeMacs, tbpf.TrestleMapBridgeMacsDel},
+	{tbpf.TrestleMapBridges, tbpf.TrestleMapBridgeLive, tbpf.TrestleMapFloods},
+	{tbpf.TrestleMapPortIndex, tbpf.TrestleMapPorts, tbpf.TrestleMapTxPorts},
+}
+
 // pinState is a pin directory while a Load adopts it.
 type pinState struct {
 	dir  string
@@ -78,7 +89,8 @@ type pinState struct {
 	replacements map[string]*ebpf.Map
 	layouts      map[string]*Layout // by map name, as this build has them
 	adopted      map[string]bool    // maps used as they were pinned
-	stale        []string           // pinned files replaced by new maps
+	fresh        []string           // maps that start empty while others were adopted
+	stale        []string           // pinned files to remove once the new ones are pinned
 	migrations   []*migration
 	layoutsMap   *ebpf.Map
 }
@@ -86,6 +98,20 @@ type pinState struct {
 // path is where map name is pinned once the load is committed.
 func (p *pinState) path(name string) string {
 	return filepath.Join(p.dir, pinName(name)+"-"+p.layouts[name].Hash())
+}
+
+// pinned is a map of this build and what the directory holds of it.
+type pinned struct {
+	name  string
+	spec  *ebpf.MapSpec
+	flags uint32
+	want  *Layout
+	path  string // the pin this build adopts or copies, "" for none
+	from  *Layout
+	m     *ebpf.Map
+	// what is done: adopt it as it is, or copy it into a map of this
+	// build (a derived map starts empty instead).
+	copy bool
 }
 
 // openPins reads dir, decides for each map of spec whether it adopts the
@@ -101,8 +127,14 @@ func openPins(dir string, spec *ebpf.CollectionSpec, ncpu int, log func(string, 
 	}
 	p := &pinState{dir: dir, log: log, ncpu: ncpu, replacements: map[string]*ebpf.Map{}, layouts: map[string]*Layout{}, adopted: map[string]bool{}}
 	ok := false
+	var maps []*pinned
 	defer func() {
 		if !ok {
+			for _, pm := range maps {
+				if pm.m != nil {
+					pm.m.Close()
+				}
+			}
 			p.abort()
 		}
 	}()
@@ -119,6 +151,7 @@ func openPins(dir string, spec *ebpf.CollectionSpec, ncpu int, log func(string, 
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	byName := map[string]*pinned{}
 	for _, name := range names {
 		ms := spec.Maps[name]
 		if strings.HasPrefix(name, ".rodata") {
@@ -133,8 +166,59 @@ func openPins(dir string, spec *ebpf.CollectionSpec, ncpu int, log func(string, 
 			return nil, fmt.Errorf("describe map %s: %w", name, err)
 		}
 		p.layouts[name] = want
-		if err := p.adopt(ms, flags, want, files[pinName(name)], known); err != nil {
+		pm := &pinned{name: name, spec: ms, flags: flags, want: want}
+		maps = append(maps, pm)
+		byName[name] = pm
+		if err := p.decide(pm, files[pinName(name)], known); err != nil {
 			return nil, err
+		}
+		delete(files, pinName(name))
+	}
+	// Pins of maps this build no longer has.
+	for _, hashes := range files {
+		for _, path := range hashes {
+			p.stale = append(p.stale, path)
+		}
+	}
+	// A group is adopted whole or copied whole.
+	for _, g := range groups {
+		copyAll := false
+		for _, n := range g {
+			if pm := byName[n]; pm != nil && pm.copy {
+				copyAll = true
+			}
+		}
+		for _, n := range g {
+			if pm := byName[n]; copyAll && pm != nil && pm.m != nil && !pm.copy {
+				pm.copy, pm.from = true, pm.want
+			}
+		}
+	}
+	anyAdopted := false
+	for _, pm := range maps {
+		anyAdopted = anyAdopted || pm.m != nil
+	}
+	for _, pm := range maps {
+		switch {
+		case pm.m == nil:
+			if anyAdopted && pm.name != tbpf.TrestleMapCpuCache {
+				p.fresh = append(p.fresh, pm.name)
+			}
+		case pm.copy:
+			m := pm.m
+			pm.m = nil // migrate takes it
+			empty, err := p.migrate(pm.spec, pm.flags, m, pm.path, pm.from, pm.want)
+			if err != nil {
+				return nil, err
+			}
+			if empty && pm.name != tbpf.TrestleMapCpuCache {
+				p.fresh = append(p.fresh, pm.name)
+			}
+		default:
+			p.replacements[pm.name] = pm.m
+			p.adopted[pm.name] = true
+			pm.m = nil
+			p.log("adopted pinned map", "map", pm.name, "entries", pm.spec.MaxEntries)
 		}
 	}
 	ok = true
@@ -149,6 +233,10 @@ func (p *pinState) pinnedMaps() (map[string]map[string]string, error) {
 	}
 	out := map[string]map[string]string{}
 	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), "_new") {
+			p.stale = append(p.stale, filepath.Join(p.dir, e.Name())) // a pin that was never renamed into place
+			continue
+		}
 		i := strings.LastIndexByte(e.Name(), '-')
 		if e.IsDir() || i < 0 || len(e.Name())-i-1 != 16 {
 			continue
@@ -200,6 +288,10 @@ func (p *pinState) openLayouts(havePins bool) (map[string]*Layout, error) {
 }
 
 func (p *pinState) recordLayout(l *Layout) error {
+	key, _ := hex.DecodeString(l.Hash())
+	if v, err := p.layoutsMap.LookupBytes(key); err == nil && v != nil {
+		return nil // a hash names one layout: recorded once
+	}
 	b, err := json.Marshal(l)
 	if err != nil {
 		return err
@@ -207,91 +299,124 @@ func (p *pinState) recordLayout(l *Layout) error {
 	if len(b) >= layoutsValueLen {
 		return fmt.Errorf("layout record of %d bytes does not fit", len(b))
 	}
-	key, _ := hex.DecodeString(l.Hash())
 	v := make([]byte, layoutsValueLen)
 	copy(v, b)
 	return p.layoutsMap.Put(key, v)
 }
 
-// adopt decides what to do with one map.
-func (p *pinState) adopt(ms *ebpf.MapSpec, flags uint32, want *Layout, pinned map[string]string, known map[string]*Layout) error {
-	hash := want.Hash()
-	if len(pinned) == 0 {
+// decide opens what is pinned of one map and says whether it can be
+// adopted as it is or must be copied; it refuses what it cannot copy.
+func (p *pinState) decide(pm *pinned, files map[string]string, known map[string]*Layout) error {
+	if len(files) == 0 {
 		return nil // created by the loader, pinned by commit
 	}
-	if path, ok := pinned[hash]; ok {
-		m, err := ebpf.LoadPinnedMap(path, nil)
-		if err != nil {
-			return fmt.Errorf("open pinned map %s: %w", path, err)
-		}
-		for h, other := range pinned {
+	hash := pm.want.Hash()
+	path, ok := files[hash]
+	pm.from = pm.want
+	if ok {
+		for h, other := range files {
 			if h != hash {
 				p.stale = append(p.stale, other) // left by an upgrade that stopped halfway
 			}
 		}
-		switch {
-		case m.MaxEntries() == ms.MaxEntries:
-		case ms.Name == tbpf.TrestleMapFdb && m.MaxEntries() > ms.MaxEntries:
-			ms.MaxEntries = m.MaxEntries() // a larger table than needed: keep it
-		default:
-			// A table that must grow: copy it into a larger one.
-			return p.migrate(ms, flags, m, path, want, want)
+	} else {
+		if len(files) > 1 {
+			return fmt.Errorf("map %s is pinned %d times in %s, none of this build's layout: remove the datapath with `trestle down` and start again", pm.name, len(files), p.dir)
 		}
-		p.replacements[ms.Name] = m
-		p.adopted[ms.Name] = true
-		p.log("adopted pinned map", "map", ms.Name, "entries", m.MaxEntries())
-		return nil
-	}
-	if len(pinned) > 1 {
-		return fmt.Errorf("map %s is pinned %d times in %s, none of this build's layout: remove the datapath with `trestle down` and start again", ms.Name, len(pinned), p.dir)
-	}
-	var path, oldHash string
-	for oldHash, path = range pinned {
-	}
-	old, ok := known[oldHash]
-	if !ok {
-		return fmt.Errorf("pinned map %s has a layout (%s) this datapath has no record of: remove it with `trestle down` and start again", path, oldHash)
+		var oldHash string
+		for oldHash, path = range files {
+		}
+		if pm.from, ok = known[oldHash]; !ok {
+			return fmt.Errorf("pinned map %s has a layout (%s) this datapath has no record of: remove it with `trestle down` and start again", path, oldHash)
+		}
+		pm.copy = true
 	}
 	m, err := ebpf.LoadPinnedMap(path, nil)
 	if err != nil {
 		return fmt.Errorf("open pinned map %s: %w", path, err)
 	}
-	return p.migrate(ms, flags, m, path, old, want)
+	pm.m, pm.path = m, path
+	switch {
+	case m.MaxEntries() == pm.spec.MaxEntries:
+	case pm.name == tbpf.TrestleMapFdb && m.MaxEntries() > pm.spec.MaxEntries:
+		pm.spec.MaxEntries = m.MaxEntries() // a larger table than needed: keep it
+	default:
+		pm.copy = true // a table that must grow: copied into a larger one
+	}
+	return nil
 }
 
-// commit pins what the loader created, the copies of migrated maps, and the
-// layouts, and removes the pins the copies replace. The old program, still
-// attached until the daemon upgrades its links, keeps its own old maps.
+// commit pins what the loader created and the copies of migrated maps, and
+// removes the pins they replace. A copy is pinned under a temporary name and
+// renamed over its final one, which may be the old pin's (a table that grew
+// keeps its layout, so its name): a crash leaves the old pin or the new,
+// never neither. The old program, still attached until the daemon moves its
+// links, keeps its own old maps. Layout records no pin names any more go.
 func (p *pinState) commit(maps map[string]*ebpf.Map) error {
 	for name, l := range p.layouts {
 		if err := p.recordLayout(l); err != nil {
-			return fmt.Errorf("record the layout of map %s: %w", name, err)
+			return fmt.Errorf("record the layout of map %s in %s: %w", name, p.dir, err)
 		}
 	}
+	final := map[string]bool{}
 	for name, m := range maps {
-		if p.layouts[name] == nil || p.adopted[name] {
+		if p.layouts[name] == nil {
+			continue
+		}
+		path := p.path(name)
+		final[path] = true
+		if p.adopted[name] {
 			continue
 		}
 		// Pin a clone: the loader's map object stays unpinned, so that
 		// closing it never unpins.
 		c, err := m.Clone()
 		if err != nil {
-			return fmt.Errorf("pin map %s: %w", name, err)
+			return fmt.Errorf("pin map %s at %s: %w", name, path, err)
 		}
-		err = c.Pin(p.path(name))
+		tmp := path + "_new"
+		_ = os.Remove(tmp)
+		err = c.Pin(tmp)
 		c.Close()
+		if err == nil {
+			err = os.Rename(tmp, path)
+		}
 		if err != nil {
-			return fmt.Errorf("pin map %s: %w", name, err)
+			return fmt.Errorf("pin map %s at %s: %w", name, path, err)
 		}
 	}
 	for _, s := range p.stale {
+		if final[s] {
+			continue
+		}
 		if err := os.Remove(s); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove replaced pin %s: %w", s, err)
 		}
 	}
 	p.stale = nil
+	p.pruneLayouts(final)
 	p.release()
 	return nil
+}
+
+// pruneLayouts deletes the records of layouts no pin has any more.
+func (p *pinState) pruneLayouts(final map[string]bool) {
+	keep := map[string]bool{}
+	for path := range final {
+		keep[path[len(path)-16:]] = true
+	}
+	var k [8]byte
+	var gone [][8]byte
+	it := p.layoutsMap.Iterate()
+	v := make([]byte, layoutsValueLen)
+	for it.Next(&k, &v) {
+		if !keep[hex.EncodeToString(k[:])] {
+			gone = append(gone, k)
+		}
+	}
+	for _, k := range gone {
+		_ = p.layoutsMap.Delete(k)
+	}
 }
 
 // release closes the handles the loader has cloned.

@@ -115,7 +115,10 @@ func atTC(d Decision, l Link, b Bridge) Decision {
 			}
 			return Decision{Why: fmt.Sprintf("cannot take the XDP redirects of this bridge's xdp ports (%s): %s; use mode = \"tc\" on those", strings.Join(b.XDPPorts, ", "), why)}
 		}
-		if l.Type == "veth" && !l.TakesRedirects {
+		// A veth takes them once its peer has GRO on; whether it reports
+		// so now or not (because it is on already), the fix is the
+		// daemon's to keep, and to give back when no xdp port is left.
+		if l.Type == "veth" {
 			d.FixPeer = true
 		}
 	}

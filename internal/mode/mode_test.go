@@ -48,7 +48,8 @@ func TestDecide(t *testing.T) {
 		{"xdp veth prepares its peer", XDP, veth, Bridge{}, XDP, true, true, "configured"},
 		{"xdp veth whose peer is out of reach", XDP, vethStuck, Bridge{}, "", false, false, "no namespace has it"},
 		{"tc veth beside xdp ports gets GRO on its peer", TC, veth, xdpPorts, TC, true, false, "configured"},
-		{"tc veth that already takes redirects", TC, Link{Type: "veth", TakesRedirects: true}, xdpPorts, TC, false, false, "configured"},
+		// Its peer has GRO on already (the daemon's own fix, kept).
+		{"tc veth that already takes redirects", TC, Link{Type: "veth", TakesRedirects: true}, xdpPorts, TC, true, false, "configured"},
 		{"tc tap beside xdp ports", Auto, tap, xdpPorts, TC, false, false, "TAP"},
 		// Defect 1: a NIC at tc whose driver has no ndo_xdp_xmit cannot
 		// take the xdp ports' redirects, whatever its device type says.
