@@ -124,15 +124,16 @@ step "counters: trestle stats"
 "$BIN" stats
 
 step "kill -9 the daemon: with persist the switch goes on forwarding, its table intact"
-kill -KILL "$DAEMON_PID"
-wait "$DAEMON_PID" 2>/dev/null || true
+{ kill -KILL "$DAEMON_PID" && wait "$DAEMON_PID"; } 2>/dev/null || true   # no "Killed" from the shell
 DAEMON_PID=
 ip netns exec "$P-h1" ping -c 3 -i 0.2 -W 1 10.77.0.3 | tail -2
 
 step "a new daemon adopts it: same entries, ages running on, counters going on"
 start_daemon
-grep -E 'adopted the pinned|moved to this' "$WORK/daemon.log" | tail -2 | sed 's/^/  /'
+grep -o 'msg="adopted the pinned datapath".*' "$WORK/daemon.log" | tail -1 | sed 's/^/  /'
+echo "  $(grep -c 'moved to this daemon' "$WORK/daemon.log") ports moved to the new daemon's program in place (a link update, no detach)"
 "$BIN" fdb show
+"$BIN" stats
 
 step "stop the daemon (SIGTERM), then trestle down: it detaches every program"
 kill -TERM "$DAEMON_PID"
