@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if variantDir != "" {
+		os.RemoveAll(variantDir)
+	}
 	os.Exit(code)
 }
 

@@ -33,9 +33,12 @@ var variantBin = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	variantDir = dir // TestMain removes it
 	b, err := lab.BuildVariant(context.Background(), dir, "test")
 	return b.Path, err
 })
+
+var variantDir string
 
 // persistLab is a swlab whose daemon runs with persist.
 func newPersistLab(t *testing.T, n int, portExtra func(int) string) *swlab {
