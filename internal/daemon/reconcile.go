@@ -395,18 +395,14 @@ func (d *Daemon) finalize(c *change) {
 			d.log.Warn("delete static entry", "bridge", s.b.cfg.Name, "mac", s.s.MAC, "err", err)
 		}
 	}
-	// Entries of what went away or stopped forwarding.
+	// Entries of what went away or stopped forwarding, from one dump.
 	for _, p := range c.removedPorts {
 		d.log.Info("port removed", "bridge", p.bridge.cfg.Name, "port", p.name())
-		d.releaseSlot(p.bridge, p.slot)
-	}
-	for _, p := range c.stopped {
-		d.flushSlot(p.bridge, p.slot)
 	}
 	for _, b := range c.removedBridges {
 		d.log.Info("bridge removed", "bridge", b.cfg.Name)
-		d.releaseID(b)
 	}
+	d.release(c)
 	for _, b := range c.order {
 		if d.bridges[b.cfg.Name] == nil {
 			d.log.Info("bridge added", "bridge", b.cfg.Name, "id", b.id)
@@ -417,19 +413,43 @@ func (d *Daemon) finalize(c *change) {
 	d.agingMayHaveChanged()
 }
 
-// releaseSlot flushes a removed port's entries and frees its slot, or
-// keeps it dirty (not given out) if the flush failed.
-func (d *Daemon) releaseSlot(b *bridgeState, slot uint16) {
-	d.alloc.slotUsed[slot] = false
-	if !d.flushSlot(b, slot) {
-		d.alloc.slotDirty[slot] = true
-	}
-}
+// slotKey is a port slot of a bridge.
+type slotKey struct{ bridge, slot uint16 }
 
-func (d *Daemon) releaseID(b *bridgeState) {
-	d.alloc.idUsed[b.id] = false
-	if err := d.flush(func(e datapath.FDBEntry) bool { return e.Bridge == b.id }); err != nil {
-		d.log.Error("flush of a removed bridge failed; its id is not reused until a sweep flushes it", "bridge", b.cfg.Name, "err", err)
+// release flushes the entries of removed ports and bridges and of ports
+// that stopped forwarding, and frees the slots and ids of the removed ones;
+// if the flush failed they stay dirty (not given out) until a sweep
+// flushes them.
+func (d *Daemon) release(c *change) {
+	slots, ids := map[slotKey]bool{}, map[uint16]bool{}
+	for _, p := range c.removedPorts {
+		slots[slotKey{p.bridge.id, p.slot}] = true
+		d.alloc.slotUsed[p.slot] = false
+	}
+	for _, p := range c.stopped {
+		slots[slotKey{p.bridge.id, p.slot}] = true
+		for k, s := range p.bridge.written {
+			if s.Slot == p.slot {
+				delete(p.bridge.written, k) // written again when it forwards again
+			}
+		}
+	}
+	for _, b := range c.removedBridges {
+		ids[b.id] = true
+		d.alloc.idUsed[b.id] = false
+	}
+	if len(slots) == 0 && len(ids) == 0 {
+		return
+	}
+	err := d.flush(func(e datapath.FDBEntry) bool { return ids[e.Bridge] || slots[slotKey{e.Bridge, e.Slot}] })
+	if err == nil {
+		return
+	}
+	d.log.Error("flush of removed or stopped ports' entries failed; their slots and ids are not reused until a sweep flushes them", "err", err)
+	for _, p := range c.removedPorts {
+		d.alloc.slotDirty[p.slot] = true
+	}
+	for _, b := range c.removedBridges {
 		d.alloc.idDirty[b.id] = true
 	}
 }
@@ -438,7 +458,7 @@ func (d *Daemon) releaseID(b *bridgeState) {
 // bridge, and says whether all went. Statics are written again when the
 // port forwards again.
 func (d *Daemon) flushSlot(b *bridgeState, slot uint16) bool {
-	err := d.flush(func(e datapath.FDBEntry) bool { return e.Bridge == b.id && e.Slot == slot })
+	err := d.flush(func(e datapath.FDBEntry) bool { return slotKey{e.Bridge, e.Slot} == slotKey{b.id, slot} })
 	for k, s := range b.written {
 		if s.Slot == slot {
 			delete(b.written, k)

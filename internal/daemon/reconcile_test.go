@@ -451,15 +451,7 @@ func TestFailedFlushKeepsSlot(t *testing.T) {
 func TestAdoptionIsADiff(t *testing.T) {
 	w := newWorld(t)
 	p1, p2, p3 := w.sys.add("p1", "veth"), w.sys.add("p2", "veth"), w.sys.add("p3", "veth")
-	w.dp.pinned = true
-	w.dp.bridges[1] = datapath.BridgeInfo{ID: 1, Name: "br0", MaxEntries: 65536, Ports: []datapath.PortInfo{
-		{Ifindex: uint32(p1.Index), Bridge: 1, Slot: 1}, {Ifindex: uint32(p2.Index), Bridge: 1, Slot: 2}, {Ifindex: uint32(p3.Index), Bridge: 1, Slot: 3}}}
-	for _, p := range w.dp.bridges[1].Ports {
-		w.dp.ports[p.Ifindex] = p
-		a := &fakeAtt{dp: w.dp, ifindex: int(p.Ifindex), m: mode.TC, pinned: true}
-		w.dp.attached[a.key()] = a
-		w.dp.adopted = append(w.dp.adopted, a)
-	}
+	w.pinned([]Link{p1, p2, p3}, []Link{p1, p2, p3})
 	w.dp.learn(1, 1, p1.Index, "02:00:00:00:00:01", 10*time.Second)
 	w.dp.learn(1, 3, p3.Index, "02:00:00:00:00:03", 10*time.Second)
 	user, _ := parseMAC("02:00:00:00:00:aa")
@@ -495,6 +487,24 @@ func TestAdoptionIsADiff(t *testing.T) {
 	}
 }
 
+// pinned makes the fake a pinned dataplane holding bridge br0 (id 1) with
+// ports (slots 1, 2...), all forwarding, and a tc link on each of links.
+func (w *world) pinned(ports []Link, links []Link) {
+	w.dp.pinned = true
+	b := datapath.BridgeInfo{ID: 1, Name: "br0", MaxEntries: 65536}
+	for i, l := range ports {
+		p := datapath.PortInfo{Ifindex: uint32(l.Index), Bridge: 1, Slot: uint16(i + 1)}
+		b.Ports = append(b.Ports, p)
+		w.dp.ports[p.Ifindex] = p
+	}
+	w.dp.bridges[1] = b
+	for _, l := range links {
+		a := &fakeAtt{dp: w.dp, ifindex: l.Index, m: mode.TC, pinned: true}
+		w.dp.attached[a.key()] = a
+		w.dp.adopted = append(w.dp.adopted, a)
+	}
+}
+
 func mustMAC(s string) []byte {
 	m, err := parseMAC(s)
 	if err != nil {
@@ -509,14 +519,7 @@ func mustMAC(s string) []byte {
 func TestAdoptedLinkWithoutPort(t *testing.T) {
 	w := newWorld(t)
 	p1, p2 := w.sys.add("p1", "veth"), w.sys.add("p2", "veth")
-	w.dp.pinned = true
-	w.dp.bridges[1] = datapath.BridgeInfo{ID: 1, Name: "br0", MaxEntries: 65536, Ports: []datapath.PortInfo{{Ifindex: uint32(p1.Index), Bridge: 1, Slot: 1}}}
-	w.dp.ports[uint32(p1.Index)] = w.dp.bridges[1].Ports[0]
-	for _, l := range []Link{p1, p2} {
-		a := &fakeAtt{dp: w.dp, ifindex: l.Index, m: mode.TC, pinned: true}
-		w.dp.attached[a.key()] = a
-		w.dp.adopted = append(w.dp.adopted, a)
-	}
+	w.pinned([]Link{p1}, []Link{p1, p2})
 	done := make(chan struct{})
 	defer close(done)
 	if _, err := w.d.start(cfgOf(t, bridges("br0=p1,p2")), done); err != nil {
@@ -537,12 +540,8 @@ func TestAdoptedLinkWithoutPort(t *testing.T) {
 func TestFreshMapsAreRewritten(t *testing.T) {
 	w := newWorld(t)
 	p1 := w.sys.add("p1", "veth")
-	w.dp.pinned, w.dp.fresh = true, []string{"tx_ports"}
-	w.dp.bridges[1] = datapath.BridgeInfo{ID: 1, Name: "br0", MaxEntries: 65536, Ports: []datapath.PortInfo{{Ifindex: uint32(p1.Index), Bridge: 1, Slot: 1}}}
-	w.dp.ports[uint32(p1.Index)] = w.dp.bridges[1].Ports[0]
-	a := &fakeAtt{dp: w.dp, ifindex: p1.Index, m: mode.TC, pinned: true}
-	w.dp.attached[a.key()] = a
-	w.dp.adopted = append(w.dp.adopted, a)
+	w.pinned([]Link{p1}, []Link{p1})
+	w.dp.fresh = []string{"tx_ports"}
 	done := make(chan struct{})
 	defer close(done)
 	if _, err := w.d.start(cfgOf(t, bridges("br0=p1")), done); err != nil {

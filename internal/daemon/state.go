@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/vishvananda/netns"
 
@@ -373,45 +374,77 @@ func Down(socket string) (DownResult, error) {
 // DownStale removes the persisted datapaths whose network namespace no
 // longer exists (their interfaces went with it, so they forward nothing;
 // their maps would stay pinned until reboot), and the state directories of
-// daemons of such namespaces. It returns the instances it removed.
+// daemons of such namespaces. It returns the pin directories it removed.
 func DownStale() ([]string, error) {
 	live, err := liveNetnsCookies()
 	if err != nil {
 		return nil, err
 	}
 	var removed []string
-	seen := map[string]bool{}
-	for _, root := range []string{datapath.PinRoot, StateRoot} {
-		ents, err := os.ReadDir(root)
-		if errors.Is(err, os.ErrNotExist) {
+	for cookie := range instanceCookies() {
+		if live[cookie] {
 			continue
 		}
+		gone, err := DownNetns(cookie, false)
+		removed = append(removed, gone...)
 		if err != nil {
 			return removed, err
 		}
+	}
+	return removed, nil
+}
+
+// instanceCookies are the network namespaces (by cookie) that have a pinned
+// datapath or a state directory.
+func instanceCookies() map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, root := range []string{datapath.PinRoot, StateRoot} {
+		ents, _ := os.ReadDir(root)
 		for _, e := range ents {
 			var cookie uint64
 			var hash string
-			if !e.IsDir() || seen[e.Name()] {
-				continue
+			if n, _ := fmt.Sscanf(e.Name(), "ns%d-%s", &cookie, &hash); e.IsDir() && n == 2 {
+				out[cookie] = true
 			}
-			if n, _ := fmt.Sscanf(e.Name(), "ns%d-%s", &cookie, &hash); n != 2 || live[cookie] {
-				continue
-			}
-			seen[e.Name()] = true
-			// A namespace kept only by a bind mount outside /run/netns is
-			// alive yet not found above: its links still hold interfaces.
-			if n, err := datapath.Holding(filepath.Join(datapath.PinRoot, e.Name())); err != nil || n > 0 {
-				continue
-			}
-			if _, err := datapath.Down(filepath.Join(datapath.PinRoot, e.Name())); err != nil {
-				return removed, fmt.Errorf("instance %s: %w", e.Name(), err)
-			}
-			if err := os.RemoveAll(filepath.Join(StateRoot, e.Name())); err != nil {
-				return removed, err
-			}
-			removed = append(removed, e.Name())
 		}
+	}
+	return out
+}
+
+// DownNetns removes the persisted datapaths and the state directories of
+// the daemons of a network namespace that is gone, named by its cookie
+// (Instance), and returns their pin directories. Unless deleted says the
+// caller deleted the namespace itself (whose interfaces then go a moment
+// later), a datapath whose links still hold an interface is left: its
+// namespace lives on (one kept by a bind mount outside /run/netns is not
+// found by liveNetnsCookies).
+func DownNetns(cookie uint64, deleted bool) ([]string, error) {
+	if cookie == 0 {
+		return nil, nil
+	}
+	prefix := fmt.Sprintf("ns%d-", cookie)
+	names := map[string]bool{}
+	for _, root := range []string{datapath.PinRoot, StateRoot} {
+		ents, _ := os.ReadDir(root)
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+				names[e.Name()] = true
+			}
+		}
+	}
+	var removed []string
+	for name := range names {
+		pins := filepath.Join(datapath.PinRoot, name)
+		if n, err := datapath.Holding(pins); !deleted && (err != nil || n > 0) {
+			continue
+		}
+		if _, err := datapath.Down(pins); err != nil {
+			return removed, fmt.Errorf("instance %s: %w", name, err)
+		}
+		if err := os.RemoveAll(filepath.Join(StateRoot, name)); err != nil {
+			return removed, fmt.Errorf("instance %s: %w", name, err)
+		}
+		removed = append(removed, pins)
 	}
 	return removed, nil
 }

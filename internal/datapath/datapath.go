@@ -165,7 +165,7 @@ func (d *Datapath) Close() {
 	if d.bss != nil {
 		d.bss.Close()
 	}
-	d.pin.close()
+	d.pin.abort()
 	d.objs.Close()
 }
 
@@ -188,7 +188,7 @@ func (d *Datapath) Unpin() error {
 		return nil
 	}
 	err := d.pin.unpinAll()
-	d.pin.close()
+	d.pin.abort()
 	d.pin = nil
 	return err
 }

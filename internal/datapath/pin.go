@@ -57,6 +57,24 @@ func CheckBPFFS() error {
 	return nil
 }
 
+// MountBPFFS mounts the BPF filesystem at BPFFS if it is not there, as
+// systemd does at boot (a bare machine may have none), and reports whether
+// it did. From a private mount namespace (ip netns exec) the mount would be
+// that namespace's only: call it from the host's.
+func MountBPFFS() (bool, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(BPFFS, &st); err != nil {
+		return false, fmt.Errorf("BPF filesystem: statfs %s: %w", BPFFS, err)
+	}
+	if uint32(st.Type) == unix.BPF_FS_MAGIC {
+		return false, nil
+	}
+	if err := unix.Mount("bpf", BPFFS, "bpf", 0, "mode=0700"); err != nil {
+		return false, fmt.Errorf("BPF filesystem: mount it at %s: %w", BPFFS, err)
+	}
+	return true, nil
+}
+
 // pinName is the name a map is pinned under, without its layout hash.
 func pinName(mapName string) string { return strings.TrimPrefix(mapName, ".") }
 
@@ -441,13 +459,6 @@ func (p *pinState) abort() {
 		p.layoutsMap.Close()
 		p.layoutsMap = nil
 	}
-}
-
-func (p *pinState) close() {
-	if p == nil {
-		return
-	}
-	p.abort()
 }
 
 func (p *pinState) linkPath(ifindex int, m mode.Mode) string {

@@ -38,7 +38,6 @@ import (
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 
 	"github.com/trestle/trestle/internal/daemon"
 	"github.com/trestle/trestle/internal/datapath"
@@ -515,23 +514,10 @@ func (n *Net) Namespaces() []string {
 }
 
 // EnsureBPFFS mounts the BPF filesystem at /sys/fs/bpf if it is not there
-// (systemd mounts it at boot; a bare machine may have none): a trestle
-// daemon with persist pins its datapath under it. It reports whether it
-// mounted it. The lab runs in the host's mount namespace, so the mount is
-// the host's, where the daemons it starts with StartNetOnly see it.
-func EnsureBPFFS() (bool, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(datapath.BPFFS, &st); err != nil {
-		return false, fmt.Errorf("BPF filesystem: statfs %s: %w", datapath.BPFFS, err)
-	}
-	if uint32(st.Type) == unix.BPF_FS_MAGIC {
-		return false, nil
-	}
-	if err := unix.Mount("bpf", datapath.BPFFS, "bpf", 0, "mode=0700"); err != nil {
-		return false, fmt.Errorf("BPF filesystem: mount it at %s: %w", datapath.BPFFS, err)
-	}
-	return true, nil
-}
+// (datapath.MountBPFFS), and reports whether it did. The lab runs in the
+// host's mount namespace, so the mount is the host's, where the daemons it
+// starts with StartNetOnly see it.
+func EnsureBPFFS() (bool, error) { return datapath.MountBPFFS() }
 
 // Close stops the set's processes, newest first, and deletes its
 // namespaces, which removes every link in them. It returns every error, and
@@ -562,40 +548,8 @@ func (n *Net) Close() error {
 // sweepPins removes what trestle daemons with persist left of a namespace
 // that is gone: their pinned datapaths (its links went with its
 // interfaces, its maps stay pinned until removed) and their state
-// directories. Both are named after the namespace's cookie
-// (datapath.Instance), so no other namespace's are touched. It returns the
-// directories it removed.
-func sweepPins(cookie uint64) ([]string, error) {
-	if cookie == 0 {
-		return nil, nil
-	}
-	prefix := fmt.Sprintf("ns%d-", cookie)
-	var gone []string
-	var errs []error
-	for _, root := range []string{datapath.PinRoot, daemon.StateRoot} {
-		ents, err := os.ReadDir(root)
-		if err != nil {
-			continue // no such directory: nothing was ever pinned or recorded
-		}
-		for _, e := range ents {
-			if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
-				continue
-			}
-			dir := filepath.Join(root, e.Name())
-			if root == datapath.PinRoot {
-				_, err = datapath.Down(dir)
-			} else {
-				err = os.RemoveAll(dir)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("remove the persisted datapath %s: %w", dir, err))
-				continue
-			}
-			gone = append(gone, dir)
-		}
-	}
-	return gone, errors.Join(errs...)
-}
+// directories (daemon.DownNetns). It returns the pin directories it removed.
+func sweepPins(cookie uint64) ([]string, error) { return daemon.DownNetns(cookie, true) }
 
 // Sweep deletes the namespaces of lab runs whose process no longer exists:
 // what a run killed with SIGKILL left behind, with any datapath a trestle

@@ -476,35 +476,27 @@ func restartTest(ctx context.Context, s Scenario, rig *Rig, size FrameSize, rate
 // figure in PerEvent and the events themselves with the lost one.
 func addRestartResults(base Result, rec *RestartRecord, err error, add func(Result)) {
 	sum := Summarize(rec.Events)
-	lost := base
-	lost.Test, lost.Param, lost.Unit, lost.Restart = TestRestart, rec.Kind, "frames", rec
-	lost.Value = float64(sum.LostMax)
-	for _, e := range rec.Events {
-		lost.PerEvent = append(lost.PerEvent, float64(e.Lost))
+	one := func(test string, most float64, events int, of func(RestartEvent) float64, what string) Result {
+		r := base
+		r.Test, r.Param, r.Unit = test, rec.Kind, "frames"
+		r.Value = most
+		for _, e := range rec.Events {
+			r.PerEvent = append(r.PerEvent, of(e))
+		}
+		if events > 0 {
+			r.Note = fmt.Sprintf("%s in %d of %d events", what, events, sum.Events)
+		}
+		if err != nil {
+			r.Error = err.Error()
+		}
+		return r
 	}
-	if sum.LostEvents > 0 {
-		lost.Note = fmt.Sprintf("frames lost in %d of %d events", sum.LostEvents, sum.Events)
-	}
-	if err != nil {
-		lost.Error = err.Error()
-	}
+	lost := one(TestRestart, float64(sum.LostMax), sum.LostEvents, func(e RestartEvent) float64 { return float64(e.Lost) }, "frames lost")
+	lost.Restart = rec
 	add(lost)
-	if !rec.Watched {
-		return
+	if rec.Watched {
+		add(one(TestRestartFlooded, float64(sum.FloodedMax), sum.FloodedEvents, func(e RestartEvent) float64 { return float64(e.Flooded) }, "frames flooded to h3"))
 	}
-	fl := base
-	fl.Test, fl.Param, fl.Unit = TestRestartFlooded, rec.Kind, "frames"
-	fl.Value = float64(sum.FloodedMax)
-	for _, e := range rec.Events {
-		fl.PerEvent = append(fl.PerEvent, float64(e.Flooded))
-	}
-	if sum.FloodedEvents > 0 {
-		fl.Note = fmt.Sprintf("frames flooded to h3 in %d of %d events", sum.FloodedEvents, sum.Events)
-	}
-	if err != nil {
-		fl.Error = err.Error()
-	}
-	add(fl)
 }
 
 // restartNote says how the restart test measures, for the run's notes.
