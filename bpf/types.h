@@ -16,6 +16,8 @@ enum tr_limits {
 	TR_MAX_BRIDGE_PORTS = 64, /* ports of one bridge */
 	TR_PORT_DIRECT = 65536,   /* ifindexes below this find their port by index */
 	TR_NAME_LEN = 16,         /* a bridge's name, NUL-terminated (IFNAMSIZ) */
+	TR_VLAN_IDS = 4096,       /* 802.1Q VIDs 0..4095; 1..4094 are VLANs */
+	TR_MAX_VLANS = 8192,      /* VLANs of all bridges together, indexes 1..8191 */
 };
 
 /*
@@ -36,6 +38,10 @@ enum tr_drop_reason {
 	TR_DROP_NO_PORT,       /* ingress interface is not a port of any bridge */
 	TR_DROP_NO_EGRESS,     /* the egress port could not take the frame */
 	TR_DROP_NO_BRIDGE,     /* port names a bridge the daemon has not set up */
+	TR_DROP_VLAN_UNTAGGED, /* untagged (or 802.1ad) frame on a trunk without a native VLAN */
+	TR_DROP_VLAN_TAGGED,   /* frame with a nonzero VID on an access port */
+	TR_DROP_VLAN_NOT_CARRIED, /* tagged frame of a VLAN its trunk does not carry */
+	TR_DROP_VLAN_EGRESS,   /* the egress port does not carry the frame's VLAN, or its tag could not be written */
 	TR_DROP__MAX,
 };
 

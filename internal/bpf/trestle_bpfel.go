@@ -57,17 +57,21 @@ type TrestleTrCpuCache struct {
 type TrestleTrDropReason uint32
 
 const (
-	TrestleTrDropReasonTR_DROP_RUNT       TrestleTrDropReason = 0
-	TrestleTrDropReasonTR_DROP_ETHERTYPE  TrestleTrDropReason = 1
-	TrestleTrDropReasonTR_DROP_BAD_SRC    TrestleTrDropReason = 2
-	TrestleTrDropReasonTR_DROP_RESERVED   TrestleTrDropReason = 3
-	TrestleTrDropReasonTR_DROP_HAIRPIN    TrestleTrDropReason = 4
-	TrestleTrDropReasonTR_DROP_MAC_LIMIT  TrestleTrDropReason = 5
-	TrestleTrDropReasonTR_DROP_TABLE_FULL TrestleTrDropReason = 6
-	TrestleTrDropReasonTR_DROP_NO_PORT    TrestleTrDropReason = 7
-	TrestleTrDropReasonTR_DROP_NO_EGRESS  TrestleTrDropReason = 8
-	TrestleTrDropReasonTR_DROP_NO_BRIDGE  TrestleTrDropReason = 9
-	TrestleTrDropReasonTR_DROP__MAX       TrestleTrDropReason = 10
+	TrestleTrDropReasonTR_DROP_RUNT             TrestleTrDropReason = 0
+	TrestleTrDropReasonTR_DROP_ETHERTYPE        TrestleTrDropReason = 1
+	TrestleTrDropReasonTR_DROP_BAD_SRC          TrestleTrDropReason = 2
+	TrestleTrDropReasonTR_DROP_RESERVED         TrestleTrDropReason = 3
+	TrestleTrDropReasonTR_DROP_HAIRPIN          TrestleTrDropReason = 4
+	TrestleTrDropReasonTR_DROP_MAC_LIMIT        TrestleTrDropReason = 5
+	TrestleTrDropReasonTR_DROP_TABLE_FULL       TrestleTrDropReason = 6
+	TrestleTrDropReasonTR_DROP_NO_PORT          TrestleTrDropReason = 7
+	TrestleTrDropReasonTR_DROP_NO_EGRESS        TrestleTrDropReason = 8
+	TrestleTrDropReasonTR_DROP_NO_BRIDGE        TrestleTrDropReason = 9
+	TrestleTrDropReasonTR_DROP_VLAN_UNTAGGED    TrestleTrDropReason = 10
+	TrestleTrDropReasonTR_DROP_VLAN_TAGGED      TrestleTrDropReason = 11
+	TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED TrestleTrDropReason = 12
+	TrestleTrDropReasonTR_DROP_VLAN_EGRESS      TrestleTrDropReason = 13
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 14
 )
 
 type TrestleTrFdbFlags uint32
@@ -100,6 +104,8 @@ const (
 	TrestleTrLimitsTR_MAX_BRIDGE_PORTS TrestleTrLimits = 64
 	TrestleTrLimitsTR_PORT_DIRECT      TrestleTrLimits = 65536
 	TrestleTrLimitsTR_NAME_LEN         TrestleTrLimits = 16
+	TrestleTrLimitsTR_VLAN_IDS         TrestleTrLimits = 4096
+	TrestleTrLimitsTR_MAX_VLANS        TrestleTrLimits = 8192
 )
 
 type TrestleTrPort struct {
@@ -118,7 +124,7 @@ type TrestleTrPortStats struct {
 	Flooded   uint64
 	Learned   uint64
 	Moved     uint64
-	Drops     [10]uint64
+	Drops     [14]uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -20,6 +20,8 @@ const (
 	NumDrops       = int(TrestleTrDropReasonTR_DROP__MAX)
 	PortDirect     = uint32(TrestleTrLimitsTR_PORT_DIRECT)
 	NameLen        = int(TrestleTrLimitsTR_NAME_LEN)
+	VLANIDs        = int(TrestleTrLimitsTR_VLAN_IDS)
+	MaxVLANs       = int(TrestleTrLimitsTR_MAX_VLANS) - 1 // indexes 1..8191; 0 is no VLAN
 
 	FDBStatic = uint16(TrestleTrFdbFlagsTR_FDB_STATIC)
 	FDBUser   = uint16(TrestleTrFdbFlagsTR_FDB_USER)
@@ -29,16 +31,20 @@ const (
 // labels. The generated enum is the source of truth; a test checks that every
 // value has a name here.
 var dropNames = map[DropReason]string{
-	TrestleTrDropReasonTR_DROP_RUNT:       "runt",
-	TrestleTrDropReasonTR_DROP_ETHERTYPE:  "bad_ethertype",
-	TrestleTrDropReasonTR_DROP_BAD_SRC:    "bad_source",
-	TrestleTrDropReasonTR_DROP_RESERVED:   "reserved_address",
-	TrestleTrDropReasonTR_DROP_HAIRPIN:    "hairpin",
-	TrestleTrDropReasonTR_DROP_MAC_LIMIT:  "mac_limit",
-	TrestleTrDropReasonTR_DROP_TABLE_FULL: "table_full",
-	TrestleTrDropReasonTR_DROP_NO_PORT:    "no_port",
-	TrestleTrDropReasonTR_DROP_NO_EGRESS:  "no_egress",
-	TrestleTrDropReasonTR_DROP_NO_BRIDGE:  "no_bridge",
+	TrestleTrDropReasonTR_DROP_RUNT:             "runt",
+	TrestleTrDropReasonTR_DROP_ETHERTYPE:        "bad_ethertype",
+	TrestleTrDropReasonTR_DROP_BAD_SRC:          "bad_source",
+	TrestleTrDropReasonTR_DROP_RESERVED:         "reserved_address",
+	TrestleTrDropReasonTR_DROP_HAIRPIN:          "hairpin",
+	TrestleTrDropReasonTR_DROP_MAC_LIMIT:        "mac_limit",
+	TrestleTrDropReasonTR_DROP_TABLE_FULL:       "table_full",
+	TrestleTrDropReasonTR_DROP_NO_PORT:          "no_port",
+	TrestleTrDropReasonTR_DROP_NO_EGRESS:        "no_egress",
+	TrestleTrDropReasonTR_DROP_VLAN_UNTAGGED:    "vlan_untagged",
+	TrestleTrDropReasonTR_DROP_VLAN_TAGGED:      "vlan_tagged_on_access",
+	TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED: "vlan_not_carried",
+	TrestleTrDropReasonTR_DROP_VLAN_EGRESS:      "vlan_egress",
+	TrestleTrDropReasonTR_DROP_NO_BRIDGE:        "no_bridge",
 }
 
 func (r DropReason) String() string {
