@@ -26,15 +26,32 @@
 //	interface = "veth-a"  # each interface in one port of one bridge only
 //	mode = "auto"         # or "xdp" or "tc"
 //	max_macs = 100        # MACs learned on this port, 0 = unlimited
+//	vlan = 10             # access port of VLAN 10 (1..4094): untagged and
+//	                      # priority-tagged frames join it; it leaves untagged
+//
+//	[[bridge.port]]
+//	interface = "veth-b"
+//	trunk = [10, 20, "100-199"]  # trunk: frames of these VLANs pass tagged
+//	native = 10                  # optional, one of trunk: untagged frames
+//	                             # join it, and it leaves untagged
 //
 //	[[bridge.static]]
 //	mac = "02:00:00:00:00:01"  # unicast, not zero
 //	port = "veth-a"            # a port of the same bridge
-//	vlan = 10                  # 0 (untagged) .. 4094
+//	vlan = 10                  # see below
+//
+// A bridge is VLAN-aware when any of its ports sets vlan or trunk. Its other
+// ports are then access ports of VLAN 1, and each static entry belongs to a
+// VLAN its port carries: vlan when set, else the port's untagged VLAN (its
+// access VLAN, or the native VLAN of a trunk; a trunk without one needs vlan).
+// A port sets vlan or trunk, not both, and no VLAN is listed twice in a
+// trunk. In a bridge that is not VLAN-aware, frames pass whatever their tags
+// and a static entry's vlan is 0 (untagged, the default) .. 4094. The VLANs
+// of all bridges together, counted once per bridge, are at most MaxVLANs.
 //
 // Unknown keys and tables are errors, so a typo is never silently ignored.
-// Keys of features not built yet (bridge filter, port vlan/trunk/native) are
-// recognised and rejected with a message that says so.
+// Keys of features not built yet (bridge filter) are recognised and rejected
+// with a message that says so.
 package config
 
 import (
@@ -63,6 +80,7 @@ const (
 	MaxBridges        = tbpf.MaxBridges     // bridge ids 1..64
 	MaxPortsPerBridge = tbpf.MaxBridgePorts // ports of one bridge
 	MaxPorts          = tbpf.MaxPorts - 1   // all bridges together: slot 0 is no port
+	MaxVLANs          = tbpf.MaxVLANs       // distinct (bridge, VLAN) pairs of all bridges together
 )
 
 // Limits of single values.
@@ -100,20 +118,106 @@ type Bridge struct {
 	Line       int // line of the [[bridge]] header
 }
 
-// Port attaches one interface to a bridge.
+// VLANAware reports whether the bridge separates VLANs: any of its ports
+// is an access port of a VLAN or a trunk.
+func (b *Bridge) VLANAware() bool {
+	for i := range b.Ports {
+		if b.Ports[i].VLAN != 0 || b.Ports[i].IsTrunk() {
+			return true
+		}
+	}
+	return false
+}
+
+// Port attaches one interface to a bridge. On a VLAN-aware bridge it is
+// either an access port (VLAN set) or a trunk (Trunk set); on other bridges
+// VLAN, Trunk and Native are all zero.
 type Port struct {
 	Interface string
 	Mode      mode.Mode // auto, xdp or tc
 	MaxMACs   int       // key max_macs; 0 = unlimited
-	Line      int       // line of the [[bridge.port]] header
+	// Key vlan: the access VLAN, which untagged and priority-tagged frames
+	// join and which leaves the port untagged. 1 by default on a VLAN-aware
+	// bridge; 0 on a trunk or on a bridge that is not VLAN-aware.
+	VLAN uint16
+	// Key trunk: every VID carried tagged, expanded from ranges, sorted,
+	// unique; nil when the port is not a trunk.
+	Trunk []uint16
+	// Key native: the VLAN untagged frames on a trunk join, and which
+	// leaves it untagged; one of Trunk. 0 = none: untagged frames are dropped.
+	Native uint16
+	Line   int // line of the [[bridge.port]] header
+}
+
+// IsTrunk reports whether the port carries tagged VLANs.
+func (p *Port) IsTrunk() bool { return len(p.Trunk) > 0 }
+
+// PVID returns the VLAN untagged frames join: the access VLAN, or a trunk's
+// native VLAN. 0 for a trunk without one, and on a bridge that is not
+// VLAN-aware.
+func (p *Port) PVID() uint16 {
+	if p.IsTrunk() {
+		return p.Native
+	}
+	return p.VLAN
+}
+
+// Carries reports whether frames of VLAN vid may enter and leave the port.
+func (p *Port) Carries(vid uint16) bool {
+	if p.IsTrunk() {
+		_, found := slices.BinarySearch(p.Trunk, vid)
+		return found
+	}
+	return vid == p.VLAN
+}
+
+// VLANs returns every VID the port carries, sorted; nil on a bridge that is
+// not VLAN-aware.
+func (p *Port) VLANs() []uint16 {
+	switch {
+	case p.IsTrunk():
+		return slices.Clone(p.Trunk)
+	case p.VLAN != 0:
+		return []uint16{p.VLAN}
+	}
+	return nil
+}
+
+// VLANRanges writes VIDs in the compact form of messages and listings,
+// runs of consecutive VIDs as ranges: "10,20,100-199"; "" for none. The
+// input need not be sorted or unique.
+func VLANRanges(vids []uint16) string {
+	vids = slices.Clone(vids)
+	slices.Sort(vids)
+	vids = slices.Compact(vids)
+	var b strings.Builder
+	for i := 0; i < len(vids); {
+		j := i
+		for j+1 < len(vids) && vids[j+1] == vids[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j == i {
+			fmt.Fprintf(&b, "%d", vids[i])
+		} else {
+			fmt.Fprintf(&b, "%d-%d", vids[i], vids[j])
+		}
+		i = j + 1
+	}
+	return b.String()
 }
 
 // Static is an FDB entry that is never learned over nor aged out.
 type Static struct {
 	MAC  net.HardwareAddr // 6-byte unicast, non-zero
 	Port string           // interface of a port of the same bridge
-	VLAN uint16           // 0 = untagged
-	Line int              // line of the [[bridge.static]] header
+	// The entry's VLAN. On a VLAN-aware bridge 1..4094, one its port
+	// carries, and the port's PVID when the file has none; elsewhere 0 =
+	// untagged.
+	VLAN uint16
+	Line int // line of the [[bridge.static]] header
 }
 
 // Error is one problem in a config file.
@@ -197,6 +301,7 @@ type checker struct {
 	errs       Errors
 	ifaces     map[string]portRef // interface -> the port that has it
 	totalPorts int
+	totalVLANs int // (bridge, VLAN) pairs of the bridges so far
 }
 
 // portRef remembers where an interface was first used, for duplicate errors:
@@ -332,24 +437,80 @@ func (c *checker) bridge(t *value, field string) Bridge {
 	}
 
 	// Ports come before static entries whatever the file order, because
-	// static entries refer to them.
-	var inBridge map[string]bool
-	b.Ports, inBridge = c.ports(t, ports, field, label)
+	// static entries refer to them, and whether the bridge is VLAN-aware
+	// is known only once every port is.
+	bp := &bridgePorts{label: label, index: map[string]int{}}
+	b.Ports, bp.vlans = c.ports(t, ports, field, label)
+	bp.aware = slices.ContainsFunc(bp.vlans, func(v portVLANs) bool { return v.set })
+	for i := range b.Ports {
+		p := &b.Ports[i]
+		if bp.aware && !bp.vlans[i].set {
+			p.VLAN = 1
+		}
+		if _, dup := bp.index[p.Interface]; p.Interface != "" && !dup {
+			bp.index[p.Interface] = i
+		}
+	}
+	bp.ports = b.Ports
 	if statics != nil {
 		elems, _ := c.elements(statics, field+".static")
 		seen := map[string]int{} // "mac/vlan" -> line of the entry's mac
 		for i, st := range elems {
 			if st.kind == unstable.Table {
-				b.Static = append(b.Static, c.static(st, fmt.Sprintf("%s.static[%d]", field, i), label, inBridge, seen))
+				b.Static = append(b.Static, c.static(st, fmt.Sprintf("%s.static[%d]", field, i), bp, seen))
 			}
 		}
 	}
+	c.countVLANs(&b, t, field, label)
 	return b
 }
 
+// countVLANs adds the VLANs of bridge b to the total of all bridges, and
+// reports the bridge that takes it over what the datapath holds.
+func (c *checker) countVLANs(b *Bridge, t *value, field, label string) {
+	var carried [maxVLAN + 1]bool
+	n := 0
+	for i := range b.Ports {
+		p := &b.Ports[i]
+		add := func(vid uint16) {
+			if int(vid) < len(carried) && !carried[vid] {
+				carried[vid] = true
+				n++
+			}
+		}
+		for _, vid := range p.Trunk {
+			add(vid)
+		}
+		if p.VLAN != 0 {
+			add(p.VLAN)
+		}
+	}
+	before := c.totalVLANs
+	c.totalVLANs += n
+	if before <= MaxVLANs && c.totalVLANs > MaxVLANs {
+		c.errorf(t.line, field, "%s brings the VLANs of all bridges to %d; the datapath holds %d", label, c.totalVLANs, MaxVLANs)
+	}
+}
+
+// portVLANs is what port found in a port's VLAN keys, for the checks that
+// need the whole bridge.
+type portVLANs struct {
+	set bool // vlan or trunk is present, valid or not: the bridge is VLAN-aware
+	ok  bool // vlan, trunk and native are valid, so static entries can be checked against them
+}
+
+// bridgePorts is what static entries of one bridge are checked against.
+type bridgePorts struct {
+	label string // how messages name the bridge
+	aware bool
+	ports []Port
+	vlans []portVLANs    // parallel to ports
+	index map[string]int // interface -> index of the first port that has it
+}
+
 // ports checks the ports of bridge table t (v is its "port" value, nil when
-// missing) and returns them with the set of their interface names.
-func (c *checker) ports(t, v *value, field, label string) ([]Port, map[string]bool) {
+// missing) and returns them with what their VLAN keys held.
+func (c *checker) ports(t, v *value, field, label string) ([]Port, []portVLANs) {
 	if v == nil {
 		c.errorf(t.line, field+".port", "at least one [[bridge.port]] is required")
 		return nil, nil
@@ -359,7 +520,7 @@ func (c *checker) ports(t, v *value, field, label string) ([]Port, map[string]bo
 		c.errorf(v.line, field+".port", "at least one [[bridge.port]] is required")
 	}
 	var ports []Port
-	names := map[string]bool{}
+	var vlans []portVLANs
 	for i, pt := range elems {
 		pf := fmt.Sprintf("%s.port[%d]", field, i)
 		if i == MaxPortsPerBridge {
@@ -371,17 +532,16 @@ func (c *checker) ports(t, v *value, field, label string) ([]Port, map[string]bo
 		if pt.kind != unstable.Table {
 			continue
 		}
-		p := c.port(pt, pf, label)
-		if p.Interface != "" {
-			names[p.Interface] = true
-		}
+		p, pv := c.port(pt, pf, label)
 		ports = append(ports, p)
+		vlans = append(vlans, pv)
 	}
-	return ports, names
+	return ports, vlans
 }
 
-func (c *checker) port(t *value, field, bridge string) Port {
+func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 	p := Port{Mode: mode.Auto, Line: t.line}
+	vlansOK := true
 	for _, k := range t.keys {
 		f, v := field+"."+k, t.vals[k]
 		switch k {
@@ -415,8 +575,15 @@ func (c *checker) port(t *value, field, bridge string) Port {
 			if n, ok := c.integer(v, f, 0, maxTableSize); ok {
 				p.MaxMACs = int(n)
 			}
-		case "vlan", "trunk", "native":
-			c.errorf(v.line, f, "VLAN ports are not implemented yet")
+		case "vlan":
+			n, ok := c.integer(v, f, 1, maxVLAN)
+			p.VLAN, vlansOK = uint16(n), vlansOK && ok
+		case "trunk":
+			vids, ok := c.trunk(v, f)
+			p.Trunk, vlansOK = vids, vlansOK && ok
+		case "native":
+			n, ok := c.integer(v, f, 1, maxVLAN)
+			p.Native, vlansOK = uint16(n), vlansOK && ok
 		default:
 			c.unknown(v, f)
 		}
@@ -424,12 +591,139 @@ func (c *checker) port(t *value, field, bridge string) Port {
 	if _, ok := t.vals["interface"]; !ok {
 		c.errorf(t.line, field+".interface", "is required")
 	}
-	return p
+	vlan, hasVLAN := t.vals["vlan"]
+	trunk, hasTrunk := t.vals["trunk"]
+	native, hasNative := t.vals["native"]
+	switch {
+	case hasVLAN && hasTrunk:
+		c.errorf(trunk.line, field+".trunk", "conflicts with vlan at line %d: a port is an access port (vlan) or a trunk, not both; a trunk's untagged VLAN is native", vlan.line)
+		vlansOK = false
+	case hasNative && !hasTrunk:
+		c.errorf(native.line, field+".native", "is for trunks only: set trunk too, or use vlan for an access port")
+		vlansOK = false
+	case p.Native != 0 && p.IsTrunk() && !p.Carries(p.Native):
+		// Only when trunk is valid, or the list named would be wrong.
+		c.errorf(native.line, field+".native", "%d is not one of the port's trunk VLANs (%s)", p.Native, VLANRanges(p.Trunk))
+		vlansOK = false
+	}
+	return p, portVLANs{set: hasVLAN || hasTrunk, ok: vlansOK}
 }
 
-// static checks one static entry. inBridge holds the interfaces of the
-// bridge's ports; seen maps "mac/vlan" of earlier entries to their lines.
-func (c *checker) static(t *value, field, bridge string, inBridge map[string]bool, seen map[string]int) Static {
+// trunk checks the VLAN list of a trunk port and returns its VIDs, sorted,
+// or nil and false when any element is wrong, so that later checks against
+// the list do not report a part of it.
+func (c *checker) trunk(v *value, field string) (vids []uint16, ok bool) {
+	if v.kind != unstable.Array {
+		c.errorf(v.line, field, `must be an array of VLAN IDs and ranges such as [10, 20, "100-199"]`)
+		return nil, false
+	}
+	if len(v.elems) == 0 {
+		c.errorf(v.line, field, "is empty: list the VLANs the trunk carries")
+		return nil, false
+	}
+	ok = true
+	var owner [maxVLAN + 1]int // VID -> 1 + index of the element that lists it
+	bounds := make([][2]int, len(v.elems))
+	for i, e := range v.elems {
+		ef := fmt.Sprintf("%s[%d]", field, i)
+		lo, hi, eok := c.vlanRange(e, ef)
+		if !eok {
+			ok = false
+			continue
+		}
+		bounds[i] = [2]int{lo, hi}
+		// Report the first element this one overlaps, and take the VIDs
+		// no element had yet, so later overlaps with it are named too.
+		reported := false
+		for vid := lo; vid <= hi; vid++ {
+			if j := owner[vid] - 1; j < 0 {
+				owner[vid] = i + 1
+				vids = append(vids, uint16(vid))
+			} else if !reported {
+				verb := "overlaps"
+				if bounds[j] == bounds[i] {
+					verb = "repeats"
+				}
+				c.errorf(e.line, ef, "%s %s %s", spell(e), verb, spell(v.elems[j]))
+				reported, ok = true, false
+			}
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	slices.Sort(vids)
+	return vids, true
+}
+
+// vlanRange checks one trunk element: a VID, or a string "A-B" or "A".
+func (c *checker) vlanRange(e *value, field string) (lo, hi int, ok bool) {
+	switch e.kind {
+	case unstable.Integer:
+		n, ok := c.integer(e, field, 1, maxVLAN)
+		return int(n), int(n), ok
+	case unstable.String:
+		a, b, isRange := strings.Cut(e.data, "-")
+		if !isRange {
+			b = a
+		}
+		if !allDigits(a) || !allDigits(b) {
+			c.errorf(e.line, field, "%q is not a VLAN ID or range such as \"100-199\"", e.data)
+			return 0, 0, false
+		}
+		for _, end := range []string{a, b} {
+			if n, err := strconv.Atoi(end); err != nil || n < 1 || n > maxVLAN {
+				c.errorf(e.line, field, "%q: %s is out of range 1..%d", e.data, end, maxVLAN)
+				return 0, 0, false
+			}
+		}
+		lo, _ = strconv.Atoi(a)
+		hi, _ = strconv.Atoi(b)
+		if lo > hi {
+			c.errorf(e.line, field, "%q is backwards: write \"%d-%d\"", e.data, hi, lo)
+			return 0, 0, false
+		}
+		return lo, hi, true
+	}
+	c.errorf(e.line, field, `must be a VLAN ID or a range such as "100-199"`)
+	return 0, 0, false
+}
+
+// spell writes a trunk element as the file does: 20 or "10-29".
+func spell(e *value) string {
+	if e.kind == unstable.String {
+		return strconv.Quote(e.data)
+	}
+	return e.data
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// describe names what a port of a VLAN-aware bridge carries.
+func describe(p *Port) string {
+	if !p.IsTrunk() {
+		return fmt.Sprintf("access VLAN %d", p.VLAN)
+	}
+	s := "trunk VLANs " + VLANRanges(p.Trunk)
+	if p.Native != 0 {
+		s += fmt.Sprintf(", native %d", p.Native)
+	}
+	return s
+}
+
+// static checks one static entry against the ports of its bridge; seen maps
+// "mac/vlan" of earlier entries to their lines.
+func (c *checker) static(t *value, field string, bp *bridgePorts, seen map[string]int) Static {
 	s := Static{Line: t.line}
 	macOK, vlanOK := false, true
 	for _, k := range t.keys {
@@ -458,8 +752,8 @@ func (c *checker) static(t *value, field, bridge string, inBridge map[string]boo
 			if !ok {
 				break
 			}
-			if !inBridge[str] {
-				c.errorf(v.line, f, "%q is not a port of %s", str, bridge)
+			if _, ok := bp.index[str]; !ok {
+				c.errorf(v.line, f, "%q is not a port of %s", str, bp.label)
 			}
 			s.Port = str
 		case "vlan":
@@ -474,6 +768,9 @@ func (c *checker) static(t *value, field, bridge string, inBridge map[string]boo
 			c.errorf(t.line, field+"."+k, "is required")
 		}
 	}
+	if bp.aware && vlanOK {
+		vlanOK = c.staticVLAN(t, field, bp, &s)
+	}
 	if macOK && vlanOK {
 		key := fmt.Sprintf("%s/%d", s.MAC, s.VLAN)
 		line := t.vals["mac"].line
@@ -484,6 +781,34 @@ func (c *checker) static(t *value, field, bridge string, inBridge map[string]boo
 		}
 	}
 	return s
+}
+
+// staticVLAN checks the VLAN of static entry s on a VLAN-aware bridge, and
+// fills in its port's PVID when the file has none. It returns false when the
+// VLAN is wrong or cannot be known.
+func (c *checker) staticVLAN(t *value, field string, bp *bridgePorts, s *Static) bool {
+	v, hasVLAN := t.vals["vlan"]
+	if hasVLAN && s.VLAN == 0 {
+		c.errorf(v.line, field+".vlan", "0 (untagged) is not a VLAN of VLAN-aware %s: use 1..%d, or leave vlan out for the port's untagged VLAN", bp.label, maxVLAN)
+		return false
+	}
+	i, known := bp.index[s.Port]
+	if !known || !bp.vlans[i].ok {
+		return false // the port is missing or wrong, which is reported already
+	}
+	p := &bp.ports[i]
+	switch {
+	case hasVLAN && !p.Carries(s.VLAN):
+		c.errorf(v.line, field+".vlan", "VLAN %d is not carried by port %q (%s)", s.VLAN, p.Interface, describe(p))
+		return false
+	case hasVLAN:
+		return true
+	case p.PVID() == 0:
+		c.errorf(t.line, field+".vlan", "port %q is a trunk with no native VLAN: set vlan", p.Interface)
+		return false
+	}
+	s.VLAN = p.PVID()
+	return true
 }
 
 // elements returns the elements of v, which should be an array of tables,

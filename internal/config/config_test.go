@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,21 @@ func TestLoadFull(t *testing.T) {
 					{Interface: "tap1", Mode: "auto", Line: 32},
 				},
 				Line: 28,
+			},
+			{
+				Name:       "br2",
+				Aging:      DefaultAging,
+				MaxEntries: DefaultMaxEntries,
+				Ports: []Port{
+					{Interface: "acc0", Mode: "auto", VLAN: 10, Line: 43},
+					{Interface: "trunk0", Mode: "auto", Trunk: []uint16{10, 20, 100, 101, 102, 4094}, Native: 20, Line: 47},
+					{Interface: "plain0", Mode: "auto", VLAN: 1, Line: 52},
+				},
+				Static: []Static{
+					{MAC: mustMAC("02:00:00:00:00:02"), Port: "trunk0", VLAN: 20, Line: 39},
+					{MAC: mustMAC("02:00:00:00:00:03"), Port: "trunk0", VLAN: 101, Line: 55},
+				},
+				Line: 36,
 			},
 		},
 	}
@@ -273,12 +289,6 @@ func TestParseErrors(t *testing.T) {
 			`t.toml:7: bridge[0].port[1].max_macs: 16777217 is out of range 0..16777216`}},
 		{"max_macs bool", withBridge(`max_macs = true`), []string{
 			`t.toml:7: bridge[0].port[1].max_macs: must be an integer`}},
-		{"port vlan", withBridge(`vlan = 10`), []string{
-			`t.toml:7: bridge[0].port[1].vlan: VLAN ports are not implemented yet`}},
-		{"port trunk", withBridge(`trunk = [10, 20]`), []string{
-			`t.toml:7: bridge[0].port[1].trunk: VLAN ports are not implemented yet`}},
-		{"port native", withBridge(`native = 1`), []string{
-			`t.toml:7: bridge[0].port[1].native: VLAN ports are not implemented yet`}},
 		{"port unknown key", withBridge(`speed = 1000`), []string{
 			`t.toml:7: bridge[0].port[1].speed: unknown field`}},
 		{"port inline table line", doc(`[[bridge]]`, `name = "b"`, `port = [`, `  { interface = "a" },`, `  { interface = "b",`, `    mode = "fast" },`, `]`), []string{
@@ -336,6 +346,403 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// TestParseVLANErrors has one case per VLAN rule, with the exact messages.
+// Lines 1-6 are twoPorts, so keys on line 7 belong to port[1], veth-b.
+func TestParseVLANErrors(t *testing.T) {
+	const mac = `mac = "02:00:00:00:00:01"`
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want []string
+	}{
+		// vlan and native.
+		{"vlan zero", withBridge(`vlan = 0`), []string{
+			`t.toml:7: bridge[0].port[1].vlan: 0 is out of range 1..4094`}},
+		{"vlan too big", withBridge(`vlan = 4095`), []string{
+			`t.toml:7: bridge[0].port[1].vlan: 4095 is out of range 1..4094`}},
+		{"vlan negative", withBridge(`vlan = -1`), []string{
+			`t.toml:7: bridge[0].port[1].vlan: -1 is out of range 1..4094`}},
+		{"vlan string", withBridge(`vlan = "10"`), []string{
+			`t.toml:7: bridge[0].port[1].vlan: must be an integer`}},
+		{"native zero", withBridge(`trunk = [10]`, `native = 0`), []string{
+			`t.toml:8: bridge[0].port[1].native: 0 is out of range 1..4094`}},
+		{"native too big", withBridge(`trunk = [10]`, `native = 4095`), []string{
+			`t.toml:8: bridge[0].port[1].native: 4095 is out of range 1..4094`}},
+		{"native array", withBridge(`trunk = [10]`, `native = [10]`), []string{
+			`t.toml:8: bridge[0].port[1].native: must be an integer`}},
+
+		// The combinations.
+		{"vlan and trunk", withBridge(`vlan = 10`, `trunk = [10, 20]`), []string{
+			`t.toml:8: bridge[0].port[1].trunk: conflicts with vlan at line 7: a port is an access port (vlan) or a trunk, not both; a trunk's untagged VLAN is native`}},
+		{"trunk and vlan", withBridge(`trunk = [10, 20]`, `vlan = 10`), []string{
+			`t.toml:7: bridge[0].port[1].trunk: conflicts with vlan at line 8: a port is an access port (vlan) or a trunk, not both; a trunk's untagged VLAN is native`}},
+		{"native without trunk", withBridge(`native = 1`), []string{
+			`t.toml:7: bridge[0].port[1].native: is for trunks only: set trunk too, or use vlan for an access port`}},
+		{"native on an access port", withBridge(`vlan = 10`, `native = 10`), []string{
+			`t.toml:8: bridge[0].port[1].native: is for trunks only: set trunk too, or use vlan for an access port`}},
+		{"native not in trunk", withBridge(`native = 30`, `trunk = [10, "20-29"]`), []string{
+			`t.toml:7: bridge[0].port[1].native: 30 is not one of the port's trunk VLANs (10,20-29)`}},
+		{"native with a wrong trunk", withBridge(`trunk = [0, 10]`, `native = 30`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: 0 is out of range 1..4094`}},
+
+		// trunk.
+		{"trunk integer", withBridge(`trunk = 10`), []string{
+			`t.toml:7: bridge[0].port[1].trunk: must be an array of VLAN IDs and ranges such as [10, 20, "100-199"]`}},
+		{"trunk string", withBridge(`trunk = "10-20"`), []string{
+			`t.toml:7: bridge[0].port[1].trunk: must be an array of VLAN IDs and ranges such as [10, 20, "100-199"]`}},
+		{"trunk empty", withBridge(`trunk = []`), []string{
+			`t.toml:7: bridge[0].port[1].trunk: is empty: list the VLANs the trunk carries`}},
+		{"trunk zero", withBridge(`trunk = [10, 0]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[1]: 0 is out of range 1..4094`}},
+		{"trunk too big", withBridge(`trunk = [4095]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: 4095 is out of range 1..4094`}},
+		{"trunk string zero", withBridge(`trunk = ["0"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "0": 0 is out of range 1..4094`}},
+		{"range from zero", withBridge(`trunk = ["0-10"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "0-10": 0 is out of range 1..4094`}},
+		{"range too far", withBridge(`trunk = ["4000-4095"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "4000-4095": 4095 is out of range 1..4094`}},
+		{"range overflows int", withBridge(`trunk = ["1-99999999999999999999"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "1-99999999999999999999": 99999999999999999999 is out of range 1..4094`}},
+		{"range backwards", withBridge(`trunk = ["20-10"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "20-10" is backwards: write "10-20"`}},
+		{"range dots", withBridge(`trunk = ["10..20"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "10..20" is not a VLAN ID or range such as "100-199"`}},
+		{"range open", withBridge(`trunk = ["10-"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "10-" is not a VLAN ID or range such as "100-199"`}},
+		{"range negative", withBridge(`trunk = ["-5"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "-5" is not a VLAN ID or range such as "100-199"`}},
+		{"range of three", withBridge(`trunk = ["1-2-3"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "1-2-3" is not a VLAN ID or range such as "100-199"`}},
+		{"range spaces", withBridge(`trunk = ["10 - 20"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "10 - 20" is not a VLAN ID or range such as "100-199"`}},
+		{"trunk empty string", withBridge(`trunk = [""]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "" is not a VLAN ID or range such as "100-199"`}},
+		{"trunk name", withBridge(`trunk = ["all"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "all" is not a VLAN ID or range such as "100-199"`}},
+		{"trunk float", withBridge(`trunk = [1.5]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: must be a VLAN ID or a range such as "100-199"`}},
+		{"trunk bool", withBridge(`trunk = [10, true]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[1]: must be a VLAN ID or a range such as "100-199"`}},
+		{"trunk nested array", withBridge(`trunk = [[10, 20]]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: must be a VLAN ID or a range such as "100-199"`}},
+		{"trunk table", withBridge(`trunk = [{ from = 10, to = 20 }]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: must be a VLAN ID or a range such as "100-199"`}},
+		{"trunk duplicate", withBridge(`trunk = [10, 20, 10]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[2]: 10 repeats 10`}},
+		{"trunk duplicate spelled two ways", withBridge(`trunk = [10, "10"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[1]: "10" repeats 10`}},
+		{"trunk range twice", withBridge(`trunk = ["1-5", "1-5"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[1]: "1-5" repeats "1-5"`}},
+		{"trunk number in a range", withBridge(`trunk = ["10-29", 20]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[1]: 20 overlaps "10-29"`}},
+		{"trunk ranges overlap", withBridge(`trunk = [10, "10-29", 20, "25-40"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[1]: "10-29" overlaps 10`,
+			`t.toml:7: bridge[0].port[1].trunk[2]: 20 overlaps "10-29"`,
+			`t.toml:7: bridge[0].port[1].trunk[3]: "25-40" overlaps "10-29"`}},
+		{"trunk range over two", withBridge(`trunk = [10, 20, "5-25"]`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[2]: "5-25" overlaps 10`}},
+		{"trunk element lines", withBridge(`trunk = [`, `  10,`, `  "20-10",  # backwards`, `  4095,`, `]`), []string{
+			`t.toml:9: bridge[0].port[1].trunk[1]: "20-10" is backwards: write "10-20"`,
+			`t.toml:10: bridge[0].port[1].trunk[2]: 4095 is out of range 1..4094`}},
+		{"vlan in an inline port", doc(`[[bridge]]`, `name = "b"`, `port = [`, `  { interface = "a", vlan = 10 },`, `  { interface = "b",`, `    trunk = [10, 10] },`, `]`), []string{
+			`t.toml:6: bridge[0].port[1].trunk[1]: 10 repeats 10`}},
+
+		// Static entries on a VLAN-aware bridge.
+		{"static vlan not on access port", withBridge(`vlan = 10`, `[[bridge.static]]`, mac, `port = "veth-b"`, `vlan = 30`), []string{
+			`t.toml:11: bridge[0].static[0].vlan: VLAN 30 is not carried by port "veth-b" (access VLAN 10)`}},
+		{"static vlan not on default port", withBridge(`vlan = 10`, `[[bridge.static]]`, mac, `port = "veth-a"`, `vlan = 10`), []string{
+			`t.toml:11: bridge[0].static[0].vlan: VLAN 10 is not carried by port "veth-a" (access VLAN 1)`}},
+		{"static vlan not on trunk", withBridge(`trunk = [10, 20, "100-199"]`, `native = 10`, `[[bridge.static]]`, mac, `port = "veth-b"`, `vlan = 30`), []string{
+			`t.toml:12: bridge[0].static[0].vlan: VLAN 30 is not carried by port "veth-b" (trunk VLANs 10,20,100-199, native 10)`}},
+		{"static vlan zero", withBridge(`vlan = 10`, `[[bridge.static]]`, mac, `port = "veth-b"`, `vlan = 0`), []string{
+			`t.toml:11: bridge[0].static[0].vlan: 0 (untagged) is not a VLAN of VLAN-aware bridge br0: use 1..4094, or leave vlan out for the port's untagged VLAN`}},
+		{"static vlan zero on unknown port", withBridge(`vlan = 10`, `[[bridge.static]]`, mac, `port = "veth-z"`, `vlan = 0`), []string{
+			`t.toml:10: bridge[0].static[0].port: "veth-z" is not a port of bridge br0`,
+			`t.toml:11: bridge[0].static[0].vlan: 0 (untagged) is not a VLAN of VLAN-aware bridge br0: use 1..4094, or leave vlan out for the port's untagged VLAN`}},
+		{"static on trunk without native", withBridge(`trunk = [10]`, `[[bridge.static]]`, mac, `port = "veth-b"`), []string{
+			`t.toml:8: bridge[0].static[0].vlan: port "veth-b" is a trunk with no native VLAN: set vlan`}},
+		{"static before the port that makes the bridge VLAN-aware", doc(
+			`[[bridge]]`, `name = "b"`,
+			`[[bridge.static]]`, mac, `port = "x"`, `vlan = 10`, // 3-6
+			`[[bridge.static]]`, mac, `port = "y"`, // 7-9
+			`[[bridge.port]]`, `interface = "x"`,
+			`[[bridge.port]]`, `interface = "y"`, `trunk = [10]`,
+		), []string{
+			`t.toml:6: bridge[0].static[0].vlan: VLAN 10 is not carried by port "x" (access VLAN 1)`,
+			`t.toml:7: bridge[0].static[1].vlan: port "y" is a trunk with no native VLAN: set vlan`}},
+		{"static duplicate through the port's VLAN", withBridge(`vlan = 10`,
+			`[[bridge.static]]`, mac, `port = "veth-b"`, // 8-10
+			`[[bridge.static]]`, mac, `port = "veth-b"`, `vlan = 10`), []string{
+			`t.toml:12: bridge[0].static[1].mac: 02:00:00:00:00:01 vlan 10 is already a static entry at line 9`}},
+		{"static on a port with VLAN errors", withBridge(`vlan = 5000`, `[[bridge.static]]`, mac, `port = "veth-b"`, `vlan = 30`), []string{
+			`t.toml:7: bridge[0].port[1].vlan: 5000 is out of range 1..4094`}},
+		{"static without vlan on a port with VLAN errors", withBridge(`trunk = ["x"]`, `[[bridge.static]]`, mac, `port = "veth-b"`), []string{
+			`t.toml:7: bridge[0].port[1].trunk[0]: "x" is not a VLAN ID or range such as "100-199"`}},
+		{"static on an unnamed VLAN-aware bridge", doc(`[[bridge]]`, `[[bridge.port]]`, `interface = "a"`, `vlan = 2`,
+			`[[bridge.static]]`, mac, `port = "a"`, `vlan = 0`), []string{
+			`t.toml:1: bridge[0].name: is required`,
+			`t.toml:8: bridge[0].static[0].vlan: 0 (untagged) is not a VLAN of VLAN-aware bridge[0]: use 1..4094, or leave vlan out for the port's untagged VLAN`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, tc.data, tc.want)
+		})
+	}
+}
+
+// vids returns lo..hi.
+func vids(lo, hi uint16) []uint16 {
+	var s []uint16
+	for v := lo; v <= hi; v++ {
+		s = append(s, v)
+	}
+	return s
+}
+
+func TestParseVLANPorts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		ports  []Port
+		static []Static
+	}{
+		{"access, trunk and default", doc(
+			`[[bridge]]`, `name = "br0"`,
+			`[[bridge.port]]`, `interface = "p1"`, `vlan = 10`, // 3
+			`[[bridge.port]]`, `interface = "p4"`, `trunk = [10, 20, "100-199"]`, `native = 10`, // 6
+			`[[bridge.port]]`, `interface = "p5"`, // 10
+		), []Port{
+			{Interface: "p1", Mode: "auto", VLAN: 10, Line: 3},
+			{Interface: "p4", Mode: "auto", Trunk: append([]uint16{10, 20}, vids(100, 199)...), Native: 10, Line: 6},
+			{Interface: "p5", Mode: "auto", VLAN: 1, Line: 10},
+		}, nil},
+		{"trunk only, no native", doc(
+			`[[bridge]]`, `name = "br0"`,
+			`[[bridge.port]]`, `interface = "p1"`, `trunk = [5]`,
+			`[[bridge.port]]`, `interface = "p2"`,
+		), []Port{
+			{Interface: "p1", Mode: "auto", Trunk: []uint16{5}, Line: 3},
+			{Interface: "p2", Mode: "auto", VLAN: 1, Line: 6},
+		}, nil},
+		{"trunk spellings, unsorted", doc(
+			`[[bridge]]`, `name = "br0"`,
+			`[[bridge.port]]`, `interface = "p1"`, `trunk = [4094, "7", 0x10, "1-3", "5-5", 1_0]`, `native = 0x7`,
+		), []Port{
+			{Interface: "p1", Mode: "auto", Trunk: []uint16{1, 2, 3, 5, 7, 10, 16, 4094}, Native: 7, Line: 3},
+		}, nil},
+		{"every VLAN", doc(
+			`[[bridge]]`, `name = "br0"`,
+			`[[bridge.port]]`, `interface = "p1"`, `trunk = ["1-4094"]`, `native = 4094`,
+			`[[bridge.port]]`, `interface = "p2"`, `vlan = 1`,
+		), []Port{
+			{Interface: "p1", Mode: "auto", Trunk: vids(1, 4094), Native: 4094, Line: 3},
+			{Interface: "p2", Mode: "auto", VLAN: 1, Line: 7},
+		}, nil},
+		{"not VLAN-aware", doc(
+			`[[bridge]]`, `name = "br0"`,
+			`[[bridge.port]]`, `interface = "p1"`,
+			`[[bridge.port]]`, `interface = "p2"`,
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "p1"`, // 7
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "p2"`, `vlan = 30`, // 10
+		), []Port{
+			{Interface: "p1", Mode: "auto", Line: 3},
+			{Interface: "p2", Mode: "auto", Line: 5},
+		}, []Static{
+			{MAC: mustMAC("02:00:00:00:00:01"), Port: "p1", Line: 7},
+			{MAC: mustMAC("02:00:00:00:00:01"), Port: "p2", VLAN: 30, Line: 10},
+		}},
+		{"static entries take the port's VLAN", doc(
+			`[[bridge]]`, `name = "br0"`,
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "p1"`, // 3: before the ports
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "p2"`, // 6: native
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "p3"`, // 9: default VLAN 1
+			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "p2"`, `vlan = 200`, // 12: tagged
+			`[[bridge.port]]`, `interface = "p1"`, `vlan = 10`, // 16
+			`[[bridge.port]]`, `interface = "p2"`, `trunk = [20, "100-200"]`, `native = 20`, // 19
+			`[[bridge.port]]`, `interface = "p3"`, // 23
+		), []Port{
+			{Interface: "p1", Mode: "auto", VLAN: 10, Line: 16},
+			{Interface: "p2", Mode: "auto", Trunk: append([]uint16{20}, vids(100, 200)...), Native: 20, Line: 19},
+			{Interface: "p3", Mode: "auto", VLAN: 1, Line: 23},
+		}, []Static{
+			{MAC: mustMAC("02:00:00:00:00:01"), Port: "p1", VLAN: 10, Line: 3},
+			{MAC: mustMAC("02:00:00:00:00:01"), Port: "p2", VLAN: 20, Line: 6},
+			{MAC: mustMAC("02:00:00:00:00:01"), Port: "p3", VLAN: 1, Line: 9},
+			{MAC: mustMAC("02:00:00:00:00:01"), Port: "p2", VLAN: 200, Line: 12},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("t.toml", tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := c.Bridges[0]
+			if !reflect.DeepEqual(b.Ports, tc.ports) {
+				t.Errorf("ports\n%+v\nwant\n%+v", b.Ports, tc.ports)
+			}
+			if !reflect.DeepEqual(b.Static, tc.static) {
+				t.Errorf("static entries\n%+v\nwant\n%+v", b.Static, tc.static)
+			}
+		})
+	}
+}
+
+func TestParseVLANAwareIsPerBridge(t *testing.T) {
+	c, err := Parse("t.toml", doc(
+		`[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `interface = "a"`,
+		`[[bridge]]`, `name = "br1"`, `[[bridge.port]]`, `interface = "b"`, `vlan = 3`,
+		`[[bridge.port]]`, `interface = "c"`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := &c.Bridges[0]; b.VLANAware() || b.Ports[0].VLAN != 0 {
+		t.Errorf("br0 %+v: want not VLAN-aware, port VLAN 0", b)
+	}
+	if b := &c.Bridges[1]; !b.VLANAware() || b.Ports[1].VLAN != 1 {
+		t.Errorf("br1 %+v: want VLAN-aware, default port VLAN 1", b)
+	}
+}
+
+func TestPortVLANs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		p       Port
+		trunk   bool
+		pvid    uint16
+		vlans   []uint16
+		carries []uint16
+		not     []uint16
+	}{
+		{"not VLAN-aware", Port{}, false, 0, nil, []uint16{0}, []uint16{1, 10}},
+		{"access", Port{VLAN: 10}, false, 10, []uint16{10}, []uint16{10}, []uint16{0, 1, 11}},
+		{"trunk", Port{Trunk: []uint16{10, 20, 30}}, true, 0, []uint16{10, 20, 30}, []uint16{10, 20, 30}, []uint16{0, 15, 31}},
+		{"trunk with native", Port{Trunk: []uint16{10, 20}, Native: 20}, true, 20, []uint16{10, 20}, []uint16{10, 20}, []uint16{0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &tc.p
+			if got := p.IsTrunk(); got != tc.trunk {
+				t.Errorf("IsTrunk() = %v", got)
+			}
+			if got := p.PVID(); got != tc.pvid {
+				t.Errorf("PVID() = %d, want %d", got, tc.pvid)
+			}
+			if got := p.VLANs(); !reflect.DeepEqual(got, tc.vlans) {
+				t.Errorf("VLANs() = %v, want %v", got, tc.vlans)
+			}
+			for _, v := range tc.carries {
+				if !p.Carries(v) {
+					t.Errorf("Carries(%d) = false", v)
+				}
+			}
+			for _, v := range tc.not {
+				if p.Carries(v) {
+					t.Errorf("Carries(%d) = true", v)
+				}
+			}
+			b := Bridge{Ports: []Port{{}, *p}}
+			if got := b.VLANAware(); got != (tc.vlans != nil) {
+				t.Errorf("VLANAware() = %v", got)
+			}
+		})
+	}
+	// VLANs returns a copy: callers may sort or append without touching
+	// the config.
+	p := Port{Trunk: []uint16{1, 2}}
+	p.VLANs()[0] = 9
+	if p.Trunk[0] != 1 {
+		t.Errorf("VLANs() shares its slice with Trunk")
+	}
+}
+
+func TestVLANRanges(t *testing.T) {
+	for _, tc := range []struct {
+		vids []uint16
+		want string
+	}{
+		{nil, ""},
+		{[]uint16{5}, "5"},
+		{[]uint16{1, 2}, "1-2"},
+		{[]uint16{1, 3}, "1,3"},
+		{append([]uint16{10, 20}, vids(100, 199)...), "10,20,100-199"},
+		{[]uint16{4094, 1, 4093, 1, 7}, "1,7,4093-4094"},
+		{vids(1, 4094), "1-4094"},
+	} {
+		got := VLANRanges(tc.vids)
+		if got != tc.want {
+			t.Errorf("VLANRanges(%v) = %q, want %q", tc.vids, got, tc.want)
+		}
+		if got == "" {
+			continue
+		}
+		// Round trip: each part is a trunk element the parser takes.
+		var elems []string
+		for _, part := range strings.Split(got, ",") {
+			elems = append(elems, fmt.Sprintf("%q", part))
+		}
+		c, err := Parse("t.toml", doc(`[[bridge]]`, `name = "b"`, `[[bridge.port]]`, `interface = "p"`,
+			`trunk = [`+strings.Join(elems, ", ")+`]`))
+		if err != nil {
+			t.Fatalf("%q does not parse back: %v", got, err)
+		}
+		want := slices.Compact(slices.Sorted(slices.Values(tc.vids)))
+		if back := c.Bridges[0].Ports[0].Trunk; !reflect.DeepEqual(back, want) {
+			t.Errorf("%q parses back to %v, want %v", got, back, want)
+		}
+	}
+}
+
+// trunkBridges returns a config of bridges with one trunk port each, five
+// lines per bridge.
+func trunkBridges(trunks ...string) []byte {
+	var lines []string
+	for i, tr := range trunks {
+		lines = append(lines, `[[bridge]]`, fmt.Sprintf(`name = "b%d"`, i),
+			`[[bridge.port]]`, fmt.Sprintf(`interface = "p%d"`, i), `trunk = [`+tr+`]`)
+	}
+	return doc(lines...)
+}
+
+func TestParseVLANLimit(t *testing.T) {
+	if MaxVLANs != 8191 {
+		t.Fatalf("MaxVLANs = %d; the cases below assume 8191", MaxVLANs)
+	}
+	all := `"1-4094"`
+	t.Run("two bridges of every VLAN", func(t *testing.T) {
+		if _, err := Parse("t.toml", trunkBridges(all, all)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("exactly the limit", func(t *testing.T) {
+		// 4094 + 4094 + 3: VLAN 1 counts again in a bridge of its own.
+		if _, err := Parse("t.toml", trunkBridges(all, all, `"1-3"`)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("one over", func(t *testing.T) {
+		checkErrors(t, trunkBridges(all, all, `"1-4"`), []string{
+			`t.toml:11: bridge[2]: bridge b2 brings the VLANs of all bridges to 8192; the datapath holds 8191`})
+	})
+	t.Run("three bridges of every VLAN", func(t *testing.T) {
+		// Reported once, by the bridge that crosses the limit.
+		checkErrors(t, trunkBridges(all, all, all, `5`), []string{
+			`t.toml:11: bridge[2]: bridge b2 brings the VLANs of all bridges to 12282; the datapath holds 8191`})
+	})
+	t.Run("counted once per bridge", func(t *testing.T) {
+		// Ports of one bridge share its VLANs, and its default VLAN 1 is
+		// among them.
+		data := doc(append(strings.Split(strings.TrimSpace(string(trunkBridges(all, all))), "\n"),
+			`[[bridge]]`, `name = "b2"`,
+			`[[bridge.port]]`, `interface = "q0"`, `trunk = ["1-3"]`,
+			`[[bridge.port]]`, `interface = "q1"`, `vlan = 2`,
+			`[[bridge.port]]`, `interface = "q2"`,
+		)...)
+		if _, err := Parse("t.toml", data); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // checkErrors asserts that Parse fails with exactly the wanted lines.
 func checkErrors(t *testing.T, data []byte, want []string) {
 	t.Helper()
@@ -376,7 +783,7 @@ func TestParseSeveralErrorsInLineOrder(t *testing.T) {
 		`port = "veth-z"`,           // 8
 		`[[bridge.port]]`,           // 9
 		`mode = "xdp"`,              // 10
-		`vlan = 5`,                  // 11
+		`vlan = 5000`,               // 11
 		`[[bridge.port]]`,           // 12
 		`interface = "veth-a"`,      // 13
 		`[[bridge]]`,                // 14
@@ -391,7 +798,7 @@ func TestParseSeveralErrorsInLineOrder(t *testing.T) {
 		`t.toml:7: bridge[0].static[0].mac: "01:00:00:00:00:01" is a multicast address; static entries must be unicast`,
 		`t.toml:8: bridge[0].static[0].port: "veth-z" is not a port of bridge br0`,
 		`t.toml:9: bridge[0].port[0].interface: is required`,
-		`t.toml:11: bridge[0].port[0].vlan: VLAN ports are not implemented yet`,
+		`t.toml:11: bridge[0].port[0].vlan: 5000 is out of range 1..4094`,
 		`t.toml:15: bridge[1].name: "br0" is already the name of the bridge at line 4`,
 		`t.toml:17: bridge[1].port[0].interface: "veth-a" is also a port of bridge br0 at line 13`,
 		`t.toml:18: bridge[1].port[0].max_macs: -3 is out of range 0..16777216`,
