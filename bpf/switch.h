@@ -6,8 +6,9 @@
  * decision out with its own helpers (devmap redirect or skb redirect/clone).
  * It reads top to bottom as a checklist, like OpenBSD's veb_port_input():
  *
- *   port -> count rx -> parse -> source sane -> reserved dst -> learn ->
- *   group dst: flood | lookup: miss flood, ingress or gone drop, else forward
+ *   port -> count rx -> parse -> VLAN (aware bridges) -> source sane ->
+ *   reserved dst -> learn -> group dst: flood | lookup: miss flood, ingress
+ *   or gone drop, else forward
  */
 #ifndef TRESTLE_SWITCH_H
 #define TRESTLE_SWITCH_H
@@ -15,14 +16,18 @@
 #include "lib/maps.h"
 #include "lib/parse.h"
 #include "lib/fdb.h"
+#include "lib/vlan.h"
 
 /* What the entry point sees of a frame. */
 struct tr_pkt {
 	void *data;
 	void *data_end;
 	__u32 len;     /* whole frame, including any non-linear part */
+	__u32 wire;    /* its length on the wire: len and a tag held in metadata */
 	__u32 ifindex; /* ingress */
 	int meta_vlan; /* outer VID held in metadata, or -1 (see tr_parse) */
+	__be16 meta_proto; /* that tag's TPID; 0: no tag in metadata */
+	__u16 meta_tci;
 };
 
 enum tr_action {
@@ -38,6 +43,8 @@ struct tr_decision {
 	__u32 bridge;
 	struct tr_port_stats *in_st; /* NULL only for frames from no port */
 	const struct tr_bridge *br;
+	const struct tr_port *out; /* TR_ACT_FORWARD: the egress port */
+	struct tr_tag tag;         /* the VLAN stage's view (tag.on: the bridge is VLAN-aware) */
 };
 
 static __always_inline struct tr_port_stats *tr_stats(__u32 slot)
@@ -113,7 +120,7 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	}
 	d->in_st = st;
 	st->rx_packets++;
-	st->rx_bytes += p->len;
+	st->rx_bytes += p->wire;
 
 	bridge = in->bridge;
 	br = tr_bridge_of(bridge);
@@ -128,6 +135,16 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	if (tr_parse(p->data, p->data_end, p->len, p->meta_vlan, &f, &reason)) {
 		tr_drop(d, st, reason);
 		return;
+	}
+
+	/* 2b. Which VLAN: on VLAN-aware bridges, from the port and the tag. */
+	if (vlan_aware && (br->flags & TR_BRIDGE_VLAN)) {
+		if (tr_vlan_ingress(p->data_end, f.eth, p->meta_proto, p->meta_tci, in, p->wire,
+				    &d->tag, &reason)) {
+			tr_drop(d, st, reason);
+			return;
+		}
+		f.vlan = d->tag.vid;
 	}
 
 	/* 3. A source address must be a station. */
@@ -170,10 +187,13 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	d->action = TR_ACT_FORWARD;
 	d->egress_ifindex = egress;
 	d->egress_slot = slot;
+	d->out = out;
 	return;
 
 flood:
 	st->flooded++;
+	if (d->tag.st)
+		d->tag.st->flooded++;
 	d->action = TR_ACT_FLOOD;
 }
 

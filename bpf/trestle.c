@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The two attach points of the switch. Both run tr_pipeline() from switch.h;
- * they differ only in how a frame is read and how a decision is carried out.
+ * The two attach points of the switch. Both run tr_run(): tr_pipeline() from
+ * switch.h decides, and the egress half below carries the decision out. The
+ * modes differ only in a few context operations (read the frame, push, pop
+ * or rewrite a VLAN tag, redirect), each one call with an XDP and a tc
+ * implementation, chosen by a constant the compiler folds (DESIGN.md rule 5).
  *
  * xdp: packet-rate mode. Unicast through the tx_ports devmap (by port slot), flooding through
  *      the bridge's devmap with BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS.
@@ -20,105 +23,398 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 enum tr_drop_reason _btf_drop_reason __attribute__((unused));
 enum tr_limits _btf_limits __attribute__((unused));
 enum tr_fdb_flags _btf_fdb_flags __attribute__((unused));
+enum tr_port_flags _btf_port_flags __attribute__((unused));
+enum tr_bridge_flags _btf_bridge_flags __attribute__((unused));
 
-
-SEC("xdp")
-int trestle_xdp(struct xdp_md *ctx)
-{
-	struct tr_pkt p = {
-		.data = (void *)(long)ctx->data,
-		.data_end = (void *)(long)ctx->data_end,
-		.ifindex = ctx->ingress_ifindex,
-		.meta_vlan = -1,
-	};
-	struct tr_decision d = {};
-	void *flood;
-	long ret;
-
-	p.len = p.data_end - p.data;
-	tr_pipeline(&p, &d);
-
-	switch (d.action) {
-	case TR_ACT_FORWARD:
-		ret = bpf_redirect_map(&tx_ports, d.egress_slot, 0);
-		if (ret != XDP_REDIRECT) {
-			tr_drop(&d, d.in_st, TR_DROP_NO_EGRESS);
-			return XDP_DROP;
-		}
-		tr_count_tx(tr_stats(d.egress_slot), p.len);
-		return XDP_REDIRECT;
-	case TR_ACT_FLOOD:
-		flood = bpf_map_lookup_elem(&floods, &d.bridge);
-		/* A broadcast to a set holding only the ingress frees the frame
-		 * without a word: count it instead. */
-		if (!flood || !d.br || d.br->nports < 2) {
-			tr_drop(&d, d.in_st, TR_DROP_NO_EGRESS);
-			return XDP_DROP;
-		}
-		ret = bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
-		if (ret != XDP_REDIRECT) {
-			tr_drop(&d, d.in_st, TR_DROP_NO_EGRESS);
-			return XDP_DROP;
-		}
-		tr_count_flood_tx(d.br, p.ifindex, p.len);
-		return XDP_REDIRECT;
-	default:
-		return XDP_DROP;
-	}
-}
+#define TR_XDP 1
+#define TR_TC 0
 
 /* Headers the pipeline may read; tc pulls them into the linear area if needed. */
 #define TR_PULL_LEN 64
 
-SEC("tc")
-int trestle_tc(struct __sk_buff *skb)
+/* ---- the context shim ---- */
+
+static __always_inline void tr_read(void *ctx, const int xdp, struct tr_pkt *p)
 {
-	struct tr_pkt p;
-	struct tr_decision d = {};
-	__u32 last;
+	if (xdp) {
+		struct xdp_md *x = ctx;
+
+		p->data = (void *)(long)x->data;
+		p->data_end = (void *)(long)x->data_end;
+		p->len = p->data_end - p->data;
+		p->wire = p->len;
+		p->ifindex = x->ingress_ifindex;
+		p->meta_vlan = -1;
+		p->meta_proto = 0;
+		p->meta_tci = 0;
+		return;
+	}
+	struct __sk_buff *skb = ctx;
 
 	if ((long)skb->data_end - (long)skb->data < TR_PULL_LEN && skb->len > skb->data_end - skb->data)
 		bpf_skb_pull_data(skb, skb->len < TR_PULL_LEN ? skb->len : TR_PULL_LEN);
-	p.data = (void *)(long)skb->data;
-	p.data_end = (void *)(long)skb->data_end;
-	p.len = skb->len;
-	p.ifindex = skb->ifindex;
-	p.meta_vlan = skb->vlan_present ? (int)(skb->vlan_tci & 0x0fff) : -1;
+	p->data = (void *)(long)skb->data;
+	p->data_end = (void *)(long)skb->data_end;
+	p->len = skb->len;
+	p->ifindex = skb->ifindex;
+	if (skb->vlan_present) {
+		p->meta_vlan = skb->vlan_tci & 0x0fff;
+		p->meta_proto = skb->vlan_proto;
+		p->meta_tci = skb->vlan_tci;
+		p->wire = p->len + TR_VLAN_HLEN;
+	} else {
+		p->meta_vlan = -1;
+		p->meta_proto = 0;
+		p->meta_tci = 0;
+		p->wire = p->len;
+	}
+}
+
+/* XDP: the tag is in the bytes, after the two addresses. */
+static __always_inline int tr_xdp_push(struct xdp_md *ctx, __u16 tci)
+{
+	void *data, *data_end;
+	__u32 *w;
+
+	if (bpf_xdp_adjust_head(ctx, -TR_VLAN_HLEN))
+		return -1;
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	if (data + ETH_HLEN + TR_VLAN_HLEN > data_end)
+		return -1;
+	w = data;
+	/* The addresses move 4 bytes to the front; word by word, front first,
+	 * each read before it is overwritten. */
+	w[0] = w[1];
+	w[1] = w[2];
+	w[2] = w[3];
+	((__be16 *)data)[6] = bpf_htons(ETH_P_8021Q);
+	((__be16 *)data)[7] = bpf_htons(tci);
+	return 0;
+}
+
+static __always_inline int tr_xdp_pop(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 *w = data;
+
+	if (data + ETH_HLEN + TR_VLAN_HLEN > data_end)
+		return -1;
+	/* The addresses move 4 bytes back over the tag, back first. */
+	w[3] = w[2];
+	w[2] = w[1];
+	w[1] = w[0];
+	return bpf_xdp_adjust_head(ctx, TR_VLAN_HLEN) ? -1 : 0;
+}
+
+static __always_inline int tr_xdp_set(struct xdp_md *ctx, __u16 tci)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+
+	if (data + ETH_HLEN + TR_VLAN_HLEN > data_end)
+		return -1;
+	((__be16 *)data)[7] = bpf_htons(tci);
+	return 0;
+}
+
+/* Push, pop or rewrite the frame's outermost 802.1Q tag, in either mode. A
+ * pushed tag goes outside any tag already there (an 802.1ad frame's). */
+static __always_inline int tr_tag_push(void *ctx, const int xdp, __u16 tci)
+{
+	if (xdp)
+		return tr_xdp_push(ctx, tci);
+	return bpf_skb_vlan_push(ctx, bpf_htons(ETH_P_8021Q), tci) ? -1 : 0;
+}
+
+static __always_inline int tr_tag_pop(void *ctx, const int xdp)
+{
+	if (xdp)
+		return tr_xdp_pop(ctx);
+	return bpf_skb_vlan_pop(ctx) ? -1 : 0;
+}
+
+static __always_inline int tr_tag_set(void *ctx, const int xdp, __u16 tci)
+{
+	if (xdp)
+		return tr_xdp_set(ctx, tci);
+	if (bpf_skb_vlan_pop(ctx))
+		return -1;
+	return bpf_skb_vlan_push(ctx, bpf_htons(ETH_P_8021Q), tci) ? -1 : 0;
+}
+
+/* Makes the frame leave as the egress VLAN rule says: tagged with vid, or
+ * untagged. A tag the frame keeps keeps its priority; a new one has PCP 0.
+ * Returns the change in the frame's wire length, or a negative error. */
+static __always_inline int tr_tag_to(void *ctx, const int xdp, struct tr_tag *t, int untagged)
+{
+	if (untagged) {
+		if (!t->ctag)
+			return 0;
+		if (tr_tag_pop(ctx, xdp))
+			return -100;
+		t->ctag = 0;
+		return -TR_VLAN_HLEN;
+	}
+	if (!t->ctag) {
+		if (tr_tag_push(ctx, xdp, t->vid))
+			return -100;
+		t->ctag = 1;
+		t->tci = t->vid;
+		return TR_VLAN_HLEN;
+	}
+	if ((t->tci & 0x0fff) != t->vid) {
+		t->tci = (t->tci & 0xf000) | t->vid;
+		if (tr_tag_set(ctx, xdp, t->tci))
+			return -100;
+	}
+	return 0;
+}
+
+static __always_inline int tr_verdict_drop(const int xdp)
+{
+	return xdp ? XDP_DROP : TC_ACT_SHOT;
+}
+
+/* ---- egress ---- */
+
+/* Known unicast: to one port, tagged as that port takes the frame's VLAN. */
+static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p,
+				      struct tr_decision *d)
+{
+	__u32 wire = p->wire;
+	long ret;
+
+	if (d->tag.on) {
+		int delta;
+
+		if (!d->out || !tr_vlan_carries(d->out, d->tag.vid)) {
+			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			return tr_verdict_drop(xdp);
+		}
+		delta = tr_tag_to(ctx, xdp, &d->tag, tr_vlan_untagged_on(d->out, d->tag.vid));
+		if (delta < -TR_VLAN_HLEN) {
+			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			return tr_verdict_drop(xdp);
+		}
+		wire += delta;
+	}
+	if (xdp) {
+		ret = bpf_redirect_map(&tx_ports, d->egress_slot, 0);
+		if (ret != XDP_REDIRECT) {
+			tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+			return XDP_DROP;
+		}
+	} else {
+		ret = bpf_redirect(d->egress_ifindex, 0);
+	}
+	tr_count_tx(tr_stats(d->egress_slot), wire);
+	tr_vlan_count_tx(d->tag.st, wire);
+	return ret;
+}
+
+/* XDP flood: one broadcast redirect over the bridge's devmap. In a
+ * VLAN-aware bridge the frame goes out tagged with its VLAN, over the
+ * devmap whose entries each run trestle_vlan_egress. */
+static __always_inline int tr_flood_xdp(struct xdp_md *ctx, struct tr_pkt *p, struct tr_decision *d)
+{
+	void *flood;
+	long ret;
+
+	if (!d->br || d->br->nports < 2 || (d->tag.on && d->tag.members < 2)) {
+		/* A broadcast to a set holding only the ingress frees the frame
+		 * without a word: count it instead. */
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return XDP_DROP;
+	}
+	if (d->tag.on) {
+		if (tr_tag_to(ctx, TR_XDP, &d->tag, 0) < -TR_VLAN_HLEN) {
+			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			return XDP_DROP;
+		}
+		flood = bpf_map_lookup_elem(&vlan_floods, &d->bridge);
+	} else {
+		flood = bpf_map_lookup_elem(&floods, &d->bridge);
+	}
+	if (!flood) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return XDP_DROP;
+	}
+	ret = bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
+	if (ret != XDP_REDIRECT) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return XDP_DROP;
+	}
+	/* In a VLAN-aware bridge each copy is counted where it leaves. */
+	if (!d->tag.on)
+		tr_count_flood_tx(d->br, p->ifindex, p->wire);
+	return XDP_REDIRECT;
+}
+
+/*
+ * The devmap program of a VLAN-aware bridge's flood set: it runs on each
+ * copy of a flooded frame, which arrives tagged with its VLAN, for the port
+ * the copy is about to leave by. A port that does not carry the VLAN gets
+ * nothing; one that takes it untagged gets it without the tag.
+ */
+SEC("xdp/devmap")
+int trestle_vlan_egress(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct tr_vlan_hdr *vh = (void *)(eth + 1);
+	const struct tr_port *out;
+	struct tr_vlan_entry *v;
+	__u32 wire;
+	__u16 vid;
+
+	if ((void *)(vh + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_8021Q))
+		return XDP_DROP;
+	vid = bpf_ntohs(vh->tci) & 0x0fff;
+	out = tr_port_of(ctx->egress_ifindex);
+	if (!out || !tr_vlan_carries(out, vid))
+		return XDP_DROP;
+	wire = data_end - data;
+	if (tr_vlan_untagged_on(out, vid)) {
+		if (tr_xdp_pop(ctx))
+			return XDP_DROP;
+		wire -= TR_VLAN_HLEN;
+	}
+	tr_count_tx(tr_stats(out->slot), wire);
+	v = tr_vlan_of(out->bridge, vid);
+	if (v)
+		tr_vlan_count_tx(tr_vlan_stats_of(v->idx), wire);
+	return XDP_PASS;
+}
+
+/* tc flood, VLAN-unaware: clone to every other port; the original goes to
+ * the last one. Finding the last without a loop keeps the verifier's work
+ * linear. */
+static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
+				       struct tr_decision *d)
+{
+	__u32 last;
+
+	if (!d->br)
+		return TC_ACT_SHOT;
+	if (d->br->nports < 2 || d->br->nports > TR_MAX_BRIDGE_PORTS) {
+		tr_count_drop(d->in_st, TR_DROP_NO_EGRESS); /* nowhere to flood */
+		return TC_ACT_SHOT;
+	}
+	/* The masks are no-ops after the check above; they show the verifier the bound. */
+	last = (d->br->nports - 1) & (TR_MAX_BRIDGE_PORTS - 1);
+	if (d->br->ports[last].ifindex == p->ifindex)
+		last = (last - 1) & (TR_MAX_BRIDGE_PORTS - 1);
+	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
+		__u32 ifindex;
+
+		if (i >= last)
+			break;
+		ifindex = d->br->ports[i].ifindex;
+		if (ifindex == p->ifindex)
+			continue;
+		if (bpf_clone_redirect(skb, ifindex, 0))
+			tr_count_drop(d->in_st, TR_DROP_NO_EGRESS);
+		else
+			tr_count_tx(tr_stats(d->br->ports[i].slot), p->wire);
+	}
+	tr_count_tx(tr_stats(d->br->ports[last].slot), p->wire);
+	return bpf_redirect(d->br->ports[last].ifindex, 0);
+}
+
+/*
+ * One copy of a tc flood in a VLAN-aware bridge: to ifindex if its port
+ * carries vid, tagged or untagged as it takes it. The skb's tag state is
+ * changed in place for the copy and stays so for the next. A global
+ * function, verified once rather than at each of the loop's 64 calls.
+ * Returns 0: not a member, 1: sent, -1: could not.
+ */
+__attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex, __u32 vid)
+{
+	struct tr_tag t = {};
+	const struct tr_port *out;
+	struct tr_vlan_entry *v;
+	__u32 wire;
+	int delta;
+
+	if (!skb)
+		return -1;
+	out = tr_port_of(ifindex);
+	if (!out || !tr_vlan_carries(out, vid))
+		return 0;
+	t.vid = vid;
+	if (skb->vlan_present && skb->vlan_proto == bpf_htons(ETH_P_8021Q)) {
+		t.ctag = 1;
+		t.tci = skb->vlan_tci;
+	}
+	delta = tr_tag_to(skb, TR_TC, &t, tr_vlan_untagged_on(out, vid));
+	if (delta < -TR_VLAN_HLEN)
+		return -1;
+	if (bpf_clone_redirect(skb, ifindex, 0))
+		return -1;
+	wire = skb->len + (skb->vlan_present ? TR_VLAN_HLEN : 0);
+	tr_count_tx(tr_stats(out->slot), wire);
+	v = tr_vlan_of(out->bridge, vid);
+	if (v)
+		tr_vlan_count_tx(tr_vlan_stats_of(v->idx), wire);
+	return 1;
+}
+
+/* tc flood, VLAN-aware: a clone to each member, each tagged for its port;
+ * the original is consumed. */
+static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt *p,
+					    struct tr_decision *d)
+{
+	if (!d->br || d->tag.members < 2) {
+		tr_count_drop(d->in_st, TR_DROP_NO_EGRESS);
+		return TC_ACT_SHOT;
+	}
+	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
+		__u32 ifindex;
+
+		if (i >= d->br->nports)
+			break;
+		ifindex = d->br->ports[i].ifindex;
+		if (ifindex == p->ifindex)
+			continue;
+		if (tr_vlan_copy(skb, ifindex, d->tag.vid) < 0)
+			tr_count_drop(d->in_st, TR_DROP_NO_EGRESS);
+	}
+	return TC_ACT_STOLEN;
+}
+
+static __always_inline int tr_run(void *ctx, const int xdp)
+{
+	struct tr_pkt p;
+	struct tr_decision d = {};
+
+	tr_read(ctx, xdp, &p);
 	tr_pipeline(&p, &d);
 
 	switch (d.action) {
 	case TR_ACT_FORWARD:
-		tr_count_tx(tr_stats(d.egress_slot), p.len);
-		return bpf_redirect(d.egress_ifindex, 0);
+		return tr_forward(ctx, xdp, &p, &d);
 	case TR_ACT_FLOOD:
-		if (!d.br)
-			return TC_ACT_SHOT;
-		/* Clone to every other port; the original goes to the last one.
-		 * Finding the last without a loop keeps the verifier's work linear. */
-		if (d.br->nports < 2 || d.br->nports > TR_MAX_BRIDGE_PORTS) {
-			tr_count_drop(d.in_st, TR_DROP_NO_EGRESS); /* nowhere to flood */
-			return TC_ACT_SHOT;
-		}
-		/* The masks are no-ops after the check above; they show the verifier the bound. */
-		last = (d.br->nports - 1) & (TR_MAX_BRIDGE_PORTS - 1);
-		if (d.br->ports[last].ifindex == p.ifindex)
-			last = (last - 1) & (TR_MAX_BRIDGE_PORTS - 1);
-		for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
-			__u32 ifindex;
-
-			if (i >= last)
-				break;
-			ifindex = d.br->ports[i].ifindex;
-			if (ifindex == p.ifindex)
-				continue;
-			if (bpf_clone_redirect(skb, ifindex, 0))
-				tr_count_drop(d.in_st, TR_DROP_NO_EGRESS);
-			else
-				tr_count_tx(tr_stats(d.br->ports[i].slot), p.len);
-		}
-		tr_count_tx(tr_stats(d.br->ports[last].slot), p.len);
-		return bpf_redirect(d.br->ports[last].ifindex, 0);
+		if (xdp)
+			return tr_flood_xdp(ctx, &p, &d);
+		if (d.tag.on)
+			return tr_flood_tc_vlan(ctx, &p, &d);
+		return tr_flood_tc(ctx, &p, &d);
 	default:
-		return TC_ACT_SHOT;
+		return tr_verdict_drop(xdp);
 	}
+}
+
+SEC("xdp")
+int trestle_xdp(struct xdp_md *ctx)
+{
+	return tr_run(ctx, TR_XDP);
+}
+
+SEC("tc")
+int trestle_tc(struct __sk_buff *skb)
+{
+	return tr_run(skb, TR_TC);
 }

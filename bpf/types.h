@@ -82,6 +82,12 @@ struct tr_port {
 	__u16 bridge;
 	__u16 slot;
 	__u32 max_macs; /* 0: unlimited */
+	__u16 pvid;     /* VLAN-aware bridge: the VLAN of untagged frames (access or native); 0: none */
+	__u16 flags;    /* enum tr_port_flags */
+};
+
+enum tr_port_flags {
+	TR_PORT_TRUNK = 1, /* carries the VLANs of its port_vlans bits tagged (pvid untagged) */
 };
 
 /* What each CPU remembers of the learning table: the last source it found
@@ -127,8 +133,36 @@ struct tr_bridge_port {
 struct tr_bridge {
 	__u32 nports;
 	__u32 max_entries;
+	__u32 flags; /* enum tr_bridge_flags */
+	__u32 pad;
 	struct tr_bridge_port ports[TR_MAX_BRIDGE_PORTS];
 	char name[TR_NAME_LEN];
+};
+
+enum tr_bridge_flags {
+	TR_BRIDGE_VLAN = 1, /* VLAN-aware: frames are classified into its ports' VLANs */
+};
+
+/* The VLANs a trunk port carries, one bit per VID, by port slot. */
+struct tr_port_vlans {
+	__u64 bits[TR_VLAN_IDS / 64];
+};
+
+/* A VLAN of a VLAN-aware bridge, at bridge * TR_VLAN_IDS + VID of the vlans
+ * array: idx 0 is no VLAN. idx numbers its counters (vlan_stats); members is
+ * how many up ports carry it, so a flood that reaches none is counted. */
+struct tr_vlan_entry {
+	__u16 idx;
+	__u16 members;
+};
+
+/* Per-VLAN counters, one copy per CPU, by the VLAN's idx. */
+struct tr_vlan_stats {
+	__u64 rx_packets; /* frames classified into the VLAN */
+	__u64 rx_bytes;
+	__u64 tx_packets; /* copies sent out of a port in the VLAN */
+	__u64 tx_bytes;
+	__u64 flooded;    /* frames flooded within the VLAN */
 };
 
 /* ---- traffic generator (gen.c) and sink (sink.c) ---- */

@@ -3,7 +3,7 @@
  * Every map of the switch. Sizes are upper bounds (DESIGN.md rule 3); the
  * control plane may shrink the FDB before load to the sum of the bridges'
  * max_entries. All run-time state lives here; a stage that a bridge may not
- * use gets a volatile const instead (DESIGN.md rule 6; none yet).
+ * use gets a volatile const instead (DESIGN.md rule 6: lib/vlan.h).
  */
 #ifndef TRESTLE_MAPS_H
 #define TRESTLE_MAPS_H
@@ -136,5 +136,49 @@ struct {
 	__type(key, __u32);
 	__array(values, struct tr_flood_ports);
 } floods SEC(".maps");
+
+/* ---- the VLAN stage (lib/vlan.h) ---- */
+
+/* Trunk ports' VLANs, by port slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct tr_port_vlans);
+} port_vlans SEC(".maps");
+
+/* bridge * TR_VLAN_IDS + VID -> the VLAN: an array, so that classifying a
+ * frame is an index and never a hash lookup or a map write. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, (TR_MAX_BRIDGES + 1) * TR_VLAN_IDS);
+	__type(key, __u32);
+	__type(value, struct tr_vlan_entry);
+} vlans SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TR_MAX_VLANS);
+	__type(key, __u32);
+	__type(value, struct tr_vlan_stats);
+} vlan_stats SEC(".maps");
+
+/* XDP flooding in a VLAN-aware bridge: one devmap of its ports per bridge,
+ * each entry with the program that keeps the copy to that port in the VLAN
+ * (trestle_vlan_egress: drop where the VLAN is not carried, untag where it
+ * leaves untagged). */
+struct tr_vlan_flood_ports {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, TR_MAX_BRIDGE_PORTS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct bpf_devmap_val));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, TR_MAX_BRIDGES + 1);
+	__type(key, __u32);
+	__array(values, struct tr_vlan_flood_ports);
+} vlan_floods SEC(".maps");
 
 #endif

@@ -17,9 +17,17 @@ type TrestleTrBridge struct {
 	_          structs.HostLayout
 	Nports     uint32
 	MaxEntries uint32
+	Flags      uint32
+	Pad        uint32
 	Ports      [64]TrestleTrBridgePort
 	Name       [16]int8
 }
+
+type TrestleTrBridgeFlags uint32
+
+const (
+	TrestleTrBridgeFlagsTR_BRIDGE_VLAN TrestleTrBridgeFlags = 1
+)
 
 type TrestleTrBridgePort struct {
 	_       structs.HostLayout
@@ -113,7 +121,15 @@ type TrestleTrPort struct {
 	Bridge  uint16
 	Slot    uint16
 	MaxMacs uint32
+	Pvid    uint16
+	Flags   uint16
 }
+
+type TrestleTrPortFlags uint32
+
+const (
+	TrestleTrPortFlagsTR_PORT_TRUNK TrestleTrPortFlags = 1
+)
 
 type TrestleTrPortStats struct {
 	_         structs.HostLayout
@@ -127,31 +143,59 @@ type TrestleTrPortStats struct {
 	Drops     [14]uint64
 }
 
+type TrestleTrPortVlans struct {
+	_    structs.HostLayout
+	Bits [64]uint64
+}
+
+type TrestleTrVlanEntry struct {
+	_       structs.HostLayout
+	Idx     uint16
+	Members uint16
+}
+
+type TrestleTrVlanStats struct {
+	_         structs.HostLayout
+	RxPackets uint64
+	RxBytes   uint64
+	TxPackets uint64
+	TxBytes   uint64
+	Flooded   uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	TrestleMapBridgeLive    = "bridge_live"
-	TrestleMapBridgeMacs    = "bridge_macs"
-	TrestleMapBridgeMacsDel = "bridge_macs_del"
-	TrestleMapBridges       = "bridges"
-	TrestleMapCpuCache      = "cpu_cache"
-	TrestleMapFdb           = "fdb"
-	TrestleMapFloods        = "floods"
-	TrestleMapPortIndex     = "port_index"
-	TrestleMapPortMacs      = "port_macs"
-	TrestleMapPortMacsDel   = "port_macs_del"
-	TrestleMapPorts         = "ports"
-	TrestleMapStats         = "stats"
-	TrestleMapTxPorts       = "tx_ports"
-	TrestleProgTrestleTc    = "trestle_tc"
-	TrestleProgTrestleXdp   = "trestle_xdp"
-	TrestleVarBtfDropReason = "_btf_drop_reason"
-	TrestleVarBtfFdbFlags   = "_btf_fdb_flags"
-	TrestleVarBtfLimits     = "_btf_limits"
-	TrestleVarFdbGen        = "fdb_gen"
-	TrestleVarMoveGen       = "move_gen"
-	TrestleVarRefreshNs     = "refresh_ns"
+	TrestleMapBridgeLive         = "bridge_live"
+	TrestleMapBridgeMacs         = "bridge_macs"
+	TrestleMapBridgeMacsDel      = "bridge_macs_del"
+	TrestleMapBridges            = "bridges"
+	TrestleMapCpuCache           = "cpu_cache"
+	TrestleMapFdb                = "fdb"
+	TrestleMapFloods             = "floods"
+	TrestleMapPortIndex          = "port_index"
+	TrestleMapPortMacs           = "port_macs"
+	TrestleMapPortMacsDel        = "port_macs_del"
+	TrestleMapPortVlans          = "port_vlans"
+	TrestleMapPorts              = "ports"
+	TrestleMapStats              = "stats"
+	TrestleMapTxPorts            = "tx_ports"
+	TrestleMapVlanFloods         = "vlan_floods"
+	TrestleMapVlanStats          = "vlan_stats"
+	TrestleMapVlans              = "vlans"
+	TrestleProgTrestleTc         = "trestle_tc"
+	TrestleProgTrestleVlanEgress = "trestle_vlan_egress"
+	TrestleProgTrestleXdp        = "trestle_xdp"
+	TrestleVarBtfBridgeFlags     = "_btf_bridge_flags"
+	TrestleVarBtfDropReason      = "_btf_drop_reason"
+	TrestleVarBtfFdbFlags        = "_btf_fdb_flags"
+	TrestleVarBtfLimits          = "_btf_limits"
+	TrestleVarBtfPortFlags       = "_btf_port_flags"
+	TrestleVarFdbGen             = "fdb_gen"
+	TrestleVarMoveGen            = "move_gen"
+	TrestleVarRefreshNs          = "refresh_ns"
+	TrestleVarVlanAware          = "vlan_aware"
 )
 
 // LoadTrestle returns the embedded CollectionSpec for Trestle.
@@ -196,8 +240,9 @@ type TrestleSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TrestleProgramSpecs struct {
-	TrestleTc  *ebpf.ProgramSpec `ebpf:"trestle_tc"`
-	TrestleXdp *ebpf.ProgramSpec `ebpf:"trestle_xdp"`
+	TrestleTc         *ebpf.ProgramSpec `ebpf:"trestle_tc"`
+	TrestleVlanEgress *ebpf.ProgramSpec `ebpf:"trestle_vlan_egress"`
+	TrestleXdp        *ebpf.ProgramSpec `ebpf:"trestle_xdp"`
 }
 
 // TrestleMapSpecs contains maps before they are loaded into the kernel.
@@ -214,21 +259,28 @@ type TrestleMapSpecs struct {
 	PortIndex     *ebpf.MapSpec `ebpf:"port_index"`
 	PortMacs      *ebpf.MapSpec `ebpf:"port_macs"`
 	PortMacsDel   *ebpf.MapSpec `ebpf:"port_macs_del"`
+	PortVlans     *ebpf.MapSpec `ebpf:"port_vlans"`
 	Ports         *ebpf.MapSpec `ebpf:"ports"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
 	TxPorts       *ebpf.MapSpec `ebpf:"tx_ports"`
+	VlanFloods    *ebpf.MapSpec `ebpf:"vlan_floods"`
+	VlanStats     *ebpf.MapSpec `ebpf:"vlan_stats"`
+	Vlans         *ebpf.MapSpec `ebpf:"vlans"`
 }
 
 // TrestleVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TrestleVariableSpecs struct {
-	BtfDropReason *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
-	BtfFdbFlags   *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
-	BtfLimits     *ebpf.VariableSpec `ebpf:"_btf_limits"`
-	FdbGen        *ebpf.VariableSpec `ebpf:"fdb_gen"`
-	MoveGen       *ebpf.VariableSpec `ebpf:"move_gen"`
-	RefreshNs     *ebpf.VariableSpec `ebpf:"refresh_ns"`
+	BtfBridgeFlags *ebpf.VariableSpec `ebpf:"_btf_bridge_flags"`
+	BtfDropReason  *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
+	BtfFdbFlags    *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
+	BtfLimits      *ebpf.VariableSpec `ebpf:"_btf_limits"`
+	BtfPortFlags   *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
+	FdbGen         *ebpf.VariableSpec `ebpf:"fdb_gen"`
+	MoveGen        *ebpf.VariableSpec `ebpf:"move_gen"`
+	RefreshNs      *ebpf.VariableSpec `ebpf:"refresh_ns"`
+	VlanAware      *ebpf.VariableSpec `ebpf:"vlan_aware"`
 }
 
 // TrestleObjects contains all objects after they have been loaded into the kernel.
@@ -261,9 +313,13 @@ type TrestleMaps struct {
 	PortIndex     *ebpf.Map `ebpf:"port_index"`
 	PortMacs      *ebpf.Map `ebpf:"port_macs"`
 	PortMacsDel   *ebpf.Map `ebpf:"port_macs_del"`
+	PortVlans     *ebpf.Map `ebpf:"port_vlans"`
 	Ports         *ebpf.Map `ebpf:"ports"`
 	Stats         *ebpf.Map `ebpf:"stats"`
 	TxPorts       *ebpf.Map `ebpf:"tx_ports"`
+	VlanFloods    *ebpf.Map `ebpf:"vlan_floods"`
+	VlanStats     *ebpf.Map `ebpf:"vlan_stats"`
+	Vlans         *ebpf.Map `ebpf:"vlans"`
 }
 
 func (m *TrestleMaps) Close() error {
@@ -278,9 +334,13 @@ func (m *TrestleMaps) Close() error {
 		m.PortIndex,
 		m.PortMacs,
 		m.PortMacsDel,
+		m.PortVlans,
 		m.Ports,
 		m.Stats,
 		m.TxPorts,
+		m.VlanFloods,
+		m.VlanStats,
+		m.Vlans,
 	)
 }
 
@@ -288,25 +348,30 @@ func (m *TrestleMaps) Close() error {
 //
 // It can be passed to LoadTrestleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TrestleVariables struct {
-	BtfDropReason *ebpf.Variable `ebpf:"_btf_drop_reason"`
-	BtfFdbFlags   *ebpf.Variable `ebpf:"_btf_fdb_flags"`
-	BtfLimits     *ebpf.Variable `ebpf:"_btf_limits"`
-	FdbGen        *ebpf.Variable `ebpf:"fdb_gen"`
-	MoveGen       *ebpf.Variable `ebpf:"move_gen"`
-	RefreshNs     *ebpf.Variable `ebpf:"refresh_ns"`
+	BtfBridgeFlags *ebpf.Variable `ebpf:"_btf_bridge_flags"`
+	BtfDropReason  *ebpf.Variable `ebpf:"_btf_drop_reason"`
+	BtfFdbFlags    *ebpf.Variable `ebpf:"_btf_fdb_flags"`
+	BtfLimits      *ebpf.Variable `ebpf:"_btf_limits"`
+	BtfPortFlags   *ebpf.Variable `ebpf:"_btf_port_flags"`
+	FdbGen         *ebpf.Variable `ebpf:"fdb_gen"`
+	MoveGen        *ebpf.Variable `ebpf:"move_gen"`
+	RefreshNs      *ebpf.Variable `ebpf:"refresh_ns"`
+	VlanAware      *ebpf.Variable `ebpf:"vlan_aware"`
 }
 
 // TrestlePrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadTrestleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TrestlePrograms struct {
-	TrestleTc  *ebpf.Program `ebpf:"trestle_tc"`
-	TrestleXdp *ebpf.Program `ebpf:"trestle_xdp"`
+	TrestleTc         *ebpf.Program `ebpf:"trestle_tc"`
+	TrestleVlanEgress *ebpf.Program `ebpf:"trestle_vlan_egress"`
+	TrestleXdp        *ebpf.Program `ebpf:"trestle_xdp"`
 }
 
 func (p *TrestlePrograms) Close() error {
 	return _TrestleClose(
 		p.TrestleTc,
+		p.TrestleVlanEgress,
 		p.TrestleXdp,
 	)
 }

@@ -11,6 +11,9 @@ type (
 	Bridge     = TrestleTrBridge
 	BridgePort = TrestleTrBridgePort
 	DropReason = TrestleTrDropReason
+	PortVLANs  = TrestleTrPortVlans
+	VLANEntry  = TrestleTrVlanEntry
+	VLANStats  = TrestleTrVlanStats
 )
 
 const (
@@ -25,6 +28,9 @@ const (
 
 	FDBStatic = uint16(TrestleTrFdbFlagsTR_FDB_STATIC)
 	FDBUser   = uint16(TrestleTrFdbFlagsTR_FDB_USER)
+
+	PortTrunk  = uint16(TrestleTrPortFlagsTR_PORT_TRUNK)
+	BridgeVLAN = uint32(TrestleTrBridgeFlagsTR_BRIDGE_VLAN)
 )
 
 // dropNames are the drop reasons as they appear in `trestle stats` and metric

@@ -29,6 +29,13 @@ type Dataplane interface {
 	Stats(slot uint16) (tbpf.PortStats, error)
 	PortMACs(slot uint16) (int, error)
 
+	// The VLAN stage: while on, Attach and Upgrade give ports the
+	// programs that classify frames into VLANs (datapath/vlan.go).
+	SetVLANStage(on bool) error
+	VLANStage() bool
+	VLANs() ([]datapath.VLAN, error)
+	VLANStats(index uint16) (tbpf.VLANStats, error)
+
 	Attach(ifindex int, m mode.Mode) (Attachment, error)
 	// Upgrade moves an attachment to this dataplane's program in place;
 	// false when it runs it already.

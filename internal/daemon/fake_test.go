@@ -24,17 +24,18 @@ import (
 // fakeDP is a Dataplane in memory. fail, when set, is asked before every
 // change and may refuse it (an injected failure).
 type fakeDP struct {
-	ports    map[uint32]datapath.PortInfo // by ifindex
-	bridges  map[uint16]datapath.BridgeInfo
-	fdb      map[string]datapath.FDBEntry
-	attached map[string]*fakeAtt // "ifindex/mode" -> attachment
-	adopted  []Attachment
-	pinned   bool
-	fail     func(op string) error
-	ops      []string
-	fdbErr   error
-	refuse   map[int]error // XDP attach on ifindex fails
-	fresh    []string
+	ports     map[uint32]datapath.PortInfo // by ifindex
+	bridges   map[uint16]datapath.BridgeInfo
+	fdb       map[string]datapath.FDBEntry
+	attached  map[string]*fakeAtt // "ifindex/mode" -> attachment
+	adopted   []Attachment
+	pinned    bool
+	fail      func(op string) error
+	ops       []string
+	fdbErr    error
+	refuse    map[int]error // XDP attach on ifindex fails
+	fresh     []string
+	vlanStage bool
 }
 
 func newFakeDP() *fakeDP {
@@ -168,6 +169,17 @@ func (f *fakeDP) PortMACs(slot uint16) (int, error) {
 	}
 	return n, nil
 }
+
+func (f *fakeDP) SetVLANStage(on bool) error {
+	if err := f.op("vlan-stage %v", on); err != nil {
+		return err
+	}
+	f.vlanStage = on
+	return nil
+}
+func (f *fakeDP) VLANStage() bool                          { return f.vlanStage }
+func (f *fakeDP) VLANs() ([]datapath.VLAN, error)          { return nil, nil }
+func (f *fakeDP) VLANStats(uint16) (tbpf.VLANStats, error) { return tbpf.VLANStats{}, nil }
 
 func (f *fakeDP) Attach(ifindex int, m mode.Mode) (Attachment, error) {
 	if err := f.refuse[ifindex]; err != nil && m == mode.XDP {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"slices"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/config"
@@ -56,7 +57,22 @@ func (p *portState) info() *datapath.PortInfo {
 	if p.mode == "" {
 		return nil
 	}
-	return &datapath.PortInfo{Ifindex: uint32(p.ifindex), Bridge: p.bridge.id, Slot: p.slot, MaxMACs: uint32(p.cfg.MaxMACs)}
+	info := p.vlanInfo()
+	info.MaxMACs = uint32(p.cfg.MaxMACs)
+	return &info
+}
+
+// vlanInfo is the port as a bridge's port list holds it: where it is, and
+// on a VLAN-aware bridge which VLANs it carries.
+func (p *portState) vlanInfo() datapath.PortInfo {
+	info := datapath.PortInfo{Ifindex: uint32(p.ifindex), Bridge: p.bridge.id, Slot: p.slot}
+	if p.bridge.cfg.VLANAware() {
+		info.PVID = p.cfg.PVID()
+		if p.cfg.IsTrunk() {
+			info.Trunk, info.VLANs = true, p.cfg.VLANs()
+		}
+	}
+	return info
 }
 
 // staticEntry is a static entry as written to the table.
@@ -108,32 +124,39 @@ func (b *bridgeState) desired() datapath.BridgeInfo {
 	for _, p := range b.ports {
 		if p.mode != "" && p.running {
 			// A bridge's port list holds where floods go, not limits.
-			info.Ports = append(info.Ports, datapath.PortInfo{Ifindex: uint32(p.ifindex), Bridge: b.id, Slot: p.slot})
+			info.Ports = append(info.Ports, p.vlanInfo())
 		}
 	}
+	if b.cfg.VLANAware() {
+		info.VLANAware = true
+		info.VLANs = b.vlans()
+	}
 	return info
+}
+
+// vlans are every VLAN the bridge's ports carry, sorted.
+func (b *bridgeState) vlans() []uint16 {
+	var all []uint16
+	for _, p := range b.ports {
+		all = append(all, p.cfg.VLANs()...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
 }
 
 func sameBridgeInfo(a, b *datapath.BridgeInfo) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if a.ID != b.ID || a.Name != b.Name || a.MaxEntries != b.MaxEntries || len(a.Ports) != len(b.Ports) {
-		return false
-	}
-	for i := range a.Ports {
-		if a.Ports[i] != b.Ports[i] {
-			return false
-		}
-	}
-	return true
+	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware &&
+		slices.Equal(a.VLANs, b.VLANs) && slices.EqualFunc(a.Ports, b.Ports, datapath.PortInfo.Equal)
 }
 
 func samePortInfo(a, b *datapath.PortInfo) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return *a == *b
+	return a.Equal(*b)
 }
 
 // alloc hands out bridge ids and port slots. A slot or id whose entries

@@ -10,6 +10,11 @@ import (
 const (
 	featGRO    = "rx-gro"                 // on: XDP redirects into the veth are delivered
 	featTxCsum = "tx-checksum-ip-generic" // off: the peer's TCP survives an XDP redirect
+	// off: the peer's VLAN tags travel in the frame's bytes, where XDP
+	// sees them, not beside it in the skb, where an XDP redirect drops them
+	// and the frame would reach another VLAN untagged.
+	featTxVLAN     = "tx-vlan-hw-insert"
+	featTxVLANSTag = "tx-vlan-stag-hw-insert"
 )
 
 // peerFix is what the daemon changed on one veth peer, and the settings it
@@ -98,7 +103,8 @@ func (f *peerFix) String() string {
 }
 
 // peerWant is what a port's peer needs: GRO on for a veth that must take XDP
-// redirects, and TX checksum offload off too for one attached at XDP.
+// redirects, and TX checksum and VLAN tag offload off too for one attached
+// at XDP.
 func peerWant(fix, csumOff bool) map[string]bool {
 	if !fix {
 		return nil
@@ -106,6 +112,8 @@ func peerWant(fix, csumOff bool) map[string]bool {
 	w := map[string]bool{featGRO: true}
 	if csumOff {
 		w[featTxCsum] = false
+		w[featTxVLAN] = false
+		w[featTxVLANSTag] = false
 	}
 	return w
 }

@@ -192,8 +192,47 @@ func (d *Daemon) plan(cfg *config.Config) (*change, error) {
 	return c, nil
 }
 
+// anyVLANAware says whether a bridge of the next model is VLAN-aware.
+func (c *change) anyVLANAware() bool {
+	return slices.ContainsFunc(c.order, func(b *bridgeState) bool { return b.cfg.VLANAware() })
+}
+
+// vlanStageOn loads the programs with the VLAN stage, if the next model
+// needs them and they are not in use yet, and moves every port to them
+// before any bridge becomes VLAN-aware (a program without the stage would
+// forward the frames of such a bridge across its VLANs). A bridge that is
+// not VLAN-aware behaves the same under either program.
+func (d *Daemon) vlanStageOn(c *change, j *journal) error {
+	if !c.anyVLANAware() || d.dp.VLANStage() {
+		return nil
+	}
+	if err := d.dp.SetVLANStage(true); err != nil {
+		return err
+	}
+	j.add("turn the VLAN stage on", func() error {
+		err := d.dp.SetVLANStage(false)
+		return errors.Join(err, d.upgradeAll(d.attached))
+	})
+	d.log.Info("VLAN stage on: a bridge is VLAN-aware")
+	return d.upgradeAll(d.attached)
+}
+
+// upgradeAll moves attachments to the dataplane's current programs.
+func (d *Daemon) upgradeAll(attached map[int]Attachment) error {
+	var errs []error
+	for _, a := range attached {
+		if _, err := d.dp.Upgrade(a); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // commit makes every fallible change, journaled.
 func (d *Daemon) commit(c *change, j *journal) error {
+	if err := d.vlanStageOn(c, j); err != nil {
+		return err
+	}
 	claimed := map[int]bool{}
 	for _, b := range c.order {
 		if err := d.commitPorts(c, b, j); err != nil {
@@ -225,7 +264,10 @@ func (d *Daemon) commit(c *change, j *journal) error {
 	}
 	// Then the bridges' flood lists, before the ports they name are
 	// announced: a port that moves leaves its old bridge's floods before it
-	// joins the new one (datapath.go's order).
+	// joins the new one (datapath.go's order). A bridge that becomes
+	// VLAN-aware is written unaware first, and aware once its ports say
+	// which VLANs they carry.
+	var turnAware []*bridgeState
 	for _, b := range c.order {
 		if slices.Contains(c.newIDs, b.id) {
 			if err := d.dp.ResetBridge(b.id); err != nil {
@@ -233,20 +275,13 @@ func (d *Daemon) commit(c *change, j *journal) error {
 			}
 		}
 		want := b.desired()
-		if sameBridgeInfo(&want, b.info) {
-			continue
+		if want.VLANAware && (b.info == nil || !b.info.VLANAware) {
+			turnAware = append(turnAware, b)
+			want.VLANAware, want.VLANs = false, nil
 		}
-		if err := d.dp.SetBridge(want); err != nil {
-			return err // it names the bridge
+		if err := d.writeBridge(b, want, j); err != nil {
+			return err
 		}
-		old := b.info
-		j.add("write bridge "+b.cfg.Name, func() error {
-			if old == nil {
-				return d.dp.DelBridge(want.ID)
-			}
-			return d.dp.SetBridge(*old)
-		})
-		b.info = &want
 	}
 	for _, b := range c.order {
 		for _, p := range b.ports {
@@ -257,6 +292,11 @@ func (d *Daemon) commit(c *change, j *journal) error {
 			if err := d.writePort(p, want, j); err != nil {
 				return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
 			}
+		}
+	}
+	for _, b := range turnAware {
+		if err := d.writeBridge(b, b.desired(), j); err != nil {
+			return err
 		}
 	}
 	for _, b := range c.removedBridges {
@@ -297,6 +337,25 @@ func (d *Daemon) commit(c *change, j *journal) error {
 			}
 		}
 	}
+	return nil
+}
+
+// writeBridge writes a bridge, journaled, unless the dataplane holds it so.
+func (d *Daemon) writeBridge(b *bridgeState, want datapath.BridgeInfo, j *journal) error {
+	if sameBridgeInfo(&want, b.info) {
+		return nil
+	}
+	if err := d.dp.SetBridge(want); err != nil {
+		return err // it names the bridge
+	}
+	old := b.info
+	j.add("write bridge "+b.cfg.Name, func() error {
+		if old == nil {
+			return d.dp.DelBridge(want.ID)
+		}
+		return d.dp.SetBridge(*old)
+	})
+	b.info = &want
 	return nil
 }
 
@@ -409,6 +468,17 @@ func (d *Daemon) finalize(c *change) {
 		}
 	}
 	d.bridges = c.next
+	// No bridge is VLAN-aware any more: every port goes back to the
+	// programs without the stage, which a switch without VLANs runs.
+	if !c.anyVLANAware() && d.dp.VLANStage() {
+		if err := d.dp.SetVLANStage(false); err != nil {
+			d.log.Warn("turn the VLAN stage off", "err", err)
+		} else if err := d.upgradeAll(d.attached); err != nil {
+			d.log.Warn("move ports to the programs without the VLAN stage", "err", err)
+		} else {
+			d.log.Info("VLAN stage off: no bridge is VLAN-aware")
+		}
+	}
 	d.saveState()
 	d.agingMayHaveChanged()
 }

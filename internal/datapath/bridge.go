@@ -16,6 +16,11 @@ type BridgeInfo struct {
 	MaxEntries uint32
 	// Ports are the ports floods reach: the bridge's ports that are up.
 	Ports []PortInfo
+	// VLANAware: frames are classified into VLANs, VLANs are every VLAN
+	// its ports carry, up or not (so their counters last while no port
+	// that carries them is up).
+	VLANAware bool
+	VLANs     []uint16
 }
 
 func checkBridgeID(id uint16) error {
@@ -53,9 +58,20 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 			return fmt.Errorf("bridge %q: add ifindex %d to the flood set: %w", b.Name, p.Ifindex, err)
 		}
 	}
+	if b.VLANAware {
+		if err := d.setVLANFlood(b); err != nil {
+			return fmt.Errorf("bridge %q: %w", b.Name, err)
+		}
+		if err := d.setVLANs(b, b.VLANs); err != nil {
+			return fmt.Errorf("bridge %q: %w", b.Name, err)
+		}
+	}
 	var br tbpf.Bridge
 	br.Nports = uint32(len(b.Ports))
 	br.MaxEntries = b.MaxEntries
+	if b.VLANAware {
+		br.Flags |= tbpf.BridgeVLAN
+	}
 	for i, p := range b.Ports {
 		br.Ports[i] = tbpf.BridgePort{Ifindex: p.Ifindex, Slot: uint32(p.Slot)}
 	}
@@ -100,6 +116,15 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 			return fmt.Errorf("bridge %q: remove ifindex %d from the flood set: %w", b.Name, k, err)
 		}
 	}
+	if !b.VLANAware {
+		// No frame reads them now: the live copy is not VLAN-aware.
+		if err := d.setVLANs(b, nil); err != nil {
+			return fmt.Errorf("bridge %q: %w", b.Name, err)
+		}
+		if err := d.delVLANFlood(b.ID); err != nil {
+			return fmt.Errorf("bridge %q: %w", b.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -141,6 +166,12 @@ func (d *Datapath) DelBridge(id uint16) error {
 		}
 		fm.Close()
 		delete(d.floods, id)
+	}
+	if err := d.setVLANs(BridgeInfo{ID: id}, nil); err != nil {
+		return fmt.Errorf("bridge %d: %w", id, err)
+	}
+	if err := d.delVLANFlood(id); err != nil {
+		return fmt.Errorf("bridge %d: %w", id, err)
 	}
 	return nil
 }
@@ -186,21 +217,25 @@ func (d *Datapath) floodMap(id uint16) (*ebpf.Map, error) {
 }
 
 // adoptFloods takes hold of the flood sets an adopted floods map holds.
-func (d *Datapath) adoptFloods() error {
+func (d *Datapath) adoptFloods() error { return adoptInner(d.objs.Floods, d.floods, "flood set") }
+
+// adoptInner takes hold of the inner maps, by bridge id, of an adopted map
+// of maps.
+func adoptInner(outer *ebpf.Map, into map[uint16]*ebpf.Map, what string) error {
 	for id := uint32(1); id <= uint32(tbpf.MaxBridges); id++ {
 		var inner ebpf.MapID
-		err := d.objs.Floods.Lookup(id, &inner)
+		err := outer.Lookup(id, &inner)
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("adopt flood set of bridge %d: %w", id, err)
+			return fmt.Errorf("adopt %s of bridge %d: %w", what, id, err)
 		}
 		m, err := ebpf.NewMapFromID(inner)
 		if err != nil {
-			return fmt.Errorf("adopt flood set of bridge %d: %w", id, err)
+			return fmt.Errorf("adopt %s of bridge %d: %w", what, id, err)
 		}
-		d.floods[uint16(id)] = m
+		into[uint16(id)] = m
 	}
 	return nil
 }
@@ -220,7 +255,7 @@ func (d *Datapath) Bridges() ([]BridgeInfo, error) {
 		if err := d.objs.Bridges.Lookup(live, &br); err != nil {
 			return nil, fmt.Errorf("read bridge %d: %w", id, err)
 		}
-		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries}
+		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries, VLANAware: br.Flags&tbpf.BridgeVLAN != 0}
 		for _, c := range br.Name {
 			if c == 0 {
 				break

@@ -21,12 +21,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/mode"
 )
 
 // Options are fixed when the datapath is loaded.
@@ -62,6 +64,15 @@ type Datapath struct {
 	ncpu     int
 	pin      *pinState // nil without a pin directory
 	log      func(msg string, args ...any)
+
+	// The VLAN stage (vlan.go): the spec the programs were loaded from,
+	// the programs without (false) and with (true) the stage, which of
+	// them attachments get, the VLANs written, and the VLAN flood sets.
+	spec       *ebpf.CollectionSpec
+	progs      map[bool]progSet
+	vlanStage  bool
+	vlans      map[uint32]VLAN
+	vlanFloods map[uint16]*ebpf.Map
 }
 
 // Load loads the switch into the kernel, adopting what Options.PinDir holds.
@@ -82,7 +93,8 @@ func Load(opts Options) (*Datapath, error) {
 			return nil, fmt.Errorf("set refresh interval: %w", err)
 		}
 	}
-	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, log: opts.Log}
+	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, log: opts.Log,
+		spec: spec, progs: map[bool]progSet{}, vlanFloods: map[uint16]*ebpf.Map{}}
 	if d.log == nil {
 		d.log = func(string, ...any) {}
 	}
@@ -114,6 +126,7 @@ func Load(opts Options) (*Datapath, error) {
 		d.pin.abort()
 		return nil, fmt.Errorf("load datapath: %w", err)
 	}
+	d.progs[false] = progSet{xdp: d.objs.TrestleXdp, tc: d.objs.TrestleTc}
 	d.bss = coll.DetachMap(".bss")
 	coll.Close() // what is left: .rodata, which the programs hold
 	delete(d.maps, ".rodata")
@@ -127,6 +140,10 @@ func Load(opts Options) (*Datapath, error) {
 			return nil, err
 		}
 		if err := d.adoptFloods(); err != nil {
+			d.Close()
+			return nil, err
+		}
+		if err := d.adoptVLANFloods(); err != nil {
 			d.Close()
 			return nil, err
 		}
@@ -158,6 +175,12 @@ func (d *Datapath) FDBCapacity() uint32 { return d.objs.Fdb.MaxEntries() }
 func (d *Datapath) Close() {
 	for _, m := range d.floods {
 		m.Close()
+	}
+	for _, m := range d.vlanFloods {
+		m.Close()
+	}
+	if s, ok := d.progs[true]; ok {
+		s.close()
 	}
 	if d.syncMap != nil {
 		d.syncMap.Close()
@@ -194,8 +217,9 @@ func (d *Datapath) Unpin() error {
 }
 
 // XDPProgram and TCProgram are the two entry points, for attaching and tests.
-func (d *Datapath) XDPProgram() *ebpf.Program { return d.objs.TrestleXdp }
-func (d *Datapath) TCProgram() *ebpf.Program  { return d.objs.TrestleTc }
+// They are those of the VLAN stage while it is on (SetVLANStage).
+func (d *Datapath) XDPProgram() *ebpf.Program { return d.stageProgram(mode.XDP) }
+func (d *Datapath) TCProgram() *ebpf.Program  { return d.stageProgram(mode.TC) }
 
 // PortInfo is one port as the datapath sees it.
 type PortInfo struct {
@@ -203,6 +227,30 @@ type PortInfo struct {
 	Bridge  uint16
 	Slot    uint16
 	MaxMACs uint32
+	// On a VLAN-aware bridge: PVID is the VLAN of untagged frames (the
+	// access VLAN, or a trunk's native one; 0: none); a trunk carries
+	// VLANs tagged (PVID among them, untagged).
+	PVID  uint16
+	Trunk bool
+	VLANs []uint16 // a trunk's VLANs, sorted
+}
+
+// Equal says whether two ports are the same in every field.
+func (p PortInfo) Equal(q PortInfo) bool {
+	return p.Ifindex == q.Ifindex && p.Bridge == q.Bridge && p.Slot == q.Slot && p.MaxMACs == q.MaxMACs &&
+		p.PVID == q.PVID && p.Trunk == q.Trunk && slices.Equal(p.VLANs, q.VLANs)
+}
+
+// Carries says whether the port carries vid on a VLAN-aware bridge.
+func (p PortInfo) Carries(vid uint16) bool {
+	if vid == 0 {
+		return false
+	}
+	if !p.Trunk {
+		return p.PVID == vid
+	}
+	_, ok := slices.BinarySearch(p.VLANs, vid)
+	return ok
 }
 
 // FDBEntry is one row of the learning table.

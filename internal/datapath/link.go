@@ -75,10 +75,8 @@ func (a *Attachment) ProgramID() (ebpf.ProgramID, error) {
 
 func (d *Datapath) program(m mode.Mode) (*ebpf.Program, error) {
 	switch m {
-	case mode.XDP:
-		return d.objs.TrestleXdp, nil
-	case mode.TC:
-		return d.objs.TrestleTc, nil
+	case mode.XDP, mode.TC:
+		return d.stageProgram(m), nil
 	}
 	return nil, fmt.Errorf("no program for mode %q", m)
 }

@@ -21,7 +21,23 @@ func (d *Datapath) SetPort(p PortInfo) error {
 	if err := d.objs.TxPorts.Put(uint32(p.Slot), p.Ifindex); err != nil {
 		return fmt.Errorf("port ifindex %d: add to tx_ports as slot %d: %w", p.Ifindex, p.Slot, err)
 	}
-	v := tbpf.Port{Bridge: p.Bridge, Slot: p.Slot, MaxMacs: p.MaxMACs}
+	// A trunk's VLANs are in place before the port says it is one.
+	if p.Trunk {
+		var bits tbpf.PortVLANs
+		for _, vid := range p.VLANs {
+			if vid == 0 || int(vid) >= tbpf.VLANIDs {
+				return fmt.Errorf("port ifindex %d: VLAN %d out of range", p.Ifindex, vid)
+			}
+			bits.Bits[vid/64] |= 1 << (vid % 64)
+		}
+		if err := d.objs.PortVlans.Put(uint32(p.Slot), &bits); err != nil {
+			return fmt.Errorf("port ifindex %d: write its VLANs: %w", p.Ifindex, err)
+		}
+	}
+	v := tbpf.Port{Bridge: p.Bridge, Slot: p.Slot, MaxMacs: p.MaxMACs, Pvid: p.PVID}
+	if p.Trunk {
+		v.Flags |= tbpf.PortTrunk
+	}
 	if err := d.portMap(p.Ifindex).Put(p.Ifindex, &v); err != nil {
 		return fmt.Errorf("port ifindex %d: write: %w", p.Ifindex, err)
 	}
@@ -46,7 +62,25 @@ func (d *Datapath) Port(ifindex uint32) (PortInfo, bool, error) {
 	if err != nil {
 		return PortInfo{}, false, fmt.Errorf("read port ifindex %d: %w", ifindex, err)
 	}
-	return PortInfo{Ifindex: ifindex, Bridge: v.Bridge, Slot: v.Slot, MaxMACs: v.MaxMacs}, true, nil
+	return d.portInfo(ifindex, v)
+}
+
+// portInfo reads a port's value, and a trunk's VLANs.
+func (d *Datapath) portInfo(ifindex uint32, v tbpf.Port) (PortInfo, bool, error) {
+	p := PortInfo{Ifindex: ifindex, Bridge: v.Bridge, Slot: v.Slot, MaxMACs: v.MaxMacs, PVID: v.Pvid}
+	if v.Flags&tbpf.PortTrunk != 0 {
+		var bits tbpf.PortVLANs
+		if err := d.objs.PortVlans.Lookup(uint32(v.Slot), &bits); err != nil {
+			return p, false, fmt.Errorf("read the VLANs of port ifindex %d: %w", ifindex, err)
+		}
+		p.Trunk = true
+		for vid := 1; vid < tbpf.VLANIDs; vid++ {
+			if bits.Bits[vid/64]&(1<<(vid%64)) != 0 {
+				p.VLANs = append(p.VLANs, uint16(vid))
+			}
+		}
+	}
+	return p, true, nil
 }
 
 // DelPort forgets a port: first at ingress, then as an egress.
@@ -79,7 +113,11 @@ func (d *Datapath) Ports() ([]PortInfo, error) {
 		n, err := d.objs.PortIndex.BatchLookup(cursor, keys, vals, nil)
 		for i := 0; i < n; i++ {
 			if vals[i].Bridge != 0 {
-				out = append(out, PortInfo{Ifindex: keys[i], Bridge: vals[i].Bridge, Slot: vals[i].Slot, MaxMACs: vals[i].MaxMacs})
+				p, _, err := d.portInfo(keys[i], vals[i])
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, p)
 			}
 		}
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -94,7 +132,11 @@ func (d *Datapath) Ports() ([]PortInfo, error) {
 	it := d.objs.Ports.Iterate()
 	for it.Next(&k, &v) {
 		if v.Bridge != 0 {
-			out = append(out, PortInfo{Ifindex: k, Bridge: v.Bridge, Slot: v.Slot, MaxMACs: v.MaxMacs})
+			p, _, err := d.portInfo(k, v)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
 		}
 	}
 	if err := it.Err(); err != nil {

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The VLAN stage (802.1Q access, trunk and native ports), on the packet path.
+ *
+ * It is compiled in only when the control plane loads the programs with
+ * vlan_aware set, which it does while some bridge is VLAN-aware (DESIGN.md
+ * rule 6): otherwise the verifier removes every line of it, and a switch
+ * without VLANs runs exactly the code it ran before. Inside, a bridge's flag
+ * says whether its frames are classified; a bridge without it behaves as a
+ * VLAN-unaware one (learning keyed by whatever outer VID the frame carries).
+ *
+ * Classifying a frame reads the port (already read), one bit of the trunk's
+ * VLAN set and the VLAN's entry, all arrays: no hash lookup, no lock, no map
+ * write (rule 2), where vlan(4) took three mutexes per frame (seed 002).
+ */
+#ifndef TRESTLE_VLAN_H
+#define TRESTLE_VLAN_H
+
+#include "maps.h"
+#include "parse.h"
+
+const volatile __u8 vlan_aware = 0;
+
+/* What the frame's tag is, and in which VLAN it travels. */
+struct tr_tag {
+	__u8 ctag;    /* the frame has an outermost 802.1Q tag (in its bytes or its metadata) */
+	__u8 on;      /* the frame's bridge is VLAN-aware: the fields below hold */
+	__u16 tci;    /* that tag's TCI */
+	__u16 vid;    /* the VLAN it was classified into */
+	__u16 members; /* up ports of the bridge carrying vid */
+	struct tr_vlan_stats *st;
+};
+
+static __always_inline int tr_vlan_bit(__u32 slot, __u16 vid)
+{
+	struct tr_port_vlans *pv = bpf_map_lookup_elem(&port_vlans, &slot);
+
+	return pv && (pv->bits[(vid >> 6) & (TR_VLAN_IDS / 64 - 1)] >> (vid & 63)) & 1;
+}
+
+/* Does the port carry vid? An access port carries its VLAN, a trunk the VLANs
+ * of its bit set (its native VLAN among them). */
+static __always_inline int tr_vlan_carries(const struct tr_port *port, __u16 vid)
+{
+	if (!vid)
+		return 0;
+	if (!(port->flags & TR_PORT_TRUNK))
+		return port->pvid == vid;
+	return tr_vlan_bit(port->slot, vid);
+}
+
+/* Does vid leave the port untagged (access port, or a trunk's native VLAN)? */
+static __always_inline int tr_vlan_untagged_on(const struct tr_port *port, __u16 vid)
+{
+	return !(port->flags & TR_PORT_TRUNK) || port->pvid == vid;
+}
+
+static __always_inline struct tr_vlan_entry *tr_vlan_of(__u16 bridge, __u16 vid)
+{
+	__u32 k = (__u32)bridge * TR_VLAN_IDS + (vid & (TR_VLAN_IDS - 1));
+
+	return bpf_map_lookup_elem(&vlans, &k);
+}
+
+static __always_inline struct tr_vlan_stats *tr_vlan_stats_of(__u16 idx)
+{
+	__u32 k = idx;
+
+	return idx ? bpf_map_lookup_elem(&vlan_stats, &k) : NULL;
+}
+
+/*
+ * Ingress: which VLAN the frame belongs to. An untagged, priority-tagged
+ * (VID 0) or 802.1ad frame takes the port's pvid; a C-tagged one its VID,
+ * if the port is a trunk that carries it. meta_proto/meta_tci: a tag the
+ * kernel holds outside the bytes (tc), meta_proto 0 if none. Returns -1 with
+ * *reason when the frame has no VLAN here.
+ */
+static __always_inline int tr_vlan_ingress(void *data_end, struct ethhdr *eth,
+					   __be16 meta_proto, __u16 meta_tci,
+					   const struct tr_port *in, __u32 wire, struct tr_tag *t,
+					   enum tr_drop_reason *reason)
+{
+	struct tr_vlan_hdr *vh = (void *)(eth + 1);
+	struct tr_vlan_entry *v;
+	__u16 vid;
+
+	t->ctag = 0;
+	t->tci = 0;
+	if (meta_proto) {
+		if (meta_proto == bpf_htons(ETH_P_8021Q)) {
+			t->ctag = 1;
+			t->tci = meta_tci;
+		}
+	} else if (eth->h_proto == bpf_htons(ETH_P_8021Q)) {
+		if ((void *)(vh + 1) > data_end) {
+			*reason = TR_DROP_RUNT;
+			return -1;
+		}
+		t->ctag = 1;
+		t->tci = bpf_ntohs(vh->tci);
+	}
+	vid = t->tci & 0x0fff;
+	if (t->ctag && vid) {
+		if (!(in->flags & TR_PORT_TRUNK)) {
+			*reason = TR_DROP_VLAN_TAGGED;
+			return -1;
+		}
+		if (!tr_vlan_bit(in->slot, vid)) {
+			*reason = TR_DROP_VLAN_NOT_CARRIED;
+			return -1;
+		}
+	} else {
+		vid = in->pvid;
+		if (!vid) {
+			*reason = TR_DROP_VLAN_UNTAGGED;
+			return -1;
+		}
+	}
+	v = tr_vlan_of(in->bridge, vid);
+	if (!v || !v->idx) {
+		/* The port names a VLAN the control plane has not set up yet. */
+		*reason = TR_DROP_VLAN_NOT_CARRIED;
+		return -1;
+	}
+	t->on = 1;
+	t->vid = vid;
+	t->members = v->members;
+	t->st = tr_vlan_stats_of(v->idx);
+	if (t->st) {
+		t->st->rx_packets++;
+		t->st->rx_bytes += wire;
+	}
+	return 0;
+}
+
+static __always_inline void tr_vlan_count_tx(struct tr_vlan_stats *st, __u32 wire)
+{
+	if (st) {
+		st->tx_packets++;
+		st->tx_bytes += wire;
+	}
+}
+
+#endif

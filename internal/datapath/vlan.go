@@ -1,0 +1,323 @@
+package datapath
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cilium/ebpf"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/mode"
+)
+
+// The VLAN stage (bpf/lib/vlan.h). Its code is in the programs only while
+// the stage is on (a load-time constant, DESIGN.md rule 6): SetVLANStage
+// loads the programs again with it, on the same maps, and the daemon moves
+// every attachment to them with a link update (Upgrade), so that no frame
+// meets a port without a program. A VLAN-aware bridge has a flag in its
+// bridge value; its VLANs are entries of the vlans array, each with an
+// index that numbers its counters; its XDP floods go through a devmap whose
+// entries run trestle_vlan_egress.
+
+// progSet is one build of the two entry points.
+type progSet struct{ xdp, tc *ebpf.Program }
+
+func (s progSet) close() {
+	if s.xdp != nil {
+		s.xdp.Close()
+	}
+	if s.tc != nil {
+		s.tc.Close()
+	}
+}
+
+// VLANStage says whether the programs attached from now on classify frames
+// into VLANs.
+func (d *Datapath) VLANStage() bool { return d.vlanStage }
+
+// SetVLANStage makes the programs of mode.XDP and mode.TC those with (on) or
+// without the VLAN stage, loading them on this datapath's maps the first time
+// they are asked for. Attachments keep their program until Upgrade.
+func (d *Datapath) SetVLANStage(on bool) error {
+	if on == d.vlanStage {
+		return nil
+	}
+	if _, ok := d.progs[on]; !ok {
+		spec := d.spec.Copy()
+		v, ok := spec.Variables[tbpf.TrestleVarVlanAware]
+		if !ok {
+			return errors.New("this datapath build has no VLAN stage")
+		}
+		var b uint8
+		if on {
+			b = 1
+		}
+		if err := v.Set(b); err != nil {
+			return fmt.Errorf("set the VLAN stage: %w", err)
+		}
+		repl := map[string]*ebpf.Map{".bss": d.bss}
+		for name, m := range d.maps {
+			repl[name] = m
+		}
+		for name := range spec.Programs {
+			if name != tbpf.TrestleProgTrestleXdp && name != tbpf.TrestleProgTrestleTc {
+				delete(spec.Programs, name)
+			}
+		}
+		coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
+		if err != nil {
+			var ve *ebpf.VerifierError
+			if errors.As(err, &ve) {
+				return fmt.Errorf("load the programs with the VLAN stage %s: %+v", onOff(on), ve)
+			}
+			return fmt.Errorf("load the programs with the VLAN stage %s: %w", onOff(on), err)
+		}
+		d.progs[on] = progSet{
+			xdp: coll.DetachProgram(tbpf.TrestleProgTrestleXdp),
+			tc:  coll.DetachProgram(tbpf.TrestleProgTrestleTc),
+		}
+		coll.Close()
+	}
+	d.vlanStage = on
+	d.log("VLAN stage", "on", on)
+	return nil
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+func (d *Datapath) stageProgram(m mode.Mode) *ebpf.Program {
+	s := d.progs[d.vlanStage]
+	if m == mode.XDP {
+		return s.xdp
+	}
+	return s.tc
+}
+
+// vlanKey is the index of a bridge's VLAN in the vlans array.
+func vlanKey(bridge, vid uint16) uint32 { return uint32(bridge)*uint32(tbpf.VLANIDs) + uint32(vid) }
+
+// VLAN is one VLAN of a VLAN-aware bridge as the datapath holds it.
+type VLAN struct {
+	Bridge  uint16
+	VID     uint16
+	Index   uint16 // of its counters
+	Members int    // up ports carrying it
+}
+
+// loadVLANs reads the VLANs the maps hold into d.vlans, once: a daemon that
+// adopts a pinned datapath keeps their indexes, and so their counters.
+func (d *Datapath) loadVLANs() error {
+	if d.vlans != nil {
+		return nil
+	}
+	d.vlans = map[uint32]VLAN{}
+	cursor := new(ebpf.MapBatchCursor)
+	keys := make([]uint32, tbpf.VLANIDs)
+	vals := make([]tbpf.VLANEntry, tbpf.VLANIDs)
+	for {
+		n, err := d.objs.Vlans.BatchLookup(cursor, keys, vals, nil)
+		for i := 0; i < n; i++ {
+			if vals[i].Idx != 0 {
+				d.vlans[keys[i]] = VLAN{Bridge: uint16(keys[i] / uint32(tbpf.VLANIDs)), VID: uint16(keys[i] % uint32(tbpf.VLANIDs)),
+					Index: vals[i].Idx, Members: int(vals[i].Members)}
+			}
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			d.vlans = nil
+			return fmt.Errorf("read VLANs: %w", err)
+		}
+	}
+	return nil
+}
+
+// freeVLANIndex is the lowest index no VLAN holds.
+func (d *Datapath) freeVLANIndex() (uint16, error) {
+	used := make([]bool, tbpf.MaxVLANs+1)
+	for _, v := range d.vlans {
+		used[v.Index] = true
+	}
+	for i := 1; i <= tbpf.MaxVLANs; i++ {
+		if !used[i] {
+			return uint16(i), nil
+		}
+	}
+	return 0, fmt.Errorf("no free VLAN index: at most %d VLANs in all bridges", tbpf.MaxVLANs)
+}
+
+// setVLANs writes a bridge's VLANs: each of vids (nil: the bridge is not
+// VLAN-aware) with the count of ports that carry it; those it held before
+// and no longer does are removed. A new VLAN starts with zero counters.
+func (d *Datapath) setVLANs(b BridgeInfo, vids []uint16) error {
+	if err := d.loadVLANs(); err != nil {
+		return err
+	}
+	want := map[uint16]bool{}
+	var keys []uint32
+	var vals []tbpf.VLANEntry
+	for _, vid := range vids {
+		if vid == 0 || int(vid) >= tbpf.VLANIDs-1 {
+			return fmt.Errorf("VLAN %d out of range 1..%d", vid, tbpf.VLANIDs-2)
+		}
+		want[vid] = true
+		k := vlanKey(b.ID, vid)
+		v, ok := d.vlans[k]
+		if !ok {
+			idx, err := d.freeVLANIndex()
+			if err != nil {
+				return err
+			}
+			zero := make([]tbpf.VLANStats, d.ncpu)
+			if err := d.objs.VlanStats.Put(uint32(idx), zero); err != nil {
+				return fmt.Errorf("VLAN %d: reset counters: %w", vid, err)
+			}
+			v = VLAN{Bridge: b.ID, VID: vid, Index: idx, Members: -1}
+		}
+		members := 0
+		for _, p := range b.Ports {
+			if p.Carries(vid) {
+				members++
+			}
+		}
+		if members != v.Members {
+			v.Members = members
+			keys = append(keys, k)
+			vals = append(vals, tbpf.VLANEntry{Idx: v.Index, Members: uint16(members)})
+		}
+		d.vlans[k] = v
+	}
+	for k, v := range d.vlans {
+		if v.Bridge == b.ID && !want[v.VID] {
+			keys = append(keys, k)
+			vals = append(vals, tbpf.VLANEntry{})
+			delete(d.vlans, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if _, err := d.objs.Vlans.BatchUpdate(keys, vals, nil); err != nil {
+		return fmt.Errorf("write %d VLANs: %w", len(keys), err)
+	}
+	return nil
+}
+
+// VLANs are the VLANs of every VLAN-aware bridge, by bridge and VID.
+func (d *Datapath) VLANs() ([]VLAN, error) {
+	if err := d.loadVLANs(); err != nil {
+		return nil, err
+	}
+	out := make([]VLAN, 0, len(d.vlans))
+	for _, v := range d.vlans {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b VLAN) int {
+		if a.Bridge != b.Bridge {
+			return int(a.Bridge) - int(b.Bridge)
+		}
+		return int(a.VID) - int(b.VID)
+	})
+	return out, nil
+}
+
+// VLANStats are a VLAN's counters summed over CPUs.
+func (d *Datapath) VLANStats(index uint16) (tbpf.VLANStats, error) {
+	var sum tbpf.VLANStats
+	per := make([]tbpf.VLANStats, d.ncpu)
+	if err := d.objs.VlanStats.Lookup(uint32(index), &per); err != nil {
+		return sum, fmt.Errorf("read counters of VLAN index %d: %w", index, err)
+	}
+	for _, s := range per {
+		sum.RxPackets += s.RxPackets
+		sum.RxBytes += s.RxBytes
+		sum.TxPackets += s.TxPackets
+		sum.TxBytes += s.TxBytes
+		sum.Flooded += s.Flooded
+	}
+	return sum, nil
+}
+
+// devmapVal is struct bpf_devmap_val: an interface and the program its
+// copies run.
+type devmapVal struct {
+	Ifindex uint32
+	ProgFD  int32
+}
+
+func vlanFloodSpec(name string) *ebpf.MapSpec {
+	return &ebpf.MapSpec{
+		Name:       name,
+		Type:       ebpf.DevMapHash,
+		KeySize:    4,
+		ValueSize:  8,
+		MaxEntries: uint32(tbpf.MaxBridgePorts),
+	}
+}
+
+// setVLANFlood makes the XDP flood set of a VLAN-aware bridge hold exactly
+// its ports, each with the program that keeps its copy in the VLAN.
+func (d *Datapath) setVLANFlood(b BridgeInfo) error {
+	m, ok := d.vlanFloods[b.ID]
+	if !ok {
+		var err error
+		if m, err = ebpf.NewMap(vlanFloodSpec(fmt.Sprintf("tr_vflood_%d", b.ID))); err != nil {
+			return fmt.Errorf("create VLAN flood set: %w", err)
+		}
+		if err := d.objs.VlanFloods.Put(uint32(b.ID), m); err != nil {
+			m.Close()
+			return fmt.Errorf("install VLAN flood set: %w", err)
+		}
+		d.vlanFloods[b.ID] = m
+	}
+	want := map[uint32]bool{}
+	fd := int32(d.objs.TrestleVlanEgress.FD())
+	for _, p := range b.Ports {
+		want[p.Ifindex] = true
+		if err := m.Put(p.Ifindex, devmapVal{Ifindex: p.Ifindex, ProgFD: fd}); err != nil {
+			return fmt.Errorf("add ifindex %d to the VLAN flood set: %w", p.Ifindex, err)
+		}
+	}
+	var k uint32
+	var v devmapVal
+	var stale []uint32
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		if !want[k] {
+			stale = append(stale, k)
+		}
+	}
+	for _, k := range stale {
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("remove ifindex %d from the VLAN flood set: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// delVLANFlood removes a bridge's VLAN flood set, once no frame is told to
+// use it (the bridge's live copy is no longer VLAN-aware, or gone).
+func (d *Datapath) delVLANFlood(id uint16) error {
+	m, ok := d.vlanFloods[id]
+	if !ok {
+		return nil
+	}
+	if err := d.objs.VlanFloods.Delete(uint32(id)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("remove VLAN flood set: %w", err)
+	}
+	m.Close()
+	delete(d.vlanFloods, id)
+	return nil
+}
+
+// adoptVLANFloods takes hold of the VLAN flood sets an adopted map holds.
+func (d *Datapath) adoptVLANFloods() error {
+	return adoptInner(d.objs.VlanFloods, d.vlanFloods, "VLAN flood set")
+}

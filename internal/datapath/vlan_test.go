@@ -1,0 +1,382 @@
+package datapath
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+)
+
+// VLAN table tests: each verdict of the VLAN stage (bpf/lib/vlan.h) in both
+// builds, through BPF_PROG_TEST_RUN, on a bridge of an access port of VLAN
+// 10 (slot 1), one of VLAN 20 (slot 2) and a trunk of 10 and 20 (slot 3).
+// The XDP build's output frames are checked byte for byte; the tc build
+// keeps a pushed tag in the skb's metadata, which a test run does not return,
+// so its tags are checked by the namespace tests (cmd/trestle/vlan_test.go).
+
+const tcStolen = 4
+
+// vrig makes r's bridge VLAN-aware, with the trunk's native VLAN native (0:
+// none), on the programs with the VLAN stage.
+func vrig(t *testing.T, m tmode, native uint16) *rig {
+	r := newRig(t, m, 1024, [4]uint32{})
+	err := r.ns.Do(func() error {
+		if err := r.dp.SetVLANStage(true); err != nil {
+			return err
+		}
+		ports := []PortInfo{
+			{Ifindex: r.port[1], Bridge: 1, Slot: 1, PVID: 10},
+			{Ifindex: r.port[2], Bridge: 1, Slot: 2, PVID: 20},
+			{Ifindex: r.port[3], Bridge: 1, Slot: 3, PVID: native, Trunk: true, VLANs: []uint16{10, 20}},
+		}
+		for _, p := range ports {
+			if err := r.dp.SetPort(p); err != nil {
+				return err
+			}
+		}
+		return r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: ports, VLANAware: true, VLANs: []uint16{10, 20}})
+	})
+	if err != nil {
+		t.Fatalf("make the bridge VLAN-aware: %v", err)
+	}
+	return r
+}
+
+// runOut is run, also returning the frame as the program left it.
+func (r *rig) runOut(slot int, data []byte) (uint32, []byte) {
+	r.t.Helper()
+	var ret uint32
+	out := make([]byte, len(data)+64)
+	err := r.ns.Do(func() error {
+		opts := &ebpf.RunOptions{Data: data, DataOut: out}
+		prog := r.dp.XDPProgram()
+		if r.m.name == "xdp" {
+			ctx := make([]byte, 24)
+			binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
+			binary.LittleEndian.PutUint32(ctx[12:], r.port[slot])
+			opts.Context = ctx
+		} else {
+			prog = r.dp.TCProgram()
+			ctx := make([]byte, 44)
+			binary.LittleEndian.PutUint32(ctx[40:], r.port[slot])
+			opts.Context = ctx
+		}
+		var err error
+		ret, err = prog.Run(opts)
+		out = out[:len(opts.DataOut)]
+		return err
+	})
+	if err != nil {
+		r.t.Fatalf("test run: %v", err)
+	}
+	return ret, out
+}
+
+// tci builds a frame with an 802.1Q tag of this TCI (or another TPID).
+func tagTCI(dst, src net.HardwareAddr, tpid, tci uint16) []byte {
+	b := frame(dst, src, tpid, 4+46)
+	binary.BigEndian.PutUint16(b[14:], tci)
+	binary.BigEndian.PutUint16(b[16:], 0x0800)
+	return b
+}
+
+// untag is the frame without its first tag.
+func untag(b []byte) []byte {
+	return append(append([]byte{}, b[:12]...), b[16:]...)
+}
+
+// addTag is the frame with an 802.1Q tag of this TCI after its addresses.
+func addTag(b []byte, tci uint16) []byte {
+	out := append([]byte{}, b[:12]...)
+	out = binary.BigEndian.AppendUint16(out, 0x8100)
+	out = binary.BigEndian.AppendUint16(out, tci)
+	return append(out, b[12:]...)
+}
+
+func (r *rig) vlanStats(vid uint16) tbpf.VLANStats {
+	r.t.Helper()
+	vs, err := r.dp.VLANs()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, v := range vs {
+		if v.Bridge == 1 && v.VID == vid {
+			s, err := r.dp.VLANStats(v.Index)
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			return s
+		}
+	}
+	r.t.Fatalf("no VLAN %d", vid)
+	return tbpf.VLANStats{}
+}
+
+func TestVLANIngressDrops(t *testing.T) {
+	cases := []struct {
+		name   string
+		slot   int
+		frame  []byte
+		reason tbpf.DropReason
+	}{
+		{"tagged on an access port", 1, tagged(macB, macA, 10), tbpf.TrestleTrDropReasonTR_DROP_VLAN_TAGGED},
+		{"untagged on a trunk without native", 3, ipv4(macB, macA), tbpf.TrestleTrDropReasonTR_DROP_VLAN_UNTAGGED},
+		{"priority-tagged on a trunk without native", 3, tagTCI(macB, macA, 0x8100, 5<<13), tbpf.TrestleTrDropReasonTR_DROP_VLAN_UNTAGGED},
+		{"802.1ad on a trunk without native", 3, tagTCI(macB, macA, 0x88a8, 100), tbpf.TrestleTrDropReasonTR_DROP_VLAN_UNTAGGED},
+		{"VLAN the trunk does not carry", 3, tagged(macB, macA, 30), tbpf.TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED},
+		{"VID 4095", 3, tagged(macB, macA, 4095), tbpf.TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED},
+	}
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := vrig(t, m, 0)
+		for _, c := range cases {
+			before := r.drops(c.slot, c.reason)
+			r.wantVerdict(r.run(c.slot, c.frame), m.drop, c.name)
+			if got := r.drops(c.slot, c.reason) - before; got != 1 {
+				t.Errorf("%s: %s drops went up by %d, want 1", c.name, c.reason, got)
+			}
+		}
+		if _, ok := r.lookup(macA); ok {
+			t.Errorf("a dropped frame's source was learned")
+		}
+	})
+}
+
+func TestVLANForwarding(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := vrig(t, m, 0)
+		flood := m.redirect
+		if m.name == "tc" {
+			flood = tcStolen // a clone to each member; the original is consumed
+		}
+		// B tagged 10 on the trunk: learned in VLAN 10 on slot 3; flooded
+		// to the VLAN-10 access port only.
+		r.wantVerdict(r.run(3, tagged(macA, macB, 10)), flood, "unknown unicast in vlan 10")
+		if e, ok := r.lookup(macB); !ok || e.VLAN != 10 || e.Slot != 3 {
+			t.Fatalf("B: %+v (found %v), want learned in VLAN 10 on slot 3", e, ok)
+		}
+		if s := r.vlanStats(10); s.RxPackets != 1 || s.Flooded != 1 {
+			t.Errorf("VLAN 10 after a flood: %+v, want rx 1 flooded 1", s)
+		}
+		if m.name == "tc" { // clones really leave in the test run
+			if r.stats(1).TxPackets != 1 || r.stats(2).TxPackets != 0 {
+				t.Errorf("tc flood of VLAN 10: tx slot 1 %d slot 2 %d, want 1 and 0", r.stats(1).TxPackets, r.stats(2).TxPackets)
+			}
+			if s := r.vlanStats(10); s.TxPackets != 1 {
+				t.Errorf("VLAN 10 tx %d after a flood to one member, want 1", s.TxPackets)
+			}
+		}
+
+		// Untagged from the access port to B: leaves the trunk tagged 10.
+		in := ipv4(macB, macA)
+		verdict, out := r.runOut(1, in)
+		r.wantVerdict(verdict, m.redirect, "access to trunk")
+		if m.name == "xdp" && !bytes.Equal(out, addTag(in, 10)) {
+			t.Errorf("access to trunk: left as\n%x\nwant\n%x", out, addTag(in, 10))
+		}
+		if e, ok := r.lookup(macA); !ok || e.VLAN != 10 || e.Slot != 1 {
+			t.Errorf("A: %+v (found %v), want learned in VLAN 10 on slot 1", e, ok)
+		}
+		if s := r.stats(3); s.TxPackets != 1 || s.TxBytes != uint64(len(in)+4) {
+			t.Errorf("trunk tx %d packets %d bytes, want 1 and %d (the tag counts)", s.TxPackets, s.TxBytes, len(in)+4)
+		}
+
+		// Tagged from the trunk to A: leaves the access port untagged.
+		in = tagged(macA, macB, 10)
+		verdict, out = r.runOut(3, in)
+		r.wantVerdict(verdict, m.redirect, "trunk to access")
+		if m.name == "xdp" && !bytes.Equal(out, untag(in)) {
+			t.Errorf("trunk to access: left as\n%x\nwant\n%x", out, untag(in))
+		}
+
+		// Priority-tagged (VID 0, PCP 5) on the access port joins VLAN 10
+		// and keeps its priority on the trunk.
+		in = tagTCI(macB, macA, 0x8100, 5<<13)
+		verdict, out = r.runOut(1, in)
+		r.wantVerdict(verdict, m.redirect, "priority-tagged")
+		if want := tagTCI(macB, macA, 0x8100, 5<<13|10); m.name == "xdp" && !bytes.Equal(out, want) {
+			t.Errorf("priority-tagged to trunk: left as\n%x\nwant\n%x", out, want)
+		}
+		// An 802.1ad frame on the access port: VLAN 10, its bytes intact,
+		// a C-tag pushed outside its S-tag on the trunk.
+		in = tagTCI(macB, macA, 0x88a8, 100)
+		verdict, out = r.runOut(1, in)
+		r.wantVerdict(verdict, m.redirect, "802.1ad")
+		if m.name == "xdp" && !bytes.Equal(out, addTag(in, 10)) {
+			t.Errorf("802.1ad to trunk: left as\n%x\nwant\n%x", out, addTag(in, 10))
+		}
+
+		// The same MAC in VLAN 20 is another entry; to A in VLAN 20 is
+		// unknown, so it floods VLAN 20 (to slot 2).
+		r.wantVerdict(r.run(3, tagged(macA, macB, 20)), flood, "B in VLAN 20")
+		n := 0
+		es, _ := r.dp.FDB()
+		for _, e := range es {
+			if e.MAC.String() == macB.String() {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Errorf("B has %d entries, want 2 (VLANs 10 and 20)", n)
+		}
+	})
+}
+
+// Known unicast to a port that does not carry the frame's VLAN (only a
+// static entry can say so) is dropped, never sent into another VLAN.
+func TestVLANEgressMismatch(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := vrig(t, m, 0)
+		err := r.ns.Do(func() error {
+			return r.dp.AddFDB(FDBEntry{Bridge: 1, VLAN: 10, MAC: macD, Ifindex: r.port[2], Slot: 2, Static: true})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.wantVerdict(r.run(1, ipv4(macD, macA)), m.drop, "to a port outside the VLAN")
+		if got := r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_VLAN_EGRESS); got != 1 {
+			t.Errorf("vlan_egress drops %d, want 1", got)
+		}
+	})
+}
+
+// Native VLAN: untagged in on the trunk is VLAN 10; VLAN 10 leaves the
+// trunk untagged, and a frame tagged with the native VID is taken in too.
+func TestVLANNative(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := vrig(t, m, 10)
+		flood := m.redirect
+		if m.name == "tc" {
+			flood = tcStolen
+		}
+		r.wantVerdict(r.run(3, ipv4(macA, macB)), flood, "untagged on a trunk with native")
+		if e, ok := r.lookup(macB); !ok || e.VLAN != 10 {
+			t.Fatalf("B: %+v, want learned in the native VLAN 10", e)
+		}
+		in := ipv4(macB, macA)
+		verdict, out := r.runOut(1, in)
+		r.wantVerdict(verdict, m.redirect, "access to native")
+		if m.name == "xdp" && !bytes.Equal(out, in) {
+			t.Errorf("to the native VLAN: left as\n%x\nwant it untagged\n%x", out, in)
+		}
+		in = tagged(macA, macB, 10)
+		verdict, out = r.runOut(3, in)
+		r.wantVerdict(verdict, m.redirect, "native VID tagged")
+		if m.name == "xdp" && !bytes.Equal(out, untag(in)) {
+			t.Errorf("native VID tagged to access: left as\n%x\nwant\n%x", out, untag(in))
+		}
+	})
+}
+
+// A bridge that is not VLAN-aware behaves the same under the programs with
+// the stage: learning keyed by whatever outer VID the frame carries.
+func TestVLANStageUnawareBridge(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		if err := r.ns.Do(func() error { return r.dp.SetVLANStage(true) }); err != nil {
+			t.Fatal(err)
+		}
+		in := tagged(macB, macA, 30)
+		r.wantVerdict(r.run(1, in), m.redirect, "tagged on an unaware bridge")
+		if e, ok := r.lookup(macA); !ok || e.VLAN != 30 {
+			t.Errorf("A: %+v, want learned with the frame's VID 30", e)
+		}
+		verdict, out := r.runOut(2, tagged(macA, macB, 30))
+		r.wantVerdict(verdict, m.redirect, "known unicast")
+		if want := tagged(macA, macB, 30); m.name == "xdp" && !bytes.Equal(out, want) {
+			t.Errorf("an unaware bridge changed the frame:\n%x\nwant\n%x", out, want)
+		}
+	})
+}
+
+// At tc the kernel has taken a received tag out of the frame into the
+// skb's metadata. A test run cannot set that metadata, so a small program
+// puts the tag there (bpf_skb_vlan_push on an untagged skb does) and tail
+// calls the switch.
+func TestVLANTagInMetadata(t *testing.T) {
+	r := vrig(t, modes[1], 0)
+	progs, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer progs.Close()
+	if err := progs.Put(uint32(0), r.dp.TCProgram()); err != nil {
+		t.Fatal(err)
+	}
+	tagger := func(vid uint16) *ebpf.Program {
+		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+			Type:    ebpf.SchedCLS,
+			License: "GPL",
+			Instructions: asm.Instructions{
+				asm.Mov.Reg(asm.R6, asm.R1),
+				asm.Mov.Imm(asm.R2, int32(htons(0x8100))),
+				asm.Mov.Imm(asm.R3, int32(vid)),
+				asm.FnSkbVlanPush.Call(),
+				asm.Mov.Reg(asm.R1, asm.R6),
+				asm.LoadMapPtr(asm.R2, progs.FD()),
+				asm.Mov.Imm(asm.R3, 0),
+				asm.FnTailCall.Call(),
+				asm.Mov.Imm(asm.R0, 99), // the tail call failed
+				asm.Return(),
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	run := func(p *ebpf.Program, slot int, data []byte) uint32 {
+		var ret uint32
+		err := r.ns.Do(func() error {
+			var was, one unix.CPUSet
+			_ = unix.SchedGetaffinity(0, &was)
+			one.Set(0)
+			_ = unix.SchedSetaffinity(0, &one)
+			defer unix.SchedSetaffinity(0, &was)
+			ctx := make([]byte, 44)
+			binary.LittleEndian.PutUint32(ctx[40:], r.port[slot])
+			var err error
+			ret, err = p.Run(&ebpf.RunOptions{Data: data, Context: ctx})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ret
+	}
+	// Tagged 10 in metadata on the trunk: VLAN 10, learned there.
+	if got := run(tagger(10), 3, ipv4(macA, macB)); got != tcStolen {
+		t.Fatalf("metadata tag 10 on the trunk: verdict %d, want %d (flood)", got, tcStolen)
+	}
+	if e, ok := r.lookup(macB); !ok || e.VLAN != 10 || e.Slot != 3 {
+		t.Errorf("B: %+v (found %v), want learned in VLAN 10 on slot 3", e, ok)
+	}
+	if s := r.stats(3); s.RxBytes != uint64(len(ipv4(macA, macB))+4) {
+		t.Errorf("rx bytes %d, want %d: a tag in metadata counts as on the wire", s.RxBytes, len(ipv4(macA, macB))+4)
+	}
+	// Metadata tag 30 on the trunk: not carried; tag 10 on an access port: dropped.
+	if got := run(tagger(30), 3, ipv4(macA, macB)); got != tcShot {
+		t.Errorf("metadata tag 30: verdict %d, want drop", got)
+	}
+	if r.drops(3, tbpf.TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED) != 1 {
+		t.Errorf("metadata tag 30 not counted as vlan_not_carried")
+	}
+	if got := run(tagger(10), 1, ipv4(macB, macA)); got != tcShot {
+		t.Errorf("metadata tag on an access port: verdict %d, want drop", got)
+	}
+	if r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_VLAN_TAGGED) != 1 {
+		t.Errorf("metadata tag on an access port not counted as vlan_tagged_on_access")
+	}
+	// To B from the access port: forwarded to the trunk.
+	if got := run(r.dp.TCProgram(), 1, ipv4(macB, macA)); got != tcRedirect {
+		t.Errorf("access to trunk after a metadata-tag learn: verdict %d, want redirect", got)
+	}
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
