@@ -266,15 +266,15 @@ func (e *env) showCmd() *cobra.Command {
 			for _, b := range st.Bridges {
 				fmt.Fprintf(e.stdout, "bridge %s (id %d): %d entries, max %d, aging %gs\n", b.Name, b.ID, b.Entries, b.MaxEntries, b.AgingSeconds)
 				tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
-				fmt.Fprintln(tw, "  PORT\tSTATE\tMODE\tMACS\tWHY")
+				fmt.Fprintln(tw, "  PORT\tSTATE\tMODE\tVLANS\tMACS\tWHY")
 				for _, p := range b.Ports {
 					macs := fmt.Sprint(p.MACs)
 					if p.MaxMACs > 0 {
 						macs += fmt.Sprintf("/%d", p.MaxMACs)
 					}
-					fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Interface, p.State, p.Mode, macs, p.Reason)
+					fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", p.Interface, p.State, p.Mode, portVLANs(p), macs, p.Reason)
 					if p.Peer != "" {
-						fmt.Fprintf(tw, "  \t\t\t\tpeer: %s\n", p.Peer)
+						fmt.Fprintf(tw, "  \t\t\t\t\tpeer: %s\n", p.Peer)
 					}
 				}
 				tw.Flush()
@@ -284,6 +284,21 @@ func (e *env) showCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	return c
+}
+
+// portVLANs is a port's VLANs as `show` prints them: "10" for an access
+// port, "trunk 10,20-29" (and "native 10") for a trunk, "-" on a bridge
+// that is not VLAN-aware.
+func portVLANs(p ctl.PortStatus) string {
+	switch {
+	case p.Trunk != "" && p.Native != 0:
+		return fmt.Sprintf("trunk %s native %d", p.Trunk, p.Native)
+	case p.Trunk != "":
+		return "trunk " + p.Trunk
+	case p.VLAN != 0:
+		return fmt.Sprint(p.VLAN)
+	}
+	return "-"
 }
 
 func (e *env) fdbCmd() *cobra.Command {
@@ -326,10 +341,13 @@ func (e *env) fdbCmd() *cobra.Command {
 			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBAdd, Bridge: args[0], MAC: args[1], Port: args[2], VLAN: vlan}, nil); err != nil {
 				return err
 			}
+			if vlan == 0 {
+				return e.done(fmt.Sprintf("added static %s on %s (untagged: the port's access or native VLAN on a VLAN-aware bridge)", args[1], args[2]))
+			}
 			return e.done(fmt.Sprintf("added static %s vlan %d on %s", args[1], vlan, args[2]))
 		},
 	}
-	add.Flags().Uint16Var(&vlan, "vlan", 0, "VLAN of the entry (0: untagged)")
+	add.Flags().Uint16Var(&vlan, "vlan", 0, "VLAN of the entry (0: untagged; on a VLAN-aware bridge the port's access or native VLAN, and it must be one the port carries)")
 	add.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	del := &cobra.Command{
 		Use:   "del BRIDGE MAC",
@@ -367,11 +385,25 @@ func (e *env) fdbCmd() *cobra.Command {
 }
 
 func (e *env) statsCmd() *cobra.Command {
+	var perVLAN bool
 	c := &cobra.Command{
 		Use:   "stats [BRIDGE]",
-		Short: "Per-port counters, with drops by reason",
-		Args:  cobra.MaximumNArgs(1),
+		Short: "Per-port counters, with drops by reason (--vlan: per-VLAN counters)",
+		Long: `Per-port counters, with drops by reason.
+
+With --vlan, the counters of each VLAN of the VLAN-aware bridges instead:
+frames classified into the VLAN (RX), copies sent out of its ports (TX),
+and frames flooded within it. Drops stay per port: vlan_untagged,
+vlan_tagged_on_access, vlan_not_carried and vlan_egress are among the
+reasons.`,
+		Example: `  trestle stats
+  trestle stats br0 --json
+  trestle stats --vlan`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if perVLAN {
+				return e.vlanStats(first(args))
+			}
 			var ps []ctl.PortStats
 			if err := e.call(ctl.Request{Cmd: ctl.CmdStats, Bridge: first(args)}, &ps); err != nil {
 				return err
@@ -398,7 +430,28 @@ func (e *env) statsCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
+	c.Flags().BoolVar(&perVLAN, "vlan", false, "per-VLAN counters of the VLAN-aware bridges")
 	return c
+}
+
+func (e *env) vlanStats(bridge string) error {
+	var vs []ctl.VLANStats
+	if err := e.call(ctl.Request{Cmd: ctl.CmdVLANStats, Bridge: bridge}, &vs); err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(vs)
+	}
+	if len(vs) == 0 {
+		fmt.Fprintln(e.stdout, "no VLAN-aware bridge: set vlan or trunk on a port to make one")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "BRIDGE\tVLAN\tRX PKTS\tRX BYTES\tTX PKTS\tTX BYTES\tFLOODED\tPORTS\t")
+	for _, v := range vs {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", v.Bridge, v.VLAN, v.RxPackets, v.RxBytes, v.TxPackets, v.TxBytes, v.Flooded, strings.Join(v.Ports, ","))
+	}
+	return tw.Flush()
 }
 
 func dropSummary(drops map[string]uint64) string {

@@ -33,13 +33,14 @@ func SocketPath(flag string, getenv func(string) string) string {
 
 // Commands.
 const (
-	CmdShow     = "show"
-	CmdStats    = "stats"
-	CmdFDBShow  = "fdb.show"
-	CmdFDBAdd   = "fdb.add"
-	CmdFDBDel   = "fdb.del"
-	CmdFDBFlush = "fdb.flush"
-	CmdReload   = "reload"
+	CmdShow      = "show"
+	CmdStats     = "stats"
+	CmdVLANStats = "stats.vlan"
+	CmdFDBShow   = "fdb.show"
+	CmdFDBAdd    = "fdb.add"
+	CmdFDBDel    = "fdb.del"
+	CmdFDBFlush  = "fdb.flush"
+	CmdReload    = "reload"
 )
 
 // Request is what the CLI sends.
@@ -96,6 +97,7 @@ type Status struct {
 type BridgeStatus struct {
 	Name         string       `json:"name"`
 	ID           uint16       `json:"id"`
+	VLANAware    bool         `json:"vlan_aware"`
 	AgingSeconds float64      `json:"aging_seconds"`
 	MaxEntries   int          `json:"max_entries"`
 	Entries      int          `json:"entries"`
@@ -115,6 +117,24 @@ type PortStatus struct {
 	MaxMACs int    `json:"max_macs"`
 	MACs    int    `json:"macs"`
 	Peer    string `json:"peer,omitempty"` // what the daemon did to the veth peer
+	// On a VLAN-aware bridge: the access VLAN, or the VLANs a trunk
+	// carries ("10,20,100-199") and its native VLAN (0: none).
+	VLAN   uint16 `json:"vlan,omitempty"`
+	Trunk  string `json:"trunk,omitempty"`
+	Native uint16 `json:"native,omitempty"`
+}
+
+// VLANStats is one VLAN of `trestle stats --vlan --json`: frames classified
+// into it (rx), copies sent out of its ports (tx), and frames flooded in it.
+type VLANStats struct {
+	Bridge    string   `json:"bridge"`
+	VLAN      uint16   `json:"vlan"`
+	Ports     []string `json:"ports"` // the ports that carry it
+	RxPackets uint64   `json:"rx_packets"`
+	RxBytes   uint64   `json:"rx_bytes"`
+	TxPackets uint64   `json:"tx_packets"`
+	TxBytes   uint64   `json:"tx_bytes"`
+	Flooded   uint64   `json:"flooded"`
 }
 
 // Handler answers one request; the error becomes Response.Error.

@@ -30,6 +30,8 @@ func (d *Daemon) handle(_ context.Context, req ctl.Request) (_ any, err error) {
 		return d.status()
 	case ctl.CmdStats:
 		return d.stats(req.Bridge)
+	case ctl.CmdVLANStats:
+		return d.vlanStats(req.Bridge)
 	case ctl.CmdFDBShow:
 		return d.fdbShow(req.Bridge)
 	case ctl.CmdFDBAdd:
@@ -74,7 +76,7 @@ func (d *Daemon) status() (ctl.Status, error) {
 	}
 	bs, _ := d.sortedBridges("")
 	for _, b := range bs {
-		bst := ctl.BridgeStatus{Name: b.cfg.Name, ID: b.id, AgingSeconds: b.cfg.Aging.Seconds(), MaxEntries: b.cfg.MaxEntries, Entries: entries[b.id], Ports: []ctl.PortStatus{}}
+		bst := ctl.BridgeStatus{Name: b.cfg.Name, ID: b.id, VLANAware: b.cfg.VLANAware(), AgingSeconds: b.cfg.Aging.Seconds(), MaxEntries: b.cfg.MaxEntries, Entries: entries[b.id], Ports: []ctl.PortStatus{}}
 		for _, p := range b.ports {
 			ps := ctl.PortStatus{Interface: p.name(), Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state()}
 			if p.mode == "" {
@@ -86,6 +88,13 @@ func (d *Daemon) status() (ctl.Status, error) {
 				}
 				if f := d.peers[p.ifindex]; f != nil {
 					ps.Peer = f.String()
+				}
+			}
+			if b.cfg.VLANAware() {
+				if p.cfg.IsTrunk() {
+					ps.Trunk, ps.Native = config.VLANRanges(p.cfg.Trunk), p.cfg.Native
+				} else {
+					ps.VLAN = p.cfg.VLAN
 				}
 			}
 			if p.state() == stateLinkDown {
@@ -132,6 +141,44 @@ func (d *Daemon) stats(only string) ([]ctl.PortStats, error) {
 				RxPackets: s.RxPackets, RxBytes: s.RxBytes, TxPackets: s.TxPackets, TxBytes: s.TxBytes,
 				Flooded: s.Flooded, Learned: s.Learned, Moved: s.Moved, Drops: dropMap(s),
 			})
+		}
+	}
+	return out, nil
+}
+
+// vlanStats are the counters of every VLAN of the VLAN-aware bridges.
+func (d *Daemon) vlanStats(only string) ([]ctl.VLANStats, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	bs, err := d.sortedBridges(only)
+	if err != nil {
+		return nil, err
+	}
+	held, err := d.dp.VLANs()
+	if err != nil {
+		return nil, err
+	}
+	index := map[[2]uint16]uint16{}
+	for _, v := range held {
+		index[[2]uint16{v.Bridge, v.VID}] = v.Index
+	}
+	out := []ctl.VLANStats{}
+	for _, b := range bs {
+		for _, vid := range b.vlans() {
+			vs := ctl.VLANStats{Bridge: b.cfg.Name, VLAN: vid, Ports: []string{}}
+			for _, p := range b.ports {
+				if p.cfg.Carries(vid) {
+					vs.Ports = append(vs.Ports, p.name())
+				}
+			}
+			if idx, ok := index[[2]uint16{b.id, vid}]; ok {
+				s, err := d.dp.VLANStats(idx)
+				if err != nil {
+					return nil, fmt.Errorf("bridge %q: VLAN %d: %w", b.cfg.Name, vid, err)
+				}
+				vs.RxPackets, vs.RxBytes, vs.TxPackets, vs.TxBytes, vs.Flooded = s.RxPackets, s.RxBytes, s.TxPackets, s.TxBytes, s.Flooded
+			}
+			out = append(out, vs)
 		}
 	}
 	return out, nil
@@ -214,6 +261,9 @@ func (d *Daemon) entryOf(req ctl.Request, what string) (*bridgeState, net.Hardwa
 func (d *Daemon) fdbAdd(req ctl.Request) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.entryVLAN(&req); err != nil {
+		return err
+	}
 	b, mac, err := d.entryOf(req, "change it there")
 	if err != nil {
 		return err
@@ -246,6 +296,28 @@ func (d *Daemon) fdbAdd(req ctl.Request) error {
 	return nil
 }
 
+// entryVLAN checks an fdb add's VLAN on a VLAN-aware bridge: it must be one
+// its port carries; none means the port's untagged VLAN.
+func (d *Daemon) entryVLAN(req *ctl.Request) error {
+	b, ok := d.bridges[req.Bridge]
+	if !ok || !b.cfg.VLANAware() {
+		return nil
+	}
+	p := b.port(req.Port)
+	if p == nil {
+		return nil // entryOf's checks say what is wrong
+	}
+	if req.VLAN == 0 {
+		if req.VLAN = p.cfg.PVID(); req.VLAN == 0 {
+			return fmt.Errorf("port %q is a trunk with no native VLAN: give --vlan", req.Port)
+		}
+	}
+	if !p.cfg.Carries(req.VLAN) {
+		return fmt.Errorf("port %q does not carry VLAN %d (it carries %s)", req.Port, req.VLAN, config.VLANRanges(p.cfg.VLANs()))
+	}
+	return nil
+}
+
 // fdbDel deletes an entry, learned or static (from the CLI); its room on
 // the port and in the bridge is free at once.
 func (d *Daemon) fdbDel(req ctl.Request) error {
@@ -263,6 +335,9 @@ func (d *Daemon) fdbDel(req ctl.Request) error {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			if wasCLI {
 				return nil
+			}
+			if req.VLAN == 0 && b.cfg.VLANAware() {
+				return fmt.Errorf("bridge %q is VLAN-aware: give the entry's --vlan", b.cfg.Name)
 			}
 			return fmt.Errorf("bridge %q has no entry for %s in vlan %d", b.cfg.Name, mac, req.VLAN)
 		}
