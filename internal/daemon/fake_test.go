@@ -59,7 +59,11 @@ func fdbKeyOf(bridge, vlan uint16, mac net.HardwareAddr) string {
 }
 
 func (f *fakeDP) SetPort(p datapath.PortInfo) error {
-	if err := f.op("SetPort %d slot %d bridge %d", p.Ifindex, p.Slot, p.Bridge); err != nil {
+	vlans := ""
+	if p.PVID != 0 || p.Trunk {
+		vlans = fmt.Sprintf(" pvid %d trunk %v", p.PVID, p.VLANs)
+	}
+	if err := f.op("SetPort %d slot %d bridge %d%s", p.Ifindex, p.Slot, p.Bridge, vlans); err != nil {
 		return err
 	}
 	f.ports[p.Ifindex] = p
@@ -77,7 +81,11 @@ func (f *fakeDP) DelPort(ifindex uint32, slot uint16) error {
 func (f *fakeDP) ResetPort(slot uint16) error { return nil }
 
 func (f *fakeDP) SetBridge(b datapath.BridgeInfo) error {
-	if err := f.op("SetBridge %s", b.Name); err != nil {
+	aware := ""
+	if b.VLANAware {
+		aware = fmt.Sprintf(" vlan-aware %v", b.VLANs)
+	}
+	if err := f.op("SetBridge %s%s", b.Name, aware); err != nil {
 		return err
 	}
 	b.Ports = slices.Clone(b.Ports)
@@ -188,13 +196,20 @@ func (f *fakeDP) Attach(ifindex int, m mode.Mode) (Attachment, error) {
 	if err := f.op("Attach %d %s", ifindex, m); err != nil {
 		return nil, err
 	}
-	a := &fakeAtt{dp: f, ifindex: ifindex, m: m, pinned: f.pinned}
+	a := &fakeAtt{dp: f, ifindex: ifindex, m: m, pinned: f.pinned, stage: f.vlanStage}
 	f.attached[a.key()] = a
 	return a, nil
 }
 
 func (f *fakeDP) Upgrade(a Attachment) (bool, error) {
 	fa := a.(*fakeAtt)
+	if fa.stage != f.vlanStage {
+		if err := f.op("Upgrade %d vlan-stage %v", fa.ifindex, f.vlanStage); err != nil {
+			return false, err
+		}
+		fa.stage = f.vlanStage
+		return true, nil
+	}
 	if fa.upgraded {
 		return false, nil
 	}
@@ -252,6 +267,7 @@ type fakeAtt struct {
 	m        mode.Mode
 	pinned   bool
 	upgraded bool
+	stage    bool // runs the programs with the VLAN stage
 }
 
 func (a *fakeAtt) key() string     { return fmt.Sprintf("%d/%s", a.ifindex, a.m) }

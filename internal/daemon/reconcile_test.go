@@ -552,3 +552,103 @@ func TestFreshMapsAreRewritten(t *testing.T) {
 		t.Errorf("after adopting into fresh maps, the port and bridge were not written again:\n%s", ops)
 	}
 }
+
+// A bridge turning VLAN-aware: the programs with the VLAN stage first, on
+// every port (a program without it would forward such a bridge's frames
+// across VLANs), then the ports' VLANs, and only then the bridge's flag and
+// VLANs; turning back, the flag goes first and the stage last.
+func TestVLANApplyOrder(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2", "q1"} {
+		w.sys.add(n, "veth")
+	}
+	plain := bridges("br0=p1,p2", "br1=q1")
+	w.mustApply(plain)
+	if w.dp.vlanStage {
+		t.Fatalf("VLAN stage on without a VLAN-aware bridge")
+	}
+	i1, i2, iq := w.port("br0", "p1").ifindex, w.port("br0", "p2").ifindex, w.port("br1", "q1").ifindex
+	aware := strings.Replace(plain, "interface = \"p1\"\n", "interface = \"p1\"\nvlan = 10\n", 1)
+	aware = strings.Replace(aware, "interface = \"p2\"\n", "interface = \"p2\"\ntrunk = [10, \"20-21\"]\nnative = 21\n", 1)
+
+	w.dp.ops = nil
+	w.mustApply(aware)
+	at := func(op string) int {
+		t.Helper()
+		i := slices.IndexFunc(w.dp.ops, func(s string) bool { return strings.HasPrefix(s, op) })
+		if i < 0 {
+			t.Fatalf("no %q in %q", op, w.dp.ops)
+		}
+		return i
+	}
+	stage, flag := at("vlan-stage true"), at("SetBridge br0 vlan-aware [10 20 21]")
+	for _, idx := range []int{i1, i2, iq} {
+		if up := at(fmt.Sprintf("Upgrade %d vlan-stage true", idx)); up < stage || up > flag {
+			t.Errorf("ifindex %d moved to the VLAN stage at op %d; stage on at %d, bridge aware at %d: %q", idx, up, stage, flag, w.dp.ops)
+		}
+	}
+	if p := at(fmt.Sprintf("SetPort %d slot %d bridge %d pvid 10 trunk []", i1, w.port("br0", "p1").slot, w.d.bridges["br0"].id)); p > flag {
+		t.Errorf("br0 turned aware before p1's VLAN was written: %q", w.dp.ops)
+	}
+	if p := at(fmt.Sprintf("SetPort %d slot %d bridge %d pvid 21 trunk [10 20 21]", i2, w.port("br0", "p2").slot, w.d.bridges["br0"].id)); p > flag {
+		t.Errorf("br0 turned aware before p2's VLANs were written: %q", w.dp.ops)
+	}
+	if b := w.dp.bridges[w.d.bridges["br1"].id]; b.VLANAware {
+		t.Errorf("br1, with no VLAN settings, is VLAN-aware")
+	}
+
+	// A reload that changes nothing writes nothing.
+	w.dp.ops = nil
+	w.mustApply(aware)
+	if len(w.dp.ops) != 0 {
+		t.Errorf("an unchanged VLAN config made %q", w.dp.ops)
+	}
+
+	// Back to no VLANs: the flag off before the ports forget their VLANs,
+	// the stage off at the end, every port back on the plain programs.
+	w.dp.ops = nil
+	w.mustApply(plain)
+	off, unflag := at("vlan-stage false"), at("SetBridge br0")
+	if unflag > at(fmt.Sprintf("SetPort %d ", i1)) || off < unflag {
+		t.Errorf("turning VLANs off in the wrong order: %q", w.dp.ops)
+	}
+	for _, idx := range []int{i1, i2, iq} {
+		if at(fmt.Sprintf("Upgrade %d vlan-stage false", idx)) < off {
+			t.Errorf("ifindex %d left the VLAN stage before it was off: %q", idx, w.dp.ops)
+		}
+	}
+}
+
+// An apply that fails after the VLAN stage went on takes it off again, and
+// the ports back to the plain programs.
+func TestVLANFailedApplyRestoresStage(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2"} {
+		w.sys.add(n, "veth")
+	}
+	plain := bridges("br0=p1,p2")
+	w.mustApply(plain)
+	w.dp.fail = func(op string) error {
+		if strings.HasPrefix(op, "SetBridge br0 vlan-aware") {
+			return errors.New("refused")
+		}
+		return nil
+	}
+	if err := w.apply(strings.Replace(plain, "interface = \"p1\"\n", "interface = \"p1\"\nvlan = 10\n", 1)); err == nil {
+		t.Fatal("the apply did not fail")
+	}
+	w.dp.fail = nil
+	if w.dp.vlanStage {
+		t.Errorf("the VLAN stage stayed on after a failed apply")
+	}
+	for _, a := range w.dp.attached {
+		if a.stage {
+			t.Errorf("%s still runs the VLAN stage", a.key())
+		}
+	}
+	for _, p := range w.dp.ports {
+		if p.PVID != 0 {
+			t.Errorf("port %d kept VLAN %d after a failed apply", p.Ifindex, p.PVID)
+		}
+	}
+}
