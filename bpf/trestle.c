@@ -145,8 +145,9 @@ static __always_inline int tr_tag_set(void *ctx, const int xdp, __u16 tci)
 }
 
 /* Makes the frame leave as the egress VLAN rule says: tagged with vid, or
- * untagged. A tag the frame keeps keeps its priority; a new one has PCP 0.
- * Returns the change in the frame's wire length, or a negative error. */
+ * untagged. A tag the frame keeps (or gets back) keeps its priority; a new
+ * one has PCP 0. Returns the change in the frame's wire length, or a
+ * negative error. */
 static __always_inline int tr_tag_to(void *ctx, const int xdp, struct tr_tag *t, int untagged)
 {
 	if (untagged) {
@@ -158,10 +159,13 @@ static __always_inline int tr_tag_to(void *ctx, const int xdp, struct tr_tag *t,
 		return -TR_VLAN_HLEN;
 	}
 	if (!t->ctag) {
-		if (tr_tag_push(ctx, xdp, t->vid))
+		/* t->tci keeps the priority of a tag this frame had before a
+		 * copy to an untagged port took it off: a tag that was never
+		 * there has PCP 0. */
+		t->tci = (t->tci & 0xf000) | t->vid;
+		if (tr_tag_push(ctx, xdp, t->tci))
 			return -100;
 		t->ctag = 1;
-		t->tci = t->vid;
 		return TR_VLAN_HLEN;
 	}
 	if ((t->tci & 0x0fff) != t->vid) {
@@ -327,11 +331,13 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 /*
  * One copy of a tc flood in a VLAN-aware bridge: to ifindex if its port
  * carries vid, tagged or untagged as it takes it. The skb's tag state is
- * changed in place for the copy and stays so for the next. A global
+ * changed in place for the copy and stays so for the next; pcp is the
+ * priority the frame came in with, for a tag an earlier copy took off. A global
  * function, verified once rather than at each of the loop's 64 calls.
  * Returns 0: not a member, 1: sent, -1: could not.
  */
-__attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex, __u32 vid)
+__attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex, __u32 vid,
+					   __u32 pcp)
 {
 	struct tr_tag t = {};
 	const struct tr_port *out;
@@ -345,6 +351,7 @@ __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex,
 	if (!out || !tr_vlan_carries(out, vid))
 		return 0;
 	t.vid = vid;
+	t.tci = pcp & 0xf000; /* the frame's priority, if an earlier copy took its tag off */
 	if (skb->vlan_present && skb->vlan_proto == bpf_htons(ETH_P_8021Q)) {
 		t.ctag = 1;
 		t.tci = skb->vlan_tci;
@@ -379,7 +386,7 @@ static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt
 		ifindex = d->br->ports[i].ifindex;
 		if (ifindex == p->ifindex)
 			continue;
-		if (tr_vlan_copy(skb, ifindex, d->tag.vid) < 0)
+		if (tr_vlan_copy(skb, ifindex, d->tag.vid, d->tag.ctag ? d->tag.tci : 0) < 0)
 			tr_count_drop(d->in_st, TR_DROP_NO_EGRESS);
 	}
 	return TC_ACT_STOLEN;
