@@ -68,7 +68,8 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"lab", "chain", "--chains", "1,x"}, `--chains "1,x"`},
 		{[]string{"lab", "quick", "--reps", "0"}, "--reps 0"},
 		{[]string{"lab", "quick", "--loss-goal", "2"}, "--loss-goal 2"},
-		{[]string{"lab", "vlan-overhead"}, "cannot run yet"},
+		{[]string{"lab", "vlan-overhead", "--dut", "direct@vlan"}, "vlan is for a bridge"},
+		{[]string{"lab", "vlan-overhead", "--dut", "ovs@vlan=10"}, "bin=PATH or vlan"},
 	} {
 		out, code := runCLI(t, nil, c.args...)
 		if code == 0 || !strings.Contains(out, c.want) {
@@ -76,7 +77,14 @@ func TestLabFlags(t *testing.T) {
 		}
 	}
 	out, code := runCLI(t, nil, "lab", "--help")
-	if code != 0 || !strings.Contains(out, "router-pps") || !strings.Contains(out, "Placement") {
+	if code != 0 || !strings.Contains(out, "router-pps") || !strings.Contains(out, "Placement") || !strings.Contains(out, "DUT@vlan") {
 		t.Errorf("lab --help: %d %q", code, out)
+	}
+	// A scenario's --help says what it measures and its goals, before the
+	// lab's own help.
+	out, code = runCLI(t, nil, "lab", "vlan-overhead", "--help")
+	if code != 0 || !strings.HasPrefix(out, "Scenario vlan-overhead: The cost of VLAN tagging (seed 002)") ||
+		!strings.Contains(out, "tagged/untagged") || !strings.Contains(out, "trestle:xdp@vlan at least 0.95x trestle:xdp") || !strings.Contains(out, "Placement") {
+		t.Errorf("lab vlan-overhead --help: %d %q", code, out)
 	}
 }

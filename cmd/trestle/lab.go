@@ -51,6 +51,9 @@ DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
                   it: host offloads (linux-bridge@gso=off,tso=off; ethtool names
                   or tso, gso, gro, lro, tx, sg) or, for trestle, another build
                   (trestle:xdp@bin=/tmp/trestle-old)
+  DUT@vlan        the bridge with VLANs (seed 002): h1 on an access port of VLAN
+                  10, h2 on a trunk carrying 10 and 20, its frames tagged 10; the
+                  report gives the VLAN cost, DUT@vlan against DUT (vlan-overhead)
 
 The restart scenario (RFC 6201's reset characterisation): one stream from
 h1 to h2 per event, at --load of each DUT's measured 64-byte throughput (or
@@ -208,6 +211,19 @@ Examples:
 			return e.runLab(sc, placement, jsonPath, reportDir, keep, profile)
 		},
 	}
+	// `trestle lab NAME --help` says what the scenario NAME measures first.
+	help := c.HelpFunc()
+	c.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		if cmd == c {
+			for _, a := range args {
+				if sc, ok := lab.Scenarios[a]; ok {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s\n", sc.Describe())
+					break
+				}
+			}
+		}
+		help(cmd, args)
+	})
 	f := c.Flags()
 	f.StringVar(&duts, "dut", "", "DUTs to measure, comma-separated (default: the scenario's)")
 	f.StringVar(&sizes, "sizes", "", "frame sizes with FCS, comma-separated: 64,128,...,1518 or imix")

@@ -69,12 +69,15 @@ var offloadAliases = map[string]string{
 // one thing, so that one run measures it on and off side by side, in
 // interleaved repetitions, and ministat compares the two (as seed 001
 // compares TSO and LRO): OFFLOAD=on|off sets the hosts' offloads before the
-// DUT starts (ethtool feature names, or tso, gso, gro, lro, tx, sg), and
-// bin=PATH runs a trestle DUT from another build ("trestle:xdp@bin=/tmp/old").
+// DUT starts (ethtool feature names, or tso, gso, gro, lro, tx, sg),
+// bin=PATH runs a trestle DUT from another build ("trestle:xdp@bin=/tmp/old"),
+// and vlan puts the bridge's ports in VLANs (seed 002's set-up, see
+// SetVLANs): h1's an access port of VLAN 10, h2's a trunk carrying 10 and 20.
 type Variant struct {
 	Name     string
 	Offloads map[string]bool
 	Bin      string
+	VLAN     bool
 }
 
 // SplitVariant parses a DUT spec.
@@ -87,6 +90,11 @@ func SplitVariant(s string) (Variant, error) {
 	for _, kv := range strings.Split(knobs, ",") {
 		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		switch {
+		case !ok && k == "vlan":
+			if kind, _, _ := strings.Cut(name, ":"); kind == "direct" {
+				return v, fmt.Errorf("DUT %q: vlan is for a bridge; the straight path has no ports to put in VLANs", s)
+			}
+			v.VLAN = true
 		case ok && k == "bin" && val != "":
 			if !strings.HasPrefix(name, "trestle") {
 				return v, fmt.Errorf("DUT %q: bin= is for trestle DUTs", s)
@@ -101,7 +109,7 @@ func SplitVariant(s string) (Variant, error) {
 			}
 			v.Offloads[k] = val == "on"
 		default:
-			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off or bin=PATH", s, kv)
+			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH or vlan", s, kv)
 		}
 	}
 	return v, nil
@@ -114,8 +122,13 @@ func ParseDUT(spec string) (DUT, error) {
 		return nil, err
 	}
 	d, err := parseDUT(v.Name)
-	if t, ok := d.(*trestleDUT); ok {
-		t.name, t.bin = spec, v.Bin
+	switch d := d.(type) {
+	case *trestleDUT:
+		d.name, d.bin = spec, v.Bin
+	case *linuxBridge:
+		d.name = spec
+	case *ovsDUT:
+		d.name = spec
 	}
 	return d, err
 }
@@ -197,10 +210,27 @@ func (b *linuxBridge) Setup(ctx context.Context, t *Topo, env *Env) error {
 					return fmt.Errorf("add %s to bridge %s: %w", p, br.Name, err)
 				}
 			}
+			if t.VLANs != nil {
+				if err := bridgeVLANs(dev, br, t.VLANs); err != nil {
+					return err
+				}
+			}
 			return netlink.LinkSetUp(dev)
 		})
 		if err != nil {
 			return fmt.Errorf("linux-bridge: %w", err)
+		}
+	}
+	if t.VLANs != nil {
+		b.set["vlan_filtering"] = "1"
+		for _, p := range t.DUTPorts() {
+			if pv, ok := t.VLANs[p]; ok {
+				if pv.Access != 0 {
+					b.set["vlans "+p] = fmt.Sprintf("%d pvid untagged", pv.Access)
+				} else {
+					b.set["vlans "+p] = joinVIDs(pv.Trunk, ", ") + " tagged"
+				}
+			}
 		}
 	}
 	if b.nft {
@@ -213,6 +243,51 @@ func (b *linuxBridge) Setup(ctx context.Context, t *Topo, env *Env) error {
 			return fmt.Errorf("linux-bridge:nft: %w (is nftables installed?)", err)
 		}
 		b.set["nftables"] = "bridge family, forward hook: one counter rule, accept"
+	}
+	return nil
+}
+
+// bridgeVLANs turns VLAN filtering on in the bridge dev and gives each of
+// br's ports its VLANs in place of the default VLAN 1: an access port its
+// VLAN as PVID, untagged; a trunk its VLANs tagged, no PVID. A kernel
+// without bridge VLAN filtering (CONFIG_BRIDGE_VLAN_FILTERING) refuses the
+// first step: the Linux bridge has no VLANs to measure there, and the error
+// says so as the DUT being unavailable, which the run reports.
+func bridgeVLANs(dev *netlink.Bridge, br Bridge, vlans map[string]PortVLAN) error {
+	err := netlink.BridgeSetVlanFiltering(dev, true)
+	if err == nil {
+		// Read it back: a kernel that ignored the attribute has no filtering.
+		l, lerr := netlink.LinkByName(br.Name)
+		if b, ok := l.(*netlink.Bridge); lerr != nil || !ok || b.VlanFiltering == nil || !*b.VlanFiltering {
+			err = fmt.Errorf("the kernel did not keep it (%v)", lerr)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: this kernel has no bridge VLAN filtering (CONFIG_BRIDGE_VLAN_FILTERING; no /sys/class/net/%s/bridge/vlan_filtering): vlan_filtering=1 on %s: %v", ErrUnavailable, br.Name, br.Name, err)
+	}
+	for _, p := range br.Ports {
+		pv, ok := vlans[p]
+		if !ok {
+			continue
+		}
+		l, err := netlink.LinkByName(p)
+		if err != nil {
+			return fmt.Errorf("port %s: %w", p, err)
+		}
+		if err := netlink.BridgeVlanDel(l, 1, true, true, false, true); err != nil {
+			return fmt.Errorf("remove the default VLAN 1 from %s: %w", p, err)
+		}
+		if pv.Access != 0 {
+			if err := netlink.BridgeVlanAdd(l, pv.Access, true, true, false, true); err != nil {
+				return fmt.Errorf("VLAN %d pvid untagged on %s: %w", pv.Access, p, err)
+			}
+			continue
+		}
+		for _, vid := range pv.Trunk {
+			if err := netlink.BridgeVlanAdd(l, vid, false, false, false, true); err != nil {
+				return fmt.Errorf("VLAN %d tagged on %s: %w", vid, p, err)
+			}
+		}
 	}
 	return nil
 }
@@ -247,26 +322,22 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 	d.env, d.ns = env, t.DUT
 	d.sock = filepath.Join(env.WorkDir, t.DUT.Name+".sock")
 	d.cfg = filepath.Join(env.WorkDir, t.DUT.Name+".toml")
-	var b strings.Builder
-	fmt.Fprintf(&b, "[daemon]\nsocket = %q\n", d.sock)
-	if env.Persist {
-		b.WriteString("persist = true\n")
-	}
-	for _, br := range t.Bridges {
-		fmt.Fprintf(&b, "\n[[bridge]]\nname = %q\n", br.Name)
-		if env.MaxEntries > 0 {
-			fmt.Fprintf(&b, "max_entries = %d\n", env.MaxEntries)
-		}
-		for _, p := range br.Ports {
-			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", p, d.mode)
-		}
-	}
-	if err := os.WriteFile(d.cfg, []byte(b.String()), 0o644); err != nil {
+	cfg := trestleConfig(t, env, d.mode, d.sock)
+	if err := os.WriteFile(d.cfg, []byte(cfg), 0o644); err != nil {
 		return err
 	}
 	d.own = env.Trestle
 	if d.bin != "" {
 		d.own = d.bin
+	}
+	if t.VLANs != nil {
+		// A build without VLAN ports rejects the keys: that build cannot
+		// be measured with VLANs, which is not a failure of the run.
+		if out, err := exec.CommandContext(ctx, d.own, "check", d.cfg).CombinedOutput(); err != nil {
+			why := strings.ReplaceAll(strings.TrimSpace(string(out)), d.cfg+":", "line ")
+			why = strings.ReplaceAll(why, "\n", "; ")
+			return fmt.Errorf("%w: %s takes no VLAN ports: trestle check of its config: %v: %s", ErrUnavailable, d.label(d.own), err, why)
+		}
 	}
 	if env.Persist {
 		if _, err := exec.LookPath("nsenter"); err != nil {
@@ -291,7 +362,7 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 	if err != nil {
 		return err
 	}
-	d.set = map[string]string{"config": b.String(), "binary": d.label(d.own)}
+	d.set = map[string]string{"config": cfg, "binary": d.label(d.own)}
 	for _, br := range st.Bridges {
 		for _, port := range br.Ports {
 			d.set["port "+port.Interface] = fmt.Sprintf("%s: %s%s", port.Mode, port.Reason, peerNote(port.Peer))
@@ -306,6 +377,33 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 		d.set["pinned at"] = st.PinDir
 	}
 	return nil
+}
+
+// trestleConfig is the config of a trestle DUT on t: every port in mode,
+// and in its VLANs where t has them.
+func trestleConfig(t *Topo, env *Env, mode, sock string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[daemon]\nsocket = %q\n", sock)
+	if env.Persist {
+		b.WriteString("persist = true\n")
+	}
+	for _, br := range t.Bridges {
+		fmt.Fprintf(&b, "\n[[bridge]]\nname = %q\n", br.Name)
+		if env.MaxEntries > 0 {
+			fmt.Fprintf(&b, "max_entries = %d\n", env.MaxEntries)
+		}
+		for _, p := range br.Ports {
+			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", p, mode)
+			if pv, ok := t.VLANs[p]; ok {
+				if pv.Access != 0 {
+					fmt.Fprintf(&b, "vlan = %d\n", pv.Access)
+				} else {
+					fmt.Fprintf(&b, "trunk = [%s]\n", joinVIDs(pv.Trunk, ", "))
+				}
+			}
+		}
+	}
+	return b.String()
 }
 
 // start starts the daemon from bin, pinned to the DUT's CPU.

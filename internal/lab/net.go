@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -54,10 +55,21 @@ var prefixRE = regexp.MustCompile(`^tl([0-9]+)(?:[a-z][a-z0-9]*)?-`)
 type Net struct {
 	Prefix string
 
-	mu     sync.Mutex
-	nss    []*NS
-	procs  []*Proc
-	closed bool
+	mu    sync.Mutex
+	nss   []*NS
+	procs []*Proc
+	// closers are what the set holds open in its namespaces (the tc
+	// links of a host's VLAN tagging): closed after the processes stop.
+	closers []io.Closer
+	closed  bool
+}
+
+// hold makes c part of the set: Close closes it before it deletes the
+// namespaces.
+func (n *Net) hold(c io.Closer) {
+	n.mu.Lock()
+	n.closers = append(n.closers, c)
+	n.mu.Unlock()
 }
 
 // NewNet starts an empty set whose namespaces are named Prefix+"-"+name.
@@ -519,18 +531,23 @@ func (n *Net) Namespaces() []string {
 // starts with StartNetOnly see it.
 func EnsureBPFFS() (bool, error) { return datapath.MountBPFFS() }
 
-// Close stops the set's processes, newest first, and deletes its
-// namespaces, which removes every link in them. It returns every error, and
+// Close stops the set's processes, newest first, closes what it holds
+// (hold), and deletes its namespaces, which removes every link in them. It returns every error, and
 // goes on after one.
 func (n *Net) Close() error {
 	n.mu.Lock()
-	procs, nss := n.procs, n.nss
-	n.procs, n.nss = nil, nil
+	procs, nss, closers := n.procs, n.nss, n.closers
+	n.procs, n.nss, n.closers = nil, nil, nil
 	n.closed = true
 	n.mu.Unlock()
 	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
 		_ = procs[i].Stop(5 * time.Second)
+	}
+	for i := len(closers) - 1; i >= 0; i-- {
+		if err := closers[i].Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for i := len(nss) - 1; i >= 0; i-- {
 		if out, err := exec.Command("ip", "netns", "del", nss[i].Name).CombinedOutput(); err != nil {

@@ -100,19 +100,7 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 	if err := o.startVswitchd(ctx); err != nil {
 		return err
 	}
-	args := []string{"set", "Open_vSwitch", ".", fmt.Sprintf("other_config:pmd-cpu-mask=0x%x", 1<<env.DUTCPU)}
-	for _, br := range t.Bridges {
-		args = append(args, "--", "add-br", br.Name, "--", "set", "bridge", br.Name, "datapath_type=netdev")
-		if env.MaxEntries > 0 {
-			args = append(args, fmt.Sprintf("other_config:mac-table-size=%d", env.MaxEntries))
-		}
-		for _, p := range br.Ports {
-			args = append(args, "--", "add-port", br.Name, p)
-			if o.portType == "afxdp" {
-				args = append(args, "--", "set", "interface", p, "type=afxdp", "options:xdp-mode=native")
-			}
-		}
-	}
+	args := ovsArgs(t, env, o.portType)
 	if _, err := o.vsctl(ctx, t, args...); err != nil {
 		return fmt.Errorf("configure Open vSwitch: %w\n%s", err, tail(filepath.Join(o.dir, "vswitchd.log"), 10))
 	}
@@ -155,7 +143,43 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 	if env.MaxEntries > 0 {
 		o.set["mac-table-size"] = strconv.Itoa(env.MaxEntries)
 	}
+	for _, p := range t.DUTPorts() {
+		if pv, ok := t.VLANs[p]; ok {
+			o.set["port "+p] = pv.ovsSettings()
+		}
+	}
 	return nil
+}
+
+// ovsArgs is the ovs-vsctl command that builds t's bridges: the userspace
+// datapath, ports of portType, and the ports' VLANs where t has them.
+func ovsArgs(t *Topo, env *Env, portType string) []string {
+	args := []string{"set", "Open_vSwitch", ".", fmt.Sprintf("other_config:pmd-cpu-mask=0x%x", 1<<env.DUTCPU)}
+	for _, br := range t.Bridges {
+		args = append(args, "--", "add-br", br.Name, "--", "set", "bridge", br.Name, "datapath_type=netdev")
+		if env.MaxEntries > 0 {
+			args = append(args, fmt.Sprintf("other_config:mac-table-size=%d", env.MaxEntries))
+		}
+		for _, p := range br.Ports {
+			args = append(args, "--", "add-port", br.Name, p)
+			if pv, ok := t.VLANs[p]; ok {
+				args = append(args, strings.Fields(pv.ovsSettings())...)
+			}
+			if portType == "afxdp" {
+				args = append(args, "--", "set", "interface", p, "type=afxdp", "options:xdp-mode=native")
+			}
+		}
+	}
+	return args
+}
+
+// ovsSettings are the Port columns of a port in VLANs (ovs-vsctl's
+// add-port takes them after the port's name).
+func (p PortVLAN) ovsSettings() string {
+	if p.Access != 0 {
+		return fmt.Sprintf("vlan_mode=access tag=%d", p.Access)
+	}
+	return "vlan_mode=trunk trunks=" + joinVIDs(p.Trunk, ",")
 }
 
 // startVswitchd starts ovs-vswitchd and waits for its control socket.

@@ -307,10 +307,17 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 	if dst == nil {
 		dst = r.T.Hosts[ts.To[0]].MAC
 	}
+	mix := ts.Mix
+	if from.VLAN != 0 {
+		// The generator's frames leave through XDP, past the host's tc
+		// tagging: they carry the tag themselves, on top of the size asked
+		// for (a tagged 64-byte frame is 68 bytes, as on a real trunk).
+		mix = tagged(mix)
+	}
 	o := gen.Options{
-		Dev: from.If, NetNS: from.NS.Path, DstMAC: dst, SrcMAC: ts.SrcMAC, Mix: ts.Mix, Rate: ts.Rate,
+		Dev: from.If, NetNS: from.NS.Path, DstMAC: dst, SrcMAC: ts.SrcMAC, Mix: mix, Rate: ts.Rate,
 		Duration: ts.Duration, Count: ts.Count, Flows: ts.Flows, CPUs: []int{r.Place.GenCPU}, Batch: 64,
-		SrcMACs: ts.SrcMACs, DstMACs: ts.DstMACs,
+		SrcMACs: ts.SrcMACs, DstMACs: ts.DstMACs, VLAN: from.VLAN,
 	}
 	if ts.Latency {
 		o.ClockEvery = 1
@@ -361,6 +368,15 @@ func learnFrame(h *Host) error {
 	copy(f[6:12], h.MAC)
 	f[12], f[13] = 0x88, 0xb5
 	copy(f[14:], "trestle lab: learning frame")
+	if err := sendFrame(h, f); err != nil {
+		return fmt.Errorf("learning frame from %s: %w", h.NS.Name, err)
+	}
+	return nil
+}
+
+// sendFrame sends f out of the host's interface through a packet socket,
+// so through its stack's egress (a tagged host's tc program tags it).
+func sendFrame(h *Host, f []byte) error {
 	return h.NS.Do(func() error {
 		l, err := netlink.LinkByName(h.If)
 		if err != nil {
@@ -371,10 +387,7 @@ func learnFrame(h *Host) error {
 			return fmt.Errorf("packet socket in %s: %w", h.NS.Name, err)
 		}
 		defer unix.Close(fd)
-		if err := unix.Sendto(fd, f, 0, &unix.SockaddrLinklayer{Ifindex: l.Attrs().Index}); err != nil {
-			return fmt.Errorf("learning frame from %s: %w", h.NS.Name, err)
-		}
-		return nil
+		return unix.Sendto(fd, f, 0, &unix.SockaddrLinklayer{Ifindex: l.Attrs().Index})
 	})
 }
 

@@ -82,6 +82,7 @@ type Run struct {
 	Sizes     []FrameSize  `json:"sizes,omitempty"`
 	Reps      int          `json:"reps"`
 	Timing    Timing       `json:"timing"`
+	Goals     []Goal       `json:"goals,omitempty"`
 	Units     []UnitRecord `json:"units"`
 	Results   []Result     `json:"results"`
 	Notes     []string     `json:"notes,omitempty"`
@@ -136,6 +137,9 @@ func plan(s Scenario) []unit {
 // estimate is a rough length of a unit, for the time left.
 func estimate(s Scenario, u unit) time.Duration {
 	t := 3 * time.Second // topology and DUT
+	if v, _ := SplitVariant(u.dut); v.VLAN {
+		t += time.Second // the VLAN check
+	}
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
 	for _, test := range s.Tests {
@@ -197,6 +201,7 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	run := &Run{
 		Scenario: s.Name, Title: s.Title, Seed: s.Seed, Command: cfg.Command, Started: time.Now(),
 		Machine: machine(cfg.Version), Placement: place.Mode, DUTs: s.DUTs, Sizes: s.Sizes, Reps: s.Reps, Timing: s.Timing,
+		Goals: s.Goals,
 	}
 	if place.Mode == "shared" {
 		run.Notes = append(run.Notes, fmt.Sprintf("placement shared: the generator runs on CPU %d, and so, frame by frame, do the DUT's forwarding and the sink (a veth delivers on the sending CPU); DUT threads of their own (trestle's daemon, Open vSwitch's PMD) on CPU %d", place.GenCPU, place.DUTCPU))
@@ -300,6 +305,10 @@ func chainNote(s Scenario, u unit) string {
 // runUnit builds one topology, sets the DUT up, runs the scenario's tests
 // and tears everything down.
 func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, place Placement, rec *UnitRecord, status, notef func(string)) (out []Result, err error) {
+	v, err := SplitVariant(u.dut)
+	if err != nil {
+		return nil, err
+	}
 	d, err := ParseDUT(u.dut)
 	if err != nil {
 		return nil, err
@@ -325,11 +334,16 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	if err != nil {
 		return nil, err
 	}
-	if v, _ := SplitVariant(u.dut); len(v.Offloads) > 0 {
+	if len(v.Offloads) > 0 {
 		for _, h := range t.Hosts {
 			if err := h.NS.Features(h.If, v.Offloads); err != nil {
 				return nil, fmt.Errorf("variant %s: %w", u.dut, err)
 			}
+		}
+	}
+	if v.VLAN {
+		if err := t.SetVLANs(); err != nil {
+			return nil, fmt.Errorf("variant %s: %w", u.dut, err)
 		}
 	}
 	env := &Env{Trestle: cfg.Trestle, WorkDir: cfg.WorkDir, DUTCPU: place.DUTCPU, Log: cfg.Logf}
@@ -349,11 +363,20 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 			err = cerr
 		}
 	}()
-	for k, v := range d.Settings() {
-		rec.Settings[k] = v
+	for k, val := range d.Settings() {
+		rec.Settings[k] = val
 	}
-	if v, _ := SplitVariant(u.dut); len(v.Offloads) > 0 {
+	if len(v.Offloads) > 0 {
 		rec.Settings["variant: host offloads"] = fmt.Sprint(v.Offloads)
+	}
+	if t.VLANs != nil {
+		rec.Settings["variant: vlan"] = t.VLANSettings()
+		status("checking the VLANs: h1 untagged on VLAN 10, h2 tagged on the trunk, VLAN 20 apart")
+		found, err := rig.CheckVLANs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rec.Settings["vlan check"] = found
 	}
 	base := Result{DUT: u.dut, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }

@@ -65,8 +65,29 @@ type Scenario struct {
 	Load, StreamRate     float64
 	EventLead, EventTail time.Duration
 	UpgradeTo            string
+	// Goals are what the scenario's figures should show, checked in the report.
+	Goals []Goal
 	// Unavailable, if set, is why the scenario cannot run yet.
 	Unavailable string
+}
+
+// Goal is a target for one test of a scenario: DUT's median at least Min
+// times Base's, both measured in the same run.
+type Goal struct {
+	Test  string  `json:"test"`
+	Param string  `json:"param"`
+	DUT   string  `json:"dut"`
+	Base  string  `json:"base"`
+	Min   float64 `json:"min_ratio"`
+	Why   string  `json:"why"`
+}
+
+func (g Goal) String() string {
+	param := g.Param
+	if g.Test == TestThroughput || g.Test == TestFlood {
+		param = FrameSize(g.Param).Label()
+	}
+	return fmt.Sprintf("%s %s: %s at least %gx %s: %s", g.Test, param, g.DUT, g.Min, g.Base, g.Why)
 }
 
 func quickTiming() Timing {
@@ -153,7 +174,20 @@ var Scenarios = map[string]Scenario{
 	},
 	"vlan-overhead": {
 		Name: "vlan-overhead", Title: "The cost of VLAN tagging (seed 002)", Seed: "002_1c7bd735c1257602.txt",
-		Unavailable: "trestle has no VLAN ports yet (a config with vlan/trunk is rejected; see README), and this machine has no 802.1Q devices or bridge VLAN filtering to compare with",
+		About: "a 2-port bridge untagged, and the same bridge with VLANs (DUT@vlan): h1 on an access port of VLAN 10, h2 on a trunk carrying 10 and 20, " +
+			"its frames tagged 10 both ways (h2's tx-vlan-hw-insert off; tc programs tag and untag its stack's frames, since this kernel has no 802.1Q devices); " +
+			"a check first that h1's frames reach h2 tagged 10, h2's reach h1 untagged and VLAN 20 stays apart; " +
+			"then 64-byte throughput h1 to h2 (68 bytes on the trunk) and iperf3 TCP, 1 stream, for trestle in xdp and in its default mode and Open vSwitch (userspace datapath, tag= and trunks=), " +
+			"and the Linux bridge, with VLAN filtering where the kernel has it (where not, the report says so, and the untagged bridge is a reference). " +
+			"The report gives each DUT's VLAN cost, tagged/untagged, with ministat's verdict, and trestle against Open vSwitch, both tagged. " +
+			"Goals: trestle's cost at most 5% in xdp mode (OpenBSD's vlan(4) lost 38%), and trestle at least 5x Open vSwitch with VLANs. " +
+			"5 repetitions, about 25 minutes (Open vSwitch's searches take longest)",
+		DUTs: []string{"trestle:xdp", "trestle:xdp@vlan", "trestle", "trestle@vlan", "ovs", "ovs@vlan", "linux-bridge", "linux-bridge@vlan"}, Hosts: 2, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: 5 * time.Second, Reps: 5, Timing: DefaultTiming,
+		Goals: []Goal{
+			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "trestle:xdp", Min: 0.95, Why: "trestle's VLAN cost in xdp mode at most 5% (vlan(4) lost 38%)"},
+			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "ovs@vlan", Min: 5, Why: "trestle at least 5x Open vSwitch on the same VLAN set-up"},
+		},
 	},
 }
 
@@ -179,6 +213,61 @@ func DescribeScenarios() string {
 		fmt.Fprintf(&b, "  %-14s %s\n", n, about)
 	}
 	return b.String()
+}
+
+// Describe is the scenario in full, for `trestle lab NAME --help`: what it
+// measures, on which DUTs, and its goals.
+func (s Scenario) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Scenario %s: %s\n", s.Name, s.Title)
+	if s.Seed != "" {
+		fmt.Fprintf(&b, "Reproduces seed %s.\n", s.Seed)
+	}
+	if s.Unavailable != "" {
+		fmt.Fprintf(&b, "\nNot yet: %s\n", s.Unavailable)
+		return b.String()
+	}
+	b.WriteString("\n" + wrap(s.About, 80, "", "") + "\n\n")
+	fmt.Fprintf(&b, "DUTs:     %s\n", strings.Join(s.DUTs, ", "))
+	fmt.Fprintf(&b, "Tests:    %s", strings.Join(s.Tests, ", "))
+	if len(s.Sizes) > 0 {
+		var sizes []string
+		for _, z := range s.Sizes {
+			sizes = append(sizes, z.Label())
+		}
+		fmt.Fprintf(&b, "; frame sizes %s", strings.Join(sizes, ", "))
+	}
+	if s.has(TestTCP) && len(s.Streams) > 0 {
+		fmt.Fprintf(&b, "; iperf3 TCP streams %s", strings.Trim(fmt.Sprint(s.Streams), "[]"))
+	}
+	fmt.Fprintf(&b, "\nRepeats:  %d, the DUTs in an order rotated each repetition\n", s.Reps)
+	if len(s.Goals) > 0 {
+		b.WriteString("Goals (checked in the report):\n")
+		for _, g := range s.Goals {
+			b.WriteString(wrap(g.String(), 80, "  - ", "    ") + "\n")
+		}
+	}
+	return b.String()
+}
+
+// wrap breaks text into lines of at most width: the first starts with
+// first, the others with rest.
+func wrap(text string, width int, first, rest string) string {
+	var lines []string
+	indent := first
+	line := indent
+	for _, w := range strings.Fields(text) {
+		if len(line) > len(indent) && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			indent = rest
+			line = indent
+		}
+		if len(line) > len(indent) {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
 }
 
 // Has says whether the scenario runs a test kind.

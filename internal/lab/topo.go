@@ -41,6 +41,9 @@ type Host struct {
 	// Port is the DUT interface the host is plugged into ("" on the
 	// straight path).
 	Port string
+	// VLAN is the tag the host's frames carry on the wire (0: untagged):
+	// the host is on a trunk port (see SetVLANs).
+	VLAN uint16
 }
 
 // Bridge is one bridge the DUT is to build: its name and its ports.
@@ -59,6 +62,9 @@ type Topo struct {
 	// Ingress lists the DUT interfaces that receive the generator's frames
 	// first or on the way, in order: the ports whose NAPI is the DUT's work.
 	Ingress []string
+	// VLANs, if set, is each DUT port's place in VLANs, which the DUT
+	// configures (SetVLANs); nil: no VLANs, every frame untagged.
+	VLANs map[string]PortVLAN
 }
 
 // HostMAC is host i's address, 02:00:00:00:00:i (1-based).

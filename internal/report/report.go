@@ -193,9 +193,16 @@ type Comparison struct {
 	Result      stat.Comparison
 }
 
+// splitDUT is a DUT spec's DUT and its variant's knobs ("" for none).
+func splitDUT(dut string) (base, knobs string) {
+	base, knobs, _ = strings.Cut(dut, "@")
+	return base, knobs
+}
+
 // Compare compares, in each group, every trestle DUT against every other
-// DUT, and every variant ("linux-bridge@gso=off") against its DUT, where
-// both have at least stat.MinPoints values.
+// DUT with the same variant knobs (trestle@vlan against ovs@vlan, trestle
+// against ovs), and every variant ("linux-bridge@gso=off") against its
+// DUT, where both have at least stat.MinPoints values.
 func Compare(groups []*Group) []Comparison {
 	var out []Comparison
 	for _, g := range groups {
@@ -203,13 +210,14 @@ func Compare(groups []*Group) []Comparison {
 			if len(o.Values) < stat.MinPoints {
 				continue
 			}
-			base, _, isVariant := strings.Cut(o.DUT, "@")
+			base, knobs := splitDUT(o.DUT)
 			for _, b := range g.Rows {
 				if b == o || len(b.Values) < stat.MinPoints {
 					continue
 				}
-				variantOf := isVariant && b.DUT == base
-				trestle := strings.HasPrefix(o.DUT, "trestle") && !isVariant && !strings.Contains(b.DUT, "@") &&
+				_, bKnobs := splitDUT(b.DUT)
+				variantOf := knobs != "" && b.DUT == base
+				trestle := strings.HasPrefix(o.DUT, "trestle") && knobs == bKnobs &&
 					!(strings.HasPrefix(b.DUT, "trestle") && b.DUT > o.DUT)
 				if !variantOf && !trestle {
 					continue
@@ -287,6 +295,7 @@ func Terminal(w io.Writer, run *lab.Run) {
 	for _, n := range imixEstimates(groups) {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
+	terminalVariants(w, run, groups, Compare(groups))
 	if ps := profiles(run); len(ps) > 0 {
 		fmt.Fprintf(w, "\nwhere a frame's time goes (medians; eBPF programs from the kernel's run-time statistics):\n")
 		for _, p := range ps {
@@ -429,6 +438,7 @@ func Write(dir string, run *lab.Run) error {
 			fmt.Fprintf(&b, "- %s\n", p)
 		}
 	}
+	markdownVariants(&b, run, groups, Compare(groups))
 	charts, err := writeCharts(dir, run, groups)
 	if err != nil {
 		return err

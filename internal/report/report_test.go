@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,5 +114,125 @@ func TestTerminalAndWrite(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// vlanRun is a vlan-overhead run: trestle:xdp loses 3% with VLANs, ovs
+// 20%; the Linux bridge with VLANs was unavailable.
+func vlanRun() *lab.Run {
+	run := &lab.Run{Scenario: "vlan-overhead", Title: "VLANs", Reps: 3, Sizes: []lab.FrameSize{"64"}, Timing: lab.DefaultTiming,
+		DUTs:  []string{"trestle:xdp", "trestle:xdp@vlan", "ovs", "ovs@vlan", "linux-bridge@vlan"},
+		Goals: lab.Scenarios["vlan-overhead"].Goals}
+	vals := map[string][]float64{
+		"trestle:xdp":      {3.00e6, 3.10e6, 3.05e6},
+		"trestle:xdp@vlan": {2.94e6, 2.98e6, 2.96e6},
+		"ovs":              {500e3, 510e3, 490e3},
+		"ovs@vlan":         {400e3, 410e3, 390e3},
+	}
+	for rep := 1; rep <= 3; rep++ {
+		for _, d := range run.DUTs {
+			if d == "linux-bridge@vlan" {
+				run.Units = append(run.Units, lab.UnitRecord{DUT: d, Rep: rep, Skipped: "DUT not available here: this kernel has no bridge VLAN filtering"})
+				continue
+			}
+			run.Results = append(run.Results, lab.Result{DUT: d, Rep: rep, Test: lab.TestThroughput, Param: "64", Value: vals[d][rep-1], Unit: "pps"})
+		}
+	}
+	return run
+}
+
+func TestVLANCost(t *testing.T) {
+	run := vlanRun()
+	groups := Groups(run)
+	cs := Compare(groups)
+	vrs := Variants(groups, cs)
+	if len(vrs) != 2 {
+		t.Fatalf("%d variant rows, want trestle:xdp and ovs", len(vrs))
+	}
+	for _, c := range []struct {
+		dut     string
+		ratio   float64
+		percent float64
+		proven  bool
+	}{{"trestle:xdp", 2.96 / 3.05, -2.95, true}, {"ovs", 0.8, -20, true}} {
+		var vr *VariantRow
+		for i := range vrs {
+			if vrs[i].DUT == c.dut {
+				vr = &vrs[i]
+			}
+		}
+		if vr == nil || vr.Knobs != "vlan" || vr.Base == nil || vr.Base.DUT != c.dut || vr.Variant.DUT != c.dut+"@vlan" {
+			t.Fatalf("%s: %+v", c.dut, vr)
+		}
+		if math.Abs(vr.Ratio-c.ratio) > 1e-9 {
+			t.Errorf("%s: ratio %v, want %v", c.dut, vr.Ratio, c.ratio)
+		}
+		if vr.Cmp == nil || vr.Cmp.Result.Proven != c.proven || math.Abs(vr.Cmp.Result.Percent-c.percent) > 0.1 {
+			t.Errorf("%s: ministat %+v, want %+.1f%% proven %v", c.dut, vr.Cmp, c.percent, c.proven)
+		}
+	}
+	prs := Peers(groups, cs)
+	if len(prs) != 1 || prs[0].Trestle.DUT != "trestle:xdp@vlan" || prs[0].Other.DUT != "ovs@vlan" || math.Abs(prs[0].Ratio-2.96e6/400e3) > 1e-9 || prs[0].Cmp == nil {
+		t.Errorf("peers: %+v", prs)
+	}
+	gs := Goals(run, groups, cs)
+	if len(gs) != 2 || !gs[0].Met || !gs[1].Met {
+		t.Errorf("goals: %+v", gs)
+	}
+	// trestle:xdp@vlan is compared with ovs@vlan, not with ovs.
+	var peer bool
+	for _, c := range cs {
+		if c.Other.DUT == "trestle:xdp@vlan" && c.Base.DUT == "ovs" {
+			t.Errorf("compared trestle:xdp@vlan with untagged ovs")
+		}
+		peer = peer || c.Other.DUT == "trestle:xdp@vlan" && c.Base.DUT == "ovs@vlan"
+	}
+	if !peer {
+		t.Error("no ministat comparison of trestle:xdp@vlan with ovs@vlan")
+	}
+
+	var out bytes.Buffer
+	Terminal(&out, run)
+	for _, want := range []string{
+		"VLAN cost", "TAGGED/UNTAGGED",
+		"throughput 64B trestle:xdp 3.05Mpps 2.96Mpps 0.970 -3.0% ± 2.8%",
+		"throughput 64B ovs 500kpps 400kpps 0.800 -20.0% ± 4.5%",
+		"- linux-bridge - unavailable",
+		"trestle:xdp@vlan / ovs@vlan 7.40x +640.0% ± 9.0%",
+		"met: throughput 64B: trestle:xdp@vlan at least 0.95x trestle:xdp", "met: throughput 64B: trestle:xdp@vlan at least 5x ovs@vlan",
+		"skipped linux-bridge@vlan: DUT not available here: this kernel has no bridge VLAN filtering",
+	} {
+		// Column widths aside.
+		if text := strings.Join(strings.Fields(out.String()), " "); !strings.Contains(text, want) {
+			t.Errorf("terminal output lacks %q:\n%s", want, out.String())
+		}
+	}
+	dir := t.TempDir()
+	if err := Write(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## VLAN cost", "| throughput 64B | trestle:xdp | 3.05Mpps | 2.96Mpps | 0.970 | -3.0% ± 2.8% |",
+		"| - | linux-bridge | - | unavailable (see linux-bridge@vlan under Settings) | - | - |",
+		"| throughput 64B | trestle:xdp@vlan / ovs@vlan | 7.40x |", "## Goals\n\n- met: ",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+
+	// A cost above 5%: the goal is not met, and says so.
+	for i := range run.Results {
+		if run.Results[i].DUT == "trestle:xdp@vlan" {
+			run.Results[i].Value *= 0.9
+		}
+	}
+	groups = Groups(run)
+	if gs := Goals(run, groups, Compare(groups)); gs[0].Met || !strings.HasPrefix(goalText(gs[0]), "NOT met") {
+		t.Errorf("a 13%% cost meets the goal: %+v %s", gs[0], goalText(gs[0]))
 	}
 }
