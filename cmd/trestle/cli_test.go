@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -86,5 +87,14 @@ func TestLabFlags(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "Scenario vlan-overhead: The cost of VLAN tagging (seed 002)") ||
 		!strings.Contains(out, "tagged/untagged") || !strings.Contains(out, "trestle:xdp@vlan at least 0.95x trestle:xdp") || !strings.Contains(out, "Placement") {
 		t.Errorf("lab vlan-overhead --help: %d %q", code, out)
+	}
+}
+
+// A --dut list splits at commas, except between one variant's knobs.
+func TestSplitDUTs(t *testing.T) {
+	got := splitDUTs("direct, trestle:xdp@vlan,bin=/tmp/x,ovs@vlan,trestle@gso=off,tso=off,linux-bridge")
+	want := []string{"direct", "trestle:xdp@vlan,bin=/tmp/x", "ovs@vlan", "trestle@gso=off,tso=off", "linux-bridge"}
+	if !slices.Equal(got, want) {
+		t.Errorf("splitDUTs: %q, want %q", got, want)
 	}
 }

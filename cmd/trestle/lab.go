@@ -100,7 +100,7 @@ Examples:
 			f := cmd.Flags()
 			var err error
 			if f.Changed("dut") {
-				sc.DUTs = splitList(duts)
+				sc.DUTs = splitDUTs(duts)
 				for _, d := range sc.DUTs {
 					if _, err := lab.ParseDUT(d); err != nil {
 						return fmt.Errorf("--dut: %w", err)
@@ -295,6 +295,23 @@ Examples:
 		},
 	})
 	return c
+}
+
+// splitDUTs splits a --dut list at its commas, except those between the
+// knobs of one DUT's variant: "trestle:xdp@vlan,bin=/tmp/x,ovs" is two DUTs.
+func splitDUTs(s string) []string {
+	var out []string
+	for _, p := range splitList(s) {
+		name, _, _ := strings.Cut(p, "@")
+		kind, _, _ := strings.Cut(name, ":")
+		knob := !slices.Contains(lab.DUTNames, name) && !slices.Contains(lab.DUTNames, kind)
+		if n := len(out); n > 0 && knob && strings.Contains(out[n-1], "@") {
+			out[n-1] += "," + p
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func splitList(s string) []string {
