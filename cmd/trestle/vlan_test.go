@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/testutil"
 )
 
@@ -210,6 +211,32 @@ func TestVLANAccessIsolation(t *testing.T) {
 		}
 		if n := len(l.fdb()); n != 3 {
 			t.Errorf("fdb has %d entries, want 3: %+v", n, l.fdb())
+		}
+
+		// show says each port's VLAN; stats --vlan counts per VLAN: in
+		// VLAN 10, 6 frames in, 6 copies out (each to the one other
+		// member), 5 floods; in VLAN 20, 5 frames in, all floods that
+		// reach no port.
+		st := l.show()
+		if !st.Bridges[0].VLANAware {
+			t.Errorf("show: the bridge is not VLAN-aware")
+		}
+		for i, p := range st.Bridges[0].Ports {
+			if want := []uint16{10, 20, 10}[i]; p.VLAN != want || p.Trunk != "" {
+				t.Errorf("show: %s has vlan %d trunk %q, want access VLAN %d", p.Interface, p.VLAN, p.Trunk, want)
+			}
+		}
+		var vs []ctl.VLANStats
+		l.cliJSON(&vs, "stats", "--vlan")
+		got := map[uint16]ctl.VLANStats{}
+		for _, v := range vs {
+			got[v.VLAN] = v
+		}
+		if v := got[10]; v.RxPackets != 6 || v.TxPackets != 6 || v.Flooded != 5 || !slices.Equal(v.Ports, []string{portName(1), portName(3)}) {
+			t.Errorf("stats --vlan, VLAN 10: %+v, want rx 6 tx 6 flooded 5 on %s and %s", v, portName(1), portName(3))
+		}
+		if v := got[20]; v.RxPackets != 5 || v.TxPackets != 0 || v.Flooded != 5 || len(vs) != 2 {
+			t.Errorf("stats --vlan, VLAN 20: %+v (of %d VLANs), want rx 5 tx 0 flooded 5, and 2 VLANs", v, len(vs))
 		}
 		l.stop()
 	})
