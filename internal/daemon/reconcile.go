@@ -72,6 +72,12 @@ type change struct {
 	stopped []*portState
 	// statics to delete once the rest is committed.
 	staleStatics []staleStatic
+	// Learned entries that no longer mean what they did: those of a port
+	// in VLANs it no longer carries (vlanMoved, the port as now written),
+	// and every one of a bridge whose VLAN-awareness flipped (its VLANs
+	// were the frames' tags, and are now its ports', or the other way).
+	vlanMoved map[slotKey]datapath.PortInfo
+	flipped   map[uint16]bool
 }
 
 type staleStatic struct {
@@ -283,11 +289,18 @@ func (d *Daemon) commit(c *change, j *journal) error {
 			return err
 		}
 	}
+	c.vlanMoved, c.flipped = map[slotKey]datapath.PortInfo{}, map[uint16]bool{}
 	for _, b := range c.order {
+		if b.info != nil && b.cfg.VLANAware() != b.info.VLANAware {
+			c.flipped[b.id] = true
+		}
 		for _, p := range b.ports {
 			want := p.info()
 			if samePortInfo(want, p.written) {
 				continue
+			}
+			if want != nil && p.written != nil && (want.PVID != p.written.PVID || want.Trunk != p.written.Trunk || !slices.Equal(want.VLANs, p.written.VLANs)) {
+				c.vlanMoved[slotKey{b.id, p.slot}] = *want
 			}
 			if err := d.writePort(p, want, j); err != nil {
 				return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
@@ -508,10 +521,22 @@ func (d *Daemon) release(c *change) {
 		ids[b.id] = true
 		d.alloc.idUsed[b.id] = false
 	}
-	if len(slots) == 0 && len(ids) == 0 {
+	if len(slots) == 0 && len(ids) == 0 && len(c.vlanMoved) == 0 && len(c.flipped) == 0 {
 		return
 	}
-	err := d.flush(func(e datapath.FDBEntry) bool { return ids[e.Bridge] || slots[slotKey{e.Bridge, e.Slot}] })
+	err := d.flush(func(e datapath.FDBEntry) bool {
+		if ids[e.Bridge] || slots[slotKey{e.Bridge, e.Slot}] {
+			return true
+		}
+		if e.Static {
+			return false
+		}
+		if c.flipped[e.Bridge] {
+			return true
+		}
+		p, ok := c.vlanMoved[slotKey{e.Bridge, e.Slot}]
+		return ok && !p.Carries(e.VLAN)
+	})
 	if err == nil {
 		return
 	}

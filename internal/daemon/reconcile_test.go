@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -650,5 +651,49 @@ func TestVLANFailedApplyRestoresStage(t *testing.T) {
 		if p.PVID != 0 {
 			t.Errorf("port %d kept VLAN %d after a failed apply", p.Ifindex, p.PVID)
 		}
+	}
+}
+
+// Entries that no longer mean what they did go with the reload that
+// changed their meaning: a port's entries in a VLAN it no longer carries,
+// and every learned entry of a bridge that turns VLAN-aware or back.
+func TestVLANChangeFlushes(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2"} {
+		w.sys.add(n, "veth")
+	}
+	plain := bridges("br0=p1,p2")
+	cfg := func(v1, v2 string) string {
+		s := strings.Replace(plain, "interface = \"p1\"\n", "interface = \"p1\"\n"+v1+"\n", 1)
+		return strings.Replace(s, "interface = \"p2\"\n", "interface = \"p2\"\n"+v2+"\n", 1)
+	}
+	w.mustApply(cfg("vlan = 10", "trunk = [10, 20]"))
+	b, p1, p2 := w.d.bridges["br0"], w.port("br0", "p1"), w.port("br0", "p2")
+	learn := func(p *portState, vlan uint16, mac string) {
+		m, _ := net.ParseMAC(mac)
+		w.dp.fdb[fdbKeyOf(b.id, vlan, m)] = datapath.FDBEntry{Bridge: b.id, VLAN: vlan, MAC: m, Slot: p.slot, Ifindex: uint32(p.ifindex)}
+	}
+	have := func() []string {
+		var out []string
+		for _, e := range w.dp.fdb {
+			out = append(out, fmt.Sprintf("%s/%d", e.MAC, e.VLAN))
+		}
+		slices.Sort(out)
+		return out
+	}
+	learn(p1, 10, "02:00:00:00:00:01")
+	learn(p2, 10, "02:00:00:00:00:02")
+	learn(p2, 20, "02:00:00:00:00:03")
+
+	// p2 stops carrying 20: its VLAN-20 entry goes, the rest stay.
+	w.mustApply(cfg("vlan = 10", "trunk = [10, 30]"))
+	if got, want := have(), []string{"02:00:00:00:00:01/10", "02:00:00:00:00:02/10"}; !slices.Equal(got, want) {
+		t.Errorf("after p2 left VLAN 20: %v, want %v", got, want)
+	}
+	// The bridge stops being VLAN-aware: its learned VLANs meant the
+	// ports', not the frames' tags; every learned entry goes.
+	w.mustApply(plain)
+	if got := have(); len(got) != 0 {
+		t.Errorf("after the bridge left VLANs: %v, want no learned entry", got)
 	}
 }
