@@ -408,6 +408,15 @@ func (d *Daemon) commitStatics(c *change, b *bridgeState, j *journal) error {
 			delete(want, k) // written when the port comes up
 			continue
 		}
+		// A CLI entry whose port no longer carries its VLAN (the config's
+		// are checked when it is read) is kept, not written, until the
+		// port carries it again: in the table it would only make frames
+		// of that VLAN drop at the port.
+		if w.User && b.cfg.VLANAware() && !p.cfg.Carries(w.VLAN) {
+			d.log.Warn("static entry from the CLI not written: its port does not carry its VLAN", "bridge", b.cfg.Name, "mac", w.MAC, "vlan", w.VLAN, "port", p.name())
+			delete(want, k)
+			continue
+		}
 		w.Ifindex, w.Slot = p.ifindex, p.slot
 		want[k] = w
 	}

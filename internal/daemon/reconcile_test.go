@@ -697,3 +697,43 @@ func TestVLANChangeFlushes(t *testing.T) {
 		t.Errorf("after the bridge left VLANs: %v, want no learned entry", got)
 	}
 }
+
+// A static entry from the CLI follows its port's VLANs: out of the table
+// while the port does not carry its VLAN, kept, and back when it does.
+func TestCLIStaticFollowsPortVLAN(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2"} {
+		w.sys.add(n, "veth")
+	}
+	cfg := func(vid int) string {
+		return strings.Replace(bridges("br0=p1,p2"), "interface = \"p1\"\n", fmt.Sprintf("interface = \"p1\"\nvlan = %d\n", vid), 1)
+	}
+	w.mustApply(cfg(10))
+	err := w.d.fdbAdd(ctl.Request{Bridge: "br0", MAC: "02:00:00:00:00:77", Port: "p1"})
+	if err != nil {
+		t.Fatalf("fdb add: %v", err)
+	}
+	inTable := func() (uint16, bool) {
+		for _, e := range w.dp.fdb {
+			if e.MAC.String() == "02:00:00:00:00:77" {
+				return e.VLAN, true
+			}
+		}
+		return 0, false
+	}
+	if vid, ok := inTable(); !ok || vid != 10 {
+		t.Fatalf("fdb add without --vlan on an access port of VLAN 10: in table %v, vlan %d", ok, vid)
+	}
+	err = w.d.fdbAdd(ctl.Request{Bridge: "br0", MAC: "02:00:00:00:00:78", Port: "p1", VLAN: 20})
+	if err == nil || !strings.Contains(err.Error(), "does not carry VLAN 20") {
+		t.Errorf("fdb add in a VLAN the port does not carry: %v", err)
+	}
+	w.mustApply(cfg(20))
+	if _, ok := inTable(); ok {
+		t.Errorf("the CLI entry of VLAN 10 stayed in the table after p1 moved to VLAN 20")
+	}
+	w.mustApply(cfg(10))
+	if vid, ok := inTable(); !ok || vid != 10 {
+		t.Errorf("the CLI entry did not come back with VLAN 10: in table %v, vlan %d", ok, vid)
+	}
+}
