@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/testutil"
 )
 
@@ -671,4 +672,50 @@ func TestVLANBadConfig(t *testing.T) {
 	if _, err := os.Stat(sock); err == nil {
 		t.Errorf("a rejected config still opened the control socket")
 	}
+}
+
+// A host whose stack tags its frames hands the tag to its veth beside the
+// frame (tx-vlan offload, on by default): tc sees it there, XDP does not, and
+// an XDP redirect would carry the frame on untagged. For a port at XDP the
+// daemon turns the offload off on the veth peer, so the tag travels in the
+// bytes; with the offload turned back on behind its back, the same frames
+// reach the trunk untagged and are dropped there, which is what the daemon's
+// setting prevents. The host tags with a tc program (lab.TagHost), as an
+// 802.1Q device would (this kernel has none).
+func TestVLANTagOffloadAtXDP(t *testing.T) {
+	l := newSwlab(t, 2)
+	l.writeConfig(l.config("", func(i int) string {
+		return "mode = \"xdp\"\n" + []string{"vlan = 10\n", "trunk = [10, 20]\n"}[i-1]
+	}))
+	l.start()
+	for _, p := range l.show().Bridges[0].Ports {
+		if p.State != "up" || p.Mode != "xdp" {
+			t.Fatalf("port %s: %s %s (%s)", p.Interface, p.State, p.Mode, p.Reason)
+		}
+		if !strings.Contains(p.Peer, "tx-vlan-hw-insert off (was on)") {
+			t.Errorf("port %s: peer %q: the daemon did not turn tx-vlan-hw-insert off", p.Interface, p.Peer)
+		}
+	}
+	tagger, err := lab.TagHost(l.host(2).Path, "eth0", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tagger.Close()
+	if err := l.host(2).Ping(hostIP(1), 3); err != nil {
+		t.Fatalf("h2 (tagging 10 on the trunk) -> h1 (access 10): %v", err)
+	}
+	if err := l.host(1).Ping(hostIP(2), 3); err != nil {
+		t.Fatalf("h1 -> h2: %v", err)
+	}
+	// The offload back on: the tags stay beside the frames, XDP sees them
+	// untagged, and the trunk (no native VLAN) drops them.
+	l.host(2).MustExec(t, "ethtool", "-K", "eth0", "tx-vlan-hw-insert", "on")
+	before := l.stats(portName(2)).Drops["vlan_untagged"]
+	if err := l.host(2).Ping(hostIP(1), 2); err == nil {
+		t.Errorf("h2 -> h1 still answered with the tag offloaded: the test shows nothing")
+	}
+	if after := l.stats(portName(2)).Drops["vlan_untagged"]; after <= before {
+		t.Errorf("with the tag offloaded, the trunk's vlan_untagged drops stayed at %d", after)
+	}
+	l.stop()
 }
