@@ -10,8 +10,8 @@
 // daemon can check a new file completely before it applies any of it, and
 // keep its running state when the file is rejected.
 //
-// The file looks like this; only bridge.name and bridge.port.interface are
-// required:
+// The file looks like this; only bridge.name and, in each port, interface
+// or patch are required:
 //
 //	[daemon]
 //	socket = "/run/trestle/trestle.sock"
@@ -35,10 +35,24 @@
 //	native = 10                  # optional, one of trunk: untagged frames
 //	                             # join it, and it leaves untagged
 //
+//	[[bridge.port]]
+//	patch = "br1"         # instead of interface: a patch port to bridge br1,
+//	                      # which declares one back; no mode
+//	name = "to-br1"       # optional, "patch-" + peer by default; the port's
+//	                      # name in show, fdb, stats and static entries
+//
 //	[[bridge.static]]
 //	mac = "02:00:00:00:00:01"  # unicast, not zero
-//	port = "veth-a"            # a port of the same bridge
+//	port = "veth-a"            # a port of the same bridge: its interface,
+//	                           # or a patch port's name
 //	vlan = 10                  # see below
+//
+//	[[bridge]]
+//	name = "br1"
+//
+//	[[bridge.port]]
+//	patch = "br0"         # both sides declare the pair, as Open vSwitch's
+//	                      # peer option does
 //
 // A bridge is VLAN-aware when any of its ports sets vlan or trunk. Its other
 // ports are then access ports of VLAN 1, and each static entry belongs to a
@@ -49,9 +63,17 @@
 // and a static entry's vlan is 0 (untagged, the default) .. 4094. The VLANs
 // of all bridges together, counted once per bridge, are at most MaxVLANs.
 //
+// Patch ports join bridges in one datapath, and trestle runs no spanning
+// tree, so the patches must form a forest: each peer is another bridge that
+// declares one patch back, two bridges are joined by one patch at most, no
+// patches close a cycle, and no chain of bridges joined by patches is longer
+// than MaxPatchChain. A port's name (its interface, or a patch port's name)
+// is unique in its bridge. A patch port follows the VLAN rules of any port.
+//
 // Unknown keys and tables are errors, so a typo is never silently ignored.
-// Keys of features not built yet (bridge filter) are recognised and rejected
-// with a message that says so.
+// Keys of features not built yet (bridge filter, port patch) are recognised
+// and rejected with a message that says so; a patch port is checked fully
+// first, and only a valid one gets the not-built error.
 package config
 
 import (
@@ -81,6 +103,9 @@ const (
 	MaxPortsPerBridge = tbpf.MaxBridgePorts // ports of one bridge
 	MaxPorts          = tbpf.MaxPorts - 1   // all bridges together: slot 0 is no port
 	MaxVLANs          = tbpf.MaxVLANs       // distinct (bridge, VLAN) pairs of all bridges together
+	// Bridges a frame may cross through patch ports in one program run
+	// (issue 12): the longest chain of bridges joined by patches.
+	MaxPatchChain = 16
 )
 
 // Limits of single values.
@@ -129,13 +154,22 @@ func (b *Bridge) VLANAware() bool {
 	return false
 }
 
-// Port attaches one interface to a bridge. On a VLAN-aware bridge it is
-// either an access port (VLAN set) or a trunk (Trunk set); on other bridges
-// VLAN, Trunk and Native are all zero.
+// Port attaches one interface to a bridge, or is a patch port joining the
+// bridge to another one (Patch set), with no interface. On a VLAN-aware
+// bridge it is either an access port (VLAN set) or a trunk (Trunk set); on
+// other bridges VLAN, Trunk and Native are all zero. Patch ports follow the
+// same VLAN rules as the others.
 type Port struct {
-	Interface string
-	Mode      mode.Mode // auto, xdp or tc
+	Interface string    // "" for a patch port
+	Mode      mode.Mode // auto, xdp or tc; auto for a patch port, which has none
 	MaxMACs   int       // key max_macs; 0 = unlimited
+	// Key patch: the peer bridge, which has a patch port back to this
+	// one; "" for an interface port.
+	Patch string
+	// Key name: a patch port's name, "patch-" + Patch by default; unique
+	// among the names of the bridge's ports, interfaces included. "" for
+	// an interface port.
+	Name string
 	// Key vlan: the access VLAN, which untagged and priority-tagged frames
 	// join and which leaves the port untagged. 1 by default on a VLAN-aware
 	// bridge; 0 on a trunk or on a bridge that is not VLAN-aware.
@@ -147,6 +181,18 @@ type Port struct {
 	// leaves it untagged; one of Trunk. 0 = none: untagged frames are dropped.
 	Native uint16
 	Line   int // line of the [[bridge.port]] header
+}
+
+// IsPatch reports whether the port is a patch port to another bridge.
+func (p *Port) IsPatch() bool { return p.Patch != "" }
+
+// PortName returns what show, fdb, stats and static entries call the port:
+// its interface, or a patch port's Name.
+func (p *Port) PortName() string {
+	if p.IsPatch() {
+		return p.Name
+	}
+	return p.Interface
 }
 
 // IsTrunk reports whether the port carries tagged VLANs.
@@ -212,7 +258,7 @@ func VLANRanges(vids []uint16) string {
 // Static is an FDB entry that is never learned over nor aged out.
 type Static struct {
 	MAC  net.HardwareAddr // 6-byte unicast, non-zero
-	Port string           // interface of a port of the same bridge
+	Port string           // PortName of a port of the same bridge
 	// The entry's VLAN. On a VLAN-aware bridge 1..4094, one its port
 	// carries, and the port's PVID when the file has none; elsewhere 0 =
 	// untagged.
@@ -301,7 +347,8 @@ type checker struct {
 	errs       Errors
 	ifaces     map[string]portRef // interface -> the port that has it
 	totalPorts int
-	totalVLANs int // (bridge, VLAN) pairs of the bridges so far
+	totalVLANs int          // (bridge, VLAN) pairs of the bridges so far
+	patches    []*patchPort // of named bridges, in file order
 }
 
 // portRef remembers where an interface was first used, for duplicate errors:
@@ -369,21 +416,27 @@ func (c *checker) bridges(v *value) []Bridge {
 		if t.kind != unstable.Table {
 			continue
 		}
-		b := c.bridge(t, field)
+		b, patches := c.bridge(t, field)
 		if b.Name != "" {
 			line := t.vals["name"].line
 			if prev, dup := names[b.Name]; dup {
 				c.errorf(line, field+".name", "%q is already the name of the bridge at line %d", b.Name, prev)
 			} else {
 				names[b.Name] = line
+				// Patches of a bridge without a name of its own are
+				// left out: no peer could name it back.
+				c.patches = append(c.patches, patches...)
 			}
 		}
 		out = append(out, b)
 	}
+	c.patchGraph(names)
 	return out
 }
 
-func (c *checker) bridge(t *value, field string) Bridge {
+// bridge checks one bridge, and returns it with its patch ports for the
+// checks across bridges.
+func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, Line: t.line}
 	var ports, statics *value
 	for _, k := range t.keys {
@@ -440,18 +493,25 @@ func (c *checker) bridge(t *value, field string) Bridge {
 	// static entries refer to them, and whether the bridge is VLAN-aware
 	// is known only once every port is.
 	bp := &bridgePorts{label: label, index: map[string]int{}}
-	b.Ports, bp.vlans = c.ports(t, ports, field, label)
+	var sites []portSite
+	b.Ports, bp.vlans, sites = c.ports(t, ports, field, label)
 	bp.aware = slices.ContainsFunc(bp.vlans, func(v portVLANs) bool { return v.set })
+	bp.ports = b.Ports
+	var patches []*patchPort
 	for i := range b.Ports {
 		p := &b.Ports[i]
 		if bp.aware && !bp.vlans[i].set {
 			p.VLAN = 1
 		}
-		if _, dup := bp.index[p.Interface]; p.Interface != "" && !dup {
-			bp.index[p.Interface] = i
+		c.portNames(bp, sites, i)
+		if p.IsPatch() && validBridgeName(p.Patch) {
+			patches = append(patches, &patchPort{
+				from: b.Name, peer: p.Patch,
+				field: sites[i].field + ".patch", line: sites[i].t.vals["patch"].line,
+				ok: sites[i].ok,
+			})
 		}
 	}
-	bp.ports = b.Ports
 	if statics != nil {
 		elems, _ := c.elements(statics, field+".static")
 		seen := map[string]int{} // "mac/vlan" -> line of the entry's mac
@@ -462,7 +522,192 @@ func (c *checker) bridge(t *value, field string) Bridge {
 		}
 	}
 	c.countVLANs(&b, t, field, label)
-	return b
+	return b, patches
+}
+
+// portNames enters the names of port i of a bridge into bp.index, and
+// reports a name that an earlier port has already: interfaces and patch
+// ports share one namespace per bridge, the one static entries, show and
+// fdb use. Two interface ports with one interface are reported already, by
+// port, and two patches with one default name are two patches to the same
+// peer, which patchGraph reports.
+func (c *checker) portNames(bp *bridgePorts, sites []portSite, i int) {
+	p, site := &bp.ports[i], &sites[i]
+	type named struct {
+		name   string
+		line   int
+		field  string
+		isPort bool // an interface, not a patch port's name
+		dflt   bool // a patch port's default name
+	}
+	var names []named
+	if p.Interface != "" {
+		names = append(names, named{p.Interface, site.t.vals["interface"].line, site.field + ".interface", true, false})
+	}
+	if p.IsPatch() && p.Name != "" {
+		n := named{name: p.Name, field: site.field + ".name", line: site.t.line, dflt: true}
+		if v, ok := site.t.vals["name"]; ok {
+			n.line, n.dflt = v.line, false
+		}
+		names = append(names, n)
+	}
+	for _, n := range names {
+		j, dup := bp.index[n.name]
+		if !dup {
+			bp.index[n.name] = i
+			continue
+		}
+		q, qsite := &bp.ports[j], &sites[j]
+		prevIface := q.Interface == n.name
+		_, prevNamed := qsite.t.vals["name"]
+		prevLine := qsite.t.line
+		switch {
+		case prevIface:
+			prevLine = qsite.t.vals["interface"].line
+		case prevNamed:
+			prevLine = qsite.t.vals["name"].line
+		}
+		switch {
+		case n.isPort && prevIface:
+			continue
+		case n.dflt && !prevIface && !prevNamed:
+			continue
+		case n.dflt:
+			c.errorf(n.line, n.field, "the default name %q is already the name of a port of %s at line %d; set name", n.name, bp.label, prevLine)
+		default:
+			c.errorf(n.line, n.field, "%q is already the name of a port of %s at line %d", n.name, bp.label, prevLine)
+		}
+		site.ok = false
+	}
+}
+
+// patchPort is a patch port of a named bridge, for the checks across
+// bridges.
+type patchPort struct {
+	from, peer string // bridge names
+	field      string // bridge[0].port[1].patch
+	line       int    // of its patch key
+	ok         bool   // no error about the port: it gets the not-built one
+}
+
+// patchGraph checks the patch ports of every bridge against each other:
+// names is every bridge name, the first bridge that has it. Each peer is
+// another bridge, which declares one patch back (both sides declare the
+// pair, as with Open vSwitch's peer option). A pair joins its two bridges;
+// the pair whose second port, in file order, would close a cycle or make a
+// chain longer than MaxPatchChain bridges is refused, so the pairs accepted
+// always form a forest of short trees. Patch ports that are valid get the
+// error that they are not built yet.
+func (c *checker) patchGraph(names map[string]int) {
+	type pair struct{ from, to string }
+	first := map[pair]*patchPort{} // the first patch of a bridge to a peer
+	order := map[*patchPort]int{}
+	for i, p := range c.patches {
+		order[p] = i
+		k := pair{p.from, p.peer}
+		_, known := names[p.peer]
+		prev, dup := first[k]
+		switch {
+		case p.peer == p.from:
+			c.errorf(p.line, p.field, "%q is this bridge: a patch joins two bridges", p.peer)
+		case !known:
+			c.errorf(p.line, p.field, "no bridge is named %q", p.peer)
+		case dup:
+			c.errorf(p.line, p.field, "bridge %s already has a patch to %s at line %d: two bridges are joined by one patch at most", p.from, p.peer, prev.line)
+		default:
+			first[k] = p
+			continue
+		}
+		p.ok = false
+	}
+	var g forest
+	for _, p := range c.patches {
+		if first[pair{p.from, p.peer}] != p {
+			continue
+		}
+		back := first[pair{p.peer, p.from}]
+		switch {
+		case back == nil:
+			c.errorf(p.line, p.field, "bridge %s has no patch back to %s: declare patch = %q in bridge %s too", p.peer, p.from, p.from, p.peer)
+			p.ok = false
+			continue
+		case order[back] > order[p]:
+			continue // the pair is complete at back
+		}
+		// p completes the pair: it closes the cycle, or makes the chain,
+		// that the pair would.
+		if path := g.path(p.peer, p.from); path != nil {
+			c.errorf(p.line, p.field, "%s -> %s closes the cycle %s", p.from, p.peer, strings.Join(append(path, p.peer), " -> "))
+			p.ok, back.ok = false, false
+			continue
+		}
+		chain := g.farthest(p.peer)
+		slices.Reverse(chain)
+		chain = append(chain, g.farthest(p.from)...)
+		if len(chain) > MaxPatchChain {
+			c.errorf(p.line, p.field, "%s -> %s makes a chain of %d bridges: %s; at most %d may be joined by patches", p.from, p.peer, len(chain), strings.Join(chain, " -> "), MaxPatchChain)
+			p.ok, back.ok = false, false
+			continue
+		}
+		g.join(p.from, p.peer)
+	}
+	for _, p := range c.patches {
+		if p.ok {
+			c.errorf(p.line, p.field, "patch ports are not built yet (issue 12)")
+		}
+	}
+}
+
+// forest is the bridges joined by accepted patches, which have no cycle.
+type forest map[string][]string // bridge -> its neighbours, in the order joined
+
+func (g *forest) join(a, b string) {
+	if *g == nil {
+		*g = forest{}
+	}
+	(*g)[a] = append((*g)[a], b)
+	(*g)[b] = append((*g)[b], a)
+}
+
+// walk visits the tree of from breadth first, and returns the bridges in
+// the order visited and the bridge each was reached from.
+func (g forest) walk(from string) (visited []string, parent map[string]string) {
+	parent = map[string]string{from: ""}
+	visited = []string{from}
+	for i := 0; i < len(visited); i++ {
+		for _, n := range g[visited[i]] {
+			if _, seen := parent[n]; !seen {
+				parent[n] = visited[i]
+				visited = append(visited, n)
+			}
+		}
+	}
+	return visited, parent
+}
+
+// trail returns the bridges from the root of a walk to b, in that order.
+func trail(parent map[string]string, b string) []string {
+	var t []string
+	for ; b != ""; b = parent[b] {
+		t = append(t, b)
+	}
+	slices.Reverse(t)
+	return t
+}
+
+// path returns the bridges from a to b, or nil when they are not joined.
+func (g forest) path(a, b string) []string {
+	_, parent := g.walk(a)
+	if _, joined := parent[b]; !joined {
+		return nil
+	}
+	return trail(parent, b)
+}
+
+// farthest returns the longest path from b within its tree, b first.
+func (g forest) farthest(b string) []string {
+	visited, parent := g.walk(b)
+	return trail(parent, visited[len(visited)-1])
 }
 
 // countVLANs adds the VLANs of bridge b to the total of all bridges, and
@@ -505,15 +750,23 @@ type bridgePorts struct {
 	aware bool
 	ports []Port
 	vlans []portVLANs    // parallel to ports
-	index map[string]int // interface -> index of the first port that has it
+	index map[string]int // PortName (and interface) -> index of the first port that has it
+}
+
+// portSite is where a port is in the file, for the checks that need the
+// whole bridge or every bridge.
+type portSite struct {
+	field string // bridge[0].port[1]
+	t     *value // the port's table
+	ok    bool   // no error about the port so far
 }
 
 // ports checks the ports of bridge table t (v is its "port" value, nil when
 // missing) and returns them with what their VLAN keys held.
-func (c *checker) ports(t, v *value, field, label string) ([]Port, []portVLANs) {
+func (c *checker) ports(t, v *value, field, label string) ([]Port, []portVLANs, []portSite) {
 	if v == nil {
 		c.errorf(t.line, field+".port", "at least one [[bridge.port]] is required")
-		return nil, nil
+		return nil, nil, nil
 	}
 	elems, ok := c.elements(v, field+".port")
 	if ok && len(elems) == 0 {
@@ -521,8 +774,10 @@ func (c *checker) ports(t, v *value, field, label string) ([]Port, []portVLANs) 
 	}
 	var ports []Port
 	var vlans []portVLANs
+	var sites []portSite
 	for i, pt := range elems {
 		pf := fmt.Sprintf("%s.port[%d]", field, i)
+		before := len(c.errs)
 		if i == MaxPortsPerBridge {
 			c.errorf(pt.line, pf, "too many ports in one bridge: at most %d are allowed", MaxPortsPerBridge)
 		}
@@ -535,8 +790,9 @@ func (c *checker) ports(t, v *value, field, label string) ([]Port, []portVLANs) 
 		p, pv := c.port(pt, pf, label)
 		ports = append(ports, p)
 		vlans = append(vlans, pv)
+		sites = append(sites, portSite{field: pf, t: pt, ok: len(c.errs) == before})
 	}
-	return ports, vlans
+	return ports, vlans, sites
 }
 
 func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
@@ -563,7 +819,32 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			} else {
 				c.ifaces[s] = portRef{bridge: bridge, line: v.line}
 			}
+		case "patch":
+			// Checked against the other bridges once every bridge is known.
+			s, ok := c.str(v, f)
+			if !ok {
+				break
+			}
+			p.Patch = s
+			if !validBridgeName(s) {
+				c.errorf(v.line, f, "%q is not a valid bridge name: use 1 to %d of A-Z a-z 0-9 _ . -", s, maxNameLen)
+			}
+		case "name":
+			s, ok := c.str(v, f)
+			if !ok {
+				break
+			}
+			// Kept even when invalid, as interface is.
+			p.Name = s
+			if why := ifnameProblem(s); why != "" {
+				c.errorf(v.line, f, "%q is not a valid port name: %s", s, why)
+			}
 		case "mode":
+			_, hasIface := t.vals["interface"]
+			if _, hasPatch := t.vals["patch"]; hasPatch && !hasIface {
+				c.errorf(v.line, f, "a patch port attaches to no interface and has no mode")
+				break
+			}
 			if s, ok := c.str(v, f); ok {
 				if m, err := mode.Parse(s); err == nil {
 					p.Mode = m
@@ -588,8 +869,23 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			c.unknown(v, f)
 		}
 	}
-	if _, ok := t.vals["interface"]; !ok {
-		c.errorf(t.line, field+".interface", "is required")
+	iface, hasIface := t.vals["interface"]
+	patch, hasPatch := t.vals["patch"]
+	name, hasName := t.vals["name"]
+	switch {
+	case hasIface && hasPatch:
+		c.errorf(patch.line, field+".patch", "conflicts with interface at line %d: a port attaches an interface or patches to another bridge, not both", iface.line)
+	case !hasIface && !hasPatch:
+		c.errorf(t.line, field, "interface or patch is required")
+	case hasName && !hasPatch:
+		c.errorf(name.line, field+".name", "is for patch ports only: a port with an interface is named by it")
+	case hasPatch && !hasName && p.Patch != "":
+		p.Name = "patch-" + p.Patch
+		// A valid bridge name is made of valid characters, but may be
+		// too long to take the prefix.
+		if why := ifnameProblem(p.Name); why != "" && validBridgeName(p.Patch) {
+			c.errorf(t.line, field+".name", "the default name %q is not a valid port name: %s; set name", p.Name, why)
+		}
 	}
 	vlan, hasVLAN := t.vals["vlan"]
 	trunk, hasTrunk := t.vals["trunk"]
@@ -799,12 +1095,12 @@ func (c *checker) staticVLAN(t *value, field string, bp *bridgePorts, s *Static)
 	p := &bp.ports[i]
 	switch {
 	case hasVLAN && !p.Carries(s.VLAN):
-		c.errorf(v.line, field+".vlan", "VLAN %d is not carried by port %q (%s)", s.VLAN, p.Interface, describe(p))
+		c.errorf(v.line, field+".vlan", "VLAN %d is not carried by port %q (%s)", s.VLAN, p.PortName(), describe(p))
 		return false
 	case hasVLAN:
 		return true
 	case p.PVID() == 0:
-		c.errorf(t.line, field+".vlan", "port %q is a trunk with no native VLAN: set vlan", p.Interface)
+		c.errorf(t.line, field+".vlan", "port %q is a trunk with no native VLAN: set vlan", p.PortName())
 		return false
 	}
 	s.VLAN = p.PVID()
