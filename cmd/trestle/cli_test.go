@@ -70,7 +70,9 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"lab", "quick", "--reps", "0"}, "--reps 0"},
 		{[]string{"lab", "quick", "--loss-goal", "2"}, "--loss-goal 2"},
 		{[]string{"lab", "vlan-overhead", "--dut", "direct@vlan"}, "vlan is for a bridge"},
-		{[]string{"lab", "vlan-overhead", "--dut", "ovs@vlan=10"}, "bin=PATH or vlan"},
+		{[]string{"lab", "vlan-overhead", "--dut", "ovs@vlan=10"}, "bin=PATH, vlan"},
+		{[]string{"lab", "chain", "--dut", "linux-bridge@patch"}, "the Linux bridge has no patch ports: bridges join only by veth pairs"},
+		{[]string{"lab", "chain", "--dut", "ovs,trestle:xdp@patch"}, "trestle's patch ports are not built yet (issue 12)"},
 	} {
 		out, code := runCLI(t, nil, c.args...)
 		if code == 0 || !strings.Contains(out, c.want) {
@@ -78,7 +80,7 @@ func TestLabFlags(t *testing.T) {
 		}
 	}
 	out, code := runCLI(t, nil, "lab", "--help")
-	if code != 0 || !strings.Contains(out, "router-pps") || !strings.Contains(out, "Placement") || !strings.Contains(out, "DUT@vlan") {
+	if code != 0 || !strings.Contains(out, "router-pps") || !strings.Contains(out, "Placement") || !strings.Contains(out, "DUT@vlan") || !strings.Contains(out, "DUT@patch") {
 		t.Errorf("lab --help: %d %q", code, out)
 	}
 	// A scenario's --help says what it measures and its goals, before the

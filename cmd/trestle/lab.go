@@ -54,6 +54,9 @@ DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
   DUT@vlan        the bridge with VLANs (seed 002): h1 on an access port of VLAN
                   10, h2 on a trunk carrying 10 and 20, its frames tagged 10; the
                   report gives the VLAN cost, DUT@vlan against DUT (vlan-overhead)
+  DUT@patch       a chain's bridges joined by the DUT's patch ports, not veth
+                  pairs (seed 003): ovs@patch only (the Linux bridge has none,
+                  trestle's are issue 12)
 
 The restart scenario (RFC 6201's reset characterisation): one stream from
 h1 to h2 per event, at --load of each DUT's measured 64-byte throughput (or

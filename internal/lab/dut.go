@@ -73,11 +73,30 @@ var offloadAliases = map[string]string{
 // bin=PATH runs a trestle DUT from another build ("trestle:xdp@bin=/tmp/old"),
 // and vlan puts the bridge's ports in VLANs (seed 002's set-up, see
 // SetVLANs): h1's an access port of VLAN 10, h2's a trunk carrying 10 and 20.
+// patch joins the bridges of a chain by patch ports of the DUT's own
+// instead of veth pairs (seed 003 found Open vSwitch's nearly free): only
+// Open vSwitch has them; the others are refused (see patchRefusal).
 type Variant struct {
 	Name     string
 	Offloads map[string]bool
 	Bin      string
 	VLAN     bool
+	Patch    bool
+}
+
+// patchRefusal says why the DUT kind of name has no patch ports ("": it has).
+func patchRefusal(name string) string {
+	switch kind, _, _ := strings.Cut(name, ":"); kind {
+	case "ovs":
+		return ""
+	case "linux-bridge":
+		return "the Linux bridge has no patch ports: bridges join only by veth pairs"
+	case "trestle":
+		return "trestle's patch ports are not built yet (issue 12)"
+	case "direct":
+		return "the straight path has no bridges to join"
+	}
+	return "no patch ports"
 }
 
 // SplitVariant parses a DUT spec.
@@ -95,6 +114,11 @@ func SplitVariant(s string) (Variant, error) {
 				return v, fmt.Errorf("DUT %q: vlan is for a bridge; the straight path has no ports to put in VLANs", s)
 			}
 			v.VLAN = true
+		case !ok && k == "patch":
+			if why := patchRefusal(name); why != "" {
+				return v, fmt.Errorf("DUT %q: %s", s, why)
+			}
+			v.Patch = true
 		case ok && k == "bin" && val != "":
 			if !strings.HasPrefix(name, "trestle") {
 				return v, fmt.Errorf("DUT %q: bin= is for trestle DUTs", s)
@@ -109,7 +133,7 @@ func SplitVariant(s string) (Variant, error) {
 			}
 			v.Offloads[k] = val == "on"
 		default:
-			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH or vlan", s, kv)
+			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH, vlan or patch", s, kv)
 		}
 	}
 	return v, nil

@@ -104,9 +104,13 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 	if _, err := o.vsctl(ctx, t, args...); err != nil {
 		return fmt.Errorf("configure Open vSwitch: %w\n%s", err, tail(filepath.Join(o.dir, "vswitchd.log"), 10))
 	}
-	// Ready when every port has an OpenFlow port number.
+	// Ready when every port has an OpenFlow port number, patch ports too.
+	ports := t.DUTPorts()
+	for _, pp := range t.Patches {
+		ports = append(ports, pp.PortA, pp.PortB)
+	}
 	deadline := time.Now().Add(20 * time.Second)
-	for _, p := range t.DUTPorts() {
+	for _, p := range ports {
 		for {
 			out, err := o.vsctl(ctx, t, "get", "interface", p, "ofport")
 			if n, _ := strconv.Atoi(strings.TrimSpace(out)); err == nil && n > 0 {
@@ -143,6 +147,15 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 	if env.MaxEntries > 0 {
 		o.set["mac-table-size"] = strconv.Itoa(env.MaxEntries)
 	}
+	if len(t.Patches) > 0 {
+		var pairs []string
+		for _, pp := range t.Patches {
+			pairs = append(pairs, fmt.Sprintf("%s:%s <-> %s:%s", pp.A, pp.PortA, pp.B, pp.PortB))
+		}
+		o.set["bridges joined by"] = "patch ports (type=patch, no veth pairs between bridges): " + strings.Join(pairs, ", ")
+	} else if len(t.Bridges) > 1 {
+		o.set["bridges joined by"] = "veth pairs (AF_XDP or plain ports like the hosts')"
+	}
 	for _, p := range t.DUTPorts() {
 		if pv, ok := t.VLANs[p]; ok {
 			o.set["port "+p] = pv.ovsSettings()
@@ -152,7 +165,9 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 }
 
 // ovsArgs is the ovs-vsctl command that builds t's bridges: the userspace
-// datapath, ports of portType, and the ports' VLANs where t has them.
+// datapath, ports of portType, the ports' VLANs where t has them, and the
+// patch port pairs that join bridges where t has them (each port of a pair
+// the other's peer; they stay type=patch whatever portType is).
 func ovsArgs(t *Topo, env *Env, portType string) []string {
 	args := []string{"set", "Open_vSwitch", ".", fmt.Sprintf("other_config:pmd-cpu-mask=0x%x", 1<<env.DUTCPU)}
 	for _, br := range t.Bridges {
@@ -169,6 +184,11 @@ func ovsArgs(t *Topo, env *Env, portType string) []string {
 				args = append(args, "--", "set", "interface", p, "type=afxdp", "options:xdp-mode=native")
 			}
 		}
+	}
+	for _, pp := range t.Patches {
+		args = append(args,
+			"--", "add-port", pp.A, pp.PortA, "--", "set", "interface", pp.PortA, "type=patch", "options:peer="+pp.PortB,
+			"--", "add-port", pp.B, pp.PortB, "--", "set", "interface", pp.PortB, "type=patch", "options:peer="+pp.PortA)
 	}
 	return args
 }

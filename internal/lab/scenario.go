@@ -156,9 +156,10 @@ var Scenarios = map[string]Scenario{
 		Tests: []string{TestTCP, TestUDP}, Streams: []int{1}, UDPRate: "1G", IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
 	},
 	"chain": {
-		Name: "chain", Title: "Bridges in a row, joined by veth pairs (seed 003)", Seed: "003_3e6f4237fce17ad8.txt",
-		About: "1 to 9 bridges in one namespace joined by veth pairs: 64-byte throughput and iperf3 TCP against the chain's length",
-		DUTs:  []string{"direct", "linux-bridge", "trestle", "trestle:xdp", "ovs"}, Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
+		Name: "chain", Title: "Bridges in a row, joined by veth pairs or, with @patch, patch ports (seed 003)", Seed: "003_3e6f4237fce17ad8.txt",
+		About: "1 to 9 bridges in one namespace joined by veth pairs or, for DUT@patch, by the DUT's patch ports (Open vSwitch's; no veth pairs between bridges): " +
+			"64-byte throughput and iperf3 TCP against the chain's length",
+		DUTs: []string{"direct", "linux-bridge", "trestle", "trestle:xdp", "ovs", "ovs@patch"}, Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
 	},
 	"restart": {
@@ -296,7 +297,8 @@ func (s Scenario) shape(dut string, chain int) Shape {
 	if isDirect(dut) {
 		return Shape{Hosts: 2, Chain: 0}
 	}
-	return Shape{Hosts: max(s.Hosts, 2), Chain: chain}
+	v, _ := SplitVariant(dut)
+	return Shape{Hosts: max(s.Hosts, 2), Chain: chain, Patch: v.Patch}
 }
 
 // isDirect says whether a DUT spec is the straight path (or a variant of it).

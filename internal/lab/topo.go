@@ -16,6 +16,9 @@ type Shape struct {
 	// bridge with a port per host.
 	Chain  int
 	Queues int // receive and transmit queues of every veth end; 0: 1
+	// Patch: the bridges of a chain are joined by the DUT's patch ports
+	// (Topo.Patches, which the DUT makes) and not by veth pairs.
+	Patch bool
 }
 
 func (s Shape) check() error {
@@ -52,6 +55,14 @@ type Bridge struct {
 	Ports []string
 }
 
+// Patch joins two bridges of the DUT by a pair of patch ports, which the
+// DUT makes (no kernel interface): port PortA on bridge A is the peer of
+// PortB on bridge B.
+type Patch struct {
+	A, PortA string
+	B, PortB string
+}
+
 // Topo is a built topology.
 type Topo struct {
 	Shape   Shape
@@ -59,6 +70,9 @@ type Topo struct {
 	Hosts   []*Host
 	DUT     *NS      // nil on the straight path
 	Bridges []Bridge // what the DUT must build in DUT
+	// Patches join consecutive bridges of a chain with Shape.Patch; their
+	// ports are not in Bridges' Ports, which are kernel interfaces.
+	Patches []Patch
 	// Ingress lists the DUT interfaces that receive the generator's frames
 	// first or on the way, in order: the ports whose NAPI is the DUT's work.
 	Ingress []string
@@ -75,7 +89,10 @@ func HostIP(i int) string { return fmt.Sprintf("10.77.%d.%d", i>>8, i&0xff) }
 
 // Build creates the namespaces and veth pairs of s in n. Bridge i of a
 // chain has ports "p1" or "cI-1b" toward h1 and "cIa" or "p2" toward h2;
-// the one bridge of a star has ports p1..pN.
+// the one bridge of a star has ports p1..pN. With s.Patch, bridge i of a
+// chain is joined to bridge i+1 by the patch ports "pI-I+1" and "pI+1-I"
+// (t.Patches) in place of the veth pair cIa-cIb, which is not made: the
+// first bridge's only port is p1, the last's p2.
 func Build(ctx context.Context, n *Net, s Shape) (*Topo, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -115,6 +132,11 @@ func Build(ctx context.Context, n *Net, s Shape) (*Topo, error) {
 			t.Ingress = []string{"p1"}
 		} else {
 			for i := 1; i <= s.Chain; i++ {
+				if s.Patch {
+					t.Bridges, t.Patches = patchedChain(s.Chain)
+					t.Ingress = []string{"p1"}
+					break
+				}
 				b := Bridge{Name: fmt.Sprintf("br%d", i)}
 				in, out := fmt.Sprintf("c%db", i-1), fmt.Sprintf("c%da", i)
 				if i == 1 {
@@ -137,6 +159,28 @@ func Build(ctx context.Context, n *Net, s Shape) (*Topo, error) {
 		}
 	}
 	return t, nil
+}
+
+// patchedChain is a chain of n bridges (n > 1) joined by patch ports: the
+// hosts' ports p1 on br1 and p2 on brN, and between brI and brI+1 the pair
+// pI-I+1 (on brI) and pI+1-I (on brI+1).
+func patchedChain(n int) ([]Bridge, []Patch) {
+	var brs []Bridge
+	var ps []Patch
+	for i := 1; i <= n; i++ {
+		b := Bridge{Name: fmt.Sprintf("br%d", i)}
+		switch i {
+		case 1:
+			b.Ports = []string{"p1"}
+		case n:
+			b.Ports = []string{"p2"}
+		}
+		brs = append(brs, b)
+		if i < n {
+			ps = append(ps, Patch{A: b.Name, PortA: fmt.Sprintf("p%d-%d", i, i+1), B: fmt.Sprintf("br%d", i+1), PortB: fmt.Sprintf("p%d-%d", i+1, i)})
+		}
+	}
+	return brs, ps
 }
 
 // DUTPorts lists every interface of the DUT namespace that a bridge owns.

@@ -27,8 +27,8 @@ func TestSplitVariantVLAN(t *testing.T) {
 		{spec: "ovs@vlan,gso=off", name: "ovs", vlan: true, offloads: 1},
 		{spec: "linux-bridge@gso=off", name: "linux-bridge", offloads: 1},
 		{spec: "direct@vlan", err: "vlan is for a bridge"},
-		{spec: "ovs@vlan=10", err: "bin=PATH or vlan"},
-		{spec: "ovs@vlans", err: "bin=PATH or vlan"},
+		{spec: "ovs@vlan=10", err: "bin=PATH, vlan"},
+		{spec: "ovs@vlans", err: "bin=PATH, vlan"},
 	} {
 		v, err := SplitVariant(c.spec)
 		if c.err != "" {
