@@ -164,6 +164,50 @@ func tinyTiming() Timing {
 	return tm
 }
 
+// tinyScenario is a 2-host scenario of 64-byte throughput and iperf3 TCP
+// with one stream, one repetition each, at tinyTiming.
+func tinyScenario(duts []string, chain ...int) Scenario {
+	if len(chain) == 0 {
+		chain = []int{1}
+	}
+	return Scenario{Name: "test", DUTs: duts, Hosts: 2, Chain: chain, Sizes: []FrameSize{"64"},
+		Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: time.Second, Reps: 1, Timing: tinyTiming()}
+}
+
+// execute runs sc with trestle bin and returns its record and each
+// figure by DUT, chain length and test; a result with an error fails t.
+func execute(t *testing.T, sc Scenario, bin string) (*Run, map[string]map[int]map[string]float64) {
+	t.Helper()
+	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[int]map[string]float64{}
+	for _, r := range run.Results {
+		if r.Error != "" {
+			t.Errorf("%s x%d %s: %s", r.DUT, r.Chain, r.Test, r.Error)
+			continue
+		}
+		if got[r.DUT] == nil {
+			got[r.DUT] = map[int]map[string]float64{}
+		}
+		if got[r.DUT][r.Chain] == nil {
+			got[r.DUT][r.Chain] = map[string]float64{}
+		}
+		got[r.DUT][r.Chain][r.Test] = r.Value
+	}
+	t.Logf("%v", got)
+	return run, got
+}
+
+// single is a DUT's figures at its one chain length (0 for direct).
+func single(byChain map[int]map[string]float64) map[string]float64 {
+	for _, f := range byChain {
+		return f
+	}
+	return nil
+}
+
 // TestExecute runs a small scenario for real: every DUT forwards, the
 // figures are there, and nothing is left behind, also when a DUT fails.
 func TestExecute(t *testing.T) {
@@ -173,30 +217,14 @@ func TestExecute(t *testing.T) {
 	if OVSAvailable() == nil {
 		duts = append(duts, "ovs")
 	}
-	sc := Scenario{Name: "test", DUTs: duts, Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"},
-		Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: time.Second, Reps: 1, Timing: tinyTiming()}
+	sc := tinyScenario(duts)
 	before := ours(t, "tl")
-	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]map[string]float64{}
-	for _, r := range run.Results {
-		if r.Error != "" {
-			t.Errorf("%s %s: %s", r.DUT, r.Test, r.Error)
-			continue
-		}
-		if got[r.DUT] == nil {
-			got[r.DUT] = map[string]float64{}
-		}
-		got[r.DUT][r.Test] = r.Value
-	}
+	_, got := execute(t, sc, bin)
 	for _, d := range duts {
-		if got[d][TestThroughput] <= 0 || got[d][TestTCP] <= 0 {
-			t.Errorf("%s: throughput %v pps, TCP %v bit/s; want both above 0", d, got[d][TestThroughput], got[d][TestTCP])
+		if f := single(got[d]); f[TestThroughput] <= 0 || f[TestTCP] <= 0 {
+			t.Errorf("%s: throughput %v pps, TCP %v bit/s; want both above 0", d, f[TestThroughput], f[TestTCP])
 		}
 	}
-	t.Logf("%v", got)
 	if left := ours(t, "tl"); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
@@ -204,7 +232,7 @@ func TestExecute(t *testing.T) {
 	// A DUT that fails to start: the unit is recorded as failed, the run
 	// goes on, and its namespaces are gone too.
 	sc.DUTs = []string{"trestle", "direct"}
-	run, err = Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: "/nonexistent/trestle", WorkDir: t.TempDir()})
+	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: "/nonexistent/trestle", WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,9 @@
 package lab
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestSplitVariantPatch(t *testing.T) {
@@ -103,25 +101,10 @@ func TestExecutePatch(t *testing.T) {
 	if err := OVSAvailable(); err != nil {
 		t.Skip(err)
 	}
-	sc := Scenario{Name: "test", DUTs: []string{"ovs@patch"}, Hosts: 2, Chain: []int{1, 3}, Sizes: []FrameSize{"64"},
-		Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: time.Second, Reps: 1, Timing: tinyTiming()}
+	sc := tinyScenario([]string{"ovs@patch"}, 1, 3)
 	before := ours(t, "tl")
-	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[int]map[string]float64{}
-	for _, r := range run.Results {
-		if r.Error != "" {
-			t.Errorf("%s x%d %s: %s", r.DUT, r.Chain, r.Test, r.Error)
-			continue
-		}
-		if got[r.Chain] == nil {
-			got[r.Chain] = map[string]float64{}
-		}
-		got[r.Chain][r.Test] = r.Value
-	}
-	t.Logf("%v", got)
+	run, all := execute(t, sc, "")
+	got := all["ovs@patch"]
 	for _, c := range sc.Chain {
 		if got[c][TestThroughput] <= 0 || got[c][TestTCP] <= 0 {
 			t.Errorf("ovs@patch x%d: throughput %v pps, TCP %v bit/s; want both above 0", c, got[c][TestThroughput], got[c][TestTCP])

@@ -242,25 +242,8 @@ func TestTagHost(t *testing.T) {
 // for the reason allowed[dut]. Nothing may be left behind.
 func runVLAN(t *testing.T, bin string, duts []string, allowed map[string]string) {
 	t.Helper()
-	sc := Scenario{Name: "test", DUTs: duts, Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"},
-		Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: time.Second, Reps: 1, Timing: tinyTiming()}
 	before := ours(t, "tl")
-	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]map[string]float64{}
-	for _, r := range run.Results {
-		if r.Error != "" {
-			t.Errorf("%s %s: %s", r.DUT, r.Test, r.Error)
-			continue
-		}
-		if got[r.DUT] == nil {
-			got[r.DUT] = map[string]float64{}
-		}
-		got[r.DUT][r.Test] = r.Value
-	}
-	t.Logf("%v", got)
+	run, got := execute(t, tinyScenario(duts), bin)
 	units := map[string]UnitRecord{}
 	for _, u := range run.Units {
 		units[u.DUT] = u
@@ -275,8 +258,8 @@ func runVLAN(t *testing.T, bin string, duts []string, allowed map[string]string)
 			}
 			continue
 		}
-		if got[d][TestThroughput] <= 0 || got[d][TestTCP] <= 0 {
-			t.Errorf("%s: throughput %v pps, TCP %v bit/s; want both above 0", d, got[d][TestThroughput], got[d][TestTCP])
+		if f := single(got[d]); f[TestThroughput] <= 0 || f[TestTCP] <= 0 {
+			t.Errorf("%s: throughput %v pps, TCP %v bit/s; want both above 0", d, f[TestThroughput], f[TestTCP])
 		}
 		if strings.HasSuffix(d, "@vlan") {
 			if !strings.HasPrefix(u.Settings["vlan check"], "passed") || !strings.Contains(u.Settings["variant: vlan"], "trunk carrying 10, 20") {
