@@ -103,18 +103,8 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 	}
 	d.unsynced[b.ID] = true
 	// Now that the live copy no longer names them, drop stale flood members.
-	var k, v uint32
-	var stale []uint32
-	it := fm.Iterate()
-	for it.Next(&k, &v) {
-		if !want[k] {
-			stale = append(stale, k)
-		}
-	}
-	for _, k := range stale {
-		if err := fm.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("bridge %q: remove ifindex %d from the flood set: %w", b.Name, k, err)
-		}
+	if err := prune(fm, want); err != nil {
+		return fmt.Errorf("bridge %q: flood set: %w", b.Name, err)
 	}
 	if !b.VLANAware {
 		// No frame reads them now: the live copy is not VLAN-aware.
@@ -190,21 +180,49 @@ func (d *Datapath) ResetBridge(id uint16) error {
 	return nil
 }
 
-func floodSpec(name string) *ebpf.MapSpec {
+// floodSpec is a flood set's devmap: ifindex -> ifindex (valueSize 4), or
+// -> struct bpf_devmap_val (8: ifindex and the program its copies run).
+func floodSpec(name string, valueSize uint32) *ebpf.MapSpec {
 	return &ebpf.MapSpec{
 		Name:       name,
 		Type:       ebpf.DevMapHash,
 		KeySize:    4,
-		ValueSize:  4,
+		ValueSize:  valueSize,
 		MaxEntries: uint32(tbpf.MaxBridgePorts),
 	}
+}
+
+// prune deletes the members of a flood set that want does not hold.
+func prune(m *ebpf.Map, want map[uint32]bool) error {
+	var stale []uint32
+	var prev any // nil: from the first key
+	for {
+		var k uint32
+		err := m.NextKey(prev, &k)
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read members: %w", err)
+		}
+		if !want[k] {
+			stale = append(stale, k)
+		}
+		prev = k
+	}
+	for _, k := range stale {
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("remove ifindex %d: %w", k, err)
+		}
+	}
+	return nil
 }
 
 func (d *Datapath) floodMap(id uint16) (*ebpf.Map, error) {
 	if m, ok := d.floods[id]; ok {
 		return m, nil
 	}
-	m, err := ebpf.NewMap(floodSpec(fmt.Sprintf("tr_flood_%d", id)))
+	m, err := ebpf.NewMap(floodSpec(fmt.Sprintf("tr_flood_%d", id), 4))
 	if err != nil {
 		return nil, fmt.Errorf("create flood set: %w", err)
 	}

@@ -130,7 +130,7 @@ func Load(opts Options) (*Datapath, error) {
 	d.bss = coll.DetachMap(".bss")
 	coll.Close() // what is left: .rodata, which the programs hold
 	delete(d.maps, ".rodata")
-	if d.syncMap, err = ebpf.NewMap(floodSpec("tr_sync")); err != nil {
+	if d.syncMap, err = ebpf.NewMap(floodSpec("tr_sync", 4)); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("create sync map: %w", err)
 	}

@@ -252,23 +252,13 @@ type devmapVal struct {
 	ProgFD  int32
 }
 
-func vlanFloodSpec(name string) *ebpf.MapSpec {
-	return &ebpf.MapSpec{
-		Name:       name,
-		Type:       ebpf.DevMapHash,
-		KeySize:    4,
-		ValueSize:  8,
-		MaxEntries: uint32(tbpf.MaxBridgePorts),
-	}
-}
-
 // setVLANFlood makes the XDP flood set of a VLAN-aware bridge hold exactly
 // its ports, each with the program that keeps its copy in the VLAN.
 func (d *Datapath) setVLANFlood(b BridgeInfo) error {
 	m, ok := d.vlanFloods[b.ID]
 	if !ok {
 		var err error
-		if m, err = ebpf.NewMap(vlanFloodSpec(fmt.Sprintf("tr_vflood_%d", b.ID))); err != nil {
+		if m, err = ebpf.NewMap(floodSpec(fmt.Sprintf("tr_vflood_%d", b.ID), 8)); err != nil {
 			return fmt.Errorf("create VLAN flood set: %w", err)
 		}
 		if err := d.objs.VlanFloods.Put(uint32(b.ID), m); err != nil {
@@ -285,19 +275,8 @@ func (d *Datapath) setVLANFlood(b BridgeInfo) error {
 			return fmt.Errorf("add ifindex %d to the VLAN flood set: %w", p.Ifindex, err)
 		}
 	}
-	var k uint32
-	var v devmapVal
-	var stale []uint32
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		if !want[k] {
-			stale = append(stale, k)
-		}
-	}
-	for _, k := range stale {
-		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("remove ifindex %d from the VLAN flood set: %w", k, err)
-		}
+	if err := prune(m, want); err != nil {
+		return fmt.Errorf("VLAN flood set: %w", err)
 	}
 	return nil
 }
