@@ -9,6 +9,9 @@
  *   port -> count rx -> parse -> VLAN (aware bridges) -> source sane ->
  *   reserved dst -> learn -> group dst: flood | lookup: miss flood, ingress
  *   or gone drop, else forward
+ *
+ * A forward to a patch port, or a flood in a bridge that has some, goes on
+ * in the bridges the patches lead to (lib/patch.h, tr_walk in trestle.c).
  */
 #ifndef TRESTLE_SWITCH_H
 #define TRESTLE_SWITCH_H
@@ -17,6 +20,7 @@
 #include "lib/parse.h"
 #include "lib/fdb.h"
 #include "lib/vlan.h"
+#include "lib/patch.h"
 
 /* What the entry point sees of a frame. */
 struct tr_pkt {
@@ -41,10 +45,14 @@ struct tr_decision {
 	__u32 egress_ifindex;
 	__u32 egress_slot;
 	__u32 bridge;
+	__u32 in_slot;
 	struct tr_port_stats *in_st; /* NULL only for frames from no port */
 	const struct tr_bridge *br;
 	const struct tr_port *out; /* TR_ACT_FORWARD: the egress port */
 	struct tr_tag tag;         /* the VLAN stage's view (tag.on: the bridge is VLAN-aware) */
+	struct tr_table_view v;    /* the learning table as the frame found it */
+	struct ethhdr *eth;        /* not NULL once parsed */
+	__u16 vlan;                /* the frame's FDB VLAN */
 };
 
 static __always_inline struct tr_port_stats *tr_stats(__u32 slot)
@@ -61,6 +69,11 @@ static __always_inline const struct tr_port *tr_port_of(__u32 ifindex)
 	if (ifindex < TR_PORT_DIRECT) {
 		p = bpf_map_lookup_elem(&port_index, &ifindex);
 		return p && p->bridge ? p : NULL;
+	}
+	if (tr_is_patch(ifindex)) {
+		struct tr_patch *pp = tr_patch_of(ifindex & ~TR_PATCH_IFINDEX);
+
+		return pp ? &pp->port : NULL;
 	}
 	return bpf_map_lookup_elem(&ports, &ifindex);
 }
@@ -103,7 +116,7 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	struct tr_port_stats *st;
 	const struct tr_port *in, *out;
 	const struct tr_bridge *br;
-	struct tr_table_view v;
+	struct tr_table_view *v = &d->v;
 	struct tr_frame f;
 	__u32 bridge, egress, slot;
 
@@ -119,6 +132,7 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 		return;
 	}
 	d->in_st = st;
+	d->in_slot = in->slot;
 	st->rx_packets++;
 	st->rx_bytes += p->wire;
 
@@ -160,16 +174,18 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	}
 
 	/* 5. Learn where the source lives. */
-	tr_view_init(&v);
-	if (tr_learn(&v, in, p->ifindex, br, f.vlan, f.eth->h_source, st, &reason)) {
+	tr_view_init(v);
+	if (tr_learn(v, in, p->ifindex, br, f.vlan, f.eth->h_source, st, &reason)) {
 		tr_drop(d, st, reason);
 		return;
 	}
 
 	/* 6. Group addresses go everywhere; so do unknown stations. */
+	d->eth = f.eth;
+	d->vlan = f.vlan;
 	if (tr_mac_is_multicast(f.eth->h_dest))
 		goto flood;
-	if (!tr_fdb_find(&v, bridge, f.vlan, f.eth->h_dest, &egress, &slot))
+	if (!tr_fdb_find(v, bridge, f.vlan, f.eth->h_dest, &egress, &slot))
 		goto flood;
 
 	/* 7. Known station: forward, unless it lives where the frame came from,

@@ -25,6 +25,7 @@ enum tr_limits _btf_limits __attribute__((unused));
 enum tr_fdb_flags _btf_fdb_flags __attribute__((unused));
 enum tr_port_flags _btf_port_flags __attribute__((unused));
 enum tr_bridge_flags _btf_bridge_flags __attribute__((unused));
+enum tr_patch_ifindex _btf_patch_ifindex __attribute__((unused));
 
 #define TR_XDP 1
 #define TR_TC 0
@@ -334,10 +335,11 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
  * changed in place for the copy and stays so for the next; pcp is the
  * priority the frame came in with, for a tag an earlier copy took off. A global
  * function, verified once rather than at each of the loop's 64 calls.
- * Returns 0: not a member, 1: sent, -1: could not.
+ * last: no clone, the caller redirects the frame itself.
+ * Returns 0: not a member, 1: sent (or ready to be), -1: could not.
  */
 __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex, __u32 vid,
-					   __u32 pcp)
+					   __u32 pcp, __u32 last)
 {
 	struct tr_tag t = {};
 	const struct tr_port *out;
@@ -359,7 +361,7 @@ __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex,
 	delta = tr_tag_to(skb, TR_TC, &t, tr_vlan_untagged_on(out, vid));
 	if (delta < -TR_VLAN_HLEN)
 		return -1;
-	if (bpf_clone_redirect(skb, ifindex, 0))
+	if (!last && bpf_clone_redirect(skb, ifindex, 0))
 		return -1;
 	wire = skb->len + (skb->vlan_present ? TR_VLAN_HLEN : 0);
 	tr_count_tx(tr_stats(out->slot), wire);
@@ -386,10 +388,380 @@ static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt
 		ifindex = d->br->ports[i].ifindex;
 		if (ifindex == p->ifindex)
 			continue;
-		if (tr_vlan_copy(skb, ifindex, d->tag.vid, d->tag.ctag ? d->tag.tci : 0) < 0)
+		if (tr_vlan_copy(skb, ifindex, d->tag.vid, d->tag.ctag ? d->tag.tci : 0, 0) < 0)
 			tr_count_drop(d->in_st, TR_DROP_NO_EGRESS);
 	}
 	return TC_ACT_STOLEN;
+}
+
+/* ---- patch ports: the walk through joined bridges (lib/patch.h) ---- */
+
+/* tc: a copy to each port the walk chooses, sent when the next is chosen;
+ * the frame itself goes to the last. */
+static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *w, __u32 ifindex,
+					 __u32 slot)
+{
+	if (w->nsel) {
+		if (w->on) {
+			if (tr_vlan_copy(skb, w->last_ifindex, w->vlan, w->pcp, 0) < 0)
+				tr_walk_drop(w->in_slot, TR_DROP_NO_EGRESS);
+		} else if (bpf_clone_redirect(skb, w->last_ifindex, 0)) {
+			tr_walk_drop(w->in_slot, TR_DROP_NO_EGRESS);
+		} else {
+			tr_walk_count(w->last_slot, 0, w->wire);
+		}
+	}
+	tr_choose(w, ifindex, slot);
+}
+
+/* A bridge floods the frame: to each of its ports but except, those in
+ * the frame's VLAN; through each patch into the bridge beyond. */
+static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, __u32 bridge,
+				   __u32 except)
+{
+	const struct tr_bridge *br = tr_bridge_of(bridge);
+	const struct tr_port *out;
+
+	if (!br || !w)
+		return 0;
+	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
+		__u32 ifindex, slot;
+
+		if (i >= br->nports)
+			break;
+		ifindex = br->ports[i].ifindex;
+		slot = br->ports[i].slot;
+		if (ifindex == except)
+			continue;
+		if (tr_is_patch(ifindex)) {
+			out = tr_port_of(ifindex);
+			if (out)
+				tr_cross(w, out, slot);
+			continue;
+		}
+		if (w->on) {
+			out = tr_port_of(ifindex);
+			if (!out || !tr_vlan_carries(out, w->vlan))
+				continue;
+		}
+		if (xdp)
+			tr_choose(w, ifindex, slot);
+		else
+			tr_choose_tc(ctx, w, ifindex, slot);
+	}
+	return 0;
+}
+
+/* Global functions: each verified once, not at each of its calls. */
+__attribute__((noinline)) int tr_emit_xdp(struct xdp_md *ctx, struct tr_walk *w, __u32 bridge,
+					  __u32 except)
+{
+	return tr_emit(ctx, TR_XDP, w, bridge, except);
+}
+
+__attribute__((noinline)) int tr_emit_tc(struct __sk_buff *ctx, struct tr_walk *w, __u32 bridge,
+					 __u32 except)
+{
+	return tr_emit(ctx, TR_TC, w, bridge, except);
+}
+
+static __always_inline void tr_hop_drop(struct tr_walk *w, struct tr_port_stats *st,
+					enum tr_drop_reason reason)
+{
+	tr_count_drop(st, reason);
+	w->unicast = 0;
+}
+
+/*
+ * The frame enters the bridge of patch port in_slot through it: learned
+ * there, looked up, and forwarded or flooded by that bridge's rules, as if it
+ * had arrived from a wire. Drops are counted on the patch port it came in by.
+ */
+static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, __u32 in_slot)
+{
+	enum tr_drop_reason reason = TR_DROP_NO_BRIDGE;
+	struct tr_table_view v = {};
+	const struct tr_bridge *br;
+	const struct tr_port *in, *out;
+	struct tr_port_stats *st;
+	struct tr_patch *pp;
+	__u32 self, egress, slot;
+
+	if (!w)
+		return 0;
+	pp = tr_patch_of(in_slot);
+	st = tr_stats(in_slot);
+	if (!pp || !st)
+		return 0;
+	in = &pp->port;
+	self = TR_PATCH_IFINDEX | in_slot;
+	br = tr_bridge_of(in->bridge);
+	if (!br || !br->nports) {
+		tr_hop_drop(w, st, TR_DROP_NO_BRIDGE);
+		return 0;
+	}
+	/* No memo here: the CPU's memos stay those of the frames' first bridge. */
+	v.gen = w->gen;
+	v.mgen = w->mgen;
+	v.now = w->now;
+	if (tr_learn(&v, in, self, br, w->vlan, w->src, st, &reason)) {
+		tr_hop_drop(w, st, reason);
+		return 0;
+	}
+	if (tr_mac_is_multicast(w->dst) || !tr_fdb_find(&v, in->bridge, w->vlan, w->dst, &egress, &slot))
+		goto flood;
+	if (egress == self) {
+		tr_hop_drop(w, st, TR_DROP_HAIRPIN);
+		return 0;
+	}
+	out = tr_port_of(egress);
+	if (!out || out->bridge != in->bridge || out->slot != slot) {
+		tr_hop_drop(w, st, TR_DROP_NO_EGRESS);
+		return 0;
+	}
+	if (w->on && !tr_vlan_carries(out, w->vlan)) {
+		tr_hop_drop(w, st, TR_DROP_VLAN_EGRESS);
+		return 0;
+	}
+	if (out->flags & TR_PORT_PATCH) {
+		tr_cross(w, out, slot);
+		return 0;
+	}
+	if (xdp)
+		tr_choose(w, egress, slot);
+	else
+		tr_choose_tc(ctx, w, egress, slot);
+	return 0;
+
+flood:
+	st->flooded++;
+	w->unicast = 0;
+	if (xdp)
+		return tr_emit_xdp(ctx, w, in->bridge, self);
+	return tr_emit_tc(ctx, w, in->bridge, self);
+}
+
+__attribute__((noinline)) int tr_hop_xdp(struct xdp_md *ctx, struct tr_walk *w, __u32 in_slot)
+{
+	return tr_hop(ctx, TR_XDP, w, in_slot);
+}
+
+__attribute__((noinline)) int tr_hop_tc(struct __sk_buff *ctx, struct tr_walk *w, __u32 in_slot)
+{
+	return tr_hop(ctx, TR_TC, w, in_slot);
+}
+
+/* XDP: the copies of a frame the walk sent to several ports, one broadcast
+ * over the flood set of every port its bridge's patches reach; the slots
+ * chosen travel in the frame's metadata to trestle_patch_egress. */
+static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decision *d,
+					     struct tr_walk *w)
+{
+	void *flood, *data;
+	__u64 *meta;
+	long ret;
+
+	if (w->on) {
+		if (tr_tag_to(ctx, TR_XDP, &d->tag, 0) < -TR_VLAN_HLEN) {
+			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			return XDP_DROP;
+		}
+		w->sel[0] |= 1; /* the copies carry their VLAN's tag */
+	}
+	flood = bpf_map_lookup_elem(&patch_floods, &d->bridge);
+	if (!flood || bpf_xdp_adjust_meta(ctx, -(int)sizeof(w->sel))) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return XDP_DROP;
+	}
+	meta = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if ((void *)(meta + 4) > data) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return XDP_DROP;
+	}
+	meta[0] = w->sel[0];
+	meta[1] = w->sel[1];
+	meta[2] = w->sel[2];
+	meta[3] = w->sel[3];
+	ret = bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
+	if (ret != XDP_REDIRECT) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return XDP_DROP;
+	}
+	return XDP_REDIRECT;
+}
+
+/*
+ * The devmap program of the patch flood sets: it runs on each copy of a
+ * frame the walk sent to several ports, and lets it out only by the ports
+ * chosen, untagged where the port takes the frame's VLAN untagged.
+ */
+SEC("xdp/devmap")
+int trestle_patch_egress(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	__u64 *meta = (void *)(long)ctx->data_meta;
+	const struct tr_port *out;
+	__u64 word, tagged;
+	void *data_end;
+	__u32 wire, slot;
+
+	if ((void *)(meta + 4) > data)
+		return XDP_DROP;
+	out = tr_port_of(ctx->egress_ifindex);
+	if (!out)
+		return XDP_DROP;
+	slot = out->slot;
+	switch (slot >> 6) {
+	case 0:
+		word = meta[0];
+		break;
+	case 1:
+		word = meta[1];
+		break;
+	case 2:
+		word = meta[2];
+		break;
+	default:
+		word = meta[3];
+		break;
+	}
+	if (!slot || !((word >> (slot & 63)) & 1))
+		return XDP_DROP; /* not a port the walk chose */
+	tagged = meta[0] & 1;
+	if (bpf_xdp_adjust_meta(ctx, sizeof(__u64) * 4))
+		return XDP_DROP;
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	wire = data_end - data;
+	if (tagged) {
+		struct ethhdr *eth = data;
+		struct tr_vlan_hdr *vh = (void *)(eth + 1);
+		struct tr_vlan_entry *v;
+		__u16 vid;
+
+		if ((void *)(vh + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_8021Q))
+			return XDP_DROP;
+		vid = bpf_ntohs(vh->tci) & 0x0fff;
+		if (tr_vlan_untagged_on(out, vid)) {
+			if (tr_xdp_pop(ctx))
+				return XDP_DROP;
+			wire -= TR_VLAN_HLEN;
+		}
+		v = tr_vlan_of(out->bridge, vid);
+		if (v)
+			tr_vlan_count_tx(tr_vlan_stats_of(v->idx), wire);
+	}
+	tr_count_tx(tr_stats(slot), wire);
+	return XDP_PASS;
+}
+
+/*
+ * The frame goes on through patch ports: its bridge forwards it to one
+ * (d->out), or floods it in a bridge that has some. A frame between two
+ * stations whose path this CPU remembers goes straight to its last port.
+ */
+static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
+				   struct tr_decision *d)
+{
+	const struct tr_path_memo *m;
+	const struct tr_port *out;
+	struct tr_walk *w;
+	__u32 zero = 0;
+	__u16 first = 0;
+
+	if (!d->eth || !d->br || !d->in_st) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return tr_verdict_drop(xdp);
+	}
+	if (d->action == TR_ACT_FORWARD) {
+		first = d->egress_slot;
+		if (d->tag.on && !tr_vlan_carries(d->out, d->tag.vid)) {
+			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			return tr_verdict_drop(xdp);
+		}
+		m = tr_path_known(d->v.memo, &d->v, first, d->eth->h_source, d->eth->h_dest, d->vlan);
+		if (m) {
+			out = tr_port_of(m->out_ifindex);
+			if (out && out->slot == m->out_slot && !(out->flags & TR_PORT_PATCH)) {
+				tr_path_count(m, p->wire);
+				d->out = out;
+				d->egress_ifindex = m->out_ifindex;
+				d->egress_slot = m->out_slot;
+				return tr_forward(ctx, xdp, p, d);
+			}
+		}
+	}
+	w = bpf_map_lookup_elem(&walks, &zero);
+	if (!w) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return tr_verdict_drop(xdp);
+	}
+	__builtin_memset(w, 0, sizeof(*w));
+	__builtin_memcpy(w->src, d->eth->h_source, 6);
+	__builtin_memcpy(w->dst, d->eth->h_dest, 6);
+	w->vlan = d->vlan;
+	w->on = d->tag.on;
+	w->wire = p->wire;
+	w->ingress = p->ifindex;
+	w->in_slot = d->in_slot;
+	w->pcp = d->tag.ctag ? d->tag.tci : 0;
+	w->gen = d->v.gen;
+	w->mgen = d->v.mgen;
+	w->now = d->v.now;
+	w->unicast = 1;
+	if (first) {
+		tr_cross(w, d->out, first);
+	} else {
+		w->unicast = 0;
+		if (xdp)
+			tr_emit_xdp(ctx, w, d->bridge, p->ifindex);
+		else
+			tr_emit_tc(ctx, w, d->bridge, p->ifindex);
+	}
+	for (__u32 i = 0; i < TR_MAX_PATCH_CHAIN; i++) {
+		__u32 slot;
+
+		if (w->head >= w->tail)
+			break;
+		slot = w->queue[w->head & (TR_MAX_PATCH_CHAIN - 1)];
+		w->head++;
+		if (xdp)
+			tr_hop_xdp(ctx, w, slot);
+		else
+			tr_hop_tc(ctx, w, slot);
+	}
+	if (!w->nsel) {
+		/* A forward that a later bridge dropped was counted there. */
+		if (!w->unicast)
+			tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		else
+			d->action = TR_ACT_DROP;
+		return tr_verdict_drop(xdp);
+	}
+	if (first)
+		tr_path_remember(d->v.memo, w, first);
+	if (w->nsel == 1 || !xdp) {
+		out = tr_port_of(w->last_ifindex);
+		if (!out) {
+			tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+			return tr_verdict_drop(xdp);
+		}
+		if (!xdp && w->nsel > 1 && w->on) {
+			/* tc: the frame itself is the last copy; earlier copies
+			 * changed its tag. */
+			if (tr_vlan_copy(ctx, w->last_ifindex, w->vlan, w->pcp, 1) < 0) {
+				tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+				return TC_ACT_SHOT;
+			}
+			return bpf_redirect(w->last_ifindex, 0);
+		}
+		d->out = out;
+		d->egress_ifindex = w->last_ifindex;
+		d->egress_slot = w->last_slot;
+		return tr_forward(ctx, xdp, p, d);
+	}
+	return tr_walk_flood_xdp(ctx, d, w);
 }
 
 static __always_inline int tr_run(void *ctx, const int xdp)
@@ -402,8 +774,12 @@ static __always_inline int tr_run(void *ctx, const int xdp)
 
 	switch (d.action) {
 	case TR_ACT_FORWARD:
+		if (d.out->flags & TR_PORT_PATCH)
+			return tr_walk(ctx, xdp, &p, &d);
 		return tr_forward(ctx, xdp, &p, &d);
 	case TR_ACT_FLOOD:
+		if (d.br->flags & TR_BRIDGE_PATCH)
+			return tr_walk(ctx, xdp, &p, &d);
 		if (xdp)
 			return tr_flood_xdp(ctx, &p, &d);
 		if (d.tag.on)

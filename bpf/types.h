@@ -18,6 +18,14 @@ enum tr_limits {
 	TR_NAME_LEN = 16,         /* a bridge's name, NUL-terminated (IFNAMSIZ) */
 	TR_VLAN_IDS = 4096,       /* 802.1Q VIDs 0..4095; 1..4094 are VLANs */
 	TR_MAX_VLANS = 8192,      /* VLANs of all bridges together, indexes 1..8191 */
+	TR_MAX_PATCH_CHAIN = 16,  /* bridges one frame may cross through patch ports in one run */
+};
+
+/* A patch port has no interface: the datapath names it by this pseudo
+ * ifindex, its slot with the top bit set, which no interface's ifindex (a
+ * positive int) ever has. FDB entries on a patch port hold it. */
+enum tr_patch_ifindex {
+	TR_PATCH_IFINDEX = 0x80000000u,
 };
 
 /*
@@ -42,6 +50,7 @@ enum tr_drop_reason {
 	TR_DROP_VLAN_TAGGED,   /* frame with a nonzero VID on an access port */
 	TR_DROP_VLAN_NOT_CARRIED, /* tagged frame of a VLAN its trunk does not carry */
 	TR_DROP_VLAN_EGRESS,   /* the egress port does not carry the frame's VLAN, or its tag could not be written */
+	TR_DROP_PATCH_CHAIN,   /* crossing this patch would take the frame through more than TR_MAX_PATCH_CHAIN bridges */
 	TR_DROP__MAX,
 };
 
@@ -88,6 +97,16 @@ struct tr_port {
 
 enum tr_port_flags {
 	TR_PORT_TRUNK = 1, /* carries the VLANs of its port_vlans bits tagged (pvid untagged) */
+	TR_PORT_PATCH = 2, /* a patch port: frames sent to it continue in its peer's bridge (lib/patch.h) */
+};
+
+/* A patch port, by slot: the port as a frame that enters its bridge through
+ * it sees it, and the slot of its peer, the patch port of the other bridge.
+ * port.bridge 0: no patch port. */
+struct tr_patch {
+	struct tr_port port;
+	__u16 peer;
+	__u16 pad;
 };
 
 /* What each CPU remembers of the learning table: the last source it found
@@ -115,9 +134,27 @@ struct tr_dst_memo {
 	__u32 pad;
 };
 
+/* The last path across patch ports this CPU found a frame to take, from
+ * the first patch it crossed to the port it left by (lib/patch.h). */
+struct tr_path_memo {
+	__u8 src[6];
+	__u8 dst[6];
+	__u16 vlan;
+	__u16 first;    /* slot of the patch the frame left its first bridge by */
+	__u16 out_slot; /* where it left the last one */
+	__u16 nhops;    /* patches crossed */
+	__u32 out_ifindex;
+	__u32 gen;
+	__u32 mgen;
+	__u32 pad;
+	__u64 until;    /* learning along the path is refreshed after this */
+	__u16 hops[2 * TR_MAX_PATCH_CHAIN]; /* each crossing: the slot left by, the slot entered by */
+};
+
 struct tr_cpu_cache {
 	struct tr_src_memo src;
 	struct tr_dst_memo dst;
+	struct tr_path_memo path;
 };
 
 struct tr_bridge_port {
@@ -140,7 +177,8 @@ struct tr_bridge {
 };
 
 enum tr_bridge_flags {
-	TR_BRIDGE_VLAN = 1, /* VLAN-aware: frames are classified into its ports' VLANs */
+	TR_BRIDGE_VLAN = 1,  /* VLAN-aware: frames are classified into its ports' VLANs */
+	TR_BRIDGE_PATCH = 2, /* has patch ports: its floods may continue in other bridges */
 };
 
 /* The VLANs a trunk port carries, one bit per VID, by port slot. */

@@ -163,22 +163,43 @@ struct {
 	__type(value, struct tr_vlan_stats);
 } vlan_stats SEC(".maps");
 
-/* XDP flooding in a VLAN-aware bridge: one devmap of its ports per bridge,
- * each entry with the program that keeps the copy to that port in the VLAN
- * (trestle_vlan_egress: drop where the VLAN is not carried, untag where it
- * leaves untagged). */
-struct tr_vlan_flood_ports {
-	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
-	__uint(max_entries, TR_MAX_BRIDGE_PORTS);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(struct bpf_devmap_val));
-};
+/* Flood sets whose entries each run a devmap program on the copy to their
+ * port: per bridge, a devmap of up to n interfaces with struct
+ * bpf_devmap_val values, in an array of maps by bridge id. */
+#define TR_PROG_FLOODS(name, n)                                       \
+	struct name##_ports {                                         \
+		__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);               \
+		__uint(max_entries, n);                               \
+		__uint(key_size, sizeof(__u32));                      \
+		__uint(value_size, sizeof(struct bpf_devmap_val));    \
+	};                                                            \
+	struct {                                                      \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);             \
+		__uint(max_entries, TR_MAX_BRIDGES + 1);              \
+		__type(key, __u32);                                   \
+		__array(values, struct name##_ports);                 \
+	} name SEC(".maps")
 
+/* XDP flooding in a VLAN-aware bridge: its ports, each entry with the
+ * program that keeps the copy to that port in the VLAN (trestle_vlan_egress:
+ * drop where the VLAN is not carried, untag where it leaves untagged). */
+TR_PROG_FLOODS(vlan_floods, TR_MAX_BRIDGE_PORTS);
+
+/* ---- patch ports (lib/patch.h) ---- */
+
+/* Patch ports by slot. They have no interface, so they are in neither
+ * port_index nor ports: tr_port_of() finds them here by their pseudo ifindex. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, TR_MAX_BRIDGES + 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_PORTS);
 	__type(key, __u32);
-	__array(values, struct tr_vlan_flood_ports);
-} vlan_floods SEC(".maps");
+	__type(value, struct tr_patch);
+} patches SEC(".maps");
+
+/* XDP flooding across patch ports: for each bridge with patch ports, the
+ * interface ports of every bridge its patches join it to, each entry with
+ * trestle_patch_egress, which lets through the copies to the ports the walk
+ * chose (their slots travel in the frame's metadata). */
+TR_PROG_FLOODS(patch_floods, TR_MAX_PORTS);
 
 #endif

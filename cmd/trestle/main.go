@@ -272,7 +272,11 @@ func (e *env) showCmd() *cobra.Command {
 					if p.MaxMACs > 0 {
 						macs += fmt.Sprintf("/%d", p.MaxMACs)
 					}
-					fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", p.Interface, p.State, p.Mode, portVLANs(p), macs, p.Reason)
+					m := p.Mode
+					if p.Patch != "" {
+						m = "patch"
+					}
+					fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.State, m, portVLANs(p), macs, p.Reason)
 					if p.Peer != "" {
 						fmt.Fprintf(tw, "  \t\t\t\t\tpeer: %s\n", p.Peer)
 					}

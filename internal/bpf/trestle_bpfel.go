@@ -26,7 +26,8 @@ type TrestleTrBridge struct {
 type TrestleTrBridgeFlags uint32
 
 const (
-	TrestleTrBridgeFlagsTR_BRIDGE_VLAN TrestleTrBridgeFlags = 1
+	TrestleTrBridgeFlagsTR_BRIDGE_VLAN  TrestleTrBridgeFlags = 1
+	TrestleTrBridgeFlagsTR_BRIDGE_PATCH TrestleTrBridgeFlags = 2
 )
 
 type TrestleTrBridgePort struct {
@@ -59,7 +60,23 @@ type TrestleTrCpuCache struct {
 		Mgen    uint32
 		Pad     uint32
 	}
-	_ [4]byte
+	_    [4]byte
+	Path struct {
+		_          structs.HostLayout
+		Src        [6]uint8
+		Dst        [6]uint8
+		Vlan       uint16
+		First      uint16
+		OutSlot    uint16
+		Nhops      uint16
+		OutIfindex uint32
+		Gen        uint32
+		Mgen       uint32
+		Pad        uint32
+		_          [4]byte
+		Until      uint64
+		Hops       [32]uint16
+	}
 }
 
 type TrestleTrDropReason uint32
@@ -79,7 +96,8 @@ const (
 	TrestleTrDropReasonTR_DROP_VLAN_TAGGED      TrestleTrDropReason = 11
 	TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED TrestleTrDropReason = 12
 	TrestleTrDropReasonTR_DROP_VLAN_EGRESS      TrestleTrDropReason = 13
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 14
+	TrestleTrDropReasonTR_DROP_PATCH_CHAIN      TrestleTrDropReason = 14
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 15
 )
 
 type TrestleTrFdbFlags uint32
@@ -114,6 +132,20 @@ const (
 	TrestleTrLimitsTR_NAME_LEN         TrestleTrLimits = 16
 	TrestleTrLimitsTR_VLAN_IDS         TrestleTrLimits = 4096
 	TrestleTrLimitsTR_MAX_VLANS        TrestleTrLimits = 8192
+	TrestleTrLimitsTR_MAX_PATCH_CHAIN  TrestleTrLimits = 16
+)
+
+type TrestleTrPatch struct {
+	_    structs.HostLayout
+	Port TrestleTrPort
+	Peer uint16
+	Pad  uint16
+}
+
+type TrestleTrPatchIfindex uint32
+
+const (
+	TrestleTrPatchIfindexTR_PATCH_IFINDEX TrestleTrPatchIfindex = 2147483648
 )
 
 type TrestleTrPort struct {
@@ -129,6 +161,7 @@ type TrestleTrPortFlags uint32
 
 const (
 	TrestleTrPortFlagsTR_PORT_TRUNK TrestleTrPortFlags = 1
+	TrestleTrPortFlagsTR_PORT_PATCH TrestleTrPortFlags = 2
 )
 
 type TrestleTrPortStats struct {
@@ -140,7 +173,7 @@ type TrestleTrPortStats struct {
 	Flooded   uint64
 	Learned   uint64
 	Moved     uint64
-	Drops     [14]uint64
+	Drops     [15]uint64
 }
 
 type TrestleTrPortVlans struct {
@@ -163,39 +196,71 @@ type TrestleTrVlanStats struct {
 	Flooded   uint64
 }
 
+type TrestleTrWalk struct {
+	_           structs.HostLayout
+	Sel         [4]uint64
+	Now         uint64
+	Gen         uint32
+	Mgen        uint32
+	Src         [6]uint8
+	Dst         [6]uint8
+	Vlan        uint16
+	On          uint16
+	Wire        uint32
+	Ingress     uint32
+	InSlot      uint32
+	Pcp         uint32
+	Nsel        uint32
+	LastSlot    uint32
+	LastIfindex uint32
+	Unicast     uint32
+	Head        uint32
+	Tail        uint32
+	Pad2        uint32
+	Queue       [16]uint16
+	Nhops       uint16
+	Pad         uint16
+	Hops        [32]uint16
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	TrestleMapBridgeLive         = "bridge_live"
-	TrestleMapBridgeMacs         = "bridge_macs"
-	TrestleMapBridgeMacsDel      = "bridge_macs_del"
-	TrestleMapBridges            = "bridges"
-	TrestleMapCpuCache           = "cpu_cache"
-	TrestleMapFdb                = "fdb"
-	TrestleMapFloods             = "floods"
-	TrestleMapPortIndex          = "port_index"
-	TrestleMapPortMacs           = "port_macs"
-	TrestleMapPortMacsDel        = "port_macs_del"
-	TrestleMapPortVlans          = "port_vlans"
-	TrestleMapPorts              = "ports"
-	TrestleMapStats              = "stats"
-	TrestleMapTxPorts            = "tx_ports"
-	TrestleMapVlanFloods         = "vlan_floods"
-	TrestleMapVlanStats          = "vlan_stats"
-	TrestleMapVlans              = "vlans"
-	TrestleProgTrestleTc         = "trestle_tc"
-	TrestleProgTrestleVlanEgress = "trestle_vlan_egress"
-	TrestleProgTrestleXdp        = "trestle_xdp"
-	TrestleVarBtfBridgeFlags     = "_btf_bridge_flags"
-	TrestleVarBtfDropReason      = "_btf_drop_reason"
-	TrestleVarBtfFdbFlags        = "_btf_fdb_flags"
-	TrestleVarBtfLimits          = "_btf_limits"
-	TrestleVarBtfPortFlags       = "_btf_port_flags"
-	TrestleVarFdbGen             = "fdb_gen"
-	TrestleVarMoveGen            = "move_gen"
-	TrestleVarRefreshNs          = "refresh_ns"
-	TrestleVarVlanAware          = "vlan_aware"
+	TrestleMapBridgeLive          = "bridge_live"
+	TrestleMapBridgeMacs          = "bridge_macs"
+	TrestleMapBridgeMacsDel       = "bridge_macs_del"
+	TrestleMapBridges             = "bridges"
+	TrestleMapCpuCache            = "cpu_cache"
+	TrestleMapFdb                 = "fdb"
+	TrestleMapFloods              = "floods"
+	TrestleMapPatchFloods         = "patch_floods"
+	TrestleMapPatches             = "patches"
+	TrestleMapPortIndex           = "port_index"
+	TrestleMapPortMacs            = "port_macs"
+	TrestleMapPortMacsDel         = "port_macs_del"
+	TrestleMapPortVlans           = "port_vlans"
+	TrestleMapPorts               = "ports"
+	TrestleMapStats               = "stats"
+	TrestleMapTxPorts             = "tx_ports"
+	TrestleMapVlanFloods          = "vlan_floods"
+	TrestleMapVlanStats           = "vlan_stats"
+	TrestleMapVlans               = "vlans"
+	TrestleMapWalks               = "walks"
+	TrestleProgTrestlePatchEgress = "trestle_patch_egress"
+	TrestleProgTrestleTc          = "trestle_tc"
+	TrestleProgTrestleVlanEgress  = "trestle_vlan_egress"
+	TrestleProgTrestleXdp         = "trestle_xdp"
+	TrestleVarBtfBridgeFlags      = "_btf_bridge_flags"
+	TrestleVarBtfDropReason       = "_btf_drop_reason"
+	TrestleVarBtfFdbFlags         = "_btf_fdb_flags"
+	TrestleVarBtfLimits           = "_btf_limits"
+	TrestleVarBtfPatchIfindex     = "_btf_patch_ifindex"
+	TrestleVarBtfPortFlags        = "_btf_port_flags"
+	TrestleVarFdbGen              = "fdb_gen"
+	TrestleVarMoveGen             = "move_gen"
+	TrestleVarRefreshNs           = "refresh_ns"
+	TrestleVarVlanAware           = "vlan_aware"
 )
 
 // LoadTrestle returns the embedded CollectionSpec for Trestle.
@@ -240,9 +305,10 @@ type TrestleSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TrestleProgramSpecs struct {
-	TrestleTc         *ebpf.ProgramSpec `ebpf:"trestle_tc"`
-	TrestleVlanEgress *ebpf.ProgramSpec `ebpf:"trestle_vlan_egress"`
-	TrestleXdp        *ebpf.ProgramSpec `ebpf:"trestle_xdp"`
+	TrestlePatchEgress *ebpf.ProgramSpec `ebpf:"trestle_patch_egress"`
+	TrestleTc          *ebpf.ProgramSpec `ebpf:"trestle_tc"`
+	TrestleVlanEgress  *ebpf.ProgramSpec `ebpf:"trestle_vlan_egress"`
+	TrestleXdp         *ebpf.ProgramSpec `ebpf:"trestle_xdp"`
 }
 
 // TrestleMapSpecs contains maps before they are loaded into the kernel.
@@ -256,6 +322,8 @@ type TrestleMapSpecs struct {
 	CpuCache      *ebpf.MapSpec `ebpf:"cpu_cache"`
 	Fdb           *ebpf.MapSpec `ebpf:"fdb"`
 	Floods        *ebpf.MapSpec `ebpf:"floods"`
+	PatchFloods   *ebpf.MapSpec `ebpf:"patch_floods"`
+	Patches       *ebpf.MapSpec `ebpf:"patches"`
 	PortIndex     *ebpf.MapSpec `ebpf:"port_index"`
 	PortMacs      *ebpf.MapSpec `ebpf:"port_macs"`
 	PortMacsDel   *ebpf.MapSpec `ebpf:"port_macs_del"`
@@ -266,21 +334,23 @@ type TrestleMapSpecs struct {
 	VlanFloods    *ebpf.MapSpec `ebpf:"vlan_floods"`
 	VlanStats     *ebpf.MapSpec `ebpf:"vlan_stats"`
 	Vlans         *ebpf.MapSpec `ebpf:"vlans"`
+	Walks         *ebpf.MapSpec `ebpf:"walks"`
 }
 
 // TrestleVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TrestleVariableSpecs struct {
-	BtfBridgeFlags *ebpf.VariableSpec `ebpf:"_btf_bridge_flags"`
-	BtfDropReason  *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
-	BtfFdbFlags    *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
-	BtfLimits      *ebpf.VariableSpec `ebpf:"_btf_limits"`
-	BtfPortFlags   *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
-	FdbGen         *ebpf.VariableSpec `ebpf:"fdb_gen"`
-	MoveGen        *ebpf.VariableSpec `ebpf:"move_gen"`
-	RefreshNs      *ebpf.VariableSpec `ebpf:"refresh_ns"`
-	VlanAware      *ebpf.VariableSpec `ebpf:"vlan_aware"`
+	BtfBridgeFlags  *ebpf.VariableSpec `ebpf:"_btf_bridge_flags"`
+	BtfDropReason   *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
+	BtfFdbFlags     *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
+	BtfLimits       *ebpf.VariableSpec `ebpf:"_btf_limits"`
+	BtfPatchIfindex *ebpf.VariableSpec `ebpf:"_btf_patch_ifindex"`
+	BtfPortFlags    *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
+	FdbGen          *ebpf.VariableSpec `ebpf:"fdb_gen"`
+	MoveGen         *ebpf.VariableSpec `ebpf:"move_gen"`
+	RefreshNs       *ebpf.VariableSpec `ebpf:"refresh_ns"`
+	VlanAware       *ebpf.VariableSpec `ebpf:"vlan_aware"`
 }
 
 // TrestleObjects contains all objects after they have been loaded into the kernel.
@@ -310,6 +380,8 @@ type TrestleMaps struct {
 	CpuCache      *ebpf.Map `ebpf:"cpu_cache"`
 	Fdb           *ebpf.Map `ebpf:"fdb"`
 	Floods        *ebpf.Map `ebpf:"floods"`
+	PatchFloods   *ebpf.Map `ebpf:"patch_floods"`
+	Patches       *ebpf.Map `ebpf:"patches"`
 	PortIndex     *ebpf.Map `ebpf:"port_index"`
 	PortMacs      *ebpf.Map `ebpf:"port_macs"`
 	PortMacsDel   *ebpf.Map `ebpf:"port_macs_del"`
@@ -320,6 +392,7 @@ type TrestleMaps struct {
 	VlanFloods    *ebpf.Map `ebpf:"vlan_floods"`
 	VlanStats     *ebpf.Map `ebpf:"vlan_stats"`
 	Vlans         *ebpf.Map `ebpf:"vlans"`
+	Walks         *ebpf.Map `ebpf:"walks"`
 }
 
 func (m *TrestleMaps) Close() error {
@@ -331,6 +404,8 @@ func (m *TrestleMaps) Close() error {
 		m.CpuCache,
 		m.Fdb,
 		m.Floods,
+		m.PatchFloods,
+		m.Patches,
 		m.PortIndex,
 		m.PortMacs,
 		m.PortMacsDel,
@@ -341,6 +416,7 @@ func (m *TrestleMaps) Close() error {
 		m.VlanFloods,
 		m.VlanStats,
 		m.Vlans,
+		m.Walks,
 	)
 }
 
@@ -348,28 +424,31 @@ func (m *TrestleMaps) Close() error {
 //
 // It can be passed to LoadTrestleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TrestleVariables struct {
-	BtfBridgeFlags *ebpf.Variable `ebpf:"_btf_bridge_flags"`
-	BtfDropReason  *ebpf.Variable `ebpf:"_btf_drop_reason"`
-	BtfFdbFlags    *ebpf.Variable `ebpf:"_btf_fdb_flags"`
-	BtfLimits      *ebpf.Variable `ebpf:"_btf_limits"`
-	BtfPortFlags   *ebpf.Variable `ebpf:"_btf_port_flags"`
-	FdbGen         *ebpf.Variable `ebpf:"fdb_gen"`
-	MoveGen        *ebpf.Variable `ebpf:"move_gen"`
-	RefreshNs      *ebpf.Variable `ebpf:"refresh_ns"`
-	VlanAware      *ebpf.Variable `ebpf:"vlan_aware"`
+	BtfBridgeFlags  *ebpf.Variable `ebpf:"_btf_bridge_flags"`
+	BtfDropReason   *ebpf.Variable `ebpf:"_btf_drop_reason"`
+	BtfFdbFlags     *ebpf.Variable `ebpf:"_btf_fdb_flags"`
+	BtfLimits       *ebpf.Variable `ebpf:"_btf_limits"`
+	BtfPatchIfindex *ebpf.Variable `ebpf:"_btf_patch_ifindex"`
+	BtfPortFlags    *ebpf.Variable `ebpf:"_btf_port_flags"`
+	FdbGen          *ebpf.Variable `ebpf:"fdb_gen"`
+	MoveGen         *ebpf.Variable `ebpf:"move_gen"`
+	RefreshNs       *ebpf.Variable `ebpf:"refresh_ns"`
+	VlanAware       *ebpf.Variable `ebpf:"vlan_aware"`
 }
 
 // TrestlePrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadTrestleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TrestlePrograms struct {
-	TrestleTc         *ebpf.Program `ebpf:"trestle_tc"`
-	TrestleVlanEgress *ebpf.Program `ebpf:"trestle_vlan_egress"`
-	TrestleXdp        *ebpf.Program `ebpf:"trestle_xdp"`
+	TrestlePatchEgress *ebpf.Program `ebpf:"trestle_patch_egress"`
+	TrestleTc          *ebpf.Program `ebpf:"trestle_tc"`
+	TrestleVlanEgress  *ebpf.Program `ebpf:"trestle_vlan_egress"`
+	TrestleXdp         *ebpf.Program `ebpf:"trestle_xdp"`
 }
 
 func (p *TrestlePrograms) Close() error {
 	return _TrestleClose(
+		p.TrestlePatchEgress,
 		p.TrestleTc,
 		p.TrestleVlanEgress,
 		p.TrestleXdp,

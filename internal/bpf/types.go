@@ -14,6 +14,7 @@ type (
 	PortVLANs  = TrestleTrPortVlans
 	VLANEntry  = TrestleTrVlanEntry
 	VLANStats  = TrestleTrVlanStats
+	Patch      = TrestleTrPatch
 )
 
 const (
@@ -31,6 +32,11 @@ const (
 
 	PortTrunk  = uint16(TrestleTrPortFlagsTR_PORT_TRUNK)
 	BridgeVLAN = uint32(TrestleTrBridgeFlagsTR_BRIDGE_VLAN)
+
+	PortPatch     = uint16(TrestleTrPortFlagsTR_PORT_PATCH)
+	BridgePatch   = uint32(TrestleTrBridgeFlagsTR_BRIDGE_PATCH)
+	PatchIfindex  = uint32(TrestleTrPatchIfindexTR_PATCH_IFINDEX)
+	MaxPatchChain = int(TrestleTrLimitsTR_MAX_PATCH_CHAIN)
 )
 
 // dropNames are the drop reasons as they appear in `trestle stats` and metric
@@ -51,6 +57,7 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED: "vlan_not_carried",
 	TrestleTrDropReasonTR_DROP_VLAN_EGRESS:      "vlan_egress",
 	TrestleTrDropReasonTR_DROP_NO_BRIDGE:        "no_bridge",
+	TrestleTrDropReasonTR_DROP_PATCH_CHAIN:      "patch_chain",
 }
 
 func (r DropReason) String() string {

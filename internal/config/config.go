@@ -508,7 +508,7 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 			patches = append(patches, &patchPort{
 				from: b.Name, peer: p.Patch,
 				field: sites[i].field + ".patch", line: sites[i].t.vals["patch"].line,
-				ok: sites[i].ok,
+				ok: sites[i].ok, aware: bp.aware, port: p,
 			})
 		}
 	}
@@ -587,7 +587,22 @@ type patchPort struct {
 	from, peer string // bridge names
 	field      string // bridge[0].port[1].patch
 	line       int    // of its patch key
-	ok         bool   // no error about the port: it gets the not-built one
+	ok         bool   // no error about the port
+	aware      bool   // its bridge is VLAN-aware
+	port       *Port
+}
+
+// vlanRule says how a patch port carries VLANs, for messages.
+func (p *patchPort) vlanRule() string {
+	switch {
+	case !p.aware:
+		return "no VLANs (the bridge is not VLAN-aware)"
+	case p.port.IsTrunk() && p.port.Native != 0:
+		return fmt.Sprintf("trunk %s, native %d", VLANRanges(p.port.Trunk), p.port.Native)
+	case p.port.IsTrunk():
+		return "trunk " + VLANRanges(p.port.Trunk)
+	}
+	return fmt.Sprintf("access VLAN %d", p.port.VLAN)
 }
 
 // patchGraph checks the patch ports of every bridge against each other:
@@ -595,9 +610,10 @@ type patchPort struct {
 // another bridge, which declares one patch back (both sides declare the
 // pair, as with Open vSwitch's peer option). A pair joins its two bridges;
 // the pair whose second port, in file order, would close a cycle or make a
-// chain longer than MaxPatchChain bridges is refused, so the pairs accepted
-// always form a forest of short trees. Patch ports that are valid get the
-// error that they are not built yet.
+// chain longer than MaxPatchChain bridges, or a tree of more, is refused,
+// so the pairs accepted always form a forest of small trees. A frame keeps
+// its VLAN across a patch: the two ends must carry the same VLANs the same
+// way, and their bridges be both VLAN-aware or both not.
 func (c *checker) patchGraph(names map[string]int) {
 	type pair struct{ from, to string }
 	first := map[pair]*patchPort{} // the first patch of a bridge to a peer
@@ -636,6 +652,11 @@ func (c *checker) patchGraph(names map[string]int) {
 		}
 		// p completes the pair: it closes the cycle, or makes the chain,
 		// that the pair would.
+		if a, b := back.vlanRule(), p.vlanRule(); a != b && p.ok && back.ok {
+			c.errorf(p.line, p.field, "the ends of the patch %s - %s carry VLANs differently (%s: %s; %s: %s): a patch does not translate VLANs, so both ends carry the same VLANs the same way", p.peer, p.from, p.peer, a, p.from, b)
+			p.ok, back.ok = false, false
+			continue
+		}
 		if path := g.path(p.peer, p.from); path != nil {
 			c.errorf(p.line, p.field, "%s -> %s closes the cycle %s", p.from, p.peer, strings.Join(append(path, p.peer), " -> "))
 			p.ok, back.ok = false, false
@@ -649,13 +670,20 @@ func (c *checker) patchGraph(names map[string]int) {
 			p.ok, back.ok = false, false
 			continue
 		}
+		if tree, _ := g.walk(p.peer); len(tree)+len(g.nodes(p.from)) > MaxPatchChain {
+			all := append(tree, g.nodes(p.from)...)
+			c.errorf(p.line, p.field, "%s -> %s joins %d bridges by patches: %s; at most %d may be", p.from, p.peer, len(all), strings.Join(all, ", "), MaxPatchChain)
+			p.ok, back.ok = false, false
+			continue
+		}
 		g.join(p.from, p.peer)
 	}
-	for _, p := range c.patches {
-		if p.ok {
-			c.errorf(p.line, p.field, "patch ports are not built yet (issue 12)")
-		}
-	}
+}
+
+// nodes returns the bridges of b's tree, b first.
+func (g forest) nodes(b string) []string {
+	visited, _ := g.walk(b)
+	return visited
 }
 
 // forest is the bridges joined by accepted patches, which have no cycle.

@@ -105,14 +105,20 @@ type BridgeStatus struct {
 }
 
 type PortStatus struct {
-	Interface string `json:"interface"`
-	Ifindex   int    `json:"ifindex"`
+	// Name is what fdb, stats and static entries call the port: its
+	// interface, or a patch port's name.
+	Name      string `json:"name"`
+	Interface string `json:"interface,omitempty"` // "" for a patch port
+	// Patch: a patch port's peer bridge. A patch port has no interface,
+	// ifindex or mode, and is up while both bridges are configured.
+	Patch   string `json:"patch,omitempty"`
+	Ifindex int    `json:"ifindex,omitempty"`
 	// State is "up" (attached and forwarding), "link-down" (attached, but
 	// the interface is down or has no carrier: out of floods, no entries)
 	// or "down" (not attached: see Reason).
 	State   string `json:"state"`
-	Mode    string `json:"mode"` // "xdp" or "tc" as attached; the configured mode when down
-	Config  string `json:"config_mode"`
+	Mode    string `json:"mode,omitempty"` // "xdp" or "tc" as attached; the configured mode when down
+	Config  string `json:"config_mode,omitempty"`
 	Reason  string `json:"reason"` // why this mode, or why down
 	MaxMACs int    `json:"max_macs"`
 	MACs    int    `json:"macs"`

@@ -78,8 +78,13 @@ func (d *Daemon) status() (ctl.Status, error) {
 	for _, b := range bs {
 		bst := ctl.BridgeStatus{Name: b.cfg.Name, ID: b.id, VLANAware: b.cfg.VLANAware(), AgingSeconds: b.cfg.Aging.Seconds(), MaxEntries: b.cfg.MaxEntries, Entries: entries[b.id], Ports: []ctl.PortStatus{}}
 		for _, p := range b.ports {
-			ps := ctl.PortStatus{Interface: p.name(), Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state()}
-			if p.mode == "" {
+			ps := ctl.PortStatus{Name: p.name(), Interface: p.cfg.Interface, Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state()}
+			if p.cfg.IsPatch() {
+				ps.Patch, ps.Mode, ps.Config = p.cfg.Patch, "", ""
+				if n, err := d.dp.PortMACs(p.slot); err == nil {
+					ps.MACs = n
+				}
+			} else if p.mode == "" {
 				ps.Mode = string(p.cfg.Mode)
 			} else {
 				ps.Ifindex = p.ifindex

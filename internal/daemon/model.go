@@ -24,6 +24,10 @@ const (
 	stateDown     = "down"      // not attached: see why
 )
 
+// modePatch is the mode of a patch port, which attaches to no interface:
+// up as long as its bridge and its peer's are configured.
+const modePatch mode.Mode = "patch"
+
 // portState is one configured port.
 type portState struct {
 	cfg    config.Port
@@ -38,9 +42,23 @@ type portState struct {
 	running bool
 	// written is what the port maps hold for this port, nil for nothing.
 	written *datapath.PortInfo
+	// peer: a patch port's peer, the patch port of the other bridge.
+	peer *portState
 }
 
-func (p *portState) name() string { return p.cfg.Interface }
+func (p *portState) name() string { return p.cfg.PortName() }
+
+// key identifies a port across applies: its interface, or for a patch
+// port the bridge it leads to (one patch per pair of bridges), so that a
+// patch port renamed keeps its slot and its entries.
+func (p *portState) key() string { return portKey(p.cfg) }
+
+func portKey(c config.Port) string {
+	if c.IsPatch() {
+		return "patch:" + c.Patch
+	}
+	return c.Interface
+}
 
 func (p *portState) state() string {
 	switch {
@@ -59,6 +77,9 @@ func (p *portState) info() *datapath.PortInfo {
 	}
 	info := p.vlanInfo()
 	info.MaxMACs = uint32(p.cfg.MaxMACs)
+	if p.peer != nil {
+		info.Peer = p.peer.slot
+	}
 	return &info
 }
 
@@ -66,6 +87,9 @@ func (p *portState) info() *datapath.PortInfo {
 // on a VLAN-aware bridge which VLANs it carries.
 func (p *portState) vlanInfo() datapath.PortInfo {
 	info := datapath.PortInfo{Ifindex: uint32(p.ifindex), Bridge: p.bridge.id, Slot: p.slot}
+	if p.cfg.IsPatch() {
+		info.Ifindex = datapath.PatchIfindex(p.slot)
+	}
 	if p.bridge.cfg.VLANAware() {
 		info.PVID = p.cfg.PVID()
 		if p.cfg.IsTrunk() {
@@ -95,18 +119,35 @@ type bridgeState struct {
 	written map[string]staticEntry
 	// info is the bridge as last written to the dataplane, nil if never.
 	info *datapath.BridgeInfo
+	// tree: the bridges patches join this one to, itself first.
+	tree []*bridgeState
 }
 
 func staticKey(s config.Static) string { return fmt.Sprintf("%s/%d", s.MAC, s.VLAN) }
 
-func (b *bridgeState) port(ifname string) *portState {
+// port finds a port by its name (an interface's, or a patch port's).
+func (b *bridgeState) port(name string) *portState {
 	for _, p := range b.ports {
-		if p.cfg.Interface == ifname {
+		if p.name() == name {
 			return p
 		}
 	}
 	return nil
 }
+
+// portByKey finds a port by its key (see portState.key).
+func (b *bridgeState) portByKey(key string) *portState {
+	for _, p := range b.ports {
+		if p.key() == key {
+			return p
+		}
+	}
+	return nil
+}
+
+// forwards says whether the port takes frames: attached and running, or a
+// patch port.
+func (p *portState) forwards() bool { return p.mode != "" && p.running }
 
 func (b *bridgeState) portBySlot(slot uint16) *portState {
 	for _, p := range b.ports {
@@ -121,17 +162,59 @@ func (b *bridgeState) portBySlot(slot uint16) *portState {
 // forward are in its flood list.
 func (b *bridgeState) desired() datapath.BridgeInfo {
 	info := datapath.BridgeInfo{ID: b.id, Name: b.cfg.Name, MaxEntries: uint32(b.cfg.MaxEntries)}
+	patched := false
 	for _, p := range b.ports {
-		if p.mode != "" && p.running {
+		if p.forwards() {
 			// A bridge's port list holds where floods go, not limits.
 			info.Ports = append(info.Ports, p.vlanInfo())
+			patched = patched || p.cfg.IsPatch()
 		}
 	}
 	if b.cfg.VLANAware() {
 		info.VLANAware = true
 		info.VLANs = b.vlans()
 	}
+	if patched {
+		// Where a flood that crosses patches may go: every bridge's
+		// interface ports that forward, in the tree's order.
+		for _, tb := range b.tree {
+			for _, p := range tb.ports {
+				if p.forwards() && !p.cfg.IsPatch() {
+					info.Reach = append(info.Reach, p.vlanInfo())
+				}
+			}
+		}
+	}
 	return info
+}
+
+// joinTrees sets each bridge's tree, and each patch port's peer, from the
+// patch ports of the model (the config checked that they pair up and form
+// no cycle).
+func joinTrees(order []*bridgeState, byName map[string]*bridgeState) {
+	for _, b := range order {
+		for _, p := range b.ports {
+			p.peer = nil
+			if !p.cfg.IsPatch() {
+				continue
+			}
+			if pb := byName[p.cfg.Patch]; pb != nil {
+				p.peer = pb.portByKey("patch:" + b.cfg.Name)
+			}
+		}
+	}
+	for _, b := range order {
+		b.tree = []*bridgeState{b}
+		seen := map[*bridgeState]bool{b: true}
+		for i := 0; i < len(b.tree); i++ {
+			for _, p := range b.tree[i].ports {
+				if p.peer != nil && !seen[p.peer.bridge] {
+					seen[p.peer.bridge] = true
+					b.tree = append(b.tree, p.peer.bridge)
+				}
+			}
+		}
+	}
 }
 
 // vlans are every VLAN the bridge's ports carry, sorted.
@@ -149,7 +232,8 @@ func sameBridgeInfo(a, b *datapath.BridgeInfo) bool {
 		return a == b
 	}
 	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware &&
-		slices.Equal(a.VLANs, b.VLANs) && slices.EqualFunc(a.Ports, b.Ports, datapath.PortInfo.Equal)
+		slices.Equal(a.VLANs, b.VLANs) && slices.EqualFunc(a.Ports, b.Ports, datapath.PortInfo.Equal) &&
+		slices.EqualFunc(a.Reach, b.Reach, datapath.PortInfo.Equal)
 }
 
 func samePortInfo(a, b *datapath.PortInfo) bool {

@@ -41,6 +41,9 @@ func (d *Daemon) commitPorts(c *change, b *bridgeState, j *journal) error {
 				return fmt.Errorf("bridge %q: port %q: %w", b.cfg.Name, p.name(), err)
 			}
 		}
+		if p.cfg.IsPatch() {
+			continue // no interface: up (plan)
+		}
 		l, err := d.sys.LinkByName(p.name())
 		if err != nil {
 			why := fmt.Sprintf("interface %q does not exist", p.name())

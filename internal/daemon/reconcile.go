@@ -165,7 +165,7 @@ func (d *Daemon) plan(cfg *config.Config) (*change, error) {
 		for _, pc := range nb.Ports {
 			var p *portState
 			if old != nil {
-				if op := old.port(pc.Interface); op != nil {
+				if op := old.portByKey(portKey(pc)); op != nil {
 					cp := *op
 					p = &cp
 					kept[op] = true
@@ -180,11 +180,17 @@ func (d *Daemon) plan(cfg *config.Config) (*change, error) {
 				c.newSlots = append(c.newSlots, slot)
 			}
 			p.cfg, p.bridge = pc, b
+			if pc.IsPatch() {
+				// Up for as long as both bridges are configured.
+				p.mode, p.running, p.why = modePatch, true, "patch port to bridge "+pc.Patch
+				p.ifindex = int(datapath.PatchIfindex(p.slot))
+			}
 			b.ports = append(b.ports, p)
 		}
 		c.next[nb.Name] = b
 		c.order = append(c.order, b)
 	}
+	joinTrees(c.order, c.next)
 	for name, b := range d.bridges {
 		for _, p := range b.ports {
 			if !kept[p] {
@@ -654,12 +660,16 @@ func (d *Daemon) portGone(p *portState, why string) {
 	d.log.Warn("port down", "bridge", p.bridge.cfg.Name, "port", p.name(), "reason", why)
 	p.mode, p.why, p.running = "", why, false
 	b := p.bridge
-	want := b.desired()
-	if !sameBridgeInfo(&want, b.info) {
+	// Out of its bridge's floods, and those of the bridges patched to it.
+	for _, tb := range append([]*bridgeState{b}, b.tree...) {
+		want := tb.desired()
+		if sameBridgeInfo(&want, tb.info) {
+			continue
+		}
 		if err := d.dp.SetBridge(want); err != nil {
-			d.log.Error("update bridge", "bridge", b.cfg.Name, "err", err)
+			d.log.Error("update bridge", "bridge", tb.cfg.Name, "err", err)
 		} else {
-			b.info = &want
+			tb.info = &want
 		}
 	}
 	if p.written != nil {

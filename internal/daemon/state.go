@@ -197,8 +197,26 @@ func (d *Daemon) adopt() error {
 			forwarding[b.id][p.Slot] = true
 		}
 	}
+	// Patch ports have no interface: each is named by the bridge of its
+	// peer, which the plan matches to the config's patch to that bridge.
+	patchBridge := map[uint16]*bridgeState{} // patch slot -> its bridge
+	for _, pi := range ports {
+		if datapath.IsPatchIfindex(pi.Ifindex) && byID[pi.Bridge] != nil {
+			patchBridge[pi.Slot] = byID[pi.Bridge]
+		}
+	}
 	for _, pi := range ports {
 		b := byID[pi.Bridge]
+		if datapath.IsPatchIfindex(pi.Ifindex) {
+			if peer := patchBridge[pi.Peer]; b != nil && peer != nil && !d.alloc.slotUsed[pi.Slot] {
+				w := pi
+				b.ports = append(b.ports, &portState{bridge: b, slot: pi.Slot, ifindex: int(pi.Ifindex), written: &w,
+					mode: modePatch, running: true, why: "adopted from the pinned datapath",
+					cfg: config.Port{Patch: peer.cfg.Name, Name: "patch-" + peer.cfg.Name, MaxMACs: int(pi.MaxMACs)}})
+				d.alloc.slotUsed[pi.Slot] = true
+				continue
+			}
+		}
 		l, lerr := d.sys.LinkByIndex(int(pi.Ifindex))
 		if b == nil || lerr != nil || int(pi.Slot) >= len(d.alloc.slotUsed) || d.alloc.slotUsed[pi.Slot] {
 			// Of no bridge, or its interface is gone: it goes, and its

@@ -21,6 +21,10 @@ type BridgeInfo struct {
 	// that carries them is up).
 	VLANAware bool
 	VLANs     []uint16
+	// Reach: for a bridge with patch ports, the ports of every bridge its
+	// patches join it to, its own included, that are up (where a flood
+	// that crosses patches may go).
+	Reach []PortInfo
 }
 
 func checkBridgeID(id uint16) error {
@@ -53,16 +57,25 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 	}
 	want := map[uint32]bool{}
 	for _, p := range b.Ports {
+		if IsPatchIfindex(p.Ifindex) {
+			continue // a bridge with patch ports floods through its patch flood set
+		}
 		want[p.Ifindex] = true
 		if err := fm.Put(p.Ifindex, p.Ifindex); err != nil {
 			return fmt.Errorf("bridge %q: add ifindex %d to the flood set: %w", b.Name, p.Ifindex, err)
 		}
 	}
 	if b.VLANAware {
-		if err := d.setVLANFlood(b); err != nil {
+		if err := d.setProgFlood(d.vlanFloodSets(), b.ID, b.Ports); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
 		if err := d.setVLANs(b, b.VLANs); err != nil {
+			return fmt.Errorf("bridge %q: %w", b.Name, err)
+		}
+	}
+	patched := b.hasPatch()
+	if patched {
+		if err := d.setProgFlood(d.patchFloodSets(), b.ID, b.Reach); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
 	}
@@ -71,6 +84,9 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 	br.MaxEntries = b.MaxEntries
 	if b.VLANAware {
 		br.Flags |= tbpf.BridgeVLAN
+	}
+	if patched {
+		br.Flags |= tbpf.BridgePatch
 	}
 	for i, p := range b.Ports {
 		br.Ports[i] = tbpf.BridgePort{Ifindex: p.Ifindex, Slot: uint32(p.Slot)}
@@ -106,12 +122,24 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 	if err := prune(fm, want); err != nil {
 		return fmt.Errorf("bridge %q: flood set: %w", b.Name, err)
 	}
+	if !patched {
+		if err := d.delProgFlood(d.patchFloodSets(), b.ID); err != nil {
+			return fmt.Errorf("bridge %q: %w", b.Name, err)
+		}
+	}
+	// Paths across patches that frames remember may have changed with it.
+	if patched || d.hadPatch[b.ID] {
+		if err := d.bumpGeneration(); err != nil {
+			return fmt.Errorf("bridge %q: %w", b.Name, err)
+		}
+	}
+	d.hadPatch[b.ID] = patched
 	if !b.VLANAware {
 		// No frame reads them now: the live copy is not VLAN-aware.
 		if err := d.setVLANs(b, nil); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
-		if err := d.delVLANFlood(b.ID); err != nil {
+		if err := d.delProgFlood(d.vlanFloodSets(), b.ID); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
 	}
@@ -160,9 +188,13 @@ func (d *Datapath) DelBridge(id uint16) error {
 	if err := d.setVLANs(BridgeInfo{ID: id}, nil); err != nil {
 		return fmt.Errorf("bridge %d: %w", id, err)
 	}
-	if err := d.delVLANFlood(id); err != nil {
+	if err := d.delProgFlood(d.vlanFloodSets(), id); err != nil {
 		return fmt.Errorf("bridge %d: %w", id, err)
 	}
+	if err := d.delProgFlood(d.patchFloodSets(), id); err != nil {
+		return fmt.Errorf("bridge %d: %w", id, err)
+	}
+	delete(d.hadPatch, id)
 	return nil
 }
 
@@ -190,6 +222,64 @@ func floodSpec(name string, valueSize uint32) *ebpf.MapSpec {
 		ValueSize:  valueSize,
 		MaxEntries: uint32(tbpf.MaxBridgePorts),
 	}
+}
+
+// progFloods are flood sets, one per bridge in an array of maps, whose
+// entries each run a devmap program on the copy to their port.
+type progFloods struct {
+	what, name string // for messages, and the inner maps' names
+	outer      *ebpf.Map
+	sets       map[uint16]*ebpf.Map
+	max        int // the inner maps' size, as the outer map's template has it
+	prog       *ebpf.Program
+}
+
+// setProgFlood makes bridge id's set hold exactly the interface ports of
+// ports (patch ports have no interface), creating it if need be.
+func (d *Datapath) setProgFlood(f progFloods, id uint16, ports []PortInfo) error {
+	m, ok := f.sets[id]
+	if !ok {
+		spec := floodSpec(fmt.Sprintf("%s_%d", f.name, id), 8)
+		spec.MaxEntries = uint32(f.max)
+		var err error
+		if m, err = ebpf.NewMap(spec); err != nil {
+			return fmt.Errorf("create %s: %w", f.what, err)
+		}
+		if err := f.outer.Put(uint32(id), m); err != nil {
+			m.Close()
+			return fmt.Errorf("install %s: %w", f.what, err)
+		}
+		f.sets[id] = m
+	}
+	want := map[uint32]bool{}
+	fd := int32(f.prog.FD())
+	for _, p := range ports {
+		if IsPatchIfindex(p.Ifindex) {
+			continue
+		}
+		want[p.Ifindex] = true
+		if err := m.Put(p.Ifindex, devmapVal{Ifindex: p.Ifindex, ProgFD: fd}); err != nil {
+			return fmt.Errorf("add ifindex %d to the %s: %w", p.Ifindex, f.what, err)
+		}
+	}
+	if err := prune(m, want); err != nil {
+		return fmt.Errorf("%s: %w", f.what, err)
+	}
+	return nil
+}
+
+// delProgFlood removes bridge id's set, once no frame is told to use it.
+func (d *Datapath) delProgFlood(f progFloods, id uint16) error {
+	m, ok := f.sets[id]
+	if !ok {
+		return nil
+	}
+	if err := f.outer.Delete(uint32(id)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("remove %s: %w", f.what, err)
+	}
+	m.Close()
+	delete(f.sets, id)
+	return nil
 }
 
 // prune deletes the members of a flood set that want does not hold.
@@ -274,6 +364,7 @@ func (d *Datapath) Bridges() ([]BridgeInfo, error) {
 			return nil, fmt.Errorf("read bridge %d: %w", id, err)
 		}
 		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries, VLANAware: br.Flags&tbpf.BridgeVLAN != 0}
+		d.hadPatch[b.ID] = br.Flags&tbpf.BridgePatch != 0
 		for _, c := range br.Name {
 			if c == 0 {
 				break

@@ -73,6 +73,9 @@ type Datapath struct {
 	vlanStage  bool
 	vlans      map[uint32]VLAN
 	vlanFloods map[uint16]*ebpf.Map
+	// Patch flood sets (patch.go), by bridge.
+	patchFloods map[uint16]*ebpf.Map
+	hadPatch    map[uint16]bool // bridges written with patch ports
 }
 
 // Load loads the switch into the kernel, adopting what Options.PinDir holds.
@@ -94,7 +97,8 @@ func Load(opts Options) (*Datapath, error) {
 		}
 	}
 	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, log: opts.Log,
-		spec: spec, progs: map[bool]progSet{}, vlanFloods: map[uint16]*ebpf.Map{}}
+		spec: spec, progs: map[bool]progSet{}, vlanFloods: map[uint16]*ebpf.Map{},
+		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}}
 	if d.log == nil {
 		d.log = func(string, ...any) {}
 	}
@@ -147,6 +151,10 @@ func Load(opts Options) (*Datapath, error) {
 			d.Close()
 			return nil, err
 		}
+		if err := d.adoptPatchFloods(); err != nil {
+			d.Close()
+			return nil, err
+		}
 		// The old daemon's last flip of a bridge may be less than a grace
 		// period ago: the first write of each waits (bridge.go).
 		for id := uint16(1); id <= uint16(tbpf.MaxBridges); id++ {
@@ -177,6 +185,9 @@ func (d *Datapath) Close() {
 		m.Close()
 	}
 	for _, m := range d.vlanFloods {
+		m.Close()
+	}
+	for _, m := range d.patchFloods {
 		m.Close()
 	}
 	if s, ok := d.progs[true]; ok {
@@ -233,12 +244,16 @@ type PortInfo struct {
 	PVID  uint16
 	Trunk bool
 	VLANs []uint16 // a trunk's VLANs, sorted
+	// Peer: a patch port's peer, the slot of the patch port of the other
+	// bridge (0: an interface's port). A patch port's Ifindex is
+	// PatchIfindex(Slot).
+	Peer uint16
 }
 
 // Equal says whether two ports are the same in every field.
 func (p PortInfo) Equal(q PortInfo) bool {
 	return p.Ifindex == q.Ifindex && p.Bridge == q.Bridge && p.Slot == q.Slot && p.MaxMACs == q.MaxMACs &&
-		p.PVID == q.PVID && p.Trunk == q.Trunk && slices.Equal(p.VLANs, q.VLANs)
+		p.PVID == q.PVID && p.Trunk == q.Trunk && slices.Equal(p.VLANs, q.VLANs) && p.Peer == q.Peer
 }
 
 // Carries says whether the port carries vid on a VLAN-aware bridge.

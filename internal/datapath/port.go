@@ -18,8 +18,10 @@ func (d *Datapath) SetPort(p PortInfo) error {
 	if p.Bridge == 0 {
 		return fmt.Errorf("port ifindex %d: bridge id 0", p.Ifindex)
 	}
-	if err := d.objs.TxPorts.Put(uint32(p.Slot), p.Ifindex); err != nil {
-		return fmt.Errorf("port ifindex %d: add to tx_ports as slot %d: %w", p.Ifindex, p.Slot, err)
+	if !IsPatchIfindex(p.Ifindex) {
+		if err := d.objs.TxPorts.Put(uint32(p.Slot), p.Ifindex); err != nil {
+			return fmt.Errorf("port ifindex %d: add to tx_ports as slot %d: %w", p.Ifindex, p.Slot, err)
+		}
 	}
 	// A trunk's VLANs are in place before the port says it is one.
 	if p.Trunk {
@@ -38,6 +40,9 @@ func (d *Datapath) SetPort(p PortInfo) error {
 	if p.Trunk {
 		v.Flags |= tbpf.PortTrunk
 	}
+	if IsPatchIfindex(p.Ifindex) {
+		return d.setPatch(p, v)
+	}
 	if err := d.portMap(p.Ifindex).Put(p.Ifindex, &v); err != nil {
 		return fmt.Errorf("port ifindex %d: write: %w", p.Ifindex, err)
 	}
@@ -54,6 +59,22 @@ func (d *Datapath) portMap(ifindex uint32) *ebpf.Map {
 
 // Port reads what the maps say of ifindex; ok is false when it is no port.
 func (d *Datapath) Port(ifindex uint32) (PortInfo, bool, error) {
+	if IsPatchIfindex(ifindex) {
+		var pp tbpf.Patch
+		slot := ifindex &^ tbpf.PatchIfindex
+		if slot >= uint32(tbpf.MaxPorts) {
+			return PortInfo{}, false, nil
+		}
+		if err := d.objs.Patches.Lookup(slot, &pp); err != nil {
+			return PortInfo{}, false, fmt.Errorf("read patch port in slot %d: %w", slot, err)
+		}
+		if pp.Port.Bridge == 0 {
+			return PortInfo{}, false, nil
+		}
+		p, ok, err := d.portInfo(ifindex, pp.Port)
+		p.Peer = pp.Peer
+		return p, ok, err
+	}
 	var v tbpf.Port
 	err := d.portMap(ifindex).Lookup(ifindex, &v)
 	if errors.Is(err, ebpf.ErrKeyNotExist) || (err == nil && v.Bridge == 0) {
@@ -86,6 +107,9 @@ func (d *Datapath) portInfo(ifindex uint32, v tbpf.Port) (PortInfo, bool, error)
 // DelPort forgets a port: first at ingress, then as an egress.
 func (d *Datapath) DelPort(ifindex uint32, slot uint16) error {
 	var err error
+	if IsPatchIfindex(ifindex) {
+		return d.delPatch(slot)
+	}
 	if ifindex < tbpf.PortDirect {
 		err = d.objs.PortIndex.Put(ifindex, &tbpf.Port{}) // bridge 0: no port
 	} else if err = d.objs.Ports.Delete(ifindex); errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -142,7 +166,8 @@ func (d *Datapath) Ports() ([]PortInfo, error) {
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read ports: %w", err)
 	}
-	return out, nil
+	patches, err := d.patchPorts()
+	return append(out, patches...), err
 }
 
 // ResetPort zeroes a slot's counters and address counts, for a slot given to

@@ -252,48 +252,11 @@ type devmapVal struct {
 	ProgFD  int32
 }
 
-// setVLANFlood makes the XDP flood set of a VLAN-aware bridge hold exactly
-// its ports, each with the program that keeps its copy in the VLAN.
-func (d *Datapath) setVLANFlood(b BridgeInfo) error {
-	m, ok := d.vlanFloods[b.ID]
-	if !ok {
-		var err error
-		if m, err = ebpf.NewMap(floodSpec(fmt.Sprintf("tr_vflood_%d", b.ID), 8)); err != nil {
-			return fmt.Errorf("create VLAN flood set: %w", err)
-		}
-		if err := d.objs.VlanFloods.Put(uint32(b.ID), m); err != nil {
-			m.Close()
-			return fmt.Errorf("install VLAN flood set: %w", err)
-		}
-		d.vlanFloods[b.ID] = m
-	}
-	want := map[uint32]bool{}
-	fd := int32(d.objs.TrestleVlanEgress.FD())
-	for _, p := range b.Ports {
-		want[p.Ifindex] = true
-		if err := m.Put(p.Ifindex, devmapVal{Ifindex: p.Ifindex, ProgFD: fd}); err != nil {
-			return fmt.Errorf("add ifindex %d to the VLAN flood set: %w", p.Ifindex, err)
-		}
-	}
-	if err := prune(m, want); err != nil {
-		return fmt.Errorf("VLAN flood set: %w", err)
-	}
-	return nil
-}
-
-// delVLANFlood removes a bridge's VLAN flood set, once no frame is told to
-// use it (the bridge's live copy is no longer VLAN-aware, or gone).
-func (d *Datapath) delVLANFlood(id uint16) error {
-	m, ok := d.vlanFloods[id]
-	if !ok {
-		return nil
-	}
-	if err := d.objs.VlanFloods.Delete(uint32(id)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("remove VLAN flood set: %w", err)
-	}
-	m.Close()
-	delete(d.vlanFloods, id)
-	return nil
+// vlanFloodSets are the XDP flood sets of VLAN-aware bridges: each holds
+// the bridge's ports, each with the program that keeps its copy in the VLAN.
+func (d *Datapath) vlanFloodSets() progFloods {
+	return progFloods{what: "VLAN flood set", name: "tr_vflood", outer: d.objs.VlanFloods, sets: d.vlanFloods,
+		max: tbpf.MaxBridgePorts, prog: d.objs.TrestleVlanEgress}
 }
 
 // adoptVLANFloods takes hold of the VLAN flood sets an adopted map holds.

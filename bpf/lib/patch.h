@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Patch ports: bridges joined inside one program run (DESIGN.md rule 7).
+ *
+ * A frame that a bridge forwards or floods to a patch port continues in the
+ * peer's bridge as if it had arrived on the peer patch port: learned there,
+ * looked up, forwarded, flooded or dropped by that bridge's rules. No veth
+ * hop, no second NAPI poll, no extra redirect: the program walks the bridges
+ * the frame reaches, breadth first, and collects the interface ports it
+ * leaves by. The patches form trees (the control plane refuses cycles), so
+ * a walk that never goes back through the patch it came by visits each
+ * bridge once; it stops at TR_MAX_PATCH_CHAIN bridges all the same.
+ *
+ * The VLAN a frame travels in is the same in every bridge of the walk: the
+ * control plane accepts a patch only between bridges that are both VLAN-aware
+ * or both not, and whose two patch ports carry the same VLANs the same way.
+ *
+ * A known station behind a chain of patches is the common case (seed 003's
+ * chained bridges): each CPU remembers the last path it found (struct
+ * tr_path_memo), so the next frame between the same two stations crosses
+ * the chain with a counter update per patch and no table lookup, until the
+ * table's generations change or learning along the path needs a refresh.
+ */
+#ifndef TRESTLE_PATCH_H
+#define TRESTLE_PATCH_H
+
+#include "maps.h"
+#include "fdb.h"
+#include "vlan.h"
+
+/* The walk of one frame through patched bridges. Only scalars: global
+ * functions (verified once, not at every call) take it by pointer. */
+struct tr_walk {
+	__u64 sel[4]; /* xdp: the interface ports a copy goes to, by slot; bit 0 (slot 0 is no port): the copies carry a VLAN tag */
+	__u64 now;
+	__u32 gen;
+	__u32 mgen;
+	__u8 src[6];
+	__u8 dst[6];
+	__u16 vlan;   /* the frame's VLAN in every bridge of the walk (its FDB key) */
+	__u16 on;     /* the bridges are VLAN-aware */
+	__u32 wire;   /* the frame's length on the wire */
+	__u32 ingress; /* the interface it came in by */
+	__u32 in_slot; /* and its port's slot */
+	__u32 pcp;     /* tc: the priority of its tag, if it had one */
+	__u32 nsel;    /* interface ports chosen */
+	__u32 last_slot, last_ifindex; /* the last of them */
+	__u32 unicast; /* every bridge forwarded it to one port: the path may be remembered */
+	__u32 head, tail;
+	__u32 pad2;
+	__u16 queue[TR_MAX_PATCH_CHAIN]; /* bridges to visit: the patch slot each is entered by */
+	__u16 nhops;
+	__u16 pad;
+	__u16 hops[2 * TR_MAX_PATCH_CHAIN]; /* patches crossed: the slot left by, the slot entered by */
+};
+
+/* Each CPU's walk: too big for the stack of a program that calls two
+ * functions deep. A frame's walk runs start to end on one CPU, in softirq,
+ * where no other frame's can interrupt it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tr_walk);
+} walks SEC(".maps");
+
+static __always_inline struct tr_patch *tr_patch_of(__u32 slot)
+{
+	struct tr_patch *pp = bpf_map_lookup_elem(&patches, &slot);
+
+	return pp && pp->port.bridge ? pp : NULL;
+}
+
+static __always_inline int tr_is_patch(__u32 ifindex)
+{
+	return (ifindex & TR_PATCH_IFINDEX) != 0;
+}
+
+static __always_inline void tr_walk_count(__u32 slot, __u32 rx, __u32 wire)
+{
+	struct tr_port_stats *st = bpf_map_lookup_elem(&stats, &slot);
+
+	if (!st)
+		return;
+	if (rx) {
+		st->rx_packets++;
+		st->rx_bytes += wire;
+	} else {
+		st->tx_packets++;
+		st->tx_bytes += wire;
+	}
+}
+
+static __always_inline void tr_walk_drop(__u32 slot, enum tr_drop_reason reason)
+{
+	struct tr_port_stats *st = bpf_map_lookup_elem(&stats, &slot);
+
+	if (st && reason < TR_DROP__MAX)
+		st->drops[reason]++;
+}
+
+/*
+ * The frame leaves its bridge by patch port out (slot): it is counted sent
+ * there and received on the peer, whose bridge the walk visits next. A patch
+ * that does not carry the frame's VLAN takes nothing (a flood's copy; a
+ * forward is checked before). Returns 0, or -1 when the walk is full (the
+ * frame would cross more than TR_MAX_PATCH_CHAIN bridges: counted on out).
+ */
+static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out, __u32 slot)
+{
+	struct tr_patch *pp;
+	__u32 t = w->tail, n = w->nhops;
+
+	if (w->on && !tr_vlan_carries(out, w->vlan))
+		return 0;
+	pp = tr_patch_of(slot);
+	if (!pp || !tr_patch_of(pp->peer)) {
+		tr_walk_drop(slot, TR_DROP_NO_EGRESS); /* its peer is not set up (yet) */
+		return 0;
+	}
+	if (t >= TR_MAX_PATCH_CHAIN - 1) {
+		tr_walk_drop(slot, TR_DROP_PATCH_CHAIN);
+		w->unicast = 0;
+		return -1;
+	}
+	tr_walk_count(slot, 0, w->wire);
+	tr_walk_count(pp->peer, 1, w->wire);
+	w->queue[t & (TR_MAX_PATCH_CHAIN - 1)] = pp->peer;
+	w->tail = t + 1;
+	if (n < TR_MAX_PATCH_CHAIN) {
+		w->hops[(2 * n) & (2 * TR_MAX_PATCH_CHAIN - 1)] = slot;
+		w->hops[(2 * n + 1) & (2 * TR_MAX_PATCH_CHAIN - 1)] = pp->peer;
+		w->nhops = n + 1;
+	}
+	return 0;
+}
+
+/* The walk chose an interface port (xdp: its bit; tc sends as it goes). */
+static __always_inline void tr_choose(struct tr_walk *w, __u32 ifindex, __u32 slot)
+{
+	__u64 bit = 1ULL << (slot & 63);
+
+	/* Constant offsets: the verifier follows them through a global function. */
+	switch (slot >> 6) {
+	case 0:
+		w->sel[0] |= bit;
+		break;
+	case 1:
+		w->sel[1] |= bit;
+		break;
+	case 2:
+		w->sel[2] |= bit;
+		break;
+	case 3:
+		w->sel[3] |= bit;
+		break;
+	}
+	w->nsel++;
+	w->last_slot = slot;
+	w->last_ifindex = ifindex;
+}
+
+/* The path a frame took, remembered when it was unicast all the way. */
+static __always_inline void tr_path_remember(struct tr_cpu_cache *memo, const struct tr_walk *w,
+					     __u16 first)
+{
+	struct tr_path_memo *m;
+
+	if (!memo || !w->unicast || w->nsel != 1 || !w->nhops || w->nhops > TR_MAX_PATCH_CHAIN)
+		return;
+	m = &memo->path;
+	__builtin_memcpy(m->src, w->src, 6);
+	__builtin_memcpy(m->dst, w->dst, 6);
+	m->vlan = w->vlan;
+	m->first = first;
+	m->out_slot = w->last_slot;
+	m->out_ifindex = w->last_ifindex;
+	m->nhops = w->nhops;
+	__builtin_memcpy(m->hops, w->hops, sizeof(m->hops));
+	m->gen = w->gen;
+	m->mgen = w->mgen;
+	m->until = w->now + refresh_ns / 2;
+}
+
+/* The remembered path of a frame from src to dst that leaves its first
+ * bridge by patch slot first, or NULL. */
+static __always_inline const struct tr_path_memo *
+tr_path_known(struct tr_cpu_cache *memo, const struct tr_table_view *v, __u16 first,
+	      const __u8 *src, const __u8 *dst, __u16 vlan)
+{
+	const struct tr_path_memo *m;
+
+	if (!memo)
+		return NULL;
+	m = &memo->path;
+	if (m->first != first || m->gen != v->gen || m->mgen != v->mgen || v->now >= m->until ||
+	    m->vlan != vlan || !tr_mac_eq(m->dst, dst) || !tr_mac_eq(m->src, src))
+		return NULL;
+	return m;
+}
+
+/* A frame takes a remembered path: it crosses its patches. */
+static __always_inline void tr_path_count(const struct tr_path_memo *m, __u32 wire)
+{
+	for (__u32 i = 0; i < TR_MAX_PATCH_CHAIN; i++) {
+		if (i >= m->nhops)
+			break;
+		tr_walk_count(m->hops[2 * i], 0, wire);
+		tr_walk_count(m->hops[2 * i + 1], 1, wire);
+	}
+}
+
+#endif

@@ -1,0 +1,211 @@
+package datapath
+
+import (
+	"testing"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+)
+
+// Patch ports through BPF_PROG_TEST_RUN: the rig's three interface ports
+// each in a bridge of its own, the bridges chained by patches:
+//
+//	br1 [p1, patch 10] -- br2 [patch 11, p2, patch 12] -- br3 [patch 13, p3]
+func patchChain(t *testing.T, r *rig) {
+	t.Helper()
+	err := r.ns.Do(func() error {
+		for _, p := range []PortInfo{
+			{Ifindex: PatchIfindex(10), Bridge: 1, Slot: 10, Peer: 11},
+			{Ifindex: PatchIfindex(11), Bridge: 2, Slot: 11, Peer: 10},
+			{Ifindex: PatchIfindex(12), Bridge: 2, Slot: 12, Peer: 13},
+			{Ifindex: PatchIfindex(13), Bridge: 3, Slot: 13, Peer: 12},
+			{Ifindex: r.port[2], Bridge: 2, Slot: 2},
+			{Ifindex: r.port[3], Bridge: 3, Slot: 3},
+		} {
+			if err := r.dp.SetPort(p); err != nil {
+				return err
+			}
+		}
+		port := func(slot int) PortInfo {
+			if slot < 10 {
+				return PortInfo{Ifindex: r.port[slot], Slot: uint16(slot)}
+			}
+			return PortInfo{Ifindex: PatchIfindex(uint16(slot)), Slot: uint16(slot)}
+		}
+		reach := []PortInfo{port(1), port(2), port(3)}
+		for _, b := range []BridgeInfo{
+			{ID: 1, Name: "br1", Ports: []PortInfo{port(1), port(10)}},
+			{ID: 2, Name: "br2", Ports: []PortInfo{port(11), port(2), port(12)}},
+			{ID: 3, Name: "br3", Ports: []PortInfo{port(13), port(3)}},
+		} {
+			b.MaxEntries, b.Reach = 1024, reach
+			if err := r.dp.SetBridge(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// where says where each bridge learned mac: bridge id -> slot.
+func (r *rig) where(mac string) map[uint16]uint16 {
+	r.t.Helper()
+	es, err := r.dp.FDB()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[uint16]uint16{}
+	for _, e := range es {
+		if e.MAC.String() == mac {
+			out[e.Bridge] = e.Slot
+			if IsPatchIfindex(e.Ifindex) != (e.Slot >= 10) || (e.Slot >= 10 && e.Ifindex != PatchIfindex(e.Slot)) {
+				r.t.Errorf("%s in bridge %d: slot %d ifindex %#x", mac, e.Bridge, e.Slot, e.Ifindex)
+			}
+		}
+	}
+	return out
+}
+
+func wantWhere(t *testing.T, got map[uint16]uint16, want map[uint16]uint16, what string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: learned %v, want %v", what, got, want)
+		return
+	}
+	for b, s := range want {
+		if got[b] != s {
+			t.Errorf("%s: learned %v, want %v", what, got, want)
+			return
+		}
+	}
+}
+
+func TestPatchChain(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		patchChain(t, r)
+
+		// Unknown unicast from A on p1 floods through both patches: A is
+		// learned in every bridge on the patch towards it; p2 and p3 get
+		// a copy, counted where they leave; each patch counts the crossing
+		// on both of its ports.
+		r.wantVerdict(r.run(1, ipv4(macB, macA)), m.redirect, "unknown unicast across patches")
+		wantWhere(t, r.where(macA.String()), map[uint16]uint16{1: 1, 2: 11, 3: 13}, "A")
+		for slot, want := range map[int][2]uint64{10: {0, 1}, 11: {1, 0}, 12: {0, 1}, 13: {1, 0}} {
+			if s := r.stats(slot); s.RxPackets != want[0] || s.TxPackets != want[1] {
+				t.Errorf("patch slot %d: rx %d tx %d, want %d %d", slot, s.RxPackets, s.TxPackets, want[0], want[1])
+			}
+		}
+		if m.name == "tc" {
+			// tc sends each copy itself; in xdp the devmap program counts
+			// them where they leave, which a test run does not reach.
+			for _, slot := range []int{2, 3} {
+				if s := r.stats(slot); s.TxPackets != 1 {
+					t.Errorf("port %d: tx %d, want 1", slot, s.TxPackets)
+				}
+			}
+		}
+
+		// B answers from p3: A is known all along the chain, so the frame
+		// crosses br3, br2 and br1 as a forward, to p1 only.
+		r.wantVerdict(r.run(3, ipv4(macA, macB)), m.redirect, "known unicast across patches")
+		wantWhere(t, r.where(macB.String()), map[uint16]uint16{3: 3, 2: 12, 1: 10}, "B")
+		if s := r.stats(1); s.TxPackets != 1 {
+			t.Errorf("p1 tx %d, want 1", s.TxPackets)
+		}
+		if s := r.stats(2); s.TxPackets > 1 {
+			t.Errorf("p2 got the known unicast: tx %d", s.TxPackets)
+		}
+
+		// Again: this CPU remembers the path; the crossings still count.
+		r.wantVerdict(r.run(3, ipv4(macA, macB)), m.redirect, "remembered path")
+		for slot, want := range map[int][2]uint64{13: {1, 2}, 12: {2, 1}, 11: {1, 2}, 10: {2, 1}} {
+			if s := r.stats(slot); s.RxPackets != want[0] || s.TxPackets != want[1] {
+				t.Errorf("after the remembered path, patch slot %d: rx %d tx %d, want %d %d", slot, s.RxPackets, s.TxPackets, want[0], want[1])
+			}
+		}
+		if s := r.stats(1); s.TxPackets != 2 {
+			t.Errorf("p1 tx %d after two answers, want 2", s.TxPackets)
+		}
+
+		// A moves behind p2 and sends to B: br2 learns the move; br3 has A
+		// on its patch already; br1 sees nothing of the frame and keeps A
+		// on p1, as any bridge would, until A's broadcast reaches it.
+		r.wantVerdict(r.run(2, ipv4(macB, macA)), m.redirect, "A from p2")
+		wantWhere(t, r.where(macA.String()), map[uint16]uint16{1: 1, 2: 2, 3: 13}, "A after its move")
+		r.wantVerdict(r.run(2, frame(bcast, macA, 0x0806, 28)), m.redirect, "A's broadcast from p2")
+		wantWhere(t, r.where(macA.String()), map[uint16]uint16{1: 10, 2: 2, 3: 13}, "A after its broadcast")
+		// The remembered path (to p1) is void: B's next frame goes to p2.
+		r.wantVerdict(r.run(3, ipv4(macA, macB)), m.redirect, "B to A after the move")
+		if s := r.stats(1); s.TxPackets != 3 && m.name == "tc" || s.TxPackets != 2 && m.name == "xdp" {
+			t.Errorf("p1 tx %d after A moved away (the broadcast's copy counted in tc only)", s.TxPackets)
+		}
+		if s := r.stats(2); s.Moved != 1 {
+			t.Errorf("p2 moved %d, want 1", s.Moved)
+		}
+		if s := r.stats(10); s.Moved != 1 {
+			t.Errorf("br1's patch moved %d, want 1", s.Moved)
+		}
+
+		// A station behind the patch it came by: the hop drops it as a
+		// hairpin, counted on the patch port where it happened.
+		r.wantVerdict(r.run(1, ipv4(macB, macC)), m.redirect, "C from p1")
+		r.run(1, ipv4(macD, macC)) // D unknown: floods, C learned everywhere
+		r.run(1, ipv4(macC, macD)) // D on p1 too: its frame to C is a hairpin in br1
+		if got := r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_HAIRPIN); got != 1 {
+			t.Errorf("hairpin drops on p1 %d, want 1", got)
+		}
+	})
+}
+
+// A walk longer than TR_MAX_PATCH_CHAIN bridges is cut, with a reason.
+func TestPatchChainLimit(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		n := tbpf.MaxPatchChain + 1 // bridges
+		err := r.ns.Do(func() error {
+			// Bridge i (1..n) has patch slots 2i+8 (towards i-1) and 2i+9
+			// (towards i+1); bridge 1 also has p1.
+			for i := 1; i <= n; i++ {
+				var ports []PortInfo
+				if i == 1 {
+					ports = append(ports, PortInfo{Ifindex: r.port[1], Slot: 1})
+				}
+				if i > 1 {
+					s := uint16(2*i + 8)
+					p := PortInfo{Ifindex: PatchIfindex(s), Bridge: uint16(i), Slot: s, Peer: s - 1}
+					if err := r.dp.SetPort(p); err != nil {
+						return err
+					}
+					ports = append(ports, p)
+				}
+				if i < n {
+					s := uint16(2*i + 9)
+					p := PortInfo{Ifindex: PatchIfindex(s), Bridge: uint16(i), Slot: s, Peer: s + 1}
+					if err := r.dp.SetPort(p); err != nil {
+						return err
+					}
+					ports = append(ports, p)
+				}
+				b := BridgeInfo{ID: uint16(i), Name: "b", MaxEntries: 1024, Ports: ports, Reach: []PortInfo{{Ifindex: r.port[1], Slot: 1}}}
+				if err := r.dp.SetBridge(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.wantVerdict(r.run(1, frame(bcast, macA, 0x0806, 28)), m.drop, "broadcast into a chain too long")
+		last := 2*tbpf.MaxPatchChain + 9 // bridge MaxPatchChain's patch towards the one beyond
+		if got := r.drops(last, tbpf.TrestleTrDropReasonTR_DROP_PATCH_CHAIN); got != 1 {
+			t.Errorf("patch_chain drops on slot %d: %d, want 1", last, got)
+		}
+		if got := len(r.where(macA.String())); got != tbpf.MaxPatchChain {
+			t.Errorf("A learned in %d bridges, want %d", got, tbpf.MaxPatchChain)
+		}
+	})
+}
