@@ -408,7 +408,7 @@ static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *
 		} else if (bpf_clone_redirect(skb, w->last_ifindex, 0)) {
 			tr_walk_drop(w->in_slot, TR_DROP_NO_EGRESS);
 		} else {
-			tr_walk_count(w->last_slot, 0, w->wire);
+			tr_walk_count(w->last_slot, w->wire);
 		}
 	}
 	tr_choose(w, ifindex, slot);

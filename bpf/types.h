@@ -148,7 +148,7 @@ struct tr_path_memo {
 	__u32 mgen;
 	__u32 pad;
 	__u64 until;    /* learning along the path is refreshed after this */
-	__u16 hops[2 * TR_MAX_PATCH_CHAIN]; /* each crossing: the slot left by, the slot entered by */
+	__u16 hops[TR_MAX_PATCH_CHAIN]; /* the patches crossed, by the slot left by */
 };
 
 struct tr_cpu_cache {

@@ -51,7 +51,7 @@ struct tr_walk {
 	__u16 queue[TR_MAX_PATCH_CHAIN]; /* bridges to visit: the patch slot each is entered by */
 	__u16 nhops;
 	__u16 pad;
-	__u16 hops[2 * TR_MAX_PATCH_CHAIN]; /* patches crossed: the slot left by, the slot entered by */
+	__u16 hops[TR_MAX_PATCH_CHAIN]; /* patches crossed: the slots left by */
 };
 
 /* Each CPU's walk: too big for the stack of a program that calls two
@@ -76,16 +76,13 @@ static __always_inline int tr_is_patch(__u32 ifindex)
 	return (ifindex & TR_PATCH_IFINDEX) != 0;
 }
 
-static __always_inline void tr_walk_count(__u32 slot, __u32 rx, __u32 wire)
+/* A crossing is counted once, sent on the patch port the frame left by; the
+ * control plane reads it as received on the peer (internal/datapath). */
+static __always_inline void tr_walk_count(__u32 slot, __u32 wire)
 {
 	struct tr_port_stats *st = bpf_map_lookup_elem(&stats, &slot);
 
-	if (!st)
-		return;
-	if (rx) {
-		st->rx_packets++;
-		st->rx_bytes += wire;
-	} else {
+	if (st) {
 		st->tx_packets++;
 		st->tx_bytes += wire;
 	}
@@ -100,11 +97,12 @@ static __always_inline void tr_walk_drop(__u32 slot, enum tr_drop_reason reason)
 }
 
 /*
- * The frame leaves its bridge by patch port out (slot): it is counted sent
- * there and received on the peer, whose bridge the walk visits next. A patch
+ * The frame leaves its bridge by patch port out (slot) into the peer's
+ * bridge, which the walk visits next. A patch
  * that does not carry the frame's VLAN takes nothing (a flood's copy; a
  * forward is checked before). Returns 0, or -1 when the walk is full (the
  * frame would cross more than TR_MAX_PATCH_CHAIN bridges: counted on out).
+ * The crossing is counted once, as sent on out (tr_walk_count).
  */
 static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out, __u32 slot)
 {
@@ -123,13 +121,11 @@ static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out
 		w->unicast = 0;
 		return -1;
 	}
-	tr_walk_count(slot, 0, w->wire);
-	tr_walk_count(pp->peer, 1, w->wire);
+	tr_walk_count(slot, w->wire);
 	w->queue[t & (TR_MAX_PATCH_CHAIN - 1)] = pp->peer;
 	w->tail = t + 1;
 	if (n < TR_MAX_PATCH_CHAIN) {
-		w->hops[(2 * n) & (2 * TR_MAX_PATCH_CHAIN - 1)] = slot;
-		w->hops[(2 * n + 1) & (2 * TR_MAX_PATCH_CHAIN - 1)] = pp->peer;
+		w->hops[n & (TR_MAX_PATCH_CHAIN - 1)] = slot;
 		w->nhops = n + 1;
 	}
 	return 0;
@@ -205,8 +201,7 @@ static __always_inline void tr_path_count(const struct tr_path_memo *m, __u32 wi
 	for (__u32 i = 0; i < TR_MAX_PATCH_CHAIN; i++) {
 		if (i >= m->nhops)
 			break;
-		tr_walk_count(m->hops[2 * i], 0, wire);
-		tr_walk_count(m->hops[2 * i + 1], 1, wire);
+		tr_walk_count(m->hops[i], wire);
 	}
 }
 

@@ -75,7 +75,7 @@ type TrestleTrCpuCache struct {
 		Pad        uint32
 		_          [4]byte
 		Until      uint64
-		Hops       [32]uint16
+		Hops       [16]uint16
 	}
 }
 
@@ -220,7 +220,7 @@ type TrestleTrWalk struct {
 	Queue       [16]uint16
 	Nhops       uint16
 	Pad         uint16
-	Hops        [32]uint16
+	Hops        [16]uint16
 }
 
 // Names of all BPF objects in the ELF.

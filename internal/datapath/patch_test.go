@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"fmt"
 	"testing"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
@@ -208,4 +209,80 @@ func TestPatchChainLimit(t *testing.T) {
 			t.Errorf("A learned in %d bridges, want %d", got, tbpf.MaxPatchChain)
 		}
 	})
+}
+
+// lineOfBridges puts p1 in bridge 1 and p2 in bridge n, bridges 1..n joined
+// in a line by patches (bridge i's patch slots: 2i+8 back, 2i+9 on).
+func lineOfBridges(t testing.TB, r *rig, n int) {
+	err := r.ns.Do(func() error {
+		p1 := PortInfo{Ifindex: r.port[1], Slot: 1}
+		p2 := PortInfo{Ifindex: r.port[2], Slot: 2}
+		if n == 1 {
+			return r.dp.SetBridge(BridgeInfo{ID: 1, Name: "b", MaxEntries: 1024, Ports: []PortInfo{p1, p2}})
+		}
+		p2.Bridge = uint16(n)
+		if err := r.dp.SetPort(p2); err != nil {
+			return err
+		}
+		for i := 1; i <= n; i++ {
+			var ports []PortInfo
+			if i == 1 {
+				ports = append(ports, p1)
+			}
+			if i > 1 {
+				s := uint16(2*i + 8)
+				p := PortInfo{Ifindex: PatchIfindex(s), Bridge: uint16(i), Slot: s, Peer: s - 1}
+				if err := r.dp.SetPort(p); err != nil {
+					return err
+				}
+				ports = append(ports, p)
+			}
+			if i < n {
+				s := uint16(2*i + 9)
+				p := PortInfo{Ifindex: PatchIfindex(s), Bridge: uint16(i), Slot: s, Peer: s + 1}
+				if err := r.dp.SetPort(p); err != nil {
+					return err
+				}
+				ports = append(ports, p)
+			}
+			if i == n {
+				ports = append(ports, p2)
+			}
+			b := BridgeInfo{ID: uint16(i), Name: "b", MaxEntries: 1024, Ports: ports, Reach: []PortInfo{p1, p2}}
+			if err := r.dp.SetBridge(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkPatchChain is the program's cost of a known unicast frame from
+// p1 to p2 through 1 bridge and through bridges joined by patches: the
+// remembered path, and (nomemo) a walk through every bridge's table.
+func BenchmarkPatchChain(b *testing.B) {
+	for _, m := range modes {
+		b.Run(m.name, func(b *testing.B) {
+			for _, n := range []int{1, 2, 9} {
+				b.Run(fmt.Sprintf("bridges-%d", n), func(b *testing.B) {
+					r := newRig(b, m, 1024, [4]uint32{})
+					lineOfBridges(b, r, n)
+					r.run(2, ipv4(bcast, macB))
+					r.run(1, ipv4(bcast, macA))
+					if got := r.run(1, ipv4(macB, macA)); got != m.redirect {
+						b.Fatalf("verdict %d", got)
+					}
+					b.ResetTimer()
+					per := r.bench(1, ipv4(macB, macA), b.N)
+					b.ReportMetric(float64(per.Nanoseconds()), "ns/frame")
+					if s := r.stats(2); s.TxPackets < uint64(b.N) {
+						b.Fatalf("p2 sent %d of %d", s.TxPackets, b.N)
+					}
+				})
+			}
+		})
+	}
 }

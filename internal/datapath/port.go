@@ -185,8 +185,30 @@ func (d *Datapath) ResetPort(slot uint16) error {
 	return nil
 }
 
-// Stats returns a slot's counters summed over CPUs.
+// Stats returns a slot's counters summed over CPUs. A frame that crosses a
+// patch is counted once, as sent by the patch port it leaves by: a patch
+// port's received frames are those its peer sent.
 func (d *Datapath) Stats(slot uint16) (tbpf.PortStats, error) {
+	sum, err := d.slotStats(slot)
+	if err != nil || slot == 0 || int(slot) >= tbpf.MaxPorts {
+		return sum, err
+	}
+	var pp tbpf.Patch
+	if err := d.objs.Patches.Lookup(uint32(slot), &pp); err != nil {
+		return sum, fmt.Errorf("read patch port of slot %d: %w", slot, err)
+	}
+	if pp.Port.Bridge == 0 {
+		return sum, nil
+	}
+	peer, err := d.slotStats(pp.Peer)
+	if err != nil {
+		return sum, err
+	}
+	sum.RxPackets, sum.RxBytes = peer.TxPackets, peer.TxBytes
+	return sum, nil
+}
+
+func (d *Datapath) slotStats(slot uint16) (tbpf.PortStats, error) {
 	var sum tbpf.PortStats
 	per := make([]tbpf.PortStats, d.ncpu)
 	if err := d.objs.Stats.Lookup(uint32(slot), &per); err != nil {
