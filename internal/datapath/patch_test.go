@@ -165,41 +165,7 @@ func TestPatchChain(t *testing.T) {
 func TestPatchChainLimit(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 1024, [4]uint32{})
-		n := tbpf.MaxPatchChain + 1 // bridges
-		err := r.ns.Do(func() error {
-			// Bridge i (1..n) has patch slots 2i+8 (towards i-1) and 2i+9
-			// (towards i+1); bridge 1 also has p1.
-			for i := 1; i <= n; i++ {
-				var ports []PortInfo
-				if i == 1 {
-					ports = append(ports, PortInfo{Ifindex: r.port[1], Slot: 1})
-				}
-				if i > 1 {
-					s := uint16(2*i + 8)
-					p := PortInfo{Ifindex: PatchIfindex(s), Bridge: uint16(i), Slot: s, Peer: s - 1}
-					if err := r.dp.SetPort(p); err != nil {
-						return err
-					}
-					ports = append(ports, p)
-				}
-				if i < n {
-					s := uint16(2*i + 9)
-					p := PortInfo{Ifindex: PatchIfindex(s), Bridge: uint16(i), Slot: s, Peer: s + 1}
-					if err := r.dp.SetPort(p); err != nil {
-						return err
-					}
-					ports = append(ports, p)
-				}
-				b := BridgeInfo{ID: uint16(i), Name: "b", MaxEntries: 1024, Ports: ports, Reach: []PortInfo{{Ifindex: r.port[1], Slot: 1}}}
-				if err := r.dp.SetBridge(b); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		lineOfBridges(t, r, tbpf.MaxPatchChain+1) // p2 in the bridge the walk does not reach
 		r.wantVerdict(r.run(1, frame(bcast, macA, 0x0806, 28)), m.drop, "broadcast into a chain too long")
 		last := 2*tbpf.MaxPatchChain + 9 // bridge MaxPatchChain's patch towards the one beyond
 		if got := r.drops(last, tbpf.TrestleTrDropReasonTR_DROP_PATCH_CHAIN); got != 1 {
