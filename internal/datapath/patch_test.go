@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -251,4 +252,92 @@ func BenchmarkPatchChain(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A VLAN-aware pair of bridges: br1 [p1 access 10, p2 access 20, patch 10
+// trunk 10,20] -- br2 [patch 11 trunk 10,20, p3 trunk 10,20]. A frame keeps
+// its VLAN across the patch, and leaves as its last port takes it.
+func TestPatchVLAN(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		err := r.ns.Do(func() error {
+			if err := r.dp.SetVLANStage(true); err != nil {
+				return err
+			}
+			trunk := []uint16{10, 20}
+			b1 := []PortInfo{
+				{Ifindex: r.port[1], Bridge: 1, Slot: 1, PVID: 10},
+				{Ifindex: r.port[2], Bridge: 1, Slot: 2, PVID: 20},
+				{Ifindex: PatchIfindex(10), Bridge: 1, Slot: 10, Peer: 11, Trunk: true, VLANs: trunk},
+			}
+			b2 := []PortInfo{
+				{Ifindex: PatchIfindex(11), Bridge: 2, Slot: 11, Peer: 10, Trunk: true, VLANs: trunk},
+				{Ifindex: r.port[3], Bridge: 2, Slot: 3, Trunk: true, VLANs: trunk},
+			}
+			for _, p := range append(append([]PortInfo{}, b1...), b2...) {
+				if err := r.dp.SetPort(p); err != nil {
+					return err
+				}
+			}
+			reach := []PortInfo{b1[0], b1[1], b2[1]}
+			if err := r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br1", MaxEntries: 1024, Ports: b1, VLANAware: true, VLANs: trunk, Reach: reach}); err != nil {
+				return err
+			}
+			return r.dp.SetBridge(BridgeInfo{ID: 2, Name: "br2", MaxEntries: 1024, Ports: b2, VLANAware: true, VLANs: trunk, Reach: reach})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// A on p1 (VLAN 10), to unknown B: br1 floods it in VLAN 10 (not
+		// to p2, of VLAN 20) through the patch; br2 learns A there in
+		// VLAN 10 and floods it to p3, tagged 10.
+		in := ipv4(macB, macA)
+		ret, out := r.runOut(1, in)
+		r.wantVerdict(ret, m.redirect, "VLAN 10 across the patch")
+		if m.name == "xdp" && !bytes.Equal(out, addTag(in, 10)) {
+			t.Errorf("p1 -> p3: left as\n% x\nwant tagged 10", out)
+		}
+		es, err := r.dp.FDB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, e := range es {
+			if e.MAC.String() == macA.String() && e.Bridge == 2 {
+				found = e.VLAN == 10 && e.Slot == 11
+				if !found {
+					t.Errorf("A in br2: %+v, want VLAN 10 on the patch (slot 11)", e)
+				}
+			}
+		}
+		if !found {
+			t.Error("A not learned in br2")
+		}
+		if s := r.stats(2); s.TxPackets != 0 {
+			t.Errorf("p2 (VLAN 20) got %d frames of VLAN 10", s.TxPackets)
+		}
+
+		// B answers from p3 tagged 10: known all the way, to p1 untagged.
+		in = addTag(ipv4(macA, macB), 10)
+		ret, out = r.runOut(3, in)
+		r.wantVerdict(ret, m.redirect, "VLAN 10 back")
+		if m.name == "xdp" && !bytes.Equal(out, untag(in)) {
+			t.Errorf("p3 -> p1: left as\n% x\nwant untagged", out)
+		}
+
+		// B in VLAN 20 to unknown C: across the patch to p2 only.
+		in = addTag(ipv4(macC, macB), 20)
+		ret, out = r.runOut(3, in)
+		r.wantVerdict(ret, m.redirect, "VLAN 20 across the patch")
+		if m.name == "xdp" && !bytes.Equal(out, untag(in)) {
+			t.Errorf("p3 -> p2 in VLAN 20: left as\n% x\nwant untagged", out)
+		}
+		if s := r.stats(2); s.TxPackets != 1 {
+			t.Errorf("p2 tx %d, want 1", s.TxPackets)
+		}
+		if s := r.stats(1); s.TxPackets != 1 {
+			t.Errorf("p1 tx %d, want 1 (VLAN 20 stays off it)", s.TxPackets)
+		}
+	})
 }
