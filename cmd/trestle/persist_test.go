@@ -344,3 +344,69 @@ func TestDownStale(t *testing.T) {
 	}
 	live.pingAll()
 }
+
+// TestPersistPatch: with persist, a stream h1 -> h2 that crosses a patch
+// (br0 [h1, patch br1] - br1 [patch br0, h2, h3]) loses no frame while the
+// daemon is killed and restarted, and stopped and restarted: the patch
+// ports are adopted with their slots, so both bridges' tables still say
+// where h2 lives and h3 sees none of the stream.
+func TestPersistPatch(t *testing.T) {
+	l := newPersistLab(t, 3, nil)
+	var b strings.Builder
+	fmt.Fprintf(&b, "[daemon]\npersist = true\nsocket = %q\n", l.sock)
+	fmt.Fprintf(&b, "[[bridge]]\nname = \"br0\"\n[[bridge.port]]\ninterface = %q\nmode = \"xdp\"\n[[bridge.port]]\npatch = \"br1\"\n", portName(1))
+	fmt.Fprintf(&b, "[[bridge]]\nname = \"br1\"\n[[bridge.port]]\npatch = \"br0\"\n")
+	for i := 2; i <= 3; i++ {
+		fmt.Fprintf(&b, "[[bridge.port]]\ninterface = %q\nmode = \"xdp\"\n", portName(i))
+	}
+	l.writeConfig(b.String())
+	l.startNet(trestleBin)
+	l.pingAll()
+	where := func() map[string]string { // "bridge mac" -> port
+		out := map[string]string{}
+		for _, e := range l.fdb() {
+			out[e.Bridge+" "+e.MAC] = e.Port
+		}
+		return out
+	}
+	before := where()
+	if before["br0 "+hostMAC(2).String()] != "patch-br1" || before["br1 "+hostMAC(1).String()] != "patch-br0" {
+		t.Fatalf("tables before the restarts: %v", before)
+	}
+
+	sink2, sink3 := l.startSinkOn(2), l.startSinkOn(3)
+	gen := l.host(1).Start(t, trestleBin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", hostMAC(2).String(),
+		"--rate", "20000", "--duration", "5s", "--json")
+	time.Sleep(1500 * time.Millisecond)
+	l.signal(syscall.SIGKILL)
+	l.startNet(trestleBin)
+	time.Sleep(1500 * time.Millisecond)
+	l.signal(syscall.SIGTERM)
+	l.startNet(trestleBin)
+	select {
+	case <-gen.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("generator did not finish")
+	}
+	var g genSummary
+	if err := json.Unmarshal([]byte(gen.Out.String()), &g); err != nil || g.Sent == 0 {
+		t.Fatalf("gen: %v\n%s", err, gen.Out.String())
+	}
+	time.Sleep(300 * time.Millisecond)
+	s2, s3 := stopSinkProc(t, sink2), stopSinkProc(t, sink3)
+	if s2.Received != g.Sent || s2.Lost != 0 {
+		t.Errorf("h2 received %d of %d frames (lost %d) across the restarts, want every one", s2.Received, g.Sent, s2.Lost)
+	}
+	if s3.Received != 0 {
+		t.Errorf("h3 got %d of the stream's frames: a table was forgotten and they flooded", s3.Received)
+	}
+	after := where()
+	for k, port := range before {
+		if after[k] != port {
+			t.Errorf("entry %s: on %q after the restarts, %q before", k, after[k], port)
+		}
+	}
+	if tx := l.stats("patch-br1").TxPackets; tx < g.Sent {
+		t.Errorf("patch-br1 sent %d frames, want at least the stream's %d: its counters restarted", tx, g.Sent)
+	}
+}
