@@ -124,6 +124,32 @@ func stopSinkProc(t *testing.T, p *testutil.Proc) SinkSummary {
 	return s
 }
 
+// streamLossless waits for the generator of a stream h1 -> h2 and says
+// whether sink2 (on h2) got every frame and sink3 (on h3) none: a table
+// forgotten on the way would have flooded them to h3.
+func streamLossless(t *testing.T, gen, sink2, sink3 *testutil.Proc) genSummary {
+	t.Helper()
+	select {
+	case <-gen.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("generator did not finish")
+	}
+	var g genSummary
+	if err := json.Unmarshal([]byte(gen.Out.String()), &g); err != nil || g.Sent == 0 {
+		t.Fatalf("gen: %v\n%s", err, gen.Out.String())
+	}
+	time.Sleep(300 * time.Millisecond)
+	s2, s3 := stopSinkProc(t, sink2), stopSinkProc(t, sink3)
+	if s2.Received != g.Sent || s2.Lost != 0 {
+		t.Errorf("h2 received %d of %d frames (lost %d) across the restarts, want every one", s2.Received, g.Sent, s2.Lost)
+	}
+	if s3.Received != 0 {
+		t.Errorf("h3 got %d of the stream's frames: a table was forgotten and they flooded", s3.Received)
+	}
+	t.Logf("%d frames sent, %d received by h2, %d flooded to h3", g.Sent, s2.Received, s3.Received)
+	return g
+}
+
 // TestPersistRestart: with persist, a stream h1 -> h2 loses no frame while
 // the daemon is killed with SIGKILL and restarted, stopped with SIGTERM and
 // restarted, and replaced by another build and back; h3 sees none of it (a
@@ -182,24 +208,7 @@ func TestPersistRestart(t *testing.T) {
 				}
 				l.startNet(trestleBin)
 			})
-			select {
-			case <-gen.Done():
-			case <-time.After(20 * time.Second):
-				t.Fatal("generator did not finish")
-			}
-			var g genSummary
-			if err := json.Unmarshal([]byte(gen.Out.String()), &g); err != nil || g.Sent == 0 {
-				t.Fatalf("gen: %v\n%s", err, gen.Out.String())
-			}
-			time.Sleep(300 * time.Millisecond)
-			s2, s3 := stopSinkProc(t, sink2), stopSinkProc(t, sink3)
-			if s2.Received != g.Sent || s2.Lost != 0 {
-				t.Errorf("h2 received %d of %d frames (lost %d) across the restarts, want every one", s2.Received, g.Sent, s2.Lost)
-			}
-			if s3.Received != 0 {
-				t.Errorf("h3 got %d of the stream's frames: the table was forgotten and they flooded", s3.Received)
-			}
-			t.Logf("%d frames sent, %d received by h2, %d flooded to h3", g.Sent, s2.Received, s3.Received)
+			g := streamLossless(t, gen, sink2, sink3)
 
 			// The table from before, with its ages.
 			for i := 1; i <= 3; i++ {
@@ -383,23 +392,7 @@ func TestPersistPatch(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	l.signal(syscall.SIGTERM)
 	l.startNet(trestleBin)
-	select {
-	case <-gen.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("generator did not finish")
-	}
-	var g genSummary
-	if err := json.Unmarshal([]byte(gen.Out.String()), &g); err != nil || g.Sent == 0 {
-		t.Fatalf("gen: %v\n%s", err, gen.Out.String())
-	}
-	time.Sleep(300 * time.Millisecond)
-	s2, s3 := stopSinkProc(t, sink2), stopSinkProc(t, sink3)
-	if s2.Received != g.Sent || s2.Lost != 0 {
-		t.Errorf("h2 received %d of %d frames (lost %d) across the restarts, want every one", s2.Received, g.Sent, s2.Lost)
-	}
-	if s3.Received != 0 {
-		t.Errorf("h3 got %d of the stream's frames: a table was forgotten and they flooded", s3.Received)
-	}
+	g := streamLossless(t, gen, sink2, sink3)
 	after := where()
 	for k, port := range before {
 		if after[k] != port {
