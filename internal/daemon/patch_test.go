@@ -152,3 +152,33 @@ func TestPatchPorts(t *testing.T) {
 		t.Errorf("rejoined br2 reaches %v, want %v", got, all)
 	}
 }
+
+// A tc port takes the XDP redirects of the XDP ports of every bridge
+// patched to its own: its veth peer gets GRO on, or frames from br0's XDP
+// port through the patch would vanish at it.
+func TestPatchTreeXDPRedirects(t *testing.T) {
+	w := newWorld(t)
+	w.sys.add("v1", "veth")
+	v2 := w.sys.add("v2", "veth")
+	w.mustApply(`
+[[bridge]]
+name = "br0"
+[[bridge.port]]
+interface = "v1"
+mode = "xdp"
+[[bridge.port]]
+patch = "br1"
+[[bridge]]
+name = "br1"
+[[bridge.port]]
+patch = "br0"
+[[bridge.port]]
+interface = "v2"
+`)
+	if p := w.port("br1", "v2"); p.state() != stateUp || p.mode != "tc" {
+		t.Fatalf("v2: %s %s (%s)", p.state(), p.mode, p.why)
+	}
+	if got := w.sys.peers[v2.Index].features(); got != "rx-gro=on tx-checksum-ip-generic=on" {
+		t.Errorf("peer of tc v2 in a bridge patched to an xdp port: %s, want GRO on", got)
+	}
+}

@@ -26,19 +26,71 @@ type candidate struct {
 	done        bool  // decided in the XDP pass (attached, or down)
 }
 
-// commitPorts decides the mode of every port of a bridge from what its
-// interface is (mode.Decide), prepares veth peers, and attaches. XDP ports
-// come first, because a port at tc must then be able to take their
-// redirects. What cannot come up is down with the reason.
-func (d *Daemon) commitPorts(c *change, b *bridgeState, j *journal) error {
-	was := map[*portState]bool{}
+// bridgePorts is the commit of one bridge's ports.
+type bridgePorts struct {
+	b           *bridgeState
+	was         map[*portState]bool // forwarding before the apply
+	cands       []*candidate
+	xdp         []string // ports at XDP: kept so, then attached so
+	noRedirects []string // ports of its tree that cannot take XDP redirects (with an "auto" NIC)
+}
+
+// commitPorts decides the mode of every port from what its interface is
+// (mode.Decide), prepares veth peers, and attaches. XDP ports come first,
+// in every bridge, because a port at tc must then be able to take the
+// redirects of the XDP ports of its bridge and of every bridge patched to
+// it (a frame crosses patches within one program run). What cannot come up
+// is down with the reason.
+func (d *Daemon) commitPorts(c *change, j *journal) error {
+	var all []*bridgePorts
+	by := map[*bridgeState]*bridgePorts{}
+	for _, b := range c.order {
+		bp, err := d.preparePorts(c, b)
+		if err != nil {
+			return err
+		}
+		all = append(all, bp)
+		by[b] = bp
+	}
+	for _, bp := range all {
+		d.findNoRedirects(c, bp, by)
+		d.xdpPass(c, bp, j)
+	}
+	for _, bp := range all {
+		var xdp []string
+		for _, tb := range bp.b.tree {
+			xdp = append(xdp, by[tb].xdp...)
+		}
+		d.tcPass(c, bp, xdp, j)
+	}
+	for _, bp := range all {
+		for _, cd := range bp.cands {
+			if cd.p.mode != "" {
+				cd.p.running = cd.l.Running
+			}
+		}
+		for _, p := range bp.b.ports {
+			if bp.was[p] && !p.forwards() {
+				// Out of floods: its entries go too, or unicast to the
+				// stations behind it would vanish until they aged out.
+				c.stopped = append(c.stopped, p)
+			}
+		}
+	}
+	return nil
+}
+
+// preparePorts finds each port's interface, keeps the ports that stay as
+// they are, and lists the others as candidates.
+func (d *Daemon) preparePorts(c *change, b *bridgeState) (*bridgePorts, error) {
+	bp := &bridgePorts{b: b, was: map[*portState]bool{}}
+	was, keptXDP := bp.was, &bp.xdp
 	var cands []*candidate
-	var keptXDP []string // ports kept as they are this time, at XDP
 	for _, p := range b.ports {
 		was[p] = p.mode != "" && p.running
 		if slices.Contains(c.newSlots, p.slot) {
 			if err := d.dp.ResetPort(p.slot); err != nil {
-				return fmt.Errorf("bridge %q: port %q: %w", b.cfg.Name, p.name(), err)
+				return nil, fmt.Errorf("bridge %q: port %q: %w", b.cfg.Name, p.name(), err)
 			}
 		}
 		if p.cfg.IsPatch() {
@@ -59,37 +111,45 @@ func (d *Daemon) commitPorts(c *change, b *bridgeState, j *journal) error {
 			// The name came back as another interface since forget looked:
 			// this apply keeps the port as it was; the events of the change
 			// bring the next one, whose forget takes it apart.
-			d.keep(c, p, &keptXDP)
+			d.keep(c, p, keptXDP)
 			continue
 		}
 		if p.mode != "" && l.XDPErr != nil {
 			// What the driver supports is unknown this time: no decision
 			// is taken on it; the port stays as it is.
 			d.log.Warn("XDP features unreadable; port kept as it is", "bridge", b.cfg.Name, "port", p.name(), "err", l.XDPErr)
-			d.keep(c, p, &keptXDP)
+			d.keep(c, p, keptXDP)
 			p.running = l.Running
 			continue
 		}
 		cands = append(cands, &candidate{p: p, l: l, ml: modeLink(l)})
 	}
+	bp.cands = cands
+	return bp, nil
+}
 
-	// Ports that cannot take XDP redirects keep "auto" NICs at tc.
-	var noRedirects []string
-	for _, cd := range cands {
-		if cd.p.cfg.Mode == mode.Auto && cd.l.Physical && cd.ml.NativeXDP {
-			for _, o := range cands {
-				d.peerFacts(c, o)
-				if !o.ml.CanTakeRedirects() {
-					noRedirects = append(noRedirects, o.p.name())
-				}
+// findNoRedirects lists, for a bridge with an "auto" NIC, the ports of its
+// tree that cannot take XDP redirects: they keep the NIC at tc.
+func (d *Daemon) findNoRedirects(c *change, bp *bridgePorts, by map[*bridgeState]*bridgePorts) {
+	if !slices.ContainsFunc(bp.cands, func(cd *candidate) bool {
+		return cd.p.cfg.Mode == mode.Auto && cd.l.Physical && cd.ml.NativeXDP
+	}) {
+		return
+	}
+	for _, tb := range bp.b.tree {
+		for _, o := range by[tb].cands {
+			d.peerFacts(c, o)
+			if !o.ml.CanTakeRedirects() {
+				bp.noRedirects = append(bp.noRedirects, o.p.name())
 			}
-			break
 		}
 	}
+}
 
-	// Pass 1: the ports that go to XDP.
-	xdpPorts := keptXDP
-	for _, cd := range cands {
+// xdpPass attaches the ports that go to XDP.
+func (d *Daemon) xdpPass(c *change, bp *bridgePorts, j *journal) {
+	noRedirects := bp.noRedirects
+	for _, cd := range bp.cands {
 		p := cd.p
 		if p.cfg.Mode == mode.TC || (p.cfg.Mode == mode.Auto && !(cd.l.Physical && cd.ml.NativeXDP)) {
 			continue
@@ -119,11 +179,15 @@ func (d *Daemon) commitPorts(c *change, b *bridgeState, j *journal) error {
 			continue
 		}
 		cd.done = true
-		xdpPorts = append(xdpPorts, p.name())
+		bp.xdp = append(bp.xdp, p.name())
 	}
+}
 
-	// Pass 2: the ports at tc, which must take the XDP ports' redirects.
-	for _, cd := range cands {
+// tcPass attaches the ports at tc, which must take the redirects of
+// xdpPorts, the XDP ports of their bridge's tree.
+func (d *Daemon) tcPass(c *change, bp *bridgePorts, xdpPorts []string, j *journal) {
+	noRedirects := bp.noRedirects
+	for _, cd := range bp.cands {
 		if cd.done {
 			continue
 		}
@@ -164,20 +228,6 @@ func (d *Daemon) commitPorts(c *change, b *bridgeState, j *journal) error {
 			continue
 		}
 	}
-
-	for _, cd := range cands {
-		if cd.p.mode != "" {
-			cd.p.running = cd.l.Running
-		}
-	}
-	for _, p := range b.ports {
-		if was[p] && !(p.mode != "" && p.running) {
-			// Out of floods: its entries go too, or unicast to the
-			// stations behind it would vanish until they aged out.
-			c.stopped = append(c.stopped, p)
-		}
-	}
-	return nil
 }
 
 // keep carries a port over to the next model as it is, attachment and

@@ -246,10 +246,10 @@ func (d *Daemon) commit(c *change, j *journal) error {
 		return err
 	}
 	claimed := map[int]bool{}
+	if err := d.commitPorts(c, j); err != nil {
+		return err
+	}
 	for _, b := range c.order {
-		if err := d.commitPorts(c, b, j); err != nil {
-			return err
-		}
 		for _, p := range b.ports {
 			if p.mode != "" {
 				claimed[p.ifindex] = true
