@@ -16,35 +16,14 @@ import (
 // br2 [patch br1, h4], the middle patch named as given ("" for default),
 // or left out when cut.
 func chained(name string, cut bool) string {
-	s := `
-[[bridge]]
-name = "br0"
-[[bridge.port]]
-interface = "h1"
-[[bridge.port]]
-interface = "h2"
-[[bridge.port]]
-patch = "br1"
-[[bridge]]
-name = "br1"
-[[bridge.port]]
-patch = "br0"
-[[bridge.port]]
-interface = "h3"
-`
-	if !cut {
-		s += "[[bridge.port]]\npatch = \"br2\"\n"
-		if name != "" {
-			s += "name = \"" + name + "\"\n"
-		}
+	if cut {
+		return bridges("br0=h1,h2,@br1", "br1=@br0,h3", "br2=h4")
 	}
-	s += `[[bridge]]
-name = "br2"
-`
-	if !cut {
-		s += "[[bridge.port]]\npatch = \"br1\"\n"
+	mid := "@br2"
+	if name != "" {
+		mid += "/" + name
 	}
-	return s + "[[bridge.port]]\ninterface = \"h4\"\n"
+	return bridges("br0=h1,h2,@br1", "br1=@br0,h3,"+mid, "br2=@br1,h4")
 }
 
 func (w *world) reach(bridge string) []uint32 {
@@ -160,21 +139,7 @@ func TestPatchTreeXDPRedirects(t *testing.T) {
 	w := newWorld(t)
 	w.sys.add("v1", "veth")
 	v2 := w.sys.add("v2", "veth")
-	w.mustApply(`
-[[bridge]]
-name = "br0"
-[[bridge.port]]
-interface = "v1"
-mode = "xdp"
-[[bridge.port]]
-patch = "br1"
-[[bridge]]
-name = "br1"
-[[bridge.port]]
-patch = "br0"
-[[bridge.port]]
-interface = "v2"
-`)
+	w.mustApply(bridges("br0=v1:xdp,@br1", "br1=@br0,v2"))
 	if p := w.port("br1", "v2"); p.state() != stateUp || p.mode != "tc" {
 		t.Fatalf("v2: %s %s (%s)", p.state(), p.mode, p.why)
 	}

@@ -41,13 +41,21 @@ func cfgOf(t *testing.T, body string) *config.Config {
 }
 
 // bridges writes a config: each bridge name with its ports; a port
-// "p1:xdp" has a mode.
+// "p1:xdp" has a mode; "@br1" is a patch port to br1, "@br1/up" one named up.
 func bridges(spec ...string) string {
 	var b strings.Builder
 	for _, s := range spec {
 		name, ports, _ := strings.Cut(s, "=")
 		fmt.Fprintf(&b, "[[bridge]]\nname = %q\n", name)
 		for _, p := range strings.Split(ports, ",") {
+			if peer, ok := strings.CutPrefix(p, "@"); ok {
+				peer, pname, _ := strings.Cut(peer, "/")
+				fmt.Fprintf(&b, "[[bridge.port]]\npatch = %q\n", peer)
+				if pname != "" {
+					fmt.Fprintf(&b, "name = %q\n", pname)
+				}
+				continue
+			}
 			ifname, m, _ := strings.Cut(p, ":")
 			fmt.Fprintf(&b, "[[bridge.port]]\ninterface = %q\n", ifname)
 			if m != "" {
