@@ -134,8 +134,8 @@ struct tr_dst_memo {
 	__u32 pad;
 };
 
-/* The last path across patch ports this CPU found a frame to take, from
- * the first patch it crossed to the port it left by (lib/patch.h). */
+/* A path across patch ports this CPU found a frame to take, from the
+ * first patch it crossed to the port it left by (lib/patch.h). */
 struct tr_path_memo {
 	__u8 src[6];
 	__u8 dst[6];
@@ -154,7 +154,12 @@ struct tr_path_memo {
 struct tr_cpu_cache {
 	struct tr_src_memo src;
 	struct tr_dst_memo dst;
-	struct tr_path_memo path;
+	/* Two paths, so that both directions of a conversation (TCP's data
+	 * and its ACKs, on one CPU) stay remembered; a new one replaces the
+	 * one not written last. */
+	struct tr_path_memo path[2];
+	__u32 path_next; /* the one to replace next */
+	__u32 pad;
 };
 
 struct tr_bridge_port {

@@ -16,7 +16,7 @@
  * or both not, and whose two patch ports carry the same VLANs the same way.
  *
  * A known station behind a chain of patches is the common case (seed 003's
- * chained bridges): each CPU remembers the last path it found (struct
+ * chained bridges): each CPU remembers the last two paths it found (struct
  * tr_path_memo), so the next frame between the same two stations crosses
  * the chain with a counter update per patch and no table lookup, until the
  * table's generations change or learning along the path needs a refresh.
@@ -161,10 +161,13 @@ static __always_inline void tr_path_remember(struct tr_cpu_cache *memo, const st
 					     __u16 first)
 {
 	struct tr_path_memo *m;
+	__u32 i;
 
 	if (!memo || !w->unicast || w->nsel != 1 || !w->nhops || w->nhops > TR_MAX_PATCH_CHAIN)
 		return;
-	m = &memo->path;
+	i = memo->path_next & 1;
+	memo->path_next = i ^ 1;
+	m = &memo->path[i];
 	__builtin_memcpy(m->src, w->src, 6);
 	__builtin_memcpy(m->dst, w->dst, 6);
 	m->vlan = w->vlan;
@@ -178,21 +181,26 @@ static __always_inline void tr_path_remember(struct tr_cpu_cache *memo, const st
 	m->until = w->now + refresh_ns / 2;
 }
 
+static __always_inline int tr_path_is(const struct tr_path_memo *m, const struct tr_table_view *v,
+				      __u16 first, const __u8 *src, const __u8 *dst, __u16 vlan)
+{
+	return m->first == first && m->gen == v->gen && m->mgen == v->mgen && v->now < m->until &&
+	       m->vlan == vlan && tr_mac_eq(m->dst, dst) && tr_mac_eq(m->src, src);
+}
+
 /* The remembered path of a frame from src to dst that leaves its first
  * bridge by patch slot first, or NULL. */
 static __always_inline const struct tr_path_memo *
 tr_path_known(struct tr_cpu_cache *memo, const struct tr_table_view *v, __u16 first,
 	      const __u8 *src, const __u8 *dst, __u16 vlan)
 {
-	const struct tr_path_memo *m;
-
 	if (!memo)
 		return NULL;
-	m = &memo->path;
-	if (m->first != first || m->gen != v->gen || m->mgen != v->mgen || v->now >= m->until ||
-	    m->vlan != vlan || !tr_mac_eq(m->dst, dst) || !tr_mac_eq(m->src, src))
-		return NULL;
-	return m;
+	if (tr_path_is(&memo->path[0], v, first, src, dst, vlan))
+		return &memo->path[0];
+	if (tr_path_is(&memo->path[1], v, first, src, dst, vlan))
+		return &memo->path[1];
+	return NULL;
 }
 
 /* A frame takes a remembered path: it crosses its patches. */

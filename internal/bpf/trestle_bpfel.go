@@ -61,7 +61,7 @@ type TrestleTrCpuCache struct {
 		Pad     uint32
 	}
 	_    [4]byte
-	Path struct {
+	Path [2]struct {
 		_          structs.HostLayout
 		Src        [6]uint8
 		Dst        [6]uint8
@@ -77,6 +77,8 @@ type TrestleTrCpuCache struct {
 		Until      uint64
 		Hops       [16]uint16
 	}
+	PathNext uint32
+	Pad      uint32
 }
 
 type TrestleTrDropReason uint32
