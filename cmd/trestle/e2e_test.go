@@ -158,10 +158,17 @@ func (l *swlab) fdbEntry(mac net.HardwareAddr) (ctl.FDBEntry, bool) {
 	return ctl.FDBEntry{}, false
 }
 
-func (l *swlab) stats(port string) ctl.PortStats {
+// allStats returns the counters of every port of every bridge.
+func (l *swlab) allStats() []ctl.PortStats {
 	l.t.Helper()
 	var ps []ctl.PortStats
 	l.cliJSON(&ps, "stats")
+	return ps
+}
+
+func (l *swlab) stats(port string) ctl.PortStats {
+	l.t.Helper()
+	ps := l.allStats()
 	for _, p := range ps {
 		if p.Port == port {
 			return p

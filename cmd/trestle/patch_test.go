@@ -1,0 +1,567 @@
+package main
+
+// Patch port end-to-end tests (issue 12): one daemon runs three bridges
+// chained br0 - br1 - br2 by patch ports, with h1 and h2 on br0, h3 on br1
+// and h4 on br2, every host port in xdp or in tc mode. Hosts send hand-built
+// frames and every host captures what reaches it (vlanRun), so a copy too
+// many, a copy missing or one back at its sender shows; tables, counters and
+// show are read through the CLI as a user would.
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/testutil"
+)
+
+// chainBridges are the chain's bridges in order, each patched to its
+// neighbours, and the hosts on each.
+var chainBridges = []struct {
+	name  string
+	hosts []int
+}{{"br0", []int{1, 2}}, {"br1", []int{3}}, {"br2", []int{4}}}
+
+// chainNames are the patch ports given a name in the config; the others
+// have the default, "patch-" + the peer bridge.
+var chainNames = map[[2]string]string{{"br2", "br1"}: "to-br1"}
+
+func patchName(bridge, peer string) string {
+	if n, ok := chainNames[[2]string{bridge, peer}]; ok {
+		return n
+	}
+	return "patch-" + peer
+}
+
+// chainOf returns the index in chainBridges of host h's bridge.
+func chainOf(h int) int {
+	for i, b := range chainBridges {
+		if slices.Contains(b.hosts, h) {
+			return i
+		}
+	}
+	panic(fmt.Sprintf("h%d is on no bridge of the chain", h))
+}
+
+// patchChain is a started chain; joined[i] says whether chainBridges[i] and
+// chainBridges[i+1] are patched in the running config.
+type patchChain struct {
+	*swlab
+	mode   string
+	joined [2]bool
+	caps   map[int]*testutil.Capturer
+}
+
+func newPatchChain(t *testing.T, mode string) *patchChain {
+	t.Helper()
+	c := &patchChain{swlab: newSwlab(t, 4), mode: mode, joined: [2]bool{true, true}}
+	c.writeConfig(c.config())
+	c.start()
+	for _, b := range c.show().Bridges {
+		for _, p := range b.Ports {
+			if p.Interface != "" && (p.State != "up" || p.Mode != mode) {
+				t.Fatalf("%s port %s: state %s mode %s (%s), want up in %s", b.Name, p.Interface, p.State, p.Mode, p.Reason, mode)
+			}
+		}
+	}
+	c.caps = map[int]*testutil.Capturer{}
+	for i := 1; i <= len(c.hosts); i++ {
+		c.caps[i] = c.host(i).Capture(t, "eth0")
+	}
+	return c
+}
+
+// config writes the chain with the patches joined says.
+func (c *patchChain) config() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[daemon]\nsocket = %q\n", c.sock)
+	for i, br := range chainBridges {
+		fmt.Fprintf(&b, "\n[[bridge]]\nname = %q\n", br.name)
+		for _, h := range br.hosts {
+			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", portName(h), c.mode)
+		}
+		for _, peer := range c.peers(i) {
+			fmt.Fprintf(&b, "\n[[bridge.port]]\npatch = %q\n", peer)
+			if n, ok := chainNames[[2]string{br.name, peer}]; ok {
+				fmt.Fprintf(&b, "name = %q\n", n)
+			}
+		}
+	}
+	return b.String()
+}
+
+// reload joins or cuts the patches as joined says, with `trestle reload`.
+func (c *patchChain) reload(joined [2]bool) {
+	c.t.Helper()
+	c.joined = joined
+	c.writeConfig(c.config())
+	if out, err := c.cli("reload"); err != nil {
+		c.t.Fatalf("reload with patches %v: %v\n%s", joined, err, out)
+	}
+}
+
+// peers returns the bridges that chainBridges[i] is patched to.
+func (c *patchChain) peers(i int) []string {
+	var ps []string
+	if i > 0 && c.joined[i-1] {
+		ps = append(ps, chainBridges[i-1].name)
+	}
+	if i+1 < len(chainBridges) && c.joined[i] {
+		ps = append(ps, chainBridges[i+1].name)
+	}
+	return ps
+}
+
+// towards returns the port by which chainBridges[i] reaches host h: the
+// host's own port, or the patch port on the way to its bridge; false when
+// the patches do not join them.
+func (c *patchChain) towards(i, h int) (string, bool) {
+	hb := chainOf(h)
+	if hb == i {
+		return portName(h), true
+	}
+	for j := min(i, hb); j < max(i, hb); j++ {
+		if !c.joined[j] {
+			return "", false
+		}
+	}
+	next := i + 1
+	if hb < i {
+		next = i - 1
+	}
+	return patchName(chainBridges[i].name, chainBridges[next].name), true
+}
+
+// others returns every host that h reaches through the chain, h excluded.
+func (c *patchChain) others(h int) []int {
+	var hs []int
+	for o := 1; o <= len(c.hosts); o++ {
+		if _, ok := c.towards(chainOf(h), o); ok && o != h {
+			hs = append(hs, o)
+		}
+	}
+	return hs
+}
+
+// hasPort reports whether bridge has a port of that name in the running config.
+func (c *patchChain) hasPort(bridge, port string) bool {
+	for i, br := range chainBridges {
+		if br.name != bridge {
+			continue
+		}
+		for _, h := range br.hosts {
+			if portName(h) == port {
+				return true
+			}
+		}
+		for _, peer := range c.peers(i) {
+			if patchName(br.name, peer) == port {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// bcast is a broadcast from host h that reaches every host the chain joins
+// it to, once.
+func (c *patchChain) bcast(name string, h int) vcase {
+	return c.flood(name, h, vframe(vlanBcast(), hostMAC(h), name))
+}
+
+// flood is a frame from host from that reaches every host the chain joins
+// it to, once.
+func (c *patchChain) flood(name string, from int, frame []byte) vcase {
+	vc := vcase{name: name, from: from, frame: frame, recv: map[int][]byte{}}
+	for _, o := range c.others(from) {
+		vc.recv[o] = frame
+	}
+	return vc
+}
+
+// unicast is a frame from host from to host to, received by to alone.
+func unicast(name string, from, to int) vcase {
+	f := vframe(hostMAC(to), hostMAC(from), name)
+	return vcase{name: name, from: from, frame: f, recv: map[int][]byte{to: f}}
+}
+
+// learnAll has every host broadcast once, which teaches every bridge where
+// every host it reaches is. Once a lab: its markers are not unique beyond.
+func (c *patchChain) learnAll() {
+	c.t.Helper()
+	var cases []vcase
+	for h := 1; h <= len(c.hosts); h++ {
+		cases = append(cases, c.bcast(fmt.Sprintf("learn-h%d", h), h))
+	}
+	vlanRun(c.t, c.swlab, c.caps, cases)
+}
+
+// checkEntries: for each MAC in at, every bridge that reaches the host
+// behind it (at[mac]) has one learned entry for it on the port towards that
+// host; and no bridge has an entry on a port it does not have.
+func (c *patchChain) checkEntries(at map[string]int) {
+	c.t.Helper()
+	es := c.fdb()
+	got := map[[2]string]ctl.FDBEntry{}
+	for _, e := range es {
+		got[[2]string{e.Bridge, e.MAC}] = e
+		if !c.hasPort(e.Bridge, e.Port) {
+			c.t.Errorf("%s has an entry on port %q, which it does not have (patches %v): %+v", e.Bridge, e.Port, c.joined, e)
+		}
+	}
+	for mac, h := range at {
+		for i, br := range chainBridges {
+			want, ok := c.towards(i, h)
+			if !ok {
+				continue
+			}
+			e, found := got[[2]string{br.name, mac}]
+			if !found || e.Port != want || e.Static || e.VLAN != 0 {
+				c.t.Errorf("%s: entry for %s (at h%d) %+v (found %v), want learned on %s\nfdb: %+v", br.name, mac, h, e, found, want, es)
+			}
+		}
+	}
+}
+
+// checkHosts checks the entries of every host's own MAC.
+func (c *patchChain) checkHosts() {
+	c.t.Helper()
+	at := map[string]int{}
+	for h := 1; h <= len(c.hosts); h++ {
+		at[hostMAC(h).String()] = h
+	}
+	c.checkEntries(at)
+}
+
+// checkShow: `show --json` lists each bridge's host ports up in the chain's
+// mode, and its patch ports as port objects with "patch": the peer bridge,
+// their name in "port", state up, and no interface and no mode.
+func (c *patchChain) checkShow() {
+	c.t.Helper()
+	var st struct {
+		Bridges []struct {
+			Name  string           `json:"name"`
+			Ports []map[string]any `json:"ports"`
+		} `json:"bridges"`
+	}
+	c.cliJSON(&st, "show")
+	if len(st.Bridges) != len(chainBridges) {
+		c.t.Fatalf("show lists %d bridges, want %d: %+v", len(st.Bridges), len(chainBridges), st.Bridges)
+	}
+	for i, br := range chainBridges {
+		b := st.Bridges[i]
+		if b.Name != br.name {
+			c.t.Errorf("show: bridge %d is %q, want %q", i, b.Name, br.name)
+			continue
+		}
+		var hosts, patches []string
+		for _, p := range b.Ports {
+			str := func(k string) string { s, _ := p[k].(string); return s }
+			if peer := str("patch"); peer != "" {
+				patches = append(patches, peer)
+				if name := str("port"); name != patchName(br.name, peer) {
+					c.t.Errorf("show: %s's patch port to %s is named %q in \"port\", want %q: %v", br.name, peer, name, patchName(br.name, peer), p)
+				}
+				if str("interface") != "" || str("mode") != "" || str("state") != "up" {
+					c.t.Errorf("show: %s's patch port to %s has interface %q mode %q state %q, want no interface, no mode, up: %v",
+						br.name, peer, str("interface"), str("mode"), str("state"), p)
+				}
+				continue
+			}
+			hosts = append(hosts, str("interface"))
+			if str("state") != "up" || str("mode") != c.mode {
+				c.t.Errorf("show: %s port %s: state %q mode %q, want up in %s: %v", br.name, str("interface"), str("state"), str("mode"), c.mode, p)
+			}
+		}
+		var wantHosts []string
+		for _, h := range br.hosts {
+			wantHosts = append(wantHosts, portName(h))
+		}
+		slices.Sort(hosts)
+		slices.Sort(patches)
+		if !slices.Equal(hosts, wantHosts) || !slices.Equal(patches, c.peers(i)) {
+			c.t.Errorf("show: %s has interface ports %q and patches to %q, want %q and %q (patches %v)\n%v",
+				br.name, hosts, patches, wantHosts, c.peers(i), c.joined, b.Ports)
+		}
+	}
+}
+
+// counters returns the counters of every port, by "bridge/port".
+func (c *patchChain) counters() map[string]ctl.PortStats {
+	c.t.Helper()
+	m := map[string]ctl.PortStats{}
+	for _, p := range c.allStats() {
+		m[p.Bridge+"/"+p.Port] = p
+	}
+	return m
+}
+
+// forChain runs f on a started chain in xdp mode, then in tc mode, and
+// stops the daemon after it.
+func forChain(t *testing.T, f func(t *testing.T, c *patchChain)) {
+	forModes(t, func(t *testing.T, mode string) {
+		c := newPatchChain(t, mode)
+		f(t, c)
+		c.stop()
+	})
+}
+
+// TestPatchChainPing: every pair of hosts pings across the chain, and each
+// bridge's table holds each host on its own port or on the patch port
+// towards it, named by the patch port's name.
+func TestPatchChainPing(t *testing.T) {
+	forChain(t, func(t *testing.T, c *patchChain) {
+		c.pingAll()
+		c.checkHosts()
+	})
+}
+
+// TestPatchChainShow: show lists patch ports with their peer and no mode or
+// interface; stats lists them by name in their bridge.
+func TestPatchChainShow(t *testing.T) {
+	forChain(t, func(t *testing.T, c *patchChain) {
+		c.checkShow()
+		out, err := c.cli("show")
+		if err != nil {
+			t.Fatalf("show: %v\n%s", err, out)
+		}
+		st := c.counters()
+		for i, br := range chainBridges {
+			for _, peer := range c.peers(i) {
+				name := patchName(br.name, peer)
+				if !strings.Contains(out, name) {
+					t.Errorf("show does not list %s's patch port %s:\n%s", br.name, name, out)
+				}
+				if _, ok := st[br.name+"/"+name]; !ok {
+					t.Errorf("stats --json has no counters for %s's patch port %s: %v", br.name, name, st)
+				}
+			}
+		}
+	})
+}
+
+// TestPatchChainFlood: a broadcast, a multicast or an unknown unicast from
+// any host reaches every other host once across the chain and never comes
+// back to its sender; known unicast reaches its host alone, whichever
+// bridges lie between.
+func TestPatchChainFlood(t *testing.T) {
+	forChain(t, func(t *testing.T, c *patchChain) {
+		var cases []vcase
+		for h := 1; h <= 4; h++ {
+			cases = append(cases, c.bcast(fmt.Sprintf("bcast-h%d", h), h))
+		}
+		for _, h := range []int{1, 3, 4} {
+			name := fmt.Sprintf("unknown-h%d", h)
+			cases = append(cases, c.flood(name, h, vframe(vlanUnknown(), hostMAC(h), name)))
+		}
+		cases = append(cases,
+			c.flood("mcast-h2", 2, vframe(vlanMcast(), hostMAC(2), "mcast-h2")),
+			c.flood("mcast-h4", 4, vframe(vlanMcast(), hostMAC(4), "mcast-h4")),
+		)
+		for _, p := range [][2]int{{1, 4}, {4, 1}, {4, 2}, {3, 1}, {2, 3}, {3, 4}, {1, 2}, {2, 1}, {4, 3}} {
+			cases = append(cases, unicast(fmt.Sprintf("h%d-to-h%d", p[0], p[1]), p[0], p[1]))
+		}
+		vlanRun(t, c.swlab, c.caps, cases)
+		c.checkHosts()
+	})
+}
+
+// TestPatchChainCounters: a frame that crosses a patch counts as tx on the
+// patch port it leaves by and rx on the peer's patch port, in packets and
+// bytes; ports it does not cross count nothing.
+func TestPatchChainCounters(t *testing.T) {
+	forChain(t, func(t *testing.T, c *patchChain) {
+		c.learnAll()
+		const n = 20
+		// Each phase: n frames from a host; how many each port must count
+		// in and out ("bridge/port": rx, tx).
+		for _, ph := range []struct {
+			name string
+			from int
+			dst  net.HardwareAddr
+			recv []int
+			want map[string][2]uint64
+		}{
+			{"h1-to-h3", 1, hostMAC(3), []int{3}, map[string][2]uint64{
+				"br0/port-h1": {n, 0}, "br0/patch-br1": {0, n}, "br1/patch-br0": {n, 0}, "br1/port-h3": {0, n},
+			}},
+			{"h4-to-h1", 4, hostMAC(1), []int{1}, map[string][2]uint64{
+				"br2/port-h4": {n, 0}, "br2/to-br1": {0, n}, "br1/patch-br2": {n, 0},
+				"br1/patch-br0": {0, n}, "br0/patch-br1": {n, 0}, "br0/port-h1": {0, n},
+			}},
+			{"h2-to-h1", 2, hostMAC(1), []int{1}, map[string][2]uint64{
+				"br0/port-h2": {n, 0}, "br0/port-h1": {0, n},
+			}},
+			{"bcast-h1", 1, vlanBcast(), []int{2, 3, 4}, map[string][2]uint64{
+				"br0/port-h1": {n, 0}, "br0/port-h2": {0, n}, "br0/patch-br1": {0, n},
+				"br1/patch-br0": {n, 0}, "br1/port-h3": {0, n}, "br1/patch-br2": {0, n},
+				"br2/to-br1": {n, 0}, "br2/port-h4": {0, n},
+			}},
+			{"bcast-h3", 3, vlanBcast(), []int{1, 2, 4}, map[string][2]uint64{
+				"br1/port-h3": {n, 0}, "br1/patch-br0": {0, n}, "br1/patch-br2": {0, n},
+				"br0/patch-br1": {n, 0}, "br0/port-h1": {0, n}, "br0/port-h2": {0, n},
+				"br2/to-br1": {n, 0}, "br2/port-h4": {0, n},
+			}},
+		} {
+			before := c.counters()
+			f := vframe(ph.dst, hostMAC(ph.from), ph.name)
+			for k := 0; k < n; k++ {
+				if err := c.host(ph.from).RawSend("eth0", f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, h := range ph.recv {
+				if got := c.caps[h].WaitFor(hasVMarker(ph.name), n, 2*time.Second); got != n {
+					t.Errorf("%s: h%d received %d of %d frames", ph.name, h, got, n)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+			after := c.counters()
+			if len(after) != 8 {
+				t.Errorf("stats lists %d ports, want 8 (4 host ports, 4 patch ports): %v", len(after), after)
+			}
+			// The bytes of one frame, as the ingress host port counts them.
+			in := fmt.Sprintf("%s/%s", chainBridges[chainOf(ph.from)].name, portName(ph.from))
+			perFrame := (after[in].RxBytes - before[in].RxBytes) / n
+			if perFrame != uint64(len(f)) {
+				t.Errorf("%s: %s counted %d bytes a frame, want %d", ph.name, in, perFrame, len(f))
+			}
+			for port, a := range after {
+				b := before[port]
+				rx, tx := a.RxPackets-b.RxPackets, a.TxPackets-b.TxPackets
+				rxb, txb := a.RxBytes-b.RxBytes, a.TxBytes-b.TxBytes
+				w := ph.want[port]
+				if rx != w[0] || tx != w[1] || rxb != w[0]*perFrame || txb != w[1]*perFrame {
+					t.Errorf("%s: %s counted rx %d (%d bytes) tx %d (%d bytes), want rx %d tx %d of %d bytes\nbefore %+v\nafter  %+v",
+						ph.name, port, rx, rxb, tx, txb, w[0], w[1], perFrame, b, a)
+				}
+			}
+		}
+	})
+}
+
+// TestPatchChainMove: an address that moves from a host on one bridge to a
+// host on another is learned again in every bridge, counted as a move on the
+// port it now appears on in each, and unicast to it follows it.
+func TestPatchChainMove(t *testing.T) {
+	forChain(t, func(t *testing.T, c *patchChain) {
+		c.learnAll()
+		m := net.HardwareAddr{0x02, 0x6d, 0, 0, 0, 0x01}
+		vlanRun(t, c.swlab, c.caps, []vcase{c.flood("m-at-h1", 1, vframe(vlanBcast(), m, "m-at-h1"))})
+		c.checkEntries(map[string]int{m.String(): 1})
+
+		// moveTo: host h sends from m to host to; then every bridge has m
+		// towards h, each whose port for m changed counts one move on the
+		// new port, and frames to m from every other host reach h alone.
+		at := 1
+		moveTo := func(h, to int) {
+			t.Helper()
+			before := c.counters()
+			name := fmt.Sprintf("m-at-h%d", h)
+			f := vframe(hostMAC(to), m, name)
+			vlanRun(t, c.swlab, c.caps, []vcase{{name: name, from: h, frame: f, recv: map[int][]byte{to: f}}})
+			c.checkEntries(map[string]int{m.String(): h})
+			after := c.counters()
+			for i, br := range chainBridges {
+				port, _ := c.towards(i, h)
+				was, _ := c.towards(i, at)
+				want := uint64(0)
+				if port != was {
+					want = 1
+				}
+				key := br.name + "/" + port
+				if got := after[key].Moved - before[key].Moved; got != want {
+					t.Errorf("m moved from h%d to h%d: %s counted %d moves, want %d", at, h, key, got, want)
+				}
+			}
+			at = h
+			var cases []vcase
+			for _, o := range c.others(h) {
+				name := fmt.Sprintf("to-m-at-h%d-from-h%d", h, o)
+				f := vframe(m, hostMAC(o), name)
+				cases = append(cases, vcase{name: name, from: o, frame: f, recv: map[int][]byte{h: f}})
+			}
+			vlanRun(t, c.swlab, c.caps, cases)
+		}
+		moveTo(4, 1) // br0 -> br2: crosses every bridge
+		moveTo(2, 4) // br2 -> br0, to the other host there
+		moveTo(3, 1) // br0 -> br1, the middle: br2 still has m towards br1
+	})
+}
+
+// TestPatchChainReload: a reload that removes the middle patch (br1 - br2)
+// cuts the chain cleanly: br2's host is out of reach of the others, the
+// entries learned on the removed patch ports are gone, the rest of the
+// chain keeps its entries and counters and forwards on; a reload that puts
+// the patch back joins the chain again.
+func TestPatchChainReload(t *testing.T) {
+	forChain(t, func(t *testing.T, c *patchChain) {
+		c.pingAll()
+		c.checkHosts()
+		rx := c.counters()
+
+		c.reload([2]bool{true, false})
+		c.checkShow()
+		// The removed ports' entries go with them (checkEntries reports
+		// any entry on a port its bridge does not have); the others stay.
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) && slices.ContainsFunc(c.fdb(), func(e ctl.FDBEntry) bool { return !c.hasPort(e.Bridge, e.Port) }) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		c.checkHosts()
+		after := c.counters()
+		for port, a := range after {
+			if b, ok := rx[port]; !ok || a.RxPackets < b.RxPackets || a.TxPackets < b.TxPackets {
+				t.Errorf("%s: counters went from %+v to %+v across the reload", port, b, a)
+			}
+		}
+		for _, gone := range []string{"br1/patch-br2", "br2/to-br1"} {
+			if _, ok := after[gone]; ok {
+				t.Errorf("stats still lists the removed patch port %s", gone)
+			}
+		}
+
+		// br2 is alone: h4 reaches nobody, nobody reaches h4.
+		vlanRun(t, c.swlab, c.caps, []vcase{
+			c.bcast("cut-bcast-h1", 1),
+			c.bcast("cut-bcast-h3", 3),
+			c.bcast("cut-bcast-h4", 4),
+			c.flood("cut-unknown-h2", 2, vframe(vlanUnknown(), hostMAC(2), "cut-unknown-h2")),
+			unicast("cut-h1-to-h3", 1, 3),
+			unicast("cut-h3-to-h2", 3, 2),
+			{name: "cut-h4-to-h1", from: 4, frame: vframe(hostMAC(1), hostMAC(4), "cut-h4-to-h1")},
+		})
+		// To h4's MAC, still known in br0 towards br1: br1 no longer knows
+		// it and floods it in br1 only; h4 must not see it.
+		if err := c.host(1).RawSend("eth0", vframe(hostMAC(4), hostMAC(1), "cut-h1-to-h4")); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.caps[4].WaitFor(hasVMarker("cut-h1-to-h4"), 0, 300*time.Millisecond); got != 0 {
+			t.Errorf("h4 received %d frames from h1 with the chain cut", got)
+		}
+		for _, p := range [][2]int{{1, 4}, {3, 4}, {4, 2}} {
+			if err := c.host(p[0]).Ping(hostIP(p[1]), 1); err == nil {
+				t.Errorf("ping h%d -> h%d answered with the chain cut", p[0], p[1])
+			}
+		}
+		for _, p := range [][2]int{{1, 3}, {3, 2}, {2, 1}} {
+			if err := c.host(p[0]).Ping(hostIP(p[1]), 2); err != nil {
+				t.Errorf("ping h%d -> h%d with the middle patch removed: %v", p[0], p[1], err)
+			}
+		}
+
+		c.reload([2]bool{true, true})
+		c.checkShow()
+		c.pingAll()
+		c.checkHosts()
+		vlanRun(t, c.swlab, c.caps, []vcase{
+			c.bcast("joined-bcast-h4", 4),
+			c.bcast("joined-bcast-h1", 1),
+			unicast("joined-h2-to-h4", 2, 4),
+		})
+	})
+}
