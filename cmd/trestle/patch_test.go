@@ -565,3 +565,52 @@ func TestPatchChainReload(t *testing.T) {
 		})
 	})
 }
+
+// TestPatchChainStatic: a static entry names a patch port: `fdb add` on
+// br0's patch port takes unicast to the address into br1, never flooded in
+// br0, and `fdb show` lists it on the patch port; learning further down the
+// chain narrows it to the host that has it.
+func TestPatchChainStatic(t *testing.T) {
+	forChain(t, func(t *testing.T, c *patchChain) {
+		c.learnAll()
+		s := net.HardwareAddr{0x02, 0x5a, 0, 0, 0, 0x12}
+		port := patchName("br0", "br1")
+		if out, err := c.cli("fdb", "add", "br0", s.String(), port); err != nil {
+			t.Fatalf("fdb add br0 %s %s: %v\n%s", s, port, err, out)
+		}
+		// entries lists the entries of s, bridge by bridge.
+		entries := func() []string {
+			var es []string
+			for _, e := range c.fdb() {
+				if e.MAC == s.String() {
+					es = append(es, fmt.Sprintf("%s %s static %v vlan %d", e.Bridge, e.Port, e.Static, e.VLAN))
+				}
+			}
+			slices.Sort(es)
+			return es
+		}
+		static := fmt.Sprintf("br0 %s static true vlan 0", port)
+		if got := entries(); !slices.Equal(got, []string{static}) {
+			t.Errorf("entries of %s after fdb add: %q, want %q", s, got, static)
+		}
+		toS := func(name string, recv ...int) vcase {
+			f := vframe(s, hostMAC(2), name)
+			vc := vcase{name: name, from: 2, frame: f, recv: map[int][]byte{}}
+			for _, h := range recv {
+				vc.recv[h] = f
+			}
+			return vc
+		}
+		vlanRun(t, c.swlab, c.caps, []vcase{
+			// Unknown beyond br0: flooded in br1 and br2, not in br0.
+			toS("to-s-unknown", 3, 4),
+			// h4 has it: br1 and br2 learn it, br0's static stays.
+			c.flood("s-at-h4", 4, vframe(vlanBcast(), s, "s-at-h4")),
+			toS("to-s-at-h4", 4),
+		})
+		want := []string{static, "br1 patch-br2 static false vlan 0", "br2 port-h4 static false vlan 0"}
+		if got := entries(); !slices.Equal(got, want) {
+			t.Errorf("entries of %s once h4 sent from it: %q, want %q", s, got, want)
+		}
+	})
+}
