@@ -239,16 +239,10 @@ func (c *patchChain) checkHosts() {
 
 // checkShow: `show --json` lists each bridge's host ports up in the chain's
 // mode, and its patch ports as port objects with "patch": the peer bridge,
-// their name in "port", state up, and no interface and no mode.
+// named by their name, up, with no interface, ifindex or mode.
 func (c *patchChain) checkShow() {
 	c.t.Helper()
-	var st struct {
-		Bridges []struct {
-			Name  string           `json:"name"`
-			Ports []map[string]any `json:"ports"`
-		} `json:"bridges"`
-	}
-	c.cliJSON(&st, "show")
+	st := c.show()
 	if len(st.Bridges) != len(chainBridges) {
 		c.t.Fatalf("show lists %d bridges, want %d: %+v", len(st.Bridges), len(chainBridges), st.Bridges)
 	}
@@ -260,21 +254,17 @@ func (c *patchChain) checkShow() {
 		}
 		var hosts, patches []string
 		for _, p := range b.Ports {
-			str := func(k string) string { s, _ := p[k].(string); return s }
-			if peer := str("patch"); peer != "" {
-				patches = append(patches, peer)
-				if name := str("port"); name != patchName(br.name, peer) {
-					c.t.Errorf("show: %s's patch port to %s is named %q in \"port\", want %q: %v", br.name, peer, name, patchName(br.name, peer), p)
-				}
-				if str("interface") != "" || str("mode") != "" || str("state") != "up" {
-					c.t.Errorf("show: %s's patch port to %s has interface %q mode %q state %q, want no interface, no mode, up: %v",
-						br.name, peer, str("interface"), str("mode"), str("state"), p)
+			if p.Patch != "" {
+				patches = append(patches, p.Patch)
+				if p.Name != patchName(br.name, p.Patch) || p.Interface != "" || p.Ifindex != 0 || p.Mode != "" || p.State != "up" {
+					c.t.Errorf("show: %s's patch port to %s: %+v, want it named %q, up, with no interface, ifindex or mode",
+						br.name, p.Patch, p, patchName(br.name, p.Patch))
 				}
 				continue
 			}
-			hosts = append(hosts, str("interface"))
-			if str("state") != "up" || str("mode") != c.mode {
-				c.t.Errorf("show: %s port %s: state %q mode %q, want up in %s: %v", br.name, str("interface"), str("state"), str("mode"), c.mode, p)
+			hosts = append(hosts, p.Interface)
+			if p.State != "up" || p.Mode != c.mode {
+				c.t.Errorf("show: %s port %s: %+v, want up in %s", br.name, p.Interface, p, c.mode)
 			}
 		}
 		var wantHosts []string
@@ -284,7 +274,7 @@ func (c *patchChain) checkShow() {
 		slices.Sort(hosts)
 		slices.Sort(patches)
 		if !slices.Equal(hosts, wantHosts) || !slices.Equal(patches, c.peers(i)) {
-			c.t.Errorf("show: %s has interface ports %q and patches to %q, want %q and %q (patches %v)\n%v",
+			c.t.Errorf("show: %s has interface ports %q and patches to %q, want %q and %q (patches %v)\n%+v",
 				br.name, hosts, patches, wantHosts, c.peers(i), c.joined, b.Ports)
 		}
 	}
