@@ -444,9 +444,26 @@ func TestPatchChainMove(t *testing.T) {
 		vlanRun(t, c.swlab, c.caps, []vcase{c.flood("m-at-h1", 1, vframe(vlanBcast(), m, "m-at-h1"))})
 		c.checkEntries(map[string]int{m.String(): 1})
 
+		// reachM: frames to m from every other host reach h alone, three
+		// from each, so that more than one CPU has the path to m in its
+		// memo of the last unicast path when m moves next.
+		reachM := func(h int) {
+			t.Helper()
+			var cases []vcase
+			for _, o := range c.others(h) {
+				for k := range 3 {
+					name := fmt.Sprintf("to-m-at-h%d-from-h%d-%d", h, o, k)
+					f := vframe(m, hostMAC(o), name)
+					cases = append(cases, vcase{name: name, from: o, frame: f, recv: map[int][]byte{h: f}})
+				}
+			}
+			vlanRun(t, c.swlab, c.caps, cases)
+		}
+		reachM(1)
+
 		// moveTo: host h sends from m to host to; then every bridge has m
 		// towards h, each whose port for m changed counts one move on the
-		// new port, and frames to m from every other host reach h alone.
+		// new port, and frames to m reach h alone.
 		at := 1
 		moveTo := func(h, to int) {
 			t.Helper()
@@ -469,13 +486,7 @@ func TestPatchChainMove(t *testing.T) {
 				}
 			}
 			at = h
-			var cases []vcase
-			for _, o := range c.others(h) {
-				name := fmt.Sprintf("to-m-at-h%d-from-h%d", h, o)
-				f := vframe(m, hostMAC(o), name)
-				cases = append(cases, vcase{name: name, from: o, frame: f, recv: map[int][]byte{h: f}})
-			}
-			vlanRun(t, c.swlab, c.caps, cases)
+			reachM(h)
 		}
 		moveTo(4, 1) // br0 -> br2: crosses every bridge
 		moveTo(2, 4) // br2 -> br0, to the other host there
