@@ -559,6 +559,21 @@ func TestPatchChainReload(t *testing.T) {
 		c.checkShow()
 		c.pingAll()
 		c.checkHosts()
+		// Neither reload detached or re-attached a host port.
+		var removed, up int
+		for _, line := range strings.Split(c.daemon.Out.String(), "\n") {
+			if strings.Contains(line, "port=port-h") {
+				if strings.Contains(line, `"port removed"`) {
+					removed++
+				}
+				if strings.Contains(line, `"port up"`) {
+					up++
+				}
+			}
+		}
+		if removed != 0 || up != 4 {
+			t.Errorf("the reloads removed host ports %d times and brought them up %d times (want 0 and 4, at start):\n%s", removed, up, c.daemon.Out.String())
+		}
 		vlanRun(t, c.swlab, c.caps, []vcase{
 			c.bcast("joined-bcast-h4", 4),
 			c.bcast("joined-bcast-h1", 1),
