@@ -494,6 +494,11 @@ func (d *Daemon) finalize(c *change) {
 		if d.bridges[b.cfg.Name] == nil {
 			d.log.Info("bridge added", "bridge", b.cfg.Name, "id", b.id)
 		}
+		for _, p := range b.ports {
+			if p.cfg.IsPatch() && slices.Contains(c.newSlots, p.slot) {
+				d.log.Info("port up", "bridge", b.cfg.Name, "port", p.name(), "patch", p.cfg.Patch)
+			}
+		}
 	}
 	d.bridges = c.next
 	// No bridge is VLAN-aware any more: every port goes back to the
