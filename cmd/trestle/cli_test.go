@@ -72,7 +72,10 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"lab", "vlan-overhead", "--dut", "direct@vlan"}, "vlan is for a bridge"},
 		{[]string{"lab", "vlan-overhead", "--dut", "ovs@vlan=10"}, "bin=PATH, vlan"},
 		{[]string{"lab", "chain", "--dut", "linux-bridge@patch"}, "the Linux bridge has no patch ports: bridges join only by veth pairs"},
-		{[]string{"lab", "chain", "--dut", "ovs,trestle:xdp@patch"}, "trestle's patch ports are not built yet (issue 12)"},
+		{[]string{"lab", "chain", "--dut", "ovs,direct@veth"}, "the straight path has no bridges to join"},
+		{[]string{"lab", "chain", "--dut", "trestle:xdp@patch,veth"}, "patch or veth, not both"},
+		{[]string{"lab", "quick", "--dut", "direct,trestle:xdp@veth"}, "quick has no chain of 2 or more bridges (chains 1)"},
+		{[]string{"lab", "chain", "--chains", "1"}, "has no chain of 2 or more bridges"},
 	} {
 		out, code := runCLI(t, nil, c.args...)
 		if code == 0 || !strings.Contains(out, c.want) {
@@ -80,7 +83,7 @@ func TestLabFlags(t *testing.T) {
 		}
 	}
 	out, code := runCLI(t, nil, "lab", "--help")
-	if code != 0 || !strings.Contains(out, "router-pps") || !strings.Contains(out, "Placement") || !strings.Contains(out, "DUT@vlan") || !strings.Contains(out, "DUT@patch") {
+	if code != 0 || !strings.Contains(out, "router-pps") || !strings.Contains(out, "Placement") || !strings.Contains(out, "DUT@vlan") || !strings.Contains(out, "DUT@patch") || !strings.Contains(out, "DUT@veth") {
 		t.Errorf("lab --help: %d %q", code, out)
 	}
 	// A scenario's --help says what it measures and its goals, before the
@@ -94,8 +97,8 @@ func TestLabFlags(t *testing.T) {
 
 // A --dut list splits at commas, except between one variant's knobs.
 func TestSplitDUTs(t *testing.T) {
-	got := splitDUTs("direct, trestle:xdp@vlan,bin=/tmp/x,ovs@vlan,trestle@gso=off,tso=off,linux-bridge")
-	want := []string{"direct", "trestle:xdp@vlan,bin=/tmp/x", "ovs@vlan", "trestle@gso=off,tso=off", "linux-bridge"}
+	got := splitDUTs("direct, trestle:xdp@vlan,bin=/tmp/x,ovs@vlan,trestle@gso=off,tso=off,linux-bridge,trestle:tc@veth,bin=/tmp/x,ovs@patch")
+	want := []string{"direct", "trestle:xdp@vlan,bin=/tmp/x", "ovs@vlan", "trestle@gso=off,tso=off", "linux-bridge", "trestle:tc@veth,bin=/tmp/x", "ovs@patch"}
 	if !slices.Equal(got, want) {
 		t.Errorf("splitDUTs: %q, want %q", got, want)
 	}

@@ -54,9 +54,14 @@ DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
   DUT@vlan        the bridge with VLANs (seed 002): h1 on an access port of VLAN
                   10, h2 on a trunk carrying 10 and 20, its frames tagged 10; the
                   report gives the VLAN cost, DUT@vlan against DUT (vlan-overhead)
-  DUT@patch       a chain's bridges joined by the DUT's patch ports, not veth
-                  pairs (seed 003): ovs@patch only (the Linux bridge has none,
-                  trestle's are issue 12)
+  DUT@patch       a chain's bridges joined by the DUT's patch ports, no veth
+                  pairs between them (seed 003): trestle's default (the frame
+                  crosses the bridges in one program run), ovs@patch for Open
+                  vSwitch's; the Linux bridge has none
+  DUT@veth        a chain's bridges joined by veth pairs: trestle@veth (also
+                  :xdp, :tc), and Open vSwitch's and the Linux bridge's default
+                  (ovs@veth says it again); @patch and @veth are for chains of
+                  2 or more bridges (the chain scenario, or --chains)
 
 The restart scenario (RFC 6201's reset characterisation): one stream from
 h1 to h2 per event, at --load of each DUT's measured 64-byte throughput (or
@@ -85,7 +90,7 @@ Examples:
   trestle lab quick
   trestle lab router-pps --dut direct,linux-bridge,trestle:xdp,ovs --reps 5
   trestle lab rfc2544 --sizes 64,512,1518 --json run.json --report out/
-  trestle lab chain --chains 1,2,4,8 --dut linux-bridge,trestle
+  trestle lab chain --chains 1,2,4,8 --dut linux-bridge,trestle,trestle@veth,ovs@patch
   trestle lab restart --events sigkill=3,upgrade=2 --dut trestle:xdp@bin=/tmp/trestle-old
   trestle stat -C 1 a.txt b.txt      # compare figures the way the reports do`,
 		Args: cobra.MaximumNArgs(1),
@@ -210,6 +215,9 @@ Examples:
 						return fmt.Errorf("--%s is for the restart scenario; %s has no restart test", name, sc.Name)
 					}
 				}
+			}
+			if err := sc.CheckJoins(); err != nil {
+				return err
 			}
 			return e.runLab(sc, placement, jsonPath, reportDir, keep, profile)
 		},

@@ -73,30 +73,56 @@ var offloadAliases = map[string]string{
 // bin=PATH runs a trestle DUT from another build ("trestle:xdp@bin=/tmp/old"),
 // and vlan puts the bridge's ports in VLANs (seed 002's set-up, see
 // SetVLANs): h1's an access port of VLAN 10, h2's a trunk carrying 10 and 20.
-// patch joins the bridges of a chain by patch ports of the DUT's own
-// instead of veth pairs (seed 003 found Open vSwitch's nearly free): only
-// Open vSwitch has them; the others are refused (see patchRefusal).
+// patch and veth choose how the bridges of a chain are joined: by patch
+// ports of the DUT's own (seed 003 found Open vSwitch's nearly free) or by
+// veth pairs. trestle's default is patch ports (trestle@patch says it
+// again), Open vSwitch's veth pairs (ovs@veth says it again), the Linux
+// bridge's only join is veth pairs; see Patched and joinRefusal. A chain
+// of one bridge has no joins: Scenario.CheckJoins refuses these knobs
+// where no chain is longer.
 type Variant struct {
 	Name     string
 	Offloads map[string]bool
 	Bin      string
 	VLAN     bool
-	Patch    bool
+	Patch    bool // @patch
+	Veth     bool // @veth
 }
 
-// patchRefusal says why the DUT kind of name has no patch ports ("": it has).
-func patchRefusal(name string) string {
+// Patched says whether the bridges of a chain are joined by the DUT's patch
+// ports (Shape.Patch): asked for with @patch, or trestle's default.
+func (v Variant) Patched() bool {
+	kind, _, _ := strings.Cut(v.Name, ":")
+	return v.Patch || kind == "trestle" && !v.Veth
+}
+
+// Join is the knob that chooses how a chain's bridges are joined ("" for
+// none): "patch" or "veth".
+func (v Variant) Join() string {
+	switch {
+	case v.Patch:
+		return "patch"
+	case v.Veth:
+		return "veth"
+	}
+	return ""
+}
+
+// joinRefusal says why the DUT kind of name cannot join bridges by join,
+// "patch" or "veth" ("": it can).
+func joinRefusal(name, join string) string {
 	switch kind, _, _ := strings.Cut(name, ":"); kind {
-	case "ovs":
+	case "ovs", "trestle":
 		return ""
 	case "linux-bridge":
+		if join == "veth" {
+			return ""
+		}
 		return "the Linux bridge has no patch ports: bridges join only by veth pairs"
-	case "trestle":
-		return "trestle's patch ports are not built yet (issue 12)"
 	case "direct":
 		return "the straight path has no bridges to join"
 	}
-	return "no patch ports"
+	return "no " + join + " joins"
 }
 
 // SplitVariant parses a DUT spec.
@@ -114,11 +140,14 @@ func SplitVariant(s string) (Variant, error) {
 				return v, fmt.Errorf("DUT %q: vlan is for a bridge; the straight path has no ports to put in VLANs", s)
 			}
 			v.VLAN = true
-		case !ok && k == "patch":
-			if why := patchRefusal(name); why != "" {
+		case !ok && (k == "patch" || k == "veth"):
+			if why := joinRefusal(name, k); why != "" {
 				return v, fmt.Errorf("DUT %q: %s", s, why)
 			}
-			v.Patch = true
+			if j := v.Join(); j != "" && j != k {
+				return v, fmt.Errorf("DUT %q: patch or veth, not both: they choose how a chain's bridges are joined", s)
+			}
+			v.Patch, v.Veth = v.Patch || k == "patch", v.Veth || k == "veth"
 		case ok && k == "bin" && val != "":
 			if !strings.HasPrefix(name, "trestle") {
 				return v, fmt.Errorf("DUT %q: bin= is for trestle DUTs", s)
@@ -133,7 +162,7 @@ func SplitVariant(s string) (Variant, error) {
 			}
 			v.Offloads[k] = val == "on"
 		default:
-			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH, vlan or patch", s, kv)
+			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH, vlan, patch or veth", s, kv)
 		}
 	}
 	return v, nil
@@ -354,13 +383,14 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 	if d.bin != "" {
 		d.own = d.bin
 	}
-	if t.VLANs != nil {
-		// A build without VLAN ports rejects the keys: that build cannot
-		// be measured with VLANs, which is not a failure of the run.
+	if what := t.features(); what != "" {
+		// A build without VLAN or patch ports rejects their keys: that
+		// build cannot be measured with them, which is not a failure of
+		// the run.
 		if out, err := exec.CommandContext(ctx, d.own, "check", d.cfg).CombinedOutput(); err != nil {
 			why := strings.ReplaceAll(strings.TrimSpace(string(out)), d.cfg+":", "line ")
 			why = strings.ReplaceAll(why, "\n", "; ")
-			return fmt.Errorf("%w: %s takes no VLAN ports: trestle check of its config: %v: %s", ErrUnavailable, d.label(d.own), err, why)
+			return fmt.Errorf("%w: %s takes no %s: trestle check of its config: %v: %s", ErrUnavailable, d.label(d.own), what, err, why)
 		}
 	}
 	if env.Persist {
@@ -389,8 +419,13 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 	d.set = map[string]string{"config": cfg, "binary": d.label(d.own)}
 	for _, br := range st.Bridges {
 		for _, port := range br.Ports {
-			d.set["port "+port.Interface] = fmt.Sprintf("%s: %s%s", port.Mode, port.Reason, peerNote(port.Peer))
+			if port.Interface != "" { // not a patch port
+				d.set["port "+port.Interface] = fmt.Sprintf("%s: %s%s", port.Mode, port.Reason, peerNote(port.Peer))
+			}
 		}
+	}
+	if j := t.Joins(); j != "" {
+		d.set["bridges joined by"] = j
 	}
 	if d.persist {
 		if !st.Persist || st.PinDir == "" {
@@ -424,6 +459,16 @@ func trestleConfig(t *Topo, env *Env, mode, sock string) string {
 				} else {
 					fmt.Fprintf(&b, "trunk = [%s]\n", joinVIDs(pv.Trunk, ", "))
 				}
+			}
+		}
+		// A patch port has no interface and no mode; it takes the name
+		// t.Patches gives it, as Open vSwitch's does.
+		for _, pp := range t.Patches {
+			switch br.Name {
+			case pp.A:
+				fmt.Fprintf(&b, "\n[[bridge.port]]\npatch = %q\nname = %q\n", pp.B, pp.PortA)
+			case pp.B:
+				fmt.Fprintf(&b, "\n[[bridge.port]]\npatch = %q\nname = %q\n", pp.A, pp.PortB)
 			}
 		}
 	}

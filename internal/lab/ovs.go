@@ -147,14 +147,10 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 	if env.MaxEntries > 0 {
 		o.set["mac-table-size"] = strconv.Itoa(env.MaxEntries)
 	}
-	if len(t.Patches) > 0 {
-		var pairs []string
-		for _, pp := range t.Patches {
-			pairs = append(pairs, fmt.Sprintf("%s:%s <-> %s:%s", pp.A, pp.PortA, pp.B, pp.PortB))
-		}
-		o.set["bridges joined by"] = "patch ports (type=patch, no veth pairs between bridges): " + strings.Join(pairs, ", ")
-	} else if len(t.Bridges) > 1 {
-		o.set["bridges joined by"] = "veth pairs (AF_XDP or plain ports like the hosts')"
+	if j := t.Joins(); len(t.Patches) > 0 {
+		o.set["bridges joined by"] = strings.Replace(j, "patch ports", "patch ports (type=patch)", 1)
+	} else if j != "" {
+		o.set["bridges joined by"] = j + " (AF_XDP or plain ports like the hosts')"
 	}
 	for _, p := range t.DUTPorts() {
 		if pv, ok := t.VLANs[p]; ok {

@@ -1,22 +1,47 @@
 package lab
 
 import (
+	"context"
+	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/trestle/trestle/internal/config"
 )
 
-func TestSplitVariantPatch(t *testing.T) {
-	for _, c := range []struct{ spec, name, err string }{
-		{spec: "ovs@patch", name: "ovs"},
-		{spec: "ovs:system@patch", name: "ovs:system"},
-		{spec: "ovs:afxdp@patch,gso=off", name: "ovs:afxdp"},
+// TestSplitVariantJoins: @patch and @veth choose how a chain's bridges
+// are joined; trestle's default is patch ports, Open vSwitch's and the
+// Linux bridge's veth pairs.
+func TestSplitVariantJoins(t *testing.T) {
+	for _, c := range []struct {
+		spec, name string
+		patched    bool // the bridges of a chain are joined by patch ports
+		err        string
+	}{
+		{spec: "ovs@patch", name: "ovs", patched: true},
+		{spec: "ovs:system@patch", name: "ovs:system", patched: true},
+		{spec: "ovs:afxdp@patch,gso=off", name: "ovs:afxdp", patched: true},
+		{spec: "ovs@veth", name: "ovs"},
+		{spec: "ovs:system@veth", name: "ovs:system"},
+		{spec: "trestle@patch", name: "trestle", patched: true},
+		{spec: "trestle:xdp@patch", name: "trestle:xdp", patched: true},
+		{spec: "trestle@veth", name: "trestle"},
+		{spec: "trestle:xdp@veth", name: "trestle:xdp"},
+		{spec: "trestle:tc@veth", name: "trestle:tc"},
+		{spec: "trestle:xdp@veth,bin=/tmp/old", name: "trestle:xdp"},
+		{spec: "linux-bridge@veth", name: "linux-bridge"},
 		{spec: "linux-bridge@patch", err: "the Linux bridge has no patch ports: bridges join only by veth pairs"},
 		{spec: "linux-bridge:nft@patch", err: "the Linux bridge has no patch ports"},
-		{spec: "trestle@patch", err: "trestle's patch ports are not built yet (issue 12)"},
-		{spec: "trestle:xdp@patch", err: "trestle's patch ports are not built yet (issue 12)"},
 		{spec: "direct@patch", err: "the straight path has no bridges to join"},
-		{spec: "ovs@patch=1", err: "vlan or patch"},
+		{spec: "direct@veth", err: "the straight path has no bridges to join"},
+		{spec: "trestle@patch,veth", err: "patch or veth, not both"},
+		{spec: "ovs@veth,patch", err: "patch or veth, not both"},
+		{spec: "ovs@patch=1", err: "vlan, patch or veth"},
+		{spec: "trestle@veth=1", err: "vlan, patch or veth"},
 	} {
 		v, err := SplitVariant(c.spec)
 		if c.err != "" {
@@ -28,21 +53,148 @@ func TestSplitVariantPatch(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || v.Name != c.name || !v.Patch {
-			t.Errorf("%s: %+v, %v; want name %s with patch", c.spec, v, err, c.name)
+		if err != nil || v.Name != c.name || v.Join() == "" || v.Patched() != c.patched {
+			t.Errorf("%s: %+v (join %q, patched %v), %v; want name %s, patched %v", c.spec, v, v.Join(), v.Patched(), err, c.name, c.patched)
 		}
 		if d, err := ParseDUT(c.spec); err != nil || d.Name() != c.spec {
 			t.Errorf("ParseDUT(%s): %v", c.spec, err)
 		}
-		if sh := Scenarios["chain"].shape(c.spec, 3); !sh.Patch || sh.Chain != 3 {
-			t.Errorf("%s: shape %+v, want a patched chain of 3", c.spec, sh)
+		if sh := Scenarios["chain"].shape(c.spec, 3); sh.Patch != c.patched || sh.Chain != 3 {
+			t.Errorf("%s: shape %+v, want a chain of 3, patched %v", c.spec, sh, c.patched)
 		}
 	}
-	if v, _ := SplitVariant("ovs"); v.Patch {
-		t.Error("ovs: patch without @patch")
+	// Without a knob: trestle's chains are patched, the others' not.
+	for spec, patched := range map[string]bool{"trestle": true, "trestle:xdp": true, "trestle:tc": true, "trestle@vlan": true,
+		"ovs": false, "ovs:system": false, "linux-bridge": false, "linux-bridge:nft": false} {
+		v, err := SplitVariant(spec)
+		if err != nil || v.Join() != "" {
+			t.Errorf("%s: %+v, %v", spec, v, err)
+		}
+		if sh := Scenarios["chain"].shape(spec, 3); sh.Patch != patched {
+			t.Errorf("%s: shape %+v, want patched %v", spec, sh, patched)
+		}
 	}
-	if sh := Scenarios["chain"].shape("ovs", 3); sh.Patch {
-		t.Errorf("ovs: shape %+v patched", sh)
+	if sh := Scenarios["chain"].shape("direct", 3); sh.Patch || sh.Chain != 0 {
+		t.Errorf("direct: shape %+v", sh)
+	}
+}
+
+// TestCheckJoins: a scenario with no chain longer than one bridge has no
+// joins to choose, so it refuses @patch and @veth; the chain scenario takes
+// them, unless --chains leaves it only chains of 1.
+func TestCheckJoins(t *testing.T) {
+	if err := Scenarios["chain"].CheckJoins(); err != nil {
+		t.Errorf("chain: %v", err)
+	}
+	for name, sc := range Scenarios {
+		if slices.Max(sc.Chain) > 1 {
+			continue
+		}
+		if err := sc.CheckJoins(); err != nil {
+			t.Errorf("%s with its own DUTs: %v", name, err)
+		}
+		for _, d := range []string{"trestle@veth", "trestle:xdp@patch", "ovs@patch", "ovs@veth", "linux-bridge@veth"} {
+			sc.DUTs = []string{"direct", d}
+			if err := sc.CheckJoins(); err == nil || !strings.Contains(err.Error(), "has no chain of 2 or more bridges") {
+				t.Errorf("%s with %s: %v, want it refused", name, d, err)
+			}
+		}
+	}
+	sc := Scenarios["chain"]
+	sc.Chain = []int{1}
+	if err := sc.CheckJoins(); err == nil || !strings.Contains(err.Error(), "chains 1") {
+		t.Errorf("chain with chains 1 and its own DUTs: %v, want the join variants refused", err)
+	}
+	sc.Chain = []int{1, 2}
+	if err := sc.CheckJoins(); err != nil {
+		t.Errorf("chain with chains 1,2: %v", err)
+	}
+	sc = Scenarios["quick"]
+	sc.DUTs = []string{"trestle@veth"}
+	if _, err := Execute(context.Background(), Config{Scenario: sc}); err == nil || !strings.Contains(err.Error(), "@veth chooses how a chain's bridges are joined") {
+		t.Errorf("Execute of quick with trestle@veth: %v", err)
+	}
+}
+
+// TestTrestleConfigPatch: the config trestle's DUT writes for a patched
+// chain of 3 has the hosts' ports on br1 and br3 only, and each pair of
+// patch ports declared on both of its bridges, named as Topo.Patches name
+// them, with no interface and no mode; internal/config takes it (or, until
+// the datapath has patch ports, refuses only them, as not built yet).
+func TestTrestleConfigPatch(t *testing.T) {
+	brs, ps := patchedChain(3)
+	tp := &Topo{Bridges: brs, Patches: ps}
+	text := trestleConfig(tp, &Env{}, "xdp", "/run/x.sock")
+	var raw struct {
+		Bridge []struct {
+			Name string
+			Port []map[string]any
+		}
+	}
+	if err := toml.Unmarshal([]byte(text), &raw); err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	want := map[string][]map[string]any{
+		"br1": {{"interface": "p1", "mode": "xdp"}, {"patch": "br2", "name": "p1-2"}},
+		"br2": {{"patch": "br1", "name": "p2-1"}, {"patch": "br3", "name": "p2-3"}},
+		"br3": {{"interface": "p2", "mode": "xdp"}, {"patch": "br2", "name": "p3-2"}},
+	}
+	if len(raw.Bridge) != 3 {
+		t.Fatalf("%d bridges, want 3:\n%s", len(raw.Bridge), text)
+	}
+	for _, b := range raw.Bridge {
+		if !reflect.DeepEqual(b.Port, want[b.Name]) {
+			t.Errorf("bridge %s: ports %v, want %v", b.Name, b.Port, want[b.Name])
+		}
+	}
+	cfg, err := config.Parse("chain.toml", []byte(text))
+	if err != nil {
+		var es config.Errors
+		if !errors.As(err, &es) {
+			t.Fatalf("%v\n%s", err, text)
+		}
+		for _, e := range es {
+			if !strings.Contains(e.Error(), "patch ports are not built yet") {
+				t.Errorf("%v\n%s", e, text)
+			}
+		}
+		if len(es) != 4 {
+			t.Errorf("%d errors, want one for each of the 4 patch ports: %v", len(es), err)
+		}
+		t.Log("internal/config has no patch ports yet: checked up to that")
+		return
+	}
+	var got []string
+	for _, b := range cfg.Bridges {
+		for _, p := range b.Ports {
+			if p.IsPatch() {
+				got = append(got, b.Name+":"+p.PortName()+">"+p.Patch)
+			}
+		}
+	}
+	if w := []string{"br1:p1-2>br2", "br2:p2-1>br1", "br2:p2-3>br3", "br3:p3-2>br2"}; !slices.Equal(got, w) {
+		t.Errorf("patch ports %v, want %v", got, w)
+	}
+}
+
+// TestTrestleConfigVeth: a chain joined by veth pairs (trestle@veth) is
+// written with the inter-bridge veths as ports, no patch ports, and
+// internal/config takes it.
+func TestTrestleConfigVeth(t *testing.T) {
+	tp := &Topo{Bridges: []Bridge{{Name: "br1", Ports: []string{"p1", "c1a"}}, {Name: "br2", Ports: []string{"c1b", "c2a"}}, {Name: "br3", Ports: []string{"c2b", "p2"}}}}
+	text := trestleConfig(tp, &Env{}, "auto", "/run/x.sock")
+	if strings.Contains(text, "patch") {
+		t.Errorf("patch ports in a veth-joined chain:\n%s", text)
+	}
+	cfg, err := config.Parse("chain.toml", []byte(text))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	if n := len(cfg.Bridges); n != 3 || len(cfg.Bridges[1].Ports) != 2 || cfg.Bridges[1].Ports[0].Interface != "c1b" {
+		t.Errorf("%+v", cfg.Bridges)
+	}
+	if tp.Joins() != "veth pairs" {
+		t.Errorf("joins %q", tp.Joins())
 	}
 }
 
@@ -83,8 +235,15 @@ func TestOVSArgsPatch(t *testing.T) {
 
 func TestChainScenarioPatch(t *testing.T) {
 	s := Scenarios["chain"]
-	if !slices.Contains(s.DUTs, "ovs@patch") || !strings.Contains(s.Title, "patch ports") || !strings.Contains(s.About, "patch ports") {
-		t.Errorf("chain: DUTs %v, title %q, about %q", s.DUTs, s.Title, s.About)
+	if !strings.Contains(s.Title, "patch ports") || !strings.Contains(s.About, "patch ports") {
+		t.Errorf("chain: title %q, about %q", s.Title, s.About)
+	}
+	// The four joins: trestle by patch ports (its default) and by veth
+	// pairs, Open vSwitch by patch ports, the Linux bridge by veth pairs.
+	for _, d := range []string{"trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs@patch", "linux-bridge", "direct"} {
+		if !slices.Contains(s.DUTs, d) {
+			t.Errorf("chain: DUTs %v lack %s", s.DUTs, d)
+		}
 	}
 	for _, d := range s.DUTs {
 		if _, err := ParseDUT(d); err != nil {

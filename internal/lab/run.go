@@ -194,6 +194,9 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	if s.Unavailable != "" {
 		return nil, fmt.Errorf("scenario %s cannot run yet: %s", s.Name, s.Unavailable)
 	}
+	if err := s.CheckJoins(); err != nil {
+		return nil, err
+	}
 	place, err := ChoosePlacement(cfg.Placement)
 	if err != nil {
 		return nil, err

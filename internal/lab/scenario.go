@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -156,10 +157,12 @@ var Scenarios = map[string]Scenario{
 		Tests: []string{TestTCP, TestUDP}, Streams: []int{1}, UDPRate: "1G", IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
 	},
 	"chain": {
-		Name: "chain", Title: "Bridges in a row, joined by veth pairs or, with @patch, patch ports (seed 003)", Seed: "003_3e6f4237fce17ad8.txt",
-		About: "1 to 9 bridges in one namespace joined by veth pairs or, for DUT@patch, by the DUT's patch ports (Open vSwitch's; no veth pairs between bridges): " +
-			"64-byte throughput and iperf3 TCP against the chain's length",
-		DUTs: []string{"direct", "linux-bridge", "trestle", "trestle:xdp", "ovs", "ovs@patch"}, Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
+		Name: "chain", Title: "Bridges in a row, joined by patch ports or by veth pairs (seed 003)", Seed: "003_3e6f4237fce17ad8.txt",
+		About: "1 to 9 bridges in one namespace, the hosts on the first and the last: 64-byte throughput and iperf3 TCP against the chain's length. " +
+			"trestle's bridges are joined by its patch ports (its default; the frame crosses every bridge in one program run) and, as trestle@veth, by veth pairs, " +
+			"in xdp and in its default mode; Open vSwitch's (userspace datapath) by veth pairs and, as ovs@patch, by its patch ports; the Linux bridge's by veth pairs, its only way. " +
+			"The report draws each against the chain's length, and each relative to its own one-bridge figure, as seed 003 did",
+		DUTs: []string{"direct", "linux-bridge", "trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs", "ovs@patch"}, Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
 	},
 	"restart": {
@@ -298,7 +301,23 @@ func (s Scenario) shape(dut string, chain int) Shape {
 		return Shape{Hosts: 2, Chain: 0}
 	}
 	v, _ := SplitVariant(dut)
-	return Shape{Hosts: max(s.Hosts, 2), Chain: chain, Patch: v.Patch}
+	return Shape{Hosts: max(s.Hosts, 2), Chain: chain, Patch: v.Patched()}
+}
+
+// CheckJoins refuses the knobs that choose how a chain's bridges are
+// joined (@patch, @veth) when no chain of the scenario is longer than one
+// bridge: there is nothing to join, and the variant would measure its DUT
+// again under another name.
+func (s Scenario) CheckJoins() error {
+	if slices.Max(append([]int{0}, s.Chain...)) > 1 {
+		return nil
+	}
+	for _, d := range s.DUTs {
+		if v, err := SplitVariant(d); err == nil && v.Join() != "" {
+			return fmt.Errorf("DUT %q: @%s chooses how a chain's bridges are joined, and %s has no chain of 2 or more bridges (chains %s): measure it in the chain scenario, or give --chains", d, v.Join(), s.Name, strings.Trim(fmt.Sprint(s.Chain), "[]"))
+		}
+	}
+	return nil
 }
 
 // isDirect says whether a DUT spec is the straight path (or a variant of it).

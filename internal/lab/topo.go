@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 )
 
 // Shape is the topology of a measurement: hosts joined through a chain of
@@ -181,6 +182,35 @@ func patchedChain(n int) ([]Bridge, []Patch) {
 		}
 	}
 	return brs, ps
+}
+
+// Joins says how t's bridges are joined, for a unit's record ("": one
+// bridge, or none): by patch ports, pair by pair, or by veth pairs.
+func (t *Topo) Joins() string {
+	if len(t.Patches) > 0 {
+		var pairs []string
+		for _, pp := range t.Patches {
+			pairs = append(pairs, fmt.Sprintf("%s:%s <-> %s:%s", pp.A, pp.PortA, pp.B, pp.PortB))
+		}
+		return "patch ports, no veth pairs between bridges: " + strings.Join(pairs, ", ")
+	}
+	if len(t.Bridges) > 1 {
+		return "veth pairs"
+	}
+	return ""
+}
+
+// features names the DUT features t needs beyond plain ports, for a DUT
+// build that may lack them ("": none): VLAN ports, patch ports.
+func (t *Topo) features() string {
+	var f []string
+	if t.VLANs != nil {
+		f = append(f, "VLAN ports")
+	}
+	if len(t.Patches) > 0 {
+		f = append(f, "patch ports")
+	}
+	return strings.Join(f, " or ")
 }
 
 // DUTPorts lists every interface of the DUT namespace that a bridge owns.
