@@ -73,14 +73,17 @@ type Scenario struct {
 }
 
 // Goal is a target for one test of a scenario: DUT's median at least Min
-// times Base's, both measured in the same run.
+// times Base's, both measured in the same run; in a chain of Chain
+// bridges and of BaseChain (0: one bridge, or the straight path for direct).
 type Goal struct {
-	Test  string  `json:"test"`
-	Param string  `json:"param"`
-	DUT   string  `json:"dut"`
-	Base  string  `json:"base"`
-	Min   float64 `json:"min_ratio"`
-	Why   string  `json:"why"`
+	Test      string  `json:"test"`
+	Param     string  `json:"param"`
+	DUT       string  `json:"dut"`
+	Chain     int     `json:"chain,omitempty"`
+	Base      string  `json:"base"`
+	BaseChain int     `json:"base_chain,omitempty"`
+	Min       float64 `json:"min_ratio"`
+	Why       string  `json:"why"`
 }
 
 func (g Goal) String() string {
@@ -88,7 +91,13 @@ func (g Goal) String() string {
 	if g.Test == TestThroughput || g.Test == TestFlood {
 		param = FrameSize(g.Param).Label()
 	}
-	return fmt.Sprintf("%s %s: %s at least %gx %s: %s", g.Test, param, g.DUT, g.Min, g.Base, g.Why)
+	at := func(c int) string {
+		if c > 0 || g.Chain > 0 || g.BaseChain > 0 {
+			return fmt.Sprintf(" x%d", max(c, 1))
+		}
+		return ""
+	}
+	return fmt.Sprintf("%s %s: %s%s at least %gx %s%s: %s", g.Test, param, g.DUT, at(g.Chain), g.Min, g.Base, at(g.BaseChain), g.Why)
 }
 
 func quickTiming() Timing {
@@ -164,6 +173,11 @@ var Scenarios = map[string]Scenario{
 			"The report draws each against the chain's length, and each relative to its own one-bridge figure, as seed 003 did",
 		DUTs: []string{"direct", "linux-bridge", "trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs", "ovs@patch"}, Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
+		Goals: []Goal{
+			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp", Chain: 9, Base: "trestle:xdp", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's frames, in xdp mode (seed 003 found Open vSwitch's patch ports free)"},
+			{Test: TestTCP, Param: "streams=1", DUT: "trestle", Chain: 9, Base: "trestle", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's host TCP, in the default mode"},
+			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp", Chain: 9, Base: "ovs@patch", BaseChain: 9, Min: 5, Why: "9 patched trestle bridges at least 5x 9 patched Open vSwitch bridges"},
+		},
 	},
 	"restart": {
 		Name: "restart", Title: "Restarts under traffic: frames lost and flooded per daemon restart (RFC 6201)",

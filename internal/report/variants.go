@@ -96,14 +96,16 @@ func Goals(run *lab.Run, groups []*Group, cs []Comparison) []GoalResult {
 		gr := GoalResult{Goal: goal}
 		var dut, base *Row
 		for _, g := range groups {
-			if g.Test != goal.Test || g.Param != goal.Param || g.Chain > 1 {
+			if g.Test != goal.Test || g.Param != goal.Param {
 				continue
 			}
 			for _, r := range g.Rows {
-				switch r.DUT {
-				case goal.DUT:
+				// direct's row is in every chain's group: its own chain is 0.
+				c := max(g.Chain, 1)
+				if r.DUT == goal.DUT && c == max(goal.Chain, 1) {
 					dut = r
-				case goal.Base:
+				}
+				if r.DUT == goal.Base && c == max(goal.BaseChain, 1) {
 					base = r
 				}
 			}
