@@ -479,13 +479,12 @@ func Write(dir string, run *lab.Run) error {
 		}
 	}
 	b.WriteString("## Settings\n\n")
-	seen := map[string]bool{}
-	for _, u := range run.Units {
-		if seen[u.DUT] {
-			continue
+	for _, u := range settingsUnits(run) {
+		if u.Chain > 1 {
+			fmt.Fprintf(&b, "### %s, chain of %d\n\n", u.DUT, u.Chain)
+		} else {
+			fmt.Fprintf(&b, "### %s\n\n", u.DUT)
 		}
-		seen[u.DUT] = true
-		fmt.Fprintf(&b, "### %s\n\n", u.DUT)
 		if u.Skipped != "" {
 			fmt.Fprintf(&b, "Skipped: %s\n\n", u.Skipped)
 			continue
@@ -514,6 +513,32 @@ func Write(dir string, run *lab.Run) error {
 		b.WriteString("\n")
 	}
 	return os.WriteFile(filepath.Join(dir, "report.md"), b.Bytes(), 0o644)
+}
+
+// settingsUnits are the units whose settings the report lists: each DUT's
+// first, and where it ran chains, its unit of the longest chain too (how
+// its bridges were joined, which one bridge does not show).
+func settingsUnits(run *lab.Run) []lab.UnitRecord {
+	var firsts []int
+	longest := map[string]int{}
+	seen := map[string]bool{}
+	for i, u := range run.Units {
+		if !seen[u.DUT] {
+			seen[u.DUT] = true
+			firsts = append(firsts, i)
+		}
+		if j, ok := longest[u.DUT]; u.Chain > 1 && (!ok || u.Chain > run.Units[j].Chain) {
+			longest[u.DUT] = i
+		}
+	}
+	var out []lab.UnitRecord
+	for _, i := range firsts {
+		out = append(out, run.Units[i])
+		if j, ok := longest[run.Units[i].DUT]; ok && j != i {
+			out = append(out, run.Units[j])
+		}
+	}
+	return out
 }
 
 func onOff(b bool) string {
@@ -598,6 +623,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 		series := map[string]*svg.Series{}
 		var names []string
 		unit := ""
+		one := map[string]float64{} // each DUT's median with one bridge
 		for _, g := range groups {
 			if g.Test != test || g.Param != param {
 				continue
@@ -607,21 +633,42 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 					continue
 				}
 				if series[r.DUT] == nil {
-					series[r.DUT] = &svg.Series{Name: r.DUT}
+					series[r.DUT] = &svg.Series{Name: chainLabel(run, r.DUT)}
 					names = append(names, r.DUT)
 				}
 				unit = r.Unit
+				if g.Chain <= 1 && len(r.Values) > 0 {
+					one[r.DUT] = r.Median
+				}
 				series[r.DUT].Points = append(series[r.DUT].Points, withSpread(float64(max(g.Chain, 1)), r))
 			}
 		}
-		c := svg.LineChart{Title: fmt.Sprintf("%s %s against chain length", test, param), XLabel: "bridges in a row", YLabel: unit, XUnit: svg.Plain}
+		label := test + " " + param
+		if test == lab.TestThroughput {
+			label = test + " " + lab.FrameSize(param).Label()
+		}
+		c := svg.LineChart{Title: label + " against chain length", XLabel: "bridges in a row", YLabel: unit, XUnit: svg.Plain}
+		// Seed 003's view: each DUT against its own one-bridge figure.
+		rel := svg.LineChart{Title: label + " against chain length, relative to one bridge", XLabel: "bridges in a row", YLabel: "median / its median with one bridge", XUnit: svg.Plain}
 		for _, n := range names {
 			c.Series = append(c.Series, *series[n])
+			if one[n] > 0 {
+				s := svg.Series{Name: series[n].Name}
+				for _, p := range series[n].Points {
+					s.Points = append(s.Points, svg.Point{X: p.X, Y: p.Y / one[n], YLo: p.YLo / one[n], YHi: p.YHi / one[n]})
+				}
+				rel.Series = append(rel.Series, s)
+			}
 		}
 		doc, err := c.SVG()
-		name := fmt.Sprintf("chain-%s-%s.svg", test, safe(param))
-		if err := save(name, c.Title, doc, err); err != nil {
+		if err := save(fmt.Sprintf("chain-%s-%s.svg", test, safe(param)), c.Title, doc, err); err != nil {
 			return out, err
+		}
+		if len(rel.Series) > 0 {
+			doc, err := rel.SVG()
+			if err := save(fmt.Sprintf("chain-relative-%s-%s.svg", test, safe(param)), rel.Title, doc, err); err != nil {
+				return out, err
+			}
 		}
 	}
 	// Loss against offered load, from the loss-curve trials.
@@ -705,6 +752,29 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 		}
 	}
 	return out, nil
+}
+
+// chainLabel is a DUT's name in the charts against chain length, with how
+// its bridges were joined where its name does not say (trestle's default,
+// patch ports, against the others' veth pairs): as its units record it, or
+// else as its spec means it.
+func chainLabel(run *lab.Run, dut string) string {
+	v, err := lab.SplitVariant(dut)
+	if err != nil || v.Join() != "" || dut == "direct" {
+		return dut
+	}
+	for _, u := range run.Units {
+		if j := u.Settings["bridges joined by"]; u.DUT == dut && j != "" {
+			if strings.HasPrefix(j, "patch ports") {
+				return dut + " (patch ports)"
+			}
+			return dut + " (veth pairs)"
+		}
+	}
+	if v.Patched() {
+		return dut + " (patch ports)"
+	}
+	return dut + " (veth pairs)"
 }
 
 func withSpread(x float64, r *Row) svg.Point {

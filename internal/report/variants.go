@@ -180,8 +180,13 @@ func shortVerdict(c *Comparison, other, base *Row) string {
 // variantTitle heads a variant's table; the @vlan variant's is the VLAN
 // cost, with its columns named for what differs.
 func variantTitle(knobs string) (title, without, with, ratio string) {
-	if knobs == "vlan" {
+	switch knobs {
+	case "vlan":
 		return "VLAN cost: each DUT with VLANs (@vlan: access port and trunk, tagged frames) against it without", "UNTAGGED", "TAGGED", "TAGGED/UNTAGGED"
+	case "veth":
+		return "Bridges joined by veth pairs (@veth) against each DUT's default join (trestle's: its patch ports)", "DEFAULT JOIN", "VETH PAIRS", "VETH/DEFAULT"
+	case "patch":
+		return "Bridges joined by the DUT's patch ports (@patch) against each DUT's default join (Open vSwitch's: veth pairs)", "DEFAULT JOIN", "PATCH PORTS", "PATCH/DEFAULT"
 	}
 	return "Variant @" + knobs + " against its DUT", "WITHOUT", "WITH", "WITH/WITHOUT"
 }
