@@ -286,3 +286,50 @@ func TestExecutePatch(t *testing.T) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }
+
+// TestExecuteTrestlePatch runs trestle:xdp joined by its patch ports (its
+// default) and by veth pairs (@veth) on chains of 1 and 3 bridges for a
+// very short trial each: frames and TCP cross both, the patched chain has
+// no veth pairs between bridges, and nothing is left behind. A build whose
+// config loader has no patch ports yet reports the DUT unavailable: the
+// test is skipped.
+func TestExecuteTrestlePatch(t *testing.T) {
+	requireRoot(t)
+	bin := trestleBinary(t)
+	duts := []string{"trestle:xdp", "trestle:xdp@veth"}
+	sc := tinyScenario(duts, 1, 3)
+	before := ours(t, "tl")
+	run, all := execute(t, sc, bin)
+	for _, u := range run.Units {
+		if strings.Contains(u.Skipped, "takes no patch ports") {
+			t.Skipf("%s: %s", u.DUT, u.Skipped)
+		}
+		if u.Skipped != "" {
+			t.Errorf("%s x%d skipped: %s", u.DUT, u.Chain, u.Skipped)
+		}
+		joined := u.Settings["bridges joined by"]
+		switch {
+		case u.Chain == 1 && joined != "":
+			t.Errorf("%s x1: bridges joined by %q", u.DUT, joined)
+		case u.Chain == 3 && u.DUT == "trestle:xdp" && !strings.Contains(joined, "patch ports, no veth pairs between bridges: br1:p1-2 <-> br2:p2-1, br2:p2-3 <-> br3:p3-2"):
+			t.Errorf("trestle:xdp x3: bridges joined by %q", joined)
+		case u.Chain == 3 && u.DUT == "trestle:xdp@veth" && joined != "veth pairs":
+			t.Errorf("trestle:xdp@veth x3: bridges joined by %q", joined)
+		}
+		for k := range u.Offloads {
+			if strings.HasPrefix(k, "dut/c") && u.DUT == "trestle:xdp" {
+				t.Errorf("trestle:xdp x%d: an inter-bridge veth %s", u.Chain, k)
+			}
+		}
+	}
+	for _, d := range duts {
+		for _, c := range sc.Chain {
+			if got := all[d][c]; got[TestThroughput] <= 0 || got[TestTCP] <= 0 {
+				t.Errorf("%s x%d: throughput %v pps, TCP %v bit/s; want both above 0", d, c, got[TestThroughput], got[TestTCP])
+			}
+		}
+	}
+	if left := ours(t, "tl"); len(left) != len(before) {
+		t.Errorf("namespaces left: %v (before: %v)", left, before)
+	}
+}
