@@ -65,6 +65,7 @@ func TestChainReport(t *testing.T) {
 			t.Errorf("a chain chart lacks the series %q", want)
 		}
 	}
+	lacks(t, "the relative chart", string(rel), "trestle:xdp (patch ports): 9, 0.95<", "linux-bridge (veth pairs): 3, 0.6<", "ovs@patch: 1, 1<")
 	if strings.Contains(string(abs), ">direct<") {
 		t.Error("direct (no bridges) is a line against chain length")
 	}
@@ -73,6 +74,23 @@ func TestChainReport(t *testing.T) {
 	if len(gs) != 3 || !gs[0].Met || gs[0].Ratio != 2.85/3.0 || !gs[2].Met || gs[2].Ratio != 2.85e6/0.49e6 || gs[1].Missing != "trestle" {
 		t.Errorf("goals: %+v", gs)
 	}
+
+	// A build without patch ports: trestle:xdp's chains are skipped, and
+	// the @veth table says its default join was unavailable, not absent.
+	var kept []lab.Result
+	for _, r := range run.Results {
+		if r.DUT != "trestle:xdp" || r.Chain == 1 {
+			kept = append(kept, r)
+		}
+	}
+	run.Results = kept
+	for i, u := range run.Units {
+		if u.DUT == "trestle:xdp" && u.Chain > 1 {
+			run.Units[i] = lab.UnitRecord{DUT: u.DUT, Rep: 1, Chain: u.Chain, Skipped: "DUT not available here: it takes no patch ports"}
+		}
+	}
+	_, md = writeReport(t, run)
+	lacks(t, "report.md", md, "| throughput 64B, chain of 9 | trestle:xdp | unavailable (skipped) | 1.2Mpps | - |", "| throughput 64B | trestle:xdp | 3Mpps | 3Mpps | 1.000 |")
 }
 
 // TestChainLabel: a DUT's join as its units recorded it, else as its spec

@@ -227,10 +227,7 @@ func terminalVariants(w io.Writer, run *lab.Run, groups []*Group, cs []Compariso
 				continue
 			}
 			rows++
-			base, r := "not in this run", "-"
-			if vr.Base != nil {
-				base = medianText(vr.Base)
-			}
+			base, r := baseText(vr, skipped), "-"
 			if vr.Ratio > 0 {
 				r = fmt.Sprintf("%.3f", vr.Ratio)
 			}
@@ -266,6 +263,20 @@ func terminalVariants(w io.Writer, run *lab.Run, groups []*Group, cs []Compariso
 			fmt.Fprintf(w, "  %s\n", goalText(g))
 		}
 	}
+}
+
+// baseText is the median of a variant's DUT without the variant, or why
+// there is none: the DUT was not measured, or not here (a trestle build
+// without patch ports has no patched chain to measure the @veth variant
+// against).
+func baseText(vr VariantRow, skipped map[string]string) string {
+	switch {
+	case vr.Base != nil:
+		return medianText(vr.Base)
+	case skipped[vr.DUT] != "":
+		return "unavailable (skipped)"
+	}
+	return "not in this run"
 }
 
 func medianText(r *Row) string {
@@ -304,10 +315,7 @@ func markdownVariants(b *bytes.Buffer, run *lab.Run, groups []*Group, cs []Compa
 			if vr.Knobs != knobs {
 				continue
 			}
-			base, r := "not in this run", "-"
-			if vr.Base != nil {
-				base = medianText(vr.Base)
-			}
+			base, r := baseText(vr, skipped), "-"
 			if vr.Ratio > 0 {
 				r = fmt.Sprintf("%.3f", vr.Ratio)
 			}
