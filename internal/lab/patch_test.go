@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -119,8 +118,7 @@ func TestCheckJoins(t *testing.T) {
 // TestTrestleConfigPatch: the config trestle's DUT writes for a patched
 // chain of 3 has the hosts' ports on br1 and br3 only, and each pair of
 // patch ports declared on both of its bridges, named as Topo.Patches name
-// them, with no interface and no mode; internal/config takes it (or, until
-// the datapath has patch ports, refuses only them, as not built yet).
+// them, with no interface and no mode; internal/config takes it.
 func TestTrestleConfigPatch(t *testing.T) {
 	brs, ps := patchedChain(3)
 	tp := &Topo{Bridges: brs, Patches: ps}
@@ -149,20 +147,7 @@ func TestTrestleConfigPatch(t *testing.T) {
 	}
 	cfg, err := config.Parse("chain.toml", []byte(text))
 	if err != nil {
-		var es config.Errors
-		if !errors.As(err, &es) {
-			t.Fatalf("%v\n%s", err, text)
-		}
-		for _, e := range es {
-			if !strings.Contains(e.Error(), "patch ports are not built yet") {
-				t.Errorf("%v\n%s", e, text)
-			}
-		}
-		if len(es) != 4 {
-			t.Errorf("%d errors, want one for each of the 4 patch ports: %v", len(es), err)
-		}
-		t.Log("internal/config has no patch ports yet: checked up to that")
-		return
+		t.Fatalf("the config the lab writes for a patched chain is refused: %v\n%s", err, text)
 	}
 	var got []string
 	for _, b := range cfg.Bridges {
@@ -290,9 +275,7 @@ func TestExecutePatch(t *testing.T) {
 // TestExecuteTrestlePatch runs trestle:xdp joined by its patch ports (its
 // default) and by veth pairs (@veth) on chains of 1 and 3 bridges for a
 // very short trial each: frames and TCP cross both, the patched chain has
-// no veth pairs between bridges, and nothing is left behind. A build whose
-// config loader has no patch ports yet reports the DUT unavailable: the
-// test is skipped.
+// no veth pairs between bridges, and nothing is left behind.
 func TestExecuteTrestlePatch(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
@@ -301,9 +284,6 @@ func TestExecuteTrestlePatch(t *testing.T) {
 	before := ours(t, "tl")
 	run, all := execute(t, sc, bin)
 	for _, u := range run.Units {
-		if strings.Contains(u.Skipped, "takes no patch ports") {
-			t.Skipf("%s: %s", u.DUT, u.Skipped)
-		}
 		if u.Skipped != "" {
 			t.Errorf("%s x%d skipped: %s", u.DUT, u.Chain, u.Skipped)
 		}
