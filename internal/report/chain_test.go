@@ -96,10 +96,18 @@ func TestChainReport(t *testing.T) {
 // TestChainLabel: a DUT's join as its units recorded it, else as its spec
 // means it.
 func TestChainLabel(t *testing.T) {
-	run := &lab.Run{Units: []lab.UnitRecord{{DUT: "trestle", Chain: 3, Settings: map[string]string{"bridges joined by": "veth pairs"}}}}
+	run := &lab.Run{Units: []lab.UnitRecord{
+		{DUT: "trestle", Chain: 3, Settings: map[string]string{"bridges joined by": "veth pairs"}},
+		{DUT: "trestle:xdp", Chain: 1, Settings: map[string]string{"config": "..."}},
+		{DUT: "trestle:xdp", Chain: 3, Settings: map[string]string{"config": "..."}}, // a run before joins were recorded
+		{DUT: "trestle:tc", Chain: 3, Skipped: "DUT not available here"},
+		{DUT: "trestle:auto", Chain: 3, Settings: map[string]string{"bridges joined by": "patch ports, no veth pairs between bridges: ..."}},
+	}}
 	for dut, want := range map[string]string{
-		"trestle":      "trestle (veth pairs)", // an older run, before patch ports
+		"trestle":      "trestle (veth pairs)",
+		"trestle:xdp":  "trestle:xdp (veth pairs)",
 		"trestle:tc":   "trestle:tc (patch ports)",
+		"trestle:auto": "trestle:auto (patch ports)",
 		"trestle@veth": "trestle@veth",
 		"ovs":          "ovs (veth pairs)",
 		"ovs@patch":    "ovs@patch",

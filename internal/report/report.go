@@ -756,7 +756,9 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 
 // chainLabel is a DUT's name in the charts against chain length, with how
 // its bridges were joined where its name does not say (trestle's default,
-// patch ports, against the others' veth pairs): as its units record it, or
+// patch ports, against the others' veth pairs): as its units of chains
+// record it (a unit of a chain with settings but no join recorded is from
+// a run before the lab recorded joins, when trestle's were veth pairs), or
 // else as its spec means it.
 func chainLabel(run *lab.Run, dut string) string {
 	v, err := lab.SplitVariant(dut)
@@ -764,12 +766,13 @@ func chainLabel(run *lab.Run, dut string) string {
 		return dut
 	}
 	for _, u := range run.Units {
-		if j := u.Settings["bridges joined by"]; u.DUT == dut && j != "" {
-			if strings.HasPrefix(j, "patch ports") {
-				return dut + " (patch ports)"
-			}
-			return dut + " (veth pairs)"
+		if u.DUT != dut || u.Chain < 2 || len(u.Settings) == 0 {
+			continue
 		}
+		if strings.HasPrefix(u.Settings["bridges joined by"], "patch ports") {
+			return dut + " (patch ports)"
+		}
+		return dut + " (veth pairs)"
 	}
 	if v.Patched() {
 		return dut + " (patch ports)"
