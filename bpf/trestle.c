@@ -404,9 +404,9 @@ static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *
 	if (w->nsel) {
 		if (w->on) {
 			if (tr_vlan_copy(skb, w->last_ifindex, w->vlan, w->pcp, 0) < 0)
-				tr_walk_drop(w->in_slot, TR_DROP_NO_EGRESS);
+				tr_walk_drop(w, w->in_slot, TR_DROP_NO_EGRESS);
 		} else if (bpf_clone_redirect(skb, w->last_ifindex, 0)) {
-			tr_walk_drop(w->in_slot, TR_DROP_NO_EGRESS);
+			tr_walk_drop(w, w->in_slot, TR_DROP_NO_EGRESS);
 		} else {
 			tr_walk_count(w->last_slot, w->wire);
 		}
@@ -465,13 +465,6 @@ __attribute__((noinline)) int tr_emit_tc(struct __sk_buff *ctx, struct tr_walk *
 	return tr_emit(ctx, TR_TC, w, bridge, except);
 }
 
-static __always_inline void tr_hop_drop(struct tr_walk *w, struct tr_port_stats *st,
-					enum tr_drop_reason reason)
-{
-	tr_count_drop(st, reason);
-	w->unicast = 0;
-}
-
 /*
  * The frame enters the bridge of patch port in_slot through it: learned
  * there, looked up, and forwarded or flooded by that bridge's rules, as if it
@@ -497,7 +490,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	self = TR_PATCH_IFINDEX | in_slot;
 	br = tr_bridge_of(in->bridge);
 	if (!br || !br->nports) {
-		tr_hop_drop(w, st, TR_DROP_NO_BRIDGE);
+		tr_walk_drop(w, in_slot, TR_DROP_NO_BRIDGE);
 		return 0;
 	}
 	/* No memo here: the CPU's memos stay those of the frames' first bridge. */
@@ -505,22 +498,22 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	v.mgen = w->mgen;
 	v.now = w->now;
 	if (tr_learn(&v, in, self, br, w->vlan, w->src, st, &reason)) {
-		tr_hop_drop(w, st, reason);
+		tr_walk_drop(w, in_slot, reason);
 		return 0;
 	}
 	if (tr_mac_is_multicast(w->dst) || !tr_fdb_find(&v, in->bridge, w->vlan, w->dst, &egress, &slot))
 		goto flood;
 	if (egress == self) {
-		tr_hop_drop(w, st, TR_DROP_HAIRPIN);
+		tr_walk_drop(w, in_slot, TR_DROP_HAIRPIN);
 		return 0;
 	}
 	out = tr_port_of(egress);
 	if (!out || out->bridge != in->bridge || out->slot != slot) {
-		tr_hop_drop(w, st, TR_DROP_NO_EGRESS);
+		tr_walk_drop(w, in_slot, TR_DROP_NO_EGRESS);
 		return 0;
 	}
 	if (w->on && !tr_vlan_carries(out, w->vlan)) {
-		tr_hop_drop(w, st, TR_DROP_VLAN_EGRESS);
+		tr_walk_drop(w, in_slot, TR_DROP_VLAN_EGRESS);
 		return 0;
 	}
 	if (out->flags & TR_PORT_PATCH) {
@@ -732,8 +725,9 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 			tr_hop_tc(ctx, w, slot);
 	}
 	if (!w->nsel) {
-		/* A forward that a later bridge dropped was counted there. */
-		if (!w->unicast)
+		/* A frame a bridge of the walk dropped was counted there: a
+		 * drop, once, with its reason. */
+		if (!w->dropped)
 			tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
 		else
 			d->action = TR_ACT_DROP;

@@ -47,7 +47,7 @@ struct tr_walk {
 	__u32 last_slot, last_ifindex; /* the last of them */
 	__u32 unicast; /* every bridge forwarded it to one port: the path may be remembered */
 	__u32 head, tail;
-	__u32 pad2;
+	__u32 dropped; /* a bridge dropped it (or a copy of it), counted there */
 	__u16 queue[TR_MAX_PATCH_CHAIN]; /* bridges to visit: the patch slot each is entered by */
 	__u16 nhops;
 	__u16 pad;
@@ -88,12 +88,15 @@ static __always_inline void tr_walk_count(__u32 slot, __u32 wire)
 	}
 }
 
-static __always_inline void tr_walk_drop(__u32 slot, enum tr_drop_reason reason)
+/* The walk drops the frame (or a flood's copy) at slot, with a reason. */
+static __always_inline void tr_walk_drop(struct tr_walk *w, __u32 slot, enum tr_drop_reason reason)
 {
 	struct tr_port_stats *st = bpf_map_lookup_elem(&stats, &slot);
 
 	if (st && reason < TR_DROP__MAX)
 		st->drops[reason]++;
+	w->dropped = 1;
+	w->unicast = 0;
 }
 
 /*
@@ -113,12 +116,11 @@ static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out
 		return 0;
 	pp = tr_patch_of(slot);
 	if (!pp || !tr_patch_of(pp->peer)) {
-		tr_walk_drop(slot, TR_DROP_NO_EGRESS); /* its peer is not set up (yet) */
+		tr_walk_drop(w, slot, TR_DROP_NO_EGRESS); /* its peer is not set up (yet) */
 		return 0;
 	}
 	if (t >= TR_MAX_PATCH_CHAIN - 1) {
-		tr_walk_drop(slot, TR_DROP_PATCH_CHAIN);
-		w->unicast = 0;
+		tr_walk_drop(w, slot, TR_DROP_PATCH_CHAIN);
 		return -1;
 	}
 	tr_walk_count(slot, w->wire);

@@ -218,7 +218,7 @@ type TrestleTrWalk struct {
 	Unicast     uint32
 	Head        uint32
 	Tail        uint32
-	Pad2        uint32
+	Dropped     uint32
 	Queue       [16]uint16
 	Nhops       uint16
 	Pad         uint16

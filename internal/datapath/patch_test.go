@@ -3,6 +3,7 @@ package datapath
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"testing"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
@@ -158,6 +159,30 @@ func TestPatchChain(t *testing.T) {
 		r.run(1, ipv4(macC, macD)) // D on p1 too: its frame to C is a hairpin in br1
 		if got := r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_HAIRPIN); got != 1 {
 			t.Errorf("hairpin drops on p1 %d, want 1", got)
+		}
+
+		// Tables that disagree (br1 sends E to br2, br2 has E back towards
+		// br1): br2 drops it as a hairpin, counted once, on the patch port
+		// it came in by; the ingress port counts no drop of its own.
+		macE := net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0e}
+		if err := r.ns.Do(func() error {
+			if err := r.dp.AddFDB(FDBEntry{Bridge: 1, MAC: macE, Ifindex: PatchIfindex(10), Slot: 10, Static: true}); err != nil {
+				return err
+			}
+			return r.dp.AddFDB(FDBEntry{Bridge: 2, MAC: macE, Ifindex: PatchIfindex(11), Slot: 11, Static: true})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		r.wantVerdict(r.run(1, ipv4(macE, macA)), m.drop, "a hairpin in the next bridge")
+		if got := r.drops(11, tbpf.TrestleTrDropReasonTR_DROP_HAIRPIN); got != 1 {
+			t.Errorf("hairpin drops on br2's patch %d, want 1", got)
+		}
+		var other uint64
+		for _, n := range r.stats(1).Drops {
+			other += n
+		}
+		if other != 1 { // the hairpin of D above
+			t.Errorf("p1 counted %d drops, want only its own hairpin: a drop in a later bridge was counted twice", other)
 		}
 	})
 }
