@@ -630,3 +630,64 @@ func TestPatchChainStatic(t *testing.T) {
 		}
 	})
 }
+
+// TestPatchVLAN: VLAN-aware bridges joined by a trunk patch, br0 [h1
+// access 10, h2 access 20, patch trunk 10,20] - br1 [patch trunk 10,20, h3
+// access 10, h4 trunk 10,20]: a frame keeps its VLAN across the patch and
+// leaves each port as that port takes it. In xdp mode a flood that reaches
+// two ports is one broadcast whose devmap program untags each access
+// port's copy.
+func TestPatchVLAN(t *testing.T) {
+	forModes(t, func(t *testing.T, mode string) {
+		l := newSwlab(t, 4)
+		port := func(i int, vlans string) string {
+			return fmt.Sprintf("[[bridge.port]]\ninterface = %q\nmode = %q\n%s\n", portName(i), mode, vlans)
+		}
+		trunk := "trunk = [10, 20]\n"
+		l.writeConfig(fmt.Sprintf("[daemon]\nsocket = %q\n", l.sock) +
+			"[[bridge]]\nname = \"br0\"\n" + port(1, "vlan = 10") + port(2, "vlan = 20") + "[[bridge.port]]\npatch = \"br1\"\n" + trunk +
+			"[[bridge]]\nname = \"br1\"\n[[bridge.port]]\npatch = \"br0\"\n" + trunk + port(3, "vlan = 10") + port(4, trunk))
+		l.start()
+		caps := map[int]*testutil.Capturer{}
+		for i := 1; i <= 4; i++ {
+			caps[i] = l.host(i).Capture(t, "eth0")
+		}
+		h1, h2, h4 := hostMAC(1), hostMAC(2), hostMAC(4)
+		vlanRun(t, l, caps, []vcase{
+			{name: "b10", from: 1, frame: vframe(vlanBcast(), h1, "b10"), recv: map[int][]byte{
+				3: vframe(vlanBcast(), h1, "b10"),
+				4: vframe(vlanBcast(), h1, "b10", ctag(10)),
+			}},
+			{name: "b20", from: 2, frame: vframe(vlanBcast(), h2, "b20"), recv: map[int][]byte{
+				4: vframe(vlanBcast(), h2, "b20", ctag(20)),
+			}},
+			{name: "t10", from: 4, frame: vframe(vlanBcast(), h4, "t10", ctagP(3, 10)), recv: map[int][]byte{
+				1: vframe(vlanBcast(), h4, "t10"),
+				3: vframe(vlanBcast(), h4, "t10"),
+			}},
+			{name: "t20", from: 4, frame: vframe(vlanBcast(), h4, "t20", ctag(20)), recv: map[int][]byte{
+				2: vframe(vlanBcast(), h4, "t20"),
+			}},
+			// Known unicast across the patch, both ways.
+			{name: "a10-to-h4", from: 1, frame: vframe(h4, h1, "a10-to-h4"), recv: map[int][]byte{
+				4: vframe(h4, h1, "a10-to-h4", ctag(10)),
+			}},
+			{name: "t10-to-h1", from: 4, frame: vframe(h1, h4, "t10-to-h1", ctagP(5, 10)), recv: map[int][]byte{
+				1: vframe(h1, h4, "t10-to-h1"),
+			}},
+			{name: "t20-to-h2", from: 4, frame: vframe(h2, h4, "t20-to-h2", ctag(20)), recv: map[int][]byte{
+				2: vframe(h2, h4, "t20-to-h2"),
+			}},
+		})
+		// br1 learned h1 in VLAN 10 and h2 in VLAN 20, both on its patch.
+		for _, e := range l.fdb() {
+			if e.Bridge == "br1" && (e.MAC == h1.String() || e.MAC == h2.String()) {
+				want := map[string]uint16{h1.String(): 10, h2.String(): 20}[e.MAC]
+				if e.VLAN != want || e.Port != "patch-br0" {
+					t.Errorf("br1 learned %s as %+v, want VLAN %d on patch-br0", e.MAC, e, want)
+				}
+			}
+		}
+		l.stop()
+	})
+}
