@@ -63,6 +63,7 @@ struct tr_port_stats {
 	__u64 flooded;  /* frames this port sent to every other port of its bridge */
 	__u64 learned;  /* new addresses learned on this port */
 	__u64 moved;    /* addresses that moved to this port from another */
+	__u64 unlearned; /* frames from new sources forwarded without learning them (mac_limit_action "forward" at max_macs) */
 	__u64 drops[TR_DROP__MAX];
 };
 
@@ -98,6 +99,8 @@ struct tr_port {
 enum tr_port_flags {
 	TR_PORT_TRUNK = 1, /* carries the VLANs of its port_vlans bits tagged (pvid untagged) */
 	TR_PORT_PATCH = 2, /* a patch port: frames sent to it continue in its peer's bridge (lib/patch.h) */
+	TR_PORT_NO_LEARN = 4,      /* learning = false: no source is learned on it */
+	TR_PORT_LIMIT_FORWARD = 8, /* at max_macs, a new source's frame goes on unlearned (else it is dropped) */
 };
 
 /* A patch port, by slot: the port as a frame that enters its bridge through

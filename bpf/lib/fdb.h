@@ -118,9 +118,23 @@ static __always_inline void tr_src_remember(struct tr_table_view *v, __u32 ifind
 	m->until = v->now + refresh_ns / 2;
 }
 
+/* A new source on a port at its max_macs: dropped, or (mac_limit_action
+ * "forward") let through without being learned, and counted so. */
+static __always_inline int tr_at_limit(const struct tr_port *in, struct tr_port_stats *st,
+				       enum tr_drop_reason *reason)
+{
+	if (in->flags & TR_PORT_LIMIT_FORWARD) {
+		st->unlearned++;
+		return 0;
+	}
+	*reason = TR_DROP_MAC_LIMIT;
+	return -1;
+}
+
 /*
- * Learn the source address on the ingress port. Returns 0 to go on, or -1 with
- * *reason set when the frame must be dropped because of a limit.
+ * Learn the source address on the ingress port, unless the port learns
+ * nothing (learning = false). Returns 0 to go on, or -1 with *reason set
+ * when the frame must be dropped because of a limit.
  */
 static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_port *in,
 				    __u32 ifindex, const struct tr_bridge *br, __u16 vlan,
@@ -132,6 +146,8 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 	__u64 now = v->now;
 	__u32 old_slot;
 
+	if (in->flags & TR_PORT_NO_LEARN)
+		return 0;
 	if (tr_src_known(v, ifindex, in->bridge, vlan, src))
 		return 0;
 
@@ -147,10 +163,8 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		/* A static entry wins: the frame goes on, the table stays. */
 		if (e->flags & TR_FDB_STATIC)
 			return 0;
-		if (tr_port_full(in)) {
-			*reason = TR_DROP_MAC_LIMIT;
-			return -1;
-		}
+		if (tr_port_full(in))
+			return tr_at_limit(in, st, reason);
 		old_slot = e->slot;
 		nv.ifindex = ifindex;
 		nv.slot = in->slot;
@@ -169,10 +183,8 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		return 0;
 	}
 
-	if (tr_port_full(in)) {
-		*reason = TR_DROP_MAC_LIMIT;
-		return -1;
-	}
+	if (tr_port_full(in))
+		return tr_at_limit(in, st, reason);
 	if (tr_count_get(&bridge_macs, &bridge_macs_del, in->bridge) >= (__s32)br->max_entries) {
 		*reason = TR_DROP_TABLE_FULL;
 		return -1;

@@ -162,8 +162,10 @@ type TrestleTrPort struct {
 type TrestleTrPortFlags uint32
 
 const (
-	TrestleTrPortFlagsTR_PORT_TRUNK TrestleTrPortFlags = 1
-	TrestleTrPortFlagsTR_PORT_PATCH TrestleTrPortFlags = 2
+	TrestleTrPortFlagsTR_PORT_TRUNK         TrestleTrPortFlags = 1
+	TrestleTrPortFlagsTR_PORT_PATCH         TrestleTrPortFlags = 2
+	TrestleTrPortFlagsTR_PORT_NO_LEARN      TrestleTrPortFlags = 4
+	TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD TrestleTrPortFlags = 8
 )
 
 type TrestleTrPortStats struct {
@@ -175,6 +177,7 @@ type TrestleTrPortStats struct {
 	Flooded   uint64
 	Learned   uint64
 	Moved     uint64
+	Unlearned uint64
 	Drops     [15]uint64
 }
 

@@ -33,10 +33,12 @@ const (
 	PortTrunk  = uint16(TrestleTrPortFlagsTR_PORT_TRUNK)
 	BridgeVLAN = uint32(TrestleTrBridgeFlagsTR_BRIDGE_VLAN)
 
-	PortPatch     = uint16(TrestleTrPortFlagsTR_PORT_PATCH)
-	BridgePatch   = uint32(TrestleTrBridgeFlagsTR_BRIDGE_PATCH)
-	PatchIfindex  = uint32(TrestleTrPatchIfindexTR_PATCH_IFINDEX)
-	MaxPatchChain = int(TrestleTrLimitsTR_MAX_PATCH_CHAIN)
+	PortPatch        = uint16(TrestleTrPortFlagsTR_PORT_PATCH)
+	PortNoLearn      = uint16(TrestleTrPortFlagsTR_PORT_NO_LEARN)
+	PortLimitForward = uint16(TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD)
+	BridgePatch      = uint32(TrestleTrBridgeFlagsTR_BRIDGE_PATCH)
+	PatchIfindex     = uint32(TrestleTrPatchIfindexTR_PATCH_IFINDEX)
+	MaxPatchChain    = int(TrestleTrLimitsTR_MAX_PATCH_CHAIN)
 )
 
 // dropNames are the drop reasons as they appear in `trestle stats` and metric

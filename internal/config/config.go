@@ -103,6 +103,10 @@ const (
 	MaxPortsPerBridge = tbpf.MaxBridgePorts // ports of one bridge
 	MaxPorts          = tbpf.MaxPorts - 1   // all bridges together: slot 0 is no port
 	MaxVLANs          = tbpf.MaxVLANs       // distinct (bridge, VLAN) pairs of all bridges together
+	// A port's mac_limit_action.
+	LimitDrop    = "drop"
+	LimitForward = "forward"
+
 	// Bridges a frame may cross through patch ports in one program run
 	// (issue 12): the longest chain of bridges joined by patches.
 	MaxPatchChain = 16
@@ -163,6 +167,15 @@ type Port struct {
 	Interface string    // "" for a patch port
 	Mode      mode.Mode // auto, xdp or tc; auto for a patch port, which has none
 	MaxMACs   int       // key max_macs; 0 = unlimited
+	// Key learning (default true): false learns no address on the port;
+	// its frames are still forwarded, and frames to the stations behind it
+	// flood.
+	NoLearning bool
+	// Key mac_limit_action: what a frame from a new source gets when the
+	// port is at max_macs: dropped ("drop", the default: port security),
+	// or forwarded without its source learned ("forward", LimitForward
+	// true: the Linux bridge's way).
+	LimitForward bool
 	// Key patch: the peer bridge, which has a patch port back to this
 	// one; "" for an interface port.
 	Patch string
@@ -884,6 +897,18 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			if n, ok := c.integer(v, f, 0, maxTableSize); ok {
 				p.MaxMACs = int(n)
 			}
+		case "learning":
+			if b, ok := c.boolean(v, f); ok {
+				p.NoLearning = !b
+			}
+		case "mac_limit_action":
+			if s, ok := c.str(v, f); ok {
+				if s != LimitDrop && s != LimitForward {
+					c.errorf(v.line, f, "%q is not %q (frames from new sources at max_macs are dropped) or %q (forwarded without learning)", s, LimitDrop, LimitForward)
+					break
+				}
+				p.LimitForward = s == LimitForward
+			}
 		case "vlan":
 			n, ok := c.integer(v, f, 1, maxVLAN)
 			p.VLAN, vlansOK = uint16(n), vlansOK && ok
@@ -913,6 +938,11 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 		// too long to take the prefix.
 		if why := ifnameProblem(p.Name); why != "" && validBridgeName(p.Patch) {
 			c.errorf(t.line, field+".name", "the default name %q is not a valid port name: %s; set name", p.Name, why)
+		}
+	}
+	if la, ok := t.vals["mac_limit_action"]; ok {
+		if _, hasMax := t.vals["max_macs"]; !hasMax || p.MaxMACs == 0 {
+			c.errorf(la.line, field+".mac_limit_action", "says what happens at max_macs, which the port does not set (or sets to 0, no limit)")
 		}
 	}
 	vlan, hasVLAN := t.vals["vlan"]
@@ -1150,6 +1180,14 @@ func (c *checker) elements(v *value, field string) (elems []*value, ok bool) {
 		}
 	}
 	return v.elems, true
+}
+
+func (c *checker) boolean(v *value, field string) (bool, bool) {
+	if v.kind != unstable.Bool {
+		c.errorf(v.line, field, "must be true or false")
+		return false, false
+	}
+	return v.data == "true", true
 }
 
 func (c *checker) str(v *value, field string) (string, bool) {

@@ -1225,3 +1225,30 @@ func TestPortName(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePortPolicies: learning and mac_limit_action (issue 13).
+func TestParsePortPolicies(t *testing.T) {
+	cfg, err := Parse("t.toml", doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `learning = false`,
+		`[[bridge.port]]`, `interface = "p2"`, `max_macs = 2`, `mac_limit_action = "forward"`,
+		`[[bridge.port]]`, `interface = "p3"`, `max_macs = 2`, `mac_limit_action = "drop"`, `learning = true`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := cfg.Bridges[0].Ports
+	if !ps[0].NoLearning || ps[0].LimitForward || ps[1].NoLearning || !ps[1].LimitForward || ps[2].NoLearning || ps[2].LimitForward {
+		t.Errorf("ports %+v", ps)
+	}
+	checkErrors(t, doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `learning = "no"`, // 3-5
+		`[[bridge.port]]`, `interface = "p2"`, `max_macs = 2`, `mac_limit_action = "flood"`, // 6-9
+		`[[bridge.port]]`, `interface = "p3"`, `mac_limit_action = "forward"`, // 10-12
+	), []string{
+		`t.toml:5: bridge[0].port[0].learning: must be true or false`,
+		`t.toml:9: bridge[0].port[1].mac_limit_action: "flood" is not "drop" (frames from new sources at max_macs are dropped) or "forward" (forwarded without learning)`,
+		`t.toml:12: bridge[0].port[2].mac_limit_action: says what happens at max_macs, which the port does not set (or sets to 0, no limit)`,
+	})
+}

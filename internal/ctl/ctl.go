@@ -70,16 +70,19 @@ type FDBEntry struct {
 
 // PortStats is one port of `trestle stats --json`.
 type PortStats struct {
-	Bridge    string            `json:"bridge"`
-	Port      string            `json:"port"`
-	Mode      string            `json:"mode"`
-	RxPackets uint64            `json:"rx_packets"`
-	RxBytes   uint64            `json:"rx_bytes"`
-	TxPackets uint64            `json:"tx_packets"`
-	TxBytes   uint64            `json:"tx_bytes"`
-	Flooded   uint64            `json:"flooded"`
-	Learned   uint64            `json:"learned"`
-	Moved     uint64            `json:"moved"`
+	Bridge    string `json:"bridge"`
+	Port      string `json:"port"`
+	Mode      string `json:"mode"`
+	RxPackets uint64 `json:"rx_packets"`
+	RxBytes   uint64 `json:"rx_bytes"`
+	TxPackets uint64 `json:"tx_packets"`
+	TxBytes   uint64 `json:"tx_bytes"`
+	Flooded   uint64 `json:"flooded"`
+	Learned   uint64 `json:"learned"`
+	Moved     uint64 `json:"moved"`
+	// Unlearned: frames from new sources forwarded without learning them
+	// (mac_limit_action "forward", at max_macs).
+	Unlearned uint64            `json:"unlearned"`
 	Drops     map[string]uint64 `json:"drops"`
 }
 
@@ -121,8 +124,12 @@ type PortStatus struct {
 	Config  string `json:"config_mode,omitempty"`
 	Reason  string `json:"reason"` // why this mode, or why down
 	MaxMACs int    `json:"max_macs"`
-	MACs    int    `json:"macs"`
-	Peer    string `json:"peer,omitempty"` // what the daemon did to the veth peer
+	// Port policies: learning (false: no source learned on the port),
+	// and at max_macs "drop" or "forward" (new sources unlearned).
+	Learning       bool   `json:"learning"`
+	MACLimitAction string `json:"mac_limit_action,omitempty"`
+	MACs           int    `json:"macs"`
+	Peer           string `json:"peer,omitempty"` // what the daemon did to the veth peer
 	// On a VLAN-aware bridge: the access VLAN, or the VLANs a trunk
 	// carries ("10,20,100-199") and its native VLAN (0: none).
 	VLAN   uint16 `json:"vlan,omitempty"`

@@ -78,7 +78,14 @@ func (d *Daemon) status() (ctl.Status, error) {
 	for _, b := range bs {
 		bst := ctl.BridgeStatus{Name: b.cfg.Name, ID: b.id, VLANAware: b.cfg.VLANAware(), AgingSeconds: b.cfg.Aging.Seconds(), MaxEntries: b.cfg.MaxEntries, Entries: entries[b.id], Ports: []ctl.PortStatus{}}
 		for _, p := range b.ports {
-			ps := ctl.PortStatus{Name: p.name(), Interface: p.cfg.Interface, Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state()}
+			ps := ctl.PortStatus{Name: p.name(), Interface: p.cfg.Interface, Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state(),
+				Learning: !p.cfg.NoLearning}
+			if p.cfg.MaxMACs > 0 {
+				ps.MACLimitAction = config.LimitDrop
+				if p.cfg.LimitForward {
+					ps.MACLimitAction = config.LimitForward
+				}
+			}
 			if p.cfg.IsPatch() {
 				ps.Patch, ps.Mode, ps.Config = p.cfg.Patch, "", ""
 				if n, err := d.dp.PortMACs(p.slot); err == nil {
@@ -144,7 +151,7 @@ func (d *Daemon) stats(only string) ([]ctl.PortStats, error) {
 			out = append(out, ctl.PortStats{
 				Bridge: b.cfg.Name, Port: p.name(), Mode: m,
 				RxPackets: s.RxPackets, RxBytes: s.RxBytes, TxPackets: s.TxPackets, TxBytes: s.TxBytes,
-				Flooded: s.Flooded, Learned: s.Learned, Moved: s.Moved, Drops: dropMap(s),
+				Flooded: s.Flooded, Learned: s.Learned, Moved: s.Moved, Unlearned: s.Unlearned, Drops: dropMap(s),
 			})
 		}
 	}

@@ -77,6 +77,7 @@ func (p *portState) info() *datapath.PortInfo {
 	}
 	info := p.vlanInfo()
 	info.MaxMACs = uint32(p.cfg.MaxMACs)
+	info.NoLearning, info.LimitForward = p.cfg.NoLearning, p.cfg.LimitForward
 	if p.peer != nil {
 		info.Peer = p.peer.slot
 	}

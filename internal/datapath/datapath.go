@@ -248,12 +248,17 @@ type PortInfo struct {
 	// bridge (0: an interface's port). A patch port's Ifindex is
 	// PatchIfindex(Slot).
 	Peer uint16
+	// Port policies: NoLearning learns no source on the port;
+	// LimitForward lets a new source's frames through unlearned at MaxMACs
+	// (else they are dropped).
+	NoLearning, LimitForward bool
 }
 
 // Equal says whether two ports are the same in every field.
 func (p PortInfo) Equal(q PortInfo) bool {
 	return p.Ifindex == q.Ifindex && p.Bridge == q.Bridge && p.Slot == q.Slot && p.MaxMACs == q.MaxMACs &&
-		p.PVID == q.PVID && p.Trunk == q.Trunk && slices.Equal(p.VLANs, q.VLANs) && p.Peer == q.Peer
+		p.PVID == q.PVID && p.Trunk == q.Trunk && slices.Equal(p.VLANs, q.VLANs) && p.Peer == q.Peer &&
+		p.NoLearning == q.NoLearning && p.LimitForward == q.LimitForward
 }
 
 // Carries says whether the port carries vid on a VLAN-aware bridge.

@@ -40,6 +40,12 @@ func (d *Datapath) SetPort(p PortInfo) error {
 	if p.Trunk {
 		v.Flags |= tbpf.PortTrunk
 	}
+	if p.NoLearning {
+		v.Flags |= tbpf.PortNoLearn
+	}
+	if p.LimitForward {
+		v.Flags |= tbpf.PortLimitForward
+	}
 	if IsPatchIfindex(p.Ifindex) {
 		return d.setPatch(p, v)
 	}
@@ -88,7 +94,8 @@ func (d *Datapath) Port(ifindex uint32) (PortInfo, bool, error) {
 
 // portInfo reads a port's value, and a trunk's VLANs.
 func (d *Datapath) portInfo(ifindex uint32, v tbpf.Port) (PortInfo, bool, error) {
-	p := PortInfo{Ifindex: ifindex, Bridge: v.Bridge, Slot: v.Slot, MaxMACs: v.MaxMacs, PVID: v.Pvid}
+	p := PortInfo{Ifindex: ifindex, Bridge: v.Bridge, Slot: v.Slot, MaxMACs: v.MaxMacs, PVID: v.Pvid,
+		NoLearning: v.Flags&tbpf.PortNoLearn != 0, LimitForward: v.Flags&tbpf.PortLimitForward != 0}
 	if v.Flags&tbpf.PortTrunk != 0 {
 		var bits tbpf.PortVLANs
 		if err := d.objs.PortVlans.Lookup(uint32(v.Slot), &bits); err != nil {
@@ -222,6 +229,7 @@ func (d *Datapath) slotStats(slot uint16) (tbpf.PortStats, error) {
 		sum.Flooded += s.Flooded
 		sum.Learned += s.Learned
 		sum.Moved += s.Moved
+		sum.Unlearned += s.Unlearned
 		for i := range s.Drops {
 			sum.Drops[i] += s.Drops[i]
 		}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/trestle/trestle/internal/testutil"
+)
+
+// TestPortPolicies (issue 13), both modes: a port with learning = false
+// forwards but is never learned on; a port at max_macs with
+// mac_limit_action = "forward" lets a new source through unlearned and
+// counts it; show says both.
+func TestPortPolicies(t *testing.T) {
+	forModes(t, func(t *testing.T, mode string) {
+		l := newSwlab(t, 3)
+		l.writeConfig(l.config("", func(i int) string {
+			extra := map[int]string{1: "learning = false\n", 2: "max_macs = 1\nmac_limit_action = \"forward\"\n"}[i]
+			return fmt.Sprintf("mode = %q\n%s", mode, extra)
+		}))
+		l.start()
+		l.pingAll()
+		if e, ok := l.fdbEntry(hostMAC(1)); ok {
+			t.Errorf("h1 learned on a port with learning off: %+v", e)
+		}
+		for _, i := range []int{2, 3} {
+			if e, ok := l.fdbEntry(hostMAC(i)); !ok || e.Port != portName(i) {
+				t.Errorf("h%d: %+v (found %v)", i, e, ok)
+			}
+		}
+
+		caps := map[int]*testutil.Capturer{}
+		for i := 1; i <= 3; i++ {
+			caps[i] = l.host(i).Capture(t, "eth0")
+		}
+		other := net.HardwareAddr{0x02, 0x77, 0, 0, 0, 2}
+		before := l.stats(portName(2))
+		vlanRun(t, l, caps, []vcase{
+			// A second source behind port-h2 (at max_macs 1): forwarded.
+			{name: "second", from: 2, frame: vframe(vlanBcast(), other, "second"), recv: map[int][]byte{
+				1: vframe(vlanBcast(), other, "second"),
+				3: vframe(vlanBcast(), other, "second"),
+			}},
+			// To h1, never learned: flooded to h1 and h3.
+			{name: "to-h1", from: 3, frame: vframe(hostMAC(1), hostMAC(3), "to-h1"), recv: map[int][]byte{
+				1: vframe(hostMAC(1), hostMAC(3), "to-h1"),
+				2: vframe(hostMAC(1), hostMAC(3), "to-h1"),
+			}},
+		})
+		if _, ok := l.fdbEntry(other); ok {
+			t.Errorf("the source over max_macs was learned")
+		}
+		after := l.stats(portName(2))
+		if after.Unlearned != before.Unlearned+1 || after.Drops["mac_limit"] != before.Drops["mac_limit"] {
+			t.Errorf("port-h2: unlearned %d -> %d, mac_limit drops %d -> %d; want one more unlearned, no drop", before.Unlearned, after.Unlearned, before.Drops["mac_limit"], after.Drops["mac_limit"])
+		}
+		for _, p := range l.show().Bridges[0].Ports {
+			switch p.Name {
+			case portName(1):
+				if p.Learning || p.MACLimitAction != "" {
+					t.Errorf("show %s: learning %v, mac_limit_action %q; want false, none", p.Name, p.Learning, p.MACLimitAction)
+				}
+			case portName(2):
+				if !p.Learning || p.MACLimitAction != "forward" {
+					t.Errorf("show %s: learning %v, mac_limit_action %q; want true, forward", p.Name, p.Learning, p.MACLimitAction)
+				}
+			}
+		}
+		l.stop()
+	})
+}
