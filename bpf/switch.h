@@ -78,6 +78,19 @@ static __always_inline const struct tr_port *tr_port_of(__u32 ifindex)
 	return bpf_map_lookup_elem(&ports, &ifindex);
 }
 
+/* The port flags that keep a flooded frame to dst, from a port with flags
+ * in_flags, off a port (port policies): the flood switch of its kind, and
+ * protection when it came from a protected port. */
+static __always_inline __u16 tr_flood_deny(__u16 in_flags, const __u8 *dst)
+{
+	__u16 deny = TR_PORT_NO_FLOOD;
+
+	if (tr_mac_is_multicast(dst))
+		deny = (dst[0] & dst[1] & dst[2] & dst[3] & dst[4] & dst[5]) == 0xff ? TR_PORT_NO_BFLOOD
+										 : TR_PORT_NO_MFLOOD;
+	return deny | (in_flags & TR_PORT_PROTECTED);
+}
+
 /* The live copy of a bridge (lib/maps.h), or NULL. */
 static __always_inline const struct tr_bridge *tr_bridge_of(__u32 bridge)
 {
@@ -198,6 +211,10 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	out = tr_port_of(egress);
 	if (!out || out->bridge != bridge || out->slot != slot) {
 		tr_drop(d, st, TR_DROP_NO_EGRESS);
+		return;
+	}
+	if (in->flags & out->flags & TR_PORT_PROTECTED) {
+		tr_drop(d, st, TR_DROP_PROTECTED);
 		return;
 	}
 	d->action = TR_ACT_FORWARD;

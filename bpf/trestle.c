@@ -257,11 +257,29 @@ static __always_inline int tr_flood_xdp(struct xdp_md *ctx, struct tr_pkt *p, st
 	return XDP_REDIRECT;
 }
 
+/* XDP flood in a bridge with port policies that is not VLAN-aware: the
+ * frame as it is, over the program flood set, whose devmap program keeps
+ * the copies off the ports that refuse them and counts the others. Apart
+ * from tr_flood_xdp, whose code a bridge without policies runs as before. */
+static __always_inline int tr_flood_xdp_policy(struct xdp_md *ctx, struct tr_decision *d)
+{
+	void *flood = bpf_map_lookup_elem(&vlan_floods, &d->bridge);
+
+	if (!flood || !d->br || d->br->nports < 2 ||
+	    bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS) != XDP_REDIRECT) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return XDP_DROP;
+	}
+	return XDP_REDIRECT;
+}
+
 /*
- * The devmap program of a VLAN-aware bridge's flood set: it runs on each
- * copy of a flooded frame, which arrives tagged with its VLAN, for the port
- * the copy is about to leave by. A port that does not carry the VLAN gets
- * nothing; one that takes it untagged gets it without the tag.
+ * The devmap program of the flood set of a bridge that is VLAN-aware or has
+ * port policies: it runs on each copy of a flooded frame, for the port the
+ * copy is about to leave by. A port that refuses the frame's kind of flood,
+ * or is protected as the ingress is, gets nothing. In a VLAN-aware bridge
+ * the copy arrives tagged with its VLAN: a port that does not carry the
+ * VLAN gets nothing, one that takes it untagged gets it without the tag.
  */
 SEC("xdp/devmap")
 int trestle_vlan_egress(struct xdp_md *ctx)
@@ -270,18 +288,28 @@ int trestle_vlan_egress(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct tr_vlan_hdr *vh = (void *)(eth + 1);
-	const struct tr_port *out;
+	const struct tr_port *out, *in;
 	struct tr_vlan_entry *v;
 	__u32 wire;
 	__u16 vid;
 
+	if ((void *)(eth + 1) > data_end)
+		return XDP_DROP;
+	out = tr_port_of(ctx->egress_ifindex);
+	in = tr_port_of(ctx->ingress_ifindex);
+	if (!out || !in || (out->flags & tr_flood_deny(in->flags, eth->h_dest)))
+		return XDP_DROP;
+	wire = data_end - data;
+	if (!out->pvid && !(out->flags & TR_PORT_TRUNK)) {
+		/* Not VLAN-aware: the frame leaves as it came. */
+		tr_count_tx(tr_stats(out->slot), wire);
+		return XDP_PASS;
+	}
 	if ((void *)(vh + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_8021Q))
 		return XDP_DROP;
 	vid = bpf_ntohs(vh->tci) & 0x0fff;
-	out = tr_port_of(ctx->egress_ifindex);
-	if (!out || !tr_vlan_carries(out, vid))
+	if (!tr_vlan_carries(out, vid))
 		return XDP_DROP;
-	wire = data_end - data;
 	if (tr_vlan_untagged_on(out, vid)) {
 		if (tr_xdp_pop(ctx))
 			return XDP_DROP;
@@ -335,12 +363,23 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
  * changed in place for the copy and stays so for the next; pcp is the
  * priority the frame came in with, for a tag an earlier copy took off. A global
  * function, verified once rather than at each of the loop's 64 calls.
- * last: no clone, the caller redirects the frame itself.
- * Returns 0: not a member, 1: sent (or ready to be), -1: could not.
+ * opts: the priority (bits 12-15), TR_COPY_LAST (no clone: the caller
+ * redirects the frame itself), and the port flags that keep the copy off
+ * the port (bits 16-31, tr_flood_deny). vid 0: the bridge is not
+ * VLAN-aware, the copy leaves as it is.
+ * Returns 0: not for this port, 1: sent (or ready to be), -1: could not.
  */
-__attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex, __u32 vid,
-					   __u32 pcp, __u32 last)
+#define TR_COPY_LAST 1
+
+static __always_inline __u32 tr_copy_opts(__u32 pcp, __u32 last, __u16 deny)
 {
+	return (pcp & 0xf000) | (last ? TR_COPY_LAST : 0) | ((__u32)deny << 16);
+}
+
+__attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex, __u32 vid,
+					   __u32 opts)
+{
+	__u32 pcp = opts & 0xf000, last = opts & TR_COPY_LAST;
 	struct tr_tag t = {};
 	const struct tr_port *out;
 	struct tr_vlan_entry *v;
@@ -350,7 +389,15 @@ __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex,
 	if (!skb)
 		return -1;
 	out = tr_port_of(ifindex);
-	if (!out || !tr_vlan_carries(out, vid))
+	if (!out || (out->flags & (opts >> 16)))
+		return 0;
+	if (!vid) {
+		if (!last && bpf_clone_redirect(skb, ifindex, 0))
+			return -1;
+		tr_count_tx(tr_stats(out->slot), skb->len + (skb->vlan_present ? TR_VLAN_HLEN : 0));
+		return 1;
+	}
+	if (!tr_vlan_carries(out, vid))
 		return 0;
 	t.vid = vid;
 	t.tci = pcp & 0xf000; /* the frame's priority, if an earlier copy took its tag off */
@@ -371,15 +418,26 @@ __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex,
 	return 1;
 }
 
-/* tc flood, VLAN-aware: a clone to each member, each tagged for its port;
- * the original is consumed. */
+/* tc flood, VLAN-aware or with port policies: a clone to each port the
+ * frame may leave by, each tagged for its port; the original is consumed. */
 static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt *p,
 					    struct tr_decision *d)
 {
-	if (!d->br || d->tag.members < 2) {
+	__u32 opts, vid = d->tag.on ? d->tag.vid : 0;
+	__u16 deny = 0;
+
+	if (!d->br || !d->eth || (d->tag.on && d->tag.members < 2) || d->br->nports < 2) {
 		tr_count_drop(d->in_st, TR_DROP_NO_EGRESS);
 		return TC_ACT_SHOT;
 	}
+	/* Before the first clone, which ends every pointer into the frame. */
+	if (d->br->flags & TR_BRIDGE_POLICY) {
+		/* Looked up again here, so that no other path keeps it. */
+		const struct tr_port *in = tr_port_of(p->ifindex);
+
+		deny = tr_flood_deny(in ? in->flags : 0, d->eth->h_dest);
+	}
+	opts = tr_copy_opts(d->tag.ctag ? d->tag.tci : 0, 0, deny);
 	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
 		__u32 ifindex;
 
@@ -388,7 +446,7 @@ static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt
 		ifindex = d->br->ports[i].ifindex;
 		if (ifindex == p->ifindex)
 			continue;
-		if (tr_vlan_copy(skb, ifindex, d->tag.vid, d->tag.ctag ? d->tag.tci : 0, 0) < 0)
+		if (tr_vlan_copy(skb, ifindex, vid, opts) < 0)
 			tr_count_drop(d->in_st, TR_DROP_NO_EGRESS);
 	}
 	return TC_ACT_STOLEN;
@@ -403,7 +461,7 @@ static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *
 {
 	if (w->nsel) {
 		if (w->on) {
-			if (tr_vlan_copy(skb, w->last_ifindex, w->vlan, w->pcp, 0) < 0)
+			if (tr_vlan_copy(skb, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 0, 0)) < 0)
 				tr_walk_drop(w, w->in_slot, TR_DROP_NO_EGRESS);
 		} else if (bpf_clone_redirect(skb, w->last_ifindex, 0)) {
 			tr_walk_drop(w, w->in_slot, TR_DROP_NO_EGRESS);
@@ -420,10 +478,15 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 				   __u32 except)
 {
 	const struct tr_bridge *br = tr_bridge_of(bridge);
-	const struct tr_port *out;
+	const struct tr_port *out, *in;
+	__u16 deny = 0;
 
 	if (!br || !w)
 		return 0;
+	if (br->flags & TR_BRIDGE_POLICY) {
+		in = tr_port_of(except);
+		deny = tr_flood_deny(in ? in->flags : 0, w->dst);
+	}
 	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
 		__u32 ifindex, slot;
 
@@ -435,13 +498,13 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 			continue;
 		if (tr_is_patch(ifindex)) {
 			out = tr_port_of(ifindex);
-			if (out)
+			if (out && !(out->flags & deny))
 				tr_cross(w, out, slot);
 			continue;
 		}
-		if (w->on) {
+		if (w->on || deny) {
 			out = tr_port_of(ifindex);
-			if (!out || !tr_vlan_carries(out, w->vlan))
+			if (!out || (out->flags & deny) || (w->on && !tr_vlan_carries(out, w->vlan)))
 				continue;
 		}
 		if (xdp)
@@ -514,6 +577,10 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	}
 	if (w->on && !tr_vlan_carries(out, w->vlan)) {
 		tr_walk_drop(w, in_slot, TR_DROP_VLAN_EGRESS);
+		return 0;
+	}
+	if (in->flags & out->flags & TR_PORT_PROTECTED) {
+		tr_walk_drop(w, in_slot, TR_DROP_PROTECTED);
 		return 0;
 	}
 	if (out->flags & TR_PORT_PATCH) {
@@ -744,7 +811,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 		if (!xdp && w->nsel > 1 && w->on) {
 			/* tc: the frame itself is the last copy; earlier copies
 			 * changed its tag. */
-			if (tr_vlan_copy(ctx, w->last_ifindex, w->vlan, w->pcp, 1) < 0) {
+			if (tr_vlan_copy(ctx, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 1, 0)) < 0) {
 				tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
 				return TC_ACT_SHOT;
 			}
@@ -774,9 +841,11 @@ static __always_inline int tr_run(void *ctx, const int xdp)
 	case TR_ACT_FLOOD:
 		if (d.br->flags & TR_BRIDGE_PATCH)
 			return tr_walk(ctx, xdp, &p, &d);
+		if (xdp && !d.tag.on && (d.br->flags & TR_BRIDGE_POLICY))
+			return tr_flood_xdp_policy(ctx, &d);
 		if (xdp)
 			return tr_flood_xdp(ctx, &p, &d);
-		if (d.tag.on)
+		if (d.tag.on || (d.br->flags & TR_BRIDGE_POLICY))
 			return tr_flood_tc_vlan(ctx, &p, &d);
 		return tr_flood_tc(ctx, &p, &d);
 	default:

@@ -51,6 +51,7 @@ enum tr_drop_reason {
 	TR_DROP_VLAN_NOT_CARRIED, /* tagged frame of a VLAN its trunk does not carry */
 	TR_DROP_VLAN_EGRESS,   /* the egress port does not carry the frame's VLAN, or its tag could not be written */
 	TR_DROP_PATCH_CHAIN,   /* crossing this patch would take the frame through more than TR_MAX_PATCH_CHAIN bridges */
+	TR_DROP_PROTECTED,     /* known unicast from a protected port to another protected port */
 	TR_DROP__MAX,
 };
 
@@ -101,6 +102,10 @@ enum tr_port_flags {
 	TR_PORT_PATCH = 2, /* a patch port: frames sent to it continue in its peer's bridge (lib/patch.h) */
 	TR_PORT_NO_LEARN = 4,      /* learning = false: no source is learned on it */
 	TR_PORT_LIMIT_FORWARD = 8, /* at max_macs, a new source's frame goes on unlearned (else it is dropped) */
+	TR_PORT_PROTECTED = 16,    /* exchanges no frame with another protected port */
+	TR_PORT_NO_FLOOD = 32,     /* flood = false: no unknown unicast flooded out of it */
+	TR_PORT_NO_MFLOOD = 64,    /* mcast_flood = false: no multicast flooded out of it */
+	TR_PORT_NO_BFLOOD = 128,   /* bcast_flood = false: no broadcast flooded out of it */
 };
 
 /* A patch port, by slot: the port as a frame that enters its bridge through
@@ -187,6 +192,7 @@ struct tr_bridge {
 enum tr_bridge_flags {
 	TR_BRIDGE_VLAN = 1,  /* VLAN-aware: frames are classified into its ports' VLANs */
 	TR_BRIDGE_PATCH = 2, /* has patch ports: its floods may continue in other bridges */
+	TR_BRIDGE_POLICY = 4, /* a port is protected or refuses a kind of flood: floods check each port */
 };
 
 /* The VLANs a trunk port carries, one bit per VID, by port slot. */

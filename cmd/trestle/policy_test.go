@@ -70,3 +70,54 @@ func TestPortPolicies(t *testing.T) {
 		l.stop()
 	})
 }
+
+// TestPortProtectionAndFloods (issue 13), both modes: h1 and h2 protected,
+// h3 with flood = false, h4 with mcast_flood and bcast_flood = false.
+// Protected ports exchange nothing with each other and everything with
+// the others; each flood switch keeps exactly its kind of flood off its
+// port, and known unicast still reaches it.
+func TestPortProtectionAndFloods(t *testing.T) {
+	forModes(t, func(t *testing.T, mode string) {
+		l := newSwlab(t, 4)
+		l.writeConfig(l.config("", func(i int) string {
+			extra := map[int]string{1: "protected = true\n", 2: "protected = true\n", 3: "flood = false\n",
+				4: "mcast_flood = false\nbcast_flood = false\n"}[i]
+			return fmt.Sprintf("mode = %q\n%s", mode, extra)
+		}))
+		l.start()
+		caps := map[int]*testutil.Capturer{}
+		for i := 1; i <= 4; i++ {
+			caps[i] = l.host(i).Capture(t, "eth0")
+		}
+		h := hostMAC
+		c := func(name string, from int, dst net.HardwareAddr, to ...int) vcase {
+			f := vframe(dst, h(from), name)
+			vc := vcase{name: name, from: from, frame: f, recv: map[int][]byte{}}
+			for _, i := range to {
+				vc.recv[i] = f
+			}
+			return vc
+		}
+		blocked := c("u12", 1, h(2))
+		blocked.reason = "protected"
+		vlanRun(t, l, caps, []vcase{
+			c("b1", 1, vlanBcast(), 3),
+			c("b2", 2, vlanBcast(), 3),
+			c("b3", 3, vlanBcast(), 1, 2),
+			c("b4", 4, vlanBcast(), 1, 2, 3),
+			blocked,
+			c("u13", 1, h(3), 3),
+			c("u31", 3, h(1), 1),
+			c("u34", 3, h(4), 4),
+			c("unk1", 1, vlanUnknown(), 4),
+			c("unk4", 4, vlanUnknown(), 1, 2),
+			c("m1", 1, vlanMcast(), 3),
+			c("m3", 3, vlanMcast(), 1, 2),
+		})
+		ports := l.show().Bridges[0].Ports
+		if !ports[0].Protected || ports[2].Flood || !ports[2].BcastFlood || ports[3].McastFlood || ports[3].BcastFlood || !ports[3].Flood {
+			t.Errorf("show: %+v", ports)
+		}
+		l.stop()
+	})
+}

@@ -26,8 +26,9 @@ type TrestleTrBridge struct {
 type TrestleTrBridgeFlags uint32
 
 const (
-	TrestleTrBridgeFlagsTR_BRIDGE_VLAN  TrestleTrBridgeFlags = 1
-	TrestleTrBridgeFlagsTR_BRIDGE_PATCH TrestleTrBridgeFlags = 2
+	TrestleTrBridgeFlagsTR_BRIDGE_VLAN   TrestleTrBridgeFlags = 1
+	TrestleTrBridgeFlagsTR_BRIDGE_PATCH  TrestleTrBridgeFlags = 2
+	TrestleTrBridgeFlagsTR_BRIDGE_POLICY TrestleTrBridgeFlags = 4
 )
 
 type TrestleTrBridgePort struct {
@@ -99,7 +100,8 @@ const (
 	TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED TrestleTrDropReason = 12
 	TrestleTrDropReasonTR_DROP_VLAN_EGRESS      TrestleTrDropReason = 13
 	TrestleTrDropReasonTR_DROP_PATCH_CHAIN      TrestleTrDropReason = 14
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 15
+	TrestleTrDropReasonTR_DROP_PROTECTED        TrestleTrDropReason = 15
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 16
 )
 
 type TrestleTrFdbFlags uint32
@@ -166,6 +168,10 @@ const (
 	TrestleTrPortFlagsTR_PORT_PATCH         TrestleTrPortFlags = 2
 	TrestleTrPortFlagsTR_PORT_NO_LEARN      TrestleTrPortFlags = 4
 	TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD TrestleTrPortFlags = 8
+	TrestleTrPortFlagsTR_PORT_PROTECTED     TrestleTrPortFlags = 16
+	TrestleTrPortFlagsTR_PORT_NO_FLOOD      TrestleTrPortFlags = 32
+	TrestleTrPortFlagsTR_PORT_NO_MFLOOD     TrestleTrPortFlags = 64
+	TrestleTrPortFlagsTR_PORT_NO_BFLOOD     TrestleTrPortFlags = 128
 )
 
 type TrestleTrPortStats struct {
@@ -178,7 +184,7 @@ type TrestleTrPortStats struct {
 	Learned   uint64
 	Moved     uint64
 	Unlearned uint64
-	Drops     [15]uint64
+	Drops     [16]uint64
 }
 
 type TrestleTrPortVlans struct {

@@ -36,6 +36,11 @@ const (
 	PortPatch        = uint16(TrestleTrPortFlagsTR_PORT_PATCH)
 	PortNoLearn      = uint16(TrestleTrPortFlagsTR_PORT_NO_LEARN)
 	PortLimitForward = uint16(TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD)
+	PortProtected    = uint16(TrestleTrPortFlagsTR_PORT_PROTECTED)
+	PortNoFlood      = uint16(TrestleTrPortFlagsTR_PORT_NO_FLOOD)
+	PortNoMcastFlood = uint16(TrestleTrPortFlagsTR_PORT_NO_MFLOOD)
+	PortNoBcastFlood = uint16(TrestleTrPortFlagsTR_PORT_NO_BFLOOD)
+	BridgePolicy     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_POLICY)
 	BridgePatch      = uint32(TrestleTrBridgeFlagsTR_BRIDGE_PATCH)
 	PatchIfindex     = uint32(TrestleTrPatchIfindexTR_PATCH_IFINDEX)
 	MaxPatchChain    = int(TrestleTrLimitsTR_MAX_PATCH_CHAIN)
@@ -60,6 +65,7 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_VLAN_EGRESS:      "vlan_egress",
 	TrestleTrDropReasonTR_DROP_NO_BRIDGE:        "no_bridge",
 	TrestleTrDropReasonTR_DROP_PATCH_CHAIN:      "patch_chain",
+	TrestleTrDropReasonTR_DROP_PROTECTED:        "protected",
 }
 
 func (r DropReason) String() string {

@@ -176,6 +176,13 @@ type Port struct {
 	// or forwarded without its source learned ("forward", LimitForward
 	// true: the Linux bridge's way).
 	LimitForward bool
+	// Key protected: the port exchanges no frame (unicast or flood) with
+	// another protected port of its bridge; it does with the others.
+	Protected bool
+	// Keys flood, mcast_flood, bcast_flood (default true): false keeps
+	// unknown unicast, multicast, broadcast floods off the port; known
+	// unicast still reaches it.
+	NoFlood, NoMcastFlood, NoBcastFlood bool
 	// Key patch: the peer bridge, which has a patch port back to this
 	// one; "" for an interface port.
 	Patch string
@@ -900,6 +907,14 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 		case "learning":
 			if b, ok := c.boolean(v, f); ok {
 				p.NoLearning = !b
+			}
+		case "protected":
+			if b, ok := c.boolean(v, f); ok {
+				p.Protected = b
+			}
+		case "flood", "mcast_flood", "bcast_flood":
+			if b, ok := c.boolean(v, f); ok {
+				*map[string]*bool{"flood": &p.NoFlood, "mcast_flood": &p.NoMcastFlood, "bcast_flood": &p.NoBcastFlood}[k] = !b
 			}
 		case "mac_limit_action":
 			if s, ok := c.str(v, f); ok {

@@ -1226,13 +1226,16 @@ func TestPortName(t *testing.T) {
 	}
 }
 
-// TestParsePortPolicies: learning and mac_limit_action (issue 13).
+// TestParsePortPolicies: learning, mac_limit_action, protected and the
+// flood switches (issue 13).
 func TestParsePortPolicies(t *testing.T) {
 	cfg, err := Parse("t.toml", doc(
 		`[[bridge]]`, `name = "br0"`,
 		`[[bridge.port]]`, `interface = "p1"`, `learning = false`,
 		`[[bridge.port]]`, `interface = "p2"`, `max_macs = 2`, `mac_limit_action = "forward"`,
 		`[[bridge.port]]`, `interface = "p3"`, `max_macs = 2`, `mac_limit_action = "drop"`, `learning = true`,
+		`[[bridge.port]]`, `interface = "p4"`, `protected = true`, `flood = false`, `mcast_flood = false`, `bcast_flood = false`,
+		`[[bridge.port]]`, `interface = "p5"`, `protected = false`, `flood = true`, `mcast_flood = true`, `bcast_flood = true`,
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -1241,14 +1244,23 @@ func TestParsePortPolicies(t *testing.T) {
 	if !ps[0].NoLearning || ps[0].LimitForward || ps[1].NoLearning || !ps[1].LimitForward || ps[2].NoLearning || ps[2].LimitForward {
 		t.Errorf("ports %+v", ps)
 	}
+	if p := ps[3]; !p.Protected || !p.NoFlood || !p.NoMcastFlood || !p.NoBcastFlood {
+		t.Errorf("p4 %+v: want protected, no floods", p)
+	}
+	if p := ps[4]; p.Protected || p.NoFlood || p.NoMcastFlood || p.NoBcastFlood {
+		t.Errorf("p5 %+v: want the defaults", p)
+	}
 	checkErrors(t, doc(
 		`[[bridge]]`, `name = "br0"`,
 		`[[bridge.port]]`, `interface = "p1"`, `learning = "no"`, // 3-5
 		`[[bridge.port]]`, `interface = "p2"`, `max_macs = 2`, `mac_limit_action = "flood"`, // 6-9
 		`[[bridge.port]]`, `interface = "p3"`, `mac_limit_action = "forward"`, // 10-12
+		`[[bridge.port]]`, `interface = "p4"`, `protected = 1`, `bcast_flood = "off"`, // 13-16
 	), []string{
 		`t.toml:5: bridge[0].port[0].learning: must be true or false`,
 		`t.toml:9: bridge[0].port[1].mac_limit_action: "flood" is not "drop" (frames from new sources at max_macs are dropped) or "forward" (forwarded without learning)`,
 		`t.toml:12: bridge[0].port[2].mac_limit_action: says what happens at max_macs, which the port does not set (or sets to 0, no limit)`,
+		`t.toml:15: bridge[0].port[3].protected: must be true or false`,
+		`t.toml:16: bridge[0].port[3].bcast_flood: must be true or false`,
 	})
 }

@@ -128,8 +128,13 @@ type PortStatus struct {
 	// and at max_macs "drop" or "forward" (new sources unlearned).
 	Learning       bool   `json:"learning"`
 	MACLimitAction string `json:"mac_limit_action,omitempty"`
-	MACs           int    `json:"macs"`
-	Peer           string `json:"peer,omitempty"` // what the daemon did to the veth peer
+	// protected, and which floods leave by the port (each true by default).
+	Protected  bool   `json:"protected"`
+	Flood      bool   `json:"flood"`
+	McastFlood bool   `json:"mcast_flood"`
+	BcastFlood bool   `json:"bcast_flood"`
+	MACs       int    `json:"macs"`
+	Peer       string `json:"peer,omitempty"` // what the daemon did to the veth peer
 	// On a VLAN-aware bridge: the access VLAN, or the VLANs a trunk
 	// carries ("10,20,100-199") and its native VLAN (0: none).
 	VLAN   uint16 `json:"vlan,omitempty"`

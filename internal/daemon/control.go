@@ -79,7 +79,8 @@ func (d *Daemon) status() (ctl.Status, error) {
 		bst := ctl.BridgeStatus{Name: b.cfg.Name, ID: b.id, VLANAware: b.cfg.VLANAware(), AgingSeconds: b.cfg.Aging.Seconds(), MaxEntries: b.cfg.MaxEntries, Entries: entries[b.id], Ports: []ctl.PortStatus{}}
 		for _, p := range b.ports {
 			ps := ctl.PortStatus{Name: p.name(), Interface: p.cfg.Interface, Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state(),
-				Learning: !p.cfg.NoLearning}
+				Learning: !p.cfg.NoLearning, Protected: p.cfg.Protected,
+				Flood: !p.cfg.NoFlood, McastFlood: !p.cfg.NoMcastFlood, BcastFlood: !p.cfg.NoBcastFlood}
 			if p.cfg.MaxMACs > 0 {
 				ps.MACLimitAction = config.LimitDrop
 				if p.cfg.LimitForward {

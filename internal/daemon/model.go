@@ -78,6 +78,7 @@ func (p *portState) info() *datapath.PortInfo {
 	info := p.vlanInfo()
 	info.MaxMACs = uint32(p.cfg.MaxMACs)
 	info.NoLearning, info.LimitForward = p.cfg.NoLearning, p.cfg.LimitForward
+	info.Protected, info.NoFlood, info.NoMcastFlood, info.NoBcastFlood = p.cfg.Protected, p.cfg.NoFlood, p.cfg.NoMcastFlood, p.cfg.NoBcastFlood
 	if p.peer != nil {
 		info.Peer = p.peer.slot
 	}
@@ -175,6 +176,11 @@ func (b *bridgeState) desired() datapath.BridgeInfo {
 		info.VLANAware = true
 		info.VLANs = b.vlans()
 	}
+	for _, p := range b.ports {
+		if i := p.info(); i != nil && i.HasPolicy() {
+			info.Policy = true
+		}
+	}
 	if patched {
 		// Where a flood that crosses patches may go: every bridge's
 		// interface ports that forward, in the tree's order.
@@ -232,7 +238,7 @@ func sameBridgeInfo(a, b *datapath.BridgeInfo) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware &&
+	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy &&
 		slices.Equal(a.VLANs, b.VLANs) && slices.EqualFunc(a.Ports, b.Ports, datapath.PortInfo.Equal) &&
 		slices.EqualFunc(a.Reach, b.Reach, datapath.PortInfo.Equal)
 }

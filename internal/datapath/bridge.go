@@ -21,6 +21,9 @@ type BridgeInfo struct {
 	// that carries them is up).
 	VLANAware bool
 	VLANs     []uint16
+	// Policy: a port is protected or refuses a kind of flood (its floods
+	// check each port, through the program flood set at XDP).
+	Policy bool
 	// Reach: for a bridge with patch ports, the ports of every bridge its
 	// patches join it to, its own included, that are up (where a flood
 	// that crosses patches may go).
@@ -65,7 +68,7 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 			return fmt.Errorf("bridge %q: add ifindex %d to the flood set: %w", b.Name, p.Ifindex, err)
 		}
 	}
-	if b.VLANAware {
+	if b.VLANAware || b.Policy {
 		if err := d.setProgFlood(d.vlanFloodSets(), b.ID, b.Ports); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
@@ -87,6 +90,9 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 	}
 	if patched {
 		br.Flags |= tbpf.BridgePatch
+	}
+	if b.Policy {
+		br.Flags |= tbpf.BridgePolicy
 	}
 	for i, p := range b.Ports {
 		br.Ports[i] = tbpf.BridgePort{Ifindex: p.Ifindex, Slot: uint32(p.Slot)}
@@ -139,6 +145,9 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 		if err := d.setVLANs(b, nil); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
+	}
+	if !b.VLANAware && !b.Policy {
+		// Nor does any frame flood through the program flood set.
 		if err := d.delProgFlood(d.vlanFloodSets(), b.ID); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
@@ -363,7 +372,8 @@ func (d *Datapath) Bridges() ([]BridgeInfo, error) {
 		if err := d.objs.Bridges.Lookup(live, &br); err != nil {
 			return nil, fmt.Errorf("read bridge %d: %w", id, err)
 		}
-		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries, VLANAware: br.Flags&tbpf.BridgeVLAN != 0}
+		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries, VLANAware: br.Flags&tbpf.BridgeVLAN != 0,
+			Policy: br.Flags&tbpf.BridgePolicy != 0}
 		d.hadPatch[b.ID] = br.Flags&tbpf.BridgePatch != 0
 		for _, c := range br.Name {
 			if c == 0 {

@@ -252,13 +252,37 @@ type PortInfo struct {
 	// LimitForward lets a new source's frames through unlearned at MaxMACs
 	// (else they are dropped).
 	NoLearning, LimitForward bool
+	// Protected: exchanges no frame with another protected port;
+	// NoFlood, NoMcastFlood, NoBcastFlood: unknown unicast, multicast,
+	// broadcast are not flooded out of it.
+	Protected, NoFlood, NoMcastFlood, NoBcastFlood bool
+}
+
+// HasPolicy says whether the port is protected or refuses a kind of flood:
+// its bridge's floods then check each port (TR_BRIDGE_POLICY).
+func (p PortInfo) HasPolicy() bool {
+	return p.Protected || p.NoFlood || p.NoMcastFlood || p.NoBcastFlood
+}
+
+// portFlags are the flags of a port's entry for its policies, and back.
+var policyFlags = []struct {
+	flag uint16
+	get  func(*PortInfo) *bool
+}{
+	{tbpf.PortNoLearn, func(p *PortInfo) *bool { return &p.NoLearning }},
+	{tbpf.PortLimitForward, func(p *PortInfo) *bool { return &p.LimitForward }},
+	{tbpf.PortProtected, func(p *PortInfo) *bool { return &p.Protected }},
+	{tbpf.PortNoFlood, func(p *PortInfo) *bool { return &p.NoFlood }},
+	{tbpf.PortNoMcastFlood, func(p *PortInfo) *bool { return &p.NoMcastFlood }},
+	{tbpf.PortNoBcastFlood, func(p *PortInfo) *bool { return &p.NoBcastFlood }},
 }
 
 // Equal says whether two ports are the same in every field.
 func (p PortInfo) Equal(q PortInfo) bool {
 	return p.Ifindex == q.Ifindex && p.Bridge == q.Bridge && p.Slot == q.Slot && p.MaxMACs == q.MaxMACs &&
 		p.PVID == q.PVID && p.Trunk == q.Trunk && slices.Equal(p.VLANs, q.VLANs) && p.Peer == q.Peer &&
-		p.NoLearning == q.NoLearning && p.LimitForward == q.LimitForward
+		p.NoLearning == q.NoLearning && p.LimitForward == q.LimitForward && p.Protected == q.Protected &&
+		p.NoFlood == q.NoFlood && p.NoMcastFlood == q.NoMcastFlood && p.NoBcastFlood == q.NoBcastFlood
 }
 
 // Carries says whether the port carries vid on a VLAN-aware bridge.

@@ -40,11 +40,10 @@ func (d *Datapath) SetPort(p PortInfo) error {
 	if p.Trunk {
 		v.Flags |= tbpf.PortTrunk
 	}
-	if p.NoLearning {
-		v.Flags |= tbpf.PortNoLearn
-	}
-	if p.LimitForward {
-		v.Flags |= tbpf.PortLimitForward
+	for _, f := range policyFlags {
+		if *f.get(&p) {
+			v.Flags |= f.flag
+		}
 	}
 	if IsPatchIfindex(p.Ifindex) {
 		return d.setPatch(p, v)
@@ -94,8 +93,10 @@ func (d *Datapath) Port(ifindex uint32) (PortInfo, bool, error) {
 
 // portInfo reads a port's value, and a trunk's VLANs.
 func (d *Datapath) portInfo(ifindex uint32, v tbpf.Port) (PortInfo, bool, error) {
-	p := PortInfo{Ifindex: ifindex, Bridge: v.Bridge, Slot: v.Slot, MaxMACs: v.MaxMacs, PVID: v.Pvid,
-		NoLearning: v.Flags&tbpf.PortNoLearn != 0, LimitForward: v.Flags&tbpf.PortLimitForward != 0}
+	p := PortInfo{Ifindex: ifindex, Bridge: v.Bridge, Slot: v.Slot, MaxMACs: v.MaxMacs, PVID: v.Pvid}
+	for _, f := range policyFlags {
+		*f.get(&p) = v.Flags&f.flag != 0
+	}
 	if v.Flags&tbpf.PortTrunk != 0 {
 		var bits tbpf.PortVLANs
 		if err := d.objs.PortVlans.Lookup(uint32(v.Slot), &bits); err != nil {
