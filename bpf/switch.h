@@ -55,11 +55,6 @@ struct tr_decision {
 	__u16 vlan;                /* the frame's FDB VLAN */
 };
 
-static __always_inline struct tr_port_stats *tr_stats(__u32 slot)
-{
-	return bpf_map_lookup_elem(&stats, &slot);
-}
-
 /* The port of an ingress interface, or NULL: by index for most ifindexes,
  * by hash for the rest (lib/maps.h). */
 static __always_inline const struct tr_port *tr_port_of(__u32 ifindex)
@@ -101,26 +96,12 @@ static __always_inline const struct tr_bridge *tr_bridge_of(__u32 bridge)
 	return bpf_map_lookup_elem(&bridges, live);
 }
 
-static __always_inline void tr_count_drop(struct tr_port_stats *st, enum tr_drop_reason reason)
-{
-	if (st && reason < TR_DROP__MAX)
-		st->drops[reason]++;
-}
-
 /* The one place a frame is dropped: every drop has a reason and a counter. */
 static __always_inline void tr_drop(struct tr_decision *d, struct tr_port_stats *st,
 				    enum tr_drop_reason reason)
 {
 	tr_count_drop(st, reason);
 	d->action = TR_ACT_DROP;
-}
-
-static __always_inline void tr_count_tx(struct tr_port_stats *st, __u32 len)
-{
-	if (st) {
-		st->tx_packets++;
-		st->tx_bytes += len;
-	}
 }
 
 static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)

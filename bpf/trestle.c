@@ -274,37 +274,20 @@ static __always_inline int tr_flood_xdp_policy(struct xdp_md *ctx, struct tr_dec
 }
 
 /*
- * The devmap program of the flood set of a bridge that is VLAN-aware or has
- * port policies: it runs on each copy of a flooded frame, for the port the
- * copy is about to leave by. A port that refuses the frame's kind of flood,
- * or is protected as the ingress is, gets nothing. In a VLAN-aware bridge
- * the copy arrives tagged with its VLAN: a port that does not carry the
- * VLAN gets nothing, one that takes it untagged gets it without the tag.
+ * A devmap program's copy, tagged with its VLAN, leaves by out as out takes
+ * that VLAN: not at all where out does not carry it, untagged where it is
+ * out's untagged VLAN; counted on out and in its VLAN there.
  */
-SEC("xdp/devmap")
-int trestle_vlan_egress(struct xdp_md *ctx)
+static __always_inline int tr_devmap_vlan_out(struct xdp_md *ctx, const struct tr_port *out)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct tr_vlan_hdr *vh = (void *)(eth + 1);
-	const struct tr_port *out, *in;
 	struct tr_vlan_entry *v;
-	__u32 wire;
+	__u32 wire = data_end - data;
 	__u16 vid;
 
-	if ((void *)(eth + 1) > data_end)
-		return XDP_DROP;
-	out = tr_port_of(ctx->egress_ifindex);
-	in = tr_port_of(ctx->ingress_ifindex);
-	if (!out || !in || (out->flags & tr_flood_deny(in->flags, eth->h_dest)))
-		return XDP_DROP;
-	wire = data_end - data;
-	if (!out->pvid && !(out->flags & TR_PORT_TRUNK)) {
-		/* Not VLAN-aware: the frame leaves as it came. */
-		tr_count_tx(tr_stats(out->slot), wire);
-		return XDP_PASS;
-	}
 	if ((void *)(vh + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_8021Q))
 		return XDP_DROP;
 	vid = bpf_ntohs(vh->tci) & 0x0fff;
@@ -320,6 +303,36 @@ int trestle_vlan_egress(struct xdp_md *ctx)
 	if (v)
 		tr_vlan_count_tx(tr_vlan_stats_of(v->idx), wire);
 	return XDP_PASS;
+}
+
+/*
+ * The devmap program of the flood set of a bridge that is VLAN-aware or has
+ * port policies: it runs on each copy of a flooded frame, for the port the
+ * copy is about to leave by. A port that refuses the frame's kind of flood,
+ * or is protected as the ingress is, gets nothing. In a VLAN-aware bridge
+ * the copy arrives tagged with its VLAN: a port that does not carry the
+ * VLAN gets nothing, one that takes it untagged gets it without the tag.
+ */
+SEC("xdp/devmap")
+int trestle_vlan_egress(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	const struct tr_port *out, *in;
+
+	if ((void *)(eth + 1) > data_end)
+		return XDP_DROP;
+	out = tr_port_of(ctx->egress_ifindex);
+	in = tr_port_of(ctx->ingress_ifindex);
+	if (!out || !in || (out->flags & tr_flood_deny(in->flags, eth->h_dest)))
+		return XDP_DROP;
+	if (!out->pvid && !(out->flags & TR_PORT_TRUNK)) {
+		/* Not VLAN-aware: the frame leaves as it came. */
+		tr_count_tx(tr_stats(out->slot), data_end - data);
+		return XDP_PASS;
+	}
+	return tr_devmap_vlan_out(ctx, out);
 }
 
 /* tc flood, VLAN-unaware: clone to every other port; the original goes to
@@ -466,7 +479,7 @@ static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *
 		} else if (bpf_clone_redirect(skb, w->last_ifindex, 0)) {
 			tr_walk_drop(w, w->in_slot, TR_DROP_NO_EGRESS);
 		} else {
-			tr_walk_count(w->last_slot, w->wire);
+			tr_count_tx(tr_stats(w->last_slot), w->wire);
 		}
 	}
 	tr_choose(w, ifindex, slot);
@@ -664,7 +677,7 @@ int trestle_patch_egress(struct xdp_md *ctx)
 	const struct tr_port *out;
 	__u64 word, tagged;
 	void *data_end;
-	__u32 wire, slot;
+	__u32 slot;
 
 	if ((void *)(meta + 4) > data)
 		return XDP_DROP;
@@ -693,26 +706,9 @@ int trestle_patch_egress(struct xdp_md *ctx)
 		return XDP_DROP;
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
-	wire = data_end - data;
-	if (tagged) {
-		struct ethhdr *eth = data;
-		struct tr_vlan_hdr *vh = (void *)(eth + 1);
-		struct tr_vlan_entry *v;
-		__u16 vid;
-
-		if ((void *)(vh + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_8021Q))
-			return XDP_DROP;
-		vid = bpf_ntohs(vh->tci) & 0x0fff;
-		if (tr_vlan_untagged_on(out, vid)) {
-			if (tr_xdp_pop(ctx))
-				return XDP_DROP;
-			wire -= TR_VLAN_HLEN;
-		}
-		v = tr_vlan_of(out->bridge, vid);
-		if (v)
-			tr_vlan_count_tx(tr_vlan_stats_of(v->idx), wire);
-	}
-	tr_count_tx(tr_stats(slot), wire);
+	if (tagged)
+		return tr_devmap_vlan_out(ctx, out);
+	tr_count_tx(tr_stats(slot), data_end - data);
 	return XDP_PASS;
 }
 

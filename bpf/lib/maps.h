@@ -202,4 +202,25 @@ struct {
  * chose (their slots travel in the frame's metadata). */
 TR_PROG_FLOODS(patch_floods, TR_MAX_PORTS);
 
+/* ---- port counters ---- */
+
+static __always_inline struct tr_port_stats *tr_stats(__u32 slot)
+{
+	return bpf_map_lookup_elem(&stats, &slot);
+}
+
+static __always_inline void tr_count_drop(struct tr_port_stats *st, enum tr_drop_reason reason)
+{
+	if (st && reason < TR_DROP__MAX)
+		st->drops[reason]++;
+}
+
+static __always_inline void tr_count_tx(struct tr_port_stats *st, __u32 len)
+{
+	if (st) {
+		st->tx_packets++;
+		st->tx_bytes += len;
+	}
+}
+
 #endif

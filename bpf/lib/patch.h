@@ -76,25 +76,10 @@ static __always_inline int tr_is_patch(__u32 ifindex)
 	return (ifindex & TR_PATCH_IFINDEX) != 0;
 }
 
-/* A crossing is counted once, sent on the patch port the frame left by; the
- * control plane reads it as received on the peer (internal/datapath). */
-static __always_inline void tr_walk_count(__u32 slot, __u32 wire)
-{
-	struct tr_port_stats *st = bpf_map_lookup_elem(&stats, &slot);
-
-	if (st) {
-		st->tx_packets++;
-		st->tx_bytes += wire;
-	}
-}
-
 /* The walk drops the frame (or a flood's copy) at slot, with a reason. */
 static __always_inline void tr_walk_drop(struct tr_walk *w, __u32 slot, enum tr_drop_reason reason)
 {
-	struct tr_port_stats *st = bpf_map_lookup_elem(&stats, &slot);
-
-	if (st && reason < TR_DROP__MAX)
-		st->drops[reason]++;
+	tr_count_drop(tr_stats(slot), reason);
 	w->dropped = 1;
 	w->unicast = 0;
 }
@@ -105,7 +90,8 @@ static __always_inline void tr_walk_drop(struct tr_walk *w, __u32 slot, enum tr_
  * that does not carry the frame's VLAN takes nothing (a flood's copy; a
  * forward is checked before). Returns 0, or -1 when the walk is full (the
  * frame would cross more than TR_MAX_PATCH_CHAIN bridges: counted on out).
- * The crossing is counted once, as sent on out (tr_walk_count).
+ * The crossing is counted once, as sent on out; the control plane reads
+ * it as received on the peer (internal/datapath).
  */
 static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out, __u32 slot)
 {
@@ -123,7 +109,7 @@ static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out
 		tr_walk_drop(w, slot, TR_DROP_PATCH_CHAIN);
 		return -1;
 	}
-	tr_walk_count(slot, w->wire);
+	tr_count_tx(tr_stats(slot), w->wire);
 	w->queue[t & (TR_MAX_PATCH_CHAIN - 1)] = pp->peer;
 	w->tail = t + 1;
 	if (n < TR_MAX_PATCH_CHAIN) {
@@ -211,7 +197,7 @@ static __always_inline void tr_path_count(const struct tr_path_memo *m, __u32 wi
 	for (__u32 i = 0; i < TR_MAX_PATCH_CHAIN; i++) {
 		if (i >= m->nhops)
 			break;
-		tr_walk_count(m->hops[i], wire);
+		tr_count_tx(tr_stats(m->hops[i]), wire);
 	}
 }
 
