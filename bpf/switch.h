@@ -6,9 +6,9 @@
  * decision out with its own helpers (devmap redirect or skb redirect/clone).
  * It reads top to bottom as a checklist, like OpenBSD's veb_port_input():
  *
- *   port -> count rx -> parse -> VLAN (aware bridges) -> source sane ->
+ *   port -> count rx -> span drop -> parse -> VLAN (aware bridges) -> source sane ->
  *   reserved dst -> learn -> group dst: flood | lookup: miss flood, ingress
- *   or gone drop, else forward
+ *   or gone drop, else forward; a flood passes storm control (lib/storm.h)
  *
  * A forward to a patch port, or a flood in a bridge that has some, goes on
  * in the bridges the patches lead to (lib/patch.h, tr_walk in trestle.c).
@@ -21,6 +21,7 @@
 #include "lib/fdb.h"
 #include "lib/vlan.h"
 #include "lib/patch.h"
+#include "lib/storm.h"
 
 /* What the entry point sees of a frame. */
 struct tr_pkt {
@@ -46,6 +47,7 @@ struct tr_decision {
 	__u32 egress_slot;
 	__u32 bridge;
 	__u32 in_slot;
+	__u32 in_flags; /* the ingress port's (enum tr_port_flags) */
 	struct tr_port_stats *in_st; /* NULL only for frames from no port */
 	const struct tr_bridge *br;
 	const struct tr_port *out; /* TR_ACT_FORWARD: the egress port */
@@ -127,9 +129,15 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	}
 	d->in_st = st;
 	d->in_slot = in->slot;
+	d->in_flags = in->flags;
 	st->rx_packets++;
 	st->rx_bytes += p->wire;
 
+	/* A span port only sends (mirrored copies). */
+	if (in->flags & TR_PORT_SPAN) {
+		tr_drop(d, st, TR_DROP_SPAN);
+		return;
+	}
 	bridge = in->bridge;
 	br = tr_bridge_of(bridge);
 	if (!br || !br->nports) {
@@ -205,6 +213,15 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	return;
 
 flood:
+	/* 8. Storm control, for the ports that have it. */
+	if (in->flags & TR_PORT_STORM) {
+		__u32 kind = tr_storm_kind(f.eth->h_dest);
+
+		if (!tr_storm_pass(in->slot, kind)) {
+			tr_drop(d, st, TR_DROP_STORM_BROADCAST + kind);
+			return;
+		}
+	}
 	st->flooded++;
 	if (d->tag.st)
 		d->tag.st->flooded++;

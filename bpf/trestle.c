@@ -26,6 +26,8 @@ enum tr_fdb_flags _btf_fdb_flags __attribute__((unused));
 enum tr_port_flags _btf_port_flags __attribute__((unused));
 enum tr_bridge_flags _btf_bridge_flags __attribute__((unused));
 enum tr_patch_ifindex _btf_patch_ifindex __attribute__((unused));
+enum tr_storm_kind _btf_storm_kind __attribute__((unused));
+enum tr_mirror_flags _btf_mirror_flags __attribute__((unused));
 
 #define TR_XDP 1
 #define TR_TC 0
@@ -485,6 +487,43 @@ static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *
 	tr_choose(w, ifindex, slot);
 }
 
+/* The walk copies the frame to the span port of the mirror of the port in
+ * slot, once however many of its mirrored ports the frame passes; a frame
+ * with copies is never remembered as a path. */
+static __always_inline void tr_mirror(void *ctx, const int xdp, struct tr_walk *w, __u32 slot)
+{
+	const struct tr_mirror *m = bpf_map_lookup_elem(&mirrors, &slot);
+
+	if (!m || !m->span_slot)
+		return;
+	if (m->flags & TR_MIRROR_VLANS) {
+		const struct tr_port_vlans *pv = bpf_map_lookup_elem(&mirror_vlans, &slot);
+
+		if (!pv || !((pv->bits[(w->vlan >> 6) & 63] >> (w->vlan & 63)) & 1))
+			return;
+	}
+	w->unicast = 0;
+	if (tr_chosen(w, m->span_slot))
+		return;
+	if (xdp)
+		tr_choose(w, m->span_ifindex, m->span_slot);
+	else
+		tr_choose_tc(ctx, w, m->span_ifindex, m->span_slot);
+}
+
+/* The walk sends the frame out of interface port out (ifindex, slot), and
+ * to out's span port if what out sends is mirrored. */
+static __always_inline void tr_pick(void *ctx, const int xdp, struct tr_walk *w,
+				    const struct tr_port *out, __u32 ifindex, __u32 slot)
+{
+	if (xdp)
+		tr_choose(w, ifindex, slot);
+	else
+		tr_choose_tc(ctx, w, ifindex, slot);
+	if (out && (out->flags & TR_PORT_MIRROR_OUT))
+		tr_mirror(ctx, xdp, w, slot);
+}
+
 /* A bridge floods the frame: to each of its ports but except, those in
  * the frame's VLAN; through each patch into the bridge beyond. */
 static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, __u32 bridge,
@@ -515,15 +554,13 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 				tr_cross(w, out, slot);
 			continue;
 		}
-		if (w->on || deny) {
+		out = NULL;
+		if (w->on || deny || (br->flags & TR_BRIDGE_MIRROR)) {
 			out = tr_port_of(ifindex);
 			if (!out || (out->flags & deny) || (w->on && !tr_vlan_carries(out, w->vlan)))
 				continue;
 		}
-		if (xdp)
-			tr_choose(w, ifindex, slot);
-		else
-			tr_choose_tc(ctx, w, ifindex, slot);
+		tr_pick(ctx, xdp, w, out, ifindex, slot);
 	}
 	return 0;
 }
@@ -600,10 +637,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 		tr_cross(w, out, slot);
 		return 0;
 	}
-	if (xdp)
-		tr_choose(w, egress, slot);
-	else
-		tr_choose_tc(ctx, w, egress, slot);
+	tr_pick(ctx, xdp, w, out, egress, slot);
 	return 0;
 
 flood:
@@ -716,6 +750,9 @@ int trestle_patch_egress(struct xdp_md *ctx)
  * The frame goes on through patch ports: its bridge forwards it to one
  * (d->out), or floods it in a bridge that has some. A frame between two
  * stations whose path this CPU remembers goes straight to its last port.
+ * A bridge with mirrors sends its frames this way too: the walk adds the
+ * span ports to the ports it chooses (tr_mirror), and its copies go out as
+ * a flood's do.
  */
 static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 				   struct tr_decision *d)
@@ -730,13 +767,16 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
-	if (d->action == TR_ACT_FORWARD) {
+	if (d->action == TR_ACT_FORWARD && (d->out->flags & TR_PORT_PATCH)) {
 		first = d->egress_slot;
 		if (d->tag.on && !tr_vlan_carries(d->out, d->tag.vid)) {
 			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return tr_verdict_drop(xdp);
 		}
-		m = tr_path_known(d->v.memo, &d->v, first, d->eth->h_source, d->eth->h_dest, d->vlan);
+		m = NULL;
+		if (!(d->in_flags & TR_PORT_MIRROR_IN))
+			m = tr_path_known(d->v.memo, &d->v, first, d->eth->h_source, d->eth->h_dest,
+					  d->vlan);
 		if (m) {
 			out = tr_port_of(m->out_ifindex);
 			if (out && out->slot == m->out_slot && !(out->flags & TR_PORT_PATCH)) {
@@ -766,8 +806,18 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	w->mgen = d->v.mgen;
 	w->now = d->v.now;
 	w->unicast = 1;
+	/* What the ingress port receives is mirrored: its copy goes first. */
+	if (d->in_flags & TR_PORT_MIRROR_IN)
+		tr_mirror(ctx, xdp, w, d->in_slot);
 	if (first) {
 		tr_cross(w, d->out, first);
+	} else if (d->action == TR_ACT_FORWARD) {
+		/* To a port of a bridge with mirrors. */
+		if (d->tag.on && !tr_vlan_carries(d->out, d->tag.vid)) {
+			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			return tr_verdict_drop(xdp);
+		}
+		tr_pick(ctx, xdp, w, d->out, d->egress_ifindex, d->egress_slot);
 	} else {
 		w->unicast = 0;
 		if (xdp)
@@ -831,11 +881,11 @@ static __always_inline int tr_run(void *ctx, const int xdp)
 
 	switch (d.action) {
 	case TR_ACT_FORWARD:
-		if (d.out->flags & TR_PORT_PATCH)
+		if ((d.out->flags & TR_PORT_PATCH) || (d.br->flags & TR_BRIDGE_MIRROR))
 			return tr_walk(ctx, xdp, &p, &d);
 		return tr_forward(ctx, xdp, &p, &d);
 	case TR_ACT_FLOOD:
-		if (d.br->flags & TR_BRIDGE_PATCH)
+		if (d.br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR))
 			return tr_walk(ctx, xdp, &p, &d);
 		if (xdp && !d.tag.on && (d.br->flags & TR_BRIDGE_POLICY))
 			return tr_flood_xdp_policy(ctx, &d);

@@ -52,6 +52,10 @@ enum tr_drop_reason {
 	TR_DROP_VLAN_EGRESS,   /* the egress port does not carry the frame's VLAN, or its tag could not be written */
 	TR_DROP_PATCH_CHAIN,   /* crossing this patch would take the frame through more than TR_MAX_PATCH_CHAIN bridges */
 	TR_DROP_PROTECTED,     /* known unicast from a protected port to another protected port */
+	TR_DROP_STORM_BROADCAST, /* broadcast over the port's storm control rate */
+	TR_DROP_STORM_MULTICAST, /* multicast over the port's storm control rate */
+	TR_DROP_STORM_UNKNOWN,   /* unknown unicast over the port's storm control rate */
+	TR_DROP_SPAN,          /* arrived on a span port, which only sends mirrored copies */
 	TR_DROP__MAX,
 };
 
@@ -106,6 +110,33 @@ enum tr_port_flags {
 	TR_PORT_NO_FLOOD = 32,     /* flood = false: no unknown unicast flooded out of it */
 	TR_PORT_NO_MFLOOD = 64,    /* mcast_flood = false: no multicast flooded out of it */
 	TR_PORT_NO_BFLOOD = 128,   /* bcast_flood = false: no broadcast flooded out of it */
+	TR_PORT_STORM = 256,       /* its floods pass storm control (struct tr_storm) */
+	TR_PORT_SPAN = 512,        /* a mirror's span port: sends copies, takes nothing in */
+	TR_PORT_MIRROR_IN = 1024,  /* what it receives is copied to its mirror's span port */
+	TR_PORT_MIRROR_OUT = 2048, /* what its bridge sends out of it is copied too */
+};
+
+/* Storm control: the kinds of flood a port's ingress limits, each its own
+ * rate; the limiter of (slot, kind) is at slot * TR_STORM_KINDS + kind of
+ * the storm array. */
+enum tr_storm_kind {
+	TR_STORM_BROADCAST = 0,
+	TR_STORM_MULTICAST = 1,
+	TR_STORM_UNKNOWN = 2, /* unknown unicast */
+	TR_STORM_KINDS = 3,
+};
+
+/* One limiter: the generic cell rate algorithm (a token bucket kept as one
+ * time). A frame passes when the theoretical arrival time tat is at most
+ * burst_ns ahead of now, and moves tat interval_ns on. interval_ns 0: no
+ * limit. The control plane writes interval_ns and burst_ns; the datapath
+ * tat, under the lock, which only floods of limited ports take. */
+struct tr_storm {
+	struct bpf_spin_lock lock;
+	__u32 rate; /* frames a second, as configured: the control plane's; the datapath never reads it */
+	__u64 tat;
+	__u64 interval_ns;
+	__u64 burst_ns;
 };
 
 /* A patch port, by slot: the port as a frame that enters its bridge through
@@ -193,6 +224,19 @@ enum tr_bridge_flags {
 	TR_BRIDGE_VLAN = 1,  /* VLAN-aware: frames are classified into its ports' VLANs */
 	TR_BRIDGE_PATCH = 2, /* has patch ports: its floods may continue in other bridges */
 	TR_BRIDGE_POLICY = 4, /* a port is protected or refuses a kind of flood: floods check each port */
+	TR_BRIDGE_MIRROR = 8, /* a port is mirrored: its frames go through the walk (lib/patch.h), which adds the span ports */
+};
+
+/* A mirrored port's mirror, by the port's slot: where the copies of what it
+ * receives (TR_PORT_MIRROR_IN) and sends (TR_PORT_MIRROR_OUT) go. */
+struct tr_mirror {
+	__u32 span_ifindex;
+	__u16 span_slot;
+	__u16 flags; /* enum tr_mirror_flags */
+};
+
+enum tr_mirror_flags {
+	TR_MIRROR_VLANS = 1, /* only frames of the VLANs in mirror_vlans (by the mirrored port's slot) */
 };
 
 /* The VLANs a trunk port carries, one bit per VID, by port slot. */

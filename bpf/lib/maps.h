@@ -202,6 +202,24 @@ struct {
  * chose (their slots travel in the frame's metadata). */
 TR_PROG_FLOODS(patch_floods, TR_MAX_PORTS);
 
+/* ---- mirrors ---- */
+
+/* A mirrored port's mirror, by port slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct tr_mirror);
+} mirrors SEC(".maps");
+
+/* The VLANs a VLAN-selective mirror copies, by the mirrored port's slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct tr_port_vlans);
+} mirror_vlans SEC(".maps");
+
 /* ---- port counters ---- */
 
 static __always_inline struct tr_port_stats *tr_stats(__u32 slot)

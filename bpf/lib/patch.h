@@ -119,6 +119,29 @@ static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out
 	return 0;
 }
 
+/* Whether the walk has chosen the port in slot already: a span port two
+ * mirrored ports copy to gets one copy. */
+static __always_inline int tr_chosen(const struct tr_walk *w, __u32 slot)
+{
+	__u64 word;
+
+	switch (slot >> 6) {
+	case 0:
+		word = w->sel[0];
+		break;
+	case 1:
+		word = w->sel[1];
+		break;
+	case 2:
+		word = w->sel[2];
+		break;
+	default:
+		word = w->sel[3];
+		break;
+	}
+	return slot && ((word >> (slot & 63)) & 1);
+}
+
 /* The walk chose an interface port (xdp: its bit; tc sends as it goes). */
 static __always_inline void tr_choose(struct tr_walk *w, __u32 ifindex, __u32 slot)
 {

@@ -280,14 +280,69 @@ func (e *env) showCmd() *cobra.Command {
 					if p.Peer != "" {
 						fmt.Fprintf(tw, "  \t\t\t\t\tpeer: %s\n", p.Peer)
 					}
+					if pol := portPolicies(p); pol != "" {
+						fmt.Fprintf(tw, "  \t\t\t\t\t%s\n", pol)
+					}
 				}
 				tw.Flush()
+				for _, m := range b.Mirrors {
+					fmt.Fprintf(e.stdout, "  mirror %s: %s (%s) to %s", m.Name, strings.Join(m.Ports, ", "), m.Direction, m.To)
+					if m.VLANs != "" {
+						fmt.Fprintf(e.stdout, ", VLANs %s", m.VLANs)
+					}
+					if !m.Active {
+						fmt.Fprintf(e.stdout, "; inactive: %s is not up", m.To)
+					}
+					fmt.Fprintln(e.stdout)
+				}
 			}
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	return c
+}
+
+// portPolicies is what `show` says of a port's policies and mirrors, ""
+// when it has none.
+func portPolicies(p ctl.PortStatus) string {
+	var say []string
+	if p.Span != "" {
+		say = append(say, "span port of mirror "+p.Span)
+	}
+	if p.Mirror != "" {
+		say = append(say, "mirrored by "+p.Mirror)
+	}
+	if p.Protected {
+		say = append(say, "protected")
+	}
+	if !p.Learning {
+		say = append(say, "no learning")
+	}
+	if p.MACLimitAction == config.LimitForward {
+		say = append(say, "forwards unlearned at max_macs")
+	}
+	for _, f := range []struct {
+		on   bool
+		what string
+	}{{p.Flood, "unknown unicast"}, {p.McastFlood, "multicast"}, {p.BcastFlood, "broadcast"}} {
+		if !f.on && p.Patch == "" && p.Span == "" {
+			say = append(say, "no "+f.what+" flooded out")
+		}
+	}
+	if st := p.Storm; st != nil {
+		var lim []string
+		for _, k := range []struct {
+			n    int
+			what string
+		}{{st.Broadcast, "broadcast"}, {st.Multicast, "multicast"}, {st.UnknownUnicast, "unknown unicast"}} {
+			if k.n > 0 {
+				lim = append(lim, fmt.Sprintf("%s %d/s", k.what, k.n))
+			}
+		}
+		say = append(say, "storm control: "+strings.Join(lim, ", "))
+	}
+	return strings.Join(say, "; ")
 }
 
 // portVLANs is a port's VLANs as `show` prints them: "10" for an access

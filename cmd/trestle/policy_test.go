@@ -90,14 +90,7 @@ func TestPortProtectionAndFloods(t *testing.T) {
 			caps[i] = l.host(i).Capture(t, "eth0")
 		}
 		h := hostMAC
-		c := func(name string, from int, dst net.HardwareAddr, to ...int) vcase {
-			f := vframe(dst, h(from), name)
-			vc := vcase{name: name, from: from, frame: f, recv: map[int][]byte{}}
-			for _, i := range to {
-				vc.recv[i] = f
-			}
-			return vc
-		}
+		c := hcase
 		blocked := c("u12", 1, h(2))
 		blocked.reason = "protected"
 		vlanRun(t, l, caps, []vcase{

@@ -84,6 +84,17 @@ func vlanLab(t *testing.T, mode, bridgeExtra string, ports ...string) (*swlab, m
 	return l, caps
 }
 
+// hcase is a case of an untagged frame from host from to dst, which hosts
+// to receive as sent.
+func hcase(name string, from int, dst net.HardwareAddr, to ...int) vcase {
+	f := vframe(dst, hostMAC(from), name)
+	vc := vcase{name: name, from: from, frame: f, recv: map[int][]byte{}}
+	for _, i := range to {
+		vc.recv[i] = f
+	}
+	return vc
+}
+
 // vcase is one frame sent and where it must arrive.
 type vcase struct {
 	name   string // the frame's marker

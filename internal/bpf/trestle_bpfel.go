@@ -29,6 +29,7 @@ const (
 	TrestleTrBridgeFlagsTR_BRIDGE_VLAN   TrestleTrBridgeFlags = 1
 	TrestleTrBridgeFlagsTR_BRIDGE_PATCH  TrestleTrBridgeFlags = 2
 	TrestleTrBridgeFlagsTR_BRIDGE_POLICY TrestleTrBridgeFlags = 4
+	TrestleTrBridgeFlagsTR_BRIDGE_MIRROR TrestleTrBridgeFlags = 8
 )
 
 type TrestleTrBridgePort struct {
@@ -101,7 +102,11 @@ const (
 	TrestleTrDropReasonTR_DROP_VLAN_EGRESS      TrestleTrDropReason = 13
 	TrestleTrDropReasonTR_DROP_PATCH_CHAIN      TrestleTrDropReason = 14
 	TrestleTrDropReasonTR_DROP_PROTECTED        TrestleTrDropReason = 15
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 16
+	TrestleTrDropReasonTR_DROP_STORM_BROADCAST  TrestleTrDropReason = 16
+	TrestleTrDropReasonTR_DROP_STORM_MULTICAST  TrestleTrDropReason = 17
+	TrestleTrDropReasonTR_DROP_STORM_UNKNOWN    TrestleTrDropReason = 18
+	TrestleTrDropReasonTR_DROP_SPAN             TrestleTrDropReason = 19
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 20
 )
 
 type TrestleTrFdbFlags uint32
@@ -139,6 +144,19 @@ const (
 	TrestleTrLimitsTR_MAX_PATCH_CHAIN  TrestleTrLimits = 16
 )
 
+type TrestleTrMirror struct {
+	_           structs.HostLayout
+	SpanIfindex uint32
+	SpanSlot    uint16
+	Flags       uint16
+}
+
+type TrestleTrMirrorFlags uint32
+
+const (
+	TrestleTrMirrorFlagsTR_MIRROR_VLANS TrestleTrMirrorFlags = 1
+)
+
 type TrestleTrPatch struct {
 	_    structs.HostLayout
 	Port TrestleTrPort
@@ -172,6 +190,10 @@ const (
 	TrestleTrPortFlagsTR_PORT_NO_FLOOD      TrestleTrPortFlags = 32
 	TrestleTrPortFlagsTR_PORT_NO_MFLOOD     TrestleTrPortFlags = 64
 	TrestleTrPortFlagsTR_PORT_NO_BFLOOD     TrestleTrPortFlags = 128
+	TrestleTrPortFlagsTR_PORT_STORM         TrestleTrPortFlags = 256
+	TrestleTrPortFlagsTR_PORT_SPAN          TrestleTrPortFlags = 512
+	TrestleTrPortFlagsTR_PORT_MIRROR_IN     TrestleTrPortFlags = 1024
+	TrestleTrPortFlagsTR_PORT_MIRROR_OUT    TrestleTrPortFlags = 2048
 )
 
 type TrestleTrPortStats struct {
@@ -184,13 +206,34 @@ type TrestleTrPortStats struct {
 	Learned   uint64
 	Moved     uint64
 	Unlearned uint64
-	Drops     [16]uint64
+	Drops     [20]uint64
 }
 
 type TrestleTrPortVlans struct {
 	_    structs.HostLayout
 	Bits [64]uint64
 }
+
+type TrestleTrStorm struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Rate       uint32
+	Tat        uint64
+	IntervalNs uint64
+	BurstNs    uint64
+}
+
+type TrestleTrStormKind uint32
+
+const (
+	TrestleTrStormKindTR_STORM_BROADCAST TrestleTrStormKind = 0
+	TrestleTrStormKindTR_STORM_MULTICAST TrestleTrStormKind = 1
+	TrestleTrStormKindTR_STORM_UNKNOWN   TrestleTrStormKind = 2
+	TrestleTrStormKindTR_STORM_KINDS     TrestleTrStormKind = 3
+)
 
 type TrestleTrVlanEntry struct {
 	_       structs.HostLayout
@@ -245,6 +288,8 @@ const (
 	TrestleMapCpuCache            = "cpu_cache"
 	TrestleMapFdb                 = "fdb"
 	TrestleMapFloods              = "floods"
+	TrestleMapMirrorVlans         = "mirror_vlans"
+	TrestleMapMirrors             = "mirrors"
 	TrestleMapPatchFloods         = "patch_floods"
 	TrestleMapPatches             = "patches"
 	TrestleMapPortIndex           = "port_index"
@@ -253,6 +298,7 @@ const (
 	TrestleMapPortVlans           = "port_vlans"
 	TrestleMapPorts               = "ports"
 	TrestleMapStats               = "stats"
+	TrestleMapStorm               = "storm"
 	TrestleMapTxPorts             = "tx_ports"
 	TrestleMapVlanFloods          = "vlan_floods"
 	TrestleMapVlanStats           = "vlan_stats"
@@ -266,8 +312,10 @@ const (
 	TrestleVarBtfDropReason       = "_btf_drop_reason"
 	TrestleVarBtfFdbFlags         = "_btf_fdb_flags"
 	TrestleVarBtfLimits           = "_btf_limits"
+	TrestleVarBtfMirrorFlags      = "_btf_mirror_flags"
 	TrestleVarBtfPatchIfindex     = "_btf_patch_ifindex"
 	TrestleVarBtfPortFlags        = "_btf_port_flags"
+	TrestleVarBtfStormKind        = "_btf_storm_kind"
 	TrestleVarFdbGen              = "fdb_gen"
 	TrestleVarMoveGen             = "move_gen"
 	TrestleVarRefreshNs           = "refresh_ns"
@@ -333,6 +381,8 @@ type TrestleMapSpecs struct {
 	CpuCache      *ebpf.MapSpec `ebpf:"cpu_cache"`
 	Fdb           *ebpf.MapSpec `ebpf:"fdb"`
 	Floods        *ebpf.MapSpec `ebpf:"floods"`
+	MirrorVlans   *ebpf.MapSpec `ebpf:"mirror_vlans"`
+	Mirrors       *ebpf.MapSpec `ebpf:"mirrors"`
 	PatchFloods   *ebpf.MapSpec `ebpf:"patch_floods"`
 	Patches       *ebpf.MapSpec `ebpf:"patches"`
 	PortIndex     *ebpf.MapSpec `ebpf:"port_index"`
@@ -341,6 +391,7 @@ type TrestleMapSpecs struct {
 	PortVlans     *ebpf.MapSpec `ebpf:"port_vlans"`
 	Ports         *ebpf.MapSpec `ebpf:"ports"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
+	Storm         *ebpf.MapSpec `ebpf:"storm"`
 	TxPorts       *ebpf.MapSpec `ebpf:"tx_ports"`
 	VlanFloods    *ebpf.MapSpec `ebpf:"vlan_floods"`
 	VlanStats     *ebpf.MapSpec `ebpf:"vlan_stats"`
@@ -356,8 +407,10 @@ type TrestleVariableSpecs struct {
 	BtfDropReason   *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
 	BtfFdbFlags     *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
 	BtfLimits       *ebpf.VariableSpec `ebpf:"_btf_limits"`
+	BtfMirrorFlags  *ebpf.VariableSpec `ebpf:"_btf_mirror_flags"`
 	BtfPatchIfindex *ebpf.VariableSpec `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags    *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
+	BtfStormKind    *ebpf.VariableSpec `ebpf:"_btf_storm_kind"`
 	FdbGen          *ebpf.VariableSpec `ebpf:"fdb_gen"`
 	MoveGen         *ebpf.VariableSpec `ebpf:"move_gen"`
 	RefreshNs       *ebpf.VariableSpec `ebpf:"refresh_ns"`
@@ -391,6 +444,8 @@ type TrestleMaps struct {
 	CpuCache      *ebpf.Map `ebpf:"cpu_cache"`
 	Fdb           *ebpf.Map `ebpf:"fdb"`
 	Floods        *ebpf.Map `ebpf:"floods"`
+	MirrorVlans   *ebpf.Map `ebpf:"mirror_vlans"`
+	Mirrors       *ebpf.Map `ebpf:"mirrors"`
 	PatchFloods   *ebpf.Map `ebpf:"patch_floods"`
 	Patches       *ebpf.Map `ebpf:"patches"`
 	PortIndex     *ebpf.Map `ebpf:"port_index"`
@@ -399,6 +454,7 @@ type TrestleMaps struct {
 	PortVlans     *ebpf.Map `ebpf:"port_vlans"`
 	Ports         *ebpf.Map `ebpf:"ports"`
 	Stats         *ebpf.Map `ebpf:"stats"`
+	Storm         *ebpf.Map `ebpf:"storm"`
 	TxPorts       *ebpf.Map `ebpf:"tx_ports"`
 	VlanFloods    *ebpf.Map `ebpf:"vlan_floods"`
 	VlanStats     *ebpf.Map `ebpf:"vlan_stats"`
@@ -415,6 +471,8 @@ func (m *TrestleMaps) Close() error {
 		m.CpuCache,
 		m.Fdb,
 		m.Floods,
+		m.MirrorVlans,
+		m.Mirrors,
 		m.PatchFloods,
 		m.Patches,
 		m.PortIndex,
@@ -423,6 +481,7 @@ func (m *TrestleMaps) Close() error {
 		m.PortVlans,
 		m.Ports,
 		m.Stats,
+		m.Storm,
 		m.TxPorts,
 		m.VlanFloods,
 		m.VlanStats,
@@ -439,8 +498,10 @@ type TrestleVariables struct {
 	BtfDropReason   *ebpf.Variable `ebpf:"_btf_drop_reason"`
 	BtfFdbFlags     *ebpf.Variable `ebpf:"_btf_fdb_flags"`
 	BtfLimits       *ebpf.Variable `ebpf:"_btf_limits"`
+	BtfMirrorFlags  *ebpf.Variable `ebpf:"_btf_mirror_flags"`
 	BtfPatchIfindex *ebpf.Variable `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags    *ebpf.Variable `ebpf:"_btf_port_flags"`
+	BtfStormKind    *ebpf.Variable `ebpf:"_btf_storm_kind"`
 	FdbGen          *ebpf.Variable `ebpf:"fdb_gen"`
 	MoveGen         *ebpf.Variable `ebpf:"move_gen"`
 	RefreshNs       *ebpf.Variable `ebpf:"refresh_ns"`

@@ -15,6 +15,8 @@ type (
 	VLANEntry  = TrestleTrVlanEntry
 	VLANStats  = TrestleTrVlanStats
 	Patch      = TrestleTrPatch
+	Storm      = TrestleTrStorm
+	Mirror     = TrestleTrMirror
 )
 
 const (
@@ -43,6 +45,13 @@ const (
 	BridgePolicy     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_POLICY)
 	BridgePatch      = uint32(TrestleTrBridgeFlagsTR_BRIDGE_PATCH)
 	PatchIfindex     = uint32(TrestleTrPatchIfindexTR_PATCH_IFINDEX)
+	PortStorm        = uint16(TrestleTrPortFlagsTR_PORT_STORM)
+	PortSpan         = uint16(TrestleTrPortFlagsTR_PORT_SPAN)
+	PortMirrorIn     = uint16(TrestleTrPortFlagsTR_PORT_MIRROR_IN)
+	PortMirrorOut    = uint16(TrestleTrPortFlagsTR_PORT_MIRROR_OUT)
+	StormKinds       = int(TrestleTrStormKindTR_STORM_KINDS)
+	MirrorVLANs      = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
+	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
 	MaxPatchChain    = int(TrestleTrLimitsTR_MAX_PATCH_CHAIN)
 )
 
@@ -66,6 +75,10 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_NO_BRIDGE:        "no_bridge",
 	TrestleTrDropReasonTR_DROP_PATCH_CHAIN:      "patch_chain",
 	TrestleTrDropReasonTR_DROP_PROTECTED:        "protected",
+	TrestleTrDropReasonTR_DROP_STORM_BROADCAST:  "storm_broadcast",
+	TrestleTrDropReasonTR_DROP_STORM_MULTICAST:  "storm_multicast",
+	TrestleTrDropReasonTR_DROP_STORM_UNKNOWN:    "storm_unknown_unicast",
+	TrestleTrDropReasonTR_DROP_SPAN:             "span_ingress",
 }
 
 func (r DropReason) String() string {

@@ -26,6 +26,14 @@
 //	interface = "veth-a"  # each interface in one port of one bridge only
 //	mode = "auto"         # or "xdp" or "tc"
 //	max_macs = 100        # MACs learned on this port, 0 = unlimited
+//	mac_limit_action = "drop"  # or "forward": new sources at max_macs pass unlearned
+//	learning = true       # false: no source learned on it
+//	protected = false     # true: no frame to or from another protected port
+//	flood = true          # false: no unknown unicast flooded out of it;
+//	mcast_flood = true    # no multicast;
+//	bcast_flood = true    # no broadcast
+//	storm = { broadcast = 1000, multicast = 5000, unknown_unicast = 1000 }
+//	                      # storm control: floods a second its host may send
 //	vlan = 10             # access port of VLAN 10 (1..4094): untagged and
 //	                      # priority-tagged frames join it; it leaves untagged
 //
@@ -40,6 +48,13 @@
 //	                      # which declares one back; no mode
 //	name = "to-br1"       # optional, "patch-" + peer by default; the port's
 //	                      # name in show, fdb, stats and static entries
+//
+//	[[bridge.mirror]]
+//	name = "tap0"         # unique in the bridge
+//	ports = ["veth-a"]    # mirrored ports with an interface, one mirror each
+//	direction = "both"    # or "in" (what they receive), "out" (what they send)
+//	to = "veth-c"         # the span port: a port of this bridge, not mirrored
+//	vlans = [10]          # optional, VLAN-aware bridges: only these VLANs
 //
 //	[[bridge.static]]
 //	mac = "02:00:00:00:00:01"  # unicast, not zero
@@ -144,7 +159,28 @@ type Bridge struct {
 	MaxEntries int           // FDB capacity
 	Ports      []Port
 	Static     []Static
+	Mirrors    []Mirror
 	Line       int // line of the [[bridge]] header
+}
+
+// SpanPort returns the mirror a port is the span port of, or nil.
+func (b *Bridge) SpanPort(name string) *Mirror {
+	for i := range b.Mirrors {
+		if b.Mirrors[i].To == name {
+			return &b.Mirrors[i]
+		}
+	}
+	return nil
+}
+
+// MirrorOf returns the mirror whose ports include name, or nil.
+func (b *Bridge) MirrorOf(name string) *Mirror {
+	for i := range b.Mirrors {
+		if slices.Contains(b.Mirrors[i].Ports, name) {
+			return &b.Mirrors[i]
+		}
+	}
+	return nil
 }
 
 // VLANAware reports whether the bridge separates VLANs: any of its ports
@@ -200,7 +236,44 @@ type Port struct {
 	// Key native: the VLAN untagged frames on a trunk join, and which
 	// leaves it untagged; one of Trunk. 0 = none: untagged frames are dropped.
 	Native uint16
-	Line   int // line of the [[bridge.port]] header
+	// Key storm: storm control, the frames a second of each kind of flood
+	// the port's ingress accepts (0: no limit); the excess is dropped.
+	Storm Storm
+	Line  int // line of the [[bridge.port]] header
+}
+
+// Storm is a port's storm control: frames a second of broadcast,
+// multicast and unknown unicast (keys broadcast, multicast,
+// unknown_unicast of the inline table); 0 is no limit.
+type Storm struct {
+	Broadcast, Multicast, UnknownUnicast int
+}
+
+// Any says whether any kind is limited.
+func (s Storm) Any() bool { return s != Storm{} }
+
+// Mirror is one [[bridge.mirror]]: copies of what Ports receive (In)
+// and what the bridge sends out of them (Out) go to the span port To, a
+// port of the same bridge that receives the copies and nothing else.
+type Mirror struct {
+	Name    string
+	Ports   []string // port names, in file order
+	In, Out bool     // key direction: "in", "out" or "both" (the default)
+	To      string
+	VLANs   []uint16 // key vlans: only frames of these VLANs (VLAN-aware bridges); nil: all
+	Line    int      // line of the [[bridge.mirror]] header
+}
+
+// Direction is the mirror's direction as the file writes it.
+func (m *Mirror) Direction() string {
+	switch {
+	case m.In && m.Out:
+		return "both"
+	case m.In:
+		return "in"
+	default:
+		return "out"
+	}
 }
 
 // IsPatch reports whether the port is a patch port to another bridge.
@@ -458,7 +531,7 @@ func (c *checker) bridges(v *value) []Bridge {
 // checks across bridges.
 func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, Line: t.line}
-	var ports, statics *value
+	var ports, statics, mirrors *value
 	for _, k := range t.keys {
 		f, v := field+"."+k, t.vals[k]
 		switch k {
@@ -496,6 +569,8 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 			ports = v
 		case "static":
 			statics = v
+		case "mirror":
+			mirrors = v
 		default:
 			c.unknown(v, f)
 		}
@@ -541,8 +616,189 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 			}
 		}
 	}
+	if mirrors != nil {
+		elems, _ := c.elements(mirrors, field+".mirror")
+		for i, mt := range elems {
+			if mt.kind == unstable.Table {
+				b.Mirrors = append(b.Mirrors, c.mirror(mt, fmt.Sprintf("%s.mirror[%d]", field, i), bp, b.Mirrors, sites))
+			}
+		}
+	}
+	c.spanStatics(&b, statics, field)
 	c.countVLANs(&b, t, field, label)
 	return b, patches
+}
+
+// mirror checks one [[bridge.mirror]] against the bridge's ports and the
+// mirrors before it.
+func (c *checker) mirror(t *value, field string, bp *bridgePorts, before []Mirror, sites []portSite) Mirror {
+	m := Mirror{In: true, Out: true, Line: t.line}
+	// port names a port of this bridge with an interface, or reports why not.
+	port := func(v *value, f, what string) (string, int, bool) {
+		name, ok := c.str(v, f)
+		if !ok {
+			return "", 0, false
+		}
+		i, found := bp.index[name]
+		switch {
+		case !found:
+			c.errorf(v.line, f, "%q is not a port of %s: %s", name, bp.label, what)
+			return name, 0, false
+		case bp.ports[i].IsPatch():
+			c.errorf(v.line, f, "%q is a patch port: mirrors copy frames of ports with an interface", name)
+			return name, i, false
+		}
+		return name, i, true
+	}
+	var toLine int
+	for _, k := range t.keys {
+		f, v := field+"."+k, t.vals[k]
+		switch k {
+		case "name":
+			if s, ok := c.str(v, f); ok {
+				m.Name = s
+				if !validBridgeName(s) {
+					c.errorf(v.line, f, "%q is not a valid mirror name: use 1 to %d of A-Z a-z 0-9 _ . -", s, maxNameLen)
+				}
+				for _, o := range before {
+					if o.Name == s {
+						c.errorf(v.line, f, "%q is already the name of the mirror at line %d", s, o.Line)
+					}
+				}
+			}
+		case "ports":
+			if v.kind != unstable.Array || len(v.elems) == 0 {
+				c.errorf(v.line, f, `must be a non-empty array of port names, such as ["p1", "p2"]`)
+				break
+			}
+			for i, e := range v.elems {
+				ef := fmt.Sprintf("%s[%d]", f, i)
+				name, _, ok := port(e, ef, "a mirror copies frames of its own bridge's ports")
+				if !ok {
+					continue
+				}
+				if slices.Contains(m.Ports, name) {
+					c.errorf(e.line, ef, "%q is listed twice", name)
+					continue
+				}
+				taken := false
+				for _, o := range before {
+					if slices.Contains(o.Ports, name) {
+						c.errorf(e.line, ef, "%q is already mirrored by mirror %q at line %d: a port has one mirror", name, o.Name, o.Line)
+						taken = true
+					}
+					if o.To == name {
+						c.errorf(e.line, ef, "%q is the span port of mirror %q at line %d: a span port is not mirrored", name, o.Name, o.Line)
+						taken = true
+					}
+				}
+				if !taken {
+					m.Ports = append(m.Ports, name)
+				}
+			}
+		case "direction":
+			if s, ok := c.str(v, f); ok {
+				switch s {
+				case "in":
+					m.Out = false
+				case "out":
+					m.In = false
+				case "both":
+				default:
+					c.errorf(v.line, f, "%q is not \"in\" (what the ports receive), \"out\" (what the bridge sends out of them) or \"both\"", s)
+				}
+			}
+		case "to":
+			name, i, ok := port(v, f, "the span port is a [[bridge.port]] of the mirror's bridge")
+			m.To, toLine = name, v.line
+			if !ok {
+				break
+			}
+			for _, o := range before {
+				if slices.Contains(o.Ports, name) {
+					c.errorf(v.line, f, "%q is mirrored by mirror %q at line %d: a span port receives copies and nothing else", name, o.Name, o.Line)
+				}
+			}
+			for _, k := range []string{"vlan", "trunk", "native"} {
+				if kv, set := sites[i].t.vals[k]; set {
+					c.errorf(kv.line, sites[i].field+"."+k, "port %q is the span port of mirror %q: it takes every VLAN tagged, and has no %s", name, m.Name, k)
+				}
+			}
+		case "vlans":
+			if !bp.aware {
+				c.errorf(v.line, f, "%s is not VLAN-aware: no port has vlan or trunk", bp.label)
+				break
+			}
+			if vids, ok := c.trunk(v, f); ok {
+				m.VLANs = vids
+			}
+		default:
+			c.unknown(v, f)
+		}
+	}
+	for _, k := range []string{"name", "ports", "to"} {
+		if _, ok := t.vals[k]; !ok {
+			c.errorf(t.line, field+"."+k, "is required")
+		}
+	}
+	if m.To != "" && slices.Contains(m.Ports, m.To) {
+		c.errorf(toLine, field+".to", "%q is also one of the mirror's ports: the span port receives the copies and nothing else", m.To)
+	}
+	return m
+}
+
+// maxStormRate bounds a storm control rate: far above what one port can
+// flood, and its interval (a second / rate) is still whole nanoseconds.
+const maxStormRate = 100_000_000
+
+// storm checks a port's storm control: an inline table of rates.
+func (c *checker) storm(v *value, field string) Storm {
+	var s Storm
+	if v.kind != unstable.Table {
+		c.errorf(v.line, field, "must be a table such as { broadcast = 1000, multicast = 5000, unknown_unicast = 1000 } (frames a second)")
+		return s
+	}
+	if len(v.keys) == 0 {
+		c.errorf(v.line, field, "is empty: give broadcast, multicast or unknown_unicast, in frames a second")
+	}
+	for _, k := range v.keys {
+		f, kv := field+"."+k, v.vals[k]
+		var dst *int
+		switch k {
+		case "broadcast":
+			dst = &s.Broadcast
+		case "multicast":
+			dst = &s.Multicast
+		case "unknown_unicast":
+			dst = &s.UnknownUnicast
+		default:
+			c.unknown(kv, f)
+			continue
+		}
+		if n, ok := c.integer(kv, f, 1, maxStormRate); ok {
+			*dst = int(n)
+		}
+	}
+	return s
+}
+
+// spanStatics reports static entries on span ports, which send nothing but
+// copies.
+func (c *checker) spanStatics(b *Bridge, statics *value, field string) {
+	if statics == nil {
+		return
+	}
+	for i, st := range b.Static {
+		if mi := b.SpanPort(st.Port); mi != nil {
+			line := st.Line
+			if i < len(statics.elems) {
+				if pv, ok := statics.elems[i].vals["port"]; ok {
+					line = pv.line
+				}
+			}
+			c.errorf(line, fmt.Sprintf("%s.static[%d].port", field, i), "%q is the span port of mirror %q: no station lives there", st.Port, mi.Name)
+		}
+	}
 }
 
 // portNames enters the names of port i of a bridge into bp.index, and
@@ -916,6 +1172,8 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			if b, ok := c.boolean(v, f); ok {
 				*map[string]*bool{"flood": &p.NoFlood, "mcast_flood": &p.NoMcastFlood, "bcast_flood": &p.NoBcastFlood}[k] = !b
 			}
+		case "storm":
+			p.Storm = c.storm(v, f)
 		case "mac_limit_action":
 			if s, ok := c.str(v, f); ok {
 				if s != LimitDrop && s != LimitForward {
@@ -954,6 +1212,9 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 		if why := ifnameProblem(p.Name); why != "" && validBridgeName(p.Patch) {
 			c.errorf(t.line, field+".name", "the default name %q is not a valid port name: %s; set name", p.Name, why)
 		}
+	}
+	if sv, ok := t.vals["storm"]; ok && hasPatch {
+		c.errorf(sv.line, field+".storm", "limits what a port's interface floods into the bridge, and a patch port has none")
 	}
 	if la, ok := t.vals["mac_limit_action"]; ok {
 		if _, hasMax := t.vals["max_macs"]; !hasMax || p.MaxMACs == 0 {

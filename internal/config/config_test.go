@@ -1264,3 +1264,89 @@ func TestParsePortPolicies(t *testing.T) {
 		`t.toml:16: bridge[0].port[3].bcast_flood: must be true or false`,
 	})
 }
+
+func TestParseStormAndMirrors(t *testing.T) {
+	cfg, err := Parse("t.toml", doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `storm = { broadcast = 1000, multicast = 5000, unknown_unicast = 1_000 }`,
+		`[[bridge.port]]`, `interface = "p2"`, `storm = { broadcast = 10 }`,
+		`[[bridge.port]]`, `interface = "p3"`,
+		`[[bridge.port]]`, `interface = "p4"`,
+		`[[bridge.mirror]]`, `name = "tap0"`, `ports = ["p1", "p2"]`, `to = "p4"`,
+		`[[bridge.mirror]]`, `name = "tap1"`, `ports = ["p3"]`, `direction = "in"`, `to = "p4"`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.Bridges[0]
+	if s := b.Ports[0].Storm; s != (Storm{1000, 5000, 1000}) {
+		t.Errorf("p1 storm %+v", s)
+	}
+	if s := b.Ports[1].Storm; s != (Storm{Broadcast: 10}) || b.Ports[2].Storm.Any() {
+		t.Errorf("p2 storm %+v, p3 %+v", s, b.Ports[2].Storm)
+	}
+	if len(b.Mirrors) != 2 {
+		t.Fatalf("mirrors %+v", b.Mirrors)
+	}
+	if m := b.Mirrors[0]; m.Name != "tap0" || !m.In || !m.Out || m.To != "p4" || len(m.Ports) != 2 || m.Direction() != "both" {
+		t.Errorf("mirror 0 %+v", m)
+	}
+	if m := b.Mirrors[1]; !m.In || m.Out || m.Direction() != "in" {
+		t.Errorf("mirror 1 %+v", m)
+	}
+	if b.SpanPort("p4") == nil || b.SpanPort("p1") != nil || b.MirrorOf("p3") != &b.Mirrors[1] {
+		t.Errorf("SpanPort/MirrorOf wrong")
+	}
+
+	vcfg, err := Parse("t.toml", doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `trunk = [10, 20, 30]`,
+		`[[bridge.port]]`, `interface = "p2"`, `vlan = 10`,
+		`[[bridge.port]]`, `interface = "p4"`,
+		`[[bridge.mirror]]`, `name = "m"`, `ports = ["p1"]`, `to = "p4"`, `vlans = [10, "20-21"]`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := vcfg.Bridges[0].Mirrors[0]; !slices.Equal(m.VLANs, []uint16{10, 20, 21}) {
+		t.Errorf("mirror vlans %v", m.VLANs)
+	}
+
+	checkErrors(t, doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `storm = { broadcast = -1, anycast = 5 }`, // 3-5
+		`[[bridge.port]]`, `interface = "p2"`, `storm = 100`, // 6-8
+		`[[bridge.port]]`, `interface = "p3"`, `storm = { multicast = 0 }`, // 9-11
+		`[[bridge.port]]`, `interface = "p4"`, // 12-13
+		`[[bridge.port]]`, `patch = "br1"`, `storm = { broadcast = 5 }`, // 14-16
+		`[[bridge.mirror]]`, `name = "m0"`, `ports = ["p1", "p9", "p1"]`, `to = "p4"`, `direction = "sideways"`, // 17-21
+		`[[bridge.mirror]]`, `name = "m0"`, `ports = ["p1", "p4", "patch-br1"]`, `to = "p5"`, // 22-25
+		`[[bridge.mirror]]`, `name = "m2"`, `ports = ["p2"]`, `to = "p1"`, `vlans = [10]`, // 26-30
+		`[[bridge.mirror]]`, `name = "m3"`, `ports = ["p3"]`, `to = "p3"`, // 31-34
+		`[[bridge.mirror]]`, `name = "m4"`, // 35-36
+		`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "p4"`, // 37-39
+		`[[bridge]]`, `name = "br1"`,
+		`[[bridge.port]]`, `patch = "br0"`,
+		`[[bridge.port]]`, `interface = "p5"`,
+	), []string{
+		`t.toml:5: bridge[0].port[0].storm.broadcast: -1 is out of range 1..100000000`,
+		`t.toml:5: bridge[0].port[0].storm.anycast: unknown field`,
+		`t.toml:8: bridge[0].port[1].storm: must be a table such as { broadcast = 1000, multicast = 5000, unknown_unicast = 1000 } (frames a second)`,
+		`t.toml:11: bridge[0].port[2].storm.multicast: 0 is out of range 1..100000000`,
+		`t.toml:16: bridge[0].port[4].storm: limits what a port's interface floods into the bridge, and a patch port has none`,
+		`t.toml:19: bridge[0].mirror[0].ports[1]: "p9" is not a port of bridge br0: a mirror copies frames of its own bridge's ports`,
+		`t.toml:19: bridge[0].mirror[0].ports[2]: "p1" is listed twice`,
+		`t.toml:21: bridge[0].mirror[0].direction: "sideways" is not "in" (what the ports receive), "out" (what the bridge sends out of them) or "both"`,
+		`t.toml:23: bridge[0].mirror[1].name: "m0" is already the name of the mirror at line 17`,
+		`t.toml:24: bridge[0].mirror[1].ports[0]: "p1" is already mirrored by mirror "m0" at line 17: a port has one mirror`,
+		`t.toml:24: bridge[0].mirror[1].ports[1]: "p4" is the span port of mirror "m0" at line 17: a span port is not mirrored`,
+		`t.toml:24: bridge[0].mirror[1].ports[2]: "patch-br1" is a patch port: mirrors copy frames of ports with an interface`,
+		`t.toml:25: bridge[0].mirror[1].to: "p5" is not a port of bridge br0: the span port is a [[bridge.port]] of the mirror's bridge`,
+		`t.toml:29: bridge[0].mirror[2].to: "p1" is mirrored by mirror "m0" at line 17: a span port receives copies and nothing else`,
+		`t.toml:30: bridge[0].mirror[2].vlans: bridge br0 is not VLAN-aware: no port has vlan or trunk`,
+		`t.toml:34: bridge[0].mirror[3].to: "p3" is also one of the mirror's ports: the span port receives the copies and nothing else`,
+		`t.toml:35: bridge[0].mirror[4].ports: is required`,
+		`t.toml:35: bridge[0].mirror[4].to: is required`,
+		`t.toml:39: bridge[0].static[0].port: "p4" is the span port of mirror "m0": no station lives there`,
+	})
+}

@@ -105,6 +105,25 @@ type BridgeStatus struct {
 	MaxEntries   int          `json:"max_entries"`
 	Entries      int          `json:"entries"`
 	Ports        []PortStatus `json:"ports"`
+	Mirrors      []Mirror     `json:"mirrors,omitempty"`
+}
+
+// Mirror is one [[bridge.mirror]] as `trestle show` prints it.
+type Mirror struct {
+	Name      string   `json:"name"`
+	Ports     []string `json:"ports"`
+	Direction string   `json:"direction"` // "in", "out" or "both"
+	To        string   `json:"to"`
+	VLANs     string   `json:"vlans,omitempty"` // "10,20-29"; "": every VLAN
+	// Active: the span port forwards, so copies reach it.
+	Active bool `json:"active"`
+}
+
+// Storm is a port's storm control in frames a second (0: no limit).
+type Storm struct {
+	Broadcast      int `json:"broadcast,omitempty"`
+	Multicast      int `json:"multicast,omitempty"`
+	UnknownUnicast int `json:"unknown_unicast,omitempty"`
 }
 
 type PortStatus struct {
@@ -140,6 +159,11 @@ type PortStatus struct {
 	VLAN   uint16 `json:"vlan,omitempty"`
 	Trunk  string `json:"trunk,omitempty"`
 	Native uint16 `json:"native,omitempty"`
+	// Storm control, if any; Span names the mirror the port is the span
+	// port of, Mirror the mirror that copies its frames.
+	Storm  *Storm `json:"storm,omitempty"`
+	Span   string `json:"span,omitempty"`
+	Mirror string `json:"mirror,omitempty"`
 }
 
 // VLANStats is one VLAN of `trestle stats --vlan --json`: frames classified

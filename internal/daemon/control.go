@@ -110,10 +110,29 @@ func (d *Daemon) status() (ctl.Status, error) {
 					ps.VLAN = p.cfg.VLAN
 				}
 			}
+			if st := p.cfg.Storm; st.Any() {
+				ps.Storm = &ctl.Storm{Broadcast: st.Broadcast, Multicast: st.Multicast, UnknownUnicast: st.UnknownUnicast}
+			}
+			if m := p.span(); m != nil {
+				ps.Span = m.Name
+			}
+			if m := b.cfg.MirrorOf(p.name()); m != nil {
+				ps.Mirror = m.Name
+			}
 			if p.state() == stateLinkDown {
 				ps.Reason = fmt.Sprintf("interface down or without carrier: out of floods, its entries flushed; back when it is up (%s)", p.why)
 			}
 			bst.Ports = append(bst.Ports, ps)
+		}
+		for _, m := range b.cfg.Mirrors {
+			cm := ctl.Mirror{Name: m.Name, Ports: m.Ports, Direction: m.Direction(), To: m.To}
+			if len(m.VLANs) > 0 {
+				cm.VLANs = config.VLANRanges(m.VLANs)
+			}
+			if to := b.port(m.To); to != nil {
+				cm.Active = to.forwards()
+			}
+			bst.Mirrors = append(bst.Mirrors, cm)
 		}
 		st.Bridges = append(st.Bridges, bst)
 	}
@@ -290,6 +309,9 @@ func (d *Daemon) fdbAdd(req ctl.Request) error {
 	p := b.port(req.Port)
 	if p == nil {
 		return fmt.Errorf("%q is not a port of bridge %q", req.Port, b.cfg.Name)
+	}
+	if m := p.span(); m != nil {
+		return fmt.Errorf("%q is the span port of mirror %q: it sends copies, and no station lives there", req.Port, m.Name)
 	}
 	st := config.Static{MAC: mac, Port: req.Port, VLAN: req.VLAN}
 	k := staticKey(st)

@@ -82,8 +82,22 @@ func (p *portState) info() *datapath.PortInfo {
 	if p.peer != nil {
 		info.Peer = p.peer.slot
 	}
+	st := p.cfg.Storm
+	info.Storm = [3]uint32{uint32(st.Broadcast), uint32(st.Multicast), uint32(st.UnknownUnicast)}
+	info.Span = p.span() != nil
+	if m := p.bridge.cfg.MirrorOf(p.name()); m != nil {
+		// Copies go to the span port while it forwards.
+		if to := p.bridge.port(m.To); to != nil && to.forwards() && to.ifindex > 0 {
+			info.MirrorIn, info.MirrorOut = m.In, m.Out
+			info.MirrorTo, info.MirrorToSlot = uint32(to.ifindex), to.slot
+			info.MirrorVLANs = m.VLANs
+		}
+	}
 	return &info
 }
+
+// span is the mirror the port is the span port of, or nil.
+func (p *portState) span() *config.Mirror { return p.bridge.cfg.SpanPort(p.name()) }
 
 // vlanInfo is the port as a bridge's port list holds it: where it is, and
 // on a VLAN-aware bridge which VLANs it carries.
@@ -93,9 +107,18 @@ func (p *portState) vlanInfo() datapath.PortInfo {
 		info.Ifindex = datapath.PatchIfindex(p.slot)
 	}
 	if p.bridge.cfg.VLANAware() {
-		info.PVID = p.cfg.PVID()
-		if p.cfg.IsTrunk() {
+		switch {
+		case p.span() != nil:
+			// Each copy keeps the tag of its frame's VLAN.
+			info.Trunk = true
+			for vid := uint16(1); vid <= 4094; vid++ {
+				info.VLANs = append(info.VLANs, vid)
+			}
+		case p.cfg.IsTrunk():
+			info.PVID = p.cfg.PVID()
 			info.Trunk, info.VLANs = true, p.cfg.VLANs()
+		default:
+			info.PVID = p.cfg.PVID()
 		}
 	}
 	return info
@@ -166,7 +189,8 @@ func (b *bridgeState) desired() datapath.BridgeInfo {
 	info := datapath.BridgeInfo{ID: b.id, Name: b.cfg.Name, MaxEntries: uint32(b.cfg.MaxEntries)}
 	patched := false
 	for _, p := range b.ports {
-		if p.forwards() {
+		// A span port takes no flood: copies reach it through the walk.
+		if p.forwards() && p.span() == nil {
 			// A bridge's port list holds where floods go, not limits.
 			info.Ports = append(info.Ports, p.vlanInfo())
 			patched = patched || p.cfg.IsPatch()
@@ -180,10 +204,14 @@ func (b *bridgeState) desired() datapath.BridgeInfo {
 		if i := p.info(); i != nil && i.HasPolicy() {
 			info.Policy = true
 		}
+		if i := p.info(); i != nil && i.Mirrored() {
+			info.Mirror = true
+		}
 	}
-	if patched {
+	if patched || info.Mirror {
 		// Where a flood that crosses patches may go: every bridge's
-		// interface ports that forward, in the tree's order.
+		// interface ports that forward, in the tree's order, span
+		// ports included.
 		for _, tb := range b.tree {
 			for _, p := range tb.ports {
 				if p.forwards() && !p.cfg.IsPatch() {
@@ -228,7 +256,9 @@ func joinTrees(order []*bridgeState, byName map[string]*bridgeState) {
 func (b *bridgeState) vlans() []uint16 {
 	var all []uint16
 	for _, p := range b.ports {
-		all = append(all, p.cfg.VLANs()...)
+		if p.span() == nil {
+			all = append(all, p.cfg.VLANs()...)
+		}
 	}
 	slices.Sort(all)
 	return slices.Compact(all)
@@ -238,7 +268,7 @@ func sameBridgeInfo(a, b *datapath.BridgeInfo) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy &&
+	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy && a.Mirror == b.Mirror &&
 		slices.Equal(a.VLANs, b.VLANs) && slices.EqualFunc(a.Ports, b.Ports, datapath.PortInfo.Equal) &&
 		slices.EqualFunc(a.Reach, b.Reach, datapath.PortInfo.Equal)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf"
 
@@ -499,6 +500,11 @@ func (d *Daemon) finalize(c *change) {
 				d.log.Info("port up", "bridge", b.cfg.Name, "port", p.name(), "patch", p.cfg.Patch)
 			}
 		}
+		var was []config.Mirror
+		if old := d.bridges[b.cfg.Name]; old != nil {
+			was = old.cfg.Mirrors
+		}
+		d.logMirrors(b.cfg.Name, was, b.cfg.Mirrors)
 	}
 	d.bridges = c.next
 	// No bridge is VLAN-aware any more: every port goes back to the
@@ -717,4 +723,34 @@ func (c *change) closePeerCands() {
 		}
 	}
 	c.peerCands = nil
+}
+
+// logMirrors says which mirrors of a bridge an apply added, changed and
+// removed.
+func (d *Daemon) logMirrors(bridge string, was, now []config.Mirror) {
+	find := func(ms []config.Mirror, name string) *config.Mirror {
+		for i := range ms {
+			if ms[i].Name == name {
+				return &ms[i]
+			}
+		}
+		return nil
+	}
+	for _, m := range now {
+		args := []any{"bridge", bridge, "mirror", m.Name, "ports", strings.Join(m.Ports, ","), "direction", m.Direction(), "to", m.To}
+		if len(m.VLANs) > 0 {
+			args = append(args, "vlans", config.VLANRanges(m.VLANs))
+		}
+		switch o := find(was, m.Name); {
+		case o == nil:
+			d.log.Info("mirror added", args...)
+		case !slices.Equal(o.Ports, m.Ports) || o.In != m.In || o.Out != m.Out || o.To != m.To || !slices.Equal(o.VLANs, m.VLANs):
+			d.log.Info("mirror changed", args...)
+		}
+	}
+	for _, m := range was {
+		if find(now, m.Name) == nil {
+			d.log.Info("mirror removed", "bridge", bridge, "mirror", m.Name)
+		}
+	}
 }

@@ -26,9 +26,16 @@ type BridgeInfo struct {
 	Policy bool
 	// Reach: for a bridge with patch ports, the ports of every bridge its
 	// patches join it to, its own included, that are up (where a flood
-	// that crosses patches may go).
+	// that crosses patches may go); with the span ports of their mirrors.
 	Reach []PortInfo
+	// Mirror: a port of the bridge is mirrored; its frames take the walk
+	// (bpf/lib/patch.h), and its Reach is set as a patched bridge's is.
+	Mirror bool
 }
+
+// walked says whether the bridge's frames go through the walk, and its
+// copies through its patch flood set.
+func (b BridgeInfo) walked() bool { return b.hasPatch() || b.Mirror }
 
 func checkBridgeID(id uint16) error {
 	if id == 0 || int(id) > tbpf.MaxBridges {
@@ -76,7 +83,7 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
 	}
-	patched := b.hasPatch()
+	patched := b.walked()
 	if patched {
 		if err := d.setProgFlood(d.patchFloodSets(), b.ID, b.Reach); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
@@ -88,8 +95,11 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 	if b.VLANAware {
 		br.Flags |= tbpf.BridgeVLAN
 	}
-	if patched {
+	if b.hasPatch() {
 		br.Flags |= tbpf.BridgePatch
+	}
+	if b.Mirror {
+		br.Flags |= tbpf.BridgeMirror
 	}
 	if b.Policy {
 		br.Flags |= tbpf.BridgePolicy
@@ -373,8 +383,8 @@ func (d *Datapath) Bridges() ([]BridgeInfo, error) {
 			return nil, fmt.Errorf("read bridge %d: %w", id, err)
 		}
 		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries, VLANAware: br.Flags&tbpf.BridgeVLAN != 0,
-			Policy: br.Flags&tbpf.BridgePolicy != 0}
-		d.hadPatch[b.ID] = br.Flags&tbpf.BridgePatch != 0
+			Policy: br.Flags&tbpf.BridgePolicy != 0, Mirror: br.Flags&tbpf.BridgeMirror != 0}
+		d.hadPatch[b.ID] = br.Flags&(tbpf.BridgePatch|tbpf.BridgeMirror) != 0
 		for _, c := range br.Name {
 			if c == 0 {
 				break

@@ -256,7 +256,24 @@ type PortInfo struct {
 	// NoFlood, NoMcastFlood, NoBcastFlood: unknown unicast, multicast,
 	// broadcast are not flooded out of it.
 	Protected, NoFlood, NoMcastFlood, NoBcastFlood bool
+	// Storm: storm control, the broadcast, multicast and unknown-unicast
+	// frames a second its ingress accepts, by tbpf kind (0: no limit).
+	Storm [3]uint32
+	// Span: a mirror's span port, which only sends the copies (frames
+	// arriving on it are dropped). On a VLAN-aware bridge it is a trunk of
+	// every VLAN with no native one, so that each copy keeps its VLAN's tag.
+	Span bool
+	// Mirror: where copies of what the port receives (MirrorIn) and what
+	// its bridge sends out of it (MirrorOut) go; MirrorVLANs, if any, are
+	// the only VLANs copied.
+	MirrorIn, MirrorOut bool
+	MirrorTo            uint32 // the span port's ifindex
+	MirrorToSlot        uint16
+	MirrorVLANs         []uint16
 }
+
+// Mirrored says whether copies of the port's frames go to a span port.
+func (p PortInfo) Mirrored() bool { return p.MirrorIn || p.MirrorOut }
 
 // HasPolicy says whether the port is protected or refuses a kind of flood:
 // its bridge's floods then check each port (TR_BRIDGE_POLICY).
@@ -275,6 +292,9 @@ var policyFlags = []struct {
 	{tbpf.PortNoFlood, func(p *PortInfo) *bool { return &p.NoFlood }},
 	{tbpf.PortNoMcastFlood, func(p *PortInfo) *bool { return &p.NoMcastFlood }},
 	{tbpf.PortNoBcastFlood, func(p *PortInfo) *bool { return &p.NoBcastFlood }},
+	{tbpf.PortSpan, func(p *PortInfo) *bool { return &p.Span }},
+	{tbpf.PortMirrorIn, func(p *PortInfo) *bool { return &p.MirrorIn }},
+	{tbpf.PortMirrorOut, func(p *PortInfo) *bool { return &p.MirrorOut }},
 }
 
 // Equal says whether two ports are the same in every field.
@@ -282,7 +302,9 @@ func (p PortInfo) Equal(q PortInfo) bool {
 	return p.Ifindex == q.Ifindex && p.Bridge == q.Bridge && p.Slot == q.Slot && p.MaxMACs == q.MaxMACs &&
 		p.PVID == q.PVID && p.Trunk == q.Trunk && slices.Equal(p.VLANs, q.VLANs) && p.Peer == q.Peer &&
 		p.NoLearning == q.NoLearning && p.LimitForward == q.LimitForward && p.Protected == q.Protected &&
-		p.NoFlood == q.NoFlood && p.NoMcastFlood == q.NoMcastFlood && p.NoBcastFlood == q.NoBcastFlood
+		p.NoFlood == q.NoFlood && p.NoMcastFlood == q.NoMcastFlood && p.NoBcastFlood == q.NoBcastFlood &&
+		p.Storm == q.Storm && p.Span == q.Span && p.MirrorIn == q.MirrorIn && p.MirrorOut == q.MirrorOut &&
+		p.MirrorTo == q.MirrorTo && p.MirrorToSlot == q.MirrorToSlot && slices.Equal(p.MirrorVLANs, q.MirrorVLANs)
 }
 
 // Carries says whether the port carries vid on a VLAN-aware bridge.

@@ -3,6 +3,7 @@ package datapath
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -25,20 +26,28 @@ func (d *Datapath) SetPort(p PortInfo) error {
 	}
 	// A trunk's VLANs are in place before the port says it is one.
 	if p.Trunk {
-		var bits tbpf.PortVLANs
-		for _, vid := range p.VLANs {
-			if vid == 0 || int(vid) >= tbpf.VLANIDs {
-				return fmt.Errorf("port ifindex %d: VLAN %d out of range", p.Ifindex, vid)
-			}
-			bits.Bits[vid/64] |= 1 << (vid % 64)
+		bits, err := vlanBits(p.VLANs)
+		if err != nil {
+			return fmt.Errorf("port ifindex %d: %w", p.Ifindex, err)
 		}
 		if err := d.objs.PortVlans.Put(uint32(p.Slot), &bits); err != nil {
 			return fmt.Errorf("port ifindex %d: write its VLANs: %w", p.Ifindex, err)
 		}
 	}
+	// Storm limits and the mirror are in place before the flags that
+	// send frames to them.
+	if err := d.setStorm(p); err != nil {
+		return err
+	}
+	if err := d.setMirror(p); err != nil {
+		return err
+	}
 	v := tbpf.Port{Bridge: p.Bridge, Slot: p.Slot, MaxMacs: p.MaxMACs, Pvid: p.PVID}
 	if p.Trunk {
 		v.Flags |= tbpf.PortTrunk
+	}
+	if p.Storm != ([3]uint32{}) {
+		v.Flags |= tbpf.PortStorm
 	}
 	for _, f := range policyFlags {
 		if *f.get(&p) {
@@ -103,13 +112,109 @@ func (d *Datapath) portInfo(ifindex uint32, v tbpf.Port) (PortInfo, bool, error)
 			return p, false, fmt.Errorf("read the VLANs of port ifindex %d: %w", ifindex, err)
 		}
 		p.Trunk = true
-		for vid := 1; vid < tbpf.VLANIDs; vid++ {
-			if bits.Bits[vid/64]&(1<<(vid%64)) != 0 {
-				p.VLANs = append(p.VLANs, uint16(vid))
+		p.VLANs = vlanList(&bits)
+	}
+	if v.Flags&tbpf.PortStorm != 0 {
+		for k := range p.Storm {
+			var st tbpf.Storm
+			if err := d.objs.Storm.Lookup(stormKey(v.Slot, k), &st); err != nil {
+				return p, false, fmt.Errorf("read the storm control of port ifindex %d: %w", ifindex, err)
 			}
+			p.Storm[k] = st.Rate
+		}
+	}
+	if p.Mirrored() {
+		var m tbpf.Mirror
+		if err := d.objs.Mirrors.Lookup(uint32(v.Slot), &m); err != nil {
+			return p, false, fmt.Errorf("read the mirror of port ifindex %d: %w", ifindex, err)
+		}
+		p.MirrorTo, p.MirrorToSlot = m.SpanIfindex, m.SpanSlot
+		if m.Flags&tbpf.MirrorVLANs != 0 {
+			var bits tbpf.PortVLANs
+			if err := d.objs.MirrorVlans.Lookup(uint32(v.Slot), &bits); err != nil {
+				return p, false, fmt.Errorf("read the mirrored VLANs of port ifindex %d: %w", ifindex, err)
+			}
+			p.MirrorVLANs = vlanList(&bits)
 		}
 	}
 	return p, true, nil
+}
+
+func stormKey(slot uint16, kind int) uint32 {
+	return uint32(slot)*uint32(tbpf.StormKinds) + uint32(kind)
+}
+
+// setStorm writes the port's storm control limiters. A limiter whose rate
+// stays keeps its state; a new rate starts with a full burst.
+func (d *Datapath) setStorm(p PortInfo) error {
+	for k, rate := range p.Storm {
+		var cur, want tbpf.Storm
+		key := stormKey(p.Slot, k)
+		if err := d.objs.Storm.Lookup(key, &cur); err != nil {
+			return fmt.Errorf("port ifindex %d: read storm control: %w", p.Ifindex, err)
+		}
+		if rate > 0 {
+			want.Rate = rate
+			want.IntervalNs = uint64(time.Second) / uint64(rate)
+			want.BurstNs = uint64(StormBurst(rate)-1) * want.IntervalNs
+		}
+		if cur.Rate == want.Rate && cur.IntervalNs == want.IntervalNs && cur.BurstNs == want.BurstNs {
+			continue
+		}
+		if err := d.objs.Storm.Put(key, &want); err != nil {
+			return fmt.Errorf("port ifindex %d: write storm control: %w", p.Ifindex, err)
+		}
+	}
+	return nil
+}
+
+// StormBurst is how many frames of a kind limited to rate a second pass
+// back to back after a quiet spell: a tenth of a second's worth, at least 1.
+func StormBurst(rate uint32) uint32 { return max(rate/10, 1) }
+
+// setMirror writes where a mirrored port's copies go.
+func (d *Datapath) setMirror(p PortInfo) error {
+	if !p.Mirrored() {
+		return nil
+	}
+	m := tbpf.Mirror{SpanIfindex: p.MirrorTo, SpanSlot: p.MirrorToSlot}
+	if len(p.MirrorVLANs) > 0 {
+		bits, err := vlanBits(p.MirrorVLANs)
+		if err != nil {
+			return fmt.Errorf("port ifindex %d: mirrored %w", p.Ifindex, err)
+		}
+		if err := d.objs.MirrorVlans.Put(uint32(p.Slot), &bits); err != nil {
+			return fmt.Errorf("port ifindex %d: write the mirrored VLANs: %w", p.Ifindex, err)
+		}
+		m.Flags |= tbpf.MirrorVLANs
+	}
+	if err := d.objs.Mirrors.Put(uint32(p.Slot), &m); err != nil {
+		return fmt.Errorf("port ifindex %d: write its mirror: %w", p.Ifindex, err)
+	}
+	return nil
+}
+
+// vlanBits is the bitmap of vids.
+func vlanBits(vids []uint16) (tbpf.PortVLANs, error) {
+	var bits tbpf.PortVLANs
+	for _, vid := range vids {
+		if vid == 0 || int(vid) >= tbpf.VLANIDs {
+			return bits, fmt.Errorf("VLAN %d out of range", vid)
+		}
+		bits.Bits[vid/64] |= 1 << (vid % 64)
+	}
+	return bits, nil
+}
+
+// vlanList lists the VIDs whose bits are set.
+func vlanList(bits *tbpf.PortVLANs) []uint16 {
+	var out []uint16
+	for vid := 1; vid < tbpf.VLANIDs; vid++ {
+		if bits.Bits[vid/64]&(1<<(vid%64)) != 0 {
+			out = append(out, uint16(vid))
+		}
+	}
+	return out
 }
 
 // DelPort forgets a port: first at ingress, then as an egress.

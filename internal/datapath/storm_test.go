@@ -1,0 +1,118 @@
+package datapath
+
+import (
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+)
+
+// Storm control through BPF_PROG_TEST_RUN (issue 13). A run of n frames
+// takes microseconds, far less than one frame's interval at the rates used
+// here, so what passes is the burst plus what the elapsed time allows: the
+// bounds below come from the clock, not from a guess at the machine's speed.
+
+var mcast = net.HardwareAddr{0x01, 0x00, 0x5e, 0x00, 0x00, 0x01}
+
+func TestStormControl(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		const rate = 1000 // a second; a burst of 100
+		r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, Storm: [3]uint32{rate, 0, 0}})
+		burst := uint64(StormBurst(rate))
+
+		start := time.Now()
+		if err := r.onCPU(0, func() error { _, err := r.runRepeat(1, ipv4(bcast, macA), 5000); return err }); err != nil {
+			t.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		s := r.stats(1)
+		most := burst + uint64(elapsed.Seconds()*rate) + 1
+		if s.Flooded < burst || s.Flooded > most {
+			t.Errorf("5000 broadcasts in %v at %d/s: %d passed, want %d..%d", elapsed, rate, s.Flooded, burst, most)
+		}
+		if got := s.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_BROADCAST]; got != 5000-s.Flooded {
+			t.Errorf("storm_broadcast drops %d, want %d", got, 5000-s.Flooded)
+		}
+		// Multicast and unknown unicast have no limit here; known unicast
+		// never meets the limiter.
+		r.run(2, ipv4(macA, macB))
+		before := r.stats(1)
+		for i := 0; i < 300; i++ {
+			r.run(1, ipv4(mcast, macA))
+			r.run(1, ipv4(macB, macA))
+		}
+		after := r.stats(1)
+		if d := after.Flooded - before.Flooded; d != 300 {
+			t.Errorf("multicast with no limit: %d of 300 flooded", d)
+		}
+		if s2 := r.stats(2); s2.TxPackets < 300 {
+			t.Errorf("known unicast to B: port 2 sent %d of 300 (and the floods)", s2.TxPackets)
+		}
+		if d := after.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_BROADCAST] - before.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_BROADCAST]; d != 0 {
+			t.Errorf("%d storm drops of frames that are not broadcast", d)
+		}
+
+		// The limit off: every broadcast floods, and the port reads back
+		// with no limit.
+		r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1})
+		before = r.stats(1)
+		if err := r.onCPU(0, func() error { _, err := r.runRepeat(1, ipv4(bcast, macA), 1000); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if d := r.stats(1).Flooded - before.Flooded; d != 1000 {
+			t.Errorf("no limit: %d of 1000 broadcasts flooded", d)
+		}
+	})
+}
+
+// One limit for every CPU: frames arriving on two CPUs at once pass no more
+// than the limit allows one of them (a per-CPU bucket would pass twice).
+func TestStormControlAcrossCPUs(t *testing.T) {
+	if n, _ := ebpfPossibleCPUs(); n < 2 {
+		t.Skip("needs two CPUs")
+	}
+	r := newRig(t, modes[0], 1024, [4]uint32{})
+	const rate = 2000
+	r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, Storm: [3]uint32{0, 0, rate}})
+	burst := uint64(StormBurst(rate))
+	// Keep both CPUs sending for about 0.3 s: runs of 20000 frames until then.
+	start := time.Now()
+	var wg sync.WaitGroup
+	var sent [2]uint64
+	errs := make(chan error, 2)
+	for cpu := 0; cpu < 2; cpu++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- r.onCPU(cpu, func() error {
+				for time.Since(start) < 300*time.Millisecond {
+					if _, err := r.runRepeat(1, ipv4(macD, macA), 20000); err != nil {
+						return err
+					}
+					sent[cpu] += 20000
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := r.stats(1)
+	allowed := float64(burst) + elapsed.Seconds()*rate
+	if float64(s.Flooded) > allowed*1.1+1 || float64(s.Flooded) < allowed*0.9 {
+		t.Errorf("unknown unicast on 2 CPUs for %v at %d/s (sent %d and %d): %d passed, want %.0f ±10%%",
+			elapsed, rate, sent[0], sent[1], s.Flooded, allowed)
+	}
+	if got := s.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_UNKNOWN]; got+s.Flooded != sent[0]+sent[1] {
+		t.Errorf("storm_unknown_unicast drops %d + passed %d != sent %d", got, s.Flooded, sent[0]+sent[1])
+	}
+	t.Logf("%d of %d passed in %v (limit %d/s, burst %d: %.0f allowed)", s.Flooded, sent[0]+sent[1], elapsed, rate, burst, allowed)
+}
