@@ -16,6 +16,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "switch.h"
+#include "lib/capture.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -871,32 +872,50 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	return tr_walk_flood_xdp(ctx, d, w);
 }
 
+static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
+				    struct tr_decision *d)
+{
+	tr_pipeline(p, d);
+
+	switch (d->action) {
+	case TR_ACT_FORWARD:
+		if ((d->out->flags & TR_PORT_PATCH) || (d->br->flags & TR_BRIDGE_MIRROR))
+			return tr_walk(ctx, xdp, p, d);
+		return tr_forward(ctx, xdp, p, d);
+	case TR_ACT_FLOOD:
+		if (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR))
+			return tr_walk(ctx, xdp, p, d);
+		if (xdp && !d->tag.on && (d->br->flags & TR_BRIDGE_POLICY))
+			return tr_flood_xdp_policy(ctx, d);
+		if (xdp)
+			return tr_flood_xdp(ctx, p, d);
+		if (d->tag.on || (d->br->flags & TR_BRIDGE_POLICY))
+			return tr_flood_tc_vlan(ctx, p, d);
+		return tr_flood_tc(ctx, p, d);
+	default:
+		return tr_verdict_drop(xdp);
+	}
+}
+
 static __always_inline int tr_run(void *ctx, const int xdp)
 {
 	struct tr_pkt p;
 	struct tr_decision d = {};
 
 	tr_read(ctx, xdp, &p);
-	tr_pipeline(&p, &d);
+	if (capture_on) {
+		/* Only in the programs of a running capture (lib/capture.h). */
+		int ret;
 
-	switch (d.action) {
-	case TR_ACT_FORWARD:
-		if ((d.out->flags & TR_PORT_PATCH) || (d.br->flags & TR_BRIDGE_MIRROR))
-			return tr_walk(ctx, xdp, &p, &d);
-		return tr_forward(ctx, xdp, &p, &d);
-	case TR_ACT_FLOOD:
-		if (d.br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR))
-			return tr_walk(ctx, xdp, &p, &d);
-		if (xdp && !d.tag.on && (d.br->flags & TR_BRIDGE_POLICY))
-			return tr_flood_xdp_policy(ctx, &d);
 		if (xdp)
-			return tr_flood_xdp(ctx, &p, &d);
-		if (d.tag.on || (d.br->flags & TR_BRIDGE_POLICY))
-			return tr_flood_tc_vlan(ctx, &p, &d);
-		return tr_flood_tc(ctx, &p, &d);
-	default:
-		return tr_verdict_drop(xdp);
+			tr_capture_in_xdp(ctx, p.ifindex, p.len, (__u32)p.meta_tci << 16 | p.meta_proto);
+		else
+			tr_capture_in_tc(ctx, p.ifindex, p.len, (__u32)p.meta_tci << 16 | p.meta_proto);
+		ret = tr_switch(ctx, xdp, &p, &d);
+		tr_capture_out(&p, &d, ret == tr_verdict_drop(xdp));
+		return ret;
 	}
+	return tr_switch(ctx, xdp, &p, &d);
 }
 
 SEC("xdp")

@@ -261,6 +261,61 @@ struct tr_vlan_stats {
 	__u64 flooded;    /* frames flooded within the VLAN */
 };
 
+/* ---- capture (lib/capture.h, `trestle capture`) ---- */
+
+enum tr_capture_limits {
+	TR_CAPTURE_SNAP = 16384, /* bytes of a frame a capture keeps, at most */
+};
+
+/* Which frames of the port a capture takes: what it received from its host
+ * (in), what the bridge sent out of it (out). A record has one of them. */
+enum tr_capture_dir {
+	TR_CAPTURE_IN = 1,
+	TR_CAPTURE_OUT = 2,
+};
+
+/* What became of a captured frame. */
+enum tr_capture_verdict {
+	TR_CAPTURE_FORWARDED = 1, /* to one port (egress) */
+	TR_CAPTURE_FLOODED = 2,   /* to the ports its flood reached */
+	TR_CAPTURE_DROPPED = 3,   /* reason says why */
+};
+
+/* How an out frame's outer 802.1Q tag differs from the bytes it came in
+ * with (a VLAN-aware bridge tags per egress port, lib/vlan.h). */
+enum tr_capture_tag {
+	TR_CAPTURE_TAG_KEEP = 0,  /* it leaves as it came */
+	TR_CAPTURE_TAG_UNTAG = 1, /* without its outer 802.1Q tag, if it has one */
+	TR_CAPTURE_TAG_VID = 2,   /* with an outer 802.1Q tag of VID vid: the tag it had, VID rewritten, or a new one with PCP 0 */
+};
+
+/* The running capture, written by the control plane; read only by the
+ * programs loaded with capture_on. */
+struct tr_capture_conf {
+	__u32 ifindex; /* the port captured; 0: none */
+	__u32 snaplen; /* bytes kept of each frame, at most TR_CAPTURE_SNAP */
+	__u16 bridge;  /* its bridge */
+	__u8 dirs;     /* enum tr_capture_dir bits */
+	__u8 walks;    /* its bridge has patch ports: frames of other bridges may reach it */
+};
+
+/* One captured frame in the capture ring, followed by caplen bytes: the
+ * frame as it came in (a tag the kernel held outside them not included). */
+struct tr_capture_rec {
+	__u64 ts_ns;   /* bpf_ktime_get_ns() when the frame came in */
+	__u32 len;     /* the frame's bytes as it came in */
+	__u32 caplen;  /* of them, the first caplen follow */
+	__u32 egress;  /* forwarded: the ifindex it left by */
+	__u16 meta_tci;   /* tc: a tag the kernel held outside the bytes, which */
+	__be16 meta_proto; /* belongs after the addresses; TPID 0: none */
+	__u16 vid;     /* tag TR_CAPTURE_TAG_VID: the VID it leaves with */
+	__u8 dir;      /* enum tr_capture_dir: one of them */
+	__u8 verdict;  /* enum tr_capture_verdict */
+	__u8 reason;   /* dropped: enum tr_drop_reason; TR_DROP__MAX: beyond a patch port */
+	__u8 tag;      /* out: enum tr_capture_tag */
+	__u16 pad;
+};
+
 /* ---- traffic generator (gen.c) and sink (sink.c) ---- */
 
 enum tr_gen_limits {

@@ -38,6 +38,68 @@ type TrestleTrBridgePort struct {
 	Slot    uint32
 }
 
+type TrestleTrCaptureBuf struct {
+	_     structs.HostLayout
+	Drops [20]uint64
+	Armed uint64
+	Rec   TrestleTrCaptureRec
+	Data  [16384]uint8
+}
+
+type TrestleTrCaptureConf struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Snaplen uint32
+	Bridge  uint16
+	Dirs    uint8
+	Walks   uint8
+}
+
+type TrestleTrCaptureDir uint32
+
+const (
+	TrestleTrCaptureDirTR_CAPTURE_IN  TrestleTrCaptureDir = 1
+	TrestleTrCaptureDirTR_CAPTURE_OUT TrestleTrCaptureDir = 2
+)
+
+type TrestleTrCaptureLimits uint32
+
+const (
+	TrestleTrCaptureLimitsTR_CAPTURE_SNAP TrestleTrCaptureLimits = 16384
+)
+
+type TrestleTrCaptureRec struct {
+	_         structs.HostLayout
+	TsNs      uint64
+	Len       uint32
+	Caplen    uint32
+	Egress    uint32
+	MetaTci   uint16
+	MetaProto uint16
+	Vid       uint16
+	Dir       uint8
+	Verdict   uint8
+	Reason    uint8
+	Tag       uint8
+	Pad       uint16
+}
+
+type TrestleTrCaptureTag uint32
+
+const (
+	TrestleTrCaptureTagTR_CAPTURE_TAG_KEEP  TrestleTrCaptureTag = 0
+	TrestleTrCaptureTagTR_CAPTURE_TAG_UNTAG TrestleTrCaptureTag = 1
+	TrestleTrCaptureTagTR_CAPTURE_TAG_VID   TrestleTrCaptureTag = 2
+)
+
+type TrestleTrCaptureVerdict uint32
+
+const (
+	TrestleTrCaptureVerdictTR_CAPTURE_FORWARDED TrestleTrCaptureVerdict = 1
+	TrestleTrCaptureVerdictTR_CAPTURE_FLOODED   TrestleTrCaptureVerdict = 2
+	TrestleTrCaptureVerdictTR_CAPTURE_DROPPED   TrestleTrCaptureVerdict = 3
+)
+
 type TrestleTrCpuCache struct {
 	_   structs.HostLayout
 	Src struct {
@@ -285,6 +347,10 @@ const (
 	TrestleMapBridgeMacs          = "bridge_macs"
 	TrestleMapBridgeMacsDel       = "bridge_macs_del"
 	TrestleMapBridges             = "bridges"
+	TrestleMapCaptureBuf          = "capture_buf"
+	TrestleMapCaptureConf         = "capture_conf"
+	TrestleMapCaptureLost         = "capture_lost"
+	TrestleMapCaptureRing         = "capture_ring"
 	TrestleMapCpuCache            = "cpu_cache"
 	TrestleMapFdb                 = "fdb"
 	TrestleMapFloods              = "floods"
@@ -309,6 +375,10 @@ const (
 	TrestleProgTrestleVlanEgress  = "trestle_vlan_egress"
 	TrestleProgTrestleXdp         = "trestle_xdp"
 	TrestleVarBtfBridgeFlags      = "_btf_bridge_flags"
+	TrestleVarBtfCaptureDir       = "_btf_capture_dir"
+	TrestleVarBtfCaptureLimits    = "_btf_capture_limits"
+	TrestleVarBtfCaptureTag       = "_btf_capture_tag"
+	TrestleVarBtfCaptureVerdict   = "_btf_capture_verdict"
 	TrestleVarBtfDropReason       = "_btf_drop_reason"
 	TrestleVarBtfFdbFlags         = "_btf_fdb_flags"
 	TrestleVarBtfLimits           = "_btf_limits"
@@ -316,6 +386,7 @@ const (
 	TrestleVarBtfPatchIfindex     = "_btf_patch_ifindex"
 	TrestleVarBtfPortFlags        = "_btf_port_flags"
 	TrestleVarBtfStormKind        = "_btf_storm_kind"
+	TrestleVarCaptureOn           = "capture_on"
 	TrestleVarFdbGen              = "fdb_gen"
 	TrestleVarMoveGen             = "move_gen"
 	TrestleVarRefreshNs           = "refresh_ns"
@@ -378,6 +449,10 @@ type TrestleMapSpecs struct {
 	BridgeMacs    *ebpf.MapSpec `ebpf:"bridge_macs"`
 	BridgeMacsDel *ebpf.MapSpec `ebpf:"bridge_macs_del"`
 	Bridges       *ebpf.MapSpec `ebpf:"bridges"`
+	CaptureBuf    *ebpf.MapSpec `ebpf:"capture_buf"`
+	CaptureConf   *ebpf.MapSpec `ebpf:"capture_conf"`
+	CaptureLost   *ebpf.MapSpec `ebpf:"capture_lost"`
+	CaptureRing   *ebpf.MapSpec `ebpf:"capture_ring"`
 	CpuCache      *ebpf.MapSpec `ebpf:"cpu_cache"`
 	Fdb           *ebpf.MapSpec `ebpf:"fdb"`
 	Floods        *ebpf.MapSpec `ebpf:"floods"`
@@ -403,18 +478,23 @@ type TrestleMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TrestleVariableSpecs struct {
-	BtfBridgeFlags  *ebpf.VariableSpec `ebpf:"_btf_bridge_flags"`
-	BtfDropReason   *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
-	BtfFdbFlags     *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
-	BtfLimits       *ebpf.VariableSpec `ebpf:"_btf_limits"`
-	BtfMirrorFlags  *ebpf.VariableSpec `ebpf:"_btf_mirror_flags"`
-	BtfPatchIfindex *ebpf.VariableSpec `ebpf:"_btf_patch_ifindex"`
-	BtfPortFlags    *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
-	BtfStormKind    *ebpf.VariableSpec `ebpf:"_btf_storm_kind"`
-	FdbGen          *ebpf.VariableSpec `ebpf:"fdb_gen"`
-	MoveGen         *ebpf.VariableSpec `ebpf:"move_gen"`
-	RefreshNs       *ebpf.VariableSpec `ebpf:"refresh_ns"`
-	VlanAware       *ebpf.VariableSpec `ebpf:"vlan_aware"`
+	BtfBridgeFlags    *ebpf.VariableSpec `ebpf:"_btf_bridge_flags"`
+	BtfCaptureDir     *ebpf.VariableSpec `ebpf:"_btf_capture_dir"`
+	BtfCaptureLimits  *ebpf.VariableSpec `ebpf:"_btf_capture_limits"`
+	BtfCaptureTag     *ebpf.VariableSpec `ebpf:"_btf_capture_tag"`
+	BtfCaptureVerdict *ebpf.VariableSpec `ebpf:"_btf_capture_verdict"`
+	BtfDropReason     *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
+	BtfFdbFlags       *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
+	BtfLimits         *ebpf.VariableSpec `ebpf:"_btf_limits"`
+	BtfMirrorFlags    *ebpf.VariableSpec `ebpf:"_btf_mirror_flags"`
+	BtfPatchIfindex   *ebpf.VariableSpec `ebpf:"_btf_patch_ifindex"`
+	BtfPortFlags      *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
+	BtfStormKind      *ebpf.VariableSpec `ebpf:"_btf_storm_kind"`
+	CaptureOn         *ebpf.VariableSpec `ebpf:"capture_on"`
+	FdbGen            *ebpf.VariableSpec `ebpf:"fdb_gen"`
+	MoveGen           *ebpf.VariableSpec `ebpf:"move_gen"`
+	RefreshNs         *ebpf.VariableSpec `ebpf:"refresh_ns"`
+	VlanAware         *ebpf.VariableSpec `ebpf:"vlan_aware"`
 }
 
 // TrestleObjects contains all objects after they have been loaded into the kernel.
@@ -441,6 +521,10 @@ type TrestleMaps struct {
 	BridgeMacs    *ebpf.Map `ebpf:"bridge_macs"`
 	BridgeMacsDel *ebpf.Map `ebpf:"bridge_macs_del"`
 	Bridges       *ebpf.Map `ebpf:"bridges"`
+	CaptureBuf    *ebpf.Map `ebpf:"capture_buf"`
+	CaptureConf   *ebpf.Map `ebpf:"capture_conf"`
+	CaptureLost   *ebpf.Map `ebpf:"capture_lost"`
+	CaptureRing   *ebpf.Map `ebpf:"capture_ring"`
 	CpuCache      *ebpf.Map `ebpf:"cpu_cache"`
 	Fdb           *ebpf.Map `ebpf:"fdb"`
 	Floods        *ebpf.Map `ebpf:"floods"`
@@ -468,6 +552,10 @@ func (m *TrestleMaps) Close() error {
 		m.BridgeMacs,
 		m.BridgeMacsDel,
 		m.Bridges,
+		m.CaptureBuf,
+		m.CaptureConf,
+		m.CaptureLost,
+		m.CaptureRing,
 		m.CpuCache,
 		m.Fdb,
 		m.Floods,
@@ -494,18 +582,23 @@ func (m *TrestleMaps) Close() error {
 //
 // It can be passed to LoadTrestleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TrestleVariables struct {
-	BtfBridgeFlags  *ebpf.Variable `ebpf:"_btf_bridge_flags"`
-	BtfDropReason   *ebpf.Variable `ebpf:"_btf_drop_reason"`
-	BtfFdbFlags     *ebpf.Variable `ebpf:"_btf_fdb_flags"`
-	BtfLimits       *ebpf.Variable `ebpf:"_btf_limits"`
-	BtfMirrorFlags  *ebpf.Variable `ebpf:"_btf_mirror_flags"`
-	BtfPatchIfindex *ebpf.Variable `ebpf:"_btf_patch_ifindex"`
-	BtfPortFlags    *ebpf.Variable `ebpf:"_btf_port_flags"`
-	BtfStormKind    *ebpf.Variable `ebpf:"_btf_storm_kind"`
-	FdbGen          *ebpf.Variable `ebpf:"fdb_gen"`
-	MoveGen         *ebpf.Variable `ebpf:"move_gen"`
-	RefreshNs       *ebpf.Variable `ebpf:"refresh_ns"`
-	VlanAware       *ebpf.Variable `ebpf:"vlan_aware"`
+	BtfBridgeFlags    *ebpf.Variable `ebpf:"_btf_bridge_flags"`
+	BtfCaptureDir     *ebpf.Variable `ebpf:"_btf_capture_dir"`
+	BtfCaptureLimits  *ebpf.Variable `ebpf:"_btf_capture_limits"`
+	BtfCaptureTag     *ebpf.Variable `ebpf:"_btf_capture_tag"`
+	BtfCaptureVerdict *ebpf.Variable `ebpf:"_btf_capture_verdict"`
+	BtfDropReason     *ebpf.Variable `ebpf:"_btf_drop_reason"`
+	BtfFdbFlags       *ebpf.Variable `ebpf:"_btf_fdb_flags"`
+	BtfLimits         *ebpf.Variable `ebpf:"_btf_limits"`
+	BtfMirrorFlags    *ebpf.Variable `ebpf:"_btf_mirror_flags"`
+	BtfPatchIfindex   *ebpf.Variable `ebpf:"_btf_patch_ifindex"`
+	BtfPortFlags      *ebpf.Variable `ebpf:"_btf_port_flags"`
+	BtfStormKind      *ebpf.Variable `ebpf:"_btf_storm_kind"`
+	CaptureOn         *ebpf.Variable `ebpf:"capture_on"`
+	FdbGen            *ebpf.Variable `ebpf:"fdb_gen"`
+	MoveGen           *ebpf.Variable `ebpf:"move_gen"`
+	RefreshNs         *ebpf.Variable `ebpf:"refresh_ns"`
+	VlanAware         *ebpf.Variable `ebpf:"vlan_aware"`
 }
 
 // TrestlePrograms contains all programs after they have been loaded into the kernel.

@@ -65,12 +65,13 @@ type Datapath struct {
 	pin      *pinState // nil without a pin directory
 	log      func(msg string, args ...any)
 
-	// The VLAN stage (vlan.go): the spec the programs were loaded from,
-	// the programs without (false) and with (true) the stage, which of
-	// them attachments get, the VLANs written, and the VLAN flood sets.
+	// The stages (vlan.go): the spec the programs were loaded from, the
+	// builds loaded, by stage, and which of them attachments get; the
+	// VLANs written, and the VLAN flood sets; the running capture.
 	spec       *ebpf.CollectionSpec
-	progs      map[bool]progSet
-	vlanStage  bool
+	progs      map[stage]progSet
+	stage      stage
+	capture    *Capture
 	vlans      map[uint32]VLAN
 	vlanFloods map[uint16]*ebpf.Map
 	// Patch flood sets (patch.go), by bridge.
@@ -97,7 +98,7 @@ func Load(opts Options) (*Datapath, error) {
 		}
 	}
 	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, log: opts.Log,
-		spec: spec, progs: map[bool]progSet{}, vlanFloods: map[uint16]*ebpf.Map{},
+		spec: spec, progs: map[stage]progSet{}, vlanFloods: map[uint16]*ebpf.Map{},
 		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}}
 	if d.log == nil {
 		d.log = func(string, ...any) {}
@@ -130,7 +131,7 @@ func Load(opts Options) (*Datapath, error) {
 		d.pin.abort()
 		return nil, fmt.Errorf("load datapath: %w", err)
 	}
-	d.progs[false] = progSet{xdp: d.objs.TrestleXdp, tc: d.objs.TrestleTc}
+	d.progs[stage{}] = progSet{xdp: d.objs.TrestleXdp, tc: d.objs.TrestleTc}
 	d.bss = coll.DetachMap(".bss")
 	coll.Close() // what is left: .rodata, which the programs hold
 	delete(d.maps, ".rodata")
@@ -190,8 +191,13 @@ func (d *Datapath) Close() {
 	for _, m := range d.patchFloods {
 		m.Close()
 	}
-	if s, ok := d.progs[true]; ok {
-		s.close()
+	if d.capture != nil {
+		d.capture.Close()
+	}
+	for st, s := range d.progs {
+		if st != (stage{}) { // the embedded build's, closed with objs
+			s.close()
+		}
 	}
 	if d.syncMap != nil {
 		d.syncMap.Close()

@@ -85,6 +85,21 @@ var derived = map[string]bool{
 	tbpf.TrestleMapTxPorts:  true,
 	tbpf.TrestleMapFloods:   true,
 	tbpf.TrestleMapCpuCache: true,
+	// The capture's (capture.go): written when a capture starts.
+	tbpf.TrestleMapCaptureRing: true,
+	tbpf.TrestleMapCaptureConf: true,
+	tbpf.TrestleMapCaptureLost: true,
+	tbpf.TrestleMapCaptureBuf:  true,
+}
+
+// scratch maps hold nothing the daemon writes again after an upgrade: a
+// new or emptied one is not fresh.
+var scratch = map[string]bool{
+	tbpf.TrestleMapCpuCache:    true,
+	tbpf.TrestleMapCaptureRing: true,
+	tbpf.TrestleMapCaptureConf: true,
+	tbpf.TrestleMapCaptureLost: true,
+	tbpf.TrestleMapCaptureBuf:  true,
 }
 
 // groups are maps that hold one state between them: they are adopted
@@ -219,7 +234,7 @@ func openPins(dir string, spec *ebpf.CollectionSpec, ncpu int, log func(string, 
 	for _, pm := range maps {
 		switch {
 		case pm.m == nil:
-			if anyAdopted && pm.name != tbpf.TrestleMapCpuCache {
+			if anyAdopted && !scratch[pm.name] {
 				p.fresh = append(p.fresh, pm.name)
 			}
 		case pm.copy:
@@ -229,7 +244,7 @@ func openPins(dir string, spec *ebpf.CollectionSpec, ncpu int, log func(string, 
 			if err != nil {
 				return nil, err
 			}
-			if empty && pm.name != tbpf.TrestleMapCpuCache {
+			if empty && !scratch[pm.name] {
 				p.fresh = append(p.fresh, pm.name)
 			}
 		default:

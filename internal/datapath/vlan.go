@@ -32,55 +32,91 @@ func (s progSet) close() {
 	}
 }
 
+// stage is which optional stages a build of the entry points has: the VLAN
+// stage, and capture (capture.go). Each is a load-time constant.
+type stage struct{ vlan, capture bool }
+
 // VLANStage says whether the programs attached from now on classify frames
 // into VLANs.
-func (d *Datapath) VLANStage() bool { return d.vlanStage }
+func (d *Datapath) VLANStage() bool { return d.stage.vlan }
 
 // SetVLANStage makes the programs of mode.XDP and mode.TC those with (on) or
 // without the VLAN stage, loading them on this datapath's maps the first time
 // they are asked for. Attachments keep their program until Upgrade.
 func (d *Datapath) SetVLANStage(on bool) error {
-	if on == d.vlanStage {
+	if on == d.stage.vlan {
 		return nil
 	}
-	if _, ok := d.progs[on]; !ok {
-		spec := d.spec.Copy()
-		v, ok := spec.Variables[tbpf.TrestleVarVlanAware]
+	next := d.stage
+	next.vlan = on
+	if err := d.loadStage(next); err != nil {
+		return fmt.Errorf("load the programs with the VLAN stage %s: %w", onOff(on), err)
+	}
+	d.stage = next
+	d.log("VLAN stage", "on", on)
+	return nil
+}
+
+// loadStage loads the build of the entry points with stage s on this
+// datapath's maps, unless it is loaded; a capture build writes to the
+// running capture's ring.
+func (d *Datapath) loadStage(s stage) error {
+	if _, ok := d.progs[s]; ok {
+		return nil
+	}
+	spec := d.spec.Copy()
+	set := func(name string, on bool, what string) error {
+		v, ok := spec.Variables[name]
+		if !ok && !on {
+			return nil // an older build, without the stage
+		}
 		if !ok {
-			return errors.New("this datapath build has no VLAN stage")
+			return fmt.Errorf("this datapath build has no %s", what)
 		}
 		var b uint8
 		if on {
 			b = 1
 		}
 		if err := v.Set(b); err != nil {
-			return fmt.Errorf("set the VLAN stage: %w", err)
+			return fmt.Errorf("set the %s: %w", what, err)
 		}
-		repl := map[string]*ebpf.Map{".bss": d.bss}
-		for name, m := range d.maps {
-			repl[name] = m
-		}
-		for name := range spec.Programs {
-			if name != tbpf.TrestleProgTrestleXdp && name != tbpf.TrestleProgTrestleTc {
-				delete(spec.Programs, name)
-			}
-		}
-		coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
-		if err != nil {
-			var ve *ebpf.VerifierError
-			if errors.As(err, &ve) {
-				return fmt.Errorf("load the programs with the VLAN stage %s: %+v", onOff(on), ve)
-			}
-			return fmt.Errorf("load the programs with the VLAN stage %s: %w", onOff(on), err)
-		}
-		d.progs[on] = progSet{
-			xdp: coll.DetachProgram(tbpf.TrestleProgTrestleXdp),
-			tc:  coll.DetachProgram(tbpf.TrestleProgTrestleTc),
-		}
-		coll.Close()
+		return nil
 	}
-	d.vlanStage = on
-	d.log("VLAN stage", "on", on)
+	if err := set(tbpf.TrestleVarVlanAware, s.vlan, "VLAN stage"); err != nil {
+		return err
+	}
+	if err := set(tbpf.TrestleVarCaptureOn, s.capture, "capture stage"); err != nil {
+		return err
+	}
+	repl := map[string]*ebpf.Map{".bss": d.bss}
+	for name, m := range d.maps {
+		repl[name] = m
+	}
+	if s.capture {
+		if d.capture == nil {
+			return errors.New("no capture is running")
+		}
+		spec.Maps[tbpf.TrestleMapCaptureRing].MaxEntries = d.capture.ring.MaxEntries()
+		repl[tbpf.TrestleMapCaptureRing] = d.capture.ring
+	}
+	for name := range spec.Programs {
+		if name != tbpf.TrestleProgTrestleXdp && name != tbpf.TrestleProgTrestleTc {
+			delete(spec.Programs, name)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("%+v", ve)
+		}
+		return err
+	}
+	d.progs[s] = progSet{
+		xdp: coll.DetachProgram(tbpf.TrestleProgTrestleXdp),
+		tc:  coll.DetachProgram(tbpf.TrestleProgTrestleTc),
+	}
+	coll.Close()
 	return nil
 }
 
@@ -92,7 +128,7 @@ func onOff(on bool) string {
 }
 
 func (d *Datapath) stageProgram(m mode.Mode) *ebpf.Program {
-	s := d.progs[d.vlanStage]
+	s := d.progs[d.stage]
 	if m == mode.XDP {
 		return s.xdp
 	}

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Capture (`trestle capture PORT`): a copy of each frame the switch sees on
+ * one port, what it received (in) and what the bridge sent out of it (out),
+ * with what became of it, through a ring buffer to the daemon.
+ *
+ * It is in the programs only while a capture runs (DESIGN.md rule 6): the
+ * control plane loads a second build with capture_on set and moves every
+ * attachment to it, and back when the capture ends. With capture_on 0 the
+ * verifier removes every line of it; a switch nobody captures runs the code
+ * it ran before.
+ *
+ * A frame is copied when it comes in, before the switch changes it (a tag
+ * pushed or popped, an skb cloned away), and its record goes out once the
+ * switch has decided, with the verdict. An out record says how the frame's
+ * outer tag changed on its way out of the port (enum tr_capture_tag): the
+ * control plane applies that to the copy, so the bytes are those that left.
+ *
+ * The drop reason is read off the ingress port's counters (each drop counts
+ * one, on this CPU, while the frame is the CPU's only one): the reason whose
+ * counter moved. A frame a bridge beyond a patch port dropped was counted
+ * on that patch port: its reason is TR_DROP__MAX, "beyond a patch port".
+ * XXX an out frame that reached the port through patch ports from another
+ * bridge is seen only if the port's bridge has patch ports (conf.walks);
+ * mirrored copies (span ports) are not told apart from the frame itself.
+ */
+#ifndef TRESTLE_CAPTURE_H
+#define TRESTLE_CAPTURE_H
+
+#include "../switch.h"
+
+const volatile __u8 capture_on = 0;
+
+/* For BTF, and so bpf2go: never used. */
+enum tr_capture_limits _btf_capture_limits __attribute__((unused));
+enum tr_capture_dir _btf_capture_dir __attribute__((unused));
+enum tr_capture_verdict _btf_capture_verdict __attribute__((unused));
+enum tr_capture_tag _btf_capture_tag __attribute__((unused));
+
+/* The records. One page here: the control plane gives the capture build a
+ * ring of its own size (internal/datapath/capture.go). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} capture_ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tr_capture_conf);
+} capture_conf SEC(".maps");
+
+/* Records the ring had no room for, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} capture_lost SEC(".maps");
+
+/* A frame between the switch's entry and its verdict: too big for the stack. */
+struct tr_capture_buf {
+	__u64 drops[TR_DROP__MAX]; /* the ingress port's drop counters (this CPU's) at entry */
+	__u64 armed;               /* a frame was copied at entry: its record goes out at exit */
+	struct tr_capture_rec rec;
+	__u8 data[TR_CAPTURE_SNAP];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tr_capture_buf);
+} capture_buf SEC(".maps");
+
+static __always_inline struct tr_capture_conf *tr_capture_conf(void)
+{
+	__u32 zero = 0;
+	struct tr_capture_conf *c = bpf_map_lookup_elem(&capture_conf, &zero);
+
+	return c && c->ifindex ? c : NULL;
+}
+
+/* At entry: copies the frame if the capture may want it, before the switch
+ * changes it, and arms the record that tr_capture_record sends at exit. */
+static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex, __u32 len,
+					 __u32 meta)
+{
+	const struct tr_capture_conf *c = tr_capture_conf();
+	const struct tr_port *in;
+	struct tr_port_stats *st;
+	struct tr_capture_buf *b;
+	__u32 zero = 0;
+	__u64 n;
+
+	if (!c)
+		return 0;
+	in = tr_port_of(ifindex);
+	if (!in)
+		return 0;
+	if (ifindex == c->ifindex) {
+		if (!(c->dirs & TR_CAPTURE_IN))
+			return 0;
+	} else if (!(c->dirs & TR_CAPTURE_OUT) || (in->bridge != c->bridge && !c->walks)) {
+		return 0;
+	}
+	b = bpf_map_lookup_elem(&capture_buf, &zero);
+	if (!b)
+		return 0;
+	n = len < c->snaplen ? len : c->snaplen;
+	if (n > TR_CAPTURE_SNAP)
+		n = TR_CAPTURE_SNAP;
+	/* The bounds checked on the register the helper gets. */
+	asm volatile("" : "+r"(n));
+	if (n < 1 || n > TR_CAPTURE_SNAP)
+		return 0;
+	if (xdp ? bpf_xdp_load_bytes(ctx, 0, b->data, n) : bpf_skb_load_bytes(ctx, 0, b->data, n))
+		return 0;
+	st = tr_stats(in->slot);
+	if (st)
+		__builtin_memcpy(b->drops, st->drops, sizeof(b->drops));
+	b->rec.ts_ns = bpf_ktime_get_ns();
+	b->rec.len = len;
+	b->rec.caplen = n;
+	b->rec.meta_tci = meta >> 16;
+	b->rec.meta_proto = meta & 0xffff;
+	b->armed = 1;
+	return 0;
+}
+
+/* Global functions: verified once, and the switch's paths meet again after
+ * them (nothing they return is kept). meta: tr_pkt's meta_tci << 16 |
+ * meta_proto. */
+__attribute__((noinline)) int tr_capture_in_xdp(struct xdp_md *ctx, __u32 ifindex, __u32 len,
+						__u32 meta)
+{
+	return tr_capture_in(ctx, 1, ifindex, len, meta);
+}
+
+__attribute__((noinline)) int tr_capture_in_tc(struct __sk_buff *ctx, __u32 ifindex, __u32 len,
+					       __u32 meta)
+{
+	return tr_capture_in(ctx, 0, ifindex, len, meta);
+}
+
+/* The reason a frame from a port with counters st was dropped for. */
+static __always_inline __u8 tr_capture_reason(const struct tr_capture_buf *b,
+					      const struct tr_port_stats *st)
+{
+	if (!st)
+		return TR_DROP__MAX;
+	for (__u32 i = 0; i < TR_DROP__MAX; i++)
+		if (st->drops[i] != b->drops[i])
+			return i;
+	return TR_DROP__MAX;
+}
+
+/* Whether a flood of bridge br from port in that did not go through patch
+ * ports left by port out (ifindex): one of the bridge's ports, in the
+ * frame's VLAN, not refusing its kind of flood (as tr_flood_tc_vlan and
+ * trestle_vlan_egress decide). */
+static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
+						 const struct tr_bridge *br, const struct tr_port *in,
+						 const struct tr_port *out, __u32 ifindex, __u32 vid)
+{
+	int member = 0;
+
+	if (b->rec.caplen < ETH_ALEN)
+		return 0;
+	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
+		if (i >= br->nports)
+			break;
+		if (br->ports[i].ifindex == ifindex)
+			member = 1;
+	}
+	if (!member || (vid && !tr_vlan_carries(out, vid)))
+		return 0;
+	if ((br->flags & TR_BRIDGE_POLICY) && (out->flags & tr_flood_deny(in->flags, b->data)))
+		return 0;
+	return 1;
+}
+
+/* What the switch did with a frame, for tr_capture_record: scalars, which
+ * is what a global function can take. */
+#define TR_CAP_ACTION 3      /* enum tr_action */
+#define TR_CAP_DROPPED 4     /* the program's verdict drops it */
+#define TR_CAP_VID_SHIFT 16  /* in a VLAN-aware bridge, its VLAN */
+
+/*
+ * At exit: the record of the frame copied at entry, if it concerns the
+ * capture. A global function, verified once and not on each of the
+ * switch's ways out. in: the ingress ifindex; egress: where a forward
+ * went; how: TR_CAP_*.
+ */
+__attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 how)
+{
+	const struct tr_capture_conf *c = tr_capture_conf();
+	const struct tr_port *out, *inp;
+	const struct tr_bridge *br;
+	struct tr_capture_buf *b;
+	struct tr_capture_rec *r;
+	struct tr_walk *w;
+	__u32 zero = 0, caplen, slot, action = how & TR_CAP_ACTION, vid = how >> TR_CAP_VID_SHIFT;
+	__u64 *lost;
+	int walked = 0;
+
+	b = bpf_map_lookup_elem(&capture_buf, &zero);
+	if (!b || !b->armed)
+		return 0;
+	b->armed = 0;
+	inp = tr_port_of(in);
+	if (!c || !inp)
+		return 0;
+	/* Through patch ports, the walk says where it went (tr_walk): a
+	 * forward to a patch port, a flood in a bridge that has some. A
+	 * forward the walk ended at one port (or a path memo) names that port. */
+	if (action == TR_ACT_FORWARD) {
+		out = tr_port_of(egress);
+		walked = out && (out->flags & TR_PORT_PATCH);
+	} else if (action == TR_ACT_FLOOD) {
+		br = tr_bridge_of(inp->bridge);
+		walked = br && (br->flags & TR_BRIDGE_PATCH);
+	}
+	r = &b->rec;
+	r->egress = 0;
+	r->vid = 0;
+	r->tag = TR_CAPTURE_TAG_KEEP;
+	r->reason = 0;
+	if (in == c->ifindex) {
+		r->dir = TR_CAPTURE_IN;
+		if ((how & TR_CAP_DROPPED) || action == TR_ACT_DROP) {
+			r->verdict = TR_CAPTURE_DROPPED;
+			r->reason = tr_capture_reason(b, tr_stats(inp->slot));
+		} else if (action == TR_ACT_FORWARD) {
+			r->verdict = TR_CAPTURE_FORWARDED;
+			r->egress = walked ? 0 : egress;
+		} else {
+			r->verdict = TR_CAPTURE_FLOODED;
+		}
+	} else {
+		if ((how & TR_CAP_DROPPED) || action == TR_ACT_DROP)
+			return 0;
+		out = tr_port_of(c->ifindex);
+		if (!out)
+			return 0;
+		if (walked) {
+			w = bpf_map_lookup_elem(&walks, &zero);
+			slot = out->slot;
+			if (!w || !((w->sel[(slot >> 6) & 3] >> (slot & 63)) & 1))
+				return 0;
+		} else if (action == TR_ACT_FORWARD) {
+			if (egress != c->ifindex)
+				return 0;
+		} else {
+			br = tr_bridge_of(inp->bridge);
+			if (!br || inp->bridge != out->bridge ||
+			    !tr_capture_flooded_to(b, br, inp, out, c->ifindex, vid))
+				return 0;
+		}
+		r->dir = TR_CAPTURE_OUT;
+		r->verdict = action == TR_ACT_FORWARD ? TR_CAPTURE_FORWARDED : TR_CAPTURE_FLOODED;
+		r->egress = c->ifindex;
+		if (vid) {
+			/* As tr_tag_to leaves it on this port. */
+			r->vid = vid;
+			r->tag = tr_vlan_untagged_on(out, vid) ? TR_CAPTURE_TAG_UNTAG : TR_CAPTURE_TAG_VID;
+		}
+	}
+	caplen = r->caplen;
+	if (caplen > TR_CAPTURE_SNAP)
+		return 0;
+	if (bpf_ringbuf_output(&capture_ring, r, sizeof(*r) + caplen, 0)) {
+		lost = bpf_map_lookup_elem(&capture_lost, &zero);
+		if (lost)
+			(*lost)++;
+	}
+	return 0;
+}
+
+/* At exit: what the switch did, for tr_capture_record, with as little
+ * work as may be on each of its ways out (the verifier follows each). */
+static __always_inline void tr_capture_out(const struct tr_pkt *p, const struct tr_decision *d,
+					   int dropped)
+{
+	__u32 how = d->action | (__u32)d->tag.vid << TR_CAP_VID_SHIFT;
+
+	if (dropped)
+		how |= TR_CAP_DROPPED;
+	tr_capture_record(p->ifindex, d->egress_ifindex, how);
+}
+
+#endif
