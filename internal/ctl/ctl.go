@@ -41,6 +41,7 @@ const (
 	CmdFDBDel    = "fdb.del"
 	CmdFDBFlush  = "fdb.flush"
 	CmdReload    = "reload"
+	CmdCapture   = "capture" // a stream (capture.go)
 )
 
 // Request is what the CLI sends.
@@ -50,6 +51,9 @@ type Request struct {
 	MAC    string `json:"mac,omitempty"`
 	Port   string `json:"port,omitempty"`
 	VLAN   uint16 `json:"vlan,omitempty"`
+	// capture: "in", "out" or "both" (""), and bytes kept of each frame.
+	Direction string `json:"direction,omitempty"`
+	Snaplen   int    `json:"snaplen,omitempty"`
 }
 
 // Response is what the daemon answers.
@@ -184,8 +188,9 @@ type Handler func(ctx context.Context, req Request) (any, error)
 
 // Server listens on a unix socket.
 type Server struct {
-	ln   net.Listener
-	path string
+	ln      net.Listener
+	path    string
+	streams map[string]StreamHandler
 }
 
 // Listen creates the socket (and its directory). It replaces a stale socket
@@ -253,6 +258,9 @@ func (s *Server) handle(ctx context.Context, c net.Conn, h Handler) {
 	var resp Response
 	if err := json.NewDecoder(io.LimitReader(c, 1<<20)).Decode(&req); err != nil {
 		resp.Error = fmt.Sprintf("bad request: %v", err)
+	} else if sh := s.streams[req.Cmd]; sh != nil {
+		s.stream(ctx, c, req, sh)
+		return
 	} else if data, err := h(ctx, req); err != nil {
 		resp.Error = err.Error()
 	} else if resp.Data, err = json.Marshal(data); err != nil {

@@ -58,6 +58,8 @@ type Daemon struct {
 	// so that the sweep's ticker follows a reload from either SIGHUP or
 	// the control socket.
 	aging chan struct{}
+
+	capture *captureState // the running `trestle capture` (capture.go)
 }
 
 // maxRefresh bounds how often the datapath rewrites an entry's timestamp.
@@ -137,6 +139,7 @@ func Run(ctx context.Context, opts Options) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	srv.HandleStream(ctl.CmdCapture, d.captureStream)
 	go srv.Serve(ctx, d.handle)
 
 	sigs := make(chan os.Signal, 4)
@@ -297,6 +300,7 @@ func (d *Daemon) shutdown() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.closed = true
+	d.endCaptureLocked(nil) // no pinned link may keep the capture's program
 	if d.persist && d.dp.Pinned() {
 		for _, a := range d.attached {
 			_ = a.Release()

@@ -1,0 +1,269 @@
+package ctl
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// Streams: a request whose answer goes on until one side ends it
+// (`trestle capture`). The daemon answers the request as any other, with
+// one JSON Response, its Data a header; then messages follow, each a kind
+// byte, a 4-byte big-endian length and that many bytes: records, and one
+// end. The client says it has had enough by closing its side of the
+// connection (CloseWrite); the daemon then ends the stream with the end
+// message and closes it. A client that goes away ends the stream too.
+
+// StreamHandler serves one stream request. An error returned before the
+// header was sent is the request's answer.
+type StreamHandler func(ctx context.Context, req Request, s *Stream) error
+
+// HandleStream serves requests of cmd with h; call it before Serve.
+func (s *Server) HandleStream(cmd string, h StreamHandler) {
+	if s.streams == nil {
+		s.streams = map[string]StreamHandler{}
+	}
+	s.streams[cmd] = h
+}
+
+// CaptureHeader is the daemon's answer to a capture request.
+type CaptureHeader struct {
+	Bridge  string `json:"bridge"`
+	Port    string `json:"port"`
+	Mode    string `json:"mode"` // the port's attach mode
+	Snaplen int    `json:"snaplen"`
+	// Ports names the ports records may name as egress, by ifindex.
+	Ports map[uint32]string `json:"ports"`
+	// Reasons names the drop reasons by number; a number past them is
+	// a drop in a bridge beyond a patch port.
+	Reasons []string `json:"reasons"`
+}
+
+// CaptureEnd is the last message of a capture.
+type CaptureEnd struct {
+	Captured uint64 `json:"captured"` // records sent
+	Lost     uint64 `json:"lost"`     // frames the datapath could not keep (its ring was full)
+	Error    string `json:"error,omitempty"`
+}
+
+// Capture directions and verdicts, as records carry them.
+const (
+	CaptureIn  = 1 // what the port received from its host
+	CaptureOut = 2 // what the bridge sent out of it
+
+	VerdictForwarded = 1
+	VerdictFlooded   = 2
+	VerdictDropped   = 3
+)
+
+// CaptureRecord is one captured frame: its bytes as the port received or
+// sent them, cut at the snap length; Len is its whole length.
+type CaptureRecord struct {
+	TimeNs  int64 // Unix time, nanoseconds
+	Dir     uint8
+	Verdict uint8
+	Reason  uint8  // dropped: the reason's number (CaptureHeader.Reasons)
+	Egress  uint32 // forwarded: the ifindex it left by (0: through patch ports)
+	Len     uint32
+	Data    []byte
+}
+
+const (
+	msgRecord = 1
+	msgEnd    = 2
+	// recordHead is a record's fixed part: time, dir, verdict, reason, a
+	// pad byte, egress, len.
+	recordHead = 8 + 4 + 4 + 4
+	maxMessage = 1 << 20
+	// streamWriteTimeout: a client that reads nothing for this long is gone.
+	streamWriteTimeout = 10 * time.Second
+)
+
+// Stream is the daemon's side of a stream.
+type Stream struct {
+	c      net.Conn
+	w      *bufio.Writer
+	header bool
+	done   chan struct{}
+	buf    []byte
+}
+
+func (s *Server) stream(ctx context.Context, c net.Conn, req Request, h StreamHandler) {
+	_ = c.SetDeadline(time.Time{})
+	st := &Stream{c: c, w: bufio.NewWriterSize(c, 64<<10), done: make(chan struct{})}
+	var once sync.Once
+	go func() {
+		// The client sends nothing more: anything read, or the end of
+		// its side, or an error, means it is done.
+		var b [1]byte
+		_, _ = c.Read(b[:])
+		once.Do(func() { close(st.done) })
+	}()
+	err := h(ctx, req, st)
+	if err != nil && !st.header {
+		_ = c.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_ = json.NewEncoder(c).Encode(&Response{Error: err.Error()})
+	}
+}
+
+// Done is closed when the client has stopped the stream or gone away.
+func (s *Stream) Done() <-chan struct{} { return s.done }
+
+// Header sends the answer to the request; records may follow.
+func (s *Stream) Header(v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(&Response{Data: data})
+	if err != nil {
+		return err
+	}
+	s.header = true
+	_ = s.c.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := s.w.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	return s.w.Flush()
+}
+
+func (s *Stream) message(kind byte, payload ...[]byte) error {
+	n := 0
+	for _, p := range payload {
+		n += len(p)
+	}
+	var head [5]byte
+	head[0] = kind
+	binary.BigEndian.PutUint32(head[1:], uint32(n))
+	_ = s.c.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := s.w.Write(head[:]); err != nil {
+		return err
+	}
+	for _, p := range payload {
+		if _, err := s.w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Record sends one captured frame (buffered: Flush sends what is held).
+func (s *Stream) Record(r CaptureRecord) error {
+	if len(r.Data) > maxMessage-recordHead {
+		r.Data = r.Data[:maxMessage-recordHead]
+	}
+	b := s.buf[:0]
+	b = binary.BigEndian.AppendUint64(b, uint64(r.TimeNs))
+	b = append(b, r.Dir, r.Verdict, r.Reason, 0)
+	b = binary.BigEndian.AppendUint32(b, r.Egress)
+	b = binary.BigEndian.AppendUint32(b, r.Len)
+	s.buf = b
+	return s.message(msgRecord, b, r.Data)
+}
+
+// Flush sends the records held.
+func (s *Stream) Flush() error {
+	_ = s.c.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	return s.w.Flush()
+}
+
+// End sends the last message.
+func (s *Stream) End(e CaptureEnd) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if err := s.message(msgEnd, b); err != nil {
+		return err
+	}
+	return s.Flush()
+}
+
+// CaptureClient is the CLI's side of a capture.
+type CaptureClient struct {
+	c      *net.UnixConn
+	r      *bufio.Reader
+	Header CaptureHeader
+}
+
+// Capture asks the daemon at path for a capture and reads its header.
+func Capture(path string, req Request) (*CaptureClient, error) {
+	req.Cmd = CmdCapture
+	conn, err := net.DialTimeout("unix", path, 3*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w (%v)", path, ErrNoDaemon, err)
+	}
+	c := &CaptureClient{c: conn.(*net.UnixConn), r: bufio.NewReaderSize(conn, 64<<10)}
+	_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
+	if err := json.NewEncoder(conn).Encode(&req); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("send capture to %s: %w", path, err)
+	}
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("read answer to capture from %s: %w", path, err)
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("read answer to capture from %s: %w", path, err)
+	}
+	if resp.Error != "" {
+		conn.Close()
+		return nil, errors.New(resp.Error)
+	}
+	if err := json.Unmarshal(resp.Data, &c.Header); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("decode answer to capture: %w", err)
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// Next reads the next message: a record, or the end (then nothing follows).
+func (c *CaptureClient) Next() (*CaptureRecord, *CaptureEnd, error) {
+	var head [5]byte
+	if _, err := io.ReadFull(c.r, head[:]); err != nil {
+		return nil, nil, fmt.Errorf("capture: the daemon ended the stream without its end: %w", err)
+	}
+	n := binary.BigEndian.Uint32(head[1:])
+	if n > maxMessage {
+		return nil, nil, fmt.Errorf("capture: message of %d bytes, more than %d", n, maxMessage)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(c.r, b); err != nil {
+		return nil, nil, fmt.Errorf("capture: read a message: %w", err)
+	}
+	switch head[0] {
+	case msgRecord:
+		if n < recordHead {
+			return nil, nil, fmt.Errorf("capture: record of %d bytes", n)
+		}
+		return &CaptureRecord{
+			TimeNs: int64(binary.BigEndian.Uint64(b)), Dir: b[8], Verdict: b[9], Reason: b[10],
+			Egress: binary.BigEndian.Uint32(b[12:]), Len: binary.BigEndian.Uint32(b[16:]), Data: b[recordHead:],
+		}, nil, nil
+	case msgEnd:
+		var e CaptureEnd
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, nil, fmt.Errorf("capture: decode its end: %w", err)
+		}
+		return nil, &e, nil
+	}
+	return nil, nil, fmt.Errorf("capture: message of unknown kind %d", head[0])
+}
+
+// Stop asks the daemon to end the capture; its end follows the records
+// already on their way.
+func (c *CaptureClient) Stop() error { return c.c.CloseWrite() }
+
+// Close drops the connection (the daemon ends the capture, if it runs).
+func (c *CaptureClient) Close() error { return c.c.Close() }
