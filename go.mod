@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cilium/ebpf v0.22.0
+	github.com/gopacket/gopacket v1.7.7
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/safchain/ethtool v0.7.0
 	github.com/spf13/cobra v1.10.2
@@ -15,6 +16,7 @@ require (
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
+	golang.org/x/net v0.55.0 // indirect
 )
 
 tool github.com/cilium/ebpf/cmd/bpf2go

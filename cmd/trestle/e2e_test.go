@@ -208,8 +208,17 @@ func (l *swlab) stop() {
 
 func (l *swlab) assertNoPrograms() {
 	l.t.Helper()
+	for k, id := range l.programs() {
+		l.t.Errorf("%s: program %d still attached", k, id)
+	}
+}
+
+// programs are the programs attached to each interface of the switch's
+// namespace, whatever its name now: "NAME/xdp", "NAME/tcx-ingress"...
+func (l *swlab) programs() map[string]ebpf.ProgramID {
+	l.t.Helper()
+	ids := map[string]ebpf.ProgramID{}
 	err := l.sw.Do(func() error {
-		// Every interface of the switch's namespace, whatever its name now.
 		links, err := netlink.LinkList()
 		if err != nil {
 			return err
@@ -217,15 +226,15 @@ func (l *swlab) assertNoPrograms() {
 		for _, lk := range links {
 			name := lk.Attrs().Name
 			if x := lk.Attrs().Xdp; x != nil && x.Attached {
-				l.t.Errorf("%s: XDP program %d still attached", name, x.ProgId)
+				ids[name+"/xdp"] = ebpf.ProgramID(x.ProgId)
 			}
 			for _, at := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
 				res, err := link.QueryPrograms(link.QueryOptions{Target: lk.Attrs().Index, Attach: at})
 				if err != nil {
 					return fmt.Errorf("query tcx on %s: %w", name, err)
 				}
-				if len(res.Programs) > 0 {
-					l.t.Errorf("%s: %d tcx programs still attached (%v)", name, len(res.Programs), at)
+				for i, p := range res.Programs {
+					ids[fmt.Sprintf("%s/%v/%d", name, at, i)] = p.ID
 				}
 			}
 		}
@@ -234,6 +243,7 @@ func (l *swlab) assertNoPrograms() {
 	if err != nil {
 		l.t.Fatal(err)
 	}
+	return ids
 }
 
 func marked(dst, src net.HardwareAddr, marker string) []byte {

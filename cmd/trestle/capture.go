@@ -1,0 +1,247 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/spf13/cobra"
+
+	"github.com/trestle/trestle/internal/ctl"
+)
+
+func (e *env) captureCmd() *cobra.Command {
+	var bridge, file, dir string
+	var count, snaplen int
+	var verdicts bool
+	c := &cobra.Command{
+		Use:   "capture PORT [--bridge BR] [-w FILE] [-c COUNT] [--direction in|out|both] [--snaplen N] [--verdicts]",
+		Short: "Capture the frames the switch sees on a port, as pcap for tcpdump and Wireshark",
+		Long: `Capture the frames the datapath sees on a port: what the port received from
+its host (in) and what the bridge sent out of it (out), each as it was on
+the wire: a frame a VLAN-aware bridge tags or untags for the port is
+captured as it left.
+
+Without -w, one line a frame: time, port, direction, length and verdict
+(forwarded, flooded, or dropped and why, with the reason names of
+'trestle stats'). With -w FILE the frames are written as pcap; -w - writes
+them to stdout, for tcpdump or Wireshark:
+
+  trestle capture p1 -w - | tcpdump -n -r -
+  trestle capture p1 --direction in -c 100 -w p1.pcap
+  trestle capture p1 -w - --verdicts | wireshark -k -i -
+
+pcap has no room for a verdict: -w with --verdicts writes pcapng instead,
+each frame with its verdict as the frame's comment (Wireshark: the
+frame.comment field) and its direction in the frame's flags (inbound:
+in, outbound: out).
+
+The capture ends after COUNT frames (-c), or on SIGINT or SIGTERM; then
+stderr says how many frames were captured and how many the datapath could
+not keep because the capture's ring was full (lost). One capture runs at a
+time. While none runs, the switch runs programs without any capture code;
+a capture moves every port to programs with it, and back when it ends.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch dir {
+			case "in", "out", "both":
+			default:
+				return fmt.Errorf("--direction %q: use in, out or both", dir)
+			}
+			if snaplen < 0 || count < 0 {
+				return fmt.Errorf("--snaplen and -c take a number of at least 0")
+			}
+			return e.capture(ctl.Request{Port: args[0], Bridge: bridge, Direction: dir, Snaplen: snaplen}, file, count, verdicts)
+		},
+	}
+	c.Flags().StringVar(&bridge, "bridge", "", "the port's bridge (needed when two bridges have a port of that name)")
+	c.Flags().StringVarP(&file, "write", "w", "", "write the frames to FILE as pcap (pcapng with --verdicts); - is stdout")
+	c.Flags().IntVarP(&count, "count", "c", 0, "stop after COUNT frames (0: at SIGINT or SIGTERM)")
+	c.Flags().StringVar(&dir, "direction", "both", "in (what the port receives), out (what the bridge sends out of it) or both")
+	c.Flags().IntVar(&snaplen, "snaplen", 0, "bytes kept of each frame (0: the most, 16384)")
+	c.Flags().BoolVar(&verdicts, "verdicts", false, "with -w: pcapng with each frame's verdict as its comment")
+	return c
+}
+
+// frameSink is where captured frames go: text lines, pcap or pcapng.
+type frameSink interface {
+	write(r *ctl.CaptureRecord, verdict string) error
+	flush() error
+}
+
+func (e *env) capture(req ctl.Request, file string, count int, verdicts bool) error {
+	cl, err := ctl.Capture(e.sock(), req)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	h := cl.Header
+	var out io.Writer = e.stdout
+	if file != "" && file != "-" {
+		f, err := os.Create(file)
+		if err != nil {
+			return fmt.Errorf("capture: %w", err)
+		}
+		defer f.Close()
+		out = f
+	}
+	var sink frameSink
+	switch {
+	case file == "":
+		sink = &textSink{w: out, port: h.Port}
+	case verdicts:
+		sink, err = newNgSink(out, h)
+	default:
+		sink, err = newPcapSink(out, h)
+	}
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	what := "in and out"
+	if req.Direction == "in" || req.Direction == "out" {
+		what = req.Direction
+	}
+	fmt.Fprintf(e.stderr, "capturing port %s of bridge %s (%s), %s, %d bytes a frame\n", h.Port, h.Bridge, h.Mode, what, h.Snaplen)
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			_ = cl.Stop()
+		}
+	}()
+	var n uint64
+	var end *ctl.CaptureEnd
+	stopped := false
+	for end == nil {
+		var r *ctl.CaptureRecord
+		r, end, err = cl.Next()
+		if err != nil {
+			_ = sink.flush()
+			return err
+		}
+		if r == nil || (count > 0 && n >= uint64(count)) {
+			continue // after -c: what was on its way
+		}
+		if err := sink.write(r, verdictOf(r, h)); err != nil {
+			return fmt.Errorf("capture: write: %w", err)
+		}
+		n++
+		if count > 0 && n >= uint64(count) && !stopped {
+			stopped = true
+			_ = cl.Stop()
+		}
+		if err := sink.flush(); err != nil {
+			return fmt.Errorf("capture: write: %w", err)
+		}
+	}
+	if err := sink.flush(); err != nil {
+		return fmt.Errorf("capture: write: %w", err)
+	}
+	fmt.Fprintf(e.stderr, "%d frames captured, %d lost\n", n, end.Lost)
+	if end.Error != "" {
+		return fmt.Errorf("capture: %s", end.Error)
+	}
+	return nil
+}
+
+// verdictOf says what became of a frame: "flooded", "forwarded to p2",
+// "dropped (bad_source)".
+func verdictOf(r *ctl.CaptureRecord, h ctl.CaptureHeader) string {
+	switch r.Verdict {
+	case ctl.VerdictForwarded:
+		if r.Dir == ctl.CaptureIn && r.Egress != 0 {
+			if name, ok := h.Ports[r.Egress]; ok {
+				return "forwarded to " + name
+			}
+			return fmt.Sprintf("forwarded to ifindex %d", r.Egress)
+		}
+		if r.Dir == ctl.CaptureIn {
+			return "forwarded through patch ports"
+		}
+		return "forwarded"
+	case ctl.VerdictFlooded:
+		return "flooded"
+	case ctl.VerdictDropped:
+		if int(r.Reason) < len(h.Reasons) {
+			return "dropped (" + h.Reasons[r.Reason] + ")"
+		}
+		return "dropped (in a bridge beyond a patch port)"
+	}
+	return fmt.Sprintf("verdict %d", r.Verdict)
+}
+
+func dirName(d uint8) string {
+	if d == ctl.CaptureOut {
+		return "out"
+	}
+	return "in"
+}
+
+type textSink struct {
+	w    io.Writer
+	port string
+}
+
+func (s *textSink) write(r *ctl.CaptureRecord, verdict string) error {
+	t := time.Unix(0, r.TimeNs)
+	_, err := fmt.Fprintf(s.w, "%s %s %-3s %5d bytes  %s\n", t.Format("15:04:05.000000"), s.port, dirName(r.Dir), r.Len, verdict)
+	return err
+}
+
+func (s *textSink) flush() error { return nil }
+
+func captureInfo(r *ctl.CaptureRecord) gopacket.CaptureInfo {
+	return gopacket.CaptureInfo{Timestamp: time.Unix(0, r.TimeNs), CaptureLength: len(r.Data), Length: int(max(r.Len, uint32(len(r.Data))))}
+}
+
+type pcapSink struct{ w *pcapgo.Writer }
+
+func newPcapSink(w io.Writer, h ctl.CaptureHeader) (*pcapSink, error) {
+	pw := pcapgo.NewWriterNanos(w)
+	if err := pw.WriteFileHeader(uint32(h.Snaplen), layers.LinkTypeEthernet); err != nil {
+		return nil, err
+	}
+	return &pcapSink{w: pw}, nil
+}
+
+func (s *pcapSink) write(r *ctl.CaptureRecord, _ string) error {
+	return s.w.WritePacket(captureInfo(r), r.Data)
+}
+
+func (s *pcapSink) flush() error { return nil }
+
+type ngSink struct{ w *pcapgo.NgWriter }
+
+func newNgSink(w io.Writer, h ctl.CaptureHeader) (*ngSink, error) {
+	intf := pcapgo.DefaultNgInterface
+	intf.LinkType = layers.LinkTypeEthernet
+	intf.Name = h.Port
+	intf.Description = fmt.Sprintf("trestle port %s of bridge %s (%s)", h.Port, h.Bridge, h.Mode)
+	intf.SnapLength = uint32(h.Snaplen)
+	opts := pcapgo.DefaultNgWriterOptions
+	opts.SectionInfo.Application = "trestle capture"
+	nw, err := pcapgo.NewNgWriterInterface(w, intf, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &ngSink{w: nw}, nil
+}
+
+func (s *ngSink) write(r *ctl.CaptureRecord, verdict string) error {
+	flags := &pcapgo.NgEpbFlags{Direction: pcapgo.NgEpbFlagDirectionInbound}
+	if r.Dir == ctl.CaptureOut {
+		flags.Direction = pcapgo.NgEpbFlagDirectionOutbound
+	}
+	return s.w.WritePacketWithOptions(captureInfo(r), r.Data,
+		pcapgo.NgPacketOptions{Comments: []string{dirName(r.Dir) + ": " + verdict}, Flags: flags})
+}
+
+func (s *ngSink) flush() error { return s.w.Flush() }
