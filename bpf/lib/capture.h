@@ -20,9 +20,9 @@
  * one, on this CPU, while the frame is the CPU's only one): the reason whose
  * counter moved. A frame a bridge beyond a patch port dropped was counted
  * on that patch port: its reason is TR_DROP__MAX, "beyond a patch port".
- * XXX an out frame that reached the port through patch ports from another
- * bridge is seen only if the port's bridge has patch ports (conf.walks);
- * mirrored copies (span ports) are not told apart from the frame itself.
+ * A frame that crossed patch ports from another bridge is found by the
+ * walk's choice of ports (lib/patch.h); conf.walks says to copy the frames
+ * of every bridge for that.
  */
 #ifndef TRESTLE_CAPTURE_H
 #define TRESTLE_CAPTURE_H

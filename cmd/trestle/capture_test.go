@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,7 +73,12 @@ func tcpdumpRead(t *testing.T, file string) []pcapFrame {
 	if err != nil {
 		t.Fatalf("tcpdump -r %s: %v", file, err)
 	}
-	out := string(raw)
+	return parseTcpdump(t, string(raw))
+}
+
+// parseTcpdump reads the frames of `tcpdump -xx -nn -tt`'s output.
+func parseTcpdump(t *testing.T, out string) []pcapFrame {
+	t.Helper()
 	var fs []pcapFrame
 	for _, line := range strings.Split(out, "\n") {
 		trimmed := strings.TrimSpace(line)
@@ -205,6 +211,23 @@ func TestCapture(t *testing.T) {
 		l.captureFile("verdicts.pcapng", []string{"-c", "3", "--verdicts"}, []sent{{1, bad}, {2, b}, {1, d}}, [][]byte{bad, b, d}, nil)
 		wantComments(t, filepath.Join(l.dir, "verdicts.pcapng"), []string{"in: dropped (bad_source)", "out: forwarded", "in: forwarded to " + portName(2)})
 
+		// The README's example: pcap on stdout, read by tcpdump from a pipe.
+		pipeErr, pipeOut := filepath.Join(l.dir, "pipe.err"), filepath.Join(l.dir, "pipe.out")
+		p = l.sw.Start(t, "sh", "-c", fmt.Sprintf("%s capture --socket %s %s -c 2 -w - 2>%s | tcpdump -r - -xx -nn -tt >%s 2>/dev/null",
+			trestleBin, l.sock, portName(1), pipeErr, pipeOut))
+		deadline := time.Now().Add(10 * time.Second)
+		for b, _ := os.ReadFile(pipeErr); !bytes.Contains(b, []byte("capturing port")); b, _ = os.ReadFile(pipeErr) {
+			if time.Now().After(deadline) {
+				t.Fatalf("trestle capture -w - | tcpdump -r - did not start: %s", b)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		l.send(1, a)
+		l.send(2, b)
+		waitCapture(t, p)
+		piped, _ := os.ReadFile(pipeOut)
+		wantFrames(t, "-w - | tcpdump -r -", parseTcpdump(t, string(piped)), [][]byte{a, b})
+
 		if after := l.programs(); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("programs after the captures %v, before them %v", after, before)
 		}
@@ -227,7 +250,7 @@ func TestCapture(t *testing.T) {
 		p = l.startCapture(portName(1))
 		_ = p.Cmd.Process.Kill()
 		<-p.Done()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline = time.Now().Add(5 * time.Second)
 		for fmt.Sprint(l.programs()) != fmt.Sprint(before) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -294,5 +317,24 @@ func TestCaptureVLAN(t *testing.T) {
 			t.Errorf("programs after the captures %v, before them %v", after, before)
 		}
 		l.stop()
+	})
+}
+
+// TestCapturePersist: a daemon with persist stopped while a capture runs
+// leaves every pinned link with the program it ran before the capture.
+func TestCapturePersist(t *testing.T) {
+	forModes(t, func(t *testing.T, mode string) {
+		l := newPersistLab(t, 2, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
+		l.startNet(trestleBin)
+		before := l.programs()
+		p := l.startCapture(portName(1))
+		if during := l.programs(); fmt.Sprint(during) == fmt.Sprint(before) {
+			t.Fatalf("programs while capturing %v, the same as before", during)
+		}
+		l.signal(syscall.SIGTERM)
+		if after := l.programs(); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("pinned programs after the daemon stopped during a capture %v, before it %v", after, before)
+		}
+		p.Stop()
 	})
 }

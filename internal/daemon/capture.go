@@ -37,7 +37,7 @@ func (d *Daemon) captureStream(ctx context.Context, req ctl.Request, s *ctl.Stre
 			err = fmt.Errorf("capture: internal error: %v", r)
 		}
 		if c != nil {
-			d.endCapture(c)
+			d.endCaptureSafely(c)
 		}
 	}()
 	c, hdr, err := d.startCapture(req)
@@ -169,6 +169,16 @@ func (d *Daemon) startCapture(req ctl.Request) (*datapath.Capture, ctl.CaptureHe
 		}
 	}
 	return c, hdr, nil
+}
+
+// endCaptureSafely is endCapture on the way out of a stream that failed.
+func (d *Daemon) endCaptureSafely(c *datapath.Capture) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error("ending a capture failed inside the daemon", "panic", r)
+		}
+	}()
+	d.endCapture(c)
 }
 
 // endCapture moves every attachment back to the programs without capture

@@ -192,3 +192,54 @@ func TestRetag(t *testing.T) {
 		t.Errorf("metadata tag: % x (len %d, %v), want % x", f.Data, f.Len, err, tagged)
 	}
 }
+
+// The VLAN stage turned on while a capture runs: the build with both
+// captures, and the capture's end leaves the build with the VLAN stage.
+func TestCaptureAcrossVLANStage(t *testing.T) {
+	r := newRig(t, modes[0], 1024, [4]uint32{})
+	c := r.startCapture(1, true, true)
+	captured := r.dp.XDPProgram()
+	err := r.ns.Do(func() error { return r.dp.SetVLANStage(true) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := r.dp.XDPProgram()
+	if both == captured {
+		t.Fatal("the VLAN stage did not change the capture's program")
+	}
+	fromA := ipv4(bcast, macA)
+	r.run(1, fromA)
+	r.wantRecord(t, c, "with both stages", &wantRec{dir: CaptureIn, verdict: VerdictFlooded, data: fromA})
+	c.Close()
+	if p := r.dp.XDPProgram(); p == nil || p == both || p == captured {
+		t.Fatalf("after the capture: program %v, want the VLAN stage's without capture", p)
+	}
+	if !r.dp.VLANStage() {
+		t.Error("the capture's end turned the VLAN stage off")
+	}
+}
+
+// Frames that cross patch ports (patchChain: p1 in br1, p2 in br2, p3 in
+// br3): a flood from p1 reaches p3's capture as out, a forward as out to p3,
+// and p3's answer is in, forwarded to p1 across both patches.
+func TestCapturePatch(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		patchChain(t, r)
+		c, err := r.dp.StartCapture(CaptureSpec{Ifindex: r.port[3], Bridge: 3, Walks: true, In: true, Out: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		unknown := ipv4(macB, macA)
+		r.run(1, unknown)
+		r.wantRecord(t, c, "flood across patches", &wantRec{dir: CaptureOut, verdict: VerdictFlooded, egress: 3, data: unknown})
+		answer := ipv4(macA, macB)
+		r.run(3, answer)
+		r.wantRecord(t, c, "answer across patches", &wantRec{dir: CaptureIn, verdict: VerdictForwarded, egress: 1, data: answer})
+		r.run(1, unknown)
+		r.wantRecord(t, c, "known unicast across patches", &wantRec{dir: CaptureOut, verdict: VerdictForwarded, egress: 3, data: unknown})
+		r.run(2, ipv4(macA, macC))
+		r.wantRecord(t, c, "p2 to p1", nil)
+	})
+}
