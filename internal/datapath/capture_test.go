@@ -40,8 +40,30 @@ func next(t *testing.T, c *Capture) (CapturedFrame, bool) {
 type wantRec struct {
 	dir, verdict uint8
 	reason       tbpf.DropReason
-	egress       int // slot; 0: none
-	data         []byte
+	egress       int    // slot; 0: none
+	data         []byte // nil: the frame sent
+}
+
+// capCase is a frame sent into the pipeline as received on slot, and the
+// record the capture must have of it (nil: none).
+type capCase struct {
+	name  string
+	slot  int
+	frame []byte
+	want  *wantRec
+}
+
+func (r *rig) capRun(t *testing.T, c *Capture, cases []capCase) {
+	t.Helper()
+	for _, cc := range cases {
+		r.run(cc.slot, cc.frame)
+		if cc.want != nil && cc.want.data == nil {
+			w := *cc.want
+			w.data = cc.frame
+			cc.want = &w
+		}
+		r.wantRecord(t, c, cc.name, cc.want)
+	}
 }
 
 func (r *rig) wantRecord(t *testing.T, c *Capture, what string, w *wantRec) {
@@ -81,26 +103,15 @@ func TestCapture(t *testing.T) {
 		if r.dp.XDPProgram() == before {
 			t.Fatal("the capture did not change the programs attachments get")
 		}
-		fromA := ipv4(bcast, macA)
-		r.run(1, fromA)
-		r.wantRecord(t, c, "broadcast from the port", &wantRec{dir: CaptureIn, verdict: VerdictFlooded, data: fromA})
-		toA := ipv4(macA, macB)
-		r.run(2, toA)
-		r.wantRecord(t, c, "unicast to the port", &wantRec{dir: CaptureOut, verdict: VerdictForwarded, egress: 1, data: toA})
-		toB := ipv4(macB, macA)
-		r.run(1, toB)
-		r.wantRecord(t, c, "unicast from the port", &wantRec{dir: CaptureIn, verdict: VerdictForwarded, egress: 2, data: toB})
-		unknown := ipv4(macD, macC)
-		r.run(3, unknown)
-		r.wantRecord(t, c, "unknown unicast flooded", &wantRec{dir: CaptureOut, verdict: VerdictFlooded, egress: 1, data: unknown})
-		r.run(3, ipv4(macB, macC))
-		r.wantRecord(t, c, "unicast between two other ports", nil)
-		bad := ipv4(macB, bcast)
-		r.run(1, bad)
-		r.wantRecord(t, c, "bad source", &wantRec{dir: CaptureIn, verdict: VerdictDropped, reason: tbpf.TrestleTrDropReasonTR_DROP_BAD_SRC, data: bad})
-		hairpin := ipv4(macA, macA2)
-		r.run(1, hairpin)
-		r.wantRecord(t, c, "hairpin", &wantRec{dir: CaptureIn, verdict: VerdictDropped, reason: tbpf.TrestleTrDropReasonTR_DROP_HAIRPIN, data: hairpin})
+		r.capRun(t, c, []capCase{
+			{"broadcast from the port", 1, ipv4(bcast, macA), &wantRec{dir: CaptureIn, verdict: VerdictFlooded}},
+			{"unicast to the port", 2, ipv4(macA, macB), &wantRec{dir: CaptureOut, verdict: VerdictForwarded, egress: 1}},
+			{"unicast from the port", 1, ipv4(macB, macA), &wantRec{dir: CaptureIn, verdict: VerdictForwarded, egress: 2}},
+			{"unknown unicast flooded", 3, ipv4(macD, macC), &wantRec{dir: CaptureOut, verdict: VerdictFlooded, egress: 1}},
+			{"unicast between two other ports", 3, ipv4(macB, macC), nil},
+			{"bad source", 1, ipv4(macB, bcast), &wantRec{dir: CaptureIn, verdict: VerdictDropped, reason: tbpf.TrestleTrDropReasonTR_DROP_BAD_SRC}},
+			{"hairpin", 1, ipv4(macA, macA2), &wantRec{dir: CaptureIn, verdict: VerdictDropped, reason: tbpf.TrestleTrDropReasonTR_DROP_HAIRPIN}},
+		})
 		if _, err := r.dp.StartCapture(CaptureSpec{Ifindex: r.port[2], Bridge: 1, In: true}); !errors.Is(err, ErrCaptureRunning) {
 			t.Errorf("a second capture: %v, want %v", err, ErrCaptureRunning)
 		}
@@ -120,18 +131,16 @@ func TestCaptureDirection(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 1024, [4]uint32{})
 		c := r.startCapture(1, false, true)
-		r.run(1, ipv4(bcast, macA))
-		r.wantRecord(t, c, "in, capturing out", nil)
-		toA := ipv4(macA, macB)
-		r.run(2, toA)
-		r.wantRecord(t, c, "out", &wantRec{dir: CaptureOut, verdict: VerdictForwarded, egress: 1, data: toA})
+		r.capRun(t, c, []capCase{
+			{"in, capturing out", 1, ipv4(bcast, macA), nil},
+			{"out", 2, ipv4(macA, macB), &wantRec{dir: CaptureOut, verdict: VerdictForwarded, egress: 1}},
+		})
 		c.Close()
 		c = r.startCapture(1, true, false)
-		r.run(2, toA)
-		r.wantRecord(t, c, "out, capturing in", nil)
-		fromA := ipv4(macB, macA)
-		r.run(1, fromA)
-		r.wantRecord(t, c, "in", &wantRec{dir: CaptureIn, verdict: VerdictForwarded, egress: 2, data: fromA})
+		r.capRun(t, c, []capCase{
+			{"out, capturing in", 2, ipv4(macA, macB), nil},
+			{"in", 1, ipv4(macB, macA), &wantRec{dir: CaptureIn, verdict: VerdictForwarded, egress: 2}},
+		})
 	})
 }
 
@@ -142,17 +151,16 @@ func TestCaptureVLAN(t *testing.T) {
 		r := vrig(t, m, 0)
 		trunk := r.startCapture(3, true, true)
 		access := ipv4(bcast, macA)
-		r.run(1, access)
-		r.wantRecord(t, trunk, "access to trunk", &wantRec{dir: CaptureOut, verdict: VerdictFlooded, egress: 3, data: addTag(access, 10)})
 		tagged := tagTCI(bcast, macB, 0x8100, 5<<13|20)
-		r.run(3, tagged)
-		r.wantRecord(t, trunk, "trunk in", &wantRec{dir: CaptureIn, verdict: VerdictFlooded, data: tagged})
+		r.capRun(t, trunk, []capCase{
+			{"access to trunk", 1, access, &wantRec{dir: CaptureOut, verdict: VerdictFlooded, egress: 3, data: addTag(access, 10)}},
+			{"trunk in", 3, tagged, &wantRec{dir: CaptureIn, verdict: VerdictFlooded}},
+		})
 		trunk.Close()
-		acc := r.startCapture(2, true, true)
-		r.run(3, tagged)
-		r.wantRecord(t, acc, "trunk to access", &wantRec{dir: CaptureOut, verdict: VerdictFlooded, egress: 2, data: untag(tagged)})
-		r.run(3, tagTCI(bcast, macB, 0x8100, 10))
-		r.wantRecord(t, acc, "another VLAN's", nil)
+		r.capRun(t, r.startCapture(2, true, true), []capCase{
+			{"trunk to access", 3, tagged, &wantRec{dir: CaptureOut, verdict: VerdictFlooded, egress: 2, data: untag(tagged)}},
+			{"another VLAN's", 3, tagTCI(bcast, macB, 0x8100, 10), nil},
+		})
 	})
 }
 
@@ -207,9 +215,7 @@ func TestCaptureAcrossVLANStage(t *testing.T) {
 	if both == captured {
 		t.Fatal("the VLAN stage did not change the capture's program")
 	}
-	fromA := ipv4(bcast, macA)
-	r.run(1, fromA)
-	r.wantRecord(t, c, "with both stages", &wantRec{dir: CaptureIn, verdict: VerdictFlooded, data: fromA})
+	r.capRun(t, c, []capCase{{"with both stages", 1, ipv4(bcast, macA), &wantRec{dir: CaptureIn, verdict: VerdictFlooded}}})
 	c.Close()
 	if p := r.dp.XDPProgram(); p == nil || p == both || p == captured {
 		t.Fatalf("after the capture: program %v, want the VLAN stage's without capture", p)
@@ -231,15 +237,11 @@ func TestCapturePatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		unknown := ipv4(macB, macA)
-		r.run(1, unknown)
-		r.wantRecord(t, c, "flood across patches", &wantRec{dir: CaptureOut, verdict: VerdictFlooded, egress: 3, data: unknown})
-		answer := ipv4(macA, macB)
-		r.run(3, answer)
-		r.wantRecord(t, c, "answer across patches", &wantRec{dir: CaptureIn, verdict: VerdictForwarded, egress: 1, data: answer})
-		r.run(1, unknown)
-		r.wantRecord(t, c, "known unicast across patches", &wantRec{dir: CaptureOut, verdict: VerdictForwarded, egress: 3, data: unknown})
-		r.run(2, ipv4(macA, macC))
-		r.wantRecord(t, c, "p2 to p1", nil)
+		r.capRun(t, c, []capCase{
+			{"flood across patches", 1, ipv4(macB, macA), &wantRec{dir: CaptureOut, verdict: VerdictFlooded, egress: 3}},
+			{"answer across patches", 3, ipv4(macA, macB), &wantRec{dir: CaptureIn, verdict: VerdictForwarded, egress: 1}},
+			{"known unicast across patches", 1, ipv4(macB, macA), &wantRec{dir: CaptureOut, verdict: VerdictForwarded, egress: 3}},
+			{"p2 to p1", 2, ipv4(macA, macC), nil},
+		})
 	})
 }
