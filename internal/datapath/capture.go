@@ -42,6 +42,9 @@ type CaptureSpec struct {
 	Walks   bool
 	In, Out bool // what the port receives, what the bridge sends out of it
 	Snaplen int  // bytes kept of each frame, at most SnapMax; 0: SnapMax
+	// RingSize is the ring's size in bytes, a power of two of at least
+	// a page; 0: CaptureRingSize.
+	RingSize uint32
 }
 
 // Capture is the running capture.
@@ -91,7 +94,10 @@ func (d *Datapath) StartCapture(s CaptureSpec) (*Capture, error) {
 	if s.Snaplen <= 0 || s.Snaplen > SnapMax {
 		s.Snaplen = SnapMax
 	}
-	ring, err := ebpf.NewMap(&ebpf.MapSpec{Name: "tr_capture", Type: ebpf.RingBuf, MaxEntries: CaptureRingSize})
+	if s.RingSize == 0 {
+		s.RingSize = CaptureRingSize
+	}
+	ring, err := ebpf.NewMap(&ebpf.MapSpec{Name: "tr_capture", Type: ebpf.RingBuf, MaxEntries: s.RingSize})
 	if err != nil {
 		return nil, fmt.Errorf("start capture: create its ring: %w", err)
 	}
