@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -30,7 +32,8 @@ captured as it left.
 
 Without -w, one line a frame: time, port, direction, length and verdict
 (forwarded, flooded, or dropped and why, with the reason names of
-'trestle stats'). With -w FILE the frames are written as pcap; -w - writes
+'trestle stats'); with --json, one JSON object a frame, its bytes in hex
+included. With -w FILE the frames are written as pcap; -w - writes
 them to stdout, for tcpdump or Wireshark:
 
   trestle capture p1 -w - | tcpdump -n -r -
@@ -57,6 +60,9 @@ a capture moves every port to programs with it, and back when it ends.`,
 			if snaplen < 0 || count < 0 {
 				return fmt.Errorf("--snaplen and -c take a number of at least 0")
 			}
+			if e.json && file != "" {
+				return fmt.Errorf("--json prints the frames, -w writes them to a file: choose one")
+			}
 			return e.capture(ctl.Request{Port: args[0], Bridge: bridge, Direction: dir, Snaplen: snaplen}, file, count, verdicts)
 		},
 	}
@@ -66,6 +72,7 @@ a capture moves every port to programs with it, and back when it ends.`,
 	c.Flags().StringVar(&dir, "direction", "both", "in (what the port receives), out (what the bridge sends out of it) or both")
 	c.Flags().IntVar(&snaplen, "snaplen", 0, "bytes kept of each frame (0: the most, 16384)")
 	c.Flags().BoolVar(&verdicts, "verdicts", false, "with -w: pcapng with each frame's verdict as its comment")
+	c.Flags().BoolVar(&e.json, "json", false, "print a JSON object a frame (time, port, direction, length, verdict, reason, egress, data in hex)")
 	return c
 }
 
@@ -93,6 +100,8 @@ func (e *env) capture(req ctl.Request, file string, count int, verdicts bool) er
 	}
 	var sink frameSink
 	switch {
+	case e.json:
+		sink = &jsonSink{enc: json.NewEncoder(out), h: h}
 	case file == "":
 		sink = &textSink{w: out, port: h.Port}
 	case verdicts:
@@ -197,6 +206,41 @@ func (s *textSink) write(r *ctl.CaptureRecord, verdict string) error {
 }
 
 func (s *textSink) flush() error { return nil }
+
+// jsonFrame is a frame of `trestle capture --json`.
+type jsonFrame struct {
+	Time      time.Time `json:"time"`
+	Port      string    `json:"port"`
+	Direction string    `json:"direction"` // "in" or "out"
+	Length    uint32    `json:"length"`    // on the wire; data may hold less (--snaplen)
+	Verdict   string    `json:"verdict"`   // "forwarded", "flooded" or "dropped"
+	Reason    string    `json:"reason,omitempty"`
+	Egress    string    `json:"egress,omitempty"` // forwarded: the port it left by
+	Data      string    `json:"data"`             // hex
+}
+
+type jsonSink struct {
+	enc *json.Encoder
+	h   ctl.CaptureHeader
+}
+
+func (s *jsonSink) write(r *ctl.CaptureRecord, _ string) error {
+	f := jsonFrame{Time: time.Unix(0, r.TimeNs), Port: s.h.Port, Direction: dirName(r.Dir), Length: r.Len, Data: hex.EncodeToString(r.Data)}
+	switch r.Verdict {
+	case ctl.VerdictForwarded:
+		f.Verdict, f.Egress = "forwarded", s.h.Ports[r.Egress]
+	case ctl.VerdictFlooded:
+		f.Verdict = "flooded"
+	case ctl.VerdictDropped:
+		f.Verdict, f.Reason = "dropped", "beyond_patch_port"
+		if int(r.Reason) < len(s.h.Reasons) {
+			f.Reason = s.h.Reasons[r.Reason]
+		}
+	}
+	return s.enc.Encode(f)
+}
+
+func (s *jsonSink) flush() error { return nil }
 
 func captureInfo(r *ctl.CaptureRecord) gopacket.CaptureInfo {
 	return gopacket.CaptureInfo{Timestamp: time.Unix(0, r.TimeNs), CaptureLength: len(r.Data), Length: int(max(r.Len, uint32(len(r.Data))))}

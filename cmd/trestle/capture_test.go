@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -207,6 +208,19 @@ func TestCapture(t *testing.T) {
 			if !strings.Contains(out, want) {
 				t.Errorf("text capture has no line with %q:\n%s", want, out)
 			}
+		}
+		p = l.startCapture(portName(1), "-c", "1", "--json")
+		l.send(1, bad)
+		var jf jsonFrame
+		for _, line := range strings.Split(waitCapture(t, p), "\n") {
+			if strings.HasPrefix(line, "{") {
+				if err := json.Unmarshal([]byte(line), &jf); err != nil {
+					t.Errorf("--json: %v: %s", err, line)
+				}
+			}
+		}
+		if jf.Direction != "in" || jf.Verdict != "dropped" || jf.Reason != "bad_source" || jf.Length != 60 || jf.Data != hex.EncodeToString(bad) {
+			t.Errorf("--json: %+v", jf)
 		}
 		l.captureFile("verdicts.pcapng", []string{"-c", "3", "--verdicts"}, []sent{{1, bad}, {2, b}, {1, d}}, [][]byte{bad, b, d}, nil)
 		wantComments(t, filepath.Join(l.dir, "verdicts.pcapng"), []string{"in: dropped (bad_source)", "out: forwarded", "in: forwarded to " + portName(2)})

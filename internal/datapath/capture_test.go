@@ -271,3 +271,22 @@ func TestCaptureLost(t *testing.T) {
 		t.Errorf("%d frames: %d captured, %d lost (%v); want every one either, some lost", sent, captured, lost, err)
 	}
 }
+
+// A snap length keeps the first bytes of a frame and says its whole length;
+// a tag put back in front of them (tc) does not make it keep more.
+func TestCaptureSnaplen(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		c, err := r.dp.StartCapture(CaptureSpec{Ifindex: r.port[1], Bridge: 1, In: true, Snaplen: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		sent := ipv4(bcast, macA)
+		r.run(1, sent)
+		f, ok := next(t, c)
+		if !ok || !bytes.Equal(f.Data, sent[:20]) || f.Len != len(sent) {
+			t.Errorf("snaplen 20: captured %v % x (len %d), want % x (len %d)", ok, f.Data, f.Len, sent[:20], len(sent))
+		}
+	})
+}
