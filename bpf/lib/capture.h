@@ -20,9 +20,9 @@
  * one, on this CPU, while the frame is the CPU's only one): the reason whose
  * counter moved. A frame a bridge beyond a patch port dropped was counted
  * on that patch port: its reason is TR_DROP__MAX, "beyond a patch port".
- * A frame that crossed patch ports from another bridge is found by the
- * walk's choice of ports (lib/patch.h); conf.walks says to copy the frames
- * of every bridge for that.
+ * A frame that went through the walk (lib/patch.h) is found by the walk's
+ * choice of ports; conf.walks says to copy the frames of every bridge, for
+ * those that crossed patch ports from another.
  */
 #ifndef TRESTLE_CAPTURE_H
 #define TRESTLE_CAPTURE_H
@@ -91,6 +91,7 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	const struct tr_port *in;
 	struct tr_port_stats *st;
 	struct tr_capture_buf *b;
+	struct tr_walk *w;
 	__u32 zero = 0;
 	__u64 n;
 
@@ -125,6 +126,9 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	b->rec.caplen = n;
 	b->rec.meta_tci = meta >> 16;
 	b->rec.meta_proto = meta & 0xffff;
+	w = bpf_map_lookup_elem(&walks, &zero);
+	if (w)
+		w->nsel = 0; /* see tr_capture_record */
 	b->armed = 1;
 	return 0;
 }
@@ -212,16 +216,11 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 	inp = tr_port_of(in);
 	if (!c || !inp)
 		return 0;
-	/* Through patch ports, the walk says where it went (tr_walk): a
-	 * forward to a patch port, a flood in a bridge that has some. A
-	 * forward the walk ended at one port (or a path memo) names that port. */
-	if (action == TR_ACT_FORWARD) {
-		out = tr_port_of(egress);
-		walked = out && (out->flags & TR_PORT_PATCH);
-	} else if (action == TR_ACT_FLOOD) {
-		br = tr_bridge_of(inp->bridge);
-		walked = br && (br->flags & TR_BRIDGE_PATCH);
-	}
+	/* A frame that went through the walk (tr_walk: patch ports, and any
+	 * stage that joins it) left by the ports it chose; tr_capture_in
+	 * cleared its count, which only a walk of this frame sets again. */
+	w = bpf_map_lookup_elem(&walks, &zero);
+	walked = w && w->nsel;
 	r = &b->rec;
 	r->egress = 0;
 	r->vid = 0;
@@ -234,7 +233,8 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 			r->reason = tr_capture_reason(b, tr_stats(inp->slot));
 		} else if (action == TR_ACT_FORWARD) {
 			r->verdict = TR_CAPTURE_FORWARDED;
-			r->egress = walked ? 0 : egress;
+			/* A patch port when the walk took it on to several ports. */
+			r->egress = tr_is_patch(egress) ? 0 : egress;
 		} else {
 			r->verdict = TR_CAPTURE_FLOODED;
 		}
@@ -245,7 +245,6 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 		if (!out)
 			return 0;
 		if (walked) {
-			w = bpf_map_lookup_elem(&walks, &zero);
 			slot = out->slot;
 			if (!w || !((w->sel[(slot >> 6) & 3] >> (slot & 63)) & 1))
 				return 0;
