@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -227,8 +228,11 @@ func (r *Rig) StopPackets() {
 
 // TrialSpec is one generator trial.
 type TrialSpec struct {
-	From     int     // host index of the generator
-	To       []int   // host indexes whose sinks must receive every frame
+	From int   // host index of the generator
+	To   []int // host indexes whose sinks must receive every frame
+	// Watch are hosts whose sinks count the trial's frames too, outside
+	// the loss: the span host of a mirror (TrialResult.Watched).
+	Watch    []int
 	Rate     float64 // frames a second; 0: as fast as the generator goes
 	Duration time.Duration
 	Count    uint64 // instead of Duration: a burst of Count frames
@@ -251,9 +255,10 @@ type TrialResult struct {
 	Requested  float64       `json:"requested_pps"`
 	Offered    float64       `json:"offered_pps"`
 	Sent       uint64        `json:"sent"`
-	DevDropped uint64        `json:"dev_dropped"` // dropped by the generator's own device: the DUT's ingress queue was full
-	Received   []uint64      `json:"received"`    // test frames each sink counted
-	Lost       int64         `json:"lost"`        // frames expected and not received, over all sinks
+	DevDropped uint64        `json:"dev_dropped"`       // dropped by the generator's own device: the DUT's ingress queue was full
+	Received   []uint64      `json:"received"`          // test frames each sink counted
+	Watched    []uint64      `json:"watched,omitempty"` // test frames each sink of TrialSpec.Watch counted
+	Lost       int64         `json:"lost"`              // frames expected and not received, over all sinks
 	LossRatio  float64       `json:"loss_ratio"`
 	Reordered  uint64        `json:"reordered"`
 	Duplicated uint64        `json:"duplicated"`
@@ -275,12 +280,14 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 	if len(ts.To) == 0 {
 		return res, g, errors.New("trial: no receiving host")
 	}
-	sinks := make([]*sink.Sink, len(ts.To))
-	for k, i := range ts.To {
+	sinks := make([]*sink.Sink, len(ts.To)+len(ts.Watch))
+	for k, i := range append(slices.Clone(ts.To), ts.Watch...) {
 		if sinks[k] = r.sinks[i]; sinks[k] == nil {
 			return res, g, fmt.Errorf("trial: no sink on host %d", i+1)
 		}
 	}
+	watched := sinks[len(ts.To):]
+	sinks = sinks[:len(ts.To)]
 	if ts.Learn && r.DUT.Learns() {
 		// Each receiving host announces itself, and the sender too, so
 		// the bridges know where every address in the trial is.
@@ -299,6 +306,8 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 		if err := s.SetLatencyEvery(every); err != nil {
 			return res, g, err
 		}
+	}
+	for _, s := range append(slices.Clone(sinks), watched...) {
 		if err := s.Reset(); err != nil {
 			return res, g, err
 		}
@@ -347,6 +356,13 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 		for i, n := range snap.Hist {
 			hist[i] += n
 		}
+	}
+	for _, s := range watched {
+		snap, err := s.Snapshot()
+		if err != nil {
+			return res, g, err
+		}
+		res.Watched = append(res.Watched, snap.Received)
 	}
 	want := g.Sent * uint64(len(sinks))
 	res.Lost = int64(want) - int64(received)

@@ -353,23 +353,24 @@ func checkFrame(dst, src net.HardwareAddr, vid uint16, marker []byte) []byte {
 	return f
 }
 
-// vlanStep is one frame of the VLAN check and what must become of it.
-type vlanStep struct {
+// frameStep is one frame of a check before measuring (the VLAN check,
+// the mirror check) and what must become of it.
+type frameStep struct {
 	what     string
-	from, to int    // host indexes
+	from, to int    // host indexes: the sender, and the host that must (or must not) see it
+	dst      int    // the host the frame is addressed to; -1: broadcast
 	sendVID  uint16 // a tag the frame carries in its bytes when sent (0: the host's own doing)
-	unicast  bool   // to the receiver's address, else broadcast
 	wantVID  uint16 // the VLAN it must arrive in at to (0: untagged)
 	wantNone bool   // it must not arrive at all
 }
 
 // vlanSteps: h2's frame teaches the DUT where h2 is, in VLAN 10, before h1
 // sends to h2's address.
-var vlanSteps = []vlanStep{
-	{what: "h2's broadcast (tagged 10 by its host) reaches h1 untagged", from: 1, to: 0, wantVID: 0},
-	{what: "h1's frame to h2 reaches h2 tagged 10", from: 0, to: 1, unicast: true, wantVID: VLANAccess},
-	{what: "h1's broadcast reaches h2 tagged 10", from: 0, to: 1, wantVID: VLANAccess},
-	{what: "h2's broadcast tagged 20 does not reach h1 (VLAN 10)", from: 1, to: 0, sendVID: 20, wantNone: true},
+var vlanSteps = []frameStep{
+	{what: "h2's broadcast (tagged 10 by its host) reaches h1 untagged", from: 1, to: 0, dst: -1, wantVID: 0},
+	{what: "h1's frame to h2 reaches h2 tagged 10", from: 0, to: 1, dst: 1, wantVID: VLANAccess},
+	{what: "h1's broadcast reaches h2 tagged 10", from: 0, to: 1, dst: -1, wantVID: VLANAccess},
+	{what: "h2's broadcast tagged 20 does not reach h1 (VLAN 10)", from: 1, to: 0, dst: -1, sendVID: 20, wantNone: true},
 }
 
 // CheckVLANs checks, before anything is measured, that the DUT forwards
@@ -380,39 +381,49 @@ func (r *Rig) CheckVLANs(ctx context.Context) (string, error) {
 	if len(r.T.Hosts) < 2 || r.T.VLANs == nil {
 		return "", errors.New("vlan check: the topology has no VLANs")
 	}
+	return r.checkFrames(ctx, "vlan check", vlanSteps)
+}
+
+// checkFrames sends each step's frame and watches for it at the step's
+// receiver; name heads its errors. It returns the steps that passed.
+func (r *Rig) checkFrames(ctx context.Context, name string, steps []frameStep) (string, error) {
 	// A DUT at XDP hands its frames to a veth peer that must have NAPI:
 	// pass-through sinks give the hosts an XDP program for the check.
-	for _, h := range r.T.Hosts[:2] {
-		s, err := sink.Start(sink.Options{Dev: h.If, NetNS: h.NS.Path, Pass: true, MaxFlows: 1})
-		if err != nil {
-			return "", fmt.Errorf("vlan check: %w", err)
+	caps := map[int]*capture{}
+	for _, st := range steps {
+		for _, i := range []int{st.from, st.to} {
+			if _, ok := caps[i]; ok {
+				continue
+			}
+			h := r.T.Hosts[i]
+			s, err := sink.Start(sink.Options{Dev: h.If, NetNS: h.NS.Path, Pass: true, MaxFlows: 1})
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", name, err)
+			}
+			defer s.Close()
+			c, err := openCapture(h)
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", name, err)
+			}
+			defer c.close()
+			caps[i] = c
 		}
-		defer s.Close()
-	}
-	var caps [2]*capture
-	for i := range caps {
-		c, err := openCapture(r.T.Hosts[i])
-		if err != nil {
-			return "", fmt.Errorf("vlan check: %w", err)
-		}
-		defer c.close()
-		caps[i] = c
 	}
 	nonce := make([]byte, 6)
 	rand.Read(nonce)
 	var done []string
-	for i, st := range vlanSteps {
+	for i, st := range steps {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		from, to := r.T.Hosts[st.from], r.T.Hosts[st.to]
-		marker := []byte(fmt.Sprintf("trestle lab: vlan check %s %d", hex.EncodeToString(nonce), i))
+		from := r.T.Hosts[st.from]
+		marker := []byte(fmt.Sprintf("trestle lab: %s %s %d", name, hex.EncodeToString(nonce), i))
 		dst := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-		if st.unicast {
-			dst = to.MAC
+		if st.dst >= 0 {
+			dst = r.T.Hosts[st.dst].MAC
 		}
 		if err := sendFrame(from, checkFrame(dst, from.MAC, st.sendVID, marker)); err != nil {
-			return "", fmt.Errorf("vlan check: send from %s: %w", from.NS.Name, err)
+			return "", fmt.Errorf("%s: send from %s: %w", name, from.NS.Name, err)
 		}
 		wait := 2 * time.Second
 		if st.wantNone {
@@ -420,16 +431,16 @@ func (r *Rig) CheckVLANs(ctx context.Context) (string, error) {
 		}
 		got, ok, err := caps[st.to].wait(marker, wait)
 		if err != nil {
-			return "", fmt.Errorf("vlan check: %w", err)
+			return "", fmt.Errorf("%s: %w", name, err)
 		}
 		switch {
 		case st.wantNone && ok:
-			return "", fmt.Errorf("vlan check failed: %s: it arrived (%s)", st.what, got)
+			return "", fmt.Errorf("%s failed: %s: it arrived (%s)", name, st.what, got)
 		case st.wantNone:
 		case !ok:
-			return "", fmt.Errorf("vlan check failed: %s: it did not arrive in %v", st.what, wait)
+			return "", fmt.Errorf("%s failed: %s: it did not arrive in %v", name, st.what, wait)
 		case got.vid != st.wantVID || got.tagged != (st.wantVID != 0):
-			return "", fmt.Errorf("vlan check failed: %s: it arrived %s", st.what, got)
+			return "", fmt.Errorf("%s failed: %s: it arrived %s", name, st.what, got)
 		}
 		done = append(done, st.what)
 	}
