@@ -79,7 +79,9 @@ var offloadAliases = map[string]string{
 // again), Open vSwitch's veth pairs (ovs@veth says it again), the Linux
 // bridge's only join is veth pairs; see Patched and joinRefusal. A chain
 // of one bridge has no joins: Scenario.CheckJoins refuses these knobs
-// where no chain is longer.
+// where no chain is longer. mirror copies h1's port, both ways, to a span
+// port whose host receives the copies (see SetMirror); capture runs
+// `trestle capture` on h1's port while the packet tests run (trestle only).
 type Variant struct {
 	Name     string
 	Offloads map[string]bool
@@ -87,6 +89,8 @@ type Variant struct {
 	VLAN     bool
 	Patch    bool // @patch
 	Veth     bool // @veth
+	Mirror   bool // @mirror
+	Capture  bool // @capture
 }
 
 // Patched says whether the bridges of a chain are joined by the DUT's patch
@@ -140,6 +144,16 @@ func SplitVariant(s string) (Variant, error) {
 				return v, fmt.Errorf("DUT %q: vlan is for a bridge; the straight path has no ports to put in VLANs", s)
 			}
 			v.VLAN = true
+		case !ok && k == "mirror":
+			if kind, _, _ := strings.Cut(name, ":"); kind == "direct" {
+				return v, fmt.Errorf("DUT %q: mirror is for a bridge; the straight path has no ports to mirror", s)
+			}
+			v.Mirror = true
+		case !ok && k == "capture":
+			if kind, _, _ := strings.Cut(name, ":"); kind != "trestle" {
+				return v, fmt.Errorf("DUT %q: capture runs `trestle capture` in the DUT: it is for trestle DUTs", s)
+			}
+			v.Capture = true
 		case !ok && (k == "patch" || k == "veth"):
 			if why := joinRefusal(name, k); why != "" {
 				return v, fmt.Errorf("DUT %q: %s", s, why)
@@ -162,7 +176,7 @@ func SplitVariant(s string) (Variant, error) {
 			}
 			v.Offloads[k] = val == "on"
 		default:
-			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH, vlan, patch or veth", s, kv)
+			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH, vlan, mirror, capture, patch or veth", s, kv)
 		}
 	}
 	return v, nil
@@ -255,6 +269,9 @@ func (b *linuxBridge) Setup(ctx context.Context, t *Topo, env *Env) error {
 				return fmt.Errorf("create bridge %s: %w", br.Name, err)
 			}
 			for _, p := range br.Ports {
+				if t.Mirror != nil && p == t.Mirror.To {
+					continue // tcMirror's span port: copies and nothing else
+				}
 				l, err := netlink.LinkByName(p)
 				if err != nil {
 					return fmt.Errorf("port %s: %w", p, err)
@@ -285,6 +302,13 @@ func (b *linuxBridge) Setup(ctx context.Context, t *Topo, env *Env) error {
 				}
 			}
 		}
+	}
+	if t.Mirror != nil {
+		made, err := tcMirror(ctx, t.DUT, t.Mirror)
+		if err != nil {
+			return fmt.Errorf("linux-bridge: %w", err)
+		}
+		b.set["mirror"] = made
 	}
 	if b.nft {
 		rules := "table bridge trestle_lab {\n chain forward {\n  type filter hook forward priority 0; policy accept;\n  counter accept\n }\n}\n"
@@ -439,7 +463,7 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 }
 
 // trestleConfig is the config of a trestle DUT on t: every port in mode,
-// and in its VLANs where t has them.
+// in its VLANs where t has them, and t's mirror where it has one.
 func trestleConfig(t *Topo, env *Env, mode, sock string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[daemon]\nsocket = %q\n", sock)
@@ -470,6 +494,14 @@ func trestleConfig(t *Topo, env *Env, mode, sock string) string {
 			case pp.B:
 				fmt.Fprintf(&b, "\n[[bridge.port]]\npatch = %q\nname = %q\n", pp.A, pp.PortB)
 			}
+		}
+		// The span port is one of the bridge's ports above.
+		if m := t.Mirror; m != nil && slices.Contains(br.Ports, m.To) {
+			var ports []string
+			for _, p := range m.Ports {
+				ports = append(ports, fmt.Sprintf("%q", p))
+			}
+			fmt.Fprintf(&b, "\n[[bridge.mirror]]\nname = %q\nports = [%s]\ndirection = %q\nto = %q\n", m.Name, strings.Join(ports, ", "), m.Direction, m.To)
 		}
 	}
 	return b.String()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -198,6 +199,91 @@ func execute(t *testing.T, sc Scenario, bin string) (*Run, map[string]map[int]ma
 	}
 	t.Logf("%v", got)
 	return run, got
+}
+
+// runUnits runs sc with trestle bin and checks every unit: measured (each
+// of sc's tests with a figure above 0), or skipped as unavailable for the
+// reason allowed[dut]; check, if not nil, looks further at each measured
+// unit. Nothing may be left behind. It returns the units by DUT.
+func runUnits(t *testing.T, bin string, sc Scenario, allowed map[string]string, check func(dut string, u UnitRecord, f map[string]float64)) map[string]UnitRecord {
+	t.Helper()
+	before := ours(t, "tl")
+	run, got := execute(t, sc, bin)
+	units := map[string]UnitRecord{}
+	for _, u := range run.Units {
+		units[u.DUT] = u
+	}
+	for _, d := range sc.DUTs {
+		u := units[d]
+		if u.Skipped != "" {
+			if why, ok := allowed[d]; !ok || !strings.Contains(u.Skipped, ErrUnavailable.Error()) || !strings.Contains(u.Skipped, why) {
+				t.Errorf("%s skipped: %s", d, u.Skipped)
+			} else {
+				t.Logf("%s unavailable, as it may be: %s", d, u.Skipped)
+			}
+			continue
+		}
+		f := single(got[d])
+		for _, test := range sc.Tests {
+			if f[test] <= 0 {
+				t.Errorf("%s: %s %v, want above 0", d, test, f[test])
+			}
+		}
+		if check != nil {
+			check(d, u, f)
+		}
+	}
+	if left := ours(t, "tl"); len(left) != len(before) {
+		t.Errorf("namespaces left: %v (before: %v)", left, before)
+	}
+	return units
+}
+
+// checkVariantScenario checks the preset name that measures each DUT of
+// families without and with the variant knob: all there, every DUT
+// parses, every goal is measured, the default run takes less than limit,
+// and its --help says each of helps.
+func checkVariantScenario(t *testing.T, name, knob string, families []string, limit time.Duration, helps ...string) Scenario {
+	t.Helper()
+	s, ok := Scenarios[name]
+	if !ok || s.Unavailable != "" {
+		t.Fatalf("%s: %+v", name, s)
+	}
+	for _, d := range s.DUTs {
+		if _, err := ParseDUT(d); err != nil {
+			t.Errorf("DUT %s: %v", d, err)
+		}
+	}
+	for _, d := range families {
+		if !slices.Contains(s.DUTs, d) || !slices.Contains(s.DUTs, d+"@"+knob) {
+			t.Errorf("%s and %s@%s not both in %v", d, d, knob, s.DUTs)
+		}
+	}
+	for _, g := range s.Goals {
+		test := g.Test
+		if test == TestSpan {
+			test = TestThroughput // span comes with each mirrored throughput
+		}
+		if !slices.Contains(s.DUTs, g.DUT) || g.Base != "" && !slices.Contains(s.DUTs, g.Base) || !s.has(test) {
+			t.Errorf("goal %s: not measured by the scenario", g)
+		}
+	}
+	help := s.Describe()
+	for _, want := range append([]string{"Goals"}, helps...) {
+		if !strings.Contains(help, want) {
+			t.Errorf("Describe lacks %q:\n%s", want, help)
+		}
+	}
+	// The estimate is rough (searches vary), but it must not promise
+	// much more than it says.
+	var total time.Duration
+	for _, u := range plan(s) {
+		total += estimate(s, u)
+	}
+	if total > limit {
+		t.Errorf("estimated %v for the default run", total)
+	}
+	return s
 }
 
 // single is a DUT's figures at its one chain length (0 for direct).

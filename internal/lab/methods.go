@@ -81,12 +81,18 @@ func (r *Rig) SearchTrials(ctx context.Context, spec TrialSpec, tm Timing, progr
 }
 
 // Throughput runs RFC 2544's throughput search from host 0 to host 1.
+// With a mirror, every trial also counts what the span host received
+// (TrialResult.Watched); the search goes by h2's frames alone.
 func (r *Rig) Throughput(ctx context.Context, size FrameSize, tm Timing, flows int, progress func(SearchTrial)) (SearchResult, []TrialResult, error) {
 	mix, err := size.Mix()
 	if err != nil {
 		return SearchResult{}, nil, err
 	}
-	return r.SearchTrials(ctx, TrialSpec{From: 0, To: []int{1}, Mix: mix, Flows: flows, Learn: true, Settle: tm.Settle, Drain: tm.Drain}, tm, progress)
+	spec := TrialSpec{From: 0, To: []int{1}, Mix: mix, Flows: flows, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
+	if m := r.T.Mirror; m != nil {
+		spec.Watch = []int{m.SpanHost}
+	}
+	return r.SearchTrials(ctx, spec, tm, progress)
 }
 
 // LatencyAt measures one-way latency at each fraction of rate (RFC 2544

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -122,6 +123,11 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	if t.Mirror != nil {
+		if _, err := o.vsctl(ctx, t, ovsMirrorArgs(t)...); err != nil {
+			return fmt.Errorf("Open vSwitch: make the mirror: %w\n%s", err, tail(filepath.Join(o.dir, "vswitchd.log"), 10))
+		}
+	}
 	// The userspace datapath does not keep a frame's checksum-partial state
 	// (neither AF_XDP copy mode nor the plain ports): host TCP needs the
 	// hosts to checksum and segment in software.
@@ -157,7 +163,38 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 			o.set["port "+p] = pv.ovsSettings()
 		}
 	}
+	if t.Mirror != nil {
+		o.set["mirror"] = "ovs-vsctl " + strings.Join(ovsMirrorArgs(t), " ") + " (the output port gets the mirrored frames and nothing else)"
+	}
 	return nil
+}
+
+// ovsMirrorArgs is the ovs-vsctl command that makes t's mirror: a Mirror
+// row selecting the mirrored ports' frames as sources (what they receive,
+// direction in) and as destinations (what leaves them, out), its output
+// port the span port, set on the bridge that holds it.
+func ovsMirrorArgs(t *Topo) []string {
+	m := t.Mirror
+	var args, ids []string
+	for i, p := range m.Ports {
+		id := fmt.Sprintf("@p%d", i)
+		args = append(args, "--", "--id="+id, "get", "port", p)
+		ids = append(ids, id)
+	}
+	args = append(args, "--", "--id=@s", "get", "port", m.To, "--", "--id=@m", "create", "mirror", "name="+m.Name)
+	if m.Direction == "in" || m.Direction == "both" {
+		args = append(args, "select-src-port="+strings.Join(ids, ","))
+	}
+	if m.Direction == "out" || m.Direction == "both" {
+		args = append(args, "select-dst-port="+strings.Join(ids, ","))
+	}
+	args = append(args, "output-port=@s")
+	for _, br := range t.Bridges {
+		if slices.Contains(br.Ports, m.To) {
+			args = append(args, "--", "set", "bridge", br.Name, "mirrors=@m")
+		}
+	}
+	return args
 }
 
 // ovsArgs is the ovs-vsctl command that builds t's bridges: the userspace

@@ -137,8 +137,8 @@ func plan(s Scenario) []unit {
 // estimate is a rough length of a unit, for the time left.
 func estimate(s Scenario, u unit) time.Duration {
 	t := 3 * time.Second // topology and DUT
-	if v, _ := SplitVariant(u.dut); v.VLAN {
-		t += time.Second // the VLAN check
+	if v, _ := SplitVariant(u.dut); v.VLAN || v.Mirror {
+		t += time.Second // the VLAN or the mirror check
 	}
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
@@ -349,6 +349,11 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 			return nil, fmt.Errorf("variant %s: %w", u.dut, err)
 		}
 	}
+	if v.Mirror {
+		if err := t.SetMirror(); err != nil {
+			return nil, fmt.Errorf("variant %s: %w", u.dut, err)
+		}
+	}
 	env := &Env{Trestle: cfg.Trestle, WorkDir: cfg.WorkDir, DUTCPU: place.DUTCPU, Log: cfg.Logf}
 	if s.has(TestRestart) {
 		env.Persist, env.UpgradeTo, env.OtherBuild = true, s.UpgradeTo, cfg.otherBuild
@@ -381,6 +386,15 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 		}
 		rec.Settings["vlan check"] = found
 	}
+	if t.Mirror != nil {
+		rec.Settings["variant: mirror"] = t.MirrorSettings()
+		status("checking the mirror: the span host gets what goes into h1's port and what comes out of it")
+		found, err := rig.CheckMirror(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rec.Settings["mirror check"] = found
+	}
 	base := Result{DUT: u.dut, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }
 
@@ -392,11 +406,20 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 				sinkHosts = append(sinkHosts, i)
 			}
 		}
+		if m := t.Mirror; m != nil && !slices.Contains(sinkHosts, m.SpanHost) {
+			sinkHosts = append(sinkHosts, m.SpanHost)
+		}
 		if err := rig.StartPackets(ctx, sinkHosts); err != nil {
 			return out, err
 		}
 		rec.Placement, rec.Offloads = rig.Place, rig.Offloads
-		if err := packetTests(ctx, s, cfg.Profile, rig, base, add, status, notef); err != nil {
+		tests := func() error { return packetTests(ctx, s, cfg.Profile, rig, base, add, status, notef) }
+		if v.Capture {
+			err = rig.withCapture(ctx, rec.Settings, status, tests)
+		} else {
+			err = tests()
+		}
+		if err != nil {
 			return out, err
 		}
 		rig.StopPackets()
@@ -447,6 +470,10 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 			add(r)
 			tput = sr.Throughput
 			tputs[size] = tput
+			if rig.T.Mirror != nil && tput > 0 {
+				// The passing confirmation is the last trial: the rate found.
+				add(spanResult(base, size, trials[len(trials)-1]))
+			}
 		}
 		if s.has(TestLatency) && tput > 0 {
 			status(fmt.Sprintf("latency %s at %v of %s", size.Label(), s.Fractions, pps(tput)))

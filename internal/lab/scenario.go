@@ -75,6 +75,8 @@ type Scenario struct {
 // Goal is a target for one test of a scenario: DUT's median at least Min
 // times Base's, both measured in the same run; in a chain of Chain
 // bridges and of BaseChain (0: one bridge, or the straight path for direct).
+// A goal with no Base is one for DUT's median itself: at least Min, in
+// Unit (the span host's share of h2's frames, which is a ratio already).
 type Goal struct {
 	Test      string  `json:"test"`
 	Param     string  `json:"param"`
@@ -83,13 +85,17 @@ type Goal struct {
 	Base      string  `json:"base"`
 	BaseChain int     `json:"base_chain,omitempty"`
 	Min       float64 `json:"min_ratio"`
+	Unit      string  `json:"unit,omitempty"`
 	Why       string  `json:"why"`
 }
 
 func (g Goal) String() string {
 	param := g.Param
-	if g.Test == TestThroughput || g.Test == TestFlood {
+	if g.Test == TestThroughput || g.Test == TestFlood || g.Test == TestSpan {
 		param = FrameSize(g.Param).Label()
+	}
+	if g.Base == "" {
+		return fmt.Sprintf("%s %s: %s at least %g%s: %s", g.Test, param, g.DUT, g.Min, g.Unit, g.Why)
 	}
 	at := func(c int) string {
 		if c > 0 || g.Chain > 0 || g.BaseChain > 0 {
@@ -190,6 +196,26 @@ var Scenarios = map[string]Scenario{
 		Load:      0.5,
 		EventLead: time.Second, EventTail: time.Second,
 	},
+	"mirror": {
+		Name: "mirror", Title: "Port mirroring: what a span port costs, and whether it keeps up",
+		About: "a 3-port bridge: 64-byte throughput h1 to h2 with no mirror (DUT), with h1's port mirrored both ways to a span port whose host h3 receives the copies (DUT@mirror), " +
+			"and with `trestle capture` running on h1's port, into /dev/null (trestle DUTs, @capture; unavailable with a build that has no capture command); " +
+			"for trestle in xdp and in its default mode, the Linux bridge with a tc mirred mirror (clsact on h1's port, a filter matching every frame at ingress and egress, the span port out of the bridge) " +
+			"and Open vSwitch (userspace datapath) with a Mirror row. " +
+			"A check first that the span host gets what goes into h1's port and what comes out of it; at the throughput found, the span host's frames as a share of h2's (span: 100% is no loss on the span port). " +
+			"The report gives each DUT's mirror cost, mirrored/unmirrored, and the capture's, with ministat's verdict. " +
+			"Goals: trestle mirrored keeps at least 0.6x its unmirrored rate (every frame becomes two) with no loss on the span port at that rate. " +
+			"A capture that is not running costs nothing: the figures without @capture are trestle with none, and the capture unit records that the ports run the same programs after it as before " +
+			"(trestle:xdp@bin=OLD with a build from before capture compares the two builds). 3 repetitions, about 20 minutes",
+		DUTs:  []string{"trestle:xdp", "trestle:xdp@mirror", "trestle:xdp@capture", "trestle", "trestle@mirror", "trestle@capture", "linux-bridge", "linux-bridge@mirror", "ovs", "ovs@mirror"},
+		Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput}, Reps: 3, Timing: DefaultTiming,
+		Goals: []Goal{
+			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp@mirror", Base: "trestle:xdp", Min: 0.6, Why: "a mirrored port forwards at 0.6x its unmirrored rate or more in xdp mode (every frame becomes two)"},
+			{Test: TestThroughput, Param: "64", DUT: "trestle@mirror", Base: "trestle", Min: 0.6, Why: "the same in the default mode"},
+			{Test: TestSpan, Param: "64", DUT: "trestle:xdp@mirror", Min: 100, Unit: UnitOfH2, Why: "no loss on the span port at the rate found, xdp mode"},
+			{Test: TestSpan, Param: "64", DUT: "trestle@mirror", Min: 100, Unit: UnitOfH2, Why: "no loss on the span port at the rate found, default mode"},
+		},
+	},
 	"vlan-overhead": {
 		Name: "vlan-overhead", Title: "The cost of VLAN tagging (seed 002)", Seed: "002_1c7bd735c1257602.txt",
 		About: "a 2-port bridge untagged, and the same bridge with VLANs (DUT@vlan): h1 on an access port of VLAN 10, h2 on a trunk carrying 10 and 20, " +
@@ -257,6 +283,9 @@ func (s Scenario) Describe() string {
 	}
 	if s.has(TestTCP) && len(s.Streams) > 0 {
 		fmt.Fprintf(&b, "; iperf3 TCP streams %s", strings.Trim(fmt.Sprint(s.Streams), "[]"))
+	}
+	if s.has(TestThroughput) && slices.ContainsFunc(s.DUTs, func(d string) bool { v, _ := SplitVariant(d); return v.Mirror }) {
+		b.WriteString("; with a mirror, span: the span host's frames as a share of h2's at the throughput")
 	}
 	fmt.Fprintf(&b, "\nRepeats:  %d, the DUTs in an order rotated each repetition\n", s.Reps)
 	if len(s.Goals) > 0 {

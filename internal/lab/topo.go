@@ -80,6 +80,8 @@ type Topo struct {
 	// VLANs, if set, is each DUT port's place in VLANs, which the DUT
 	// configures (SetVLANs); nil: no VLANs, every frame untagged.
 	VLANs map[string]PortVLAN
+	// Mirror, if set, is a port mirror the DUT makes (SetMirror).
+	Mirror *Mirror
 }
 
 // HostMAC is host i's address, 02:00:00:00:00:i (1-based).
@@ -201,7 +203,7 @@ func (t *Topo) Joins() string {
 }
 
 // features names the DUT features t needs beyond plain ports, for a DUT
-// build that may lack them ("": none): VLAN ports, patch ports.
+// build that may lack them ("": none): VLAN ports, patch ports, mirrors.
 func (t *Topo) features() string {
 	var f []string
 	if t.VLANs != nil {
@@ -209,6 +211,9 @@ func (t *Topo) features() string {
 	}
 	if len(t.Patches) > 0 {
 		f = append(f, "patch ports")
+	}
+	if t.Mirror != nil {
+		f = append(f, "mirrors")
 	}
 	return strings.Join(f, " or ")
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,41 +105,8 @@ func TestOVSArgsVLAN(t *testing.T) {
 }
 
 func TestVLANOverheadScenario(t *testing.T) {
-	s, ok := Scenarios["vlan-overhead"]
-	if !ok || s.Unavailable != "" {
-		t.Fatalf("vlan-overhead: %+v", s)
-	}
-	for _, d := range s.DUTs {
-		if _, err := ParseDUT(d); err != nil {
-			t.Errorf("DUT %s: %v", d, err)
-		}
-	}
-	// Each DUT family measured both ways, so the report has its cost.
-	for _, d := range []string{"trestle:xdp", "trestle", "ovs", "linux-bridge"} {
-		if !slices.Contains(s.DUTs, d) || !slices.Contains(s.DUTs, d+"@vlan") {
-			t.Errorf("%s and %s@vlan not both in %v", d, d, s.DUTs)
-		}
-	}
-	for _, g := range s.Goals {
-		if !slices.Contains(s.DUTs, g.DUT) || !slices.Contains(s.DUTs, g.Base) || !s.has(g.Test) {
-			t.Errorf("goal %s: not measured by the scenario", g)
-		}
-	}
-	help := s.Describe()
-	for _, want := range []string{"VLAN 10", "trunk", "tagged/untagged", "Goals", "at least 0.95x trestle:xdp", "at least 5x ovs@vlan"} {
-		if !strings.Contains(help, want) {
-			t.Errorf("Describe lacks %q:\n%s", want, help)
-		}
-	}
-	// The estimate is rough (searches vary), but it must not promise an
-	// hour.
-	var total time.Duration
-	for _, u := range plan(s) {
-		total += estimate(s, u)
-	}
-	if total > 30*time.Minute {
-		t.Errorf("estimated %v for the default run", total)
-	}
+	checkVariantScenario(t, "vlan-overhead", "vlan", []string{"trestle:xdp", "trestle", "ovs", "linux-bridge"}, 30*time.Minute,
+		"VLAN 10", "trunk", "tagged/untagged", "at least 0.95x trestle:xdp", "at least 5x ovs@vlan")
 }
 
 func TestTaggedMix(t *testing.T) {
@@ -242,34 +208,13 @@ func TestTagHost(t *testing.T) {
 // for the reason allowed[dut]. Nothing may be left behind.
 func runVLAN(t *testing.T, bin string, duts []string, allowed map[string]string) {
 	t.Helper()
-	before := ours(t, "tl")
-	run, got := execute(t, tinyScenario(duts), bin)
-	units := map[string]UnitRecord{}
-	for _, u := range run.Units {
-		units[u.DUT] = u
-	}
-	for _, d := range duts {
-		u := units[d]
-		if u.Skipped != "" {
-			if why, ok := allowed[d]; !ok || !strings.Contains(u.Skipped, ErrUnavailable.Error()) || !strings.Contains(u.Skipped, why) {
-				t.Errorf("%s skipped: %s", d, u.Skipped)
-			} else {
-				t.Logf("%s unavailable, as it may be: %s", d, u.Skipped)
-			}
-			continue
-		}
-		if f := single(got[d]); f[TestThroughput] <= 0 || f[TestTCP] <= 0 {
-			t.Errorf("%s: throughput %v pps, TCP %v bit/s; want both above 0", d, f[TestThroughput], f[TestTCP])
-		}
+	runUnits(t, bin, tinyScenario(duts), allowed, func(d string, u UnitRecord, _ map[string]float64) {
 		if strings.HasSuffix(d, "@vlan") {
 			if !strings.HasPrefix(u.Settings["vlan check"], "passed") || !strings.Contains(u.Settings["variant: vlan"], "trunk carrying 10, 20") {
 				t.Errorf("%s: vlan settings %q, check %q", d, u.Settings["variant: vlan"], u.Settings["vlan check"])
 			}
 		}
-	}
-	if left := ours(t, "tl"); len(left) != len(before) {
-		t.Errorf("namespaces left: %v (before: %v)", left, before)
-	}
+	})
 }
 
 // TestExecuteVLAN runs ovs and ovs@vlan for a very short trial each: the
