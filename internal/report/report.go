@@ -69,7 +69,7 @@ type Group struct {
 // Key names a group for people: "throughput 64B", "tcp streams=4, chain of 3".
 func (g *Group) Key() string {
 	k := g.Test + " " + g.Param
-	if g.Test == lab.TestThroughput || g.Test == lab.TestFlood || g.Test == lab.TestB2B {
+	if g.Test == lab.TestThroughput || g.Test == lab.TestFlood || g.Test == lab.TestB2B || g.Test == lab.TestSpan {
 		k += "B"
 		if g.Param == "imix" {
 			k = g.Test + " IMIX"
@@ -253,6 +253,8 @@ func Figure(v float64, unit string) string {
 		return fmt.Sprintf("%.3f%%", v)
 	case "ms":
 		return fmt.Sprintf("%.3f ms", v)
+	case lab.UnitOfH2:
+		return fmt.Sprintf("%.3f%s", v, unit)
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64) + " " + unit
 }
@@ -716,7 +718,8 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 			continue // the line chart has them
 		}
 		title := map[string]string{lab.TestThroughput: "Zero-loss throughput", lab.TestFlood: "Broadcast throughput to every other port",
-			lab.TestTCP: "iperf3 TCP", lab.TestUDP: "iperf3 UDP", lab.TestB2B: "Back-to-back burst", lab.TestCache: "Address caching capacity", lab.TestLearn: "Address learning rate"}[k.test]
+			lab.TestTCP: "iperf3 TCP", lab.TestUDP: "iperf3 UDP", lab.TestB2B: "Back-to-back burst", lab.TestCache: "Address caching capacity", lab.TestLearn: "Address learning rate",
+			lab.TestSpan: "The span host's frames at the throughput rate, as a share of h2's,"}[k.test]
 		if title == "" {
 			title = k.test
 		}
@@ -732,7 +735,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 		c.Categories = duts
 		for _, g := range gs {
 			name := g.Param
-			if g.Test == lab.TestThroughput || g.Test == lab.TestFlood || g.Test == lab.TestB2B {
+			if g.Test == lab.TestThroughput || g.Test == lab.TestFlood || g.Test == lab.TestB2B || g.Test == lab.TestSpan {
 				name = lab.FrameSize(g.Param).Label()
 			}
 			s := svg.Series{Name: name, Points: make([]svg.Point, len(duts))}

@@ -29,6 +29,9 @@ type VariantRow struct {
 func Variants(groups []*Group, cs []Comparison) []VariantRow {
 	var out []VariantRow
 	for _, g := range groups {
+		if variantOnly(g) {
+			continue
+		}
 		for _, v := range g.Rows {
 			base, knobs := splitDUT(v.DUT)
 			if knobs == "" {
@@ -62,6 +65,9 @@ type PeerRow struct {
 func Peers(groups []*Group, cs []Comparison) []PeerRow {
 	var out []PeerRow
 	for _, g := range groups {
+		if variantOnly(g) {
+			continue
+		}
 		for _, t := range g.Rows {
 			_, knobs := splitDUT(t.DUT)
 			if knobs == "" || !strings.HasPrefix(t.DUT, "trestle") {
@@ -78,10 +84,17 @@ func Peers(groups []*Group, cs []Comparison) []PeerRow {
 	return out
 }
 
+// variantOnly says whether g's test is a figure of a variant alone, which
+// its DUT without the variant has no figure of to compare with: the span
+// host's share of h2's frames exists only with a mirror.
+func variantOnly(g *Group) bool { return g.Test == lab.TestSpan }
+
 // GoalResult is a scenario's goal against what the run measured.
 type GoalResult struct {
-	Goal  lab.Goal
-	Ratio float64 // 0: not measured (Missing says why)
+	Goal lab.Goal
+	// Ratio is the ratio of the medians, or for a goal with no Base the
+	// DUT's median itself; 0: not measured (Missing says why).
+	Ratio float64
 	Met   bool
 	Cmp   *Comparison
 	// Missing names the DUT that has no figure in the goal's test.
@@ -113,6 +126,9 @@ func Goals(run *lab.Run, groups []*Group, cs []Comparison) []GoalResult {
 		switch {
 		case dut == nil || len(dut.Values) == 0:
 			gr.Missing = goal.DUT
+		case goal.Base == "":
+			gr.Ratio = dut.Median
+			gr.Met = gr.Ratio >= goal.Min
 		case base == nil || len(base.Values) == 0:
 			gr.Missing = goal.Base
 		default:
@@ -187,6 +203,10 @@ func variantTitle(knobs string) (title, without, with, ratio string) {
 		return "Bridges joined by veth pairs (@veth) against each DUT's default join (trestle's: its patch ports)", "DEFAULT JOIN", "VETH PAIRS", "VETH/DEFAULT"
 	case "patch":
 		return "Bridges joined by the DUT's patch ports (@patch) against each DUT's default join (Open vSwitch's: veth pairs)", "DEFAULT JOIN", "PATCH PORTS", "PATCH/DEFAULT"
+	case "mirror":
+		return "Mirror cost: each DUT with h1's port mirrored both ways to a span port (@mirror) against it without", "UNMIRRORED", "MIRRORED", "MIRRORED/UNMIRRORED"
+	case "capture":
+		return "Capture cost: trestle with `trestle capture` running on h1's port (@capture) against it with none", "NO CAPTURE", "CAPTURING", "CAPTURING/NONE"
 	}
 	return "Variant @" + knobs + " against its DUT", "WITHOUT", "WITH", "WITH/WITHOUT"
 }
@@ -293,6 +313,9 @@ func goalText(g GoalResult) string {
 	word := "met"
 	if !g.Met {
 		word = "NOT met"
+	}
+	if g.Goal.Base == "" {
+		return fmt.Sprintf("%s: %s: median %s", word, g.Goal, Figure(g.Ratio, g.Goal.Unit))
 	}
 	return fmt.Sprintf("%s: %s: %.3fx; ministat: %s", word, g.Goal, g.Ratio, shortVerdictFor(g))
 }
