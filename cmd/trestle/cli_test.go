@@ -76,6 +76,8 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"lab", "chain", "--dut", "trestle:xdp@patch,veth"}, "patch or veth, not both"},
 		{[]string{"lab", "quick", "--dut", "direct,trestle:xdp@veth"}, "quick has no chain of 2 or more bridges (chains 1)"},
 		{[]string{"lab", "chain", "--chains", "1"}, "has no chain of 2 or more bridges"},
+		{[]string{"lab", "mirror", "--dut", "direct@mirror"}, "the straight path has no ports to mirror"},
+		{[]string{"lab", "mirror", "--dut", "linux-bridge@capture"}, "it is for trestle DUTs"},
 	} {
 		out, code := runCLI(t, nil, c.args...)
 		if code == 0 || !strings.Contains(out, c.want) {
@@ -83,7 +85,8 @@ func TestLabFlags(t *testing.T) {
 		}
 	}
 	out, code := runCLI(t, nil, "lab", "--help")
-	if code != 0 || !strings.Contains(out, "router-pps") || !strings.Contains(out, "Placement") || !strings.Contains(out, "DUT@vlan") || !strings.Contains(out, "DUT@patch") || !strings.Contains(out, "DUT@veth") {
+	if code != 0 || !strings.Contains(out, "router-pps") || !strings.Contains(out, "Placement") || !strings.Contains(out, "DUT@vlan") || !strings.Contains(out, "DUT@patch") || !strings.Contains(out, "DUT@veth") ||
+		!strings.Contains(out, "DUT@mirror") || !strings.Contains(out, "DUT@capture") || !strings.Contains(out, "  mirror ") {
 		t.Errorf("lab --help: %d %q", code, out)
 	}
 	// A scenario's --help says what it measures and its goals, before the
@@ -97,8 +100,8 @@ func TestLabFlags(t *testing.T) {
 
 // A --dut list splits at commas, except between one variant's knobs.
 func TestSplitDUTs(t *testing.T) {
-	got := splitDUTs("direct, trestle:xdp@vlan,bin=/tmp/x,ovs@vlan,trestle@gso=off,tso=off,linux-bridge,trestle:tc@veth,bin=/tmp/x,ovs@patch")
-	want := []string{"direct", "trestle:xdp@vlan,bin=/tmp/x", "ovs@vlan", "trestle@gso=off,tso=off", "linux-bridge", "trestle:tc@veth,bin=/tmp/x", "ovs@patch"}
+	got := splitDUTs("direct, trestle:xdp@vlan,bin=/tmp/x,ovs@vlan,trestle@gso=off,tso=off,linux-bridge,trestle:tc@veth,bin=/tmp/x,ovs@patch,trestle@mirror,capture,ovs@mirror")
+	want := []string{"direct", "trestle:xdp@vlan,bin=/tmp/x", "ovs@vlan", "trestle@gso=off,tso=off", "linux-bridge", "trestle:tc@veth,bin=/tmp/x", "ovs@patch", "trestle@mirror,capture", "ovs@mirror"}
 	if !slices.Equal(got, want) {
 		t.Errorf("splitDUTs: %q, want %q", got, want)
 	}

@@ -62,6 +62,14 @@ DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
                   :xdp, :tc), and Open vSwitch's and the Linux bridge's default
                   (ovs@veth says it again); @patch and @veth are for chains of
                   2 or more bridges (the chain scenario, or --chains)
+  DUT@mirror      h1's port mirrored both ways to a span port, whose host (the
+                  last) receives the copies: trestle's [[bridge.mirror]], a tc
+                  mirred mirror on the Linux bridge, an Open vSwitch Mirror; a
+                  check first that the copies arrive, and with the throughput,
+                  the span host's frames as a share of h2's (the mirror scenario)
+  DUT@capture     trestle with 'trestle capture' running on h1's port (into
+                  /dev/null) through the packet tests, stopped by its PID after;
+                  unavailable with a build that has no capture command
 
 The restart scenario (RFC 6201's reset characterisation): one stream from
 h1 to h2 per event, at --load of each DUT's measured 64-byte throughput (or
@@ -91,6 +99,7 @@ Examples:
   trestle lab router-pps --dut direct,linux-bridge,trestle:xdp,ovs --reps 5
   trestle lab rfc2544 --sizes 64,512,1518 --json run.json --report out/
   trestle lab chain --chains 1,2,4,8 --dut linux-bridge,trestle,trestle@veth,ovs@patch
+  trestle lab mirror --dut trestle:xdp,trestle:xdp@mirror,linux-bridge,linux-bridge@mirror
   trestle lab restart --events sigkill=3,upgrade=2 --dut trestle:xdp@bin=/tmp/trestle-old
   trestle stat -C 1 a.txt b.txt      # compare figures the way the reports do`,
 		Args: cobra.MaximumNArgs(1),
