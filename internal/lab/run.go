@@ -137,8 +137,8 @@ func plan(s Scenario) []unit {
 // estimate is a rough length of a unit, for the time left.
 func estimate(s Scenario, u unit) time.Duration {
 	t := 3 * time.Second // topology and DUT
-	if v, _ := SplitVariant(u.dut); v.VLAN || v.Mirror {
-		t += time.Second // the VLAN or the mirror check
+	if v, _ := SplitVariant(u.dut); v.VLAN || v.Mirror || v.Capture {
+		t += time.Second // the VLAN or the mirror check, the capture's start
 	}
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
