@@ -61,19 +61,15 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 	if len(b.Name) >= tbpf.NameLen {
 		return fmt.Errorf("bridge %q: name longer than %d bytes", b.Name, tbpf.NameLen-1)
 	}
-	fm, err := d.floodMap(b.ID)
-	if err != nil {
-		return fmt.Errorf("bridge %q: %w", b.Name, err)
-	}
 	want := map[uint32]bool{}
 	for _, p := range b.Ports {
-		if IsPatchIfindex(p.Ifindex) {
-			continue // a bridge with patch ports floods through its patch flood set
+		if !IsPatchIfindex(p.Ifindex) { // a bridge with patch ports floods through its patch flood set
+			want[p.Ifindex] = true
 		}
-		want[p.Ifindex] = true
-		if err := fm.Put(p.Ifindex, p.Ifindex); err != nil {
-			return fmt.Errorf("bridge %q: add ifindex %d to the flood set: %w", b.Name, p.Ifindex, err)
-		}
+	}
+	fm, err := d.floodMap(b.ID, want)
+	if err != nil {
+		return fmt.Errorf("bridge %q: %w", b.Name, err)
 	}
 	if b.VLANAware || b.Policy {
 		if err := d.setProgFlood(d.vlanFloodSets(), b.ID, b.Ports); err != nil {
@@ -255,36 +251,68 @@ type progFloods struct {
 
 // setProgFlood makes bridge id's set hold exactly the interface ports of
 // ports (patch ports have no interface), creating it if need be.
+//
+// A set is sized to its members, not to the most it could hold: a broadcast
+// visits every bucket of a hash devmap (dev_map_enqueue_multi), so a set
+// of 256 buckets with three members costs a flood hundreds of nanoseconds
+// for nothing. A set that outgrows its size, or holds far fewer than it
+// could, is replaced by one of the right size, filled first and then
+// swapped in whole.
 func (d *Datapath) setProgFlood(f progFloods, id uint16, ports []PortInfo) error {
+	want := map[uint32]bool{}
+	for _, p := range ports {
+		if !IsPatchIfindex(p.Ifindex) {
+			want[p.Ifindex] = true
+		}
+	}
+	size := floodSetSize(len(want), f.max)
 	m, ok := f.sets[id]
+	var old *ebpf.Map
+	if ok && (int(m.MaxEntries()) < len(want) || int(m.MaxEntries()) > 2*size) {
+		old, ok = m, false
+	}
 	if !ok {
 		spec := floodSpec(fmt.Sprintf("%s_%d", f.name, id), 8)
-		spec.MaxEntries = uint32(f.max)
+		spec.MaxEntries = uint32(size)
 		var err error
 		if m, err = ebpf.NewMap(spec); err != nil {
 			return fmt.Errorf("create %s: %w", f.what, err)
 		}
+	}
+	fd := int32(f.prog.FD())
+	for ifindex := range want {
+		if err := m.Put(ifindex, devmapVal{Ifindex: ifindex, ProgFD: fd}); err != nil {
+			if !ok {
+				m.Close()
+			}
+			return fmt.Errorf("add ifindex %d to the %s: %w", ifindex, f.what, err)
+		}
+	}
+	if !ok {
 		if err := f.outer.Put(uint32(id), m); err != nil {
 			m.Close()
 			return fmt.Errorf("install %s: %w", f.what, err)
 		}
 		f.sets[id] = m
-	}
-	want := map[uint32]bool{}
-	fd := int32(f.prog.FD())
-	for _, p := range ports {
-		if IsPatchIfindex(p.Ifindex) {
-			continue
+		if old != nil {
+			old.Close()
 		}
-		want[p.Ifindex] = true
-		if err := m.Put(p.Ifindex, devmapVal{Ifindex: p.Ifindex, ProgFD: fd}); err != nil {
-			return fmt.Errorf("add ifindex %d to the %s: %w", p.Ifindex, f.what, err)
-		}
+		return nil
 	}
 	if err := prune(m, want); err != nil {
 		return fmt.Errorf("%s: %w", f.what, err)
 	}
 	return nil
+}
+
+// floodSetSize is the size of a flood set of n members that may hold at
+// most limit: the power of two at or above n, at least 4.
+func floodSetSize(n, limit int) int {
+	size := 4
+	for size < n {
+		size <<= 1
+	}
+	return min(size, limit)
 }
 
 // delProgFlood removes bridge id's set, once no frame is told to use it.
@@ -327,20 +355,44 @@ func prune(m *ebpf.Map, want map[uint32]bool) error {
 	return nil
 }
 
-func (d *Datapath) floodMap(id uint16) (*ebpf.Map, error) {
-	if m, ok := d.floods[id]; ok {
+// floodMap is bridge id's plain flood set (the floods map's inner map).
+// It holds want when it returns (and maybe members want has not, which the
+// caller prunes once frames no longer read the bridge that names them).
+// Like a program flood set (setProgFlood) it is sized to its members: a set
+// that outgrows its size, or holds far fewer than it could, is replaced by
+// one filled with want and swapped in whole.
+func (d *Datapath) floodMap(id uint16, want map[uint32]bool) (*ebpf.Map, error) {
+	m, ok := d.floods[id]
+	size := floodSetSize(len(want), tbpf.MaxBridgePorts)
+	if ok && int(m.MaxEntries()) >= len(want) && int(m.MaxEntries()) <= 2*size {
+		for ifindex := range want {
+			if err := m.Put(ifindex, ifindex); err != nil {
+				return nil, fmt.Errorf("add ifindex %d to the flood set: %w", ifindex, err)
+			}
+		}
 		return m, nil
 	}
-	m, err := ebpf.NewMap(floodSpec(fmt.Sprintf("tr_flood_%d", id), 4))
+	spec := floodSpec(fmt.Sprintf("tr_flood_%d", id), 4)
+	spec.MaxEntries = uint32(size)
+	nm, err := ebpf.NewMap(spec)
 	if err != nil {
 		return nil, fmt.Errorf("create flood set: %w", err)
 	}
-	if err := d.objs.Floods.Put(uint32(id), m); err != nil {
-		m.Close()
+	for ifindex := range want {
+		if err := nm.Put(ifindex, ifindex); err != nil {
+			nm.Close()
+			return nil, fmt.Errorf("add ifindex %d to the flood set: %w", ifindex, err)
+		}
+	}
+	if err := d.objs.Floods.Put(uint32(id), nm); err != nil {
+		nm.Close()
 		return nil, fmt.Errorf("install flood set: %w", err)
 	}
-	d.floods[id] = m
-	return m, nil
+	if ok {
+		m.Close()
+	}
+	d.floods[id] = nm
+	return nm, nil
 }
 
 // adoptFloods takes hold of the flood sets an adopted floods map holds.
