@@ -86,9 +86,9 @@
 // is unique in its bridge. A patch port follows the VLAN rules of any port.
 //
 // Unknown keys and tables are errors, so a typo is never silently ignored.
-// Keys of features not built yet (bridge filter, port patch) are recognised
-// and rejected with a message that says so; a patch port is checked fully
-// first, and only a valid one gets the not-built error.
+// The filter stage is not built yet: its rules ([[bridge.rule]], default)
+// are checked and kept (rule.go), and filter = true is rejected with a
+// message that says so, rather than forwarding unfiltered.
 package config
 
 import (
@@ -160,7 +160,14 @@ type Bridge struct {
 	Ports      []Port
 	Static     []Static
 	Mirrors    []Mirror
-	Line       int // line of the [[bridge]] header
+	// The filter stage (issue 14): key filter turns it on; Rules are the
+	// [[bridge.rule]] tables in order, kept and checked while it is off;
+	// DefaultBlock is key default "block" (a frame no rule matches is
+	// dropped) rather than "pass".
+	Filter       bool
+	Rules        []Rule
+	DefaultBlock bool
+	Line         int // line of the [[bridge]] header
 }
 
 // SpanPort returns the mirror a port is the span port of, or nil.
@@ -531,7 +538,7 @@ func (c *checker) bridges(v *value) []Bridge {
 // checks across bridges.
 func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, Line: t.line}
-	var ports, statics, mirrors *value
+	var ports, statics, mirrors, rules *value
 	for _, k := range t.keys {
 		f, v := field+"."+k, t.vals[k]
 		switch k {
@@ -560,11 +567,16 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 				b.MaxEntries = int(n)
 			}
 		case "filter":
-			// Reserved so that configs written for the filter stage fail
-			// loudly rather than forward unfiltered.
+			// The rules are checked and kept, but the stage is not built
+			// yet: a config that turns it on fails loudly rather than
+			// forward unfiltered.
 			if v.kind != unstable.Bool || v.data != "false" {
-				c.errorf(v.line, f, "filter stage is not implemented yet")
+				c.errorf(v.line, f, "filter stage is not implemented yet (its rules are checked; set filter = false to keep them off)")
 			}
+		case "default":
+			b.DefaultBlock = c.action(v, f, ": what a frame no rule matches gets")
+		case "rule":
+			rules = v
 		case "port":
 			ports = v
 		case "static":
@@ -621,6 +633,17 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 		for i, mt := range elems {
 			if mt.kind == unstable.Table {
 				b.Mirrors = append(b.Mirrors, c.mirror(mt, fmt.Sprintf("%s.mirror[%d]", field, i), bp, b.Mirrors, sites))
+			}
+		}
+	}
+	if rules != nil {
+		elems, _ := c.elements(rules, field+".rule")
+		if len(elems) > MaxRules {
+			c.errorf(rules.line, field+".rule", "%d rules: at most %d a bridge", len(elems), MaxRules)
+		}
+		for i, rt := range elems {
+			if rt.kind == unstable.Table && i < MaxRules {
+				b.Rules = append(b.Rules, c.rule(rt, fmt.Sprintf("%s.rule[%d]", field, i), bp))
 			}
 		}
 	}

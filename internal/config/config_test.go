@@ -238,9 +238,9 @@ func TestParseErrors(t *testing.T) {
 		{"max_entries float", doc(`[[bridge]]`, `name = "b"`, `max_entries = 1e3`, `[[bridge.port]]`, `interface = "a"`), []string{
 			`t.toml:3: bridge[0].max_entries: must be an integer`}},
 		{"filter true", doc(`[[bridge]]`, `name = "b"`, `filter = true`, `[[bridge.port]]`, `interface = "a"`), []string{
-			`t.toml:3: bridge[0].filter: filter stage is not implemented yet`}},
+			`t.toml:3: bridge[0].filter: filter stage is not implemented yet (its rules are checked; set filter = false to keep them off)`}},
 		{"filter table", doc(`[[bridge]]`, `name = "b"`, `filter = { rules = "r.txt" }`, `[[bridge.port]]`, `interface = "a"`), []string{
-			`t.toml:3: bridge[0].filter: filter stage is not implemented yet`}},
+			`t.toml:3: bridge[0].filter: filter stage is not implemented yet (its rules are checked; set filter = false to keep them off)`}},
 		{"bridge unknown key", doc(`[[bridge]]`, `name = "b"`, `stp = true`, `[[bridge.port]]`, `interface = "a"`), []string{
 			`t.toml:3: bridge[0].stp: unknown field`}},
 		{"bridge unknown table", withBridge(`[[bridge.patch]]`, `peer = "br1"`), []string{
@@ -1348,5 +1348,75 @@ func TestParseStormAndMirrors(t *testing.T) {
 		`t.toml:35: bridge[0].mirror[4].ports: is required`,
 		`t.toml:35: bridge[0].mirror[4].to: is required`,
 		`t.toml:39: bridge[0].static[0].port: "p4" is the span port of mirror "m0": no station lives there`,
+	})
+}
+
+func TestParseRules(t *testing.T) {
+	cfg, err := Parse("t.toml", doc(
+		`[[bridge]]`, `name = "br0"`, `filter = false`, `default = "block"`,
+		`[[bridge.port]]`, `interface = "p1"`,
+		`[[bridge.port]]`, `interface = "p2"`,
+		`[[bridge.rule]]`, `action = "pass"`, `ethertype = "arp"`,
+		`[[bridge.rule]]`, `action = "pass"`, `in = "p1"`, `proto = "tcp"`, `src = "10.254.0.0/24"`, `dst = "10.254.0.2"`, `dst_port = "5201"`, `keep_state = true`,
+		`[[bridge.rule]]`, `action = "block"`, `src_mac = "02:00:00:00:00:66"`, `out = "p2"`,
+		`[[bridge.rule]]`, `action = "pass"`, `proto = "icmpv6"`, `icmp_type = 135`, `dst = "fe80::/10"`,
+		`[[bridge.rule]]`, `action = "pass"`, `proto = 17`, `src_port = 53`, `dst_port = "1024-65535"`, `ethertype = 0x0800`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.Bridges[0]
+	if b.Filter || !b.DefaultBlock || len(b.Rules) != 5 {
+		t.Fatalf("filter %v default block %v rules %d", b.Filter, b.DefaultBlock, len(b.Rules))
+	}
+	r := b.Rules[1]
+	if r.Block || r.In != "p1" || !r.HasProto || r.Proto != 6 || r.Src.String() != "10.254.0.0/24" || r.Dst.String() != "10.254.0.2/32" ||
+		r.DstPort != (PortRange{5201, 5201}) || r.SrcPort.Set() || !r.KeepState {
+		t.Errorf("rule 2: %+v", r)
+	}
+	if r := b.Rules[0]; r.EtherType != 0x0806 || r.HasProto {
+		t.Errorf("rule 1: %+v", r)
+	}
+	if r := b.Rules[2]; !r.Block || r.SrcMAC.String() != "02:00:00:00:00:66" || r.Out != "p2" {
+		t.Errorf("rule 3: %+v", r)
+	}
+	if r := b.Rules[3]; r.Proto != 58 || !r.HasICMPType || r.ICMPType != 135 || r.Dst.String() != "fe80::/10" {
+		t.Errorf("rule 4: %+v", r)
+	}
+	if r := b.Rules[4]; r.Proto != 17 || r.SrcPort != (PortRange{53, 53}) || r.DstPort != (PortRange{1024, 65535}) || r.EtherType != 0x0800 {
+		t.Errorf("rule 5: %+v", r)
+	}
+
+	checkErrors(t, doc(
+		`[[bridge]]`, `name = "br0"`, `default = "drop"`, // 1-3
+		`[[bridge.port]]`, `interface = "p1"`, // 4-5
+		`[[bridge.rule]]`, `action = "allow"`, `src = "10.0.0.1/24"`, `dst = "10.0.0.0/33"`, // 6-9
+		`[[bridge.rule]]`, `proto = "tcp"`, `ethertype = "arp"`, `in = "p9"`, // 10-13
+		`[[bridge.rule]]`, `action = "block"`, `keep_state = true`, `dst_port = "2000-1000"`, `proto = "tcp"`, // 14-18
+		`[[bridge.rule]]`, `action = "pass"`, `src_port = 80`, // 19-21
+		`[[bridge.rule]]`, `action = "pass"`, `src = "10.0.0.0/8"`, `dst = "fd00::/8"`, // 22-25
+		`[[bridge.rule]]`, `action = "pass"`, `proto = "icmp"`, `dst = "fd00::1"`, `vlan = 10`, // 26-30
+		`[[bridge.rule]]`, `action = "pass"`, `icmp_type = 8`, `proto = "gre"`, `ethertype = 12`, `src_mac = "zz"`, // 31-36
+		`[[bridge.rule]]`, `action = "pass"`, `ethertype = "arp"`, `keep_state = true`, `colour = "red"`, // 37-41
+	), []string{
+		`t.toml:3: bridge[0].default: "drop" is not "pass" or "block": what a frame no rule matches gets`,
+		`t.toml:7: bridge[0].rule[0].action: "allow" is not "pass" or "block"`,
+		`t.toml:8: bridge[0].rule[0].src: "10.0.0.1/24" has host bits set: the network is "10.0.0.0/24"`,
+		`t.toml:9: bridge[0].rule[0].dst: "10.0.0.0/33" is not an IPv4 or IPv6 prefix such as "10.0.0.0/24"`,
+		`t.toml:10: bridge[0].rule[1].action: is required: "pass" or "block"`,
+		`t.toml:12: bridge[0].rule[1].ethertype: 0x0806 is not IP, and the rule matches IP fields (proto, src, dst, ports, icmp_type): it can never match`,
+		`t.toml:13: bridge[0].rule[1].in: "p9" is not a port of bridge br0`,
+		`t.toml:16: bridge[0].rule[2].keep_state: is for pass rules: a blocked frame opens no connection`,
+		`t.toml:17: bridge[0].rule[2].dst_port: "2000-1000" is an empty range: its first port is above its last`,
+		`t.toml:21: bridge[0].rule[3].src_port: matches TCP and UDP ports: set proto = "tcp" or "udp"`,
+		`t.toml:25: bridge[0].rule[4].dst: dst fd00::/8 is IPv6, but src 10.0.0.0/8 is IPv4: the rule can never match`,
+		`t.toml:29: bridge[0].rule[5].dst: dst fd00::1/128 is IPv6, but proto icmp is IPv4: the rule can never match`,
+		`t.toml:30: bridge[0].rule[5].vlan: bridge br0 is not VLAN-aware (no port has vlan or trunk): its frames have no VLAN to match`,
+		`t.toml:33: bridge[0].rule[6].icmp_type: matches ICMP types: set proto = "icmp" or "icmpv6"`,
+		`t.toml:34: bridge[0].rule[6].proto: "gre" is not a protocol: "tcp", "udp", "icmp", "icmpv6" or a number 0..255`,
+		`t.toml:35: bridge[0].rule[6].ethertype: 12 is out of range 1536..65535`,
+		`t.toml:36: bridge[0].rule[6].src_mac: "zz" is not a MAC address such as 02:00:00:00:00:01`,
+		`t.toml:40: bridge[0].rule[7].keep_state: tracks IP connections, and the rule matches EtherType 0x0806`,
+		`t.toml:41: bridge[0].rule[7].colour: unknown field`,
 	})
 }

@@ -1,0 +1,320 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// The filter stage's rules (issue 14): [[bridge.rule]], in order, the first
+// that matches deciding; default (a bridge key) for a frame none matches.
+// Parsed and checked here whether the stage is on or not (filter = false
+// keeps them, validated, and off).
+
+// Rule is one [[bridge.rule]]. A zero field matches anything.
+type Rule struct {
+	Block     bool   // key action: "block" (true) or "pass"
+	EtherType uint16 // key ethertype: "arp", "ipv4", "ipv6" or a number (1536..65535)
+	In, Out   string // keys in, out: the ingress port, the egress port (per copy of a flood)
+	// Key proto: "tcp", "udp", "icmp", "icmpv6" or a number; HasProto
+	// says whether it is set (0, IPv6 hop-by-hop, is a number too).
+	Proto    uint8
+	HasProto bool
+	Src, Dst netip.Prefix // keys src, dst: a prefix; a bare address is /32 or /128
+	// Keys src_port, dst_port: a port or a range "1000-2000"; Hi 0: none.
+	SrcPort, DstPort PortRange
+	KeepState        bool             // key keep_state: replies of what this pass rule opens pass too
+	SrcMAC, DstMAC   net.HardwareAddr // keys src_mac, dst_mac
+	VLAN             uint16           // key vlan: 1..4094, VLAN-aware bridges
+	// Key icmp_type: 0..255, with proto icmp or icmpv6.
+	ICMPType    uint8
+	HasICMPType bool
+	Line        int // line of the [[bridge.rule]] header
+}
+
+// PortRange is a TCP or UDP port or range of them; Hi 0 is no match on ports.
+type PortRange struct{ Lo, Hi uint16 }
+
+// Set says whether the range matches on ports.
+func (r PortRange) Set() bool { return r.Hi != 0 }
+
+// String is the range as the config writes it.
+func (r PortRange) String() string {
+	if r.Lo == r.Hi {
+		return strconv.Itoa(int(r.Lo))
+	}
+	return fmt.Sprintf("%d-%d", r.Lo, r.Hi)
+}
+
+// EtherTypes and protocols by the names the config takes.
+var (
+	etherTypeNames = map[string]uint16{"arp": 0x0806, "ipv4": 0x0800, "ipv6": 0x86dd}
+	protoNames     = map[string]uint16{"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
+)
+
+const (
+	// MaxRules bounds the rules of one bridge.
+	MaxRules = 4096
+	// Default actions.
+	ActionPass  = "pass"
+	ActionBlock = "block"
+)
+
+// rule checks one [[bridge.rule]] against its bridge's ports.
+func (c *checker) rule(t *value, field string, bp *bridgePorts) Rule {
+	r := Rule{Line: t.line}
+	port := func(v *value, f string) string {
+		name, ok := c.str(v, f)
+		if ok {
+			if _, found := bp.index[name]; !found {
+				c.errorf(v.line, f, "%q is not a port of %s", name, bp.label)
+			}
+		}
+		return name
+	}
+	for _, k := range t.keys {
+		f, v := field+"."+k, t.vals[k]
+		switch k {
+		case "action":
+			r.Block = c.action(v, f, "")
+		case "ethertype":
+			r.EtherType = c.named16(v, f, etherTypeNames, 0x0600, "an EtherType: \"arp\", \"ipv4\", \"ipv6\" or a number 1536..65535 (0x0600..0xffff)")
+		case "in":
+			r.In = port(v, f)
+		case "out":
+			r.Out = port(v, f)
+		case "proto":
+			n := c.named16(v, f, protoNames, 0, "a protocol: \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or a number 0..255")
+			if v.kind == unstable.Integer && n > 255 {
+				c.errorf(v.line, f, "%d is out of range 0..255", n)
+				break
+			}
+			r.Proto, r.HasProto = uint8(n), n != 0 || v.data == "0"
+		case "src":
+			r.Src = c.prefix(v, f)
+		case "dst":
+			r.Dst = c.prefix(v, f)
+		case "src_port":
+			r.SrcPort = c.portRange(v, f)
+		case "dst_port":
+			r.DstPort = c.portRange(v, f)
+		case "keep_state":
+			if b, ok := c.boolean(v, f); ok {
+				r.KeepState = b
+			}
+		case "src_mac":
+			r.SrcMAC = c.mac(v, f)
+		case "dst_mac":
+			r.DstMAC = c.mac(v, f)
+		case "vlan":
+			if !bp.aware {
+				c.errorf(v.line, f, "%s is not VLAN-aware (no port has vlan or trunk): its frames have no VLAN to match", bp.label)
+				break
+			}
+			if n, ok := c.integer(v, f, 1, maxVLAN); ok {
+				r.VLAN = uint16(n)
+			}
+		case "icmp_type":
+			if n, ok := c.integer(v, f, 0, 255); ok {
+				r.ICMPType, r.HasICMPType = uint8(n), true
+			}
+		default:
+			c.unknown(v, f)
+		}
+	}
+	if _, ok := t.vals["action"]; !ok {
+		c.errorf(t.line, field+".action", "is required: \"pass\" or \"block\"")
+	}
+	c.ruleCanMatch(t, field, &r)
+	return r
+}
+
+// ruleCanMatch reports a rule whose keys contradict each other, so that no
+// frame could ever match it, and keep_state where it means nothing.
+func (c *checker) ruleCanMatch(t *value, field string, r *Rule) {
+	line := func(k string) (int, string) {
+		if v, ok := t.vals[k]; ok {
+			return v.line, field + "." + k
+		}
+		return t.line, field
+	}
+	ip := r.HasProto || r.Src.IsValid() || r.Dst.IsValid() || r.SrcPort.Set() || r.DstPort.Set() || r.HasICMPType
+	// The IP versions the rule's keys imply, taken in file order so that
+	// the key reported is the later of two that disagree.
+	type implied struct {
+		line    int
+		version int
+		what    string // "key value"
+	}
+	var imps []implied
+	add := func(k string, v int, what string) {
+		l, _ := line(k)
+		imps = append(imps, implied{l, v, what})
+	}
+	switch r.EtherType {
+	case 0x0800:
+		add("ethertype", 4, "ethertype ipv4")
+	case 0x86dd:
+		add("ethertype", 6, "ethertype ipv6")
+	case 0:
+	default:
+		if ip {
+			l, f := line("ethertype")
+			c.errorf(l, f, "0x%04x is not IP, and the rule matches IP fields (proto, src, dst, ports, icmp_type): it can never match", r.EtherType)
+		}
+	}
+	for _, p := range []struct {
+		key string
+		pfx netip.Prefix
+	}{{"src", r.Src}, {"dst", r.Dst}} {
+		if p.pfx.IsValid() {
+			v := 4
+			if p.pfx.Addr().Is6() {
+				v = 6
+			}
+			add(p.key, v, p.key+" "+p.pfx.String())
+		}
+	}
+	if r.HasProto && r.Proto == 1 {
+		add("proto", 4, "proto icmp")
+	}
+	if r.HasProto && r.Proto == 58 {
+		add("proto", 6, "proto icmpv6")
+	}
+	slices.SortStableFunc(imps, func(a, b implied) int { return a.line - b.line })
+	for i := 1; i < len(imps); i++ {
+		if imps[i].version != imps[0].version {
+			k := strings.Fields(imps[i].what)[0]
+			l, f := line(k)
+			c.errorf(l, f, "%s is IPv%d, but %s is IPv%d: the rule can never match", imps[i].what, imps[i].version, imps[0].what, imps[0].version)
+			break
+		}
+	}
+	if (r.SrcPort.Set() || r.DstPort.Set()) && !(r.HasProto && (r.Proto == 6 || r.Proto == 17)) {
+		k := "src_port"
+		if r.DstPort.Set() {
+			k = "dst_port"
+		}
+		l, f := line(k)
+		c.errorf(l, f, "matches TCP and UDP ports: set proto = \"tcp\" or \"udp\"")
+	}
+	if r.HasICMPType && !(r.HasProto && (r.Proto == 1 || r.Proto == 58)) {
+		l, f := line("icmp_type")
+		c.errorf(l, f, "matches ICMP types: set proto = \"icmp\" or \"icmpv6\"")
+	}
+	if r.KeepState {
+		l, f := line("keep_state")
+		switch {
+		case r.Block:
+			c.errorf(l, f, "is for pass rules: a blocked frame opens no connection")
+		case r.EtherType != 0 && r.EtherType != 0x0800 && r.EtherType != 0x86dd:
+			c.errorf(l, f, "tracks IP connections, and the rule matches EtherType 0x%04x", r.EtherType)
+		}
+	}
+}
+
+// action reads "pass" or "block" (true); why ends the error message.
+func (c *checker) action(v *value, field, why string) bool {
+	s, ok := c.str(v, field)
+	if ok && s != ActionPass && s != ActionBlock {
+		c.errorf(v.line, field, "%q is not %q or %q%s", s, ActionPass, ActionBlock, why)
+	}
+	return ok && s == ActionBlock
+}
+
+// named16 reads a value that is one of names, or an integer of at least lo.
+func (c *checker) named16(v *value, field string, names map[string]uint16, lo int64, what string) uint16 {
+	switch v.kind {
+	case unstable.String:
+		if n, ok := names[strings.ToLower(v.data)]; ok {
+			return n
+		}
+		c.errorf(v.line, field, "%q is not %s", v.data, what)
+	case unstable.Integer:
+		if n, ok := c.integer(v, field, lo, 65535); ok {
+			return uint16(n)
+		}
+	default:
+		c.errorf(v.line, field, "must be %s", what)
+	}
+	return 0
+}
+
+// prefix reads an IPv4 or IPv6 prefix; a bare address is the whole-length
+// prefix. A prefix with host bits set is refused: it names no network.
+func (c *checker) prefix(v *value, field string) netip.Prefix {
+	s, ok := c.str(v, field)
+	if !ok {
+		return netip.Prefix{}
+	}
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			c.errorf(v.line, field, "%q is not an IPv4 or IPv6 address or prefix such as \"10.0.0.0/24\"", s)
+			return netip.Prefix{}
+		}
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen())
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		c.errorf(v.line, field, "%q is not an IPv4 or IPv6 prefix such as \"10.0.0.0/24\"", s)
+		return netip.Prefix{}
+	}
+	if m := p.Masked(); m != p {
+		c.errorf(v.line, field, "%q has host bits set: the network is %q", s, m.String())
+		return netip.Prefix{}
+	}
+	return p
+}
+
+// portRange reads a port (integer or string) or a range "lo-hi".
+func (c *checker) portRange(v *value, field string) PortRange {
+	const what = `a port 1..65535 or a range such as "1000-2000"`
+	var s string
+	switch v.kind {
+	case unstable.Integer:
+		s = v.data
+	case unstable.String:
+		s = v.data
+	default:
+		c.errorf(v.line, field, "must be %s", what)
+		return PortRange{}
+	}
+	lo, hi, isRange := strings.Cut(s, "-")
+	if !isRange {
+		hi = lo
+	}
+	a, errA := strconv.ParseUint(strings.TrimSpace(lo), 0, 16)
+	b, errB := strconv.ParseUint(strings.TrimSpace(hi), 0, 16)
+	switch {
+	case errA != nil || errB != nil:
+		c.errorf(v.line, field, "%q is not %s", s, what)
+	case a == 0 || b == 0:
+		c.errorf(v.line, field, "%q: port 0 is no port; use 1..65535", s)
+	case a > b:
+		c.errorf(v.line, field, "%q is an empty range: its first port is above its last", s)
+	default:
+		return PortRange{uint16(a), uint16(b)}
+	}
+	return PortRange{}
+}
+
+// mac reads a unicast or multicast MAC address.
+func (c *checker) mac(v *value, field string) net.HardwareAddr {
+	s, ok := c.str(v, field)
+	if !ok {
+		return nil
+	}
+	m, err := net.ParseMAC(s)
+	if err != nil || len(m) != 6 {
+		c.errorf(v.line, field, "%q is not a MAC address such as 02:00:00:00:00:01", s)
+		return nil
+	}
+	return m
+}
