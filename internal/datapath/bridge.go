@@ -265,44 +265,65 @@ func (d *Datapath) setProgFlood(f progFloods, id uint16, ports []PortInfo) error
 			want[p.Ifindex] = true
 		}
 	}
-	size := floodSetSize(len(want), f.max)
-	m, ok := f.sets[id]
-	var old *ebpf.Map
-	if ok && (int(m.MaxEntries()) < len(want) || int(m.MaxEntries()) > 2*size) {
-		old, ok = m, false
-	}
-	if !ok {
-		spec := floodSpec(fmt.Sprintf("%s_%d", f.name, id), 8)
-		spec.MaxEntries = uint32(size)
-		var err error
-		if m, err = ebpf.NewMap(spec); err != nil {
-			return fmt.Errorf("create %s: %w", f.what, err)
-		}
-	}
 	fd := int32(f.prog.FD())
-	for ifindex := range want {
-		if err := m.Put(ifindex, devmapVal{Ifindex: ifindex, ProgFD: fd}); err != nil {
-			if !ok {
-				m.Close()
-			}
-			return fmt.Errorf("add ifindex %d to the %s: %w", ifindex, f.what, err)
-		}
-	}
-	if !ok {
-		if err := f.outer.Put(uint32(id), m); err != nil {
-			m.Close()
-			return fmt.Errorf("install %s: %w", f.what, err)
-		}
-		f.sets[id] = m
-		if old != nil {
-			old.Close()
-		}
-		return nil
+	set := sizedSet{outer: f.outer, sets: f.sets, name: f.name, what: f.what, valueSize: 8, limit: f.max,
+		val: func(ifindex uint32) any { return devmapVal{Ifindex: ifindex, ProgFD: fd} }}
+	m, fresh, err := set.fill(id, want)
+	if err != nil || fresh {
+		return err
 	}
 	if err := prune(m, want); err != nil {
 		return fmt.Errorf("%s: %w", f.what, err)
 	}
 	return nil
+}
+
+// sizedSet is a kind of flood set: one devmap per bridge in an outer
+// array of maps, sized to its members.
+type sizedSet struct {
+	outer      *ebpf.Map
+	sets       map[uint16]*ebpf.Map
+	name, what string // the inner maps' names, and what messages call them
+	valueSize  uint32
+	limit      int                      // the most members a set may hold
+	val        func(ifindex uint32) any // a member's value
+}
+
+// fill makes bridge id's set hold want, and returns it. A set whose size
+// still fits is written in place (fresh false: members want has not stay,
+// for the caller to prune); otherwise a set of the right size is filled
+// and then swapped in whole (fresh true), and the old one closed.
+func (s sizedSet) fill(id uint16, want map[uint32]bool) (m *ebpf.Map, fresh bool, err error) {
+	size := floodSetSize(len(want), s.limit)
+	old, ok := s.sets[id]
+	if ok && int(old.MaxEntries()) >= len(want) && int(old.MaxEntries()) <= 2*size {
+		for ifindex := range want {
+			if err := old.Put(ifindex, s.val(ifindex)); err != nil {
+				return nil, false, fmt.Errorf("add ifindex %d to the %s: %w", ifindex, s.what, err)
+			}
+		}
+		return old, false, nil
+	}
+	spec := floodSpec(fmt.Sprintf("%s_%d", s.name, id), s.valueSize)
+	spec.MaxEntries = uint32(size)
+	if m, err = ebpf.NewMap(spec); err != nil {
+		return nil, false, fmt.Errorf("create %s: %w", s.what, err)
+	}
+	for ifindex := range want {
+		if err := m.Put(ifindex, s.val(ifindex)); err != nil {
+			m.Close()
+			return nil, false, fmt.Errorf("add ifindex %d to the %s: %w", ifindex, s.what, err)
+		}
+	}
+	if err := s.outer.Put(uint32(id), m); err != nil {
+		m.Close()
+		return nil, false, fmt.Errorf("install %s: %w", s.what, err)
+	}
+	if ok {
+		old.Close()
+	}
+	s.sets[id] = m
+	return m, true, nil
 }
 
 // floodSetSize is the size of a flood set of n members that may hold at
@@ -362,37 +383,10 @@ func prune(m *ebpf.Map, want map[uint32]bool) error {
 // that outgrows its size, or holds far fewer than it could, is replaced by
 // one filled with want and swapped in whole.
 func (d *Datapath) floodMap(id uint16, want map[uint32]bool) (*ebpf.Map, error) {
-	m, ok := d.floods[id]
-	size := floodSetSize(len(want), tbpf.MaxBridgePorts)
-	if ok && int(m.MaxEntries()) >= len(want) && int(m.MaxEntries()) <= 2*size {
-		for ifindex := range want {
-			if err := m.Put(ifindex, ifindex); err != nil {
-				return nil, fmt.Errorf("add ifindex %d to the flood set: %w", ifindex, err)
-			}
-		}
-		return m, nil
-	}
-	spec := floodSpec(fmt.Sprintf("tr_flood_%d", id), 4)
-	spec.MaxEntries = uint32(size)
-	nm, err := ebpf.NewMap(spec)
-	if err != nil {
-		return nil, fmt.Errorf("create flood set: %w", err)
-	}
-	for ifindex := range want {
-		if err := nm.Put(ifindex, ifindex); err != nil {
-			nm.Close()
-			return nil, fmt.Errorf("add ifindex %d to the flood set: %w", ifindex, err)
-		}
-	}
-	if err := d.objs.Floods.Put(uint32(id), nm); err != nil {
-		nm.Close()
-		return nil, fmt.Errorf("install flood set: %w", err)
-	}
-	if ok {
-		m.Close()
-	}
-	d.floods[id] = nm
-	return nm, nil
+	set := sizedSet{outer: d.objs.Floods, sets: d.floods, name: "tr_flood", what: "flood set", valueSize: 4,
+		limit: tbpf.MaxBridgePorts, val: func(ifindex uint32) any { return ifindex }}
+	m, _, err := set.fill(id, want)
+	return m, err
 }
 
 // adoptFloods takes hold of the flood sets an adopted floods map holds.
