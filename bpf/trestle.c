@@ -17,6 +17,7 @@
 
 #include "switch.h"
 #include "lib/capture.h"
+#include "lib/filter.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -29,6 +30,10 @@ enum tr_bridge_flags _btf_bridge_flags __attribute__((unused));
 enum tr_patch_ifindex _btf_patch_ifindex __attribute__((unused));
 enum tr_storm_kind _btf_storm_kind __attribute__((unused));
 enum tr_mirror_flags _btf_mirror_flags __attribute__((unused));
+enum tr_filter_limits _btf_filter_limits __attribute__((unused));
+enum tr_filter_flags _btf_filter_flags __attribute__((unused));
+enum tr_state_flags _btf_state_flags __attribute__((unused));
+enum tr_state_timeouts _btf_state_timeouts __attribute__((unused));
 
 #define TR_XDP 1
 #define TR_TC 0
@@ -525,14 +530,73 @@ static __always_inline void tr_pick(void *ctx, const int xdp, struct tr_walk *w,
 		tr_mirror(ctx, xdp, w, slot);
 }
 
+/* One port of a bridge's flood in the walk (ifindex, slot), the flags that
+ * keep the copy off it in deny: through it to the bridge beyond if it is a
+ * patch port, else out of it if it takes the frame. */
+static __always_inline void tr_emit_port(void *ctx, const int xdp, struct tr_walk *w,
+					 __u32 ifindex, __u32 slot, __u16 deny, int check)
+{
+	const struct tr_port *out;
+
+	if (filter_on && w->fset) {
+		/* The bridge has rules on the egress port: each copy meets them. */
+		__u32 ports = w->fin | slot << 16, r;
+
+		if (xdp)
+			r = tr_filter_xdp(ctx, w->fset, ports, w->vlan, w->wire);
+		else
+			r = tr_filter_tc(ctx, w->fset, ports, w->vlan, w->wire);
+		if (r) {
+			tr_walk_drop(w, w->fin, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
+			return;
+		}
+	}
+	if (tr_is_patch(ifindex)) {
+		out = tr_port_of(ifindex);
+		if (out && !(out->flags & deny))
+			tr_cross(w, out, slot);
+		return;
+	}
+	out = NULL;
+	if (check) {
+		out = tr_port_of(ifindex);
+		if (!out || (out->flags & deny) || (w->on && !tr_vlan_carries(out, w->vlan)))
+			return;
+	}
+	tr_pick(ctx, xdp, w, out, ifindex, slot);
+}
+
+/* One port of the flood as a global function, verified once rather than in
+ * each of the loop's 64 rounds (the tc build with the VLAN stage is
+ * otherwise near the verifier's limit of a million instructions), and with
+ * a stack of its own (the filter's call below it would not fit). */
+__attribute__((noinline)) int tr_emit_port_xdp(struct xdp_md *ctx, struct tr_walk *w,
+					       __u32 ifindex, __u32 slot, __u32 deny)
+{
+	if (!w)
+		return 0;
+	tr_emit_port(ctx, TR_XDP, w, ifindex, slot, deny & 0xffff, deny >> 16);
+	return 0;
+}
+
+__attribute__((noinline)) int tr_emit_port_tc(struct __sk_buff *ctx, struct tr_walk *w,
+					      __u32 ifindex, __u32 slot, __u32 deny)
+{
+	if (!w)
+		return 0;
+	tr_emit_port(ctx, TR_TC, w, ifindex, slot, deny & 0xffff, deny >> 16);
+	return 0;
+}
+
 /* A bridge floods the frame: to each of its ports but except, those in
  * the frame's VLAN; through each patch into the bridge beyond. */
 static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, __u32 bridge,
 				   __u32 except)
 {
 	const struct tr_bridge *br = tr_bridge_of(bridge);
-	const struct tr_port *out, *in;
+	const struct tr_port *in;
 	__u16 deny = 0;
+	int check;
 
 	if (!br || !w)
 		return 0;
@@ -540,6 +604,15 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 		in = tr_port_of(except);
 		deny = tr_flood_deny(in ? in->flags : 0, w->dst);
 	}
+	w->fset = 0;
+	if (filter_on && (br->flags & TR_BRIDGE_FILTER) && (br->flags & TR_BRIDGE_FILTER_OUT)) {
+		in = tr_port_of(except);
+		if (in) {
+			w->fset = br->filter_set;
+			w->fin = in->slot;
+		}
+	}
+	check = w->on || deny || (br->flags & TR_BRIDGE_MIRROR);
 	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
 		__u32 ifindex, slot;
 
@@ -549,19 +622,10 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 		slot = br->ports[i].slot;
 		if (ifindex == except)
 			continue;
-		if (tr_is_patch(ifindex)) {
-			out = tr_port_of(ifindex);
-			if (out && !(out->flags & deny))
-				tr_cross(w, out, slot);
-			continue;
-		}
-		out = NULL;
-		if (w->on || deny || (br->flags & TR_BRIDGE_MIRROR)) {
-			out = tr_port_of(ifindex);
-			if (!out || (out->flags & deny) || (w->on && !tr_vlan_carries(out, w->vlan)))
-				continue;
-		}
-		tr_pick(ctx, xdp, w, out, ifindex, slot);
+		if (xdp)
+			tr_emit_port_xdp(ctx, w, ifindex, slot, deny | (check ? 1u << 16 : 0));
+		else
+			tr_emit_port_tc(ctx, w, ifindex, slot, deny | (check ? 1u << 16 : 0));
 	}
 	return 0;
 }
@@ -577,6 +641,26 @@ __attribute__((noinline)) int tr_emit_tc(struct __sk_buff *ctx, struct tr_walk *
 					 __u32 except)
 {
 	return tr_emit(ctx, TR_TC, w, bridge, except);
+}
+
+/* The filter of a bridge the walk enters through a patch port: 1 when it
+ * blocks the frame (ports: the patch port's slot, and the egress port's in
+ * the high half for a forward), counted on the patch port. */
+static __always_inline int tr_hop_filtered(void *ctx, const int xdp, struct tr_walk *w,
+					   const struct tr_bridge *br, __u32 ports)
+{
+	__u32 r;
+
+	if (!filter_on || !(br->flags & TR_BRIDGE_FILTER))
+		return 0;
+	if (xdp)
+		r = tr_filter_xdp(ctx, br->filter_set, ports, w->vlan, w->wire);
+	else
+		r = tr_filter_tc(ctx, br->filter_set, ports, w->vlan, w->wire);
+	if (!r)
+		return 0;
+	tr_walk_drop(w, ports & 0xffff, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
+	return 1;
 }
 
 /*
@@ -634,6 +718,8 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 		tr_walk_drop(w, in_slot, TR_DROP_PROTECTED);
 		return 0;
 	}
+	if (tr_hop_filtered(ctx, xdp, w, br, in_slot | slot << 16))
+		return 0;
 	if (out->flags & TR_PORT_PATCH) {
 		tr_cross(w, out, slot);
 		return 0;
@@ -642,6 +728,8 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	return 0;
 
 flood:
+	if (!(br->flags & TR_BRIDGE_FILTER_OUT) && tr_hop_filtered(ctx, xdp, w, br, in_slot))
+		return 0;
 	st->flooded++;
 	w->unicast = 0;
 	if (xdp)
@@ -872,10 +960,46 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	return tr_walk_flood_xdp(ctx, d, w);
 }
 
+/* The filter stage, in the programs that have it: the frame, with its
+ * egress port if it has one, against its bridge's rule set (set 0: its
+ * filter is off, and the call returns at once; one call on every path keeps
+ * the verifier's paths one). A flood in a bridge with rules on the egress
+ * port is filtered copy by copy in the walk instead. 0: it passes. */
+static __always_inline int tr_filtered(void *ctx, const int xdp, struct tr_pkt *p,
+				       struct tr_decision *d)
+{
+	__u32 ports = d->in_slot, set = 0, r;
+
+	if (d->br->flags & TR_BRIDGE_FILTER)
+		set = d->br->filter_set;
+	if (d->action == TR_ACT_FORWARD)
+		ports |= d->egress_slot << 16;
+	else if (d->br->flags & TR_BRIDGE_FILTER_OUT)
+		set = 0;
+	if (xdp)
+		r = tr_filter_xdp(ctx, set, ports, d->vlan, p->wire);
+	else
+		r = tr_filter_tc(ctx, set, ports, d->vlan, p->wire);
+	if (!r)
+		return 0;
+	/* Constant reasons: the verifier cannot bound a returned index. */
+	tr_drop(d, d->in_st, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
+	return 1;
+}
+
+/* The switch for one frame. filt: the entry point is one of those with the
+ * filter stage (trestle_xdp_filter, trestle_tc_filter), which the control
+ * plane attaches while a bridge filters; the others are compiled as if the
+ * stage did not exist. (A flag tested here instead cost every forwarded
+ * frame 5 ns of the compiler's choices, though the verifier removed the
+ * dead branch; a flag tested in tr_run, 2.5.) */
 static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
-				    struct tr_decision *d)
+				    struct tr_decision *d, const int filt)
 {
 	tr_pipeline(p, d);
+
+	if (filt && d->action != TR_ACT_DROP && tr_filtered(ctx, xdp, p, d))
+		return tr_verdict_drop(xdp);
 
 	switch (d->action) {
 	case TR_ACT_FORWARD:
@@ -885,6 +1009,8 @@ static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
 	case TR_ACT_FLOOD:
 		if (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR))
 			return tr_walk(ctx, xdp, p, d);
+		if (filt && (d->br->flags & TR_BRIDGE_FILTER_OUT))
+			return tr_walk(ctx, xdp, p, d); /* each copy meets the filter */
 		if (xdp && !d->tag.on && (d->br->flags & TR_BRIDGE_POLICY))
 			return tr_flood_xdp_policy(ctx, d);
 		if (xdp)
@@ -897,7 +1023,7 @@ static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
 	}
 }
 
-static __always_inline int tr_run(void *ctx, const int xdp)
+static __always_inline int tr_run(void *ctx, const int xdp, const int filt)
 {
 	struct tr_pkt p;
 	struct tr_decision d = {};
@@ -911,21 +1037,35 @@ static __always_inline int tr_run(void *ctx, const int xdp)
 			tr_capture_in_xdp(ctx, p.ifindex, p.len, (__u32)p.meta_tci << 16 | p.meta_proto);
 		else
 			tr_capture_in_tc(ctx, p.ifindex, p.len, (__u32)p.meta_tci << 16 | p.meta_proto);
-		ret = tr_switch(ctx, xdp, &p, &d);
+		ret = tr_switch(ctx, xdp, &p, &d, filt);
 		tr_capture_out(&p, &d, ret == tr_verdict_drop(xdp));
 		return ret;
 	}
-	return tr_switch(ctx, xdp, &p, &d);
+	return tr_switch(ctx, xdp, &p, &d, filt);
 }
 
 SEC("xdp")
 int trestle_xdp(struct xdp_md *ctx)
 {
-	return tr_run(ctx, TR_XDP);
+	return tr_run(ctx, TR_XDP, 0);
 }
 
 SEC("tc")
 int trestle_tc(struct __sk_buff *skb)
 {
-	return tr_run(skb, TR_TC);
+	return tr_run(skb, TR_TC, 0);
+}
+
+/* The entry points with the filter stage (bpf/lib/filter.h), loaded with
+ * filter_on set while some bridge filters. */
+SEC("xdp")
+int trestle_xdp_filter(struct xdp_md *ctx)
+{
+	return tr_run(ctx, TR_XDP, 1);
+}
+
+SEC("tc")
+int trestle_tc_filter(struct __sk_buff *skb)
+{
+	return tr_run(skb, TR_TC, 1);
 }

@@ -56,6 +56,8 @@ enum tr_drop_reason {
 	TR_DROP_STORM_MULTICAST, /* multicast over the port's storm control rate */
 	TR_DROP_STORM_UNKNOWN,   /* unknown unicast over the port's storm control rate */
 	TR_DROP_SPAN,          /* arrived on a span port, which only sends mirrored copies */
+	TR_DROP_FILTERED,      /* the bridge's filter blocked it: a block rule, or the default action */
+	TR_DROP_STATE_FULL,    /* a keep_state rule passed it, and the state table is full */
 	TR_DROP__MAX,
 };
 
@@ -215,7 +217,7 @@ struct tr_bridge {
 	__u32 nports;
 	__u32 max_entries;
 	__u32 flags; /* enum tr_bridge_flags */
-	__u32 pad;
+	__u32 filter_set; /* TR_BRIDGE_FILTER: its rule set in filter_sets (the index of this copy) */
 	struct tr_bridge_port ports[TR_MAX_BRIDGE_PORTS];
 	char name[TR_NAME_LEN];
 };
@@ -225,6 +227,8 @@ enum tr_bridge_flags {
 	TR_BRIDGE_PATCH = 2, /* has patch ports: its floods may continue in other bridges */
 	TR_BRIDGE_POLICY = 4, /* a port is protected or refuses a kind of flood: floods check each port */
 	TR_BRIDGE_MIRROR = 8, /* a port is mirrored: its frames go through the walk (lib/patch.h), which adds the span ports */
+	TR_BRIDGE_FILTER = 16, /* its filter is on: frames pass its rule set (lib/filter.h) */
+	TR_BRIDGE_FILTER_OUT = 32, /* a rule matches the egress port: its floods take the walk, which filters each copy */
 };
 
 /* A mirrored port's mirror, by the port's slot: where the copies of what it
@@ -259,6 +263,113 @@ struct tr_vlan_stats {
 	__u64 tx_packets; /* copies sent out of a port in the VLAN */
 	__u64 tx_bytes;
 	__u64 flooded;    /* frames flooded within the VLAN */
+};
+
+/* ---- the filter stage (lib/filter.h) ---- */
+
+enum tr_filter_limits {
+	TR_FILTER_TUPLES = 32,      /* masks (rule shapes) of one rule set */
+	TR_FILTER_ENTRIES = 65536,  /* classifier entries of all rule sets: a rule is one per port prefix it expands to */
+	TR_FILTER_COUNTERS = 16384, /* rule counters of all rule sets */
+	TR_FILTER_STATES = 65536,   /* tracked connections of all bridges */
+	TR_FILTER_CACHE = 256,      /* decisions each CPU remembers, by a hash of the frame's key */
+};
+
+/* What the classifier matches a frame on; a rule's match is a mask over it
+ * and the masked values. Addresses in network order (IPv4 in the first 4
+ * bytes), everything else in host order; 0 where the frame has no such
+ * field (ports of a frame that is not TCP or UDP). The rule set is part of
+ * the key and never masked. */
+struct tr_filter_key {
+	__u16 set;       /* the rule set (the index of the bridge copy that names it); in a classifier entry, with its mask's index in the high byte, so that two masks' entries never meet */
+	__u16 in;        /* ingress port slot */
+	__u16 out;       /* egress port slot; 0: a flood, before any copy */
+	__u16 ethertype; /* after VLAN tags */
+	__u16 vlan;      /* the frame's VLAN (VLAN-aware bridges) */
+	__u8 proto;      /* IP protocol (IPv6: the first next header) */
+	__u8 icmp_type;
+	__u16 sport;
+	__u16 dport;
+	__u8 smac[6];
+	__u8 dmac[6];
+	__u8 src[16];
+	__u8 dst[16];
+};
+
+/* A rule as the classifier holds it, at the masked key of each tuple it
+ * is in: the lowest prio of the rules with that key decides. */
+struct tr_filter_hit {
+	__u32 prio;    /* the rule's position, from 0 */
+	__u16 counter; /* its counters' index in filter_counts */
+	__u16 flags;   /* enum tr_filter_flags */
+};
+
+enum tr_filter_flags {
+	TR_FILTER_BLOCK = 1,      /* rule: blocks; set: the default blocks */
+	TR_FILTER_KEEP_STATE = 2, /* rule: a frame it passes opens a connection; set: some rule does */
+};
+
+/* One mask of a rule set, with the lowest prio of its rules: a search in
+ * prio order stops at the first tuple that cannot beat the best hit. */
+struct tr_filter_tuple {
+	struct tr_filter_key mask;
+	__u32 min_prio;
+};
+
+/* A bridge's rule set, by the index of the bridge copy that names it, so
+ * that a frame sees the rules of the bridge it reads, whole (lib/maps.h). */
+struct tr_filter_set {
+	__u32 ntuples;
+	__u16 flags;       /* enum tr_filter_flags: what the default does; whether state is kept */
+	__u16 def_counter; /* the default action's counters */
+	__u16 state_counter; /* frames passed as part of a tracked connection */
+	__u16 pad;
+	__u32 gen;         /* changes with every write of the set: what each CPU's cache of decisions was made under */
+	struct tr_filter_tuple tuples[TR_FILTER_TUPLES];
+};
+
+struct tr_filter_count {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* A tracked connection, the same key for both directions: the endpoint
+ * (address, port) that sorts lower is a. ICMP echo: both ports the id. */
+struct tr_state_key {
+	__u16 bridge;
+	__u8 proto;
+	__u8 family; /* 4 or 6 */
+	__u16 aport;
+	__u16 bport;
+	__u8 a[16];
+	__u8 b[16];
+};
+
+/* How long a connection lives after its last frame, in seconds (pf's
+ * defaults, rounded); seen_ns is refreshed at most every
+ * TR_STATE_REFRESH_MS. */
+enum tr_state_timeouts {
+	TR_STATE_TCP_OPENING = 30,        /* no frame back yet */
+	TR_STATE_TCP_ESTABLISHED = 86400, /* both ways */
+	TR_STATE_TCP_CLOSING = 60,        /* after a FIN or RST */
+	TR_STATE_UDP = 60,
+	TR_STATE_ICMP = 20,
+	TR_STATE_REFRESH_MS = 1000,
+};
+
+enum tr_state_flags {
+	TR_STATE_REPLIED = 1, /* a frame went the other way */
+	TR_STATE_CLOSING = 2, /* TCP: a FIN or RST was seen */
+	TR_STATE_A_OPENED = 4, /* a is the endpoint that opened it */
+};
+
+struct tr_state {
+	__u64 created_ns; /* bpf_ktime_get_ns() */
+	__u64 seen_ns;    /* the last frame's, coarse (refreshed at most each TR_STATE_REFRESH_NS) */
+	__u64 packets;    /* frames passed as part of it, both ways (the first included) */
+	__u64 bytes;
+	__u32 flags;      /* enum tr_state_flags */
+	__u32 rule;       /* prio of the rule that opened it */
 };
 
 /* ---- capture (lib/capture.h, `trestle capture`) ---- */

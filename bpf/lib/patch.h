@@ -52,6 +52,8 @@ struct tr_walk {
 	__u16 nhops;
 	__u16 pad;
 	__u16 hops[TR_MAX_PATCH_CHAIN]; /* patches crossed: the slots left by */
+	__u32 fset; /* the flood being emitted is filtered copy by copy: the bridge's rule set (0: not) */
+	__u32 fin;  /* and the slot of the port it entered that bridge by */
 };
 
 /* Each CPU's walk: too big for the stack of a program that calls two

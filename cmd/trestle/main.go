@@ -64,7 +64,7 @@ Every inspecting command takes --json. The daemon's socket is
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.PersistentFlags().StringVar(&e.socket, "socket", "", "control socket of the daemon (default $TRESTLE_SOCKET or "+ctl.DefaultSocket+")")
-	root.AddCommand(e.runCmd(), e.downCmd(), e.checkCmd(), e.showCmd(), e.fdbCmd(), e.statsCmd(), e.reloadCmd(), e.captureCmd(), e.genCmd(), e.sinkCmd(), e.statCmd(), e.labCmd())
+	root.AddCommand(e.runCmd(), e.downCmd(), e.checkCmd(), e.showCmd(), e.fdbCmd(), e.statsCmd(), e.reloadCmd(), e.ruleCmd(), e.stateCmd(), e.captureCmd(), e.genCmd(), e.sinkCmd(), e.statCmd(), e.labCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(stderr, "trestle:", err)
 		return 1
@@ -294,6 +294,12 @@ func (e *env) showCmd() *cobra.Command {
 						fmt.Fprintf(e.stdout, "; inactive: %s is not up", m.To)
 					}
 					fmt.Fprintln(e.stdout)
+				}
+				switch {
+				case b.Filter:
+					fmt.Fprintf(e.stdout, "  filter on: %d rules, default %s ('trestle rule show')\n", b.Rules, b.DefaultAction)
+				case b.Rules > 0:
+					fmt.Fprintf(e.stdout, "  filter off: %d rules kept, not applied\n", b.Rules)
 				}
 			}
 			return nil

@@ -18,7 +18,7 @@ type TrestleTrBridge struct {
 	Nports     uint32
 	MaxEntries uint32
 	Flags      uint32
-	Pad        uint32
+	FilterSet  uint32
 	Ports      [64]TrestleTrBridgePort
 	Name       [16]int8
 }
@@ -26,10 +26,12 @@ type TrestleTrBridge struct {
 type TrestleTrBridgeFlags uint32
 
 const (
-	TrestleTrBridgeFlagsTR_BRIDGE_VLAN   TrestleTrBridgeFlags = 1
-	TrestleTrBridgeFlagsTR_BRIDGE_PATCH  TrestleTrBridgeFlags = 2
-	TrestleTrBridgeFlagsTR_BRIDGE_POLICY TrestleTrBridgeFlags = 4
-	TrestleTrBridgeFlagsTR_BRIDGE_MIRROR TrestleTrBridgeFlags = 8
+	TrestleTrBridgeFlagsTR_BRIDGE_VLAN       TrestleTrBridgeFlags = 1
+	TrestleTrBridgeFlagsTR_BRIDGE_PATCH      TrestleTrBridgeFlags = 2
+	TrestleTrBridgeFlagsTR_BRIDGE_POLICY     TrestleTrBridgeFlags = 4
+	TrestleTrBridgeFlagsTR_BRIDGE_MIRROR     TrestleTrBridgeFlags = 8
+	TrestleTrBridgeFlagsTR_BRIDGE_FILTER     TrestleTrBridgeFlags = 16
+	TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT TrestleTrBridgeFlags = 32
 )
 
 type TrestleTrBridgePort struct {
@@ -40,7 +42,7 @@ type TrestleTrBridgePort struct {
 
 type TrestleTrCaptureBuf struct {
 	_     structs.HostLayout
-	Drops [20]uint64
+	Drops [22]uint64
 	Armed uint64
 	Rec   TrestleTrCaptureRec
 	Data  [16384]uint8
@@ -168,7 +170,9 @@ const (
 	TrestleTrDropReasonTR_DROP_STORM_MULTICAST  TrestleTrDropReason = 17
 	TrestleTrDropReasonTR_DROP_STORM_UNKNOWN    TrestleTrDropReason = 18
 	TrestleTrDropReasonTR_DROP_SPAN             TrestleTrDropReason = 19
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 20
+	TrestleTrDropReasonTR_DROP_FILTERED         TrestleTrDropReason = 20
+	TrestleTrDropReasonTR_DROP_STATE_FULL       TrestleTrDropReason = 21
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 22
 )
 
 type TrestleTrFdbFlags uint32
@@ -191,6 +195,87 @@ type TrestleTrFdbVal struct {
 	Slot    uint16
 	Flags   uint16
 	SeenNs  uint64
+}
+
+type TrestleTrFilterCount struct {
+	_       structs.HostLayout
+	Packets uint64
+	Bytes   uint64
+}
+
+type TrestleTrFilterFlags uint32
+
+const (
+	TrestleTrFilterFlagsTR_FILTER_BLOCK      TrestleTrFilterFlags = 1
+	TrestleTrFilterFlagsTR_FILTER_KEEP_STATE TrestleTrFilterFlags = 2
+)
+
+type TrestleTrFilterHit struct {
+	_       structs.HostLayout
+	Prio    uint32
+	Counter uint16
+	Flags   uint16
+}
+
+type TrestleTrFilterKey struct {
+	_         structs.HostLayout
+	Set       uint16
+	In        uint16
+	Out       uint16
+	Ethertype uint16
+	Vlan      uint16
+	Proto     uint8
+	IcmpType  uint8
+	Sport     uint16
+	Dport     uint16
+	Smac      [6]uint8
+	Dmac      [6]uint8
+	Src       [16]uint8
+	Dst       [16]uint8
+}
+
+type TrestleTrFilterLimits uint32
+
+const (
+	TrestleTrFilterLimitsTR_FILTER_TUPLES   TrestleTrFilterLimits = 32
+	TrestleTrFilterLimitsTR_FILTER_ENTRIES  TrestleTrFilterLimits = 65536
+	TrestleTrFilterLimitsTR_FILTER_COUNTERS TrestleTrFilterLimits = 16384
+	TrestleTrFilterLimitsTR_FILTER_STATES   TrestleTrFilterLimits = 65536
+	TrestleTrFilterLimitsTR_FILTER_CACHE    TrestleTrFilterLimits = 256
+)
+
+type TrestleTrFilterMemo struct {
+	_   structs.HostLayout
+	K   TrestleTrFilterKey
+	Gen uint32
+	Hit TrestleTrFilterHit
+}
+
+type TrestleTrFilterScratch struct {
+	_     structs.HostLayout
+	K     TrestleTrFilterKey
+	Mk    TrestleTrFilterKey
+	Sk    TrestleTrStateKey
+	Ns    TrestleTrState
+	Hit   TrestleTrFilterHit
+	A_src uint32
+	Tcp   uint8
+	_     [3]byte
+}
+
+type TrestleTrFilterSet struct {
+	_            structs.HostLayout
+	Ntuples      uint32
+	Flags        uint16
+	DefCounter   uint16
+	StateCounter uint16
+	Pad          uint16
+	Gen          uint32
+	Tuples       [32]struct {
+		_       structs.HostLayout
+		Mask    TrestleTrFilterKey
+		MinPrio uint32
+	}
 }
 
 type TrestleTrLimits uint32
@@ -268,13 +353,53 @@ type TrestleTrPortStats struct {
 	Learned   uint64
 	Moved     uint64
 	Unlearned uint64
-	Drops     [20]uint64
+	Drops     [22]uint64
 }
 
 type TrestleTrPortVlans struct {
 	_    structs.HostLayout
 	Bits [64]uint64
 }
+
+type TrestleTrState struct {
+	_         structs.HostLayout
+	CreatedNs uint64
+	SeenNs    uint64
+	Packets   uint64
+	Bytes     uint64
+	Flags     uint32
+	Rule      uint32
+}
+
+type TrestleTrStateFlags uint32
+
+const (
+	TrestleTrStateFlagsTR_STATE_REPLIED  TrestleTrStateFlags = 1
+	TrestleTrStateFlagsTR_STATE_CLOSING  TrestleTrStateFlags = 2
+	TrestleTrStateFlagsTR_STATE_A_OPENED TrestleTrStateFlags = 4
+)
+
+type TrestleTrStateKey struct {
+	_      structs.HostLayout
+	Bridge uint16
+	Proto  uint8
+	Family uint8
+	Aport  uint16
+	Bport  uint16
+	A      [16]uint8
+	B      [16]uint8
+}
+
+type TrestleTrStateTimeouts uint32
+
+const (
+	TrestleTrStateTimeoutsTR_STATE_TCP_OPENING     TrestleTrStateTimeouts = 30
+	TrestleTrStateTimeoutsTR_STATE_TCP_ESTABLISHED TrestleTrStateTimeouts = 86400
+	TrestleTrStateTimeoutsTR_STATE_TCP_CLOSING     TrestleTrStateTimeouts = 60
+	TrestleTrStateTimeoutsTR_STATE_UDP             TrestleTrStateTimeouts = 60
+	TrestleTrStateTimeoutsTR_STATE_ICMP            TrestleTrStateTimeouts = 20
+	TrestleTrStateTimeoutsTR_STATE_REFRESH_MS      TrestleTrStateTimeouts = 1000
+)
 
 type TrestleTrStorm struct {
 	_    structs.HostLayout
@@ -337,6 +462,8 @@ type TrestleTrWalk struct {
 	Nhops       uint16
 	Pad         uint16
 	Hops        [16]uint16
+	Fset        uint32
+	Fin         uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -353,6 +480,12 @@ const (
 	TrestleMapCaptureRing         = "capture_ring"
 	TrestleMapCpuCache            = "cpu_cache"
 	TrestleMapFdb                 = "fdb"
+	TrestleMapFilterCache         = "filter_cache"
+	TrestleMapFilterCounts        = "filter_counts"
+	TrestleMapFilterRules         = "filter_rules"
+	TrestleMapFilterScratch       = "filter_scratch"
+	TrestleMapFilterSets          = "filter_sets"
+	TrestleMapFilterStates        = "filter_states"
 	TrestleMapFloods              = "floods"
 	TrestleMapMirrorVlans         = "mirror_vlans"
 	TrestleMapMirrors             = "mirrors"
@@ -372,8 +505,10 @@ const (
 	TrestleMapWalks               = "walks"
 	TrestleProgTrestlePatchEgress = "trestle_patch_egress"
 	TrestleProgTrestleTc          = "trestle_tc"
+	TrestleProgTrestleTcFilter    = "trestle_tc_filter"
 	TrestleProgTrestleVlanEgress  = "trestle_vlan_egress"
 	TrestleProgTrestleXdp         = "trestle_xdp"
+	TrestleProgTrestleXdpFilter   = "trestle_xdp_filter"
 	TrestleVarBtfBridgeFlags      = "_btf_bridge_flags"
 	TrestleVarBtfCaptureDir       = "_btf_capture_dir"
 	TrestleVarBtfCaptureLimits    = "_btf_capture_limits"
@@ -381,13 +516,18 @@ const (
 	TrestleVarBtfCaptureVerdict   = "_btf_capture_verdict"
 	TrestleVarBtfDropReason       = "_btf_drop_reason"
 	TrestleVarBtfFdbFlags         = "_btf_fdb_flags"
+	TrestleVarBtfFilterFlags      = "_btf_filter_flags"
+	TrestleVarBtfFilterLimits     = "_btf_filter_limits"
 	TrestleVarBtfLimits           = "_btf_limits"
 	TrestleVarBtfMirrorFlags      = "_btf_mirror_flags"
 	TrestleVarBtfPatchIfindex     = "_btf_patch_ifindex"
 	TrestleVarBtfPortFlags        = "_btf_port_flags"
+	TrestleVarBtfStateFlags       = "_btf_state_flags"
+	TrestleVarBtfStateTimeouts    = "_btf_state_timeouts"
 	TrestleVarBtfStormKind        = "_btf_storm_kind"
 	TrestleVarCaptureOn           = "capture_on"
 	TrestleVarFdbGen              = "fdb_gen"
+	TrestleVarFilterOn            = "filter_on"
 	TrestleVarMoveGen             = "move_gen"
 	TrestleVarRefreshNs           = "refresh_ns"
 	TrestleVarVlanAware           = "vlan_aware"
@@ -437,8 +577,10 @@ type TrestleSpecs struct {
 type TrestleProgramSpecs struct {
 	TrestlePatchEgress *ebpf.ProgramSpec `ebpf:"trestle_patch_egress"`
 	TrestleTc          *ebpf.ProgramSpec `ebpf:"trestle_tc"`
+	TrestleTcFilter    *ebpf.ProgramSpec `ebpf:"trestle_tc_filter"`
 	TrestleVlanEgress  *ebpf.ProgramSpec `ebpf:"trestle_vlan_egress"`
 	TrestleXdp         *ebpf.ProgramSpec `ebpf:"trestle_xdp"`
+	TrestleXdpFilter   *ebpf.ProgramSpec `ebpf:"trestle_xdp_filter"`
 }
 
 // TrestleMapSpecs contains maps before they are loaded into the kernel.
@@ -455,6 +597,12 @@ type TrestleMapSpecs struct {
 	CaptureRing   *ebpf.MapSpec `ebpf:"capture_ring"`
 	CpuCache      *ebpf.MapSpec `ebpf:"cpu_cache"`
 	Fdb           *ebpf.MapSpec `ebpf:"fdb"`
+	FilterCache   *ebpf.MapSpec `ebpf:"filter_cache"`
+	FilterCounts  *ebpf.MapSpec `ebpf:"filter_counts"`
+	FilterRules   *ebpf.MapSpec `ebpf:"filter_rules"`
+	FilterScratch *ebpf.MapSpec `ebpf:"filter_scratch"`
+	FilterSets    *ebpf.MapSpec `ebpf:"filter_sets"`
+	FilterStates  *ebpf.MapSpec `ebpf:"filter_states"`
 	Floods        *ebpf.MapSpec `ebpf:"floods"`
 	MirrorVlans   *ebpf.MapSpec `ebpf:"mirror_vlans"`
 	Mirrors       *ebpf.MapSpec `ebpf:"mirrors"`
@@ -485,13 +633,18 @@ type TrestleVariableSpecs struct {
 	BtfCaptureVerdict *ebpf.VariableSpec `ebpf:"_btf_capture_verdict"`
 	BtfDropReason     *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
 	BtfFdbFlags       *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
+	BtfFilterFlags    *ebpf.VariableSpec `ebpf:"_btf_filter_flags"`
+	BtfFilterLimits   *ebpf.VariableSpec `ebpf:"_btf_filter_limits"`
 	BtfLimits         *ebpf.VariableSpec `ebpf:"_btf_limits"`
 	BtfMirrorFlags    *ebpf.VariableSpec `ebpf:"_btf_mirror_flags"`
 	BtfPatchIfindex   *ebpf.VariableSpec `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags      *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
+	BtfStateFlags     *ebpf.VariableSpec `ebpf:"_btf_state_flags"`
+	BtfStateTimeouts  *ebpf.VariableSpec `ebpf:"_btf_state_timeouts"`
 	BtfStormKind      *ebpf.VariableSpec `ebpf:"_btf_storm_kind"`
 	CaptureOn         *ebpf.VariableSpec `ebpf:"capture_on"`
 	FdbGen            *ebpf.VariableSpec `ebpf:"fdb_gen"`
+	FilterOn          *ebpf.VariableSpec `ebpf:"filter_on"`
 	MoveGen           *ebpf.VariableSpec `ebpf:"move_gen"`
 	RefreshNs         *ebpf.VariableSpec `ebpf:"refresh_ns"`
 	VlanAware         *ebpf.VariableSpec `ebpf:"vlan_aware"`
@@ -527,6 +680,12 @@ type TrestleMaps struct {
 	CaptureRing   *ebpf.Map `ebpf:"capture_ring"`
 	CpuCache      *ebpf.Map `ebpf:"cpu_cache"`
 	Fdb           *ebpf.Map `ebpf:"fdb"`
+	FilterCache   *ebpf.Map `ebpf:"filter_cache"`
+	FilterCounts  *ebpf.Map `ebpf:"filter_counts"`
+	FilterRules   *ebpf.Map `ebpf:"filter_rules"`
+	FilterScratch *ebpf.Map `ebpf:"filter_scratch"`
+	FilterSets    *ebpf.Map `ebpf:"filter_sets"`
+	FilterStates  *ebpf.Map `ebpf:"filter_states"`
 	Floods        *ebpf.Map `ebpf:"floods"`
 	MirrorVlans   *ebpf.Map `ebpf:"mirror_vlans"`
 	Mirrors       *ebpf.Map `ebpf:"mirrors"`
@@ -558,6 +717,12 @@ func (m *TrestleMaps) Close() error {
 		m.CaptureRing,
 		m.CpuCache,
 		m.Fdb,
+		m.FilterCache,
+		m.FilterCounts,
+		m.FilterRules,
+		m.FilterScratch,
+		m.FilterSets,
+		m.FilterStates,
 		m.Floods,
 		m.MirrorVlans,
 		m.Mirrors,
@@ -589,13 +754,18 @@ type TrestleVariables struct {
 	BtfCaptureVerdict *ebpf.Variable `ebpf:"_btf_capture_verdict"`
 	BtfDropReason     *ebpf.Variable `ebpf:"_btf_drop_reason"`
 	BtfFdbFlags       *ebpf.Variable `ebpf:"_btf_fdb_flags"`
+	BtfFilterFlags    *ebpf.Variable `ebpf:"_btf_filter_flags"`
+	BtfFilterLimits   *ebpf.Variable `ebpf:"_btf_filter_limits"`
 	BtfLimits         *ebpf.Variable `ebpf:"_btf_limits"`
 	BtfMirrorFlags    *ebpf.Variable `ebpf:"_btf_mirror_flags"`
 	BtfPatchIfindex   *ebpf.Variable `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags      *ebpf.Variable `ebpf:"_btf_port_flags"`
+	BtfStateFlags     *ebpf.Variable `ebpf:"_btf_state_flags"`
+	BtfStateTimeouts  *ebpf.Variable `ebpf:"_btf_state_timeouts"`
 	BtfStormKind      *ebpf.Variable `ebpf:"_btf_storm_kind"`
 	CaptureOn         *ebpf.Variable `ebpf:"capture_on"`
 	FdbGen            *ebpf.Variable `ebpf:"fdb_gen"`
+	FilterOn          *ebpf.Variable `ebpf:"filter_on"`
 	MoveGen           *ebpf.Variable `ebpf:"move_gen"`
 	RefreshNs         *ebpf.Variable `ebpf:"refresh_ns"`
 	VlanAware         *ebpf.Variable `ebpf:"vlan_aware"`
@@ -607,16 +777,20 @@ type TrestleVariables struct {
 type TrestlePrograms struct {
 	TrestlePatchEgress *ebpf.Program `ebpf:"trestle_patch_egress"`
 	TrestleTc          *ebpf.Program `ebpf:"trestle_tc"`
+	TrestleTcFilter    *ebpf.Program `ebpf:"trestle_tc_filter"`
 	TrestleVlanEgress  *ebpf.Program `ebpf:"trestle_vlan_egress"`
 	TrestleXdp         *ebpf.Program `ebpf:"trestle_xdp"`
+	TrestleXdpFilter   *ebpf.Program `ebpf:"trestle_xdp_filter"`
 }
 
 func (p *TrestlePrograms) Close() error {
 	return _TrestleClose(
 		p.TrestlePatchEgress,
 		p.TrestleTc,
+		p.TrestleTcFilter,
 		p.TrestleVlanEgress,
 		p.TrestleXdp,
+		p.TrestleXdpFilter,
 	)
 }
 

@@ -17,6 +17,13 @@ type (
 	Patch      = TrestleTrPatch
 	Storm      = TrestleTrStorm
 	Mirror     = TrestleTrMirror
+
+	FilterKey   = TrestleTrFilterKey
+	FilterHit   = TrestleTrFilterHit
+	FilterSet   = TrestleTrFilterSet
+	FilterCount = TrestleTrFilterCount
+	StateKey    = TrestleTrStateKey
+	State       = TrestleTrState
 )
 
 const (
@@ -53,6 +60,18 @@ const (
 	MirrorVLANs      = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
 	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
 	MaxPatchChain    = int(TrestleTrLimitsTR_MAX_PATCH_CHAIN)
+
+	BridgeFilter    = uint32(TrestleTrBridgeFlagsTR_BRIDGE_FILTER)
+	BridgeFilterOut = uint32(TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT)
+	FilterBlock     = uint16(TrestleTrFilterFlagsTR_FILTER_BLOCK)
+	FilterKeepState = uint16(TrestleTrFilterFlagsTR_FILTER_KEEP_STATE)
+	FilterTuples    = int(TrestleTrFilterLimitsTR_FILTER_TUPLES)
+	FilterEntries   = int(TrestleTrFilterLimitsTR_FILTER_ENTRIES)
+	FilterCounters  = int(TrestleTrFilterLimitsTR_FILTER_COUNTERS)
+	FilterStates    = int(TrestleTrFilterLimitsTR_FILTER_STATES)
+	StateReplied    = uint32(TrestleTrStateFlagsTR_STATE_REPLIED)
+	StateClosing    = uint32(TrestleTrStateFlagsTR_STATE_CLOSING)
+	StateAOpened    = uint32(TrestleTrStateFlagsTR_STATE_A_OPENED)
 )
 
 // dropNames are the drop reasons as they appear in `trestle stats` and metric
@@ -78,6 +97,8 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_STORM_BROADCAST:  "storm_broadcast",
 	TrestleTrDropReasonTR_DROP_STORM_MULTICAST:  "storm_multicast",
 	TrestleTrDropReasonTR_DROP_STORM_UNKNOWN:    "storm_unknown_unicast",
+	TrestleTrDropReasonTR_DROP_FILTERED:         "filtered",
+	TrestleTrDropReasonTR_DROP_STATE_FULL:       "state_full",
 	TrestleTrDropReasonTR_DROP_SPAN:             "span_ingress",
 }
 

@@ -567,11 +567,8 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 				b.MaxEntries = int(n)
 			}
 		case "filter":
-			// The rules are checked and kept, but the stage is not built
-			// yet: a config that turns it on fails loudly rather than
-			// forward unfiltered.
-			if v.kind != unstable.Bool || v.data != "false" {
-				c.errorf(v.line, f, "filter stage is not implemented yet (its rules are checked; set filter = false to keep them off)")
+			if on, ok := c.boolean(v, f); ok {
+				b.Filter = on
 			}
 		case "default":
 			b.DefaultBlock = c.action(v, f, ": what a frame no rule matches gets")

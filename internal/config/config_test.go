@@ -237,10 +237,8 @@ func TestParseErrors(t *testing.T) {
 			`t.toml:3: bridge[0].max_entries: must be an integer`}},
 		{"max_entries float", doc(`[[bridge]]`, `name = "b"`, `max_entries = 1e3`, `[[bridge.port]]`, `interface = "a"`), []string{
 			`t.toml:3: bridge[0].max_entries: must be an integer`}},
-		{"filter true", doc(`[[bridge]]`, `name = "b"`, `filter = true`, `[[bridge.port]]`, `interface = "a"`), []string{
-			`t.toml:3: bridge[0].filter: filter stage is not implemented yet (its rules are checked; set filter = false to keep them off)`}},
 		{"filter table", doc(`[[bridge]]`, `name = "b"`, `filter = { rules = "r.txt" }`, `[[bridge.port]]`, `interface = "a"`), []string{
-			`t.toml:3: bridge[0].filter: filter stage is not implemented yet (its rules are checked; set filter = false to keep them off)`}},
+			`t.toml:3: bridge[0].filter: must be true or false`}},
 		{"bridge unknown key", doc(`[[bridge]]`, `name = "b"`, `stp = true`, `[[bridge.port]]`, `interface = "a"`), []string{
 			`t.toml:3: bridge[0].stp: unknown field`}},
 		{"bridge unknown table", withBridge(`[[bridge.patch]]`, `peer = "br1"`), []string{
@@ -1419,4 +1417,37 @@ func TestParseRules(t *testing.T) {
 		`t.toml:40: bridge[0].rule[7].keep_state: tracks IP connections, and the rule matches EtherType 0x0806`,
 		`t.toml:41: bridge[0].rule[7].colour: unknown field`,
 	})
+}
+
+func TestParseRuleArgs(t *testing.T) {
+	cfg, err := Parse("t.toml", []byte(doc(`[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `interface = "p1"`, `[[bridge.port]]`, `interface = "p2"`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &cfg.Bridges[0]
+	r, err := ParseRuleArgs(b, []string{"action=pass", "in=p1", "proto=tcp", "dst=10.0.0.2", "dst_port=5201", "keep_state=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Block || r.In != "p1" || r.Proto != 6 || r.Dst.String() != "10.0.0.2/32" || r.DstPort != (PortRange{5201, 5201}) || !r.KeepState {
+		t.Errorf("parsed %+v", r)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"proto=tcp"}, `action: is required: "pass" or "block"`},
+		{[]string{"action=pass", "in=p9"}, `in: "p9" is not a port of bridge br0`},
+		{[]string{"action=pass", "proto=tcp", "ethertype=arp"}, "can never match"},
+		{[]string{"action=block", "keep_state=true"}, "keep_state: is for pass rules"},
+		{[]string{"action=pass", "dst_port=2000-1000", "proto=udp"}, "empty range"},
+		{[]string{"action"}, `"action": want KEY=VALUE`},
+		{[]string{"action=pass", "colour=red"}, "colour: unknown field"},
+		{[]string{"action=pass", "src=10.0.0.1/8"}, "host bits set"},
+	} {
+		_, err := ParseRuleArgs(b, c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one containing %q", c.args, err, c.want)
+		}
+	}
 }

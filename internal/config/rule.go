@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -317,4 +318,66 @@ func (c *checker) mac(v *value, field string) net.HardwareAddr {
 		return nil
 	}
 	return m
+}
+
+// ParseRuleArgs reads a rule given as KEY=VALUE arguments (`trestle rule
+// add`), with the config's keys and checks, for bridge b. Errors name the
+// argument: `proto: "xyz" is not a protocol ...`.
+func ParseRuleArgs(b *Bridge, args []string) (Rule, error) {
+	var doc strings.Builder
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.Trim(k, "abcdefghijklmnopqrstuvwxyz_") != "" {
+			return Rule{}, fmt.Errorf("%q: want KEY=VALUE with a rule key such as action=pass, proto=tcp or dst_port=5201", a)
+		}
+		v = strings.TrimSpace(v)
+		if _, err := strconv.ParseInt(v, 10, 64); err == nil || v == "true" || v == "false" {
+			fmt.Fprintf(&doc, "%s = %s\n", k, v)
+		} else {
+			fmt.Fprintf(&doc, "%s = %s\n", k, strconv.Quote(v))
+		}
+	}
+	root, serr := parseTOML([]byte(doc.String()))
+	if serr != nil {
+		return Rule{}, fmt.Errorf("%s (a key given twice?)", serr.msg)
+	}
+	c := &checker{file: "args", ifaces: map[string]portRef{}}
+	bp := &bridgePorts{label: "bridge " + b.Name, aware: b.VLANAware(), ports: b.Ports, index: map[string]int{}}
+	for i, p := range b.Ports {
+		if _, dup := bp.index[p.PortName()]; !dup {
+			bp.index[p.PortName()] = i
+		}
+	}
+	r := c.rule(root, "rule", bp)
+	if len(c.errs) > 0 {
+		msgs := make([]string, len(c.errs))
+		for i, e := range c.errs {
+			msgs[i] = strings.TrimPrefix(strings.TrimPrefix(e.Field, "rule"), ".") + ": " + e.Msg
+		}
+		return Rule{}, errors.New(strings.Join(msgs, "; "))
+	}
+	r.Line = 0
+	return r, nil
+}
+
+// EtherTypeName is an EtherType as the config writes it: a name it takes,
+// or the number in hex.
+func EtherTypeName(n uint16) string {
+	for k, v := range etherTypeNames {
+		if v == n {
+			return k
+		}
+	}
+	return fmt.Sprintf("0x%04x", n)
+}
+
+// ProtoName is an IP protocol as the config writes it.
+func ProtoName(n uint8) string {
+	for k, v := range protoNames {
+		if v == uint16(n) {
+			return k
+		}
+	}
+	return strconv.Itoa(int(n))
 }

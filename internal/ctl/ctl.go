@@ -42,6 +42,10 @@ const (
 	CmdFDBFlush  = "fdb.flush"
 	CmdReload    = "reload"
 	CmdCapture   = "capture" // a stream (capture.go)
+	CmdRuleShow  = "rule.show"
+	CmdRuleAdd   = "rule.add"
+	CmdRuleDel   = "rule.del"
+	CmdStateShow = "state.show"
 )
 
 // Request is what the CLI sends.
@@ -54,6 +58,55 @@ type Request struct {
 	// capture: "in", "out" or "both" (""), and bytes kept of each frame.
 	Direction string `json:"direction,omitempty"`
 	Snaplen   int    `json:"snaplen,omitempty"`
+	// rule add: the rule as KEY=VALUE arguments, and where it goes (1:
+	// first; 0: last); rule del: Index, from 1.
+	Args  []string `json:"args,omitempty"`
+	Index int      `json:"index,omitempty"`
+}
+
+// Rule is one row of `trestle rule show --json`: a rule of a bridge's
+// filter in order (index from 1), with the config's keys, and what it
+// decided; then a row with "state" (frames passed as part of a tracked
+// connection) and one with "default" (frames no rule matched), last. Off:
+// the bridge's filter is off (the rules are kept, not applied).
+type Rule struct {
+	Bridge    string `json:"bridge"`
+	Index     int    `json:"index,omitempty"`
+	Action    string `json:"action"`
+	EtherType string `json:"ethertype,omitempty"`
+	In        string `json:"in,omitempty"`
+	Out       string `json:"out,omitempty"`
+	Proto     string `json:"proto,omitempty"`
+	Src       string `json:"src,omitempty"`
+	Dst       string `json:"dst,omitempty"`
+	SrcPort   string `json:"src_port,omitempty"`
+	DstPort   string `json:"dst_port,omitempty"`
+	KeepState bool   `json:"keep_state,omitempty"`
+	SrcMAC    string `json:"src_mac,omitempty"`
+	DstMAC    string `json:"dst_mac,omitempty"`
+	VLAN      uint16 `json:"vlan,omitempty"`
+	ICMPType  *uint8 `json:"icmp_type,omitempty"`
+	State     bool   `json:"state,omitempty"`
+	Default   bool   `json:"default,omitempty"`
+	Off       bool   `json:"off,omitempty"`
+	Packets   uint64 `json:"packets"`
+	Bytes     uint64 `json:"bytes"`
+}
+
+// State is one row of `trestle state show --json`: a tracked connection,
+// from the endpoint that opened it to the other.
+type State struct {
+	Bridge         string  `json:"bridge"`
+	Proto          string  `json:"proto"`
+	From           string  `json:"from"`
+	To             string  `json:"to"`
+	State          string  `json:"state"` // "opening" (nothing back yet), "established", "closing" (TCP FIN or RST seen)
+	Rule           int     `json:"rule"`  // the rule that opened it, from 1
+	Packets        uint64  `json:"packets"`
+	Bytes          uint64  `json:"bytes"`
+	AgeSeconds     float64 `json:"age_seconds"`
+	IdleSeconds    float64 `json:"idle_seconds"`
+	ExpiresSeconds float64 `json:"expires_seconds"`
 }
 
 // Response is what the daemon answers.
@@ -110,6 +163,11 @@ type BridgeStatus struct {
 	Entries      int          `json:"entries"`
 	Ports        []PortStatus `json:"ports"`
 	Mirrors      []Mirror     `json:"mirrors,omitempty"`
+	// The filter stage: on or not, its running rules' count, and what a
+	// frame no rule matches gets (`trestle rule show` lists the rules).
+	Filter        bool   `json:"filter"`
+	Rules         int    `json:"rules"`
+	DefaultAction string `json:"default_action"`
 }
 
 // Mirror is one [[bridge.mirror]] as `trestle show` prints it.

@@ -42,6 +42,14 @@ func (d *Daemon) handle(_ context.Context, req ctl.Request) (_ any, err error) {
 		return d.fdbFlush(req)
 	case ctl.CmdReload:
 		return nil, d.Reload()
+	case ctl.CmdRuleShow:
+		return d.ruleShow(req.Bridge)
+	case ctl.CmdRuleAdd:
+		return nil, d.ruleAdd(req)
+	case ctl.CmdRuleDel:
+		return nil, d.ruleDel(req)
+	case ctl.CmdStateShow:
+		return d.stateShow(req.Bridge)
 	}
 	return nil, fmt.Errorf("unknown command %q", req.Cmd)
 }
@@ -76,7 +84,11 @@ func (d *Daemon) status() (ctl.Status, error) {
 	}
 	bs, _ := d.sortedBridges("")
 	for _, b := range bs {
-		bst := ctl.BridgeStatus{Name: b.cfg.Name, ID: b.id, VLANAware: b.cfg.VLANAware(), AgingSeconds: b.cfg.Aging.Seconds(), MaxEntries: b.cfg.MaxEntries, Entries: entries[b.id], Ports: []ctl.PortStatus{}}
+		bst := ctl.BridgeStatus{Name: b.cfg.Name, ID: b.id, VLANAware: b.cfg.VLANAware(), AgingSeconds: b.cfg.Aging.Seconds(), MaxEntries: b.cfg.MaxEntries, Entries: entries[b.id], Ports: []ctl.PortStatus{},
+			Filter: b.cfg.Filter, Rules: len(b.rules()), DefaultAction: config.ActionPass}
+		if b.cfg.DefaultBlock {
+			bst.DefaultAction = config.ActionBlock
+		}
 		for _, p := range b.ports {
 			ps := ctl.PortStatus{Name: p.name(), Interface: p.cfg.Interface, Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state(),
 				Learning: !p.cfg.NoLearning, Protected: p.cfg.Protected,

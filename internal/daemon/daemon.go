@@ -45,6 +45,7 @@ type Daemon struct {
 
 	mu       sync.Mutex
 	cfg      *config.Config
+	fromFile bool // the apply running is a reload of the file
 	capacity uint32
 	refresh  time.Duration
 	bridges  map[string]*bridgeState
@@ -188,6 +189,9 @@ func Run(ctx context.Context, opts Options) error {
 			if err := d.sweep(); err != nil {
 				log.Warn("aging sweep", "err", err)
 			}
+			if err := d.sweepStates(); err != nil {
+				log.Warn("aging tracked connections", "err", err)
+			}
 		}
 	}
 }
@@ -236,6 +240,8 @@ func (d *Daemon) Reload() error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.fromFile = true
+	defer func() { d.fromFile = false }()
 	if err := d.apply(cfg); err != nil {
 		return err
 	}

@@ -36,6 +36,13 @@ type Dataplane interface {
 	VLANs() ([]datapath.VLAN, error)
 	VLANStats(index uint16) (tbpf.VLANStats, error)
 
+	// The filter stage, like the VLAN stage: on while a bridge filters.
+	SetFilterStage(on bool) error
+	FilterStage() bool
+	FilterCounters(bridge uint16) (datapath.FilterCounts, bool, error)
+	States() ([]datapath.State, error)
+	AgeStates(keep func(bridge uint16) bool) (int, error)
+
 	Attach(ifindex int, m mode.Mode) (Attachment, error)
 	// Upgrade moves an attachment to this dataplane's program in place;
 	// false when it runs it already.

@@ -24,18 +24,19 @@ import (
 // fakeDP is a Dataplane in memory. fail, when set, is asked before every
 // change and may refuse it (an injected failure).
 type fakeDP struct {
-	ports     map[uint32]datapath.PortInfo // by ifindex
-	bridges   map[uint16]datapath.BridgeInfo
-	fdb       map[string]datapath.FDBEntry
-	attached  map[string]*fakeAtt // "ifindex/mode" -> attachment
-	adopted   []Attachment
-	pinned    bool
-	fail      func(op string) error
-	ops       []string
-	fdbErr    error
-	refuse    map[int]error // XDP attach on ifindex fails
-	fresh     []string
-	vlanStage bool
+	ports       map[uint32]datapath.PortInfo // by ifindex
+	bridges     map[uint16]datapath.BridgeInfo
+	fdb         map[string]datapath.FDBEntry
+	attached    map[string]*fakeAtt // "ifindex/mode" -> attachment
+	adopted     []Attachment
+	pinned      bool
+	fail        func(op string) error
+	ops         []string
+	fdbErr      error
+	refuse      map[int]error // XDP attach on ifindex fails
+	fresh       []string
+	vlanStage   bool
+	filterStage bool
 }
 
 func newFakeDP() *fakeDP {
@@ -185,7 +186,21 @@ func (f *fakeDP) SetVLANStage(on bool) error {
 	f.vlanStage = on
 	return nil
 }
-func (f *fakeDP) VLANStage() bool                          { return f.vlanStage }
+func (f *fakeDP) VLANStage() bool { return f.vlanStage }
+
+func (f *fakeDP) SetFilterStage(on bool) error {
+	if err := f.op("filter-stage %v", on); err != nil {
+		return err
+	}
+	f.filterStage = on
+	return nil
+}
+func (f *fakeDP) FilterStage() bool { return f.filterStage }
+func (f *fakeDP) FilterCounters(uint16) (datapath.FilterCounts, bool, error) {
+	return datapath.FilterCounts{}, false, nil
+}
+func (f *fakeDP) States() ([]datapath.State, error)        { return nil, nil }
+func (f *fakeDP) AgeStates(func(uint16) bool) (int, error) { return 0, nil }
 func (f *fakeDP) VLANs() ([]datapath.VLAN, error)          { return nil, nil }
 func (f *fakeDP) VLANStats(uint16) (tbpf.VLANStats, error) { return tbpf.VLANStats{}, nil }
 

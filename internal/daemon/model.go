@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
@@ -140,6 +141,9 @@ type bridgeState struct {
 	// Static entries added with `trestle fdb add`: kept across reloads and,
 	// with persist, restarts (the table marks them as the CLI's).
 	cliStatics map[string]config.Static
+	// cliRules: the filter's running rules as `trestle rule add/del` left
+	// them, kept until the next reload from the file; nil: the config's.
+	cliRules *[]config.Rule
 	// written are the static entries the table holds, by staticKey.
 	written map[string]staticEntry
 	// info is the bridge as last written to the dataplane, nil if never.
@@ -208,7 +212,8 @@ func (b *bridgeState) desired() datapath.BridgeInfo {
 			info.Mirror = true
 		}
 	}
-	if patched || info.Mirror {
+	info.Filter = b.filter()
+	if patched || info.Mirror || info.FilterWalks() {
 		// Where a flood that crosses patches may go: every bridge's
 		// interface ports that forward, in the tree's order, span
 		// ports included.
@@ -270,7 +275,7 @@ func sameBridgeInfo(a, b *datapath.BridgeInfo) bool {
 	}
 	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy && a.Mirror == b.Mirror &&
 		slices.Equal(a.VLANs, b.VLANs) && slices.EqualFunc(a.Ports, b.Ports, datapath.PortInfo.Equal) &&
-		slices.EqualFunc(a.Reach, b.Reach, datapath.PortInfo.Equal)
+		slices.EqualFunc(a.Reach, b.Reach, datapath.PortInfo.Equal) && reflect.DeepEqual(a.Filter, b.Filter)
 }
 
 func samePortInfo(a, b *datapath.PortInfo) bool {

@@ -152,6 +152,9 @@ func (d *Daemon) plan(cfg *config.Config) (*change, error) {
 			for k, v := range old.cliStatics {
 				b.cliStatics[k] = v
 			}
+			if !d.fromFile {
+				b.cliRules = old.cliRules // rules from the CLI last until a reload from the file
+			}
 			for k, v := range old.written {
 				b.written[k] = v
 			}
@@ -210,24 +213,63 @@ func (c *change) anyVLANAware() bool {
 	return slices.ContainsFunc(c.order, func(b *bridgeState) bool { return b.cfg.VLANAware() })
 }
 
-// vlanStageOn loads the programs with the VLAN stage, if the next model
-// needs them and they are not in use yet, and moves every port to them
-// before any bridge becomes VLAN-aware (a program without the stage would
-// forward the frames of such a bridge across its VLANs). A bridge that is
-// not VLAN-aware behaves the same under either program.
-func (d *Daemon) vlanStageOn(c *change, j *journal) error {
-	if !c.anyVLANAware() || d.dp.VLANStage() {
-		return nil
+// A stage (the VLAN stage, the filter stage) is in the programs only while
+// some bridge needs it (DESIGN.md rule 6).
+type stageSwitch struct {
+	name string // "VLAN stage"
+	why  string // what needs it: "a bridge is VLAN-aware"
+	need func(*change) bool
+	on   func() bool
+	set  func(bool) error
+}
+
+func (d *Daemon) stageSwitches() []stageSwitch {
+	return []stageSwitch{
+		{"VLAN stage", "a bridge is VLAN-aware", (*change).anyVLANAware, d.dp.VLANStage, d.dp.SetVLANStage},
+		{"filter stage", "a bridge's filter is on", (*change).anyFilter, d.dp.FilterStage, d.dp.SetFilterStage},
 	}
-	if err := d.dp.SetVLANStage(true); err != nil {
-		return err
+}
+
+// stagesOn loads the programs with each stage the next model needs and the
+// running ones lack, and moves every port to them before any bridge uses
+// the stage (a program without the VLAN stage would forward a VLAN-aware
+// bridge's frames across its VLANs; one without the filter, unfiltered).
+// A bridge that does not use a stage behaves the same under either program.
+func (d *Daemon) stagesOn(c *change, j *journal) error {
+	for _, s := range d.stageSwitches() {
+		if !s.need(c) || s.on() {
+			continue
+		}
+		if err := s.set(true); err != nil {
+			return err
+		}
+		j.add("turn the "+s.name+" on", func() error {
+			err := s.set(false)
+			return errors.Join(err, d.upgradeAll(d.attached))
+		})
+		d.log.Info(s.name+" on", "why", s.why)
+		if err := d.upgradeAll(d.attached); err != nil {
+			return err
+		}
 	}
-	j.add("turn the VLAN stage on", func() error {
-		err := d.dp.SetVLANStage(false)
-		return errors.Join(err, d.upgradeAll(d.attached))
-	})
-	d.log.Info("VLAN stage on: a bridge is VLAN-aware")
-	return d.upgradeAll(d.attached)
+	return nil
+}
+
+// stagesOff moves every port to the programs without the stages no bridge
+// of the model now running needs.
+func (d *Daemon) stagesOff(c *change) {
+	for _, s := range d.stageSwitches() {
+		if s.need(c) || !s.on() {
+			continue
+		}
+		if err := s.set(false); err != nil {
+			d.log.Warn("turn the "+s.name+" off", "err", err)
+		} else if err := d.upgradeAll(d.attached); err != nil {
+			d.log.Warn("move ports to the programs without the "+s.name, "err", err)
+		} else {
+			d.log.Info(s.name+" off", "why", "no bridge needs it")
+		}
+	}
 }
 
 // upgradeAll moves attachments to the dataplane's current programs.
@@ -243,7 +285,7 @@ func (d *Daemon) upgradeAll(attached map[int]Attachment) error {
 
 // commit makes every fallible change, journaled.
 func (d *Daemon) commit(c *change, j *journal) error {
-	if err := d.vlanStageOn(c, j); err != nil {
+	if err := d.stagesOn(c, j); err != nil {
 		return err
 	}
 	claimed := map[int]bool{}
@@ -507,17 +549,9 @@ func (d *Daemon) finalize(c *change) {
 		d.logMirrors(b.cfg.Name, was, b.cfg.Mirrors)
 	}
 	d.bridges = c.next
-	// No bridge is VLAN-aware any more: every port goes back to the
-	// programs without the stage, which a switch without VLANs runs.
-	if !c.anyVLANAware() && d.dp.VLANStage() {
-		if err := d.dp.SetVLANStage(false); err != nil {
-			d.log.Warn("turn the VLAN stage off", "err", err)
-		} else if err := d.upgradeAll(d.attached); err != nil {
-			d.log.Warn("move ports to the programs without the VLAN stage", "err", err)
-		} else {
-			d.log.Info("VLAN stage off: no bridge is VLAN-aware")
-		}
-	}
+	// Stages no bridge needs any more: every port goes back to the
+	// programs without them.
+	d.stagesOff(c)
 	d.saveState()
 	d.agingMayHaveChanged()
 }

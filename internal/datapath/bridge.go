@@ -31,11 +31,18 @@ type BridgeInfo struct {
 	// Mirror: a port of the bridge is mirrored; its frames take the walk
 	// (bpf/lib/patch.h), and its Reach is set as a patched bridge's is.
 	Mirror bool
+	// Filter: the bridge's filter is on, with these rules (filter.go).
+	// Rules on the egress port make its floods take the walk, which
+	// filters each copy: its Reach is set then too (FilterWalks).
+	Filter *Filter
 }
+
+// FilterWalks says whether the bridge's floods take the walk for its filter.
+func (b BridgeInfo) FilterWalks() bool { return b.Filter != nil && b.Filter.hasOut() }
 
 // walked says whether the bridge's frames go through the walk, and its
 // copies through its patch flood set.
-func (b BridgeInfo) walked() bool { return b.hasPatch() || b.Mirror }
+func (b BridgeInfo) walked() bool { return b.hasPatch() || b.Mirror || b.FilterWalks() }
 
 func checkBridgeID(id uint16) error {
 	if id == 0 || int(id) > tbpf.MaxBridges {
@@ -122,6 +129,16 @@ func (d *Datapath) SetBridge(b BridgeInfo) error {
 		if err := d.sync(); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
+	}
+	// Its rule set goes with the copy: a frame that reads the copy reads
+	// the rules written for it.
+	filterFlags, err := d.writeFilter(b, next, live)
+	if err != nil {
+		return err
+	}
+	br.Flags |= filterFlags
+	if b.Filter != nil {
+		br.FilterSet = next
 	}
 	if err := d.objs.Bridges.Put(next, &br); err != nil {
 		return fmt.Errorf("bridge %q: write: %w", b.Name, err)
@@ -210,6 +227,15 @@ func (d *Datapath) DelBridge(id uint16) error {
 		return fmt.Errorf("bridge %d: %w", id, err)
 	}
 	delete(d.hadPatch, id)
+	if d.hasFilterCopies(id) {
+		// Its rule sets, once no frame can still be reading them.
+		if err := d.sync(); err != nil {
+			return fmt.Errorf("bridge %d: %w", id, err)
+		}
+		if err := d.dropFilters(id); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

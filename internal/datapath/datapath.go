@@ -52,7 +52,7 @@ type Options struct {
 
 // Datapath is a loaded switch program with its maps.
 type Datapath struct {
-	objs   tbpf.TrestleObjects
+	objs   objects
 	bss    *ebpf.Map // the generations (lib/fdb.h), pinned with the rest
 	maps   map[string]*ebpf.Map
 	floods map[uint16]*ebpf.Map
@@ -77,6 +77,8 @@ type Datapath struct {
 	// Patch flood sets (patch.go), by bridge.
 	patchFloods map[uint16]*ebpf.Map
 	hadPatch    map[uint16]bool // bridges written with patch ports
+	// The filter's rule sets and counters (filter.go); nil until used.
+	filt *filterState
 }
 
 // Load loads the switch into the kernel, adopting what Options.PinDir holds.
@@ -113,7 +115,13 @@ func Load(opts Options) (*Datapath, error) {
 		}
 		repl = d.pin.replacements
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
+	// The entry points with the filter stage are loaded when a bridge
+	// needs them (loadStage).
+	first := spec.Copy()
+	for _, name := range []string{tbpf.TrestleProgTrestleXdpFilter, tbpf.TrestleProgTrestleTcFilter} {
+		delete(first.Programs, name)
+	}
+	coll, err := ebpf.NewCollectionWithOptions(first, ebpf.CollectionOptions{MapReplacements: repl})
 	if err != nil {
 		d.pin.abort()
 		var ve *ebpf.VerifierError
@@ -345,4 +353,24 @@ func Now() uint64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts)
 	return uint64(ts.Nano())
+}
+
+// objects are the loaded maps and the programs every build has; the entry
+// points with the filter stage are loaded by loadStage.
+type objects struct {
+	tbpf.TrestleMaps
+	tbpf.TrestleVariables
+	TrestleXdp         *ebpf.Program `ebpf:"trestle_xdp"`
+	TrestleTc          *ebpf.Program `ebpf:"trestle_tc"`
+	TrestleVlanEgress  *ebpf.Program `ebpf:"trestle_vlan_egress"`
+	TrestlePatchEgress *ebpf.Program `ebpf:"trestle_patch_egress"`
+}
+
+func (o *objects) Close() error {
+	for _, p := range []*ebpf.Program{o.TrestleXdp, o.TrestleTc, o.TrestleVlanEgress, o.TrestlePatchEgress} {
+		if p != nil {
+			p.Close()
+		}
+	}
+	return o.TrestleMaps.Close()
 }

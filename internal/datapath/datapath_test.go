@@ -59,6 +59,10 @@ func frame(dst, src net.HardwareAddr, etype uint16, payloadLen int) []byte {
 
 func ipv4(dst, src net.HardwareAddr) []byte { return frame(dst, src, 0x0800, 46) }
 
+// rigSpecEdit, when set (by a test, and unset after it), changes the spec
+// newRig loads: a smaller map, say.
+var rigSpecEdit func(*ebpf.CollectionSpec)
+
 // rig is one bridge of three ports (slots 1-3) plus an interface that is no port.
 type rig struct {
 	t    testing.TB
@@ -103,7 +107,17 @@ func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 			}
 			r.port[i] = uint32(l.Attrs().Index)
 		}
-		dp, err := Load(Options{FDBCapacity: 1024, Refresh: time.Hour, Spec: benchSpec(t)})
+		spec := benchSpec(t)
+		if rigSpecEdit != nil {
+			if spec == nil {
+				var err error
+				if spec, err = tbpf.LoadTrestle(); err != nil {
+					return err
+				}
+			}
+			rigSpecEdit(spec)
+		}
+		dp, err := Load(Options{FDBCapacity: 1024, Refresh: time.Hour, Spec: spec})
 		if err != nil {
 			return err
 		}

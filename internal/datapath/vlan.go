@@ -33,8 +33,9 @@ func (s progSet) close() {
 }
 
 // stage is which optional stages a build of the entry points has: the VLAN
-// stage, and capture (capture.go). Each is a load-time constant.
-type stage struct{ vlan, capture bool }
+// stage, the filter stage (filter.go) and capture (capture.go). Each is a
+// load-time constant.
+type stage struct{ vlan, capture, filter bool }
 
 // VLANStage says whether the programs attached from now on classify frames
 // into VLANs.
@@ -44,16 +45,30 @@ func (d *Datapath) VLANStage() bool { return d.stage.vlan }
 // without the VLAN stage, loading them on this datapath's maps the first time
 // they are asked for. Attachments keep their program until Upgrade.
 func (d *Datapath) SetVLANStage(on bool) error {
-	if on == d.stage.vlan {
+	return d.switchStage("VLAN stage", on, func(s *stage) *bool { return &s.vlan })
+}
+
+// SetFilterStage is SetVLANStage for the filter stage (bpf/lib/filter.h):
+// its code is in the programs only while some bridge has its filter on.
+func (d *Datapath) SetFilterStage(on bool) error {
+	return d.switchStage("filter stage", on, func(s *stage) *bool { return &s.filter })
+}
+
+// FilterStage says whether the programs attached from now on filter.
+func (d *Datapath) FilterStage() bool { return d.stage.filter }
+
+// switchStage turns one stage of the attached build on or off.
+func (d *Datapath) switchStage(what string, on bool, field func(*stage) *bool) error {
+	if on == *field(&d.stage) {
 		return nil
 	}
 	next := d.stage
-	next.vlan = on
+	*field(&next) = on
 	if err := d.loadStage(next); err != nil {
-		return fmt.Errorf("load the programs with the VLAN stage %s: %w", onOff(on), err)
+		return fmt.Errorf("load the programs with the %s %s: %w", what, onOff(on), err)
 	}
 	d.stage = next
-	d.log("VLAN stage", "on", on)
+	d.log(what, "on", on)
 	return nil
 }
 
@@ -88,6 +103,9 @@ func (d *Datapath) loadStage(s stage) error {
 	if err := set(tbpf.TrestleVarCaptureOn, s.capture, "capture stage"); err != nil {
 		return err
 	}
+	if err := set(tbpf.TrestleVarFilterOn, s.filter, "filter stage"); err != nil {
+		return err
+	}
 	repl := map[string]*ebpf.Map{".bss": d.bss}
 	for name, m := range d.maps {
 		repl[name] = m
@@ -99,8 +117,14 @@ func (d *Datapath) loadStage(s stage) error {
 		spec.Maps[tbpf.TrestleMapCaptureRing].MaxEntries = d.capture.ring.MaxEntries()
 		repl[tbpf.TrestleMapCaptureRing] = d.capture.ring
 	}
+	xdpName, tcName := tbpf.TrestleProgTrestleXdp, tbpf.TrestleProgTrestleTc
+	if s.filter {
+		// Entry points of their own, so that those without the stage are
+		// compiled as if it did not exist (bpf/trestle.c, tr_switch).
+		xdpName, tcName = tbpf.TrestleProgTrestleXdpFilter, tbpf.TrestleProgTrestleTcFilter
+	}
 	for name := range spec.Programs {
-		if name != tbpf.TrestleProgTrestleXdp && name != tbpf.TrestleProgTrestleTc {
+		if name != xdpName && name != tcName {
 			delete(spec.Programs, name)
 		}
 	}
@@ -112,10 +136,7 @@ func (d *Datapath) loadStage(s stage) error {
 		}
 		return err
 	}
-	d.progs[s] = progSet{
-		xdp: coll.DetachProgram(tbpf.TrestleProgTrestleXdp),
-		tc:  coll.DetachProgram(tbpf.TrestleProgTrestleTc),
-	}
+	d.progs[s] = progSet{xdp: coll.DetachProgram(xdpName), tc: coll.DetachProgram(tcName)}
 	coll.Close()
 	return nil
 }

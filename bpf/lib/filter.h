@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The filter stage: a bridge's ordered pass/block rules, the first match
+ * deciding, and the connections keep_state rules open (pf's keep state).
+ *
+ * Classifier: a tuple space search. The control plane groups the rules by
+ * their mask (which fields they match, with which prefix lengths: a port
+ * range becomes the prefixes that cover it) and writes, for each mask, one
+ * hash entry per rule at the rule's masked values, holding the rule's
+ * position (prio). A frame builds its key once and looks it up, masked,
+ * once per mask: the hit of lowest prio decides. The masks are kept in the
+ * order of their best rule, so the search stops at the first mask that
+ * cannot beat the hit in hand. Its cost grows with the number of rule
+ * shapes, not of rules: a thousand rules of one shape are one lookup.
+ *
+ * A rule set belongs to one copy of its bridge (lib/maps.h): a reload
+ * writes the copy no frame reads, then flips, so a frame is judged by the
+ * old rules or by the new, never by a mix.
+ *
+ * Keep state: a frame a keep_state rule passes records its connection in
+ * filter_states, one entry for both directions; a frame of a known
+ * connection passes before any rule is looked at. The table is trestle's own
+ * hash, not the kernel's conntrack (docs/filter.md says why); entries age by
+ * the timeouts of enum tr_state_timeouts, checked here and removed by the
+ * control plane; a full table drops the frame that would open one more
+ * (TR_DROP_STATE_FULL).
+ *
+ * Like every optional stage, it is in the programs only while some bridge
+ * has its filter on (filter_on, a load-time constant: DESIGN.md rule 6), and
+ * the code is in global functions, verified once.
+ */
+#ifndef TRESTLE_FILTER_H
+#define TRESTLE_FILTER_H
+
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include "maps.h"
+#include "parse.h"
+
+const volatile __u8 filter_on = 0;
+
+/* Rule sets, by the index of the bridge copy (bridges map) that names them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * (TR_MAX_BRIDGES + 1));
+	__type(key, __u32);
+	__type(value, struct tr_filter_set);
+} filter_sets SEC(".maps");
+
+/* Masked key -> the best rule of one mask with those values. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TR_FILTER_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct tr_filter_key);
+	__type(value, struct tr_filter_hit);
+} filter_rules SEC(".maps");
+
+/* Rule counters, by the index the control plane gives each rule. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TR_FILTER_COUNTERS);
+	__type(key, __u32);
+	__type(value, struct tr_filter_count);
+} filter_counts SEC(".maps");
+
+/* Tracked connections of every bridge. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TR_FILTER_STATES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct tr_state_key);
+	__type(value, struct tr_state);
+} filter_states SEC(".maps");
+
+/* Each CPU's working space: the entry points leave too little stack. A
+ * frame's filtering runs start to end on one CPU, in softirq. */
+struct tr_filter_scratch {
+	struct tr_filter_key k;
+	struct tr_filter_key mk;
+	struct tr_state_key sk;
+	struct tr_state ns;
+	struct tr_filter_hit hit;
+	__u32 a_src; /* tr_state_key_of's */
+	__u8 tcp;    /* tr_filter_key_of's */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tr_filter_scratch);
+} filter_scratch SEC(".maps");
+
+/* Each CPU's cache of decisions (an exact-match cache in front of the
+ * classifier, as Open vSwitch's datapath has): the last frame key seen at
+ * each slot, its rule set's gen when it was decided, and the decision. A
+ * frame of a flow seen just before on this CPU costs a hash of its key and
+ * a compare instead of a lookup per shape (a hash lookup here is 40-60 ns).
+ * A write of the rule set changes its gen, and so ends its decisions. */
+struct tr_filter_memo {
+	struct tr_filter_key k;
+	__u32 gen;
+	struct tr_filter_hit hit; /* prio ~0: no rule matched, the default decided */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TR_FILTER_CACHE);
+	__type(key, __u32);
+	__type(value, struct tr_filter_memo);
+} filter_cache SEC(".maps");
+
+#define TR_TCP_FIN 0x01
+#define TR_TCP_RST 0x04
+#define TR_ICMP_ECHO_REPLY 0
+#define TR_ICMP_ECHO 8
+#define TR_ICMP6_ECHO 128
+#define TR_ICMP6_ECHO_REPLY 129
+
+static __always_inline void tr_filter_count(__u32 counter, __u32 wire)
+{
+	struct tr_filter_count *c = bpf_map_lookup_elem(&filter_counts, &counter);
+
+	if (c) {
+		c->packets++;
+		c->bytes += wire;
+	}
+}
+
+/* The frame's key: addresses, EtherType after up to two tags, and for IP
+ * its protocol, addresses, and ports or ICMP type (ICMP echo: the id in
+ * both ports, so that a ping is a connection). Fields the frame does not
+ * have stay 0: ports of a non-first IPv4 fragment, of an IPv6 frame whose
+ * first next header is not TCP or UDP, or of headers beyond the linear
+ * data. *tcp gets a TCP segment's flags. */
+static __always_inline void tr_filter_key_of(void *data, void *data_end, struct tr_filter_key *k,
+					     __u8 *tcp)
+{
+	struct ethhdr *eth = data;
+	__u32 off = sizeof(*eth);
+	__u16 proto;
+	void *l4 = NULL;
+	__u8 *b;
+
+	if ((void *)(eth + 1) > data_end)
+		return;
+	__builtin_memcpy(k->dmac, eth->h_dest, 6);
+	__builtin_memcpy(k->smac, eth->h_source, 6);
+	proto = eth->h_proto;
+#pragma unroll
+	for (int i = 0; i < TR_MAX_VLAN_TAGS; i++) {
+		struct tr_vlan_hdr *vh = data + off;
+
+		if (!tr_is_vlan(bpf_ntohs(proto)))
+			break;
+		if ((void *)(vh + 1) > data_end)
+			return;
+		proto = vh->proto;
+		off += TR_VLAN_HLEN;
+	}
+	k->ethertype = bpf_ntohs(proto);
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = data + off;
+		__u32 ihl;
+
+		if ((void *)(ip + 1) > data_end)
+			return;
+		k->proto = ip->protocol;
+		__builtin_memcpy(k->src, &ip->saddr, 4);
+		__builtin_memcpy(k->dst, &ip->daddr, 4);
+		ihl = (ip->ihl & 0xf) * 4;
+		if (ihl < sizeof(*ip) || (ip->frag_off & bpf_htons(0x1fff)))
+			return;
+		l4 = (void *)ip + ihl;
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = data + off;
+
+		if ((void *)(ip6 + 1) > data_end)
+			return;
+		k->proto = ip6->nexthdr;
+		__builtin_memcpy(k->src, &ip6->saddr, 16);
+		__builtin_memcpy(k->dst, &ip6->daddr, 16);
+		l4 = ip6 + 1;
+	} else {
+		return;
+	}
+	b = l4;
+	switch (k->proto) {
+	case IPPROTO_TCP:
+		if ((void *)(b + 14) > data_end)
+			return;
+		*tcp = b[13];
+		/* fall through */
+	case IPPROTO_UDP:
+		if ((void *)(b + 4) > data_end)
+			return;
+		k->sport = (__u16)b[0] << 8 | b[1];
+		k->dport = (__u16)b[2] << 8 | b[3];
+		return;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		if ((void *)(b + 8) > data_end)
+			return;
+		k->icmp_type = b[0];
+		if ((k->proto == IPPROTO_ICMP && (b[0] == TR_ICMP_ECHO || b[0] == TR_ICMP_ECHO_REPLY)) ||
+		    (k->proto == IPPROTO_ICMPV6 && (b[0] == TR_ICMP6_ECHO || b[0] == TR_ICMP6_ECHO_REPLY))) {
+			k->sport = (__u16)b[4] << 8 | b[5];
+			k->dport = k->sport;
+		}
+		return;
+	}
+}
+
+#define TR_FILTER_KEY_WORDS (sizeof(struct tr_filter_key) / 4)
+
+/* The first rule of the set that matches k, in *hit; 0: none does. */
+static __always_inline int tr_classify(const struct tr_filter_set *fs, const struct tr_filter_key *k,
+				       struct tr_filter_key *mk, struct tr_filter_hit *hit)
+{
+	const __u32 *kw = (const void *)k;
+	__u32 *mw = (void *)mk;
+	__u32 best = ~0u;
+
+	for (__u32 i = 0; i < TR_FILTER_TUPLES; i++) {
+		const struct tr_filter_tuple *t;
+		const __u32 *tw;
+		struct tr_filter_hit *h;
+
+		if (i >= fs->ntuples)
+			break;
+		t = &fs->tuples[i];
+		if (t->min_prio >= best)
+			break; /* no rule of this mask or a later one comes first */
+		tw = (const void *)&t->mask;
+#pragma unroll
+		for (__u32 j = 0; j < TR_FILTER_KEY_WORDS; j++)
+			mw[j] = kw[j] & tw[j];
+		mk->set |= i << 8;
+		h = bpf_map_lookup_elem(&filter_rules, mk);
+		if (h && h->prio < best) {
+			best = h->prio;
+			*hit = *h;
+		}
+	}
+	return best != ~0u;
+}
+
+/* The cache slot of a key: its words folded, each rotated in, so that the
+ * two directions of a flow (addresses and ports swapped) differ. */
+static __always_inline __u32 tr_filter_slot(const struct tr_filter_key *k)
+{
+	const __u32 *kw = (const void *)k;
+	__u32 h = 0;
+
+#pragma unroll
+	for (__u32 j = 0; j < TR_FILTER_KEY_WORDS; j++)
+		h = ((h << 7) | (h >> 25)) ^ kw[j];
+	return (h * 0x9e3779b1u) >> 24; /* TR_FILTER_CACHE = 256 */
+}
+
+static __always_inline int tr_same_key(const struct tr_filter_key *a, const struct tr_filter_key *b)
+{
+	const __u32 *x = (const void *)a, *y = (const void *)b;
+	__u32 d = 0;
+
+#pragma unroll
+	for (__u32 j = 0; j < TR_FILTER_KEY_WORDS; j++)
+		d |= x[j] ^ y[j];
+	return d == 0;
+}
+
+/* tr_classify through this CPU's cache of decisions. */
+static __always_inline int tr_decide(const struct tr_filter_set *fs, const struct tr_filter_key *k,
+				     struct tr_filter_key *mk, struct tr_filter_hit *hit)
+{
+	__u32 slot = tr_filter_slot(k);
+	struct tr_filter_memo *m = bpf_map_lookup_elem(&filter_cache, &slot);
+	int found;
+
+	if (m && m->gen == fs->gen && tr_same_key(&m->k, k)) {
+		*hit = m->hit;
+		return hit->prio != ~0u;
+	}
+	found = tr_classify(fs, k, mk, hit);
+	if (m) {
+		m->k = *k;
+		m->gen = fs->gen;
+		m->hit = *hit;
+		if (!found)
+			m->hit.prio = ~0u;
+	}
+	return found;
+}
+
+/* The connection of a frame with key k in bridge, both directions one key;
+ * *a_src: the frame comes from endpoint a. 0: not a connection (not TCP,
+ * UDP or ICMP over IP). */
+static __always_inline int tr_state_key_of(const struct tr_filter_key *k, __u16 bridge,
+					   struct tr_state_key *sk, __u32 *a_src)
+{
+	const __u32 *s = (const void *)k->src, *d = (const void *)k->dst;
+	int lower = 0; /* src sorts below dst */
+
+	switch (k->proto) {
+	case IPPROTO_TCP:
+	case IPPROTO_UDP:
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		break;
+	default:
+		return 0;
+	}
+	if (k->ethertype == ETH_P_IP)
+		sk->family = 4;
+	else if (k->ethertype == ETH_P_IPV6)
+		sk->family = 6;
+	else
+		return 0;
+	sk->bridge = bridge;
+	sk->proto = k->proto;
+	/* Any fixed order will do: word by word, then ports. */
+	if (s[0] != d[0])
+		lower = s[0] < d[0];
+	else if (s[1] != d[1])
+		lower = s[1] < d[1];
+	else if (s[2] != d[2])
+		lower = s[2] < d[2];
+	else if (s[3] != d[3])
+		lower = s[3] < d[3];
+	else
+		lower = k->sport <= k->dport;
+	if (lower) {
+		__builtin_memcpy(sk->a, k->src, 16);
+		__builtin_memcpy(sk->b, k->dst, 16);
+		sk->aport = k->sport;
+		sk->bport = k->dport;
+	} else {
+		__builtin_memcpy(sk->a, k->dst, 16);
+		__builtin_memcpy(sk->b, k->src, 16);
+		sk->aport = k->dport;
+		sk->bport = k->sport;
+	}
+	*a_src = lower;
+	return 1;
+}
+
+/* How long a connection lives after its last frame. */
+static __always_inline __u64 tr_state_timeout(__u8 proto, __u32 flags)
+{
+	__u64 s;
+
+	if (proto == IPPROTO_TCP) {
+		if (flags & TR_STATE_CLOSING)
+			s = TR_STATE_TCP_CLOSING;
+		else if (flags & TR_STATE_REPLIED)
+			s = TR_STATE_TCP_ESTABLISHED;
+		else
+			s = TR_STATE_TCP_OPENING;
+	} else if (proto == IPPROTO_UDP) {
+		s = TR_STATE_UDP;
+	} else {
+		s = TR_STATE_ICMP;
+	}
+	return s * 1000000000ULL;
+}
+
+/* A frame of a tracked connection: refresh it. 1: the connection is live. */
+static __always_inline int tr_state_hit(struct tr_state *st, __u8 proto, int a_src, __u8 tcp,
+					__u32 wire, __u64 now)
+{
+	__u32 flags = st->flags, want = flags;
+
+	if (now - st->seen_ns > tr_state_timeout(proto, flags))
+		return 0; /* expired; the control plane has not removed it yet */
+	if (!!(flags & TR_STATE_A_OPENED) != !!a_src)
+		want |= TR_STATE_REPLIED;
+	if (tcp & (TR_TCP_FIN | TR_TCP_RST))
+		want |= TR_STATE_CLOSING;
+	if (want != flags)
+		st->flags = want; /* one writer may lose another's bit: aging is only sooner or later */
+	if (now - st->seen_ns > TR_STATE_REFRESH_MS * 1000000ULL)
+		st->seen_ns = now;
+	__sync_fetch_and_add(&st->packets, 1);
+	__sync_fetch_and_add(&st->bytes, wire);
+	return 1;
+}
+
+/*
+ * The filter stage for one frame (or, with an egress port, one copy of it):
+ * 0 when it passes, else the drop reason. set: the rule set; ports: ingress
+ * slot, and egress slot in the high half (0: the frame, not a copy); vlan:
+ * its VLAN; wire: its length on the wire, for the counters.
+ */
+static __always_inline int tr_filter(void *data, void *data_end, __u32 set, __u32 ports, __u32 vlan,
+				     __u32 wire)
+{
+	const struct tr_filter_set *fs;
+	struct tr_filter_scratch *x;
+	struct tr_filter_key *k;
+	struct tr_state *st;
+	int stateful = 0;
+	__u32 zero = 0;
+
+	if (!set)
+		return 0; /* the bridge's filter is off */
+	fs = bpf_map_lookup_elem(&filter_sets, &set);
+	x = bpf_map_lookup_elem(&filter_scratch, &zero);
+	if (!fs || !x)
+		return TR_DROP_FILTERED; /* the control plane names a set it has not written: fail closed */
+	k = &x->k;
+	__builtin_memset(k, 0, sizeof(*k));
+	k->set = set;
+	k->in = ports & 0xffff;
+	k->out = ports >> 16;
+	k->vlan = vlan;
+	x->tcp = 0;
+	tr_filter_key_of(data, data_end, k, &x->tcp);
+	if (fs->flags & TR_FILTER_KEEP_STATE) {
+		__builtin_memset(&x->sk, 0, sizeof(x->sk));
+		x->a_src = 0;
+		stateful = tr_state_key_of(k, set >> 1, &x->sk, &x->a_src);
+		if (stateful) {
+			st = bpf_map_lookup_elem(&filter_states, &x->sk);
+			if (st && tr_state_hit(st, k->proto, x->a_src, x->tcp, wire, bpf_ktime_get_coarse_ns())) {
+				tr_filter_count(fs->state_counter, wire);
+				return 0;
+			}
+		}
+	}
+	if (!tr_decide(fs, k, &x->mk, &x->hit)) {
+		tr_filter_count(fs->def_counter, wire);
+		return (fs->flags & TR_FILTER_BLOCK) ? TR_DROP_FILTERED : 0;
+	}
+	tr_filter_count(x->hit.counter, wire);
+	if (x->hit.flags & TR_FILTER_BLOCK)
+		return TR_DROP_FILTERED;
+	if ((x->hit.flags & TR_FILTER_KEEP_STATE) && stateful) {
+		struct tr_state *ns = &x->ns;
+
+		ns->created_ns = bpf_ktime_get_ns();
+		ns->seen_ns = bpf_ktime_get_coarse_ns();
+		ns->packets = 1;
+		ns->bytes = wire;
+		ns->flags = x->a_src ? TR_STATE_A_OPENED : 0;
+		if (x->tcp & (TR_TCP_FIN | TR_TCP_RST))
+			ns->flags |= TR_STATE_CLOSING;
+		ns->rule = x->hit.prio;
+		/* Over an expired entry, or one another CPU made just now. */
+		if (bpf_map_update_elem(&filter_states, &x->sk, ns, BPF_ANY))
+			return TR_DROP_STATE_FULL;
+	}
+	return 0;
+}
+
+/* The entry points' calls: global functions, verified once. */
+__attribute__((noinline)) int tr_filter_xdp(struct xdp_md *ctx, __u32 set, __u32 ports, __u32 vlan,
+					    __u32 wire)
+{
+	if (!ctx)
+		return TR_DROP_FILTERED;
+	return tr_filter((void *)(long)ctx->data, (void *)(long)ctx->data_end, set, ports, vlan, wire);
+}
+
+__attribute__((noinline)) int tr_filter_tc(struct __sk_buff *ctx, __u32 set, __u32 ports, __u32 vlan,
+					   __u32 wire)
+{
+	if (!ctx)
+		return TR_DROP_FILTERED;
+	return tr_filter((void *)(long)ctx->data, (void *)(long)ctx->data_end, set, ports, vlan, wire);
+}
+
+#endif
