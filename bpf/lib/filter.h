@@ -74,25 +74,6 @@ struct {
 	__type(value, struct tr_state);
 } filter_states SEC(".maps");
 
-/* Each CPU's working space: the entry points leave too little stack. A
- * frame's filtering runs start to end on one CPU, in softirq. */
-struct tr_filter_scratch {
-	struct tr_filter_key k;
-	struct tr_filter_key mk;
-	struct tr_state_key sk;
-	struct tr_state ns;
-	struct tr_filter_hit hit;
-	__u32 a_src; /* tr_state_key_of's */
-	__u8 tcp;    /* tr_filter_key_of's */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tr_filter_scratch);
-} filter_scratch SEC(".maps");
-
 /* Each CPU's cache of decisions (an exact-match cache in front of the
  * classifier, as Open vSwitch's datapath has): the last frame key seen at
  * each slot, its rule set's gen when it was decided, and the decision. A
@@ -103,14 +84,36 @@ struct tr_filter_memo {
 	struct tr_filter_key k;
 	__u32 gen;
 	struct tr_filter_hit hit; /* prio ~0: no rule matched, the default decided */
+	__u64 until; /* TR_MEMO_STATE: the frame's connection is tracked, and known live until then */
+};
+
+/* A memo's hit.flags: not a rule's decision, but a frame of a tracked
+ * connection, which passes without a lookup of the state table until the
+ * memo's until (a second after the lookup that refreshed the connection:
+ * an active connection is looked up, and so kept alive, once a second on
+ * each CPU it passes). */
+#define TR_MEMO_STATE 0x8000
+
+/* Each CPU's working space (the entry points leave too little stack) and
+ * its cache, in one value: one lookup. A frame's filtering runs start to
+ * end on one CPU, in softirq. */
+struct tr_filter_cpu {
+	struct tr_filter_key k;
+	struct tr_filter_key mk;
+	struct tr_state_key sk;
+	struct tr_state ns;
+	struct tr_filter_hit hit;
+	__u32 a_src; /* tr_state_key_of's */
+	__u8 tcp;    /* tr_filter_key_of's */
+	struct tr_filter_memo memo[TR_FILTER_CACHE];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, TR_FILTER_CACHE);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct tr_filter_memo);
-} filter_cache SEC(".maps");
+	__type(value, struct tr_filter_cpu);
+} filter_cpu SEC(".maps");
 
 #define TR_TCP_FIN 0x01
 #define TR_TCP_RST 0x04
@@ -271,27 +274,55 @@ static __always_inline int tr_same_key(const struct tr_filter_key *a, const stru
 	return d == 0;
 }
 
-/* tr_classify through this CPU's cache of decisions. */
-static __always_inline int tr_decide(const struct tr_filter_set *fs, const struct tr_filter_key *k,
-				     struct tr_filter_key *mk, struct tr_filter_hit *hit)
+/* The cache slot of x->k. The barrier keeps the compiler from holding the
+ * key's words in registers (and spilling them) from the hash to the
+ * compare: the stack of the walk's deepest calls has no room for them. */
+static __always_inline struct tr_filter_memo *tr_memo_of(struct tr_filter_cpu *x)
 {
-	__u32 slot = tr_filter_slot(k);
-	struct tr_filter_memo *m = bpf_map_lookup_elem(&filter_cache, &slot);
+	__u32 slot = tr_filter_slot(&x->k) & (TR_FILTER_CACHE - 1);
+
+	asm volatile("" ::: "memory");
+	return &x->memo[slot];
+}
+
+/* tr_classify of x->k through this CPU's cache of decisions (m, x->k's
+ * slot), into x->hit. */
+static __always_inline int tr_decide(const struct tr_filter_set *fs, struct tr_filter_cpu *x,
+				     struct tr_filter_memo *m)
+{
 	int found;
 
-	if (m && m->gen == fs->gen && tr_same_key(&m->k, k)) {
-		*hit = m->hit;
-		return hit->prio != ~0u;
+	if (m->gen == fs->gen && !(m->hit.flags & TR_MEMO_STATE) && tr_same_key(&m->k, &x->k)) {
+		x->hit = m->hit;
+		return x->hit.prio != ~0u;
 	}
-	found = tr_classify(fs, k, mk, hit);
-	if (m) {
-		m->k = *k;
-		m->gen = fs->gen;
-		m->hit = *hit;
-		if (!found)
-			m->hit.prio = ~0u;
-	}
+	found = tr_classify(fs, &x->k, &x->mk, &x->hit);
+	m->k = x->k;
+	m->gen = fs->gen;
+	m->hit = x->hit;
+	if (!found)
+		m->hit.prio = ~0u;
 	return found;
+}
+
+/* A frame of a tracked connection that this CPU passed less than a second
+ * ago (and that does not end the connection): it passes again. */
+static __always_inline int tr_state_memo_hit(const struct tr_filter_set *fs, struct tr_filter_cpu *x,
+					     struct tr_filter_memo *m, __u64 now)
+{
+	return m->gen == fs->gen && (m->hit.flags & TR_MEMO_STATE) && now < m->until &&
+	       !(x->tcp & (TR_TCP_FIN | TR_TCP_RST)) && tr_same_key(&m->k, &x->k);
+}
+
+static __always_inline void tr_state_memo_set(const struct tr_filter_set *fs, struct tr_filter_cpu *x,
+					      struct tr_filter_memo *m, __u64 now)
+{
+	m->k = x->k;
+	m->gen = fs->gen;
+	m->hit.prio = ~0u;
+	m->hit.counter = fs->state_counter;
+	m->hit.flags = TR_MEMO_STATE;
+	m->until = now + TR_STATE_REFRESH_MS * 1000000ULL;
 }
 
 /* The connection of a frame with key k in bridge, both directions one key;
@@ -368,7 +399,7 @@ static __always_inline __u64 tr_state_timeout(__u8 proto, __u32 flags)
 
 /* A frame of a tracked connection: refresh it. 1: the connection is live. */
 static __always_inline int tr_state_hit(struct tr_state *st, __u8 proto, int a_src, __u8 tcp,
-					__u32 wire, __u64 now)
+					__u64 now)
 {
 	__u32 flags = st->flags, want = flags;
 
@@ -382,8 +413,6 @@ static __always_inline int tr_state_hit(struct tr_state *st, __u8 proto, int a_s
 		st->flags = want; /* one writer may lose another's bit: aging is only sooner or later */
 	if (now - st->seen_ns > TR_STATE_REFRESH_MS * 1000000ULL)
 		st->seen_ns = now;
-	__sync_fetch_and_add(&st->packets, 1);
-	__sync_fetch_and_add(&st->bytes, wire);
 	return 1;
 }
 
@@ -397,7 +426,8 @@ static __always_inline int tr_filter(void *data, void *data_end, __u32 set, __u3
 				     __u32 wire)
 {
 	const struct tr_filter_set *fs;
-	struct tr_filter_scratch *x;
+	struct tr_filter_cpu *x;
+	struct tr_filter_memo *m;
 	struct tr_filter_key *k;
 	struct tr_state *st;
 	int stateful = 0;
@@ -406,7 +436,7 @@ static __always_inline int tr_filter(void *data, void *data_end, __u32 set, __u3
 	if (!set)
 		return 0; /* the bridge's filter is off */
 	fs = bpf_map_lookup_elem(&filter_sets, &set);
-	x = bpf_map_lookup_elem(&filter_scratch, &zero);
+	x = bpf_map_lookup_elem(&filter_cpu, &zero);
 	if (!fs || !x)
 		return TR_DROP_FILTERED; /* the control plane names a set it has not written: fail closed */
 	k = &x->k;
@@ -417,19 +447,27 @@ static __always_inline int tr_filter(void *data, void *data_end, __u32 set, __u3
 	k->vlan = vlan;
 	x->tcp = 0;
 	tr_filter_key_of(data, data_end, k, &x->tcp);
+	m = tr_memo_of(x);
 	if (fs->flags & TR_FILTER_KEEP_STATE) {
 		__builtin_memset(&x->sk, 0, sizeof(x->sk));
 		x->a_src = 0;
 		stateful = tr_state_key_of(k, set >> 1, &x->sk, &x->a_src);
 		if (stateful) {
+			__u64 now = bpf_ktime_get_coarse_ns();
+
+			if (tr_state_memo_hit(fs, x, m, now)) {
+				tr_filter_count(fs->state_counter, wire);
+				return 0;
+			}
 			st = bpf_map_lookup_elem(&filter_states, &x->sk);
-			if (st && tr_state_hit(st, k->proto, x->a_src, x->tcp, wire, bpf_ktime_get_coarse_ns())) {
+			if (st && tr_state_hit(st, k->proto, x->a_src, x->tcp, now)) {
+				tr_state_memo_set(fs, x, m, now);
 				tr_filter_count(fs->state_counter, wire);
 				return 0;
 			}
 		}
 	}
-	if (!tr_decide(fs, k, &x->mk, &x->hit)) {
+	if (!tr_decide(fs, x, m)) {
 		tr_filter_count(fs->def_counter, wire);
 		return (fs->flags & TR_FILTER_BLOCK) ? TR_DROP_FILTERED : 0;
 	}
@@ -441,8 +479,6 @@ static __always_inline int tr_filter(void *data, void *data_end, __u32 set, __u3
 
 		ns->created_ns = bpf_ktime_get_ns();
 		ns->seen_ns = bpf_ktime_get_coarse_ns();
-		ns->packets = 1;
-		ns->bytes = wire;
 		ns->flags = x->a_src ? TR_STATE_A_OPENED : 0;
 		if (x->tcp & (TR_TCP_FIN | TR_TCP_RST))
 			ns->flags |= TR_STATE_CLOSING;

@@ -163,7 +163,10 @@ func (e *env) stateCmd() *cobra.Command {
 		Short: "List tracked connections",
 		Long: `List the connections that keep_state rules opened, from the endpoint that
 opened each to the other: frames of a tracked connection pass in both
-directions before any rule is looked at. A connection ends when it has
+directions before any rule is looked at; the frames they passed are the
+'tracked connections' row of 'trestle rule show' (a connection has no
+counters of its own, as conntrack has none without accounting). A
+connection ends when it has
 been idle for its timeout: TCP 30 s until a frame comes back, then 24 h,
 and 60 s after a FIN or RST; UDP 60 s; ICMP 20 s.`,
 		Example: `  trestle state show
@@ -178,10 +181,10 @@ and 60 s after a FIN or RST; UDP 60 s; ICMP 20 s.`,
 				return e.printJSON(ss)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
-			fmt.Fprintln(tw, "BRIDGE\tPROTO\tFROM\tTO\tSTATE\tRULE\tPACKETS\tBYTES\tAGE\tEXPIRES")
+			fmt.Fprintln(tw, "BRIDGE\tPROTO\tFROM\tTO\tSTATE\tRULE\tAGE\tIDLE\tEXPIRES")
 			for _, s := range ss {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.0fs\t%.0fs\n", s.Bridge, s.Proto, s.From, s.To, s.State, s.Rule,
-					s.Packets, s.Bytes, s.AgeSeconds, s.ExpiresSeconds)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.0fs\t%.0fs\t%.0fs\n", s.Bridge, s.Proto, s.From, s.To, s.State, s.Rule,
+					s.AgeSeconds, s.IdleSeconds, s.ExpiresSeconds)
 			}
 			return tw.Flush()
 		},

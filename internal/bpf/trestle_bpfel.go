@@ -203,6 +203,25 @@ type TrestleTrFilterCount struct {
 	Bytes   uint64
 }
 
+type TrestleTrFilterCpu struct {
+	_     structs.HostLayout
+	K     TrestleTrFilterKey
+	Mk    TrestleTrFilterKey
+	Sk    TrestleTrStateKey
+	Ns    TrestleTrState
+	Hit   TrestleTrFilterHit
+	A_src uint32
+	Tcp   uint8
+	_     [3]byte
+	Memo  [256]struct {
+		_     structs.HostLayout
+		K     TrestleTrFilterKey
+		Gen   uint32
+		Hit   TrestleTrFilterHit
+		Until uint64
+	}
+}
+
 type TrestleTrFilterFlags uint32
 
 const (
@@ -243,25 +262,6 @@ const (
 	TrestleTrFilterLimitsTR_FILTER_STATES   TrestleTrFilterLimits = 65536
 	TrestleTrFilterLimitsTR_FILTER_CACHE    TrestleTrFilterLimits = 256
 )
-
-type TrestleTrFilterMemo struct {
-	_   structs.HostLayout
-	K   TrestleTrFilterKey
-	Gen uint32
-	Hit TrestleTrFilterHit
-}
-
-type TrestleTrFilterScratch struct {
-	_     structs.HostLayout
-	K     TrestleTrFilterKey
-	Mk    TrestleTrFilterKey
-	Sk    TrestleTrStateKey
-	Ns    TrestleTrState
-	Hit   TrestleTrFilterHit
-	A_src uint32
-	Tcp   uint8
-	_     [3]byte
-}
 
 type TrestleTrFilterSet struct {
 	_            structs.HostLayout
@@ -480,10 +480,9 @@ const (
 	TrestleMapCaptureRing         = "capture_ring"
 	TrestleMapCpuCache            = "cpu_cache"
 	TrestleMapFdb                 = "fdb"
-	TrestleMapFilterCache         = "filter_cache"
 	TrestleMapFilterCounts        = "filter_counts"
+	TrestleMapFilterCpu           = "filter_cpu"
 	TrestleMapFilterRules         = "filter_rules"
-	TrestleMapFilterScratch       = "filter_scratch"
 	TrestleMapFilterSets          = "filter_sets"
 	TrestleMapFilterStates        = "filter_states"
 	TrestleMapFloods              = "floods"
@@ -597,10 +596,9 @@ type TrestleMapSpecs struct {
 	CaptureRing   *ebpf.MapSpec `ebpf:"capture_ring"`
 	CpuCache      *ebpf.MapSpec `ebpf:"cpu_cache"`
 	Fdb           *ebpf.MapSpec `ebpf:"fdb"`
-	FilterCache   *ebpf.MapSpec `ebpf:"filter_cache"`
 	FilterCounts  *ebpf.MapSpec `ebpf:"filter_counts"`
+	FilterCpu     *ebpf.MapSpec `ebpf:"filter_cpu"`
 	FilterRules   *ebpf.MapSpec `ebpf:"filter_rules"`
-	FilterScratch *ebpf.MapSpec `ebpf:"filter_scratch"`
 	FilterSets    *ebpf.MapSpec `ebpf:"filter_sets"`
 	FilterStates  *ebpf.MapSpec `ebpf:"filter_states"`
 	Floods        *ebpf.MapSpec `ebpf:"floods"`
@@ -680,10 +678,9 @@ type TrestleMaps struct {
 	CaptureRing   *ebpf.Map `ebpf:"capture_ring"`
 	CpuCache      *ebpf.Map `ebpf:"cpu_cache"`
 	Fdb           *ebpf.Map `ebpf:"fdb"`
-	FilterCache   *ebpf.Map `ebpf:"filter_cache"`
 	FilterCounts  *ebpf.Map `ebpf:"filter_counts"`
+	FilterCpu     *ebpf.Map `ebpf:"filter_cpu"`
 	FilterRules   *ebpf.Map `ebpf:"filter_rules"`
-	FilterScratch *ebpf.Map `ebpf:"filter_scratch"`
 	FilterSets    *ebpf.Map `ebpf:"filter_sets"`
 	FilterStates  *ebpf.Map `ebpf:"filter_states"`
 	Floods        *ebpf.Map `ebpf:"floods"`
@@ -717,10 +714,9 @@ func (m *TrestleMaps) Close() error {
 		m.CaptureRing,
 		m.CpuCache,
 		m.Fdb,
-		m.FilterCache,
 		m.FilterCounts,
+		m.FilterCpu,
 		m.FilterRules,
-		m.FilterScratch,
 		m.FilterSets,
 		m.FilterStates,
 		m.Floods,

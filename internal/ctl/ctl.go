@@ -94,7 +94,9 @@ type Rule struct {
 }
 
 // State is one row of `trestle state show --json`: a tracked connection,
-// from the endpoint that opened it to the other.
+// from the endpoint that opened it to the other. Connections have no
+// counters of their own (like conntrack without accounting): the frames
+// all connections passed are `rule show`'s "state" row.
 type State struct {
 	Bridge         string  `json:"bridge"`
 	Proto          string  `json:"proto"`
@@ -102,8 +104,6 @@ type State struct {
 	To             string  `json:"to"`
 	State          string  `json:"state"` // "opening" (nothing back yet), "established", "closing" (TCP FIN or RST seen)
 	Rule           int     `json:"rule"`  // the rule that opened it, from 1
-	Packets        uint64  `json:"packets"`
-	Bytes          uint64  `json:"bytes"`
 	AgeSeconds     float64 `json:"age_seconds"`
 	IdleSeconds    float64 `json:"idle_seconds"`
 	ExpiresSeconds float64 `json:"expires_seconds"`

@@ -255,7 +255,6 @@ func (d *Daemon) stateShow(only string) ([]ctl.State, error) {
 		}
 		rows = append(rows, ctl.State{Bridge: b.cfg.Name, Proto: config.ProtoName(s.Proto),
 			From: s.From.String(), To: s.To.String(), State: st, Rule: s.Rule + 1,
-			Packets: s.Packets, Bytes: s.Bytes,
 			AgeSeconds:     time.Duration(s.AgeNs).Seconds(),
 			IdleSeconds:    time.Duration(s.IdleNs).Seconds(),
 			ExpiresSeconds: time.Duration(s.ExpiresNs).Seconds()})

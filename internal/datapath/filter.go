@@ -578,7 +578,6 @@ type State struct {
 	Proto            uint8
 	From, To         netip.AddrPort
 	Replied, Closing bool
-	Packets, Bytes   uint64
 	Rule             int    // index from 0 of the rule that opened it
 	AgeNs, IdleNs    uint64 // since it was opened, since its last frame (to within a second)
 	TimeoutNs        uint64 // how long it lives idle, as it is now
@@ -614,7 +613,7 @@ func stateOf(k tbpf.StateKey, v tbpf.State, now, wall uint64) State {
 	a, b := stateAddr(k.Family, k.A, k.Aport), stateAddr(k.Family, k.B, k.Bport)
 	s := State{Bridge: k.Bridge, Proto: k.Proto, From: b, To: a,
 		Replied: v.Flags&tbpf.StateReplied != 0, Closing: v.Flags&tbpf.StateClosing != 0,
-		Packets: v.Packets, Bytes: v.Bytes, Rule: int(v.Rule), TimeoutNs: stateTimeout(k.Proto, v.Flags)}
+		Rule: int(v.Rule), TimeoutNs: stateTimeout(k.Proto, v.Flags)}
 	if v.Flags&tbpf.StateAOpened != 0 {
 		s.From, s.To = a, b
 	}
