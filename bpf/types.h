@@ -294,6 +294,7 @@ struct tr_filter_key {
 	__u8 dmac[6];
 	__u8 src[16];
 	__u8 dst[16];
+	__u32 pad; /* to 64 bytes: the datapath masks, hashes and compares keys 8 bytes at a time */
 };
 
 /* A rule as the classifier holds it, at the masked key of each tuple it
@@ -314,6 +315,7 @@ enum tr_filter_flags {
 struct tr_filter_tuple {
 	struct tr_filter_key mask;
 	__u32 min_prio;
+	__u32 pad; /* each mask 8-byte aligned */
 };
 
 /* A bridge's rule set, by the index of the bridge copy that names it, so

@@ -216,19 +216,21 @@ static __always_inline void tr_filter_key_of(void *data, void *data_end, struct 
 	}
 }
 
-#define TR_FILTER_KEY_WORDS (sizeof(struct tr_filter_key) / 4)
+#define TR_FILTER_KEY_WORDS (sizeof(struct tr_filter_key) / 8)
+_Static_assert(sizeof(struct tr_filter_key) == 64, "filter keys are 8 words");
+_Static_assert(sizeof(struct tr_filter_tuple) % 8 == 0, "masks 8-byte aligned");
 
 /* The first rule of the set that matches k, in *hit; 0: none does. */
 static __always_inline int tr_classify(const struct tr_filter_set *fs, const struct tr_filter_key *k,
 				       struct tr_filter_key *mk, struct tr_filter_hit *hit)
 {
-	const __u32 *kw = (const void *)k;
-	__u32 *mw = (void *)mk;
+	const __u64 *kw = (const void *)k;
+	__u64 *mw = (void *)mk;
 	__u32 best = ~0u;
 
 	for (__u32 i = 0; i < TR_FILTER_TUPLES; i++) {
 		const struct tr_filter_tuple *t;
-		const __u32 *tw;
+		const __u64 *tw;
 		struct tr_filter_hit *h;
 
 		if (i >= fs->ntuples)
@@ -254,19 +256,20 @@ static __always_inline int tr_classify(const struct tr_filter_set *fs, const str
  * two directions of a flow (addresses and ports swapped) differ. */
 static __always_inline __u32 tr_filter_slot(const struct tr_filter_key *k)
 {
-	const __u32 *kw = (const void *)k;
-	__u32 h = 0;
+	const __u64 *kw = (const void *)k;
+	__u64 h = 0;
 
 #pragma unroll
 	for (__u32 j = 0; j < TR_FILTER_KEY_WORDS; j++)
-		h = ((h << 7) | (h >> 25)) ^ kw[j];
-	return (h * 0x9e3779b1u) >> 24; /* TR_FILTER_CACHE = 256 */
+		h = ((h << 9) | (h >> 55)) ^ kw[j];
+	h ^= h >> 32;
+	return ((__u32)h * 0x9e3779b1u) >> 24; /* TR_FILTER_CACHE = 256 */
 }
 
 static __always_inline int tr_same_key(const struct tr_filter_key *a, const struct tr_filter_key *b)
 {
-	const __u32 *x = (const void *)a, *y = (const void *)b;
-	__u32 d = 0;
+	const __u64 *x = (const void *)a, *y = (const void *)b;
+	__u64 d = 0;
 
 #pragma unroll
 	for (__u32 j = 0; j < TR_FILTER_KEY_WORDS; j++)

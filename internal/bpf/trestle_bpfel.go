@@ -218,6 +218,7 @@ type TrestleTrFilterCpu struct {
 		K     TrestleTrFilterKey
 		Gen   uint32
 		Hit   TrestleTrFilterHit
+		_     [4]byte
 		Until uint64
 	}
 }
@@ -251,6 +252,7 @@ type TrestleTrFilterKey struct {
 	Dmac      [6]uint8
 	Src       [16]uint8
 	Dst       [16]uint8
+	Pad       uint32
 }
 
 type TrestleTrFilterLimits uint32
@@ -275,6 +277,7 @@ type TrestleTrFilterSet struct {
 		_       structs.HostLayout
 		Mask    TrestleTrFilterKey
 		MinPrio uint32
+		Pad     uint32
 	}
 }
 
