@@ -178,21 +178,31 @@ func currentCPU() int {
 func flowSpecs(o *Options, src net.HardwareAddr) ([]frame.Spec, error) {
 	srcIPs, dstIPs := o.SrcIPs, o.DstIPs
 	if srcIPs.First == nil {
-		srcIPs = defaultRange(o.IPv6, 1)
+		srcIPs = DefaultSrcIPs(o.IPv6)
 	}
 	if dstIPs.First == nil {
-		dstIPs = defaultRange(o.IPv6, 2)
+		dstIPs = DefaultDstIPs(o.IPv6)
 	}
 	sp, dp := o.SrcPorts, o.DstPorts
 	if sp.First == 0 && sp.Last == 0 {
-		sp = frame.PortRange{First: 9, Last: 9}
+		sp = frame.PortRange{First: DefaultPort, Last: DefaultPort}
 	}
 	if dp.First == 0 && dp.Last == 0 {
-		dp = frame.PortRange{First: 9, Last: 9}
+		dp = frame.PortRange{First: DefaultPort, Last: DefaultPort}
 	}
 	base := frame.Spec{Dst: o.DstMAC, Src: src, VLAN: o.VLAN, IPv6: o.IPv6, Size: o.Mix.Sizes[0]}
 	return frame.Flows(base, o.Flows, srcIPs, dstIPs, sp, dp)
 }
+
+// DefaultPort is the UDP source and destination port of the frames when
+// Options gives none: discard (RFC 863), which a host stack drops quietly.
+const DefaultPort = 9
+
+// DefaultSrcIPs and DefaultDstIPs are the addresses of the frames when
+// Options gives none: 198.18.0.1 to 198.18.0.2 (2001:2::1 to 2001:2::2).
+// The lab's filter rules pass exactly these.
+func DefaultSrcIPs(v6 bool) frame.IPRange { return defaultRange(v6, 1) }
+func DefaultDstIPs(v6 bool) frame.IPRange { return defaultRange(v6, 2) }
 
 // defaultRange is 198.18.0.N or 2001:2::N: the benchmarking ranges of RFC 2544 and RFC 5180.
 func defaultRange(v6 bool, n byte) frame.IPRange {
