@@ -82,15 +82,20 @@ var offloadAliases = map[string]string{
 // where no chain is longer. mirror copies h1's port, both ways, to a span
 // port whose host receives the copies (see SetMirror); capture runs
 // `trestle capture` on h1's port while the packet tests run (trestle only).
+// rules=N gives the bridges an access list of N rules, the one that passes
+// the lab's frames last, default block, and state makes that rule keep
+// state; rules=0 is the filter off. filter turns trestle's filter on with
+// one rule passing every frame, as linux-bridge:nft's chain. See Filter.
 type Variant struct {
 	Name     string
 	Offloads map[string]bool
 	Bin      string
 	VLAN     bool
-	Patch    bool // @patch
-	Veth     bool // @veth
-	Mirror   bool // @mirror
-	Capture  bool // @capture
+	Patch    bool    // @patch
+	Veth     bool    // @veth
+	Mirror   bool    // @mirror
+	Capture  bool    // @capture
+	Filter   *Filter // @rules=N[,state] or @filter; nil: neither
 }
 
 // Patched says whether the bridges of a chain are joined by the DUT's patch
@@ -162,6 +167,16 @@ func SplitVariant(s string) (Variant, error) {
 				return v, fmt.Errorf("DUT %q: patch or veth, not both: they choose how a chain's bridges are joined", s)
 			}
 			v.Patch, v.Veth = v.Patch || k == "patch", v.Veth || k == "veth"
+		case ok && k == "rules":
+			n, err := filterRules(s, val)
+			if err != nil {
+				return v, err
+			}
+			v.filter().Rules = n
+		case !ok && k == "state":
+			v.filter().State = true
+		case !ok && k == "filter":
+			v.filter().All = true
 		case ok && k == "bin" && val != "":
 			if !strings.HasPrefix(name, "trestle") {
 				return v, fmt.Errorf("DUT %q: bin= is for trestle DUTs", s)
@@ -176,10 +191,23 @@ func SplitVariant(s string) (Variant, error) {
 			}
 			v.Offloads[k] = val == "on"
 		default:
-			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH, vlan, mirror, capture, patch or veth", s, kv)
+			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH, vlan, mirror, capture, patch, veth, rules=N, state or filter", s, kv)
+		}
+	}
+	if v.Filter != nil {
+		if err := checkFilter(s, name, v.Filter); err != nil {
+			return v, err
 		}
 	}
 	return v, nil
+}
+
+// filter is v's Filter, made on the first filter knob.
+func (v *Variant) filter() *Filter {
+	if v.Filter == nil {
+		v.Filter = &Filter{}
+	}
+	return v.Filter
 }
 
 // ParseDUT makes the DUT that a spec names (see Variant).
@@ -194,6 +222,9 @@ func ParseDUT(spec string) (DUT, error) {
 		d.name, d.bin = spec, v.Bin
 	case *linuxBridge:
 		d.name = spec
+		if v.Filter != nil && v.Filter.Off() {
+			d.nft, d.off = false, true // linux-bridge:nft@rules=0: no table
+		}
 	case *ovsDUT:
 		d.name = spec
 	}
@@ -243,11 +274,13 @@ func (direct) Settings() map[string]string {
 
 // linuxBridge is the kernel's bridge, one per topology bridge, with
 // netfilter on bridged frames off; with nft, every forwarded frame also
-// passes an accepting nftables bridge-family chain (the cost of a filter).
+// passes an nftables bridge-family chain (the cost of a filter): the
+// topology's Filter, or one rule accepting every frame (@filter's). off
+// is linux-bridge:nft@rules=0, the filter off: no table.
 type linuxBridge struct {
-	name string
-	nft  bool
-	set  map[string]string
+	name     string
+	nft, off bool
+	set      map[string]string
 }
 
 func (b *linuxBridge) Name() string                   { return b.name }
@@ -310,17 +343,36 @@ func (b *linuxBridge) Setup(ctx context.Context, t *Topo, env *Env) error {
 		}
 		b.set["mirror"] = made
 	}
-	if b.nft {
-		rules := "table bridge trestle_lab {\n chain forward {\n  type filter hook forward priority 0; policy accept;\n  counter accept\n }\n}\n"
-		f := filepath.Join(env.WorkDir, t.DUT.Name+".nft")
-		if err := os.WriteFile(f, []byte(rules), 0o644); err != nil {
-			return err
-		}
-		if _, err := t.DUT.Run(ctx, "nft", "-f", f); err != nil {
-			return fmt.Errorf("linux-bridge:nft: %w (is nftables installed?)", err)
-		}
-		b.set["nftables"] = "bridge family, forward hook: one counter rule, accept"
+	switch {
+	case b.off:
+		b.set["nftables"] = "none: " + Filter{}.String()
+	case b.nft:
+		return b.loadFilter(ctx, t, env)
 	}
+	return nil
+}
+
+// loadFilter loads the topology's Filter into the DUT's nftables, or
+// without one a chain whose one rule accepts every frame.
+func (b *linuxBridge) loadFilter(ctx context.Context, t *Topo, env *Env) error {
+	f := Filter{All: true}
+	if t.Filter != nil {
+		f = *t.Filter
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		return fmt.Errorf("%w: linux-bridge:nft's rules are loaded with nft, which is not installed (Debian package nftables)", ErrUnavailable)
+	}
+	file := filepath.Join(env.WorkDir, t.DUT.Name+".nft")
+	if err := os.WriteFile(file, []byte(f.nftRuleset(false)), 0o644); err != nil {
+		return err
+	}
+	if out, err := t.DUT.Run(ctx, "nft", "-f", file); err != nil {
+		if why := nftUnavailable(&f, out); why != "" {
+			return fmt.Errorf("%w: %s", ErrUnavailable, why)
+		}
+		return fmt.Errorf("linux-bridge:nft: %w", err)
+	}
+	b.set["nftables"] = "bridge family, forward hook, the rules in " + file + ":\n" + f.nftRuleset(true)
 	return nil
 }
 
@@ -440,7 +492,7 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 	if err != nil {
 		return err
 	}
-	d.set = map[string]string{"config": cfg, "binary": d.label(d.own)}
+	d.set = map[string]string{"config": configText(t, env, d.mode, d.sock, true), "binary": d.label(d.own)}
 	for _, br := range st.Bridges {
 		for _, port := range br.Ports {
 			if port.Interface != "" { // not a patch port
@@ -463,8 +515,15 @@ func (d *trestleDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 }
 
 // trestleConfig is the config of a trestle DUT on t: every port in mode,
-// in its VLANs where t has them, and t's mirror where it has one.
+// in its VLANs where t has them, t's mirror where it has one, and t's
+// filter rules on every bridge where it has them.
 func trestleConfig(t *Topo, env *Env, mode, sock string) string {
+	return configText(t, env, mode, sock, false)
+}
+
+// configText is trestleConfig; brief leaves most rules of a long list out,
+// for the unit's record.
+func configText(t *Topo, env *Env, mode, sock string, brief bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[daemon]\nsocket = %q\n", sock)
 	if env.Persist {
@@ -474,6 +533,9 @@ func trestleConfig(t *Topo, env *Env, mode, sock string) string {
 		fmt.Fprintf(&b, "\n[[bridge]]\nname = %q\n", br.Name)
 		if env.MaxEntries > 0 {
 			fmt.Fprintf(&b, "max_entries = %d\n", env.MaxEntries)
+		}
+		if t.Filter != nil {
+			b.WriteString(t.Filter.trestleKeys())
 		}
 		for _, p := range br.Ports {
 			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", p, mode)
@@ -502,6 +564,9 @@ func trestleConfig(t *Topo, env *Env, mode, sock string) string {
 				ports = append(ports, fmt.Sprintf("%q", p))
 			}
 			fmt.Fprintf(&b, "\n[[bridge.mirror]]\nname = %q\nports = [%s]\ndirection = %q\nto = %q\n", m.Name, strings.Join(ports, ", "), m.Direction, m.To)
+		}
+		if t.Filter != nil {
+			b.WriteString(t.Filter.trestleRules(brief))
 		}
 	}
 	return b.String()

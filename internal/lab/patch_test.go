@@ -39,8 +39,8 @@ func TestSplitVariantJoins(t *testing.T) {
 		{spec: "direct@veth", err: "the straight path has no bridges to join"},
 		{spec: "trestle@patch,veth", err: "patch or veth, not both"},
 		{spec: "ovs@veth,patch", err: "patch or veth, not both"},
-		{spec: "ovs@patch=1", err: "capture, patch or veth"},
-		{spec: "trestle@veth=1", err: "capture, patch or veth"},
+		{spec: "ovs@patch=1", err: "capture, patch, veth, rules=N, state or filter"},
+		{spec: "trestle@veth=1", err: "capture, patch, veth, rules=N, state or filter"},
 	} {
 		v, err := SplitVariant(c.spec)
 		if c.err != "" {

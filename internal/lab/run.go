@@ -137,8 +137,8 @@ func plan(s Scenario) []unit {
 // estimate is a rough length of a unit, for the time left.
 func estimate(s Scenario, u unit) time.Duration {
 	t := 3 * time.Second // topology and DUT
-	if v, _ := SplitVariant(u.dut); v.VLAN || v.Mirror || v.Capture {
-		t += time.Second // the VLAN or the mirror check, the capture's start
+	if v, _ := SplitVariant(u.dut); v.VLAN || v.Mirror || v.Capture || v.Filter.checked() {
+		t += time.Second // the VLAN, mirror or filter check, the capture's start
 	}
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
@@ -195,6 +195,9 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		return nil, fmt.Errorf("scenario %s cannot run yet: %s", s.Name, s.Unavailable)
 	}
 	if err := s.CheckJoins(); err != nil {
+		return nil, err
+	}
+	if err := s.CheckFilters(); err != nil {
 		return nil, err
 	}
 	place, err := ChoosePlacement(cfg.Placement)
@@ -354,6 +357,11 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 			return nil, fmt.Errorf("variant %s: %w", u.dut, err)
 		}
 	}
+	if v.Filter != nil {
+		if err := t.SetFilter(*v.Filter); err != nil {
+			return nil, fmt.Errorf("variant %s: %w", u.dut, err)
+		}
+	}
 	env := &Env{Trestle: cfg.Trestle, WorkDir: cfg.WorkDir, DUTCPU: place.DUTCPU, Log: cfg.Logf}
 	if s.has(TestRestart) {
 		env.Persist, env.UpgradeTo, env.OtherBuild = true, s.UpgradeTo, cfg.otherBuild
@@ -394,6 +402,17 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 			return nil, err
 		}
 		rec.Settings["mirror check"] = found
+	}
+	if v.Filter != nil {
+		rec.Settings["variant: filter"] = v.Filter.String()
+	}
+	if t.Filter.checked() {
+		status("checking the filter: the generator's frame passes, one to another port does not, h2's reply as the state says")
+		found, err := rig.CheckFilter(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rec.Settings["filter check"] = found
 	}
 	base := Result{DUT: u.dut, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }

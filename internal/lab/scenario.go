@@ -161,8 +161,10 @@ var Scenarios = map[string]Scenario{
 	},
 	"veb-vs-bridge": {
 		Name: "veb-vs-bridge", Title: "A 4-port bridge, plain and with a filter (seed 000)", Seed: "000_5de8b09844379080.txt",
-		About: "iperf3 TCP with 1, 2 and 4 streams through a 4-port bridge, with and without a filter stage on every frame, and broadcast to three ports",
-		DUTs:  []string{"direct", "linux-bridge", "linux-bridge:nft", "trestle", "ovs"}, Hosts: 4, Chain: []int{1},
+		About: "iperf3 TCP with 1, 2 and 4 streams through a 4-port bridge, with and without a filter stage on every frame, and broadcast to three ports: " +
+			"the Linux bridge plain and with an nftables bridge-family chain whose one rule accepts every frame (linux-bridge:nft), " +
+			"trestle in its default mode plain and with its filter on, the same one rule passing every frame (trestle@filter; seed 000's pf.conf was `pass`)",
+		DUTs: []string{"direct", "linux-bridge", "linux-bridge:nft", "trestle", "trestle@filter", "ovs"}, Hosts: 4, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestTCP, TestFlood}, Streams: []int{1, 2, 4}, IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
 	},
 	"inline": {
@@ -215,6 +217,19 @@ var Scenarios = map[string]Scenario{
 			{Test: TestSpan, Param: "64", DUT: "trestle:xdp@mirror", Min: 100, Unit: UnitOfH2, Why: "no loss on the span port at the rate found, xdp mode"},
 			{Test: TestSpan, Param: "64", DUT: "trestle@mirror", Min: 100, Unit: UnitOfH2, Why: "no loss on the span port at the rate found, default mode"},
 		},
+	},
+	"filter-scale": {
+		Name: "filter-scale", Title: "The filter stage against its rule count: trestle and nftables with 0 to 1000 rules (issue 14)",
+		About: "64-byte throughput h1 to h2 through a 2-port bridge (the RFC 2544 search) with the filter off (rules=0) and with access lists of 1, 10, 100 and 1000 rules: " +
+			"N-1 block rules of one shape that the generator's frames do not match (UDP from a /24 of 172.16.0.0/12 to 198.18.0.2 port 9), then the rule that passes them (UDP from 198.18.0.0/15 to 198.18.0.2 port 9), default block; " +
+			"with the pass rule keeping state too (rules=N,state). trestle in xdp mode with [[bridge.rule]] tables; the Linux bridge with the same rules in an nftables bridge-family chain on the forward hook, policy drop " +
+			"(keeping state: `ct state established,related accept` first and `ct state new` on the pass rule; unavailable, and said so, on a kernel without bridge connection tracking). " +
+			"A check first that each DUT filters: the generator's frame passes, one to another port does not, h2's reply passes only with state. " +
+			"The report gives each rate against the same DUT with the filter off and trestle against nftables with the same rules, and draws the rate against the rule count. " +
+			"Goals: 100 rules at most 20% below the filter off; trestle at least 3x nftables at every count. 3 repetitions, about 30 minutes",
+		DUTs:  filterScaleDUTs(),
+		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput}, Reps: 3, Timing: DefaultTiming,
+		Goals: filterScaleGoals(),
 	},
 	"vlan-overhead": {
 		Name: "vlan-overhead", Title: "The cost of VLAN tagging (seed 002)", Seed: "002_1c7bd735c1257602.txt",

@@ -82,6 +82,9 @@ type Topo struct {
 	VLANs map[string]PortVLAN
 	// Mirror, if set, is a port mirror the DUT makes (SetMirror).
 	Mirror *Mirror
+	// Filter, if set, is the rule set the DUT applies to every bridge
+	// (SetFilter).
+	Filter *Filter
 }
 
 // HostMAC is host i's address, 02:00:00:00:00:i (1-based).
@@ -214,6 +217,9 @@ func (t *Topo) features() string {
 	}
 	if t.Mirror != nil {
 		f = append(f, "mirrors")
+	}
+	if t.Filter != nil {
+		f = append(f, "filter rules")
 	}
 	return strings.Join(f, " or ")
 }

@@ -220,6 +220,10 @@ func (ls tcLinks) Close() error {
 // vlanCheckType marks the check's frames (IEEE local experimental 2).
 const vlanCheckType = 0x88b6
 
+// checkTypes are the EtherTypes a check frame may have: the lab's own, and
+// IPv4 for the filter check's UDP datagrams.
+var checkTypes = map[uint16]bool{vlanCheckType: true, unix.ETH_P_IP: true}
+
 // capture is a packet socket on a host's interface that reports each
 // frame's VLAN, from the bytes or from the kernel's auxiliary data (a
 // receiving stack moves the tag into the socket buffer's metadata).
@@ -301,7 +305,7 @@ func (c *capture) wait(marker []byte, d time.Duration) (seen, bool, error) {
 		} else if aux, ok := auxVLAN(oob[:oobn]); ok {
 			s = seen{vid: aux, tagged: true}
 		}
-		if len(f) < 14 || binary.BigEndian.Uint16(f[12:]) != vlanCheckType || !bytes.Contains(f[14:], marker) {
+		if len(f) < 14 || !checkTypes[binary.BigEndian.Uint16(f[12:])] || !bytes.Contains(f[14:], marker) {
 			continue
 		}
 		return s, true, nil
@@ -362,6 +366,9 @@ type frameStep struct {
 	sendVID  uint16 // a tag the frame carries in its bytes when sent (0: the host's own doing)
 	wantVID  uint16 // the VLAN it must arrive in at to (0: untagged)
 	wantNone bool   // it must not arrive at all
+	// udp makes the frame a UDP datagram (the filter check) in place of
+	// one of the lab's check EtherType (nil).
+	udp *udpCheck
 }
 
 // vlanSteps: h2's frame teaches the DUT where h2 is, in VLAN 10, before h1
@@ -422,7 +429,14 @@ func (r *Rig) checkFrames(ctx context.Context, name string, steps []frameStep) (
 		if st.dst >= 0 {
 			dst = r.T.Hosts[st.dst].MAC
 		}
-		if err := sendFrame(from, checkFrame(dst, from.MAC, st.sendVID, marker)); err != nil {
+		f := checkFrame(dst, from.MAC, st.sendVID, marker)
+		if st.udp != nil {
+			var err error
+			if f, err = udpCheckFrame(dst, from.MAC, st.udp, marker); err != nil {
+				return "", fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		if err := sendFrame(from, f); err != nil {
 			return "", fmt.Errorf("%s: send from %s: %w", name, from.NS.Name, err)
 		}
 		wait := 2 * time.Second
