@@ -698,6 +698,11 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 			return out, err
 		}
 	}
+	// Against the number of filter rules.
+	filtered, err := filterCharts(run, groups, save)
+	if err != nil {
+		return out, err
+	}
 	// Bars: every test and param, DUTs side by side (chains have their lines).
 	type barKey struct{ test, unit string }
 	bars := map[barKey][]*Group{}
@@ -714,8 +719,8 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 	}
 	for _, k := range keys {
 		gs := bars[k]
-		if len(sizes) > 1 && k.test == lab.TestThroughput {
-			continue // the line chart has them
+		if len(sizes) > 1 && k.test == lab.TestThroughput || filtered[k.test] {
+			continue // a line chart has them
 		}
 		title := map[string]string{lab.TestThroughput: "Zero-loss throughput", lab.TestFlood: "Broadcast throughput to every other port",
 			lab.TestTCP: "iperf3 TCP", lab.TestUDP: "iperf3 UDP", lab.TestB2B: "Back-to-back burst", lab.TestCache: "Address caching capacity", lab.TestLearn: "Address learning rate",

@@ -34,8 +34,8 @@ func Variants(groups []*Group, cs []Comparison) []VariantRow {
 		}
 		for _, v := range g.Rows {
 			base, knobs := splitDUT(v.DUT)
-			if knobs == "" {
-				continue
+			if knobs == "" || hasFilter(v.DUT) {
+				continue // a filter's figures are in the filter table
 			}
 			vr := VariantRow{Group: g, Knobs: knobs, DUT: base, Variant: v}
 			for _, b := range g.Rows {
@@ -70,7 +70,7 @@ func Peers(groups []*Group, cs []Comparison) []PeerRow {
 		}
 		for _, t := range g.Rows {
 			_, knobs := splitDUT(t.DUT)
-			if knobs == "" || !strings.HasPrefix(t.DUT, "trestle") {
+			if knobs == "" || !strings.HasPrefix(t.DUT, "trestle") || hasFilter(t.DUT) {
 				continue
 			}
 			for _, o := range g.Rows {
@@ -226,7 +226,7 @@ func skippedUnits(run *lab.Run) map[string]string {
 func variantKnobs(run *lab.Run) []string {
 	var out []string
 	for _, d := range run.DUTs {
-		if _, k := splitDUT(d); k != "" && !slices.Contains(out, k) {
+		if _, k := splitDUT(d); k != "" && !hasFilter(d) && !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}
@@ -277,6 +277,7 @@ func terminalVariants(w io.Writer, run *lab.Run, groups []*Group, cs []Compariso
 		}
 		tw.write(w)
 	}
+	terminalFilters(w, run, groups, cs)
 	if gs := Goals(run, groups, cs); len(gs) > 0 {
 		fmt.Fprintf(w, "\ngoals:\n")
 		for _, g := range gs {
@@ -366,6 +367,7 @@ func markdownVariants(b *bytes.Buffer, run *lab.Run, groups []*Group, cs []Compa
 			fmt.Fprintf(b, "| %s | %s / %s | %s | %s |\n", p.Group.Key(), p.Trestle.DUT, p.Other.DUT, r, shortVerdict(p.Cmp, p.Trestle, p.Other))
 		}
 	}
+	markdownFilters(b, run, groups, cs)
 	if gs := Goals(run, groups, cs); len(gs) > 0 {
 		b.WriteString("\n## Goals\n\n")
 		for _, g := range gs {
