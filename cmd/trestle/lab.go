@@ -42,7 +42,8 @@ Scenarios:
 DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
   direct          a veth pair from host to host: the baseline
   linux-bridge    the kernel's bridge, netfilter on bridged frames off (:nft adds
-                  an nftables bridge-family chain every frame passes)
+                  an nftables bridge-family chain every frame passes, whose one
+                  rule accepts it, counted; see @rules for others)
   trestle         trestle's daemon; :xdp or :tc force the attach mode, plain
                   trestle lets it choose (tc on veth)
   ovs             Open vSwitch's userspace datapath, started by the lab inside the
@@ -70,6 +71,24 @@ DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
   DUT@capture     trestle with 'trestle capture' running on h1's port (into
                   /dev/null) through the packet tests, stopped by its PID after;
                   unavailable with a build that has no capture command
+  DUT@rules=N     an access list of N rules on every bridge, default block, that
+                  each test frame crosses in order: N-1 block rules it does not
+                  match (UDP from a /24 of 172.16.0.0/12 to 198.18.0.2 port 9),
+                  then the rule passing the generator's frames (UDP from
+                  198.18.0.0/15 to 198.18.0.2 port 9); trestle's [[bridge.rule]]
+                  tables, or for linux-bridge:nft the same rules in its nftables
+                  chain (policy drop); rules=0 is the filter off (for
+                  linux-bridge:nft, no table); a check first that the DUT
+                  filters; for packet tests only: the rules block iperf3
+                  (the filter-scale scenario)
+  DUT@rules=N,state
+                  the pass rule keeps state: trestle's keep_state; nftables'
+                  'ct state new' on it after 'ct state established,related
+                  accept', unavailable on a kernel without bridge connection
+                  tracking (CONFIG_NF_CONNTRACK_BRIDGE)
+  DUT@filter      trestle with its filter on and one rule passing every frame,
+                  default pass: the rules of linux-bridge:nft's chain
+                  (veb-vs-bridge)
 
 The restart scenario (RFC 6201's reset characterisation): one stream from
 h1 to h2 per event, at --load of each DUT's measured 64-byte throughput (or
@@ -101,6 +120,7 @@ Examples:
   trestle lab chain --chains 1,2,4,8 --dut linux-bridge,trestle,trestle@veth,ovs@patch
   trestle lab mirror --dut trestle:xdp,trestle:xdp@mirror,linux-bridge,linux-bridge@mirror
   trestle lab restart --events sigkill=3,upgrade=2 --dut trestle:xdp@bin=/tmp/trestle-old
+  trestle lab filter-scale --dut trestle:xdp,trestle:xdp@rules=100,trestle:xdp@rules=100,state,linux-bridge:nft@rules=100
   trestle stat -C 1 a.txt b.txt      # compare figures the way the reports do`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -226,6 +246,9 @@ Examples:
 				}
 			}
 			if err := sc.CheckJoins(); err != nil {
+				return err
+			}
+			if err := sc.CheckFilters(); err != nil {
 				return err
 			}
 			return e.runLab(sc, placement, jsonPath, reportDir, keep, profile)
