@@ -345,7 +345,7 @@ func (b *linuxBridge) Setup(ctx context.Context, t *Topo, env *Env) error {
 	}
 	switch {
 	case b.off:
-		b.set["nftables"] = "none: " + Filter{}.String()
+		b.set["nftables"] = "none (rules=0: the filter off)"
 	case b.nft:
 		return b.loadFilter(ctx, t, env)
 	}

@@ -394,7 +394,7 @@ func TestExecuteFilter(t *testing.T) {
 		}
 		if strings.HasPrefix(d, "linux-bridge") {
 			nft := u.Settings["nftables"]
-			if f.Off() != strings.HasPrefix(nft, "none: rules=0") || !f.Off() && !strings.Contains(nft, "policy drop;\n  ip saddr 172.16.0.0/24 ip daddr 198.18.0.2 udp dport 9 counter drop\n") {
+			if f.Off() != strings.HasPrefix(nft, "none (rules=0") || !f.Off() && !strings.Contains(nft, "policy drop;\n  ip saddr 172.16.0.0/24 ip daddr 198.18.0.2 udp dport 9 counter drop\n") {
 				t.Errorf("%s: nftables %q", d, nft)
 			}
 		}

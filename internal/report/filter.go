@@ -98,9 +98,10 @@ type FilterRow struct {
 	CmpOff, CmpPeer *Comparison
 }
 
-// Filters lists, in each group where a trestle DUT has its filter on,
-// every DUT with a filter (and linux-bridge:nft) and those DUTs with their
-// filter off, in the group's order.
+// Filters lists, in each group where a DUT has a filter variant on
+// (@rules=N with N above 0, @filter), every DUT with a filter (and
+// linux-bridge:nft) and those DUTs with their filter off, in the group's
+// order. A run of linux-bridge:nft and the plain bridge alone has none.
 func Filters(groups []*Group, cs []Comparison) []FilterRow {
 	var out []FilterRow
 	for _, g := range groups {
@@ -126,7 +127,7 @@ func Filters(groups []*Group, cs []Comparison) []FilterRow {
 			if p.f == nil {
 				continue
 			}
-			on = on || p.trestle() && !p.f.Off()
+			on = on || hasFilter(r.DUT) && !p.f.Off()
 			in[r] = true
 			if off := find(p.offs()...); off != nil {
 				in[off] = true

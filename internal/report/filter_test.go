@@ -184,3 +184,29 @@ func squash(text string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestFilterTableWithout: the Linux bridge's rules are in the table when
+// trestle's could not be measured; a run of linux-bridge:nft and the plain
+// bridge alone (veb-vs-bridge before trestle had a filter) has none.
+func TestFilterTableWithout(t *testing.T) {
+	run := filterScaleRun()
+	var kept []lab.Result
+	for _, r := range run.Results {
+		if _, f := lab.FilterOf(r.DUT); !strings.HasPrefix(r.DUT, "trestle") || f == nil {
+			kept = append(kept, r)
+		}
+	}
+	run.Results = kept
+	groups := Groups(run)
+	if n := len(Filters(groups, Compare(groups))); n != 5 { // linux-bridge:nft at 0..1000
+		t.Errorf("%d rows without trestle's rules, want 5", n)
+	}
+	old := &lab.Run{DUTs: []string{"linux-bridge", "linux-bridge:nft"}, Reps: 1}
+	for _, d := range old.DUTs {
+		old.Results = append(old.Results, lab.Result{DUT: d, Rep: 1, Test: lab.TestFlood, Param: "64", Value: 1e5, Unit: "pps"})
+	}
+	groups = Groups(old)
+	if frs := Filters(groups, Compare(groups)); len(frs) != 0 {
+		t.Errorf("a filter table for linux-bridge:nft alone: %d rows", len(frs))
+	}
+}
