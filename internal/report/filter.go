@@ -193,12 +193,17 @@ func terminalFilters(w io.Writer, run *lab.Run, groups []*Group, cs []Comparison
 	if len(frs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%s (medians; unavailable: see skipped, below):\n", filterTitle)
+	skipped := filterSkipped(run)
+	note := ""
+	if len(skipped) > 0 {
+		note = "; unavailable: see skipped, below"
+	}
+	fmt.Fprintf(w, "\n%s (medians%s):\n", filterTitle, note)
 	tw := newTable("TEST", "RULES", "DUT", "MEDIAN", "VS FILTER OFF", "MINISTAT (95%)", "VS NFTABLES, SAME RULES", "MINISTAT (95%)")
 	for _, fr := range frs {
 		tw.add(append([]string{fr.Group.Key()}, filterCells(fr)...)...)
 	}
-	for _, d := range filterSkipped(run) {
+	for _, d := range skipped {
 		tw.add("-", pointOf(d).rulesText(), d, "unavailable", "-", "-", "-", "-")
 	}
 	tw.write(w)
