@@ -78,6 +78,9 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"lab", "chain", "--chains", "1"}, "has no chain of 2 or more bridges"},
 		{[]string{"lab", "mirror", "--dut", "direct@mirror"}, "the straight path has no ports to mirror"},
 		{[]string{"lab", "mirror", "--dut", "linux-bridge@capture"}, "it is for trestle DUTs"},
+		{[]string{"lab", "filter-scale", "--dut", "linux-bridge@rules=10"}, "linux-bridge:nft@rules=N"},
+		{[]string{"lab", "filter-scale", "--dut", "trestle:xdp@state"}, "N at least 1"},
+		{[]string{"lab", "veb-vs-bridge", "--dut", "trestle,trestle@rules=10"}, "iperf3 between the hosts' stacks"},
 	} {
 		out, code := runCLI(t, nil, c.args...)
 		if code == 0 || !strings.Contains(out, c.want) {
@@ -96,12 +99,17 @@ func TestLabFlags(t *testing.T) {
 		!strings.Contains(out, "tagged/untagged") || !strings.Contains(out, "trestle:xdp@vlan at least 0.95x trestle:xdp") || !strings.Contains(out, "Placement") {
 		t.Errorf("lab vlan-overhead --help: %d %q", code, out)
 	}
+	out, code = runCLI(t, nil, "lab", "filter-scale", "--help")
+	if code != 0 || !strings.HasPrefix(out, "Scenario filter-scale:") || !strings.Contains(out, "DUT@rules=N,state") || !strings.Contains(out, "trestle:xdp@rules=100 at least 0.8x trestle:xdp") {
+		t.Errorf("lab filter-scale --help: %d %q", code, out)
+	}
 }
 
 // A --dut list splits at commas, except between one variant's knobs.
 func TestSplitDUTs(t *testing.T) {
-	got := splitDUTs("direct, trestle:xdp@vlan,bin=/tmp/x,ovs@vlan,trestle@gso=off,tso=off,linux-bridge,trestle:tc@veth,bin=/tmp/x,ovs@patch,trestle@mirror,capture,ovs@mirror")
-	want := []string{"direct", "trestle:xdp@vlan,bin=/tmp/x", "ovs@vlan", "trestle@gso=off,tso=off", "linux-bridge", "trestle:tc@veth,bin=/tmp/x", "ovs@patch", "trestle@mirror,capture", "ovs@mirror"}
+	got := splitDUTs("direct, trestle:xdp@vlan,bin=/tmp/x,ovs@vlan,trestle@gso=off,tso=off,linux-bridge,trestle:tc@veth,bin=/tmp/x,ovs@patch,trestle@mirror,capture,ovs@mirror,trestle:xdp@rules=100,state,linux-bridge:nft@rules=100,trestle@filter")
+	want := []string{"direct", "trestle:xdp@vlan,bin=/tmp/x", "ovs@vlan", "trestle@gso=off,tso=off", "linux-bridge", "trestle:tc@veth,bin=/tmp/x", "ovs@patch", "trestle@mirror,capture", "ovs@mirror",
+		"trestle:xdp@rules=100,state", "linux-bridge:nft@rules=100", "trestle@filter"}
 	if !slices.Equal(got, want) {
 		t.Errorf("splitDUTs: %q, want %q", got, want)
 	}
