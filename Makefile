@@ -7,7 +7,12 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN     := bin/trestle
 BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/include/bpf/*.h)
 
-.PHONY: all build deps generate check-generate test test-unit vet demo clean
+.PHONY: all build deps generate check-generate test test-unit vet demo clean install
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the systemd unit
+# (pointing at it) and an example config, which never replaces one there.
+PREFIX  ?= /usr/local
+UNITDIR ?= /lib/systemd/system
 
 all: build
 
@@ -48,3 +53,14 @@ demo: deps build
 
 clean:
 	rm -rf bin
+
+install: $(BIN)
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/trestle
+	install -d $(DESTDIR)$(UNITDIR)
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/trestle.service > $(DESTDIR)$(UNITDIR)/trestle.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/trestle.service
+	install -D -m 0644 dist/trestle.toml $(DESTDIR)$(PREFIX)/share/doc/trestle/trestle.toml.example
+	@if [ ! -e $(DESTDIR)/etc/trestle/trestle.toml ]; then \
+		install -D -m 0644 dist/trestle.toml $(DESTDIR)/etc/trestle/trestle.toml; \
+		echo "installed an example config at $(DESTDIR)/etc/trestle/trestle.toml: name your interfaces in it"; \
+	fi

@@ -13,6 +13,8 @@
 package daemon
 
 import (
+	sd "github.com/coreos/go-systemd/v22/daemon"
+
 	"context"
 	"errors"
 	"fmt"
@@ -142,6 +144,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer cancel()
 	srv.HandleStream(ctl.CmdCapture, d.captureStream)
 	go srv.Serve(ctx, d.handle)
+	d.notify(sd.SdNotifyReady, statusLine("forwarding: %d bridges", len(cfg.Bridges)))
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
@@ -161,6 +164,7 @@ func Run(ctx context.Context, opts Options) error {
 				continue
 			}
 			log.Info("stopping", "signal", s.String())
+			d.notify(sd.SdNotifyStopping)
 			return nil
 		case <-d.aging:
 			sweep.Reset(d.sweepInterval())
@@ -234,6 +238,8 @@ func (d *Daemon) reconcile() {
 
 // Reload reads the config file again and applies the difference.
 func (d *Daemon) Reload() error {
+	d.notify(sd.SdNotifyReloading)
+	defer d.notify(sd.SdNotifyReady)
 	cfg, err := config.Load(d.opts.ConfigPath)
 	if err != nil {
 		return err

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSystemdNotify: under a Type=notify service (NOTIFY_SOCKET set), the
+// daemon says READY=1 once the datapath is up and its socket answers,
+// RELOADING=1 and READY=1 around a reload, and STOPPING=1.
+func TestSystemdNotify(t *testing.T) {
+	l := newSwlab(t, 2)
+	path := filepath.Join(l.dir, "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", path)
+	l.writeConfig(l.config("", nil))
+	l.start()
+	read := func(want string) string {
+		t.Helper()
+		buf := make([]byte, 4096)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("waiting for %s from the daemon: %v", want, err)
+		}
+		msg := string(buf[:n])
+		if !strings.Contains(msg, want) {
+			t.Fatalf("the daemon told systemd %q, want %s", msg, want)
+		}
+		return msg
+	}
+	msg := read("READY=1")
+	if !strings.Contains(msg, "STATUS=forwarding: 1 bridges") {
+		t.Errorf("ready message %q has no status", msg)
+	}
+	// Ready means the socket answers.
+	if len(l.show().Bridges) != 1 {
+		t.Fatal("show after READY=1")
+	}
+	if out, err := l.cli("reload"); err != nil {
+		t.Fatalf("reload: %v: %s", err, out)
+	}
+	read("RELOADING=1")
+	read("READY=1")
+	l.stop()
+	read("STOPPING=1")
+}
+
+// TestMakeInstall: `make install DESTDIR=...` puts the binary, the unit
+// (pointing at the binary) and the example config in place, the example
+// is a valid config, and systemd-analyze (where there is one) accepts the
+// unit.
+func TestMakeInstall(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := t.TempDir()
+	cmd := exec.Command("make", "-C", root, "install", "DESTDIR="+dest, "PREFIX=/usr/local", "BIN="+trestleBin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	for _, f := range []string{"usr/local/bin/trestle", "lib/systemd/system/trestle.service", "etc/trestle/trestle.toml", "usr/local/share/doc/trestle/trestle.toml.example"} {
+		if _, err := os.Stat(filepath.Join(dest, f)); err != nil {
+			t.Errorf("make install: %v", err)
+		}
+	}
+	unit, err := os.ReadFile(filepath.Join(dest, "lib/systemd/system/trestle.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Type=notify", "ExecStart=/usr/local/bin/trestle run --config /etc/trestle/trestle.toml", "ExecReload=/usr/local/bin/trestle reload"} {
+		if !strings.Contains(string(unit), want) {
+			t.Errorf("the unit has no %q:\n%s", want, unit)
+		}
+	}
+	if out, err := exec.Command(trestleBin, "check", filepath.Join(dest, "etc/trestle/trestle.toml")).CombinedOutput(); err != nil {
+		t.Errorf("the example config: %v: %s", err, out)
+	}
+	// A second install keeps a config that is there.
+	if err := os.WriteFile(filepath.Join(dest, "etc/trestle/trestle.toml"), []byte("# mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("make", "-C", root, "install", "DESTDIR="+dest, "BIN="+trestleBin).CombinedOutput(); err != nil {
+		t.Fatalf("make install again: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dest, "etc/trestle/trestle.toml")); string(b) != "# mine\n" {
+		t.Error("a second make install replaced the config")
+	}
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Log("no systemd-analyze: the unit is not verified")
+		return
+	}
+	// systemd-analyze wants ExecStart's binary where the unit says: point a
+	// copy at the installed one.
+	bin := filepath.Join(dest, "usr/local/bin/trestle")
+	copyUnit := filepath.Join(t.TempDir(), "trestle.service")
+	if err := os.WriteFile(copyUnit, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/trestle", bin)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("systemd-analyze", "verify", copyUnit).CombinedOutput(); err != nil {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
