@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/frame"
@@ -107,6 +109,25 @@ func BenchmarkGenProgram(b *testing.B) {
 	}
 }
 
+// pinToOneCPU keeps the test's goroutine on one thread and that thread on
+// CPU 0 (whose state loadForTest set up as every CPU's) until the test ends.
+func pinToOneCPU(t *testing.T) {
+	t.Helper()
+	runtime.LockOSThread()
+	var was, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		t.Fatal(err)
+	}
+	one.Set(0)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		unix.SchedSetaffinity(0, &was)
+		runtime.UnlockOSThread()
+	})
+}
+
 // runOnce runs the generator program once (BPF_PROG_TEST_RUN, not live) on
 // a fresh copy of the template frame and returns the frame it made.
 func runOnce(t *testing.T, g *liveGen, data []byte) []byte {
@@ -166,6 +187,10 @@ func TestProgramFrames(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g, data, specs := loadForTest(t, c.o)
+			// Each CPU keeps its own flow and sequence state: a test that
+			// moved to another CPU between two runs would see that
+			// CPU's sequence, not the next frame of this one's.
+			pinToOneCPU(t)
 			mix := c.o.Mix
 			if len(mix.Sizes) == 0 {
 				mix = frame.Mix{Sizes: []int{frame.MinSize(c.o.VLAN != 0, c.o.IPv6)}, Weights: []int{1}}
