@@ -130,8 +130,8 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	d->in_st = st;
 	d->in_slot = in->slot;
 	d->in_flags = in->flags;
-	st->rx_packets++;
-	st->rx_bytes += p->wire;
+	st->c[TR_CNT_RX_PACKETS]++;
+	st->c[TR_CNT_RX_BYTES] += p->wire;
 
 	/* A span port only sends (mirrored copies). */
 	if (in->flags & TR_PORT_SPAN) {
@@ -222,9 +222,9 @@ flood:
 			return;
 		}
 	}
-	st->flooded++;
+	st->c[TR_CNT_FLOODED]++;
 	if (d->tag.st)
-		d->tag.st->flooded++;
+		d->tag.st->c[TR_VCNT_FLOODED]++;
 	d->action = TR_ACT_FLOOD;
 }
 

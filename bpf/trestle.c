@@ -23,6 +23,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Enums reach BTF, and so bpf2go, only through a typed object; these are never used. */
 enum tr_drop_reason _btf_drop_reason __attribute__((unused));
+enum tr_counter _btf_counter __attribute__((unused));
+enum tr_vlan_counter _btf_vlan_counter __attribute__((unused));
 enum tr_limits _btf_limits __attribute__((unused));
 enum tr_fdb_flags _btf_fdb_flags __attribute__((unused));
 enum tr_port_flags _btf_port_flags __attribute__((unused));
@@ -730,7 +732,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 flood:
 	if (!(br->flags & TR_BRIDGE_FILTER_OUT) && tr_hop_filtered(ctx, xdp, w, br, in_slot))
 		return 0;
-	st->flooded++;
+	st->c[TR_CNT_FLOODED]++;
 	w->unicast = 0;
 	if (xdp)
 		return tr_emit_xdp(ctx, w, in->bridge, self);

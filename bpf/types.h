@@ -61,17 +61,28 @@ enum tr_drop_reason {
 	TR_DROP__MAX,
 };
 
-/* Per-port counters, one copy per CPU, summed by the control plane. */
+/*
+ * Per-port counters, one copy per CPU, summed by the control plane. Each is
+ * an index of tr_port_stats.c: the control plane takes the counters' names
+ * from this enum (TR_CNT_RX_PACKETS is "rx_packets" in `trestle stats`, the
+ * metric trestle_port_rx_packets_total), so a new counter is one line here.
+ * New counters go at the end, as new drop reasons do.
+ */
+enum tr_counter {
+	TR_CNT_RX_PACKETS = 0,
+	TR_CNT_RX_BYTES,
+	TR_CNT_TX_PACKETS,
+	TR_CNT_TX_BYTES,
+	TR_CNT_FLOODED,   /* frames this port sent to every other port of its bridge */
+	TR_CNT_LEARNED,   /* new addresses learned on this port */
+	TR_CNT_MOVED,     /* addresses that moved to this port from another */
+	TR_CNT_UNLEARNED, /* frames from new sources forwarded without learning them (mac_limit_action "forward" at max_macs) */
+	TR_CNT__MAX,
+};
+
 struct tr_port_stats {
-	__u64 rx_packets;
-	__u64 rx_bytes;
-	__u64 tx_packets;
-	__u64 tx_bytes;
-	__u64 flooded;  /* frames this port sent to every other port of its bridge */
-	__u64 learned;  /* new addresses learned on this port */
-	__u64 moved;    /* addresses that moved to this port from another */
-	__u64 unlearned; /* frames from new sources forwarded without learning them (mac_limit_action "forward" at max_macs) */
-	__u64 drops[TR_DROP__MAX];
+	__u64 c[TR_CNT__MAX];      /* enum tr_counter */
+	__u64 drops[TR_DROP__MAX]; /* enum tr_drop_reason */
 };
 
 /* FDB key: a MAC address in one VLAN of one bridge. */
@@ -257,12 +268,18 @@ struct tr_vlan_entry {
 };
 
 /* Per-VLAN counters, one copy per CPU, by the VLAN's idx. */
+/* A VLAN's counters, one copy per CPU, by index as the port counters are. */
+enum tr_vlan_counter {
+	TR_VCNT_RX_PACKETS = 0, /* frames classified into the VLAN */
+	TR_VCNT_RX_BYTES,
+	TR_VCNT_TX_PACKETS,     /* copies sent out of a port in the VLAN */
+	TR_VCNT_TX_BYTES,
+	TR_VCNT_FLOODED,        /* frames flooded within the VLAN */
+	TR_VCNT__MAX,
+};
+
 struct tr_vlan_stats {
-	__u64 rx_packets; /* frames classified into the VLAN */
-	__u64 rx_bytes;
-	__u64 tx_packets; /* copies sent out of a port in the VLAN */
-	__u64 tx_bytes;
-	__u64 flooded;    /* frames flooded within the VLAN */
+	__u64 c[TR_VCNT__MAX]; /* enum tr_vlan_counter */
 };
 
 /* ---- the filter stage (lib/filter.h) ---- */

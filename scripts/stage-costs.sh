@@ -21,7 +21,10 @@ no_memo() {
 	sed -i 's/return m->ifindex == ifindex \&\&/return 0 \&\& m->ifindex == ifindex \&\&/' "$1/lib/fdb.h"
 	sed -i 's/if (m \&\& m->gen == v->gen/if (0 \&\& m \&\& m->gen == v->gen/' "$1/lib/fdb.h"
 }
-no_stats() { sed -i 's/^\tst->rx_packets++;$//; s/^\tst->rx_bytes += p->len;$//' "$1/switch.h"; sed -i 's/^\t\tst->tx_packets++;$//; s/^\t\tst->tx_bytes += len;$//' "$1/switch.h"; }
+no_stats() {
+	sed -i 's/^\tst->c\[TR_CNT_RX_PACKETS\]++;$//; s/^\tst->c\[TR_CNT_RX_BYTES\] += p->wire;$//' "$1/switch.h"
+	sed -i 's/^\t\tst->c\[TR_CNT_TX_PACKETS\]++;$//; s/^\t\tst->c\[TR_CNT_TX_BYTES\] += len;$//' "$1/lib/maps.h"
+}
 variant no-memo no_memo
 variant no-counters no_stats
 

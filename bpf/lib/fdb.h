@@ -124,7 +124,7 @@ static __always_inline int tr_at_limit(const struct tr_port *in, struct tr_port_
 				       enum tr_drop_reason *reason)
 {
 	if (in->flags & TR_PORT_LIMIT_FORWARD) {
-		st->unlearned++;
+		st->c[TR_CNT_UNLEARNED]++;
 		return 0;
 	}
 	*reason = TR_DROP_MAC_LIMIT;
@@ -179,7 +179,7 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		tr_count_add(&port_macs, old_slot, -1);
 		tr_count_add(&port_macs, in->slot, 1);
 		__sync_fetch_and_add(&move_gen, 1);
-		st->moved++;
+		st->c[TR_CNT_MOVED]++;
 		return 0;
 	}
 
@@ -202,7 +202,7 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 	}
 	tr_count_add(&port_macs, in->slot, 1);
 	tr_count_add(&bridge_macs, in->bridge, 1);
-	st->learned++;
+	st->c[TR_CNT_LEARNED]++;
 	tr_src_remember(v, ifindex, in->bridge, vlan, src);
 	return 0;
 }

@@ -236,8 +236,8 @@ static __always_inline void tr_count_drop(struct tr_port_stats *st, enum tr_drop
 static __always_inline void tr_count_tx(struct tr_port_stats *st, __u32 len)
 {
 	if (st) {
-		st->tx_packets++;
-		st->tx_bytes += len;
+		st->c[TR_CNT_TX_PACKETS]++;
+		st->c[TR_CNT_TX_BYTES] += len;
 	}
 }
 

@@ -128,8 +128,8 @@ static __always_inline int tr_vlan_ingress(void *data_end, struct ethhdr *eth,
 	t->members = v->members;
 	t->st = tr_vlan_stats_of(v->idx);
 	if (t->st) {
-		t->st->rx_packets++;
-		t->st->rx_bytes += wire;
+		t->st->c[TR_VCNT_RX_PACKETS]++;
+		t->st->c[TR_VCNT_RX_BYTES] += wire;
 	}
 	return 0;
 }
@@ -137,8 +137,8 @@ static __always_inline int tr_vlan_ingress(void *data_end, struct ethhdr *eth,
 static __always_inline void tr_vlan_count_tx(struct tr_vlan_stats *st, __u32 wire)
 {
 	if (st) {
-		st->tx_packets++;
-		st->tx_bytes += wire;
+		st->c[TR_VCNT_TX_PACKETS]++;
+		st->c[TR_VCNT_TX_BYTES] += wire;
 	}
 }
 

@@ -301,7 +301,7 @@ func TestForwardingModes(t *testing.T) {
 				t.Fatalf("iperf3 moved nothing in %s mode", mode)
 			}
 			t.Logf("%s mode: iperf3 TCP h1 -> h2 %.2f Gbit/s (a sanity figure, not a benchmark)", mode, bps/1e9)
-			if s := l.stats(portName(1)); s.RxPackets == 0 || s.Mode != want {
+			if s := l.stats(portName(1)); s.Counters.Get("rx_packets") == 0 || s.Mode != want {
 				t.Errorf("stats for %s: %+v", portName(1), s)
 			}
 
@@ -363,7 +363,7 @@ func TestFlooding(t *testing.T) {
 			if n := caps[1].WaitFor(hasMarker("unknown-unicast"), 1, 100*time.Millisecond); n != 0 {
 				t.Errorf("the sender got its own flooded frame back")
 			}
-			if s := l.stats(portName(1)); s.Flooded == 0 {
+			if s := l.stats(portName(1)); s.Counters.Get("flooded") == 0 {
 				t.Errorf("port-h1 counted no flooded frames: %+v", s)
 			}
 			l.stop()
@@ -401,8 +401,8 @@ port = "port-h3"
 	if e, _ := l.fdbEntry(hostMAC(1)); e.Port != "port-h2" {
 		t.Errorf("h1's MAC after it moved: on %q, want port-h2", e.Port)
 	}
-	if s := l.stats("port-h2"); s.Moved != 1 {
-		t.Errorf("port-h2 moved counter %d, want 1", s.Moved)
+	if s := l.stats("port-h2"); s.Counters.Get("moved") != 1 {
+		t.Errorf("port-h2 moved counter %d, want 1", s.Counters.Get("moved"))
 	}
 	// And back: h1 talks again from its own port.
 	if err := l.host(1).Ping(hostIP(3), 1); err != nil {
@@ -608,7 +608,7 @@ func TestBadConfig(t *testing.T) {
 	if strings.Contains(l.daemon.Out.String(), `port removed`) || strings.Count(l.daemon.Out.String(), `"port up"`) != 2 {
 		t.Errorf("reload of a new max_macs detached or re-attached ports:\n%s", l.daemon.Out.String())
 	}
-	if s := l.stats(portName(2)); s.RxPackets == 0 || s.Learned == 0 {
+	if s := l.stats(portName(2)); s.Counters.Get("rx_packets") == 0 || s.Counters.Get("learned") == 0 {
 		t.Errorf("port-h2 counters were reset by the reload: %+v", s)
 	}
 	if e, ok := l.fdbEntry(hostMAC(2)); !ok || e.Port != portName(2) {
@@ -726,7 +726,7 @@ func TestReloadKeepsUnchangedPorts(t *testing.T) {
 		t.Fatalf("fdb add: %v\n%s", err, out)
 	}
 	before := len(l.fdb())
-	rx := l.stats("port-h1").RxPackets
+	rx := l.stats("port-h1").Counters.Get("rx_packets")
 	l.writeConfig("# a comment moves every line down\n" + body)
 	if out, err := l.cli("reload"); err != nil {
 		t.Fatalf("reload: %v\n%s", err, out)
@@ -737,7 +737,7 @@ func TestReloadKeepsUnchangedPorts(t *testing.T) {
 	if after := len(l.fdb()); after != before {
 		t.Errorf("fdb had %d entries before the reload, %d after", before, after)
 	}
-	if got := l.stats("port-h1").RxPackets; got < rx {
+	if got := l.stats("port-h1").Counters.Get("rx_packets"); got < rx {
 		t.Errorf("port-h1 counters were reset by the reload: rx %d then %d", rx, got)
 	}
 	if e, ok := l.fdbEntry(extra); !ok || !e.Static {

@@ -113,7 +113,7 @@ func TestFilterStatefulPolicy(t *testing.T) {
 		}
 		var rx, filtered, other uint64
 		for _, p := range l.allStats() {
-			rx += p.RxPackets
+			rx += p.Counters.Get("rx_packets")
 			for reason, n := range p.Drops {
 				if reason == "filtered" {
 					filtered += n

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -60,6 +61,9 @@ Every inspecting command takes --json. The daemon's socket is
 		SilenceErrors: true,
 		Version:       version,
 	}
+	// --version: what was built (git describe, set by the Makefile), by which Go, for where.
+	root.SetVersionTemplate(fmt.Sprintf("trestle %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH))
+	daemon.Build = version
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
@@ -83,7 +87,7 @@ func (e *env) printJSON(v any) error {
 }
 
 func (e *env) runCmd() *cobra.Command {
-	var cfgPath, level string
+	var cfgPath, level, metrics string
 	var persist bool
 	c := &cobra.Command{
 		Use:   "run --config FILE",
@@ -107,6 +111,10 @@ program in place). 'trestle down' removes it. Persist needs the host's BPF
 filesystem: start the daemon in a namespace with
 'nsenter --net=/run/netns/NAME trestle run ...' rather than 'ip netns exec',
 whose private /sys hides it.
+
+With --metrics ADDR ([daemon] metrics = "127.0.0.1:9470") it serves its
+counters to Prometheus at http://ADDR/metrics, read from the datapath at
+each scrape (docs/operations.md lists the metrics).
 
 A minimal config:
 
@@ -136,12 +144,18 @@ A minimal config:
 			if sock == "" {
 				sock = e.getenv("TRESTLE_SOCKET")
 			}
-			return daemon.Run(context.Background(), daemon.Options{ConfigPath: cfgPath, Socket: sock, Persist: persist, Log: log})
+			if metrics != "" {
+				if err := config.CheckListenAddr(metrics); err != nil {
+					return fmt.Errorf("--metrics: %w", err)
+				}
+			}
+			return daemon.Run(context.Background(), daemon.Options{ConfigPath: cfgPath, Socket: sock, Persist: persist, Metrics: metrics, Log: log})
 		},
 	}
 	c.Flags().StringVarP(&cfgPath, "config", "c", "", "config file (TOML)")
 	c.Flags().StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	c.Flags().BoolVar(&persist, "persist", false, "pin the datapath so that it outlives the daemon (as [daemon] persist = true)")
+	c.Flags().StringVar(&metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9470 (as [daemon] metrics)")
 	return c
 }
 
@@ -477,13 +491,17 @@ reasons.`,
 				return e.printJSON(ps)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "BRIDGE\tPORT\tMODE\tRX PKTS\tRX BYTES\tTX PKTS\tTX BYTES\tFLOODED\tLEARNED\tMOVED\tDROPS\t")
+			var names []string
+			if len(ps) > 0 {
+				names = countNames(ps[0].Counters)
+			}
+			fmt.Fprintf(tw, "BRIDGE\tPORT\tMODE\t%sDROPS\t\n", countHeads(names))
 			for _, p := range ps {
 				var total uint64
 				for _, n := range p.Drops {
 					total += n
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Bridge, p.Port, p.Mode, p.RxPackets, p.RxBytes, p.TxPackets, p.TxBytes, p.Flooded, p.Learned, p.Moved, total)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s%d\t\n", p.Bridge, p.Port, p.Mode, countCells(p.Counters, names), total)
 			}
 			tw.Flush()
 			for _, p := range ps {
@@ -512,11 +530,40 @@ func (e *env) vlanStats(bridge string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "BRIDGE\tVLAN\tRX PKTS\tRX BYTES\tTX PKTS\tTX BYTES\tFLOODED\tPORTS\t")
+	names := countNames(vs[0].Counters)
+	fmt.Fprintf(tw, "BRIDGE\tVLAN\t%sPORTS\t\n", countHeads(names))
 	for _, v := range vs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", v.Bridge, v.VLAN, v.RxPackets, v.RxBytes, v.TxPackets, v.TxBytes, v.Flooded, strings.Join(v.Ports, ","))
+		fmt.Fprintf(tw, "%s\t%d\t%s%s\t\n", v.Bridge, v.VLAN, countCells(v.Counters, names), strings.Join(v.Ports, ","))
 	}
 	return tw.Flush()
+}
+
+// The stats tables have a column per counter the daemon reports, in its
+// order: a counter added to bpf/types.h appears with no change here.
+func countNames(c ctl.Counts) []string {
+	names := make([]string, len(c))
+	for i, x := range c {
+		names[i] = x.Name
+	}
+	return names
+}
+
+// countHeads are the columns' heads: rx_packets is "RX PKTS".
+func countHeads(names []string) string {
+	var b strings.Builder
+	for _, n := range names {
+		h := strings.ToUpper(strings.ReplaceAll(n, "_", " "))
+		b.WriteString(strings.Replace(h, "PACKETS", "PKTS", 1) + "\t")
+	}
+	return b.String()
+}
+
+func countCells(c ctl.Counts, names []string) string {
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "%d\t", c.Get(n))
+	}
+	return b.String()
 }
 
 func dropSummary(drops map[string]uint64) string {

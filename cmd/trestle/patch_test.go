@@ -416,14 +416,14 @@ func TestPatchChainCounters(t *testing.T) {
 			}
 			// The bytes of one frame, as the ingress host port counts them.
 			in := fmt.Sprintf("%s/%s", chainBridges[chainOf(ph.from)].name, portName(ph.from))
-			perFrame := (after[in].RxBytes - before[in].RxBytes) / n
+			perFrame := (after[in].Counters.Get("rx_bytes") - before[in].Counters.Get("rx_bytes")) / n
 			if perFrame != uint64(len(f)) {
 				t.Errorf("%s: %s counted %d bytes a frame, want %d", ph.name, in, perFrame, len(f))
 			}
 			for port, a := range after {
 				b := before[port]
-				rx, tx := a.RxPackets-b.RxPackets, a.TxPackets-b.TxPackets
-				rxb, txb := a.RxBytes-b.RxBytes, a.TxBytes-b.TxBytes
+				rx, tx := a.Counters.Get("rx_packets")-b.Counters.Get("rx_packets"), a.Counters.Get("tx_packets")-b.Counters.Get("tx_packets")
+				rxb, txb := a.Counters.Get("rx_bytes")-b.Counters.Get("rx_bytes"), a.Counters.Get("tx_bytes")-b.Counters.Get("tx_bytes")
 				w := ph.want[port]
 				if rx != w[0] || tx != w[1] || rxb != w[0]*perFrame || txb != w[1]*perFrame {
 					t.Errorf("%s: %s counted rx %d (%d bytes) tx %d (%d bytes), want rx %d tx %d of %d bytes\nbefore %+v\nafter  %+v",
@@ -481,7 +481,7 @@ func TestPatchChainMove(t *testing.T) {
 					want = 1
 				}
 				key := br.name + "/" + port
-				if got := after[key].Moved - before[key].Moved; got != want {
+				if got := after[key].Counters.Get("moved") - before[key].Counters.Get("moved"); got != want {
 					t.Errorf("m moved from h%d to h%d: %s counted %d moves, want %d", at, h, key, got, want)
 				}
 			}
@@ -516,7 +516,7 @@ func TestPatchChainReload(t *testing.T) {
 		c.checkHosts()
 		after := c.counters()
 		for port, a := range after {
-			if b, ok := rx[port]; !ok || a.RxPackets < b.RxPackets || a.TxPackets < b.TxPackets {
+			if b, ok := rx[port]; !ok || a.Counters.Get("rx_packets") < b.Counters.Get("rx_packets") || a.Counters.Get("tx_packets") < b.Counters.Get("tx_packets") {
 				t.Errorf("%s: counters went from %+v to %+v across the reload", port, b, a)
 			}
 		}

@@ -174,7 +174,7 @@ func TestPersistRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			pinged := time.Now()
-			rx0 := l.stats(portName(1)).RxPackets
+			rx0 := l.stats(portName(1)).Counters.Get("rx_packets")
 			st := l.show()
 			if !st.Persist || !strings.HasPrefix(st.PinDir, "/sys/fs/bpf/trestle/") {
 				t.Fatalf("show: persist %v pinned at %q", st.Persist, st.PinDir)
@@ -223,7 +223,7 @@ func TestPersistRestart(t *testing.T) {
 			if quiet := time.Since(pinged).Seconds(); e3.AgeSeconds < quiet-1.5 {
 				t.Errorf("the quiet station's entry is %.1fs old, but it spoke %.1fs ago: its age was reset", e3.AgeSeconds, quiet)
 			}
-			if rx := l.stats(portName(1)).RxPackets; rx < rx0+g.Sent {
+			if rx := l.stats(portName(1)).Counters.Get("rx_packets"); rx < rx0+g.Sent {
 				t.Errorf("port-h1 counted %d frames, want at least %d + %d: counters restarted", rx, rx0, g.Sent)
 			}
 
@@ -399,7 +399,7 @@ func TestPersistPatch(t *testing.T) {
 			t.Errorf("entry %s: on %q after the restarts, %q before", k, after[k], port)
 		}
 	}
-	if tx := l.stats("patch-br1").TxPackets; tx < g.Sent {
+	if tx := l.stats("patch-br1").Counters.Get("tx_packets"); tx < g.Sent {
 		t.Errorf("patch-br1 sent %d frames, want at least the stream's %d: its counters restarted", tx, g.Sent)
 	}
 }

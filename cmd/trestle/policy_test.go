@@ -52,8 +52,8 @@ func TestPortPolicies(t *testing.T) {
 			t.Errorf("the source over max_macs was learned")
 		}
 		after := l.stats(portName(2))
-		if after.Unlearned != before.Unlearned+1 || after.Drops["mac_limit"] != before.Drops["mac_limit"] {
-			t.Errorf("port-h2: unlearned %d -> %d, mac_limit drops %d -> %d; want one more unlearned, no drop", before.Unlearned, after.Unlearned, before.Drops["mac_limit"], after.Drops["mac_limit"])
+		if after.Counters.Get("unlearned") != before.Counters.Get("unlearned")+1 || after.Drops["mac_limit"] != before.Drops["mac_limit"] {
+			t.Errorf("port-h2: unlearned %d -> %d, mac_limit drops %d -> %d; want one more unlearned, no drop", before.Counters.Get("unlearned"), after.Counters.Get("unlearned"), before.Drops["mac_limit"], after.Drops["mac_limit"])
 		}
 		for _, p := range l.show().Bridges[0].Ports {
 			switch p.Name {

@@ -244,10 +244,10 @@ func TestVLANAccessIsolation(t *testing.T) {
 		for _, v := range vs {
 			got[v.VLAN] = v
 		}
-		if v := got[10]; v.RxPackets != 6 || v.TxPackets != 6 || v.Flooded != 5 || !slices.Equal(v.Ports, []string{portName(1), portName(3)}) {
+		if v := got[10]; v.Counters.Get("rx_packets") != 6 || v.Counters.Get("tx_packets") != 6 || v.Counters.Get("flooded") != 5 || !slices.Equal(v.Ports, []string{portName(1), portName(3)}) {
 			t.Errorf("stats --vlan, VLAN 10: %+v, want rx 6 tx 6 flooded 5 on %s and %s", v, portName(1), portName(3))
 		}
-		if v := got[20]; v.RxPackets != 5 || v.TxPackets != 0 || v.Flooded != 5 || len(vs) != 2 {
+		if v := got[20]; v.Counters.Get("rx_packets") != 5 || v.Counters.Get("tx_packets") != 0 || v.Counters.Get("flooded") != 5 || len(vs) != 2 {
 			t.Errorf("stats --vlan, VLAN 20: %+v (of %d VLANs), want rx 5 tx 0 flooded 5, and 2 VLANs", v, len(vs))
 		}
 		l.stop()
@@ -490,7 +490,7 @@ func TestVLANFDB(t *testing.T) {
 		if _, ok := l.fdbEntry(static); !ok {
 			t.Errorf("fdb show does not list the static entry")
 		}
-		if s := l.stats("port-h3"); s.Moved != 0 {
+		if s := l.stats("port-h3"); s.Counters.Get("moved") != 0 {
 			t.Errorf("the address in a second VLAN counted as a move: %+v", s)
 		}
 		l.stop()

@@ -102,6 +102,20 @@ const (
 	TrestleTrCaptureVerdictTR_CAPTURE_DROPPED   TrestleTrCaptureVerdict = 3
 )
 
+type TrestleTrCounter uint32
+
+const (
+	TrestleTrCounterTR_CNT_RX_PACKETS TrestleTrCounter = 0
+	TrestleTrCounterTR_CNT_RX_BYTES   TrestleTrCounter = 1
+	TrestleTrCounterTR_CNT_TX_PACKETS TrestleTrCounter = 2
+	TrestleTrCounterTR_CNT_TX_BYTES   TrestleTrCounter = 3
+	TrestleTrCounterTR_CNT_FLOODED    TrestleTrCounter = 4
+	TrestleTrCounterTR_CNT_LEARNED    TrestleTrCounter = 5
+	TrestleTrCounterTR_CNT_MOVED      TrestleTrCounter = 6
+	TrestleTrCounterTR_CNT_UNLEARNED  TrestleTrCounter = 7
+	TrestleTrCounterTR_CNT__MAX       TrestleTrCounter = 8
+)
+
 type TrestleTrCpuCache struct {
 	_   structs.HostLayout
 	Src struct {
@@ -347,16 +361,9 @@ const (
 )
 
 type TrestleTrPortStats struct {
-	_         structs.HostLayout
-	RxPackets uint64
-	RxBytes   uint64
-	TxPackets uint64
-	TxBytes   uint64
-	Flooded   uint64
-	Learned   uint64
-	Moved     uint64
-	Unlearned uint64
-	Drops     [22]uint64
+	_     structs.HostLayout
+	C     [8]uint64
+	Drops [22]uint64
 }
 
 type TrestleTrPortVlans struct {
@@ -425,6 +432,17 @@ const (
 	TrestleTrStormKindTR_STORM_KINDS     TrestleTrStormKind = 3
 )
 
+type TrestleTrVlanCounter uint32
+
+const (
+	TrestleTrVlanCounterTR_VCNT_RX_PACKETS TrestleTrVlanCounter = 0
+	TrestleTrVlanCounterTR_VCNT_RX_BYTES   TrestleTrVlanCounter = 1
+	TrestleTrVlanCounterTR_VCNT_TX_PACKETS TrestleTrVlanCounter = 2
+	TrestleTrVlanCounterTR_VCNT_TX_BYTES   TrestleTrVlanCounter = 3
+	TrestleTrVlanCounterTR_VCNT_FLOODED    TrestleTrVlanCounter = 4
+	TrestleTrVlanCounterTR_VCNT__MAX       TrestleTrVlanCounter = 5
+)
+
 type TrestleTrVlanEntry struct {
 	_       structs.HostLayout
 	Idx     uint16
@@ -432,12 +450,8 @@ type TrestleTrVlanEntry struct {
 }
 
 type TrestleTrVlanStats struct {
-	_         structs.HostLayout
-	RxPackets uint64
-	RxBytes   uint64
-	TxPackets uint64
-	TxBytes   uint64
-	Flooded   uint64
+	_ structs.HostLayout
+	C [5]uint64
 }
 
 type TrestleTrWalk struct {
@@ -516,6 +530,7 @@ const (
 	TrestleVarBtfCaptureLimits    = "_btf_capture_limits"
 	TrestleVarBtfCaptureTag       = "_btf_capture_tag"
 	TrestleVarBtfCaptureVerdict   = "_btf_capture_verdict"
+	TrestleVarBtfCounter          = "_btf_counter"
 	TrestleVarBtfDropReason       = "_btf_drop_reason"
 	TrestleVarBtfFdbFlags         = "_btf_fdb_flags"
 	TrestleVarBtfFilterFlags      = "_btf_filter_flags"
@@ -527,6 +542,7 @@ const (
 	TrestleVarBtfStateFlags       = "_btf_state_flags"
 	TrestleVarBtfStateTimeouts    = "_btf_state_timeouts"
 	TrestleVarBtfStormKind        = "_btf_storm_kind"
+	TrestleVarBtfVlanCounter      = "_btf_vlan_counter"
 	TrestleVarCaptureOn           = "capture_on"
 	TrestleVarFdbGen              = "fdb_gen"
 	TrestleVarFilterOn            = "filter_on"
@@ -632,6 +648,7 @@ type TrestleVariableSpecs struct {
 	BtfCaptureLimits  *ebpf.VariableSpec `ebpf:"_btf_capture_limits"`
 	BtfCaptureTag     *ebpf.VariableSpec `ebpf:"_btf_capture_tag"`
 	BtfCaptureVerdict *ebpf.VariableSpec `ebpf:"_btf_capture_verdict"`
+	BtfCounter        *ebpf.VariableSpec `ebpf:"_btf_counter"`
 	BtfDropReason     *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
 	BtfFdbFlags       *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
 	BtfFilterFlags    *ebpf.VariableSpec `ebpf:"_btf_filter_flags"`
@@ -643,6 +660,7 @@ type TrestleVariableSpecs struct {
 	BtfStateFlags     *ebpf.VariableSpec `ebpf:"_btf_state_flags"`
 	BtfStateTimeouts  *ebpf.VariableSpec `ebpf:"_btf_state_timeouts"`
 	BtfStormKind      *ebpf.VariableSpec `ebpf:"_btf_storm_kind"`
+	BtfVlanCounter    *ebpf.VariableSpec `ebpf:"_btf_vlan_counter"`
 	CaptureOn         *ebpf.VariableSpec `ebpf:"capture_on"`
 	FdbGen            *ebpf.VariableSpec `ebpf:"fdb_gen"`
 	FilterOn          *ebpf.VariableSpec `ebpf:"filter_on"`
@@ -751,6 +769,7 @@ type TrestleVariables struct {
 	BtfCaptureLimits  *ebpf.Variable `ebpf:"_btf_capture_limits"`
 	BtfCaptureTag     *ebpf.Variable `ebpf:"_btf_capture_tag"`
 	BtfCaptureVerdict *ebpf.Variable `ebpf:"_btf_capture_verdict"`
+	BtfCounter        *ebpf.Variable `ebpf:"_btf_counter"`
 	BtfDropReason     *ebpf.Variable `ebpf:"_btf_drop_reason"`
 	BtfFdbFlags       *ebpf.Variable `ebpf:"_btf_fdb_flags"`
 	BtfFilterFlags    *ebpf.Variable `ebpf:"_btf_filter_flags"`
@@ -762,6 +781,7 @@ type TrestleVariables struct {
 	BtfStateFlags     *ebpf.Variable `ebpf:"_btf_state_flags"`
 	BtfStateTimeouts  *ebpf.Variable `ebpf:"_btf_state_timeouts"`
 	BtfStormKind      *ebpf.Variable `ebpf:"_btf_storm_kind"`
+	BtfVlanCounter    *ebpf.Variable `ebpf:"_btf_vlan_counter"`
 	CaptureOn         *ebpf.Variable `ebpf:"capture_on"`
 	FdbGen            *ebpf.Variable `ebpf:"fdb_gen"`
 	FilterOn          *ebpf.Variable `ebpf:"filter_on"`

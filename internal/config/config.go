@@ -16,6 +16,7 @@
 //	[daemon]
 //	socket = "/run/trestle/trestle.sock"
 //	persist = true        # the datapath outlives the daemon (pinned)
+//	metrics = "127.0.0.1:9470"  # Prometheus endpoint (/metrics); off unless set
 //
 //	[[bridge]]
 //	name = "br0"          # 1..15 of A-Z a-z 0-9 _ . -, unique
@@ -150,6 +151,9 @@ type Daemon struct {
 	// Persist pins the datapath, so that it keeps forwarding when the
 	// daemon exits, and a new daemon adopts it.
 	Persist bool
+	// Metrics is the address (host:port) of the Prometheus endpoint;
+	// "" for none.
+	Metrics string
 }
 
 // Bridge is one learning switch.
@@ -479,6 +483,14 @@ func (c *checker) daemon(v *value, d *Daemon) {
 				c.errorf(kv.line, f, "must be true or false")
 			} else {
 				d.Persist = kv.data == "true"
+			}
+		case "metrics":
+			if s, ok := c.str(kv, f); ok {
+				if err := CheckListenAddr(s); err != nil {
+					c.errorf(kv.line, f, "%v", err)
+				} else {
+					d.Metrics = s
+				}
 			}
 		case "socket":
 			s, ok := c.str(kv, f)
@@ -1565,4 +1577,21 @@ func ifnameProblem(s string) string {
 		}
 	}
 	return ""
+}
+
+// CheckListenAddr checks a TCP address to listen on: host:port with a port
+// 1..65535, the host an IP address, a name, or empty for every address.
+func CheckListenAddr(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (e.g. \"127.0.0.1:9470\" or \"[::1]:9470\")", s)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not 1..65535", s, port)
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("%q: %q is not a host", s, host)
+	}
+	return nil
 }

@@ -131,6 +131,8 @@ func TestParseValid(t *testing.T) {
 			func(c *Config) bool { return c.Daemon.Socket == "/tmp/t.sock" && !c.Daemon.Persist }},
 		{"persist", doc(append([]string{`[daemon]`, `persist = true`}, twoPorts...)...),
 			func(c *Config) bool { return c.Daemon.Persist }},
+		{"metrics", doc(append([]string{`[daemon]`, `metrics = "[::1]:9470"`}, twoPorts...)...),
+			func(c *Config) bool { return c.Daemon.Metrics == "[::1]:9470" }},
 		{"limits", doc(
 			`[[bridge]]`, `name = "A-z_0.9"`, `aging = "24h"`, `max_entries = 16777216`,
 			`[[bridge.port]]`, `interface = "123456789012345"`, `max_macs = 0x1000000`,
@@ -197,6 +199,12 @@ func TestParseErrors(t *testing.T) {
 			`t.toml:2: daemon.socket: "/` + strings.Repeat("s", 107) + `" is longer than 107 bytes, the limit for a unix socket path`}},
 		{"socket not a string", doc(append([]string{`[daemon]`, `socket = 1`}, twoPorts...)...), []string{
 			`t.toml:2: daemon.socket: must be a string`}},
+		{"metrics no port", doc(append([]string{`[daemon]`, `metrics = "127.0.0.1"`}, twoPorts...)...), []string{
+			`t.toml:2: daemon.metrics: "127.0.0.1" is not host:port (e.g. "127.0.0.1:9470" or "[::1]:9470")`}},
+		{"metrics bad port", doc(append([]string{`[daemon]`, `metrics = "localhost:99999"`}, twoPorts...)...), []string{
+			`t.toml:2: daemon.metrics: "localhost:99999": port "99999" is not 1..65535`}},
+		{"metrics not a string", doc(append([]string{`[daemon]`, `metrics = 9470`}, twoPorts...)...), []string{
+			`t.toml:2: daemon.metrics: must be a string`}},
 		{"persist not a bool", doc(append([]string{`[daemon]`, `persist = "yes"`}, twoPorts...)...), []string{
 			`t.toml:2: daemon.persist: must be true or false`}},
 		{"daemon unknown key", doc(append([]string{`[daemon]`, `pidfile = "/run/t.pid"`}, twoPorts...)...), []string{

@@ -125,22 +125,16 @@ type FDBEntry struct {
 	AgeSeconds float64 `json:"age_seconds"`
 }
 
-// PortStats is one port of `trestle stats --json`.
+// PortStats is one port of `trestle stats --json`: its counters (named as
+// in bpf/types.h's enum tr_counter: rx_packets, rx_bytes, tx_packets,
+// tx_bytes, flooded, learned, moved, unlearned, ...) are fields of the
+// port's object beside bridge, port, mode and drops (by reason).
 type PortStats struct {
-	Bridge    string `json:"bridge"`
-	Port      string `json:"port"`
-	Mode      string `json:"mode"`
-	RxPackets uint64 `json:"rx_packets"`
-	RxBytes   uint64 `json:"rx_bytes"`
-	TxPackets uint64 `json:"tx_packets"`
-	TxBytes   uint64 `json:"tx_bytes"`
-	Flooded   uint64 `json:"flooded"`
-	Learned   uint64 `json:"learned"`
-	Moved     uint64 `json:"moved"`
-	// Unlearned: frames from new sources forwarded without learning them
-	// (mac_limit_action "forward", at max_macs).
-	Unlearned uint64            `json:"unlearned"`
-	Drops     map[string]uint64 `json:"drops"`
+	Bridge   string
+	Port     string
+	Mode     string
+	Counters Counts
+	Drops    map[string]uint64
 }
 
 // Status is `trestle show --json`.
@@ -229,16 +223,14 @@ type PortStatus struct {
 }
 
 // VLANStats is one VLAN of `trestle stats --vlan --json`: frames classified
-// into it (rx), copies sent out of its ports (tx), and frames flooded in it.
+// into it (rx_packets, rx_bytes), copies sent out of its ports (tx_packets,
+// tx_bytes), and frames flooded in it (flooded), as fields of its object
+// beside bridge, vlan and ports (the ports that carry it).
 type VLANStats struct {
-	Bridge    string   `json:"bridge"`
-	VLAN      uint16   `json:"vlan"`
-	Ports     []string `json:"ports"` // the ports that carry it
-	RxPackets uint64   `json:"rx_packets"`
-	RxBytes   uint64   `json:"rx_bytes"`
-	TxPackets uint64   `json:"tx_packets"`
-	TxBytes   uint64   `json:"tx_bytes"`
-	Flooded   uint64   `json:"flooded"`
+	Bridge   string
+	VLAN     uint16
+	Ports    []string
+	Counters Counts
 }
 
 // Handler answers one request; the error becomes Response.Error.

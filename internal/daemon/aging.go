@@ -36,7 +36,10 @@ func (d *Daemon) sweep() error {
 		}
 	}
 	_, oerr := d.dp.DelFDBs(orphans)
-	_, aerr := d.dp.AgeOut(idle, func(id uint16) time.Duration { return byID[id].cfg.Aging })
+	aged, aerr := d.dp.AgeOut(idle, func(id uint16) time.Duration { return byID[id].cfg.Aging })
+	for _, e := range aged {
+		d.aged[byID[e.Bridge].cfg.Name]++
+	}
 	if err := errors.Join(oerr, aerr); err != nil {
 		return err
 	}

@@ -154,6 +154,16 @@ func (d *Daemon) status() (ctl.Status, error) {
 	return st, nil
 }
 
+// namedCounts names counters as their enum does (tbpf.CounterNames for a
+// port's, tbpf.VLANCounterNames for a VLAN's).
+func namedCounts(names []string, vals []uint64) ctl.Counts {
+	out := make(ctl.Counts, len(names))
+	for i, n := range names {
+		out[i] = ctl.Count{Name: n, Value: vals[i]}
+	}
+	return out
+}
+
 func dropMap(s tbpf.PortStats) map[string]uint64 {
 	m := map[string]uint64{}
 	for i, n := range s.Drops {
@@ -182,8 +192,7 @@ func (d *Daemon) stats(only string) ([]ctl.PortStats, error) {
 			}
 			out = append(out, ctl.PortStats{
 				Bridge: b.cfg.Name, Port: p.name(), Mode: m,
-				RxPackets: s.RxPackets, RxBytes: s.RxBytes, TxPackets: s.TxPackets, TxBytes: s.TxBytes,
-				Flooded: s.Flooded, Learned: s.Learned, Moved: s.Moved, Unlearned: s.Unlearned, Drops: dropMap(s),
+				Counters: namedCounts(tbpf.CounterNames(), s.C[:]), Drops: dropMap(s),
 			})
 		}
 	}
@@ -215,13 +224,13 @@ func (d *Daemon) vlanStats(only string) ([]ctl.VLANStats, error) {
 					vs.Ports = append(vs.Ports, p.name())
 				}
 			}
+			var s tbpf.VLANStats
 			if idx, ok := index[[2]uint16{b.id, vid}]; ok {
-				s, err := d.dp.VLANStats(idx)
-				if err != nil {
+				if s, err = d.dp.VLANStats(idx); err != nil {
 					return nil, fmt.Errorf("bridge %q: VLAN %d: %w", b.cfg.Name, vid, err)
 				}
-				vs.RxPackets, vs.RxBytes, vs.TxPackets, vs.TxBytes, vs.Flooded = s.RxPackets, s.RxBytes, s.TxPackets, s.TxBytes, s.Flooded
 			}
+			vs.Counters = namedCounts(tbpf.VLANCounterNames(), s.C[:]) // zeros for a VLAN the datapath has no index for yet
 			out = append(out, vs)
 		}
 	}

@@ -35,6 +35,7 @@ type Options struct {
 	ConfigPath string
 	Socket     string // overrides the config's daemon.socket when set
 	Persist    bool   // --persist: as [daemon] persist = true
+	Metrics    string // --metrics: as [daemon] metrics
 	Log        *slog.Logger
 }
 
@@ -63,6 +64,12 @@ type Daemon struct {
 	aging chan struct{}
 
 	capture *captureState // the running `trestle capture` (capture.go)
+
+	// For the metrics: reloads by result (applied: true), and learned
+	// entries aged out, by bridge name, since the daemon started.
+	reloads map[bool]uint64
+	aged    map[string]uint64
+	metrics *metricsServer
 }
 
 // maxRefresh bounds how often the datapath rewrites an entry's timestamp.
@@ -73,7 +80,7 @@ func newDaemon(log *slog.Logger, dp Dataplane, sys System, capacity uint32, refr
 	return &Daemon{
 		log: log, dp: dp, sys: sys, capacity: capacity, refresh: refresh,
 		bridges: map[string]*bridgeState{}, attached: map[int]Attachment{}, peers: map[int]*peerFix{},
-		aging: make(chan struct{}, 1),
+		aging: make(chan struct{}, 1), reloads: map[bool]uint64{}, aged: map[string]uint64{},
 	}
 }
 
@@ -137,6 +144,16 @@ func Run(ctx context.Context, opts Options) error {
 	links, err := d.start(cfg, linkDone)
 	if err != nil {
 		return err
+	}
+	metricsAddr := opts.Metrics
+	if metricsAddr == "" {
+		metricsAddr = cfg.Daemon.Metrics
+	}
+	if metricsAddr != "" {
+		if d.metrics, err = d.serveMetrics(metricsAddr); err != nil {
+			return err
+		}
+		defer d.metrics.stop()
 	}
 	log.Info("trestle running", "config", opts.ConfigPath, "socket", sock, "bridges", len(cfg.Bridges), "fdb_capacity", capacity, "persist", persist, "pinned", dp.PinDir())
 
@@ -242,6 +259,7 @@ func (d *Daemon) Reload() error {
 	defer d.notify(sd.SdNotifyReady)
 	cfg, err := config.Load(d.opts.ConfigPath)
 	if err != nil {
+		d.countReload(false)
 		return err
 	}
 	d.mu.Lock()
@@ -249,10 +267,21 @@ func (d *Daemon) Reload() error {
 	d.fromFile = true
 	defer func() { d.fromFile = false }()
 	if err := d.apply(cfg); err != nil {
+		d.reloads[false]++
 		return err
 	}
+	d.reloads[true]++
 	d.log.Info("reloaded", "config", cfg.File)
+	if d.metrics != nil && d.opts.Metrics == "" && cfg.Daemon.Metrics != d.metrics.addr && cfg.Daemon.Metrics != "" {
+		d.log.Warn("daemon.metrics changed; the endpoint stays where it is until the daemon restarts", "addr", d.metrics.addr, "config", cfg.Daemon.Metrics)
+	}
 	return nil
+}
+
+func (d *Daemon) countReload(ok bool) {
+	d.mu.Lock()
+	d.reloads[ok]++
+	d.mu.Unlock()
 }
 
 // fdbCapacity sizes the shared table: every bridge's max_entries, its static

@@ -24,10 +24,13 @@ type Dataplane interface {
 	AddFDB(datapath.FDBEntry) error
 	DelFDB(bridge, vlan uint16, mac net.HardwareAddr) (datapath.FDBEntry, error)
 	DelFDBs([]datapath.FDBEntry) (int, error)
-	AgeOut(es []datapath.FDBEntry, aging func(bridge uint16) time.Duration) (int, error)
+	// AgeOut deletes the entries of es still idle beyond their bridge's
+	// aging time and returns those it deleted.
+	AgeOut(es []datapath.FDBEntry, aging func(bridge uint16) time.Duration) ([]datapath.FDBEntry, error)
 
 	Stats(slot uint16) (tbpf.PortStats, error)
 	PortMACs(slot uint16) (int, error)
+	BridgeMACs(id uint16) (int, error)
 
 	// The VLAN stage: while on, Attach and Upgrade give ports the
 	// programs that classify frames into VLANs (datapath/vlan.go).

@@ -36,6 +36,8 @@ type fakeDP struct {
 	refuse      map[int]error // XDP attach on ifindex fails
 	fresh       []string
 	vlanStage   bool
+	stats       map[uint16]tbpf.PortStats // by slot; zero when absent
+	filterCount map[uint16]datapath.FilterCounts
 	filterStage bool
 }
 
@@ -154,20 +156,33 @@ func (f *fakeDP) DelFDBs(es []datapath.FDBEntry) (int, error) {
 	return n, nil
 }
 
-func (f *fakeDP) AgeOut(es []datapath.FDBEntry, aging func(uint16) time.Duration) (int, error) {
-	var idle []datapath.FDBEntry
+func (f *fakeDP) AgeOut(es []datapath.FDBEntry, aging func(uint16) time.Duration) ([]datapath.FDBEntry, error) {
+	var gone []datapath.FDBEntry
 	for _, e := range es {
 		if cur, ok := f.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]; ok && !cur.Static && cur.Age > aging(e.Bridge) {
-			idle = append(idle, cur)
+			if _, err := f.DelFDB(cur.Bridge, cur.VLAN, cur.MAC); err != nil {
+				return gone, err
+			}
+			gone = append(gone, cur)
 		}
 	}
-	return f.DelFDBs(idle)
+	return gone, nil
 }
 
 func (f *fakeDP) Fresh() []string     { return f.fresh }
 func (f *fakeDP) FDBCapacity() uint32 { return 1 << 20 }
 
-func (f *fakeDP) Stats(slot uint16) (tbpf.PortStats, error) { return tbpf.PortStats{}, nil }
+func (f *fakeDP) Stats(slot uint16) (tbpf.PortStats, error) { return f.stats[slot], nil }
+
+func (f *fakeDP) BridgeMACs(id uint16) (int, error) {
+	n := 0
+	for _, e := range f.fdb {
+		if e.Bridge == id && !e.Static {
+			n++
+		}
+	}
+	return n, nil
+}
 
 func (f *fakeDP) PortMACs(slot uint16) (int, error) {
 	n := 0
@@ -196,8 +211,9 @@ func (f *fakeDP) SetFilterStage(on bool) error {
 	return nil
 }
 func (f *fakeDP) FilterStage() bool { return f.filterStage }
-func (f *fakeDP) FilterCounters(uint16) (datapath.FilterCounts, bool, error) {
-	return datapath.FilterCounts{}, false, nil
+func (f *fakeDP) FilterCounters(id uint16) (datapath.FilterCounts, bool, error) {
+	c, ok := f.filterCount[id]
+	return c, ok, nil
 }
 func (f *fakeDP) States() ([]datapath.State, error)        { return nil, nil }
 func (f *fakeDP) AgeStates(func(uint16) bool) (int, error) { return 0, nil }

@@ -78,16 +78,16 @@ func TestBridgeRewriteIsWhole(t *testing.T) {
 		}
 		n := <-writes
 		s := r.stats(1)
-		if s.Flooded == 0 || n < 10 {
-			t.Fatalf("the test did not run: %d floods, %d bridge writes", s.Flooded, n)
+		if s.C[tbpf.Flooded] == 0 || n < 10 {
+			t.Fatalf("the test did not run: %d floods, %d bridge writes", s.C[tbpf.Flooded], n)
 		}
-		if hole := r.stats(0).TxPackets; hole != 0 {
-			t.Errorf("%d flooded frames met a half-written bridge (%d floods, %d bridge writes)", hole, s.Flooded, n)
+		if hole := r.stats(0).C[tbpf.TxPackets]; hole != 0 {
+			t.Errorf("%d flooded frames met a half-written bridge (%d floods, %d bridge writes)", hole, s.C[tbpf.Flooded], n)
 		}
 		if d := s.Drops[tbpf.TrestleTrDropReasonTR_DROP_NO_BRIDGE]; d != 0 {
 			t.Errorf("%d frames found no bridge while it was rewritten", d)
 		}
-		t.Logf("%d floods, %d bridge writes", s.Flooded, n)
+		t.Logf("%d floods, %d bridge writes", s.C[tbpf.Flooded], n)
 	})
 }
 
@@ -118,12 +118,12 @@ func TestEgressThatLeftTheBridge(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_NO_EGRESS)
-		tx := r.stats(2).TxPackets
+		tx := r.stats(2).C[tbpf.TxPackets]
 		r.wantVerdict(r.run(1, ipv4(macB, macA)), m.drop, "to B after port 2 left")
 		if got := r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_NO_EGRESS); got != before+1 {
 			t.Errorf("no_egress drops %d, want %d", got, before+1)
 		}
-		if r.stats(2).TxPackets != tx {
+		if r.stats(2).C[tbpf.TxPackets] != tx {
 			t.Errorf("a frame was counted as sent out of a removed port")
 		}
 		// The same ifindex as a port of another bridge is no egress of this one.

@@ -275,34 +275,34 @@ func TestLearnFloodForward(t *testing.T) {
 			t.Fatalf("A after first frame: %+v (found %v), want learned on slot 1", e, ok)
 		}
 		s1 := r.stats(1)
-		if s1.RxPackets != 1 || s1.Learned != 1 || s1.Flooded != 1 {
-			t.Errorf("port 1 after flood: rx %d learned %d flooded %d, want 1 1 1", s1.RxPackets, s1.Learned, s1.Flooded)
+		if s1.C[tbpf.RxPackets] != 1 || s1.C[tbpf.Learned] != 1 || s1.C[tbpf.Flooded] != 1 {
+			t.Errorf("port 1 after flood: rx %d learned %d flooded %d, want 1 1 1", s1.C[tbpf.RxPackets], s1.C[tbpf.Learned], s1.C[tbpf.Flooded])
 		}
 		for _, slot := range []int{2, 3} {
-			if s := r.stats(slot); s.TxPackets != 1 || s.TxBytes != 60 {
-				t.Errorf("port %d after flood: tx %d packets %d bytes, want 1 and 60", slot, s.TxPackets, s.TxBytes)
+			if s := r.stats(slot); s.C[tbpf.TxPackets] != 1 || s.C[tbpf.TxBytes] != 60 {
+				t.Errorf("port %d after flood: tx %d packets %d bytes, want 1 and 60", slot, s.C[tbpf.TxPackets], s.C[tbpf.TxBytes])
 			}
 		}
-		if s1.TxPackets != 0 {
+		if s1.C[tbpf.TxPackets] != 0 {
 			t.Errorf("flood counted a transmit on the ingress port")
 		}
 
 		// B answers from port 2: A is known, so only port 1 gets it.
 		r.wantVerdict(r.run(2, ipv4(macA, macB)), m.redirect, "known unicast")
-		if s := r.stats(2); s.Flooded != 0 || s.Learned != 1 {
-			t.Errorf("port 2: flooded %d learned %d, want 0 and 1", s.Flooded, s.Learned)
+		if s := r.stats(2); s.C[tbpf.Flooded] != 0 || s.C[tbpf.Learned] != 1 {
+			t.Errorf("port 2: flooded %d learned %d, want 0 and 1", s.C[tbpf.Flooded], s.C[tbpf.Learned])
 		}
-		if s := r.stats(1); s.TxPackets != 1 {
-			t.Errorf("port 1 tx %d, want 1", s.TxPackets)
+		if s := r.stats(1); s.C[tbpf.TxPackets] != 1 {
+			t.Errorf("port 1 tx %d, want 1", s.C[tbpf.TxPackets])
 		}
-		if s := r.stats(3); s.TxPackets != 1 {
-			t.Errorf("port 3 got the known unicast too: tx %d, want 1", s.TxPackets)
+		if s := r.stats(3); s.C[tbpf.TxPackets] != 1 {
+			t.Errorf("port 3 got the known unicast too: tx %d, want 1", s.C[tbpf.TxPackets])
 		}
 
 		// Broadcast floods; a known source is not learned twice.
 		r.wantVerdict(r.run(1, frame(bcast, macA, 0x0806, 28)), m.redirect, "broadcast")
-		if s := r.stats(1); s.Learned != 1 || s.Flooded != 2 {
-			t.Errorf("port 1 after broadcast: learned %d flooded %d, want 1 and 2", s.Learned, s.Flooded)
+		if s := r.stats(1); s.C[tbpf.Learned] != 1 || s.C[tbpf.Flooded] != 2 {
+			t.Errorf("port 1 after broadcast: learned %d flooded %d, want 1 and 2", s.C[tbpf.Learned], s.C[tbpf.Flooded])
 		}
 
 		// To a station on the ingress port: dropped as hairpin.
@@ -338,8 +338,8 @@ func TestMoveAndStatic(t *testing.T) {
 		if e.Slot != 2 {
 			t.Errorf("A after moving: slot %d, want 2", e.Slot)
 		}
-		if s := r.stats(2); s.Moved != 1 || s.Learned != 0 {
-			t.Errorf("port 2: moved %d learned %d, want 1 and 0", s.Moved, s.Learned)
+		if s := r.stats(2); s.C[tbpf.Moved] != 1 || s.C[tbpf.Learned] != 0 {
+			t.Errorf("port 2: moved %d learned %d, want 1 and 0", s.C[tbpf.Moved], s.C[tbpf.Learned])
 		}
 
 		// A static entry for C on port 3 wins over learning from port 2.
@@ -354,13 +354,13 @@ func TestMoveAndStatic(t *testing.T) {
 		if !e.Static || e.Slot != 3 {
 			t.Errorf("static C after a frame from port 2: %+v, want static on slot 3", e)
 		}
-		if s := r.stats(2); s.Moved != 1 {
+		if s := r.stats(2); s.C[tbpf.Moved] != 1 {
 			t.Errorf("a static entry was counted as moved")
 		}
 		// And it forwards to its port.
-		before := r.stats(3).TxPackets
+		before := r.stats(3).C[tbpf.TxPackets]
 		r.wantVerdict(r.run(1, ipv4(macC, macD)), m.redirect, "to static")
-		if r.stats(3).TxPackets != before+1 {
+		if r.stats(3).C[tbpf.TxPackets] != before+1 {
 			t.Errorf("frame to static C did not go out of port 3")
 		}
 	})
@@ -439,17 +439,17 @@ func TestLearningPerVLAN(t *testing.T) {
 		if len(got) != 2 || got[10] != 1 || got[20] != 2 {
 			t.Errorf("A's entries by VLAN: %v, want vlan 10 on slot 1 and vlan 20 on slot 2", got)
 		}
-		if s := r.stats(2); s.Moved != 0 || s.Learned != 1 {
+		if s := r.stats(2); s.C[tbpf.Moved] != 0 || s.C[tbpf.Learned] != 1 {
 			t.Errorf("the same MAC in another VLAN counted as a move: %+v", s)
 		}
 		// To A in VLAN 10 goes to port 1 only; to A untagged is unknown: flooded.
-		before := r.stats(1).Flooded
+		before := r.stats(1).C[tbpf.Flooded]
 		r.wantVerdict(r.run(3, tagged(macA, macC, 10)), m.redirect, "known in vlan 10")
-		if r.stats(3).Flooded != 0 {
+		if r.stats(3).C[tbpf.Flooded] != 0 {
 			t.Errorf("a frame to a MAC known in its VLAN was flooded")
 		}
 		r.wantVerdict(r.run(3, ipv4(macA, macC)), m.redirect, "untagged to a MAC known only tagged")
-		if r.stats(3).Flooded != 1 || r.stats(1).Flooded != before {
+		if r.stats(3).C[tbpf.Flooded] != 1 || r.stats(1).C[tbpf.Flooded] != before {
 			t.Errorf("untagged frame to a MAC learned only in VLANs was not flooded")
 		}
 	})
@@ -464,23 +464,23 @@ func TestLearningCacheHidesNothing(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			r.run(1, ipv4(bcast, macA))
 		}
-		if s := r.stats(1); s.Learned != 1 {
-			t.Fatalf("A learned %d times from one port, want 1", s.Learned)
+		if s := r.stats(1); s.C[tbpf.Learned] != 1 {
+			t.Fatalf("A learned %d times from one port, want 1", s.C[tbpf.Learned])
 		}
 		// The control plane deletes A (a flush, aging, trestle fdb del).
 		if err := r.ns.Do(func() error { _, err := r.dp.DelFDB(1, 0, macA); return err }); err != nil {
 			t.Fatal(err)
 		}
 		r.run(1, ipv4(bcast, macA))
-		if _, ok := r.lookup(macA); !ok || r.stats(1).Learned != 2 {
-			t.Errorf("A was not learned again after its entry was deleted (learned %d)", r.stats(1).Learned)
+		if _, ok := r.lookup(macA); !ok || r.stats(1).C[tbpf.Learned] != 2 {
+			t.Errorf("A was not learned again after its entry was deleted (learned %d)", r.stats(1).C[tbpf.Learned])
 		}
 		// Back and forth between ports 1 and 2: three moves.
 		r.run(2, ipv4(bcast, macA))
 		r.run(1, ipv4(bcast, macA))
 		r.run(2, ipv4(bcast, macA))
 		e, _ := r.lookup(macA)
-		if moved := r.stats(1).Moved + r.stats(2).Moved; moved != 3 || e.Slot != 2 {
+		if moved := r.stats(1).C[tbpf.Moved] + r.stats(2).C[tbpf.Moved]; moved != 3 || e.Slot != 2 {
 			t.Errorf("A moved %d times and is on slot %d, want 3 moves and slot 2", moved, e.Slot)
 		}
 
@@ -492,18 +492,18 @@ func TestLearningCacheHidesNothing(t *testing.T) {
 			t.Helper()
 			tx := [4]uint64{}
 			for s := 1; s <= 3; s++ {
-				tx[s] = r.stats(s).TxPackets
+				tx[s] = r.stats(s).C[tbpf.TxPackets]
 			}
-			fl := r.stats(1).Flooded
+			fl := r.stats(1).C[tbpf.Flooded]
 			r.wantVerdict(r.run(1, ipv4(macB, macD)), m.redirect, what)
 			if wantFlood {
-				if r.stats(1).Flooded != fl+1 {
+				if r.stats(1).C[tbpf.Flooded] != fl+1 {
 					t.Errorf("%s: not flooded", what)
 				}
 				return
 			}
 			for s := 1; s <= 3; s++ {
-				got := r.stats(s).TxPackets - tx[s]
+				got := r.stats(s).C[tbpf.TxPackets] - tx[s]
 				if want := map[bool]uint64{true: 1, false: 0}[s == wantSlot]; got != want {
 					t.Errorf("%s: port %d sent %d frames, want %d", what, s, got, want)
 				}

@@ -140,47 +140,53 @@ func (d *Datapath) DelFDB(bridge, vlan uint16, mac net.HardwareAddr) (FDBEntry, 
 // DelFDBs deletes entries (those already gone are no error) and says how
 // many it deleted. The memos are voided once, at the end.
 func (d *Datapath) DelFDBs(es []FDBEntry) (int, error) {
-	n := 0
+	gone, err := d.delFDBs(es)
+	return len(gone), err
+}
+
+// delFDBs deletes es and returns those that were there.
+func (d *Datapath) delFDBs(es []FDBEntry) ([]FDBEntry, error) {
+	var gone []FDBEntry
 	var errs []error
 	for _, e := range es {
 		k, err := fdbKey(e.Bridge, e.VLAN, e.MAC)
 		if err == nil {
 			var ok bool
 			if _, ok, err = d.delEntry(k); ok {
-				n++
+				gone = append(gone, e)
 			}
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("delete fdb entry %s vlan %d: %w", e.MAC, e.VLAN, err))
 		}
 	}
-	if n > 0 {
+	if len(gone) > 0 {
 		errs = append(errs, d.bumpGeneration())
 	}
-	return n, errors.Join(errs...)
+	return gone, errors.Join(errs...)
 }
 
 // AgeOut deletes the learned entries of es that are still idle for longer
 // than aging says for their bridge (they may have been refreshed since the
-// dump that named them), and says how many went.
-func (d *Datapath) AgeOut(es []FDBEntry, aging func(bridge uint16) time.Duration) (int, error) {
+// dump that named them), and returns those it deleted.
+func (d *Datapath) AgeOut(es []FDBEntry, aging func(bridge uint16) time.Duration) ([]FDBEntry, error) {
 	var idle []FDBEntry
 	for _, e := range es {
 		k, err := fdbKey(e.Bridge, e.VLAN, e.MAC)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		var v tbpf.FDBVal
 		if err := d.objs.Fdb.Lookup(&k, &v); errors.Is(err, ebpf.ErrKeyNotExist) {
 			continue
 		} else if err != nil {
-			return 0, fmt.Errorf("age out %s vlan %d: %w", e.MAC, e.VLAN, err)
+			return nil, fmt.Errorf("age out %s vlan %d: %w", e.MAC, e.VLAN, err)
 		}
 		if v.Flags&tbpf.FDBStatic == 0 && Now()-v.SeenNs > uint64(aging(e.Bridge).Nanoseconds()) {
 			idle = append(idle, e)
 		}
 	}
-	return d.DelFDBs(idle)
+	return d.delFDBs(idle)
 }
 
 // countDeleted counts one learned entry of slot and bridge as deleted.

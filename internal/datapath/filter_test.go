@@ -333,7 +333,7 @@ func TestFilterOutOnFlood(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m tmode) {
 		r := filterRig(t, m)
 		r.setFilter(&Filter{Rules: []FilterRule{{Block: true, Out: 2}}})
-		tx2, tx3 := r.stats(2).TxPackets, r.stats(3).TxPackets
+		tx2, tx3 := r.stats(2).C[tbpf.TxPackets], r.stats(3).C[tbpf.TxPackets]
 		got := r.run(1, pkt{src: macA, dst: bcast, proto: 17, sip: "10.0.0.1", dip: "10.0.0.255"}.bytes())
 		if got == m.drop {
 			t.Fatalf("broadcast dropped whole, want the copy to slot 3 sent")
@@ -343,7 +343,7 @@ func TestFilterOutOnFlood(t *testing.T) {
 		}
 		if m.name == "tc" || got == m.redirect {
 			// One copy left: it goes as a forward, counted where it leaves.
-			if d2, d3 := r.stats(2).TxPackets-tx2, r.stats(3).TxPackets-tx3; d2 != 0 || d3 != 1 {
+			if d2, d3 := r.stats(2).C[tbpf.TxPackets]-tx2, r.stats(3).C[tbpf.TxPackets]-tx3; d2 != 0 || d3 != 1 {
 				t.Errorf("sent to slot 2: %d, slot 3: %d; want 0 and 1", d2, d3)
 			}
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
 )
 
 // A map's layout is what a program assumes of the bytes in it: the map's
@@ -189,19 +191,26 @@ type converter struct {
 
 type copyOp struct{ from, to, n uint32 }
 
-func newConverter(from, to typeDesc) *converter {
+func newConverter(from, to typeDesc, legacy map[string]string) *converter {
 	fl, tl := leaves(from), leaves(to)
 	c := &converter{newSize: to.Size}
 	for p, t := range tl {
 		f, ok := fl[p]
+		if !ok && legacy[p] != "" {
+			f, ok = fl[legacy[p]]
+		}
 		if !ok || f.size != t.size || f.kind != t.kind {
 			c.zeroed = append(c.zeroed, p)
 			continue
 		}
 		c.copies = append(c.copies, copyOp{f.off, t.off, t.size})
 	}
+	renamed := map[string]bool{}
+	for _, old := range legacy {
+		renamed[old] = true
+	}
 	for p := range fl {
-		if _, ok := tl[p]; !ok {
+		if _, ok := tl[p]; !ok && !renamed[p] {
 			c.dropped = append(c.dropped, p)
 		}
 	}
@@ -209,6 +218,25 @@ func newConverter(from, to typeDesc) *converter {
 	sort.Strings(c.zeroed)
 	sort.Strings(c.dropped)
 	return c
+}
+
+// legacyPaths are the fields a map's value had before they became an
+// indexed array: the port and VLAN counters were named fields (rx_packets)
+// before enum tr_counter made them c[0]. A datapath pinned by such a build
+// keeps its counts: c[i] takes the field the enum names for i.
+func legacyPaths(mapName string) map[string]string {
+	var names []string
+	switch mapName {
+	case tbpf.TrestleMapStats:
+		names = tbpf.CounterNames()
+	case tbpf.TrestleMapVlanStats:
+		names = tbpf.VLANCounterNames()
+	}
+	m := map[string]string{}
+	for i, n := range names {
+		m[fmt.Sprintf("c[%d]", i)] = n
+	}
+	return m
 }
 
 func (c *converter) convert(old []byte) []byte {

@@ -45,7 +45,7 @@ func (p *pinState) migrate(ms *ebpf.MapSpec, flags uint32, old *ebpf.Map, oldPat
 	}
 	n, summary := 0, "starts empty: the daemon fills it"
 	if !derived[name] {
-		kc, vc := newConverter(from.Key, to.Key), newConverter(from.Value, to.Value)
+		kc, vc := newConverter(from.Key, to.Key, nil), newConverter(from.Value, to.Value, legacyPaths(name))
 		if n, err = copyEntries(old, nm, kc, vc); err != nil {
 			nm.Close()
 			old.Close()

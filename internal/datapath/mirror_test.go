@@ -43,8 +43,8 @@ func TestMirrorCounts(t *testing.T) {
 		}
 		if m.name == "tc" {
 			// tc clones as it goes: the span port's copies are counted.
-			if s := r.stats(3); s.TxPackets != 1 {
-				t.Errorf("span port sent %d, want 1 (the frame port 1 received)", s.TxPackets)
+			if s := r.stats(3); s.C[tbpf.TxPackets] != 1 {
+				t.Errorf("span port sent %d, want 1 (the frame port 1 received)", s.C[tbpf.TxPackets])
 			}
 		}
 	})

@@ -97,16 +97,16 @@ func TestPatchChain(t *testing.T) {
 		r.wantVerdict(r.run(1, ipv4(macB, macA)), m.redirect, "unknown unicast across patches")
 		wantWhere(t, r.where(macA.String()), map[uint16]uint16{1: 1, 2: 11, 3: 13}, "A")
 		for slot, want := range map[int][2]uint64{10: {0, 1}, 11: {1, 0}, 12: {0, 1}, 13: {1, 0}} {
-			if s := r.stats(slot); s.RxPackets != want[0] || s.TxPackets != want[1] {
-				t.Errorf("patch slot %d: rx %d tx %d, want %d %d", slot, s.RxPackets, s.TxPackets, want[0], want[1])
+			if s := r.stats(slot); s.C[tbpf.RxPackets] != want[0] || s.C[tbpf.TxPackets] != want[1] {
+				t.Errorf("patch slot %d: rx %d tx %d, want %d %d", slot, s.C[tbpf.RxPackets], s.C[tbpf.TxPackets], want[0], want[1])
 			}
 		}
 		if m.name == "tc" {
 			// tc sends each copy itself; in xdp the devmap program counts
 			// them where they leave, which a test run does not reach.
 			for _, slot := range []int{2, 3} {
-				if s := r.stats(slot); s.TxPackets != 1 {
-					t.Errorf("port %d: tx %d, want 1", slot, s.TxPackets)
+				if s := r.stats(slot); s.C[tbpf.TxPackets] != 1 {
+					t.Errorf("port %d: tx %d, want 1", slot, s.C[tbpf.TxPackets])
 				}
 			}
 		}
@@ -115,22 +115,22 @@ func TestPatchChain(t *testing.T) {
 		// crosses br3, br2 and br1 as a forward, to p1 only.
 		r.wantVerdict(r.run(3, ipv4(macA, macB)), m.redirect, "known unicast across patches")
 		wantWhere(t, r.where(macB.String()), map[uint16]uint16{3: 3, 2: 12, 1: 10}, "B")
-		if s := r.stats(1); s.TxPackets != 1 {
-			t.Errorf("p1 tx %d, want 1", s.TxPackets)
+		if s := r.stats(1); s.C[tbpf.TxPackets] != 1 {
+			t.Errorf("p1 tx %d, want 1", s.C[tbpf.TxPackets])
 		}
-		if s := r.stats(2); s.TxPackets > 1 {
-			t.Errorf("p2 got the known unicast: tx %d", s.TxPackets)
+		if s := r.stats(2); s.C[tbpf.TxPackets] > 1 {
+			t.Errorf("p2 got the known unicast: tx %d", s.C[tbpf.TxPackets])
 		}
 
 		// Again: this CPU remembers the path; the crossings still count.
 		r.wantVerdict(r.run(3, ipv4(macA, macB)), m.redirect, "remembered path")
 		for slot, want := range map[int][2]uint64{13: {1, 2}, 12: {2, 1}, 11: {1, 2}, 10: {2, 1}} {
-			if s := r.stats(slot); s.RxPackets != want[0] || s.TxPackets != want[1] {
-				t.Errorf("after the remembered path, patch slot %d: rx %d tx %d, want %d %d", slot, s.RxPackets, s.TxPackets, want[0], want[1])
+			if s := r.stats(slot); s.C[tbpf.RxPackets] != want[0] || s.C[tbpf.TxPackets] != want[1] {
+				t.Errorf("after the remembered path, patch slot %d: rx %d tx %d, want %d %d", slot, s.C[tbpf.RxPackets], s.C[tbpf.TxPackets], want[0], want[1])
 			}
 		}
-		if s := r.stats(1); s.TxPackets != 2 {
-			t.Errorf("p1 tx %d after two answers, want 2", s.TxPackets)
+		if s := r.stats(1); s.C[tbpf.TxPackets] != 2 {
+			t.Errorf("p1 tx %d after two answers, want 2", s.C[tbpf.TxPackets])
 		}
 
 		// A moves behind p2 and sends to B: br2 learns the move; br3 has A
@@ -142,14 +142,14 @@ func TestPatchChain(t *testing.T) {
 		wantWhere(t, r.where(macA.String()), map[uint16]uint16{1: 10, 2: 2, 3: 13}, "A after its broadcast")
 		// The remembered path (to p1) is void: B's next frame goes to p2.
 		r.wantVerdict(r.run(3, ipv4(macA, macB)), m.redirect, "B to A after the move")
-		if s := r.stats(1); s.TxPackets != 3 && m.name == "tc" || s.TxPackets != 2 && m.name == "xdp" {
-			t.Errorf("p1 tx %d after A moved away (the broadcast's copy counted in tc only)", s.TxPackets)
+		if s := r.stats(1); s.C[tbpf.TxPackets] != 3 && m.name == "tc" || s.C[tbpf.TxPackets] != 2 && m.name == "xdp" {
+			t.Errorf("p1 tx %d after A moved away (the broadcast's copy counted in tc only)", s.C[tbpf.TxPackets])
 		}
-		if s := r.stats(2); s.Moved != 1 {
-			t.Errorf("p2 moved %d, want 1", s.Moved)
+		if s := r.stats(2); s.C[tbpf.Moved] != 1 {
+			t.Errorf("p2 moved %d, want 1", s.C[tbpf.Moved])
 		}
-		if s := r.stats(10); s.Moved != 1 {
-			t.Errorf("br1's patch moved %d, want 1", s.Moved)
+		if s := r.stats(10); s.C[tbpf.Moved] != 1 {
+			t.Errorf("br1's patch moved %d, want 1", s.C[tbpf.Moved])
 		}
 
 		// A station behind the patch it came by: the hop drops it as a
@@ -343,8 +343,8 @@ func TestPatchVLAN(t *testing.T) {
 		if !found {
 			t.Error("A not learned in br2")
 		}
-		if s := r.stats(2); s.TxPackets != 0 {
-			t.Errorf("p2 (VLAN 20) got %d frames of VLAN 10", s.TxPackets)
+		if s := r.stats(2); s.C[tbpf.TxPackets] != 0 {
+			t.Errorf("p2 (VLAN 20) got %d frames of VLAN 10", s.C[tbpf.TxPackets])
 		}
 
 		// B answers from p3 tagged 10: known all the way, to p1 untagged.
@@ -362,11 +362,11 @@ func TestPatchVLAN(t *testing.T) {
 		if m.name == "xdp" && !bytes.Equal(out, untag(in)) {
 			t.Errorf("p3 -> p2 in VLAN 20: left as\n% x\nwant untagged", out)
 		}
-		if s := r.stats(2); s.TxPackets != 1 {
-			t.Errorf("p2 tx %d, want 1", s.TxPackets)
+		if s := r.stats(2); s.C[tbpf.TxPackets] != 1 {
+			t.Errorf("p2 tx %d, want 1", s.C[tbpf.TxPackets])
 		}
-		if s := r.stats(1); s.TxPackets != 1 {
-			t.Errorf("p1 tx %d, want 1 (VLAN 20 stays off it)", s.TxPackets)
+		if s := r.stats(1); s.C[tbpf.TxPackets] != 1 {
+			t.Errorf("p1 tx %d, want 1 (VLAN 20 stays off it)", s.C[tbpf.TxPackets])
 		}
 	})
 }

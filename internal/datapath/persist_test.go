@@ -108,7 +108,7 @@ func TestPinnedDatapathIsAdopted(t *testing.T) {
 	if e, ok := r.lookup(macA); !ok || e.Slot != 1 {
 		t.Errorf("A not adopted on slot 1: %+v %v", e, ok)
 	}
-	if s := r.stats(1); s.RxPackets != before.RxPackets || s.Learned != before.Learned {
+	if s := r.stats(1); s.C[tbpf.RxPackets] != before.C[tbpf.RxPackets] || s.C[tbpf.Learned] != before.C[tbpf.Learned] {
 		t.Errorf("counters of port 1 after adoption: %+v, want %+v", s, before)
 	}
 	if n, _ := r.dp.PortMACs(1); n != 1 {
@@ -127,8 +127,8 @@ func TestPinnedDatapathIsAdopted(t *testing.T) {
 	}
 	// Counting goes on from where it was, in the same maps.
 	r.run(1, ipv4(macB, macA))
-	if s := r.stats(1); s.RxPackets != before.RxPackets+1 {
-		t.Errorf("rx after adoption %d, want %d", s.RxPackets, before.RxPackets+1)
+	if s := r.stats(1); s.C[tbpf.RxPackets] != before.C[tbpf.RxPackets]+1 {
+		t.Errorf("rx after adoption %d, want %d", s.C[tbpf.RxPackets], before.C[tbpf.RxPackets]+1)
 	}
 	links[0].Release()
 	r.dp.Close()
@@ -209,7 +209,7 @@ func TestPinnedMapMigrates(t *testing.T) {
 	r.dp.Close()
 	r.load(t, dir)
 	s := r.stats(5)
-	if s.RxPackets != 10 || s.TxPackets != 20 || s.RxBytes != 0 || s.Learned != 0 {
+	if s.C[tbpf.RxPackets] != 10 || s.C[tbpf.TxPackets] != 20 || s.C[tbpf.RxBytes] != 0 || s.C[tbpf.Learned] != 0 {
 		t.Errorf("slot 5 after migration: %+v, want rx 10 tx 20 and the rest 0", s)
 	}
 	if _, err := os.Stat(oldPath); !errors.Is(err, os.ErrNotExist) {
@@ -222,7 +222,7 @@ func TestPinnedMapMigrates(t *testing.T) {
 	r.dp.Close()
 	// And the next load adopts the copy as it is.
 	r.load(t, dir)
-	if s := r.stats(5); s.RxPackets != 10 {
+	if s := r.stats(5); s.C[tbpf.RxPackets] != 10 {
 		t.Errorf("slot 5 at the next load: %+v", s)
 	}
 	r.dp.Close()

@@ -40,17 +40,17 @@ func TestNoLearning(t *testing.T) {
 		if e, ok := r.lookup(macA); ok {
 			t.Errorf("A learned on a port with learning off: %+v", e)
 		}
-		if s := r.stats(1); s.Learned != 0 || s.RxPackets != 3 || s.Flooded != 3 {
-			t.Errorf("port 1: learned %d rx %d flooded %d, want 0 3 3", s.Learned, s.RxPackets, s.Flooded)
+		if s := r.stats(1); s.C[tbpf.Learned] != 0 || s.C[tbpf.RxPackets] != 3 || s.C[tbpf.Flooded] != 3 {
+			t.Errorf("port 1: learned %d rx %d flooded %d, want 0 3 3", s.C[tbpf.Learned], s.C[tbpf.RxPackets], s.C[tbpf.Flooded])
 		}
 		r.wantVerdict(r.run(2, ipv4(macA, macB)), m.redirect, "to the station behind it")
-		if s := r.stats(2); s.Flooded != 1 {
-			t.Errorf("a frame to A did not flood: port 2 flooded %d", s.Flooded)
+		if s := r.stats(2); s.C[tbpf.Flooded] != 1 {
+			t.Errorf("a frame to A did not flood: port 2 flooded %d", s.C[tbpf.Flooded])
 		}
 		// Known unicast still reaches the port: B is learned on port 2.
 		r.wantVerdict(r.run(1, ipv4(macB, macA)), m.redirect, "known unicast from it")
-		if s := r.stats(1); s.Flooded != 3 {
-			t.Errorf("known unicast from port 1 flooded (flooded %d, want 3)", s.Flooded)
+		if s := r.stats(1); s.C[tbpf.Flooded] != 3 {
+			t.Errorf("known unicast from port 1 flooded (flooded %d, want 3)", s.C[tbpf.Flooded])
 		}
 	})
 }
@@ -66,8 +66,8 @@ func TestMACLimitForward(t *testing.T) {
 			t.Errorf("the address over the limit was learned")
 		}
 		s := r.stats(1)
-		if s.Unlearned != 2 || s.Learned != 1 || s.Drops[tbpf.TrestleTrDropReasonTR_DROP_MAC_LIMIT] != 0 {
-			t.Errorf("port 1: unlearned %d learned %d mac_limit drops %d, want 2 1 0", s.Unlearned, s.Learned, s.Drops[tbpf.TrestleTrDropReasonTR_DROP_MAC_LIMIT])
+		if s.C[tbpf.Unlearned] != 2 || s.C[tbpf.Learned] != 1 || s.Drops[tbpf.TrestleTrDropReasonTR_DROP_MAC_LIMIT] != 0 {
+			t.Errorf("port 1: unlearned %d learned %d mac_limit drops %d, want 2 1 0", s.C[tbpf.Unlearned], s.C[tbpf.Learned], s.Drops[tbpf.TrestleTrDropReasonTR_DROP_MAC_LIMIT])
 		}
 		// Back to "drop": the next new source is dropped and counted.
 		r.setPolicy(1, 1, false, false)
@@ -104,12 +104,12 @@ func TestProtected(t *testing.T) {
 		if m.name == "tc" {
 			// tc clones each copy itself (xdp's devmap program, which
 			// decides there, does not run in a test run).
-			if s2, s3 := r.stats(2), r.stats(3); s2.TxPackets != 0 || s3.TxPackets != 2 {
-				t.Errorf("broadcasts: protected port 2 sent %d, port 3 %d; want 0 and 2", s2.TxPackets, s3.TxPackets)
+			if s2, s3 := r.stats(2), r.stats(3); s2.C[tbpf.TxPackets] != 0 || s3.C[tbpf.TxPackets] != 2 {
+				t.Errorf("broadcasts: protected port 2 sent %d, port 3 %d; want 0 and 2", s2.C[tbpf.TxPackets], s3.C[tbpf.TxPackets])
 			}
 			r.run(1, ipv4(macD, macA)) // unknown unicast: port 2 protected, port 3 takes no such flood
-			if s2, s3 := r.stats(2), r.stats(3); s2.TxPackets != 0 || s3.TxPackets != 2 {
-				t.Errorf("unknown unicast: port 2 sent %d, port 3 %d; want 0 and 2", s2.TxPackets, s3.TxPackets)
+			if s2, s3 := r.stats(2), r.stats(3); s2.C[tbpf.TxPackets] != 0 || s3.C[tbpf.TxPackets] != 2 {
+				t.Errorf("unknown unicast: port 2 sent %d, port 3 %d; want 0 and 2", s2.C[tbpf.TxPackets], s3.C[tbpf.TxPackets])
 			}
 		}
 		r.wantVerdict(r.run(1, ipv4(macB, macA)), m.drop, "known unicast between protected ports")

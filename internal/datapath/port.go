@@ -317,7 +317,7 @@ func (d *Datapath) Stats(slot uint16) (tbpf.PortStats, error) {
 	if err != nil {
 		return sum, err
 	}
-	sum.RxPackets, sum.RxBytes = peer.TxPackets, peer.TxBytes
+	sum.C[tbpf.RxPackets], sum.C[tbpf.RxBytes] = peer.C[tbpf.TxPackets], peer.C[tbpf.TxBytes]
 	return sum, nil
 }
 
@@ -328,14 +328,9 @@ func (d *Datapath) slotStats(slot uint16) (tbpf.PortStats, error) {
 		return sum, fmt.Errorf("read counters of slot %d: %w", slot, err)
 	}
 	for _, s := range per {
-		sum.RxPackets += s.RxPackets
-		sum.RxBytes += s.RxBytes
-		sum.TxPackets += s.TxPackets
-		sum.TxBytes += s.TxBytes
-		sum.Flooded += s.Flooded
-		sum.Learned += s.Learned
-		sum.Moved += s.Moved
-		sum.Unlearned += s.Unlearned
+		for i := range s.C {
+			sum.C[i] += s.C[i]
+		}
 		for i := range s.Drops {
 			sum.Drops[i] += s.Drops[i]
 		}

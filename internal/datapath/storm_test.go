@@ -30,12 +30,12 @@ func TestStormControl(t *testing.T) {
 		elapsed := time.Since(start)
 		s := r.stats(1)
 		most := burst + uint64(elapsed.Seconds()*rate) + 1
-		if s.Flooded < burst || s.Flooded > most {
-			t.Errorf("5000 broadcasts in %v at %d/s: %d passed, want %d..%d", elapsed, rate, s.Flooded, burst, most)
+		if s.C[tbpf.Flooded] < burst || s.C[tbpf.Flooded] > most {
+			t.Errorf("5000 broadcasts in %v at %d/s: %d passed, want %d..%d", elapsed, rate, s.C[tbpf.Flooded], burst, most)
 		}
 		// rx, not 5000: a run a signal interrupts is run again whole.
-		if got := s.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_BROADCAST]; got != s.RxPackets-s.Flooded || s.RxPackets < 5000 {
-			t.Errorf("storm_broadcast drops %d, want %d (received %d)", got, s.RxPackets-s.Flooded, s.RxPackets)
+		if got := s.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_BROADCAST]; got != s.C[tbpf.RxPackets]-s.C[tbpf.Flooded] || s.C[tbpf.RxPackets] < 5000 {
+			t.Errorf("storm_broadcast drops %d, want %d (received %d)", got, s.C[tbpf.RxPackets]-s.C[tbpf.Flooded], s.C[tbpf.RxPackets])
 		}
 		// Multicast and unknown unicast have no limit here; known unicast
 		// never meets the limiter.
@@ -46,11 +46,11 @@ func TestStormControl(t *testing.T) {
 			r.run(1, ipv4(macB, macA))
 		}
 		after := r.stats(1)
-		if d := after.Flooded - before.Flooded; d != 300 {
+		if d := after.C[tbpf.Flooded] - before.C[tbpf.Flooded]; d != 300 {
 			t.Errorf("multicast with no limit: %d of 300 flooded", d)
 		}
-		if s2 := r.stats(2); s2.TxPackets < 300 {
-			t.Errorf("known unicast to B: port 2 sent %d of 300 (and the floods)", s2.TxPackets)
+		if s2 := r.stats(2); s2.C[tbpf.TxPackets] < 300 {
+			t.Errorf("known unicast to B: port 2 sent %d of 300 (and the floods)", s2.C[tbpf.TxPackets])
 		}
 		if d := after.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_BROADCAST] - before.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_BROADCAST]; d != 0 {
 			t.Errorf("%d storm drops of frames that are not broadcast", d)
@@ -64,7 +64,7 @@ func TestStormControl(t *testing.T) {
 			t.Fatal(err)
 		}
 		after = r.stats(1)
-		if d, rx := after.Flooded-before.Flooded, after.RxPackets-before.RxPackets; d != rx || rx < 1000 {
+		if d, rx := after.C[tbpf.Flooded]-before.C[tbpf.Flooded], after.C[tbpf.RxPackets]-before.C[tbpf.RxPackets]; d != rx || rx < 1000 {
 			t.Errorf("no limit: %d of %d broadcasts flooded", d, rx)
 		}
 	})
@@ -109,15 +109,15 @@ func TestStormControlAcrossCPUs(t *testing.T) {
 	}
 	s := r.stats(1)
 	allowed := float64(burst) + elapsed.Seconds()*rate
-	if float64(s.Flooded) > allowed*1.1+1 || float64(s.Flooded) < allowed*0.9 {
+	if float64(s.C[tbpf.Flooded]) > allowed*1.1+1 || float64(s.C[tbpf.Flooded]) < allowed*0.9 {
 		t.Errorf("unknown unicast on 2 CPUs for %v at %d/s (sent %d and %d): %d passed, want %.0f ±10%%",
-			elapsed, rate, sent[0], sent[1], s.Flooded, allowed)
+			elapsed, rate, sent[0], sent[1], s.C[tbpf.Flooded], allowed)
 	}
 	// Every frame run either passed or was dropped by the limiter. (A run
 	// a signal interrupts has run part of its frames and is run again
 	// whole, so sent is a lower bound: count the port's rx instead.)
-	if got := s.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_UNKNOWN]; got+s.Flooded != s.RxPackets || s.RxPackets < sent[0]+sent[1] {
-		t.Errorf("storm_unknown_unicast drops %d + passed %d != received %d (sent at least %d)", got, s.Flooded, s.RxPackets, sent[0]+sent[1])
+	if got := s.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_UNKNOWN]; got+s.C[tbpf.Flooded] != s.C[tbpf.RxPackets] || s.C[tbpf.RxPackets] < sent[0]+sent[1] {
+		t.Errorf("storm_unknown_unicast drops %d + passed %d != received %d (sent at least %d)", got, s.C[tbpf.Flooded], s.C[tbpf.RxPackets], sent[0]+sent[1])
 	}
-	t.Logf("%d of %d passed in %v (limit %d/s, burst %d: %.0f allowed)", s.Flooded, sent[0]+sent[1], elapsed, rate, burst, allowed)
+	t.Logf("%d of %d passed in %v (limit %d/s, burst %d: %.0f allowed)", s.C[tbpf.Flooded], sent[0]+sent[1], elapsed, rate, burst, allowed)
 }

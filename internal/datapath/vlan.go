@@ -293,11 +293,9 @@ func (d *Datapath) VLANStats(index uint16) (tbpf.VLANStats, error) {
 		return sum, fmt.Errorf("read counters of VLAN index %d: %w", index, err)
 	}
 	for _, s := range per {
-		sum.RxPackets += s.RxPackets
-		sum.RxBytes += s.RxBytes
-		sum.TxPackets += s.TxPackets
-		sum.TxBytes += s.TxBytes
-		sum.Flooded += s.Flooded
+		for i := range s.C {
+			sum.C[i] += s.C[i]
+		}
 	}
 	return sum, nil
 }

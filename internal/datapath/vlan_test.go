@@ -160,15 +160,15 @@ func TestVLANForwarding(t *testing.T) {
 		if e, ok := r.lookup(macB); !ok || e.VLAN != 10 || e.Slot != 3 {
 			t.Fatalf("B: %+v (found %v), want learned in VLAN 10 on slot 3", e, ok)
 		}
-		if s := r.vlanStats(10); s.RxPackets != 1 || s.Flooded != 1 {
+		if s := r.vlanStats(10); s.C[tbpf.VLANRxPackets] != 1 || s.C[tbpf.VLANFlooded] != 1 {
 			t.Errorf("VLAN 10 after a flood: %+v, want rx 1 flooded 1", s)
 		}
 		if m.name == "tc" { // clones really leave in the test run
-			if r.stats(1).TxPackets != 1 || r.stats(2).TxPackets != 0 {
-				t.Errorf("tc flood of VLAN 10: tx slot 1 %d slot 2 %d, want 1 and 0", r.stats(1).TxPackets, r.stats(2).TxPackets)
+			if r.stats(1).C[tbpf.TxPackets] != 1 || r.stats(2).C[tbpf.TxPackets] != 0 {
+				t.Errorf("tc flood of VLAN 10: tx slot 1 %d slot 2 %d, want 1 and 0", r.stats(1).C[tbpf.TxPackets], r.stats(2).C[tbpf.TxPackets])
 			}
-			if s := r.vlanStats(10); s.TxPackets != 1 {
-				t.Errorf("VLAN 10 tx %d after a flood to one member, want 1", s.TxPackets)
+			if s := r.vlanStats(10); s.C[tbpf.VLANTxPackets] != 1 {
+				t.Errorf("VLAN 10 tx %d after a flood to one member, want 1", s.C[tbpf.TxPackets])
 			}
 		}
 
@@ -182,8 +182,8 @@ func TestVLANForwarding(t *testing.T) {
 		if e, ok := r.lookup(macA); !ok || e.VLAN != 10 || e.Slot != 1 {
 			t.Errorf("A: %+v (found %v), want learned in VLAN 10 on slot 1", e, ok)
 		}
-		if s := r.stats(3); s.TxPackets != 1 || s.TxBytes != uint64(len(in)+4) {
-			t.Errorf("trunk tx %d packets %d bytes, want 1 and %d (the tag counts)", s.TxPackets, s.TxBytes, len(in)+4)
+		if s := r.stats(3); s.C[tbpf.TxPackets] != 1 || s.C[tbpf.TxBytes] != uint64(len(in)+4) {
+			t.Errorf("trunk tx %d packets %d bytes, want 1 and %d (the tag counts)", s.C[tbpf.TxPackets], s.C[tbpf.TxBytes], len(in)+4)
 		}
 
 		// Tagged from the trunk to A: leaves the access port untagged.
@@ -357,8 +357,8 @@ func TestVLANTagInMetadata(t *testing.T) {
 	if e, ok := r.lookup(macB); !ok || e.VLAN != 10 || e.Slot != 3 {
 		t.Errorf("B: %+v (found %v), want learned in VLAN 10 on slot 3", e, ok)
 	}
-	if s := r.stats(3); s.RxBytes != uint64(len(ipv4(macA, macB))+4) {
-		t.Errorf("rx bytes %d, want %d: a tag in metadata counts as on the wire", s.RxBytes, len(ipv4(macA, macB))+4)
+	if s := r.stats(3); s.C[tbpf.RxBytes] != uint64(len(ipv4(macA, macB))+4) {
+		t.Errorf("rx bytes %d, want %d: a tag in metadata counts as on the wire", s.C[tbpf.RxBytes], len(ipv4(macA, macB))+4)
 	}
 	// Metadata tag 30 on the trunk: not carried; tag 10 on an access port: dropped.
 	if got := run(tagger(30), 3, ipv4(macA, macB)); got != tcShot {

@@ -1,0 +1,290 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/config"
+)
+
+// The Prometheus endpoint ([daemon] metrics, --metrics). The collector reads
+// the datapath's per-CPU maps when Prometheus scrapes, under the daemon's
+// lock, and keeps nothing between scrapes: no polling loop, no copies.
+//
+// Port and VLAN counters are named after the enums of bpf/types.h: a counter
+// added there is exported as trestle_port_<name>_total with no change here.
+// These give the known ones their own names and help texts.
+var counterMetrics = map[string]struct{ name, help string }{
+	"rx_packets": {"trestle_port_rx_packets_total", "Frames received on the port, counted before any drop."},
+	"rx_bytes":   {"trestle_port_rx_bytes_total", "Bytes of the frames received on the port."},
+	"tx_packets": {"trestle_port_tx_packets_total", "Frames sent out of the port (forwarded, flooded or mirrored to it)."},
+	"tx_bytes":   {"trestle_port_tx_bytes_total", "Bytes of the frames sent out of the port."},
+	"flooded":    {"trestle_port_flooded_total", "Frames received on the port that its bridge flooded to its other ports."},
+	"learned":    {"trestle_fdb_learned_total", "Source addresses learned on the port."},
+	"moved":      {"trestle_fdb_moved_total", "Learned addresses that moved to the port from another port of its bridge."},
+	"unlearned":  {"trestle_port_unlearned_total", "Frames from new sources forwarded without learning them (mac_limit_action forward, at max_macs)."},
+}
+
+var vlanMetrics = map[string]string{
+	"rx_packets": "Frames classified into the VLAN.",
+	"rx_bytes":   "Bytes of the frames classified into the VLAN.",
+	"tx_packets": "Copies sent out of ports in the VLAN.",
+	"tx_bytes":   "Bytes of the copies sent out of ports in the VLAN.",
+	"flooded":    "Frames flooded within the VLAN.",
+}
+
+func portCounterMetric(name string) (string, string) {
+	if m, ok := counterMetrics[name]; ok {
+		return m.name, m.help
+	}
+	return "trestle_port_" + name + "_total", "Port counter " + name + " (enum tr_counter in bpf/types.h)."
+}
+
+func vlanCounterMetric(name string) (string, string) {
+	help, ok := vlanMetrics[name]
+	if !ok {
+		help = "VLAN counter " + name + " (enum tr_vlan_counter in bpf/types.h)."
+	}
+	return "trestle_vlan_" + name + "_total", help
+}
+
+// Build is what `trestle --version` and trestle_build_info say.
+var Build = "dev"
+
+type collector struct {
+	d *Daemon
+
+	port, vlan                 []*prometheus.Desc // by counter index
+	drops, unattached, up      *prometheus.Desc
+	entries, maxEntries, aged  *prometheus.Desc
+	filterPackets, filterBytes *prometheus.Desc
+	reloads, build             *prometheus.Desc
+}
+
+func newCollector(d *Daemon) *collector {
+	c := &collector{d: d}
+	for _, n := range tbpf.CounterNames() {
+		name, help := portCounterMetric(n)
+		c.port = append(c.port, prometheus.NewDesc(name, help, []string{"bridge", "port"}, nil))
+	}
+	for _, n := range tbpf.VLANCounterNames() {
+		name, help := vlanCounterMetric(n)
+		c.vlan = append(c.vlan, prometheus.NewDesc(name, help, []string{"bridge", "vlan"}, nil))
+	}
+	c.drops = prometheus.NewDesc("trestle_port_drops_total", "Frames received on the port and dropped, by reason (docs/operations.md lists the reasons).", []string{"bridge", "port", "reason"}, nil)
+	c.unattached = prometheus.NewDesc("trestle_unattached_drops_total", "Frames dropped before they had a port: from an interface that is no port of any bridge.", []string{"reason"}, nil)
+	c.up = prometheus.NewDesc("trestle_port_up", "1 if the port forwards: attached (mode xdp, tc or patch) and its interface up with carrier; 0 otherwise (mode none: not attached).", []string{"bridge", "port", "mode"}, nil)
+	c.entries = prometheus.NewDesc("trestle_fdb_entries", "Learned addresses in the bridge's forwarding table (static entries apart): what max_entries limits.", []string{"bridge"}, nil)
+	c.maxEntries = prometheus.NewDesc("trestle_fdb_max_entries", "The bridge's max_entries: learned addresses it may hold.", []string{"bridge"}, nil)
+	c.aged = prometheus.NewDesc("trestle_fdb_aged_total", "Learned addresses removed after their aging time without traffic, since the daemon started.", []string{"bridge"}, nil)
+	c.filterPackets = prometheus.NewDesc("trestle_filter_packets_total", "Frames the bridge's filter decided, by rule: its number in `trestle rule show`, state (passed as part of a tracked connection) or default.", []string{"bridge", "rule", "action"}, nil)
+	c.filterBytes = prometheus.NewDesc("trestle_filter_bytes_total", "Bytes of the frames the bridge's filter decided, by rule as trestle_filter_packets_total.", []string{"bridge", "rule", "action"}, nil)
+	c.reloads = prometheus.NewDesc("trestle_config_reloads_total", "Reloads of the config (SIGHUP, trestle reload, systemctl reload), by result: applied, or rejected with the running state kept.", []string{"result"}, nil)
+	c.build = prometheus.NewDesc("trestle_build_info", "The running trestle's build: always 1.", []string{"version", "goversion"}, nil)
+	return c
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range append(append([]*prometheus.Desc{}, c.port...), c.vlan...) {
+		ch <- d
+	}
+	for _, d := range []*prometheus.Desc{c.drops, c.unattached, c.up, c.entries, c.maxEntries, c.aged, c.filterPackets, c.filterBytes, c.reloads, c.build} {
+		ch <- d
+	}
+}
+
+func counter(desc *prometheus.Desc, v uint64, labels ...string) prometheus.Metric {
+	return prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
+}
+
+func gauge(desc *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
+	return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
+}
+
+// Collect reads the maps. A map that cannot be read becomes an invalid
+// metric, which the handler reports and skips: the rest is still served.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	d := c.d
+	ch <- gauge(c.build, 1, Build, runtime.Version())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ch <- counter(c.reloads, d.reloads[true], "applied")
+	ch <- counter(c.reloads, d.reloads[false], "rejected")
+	if s, err := d.dp.Stats(0); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.unattached, err)
+	} else {
+		for i, n := range s.Drops {
+			ch <- counter(c.unattached, n, tbpf.DropReason(i).String())
+		}
+	}
+	bs, _ := d.sortedBridges("")
+	for _, b := range bs {
+		name := b.cfg.Name
+		if n, err := d.dp.BridgeMACs(b.id); err != nil {
+			ch <- prometheus.NewInvalidMetric(c.entries, err)
+		} else {
+			ch <- gauge(c.entries, float64(n), name)
+		}
+		ch <- gauge(c.maxEntries, float64(b.cfg.MaxEntries), name)
+		ch <- counter(c.aged, d.aged[name], name)
+		for _, p := range b.ports {
+			m, up := string(p.mode), 0.0
+			if m == "" {
+				m = "none"
+			}
+			if p.forwards() {
+				up = 1
+			}
+			ch <- gauge(c.up, up, name, p.name(), m)
+			s, err := d.dp.Stats(p.slot)
+			if err != nil {
+				ch <- prometheus.NewInvalidMetric(c.port[0], fmt.Errorf("bridge %s port %s: %w", name, p.name(), err))
+				continue
+			}
+			for i, v := range s.C {
+				ch <- counter(c.port[i], v, name, p.name())
+			}
+			for i, v := range s.Drops {
+				ch <- counter(c.drops, v, name, p.name(), tbpf.DropReason(i).String())
+			}
+		}
+		c.collectFilter(ch, b)
+	}
+	c.collectVLANs(ch, bs)
+}
+
+func (c *collector) collectFilter(ch chan<- prometheus.Metric, b *bridgeState) {
+	if !b.cfg.Filter {
+		return
+	}
+	counts, on, err := c.d.dp.FilterCounters(b.id)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.filterPackets, fmt.Errorf("bridge %s: %w", b.cfg.Name, err))
+		return
+	}
+	if !on {
+		return
+	}
+	one := func(rule, action string, packets, bytes uint64) {
+		ch <- counter(c.filterPackets, packets, b.cfg.Name, rule, action)
+		ch <- counter(c.filterBytes, bytes, b.cfg.Name, rule, action)
+	}
+	for i, r := range b.rules() {
+		if i < len(counts.Rules) {
+			action := config.ActionPass
+			if r.Block {
+				action = config.ActionBlock
+			}
+			one(strconv.Itoa(i+1), action, counts.Rules[i].Packets, counts.Rules[i].Bytes)
+		}
+	}
+	one("state", config.ActionPass, counts.State.Packets, counts.State.Bytes)
+	def := config.ActionPass
+	if b.cfg.DefaultBlock {
+		def = config.ActionBlock
+	}
+	one("default", def, counts.Default.Packets, counts.Default.Bytes)
+}
+
+func (c *collector) collectVLANs(ch chan<- prometheus.Metric, bs []*bridgeState) {
+	var aware bool
+	for _, b := range bs {
+		aware = aware || b.cfg.VLANAware()
+	}
+	if !aware {
+		return
+	}
+	held, err := c.d.dp.VLANs()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.vlan[0], err)
+		return
+	}
+	index := map[[2]uint16]uint16{}
+	for _, v := range held {
+		index[[2]uint16{v.Bridge, v.VID}] = v.Index
+	}
+	for _, b := range bs {
+		for _, vid := range b.vlans() {
+			var s tbpf.VLANStats
+			if idx, ok := index[[2]uint16{b.id, vid}]; ok {
+				if s, err = c.d.dp.VLANStats(idx); err != nil {
+					ch <- prometheus.NewInvalidMetric(c.vlan[0], fmt.Errorf("bridge %s VLAN %d: %w", b.cfg.Name, vid, err))
+					continue
+				}
+			}
+			for i, v := range s.C {
+				ch <- counter(c.vlan[i], v, b.cfg.Name, strconv.Itoa(int(vid)))
+			}
+		}
+	}
+}
+
+// metricsServer is the running endpoint.
+type metricsServer struct {
+	addr string
+	srv  *http.Server
+}
+
+// registry holds trestle's collector and the Go runtime's and process's
+// (the daemon's own memory and CPU).
+func (d *Daemon) registry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(d), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// serveMetrics listens on addr and serves /metrics until stopped. The
+// listen happens here, so that an address in use is an error of the start
+// (or of the reload that named it), not a log line later.
+func (d *Daemon) serveMetrics(addr string) (*metricsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.registry(), promhttp.HandlerOpts{
+		ErrorLog:      slogPrinter{d},
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "trestle: metrics at /metrics")
+	})
+	m := &metricsServer{addr: ln.Addr().String(), srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	go func() {
+		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("metrics endpoint stopped", "addr", m.addr, "err", err)
+		}
+	}()
+	d.log.Info("metrics endpoint", "addr", m.addr, "path", "/metrics")
+	return m, nil
+}
+
+func (m *metricsServer) stop() {
+	if m == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	m.srv.Shutdown(ctx)
+}
+
+// slogPrinter passes promhttp's errors (a map that could not be read) to
+// the daemon's log.
+type slogPrinter struct{ d *Daemon }
+
+func (p slogPrinter) Println(v ...any) { p.d.log.Warn("metrics", "err", fmt.Sprint(v...)) }

@@ -1,0 +1,208 @@
+package daemon
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/datapath"
+)
+
+// The collector's exposition for a known state of the maps (a fake
+// dataplane), exactly.
+func TestMetricsExposition(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1,p2") + "\n" + `[[bridge]]
+name = "br1"
+filter = true
+default = "block"
+[[bridge.port]]
+interface = "q1"
+[[bridge.rule]]
+action = "pass"
+ethertype = "arp"
+`)
+	p1, p2, q1 := w.port("br0", "p1"), w.port("br0", "p2"), w.port("br1", "q1")
+	var s1, s2 tbpf.PortStats
+	s1.C[tbpf.RxPackets], s1.C[tbpf.RxBytes], s1.C[tbpf.TxPackets], s1.C[tbpf.Learned], s1.C[tbpf.Moved] = 10, 1000, 7, 2, 1
+	s1.Drops[tbpf.TrestleTrDropReasonTR_DROP_RUNT] = 3
+	s2.C[tbpf.RxPackets], s2.C[tbpf.Flooded] = 8, 4
+	s2.Drops[tbpf.TrestleTrDropReasonTR_DROP_HAIRPIN] = 5
+	var unattached tbpf.PortStats
+	unattached.Drops[tbpf.TrestleTrDropReasonTR_DROP_NO_PORT] = 9
+	w.dp.stats = map[uint16]tbpf.PortStats{0: unattached, p1.slot: s1, p2.slot: s2}
+	w.dp.filterCount = map[uint16]datapath.FilterCounts{w.d.bridges["br1"].id: {
+		Rules: []datapath.FilterCount{{Packets: 6, Bytes: 360}}, Default: datapath.FilterCount{Packets: 2, Bytes: 200}}}
+	w.dp.learn(w.d.bridges["br0"].id, p1.slot, p1.ifindex, "02:00:00:00:00:01", 0)
+	w.dp.learn(w.d.bridges["br0"].id, p2.slot, p2.ifindex, "02:00:00:00:00:02", 0)
+	w.d.aged["br0"] = 11
+	w.d.reloads[true], w.d.reloads[false] = 2, 1
+	_ = q1
+
+	// Drops: every reason of every port is there from the start, so
+	// that rate() has a series before the first drop.
+	var drops strings.Builder
+	for _, port := range []struct {
+		name string
+		s    tbpf.PortStats
+	}{{"p1", s1}, {"p2", s2}} {
+		for i, r := range tbpf.DropNames() {
+			fmt.Fprintf(&drops, "trestle_port_drops_total{bridge=\"br0\",port=%q,reason=%q} %d\n", port.name, r, port.s.Drops[i])
+		}
+	}
+	for _, r := range tbpf.DropNames() {
+		fmt.Fprintf(&drops, "trestle_port_drops_total{bridge=\"br1\",port=\"q1\",reason=%q} 0\n", r)
+	}
+	want := `# HELP trestle_port_rx_packets_total Frames received on the port, counted before any drop.
+# TYPE trestle_port_rx_packets_total counter
+trestle_port_rx_packets_total{bridge="br0",port="p1"} 10
+trestle_port_rx_packets_total{bridge="br0",port="p2"} 8
+trestle_port_rx_packets_total{bridge="br1",port="q1"} 0
+# HELP trestle_port_tx_packets_total Frames sent out of the port (forwarded, flooded or mirrored to it).
+# TYPE trestle_port_tx_packets_total counter
+trestle_port_tx_packets_total{bridge="br0",port="p1"} 7
+trestle_port_tx_packets_total{bridge="br0",port="p2"} 0
+trestle_port_tx_packets_total{bridge="br1",port="q1"} 0
+# HELP trestle_port_flooded_total Frames received on the port that its bridge flooded to its other ports.
+# TYPE trestle_port_flooded_total counter
+trestle_port_flooded_total{bridge="br0",port="p1"} 0
+trestle_port_flooded_total{bridge="br0",port="p2"} 4
+trestle_port_flooded_total{bridge="br1",port="q1"} 0
+# HELP trestle_fdb_learned_total Source addresses learned on the port.
+# TYPE trestle_fdb_learned_total counter
+trestle_fdb_learned_total{bridge="br0",port="p1"} 2
+trestle_fdb_learned_total{bridge="br0",port="p2"} 0
+trestle_fdb_learned_total{bridge="br1",port="q1"} 0
+# HELP trestle_fdb_moved_total Learned addresses that moved to the port from another port of its bridge.
+# TYPE trestle_fdb_moved_total counter
+trestle_fdb_moved_total{bridge="br0",port="p1"} 1
+trestle_fdb_moved_total{bridge="br0",port="p2"} 0
+trestle_fdb_moved_total{bridge="br1",port="q1"} 0
+# HELP trestle_fdb_entries Learned addresses in the bridge's forwarding table (static entries apart): what max_entries limits.
+# TYPE trestle_fdb_entries gauge
+trestle_fdb_entries{bridge="br0"} 2
+trestle_fdb_entries{bridge="br1"} 0
+# HELP trestle_fdb_aged_total Learned addresses removed after their aging time without traffic, since the daemon started.
+# TYPE trestle_fdb_aged_total counter
+trestle_fdb_aged_total{bridge="br0"} 11
+trestle_fdb_aged_total{bridge="br1"} 0
+# HELP trestle_port_up 1 if the port forwards: attached (mode xdp, tc or patch) and its interface up with carrier; 0 otherwise (mode none: not attached).
+# TYPE trestle_port_up gauge
+trestle_port_up{bridge="br0",mode="tc",port="p1"} 1
+trestle_port_up{bridge="br0",mode="tc",port="p2"} 1
+trestle_port_up{bridge="br1",mode="none",port="q1"} 0
+# HELP trestle_filter_packets_total Frames the bridge's filter decided, by rule: its number in ` + "`trestle rule show`" + `, state (passed as part of a tracked connection) or default.
+# TYPE trestle_filter_packets_total counter
+trestle_filter_packets_total{action="block",bridge="br1",rule="default"} 2
+trestle_filter_packets_total{action="pass",bridge="br1",rule="1"} 6
+trestle_filter_packets_total{action="pass",bridge="br1",rule="state"} 0
+# HELP trestle_config_reloads_total Reloads of the config (SIGHUP, trestle reload, systemctl reload), by result: applied, or rejected with the running state kept.
+# TYPE trestle_config_reloads_total counter
+trestle_config_reloads_total{result="applied"} 2
+trestle_config_reloads_total{result="rejected"} 1
+# HELP trestle_unattached_drops_total Frames dropped before they had a port: from an interface that is no port of any bridge.
+# TYPE trestle_unattached_drops_total counter
+` + unattachedLines(9) + `# HELP trestle_port_drops_total Frames received on the port and dropped, by reason (docs/operations.md lists the reasons).
+# TYPE trestle_port_drops_total counter
+` + drops.String()
+	names := []string{"trestle_port_rx_packets_total", "trestle_port_tx_packets_total", "trestle_port_flooded_total",
+		"trestle_fdb_learned_total", "trestle_fdb_moved_total", "trestle_fdb_entries", "trestle_fdb_aged_total",
+		"trestle_port_up", "trestle_filter_packets_total", "trestle_config_reloads_total",
+		"trestle_unattached_drops_total", "trestle_port_drops_total"}
+	if err := testutil.CollectAndCompare(newCollector(w.d), strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every counter of the enum is a metric, with the names the issue and
+	// the dashboard use for the known ones.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(newCollector(w.d))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = true
+	}
+	for _, n := range tbpf.CounterNames() {
+		name, _ := portCounterMetric(n)
+		if !got[name] {
+			t.Errorf("counter %s: no metric %s", n, name)
+		}
+	}
+	for _, n := range []string{"trestle_port_rx_bytes_total", "trestle_port_tx_bytes_total", "trestle_port_unlearned_total",
+		"trestle_fdb_max_entries", "trestle_filter_bytes_total", "trestle_build_info"} {
+		if !got[n] {
+			t.Errorf("no metric %s", n)
+		}
+	}
+	// A help text for a counter the enum no longer has would be stale.
+	names2 := map[string]bool{}
+	for _, n := range tbpf.CounterNames() {
+		names2[n] = true
+	}
+	for n := range counterMetrics {
+		if !names2[n] {
+			t.Errorf("counterMetrics names %q, which enum tr_counter does not have", n)
+		}
+	}
+}
+
+func unattachedLines(noPort uint64) string {
+	var b strings.Builder
+	for i, r := range tbpf.DropNames() {
+		v := uint64(0)
+		if tbpf.DropReason(i) == tbpf.TrestleTrDropReasonTR_DROP_NO_PORT {
+			v = noPort
+		}
+		fmt.Fprintf(&b, "trestle_unattached_drops_total{reason=%q} %d\n", r, v)
+	}
+	return b.String()
+}
+
+// The endpoint serves the text format with the build and the process's own
+// metrics beside trestle's.
+func TestMetricsEndpoint(t *testing.T) {
+	w := newWorld(t)
+	w.sys.add("p1", "veth")
+	w.mustApply(bridges("br0=p1"))
+	Build = "v-test"
+	m, err := w.d.serveMetrics("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.stop()
+	resp, err := http.Get("http://" + m.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	for _, re := range []string{
+		`trestle_build_info\{goversion="go[^"]+",version="v-test"\} 1`,
+		`trestle_port_up\{bridge="br0",mode="tc",port="p1"\} 1`,
+		`process_resident_memory_bytes \d`,
+		`go_goroutines \d`,
+	} {
+		if !regexp.MustCompile(re).Match(body) {
+			t.Errorf("no line matching %s in:\n%s", re, body)
+		}
+	}
+	if _, err := w.d.serveMetrics(m.addr); err == nil || !strings.Contains(err.Error(), "metrics: listen tcp "+m.addr) {
+		t.Errorf("a second endpoint on %s: %v, want an error naming it", m.addr, err)
+	}
+}
