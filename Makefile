@@ -2,7 +2,11 @@
 # Both install the Debian packages they lack (scripts/deps.sh) and need root
 # for the namespace and datapath tests.
 
-GO      ?= go
+# The go to build with: go on PATH when it is 1.21 or later (it fetches the
+# toolchain go.mod names by itself), else the one scripts/deps.sh fetched into
+# the module cache with Debian's Go 1.19. Asked once, on first use in a recipe:
+# by then `make demo` and `make test` have run deps, and `make clean` never asks.
+GO      ?= $(eval GO := $(shell scripts/deps.sh which-go))$(GO)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN     := bin/trestle
 BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/include/bpf/*.h)
@@ -37,9 +41,12 @@ check-generate:
 	rm -rf $$tmp; \
 	if [ -n "$$stale" ]; then echo "internal/bpf was stale (now regenerated):$$stale: commit the result" >&2; exit 1; fi
 
+# gofmt is the one beside $(GO): another version may format otherwise
+# (Debian's, on PATH once deps.sh installed it, is Go 1.19).
 vet:
 	$(GO) vet ./...
-	@test -z "$$(gofmt -l cmd internal)" || { gofmt -l cmd internal; echo "gofmt needed" >&2; exit 1; }
+	@gofmt="$$($(GO) env GOROOT)/bin/gofmt"; \
+	test -z "$$($$gofmt -l cmd internal scripts)" || { $$gofmt -l cmd internal scripts; echo "gofmt needed" >&2; exit 1; }
 
 # Namespace tests run one package at a time: they share the machine's two cores.
 test: deps check-generate vet build
