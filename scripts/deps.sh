@@ -20,9 +20,11 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # ministat is the test oracle of `trestle stat`; nftables and openvswitch-switch
 # are DUTs of `trestle lab`; netsniff-ng's trafgen is what scripts/gen-compare.sh
-# measures the generator against.
+# measures the generator against; prometheus brings promtool, which checks
+# the daemon's metrics in the tests (its service is not started, as Open
+# vSwitch's is not); tmux is the terminal `trestle top` is tested in.
 pkgs=(clang llvm libbpf-dev linux-libc-dev bpftool iproute2 iperf3 ethtool iputils-ping tcpdump
-	ministat nftables openvswitch-switch netsniff-ng util-linux procps)
+	ministat nftables openvswitch-switch netsniff-ng util-linux procps prometheus tmux)
 
 # apt_install installs the named packages, quietly: stdout stays clean for
 # the Go step's answer.
