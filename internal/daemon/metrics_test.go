@@ -1,14 +1,18 @@
 package daemon
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
@@ -205,4 +209,96 @@ func TestMetricsEndpoint(t *testing.T) {
 	if _, err := w.d.serveMetrics(m.addr); err == nil || !strings.Contains(err.Error(), "metrics: listen tcp "+m.addr) {
 		t.Errorf("a second endpoint on %s: %v, want an error naming it", m.addr, err)
 	}
+}
+
+// The Grafana dashboard (docs/grafana-trestle.json) queries only metrics
+// the daemon exports, and shows every one the issue names.
+func TestGrafanaDashboard(t *testing.T) {
+	b, err := os.ReadFile("../../docs/grafana-trestle.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Definition string `json:"definition"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("docs/grafana-trestle.json: %v", err)
+	}
+	exported := exportedNames(t)
+	name := regexp.MustCompile(`\b(trestle|process|go)_[a-z0-9_]+\b`)
+	used := map[string]bool{}
+	var exprs []string
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	for _, v := range dash.Templating.List {
+		exprs = append(exprs, v.Definition)
+	}
+	for _, e := range exprs {
+		for _, n := range name.FindAllString(e, -1) {
+			used[n] = true
+			if !exported[n] {
+				t.Errorf("the dashboard queries %s, which the daemon does not export: %s", n, e)
+			}
+		}
+	}
+	for _, n := range []string{"trestle_port_rx_packets_total", "trestle_port_tx_packets_total", "trestle_port_rx_bytes_total",
+		"trestle_port_tx_bytes_total", "trestle_port_drops_total", "trestle_fdb_entries", "trestle_fdb_learned_total",
+		"trestle_fdb_moved_total", "trestle_fdb_aged_total", "trestle_port_up", "trestle_vlan_rx_packets_total",
+		"trestle_filter_packets_total", "trestle_build_info"} {
+		if !used[n] {
+			t.Errorf("the dashboard has no panel of %s", n)
+		}
+	}
+}
+
+// The example alerting rules (docs/trestle-alerts.yml) pass promtool and
+// use metrics the daemon exports.
+func TestAlertRules(t *testing.T) {
+	const file = "../../docs/trestle-alerts.yml"
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := exportedNames(t)
+	for _, n := range regexp.MustCompile(`\btrestle_[a-z0-9_]+\b`).FindAllString(string(b), -1) {
+		if !exported[n] {
+			t.Errorf("%s names %s, which the daemon does not export", file, n)
+		}
+	}
+	if _, err := exec.LookPath("promtool"); err != nil {
+		t.Skip("no promtool (Debian package prometheus; make test installs it)")
+	}
+	if out, err := exec.Command("promtool", "check", "rules", file).CombinedOutput(); err != nil {
+		t.Errorf("promtool check rules %s: %v\n%s", file, err, out)
+	}
+}
+
+// exportedNames are the metric names the daemon's registry describes.
+func exportedNames(t *testing.T) map[string]bool {
+	exported := map[string]bool{}
+	descs := make(chan *prometheus.Desc, 1000)
+	newCollector(newWorld(t).d).Describe(descs)
+	collectors.NewGoCollector().Describe(descs)
+	collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}).Describe(descs)
+	close(descs)
+	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range descs {
+		if m := fq.FindStringSubmatch(d.String()); m != nil {
+			exported[m[1]] = true
+		}
+	}
+	return exported
 }
