@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -112,5 +114,32 @@ func TestSplitDUTs(t *testing.T) {
 		"trestle:xdp@rules=100,state", "linux-bridge:nft@rules=100", "trestle@filter"}
 	if !slices.Equal(got, want) {
 		t.Errorf("splitDUTs: %q, want %q", got, want)
+	}
+}
+
+// --version names the build, the Go it was built with and the platform;
+// --metrics and top refuse what they cannot use before anything starts.
+func TestVersionAndFlags(t *testing.T) {
+	out, code := runCLI(t, nil, "--version")
+	want := fmt.Sprintf("trestle %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if code != 0 || out != want {
+		t.Errorf("--version: %d %q, want %q", code, out, want)
+	}
+	cfg := filepath.Join(t.TempDir(), "t.toml")
+	os.WriteFile(cfg, []byte("[[bridge]]\nname = \"b\"\n[[bridge.port]]\ninterface = \"x\"\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--config", cfg, "--metrics", "9470"}, `--metrics: "9470" is not host:port`},
+		{[]string{"run", "--config", cfg, "--metrics", "[::1]:0"}, `--metrics: "[::1]:0": port "0" is not 1..65535`},
+		{[]string{"top", "--sort", "speed"}, `--sort "speed": use one of rx, tx`},
+		{[]string{"top", "--interval", "10ms"}, "--interval 10ms: at least 100ms"},
+		{[]string{"top", "--json"}, "--json needs --once"},
+	} {
+		out, code := runCLI(t, map[string]string{"TRESTLE_SOCKET": filepath.Join(t.TempDir(), "none.sock")}, c.args...)
+		if code == 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%v: %d %q, want an error with %q", c.args, code, out, c.want)
+		}
 	}
 }
