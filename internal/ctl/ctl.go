@@ -241,6 +241,9 @@ type Server struct {
 	ln      net.Listener
 	path    string
 	streams map[string]StreamHandler
+	// BadRequest, when set, hears of every request that could not be
+	// read (not JSON, too large, too slow): the daemon logs them.
+	BadRequest func(error)
 }
 
 // Listen creates the socket (and its directory). It replaces a stale socket
@@ -308,6 +311,9 @@ func (s *Server) handle(ctx context.Context, c net.Conn, h Handler) {
 	var resp Response
 	if err := json.NewDecoder(io.LimitReader(c, 1<<20)).Decode(&req); err != nil {
 		resp.Error = fmt.Sprintf("bad request: %v", err)
+		if s.BadRequest != nil {
+			s.BadRequest(err)
+		}
 	} else if sh := s.streams[req.Cmd]; sh != nil {
 		s.stream(ctx, c, req, sh)
 		return

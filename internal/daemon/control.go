@@ -450,3 +450,17 @@ func (d *Daemon) fdbFlush(req ctl.Request) (FlushResult, error) {
 	}
 	return res, nil
 }
+
+// badRequest logs a request the socket could not read: at most one line a
+// second, with how many more came meanwhile, so that a client spraying
+// garbage cannot flood the log.
+func (d *Daemon) badRequest(err error) {
+	d.badMu.Lock()
+	defer d.badMu.Unlock()
+	if now := time.Now(); now.Sub(d.badLogged) >= time.Second {
+		d.log.Warn("bad request on the control socket", "err", err, "suppressed", d.badSuppressed)
+		d.badLogged, d.badSuppressed = now, 0
+		return
+	}
+	d.badSuppressed++
+}

@@ -70,6 +70,12 @@ type Daemon struct {
 	reloads map[bool]uint64
 	aged    map[string]uint64
 	metrics *metricsServer
+
+	// Bad requests on the control socket: when the last was logged, and
+	// how many since went unlogged (control.go).
+	badMu         sync.Mutex
+	badLogged     time.Time
+	badSuppressed int
 }
 
 // maxRefresh bounds how often the datapath rewrites an entry's timestamp.
@@ -160,6 +166,7 @@ func Run(ctx context.Context, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv.HandleStream(ctl.CmdCapture, d.captureStream)
+	srv.BadRequest = d.badRequest
 	go srv.Serve(ctx, d.handle)
 	d.notify(sd.SdNotifyReady, statusLine("forwarding: %d bridges", len(cfg.Bridges)))
 
@@ -175,9 +182,7 @@ func Run(ctx context.Context, opts Options) error {
 			return nil
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				if err := d.Reload(); err != nil {
-					log.Error("reload rejected; running state kept", "err", err)
-				}
+				d.Reload() // logs what it did or why not
 				continue
 			}
 			log.Info("stopping", "signal", s.String())
@@ -253,8 +258,17 @@ func (d *Daemon) reconcile() {
 	}
 }
 
-// Reload reads the config file again and applies the difference.
+// Reload reads the config file again and applies the difference; a
+// rejected file is logged here, whether SIGHUP or the socket asked.
 func (d *Daemon) Reload() error {
+	err := d.reload()
+	if err != nil {
+		d.log.Error("reload rejected; running state kept", "err", err)
+	}
+	return err
+}
+
+func (d *Daemon) reload() error {
 	d.notify(sd.SdNotifyReloading)
 	defer d.notify(sd.SdNotifyReady)
 	cfg, err := config.Load(d.opts.ConfigPath)
