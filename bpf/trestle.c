@@ -697,6 +697,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	v.gen = w->gen;
 	v.mgen = w->mgen;
 	v.now = w->now;
+	v.tick = w->tick;
 	if (tr_learn(&v, in, self, br, w->vlan, w->src, st, &reason)) {
 		tr_walk_drop(w, in_slot, reason);
 		return 0;
@@ -895,7 +896,8 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	w->pcp = d->tag.ctag ? d->tag.tci : 0;
 	w->gen = d->v.gen;
 	w->mgen = d->v.mgen;
-	w->now = d->v.now;
+	w->now = tr_view_now(&d->v); /* once, not at each bridge's learning */
+	w->tick = d->v.tick;
 	w->unicast = 1;
 	/* What the ingress port receives is mirrored: its copy goes first. */
 	if (d->in_flags & TR_PORT_MIRROR_IN)

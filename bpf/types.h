@@ -172,7 +172,7 @@ struct tr_src_memo {
 	__u32 ifindex; /* the port the source was found on */
 	__u32 gen;     /* fdb_gen when made */
 	__u32 mgen;    /* move_gen when made */
-	__u64 until;   /* and no later than this: the entry's timestamp needs refreshing */
+	__u64 expires; /* and before this: the entry's timestamp needs refreshing (struct tr_table_view's tick) */
 };
 
 struct tr_dst_memo {
@@ -199,7 +199,7 @@ struct tr_path_memo {
 	__u32 gen;
 	__u32 mgen;
 	__u32 pad;
-	__u64 until;    /* learning along the path is refreshed after this */
+	__u64 expires;  /* learning along the path is refreshed from this tick on */
 	__u16 hops[TR_MAX_PATCH_CHAIN]; /* the patches crossed, by the slot left by */
 };
 

@@ -67,11 +67,53 @@ static __always_inline int tr_port_full(const struct tr_port *in)
  * lasts half a refresh interval, so the entry's timestamp stays fresh enough
  * for aging.
  */
+/*
+ * Memos (of a source here, of a path in lib/patch.h, of a tracked connection
+ * in lib/filter.h) expire by the kernel's tick count when the control plane
+ * knows its rate, CONFIG_HZ, and sets jiffies_hz. Reading jiffies is one load
+ * (the verifier inlines bpf_jiffies64); the coarse clock is a helper call
+ * that cost about 15 ns a frame here. So a frame reads jiffies, and the
+ * clock only when it writes a timestamp (a memo that ran out, a new or moved
+ * entry). 0: the clock, every frame.
+ */
+const volatile __u64 jiffies_hz = 0;
+
+/* The tick memos expire by: jiffies, or the coarse clock in ns. */
+static __always_inline __u64 tr_tick(void)
+{
+	return jiffies_hz ? bpf_jiffies64() : bpf_ktime_get_coarse_ns();
+}
+
+/* ns as ticks (at least one), for a memo's lifetime. */
+static __always_inline __u64 tr_ticks(__u64 ns)
+{
+	__u64 t;
+
+	if (!jiffies_hz)
+		return ns;
+	t = ns * jiffies_hz / 1000000000ULL;
+	return t ? t : 1;
+}
+
 struct tr_table_view {
 	struct tr_cpu_cache *memo; /* NULL: none (never: an array of one) */
 	__u32 gen, mgen;
-	__u64 now;
+	__u64 now;  /* CLOCK_MONOTONIC_COARSE, read when first needed: 0 until then */
+	__u64 tick; /* what memos expire by (tr_tick) */
 };
+
+static __always_inline __u64 tr_view_now(struct tr_table_view *v)
+{
+	if (!v->now)
+		v->now = bpf_ktime_get_coarse_ns();
+	return v->now;
+}
+
+/* When a learning memo made at tick expires: half the refresh interval on. */
+static __always_inline __u64 tr_memo_expires(__u64 tick)
+{
+	return tick + tr_ticks(refresh_ns / 2);
+}
 
 static __always_inline void tr_view_init(struct tr_table_view *v)
 {
@@ -80,7 +122,8 @@ static __always_inline void tr_view_init(struct tr_table_view *v)
 	v->memo = bpf_map_lookup_elem(&cpu_cache, &zero);
 	v->gen = *(volatile __u32 *)&fdb_gen;
 	v->mgen = *(volatile __u32 *)&move_gen;
-	v->now = bpf_ktime_get_coarse_ns();
+	v->now = 0;
+	v->tick = jiffies_hz ? bpf_jiffies64() : tr_view_now(v);
 }
 
 static __always_inline int tr_mac_eq(const __u8 *a, const __u8 *b)
@@ -97,7 +140,7 @@ static __always_inline int tr_src_known(const struct tr_table_view *v, __u32 ifi
 	if (!v->memo)
 		return 0;
 	m = &v->memo->src;
-	return m->ifindex == ifindex && m->gen == v->gen && m->mgen == v->mgen && v->now < m->until &&
+	return m->ifindex == ifindex && m->gen == v->gen && m->mgen == v->mgen && v->tick < m->expires &&
 	       m->bridge == bridge && m->vlan == vlan && tr_mac_eq(m->mac, src);
 }
 
@@ -115,7 +158,7 @@ static __always_inline void tr_src_remember(struct tr_table_view *v, __u32 ifind
 	m->ifindex = ifindex;
 	m->gen = v->gen;
 	m->mgen = v->mgen;
-	m->until = v->now + refresh_ns / 2;
+	m->expires = tr_memo_expires(v->tick);
 }
 
 /* A new source on a port at its max_macs: dropped, or (mac_limit_action
@@ -143,13 +186,14 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 {
 	struct tr_fdb_key key;
 	struct tr_fdb_val *e, nv = {};
-	__u64 now = v->now;
+	__u64 now;
 	__u32 old_slot;
 
 	if (in->flags & TR_PORT_NO_LEARN)
 		return 0;
 	if (tr_src_known(v, ifindex, in->bridge, vlan, src))
 		return 0;
+	now = tr_view_now(v);
 
 	tr_fdb_key_init(&key, in->bridge, vlan, src);
 	e = bpf_map_lookup_elem(&fdb, &key);

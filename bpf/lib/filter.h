@@ -36,6 +36,7 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include "maps.h"
+#include "fdb.h"
 #include "parse.h"
 
 const volatile __u8 filter_on = 0;
@@ -84,12 +85,12 @@ struct tr_filter_memo {
 	struct tr_filter_key k;
 	__u32 gen;
 	struct tr_filter_hit hit; /* prio ~0: no rule matched, the default decided */
-	__u64 until; /* TR_MEMO_STATE: the frame's connection is tracked, and known live until then */
+	__u64 expires; /* TR_MEMO_STATE: the frame's connection is tracked, and known live before this tick (tr_tick) */
 };
 
 /* A memo's hit.flags: not a rule's decision, but a frame of a tracked
  * connection, which passes without a lookup of the state table until the
- * memo's until (a second after the lookup that refreshed the connection:
+ * memo's expiry (a second after the lookup that refreshed the connection:
  * an active connection is looked up, and so kept alive, once a second on
  * each CPU it passes). */
 #define TR_MEMO_STATE 0x8000
@@ -311,21 +312,21 @@ static __always_inline int tr_decide(const struct tr_filter_set *fs, struct tr_f
 /* A frame of a tracked connection that this CPU passed less than a second
  * ago (and that does not end the connection): it passes again. */
 static __always_inline int tr_state_memo_hit(const struct tr_filter_set *fs, struct tr_filter_cpu *x,
-					     struct tr_filter_memo *m, __u64 now)
+					     struct tr_filter_memo *m, __u64 tick)
 {
-	return m->gen == fs->gen && (m->hit.flags & TR_MEMO_STATE) && now < m->until &&
+	return m->gen == fs->gen && (m->hit.flags & TR_MEMO_STATE) && tick < m->expires &&
 	       !(x->tcp & (TR_TCP_FIN | TR_TCP_RST)) && tr_same_key(&m->k, &x->k);
 }
 
 static __always_inline void tr_state_memo_set(const struct tr_filter_set *fs, struct tr_filter_cpu *x,
-					      struct tr_filter_memo *m, __u64 now)
+					      struct tr_filter_memo *m, __u64 tick)
 {
 	m->k = x->k;
 	m->gen = fs->gen;
 	m->hit.prio = ~0u;
 	m->hit.counter = fs->state_counter;
 	m->hit.flags = TR_MEMO_STATE;
-	m->until = now + TR_STATE_REFRESH_MS * 1000000ULL;
+	m->expires = tick + tr_ticks(TR_STATE_REFRESH_MS * 1000000ULL);
 }
 
 /* The connection of a frame with key k in bridge, both directions one key;
@@ -456,15 +457,16 @@ static __always_inline int tr_filter(void *data, void *data_end, __u32 set, __u3
 		x->a_src = 0;
 		stateful = tr_state_key_of(k, set >> 1, &x->sk, &x->a_src);
 		if (stateful) {
-			__u64 now = bpf_ktime_get_coarse_ns();
+			__u64 tick = tr_tick(), now;
 
-			if (tr_state_memo_hit(fs, x, m, now)) {
+			if (tr_state_memo_hit(fs, x, m, tick)) {
 				tr_filter_count(fs->state_counter, wire);
 				return 0;
 			}
+			now = jiffies_hz ? bpf_ktime_get_coarse_ns() : tick;
 			st = bpf_map_lookup_elem(&filter_states, &x->sk);
 			if (st && tr_state_hit(st, k->proto, x->a_src, x->tcp, now)) {
-				tr_state_memo_set(fs, x, m, now);
+				tr_state_memo_set(fs, x, m, tick);
 				tr_filter_count(fs->state_counter, wire);
 				return 0;
 			}

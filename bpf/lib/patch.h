@@ -32,7 +32,8 @@
  * functions (verified once, not at every call) take it by pointer. */
 struct tr_walk {
 	__u64 sel[4]; /* xdp: the interface ports a copy goes to, by slot; bit 0 (slot 0 is no port): the copies carry a VLAN tag */
-	__u64 now;
+	__u64 now; /* the view's (lib/fdb.h), read once for the walk */
+	__u64 tick;
 	__u32 gen;
 	__u32 mgen;
 	__u8 src[6];
@@ -191,13 +192,13 @@ static __always_inline void tr_path_remember(struct tr_cpu_cache *memo, const st
 	__builtin_memcpy(m->hops, w->hops, sizeof(m->hops));
 	m->gen = w->gen;
 	m->mgen = w->mgen;
-	m->until = w->now + refresh_ns / 2;
+	m->expires = tr_memo_expires(w->tick);
 }
 
 static __always_inline int tr_path_is(const struct tr_path_memo *m, const struct tr_table_view *v,
 				      __u16 first, const __u8 *src, const __u8 *dst, __u16 vlan)
 {
-	return m->first == first && m->gen == v->gen && m->mgen == v->mgen && v->now < m->until &&
+	return m->first == first && m->gen == v->gen && m->mgen == v->mgen && v->tick < m->expires &&
 	       m->vlan == vlan && tr_mac_eq(m->dst, dst) && tr_mac_eq(m->src, src);
 }
 

@@ -127,7 +127,7 @@ type TrestleTrCpuCache struct {
 		Ifindex uint32
 		Gen     uint32
 		Mgen    uint32
-		Until   uint64
+		Expires uint64
 	}
 	Dst struct {
 		_       structs.HostLayout
@@ -154,7 +154,7 @@ type TrestleTrCpuCache struct {
 		Mgen       uint32
 		Pad        uint32
 		_          [4]byte
-		Until      uint64
+		Expires    uint64
 		Hops       [16]uint16
 	}
 	PathNext uint32
@@ -228,12 +228,12 @@ type TrestleTrFilterCpu struct {
 	Tcp   uint8
 	_     [3]byte
 	Memo  [256]struct {
-		_     structs.HostLayout
-		K     TrestleTrFilterKey
-		Gen   uint32
-		Hit   TrestleTrFilterHit
-		_     [4]byte
-		Until uint64
+		_       structs.HostLayout
+		K       TrestleTrFilterKey
+		Gen     uint32
+		Hit     TrestleTrFilterHit
+		_       [4]byte
+		Expires uint64
 	}
 }
 
@@ -458,6 +458,7 @@ type TrestleTrWalk struct {
 	_           structs.HostLayout
 	Sel         [4]uint64
 	Now         uint64
+	Tick        uint64
 	Gen         uint32
 	Mgen        uint32
 	Src         [6]uint8
@@ -546,6 +547,7 @@ const (
 	TrestleVarCaptureOn           = "capture_on"
 	TrestleVarFdbGen              = "fdb_gen"
 	TrestleVarFilterOn            = "filter_on"
+	TrestleVarJiffiesHz           = "jiffies_hz"
 	TrestleVarMoveGen             = "move_gen"
 	TrestleVarRefreshNs           = "refresh_ns"
 	TrestleVarVlanAware           = "vlan_aware"
@@ -664,6 +666,7 @@ type TrestleVariableSpecs struct {
 	CaptureOn         *ebpf.VariableSpec `ebpf:"capture_on"`
 	FdbGen            *ebpf.VariableSpec `ebpf:"fdb_gen"`
 	FilterOn          *ebpf.VariableSpec `ebpf:"filter_on"`
+	JiffiesHz         *ebpf.VariableSpec `ebpf:"jiffies_hz"`
 	MoveGen           *ebpf.VariableSpec `ebpf:"move_gen"`
 	RefreshNs         *ebpf.VariableSpec `ebpf:"refresh_ns"`
 	VlanAware         *ebpf.VariableSpec `ebpf:"vlan_aware"`
@@ -785,6 +788,7 @@ type TrestleVariables struct {
 	CaptureOn         *ebpf.Variable `ebpf:"capture_on"`
 	FdbGen            *ebpf.Variable `ebpf:"fdb_gen"`
 	FilterOn          *ebpf.Variable `ebpf:"filter_on"`
+	JiffiesHz         *ebpf.Variable `ebpf:"jiffies_hz"`
 	MoveGen           *ebpf.Variable `ebpf:"move_gen"`
 	RefreshNs         *ebpf.Variable `ebpf:"refresh_ns"`
 	VlanAware         *ebpf.Variable `ebpf:"vlan_aware"`

@@ -99,6 +99,10 @@ func Load(opts Options) (*Datapath, error) {
 			return nil, fmt.Errorf("set refresh interval: %w", err)
 		}
 	}
+	// Memos expire by the tick count where HZ is known (bpf/lib/fdb.h).
+	if err := spec.Variables[tbpf.TrestleVarJiffiesHz].Set(uint64(kernelHZ())); err != nil {
+		return nil, fmt.Errorf("set the tick rate: %w", err)
+	}
 	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, log: opts.Log,
 		spec: spec, progs: map[stage]progSet{}, vlanFloods: map[uint16]*ebpf.Map{},
 		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}}
