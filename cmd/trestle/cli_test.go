@@ -83,6 +83,11 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"lab", "filter-scale", "--dut", "linux-bridge@rules=10"}, "linux-bridge:nft@rules=N"},
 		{[]string{"lab", "filter-scale", "--dut", "trestle:xdp@state"}, "N at least 1"},
 		{[]string{"lab", "veb-vs-bridge", "--dut", "trestle,trestle@rules=10"}, "iperf3 between the hosts' stacks"},
+		{[]string{"lab", "flood", "--dut", "trestle:xdp,floor"}, `DUT "floor": flood has 4 hosts: the floor redirects each port's frames to one other port`},
+		{[]string{"lab", "quick", "--dut", "floor@vlan"}, "the floor redirects every frame, tagged or not"},
+		{[]string{"lab", "chain", "--dut", "floor@patch"}, "the floor has no patch ports"},
+		{[]string{"lab", "quick", "--dut", "floor@rules=10"}, "the floor has no filter"},
+		{[]string{"lab", "mirror", "--dut", "floor@mirror"}, "the floor has no span port"},
 	} {
 		out, code := runCLI(t, nil, c.args...)
 		if code == 0 || !strings.Contains(out, c.want) {

@@ -32,15 +32,19 @@ func (e *env) labCmd() *cobra.Command {
 		Long: `Build test topologies out of network namespaces and veth pairs, put each
 device under test (DUT) between the hosts in turn, drive it with trestle's
 generator and sink (RFC 2544 and RFC 2889 methods) and iperf3, and report
-medians, ratios to the straight veth path measured in the same run, and
-ministat comparisons. Everything it creates is named tl<PID>-... and removed
-when it ends, also on Ctrl-C or failure ('trestle lab clean' removes what a
-killed run left).
+medians, ratios to the straight veth path and to the floor (a bare XDP
+redirect) measured in the same run, and ministat comparisons. Everything it
+creates is named tl<PID>-... and removed when it ends, also on Ctrl-C or
+failure ('trestle lab clean' removes what a killed run left).
 
 Scenarios:
 ` + lab.DescribeScenarios() + `
 DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
   direct          a veth pair from host to host: the baseline
+  floor           a bare XDP program on each port of the bridge's two, sending
+                  every frame out of the other through a devmap: the fastest
+                  any XDP bridge can be on the same topology (with 3 or more
+                  hosts there is none: the lab refuses it)
   linux-bridge    the kernel's bridge, netfilter on bridged frames off (:nft adds
                   an nftables bridge-family chain every frame passes, whose one
                   rule accepts it, counted; see @rules for others)
@@ -249,6 +253,9 @@ Examples:
 				return err
 			}
 			if err := sc.CheckFilters(); err != nil {
+				return err
+			}
+			if err := sc.CheckFloor(); err != nil {
 				return err
 			}
 			return e.runLab(sc, placement, jsonPath, reportDir, keep, profile)

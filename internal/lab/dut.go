@@ -57,7 +57,7 @@ type Env struct {
 var ErrUnavailable = errors.New("DUT not available here")
 
 // DUTNames lists the DUTs ParseDUT knows, for --help.
-var DUTNames = []string{"direct", "linux-bridge", "linux-bridge:nft", "trestle", "trestle:xdp", "trestle:tc", "ovs", "ovs:afxdp", "ovs:system"}
+var DUTNames = []string{"direct", "floor", "linux-bridge", "linux-bridge:nft", "trestle", "trestle:xdp", "trestle:tc", "ovs", "ovs:afxdp", "ovs:system"}
 
 // offloadAliases are the short names of host offloads in DUT variants.
 var offloadAliases = map[string]string{
@@ -130,6 +130,11 @@ func joinRefusal(name, join string) string {
 		return "the Linux bridge has no patch ports: bridges join only by veth pairs"
 	case "direct":
 		return "the straight path has no bridges to join"
+	case "floor":
+		if join == "veth" {
+			return ""
+		}
+		return "the floor has no patch ports: a chain's bridges join only by veth pairs"
 	}
 	return "no " + join + " joins"
 }
@@ -148,10 +153,16 @@ func SplitVariant(s string) (Variant, error) {
 			if kind, _, _ := strings.Cut(name, ":"); kind == "direct" {
 				return v, fmt.Errorf("DUT %q: vlan is for a bridge; the straight path has no ports to put in VLANs", s)
 			}
+			if name == "floor" {
+				return v, fmt.Errorf("DUT %q: vlan is for a bridge; the floor redirects every frame, tagged or not", s)
+			}
 			v.VLAN = true
 		case !ok && k == "mirror":
 			if kind, _, _ := strings.Cut(name, ":"); kind == "direct" {
 				return v, fmt.Errorf("DUT %q: mirror is for a bridge; the straight path has no ports to mirror", s)
+			}
+			if name == "floor" {
+				return v, fmt.Errorf("DUT %q: mirror is for a bridge; the floor has no span port, only a redirect", s)
 			}
 			v.Mirror = true
 		case !ok && k == "capture":
@@ -237,6 +248,10 @@ func parseDUT(s string) (DUT, error) {
 	case "direct":
 		if opt == "" {
 			return direct{}, nil
+		}
+	case "floor":
+		if opt == "" {
+			return &floorDUT{}, nil
 		}
 	case "linux-bridge":
 		if opt == "" || opt == "nft" {
@@ -789,7 +804,7 @@ func (d *trestleDUT) Teardown(ctx context.Context) error {
 }
 
 // sortedKeys is for printing settings in a stable order.
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -302,6 +302,8 @@ func checkFilter(spec, name string, f *Filter) error {
 	switch {
 	case kind == "direct":
 		return fmt.Errorf("DUT %q: the straight path has no bridge to filter", spec)
+	case kind == "floor":
+		return fmt.Errorf("DUT %q: the floor has no filter: it redirects every frame", spec)
 	case kind == "ovs":
 		return fmt.Errorf("DUT %q: the lab writes no OpenFlow rules for Open vSwitch: rules= and filter are for trestle and linux-bridge:nft", spec)
 	case f.All && kind != "trestle":

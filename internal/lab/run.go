@@ -200,6 +200,9 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	if err := s.CheckFilters(); err != nil {
 		return nil, err
 	}
+	if err := s.CheckFloor(); err != nil {
+		return nil, err
+	}
 	place, err := ChoosePlacement(cfg.Placement)
 	if err != nil {
 		return nil, err

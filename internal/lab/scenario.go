@@ -117,14 +117,14 @@ func quickTiming() Timing {
 var Scenarios = map[string]Scenario{
 	"quick": {
 		Name: "quick", Title: "Quick look: 64-byte frames through a 2-port bridge",
-		About: "direct, the Linux bridge and trestle in xdp mode, 64-byte throughput (RFC 2544 search with short trials), 3 repetitions; about a minute",
-		DUTs:  []string{"direct", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
+		About: "direct, the floor (a bare XDP redirect between the bridge's two ports), the Linux bridge and trestle in xdp mode, 64-byte throughput (RFC 2544 search with short trials), 3 repetitions; about a minute",
+		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput}, Reps: 3, Timing: quickTiming(),
 	},
 	"router-pps": {
 		Name: "router-pps", Title: "Packets per second at the smallest frame and IMIX (seed 001)", Seed: "001_d9f4f4a0a59eb3ef.txt",
-		About: "RFC 2544 throughput at 64 bytes and IMIX through a 2-port bridge, with the IMIX bandwidth estimate, repeated for ministat",
-		DUTs:  []string{"direct", "linux-bridge", "trestle:xdp", "ovs"}, Hosts: 2, Chain: []int{1},
+		About: "RFC 2544 throughput at 64 bytes and IMIX through a 2-port bridge, with the IMIX bandwidth estimate, repeated for ministat; each DUT against direct and against the floor (a bare XDP redirect between the bridge's two ports)",
+		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp", "ovs"}, Hosts: 2, Chain: []int{1},
 		Sizes: []FrameSize{"64", "imix"}, Tests: []string{TestThroughput}, Reps: 3, Timing: DefaultTiming, Flows: 1,
 	},
 	"rfc2544": {
@@ -373,6 +373,22 @@ func (s Scenario) CheckJoins() error {
 	for _, d := range s.DUTs {
 		if v, err := SplitVariant(d); err == nil && v.Join() != "" {
 			return fmt.Errorf("DUT %q: @%s chooses how a chain's bridges are joined, and %s has no chain of 2 or more bridges (chains %s): measure it in the chain scenario, or give --chains", d, v.Join(), s.Name, strings.Trim(fmt.Sprint(s.Chain), "[]"))
+		}
+	}
+	return nil
+}
+
+// CheckFloor refuses the floor DUT in a scenario whose bridge has more than
+// two ports: the floor is a redirect from one port to the other, and such
+// a bridge floods and learns, which it has no floor for.
+func (s Scenario) CheckFloor() error {
+	why := floorRefusal(s.Hosts)
+	if why == "" {
+		return nil
+	}
+	for _, d := range s.DUTs {
+		if v, err := SplitVariant(d); err == nil && v.Name == "floor" {
+			return fmt.Errorf("DUT %q: %s has %d hosts: %s", d, s.Name, s.Hosts, why)
 		}
 	}
 	return nil

@@ -1,0 +1,106 @@
+package lab
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestFloorSpec: the floor parses, takes the knobs a bare redirect can
+// have (host offloads, veth joins) and refuses the others, and a scenario
+// whose bridge has more than two ports refuses it up front.
+func TestFloorSpec(t *testing.T) {
+	d, err := ParseDUT("floor")
+	if err != nil || d.Name() != "floor" || d.Learns() {
+		t.Fatalf("ParseDUT(floor): %v, %v", d, err)
+	}
+	for _, ok := range []string{"floor@veth", "floor@gso=off", "floor@tx=off,gro=on"} {
+		if _, err := ParseDUT(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for spec, want := range map[string]string{
+		"floor:xdp":      "not one of",
+		"floor@vlan":     "the floor redirects every frame, tagged or not",
+		"floor@mirror":   "the floor has no span port",
+		"floor@patch":    "the floor has no patch ports",
+		"floor@rules=10": "the floor has no filter",
+		"floor@filter":   "the floor has no filter",
+		"floor@capture":  "it is for trestle DUTs",
+		"floor@bin=/x":   "bin= is for trestle DUTs",
+	} {
+		if _, err := ParseDUT(spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", spec, err, want)
+		}
+	}
+	if v, _ := SplitVariant("floor"); v.Patched() {
+		t.Error("the floor's chains are joined by patch ports")
+	}
+
+	for _, name := range []string{"quick", "router-pps"} {
+		s := Scenarios[name]
+		if !slices.Contains(s.DUTs, "floor") || !slices.Contains(s.DUTs, "direct") {
+			t.Errorf("%s measures %v: the floor and direct are the baselines of its ratios", name, s.DUTs)
+		}
+		if err := s.CheckFloor(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	flood := Scenarios["flood"]
+	if err := flood.CheckFloor(); err != nil {
+		t.Errorf("flood without the floor: %v", err)
+	}
+	flood.DUTs = append(flood.DUTs, "floor@gso=off")
+	if err := flood.CheckFloor(); err == nil || !strings.Contains(err.Error(), `DUT "floor@gso=off": flood has 4 hosts`) {
+		t.Errorf("the floor on a 4-port bridge: %v", err)
+	}
+	for _, s := range Scenarios {
+		if slices.Contains(s.DUTs, "floor") && s.Hosts > 2 {
+			t.Errorf("%s has the floor on %d hosts", s.Name, s.Hosts)
+		}
+	}
+}
+
+// TestFloor runs the floor for real on one bridge and on a chain of three
+// joined by veth pairs: it forwards generator frames and host TCP both
+// ways (so the peers were set up as trestle sets up those of its xdp
+// ports), every port redirects to the other port of its bridge, and
+// nothing is left behind.
+func TestFloor(t *testing.T) {
+	requireRoot(t)
+	sc := tinyScenario([]string{"floor"}, 1, 3)
+	run, _ := execute(t, sc, "")
+	ports := map[int][]string{1: {"p1", "p2"}, 3: {"p1", "c1a", "c1b", "c2a", "c2b", "p2"}}
+	var units int
+	for _, u := range run.Units {
+		if u.Skipped != "" {
+			t.Fatalf("floor x%d skipped: %s", u.Chain, u.Skipped)
+		}
+		units++
+		for i, p := range ports[u.Chain] {
+			// Ports pair up in order: p1-c1a (br1), c1b-c2a (br2), ...
+			other := ports[u.Chain][i^1]
+			if got := u.Settings["port "+p]; got != "xdp (native): every frame to "+other {
+				t.Errorf("x%d: port %s: %q, want a redirect to %s", u.Chain, p, got, other)
+			}
+		}
+		for _, p := range []string{"p1", "p2"} {
+			if got := u.Settings["peer of "+p]; !strings.Contains(got, "rx-gro on (was off)") || !strings.Contains(got, "tx-checksum-ip-generic off (was on)") {
+				t.Errorf("x%d: peer of %s: %q, want GRO on and TX checksum off, as trestle's daemon does", u.Chain, p, got)
+			}
+		}
+		for dev, f := range u.Offloads {
+			if strings.HasSuffix(dev, "/eth0") && (!f["rx-gro"] || f["tx-checksum-ip-generic"]) {
+				t.Errorf("x%d: %s measured with %v", u.Chain, dev, f)
+			}
+		}
+	}
+	if units != 2 {
+		t.Errorf("%d units, want one bridge and a chain of 3", units)
+	}
+	for _, r := range run.Results {
+		if r.Value <= 0 {
+			t.Errorf("floor x%d %s: %v %s (%s)", r.Chain, r.Test, r.Value, r.Unit, r.Error)
+		}
+	}
+}
