@@ -50,24 +50,35 @@ func (c LineChart) SVG() ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s: YMin %g with LogY %t", ErrChart, kind, *c.YMin, c.LogY)
 	}
 
-	// The points that can be drawn, and the data's extent.
+	// The points that can be drawn, and the data's extent. A point with a
+	// NaN or infinite coordinate is a missing figure, which breaks its
+	// line: segs are the runs between them, each drawn as a line of its
+	// own. One that a log axis cannot show is skipped, its neighbours
+	// joined.
 	pts := make([][]Point, len(c.Series))
+	segs := make([][][]Point, len(c.Series))
 	xlo, xhi := math.Inf(1), math.Inf(-1)
 	ylo, yhi := math.Inf(1), math.Inf(-1)
 	var n, offX, offY int
 	for i, s := range c.Series {
+		gap := true
 		for _, p := range s.Points {
-			if !finite(p.X) || !finite(p.Y) {
+			switch {
+			case !finite(p.X) || !finite(p.Y):
+				gap = true
 				continue
-			}
-			if c.LogX && p.X <= 0 {
+			case c.LogX && p.X <= 0:
 				offX++
 				continue
-			}
-			if c.LogY && p.Y <= 0 {
+			case c.LogY && p.Y <= 0:
 				offY++
 				continue
 			}
+			if gap {
+				segs[i] = append(segs[i], nil)
+				gap = false
+			}
+			segs[i][len(segs[i])-1] = append(segs[i][len(segs[i])-1], p)
 			pts[i] = append(pts[i], p)
 			n++
 			xlo, xhi = min(xlo, p.X), max(xhi, p.X)
@@ -188,7 +199,7 @@ func (c LineChart) SVG() ([]byte, error) {
 	for _, dashed := range []bool{true, false} {
 		for i, s := range c.Series {
 			if s.Dashed == dashed && len(pts[i]) > 0 {
-				d.lineSeries(names[i], pts[i], items[i].st, xa, ya)
+				d.lineSeries(names[i], segs[i], items[i].st, xa, ya)
 			}
 		}
 	}
@@ -197,9 +208,11 @@ func (c LineChart) SVG() ([]byte, error) {
 	return d.end(), nil
 }
 
-// lineSeries draws one series: error bars under the line, the line, then
-// the markers on top, each with a tooltip of its values for browsers.
-func (d *doc) lineSeries(name string, pts []Point, st style, xa, ya axis) {
+// lineSeries draws one series, its segments apart: error bars under the
+// lines, the lines, then the markers on top, each with a tooltip of its
+// values for browsers.
+func (d *doc) lineSeries(name string, segs [][]Point, st style, xa, ya axis) {
+	pts := slices.Concat(segs...)
 	d.printf(`<g class="series">` + "\n")
 	for _, p := range pts {
 		lo, hi, ok := errorRange(p)
@@ -211,9 +224,12 @@ func (d *doc) lineSeries(name string, pts []Point, st style, xa, ya axis) {
 		}
 		d.errorBar(xa.px(p.X), ya.px(lo), ya.px(hi), 8, st.color)
 	}
-	if len(pts) >= 2 {
+	for _, seg := range segs {
+		if len(seg) < 2 {
+			continue
+		}
 		var b strings.Builder
-		for i, p := range pts {
+		for i, p := range seg {
 			if i > 0 {
 				b.WriteByte(' ')
 			}

@@ -14,8 +14,10 @@
 //     order, the clock or the locale, so reports diff cleanly.
 //   - All text (title, labels, series and category names) is XML-escaped;
 //     characters XML cannot carry become U+FFFD.
-//   - A point with a NaN or infinite coordinate is skipped, as is one a log
-//     axis cannot show (≤ 0). Points of a line are joined in the order given
+//   - A point with a NaN or infinite coordinate is a missing figure: it is
+//     skipped and its line breaks there, a gap, never a line drawn across
+//     it. A point a log axis cannot show (≤ 0) is skipped and its
+//     neighbours joined. Points of a line are joined in the order given
 //     (not sorted by X), so parametric curves such as latency against load
 //     draw as measured. A series with nothing to draw keeps its legend entry,
 //     marked "(no data)", so a missing measurement is visible.

@@ -424,7 +424,11 @@ func TestEdgeCases(t *testing.T) {
 		{name: "series without points", c: LineChart{Series: []Series{{Name: "a"}}}, legend: 1, noData: true},
 		{name: "one point", c: LineChart{Series: []Series{{Points: []Point{{X: 3, Y: 4}}}}}, markers: 1, legend: 1},
 		{name: "all zero", c: LineChart{Series: []Series{{Points: []Point{{X: 0, Y: 0}, {X: 0, Y: 0}}}}}, markers: 2, lines: 1, legend: 1},
-		{name: "NaN and Inf skipped", c: LineChart{Series: []Series{{Points: []Point{{X: 1, Y: nan}, {X: inf, Y: 1}, {X: 2, Y: 2}, {X: 3, Y: -inf}, {X: 4, Y: 5, YLo: nan, YHi: 1}}}}}, markers: 2, lines: 1, legend: 1},
+		{name: "NaN and Inf skipped", c: LineChart{Series: []Series{{Points: []Point{{X: 1, Y: nan}, {X: inf, Y: 1}, {X: 2, Y: 2}, {X: 3, Y: 3}, {X: 4, Y: 5, YLo: nan, YHi: 1}}}}}, markers: 3, lines: 1, legend: 1},
+		// A missing figure is a gap: the line breaks there, and a run
+		// of one point is a marker without a line.
+		{name: "NaN breaks the line", c: LineChart{Series: []Series{{Points: []Point{{X: 1, Y: 1}, {X: 2, Y: 2}, {X: 3, Y: nan}, {X: 4, Y: 4}, {X: 5, Y: 5}, {X: 6, Y: -inf}, {X: 7, Y: 7}}}}}, markers: 5, lines: 2, legend: 1},
+		{name: "log axis skips, joins", c: LineChart{LogY: true, Series: []Series{{Points: []Point{{X: 1, Y: 1}, {X: 2, Y: 0}, {X: 3, Y: 3}}}}}, markers: 2, lines: 1, legend: 1},
 		{name: "only NaN", c: LineChart{Series: []Series{{Name: "x", Points: []Point{{X: nan, Y: nan}}}}}, legend: 1, noData: true},
 		{name: "negative", c: LineChart{Series: []Series{{Points: []Point{{X: -5, Y: -3}, {X: 5, Y: 2, YLo: -1, YHi: 4}}}}}, markers: 2, lines: 1, legend: 1},
 		{name: "all negative", c: LineChart{Series: []Series{{Points: []Point{{X: 1, Y: -3}, {X: 2, Y: -3}}}}}, markers: 2, lines: 1, legend: 1},
