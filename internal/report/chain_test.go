@@ -52,8 +52,8 @@ func TestChainReport(t *testing.T) {
 		"- met: throughput 64B: trestle:xdp x9 at least 0.9x trestle:xdp x1: ",
 		"- met: throughput 64B: trestle:xdp x9 at least 5x ovs@patch x9: ",
 		"- not measured: tcp streams=1: trestle x9 at least 0.9x trestle x1",
-		"![throughput 64B against chain length](chain-throughput-64.svg)",
-		"![throughput 64B against chain length, relative to one bridge](chain-relative-throughput-64.svg)",
+		"![Throughput, 64-byte frames, against chain length](chain-throughput-64.svg)",
+		"![Throughput, 64-byte frames, against chain length, relative to one bridge](chain-relative-throughput-64.svg)",
 		"### trestle:xdp, chain of 9\n",
 		"- bridges joined by: patch ports, no veth pairs between bridges: br1:p1-2 <-> br2:p2-1\n")
 	// The charts name how each DUT's bridges were joined, and the relative
@@ -75,6 +75,25 @@ func TestChainReport(t *testing.T) {
 		t.Errorf("goals: %+v", gs)
 	}
 
+	// A DUT with no zero-loss figure at 9 bridges is a gap in its line,
+	// not a point at 0, and the report says why below the charts.
+	for i, r := range run.Results {
+		if r.DUT == "linux-bridge" && r.Chain == 9 {
+			run.Results[i].Value, run.Results[i].Error = 0, "no zero-loss rate: frames lost at every rate tried, down to 10kpps"
+		}
+	}
+	dir, md = writeReport(t, run)
+	lacks(t, "report.md", md, "Gaps in the lines above, where a DUT has no figure:\n\n- linux-bridge, 9 bridges: no zero-loss rate: frames lost at every rate tried, down to 10kpps\n")
+	for _, f := range []string{"chain-throughput-64.svg", "chain-relative-throughput-64.svg"} {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		if !strings.Contains(string(b), "linux-bridge (veth pairs): 3,") || strings.Contains(string(b), "linux-bridge (veth pairs): 9,") {
+			t.Errorf("%s: linux-bridge has a point at 9 bridges, or none at 3", f)
+		}
+	}
+	if strings.Count(md, "Gaps in the lines above") != 1 {
+		t.Errorf("the gaps are said more than once:\n%s", md)
+	}
+
 	// A build without patch ports: trestle:xdp's chains are skipped, and
 	// the @veth table says its default join was unavailable, not absent.
 	var kept []lab.Result
@@ -90,7 +109,8 @@ func TestChainReport(t *testing.T) {
 		}
 	}
 	_, md = writeReport(t, run)
-	lacks(t, "report.md", md, "| throughput 64B, chain of 9 | trestle:xdp | unavailable (skipped) | 1.2Mpps | - |", "| throughput 64B | trestle:xdp | 3Mpps | 3Mpps | 1.000 |")
+	lacks(t, "report.md", md, "| throughput 64B, chain of 9 | trestle:xdp | unavailable (skipped) | 1.2Mpps | - |", "| throughput 64B | trestle:xdp | 3Mpps | 3Mpps | 1.000 |",
+		"- trestle:xdp, 3 bridges: skipped: DUT not available here: it takes no patch ports\n")
 }
 
 // TestChainLabel: a DUT's join as its units recorded it, else as its spec

@@ -287,18 +287,15 @@ func filterCharts(run *lab.Run, groups []*Group, save func(name, title string, d
 			ticks = append(ticks, c)
 		}
 		slices.Sort(ticks)
-		label := g.Test + " " + g.Param
-		if g.Test == lab.TestThroughput {
-			label = g.Test + " " + lab.FrameSize(g.Param).Label()
-		}
+		label := subject(g.Test, g.Param)
 		const xLabel = "rules, the matching one last, default block (0: the filter off)"
 		unit := g.Rows[0].Unit
 		if unit == "pps" {
 			unit = "frames per second"
 		}
-		abs := svg.LineChart{Title: label + " against the number of rules", XLabel: xLabel, YLabel: unit,
+		abs := svg.LineChart{Title: label + ", against the number of rules", XLabel: xLabel, YLabel: unit,
 			XTicks: ticks, XCategorical: true, XUnit: svg.Plain, LogY: true}
-		rel := svg.LineChart{Title: label + " against the number of rules, relative to the filter off", XLabel: xLabel, YLabel: "median / its median with the filter off",
+		rel := svg.LineChart{Title: label + ", against the number of rules, relative to the filter off", XLabel: xLabel, YLabel: "median / its median with the filter off",
 			XTicks: ticks, XCategorical: true, XUnit: svg.Plain}
 		for _, name := range order {
 			s := lines[name]

@@ -1,9 +1,12 @@
 // Package report turns a lab run (lab.Run) into what people read: a table
 // for the terminal, and a Markdown page with SVG charts. Every figure is
 // the median over the run's repetitions and, where the run measured the
-// straight path, its ratio to that path's median measured in the same run;
-// DUTs are compared with ministat's Student's t test (internal/stat) at 95%
-// confidence when each has at least three repetitions.
+// straight path or the floor, its ratio to that one's median measured in
+// the same run. Every ratio the report gives is one of medians, the
+// ministat lines' too; DUTs are compared with ministat's Student's t test
+// (internal/stat) at 95% confidence when each has at least three
+// repetitions, whose difference and interval are of the means, as
+// ministat prints them.
 package report
 
 import (
@@ -34,8 +37,11 @@ type Row struct {
 	Values []float64 // one per repetition, in repetition order
 	Median float64
 	Ratio  float64 // to direct's median in the same test and param; 0 if none
-	Notes  []string
-	Errors []string
+	// VsFloor is the ratio to the floor's median in the same test, param
+	// and chain length; 0 if none.
+	VsFloor float64
+	Notes   []string
+	Errors  []string
 	// CPU is each CPU's busy share during the measurement, the median over
 	// the repetitions (the last trial of a search, the whole iperf3 run).
 	CPU  []float64
@@ -43,11 +49,33 @@ type Row struct {
 }
 
 // ratioText is the row's ratio to direct, or "-" without one.
-func (r *Row) ratioText() string {
-	if r.Ratio > 0 {
-		return fmt.Sprintf("%.2f", r.Ratio)
+func (r *Row) ratioText() string { return ratioText(r.Ratio) }
+
+// floorText is the row's ratio to the floor, or "-" without one.
+func (r *Row) floorText() string { return ratioText(r.VsFloor) }
+
+func ratioText(v float64) string {
+	if v > 0 {
+		return fmt.Sprintf("%.2f", v)
 	}
 	return "-"
+}
+
+// floorDUT is the floor's name in a run: the bare XDP redirect that no
+// XDP bridge can beat on the same topology (see lab's floorDUT).
+const floorDUT = "floor"
+
+// hasFloor says whether the run measured the floor in any group: the
+// tables then have a column of ratios to it.
+func hasFloor(groups []*Group) bool {
+	for _, g := range groups {
+		for _, r := range g.Rows {
+			if r.DUT == floorDUT && len(r.Values) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // repetitionsText is every repetition's figure, and the failed ones.
@@ -142,7 +170,7 @@ func Groups(run *lab.Run) []*Group {
 			return len(run.DUTs)
 		}
 		sort.SliceStable(g.Rows, func(i, j int) bool { return order(g.Rows[i].DUT) < order(g.Rows[j].DUT) })
-		var base float64
+		var base, floor float64
 		for _, row := range g.Rows {
 			row.Median = lab.Median(row.Values)
 			if len(row.cpus) > 0 && row.CPU == nil {
@@ -156,13 +184,19 @@ func Groups(run *lab.Run) []*Group {
 					row.CPU = append(row.CPU, lab.Median(v))
 				}
 			}
-			if row.DUT == "direct" {
+			switch row.DUT {
+			case "direct":
 				base = row.Median
+			case floorDUT:
+				floor = row.Median
 			}
 		}
 		for _, row := range g.Rows {
 			if base > 0 && len(row.Values) > 0 {
 				row.Ratio = row.Median / base
+			}
+			if floor > 0 && len(row.Values) > 0 {
+				row.VsFloor = row.Median / floor
 			}
 		}
 	}
@@ -272,15 +306,27 @@ func Terminal(w io.Writer, run *lab.Run) {
 	groups := Groups(run)
 	fmt.Fprintf(w, "\n%s — %s\n", run.Scenario, run.Title)
 	fmt.Fprintf(w, "%d repetition(s), placement %s, %s, kernel %s, %d CPUs\n", run.Reps, run.Placement, (time.Duration(run.Seconds) * time.Second).String(), run.Machine.Kernel, run.Machine.CPUs)
+	floor := hasFloor(groups)
 	if len(groups) > 0 {
-		tw := newTable("TEST", "DUT", "MEDIAN", "VS DIRECT", "ALL REPETITIONS")
+		head := []string{"TEST", "DUT", "MEDIAN", "VS DIRECT", "ALL REPETITIONS"}
+		what := "MEDIAN over the repetitions; VS DIRECT: the ratio of the medians, measured in the same run"
+		if floor {
+			head = slices.Insert(head, 4, "VS FLOOR")
+			what = "MEDIAN over the repetitions; VS DIRECT, VS FLOOR: the ratios of the medians, measured in the same run"
+		}
+		fmt.Fprintln(w, what)
+		tw := newTable(head...)
 		for _, g := range groups {
 			for _, r := range g.Rows {
 				med := Figure(r.Median, r.Unit)
 				if len(r.Values) == 0 {
 					med = "failed"
 				}
-				tw.add(g.Key(), r.DUT, med, r.ratioText(), r.repetitionsText())
+				cells := []string{g.Key(), r.DUT, med, r.ratioText(), r.repetitionsText()}
+				if floor {
+					cells = slices.Insert(cells, 4, r.floorText())
+				}
+				tw.add(cells...)
 			}
 		}
 		tw.write(w)
@@ -289,7 +335,7 @@ func Terminal(w io.Writer, run *lab.Run) {
 		terminalRestarts(w, rows)
 	}
 	if cs := Compare(groups); len(cs) > 0 {
-		fmt.Fprintf(w, "\nministat, Student's t at 95%% confidence:\n")
+		fmt.Fprintf(w, "\n%s:\n", ministatHead)
 		for _, c := range cs {
 			fmt.Fprintf(w, "  %s: %s\n", c.Group.Key(), verdict(c))
 		}
@@ -328,20 +374,22 @@ func firstLine(s string) string {
 	return line
 }
 
+// ministatHead heads the verdicts: which ratio they give, and what
+// ministat's figures are of.
+const ministatHead = "ministat, Student's t at 95% confidence (the ratio is of the medians, as in the table; the difference ± its interval is of the means, as ministat prints it)"
+
+// verdict is ministat's verdict on one DUT against another, with the ratio
+// of their medians: the table's, so that one run gives one ratio.
 func verdict(c Comparison) string {
 	r := c.Result
+	ratio := "" // none to a median of 0 (a loss figure, say)
+	if c.Base.Median != 0 {
+		ratio = fmt.Sprintf("%.2fx; ", c.Other.Median/c.Base.Median)
+	}
 	if !r.Proven {
-		return fmt.Sprintf("%s vs %s: no difference proven (%+.1f%% ± %.1f%%)", c.Other.DUT, c.Base.DUT, r.Percent, r.PercentInterval)
+		return fmt.Sprintf("%s vs %s: %sno difference proven (%+.1f%% ± %.1f%%)", c.Other.DUT, c.Base.DUT, ratio, r.Percent, r.PercentInterval)
 	}
-	return fmt.Sprintf("%s vs %s: %+.1f%% ± %.1f%% (%.2fx)", c.Other.DUT, c.Base.DUT, r.Percent, r.PercentInterval, (r.Diff+avg(c.Base.Values))/avg(c.Base.Values))
-}
-
-func avg(v []float64) float64 {
-	var s float64
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
+	return fmt.Sprintf("%s vs %s: %s%+.1f%% ± %.1f%%", c.Other.DUT, c.Base.DUT, ratio, r.Percent, r.PercentInterval)
 }
 
 // imixEstimates puts seed 001's IMIX bandwidth estimate next to each IMIX
@@ -413,15 +461,30 @@ func Write(dir string, run *lab.Run) error {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
 	if len(groups) > 0 {
-		b.WriteString("\n## Results\n\nMedians over the repetitions; the ratio is to the straight veth path (`direct`) measured in the same run; CPU busy is each CPU's share of non-idle time during the measurement (from /proc/stat: the last trial of a search, the whole iperf3 run).\n\n")
-		b.WriteString("| test | DUT | median | vs direct | CPU busy | repetitions |\n|---|---|---|---|---|---|\n")
+		floor := hasFloor(groups)
+		b.WriteString("\n## Results\n\nMedians over the repetitions; ")
+		if floor {
+			b.WriteString("the ratios are of the medians, to the straight veth path (`direct`, one veth hop fewer than any bridge) and to the floor (`floor`, a bare XDP redirect from one port to the other on the bridge's own topology: the fastest any XDP bridge can be there), both measured in the same run; ")
+		} else {
+			b.WriteString("the ratio is of the medians, to the straight veth path (`direct`) measured in the same run; ")
+		}
+		b.WriteString("CPU busy is each CPU's share of non-idle time during the measurement (from /proc/stat: the last trial of a search, the whole iperf3 run).\n\n")
+		if floor {
+			b.WriteString("| test | DUT | median | vs direct | vs floor | CPU busy | repetitions |\n|---|---|---|---|---|---|---|\n")
+		} else {
+			b.WriteString("| test | DUT | median | vs direct | CPU busy | repetitions |\n|---|---|---|---|---|---|\n")
+		}
 		for _, g := range groups {
 			for _, r := range g.Rows {
 				all := r.repetitionsText()
 				if len(r.Notes) > 0 {
 					all += " — " + strings.Join(r.Notes, "; ")
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", g.Key(), r.DUT, Figure(r.Median, r.Unit), r.ratioText(), cpuText(r.CPU), all)
+				ratios := r.ratioText()
+				if floor {
+					ratios += " | " + r.floorText()
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", g.Key(), r.DUT, Figure(r.Median, r.Unit), ratios, cpuText(r.CPU), all)
 			}
 		}
 	}
@@ -449,10 +512,17 @@ func Write(dir string, run *lab.Run) error {
 		b.WriteString("\n## Charts\n\n")
 		for _, c := range charts {
 			fmt.Fprintf(&b, "![%s](%s)\n\n", c.title, c.file)
+			if len(c.notes) > 0 {
+				b.WriteString("Gaps in the lines above, where a DUT has no figure:\n\n")
+				for _, n := range c.notes {
+					fmt.Fprintf(&b, "- %s\n", n)
+				}
+				b.WriteString("\n")
+			}
 		}
 	}
 	if cs := Compare(groups); len(cs) > 0 {
-		b.WriteString("## Statistics\n\nministat's Student's t test at 95% confidence (`trestle stat` gives the same output as ministat):\n\n")
+		b.WriteString("## Statistics\n\nministat's Student's t test at 95% confidence (`trestle stat` gives the same output as ministat). Each verdict gives the ratio of the medians, as the results table does, then ministat's difference ± its interval, which are of the means:\n\n")
 		for _, g := range groups {
 			var sets []stat.Set
 			for _, r := range g.Rows {
@@ -559,7 +629,124 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-type chart struct{ title, file string }
+// chart is a chart written for report.md; notes are lines written below
+// it (why a line has a gap).
+type chart struct {
+	title, file string
+	notes       []string
+}
+
+// subject is what a chart of a test and param shows, for its title:
+// "Throughput, 64-byte frames", "iperf3 TCP, 1 stream".
+func subject(test, param string) string {
+	frames := func(p string) string {
+		if p == "imix" {
+			return "IMIX frames"
+		}
+		return p + "-byte frames"
+	}
+	switch test {
+	case lab.TestThroughput:
+		return "Throughput, " + frames(param)
+	case lab.TestFlood:
+		return "Broadcast throughput, " + frames(param)
+	case lab.TestTCP:
+		if n, ok := strings.CutPrefix(param, "streams="); ok {
+			if n == "1" {
+				return "iperf3 TCP, 1 stream"
+			}
+			return "iperf3 TCP, " + n + " streams"
+		}
+		return "iperf3 TCP, " + param
+	case lab.TestUDP:
+		return "iperf3 UDP, " + param
+	}
+	return test + ", " + param
+}
+
+// chainLines are the lines of the charts of one test against chain length.
+type chainLines struct {
+	series []svg.Series
+	unit   string
+	one    map[string]float64 // each line's median with one bridge, by name
+	gaps   []string           // why a line has no point at a length
+}
+
+// chainSeries is a line per DUT (direct aside: it has no bridges) of test
+// and param against chain length, with a point at every length the run
+// measured. A DUT with no figure at a length has a gap there, not a point
+// at 0, and a note that says why: the figure's error (no zero-loss rate,
+// say), the unit's skip or failure, or that it was not measured.
+func chainSeries(run *lab.Run, groups []*Group, test, param string) chainLines {
+	cl := chainLines{one: map[string]float64{}}
+	rows := map[string]map[int]*Row{}
+	var duts []string
+	var lengths []int
+	for _, g := range groups {
+		if g.Test != test || g.Param != param {
+			continue
+		}
+		n := max(g.Chain, 1)
+		if !slices.Contains(lengths, n) {
+			lengths = append(lengths, n)
+		}
+		for _, r := range g.Rows {
+			if r.DUT == "direct" {
+				continue
+			}
+			if rows[r.DUT] == nil {
+				rows[r.DUT] = map[int]*Row{}
+				duts = append(duts, r.DUT)
+			}
+			rows[r.DUT][n] = r
+			cl.unit = r.Unit
+		}
+	}
+	slices.Sort(lengths)
+	for _, d := range duts {
+		s := svg.Series{Name: chainLabel(run, d)}
+		for _, n := range lengths {
+			r := rows[d][n]
+			if r != nil && len(r.Values) > 0 {
+				s.Points = append(s.Points, withSpread(float64(n), r))
+				if n == 1 {
+					cl.one[s.Name] = r.Median
+				}
+				continue
+			}
+			s.Points = append(s.Points, svg.Point{X: float64(n), Y: math.NaN()})
+			cl.gaps = append(cl.gaps, fmt.Sprintf("%s, %s: %s", d, bridges(n), noFigure(run, r, d, n)))
+		}
+		cl.series = append(cl.series, s)
+	}
+	return cl
+}
+
+func bridges(n int) string {
+	if n == 1 {
+		return "1 bridge"
+	}
+	return fmt.Sprintf("%d bridges", n)
+}
+
+// noFigure says why a DUT has no figure in a chain of n bridges: its row's
+// errors (r may be nil), else its unit's skip or failure.
+func noFigure(run *lab.Run, r *Row, dut string, n int) string {
+	if r != nil && len(r.Errors) > 0 {
+		return firstLine(r.Errors[0])
+	}
+	for _, u := range run.Units {
+		if u.DUT == dut && max(u.Chain, 1) == n && u.Skipped != "" {
+			return "skipped: " + firstLine(u.Skipped)
+		}
+	}
+	for _, res := range run.Results {
+		if res.DUT == dut && max(res.Chain, 1) == n && res.Test == "unit" && res.Error != "" {
+			return "failed: " + firstLine(res.Error)
+		}
+	}
+	return "not measured"
+}
 
 // writeCharts draws what the run has data for: throughput against frame
 // size, against chain length, loss against offered load, and bars of every
@@ -573,7 +760,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 		if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
 			return err
 		}
-		out = append(out, chart{title, name})
+		out = append(out, chart{title: title, file: name})
 		return nil
 	}
 	// Throughput against frame size, with 10 GbE's line rate for scale.
@@ -622,44 +809,19 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 	}
 	for _, key := range sortedKeys(chains) {
 		test, param, _ := strings.Cut(key, "|")
-		series := map[string]*svg.Series{}
-		var names []string
-		unit := ""
-		one := map[string]float64{} // each DUT's median with one bridge
-		for _, g := range groups {
-			if g.Test != test || g.Param != param {
-				continue
-			}
-			for _, r := range g.Rows {
-				if r.DUT == "direct" {
-					continue
-				}
-				if series[r.DUT] == nil {
-					series[r.DUT] = &svg.Series{Name: chainLabel(run, r.DUT)}
-					names = append(names, r.DUT)
-				}
-				unit = r.Unit
-				if g.Chain <= 1 && len(r.Values) > 0 {
-					one[r.DUT] = r.Median
-				}
-				series[r.DUT].Points = append(series[r.DUT].Points, withSpread(float64(max(g.Chain, 1)), r))
-			}
-		}
-		label := test + " " + param
-		if test == lab.TestThroughput {
-			label = test + " " + lab.FrameSize(param).Label()
-		}
-		c := svg.LineChart{Title: label + " against chain length", XLabel: "bridges in a row", YLabel: unit, XUnit: svg.Plain}
+		cs := chainSeries(run, groups, test, param)
+		label := subject(test, param)
+		c := svg.LineChart{Title: label + ", against chain length", XLabel: "bridges in a row", YLabel: cs.unit, XUnit: svg.Plain}
 		// Seed 003's view: each DUT against its own one-bridge figure.
-		rel := svg.LineChart{Title: label + " against chain length, relative to one bridge", XLabel: "bridges in a row", YLabel: "median / its median with one bridge", XUnit: svg.Plain}
-		for _, n := range names {
-			c.Series = append(c.Series, *series[n])
-			if one[n] > 0 {
-				s := svg.Series{Name: series[n].Name}
-				for _, p := range series[n].Points {
-					s.Points = append(s.Points, svg.Point{X: p.X, Y: p.Y / one[n], YLo: p.YLo / one[n], YHi: p.YHi / one[n]})
+		rel := svg.LineChart{Title: label + ", against chain length, relative to one bridge", XLabel: "bridges in a row", YLabel: "median / its median with one bridge", XUnit: svg.Plain}
+		for _, s := range cs.series {
+			c.Series = append(c.Series, s)
+			if one := cs.one[s.Name]; one > 0 {
+				r := svg.Series{Name: s.Name}
+				for _, p := range s.Points {
+					r.Points = append(r.Points, svg.Point{X: p.X, Y: p.Y / one, YLo: p.YLo / one, YHi: p.YHi / one})
 				}
-				rel.Series = append(rel.Series, s)
+				rel.Series = append(rel.Series, r)
 			}
 		}
 		doc, err := c.SVG()
@@ -672,6 +834,8 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 				return out, err
 			}
 		}
+		// The gaps are in both charts: say why once, below the pair.
+		out[len(out)-1].notes = cs.gaps
 	}
 	// Loss against offered load, from the loss-curve trials.
 	lossBy := map[string]map[string][]svg.Point{}
@@ -687,7 +851,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 		lossBy[size][r.DUT] = append(lossBy[size][r.DUT], svg.Point{X: tr.Offered, Y: 100 * tr.LossRatio})
 	}
 	for _, size := range sortedKeys(lossBy) {
-		c := svg.LineChart{Title: fmt.Sprintf("Frame loss against offered load, %sB (RFC 2544 26.3)", size), XLabel: "offered, frames per second", YLabel: "frames lost, %"}
+		c := svg.LineChart{Title: fmt.Sprintf("Frame loss against offered load, %s (RFC 2544 26.3)", strings.TrimPrefix(subject(lab.TestThroughput, size), "Throughput, ")), XLabel: "offered, frames per second", YLabel: "frames lost, %"}
 		for _, d := range run.DUTs {
 			if pts, ok := lossBy[size][d]; ok {
 				c.Series = append(c.Series, svg.Series{Name: d, Points: pts})
@@ -788,7 +952,12 @@ func chainLabel(run *lab.Run, dut string) string {
 	return dut + " (veth pairs)"
 }
 
+// withSpread is r's median at x with its range as the error bar; a row
+// with no figure is a NaN, which a chart leaves as a gap, not a 0.
 func withSpread(x float64, r *Row) svg.Point {
+	if len(r.Values) == 0 {
+		return svg.Point{X: x, Y: math.NaN()}
+	}
 	p := svg.Point{X: x, Y: r.Median}
 	if len(r.Values) > 1 {
 		p.YLo, p.YHi = slices.Min(r.Values), slices.Max(r.Values)

@@ -106,7 +106,7 @@ func TestCompareUsesMinistat(t *testing.T) {
 func TestTerminalAndWrite(t *testing.T) {
 	var out bytes.Buffer
 	Terminal(&out, fakeRun())
-	for _, want := range []string{"throughput 64B", "trestle:xdp vs linux-bridge: +177", "failed: ovs, repetition 1: it broke"} {
+	for _, want := range []string{"throughput 64B", "trestle:xdp vs linux-bridge: 2.78x; +177", "failed: ovs, repetition 1: it broke"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("terminal output lacks %q:\n%s", want, out.String())
 		}
@@ -236,5 +236,67 @@ func TestVLANCost(t *testing.T) {
 	groups = Groups(run)
 	if gs := Goals(run, groups, Compare(groups)); gs[0].Met || !strings.HasPrefix(goalText(gs[0]), "NOT met") {
 		t.Errorf("a 13%% cost meets the goal: %+v %s", gs[0], goalText(gs[0]))
+	}
+}
+
+// floorRun is a quick run with the floor, in which trestle's mean is well
+// above its median: the ratio of the means to direct would be 0.52, the
+// ratio of the medians is 0.45.
+func floorRun() *lab.Run {
+	run := &lab.Run{Scenario: "quick", Title: "quick", DUTs: []string{"direct", "floor", "trestle:xdp"}, Reps: 3,
+		Sizes: []lab.FrameSize{"64"}, Timing: lab.DefaultTiming}
+	vals := map[string][]float64{
+		"direct":      {4.4e6, 4.5e6, 4.3e6},
+		"floor":       {2.8e6, 2.9e6, 3.0e6},
+		"trestle:xdp": {1.9e6, 2.0e6, 2.9e6},
+	}
+	for rep := 1; rep <= 3; rep++ {
+		for _, d := range run.DUTs {
+			run.Results = append(run.Results, lab.Result{DUT: d, Rep: rep, Test: lab.TestThroughput, Param: "64", Value: vals[d][rep-1], Unit: "pps"})
+		}
+	}
+	return run
+}
+
+// TestOneRatio: a run that measured the floor has its ratios beside
+// direct's, and the ministat lines give the table's ratio, of the medians,
+// and say so; without the floor there is no such column.
+func TestOneRatio(t *testing.T) {
+	run := floorRun()
+	g := Groups(run)[0]
+	want := map[string][2]float64{"direct": {1, 4.4 / 2.9}, "floor": {2.9 / 4.4, 1}, "trestle:xdp": {2.0 / 4.4, 2.0 / 2.9}}
+	for _, r := range g.Rows {
+		if w := want[r.DUT]; math.Abs(r.Ratio-w[0]) > 1e-9 || math.Abs(r.VsFloor-w[1]) > 1e-9 {
+			t.Errorf("%s: vs direct %v, vs floor %v; want %v", r.DUT, r.Ratio, r.VsFloor, w)
+		}
+	}
+	var out bytes.Buffer
+	Terminal(&out, run)
+	term := strings.Join(strings.Fields(out.String()), " ")
+	lacks(t, "terminal", term,
+		"VS DIRECT, VS FLOOR: the ratios of the medians",
+		"TEST DUT MEDIAN VS DIRECT VS FLOOR ALL REPETITIONS",
+		"throughput 64B trestle:xdp 2Mpps 0.45 0.69 1.9Mpps 2Mpps 2.9Mpps",
+		"throughput 64B floor 2.9Mpps 0.66 1.00",
+		"the ratio is of the medians, as in the table; the difference ± its interval is of the means",
+		"trestle:xdp vs direct: 0.45x; -48.5%",
+		"trestle:xdp vs floor: 0.69x;")
+	if strings.Contains(term, "0.52x") {
+		t.Errorf("a ministat line gives the ratio of the means:\n%s", out.String())
+	}
+	_, md := writeReport(t, run)
+	lacks(t, "report.md", md,
+		"| test | DUT | median | vs direct | vs floor | CPU busy | repetitions |",
+		"| throughput 64B | trestle:xdp | 2Mpps | 0.45 | 0.69 | - |",
+		"the ratios are of the medians",
+		"- trestle:xdp vs direct: 0.45x; -48.5%")
+
+	out.Reset()
+	Terminal(&out, fakeRun())
+	if strings.Contains(out.String(), "FLOOR") {
+		t.Errorf("a run without the floor has a column for it:\n%s", out.String())
+	}
+	if _, md := writeReport(t, fakeRun()); strings.Contains(md, "vs floor") {
+		t.Error("report.md of a run without the floor has a column for it")
 	}
 }
