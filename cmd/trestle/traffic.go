@@ -263,19 +263,36 @@ func (e *env) runGen(o gen.Options, interval time.Duration) error {
 	if len(o.Mix.Sizes) == 0 {
 		mixDesc = "default"
 	}
+	behind := res.Behind()
 	if e.json {
 		return e.printJSON(map[string]any{
 			"dev": o.Dev, "mode": o.Mode, "sizes": mixDesc, "flows": o.Flows, "rate_requested": o.Rate,
 			"sent": res.Sent, "bytes": res.Bytes, "elapsed_s": res.Elapsed.Seconds(), "declined": res.Declined,
 			"pps": res.PPS(), "l2_mbps": res.L2Mbps(), "l1_mbps": res.L1Mbps(), "dev_dropped": res.DevDropped,
+			"fell_behind": behind > 0, "behind_by": behind,
 		})
 	}
 	fmt.Fprintf(e.stdout, "sent %d frames (%s) in %.3fs: %.0f pps, %.1f Mbit/s L2, %.1f Mbit/s L1\n",
 		res.Sent, mixDesc, res.Elapsed.Seconds(), res.PPS(), res.L2Mbps(), res.L1Mbps())
+	if behind > 0 {
+		fmt.Fprintf(e.stdout, "fell behind its rate: %.0f pps of the %.0f asked for (%.1f%% short): the sender could not keep up, and frames it was late with were not sent%s\n",
+			res.PPS(), o.Rate, 100*behind, behindHint(o))
+	}
 	if res.DevDropped > 0 {
 		fmt.Fprintf(e.stdout, "%s dropped %d of them (tx_dropped): its peer did not take them fast enough\n", o.Dev, res.DevDropped)
 	}
 	return nil
+}
+
+// behindHint is what may help a generator that fell behind.
+func behindHint(o gen.Options) string {
+	if o.Mode == "packet" {
+		return " (packet mode makes a system call a frame; live mode, the default, is faster)"
+	}
+	if len(o.CPUs) < 2 {
+		return " (--threads or --cpus add sending threads)"
+	}
+	return ""
 }
 
 func (e *env) sinkCmd() *cobra.Command {

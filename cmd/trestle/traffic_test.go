@@ -121,11 +121,14 @@ func (p *pair) stopSink(proc *testutil.Proc) SinkSummary {
 }
 
 type genSummary struct {
-	Sent       uint64  `json:"sent"`
-	Bytes      uint64  `json:"bytes"`
-	PPS        float64 `json:"pps"`
-	DevDropped uint64  `json:"dev_dropped"`
-	Sizes      string  `json:"sizes"`
+	Sent          uint64  `json:"sent"`
+	Bytes         uint64  `json:"bytes"`
+	PPS           float64 `json:"pps"`
+	DevDropped    uint64  `json:"dev_dropped"`
+	Sizes         string  `json:"sizes"`
+	RateRequested float64 `json:"rate_requested"`
+	FellBehind    bool    `json:"fell_behind"`
+	BehindBy      float64 `json:"behind_by"`
 }
 
 func (p *pair) runGen(args ...string) genSummary {
@@ -155,6 +158,9 @@ func TestGenSinkNoLoss(t *testing.T) {
 
 			if g.Sent != n || g.DevDropped != 0 {
 				t.Errorf("gen sent %d (device dropped %d), want %d and none dropped", g.Sent, g.DevDropped, n)
+			}
+			if g.FellBehind || g.BehindBy != 0 {
+				t.Errorf("gen kept up with %v pps (it sent %.0f pps) but says it fell behind by %v", g.RateRequested, g.PPS, g.BehindBy)
 			}
 			if s.Received != n || s.Lost != 0 || s.Reordered != 0 || s.Duplicated != 0 || s.Flows != 4 || s.BadFlow != 0 || s.Runs != 1 {
 				t.Errorf("sink: received %d in %d flows, lost %d, reordered %d, duplicated %d, bad flow %d; want %d in 4 flows and nothing else",
@@ -213,6 +219,22 @@ func TestGenRate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGenBehind: a generator asked for more than it can send says so, in
+// its summary and its JSON, by as much as it fell short. Packet mode makes
+// a system call a frame: 50 Mpps is far beyond it on any machine.
+func TestGenBehind(t *testing.T) {
+	p := newPair(t)
+	const rate = 50e6
+	g := p.runGen("--mode", "packet", "--rate", fmt.Sprint(rate), "--duration", "500ms")
+	if !g.FellBehind || g.RateRequested != rate || math.Abs(g.BehindBy-(1-g.PPS/rate)) > 1e-6 || g.BehindBy <= 0 {
+		t.Errorf("gen --json: sent %.0f pps of %v: fell behind %v by %v", g.PPS, g.RateRequested, g.FellBehind, g.BehindBy)
+	}
+	out := p.gen.MustExec(t, trestleBin, "gen", "--dev", "gen0", "--mode", "packet", "--rate", fmt.Sprint(rate), "--duration", "500ms")
+	if !strings.Contains(out, "fell behind its rate: ") || !strings.Contains(out, " pps of the 50000000 asked for (") || !strings.Contains(out, "packet mode makes a system call a frame") {
+		t.Errorf("gen's summary does not say it fell behind:\n%s", out)
 	}
 }
 

@@ -81,6 +81,30 @@ type Stats struct {
 	// (ebpf.EnableStats): its own cost, without the device's.
 	ProgRuntime time.Duration `json:"prog_runtime_ns,omitempty"`
 	ProgRuns    uint64        `json:"prog_runs,omitempty"`
+	// Rate is the rate asked for (Options.Rate; 0: as fast as it goes),
+	// to hold the achieved one against (Behind).
+	Rate float64 `json:"rate_requested,omitempty"`
+}
+
+// BehindTolerance is how far below its rate a run may send and still be
+// said to keep up. A run that keeps up sends within a few hundredths of a
+// percent of its rate, in either mode (cmd/trestle's TestGenRate and
+// TestGenSinkNoLoss log it): 1% short is falling behind.
+const BehindTolerance = 0.01
+
+// Behind is how far a run with a rate fell short of it, as a share of the
+// rate (0.185: it sent 81.5% of the frames the rate asked for in its
+// time), or 0 if it kept up to within BehindTolerance or had no rate. A
+// sender that cannot keep up sends what it can: it never catches up more
+// than a few milliseconds' worth, so the shortfall is lost for good.
+func (s Stats) Behind() float64 {
+	if s.Rate <= 0 || s.Elapsed <= 0 {
+		return 0
+	}
+	if short := 1 - s.PPS()/s.Rate; short > BehindTolerance {
+		return short
+	}
+	return 0
 }
 
 // PPS is the achieved rate.
@@ -251,6 +275,7 @@ func Run(ctx context.Context, o Options, interval time.Duration, progress func(S
 	if d := txDropped(o.NetNS, l.Attrs().Index); d > drops0 {
 		s.DevDropped = d - drops0
 	}
+	s.Rate = o.Rate
 	return s, err
 }
 

@@ -2,10 +2,12 @@ package gen
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -236,6 +238,32 @@ func TestMACRanges(t *testing.T) {
 		}
 		if _, ok := frame.Parse(out); !ok {
 			t.Errorf("frame %d: no test header", k)
+		}
+	}
+}
+
+// TestBehind: a run with a rate is behind when it sent more than
+// BehindTolerance fewer frames than the rate asked for in its time, by
+// that share; a run without a rate, or within the tolerance, is not.
+func TestBehind(t *testing.T) {
+	for _, c := range []struct {
+		sent uint64
+		secs float64
+		rate float64
+		want float64
+	}{
+		{163000 * 6, 6, 200000, 0.185}, // the newcomer's run: 163 kpps of 200
+		{200000 * 6, 6, 200000, 0},
+		{199000, 1, 200000, 0},     // 0.5% short: within the tolerance
+		{197000, 1, 200000, 0.015}, // 1.5% short
+		{250000, 1, 200000, 0},     // ahead (a short count run's last gap)
+		{163000, 1, 0, 0},          // no rate: as fast as it goes
+		{0, 0, 200000, 0},          // nothing sent, no time: nothing to say
+		{0, 1, 200000, 1},          // nothing sent in a second
+	} {
+		s := Stats{Sent: c.sent, Elapsed: time.Duration(c.secs * float64(time.Second)), Rate: c.rate}
+		if got := s.Behind(); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%d frames in %vs at %v pps: behind %v, want %v", c.sent, c.secs, c.rate, got, c.want)
 		}
 	}
 }
