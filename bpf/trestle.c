@@ -36,6 +36,12 @@ enum tr_filter_limits _btf_filter_limits __attribute__((unused));
 enum tr_filter_flags _btf_filter_flags __attribute__((unused));
 enum tr_state_flags _btf_state_flags __attribute__((unused));
 enum tr_state_timeouts _btf_state_timeouts __attribute__((unused));
+/* The events' types as load-time constants, never read: .rodata is each
+ * program's own, where a new variable of .bss (pinned, with the table's
+ * generations) would change its layout, which an upgrade then copies. */
+const volatile enum tr_event_limits _btf_event_limits __attribute__((unused)) = 0;
+const volatile enum tr_event_type _btf_event_type __attribute__((unused)) = 0;
+const volatile struct tr_event _btf_event __attribute__((unused)) = {};
 
 #define TR_XDP 1
 #define TR_TC 0

@@ -446,6 +446,30 @@ struct tr_capture_rec {
 	__u16 pad;
 };
 
+/* ---- events (lib/fdb.h; the daemon's log and `trestle events`) ---- */
+
+enum tr_event_limits {
+	TR_EVENT_RING = 256 * 1024, /* bytes of the event ring: 6,553 records of slack for the daemon */
+};
+
+enum tr_event_type {
+	TR_EVENT_MOVE = 1, /* a learned address moved to another port of its bridge */
+};
+
+/* One record of the event ring. Only the rare paths write one (a move),
+ * never the common one. */
+struct tr_event {
+	__u64 ts_ns;   /* CLOCK_MONOTONIC_COARSE, the learning table's clock */
+	__u16 type;    /* enum tr_event_type */
+	__u16 bridge;
+	__u16 vlan;    /* 0: untagged */
+	__u8 mac[6];
+	__u16 from_slot; /* the port the address was on */
+	__u16 to_slot;   /* and the one it is on now */
+	__u32 from_ifindex;
+	__u32 to_ifindex;
+};
+
 /* ---- traffic generator (gen.c) and sink (sink.c) ---- */
 
 enum tr_gen_limits {

@@ -161,6 +161,41 @@ static __always_inline void tr_src_remember(struct tr_table_view *v, __u32 ifind
 	m->expires = tr_memo_expires(v->tick);
 }
 
+/*
+ * Tells the control plane that an address moved: a record in the event
+ * ring, or a count in event_lost when the ring is full (the daemon is
+ * behind, or not running). The datapath never waits for the daemon. A
+ * global function, so it is verified once and the learning path holds
+ * only its call, on the move's way alone: mac is the address's 6 bytes
+ * in memory order, bridge_vlan the bridge << 16 | VID, slots the old
+ * port's slot << 16 | the new one's.
+ */
+__attribute__((noinline)) int tr_event_move(__u64 mac, __u32 bridge_vlan, __u32 slots,
+					     __u32 from_ifindex, __u32 to_ifindex)
+{
+	struct tr_event *e = bpf_ringbuf_reserve(&event_ring, sizeof(*e), 0);
+	__u32 zero = 0;
+	__u64 *lost;
+
+	if (!e) {
+		lost = bpf_map_lookup_elem(&event_lost, &zero);
+		if (lost)
+			(*lost)++;
+		return 0;
+	}
+	e->ts_ns = bpf_ktime_get_coarse_ns();
+	e->type = TR_EVENT_MOVE;
+	e->bridge = bridge_vlan >> 16;
+	e->vlan = bridge_vlan & 0xffff;
+	__builtin_memcpy(e->mac, &mac, 6);
+	e->from_slot = slots >> 16;
+	e->to_slot = slots & 0xffff;
+	e->from_ifindex = from_ifindex;
+	e->to_ifindex = to_ifindex;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
 /* A new source on a port at its max_macs: dropped, or (mac_limit_action
  * "forward") let through without being learned, and counted so. */
 static __always_inline int tr_at_limit(const struct tr_port *in, struct tr_port_stats *st,
@@ -186,8 +221,8 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 {
 	struct tr_fdb_key key;
 	struct tr_fdb_val *e, nv = {};
-	__u64 now;
-	__u32 old_slot;
+	__u64 now, mac = 0;
+	__u32 old_slot, old_ifindex;
 
 	if (in->flags & TR_PORT_NO_LEARN)
 		return 0;
@@ -210,6 +245,7 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		if (tr_port_full(in))
 			return tr_at_limit(in, st, reason);
 		old_slot = e->slot;
+		old_ifindex = e->ifindex;
 		nv.ifindex = ifindex;
 		nv.slot = in->slot;
 		nv.seen_ns = now;
@@ -224,6 +260,9 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		tr_count_add(&port_macs, in->slot, 1);
 		__sync_fetch_and_add(&move_gen, 1);
 		st->c[TR_CNT_MOVED]++;
+		__builtin_memcpy(&mac, key.mac, 6);
+		tr_event_move(mac, (__u32)in->bridge << 16 | vlan, old_slot << 16 | in->slot,
+			      old_ifindex, ifindex);
 		return 0;
 	}
 

@@ -220,6 +220,23 @@ struct {
 	__type(value, struct tr_port_vlans);
 } mirror_vlans SEC(".maps");
 
+/* ---- events ---- */
+
+/* Records for the daemon (struct tr_event): what it logs and `trestle
+ * events` shows. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, TR_EVENT_RING);
+} event_ring SEC(".maps");
+
+/* Records the ring had no room for, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} event_lost SEC(".maps");
+
 /* ---- port counters ---- */
 
 static __always_inline struct tr_port_stats *tr_stats(__u32 slot)

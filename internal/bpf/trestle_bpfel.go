@@ -189,6 +189,31 @@ const (
 	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 22
 )
 
+type TrestleTrEvent struct {
+	_           structs.HostLayout
+	TsNs        uint64
+	Type        uint16
+	Bridge      uint16
+	Vlan        uint16
+	Mac         [6]uint8
+	FromSlot    uint16
+	ToSlot      uint16
+	FromIfindex uint32
+	ToIfindex   uint32
+}
+
+type TrestleTrEventLimits uint32
+
+const (
+	TrestleTrEventLimitsTR_EVENT_RING TrestleTrEventLimits = 262144
+)
+
+type TrestleTrEventType uint32
+
+const (
+	TrestleTrEventTypeTR_EVENT_MOVE TrestleTrEventType = 1
+)
+
 type TrestleTrFdbFlags uint32
 
 const (
@@ -497,6 +522,8 @@ const (
 	TrestleMapCaptureLost         = "capture_lost"
 	TrestleMapCaptureRing         = "capture_ring"
 	TrestleMapCpuCache            = "cpu_cache"
+	TrestleMapEventLost           = "event_lost"
+	TrestleMapEventRing           = "event_ring"
 	TrestleMapFdb                 = "fdb"
 	TrestleMapFilterCounts        = "filter_counts"
 	TrestleMapFilterCpu           = "filter_cpu"
@@ -533,6 +560,9 @@ const (
 	TrestleVarBtfCaptureVerdict   = "_btf_capture_verdict"
 	TrestleVarBtfCounter          = "_btf_counter"
 	TrestleVarBtfDropReason       = "_btf_drop_reason"
+	TrestleVarBtfEvent            = "_btf_event"
+	TrestleVarBtfEventLimits      = "_btf_event_limits"
+	TrestleVarBtfEventType        = "_btf_event_type"
 	TrestleVarBtfFdbFlags         = "_btf_fdb_flags"
 	TrestleVarBtfFilterFlags      = "_btf_filter_flags"
 	TrestleVarBtfFilterLimits     = "_btf_filter_limits"
@@ -616,6 +646,8 @@ type TrestleMapSpecs struct {
 	CaptureLost   *ebpf.MapSpec `ebpf:"capture_lost"`
 	CaptureRing   *ebpf.MapSpec `ebpf:"capture_ring"`
 	CpuCache      *ebpf.MapSpec `ebpf:"cpu_cache"`
+	EventLost     *ebpf.MapSpec `ebpf:"event_lost"`
+	EventRing     *ebpf.MapSpec `ebpf:"event_ring"`
 	Fdb           *ebpf.MapSpec `ebpf:"fdb"`
 	FilterCounts  *ebpf.MapSpec `ebpf:"filter_counts"`
 	FilterCpu     *ebpf.MapSpec `ebpf:"filter_cpu"`
@@ -652,6 +684,9 @@ type TrestleVariableSpecs struct {
 	BtfCaptureVerdict *ebpf.VariableSpec `ebpf:"_btf_capture_verdict"`
 	BtfCounter        *ebpf.VariableSpec `ebpf:"_btf_counter"`
 	BtfDropReason     *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
+	BtfEvent          *ebpf.VariableSpec `ebpf:"_btf_event"`
+	BtfEventLimits    *ebpf.VariableSpec `ebpf:"_btf_event_limits"`
+	BtfEventType      *ebpf.VariableSpec `ebpf:"_btf_event_type"`
 	BtfFdbFlags       *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
 	BtfFilterFlags    *ebpf.VariableSpec `ebpf:"_btf_filter_flags"`
 	BtfFilterLimits   *ebpf.VariableSpec `ebpf:"_btf_filter_limits"`
@@ -701,6 +736,8 @@ type TrestleMaps struct {
 	CaptureLost   *ebpf.Map `ebpf:"capture_lost"`
 	CaptureRing   *ebpf.Map `ebpf:"capture_ring"`
 	CpuCache      *ebpf.Map `ebpf:"cpu_cache"`
+	EventLost     *ebpf.Map `ebpf:"event_lost"`
+	EventRing     *ebpf.Map `ebpf:"event_ring"`
 	Fdb           *ebpf.Map `ebpf:"fdb"`
 	FilterCounts  *ebpf.Map `ebpf:"filter_counts"`
 	FilterCpu     *ebpf.Map `ebpf:"filter_cpu"`
@@ -737,6 +774,8 @@ func (m *TrestleMaps) Close() error {
 		m.CaptureLost,
 		m.CaptureRing,
 		m.CpuCache,
+		m.EventLost,
+		m.EventRing,
 		m.Fdb,
 		m.FilterCounts,
 		m.FilterCpu,
@@ -774,6 +813,9 @@ type TrestleVariables struct {
 	BtfCaptureVerdict *ebpf.Variable `ebpf:"_btf_capture_verdict"`
 	BtfCounter        *ebpf.Variable `ebpf:"_btf_counter"`
 	BtfDropReason     *ebpf.Variable `ebpf:"_btf_drop_reason"`
+	BtfEvent          *ebpf.Variable `ebpf:"_btf_event"`
+	BtfEventLimits    *ebpf.Variable `ebpf:"_btf_event_limits"`
+	BtfEventType      *ebpf.Variable `ebpf:"_btf_event_type"`
 	BtfFdbFlags       *ebpf.Variable `ebpf:"_btf_fdb_flags"`
 	BtfFilterFlags    *ebpf.Variable `ebpf:"_btf_filter_flags"`
 	BtfFilterLimits   *ebpf.Variable `ebpf:"_btf_filter_limits"`

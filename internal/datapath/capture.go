@@ -205,15 +205,28 @@ var ErrCaptureTimeout = errors.New("no frame before the deadline")
 
 // Read waits for the next frame until deadline (zero: no deadline).
 func (c *Capture) Read(deadline time.Time) (CapturedFrame, error) {
-	c.rd.SetDeadline(deadline)
-	rec, err := c.rd.Read()
-	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
-		return CapturedFrame{}, ErrCaptureTimeout
-	}
+	raw, ok, err := readRing(c.rd, deadline)
 	if err != nil {
 		return CapturedFrame{}, err
 	}
-	return decodeCapture(rec.RawSample, c.offset, c.spec.Snaplen)
+	if !ok {
+		return CapturedFrame{}, ErrCaptureTimeout
+	}
+	return decodeCapture(raw, c.offset, c.spec.Snaplen)
+}
+
+// readRing waits for a ring's next record until deadline (zero: none);
+// false: none came.
+func readRing(rd *ringbuf.Reader, deadline time.Time) ([]byte, bool, error) {
+	rd.SetDeadline(deadline)
+	rec, err := rd.Read()
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return rec.RawSample, true, nil
 }
 
 // decodeCapture turns a ring record into the frame as it came in or left:

@@ -90,6 +90,9 @@ var derived = map[string]bool{
 	tbpf.TrestleMapCaptureConf: true,
 	tbpf.TrestleMapCaptureLost: true,
 	tbpf.TrestleMapCaptureBuf:  true,
+	// Events not yet read: a ring is not copied (it cannot be read but
+	// by its one consumer); a larger or smaller one starts empty.
+	tbpf.TrestleMapEventRing: true,
 }
 
 // scratch maps hold nothing the daemon writes again after an upgrade: a
@@ -100,6 +103,8 @@ var scratch = map[string]bool{
 	tbpf.TrestleMapCaptureConf: true,
 	tbpf.TrestleMapCaptureLost: true,
 	tbpf.TrestleMapCaptureBuf:  true,
+	tbpf.TrestleMapEventRing:   true,
+	tbpf.TrestleMapEventLost:   true,
 }
 
 // groups are maps that hold one state between them: they are adopted

@@ -1,0 +1,116 @@
+package datapath
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+)
+
+// Events (bpf/lib/fdb.h): the datapath tells the control plane of what it
+// alone sees happen, today each move of a learned address, through a ring
+// buffer (struct tr_event). Only a move writes a record, never the common
+// path, and the datapath never waits for the reader: a record the ring has
+// no room for is counted (EventsLost). The ring is pinned with the other
+// maps, so a daemon started after another reads what happened in between.
+
+// EventRingSize is the ring's size in bytes.
+const EventRingSize = int(tbpf.TrestleTrEventLimitsTR_EVENT_RING)
+
+// Move is an address that moved to another port of its bridge.
+type Move struct {
+	Time             time.Time
+	Bridge, VLAN     uint16
+	MAC              net.HardwareAddr
+	FromSlot, ToSlot uint16
+	// The ports' ifindexes (a patch port's is its PatchIfindex).
+	FromIfindex, ToIfindex uint32
+}
+
+// EventReader reads the event ring. One reader at a time.
+type EventReader struct {
+	rd *ringbuf.Reader
+}
+
+// ErrNoEvent: Read found nothing before its deadline.
+var ErrNoEvent = errors.New("no event before the deadline")
+
+// Events opens a reader of the event ring.
+func (d *Datapath) Events() (*EventReader, error) {
+	if d.objs.EventRing == nil {
+		return nil, errors.New("read events: this datapath build has no event ring")
+	}
+	rd, err := ringbuf.NewReader(d.objs.EventRing)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return &EventReader{rd: rd}, nil
+}
+
+// Read waits for the next move until deadline (zero: no deadline). A
+// record of an unknown type (a newer build's) is an error the caller may
+// skip; the reader is then ready for the next one.
+func (r *EventReader) Read(deadline time.Time) (Move, error) {
+	raw, ok, err := readRing(r.rd, deadline)
+	if err != nil {
+		return Move{}, fmt.Errorf("read events: %w", err)
+	}
+	if !ok {
+		return Move{}, ErrNoEvent
+	}
+	return decodeEvent(raw, wallOffset())
+}
+
+// Pending is how many bytes of records the ring holds unread.
+func (r *EventReader) Pending() int { return r.rd.AvailableBytes() }
+
+// Close ends the reader (a Read waiting returns an error).
+func (r *EventReader) Close() error { return r.rd.Close() }
+
+// wallOffset is wall clock time less the datapath's (CLOCK_MONOTONIC_COARSE),
+// read each time: the wall clock may be set.
+func wallOffset() int64 {
+	var mono unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &mono)
+	return time.Now().UnixNano() - mono.Nano()
+}
+
+func decodeEvent(raw []byte, offset int64) (Move, error) {
+	var e tbpf.TrestleTrEvent
+	if len(raw) < binary.Size(e) {
+		return Move{}, fmt.Errorf("event record of %d bytes, shorter than %d", len(raw), binary.Size(e))
+	}
+	if err := binary.Read(bytes.NewReader(raw), binary.NativeEndian, &e); err != nil {
+		return Move{}, fmt.Errorf("decode event record: %w", err)
+	}
+	if e.Type != uint16(tbpf.TrestleTrEventTypeTR_EVENT_MOVE) {
+		return Move{}, fmt.Errorf("event record of unknown type %d", e.Type)
+	}
+	return Move{Time: time.Unix(0, int64(e.TsNs)+offset), Bridge: e.Bridge, VLAN: e.Vlan,
+		MAC: append(net.HardwareAddr(nil), e.Mac[:]...), FromSlot: e.FromSlot, ToSlot: e.ToSlot,
+		FromIfindex: e.FromIfindex, ToIfindex: e.ToIfindex}, nil
+}
+
+// EventsLost counts the records the ring had no room for since the
+// datapath was created (a pinned one's count outlives the daemon).
+func (d *Datapath) EventsLost() (uint64, error) {
+	if d.objs.EventLost == nil {
+		return 0, nil
+	}
+	per := make([]uint64, d.ncpu)
+	if err := d.objs.EventLost.Lookup(uint32(0), &per); err != nil {
+		return 0, fmt.Errorf("read the events' lost counter: %w", err)
+	}
+	var n uint64
+	for _, v := range per {
+		n += v
+	}
+	return n, nil
+}
