@@ -14,10 +14,10 @@ import (
 )
 
 // Streams: a request whose answer goes on until one side ends it
-// (`trestle capture`). The daemon answers the request as any other, with
+// (`trestle capture`, `trestle events --follow`). The daemon answers the request as any other, with
 // one JSON Response, its Data a header; then messages follow, each a kind
-// byte, a 4-byte big-endian length and that many bytes: records, and one
-// end. The client says it has had enough by closing its side of the
+// byte, a 4-byte big-endian length and that many bytes: records (a
+// capture's frames, binary; events, JSON), and one end (JSON). The client says it has had enough by closing its side of the
 // connection (CloseWrite); the daemon then ends the stream with the end
 // message and closes it. A client that goes away ends the stream too.
 
@@ -78,6 +78,7 @@ type CaptureRecord struct {
 const (
 	msgRecord = 1
 	msgEnd    = 2
+	msgEvent  = 3 // events.go
 	// recordHead is a record's fixed part: time, dir, verdict, reason, a
 	// pad byte, egress, len.
 	recordHead = 8 + 4 + 4 + 4
@@ -174,9 +175,11 @@ func (s *Stream) Flush() error {
 	return s.w.Flush()
 }
 
-// End sends the last message.
-func (s *Stream) End(e CaptureEnd) error {
-	b, err := json.Marshal(e)
+// End sends the last message of a capture.
+func (s *Stream) End(e CaptureEnd) error { return s.end(e) }
+
+func (s *Stream) end(v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -196,53 +199,83 @@ type CaptureClient struct {
 // Capture asks the daemon at path for a capture and reads its header.
 func Capture(path string, req Request) (*CaptureClient, error) {
 	req.Cmd = CmdCapture
+	conn, r, err := openStream(path, req)
+	if err != nil {
+		return nil, err
+	}
+	c := &CaptureClient{c: conn.UnixConn, r: r}
+	if err := json.Unmarshal(conn.header, &c.Header); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("decode answer to capture: %w", err)
+	}
+	return c, nil
+}
+
+// streamConn is the client's side of a stream, with the header's data.
+type streamConn struct {
+	*net.UnixConn
+	header json.RawMessage
+}
+
+// openStream sends a stream request and reads the answer: an error, or the
+// header that records follow.
+func openStream(path string, req Request) (*streamConn, *bufio.Reader, error) {
 	conn, err := net.DialTimeout("unix", path, 3*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w (%v)", path, ErrNoDaemon, err)
+		return nil, nil, fmt.Errorf("connect to %s: %w (%v)", path, ErrNoDaemon, err)
 	}
-	c := &CaptureClient{c: conn.(*net.UnixConn), r: bufio.NewReaderSize(conn, 64<<10)}
+	r := bufio.NewReaderSize(conn, 64<<10)
 	_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
 	if err := json.NewEncoder(conn).Encode(&req); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("send capture to %s: %w", path, err)
+		return nil, nil, fmt.Errorf("send %s to %s: %w", req.Cmd, path, err)
 	}
-	line, err := c.r.ReadBytes('\n')
+	line, err := r.ReadBytes('\n')
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("read answer to capture from %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read answer to %s from %s: %w", req.Cmd, path, err)
 	}
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("read answer to capture from %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read answer to %s from %s: %w", req.Cmd, path, err)
 	}
 	if resp.Error != "" {
 		conn.Close()
-		return nil, errors.New(resp.Error)
-	}
-	if err := json.Unmarshal(resp.Data, &c.Header); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("decode answer to capture: %w", err)
+		return nil, nil, errors.New(resp.Error)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return c, nil
+	return &streamConn{UnixConn: conn.(*net.UnixConn), header: resp.Data}, r, nil
+}
+
+// readMessage reads one message of a stream: its kind and its bytes.
+func readMessage(r *bufio.Reader) (byte, []byte, error) {
+	var head [5]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(head[1:])
+	if n > maxMessage {
+		return 0, nil, fmt.Errorf("message of %d bytes, more than %d", n, maxMessage)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return 0, nil, fmt.Errorf("read a message: %w", err)
+	}
+	return head[0], b, nil
 }
 
 // Next reads the next message: a record, or the end (then nothing follows).
 func (c *CaptureClient) Next() (*CaptureRecord, *CaptureEnd, error) {
-	var head [5]byte
-	if _, err := io.ReadFull(c.r, head[:]); err != nil {
-		return nil, nil, fmt.Errorf("capture: the daemon ended the stream without its end: %w", err)
+	kind, b, err := readMessage(c.r)
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, nil, fmt.Errorf("capture: the daemon ended the stream without its end: %w", err)
+		}
+		return nil, nil, fmt.Errorf("capture: %w", err)
 	}
-	n := binary.BigEndian.Uint32(head[1:])
-	if n > maxMessage {
-		return nil, nil, fmt.Errorf("capture: message of %d bytes, more than %d", n, maxMessage)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(c.r, b); err != nil {
-		return nil, nil, fmt.Errorf("capture: read a message: %w", err)
-	}
-	switch head[0] {
+	n := uint32(len(b))
+	switch kind {
 	case msgRecord:
 		if n < recordHead {
 			return nil, nil, fmt.Errorf("capture: record of %d bytes", n)
@@ -258,7 +291,7 @@ func (c *CaptureClient) Next() (*CaptureRecord, *CaptureEnd, error) {
 		}
 		return nil, &e, nil
 	}
-	return nil, nil, fmt.Errorf("capture: message of unknown kind %d", head[0])
+	return nil, nil, fmt.Errorf("capture: message of unknown kind %d", kind)
 }
 
 // Stop asks the daemon to end the capture; its end follows the records

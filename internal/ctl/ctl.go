@@ -46,6 +46,10 @@ const (
 	CmdRuleAdd   = "rule.add"
 	CmdRuleDel   = "rule.del"
 	CmdStateShow = "state.show"
+	// events: the recent ones; events.follow: those and every one after,
+	// a stream (events.go).
+	CmdEvents       = "events"
+	CmdEventsFollow = "events.follow"
 )
 
 // Request is what the CLI sends.

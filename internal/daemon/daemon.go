@@ -8,8 +8,9 @@
 // stop), reconcile.go and ports.go the apply that moves the switch to a
 // config, model.go the model it keeps, aging.go the table's aging,
 // control.go the control socket's commands, state.go what is kept on disk
-// and adopted, system.go and dataplane.go the two seams to the kernel that
-// the unit tests replace with fakes.
+// and adopted, events.go, moves.go and episodes.go the events it logs,
+// system.go and dataplane.go the two seams to the kernel that the unit
+// tests replace with fakes.
 package daemon
 
 import (
@@ -64,6 +65,7 @@ type Daemon struct {
 	aging chan struct{}
 
 	capture *captureState // the running `trestle capture` (capture.go)
+	events  *eventLog     // what is logged as events, and kept (events.go)
 
 	// For the metrics: reloads by result (applied: true), and learned
 	// entries aged out, by bridge name, since the daemon started.
@@ -87,6 +89,7 @@ func newDaemon(log *slog.Logger, dp Dataplane, sys System, capacity uint32, refr
 		log: log, dp: dp, sys: sys, capacity: capacity, refresh: refresh,
 		bridges: map[string]*bridgeState{}, attached: map[int]Attachment{}, peers: map[int]*peerFix{},
 		aging: make(chan struct{}, 1), reloads: map[bool]uint64{}, aged: map[string]uint64{},
+		events: newEventLog(log),
 	}
 }
 
@@ -166,8 +169,10 @@ func Run(ctx context.Context, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv.HandleStream(ctl.CmdCapture, d.captureStream)
+	srv.HandleStream(ctl.CmdEventsFollow, d.eventsStream)
 	srv.BadRequest = d.badRequest
 	go srv.Serve(ctx, d.handle)
+	go d.watchEvents(ctx)
 	d.notify(sd.SdNotifyReady, statusLine("forwarding: %d bridges", len(cfg.Bridges)))
 
 	sigs := make(chan os.Signal, 4)

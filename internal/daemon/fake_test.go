@@ -39,6 +39,7 @@ type fakeDP struct {
 	stats       map[uint16]tbpf.PortStats // by slot; zero when absent
 	filterCount map[uint16]datapath.FilterCounts
 	filterStage bool
+	eventsLost  uint64
 }
 
 func newFakeDP() *fakeDP {
@@ -168,6 +169,10 @@ func (f *fakeDP) AgeOut(es []datapath.FDBEntry, aging func(uint16) time.Duration
 	}
 	return gone, nil
 }
+
+// The fake reports no move (the limiter's tests feed it), only its lost count.
+func (f *fakeDP) Events() (moveReader, error) { return nil, errors.New("the fake has no event ring") }
+func (f *fakeDP) EventsLost() (uint64, error) { return f.eventsLost, nil }
 
 func (f *fakeDP) Fresh() []string     { return f.fresh }
 func (f *fakeDP) FDBCapacity() uint32 { return 1 << 20 }

@@ -16,6 +16,7 @@ import (
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/ctl"
 )
 
 // The Prometheus endpoint ([daemon] metrics, --metrics). The collector reads
@@ -70,6 +71,7 @@ type collector struct {
 	entries, maxEntries, aged  *prometheus.Desc
 	filterPackets, filterBytes *prometheus.Desc
 	reloads, build             *prometheus.Desc
+	events, suppressed, lost   *prometheus.Desc
 }
 
 func newCollector(d *Daemon) *collector {
@@ -91,6 +93,9 @@ func newCollector(d *Daemon) *collector {
 	c.filterPackets = prometheus.NewDesc("trestle_filter_packets_total", "Frames the bridge's filter decided, by rule: its number in `trestle rule show`, state (passed as part of a tracked connection) or default.", []string{"bridge", "rule", "action"}, nil)
 	c.filterBytes = prometheus.NewDesc("trestle_filter_bytes_total", "Bytes of the frames the bridge's filter decided, by rule as trestle_filter_packets_total.", []string{"bridge", "rule", "action"}, nil)
 	c.reloads = prometheus.NewDesc("trestle_config_reloads_total", "Reloads of the config (SIGHUP, trestle reload, systemctl reload), by result: applied, or rejected with the running state kept.", []string{"result"}, nil)
+	c.events = prometheus.NewDesc("trestle_events_total", "Events logged (and shown by `trestle events`) since the daemon started, by kind.", []string{"event"}, nil)
+	c.suppressed = prometheus.NewDesc("trestle_events_suppressed_total", "Events not logged one by one since the daemon started, counted in another line instead (mac_move: moves of a flapping address), by kind.", []string{"event"}, nil)
+	c.lost = prometheus.NewDesc("trestle_events_lost_total", "Events the datapath could not hand to the daemon: its event ring was full (the daemon behind, or not running).", nil, nil)
 	c.build = prometheus.NewDesc("trestle_build_info", "The running trestle's build: always 1.", []string{"version", "goversion"}, nil)
 	return c
 }
@@ -99,7 +104,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range append(append([]*prometheus.Desc{}, c.port...), c.vlan...) {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{c.drops, c.unattached, c.up, c.entries, c.maxEntries, c.aged, c.filterPackets, c.filterBytes, c.reloads, c.build} {
+	for _, d := range []*prometheus.Desc{c.drops, c.unattached, c.up, c.entries, c.maxEntries, c.aged, c.filterPackets, c.filterBytes, c.reloads, c.build, c.events, c.suppressed, c.lost} {
 		ch <- d
 	}
 }
@@ -121,6 +126,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	defer d.mu.Unlock()
 	ch <- counter(c.reloads, d.reloads[true], "applied")
 	ch <- counter(c.reloads, d.reloads[false], "rejected")
+	logged, suppressed := d.events.counts()
+	for _, k := range eventKinds {
+		ch <- counter(c.events, logged[k], k)
+	}
+	ch <- counter(c.suppressed, suppressed[ctl.EventMACMove], ctl.EventMACMove)
+	if src, ok := d.dp.(eventSource); ok {
+		if n, err := src.EventsLost(); err != nil {
+			ch <- prometheus.NewInvalidMetric(c.lost, err)
+		} else {
+			ch <- counter(c.lost, n)
+		}
+	}
 	if s, err := d.dp.Stats(0); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.unattached, err)
 	} else {

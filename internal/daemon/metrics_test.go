@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/datapath"
 )
 
@@ -52,6 +53,10 @@ ethertype = "arp"
 	w.d.aged["br0"] = 11
 	w.d.reloads[true], w.d.reloads[false] = 2, 1
 	_ = q1
+	w.dp.eventsLost = 3
+	vlan, sup := uint16(0), uint64(41)
+	w.d.events.emit(ctl.Event{Event: ctl.EventMACMove, Bridge: "br0", MAC: "02:00:00:00:00:01", VLAN: &vlan, From: "p1", To: "p2", Suppressed: &sup})
+	w.d.events.emit(ctl.Event{Event: ctl.EventMACMoveOverflow, Count: 5})
 
 	// Drops: every reason of every port is there from the start, so
 	// that rate() has a series before the first drop.
@@ -118,8 +123,24 @@ trestle_config_reloads_total{result="rejected"} 1
 # TYPE trestle_unattached_drops_total counter
 ` + unattachedLines(9) + `# HELP trestle_port_drops_total Frames received on the port and dropped, by reason (docs/operations.md lists the reasons).
 # TYPE trestle_port_drops_total counter
-` + drops.String()
-	names := []string{"trestle_port_rx_packets_total", "trestle_port_tx_packets_total", "trestle_port_flooded_total",
+` + drops.String() + `# HELP trestle_events_total Events logged (and shown by ` + "`trestle events`" + `) since the daemon started, by kind.
+# TYPE trestle_events_total counter
+trestle_events_total{event="mac_limit"} 0
+trestle_events_total{event="mac_limit_end"} 0
+trestle_events_total{event="mac_move"} 1
+trestle_events_total{event="mac_move_overflow"} 1
+trestle_events_total{event="port_down"} 1
+trestle_events_total{event="port_up"} 2
+trestle_events_total{event="table_full"} 0
+trestle_events_total{event="table_full_end"} 0
+# HELP trestle_events_suppressed_total Events not logged one by one since the daemon started, counted in another line instead (mac_move: moves of a flapping address), by kind.
+# TYPE trestle_events_suppressed_total counter
+trestle_events_suppressed_total{event="mac_move"} 46
+# HELP trestle_events_lost_total Events the datapath could not hand to the daemon: its event ring was full (the daemon behind, or not running).
+# TYPE trestle_events_lost_total counter
+trestle_events_lost_total 3
+`
+	names := []string{"trestle_events_total", "trestle_events_suppressed_total", "trestle_events_lost_total", "trestle_port_rx_packets_total", "trestle_port_tx_packets_total", "trestle_port_flooded_total",
 		"trestle_fdb_learned_total", "trestle_fdb_moved_total", "trestle_fdb_entries", "trestle_fdb_aged_total",
 		"trestle_port_up", "trestle_filter_packets_total", "trestle_config_reloads_total",
 		"trestle_unattached_drops_total", "trestle_port_drops_total"}

@@ -242,11 +242,9 @@ func (d *Daemon) keep(c *change, p *portState, xdp *[]string) {
 	}
 }
 
-// setDown marks a port not attached, with the reason.
+// setDown marks a port not attached, with the reason (logged by
+// portEvents once the apply is over).
 func (d *Daemon) setDown(p *portState, why string) {
-	if p.mode != "" || p.why != why {
-		d.log.Warn("port down", "bridge", p.bridge.cfg.Name, "port", p.name(), "reason", why)
-	}
 	p.mode, p.why, p.running, p.ifindex = "", why, false, 0
 }
 
@@ -270,9 +268,6 @@ func (d *Daemon) attach(c *change, cd *candidate, m mode.Mode, why string, j *jo
 		})
 	}
 	c.attached[idx] = a
-	if p.mode != m || p.ifindex != idx {
-		d.log.Info("port up", "bridge", p.bridge.cfg.Name, "port", p.name(), "ifindex", idx, "mode", m, "why", why)
-	}
 	p.mode, p.ifindex, p.why = m, idx, why
 	return nil
 }

@@ -91,6 +91,10 @@ func (d *Daemon) apply(cfg *config.Config) error {
 	if d.closed {
 		return errors.New("the daemon is stopping")
 	}
+	// Ports that start or stop forwarding are events, told once the
+	// apply is over, whether it worked or not (forget may have taken
+	// ports down either way).
+	defer d.portEvents(d.portStates())
 	d.forget()
 	c, err := d.plan(cfg)
 	if err != nil {
@@ -537,11 +541,6 @@ func (d *Daemon) finalize(c *change) {
 		if d.bridges[b.cfg.Name] == nil {
 			d.log.Info("bridge added", "bridge", b.cfg.Name, "id", b.id)
 		}
-		for _, p := range b.ports {
-			if p.cfg.IsPatch() && slices.Contains(c.newSlots, p.slot) {
-				d.log.Info("port up", "bridge", b.cfg.Name, "port", p.name(), "patch", p.cfg.Patch)
-			}
-		}
 		var was []config.Mirror
 		if old := d.bridges[b.cfg.Name]; old != nil {
 			was = old.cfg.Mirrors
@@ -702,7 +701,6 @@ func (d *Daemon) forget() {
 // portGone takes a port whose interface went away out of the dataplane:
 // out of its bridge's floods, out of the port maps, its entries flushed.
 func (d *Daemon) portGone(p *portState, why string) {
-	d.log.Warn("port down", "bridge", p.bridge.cfg.Name, "port", p.name(), "reason", why)
 	p.mode, p.why, p.running = "", why, false
 	b := p.bridge
 	// Out of its bridge's floods, and those of the bridges patched to it.
