@@ -118,14 +118,7 @@ func (e *env) capture(req ctl.Request, file string, count int, verdicts bool) er
 	}
 	fmt.Fprintf(e.stderr, "capturing port %s of bridge %s (%s), %s, %d bytes a frame\n", h.Port, h.Bridge, h.Mode, what, h.Snaplen)
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		if _, ok := <-sigs; ok {
-			_ = cl.Stop()
-		}
-	}()
+	defer stopOnSignal(cl.Stop)()
 	var n uint64
 	var end *ctl.CaptureEnd
 	stopped := false
@@ -159,6 +152,23 @@ func (e *env) capture(req ctl.Request, file string, count int, verdicts bool) er
 		return fmt.Errorf("capture: %s", end.Error)
 	}
 	return nil
+}
+
+// stopOnSignal calls stop at SIGINT or SIGTERM, until the function it
+// returns is called: a stream's client asks the daemon to end the stream
+// and reads what was on its way, rather than dying with it.
+func stopOnSignal(stop func() error) func() {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sigs; ok {
+			_ = stop()
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(sigs)
+	}
 }
 
 // verdictOf says what became of a frame: "flooded", "forwarded to p2",
