@@ -30,6 +30,10 @@ const volatile __u32 clock_every = 1;  /* frames per clock reading, >= 1 */
  * template's address plus an offset added to its low 24 bits. 1: no range. */
 const volatile __u32 src_macs = 1;
 const volatile __u32 dst_macs = 1;
+/* 1: frame k takes offset mac_mix24(k) instead of k, so a range's addresses
+ * are scattered over the 24 bits in an order that looks random (a MAC flood
+ * from random sources), each still taken once a cycle. */
+const volatile __u32 random_macs = 0;
 
 /* Set by the control plane while running, to stop every sending CPU. */
 __u32 stop_all = 0;
@@ -87,6 +91,24 @@ static __always_inline void set_mac_low24(__u8 *mac, __u32 off)
 	mac[3] = v >> 16;
 	mac[4] = v >> 8;
 	mac[5] = v;
+}
+
+/* A permutation of the 24-bit numbers: multiplying by an odd number and
+ * xor-shifting right are each one-to-one on 24 bits, so N offsets give N
+ * distinct addresses. internal/gen's MACOffset mirrors it. */
+static __always_inline __u32 mac_mix24(__u32 k)
+{
+	__u32 x = (k * 0x9e3779b1u) & 0xffffff;
+
+	x ^= x >> 13;
+	x = (x * 0x5bd1e995u) & 0xffffff;
+	x ^= x >> 11;
+	return x;
+}
+
+static __always_inline __u32 mac_offset(__u32 k)
+{
+	return random_macs ? mac_mix24(k) : k;
 }
 
 /* Copy a template's headers; the length is one of four constants so that
@@ -197,13 +219,13 @@ int trestle_gen(struct xdp_md *ctx)
 	}
 
 	if (src_macs > 1) {
-		set_mac_low24((__u8 *)data + 6, st->src_mac_cursor);
+		set_mac_low24((__u8 *)data + 6, mac_offset(st->src_mac_cursor));
 		st->src_mac_cursor += st->mac_step;
 		if (st->src_mac_cursor >= src_macs)
 			st->src_mac_cursor -= src_macs;
 	}
 	if (dst_macs > 1) {
-		set_mac_low24(data, st->dst_mac_cursor);
+		set_mac_low24(data, mac_offset(st->dst_mac_cursor));
 		st->dst_mac_cursor += st->mac_step;
 		if (st->dst_mac_cursor >= dst_macs)
 			st->dst_mac_cursor -= dst_macs;
@@ -212,7 +234,8 @@ int trestle_gen(struct xdp_md *ctx)
 	seq = *seqp;
 	*seqp = seq + 1;
 	*(__u16 *)th = bpf_htons(TR_TEST_MAGIC);
-	*(__u16 *)(th + 2) = bpf_htons(flow);
+	/* The template's flow id: the flow's index plus the run's base. */
+	*(__u16 *)(th + 2) = bpf_htons((__u16)t->flow);
 	*(__u32 *)(th + 4) = bpf_htonl(seq);
 	*(__u64 *)(th + 8) = bpf_cpu_to_be64(now);
 

@@ -81,9 +81,9 @@ func (e *env) genCmd() *cobra.Command {
 		rate                                                                              float64
 		duration, interval                                                                time.Duration
 		count                                                                             uint64
-		flows, threads, batch, clockEvery                                                 int
+		flows, threads, batch, clockEvery, srcMACs, dstMACs                               int
 		vlan                                                                              uint16
-		ipv6                                                                              bool
+		ipv6, randomMACs                                                                  bool
 	)
 	c := &cobra.Command{
 		Use:   "gen --dev IF [flags]",
@@ -108,13 +108,15 @@ sent, L2 Mbit/s with the FCS and L1 Mbit/s with preamble and gap too.
 Examples:
   trestle gen --dev veth0 --dst-mac 02:00:00:00:00:02 --rate 100000 --duration 10s
   trestle gen --dev veth0 --size imix --flows 16 --src-port 1000-1015 --count 1000000
-  trestle gen --dev veth0 --cpus 0,1 --duration 5s --json     # two sending threads`,
+  trestle gen --dev veth0 --cpus 0,1 --duration 5s --json     # two sending threads
+  trestle gen --dev veth0 --src-mac 0a:66:6c:00:00:00 --src-macs 1000000 --random-macs   # a MAC flood`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dev == "" {
 				return errors.New("--dev IF is required")
 			}
-			o := gen.Options{Dev: dev, Mode: mode, Rate: rate, Duration: duration, Count: count, Flows: flows, VLAN: vlan, IPv6: ipv6, Batch: batch, ClockEvery: clockEvery}
+			o := gen.Options{Dev: dev, Mode: mode, Rate: rate, Duration: duration, Count: count, Flows: flows, VLAN: vlan, IPv6: ipv6, Batch: batch, ClockEvery: clockEvery,
+				SrcMACs: srcMACs, DstMACs: dstMACs, RandomMACs: randomMACs}
 			var err error
 			if o.Mix, err = sizeMix(size, sizes, mix, vlan != 0, ipv6); err != nil {
 				return err
@@ -184,6 +186,9 @@ Examples:
 	f.StringVar(&dstPort, "dst-port", "", "destination UDP port or range (default 9)")
 	f.Uint16Var(&vlan, "vlan", 0, "send 802.1Q-tagged frames with this VLAN id")
 	f.BoolVar(&ipv6, "ipv6", false, "IPv6 instead of IPv4")
+	f.IntVar(&srcMACs, "src-macs", 0, "source MACs: frame k from --src-mac plus k mod N in its low 24 bits\n(live mode; up to 16777216)")
+	f.IntVar(&dstMACs, "dst-macs", 0, "destination MACs, a range like --src-macs")
+	f.BoolVar(&randomMACs, "random-macs", false, "scatter the MAC ranges over the low 24 bits in an order that looks\nrandom (still N distinct addresses): a MAC flood from random sources")
 	f.IntVar(&threads, "threads", 1, "sending threads, one per CPU (see --cpus)")
 	f.StringVar(&cpus, "cpus", "", "CPUs of the sending threads, e.g. 0 or 0,1 or 0-3 (overrides --threads)")
 	f.IntVar(&batch, "batch", 64, "live frames per batch inside the kernel (1-256); frames of a batch leave together")

@@ -296,6 +296,8 @@ func TestGenErrors(t *testing.T) {
 		{[]string{"gen", "--dev", "gen0", "--size", "big"}, "--size"},
 		{[]string{"gen", "--dev", "gen0", "--src-ip", "10.0.0.9-10.0.0.1"}, "--src-ip"},
 		{[]string{"gen", "--dev", "gen0", "--flows", "70000", "--count", "1"}, "flows 70000"},
+		{[]string{"gen", "--dev", "gen0", "--random-macs", "--count", "1"}, "random MACs"},
+		{[]string{"gen", "--dev", "gen0", "--src-macs", "16777217", "--count", "1"}, "source MAC range"},
 		{[]string{"sink", "--dev", "nosuch0"}, `"nosuch0"`},
 		{[]string{"sink", "--dev", "sink0", "--latency-every", "3"}, "power of two"},
 	} {

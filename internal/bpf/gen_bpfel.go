@@ -72,6 +72,7 @@ const (
 	GenVarMaxSize      = "max_size"
 	GenVarNsizes       = "nsizes"
 	GenVarPatternLen   = "pattern_len"
+	GenVarRandomMacs   = "random_macs"
 	GenVarSrcMacs      = "src_macs"
 	GenVarStopAll      = "stop_all"
 )
@@ -143,6 +144,7 @@ type GenVariableSpecs struct {
 	MaxSize      *ebpf.VariableSpec `ebpf:"max_size"`
 	Nsizes       *ebpf.VariableSpec `ebpf:"nsizes"`
 	PatternLen   *ebpf.VariableSpec `ebpf:"pattern_len"`
+	RandomMacs   *ebpf.VariableSpec `ebpf:"random_macs"`
 	SrcMacs      *ebpf.VariableSpec `ebpf:"src_macs"`
 	StopAll      *ebpf.VariableSpec `ebpf:"stop_all"`
 }
@@ -194,6 +196,7 @@ type GenVariables struct {
 	MaxSize      *ebpf.Variable `ebpf:"max_size"`
 	Nsizes       *ebpf.Variable `ebpf:"nsizes"`
 	PatternLen   *ebpf.Variable `ebpf:"pattern_len"`
+	RandomMacs   *ebpf.Variable `ebpf:"random_macs"`
 	SrcMacs      *ebpf.Variable `ebpf:"src_macs"`
 	StopAll      *ebpf.Variable `ebpf:"stop_all"`
 }

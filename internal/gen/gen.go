@@ -61,6 +61,16 @@ type Options struct {
 	// low 24 bits (each sending thread a share of the range), for the
 	// address learning and caching tests of RFC 2889. Live mode only.
 	SrcMACs, DstMACs int
+	// RandomMACs scatters a range's addresses over the low 24 bits in an
+	// order that looks random (MACOffset): frame k takes the given address
+	// plus MACOffset(k mod N), still N distinct addresses a cycle. A MAC
+	// flood from random sources, as macof sends.
+	RandomMACs bool
+	// FlowBase is added to every flow id the frames carry (the flows are
+	// FlowBase..FlowBase+Flows-1, at most 65535): a second generator's
+	// frames then stay apart from the first's in a sink that tracks only
+	// the low ids (it counts the others as bad_flow).
+	FlowBase int
 	// NetNS is the path of the network namespace Dev is in ("" for the
 	// caller's); the sending threads enter it.
 	NetNS string
@@ -177,6 +187,12 @@ func (o *Options) defaults() error {
 			return fmt.Errorf("%s MAC range: live mode only", n.name)
 		}
 	}
+	if o.RandomMACs && o.SrcMACs <= 1 && o.DstMACs <= 1 {
+		return errors.New("random MACs: give a source or destination MAC range to scatter")
+	}
+	if o.FlowBase < 0 || o.FlowBase+o.Flows > 65536 {
+		return fmt.Errorf("flow ids %d..%d: must be within 0..65535", o.FlowBase, o.FlowBase+o.Flows-1)
+	}
 	if len(o.DstMAC) != 6 {
 		return errors.New("a destination MAC (--dst-mac) is needed")
 	}
@@ -215,7 +231,27 @@ func flowSpecs(o *Options, src net.HardwareAddr) ([]frame.Spec, error) {
 		dp = frame.PortRange{First: DefaultPort, Last: DefaultPort}
 	}
 	base := frame.Spec{Dst: o.DstMAC, Src: src, VLAN: o.VLAN, IPv6: o.IPv6, Size: o.Mix.Sizes[0]}
-	return frame.Flows(base, o.Flows, srcIPs, dstIPs, sp, dp)
+	specs, err := frame.Flows(base, o.Flows, srcIPs, dstIPs, sp, dp)
+	for i := range specs {
+		specs[i].Flow += uint16(o.FlowBase)
+	}
+	return specs, err
+}
+
+// MACOffset is what the generator adds to the low 24 bits of a range's
+// first address for the range's k-th address: k, or with random a
+// permutation of the 24-bit numbers (multiplications by odd numbers and
+// right xor-shifts, each one-to-one), so that N offsets are N distinct
+// addresses. It mirrors bpf/gen.c's mac_offset.
+func MACOffset(k uint32, random bool) uint32 {
+	if !random {
+		return k
+	}
+	x := (k * 0x9e3779b1) & 0xffffff
+	x ^= x >> 13
+	x = (x * 0x5bd1e995) & 0xffffff
+	x ^= x >> 11
+	return x
 }
 
 // DefaultPort is the UDP source and destination port of the frames when
@@ -372,6 +408,7 @@ func loadLive(o *Options, specs []frame.Spec) (*liveGen, []byte, error) {
 		tbpf.GenVarClockEvery: uint32(o.ClockEvery),
 		tbpf.GenVarSrcMacs:    uint32(max(o.SrcMACs, 1)),
 		tbpf.GenVarDstMacs:    uint32(max(o.DstMACs, 1)),
+		tbpf.GenVarRandomMacs: boolU32(o.RandomMACs),
 	}
 	for name, v := range sets {
 		if err := spec.Variables[name].Set(v); err != nil {
@@ -593,6 +630,13 @@ func liveRun(progFD int, data, ctxIn []byte, repeat, batch uint32) error {
 	_, err := progrun.Run(progFD, progrun.Options{Data: data, Context: ctxIn, Repeat: repeat,
 		Flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES, BatchSize: batch})
 	return err
+}
+
+func boolU32(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func putU32(b []byte, v uint32) {

@@ -54,6 +54,11 @@ func TestDefaults(t *testing.T) {
 		{"too many flows", Options{DstMAC: mac, Flows: 70000}, true},
 		{"batch", Options{DstMAC: mac, Batch: 300}, true},
 		{"clock", Options{DstMAC: mac, ClockEvery: 2000}, true},
+		{"random macs", Options{DstMAC: mac, SrcMACs: 1000000, RandomMACs: true}, false},
+		{"random macs without a range", Options{DstMAC: mac, RandomMACs: true}, true},
+		{"flow base", Options{DstMAC: mac, FlowBase: 65534, Flows: 2}, false},
+		{"flow base past 65535", Options{DstMAC: mac, FlowBase: 65535, Flows: 2}, true},
+		{"negative flow base", Options{DstMAC: mac, FlowBase: -1}, true},
 	} {
 		err := c.o.defaults()
 		if (err != nil) != c.bad {
@@ -264,6 +269,75 @@ func TestBehind(t *testing.T) {
 		s := Stats{Sent: c.sent, Elapsed: time.Duration(c.secs * float64(time.Second)), Rate: c.rate}
 		if got := s.Behind(); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%d frames in %vs at %v pps: behind %v, want %v", c.sent, c.secs, c.rate, got, c.want)
+		}
+	}
+}
+
+// TestMACOffsetPermutes: the random order is one-to-one on the 24 bits, so
+// a range of a million random sources is a million distinct addresses;
+// the plain order is the index itself.
+func TestMACOffsetPermutes(t *testing.T) {
+	seen := make([]uint64, 1<<24/64)
+	near := 0
+	for k := uint32(0); k < 1<<24; k++ {
+		x := MACOffset(k, true)
+		if x >= 1<<24 {
+			t.Fatalf("MACOffset(%d) = %#x: beyond 24 bits", k, x)
+		}
+		if seen[x/64]&(1<<(x%64)) != 0 {
+			t.Fatalf("MACOffset(%d) = %#x: taken by an earlier index", k, x)
+		}
+		seen[x/64] |= 1 << (x % 64)
+		if k > 0 && k < 1000000 {
+			if d := int64(x) - int64(MACOffset(k-1, true)); d > -256 && d < 256 {
+				near++
+			}
+		}
+	}
+	// Scattered: consecutive addresses are seldom within 256 of each other
+	// (by chance about 1 in 32,000).
+	if near > 100 {
+		t.Errorf("%d of the first million consecutive offsets are within 256 of each other", near)
+	}
+	if MACOffset(12345, false) != 12345 {
+		t.Errorf("the plain order is not the index")
+	}
+}
+
+// TestRandomMACRange: the program scatters a source range as MACOffset
+// says, vendor bytes untouched, and the destination stays.
+func TestRandomMACRange(t *testing.T) {
+	const n = 1000000
+	g, data, _ := loadForTest(t, Options{SrcMACs: n, RandomMACs: true})
+	pinToOneCPU(t)
+	srcs := map[string]bool{}
+	for k := range 50 {
+		out := runOnce(t, g, data)
+		// The template's source is 02:00:00:00:00:01.
+		want := (1 + MACOffset(uint32(k), true)) & 0xffffff
+		got := uint32(out[9])<<16 | uint32(out[10])<<8 | uint32(out[11])
+		if got != want || out[6] != 2 || out[7] != 0 || out[8] != 0 {
+			t.Fatalf("frame %d: source %x, want 02:00:00 and low bytes %06x", k, out[6:12], want)
+		}
+		if string(out[0:6]) != string([]byte{2, 0, 0, 0, 0, 2}) {
+			t.Fatalf("frame %d: destination %x changed", k, out[0:6])
+		}
+		srcs[string(out[6:12])] = true
+	}
+	if len(srcs) != 50 {
+		t.Errorf("%d distinct sources in 50 frames", len(srcs))
+	}
+}
+
+// TestFlowBase: the frames carry the flow ids from the base on, in the
+// flows' order, each with its own sequence numbers.
+func TestFlowBase(t *testing.T) {
+	g, data, _ := loadForTest(t, Options{Flows: 3, FlowBase: 65533})
+	pinToOneCPU(t)
+	for k := range 9 {
+		h, ok := frame.Parse(runOnce(t, g, data))
+		if want := uint16(65533 + k%3); !ok || h.Flow != want || h.Seq != uint32(k/3) {
+			t.Fatalf("frame %d: %+v (ok %v), want flow %d seq %d", k, h, ok, want, k/3)
 		}
 	}
 }
