@@ -98,6 +98,9 @@ type Rig struct {
 	Offloads map[string]map[string]bool
 	// groToggle: GRO goes on for the generator's trials only (see NewRig).
 	groToggle bool
+	// SinkFlows is the flow ids the sinks track (0: 64): the scenario's
+	// flows, where it has more.
+	SinkFlows int
 }
 
 func (r *Rig) setGRO(on bool) error {
@@ -154,7 +157,7 @@ func (r *Rig) StartPackets(ctx context.Context, sinkHosts []int) error {
 	}
 	for _, i := range sinkHosts {
 		h := r.T.Hosts[i]
-		s, err := sink.Start(sink.Options{Dev: h.If, NetNS: h.NS.Path, MaxFlows: 64, LatencyEvery: 64})
+		s, err := sink.Start(sink.Options{Dev: h.If, NetNS: h.NS.Path, MaxFlows: max(64, r.SinkFlows), LatencyEvery: 64})
 		if err != nil {
 			r.StopPackets()
 			return fmt.Errorf("sink on %s: %w", h.NS.Name, err)
@@ -242,6 +245,7 @@ type TrialSpec struct {
 	SrcMAC   net.HardwareAddr // default: host From's
 	SrcMACs  int              // address ranges (RFC 2889)
 	DstMACs  int
+	SrcPorts frame.PortRange // the flows' UDP source ports (default: the generator's)
 	// Latency: every frame is stamped with its own clock reading and
 	// sampled by the sinks (slower, more exact); otherwise 1 in 64.
 	Latency bool
@@ -326,7 +330,7 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 	o := gen.Options{
 		Dev: from.If, NetNS: from.NS.Path, DstMAC: dst, SrcMAC: ts.SrcMAC, Mix: mix, Rate: ts.Rate,
 		Duration: ts.Duration, Count: ts.Count, Flows: ts.Flows, CPUs: []int{r.Place.GenCPU}, Batch: 64,
-		SrcMACs: ts.SrcMACs, DstMACs: ts.DstMACs, VLAN: from.VLAN,
+		SrcMACs: ts.SrcMACs, DstMACs: ts.DstMACs, VLAN: from.VLAN, SrcPorts: ts.SrcPorts,
 	}
 	if ts.Latency {
 		o.ClockEvery = 1
@@ -392,20 +396,7 @@ func learnFrame(h *Host) error {
 
 // sendFrame sends f out of the host's interface through a packet socket,
 // so through its stack's egress (a tagged host's tc program tags it).
-func sendFrame(h *Host, f []byte) error {
-	return h.NS.Do(func() error {
-		l, err := netlink.LinkByName(h.If)
-		if err != nil {
-			return err
-		}
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-		if err != nil {
-			return fmt.Errorf("packet socket in %s: %w", h.NS.Name, err)
-		}
-		defer unix.Close(fd)
-		return unix.Sendto(fd, f, 0, &unix.SockaddrLinklayer{Ifindex: l.Attrs().Index})
-	})
-}
+func sendFrame(h *Host, f []byte) error { return sendFrames(h, [][]byte{f}) }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
 	if d <= 0 {

@@ -44,6 +44,9 @@ type Result struct {
 	// (Value is the most of them); Restart the events themselves.
 	PerEvent []float64      `json:"per_event,omitempty"`
 	Restart  *RestartRecord `json:"restart,omitempty"`
+	// The mac-flood and soak tests' records, with their results.
+	Flood *FloodRecord `json:"mac_flood,omitempty"`
+	Soak  *SoakRecord  `json:"soak,omitempty"`
 }
 
 // Unit is the setting of one measured block: a DUT on one topology.
@@ -181,6 +184,15 @@ func estimate(s Scenario, u unit) time.Duration {
 			if s.StreamRate == 0 && !s.has(TestThroughput) {
 				t += 3*trial + tm.Search.Confirm
 			}
+		case TestMACFlood:
+			// Two streams (without and with the flood), each with its
+			// learning frames, lead, tail and drain; the static entries.
+			t += 2*(s.Duration+floodLead+floodTail+tm.Settle+tm.Drain) + 2*time.Second
+			if s.StreamRate == 0 && !s.has(TestThroughput) {
+				t += 3*trial + tm.Search.Confirm
+			}
+		case TestSoak:
+			t += 3*trial + tm.Search.Confirm + s.Duration + tm.Settle + tm.Drain
 		}
 	}
 	return t
@@ -243,6 +255,12 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 			})
 			return built, buildErr
 		}
+	}
+	if s.has(TestMACFlood) || s.has(TestSoak) {
+		if err := s.checkStream(); err != nil {
+			return nil, err
+		}
+		run.Notes = append(run.Notes, streamNotes(s)...)
 	}
 	units := plan(s)
 	ests := make([]time.Duration, len(units))
@@ -343,6 +361,11 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	if err != nil {
 		return nil, err
 	}
+	if s.has(TestMACFlood) && t.DUT != nil {
+		if err := t.AddSide(sideHosts); err != nil {
+			return nil, err
+		}
+	}
 	if len(v.Offloads) > 0 {
 		for _, h := range t.Hosts {
 			if err := h.NS.Features(h.If, v.Offloads); err != nil {
@@ -371,6 +394,9 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	}
 	if s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) {
 		env.MaxEntries = 2 * max(s.CacheMax, s.LearnAddrs, slices.Max(append([]int{0}, s.TableSizes...)))
+	}
+	if s.MaxEntries > 0 {
+		env.MaxEntries = s.MaxEntries
 	}
 	status("setting up " + u.dut)
 	rig, err := NewRig(ctx, t, d, place, env)
@@ -422,7 +448,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 
 	if s.hasPacketTests() && !(isDirect(u.dut) && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart)) {
 		sinkHosts := []int{1}
-		if s.has(TestFlood) || s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) || s.has(TestRestart) {
+		if s.has(TestFlood) || s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) || s.has(TestRestart) || s.has(TestMACFlood) {
 			sinkHosts = nil
 			for i := range t.Hosts {
 				sinkHosts = append(sinkHosts, i)
@@ -431,6 +457,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 		if m := t.Mirror; m != nil && !slices.Contains(sinkHosts, m.SpanHost) {
 			sinkHosts = append(sinkHosts, m.SpanHost)
 		}
+		rig.SinkFlows = s.Flows
 		if err := rig.StartPackets(ctx, sinkHosts); err != nil {
 			return out, err
 		}
@@ -607,31 +634,27 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 		}
 	}
 	if s.has(TestRestart) {
-		size := FrameSize("64")
-		if len(s.Sizes) > 0 {
-			size = s.Sizes[0]
-		}
-		rate, tput := s.StreamRate, 0.0
-		if rate <= 0 {
-			var ok bool
-			if tput, ok = tputs[size]; !ok {
-				n := 0
-				sr, trials, err := rig.Throughput(ctx, size, tm, flows, func(st SearchTrial) {
-					n++
-					status(fmt.Sprintf("throughput %s for the restart stream, trial %d: %s offered, loss %.3f%%", size.Label(), n, pps(st.Offered), 100*st.Loss))
-				})
-				if err != nil {
-					return err
-				}
-				add(searchResult(base, TestThroughput, string(size), sr, trials))
-				tput = sr.Throughput
-			}
-			if tput <= 0 {
-				return fmt.Errorf("restart: no zero-loss throughput at %s to run the stream at %.0f%% of", size.Label(), 100*s.Load)
-			}
-			rate = tput * s.Load
+		size := s.firstSize()
+		rate, tput, err := loadRate(ctx, s, rig, size, tputs, flows, base, add, status, "restart")
+		if err != nil {
+			return err
 		}
 		if err := restartTest(ctx, s, rig, size, rate, tput, base, add, notef, status); err != nil {
+			return err
+		}
+	}
+	if s.has(TestMACFlood) && rig.DUT.Learns() {
+		size := s.firstSize()
+		rate, tput, err := loadRate(ctx, s, rig, size, tputs, flows, base, add, status, "mac-flood")
+		if err != nil {
+			return err
+		}
+		if err := macFloodTest(ctx, s, rig, size, rate, tput, base, add, status); err != nil {
+			return err
+		}
+	}
+	if s.has(TestSoak) {
+		if err := soakTest(ctx, s, rig, base, add, status); err != nil {
 			return err
 		}
 	}
@@ -666,6 +689,42 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 		add(r)
 	}
 	return nil
+}
+
+// firstSize is the frame size of the tests that run at one: the first.
+func (s Scenario) firstSize() FrameSize {
+	if len(s.Sizes) > 0 {
+		return s.Sizes[0]
+	}
+	return "64"
+}
+
+// loadRate is the rate of a stream at s.Load of the DUT's throughput at
+// size, which the unit found already (tputs) or searches for now (adding
+// its result); or s.StreamRate, with no search. test names the test that
+// asks, for errors.
+func loadRate(ctx context.Context, s Scenario, rig *Rig, size FrameSize, tputs map[FrameSize]float64, flows int, base Result, add func(Result), status func(string), test string) (rate, tput float64, err error) {
+	if s.StreamRate > 0 {
+		return s.StreamRate, 0, nil
+	}
+	tput, ok := tputs[size]
+	if !ok {
+		n := 0
+		sr, trials, err := rig.Throughput(ctx, size, s.Timing, flows, func(st SearchTrial) {
+			n++
+			status(fmt.Sprintf("throughput %s for the %s stream, trial %d: %s offered, loss %.3f%%", size.Label(), test, n, pps(st.Offered), 100*st.Loss))
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+		add(searchResult(base, TestThroughput, string(size), sr, trials))
+		tput = sr.Throughput
+		tputs[size] = tput
+	}
+	if tput <= 0 {
+		return 0, 0, fmt.Errorf("%s: no zero-loss throughput at %s to run the stream at %.0f%% of", test, size.Label(), 100*s.Load)
+	}
+	return tput * s.Load, tput, nil
 }
 
 // searchResult is the Result of an RFC 2544 search: its figure, or, when no

@@ -25,9 +25,14 @@ const (
 	// event; its results' twin TestRestartFlooded is the frames h3 got.
 	TestRestart        = "restart"
 	TestRestartFlooded = "restart-flooded"
+	// TestMACFlood: a stream from h1 to h2 while h3 floods the bridge from
+	// Sources random addresses (macflood.go); TestSoak: a long stream at
+	// Load of the zero-loss rate, its figures per Window (soak.go).
+	TestMACFlood = "mac-flood"
+	TestSoak     = "soak"
 )
 
-var packetTestKinds = []string{TestThroughput, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn, TestTable, TestRestart}
+var packetTestKinds = []string{TestThroughput, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn, TestTable, TestRestart, TestMACFlood, TestSoak}
 
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
@@ -66,6 +71,14 @@ type Scenario struct {
 	Load, StreamRate     float64
 	EventLead, EventTail time.Duration
 	UpgradeTo            string
+	// The mac-flood test: a stream at Load times the first frame size's
+	// throughput (or StreamRate) for Duration with and then without a
+	// flood from Sources random source addresses; every DUT's learning
+	// table holds MaxEntries addresses (0: its default).
+	// The soak test: a stream at Load of the zero-loss rate for Duration,
+	// its loss and latency per Window.
+	Duration, Window    time.Duration
+	Sources, MaxEntries int
 	// Goals are what the scenario's figures should show, checked in the report.
 	Goals []Goal
 	// Unavailable, if set, is why the scenario cannot run yet.
@@ -197,6 +210,29 @@ var Scenarios = map[string]Scenario{
 		Events:    []EventCount{{EventSIGKILL, 10}, {EventSIGTERM, 10}, {EventUpgrade, 5}},
 		Load:      0.5,
 		EventLead: time.Second, EventTail: time.Second,
+	},
+	"mac-flood": {
+		Name: "mac-flood", Title: "MAC flood: a known stream while another host sends from 1,000,000 random source addresses",
+		About: "a 4-port bridge and, in the same DUT, a second bridge with two hosts of its own. A stream h1 -> h2 at 50% of the DUT's measured 64-byte throughput for 32 s, " +
+			"alone, then again while h3 sends 64-byte frames to h4 from 1,000,000 random source addresses at its generator's full rate for 30 s (on the other CPU): " +
+			"the stream's loss and received rate with the flood against without, the flooded bridge's learned addresses every second (never above its limit: every DUT's table holds 65,536), " +
+			"4 static entries added before (all still there, static, on their port, after), the second bridge learning 1,000 new addresses in each run (unaffected: the same time with the flood), " +
+			"and the daemon's resident memory every second (trestle's, ovs-vswitchd's; the Linux bridge has none). " +
+			"Why half the throughput: the stream's own path then has CPU to spare on a 2-CPU machine, so a loss is the table's doing, not two generators sharing two CPUs. " +
+			"Goal: the stream loses 0 frames and keeps at least 90% of its rate. trestle in xdp and in its default mode, the Linux bridge (fdb_max_learned) and Open vSwitch (mac-table-size); about 8 minutes",
+		DUTs: []string{"trestle:xdp", "trestle", "linux-bridge", "ovs"}, Hosts: 4, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestMACFlood}, Reps: 1, Timing: DefaultTiming,
+		Load: 0.5, Duration: 30 * time.Second, Sources: 1000000, MaxEntries: 65536,
+	},
+	"soak": {
+		Name: "soak", Title: "Soak: 10 minutes at 90% of the zero-loss rate, IMIX, 1000 flows",
+		About: "a 2-port bridge: the zero-loss rate (NDR, the RFC 2544 search) of IMIX frames in 1000 flows (UDP source ports 1024-2023, each flow with its own sequence numbers), " +
+			"then a stream at 90% of it for --duration (default 10m): loss and latency percentiles per minute, the daemon's resident memory and the size of every eBPF map of the programs on the DUT's ports " +
+			"(hash maps counted key by key, arrays fixed) every 10 s, and the learning table's size. " +
+			"Goals: 0 frames lost; p50, p90 and p99 of the last minute within 25% (or 2 us) of the first's; the daemon's memory and every map's size flat. trestle in xdp and in its default mode",
+		DUTs: []string{"trestle:xdp", "trestle"}, Hosts: 2, Chain: []int{1},
+		Sizes: []FrameSize{"imix"}, Tests: []string{TestSoak}, Reps: 1, Timing: DefaultTiming, Flows: 1000,
+		Load: 0.9, Duration: 10 * time.Minute, Window: time.Minute,
 	},
 	"mirror": {
 		Name: "mirror", Title: "Port mirroring: what a span port costs, and whether it keeps up",

@@ -85,6 +85,9 @@ type Topo struct {
 	// Filter, if set, is the rule set the DUT applies to every bridge
 	// (SetFilter).
 	Filter *Filter
+	// Side, if set, is a second bridge with hosts of its own (AddSide),
+	// in Bridges too; its hosts are not in Hosts.
+	Side *SideBridge
 }
 
 // HostMAC is host i's address, 02:00:00:00:00:i (1-based).

@@ -1,0 +1,611 @@
+package lab
+
+// The mac-flood test (issue 16): a known stream from h1 to h2 runs twice,
+// alone and while h3 sends frames from a million random source addresses
+// to h4 at its generator's full rate. What a flood must not do (DESIGN.md,
+// datapath rule 3): slow or break the known stream, grow the table past
+// its limit, evict static entries, or keep another bridge from learning.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/trestle/trestle/internal/frame"
+	"github.com/trestle/trestle/internal/gen"
+	"github.com/trestle/trestle/internal/sink"
+)
+
+const (
+	// floodFlow is the flow id of the flood's frames: above every flow a
+	// sink tracks, so every sink counts them apart, as bad_flow.
+	floodFlow = 0xffff
+	// floodStatics is how many static entries the flooded bridge gets.
+	floodStatics = 4
+	// sideHosts are the hosts of the second bridge; sideAddrs the new
+	// addresses it is taught in each stream, and sideLimit how long it may
+	// take to hold them all.
+	sideHosts = 2
+	sideAddrs = 1000
+	sideLimit = 5 * time.Second
+	sidePoll  = 100 * time.Millisecond
+	// floodLead and floodTail are the stream before the flood starts and
+	// after it ends; sampleEvery how often the table, the memory and the
+	// stream's rate are read.
+	floodLead, floodTail = time.Second, time.Second
+	sampleEvery          = time.Second
+	// FloodMinRatio is the goal: the stream keeps this share of its rate.
+	FloodMinRatio = 0.9
+)
+
+var (
+	// floodBase is the first of the flood's sources: locally administered
+	// and unicast (0a:), so no offset in its low 24 bits is a host's
+	// 02:00:00:.. address.
+	floodBase = net.HardwareAddr{0x0a, 0x66, 0x6c, 0, 0, 0}
+	// staticBase is the first static entry's address.
+	staticBase = net.HardwareAddr{0x0e, 0x5a, 0, 0, 0, 1}
+	// sideBase is the first of the second bridge's new addresses; each
+	// stream's are its own (the stream's number in the third byte).
+	sideBase = net.HardwareAddr{0x02, 0xb0, 0, 0, 0, 0}
+)
+
+// SideBridge is a second bridge of the DUT with hosts of its own: it is
+// not measured, it shows whether the DUT still learns there while the
+// other bridge is flooded (trestle's bridges share one table map).
+type SideBridge struct {
+	Name  string
+	Hosts []*Host
+}
+
+// AddSide adds to t (a one-bridge topology) a second bridge, "brs", with
+// n hosts s1..sN of its own on ports q1..qN, for the DUT to build with the
+// first.
+func (t *Topo) AddSide(n int) error {
+	if t.DUT == nil || len(t.Bridges) != 1 {
+		return errors.New("topology: a second bridge goes beside one bridge, in a DUT")
+	}
+	side := &SideBridge{Name: "brs"}
+	b := Bridge{Name: side.Name}
+	for i := 1; i <= n; i++ {
+		ns, err := t.Net.NS(fmt.Sprintf("s%d", i))
+		if err != nil {
+			return err
+		}
+		h := &Host{NS: ns, If: "eth0", MAC: HostMAC(0x100 + i), IP: HostIP(0x100 + i), Port: fmt.Sprintf("q%d", i)}
+		if err := t.Net.Veth(t.DUT, h.Port, ns, h.If, VethOpts{MACB: h.MAC, Queues: t.Shape.Queues}); err != nil {
+			return err
+		}
+		if err := ns.AddrAdd(h.If, h.IP+"/16"); err != nil {
+			return err
+		}
+		side.Hosts = append(side.Hosts, h)
+		b.Ports = append(b.Ports, h.Port)
+	}
+	t.Bridges = append(t.Bridges, b)
+	t.Side = side
+	return nil
+}
+
+// FloodRecord is the mac-flood test through one DUT.
+type FloodRecord struct {
+	FrameSize  FrameSize `json:"frame_size"`
+	RatePPS    float64   `json:"rate_pps"`
+	Throughput float64   `json:"throughput_pps,omitempty"` // measured; the rate is Load of it
+	Load       float64   `json:"load,omitempty"`
+	Sources    int       `json:"sources"`
+	// FloodSeconds is the flood's length; the streams run floodLead
+	// before it and floodTail after.
+	FloodSeconds float64 `json:"flood_seconds"`
+	// MaxEntries is the table size asked for; TableLimit the flooded
+	// bridge's limit as the DUT states it, SideLimit the second bridge's.
+	MaxEntries int           `json:"max_entries"`
+	TableLimit string        `json:"table_limit"`
+	SideLimit  string        `json:"side_table_limit,omitempty"`
+	Statics    []StaticCheck `json:"statics"`
+	Base       FloodWindow   `json:"without_flood"`
+	Flood      FloodWindow   `json:"with_flood"`
+	// Daemon is whose memory the samples hold.
+	Daemon string `json:"daemon,omitempty"`
+	// Unmeasured are the figures this DUT cannot give, and why.
+	Unmeasured map[string]string `json:"unmeasured,omitempty"`
+}
+
+// StaticCheck is one static entry of the flooded bridge: there (static, on
+// its port) before the streams and after the flood.
+type StaticCheck struct {
+	MAC    string `json:"mac"`
+	Port   string `json:"port"`
+	Before bool   `json:"before"`
+	After  bool   `json:"after"`
+	Found  string `json:"found,omitempty"` // what the table held after, when not the entry
+}
+
+// FloodWindow is one stream from h1 to h2, with or without the flood.
+type FloodWindow struct {
+	Flood bool `json:"flood"`
+	// The stream: every frame is due at h2 (see RestartEvent.account).
+	Sent       uint64  `json:"sent"`
+	DevDropped uint64  `json:"dev_dropped"`
+	Received   uint64  `json:"received"`
+	Lost       int64   `json:"lost"`
+	Gaps       int64   `json:"sequence_gaps"`
+	Reordered  uint64  `json:"reordered"`
+	Duplicated uint64  `json:"duplicated"`
+	Flooded    uint64  `json:"flooded"` // stream frames h3 counted: the DUT did not know h2
+	Offered    float64 `json:"offered_pps"`
+	// RatePPS is the distinct frames h2 received a second of the stream.
+	RatePPS float64 `json:"rate_pps"`
+	Seconds float64 `json:"seconds"`
+	// The flood, from h3 to h4's learned address: frames sent, the rate
+	// it reached, those h4 received, and those that reached h1 or h2 (the
+	// DUT flooded them: it had lost h4's entry or never had it).
+	FloodSent      uint64        `json:"flood_sent,omitempty"`
+	FloodOffered   float64       `json:"flood_offered_pps,omitempty"`
+	FloodDelivered uint64        `json:"flood_delivered,omitempty"`
+	FloodLeaked    uint64        `json:"flood_leaked,omitempty"`
+	CPU            []float64     `json:"cpu_busy,omitempty"`
+	Samples        []FloodSample `json:"samples"`
+	// Side is the second bridge learning new addresses midway.
+	Side *SideLearn `json:"side_learning,omitempty"`
+	Note string     `json:"note,omitempty"`
+}
+
+// FloodSample is one reading a second into a stream.
+type FloodSample struct {
+	T        float64 `json:"t_s"` // since the stream started
+	Flooding bool    `json:"flooding"`
+	// Learned is the flooded bridge's learned addresses (-1: not read);
+	// Entries and Evicted as in TableReading.
+	Learned int    `json:"learned"`
+	Entries int    `json:"entries,omitempty"`
+	Evicted int64  `json:"evicted,omitempty"`
+	RSSKiB  uint64 `json:"rss_kib,omitempty"`
+	// StreamPPS is the stream's frames h2 received since the last
+	// sample, a second; FloodPPS the flood's that h4 received.
+	StreamPPS float64 `json:"stream_pps"`
+	FloodPPS  float64 `json:"flood_pps"`
+}
+
+// SideLearn is the second bridge taught new addresses: how many it held
+// and how long it took to hold them all (or the limit).
+// Millis runs from the first frame sent to the end of the table read
+// that found them all: it includes that read (ReadMs), which is the
+// DUT's answer to a full dump of its table.
+type SideLearn struct {
+	Addresses int     `json:"addresses"`
+	Learned   int     `json:"learned"`
+	Millis    float64 `json:"ms"`
+	Reads     int     `json:"reads"`
+	ReadMs    float64 `json:"last_read_ms"`
+	Note      string  `json:"note,omitempty"`
+}
+
+// account fills the stream's figures from the generator's run and the
+// sinks' counts after it: to is h2's, watch h3's.
+func (w *FloodWindow) account(g gen.Stats, to, watch sink.Snapshot) {
+	var ev RestartEvent
+	ev.account(g, to, &watch)
+	w.Sent, w.DevDropped, w.Offered, w.Seconds = ev.Sent, ev.DevDropped, ev.Offered, ev.Seconds
+	w.Received, w.Lost, w.Gaps, w.Reordered, w.Duplicated, w.Flooded = ev.Received, ev.Lost, ev.Gaps, ev.Reordered, ev.Duplicated, ev.Flooded
+	if w.Seconds > 0 {
+		w.RatePPS = float64(int64(w.Sent)-w.Lost) / w.Seconds
+	}
+}
+
+// FloodSummary is a DUT's mac-flood test summed up, with its goal.
+type FloodSummary struct {
+	Lost                int64   // the stream's frames lost with the flood
+	BaseRate, FloodRate float64 // the stream's received rate without, with
+	Ratio               float64 // FloodRate / BaseRate
+	// MaxLearned is the most the flooded bridge held in any sample, -1 if
+	// never read; Above says whether that was more than MaxEntries.
+	MaxLearned             int
+	Above                  bool
+	StaticsKept, Statics   int
+	RSSBefore              uint64 // KiB: the last sample of the stream without the flood
+	RSSMax, RSSAfter       uint64 // the most of the stream with it, and its last sample
+	SideBase, SideFlood    *SideLearn
+	GoalMet                bool // Lost == 0 and Ratio >= FloodMinRatio
+	StreamLostWithoutFlood int64
+}
+
+// SummarizeFlood sums a record up.
+func SummarizeFlood(rec *FloodRecord) FloodSummary {
+	s := FloodSummary{Lost: rec.Flood.Lost, BaseRate: rec.Base.RatePPS, FloodRate: rec.Flood.RatePPS, MaxLearned: -1,
+		Statics: len(rec.Statics), SideBase: rec.Base.Side, SideFlood: rec.Flood.Side, StreamLostWithoutFlood: rec.Base.Lost}
+	if s.BaseRate > 0 {
+		s.Ratio = s.FloodRate / s.BaseRate
+	}
+	for _, w := range []FloodWindow{rec.Base, rec.Flood} {
+		for _, p := range w.Samples {
+			if p.Learned > s.MaxLearned {
+				s.MaxLearned = p.Learned
+			}
+		}
+	}
+	s.Above = rec.MaxEntries > 0 && s.MaxLearned > rec.MaxEntries
+	for _, c := range rec.Statics {
+		if c.Before && c.After {
+			s.StaticsKept++
+		}
+	}
+	if n := len(rec.Base.Samples); n > 0 {
+		s.RSSBefore = rec.Base.Samples[n-1].RSSKiB
+	}
+	for _, p := range rec.Flood.Samples {
+		s.RSSMax = max(s.RSSMax, p.RSSKiB)
+		s.RSSAfter = p.RSSKiB
+	}
+	s.GoalMet = rec.Flood.Sent > 0 && s.Lost <= 0 && s.Ratio >= FloodMinRatio
+	return s
+}
+
+// floodPlan is what both streams of a DUT share.
+type floodPlan struct {
+	mix     frame.Mix
+	rate    float64
+	flows   int
+	flood   time.Duration
+	sources int
+	tables  tables // nil: the DUT's table cannot be read
+	bridge  string // the flooded bridge
+	tm      Timing
+}
+
+// macFloodTest runs the mac-flood test through a rig of 4 hosts (and a
+// side bridge): the stream at rate frames a second of size without the
+// flood and then with it, and its two results.
+func macFloodTest(ctx context.Context, s Scenario, rig *Rig, size FrameSize, rate, tput float64, base Result, add func(Result), status func(string)) error {
+	if len(rig.T.Hosts) < 4 || len(rig.T.Bridges) == 0 {
+		return errors.New("mac-flood: needs 4 hosts on a bridge")
+	}
+	mix, err := size.Mix()
+	if err != nil {
+		return err
+	}
+	rec := &FloodRecord{FrameSize: size, RatePPS: rate, Sources: s.Sources, FloodSeconds: s.Duration.Seconds(), MaxEntries: s.MaxEntries, Unmeasured: map[string]string{}}
+	if tput > 0 {
+		rec.Throughput, rec.Load = tput, rate/tput
+	}
+	p := floodPlan{mix: mix, rate: rate, flows: max(s.Flows, 1), flood: s.Duration, sources: s.Sources, bridge: rig.T.Bridges[0].Name, tm: s.Timing}
+	if tb, ok := rig.DUT.(tables); ok {
+		p.tables = tb
+	} else {
+		rec.Unmeasured["table"] = rig.DUT.Name() + " has no table the lab can read"
+	}
+	if _, what, err := daemonRSS(rig.DUT); err != nil {
+		rec.Unmeasured["memory"] = err.Error()
+	} else {
+		rec.Daemon = what
+	}
+	var runErr error
+	if p.tables != nil {
+		status("mac-flood: the table limit and the static entries")
+		runErr = rig.floodSetup(ctx, p, s.MaxEntries, rec)
+	}
+	for _, flood := range []bool{false, true} {
+		if runErr != nil {
+			break
+		}
+		what := "alone"
+		if flood {
+			what = fmt.Sprintf("with a flood from %d random sources", p.sources)
+		}
+		status(fmt.Sprintf("mac-flood: the stream of %s at %s, %s (%v)", size.Label(), pps(rate), what, floodLead+p.flood+floodTail))
+		w, err := rig.floodWindow(ctx, p, flood)
+		if err != nil {
+			runErr = fmt.Errorf("mac-flood: the stream %s: %w", what, err)
+			w.Note = err.Error()
+		}
+		if flood {
+			rec.Flood = w
+		} else {
+			rec.Base = w
+		}
+	}
+	if runErr == nil && p.tables != nil {
+		runErr = rig.checkStatics(ctx, p, rec.Statics, false)
+	}
+	if rig.T.Side == nil {
+		rec.Unmeasured["second bridge"] = "no second bridge on this topology"
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	addFloodResults(base, rec, runErr, add)
+	return runErr
+}
+
+// floodSetup limits both bridges' tables where the DUT takes a limit at
+// run time, gives the flooded bridge its static entries (on h2's port)
+// and checks they are there.
+func (r *Rig) floodSetup(ctx context.Context, p floodPlan, maxEntries int, rec *FloodRecord) error {
+	var err error
+	if rec.TableLimit, err = p.tables.tableLimit(ctx, r.T, p.bridge, maxEntries); err != nil {
+		return err
+	}
+	if r.T.Side != nil {
+		if rec.SideLimit, err = p.tables.tableLimit(ctx, r.T, r.T.Side.Name, maxEntries); err != nil {
+			return err
+		}
+	}
+	port := r.T.Hosts[1].Port
+	for i := 0; i < floodStatics; i++ {
+		mac := macPlus(staticBase, i)
+		if err := p.tables.addStatic(ctx, r.T, p.bridge, port, mac); err != nil {
+			return fmt.Errorf("static entry %s on %s: %w", mac, port, err)
+		}
+		rec.Statics = append(rec.Statics, StaticCheck{MAC: mac.String(), Port: port})
+	}
+	return r.checkStatics(ctx, p, rec.Statics, true)
+}
+
+// checkStatics reads the flooded bridge's table and marks each static
+// entry found (static, on its port) before the streams, or after.
+func (r *Rig) checkStatics(ctx context.Context, p floodPlan, cs []StaticCheck, before bool) error {
+	es, err := p.tables.fdbEntries(ctx, r.T, p.bridge)
+	if err != nil {
+		return err
+	}
+	for i := range cs {
+		e, ok := es[cs[i].MAC]
+		there := ok && e.Static && e.Port == cs[i].Port
+		if before {
+			cs[i].Before = there
+			continue
+		}
+		cs[i].After = there
+		switch {
+		case !ok:
+			cs[i].Found = "gone"
+		case !there:
+			cs[i].Found = fmt.Sprintf("on %s, static %v", e.Port, e.Static)
+		}
+	}
+	return nil
+}
+
+// floodWindow runs one stream: learning frames from every host, the
+// stream from h1 to h2 for lead + flood + tail, and with flood the flood
+// from h3 to h4 after lead, on the DUT's CPU (the stream's path runs on
+// the generator's). Every second a sampler reads the flooded bridge's
+// table, the daemon's memory and the rates at h2 and h4; midway the side
+// bridge is taught new addresses.
+func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWindow, error) {
+	w := FloodWindow{Flood: flood}
+	hosts := r.T.Hosts
+	for _, h := range hosts {
+		if err := learnFrame(h); err != nil {
+			return w, err
+		}
+	}
+	sleepCtx(ctx, p.tm.Settle)
+	var sinks []*sink.Sink
+	for i := range hosts {
+		s := r.sinks[i]
+		if s == nil {
+			return w, fmt.Errorf("no sink on h%d", i+1)
+		}
+		if err := s.Reset(); err != nil {
+			return w, err
+		}
+		sinks = append(sinks, s)
+	}
+	stream := gen.Options{Dev: hosts[0].If, NetNS: hosts[0].NS.Path, DstMAC: hosts[1].MAC, Mix: p.mix, Rate: p.rate, Flows: p.flows,
+		Duration: floodLead + p.flood + floodTail, CPUs: []int{r.Place.GenCPU}, Batch: 64}
+	flooder := gen.Options{Dev: hosts[2].If, NetNS: hosts[2].NS.Path, DstMAC: hosts[3].MAC, SrcMAC: floodBase,
+		SrcMACs: p.sources, RandomMACs: true, Mix: frame.Mix{Sizes: []int{60}, Weights: []int{1}},
+		Duration: p.flood, Flows: 1, FlowBase: floodFlow, CPUs: []int{r.Place.DUTCPU}, Batch: 64}
+
+	cpu0, _ := readCPU()
+	start := time.Now()
+	smp := &floodSampler{rig: r, p: p, start: start, to: sinks[1], at: sinks[3]}
+	sctx, stopSampling := context.WithCancel(ctx)
+	var sampled sync.WaitGroup
+	sampled.Add(1)
+	go func() { defer sampled.Done(); smp.run(sctx) }()
+	defer func() { stopSampling(); sampled.Wait() }()
+
+	// The generators stop with the window, whatever ends it.
+	gctx, stopGens := context.WithCancel(ctx)
+	var streamDone, floodDone <-chan genResult
+	var st, fl genResult
+	streaming, flooding := true, false
+	defer func() {
+		stopGens()
+		if streaming {
+			<-streamDone
+		}
+		if flooding {
+			<-floodDone
+		}
+	}()
+	streamDone = goGen(gctx, stream)
+	sleepCtx(ctx, floodLead)
+	if snap, err := sinks[1].Snapshot(); err != nil {
+		return w, err
+	} else if snap.Received == 0 {
+		w.Note = fmt.Sprintf("the stream had not reached h2 %v after it started", floodLead)
+	}
+	if flood && ctx.Err() == nil {
+		smp.setFlooding(true)
+		flooding = true
+		floodDone = goGen(gctx, flooder)
+	}
+	if r.T.Side != nil && p.tables != nil {
+		sleepCtx(ctx, p.flood/2)
+		n := 0
+		if flood {
+			n = 1
+		}
+		side, err := r.sideLearn(ctx, p.tables, n)
+		if err != nil {
+			return w, fmt.Errorf("the second bridge learning: %w", err)
+		}
+		w.Side = side
+	}
+	if flooding {
+		fl = <-floodDone
+		flooding = false
+		smp.setFlooding(false)
+	}
+	st = <-streamDone
+	streaming = false
+	cpu1, _ := readCPU()
+	w.CPU = cpuBusy(cpu0, cpu1)
+	if st.err != nil && ctx.Err() == nil {
+		return w, fmt.Errorf("the stream's generator on %s: %w", hosts[0].NS.Name, st.err)
+	}
+	if fl.err != nil && ctx.Err() == nil {
+		return w, fmt.Errorf("the flood's generator on %s: %w", hosts[2].NS.Name, fl.err)
+	}
+	sleepCtx(ctx, p.tm.Drain)
+	stopSampling()
+	sampled.Wait()
+	w.Samples = smp.samples
+	snaps := make([]sink.Snapshot, len(sinks))
+	for i, s := range sinks {
+		var err error
+		if snaps[i], err = s.Snapshot(); err != nil {
+			return w, err
+		}
+	}
+	w.account(st.s, snaps[1], snaps[2])
+	if flood {
+		w.FloodSent, w.FloodOffered = fl.s.Sent, fl.s.PPS()
+		w.FloodDelivered = snaps[3].BadFlow
+		w.FloodLeaked = snaps[0].BadFlow + snaps[1].BadFlow
+	}
+	return w, ctx.Err()
+}
+
+// genResult is how a generator run ended.
+type genResult struct {
+	s   gen.Stats
+	err error
+}
+
+// goGen runs the generator until o or ctx ends it; its result comes on the
+// channel.
+func goGen(ctx context.Context, o gen.Options) <-chan genResult {
+	ch := make(chan genResult, 1)
+	go func() { s, err := gen.Run(ctx, o, 0, nil); ch <- genResult{s, err} }()
+	return ch
+}
+
+// floodSampler reads, every sampleEvery until stopped, the flooded
+// bridge's table, the daemon's memory and the rates at h2 and h4.
+type floodSampler struct {
+	rig     *Rig
+	p       floodPlan
+	start   time.Time
+	to, at  *sink.Sink // h2's and h4's
+	mu      sync.Mutex
+	floods  bool
+	samples []FloodSample
+}
+
+func (s *floodSampler) setFlooding(on bool) {
+	s.mu.Lock()
+	s.floods = on
+	s.mu.Unlock()
+}
+
+func (s *floodSampler) run(ctx context.Context) {
+	tick := time.NewTicker(sampleEvery)
+	defer tick.Stop()
+	last := time.Now()
+	var lastTo, lastAt uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			smp := FloodSample{T: now.Sub(s.start).Seconds(), Learned: -1}
+			s.mu.Lock()
+			smp.Flooding = s.floods
+			s.mu.Unlock()
+			dt := now.Sub(last).Seconds()
+			last = now
+			if snap, err := s.to.Snapshot(); err == nil {
+				smp.StreamPPS = float64(snap.Received-min(lastTo, snap.Received)) / dt
+				lastTo = snap.Received
+			}
+			if snap, err := s.at.Snapshot(); err == nil {
+				smp.FloodPPS = float64(snap.BadFlow-min(lastAt, snap.BadFlow)) / dt
+				lastAt = snap.BadFlow
+			}
+			if s.p.tables != nil {
+				if tr, err := s.p.tables.readTable(ctx, s.rig.T, s.p.bridge); err == nil {
+					smp.Learned, smp.Entries, smp.Evicted = tr.Learned, tr.Entries, tr.Evicted
+				}
+			}
+			if kib, _, err := daemonRSS(s.rig.DUT); err == nil {
+				smp.RSSKiB = kib
+			}
+			s.mu.Lock()
+			s.samples = append(s.samples, smp)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// sideLearn teaches the side bridge sideAddrs new addresses (the n-th set)
+// from its first host and waits until its table holds them all on that
+// host's port, or sideLimit.
+func (r *Rig) sideLearn(ctx context.Context, tb tables, n int) (*SideLearn, error) {
+	side := r.T.Side
+	h := side.Hosts[0]
+	first := append(net.HardwareAddr(nil), sideBase...)
+	first[2] = byte(n)
+	sl := &SideLearn{Addresses: sideAddrs}
+	t0 := time.Now()
+	if err := sendFrames(h, learningFrames(first, sideAddrs)); err != nil {
+		return nil, err
+	}
+	for {
+		t1 := time.Now()
+		es, err := tb.fdbEntries(ctx, r.T, side.Name)
+		if err != nil {
+			return nil, err
+		}
+		sl.Reads++
+		sl.ReadMs = ms(time.Since(t1))
+		sl.Learned = 0
+		for i := 0; i < sideAddrs; i++ {
+			if e, ok := es[macPlus(first, i).String()]; ok && e.Port == h.Port {
+				sl.Learned++
+			}
+		}
+		sl.Millis = ms(time.Since(t0))
+		if sl.Learned == sideAddrs || ctx.Err() != nil {
+			return sl, ctx.Err()
+		}
+		if time.Since(t0) >= sideLimit {
+			sl.Note = fmt.Sprintf("held %d of %d after %v", sl.Learned, sideAddrs, sideLimit)
+			return sl, nil
+		}
+		sleepCtx(ctx, sidePoll)
+	}
+}
+
+// addFloodResults adds the test's two results: the stream's frames lost
+// with the flood (the record with it), and its received rate with the
+// flood against without.
+func addFloodResults(base Result, rec *FloodRecord, err error, add func(Result)) {
+	sum := SummarizeFlood(rec)
+	lost := base
+	lost.Test, lost.Param, lost.Unit, lost.Value, lost.Flood = TestMACFlood, "lost", "frames", float64(sum.Lost), rec
+	rate := base
+	rate.Test, rate.Param, rate.Unit, rate.Value = TestMACFlood, "rate", "ratio", sum.Ratio
+	rate.Note = fmt.Sprintf("%s with the flood, %s without", pps(sum.FloodRate), pps(sum.BaseRate))
+	if err != nil {
+		lost.Error, rate.Error = err.Error(), err.Error()
+	}
+	add(lost)
+	add(rate)
+}

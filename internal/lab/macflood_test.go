@@ -1,0 +1,250 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+
+	"github.com/trestle/trestle/internal/gen"
+	"github.com/trestle/trestle/internal/sink"
+)
+
+// TestFloodAccounting: a stream's figures from the generator and the
+// sinks, the summary of the two streams, the goal, and the two results.
+func TestFloodAccounting(t *testing.T) {
+	var w FloodWindow
+	w.account(gen.Stats{Sent: 1000, Elapsed: 2 * time.Second}, sink.Snapshot{Received: 992, Lost: 10, Duplicates: 2}, sink.Snapshot{Received: 5})
+	// 990 distinct of 1000: 10 lost; 990 frames in 2 s.
+	if w.Lost != 10 || w.Gaps != 10 || w.Flooded != 5 || w.RatePPS != 495 || w.Offered != 500 || w.Seconds != 2 {
+		t.Errorf("account: %+v", w)
+	}
+
+	rec := &FloodRecord{MaxEntries: 100, Sources: 1000,
+		Base: FloodWindow{Sent: 1000, RatePPS: 500, Samples: []FloodSample{{Learned: 4, RSSKiB: 1000}, {Learned: 4, RSSKiB: 1100}},
+			Side: &SideLearn{Addresses: 10, Learned: 10, Millis: 30}},
+		Flood: FloodWindow{Flood: true, Sent: 1000, RatePPS: 460, Samples: []FloodSample{{Learned: 4, RSSKiB: 1200}, {Learned: 100, RSSKiB: 3000}, {Learned: 100, RSSKiB: 2000}},
+			Side: &SideLearn{Addresses: 10, Learned: 10, Millis: 60}},
+		Statics: []StaticCheck{{Before: true, After: true}, {Before: true, After: false}, {Before: true, After: true}},
+	}
+	s := SummarizeFlood(rec)
+	if s.Lost != 0 || s.Ratio != 0.92 || s.MaxLearned != 100 || s.Above || s.StaticsKept != 2 || s.Statics != 3 ||
+		s.RSSBefore != 1100 || s.RSSMax != 3000 || s.RSSAfter != 2000 || !s.GoalMet || s.SideFlood.Millis != 60 {
+		t.Errorf("SummarizeFlood: %+v", s)
+	}
+	// The goal fails on a single frame lost, or below 90% of the rate.
+	rec.Flood.Lost = 1
+	if SummarizeFlood(rec).GoalMet {
+		t.Errorf("a frame lost met the goal")
+	}
+	rec.Flood.Lost, rec.Flood.RatePPS = 0, 440
+	if s := SummarizeFlood(rec); s.GoalMet || s.Ratio != 0.88 {
+		t.Errorf("88%% of the rate: %+v", s)
+	}
+	// A table above its limit is said so; a table never read is -1.
+	rec.Flood.Samples[1].Learned = 101
+	if s := SummarizeFlood(rec); !s.Above || s.MaxLearned != 101 {
+		t.Errorf("101 of 100: %+v", s)
+	}
+	if s := SummarizeFlood(&FloodRecord{Flood: FloodWindow{Samples: []FloodSample{{Learned: -1}}}}); s.MaxLearned != -1 || s.Above || s.GoalMet {
+		t.Errorf("unread table, nothing sent: %+v", s)
+	}
+
+	var got []Result
+	rec.Flood.RatePPS = 500
+	addFloodResults(Result{DUT: "d", Rep: 1}, rec, nil, func(r Result) { got = append(got, r) })
+	if len(got) != 2 || got[0].Test != TestMACFlood || got[0].Param != "lost" || got[0].Flood != rec || got[0].Value != 0 ||
+		got[1].Param != "rate" || got[1].Value != 1 || got[1].Flood != nil || got[1].Unit != "ratio" {
+		t.Errorf("results: %+v", got)
+	}
+	got = nil
+	addFloodResults(Result{}, rec, errors.New("broke"), func(r Result) { got = append(got, r) })
+	if got[0].Error != "broke" || got[1].Error != "broke" {
+		t.Errorf("results after an error: %+v", got)
+	}
+}
+
+func TestMACFloodScenario(t *testing.T) {
+	s := Scenarios["mac-flood"]
+	if s.Sources != 1000000 || s.MaxEntries != 65536 || s.Duration != 30*time.Second || s.Load != 0.5 || s.Hosts != 4 || !s.has(TestThroughput) || !s.has(TestMACFlood) {
+		t.Errorf("mac-flood: %+v", s)
+	}
+	if err := s.checkStream(); err != nil {
+		t.Error(err)
+	}
+	var total time.Duration
+	for _, u := range plan(s) {
+		total += estimate(s, u)
+	}
+	if total < 4*time.Minute || total > 12*time.Minute {
+		t.Errorf("mac-flood estimated at %v", total)
+	}
+	for _, c := range []struct {
+		edit func(*Scenario)
+		want string
+	}{
+		{func(s *Scenario) { s.Load = 0 }, "load 0"},
+		{func(s *Scenario) { s.Duration = 0 }, "duration above 0"},
+		{func(s *Scenario) { s.Sources = 1<<24 + 1 }, "sources"},
+		{func(s *Scenario) { s.Hosts = 3 }, "need 4"},
+	} {
+		bad := s
+		c.edit(&bad)
+		if err := bad.checkStream(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("checkStream: %v, want %q", err, c.want)
+		}
+	}
+	notes := streamNotes(s)
+	if len(notes) != 1 || !strings.Contains(notes[0], "1000000 source addresses") || !strings.Contains(notes[0], "Table size asked of every DUT: 65536") {
+		t.Errorf("notes: %q", notes)
+	}
+}
+
+// TestLearningFrames: n broadcast frames from n addresses counting up in
+// the low 24 bits, with the lab's learning ethertype.
+func TestLearningFrames(t *testing.T) {
+	fs := learningFrames(net.HardwareAddr{2, 0xb0, 1, 0, 0, 0xfe}, 3)
+	want := []string{"02:b0:01:00:00:fe", "02:b0:01:00:00:ff", "02:b0:01:00:01:00"}
+	for i, f := range fs {
+		if len(f) != 60 || net.HardwareAddr(f[6:12]).String() != want[i] || f[0] != 0xff || f[12] != 0x88 || f[13] != 0xb5 {
+			t.Errorf("frame %d: %x", i, f)
+		}
+	}
+	if got := macPlus(net.HardwareAddr{0x0e, 0x5a, 0, 0xff, 0xff, 0xff}, 1).String(); got != "0e:5a:00:00:00:00" {
+		t.Errorf("macPlus wraps within the low 24 bits: %s", got)
+	}
+}
+
+// TestTableParsers: each DUT's table as its tools print it.
+func TestTableParsers(t *testing.T) {
+	stats := `Statistics for bridge "br1":
+  Current/maximum MAC entries in the table: 65536/65536
+  Current static MAC entries in the table : 4
+  Total number of learned MAC entries     : 70531
+  Total number of expired MAC entries     : 0
+  Total number of evicted MAC entries     : 4995
+  Total number of port moved MAC entries  : 0
+`
+	tr, err := parseOVSStats(stats)
+	if err != nil || tr.Learned != 65532 || tr.Entries != 65536 || tr.Evicted != 4995 {
+		t.Errorf("parseOVSStats: %+v %v", tr, err)
+	}
+	if _, err := parseOVSStats("ovs-appctl: no such bridge"); err == nil {
+		t.Errorf("parseOVSStats took an answer without a size")
+	}
+
+	fdb := ` port  VLAN  MAC                Age
+    1     0  0e:5a:00:00:00:01  static
+    2     0  02:00:00:00:00:01    3
+    1     0  02:b0:00:00:00:05    0
+`
+	names := "65534,brs\n1,q1\n1,p2\n65534,br1\n2,p1\n2,q2\n"
+	m := parseOVSFDB(fdb, names, []string{"p1", "p2"})
+	if len(m) != 3 || m["0e:5a:00:00:00:01"] != (fdbEntry{"p2", true}) || m["02:00:00:00:00:01"] != (fdbEntry{"p1", false}) {
+		t.Errorf("parseOVSFDB for br1: %v", m)
+	}
+	if m := parseOVSFDB(fdb, names, []string{"q1", "q2"}); m["02:b0:00:00:00:05"] != (fdbEntry{"q1", false}) {
+		t.Errorf("parseOVSFDB for brs, whose port 1 is q1: %v", m)
+	}
+
+	js := `[{"mac":"02:00:00:00:00:01","ifname":"p1","master":"br1","state":""},
+{"mac":"0E:5A:00:00:00:01","ifname":"p2","master":"br1","state":"static"},
+{"mac":"aa:bb:cc:dd:ee:ff","ifname":"p1","vlan":1,"flags":["self"],"state":"permanent"},
+{"mac":"12:34:56:78:9a:bc","ifname":"br1","master":"br1","state":"permanent"}]`
+	bm, err := parseBridgeFDB(js, "br1")
+	if err != nil || len(bm) != 2 || bm["0e:5a:00:00:00:01"] != (fdbEntry{"p2", true}) || bm["02:00:00:00:00:01"] != (fdbEntry{"p1", false}) {
+		t.Errorf("parseBridgeFDB: %v %v", bm, err)
+	}
+
+	// IFLA_LINKINFO { IFLA_INFO_KIND, IFLA_INFO_DATA { ..., N_LEARNED, MAX_LEARNED } }.
+	info := nl.NewRtAttr(unix.IFLA_LINKINFO|unix.NLA_F_NESTED, nil)
+	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("bridge"))
+	data := info.AddRtAttr(nl.IFLA_INFO_DATA|unix.NLA_F_NESTED, nil)
+	data.AddRtAttr(unix.IFLA_BR_AGEING_TIME, nl.Uint32Attr(30000))
+	data.AddRtAttr(unix.IFLA_BR_FDB_N_LEARNED, nl.Uint32Attr(4096))
+	data.AddRtAttr(unix.IFLA_BR_FDB_MAX_LEARNED, nl.Uint32Attr(65536))
+	mtu := nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(1500))
+	msg := append(mtu.Serialize(), info.Serialize()...)
+	n, limit, ok, err := parseBridgeLearned(msg)
+	if err != nil || !ok || n != 4096 || limit != 65536 {
+		t.Errorf("parseBridgeLearned: %d %d %v %v", n, limit, ok, err)
+	}
+	old := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	old.AddRtAttr(nl.IFLA_INFO_DATA, nil).AddRtAttr(unix.IFLA_BR_AGEING_TIME, nl.Uint32Attr(30000))
+	if _, _, ok, err := parseBridgeLearned(old.Serialize()); ok || err != nil {
+		t.Errorf("a kernel without the attributes: ok %v, %v", ok, err)
+	}
+}
+
+// TestExecuteMACFlood runs a small mac-flood through trestle in xdp mode
+// and the Linux bridge: a flood from 10,000 sources fills a table of
+// 4096, which holds no more; the static entries stay; the second bridge
+// learns its 1000 addresses; every second has its sample.
+func TestExecuteMACFlood(t *testing.T) {
+	requireRoot(t)
+	bin := trestleBinary(t)
+	duts := []string{"trestle:xdp", "linux-bridge"}
+	sc := Scenario{Name: "test", DUTs: duts, Hosts: 4, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestMACFlood},
+		StreamRate: 200e3, Duration: 2 * time.Second, Sources: 10000, MaxEntries: 4096, Reps: 1, Timing: tinyTiming()}
+	before := ours(t, "tl")
+	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range run.Results {
+		if r.Error != "" {
+			t.Errorf("%s %s %s: %s", r.DUT, r.Test, r.Param, r.Error)
+		}
+		if r.Flood == nil {
+			continue
+		}
+		seen[r.DUT] = true
+		rec := r.Flood
+		s := SummarizeFlood(rec)
+		t.Logf("%s: lost %d, rate %.3f, most learned %d, statics %d/%d, flood %.0f pps, %d at h4, bridge B %+v / %+v, RSS %d KiB",
+			r.DUT, s.Lost, s.Ratio, s.MaxLearned, s.StaticsKept, s.Statics, rec.Flood.FloodOffered, rec.Flood.FloodDelivered, *s.SideBase, *s.SideFlood, s.RSSMax)
+		if rec.Base.Sent == 0 || rec.Flood.Sent == 0 || rec.Flood.FloodSent == 0 || rec.Flood.FloodDelivered == 0 {
+			t.Errorf("%s: nothing sent or flooded: %+v", r.DUT, rec)
+		}
+		if strings.HasPrefix(rec.TableLimit, "none:") {
+			t.Logf("%s: %s: its table has no limit to check", r.DUT, rec.TableLimit)
+		} else if s.MaxLearned != 4096 {
+			t.Errorf("%s: the table held at most %d learned addresses; a flood from 10,000 sources should fill 4096 and no more", r.DUT, s.MaxLearned)
+		}
+		if s.StaticsKept != floodStatics {
+			t.Errorf("%s: statics %+v", r.DUT, rec.Statics)
+		}
+		for _, side := range []*SideLearn{s.SideBase, s.SideFlood} {
+			if side == nil || side.Learned != sideAddrs {
+				t.Errorf("%s: the second bridge learned %+v", r.DUT, side)
+			}
+		}
+		if len(rec.Flood.Samples) < 3 || !rec.Flood.Samples[len(rec.Flood.Samples)/2].Flooding {
+			t.Errorf("%s: samples %+v", r.DUT, rec.Flood.Samples)
+		}
+		switch r.DUT {
+		case "trestle:xdp":
+			if s.RSSMax == 0 || !strings.HasPrefix(rec.Daemon, "trestle (pid ") || !strings.HasPrefix(rec.TableLimit, "max_entries = 4096") {
+				t.Errorf("trestle:xdp: memory %d KiB of %q, limit %q", s.RSSMax, rec.Daemon, rec.TableLimit)
+			}
+		case "linux-bridge":
+			if s.RSSMax != 0 || rec.Unmeasured["memory"] == "" || !strings.HasPrefix(rec.TableLimit, "fdb_max_learned = 4096") && !strings.HasPrefix(rec.TableLimit, "none:") {
+				t.Errorf("linux-bridge: memory %d KiB (%q), limit %q", s.RSSMax, rec.Unmeasured["memory"], rec.TableLimit)
+			}
+		}
+	}
+	for _, d := range duts {
+		if !seen[d] {
+			t.Errorf("%s: no mac-flood record", d)
+		}
+	}
+	if left := ours(t, "tl"); len(left) != len(before) {
+		t.Errorf("namespaces left: %v (before: %v)", left, before)
+	}
+}

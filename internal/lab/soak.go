@@ -1,0 +1,475 @@
+package lab
+
+// The soak test (issue 16): one long stream at a share of the zero-loss
+// rate, read in windows: no frame lost, latency that does not drift, and
+// a daemon whose memory and maps do not grow.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/trestle/trestle/internal/frame"
+	"github.com/trestle/trestle/internal/gen"
+	"github.com/trestle/trestle/internal/sink"
+)
+
+const (
+	// LatencyDrift and LatencySlack are how far a soak's last window's
+	// p50, p90 and p99 may be from its first's and be stable: 25%, or
+	// 2 µs where that is more (a bucket of the sink's histogram is 6.25%
+	// wide, and on a path of a few µs one bucket is most of it).
+	LatencyDrift = 0.25
+	LatencySlack = 2 * time.Microsecond
+	// MemoryDrift and MemorySlack are how much a daemon's resident memory
+	// may grow from a soak's first sample to its last and be flat: 5%, or
+	// 2 MiB where that is more (a Go daemon's heap breathes with its
+	// garbage collector).
+	MemoryDrift = 0.05
+	MemorySlack = 2 << 10 // KiB
+	// soakPortBase is the first UDP source port of the soak's flows.
+	soakPortBase = 1024
+)
+
+// SoakRecord is the soak test through one DUT.
+type SoakRecord struct {
+	FrameSize  FrameSize `json:"frame_size"`
+	Flows      int       `json:"flows"`
+	SrcPorts   string    `json:"src_ports"`
+	RatePPS    float64   `json:"rate_pps"`
+	Throughput float64   `json:"ndr_pps"` // the zero-loss rate found first; the rate is Load of it
+	Load       float64   `json:"load"`
+	// Seconds is the stream's length asked for; WindowSeconds the windows'
+	// of loss and latency, SampleSeconds how often memory and maps were read.
+	Seconds       float64 `json:"seconds"`
+	WindowSeconds float64 `json:"window_seconds"`
+	SampleSeconds float64 `json:"sample_seconds"`
+	// The whole stream, every frame due at h2.
+	Sent       uint64        `json:"sent"`
+	DevDropped uint64        `json:"dev_dropped"`
+	Received   uint64        `json:"received"`
+	Lost       int64         `json:"lost"`
+	Reordered  uint64        `json:"reordered"`
+	Duplicated uint64        `json:"duplicated"`
+	Offered    float64       `json:"offered_pps"`
+	Elapsed    float64       `json:"elapsed_seconds"`
+	Latency    *sink.Latency `json:"latency,omitempty"`
+	Windows    []SoakWindow  `json:"windows"`
+	Samples    []SoakSample  `json:"samples"`
+	// Maps are the eBPF maps of the programs on the DUT's ports, as read
+	// at the start (arrays' sizes are fixed; the samples count the others).
+	Maps       []MapSize         `json:"maps,omitempty"`
+	Daemon     string            `json:"daemon,omitempty"`
+	Unmeasured map[string]string `json:"unmeasured,omitempty"`
+}
+
+// SoakWindow is one window of the stream, as h2's sink saw it.
+type SoakWindow struct {
+	From     float64 `json:"from_s"`
+	To       float64 `json:"to_s"`
+	Received uint64  `json:"received"`
+	// Gaps are the sequence numbers the sink found missing: frames lost
+	// in the window (the stream's total loss is exact, a window's is this).
+	Gaps       int64         `json:"sequence_gaps"`
+	Reordered  uint64        `json:"reordered"`
+	Duplicated uint64        `json:"duplicated"`
+	RatePPS    float64       `json:"rate_pps"`
+	Latency    *sink.Latency `json:"latency,omitempty"`
+	CPU        []float64     `json:"cpu_busy,omitempty"`
+}
+
+// SoakSample is one reading of the DUT during the stream.
+type SoakSample struct {
+	T      float64 `json:"t_s"`
+	RSSKiB uint64  `json:"rss_kib,omitempty"`
+	// Learned is the bridge's learned addresses (-1: not read); Maps the
+	// entries of each counted map, by name.
+	Learned int            `json:"learned"`
+	Maps    map[string]int `json:"maps,omitempty"`
+}
+
+// Drift is one figure at a soak's first window or sample and at its last.
+type Drift struct {
+	Name        string
+	First, Last float64
+	Min, Max    float64
+	OK          bool
+}
+
+// SoakSummary is a DUT's soak summed up, with its goals.
+type SoakSummary struct {
+	Lost       int64
+	Windows    int
+	Latency    []Drift // p50, p90, p99 (judged), p99.9 and max (not judged)
+	Stable     bool    // every judged percentile within the drift
+	Memory     *Drift  // KiB; nil: no daemon
+	MemorySlop float64 // KiB a minute, the least-squares slope
+	Maps       []Drift // each counted map's entries; the bridge's table as "learned"
+	Flat       bool    // memory and every map
+	GoalMet    bool
+}
+
+// judged are the percentiles whose drift decides stability: p99.9 and
+// the maximum rest on a handful of frames a window, where one preemption of
+// a shared machine's CPU moves them.
+var judged = map[string]bool{"p50": true, "p90": true, "p99": true}
+
+// SummarizeSoak sums a record up.
+func SummarizeSoak(rec *SoakRecord) SoakSummary {
+	s := SoakSummary{Lost: rec.Lost, Windows: len(rec.Windows), Stable: true, Flat: true}
+	var lats []*sink.Latency
+	for _, w := range rec.Windows {
+		if w.Latency != nil && w.Latency.Count > 0 {
+			lats = append(lats, w.Latency)
+		}
+	}
+	if len(lats) < 2 {
+		s.Stable = false
+	} else {
+		for _, p := range []struct {
+			name string
+			of   func(*sink.Latency) time.Duration
+		}{
+			{"p50", func(l *sink.Latency) time.Duration { return l.P50 }},
+			{"p90", func(l *sink.Latency) time.Duration { return l.P90 }},
+			{"p99", func(l *sink.Latency) time.Duration { return l.P99 }},
+			{"p99.9", func(l *sink.Latency) time.Duration { return l.P999 }},
+			{"max", func(l *sink.Latency) time.Duration { return l.Max }},
+		} {
+			var v []float64
+			for _, l := range lats {
+				v = append(v, float64(p.of(l)))
+			}
+			d := drift(p.name, v)
+			d.OK = math.Abs(d.Last-d.First) <= max(LatencyDrift*d.First, float64(LatencySlack))
+			if judged[p.name] && !d.OK {
+				s.Stable = false
+			}
+			s.Latency = append(s.Latency, d)
+		}
+	}
+	var rss, ts []float64
+	learned := []float64{}
+	maps := map[string][]float64{}
+	for _, p := range rec.Samples {
+		if p.RSSKiB > 0 {
+			rss = append(rss, float64(p.RSSKiB))
+			ts = append(ts, p.T)
+		}
+		if p.Learned >= 0 {
+			learned = append(learned, float64(p.Learned))
+		}
+		for name, n := range p.Maps {
+			maps[name] = append(maps[name], float64(n))
+		}
+	}
+	if len(rss) > 0 {
+		d := drift("rss", rss)
+		d.OK = d.Last-d.First <= max(MemoryDrift*d.First, MemorySlack)
+		s.Memory = &d
+		s.MemorySlop = slope(ts, rss) * 60
+		s.Flat = s.Flat && d.OK
+	}
+	names := make([]string, 0, len(maps))
+	for n := range maps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(learned) > 0 {
+		s.Maps = append(s.Maps, drift("learned", learned))
+	}
+	for _, n := range names {
+		s.Maps = append(s.Maps, drift(n, maps[n]))
+	}
+	for i := range s.Maps {
+		s.Maps[i].OK = s.Maps[i].Max == s.Maps[i].Min
+		s.Flat = s.Flat && s.Maps[i].OK
+	}
+	s.GoalMet = rec.Sent > 0 && s.Lost <= 0 && s.Stable && s.Flat
+	return s
+}
+
+func drift(name string, v []float64) Drift {
+	d := Drift{Name: name, First: v[0], Last: v[len(v)-1], Min: v[0], Max: v[0]}
+	for _, x := range v {
+		d.Min, d.Max = min(d.Min, x), max(d.Max, x)
+	}
+	return d
+}
+
+// slope is the least-squares slope of y against x (0 for fewer than two
+// distinct x).
+func slope(x, y []float64) float64 {
+	n := float64(len(x))
+	var sx, sy, sxx, sxy float64
+	for i := range x {
+		sx, sy, sxx, sxy = sx+x[i], sy+y[i], sxx+x[i]*x[i], sxy+x[i]*y[i]
+	}
+	den := n*sxx - sx*sx
+	if n < 2 || den == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / den
+}
+
+// soakSpec is the soak's traffic from h1 to h2: the search's trials and
+// the stream are the same frames.
+func soakSpec(s Scenario, tm Timing) (TrialSpec, error) {
+	mix, err := s.firstSize().Mix()
+	if err != nil {
+		return TrialSpec{}, err
+	}
+	flows := max(s.Flows, 1)
+	return TrialSpec{From: 0, To: []int{1}, Mix: mix, Flows: flows, Learn: true, Settle: tm.Settle, Drain: tm.Drain,
+		SrcPorts: frame.PortRange{First: soakPortBase, Last: uint16(soakPortBase + flows - 1)}}, nil
+}
+
+// soakTest finds the zero-loss rate of the soak's traffic (a result of
+// its own), then runs the stream at s.Load of it for s.Duration.
+func soakTest(ctx context.Context, s Scenario, rig *Rig, base Result, add func(Result), status func(string)) error {
+	size := s.firstSize()
+	spec, err := soakSpec(s, s.Timing)
+	if err != nil {
+		return err
+	}
+	n := 0
+	sr, trials, err := rig.SearchTrials(ctx, spec, s.Timing, func(st SearchTrial) {
+		n++
+		status(fmt.Sprintf("soak: zero-loss rate of %s in %d flows, trial %d: %s offered, loss %.3f%%", size.Label(), spec.Flows, n, pps(st.Offered), 100*st.Loss))
+	})
+	if err != nil {
+		return err
+	}
+	add(searchResult(base, TestThroughput, string(size), sr, trials))
+	if sr.Throughput <= 0 {
+		return fmt.Errorf("soak: no zero-loss rate of %s to run the stream at %.0f%% of", size.Label(), 100*s.Load)
+	}
+	rec := &SoakRecord{FrameSize: size, Flows: spec.Flows, SrcPorts: spec.SrcPorts.String(), Throughput: sr.Throughput, Load: s.Load,
+		RatePPS: s.Load * sr.Throughput, Seconds: s.Duration.Seconds(), Unmeasured: map[string]string{}}
+	err = rig.soak(ctx, s, spec, rec, status)
+	r := base
+	r.Test, r.Param, r.Unit, r.Value, r.Soak = TestSoak, string(size), "frames", float64(rec.Lost), rec
+	if err != nil {
+		r.Error = err.Error()
+	}
+	if ctx.Err() == nil {
+		add(r)
+	}
+	return err
+}
+
+// soakWindow is the window length for a stream of d: w, or with none a
+// minute, or a sixth of a shorter stream (at least a second).
+func soakWindow(d, w time.Duration) time.Duration {
+	if w > 0 {
+		return w
+	}
+	return max(min(time.Minute, d/6), time.Second)
+}
+
+// soak runs the stream and reads it window by window.
+func (r *Rig) soak(ctx context.Context, s Scenario, spec TrialSpec, rec *SoakRecord, status func(string)) error {
+	window := soakWindow(s.Duration, s.Window)
+	every := max(window/6, time.Second)
+	rec.WindowSeconds, rec.SampleSeconds = window.Seconds(), every.Seconds()
+	to := r.sinks[1]
+	if to == nil {
+		return errors.New("soak: no sink on h2")
+	}
+	tb, _ := r.DUT.(tables)
+	if tb == nil {
+		rec.Unmeasured["table"] = r.DUT.Name() + " has no table the lab can read"
+	}
+	if _, what, err := daemonRSS(r.DUT); err != nil {
+		rec.Unmeasured["memory"] = err.Error()
+	} else {
+		rec.Daemon = what
+	}
+	maps, err := r.mapSizes()
+	if err != nil {
+		return err
+	}
+	rec.Maps = maps
+	if len(maps) == 0 {
+		rec.Unmeasured["maps"] = "no eBPF program on the DUT's ports"
+	}
+	bridge := r.T.Bridges[0].Name
+	sample := func(t float64) {
+		p := SoakSample{T: t, Learned: -1}
+		if kib, _, err := daemonRSS(r.DUT); err == nil {
+			p.RSSKiB = kib
+		}
+		if tb != nil {
+			if tr, err := tb.readTable(ctx, r.T, bridge); err == nil {
+				p.Learned = tr.Learned
+			}
+		}
+		if ms, err := r.mapSizes(); err == nil {
+			for _, m := range ms {
+				if m.Entries >= 0 {
+					if p.Maps == nil {
+						p.Maps = map[string]int{}
+					}
+					p.Maps[fmt.Sprintf("%s (id %d)", m.Name, m.ID)] = m.Entries
+				}
+			}
+		}
+		rec.Samples = append(rec.Samples, p)
+	}
+
+	for _, i := range []int{spec.From, spec.To[0]} {
+		if err := learnFrame(r.T.Hosts[i]); err != nil {
+			return err
+		}
+	}
+	sleepCtx(ctx, spec.Settle)
+	if err := to.SetLatencyEvery(64); err != nil {
+		return err
+	}
+	if err := to.Reset(); err != nil {
+		return err
+	}
+	from := r.T.Hosts[spec.From]
+	o := gen.Options{Dev: from.If, NetNS: from.NS.Path, DstMAC: r.T.Hosts[spec.To[0]].MAC, Mix: spec.Mix, Rate: rec.RatePPS,
+		Duration: s.Duration, Flows: spec.Flows, SrcPorts: spec.SrcPorts, CPUs: []int{r.Place.GenCPU}, Batch: 64}
+	gctx, stop := context.WithCancel(ctx)
+	defer stop()
+	start := time.Now()
+	done := goGen(gctx, o)
+	sample(0)
+	prev, err := to.Snapshot()
+	if err != nil {
+		stop()
+		<-done
+		return err
+	}
+	cpuPrev, _ := readCPU()
+	from0 := 0.0
+	closeWindow := func(t float64) error {
+		snap, err := to.Snapshot()
+		if err != nil {
+			return err
+		}
+		cpu, _ := readCPU()
+		d := snap.Sub(prev)
+		w := SoakWindow{From: from0, To: t, Received: d.Received, Gaps: d.Lost, Reordered: d.Reordered, Duplicated: d.Duplicates, CPU: cpuBusy(cpuPrev, cpu)}
+		if t > from0 {
+			w.RatePPS = float64(d.Received) / (t - from0)
+		}
+		if l := sink.Summarize(d.Hist); l.Count > 0 {
+			w.Latency = &l
+		}
+		rec.Windows = append(rec.Windows, w)
+		prev, cpuPrev, from0 = snap, cpu, t
+		return nil
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	nextWindow := start.Add(window)
+	var g genResult
+loop:
+	for {
+		select {
+		case g = <-done:
+			break loop
+		case now := <-tick.C:
+			t := now.Sub(start).Seconds()
+			sample(t)
+			if !now.Before(nextWindow) {
+				if err := closeWindow(t); err != nil {
+					stop()
+					<-done
+					return err
+				}
+				nextWindow = nextWindow.Add(window)
+				last := rec.Windows[len(rec.Windows)-1]
+				status(fmt.Sprintf("soak: %v of %v at %s: window %d: %d gaps, p99 %v", time.Since(start).Round(time.Second), s.Duration, pps(rec.RatePPS),
+					len(rec.Windows), last.Gaps, latencyP99(last.Latency)))
+			}
+		}
+	}
+	if g.err != nil && ctx.Err() == nil {
+		return fmt.Errorf("soak: generator on %s: %w", from.NS.Name, g.err)
+	}
+	sleepCtx(ctx, spec.Drain)
+	end := time.Since(start).Seconds()
+	// The last window, if the stream ran a while past the one before.
+	if end-from0 > window.Seconds()/2 || len(rec.Windows) == 0 {
+		if err := closeWindow(end); err != nil {
+			return err
+		}
+	}
+	sample(end)
+	last, err := to.Snapshot()
+	if err != nil {
+		return err
+	}
+	var ev RestartEvent
+	ev.account(g.s, last, nil)
+	rec.Sent, rec.DevDropped, rec.Received, rec.Lost = ev.Sent, ev.DevDropped, ev.Received, ev.Lost
+	rec.Reordered, rec.Duplicated, rec.Offered, rec.Elapsed = ev.Reordered, ev.Duplicated, ev.Offered, ev.Seconds
+	if l := sink.Summarize(last.Hist); l.Count > 0 {
+		rec.Latency = &l
+	}
+	return ctx.Err()
+}
+
+func latencyP99(l *sink.Latency) time.Duration {
+	if l == nil {
+		return 0
+	}
+	return l.P99
+}
+
+// checkStream refuses a mac-flood or soak test it cannot run.
+func (s Scenario) checkStream() error {
+	if s.StreamRate <= 0 && (s.Load <= 0 || s.Load > 1) {
+		return fmt.Errorf("%s: the stream's load %v: a fraction of the throughput above 0, up to 1", s.Name, s.Load)
+	}
+	if s.Duration <= 0 {
+		return fmt.Errorf("%s: a duration above 0 is needed", s.Name)
+	}
+	if s.has(TestMACFlood) && (s.Sources < 1 || s.Sources > 1<<24) {
+		return fmt.Errorf("mac-flood: %d sources: 1..%d", s.Sources, 1<<24)
+	}
+	if s.has(TestMACFlood) && s.Hosts < 4 {
+		return fmt.Errorf("mac-flood: %d hosts: the stream and the flood need 4", s.Hosts)
+	}
+	if s.has(TestSoak) && (s.Flows < 1 || s.Flows > 65536-soakPortBase) {
+		return fmt.Errorf("soak: %d flows: 1..%d (one UDP source port each, from %d)", s.Flows, 65536-soakPortBase, soakPortBase)
+	}
+	return nil
+}
+
+// streamNotes say how the mac-flood and soak tests measure, for the run's notes.
+func streamNotes(s Scenario) []string {
+	var out []string
+	rate := fmt.Sprintf("%.0f%% of the DUT's zero-loss throughput at %s, measured first", 100*s.Load, s.firstSize().Label())
+	if s.StreamRate > 0 {
+		rate = pps(s.StreamRate)
+	}
+	if s.has(TestMACFlood) {
+		out = append(out, fmt.Sprintf("mac-flood: a stream h1 -> h2 (%s frames at %s) for %v, once alone and once while h3 sends 64-byte frames to h4 (learned) "+
+			"from %d source addresses scattered at random over 0a:66:6c:xx:xx:xx (each sent once a cycle) at its generator's full rate for %v, starting %v into the stream; "+
+			"the stream's generator on CPU of the placement's generator, the flood's on the DUT's CPU. "+
+			"Lost = frames sent less the distinct frames h2 counted; rate = those frames a second of the stream; flooded = stream frames h3 counted. "+
+			"Every %v: the flooded bridge's learned addresses (trestle: the datapath's per-port counts through its control socket; the Linux bridge: IFLA_BR_FDB_N_LEARNED; "+
+			"Open vSwitch: ovs-appctl fdb/stats-show, less its static entries), the daemon's VmRSS, the stream's rate at h2 and the flood's at h4. "+
+			"Static entries: %d on h2's port, added before the streams (trestle fdb add, bridge fdb add ... static, ovs-appctl fdb/add), looked for after the flood. "+
+			"The second bridge (brs, hosts s1 and s2) is taught %d new addresses from s1 midway through each stream, its table read every %v until it holds them all (at most %v). "+
+			"Table size asked of every DUT: %d",
+			s.firstSize().Label(), rate, floodLead+s.Duration+floodTail, s.Sources, s.Duration, floodLead, sampleEvery, floodStatics, sideAddrs, sidePoll, sideLimit, s.MaxEntries))
+	}
+	if s.has(TestSoak) {
+		w := soakWindow(s.Duration, s.Window)
+		out = append(out, fmt.Sprintf("soak: the RFC 2544 search for the zero-loss rate of %s frames in %d flows (UDP source ports from %d), then a stream at %s for %v; "+
+			"per %v window: the sequence gaps h2's sink found, its rate and the latency percentiles of 1 frame in 64 per flow (one-way, the generator's timestamp to the sink's clock); "+
+			"every %v: the daemon's VmRSS, the bridge's learned addresses and the entries of every hash map of the eBPF programs on the DUT's ports (counted key by key from the lab; arrays are fixed). "+
+			"Stable: p50, p90 and p99 of the last window within %.0f%% (or %v) of the first's; flat: memory grown by at most %.0f%% (or %d MiB), every map's entries the same in every sample",
+			s.firstSize().Label(), max(s.Flows, 1), soakPortBase, rate, s.Duration, w, max(w/6, time.Second), 100*LatencyDrift, LatencySlack, 100*MemoryDrift, MemorySlack>>10))
+	}
+	return out
+}
