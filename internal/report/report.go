@@ -116,8 +116,8 @@ func Groups(run *lab.Run) []*Group {
 	index := map[string]*Group{}
 	rows := map[string]*Row{}
 	for _, r := range run.Results {
-		if r.Test == "unit" || isRestart(r.Test) {
-			continue // restart results have a table of their own (Restarts)
+		if r.Test == "unit" || isRestart(r.Test) || isStream(r.Test) {
+			continue // restart, mac-flood and soak results have tables of their own
 		}
 		chain := r.Chain
 		if r.DUT == "direct" {
@@ -334,6 +334,8 @@ func Terminal(w io.Writer, run *lab.Run) {
 	if rows := Restarts(run); len(rows) > 0 {
 		terminalRestarts(w, rows)
 	}
+	terminalFloods(w, Floods(run))
+	terminalSoaks(w, Soaks(run))
 	if cs := Compare(groups); len(cs) > 0 {
 		fmt.Fprintf(w, "\n%s:\n", ministatHead)
 		for _, c := range cs {
@@ -490,6 +492,12 @@ func Write(dir string, run *lab.Run) error {
 	}
 	if rows := Restarts(run); len(rows) > 0 {
 		markdownRestarts(&b, rows)
+	}
+	if err := markdownFloods(&b, dir, run, Floods(run)); err != nil {
+		return err
+	}
+	if err := markdownSoaks(&b, dir, Soaks(run)); err != nil {
+		return err
 	}
 	if est := imixEstimates(groups); len(est) > 0 {
 		b.WriteString("\nIMIX bandwidth, seed 001's formula next to what was sent:\n\n")
