@@ -88,6 +88,13 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"lab", "chain", "--dut", "floor@patch"}, "the floor has no patch ports"},
 		{[]string{"lab", "quick", "--dut", "floor@rules=10"}, "the floor has no filter"},
 		{[]string{"lab", "mirror", "--dut", "floor@mirror"}, "the floor has no span port"},
+		{[]string{"lab", "quick", "--duration", "5s"}, "--duration is for the mac-flood or soak scenario, not quick"},
+		{[]string{"lab", "mac-flood", "--window", "5s"}, "--window is for the soak scenario, not mac-flood"},
+		{[]string{"lab", "soak", "--duration", "1m", "--window", "2m"}, "--window 2m0s: above 0, at most the duration (1m0s)"},
+		{[]string{"lab", "mac-flood", "--sources", "0"}, "--sources 0"},
+		{[]string{"lab", "mac-flood", "--max-entries", "-1"}, "--max-entries -1"},
+		{[]string{"lab", "soak", "--load", "1.5"}, "--load 1.5"},
+		{[]string{"lab", "mac-flood", "--events", "sigkill=1"}, "--events is for the restart scenario"},
 	} {
 		out, code := runCLI(t, nil, c.args...)
 		if code == 0 || !strings.Contains(out, c.want) {
@@ -96,7 +103,8 @@ func TestLabFlags(t *testing.T) {
 	}
 	out, code := runCLI(t, nil, "lab", "--help")
 	if code != 0 || !strings.Contains(out, "router-pps") || !strings.Contains(out, "Placement") || !strings.Contains(out, "DUT@vlan") || !strings.Contains(out, "DUT@patch") || !strings.Contains(out, "DUT@veth") ||
-		!strings.Contains(out, "DUT@mirror") || !strings.Contains(out, "DUT@capture") || !strings.Contains(out, "  mirror ") {
+		!strings.Contains(out, "DUT@mirror") || !strings.Contains(out, "DUT@capture") || !strings.Contains(out, "  mirror ") ||
+		!strings.Contains(out, "  mac-flood ") || !strings.Contains(out, "  soak ") || !strings.Contains(out, "--sources") {
 		t.Errorf("lab --help: %d %q", code, out)
 	}
 	// A scenario's --help says what it measures and its goals, before the

@@ -23,6 +23,8 @@ func (e *env) labCmd() *cobra.Command {
 		events, upgradeTo                                                     string
 		reps                                                                  int
 		trial, confirm, settle, drain, iperfTime, eventLead, eventTail        time.Duration
+		duration, window                                                      time.Duration
+		sources, maxEntries                                                   int
 		lossGoal, resolution, load, streamRate                                float64
 		keep, profile                                                         bool
 	)
@@ -112,6 +114,25 @@ and go); else the same build, and the report says so. Open vSwitch's
 ovs-vswitchd is restarted the same way (no upgrade events); the Linux bridge
 has no daemon: it gets the same streams with no event, the reference.
 
+The mac-flood scenario: a stream from h1 to h2 at --load of each DUT's
+measured 64-byte throughput (default 0.5: its path then has CPU to spare
+on a 2-CPU machine), once alone and once while h3 sends frames to h4 from
+--sources random source addresses (default 1000000) at its generator's
+full rate for --duration (default 30s). Every DUT's table holds
+--max-entries addresses (default 65536: trestle's max_entries, the Linux
+bridge's fdb_max_learned, Open vSwitch's mac-table-size). Reported: the
+stream's loss and rate with the flood against without, the table's size
+every second, 4 static entries checked after, a second bridge of the same
+DUT learning 1000 addresses, the daemon's memory. Goal: 0 lost, 90% of
+the rate kept.
+
+The soak scenario: the zero-loss rate of IMIX frames in 1000 flows, then
+a stream at --load of it (default 0.9) for --duration (default 10m):
+loss and latency percentiles per --window (default 1m), the daemon's
+memory and every eBPF map's entries every sixth of a window. Goals: 0
+lost, latency stable from the first window to the last, memory and maps
+flat.
+
 Placement (--placement): shared runs the generator, the DUT's forwarding and
 the sink on one core (a veth delivers on the sending CPU: lossless, and the
 rate is that of the whole path); split pins the DUT's and the sinks' NAPI
@@ -125,6 +146,8 @@ Examples:
   trestle lab mirror --dut trestle:xdp,trestle:xdp@mirror,linux-bridge,linux-bridge@mirror
   trestle lab restart --events sigkill=3,upgrade=2 --dut trestle:xdp@bin=/tmp/trestle-old
   trestle lab filter-scale --dut trestle:xdp,trestle:xdp@rules=100,trestle:xdp@rules=100,state,linux-bridge:nft@rules=100
+  trestle lab mac-flood --dut trestle:xdp,linux-bridge --duration 10s --report out/
+  trestle lab soak --duration 3m --window 30s --dut trestle:xdp
   trestle stat -C 1 a.txt b.txt      # compare figures the way the reports do`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -242,9 +265,13 @@ Examples:
 					return err
 				}
 			}
+			if err := streamFlags(f.Changed, &sc, duration, window, sources, maxEntries); err != nil {
+				return err
+			}
+			stream := sc.Has(lab.TestMACFlood) || sc.Has(lab.TestSoak)
 			if !sc.Has(lab.TestRestart) {
 				for _, name := range []string{"events", "load", "rate", "event-lead", "event-tail", "upgrade-to"} {
-					if f.Changed(name) {
+					if f.Changed(name) && !(stream && (name == "load" || name == "rate")) {
 						return fmt.Errorf("--%s is for the restart scenario; %s has no restart test", name, sc.Name)
 					}
 				}
@@ -290,8 +317,12 @@ Examples:
 	f.Float64Var(&resolution, "resolution", 0, "search resolution, a ratio of the rate (default 0.01)")
 	f.StringVar(&udpRate, "udp-rate", "", "iperf3 UDP offered rate (e.g. 1G)")
 	f.StringVar(&events, "events", "", "restart: events in order with their counts (default sigkill=10,sigterm=10,upgrade=5)")
-	f.Float64Var(&load, "load", 0, "restart: the stream's rate, a fraction of the DUT's measured throughput (default 0.5)")
-	f.Float64Var(&streamRate, "rate", 0, "restart: the stream's rate in frames a second, instead of --load (no search)")
+	f.Float64Var(&load, "load", 0, "restart, mac-flood, soak: the stream's rate, a fraction of the DUT's measured\nthroughput (default 0.5; soak 0.9 of the zero-loss rate)")
+	f.Float64Var(&streamRate, "rate", 0, "restart, mac-flood: the stream's rate in frames a second, instead of --load (no search)")
+	f.DurationVar(&duration, "duration", 0, "mac-flood: the flood's length (default 30s); soak: the stream's (default 10m)")
+	f.DurationVar(&window, "window", 0, "soak: the windows of loss and latency (default 1m)")
+	f.IntVar(&sources, "sources", 0, "mac-flood: the flood's random source addresses (default 1000000)")
+	f.IntVar(&maxEntries, "max-entries", 0, "mac-flood: the learning table size every DUT is given (default 65536)")
 	f.DurationVar(&eventLead, "event-lead", 0, "restart: the stream before each event (default 1s)")
 	f.DurationVar(&eventTail, "event-tail", 0, "restart: how long the stream must reach h2 without a gap after the\ndaemon is back (default 1s)")
 	f.StringVar(&upgradeTo, "upgrade-to", "", "restart: the trestle build the upgrade events go to and back from")
@@ -345,6 +376,53 @@ Examples:
 		},
 	})
 	return c
+}
+
+// streamFlags applies the mac-flood and soak flags to sc, refusing them
+// for a scenario without those tests.
+func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration, window time.Duration, sources, maxEntries int) error {
+	for _, c := range []struct {
+		name string
+		ok   bool
+		for  string
+	}{
+		{"duration", sc.Has(lab.TestMACFlood) || sc.Has(lab.TestSoak), "the mac-flood or soak scenario"},
+		{"window", sc.Has(lab.TestSoak), "the soak scenario"},
+		{"sources", sc.Has(lab.TestMACFlood), "the mac-flood scenario"},
+		{"max-entries", sc.Has(lab.TestMACFlood), "the mac-flood scenario"},
+	} {
+		if changed(c.name) && !c.ok {
+			return fmt.Errorf("--%s is for %s, not %s", c.name, c.for, sc.Name)
+		}
+	}
+	if changed("duration") {
+		if duration <= 0 {
+			return fmt.Errorf("--duration %v: must be above 0", duration)
+		}
+		sc.Duration = duration
+		if sc.Has(lab.TestSoak) && !changed("window") && sc.Window > duration {
+			sc.Window = 0 // a sixth of a short soak
+		}
+	}
+	if changed("window") {
+		if window <= 0 || window > sc.Duration {
+			return fmt.Errorf("--window %v: above 0, at most the duration (%v)", window, sc.Duration)
+		}
+		sc.Window = window
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+		into *int
+	}{{"sources", sources, &sc.Sources}, {"max-entries", maxEntries, &sc.MaxEntries}} {
+		if changed(c.name) {
+			if c.v < 1 || c.v > 1<<24 {
+				return fmt.Errorf("--%s %d: 1..%d", c.name, c.v, 1<<24)
+			}
+			*c.into = c.v
+		}
+	}
+	return nil
 }
 
 // splitDUTs splits a --dut list at its commas, except those between the
