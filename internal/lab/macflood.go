@@ -143,12 +143,16 @@ type FloodWindow struct {
 	// The flood, from h3 to h4's learned address: frames sent, the rate
 	// it reached, those h4 received, and those that reached h1 or h2 (the
 	// DUT flooded them: it had lost h4's entry or never had it).
-	FloodSent      uint64        `json:"flood_sent,omitempty"`
-	FloodOffered   float64       `json:"flood_offered_pps,omitempty"`
-	FloodDelivered uint64        `json:"flood_delivered,omitempty"`
-	FloodLeaked    uint64        `json:"flood_leaked,omitempty"`
-	CPU            []float64     `json:"cpu_busy,omitempty"`
-	Samples        []FloodSample `json:"samples"`
+	FloodSent      uint64    `json:"flood_sent,omitempty"`
+	FloodOffered   float64   `json:"flood_offered_pps,omitempty"`
+	FloodDelivered uint64    `json:"flood_delivered,omitempty"`
+	FloodLeaked    uint64    `json:"flood_leaked,omitempty"`
+	CPU            []float64 `json:"cpu_busy,omitempty"`
+	// OtherCPU is the CPU time processes other than the lab's and the
+	// DUT's took during the stream, in seconds (cpuOthers): on a shared
+	// machine, what was not there for the measurement.
+	OtherCPU float64       `json:"other_cpu_seconds"`
+	Samples  []FloodSample `json:"samples"`
 	// Side is the second bridge learning new addresses midway.
 	Side *SideLearn `json:"side_learning,omitempty"`
 	Note string     `json:"note,omitempty"`
@@ -402,6 +406,7 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 		Duration: p.flood, Flows: 1, FlowBase: floodFlow, CPUs: []int{r.Place.DUTCPU}, Batch: 64}
 
 	cpu0, _ := readCPU()
+	others0, _ := cpuOthers()
 	start := time.Now()
 	smp := &floodSampler{rig: r, p: p, start: start, to: sinks[1], at: sinks[3]}
 	sctx, stopSampling := context.WithCancel(ctx)
@@ -457,6 +462,9 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 	streaming = false
 	cpu1, _ := readCPU()
 	w.CPU = cpuBusy(cpu0, cpu1)
+	if others1, err := cpuOthers(); err == nil && others1 >= others0 {
+		w.OtherCPU = float64(others1-others0) / clockTicks
+	}
 	if st.err != nil && ctx.Err() == nil {
 		return w, fmt.Errorf("the stream's generator on %s: %w", hosts[0].NS.Name, st.err)
 	}

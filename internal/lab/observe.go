@@ -630,3 +630,79 @@ func (o *ovsDUT) tableLimit(ctx context.Context, _ *Topo, bridge string, n int) 
 	}
 	return "", fmt.Errorf("ovs-appctl fdb/stats-show %s: no maximum in %q", bridge, strings.TrimSpace(out))
 }
+
+// cpuOthers is the CPU time, in clock ticks, that the machine's processes
+// outside this one and its children (the DUT's daemons) have used, kernel
+// threads apart: on a shared machine, what someone else's work took from
+// the CPUs a measurement ran on. Processes that end between two readings
+// take their time with them, so the difference of two is a floor.
+func cpuOthers() (uint64, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	type proc struct {
+		ppid  int
+		ticks uint64
+	}
+	procs := map[int]proc{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone
+		}
+		p, kernel, ok := parseProcStat(string(b))
+		if ok && !kernel {
+			procs[pid] = proc{p.ppid, p.ticks}
+		}
+	}
+	self := os.Getpid()
+	ours := func(pid int) bool {
+		for n := 0; pid > 1 && n < 64; n++ {
+			if pid == self {
+				return true
+			}
+			pid = procs[pid].ppid
+		}
+		return false
+	}
+	var sum uint64
+	for pid, p := range procs {
+		if !ours(pid) {
+			sum += p.ticks
+		}
+	}
+	return sum, nil
+}
+
+// procStat is what cpuOthers needs of /proc/PID/stat.
+type procStat struct {
+	ppid  int
+	ticks uint64 // utime + stime
+}
+
+// parseProcStat reads a /proc/PID/stat line: the parent, the user and
+// system time, and whether it is a kernel thread (PF_KTHREAD).
+func parseProcStat(s string) (procStat, bool, bool) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return procStat{}, false, false
+	}
+	f := strings.Fields(s[i+1:])
+	// After the command: state(0) ppid(1) ... flags(6) ... utime(11) stime(12).
+	if len(f) < 13 {
+		return procStat{}, false, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	flags, _ := strconv.ParseUint(f[6], 10, 64)
+	ut, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	return procStat{ppid: ppid, ticks: ut + st}, flags&0x00200000 != 0, true
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times.
+const clockTicks = 100

@@ -79,6 +79,7 @@ type SoakWindow struct {
 	RatePPS    float64       `json:"rate_pps"`
 	Latency    *sink.Latency `json:"latency,omitempty"`
 	CPU        []float64     `json:"cpu_busy,omitempty"`
+	OtherCPU   float64       `json:"other_cpu_seconds"` // as FloodWindow's
 }
 
 // SoakSample is one reading of the DUT during the stream.
@@ -347,6 +348,7 @@ func (r *Rig) soak(ctx context.Context, s Scenario, spec TrialSpec, rec *SoakRec
 		return err
 	}
 	cpuPrev, _ := readCPU()
+	othersPrev, _ := cpuOthers()
 	from0 := 0.0
 	closeWindow := func(t float64) error {
 		snap, err := to.Snapshot()
@@ -354,8 +356,12 @@ func (r *Rig) soak(ctx context.Context, s Scenario, spec TrialSpec, rec *SoakRec
 			return err
 		}
 		cpu, _ := readCPU()
+		others, _ := cpuOthers()
 		d := snap.Sub(prev)
 		w := SoakWindow{From: from0, To: t, Received: d.Received, Gaps: d.Lost, Reordered: d.Reordered, Duplicated: d.Duplicates, CPU: cpuBusy(cpuPrev, cpu)}
+		if others >= othersPrev {
+			w.OtherCPU = float64(others-othersPrev) / clockTicks
+		}
 		if t > from0 {
 			w.RatePPS = float64(d.Received) / (t - from0)
 		}
@@ -363,7 +369,7 @@ func (r *Rig) soak(ctx context.Context, s Scenario, spec TrialSpec, rec *SoakRec
 			w.Latency = &l
 		}
 		rec.Windows = append(rec.Windows, w)
-		prev, cpuPrev, from0 = snap, cpu, t
+		prev, cpuPrev, othersPrev, from0 = snap, cpu, others, t
 		return nil
 	}
 	tick := time.NewTicker(every)

@@ -27,6 +27,7 @@ type FloodRow struct {
 	Rec   *lab.FloodRecord
 	Sum   lab.FloodSummary
 	Error string
+	CPUs  int // the machine's
 }
 
 // Floods gathers a run's mac-flood records, DUTs in the run's order.
@@ -35,7 +36,7 @@ func Floods(run *lab.Run) []*FloodRow {
 		if r.Test != lab.TestMACFlood || r.Flood == nil {
 			return nil
 		}
-		return &FloodRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Flood, Sum: lab.SummarizeFlood(r.Flood), Error: r.Error}
+		return &FloodRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Flood, Sum: lab.SummarizeFlood(r.Flood), Error: r.Error, CPUs: run.Machine.CPUs}
 	}, func(r *FloodRow) string { return r.DUT })
 }
 
@@ -165,6 +166,11 @@ func floodWarnings(rows []*FloodRow) []string {
 		if r.Error != "" {
 			out = append(out, fmt.Sprintf("failed: %s: %s", r.DUT, firstLine(r.Error)))
 		}
+		for _, w := range []lab.FloodWindow{r.Rec.Base, r.Rec.Flood} {
+			if n := othersNote(w.OtherCPU, w.Seconds, r.CPUs); n != "" {
+				out = append(out, fmt.Sprintf("note: %s, the stream %s: %s", r.DUT, map[bool]string{false: "without the flood", true: "with the flood"}[w.Flood], n))
+			}
+		}
 		if !strings.HasPrefix(r.DUT, "trestle") {
 			continue
 		}
@@ -237,7 +243,7 @@ func markdownFloods(b *bytes.Buffer, dir string, run *lab.Run, rows []*FloodRow)
 				fmt.Fprintf(b, "; %s", w.Note)
 			}
 			if len(w.CPU) > 0 {
-				fmt.Fprintf(b, "; CPU busy %s: %s", map[bool]string{false: "without the flood", true: "with it"}[w.Flood], cpuText(w.CPU))
+				fmt.Fprintf(b, "; CPU busy %s: %s, other processes' %.1f CPU-s", map[bool]string{false: "without the flood", true: "with it"}[w.Flood], cpuText(w.CPU), w.OtherCPU)
 			}
 		}
 		if r.Error != "" {
@@ -258,6 +264,17 @@ func markdownFloods(b *bytes.Buffer, dir string, run *lab.Run, rows []*FloodRow)
 		}
 	}
 	return nil
+}
+
+// othersNote says how much of the machine other processes took while a
+// stream of secs ran, if it was more than a twentieth of its CPUs ("":
+// less, or unknown).
+func othersNote(cpu, secs float64, cpus int) string {
+	if cpus <= 0 || secs <= 0 || cpu <= 0.05*secs*float64(cpus) {
+		return ""
+	}
+	return fmt.Sprintf("other processes on the machine used %.1f CPU-seconds of its %d CPUs' %.0f (%.0f%%): its figures are a shared machine's",
+		cpu, cpus, secs*float64(cpus), 100*cpu/(secs*float64(cpus)))
 }
 
 func orNone(s string) string {

@@ -19,6 +19,7 @@ type SoakRow struct {
 	Rec   *lab.SoakRecord
 	Sum   lab.SoakSummary
 	Error string
+	CPUs  int // the machine's
 }
 
 // Soaks gathers a run's soak records, DUTs in the run's order.
@@ -27,7 +28,7 @@ func Soaks(run *lab.Run) []*SoakRow {
 		if r.Test != lab.TestSoak || r.Soak == nil {
 			return nil
 		}
-		return &SoakRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Soak, Sum: lab.SummarizeSoak(r.Soak), Error: r.Error}
+		return &SoakRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Soak, Sum: lab.SummarizeSoak(r.Soak), Error: r.Error, CPUs: run.Machine.CPUs}
 	}, func(r *SoakRow) string { return r.DUT })
 }
 
@@ -113,6 +114,13 @@ func soakWarnings(rows []*SoakRow) []string {
 			out = append(out, fmt.Sprintf("failed: %s: %s", r.DUT, firstLine(r.Error)))
 			continue
 		}
+		var cpu, secs float64
+		for _, w := range r.Rec.Windows {
+			cpu, secs = cpu+w.OtherCPU, secs+w.To-w.From
+		}
+		if n := othersNote(cpu, secs, r.CPUs); n != "" {
+			out = append(out, fmt.Sprintf("note: %s: %s", r.DUT, n))
+		}
 		s := r.Sum
 		var bad []string
 		if s.Lost > 0 {
@@ -153,13 +161,13 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 		for _, k := range sortedKeys(rec.Unmeasured) {
 			fmt.Fprintf(b, "; %s not measured: %s", k, rec.Unmeasured[k])
 		}
-		b.WriteString(".\n\n| window | rate | sequence gaps | p50 | p90 | p99 | p99.9 | max | CPU busy |\n|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString(".\n\n| window | rate | sequence gaps | p50 | p90 | p99 | p99.9 | max | CPU busy | other processes' CPU |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, w := range rec.Windows {
 			l := w.Latency
 			if l == nil {
 				l = &sink.Latency{}
 			}
-			fmt.Fprintf(b, "| %.0f-%.0f s | %s | %d | %v | %v | %v | %v | %v | %s |\n", w.From, w.To, Figure(w.RatePPS, "pps"), w.Gaps, l.P50, l.P90, l.P99, l.P999, l.Max, cpuText(w.CPU))
+			fmt.Fprintf(b, "| %.0f-%.0f s | %s | %d | %v | %v | %v | %v | %v | %s | %.1f s |\n", w.From, w.To, Figure(w.RatePPS, "pps"), w.Gaps, l.P50, l.P90, l.P99, l.P999, l.Max, cpuText(w.CPU), w.OtherCPU)
 		}
 		var counted, fixed []string
 		for _, m := range rec.Maps {
