@@ -252,7 +252,11 @@ func markdownFloods(b *bytes.Buffer, dir string, run *lab.Run, rows []*FloodRow)
 		b.WriteString("\n")
 	}
 	b.WriteString("\nBridge B's times run from the first of its 1000 learning frames to the end of the table read that found them all, so they hold that read, " +
-		"which is a dump of the DUT's whole table (trestle's shared map holds the flooded bridge's entries too), and the lab's own share of CPUs that both generators keep busy.\n")
+		"which is a dump of the DUT's whole table (trestle's shared map holds the flooded bridge's entries too), and the lab's own share of CPUs that both generators keep busy. " +
+		"A daemon's memory holds what it takes to answer the lab's reading of the table once a second (trestle's `show` counts the entries by reading the whole table: " +
+		"65,536 of them under the flood). Where the forwarding is done matters on 2 CPUs: the kernel bridge's and trestle's run in the softirq of the CPU that sent the frame, " +
+		"so the stream's path is on the generator's CPU and the flood's on the other; Open vSwitch's userspace datapath forwards both in its PMD thread, " +
+		"on the DUT's CPU, which the flood's generator shares: there the stream competes with the flood for one thread.\n")
 	charts, err := floodCharts(dir, run, rows)
 	if err != nil {
 		return err
