@@ -384,7 +384,7 @@ func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration, win
 	for _, c := range []struct {
 		name string
 		ok   bool
-		for  string
+		scen string
 	}{
 		{"duration", sc.Has(lab.TestMACFlood) || sc.Has(lab.TestSoak), "the mac-flood or soak scenario"},
 		{"window", sc.Has(lab.TestSoak), "the soak scenario"},
@@ -392,7 +392,7 @@ func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration, win
 		{"max-entries", sc.Has(lab.TestMACFlood), "the mac-flood scenario"},
 	} {
 		if changed(c.name) && !c.ok {
-			return fmt.Errorf("--%s is for %s, not %s", c.name, c.for, sc.Name)
+			return fmt.Errorf("--%s is for %s, not %s", c.name, c.scen, sc.Name)
 		}
 	}
 	if changed("duration") {

@@ -304,7 +304,7 @@ func saveChart(dir, name, title string, c svg.LineChart, out *[]chart) error {
 	if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
 		return err
 	}
-	*out = append(*out, chart{title, name})
+	*out = append(*out, chart{title: title, file: name})
 	return nil
 }
 
