@@ -70,7 +70,14 @@ func TestSoakSummary(t *testing.T) {
 	if s := SummarizeSoak(rec); s.Flat || s.Maps[1].OK || s.Maps[1].Max != 3 {
 		t.Errorf("fdb 2, 3, 2 was flat: %+v", s.Maps)
 	}
+	// One that lost an entry (an address aged out) did not grow: flat,
+	// and so memory that shrank.
 	rec.Samples[1].Maps = map[string]int{"fdb": 2, "states": 0}
+	rec.Samples[2].Maps = map[string]int{"fdb": 1, "states": 0}
+	rec.Samples[2].RSSKiB = 20000
+	if s := SummarizeSoak(rec); !s.Flat || !s.Maps[1].OK || !s.Memory.OK {
+		t.Errorf("fdb 2, 2, 1 and memory 30 -> 20 MiB were not flat: %+v %+v", s.Maps, s.Memory)
+	}
 	rec.Lost = 1
 	if s := SummarizeSoak(rec); s.GoalMet || !s.Flat || !s.Stable {
 		t.Errorf("a frame lost: %+v", s)

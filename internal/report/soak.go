@@ -146,7 +146,7 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 	b.WriteString("\n## Soak\n\n")
 	fmt.Fprintf(b, "One stream per DUT at a share of its zero-loss rate (NDR, found first with the same frames), read in windows (the notes above say how). "+
 		"Goals: 0 frames lost; p50, p90 and p99 of the last window within %.0f%% (or %v) of the first's (p99.9 and the maximum are shown, not judged: a window holds a handful of frames beyond them); "+
-		"the daemon's resident memory grown by at most %.0f%% (or %d MiB) and every map's entries the same in every sample.\n\n",
+		"the daemon's resident memory grown by at most %.0f%% (or %d MiB) and no map holding more entries than at its first sample.\n\n",
 		100*lab.LatencyDrift, lab.LatencySlack, 100*lab.MemoryDrift, lab.MemorySlack>>10)
 	markdownRows(b, []string{"DUT", "stream", "lost", "windows", "p50 first → last", "p99 first → last", "p99.9 first → last", "daemon RSS first → last", "maps", "goals"},
 		soakCells(rows), soakWarnings(rows))
