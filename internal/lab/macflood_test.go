@@ -182,10 +182,11 @@ func TestTableParsers(t *testing.T) {
 }
 
 // TestCPUOthers: /proc/PID/stat read past a command with spaces and
-// parentheses; kernel threads told apart; and the machine's others read.
+// parentheses, with the time of the children it waited for; kernel
+// threads told apart; and the machine's others read.
 func TestCPUOthers(t *testing.T) {
-	p, kernel, ok := parseProcStat("4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 1 0 5 0 0")
-	if !ok || kernel || p.ppid != 17 || p.ticks != 280 {
+	p, kernel, ok := parseProcStat("4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 30 7 5 20 0 1 0 5 0 0")
+	if !ok || kernel || p.ppid != 17 || p.ticks != 292 {
 		t.Errorf("parseProcStat: %+v kernel %v ok %v", p, kernel, ok)
 	}
 	if _, kernel, _ := parseProcStat("22 (ksoftirqd/1) S 2 0 0 0 -1 69238848 0 0 0 0 0 2742 0 0 20 0 1 0 13 0 0"); !kernel {

@@ -634,8 +634,12 @@ func (o *ovsDUT) tableLimit(ctx context.Context, _ *Topo, bridge string, n int) 
 // cpuOthers is the CPU time, in clock ticks, that the machine's processes
 // outside this one and its children (the DUT's daemons) have used, kernel
 // threads apart: on a shared machine, what someone else's work took from
-// the CPUs a measurement ran on. Processes that end between two readings
-// take their time with them, so the difference of two is a floor.
+// the CPUs a measurement ran on. A process's time counts its children
+// that ended (cutime and cstime, added to the parent that waited for them):
+// a build's compilers start and end between two readings, and without
+// them a machine busy compiling read as idle. A process that ends without
+// a parent that waits (a daemon's orphans, which go to init) still takes
+// its time with it, so the difference of two readings is a floor.
 func cpuOthers() (uint64, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -682,26 +686,30 @@ func cpuOthers() (uint64, error) {
 // procStat is what cpuOthers needs of /proc/PID/stat.
 type procStat struct {
 	ppid  int
-	ticks uint64 // utime + stime
+	ticks uint64 // utime + stime + cutime + cstime
 }
 
 // parseProcStat reads a /proc/PID/stat line: the parent, the user and
-// system time, and whether it is a kernel thread (PF_KTHREAD).
+// system time with its waited-for children's, and whether it is a kernel
+// thread (PF_KTHREAD).
 func parseProcStat(s string) (procStat, bool, bool) {
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
 		return procStat{}, false, false
 	}
 	f := strings.Fields(s[i+1:])
-	// After the command: state(0) ppid(1) ... flags(6) ... utime(11) stime(12).
-	if len(f) < 13 {
+	// After the command: state(0) ppid(1) ... flags(6) ... utime(11)
+	// stime(12) cutime(13) cstime(14).
+	if len(f) < 15 {
 		return procStat{}, false, false
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	flags, _ := strconv.ParseUint(f[6], 10, 64)
 	ut, _ := strconv.ParseUint(f[11], 10, 64)
 	st, _ := strconv.ParseUint(f[12], 10, 64)
-	return procStat{ppid: ppid, ticks: ut + st}, flags&0x00200000 != 0, true
+	cut, _ := strconv.ParseUint(f[13], 10, 64)
+	cst, _ := strconv.ParseUint(f[14], 10, 64)
+	return procStat{ppid: ppid, ticks: ut + st + cut + cst}, flags&0x00200000 != 0, true
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times.
