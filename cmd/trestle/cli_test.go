@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -95,6 +96,14 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"lab", "mac-flood", "--max-entries", "-1"}, "--max-entries -1"},
 		{[]string{"lab", "soak", "--load", "1.5"}, "--load 1.5"},
 		{[]string{"lab", "mac-flood", "--events", "sigkill=1"}, "--events is for the restart scenario"},
+		{[]string{"lab", "quick", "--pdr-loss", "0.5x"}, `--pdr-loss "0.5x"`},
+		{[]string{"lab", "quick", "--ndr-loss", "100%"}, `--ndr-loss "100%"`},
+		{[]string{"lab", "quick", "--ndr-loss", "1%", "--pdr-loss", "0.5%"}, "--pdr-loss 0.5%: must be above the NDR's loss goal (1%), or off"},
+		{[]string{"lab", "quick", "--ndr-loss", "1%"}, "the NDR's loss goal 1% is not below the PDR's (0.5%)"},
+		{[]string{"lab", "quick", "--loss-goal", "0", "--ndr-loss", "0"}, "--loss-goal is --ndr-loss"},
+		{[]string{"lab", "rfc2889", "--bidirectional"}, "--bidirectional is for the throughput test; rfc2889 has none"},
+		{[]string{"lab", "restart", "--bidirectional"}, "restart's restart test runs one way"},
+		{[]string{"lab", "mirror", "--bidirectional"}, "the span host would count both directions"},
 	} {
 		out, code := runCLI(t, nil, c.args...)
 		if code == 0 || !strings.Contains(out, c.want) {
@@ -104,7 +113,8 @@ func TestLabFlags(t *testing.T) {
 	out, code := runCLI(t, nil, "lab", "--help")
 	if code != 0 || !strings.Contains(out, "router-pps") || !strings.Contains(out, "Placement") || !strings.Contains(out, "DUT@vlan") || !strings.Contains(out, "DUT@patch") || !strings.Contains(out, "DUT@veth") ||
 		!strings.Contains(out, "DUT@mirror") || !strings.Contains(out, "DUT@capture") || !strings.Contains(out, "  mirror ") ||
-		!strings.Contains(out, "  mac-flood ") || !strings.Contains(out, "  soak ") || !strings.Contains(out, "--sources") {
+		!strings.Contains(out, "  mac-flood ") || !strings.Contains(out, "  soak ") || !strings.Contains(out, "--sources") ||
+		!strings.Contains(out, "--bidirectional") || !strings.Contains(out, "--pdr-loss") || !strings.Contains(out, "NDR and PDR") || !strings.Contains(out, "Latency under load") {
 		t.Errorf("lab --help: %d %q", code, out)
 	}
 	// A scenario's --help says what it measures and its goals, before the
@@ -117,6 +127,21 @@ func TestLabFlags(t *testing.T) {
 	out, code = runCLI(t, nil, "lab", "filter-scale", "--help")
 	if code != 0 || !strings.HasPrefix(out, "Scenario filter-scale:") || !strings.Contains(out, "DUT@rules=N,state") || !strings.Contains(out, "trestle:xdp@rules=100 at least 0.8x trestle:xdp") {
 		t.Errorf("lab filter-scale --help: %d %q", code, out)
+	}
+}
+
+func TestParseLoss(t *testing.T) {
+	for _, c := range []struct {
+		in  string
+		v   float64
+		off bool
+		ok  bool
+	}{{"0", 0, false, true}, {"0.5%", 0.005, false, true}, {" 0.1 % ", 0.001, false, true}, {"0.005", 0.005, false, true}, {"off", 0, true, true},
+		{"1", 0, false, false}, {"100%", 0, false, false}, {"-1%", 0, false, false}, {"x", 0, false, false}, {"NaN", 0, false, false}} {
+		v, off, err := parseLoss(c.in)
+		if (err == nil) != c.ok || c.ok && (math.Abs(v-c.v) > 1e-12 || off != c.off) {
+			t.Errorf("parseLoss(%q) = %v, %v, %v", c.in, v, off, err)
+		}
 	}
 }
 

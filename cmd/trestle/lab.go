@@ -26,7 +26,8 @@ func (e *env) labCmd() *cobra.Command {
 		duration, window                                                      time.Duration
 		sources, maxEntries                                                   int
 		lossGoal, resolution, load, streamRate                                float64
-		keep, profile                                                         bool
+		keep, profile, bidirectional                                          bool
+		ndrLoss, pdrLoss                                                      string
 	)
 	c := &cobra.Command{
 		Use:   "lab SCENARIO [flags]",
@@ -133,6 +134,28 @@ memory and every eBPF map's entries every sixth of a window. Goals: 0
 lost, latency stable from the first window to the last, memory and maps
 flat.
 
+NDR and PDR (the throughput test): one search finds both the highest
+rate that loses at most --ndr-loss (default 0: RFC 2544's throughput, the
+NDR) and the highest that loses at most --pdr-loss (default 0.5%, CSIT's
+PDR), the way CSIT's MLRsearch does: short --trial trials bracket both
+rates, every trial narrowing each bracket its rate falls in, then --confirm
+trials confirm each, stepping down if one loses more. The tables give the
+NDR as the median and the PDR beside it, each with its ratios to direct
+and the floor (of the medians). Other searches (broadcast, fdb-scale, the
+restart, mac-flood and soak streams' rates) look for the NDR only.
+
+--bidirectional (the throughput test, and rfc2544's latency and loss
+tests): h1 -> h2 and h2 -> h1 at once, two generators on the generator's
+CPU, a sink at each end, each direction at half the rate; the rates are
+the sums, each direction beside them, and a trial passes on the sum's
+loss. On 2 CPUs (shared placement) both directions are forwarded on one
+CPU: the sum shows the DUT forwarding both ways at once, not whether it
+spreads them over cores (the run's notes say so).
+
+Latency under load (router-pps, rfc2544): after each search, a stream of
+--trial at 10, 50 and 90% of the PDR, every frame timed by the sink: p50,
+p90, p99, p99.9 and max, in a table and a chart.
+
 Placement (--placement): shared runs the generator, the DUT's forwarding and
 the sink on one core (a veth delivers on the sending CPU: lossless, and the
 rate is that of the whole path); split pins the DUT's and the sinks' NAPI
@@ -142,6 +165,7 @@ Examples:
   trestle lab quick
   trestle lab router-pps --dut direct,linux-bridge,trestle:xdp,ovs --reps 5
   trestle lab rfc2544 --sizes 64,512,1518 --json run.json --report out/
+  trestle lab router-pps --bidirectional --sizes 64 --pdr-loss 0.1%
   trestle lab chain --chains 1,2,4,8 --dut linux-bridge,trestle,trestle@veth,ovs@patch
   trestle lab mirror --dut trestle:xdp,trestle:xdp@mirror,linux-bridge,linux-bridge@mirror
   trestle lab restart --events sigkill=3,upgrade=2 --dut trestle:xdp@bin=/tmp/trestle-old
@@ -210,11 +234,35 @@ Examples:
 					*d.into = d.v
 				}
 			}
+			if f.Changed("loss-goal") && f.Changed("ndr-loss") {
+				return errors.New("--loss-goal is --ndr-loss: give one")
+			}
 			if f.Changed("loss-goal") {
 				if lossGoal < 0 || lossGoal >= 1 {
 					return fmt.Errorf("--loss-goal %v: a ratio from 0 up to 1", lossGoal)
 				}
 				tm.Search.LossGoal = lossGoal
+			}
+			if f.Changed("ndr-loss") {
+				v, off, err := parseLoss(ndrLoss)
+				if err != nil || off {
+					return fmt.Errorf("--ndr-loss %q: a share of the frames, 0 up to 100%%: 0, 0.1%% or 0.001", ndrLoss)
+				}
+				tm.Search.LossGoal = v
+			}
+			if f.Changed("pdr-loss") {
+				v, off, err := parseLoss(pdrLoss)
+				if err != nil {
+					return fmt.Errorf("--pdr-loss %q: a share of the frames, above the NDR's, up to 100%%: 0.5%% or 0.005; or off", pdrLoss)
+				}
+				if off {
+					v = 0
+				} else if v <= tm.Search.LossGoal {
+					return fmt.Errorf("--pdr-loss %s: must be above the NDR's loss goal (%g%%), or off", pdrLoss, 100*tm.Search.LossGoal)
+				}
+				tm.Search.PDRLoss = v
+			} else if tm.Search.PDRLoss > 0 && tm.Search.PDRLoss <= tm.Search.LossGoal {
+				return fmt.Errorf("the NDR's loss goal %g%% is not below the PDR's (%g%%): give --pdr-loss above it, or off", 100*tm.Search.LossGoal, 100*tm.Search.PDRLoss)
 			}
 			if f.Changed("resolution") {
 				if resolution <= 0 || resolution >= 0.5 {
@@ -285,6 +333,12 @@ Examples:
 			if err := sc.CheckFloor(); err != nil {
 				return err
 			}
+			if f.Changed("bidirectional") {
+				sc.Bidirectional = bidirectional
+			}
+			if err := sc.CheckBidirectional(); err != nil {
+				return err
+			}
 			return e.runLab(sc, placement, jsonPath, reportDir, keep, profile)
 		},
 	}
@@ -313,7 +367,10 @@ Examples:
 	f.DurationVar(&settle, "settle", 0, "wait after the learning frames")
 	f.DurationVar(&drain, "drain", 0, "wait after a trial before counting")
 	f.DurationVar(&iperfTime, "iperf-time", 0, "length of an iperf3 run")
-	f.Float64Var(&lossGoal, "loss-goal", 0, "loss ratio a trial may have and pass (RFC 2544: 0)")
+	f.StringVar(&ndrLoss, "ndr-loss", "0", "the NDR's loss goal: the share of the frames a trial may lose and pass\n(RFC 2544: 0); 0.1% or 0.001")
+	f.StringVar(&pdrLoss, "pdr-loss", "0.5%", "the PDR's loss goal, found by the same search (CSIT: 0.5%); above the\nNDR's, or off")
+	f.Float64Var(&lossGoal, "loss-goal", 0, "the NDR's loss goal as a ratio (the same as --ndr-loss)")
+	f.BoolVar(&bidirectional, "bidirectional", false, "send h1 -> h2 and h2 -> h1 at once in the throughput search and the\nlatency and loss tests (each at half the rate), and report the sum and\neach direction (not for restart, mac-flood, soak, fdb-scale or @mirror)")
 	f.Float64Var(&resolution, "resolution", 0, "search resolution, a ratio of the rate (default 0.01)")
 	f.StringVar(&udpRate, "udp-rate", "", "iperf3 UDP offered rate (e.g. 1G)")
 	f.StringVar(&events, "events", "", "restart: events in order with their counts (default sigkill=10,sigterm=10,upgrade=5)")
@@ -376,6 +433,28 @@ Examples:
 		},
 	})
 	return c
+}
+
+// parseLoss reads a loss goal: a percentage ("0.5%") or a ratio
+// ("0.005"), from 0 up to (not including) all the frames; "off" says so.
+func parseLoss(s string) (v float64, off bool, err error) {
+	s = strings.TrimSpace(s)
+	if s == "off" || s == "none" {
+		return 0, true, nil
+	}
+	scale := 1.0
+	if t, ok := strings.CutSuffix(s, "%"); ok {
+		s, scale = strings.TrimSpace(t), 0.01
+	}
+	v, err = strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, false, err
+	}
+	v *= scale
+	if v < 0 || v >= 1 || v != v {
+		return 0, false, fmt.Errorf("%v: not from 0 up to 1", v)
+	}
+	return v, false, nil
 }
 
 // streamFlags applies the mac-flood and soak flags to sc, refusing them

@@ -58,6 +58,13 @@ type Timing struct {
 	Drain  time.Duration // after the trial, before counting
 }
 
+// ndrOnly is t with no PDR: for the searches whose result is a zero-loss
+// rate only (broadcast, tables, the rate of a stream).
+func (t Timing) ndrOnly() Timing {
+	t.Search.PDRLoss = 0
+	return t
+}
+
 // DefaultTiming is what the lab uses unless a scenario or flag says otherwise.
 var DefaultTiming = Timing{Search: DefaultSearch, Settle: 200 * time.Millisecond, Drain: 500 * time.Millisecond}
 
@@ -80,7 +87,8 @@ func (r *Rig) SearchTrials(ctx context.Context, spec TrialSpec, tm Timing, progr
 	return res, trials, err
 }
 
-// Throughput runs RFC 2544's throughput search from host 0 to host 1.
+// Throughput runs RFC 2544's throughput search from host 0 to host 1
+// (and back, with r.Bidirectional: the rates are then the sums of both).
 // With a mirror, every trial also counts what the span host received
 // (TrialResult.Watched); the search goes by h2's frames alone.
 func (r *Rig) Throughput(ctx context.Context, size FrameSize, tm Timing, flows int, progress func(SearchTrial)) (SearchResult, []TrialResult, error) {
@@ -88,7 +96,7 @@ func (r *Rig) Throughput(ctx context.Context, size FrameSize, tm Timing, flows i
 	if err != nil {
 		return SearchResult{}, nil, err
 	}
-	spec := TrialSpec{From: 0, To: []int{1}, Mix: mix, Flows: flows, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
+	spec := TrialSpec{From: 0, To: []int{1}, Mix: mix, Flows: flows, Learn: true, Settle: tm.Settle, Drain: tm.Drain, Both: r.Bidirectional}
 	if m := r.T.Mirror; m != nil {
 		spec.Watch = []int{m.SpanHost}
 	}
@@ -96,7 +104,8 @@ func (r *Rig) Throughput(ctx context.Context, size FrameSize, tm Timing, flows i
 }
 
 // LatencyAt measures one-way latency at each fraction of rate (RFC 2544
-// section 26.2 samples one frame a trial; the sink takes every frame).
+// section 26.2 samples one frame a trial; the sink takes every frame);
+// with r.Bidirectional both ways, each at half of it.
 func (r *Rig) LatencyAt(ctx context.Context, size FrameSize, rate float64, fractions []float64, d time.Duration, tm Timing) ([]TrialResult, error) {
 	mix, err := size.Mix()
 	if err != nil {
@@ -104,7 +113,7 @@ func (r *Rig) LatencyAt(ctx context.Context, size FrameSize, rate float64, fract
 	}
 	var out []TrialResult
 	for _, f := range fractions {
-		tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1}, Rate: rate * f, Duration: d, Mix: mix, Latency: true, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
+		tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1}, Rate: rate * f, Duration: d, Mix: mix, Latency: true, Learn: true, Settle: tm.Settle, Drain: tm.Drain, Both: r.Bidirectional})
 		if err != nil {
 			return out, err
 		}
@@ -114,7 +123,8 @@ func (r *Rig) LatencyAt(ctx context.Context, size FrameSize, rate float64, fract
 }
 
 // LossCurve offers 100% of max, then 90%, ... down to 10% (RFC 2544 section
-// 26.3), stopping after two rates in a row without loss, as the RFC allows.
+// 26.3), stopping after two rates in a row without loss, as the RFC allows;
+// with r.Bidirectional both ways.
 func (r *Rig) LossCurve(ctx context.Context, size FrameSize, maxRate float64, d time.Duration, tm Timing) ([]TrialResult, error) {
 	mix, err := size.Mix()
 	if err != nil {
@@ -123,7 +133,7 @@ func (r *Rig) LossCurve(ctx context.Context, size FrameSize, maxRate float64, d 
 	var out []TrialResult
 	clean := 0
 	for pct := 100; pct >= 10 && clean < 2; pct -= 10 {
-		tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1}, Rate: maxRate * float64(pct) / 100, Duration: d, Mix: mix, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
+		tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1}, Rate: maxRate * float64(pct) / 100, Duration: d, Mix: mix, Learn: true, Settle: tm.Settle, Drain: tm.Drain, Both: r.Bidirectional})
 		if err != nil {
 			return out, err
 		}

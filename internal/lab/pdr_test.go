@@ -3,6 +3,8 @@ package lab
 import (
 	"context"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -262,6 +264,56 @@ func TestSearchPDROff(t *testing.T) {
 			if tr.PDRPass {
 				t.Errorf("PDR goal %v: a trial passed a PDR not asked for", pdr)
 			}
+		}
+	}
+}
+
+// TestExecuteBidirectional runs the throughput search and the latency
+// under load both ways for real: each trial has both directions, each
+// direction's frames reach the other end, the rates are the sums, and
+// the PDR is there.
+func TestExecuteBidirectional(t *testing.T) {
+	requireRoot(t)
+	sc := tinyScenario([]string{"direct", "floor", "linux-bridge"})
+	sc.Tests = []string{TestThroughput, TestLoadLatency}
+	sc.LoadShares, sc.Bidirectional = CSITLoadShares, true
+	sc.Timing.Search.LossGoal, sc.Timing.Search.PDRLoss = 0.01, 0.05
+	run, _ := execute(t, sc, "")
+	if !run.Bidirectional || !slices.ContainsFunc(run.Notes, func(n string) bool { return strings.HasPrefix(n, "bidirectional: ") }) {
+		t.Errorf("the run does not say it went both ways: %v", run.Notes)
+	}
+	lat := map[string]int{}
+	for _, r := range run.Results {
+		for _, tr := range r.Trials {
+			if len(tr.Directions) != 2 {
+				t.Fatalf("%s %s: a trial with %d directions", r.DUT, r.Test, len(tr.Directions))
+			}
+			var sent uint64
+			for _, d := range tr.Directions {
+				if d.Sent == 0 || d.Received == 0 {
+					t.Errorf("%s %s: %s -> %s sent %d, received %d", r.DUT, r.Test, d.From, d.To, d.Sent, d.Received)
+				}
+				sent += d.Sent
+			}
+			if sent != tr.Sent || tr.Directions[0].From != "h1" || tr.Directions[1].From != "h2" {
+				t.Errorf("%s %s: directions %+v do not add up to %d sent", r.DUT, r.Test, tr.Directions, tr.Sent)
+			}
+		}
+		switch r.Test {
+		case TestThroughput:
+			if r.Search == nil || r.Search.PDR < r.Value || len(r.Directions) != 2 || math.Abs(r.Directions[0]+r.Directions[1]-r.Value) > 1e-6*r.Value {
+				t.Errorf("%s: NDR %v, directions %v, search %+v", r.DUT, r.Value, r.Directions, r.Search)
+			}
+		case TestLoadLatency:
+			if r.Latency == nil || r.Latency.P50 <= 0 || r.Latency.Max < r.Latency.P999 {
+				t.Errorf("%s %s: latency %+v", r.DUT, r.Param, r.Latency)
+			}
+			lat[r.DUT]++
+		}
+	}
+	for _, d := range sc.DUTs {
+		if lat[d] != len(CSITLoadShares) {
+			t.Errorf("%s: %d latency-load results, want %d", d, lat[d], len(CSITLoadShares))
 		}
 	}
 }

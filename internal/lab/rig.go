@@ -101,6 +101,9 @@ type Rig struct {
 	// SinkFlows is the flow ids the sinks track (0: 64): the scenario's
 	// flows, where it has more.
 	SinkFlows int
+	// Bidirectional: the tests from h1 to h2 that can (Throughput,
+	// LatencyAt, LossCurve) run both ways at once (TrialSpec.Both).
+	Bidirectional bool
 }
 
 func (r *Rig) setGRO(on bool) error {
@@ -252,6 +255,25 @@ type TrialSpec struct {
 	Learn   bool          // send learning frames first (RFC 2544 section 23)
 	Settle  time.Duration // after learning
 	Drain   time.Duration // after the last frame, before counting
+	// Both: host To[0] sends to host From at the same time, as CSIT's
+	// bidirectional tests do (--bidirectional): two generators, each at
+	// half of Rate (and of Count), each on the generator's CPU, and a
+	// sink at each end. One receiving host only; the loss is over both.
+	Both bool
+}
+
+// DirectionResult is one direction of a trial that ran both ways.
+type DirectionResult struct {
+	From       string        `json:"from"` // "h1"
+	To         string        `json:"to"`
+	Requested  float64       `json:"requested_pps"`
+	Offered    float64       `json:"offered_pps"`
+	Sent       uint64        `json:"sent"`
+	DevDropped uint64        `json:"dev_dropped"`
+	Received   uint64        `json:"received"`
+	Lost       int64         `json:"lost"`
+	LossRatio  float64       `json:"loss_ratio"`
+	Latency    *sink.Latency `json:"latency,omitempty"`
 }
 
 // TrialResult is what a trial measured.
@@ -269,6 +291,10 @@ type TrialResult struct {
 	Latency    *sink.Latency `json:"latency,omitempty"`
 	CPU        []float64     `json:"cpu_busy"` // busy share of each CPU during the trial
 	Seconds    float64       `json:"seconds"`
+	// Directions: a trial both ways (TrialSpec.Both) has the figures
+	// above summed over its two directions, and each one's here:
+	// h1 -> h2 first.
+	Directions []DirectionResult `json:"directions,omitempty"`
 }
 
 // Trial runs one generator trial through the rig.
@@ -292,6 +318,16 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 	}
 	watched := sinks[len(ts.To):]
 	sinks = sinks[:len(ts.To)]
+	var back *sink.Sink // the sink of the reverse direction (Both)
+	if ts.Both {
+		if len(ts.To) != 1 || ts.DstMAC != nil {
+			return res, g, errors.New("trial both ways: one receiving host, at its own address")
+		}
+		if back = r.sinks[ts.From]; back == nil {
+			return res, g, fmt.Errorf("trial both ways: no sink on host %d", ts.From+1)
+		}
+		sinks = append(sinks, back)
+	}
 	if ts.Learn && r.DUT.Learns() {
 		// Each receiving host announces itself, and the sender too, so
 		// the bridges know where every address in the trial is.
@@ -335,6 +371,9 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 	if ts.Latency {
 		o.ClockEvery = 1
 	}
+	if ts.Both {
+		return r.trialBoth(ctx, ts, o, sinks, watched)
+	}
 	cpu0, _ := readCPU()
 	g, err := gen.Run(ctx, o, 0, nil)
 	if err != nil {
@@ -343,23 +382,16 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 	cpu1, _ := readCPU()
 	sleepCtx(ctx, ts.Drain)
 	res = TrialResult{Requested: ts.Rate, Offered: g.PPS(), Sent: g.Sent, DevDropped: g.DevDropped, Seconds: g.Elapsed.Seconds(), CPU: cpuBusy(cpu0, cpu1)}
-	var hist []uint64
+	snaps, hist, err := snapshots(sinks)
+	if err != nil {
+		return res, g, err
+	}
 	var received uint64
-	for _, s := range sinks {
-		snap, err := s.Snapshot()
-		if err != nil {
-			return res, g, err
-		}
+	for _, snap := range snaps {
 		res.Received = append(res.Received, snap.Received)
 		received += snap.Received
 		res.Reordered += snap.Reordered
 		res.Duplicated += snap.Duplicates
-		if hist == nil {
-			hist = make([]uint64, len(snap.Hist))
-		}
-		for i, n := range snap.Hist {
-			hist[i] += n
-		}
 	}
 	for _, s := range watched {
 		snap, err := s.Snapshot()
@@ -377,6 +409,96 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 		res.Latency = &l
 	}
 	return res, g, ctx.Err()
+}
+
+// snapshots reads the sinks, with their latency histograms summed.
+func snapshots(sinks []*sink.Sink) ([]sink.Snapshot, []uint64, error) {
+	var out []sink.Snapshot
+	var hist []uint64
+	for _, s := range sinks {
+		snap, err := s.Snapshot()
+		if err != nil {
+			return out, hist, err
+		}
+		out = append(out, snap)
+		if hist == nil {
+			hist = make([]uint64, len(snap.Hist))
+		}
+		for i, n := range snap.Hist {
+			hist[i] += n
+		}
+	}
+	return out, hist, nil
+}
+
+// trialBoth runs a trial both ways: o (from host ts.From) and its mirror
+// image from host ts.To[0], each at half the rate, at once. sinks are the
+// two ends' sinks, ts.To[0]'s first; the sinks are reset and the learning
+// frames sent. It returns the forward generator's figures as the trial's
+// gen.Stats.
+func (r *Rig) trialBoth(ctx context.Context, ts TrialSpec, o gen.Options, sinks, watched []*sink.Sink) (TrialResult, gen.Stats, error) {
+	var res TrialResult
+	from, to := r.T.Hosts[ts.From], r.T.Hosts[ts.To[0]]
+	o.Rate, o.Count = ts.Rate/2, ts.Count/2
+	back := o
+	back.Dev, back.NetNS, back.DstMAC, back.VLAN, back.Mix = to.If, to.NS.Path, from.MAC, to.VLAN, ts.Mix
+	if to.VLAN != 0 {
+		back.Mix = tagged(ts.Mix)
+	}
+	cpu0, _ := readCPU()
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fwdc, backc := goGen(gctx, o), goGen(gctx, back)
+	fwd, rev := <-fwdc, <-backc
+	cpu1, _ := readCPU()
+	for _, g := range []struct {
+		r  genResult
+		on *Host
+	}{{fwd, from}, {rev, to}} {
+		if g.r.err != nil {
+			return res, fwd.s, fmt.Errorf("generator on %s: %w", g.on.NS.Name, g.r.err)
+		}
+	}
+	sleepCtx(ctx, ts.Drain)
+	snaps, hist, err := snapshots(sinks)
+	if err != nil {
+		return res, fwd.s, err
+	}
+	res = TrialResult{Requested: ts.Rate, Offered: fwd.s.PPS() + rev.s.PPS(), Sent: fwd.s.Sent + rev.s.Sent, DevDropped: fwd.s.DevDropped + rev.s.DevDropped,
+		Seconds: max(fwd.s.Elapsed, rev.s.Elapsed).Seconds(), CPU: cpuBusy(cpu0, cpu1)}
+	for k, d := range []struct {
+		g        gen.Stats
+		from, to int
+	}{{fwd.s, ts.From, ts.To[0]}, {rev.s, ts.To[0], ts.From}} {
+		snap := snaps[k]
+		dr := DirectionResult{From: fmt.Sprintf("h%d", d.from+1), To: fmt.Sprintf("h%d", d.to+1), Requested: o.Rate, Offered: d.g.PPS(),
+			Sent: d.g.Sent, DevDropped: d.g.DevDropped, Received: snap.Received, Lost: int64(d.g.Sent) - int64(snap.Received)}
+		if d.g.Sent > 0 {
+			dr.LossRatio = max(float64(dr.Lost), 0) / float64(d.g.Sent)
+		}
+		if l := sink.Summarize(snap.Hist); l.Count > 0 {
+			dr.Latency = &l
+		}
+		res.Directions = append(res.Directions, dr)
+		res.Received = append(res.Received, snap.Received)
+		res.Lost += dr.Lost
+		res.Reordered += snap.Reordered
+		res.Duplicated += snap.Duplicates
+	}
+	for _, s := range watched {
+		snap, err := s.Snapshot()
+		if err != nil {
+			return res, fwd.s, err
+		}
+		res.Watched = append(res.Watched, snap.Received)
+	}
+	if res.Sent > 0 {
+		res.LossRatio = max(float64(res.Lost), 0) / float64(res.Sent)
+	}
+	if l := sink.Summarize(hist); l.Count > 0 {
+		res.Latency = &l
+	}
+	return res, fwd.s, ctx.Err()
 }
 
 // learnFrame sends one broadcast frame from the host's address with the

@@ -47,6 +47,12 @@ type Result struct {
 	// The mac-flood and soak tests' records, with their results.
 	Flood *FloodRecord `json:"mac_flood,omitempty"`
 	Soak  *SoakRecord  `json:"soak,omitempty"`
+
+	// Directions: a search both ways (--bidirectional) gives each
+	// direction's offered rate in the confirmation whose sum is Value
+	// (h1 -> h2 first), and PDRDirections in the one that gave the PDR.
+	Directions    []float64 `json:"directions_pps,omitempty"`
+	PDRDirections []float64 `json:"pdr_directions_pps,omitempty"`
 }
 
 // Unit is the setting of one measured block: a DUT on one topology.
@@ -89,6 +95,9 @@ type Run struct {
 	Units     []UnitRecord `json:"units"`
 	Results   []Result     `json:"results"`
 	Notes     []string     `json:"notes,omitempty"`
+
+	// Bidirectional: the run sent both ways (Scenario.Bidirectional).
+	Bidirectional bool `json:"bidirectional,omitempty"`
 }
 
 // Config is one lab run as the command line asked for it.
@@ -151,6 +160,8 @@ func estimate(s Scenario, u unit) time.Duration {
 			t += time.Duration(len(s.Sizes)) * (3*trial + tm.Search.Confirm)
 		case TestLatency:
 			t += time.Duration(len(s.Sizes)*len(s.Fractions)) * trial
+		case TestLoadLatency:
+			t += time.Duration(len(s.Sizes)*len(s.LoadShares)) * trial
 		case TestLoss:
 			t += time.Duration(len(s.Sizes)) * 5 * trial
 		case TestB2B:
@@ -215,6 +226,9 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	if err := s.CheckFloor(); err != nil {
 		return nil, err
 	}
+	if err := s.CheckBidirectional(); err != nil {
+		return nil, err
+	}
 	place, err := ChoosePlacement(cfg.Placement)
 	if err != nil {
 		return nil, err
@@ -222,10 +236,16 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	run := &Run{
 		Scenario: s.Name, Title: s.Title, Seed: s.Seed, Command: cfg.Command, Started: time.Now(),
 		Machine: machine(cfg.Version), Placement: place.Mode, DUTs: s.DUTs, Sizes: s.Sizes, Reps: s.Reps, Timing: s.Timing,
-		Goals: s.Goals,
+		Goals: s.Goals, Bidirectional: s.Bidirectional,
 	}
 	if place.Mode == "shared" {
 		run.Notes = append(run.Notes, fmt.Sprintf("placement shared: the generator runs on CPU %d, and so, frame by frame, do the DUT's forwarding and the sink (a veth delivers on the sending CPU); DUT threads of their own (trestle's daemon, Open vSwitch's PMD) on CPU %d", place.GenCPU, place.DUTCPU))
+	}
+	if s.Bidirectional {
+		run.Notes = append(run.Notes, BidirectionalNote(s, place))
+	}
+	if s.has(TestLoadLatency) {
+		run.Notes = append(run.Notes, loadLatencyNote(s))
 	}
 	if s.has(TestRestart) {
 		if len(s.Events) == 0 {
@@ -448,6 +468,9 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 
 	if s.hasPacketTests() && !(isDirect(u.dut) && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart)) {
 		sinkHosts := []int{1}
+		if s.Bidirectional {
+			sinkHosts = []int{0, 1}
+		}
 		if s.has(TestFlood) || s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) || s.has(TestRestart) || s.has(TestMACFlood) {
 			sinkHosts = nil
 			for i := range t.Hosts {
@@ -457,7 +480,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 		if m := t.Mirror; m != nil && !slices.Contains(sinkHosts, m.SpanHost) {
 			sinkHosts = append(sinkHosts, m.SpanHost)
 		}
-		rig.SinkFlows = s.Flows
+		rig.SinkFlows, rig.Bidirectional = s.Flows, s.Bidirectional
 		if err := rig.StartPackets(ctx, sinkHosts); err != nil {
 			return out, err
 		}
@@ -523,6 +546,11 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 				// The passing confirmation is the last trial: the rate found.
 				add(spanResult(base, size, trials[len(trials)-1]))
 			}
+			if s.has(TestLoadLatency) {
+				if err := loadLatency(ctx, s, rig, size, sr, base, add, status); err != nil {
+					return err
+				}
+			}
 		}
 		if s.has(TestLatency) && tput > 0 {
 			status(fmt.Sprintf("latency %s at %v of %s", size.Label(), s.Fractions, pps(tput)))
@@ -583,6 +611,7 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 			if err != nil {
 				return err
 			}
+			tm := tm.ndrOnly()
 			to := []int{}
 			for i := 1; i < len(rig.T.Hosts); i++ {
 				to = append(to, i)
@@ -614,7 +643,7 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 					if spread {
 						what = "each frame to another"
 					}
-					sr, trials, err := rig.TableThroughput(ctx, size, n, spread, tm, func(st SearchTrial) {
+					sr, trials, err := rig.TableThroughput(ctx, size, n, spread, tm.ndrOnly(), func(st SearchTrial) {
 						k++
 						status(fmt.Sprintf("table of %d, %s %s, trial %d: %s offered, loss %.3f%%", n, size.Label(), what, k, pps(st.Offered), 100*st.Loss))
 					})
@@ -710,7 +739,7 @@ func loadRate(ctx context.Context, s Scenario, rig *Rig, size FrameSize, tputs m
 	tput, ok := tputs[size]
 	if !ok {
 		n := 0
-		sr, trials, err := rig.Throughput(ctx, size, s.Timing, flows, func(st SearchTrial) {
+		sr, trials, err := rig.Throughput(ctx, size, s.Timing.ndrOnly(), flows, func(st SearchTrial) {
 			n++
 			status(fmt.Sprintf("throughput %s for the %s stream, trial %d: %s offered, loss %.3f%%", size.Label(), test, n, pps(st.Offered), 100*st.Loss))
 		})
@@ -728,16 +757,103 @@ func loadRate(ctx context.Context, s Scenario, rig *Rig, size FrameSize, tputs m
 }
 
 // searchResult is the Result of an RFC 2544 search: its figure, or, when no
-// rate passed, an error rather than a figure of 0.
+// rate passed, an error rather than a figure of 0. The PDR, if the search
+// looked for one, is in its Search.
 func searchResult(base Result, test, param string, sr SearchResult, trials []TrialResult) Result {
 	r := base
 	r.Test, r.Param, r.Value, r.Unit, r.Note = test, param, sr.Throughput, "pps", sr.Note
 	r.Search, r.Trials = &sr, trials
+	r.Directions, r.PDRDirections = directionsAt(sr, trials, sr.Throughput, false), directionsAt(sr, trials, sr.PDR, true)
 	if sr.Throughput == 0 {
 		// Not a figure of 0: the DUT lost frames at every rate tried.
 		r.Error, r.Note = "no zero-loss rate: "+sr.Note, ""
 	}
 	return r
+}
+
+// directionsAt is each direction's offered rate in the confirmation of a
+// search both ways that passed (its NDR goal, or with pdr its PDR goal)
+// at rate: nil for a search one way, or none.
+func directionsAt(sr SearchResult, trials []TrialResult, rate float64, pdr bool) []float64 {
+	if rate <= 0 || len(trials) != len(sr.Trials) {
+		return nil
+	}
+	for i, st := range sr.Trials {
+		pass := st.Pass
+		if pdr {
+			pass = st.PDRPass
+		}
+		if !st.Confirm || !pass || st.Offered != rate || len(trials[i].Directions) == 0 {
+			continue
+		}
+		var out []float64
+		for _, d := range trials[i].Directions {
+			out = append(out, d.Offered)
+		}
+		return out
+	}
+	return nil
+}
+
+// loadLatency is CSIT's latency under load: after the throughput search
+// at size, a stream at each of s.LoadShares of the PDR (of the NDR if the
+// search looked for no PDR), every frame timestamped, for a search
+// trial's length. Each stream is a Result whose Value is the p50 and
+// whose Latency has the rest.
+func loadLatency(ctx context.Context, s Scenario, rig *Rig, size FrameSize, sr SearchResult, base Result, add func(Result), status func(string)) error {
+	ref, what := sr.PDR, "PDR"
+	if !sr.Config.HasPDR() {
+		ref, what = sr.Throughput, "NDR"
+	}
+	var trials []TrialResult
+	if ref > 0 {
+		status(fmt.Sprintf("latency under load %s at %s of the %s, %s", size.Label(), sharesText(s.LoadShares), what, pps(ref)))
+		var err error
+		if trials, err = rig.LatencyAt(ctx, size, ref, s.LoadShares, s.Timing.Search.Trial, s.Timing); err != nil {
+			return err
+		}
+	}
+	for i, share := range s.LoadShares {
+		r := base
+		r.Test, r.Param, r.Unit = TestLoadLatency, fmt.Sprintf("%s@%.0f%%", size, 100*share), "ns"
+		r.Note = fmt.Sprintf("%.0f%% of the %s, %s", 100*share, what, pps(ref))
+		if i >= len(trials) {
+			r.Error = fmt.Sprintf("no %s at %s to take %.0f%% of", what, size.Label(), 100*share)
+			add(r)
+			continue
+		}
+		tr := trials[i]
+		r.Trials, r.CPU = []TrialResult{tr}, tr.CPU
+		if tr.Latency != nil {
+			r.Value, r.Latency = float64(tr.Latency.P50), tr.Latency
+		} else {
+			r.Error = "the sink timed no frame"
+		}
+		if tr.Lost > 0 {
+			r.Note += fmt.Sprintf("; %d frames lost", tr.Lost)
+		}
+		add(r)
+	}
+	return nil
+}
+
+// sharesText is "10, 50 and 90%".
+func sharesText(shares []float64) string {
+	var parts []string
+	for _, f := range shares {
+		parts = append(parts, fmt.Sprintf("%.0f", 100*f))
+	}
+	if len(parts) > 1 {
+		return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1] + "%"
+	}
+	return strings.Join(parts, "") + "%"
+}
+
+// loadLatencyNote says how the latency-load test measures, for the run's notes.
+func loadLatencyNote(s Scenario) string {
+	return fmt.Sprintf("latency under load (CSIT): after each throughput search, a stream of %v at %s of the PDR just found (of the NDR when no PDR was looked for), "+
+		"every frame stamped with the generator's clock and timed by the sink (one-way, the sink's histogram: buckets 6.25%% wide, a percentile is its bucket's midpoint); "+
+		"p50, p90, p99, p99.9 and max of each stream", s.Timing.Search.Trial, sharesText(s.LoadShares))
 }
 
 func passWord(ok bool) string {

@@ -30,9 +30,13 @@ const (
 	// Load of the zero-loss rate, its figures per Window (soak.go).
 	TestMACFlood = "mac-flood"
 	TestSoak     = "soak"
+	// TestLoadLatency: after the throughput search, a stream at each of
+	// LoadShares of the PDR (CSIT's latency under load: 10, 50, 90%),
+	// every frame timestamped; p50, p90, p99, p99.9 and max.
+	TestLoadLatency = "latency-load"
 )
 
-var packetTestKinds = []string{TestThroughput, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn, TestTable, TestRestart, TestMACFlood, TestSoak}
+var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn, TestTable, TestRestart, TestMACFlood, TestSoak}
 
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
@@ -55,6 +59,12 @@ type Scenario struct {
 	Flows     int
 	// Fractions of the throughput at which latency is measured.
 	Fractions []float64
+	// LoadShares are the shares of the PDR at which the latency-load test
+	// runs its streams.
+	LoadShares []float64
+	// Bidirectional: the throughput search, and the latency and loss
+	// tests that go from h1 to h2, send both ways at once (--bidirectional).
+	Bidirectional bool
 	// CacheMax is the most addresses the cache test tries; LearnAddrs the
 	// addresses of a learning-rate trial.
 	CacheMax, LearnAddrs int
@@ -119,6 +129,10 @@ func (g Goal) String() string {
 	return fmt.Sprintf("%s %s: %s%s at least %gx %s%s: %s", g.Test, param, g.DUT, at(g.Chain), g.Min, g.Base, at(g.BaseChain), g.Why)
 }
 
+// CSITLoadShares are the shares of the PDR at which CSIT measures latency
+// under load.
+var CSITLoadShares = []float64{0.1, 0.5, 0.9}
+
 func quickTiming() Timing {
 	t := DefaultTiming
 	t.Search.Trial, t.Search.Confirm = time.Second, 2*time.Second
@@ -136,16 +150,17 @@ var Scenarios = map[string]Scenario{
 	},
 	"router-pps": {
 		Name: "router-pps", Title: "Packets per second at the smallest frame and IMIX (seed 001)", Seed: "001_d9f4f4a0a59eb3ef.txt",
-		About: "RFC 2544 throughput at 64 bytes and IMIX through a 2-port bridge, with the IMIX bandwidth estimate, repeated for ministat; each DUT against direct and against the floor (a bare XDP redirect between the bridge's two ports)",
+		About: "RFC 2544 throughput at 64 bytes and IMIX through a 2-port bridge, the NDR (zero loss) and the PDR (at most 0.5% lost) from one search, with the IMIX bandwidth estimate, repeated for ministat; each DUT against direct and against the floor (a bare XDP redirect between the bridge's two ports); then latency under load at 10, 50 and 90% of the PDR",
 		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp", "ovs"}, Hosts: 2, Chain: []int{1},
-		Sizes: []FrameSize{"64", "imix"}, Tests: []string{TestThroughput}, Reps: 3, Timing: DefaultTiming, Flows: 1,
+		Sizes: []FrameSize{"64", "imix"}, Tests: []string{TestThroughput, TestLoadLatency}, Reps: 3, Timing: DefaultTiming, Flows: 1,
+		LoadShares: CSITLoadShares,
 	},
 	"rfc2544": {
 		Name: "rfc2544", Title: "RFC 2544: throughput, latency, frame loss and back-to-back at every frame size",
-		About: "every RFC 2544 frame size and IMIX through a 2-port bridge: throughput, latency at 10/50/90/100% of it, the loss curve, back-to-back bursts",
+		About: "every RFC 2544 frame size and IMIX through a 2-port bridge: throughput (the NDR, and the PDR at 0.5% loss from the same search), latency at 10/50/90/100% of the NDR (RFC 2544) and under load at 10, 50 and 90% of the PDR (CSIT), the loss curve, back-to-back bursts",
 		DUTs:  []string{"direct", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
-		Sizes: RFC2544Sizes, Tests: []string{TestThroughput, TestLatency, TestLoss, TestB2B}, Reps: 1, Timing: DefaultTiming,
-		Fractions: []float64{0.1, 0.5, 0.9, 1.0},
+		Sizes: RFC2544Sizes, Tests: []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B}, Reps: 1, Timing: DefaultTiming,
+		Fractions: []float64{0.1, 0.5, 0.9, 1.0}, LoadShares: CSITLoadShares,
 	},
 	"rfc2889": {
 		Name: "rfc2889", Title: "RFC 2889: address caching capacity and learning rate",
@@ -428,6 +443,45 @@ func (s Scenario) CheckFloor() error {
 		}
 	}
 	return nil
+}
+
+// CheckBidirectional refuses --bidirectional where it does not apply: a
+// scenario with no throughput test, one whose streams take a share of the
+// one-way throughput (restart, mac-flood, soak, table), and a mirror (the
+// span host would count both directions).
+func (s Scenario) CheckBidirectional() error {
+	if !s.Bidirectional {
+		return nil
+	}
+	if !s.has(TestThroughput) {
+		return fmt.Errorf("--bidirectional is for the throughput test; %s has none", s.Name)
+	}
+	for _, t := range []string{TestRestart, TestMACFlood, TestSoak, TestTable} {
+		if s.has(t) {
+			return fmt.Errorf("--bidirectional: %s's %s test runs one way, at a share of the one-way throughput", s.Name, t)
+		}
+	}
+	for _, d := range s.DUTs {
+		if v, err := SplitVariant(d); err == nil && v.Mirror {
+			return fmt.Errorf("--bidirectional: DUT %q: the span host would count both directions", d)
+		}
+	}
+	return nil
+}
+
+// BidirectionalNote says what a run both ways measures, where.
+func BidirectionalNote(s Scenario, p Placement) string {
+	n := fmt.Sprintf("bidirectional: every throughput trial, and the latency and loss-curve trials, send h1 -> h2 and h2 -> h1 at once (two generators, both on CPU %d, "+
+		"a sink at each end), each direction at half the rate asked for: the rates reported are the sums of both directions (CSIT's aggregate), each direction's beside them; "+
+		"a trial passes on the sum's loss. Back-to-back bursts stay one way. ", p.GenCPU)
+	if p.Mode == "shared" {
+		n += "On this placement a veth forwards each frame on its sender's CPU, so both directions' frames are forwarded on that one CPU: the sum is the path's rate on one core, " +
+			"shared by two directions. It shows that the DUT forwards both ways at once, in equal shares, with its table learned and used both ways, and what a frame costs then; " +
+			"it cannot show whether the DUT spreads two directions over two cores (that needs a CPU for each direction's generator and forwarding: the cores scenario, or a machine with more CPUs)"
+	} else {
+		n += "Both generators share one CPU: with a CPU for each direction's generator the sum could be higher"
+	}
+	return n
 }
 
 // isDirect says whether a DUT spec is the straight path (or a variant of it).

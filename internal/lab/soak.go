@@ -246,7 +246,7 @@ func soakTest(ctx context.Context, s Scenario, rig *Rig, base Result, add func(R
 		return err
 	}
 	n := 0
-	sr, trials, err := rig.SearchTrials(ctx, spec, s.Timing, func(st SearchTrial) {
+	sr, trials, err := rig.SearchTrials(ctx, spec, s.Timing.ndrOnly(), func(st SearchTrial) {
 		n++
 		status(fmt.Sprintf("soak: zero-loss rate of %s in %d flows, trial %d: %s offered, loss %.3f%%", size.Label(), spec.Flows, n, pps(st.Offered), 100*st.Loss))
 	})
