@@ -46,6 +46,85 @@ type Row struct {
 	// the repetitions (the last trial of a search, the whole iperf3 run).
 	CPU  []float64
 	cpus [][]float64
+	// PDR is each repetition's PDR, from the search that gave Values (a
+	// throughput search that looked for one: pdrSearched; a repetition
+	// whose search found none has no figure here); PDRMedian, PDRRatio
+	// and PDRVsFloor are as Median, Ratio and VsFloor, of these.
+	PDR                             []float64
+	PDRMedian, PDRRatio, PDRVsFloor float64
+	pdrSearched                     bool
+	// Dirs are each direction's rate at the NDR in a run both ways, one
+	// pair (h1 -> h2, h2 -> h1) per repetition.
+	Dirs [][]float64
+}
+
+// pdrText is the row's PDR median, "-" for a row with none looked for,
+// "none" if none was found.
+func (r *Row) pdrText() string {
+	switch {
+	case !r.pdrSearched:
+		return "-"
+	case len(r.PDR) == 0:
+		return "none"
+	}
+	return Figure(r.PDRMedian, "pps")
+}
+
+// dirsText is the medians of each direction's rate at the NDR.
+func (r *Row) dirsText() string {
+	if len(r.Dirs) == 0 {
+		return "-"
+	}
+	var a, b []float64
+	for _, d := range r.Dirs {
+		a, b = append(a, d[0]), append(b, d[1])
+	}
+	return fmt.Sprintf("h1→h2 %s, h2→h1 %s", Figure(lab.Median(a), "pps"), Figure(lab.Median(b), "pps"))
+}
+
+// figureCells are the row's cells from its median (med) on, in the
+// tables' columns: the ratios to direct (and the floor), the PDR with its
+// ratios, each direction's rate, as the run has them.
+func (r *Row) figureCells(med string, floor, pdr, dirs bool) []string {
+	cells := []string{med, r.ratioText()}
+	if floor {
+		cells = append(cells, r.floorText())
+	}
+	if pdr {
+		cells = append(cells, r.pdrText(), ratioText(r.PDRRatio))
+		if floor {
+			cells = append(cells, ratioText(r.PDRVsFloor))
+		}
+	}
+	if dirs {
+		cells = append(cells, r.dirsText())
+	}
+	return cells
+}
+
+// hasPDR says whether any row of the groups has a PDR looked for: the
+// tables then have its columns.
+func hasPDR(groups []*Group) bool {
+	for _, g := range groups {
+		for _, r := range g.Rows {
+			if r.pdrSearched {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasDirs says whether any row has each direction's rate.
+func hasDirs(groups []*Group) bool {
+	for _, g := range groups {
+		for _, r := range g.Rows {
+			if len(r.Dirs) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ratioText is the row's ratio to direct, or "-" without one.
@@ -116,8 +195,8 @@ func Groups(run *lab.Run) []*Group {
 	index := map[string]*Group{}
 	rows := map[string]*Row{}
 	for _, r := range run.Results {
-		if r.Test == "unit" || isRestart(r.Test) || isStream(r.Test) {
-			continue // restart, mac-flood and soak results have tables of their own
+		if r.Test == "unit" || isRestart(r.Test) || isStream(r.Test) || r.Test == lab.TestLoadLatency {
+			continue // restart, mac-flood, soak and latency-load results have tables of their own
 		}
 		chain := r.Chain
 		if r.DUT == "direct" {
@@ -137,11 +216,20 @@ func Groups(run *lab.Run) []*Group {
 			rows[rk] = row
 			g.Rows = append(g.Rows, row)
 		}
+		if r.Search != nil && r.Search.Config.HasPDR() {
+			row.pdrSearched = true
+			if r.Search.PDR > 0 {
+				row.PDR = append(row.PDR, r.Search.PDR)
+			}
+		}
 		if r.Error != "" {
 			row.Errors = append(row.Errors, r.Error)
 			continue
 		}
 		row.Values = append(row.Values, r.Value)
+		if len(r.Directions) == 2 {
+			row.Dirs = append(row.Dirs, r.Directions)
+		}
 		if len(r.CPU) > 0 {
 			row.cpus = append(row.cpus, r.CPU)
 		}
@@ -170,9 +258,10 @@ func Groups(run *lab.Run) []*Group {
 			return len(run.DUTs)
 		}
 		sort.SliceStable(g.Rows, func(i, j int) bool { return order(g.Rows[i].DUT) < order(g.Rows[j].DUT) })
-		var base, floor float64
+		var base, floor, pdrBase, pdrFloor float64
 		for _, row := range g.Rows {
 			row.Median = lab.Median(row.Values)
+			row.PDRMedian = lab.Median(row.PDR)
 			if len(row.cpus) > 0 && row.CPU == nil {
 				for c := range row.cpus[0] {
 					var v []float64
@@ -186,9 +275,9 @@ func Groups(run *lab.Run) []*Group {
 			}
 			switch row.DUT {
 			case "direct":
-				base = row.Median
+				base, pdrBase = row.Median, row.PDRMedian
 			case floorDUT:
-				floor = row.Median
+				floor, pdrFloor = row.Median, row.PDRMedian
 			}
 		}
 		for _, row := range g.Rows {
@@ -197,6 +286,12 @@ func Groups(run *lab.Run) []*Group {
 			}
 			if floor > 0 && len(row.Values) > 0 {
 				row.VsFloor = row.Median / floor
+			}
+			if pdrBase > 0 && len(row.PDR) > 0 {
+				row.PDRRatio = row.PDRMedian / pdrBase
+			}
+			if pdrFloor > 0 && len(row.PDR) > 0 {
+				row.PDRVsFloor = row.PDRMedian / pdrFloor
 			}
 		}
 	}
@@ -308,12 +403,25 @@ func Terminal(w io.Writer, run *lab.Run) {
 	fmt.Fprintf(w, "%d repetition(s), placement %s, %s, kernel %s, %d CPUs\n", run.Reps, run.Placement, (time.Duration(run.Seconds) * time.Second).String(), run.Machine.Kernel, run.Machine.CPUs)
 	floor := hasFloor(groups)
 	if len(groups) > 0 {
-		head := []string{"TEST", "DUT", "MEDIAN", "VS DIRECT", "ALL REPETITIONS"}
+		pdr, dirs := hasPDR(groups), hasDirs(groups)
+		head := []string{"TEST", "DUT", "MEDIAN", "VS DIRECT"}
 		what := "MEDIAN over the repetitions; VS DIRECT: the ratio of the medians, measured in the same run"
 		if floor {
-			head = slices.Insert(head, 4, "VS FLOOR")
+			head = append(head, "VS FLOOR")
 			what = "MEDIAN over the repetitions; VS DIRECT, VS FLOOR: the ratios of the medians, measured in the same run"
 		}
+		if pdr {
+			head = append(head, "PDR", "PDR VS DIRECT")
+			if floor {
+				head = append(head, "PDR VS FLOOR")
+			}
+			what += fmt.Sprintf("; throughput: MEDIAN is the NDR (%s), PDR the median rate at %s lost, from the same search, its ratios of medians too", lossGoalText(run.Timing.Search.LossGoal), lossGoalText(run.Timing.Search.PDRLoss))
+		}
+		if dirs {
+			head = append(head, "EACH DIRECTION AT THE NDR")
+			what += "; both directions at once: the rates are their sums"
+		}
+		head = append(head, "ALL REPETITIONS")
 		fmt.Fprintln(w, what)
 		tw := newTable(head...)
 		for _, g := range groups {
@@ -322,11 +430,8 @@ func Terminal(w io.Writer, run *lab.Run) {
 				if len(r.Values) == 0 {
 					med = "failed"
 				}
-				cells := []string{g.Key(), r.DUT, med, r.ratioText(), r.repetitionsText()}
-				if floor {
-					cells = slices.Insert(cells, 4, r.floorText())
-				}
-				tw.add(cells...)
+				cells := append([]string{g.Key(), r.DUT}, r.figureCells(med, floor, pdr, dirs)...)
+				tw.add(append(cells, r.repetitionsText())...)
 			}
 		}
 		tw.write(w)
@@ -336,6 +441,7 @@ func Terminal(w io.Writer, run *lab.Run) {
 	}
 	terminalFloods(w, Floods(run))
 	terminalSoaks(w, Soaks(run))
+	terminalLoadLatency(w, LoadLatencies(run))
 	if cs := Compare(groups); len(cs) > 0 {
 		fmt.Fprintf(w, "\n%s:\n", ministatHead)
 		for _, c := range cs {
@@ -459,6 +565,10 @@ func Write(dir string, run *lab.Run) error {
 	t := run.Timing
 	fmt.Fprintf(&b, "- RFC 2544 trials: search %v, confirmation %v, settle %v after learning frames, drain %v; loss goal %g, resolution %g%%\n",
 		t.Search.Trial, t.Search.Confirm, t.Settle, t.Drain, t.Search.LossGoal, 100*t.Search.Resolution)
+	if t.Search.HasPDR() {
+		fmt.Fprintf(&b, "- NDR and PDR from one search (CSIT's MLRsearch): the NDR loses at most %s of the frames, the PDR at most %s; the short trials bracket both, each trial counting for both, then full-length trials confirm each (the throughput test; other searches look for the NDR only)\n",
+			lossGoalText(t.Search.LossGoal), lossGoalText(t.Search.PDRLoss))
+	}
 	for _, n := range run.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
@@ -471,22 +581,37 @@ func Write(dir string, run *lab.Run) error {
 			b.WriteString("the ratio is of the medians, to the straight veth path (`direct`) measured in the same run; ")
 		}
 		b.WriteString("CPU busy is each CPU's share of non-idle time during the measurement (from /proc/stat: the last trial of a search, the whole iperf3 run).\n\n")
-		if floor {
-			b.WriteString("| test | DUT | median | vs direct | vs floor | CPU busy | repetitions |\n|---|---|---|---|---|---|---|\n")
-		} else {
-			b.WriteString("| test | DUT | median | vs direct | CPU busy | repetitions |\n|---|---|---|---|---|---|\n")
+		pdr, dirs := hasPDR(groups), hasDirs(groups)
+		if pdr {
+			fmt.Fprintf(&b, "For throughput the median is the NDR (%s lost) and the PDR (%s lost) comes from the same search, with its ratios of medians the same way. ", lossGoalText(run.Timing.Search.LossGoal), lossGoalText(run.Timing.Search.PDRLoss))
 		}
+		if dirs {
+			b.WriteString("Both directions ran at once: the rates are their sums, and each direction's rate in the trial that gave the NDR is beside them (medians). ")
+		}
+		head := []string{"test", "DUT", "median", "vs direct"}
+		if floor {
+			head = append(head, "vs floor")
+		}
+		if pdr {
+			head = append(head, "PDR", "PDR vs direct")
+			if floor {
+				head = append(head, "PDR vs floor")
+			}
+		}
+		if dirs {
+			head = append(head, "each direction at the NDR")
+		}
+		head = append(head, "CPU busy", "repetitions")
+		b.WriteString("\n\n| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat("---|", len(head)) + "\n")
 		for _, g := range groups {
 			for _, r := range g.Rows {
 				all := r.repetitionsText()
 				if len(r.Notes) > 0 {
 					all += " — " + strings.Join(r.Notes, "; ")
 				}
-				ratios := r.ratioText()
-				if floor {
-					ratios += " | " + r.floorText()
-				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", g.Key(), r.DUT, Figure(r.Median, r.Unit), ratios, cpuText(r.CPU), all)
+				cells := append([]string{g.Key(), r.DUT}, r.figureCells(Figure(r.Median, r.Unit), floor, pdr, dirs)...)
+				cells = append(cells, cpuText(r.CPU), all)
+				fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 			}
 		}
 	}
@@ -497,6 +622,9 @@ func Write(dir string, run *lab.Run) error {
 		return err
 	}
 	if err := markdownSoaks(&b, dir, Soaks(run)); err != nil {
+		return err
+	}
+	if err := markdownLoadLatency(&b, dir, LoadLatencies(run)); err != nil {
 		return err
 	}
 	if est := imixEstimates(groups); len(est) > 0 {
@@ -925,6 +1053,11 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 				}
 			}
 			c.Series = append(c.Series, s)
+			if pdr := pdrSeries(g, duts, name); pdr != nil {
+				c.Series[len(c.Series)-1].Name = name + " NDR"
+				c.Series = append(c.Series, *pdr)
+				c.Title = "Throughput, NDR and PDR, by DUT (median; whiskers: min and max)"
+			}
 		}
 		doc, err := c.SVG()
 		if err := save(fmt.Sprintf("%s.svg", safe(k.test)), c.Title, doc, err); err != nil {
@@ -958,6 +1091,32 @@ func chainLabel(run *lab.Run, dut string) string {
 		return dut + " (patch ports)"
 	}
 	return dut + " (veth pairs)"
+}
+
+// pdrSeries is the bars of the group's PDR beside its NDR's (named name),
+// in the order of duts; nil if the group's search looked for none.
+func pdrSeries(g *Group, duts []string, name string) *svg.Series {
+	any := false
+	s := svg.Series{Name: name + " PDR", Points: make([]svg.Point, len(duts))}
+	for i, d := range duts {
+		s.Points[i] = svg.Point{Y: math.NaN()}
+		for _, r := range g.Rows {
+			if r.DUT != d || !r.pdrSearched {
+				continue
+			}
+			any = true
+			if len(r.PDR) > 0 {
+				s.Points[i] = svg.Point{Y: r.PDRMedian}
+				if len(r.PDR) > 1 {
+					s.Points[i].YLo, s.Points[i].YHi = slices.Min(r.PDR), slices.Max(r.PDR)
+				}
+			}
+		}
+	}
+	if !any {
+		return nil
+	}
+	return &s
 }
 
 // withSpread is r's median at x with its range as the error bar; a row
