@@ -153,8 +153,9 @@ CPU: the sum shows the DUT forwarding both ways at once, not whether it
 spreads them over cores (the run's notes say so).
 
 Latency under load (router-pps, rfc2544): after each search, a stream of
---trial at 10, 50 and 90% of the PDR, every frame timed by the sink: p50,
-p90, p99, p99.9 and max, in a table and a chart.
+the search's frames for --confirm at 10, 50 and 90% of the PDR, 1 frame in
+64 timed by the sink as in every trial: p50, p90, p99, p99.9 and max, in a
+table and a chart.
 
 Placement (--placement): shared runs the generator, the DUT's forwarding and
 the sink on one core (a veth delivers on the sending CPU: lossless, and the

@@ -161,7 +161,7 @@ func estimate(s Scenario, u unit) time.Duration {
 		case TestLatency:
 			t += time.Duration(len(s.Sizes)*len(s.Fractions)) * trial
 		case TestLoadLatency:
-			t += time.Duration(len(s.Sizes)*len(s.LoadShares)) * trial
+			t += time.Duration(len(s.Sizes)*len(s.LoadShares)) * (tm.Search.Confirm + tm.Settle + tm.Drain)
 		case TestLoss:
 			t += time.Duration(len(s.Sizes)) * 5 * trial
 		case TestB2B:
@@ -796,10 +796,10 @@ func directionsAt(sr SearchResult, trials []TrialResult, rate float64, pdr bool)
 }
 
 // loadLatency is CSIT's latency under load: after the throughput search
-// at size, a stream at each of s.LoadShares of the PDR (of the NDR if the
-// search looked for no PDR), every frame timestamped, for a search
-// trial's length. Each stream is a Result whose Value is the p50 and
-// whose Latency has the rest.
+// at size, a stream of the search's frames at each of s.LoadShares of the
+// PDR (of the NDR if the search looked for no PDR), for a confirmation's
+// length, 1 frame in 64 timed by the sink (StreamsAt). Each stream is a
+// Result whose Value is the p50 and whose Latency has the rest.
 func loadLatency(ctx context.Context, s Scenario, rig *Rig, size FrameSize, sr SearchResult, base Result, add func(Result), status func(string)) error {
 	ref, what := sr.PDR, "PDR"
 	if !sr.Config.HasPDR() {
@@ -809,7 +809,7 @@ func loadLatency(ctx context.Context, s Scenario, rig *Rig, size FrameSize, sr S
 	if ref > 0 {
 		status(fmt.Sprintf("latency under load %s at %s of the %s, %s", size.Label(), sharesText(s.LoadShares), what, pps(ref)))
 		var err error
-		if trials, err = rig.LatencyAt(ctx, size, ref, s.LoadShares, s.Timing.Search.Trial, s.Timing); err != nil {
+		if trials, err = rig.StreamsAt(ctx, size, max(s.Flows, 1), ref, s.LoadShares, s.Timing.Search.Confirm, s.Timing); err != nil {
 			return err
 		}
 	}
@@ -851,9 +851,10 @@ func sharesText(shares []float64) string {
 
 // loadLatencyNote says how the latency-load test measures, for the run's notes.
 func loadLatencyNote(s Scenario) string {
-	return fmt.Sprintf("latency under load (CSIT): after each throughput search, a stream of %v at %s of the PDR just found (of the NDR when no PDR was looked for), "+
-		"every frame stamped with the generator's clock and timed by the sink (one-way, the sink's histogram: buckets 6.25%% wide, a percentile is its bucket's midpoint); "+
-		"p50, p90, p99, p99.9 and max of each stream", s.Timing.Search.Trial, sharesText(s.LoadShares))
+	return fmt.Sprintf("latency under load (CSIT): after each throughput search, a stream of the search's own frames for %v (a confirmation's length) at %s of the PDR just found "+
+		"(of the NDR when no PDR was looked for); the sink times 1 frame in 64 of each flow, as in every search trial and the soak, against the generator's clock reading stamped in it "+
+		"(one-way; the sink's histogram has buckets 6.25%% wide, a percentile is its bucket's midpoint, the max its top bucket's upper end); "+
+		"p50, p90, p99, p99.9 and max of each stream, and how many frames were timed", s.Timing.Search.Confirm, sharesText(s.LoadShares))
 }
 
 func passWord(ok bool) string {
