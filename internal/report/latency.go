@@ -155,9 +155,13 @@ func (r *LoadLatencyRow) cells() []string {
 
 var loadLatencyHead = []string{"LOAD", "DUT", "RATE", "P50", "P90", "P99", "P99.9", "MAX", "TIMED", "LOST"}
 
-func loadLatencyAbout(rows []*LoadLatencyRow) string {
-	return fmt.Sprintf("latency under load (CSIT's way: after each search, a stream of its frames at a share of the PDR just found, one way; "+
-		"medians over %s of each percentile and of the frames the sink TIMED (1 in 64); LOST is over all of them)", repsText(rows))
+func loadLatencyAbout(run *lab.Run, rows []*LoadLatencyRow) string {
+	both := ""
+	if run.Bidirectional {
+		both = ", both directions' frames together"
+	}
+	return fmt.Sprintf("latency under load (CSIT's way: after each search, a stream of its frames at a share of the PDR just found; one-way latency, the generator's stamp to the sink%s; "+
+		"medians over %s of each percentile and of the frames the sink TIMED (1 in 64); LOST is over all of them)", both, repsText(rows))
 }
 
 func repsText(rows []*LoadLatencyRow) string {
@@ -171,11 +175,12 @@ func repsText(rows []*LoadLatencyRow) string {
 	return fmt.Sprintf("the %d repetitions", n)
 }
 
-func terminalLoadLatency(w io.Writer, rows []*LoadLatencyRow) {
+func terminalLoadLatency(w io.Writer, run *lab.Run) {
+	rows := LoadLatencies(run)
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%s:\n", loadLatencyAbout(rows))
+	fmt.Fprintf(w, "\n%s:\n", loadLatencyAbout(run, rows))
 	tw := newTable(loadLatencyHead...)
 	for _, r := range rows {
 		tw.add(r.cells()...)
@@ -183,16 +188,21 @@ func terminalLoadLatency(w io.Writer, rows []*LoadLatencyRow) {
 	tw.write(w)
 }
 
-// markdownLoadLatency writes the table and, per frame size, a chart of
-// p50 and p99 against the load.
-func markdownLoadLatency(b *bytes.Buffer, dir string, rows []*LoadLatencyRow) error {
+// markdownLoadLatency writes the table and, per frame size, charts of
+// p50 and of p99 against the load.
+func markdownLoadLatency(b *bytes.Buffer, dir string, run *lab.Run) error {
+	rows := LoadLatencies(run)
 	if len(rows) == 0 {
 		return nil
 	}
-	fmt.Fprintf(b, "\n## Latency under load\n\n%s.\n\n", strings.ToUpper(loadLatencyAbout(rows)[:1])+loadLatencyAbout(rows)[1:])
+	about := loadLatencyAbout(run, rows)
+	fmt.Fprintf(b, "\n## Latency under load\n\n%s.\n\n", strings.ToUpper(about[:1])+about[1:])
 	head := make([]string, len(loadLatencyHead))
 	for i, h := range loadLatencyHead {
 		head[i] = strings.ToLower(h)
+		if h == "DUT" {
+			head[i] = h
+		}
 	}
 	b.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat("---|", len(head)) + "\n")
 	for _, r := range rows {
@@ -209,9 +219,10 @@ func markdownLoadLatency(b *bytes.Buffer, dir string, rows []*LoadLatencyRow) er
 	return nil
 }
 
-// loadLatencyCharts draw, for each frame size, every DUT's p50 (solid)
-// and p99 (dashed) against the share of the PDR, on a log scale; a DUT
-// with no figure at a share has a gap there.
+// loadLatencyCharts draw, for each frame size, every DUT's p50 against
+// the share of the PDR, and its p99 in a second chart, on log scales; the
+// DUTs keep their colours from one chart to the other, and a DUT with no
+// figure at a share has a gap there.
 func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]chart, error) {
 	var out []chart
 	var sizes []lab.FrameSize
@@ -235,16 +246,16 @@ func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]chart, error) {
 			}
 		}
 		slices.Sort(shares)
-		c := svg.LineChart{Title: fmt.Sprintf("Latency under load, %s: p50 (solid) and p99 (dashed)", strings.TrimPrefix(subject(lab.TestThroughput, string(size)), "Throughput, ")),
-			XLabel: "load, % of the PDR", YLabel: "one-way latency", XTicks: shares, XCategorical: true, XUnit: svg.Plain, LogY: true,
-			Unit: func(v float64) string { return nsText(v) }}
+		frames := strings.TrimPrefix(subject(lab.TestThroughput, string(size)), "Throughput, ")
 		for _, p := range []struct {
-			name   string
-			dashed bool
-			of     func(*LoadLatencyRow) float64
-		}{{"p50", false, func(r *LoadLatencyRow) float64 { return r.P50 }}, {"p99", true, func(r *LoadLatencyRow) float64 { return r.P99 }}} {
+			name string
+			of   func(*LoadLatencyRow) float64
+		}{{"p50", func(r *LoadLatencyRow) float64 { return r.P50 }}, {"p99", func(r *LoadLatencyRow) float64 { return r.P99 }}} {
+			c := svg.LineChart{Title: fmt.Sprintf("Latency under load, %s: %s", frames, p.name),
+				XLabel: "load, % of the PDR", YLabel: "one-way latency, " + p.name, XTicks: shares, XCategorical: true, XUnit: svg.Plain, LogY: true,
+				Unit: func(v float64) string { return nsText(v) }}
 			for _, d := range duts {
-				s := svg.Series{Name: d + " " + p.name, Dashed: p.dashed}
+				s := svg.Series{Name: d}
 				for _, sh := range shares {
 					pt := svg.Point{X: sh, Y: math.NaN()}
 					for _, r := range rows {
@@ -256,9 +267,9 @@ func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]chart, error) {
 				}
 				c.Series = append(c.Series, s)
 			}
-		}
-		if err := saveChart(dir, fmt.Sprintf("latency-load-%s.svg", safe(string(size))), c.Title, c, &out); err != nil {
-			return out, err
+			if err := saveChart(dir, fmt.Sprintf("latency-load-%s-%s.svg", safe(string(size)), p.name), c.Title, c, &out); err != nil {
+				return out, err
+			}
 		}
 	}
 	return out, nil

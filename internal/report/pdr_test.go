@@ -56,7 +56,7 @@ func TestPDRColumns(t *testing.T) {
 		"MEDIAN is the NDR (0), PDR the median rate at 0.5% lost", "latency under load", "64B 90% of PDR", "15µs")
 	_, md := writeReport(t, run)
 	lacks(t, "report.md", md, "| PDR | PDR vs direct | PDR vs floor | each direction at the NDR |", "| 2.34Mpps | 0.45 | 0.90 |",
-		"## Latency under load", "| 64B 50% of PDR | trestle:xdp |", "latency-load-64.svg", "NDR and PDR from one search")
+		"## Latency under load", "| 64B 50% of PDR | trestle:xdp |", "latency-load-64-p50.svg", "latency-load-64-p99.svg", "both directions' frames together", "NDR and PDR from one search")
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

@@ -441,7 +441,7 @@ func Terminal(w io.Writer, run *lab.Run) {
 	}
 	terminalFloods(w, Floods(run))
 	terminalSoaks(w, Soaks(run))
-	terminalLoadLatency(w, LoadLatencies(run))
+	terminalLoadLatency(w, run)
 	if cs := Compare(groups); len(cs) > 0 {
 		fmt.Fprintf(w, "\n%s:\n", ministatHead)
 		for _, c := range cs {
@@ -624,7 +624,7 @@ func Write(dir string, run *lab.Run) error {
 	if err := markdownSoaks(&b, dir, Soaks(run)); err != nil {
 		return err
 	}
-	if err := markdownLoadLatency(&b, dir, LoadLatencies(run)); err != nil {
+	if err := markdownLoadLatency(&b, dir, run); err != nil {
 		return err
 	}
 	if est := imixEstimates(groups); len(est) > 0 {
