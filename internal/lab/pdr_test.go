@@ -317,3 +317,25 @@ func TestExecuteBidirectional(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchNDRFromPDRConfirmation: short trials that all lose (a DUT
+// that drops its first frames), and a full-length confirmation of the PDR
+// that loses nothing: that confirmation is the NDR too, and the note says
+// how it was found.
+func TestSearchNDRFromPDRConfirmation(t *testing.T) {
+	cfg := DefaultSearch
+	d := curveDUT{genMax: 2e6, loss: func(r float64, dur time.Duration, _ int) float64 {
+		if dur <= cfg.Trial {
+			return 0.001
+		}
+		return 0
+	}}
+	res, err := Search(context.Background(), cfg, d.trial, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSearch(t, cfg, res)
+	if res.Throughput != 2e6 || res.PDR != 2e6 || !strings.Contains(res.Note, "confirmation of the PDR") {
+		t.Errorf("NDR %.0f (%q), PDR %.0f: want both 2000000 from the PDR's confirmation", res.Throughput, res.Note, res.PDR)
+	}
+}

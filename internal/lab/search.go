@@ -233,6 +233,9 @@ func Search(ctx context.Context, cfg SearchConfig, trial TrialFunc, progress fun
 				g.result = max(g.result, st.Offered)
 			}
 		}
+		if g.result > 0 && !g.unpaced && g.lo == 0 {
+			g.note = "no search trial passed, but a full-length confirmation of the PDR did: its rate"
+		}
 	}
 	res.Throughput, res.Note = goals[0].result, goals[0].note
 	if len(goals) > 1 {
