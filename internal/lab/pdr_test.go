@@ -339,3 +339,25 @@ func TestSearchNDRFromPDRConfirmation(t *testing.T) {
 		t.Errorf("NDR %.0f (%q), PDR %.0f: want both 2000000 from the PDR's confirmation", res.Throughput, res.Note, res.PDR)
 	}
 }
+
+// TestSearchPDRFromNDRConfirmation: the PDR's own confirmations all fail
+// (long trials at high rates lose a lot), one of the NDR's holds the PDR's
+// goal: that is the PDR, and its note says so.
+func TestSearchPDRFromNDRConfirmation(t *testing.T) {
+	cfg := DefaultSearch
+	d := curveDUT{genMax: 7e6, loss: func(r float64, dur time.Duration, n int) float64 {
+		if dur > cfg.Trial && r > 5.5e5 {
+			return 0.02
+		}
+		return leaky(r, dur, n)
+	}}
+	res, err := Search(context.Background(), cfg, d.trial, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSearch(t, cfg, res)
+	if res.PDR <= 0 || res.PDR > 5.5e5 || !strings.Contains(res.PDRNote, "a confirmation of the other rate") {
+		t.Errorf("PDR %.0f (%q): want the NDR's confirmation, under 550000, said so", res.PDR, res.PDRNote)
+	}
+	t.Logf("NDR %.0f (%s), PDR %.0f (%s)", res.Throughput, res.Note, res.PDR, res.PDRNote)
+}

@@ -86,6 +86,7 @@ type searchGoal struct {
 	unpaced bool
 	result  float64
 	note    string
+	held    bool // one of its own confirmation steps passed
 }
 
 func (g *searchGoal) pass(st SearchTrial) bool {
@@ -208,6 +209,7 @@ func Search(ctx context.Context, cfg SearchConfig, trial TrialFunc, progress fun
 				confirms = append(confirms, st)
 			}
 			if g.pass(st) {
+				g.held = true
 				switch {
 				case g.unpaced && k == 0 && g.name == "NDR":
 					g.note = "no loss at the generator's full rate: the result is what the path took, not a loss limit"
@@ -233,8 +235,11 @@ func Search(ctx context.Context, cfg SearchConfig, trial TrialFunc, progress fun
 				g.result = max(g.result, st.Offered)
 			}
 		}
-		if g.result > 0 && !g.unpaced && g.lo == 0 {
+		switch {
+		case g.result > 0 && !g.unpaced && g.lo == 0:
 			g.note = "no search trial passed, but a full-length confirmation of the PDR did: its rate"
+		case g.result > 0 && !g.held:
+			g.note += fmt.Sprintf("; the best full-length trial within its goal was a confirmation of the other rate, at %.0f pps", g.result)
 		}
 	}
 	res.Throughput, res.Note = goals[0].result, goals[0].note
