@@ -318,11 +318,28 @@ type sizedSet struct {
 // fill makes bridge id's set hold want, and returns it. A set whose size
 // still fits is written in place (fresh false: members want has not stay,
 // for the caller to prune); otherwise a set of the right size is filled
-// and then swapped in whole (fresh true), and the old one closed.
+// and then swapped in whole (fresh true), and the old one closed. The
+// members that stay until the caller prunes them take room too: a set of
+// four holding a, b, c cannot take d and e in place, though want is only
+// a, d, e (a bridge whose ports were replaced refused its new ones).
 func (s sizedSet) fill(id uint16, want map[uint32]bool) (m *ebpf.Map, fresh bool, err error) {
 	size := floodSetSize(len(want), s.limit)
 	old, ok := s.sets[id]
-	if ok && int(old.MaxEntries()) >= len(want) && int(old.MaxEntries()) <= 2*size {
+	inPlace := false
+	if ok && int(old.MaxEntries()) <= 2*size {
+		held, err := members(old)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", s.what, err)
+		}
+		room := len(want)
+		for k := range held {
+			if !want[k] {
+				room++
+			}
+		}
+		inPlace = int(old.MaxEntries()) >= room
+	}
+	if inPlace {
 		for ifindex := range want {
 			if err := old.Put(ifindex, s.val(ifindex)); err != nil {
 				return nil, false, fmt.Errorf("add ifindex %d to the %s: %w", ifindex, s.what, err)
@@ -376,23 +393,35 @@ func (d *Datapath) delProgFlood(f progFloods, id uint16) error {
 	return nil
 }
 
-// prune deletes the members of a flood set that want does not hold.
-func prune(m *ebpf.Map, want map[uint32]bool) error {
-	var stale []uint32
+// members are the ifindexes a flood set holds.
+func members(m *ebpf.Map) (map[uint32]bool, error) {
+	held := map[uint32]bool{}
 	var prev any // nil: from the first key
 	for {
 		var k uint32
 		err := m.NextKey(prev, &k)
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			break
+			return held, nil
 		}
 		if err != nil {
-			return fmt.Errorf("read members: %w", err)
+			return nil, fmt.Errorf("read members: %w", err)
 		}
+		held[k] = true
+		prev = k
+	}
+}
+
+// prune deletes the members of a flood set that want does not hold.
+func prune(m *ebpf.Map, want map[uint32]bool) error {
+	held, err := members(m)
+	if err != nil {
+		return err
+	}
+	var stale []uint32
+	for k := range held {
 		if !want[k] {
 			stale = append(stale, k)
 		}
-		prev = k
 	}
 	for _, k := range stale {
 		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {

@@ -633,3 +633,55 @@ func (r *rig) bench(slot int, data []byte, n int) time.Duration {
 	}
 	return per
 }
+
+// A flood set written in place keeps the members that leave until the
+// bridge's new copy is live: they take room too. A bridge of three ports
+// (a set of four) whose ports two others replace must get a bigger set,
+// not a refusal (found by FuzzPipeline). Both kinds of set: the plain one
+// and the program one of a bridge with port policies.
+func TestFloodSetPortsReplaced(t *testing.T) {
+	for _, policy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("policy=%v", policy), func(t *testing.T) {
+			r := newRig(t, modes[0], 1024, [4]uint32{})
+			err := r.ns.Do(func() error {
+				la := netlink.NewLinkAttrs()
+				la.Name = "p4"
+				if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "q4"}); err != nil {
+					return err
+				}
+				l, err := netlink.LinkByName("p4")
+				if err != nil {
+					return err
+				}
+				ports := []PortInfo{{Ifindex: r.port[1], Bridge: 1, Slot: 1}, {Ifindex: r.port[2], Bridge: 1, Slot: 2}, {Ifindex: r.port[3], Bridge: 1, Slot: 3}}
+				if err := r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: ports, Policy: policy}); err != nil {
+					return err
+				}
+				ports = []PortInfo{ports[0], {Ifindex: r.port[0], Bridge: 1, Slot: 4}, {Ifindex: uint32(l.Attrs().Index), Bridge: 1, Slot: 5}}
+				for _, p := range ports[1:] {
+					if err := r.dp.SetPort(p); err != nil {
+						return err
+					}
+				}
+				if err := r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: ports, Policy: policy}); err != nil {
+					return fmt.Errorf("replace two of three ports: %w", err)
+				}
+				set := r.dp.floods[1]
+				if policy {
+					set = r.dp.vlanFloods[1]
+				}
+				held, err := members(set)
+				if err != nil {
+					return err
+				}
+				if len(held) != 3 || !held[r.port[1]] || !held[r.port[0]] || !held[uint32(l.Attrs().Index)] {
+					return fmt.Errorf("flood set holds %v, want the three new ports", held)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
