@@ -359,10 +359,8 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 {
 	__u32 last;
 
-	if (!d->br)
-		return TC_ACT_SHOT;
-	if (d->br->nports < 2 || d->br->nports > TR_MAX_BRIDGE_PORTS) {
-		tr_count_drop(d->in_st, TR_DROP_NO_EGRESS); /* nowhere to flood */
+	if (!d->br || d->br->nports < 2 || d->br->nports > TR_MAX_BRIDGE_PORTS) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS); /* nowhere to flood */
 		return TC_ACT_SHOT;
 	}
 	/* The masks are no-ops after the check above; they show the verifier the bound. */
@@ -378,7 +376,7 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 		if (ifindex == p->ifindex)
 			continue;
 		if (bpf_clone_redirect(skb, ifindex, 0))
-			tr_count_drop(d->in_st, TR_DROP_NO_EGRESS);
+			tr_count_tx_dropped(tr_stats(d->br->ports[i].slot));
 		else
 			tr_count_tx(tr_stats(d->br->ports[i].slot), p->wire);
 	}
@@ -456,7 +454,7 @@ static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt
 	__u16 deny = 0;
 
 	if (!d->br || !d->eth || (d->tag.on && d->tag.members < 2) || d->br->nports < 2) {
-		tr_count_drop(d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
 		return TC_ACT_SHOT;
 	}
 	/* Before the first clone, which ends every pointer into the frame. */
@@ -476,7 +474,7 @@ static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt
 		if (ifindex == p->ifindex)
 			continue;
 		if (tr_vlan_copy(skb, ifindex, vid, opts) < 0)
-			tr_count_drop(d->in_st, TR_DROP_NO_EGRESS);
+			tr_count_tx_dropped(tr_stats(d->br->ports[i].slot));
 	}
 	return TC_ACT_STOLEN;
 }
@@ -491,9 +489,9 @@ static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *
 	if (w->nsel) {
 		if (w->on) {
 			if (tr_vlan_copy(skb, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 0, 0)) < 0)
-				tr_walk_drop(w, w->in_slot, TR_DROP_NO_EGRESS);
+				tr_count_tx_dropped(tr_stats(w->last_slot));
 		} else if (bpf_clone_redirect(skb, w->last_ifindex, 0)) {
-			tr_walk_drop(w, w->in_slot, TR_DROP_NO_EGRESS);
+			tr_count_tx_dropped(tr_stats(w->last_slot));
 		} else {
 			tr_count_tx(tr_stats(w->last_slot), w->wire);
 		}
@@ -1003,11 +1001,9 @@ static __always_inline int tr_filtered(void *ctx, const int xdp, struct tr_pkt *
  * stage did not exist. (A flag tested here instead cost every forwarded
  * frame 5 ns of the compiler's choices, though the verifier removed the
  * dead branch; a flag tested in tr_run, 2.5.) */
-static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
-				    struct tr_decision *d, const int filt)
+static __always_inline int tr_send(void *ctx, const int xdp, struct tr_pkt *p,
+				   struct tr_decision *d, const int filt)
 {
-	tr_pipeline(p, d);
-
 	if (filt && d->action != TR_ACT_DROP && tr_filtered(ctx, xdp, p, d))
 		return tr_verdict_drop(xdp);
 
@@ -1031,6 +1027,22 @@ static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
 	default:
 		return tr_verdict_drop(xdp);
 	}
+}
+
+/* The switch for one frame: the pipeline decides, tr_send carries it out.
+ * A flood that found no way out and was dropped with a reason is counted
+ * as that drop only (tr_unflood). */
+static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
+				    struct tr_decision *d, const int filt)
+{
+	int flood, ret;
+
+	tr_pipeline(p, d);
+	flood = d->action == TR_ACT_FLOOD;
+	ret = tr_send(ctx, xdp, p, d, filt);
+	if (flood && d->counted)
+		tr_unflood(d);
+	return ret;
 }
 
 static __always_inline int tr_run(void *ctx, const int xdp, const int filt)

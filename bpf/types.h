@@ -77,6 +77,7 @@ enum tr_counter {
 	TR_CNT_LEARNED,   /* new addresses learned on this port */
 	TR_CNT_MOVED,     /* addresses that moved to this port from another */
 	TR_CNT_UNLEARNED, /* frames from new sources forwarded without learning them (mac_limit_action "forward" at max_macs) */
+	TR_CNT_TX_DROPPED, /* copies of flooded frames for this port that could not be sent: a tc clone the kernel refused (longer than the port's MTU allows, say) */
 	TR_CNT__MAX,
 };
 

@@ -258,4 +258,13 @@ static __always_inline void tr_count_tx(struct tr_port_stats *st, __u32 len)
 	}
 }
 
+/* A copy for the port that could not be sent. It is the egress port's to
+ * count, as an interface counts its tx_dropped: the frame it is a copy of
+ * was flooded, and counted so, once, on its ingress. */
+static __always_inline void tr_count_tx_dropped(struct tr_port_stats *st)
+{
+	if (st)
+		st->c[TR_CNT_TX_DROPPED]++;
+}
+
 #endif

@@ -32,6 +32,7 @@ const (
 	Learned   = TrestleTrCounterTR_CNT_LEARNED
 	Moved     = TrestleTrCounterTR_CNT_MOVED
 	Unlearned = TrestleTrCounterTR_CNT_UNLEARNED
+	TxDropped = TrestleTrCounterTR_CNT_TX_DROPPED
 
 	VLANRxPackets = TrestleTrVlanCounterTR_VCNT_RX_PACKETS
 	VLANRxBytes   = TrestleTrVlanCounterTR_VCNT_RX_BYTES

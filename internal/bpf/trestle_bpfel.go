@@ -113,7 +113,8 @@ const (
 	TrestleTrCounterTR_CNT_LEARNED    TrestleTrCounter = 5
 	TrestleTrCounterTR_CNT_MOVED      TrestleTrCounter = 6
 	TrestleTrCounterTR_CNT_UNLEARNED  TrestleTrCounter = 7
-	TrestleTrCounterTR_CNT__MAX       TrestleTrCounter = 8
+	TrestleTrCounterTR_CNT_TX_DROPPED TrestleTrCounter = 8
+	TrestleTrCounterTR_CNT__MAX       TrestleTrCounter = 9
 )
 
 type TrestleTrCpuCache struct {
@@ -387,7 +388,7 @@ const (
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
-	C     [8]uint64
+	C     [9]uint64
 	Drops [22]uint64
 }
 

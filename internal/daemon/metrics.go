@@ -35,6 +35,7 @@ var counterMetrics = map[string]struct{ name, help string }{
 	"learned":    {"trestle_fdb_learned_total", "Source addresses learned on the port."},
 	"moved":      {"trestle_fdb_moved_total", "Learned addresses that moved to the port from another port of its bridge."},
 	"unlearned":  {"trestle_port_unlearned_total", "Frames from new sources forwarded without learning them (mac_limit_action forward, at max_macs)."},
+	"tx_dropped": {"trestle_port_tx_dropped_total", "Copies of flooded frames for the port that could not be sent (a tc clone the kernel refused: longer than the port's MTU allows, say)."},
 }
 
 var vlanMetrics = map[string]string{
