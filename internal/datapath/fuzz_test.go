@@ -1,0 +1,1427 @@
+package datapath
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/progrun"
+	"github.com/trestle/trestle/internal/testutil"
+)
+
+// FuzzPipeline drives the switch program with random frames over random
+// table states, through BPF_PROG_TEST_RUN, in both builds (xdp and tc), and
+// checks what each frame did against the pipeline's invariants:
+//
+//   - its verdict is one of the pipeline's actions (xdp: drop, redirect; tc:
+//     shot, redirect, stolen), and a drop verdict is a counted drop;
+//   - rx = forwarded + flooded + dropped: a frame from a port adds one to
+//     its rx and to exactly one of: tx of one other port (forwarded), its
+//     flooded (flooded), one drop reason of the enum (dropped), with the
+//     reason's own condition true (a bad_src frame has a bad source, a
+//     hairpin's destination lives on its ingress...); a frame from an
+//     interface that is no port adds one no_port drop and nothing else;
+//   - no frame goes back out of its ingress, nor out of a port of another
+//     bridge, nor (VLAN-aware bridges) out of a port that does not carry its
+//     VLAN, or in another VLAN's counters, or tagged otherwise than its
+//     egress port takes that VLAN (the xdp build's output bytes);
+//   - a forward goes where the table says, a flood only for a group address
+//     or a destination the table does not hold, to exactly the ports that
+//     take it (tc copies are sent by the test run; xdp's flood sets with a
+//     devmap program are run again in live-frames mode, which runs those
+//     programs, to see where the copies go);
+//   - a source is learned or moved only onto the port it came from; the
+//     classified VLAN is the one 802.1Q says;
+//   - the two builds decide alike (DESIGN.md rule 5), frame after frame.
+//
+// An input is a table state and up to eight frames (fuzzInput): two bridges
+// over six veth ports, each bridge VLAN-aware or not, ports access or trunk
+// (with or without a native VLAN), up or down (out of the flood list),
+// protected, refusing kinds of flood, not learning, limited in addresses
+// (drop or forward at the limit); a few static entries, some pointing where
+// the control plane never would (a port of the other bridge, an interface
+// that is no port); frames from a port or from an interface that is none.
+// Patch ports, mirrors, storm control and the filter stage are left out:
+// they are time-dependent (storm) or multiply copies across bridges, and
+// have table tests of their own.
+//
+// The rig is set up once per process (loading the programs takes seconds),
+// and the table is reset between inputs and between builds.
+//
+//	go test -run '^$' -fuzz '^FuzzPipeline$' -parallel 1 ./internal/datapath   (as root)
+func FuzzPipeline(f *testing.F) {
+	testutil.RequireRoot(f)
+	for _, s := range fuzzSeeds() {
+		f.Add(s)
+	}
+	var r *fuzzRig
+	tb := &procTB{}
+	f.Cleanup(func() {
+		if r != nil && testing.Verbose() {
+			f.Logf("what the frames did: %s", r.reached())
+		}
+		for i := len(tb.cleanups) - 1; i >= 0; i-- {
+			tb.cleanups[i]()
+		}
+	})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if r == nil {
+			// Here rather than before f.Fuzz: the fuzzing coordinator
+			// runs the target's body too, and never an input. A rig
+			// that cannot be set up fails the input that asked.
+			tb.TB = t
+			r = newFuzzRig(tb)
+			tb.TB = f
+		}
+		r.t = t
+		r.check(decodeFuzzInput(in))
+	})
+}
+
+// procTB is a testing.TB whose cleanups run when the fuzz target ends, not
+// after the input that happened to set the rig up, and report to the target.
+type procTB struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (p *procTB) Cleanup(f func()) { p.cleanups = append(p.cleanups, f) }
+
+const fuzzPorts = 6 // slots 1..6; p0 is an interface that is no port
+
+// fuzzVIDs are the VLANs ports are made of; frames carry these and others.
+var fuzzVIDs = [4]uint16{10, 20, 30, 4094}
+
+// fuzzMACs are the stations frames come from and go to, and static entries name.
+var fuzzMACs = func() (m [8]net.HardwareAddr) {
+	for i := range m {
+		m[i] = net.HardwareAddr{0x02, 0, 0, 0, 0, byte(i + 1)}
+	}
+	return m
+}()
+
+// fuzzPort is one port of the table state.
+type fuzzPort struct {
+	bridge                               uint16
+	down                                 bool // attached, but out of its bridge's flood list
+	trunk                                bool
+	pvid                                 uint16   // VLAN-aware bridge: the access VLAN, or the trunk's native one (0: none)
+	vlans                                []uint16 // a trunk's, sorted
+	protected, noFlood, noMcast, noBcast bool
+	noLearn, limitForward                bool
+	maxMACs                              uint32
+}
+
+func (p fuzzPort) info(ifindex uint32, slot uint16) PortInfo {
+	return PortInfo{Ifindex: ifindex, Bridge: p.bridge, Slot: slot, MaxMACs: p.maxMACs, PVID: p.pvid,
+		Trunk: p.trunk, VLANs: p.vlans, NoLearning: p.noLearn, LimitForward: p.limitForward,
+		Protected: p.protected, NoFlood: p.noFlood, NoMcastFlood: p.noMcast, NoBcastFlood: p.noBcast}
+}
+
+// carries is PortInfo.Carries.
+func (p fuzzPort) carries(vid uint16) bool {
+	return p.info(0, 1).Carries(vid)
+}
+
+// fuzzTopo is the bridges and ports of an input.
+type fuzzTopo struct {
+	aware      [3]bool // by bridge id 1, 2
+	stage      bool    // the VLAN stage's programs (on whenever a bridge is aware)
+	maxEntries uint32
+	port       [fuzzPorts + 1]fuzzPort // [0] unused: p0 is no port
+}
+
+func (t *fuzzTopo) equal(u *fuzzTopo) bool {
+	if t.aware != u.aware || t.stage != u.stage || t.maxEntries != u.maxEntries {
+		return false
+	}
+	for i := range t.port {
+		a, b := t.port[i], u.port[i]
+		if !a.info(0, 1).Equal(b.info(0, 1)) || a.down != b.down {
+			return false
+		}
+	}
+	return true
+}
+
+// up are the bridge's ports in its flood list.
+func (t *fuzzTopo) up(bridge uint16) []int {
+	var out []int
+	for s := 1; s <= fuzzPorts; s++ {
+		if t.port[s].bridge == bridge && !t.port[s].down {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// policy says whether a port of the bridge has a flood policy (its floods check each port).
+func (t *fuzzTopo) policy(bridge uint16) bool {
+	for s := 1; s <= fuzzPorts; s++ {
+		if p := t.port[s]; p.bridge == bridge && (p.protected || p.noFlood || p.noMcast || p.noBcast) {
+			return true
+		}
+	}
+	return false
+}
+
+// vlanAware says whether the bridge's frames are classified into VLANs.
+func (t *fuzzTopo) vlanAware(bridge uint16) bool { return t.aware[bridge] && t.stage }
+
+// vlans are every VLAN the bridge's ports carry, sorted.
+func (t *fuzzTopo) vlans(bridge uint16) []uint16 {
+	var out []uint16
+	for s := 1; s <= fuzzPorts; s++ {
+		p := t.port[s]
+		if p.bridge != bridge {
+			continue
+		}
+		if p.trunk {
+			out = append(out, p.vlans...)
+		} else if p.pvid != 0 {
+			out = append(out, p.pvid)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// fuzzStatic is a static entry of the table state.
+type fuzzStatic struct {
+	bridge, vlan, slot uint16
+	mac                net.HardwareAddr
+	ifindexOf          int // the slot whose interface the entry names (0: p0, no port); normally slot
+}
+
+// fuzzFrame is one frame of an input, received on slot (0: p0, no port), on cpu.
+type fuzzFrame struct {
+	slot int
+	cpu  int
+	data []byte
+}
+
+type fuzzInput struct {
+	topo    fuzzTopo
+	statics []fuzzStatic
+	frames  []fuzzFrame
+}
+
+// fuzzReader hands out an input's bytes, zeros once they run out, so that
+// every input decodes to something.
+type fuzzReader struct {
+	b []byte
+	i int
+}
+
+func (r *fuzzReader) byte() byte {
+	if r.i >= len(r.b) {
+		return 0
+	}
+	c := r.b[r.i]
+	r.i++
+	return c
+}
+
+func (r *fuzzReader) u16() uint16 { return uint16(r.byte())<<8 | uint16(r.byte()) }
+
+// fill fills b from the input, zeros where it runs out.
+func (r *fuzzReader) fill(b []byte) {
+	n := copy(b, r.b[min(r.i, len(r.b)):])
+	r.i += n
+	clear(b[n:])
+}
+
+// decodeFuzzInput reads an input (layout in fuzzSeed, which writes them).
+func decodeFuzzInput(in []byte) fuzzInput {
+	r := &fuzzReader{b: in}
+	var out fuzzInput
+	t := &out.topo
+	b0 := r.byte()
+	t.aware[1], t.aware[2] = b0&1 != 0, b0&2 != 0
+	t.stage = t.aware[1] || t.aware[2] || b0&4 != 0
+	inFirst := [4]int{3, 2, 5, 6}[b0>>3&3] // ports of bridge 1; the rest are bridge 2's
+	t.maxEntries = [4]uint32{1024, 3, 1024, 1}[b0>>5&3]
+	for s := 1; s <= fuzzPorts; s++ {
+		a, v, pol := r.byte(), r.byte(), r.byte()
+		p := fuzzPort{bridge: 1}
+		if s > inFirst {
+			p.bridge = 2
+		}
+		switch a & 7 {
+		case 1:
+			p.maxMACs = 1
+		case 2:
+			p.maxMACs, p.limitForward = 2, true
+		}
+		p.down = a>>3&7 == 7
+		if pol>>6 == 3 {
+			p.protected, p.noFlood, p.noMcast, p.noBcast, p.noLearn = pol&1 != 0, pol&2 != 0, pol&4 != 0, pol&8 != 0, pol&16 != 0
+		}
+		if t.aware[p.bridge] {
+			if v&2 == 0 {
+				p.pvid = fuzzVIDs[v>>2&3]
+			} else {
+				p.trunk = true
+				for i, vid := range fuzzVIDs {
+					if v>>2&(1<<i) != 0 {
+						p.vlans = append(p.vlans, vid)
+					}
+				}
+				if len(p.vlans) == 0 {
+					p.vlans = []uint16{fuzzVIDs[0]}
+				}
+				if n := int(v >> 6); n > 0 {
+					p.pvid = p.vlans[(n-1)%len(p.vlans)]
+				}
+			}
+		}
+		t.port[s] = p
+	}
+	for n := int(r.byte() % 5); n > 0; n-- {
+		e0, e1 := r.byte(), r.byte()
+		st := fuzzStatic{bridge: 1 + uint16(e0&1), vlan: [8]uint16{0, 10, 20, 30, 4094, 1, 0, 10}[e0>>1&7],
+			mac: fuzzMACs[e0>>4&7], slot: 1 + uint16(e1%fuzzPorts)}
+		st.ifindexOf = int(st.slot)
+		switch e1 >> 6 {
+		case 2: // the interface of another slot: the entry's slot and ifindex disagree
+			st.ifindexOf = 1 + int(st.slot)%fuzzPorts
+		case 3: // an interface that is no port
+			st.ifindexOf = 0
+		}
+		out.statics = append(out.statics, st)
+	}
+	for n := 1 + int(r.byte()%8); n > 0; n-- {
+		h := r.byte()
+		fr := fuzzFrame{slot: int(h % (fuzzPorts + 1)), cpu: int(h >> 7)}
+		fr.data = fuzzFrameBytes(r)
+		out.frames = append(out.frames, fr)
+		if r.i >= len(r.b) {
+			break
+		}
+	}
+	return out
+}
+
+// fuzzMAC picks an address: mostly the stations, sometimes the addresses
+// the pipeline treats apart.
+func fuzzMAC(r *fuzzReader) net.HardwareAddr {
+	c := r.byte()
+	switch c & 15 {
+	case 8:
+		return net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	case 9:
+		return net.HardwareAddr{0x01, 0x00, 0x5e, 0, 0, c >> 4}
+	case 10:
+		return net.HardwareAddr{0x01, 0x80, 0xc2, 0, 0, c >> 4} // 802.1D reserved
+	case 11:
+		return net.HardwareAddr{0x01, 0x80, 0xc2, 0, 0, 0x10 | c>>4} // just above them
+	case 12:
+		return make(net.HardwareAddr, 6)
+	case 13:
+		m := make(net.HardwareAddr, 6)
+		r.fill(m)
+		return m
+	}
+	return fuzzMACs[c&7]
+}
+
+// fuzzFrameBytes builds a frame, biased to well-formed Ethernet, 802.1Q and
+// 802.1ad tags, and the IPv4, IPv6 and ARP headers the parser checks, with
+// the lengths around the parser's limits; or raw bytes.
+func fuzzFrameBytes(r *fuzzReader) []byte {
+	k := r.byte()
+	if k&7 == 7 {
+		b := make([]byte, 14+int(r.byte()))
+		r.fill(b)
+		return b
+	}
+	b := append([]byte{}, fuzzMAC(r)...)
+	if c := r.byte(); c>>4 == 15 {
+		b = append(b, fuzzMAC(r)...)
+	} else {
+		b = append(b, fuzzMACs[c&7]...) // mostly a station: a source that is none is dropped at once
+	}
+	tags := int(k >> 3 & 3)
+	for i := 0; i < tags; i++ {
+		c := r.byte()
+		tpid := [4]uint16{0x8100, 0x8100, 0x88a8, 0x8100}[c&3]
+		if tags == 3 && i == 0 {
+			tpid = 0x88a8 // QinQ
+		}
+		vid := [8]uint16{0, 10, 20, 30, 4094, 4095, 1, 0}[c>>2&7]
+		if c>>2&7 == 7 {
+			vid = r.u16() & 0xfff
+		}
+		b = binary.BigEndian.AppendUint16(b, tpid)
+		b = binary.BigEndian.AppendUint16(b, uint16(c>>5)<<13|vid)
+	}
+	var etype uint16
+	var minLen int
+	c := r.byte()
+	switch k >> 5 {
+	case 0, 7:
+		etype, minLen = 0x0800, 20
+	case 1:
+		etype, minLen = 0x86dd, 40
+	case 2:
+		etype, minLen = 0x0806, 28
+	case 3:
+		etype = 0x88cc // LLDP
+	case 4:
+		etype = 0 // 802.3 length: set below
+	case 5:
+		etype = 1501 + uint16(c&31) // neither a length nor a type, and beyond
+	case 6:
+		etype = r.u16()
+	}
+	n := [8]int{0, minLen - 1, minLen, 46, 1500, 64, 8, 0}[c>>5]
+	if c>>5 == 7 {
+		n = int(r.byte()) * 6
+	}
+	n = max(n, 0)
+	if etype == 0 {
+		etype = uint16(min(n, 1500))
+		if c&1 != 0 {
+			etype++ // the length overruns the frame
+		}
+	}
+	b = binary.BigEndian.AppendUint16(b, etype)
+	// The switch reads no payload beyond its length: a pattern of one
+	// byte of the input, so that a frame takes a few bytes of it.
+	payload := make([]byte, n)
+	for i, x := 0, r.byte(); i < n; i++ {
+		payload[i] = x ^ byte(i*131)
+	}
+	if n > 0 && etype == 0x0800 {
+		payload[0] = 0x45
+	} else if n > 0 && etype == 0x86dd {
+		payload[0] = 0x60
+	}
+	b = append(b, payload...)
+	if c&30 == 30 { // cut short
+		b = b[:int(r.byte())%(len(b)+1)]
+	}
+	return b
+}
+
+// fuzzSeeds are the seed corpus: table states and frames written out by
+// hand (the cases a reader checks first), and random inputs from a fixed
+// seed, which the decoder turns into mostly well-formed frames.
+func fuzzSeeds() [][]byte {
+	var out [][]byte
+	ipv4 := func(dst, src byte) []byte { return []byte{0x00, dst, src, 0x03 << 5, 0} } // kind IPv4, 46-byte payload
+	// A port is three bytes: limits and down, VLANs, policies.
+	var plain [fuzzPorts][3]byte
+	seed := func(b0 byte, ports [fuzzPorts][3]byte, statics [][2]byte, frames ...[]byte) []byte {
+		s := []byte{b0}
+		for _, p := range ports {
+			s = append(s, p[:]...)
+		}
+		s = append(s, byte(len(statics)))
+		for _, st := range statics {
+			s = append(s, st[0], st[1])
+		}
+		s = append(s, byte(len(frames)-1))
+		for _, fr := range frames {
+			s = append(s, fr...)
+		}
+		return s
+	}
+	// Learn, flood, forward and hairpin in two unaware bridges of three.
+	out = append(out, seed(0, plain, nil,
+		append([]byte{1}, ipv4(1, 0)...), // A -> B from p1: flood
+		append([]byte{2}, ipv4(0, 1)...), // B -> A from p2: forward to p1
+		append([]byte{4}, ipv4(0, 2)...), // C -> A from p4: A is in the other bridge: flood
+		append([]byte{1}, ipv4(1, 0)...), // A -> B again: forward to p2
+	))
+	// A frame from no port, a broadcast, a reserved destination.
+	out = append(out, seed(0, plain, nil,
+		append([]byte{0}, ipv4(1, 0)...),
+		append([]byte{3}, ipv4(8, 0)...),
+		append([]byte{3}, ipv4(10, 0)...),
+	))
+	// Bridge 1 VLAN-aware: p1 access 10, p2 access 20, p3 trunk of 10, 20
+	// with native 10; tagged and untagged frames among them.
+	vp := plain
+	vp[0], vp[1], vp[2] = [3]byte{0, 0 << 2}, [3]byte{0, 1 << 2}, [3]byte{0, 2 | 3<<2 | 1<<6}
+	tagged := func(dst, src, vidSel byte) []byte { return []byte{1 << 3, dst, src, vidSel << 2, 0x03 << 5, 0} }
+	out = append(out, seed(1, vp, nil,
+		append([]byte{1}, ipv4(1, 0)...),      // untagged on the access port of 10: flood in 10
+		append([]byte{3}, tagged(0, 1, 1)...), // tagged 10 on the trunk to A: forward, untagged
+		append([]byte{3}, tagged(0, 1, 2)...), // tagged 20 on the trunk to A: A unknown in 20: flood
+		append([]byte{1}, tagged(1, 0, 1)...), // tagged on an access port: dropped
+	))
+	// Both bridges aware, trunks without native, a static entry on a port
+	// that does not carry its VLAN, and one naming the other bridge's port.
+	vp2 := vp
+	vp2[2] = [3]byte{0, 2 | 3<<2}
+	vp2[3], vp2[4], vp2[5] = [3]byte{0, 2 | 15<<2}, [3]byte{0, 3 << 2}, [3]byte{0, 0}
+	out = append(out, seed(3, vp2, [][2]byte{{3<<4 | 1<<1, 1}, {4<<4 | 2<<1, 3}},
+		append([]byte{1}, ipv4(3, 0)...),
+		append([]byte{3}, ipv4(4, 1)...),
+		append([]byte{4}, tagged(3, 5, 4)...),
+		append([]byte{6}, ipv4(8, 6)...),
+	))
+	// Policies: protected ports, a port refusing broadcast, a port at its
+	// address limit, a port that does not learn, a port that is down.
+	pp := plain
+	const pol = 0xc0
+	pp[0], pp[1], pp[2], pp[3], pp[4] = [3]byte{0, 0, pol | 1}, [3]byte{0, 0, pol | 1 | 8}, [3]byte{1, 0, 0}, [3]byte{0, 0, pol | 16}, [3]byte{7 << 3, 0, 0}
+	out = append(out, seed(0, pp, nil,
+		append([]byte{1}, ipv4(8, 0)...),
+		append([]byte{3}, ipv4(0, 2)...),
+		append([]byte{3}, ipv4(0, 3)...),
+		append([]byte{5}, ipv4(8, 5)...),
+	))
+	// One bridge of one port (bridge 2 of p6), and a full table.
+	out = append(out, seed(2<<3|3<<5, plain, nil,
+		append([]byte{6}, ipv4(8, 0)...),
+		append([]byte{1}, ipv4(8, 1)...),
+		append([]byte{2}, ipv4(8, 2)...),
+		append([]byte{1}, ipv4(2, 3)...),
+	))
+	rng := rand.New(rand.NewPCG(16, 2))
+	for i := 0; i < 24; i++ {
+		b := make([]byte, 40+rng.IntN(200))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// fuzzRig is the rig of FuzzPipeline: p1..p6 and p0 in a namespace of its
+// own, the datapath loaded once, the table state of the last input.
+type fuzzRig struct {
+	t     testing.TB
+	ns    *testutil.NS
+	dp    *Datapath
+	ifidx [fuzzPorts + 1]uint32
+	topo  *fuzzTopo      // as written
+	seen  map[string]int // what the frames did, by build and outcome: what a run reached
+	cpus  []int          // those the process may run on; a frame runs on one of them
+}
+
+func newFuzzRig(t testing.TB) *fuzzRig {
+	ns := testutil.NewNS(t, testutil.Prefix()+"fz")
+	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6"} {
+		if err := ns.Sysctl(k, "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &fuzzRig{t: t, ns: ns, seen: map[string]int{}}
+	var cpus unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &cpus); err != nil {
+		t.Fatal(err)
+	}
+	for c := 0; c < 1024; c++ {
+		if cpus.IsSet(c) {
+			r.cpus = append(r.cpus, c)
+		}
+	}
+	err := ns.Do(func() error {
+		for i := 0; i <= fuzzPorts; i++ {
+			la := netlink.NewLinkAttrs()
+			la.Name = fmt.Sprintf("p%d", i)
+			v := &netlink.Veth{LinkAttrs: la, PeerName: fmt.Sprintf("q%d", i)}
+			if err := netlink.LinkAdd(v); err != nil {
+				return err
+			}
+			for _, name := range []string{la.Name, v.PeerName} {
+				l, err := netlink.LinkByName(name)
+				if err != nil {
+					return err
+				}
+				if err := netlink.LinkSetUp(l); err != nil {
+					return err
+				}
+				if name == la.Name {
+					r.ifidx[i] = uint32(l.Attrs().Index)
+				}
+			}
+		}
+		// GRO on the peers: without it (or an XDP program there) a veth
+		// takes no XDP redirects, and the live runs' copies go nowhere.
+		et, err := ethtool.NewEthtool()
+		if err != nil {
+			return err
+		}
+		defer et.Close()
+		for i := 1; i <= fuzzPorts; i++ {
+			if err := et.Change(fmt.Sprintf("q%d", i), map[string]bool{"rx-gro": true}); err != nil {
+				return fmt.Errorf("GRO on q%d: %w", i, err)
+			}
+		}
+		dp, err := Load(Options{FDBCapacity: 1024, Refresh: time.Hour})
+		if err != nil {
+			return err
+		}
+		r.dp = dp
+		// Both builds of the VLAN stage, loaded now rather than by the
+		// first input that needs them.
+		if err := dp.SetVLANStage(true); err != nil {
+			return err
+		}
+		return dp.SetVLANStage(false)
+	})
+	if err != nil {
+		t.Fatalf("set up the fuzz rig: %v", err)
+	}
+	t.Cleanup(func() { r.dp.Close() })
+	return r
+}
+
+// apply writes the input's bridges and ports, unless they are those written;
+// in the rig's namespace, where the devmaps find the interfaces.
+func (r *fuzzRig) apply(t *fuzzTopo) error {
+	if r.topo != nil && r.topo.equal(t) {
+		return nil
+	}
+	r.topo = nil
+	if err := r.dp.SetVLANStage(t.stage); err != nil {
+		return err
+	}
+	for s := 1; s <= fuzzPorts; s++ {
+		if err := r.dp.SetPort(t.port[s].info(r.ifidx[s], uint16(s))); err != nil {
+			return err
+		}
+	}
+	for id := uint16(1); id <= 2; id++ {
+		b := BridgeInfo{ID: id, Name: fmt.Sprintf("br%d", id), MaxEntries: t.maxEntries, Policy: t.policy(id)}
+		for _, s := range t.up(id) {
+			b.Ports = append(b.Ports, t.port[s].info(r.ifidx[s], uint16(s)))
+		}
+		if t.aware[id] {
+			b.VLANAware, b.VLANs = true, t.vlans(id)
+		}
+		if err := r.dp.SetBridge(b); err != nil {
+			return err
+		}
+	}
+	r.topo = t
+	return nil
+}
+
+// reset empties the table and writes the input's static entries.
+func (r *fuzzRig) reset(in *fuzzInput) error {
+	es, err := r.dp.FDB()
+	if err != nil {
+		return err
+	}
+	if _, err := r.dp.DelFDBs(es); err != nil {
+		return err
+	}
+	for _, st := range in.statics {
+		e := FDBEntry{Bridge: st.bridge, VLAN: st.vlan, MAC: st.mac, Ifindex: r.ifidx[st.ifindexOf], Slot: st.slot, Static: true}
+		if err := r.dp.AddFDB(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fuzzSnap is every counter a frame may move.
+type fuzzSnap struct {
+	port [fuzzPorts + 1]tbpf.PortStats
+	vlan map[[2]uint16]tbpf.VLANStats // by bridge, VID
+}
+
+func (r *fuzzRig) snap() (fuzzSnap, error) {
+	s := fuzzSnap{vlan: map[[2]uint16]tbpf.VLANStats{}}
+	for slot := range s.port {
+		var err error
+		if s.port[slot], err = r.dp.Stats(uint16(slot)); err != nil {
+			return s, err
+		}
+	}
+	vs, err := r.dp.VLANs()
+	if err != nil {
+		return s, err
+	}
+	for _, v := range vs {
+		st, err := r.dp.VLANStats(v.Index)
+		if err != nil {
+			return s, err
+		}
+		s.vlan[[2]uint16{v.Bridge, v.VID}] = st
+	}
+	return s, nil
+}
+
+// exec runs one frame through the build of m on cpu, as received on slot's
+// interface: in a normal test run (the verdict, and at xdp the frame as the
+// program left it), or live (xdp: redirects are carried out, and the flood
+// sets' devmap programs run).
+func (r *fuzzRig) exec(m tmode, slot, cpu int, data []byte, live bool) (uint32, []byte, error) {
+	var ret uint32
+	var out []byte
+	err := r.ns.Do(func() error {
+		var was, one unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &was); err != nil {
+			return err
+		}
+		one.Set(r.cpus[cpu%len(r.cpus)])
+		if err := unix.SchedSetaffinity(0, &one); err != nil {
+			return err
+		}
+		defer unix.SchedSetaffinity(0, &was)
+		prog := r.dp.XDPProgram()
+		var ctx []byte
+		if m.name == "xdp" {
+			ctx = make([]byte, 24) // struct xdp_md: data_end at 4, ingress_ifindex at 12
+			binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
+			binary.LittleEndian.PutUint32(ctx[12:], r.ifidx[slot])
+		} else {
+			prog = r.dp.TCProgram()
+			ctx = make([]byte, 44) // struct __sk_buff up to ifindex at 40
+			binary.LittleEndian.PutUint32(ctx[40:], r.ifidx[slot])
+		}
+		if live {
+			for {
+				_, err := progrun.Run(prog.FD(), progrun.Options{Data: data, Context: ctx, Repeat: 1, Flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES})
+				if !errors.Is(err, unix.EINTR) {
+					return err
+				}
+			}
+		}
+		opts := &ebpf.RunOptions{Data: data, Context: ctx}
+		if m.name == "xdp" {
+			out = make([]byte, len(data)+64)
+			opts.DataOut = out
+		}
+		var err error
+		ret, err = prog.Run(opts)
+		out = opts.DataOut
+		return err
+	})
+	return ret, out, err
+}
+
+// Actions as the counters tell them.
+const (
+	actDrop = iota
+	actForward
+	actFlood
+)
+
+var actNames = []string{"drop", "forward", "flood"}
+
+// fuzzOutcome is what one frame did in one build.
+type fuzzOutcome struct {
+	refused error // the kernel's test run refused the frame
+	verdict uint32
+	action  int
+	reason  tbpf.DropReason
+	egress  int    // forward: the slot
+	tx      []int  // slots whose tx moved (a flood's copies, where the build counts them)
+	txDrop  []int  // slots that counted a copy they could not send (tc)
+	txKnown bool   // tx holds every copy of a flood
+	vlan    uint16 // the frame's FDB VLAN (classified on an aware bridge)
+	learned [3]uint64
+	out     []byte
+	liveTx  []int // xdp floods through a program flood set: the copies of the live run
+	liveRan bool
+	tooLong bool // longer than the rig's veths take: the live run can send no copy
+}
+
+func (o fuzzOutcome) String() string {
+	if o.refused != nil {
+		return fmt.Sprintf("refused by the test run: %v", o.refused)
+	}
+	s := fmt.Sprintf("verdict %d, %s", o.verdict, actNames[o.action])
+	switch o.action {
+	case actDrop:
+		s += " " + o.reason.String()
+	case actForward:
+		s += fmt.Sprintf(" to slot %d", o.egress)
+	}
+	s += fmt.Sprintf(", vlan %d, tx %v (complete %v), tx_dropped %v, learned/moved/unlearned %v", o.vlan, o.tx, o.txKnown, o.txDrop, o.learned)
+	if o.liveRan {
+		s += fmt.Sprintf(", live copies %v", o.liveTx)
+	}
+	return s
+}
+
+// copies are the slots a flood's copies were for: sent, or not sendable.
+func (o fuzzOutcome) copies() []int {
+	c := slices.Concat(o.tx, o.txDrop)
+	slices.Sort(c)
+	return c
+}
+
+// kind is what a frame did, in the words of the fuzz target's tally.
+func (o fuzzOutcome) kind(in *fuzzInput, fr fuzzFrame) string {
+	if o.refused != nil {
+		return "refused"
+	}
+	where := "unaware"
+	if fr.slot != 0 && in.topo.vlanAware(in.topo.port[fr.slot].bridge) {
+		where = "aware"
+	}
+	switch o.action {
+	case actDrop:
+		return "drop " + o.reason.String()
+	case actForward:
+		return where + " forward"
+	}
+	if o.liveRan {
+		return where + " flood (live)"
+	}
+	return where + " flood"
+}
+
+// reached is the tally of what frames did, sorted.
+func (r *fuzzRig) reached() string {
+	var out []string
+	for k, n := range r.seen {
+		out = append(out, fmt.Sprintf("%s: %d", k, n))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
+// check runs an input's frames through both builds and checks each.
+func (r *fuzzRig) check(in fuzzInput) {
+	t := r.t
+	t.Helper()
+	prev := r.topo
+	if err := r.ns.Do(func() error { return r.apply(&in.topo) }); err != nil {
+		// The writes go from the last input's state to this one's.
+		was := "nothing"
+		if prev != nil {
+			was = prev.String()
+		}
+		t.Fatalf("write the table state: %v\n%s\nover the state written before:\n%s", err, in.describe(nil), was)
+	}
+	var got [2][]fuzzOutcome
+	for mi, m := range modes {
+		if err := r.ns.Do(func() error { return r.reset(&in) }); err != nil {
+			t.Fatalf("reset the table: %v", err)
+		}
+		for i, fr := range in.frames {
+			o, bad := r.frame(m, &in, fr)
+			got[mi] = append(got[mi], o)
+			r.seen[m.name+" "+o.kind(&in, fr)]++
+			if len(bad) > 0 {
+				t.Fatalf("%s build, frame %d: %s\n  what it did: %s\n%s", m.name, i, strings.Join(bad, "\n  "), o, in.describe(got[:]))
+			}
+		}
+	}
+	if bad := compareBuilds(got[0], got[1]); len(bad) > 0 {
+		t.Fatalf("the builds disagree: %s\n%s", strings.Join(bad, "\n  "), in.describe(got[:]))
+	}
+}
+
+func (t *fuzzTopo) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table state: aware %v, VLAN stage %v, max_entries %d\n", t.aware[1:], t.stage, t.maxEntries)
+	for s := 1; s <= fuzzPorts; s++ {
+		fmt.Fprintf(&b, "  slot %d: %+v\n", s, t.port[s])
+	}
+	return b.String()
+}
+
+// describe is the input, and what its frames did, for a failure's message.
+func (in *fuzzInput) describe(got [][]fuzzOutcome) string {
+	var b strings.Builder
+	b.WriteString(in.topo.String())
+	for _, st := range in.statics {
+		fmt.Fprintf(&b, "  static: bridge %d vlan %d %s on slot %d (interface of slot %d)\n", st.bridge, st.vlan, st.mac, st.slot, st.ifindexOf)
+	}
+	for i, fr := range in.frames {
+		fmt.Fprintf(&b, "frame %d from slot %d on cpu %d, %d bytes: %x", i, fr.slot, fr.cpu, len(fr.data), fr.data[:min(len(fr.data), 96)])
+		if len(fr.data) > 96 {
+			b.WriteString("...")
+		}
+		b.WriteString("\n")
+		for mi, g := range got {
+			if i < len(g) {
+				fmt.Fprintf(&b, "  %s: %s\n", modes[mi].name, g[i])
+			}
+		}
+	}
+	return b.String()
+}
+
+// frame runs one frame through one build and checks what it did.
+func (r *fuzzRig) frame(m tmode, in *fuzzInput, fr fuzzFrame) (fuzzOutcome, []string) {
+	t := r.t
+	var o fuzzOutcome
+	if len(fr.data) < 14 {
+		// The test run takes no frame shorter than an Ethernet header.
+		o.refused = errors.New("shorter than 14 bytes")
+		return o, nil
+	}
+	before, err := r.snap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret, out, err := r.exec(m, fr.slot, fr.cpu, fr.data, false)
+	after, serr := r.snap()
+	if serr != nil {
+		t.Fatal(serr)
+	}
+	if err != nil {
+		o.refused = err
+		if !errors.Is(err, unix.EINVAL) {
+			return o, []string{fmt.Sprintf("test run: %v", err)}
+		}
+		if d := diffSnaps(before, after); d != "" {
+			return o, []string{"the test run refused the frame, yet counters moved: " + d}
+		}
+		return o, nil
+	}
+	o.verdict, o.out = ret, out
+	es, err := r.dp.FDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := r.judge(m, in, fr, &o, before, after, es)
+	if len(bad) == 0 && m.name == "xdp" && o.action == actFlood && fr.slot != 0 {
+		b := in.topo.port[fr.slot].bridge
+		if in.topo.vlanAware(b) || in.topo.policy(b) {
+			bad = r.live(m, in, fr, &o)
+		}
+	}
+	return o, bad
+}
+
+// liveMaxLen is the longest frame the kernel redirects at XDP into the
+// rig's veths: their MTU, the Ethernet header and one VLAN tag.
+const liveMaxLen = 1500 + 14 + 4
+
+// live runs an xdp flood again with live frames, whose redirects the kernel
+// carries out: the devmap program of each copy counts it where it leaves.
+// Learning made the table what the first run left, so the frame floods
+// the same way (storm control, which would not, is not in the family).
+func (r *fuzzRig) live(m tmode, in *fuzzInput, fr fuzzFrame, o *fuzzOutcome) []string {
+	before, err := r.snap()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if _, _, err := r.exec(m, fr.slot, fr.cpu, fr.data, true); err != nil {
+		return []string{fmt.Sprintf("live test run: %v", err)}
+	}
+	after, err := r.snap()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	o.liveRan = true
+	var bad []string
+	for s := 0; s <= fuzzPorts; s++ {
+		d := delta(before.port[s], after.port[s])
+		if d.C[tbpf.TxPackets] > 1 {
+			bad = append(bad, fmt.Sprintf("live run: slot %d sent %d copies", s, d.C[tbpf.TxPackets]))
+		}
+		if d.C[tbpf.TxPackets] == 1 {
+			o.liveTx = append(o.liveTx, s)
+		}
+		if s == fr.slot && (d.C[tbpf.Flooded] != 1 || sumDrops(d) != 0) {
+			bad = append(bad, fmt.Sprintf("live run: did not flood again (flooded %d, drops %d)", d.C[tbpf.Flooded], sumDrops(d)))
+		}
+	}
+	want := in.floodSet(fr, o.vlan)
+	if len(o.out) > liveMaxLen {
+		// The kernel redirects no frame longer than the egress MTU
+		// allows (xdp_ok_fwd_dev): no copy reaches a devmap program.
+		want, o.tooLong = nil, true
+	}
+	if !slices.Equal(o.liveTx, want) {
+		bad = append(bad, fmt.Sprintf("live run: copies left by slots %v, want %v", o.liveTx, want))
+	}
+	return bad
+}
+
+func delta(a, b tbpf.PortStats) tbpf.PortStats {
+	var d tbpf.PortStats
+	for i := range d.C {
+		d.C[i] = b.C[i] - a.C[i]
+	}
+	for i := range d.Drops {
+		d.Drops[i] = b.Drops[i] - a.Drops[i]
+	}
+	return d
+}
+
+func sumDrops(d tbpf.PortStats) uint64 {
+	var n uint64
+	for _, v := range d.Drops {
+		n += v
+	}
+	return n
+}
+
+// diffSnaps names the counters that differ, "" if none.
+func diffSnaps(a, b fuzzSnap) string {
+	var out []string
+	for s := range a.port {
+		if a.port[s] != b.port[s] {
+			out = append(out, fmt.Sprintf("slot %d", s))
+		}
+	}
+	for k, v := range b.vlan {
+		if a.vlan[k] != v {
+			out = append(out, fmt.Sprintf("vlan %d of bridge %d", k[1], k[0]))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// parsed is the frame as the parser (bpf/lib/parse.h) reads it.
+type parsed struct {
+	reason tbpf.DropReason // RUNT or ETHERTYPE when malformed
+	ok     bool
+	outer  uint16 // TPID of the outer tag; 0: none
+	tci    uint16 // its TCI
+	vid    uint16 // the VID the FDB of an unaware bridge keys it by
+}
+
+func parseFrame(b []byte) parsed {
+	p := parsed{ok: true}
+	off := 14
+	proto := binary.BigEndian.Uint16(b[12:])
+	for i := 0; i < 2 && (proto == 0x8100 || proto == 0x88a8); i++ {
+		if len(b) < off+4 {
+			return parsed{reason: tbpf.TrestleTrDropReasonTR_DROP_RUNT}
+		}
+		if i == 0 {
+			p.outer, p.tci = proto, binary.BigEndian.Uint16(b[off:])
+			p.vid = p.tci & 0xfff
+		}
+		proto = binary.BigEndian.Uint16(b[off+2:])
+		off += 4
+	}
+	rest := len(b) - off
+	need := map[uint16]int{0x0800: 20, 0x86dd: 40, 0x0806: 28}[proto]
+	switch {
+	case proto < 0x600 && (proto > 1500 || int(proto) > rest):
+		return parsed{reason: tbpf.TrestleTrDropReasonTR_DROP_ETHERTYPE}
+	case proto >= 0x600 && rest < need:
+		return parsed{reason: tbpf.TrestleTrDropReasonTR_DROP_RUNT}
+	}
+	return p
+}
+
+func isMulticast(mac []byte) bool { return mac[0]&1 != 0 }
+func isZero(mac []byte) bool      { return bytes.Equal(mac, make([]byte, 6)) }
+func isReserved(mac []byte) bool {
+	return bytes.Equal(mac[:5], []byte{0x01, 0x80, 0xc2, 0, 0}) && mac[5]&0xf0 == 0
+}
+func isBroadcast(mac []byte) bool { return bytes.Equal(mac, bytes.Repeat([]byte{0xff}, 6)) }
+
+// refuses says whether port p keeps a flooded frame to dst from port in off.
+func refuses(in, p fuzzPort, dst []byte) bool {
+	switch {
+	case in.protected && p.protected:
+		return true
+	case isBroadcast(dst):
+		return p.noBcast
+	case isMulticast(dst):
+		return p.noMcast
+	}
+	return p.noFlood
+}
+
+// floodSet is where a flood of the frame in vlan goes: the up ports of its
+// bridge but the ingress, that carry its VLAN (aware bridges) and take
+// its kind of flood (bridges with policies).
+func (in *fuzzInput) floodSet(fr fuzzFrame, vlan uint16) []int {
+	t := &in.topo
+	ip := t.port[fr.slot]
+	var out []int
+	for _, s := range t.up(ip.bridge) {
+		p := t.port[s]
+		if s == fr.slot || t.vlanAware(ip.bridge) && !p.carries(vlan) || t.policy(ip.bridge) && refuses(ip, p, fr.data[:6]) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// judge classifies what a frame did from the counters and checks it.
+func (r *fuzzRig) judge(m tmode, in *fuzzInput, fr fuzzFrame, o *fuzzOutcome, before, after fuzzSnap, fdb []FDBEntry) []string {
+	var bad []string
+	badf := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	t := &in.topo
+	xdp := m.name == "xdp"
+	verdictDrop := o.verdict == m.drop
+	switch {
+	case verdictDrop, o.verdict == m.redirect, !xdp && o.verdict == tcStolen:
+	default:
+		badf("verdict %d is none of the pipeline's actions", o.verdict)
+	}
+
+	var d [fuzzPorts + 1]tbpf.PortStats
+	var drops, tx uint64
+	for s := range d {
+		d[s] = delta(before.port[s], after.port[s])
+		drops += sumDrops(d[s])
+		tx += d[s].C[tbpf.TxPackets]
+		if d[s].C[tbpf.TxPackets] > 0 {
+			o.tx = append(o.tx, s)
+		}
+		if d[s].C[tbpf.TxPackets] > 1 {
+			badf("slot %d sent %d copies of one frame", s, d[s].C[tbpf.TxPackets])
+		}
+		switch n := d[s].C[tbpf.TxDropped]; {
+		case n > 1:
+			badf("slot %d could not send %d copies of one frame", s, n)
+		case n == 1:
+			o.txDrop = append(o.txDrop, s)
+			if len(fr.data) <= 1514 {
+				// The kernel refuses a clone into a veth only when it
+				// is longer than the MTU allows.
+				badf("slot %d could not send a copy of a %d-byte frame", s, len(fr.data))
+			}
+		}
+	}
+	for s := range d {
+		if sumDrops(d[s]) > 0 {
+			for reason, n := range d[s].Drops {
+				if n > 0 {
+					o.reason = tbpf.DropReason(reason)
+				}
+			}
+			if s != fr.slot {
+				badf("a drop counted on slot %d, not the ingress %d", s, fr.slot)
+			}
+		}
+	}
+	vd := map[[2]uint16]tbpf.VLANStats{}
+	for k, v := range after.vlan {
+		var dv tbpf.VLANStats
+		for i := range dv.C {
+			dv.C[i] = v.C[i] - before.vlan[k].C[i]
+		}
+		if dv != (tbpf.VLANStats{}) {
+			vd[k] = dv
+		}
+	}
+
+	if fr.slot == 0 {
+		// From an interface that is no port: one no_port drop, nothing else.
+		o.action = actDrop
+		if drops != 1 || d[0].Drops[tbpf.TrestleTrDropReasonTR_DROP_NO_PORT] != 1 || !verdictDrop {
+			badf("a frame from no port: drops %d, no_port %d, verdict %d", drops, d[0].Drops[tbpf.TrestleTrDropReasonTR_DROP_NO_PORT], o.verdict)
+		}
+		d[0].Drops[tbpf.TrestleTrDropReasonTR_DROP_NO_PORT] = 0
+		if d != ([fuzzPorts + 1]tbpf.PortStats{}) || len(vd) > 0 {
+			badf("a frame from no port moved counters beyond its drop")
+		}
+		return bad
+	}
+
+	ip := t.port[fr.slot]
+	br := ip.bridge
+	aware := t.vlanAware(br)
+	dst, src := fr.data[:6], fr.data[6:12]
+	pf := parseFrame(fr.data)
+
+	// rx = forwarded + flooded + dropped.
+	ind := d[fr.slot]
+	if ind.C[tbpf.RxPackets] != 1 || ind.C[tbpf.RxBytes] != uint64(len(fr.data)) {
+		badf("rx %d packets %d bytes, want 1 and %d", ind.C[tbpf.RxPackets], ind.C[tbpf.RxBytes], len(fr.data))
+	}
+	for s := range d {
+		if s != fr.slot && (d[s].C[tbpf.RxPackets] != 0 || d[s].C[tbpf.Flooded] != 0 || d[s].C[tbpf.Learned] != 0 ||
+			d[s].C[tbpf.Moved] != 0 || d[s].C[tbpf.Unlearned] != 0) {
+			badf("slot %d, not the ingress, counted rx, flooded or learning: %v", s, d[s].C)
+		}
+	}
+	flooded := ind.C[tbpf.Flooded]
+	switch {
+	case drops == 1 && flooded == 0 && tx == 0:
+		o.action = actDrop
+	case drops == 0 && flooded == 1:
+		o.action = actFlood
+	case drops == 0 && flooded == 0 && tx == 1:
+		o.action = actForward
+		o.egress = o.tx[0]
+	default:
+		badf("rx 1, but forwarded (tx) %d, flooded %d, dropped %d", tx, flooded, drops)
+		return bad
+	}
+	if verdictDrop != (o.action == actDrop) {
+		badf("verdict %d for a frame counted as %s", o.verdict, actNames[o.action])
+	}
+	if o.action == actFlood && o.verdict != m.redirect && !(xdp == false && o.verdict == tcStolen) {
+		badf("a flood with verdict %d", o.verdict)
+	}
+	o.learned = [3]uint64{ind.C[tbpf.Learned], ind.C[tbpf.Moved], ind.C[tbpf.Unlearned]}
+	if n := o.learned[0] + o.learned[1] + o.learned[2]; n > 1 {
+		badf("learned %d, moved %d, unlearned %d: more than one of them", o.learned[0], o.learned[1], o.learned[2])
+	}
+
+	// The frame's VLAN: the VLAN counted as receiving it (aware), or its outer VID.
+	o.vlan = pf.vid
+	var classified []uint16
+	for k, v := range vd {
+		if k[0] != br {
+			badf("VLAN %d of bridge %d counted a frame of bridge %d", k[1], k[0], br)
+			continue
+		}
+		if v.C[tbpf.VLANRxPackets] == 1 {
+			classified = append(classified, k[1])
+		}
+	}
+	if !aware && len(vd) > 0 {
+		badf("VLAN counters moved for a frame of a bridge that is not VLAN-aware: %v", vd)
+	}
+	if aware {
+		switch len(classified) {
+		case 0:
+		case 1:
+			o.vlan = classified[0]
+		default:
+			badf("classified into VLANs %v", classified)
+		}
+		for k, v := range vd {
+			if k[0] == br && k[1] != o.vlan {
+				badf("VLAN %d's counters moved for a frame of VLAN %d: %v", k[1], o.vlan, v.C)
+			}
+		}
+		if len(classified) == 1 {
+			v := vd[[2]uint16{br, o.vlan}]
+			if v.C[tbpf.VLANRxBytes] != uint64(len(fr.data)) {
+				badf("VLAN %d rx bytes %d, want %d", o.vlan, v.C[tbpf.VLANRxBytes], len(fr.data))
+			}
+			if !ip.carries(o.vlan) {
+				badf("classified into VLAN %d, which the ingress port does not carry", o.vlan)
+			}
+			if pf.outer == 0x8100 && pf.vid != 0 {
+				if o.vlan != pf.vid {
+					badf("a frame tagged %d classified into VLAN %d", pf.vid, o.vlan)
+				}
+			} else if o.vlan != ip.pvid {
+				badf("an untagged frame classified into VLAN %d, the port's untagged VLAN is %d", o.vlan, ip.pvid)
+			}
+			if (v.C[tbpf.VLANFlooded] == 1) != (o.action == actFlood) || v.C[tbpf.VLANFlooded] > 1 {
+				badf("VLAN flooded %d for a %s", v.C[tbpf.VLANFlooded], actNames[o.action])
+			}
+		} else if o.action != actDrop {
+			badf("a frame of a VLAN-aware bridge went on without a VLAN")
+		}
+	}
+
+	// Where copies went: never the ingress, another bridge, or a port
+	// outside the frame's VLAN.
+	if len(o.txDrop) > 0 && o.action != actFlood {
+		badf("a %s counted copies it could not send", actNames[o.action])
+	}
+	for _, s := range o.copies() {
+		switch p := t.port[s]; {
+		case s == fr.slot:
+			badf("a copy went back out of its ingress, slot %d", s)
+		case s == 0:
+			badf("a copy was counted on slot 0 (no port)")
+		case p.bridge != br:
+			badf("a copy left by slot %d, a port of bridge %d, not %d", s, p.bridge, br)
+		case aware && !p.carries(o.vlan):
+			badf("a copy of VLAN %d left by slot %d, which does not carry it", o.vlan, s)
+		}
+	}
+
+	entry := func(mac []byte) (FDBEntry, bool) {
+		for _, e := range fdb {
+			if e.Bridge == br && e.VLAN == o.vlan && bytes.Equal(e.MAC, mac) {
+				return e, true
+			}
+		}
+		return FDBEntry{}, false
+	}
+	if o.learned[0]+o.learned[1] == 1 {
+		if e, ok := entry(src); !ok || e.Slot != uint16(fr.slot) || e.Ifindex != r.ifidx[fr.slot] || e.Static {
+			badf("learned or moved, but the table has %+v (found %v)", e, ok)
+		}
+		if ip.noLearn {
+			badf("a port that does not learn learned")
+		}
+	}
+	if o.learned[2] == 1 && !(ip.limitForward && ip.maxMACs > 0) {
+		badf("unlearned on a port without mac_limit_action forward")
+	}
+
+	switch o.action {
+	case actForward:
+		e, ok := entry(dst)
+		out := t.port[o.egress]
+		switch {
+		case isMulticast(dst):
+			badf("a group address was forwarded as unicast")
+		case !ok || int(e.Slot) != o.egress || e.Ifindex != r.ifidx[o.egress]:
+			badf("forwarded to slot %d, the table says %+v (found %v)", o.egress, e, ok)
+		case ip.protected && out.protected:
+			badf("forwarded between protected ports")
+		}
+		if xdp {
+			if want := egressBytes(fr.data, pf, aware, out, o.vlan); !bytes.Equal(o.out, want) {
+				badf("left as\n    %x\n  want\n    %x", o.out, want)
+			}
+		}
+	case actFlood:
+		if e, ok := entry(dst); ok && !isMulticast(dst) {
+			badf("flooded a frame whose destination the table holds: %+v", e)
+		}
+		want := in.floodSet(fr, o.vlan)
+		// Where each build counts the copies in a test run: tc sends
+		// them; xdp counts them itself only in an unaware bridge without
+		// policies (else the devmap programs do, checked live).
+		o.txKnown = !xdp || !aware && !t.policy(br)
+		if o.txKnown && !slices.Equal(o.copies(), want) {
+			badf("flooded to slots %v (and could not send to %v), want %v", o.tx, o.txDrop, want)
+		}
+		if xdp {
+			want := fr.data
+			if aware {
+				want = egressBytes(fr.data, pf, true, fuzzPort{trunk: true}, o.vlan)
+			}
+			if !bytes.Equal(o.out, want) {
+				badf("flooded as\n    %x\n  want\n    %x", o.out, want)
+			}
+		}
+	case actDrop:
+		bad = append(bad, in.dropReasonHolds(fr, o, pf, fdb, r.ifidx[fr.slot])...)
+	}
+	return bad
+}
+
+// egressBytes is the frame as it leaves port out in vlan: an unaware
+// bridge's unchanged; an aware bridge's without its 802.1Q tag where out
+// takes the VLAN untagged, else with an outer 802.1Q tag of the VLAN (the
+// frame's own, its VID rewritten, or a new one with PCP 0).
+func egressBytes(b []byte, pf parsed, aware bool, out fuzzPort, vlan uint16) []byte {
+	if !aware {
+		return b
+	}
+	ctag := pf.outer == 0x8100
+	if !out.trunk || out.pvid == vlan {
+		if ctag {
+			return append(append([]byte{}, b[:12]...), b[16:]...)
+		}
+		return b
+	}
+	if ctag {
+		o := append([]byte{}, b...)
+		binary.BigEndian.PutUint16(o[14:], pf.tci&0xf000|vlan)
+		return o
+	}
+	o := append([]byte{}, b[:12]...)
+	o = binary.BigEndian.AppendUint16(o, 0x8100)
+	o = binary.BigEndian.AppendUint16(o, vlan)
+	return append(o, b[12:]...)
+}
+
+// dropReasonHolds checks that a drop's reason is true of the frame.
+func (in *fuzzInput) dropReasonHolds(fr fuzzFrame, o *fuzzOutcome, pf parsed, fdb []FDBEntry, ingress uint32) []string {
+	t := &in.topo
+	ip := t.port[fr.slot]
+	br := ip.bridge
+	dst, src := fr.data[:6], fr.data[6:12]
+	nobr := len(t.up(br)) == 0
+	var why string
+	switch o.reason {
+	case tbpf.TrestleTrDropReasonTR_DROP_NO_BRIDGE:
+		if !nobr {
+			why = "its bridge has ports up"
+		}
+	case tbpf.TrestleTrDropReasonTR_DROP_RUNT, tbpf.TrestleTrDropReasonTR_DROP_ETHERTYPE:
+		// VLAN ingress reads the outer tag too, and calls a short one runt.
+		if pf.ok || pf.reason != o.reason {
+			why = fmt.Sprintf("the parser's rules say %v (ok %v)", pf.reason, pf.ok)
+		}
+	case tbpf.TrestleTrDropReasonTR_DROP_BAD_SRC:
+		if !isMulticast(src) && !isZero(src) {
+			why = "its source is a station"
+		}
+	case tbpf.TrestleTrDropReasonTR_DROP_RESERVED:
+		if !isReserved(dst) {
+			why = "its destination is no reserved address"
+		}
+	case tbpf.TrestleTrDropReasonTR_DROP_HAIRPIN:
+		found := false
+		for _, e := range fdb {
+			if e.Bridge == br && e.VLAN == o.vlan && bytes.Equal(e.MAC, dst) && e.Ifindex == ingress {
+				found = true
+			}
+		}
+		if !found {
+			why = "its destination does not live on its ingress"
+		}
+	case tbpf.TrestleTrDropReasonTR_DROP_MAC_LIMIT:
+		if ip.maxMACs == 0 || ip.limitForward {
+			why = "its port has no max_macs that drops"
+		}
+	case tbpf.TrestleTrDropReasonTR_DROP_TABLE_FULL, tbpf.TrestleTrDropReasonTR_DROP_NO_EGRESS:
+	case tbpf.TrestleTrDropReasonTR_DROP_VLAN_UNTAGGED, tbpf.TrestleTrDropReasonTR_DROP_VLAN_TAGGED,
+		tbpf.TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED, tbpf.TrestleTrDropReasonTR_DROP_VLAN_EGRESS:
+		if !t.vlanAware(br) {
+			why = "its bridge is not VLAN-aware"
+		}
+	case tbpf.TrestleTrDropReasonTR_DROP_PROTECTED:
+		if !ip.protected {
+			why = "its port is not protected"
+		}
+	default:
+		why = "no port or bridge of the table state has what it takes"
+	}
+	var bad []string
+	if why != "" {
+		bad = append(bad, fmt.Sprintf("dropped as %s, but %s", o.reason, why))
+	}
+	// The checklist's first steps, in order: a frame that fails one is
+	// dropped for it, whatever else is wrong with it.
+	switch {
+	case nobr:
+		if o.reason != tbpf.TrestleTrDropReasonTR_DROP_NO_BRIDGE {
+			bad = append(bad, "a frame of a bridge with no port up was not dropped as no_bridge")
+		}
+	case !pf.ok:
+		if o.reason != pf.reason && o.reason != tbpf.TrestleTrDropReasonTR_DROP_RUNT {
+			bad = append(bad, fmt.Sprintf("a malformed frame (%s) dropped as %s", pf.reason, o.reason))
+		}
+	}
+	return bad
+}
+
+// compareBuilds says where the xdp and the tc build decided otherwise. It
+// stops at the first frame one build's test run refused: the tables part there.
+func compareBuilds(x, c []fuzzOutcome) []string {
+	var bad []string
+	for i := range x {
+		a, b := x[i], c[i]
+		if a.refused != nil || b.refused != nil {
+			break
+		}
+		if a.action != b.action || a.action == actDrop && a.reason != b.reason || a.action == actForward && a.egress != b.egress ||
+			a.vlan != b.vlan || a.learned != b.learned {
+			bad = append(bad, fmt.Sprintf("frame %d: xdp: %s; tc: %s", i, a, b))
+			break
+		}
+		if a.action == actFlood {
+			xs := a.tx
+			if a.liveRan {
+				xs = a.liveTx
+			}
+			if (a.txKnown || a.liveRan && !a.tooLong) && !slices.Equal(xs, b.copies()) {
+				bad = append(bad, fmt.Sprintf("frame %d: flooded to %v at xdp, %v at tc", i, xs, b.copies()))
+				break
+			}
+		}
+	}
+	return bad
+}
