@@ -433,7 +433,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		case "bridge":
 			bridges = v
 		default:
-			c.unknown(v, k)
+			c.unknown(v, keyName(k))
 		}
 	}
 	cfg.Bridges = c.bridges(bridges)
@@ -466,6 +466,20 @@ func (c *checker) errorf(line int, field, format string, args ...any) {
 	c.errs = append(c.errs, &Error{File: c.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
+// keyName is a key as a field path shows it: a bare key as it is, any
+// other (empty, or with a dot or a space in it) quoted, as TOML writes it,
+// so that an error about it names it.
+func keyName(k string) string {
+	bare := k != ""
+	for _, r := range k {
+		bare = bare && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+	}
+	if bare {
+		return k
+	}
+	return strconv.Quote(k)
+}
+
 func (c *checker) unknown(v *value, field string) {
 	c.errorf(v.line, field, "unknown field")
 }
@@ -476,7 +490,7 @@ func (c *checker) daemon(v *value, d *Daemon) {
 		return
 	}
 	for _, k := range v.keys {
-		f, kv := "daemon."+k, v.vals[k]
+		f, kv := "daemon."+keyName(k), v.vals[k]
 		switch k {
 		case "persist":
 			if kv.kind != unstable.Bool {
@@ -552,7 +566,7 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, Line: t.line}
 	var ports, statics, mirrors, rules *value
 	for _, k := range t.keys {
-		f, v := field+"."+k, t.vals[k]
+		f, v := field+"."+keyName(k), t.vals[k]
 		switch k {
 		case "name":
 			if s, ok := c.str(v, f); ok {
@@ -684,7 +698,7 @@ func (c *checker) mirror(t *value, field string, bp *bridgePorts, before []Mirro
 	}
 	var toLine int
 	for _, k := range t.keys {
-		f, v := field+"."+k, t.vals[k]
+		f, v := field+"."+keyName(k), t.vals[k]
 		switch k {
 		case "name":
 			if s, ok := c.str(v, f); ok {
@@ -753,7 +767,7 @@ func (c *checker) mirror(t *value, field string, bp *bridgePorts, before []Mirro
 			}
 			for _, k := range []string{"vlan", "trunk", "native"} {
 				if kv, set := sites[i].t.vals[k]; set {
-					c.errorf(kv.line, sites[i].field+"."+k, "port %q is the span port of mirror %q: it takes every VLAN tagged, and has no %s", name, m.Name, k)
+					c.errorf(kv.line, sites[i].field+"."+keyName(k), "port %q is the span port of mirror %q: it takes every VLAN tagged, and has no %s", name, m.Name, k)
 				}
 			}
 		case "vlans":
@@ -770,7 +784,7 @@ func (c *checker) mirror(t *value, field string, bp *bridgePorts, before []Mirro
 	}
 	for _, k := range []string{"name", "ports", "to"} {
 		if _, ok := t.vals[k]; !ok {
-			c.errorf(t.line, field+"."+k, "is required")
+			c.errorf(t.line, field+"."+keyName(k), "is required")
 		}
 	}
 	if m.To != "" && slices.Contains(m.Ports, m.To) {
@@ -794,7 +808,7 @@ func (c *checker) storm(v *value, field string) Storm {
 		c.errorf(v.line, field, "is empty: give broadcast, multicast or unknown_unicast, in frames a second")
 	}
 	for _, k := range v.keys {
-		f, kv := field+"."+k, v.vals[k]
+		f, kv := field+"."+keyName(k), v.vals[k]
 		var dst *int
 		switch k {
 		case "broadcast":
@@ -1135,7 +1149,7 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 	p := Port{Mode: mode.Auto, Line: t.line}
 	vlansOK := true
 	for _, k := range t.keys {
-		f, v := field+"."+k, t.vals[k]
+		f, v := field+"."+keyName(k), t.vals[k]
 		switch k {
 		case "interface":
 			s, ok := c.str(v, f)
@@ -1389,7 +1403,7 @@ func (c *checker) static(t *value, field string, bp *bridgePorts, seen map[strin
 	s := Static{Line: t.line}
 	macOK, vlanOK := false, true
 	for _, k := range t.keys {
-		f, v := field+"."+k, t.vals[k]
+		f, v := field+"."+keyName(k), t.vals[k]
 		switch k {
 		case "mac":
 			str, ok := c.str(v, f)
@@ -1427,7 +1441,7 @@ func (c *checker) static(t *value, field string, bp *bridgePorts, seen map[strin
 	}
 	for _, k := range []string{"mac", "port"} {
 		if _, ok := t.vals[k]; !ok {
-			c.errorf(t.line, field+"."+k, "is required")
+			c.errorf(t.line, field+"."+keyName(k), "is required")
 		}
 	}
 	if bp.aware && vlanOK {

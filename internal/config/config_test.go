@@ -183,6 +183,9 @@ func TestParseErrors(t *testing.T) {
 			`t.toml:1: bridge: must be an array of tables ([[bridge]])`}},
 		{"bridge element not a table", doc(`bridge = [1]`), []string{
 			`t.toml:1: bridge[0]: must be a table`}},
+		// Keys that are not bare are quoted in the field, so that it names them.
+		{"empty key", doc(`[""]`, `[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `interface = "a"`, `"a.b" = 1`), []string{
+			`t.toml:1: "": unknown field`, `t.toml:6: bridge[0].port[0]."a.b": unknown field`}},
 		{"unknown key", doc(append([]string{`verbose = true`}, twoPorts...)...), []string{
 			`t.toml:1: verbose: unknown field`}},
 		{"unknown table", withBridge(`[metrics]`, `listen = ":9100"`), []string{

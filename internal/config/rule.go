@@ -79,7 +79,7 @@ func (c *checker) rule(t *value, field string, bp *bridgePorts) Rule {
 		return name
 	}
 	for _, k := range t.keys {
-		f, v := field+"."+k, t.vals[k]
+		f, v := field+"."+keyName(k), t.vals[k]
 		switch k {
 		case "action":
 			r.Block = c.action(v, f, "")
@@ -140,7 +140,7 @@ func (c *checker) rule(t *value, field string, bp *bridgePorts) Rule {
 func (c *checker) ruleCanMatch(t *value, field string, r *Rule) {
 	line := func(k string) (int, string) {
 		if v, ok := t.vals[k]; ok {
-			return v.line, field + "." + k
+			return v.line, field + "." + keyName(k)
 		}
 		return t.line, field
 	}
