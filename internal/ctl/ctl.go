@@ -308,12 +308,25 @@ func (s *Server) Serve(ctx context.Context, h Handler) {
 	}
 }
 
+// maxRequest is the most of a request the daemon reads: a request is a few
+// hundred bytes (a rule's arguments are the most), and a client that sends
+// more, or never ends, is cut off there with an error, so that a connection
+// holds at most this much of the daemon's memory. A client that sends
+// nothing is cut off by requestTimeout.
+const maxRequest = 64 << 10
+
+const requestTimeout = 30 * time.Second
+
 func (s *Server) handle(ctx context.Context, c net.Conn, h Handler) {
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(requestTimeout))
 	var req Request
 	var resp Response
-	if err := json.NewDecoder(io.LimitReader(c, 1<<20)).Decode(&req); err != nil {
+	in := &io.LimitedReader{R: c, N: maxRequest}
+	if err := json.NewDecoder(in).Decode(&req); err != nil {
+		if in.N == 0 {
+			err = fmt.Errorf("longer than %d bytes, the most the daemon reads of one", maxRequest)
+		}
 		resp.Error = fmt.Sprintf("bad request: %v", err)
 		if s.BadRequest != nil {
 			s.BadRequest(err)
