@@ -219,43 +219,18 @@ type fuzzInput struct {
 	frames  []fuzzFrame
 }
 
-// fuzzReader hands out an input's bytes, zeros once they run out, so that
-// every input decodes to something.
-type fuzzReader struct {
-	b []byte
-	i int
-}
-
-func (r *fuzzReader) byte() byte {
-	if r.i >= len(r.b) {
-		return 0
-	}
-	c := r.b[r.i]
-	r.i++
-	return c
-}
-
-func (r *fuzzReader) u16() uint16 { return uint16(r.byte())<<8 | uint16(r.byte()) }
-
-// fill fills b from the input, zeros where it runs out.
-func (r *fuzzReader) fill(b []byte) {
-	n := copy(b, r.b[min(r.i, len(r.b)):])
-	r.i += n
-	clear(b[n:])
-}
-
 // decodeFuzzInput reads an input (layout in fuzzSeed, which writes them).
 func decodeFuzzInput(in []byte) fuzzInput {
-	r := &fuzzReader{b: in}
+	r := testutil.NewFuzzBytes(in)
 	var out fuzzInput
 	t := &out.topo
-	b0 := r.byte()
+	b0 := r.Byte()
 	t.aware[1], t.aware[2] = b0&1 != 0, b0&2 != 0
 	t.stage = t.aware[1] || t.aware[2] || b0&4 != 0
 	inFirst := [4]int{3, 2, 5, 6}[b0>>3&3] // ports of bridge 1; the rest are bridge 2's
 	t.maxEntries = [4]uint32{1024, 3, 1024, 1}[b0>>5&3]
 	for s := 1; s <= fuzzPorts; s++ {
-		a, v, pol := r.byte(), r.byte(), r.byte()
+		a, v, pol := r.Byte(), r.Byte(), r.Byte()
 		p := fuzzPort{bridge: 1}
 		if s > inFirst {
 			p.bridge = 2
@@ -290,8 +265,8 @@ func decodeFuzzInput(in []byte) fuzzInput {
 		}
 		t.port[s] = p
 	}
-	for n := int(r.byte() % 5); n > 0; n-- {
-		e0, e1 := r.byte(), r.byte()
+	for n := int(r.Byte() % 5); n > 0; n-- {
+		e0, e1 := r.Byte(), r.Byte()
 		st := fuzzStatic{bridge: 1 + uint16(e0&1), vlan: [8]uint16{0, 10, 20, 30, 4094, 1, 0, 10}[e0>>1&7],
 			mac: fuzzMACs[e0>>4&7], slot: 1 + uint16(e1%fuzzPorts)}
 		st.ifindexOf = int(st.slot)
@@ -303,12 +278,12 @@ func decodeFuzzInput(in []byte) fuzzInput {
 		}
 		out.statics = append(out.statics, st)
 	}
-	for n := 1 + int(r.byte()%8); n > 0; n-- {
-		h := r.byte()
+	for n := 1 + int(r.Byte()%8); n > 0; n-- {
+		h := r.Byte()
 		fr := fuzzFrame{slot: int(h % (fuzzPorts + 1)), cpu: int(h >> 7)}
 		fr.data = fuzzFrameBytes(r)
 		out.frames = append(out.frames, fr)
-		if r.i >= len(r.b) {
+		if r.Done() {
 			break
 		}
 	}
@@ -317,8 +292,8 @@ func decodeFuzzInput(in []byte) fuzzInput {
 
 // fuzzMAC picks an address: mostly the stations, sometimes the addresses
 // the pipeline treats apart.
-func fuzzMAC(r *fuzzReader) net.HardwareAddr {
-	c := r.byte()
+func fuzzMAC(r *testutil.FuzzBytes) net.HardwareAddr {
+	c := r.Byte()
 	switch c & 15 {
 	case 8:
 		return net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
@@ -332,7 +307,7 @@ func fuzzMAC(r *fuzzReader) net.HardwareAddr {
 		return make(net.HardwareAddr, 6)
 	case 13:
 		m := make(net.HardwareAddr, 6)
-		r.fill(m)
+		r.Fill(m)
 		return m
 	}
 	return fuzzMACs[c&7]
@@ -341,36 +316,36 @@ func fuzzMAC(r *fuzzReader) net.HardwareAddr {
 // fuzzFrameBytes builds a frame, biased to well-formed Ethernet, 802.1Q and
 // 802.1ad tags, and the IPv4, IPv6 and ARP headers the parser checks, with
 // the lengths around the parser's limits; or raw bytes.
-func fuzzFrameBytes(r *fuzzReader) []byte {
-	k := r.byte()
+func fuzzFrameBytes(r *testutil.FuzzBytes) []byte {
+	k := r.Byte()
 	if k&7 == 7 {
-		b := make([]byte, 14+int(r.byte()))
-		r.fill(b)
+		b := make([]byte, 14+int(r.Byte()))
+		r.Fill(b)
 		return b
 	}
 	b := append([]byte{}, fuzzMAC(r)...)
-	if c := r.byte(); c>>4 == 15 {
+	if c := r.Byte(); c>>4 == 15 {
 		b = append(b, fuzzMAC(r)...)
 	} else {
 		b = append(b, fuzzMACs[c&7]...) // mostly a station: a source that is none is dropped at once
 	}
 	tags := int(k >> 3 & 3)
 	for i := 0; i < tags; i++ {
-		c := r.byte()
+		c := r.Byte()
 		tpid := [4]uint16{0x8100, 0x8100, 0x88a8, 0x8100}[c&3]
 		if tags == 3 && i == 0 {
 			tpid = 0x88a8 // QinQ
 		}
 		vid := [8]uint16{0, 10, 20, 30, 4094, 4095, 1, 0}[c>>2&7]
 		if c>>2&7 == 7 {
-			vid = r.u16() & 0xfff
+			vid = (uint16(r.Byte())<<8 | uint16(r.Byte())) & 0xfff
 		}
 		b = binary.BigEndian.AppendUint16(b, tpid)
 		b = binary.BigEndian.AppendUint16(b, uint16(c>>5)<<13|vid)
 	}
 	var etype uint16
 	var minLen int
-	c := r.byte()
+	c := r.Byte()
 	switch k >> 5 {
 	case 0, 7:
 		etype, minLen = 0x0800, 20
@@ -385,11 +360,11 @@ func fuzzFrameBytes(r *fuzzReader) []byte {
 	case 5:
 		etype = 1501 + uint16(c&31) // neither a length nor a type, and beyond
 	case 6:
-		etype = r.u16()
+		etype = (uint16(r.Byte())<<8 | uint16(r.Byte()))
 	}
 	n := [8]int{0, minLen - 1, minLen, 46, 1500, 64, 8, 0}[c>>5]
 	if c>>5 == 7 {
-		n = int(r.byte()) * 6
+		n = int(r.Byte()) * 6
 	}
 	n = max(n, 0)
 	if etype == 0 {
@@ -402,7 +377,7 @@ func fuzzFrameBytes(r *fuzzReader) []byte {
 	// The switch reads no payload beyond its length: a pattern of one
 	// byte of the input, so that a frame takes a few bytes of it.
 	payload := make([]byte, n)
-	for i, x := 0, r.byte(); i < n; i++ {
+	for i, x := 0, r.Byte(); i < n; i++ {
 		payload[i] = x ^ byte(i*131)
 	}
 	if n > 0 && etype == 0x0800 {
@@ -412,7 +387,7 @@ func fuzzFrameBytes(r *fuzzReader) []byte {
 	}
 	b = append(b, payload...)
 	if c&30 == 30 { // cut short
-		b = b[:int(r.byte())%(len(b)+1)]
+		b = b[:int(r.Byte())%(len(b)+1)]
 	}
 	return b
 }
