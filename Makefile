@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN     := bin/trestle
 BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/include/bpf/*.h)
 
-.PHONY: all build deps generate check-generate test test-unit vet demo clean install
+.PHONY: all build deps generate check-generate test test-unit vet demo clean install fuzz fuzz-short
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the systemd unit
 # (pointing at it) and an example config, which never replaces one there.
@@ -49,8 +49,32 @@ vet:
 	test -z "$$($$gofmt -l cmd internal scripts)" || { $$gofmt -l cmd internal scripts; echo "gofmt needed" >&2; exit 1; }
 
 # Namespace tests run one package at a time: they share the machine's two cores.
+# Then each fuzz target fuzzes briefly (fuzz-short), beyond its seeds.
 test: deps check-generate vet build
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
+	@$(MAKE) --no-print-directory fuzz-short
+
+# The fuzz targets (docs/reliability.md) as package:target: go test -fuzz
+# takes one of each a run. make fuzz runs each for FUZZTIME, make test for
+# FUZZTIME_SHORT; one worker each (the pipeline's loads the datapath in a
+# namespace of its own), and a new input found interesting is minimized for
+# FUZZMIN at most, so that the time goes to fuzzing. A crasher is written to
+# the package's testdata/fuzz/TARGET/: fix the bug and commit it there, and
+# every go test runs it from then on.
+FUZZ_TARGETS   := internal/datapath:FuzzPipeline internal/config:FuzzParse internal/ctl:FuzzServer internal/daemon:FuzzHandle
+FUZZTIME       ?= 3m
+FUZZTIME_SHORT ?= 5s
+FUZZMIN        ?= 10s
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=./$${t%%:*} name=$${t##*:}; \
+		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel 1 $$pkg || exit 1; \
+	done
+
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT) FUZZMIN=1s
 
 test-unit:
 	$(GO) test -count=1 -short ./...
