@@ -215,6 +215,10 @@ func ovsArgs(t *Topo, env *Env, portType string) []string {
 			}
 			if portType == "afxdp" {
 				args = append(args, "--", "set", "interface", p, "type=afxdp", "options:xdp-mode=native")
+				if t.Shape.Queues > 1 {
+					// A socket on every queue: a sender's CPU picks the queue.
+					args = append(args, fmt.Sprintf("options:n_rxq=%d", t.Shape.Queues))
+				}
 			}
 		}
 	}

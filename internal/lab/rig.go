@@ -41,20 +41,17 @@ type Placement struct {
 	DUTCPU  int            `json:"dut_cpu"`
 	SinkCPU int            `json:"sink_cpu"`
 	Threads map[string]int `json:"napi_threads,omitempty"` // NAPI thread → CPU, as pinned
+	// GenCPUs are the CPUs of the generator's threads where a test runs
+	// more than one (the cores test), in order.
+	GenCPUs []int `json:"gen_cpus,omitempty"`
 }
 
 // ChoosePlacement is the placement for mode ("auto", "shared", "split") on
 // the CPUs this process may use.
 func ChoosePlacement(mode string) (Placement, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
+	cpus, err := AllowedCPUs()
+	if err != nil {
 		return Placement{}, err
-	}
-	var cpus []int
-	for i := 0; i < 1024; i++ {
-		if set.IsSet(i) {
-			cpus = append(cpus, i)
-		}
 	}
 	if mode == "auto" {
 		mode = "shared"
@@ -255,6 +252,9 @@ type TrialSpec struct {
 	Learn   bool          // send learning frames first (RFC 2544 section 23)
 	Settle  time.Duration // after learning
 	Drain   time.Duration // after the last frame, before counting
+	// CPUs are the generator's sending threads, one on each, each with its
+	// share of the flows and of the rate (default: the placement's GenCPU).
+	CPUs []int
 	// Both: host To[0] sends to host From at the same time, as CSIT's
 	// bidirectional tests do (--bidirectional): two generators, each at
 	// half of Rate (and of Count), each on the generator's CPU, and a
@@ -365,7 +365,7 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 	}
 	o := gen.Options{
 		Dev: from.If, NetNS: from.NS.Path, DstMAC: dst, SrcMAC: ts.SrcMAC, Mix: mix, Rate: ts.Rate,
-		Duration: ts.Duration, Count: ts.Count, Flows: ts.Flows, CPUs: []int{r.Place.GenCPU}, Batch: 64,
+		Duration: ts.Duration, Count: ts.Count, Flows: ts.Flows, CPUs: ts.genCPUs(r.Place), Batch: 64,
 		SrcMACs: ts.SrcMACs, DstMACs: ts.DstMACs, VLAN: from.VLAN, SrcPorts: ts.SrcPorts,
 	}
 	if ts.Latency {

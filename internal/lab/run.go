@@ -53,6 +53,8 @@ type Result struct {
 	// (h1 -> h2 first), and PDRDirections in the one that gave the PDR.
 	Directions    []float64 `json:"directions_pps,omitempty"`
 	PDRDirections []float64 `json:"pdr_directions_pps,omitempty"`
+	// Cores is the setting of a cores result (cores.go).
+	Cores *CoresRecord `json:"cores,omitempty"`
 }
 
 // Unit is the setting of one measured block: a DUT on one topology.
@@ -204,6 +206,8 @@ func estimate(s Scenario, u unit) time.Duration {
 			}
 		case TestSoak:
 			t += 3*trial + tm.Search.Confirm + s.Duration + tm.Settle + tm.Drain
+		case TestCores:
+			t += coresEstimate(s)
 		}
 	}
 	return t
@@ -230,6 +234,9 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		return nil, err
 	}
 	place, err := ChoosePlacement(cfg.Placement)
+	if s.has(TestCores) {
+		place, err = coresPlacement(s, cfg.Placement)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +245,9 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		Machine: machine(cfg.Version), Placement: place.Mode, DUTs: s.DUTs, Sizes: s.Sizes, Reps: s.Reps, Timing: s.Timing,
 		Goals: s.Goals, Bidirectional: s.Bidirectional,
 	}
-	if place.Mode == "shared" {
+	if s.has(TestCores) {
+		run.Notes = append(run.Notes, coresNotes(s, place)...)
+	} else if place.Mode == "shared" {
 		run.Notes = append(run.Notes, fmt.Sprintf("placement shared: the generator runs on CPU %d, and so, frame by frame, do the DUT's forwarding and the sink (a veth delivers on the sending CPU); DUT threads of their own (trestle's daemon, Open vSwitch's PMD) on CPU %d", place.GenCPU, place.DUTCPU))
 	}
 	if s.Bidirectional {
@@ -466,7 +475,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	base := Result{DUT: u.dut, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }
 
-	if s.hasPacketTests() && !(isDirect(u.dut) && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart)) {
+	if s.hasPacketTests() && !(isDirect(u.dut) && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart) && !s.has(TestCores)) {
 		sinkHosts := []int{1}
 		if s.Bidirectional {
 			sinkHosts = []int{0, 1}
@@ -684,6 +693,11 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 	}
 	if s.has(TestSoak) {
 		if err := soakTest(ctx, s, rig, base, add, status); err != nil {
+			return err
+		}
+	}
+	if s.has(TestCores) {
+		if err := coresTest(ctx, s, rig, base, add, status); err != nil {
 			return err
 		}
 	}

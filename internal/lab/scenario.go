@@ -36,7 +36,7 @@ const (
 	TestLoadLatency = "latency-load"
 )
 
-var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn, TestTable, TestRestart, TestMACFlood, TestSoak}
+var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn, TestTable, TestRestart, TestMACFlood, TestSoak, TestCores}
 
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
@@ -89,6 +89,9 @@ type Scenario struct {
 	// its loss and latency per Window.
 	Duration, Window    time.Duration
 	Sources, MaxEntries int
+	// CoreCounts are the cores test's numbers of CPUs, each a generator
+	// thread that its CPU forwards (cores.go).
+	CoreCounts []int
 	// Goals are what the scenario's figures should show, checked in the report.
 	Goals []Goal
 	// Unavailable, if set, is why the scenario cannot run yet.
@@ -353,6 +356,9 @@ func (s Scenario) Describe() string {
 	if s.has(TestThroughput) && slices.ContainsFunc(s.DUTs, func(d string) bool { v, _ := SplitVariant(d); return v.Mirror }) {
 		b.WriteString("; with a mirror, span: the span host's frames as a share of h2's at the throughput")
 	}
+	if s.has(TestCores) {
+		fmt.Fprintf(&b, "\nCPUs:     %s (the generator's threads, each CPU forwarding its own)", intsText(s.CoreCounts))
+	}
 	fmt.Fprintf(&b, "\nRepeats:  %d, the DUTs in an order rotated each repetition\n", s.Reps)
 	if len(s.Goals) > 0 {
 		b.WriteString("Goals (checked in the report):\n")
@@ -407,10 +413,10 @@ func (s Scenario) hasPacketTests() bool {
 // shape is the topology of one unit: the straight path for direct.
 func (s Scenario) shape(dut string, chain int) Shape {
 	if isDirect(dut) {
-		return Shape{Hosts: 2, Chain: 0}
+		return Shape{Hosts: 2, Chain: 0, Queues: s.coresQueues()}
 	}
 	v, _ := SplitVariant(dut)
-	return Shape{Hosts: max(s.Hosts, 2), Chain: chain, Patch: v.Patched()}
+	return Shape{Hosts: max(s.Hosts, 2), Chain: chain, Patch: v.Patched(), Queues: s.coresQueues()}
 }
 
 // CheckJoins refuses the knobs that choose how a chain's bridges are
