@@ -195,8 +195,8 @@ func Groups(run *lab.Run) []*Group {
 	index := map[string]*Group{}
 	rows := map[string]*Row{}
 	for _, r := range run.Results {
-		if r.Test == "unit" || isRestart(r.Test) || isStream(r.Test) || r.Test == lab.TestLoadLatency {
-			continue // restart, mac-flood, soak and latency-load results have tables of their own
+		if r.Test == "unit" || isRestart(r.Test) || isStream(r.Test) || r.Test == lab.TestLoadLatency || r.Test == lab.TestCores {
+			continue // restart, mac-flood, soak, latency-load and cores results have tables of their own
 		}
 		chain := r.Chain
 		if r.DUT == "direct" {
@@ -442,6 +442,7 @@ func Terminal(w io.Writer, run *lab.Run) {
 	terminalFloods(w, Floods(run))
 	terminalSoaks(w, Soaks(run))
 	terminalLoadLatency(w, run)
+	terminalCores(w, run, Cores(run))
 	if cs := Compare(groups); len(cs) > 0 {
 		fmt.Fprintf(w, "\n%s:\n", ministatHead)
 		for _, c := range cs {
@@ -627,6 +628,9 @@ func Write(dir string, run *lab.Run) error {
 	if err := markdownLoadLatency(&b, dir, run); err != nil {
 		return err
 	}
+	if err := markdownCores(&b, dir, run, Cores(run)); err != nil {
+		return err
+	}
 	if est := imixEstimates(groups); len(est) > 0 {
 		b.WriteString("\nIMIX bandwidth, seed 001's formula next to what was sent:\n\n")
 		for _, e := range est {
@@ -699,6 +703,9 @@ func Write(dir string, run *lab.Run) error {
 		}
 		p := u.Placement
 		fmt.Fprintf(&b, "- placement %s: generator on CPU %d, DUT threads on CPU %d, sinks on CPU %d", p.Mode, p.GenCPU, p.DUTCPU, p.SinkCPU)
+		if len(p.GenCPUs) > 0 {
+			fmt.Fprintf(&b, " (cores: the generator's threads on CPUs %s, the first N at N CPUs, each CPU forwarding and sinking its own frames)", strings.Trim(fmt.Sprint(p.GenCPUs), "[]"))
+		}
 		for _, name := range sortedKeys(p.Threads) {
 			fmt.Fprintf(&b, "; %s on CPU %d", name, p.Threads[name])
 		}
