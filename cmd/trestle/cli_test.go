@@ -181,3 +181,32 @@ func TestVersionAndFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestLabCoresFlags: the cores scenario refuses CPU counts the machine
+// cannot give it, --cpus elsewhere, and a placement that would move the
+// forwarding off the generator's CPUs; its --help says what a 2-CPU
+// machine can show and how to run it on a bigger one.
+func TestLabCoresFlags(t *testing.T) {
+	n := runtime.NumCPU()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lab", "cores", "--cpus", fmt.Sprintf("1,%d", n+1)}, fmt.Sprintf("%d CPUs asked for, but this machine lets the lab use %d", n+1, n)},
+		{[]string{"lab", "cores", "--cpus", "1,x"}, `--cpus "1,x"`},
+		{[]string{"lab", "cores", "--cpus", "0"}, `--cpus "0"`},
+		{[]string{"lab", "cores", "--cpus", "1,1"}, "1 CPUs given twice"},
+		{[]string{"lab", "cores", "--placement", "split"}, "split would move the forwarding off them"},
+		{[]string{"lab", "quick", "--cpus", "1"}, "--cpus is for the cores scenario, not quick"},
+	} {
+		out, code := runCLI(t, nil, c.args...)
+		if code == 0 || !strings.Contains(out, c.want) {
+			t.Errorf("trestle %s: exit %d, output %q; want an error with %q", strings.Join(c.args, " "), code, out, c.want)
+		}
+	}
+	out, code := runCLI(t, nil, "lab", "cores", "--help")
+	if code != 0 || !strings.HasPrefix(out, "Scenario cores:") || !strings.Contains(out, "On a 2-CPU machine 1 -> 2 is the only step") ||
+		!strings.Contains(out, "--cpus 1,2,4,8") || !strings.Contains(out, "PMD thread") || !strings.Contains(out, "CPUs:     1") {
+		t.Errorf("lab cores --help: %d %q", code, out)
+	}
+}

@@ -20,7 +20,7 @@ import (
 func (e *env) labCmd() *cobra.Command {
 	var (
 		duts, sizes, chains, streams, placement, jsonPath, reportDir, udpRate string
-		events, upgradeTo                                                     string
+		events, upgradeTo, cpus                                               string
 		reps                                                                  int
 		trial, confirm, settle, drain, iperfTime, eventLead, eventTail        time.Duration
 		duration, window                                                      time.Duration
@@ -157,6 +157,20 @@ the search's frames for --confirm at 10, 50 and 90% of the PDR, 1 frame in
 64 timed by the sink as in every trial: p50, p90, p99, p99.9 and max, in a
 table and a chart.
 
+The cores scenario (seed 000: veb(4) spread its work over cores where
+bridge(4) saturated one): 64-byte zero-loss throughput with the generator
+on each count of CPUs in --cpus (default 1, 2, 4 ... up to every CPU the
+lab may use), one thread and one flow per CPU. A veth delivers on the
+sending CPU, so each CPU forwards its own thread's frames, start to end:
+the report gives the aggregate rate against the CPU count, the factor over
+1 CPU (2.0 at 2 CPUs is perfect scaling), every CPU's load, and a chart.
+Counts above the CPUs the lab may use are refused. On a 2-CPU machine
+1 -> 2 is the only step, the generator and the forwarding share both CPUs
+at 2, and Open vSwitch's one PMD thread (its userspace datapath's
+forwarding) has no core of its own at 2; on a bigger one, say
+--cpus 1,2,4,8: with a CPU beyond the largest count, the DUT's own threads
+get it. Placement is shared, always.
+
 Placement (--placement): shared runs the generator, the DUT's forwarding and
 the sink on one core (a veth delivers on the sending CPU: lossless, and the
 rate is that of the whole path); split pins the DUT's and the sinks' NAPI
@@ -173,6 +187,7 @@ Examples:
   trestle lab filter-scale --dut trestle:xdp,trestle:xdp@rules=100,trestle:xdp@rules=100,state,linux-bridge:nft@rules=100
   trestle lab mac-flood --dut trestle:xdp,linux-bridge --duration 10s --report out/
   trestle lab soak --duration 3m --window 30s --dut trestle:xdp
+  trestle lab cores --cpus 1,2,4,8 --json cores.json --report out/
   trestle stat -C 1 a.txt b.txt      # compare figures the way the reports do`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -317,6 +332,17 @@ Examples:
 			if err := streamFlags(f.Changed, &sc, duration, window, sources, maxEntries); err != nil {
 				return err
 			}
+			if f.Changed("cpus") {
+				if !sc.Has(lab.TestCores) {
+					return fmt.Errorf("--cpus is for the cores scenario, not %s", sc.Name)
+				}
+				if sc.CoreCounts, err = intList("--cpus", cpus, 1, 1024); err != nil {
+					return err
+				}
+			}
+			if err := sc.CheckCores(placement); err != nil {
+				return err
+			}
 			stream := sc.Has(lab.TestMACFlood) || sc.Has(lab.TestSoak)
 			if !sc.Has(lab.TestRestart) {
 				for _, name := range []string{"events", "load", "rate", "event-lead", "event-tail", "upgrade-to"} {
@@ -380,6 +406,7 @@ Examples:
 	f.DurationVar(&duration, "duration", 0, "mac-flood: the flood's length (default 30s); soak: the stream's (default 10m)")
 	f.DurationVar(&window, "window", 0, "soak: the windows of loss and latency (default 1m)")
 	f.IntVar(&sources, "sources", 0, "mac-flood: the flood's random source addresses (default 1000000)")
+	f.StringVar(&cpus, "cpus", "", "cores: the CPU counts to measure, comma-separated (default 1,2,4,... up to\nevery CPU the lab may use)")
 	f.IntVar(&maxEntries, "max-entries", 0, "mac-flood: the learning table size every DUT is given (default 65536)")
 	f.DurationVar(&eventLead, "event-lead", 0, "restart: the stream before each event (default 1s)")
 	f.DurationVar(&eventTail, "event-tail", 0, "restart: how long the stream must reach h2 without a gap after the\ndaemon is back (default 1s)")
