@@ -149,6 +149,9 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 	}
 	if o.portType == "afxdp" {
 		o.set["ports"] = "afxdp, xdp-mode=native (copy mode on veth)"
+		if t.Shape.Queues > 1 {
+			o.set["ports"] += fmt.Sprintf(", n_rxq=%d (a socket on each of the veth's queues, all polled by the one PMD thread)", t.Shape.Queues)
+		}
 	}
 	if env.MaxEntries > 0 {
 		o.set["mac-table-size"] = strconv.Itoa(env.MaxEntries)
