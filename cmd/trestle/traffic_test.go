@@ -186,7 +186,10 @@ func TestGenSinkNoLoss(t *testing.T) {
 // first and the last frame, is within 2% of the requested one at 10 kpps,
 // 100 kpps and 1 Mpps, and at 80% of what the path carried unpaced just
 // before. 1 Mpps is tried only when the path carries 20% more than that:
-// this is a test of the pacing, not of the machine.
+// this is a test of the pacing, not of the machine. At 80%, a sender the
+// machine slowed below the rate must say it fell behind (--json
+// fell_behind), which passes: the CI machine's speed varies by more than
+// 20% from one minute to the next.
 func TestGenRate(t *testing.T) {
 	p := newPair(t)
 	proc := p.startSink("--latency-every", "16")
@@ -212,7 +215,15 @@ func TestGenRate(t *testing.T) {
 				who string
 				pps float64
 			}{{"sink (arrivals)", s.RxPPS}, {"gen (its own clock)", g.PPS}} {
-				if dev := r.pps/rate - 1; math.Abs(dev) > 0.02 {
+				dev := r.pps/rate - 1
+				if rate == near && dev < -0.02 && g.FellBehind {
+					// Near the path's limit a slower minute of a shared
+					// machine leaves the sender short of the rate: it
+					// must say so (and did), not pace wrongly.
+					t.Logf("%s: %.0f pps, %+.2f%% from %.0f: the generator fell behind and said so (behind by %.1f%%)", r.who, r.pps, 100*dev, rate, 100*g.BehindBy)
+					continue
+				}
+				if math.Abs(dev) > 0.02 {
 					t.Errorf("%s: %.0f pps, %+.2f%% from %.0f", r.who, r.pps, 100*dev, rate)
 				} else {
 					t.Logf("%s: %.0f pps, %+.3f%% from %.0f", r.who, r.pps, 100*dev, rate)
