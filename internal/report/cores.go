@@ -303,10 +303,7 @@ func markdownCores(b *bytes.Buffer, dir string, run *lab.Run, rows []*CoresRow) 
 	if err != nil {
 		return err
 	}
-	b.WriteString("\n")
-	for _, c := range charts {
-		fmt.Fprintf(b, "![%s](%s)\n\n", c.title, c.file)
-	}
+	embedCharts(b, charts)
 	return nil
 }
 

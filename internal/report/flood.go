@@ -261,12 +261,7 @@ func markdownFloods(b *bytes.Buffer, dir string, run *lab.Run, rows []*FloodRow)
 	if err != nil {
 		return err
 	}
-	if len(charts) > 0 {
-		b.WriteString("\n")
-		for _, c := range charts {
-			fmt.Fprintf(b, "![%s](%s)\n\n", c.title, c.file)
-		}
-	}
+	embedCharts(b, charts)
 	return nil
 }
 

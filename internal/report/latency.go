@@ -212,10 +212,7 @@ func markdownLoadLatency(b *bytes.Buffer, dir string, run *lab.Run) error {
 	if err != nil {
 		return err
 	}
-	b.WriteString("\n")
-	for _, c := range charts {
-		fmt.Fprintf(b, "![%s](%s)\n\n", c.title, c.file)
-	}
+	embedCharts(b, charts)
 	return nil
 }
 

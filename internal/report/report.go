@@ -779,6 +779,18 @@ type chart struct {
 	notes       []string
 }
 
+// embedCharts writes charts into a section as images, after a blank
+// line; nothing when there are none.
+func embedCharts(b *bytes.Buffer, charts []chart) {
+	if len(charts) == 0 {
+		return
+	}
+	b.WriteString("\n")
+	for _, c := range charts {
+		fmt.Fprintf(b, "![%s](%s)\n\n", c.title, c.file)
+	}
+}
+
 // subject is what a chart of a test and param shows, for its title:
 // "Throughput, 64-byte frames", "iperf3 TCP, 1 stream".
 func subject(test, param string) string {

@@ -188,12 +188,7 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 	if err != nil {
 		return err
 	}
-	if len(charts) > 0 {
-		b.WriteString("\n")
-		for _, c := range charts {
-			fmt.Fprintf(b, "![%s](%s)\n\n", c.title, c.file)
-		}
-	}
+	embedCharts(b, charts)
 	return nil
 }
 
