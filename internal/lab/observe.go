@@ -280,10 +280,17 @@ func macPlus(base net.HardwareAddr, i int) net.HardwareAddr {
 // trestle: its control socket, as `trestle show`, `fdb show` and `fdb add` use it.
 
 func (d *trestleDUT) daemon() (int, string) {
-	if d.proc == nil || d.proc.Cmd.Process == nil {
-		return 0, "trestle"
+	// The daemon's command is the name of the file it was started from:
+	// "trestle", or a build's own name (bin=/tmp/trestle-old, a lab run
+	// from a copy of the binary).
+	comm := "trestle"
+	if d.cur != "" {
+		comm = filepath.Base(d.cur)
 	}
-	return d.proc.Cmd.Process.Pid, "trestle"
+	if d.proc == nil || d.proc.Cmd.Process == nil {
+		return 0, comm
+	}
+	return d.proc.Cmd.Process.Pid, comm
 }
 
 func (d *trestleDUT) bridgeStatus(bridge string) (ctl.BridgeStatus, error) {
