@@ -275,8 +275,8 @@ func TestSearchPDROff(t *testing.T) {
 func TestExecuteBidirectional(t *testing.T) {
 	requireRoot(t)
 	sc := tinyScenario([]string{"direct", "floor", "linux-bridge"})
-	sc.Tests = []string{TestThroughput, TestLoadLatency}
-	sc.LoadShares, sc.Bidirectional = CSITLoadShares, true
+	sc.Tests = []string{TestThroughput, TestLoadLatency, TestLatency}
+	sc.LoadShares, sc.Fractions, sc.Bidirectional = CSITLoadShares, []float64{1}, true
 	sc.Timing.Search.LossGoal, sc.Timing.Search.PDRLoss = 0.01, 0.05
 	run, _ := execute(t, sc, "")
 	if !run.Bidirectional || !slices.ContainsFunc(run.Notes, func(n string) bool { return strings.HasPrefix(n, "bidirectional: ") }) {
@@ -309,6 +309,22 @@ func TestExecuteBidirectional(t *testing.T) {
 				t.Errorf("%s %s: latency %+v", r.DUT, r.Param, r.Latency)
 			}
 			lat[r.DUT]++
+		case TestLatency:
+			// RFC 2544's latency at the NDR: the search's own load, the
+			// sinks timing 1 frame in 64, not every frame.
+			var got uint64
+			for _, d := range r.Trials[0].Directions {
+				got += d.Received
+			}
+			if r.Latency == nil || r.Latency.Count == 0 || r.Latency.Count > got/32 {
+				t.Errorf("%s %s: %+v timed of %d frames received, want about 1 in 64", r.DUT, r.Param, r.Latency, got)
+			}
+			lat[r.DUT+" rfc"]++
+		}
+	}
+	for _, d := range sc.DUTs {
+		if lat[d+" rfc"] != 1 {
+			t.Errorf("%s: %d latency results at 100%% of the NDR, want 1", d, lat[d+" rfc"])
 		}
 	}
 	for _, d := range sc.DUTs {

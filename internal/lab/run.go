@@ -159,7 +159,11 @@ func estimate(s Scenario, u unit) time.Duration {
 	for _, test := range s.Tests {
 		switch test {
 		case TestThroughput, TestFlood:
-			t += time.Duration(len(s.Sizes)) * (3*trial + tm.Search.Confirm)
+			per := 3*trial + tm.Search.Confirm
+			if test == TestThroughput && tm.Search.HasPDR() {
+				per += tm.Search.Confirm // the PDR's confirmation, above the NDR's
+			}
+			t += time.Duration(len(s.Sizes)) * per
 		case TestLatency:
 			t += time.Duration(len(s.Sizes)*len(s.Fractions)) * trial
 		case TestLoadLatency:
@@ -563,7 +567,7 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 		}
 		if s.has(TestLatency) && tput > 0 {
 			status(fmt.Sprintf("latency %s at %v of %s", size.Label(), s.Fractions, pps(tput)))
-			trials, err := rig.LatencyAt(ctx, size, tput, s.Fractions, tm.Search.Trial, tm)
+			trials, err := rig.StreamsAt(ctx, size, max(s.Flows, 1), tput, s.Fractions, tm.Search.Trial, tm)
 			if err != nil {
 				return err
 			}
@@ -574,9 +578,7 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 				if tr.Latency != nil {
 					r.Value, r.Latency = float64(tr.Latency.P50), tr.Latency
 				}
-				if tr.Lost > 0 {
-					r.Note = fmt.Sprintf("%d frames lost in this trial", tr.Lost)
-				}
+				r.Note = joinNotes(lostNote(tr), shortNote(tr, tm.Search.Shortfall))
 				add(r)
 			}
 		}
@@ -843,12 +845,34 @@ func loadLatency(ctx context.Context, s Scenario, rig *Rig, size FrameSize, sr S
 		} else {
 			r.Error = "the sink timed no frame"
 		}
-		if tr.Lost > 0 {
-			r.Note += fmt.Sprintf("; %d frames lost", tr.Lost)
-		}
+		r.Note = joinNotes(r.Note, lostNote(tr), shortNote(tr, s.Timing.Search.Shortfall))
 		add(r)
 	}
 	return nil
+}
+
+// lostNote says how many frames a latency stream lost, "" for none.
+func lostNote(tr TrialResult) string {
+	if tr.Lost <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d frames lost", tr.Lost)
+}
+
+// shortNote says that a stream's generator fell more than shortfall
+// below the rate asked, so the latency is at a lighter load than its
+// name says; "" when it held the rate.
+func shortNote(tr TrialResult, shortfall float64) string {
+	if tr.Requested <= 0 || tr.Offered >= tr.Requested*(1-shortfall) {
+		return ""
+	}
+	return fmt.Sprintf("the generator offered %s of the %s asked (%.0f%% short): a lighter load than the share says",
+		pps(tr.Offered), pps(tr.Requested), 100*(1-tr.Offered/tr.Requested))
+}
+
+// joinNotes joins the notes that are not empty with "; ".
+func joinNotes(notes ...string) string {
+	return strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
 }
 
 // sharesText is "10, 50 and 90%".

@@ -161,7 +161,7 @@ var Scenarios = map[string]Scenario{
 	"rfc2544": {
 		Name: "rfc2544", Title: "RFC 2544: throughput, latency, frame loss and back-to-back at every frame size",
 		About: "every RFC 2544 frame size and IMIX through a 2-port bridge: throughput (the NDR, and the PDR at 0.5% loss from the same search), latency at 10/50/90/100% of the NDR (RFC 2544) and under load at 10, 50 and 90% of the PDR (CSIT), the loss curve, back-to-back bursts",
-		DUTs:  []string{"direct", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
+		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
 		Sizes: RFC2544Sizes, Tests: []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B}, Reps: 1, Timing: DefaultTiming,
 		Fractions: []float64{0.1, 0.5, 0.9, 1.0}, LoadShares: CSITLoadShares,
 	},

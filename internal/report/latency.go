@@ -1,7 +1,7 @@
 package report
 
 // Latency under load (issue 16, CSIT's way): after each throughput search,
-// a stream at 10, 50 and 90% of the PDR, every frame timed by the sink.
+// a stream at 10, 50 and 90% of the PDR, 1 frame in 64 timed by the sink.
 
 import (
 	"bytes"
@@ -138,7 +138,7 @@ func (r *LoadLatencyRow) cells() []string {
 	}
 	rate := Figure(r.Offered, "pps")
 	if r.Requested > 0 && r.Offered < r.Requested*(1-0.01) {
-		// The generator, timing every frame, fell behind the rate asked.
+		// The generator fell behind the rate asked.
 		rate += fmt.Sprintf(" (of %s asked)", Figure(r.Requested, "pps"))
 	}
 	cells := []string{load, r.DUT, rate}

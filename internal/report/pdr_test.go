@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,53 @@ func TestPDRColumns(t *testing.T) {
 	_, md := writeReport(t, run)
 	lacks(t, "report.md", md, "| PDR | PDR vs direct | PDR vs floor | each direction at the NDR |", "| 2.34Mpps | 0.45 | 0.90 |",
 		"## Latency under load", "| 64B 50% of PDR | trestle:xdp |", "latency-load-64-p50.svg", "latency-load-64-p99.svg", "both directions' frames together", "NDR and PDR from one search")
+	// ministat on the PDRs too, apart from the NDRs': trestle:xdp's PDRs
+	// against direct's are 0.45x.
+	lacks(t, "the table", out, "PDR, trestle:xdp vs direct: 0.45x")
+	lacks(t, "report.md", md, "### throughput 64B (pps)", "### throughput 64B, PDR (pps)", "- PDR, trestle:xdp vs floor: 0.90x")
+}
+
+// TestPDRSizeChart: with frame sizes to draw, the PDR has a chart against
+// the size beside the NDR's, and a DUT whose search found no PDR at a
+// size is a gap in it, not a point at 0.
+func TestPDRSizeChart(t *testing.T) {
+	run := pdrRun()
+	run.Sizes = []lab.FrameSize{"64", "1518"}
+	for _, r := range slices.Clone(run.Results) {
+		if r.Test != lab.TestThroughput {
+			continue
+		}
+		sr := *r.Search
+		sr.Throughput, sr.PDR = r.Value/10, sr.PDR/10
+		if r.DUT == "trestle:xdp" {
+			sr.PDR = 0
+		}
+		r.Param, r.Value, r.Search = "1518", sr.Throughput, &sr
+		run.Results = append(run.Results, r)
+	}
+	dir, md := writeReport(t, run)
+	lacks(t, "report.md", md, "![Throughput against frame size](throughput-size.svg)", "![PDR against frame size (at most 0.5% lost)](pdr-size.svg)")
+	svg, err := os.ReadFile(filepath.Join(dir, "pdr-size.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lacks(t, "pdr-size.svg", string(svg), "trestle:xdp", "floor", "10 GbE line rate")
+
+	// A run whose searches looked for no PDR draws none.
+	for i := range run.Results {
+		if sr := run.Results[i].Search; sr != nil {
+			c := *sr
+			c.Config.PDRLoss = 0
+			run.Results[i].Search = &c
+		}
+	}
+	dir, md = writeReport(t, run)
+	if strings.Contains(md, "pdr-size.svg") {
+		t.Errorf("a PDR chart with no PDR looked for:\n%s", md)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pdr-size.svg")); err == nil {
+		t.Error("pdr-size.svg written with no PDR looked for")
+	}
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

@@ -319,7 +319,25 @@ func hasChains(groups []*Group, g *Group) bool {
 type Comparison struct {
 	Group       *Group
 	Base, Other *Row
-	Result      stat.Comparison
+	// PDR: the comparison is of the rows' PDRs, not their Values.
+	PDR    bool
+	Result stat.Comparison
+}
+
+// figures is the row's values a comparison is of: its Values, or its PDRs.
+func (r *Row) figures(pdr bool) []float64 {
+	if pdr {
+		return r.PDR
+	}
+	return r.Values
+}
+
+// median is the median of r.figures(pdr).
+func (r *Row) median(pdr bool) float64 {
+	if pdr {
+		return r.PDRMedian
+	}
+	return r.Median
 }
 
 // splitDUT is a DUT spec's DUT and its variant's knobs ("" for none).
@@ -335,32 +353,34 @@ func splitDUT(dut string) (base, knobs string) {
 func Compare(groups []*Group) []Comparison {
 	var out []Comparison
 	for _, g := range groups {
-		for _, o := range g.Rows {
-			if len(o.Values) < stat.MinPoints {
-				continue
-			}
-			base, knobs := splitDUT(o.DUT)
-			for _, b := range g.Rows {
-				if b == o || len(b.Values) < stat.MinPoints {
+		for _, pdr := range []bool{false, true} {
+			for _, o := range g.Rows {
+				if len(o.figures(pdr)) < stat.MinPoints {
 					continue
 				}
-				_, bKnobs := splitDUT(b.DUT)
-				variantOf := knobs != "" && b.DUT == base
-				trestle := strings.HasPrefix(o.DUT, "trestle") && knobs == bKnobs &&
-					!(strings.HasPrefix(b.DUT, "trestle") && b.DUT > o.DUT)
-				if !variantOf && !trestle {
-					continue
+				base, knobs := splitDUT(o.DUT)
+				for _, b := range g.Rows {
+					if b == o || len(b.figures(pdr)) < stat.MinPoints {
+						continue
+					}
+					_, bKnobs := splitDUT(b.DUT)
+					variantOf := knobs != "" && b.DUT == base
+					trestle := strings.HasPrefix(o.DUT, "trestle") && knobs == bKnobs &&
+						!(strings.HasPrefix(b.DUT, "trestle") && b.DUT > o.DUT)
+					if !variantOf && !trestle {
+						continue
+					}
+					bs, err1 := stat.Summarize(stat.Set{Name: b.DUT, Values: b.figures(pdr)})
+					os, err2 := stat.Summarize(stat.Set{Name: o.DUT, Values: o.figures(pdr)})
+					if err1 != nil || err2 != nil {
+						continue
+					}
+					c, err := stat.Compare(bs, os, 95)
+					if err != nil {
+						continue
+					}
+					out = append(out, Comparison{Group: g, Base: b, Other: o, PDR: pdr, Result: c})
 				}
-				bs, err1 := stat.Summarize(stat.Set{Name: b.DUT, Values: b.Values})
-				os, err2 := stat.Summarize(stat.Set{Name: o.DUT, Values: o.Values})
-				if err1 != nil || err2 != nil {
-					continue
-				}
-				c, err := stat.Compare(bs, os, 95)
-				if err != nil {
-					continue
-				}
-				out = append(out, Comparison{Group: g, Base: b, Other: o, Result: c})
 			}
 		}
 	}
@@ -492,13 +512,17 @@ const ministatHead = "ministat, Student's t at 95% confidence (the ratio is of t
 func verdict(c Comparison) string {
 	r := c.Result
 	ratio := "" // none to a median of 0 (a loss figure, say)
-	if c.Base.Median != 0 {
-		ratio = fmt.Sprintf("%.2fx; ", c.Other.Median/c.Base.Median)
+	if b := c.Base.median(c.PDR); b != 0 {
+		ratio = fmt.Sprintf("%.2fx; ", c.Other.median(c.PDR)/b)
+	}
+	what := ""
+	if c.PDR {
+		what = "PDR, "
 	}
 	if !r.Proven {
-		return fmt.Sprintf("%s vs %s: %sno difference proven (%+.1f%% ± %.1f%%)", c.Other.DUT, c.Base.DUT, ratio, r.Percent, r.PercentInterval)
+		return fmt.Sprintf("%s%s vs %s: %sno difference proven (%+.1f%% ± %.1f%%)", what, c.Other.DUT, c.Base.DUT, ratio, r.Percent, r.PercentInterval)
 	}
-	return fmt.Sprintf("%s vs %s: %s%+.1f%% ± %.1f%%", c.Other.DUT, c.Base.DUT, ratio, r.Percent, r.PercentInterval)
+	return fmt.Sprintf("%s%s vs %s: %s%+.1f%% ± %.1f%%", what, c.Other.DUT, c.Base.DUT, ratio, r.Percent, r.PercentInterval)
 }
 
 // imixEstimates puts seed 001's IMIX bandwidth estimate next to each IMIX
@@ -664,30 +688,36 @@ func Write(dir string, run *lab.Run) error {
 	if cs := Compare(groups); len(cs) > 0 {
 		b.WriteString("## Statistics\n\nministat's Student's t test at 95% confidence (`trestle stat` gives the same output as ministat). Each verdict gives the ratio of the medians, as the results table does, then ministat's difference ± its interval, which are of the means:\n\n")
 		for _, g := range groups {
-			var sets []stat.Set
-			for _, r := range g.Rows {
-				if len(r.Values) >= stat.MinPoints {
-					sets = append(sets, stat.Set{Name: r.DUT, Values: r.Values})
+			for _, pdr := range []bool{false, true} {
+				var sets []stat.Set
+				for _, r := range g.Rows {
+					if len(r.figures(pdr)) >= stat.MinPoints {
+						sets = append(sets, stat.Set{Name: r.DUT, Values: r.figures(pdr)})
+					}
 				}
-			}
-			if len(sets) < 2 || len(sets) > stat.MaxSets {
-				continue
-			}
-			// The trestle sets first: ministat compares each set with the first.
-			sort.SliceStable(sets, func(i, j int) bool {
-				return strings.HasPrefix(sets[i].Name, "trestle") && !strings.HasPrefix(sets[j].Name, "trestle")
-			})
-			var out bytes.Buffer
-			if err := stat.Render(&out, sets, stat.Options{}); err != nil {
-				continue
-			}
-			fmt.Fprintf(&b, "### %s (%s)\n\n", g.Key(), g.Rows[0].Unit)
-			for _, c := range cs {
-				if c.Group == g {
-					fmt.Fprintf(&b, "- %s\n", verdict(c))
+				if len(sets) < 2 || len(sets) > stat.MaxSets {
+					continue
 				}
+				// The trestle sets first: ministat compares each set with the first.
+				sort.SliceStable(sets, func(i, j int) bool {
+					return strings.HasPrefix(sets[i].Name, "trestle") && !strings.HasPrefix(sets[j].Name, "trestle")
+				})
+				var out bytes.Buffer
+				if err := stat.Render(&out, sets, stat.Options{}); err != nil {
+					continue
+				}
+				what := g.Key()
+				if pdr {
+					what += ", PDR"
+				}
+				fmt.Fprintf(&b, "### %s (%s)\n\n", what, g.Rows[0].Unit)
+				for _, c := range cs {
+					if c.Group == g && c.PDR == pdr {
+						fmt.Fprintf(&b, "- %s\n", verdict(c))
+					}
+				}
+				fmt.Fprintf(&b, "\n```\n%s```\n\n", out.String())
 			}
-			fmt.Fprintf(&b, "\n```\n%s```\n\n", out.String())
 		}
 	}
 	b.WriteString("## Settings\n\n")
@@ -926,33 +956,52 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 		}
 	}
 	if len(sizes) > 1 {
-		series := map[string]*svg.Series{}
+		// The NDR's chart, and the PDR's where the searches looked for
+		// one: the DUTs in the same order in both, so each keeps its
+		// colour, and a DUT with no PDR a gap in the second.
+		ndr, pdr := map[string]*svg.Series{}, map[string]*svg.Series{}
 		var names []string
+		anyPDR := false
 		for _, g := range groups {
 			n, err := strconv.Atoi(g.Param)
 			if g.Test != lab.TestThroughput || err != nil || g.Chain > 1 {
 				continue
 			}
 			for _, r := range g.Rows {
-				if series[r.DUT] == nil {
-					series[r.DUT] = &svg.Series{Name: r.DUT}
+				if ndr[r.DUT] == nil {
+					ndr[r.DUT], pdr[r.DUT] = &svg.Series{Name: r.DUT}, &svg.Series{Name: r.DUT}
 					names = append(names, r.DUT)
 				}
-				series[r.DUT].Points = append(series[r.DUT].Points, withSpread(float64(n), r))
+				ndr[r.DUT].Points = append(ndr[r.DUT].Points, withSpread(float64(n), r))
+				p := svg.Point{X: float64(n), Y: math.NaN()}
+				if len(r.PDR) > 0 {
+					p.Y, p.YLo, p.YHi = r.PDRMedian, slices.Min(r.PDR), slices.Max(r.PDR)
+				}
+				pdr[r.DUT].Points = append(pdr[r.DUT].Points, p)
+				anyPDR = anyPDR || r.pdrSearched
 			}
 		}
 		line := svg.Series{Name: "10 GbE line rate", Dashed: true}
 		for _, s := range sizes {
 			line.Points = append(line.Points, svg.Point{X: s, Y: 10e9 / ((s + 20) * 8)})
 		}
-		c := svg.LineChart{Title: "Throughput against frame size (RFC 2544, zero loss)", XLabel: "frame size, bytes", YLabel: "frames per second",
-			XTicks: sizes, XCategorical: true, XUnit: svg.Plain, LogY: true, Series: []svg.Series{line}}
-		for _, n := range names {
-			c.Series = append(c.Series, *series[n])
+		draw := func(file, title string, series map[string]*svg.Series) error {
+			c := svg.LineChart{Title: title, XLabel: "frame size, bytes", YLabel: "frames per second",
+				XTicks: sizes, XCategorical: true, XUnit: svg.Plain, LogY: true, Series: []svg.Series{line}}
+			for _, n := range names {
+				c.Series = append(c.Series, *series[n])
+			}
+			doc, err := c.SVG()
+			return save(file, strings.TrimSuffix(title, " (RFC 2544, zero loss)"), doc, err)
 		}
-		doc, err := c.SVG()
-		if err := save("throughput-size.svg", "Throughput against frame size", doc, err); err != nil {
+		if err := draw("throughput-size.svg", "Throughput against frame size (RFC 2544, zero loss)", ndr); err != nil {
 			return out, err
+		}
+		if anyPDR {
+			title := fmt.Sprintf("PDR against frame size (at most %s lost)", lossGoalText(run.Timing.Search.PDRLoss))
+			if err := draw("pdr-size.svg", title, pdr); err != nil {
+				return out, err
+			}
 		}
 	}
 	// Against chain length.

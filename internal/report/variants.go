@@ -155,7 +155,7 @@ func findComparison(cs []Comparison, other, base *Row) *Comparison {
 		return nil
 	}
 	for i := range cs {
-		if c := &cs[i]; c.Other == other && c.Base == base {
+		if c := &cs[i]; c.Other == other && c.Base == base && !c.PDR {
 			return c
 		}
 	}
