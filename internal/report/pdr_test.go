@@ -62,6 +62,21 @@ func TestPDRColumns(t *testing.T) {
 	// against direct's are 0.45x.
 	lacks(t, "the table", out, "PDR, trestle:xdp vs direct: 0.45x")
 	lacks(t, "report.md", md, "### throughput 64B (pps)", "### throughput 64B, PDR (pps)", "- PDR, trestle:xdp vs floor: 0.90x")
+
+	// Where every PDR is its NDR (no loss up to the generator's rate),
+	// the PDRs' verdicts would repeat the NDRs': there are none.
+	for i := range run.Results {
+		if sr := run.Results[i].Search; sr != nil {
+			sr.PDR = sr.Throughput
+		}
+	}
+	b.Reset()
+	Terminal(&b, run)
+	_, md = writeReport(t, run)
+	lacks(t, "the table", b.String(), "trestle:xdp vs floor: 0.90x")
+	if strings.Contains(b.String(), "PDR, trestle:xdp") || strings.Contains(md, ", PDR (pps)") {
+		t.Errorf("ministat on PDRs that are the NDRs:\n%s", b.String())
+	}
 }
 
 // TestPDRSizeChart: with frame sizes to draw, the PDR has a chart against

@@ -324,6 +324,18 @@ type Comparison struct {
 	Result stat.Comparison
 }
 
+// samePDRs says whether every row of g has its NDRs for PDRs, repetition
+// by repetition (no search found a rate with loss within the PDR's goal
+// above its NDR): ministat on the PDRs would repeat the NDRs' verdicts.
+func samePDRs(g *Group) bool {
+	for _, r := range g.Rows {
+		if !slices.Equal(r.PDR, r.Values) {
+			return false
+		}
+	}
+	return true
+}
+
 // figures is the row's values a comparison is of: its Values, or its PDRs.
 func (r *Row) figures(pdr bool) []float64 {
 	if pdr {
@@ -354,6 +366,9 @@ func Compare(groups []*Group) []Comparison {
 	var out []Comparison
 	for _, g := range groups {
 		for _, pdr := range []bool{false, true} {
+			if pdr && samePDRs(g) {
+				continue // the NDRs' verdicts say it all
+			}
 			for _, o := range g.Rows {
 				if len(o.figures(pdr)) < stat.MinPoints {
 					continue
@@ -689,6 +704,9 @@ func Write(dir string, run *lab.Run) error {
 		b.WriteString("## Statistics\n\nministat's Student's t test at 95% confidence (`trestle stat` gives the same output as ministat). Each verdict gives the ratio of the medians, as the results table does, then ministat's difference ± its interval, which are of the means:\n\n")
 		for _, g := range groups {
 			for _, pdr := range []bool{false, true} {
+				if pdr && samePDRs(g) {
+					continue
+				}
 				var sets []stat.Set
 				for _, r := range g.Rows {
 					if len(r.figures(pdr)) >= stat.MinPoints {
