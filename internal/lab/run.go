@@ -567,7 +567,7 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 		}
 		if s.has(TestLatency) && tput > 0 {
 			status(fmt.Sprintf("latency %s at %v of %s", size.Label(), s.Fractions, pps(tput)))
-			trials, err := rig.StreamsAt(ctx, size, max(s.Flows, 1), tput, s.Fractions, tm.Search.Trial, tm)
+			trials, err := rig.StreamsAt(ctx, size, flows, tput, s.Fractions, tm.Search.Trial, tm)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ const (
 	TestSoak     = "soak"
 	// TestLoadLatency: after the throughput search, a stream at each of
 	// LoadShares of the PDR (CSIT's latency under load: 10, 50, 90%),
-	// every frame timestamped; p50, p90, p99, p99.9 and max.
+	// 1 frame in 64 timed; p50, p90, p99, p99.9 and max.
 	TestLoadLatency = "latency-load"
 )
 

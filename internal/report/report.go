@@ -991,17 +991,18 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 					names = append(names, r.DUT)
 				}
 				ndr[r.DUT].Points = append(ndr[r.DUT].Points, withSpread(float64(n), r))
-				p := svg.Point{X: float64(n), Y: math.NaN()}
-				if len(r.PDR) > 0 {
-					p.Y, p.YLo, p.YHi = r.PDRMedian, slices.Min(r.PDR), slices.Max(r.PDR)
-				}
-				pdr[r.DUT].Points = append(pdr[r.DUT].Points, p)
+				pdr[r.DUT].Points = append(pdr[r.DUT].Points, spreadPoint(float64(n), r.PDR, r.PDRMedian))
 				anyPDR = anyPDR || r.pdrSearched
 			}
 		}
-		line := svg.Series{Name: "10 GbE line rate", Dashed: true}
+		// Both ways, the rates are sums: a full-duplex link carries its
+		// line rate in each direction.
+		line, ways := svg.Series{Name: "10 GbE line rate", Dashed: true}, 1.0
+		if run.Bidirectional {
+			line.Name, ways = "10 GbE line rate, both ways", 2
+		}
 		for _, s := range sizes {
-			line.Points = append(line.Points, svg.Point{X: s, Y: 10e9 / ((s + 20) * 8)})
+			line.Points = append(line.Points, svg.Point{X: s, Y: ways * 10e9 / ((s + 20) * 8)})
 		}
 		draw := func(file, title string, series map[string]*svg.Series) error {
 			c := svg.LineChart{Title: title, XLabel: "frame size, bytes", YLabel: "frames per second",
@@ -1191,12 +1192,7 @@ func pdrSeries(g *Group, duts []string, name string) *svg.Series {
 				continue
 			}
 			any = true
-			if len(r.PDR) > 0 {
-				s.Points[i] = svg.Point{Y: r.PDRMedian}
-				if len(r.PDR) > 1 {
-					s.Points[i].YLo, s.Points[i].YHi = slices.Min(r.PDR), slices.Max(r.PDR)
-				}
-			}
+			s.Points[i] = spreadPoint(0, r.PDR, r.PDRMedian)
 		}
 	}
 	if !any {
@@ -1207,13 +1203,17 @@ func pdrSeries(g *Group, duts []string, name string) *svg.Series {
 
 // withSpread is r's median at x with its range as the error bar; a row
 // with no figure is a NaN, which a chart leaves as a gap, not a 0.
-func withSpread(x float64, r *Row) svg.Point {
-	if len(r.Values) == 0 {
+func withSpread(x float64, r *Row) svg.Point { return spreadPoint(x, r.Values, r.Median) }
+
+// spreadPoint is median at x with the range of vals as the error bar
+// (none for one value); NaN, a gap, for no values.
+func spreadPoint(x float64, vals []float64, median float64) svg.Point {
+	if len(vals) == 0 {
 		return svg.Point{X: x, Y: math.NaN()}
 	}
-	p := svg.Point{X: x, Y: r.Median}
-	if len(r.Values) > 1 {
-		p.YLo, p.YHi = slices.Min(r.Values), slices.Max(r.Values)
+	p := svg.Point{X: x, Y: median}
+	if len(vals) > 1 {
+		p.YLo, p.YHi = slices.Min(vals), slices.Max(vals)
 	}
 	return p
 }
