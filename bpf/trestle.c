@@ -6,6 +6,9 @@
  * or rewrite a VLAN tag, redirect), each one call with an XDP and a tc
  * implementation, chosen by a constant the compiler folds (DESIGN.md rule 5).
  *
+ * A frame like the last one this CPU forwarded in a plain bridge skips the
+ * pipeline: the decision memo (lib/memo.h) counts it and sends it on.
+ *
  * xdp: packet-rate mode. Unicast through the tx_ports devmap (by port slot), flooding through
  *      the bridge's devmap with BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS.
  * tc:  stack-friendly mode (tcx ingress). The skb keeps its GSO and checksum
@@ -18,6 +21,7 @@
 #include "switch.h"
 #include "lib/capture.h"
 #include "lib/filter.h"
+#include "lib/memo.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -1045,12 +1049,103 @@ static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
 	return ret;
 }
 
+/* A frame the decision memo (lib/memo.h) knows: counted and sent as the
+ * decision it remembers was. Returns 0 when the memo does not know it. */
+static __always_inline int tr_fast_send(void *ctx, const int xdp, struct tr_pkt *p,
+					struct tr_fast *fs, int *ret)
+{
+	const struct tr_fwd_memo *m;
+	struct ethhdr *eth = p->data;
+	struct tr_port_stats *st;
+	enum tr_drop_reason reason;
+	struct tr_frame f;
+	long r;
+
+	if (!fs->memo || (void *)(eth + 1) > p->data_end)
+		return 0;
+	m = &fs->memo->fwd;
+	/* The ingress and the addresses first: a frame of another stream
+	 * costs no parse. */
+	if (m->ifindex != p->ifindex || !tr_mac_eq(m->dst, eth->h_dest) ||
+	    !tr_mac_eq(m->src, eth->h_source))
+		return 0;
+	if (tr_parse(p->data, p->data_end, p->len, p->meta_vlan, &f, &reason) ||
+	    !tr_fast_hit(fs, &f))
+		return 0;
+	st = tr_stats(m->in_slot);
+	if (!st)
+		return 0;
+	st->c[TR_CNT_RX_PACKETS]++;
+	st->c[TR_CNT_RX_BYTES] += p->wire;
+	if (xdp) {
+		r = bpf_redirect_map(&tx_ports, m->out_slot, 0);
+		if (r != XDP_REDIRECT) {
+			tr_count_drop(st, TR_DROP_NO_EGRESS);
+			*ret = XDP_DROP;
+			return 1;
+		}
+	} else {
+		r = bpf_redirect(m->out_ifindex, 0);
+	}
+	tr_count_tx(tr_stats(m->out_slot), p->wire);
+	*ret = r;
+	return 1;
+}
+
+/* After the pipeline forwarded a frame of a plain bridge to one port: the
+ * decision, for the next frame like it, if the source memo vouches for the
+ * source (so learning has nothing to do until it expires) and the
+ * destination memo answered (the frame is not the first of its stream: a
+ * stream of frames each to another station writes no memo it never uses). */
+static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr_fast *fs,
+					     struct tr_pkt *p, struct tr_decision *d)
+{
+	struct tr_fwd_memo *m;
+	const struct tr_src_memo *s;
+	struct tr_pkt now; /* the verifier's view of the frame, afresh: d's pointers may be spent */
+	struct ethhdr *eth;
+
+	tr_read(ctx, xdp, &now);
+	eth = now.data;
+	if (!fs->memo || d->action != TR_ACT_FORWARD || d->tag.on || (void *)(eth + 1) > now.data_end ||
+	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR)))
+		return; /* not a plain bridge: tr_walk may have sent the frame on */
+	s = &fs->memo->src;
+	if (!d->v.dst_memo || !tr_src_known(&d->v, p->ifindex, d->bridge, d->vlan, eth->h_source))
+		return;
+	m = &fs->memo->fwd;
+	__builtin_memcpy(m->dst, eth->h_dest, 6);
+	__builtin_memcpy(m->src, eth->h_source, 6);
+	m->vlan = d->vlan;
+	m->in_slot = d->in_slot;
+	m->ifindex = p->ifindex;
+	m->out_slot = d->egress_slot;
+	m->out_ifindex = d->egress_ifindex;
+	m->cgen = fs->cgen;
+	m->gen = d->v.gen;
+	m->mgen = d->v.mgen;
+	m->expires = s->expires;
+}
+
 static __always_inline int tr_run(void *ctx, const int xdp, const int filt)
 {
 	struct tr_pkt p;
 	struct tr_decision d = {};
 
 	tr_read(ctx, xdp, &p);
+	if (!filt && !capture_on) {
+		/* The decision memo, in the programs without the filter stage. */
+		struct tr_fast fs;
+		int ret;
+
+		tr_fast_init(&fs);
+		if (tr_fast_send(ctx, xdp, &p, &fs, &ret))
+			return ret;
+		ret = tr_switch(ctx, xdp, &p, &d, filt);
+		if (ret == (xdp ? XDP_REDIRECT : TC_ACT_REDIRECT))
+			tr_fast_remember(ctx, xdp, &fs, &p, &d);
+		return ret;
+	}
 	if (capture_on) {
 		/* Only in the programs of a running capture (lib/capture.h). */
 		int ret;

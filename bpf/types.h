@@ -204,7 +204,25 @@ struct tr_path_memo {
 	__u16 hops[TR_MAX_PATCH_CHAIN]; /* the patches crossed, by the slot left by */
 };
 
+/* The whole decision for the last frame this CPU forwarded to one port of
+ * a plain bridge (lib/memo.h): valid while nothing it was made from has
+ * changed. */
+struct tr_fwd_memo {
+	__u8 src[6];
+	__u8 dst[6];
+	__u16 vlan;
+	__u16 in_slot;
+	__u32 ifindex;  /* ingress; 0: empty */
+	__u32 out_slot;
+	__u32 out_ifindex;
+	__u32 cgen;     /* cfg_gen when made */
+	__u32 gen;
+	__u32 mgen;
+	__u64 expires;  /* the source memo's: learning needs a look from then on */
+};
+
 struct tr_cpu_cache {
+	struct tr_fwd_memo fwd;
 	struct tr_src_memo src;
 	struct tr_dst_memo dst;
 	/* Two paths, so that both directions of a conversation (TCP's data

@@ -100,6 +100,7 @@ struct tr_table_view {
 	__u32 gen, mgen;
 	__u64 now;  /* CLOCK_MONOTONIC_COARSE, read when first needed: 0 until then */
 	__u64 tick; /* what memos expire by (tr_tick) */
+	__u32 dst_memo; /* tr_fdb_find answered from the destination memo: a stream (lib/memo.h) */
 };
 
 static __always_inline __u64 tr_view_now(struct tr_table_view *v)
@@ -123,6 +124,7 @@ static __always_inline void tr_view_init(struct tr_table_view *v)
 	v->gen = *(volatile __u32 *)&fdb_gen;
 	v->mgen = *(volatile __u32 *)&move_gen;
 	v->now = 0;
+	v->dst_memo = 0;
 	v->tick = jiffies_hz ? bpf_jiffies64() : tr_view_now(v);
 }
 
@@ -303,6 +305,7 @@ static __always_inline int tr_fdb_find(struct tr_table_view *v, __u16 bridge, __
 	    m->ifindex && tr_mac_eq(m->mac, dst)) {
 		*ifindex = m->ifindex;
 		*slot = m->slot;
+		v->dst_memo = 1;
 		return 1;
 	}
 	tr_fdb_key_init(&key, bridge, vlan, dst);

@@ -119,6 +119,20 @@ const (
 
 type TrestleTrCpuCache struct {
 	_   structs.HostLayout
+	Fwd struct {
+		_          structs.HostLayout
+		Src        [6]uint8
+		Dst        [6]uint8
+		Vlan       uint16
+		InSlot     uint16
+		Ifindex    uint32
+		OutSlot    uint32
+		OutIfindex uint32
+		Cgen       uint32
+		Gen        uint32
+		Mgen       uint32
+		Expires    uint64
+	}
 	Src struct {
 		_       structs.HostLayout
 		Mac     [6]uint8
@@ -576,6 +590,7 @@ const (
 	TrestleVarBtfStormKind        = "_btf_storm_kind"
 	TrestleVarBtfVlanCounter      = "_btf_vlan_counter"
 	TrestleVarCaptureOn           = "capture_on"
+	TrestleVarCfgGen              = "cfg_gen"
 	TrestleVarFdbGen              = "fdb_gen"
 	TrestleVarFilterOn            = "filter_on"
 	TrestleVarJiffiesHz           = "jiffies_hz"
@@ -700,6 +715,7 @@ type TrestleVariableSpecs struct {
 	BtfStormKind      *ebpf.VariableSpec `ebpf:"_btf_storm_kind"`
 	BtfVlanCounter    *ebpf.VariableSpec `ebpf:"_btf_vlan_counter"`
 	CaptureOn         *ebpf.VariableSpec `ebpf:"capture_on"`
+	CfgGen            *ebpf.VariableSpec `ebpf:"cfg_gen"`
 	FdbGen            *ebpf.VariableSpec `ebpf:"fdb_gen"`
 	FilterOn          *ebpf.VariableSpec `ebpf:"filter_on"`
 	JiffiesHz         *ebpf.VariableSpec `ebpf:"jiffies_hz"`
@@ -829,6 +845,7 @@ type TrestleVariables struct {
 	BtfStormKind      *ebpf.Variable `ebpf:"_btf_storm_kind"`
 	BtfVlanCounter    *ebpf.Variable `ebpf:"_btf_vlan_counter"`
 	CaptureOn         *ebpf.Variable `ebpf:"capture_on"`
+	CfgGen            *ebpf.Variable `ebpf:"cfg_gen"`
 	FdbGen            *ebpf.Variable `ebpf:"fdb_gen"`
 	FilterOn          *ebpf.Variable `ebpf:"filter_on"`
 	JiffiesHz         *ebpf.Variable `ebpf:"jiffies_hz"`

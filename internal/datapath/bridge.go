@@ -58,7 +58,8 @@ func checkBridgeID(id uint16) error {
 // place), so SetBridge writes the copy no frame reads, points frames at it,
 // and then waits until no program still runs on the old copy, which the next
 // SetBridge will write (bpf/lib/maps.h).
-func (d *Datapath) SetBridge(b BridgeInfo) error {
+func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
+	defer d.configChanged(&err)
 	if err := checkBridgeID(b.ID); err != nil {
 		return err
 	}
@@ -200,7 +201,8 @@ func (d *Datapath) sync() error {
 }
 
 // DelBridge removes a bridge. Its ports should be deleted first.
-func (d *Datapath) DelBridge(id uint16) error {
+func (d *Datapath) DelBridge(id uint16) (err error) {
+	defer d.configChanged(&err)
 	if err := checkBridgeID(id); err != nil {
 		return err
 	}

@@ -209,6 +209,24 @@ func addCount(m *ebpf.Map, idx uint32) error {
 	return m.Put(idx, n+1)
 }
 
+// configChanged tells every CPU's decision memo (bpf/lib/memo.h) that the
+// ports, bridges, patches, mirrors or stage it was made from may have
+// changed: deferred by each method that writes them, so it runs after the
+// last write (a frame reads cfg_gen before anything else, so a memo it
+// makes from a half-written configuration is void at once), and after a
+// write that failed half way too. Its own error is returned when the
+// method had none.
+func (d *Datapath) configChanged(err *error) {
+	var g uint32
+	e := d.objs.CfgGen.Get(&g)
+	if e == nil {
+		e = d.objs.CfgGen.Set(g + 1)
+	}
+	if e != nil && *err == nil {
+		*err = fmt.Errorf("write the configuration's generation: %w", e)
+	}
+}
+
 // bumpGeneration tells every CPU's learning cache that entries are gone
 // (bpf/lib/fdb.h): a source they vouched for must be looked up again.
 func (d *Datapath) bumpGeneration() error {

@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"encoding/binary"
 	"testing"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
@@ -115,6 +116,80 @@ func TestProtected(t *testing.T) {
 		r.wantVerdict(r.run(1, ipv4(macB, macA)), m.drop, "known unicast between protected ports")
 		if got := r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_PROTECTED); got != 1 {
 			t.Errorf("protected drops %d, want 1", got)
+		}
+	})
+}
+
+// fwdMemoIngress is the ingress ifindex of CPU 0's decision memo
+// (struct tr_fwd_memo, first in the cpu_cache value; bpf/lib/memo.h).
+func (r *rig) fwdMemoIngress() uint32 {
+	r.t.Helper()
+	var vals [][]byte
+	if err := r.dp.objs.CpuCache.Lookup(uint32(0), &vals); err != nil {
+		r.t.Fatalf("read cpu_cache: %v", err)
+	}
+	return binary.LittleEndian.Uint32(vals[0][16:])
+}
+
+// The decision memo (bpf/lib/memo.h) never outlives the configuration it
+// was made from: once a frame from D to B has gone from port 1 to port 3
+// twice (the second, which found B in the destination memo, makes the
+// decision memo), a port made protected, a span port, or a port removed
+// decides the next frame as the pipeline would.
+func TestDecisionMemoFollowsConfig(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		r.run(3, ipv4(bcast, macB))
+		known := func(what string) {
+			t.Helper()
+			for i := 0; i < 2; i++ {
+				tx := r.stats(3).C[tbpf.TxPackets]
+				r.wantVerdict(r.run(1, ipv4(macB, macD)), m.redirect, what)
+				if r.stats(3).C[tbpf.TxPackets] != tx+1 {
+					t.Fatalf("%s: not sent to port 3", what)
+				}
+			}
+			if got := r.fwdMemoIngress(); got != r.port[1] {
+				t.Fatalf("%s: the decision memo names ingress %d, want port 1's %d", what, got, r.port[1])
+			}
+		}
+		port := func(slot int) PortInfo {
+			return PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot)}
+		}
+		dropped := func(what string, reason tbpf.DropReason) {
+			t.Helper()
+			n := r.drops(1, reason)
+			r.wantVerdict(r.run(1, ipv4(macB, macD)), m.drop, what)
+			if r.drops(1, reason) != n+1 {
+				t.Errorf("%s: not counted as dropped: %s", what, reason)
+			}
+		}
+
+		known("D to B")
+		p1, p3 := port(1), port(3)
+		p1.Protected, p3.Protected = true, true
+		r.setPort(p1)
+		r.setPort(p3)
+		dropped("both ports protected", tbpf.TrestleTrDropReasonTR_DROP_PROTECTED)
+
+		p1.Protected, p3.Protected = false, false
+		r.setPort(p1)
+		r.setPort(p3)
+		known("D to B, unprotected")
+		p1.Span = true
+		r.setPort(p1)
+		dropped("port 1 made a span port", tbpf.TrestleTrDropReasonTR_DROP_SPAN)
+
+		p1.Span = false
+		r.setPort(p1)
+		known("D to B again")
+		if err := r.ns.Do(func() error { return r.dp.DelPort(r.port[3], 3) }); err != nil {
+			t.Fatal(err)
+		}
+		tx := r.stats(3).C[tbpf.TxPackets]
+		r.run(1, ipv4(macB, macD))
+		if r.stats(3).C[tbpf.TxPackets] != tx {
+			t.Errorf("a frame went to port 3 after it was removed")
 		}
 	})
 }

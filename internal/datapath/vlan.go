@@ -58,7 +58,8 @@ func (d *Datapath) SetFilterStage(on bool) error {
 func (d *Datapath) FilterStage() bool { return d.stage.filter }
 
 // switchStage turns one stage of the attached build on or off.
-func (d *Datapath) switchStage(what string, on bool, field func(*stage) *bool) error {
+func (d *Datapath) switchStage(what string, on bool, field func(*stage) *bool) (err error) {
+	defer d.configChanged(&err)
 	if on == *field(&d.stage) {
 		return nil
 	}
