@@ -7,7 +7,9 @@
  * and the table. It holds as long as what it was made from:
  *
  *   - the configuration: the control plane adds one to cfg_gen after every
- *     write to the ports, the bridges, the patches or the mirrors;
+ *     write to the ports, the bridges, the patches or the mirrors, and
+ *     after every interface it moves to another program (which may have
+ *     been another build's, with generations of its own);
  *   - the table: fdb_gen and move_gen, as the learning memos (lib/fdb.h);
  *   - learning: it is made only while the source memo vouches for the
  *     source, and expires with it, so the entry's timestamp stays fresh.

@@ -132,7 +132,24 @@ func (d *Datapath) Upgrade(a *Attachment) (bool, error) {
 	if err := a.link.Update(prog); err != nil {
 		return false, fmt.Errorf("upgrade %s: update link: %w", a, err)
 	}
+	d.voidMemos(a)
 	return true, nil
+}
+
+// voidMemos voids every CPU's memos (bpf/lib/memo.h, lib/fdb.h) once an
+// interface has left the program it ran. That program may have been
+// another build's, with generations of its own (a .bss of another layout
+// is copied, not shared, while the table is): what it moved or removed
+// never reached this build's generations, nor a configuration written since
+// reached its memos. After the last interface moves no such program is left,
+// so the memos made from here on rest on what this build sees. A failure
+// is logged: the link has moved all the same.
+func (d *Datapath) voidMemos(a *Attachment) {
+	err := d.bumpGeneration()
+	d.configChanged(&err)
+	if err != nil {
+		d.log("could not void the memos after an upgrade", "link", a.String(), "err", err)
+	}
 }
 
 // AdoptedLinks are the attachments pinned by an earlier daemon that still

@@ -118,9 +118,24 @@ func TestPinnedDatapathIsAdopted(t *testing.T) {
 	if err != nil || len(links) != 1 || links[0].Ifindex != int(r.port[1]) || links[0].Mode != mode.XDP {
 		t.Fatalf("adopted links: %v (%v), want the XDP link of port 1", links, err)
 	}
+	gens := func() (cfg, fdb uint32) {
+		if err := r.dp.objs.CfgGen.Get(&cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.dp.objs.FdbGen.Get(&fdb); err != nil {
+			t.Fatal(err)
+		}
+		return cfg, fdb
+	}
+	cfg0, fdb0 := gens()
 	changed, err := r.dp.Upgrade(links[0])
 	if err != nil || !changed {
 		t.Fatalf("upgrade the adopted link: changed %v, %v", changed, err)
+	}
+	// The program before may have been another build's: its memos and
+	// this build's are void (voidMemos).
+	if cfg1, fdb1 := gens(); cfg1 == cfg0 || fdb1 == fdb0 {
+		t.Errorf("generations after the upgrade: cfg %d -> %d, fdb %d -> %d, want both bumped", cfg0, cfg1, fdb0, fdb1)
 	}
 	if got := r.xdpProg(t, 1); got == prog || got == 0 {
 		t.Errorf("program on port 1 after the upgrade: %d (was %d), want the new loader's", got, prog)
