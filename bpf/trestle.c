@@ -1107,7 +1107,9 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 
 	tr_read(ctx, xdp, &now);
 	eth = now.data;
-	if (!fs->memo || d->action != TR_ACT_FORWARD || d->tag.on || (void *)(eth + 1) > now.data_end ||
+	/* An odd generation: the control plane is writing (configChanging). */
+	if (!fs->memo || (fs->cgen & 1) || d->action != TR_ACT_FORWARD || d->tag.on ||
+	    (void *)(eth + 1) > now.data_end ||
 	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR)))
 		return; /* not a plain bridge: tr_walk may have sent the frame on */
 	s = &fs->memo->src;

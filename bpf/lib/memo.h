@@ -6,10 +6,13 @@
  * and VLAN is counted and sent on from it, skipping the ports, the bridge
  * and the table. It holds as long as what it was made from:
  *
- *   - the configuration: the control plane adds one to cfg_gen after every
- *     write to the ports, the bridges, the patches or the mirrors, and
- *     after every interface it moves to another program (which may have
- *     been another build's, with generations of its own);
+ *   - the configuration: cfg_gen is a seqlock's count, odd while the
+ *     control plane writes the ports, the bridges, the patches, the mirrors
+ *     or the stage, and moved on to a new even count after; no memo is made
+ *     at an odd count, so none is made from a half-written configuration
+ *     and each is void from a write's start. The count also moves on after
+ *     every interface is moved to another program (which may have been
+ *     another build's, with generations of its own);
  *   - the table: fdb_gen and move_gen, as the learning memos (lib/fdb.h);
  *   - learning: it is made only while the source memo vouches for the
  *     source, and expires with it, so the entry's timestamp stays fresh.

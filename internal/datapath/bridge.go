@@ -59,6 +59,7 @@ func checkBridgeID(id uint16) error {
 // and then waits until no program still runs on the old copy, which the next
 // SetBridge will write (bpf/lib/maps.h).
 func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
+	d.configChanging()
 	defer d.configChanged(&err)
 	if err := checkBridgeID(b.ID); err != nil {
 		return err
@@ -202,6 +203,7 @@ func (d *Datapath) sync() error {
 
 // DelBridge removes a bridge. Its ports should be deleted first.
 func (d *Datapath) DelBridge(id uint16) (err error) {
+	d.configChanging()
 	defer d.configChanged(&err)
 	if err := checkBridgeID(id); err != nil {
 		return err

@@ -209,18 +209,35 @@ func addCount(m *ebpf.Map, idx uint32) error {
 	return m.Put(idx, n+1)
 }
 
-// configChanged tells every CPU's decision memo (bpf/lib/memo.h) that the
-// ports, bridges, patches, mirrors or stage it was made from may have
-// changed: deferred by each method that writes them, so it runs after the
-// last write (a frame reads cfg_gen before anything else, so a memo it
-// makes from a half-written configuration is void at once), and after a
-// write that failed half way too. Its own error is returned when the
-// method had none.
+// The configuration's generation, cfg_gen, is a seqlock's count for the
+// decision memo (bpf/lib/memo.h): odd while the control plane writes the
+// ports, bridges, patches, mirrors or stage, even when they are whole. A
+// memo is made only at an even count and holds only while the count is the
+// one it was made at, so every memo is void from a write's start, none is
+// made from a half-written configuration, and one made before is void at
+// the end. Each method that writes them calls configChanging first and
+// defers configChanged. The daemon's writers are serialized (its mutex);
+// nested calls are safe: an inner end makes the count even early, and a
+// memo made then is void at the outer end, which moves it on again.
+
+// configChanging makes cfg_gen odd, if it is not: no memo is used or made
+// until configChanged. A failure is configChanged's to report (it writes
+// the count again).
+func (d *Datapath) configChanging() {
+	var g uint32
+	if d.objs.CfgGen.Get(&g) == nil && g&1 == 0 {
+		_ = d.objs.CfgGen.Set(g | 1)
+	}
+}
+
+// configChanged makes cfg_gen even and new, after the last write (and
+// after a write that failed half way too). Its own error is returned when
+// the method had none.
 func (d *Datapath) configChanged(err *error) {
 	var g uint32
 	e := d.objs.CfgGen.Get(&g)
 	if e == nil {
-		e = d.objs.CfgGen.Set(g + 1)
+		e = d.objs.CfgGen.Set((g | 1) + 1)
 	}
 	if e != nil && *err == nil {
 		*err = fmt.Errorf("write the configuration's generation: %w", e)

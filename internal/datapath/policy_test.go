@@ -193,3 +193,58 @@ func TestDecisionMemoFollowsConfig(t *testing.T) {
 		}
 	})
 }
+
+// While the control plane writes (cfg_gen odd: configChanging), no memo is
+// used or made: a frame meets the configuration being written, not one from
+// before; the memo comes back once it is whole (configChanged).
+func TestDecisionMemoWaitsForWrites(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		r.run(3, ipv4(bcast, macB))
+		for i := 0; i < 2; i++ {
+			r.run(1, ipv4(macB, macD))
+		}
+		if got := r.fwdMemoIngress(); got != r.port[1] {
+			t.Fatalf("no decision memo for D to B: ingress %d", got)
+		}
+		// Half a write: port 1 protected, port 3 not yet. A frame from
+		// port 2 to B makes no memo.
+		protect := func(slot int) {
+			t.Helper()
+			v := tbpf.Port{Bridge: 1, Slot: uint16(slot), Flags: tbpf.PortProtected}
+			if err := r.dp.portMap(r.port[slot]).Put(r.port[slot], &v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.dp.configChanging()
+		protect(1)
+		for i := 0; i < 3; i++ {
+			r.run(2, ipv4(macB, macD))
+		}
+		if got := r.fwdMemoIngress(); got != r.port[1] {
+			t.Errorf("a decision memo was made while the configuration was being written (ingress %d)", got)
+		}
+		// Port 3 protected too: from port 1 to B is dropped at once, not
+		// forwarded from the memo made before the write began.
+		n := r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_PROTECTED)
+		protect(3)
+		r.wantVerdict(r.run(1, ipv4(macB, macD)), m.drop, "both protected, mid-write")
+		if r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_PROTECTED) != n+1 {
+			t.Errorf("mid-write: not dropped as protected")
+		}
+		var err error
+		r.dp.configChanged(&err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// D moved back to port 1 mid-write: the first frame moves it to
+		// port 2, the second finds it there and B in the table (the move
+		// voided the memos), the third makes the memo.
+		for i := 0; i < 3; i++ {
+			r.run(2, ipv4(macB, macD))
+		}
+		if got := r.fwdMemoIngress(); got != r.port[2] {
+			t.Errorf("no decision memo once the write ended: ingress %d, want port 2's %d", got, r.port[2])
+		}
+	})
+}

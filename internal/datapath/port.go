@@ -13,6 +13,7 @@ import (
 // SetPort makes ifindex a port: reachable for unicast (tx_ports, by slot),
 // then known at ingress (port_index, or ports for large ifindexes).
 func (d *Datapath) SetPort(p PortInfo) (err error) {
+	d.configChanging()
 	defer d.configChanged(&err)
 	if p.Slot == 0 || int(p.Slot) >= tbpf.MaxPorts {
 		return fmt.Errorf("port ifindex %d: slot %d out of range 1..%d", p.Ifindex, p.Slot, tbpf.MaxPorts-1)
@@ -220,6 +221,7 @@ func vlanList(bits *tbpf.PortVLANs) []uint16 {
 
 // DelPort forgets a port: first at ingress, then as an egress.
 func (d *Datapath) DelPort(ifindex uint32, slot uint16) (err error) {
+	d.configChanging()
 	defer d.configChanged(&err)
 	if IsPatchIfindex(ifindex) {
 		return d.delPatch(slot)

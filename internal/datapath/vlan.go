@@ -59,6 +59,7 @@ func (d *Datapath) FilterStage() bool { return d.stage.filter }
 
 // switchStage turns one stage of the attached build on or off.
 func (d *Datapath) switchStage(what string, on bool, field func(*stage) *bool) (err error) {
+	d.configChanging()
 	defer d.configChanged(&err)
 	if on == *field(&d.stage) {
 		return nil
