@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -376,4 +377,40 @@ func TestSearchPDRFromNDRConfirmation(t *testing.T) {
 		t.Errorf("PDR %.0f (%q): want the NDR's confirmation, under 550000, said so", res.PDR, res.PDRNote)
 	}
 	t.Logf("NDR %.0f (%s), PDR %.0f (%s)", res.Throughput, res.Note, res.PDR, res.PDRNote)
+}
+
+// rfc2544 runs a unit per DUT and frame size, the DUTs rotated within each
+// size and from size to size, so that the figures compared at a size are
+// minutes apart; each unit runs its one size. Other scenarios keep a unit
+// per DUT with every size.
+func TestPlanBySize(t *testing.T) {
+	s := Scenarios["rfc2544"]
+	s.DUTs = []string{"floor", "linux-bridge", "trestle:xdp"}
+	s.Sizes = []FrameSize{"64", "128"}
+	s.Reps = 2
+	var got []string
+	for _, u := range plan(s) {
+		got = append(got, fmt.Sprintf("%d %s %s", u.rep, u.size, u.dut))
+		if su := s.forUnit(u); len(su.Sizes) != 1 || su.Sizes[0] != u.size {
+			t.Errorf("unit %+v runs sizes %v", u, su.Sizes)
+		}
+	}
+	want := []string{
+		"1 64 floor", "1 64 linux-bridge", "1 64 trestle:xdp",
+		"1 128 linux-bridge", "1 128 trestle:xdp", "1 128 floor",
+		"2 64 linux-bridge", "2 64 trestle:xdp", "2 64 floor",
+		"2 128 trestle:xdp", "2 128 floor", "2 128 linux-bridge",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("units:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.Contains(s.Describe(), "each frame size in turn") {
+		t.Errorf("Describe does not say the sizes take turns")
+	}
+	q := Scenarios["router-pps"]
+	for _, u := range plan(q) {
+		if u.size != "" || len(q.forUnit(u).Sizes) != len(q.Sizes) {
+			t.Errorf("router-pps unit %+v has a size of its own", u)
+		}
+	}
 }

@@ -62,6 +62,7 @@ type UnitRecord struct {
 	DUT       string                     `json:"dut"`
 	Rep       int                        `json:"rep"`
 	Chain     int                        `json:"chain"`
+	Size      FrameSize                  `json:"size,omitempty"` // a BySize scenario's unit: its one frame size
 	Settings  map[string]string          `json:"settings,omitempty"`
 	Placement Placement                  `json:"placement"`
 	Offloads  map[string]map[string]bool `json:"offloads,omitempty"`
@@ -125,31 +126,56 @@ type unit struct {
 	rep   int
 	dut   string
 	chain int
+	size  FrameSize // a BySize scenario's: the unit's one size ("": every size)
 }
 
 // plan is the units of a run: each repetition runs every DUT, in an order
 // that rotates from one repetition to the next (ABC, BCA, CAB), so that no
-// DUT is always measured first or last.
+// DUT is always measured first or last. A BySize scenario does so at each
+// frame size in turn, the order rotating from size to size as well.
 func plan(s Scenario) []unit {
+	sizes := []FrameSize{""}
+	if s.BySize && len(s.Sizes) > 1 {
+		sizes = s.Sizes
+	}
 	var out []unit
 	for rep := 1; rep <= s.Reps; rep++ {
 		n := len(s.DUTs)
-		for k := 0; k < n; k++ {
-			d := s.DUTs[(k+rep-1)%n]
-			chains := s.Chain
-			if isDirect(d) {
-				chains = []int{0}
-			}
-			for _, c := range chains {
-				out = append(out, unit{rep, d, c})
+		for i, size := range sizes {
+			for k := 0; k < n; k++ {
+				d := s.DUTs[(k+rep-1+i)%n]
+				chains := s.Chain
+				if isDirect(d) {
+					chains = []int{0}
+				}
+				for _, c := range chains {
+					out = append(out, unit{rep, d, c, size})
+				}
 			}
 		}
 	}
 	return out
 }
 
+// forUnit is the scenario as unit u runs it: a BySize unit's one size.
+func (s Scenario) forUnit(u unit) Scenario {
+	if u.size != "" {
+		s.Sizes = []FrameSize{u.size}
+	}
+	return s
+}
+
+// sizeNote names a BySize unit's size in the progress lines.
+func sizeNote(u unit) string {
+	if u.size == "" {
+		return ""
+	}
+	return " " + u.size.Label()
+}
+
 // estimate is a rough length of a unit, for the time left.
 func estimate(s Scenario, u unit) time.Duration {
+	s = s.forUnit(u)
 	t := 3 * time.Second // topology and DUT
 	if v, _ := SplitVariant(u.dut); v.VLAN || v.Mirror || v.Capture || v.Filter.checked() {
 		t += time.Second // the VLAN, mirror or filter check, the capture's start
@@ -319,17 +345,17 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		}
 		status := func(what string) {
 			if cfg.Progress != nil {
-				cfg.Progress(fmt.Sprintf("[%d/%d] rep %d %s%s: %s  (~%s left)", i+1, len(units), u.rep, u.dut, chainNote(s, u), what, left.Round(time.Second)))
+				cfg.Progress(fmt.Sprintf("[%d/%d] rep %d %s%s%s: %s  (~%s left)", i+1, len(units), u.rep, u.dut, chainNote(s, u), sizeNote(u), what, left.Round(time.Second)))
 			}
 		}
-		rec := UnitRecord{DUT: u.dut, Rep: u.rep, Chain: u.chain}
+		rec := UnitRecord{DUT: u.dut, Rep: u.rep, Chain: u.chain, Size: u.size}
 		if why, ok := unavailable[u.dut]; ok {
 			rec.Skipped = why
 			run.Units = append(run.Units, rec)
 			continue
 		}
 		start := time.Now()
-		res, err := runUnit(ctx, cfg, s, u, i+1, place, &rec, status, notef)
+		res, err := runUnit(ctx, cfg, s.forUnit(u), u, i+1, place, &rec, status, notef)
 		rec.Seconds = time.Since(start).Seconds()
 		spent += time.Since(start)
 		estDone += ests[i]
@@ -578,7 +604,7 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 				if tr.Latency != nil {
 					r.Value, r.Latency = float64(tr.Latency.P50), tr.Latency
 				}
-				r.Note = joinNotes(lostNote(tr), shortNote(tr, tm.Search.Shortfall))
+				r.Note = joinNotes(lostNote(tr), shortNote(tr, tm.Search))
 				add(r)
 			}
 		}
@@ -845,7 +871,7 @@ func loadLatency(ctx context.Context, s Scenario, rig *Rig, size FrameSize, sr S
 		} else {
 			r.Error = "the sink timed no frame"
 		}
-		r.Note = joinNotes(r.Note, lostNote(tr), shortNote(tr, s.Timing.Search.Shortfall))
+		r.Note = joinNotes(r.Note, lostNote(tr), shortNote(tr, s.Timing.Search))
 		add(r)
 	}
 	return nil
@@ -859,11 +885,11 @@ func lostNote(tr TrialResult) string {
 	return fmt.Sprintf("%d frames lost", tr.Lost)
 }
 
-// shortNote says that a stream's generator fell more than shortfall
-// below the rate asked, so the latency is at a lighter load than its
-// name says; "" when it held the rate.
-func shortNote(tr TrialResult, shortfall float64) string {
-	if tr.Requested <= 0 || tr.Offered >= tr.Requested*(1-shortfall) {
+// shortNote says that a stream's generator did not hold the rate asked
+// (SearchConfig.Held), so the latency is at a lighter load than its name
+// says; "" when it held it.
+func shortNote(tr TrialResult, search SearchConfig) string {
+	if search.Held(tr.Requested, tr.Offered) {
 		return ""
 	}
 	return fmt.Sprintf("the generator offered %s of the %s asked (%.0f%% short): a lighter load than the share says",

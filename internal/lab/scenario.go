@@ -48,7 +48,12 @@ type Scenario struct {
 	Hosts int   // hosts on the bridge (2: a 2-port bridge)
 	Chain []int // bridges in a row; one unit per length
 	Sizes []FrameSize
-	Tests []string
+	// BySize: one unit per DUT and frame size, the DUTs rotated within
+	// each size, so that the figures compared at a size are minutes apart
+	// rather than a DUT's whole run (rfc2544: seven sizes and IMIX, every
+	// test at each, about ten minutes a DUT).
+	BySize bool
+	Tests  []string
 	// Streams are the iperf3 TCP stream counts; UDPRate the iperf3 UDP
 	// offered rate.
 	Streams   []int
@@ -162,7 +167,7 @@ var Scenarios = map[string]Scenario{
 		Name: "rfc2544", Title: "RFC 2544: throughput, latency, frame loss and back-to-back at every frame size",
 		About: "every RFC 2544 frame size and IMIX through a 2-port bridge: throughput (the NDR, and the PDR at 0.5% loss from the same search), latency at 10/50/90/100% of the NDR (RFC 2544) and under load at 10, 50 and 90% of the PDR (CSIT), the loss curve, back-to-back bursts",
 		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
-		Sizes: RFC2544Sizes, Tests: []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B}, Reps: 1, Timing: DefaultTiming,
+		Sizes: RFC2544Sizes, BySize: true, Tests: []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B}, Reps: 1, Timing: DefaultTiming,
 		Fractions: []float64{0.1, 0.5, 0.9, 1.0}, LoadShares: CSITLoadShares,
 	},
 	"rfc2889": {
@@ -359,7 +364,11 @@ func (s Scenario) Describe() string {
 	if s.has(TestCores) {
 		fmt.Fprintf(&b, "\nCPUs:     %s (the generator's threads, each CPU forwarding its own)", intsText(s.CoreCounts))
 	}
-	fmt.Fprintf(&b, "\nRepeats:  %d, the DUTs in an order rotated each repetition\n", s.Reps)
+	if s.BySize && len(s.Sizes) > 1 {
+		fmt.Fprintf(&b, "\nRepeats:  %d, each frame size in turn (a unit per DUT and size), the DUTs in an order rotated each size and repetition\n", s.Reps)
+	} else {
+		fmt.Fprintf(&b, "\nRepeats:  %d, the DUTs in an order rotated each repetition\n", s.Reps)
+	}
 	if len(s.Goals) > 0 {
 		b.WriteString("Goals (checked in the report):\n")
 		for _, g := range s.Goals {

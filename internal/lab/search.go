@@ -71,10 +71,15 @@ type SearchTrial struct {
 func (c SearchConfig) pass(o Outcome) bool { return c.passAt(o, c.LossGoal) }
 
 func (c SearchConfig) passAt(o Outcome, goal float64) bool {
-	if o.Loss > goal {
-		return false
-	}
-	return o.Requested == 0 || o.Offered >= o.Requested*(1-c.Shortfall)
+	return o.Loss <= goal && c.Held(o.Requested, o.Offered)
+}
+
+// Held says whether a generator asked for requested frames a second (0:
+// as fast as it goes, always held) held the rate: offered at most
+// Shortfall below it. The search's trials, the latency streams' notes and
+// the report's "(of X asked)" all judge by it.
+func (c SearchConfig) Held(requested, offered float64) bool {
+	return requested <= 0 || offered >= requested*(1-c.Shortfall)
 }
 
 // searchGoal is one rate a search looks for, with its bracket: lo passed

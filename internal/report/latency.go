@@ -26,8 +26,10 @@ type LoadLatencyRow struct {
 	Size  lab.FrameSize
 	Share float64 // of the PDR (or the NDR: Of)
 	Of    string  // "PDR" or "NDR"
-	// Requested and Offered are the stream's rates, medians.
+	// Requested and Offered are the stream's rates, medians; Short: the
+	// generator did not hold the rate asked (lab.SearchConfig.Held).
 	Requested, Offered float64
+	Short              bool
 	P50, P90, P99      float64 // ns
 	P999, Max          float64
 	Timed              float64 // frames the sink timed, median
@@ -96,6 +98,7 @@ func LoadLatencies(run *lab.Run) []*LoadLatencyRow {
 			}
 		}
 		row.Requested, row.Offered, row.Timed = lab.Median(req), lab.Median(off), lab.Median(timed)
+		row.Short = !run.Timing.Search.Held(row.Requested, row.Offered)
 		for _, p := range percentiles {
 			*p.in(row) = lab.Median(lats[p.name])
 		}
@@ -137,7 +140,7 @@ func (r *LoadLatencyRow) cells() []string {
 		return []string{load, r.DUT, "-", "-", "-", "-", "-", "-", "-", "-", why}
 	}
 	rate := Figure(r.Offered, "pps")
-	if r.Requested > 0 && r.Offered < r.Requested*(1-0.01) {
+	if r.Short {
 		// The generator fell behind the rate asked.
 		rate += fmt.Sprintf(" (of %s asked)", Figure(r.Requested, "pps"))
 	}

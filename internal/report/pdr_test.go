@@ -177,3 +177,43 @@ func TestOldReportLoads(t *testing.T) {
 	}
 	writeReport(t, &run)
 }
+
+// A stream is marked "(of X asked)" when its generator did not hold the
+// rate by the run's own rule (lab.SearchConfig.Held, the rule of the
+// search and of the latency notes): 1.5% short is held at the default
+// 2%, 10% short is not.
+func TestLoadLatencyShort(t *testing.T) {
+	run := pdrRun()
+	for i := range run.Results {
+		r := &run.Results[i]
+		if r.Test != lab.TestLoadLatency || r.Param != "64@90%" {
+			continue
+		}
+		tr := &r.Trials[0]
+		switch r.DUT {
+		case "trestle:xdp":
+			tr.Offered = tr.Requested * 0.985
+		case "floor":
+			tr.Offered = tr.Requested * 0.9
+		}
+	}
+	for _, row := range LoadLatencies(run) {
+		want := row.DUT == "floor" && row.Share == 0.9
+		if row.Short != want {
+			t.Errorf("%s at %.0f%%: short %v, want %v (offered %.0f of %.0f)", row.DUT, 100*row.Share, row.Short, want, row.Offered, row.Requested)
+		}
+		if got := strings.Contains(strings.Join(row.cells(), " "), "asked)"); got != want {
+			t.Errorf("%s at %.0f%%: marked %v, want %v", row.DUT, 100*row.Share, got, want)
+		}
+	}
+}
+
+// A run of units by frame size (rfc2544) says so in its report's header.
+func TestReportSaysBySize(t *testing.T) {
+	run := pdrRun()
+	_, md := writeReport(t, run)
+	lacks(t, "report.md", md, "DUT order rotated each repetition")
+	run.Units = []lab.UnitRecord{{DUT: "floor", Rep: 1, Size: "64"}}
+	_, md = writeReport(t, run)
+	lacks(t, "report.md", md, "a unit per DUT and frame size, the DUT order rotated each size and repetition")
+}

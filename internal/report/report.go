@@ -598,7 +598,11 @@ func Write(dir string, run *lab.Run) error {
 		fmt.Fprintf(&b, "Reproduces the experiment of seed %s.\n\n", run.Seed)
 	}
 	fmt.Fprintf(&b, "- Command: `%s`\n", run.Command)
-	fmt.Fprintf(&b, "- Started %s, took %s; %d repetition(s), DUT order rotated each repetition\n", run.Started.UTC().Format(time.RFC3339), (time.Duration(run.Seconds) * time.Second).String(), run.Reps)
+	order := "DUT order rotated each repetition"
+	if slices.ContainsFunc(run.Units, func(u lab.UnitRecord) bool { return u.Size != "" }) {
+		order = "a unit per DUT and frame size, the DUT order rotated each size and repetition"
+	}
+	fmt.Fprintf(&b, "- Started %s, took %s; %d repetition(s), %s\n", run.Started.UTC().Format(time.RFC3339), (time.Duration(run.Seconds) * time.Second).String(), run.Reps, order)
 	m := run.Machine
 	fmt.Fprintf(&b, "- Machine: kernel %s, %d CPUs (%s), %.0f GiB; trestle %s\n", m.Kernel, m.CPUs, m.CPUModel, m.MemoryGB, m.Commit)
 	fmt.Fprintf(&b, "- Placement: %s\n", run.Placement)
