@@ -27,9 +27,9 @@
 #include "parse.h"
 #include "fdb.h"
 
-/* The configuration's generation: the control plane adds one after it
- * writes the ports, the bridges, the patches, the mirrors or the stage
- * (internal/datapath, configChanged). */
+/* The configuration's generation, a seqlock's count: odd while the
+ * control plane writes (internal/datapath, configChanging), even and new
+ * after (configChanged). */
 __u32 cfg_gen = 0;
 
 struct tr_fast {
