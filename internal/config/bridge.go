@@ -94,14 +94,36 @@ func (c *checker) bridges(v *value) []Bridge {
 	return out
 }
 
+// bridgeTable is [[bridge]].
+var bridgeTable = Table{
+	Path:  "bridge",
+	Array: true,
+	Help:  "One learning switch; at least one. Its ports, static entries, mirrors and filter rules are the tables below, written after it.",
+	Keys: []Key{
+		{Name: "name", Kind: KindString, Form: "1 to 15 of A-Z a-z 0-9 _ . -, unique", Required: true, Example: `"br9"`,
+			Help: "The bridge's name in every command and listing, and of its state pinned in the BPF filesystem."},
+		{Name: "aging", Kind: KindDuration, Min: int64(minAging), Max: int64(maxAging), Default: `"300s"`, Example: `"5m"`,
+			Help: "How long a learned entry lives without a frame from its station."},
+		{Name: "max_entries", Kind: KindInt, Min: 1, Max: maxTableSize, Default: fmt.Sprint(DefaultMaxEntries), Example: "1024",
+			Help: "Learned entries the bridge may hold (its FDB's size)."},
+		{Name: "filter", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Turn the filter stage on (docs/filter.md); false keeps the rules, checked, and off."},
+		{Name: "default", Kind: KindEnum, Values: []Value{{Name: ActionPass}, {Name: ActionBlock}}, why: ": what a frame no rule matches gets", Default: `"pass"`, Example: `"block"`,
+			Help: "What the filter does with a frame no rule matches."},
+		{Name: "port", Kind: KindTables, Form: "[[bridge.port]] tables, at least one", Help: "The bridge's ports."},
+		{Name: "static", Kind: KindTables, Form: "[[bridge.static]] tables", Help: "Static FDB entries."},
+		{Name: "mirror", Kind: KindTables, Form: "[[bridge.mirror]] tables", Help: "Port mirrors."},
+		{Name: "rule", Kind: KindTables, Form: fmt.Sprintf("[[bridge.rule]] tables, at most %d", MaxRules), Help: "The filter's rules, in order: the first that matches decides."},
+	},
+}
+
 // bridge checks one bridge, and returns it with its patch ports for the
 // checks across bridges.
 func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, Line: t.line}
 	var ports, statics, mirrors, rules *value
-	for _, k := range t.keys {
-		f, v := field+"."+keyName(k), t.vals[k]
-		switch k {
+	c.walk(t, field, &bridgeTable, func(k *Key, v *value, f string, x leaf, ok bool) {
+		switch k.Name {
 		case "name":
 			if s, ok := c.str(v, f); ok {
 				if validBridgeName(s) {
@@ -111,27 +133,19 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 				}
 			}
 		case "aging":
-			if s, ok := c.str(v, f); ok {
-				d, err := time.ParseDuration(s)
-				switch {
-				case err != nil:
-					c.errorf(v.line, f, "%q is not a duration such as \"300s\" or \"5m\"", s)
-				case d < minAging || d > maxAging:
-					c.errorf(v.line, f, "%q is out of range 1s..24h", s)
-				default:
-					b.Aging = d
-				}
+			if ok {
+				b.Aging = x.d
 			}
 		case "max_entries":
-			if n, ok := c.integer(v, f, 1, maxTableSize); ok {
-				b.MaxEntries = int(n)
+			if ok {
+				b.MaxEntries = int(x.n)
 			}
 		case "filter":
-			if on, ok := c.boolean(v, f); ok {
-				b.Filter = on
+			if ok {
+				b.Filter = x.b
 			}
 		case "default":
-			b.DefaultBlock = c.action(v, f, ": what a frame no rule matches gets")
+			b.DefaultBlock = ok && x.s == ActionBlock
 		case "rule":
 			rules = v
 		case "port":
@@ -140,13 +154,9 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 			statics = v
 		case "mirror":
 			mirrors = v
-		default:
-			c.unknown(v, f)
 		}
-	}
-	if _, ok := t.vals["name"]; !ok {
-		c.errorf(t.line, field+".name", "is required")
-	}
+	})
+	c.required(t, field, &bridgeTable)
 	// How messages name this bridge: by name when it has a valid one.
 	label := field
 	if b.Name != "" {

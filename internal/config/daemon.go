@@ -17,19 +17,30 @@ type Daemon struct {
 	Metrics string
 }
 
+// daemonTable is [daemon].
+var daemonTable = Table{
+	Path: "daemon",
+	Help: "The daemon process: its control socket, persistence and metrics.",
+	Keys: []Key{
+		{Name: "socket", Kind: KindString, Form: "an absolute path, at most 107 bytes", Default: `"` + DefaultSocket + `"`, Example: `"/run/trestle/test.sock"`,
+			Help: "The control socket the CLI talks to; --socket and TRESTLE_SOCKET override it."},
+		{Name: "persist", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Pin the datapath under /sys/fs/bpf/trestle/: it forwards on when the daemon exits, and the next daemon adopts it; `trestle down` removes it."},
+		{Name: "metrics", Kind: KindString, Form: `host:port, such as "127.0.0.1:9470" or "[::1]:9470"`, Example: `"127.0.0.1:9470"`,
+			Help: "Serve Prometheus metrics at http://ADDR/metrics (docs/operations.md); off unless set."},
+	},
+}
+
 func (c *checker) daemon(v *value, d *Daemon) {
 	if v.kind != unstable.Table {
 		c.errorf(v.line, "daemon", "must be a table")
 		return
 	}
-	for _, k := range v.keys {
-		f, kv := "daemon."+keyName(k), v.vals[k]
-		switch k {
+	c.walk(v, "daemon", &daemonTable, func(k *Key, kv *value, f string, x leaf, ok bool) {
+		switch k.Name {
 		case "persist":
-			if kv.kind != unstable.Bool {
-				c.errorf(kv.line, f, "must be true or false")
-			} else {
-				d.Persist = kv.data == "true"
+			if ok {
+				d.Persist = x.b
 			}
 		case "metrics":
 			if s, ok := c.str(kv, f); ok {
@@ -50,8 +61,6 @@ func (c *checker) daemon(v *value, d *Daemon) {
 			default:
 				d.Socket = s
 			}
-		default:
-			c.unknown(kv, f)
 		}
-	}
+	})
 }

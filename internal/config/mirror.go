@@ -31,6 +31,26 @@ func (m *Mirror) Direction() string {
 	}
 }
 
+// mirrorTable is [[bridge.mirror]].
+var mirrorTable = Table{
+	Path:  "bridge.mirror",
+	Array: true,
+	Help:  "A mirror of the bridge above it: copies of what its ports receive or send go to a span port, which receives the copies and nothing else.",
+	Keys: []Key{
+		{Name: "name", Kind: KindString, Form: "1 to 15 of A-Z a-z 0-9 _ . -, unique in the bridge", Required: true, Example: `"tap0"`,
+			Help: "The mirror's name in show."},
+		{Name: "ports", Kind: KindList, Form: `a non-empty array of port names, such as ["p1", "p2"]`, Required: true, Example: `["veth-a"]`,
+			Help: "The mirrored ports: ports of the bridge with an interface, each in one mirror, none a span port."},
+		{Name: "direction", Kind: KindEnum, Default: `"both"`, Example: `"in"`,
+			Values: []Value{{"in", "what the ports receive"}, {"out", "what the bridge sends out of them"}, {"both", ""}},
+			Help:   "Which frames are copied: what the ports receive from their hosts, what the bridge sends out of them, or both."},
+		{Name: "to", Kind: KindString, Form: "a port of the bridge with an interface, not mirrored, with no vlan, trunk or native", Required: true, Example: `"veth-b"`,
+			Help: "The span port, which receives the copies, each with its VLAN's tag on a VLAN-aware bridge."},
+		{Name: "vlans", Kind: KindVLANs, Form: `an array of VLAN IDs 1..4094 and ranges, such as [10, "20-29"]`, Example: `[10]`,
+			Help: "VLAN-aware bridges only: copy only frames of these VLANs; all when left out."},
+	},
+}
+
 // mirror checks one [[bridge.mirror]] against the bridge's ports and the
 // mirrors before it.
 func (c *checker) mirror(t *value, field string, bp *bridgePorts, before []Mirror, sites []portSite) Mirror {
@@ -53,9 +73,8 @@ func (c *checker) mirror(t *value, field string, bp *bridgePorts, before []Mirro
 		return name, i, true
 	}
 	var toLine int
-	for _, k := range t.keys {
-		f, v := field+"."+keyName(k), t.vals[k]
-		switch k {
+	c.walk(t, field, &mirrorTable, func(k *Key, v *value, f string, x leaf, ok bool) {
+		switch k.Name {
 		case "name":
 			if s, ok := c.str(v, f); ok {
 				m.Name = s
@@ -99,16 +118,8 @@ func (c *checker) mirror(t *value, field string, bp *bridgePorts, before []Mirro
 				}
 			}
 		case "direction":
-			if s, ok := c.str(v, f); ok {
-				switch s {
-				case "in":
-					m.Out = false
-				case "out":
-					m.In = false
-				case "both":
-				default:
-					c.errorf(v.line, f, "%q is not \"in\" (what the ports receive), \"out\" (what the bridge sends out of them) or \"both\"", s)
-				}
+			if ok {
+				m.In, m.Out = x.s != "out", x.s != "in"
 			}
 		case "to":
 			name, i, ok := port(v, f, "the span port is a [[bridge.port]] of the mirror's bridge")
@@ -134,15 +145,9 @@ func (c *checker) mirror(t *value, field string, bp *bridgePorts, before []Mirro
 			if vids, ok := c.trunk(v, f); ok {
 				m.VLANs = vids
 			}
-		default:
-			c.unknown(v, f)
 		}
-	}
-	for _, k := range []string{"name", "ports", "to"} {
-		if _, ok := t.vals[k]; !ok {
-			c.errorf(t.line, field+"."+keyName(k), "is required")
-		}
-	}
+	})
+	c.required(t, field, &mirrorTable)
 	if m.To != "" && slices.Contains(m.Ports, m.To) {
 		c.errorf(toLine, field+".to", "%q is also one of the mirror's ports: the span port receives the copies and nothing else", m.To)
 	}

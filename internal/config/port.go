@@ -152,12 +152,57 @@ func (c *checker) ports(t, v *value, field, label string) ([]Port, []portVLANs, 
 	return ports, vlans, sites
 }
 
+// portTable is [[bridge.port]].
+var portTable = Table{
+	Path:  "bridge.port",
+	Array: true,
+	Help:  "One port of the bridge above it: an interface, or a patch port to another bridge. At most " + fmt.Sprint(MaxPortsPerBridge) + " in a bridge, " + fmt.Sprint(MaxPorts) + " in all bridges together.",
+	Keys: []Key{
+		{Name: "interface", Kind: KindString, Form: "an interface name (1 to 15 bytes, no / : or whitespace)", Example: `"veth-z"`,
+			Help: "The interface the port attaches to, in the daemon's namespace; in one port of one bridge only. A port has interface or patch."},
+		{Name: "patch", Kind: KindString, Form: "a bridge's name", Example: `"br1"`,
+			Help: "Instead of interface: a patch port to this bridge, which declares one back; patches form no cycle, and join at most " + fmt.Sprint(MaxPatchChain) + " bridges."},
+		{Name: "name", Kind: KindString, Form: "a port name, unique in the bridge", Default: `"patch-" + patch`, Example: `"to-br1"`,
+			Help: "A patch port's name in show, fdb, stats and static entries; patch ports only."},
+		{Name: "mode", Kind: KindEnum, Values: modeValues(), Default: `"auto"`, Example: `"tc"`, own: true,
+			Help: "How the port attaches: decided per interface, at XDP (packet rate), or at tc (keeps GSO for host traffic); not for patch ports."},
+		{Name: "max_macs", Kind: KindInt, Min: 0, Max: maxTableSize, Default: "0", Example: "100",
+			Help: "Addresses the port may have learned at once; 0 is no limit."},
+		{Name: "mac_limit_action", Kind: KindEnum, Default: `"drop"`, Example: `"forward"`,
+			Values: []Value{{LimitDrop, "frames from new sources at max_macs are dropped"}, {LimitForward, "forwarded without learning"}},
+			Help:   "What a frame from a new source gets when the port is at max_macs; with max_macs only."},
+		{Name: "learning", Kind: KindBool, Default: "true", Example: "false",
+			Help: "Learn the sources of the port's frames; false: frames to the stations behind it flood."},
+		{Name: "protected", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Exchange no frame (unicast or flood) with another protected port of the bridge."},
+		{Name: "flood", Kind: KindBool, Default: "true", Example: "false", Help: "Send floods of unknown unicast out of the port."},
+		{Name: "mcast_flood", Kind: KindBool, Default: "true", Example: "false", Help: "Send multicast floods out of the port."},
+		{Name: "bcast_flood", Kind: KindBool, Default: "true", Example: "false", Help: "Send broadcast floods out of the port."},
+		{Name: "storm", Kind: KindTable, Form: "an inline table (below)", Example: "{ broadcast = 1000 }",
+			Help: "Storm control: the floods a second of each kind the port's host may send; not for patch ports."},
+		{Name: "vlan", Kind: KindInt, Min: 1, Max: maxVLAN, Default: "1 on a VLAN-aware bridge", Example: "10",
+			Help: "Access port of this VLAN: untagged and priority-tagged frames join it, and it leaves untagged. Not with trunk."},
+		{Name: "trunk", Kind: KindVLANs, Form: `an array of VLAN IDs 1..4094 and ranges, such as [10, 20, "100-199"]`, Example: `[10, "20-29"]`,
+			Help: "Trunk port: tagged frames of these VLANs pass, and leave tagged. A bridge with a port that sets vlan or trunk is VLAN-aware."},
+		{Name: "native", Kind: KindInt, Min: 1, Max: maxVLAN, Example: "10",
+			Help: "A trunk's untagged VLAN, one of trunk: untagged frames join it, and it leaves untagged; none: untagged frames are dropped."},
+	},
+}
+
+// modeValues are the modes a port takes, from the mode package.
+func modeValues() []Value {
+	vs := make([]Value, len(mode.Names))
+	for i, n := range mode.Names {
+		vs[i] = Value{Name: n}
+	}
+	return vs
+}
+
 func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 	p := Port{Mode: mode.Auto, Line: t.line}
 	vlansOK := true
-	for _, k := range t.keys {
-		f, v := field+"."+keyName(k), t.vals[k]
-		switch k {
+	c.walk(t, field, &portTable, func(k *Key, v *value, f string, x leaf, ok bool) {
+		switch k.Name {
 		case "interface":
 			s, ok := c.str(v, f)
 			if !ok {
@@ -197,6 +242,8 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 				c.errorf(v.line, f, "%q is not a valid port name: %s", s, why)
 			}
 		case "mode":
+			// own: a patch port has none, whatever the value; the mode
+			// package says which are modes.
 			_, hasIface := t.vals["interface"]
 			if _, hasPatch := t.vals["patch"]; hasPatch && !hasIface {
 				c.errorf(v.line, f, "a patch port attaches to no interface and has no mode")
@@ -210,44 +257,36 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 				}
 			}
 		case "max_macs":
-			if n, ok := c.integer(v, f, 0, maxTableSize); ok {
-				p.MaxMACs = int(n)
+			if ok {
+				p.MaxMACs = int(x.n)
 			}
 		case "learning":
-			if b, ok := c.boolean(v, f); ok {
-				p.NoLearning = !b
+			if ok {
+				p.NoLearning = !x.b
 			}
 		case "protected":
-			if b, ok := c.boolean(v, f); ok {
-				p.Protected = b
+			if ok {
+				p.Protected = x.b
 			}
 		case "flood", "mcast_flood", "bcast_flood":
-			if b, ok := c.boolean(v, f); ok {
-				*map[string]*bool{"flood": &p.NoFlood, "mcast_flood": &p.NoMcastFlood, "bcast_flood": &p.NoBcastFlood}[k] = !b
+			if ok {
+				*map[string]*bool{"flood": &p.NoFlood, "mcast_flood": &p.NoMcastFlood, "bcast_flood": &p.NoBcastFlood}[k.Name] = !x.b
 			}
 		case "storm":
 			p.Storm = c.storm(v, f)
 		case "mac_limit_action":
-			if s, ok := c.str(v, f); ok {
-				if s != LimitDrop && s != LimitForward {
-					c.errorf(v.line, f, "%q is not %q (frames from new sources at max_macs are dropped) or %q (forwarded without learning)", s, LimitDrop, LimitForward)
-					break
-				}
-				p.LimitForward = s == LimitForward
+			if ok {
+				p.LimitForward = x.s == LimitForward
 			}
 		case "vlan":
-			n, ok := c.integer(v, f, 1, maxVLAN)
-			p.VLAN, vlansOK = uint16(n), vlansOK && ok
+			p.VLAN, vlansOK = uint16(x.n), vlansOK && ok
 		case "trunk":
 			vids, ok := c.trunk(v, f)
 			p.Trunk, vlansOK = vids, vlansOK && ok
 		case "native":
-			n, ok := c.integer(v, f, 1, maxVLAN)
-			p.Native, vlansOK = uint16(n), vlansOK && ok
-		default:
-			c.unknown(v, f)
+			p.Native, vlansOK = uint16(x.n), vlansOK && ok
 		}
-	}
+	})
 	iface, hasIface := t.vals["interface"]
 	patch, hasPatch := t.vals["patch"]
 	name, hasName := t.vals["name"]

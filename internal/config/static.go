@@ -17,14 +17,28 @@ type Static struct {
 	Line int // line of the [[bridge.static]] header
 }
 
+// staticTable is [[bridge.static]].
+var staticTable = Table{
+	Path:  "bridge.static",
+	Array: true,
+	Help:  "A static FDB entry of the bridge above it: never learned over, never aged out.",
+	Keys: []Key{
+		{Name: "mac", Kind: KindString, Form: "a unicast MAC address, not zero, such as \"02:00:00:00:00:01\"", Required: true, Example: `"02:00:00:00:00:09"`,
+			Help: "The station's address; one entry for it in a VLAN."},
+		{Name: "port", Kind: KindString, Form: "a port of the bridge: its interface, or a patch port's name", Required: true, Example: `"veth-a"`,
+			Help: "Where the station is; not a mirror's span port."},
+		{Name: "vlan", Kind: KindInt, Min: 0, Max: maxVLAN, Default: "0; the port's untagged VLAN on a VLAN-aware bridge", Example: "0",
+			Help: "The entry's VLAN: on a VLAN-aware bridge 1..4094, one its port carries; elsewhere 0, untagged."},
+	},
+}
+
 // static checks one static entry against the ports of its bridge; seen maps
 // "mac/vlan" of earlier entries to their lines.
 func (c *checker) static(t *value, field string, bp *bridgePorts, seen map[string]int) Static {
 	s := Static{Line: t.line}
 	macOK, vlanOK := false, true
-	for _, k := range t.keys {
-		f, v := field+"."+keyName(k), t.vals[k]
-		switch k {
+	c.walk(t, field, &staticTable, func(k *Key, v *value, f string, x leaf, ok bool) {
+		switch k.Name {
 		case "mac":
 			str, ok := c.str(v, f)
 			if !ok {
@@ -53,17 +67,10 @@ func (c *checker) static(t *value, field string, bp *bridgePorts, seen map[strin
 			}
 			s.Port = str
 		case "vlan":
-			n, ok := c.integer(v, f, 0, maxVLAN)
-			s.VLAN, vlanOK = uint16(n), ok
-		default:
-			c.unknown(v, f)
+			s.VLAN, vlanOK = uint16(x.n), ok
 		}
-	}
-	for _, k := range []string{"mac", "port"} {
-		if _, ok := t.vals[k]; !ok {
-			c.errorf(t.line, field+"."+keyName(k), "is required")
-		}
-	}
+	})
+	c.required(t, field, &staticTable)
 	if bp.aware && vlanOK {
 		vlanOK = c.staticVLAN(t, field, bp, &s)
 	}

@@ -18,6 +18,18 @@ func (s Storm) Any() bool { return s != Storm{} }
 // flood, and its interval (a second / rate) is still whole nanoseconds.
 const maxStormRate = 100_000_000
 
+// stormTable is a port's storm = { ... }.
+var stormTable = Table{
+	Path:   "bridge.port.storm",
+	Inline: true,
+	Help:   "Storm control: the floods a second the port's host may send into the bridge, by kind; the excess is dropped. A kind left out has no limit.",
+	Keys: []Key{
+		{Name: "broadcast", Kind: KindInt, Min: 1, Max: maxStormRate, Example: "1000", Help: "Broadcast frames a second."},
+		{Name: "multicast", Kind: KindInt, Min: 1, Max: maxStormRate, Example: "5000", Help: "Multicast frames a second."},
+		{Name: "unknown_unicast", Kind: KindInt, Min: 1, Max: maxStormRate, Example: "1000", Help: "Unicast frames a second to stations the bridge has not learned (it floods them)."},
+	},
+}
+
 // storm checks a port's storm control: an inline table of rates.
 func (c *checker) storm(v *value, field string) Storm {
 	var s Storm
@@ -28,23 +40,11 @@ func (c *checker) storm(v *value, field string) Storm {
 	if len(v.keys) == 0 {
 		c.errorf(v.line, field, "is empty: give broadcast, multicast or unknown_unicast, in frames a second")
 	}
-	for _, k := range v.keys {
-		f, kv := field+"."+keyName(k), v.vals[k]
-		var dst *int
-		switch k {
-		case "broadcast":
-			dst = &s.Broadcast
-		case "multicast":
-			dst = &s.Multicast
-		case "unknown_unicast":
-			dst = &s.UnknownUnicast
-		default:
-			c.unknown(kv, f)
-			continue
+	rate := map[string]*int{"broadcast": &s.Broadcast, "multicast": &s.Multicast, "unknown_unicast": &s.UnknownUnicast}
+	c.walk(v, field, &stormTable, func(k *Key, _ *value, _ string, x leaf, ok bool) {
+		if ok {
+			*rate[k.Name] = int(x.n)
 		}
-		if n, ok := c.integer(kv, f, 1, maxStormRate); ok {
-			*dst = int(n)
-		}
-	}
+	})
 	return s
 }
