@@ -10,65 +10,13 @@
 // daemon can check a new file completely before it applies any of it, and
 // keep its running state when the file is rejected.
 //
-// The file looks like this; only bridge.name and, in each port, interface
-// or patch are required:
-//
-//	[daemon]
-//	socket = "/run/trestle/trestle.sock"
-//	persist = true        # the datapath outlives the daemon (pinned)
-//	metrics = "127.0.0.1:9470"  # Prometheus endpoint (/metrics); off unless set
-//
-//	[[bridge]]
-//	name = "br0"          # 1..15 of A-Z a-z 0-9 _ . -, unique
-//	aging = "300s"        # Go duration, 1s..24h
-//	max_entries = 65536   # FDB size, 1..16777216
-//
-//	[[bridge.port]]
-//	interface = "veth-a"  # each interface in one port of one bridge only
-//	mode = "auto"         # or "xdp" or "tc"
-//	max_macs = 100        # MACs learned on this port, 0 = unlimited
-//	mac_limit_action = "drop"  # or "forward": new sources at max_macs pass unlearned
-//	learning = true       # false: no source learned on it
-//	protected = false     # true: no frame to or from another protected port
-//	flood = true          # false: no unknown unicast flooded out of it;
-//	mcast_flood = true    # no multicast;
-//	bcast_flood = true    # no broadcast
-//	storm = { broadcast = 1000, multicast = 5000, unknown_unicast = 1000 }
-//	                      # storm control: floods a second its host may send
-//	vlan = 10             # access port of VLAN 10 (1..4094): untagged and
-//	                      # priority-tagged frames join it; it leaves untagged
-//
-//	[[bridge.port]]
-//	interface = "veth-b"
-//	trunk = [10, 20, "100-199"]  # trunk: frames of these VLANs pass tagged
-//	native = 10                  # optional, one of trunk: untagged frames
-//	                             # join it, and it leaves untagged
-//
-//	[[bridge.port]]
-//	patch = "br1"         # instead of interface: a patch port to bridge br1,
-//	                      # which declares one back; no mode
-//	name = "to-br1"       # optional, "patch-" + peer by default; the port's
-//	                      # name in show, fdb, stats and static entries
-//
-//	[[bridge.mirror]]
-//	name = "tap0"         # unique in the bridge
-//	ports = ["veth-a"]    # mirrored ports with an interface, one mirror each
-//	direction = "both"    # or "in" (what they receive), "out" (what they send)
-//	to = "veth-c"         # the span port: a port of this bridge, not mirrored
-//	vlans = [10]          # optional, VLAN-aware bridges: only these VLANs
-//
-//	[[bridge.static]]
-//	mac = "02:00:00:00:00:01"  # unicast, not zero
-//	port = "veth-a"            # a port of the same bridge: its interface,
-//	                           # or a patch port's name
-//	vlan = 10                  # see below
-//
-//	[[bridge]]
-//	name = "br1"
-//
-//	[[bridge.port]]
-//	patch = "br0"         # both sides declare the pair, as Open vSwitch's
-//	                      # peer option does
+// The file's tables and keys are in one table of keys (keys.go, and a var
+// ...Table in the file of each TOML table: daemon.go, bridge.go, port.go,
+// storm.go, static.go, mirror.go, rule.go), from which the checker takes each
+// value's type, range and values, and docs/configuration.md its reference
+// of every key; the code of each table's file checks what relates its keys
+// to each other and to other tables. Unknown keys and tables are errors, so
+// a typo is never silently ignored.
 //
 // A bridge is VLAN-aware when any of its ports sets vlan or trunk. Its other
 // ports are then access ports of VLAN 1, and each static entry belongs to a
@@ -86,10 +34,8 @@
 // than MaxPatchChain. A port's name (its interface, or a patch port's name)
 // is unique in its bridge. A patch port follows the VLAN rules of any port.
 //
-// Unknown keys and tables are errors, so a typo is never silently ignored.
-// The filter stage is not built yet: its rules ([[bridge.rule]], default)
-// are checked and kept (rule.go), and filter = true is rejected with a
-// message that says so, rather than forwarding unfiltered.
+// The filter's rules ([[bridge.rule]], default) are checked and kept
+// whether filter is on or not (rule.go).
 package config
 
 import (
