@@ -303,3 +303,56 @@ func TestDistKeys(t *testing.T) {
 		t.Errorf("%v\n%s", err, uncommented.Bytes())
 	}
 }
+
+func TestParsePortArgs(t *testing.T) {
+	cfg, err := Parse("t.toml", withBridge())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &cfg.Bridges[0]
+	for _, c := range []struct {
+		args []string
+		want Port
+	}{
+		{[]string{"interface=veth-c"}, Port{Interface: "veth-c", Mode: "auto"}},
+		{[]string{"interface=veth-c", "mode=tc", "vlan=10", "max_macs=100", "mac_limit_action=forward", "learning=false", "storm.broadcast=1000", "storm.unknown_unicast=0x10"},
+			Port{Interface: "veth-c", Mode: "tc", VLAN: 10, MaxMACs: 100, LimitForward: true, NoLearning: true, Storm: Storm{Broadcast: 1000, UnknownUnicast: 16}}},
+		{[]string{"interface=veth-c", "trunk=10, 20-22", "native=10"}, Port{Interface: "veth-c", Mode: "auto", Trunk: []uint16{10, 20, 21, 22}, Native: 10}},
+		{[]string{"patch=br1"}, Port{Patch: "br1", Name: "patch-br1", Mode: "auto"}},
+	} {
+		got, err := ParsePortArgs(b, c.args)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%v: %+v, %v; want %+v", c.args, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"vlan=10"}, "interface or patch is required"},
+		{[]string{"interface=veth-a"}, `interface: "veth-a" is already a port of bridge br0`},
+		{[]string{"interface=veth-c", "vlan=5000"}, "vlan: 5000 is out of range 1..4094"},
+		{[]string{"interface=veth-c", "learning=maybe"}, "learning: must be true or false"},
+		{[]string{"interface=veth-c", "mode=fast"}, `mode: "fast" is not one of auto, xdp, tc`},
+		{[]string{"interface=veth-c", "native=10"}, "native: is for trunks only"},
+		{[]string{"interface=veth-c", "trunk=10,5000"}, `trunk[1]: 5000 is out of range 1..4094`},
+		{[]string{"interface=veth-c", "storm.gusts=1"}, "storm.gusts: unknown field"},
+		{[]string{"interface=veth-c", "colour=red"}, "colour: unknown field"},
+		{[]string{"interface"}, `"interface": want KEY=VALUE`},
+		{[]string{"interface=veth-c", "interface=veth-d"}, "a key given twice?"},
+	} {
+		_, err := ParsePortArgs(b, c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one containing %q", c.args, err, c.want)
+		}
+	}
+	// A port of a VLAN-aware bridge that sets no VLAN is an access port of
+	// VLAN 1, as in a file.
+	cfg, err = Parse("t.toml", withBridge("vlan = 10"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := ParsePortArgs(&cfg.Bridges[0], []string{"interface=veth-c"}); err != nil || p.VLAN != 1 {
+		t.Errorf("on a VLAN-aware bridge: %+v, %v; want VLAN 1", p, err)
+	}
+}

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
@@ -329,4 +331,81 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 		vlansOK = false
 	}
 	return p, portVLANs{set: hasVLAN || hasTrunk, ok: vlansOK}
+}
+
+// ParsePortArgs reads a port given as KEY=VALUE arguments, with the keys and
+// checks of a [[bridge.port]], for bridge b: interface=veth9 vlan=10,
+// trunk=10,20-29 native=10, storm.broadcast=1000. A value is written as
+// its key's kind in the table wants it: a list split at commas, a number
+// or true/false as it is, anything else as a string. Errors name the
+// argument, as ParseRuleArgs's do. Beside the port's own checks, its name
+// (interface or patch port name) must be new in b; what takes every bridge
+// (an interface in another bridge, a patch's peer, the totals) is the
+// caller's, and so is what the port does to the bridge (the port that
+// makes it VLAN-aware makes its other ports access ports of VLAN 1).
+func ParsePortArgs(b *Bridge, args []string) (Port, error) {
+	var doc strings.Builder
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.Trim(k, "abcdefghijklmnopqrstuvwxyz_.") != "" {
+			return Port{}, fmt.Errorf("%q: want KEY=VALUE with a port key such as interface=veth1, vlan=10 or storm.broadcast=1000", a)
+		}
+		tab, name := &portTable, k
+		if sub, key, nested := strings.Cut(k, "."); nested && sub == "storm" {
+			tab, name = &stormTable, key
+		}
+		fmt.Fprintf(&doc, "%s = %s\n", k, argValue(tab.Key(name), strings.TrimSpace(v)))
+	}
+	root, serr := parseTOML([]byte(doc.String()))
+	if serr != nil {
+		return Port{}, fmt.Errorf("%s (a key given twice?)", serr.msg)
+	}
+	c := &checker{file: "args", ifaces: map[string]portRef{}}
+	label := "bridge " + b.Name
+	p, _ := c.port(root, "port", label)
+	if name := p.PortName(); name != "" {
+		for i := range b.Ports {
+			if q := &b.Ports[i]; q.PortName() == name || q.Interface == name {
+				f := "port.interface"
+				if p.IsPatch() {
+					f = "port.name"
+				}
+				c.errorf(0, f, "%q is already a port of %s", name, label)
+				break
+			}
+		}
+	}
+	if err := c.argErrors("port"); err != nil {
+		return Port{}, err
+	}
+	if b.VLANAware() && p.VLAN == 0 && !p.IsTrunk() {
+		p.VLAN = 1 // as on any port of a VLAN-aware bridge that sets neither
+	}
+	p.Line = 0
+	return p, nil
+}
+
+// argValue writes v, given on a command line, as the TOML value key k
+// takes (nil: a key the table lacks, which the checker reports).
+func argValue(k *Key, v string) string {
+	bare := func(v string) bool {
+		_, err := strconv.ParseInt(v, 0, 64)
+		return err == nil || v == "true" || v == "false"
+	}
+	switch {
+	case k != nil && (k.Kind == KindList || k.Kind == KindVLANs):
+		var elems []string
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); bare(e) {
+				elems = append(elems, e)
+			} else {
+				elems = append(elems, strconv.Quote(e))
+			}
+		}
+		return "[" + strings.Join(elems, ", ") + "]"
+	case k != nil && (k.Kind == KindBool || k.Kind == KindInt || k.Kind == KindName) && bare(v):
+		return v
+	}
+	return strconv.Quote(v)
 }

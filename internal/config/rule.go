@@ -382,15 +382,28 @@ func ParseRuleArgs(b *Bridge, args []string) (Rule, error) {
 		}
 	}
 	r := c.rule(root, "rule", bp)
-	if len(c.errs) > 0 {
-		msgs := make([]string, len(c.errs))
-		for i, e := range c.errs {
-			msgs[i] = strings.TrimPrefix(strings.TrimPrefix(e.Field, "rule"), ".") + ": " + e.Msg
-		}
-		return Rule{}, errors.New(strings.Join(msgs, "; "))
+	if err := c.argErrors("rule"); err != nil {
+		return Rule{}, err
 	}
 	r.Line = 0
 	return r, nil
+}
+
+// argErrors joins the errors of a check of KEY=VALUE arguments, each named
+// by its key (field is the table's name in the messages), one about the
+// whole table by nothing; nil for none.
+func (c *checker) argErrors(field string) error {
+	if len(c.errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(c.errs))
+	for i, e := range c.errs {
+		msgs[i] = e.Msg // about the whole table
+		if key := strings.TrimPrefix(strings.TrimPrefix(e.Field, field), "."); key != "" {
+			msgs[i] = key + ": " + e.Msg
+		}
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 // EtherTypeName is an EtherType as the config writes it: a name it takes,
