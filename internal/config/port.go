@@ -346,16 +346,15 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 func ParsePortArgs(b *Bridge, args []string) (Port, error) {
 	var doc strings.Builder
 	for _, a := range args {
-		k, v, ok := strings.Cut(a, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.Trim(k, "abcdefghijklmnopqrstuvwxyz_.") != "" {
-			return Port{}, fmt.Errorf("%q: want KEY=VALUE with a port key such as interface=veth1, vlan=10 or storm.broadcast=1000", a)
+		k, v, err := splitArg(a, "_.", "a port key such as interface=veth1, vlan=10 or storm.broadcast=1000")
+		if err != nil {
+			return Port{}, err
 		}
 		tab, name := &portTable, k
 		if sub, key, nested := strings.Cut(k, "."); nested && sub == "storm" {
 			tab, name = &stormTable, key
 		}
-		fmt.Fprintf(&doc, "%s = %s\n", k, argValue(tab.Key(name), strings.TrimSpace(v)))
+		fmt.Fprintf(&doc, "%s = %s\n", k, argValue(tab.Key(name), v))
 	}
 	root, serr := parseTOML([]byte(doc.String()))
 	if serr != nil {

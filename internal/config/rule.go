@@ -358,12 +358,10 @@ func (c *checker) mac(v *value, field string) net.HardwareAddr {
 func ParseRuleArgs(b *Bridge, args []string) (Rule, error) {
 	var doc strings.Builder
 	for _, a := range args {
-		k, v, ok := strings.Cut(a, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.Trim(k, "abcdefghijklmnopqrstuvwxyz_") != "" {
-			return Rule{}, fmt.Errorf("%q: want KEY=VALUE with a rule key such as action=pass, proto=tcp or dst_port=5201", a)
+		k, v, err := splitArg(a, "_", "a rule key such as action=pass, proto=tcp or dst_port=5201")
+		if err != nil {
+			return Rule{}, err
 		}
-		v = strings.TrimSpace(v)
 		if _, err := strconv.ParseInt(v, 10, 64); err == nil || v == "true" || v == "false" {
 			fmt.Fprintf(&doc, "%s = %s\n", k, v)
 		} else {
@@ -387,6 +385,17 @@ func ParseRuleArgs(b *Bridge, args []string) (Rule, error) {
 	}
 	r.Line = 0
 	return r, nil
+}
+
+// splitArg splits a KEY=VALUE argument, whose key is made of lowercase
+// letters and more; want says what a key is, for the error.
+func splitArg(a, more, want string) (k, v string, err error) {
+	k, v, ok := strings.Cut(a, "=")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" || strings.Trim(k, "abcdefghijklmnopqrstuvwxyz"+more) != "" {
+		return "", "", fmt.Errorf("%q: want KEY=VALUE with %s", a, want)
+	}
+	return k, strings.TrimSpace(v), nil
 }
 
 // argErrors joins the errors of a check of KEY=VALUE arguments, each named
