@@ -128,7 +128,9 @@ A minimal config:
   interface = "veth-a"      # mode = "auto" (default), "xdp" or "tc"
 
   [[bridge.port]]
-  interface = "veth-b"`,
+  interface = "veth-b"
+
+docs/configuration.md lists every key, with its values and default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {

@@ -66,6 +66,49 @@ const (
 	ActionBlock = "block"
 )
 
+// ruleTable is [[bridge.rule]].
+var ruleTable = Table{
+	Path:  "bridge.rule",
+	Array: true,
+	Help:  "A rule of the filter of the bridge above it (docs/filter.md); at most " + fmt.Sprint(MaxRules) + " a bridge. A key left out matches anything; a rule whose keys no frame could match is refused.",
+	Keys: []Key{
+		{Name: "action", Kind: KindEnum, Values: []Value{{Name: ActionPass}, {Name: ActionBlock}}, Required: true, Example: `"pass"`,
+			Help: "What a frame the rule matches gets."},
+		{Name: "ethertype", Kind: KindName, Values: nameValues(etherTypeNames), Min: 0x0600, Max: 65535, Example: `"ipv4"`,
+			Help: "The frame's EtherType, after any VLAN tags."},
+		{Name: "in", Kind: KindString, Form: "a port of the bridge", Example: `"veth-a"`, Help: "The port the frame came in by."},
+		{Name: "out", Kind: KindString, Form: "a port of the bridge", Example: `"veth-b"`, Help: "The port the copy leaves by (each copy of a flood on its own)."},
+		{Name: "proto", Kind: KindName, Values: nameValues(protoNames), Min: 0, Max: 255, Example: `"tcp"`,
+			Help: "The IP protocol."},
+		{Name: "src", Kind: KindString, Form: `an IPv4 or IPv6 address or prefix, such as "10.0.0.0/24"`, Example: `"10.0.0.0/24"`,
+			Help: "The source address's network; a bare address is /32 (/128)."},
+		{Name: "dst", Kind: KindString, Form: `an IPv4 or IPv6 address or prefix, such as "10.0.0.0/24"`, Example: `"10.0.0.2"`,
+			Help: "The destination address's network; a bare address is /32 (/128)."},
+		{Name: "src_port", Kind: KindPorts, Form: `a port 1..65535 or a range such as "1000-2000"`, Example: `"1000-2000"`,
+			Help: "The TCP or UDP source port; with proto tcp or udp."},
+		{Name: "dst_port", Kind: KindPorts, Form: `a port 1..65535 or a range such as "1000-2000"`, Example: "5201",
+			Help: "The TCP or UDP destination port; with proto tcp or udp."},
+		{Name: "icmp_type", Kind: KindInt, Min: 0, Max: 255, Example: "8",
+			Help: "The ICMP or ICMPv6 type; with proto icmp or icmpv6."},
+		{Name: "keep_state", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Pass rules: replies of the connections this rule lets through pass too."},
+		{Name: "src_mac", Kind: KindString, Form: `a MAC address, such as "02:00:00:00:00:01"`, Example: `"02:00:00:00:00:01"`, Help: "The frame's source address."},
+		{Name: "dst_mac", Kind: KindString, Form: `a MAC address, such as "02:00:00:00:00:01"`, Example: `"ff:ff:ff:ff:ff:ff"`, Help: "The frame's destination address."},
+		{Name: "vlan", Kind: KindInt, Min: 1, Max: maxVLAN, own: true, Example: "10",
+			Help: "The frame's VLAN; VLAN-aware bridges only."},
+	},
+}
+
+// nameValues lists the names of a map of them, sorted by number.
+func nameValues(names map[string]uint16) []Value {
+	vs := make([]Value, 0, len(names))
+	for n := range names {
+		vs = append(vs, Value{Name: n})
+	}
+	slices.SortFunc(vs, func(a, b Value) int { return int(names[a.Name]) - int(names[b.Name]) })
+	return vs
+}
+
 // rule checks one [[bridge.rule]] against its bridge's ports.
 func (c *checker) rule(t *value, field string, bp *bridgePorts) Rule {
 	r := Rule{Line: t.line}
@@ -78,19 +121,18 @@ func (c *checker) rule(t *value, field string, bp *bridgePorts) Rule {
 		}
 		return name
 	}
-	for _, k := range t.keys {
-		f, v := field+"."+keyName(k), t.vals[k]
-		switch k {
+	c.walk(t, field, &ruleTable, func(k *Key, v *value, f string, x leaf, ok bool) {
+		switch k.Name {
 		case "action":
-			r.Block = c.action(v, f, "")
+			r.Block = ok && x.s == ActionBlock
 		case "ethertype":
-			r.EtherType = c.named16(v, f, etherTypeNames, 0x0600, "an EtherType: \"arp\", \"ipv4\", \"ipv6\" or a number 1536..65535 (0x0600..0xffff)")
+			r.EtherType = c.named16(k, v, f, etherTypeNames, "an EtherType: \"arp\", \"ipv4\", \"ipv6\" or a number 1536..65535 (0x0600..0xffff)")
 		case "in":
 			r.In = port(v, f)
 		case "out":
 			r.Out = port(v, f)
 		case "proto":
-			n := c.named16(v, f, protoNames, 0, "a protocol: \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or a number 0..255")
+			n := c.named16(k, v, f, protoNames, "a protocol: \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or a number 0..255")
 			if v.kind == unstable.Integer && n > 255 {
 				c.errorf(v.line, f, "%d is out of range 0..255", n)
 				break
@@ -105,8 +147,8 @@ func (c *checker) rule(t *value, field string, bp *bridgePorts) Rule {
 		case "dst_port":
 			r.DstPort = c.portRange(v, f)
 		case "keep_state":
-			if b, ok := c.boolean(v, f); ok {
-				r.KeepState = b
+			if ok {
+				r.KeepState = x.b
 			}
 		case "src_mac":
 			r.SrcMAC = c.mac(v, f)
@@ -117,17 +159,15 @@ func (c *checker) rule(t *value, field string, bp *bridgePorts) Rule {
 				c.errorf(v.line, f, "%s is not VLAN-aware (no port has vlan or trunk): its frames have no VLAN to match", bp.label)
 				break
 			}
-			if n, ok := c.integer(v, f, 1, maxVLAN); ok {
-				r.VLAN = uint16(n)
+			if x, ok := c.leaf(k, v, f); ok {
+				r.VLAN = uint16(x.n)
 			}
 		case "icmp_type":
-			if n, ok := c.integer(v, f, 0, 255); ok {
-				r.ICMPType, r.HasICMPType = uint8(n), true
+			if ok {
+				r.ICMPType, r.HasICMPType = uint8(x.n), true
 			}
-		default:
-			c.unknown(v, f)
 		}
-	}
+	})
 	if _, ok := t.vals["action"]; !ok {
 		c.errorf(t.line, field+".action", "is required: \"pass\" or \"block\"")
 	}
@@ -219,17 +259,9 @@ func (c *checker) ruleCanMatch(t *value, field string, r *Rule) {
 	}
 }
 
-// action reads "pass" or "block" (true); why ends the error message.
-func (c *checker) action(v *value, field, why string) bool {
-	s, ok := c.str(v, field)
-	if ok && s != ActionPass && s != ActionBlock {
-		c.errorf(v.line, field, "%q is not %q or %q%s", s, ActionPass, ActionBlock, why)
-	}
-	return ok && s == ActionBlock
-}
-
-// named16 reads a value that is one of names, or an integer of at least lo.
-func (c *checker) named16(v *value, field string, names map[string]uint16, lo int64, what string) uint16 {
+// named16 reads a value that is one of names, or an integer of at least
+// the key's Min.
+func (c *checker) named16(k *Key, v *value, field string, names map[string]uint16, what string) uint16 {
 	switch v.kind {
 	case unstable.String:
 		if n, ok := names[strings.ToLower(v.data)]; ok {
@@ -237,7 +269,7 @@ func (c *checker) named16(v *value, field string, names map[string]uint16, lo in
 		}
 		c.errorf(v.line, field, "%q is not %s", v.data, what)
 	case unstable.Integer:
-		if n, ok := c.integer(v, field, lo, 65535); ok {
+		if n, ok := c.integer(v, field, k.Min, 65535); ok {
 			return uint16(n)
 		}
 	default:
@@ -326,12 +358,10 @@ func (c *checker) mac(v *value, field string) net.HardwareAddr {
 func ParseRuleArgs(b *Bridge, args []string) (Rule, error) {
 	var doc strings.Builder
 	for _, a := range args {
-		k, v, ok := strings.Cut(a, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.Trim(k, "abcdefghijklmnopqrstuvwxyz_") != "" {
-			return Rule{}, fmt.Errorf("%q: want KEY=VALUE with a rule key such as action=pass, proto=tcp or dst_port=5201", a)
+		k, v, err := splitArg(a, "_", "a rule key such as action=pass, proto=tcp or dst_port=5201")
+		if err != nil {
+			return Rule{}, err
 		}
-		v = strings.TrimSpace(v)
 		if _, err := strconv.ParseInt(v, 10, 64); err == nil || v == "true" || v == "false" {
 			fmt.Fprintf(&doc, "%s = %s\n", k, v)
 		} else {
@@ -350,15 +380,39 @@ func ParseRuleArgs(b *Bridge, args []string) (Rule, error) {
 		}
 	}
 	r := c.rule(root, "rule", bp)
-	if len(c.errs) > 0 {
-		msgs := make([]string, len(c.errs))
-		for i, e := range c.errs {
-			msgs[i] = strings.TrimPrefix(strings.TrimPrefix(e.Field, "rule"), ".") + ": " + e.Msg
-		}
-		return Rule{}, errors.New(strings.Join(msgs, "; "))
+	if err := c.argErrors("rule"); err != nil {
+		return Rule{}, err
 	}
 	r.Line = 0
 	return r, nil
+}
+
+// splitArg splits a KEY=VALUE argument, whose key is made of lowercase
+// letters and more; want says what a key is, for the error.
+func splitArg(a, more, want string) (k, v string, err error) {
+	k, v, ok := strings.Cut(a, "=")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" || strings.Trim(k, "abcdefghijklmnopqrstuvwxyz"+more) != "" {
+		return "", "", fmt.Errorf("%q: want KEY=VALUE with %s", a, want)
+	}
+	return k, strings.TrimSpace(v), nil
+}
+
+// argErrors joins the errors of a check of KEY=VALUE arguments, each named
+// by its key (field is the table's name in the messages), one about the
+// whole table by nothing; nil for none.
+func (c *checker) argErrors(field string) error {
+	if len(c.errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(c.errs))
+	for i, e := range c.errs {
+		msgs[i] = e.Msg // about the whole table
+		if key := strings.TrimPrefix(strings.TrimPrefix(e.Field, field), "."); key != "" {
+			msgs[i] = key + ": " + e.Msg
+		}
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 // EtherTypeName is an EtherType as the config writes it: a name it takes,

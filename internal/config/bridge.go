@@ -1,0 +1,312 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// Bridge is one learning switch.
+type Bridge struct {
+	Name       string
+	Aging      time.Duration // how long a learned entry lives without traffic
+	MaxEntries int           // FDB capacity
+	Ports      []Port
+	Static     []Static
+	Mirrors    []Mirror
+	// The filter stage (issue 14): key filter turns it on; Rules are the
+	// [[bridge.rule]] tables in order, kept and checked while it is off;
+	// DefaultBlock is key default "block" (a frame no rule matches is
+	// dropped) rather than "pass".
+	Filter       bool
+	Rules        []Rule
+	DefaultBlock bool
+	Line         int // line of the [[bridge]] header
+}
+
+// SpanPort returns the mirror a port is the span port of, or nil.
+func (b *Bridge) SpanPort(name string) *Mirror {
+	for i := range b.Mirrors {
+		if b.Mirrors[i].To == name {
+			return &b.Mirrors[i]
+		}
+	}
+	return nil
+}
+
+// MirrorOf returns the mirror whose ports include name, or nil.
+func (b *Bridge) MirrorOf(name string) *Mirror {
+	for i := range b.Mirrors {
+		if slices.Contains(b.Mirrors[i].Ports, name) {
+			return &b.Mirrors[i]
+		}
+	}
+	return nil
+}
+
+// VLANAware reports whether the bridge separates VLANs: any of its ports
+// is an access port of a VLAN or a trunk.
+func (b *Bridge) VLANAware() bool {
+	for i := range b.Ports {
+		if b.Ports[i].VLAN != 0 || b.Ports[i].IsTrunk() {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *checker) bridges(v *value) []Bridge {
+	if v == nil {
+		c.errorf(0, "bridge", "at least one [[bridge]] is required")
+		return nil
+	}
+	elems, ok := c.elements(v, "bridge")
+	if ok && len(elems) == 0 {
+		c.errorf(v.line, "bridge", "at least one [[bridge]] is required")
+	}
+	var out []Bridge
+	names := map[string]int{} // name -> line where it was first used
+	for i, t := range elems {
+		field := fmt.Sprintf("bridge[%d]", i)
+		if i == MaxBridges {
+			c.errorf(t.line, field, "too many bridges: at most %d are allowed", MaxBridges)
+		}
+		if t.kind != unstable.Table {
+			continue
+		}
+		b, patches := c.bridge(t, field)
+		if b.Name != "" {
+			line := t.vals["name"].line
+			if prev, dup := names[b.Name]; dup {
+				c.errorf(line, field+".name", "%q is already the name of the bridge at line %d", b.Name, prev)
+			} else {
+				names[b.Name] = line
+				// Patches of a bridge without a name of its own are
+				// left out: no peer could name it back.
+				c.patches = append(c.patches, patches...)
+			}
+		}
+		out = append(out, b)
+	}
+	c.patchGraph(names)
+	return out
+}
+
+// bridgeTable is [[bridge]].
+var bridgeTable = Table{
+	Path:  "bridge",
+	Array: true,
+	Help:  "One learning switch; at least one. Its ports, static entries, mirrors and filter rules are the tables below, written after it.",
+	Keys: []Key{
+		{Name: "name", Kind: KindString, Form: "1 to 15 of A-Z a-z 0-9 _ . -, unique", Required: true, Example: `"br9"`,
+			Help: "The bridge's name in every command and listing, and of its state pinned in the BPF filesystem."},
+		{Name: "aging", Kind: KindDuration, Min: int64(minAging), Max: int64(maxAging), Default: `"300s"`, Example: `"5m"`,
+			Help: "How long a learned entry lives without a frame from its station."},
+		{Name: "max_entries", Kind: KindInt, Min: 1, Max: maxTableSize, Default: fmt.Sprint(DefaultMaxEntries), Example: "1024",
+			Help: "Learned entries the bridge may hold (its FDB's size)."},
+		{Name: "filter", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Turn the filter stage on (docs/filter.md); false keeps the rules, checked, and off."},
+		{Name: "default", Kind: KindEnum, Values: []Value{{Name: ActionPass}, {Name: ActionBlock}}, why: ": what a frame no rule matches gets", Default: `"pass"`, Example: `"block"`,
+			Help: "What the filter does with a frame no rule matches."},
+		{Name: "port", Kind: KindTables, Form: "[[bridge.port]] tables, at least one", Help: "The bridge's ports."},
+		{Name: "static", Kind: KindTables, Form: "[[bridge.static]] tables", Help: "Static FDB entries."},
+		{Name: "mirror", Kind: KindTables, Form: "[[bridge.mirror]] tables", Help: "Port mirrors."},
+		{Name: "rule", Kind: KindTables, Form: fmt.Sprintf("[[bridge.rule]] tables, at most %d", MaxRules), Help: "The filter's rules, in order: the first that matches decides."},
+	},
+}
+
+// bridge checks one bridge, and returns it with its patch ports for the
+// checks across bridges.
+func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
+	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, Line: t.line}
+	var ports, statics, mirrors, rules *value
+	c.walk(t, field, &bridgeTable, func(k *Key, v *value, f string, x leaf, ok bool) {
+		switch k.Name {
+		case "name":
+			if s, ok := c.str(v, f); ok {
+				if validBridgeName(s) {
+					b.Name = s
+				} else {
+					c.errorf(v.line, f, "%q is not a valid bridge name: use 1 to %d of A-Z a-z 0-9 _ . -", s, maxNameLen)
+				}
+			}
+		case "aging":
+			if ok {
+				b.Aging = x.d
+			}
+		case "max_entries":
+			if ok {
+				b.MaxEntries = int(x.n)
+			}
+		case "filter":
+			if ok {
+				b.Filter = x.b
+			}
+		case "default":
+			b.DefaultBlock = ok && x.s == ActionBlock
+		case "rule":
+			rules = v
+		case "port":
+			ports = v
+		case "static":
+			statics = v
+		case "mirror":
+			mirrors = v
+		}
+	})
+	c.required(t, field, &bridgeTable)
+	// How messages name this bridge: by name when it has a valid one.
+	label := field
+	if b.Name != "" {
+		label = "bridge " + b.Name
+	}
+
+	// Ports come before static entries whatever the file order, because
+	// static entries refer to them, and whether the bridge is VLAN-aware
+	// is known only once every port is.
+	bp := &bridgePorts{label: label, index: map[string]int{}}
+	var sites []portSite
+	b.Ports, bp.vlans, sites = c.ports(t, ports, field, label)
+	bp.aware = slices.ContainsFunc(bp.vlans, func(v portVLANs) bool { return v.set })
+	bp.ports = b.Ports
+	var patches []*patchPort
+	for i := range b.Ports {
+		p := &b.Ports[i]
+		if bp.aware && !bp.vlans[i].set {
+			p.VLAN = 1
+		}
+		c.portNames(bp, sites, i)
+		if p.IsPatch() && validBridgeName(p.Patch) {
+			patches = append(patches, &patchPort{
+				from: b.Name, peer: p.Patch,
+				field: sites[i].field + ".patch", line: sites[i].t.vals["patch"].line,
+				ok: sites[i].ok, aware: bp.aware, port: p,
+			})
+		}
+	}
+	if statics != nil {
+		elems, _ := c.elements(statics, field+".static")
+		seen := map[string]int{} // "mac/vlan" -> line of the entry's mac
+		for i, st := range elems {
+			if st.kind == unstable.Table {
+				b.Static = append(b.Static, c.static(st, fmt.Sprintf("%s.static[%d]", field, i), bp, seen))
+			}
+		}
+	}
+	if mirrors != nil {
+		elems, _ := c.elements(mirrors, field+".mirror")
+		for i, mt := range elems {
+			if mt.kind == unstable.Table {
+				b.Mirrors = append(b.Mirrors, c.mirror(mt, fmt.Sprintf("%s.mirror[%d]", field, i), bp, b.Mirrors, sites))
+			}
+		}
+	}
+	if rules != nil {
+		elems, _ := c.elements(rules, field+".rule")
+		if len(elems) > MaxRules {
+			c.errorf(rules.line, field+".rule", "%d rules: at most %d a bridge", len(elems), MaxRules)
+		}
+		for i, rt := range elems {
+			if rt.kind == unstable.Table && i < MaxRules {
+				b.Rules = append(b.Rules, c.rule(rt, fmt.Sprintf("%s.rule[%d]", field, i), bp))
+			}
+		}
+	}
+	c.spanStatics(&b, statics, field)
+	c.countVLANs(&b, t, field, label)
+	return b, patches
+}
+
+// portNames enters the names of port i of a bridge into bp.index, and
+// reports a name that an earlier port has already: interfaces and patch
+// ports share one namespace per bridge, the one static entries, show and
+// fdb use. Two interface ports with one interface are reported already, by
+// port, and two patches with one default name are two patches to the same
+// peer, which patchGraph reports.
+func (c *checker) portNames(bp *bridgePorts, sites []portSite, i int) {
+	p, site := &bp.ports[i], &sites[i]
+	type named struct {
+		name   string
+		line   int
+		field  string
+		isPort bool // an interface, not a patch port's name
+		dflt   bool // a patch port's default name
+	}
+	var names []named
+	if p.Interface != "" {
+		names = append(names, named{p.Interface, site.t.vals["interface"].line, site.field + ".interface", true, false})
+	}
+	if p.IsPatch() && p.Name != "" {
+		n := named{name: p.Name, field: site.field + ".name", line: site.t.line, dflt: true}
+		if v, ok := site.t.vals["name"]; ok {
+			n.line, n.dflt = v.line, false
+		}
+		names = append(names, n)
+	}
+	for _, n := range names {
+		j, dup := bp.index[n.name]
+		if !dup {
+			bp.index[n.name] = i
+			continue
+		}
+		q, qsite := &bp.ports[j], &sites[j]
+		prevIface := q.Interface == n.name
+		_, prevNamed := qsite.t.vals["name"]
+		prevLine := qsite.t.line
+		switch {
+		case prevIface:
+			prevLine = qsite.t.vals["interface"].line
+		case prevNamed:
+			prevLine = qsite.t.vals["name"].line
+		}
+		switch {
+		case n.isPort && prevIface:
+			continue
+		case n.dflt && !prevIface && !prevNamed:
+			continue
+		case n.dflt:
+			c.errorf(n.line, n.field, "the default name %q is already the name of a port of %s at line %d; set name", n.name, bp.label, prevLine)
+		default:
+			c.errorf(n.line, n.field, "%q is already the name of a port of %s at line %d", n.name, bp.label, prevLine)
+		}
+		site.ok = false
+	}
+}
+
+// countVLANs adds the VLANs of bridge b to the total of all bridges, and
+// reports the bridge that takes it over what the datapath holds.
+func (c *checker) countVLANs(b *Bridge, t *value, field, label string) {
+	var carried [maxVLAN + 1]bool
+	n := 0
+	for i := range b.Ports {
+		p := &b.Ports[i]
+		add := func(vid uint16) {
+			if int(vid) < len(carried) && !carried[vid] {
+				carried[vid] = true
+				n++
+			}
+		}
+		for _, vid := range p.Trunk {
+			add(vid)
+		}
+		if p.VLAN != 0 {
+			add(p.VLAN)
+		}
+	}
+	before := c.totalVLANs
+	c.totalVLANs += n
+	if before <= MaxVLANs && c.totalVLANs > MaxVLANs {
+		c.errorf(t.line, field, "%s brings the VLANs of all bridges to %d; the datapath holds %d", label, c.totalVLANs, MaxVLANs)
+	}
+}
+
+// bridgePorts is what static entries of one bridge are checked against.
+type bridgePorts struct {
+	label string // how messages name the bridge
+	aware bool
+	ports []Port
+	vlans []portVLANs    // parallel to ports
+	index map[string]int // PortName (and interface) -> index of the first port that has it
+}

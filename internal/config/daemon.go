@@ -1,0 +1,66 @@
+package config
+
+import (
+	"path/filepath"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// Daemon holds settings of the daemon process.
+type Daemon struct {
+	Socket string // DefaultSocket when the file has none
+	// Persist pins the datapath, so that it keeps forwarding when the
+	// daemon exits, and a new daemon adopts it.
+	Persist bool
+	// Metrics is the address (host:port) of the Prometheus endpoint;
+	// "" for none.
+	Metrics string
+}
+
+// daemonTable is [daemon].
+var daemonTable = Table{
+	Path: "daemon",
+	Help: "The daemon process: its control socket, persistence and metrics.",
+	Keys: []Key{
+		{Name: "socket", Kind: KindString, Form: "an absolute path, at most 107 bytes", Default: `"` + DefaultSocket + `"`, Example: `"/run/trestle/test.sock"`,
+			Help: "The control socket the CLI talks to; --socket and TRESTLE_SOCKET override it."},
+		{Name: "persist", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Pin the datapath under /sys/fs/bpf/trestle/: it forwards on when the daemon exits, and the next daemon adopts it; `trestle down` removes it."},
+		{Name: "metrics", Kind: KindString, Form: `host:port, such as "127.0.0.1:9470" or "[::1]:9470"`, Example: `"127.0.0.1:9470"`,
+			Help: "Serve Prometheus metrics at http://ADDR/metrics (docs/operations.md); off unless set."},
+	},
+}
+
+func (c *checker) daemon(v *value, d *Daemon) {
+	if v.kind != unstable.Table {
+		c.errorf(v.line, "daemon", "must be a table")
+		return
+	}
+	c.walk(v, "daemon", &daemonTable, func(k *Key, kv *value, f string, x leaf, ok bool) {
+		switch k.Name {
+		case "persist":
+			if ok {
+				d.Persist = x.b
+			}
+		case "metrics":
+			if s, ok := c.str(kv, f); ok {
+				if err := CheckListenAddr(s); err != nil {
+					c.errorf(kv.line, f, "%v", err)
+				} else {
+					d.Metrics = s
+				}
+			}
+		case "socket":
+			s, ok := c.str(kv, f)
+			switch {
+			case !ok:
+			case !filepath.IsAbs(s):
+				c.errorf(kv.line, f, "%q is not an absolute path", s)
+			case len(s) > maxSocketPath:
+				c.errorf(kv.line, f, "%q is longer than %d bytes, the limit for a unix socket path", s, maxSocketPath)
+			default:
+				d.Socket = s
+			}
+		}
+	})
+}

@@ -1,0 +1,51 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Error is one problem in a config file.
+type Error struct {
+	File  string
+	Line  int    // 0 when the problem is with the file as a whole
+	Field string // TOML path such as bridge[0].port[1].mode; "" for syntax errors
+	Msg   string
+}
+
+// Error returns "FILE:LINE: FIELD: MSG", leaving out LINE when it is 0 and
+// FIELD when it is empty.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Field != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors is every problem found in a file, in line order.
+type Errors []*Error
+
+// Error returns one problem per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (c *checker) errorf(line int, field, format string, args ...any) {
+	c.errs = append(c.errs, &Error{File: c.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) unknown(v *value, field string) {
+	c.errorf(v.line, field, "unknown field")
+}

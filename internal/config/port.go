@@ -1,0 +1,410 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/trestle/trestle/internal/mode"
+)
+
+// Port attaches one interface to a bridge, or is a patch port joining the
+// bridge to another one (Patch set), with no interface. On a VLAN-aware
+// bridge it is either an access port (VLAN set) or a trunk (Trunk set); on
+// other bridges VLAN, Trunk and Native are all zero. Patch ports follow the
+// same VLAN rules as the others.
+type Port struct {
+	Interface string    // "" for a patch port
+	Mode      mode.Mode // auto, xdp or tc; auto for a patch port, which has none
+	MaxMACs   int       // key max_macs; 0 = unlimited
+	// Key learning (default true): false learns no address on the port;
+	// its frames are still forwarded, and frames to the stations behind it
+	// flood.
+	NoLearning bool
+	// Key mac_limit_action: what a frame from a new source gets when the
+	// port is at max_macs: dropped ("drop", the default: port security),
+	// or forwarded without its source learned ("forward", LimitForward
+	// true: the Linux bridge's way).
+	LimitForward bool
+	// Key protected: the port exchanges no frame (unicast or flood) with
+	// another protected port of its bridge; it does with the others.
+	Protected bool
+	// Keys flood, mcast_flood, bcast_flood (default true): false keeps
+	// unknown unicast, multicast, broadcast floods off the port; known
+	// unicast still reaches it.
+	NoFlood, NoMcastFlood, NoBcastFlood bool
+	// Key patch: the peer bridge, which has a patch port back to this
+	// one; "" for an interface port.
+	Patch string
+	// Key name: a patch port's name, "patch-" + Patch by default; unique
+	// among the names of the bridge's ports, interfaces included. "" for
+	// an interface port.
+	Name string
+	// Key vlan: the access VLAN, which untagged and priority-tagged frames
+	// join and which leaves the port untagged. 1 by default on a VLAN-aware
+	// bridge; 0 on a trunk or on a bridge that is not VLAN-aware.
+	VLAN uint16
+	// Key trunk: every VID carried tagged, expanded from ranges, sorted,
+	// unique; nil when the port is not a trunk.
+	Trunk []uint16
+	// Key native: the VLAN untagged frames on a trunk join, and which
+	// leaves it untagged; one of Trunk. 0 = none: untagged frames are dropped.
+	Native uint16
+	// Key storm: storm control, the frames a second of each kind of flood
+	// the port's ingress accepts (0: no limit); the excess is dropped.
+	Storm Storm
+	Line  int // line of the [[bridge.port]] header
+}
+
+// IsPatch reports whether the port is a patch port to another bridge.
+func (p *Port) IsPatch() bool { return p.Patch != "" }
+
+// PortName returns what show, fdb, stats and static entries call the port:
+// its interface, or a patch port's Name.
+func (p *Port) PortName() string {
+	if p.IsPatch() {
+		return p.Name
+	}
+	return p.Interface
+}
+
+// IsTrunk reports whether the port carries tagged VLANs.
+func (p *Port) IsTrunk() bool { return len(p.Trunk) > 0 }
+
+// PVID returns the VLAN untagged frames join: the access VLAN, or a trunk's
+// native VLAN. 0 for a trunk without one, and on a bridge that is not
+// VLAN-aware.
+func (p *Port) PVID() uint16 {
+	if p.IsTrunk() {
+		return p.Native
+	}
+	return p.VLAN
+}
+
+// Carries reports whether frames of VLAN vid may enter and leave the port.
+func (p *Port) Carries(vid uint16) bool {
+	if p.IsTrunk() {
+		_, found := slices.BinarySearch(p.Trunk, vid)
+		return found
+	}
+	return vid == p.VLAN
+}
+
+// VLANs returns every VID the port carries, sorted; nil on a bridge that is
+// not VLAN-aware.
+func (p *Port) VLANs() []uint16 {
+	switch {
+	case p.IsTrunk():
+		return slices.Clone(p.Trunk)
+	case p.VLAN != 0:
+		return []uint16{p.VLAN}
+	}
+	return nil
+}
+
+// portVLANs is what port found in a port's VLAN keys, for the checks that
+// need the whole bridge.
+type portVLANs struct {
+	set bool // vlan or trunk is present, valid or not: the bridge is VLAN-aware
+	ok  bool // vlan, trunk and native are valid, so static entries can be checked against them
+}
+
+// portSite is where a port is in the file, for the checks that need the
+// whole bridge or every bridge.
+type portSite struct {
+	field string // bridge[0].port[1]
+	t     *value // the port's table
+	ok    bool   // no error about the port so far
+}
+
+// ports checks the ports of bridge table t (v is its "port" value, nil when
+// missing) and returns them with what their VLAN keys held.
+func (c *checker) ports(t, v *value, field, label string) ([]Port, []portVLANs, []portSite) {
+	if v == nil {
+		c.errorf(t.line, field+".port", "at least one [[bridge.port]] is required")
+		return nil, nil, nil
+	}
+	elems, ok := c.elements(v, field+".port")
+	if ok && len(elems) == 0 {
+		c.errorf(v.line, field+".port", "at least one [[bridge.port]] is required")
+	}
+	var ports []Port
+	var vlans []portVLANs
+	var sites []portSite
+	for i, pt := range elems {
+		pf := fmt.Sprintf("%s.port[%d]", field, i)
+		before := len(c.errs)
+		if i == MaxPortsPerBridge {
+			c.errorf(pt.line, pf, "too many ports in one bridge: at most %d are allowed", MaxPortsPerBridge)
+		}
+		if c.totalPorts++; c.totalPorts == MaxPorts+1 {
+			c.errorf(pt.line, pf, "too many ports in all bridges together: at most %d are allowed", MaxPorts)
+		}
+		if pt.kind != unstable.Table {
+			continue
+		}
+		p, pv := c.port(pt, pf, label)
+		ports = append(ports, p)
+		vlans = append(vlans, pv)
+		sites = append(sites, portSite{field: pf, t: pt, ok: len(c.errs) == before})
+	}
+	return ports, vlans, sites
+}
+
+// portTable is [[bridge.port]].
+var portTable = Table{
+	Path:  "bridge.port",
+	Array: true,
+	Help:  "One port of the bridge above it: an interface, or a patch port to another bridge. At most " + fmt.Sprint(MaxPortsPerBridge) + " in a bridge, " + fmt.Sprint(MaxPorts) + " in all bridges together.",
+	Keys: []Key{
+		{Name: "interface", Kind: KindString, Form: "an interface name (1 to 15 bytes, no / : or whitespace)", Example: `"veth-z"`,
+			Help: "The interface the port attaches to, in the daemon's namespace; in one port of one bridge only. A port has interface or patch."},
+		{Name: "patch", Kind: KindString, Form: "a bridge's name", Example: `"br1"`,
+			Help: "Instead of interface: a patch port to this bridge, which declares one back; patches form no cycle, and join at most " + fmt.Sprint(MaxPatchChain) + " bridges."},
+		{Name: "name", Kind: KindString, Form: "a port name, unique in the bridge", Default: `"patch-" + patch`, Example: `"to-br1"`,
+			Help: "A patch port's name in show, fdb, stats and static entries; patch ports only."},
+		{Name: "mode", Kind: KindEnum, Values: modeValues(), Default: `"auto"`, Example: `"tc"`, own: true,
+			Help: "How the port attaches: decided per interface, at XDP (packet rate), or at tc (keeps GSO for host traffic); not for patch ports."},
+		{Name: "max_macs", Kind: KindInt, Min: 0, Max: maxTableSize, Default: "0", Example: "100",
+			Help: "Addresses the port may have learned at once; 0 is no limit."},
+		{Name: "mac_limit_action", Kind: KindEnum, Default: `"drop"`, Example: `"forward"`,
+			Values: []Value{{LimitDrop, "frames from new sources at max_macs are dropped"}, {LimitForward, "forwarded without learning"}},
+			Help:   "What a frame from a new source gets when the port is at max_macs; with max_macs only."},
+		{Name: "learning", Kind: KindBool, Default: "true", Example: "false",
+			Help: "Learn the sources of the port's frames; false: frames to the stations behind it flood."},
+		{Name: "protected", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Exchange no frame (unicast or flood) with another protected port of the bridge."},
+		{Name: "flood", Kind: KindBool, Default: "true", Example: "false", Help: "Send floods of unknown unicast out of the port."},
+		{Name: "mcast_flood", Kind: KindBool, Default: "true", Example: "false", Help: "Send multicast floods out of the port."},
+		{Name: "bcast_flood", Kind: KindBool, Default: "true", Example: "false", Help: "Send broadcast floods out of the port."},
+		{Name: "storm", Kind: KindTable, Form: "an inline table (below)", Example: "{ broadcast = 1000 }",
+			Help: "Storm control: the floods a second of each kind the port's host may send; not for patch ports."},
+		{Name: "vlan", Kind: KindInt, Min: 1, Max: maxVLAN, Default: "1 on a VLAN-aware bridge", Example: "10",
+			Help: "Access port of this VLAN: untagged and priority-tagged frames join it, and it leaves untagged. Not with trunk."},
+		{Name: "trunk", Kind: KindVLANs, Form: `an array of VLAN IDs 1..4094 and ranges, such as [10, 20, "100-199"]`, Example: `[10, "20-29"]`,
+			Help: "Trunk port: tagged frames of these VLANs pass, and leave tagged. A bridge with a port that sets vlan or trunk is VLAN-aware."},
+		{Name: "native", Kind: KindInt, Min: 1, Max: maxVLAN, Example: "10",
+			Help: "A trunk's untagged VLAN, one of trunk: untagged frames join it, and it leaves untagged; none: untagged frames are dropped."},
+	},
+}
+
+// modeValues are the modes a port takes, from the mode package.
+func modeValues() []Value {
+	vs := make([]Value, len(mode.Names))
+	for i, n := range mode.Names {
+		vs[i] = Value{Name: n}
+	}
+	return vs
+}
+
+func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
+	p := Port{Mode: mode.Auto, Line: t.line}
+	vlansOK := true
+	c.walk(t, field, &portTable, func(k *Key, v *value, f string, x leaf, ok bool) {
+		switch k.Name {
+		case "interface":
+			s, ok := c.str(v, f)
+			if !ok {
+				break
+			}
+			// Kept even when invalid, so that static entries naming it
+			// do not add a second, misleading error.
+			p.Interface = s
+			if why := ifnameProblem(s); why != "" {
+				c.errorf(v.line, f, "%q is not a valid interface name: %s", s, why)
+				break
+			}
+			// One interface can carry one attachment only.
+			if prev, dup := c.ifaces[s]; dup {
+				c.errorf(v.line, f, "%q is also a port of %s at line %d", s, prev.bridge, prev.line)
+			} else {
+				c.ifaces[s] = portRef{bridge: bridge, line: v.line}
+			}
+		case "patch":
+			// Checked against the other bridges once every bridge is known.
+			s, ok := c.str(v, f)
+			if !ok {
+				break
+			}
+			p.Patch = s
+			if !validBridgeName(s) {
+				c.errorf(v.line, f, "%q is not a valid bridge name: use 1 to %d of A-Z a-z 0-9 _ . -", s, maxNameLen)
+			}
+		case "name":
+			s, ok := c.str(v, f)
+			if !ok {
+				break
+			}
+			// Kept even when invalid, as interface is.
+			p.Name = s
+			if why := ifnameProblem(s); why != "" {
+				c.errorf(v.line, f, "%q is not a valid port name: %s", s, why)
+			}
+		case "mode":
+			// own: a patch port has none, whatever the value; the mode
+			// package says which are modes.
+			_, hasIface := t.vals["interface"]
+			if _, hasPatch := t.vals["patch"]; hasPatch && !hasIface {
+				c.errorf(v.line, f, "a patch port attaches to no interface and has no mode")
+				break
+			}
+			if s, ok := c.str(v, f); ok {
+				if m, err := mode.Parse(s); err == nil {
+					p.Mode = m
+				} else {
+					c.errorf(v.line, f, "%v", err)
+				}
+			}
+		case "max_macs":
+			if ok {
+				p.MaxMACs = int(x.n)
+			}
+		case "learning":
+			if ok {
+				p.NoLearning = !x.b
+			}
+		case "protected":
+			if ok {
+				p.Protected = x.b
+			}
+		case "flood", "mcast_flood", "bcast_flood":
+			if ok {
+				*map[string]*bool{"flood": &p.NoFlood, "mcast_flood": &p.NoMcastFlood, "bcast_flood": &p.NoBcastFlood}[k.Name] = !x.b
+			}
+		case "storm":
+			p.Storm = c.storm(v, f)
+		case "mac_limit_action":
+			if ok {
+				p.LimitForward = x.s == LimitForward
+			}
+		case "vlan":
+			p.VLAN, vlansOK = uint16(x.n), vlansOK && ok
+		case "trunk":
+			vids, ok := c.trunk(v, f)
+			p.Trunk, vlansOK = vids, vlansOK && ok
+		case "native":
+			p.Native, vlansOK = uint16(x.n), vlansOK && ok
+		}
+	})
+	iface, hasIface := t.vals["interface"]
+	patch, hasPatch := t.vals["patch"]
+	name, hasName := t.vals["name"]
+	switch {
+	case hasIface && hasPatch:
+		c.errorf(patch.line, field+".patch", "conflicts with interface at line %d: a port attaches an interface or patches to another bridge, not both", iface.line)
+	case !hasIface && !hasPatch:
+		c.errorf(t.line, field, "interface or patch is required")
+	case hasName && !hasPatch:
+		c.errorf(name.line, field+".name", "is for patch ports only: a port with an interface is named by it")
+	case hasPatch && !hasName && p.Patch != "":
+		p.Name = "patch-" + p.Patch
+		// A valid bridge name is made of valid characters, but may be
+		// too long to take the prefix.
+		if why := ifnameProblem(p.Name); why != "" && validBridgeName(p.Patch) {
+			c.errorf(t.line, field+".name", "the default name %q is not a valid port name: %s; set name", p.Name, why)
+		}
+	}
+	if sv, ok := t.vals["storm"]; ok && hasPatch {
+		c.errorf(sv.line, field+".storm", "limits what a port's interface floods into the bridge, and a patch port has none")
+	}
+	if la, ok := t.vals["mac_limit_action"]; ok {
+		if _, hasMax := t.vals["max_macs"]; !hasMax || p.MaxMACs == 0 {
+			c.errorf(la.line, field+".mac_limit_action", "says what happens at max_macs, which the port does not set (or sets to 0, no limit)")
+		}
+	}
+	vlan, hasVLAN := t.vals["vlan"]
+	trunk, hasTrunk := t.vals["trunk"]
+	native, hasNative := t.vals["native"]
+	switch {
+	case hasVLAN && hasTrunk:
+		c.errorf(trunk.line, field+".trunk", "conflicts with vlan at line %d: a port is an access port (vlan) or a trunk, not both; a trunk's untagged VLAN is native", vlan.line)
+		vlansOK = false
+	case hasNative && !hasTrunk:
+		c.errorf(native.line, field+".native", "is for trunks only: set trunk too, or use vlan for an access port")
+		vlansOK = false
+	case p.Native != 0 && p.IsTrunk() && !p.Carries(p.Native):
+		// Only when trunk is valid, or the list named would be wrong.
+		c.errorf(native.line, field+".native", "%d is not one of the port's trunk VLANs (%s)", p.Native, VLANRanges(p.Trunk))
+		vlansOK = false
+	}
+	return p, portVLANs{set: hasVLAN || hasTrunk, ok: vlansOK}
+}
+
+// ParsePortArgs reads a port given as KEY=VALUE arguments, with the keys and
+// checks of a [[bridge.port]], for bridge b: interface=veth9 vlan=10,
+// trunk=10,20-29 native=10, storm.broadcast=1000. A value is written as
+// its key's kind in the table wants it: a list split at commas, a number
+// or true/false as it is, anything else as a string. Errors name the
+// argument, as ParseRuleArgs's do. Beside the port's own checks, its name
+// (interface or patch port name) must be new in b; what takes every bridge
+// (an interface in another bridge, a patch's peer, the totals) is the
+// caller's, and so is what the port does to the bridge (the port that
+// makes it VLAN-aware makes its other ports access ports of VLAN 1).
+func ParsePortArgs(b *Bridge, args []string) (Port, error) {
+	var doc strings.Builder
+	for _, a := range args {
+		k, v, err := splitArg(a, "_.", "a port key such as interface=veth1, vlan=10 or storm.broadcast=1000")
+		if err != nil {
+			return Port{}, err
+		}
+		tab, name := &portTable, k
+		if sub, key, nested := strings.Cut(k, "."); nested && sub == "storm" {
+			tab, name = &stormTable, key
+		}
+		fmt.Fprintf(&doc, "%s = %s\n", k, argValue(tab.Key(name), v))
+	}
+	root, serr := parseTOML([]byte(doc.String()))
+	if serr != nil {
+		return Port{}, fmt.Errorf("%s (a key given twice?)", serr.msg)
+	}
+	c := &checker{file: "args", ifaces: map[string]portRef{}}
+	label := "bridge " + b.Name
+	p, _ := c.port(root, "port", label)
+	if name := p.PortName(); name != "" {
+		for i := range b.Ports {
+			if q := &b.Ports[i]; q.PortName() == name || q.Interface == name {
+				f := "port.interface"
+				if p.IsPatch() {
+					f = "port.name"
+				}
+				c.errorf(0, f, "%q is already a port of %s", name, label)
+				break
+			}
+		}
+	}
+	if err := c.argErrors("port"); err != nil {
+		return Port{}, err
+	}
+	if b.VLANAware() && p.VLAN == 0 && !p.IsTrunk() {
+		p.VLAN = 1 // as on any port of a VLAN-aware bridge that sets neither
+	}
+	p.Line = 0
+	return p, nil
+}
+
+// argValue writes v, given on a command line, as the TOML value key k
+// takes (nil: a key the table lacks, which the checker reports).
+func argValue(k *Key, v string) string {
+	bare := func(v string) bool {
+		_, err := strconv.ParseInt(v, 0, 64)
+		return err == nil || v == "true" || v == "false"
+	}
+	switch {
+	case k != nil && (k.Kind == KindList || k.Kind == KindVLANs):
+		var elems []string
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); bare(e) {
+				elems = append(elems, e)
+			} else {
+				elems = append(elems, strconv.Quote(e))
+			}
+		}
+		return "[" + strings.Join(elems, ", ") + "]"
+	case k != nil && (k.Kind == KindBool || k.Kind == KindInt || k.Kind == KindName) && bare(v):
+		return v
+	}
+	return strconv.Quote(v)
+}
