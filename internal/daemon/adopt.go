@@ -58,7 +58,7 @@ func (d *Daemon) adopt() error {
 			cfg: config.Bridge{Name: bi.Name, MaxEntries: int(bi.MaxEntries), Aging: config.DefaultAging}}
 		d.bridges[bi.Name] = b
 		byID[bi.ID] = b
-		d.alloc.idUsed[bi.ID] = true
+		d.alloc.takeID(bi.ID)
 	}
 	forwarding := map[uint16]map[uint16]bool{}
 	for _, b := range byID {
@@ -78,29 +78,27 @@ func (d *Daemon) adopt() error {
 	for _, pi := range ports {
 		b := byID[pi.Bridge]
 		if datapath.IsPatchIfindex(pi.Ifindex) {
-			if peer := patchBridge[pi.Peer]; b != nil && peer != nil && !d.alloc.slotUsed[pi.Slot] {
+			if peer := patchBridge[pi.Peer]; b != nil && peer != nil && d.alloc.adoptable(pi.Slot) {
 				w := pi
 				b.ports = append(b.ports, &portState{bridge: b, slot: pi.Slot, ifindex: int(pi.Ifindex), written: &w,
 					mode: modePatch, running: true, why: "adopted from the pinned datapath",
 					cfg: config.Port{Patch: peer.cfg.Name, Name: "patch-" + peer.cfg.Name, MaxMACs: int(pi.MaxMACs)}})
-				d.alloc.slotUsed[pi.Slot] = true
+				d.alloc.takeSlot(pi.Slot)
 				continue
 			}
 		}
 		l, lerr := d.sys.LinkByIndex(int(pi.Ifindex))
-		if b == nil || lerr != nil || int(pi.Slot) >= len(d.alloc.slotUsed) || d.alloc.slotUsed[pi.Slot] {
+		if b == nil || lerr != nil || !d.alloc.adoptable(pi.Slot) {
 			// Of no bridge, or its interface is gone: it goes, and its
 			// slot waits for a sweep to flush it.
 			slot := pi.Slot
-			if int(slot) >= len(d.alloc.slotUsed) || d.alloc.slotUsed[slot] {
+			if !d.alloc.adoptable(slot) {
 				slot = 0 // the slot is a live port's: its egress stays
 			}
 			if err := d.dp.DelPort(pi.Ifindex, slot); err != nil {
 				return fmt.Errorf("remove stale port ifindex %d: %w", pi.Ifindex, err)
 			}
-			if int(pi.Slot) < len(d.alloc.slotDirty) {
-				d.alloc.slotDirty[pi.Slot] = true
-			}
+			d.alloc.dirtySlot(pi.Slot)
 			continue
 		}
 		w := pi
@@ -110,7 +108,7 @@ func (d *Daemon) adopt() error {
 			p.mode, p.why = a.Mode(), "adopted from the pinned datapath"
 			p.running = forwarding[b.id][pi.Slot]
 		}
-		d.alloc.slotUsed[pi.Slot] = true
+		d.alloc.takeSlot(pi.Slot)
 		b.ports = append(b.ports, p)
 	}
 	nStatic, nOrphan := 0, 0

@@ -55,16 +55,7 @@ func (d *Daemon) cleanDirty(left []datapath.FDBEntry) {
 		named[e.Slot] = true
 		ids[e.Bridge] = true
 	}
-	for s, dirty := range d.alloc.slotDirty {
-		if dirty && !named[uint16(s)] {
-			d.alloc.slotDirty[s] = false
-		}
-	}
-	for id, dirty := range d.alloc.idDirty {
-		if dirty && !ids[uint16(id)] {
-			d.alloc.idDirty[id] = false
-		}
-	}
+	d.alloc.clean(named, ids)
 }
 
 // errNoBridge names a bridge that does not exist.

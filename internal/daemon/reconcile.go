@@ -113,12 +113,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 				f.peer.Close()
 			}
 		}
-		for _, s := range c.newSlots {
-			d.alloc.slotUsed[s] = false
-		}
-		for _, id := range c.newIDs {
-			d.alloc.idUsed[id] = false
-		}
+		d.alloc.giveBack(c.newSlots, c.newIDs)
 		return err
 	}
 	d.finalize(c)
@@ -139,12 +134,7 @@ func (d *Daemon) plan(cfg *config.Config) (*change, error) {
 	}
 	c := &change{next: map[string]*bridgeState{}, attached: map[int]Attachment{}, made: map[int]Attachment{}, peers: map[int]*peerFix{}}
 	fail := func(err error) (*change, error) {
-		for _, s := range c.newSlots {
-			d.alloc.slotUsed[s] = false
-		}
-		for _, id := range c.newIDs {
-			d.alloc.idUsed[id] = false
-		}
+		d.alloc.giveBack(c.newSlots, c.newIDs)
 		return nil, err
 	}
 	kept := map[*portState]bool{}
@@ -566,7 +556,7 @@ func (d *Daemon) release(c *change) {
 	slots, ids := map[slotKey]bool{}, map[uint16]bool{}
 	for _, p := range c.removedPorts {
 		slots[slotKey{p.bridge.id, p.slot}] = true
-		d.alloc.slotUsed[p.slot] = false
+		d.alloc.freeSlot(p.slot)
 	}
 	for _, p := range c.stopped {
 		slots[slotKey{p.bridge.id, p.slot}] = true
@@ -578,7 +568,7 @@ func (d *Daemon) release(c *change) {
 	}
 	for _, b := range c.removedBridges {
 		ids[b.id] = true
-		d.alloc.idUsed[b.id] = false
+		d.alloc.freeID(b.id)
 	}
 	if len(slots) == 0 && len(ids) == 0 && len(c.vlanMoved) == 0 && len(c.flipped) == 0 {
 		return
@@ -601,10 +591,10 @@ func (d *Daemon) release(c *change) {
 	}
 	d.log.Error("flush of removed or stopped ports' entries failed; their slots and ids are not reused until a sweep flushes them", "err", err)
 	for _, p := range c.removedPorts {
-		d.alloc.slotDirty[p.slot] = true
+		d.alloc.dirtySlot(p.slot)
 	}
 	for _, b := range c.removedBridges {
-		d.alloc.idDirty[b.id] = true
+		d.alloc.dirtyID(b.id)
 	}
 }
 
@@ -728,9 +718,9 @@ func (d *Daemon) portGone(p *portState, why string) {
 		// clean slot to give, the port keeps its own (marked dirty, so
 		// never given out twice) and its stale entries meet the egress
 		// check until a sweep flushes them.
-		d.alloc.slotDirty[p.slot] = true
+		d.alloc.dirtySlot(p.slot)
 		if s, err := d.alloc.slot(); err == nil && d.dp.ResetPort(s) == nil {
-			d.alloc.slotUsed[p.slot] = false
+			d.alloc.freeSlot(p.slot)
 			p.slot = s
 		}
 	}

@@ -434,7 +434,7 @@ func TestFailedFlushKeepsSlot(t *testing.T) {
 	w.dp.learn(w.d.bridges["br0"].id, p2.slot, p2.ifindex, "02:00:00:00:00:02", time.Second)
 	w.dp.fdbErr = errors.New("injected: dump failed")
 	w.mustApply(bridges("br0=p1"))
-	if !w.d.alloc.slotDirty[p2.slot] {
+	if !w.d.alloc.slotIsDirty(p2.slot) {
 		t.Fatalf("p2's slot %d is not dirty after a failed flush", p2.slot)
 	}
 	w.mustApply(bridges("br0=p1,p3"))
@@ -448,8 +448,8 @@ func TestFailedFlushKeepsSlot(t *testing.T) {
 	if err := w.d.sweep(); err != nil {
 		t.Fatal(err)
 	}
-	if w.d.alloc.slotDirty[p2.slot] || len(w.dp.fdb) != 0 {
-		t.Errorf("after sweeps: dirty %v, table %s", w.d.alloc.slotDirty[p2.slot], w.dp.snapshot())
+	if w.d.alloc.slotIsDirty(p2.slot) || len(w.dp.fdb) != 0 {
+		t.Errorf("after sweeps: dirty %v, table %s", w.d.alloc.slotIsDirty(p2.slot), w.dp.snapshot())
 	}
 }
 
