@@ -21,15 +21,15 @@ func (d *Daemon) adopt() error {
 			d.log.Warn("earlier daemon's state unreadable; its peers are not restored", "err", err)
 		}
 	}
-	links, err := d.dp.AdoptedLinks()
+	links, err := d.pins.AdoptedLinks()
 	if err != nil {
 		return err
 	}
-	bridges, err := d.dp.Bridges()
+	bridges, err := d.pins.Bridges()
 	if err != nil {
 		return err
 	}
-	ports, err := d.dp.Ports()
+	ports, err := d.pins.Ports()
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (d *Daemon) adopt() error {
 			if !d.alloc.adoptable(slot) {
 				slot = 0 // the slot is a live port's: its egress stays
 			}
-			if err := d.dp.DelPort(pi.Ifindex, slot); err != nil {
+			if err := d.topo.DelPort(pi.Ifindex, slot); err != nil {
 				return fmt.Errorf("remove stale port ifindex %d: %w", pi.Ifindex, err)
 			}
 			d.alloc.dirtySlot(pi.Slot)
@@ -113,7 +113,7 @@ func (d *Daemon) adopt() error {
 	}
 	nStatic, nOrphan := 0, 0
 	if len(byID) > 0 {
-		es, err := d.dp.FDB()
+		es, err := d.table.FDB()
 		if err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func (d *Daemon) adopt() error {
 			}
 			if p == nil {
 				// An entry of no adopted port: it names nothing here.
-				if _, err := d.dp.DelFDB(e.Bridge, e.VLAN, e.MAC); err == nil {
+				if _, err := d.table.DelFDB(e.Bridge, e.VLAN, e.MAC); err == nil {
 					nOrphan++
 				}
 				continue
@@ -164,7 +164,7 @@ func (d *Daemon) adopt() error {
 	// Maps that started empty (new in this build, or of a changed layout
 	// that is rebuilt, not copied) hold nothing of what the model says was
 	// written: everything is written again.
-	if fresh := d.dp.Fresh(); len(fresh) > 0 && len(byID) > 0 {
+	if fresh := d.pins.Fresh(); len(fresh) > 0 && len(byID) > 0 {
 		for _, b := range d.bridges {
 			b.info = nil
 			for _, p := range b.ports {
@@ -187,7 +187,7 @@ func (d *Daemon) unpin() error {
 			return err
 		}
 	}
-	if err := d.dp.Unpin(); err != nil {
+	if err := d.pins.Unpin(); err != nil {
 		return err
 	}
 	d.log.Info("took over a persisted datapath without a break; persist is off, so it stops with this daemon")

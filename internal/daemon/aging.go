@@ -20,7 +20,7 @@ func (d *Daemon) sweep() error {
 	for _, b := range d.bridges {
 		byID[b.id] = b
 	}
-	es, err := d.dp.FDB()
+	es, err := d.table.FDB()
 	if err != nil {
 		return err
 	}
@@ -35,8 +35,8 @@ func (d *Daemon) sweep() error {
 			idle = append(idle, e)
 		}
 	}
-	_, oerr := d.dp.DelFDBs(orphans)
-	aged, aerr := d.dp.AgeOut(idle, func(id uint16) time.Duration { return byID[id].cfg.Aging })
+	_, oerr := d.table.DelFDBs(orphans)
+	aged, aerr := d.table.AgeOut(idle, func(id uint16) time.Duration { return byID[id].cfg.Aging })
 	for _, e := range aged {
 		d.aged[byID[e.Bridge].cfg.Name]++
 	}

@@ -508,7 +508,7 @@ func (w *world) pinned(ports []Link, links []Link) {
 	}
 	w.dp.bridges[1] = b
 	for _, l := range links {
-		a := &fakeAtt{dp: w.dp, ifindex: l.Index, m: mode.TC, pinned: true}
+		a := &fakeAtt{att: w.dp.fakeAttacher, ifindex: l.Index, m: mode.TC, pinned: true}
 		w.dp.attached[a.key()] = a
 		w.dp.adopted = append(w.dp.adopted, a)
 	}

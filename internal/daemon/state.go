@@ -114,7 +114,7 @@ func (d *Daemon) saveState(more ...map[int]*peerFix) {
 	if d.state == nil {
 		return
 	}
-	st := stateFile{Persist: d.persist && d.dp.Pinned()}
+	st := stateFile{Persist: d.persist && d.pins.Pinned()}
 	all := map[int]*peerFix{}
 	for _, m := range append([]map[int]*peerFix{d.peers}, more...) {
 		for idx, f := range m {
