@@ -1,16 +1,3 @@
-// Package daemon is `trestle run`: it turns a validated config into datapath
-// state, keeps it there while interfaces come and go, ages the learning table,
-// answers the control socket, reloads on SIGHUP, and, when it stops, detaches
-// what it attached, or with persist leaves the datapath forwarding for the
-// next daemon to adopt.
-//
-// One file per concern: daemon.go the process (start, the event loop,
-// stop), reconcile.go and ports.go the apply that moves the switch to a
-// config, model.go the model it keeps, aging.go the table's aging,
-// control.go the control socket's commands, state.go what is kept on disk
-// and adopted, events.go, moves.go and episodes.go the events it logs,
-// system.go and dataplane.go the two seams to the kernel that the unit
-// tests replace with fakes.
 package daemon
 
 import (
