@@ -20,7 +20,7 @@ func (d *Daemon) sweep() error {
 	for _, b := range d.bridges {
 		byID[b.id] = b
 	}
-	es, err := d.dp.FDB()
+	es, err := d.table.FDB()
 	if err != nil {
 		return err
 	}
@@ -35,8 +35,8 @@ func (d *Daemon) sweep() error {
 			idle = append(idle, e)
 		}
 	}
-	_, oerr := d.dp.DelFDBs(orphans)
-	aged, aerr := d.dp.AgeOut(idle, func(id uint16) time.Duration { return byID[id].cfg.Aging })
+	_, oerr := d.table.DelFDBs(orphans)
+	aged, aerr := d.table.AgeOut(idle, func(id uint16) time.Duration { return byID[id].cfg.Aging })
 	for _, e := range aged {
 		d.aged[byID[e.Bridge].cfg.Name]++
 	}
@@ -55,16 +55,7 @@ func (d *Daemon) cleanDirty(left []datapath.FDBEntry) {
 		named[e.Slot] = true
 		ids[e.Bridge] = true
 	}
-	for s, dirty := range d.alloc.slotDirty {
-		if dirty && !named[uint16(s)] {
-			d.alloc.slotDirty[s] = false
-		}
-	}
-	for id, dirty := range d.alloc.idDirty {
-		if dirty && !ids[uint16(id)] {
-			d.alloc.idDirty[id] = false
-		}
-	}
+	d.alloc.clean(named, ids)
 }
 
 // errNoBridge names a bridge that does not exist.

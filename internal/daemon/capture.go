@@ -138,15 +138,14 @@ func (d *Daemon) startCapture(req ctl.Request) (*datapath.Capture, ctl.CaptureHe
 	if p.mode == "" {
 		return nil, hdr, fmt.Errorf("capture: port %q of bridge %q is down (%s): nothing to capture", p.name(), b.cfg.Name, p.why)
 	}
-	dp, ok := d.dp.(capturer)
-	if !ok {
+	if d.capturer == nil {
 		return nil, hdr, errors.New("capture: this dataplane cannot capture")
 	}
 	spec := datapath.CaptureSpec{Ifindex: uint32(p.ifindex), Bridge: b.id, In: in, Out: out, Snaplen: req.Snaplen}
 	for _, q := range b.ports {
 		spec.Walks = spec.Walks || q.cfg.IsPatch()
 	}
-	c, err := dp.StartCapture(spec)
+	c, err := d.capturer.StartCapture(spec)
 	if err != nil {
 		return nil, hdr, fmt.Errorf("capture port %q of bridge %q: %w", p.name(), b.cfg.Name, err)
 	}

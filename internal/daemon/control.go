@@ -75,8 +75,8 @@ func (d *Daemon) sortedBridges(only string) ([]*bridgeState, error) {
 func (d *Daemon) status() (ctl.Status, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st := ctl.Status{Config: d.opts.ConfigPath, Persist: d.persist, PinDir: d.dp.PinDir()}
-	es, err := d.dp.FDB()
+	st := ctl.Status{Config: d.opts.ConfigPath, Persist: d.persist, PinDir: d.pins.PinDir()}
+	es, err := d.table.FDB()
 	if err != nil {
 		return st, err
 	}
@@ -103,14 +103,14 @@ func (d *Daemon) status() (ctl.Status, error) {
 			}
 			if p.cfg.IsPatch() {
 				ps.Patch, ps.Mode, ps.Config = p.cfg.Patch, "", ""
-				if n, err := d.dp.PortMACs(p.slot); err == nil {
+				if n, err := d.counters.PortMACs(p.slot); err == nil {
 					ps.MACs = n
 				}
 			} else if p.mode == "" {
 				ps.Mode = string(p.cfg.Mode)
 			} else {
 				ps.Ifindex = p.ifindex
-				if n, err := d.dp.PortMACs(p.slot); err == nil {
+				if n, err := d.counters.PortMACs(p.slot); err == nil {
 					ps.MACs = n
 				}
 				if f := d.peers[p.ifindex]; f != nil {
@@ -150,7 +150,7 @@ func (d *Daemon) status() (ctl.Status, error) {
 		}
 		st.Bridges = append(st.Bridges, bst)
 	}
-	if s, err := d.dp.Stats(0); err == nil {
+	if s, err := d.counters.Stats(0); err == nil {
 		st.Unattached = dropMap(s)
 	}
 	return st, nil
@@ -184,7 +184,7 @@ func (d *Daemon) stats(only string) ([]ctl.PortStats, error) {
 	out := []ctl.PortStats{}
 	for _, b := range bs {
 		for _, p := range b.ports {
-			s, err := d.dp.Stats(p.slot)
+			s, err := d.counters.Stats(p.slot)
 			if err != nil {
 				return nil, fmt.Errorf("bridge %q: port %q: %w", b.cfg.Name, p.name(), err)
 			}
@@ -209,7 +209,7 @@ func (d *Daemon) vlanStats(only string) ([]ctl.VLANStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	held, err := d.dp.VLANs()
+	held, err := d.counters.VLANs()
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func (d *Daemon) vlanStats(only string) ([]ctl.VLANStats, error) {
 			}
 			var s tbpf.VLANStats
 			if idx, ok := index[[2]uint16{b.id, vid}]; ok {
-				if s, err = d.dp.VLANStats(idx); err != nil {
+				if s, err = d.counters.VLANStats(idx); err != nil {
 					return nil, fmt.Errorf("bridge %q: VLAN %d: %w", b.cfg.Name, vid, err)
 				}
 			}
@@ -250,7 +250,7 @@ func (d *Daemon) fdbShow(only string) ([]ctl.FDBEntry, error) {
 	for _, b := range bs {
 		byID[b.id] = b
 	}
-	es, err := d.dp.FDB()
+	es, err := d.table.FDB()
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func (d *Daemon) fdbAdd(req ctl.Request) error {
 		return fmt.Errorf("port %q is down (%s): the entry is kept and written when it comes up", req.Port, p.why)
 	}
 	e := datapath.FDBEntry{Bridge: b.id, VLAN: st.VLAN, MAC: mac, Ifindex: uint32(p.ifindex), Slot: p.slot, Static: true, User: true}
-	if err := d.dp.AddFDB(e); err != nil {
+	if err := d.table.AddFDB(e); err != nil {
 		return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
 	}
 	b.cliStatics[k] = st
@@ -389,7 +389,7 @@ func (d *Daemon) fdbDel(req ctl.Request) error {
 	_, wasCLI := b.cliStatics[k]
 	delete(b.cliStatics, k)
 	delete(b.written, k)
-	if _, err := d.dp.DelFDB(b.id, req.VLAN, mac); err != nil {
+	if _, err := d.table.DelFDB(b.id, req.VLAN, mac); err != nil {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			if wasCLI {
 				return nil
@@ -436,7 +436,7 @@ func (d *Daemon) fdbFlush(req ctl.Request) (FlushResult, error) {
 		}
 		slot = found.slot
 	}
-	es, err := d.dp.FDB()
+	es, err := d.table.FDB()
 	if err != nil {
 		return res, err
 	}
@@ -446,7 +446,7 @@ func (d *Daemon) fdbFlush(req ctl.Request) (FlushResult, error) {
 			gone = append(gone, e)
 		}
 	}
-	res.Removed, err = d.dp.DelFDBs(gone)
+	res.Removed, err = d.table.DelFDBs(gone)
 	if err != nil {
 		return res, fmt.Errorf("flush: %d removed, then: %w", res.Removed, err)
 	}

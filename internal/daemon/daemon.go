@@ -1,16 +1,3 @@
-// Package daemon is `trestle run`: it turns a validated config into datapath
-// state, keeps it there while interfaces come and go, ages the learning table,
-// answers the control socket, reloads on SIGHUP, and, when it stops, detaches
-// what it attached, or with persist leaves the datapath forwarding for the
-// next daemon to adopt.
-//
-// One file per concern: daemon.go the process (start, the event loop,
-// stop), reconcile.go and ports.go the apply that moves the switch to a
-// config, model.go the model it keeps, aging.go the table's aging,
-// control.go the control socket's commands, state.go what is kept on disk
-// and adopted, events.go, moves.go and episodes.go the events it logs,
-// system.go and dataplane.go the two seams to the kernel that the unit
-// tests replace with fakes.
 package daemon
 
 import (
@@ -42,10 +29,19 @@ type Options struct {
 
 // Daemon is one running switch.
 type Daemon struct {
-	log  *slog.Logger
-	dp   Dataplane
-	sys  System
-	opts Options
+	log *slog.Logger
+	// The dataplane, by role (dataplane.go): each part uses its own.
+	topo     Topology
+	table    Table
+	stages   Stages
+	counters Counters
+	conns    Conntrack
+	attacher Attacher
+	pins     Pins
+	capturer capturer    // nil: this dataplane cannot capture
+	moves    eventSource // nil: it reports no MAC moves
+	sys      System
+	opts     Options
 
 	mu       sync.Mutex
 	cfg      *config.Config
@@ -85,12 +81,16 @@ const maxRefresh = time.Second
 
 // newDaemon is a daemon over a dataplane and a system, with nothing applied.
 func newDaemon(log *slog.Logger, dp Dataplane, sys System, capacity uint32, refresh time.Duration) *Daemon {
-	return &Daemon{
-		log: log, dp: dp, sys: sys, capacity: capacity, refresh: refresh,
+	d := &Daemon{
+		log: log, sys: sys, capacity: capacity, refresh: refresh,
+		topo: dp, table: dp, stages: dp, counters: dp, conns: dp, attacher: dp, pins: dp,
 		bridges: map[string]*bridgeState{}, attached: map[int]Attachment{}, peers: map[int]*peerFix{},
 		aging: make(chan struct{}, 1), reloads: map[bool]uint64{}, aged: map[string]uint64{},
 		events: newEventLog(log),
 	}
+	d.capturer, _ = dp.(capturer)
+	d.moves, _ = dp.(eventSource)
+	return d
 }
 
 // Run starts the daemon and blocks until ctx is done or a SIGTERM/SIGINT.
@@ -243,7 +243,7 @@ func (d *Daemon) start(cfg *config.Config, done <-chan struct{}) (<-chan LinkEve
 	if err := d.apply(cfg); err != nil {
 		return nil, err
 	}
-	if !d.persist && d.dp.Pinned() {
+	if !d.persist && d.pins.Pinned() {
 		if err := d.unpin(); err != nil {
 			return nil, err
 		}
@@ -361,14 +361,14 @@ func (d *Daemon) shutdown() {
 	defer d.mu.Unlock()
 	d.closed = true
 	d.endCaptureLocked(nil) // no pinned link may keep the capture's program
-	if d.persist && d.dp.Pinned() {
+	if d.persist && d.pins.Pinned() {
 		for _, a := range d.attached {
 			_ = a.Release()
 		}
 		for _, f := range d.peers {
 			f.peer.Close()
 		}
-		d.log.Info("the datapath goes on forwarding (persist); the next `trestle run` adopts it, `trestle down` removes it", "pinned", d.dp.PinDir())
+		d.log.Info("the datapath goes on forwarding (persist); the next `trestle run` adopts it, `trestle down` removes it", "pinned", d.pins.PinDir())
 		return
 	}
 	var errs []error

@@ -9,17 +9,39 @@ import (
 	"github.com/trestle/trestle/internal/mode"
 )
 
-// Dataplane is the loaded switch as the daemon drives it: the real one is
-// internal/datapath; the unit tests of reconcile use a fake that can fail on
-// demand.
-type Dataplane interface {
+// The dataplane as the daemon's parts use it: one role each, so that a
+// part depends on the methods it calls and a test fakes only those. The
+// real one is internal/datapath (realDataplane); the unit tests use fakes
+// that can fail on demand (fake_test.go).
+//
+//	Topology   the port and bridge maps        reconcile, ports, adopt, rule add/del
+//	Table      the learning table              statics, flushes, aging, fdb commands
+//	Stages     the programs' optional stages   reconcile
+//	Counters   what the maps count             show, stats, metrics, episodes, rule show
+//	Conntrack  the filter's connections        state show, their aging
+//	Attacher   programs on interfaces          ports, stages, capture
+//	Pins       what outlives a daemon          adopt, unpin, shutdown, the state file, status
+//
+// Two more powers are optional, found by type assertion where the daemon
+// is wired: capture (capturer) and the MAC moves (eventSource).
+
+// Topology writes the port and bridge maps: where frames come in and which
+// bridge, VLANs, limits and floods each port and bridge has.
+type Topology interface {
 	SetPort(datapath.PortInfo) error
 	DelPort(ifindex uint32, slot uint16) error
-	ResetPort(slot uint16) error
 	SetBridge(datapath.BridgeInfo) error
 	DelBridge(id uint16) error
+	// ResetPort and ResetBridge zero the counters and address counts of
+	// a slot or id given to a new port or bridge.
+	ResetPort(slot uint16) error
 	ResetBridge(id uint16) error
+}
 
+// Table is the learning table the datapath fills and the daemon writes
+// static entries to, flushes and ages.
+type Table interface {
+	// FDB is the whole table, or an error: never a part of it.
 	FDB() ([]datapath.FDBEntry, error)
 	AddFDB(datapath.FDBEntry) error
 	DelFDB(bridge, vlan uint16, mac net.HardwareAddr) (datapath.FDBEntry, error)
@@ -27,31 +49,50 @@ type Dataplane interface {
 	// AgeOut deletes the entries of es still idle beyond their bridge's
 	// aging time and returns those it deleted.
 	AgeOut(es []datapath.FDBEntry, aging func(bridge uint16) time.Duration) ([]datapath.FDBEntry, error)
+}
 
+// Stages turns the programs' optional stages on and off. While a stage is
+// on, Attach and Upgrade give ports the programs with it: the VLAN stage
+// classifies frames into VLANs (datapath/vlan.go), the filter stage runs a
+// filtering bridge's rules.
+type Stages interface {
+	SetVLANStage(on bool) error
+	VLANStage() bool
+	SetFilterStage(on bool) error
+	FilterStage() bool
+}
+
+// Counters reads what the maps count, for show, stats and the metrics.
+type Counters interface {
 	Stats(slot uint16) (tbpf.PortStats, error)
 	PortMACs(slot uint16) (int, error)
 	BridgeMACs(id uint16) (int, error)
-
-	// The VLAN stage: while on, Attach and Upgrade give ports the
-	// programs that classify frames into VLANs (datapath/vlan.go).
-	SetVLANStage(on bool) error
-	VLANStage() bool
+	// VLANs are the VLANs the datapath holds, with the index of their
+	// counters (VLANStats).
 	VLANs() ([]datapath.VLAN, error)
 	VLANStats(index uint16) (tbpf.VLANStats, error)
-
-	// The filter stage, like the VLAN stage: on while a bridge filters.
-	SetFilterStage(on bool) error
-	FilterStage() bool
+	// FilterCounters are a bridge's per-rule counts; false while its
+	// filter is not in the datapath.
 	FilterCounters(bridge uint16) (datapath.FilterCounts, bool, error)
+}
+
+// Conntrack is the filter's table of tracked connections.
+type Conntrack interface {
 	States() ([]datapath.State, error)
 	AgeStates(keep func(bridge uint16) bool) (int, error)
+}
 
+// Attacher puts the programs on interfaces.
+type Attacher interface {
 	Attach(ifindex int, m mode.Mode) (Attachment, error)
 	// Upgrade moves an attachment to this dataplane's program in place;
 	// false when it runs it already.
 	Upgrade(Attachment) (bool, error)
+}
 
-	// What a pinned dataplane held when it was loaded (empty otherwise).
+// Pins is what a pinned dataplane outlives the daemon with, and what it
+// held when this daemon loaded it (empty when it was not pinned).
+type Pins interface {
 	Bridges() ([]datapath.BridgeInfo, error)
 	Ports() ([]datapath.PortInfo, error)
 	AdoptedLinks() ([]Attachment, error)
@@ -62,9 +103,19 @@ type Dataplane interface {
 	// Fresh names maps that started empty while others were adopted:
 	// everything the daemon keeps there must be written again.
 	Fresh() []string
-	FDBCapacity() uint32
 	Unpin() error
-	Close()
+}
+
+// Dataplane is every role, as the loaded switch has them: what the daemon
+// is wired with (newDaemon), not what its parts take.
+type Dataplane interface {
+	Topology
+	Table
+	Stages
+	Counters
+	Conntrack
+	Attacher
+	Pins
 }
 
 // Attachment is the program on one interface.

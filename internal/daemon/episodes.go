@@ -113,7 +113,7 @@ func (d *Daemon) lookAtEpisodes(eps *episodes, now time.Time) {
 	for _, b := range bs {
 		var full uint64
 		for _, p := range b.ports {
-			s, err := d.dp.Stats(p.slot)
+			s, err := d.counters.Stats(p.slot)
 			if err != nil {
 				continue
 			}

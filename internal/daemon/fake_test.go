@@ -21,33 +21,17 @@ import (
 	"github.com/trestle/trestle/internal/netdev"
 )
 
-// fakeDP is a Dataplane in memory. fail, when set, is asked before every
-// change and may refuse it (an injected failure).
-type fakeDP struct {
-	ports       map[uint32]datapath.PortInfo // by ifindex
-	bridges     map[uint16]datapath.BridgeInfo
-	fdb         map[string]datapath.FDBEntry
-	attached    map[string]*fakeAtt // "ifindex/mode" -> attachment
-	adopted     []Attachment
-	pinned      bool
-	fail        func(op string) error
-	ops         []string
-	fdbErr      error
-	refuse      map[int]error // XDP attach on ifindex fails
-	fresh       []string
-	vlanStage   bool
-	stats       map[uint16]tbpf.PortStats // by slot; zero when absent
-	filterCount map[uint16]datapath.FilterCounts
-	filterStage bool
-	eventsLost  uint64
+// The dataplane in memory, a fake per role (dataplane.go), so that a test
+// of one part can be given only the role it uses; fakeDP has them all.
+// They share one fakeOps: fail, when set, is asked before every change and
+// may refuse it (an injected failure); ops are the changes made, in order,
+// whichever role made them.
+type fakeOps struct {
+	fail func(op string) error
+	ops  []string
 }
 
-func newFakeDP() *fakeDP {
-	return &fakeDP{ports: map[uint32]datapath.PortInfo{}, bridges: map[uint16]datapath.BridgeInfo{},
-		fdb: map[string]datapath.FDBEntry{}, attached: map[string]*fakeAtt{}, refuse: map[int]error{}}
-}
-
-func (f *fakeDP) op(format string, args ...any) error {
+func (f *fakeOps) op(format string, args ...any) error {
 	op := fmt.Sprintf(format, args...)
 	if f.fail != nil {
 		if err := f.fail(op); err != nil {
@@ -58,227 +42,33 @@ func (f *fakeDP) op(format string, args ...any) error {
 	return nil
 }
 
-func fdbKeyOf(bridge, vlan uint16, mac net.HardwareAddr) string {
-	return fmt.Sprintf("%d/%d/%s", bridge, vlan, mac)
+// fakeDP is a Dataplane in memory: every role.
+type fakeDP struct {
+	*fakeOps
+	*fakeTopo
+	*fakeTable
+	*fakeStages
+	*fakeCounters
+	fakeConntrack
+	*fakeAttacher
+	*fakePins
+	eventsLost uint64
 }
 
-func (f *fakeDP) SetPort(p datapath.PortInfo) error {
-	vlans := ""
-	if p.PVID != 0 || p.Trunk {
-		vlans = fmt.Sprintf(" pvid %d trunk %v", p.PVID, p.VLANs)
-	}
-	if err := f.op("SetPort %d slot %d bridge %d%s", p.Ifindex, p.Slot, p.Bridge, vlans); err != nil {
-		return err
-	}
-	f.ports[p.Ifindex] = p
-	return nil
-}
-
-func (f *fakeDP) DelPort(ifindex uint32, slot uint16) error {
-	if err := f.op("DelPort %d", ifindex); err != nil {
-		return err
-	}
-	delete(f.ports, ifindex)
-	return nil
-}
-
-func (f *fakeDP) ResetPort(slot uint16) error { return nil }
-
-func (f *fakeDP) SetBridge(b datapath.BridgeInfo) error {
-	aware := ""
-	if b.VLANAware {
-		aware = fmt.Sprintf(" vlan-aware %v", b.VLANs)
-	}
-	if err := f.op("SetBridge %s%s", b.Name, aware); err != nil {
-		return err
-	}
-	b.Ports = slices.Clone(b.Ports)
-	f.bridges[b.ID] = b
-	return nil
-}
-
-func (f *fakeDP) DelBridge(id uint16) error {
-	if err := f.op("DelBridge %d", id); err != nil {
-		return err
-	}
-	delete(f.bridges, id)
-	return nil
-}
-
-func (f *fakeDP) ResetBridge(id uint16) error { return nil }
-
-func (f *fakeDP) FDB() ([]datapath.FDBEntry, error) {
-	if f.fdbErr != nil {
-		return nil, f.fdbErr
-	}
-	var out []datapath.FDBEntry
-	for _, k := range slices.Sorted(maps.Keys(f.fdb)) {
-		out = append(out, f.fdb[k])
-	}
-	return out, nil
-}
-
-func (f *fakeDP) AddFDB(e datapath.FDBEntry) error {
-	if err := f.op("AddFDB %s", e.MAC); err != nil {
-		return err
-	}
-	f.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)] = e
-	return nil
-}
-
-// learn puts a learned entry in, as the datapath would.
-func (f *fakeDP) learn(bridge, slot uint16, ifindex int, mac string, age time.Duration) {
-	m, _ := net.ParseMAC(mac)
-	f.fdb[fdbKeyOf(bridge, 0, m)] = datapath.FDBEntry{Bridge: bridge, MAC: m, Slot: slot, Ifindex: uint32(ifindex), Age: age}
-}
-
-func (f *fakeDP) DelFDB(bridge, vlan uint16, mac net.HardwareAddr) (datapath.FDBEntry, error) {
-	k := fdbKeyOf(bridge, vlan, mac)
-	e, ok := f.fdb[k]
-	if !ok {
-		return e, ebpf.ErrKeyNotExist
-	}
-	if err := f.op("DelFDB %s", mac); err != nil {
-		return e, err
-	}
-	delete(f.fdb, k)
-	return e, nil
-}
-
-func (f *fakeDP) DelFDBs(es []datapath.FDBEntry) (int, error) {
-	n := 0
-	for _, e := range es {
-		if _, err := f.DelFDB(e.Bridge, e.VLAN, e.MAC); err == nil {
-			n++
-		} else if !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-func (f *fakeDP) AgeOut(es []datapath.FDBEntry, aging func(uint16) time.Duration) ([]datapath.FDBEntry, error) {
-	var gone []datapath.FDBEntry
-	for _, e := range es {
-		if cur, ok := f.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]; ok && !cur.Static && cur.Age > aging(e.Bridge) {
-			if _, err := f.DelFDB(cur.Bridge, cur.VLAN, cur.MAC); err != nil {
-				return gone, err
-			}
-			gone = append(gone, cur)
-		}
-	}
-	return gone, nil
+func newFakeDP() *fakeDP {
+	ops := &fakeOps{}
+	topo := &fakeTopo{fakeOps: ops, ports: map[uint32]datapath.PortInfo{}, bridges: map[uint16]datapath.BridgeInfo{}}
+	table := newFakeTable(ops)
+	stages := &fakeStages{fakeOps: ops}
+	pins := &fakePins{topo: topo}
+	return &fakeDP{fakeOps: ops, fakeTopo: topo, fakeTable: table, fakeStages: stages,
+		fakeCounters: &fakeCounters{table: table}, fakePins: pins,
+		fakeAttacher: &fakeAttacher{fakeOps: ops, stages: stages, pins: pins, attached: map[string]*fakeAtt{}, refuse: map[int]error{}}}
 }
 
 // The fake reports no move (the limiter's tests feed it), only its lost count.
 func (f *fakeDP) Events() (moveReader, error) { return nil, errors.New("the fake has no event ring") }
 func (f *fakeDP) EventsLost() (uint64, error) { return f.eventsLost, nil }
-
-func (f *fakeDP) Fresh() []string     { return f.fresh }
-func (f *fakeDP) FDBCapacity() uint32 { return 1 << 20 }
-
-func (f *fakeDP) Stats(slot uint16) (tbpf.PortStats, error) { return f.stats[slot], nil }
-
-func (f *fakeDP) BridgeMACs(id uint16) (int, error) {
-	n := 0
-	for _, e := range f.fdb {
-		if e.Bridge == id && !e.Static {
-			n++
-		}
-	}
-	return n, nil
-}
-
-func (f *fakeDP) PortMACs(slot uint16) (int, error) {
-	n := 0
-	for _, e := range f.fdb {
-		if e.Slot == slot && !e.Static {
-			n++
-		}
-	}
-	return n, nil
-}
-
-func (f *fakeDP) SetVLANStage(on bool) error {
-	if err := f.op("vlan-stage %v", on); err != nil {
-		return err
-	}
-	f.vlanStage = on
-	return nil
-}
-func (f *fakeDP) VLANStage() bool { return f.vlanStage }
-
-func (f *fakeDP) SetFilterStage(on bool) error {
-	if err := f.op("filter-stage %v", on); err != nil {
-		return err
-	}
-	f.filterStage = on
-	return nil
-}
-func (f *fakeDP) FilterStage() bool { return f.filterStage }
-func (f *fakeDP) FilterCounters(id uint16) (datapath.FilterCounts, bool, error) {
-	c, ok := f.filterCount[id]
-	return c, ok, nil
-}
-func (f *fakeDP) States() ([]datapath.State, error)        { return nil, nil }
-func (f *fakeDP) AgeStates(func(uint16) bool) (int, error) { return 0, nil }
-func (f *fakeDP) VLANs() ([]datapath.VLAN, error)          { return nil, nil }
-func (f *fakeDP) VLANStats(uint16) (tbpf.VLANStats, error) { return tbpf.VLANStats{}, nil }
-
-func (f *fakeDP) Attach(ifindex int, m mode.Mode) (Attachment, error) {
-	if err := f.refuse[ifindex]; err != nil && m == mode.XDP {
-		return nil, err
-	}
-	if err := f.op("Attach %d %s", ifindex, m); err != nil {
-		return nil, err
-	}
-	a := &fakeAtt{dp: f, ifindex: ifindex, m: m, pinned: f.pinned, stage: f.vlanStage}
-	f.attached[a.key()] = a
-	return a, nil
-}
-
-func (f *fakeDP) Upgrade(a Attachment) (bool, error) {
-	fa := a.(*fakeAtt)
-	if fa.stage != f.vlanStage {
-		if err := f.op("Upgrade %d vlan-stage %v", fa.ifindex, f.vlanStage); err != nil {
-			return false, err
-		}
-		fa.stage = f.vlanStage
-		return true, nil
-	}
-	if fa.upgraded {
-		return false, nil
-	}
-	fa.upgraded = true
-	return true, nil
-}
-
-func (f *fakeDP) Bridges() ([]datapath.BridgeInfo, error) {
-	var out []datapath.BridgeInfo
-	for _, id := range slices.Sorted(maps.Keys(f.bridges)) {
-		out = append(out, f.bridges[id])
-	}
-	return out, nil
-}
-
-func (f *fakeDP) Ports() ([]datapath.PortInfo, error) {
-	var out []datapath.PortInfo
-	for _, idx := range slices.Sorted(maps.Keys(f.ports)) {
-		out = append(out, f.ports[idx])
-	}
-	return out, nil
-}
-
-func (f *fakeDP) AdoptedLinks() ([]Attachment, error) { return f.adopted, nil }
-func (f *fakeDP) Pinned() bool                        { return f.pinned }
-func (f *fakeDP) PinDir() string                      { return "" }
-func (f *fakeDP) Unpin() error                        { f.pinned = false; return nil }
-func (f *fakeDP) Close()                              {}
-
-// attachedKeys lists "ifindex/mode" of what is attached.
-func (f *fakeDP) attachedKeys() []string {
-	return slices.Sorted(maps.Keys(f.attached))
-}
 
 // snapshot is the fake's whole state, to compare before and after.
 func (f *fakeDP) snapshot() string {
@@ -297,8 +87,279 @@ func (f *fakeDP) snapshot() string {
 	return b.String()
 }
 
+// fakeTopo is the Topology: the port maps by ifindex, the bridges by id.
+type fakeTopo struct {
+	*fakeOps
+	ports   map[uint32]datapath.PortInfo
+	bridges map[uint16]datapath.BridgeInfo
+}
+
+func (f *fakeTopo) SetPort(p datapath.PortInfo) error {
+	vlans := ""
+	if p.PVID != 0 || p.Trunk {
+		vlans = fmt.Sprintf(" pvid %d trunk %v", p.PVID, p.VLANs)
+	}
+	if err := f.op("SetPort %d slot %d bridge %d%s", p.Ifindex, p.Slot, p.Bridge, vlans); err != nil {
+		return err
+	}
+	f.ports[p.Ifindex] = p
+	return nil
+}
+
+func (f *fakeTopo) DelPort(ifindex uint32, slot uint16) error {
+	if err := f.op("DelPort %d", ifindex); err != nil {
+		return err
+	}
+	delete(f.ports, ifindex)
+	return nil
+}
+
+func (f *fakeTopo) ResetPort(slot uint16) error { return nil }
+
+func (f *fakeTopo) SetBridge(b datapath.BridgeInfo) error {
+	aware := ""
+	if b.VLANAware {
+		aware = fmt.Sprintf(" vlan-aware %v", b.VLANs)
+	}
+	if err := f.op("SetBridge %s%s", b.Name, aware); err != nil {
+		return err
+	}
+	b.Ports = slices.Clone(b.Ports)
+	f.bridges[b.ID] = b
+	return nil
+}
+
+func (f *fakeTopo) DelBridge(id uint16) error {
+	if err := f.op("DelBridge %d", id); err != nil {
+		return err
+	}
+	delete(f.bridges, id)
+	return nil
+}
+
+func (f *fakeTopo) ResetBridge(id uint16) error { return nil }
+
+// fakeTable is the Table; fdbErr, when set, fails every dump.
+type fakeTable struct {
+	*fakeOps
+	fdb    map[string]datapath.FDBEntry
+	fdbErr error
+}
+
+func newFakeTable(ops *fakeOps) *fakeTable {
+	return &fakeTable{fakeOps: ops, fdb: map[string]datapath.FDBEntry{}}
+}
+
+func fdbKeyOf(bridge, vlan uint16, mac net.HardwareAddr) string {
+	return fmt.Sprintf("%d/%d/%s", bridge, vlan, mac)
+}
+
+func (f *fakeTable) FDB() ([]datapath.FDBEntry, error) {
+	if f.fdbErr != nil {
+		return nil, f.fdbErr
+	}
+	var out []datapath.FDBEntry
+	for _, k := range slices.Sorted(maps.Keys(f.fdb)) {
+		out = append(out, f.fdb[k])
+	}
+	return out, nil
+}
+
+func (f *fakeTable) AddFDB(e datapath.FDBEntry) error {
+	if err := f.op("AddFDB %s", e.MAC); err != nil {
+		return err
+	}
+	f.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)] = e
+	return nil
+}
+
+// learn puts a learned entry in, as the datapath would.
+func (f *fakeTable) learn(bridge, slot uint16, ifindex int, mac string, age time.Duration) {
+	m, _ := net.ParseMAC(mac)
+	f.fdb[fdbKeyOf(bridge, 0, m)] = datapath.FDBEntry{Bridge: bridge, MAC: m, Slot: slot, Ifindex: uint32(ifindex), Age: age}
+}
+
+func (f *fakeTable) DelFDB(bridge, vlan uint16, mac net.HardwareAddr) (datapath.FDBEntry, error) {
+	k := fdbKeyOf(bridge, vlan, mac)
+	e, ok := f.fdb[k]
+	if !ok {
+		return e, ebpf.ErrKeyNotExist
+	}
+	if err := f.op("DelFDB %s", mac); err != nil {
+		return e, err
+	}
+	delete(f.fdb, k)
+	return e, nil
+}
+
+func (f *fakeTable) DelFDBs(es []datapath.FDBEntry) (int, error) {
+	n := 0
+	for _, e := range es {
+		if _, err := f.DelFDB(e.Bridge, e.VLAN, e.MAC); err == nil {
+			n++
+		} else if !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (f *fakeTable) AgeOut(es []datapath.FDBEntry, aging func(uint16) time.Duration) ([]datapath.FDBEntry, error) {
+	var gone []datapath.FDBEntry
+	for _, e := range es {
+		if cur, ok := f.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]; ok && !cur.Static && cur.Age > aging(e.Bridge) {
+			if _, err := f.DelFDB(cur.Bridge, cur.VLAN, cur.MAC); err != nil {
+				return gone, err
+			}
+			gone = append(gone, cur)
+		}
+	}
+	return gone, nil
+}
+
+// fakeStages is the Stages.
+type fakeStages struct {
+	*fakeOps
+	vlanStage, filterStage bool
+}
+
+func (f *fakeStages) SetVLANStage(on bool) error {
+	if err := f.op("vlan-stage %v", on); err != nil {
+		return err
+	}
+	f.vlanStage = on
+	return nil
+}
+func (f *fakeStages) VLANStage() bool { return f.vlanStage }
+
+func (f *fakeStages) SetFilterStage(on bool) error {
+	if err := f.op("filter-stage %v", on); err != nil {
+		return err
+	}
+	f.filterStage = on
+	return nil
+}
+func (f *fakeStages) FilterStage() bool { return f.filterStage }
+
+// fakeCounters is the Counters: port stats and filter counts as a test
+// sets them (zero when absent), address counts from the table.
+type fakeCounters struct {
+	table       *fakeTable
+	stats       map[uint16]tbpf.PortStats // by slot
+	filterCount map[uint16]datapath.FilterCounts
+}
+
+func (f *fakeCounters) Stats(slot uint16) (tbpf.PortStats, error) { return f.stats[slot], nil }
+
+func (f *fakeCounters) BridgeMACs(id uint16) (int, error) {
+	n := 0
+	for _, e := range f.table.fdb {
+		if e.Bridge == id && !e.Static {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (f *fakeCounters) PortMACs(slot uint16) (int, error) {
+	n := 0
+	for _, e := range f.table.fdb {
+		if e.Slot == slot && !e.Static {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (f *fakeCounters) FilterCounters(id uint16) (datapath.FilterCounts, bool, error) {
+	c, ok := f.filterCount[id]
+	return c, ok, nil
+}
+func (f *fakeCounters) VLANs() ([]datapath.VLAN, error)          { return nil, nil }
+func (f *fakeCounters) VLANStats(uint16) (tbpf.VLANStats, error) { return tbpf.VLANStats{}, nil }
+
+// fakeConntrack is the Conntrack: it tracks nothing.
+type fakeConntrack struct{}
+
+func (fakeConntrack) States() ([]datapath.State, error)        { return nil, nil }
+func (fakeConntrack) AgeStates(func(uint16) bool) (int, error) { return 0, nil }
+
+// fakeAttacher is the Attacher: a program attaches with the stages as they
+// are, pinned if the dataplane is; refuse makes XDP on an ifindex fail.
+type fakeAttacher struct {
+	*fakeOps
+	stages   *fakeStages
+	pins     *fakePins
+	attached map[string]*fakeAtt // "ifindex/mode" -> attachment
+	refuse   map[int]error
+}
+
+func (f *fakeAttacher) Attach(ifindex int, m mode.Mode) (Attachment, error) {
+	if err := f.refuse[ifindex]; err != nil && m == mode.XDP {
+		return nil, err
+	}
+	if err := f.op("Attach %d %s", ifindex, m); err != nil {
+		return nil, err
+	}
+	a := &fakeAtt{att: f, ifindex: ifindex, m: m, pinned: f.pins.pinned, stage: f.stages.vlanStage}
+	f.attached[a.key()] = a
+	return a, nil
+}
+
+func (f *fakeAttacher) Upgrade(a Attachment) (bool, error) {
+	fa := a.(*fakeAtt)
+	if fa.stage != f.stages.vlanStage {
+		if err := f.op("Upgrade %d vlan-stage %v", fa.ifindex, f.stages.vlanStage); err != nil {
+			return false, err
+		}
+		fa.stage = f.stages.vlanStage
+		return true, nil
+	}
+	if fa.upgraded {
+		return false, nil
+	}
+	fa.upgraded = true
+	return true, nil
+}
+
+// attachedKeys lists "ifindex/mode" of what is attached.
+func (f *fakeAttacher) attachedKeys() []string {
+	return slices.Sorted(maps.Keys(f.attached))
+}
+
+// fakePins is the Pins: what the maps hold is the topology's; adopted and
+// fresh are what a test says an earlier daemon left.
+type fakePins struct {
+	topo    *fakeTopo
+	adopted []Attachment
+	pinned  bool
+	fresh   []string
+}
+
+func (f *fakePins) Bridges() ([]datapath.BridgeInfo, error) {
+	var out []datapath.BridgeInfo
+	for _, id := range slices.Sorted(maps.Keys(f.topo.bridges)) {
+		out = append(out, f.topo.bridges[id])
+	}
+	return out, nil
+}
+
+func (f *fakePins) Ports() ([]datapath.PortInfo, error) {
+	var out []datapath.PortInfo
+	for _, idx := range slices.Sorted(maps.Keys(f.topo.ports)) {
+		out = append(out, f.topo.ports[idx])
+	}
+	return out, nil
+}
+
+func (f *fakePins) AdoptedLinks() ([]Attachment, error) { return f.adopted, nil }
+func (f *fakePins) Pinned() bool                        { return f.pinned }
+func (f *fakePins) PinDir() string                      { return "" }
+func (f *fakePins) Fresh() []string                     { return f.fresh }
+func (f *fakePins) Unpin() error                        { f.pinned = false; return nil }
+
 type fakeAtt struct {
-	dp       *fakeDP
+	att      *fakeAttacher
 	ifindex  int
 	m        mode.Mode
 	pinned   bool
@@ -310,13 +371,13 @@ func (a *fakeAtt) key() string     { return fmt.Sprintf("%d/%s", a.ifindex, a.m)
 func (a *fakeAtt) Ifindex() int    { return a.ifindex }
 func (a *fakeAtt) Mode() mode.Mode { return a.m }
 func (a *fakeAtt) Detach() error {
-	a.dp.ops = append(a.dp.ops, "Detach "+a.key())
-	delete(a.dp.attached, a.key())
+	a.att.ops = append(a.att.ops, "Detach "+a.key())
+	delete(a.att.attached, a.key())
 	return nil
 }
 func (a *fakeAtt) Release() error {
 	if !a.pinned {
-		delete(a.dp.attached, a.key())
+		delete(a.att.attached, a.key())
 	}
 	return nil
 }

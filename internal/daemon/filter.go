@@ -128,7 +128,7 @@ func (d *Daemon) ruleShow(only string) ([]ctl.Rule, error) {
 		var counts datapath.FilterCounts
 		on := false
 		if b.cfg.Filter {
-			if counts, on, err = d.dp.FilterCounters(b.id); err != nil {
+			if counts, on, err = d.counters.FilterCounters(b.id); err != nil {
 				return nil, fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
 			}
 		}
@@ -215,7 +215,7 @@ func (d *Daemon) setRules(b *bridgeState, rules []config.Rule) error {
 		return nil // kept: in `rule show`, not applied
 	}
 	want := b.desired()
-	if err := d.dp.SetBridge(want); err != nil {
+	if err := d.topo.SetBridge(want); err != nil {
 		b.cliRules = was
 		return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
 	}
@@ -236,7 +236,7 @@ func (d *Daemon) stateShow(only string) ([]ctl.State, error) {
 	for _, b := range d.bridges {
 		byID[b.id] = b
 	}
-	ss, err := d.dp.States()
+	ss, err := d.conns.States()
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +279,6 @@ func (d *Daemon) sweepStates() error {
 		}
 	}
 	d.mu.Unlock()
-	_, err := d.dp.AgeStates(func(id uint16) bool { return keep[id] })
+	_, err := d.conns.AgeStates(func(id uint16) bool { return keep[id] })
 	return err
 }

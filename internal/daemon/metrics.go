@@ -132,14 +132,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- counter(c.events, logged[k], k)
 	}
 	ch <- counter(c.suppressed, suppressed[ctl.EventMACMove], ctl.EventMACMove)
-	if src, ok := d.dp.(eventSource); ok {
-		if n, err := src.EventsLost(); err != nil {
+	if d.moves != nil {
+		if n, err := d.moves.EventsLost(); err != nil {
 			ch <- prometheus.NewInvalidMetric(c.lost, err)
 		} else {
 			ch <- counter(c.lost, n)
 		}
 	}
-	if s, err := d.dp.Stats(0); err != nil {
+	if s, err := d.counters.Stats(0); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.unattached, err)
 	} else {
 		for i, n := range s.Drops {
@@ -149,7 +149,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	bs, _ := d.sortedBridges("")
 	for _, b := range bs {
 		name := b.cfg.Name
-		if n, err := d.dp.BridgeMACs(b.id); err != nil {
+		if n, err := d.counters.BridgeMACs(b.id); err != nil {
 			ch <- prometheus.NewInvalidMetric(c.entries, err)
 		} else {
 			ch <- gauge(c.entries, float64(n), name)
@@ -165,7 +165,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				up = 1
 			}
 			ch <- gauge(c.up, up, name, p.name(), m)
-			s, err := d.dp.Stats(p.slot)
+			s, err := d.counters.Stats(p.slot)
 			if err != nil {
 				ch <- prometheus.NewInvalidMetric(c.port[0], fmt.Errorf("bridge %s port %s: %w", name, p.name(), err))
 				continue
@@ -186,7 +186,7 @@ func (c *collector) collectFilter(ch chan<- prometheus.Metric, b *bridgeState) {
 	if !b.cfg.Filter {
 		return
 	}
-	counts, on, err := c.d.dp.FilterCounters(b.id)
+	counts, on, err := c.d.counters.FilterCounters(b.id)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.filterPackets, fmt.Errorf("bridge %s: %w", b.cfg.Name, err))
 		return
@@ -223,7 +223,7 @@ func (c *collector) collectVLANs(ch chan<- prometheus.Metric, bs []*bridgeState)
 	if !aware {
 		return
 	}
-	held, err := c.d.dp.VLANs()
+	held, err := c.d.counters.VLANs()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.vlan[0], err)
 		return
@@ -236,7 +236,7 @@ func (c *collector) collectVLANs(ch chan<- prometheus.Metric, bs []*bridgeState)
 		for _, vid := range b.vlans() {
 			var s tbpf.VLANStats
 			if idx, ok := index[[2]uint16{b.id, vid}]; ok {
-				if s, err = c.d.dp.VLANStats(idx); err != nil {
+				if s, err = c.d.counters.VLANStats(idx); err != nil {
 					ch <- prometheus.NewInvalidMetric(c.vlan[0], fmt.Errorf("bridge %s VLAN %d: %w", b.cfg.Name, vid, err))
 					continue
 				}

@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"slices"
 
-	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/mode"
@@ -283,32 +282,4 @@ func samePortInfo(a, b *datapath.PortInfo) bool {
 		return a == b
 	}
 	return a.Equal(*b)
-}
-
-// alloc hands out bridge ids and port slots. A slot or id whose entries
-// could not be flushed is dirty: it is not given out until a flush works,
-// so that no new port inherits another's entries.
-type alloc struct {
-	slotUsed, slotDirty [tbpf.MaxPorts]bool
-	idUsed, idDirty     [tbpf.MaxBridges + 1]bool
-}
-
-func (a *alloc) slot() (uint16, error) {
-	for i := 1; i < len(a.slotUsed); i++ {
-		if !a.slotUsed[i] && !a.slotDirty[i] {
-			a.slotUsed[i] = true
-			return uint16(i), nil
-		}
-	}
-	return 0, fmt.Errorf("no free port slot: at most %d ports", len(a.slotUsed)-1)
-}
-
-func (a *alloc) id() (uint16, error) {
-	for i := 1; i < len(a.idUsed); i++ {
-		if !a.idUsed[i] && !a.idDirty[i] {
-			a.idUsed[i] = true
-			return uint16(i), nil
-		}
-	}
-	return 0, fmt.Errorf("no free bridge id: at most %d bridges", len(a.idUsed)-1)
 }

@@ -186,9 +186,9 @@ func (d realDataplane) Events() (moveReader, error) { return d.Datapath.Events()
 // up with is lost, and counted.
 func (d *Daemon) watchEvents(ctx context.Context) {
 	var rd moveReader
-	if src, ok := d.dp.(eventSource); ok {
+	if d.moves != nil {
 		var err error
-		if rd, err = src.Events(); err != nil {
+		if rd, err = d.moves.Events(); err != nil {
 			d.log.Warn("mac moves will not be logged", "err", err)
 		}
 	}

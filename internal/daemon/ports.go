@@ -89,7 +89,7 @@ func (d *Daemon) preparePorts(c *change, b *bridgeState) (*bridgePorts, error) {
 	for _, p := range b.ports {
 		was[p] = p.mode != "" && p.running
 		if slices.Contains(c.newSlots, p.slot) {
-			if err := d.dp.ResetPort(p.slot); err != nil {
+			if err := d.topo.ResetPort(p.slot); err != nil {
 				return nil, fmt.Errorf("bridge %q: port %q: %w", b.cfg.Name, p.name(), err)
 			}
 		}
@@ -258,7 +258,7 @@ func (d *Daemon) attach(c *change, cd *candidate, m mode.Mode, why string, j *jo
 	}
 	if a == nil || a.Mode() != m {
 		var err error
-		if a, err = d.dp.Attach(idx, m); err != nil {
+		if a, err = d.attacher.Attach(idx, m); err != nil {
 			return err
 		}
 		c.made[idx] = a

@@ -113,12 +113,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 				f.peer.Close()
 			}
 		}
-		for _, s := range c.newSlots {
-			d.alloc.slotUsed[s] = false
-		}
-		for _, id := range c.newIDs {
-			d.alloc.idUsed[id] = false
-		}
+		d.alloc.giveBack(c.newSlots, c.newIDs)
 		return err
 	}
 	d.finalize(c)
@@ -139,12 +134,7 @@ func (d *Daemon) plan(cfg *config.Config) (*change, error) {
 	}
 	c := &change{next: map[string]*bridgeState{}, attached: map[int]Attachment{}, made: map[int]Attachment{}, peers: map[int]*peerFix{}}
 	fail := func(err error) (*change, error) {
-		for _, s := range c.newSlots {
-			d.alloc.slotUsed[s] = false
-		}
-		for _, id := range c.newIDs {
-			d.alloc.idUsed[id] = false
-		}
+		d.alloc.giveBack(c.newSlots, c.newIDs)
 		return nil, err
 	}
 	kept := map[*portState]bool{}
@@ -229,8 +219,8 @@ type stageSwitch struct {
 
 func (d *Daemon) stageSwitches() []stageSwitch {
 	return []stageSwitch{
-		{"VLAN stage", "a bridge is VLAN-aware", (*change).anyVLANAware, d.dp.VLANStage, d.dp.SetVLANStage},
-		{"filter stage", "a bridge's filter is on", (*change).anyFilter, d.dp.FilterStage, d.dp.SetFilterStage},
+		{"VLAN stage", "a bridge is VLAN-aware", (*change).anyVLANAware, d.stages.VLANStage, d.stages.SetVLANStage},
+		{"filter stage", "a bridge's filter is on", (*change).anyFilter, d.stages.FilterStage, d.stages.SetFilterStage},
 	}
 }
 
@@ -280,7 +270,7 @@ func (d *Daemon) stagesOff(c *change) {
 func (d *Daemon) upgradeAll(attached map[int]Attachment) error {
 	var errs []error
 	for _, a := range attached {
-		if _, err := d.dp.Upgrade(a); err != nil {
+		if _, err := d.attacher.Upgrade(a); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -313,13 +303,13 @@ func (d *Daemon) commit(c *change, j *journal) error {
 		}
 		old := *p.written
 		if claimed[int(old.Ifindex)] {
-			j.add("hand port "+p.name()+" over", func() error { return d.dp.SetPort(old) })
+			j.add("hand port "+p.name()+" over", func() error { return d.topo.SetPort(old) })
 			continue
 		}
-		if err := d.dp.DelPort(old.Ifindex, old.Slot); err != nil {
+		if err := d.topo.DelPort(old.Ifindex, old.Slot); err != nil {
 			return fmt.Errorf("bridge %q: remove port %q: %w", p.bridge.cfg.Name, p.name(), err)
 		}
-		j.add("remove port "+p.name(), func() error { return d.dp.SetPort(old) })
+		j.add("remove port "+p.name(), func() error { return d.topo.SetPort(old) })
 	}
 	// Then the bridges' flood lists, before the ports they name are
 	// announced: a port that moves leaves its old bridge's floods before it
@@ -329,7 +319,7 @@ func (d *Daemon) commit(c *change, j *journal) error {
 	var turnAware []*bridgeState
 	for _, b := range c.order {
 		if slices.Contains(c.newIDs, b.id) {
-			if err := d.dp.ResetBridge(b.id); err != nil {
+			if err := d.topo.ResetBridge(b.id); err != nil {
 				return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
 			}
 		}
@@ -370,10 +360,10 @@ func (d *Daemon) commit(c *change, j *journal) error {
 			continue
 		}
 		old := *b.info
-		if err := d.dp.DelBridge(b.id); err != nil {
+		if err := d.topo.DelBridge(b.id); err != nil {
 			return fmt.Errorf("bridge %q: remove: %w", b.cfg.Name, err)
 		}
-		j.add("remove bridge "+b.cfg.Name, func() error { return d.dp.SetBridge(old) })
+		j.add("remove bridge "+b.cfg.Name, func() error { return d.topo.SetBridge(old) })
 	}
 	for _, b := range c.order {
 		if err := d.commitStatics(c, b, j); err != nil {
@@ -383,7 +373,7 @@ func (d *Daemon) commit(c *change, j *journal) error {
 	// Every map now says what the next model says: adopted programs (of an
 	// earlier daemon, perhaps an older build) move to this one's, in place.
 	for idx, a := range c.attached {
-		changed, err := d.dp.Upgrade(a)
+		changed, err := d.attacher.Upgrade(a)
 		if err == nil && !changed {
 			continue
 		}
@@ -411,15 +401,15 @@ func (d *Daemon) writeBridge(b *bridgeState, want datapath.BridgeInfo, j *journa
 	if sameBridgeInfo(&want, b.info) {
 		return nil
 	}
-	if err := d.dp.SetBridge(want); err != nil {
+	if err := d.topo.SetBridge(want); err != nil {
 		return err // it names the bridge
 	}
 	old := b.info
 	j.add("write bridge "+b.cfg.Name, func() error {
 		if old == nil {
-			return d.dp.DelBridge(want.ID)
+			return d.topo.DelBridge(want.ID)
 		}
-		return d.dp.SetBridge(*old)
+		return d.topo.SetBridge(*old)
 	})
 	b.info = &want
 	return nil
@@ -429,17 +419,17 @@ func (d *Daemon) writeBridge(b *bridgeState, want datapath.BridgeInfo, j *journa
 func (d *Daemon) writePort(p *portState, want *datapath.PortInfo, j *journal) error {
 	old := p.written
 	if want == nil {
-		if err := d.dp.DelPort(old.Ifindex, old.Slot); err != nil {
+		if err := d.topo.DelPort(old.Ifindex, old.Slot); err != nil {
 			return fmt.Errorf("remove port %q: %w", p.name(), err)
 		}
-	} else if err := d.dp.SetPort(*want); err != nil {
+	} else if err := d.topo.SetPort(*want); err != nil {
 		return fmt.Errorf("write port %q: %w", p.name(), err)
 	}
 	j.add("write port "+p.name(), func() error {
 		if old == nil {
-			return d.dp.DelPort(want.Ifindex, want.Slot)
+			return d.topo.DelPort(want.Ifindex, want.Slot)
 		}
-		return d.dp.SetPort(*old)
+		return d.topo.SetPort(*old)
 	})
 	p.written = want
 	return nil
@@ -486,15 +476,15 @@ func (d *Daemon) commitStatics(c *change, b *bridgeState, j *journal) error {
 			continue
 		}
 		e := datapath.FDBEntry{Bridge: b.id, VLAN: w.VLAN, MAC: w.MAC, Ifindex: uint32(w.Ifindex), Slot: w.Slot, Static: true, User: w.User}
-		if err := d.dp.AddFDB(e); err != nil {
+		if err := d.table.AddFDB(e); err != nil {
 			return fmt.Errorf("write static entry %s vlan %d: %w", w.MAC, w.VLAN, err)
 		}
 		old, had := b.written[k]
 		j.add("write static "+k, func() error {
 			if had {
-				return d.dp.AddFDB(datapath.FDBEntry{Bridge: b.id, VLAN: old.VLAN, MAC: old.MAC, Ifindex: uint32(old.Ifindex), Slot: old.Slot, Static: true, User: old.User})
+				return d.table.AddFDB(datapath.FDBEntry{Bridge: b.id, VLAN: old.VLAN, MAC: old.MAC, Ifindex: uint32(old.Ifindex), Slot: old.Slot, Static: true, User: old.User})
 			}
-			_, err := d.dp.DelFDB(b.id, w.VLAN, w.MAC)
+			_, err := d.table.DelFDB(b.id, w.VLAN, w.MAC)
 			return err
 		})
 		b.written[k] = w
@@ -525,7 +515,7 @@ func (d *Daemon) finalize(c *change) {
 	d.attached, d.peers = c.attached, c.peers
 	c.closePeerCands()
 	for _, s := range c.staleStatics {
-		if _, err := d.dp.DelFDB(s.b.id, s.s.VLAN, s.s.MAC); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		if _, err := d.table.DelFDB(s.b.id, s.s.VLAN, s.s.MAC); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			d.log.Warn("delete static entry", "bridge", s.b.cfg.Name, "mac", s.s.MAC, "err", err)
 		}
 	}
@@ -566,7 +556,7 @@ func (d *Daemon) release(c *change) {
 	slots, ids := map[slotKey]bool{}, map[uint16]bool{}
 	for _, p := range c.removedPorts {
 		slots[slotKey{p.bridge.id, p.slot}] = true
-		d.alloc.slotUsed[p.slot] = false
+		d.alloc.freeSlot(p.slot)
 	}
 	for _, p := range c.stopped {
 		slots[slotKey{p.bridge.id, p.slot}] = true
@@ -578,7 +568,7 @@ func (d *Daemon) release(c *change) {
 	}
 	for _, b := range c.removedBridges {
 		ids[b.id] = true
-		d.alloc.idUsed[b.id] = false
+		d.alloc.freeID(b.id)
 	}
 	if len(slots) == 0 && len(ids) == 0 && len(c.vlanMoved) == 0 && len(c.flipped) == 0 {
 		return
@@ -601,10 +591,10 @@ func (d *Daemon) release(c *change) {
 	}
 	d.log.Error("flush of removed or stopped ports' entries failed; their slots and ids are not reused until a sweep flushes them", "err", err)
 	for _, p := range c.removedPorts {
-		d.alloc.slotDirty[p.slot] = true
+		d.alloc.dirtySlot(p.slot)
 	}
 	for _, b := range c.removedBridges {
-		d.alloc.idDirty[b.id] = true
+		d.alloc.dirtyID(b.id)
 	}
 }
 
@@ -628,7 +618,7 @@ func (d *Daemon) flushSlot(b *bridgeState, slot uint16) bool {
 // flush deletes the entries match selects, from a full dump (FDB returns
 // an error, never a partial table); a delete that fails fails the flush.
 func (d *Daemon) flush(match func(datapath.FDBEntry) bool) error {
-	es, err := d.dp.FDB()
+	es, err := d.table.FDB()
 	if err != nil {
 		return err
 	}
@@ -638,7 +628,7 @@ func (d *Daemon) flush(match func(datapath.FDBEntry) bool) error {
 			gone = append(gone, e)
 		}
 	}
-	_, err = d.dp.DelFDBs(gone)
+	_, err = d.table.DelFDBs(gone)
 	return err
 }
 
@@ -709,14 +699,14 @@ func (d *Daemon) portGone(p *portState, why string) {
 		if sameBridgeInfo(&want, tb.info) {
 			continue
 		}
-		if err := d.dp.SetBridge(want); err != nil {
+		if err := d.topo.SetBridge(want); err != nil {
 			d.log.Error("update bridge", "bridge", tb.cfg.Name, "err", err)
 		} else {
 			tb.info = &want
 		}
 	}
 	if p.written != nil {
-		if err := d.dp.DelPort(p.written.Ifindex, p.written.Slot); err != nil {
+		if err := d.topo.DelPort(p.written.Ifindex, p.written.Slot); err != nil {
 			d.log.Error("remove port", "bridge", b.cfg.Name, "port", p.name(), "err", err)
 		} else {
 			p.written = nil
@@ -728,9 +718,9 @@ func (d *Daemon) portGone(p *portState, why string) {
 		// clean slot to give, the port keeps its own (marked dirty, so
 		// never given out twice) and its stale entries meet the egress
 		// check until a sweep flushes them.
-		d.alloc.slotDirty[p.slot] = true
-		if s, err := d.alloc.slot(); err == nil && d.dp.ResetPort(s) == nil {
-			d.alloc.slotUsed[p.slot] = false
+		d.alloc.dirtySlot(p.slot)
+		if s, err := d.alloc.slot(); err == nil && d.topo.ResetPort(s) == nil {
+			d.alloc.freeSlot(p.slot)
 			p.slot = s
 		}
 	}

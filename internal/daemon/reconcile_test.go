@@ -434,7 +434,7 @@ func TestFailedFlushKeepsSlot(t *testing.T) {
 	w.dp.learn(w.d.bridges["br0"].id, p2.slot, p2.ifindex, "02:00:00:00:00:02", time.Second)
 	w.dp.fdbErr = errors.New("injected: dump failed")
 	w.mustApply(bridges("br0=p1"))
-	if !w.d.alloc.slotDirty[p2.slot] {
+	if !w.d.alloc.slotIsDirty(p2.slot) {
 		t.Fatalf("p2's slot %d is not dirty after a failed flush", p2.slot)
 	}
 	w.mustApply(bridges("br0=p1,p3"))
@@ -448,8 +448,8 @@ func TestFailedFlushKeepsSlot(t *testing.T) {
 	if err := w.d.sweep(); err != nil {
 		t.Fatal(err)
 	}
-	if w.d.alloc.slotDirty[p2.slot] || len(w.dp.fdb) != 0 {
-		t.Errorf("after sweeps: dirty %v, table %s", w.d.alloc.slotDirty[p2.slot], w.dp.snapshot())
+	if w.d.alloc.slotIsDirty(p2.slot) || len(w.dp.fdb) != 0 {
+		t.Errorf("after sweeps: dirty %v, table %s", w.d.alloc.slotIsDirty(p2.slot), w.dp.snapshot())
 	}
 }
 
@@ -508,7 +508,7 @@ func (w *world) pinned(ports []Link, links []Link) {
 	}
 	w.dp.bridges[1] = b
 	for _, l := range links {
-		a := &fakeAtt{dp: w.dp, ifindex: l.Index, m: mode.TC, pinned: true}
+		a := &fakeAtt{att: w.dp.fakeAttacher, ifindex: l.Index, m: mode.TC, pinned: true}
 		w.dp.attached[a.key()] = a
 		w.dp.adopted = append(w.dp.adopted, a)
 	}

@@ -1,0 +1,188 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/netnsutil"
+)
+
+// DownResult is what `trestle down` did.
+type DownResult struct {
+	Instance      string   `json:"instance"`
+	PinDir        string   `json:"pin_dir"`
+	Detached      []string `json:"detached"`
+	PeersRestored []string `json:"peers_restored"`
+	Found         bool     `json:"found"`
+}
+
+// Down removes the persisted datapath of the daemon that listens (or
+// listened) on socket in this network namespace: it detaches its programs,
+// unpins its maps and gives the veth peers it changed their settings back.
+// It refuses while that daemon runs.
+func Down(socket string) (DownResult, error) {
+	if err := ctl.Call(socket, ctl.Request{Cmd: ctl.CmdShow}, nil); err == nil {
+		return DownResult{}, fmt.Errorf("a daemon is running on %s: stop it first (with persist it leaves the datapath forwarding, which this then removes)", socket)
+	}
+	inst, err := InstanceOf(socket)
+	if err != nil {
+		return DownResult{}, err
+	}
+	res := DownResult{Instance: inst.Name, PinDir: inst.PinDir}
+	st := &stateDir{dir: inst.StateDir}
+	var recorded stateFile
+	if _, err := os.Stat(inst.StateDir); err == nil {
+		res.Found = true
+		if recorded, err = st.load(); err != nil {
+			return res, err
+		}
+	}
+	// The programs go first, then the peers they needed.
+	if bpffsErr := datapath.CheckBPFFS(); bpffsErr == nil {
+		if _, err := os.Stat(inst.PinDir); err == nil {
+			res.Found = true
+		}
+		did, err := datapath.Down(inst.PinDir)
+		res.Detached = did
+		if err != nil {
+			return res, err
+		}
+	} else if recorded.Persist {
+		return res, fmt.Errorf("the daemon pinned its datapath, and %w", bpffsErr)
+	}
+	sys := netlinkSystem{}
+	for _, r := range recorded.Peers {
+		peer, err := sys.FindPeer(r.Port, r.Peer.Netns)
+		if err != nil {
+			continue // gone with its veth
+		}
+		f := &peerFix{peer: peer, orig: r.Original}
+		err = f.restore()
+		peer.Close()
+		if err != nil {
+			return res, err
+		}
+		res.PeersRestored = append(res.PeersRestored, peer.String())
+	}
+	if err := st.remove(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// DownStale removes the persisted datapaths whose network namespace no
+// longer exists (their interfaces went with it, so they forward nothing;
+// their maps would stay pinned until reboot), and the state directories of
+// daemons of such namespaces. It returns the pin directories it removed.
+func DownStale() ([]string, error) {
+	live, err := liveNetnsCookies()
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for cookie := range instanceCookies() {
+		if live[cookie] {
+			continue
+		}
+		gone, err := DownNetns(cookie, false)
+		removed = append(removed, gone...)
+		if err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// instanceCookies are the network namespaces (by cookie) that have a pinned
+// datapath or a state directory.
+func instanceCookies() map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, root := range []string{datapath.PinRoot, StateRoot} {
+		ents, _ := os.ReadDir(root)
+		for _, e := range ents {
+			var cookie uint64
+			var hash string
+			if n, _ := fmt.Sscanf(e.Name(), "ns%d-%s", &cookie, &hash); e.IsDir() && n == 2 {
+				out[cookie] = true
+			}
+		}
+	}
+	return out
+}
+
+// DownNetns removes the persisted datapaths and the state directories of
+// the daemons of a network namespace that is gone, named by its cookie
+// (Instance), and returns their pin directories. Unless deleted says the
+// caller deleted the namespace itself (whose interfaces then go a moment
+// later), a datapath whose links still hold an interface is left: its
+// namespace lives on (one kept by a bind mount outside /run/netns is not
+// found by liveNetnsCookies).
+func DownNetns(cookie uint64, deleted bool) ([]string, error) {
+	if cookie == 0 {
+		return nil, nil
+	}
+	prefix := fmt.Sprintf("ns%d-", cookie)
+	names := map[string]bool{}
+	for _, root := range []string{datapath.PinRoot, StateRoot} {
+		ents, _ := os.ReadDir(root)
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+				names[e.Name()] = true
+			}
+		}
+	}
+	var removed []string
+	for name := range names {
+		pins := filepath.Join(datapath.PinRoot, name)
+		if n, err := datapath.Holding(pins); !deleted && (err != nil || n > 0) {
+			continue
+		}
+		if _, err := datapath.Down(pins); err != nil {
+			return removed, fmt.Errorf("instance %s: %w", name, err)
+		}
+		if err := os.RemoveAll(filepath.Join(StateRoot, name)); err != nil {
+			return removed, fmt.Errorf("instance %s: %w", name, err)
+		}
+		removed = append(removed, pins)
+	}
+	return removed, nil
+}
+
+// liveNetnsCookies are the cookies of every network namespace reachable by
+// name (ip netns) or through a process.
+func liveNetnsCookies() (map[uint64]bool, error) {
+	cookies := map[uint64]bool{}
+	own, err := datapath.NetnsCookie()
+	if err != nil {
+		return nil, err
+	}
+	cookies[own] = true
+	named, _ := filepath.Glob("/run/netns/*")
+	procs, _ := filepath.Glob("/proc/[0-9]*/ns/net")
+	seen := map[string]bool{}
+	for _, path := range append(named, procs...) {
+		h, err := netns.GetFromPath(path)
+		if err != nil {
+			continue
+		}
+		id, err := netnsutil.Inode(h)
+		if err == nil && !seen[id] {
+			seen[id] = true
+			_ = netnsutil.DoHandle(h, func() error {
+				c, err := datapath.NetnsCookie()
+				if err == nil {
+					cookies[c] = true
+				}
+				return err
+			})
+		}
+		h.Close()
+	}
+	return cookies, nil
+}
