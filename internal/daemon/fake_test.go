@@ -90,8 +90,9 @@ func (f *fakeDP) snapshot() string {
 // fakeTopo is the Topology: the port maps by ifindex, the bridges by id.
 type fakeTopo struct {
 	*fakeOps
-	ports   map[uint32]datapath.PortInfo
-	bridges map[uint16]datapath.BridgeInfo
+	ports    map[uint32]datapath.PortInfo
+	bridges  map[uint16]datapath.BridgeInfo
+	resetErr error // when set, fails every ResetPort
 }
 
 func (f *fakeTopo) SetPort(p datapath.PortInfo) error {
@@ -114,7 +115,7 @@ func (f *fakeTopo) DelPort(ifindex uint32, slot uint16) error {
 	return nil
 }
 
-func (f *fakeTopo) ResetPort(slot uint16) error { return nil }
+func (f *fakeTopo) ResetPort(slot uint16) error { return f.resetErr }
 
 func (f *fakeTopo) SetBridge(b datapath.BridgeInfo) error {
 	aware := ""

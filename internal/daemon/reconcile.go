@@ -719,9 +719,13 @@ func (d *Daemon) portGone(p *portState, why string) {
 		// never given out twice) and its stale entries meet the egress
 		// check until a sweep flushes them.
 		d.alloc.dirtySlot(p.slot)
-		if s, err := d.alloc.slot(); err == nil && d.topo.ResetPort(s) == nil {
-			d.alloc.freeSlot(p.slot)
-			p.slot = s
+		if s, err := d.alloc.slot(); err == nil {
+			if d.topo.ResetPort(s) == nil {
+				d.alloc.freeSlot(p.slot)
+				p.slot = s
+			} else {
+				d.alloc.freeSlot(s) // no port holds it: give it back
+			}
 		}
 	}
 	p.ifindex = 0

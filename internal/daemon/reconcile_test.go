@@ -453,6 +453,42 @@ func TestFailedFlushKeepsSlot(t *testing.T) {
 	}
 }
 
+// A port whose interface is deleted while its flush fails moves to a clean
+// slot; when the clean slot's counters cannot be reset, the port keeps its
+// own and the slot it was offered is given back, not held by no port.
+func TestGoneFailedResetGivesSlotBack(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2", "p3"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1,p2,p3"))
+	p3 := w.port("br0", "p3")
+	old := p3.slot
+	w.dp.learn(w.d.bridges["br0"].id, p3.slot, p3.ifindex, "02:00:00:00:00:03", time.Second)
+	free := 0
+	for s := uint16(1); s < uint16(len(w.d.alloc.slots)); s++ {
+		if !w.d.alloc.slots[s].used && !w.d.alloc.slots[s].dirty {
+			free++
+		}
+	}
+	w.dp.fdbErr = errors.New("injected: dump failed")
+	w.dp.resetErr = errors.New("injected: reset failed")
+	w.sys.del("p3")
+	w.d.reconcile()
+	if p := w.port("br0", "p3"); p.slot != old || !w.d.alloc.slotIsDirty(old) {
+		t.Fatalf("p3 after a failed flush and reset: slot %d (was %d), dirty %v", p.slot, old, w.d.alloc.slotIsDirty(old))
+	}
+	after := 0
+	for s := uint16(1); s < uint16(len(w.d.alloc.slots)); s++ {
+		if !w.d.alloc.slots[s].used && !w.d.alloc.slots[s].dirty {
+			after++
+		}
+	}
+	if after != free {
+		t.Errorf("free clean slots: %d before, %d after: the slot offered to p3 leaked", free, after)
+	}
+}
+
 // Adoption: a pinned dataplane's bridges, ports, links and static entries
 // become the model, and a config that still has them changes nothing:
 // no attach, no detach, no port or entry removed; links are upgraded in
