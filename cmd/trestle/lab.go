@@ -204,11 +204,13 @@ Examples:
 			f := cmd.Flags()
 			var err error
 			if f.Changed("dut") {
-				sc.DUTs = splitDUTs(duts)
-				for _, d := range sc.DUTs {
-					if _, err := lab.ParseDUT(d); err != nil {
+				sc.DUTs = nil
+				for _, d := range splitDUTs(duts) {
+					spec, err := lab.ParseSpec(d)
+					if err != nil {
 						return fmt.Errorf("--dut: %w", err)
 					}
+					sc.DUTs = append(sc.DUTs, spec)
 				}
 			}
 			if f.Changed("sizes") {

@@ -252,7 +252,7 @@ func init() {
 			"Open vSwitch's userspace datapath forwards on one PMD thread, which needs a core of its own and has none spare there (at 2 CPUs it shares one with a generator thread, and the report says so). " +
 			"On a bigger machine give the counts: --cpus 1,2,4,8 (each at most the machine's CPUs, which the lab checks); with a CPU beyond the largest count, the DUT's own threads (the PMD) get it. " +
 			"direct, the floor, the Linux bridge, trestle in xdp and in its default (tc) mode, Open vSwitch; 3 repetitions, about 15 minutes on 2 CPUs",
-		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp", "trestle", "ovs"},
+		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "trestle", "ovs"),
 		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestCores}, Reps: 3, Timing: DefaultTiming,
 		CoreCounts: counts,
 	}

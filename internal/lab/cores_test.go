@@ -12,7 +12,7 @@ import (
 // without privileges.
 func TestCoresScenario(t *testing.T) {
 	s := Scenarios["cores"]
-	if !s.has(TestCores) || s.Hosts != 2 || len(s.CoreCounts) == 0 || s.CoreCounts[0] != 1 || !slices.Contains(s.DUTs, "trestle:xdp") || !slices.Contains(s.DUTs, "direct") {
+	if !s.has(TestCores) || s.Hosts != 2 || len(s.CoreCounts) == 0 || s.CoreCounts[0] != 1 || !slices.Contains(SpecTexts(s.DUTs), "trestle:xdp") || !slices.Contains(SpecTexts(s.DUTs), "direct") {
 		t.Errorf("cores: %+v", s)
 	}
 	cpus, err := AllowedCPUs()
@@ -59,13 +59,13 @@ func TestCoresScenario(t *testing.T) {
 	// Every veth end gets the largest count's queues, direct's too; other
 	// scenarios keep one.
 	s.CoreCounts = []int{1, 2}
-	if q := s.shape("direct", 0).Queues; q != 2 {
+	if q := s.shape(mustSpec("direct"), 0).Queues; q != 2 {
 		t.Errorf("direct's queues %d, want 2", q)
 	}
-	if q := s.shape("trestle:xdp", 1).Queues; q != 2 {
+	if q := s.shape(mustSpec("trestle:xdp"), 1).Queues; q != 2 {
 		t.Errorf("the bridge's queues %d, want 2", q)
 	}
-	if q := Scenarios["quick"].shape("trestle:xdp", 1).Queues; q != 0 {
+	if q := Scenarios["quick"].shape(mustSpec("trestle:xdp"), 1).Queues; q != 0 {
 		t.Errorf("quick's queues %d, want 0 (one)", q)
 	}
 	// Open vSwitch's AF_XDP ports get a socket on every queue.
@@ -134,7 +134,7 @@ func TestExecuteCores(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := DefaultCoreCounts(min(len(cpus), 2))
-	sc := Scenario{Name: "test", DUTs: []string{"direct", "floor"}, Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestCores},
+	sc := Scenario{Name: "test", DUTs: MustSpecs("direct", "floor"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestCores},
 		CoreCounts: counts, Reps: 1, Timing: tinyTiming()}
 	before := ours(t, "tl")
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "auto", WorkDir: t.TempDir()})
@@ -161,7 +161,7 @@ func TestExecuteCores(t *testing.T) {
 			t.Errorf("%s: record %+v, param %q", r.DUT, c, r.Param)
 		}
 	}
-	for _, d := range sc.DUTs {
+	for _, d := range SpecTexts(sc.DUTs) {
 		if !slices.Equal(seen[d], counts) {
 			t.Errorf("%s: figures at %v CPUs, want %v", d, seen[d], counts)
 		}

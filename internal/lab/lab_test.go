@@ -171,7 +171,7 @@ func tinyScenario(duts []string, chain ...int) Scenario {
 	if len(chain) == 0 {
 		chain = []int{1}
 	}
-	return Scenario{Name: "test", DUTs: duts, Hosts: 2, Chain: chain, Sizes: []FrameSize{"64"},
+	return Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 2, Chain: chain, Sizes: []FrameSize{"64"},
 		Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: time.Second, Reps: 1, Timing: tinyTiming()}
 }
 
@@ -213,7 +213,7 @@ func runUnits(t *testing.T, bin string, sc Scenario, allowed map[string]string, 
 	for _, u := range run.Units {
 		units[u.DUT] = u
 	}
-	for _, d := range sc.DUTs {
+	for _, d := range SpecTexts(sc.DUTs) {
 		u := units[d]
 		if u.Skipped != "" {
 			if why, ok := allowed[d]; !ok || !strings.Contains(u.Skipped, ErrUnavailable.Error()) || !strings.Contains(u.Skipped, why) {
@@ -249,13 +249,13 @@ func checkVariantScenario(t *testing.T, name, knob string, families []string, li
 	if !ok || s.Unavailable != "" {
 		t.Fatalf("%s: %+v", name, s)
 	}
-	for _, d := range s.DUTs {
+	for _, d := range SpecTexts(s.DUTs) {
 		if _, err := ParseDUT(d); err != nil {
 			t.Errorf("DUT %s: %v", d, err)
 		}
 	}
 	for _, d := range families {
-		if !slices.Contains(s.DUTs, d) || !slices.Contains(s.DUTs, d+"@"+knob) {
+		if !slices.Contains(SpecTexts(s.DUTs), d) || !slices.Contains(SpecTexts(s.DUTs), d+"@"+knob) {
 			t.Errorf("%s and %s@%s not both in %v", d, d, knob, s.DUTs)
 		}
 	}
@@ -264,7 +264,7 @@ func checkVariantScenario(t *testing.T, name, knob string, families []string, li
 		if test == TestSpan {
 			test = TestThroughput // span comes with each mirrored throughput
 		}
-		if !slices.Contains(s.DUTs, g.DUT) || g.Base != "" && !slices.Contains(s.DUTs, g.Base) || !s.has(test) {
+		if !slices.Contains(SpecTexts(s.DUTs), g.DUT) || g.Base != "" && !slices.Contains(SpecTexts(s.DUTs), g.Base) || !s.has(test) {
 			t.Errorf("goal %s: not measured by the scenario", g)
 		}
 	}
@@ -317,7 +317,7 @@ func TestExecute(t *testing.T) {
 
 	// A DUT that fails to start: the unit is recorded as failed, the run
 	// goes on, and its namespaces are gone too.
-	sc.DUTs = []string{"trestle", "direct"}
+	sc.DUTs = MustSpecs("trestle", "direct")
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: "/nonexistent/trestle", WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -339,7 +339,7 @@ func TestExecute(t *testing.T) {
 // TestExecuteCancelled: Ctrl-C in the middle of a trial leaves nothing.
 func TestExecuteCancelled(t *testing.T) {
 	requireRoot(t)
-	sc := Scenario{Name: "test", DUTs: []string{"linux-bridge"}, Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"},
+	sc := Scenario{Name: "test", DUTs: MustSpecs("linux-bridge"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"},
 		Tests: []string{TestThroughput}, Reps: 1, Timing: DefaultTiming}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -360,7 +360,7 @@ func TestTableCheck(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
 	duts := []string{"linux-bridge", "trestle:xdp"}
-	sc := Scenario{Name: "test", DUTs: duts, Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
+	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
 		Tests: []string{TestTable}, TableSizes: []int{2000}, Reps: 1, Timing: tinyTiming()}
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
@@ -402,3 +402,6 @@ func TestTableCheckText(t *testing.T) {
 		}
 	}
 }
+
+// mustSpec is a DUT spec of a test, which parses.
+func mustSpec(text string) Spec { return MustSpecs(text)[0] }

@@ -323,12 +323,12 @@ func TestExecuteBidirectional(t *testing.T) {
 			lat[r.DUT+" rfc"]++
 		}
 	}
-	for _, d := range sc.DUTs {
+	for _, d := range SpecTexts(sc.DUTs) {
 		if lat[d+" rfc"] != 1 {
 			t.Errorf("%s: %d latency results at 100%% of the NDR, want 1", d, lat[d+" rfc"])
 		}
 	}
-	for _, d := range sc.DUTs {
+	for _, d := range SpecTexts(sc.DUTs) {
 		if lat[d] != len(CSITLoadShares) {
 			t.Errorf("%s: %d latency-load results, want %d", d, lat[d], len(CSITLoadShares))
 		}
@@ -385,7 +385,7 @@ func TestSearchPDRFromNDRConfirmation(t *testing.T) {
 // per DUT with every size.
 func TestPlanBySize(t *testing.T) {
 	s := Scenarios["rfc2544"]
-	s.DUTs = []string{"floor", "linux-bridge", "trestle:xdp"}
+	s.DUTs = MustSpecs("floor", "linux-bridge", "trestle:xdp")
 	s.Sizes = []FrameSize{"64", "128"}
 	s.Reps = 2
 	var got []string

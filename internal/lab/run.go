@@ -124,7 +124,7 @@ type Config struct {
 
 type unit struct {
 	rep   int
-	dut   string
+	dut   Spec
 	chain int
 	size  FrameSize // a BySize scenario's: the unit's one size ("": every size)
 }
@@ -145,7 +145,7 @@ func plan(s Scenario) []unit {
 			for k := 0; k < n; k++ {
 				d := s.DUTs[(k+rep-1+i)%n]
 				chains := s.Chain
-				if isDirect(d) {
+				if d.Direct() {
 					chains = []int{0}
 				}
 				for _, c := range chains {
@@ -177,7 +177,7 @@ func sizeNote(u unit) string {
 func estimate(s Scenario, u unit) time.Duration {
 	s = s.forUnit(u)
 	t := 3 * time.Second // topology and DUT
-	if v, _ := SplitVariant(u.dut); v.VLAN || v.Mirror || v.Capture || v.Filter.checked() {
+	if v := u.dut; v.VLAN || v.Mirror || v.Capture || v.Filter.checked() {
 		t += time.Second // the VLAN, mirror or filter check, the capture's start
 	}
 	tm := s.Timing
@@ -213,7 +213,7 @@ func estimate(s Scenario, u unit) time.Duration {
 			t += s.IperfTime + time.Second
 		case TestRestart:
 			// One stream per event: settle, lead, the event, the tail, drain.
-			d, _ := ParseDUT(u.dut)
+			d, _ := u.dut.newDUT()
 			per := tm.Settle + s.EventLead + s.EventTail + tm.Drain + time.Second
 			n := 0
 			for _, e := range s.Events {
@@ -272,7 +272,7 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	}
 	run := &Run{
 		Scenario: s.Name, Title: s.Title, Seed: s.Seed, Command: cfg.Command, Started: time.Now(),
-		Machine: machine(cfg.Version), Placement: place.Mode, DUTs: s.DUTs, Sizes: s.Sizes, Reps: s.Reps, Timing: s.Timing,
+		Machine: machine(cfg.Version), Placement: place.Mode, DUTs: SpecTexts(s.DUTs), Sizes: s.Sizes, Reps: s.Reps, Timing: s.Timing,
 		Goals: s.Goals, Bidirectional: s.Bidirectional,
 	}
 	if s.has(TestCores) {
@@ -348,8 +348,8 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 				cfg.Progress(fmt.Sprintf("[%d/%d] rep %d %s%s%s: %s  (~%s left)", i+1, len(units), u.rep, u.dut, chainNote(s, u), sizeNote(u), what, left.Round(time.Second)))
 			}
 		}
-		rec := UnitRecord{DUT: u.dut, Rep: u.rep, Chain: u.chain, Size: u.size}
-		if why, ok := unavailable[u.dut]; ok {
+		rec := UnitRecord{DUT: u.dut.Text, Rep: u.rep, Chain: u.chain, Size: u.size}
+		if why, ok := unavailable[u.dut.Text]; ok {
 			rec.Skipped = why
 			run.Units = append(run.Units, rec)
 			continue
@@ -362,14 +362,14 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		run.Results = append(run.Results, res...)
 		if err != nil {
 			if errors.Is(err, ErrUnavailable) {
-				unavailable[u.dut] = err.Error()
+				unavailable[u.dut.Text] = err.Error()
 				rec.Skipped = err.Error()
 				run.Notes = append(run.Notes, fmt.Sprintf("%s skipped: %v", u.dut, err))
 				if cfg.Logf != nil {
 					cfg.Logf("%s skipped: %v", u.dut, err)
 				}
 			} else if ctx.Err() == nil {
-				run.Results = append(run.Results, Result{DUT: u.dut, Rep: u.rep, Chain: u.chain, Test: "unit", Error: err.Error()})
+				run.Results = append(run.Results, Result{DUT: u.dut.Text, Rep: u.rep, Chain: u.chain, Test: "unit", Error: err.Error()})
 				if cfg.Logf != nil {
 					cfg.Logf("%s (rep %d%s) failed: %v", u.dut, u.rep, chainNote(s, u), err)
 				}
@@ -391,11 +391,8 @@ func chainNote(s Scenario, u unit) string {
 // runUnit builds one topology, sets the DUT up, runs the scenario's tests
 // and tears everything down.
 func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, place Placement, rec *UnitRecord, status, notef func(string)) (out []Result, err error) {
-	v, err := SplitVariant(u.dut)
-	if err != nil {
-		return nil, err
-	}
-	d, err := ParseDUT(u.dut)
+	v := u.dut
+	d, err := v.newDUT()
 	if err != nil {
 		return nil, err
 	}
@@ -457,7 +454,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	if s.MaxEntries > 0 {
 		env.MaxEntries = s.MaxEntries
 	}
-	status("setting up " + u.dut)
+	status("setting up " + u.dut.Text)
 	rig, err := NewRig(ctx, t, d, place, env)
 	if err != nil {
 		return nil, err
@@ -502,10 +499,10 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 		}
 		rec.Settings["filter check"] = found
 	}
-	base := Result{DUT: u.dut, Rep: u.rep, Chain: u.chain}
+	base := Result{DUT: u.dut.Text, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }
 
-	if s.hasPacketTests() && !(isDirect(u.dut) && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart) && !s.has(TestCores)) {
+	if s.hasPacketTests() && !(v.Direct() && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart) && !s.has(TestCores)) {
 		sinkHosts := []int{1}
 		if s.Bidirectional {
 			sinkHosts = []int{0, 1}

@@ -44,7 +44,7 @@ type Scenario struct {
 	Title string
 	Seed  string // the seed report it reproduces
 	About string
-	DUTs  []string
+	DUTs  []Spec
 	Hosts int   // hosts on the bridge (2: a 2-port bridge)
 	Chain []int // bridges in a row; one unit per length
 	Sizes []FrameSize
@@ -153,46 +153,46 @@ var Scenarios = map[string]Scenario{
 	"quick": {
 		Name: "quick", Title: "Quick look: 64-byte frames through a 2-port bridge",
 		About: "direct, the floor (a bare XDP redirect between the bridge's two ports), the Linux bridge and trestle in xdp mode, 64-byte throughput (RFC 2544 search with short trials), 3 repetitions; about a minute",
-		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
+		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp"), Hosts: 2, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput}, Reps: 3, Timing: quickTiming(),
 	},
 	"router-pps": {
 		Name: "router-pps", Title: "Packets per second at the smallest frame and IMIX (seed 001)", Seed: "001_d9f4f4a0a59eb3ef.txt",
 		About: "RFC 2544 throughput at 64 bytes and IMIX through a 2-port bridge, the NDR (zero loss) and the PDR (at most 0.5% lost) from one search, with the IMIX bandwidth estimate, repeated for ministat; each DUT against direct and against the floor (a bare XDP redirect between the bridge's two ports); then latency under load at 10, 50 and 90% of the PDR",
-		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp", "ovs"}, Hosts: 2, Chain: []int{1},
+		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "ovs"), Hosts: 2, Chain: []int{1},
 		Sizes: []FrameSize{"64", "imix"}, Tests: []string{TestThroughput, TestLoadLatency}, Reps: 3, Timing: DefaultTiming, Flows: 1,
 		LoadShares: CSITLoadShares,
 	},
 	"rfc2544": {
 		Name: "rfc2544", Title: "RFC 2544: throughput, latency, frame loss and back-to-back at every frame size",
 		About: "every RFC 2544 frame size and IMIX through a 2-port bridge: throughput (the NDR, and the PDR at 0.5% loss from the same search), latency at 10/50/90/100% of the NDR (RFC 2544) and under load at 10, 50 and 90% of the PDR (CSIT), the loss curve, back-to-back bursts",
-		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
+		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp"), Hosts: 2, Chain: []int{1},
 		Sizes: RFC2544Sizes, BySize: true, Tests: []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B}, Reps: 1, Timing: DefaultTiming,
 		Fractions: []float64{0.1, 0.5, 0.9, 1.0}, LoadShares: CSITLoadShares,
 	},
 	"rfc2889": {
 		Name: "rfc2889", Title: "RFC 2889: address caching capacity and learning rate",
 		About: "a 3-port bridge: how many addresses it holds without flooding, and how fast it learns new ones",
-		DUTs:  []string{"linux-bridge", "trestle:xdp", "ovs"}, Hosts: 3, Chain: []int{1},
+		DUTs:  MustSpecs("linux-bridge", "trestle:xdp", "ovs"), Hosts: 3, Chain: []int{1},
 		Tests: []string{TestCache, TestLearn}, Reps: 1, Timing: DefaultTiming, CacheMax: 1 << 17, LearnAddrs: 8192,
 	},
 	"speed": {
 		Name: "speed", Title: "trestle against its peers: 64-byte frames, broadcast and host TCP",
 		About: "a 4-port bridge: 64-byte throughput h1 to h2, broadcast from h1 to the three others, iperf3 TCP with 1 and 4 streams; trestle in xdp mode and in its default mode, the Linux bridge, Open vSwitch, and the straight path",
-		DUTs:  []string{"direct", "linux-bridge", "ovs", "trestle:xdp", "trestle"}, Hosts: 4, Chain: []int{1},
+		DUTs:  MustSpecs("direct", "linux-bridge", "ovs", "trestle:xdp", "trestle"), Hosts: 4, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestFlood, TestTCP}, Streams: []int{1, 4}, IperfTime: 5 * time.Second,
 		Reps: 5, Timing: DefaultTiming,
 	},
 	"flood": {
 		Name: "flood", Title: "Broadcast from one port to three others",
 		About: "a 4-port bridge: the RFC 2544 search for broadcast 64-byte frames from h1, every frame due at h2, h3 and h4",
-		DUTs:  []string{"linux-bridge", "trestle:xdp", "trestle:tc", "ovs"}, Hosts: 4, Chain: []int{1},
+		DUTs:  MustSpecs("linux-bridge", "trestle:xdp", "trestle:tc", "ovs"), Hosts: 4, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestFlood}, Reps: 3, Timing: DefaultTiming,
 	},
 	"fdb-scale": {
 		Name: "fdb-scale", Title: "Does the table's size matter? Throughput to 1,000 and to 1,000,000 learned addresses",
 		About: "learn N addresses behind one port (N = 1,000 and 1,000,000) and check that the table holds them all (h3 sees any flooded), then the RFC 2544 search from h1 to h2, and with every frame to another of the N",
-		DUTs:  []string{"linux-bridge", "trestle:xdp", "ovs"}, Hosts: 3, Chain: []int{1},
+		DUTs:  MustSpecs("linux-bridge", "trestle:xdp", "ovs"), Hosts: 3, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestTable}, TableSizes: []int{1000, 1000000}, Reps: 3, Timing: DefaultTiming,
 	},
 	"veb-vs-bridge": {
@@ -200,13 +200,13 @@ var Scenarios = map[string]Scenario{
 		About: "iperf3 TCP with 1, 2 and 4 streams through a 4-port bridge, with and without a filter stage on every frame, and broadcast to three ports: " +
 			"the Linux bridge plain and with an nftables bridge-family chain whose one rule accepts every frame (linux-bridge:nft), " +
 			"trestle in its default mode plain and with its filter on, the same one rule passing every frame (trestle@filter; seed 000's pf.conf was `pass`)",
-		DUTs: []string{"direct", "linux-bridge", "linux-bridge:nft", "trestle", "trestle@filter", "ovs"}, Hosts: 4, Chain: []int{1},
+		DUTs: MustSpecs("direct", "linux-bridge", "linux-bridge:nft", "trestle", "trestle@filter", "ovs"), Hosts: 4, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestTCP, TestFlood}, Streams: []int{1, 2, 4}, IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
 	},
 	"inline": {
 		Name: "inline", Title: "A bridge inline between client and server (seed 004)", Seed: "004_ec52c11c7ab3a191.txt",
 		About: "iperf3 TCP and UDP straight through against bridged: rate, loss, jitter and the CPU load of each",
-		DUTs:  []string{"direct", "linux-bridge", "trestle", "ovs:system"}, Hosts: 2, Chain: []int{1},
+		DUTs:  MustSpecs("direct", "linux-bridge", "trestle", "ovs:system"), Hosts: 2, Chain: []int{1},
 		Tests: []string{TestTCP, TestUDP}, Streams: []int{1}, UDPRate: "1G", IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
 	},
 	"chain": {
@@ -215,7 +215,7 @@ var Scenarios = map[string]Scenario{
 			"trestle's bridges are joined by its patch ports (its default; the frame crosses every bridge in one program run) and, as trestle@veth, by veth pairs, " +
 			"in xdp and in its default mode; Open vSwitch's (userspace datapath) by veth pairs and, as ovs@patch, by its patch ports; the Linux bridge's by veth pairs, its only way. " +
 			"The report draws each against the chain's length, and each relative to its own one-bridge figure, as seed 003 did",
-		DUTs: []string{"direct", "linux-bridge", "trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs", "ovs@patch"}, Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
+		DUTs: MustSpecs("direct", "linux-bridge", "trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs", "ovs@patch"), Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
 		Goals: []Goal{
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp", Chain: 9, Base: "trestle:xdp", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's frames, in xdp mode (seed 003 found Open vSwitch's patch ports free)"},
@@ -228,7 +228,7 @@ var Scenarios = map[string]Scenario{
 		About: "a 3-port bridge, a stream h1 -> h2 at 50% of the measured 64-byte throughput while the daemon is killed (SIGKILL) and started again 10 times, " +
 			"stopped (SIGTERM) and started again 10 times, replaced by another build and back 5 times: frames lost and frames flooded to h3 per event; " +
 			"trestle with persist, Open vSwitch's ovs-vswitchd restarted the same way, the Linux bridge (no daemon) the reference",
-		DUTs: []string{"linux-bridge", "trestle:xdp", "trestle", "ovs"}, Hosts: 3, Chain: []int{1},
+		DUTs: MustSpecs("linux-bridge", "trestle:xdp", "trestle", "ovs"), Hosts: 3, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestRestart}, Reps: 1, Timing: DefaultTiming,
 		Events:    []EventCount{{EventSIGKILL, 10}, {EventSIGTERM, 10}, {EventUpgrade, 5}},
 		Load:      0.5,
@@ -243,7 +243,7 @@ var Scenarios = map[string]Scenario{
 			"and the daemon's resident memory every second (trestle's, ovs-vswitchd's; the Linux bridge has none). " +
 			"Why half the throughput: the stream's own path then has CPU to spare on a 2-CPU machine, so a loss is the table's doing, not two generators sharing two CPUs. " +
 			"Goal: the stream loses 0 frames and keeps at least 90% of its rate. trestle in xdp and in its default mode, the Linux bridge (fdb_max_learned) and Open vSwitch (mac-table-size); about 8 minutes",
-		DUTs: []string{"trestle:xdp", "trestle", "linux-bridge", "ovs"}, Hosts: 4, Chain: []int{1},
+		DUTs: MustSpecs("trestle:xdp", "trestle", "linux-bridge", "ovs"), Hosts: 4, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestMACFlood}, Reps: 1, Timing: DefaultTiming,
 		Load: 0.5, Duration: 30 * time.Second, Sources: 1000000, MaxEntries: 65536,
 	},
@@ -253,7 +253,7 @@ var Scenarios = map[string]Scenario{
 			"then a stream at 90% of it for --duration (default 10m): loss and latency percentiles per minute, the daemon's resident memory and the size of every eBPF map of the programs on the DUT's ports " +
 			"(hash maps counted key by key, arrays fixed) every 10 s, and the learning table's size. " +
 			"Goals: 0 frames lost; p50, p90 and p99 of the last minute within 25% (or 2 us) of the first's; the daemon's memory flat and no map growing. trestle in xdp and in its default mode",
-		DUTs: []string{"trestle:xdp", "trestle"}, Hosts: 2, Chain: []int{1},
+		DUTs: MustSpecs("trestle:xdp", "trestle"), Hosts: 2, Chain: []int{1},
 		Sizes: []FrameSize{"imix"}, Tests: []string{TestSoak}, Reps: 1, Timing: DefaultTiming, Flows: 1000,
 		Load: 0.9, Duration: 10 * time.Minute, Window: time.Minute,
 	},
@@ -268,7 +268,7 @@ var Scenarios = map[string]Scenario{
 			"Goals: trestle mirrored keeps at least 0.6x its unmirrored rate (every frame becomes two) with no loss on the span port at that rate. " +
 			"A capture that is not running costs nothing: the figures without @capture are trestle with none, and the capture unit records that the ports run the same programs after it as before " +
 			"(trestle:xdp@bin=OLD with a build from before capture compares the two builds). 3 repetitions, about 20 minutes",
-		DUTs:  []string{"trestle:xdp", "trestle:xdp@mirror", "trestle:xdp@capture", "trestle", "trestle@mirror", "trestle@capture", "linux-bridge", "linux-bridge@mirror", "ovs", "ovs@mirror"},
+		DUTs:  MustSpecs("trestle:xdp", "trestle:xdp@mirror", "trestle:xdp@capture", "trestle", "trestle@mirror", "trestle@capture", "linux-bridge", "linux-bridge@mirror", "ovs", "ovs@mirror"),
 		Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput}, Reps: 3, Timing: DefaultTiming,
 		Goals: []Goal{
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp@mirror", Base: "trestle:xdp", Min: 0.6, Why: "a mirrored port forwards at 0.6x its unmirrored rate or more in xdp mode (every frame becomes two)"},
@@ -300,7 +300,7 @@ var Scenarios = map[string]Scenario{
 			"The report gives each DUT's VLAN cost, tagged/untagged, with ministat's verdict, and trestle against Open vSwitch, both tagged. " +
 			"Goals: trestle's cost at most 5% in xdp mode (OpenBSD's vlan(4) lost 38%), and trestle at least 5x Open vSwitch with VLANs. " +
 			"5 repetitions, about 25 minutes (Open vSwitch's searches take longest)",
-		DUTs: []string{"trestle:xdp", "trestle:xdp@vlan", "trestle", "trestle@vlan", "ovs", "ovs@vlan", "linux-bridge", "linux-bridge@vlan"}, Hosts: 2, Chain: []int{1},
+		DUTs: MustSpecs("trestle:xdp", "trestle:xdp@vlan", "trestle", "trestle@vlan", "ovs", "ovs@vlan", "linux-bridge", "linux-bridge@vlan"), Hosts: 2, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: 5 * time.Second, Reps: 5, Timing: DefaultTiming,
 		Goals: []Goal{
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "trestle:xdp", Min: 0.95, Why: "trestle's VLAN cost in xdp mode at most 5% (vlan(4) lost 38%)"},
@@ -346,7 +346,7 @@ func (s Scenario) Describe() string {
 		return b.String()
 	}
 	b.WriteString("\n" + wrap(s.About, 80, "", "") + "\n\n")
-	fmt.Fprintf(&b, "DUTs:     %s\n", strings.Join(s.DUTs, ", "))
+	fmt.Fprintf(&b, "DUTs:     %s\n", strings.Join(SpecTexts(s.DUTs), ", "))
 	fmt.Fprintf(&b, "Tests:    %s", strings.Join(s.Tests, ", "))
 	if len(s.Sizes) > 0 {
 		var sizes []string
@@ -358,7 +358,7 @@ func (s Scenario) Describe() string {
 	if s.has(TestTCP) && len(s.Streams) > 0 {
 		fmt.Fprintf(&b, "; iperf3 TCP streams %s", strings.Trim(fmt.Sprint(s.Streams), "[]"))
 	}
-	if s.has(TestThroughput) && slices.ContainsFunc(s.DUTs, func(d string) bool { v, _ := SplitVariant(d); return v.Mirror }) {
+	if s.has(TestThroughput) && slices.ContainsFunc(s.DUTs, func(d Spec) bool { return d.Mirror }) {
 		b.WriteString("; with a mirror, span: the span host's frames as a share of h2's at the throughput")
 	}
 	if s.has(TestCores) {
@@ -420,11 +420,10 @@ func (s Scenario) hasPacketTests() bool {
 }
 
 // shape is the topology of one unit: the straight path for direct.
-func (s Scenario) shape(dut string, chain int) Shape {
-	if isDirect(dut) {
+func (s Scenario) shape(v Spec, chain int) Shape {
+	if v.Direct() {
 		return Shape{Hosts: 2, Chain: 0, Queues: s.coresQueues()}
 	}
-	v, _ := SplitVariant(dut)
 	return Shape{Hosts: max(s.Hosts, 2), Chain: chain, Patch: v.Patched(), Queues: s.coresQueues()}
 }
 
@@ -436,9 +435,9 @@ func (s Scenario) CheckJoins() error {
 	if slices.Max(append([]int{0}, s.Chain...)) > 1 {
 		return nil
 	}
-	for _, d := range s.DUTs {
-		if v, err := SplitVariant(d); err == nil && v.Join() != "" {
-			return fmt.Errorf("DUT %q: @%s chooses how a chain's bridges are joined, and %s has no chain of 2 or more bridges (chains %s): measure it in the chain scenario, or give --chains", d, v.Join(), s.Name, strings.Trim(fmt.Sprint(s.Chain), "[]"))
+	for _, v := range s.DUTs {
+		if v.Join() != "" {
+			return fmt.Errorf("DUT %q: @%s chooses how a chain's bridges are joined, and %s has no chain of 2 or more bridges (chains %s): measure it in the chain scenario, or give --chains", v.Text, v.Join(), s.Name, strings.Trim(fmt.Sprint(s.Chain), "[]"))
 		}
 	}
 	return nil
@@ -452,9 +451,9 @@ func (s Scenario) CheckFloor() error {
 	if why == "" {
 		return nil
 	}
-	for _, d := range s.DUTs {
-		if v, err := SplitVariant(d); err == nil && v.Name == "floor" {
-			return fmt.Errorf("DUT %q: %s has %d hosts: %s", d, s.Name, s.Hosts, why)
+	for _, v := range s.DUTs {
+		if v.Name == "floor" {
+			return fmt.Errorf("DUT %q: %s has %d hosts: %s", v.Text, s.Name, s.Hosts, why)
 		}
 	}
 	return nil
@@ -476,9 +475,9 @@ func (s Scenario) CheckBidirectional() error {
 			return fmt.Errorf("--bidirectional: %s's %s test runs one way, at a share of the one-way throughput", s.Name, t)
 		}
 	}
-	for _, d := range s.DUTs {
-		if v, err := SplitVariant(d); err == nil && v.Mirror {
-			return fmt.Errorf("--bidirectional: DUT %q: the span host would count both directions", d)
+	for _, v := range s.DUTs {
+		if v.Mirror {
+			return fmt.Errorf("--bidirectional: DUT %q: the span host would count both directions", v.Text)
 		}
 	}
 	return nil
@@ -497,10 +496,4 @@ func BidirectionalNote(s Scenario, p Placement) string {
 		n += "Both generators share one CPU: with a CPU for each direction's generator the sum could be higher"
 	}
 	return n
-}
-
-// isDirect says whether a DUT spec is the straight path (or a variant of it).
-func isDirect(dut string) bool {
-	v, _ := SplitVariant(dut)
-	return v.Name == "direct"
 }

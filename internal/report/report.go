@@ -1165,7 +1165,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 // a run before the lab recorded joins, when trestle's were veth pairs), or
 // else as its spec means it.
 func chainLabel(run *lab.Run, dut string) string {
-	v, err := lab.SplitVariant(dut)
+	v, err := lab.ParseSpec(dut)
 	if err != nil || v.Join() != "" || dut == "direct" {
 		return dut
 	}
