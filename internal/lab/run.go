@@ -198,8 +198,6 @@ func estimate(s Scenario, u unit) time.Duration {
 			t += time.Duration(len(s.Sizes)) * 5 * trial
 		case TestB2B:
 			t += time.Duration(len(s.Sizes)) * 10 * (tm.Settle + tm.Drain + 500*time.Millisecond)
-		case TestCache, TestLearn:
-			t += 60 * time.Second
 		case TestTable:
 			// Learn and check each table at tableLearnRate, then two
 			// searches (to h2, spread) for each frame size.
@@ -239,6 +237,9 @@ func estimate(s Scenario, u unit) time.Duration {
 		case TestCores:
 			t += coresEstimate(s)
 		}
+	}
+	for _, k := range s.kinds() {
+		t += k.Estimate(s, u.dut)
 	}
 	return t
 }
@@ -448,9 +449,11 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	if s.has(TestRestart) {
 		env.Persist, env.UpgradeTo, env.OtherBuild = true, s.UpgradeTo, cfg.otherBuild
 	}
-	if s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) {
-		env.MaxEntries = 2 * max(s.CacheMax, s.LearnAddrs, slices.Max(append([]int{0}, s.TableSizes...)))
+	needs := s.needs()
+	if s.has(TestTable) {
+		env.MaxEntries = 2 * slices.Max(append([]int{0}, s.TableSizes...))
 	}
+	env.MaxEntries = max(env.MaxEntries, needs.MaxEntries)
 	if s.MaxEntries > 0 {
 		env.MaxEntries = s.MaxEntries
 	}
@@ -502,12 +505,12 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	base := Result{DUT: u.dut.Text, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }
 
-	if s.hasPacketTests() && !(v.Direct() && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart) && !s.has(TestCores)) {
+	if s.hasPacketTests() && !(v.Direct() && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart) && !s.has(TestCores) && !needs.Direct) {
 		sinkHosts := []int{1}
 		if s.Bidirectional {
 			sinkHosts = []int{0, 1}
 		}
-		if s.has(TestFlood) || s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) || s.has(TestRestart) || s.has(TestMACFlood) {
+		if s.has(TestFlood) || s.has(TestTable) || s.has(TestRestart) || s.has(TestMACFlood) || needs.AllHosts {
 			sinkHosts = nil
 			for i := range t.Hosts {
 				sinkHosts = append(sinkHosts, i)
@@ -726,35 +729,14 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 			return err
 		}
 	}
-	if s.has(TestCache) && rig.DUT.Learns() {
-		status(fmt.Sprintf("address caching, up to %d addresses", s.CacheMax))
-		n, err := rig.AddressCaching(ctx, s.CacheMax, 100e3, tm, func(n int, ok bool) {
-			status(fmt.Sprintf("address caching: %d addresses %s", n, passWord(ok)))
-		})
-		if err != nil {
+	u := &UnitRun{S: s, Rig: rig, Base: base, Add: add, Status: status, Notef: notef, Throughputs: tputs, Flows: flows}
+	for _, k := range s.kinds() {
+		if k.Needs(s).Learning && !rig.DUT.Learns() {
+			continue
+		}
+		if err := k.Run(ctx, u); err != nil {
 			return err
 		}
-		r := base
-		r.Test, r.Param, r.Value, r.Unit = TestCache, "learned at 100k/s", float64(n), "addresses"
-		if n == s.CacheMax {
-			r.Note = "held every address tried"
-		}
-		add(r)
-	}
-	if s.has(TestLearn) && rig.DUT.Learns() {
-		status(fmt.Sprintf("learning rate, %d addresses", s.LearnAddrs))
-		rate, unlimited, err := rig.LearningRate(ctx, s.LearnAddrs, 20e6, tm, func(rate float64, ok bool) {
-			status(fmt.Sprintf("learning rate: %s new addresses/s %s", pps(rate), passWord(ok)))
-		})
-		if err != nil {
-			return err
-		}
-		r := base
-		r.Test, r.Param, r.Value, r.Unit = TestLearn, fmt.Sprintf("%d addresses", s.LearnAddrs), rate, "addresses/s"
-		if unlimited {
-			r.Note = "learned every address at the fastest rate the generator offered: the path, not learning, was the limit"
-		}
-		add(r)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ const (
 	TestLoadLatency = "latency-load"
 )
 
-var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn, TestTable, TestRestart, TestMACFlood, TestSoak, TestCores}
+var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood, TestTable, TestRestart, TestMACFlood, TestSoak, TestCores}
 
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
@@ -149,7 +149,7 @@ func quickTiming() Timing {
 }
 
 // Scenarios are the presets, by name.
-var Scenarios = map[string]Scenario{
+var Scenarios = registeredPresets(map[string]Scenario{
 	"quick": {
 		Name: "quick", Title: "Quick look: 64-byte frames through a 2-port bridge",
 		About: "direct, the floor (a bare XDP redirect between the bridge's two ports), the Linux bridge and trestle in xdp mode, 64-byte throughput (RFC 2544 search with short trials), 3 repetitions; about a minute",
@@ -307,7 +307,7 @@ var Scenarios = map[string]Scenario{
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "ovs@vlan", Min: 5, Why: "trestle at least 5x Open vSwitch on the same VLAN set-up"},
 		},
 	},
-}
+})
 
 // ScenarioNames lists the presets in a stable order.
 func ScenarioNames() []string {
@@ -364,6 +364,13 @@ func (s Scenario) Describe() string {
 	if s.has(TestCores) {
 		fmt.Fprintf(&b, "\nCPUs:     %s (the generator's threads, each CPU forwarding its own)", intsText(s.CoreCounts))
 	}
+	for _, k := range s.kinds() {
+		if d, ok := k.(describer); ok {
+			if line := d.Describe(s); line != "" {
+				b.WriteString("\n" + line)
+			}
+		}
+	}
 	if s.BySize && len(s.Sizes) > 1 {
 		fmt.Fprintf(&b, "\nRepeats:  %d, each frame size in turn (a unit per DUT and size), the DUTs in an order rotated each size and repetition\n", s.Reps)
 	} else {
@@ -411,6 +418,9 @@ func (s Scenario) has(test string) bool {
 }
 
 func (s Scenario) hasPacketTests() bool {
+	if len(s.kinds()) > 0 {
+		return true
+	}
 	for _, t := range packetTestKinds {
 		if s.has(t) {
 			return true

@@ -195,7 +195,7 @@ func Groups(run *lab.Run) []*Group {
 	index := map[string]*Group{}
 	rows := map[string]*Row{}
 	for _, r := range run.Results {
-		if r.Test == "unit" || isRestart(r.Test) || isStream(r.Test) || r.Test == lab.TestLoadLatency || r.Test == lab.TestCores {
+		if r.Test == "unit" || isRestart(r.Test) || isStream(r.Test) || r.Test == lab.TestLoadLatency || r.Test == lab.TestCores || lab.OwnSection(r.Test) {
 			continue // restart, mac-flood, soak, latency-load and cores results have tables of their own
 		}
 		chain := r.Chain
@@ -478,6 +478,10 @@ func Terminal(w io.Writer, run *lab.Run) {
 	terminalSoaks(w, Soaks(run))
 	terminalLoadLatency(w, run)
 	terminalCores(w, run, Cores(run))
+	terminalSections, _ := lab.Sections(run)
+	for _, sec := range terminalSections {
+		fmt.Fprint(w, sec)
+	}
 	if cs := Compare(groups); len(cs) > 0 {
 		fmt.Fprintf(w, "\n%s:\n", ministatHead)
 		for _, c := range cs {
@@ -673,6 +677,10 @@ func Write(dir string, run *lab.Run) error {
 	}
 	if err := markdownCores(&b, dir, run, Cores(run)); err != nil {
 		return err
+	}
+	_, sections := lab.Sections(run)
+	for _, sec := range sections {
+		b.WriteString(sec)
 	}
 	if est := imixEstimates(groups); len(est) > 0 {
 		b.WriteString("\nIMIX bandwidth, seed 001's formula next to what was sent:\n\n")

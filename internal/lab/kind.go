@@ -1,0 +1,174 @@
+package lab
+
+import (
+	"context"
+	"time"
+)
+
+// Kind is a test kind of the lab: one unit that says what it needs of a
+// unit (Needs), how long it takes (Estimate), and how it runs and what it
+// records (Run, adding Results whose Test is its Name). A kind is
+// registered by one line of Kinds; a scenario runs the kinds its Tests
+// name, in the order of Kinds. As the DUT interface does, a kind may have
+// optional powers, found by type assertion: a line of the scenario's
+// description (describer), a report section of its own (Reporter), a
+// preset scenario of its own (presetter).
+//
+// XXX the per-frame-size kinds (throughput, latency-load, latency, loss,
+// back-to-back, flood) share the throughput found at each size and still
+// run from packetTests' ladder, as do the iperf3 kinds (tcp, udp) from
+// iperfTests; the kinds here run after them, once a unit.
+type Kind interface {
+	Name() string
+	// Needs is what a unit of s must set up for the kind.
+	Needs(s Scenario) Needs
+	// Estimate is how long the kind adds to a unit of s with dut.
+	Estimate(s Scenario, dut Spec) time.Duration
+	// Run measures the kind in one unit.
+	Run(ctx context.Context, u *UnitRun) error
+}
+
+// Needs is what a kind asks of a unit.
+type Needs struct {
+	// Learning: the kind measures a learning bridge, and is skipped on a
+	// DUT that does not learn.
+	Learning bool
+	// Direct: the kind runs on the straight path too (its figures are the
+	// baseline of a ratio).
+	Direct bool
+	// AllHosts: a sink on every host, not only h2's (what floods is counted).
+	AllHosts bool
+	// MaxEntries: the learning table must hold this many addresses (0:
+	// the DUT's default).
+	MaxEntries int
+	// Persist: a trestle daemon pins its datapath, which outlives it.
+	Persist bool
+	// SideHosts: the DUT has a second bridge with hosts of its own.
+	SideHosts bool
+}
+
+// merge is what two kinds need together.
+func (n Needs) merge(o Needs) Needs {
+	return Needs{
+		Learning: n.Learning || o.Learning, Direct: n.Direct || o.Direct, AllHosts: n.AllHosts || o.AllHosts,
+		MaxEntries: max(n.MaxEntries, o.MaxEntries), Persist: n.Persist || o.Persist, SideHosts: n.SideHosts || o.SideHosts,
+	}
+}
+
+// UnitRun is what a kind runs with in one unit: the scenario as the unit
+// runs it, the rig, and where its results go.
+type UnitRun struct {
+	S   Scenario
+	Rig *Rig
+	// Base is every result's DUT, repetition and chain length.
+	Base Result
+	// Add records a result; Status says what is running; Notef adds a
+	// note to the run.
+	Add           func(Result)
+	Status, Notef func(string)
+	// Throughputs are the throughput found at each frame size by the
+	// unit's throughput test, if it ran one.
+	Throughputs map[FrameSize]float64
+	// Flows is the flow count of the unit's streams (at least 1).
+	Flows int
+}
+
+// describer is a kind that adds a line to its scenario's description
+// (Scenario.Describe): "" for none.
+type describer interface {
+	Describe(s Scenario) string
+}
+
+// Reporter is a kind with a report section of its own: its results are
+// left out of the report's tables of medians, and the report adds its
+// section (terminal text and Markdown) where the run has its results.
+type Reporter interface {
+	Kind
+	Section(run *Run) (terminal, markdown string)
+}
+
+// presetter is a kind with a preset scenario of its own.
+type presetter interface {
+	Preset() Scenario
+}
+
+// Kinds are the test kinds that run once a unit, in the order a unit runs
+// them. Adding a kind is its own file and a line here.
+var Kinds = []Kind{cacheKind{}, learnKind{}}
+
+// KindOf is the registered kind of a test name (nil: none).
+func KindOf(test string) Kind {
+	for _, k := range Kinds {
+		if k.Name() == test {
+			return k
+		}
+	}
+	return nil
+}
+
+// kinds are the registered kinds that s runs, in the order of Kinds.
+func (s Scenario) kinds() []Kind {
+	var out []Kind
+	for _, k := range Kinds {
+		if s.has(k.Name()) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// needs is what the registered kinds of s need together.
+func (s Scenario) needs() Needs {
+	var n Needs
+	for _, k := range s.kinds() {
+		n = n.merge(k.Needs(s))
+	}
+	return n
+}
+
+// Sections are the report sections of the run's kinds that have one, in
+// the order of Kinds, for the report to add.
+func Sections(run *Run) (terminal, markdown []string) {
+	for _, k := range Kinds {
+		r, ok := k.(Reporter)
+		if !ok || !run.hasTest(k.Name()) {
+			continue
+		}
+		t, m := r.Section(run)
+		if t != "" {
+			terminal = append(terminal, t)
+		}
+		if m != "" {
+			markdown = append(markdown, m)
+		}
+	}
+	return terminal, markdown
+}
+
+// OwnSection says whether results of test go to a kind's own report
+// section rather than the tables of medians.
+func OwnSection(test string) bool {
+	_, ok := KindOf(test).(Reporter)
+	return ok
+}
+
+// hasTest says whether the run has a result of test.
+func (run *Run) hasTest(test string) bool {
+	for _, r := range run.Results {
+		if r.Test == test {
+			return true
+		}
+	}
+	return false
+}
+
+// registeredPresets adds the kinds' own presets to the scenarios.
+func registeredPresets(into map[string]Scenario) map[string]Scenario {
+	for _, k := range Kinds {
+		if p, ok := k.(presetter); ok {
+			s := p.Preset()
+			into[s.Name] = s
+		}
+	}
+	return into
+}
