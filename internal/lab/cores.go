@@ -167,21 +167,43 @@ func intsText(v []int) string {
 	return strings.Join(s, ",")
 }
 
-// coresQueues is the queues of every veth end of a cores unit: the largest
-// count's, so that each generator thread's CPU has a queue of its own (0
-// for another scenario: the default).
-func (s Scenario) coresQueues() int {
-	if !s.has(TestCores) || len(s.CoreCounts) == 0 {
-		return 0
+// coresKind is the cores test: the zero-loss rate with the generator on
+// each count of CPUs, on the straight path too.
+type coresKind struct{}
+
+func (coresKind) Name() string { return TestCores }
+
+// Needs: every veth end of a cores unit has the largest count's queues, so
+// that each generator thread's CPU has a queue of its own.
+func (coresKind) Needs(s Scenario) Needs {
+	n := Needs{Direct: true}
+	if len(s.CoreCounts) > 0 {
+		n.Queues = slices.Max(s.CoreCounts)
 	}
-	return slices.Max(s.CoreCounts)
+	return n
 }
 
-// coresEstimate is a rough length of a unit's cores test.
-func coresEstimate(s Scenario) time.Duration {
+// Estimate is a rough length of a unit's cores test.
+func (coresKind) Estimate(s Scenario, _ Spec) time.Duration {
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
 	return time.Duration(len(s.Sizes)*len(s.CoreCounts)) * (4*trial + tm.Search.Confirm)
+}
+
+func (coresKind) Describe(s Scenario) string {
+	return fmt.Sprintf("CPUs:     %s (the generator's threads, each CPU forwarding its own)", intsText(s.CoreCounts))
+}
+
+func (coresKind) Place(s Scenario, mode string) (Placement, []string, error) {
+	p, err := coresPlacement(s, mode)
+	if err != nil {
+		return p, nil, err
+	}
+	return p, coresNotes(s, p), nil
+}
+
+func (coresKind) Run(ctx context.Context, u *UnitRun) error {
+	return coresTest(ctx, u.S, u.Rig, u.Base, u.Add, u.Status)
 }
 
 // coresTest runs the RFC 2544 search from h1 to h2 at each frame size with

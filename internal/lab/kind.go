@@ -45,6 +45,8 @@ type Needs struct {
 	Persist bool
 	// SideHosts: the DUT has a second bridge with hosts of its own.
 	SideHosts bool
+	// Queues: every veth end has this many queues (0: the default).
+	Queues int
 }
 
 // merge is what two kinds need together.
@@ -52,6 +54,7 @@ func (n Needs) merge(o Needs) Needs {
 	return Needs{
 		Learning: n.Learning || o.Learning, Direct: n.Direct || o.Direct, AllHosts: n.AllHosts || o.AllHosts,
 		MaxEntries: max(n.MaxEntries, o.MaxEntries), Persist: n.Persist || o.Persist, SideHosts: n.SideHosts || o.SideHosts,
+		Queues: max(n.Queues, o.Queues),
 	}
 }
 
@@ -87,6 +90,12 @@ type Reporter interface {
 	Section(run *Run) (terminal, markdown string)
 }
 
+// placer is a kind that places a run's threads itself, with notes on what
+// its placement can show (they stand for the placement's usual note).
+type placer interface {
+	Place(s Scenario, mode string) (Placement, []string, error)
+}
+
 // presetter is a kind with a preset scenario of its own.
 type presetter interface {
 	Preset() Scenario
@@ -94,7 +103,7 @@ type presetter interface {
 
 // Kinds are the test kinds that run once a unit, in the order a unit runs
 // them. Adding a kind is its own file and a line here.
-var Kinds = []Kind{cacheKind{}, learnKind{}}
+var Kinds = []Kind{coresKind{}, cacheKind{}, learnKind{}}
 
 // KindOf is the registered kind of a test name (nil: none).
 func KindOf(test string) Kind {

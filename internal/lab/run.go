@@ -234,8 +234,6 @@ func estimate(s Scenario, u unit) time.Duration {
 			}
 		case TestSoak:
 			t += 3*trial + tm.Search.Confirm + s.Duration + tm.Settle + tm.Drain
-		case TestCores:
-			t += coresEstimate(s)
 		}
 	}
 	for _, k := range s.kinds() {
@@ -265,8 +263,11 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		return nil, err
 	}
 	place, err := ChoosePlacement(cfg.Placement)
-	if s.has(TestCores) {
-		place, err = coresPlacement(s, cfg.Placement)
+	var placeNotes []string
+	for _, k := range s.kinds() {
+		if p, ok := k.(placer); ok {
+			place, placeNotes, err = p.Place(s, cfg.Placement)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -276,8 +277,8 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		Machine: machine(cfg.Version), Placement: place.Mode, DUTs: SpecTexts(s.DUTs), Sizes: s.Sizes, Reps: s.Reps, Timing: s.Timing,
 		Goals: s.Goals, Bidirectional: s.Bidirectional,
 	}
-	if s.has(TestCores) {
-		run.Notes = append(run.Notes, coresNotes(s, place)...)
+	if placeNotes != nil {
+		run.Notes = append(run.Notes, placeNotes...)
 	} else if place.Mode == "shared" {
 		run.Notes = append(run.Notes, fmt.Sprintf("placement shared: the generator runs on CPU %d, and so, frame by frame, do the DUT's forwarding and the sink (a veth delivers on the sending CPU); DUT threads of their own (trestle's daemon, Open vSwitch's PMD) on CPU %d", place.GenCPU, place.DUTCPU))
 	}
@@ -505,7 +506,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	base := Result{DUT: u.dut.Text, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }
 
-	if s.hasPacketTests() && !(v.Direct() && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart) && !s.has(TestCores) && !needs.Direct) {
+	if s.hasPacketTests() && !(v.Direct() && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart) && !needs.Direct) {
 		sinkHosts := []int{1}
 		if s.Bidirectional {
 			sinkHosts = []int{0, 1}
@@ -721,11 +722,6 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 	}
 	if s.has(TestSoak) {
 		if err := soakTest(ctx, s, rig, base, add, status); err != nil {
-			return err
-		}
-	}
-	if s.has(TestCores) {
-		if err := coresTest(ctx, s, rig, base, add, status); err != nil {
 			return err
 		}
 	}

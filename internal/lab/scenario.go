@@ -36,7 +36,7 @@ const (
 	TestLoadLatency = "latency-load"
 )
 
-var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood, TestTable, TestRestart, TestMACFlood, TestSoak, TestCores}
+var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood, TestTable, TestRestart, TestMACFlood, TestSoak}
 
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
@@ -361,9 +361,6 @@ func (s Scenario) Describe() string {
 	if s.has(TestThroughput) && slices.ContainsFunc(s.DUTs, func(d Spec) bool { return d.Mirror }) {
 		b.WriteString("; with a mirror, span: the span host's frames as a share of h2's at the throughput")
 	}
-	if s.has(TestCores) {
-		fmt.Fprintf(&b, "\nCPUs:     %s (the generator's threads, each CPU forwarding its own)", intsText(s.CoreCounts))
-	}
 	for _, k := range s.kinds() {
 		if d, ok := k.(describer); ok {
 			if line := d.Describe(s); line != "" {
@@ -432,9 +429,9 @@ func (s Scenario) hasPacketTests() bool {
 // shape is the topology of one unit: the straight path for direct.
 func (s Scenario) shape(v Spec, chain int) Shape {
 	if v.Direct() {
-		return Shape{Hosts: 2, Chain: 0, Queues: s.coresQueues()}
+		return Shape{Hosts: 2, Chain: 0, Queues: s.needs().Queues}
 	}
-	return Shape{Hosts: max(s.Hosts, 2), Chain: chain, Patch: v.Patched(), Queues: s.coresQueues()}
+	return Shape{Hosts: max(s.Hosts, 2), Chain: chain, Patch: v.Patched(), Queues: s.needs().Queues}
 }
 
 // CheckJoins refuses the knobs that choose how a chain's bridges are
