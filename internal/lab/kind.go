@@ -96,6 +96,27 @@ type placer interface {
 	Place(s Scenario, mode string) (Placement, []string, error)
 }
 
+// preparer is a kind that checks its settings before a run, and says how
+// it measures in the run's notes.
+type preparer interface {
+	Prepare(s Scenario) (notes []string, err error)
+}
+
+// prepare checks the settings of the kinds of s, and gathers their notes.
+func (s Scenario) prepare() ([]string, error) {
+	var notes []string
+	for _, k := range s.kinds() {
+		if p, ok := k.(preparer); ok {
+			n, err := p.Prepare(s)
+			if err != nil {
+				return nil, err
+			}
+			notes = append(notes, n...)
+		}
+	}
+	return notes, nil
+}
+
 // presetter is a kind with a preset scenario of its own.
 type presetter interface {
 	Preset() Scenario
@@ -103,7 +124,7 @@ type presetter interface {
 
 // Kinds are the test kinds that run once a unit, in the order a unit runs
 // them. Adding a kind is its own file and a line here.
-var Kinds = []Kind{coresKind{}, cacheKind{}, learnKind{}}
+var Kinds = []Kind{macFloodKind{}, soakKind{}, coresKind{}, cacheKind{}, learnKind{}}
 
 // KindOf is the registered kind of a test name (nil: none).
 func KindOf(test string) Kind {

@@ -617,3 +617,59 @@ func addFloodResults(base Result, rec *FloodRecord, err error, add func(Result))
 	add(lost)
 	add(rate)
 }
+
+// macFloodKind is the mac-flood test: a stream from h1 to h2 while h3
+// floods the bridge from Sources random addresses, on a learning bridge
+// with a second bridge of side hosts.
+type macFloodKind struct{}
+
+func (macFloodKind) Name() string { return TestMACFlood }
+
+func (macFloodKind) Needs(Scenario) Needs {
+	return Needs{Learning: true, AllHosts: true, SideHosts: true}
+}
+
+// Estimate: two streams (without and with the flood), each with its
+// learning frames, lead, tail and drain; the static entries; a search
+// first if the scenario has none.
+func (macFloodKind) Estimate(s Scenario, _ Spec) time.Duration {
+	tm := s.Timing
+	trial := tm.Search.Trial + tm.Settle + tm.Drain
+	t := 2*(s.Duration+floodLead+floodTail+tm.Settle+tm.Drain) + 2*time.Second
+	if s.StreamRate == 0 && !s.has(TestThroughput) {
+		t += 3*trial + tm.Search.Confirm
+	}
+	return t
+}
+
+// Prepare refuses a mac-flood test it cannot run, and says how it measures.
+func (macFloodKind) Prepare(s Scenario) ([]string, error) {
+	if err := s.checkStream(); err != nil {
+		return nil, err
+	}
+	if s.Sources < 1 || s.Sources > 1<<24 {
+		return nil, fmt.Errorf("mac-flood: %d sources: 1..%d", s.Sources, 1<<24)
+	}
+	if s.Hosts < 4 {
+		return nil, fmt.Errorf("mac-flood: %d hosts: the stream and the flood need 4", s.Hosts)
+	}
+	return []string{fmt.Sprintf("mac-flood: a stream h1 -> h2 (%s frames at %s) for %v, once alone and once while h3 sends 64-byte frames to h4 (learned) "+
+		"from %d source addresses scattered at random over 0a:66:6c:xx:xx:xx (each sent once a cycle) at its generator's full rate for %v, starting %v into the stream; "+
+		"the stream's generator on CPU of the placement's generator, the flood's on the DUT's CPU. "+
+		"Lost = frames sent less the distinct frames h2 counted; rate = those frames a second of the stream; flooded = stream frames h3 counted. "+
+		"Every %v: the flooded bridge's learned addresses (trestle: the datapath's per-port counts through its control socket; the Linux bridge: IFLA_BR_FDB_N_LEARNED; "+
+		"Open vSwitch: ovs-appctl fdb/stats-show, less its static entries), the daemon's VmRSS, the stream's rate at h2 and the flood's at h4. "+
+		"Static entries: %d on h2's port, added before the streams (trestle fdb add, bridge fdb add ... static, ovs-appctl fdb/add), looked for after the flood. "+
+		"The second bridge (brs, hosts s1 and s2) is taught %d new addresses from s1 midway through each stream, its table read every %v until it holds them all (at most %v). "+
+		"Table size asked of every DUT: %d",
+		s.firstSize().Label(), streamRate(s), floodLead+s.Duration+floodTail, s.Sources, s.Duration, floodLead, sampleEvery, floodStatics, sideAddrs, sidePoll, sideLimit, s.MaxEntries)}, nil
+}
+
+func (macFloodKind) Run(ctx context.Context, u *UnitRun) error {
+	size := u.S.firstSize()
+	rate, tput, err := loadRate(ctx, u.S, u.Rig, size, u.Throughputs, u.Flows, u.Base, u.Add, u.Status, "mac-flood")
+	if err != nil {
+		return err
+	}
+	return macFloodTest(ctx, u.S, u.Rig, size, rate, tput, u.Base, u.Add, u.Status)
+}

@@ -74,7 +74,7 @@ func TestMACFloodScenario(t *testing.T) {
 	if s.Sources != 1000000 || s.MaxEntries != 65536 || s.Duration != 30*time.Second || s.Load != 0.5 || s.Hosts != 4 || !s.has(TestThroughput) || !s.has(TestMACFlood) {
 		t.Errorf("mac-flood: %+v", s)
 	}
-	if err := s.checkStream(); err != nil {
+	if _, err := s.prepare(); err != nil {
 		t.Error(err)
 	}
 	var total time.Duration
@@ -95,11 +95,11 @@ func TestMACFloodScenario(t *testing.T) {
 	} {
 		bad := s
 		c.edit(&bad)
-		if err := bad.checkStream(); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := bad.prepare(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("checkStream: %v, want %q", err, c.want)
 		}
 	}
-	notes := streamNotes(s)
+	notes, _ := s.prepare()
 	if len(notes) != 1 || !strings.Contains(notes[0], "1000000 source addresses") || !strings.Contains(notes[0], "Table size asked of every DUT: 65536") {
 		t.Errorf("notes: %q", notes)
 	}

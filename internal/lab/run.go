@@ -225,15 +225,6 @@ func estimate(s Scenario, u unit) time.Duration {
 			if s.StreamRate == 0 && !s.has(TestThroughput) {
 				t += 3*trial + tm.Search.Confirm
 			}
-		case TestMACFlood:
-			// Two streams (without and with the flood), each with its
-			// learning frames, lead, tail and drain; the static entries.
-			t += 2*(s.Duration+floodLead+floodTail+tm.Settle+tm.Drain) + 2*time.Second
-			if s.StreamRate == 0 && !s.has(TestThroughput) {
-				t += 3*trial + tm.Search.Confirm
-			}
-		case TestSoak:
-			t += 3*trial + tm.Search.Confirm + s.Duration + tm.Settle + tm.Drain
 		}
 	}
 	for _, k := range s.kinds() {
@@ -317,12 +308,11 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 			return built, buildErr
 		}
 	}
-	if s.has(TestMACFlood) || s.has(TestSoak) {
-		if err := s.checkStream(); err != nil {
-			return nil, err
-		}
-		run.Notes = append(run.Notes, streamNotes(s)...)
+	notes, err := s.prepare()
+	if err != nil {
+		return nil, err
 	}
+	run.Notes = append(run.Notes, notes...)
 	units := plan(s)
 	ests := make([]time.Duration, len(units))
 	var total time.Duration
@@ -419,7 +409,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	if err != nil {
 		return nil, err
 	}
-	if s.has(TestMACFlood) && t.DUT != nil {
+	if s.needs().SideHosts && t.DUT != nil {
 		if err := t.AddSide(sideHosts); err != nil {
 			return nil, err
 		}
@@ -511,7 +501,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 		if s.Bidirectional {
 			sinkHosts = []int{0, 1}
 		}
-		if s.has(TestFlood) || s.has(TestTable) || s.has(TestRestart) || s.has(TestMACFlood) || needs.AllHosts {
+		if s.has(TestFlood) || s.has(TestTable) || s.has(TestRestart) || needs.AllHosts {
 			sinkHosts = nil
 			for i := range t.Hosts {
 				sinkHosts = append(sinkHosts, i)
@@ -707,21 +697,6 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 			return err
 		}
 		if err := restartTest(ctx, s, rig, size, rate, tput, base, add, notef, status); err != nil {
-			return err
-		}
-	}
-	if s.has(TestMACFlood) && rig.DUT.Learns() {
-		size := s.firstSize()
-		rate, tput, err := loadRate(ctx, s, rig, size, tputs, flows, base, add, status, "mac-flood")
-		if err != nil {
-			return err
-		}
-		if err := macFloodTest(ctx, s, rig, size, rate, tput, base, add, status); err != nil {
-			return err
-		}
-	}
-	if s.has(TestSoak) {
-		if err := soakTest(ctx, s, rig, base, add, status); err != nil {
 			return err
 		}
 	}

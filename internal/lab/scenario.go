@@ -36,7 +36,7 @@ const (
 	TestLoadLatency = "latency-load"
 )
 
-var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood, TestTable, TestRestart, TestMACFlood, TestSoak}
+var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood, TestTable, TestRestart}
 
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
