@@ -47,6 +47,9 @@ type Needs struct {
 	SideHosts bool
 	// Queues: every veth end has this many queues (0: the default).
 	Queues int
+	// OneWay: the kind's streams go one way, at a share of the one-way
+	// throughput (--bidirectional is refused).
+	OneWay bool
 }
 
 // merge is what two kinds need together.
@@ -54,7 +57,7 @@ func (n Needs) merge(o Needs) Needs {
 	return Needs{
 		Learning: n.Learning || o.Learning, Direct: n.Direct || o.Direct, AllHosts: n.AllHosts || o.AllHosts,
 		MaxEntries: max(n.MaxEntries, o.MaxEntries), Persist: n.Persist || o.Persist, SideHosts: n.SideHosts || o.SideHosts,
-		Queues: max(n.Queues, o.Queues),
+		Queues: max(n.Queues, o.Queues), OneWay: n.OneWay || o.OneWay,
 	}
 }
 
@@ -74,6 +77,14 @@ type UnitRun struct {
 	Throughputs map[FrameSize]float64
 	// Flows is the flow count of the unit's streams (at least 1).
 	Flows int
+}
+
+// loadRate is the first frame size and the rate of a stream at the
+// scenario's Load of the DUT's throughput there (see loadRate), for test.
+func (u *UnitRun) loadRate(ctx context.Context, test string) (size FrameSize, rate, tput float64, err error) {
+	size = u.S.firstSize()
+	rate, tput, err = loadRate(ctx, u.S, u.Rig, size, u.Throughputs, u.Flows, u.Base, u.Add, u.Status, test)
+	return size, rate, tput, err
 }
 
 // describer is a kind that adds a line to its scenario's description
@@ -124,7 +135,15 @@ type presetter interface {
 
 // Kinds are the test kinds that run once a unit, in the order a unit runs
 // them. Adding a kind is its own file and a line here.
-var Kinds = []Kind{macFloodKind{}, soakKind{}, coresKind{}, cacheKind{}, learnKind{}}
+var Kinds = []Kind{
+	tableKind{},
+	restartKind{},
+	macFloodKind{},
+	soakKind{},
+	coresKind{},
+	cacheKind{},
+	learnKind{},
+}
 
 // KindOf is the registered kind of a test name (nil: none).
 func KindOf(test string) Kind {

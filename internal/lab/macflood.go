@@ -626,7 +626,7 @@ type macFloodKind struct{}
 func (macFloodKind) Name() string { return TestMACFlood }
 
 func (macFloodKind) Needs(Scenario) Needs {
-	return Needs{Learning: true, AllHosts: true, SideHosts: true}
+	return Needs{Learning: true, AllHosts: true, SideHosts: true, OneWay: true}
 }
 
 // Estimate: two streams (without and with the flood), each with its
@@ -666,8 +666,7 @@ func (macFloodKind) Prepare(s Scenario) ([]string, error) {
 }
 
 func (macFloodKind) Run(ctx context.Context, u *UnitRun) error {
-	size := u.S.firstSize()
-	rate, tput, err := loadRate(ctx, u.S, u.Rig, size, u.Throughputs, u.Flows, u.Base, u.Add, u.Status, "mac-flood")
+	size, rate, tput, err := u.loadRate(ctx, "mac-flood")
 	if err != nil {
 		return err
 	}

@@ -517,3 +517,64 @@ func restartNote(s Scenario) string {
 		"Back after: from the signal to the new daemon answering with every port up (trestle: its control socket; Open vSwitch: ovs-vsctl returning once "+
 		"ovs-vswitchd has applied its configuration)", FormatEvents(s.Events), size.Label(), rate, lead, tail, recoverLimit)
 }
+
+// restartKind is the restart test: a stream from h1 to h2 while the DUT's
+// daemon is restarted, on the straight path too (the reference), with a
+// daemon that pins its datapath.
+type restartKind struct{}
+
+func (restartKind) Name() string { return TestRestart }
+
+func (restartKind) Needs(Scenario) Needs {
+	return Needs{Direct: true, AllHosts: true, Persist: true, OneWay: true}
+}
+
+// Estimate: one stream per event (settle, lead, the event, the tail,
+// drain); a search first if the scenario has none.
+func (restartKind) Estimate(s Scenario, dut Spec) time.Duration {
+	tm := s.Timing
+	trial := tm.Search.Trial + tm.Settle + tm.Drain
+	d, _ := dut.newDUT()
+	per := tm.Settle + s.EventLead + s.EventTail + tm.Drain + time.Second
+	n := 0
+	for _, e := range s.Events {
+		if _, ok := d.(Restarter); ok {
+			n += e.Count
+		} else {
+			n = max(n, e.Count)
+		}
+	}
+	t := time.Duration(n) * per
+	if s.StreamRate == 0 && !s.has(TestThroughput) {
+		t += 3*trial + tm.Search.Confirm
+	}
+	return t
+}
+
+// Prepare refuses a restart test it cannot run, mounts the BPF filesystem
+// that trestle's daemons pin their datapaths to, and says how it measures.
+func (restartKind) Prepare(s Scenario) ([]string, error) {
+	if len(s.Events) == 0 {
+		return nil, errors.New("restart: no events to run")
+	}
+	if s.StreamRate <= 0 && (s.Load <= 0 || s.Load > 1) {
+		return nil, fmt.Errorf("restart: the stream's load %v: a fraction of the throughput above 0, up to 1", s.Load)
+	}
+	mounted, err := EnsureBPFFS()
+	if err != nil {
+		return nil, err
+	}
+	var notes []string
+	if mounted {
+		notes = append(notes, "mounted the BPF filesystem at /sys/fs/bpf (it was not): trestle with persist pins its datapath there")
+	}
+	return append(notes, restartNote(s)), nil
+}
+
+func (restartKind) Run(ctx context.Context, u *UnitRun) error {
+	size, rate, tput, err := u.loadRate(ctx, "restart")
+	if err != nil {
+		return err
+	}
+	return restartTest(ctx, u.S, u.Rig, size, rate, tput, u.Base, u.Add, u.Notef, u.Status)
+}

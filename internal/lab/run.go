@@ -198,33 +198,10 @@ func estimate(s Scenario, u unit) time.Duration {
 			t += time.Duration(len(s.Sizes)) * 5 * trial
 		case TestB2B:
 			t += time.Duration(len(s.Sizes)) * 10 * (tm.Settle + tm.Drain + 500*time.Millisecond)
-		case TestTable:
-			// Learn and check each table at tableLearnRate, then two
-			// searches (to h2, spread) for each frame size.
-			for _, n := range s.TableSizes {
-				fill := time.Duration(2 * float64(n) / tableLearnRate * float64(time.Second))
-				t += fill + tm.Settle + 2*tm.Drain + time.Duration(2*len(s.Sizes))*(3*trial+tm.Search.Confirm)
-			}
 		case TestTCP:
 			t += time.Duration(len(s.Streams)) * (s.IperfTime + time.Second)
 		case TestUDP:
 			t += s.IperfTime + time.Second
-		case TestRestart:
-			// One stream per event: settle, lead, the event, the tail, drain.
-			d, _ := u.dut.newDUT()
-			per := tm.Settle + s.EventLead + s.EventTail + tm.Drain + time.Second
-			n := 0
-			for _, e := range s.Events {
-				if _, ok := d.(Restarter); ok {
-					n += e.Count
-				} else {
-					n = max(n, e.Count)
-				}
-			}
-			t += time.Duration(n) * per
-			if s.StreamRate == 0 && !s.has(TestThroughput) {
-				t += 3*trial + tm.Search.Confirm
-			}
 		}
 	}
 	for _, k := range s.kinds() {
@@ -279,22 +256,7 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	if s.has(TestLoadLatency) {
 		run.Notes = append(run.Notes, loadLatencyNote(s))
 	}
-	if s.has(TestRestart) {
-		if len(s.Events) == 0 {
-			return nil, errors.New("restart: no events to run")
-		}
-		if s.StreamRate <= 0 && (s.Load <= 0 || s.Load > 1) {
-			return nil, fmt.Errorf("restart: the stream's load %v: a fraction of the throughput above 0, up to 1", s.Load)
-		}
-		// trestle's daemons pin their datapaths to the host's BPF filesystem.
-		mounted, err := EnsureBPFFS()
-		if err != nil {
-			return nil, err
-		}
-		if mounted {
-			run.Notes = append(run.Notes, "mounted the BPF filesystem at /sys/fs/bpf (it was not): trestle with persist pins its datapath there")
-		}
-		run.Notes = append(run.Notes, restartNote(s))
+	if s.needs().Persist {
 		var once sync.Once
 		var built TrestleBuild
 		var buildErr error
@@ -437,14 +399,11 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 		}
 	}
 	env := &Env{Trestle: cfg.Trestle, WorkDir: cfg.WorkDir, DUTCPU: place.DUTCPU, Log: cfg.Logf}
-	if s.has(TestRestart) {
+	needs := s.needs()
+	if needs.Persist {
 		env.Persist, env.UpgradeTo, env.OtherBuild = true, s.UpgradeTo, cfg.otherBuild
 	}
-	needs := s.needs()
-	if s.has(TestTable) {
-		env.MaxEntries = 2 * slices.Max(append([]int{0}, s.TableSizes...))
-	}
-	env.MaxEntries = max(env.MaxEntries, needs.MaxEntries)
+	env.MaxEntries = needs.MaxEntries
 	if s.MaxEntries > 0 {
 		env.MaxEntries = s.MaxEntries
 	}
@@ -496,12 +455,12 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	base := Result{DUT: u.dut.Text, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }
 
-	if s.hasPacketTests() && !(v.Direct() && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart) && !needs.Direct) {
+	if s.hasPacketTests() && !(v.Direct() && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !needs.Direct) {
 		sinkHosts := []int{1}
 		if s.Bidirectional {
 			sinkHosts = []int{0, 1}
 		}
-		if s.has(TestFlood) || s.has(TestTable) || s.has(TestRestart) || needs.AllHosts {
+		if s.has(TestFlood) || needs.AllHosts {
 			sinkHosts = nil
 			for i := range t.Hosts {
 				sinkHosts = append(sinkHosts, i)
@@ -654,50 +613,6 @@ func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base R
 				return err
 			}
 			add(searchResult(base, TestFlood, string(size), sr, trials))
-		}
-	}
-	if s.has(TestTable) && rig.DUT.Learns() {
-		for _, n := range s.TableSizes {
-			// Fill the table once; both kinds of traffic run against it.
-			status(fmt.Sprintf("table of %d: learning the addresses", n))
-			check, err := rig.FillTable(ctx, n, tm)
-			if err != nil {
-				return err
-			}
-			for _, size := range s.Sizes {
-				for _, spread := range []bool{false, true} {
-					k := 0
-					what := "to h2"
-					if spread {
-						what = "each frame to another"
-					}
-					sr, trials, err := rig.TableThroughput(ctx, size, n, spread, tm.ndrOnly(), func(st SearchTrial) {
-						k++
-						status(fmt.Sprintf("table of %d, %s %s, trial %d: %s offered, loss %.3f%%", n, size.Label(), what, k, pps(st.Offered), 100*st.Loss))
-					})
-					if err != nil {
-						return err
-					}
-					r := searchResult(base, TestTable, fmt.Sprintf("%d learned, %s, %s", n, size.Label(), what), sr, trials)
-					if check != nil {
-						// The check comes first: a table that did not hold
-						// every address makes the figure one for a smaller table.
-						r.Table = check
-						r.Note = strings.TrimSuffix(check.String()+"; "+r.Note, "; ")
-					}
-					add(r)
-				}
-			}
-		}
-	}
-	if s.has(TestRestart) {
-		size := s.firstSize()
-		rate, tput, err := loadRate(ctx, s, rig, size, tputs, flows, base, add, status, "restart")
-		if err != nil {
-			return err
-		}
-		if err := restartTest(ctx, s, rig, size, rate, tput, base, add, notef, status); err != nil {
-			return err
 		}
 	}
 	u := &UnitRun{S: s, Rig: rig, Base: base, Add: add, Status: status, Notef: notef, Throughputs: tputs, Flows: flows}

@@ -36,7 +36,7 @@ const (
 	TestLoadLatency = "latency-load"
 )
 
-var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood, TestTable, TestRestart}
+var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood}
 
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
@@ -477,9 +477,9 @@ func (s Scenario) CheckBidirectional() error {
 	if !s.has(TestThroughput) {
 		return fmt.Errorf("--bidirectional is for the throughput test; %s has none", s.Name)
 	}
-	for _, t := range []string{TestRestart, TestMACFlood, TestSoak, TestTable} {
-		if s.has(t) {
-			return fmt.Errorf("--bidirectional: %s's %s test runs one way, at a share of the one-way throughput", s.Name, t)
+	for _, k := range s.kinds() {
+		if k.Needs(s).OneWay {
+			return fmt.Errorf("--bidirectional: %s's %s test runs one way, at a share of the one-way throughput", s.Name, k.Name())
 		}
 	}
 	for _, v := range s.DUTs {

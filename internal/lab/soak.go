@@ -472,7 +472,7 @@ func streamRate(s Scenario) string {
 type soakKind struct{}
 
 func (soakKind) Name() string         { return TestSoak }
-func (soakKind) Needs(Scenario) Needs { return Needs{} }
+func (soakKind) Needs(Scenario) Needs { return Needs{OneWay: true} }
 
 func (soakKind) Estimate(s Scenario, _ Spec) time.Duration {
 	tm := s.Timing
