@@ -2,6 +2,8 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -85,6 +87,27 @@ func (u *UnitRun) loadRate(ctx context.Context, test string) (size FrameSize, ra
 	size = u.S.firstSize()
 	rate, tput, err = loadRate(ctx, u.S, u.Rig, size, u.Throughputs, u.Flows, u.Base, u.Add, u.Status, test)
 	return size, rate, tput, err
+}
+
+// SetRecord sets a kind's record of r (Result.Record).
+func (r *Result) SetRecord(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s result: record: %w", r.Test, err)
+	}
+	r.Record = b
+	return nil
+}
+
+// RecordOf reads r's kind's record into v.
+func (r Result) RecordOf(v any) error {
+	if len(r.Record) == 0 {
+		return fmt.Errorf("%s result of %s: no record", r.Test, r.DUT)
+	}
+	if err := json.Unmarshal(r.Record, v); err != nil {
+		return fmt.Errorf("%s result of %s: record: %w", r.Test, r.DUT, err)
+	}
+	return nil
 }
 
 // describer is a kind that adds a line to its scenario's description

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -55,6 +56,9 @@ type Result struct {
 	PDRDirections []float64 `json:"pdr_directions_pps,omitempty"`
 	// Cores is the setting of a cores result (cores.go).
 	Cores *CoresRecord `json:"cores,omitempty"`
+	// Record is the record of a registered kind that has no field of its
+	// own above (SetRecord, RecordOf): a new kind needs no line here.
+	Record json.RawMessage `json:"record,omitempty"`
 }
 
 // Unit is the setting of one measured block: a DUT on one topology.
