@@ -166,6 +166,7 @@ var Kinds = []Kind{
 	coresKind{},
 	cacheKind{},
 	learnKind{},
+	idleKind{},
 }
 
 // KindOf is the registered kind of a test name (nil: none).
