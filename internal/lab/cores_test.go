@@ -136,7 +136,7 @@ func TestExecuteCores(t *testing.T) {
 	counts := DefaultCoreCounts(min(len(cpus), 2))
 	sc := Scenario{Name: "test", DUTs: MustSpecs("direct", "floor"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestCores},
 		CoreCounts: counts, Reps: 1, Timing: tinyTiming()}
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "auto", WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func TestExecuteCores(t *testing.T) {
 	if !strings.Contains(strings.Join(run.Notes, "\n"), "each of those CPUs also runs the DUT's forwarding") {
 		t.Errorf("notes: %q", run.Notes)
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }

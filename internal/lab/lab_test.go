@@ -29,12 +29,22 @@ func ours(t *testing.T, prefix string) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), prefix) {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		// A prefix that ends in a PID's digit is that process's alone:
+		// tl12 is not tl123's.
+		if ok && !(prefix != "" && isDigit(prefix[len(prefix)-1]) && rest != "" && isDigit(rest[0])) {
 			out = append(out, e.Name())
 		}
 	}
 	return out
 }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// runPrefix begins the names of the namespaces of this process's lab runs
+// (NewNet's Prefix): the tests count their own, not those of another lab
+// run on the same machine.
+var runPrefix = "tl" + strconv.Itoa(os.Getpid())
 
 // TestTopologyCleanup: a chain topology with a running process goes away
 // completely, and so does one whose build failed midway.
@@ -207,7 +217,7 @@ func execute(t *testing.T, sc Scenario, bin string) (*Run, map[string]map[int]ma
 // unit. Nothing may be left behind. It returns the units by DUT.
 func runUnits(t *testing.T, bin string, sc Scenario, allowed map[string]string, check func(dut string, u UnitRecord, f map[string]float64)) map[string]UnitRecord {
 	t.Helper()
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	run, got := execute(t, sc, bin)
 	units := map[string]UnitRecord{}
 	for _, u := range run.Units {
@@ -233,7 +243,7 @@ func runUnits(t *testing.T, bin string, sc Scenario, allowed map[string]string, 
 			check(d, u, f)
 		}
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 	return units
@@ -304,14 +314,14 @@ func TestExecute(t *testing.T) {
 		duts = append(duts, "ovs")
 	}
 	sc := tinyScenario(duts)
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	_, got := execute(t, sc, bin)
 	for _, d := range duts {
 		if f := single(got[d]); f[TestThroughput] <= 0 || f[TestTCP] <= 0 {
 			t.Errorf("%s: throughput %v pps, TCP %v bit/s; want both above 0", d, f[TestThroughput], f[TestTCP])
 		}
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 
@@ -331,7 +341,7 @@ func TestExecute(t *testing.T) {
 	if !failed {
 		t.Errorf("a trestle DUT without a binary did not fail: %+v", run.Results)
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left after a failed unit: %v", left)
 	}
 }
@@ -343,12 +353,12 @@ func TestExecuteCancelled(t *testing.T) {
 		Tests: []string{TestThroughput}, Reps: 1, Timing: DefaultTiming}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	_, err := Execute(ctx, Config{Scenario: sc, Placement: "shared", WorkDir: t.TempDir()})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err %v, want the context's", err)
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left after cancel: %v", left)
 	}
 }

@@ -210,7 +210,7 @@ func TestExecuteMACFlood(t *testing.T) {
 	duts := []string{"trestle:xdp", "linux-bridge"}
 	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 4, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestMACFlood},
 		StreamRate: 200e3, Duration: 2 * time.Second, Sources: 10000, MaxEntries: 4096, Reps: 1, Timing: tinyTiming()}
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +263,7 @@ func TestExecuteMACFlood(t *testing.T) {
 			t.Errorf("%s: no mac-flood record", d)
 		}
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }

@@ -246,7 +246,7 @@ func TestExecutePatch(t *testing.T) {
 		t.Skip(err)
 	}
 	sc := tinyScenario([]string{"ovs@patch"}, 1, 3)
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	run, all := execute(t, sc, "")
 	got := all["ovs@patch"]
 	for _, c := range sc.Chain {
@@ -267,7 +267,7 @@ func TestExecutePatch(t *testing.T) {
 			}
 		}
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }
@@ -281,7 +281,7 @@ func TestExecuteTrestlePatch(t *testing.T) {
 	bin := trestleBinary(t)
 	duts := []string{"trestle:xdp", "trestle:xdp@veth"}
 	sc := tinyScenario(duts, 1, 3)
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	run, all := execute(t, sc, bin)
 	for _, u := range run.Units {
 		if u.Skipped != "" {
@@ -309,7 +309,7 @@ func TestExecuteTrestlePatch(t *testing.T) {
 			}
 		}
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }

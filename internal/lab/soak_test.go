@@ -124,7 +124,7 @@ func TestExecuteSoak(t *testing.T) {
 	bin := trestleBinary(t)
 	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"imix"}, Tests: []string{TestSoak},
 		Flows: 100, Load: 0.5, Duration: 3 * time.Second, Window: time.Second, Reps: 1, Timing: tinyTiming()}
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestExecuteSoak(t *testing.T) {
 	if !fdb {
 		t.Errorf("no fdb map among %+v", s.Maps)
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }
