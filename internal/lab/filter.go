@@ -321,7 +321,7 @@ func checkFilter(spec, kind, opt string, f *Filter) error {
 // the generator's frames, which are all its rules pass: iperf3 between the
 // hosts' stacks would be blocked (and would need ARP).
 func (s Scenario) CheckFilters() error {
-	if !s.has(TestTCP) && !s.has(TestUDP) {
+	if len(s.phase(Stack)) == 0 {
 		return nil
 	}
 	for _, v := range s.DUTs {

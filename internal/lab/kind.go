@@ -8,35 +8,51 @@ import (
 )
 
 // Kind is a test kind of the lab: one unit that says what it needs of a
-// unit (Needs), how long it takes (Estimate), and how it runs and what it
-// records (Run, adding Results whose Test is its Name). A kind is
-// registered by one line of Kinds; a scenario runs the kinds its Tests
-// name, in the order of Kinds. As the DUT interface does, a kind may have
-// optional powers, found by type assertion: a line of the scenario's
-// description (describer), a report section of its own (Reporter), a
-// preset scenario of its own (presetter).
-//
-// XXX the per-frame-size kinds (throughput, latency-load, latency, loss,
-// back-to-back, flood) share the throughput found at each size and still
-// run from packetTests' ladder, as do the iperf3 kinds (tcp, udp) from
-// iperfTests; the kinds here run after them, once a unit.
+// unit and when it runs in it (Needs), how long it takes (Estimate), and
+// how it runs and what it records (Run, adding Results whose Test is its
+// Name, or its twins'). A kind is registered by one line of Kinds; a
+// scenario runs the kinds its Tests name, in the order of Kinds, phase by
+// phase (Phase). As the DUT interface does, a kind may have optional
+// powers, found by type assertion: a check of its settings with a note for
+// the run (preparer), a placement of its own (placer), words for the
+// scenario's description (describer, testsLiner), a report section of its
+// own (Reporter), a preset scenario of its own (presetter).
 type Kind interface {
 	Name() string
 	// Needs is what a unit of s must set up for the kind.
 	Needs(s Scenario) Needs
 	// Estimate is how long the kind adds to a unit of s with dut.
 	Estimate(s Scenario, dut Spec) time.Duration
-	// Run measures the kind in one unit.
+	// Run measures the kind in one unit (at one frame size, u.Size, for
+	// a PerSize kind).
 	Run(ctx context.Context, u *UnitRun) error
 }
 
+// Phase is when in a unit a kind runs.
+type Phase int
+
+const (
+	// PerUnit: once a unit, after the PerSize kinds, the generator and
+	// sinks up.
+	PerUnit Phase = iota
+	// PerSize: at each frame size in turn, the generator and sinks up,
+	// with what the kinds before it found at that size (SizeRun).
+	PerSize
+	// Stack: once a unit, after the generator and sinks stop: traffic
+	// between the hosts' own stacks (iperf3).
+	Stack
+)
+
 // Needs is what a kind asks of a unit.
 type Needs struct {
+	// Phase is when the kind runs.
+	Phase Phase
 	// Learning: the kind measures a learning bridge, and is skipped on a
 	// DUT that does not learn.
 	Learning bool
 	// Direct: the kind runs on the straight path too (its figures are the
-	// baseline of a ratio).
+	// baseline of a ratio); the generator and sinks start there only for
+	// such a kind. (Stack kinds run on every DUT.)
 	Direct bool
 	// AllHosts: a sink on every host, not only h2's (what floods is counted).
 	AllHosts bool
@@ -79,6 +95,23 @@ type UnitRun struct {
 	Throughputs map[FrameSize]float64
 	// Flows is the flow count of the unit's streams (at least 1).
 	Flows int
+	// Profile: the throughput test measures where a frame's time goes.
+	Profile bool
+	// Size is what the PerSize kinds found so far at the frame size in
+	// hand (nil outside that phase).
+	Size *SizeRun
+}
+
+// SizeRun is a frame size of a unit, and what its PerSize kinds found at
+// it for the next ones.
+type SizeRun struct {
+	Size FrameSize
+	// Search is the throughput search's result (nil: none ran), its
+	// NDR Throughput (0: none found), and Unpaced the rate its first
+	// trial offered (the generator's unpaced rate; 0 without one).
+	Search     *SearchResult
+	Throughput float64
+	Unpaced    float64
 }
 
 // loadRate is the first frame size and the rate of a stream at the
@@ -151,6 +184,12 @@ func (s Scenario) prepare() ([]string, error) {
 	return notes, nil
 }
 
+// testsLiner is a kind with words for the Tests line of its scenario's
+// description: "" for none.
+type testsLiner interface {
+	TestsLine(s Scenario) string
+}
+
 // presetter is a kind with a preset scenario of its own.
 type presetter interface {
 	Preset() Scenario
@@ -159,6 +198,12 @@ type presetter interface {
 // Kinds are the test kinds that run once a unit, in the order a unit runs
 // them. Adding a kind is its own file and a line here.
 var Kinds = []Kind{
+	throughputKind{},
+	latencyLoadKind{},
+	latencyKind{},
+	lossKind{},
+	b2bKind{},
+	floodKind{},
 	tableKind{},
 	restartKind{},
 	macFloodKind{},
@@ -167,6 +212,8 @@ var Kinds = []Kind{
 	cacheKind{},
 	learnKind{},
 	idleKind{},
+	tcpKind{},
+	udpKind{},
 }
 
 // KindOf is the registered kind of a test name (nil: none).
@@ -190,6 +237,31 @@ func (s Scenario) kinds() []Kind {
 	return out
 }
 
+// phase is the kinds of s that run in phase p, in the order of Kinds.
+func (s Scenario) phase(p Phase) []Kind {
+	var out []Kind
+	for _, k := range s.kinds() {
+		if k.Needs(s).Phase == p {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// runPhase runs the kinds of phase p, skipping those that need a learning
+// bridge on a DUT that does not learn.
+func (u *UnitRun) runPhase(ctx context.Context, p Phase) error {
+	for _, k := range u.S.phase(p) {
+		if k.Needs(u.S).Learning && !u.Rig.DUT.Learns() {
+			continue
+		}
+		if err := k.Run(ctx, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // needs is what the registered kinds of s need together.
 func (s Scenario) needs() Needs {
 	var n Needs
@@ -197,6 +269,12 @@ func (s Scenario) needs() Needs {
 		n = n.merge(k.Needs(s))
 	}
 	return n
+}
+
+// hasPacketTests says whether s has a kind that runs with the generator
+// and sinks up.
+func (s Scenario) hasPacketTests() bool {
+	return len(s.phase(PerSize))+len(s.phase(PerUnit)) > 0
 }
 
 // Sections are the report sections of the run's kinds that have one, in

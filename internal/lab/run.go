@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,30 +183,6 @@ func estimate(s Scenario, u unit) time.Duration {
 	if v := u.dut; v.VLAN || v.Mirror || v.Capture || v.Filter.checked() {
 		t += time.Second // the VLAN, mirror or filter check, the capture's start
 	}
-	tm := s.Timing
-	trial := tm.Search.Trial + tm.Settle + tm.Drain
-	for _, test := range s.Tests {
-		switch test {
-		case TestThroughput, TestFlood:
-			per := 3*trial + tm.Search.Confirm
-			if test == TestThroughput && tm.Search.HasPDR() {
-				per += tm.Search.Confirm // the PDR's confirmation, above the NDR's
-			}
-			t += time.Duration(len(s.Sizes)) * per
-		case TestLatency:
-			t += time.Duration(len(s.Sizes)*len(s.Fractions)) * trial
-		case TestLoadLatency:
-			t += time.Duration(len(s.Sizes)*len(s.LoadShares)) * (tm.Search.Confirm + tm.Settle + tm.Drain)
-		case TestLoss:
-			t += time.Duration(len(s.Sizes)) * 5 * trial
-		case TestB2B:
-			t += time.Duration(len(s.Sizes)) * 10 * (tm.Settle + tm.Drain + 500*time.Millisecond)
-		case TestTCP:
-			t += time.Duration(len(s.Streams)) * (s.IperfTime + time.Second)
-		case TestUDP:
-			t += s.IperfTime + time.Second
-		}
-	}
 	for _, k := range s.kinds() {
 		t += k.Estimate(s, u.dut)
 	}
@@ -257,9 +232,11 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	if s.Bidirectional {
 		run.Notes = append(run.Notes, BidirectionalNote(s, place))
 	}
-	if s.has(TestLoadLatency) {
-		run.Notes = append(run.Notes, loadLatencyNote(s))
+	notes, err := s.prepare()
+	if err != nil {
+		return nil, err
 	}
+	run.Notes = append(run.Notes, notes...)
 	if s.needs().Persist {
 		var once sync.Once
 		var built TrestleBuild
@@ -274,11 +251,6 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 			return built, buildErr
 		}
 	}
-	notes, err := s.prepare()
-	if err != nil {
-		return nil, err
-	}
-	run.Notes = append(run.Notes, notes...)
 	units := plan(s)
 	ests := make([]time.Duration, len(units))
 	var total time.Duration
@@ -459,12 +431,13 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	base := Result{DUT: u.dut.Text, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }
 
-	if s.hasPacketTests() && !(v.Direct() && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !needs.Direct) {
+	ur := &UnitRun{S: s, Rig: rig, Base: base, Add: add, Status: status, Notef: notef, Throughputs: map[FrameSize]float64{}, Flows: max(s.Flows, 1), Profile: cfg.Profile}
+	if s.hasPacketTests() && !(v.Direct() && !needs.Direct) {
 		sinkHosts := []int{1}
 		if s.Bidirectional {
 			sinkHosts = []int{0, 1}
 		}
-		if s.has(TestFlood) || needs.AllHosts {
+		if needs.AllHosts {
 			sinkHosts = nil
 			for i := range t.Hosts {
 				sinkHosts = append(sinkHosts, i)
@@ -478,7 +451,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 			return out, err
 		}
 		rec.Placement, rec.Offloads = rig.Place, rig.Offloads
-		tests := func() error { return packetTests(ctx, s, cfg.Profile, rig, base, add, status, notef) }
+		tests := func() error { return ur.packetTests(ctx) }
 		if v.Capture {
 			err = rig.withCapture(ctx, rec.Settings, status, tests)
 		} else {
@@ -491,8 +464,8 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	} else {
 		rec.Placement = place
 	}
-	if s.has(TestTCP) || s.has(TestUDP) {
-		if err := iperfTests(ctx, s, rig, base, add, status); err != nil {
+	if len(s.phase(Stack)) > 0 {
+		if err := ur.runPhase(ctx, Stack); err != nil {
 			return out, err
 		}
 		if rec.Offloads == nil {
@@ -503,132 +476,17 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	return out, nil
 }
 
-func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base Result, add func(Result), status, notef func(string)) error {
-	tm := s.Timing
-	flows := max(s.Flows, 1)
-	tputs := map[FrameSize]float64{} // the throughput found at each size
-	for _, size := range s.Sizes {
-		var tput float64
-		var unpaced float64
-		if s.has(TestThroughput) {
-			n := 0
-			sr, trials, err := rig.Throughput(ctx, size, tm, flows, func(st SearchTrial) {
-				n++
-				status(fmt.Sprintf("throughput %s, trial %d: %s offered, loss %.3f%%", size.Label(), n, pps(st.Offered), 100*st.Loss))
-			})
-			if err != nil {
-				return err
-			}
-			r := searchResult(base, TestThroughput, string(size), sr, trials)
-			if len(trials) > 0 {
-				r.CPU = trials[len(trials)-1].CPU
-				unpaced = trials[0].Offered
-			}
-			if profile {
-				status(fmt.Sprintf("profile %s: a trial without and one with BPF run-time statistics", size.Label()))
-				p, err := rig.Profile(ctx, size, tm.Search.Confirm, tm)
-				if err != nil {
-					return err
-				}
-				r.Profile = &p
-			}
-			add(r)
-			tput = sr.Throughput
-			tputs[size] = tput
-			if rig.T.Mirror != nil && tput > 0 {
-				// The passing confirmation is the last trial: the rate found.
-				add(spanResult(base, size, trials[len(trials)-1]))
-			}
-			if s.has(TestLoadLatency) {
-				if err := loadLatency(ctx, s, rig, size, sr, base, add, status); err != nil {
-					return err
-				}
-			}
-		}
-		if s.has(TestLatency) && tput > 0 {
-			status(fmt.Sprintf("latency %s at %v of %s", size.Label(), s.Fractions, pps(tput)))
-			trials, err := rig.StreamsAt(ctx, size, flows, tput, s.Fractions, tm.Search.Trial, tm)
-			if err != nil {
-				return err
-			}
-			for i, tr := range trials {
-				r := base
-				r.Test, r.Param, r.Unit = TestLatency, fmt.Sprintf("%s@%.0f%%", size, 100*s.Fractions[i]), "ns"
-				r.Trials, r.CPU = []TrialResult{tr}, tr.CPU
-				if tr.Latency != nil {
-					r.Value, r.Latency = float64(tr.Latency.P50), tr.Latency
-				}
-				r.Note = joinNotes(lostNote(tr), shortNote(tr, tm.Search))
-				add(r)
-			}
-		}
-		if s.has(TestLoss) {
-			maxRate := unpaced
-			if maxRate == 0 {
-				maxRate = tput * 1.5
-			}
-			status(fmt.Sprintf("loss curve %s from %s", size.Label(), pps(maxRate)))
-			trials, err := rig.LossCurve(ctx, size, maxRate, tm.Search.Trial, tm)
-			if err != nil {
-				return err
-			}
-			for _, tr := range trials {
-				r := base
-				r.Test, r.Param, r.Value, r.Unit = TestLoss, fmt.Sprintf("%s@%.0f%%", size, 100*tr.Requested/maxRate), 100*tr.LossRatio, "% lost"
-				r.Trials, r.CPU = []TrialResult{tr}, tr.CPU
-				add(r)
-			}
-		}
-		if s.has(TestB2B) {
-			maxBurst := uint64(max(unpaced, tput) * 2) // two seconds at full rate
-			if maxBurst < 1000 {
-				maxBurst = 1000
-			}
-			status(fmt.Sprintf("back-to-back %s up to %d frames", size.Label(), maxBurst))
-			n, trials, err := rig.BackToBack(ctx, size, maxBurst, 3, tm)
-			if err != nil {
-				return err
-			}
-			r := base
-			r.Test, r.Param, r.Value, r.Unit, r.Trials = TestB2B, string(size), float64(n), "frames", trials
-			if n == maxBurst {
-				r.Note = "no loss at the longest burst tried"
-			}
-			add(r)
-		}
-		if s.has(TestFlood) && len(rig.T.Hosts) > 2 {
-			n := 0
-			mix, err := size.Mix()
-			if err != nil {
-				return err
-			}
-			tm := tm.ndrOnly()
-			to := []int{}
-			for i := 1; i < len(rig.T.Hosts); i++ {
-				to = append(to, i)
-			}
-			bcast := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-			spec := TrialSpec{From: 0, To: to, Mix: mix, DstMAC: bcast, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
-			sr, trials, err := rig.SearchTrials(ctx, spec, tm, func(st SearchTrial) {
-				n++
-				status(fmt.Sprintf("broadcast %s to %d ports, trial %d: %s offered, loss %.3f%%", size.Label(), len(to), n, pps(st.Offered), 100*st.Loss))
-			})
-			if err != nil {
-				return err
-			}
-			add(searchResult(base, TestFlood, string(size), sr, trials))
-		}
-	}
-	u := &UnitRun{S: s, Rig: rig, Base: base, Add: add, Status: status, Notef: notef, Throughputs: tputs, Flows: flows}
-	for _, k := range s.kinds() {
-		if k.Needs(s).Learning && !rig.DUT.Learns() {
-			continue
-		}
-		if err := k.Run(ctx, u); err != nil {
+// packetTests runs the kinds that need the generator and sinks: the
+// PerSize kinds at each frame size in turn, then the PerUnit kinds.
+func (u *UnitRun) packetTests(ctx context.Context) error {
+	for _, size := range u.S.Sizes {
+		u.Size = &SizeRun{Size: size}
+		if err := u.runPhase(ctx, PerSize); err != nil {
 			return err
 		}
 	}
-	return nil
+	u.Size = nil
+	return u.runPhase(ctx, PerUnit)
 }
 
 // firstSize is the frame size of the tests that run at one: the first.
@@ -706,46 +564,6 @@ func directionsAt(sr SearchResult, trials []TrialResult, rate float64, pdr bool)
 	return nil
 }
 
-// loadLatency is CSIT's latency under load: after the throughput search
-// at size, a stream of the search's frames at each of s.LoadShares of the
-// PDR (of the NDR if the search looked for no PDR), for a confirmation's
-// length, 1 frame in 64 timed by the sink (StreamsAt). Each stream is a
-// Result whose Value is the p50 and whose Latency has the rest.
-func loadLatency(ctx context.Context, s Scenario, rig *Rig, size FrameSize, sr SearchResult, base Result, add func(Result), status func(string)) error {
-	ref, what := sr.PDR, "PDR"
-	if !sr.Config.HasPDR() {
-		ref, what = sr.Throughput, "NDR"
-	}
-	var trials []TrialResult
-	if ref > 0 {
-		status(fmt.Sprintf("latency under load %s at %s of the %s, %s", size.Label(), sharesText(s.LoadShares), what, pps(ref)))
-		var err error
-		if trials, err = rig.StreamsAt(ctx, size, max(s.Flows, 1), ref, s.LoadShares, s.Timing.Search.Confirm, s.Timing); err != nil {
-			return err
-		}
-	}
-	for i, share := range s.LoadShares {
-		r := base
-		r.Test, r.Param, r.Unit = TestLoadLatency, fmt.Sprintf("%s@%.0f%%", size, 100*share), "ns"
-		r.Note = fmt.Sprintf("%.0f%% of the %s, %s", 100*share, what, pps(ref))
-		if i >= len(trials) {
-			r.Error = fmt.Sprintf("no %s at %s to take %.0f%% of", what, size.Label(), 100*share)
-			add(r)
-			continue
-		}
-		tr := trials[i]
-		r.Trials, r.CPU = []TrialResult{tr}, tr.CPU
-		if tr.Latency != nil {
-			r.Value, r.Latency = float64(tr.Latency.P50), tr.Latency
-		} else {
-			r.Error = "the sink timed no frame"
-		}
-		r.Note = joinNotes(r.Note, lostNote(tr), shortNote(tr, s.Timing.Search))
-		add(r)
-	}
-	return nil
-}
-
 // lostNote says how many frames a latency stream lost, "" for none.
 func lostNote(tr TrialResult) string {
 	if tr.Lost <= 0 {
@@ -770,78 +588,11 @@ func joinNotes(notes ...string) string {
 	return strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
 }
 
-// sharesText is "10, 50 and 90%".
-func sharesText(shares []float64) string {
-	var parts []string
-	for _, f := range shares {
-		parts = append(parts, fmt.Sprintf("%.0f", 100*f))
-	}
-	if len(parts) > 1 {
-		return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1] + "%"
-	}
-	return strings.Join(parts, "") + "%"
-}
-
-// loadLatencyNote says how the latency-load test measures, for the run's notes.
-func loadLatencyNote(s Scenario) string {
-	return fmt.Sprintf("latency under load (CSIT): after each throughput search, a stream of the search's own frames for %v (a confirmation's length) at %s of the PDR just found "+
-		"(of the NDR when no PDR was looked for); the sink times 1 frame in 64 of each flow, as in every search trial and the soak, against the generator's clock reading stamped in it "+
-		"(one-way; the sink's histogram has buckets 6.25%% wide, a percentile is its bucket's midpoint, the max its top bucket's upper end); "+
-		"p50, p90, p99, p99.9 and max of each stream, and how many frames were timed", s.Timing.Search.Confirm, sharesText(s.LoadShares))
-}
-
 func passWord(ok bool) string {
 	if ok {
 		return "pass"
 	}
 	return "fail"
-}
-
-func iperfTests(ctx context.Context, s Scenario, rig *Rig, base Result, add func(Result), status func(string)) error {
-	secs := s.IperfTime
-	if secs == 0 {
-		secs = 5 * time.Second
-	}
-	if s.has(TestTCP) {
-		for _, n := range s.Streams {
-			status(fmt.Sprintf("iperf3 TCP, %d stream(s), %v", n, secs))
-			ir, err := rig.Iperf(ctx, 0, 1, "tcp", n, secs, "")
-			r := base
-			r.Test, r.Param, r.Unit = TestTCP, fmt.Sprintf("streams=%d", n), "bit/s"
-			if err != nil {
-				r.Error = err.Error()
-			} else {
-				r.Value, r.Iperf, r.CPU = ir.BitsPerSec, &ir, ir.CPU
-			}
-			add(r)
-		}
-	}
-	if s.has(TestUDP) {
-		status(fmt.Sprintf("iperf3 UDP at %s, %v", s.UDPRate, secs))
-		ir, err := rig.Iperf(ctx, 0, 1, "udp", 1, secs, s.UDPRate)
-		param := "rate=" + s.UDPRate
-		// Three figures: what arrived, what was lost, and the jitter.
-		for _, f := range []struct {
-			test, unit string
-			v          float64
-		}{{TestUDP, "bit/s", ir.BitsPerSec}, {TestUDP + "-loss", "% lost", ir.LostPercent}, {TestUDP + "-jitter", "ms", ir.JitterMs}} {
-			r := base
-			r.Test, r.Param, r.Unit = f.test, param, f.unit
-			if err != nil {
-				r.Error = err.Error()
-			} else {
-				r.Value, r.CPU = f.v, ir.CPU
-				if f.test == TestUDP {
-					r.Iperf = &ir
-				}
-				if f.test == TestUDP+"-loss" && ir.Lost > 0 {
-					r.Note = fmt.Sprintf("%d of %d lost datagrams were dropped by the receiving socket's full buffer (UDP RcvbufErrors), not on the path", min(ir.RcvbufErrors, ir.Lost), ir.Lost)
-				}
-			}
-			add(r)
-		}
-	}
-	return nil
 }
 
 func pps(v float64) string {

@@ -36,8 +36,6 @@ const (
 	TestLoadLatency = "latency-load"
 )
 
-var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood}
-
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
 	Name  string
@@ -355,8 +353,10 @@ func (s Scenario) Describe() string {
 		}
 		fmt.Fprintf(&b, "; frame sizes %s", strings.Join(sizes, ", "))
 	}
-	if s.has(TestTCP) && len(s.Streams) > 0 {
-		fmt.Fprintf(&b, "; iperf3 TCP streams %s", strings.Trim(fmt.Sprint(s.Streams), "[]"))
+	for _, k := range s.kinds() {
+		if l, ok := k.(testsLiner); ok {
+			b.WriteString(l.TestsLine(s))
+		}
 	}
 	if s.has(TestThroughput) && slices.ContainsFunc(s.DUTs, func(d Spec) bool { return d.Mirror }) {
 		b.WriteString("; with a mirror, span: the span host's frames as a share of h2's at the throughput")
@@ -408,18 +408,6 @@ func (s Scenario) Has(test string) bool { return s.has(test) }
 func (s Scenario) has(test string) bool {
 	for _, t := range s.Tests {
 		if t == test {
-			return true
-		}
-	}
-	return false
-}
-
-func (s Scenario) hasPacketTests() bool {
-	if len(s.kinds()) > 0 {
-		return true
-	}
-	for _, t := range packetTestKinds {
-		if s.has(t) {
 			return true
 		}
 	}

@@ -1,0 +1,87 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The iperf3 kinds, between the hosts' own stacks once the generator and
+// sinks have stopped, on every DUT: TCP from h1 to h2 at each stream count
+// (Streams), and UDP at UDPRate (what arrived, what was lost, the jitter).
+type (
+	tcpKind struct{}
+	udpKind struct{}
+)
+
+func (tcpKind) Name() string         { return TestTCP }
+func (udpKind) Name() string         { return TestUDP }
+func (tcpKind) Needs(Scenario) Needs { return Needs{Phase: Stack} }
+func (udpKind) Needs(Scenario) Needs { return Needs{Phase: Stack} }
+
+func (tcpKind) Estimate(s Scenario, _ Spec) time.Duration {
+	return time.Duration(len(s.Streams)) * (s.IperfTime + time.Second)
+}
+
+func (udpKind) Estimate(s Scenario, _ Spec) time.Duration { return s.IperfTime + time.Second }
+
+func (tcpKind) TestsLine(s Scenario) string {
+	if len(s.Streams) == 0 {
+		return ""
+	}
+	return "; iperf3 TCP streams " + strings.Trim(fmt.Sprint(s.Streams), "[]")
+}
+
+// iperfTime is how long each iperf3 run lasts: IperfTime, or 5 s.
+func iperfTime(s Scenario) time.Duration {
+	if s.IperfTime == 0 {
+		return 5 * time.Second
+	}
+	return s.IperfTime
+}
+
+func (tcpKind) Run(ctx context.Context, u *UnitRun) error {
+	secs := iperfTime(u.S)
+	for _, n := range u.S.Streams {
+		u.Status(fmt.Sprintf("iperf3 TCP, %d stream(s), %v", n, secs))
+		ir, err := u.Rig.Iperf(ctx, 0, 1, "tcp", n, secs, "")
+		r := u.Base
+		r.Test, r.Param, r.Unit = TestTCP, fmt.Sprintf("streams=%d", n), "bit/s"
+		if err != nil {
+			r.Error = err.Error()
+		} else {
+			r.Value, r.Iperf, r.CPU = ir.BitsPerSec, &ir, ir.CPU
+		}
+		u.Add(r)
+	}
+	return nil
+}
+
+func (udpKind) Run(ctx context.Context, u *UnitRun) error {
+	s, secs := u.S, iperfTime(u.S)
+	u.Status(fmt.Sprintf("iperf3 UDP at %s, %v", s.UDPRate, secs))
+	ir, err := u.Rig.Iperf(ctx, 0, 1, "udp", 1, secs, s.UDPRate)
+	param := "rate=" + s.UDPRate
+	// Three figures: what arrived, what was lost, and the jitter.
+	for _, f := range []struct {
+		test, unit string
+		v          float64
+	}{{TestUDP, "bit/s", ir.BitsPerSec}, {TestUDP + "-loss", "% lost", ir.LostPercent}, {TestUDP + "-jitter", "ms", ir.JitterMs}} {
+		r := u.Base
+		r.Test, r.Param, r.Unit = f.test, param, f.unit
+		if err != nil {
+			r.Error = err.Error()
+		} else {
+			r.Value, r.CPU = f.v, ir.CPU
+			if f.test == TestUDP {
+				r.Iperf = &ir
+			}
+			if f.test == TestUDP+"-loss" && ir.Lost > 0 {
+				r.Note = fmt.Sprintf("%d of %d lost datagrams were dropped by the receiving socket's full buffer (UDP RcvbufErrors), not on the path", min(ir.RcvbufErrors, ir.Lost), ir.Lost)
+			}
+		}
+		u.Add(r)
+	}
+	return nil
+}
