@@ -229,9 +229,11 @@ Examples:
 				}
 			}
 			if f.Changed("streams") {
-				if sc.Streams, err = intList("--streams", streams, 1, 128); err != nil {
+				n, err := intList("--streams", streams, 1, 128)
+				if err != nil {
 					return err
 				}
+				lab.Configure(&sc, func(t lab.TCPTest) lab.TCPTest { t.Streams = n; return t })
 			}
 			if f.Changed("reps") {
 				if reps < 1 {
@@ -289,7 +291,7 @@ Examples:
 				tm.Search.Resolution = resolution
 			}
 			if f.Changed("udp-rate") {
-				sc.UDPRate = udpRate
+				lab.Configure(&sc, func(t lab.UDPTest) lab.UDPTest { t.Rate = udpRate; return t })
 			}
 			if f.Changed("events") {
 				if sc.Events, err = lab.ParseEvents(events); err != nil {
@@ -308,7 +310,7 @@ Examples:
 				}
 				sc.StreamRate = streamRate
 				// A fixed rate needs no throughput to take a fraction of.
-				sc.Tests = slices.DeleteFunc(slices.Clone(sc.Tests), func(t string) bool { return t == lab.TestThroughput })
+				sc.WithoutTest(lab.TestThroughput)
 			}
 			for _, d := range []struct {
 				name string

@@ -275,7 +275,7 @@ func init() {
 			"On a bigger machine give the counts: --cpus 1,2,4,8 (each at most the machine's CPUs, which the lab checks); with a CPU beyond the largest count, the DUT's own threads (the PMD) get it. " +
 			"direct, the floor, the Linux bridge, trestle in xdp and in its default (tc) mode, Open vSwitch; 3 repetitions, about 15 minutes on 2 CPUs",
 		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "trestle", "ovs"),
-		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestCores}, Reps: 3, Timing: DefaultTiming,
+		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: TestsOf(TestCores), Reps: 3, Timing: DefaultTiming,
 		CoreCounts: counts,
 	}
 }

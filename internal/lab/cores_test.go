@@ -134,7 +134,7 @@ func TestExecuteCores(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := DefaultCoreCounts(min(len(cpus), 2))
-	sc := Scenario{Name: "test", DUTs: MustSpecs("direct", "floor"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestCores},
+	sc := Scenario{Name: "test", DUTs: MustSpecs("direct", "floor"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: TestsOf(TestCores),
 		CoreCounts: counts, Reps: 1, Timing: tinyTiming()}
 	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "auto", WorkDir: t.TempDir()})

@@ -331,7 +331,7 @@ func TestFilterScaleScenario(t *testing.T) {
 			t.Errorf("%s not in %v", d, s.DUTs)
 		}
 	}
-	if len(s.DUTs) != 18 || s.Hosts != 2 || !slices.Equal(s.Tests, []string{TestThroughput}) || !slices.Equal(s.Sizes, []FrameSize{"64"}) {
+	if len(s.DUTs) != 18 || s.Hosts != 2 || !slices.Equal(s.TestNames(), []string{TestThroughput}) || !slices.Equal(s.Sizes, []FrameSize{"64"}) {
 		t.Errorf("%d DUTs, %d hosts, tests %v, sizes %v", len(s.DUTs), s.Hosts, s.Tests, s.Sizes)
 	}
 	if !slices.Contains(SpecTexts(Scenarios["veb-vs-bridge"].DUTs), "trestle@filter") {
@@ -375,7 +375,7 @@ func TestExecuteFilter(t *testing.T) {
 			}
 		}
 	}
-	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput}, Reps: 1, Timing: tinyTiming()}
+	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: TestsOf(TestThroughput), Reps: 1, Timing: tinyTiming()}
 	runUnits(t, bin, sc, allowed, func(d string, u UnitRecord, _ map[string]float64) {
 		_, f := FilterOf(d)
 		if u.Settings["variant: filter"] != f.String() {

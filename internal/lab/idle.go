@@ -59,7 +59,7 @@ var idlePreset = Scenario{
 	About: "a 2-port bridge set up and left without traffic for 3 s: its daemon's CPU time (a share of one CPU) and resident memory, and every CPU's busy share, " +
 		"for the straight path, the Linux bridge, trestle in xdp and in its default mode and Open vSwitch (whose userspace datapath polls its ports); 3 repetitions, about a minute",
 	DUTs:  MustSpecs("direct", "linux-bridge", "trestle:xdp", "trestle", "ovs"),
-	Hosts: 2, Chain: []int{1}, Tests: []string{TestIdle}, Reps: 3, Timing: DefaultTiming,
+	Hosts: 2, Chain: []int{1}, Tests: TestsOf(TestIdle), Reps: 3, Timing: DefaultTiming,
 }
 
 var idleNote = fmt.Sprintf("idle: each DUT set up, then no frame sent for %v (after %v to settle): its daemon's CPU time from /proc/PID/stat (user and system, all its threads), "+

@@ -11,26 +11,28 @@ import (
 // sinks have stopped, on every DUT: TCP from h1 to h2 at each stream count
 // (Streams), and UDP at UDPRate (what arrived, what was lost, the jitter).
 type (
-	tcpKind struct{}
-	udpKind struct{}
+	// TCPTest: a run at each of Streams.
+	TCPTest struct{ Streams []int }
+	// UDPTest: a run offered Rate (iperf3's -b: "1G").
+	UDPTest struct{ Rate string }
 )
 
-func (tcpKind) Name() string         { return TestTCP }
-func (udpKind) Name() string         { return TestUDP }
-func (tcpKind) Needs(Scenario) Needs { return Needs{Phase: Stack} }
-func (udpKind) Needs(Scenario) Needs { return Needs{Phase: Stack} }
+func (TCPTest) Name() string         { return TestTCP }
+func (UDPTest) Name() string         { return TestUDP }
+func (TCPTest) Needs(Scenario) Needs { return Needs{Phase: Stack} }
+func (UDPTest) Needs(Scenario) Needs { return Needs{Phase: Stack} }
 
-func (tcpKind) Estimate(s Scenario, _ Spec) time.Duration {
-	return time.Duration(len(s.Streams)) * (s.IperfTime + time.Second)
+func (k TCPTest) Estimate(s Scenario, _ Spec) time.Duration {
+	return time.Duration(len(k.Streams)) * (s.IperfTime + time.Second)
 }
 
-func (udpKind) Estimate(s Scenario, _ Spec) time.Duration { return s.IperfTime + time.Second }
+func (UDPTest) Estimate(s Scenario, _ Spec) time.Duration { return s.IperfTime + time.Second }
 
-func (tcpKind) TestsLine(s Scenario) string {
-	if len(s.Streams) == 0 {
+func (k TCPTest) TestsLine(Scenario) string {
+	if len(k.Streams) == 0 {
 		return ""
 	}
-	return "; iperf3 TCP streams " + strings.Trim(fmt.Sprint(s.Streams), "[]")
+	return "; iperf3 TCP streams " + strings.Trim(fmt.Sprint(k.Streams), "[]")
 }
 
 // iperfTime is how long each iperf3 run lasts: IperfTime, or 5 s.
@@ -41,9 +43,9 @@ func iperfTime(s Scenario) time.Duration {
 	return s.IperfTime
 }
 
-func (tcpKind) Run(ctx context.Context, u *UnitRun) error {
+func (k TCPTest) Run(ctx context.Context, u *UnitRun) error {
 	secs := iperfTime(u.S)
-	for _, n := range u.S.Streams {
+	for _, n := range k.Streams {
 		u.Status(fmt.Sprintf("iperf3 TCP, %d stream(s), %v", n, secs))
 		ir, err := u.Rig.Iperf(ctx, 0, 1, "tcp", n, secs, "")
 		r := u.Base
@@ -58,11 +60,11 @@ func (tcpKind) Run(ctx context.Context, u *UnitRun) error {
 	return nil
 }
 
-func (udpKind) Run(ctx context.Context, u *UnitRun) error {
-	s, secs := u.S, iperfTime(u.S)
-	u.Status(fmt.Sprintf("iperf3 UDP at %s, %v", s.UDPRate, secs))
-	ir, err := u.Rig.Iperf(ctx, 0, 1, "udp", 1, secs, s.UDPRate)
-	param := "rate=" + s.UDPRate
+func (k UDPTest) Run(ctx context.Context, u *UnitRun) error {
+	secs := iperfTime(u.S)
+	u.Status(fmt.Sprintf("iperf3 UDP at %s, %v", k.Rate, secs))
+	ir, err := u.Rig.Iperf(ctx, 0, 1, "udp", 1, secs, k.Rate)
+	param := "rate=" + k.Rate
 	// Three figures: what arrived, what was lost, and the jitter.
 	for _, f := range []struct {
 		test, unit string

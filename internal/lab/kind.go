@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -199,21 +200,21 @@ type presetter interface {
 // them. Adding a kind is its own file and a line here.
 var Kinds = []Kind{
 	throughputKind{},
-	latencyLoadKind{},
-	latencyKind{},
+	LoadLatencyTest{},
+	LatencyTest{},
 	lossKind{},
 	b2bKind{},
 	floodKind{},
-	tableKind{},
+	TableTest{},
 	restartKind{},
 	macFloodKind{},
 	soakKind{},
 	coresKind{},
-	cacheKind{},
-	learnKind{},
+	CacheTest{},
+	LearnTest{},
 	idleKind{},
-	tcpKind{},
-	udpKind{},
+	TCPTest{},
+	UDPTest{},
 }
 
 // KindOf is the registered kind of a test name (nil: none).
@@ -226,15 +227,50 @@ func KindOf(test string) Kind {
 	return nil
 }
 
-// kinds are the registered kinds that s runs, in the order of Kinds.
-func (s Scenario) kinds() []Kind {
-	var out []Kind
-	for _, k := range Kinds {
-		if s.has(k.Name()) {
-			out = append(out, k)
+// TestsOf are the registered kinds of names with no settings of their own:
+// tests for a scenario whose kinds need none (a kind with settings is
+// written as its value, TCPTest{Streams: ...}). A name not registered is
+// a mistake in the code.
+func TestsOf(names ...string) []Kind {
+	out := make([]Kind, len(names))
+	for i, n := range names {
+		if out[i] = KindOf(n); out[i] == nil {
+			panic(fmt.Sprintf("lab: no test kind %q", n))
 		}
 	}
 	return out
+}
+
+// kinds are the tests that s runs, each with its settings, in the order
+// of Kinds.
+func (s Scenario) kinds() []Kind {
+	var out []Kind
+	for _, k := range Kinds {
+		for _, t := range s.Tests {
+			if t.Name() == k.Name() {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Configure changes the settings of s's test of kind T with f, if s has
+// one (the command line's flags: --streams on a TCPTest). s's tests are
+// copied first: a preset's stay as they are.
+func Configure[T Kind](s *Scenario, f func(T) T) {
+	s.Tests = slices.Clone(s.Tests)
+	for i, t := range s.Tests {
+		if k, ok := t.(T); ok {
+			s.Tests[i] = f(k)
+		}
+	}
+}
+
+// WithoutTest is s without its test of kind name.
+func (s *Scenario) WithoutTest(name string) {
+	s.Tests = slices.DeleteFunc(slices.Clone(s.Tests), func(t Kind) bool { return t.Name() == name })
 }
 
 // phase is the kinds of s that run in phase p, in the order of Kinds.

@@ -182,7 +182,7 @@ func tinyScenario(duts []string, chain ...int) Scenario {
 		chain = []int{1}
 	}
 	return Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 2, Chain: chain, Sizes: []FrameSize{"64"},
-		Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: time.Second, Reps: 1, Timing: tinyTiming()}
+		Tests: []Kind{throughputKind{}, TCPTest{Streams: []int{1}}}, IperfTime: time.Second, Reps: 1, Timing: tinyTiming()}
 }
 
 // execute runs sc with trestle bin and returns its record and each
@@ -234,7 +234,7 @@ func runUnits(t *testing.T, bin string, sc Scenario, allowed map[string]string, 
 			continue
 		}
 		f := single(got[d])
-		for _, test := range sc.Tests {
+		for _, test := range sc.TestNames() {
 			if f[test] <= 0 {
 				t.Errorf("%s: %s %v, want above 0", d, test, f[test])
 			}
@@ -350,7 +350,7 @@ func TestExecute(t *testing.T) {
 func TestExecuteCancelled(t *testing.T) {
 	requireRoot(t)
 	sc := Scenario{Name: "test", DUTs: MustSpecs("linux-bridge"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"},
-		Tests: []string{TestThroughput}, Reps: 1, Timing: DefaultTiming}
+		Tests: TestsOf(TestThroughput), Reps: 1, Timing: DefaultTiming}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	before := ours(t, runPrefix)
@@ -371,7 +371,7 @@ func TestTableCheck(t *testing.T) {
 	bin := trestleBinary(t)
 	duts := []string{"linux-bridge", "trestle:xdp"}
 	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
-		Tests: []string{TestTable}, TableSizes: []int{2000}, Reps: 1, Timing: tinyTiming()}
+		Tests: []Kind{TableTest{Sizes: []int{2000}}}, Reps: 1, Timing: tinyTiming()}
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -208,7 +208,7 @@ func TestExecuteMACFlood(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
 	duts := []string{"trestle:xdp", "linux-bridge"}
-	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 4, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestMACFlood},
+	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 4, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: TestsOf(TestMACFlood),
 		StreamRate: 200e3, Duration: 2 * time.Second, Sources: 10000, MaxEntries: 4096, Reps: 1, Timing: tinyTiming()}
 	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})

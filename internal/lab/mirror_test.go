@@ -159,7 +159,7 @@ func trestleTakesMirrors(t *testing.T, bin string) bool {
 // throughput on a 3-port bridge, one repetition, at tinyTiming.
 func mirrorScenario(duts []string) Scenario {
 	return Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
-		Tests: []string{TestThroughput}, Reps: 1, Timing: tinyTiming()}
+		Tests: TestsOf(TestThroughput), Reps: 1, Timing: tinyTiming()}
 }
 
 // runMirror runs duts through mirrorScenario and checks every unit as

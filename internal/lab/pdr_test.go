@@ -276,8 +276,8 @@ func TestSearchPDROff(t *testing.T) {
 func TestExecuteBidirectional(t *testing.T) {
 	requireRoot(t)
 	sc := tinyScenario([]string{"direct", "floor", "linux-bridge"})
-	sc.Tests = []string{TestThroughput, TestLoadLatency, TestLatency}
-	sc.LoadShares, sc.Fractions, sc.Bidirectional = CSITLoadShares, []float64{1}, true
+	sc.Tests = []Kind{throughputKind{}, LoadLatencyTest{Shares: CSITLoadShares}, LatencyTest{Fractions: []float64{1}}}
+	sc.Bidirectional = true
 	sc.Timing.Search.LossGoal, sc.Timing.Search.PDRLoss = 0.01, 0.05
 	run, _ := execute(t, sc, "")
 	if !run.Bidirectional || !slices.ContainsFunc(run.Notes, func(n string) bool { return strings.HasPrefix(n, "bidirectional: ") }) {

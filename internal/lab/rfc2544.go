@@ -14,18 +14,19 @@ import (
 // trials.
 type (
 	throughputKind struct{}
-	latencyKind    struct{}
-	lossKind       struct{}
-	b2bKind        struct{}
+	// LatencyTest: at each of Fractions of the throughput.
+	LatencyTest struct{ Fractions []float64 }
+	lossKind    struct{}
+	b2bKind     struct{}
 )
 
 func (throughputKind) Name() string { return TestThroughput }
-func (latencyKind) Name() string    { return TestLatency }
+func (LatencyTest) Name() string    { return TestLatency }
 func (lossKind) Name() string       { return TestLoss }
 func (b2bKind) Name() string        { return TestB2B }
 
 func (throughputKind) Needs(Scenario) Needs { return Needs{Phase: PerSize, Direct: true} }
-func (latencyKind) Needs(Scenario) Needs    { return Needs{Phase: PerSize, Direct: true} }
+func (LatencyTest) Needs(Scenario) Needs    { return Needs{Phase: PerSize, Direct: true} }
 func (lossKind) Needs(Scenario) Needs       { return Needs{Phase: PerSize, Direct: true} }
 func (b2bKind) Needs(Scenario) Needs        { return Needs{Phase: PerSize, Direct: true} }
 
@@ -41,8 +42,8 @@ func (throughputKind) Estimate(s Scenario, _ Spec) time.Duration {
 	return time.Duration(len(s.Sizes)) * per
 }
 
-func (latencyKind) Estimate(s Scenario, _ Spec) time.Duration {
-	return time.Duration(len(s.Sizes)*len(s.Fractions)) * trialTime(s.Timing)
+func (k LatencyTest) Estimate(s Scenario, _ Spec) time.Duration {
+	return time.Duration(len(s.Sizes)*len(k.Fractions)) * trialTime(s.Timing)
 }
 
 func (lossKind) Estimate(s Scenario, _ Spec) time.Duration {
@@ -88,20 +89,20 @@ func (throughputKind) Run(ctx context.Context, u *UnitRun) error {
 	return nil
 }
 
-func (latencyKind) Run(ctx context.Context, u *UnitRun) error {
+func (k LatencyTest) Run(ctx context.Context, u *UnitRun) error {
 	s, z := u.S, u.Size
 	size, tput := z.Size, z.Throughput
 	if tput <= 0 {
 		return nil
 	}
-	u.Status(fmt.Sprintf("latency %s at %v of %s", size.Label(), s.Fractions, pps(tput)))
-	trials, err := u.Rig.StreamsAt(ctx, size, u.Flows, tput, s.Fractions, s.Timing.Search.Trial, s.Timing)
+	u.Status(fmt.Sprintf("latency %s at %v of %s", size.Label(), k.Fractions, pps(tput)))
+	trials, err := u.Rig.StreamsAt(ctx, size, u.Flows, tput, k.Fractions, s.Timing.Search.Trial, s.Timing)
 	if err != nil {
 		return err
 	}
 	for i, tr := range trials {
 		r := u.Base
-		r.Test, r.Param, r.Unit = TestLatency, fmt.Sprintf("%s@%.0f%%", size, 100*s.Fractions[i]), "ns"
+		r.Test, r.Param, r.Unit = TestLatency, fmt.Sprintf("%s@%.0f%%", size, 100*k.Fractions[i]), "ns"
 		r.Trials, r.CPU = []TrialResult{tr}, tr.CPU
 		if tr.Latency != nil {
 			r.Value, r.Latency = float64(tr.Latency.P50), tr.Latency

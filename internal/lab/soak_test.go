@@ -122,7 +122,7 @@ func TestSoakScenario(t *testing.T) {
 func TestExecuteSoak(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
-	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"imix"}, Tests: []string{TestSoak},
+	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"imix"}, Tests: TestsOf(TestSoak),
 		Flows: 100, Load: 0.5, Duration: 3 * time.Second, Window: time.Second, Reps: 1, Timing: tinyTiming()}
 	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})

@@ -10,31 +10,33 @@ import (
 
 // tableKind is the table test (fdb-scale): learn N addresses behind one
 // port and check that the table holds them, then the RFC 2544 search to h2
-// and with every frame to another of the N, for each N of TableSizes.
-type tableKind struct{}
+// and with every frame to another of the N, for each N of Sizes.
+type TableTest struct {
+	Sizes []int // the Ns
+}
 
-func (tableKind) Name() string { return TestTable }
+func (TableTest) Name() string { return TestTable }
 
-func (tableKind) Needs(s Scenario) Needs {
-	return Needs{Learning: true, AllHosts: true, OneWay: true, MaxEntries: 2 * slices.Max(append([]int{0}, s.TableSizes...))}
+func (k TableTest) Needs(Scenario) Needs {
+	return Needs{Learning: true, AllHosts: true, OneWay: true, MaxEntries: 2 * slices.Max(append([]int{0}, k.Sizes...))}
 }
 
 // Estimate: learn and check each table at tableLearnRate, then two
 // searches (to h2, spread) for each frame size.
-func (tableKind) Estimate(s Scenario, _ Spec) time.Duration {
+func (k TableTest) Estimate(s Scenario, _ Spec) time.Duration {
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
 	var t time.Duration
-	for _, n := range s.TableSizes {
+	for _, n := range k.Sizes {
 		fill := time.Duration(2 * float64(n) / tableLearnRate * float64(time.Second))
 		t += fill + tm.Settle + 2*tm.Drain + time.Duration(2*len(s.Sizes))*(3*trial+tm.Search.Confirm)
 	}
 	return t
 }
 
-func (tableKind) Run(ctx context.Context, u *UnitRun) error {
+func (k TableTest) Run(ctx context.Context, u *UnitRun) error {
 	s, rig, tm := u.S, u.Rig, u.S.Timing
-	for _, n := range s.TableSizes {
+	for _, n := range k.Sizes {
 		// Fill the table once; both kinds of traffic run against it.
 		u.Status(fmt.Sprintf("table of %d: learning the addresses", n))
 		check, err := rig.FillTable(ctx, n, tm)
