@@ -340,9 +340,11 @@ Examples:
 				if !sc.Has(lab.TestCores) {
 					return fmt.Errorf("--cpus is for the cores scenario, not %s", sc.Name)
 				}
-				if sc.CoreCounts, err = intList("--cpus", cpus, 1, 1024); err != nil {
+				n, err := intList("--cpus", cpus, 1, 1024)
+				if err != nil {
 					return err
 				}
+				lab.Configure(&sc, func(c lab.CoresTest) lab.CoresTest { c.Counts = n; return c })
 			}
 			if err := sc.CheckCores(placement); err != nil {
 				return err

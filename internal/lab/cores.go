@@ -88,9 +88,14 @@ func DefaultCoreCounts(n int) []int {
 // (above the CPUs this process may use, below 1, or repeated) and a
 // placement other than auto or shared ("" is auto).
 func (s Scenario) CheckCores(placement string) error {
-	if !s.has(TestCores) {
+	k, ok := testOf[CoresTest](s)
+	if !ok {
 		return nil
 	}
+	return k.check(placement)
+}
+
+func (k CoresTest) check(placement string) error {
 	if placement != "" && placement != "auto" && placement != "shared" {
 		return fmt.Errorf("cores: placement %q: the cores test places the generator's threads itself, each on the CPU that forwards its frames (shared); split would move the forwarding off them", placement)
 	}
@@ -98,7 +103,7 @@ func (s Scenario) CheckCores(placement string) error {
 	if err != nil {
 		return err
 	}
-	return checkCoreCounts(s.CoreCounts, len(cpus))
+	return checkCoreCounts(k.Counts, len(cpus))
 }
 
 func checkCoreCounts(counts []int, ncpu int) error {
@@ -127,15 +132,15 @@ func checkCoreCounts(counts []int, ncpu int) error {
 // on the first CPUs the process may use, and the DUT's own threads on the
 // CPU after the largest count's, or, where the machine has none spare, on
 // its last CPU, which a generator thread then shares at the largest counts.
-func coresPlacement(s Scenario, mode string) (Placement, error) {
-	if err := s.CheckCores(mode); err != nil {
+func coresPlacement(k CoresTest, mode string) (Placement, error) {
+	if err := k.check(mode); err != nil {
 		return Placement{}, err
 	}
 	cpus, err := AllowedCPUs()
 	if err != nil {
 		return Placement{}, err
 	}
-	n := slices.Max(s.CoreCounts)
+	n := slices.Max(k.Counts)
 	p := Placement{Mode: "shared", GenCPU: cpus[0], SinkCPU: cpus[0], GenCPUs: cpus[:n], DUTCPU: cpus[len(cpus)-1]}
 	if len(cpus) > n {
 		p.DUTCPU = cpus[n]
@@ -144,8 +149,8 @@ func coresPlacement(s Scenario, mode string) (Placement, error) {
 }
 
 // coresNotes say what the cores test's placement can and cannot show.
-func coresNotes(s Scenario, p Placement) []string {
-	n := slices.Max(s.CoreCounts)
+func coresNotes(k CoresTest, p Placement) []string {
+	n := slices.Max(k.Counts)
 	notes := []string{fmt.Sprintf("cores: with N CPUs the generator runs N threads, one on each of CPUs %s (the first N), each sending its own flow (UDP source port %d+i); "+
 		"a veth delivers on the sending CPU, so each of those CPUs also runs the DUT's forwarding of its thread's frames and the sink's counting of them: the figure is the path's, on N CPUs at once. "+
 		"Every veth end has %d queues at every count; CPU busy is each CPU's share of non-idle time in the confirmation trial", intsText(p.GenCPUs), coresPortBase, n)}
@@ -167,55 +172,57 @@ func intsText(v []int) string {
 	return strings.Join(s, ",")
 }
 
-// coresKind is the cores test: the zero-loss rate with the generator on
-// each count of CPUs, on the straight path too.
-type coresKind struct{}
+// CoresTest is the cores test: the zero-loss rate with the generator on
+// each of Counts CPUs, on the straight path too.
+type CoresTest struct {
+	Counts []int
+}
 
-func (coresKind) Name() string { return TestCores }
+func (CoresTest) Name() string { return TestCores }
 
 // Needs: every veth end of a cores unit has the largest count's queues, so
 // that each generator thread's CPU has a queue of its own.
-func (coresKind) Needs(s Scenario) Needs {
+func (k CoresTest) Needs(Scenario) Needs {
 	n := Needs{Direct: true}
-	if len(s.CoreCounts) > 0 {
-		n.Queues = slices.Max(s.CoreCounts)
+	if len(k.Counts) > 0 {
+		n.Queues = slices.Max(k.Counts)
 	}
 	return n
 }
 
 // Estimate is a rough length of a unit's cores test.
-func (coresKind) Estimate(s Scenario, _ Spec) time.Duration {
+func (k CoresTest) Estimate(s Scenario, _ Spec) time.Duration {
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
-	return time.Duration(len(s.Sizes)*len(s.CoreCounts)) * (4*trial + tm.Search.Confirm)
+	return time.Duration(len(s.Sizes)*len(k.Counts)) * (4*trial + tm.Search.Confirm)
 }
 
-func (coresKind) Describe(s Scenario) string {
-	return fmt.Sprintf("CPUs:     %s (the generator's threads, each CPU forwarding its own)", intsText(s.CoreCounts))
+func (k CoresTest) Describe(Scenario) string {
+	return fmt.Sprintf("CPUs:     %s (the generator's threads, each CPU forwarding its own)", intsText(k.Counts))
 }
 
-func (coresKind) Place(s Scenario, mode string) (Placement, []string, error) {
-	p, err := coresPlacement(s, mode)
+func (k CoresTest) Place(_ Scenario, mode string) (Placement, []string, error) {
+	p, err := coresPlacement(k, mode)
 	if err != nil {
 		return p, nil, err
 	}
-	return p, coresNotes(s, p), nil
+	return p, coresNotes(k, p), nil
 }
 
-func (coresKind) Run(ctx context.Context, u *UnitRun) error {
-	return coresTest(ctx, u.S, u.Rig, u.Base, u.Add, u.Status)
+func (k CoresTest) Run(ctx context.Context, u *UnitRun) error {
+	return coresTest(ctx, u.S, k.Counts, u.Rig, u.Base, u.Add, u.Status)
 }
 
 // coresTest runs the RFC 2544 search from h1 to h2 at each frame size with
 // the generator on each count of CPUs.
-func coresTest(ctx context.Context, s Scenario, rig *Rig, base Result, add func(Result), status func(string)) error {
+func coresTest(ctx context.Context, s Scenario, counts []int, rig *Rig, base Result, add func(Result), status func(string)) error {
 	tm := s.Timing
 	for _, size := range s.Sizes {
 		mix, err := size.Mix()
 		if err != nil {
 			return err
 		}
-		for _, n := range s.CoreCounts {
+		for _, n := range counts {
 			if n > len(rig.Place.GenCPUs) {
 				return fmt.Errorf("cores: %d CPUs, but the placement has %d for the generator", n, len(rig.Place.GenCPUs))
 			}
@@ -259,12 +266,13 @@ func (ts TrialSpec) genCPUs(p Placement) []int {
 	return []int{p.GenCPU}
 }
 
-func init() {
+// Preset is the cores scenario, its counts up to every CPU the lab may use.
+func (CoresTest) Preset() Scenario {
 	counts := []int{1, 2}
 	if cpus, err := AllowedCPUs(); err == nil {
 		counts = DefaultCoreCounts(len(cpus))
 	}
-	Scenarios["cores"] = Scenario{
+	return Scenario{
 		Name: "cores", Title: "Cores: zero-loss throughput against the number of CPUs forwarding (seed 000)", Seed: "000_5de8b09844379080.txt",
 		About: "a 2-port bridge: 64-byte zero-loss throughput (the RFC 2544 search) with the generator on 1, 2, 4 ... N CPUs (--cpus; default 1, 2, 4 ... up to every CPU the lab may use), " +
 			"one thread and one flow per CPU; a veth delivers on the sending CPU, so each CPU forwards its own thread's frames start to end (the DUT's XDP program or stack, the sink): " +
@@ -275,7 +283,6 @@ func init() {
 			"On a bigger machine give the counts: --cpus 1,2,4,8 (each at most the machine's CPUs, which the lab checks); with a CPU beyond the largest count, the DUT's own threads (the PMD) get it. " +
 			"direct, the floor, the Linux bridge, trestle in xdp and in its default (tc) mode, Open vSwitch; 3 repetitions, about 15 minutes on 2 CPUs",
 		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "trestle", "ovs"),
-		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: TestsOf(TestCores), Reps: 3, Timing: DefaultTiming,
-		CoreCounts: counts,
+		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{CoresTest{Counts: counts}}, Reps: 3, Timing: DefaultTiming,
 	}
 }

@@ -209,7 +209,7 @@ var Kinds = []Kind{
 	restartKind{},
 	macFloodKind{},
 	soakKind{},
-	coresKind{},
+	CoresTest{},
 	CacheTest{},
 	LearnTest{},
 	idleKind{},
@@ -254,6 +254,17 @@ func (s Scenario) kinds() []Kind {
 		}
 	}
 	return out
+}
+
+// testOf is s's test of kind T, if it has one.
+func testOf[T Kind](s Scenario) (T, bool) {
+	for _, t := range s.Tests {
+		if k, ok := t.(T); ok {
+			return k, true
+		}
+	}
+	var zero T
+	return zero, false
 }
 
 // Configure changes the settings of s's test of kind T with f, if s has

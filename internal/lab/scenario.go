@@ -82,9 +82,6 @@ type Scenario struct {
 	// its loss and latency per Window.
 	Duration, Window    time.Duration
 	Sources, MaxEntries int
-	// CoreCounts are the cores test's numbers of CPUs, each a generator
-	// thread that its CPU forwards (cores.go).
-	CoreCounts []int
 	// Goals are what the scenario's figures should show, checked in the report.
 	Goals []Goal
 	// Unavailable, if set, is why the scenario cannot run yet.
