@@ -294,9 +294,11 @@ Examples:
 				lab.Configure(&sc, func(t lab.UDPTest) lab.UDPTest { t.Rate = udpRate; return t })
 			}
 			if f.Changed("events") {
-				if sc.Events, err = lab.ParseEvents(events); err != nil {
+				evs, err := lab.ParseEvents(events)
+				if err != nil {
 					return fmt.Errorf("--events: %w", err)
 				}
+				lab.Configure(&sc, func(r lab.RestartTest) lab.RestartTest { r.Events = evs; return r })
 			}
 			if f.Changed("load") {
 				if load <= 0 || load > 1 {
@@ -315,13 +317,13 @@ Examples:
 			for _, d := range []struct {
 				name string
 				v    time.Duration
-				into *time.Duration
-			}{{"event-lead", eventLead, &sc.EventLead}, {"event-tail", eventTail, &sc.EventTail}} {
+				set  func(*lab.RestartTest, time.Duration)
+			}{{"event-lead", eventLead, func(r *lab.RestartTest, v time.Duration) { r.Lead = v }}, {"event-tail", eventTail, func(r *lab.RestartTest, v time.Duration) { r.Tail = v }}} {
 				if f.Changed(d.name) {
 					if d.v <= 0 {
 						return fmt.Errorf("--%s %v: must be above 0", d.name, d.v)
 					}
-					*d.into = d.v
+					lab.Configure(&sc, func(r lab.RestartTest) lab.RestartTest { d.set(&r, d.v); return r })
 				}
 			}
 			if f.Changed("upgrade-to") {
@@ -329,9 +331,11 @@ Examples:
 				if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 					return fmt.Errorf("--upgrade-to %s: not an executable file (%v)", upgradeTo, err)
 				}
-				if sc.UpgradeTo, err = filepath.Abs(upgradeTo); err != nil {
+				abs, err := filepath.Abs(upgradeTo)
+				if err != nil {
 					return err
 				}
+				lab.Configure(&sc, func(r lab.RestartTest) lab.RestartTest { r.UpgradeTo = abs; return r })
 			}
 			if err := streamFlags(f.Changed, &sc, duration, window, sources, maxEntries); err != nil {
 				return err
@@ -513,29 +517,37 @@ func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration, win
 			return fmt.Errorf("--duration %v: must be above 0", duration)
 		}
 		sc.Duration = duration
-		if sc.Has(lab.TestSoak) && !changed("window") && sc.Window > duration {
-			sc.Window = 0 // a sixth of a short soak
+		if soak, ok := lab.TestOf[lab.SoakTest](*sc); ok && !changed("window") && soak.Window > duration {
+			setWindow(sc, 0) // a sixth of a short soak
 		}
 	}
 	if changed("window") {
 		if window <= 0 || window > sc.Duration {
 			return fmt.Errorf("--window %v: above 0, at most the duration (%v)", window, sc.Duration)
 		}
-		sc.Window = window
+		setWindow(sc, window)
 	}
 	for _, c := range []struct {
 		name string
 		v    int
-		into *int
-	}{{"sources", sources, &sc.Sources}, {"max-entries", maxEntries, &sc.MaxEntries}} {
+		set  func(int)
+	}{
+		{"sources", sources, func(v int) { lab.Configure(sc, func(m lab.MACFloodTest) lab.MACFloodTest { m.Sources = v; return m }) }},
+		{"max-entries", maxEntries, func(v int) { sc.MaxEntries = v }},
+	} {
 		if changed(c.name) {
 			if c.v < 1 || c.v > 1<<24 {
 				return fmt.Errorf("--%s %d: 1..%d", c.name, c.v, 1<<24)
 			}
-			*c.into = c.v
+			c.set(c.v)
 		}
 	}
 	return nil
+}
+
+// setWindow sets the window of sc's soak test.
+func setWindow(sc *lab.Scenario, w time.Duration) {
+	lab.Configure(sc, func(k lab.SoakTest) lab.SoakTest { k.Window = w; return k })
 }
 
 // splitDUTs splits a --dut list at its commas, except those between the

@@ -88,7 +88,7 @@ func DefaultCoreCounts(n int) []int {
 // (above the CPUs this process may use, below 1, or repeated) and a
 // placement other than auto or shared ("" is auto).
 func (s Scenario) CheckCores(placement string) error {
-	k, ok := testOf[CoresTest](s)
+	k, ok := TestOf[CoresTest](s)
 	if !ok {
 		return nil
 	}

@@ -184,7 +184,7 @@ func setCounts(s *Scenario, counts []int) {
 
 // coresOf is s's cores test; countsOf its CPU counts.
 func coresOf(s Scenario) CoresTest {
-	k, _ := testOf[CoresTest](s)
+	k, _ := TestOf[CoresTest](s)
 	return k
 }
 

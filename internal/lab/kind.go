@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -60,8 +61,10 @@ type Needs struct {
 	// MaxEntries: the learning table must hold this many addresses (0:
 	// the DUT's default).
 	MaxEntries int
-	// Persist: a trestle daemon pins its datapath, which outlives it.
-	Persist bool
+	// Persist: a trestle daemon pins its datapath, which outlives it;
+	// UpgradeTo is the build its upgrades go to ("": Env.OtherBuild's).
+	Persist   bool
+	UpgradeTo string
 	// SideHosts: the DUT has a second bridge with hosts of its own.
 	SideHosts bool
 	// Queues: every veth end has this many queues (0: the default).
@@ -75,7 +78,7 @@ type Needs struct {
 func (n Needs) merge(o Needs) Needs {
 	return Needs{
 		Learning: n.Learning || o.Learning, Direct: n.Direct || o.Direct, AllHosts: n.AllHosts || o.AllHosts,
-		MaxEntries: max(n.MaxEntries, o.MaxEntries), Persist: n.Persist || o.Persist, SideHosts: n.SideHosts || o.SideHosts,
+		MaxEntries: max(n.MaxEntries, o.MaxEntries), Persist: n.Persist || o.Persist, UpgradeTo: cmp.Or(n.UpgradeTo, o.UpgradeTo), SideHosts: n.SideHosts || o.SideHosts,
 		Queues: max(n.Queues, o.Queues), OneWay: n.OneWay || o.OneWay,
 	}
 }
@@ -206,9 +209,9 @@ var Kinds = []Kind{
 	b2bKind{},
 	floodKind{},
 	TableTest{},
-	restartKind{},
-	macFloodKind{},
-	soakKind{},
+	RestartTest{},
+	MACFloodTest{},
+	SoakTest{},
 	CoresTest{},
 	CacheTest{},
 	LearnTest{},
@@ -256,8 +259,8 @@ func (s Scenario) kinds() []Kind {
 	return out
 }
 
-// testOf is s's test of kind T, if it has one.
-func testOf[T Kind](s Scenario) (T, bool) {
+// TestOf is s's test of kind T, if it has one.
+func TestOf[T Kind](s Scenario) (T, bool) {
 	for _, t := range s.Tests {
 		if k, ok := t.(T); ok {
 			return k, true

@@ -263,7 +263,7 @@ type floodPlan struct {
 // macFloodTest runs the mac-flood test through a rig of 4 hosts (and a
 // side bridge): the stream at rate frames a second of size without the
 // flood and then with it, and its two results.
-func macFloodTest(ctx context.Context, s Scenario, rig *Rig, size FrameSize, rate, tput float64, base Result, add func(Result), status func(string)) error {
+func macFloodTest(ctx context.Context, s Scenario, k MACFloodTest, rig *Rig, size FrameSize, rate, tput float64, base Result, add func(Result), status func(string)) error {
 	if len(rig.T.Hosts) < 4 || len(rig.T.Bridges) == 0 {
 		return errors.New("mac-flood: needs 4 hosts on a bridge")
 	}
@@ -271,11 +271,11 @@ func macFloodTest(ctx context.Context, s Scenario, rig *Rig, size FrameSize, rat
 	if err != nil {
 		return err
 	}
-	rec := &FloodRecord{FrameSize: size, RatePPS: rate, Sources: s.Sources, FloodSeconds: s.Duration.Seconds(), MaxEntries: s.MaxEntries, Unmeasured: map[string]string{}}
+	rec := &FloodRecord{FrameSize: size, RatePPS: rate, Sources: k.Sources, FloodSeconds: s.Duration.Seconds(), MaxEntries: s.MaxEntries, Unmeasured: map[string]string{}}
 	if tput > 0 {
 		rec.Throughput, rec.Load = tput, rate/tput
 	}
-	p := floodPlan{mix: mix, rate: rate, flows: max(s.Flows, 1), flood: s.Duration, sources: s.Sources, bridge: rig.T.Bridges[0].Name, tm: s.Timing}
+	p := floodPlan{mix: mix, rate: rate, flows: max(s.Flows, 1), flood: s.Duration, sources: k.Sources, bridge: rig.T.Bridges[0].Name, tm: s.Timing}
 	if tb, ok := rig.DUT.(tables); ok {
 		p.tables = tb
 	} else {
@@ -618,21 +618,23 @@ func addFloodResults(base Result, rec *FloodRecord, err error, add func(Result))
 	add(rate)
 }
 
-// macFloodKind is the mac-flood test: a stream from h1 to h2 while h3
+// MACFloodTest is the mac-flood test: a stream from h1 to h2 while h3
 // floods the bridge from Sources random addresses, on a learning bridge
 // with a second bridge of side hosts.
-type macFloodKind struct{}
+type MACFloodTest struct {
+	Sources int
+}
 
-func (macFloodKind) Name() string { return TestMACFlood }
+func (MACFloodTest) Name() string { return TestMACFlood }
 
-func (macFloodKind) Needs(Scenario) Needs {
+func (MACFloodTest) Needs(Scenario) Needs {
 	return Needs{Learning: true, AllHosts: true, SideHosts: true, OneWay: true}
 }
 
 // Estimate: two streams (without and with the flood), each with its
 // learning frames, lead, tail and drain; the static entries; a search
 // first if the scenario has none.
-func (macFloodKind) Estimate(s Scenario, _ Spec) time.Duration {
+func (MACFloodTest) Estimate(s Scenario, _ Spec) time.Duration {
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
 	t := 2*(s.Duration+floodLead+floodTail+tm.Settle+tm.Drain) + 2*time.Second
@@ -643,12 +645,12 @@ func (macFloodKind) Estimate(s Scenario, _ Spec) time.Duration {
 }
 
 // Prepare refuses a mac-flood test it cannot run, and says how it measures.
-func (macFloodKind) Prepare(s Scenario) ([]string, error) {
+func (k MACFloodTest) Prepare(s Scenario) ([]string, error) {
 	if err := s.checkStream(); err != nil {
 		return nil, err
 	}
-	if s.Sources < 1 || s.Sources > 1<<24 {
-		return nil, fmt.Errorf("mac-flood: %d sources: 1..%d", s.Sources, 1<<24)
+	if k.Sources < 1 || k.Sources > 1<<24 {
+		return nil, fmt.Errorf("mac-flood: %d sources: 1..%d", k.Sources, 1<<24)
 	}
 	if s.Hosts < 4 {
 		return nil, fmt.Errorf("mac-flood: %d hosts: the stream and the flood need 4", s.Hosts)
@@ -662,13 +664,13 @@ func (macFloodKind) Prepare(s Scenario) ([]string, error) {
 		"Static entries: %d on h2's port, added before the streams (trestle fdb add, bridge fdb add ... static, ovs-appctl fdb/add), looked for after the flood. "+
 		"The second bridge (brs, hosts s1 and s2) is taught %d new addresses from s1 midway through each stream, its table read every %v until it holds them all (at most %v). "+
 		"Table size asked of every DUT: %d",
-		s.firstSize().Label(), streamRate(s), floodLead+s.Duration+floodTail, s.Sources, s.Duration, floodLead, sampleEvery, floodStatics, sideAddrs, sidePoll, sideLimit, s.MaxEntries)}, nil
+		s.firstSize().Label(), streamRate(s), floodLead+s.Duration+floodTail, k.Sources, s.Duration, floodLead, sampleEvery, floodStatics, sideAddrs, sidePoll, sideLimit, s.MaxEntries)}, nil
 }
 
-func (macFloodKind) Run(ctx context.Context, u *UnitRun) error {
+func (k MACFloodTest) Run(ctx context.Context, u *UnitRun) error {
 	size, rate, tput, err := u.loadRate(ctx, "mac-flood")
 	if err != nil {
 		return err
 	}
-	return macFloodTest(ctx, u.S, u.Rig, size, rate, tput, u.Base, u.Add, u.Status)
+	return macFloodTest(ctx, u.S, k, u.Rig, size, rate, tput, u.Base, u.Add, u.Status)
 }

@@ -71,7 +71,7 @@ func TestFloodAccounting(t *testing.T) {
 
 func TestMACFloodScenario(t *testing.T) {
 	s := Scenarios["mac-flood"]
-	if s.Sources != 1000000 || s.MaxEntries != 65536 || s.Duration != 30*time.Second || s.Load != 0.5 || s.Hosts != 4 || !s.has(TestThroughput) || !s.has(TestMACFlood) {
+	if sources(s) != 1000000 || s.MaxEntries != 65536 || s.Duration != 30*time.Second || s.Load != 0.5 || s.Hosts != 4 || !s.has(TestThroughput) || !s.has(TestMACFlood) {
 		t.Errorf("mac-flood: %+v", s)
 	}
 	if _, err := s.prepare(); err != nil {
@@ -90,7 +90,9 @@ func TestMACFloodScenario(t *testing.T) {
 	}{
 		{func(s *Scenario) { s.Load = 0 }, "load 0"},
 		{func(s *Scenario) { s.Duration = 0 }, "duration above 0"},
-		{func(s *Scenario) { s.Sources = 1<<24 + 1 }, "sources"},
+		{func(s *Scenario) {
+			Configure(s, func(k MACFloodTest) MACFloodTest { k.Sources = 1<<24 + 1; return k })
+		}, "sources"},
 		{func(s *Scenario) { s.Hosts = 3 }, "need 4"},
 	} {
 		bad := s
@@ -208,8 +210,8 @@ func TestExecuteMACFlood(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
 	duts := []string{"trestle:xdp", "linux-bridge"}
-	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 4, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: TestsOf(TestMACFlood),
-		StreamRate: 200e3, Duration: 2 * time.Second, Sources: 10000, MaxEntries: 4096, Reps: 1, Timing: tinyTiming()}
+	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 4, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{MACFloodTest{Sources: 10000}},
+		StreamRate: 200e3, Duration: 2 * time.Second, MaxEntries: 4096, Reps: 1, Timing: tinyTiming()}
 	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
@@ -266,4 +268,10 @@ func TestExecuteMACFlood(t *testing.T) {
 	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
+}
+
+// sources is the flood's source addresses of s's mac-flood test.
+func sources(s Scenario) int {
+	k, _ := TestOf[MACFloodTest](s)
+	return k.Sources
 }

@@ -162,10 +162,10 @@ func TestRestartScenario(t *testing.T) {
 		t.Fatalf("copy the binary: %v %s", err, out)
 	}
 	duts := []string{"trestle:xdp", "trestle"}
-	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: TestsOf(TestRestart),
-		Events:     []EventCount{{EventSIGKILL, 1}, {EventSIGTERM, 1}, {EventUpgrade, 1}},
-		StreamRate: 200e3, EventLead: 300 * time.Millisecond, EventTail: 300 * time.Millisecond, UpgradeTo: other,
-		Reps: 1, Timing: tinyTiming()}
+	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
+		Tests: []Kind{RestartTest{Events: []EventCount{{EventSIGKILL, 1}, {EventSIGTERM, 1}, {EventUpgrade, 1}},
+			Lead: 300 * time.Millisecond, Tail: 300 * time.Millisecond, UpgradeTo: other}},
+		StreamRate: 200e3, Reps: 1, Timing: tinyTiming()}
 	beforeNS, beforePins := ours(t, runPrefix), pinned(t)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
@@ -227,9 +227,9 @@ func TestRestartScenario(t *testing.T) {
 func TestRestartCancelled(t *testing.T) {
 	requirePersist(t)
 	bin := trestleBinary(t)
-	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: TestsOf(TestRestart),
-		Events: []EventCount{{EventSIGKILL, 100}}, StreamRate: 100e3, EventLead: 200 * time.Millisecond, EventTail: 200 * time.Millisecond,
-		Reps: 1, Timing: tinyTiming()}
+	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
+		Tests:      []Kind{RestartTest{Events: []EventCount{{EventSIGKILL, 100}}, Lead: 200 * time.Millisecond, Tail: 200 * time.Millisecond}},
+		StreamRate: 100e3, Reps: 1, Timing: tinyTiming()}
 	beforeNS, beforePins := ours(t, runPrefix), pinned(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -377,7 +377,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	env := &Env{Trestle: cfg.Trestle, WorkDir: cfg.WorkDir, DUTCPU: place.DUTCPU, Log: cfg.Logf}
 	needs := s.needs()
 	if needs.Persist {
-		env.Persist, env.UpgradeTo, env.OtherBuild = true, s.UpgradeTo, cfg.otherBuild
+		env.Persist, env.UpgradeTo, env.OtherBuild = true, needs.UpgradeTo, cfg.otherBuild
 	}
 	env.MaxEntries = needs.MaxEntries
 	if s.MaxEntries > 0 {

@@ -63,25 +63,15 @@ type Scenario struct {
 	// Bidirectional: the throughput search, and the latency and loss
 	// tests that go from h1 to h2, send both ways at once (--bidirectional).
 	Bidirectional bool
-	// The restart test: Events run in this order, each kind Count times,
-	// under a stream from h1 to h2 at Load times the DUT's measured
-	// throughput at the first frame size (or at StreamRate frames a second,
-	// if set, with no search). Each event has a stream of its own, which
-	// runs EventLead before it and, once the daemon is back, on until it
-	// has reached h2 for EventTail without a gap. UpgradeTo is the build the
-	// upgrade events go to and back from ("": see Config.OtherBuild).
-	Events               []EventCount
-	Load, StreamRate     float64
-	EventLead, EventTail time.Duration
-	UpgradeTo            string
-	// The mac-flood test: a stream at Load times the first frame size's
-	// throughput (or StreamRate) for Duration with and then without a
-	// flood from Sources random source addresses; every DUT's learning
-	// table holds MaxEntries addresses (0: its default).
-	// The soak test: a stream at Load of the zero-loss rate for Duration,
-	// its loss and latency per Window.
-	Duration, Window    time.Duration
-	Sources, MaxEntries int
+	// The stream of the restart, mac-flood and soak tests (RestartTest,
+	// MACFloodTest, SoakTest): at Load times the DUT's zero-loss
+	// throughput at the first frame size (or at StreamRate frames a
+	// second, if set, with no search), for Duration (mac-flood, soak);
+	// every DUT's learning table holds MaxEntries addresses (0: its
+	// default).
+	Load, StreamRate float64
+	Duration         time.Duration
+	MaxEntries       int
 	// Goals are what the scenario's figures should show, checked in the report.
 	Goals []Goal
 	// Unavailable, if set, is why the scenario cannot run yet.
@@ -213,10 +203,9 @@ var Scenarios = registeredPresets(map[string]Scenario{
 			"stopped (SIGTERM) and started again 10 times, replaced by another build and back 5 times: frames lost and frames flooded to h3 per event; " +
 			"trestle with persist, Open vSwitch's ovs-vswitchd restarted the same way, the Linux bridge (no daemon) the reference",
 		DUTs: MustSpecs("linux-bridge", "trestle:xdp", "trestle", "ovs"), Hosts: 3, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: TestsOf(TestThroughput, TestRestart), Reps: 1, Timing: DefaultTiming,
-		Events:    []EventCount{{EventSIGKILL, 10}, {EventSIGTERM, 10}, {EventUpgrade, 5}},
-		Load:      0.5,
-		EventLead: time.Second, EventTail: time.Second,
+		Sizes: []FrameSize{"64"}, Reps: 1, Timing: DefaultTiming,
+		Tests: []Kind{throughputKind{}, RestartTest{Events: []EventCount{{EventSIGKILL, 10}, {EventSIGTERM, 10}, {EventUpgrade, 5}}, Lead: time.Second, Tail: time.Second}},
+		Load:  0.5,
 	},
 	"mac-flood": {
 		Name: "mac-flood", Title: "MAC flood: a known stream while another host sends from 1,000,000 random source addresses",
@@ -228,8 +217,8 @@ var Scenarios = registeredPresets(map[string]Scenario{
 			"Why half the throughput: the stream's own path then has CPU to spare on a 2-CPU machine, so a loss is the table's doing, not two generators sharing two CPUs. " +
 			"Goal: the stream loses 0 frames and keeps at least 90% of its rate. trestle in xdp and in its default mode, the Linux bridge (fdb_max_learned) and Open vSwitch (mac-table-size); about 8 minutes",
 		DUTs: MustSpecs("trestle:xdp", "trestle", "linux-bridge", "ovs"), Hosts: 4, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: TestsOf(TestThroughput, TestMACFlood), Reps: 1, Timing: DefaultTiming,
-		Load: 0.5, Duration: 30 * time.Second, Sources: 1000000, MaxEntries: 65536,
+		Sizes: []FrameSize{"64"}, Tests: []Kind{throughputKind{}, MACFloodTest{Sources: 1000000}}, Reps: 1, Timing: DefaultTiming,
+		Load: 0.5, Duration: 30 * time.Second, MaxEntries: 65536,
 	},
 	"soak": {
 		Name: "soak", Title: "Soak: 10 minutes at 90% of the zero-loss rate, IMIX, 1000 flows",
@@ -238,8 +227,8 @@ var Scenarios = registeredPresets(map[string]Scenario{
 			"(hash maps counted key by key, arrays fixed) every 10 s, and the learning table's size. " +
 			"Goals: 0 frames lost; p50, p90 and p99 of the last minute within 25% (or 2 us) of the first's; the daemon's memory flat and no map growing. trestle in xdp and in its default mode",
 		DUTs: MustSpecs("trestle:xdp", "trestle"), Hosts: 2, Chain: []int{1},
-		Sizes: []FrameSize{"imix"}, Tests: TestsOf(TestSoak), Reps: 1, Timing: DefaultTiming, Flows: 1000,
-		Load: 0.9, Duration: 10 * time.Minute, Window: time.Minute,
+		Sizes: []FrameSize{"imix"}, Tests: []Kind{SoakTest{Window: time.Minute}}, Reps: 1, Timing: DefaultTiming, Flows: 1000,
+		Load: 0.9, Duration: 10 * time.Minute,
 	},
 	"mirror": {
 		Name: "mirror", Title: "Port mirroring: what a span port costs, and whether it keeps up",

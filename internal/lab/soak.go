@@ -239,7 +239,7 @@ func soakSpec(s Scenario, tm Timing) (TrialSpec, error) {
 
 // soakTest finds the zero-loss rate of the soak's traffic (a result of
 // its own), then runs the stream at s.Load of it for s.Duration.
-func soakTest(ctx context.Context, s Scenario, rig *Rig, base Result, add func(Result), status func(string)) error {
+func soakTest(ctx context.Context, s Scenario, window time.Duration, rig *Rig, base Result, add func(Result), status func(string)) error {
 	size := s.firstSize()
 	spec, err := soakSpec(s, s.Timing)
 	if err != nil {
@@ -259,7 +259,7 @@ func soakTest(ctx context.Context, s Scenario, rig *Rig, base Result, add func(R
 	}
 	rec := &SoakRecord{FrameSize: size, Flows: spec.Flows, SrcPorts: spec.SrcPorts.String(), Throughput: sr.Throughput, Load: s.Load,
 		RatePPS: s.Load * sr.Throughput, Seconds: s.Duration.Seconds(), Unmeasured: map[string]string{}}
-	err = rig.soak(ctx, s, spec, rec, status)
+	err = rig.soak(ctx, s, window, spec, rec, status)
 	r := base
 	r.Test, r.Param, r.Unit, r.Value, r.Soak = TestSoak, string(size), "frames", float64(rec.Lost), rec
 	if err != nil {
@@ -281,8 +281,7 @@ func soakWindow(d, w time.Duration) time.Duration {
 }
 
 // soak runs the stream and reads it window by window.
-func (r *Rig) soak(ctx context.Context, s Scenario, spec TrialSpec, rec *SoakRecord, status func(string)) error {
-	window := soakWindow(s.Duration, s.Window)
+func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec TrialSpec, rec *SoakRecord, status func(string)) error {
 	every := max(window/6, time.Second)
 	rec.WindowSeconds, rec.SampleSeconds = window.Seconds(), every.Seconds()
 	to := r.sinks[1]
@@ -467,28 +466,31 @@ func streamRate(s Scenario) string {
 	return fmt.Sprintf("%.0f%% of the DUT's zero-loss throughput at %s, measured first", 100*s.Load, s.firstSize().Label())
 }
 
-// soakKind is the soak test: a stream at Load of the zero-loss rate for
-// Duration, its figures per Window.
-type soakKind struct{}
+// SoakTest is the soak test: a stream at Load of the zero-loss rate for
+// Duration, its figures per Window (0: a sixth of the duration, at most a
+// minute).
+type SoakTest struct {
+	Window time.Duration
+}
 
-func (soakKind) Name() string         { return TestSoak }
-func (soakKind) Needs(Scenario) Needs { return Needs{OneWay: true} }
+func (SoakTest) Name() string         { return TestSoak }
+func (SoakTest) Needs(Scenario) Needs { return Needs{OneWay: true} }
 
-func (soakKind) Estimate(s Scenario, _ Spec) time.Duration {
+func (SoakTest) Estimate(s Scenario, _ Spec) time.Duration {
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
 	return 3*trial + tm.Search.Confirm + s.Duration + tm.Settle + tm.Drain
 }
 
 // Prepare refuses a soak it cannot run, and says how it measures.
-func (soakKind) Prepare(s Scenario) ([]string, error) {
+func (k SoakTest) Prepare(s Scenario) ([]string, error) {
 	if err := s.checkStream(); err != nil {
 		return nil, err
 	}
 	if s.Flows < 1 || s.Flows > 65536-soakPortBase {
 		return nil, fmt.Errorf("soak: %d flows: 1..%d (one UDP source port each, from %d)", s.Flows, 65536-soakPortBase, soakPortBase)
 	}
-	w := soakWindow(s.Duration, s.Window)
+	w := soakWindow(s.Duration, k.Window)
 	return []string{fmt.Sprintf("soak: the RFC 2544 search for the zero-loss rate of %s frames in %d flows (UDP source ports from %d), then a stream at %s for %v; "+
 		"per %v window: the sequence gaps h2's sink found, its rate and the latency percentiles of 1 frame in 64 per flow (one-way, the generator's timestamp to the sink's clock); "+
 		"every %v: the daemon's VmRSS, the bridge's learned addresses and the entries of every hash map of the eBPF programs on the DUT's ports (counted key by key from the lab; arrays are fixed). "+
@@ -496,6 +498,6 @@ func (soakKind) Prepare(s Scenario) ([]string, error) {
 		s.firstSize().Label(), max(s.Flows, 1), soakPortBase, streamRate(s), s.Duration, w, max(w/6, time.Second), 100*LatencyDrift, LatencySlack, 100*MemoryDrift, MemorySlack>>10, soakRelearn)}, nil
 }
 
-func (soakKind) Run(ctx context.Context, u *UnitRun) error {
-	return soakTest(ctx, u.S, u.Rig, u.Base, u.Add, u.Status)
+func (k SoakTest) Run(ctx context.Context, u *UnitRun) error {
+	return soakTest(ctx, u.S, soakWindow(u.S.Duration, k.Window), u.Rig, u.Base, u.Add, u.Status)
 }

@@ -86,7 +86,7 @@ func TestSoakSummary(t *testing.T) {
 
 func TestSoakScenario(t *testing.T) {
 	s := Scenarios["soak"]
-	if s.Duration != 10*time.Minute || s.Window != time.Minute || s.Load != 0.9 || s.Flows != 1000 || s.firstSize() != "imix" || !s.has(TestSoak) {
+	if s.Duration != 10*time.Minute || soakOf(s).Window != time.Minute || s.Load != 0.9 || s.Flows != 1000 || s.firstSize() != "imix" || !s.has(TestSoak) {
 		t.Errorf("soak: %+v", s)
 	}
 	spec, err := soakSpec(s, s.Timing)
@@ -122,8 +122,8 @@ func TestSoakScenario(t *testing.T) {
 func TestExecuteSoak(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
-	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"imix"}, Tests: TestsOf(TestSoak),
-		Flows: 100, Load: 0.5, Duration: 3 * time.Second, Window: time.Second, Reps: 1, Timing: tinyTiming()}
+	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"imix"}, Tests: []Kind{SoakTest{Window: time.Second}},
+		Flows: 100, Load: 0.5, Duration: 3 * time.Second, Reps: 1, Timing: tinyTiming()}
 	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
@@ -166,4 +166,10 @@ func TestExecuteSoak(t *testing.T) {
 	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
+}
+
+// soakOf is s's soak test.
+func soakOf(s Scenario) SoakTest {
+	k, _ := TestOf[SoakTest](s)
+	return k
 }
