@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,15 +18,14 @@ import (
 
 func (e *env) labCmd() *cobra.Command {
 	var (
-		duts, sizes, chains, streams, placement, jsonPath, reportDir, udpRate string
-		events, upgradeTo, cpus                                               string
-		reps                                                                  int
-		trial, confirm, settle, drain, iperfTime, eventLead, eventTail        time.Duration
-		duration, window                                                      time.Duration
-		sources, maxEntries                                                   int
-		lossGoal, resolution, load, streamRate                                float64
-		keep, profile, bidirectional                                          bool
-		ndrLoss, pdrLoss                                                      string
+		duts, sizes, chains, placement, jsonPath, reportDir string
+		reps                                                int
+		trial, confirm, settle, drain, iperfTime            time.Duration
+		duration, window                                    time.Duration
+		sources, maxEntries                                 int
+		lossGoal, resolution, load, streamRate              float64
+		keep, profile, bidirectional                        bool
+		ndrLoss, pdrLoss                                    string
 	)
 	c := &cobra.Command{
 		Use:   "lab SCENARIO [flags]",
@@ -215,7 +213,7 @@ Examples:
 			}
 			if f.Changed("sizes") {
 				sc.Sizes = nil
-				for _, s := range splitList(sizes) {
+				for _, s := range lab.SplitList(sizes) {
 					fs := lab.FrameSize(s)
 					if _, err := fs.Mix(); err != nil {
 						return fmt.Errorf("--sizes: %w", err)
@@ -224,16 +222,9 @@ Examples:
 				}
 			}
 			if f.Changed("chains") {
-				if sc.Chain, err = intList("--chains", chains, 1, 64); err != nil {
+				if sc.Chain, err = lab.ParseInts("--chains", chains, 1, 64); err != nil {
 					return err
 				}
-			}
-			if f.Changed("streams") {
-				n, err := intList("--streams", streams, 1, 128)
-				if err != nil {
-					return err
-				}
-				lab.Configure(&sc, func(t lab.TCPTest) lab.TCPTest { t.Streams = n; return t })
 			}
 			if f.Changed("reps") {
 				if reps < 1 {
@@ -290,15 +281,10 @@ Examples:
 				}
 				tm.Search.Resolution = resolution
 			}
-			if f.Changed("udp-rate") {
-				lab.Configure(&sc, func(t lab.UDPTest) lab.UDPTest { t.Rate = udpRate; return t })
-			}
-			if f.Changed("events") {
-				evs, err := lab.ParseEvents(events)
-				if err != nil {
-					return fmt.Errorf("--events: %w", err)
-				}
-				lab.Configure(&sc, func(r lab.RestartTest) lab.RestartTest { r.Events = evs; return r })
+			// The test kinds' own flags (--streams, --udp-rate, --events,
+			// --event-lead, --event-tail, --upgrade-to, --cpus).
+			if err := sc.SetFlags(f); err != nil {
+				return err
 			}
 			if f.Changed("load") {
 				if load <= 0 || load > 1 {
@@ -314,41 +300,8 @@ Examples:
 				// A fixed rate needs no throughput to take a fraction of.
 				sc.WithoutTest(lab.TestThroughput)
 			}
-			for _, d := range []struct {
-				name string
-				v    time.Duration
-				set  func(*lab.RestartTest, time.Duration)
-			}{{"event-lead", eventLead, func(r *lab.RestartTest, v time.Duration) { r.Lead = v }}, {"event-tail", eventTail, func(r *lab.RestartTest, v time.Duration) { r.Tail = v }}} {
-				if f.Changed(d.name) {
-					if d.v <= 0 {
-						return fmt.Errorf("--%s %v: must be above 0", d.name, d.v)
-					}
-					lab.Configure(&sc, func(r lab.RestartTest) lab.RestartTest { d.set(&r, d.v); return r })
-				}
-			}
-			if f.Changed("upgrade-to") {
-				st, err := os.Stat(upgradeTo)
-				if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-					return fmt.Errorf("--upgrade-to %s: not an executable file (%v)", upgradeTo, err)
-				}
-				abs, err := filepath.Abs(upgradeTo)
-				if err != nil {
-					return err
-				}
-				lab.Configure(&sc, func(r lab.RestartTest) lab.RestartTest { r.UpgradeTo = abs; return r })
-			}
 			if err := streamFlags(f.Changed, &sc, duration, window, sources, maxEntries); err != nil {
 				return err
-			}
-			if f.Changed("cpus") {
-				if !sc.Has(lab.TestCores) {
-					return fmt.Errorf("--cpus is for the cores scenario, not %s", sc.Name)
-				}
-				n, err := intList("--cpus", cpus, 1, 1024)
-				if err != nil {
-					return err
-				}
-				lab.Configure(&sc, func(c lab.CoresTest) lab.CoresTest { c.Counts = n; return c })
 			}
 			if err := sc.CheckCores(placement); err != nil {
 				return err
@@ -396,7 +349,6 @@ Examples:
 	f.StringVar(&duts, "dut", "", "DUTs to measure, comma-separated (default: the scenario's)")
 	f.StringVar(&sizes, "sizes", "", "frame sizes with FCS, comma-separated: 64,128,...,1518 or imix")
 	f.StringVar(&chains, "chains", "", "chain lengths, comma-separated (chain scenario)")
-	f.StringVar(&streams, "streams", "", "iperf3 TCP stream counts, comma-separated")
 	f.IntVar(&reps, "reps", 0, "repetitions of every DUT, interleaved (default: the scenario's)")
 	f.StringVar(&placement, "placement", "auto", "auto, shared or split (see above)")
 	f.DurationVar(&trial, "trial", 0, "length of an RFC 2544 search trial")
@@ -409,18 +361,13 @@ Examples:
 	f.Float64Var(&lossGoal, "loss-goal", 0, "the NDR's loss goal as a ratio (the same as --ndr-loss)")
 	f.BoolVar(&bidirectional, "bidirectional", false, "send h1 -> h2 and h2 -> h1 at once in the throughput search and the\nlatency and loss tests (each at half the rate), and report the sum and\neach direction (not for restart, mac-flood, soak, fdb-scale or @mirror)")
 	f.Float64Var(&resolution, "resolution", 0, "search resolution, a ratio of the rate (default 0.01)")
-	f.StringVar(&udpRate, "udp-rate", "", "iperf3 UDP offered rate (e.g. 1G)")
-	f.StringVar(&events, "events", "", "restart: events in order with their counts (default sigkill=10,sigterm=10,upgrade=5)")
 	f.Float64Var(&load, "load", 0, "restart, mac-flood, soak: the stream's rate, a fraction of the DUT's measured\nthroughput (default 0.5; soak 0.9 of the zero-loss rate)")
 	f.Float64Var(&streamRate, "rate", 0, "restart, mac-flood: the stream's rate in frames a second, instead of --load (no search)")
 	f.DurationVar(&duration, "duration", 0, "mac-flood: the flood's length (default 30s); soak: the stream's (default 10m)")
 	f.DurationVar(&window, "window", 0, "soak: the windows of loss and latency (default 1m)")
 	f.IntVar(&sources, "sources", 0, "mac-flood: the flood's random source addresses (default 1000000)")
-	f.StringVar(&cpus, "cpus", "", "cores: the CPU counts to measure, comma-separated (default 1,2,4,... up to\nevery CPU the lab may use)")
 	f.IntVar(&maxEntries, "max-entries", 0, "mac-flood: the learning table size every DUT is given (default 65536)")
-	f.DurationVar(&eventLead, "event-lead", 0, "restart: the stream before each event (default 1s)")
-	f.DurationVar(&eventTail, "event-tail", 0, "restart: how long the stream must reach h2 without a gap after the\ndaemon is back (default 1s)")
-	f.StringVar(&upgradeTo, "upgrade-to", "", "restart: the trestle build the upgrade events go to and back from")
+	lab.DeclareFlags(f)
 	f.StringVar(&jsonPath, "json", "", "write every trial, the settings and the machine to this JSON file")
 	f.StringVar(&reportDir, "report", "", "write report.md and SVG charts into this directory")
 	f.BoolVar(&keep, "keep-workdir", false, "keep the run's directory of configs and logs")
@@ -554,7 +501,7 @@ func setWindow(sc *lab.Scenario, w time.Duration) {
 // knobs of one DUT's variant: "trestle:xdp@vlan,bin=/tmp/x,ovs" is two DUTs.
 func splitDUTs(s string) []string {
 	var out []string
-	for _, p := range splitList(s) {
+	for _, p := range lab.SplitList(s) {
 		name, _, _ := strings.Cut(p, "@")
 		kind, _, _ := strings.Cut(name, ":")
 		knob := !slices.Contains(lab.DUTNames, name) && !slices.Contains(lab.DUTNames, kind)
@@ -565,31 +512,6 @@ func splitDUTs(s string) []string {
 		out = append(out, p)
 	}
 	return out
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func intList(flag, s string, lo, hi int) ([]int, error) {
-	var out []int
-	for _, p := range splitList(s) {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < lo || n > hi {
-			return nil, fmt.Errorf("%s %q: %q is not a number in %d..%d", flag, s, p, lo, hi)
-		}
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: empty", flag)
-	}
-	return out, nil
 }
 
 func (e *env) runLab(sc lab.Scenario, placement, jsonPath, reportDir string, keep, profile bool) error {

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
@@ -285,4 +286,26 @@ func (CoresTest) Preset() Scenario {
 		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "trestle", "ovs"),
 		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{CoresTest{Counts: counts}}, Reps: 3, Timing: DefaultTiming,
 	}
+}
+
+func (CoresTest) Flags(f *pflag.FlagSet) {
+	f.String("cpus", "", "cores: the CPU counts to measure, comma-separated (default 1,2,4,... up to\nevery CPU the lab may use)")
+}
+
+// SetFlags: --cpus sets the CPU counts; a scenario without a cores test
+// refuses it.
+func (CoresTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
+	if !f.Changed("cpus") {
+		return nil
+	}
+	if !s.has(TestCores) {
+		return fmt.Errorf("--cpus is for the cores scenario, not %s", s.Name)
+	}
+	v, _ := f.GetString("cpus")
+	n, err := ParseInts("--cpus", v, 1, 1024)
+	if err != nil {
+		return err
+	}
+	Configure(s, func(c CoresTest) CoresTest { c.Counts = n; return c })
+	return nil
 }

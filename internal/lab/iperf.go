@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // The iperf3 kinds, between the hosts' own stacks once the generator and
@@ -84,6 +86,39 @@ func (k UDPTest) Run(ctx context.Context, u *UnitRun) error {
 			}
 		}
 		u.Add(r)
+	}
+	return nil
+}
+
+func (TCPTest) Flags(f *pflag.FlagSet) {
+	f.String("streams", "", "iperf3 TCP stream counts, comma-separated")
+}
+
+// SetFlags: --streams sets the stream counts (of a scenario with a TCP
+// test; in another it is ignored).
+func (TCPTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
+	if !f.Changed("streams") {
+		return nil
+	}
+	v, _ := f.GetString("streams")
+	n, err := ParseInts("--streams", v, 1, 128)
+	if err != nil {
+		return err
+	}
+	Configure(s, func(t TCPTest) TCPTest { t.Streams = n; return t })
+	return nil
+}
+
+func (UDPTest) Flags(f *pflag.FlagSet) {
+	f.String("udp-rate", "", "iperf3 UDP offered rate (e.g. 1G)")
+}
+
+// SetFlags: --udp-rate sets the offered rate (of a scenario with a UDP
+// test; in another it is ignored).
+func (UDPTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
+	if f.Changed("udp-rate") {
+		v, _ := f.GetString("udp-rate")
+		Configure(s, func(t UDPTest) UDPTest { t.Rate = v; return t })
 	}
 	return nil
 }

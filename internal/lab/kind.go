@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // Kind is a test kind of the lab: one unit that says what it needs of a
@@ -192,6 +196,65 @@ func (s Scenario) prepare() ([]string, error) {
 // description: "" for none.
 type testsLiner interface {
 	TestsLine(s Scenario) string
+}
+
+// flagger is a kind with flags of its own on `trestle lab`: it declares
+// them (Flags) and, from those given, checks their values and sets a
+// scenario's test of its kind (SetFlags: a scenario without one is left
+// as it is, or refused where the flag means nothing without the kind).
+type flagger interface {
+	Flags(f *pflag.FlagSet)
+	SetFlags(f *pflag.FlagSet, s *Scenario) error
+}
+
+// DeclareFlags declares every registered kind's flags on f.
+func DeclareFlags(f *pflag.FlagSet) {
+	for _, k := range Kinds {
+		if fl, ok := k.(flagger); ok {
+			fl.Flags(f)
+		}
+	}
+}
+
+// SetFlags sets s's tests from the kinds' flags given on f, kind by kind
+// in the order of Kinds; the first bad one is the error.
+func (s *Scenario) SetFlags(f *pflag.FlagSet) error {
+	for _, k := range Kinds {
+		if fl, ok := k.(flagger); ok {
+			if err := fl.SetFlags(f, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SplitList is a comma-separated list's items, trimmed, the empty ones
+// left out.
+func SplitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ParseInts reads a flag's comma-separated numbers, each in lo..hi.
+func ParseInts(flag, s string, lo, hi int) ([]int, error) {
+	var out []int
+	for _, p := range SplitList(s) {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf("%s %q: %q is not a number in %d..%d", flag, s, p, lo, hi)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: empty", flag)
+	}
+	return out, nil
 }
 
 // presetter is a kind with a preset scenario of its own.
