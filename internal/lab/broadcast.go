@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// TestFlood: broadcast from h1 to every other host, throughput.
+const TestFlood = "flood"
+
 // floodKind is the flood test: the RFC 2544 search for broadcast frames
 // from h1, every frame due at every other host, at each frame size (on a
 // bridge of 3 hosts or more: none on the straight path).

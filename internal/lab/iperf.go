@@ -9,6 +9,11 @@ import (
 	"github.com/spf13/pflag"
 )
 
+const (
+	TestTCP = "tcp" // iperf3 TCP, h1 to h2, per stream count
+	TestUDP = "udp" // iperf3 UDP, h1 to h2: rate, loss, jitter
+)
+
 // The iperf3 kinds, between the hosts' own stacks once the generator and
 // sinks have stopped, on every DUT: TCP from h1 to h2 at each stream count
 // (Streams), and UDP at UDPRate (what arrived, what was lost, the jitter).

@@ -7,7 +7,12 @@ import (
 	"time"
 )
 
-// latencyLoadKind is CSIT's latency under load: after the throughput
+// TestLoadLatency: after the throughput search, a stream at each of
+// Shares of the PDR (CSIT's latency under load: 10, 50, 90%), 1 frame in
+// 64 timed; p50, p90, p99, p99.9 and max.
+const TestLoadLatency = "latency-load"
+
+// LoadLatencyTest is CSIT's latency under load: after the throughput
 // search at each frame size, a stream at each of LoadShares of the PDR
 // (loadLatency). It runs where the throughput test ran.
 type LoadLatencyTest struct {

@@ -618,6 +618,10 @@ func addFloodResults(base Result, rec *FloodRecord, err error, add func(Result))
 	add(rate)
 }
 
+// TestMACFlood: a stream from h1 to h2 while h3 floods the bridge from
+// Sources random addresses.
+const TestMACFlood = "mac-flood"
+
 // MACFloodTest is the mac-flood test: a stream from h1 to h2 while h3
 // floods the bridge from Sources random addresses, on a learning bridge
 // with a second bridge of side hosts.

@@ -522,6 +522,14 @@ func restartNote(s Scenario, k RestartTest) string {
 		"ovs-vswitchd has applied its configuration)", FormatEvents(k.Events), size.Label(), rate, lead, tail, recoverLimit)
 }
 
+// TestRestart: a stream from h1 to h2 while the DUT's daemon is restarted
+// (RFC 6201's reset characterisation): frames lost per event; its
+// results' twin TestRestartFlooded is the frames h3 got.
+const (
+	TestRestart        = "restart"
+	TestRestartFlooded = "restart-flooded"
+)
+
 // RestartTest is the restart test: a stream from h1 to h2 while the DUT's
 // daemon is restarted, on the straight path too (the reference), with a
 // daemon that pins its datapath. Events run in this order, each kind

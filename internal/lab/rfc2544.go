@@ -6,6 +6,14 @@ import (
 	"time"
 )
 
+// The RFC 2544 kinds' names, their results' Test.
+const (
+	TestThroughput = "throughput"   // RFC 2544 26.1, from h1 to h2
+	TestLatency    = "latency"      // RFC 2544 26.2, at fractions of the throughput
+	TestLoss       = "loss"         // RFC 2544 26.3, the frame loss curve
+	TestB2B        = "back-to-back" // RFC 2544 26.4
+)
+
 // The RFC 2544 kinds, at each frame size in turn: throughput (26.1, the
 // search for the NDR and the PDR, with the profile and the span host's
 // share where asked), latency (26.2, at fractions of the throughput), the

@@ -6,6 +6,11 @@ import (
 	"time"
 )
 
+const (
+	TestCache = "cache" // RFC 2889 5.7, address caching capacity
+	TestLearn = "learn" // RFC 2889 5.8, address learning rate
+)
+
 // The RFC 2889 kinds: address caching capacity (5.7) and address learning
 // rate (5.8), each once a unit on a learning bridge (methods.go has their
 // trials).

@@ -8,34 +8,6 @@ import (
 	"time"
 )
 
-// Test kinds a scenario can run, in the order a unit runs them.
-const (
-	TestThroughput = "throughput"   // RFC 2544 26.1, from h1 to h2
-	TestLatency    = "latency"      // RFC 2544 26.2, at fractions of the throughput
-	TestLoss       = "loss"         // RFC 2544 26.3, the frame loss curve
-	TestB2B        = "back-to-back" // RFC 2544 26.4
-	TestFlood      = "flood"        // broadcast from h1 to every other host, throughput
-	TestCache      = "cache"        // RFC 2889 5.7, address caching capacity
-	TestLearn      = "learn"        // RFC 2889 5.8, address learning rate
-	TestTable      = "table"        // throughput to addresses spread over a table of N learned ones
-	TestTCP        = "tcp"          // iperf3 TCP, h1 to h2, per stream count
-	TestUDP        = "udp"          // iperf3 UDP, h1 to h2: rate, loss, jitter
-	// TestRestart: a stream from h1 to h2 while the DUT's daemon is
-	// restarted (RFC 6201's reset characterisation): frames lost per
-	// event; its results' twin TestRestartFlooded is the frames h3 got.
-	TestRestart        = "restart"
-	TestRestartFlooded = "restart-flooded"
-	// TestMACFlood: a stream from h1 to h2 while h3 floods the bridge from
-	// Sources random addresses (macflood.go); TestSoak: a long stream at
-	// Load of the zero-loss rate, its figures per Window (soak.go).
-	TestMACFlood = "mac-flood"
-	TestSoak     = "soak"
-	// TestLoadLatency: after the throughput search, a stream at each of
-	// LoadShares of the PDR (CSIT's latency under load: 10, 50, 90%),
-	// 1 frame in 64 timed; p50, p90, p99, p99.9 and max.
-	TestLoadLatency = "latency-load"
-)
-
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
 	Name  string

@@ -466,6 +466,10 @@ func streamRate(s Scenario) string {
 	return fmt.Sprintf("%.0f%% of the DUT's zero-loss throughput at %s, measured first", 100*s.Load, s.firstSize().Label())
 }
 
+// TestSoak: a long stream at Load of the zero-loss rate, its figures per
+// Window.
+const TestSoak = "soak"
+
 // SoakTest is the soak test: a stream at Load of the zero-loss rate for
 // Duration, its figures per Window (0: a sixth of the duration, at most a
 // minute).

@@ -8,7 +8,10 @@ import (
 	"time"
 )
 
-// tableKind is the table test (fdb-scale): learn N addresses behind one
+// TestTable: throughput to addresses spread over a table of N learned ones.
+const TestTable = "table"
+
+// TableTest is the table test (fdb-scale): learn N addresses behind one
 // port and check that the table holds them, then the RFC 2544 search to h2
 // and with every frame to another of the N, for each N of Sizes.
 type TableTest struct {
