@@ -31,7 +31,7 @@ import (
 )
 
 // TestCores is the zero-loss rate (RFC 2544 search) with the generator's
-// threads on 1..N CPUs, one flow each (Scenario.CoreCounts).
+// threads on 1..N CPUs, one flow each (CoresTest.Counts).
 const TestCores = "cores"
 
 // coresPortBase is the first UDP source port of the cores test's flows:

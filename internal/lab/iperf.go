@@ -16,7 +16,8 @@ const (
 
 // The iperf3 kinds, between the hosts' own stacks once the generator and
 // sinks have stopped, on every DUT: TCP from h1 to h2 at each stream count
-// (Streams), and UDP at UDPRate (what arrived, what was lost, the jitter).
+// (TCPTest.Streams), and UDP at UDPTest.Rate (what arrived, what was
+// lost, the jitter).
 type (
 	// TCPTest: a run at each of Streams.
 	TCPTest struct{ Streams []int }

@@ -13,7 +13,7 @@ import (
 const TestLoadLatency = "latency-load"
 
 // LoadLatencyTest is CSIT's latency under load: after the throughput
-// search at each frame size, a stream at each of LoadShares of the PDR
+// search at each frame size, a stream at each of Shares of the PDR
 // (loadLatency). It runs where the throughput test ran.
 type LoadLatencyTest struct {
 	Shares []float64 // of the PDR
