@@ -34,12 +34,14 @@ var (
 // goldenRuns are the recorded runs: one of every scenario (flood's test
 // is in speed's run), and the variants whose reports take other paths
 // (both ways, the split placement, a unit per size, a run from before the
-// floor had a column, a control soak, a filter-scale of one count).
+// floor had a column, a control soak, a filter-scale of one count), and
+// idle, a kind registered with a report section of its own (lab.Reporter;
+// its run was made by the lab itself, not kept in docs/lab).
 var goldenRuns = []string{
 	"quick", "quick-floor", "router-pps", "router-pps-bidir", "router-pps-split-partial",
 	"rfc2544", "rfc2544-bysize", "rfc2889", "speed", "fdb-scale", "veb-vs-bridge", "inline",
 	"chain", "restart", "mac-flood", "soak", "soak-control", "mirror", "filter-scale",
-	"filter-scale-100", "vlan-overhead", "cores",
+	"filter-scale-100", "vlan-overhead", "cores", "idle",
 }
 
 func runPath(name string) string { return filepath.Join("testdata", "runs", name+".json.gz") }
