@@ -21,8 +21,8 @@ func (e *env) labCmd() *cobra.Command {
 		duts, sizes, chains, placement, jsonPath, reportDir string
 		reps                                                int
 		trial, confirm, settle, drain, iperfTime            time.Duration
-		duration, window                                    time.Duration
-		sources, maxEntries                                 int
+		duration                                            time.Duration
+		maxEntries                                          int
 		lossGoal, resolution, load, streamRate              float64
 		keep, profile, bidirectional                        bool
 		ndrLoss, pdrLoss                                    string
@@ -281,11 +281,6 @@ Examples:
 				}
 				tm.Search.Resolution = resolution
 			}
-			// The test kinds' own flags (--streams, --udp-rate, --events,
-			// --event-lead, --event-tail, --upgrade-to, --cpus).
-			if err := sc.SetFlags(f); err != nil {
-				return err
-			}
 			if f.Changed("load") {
 				if load <= 0 || load > 1 {
 					return fmt.Errorf("--load %v: a fraction of the throughput above 0, up to 1", load)
@@ -300,7 +295,13 @@ Examples:
 				// A fixed rate needs no throughput to take a fraction of.
 				sc.WithoutTest(lab.TestThroughput)
 			}
-			if err := streamFlags(f.Changed, &sc, duration, window, sources, maxEntries); err != nil {
+			if err := streamFlags(f.Changed, &sc, duration, maxEntries); err != nil {
+				return err
+			}
+			// The test kinds' own flags (--events, --event-lead, --event-tail,
+			// --upgrade-to, --sources, --window, --cpus, --streams, --udp-rate),
+			// after the stream's that they may depend on (--window on --duration).
+			if err := sc.SetFlags(f); err != nil {
 				return err
 			}
 			if err := sc.CheckCores(placement); err != nil {
@@ -364,8 +365,6 @@ Examples:
 	f.Float64Var(&load, "load", 0, "restart, mac-flood, soak: the stream's rate, a fraction of the DUT's measured\nthroughput (default 0.5; soak 0.9 of the zero-loss rate)")
 	f.Float64Var(&streamRate, "rate", 0, "restart, mac-flood: the stream's rate in frames a second, instead of --load (no search)")
 	f.DurationVar(&duration, "duration", 0, "mac-flood: the flood's length (default 30s); soak: the stream's (default 10m)")
-	f.DurationVar(&window, "window", 0, "soak: the windows of loss and latency (default 1m)")
-	f.IntVar(&sources, "sources", 0, "mac-flood: the flood's random source addresses (default 1000000)")
 	f.IntVar(&maxEntries, "max-entries", 0, "mac-flood: the learning table size every DUT is given (default 65536)")
 	lab.DeclareFlags(f)
 	f.StringVar(&jsonPath, "json", "", "write every trial, the settings and the machine to this JSON file")
@@ -442,17 +441,16 @@ func parseLoss(s string) (v float64, off bool, err error) {
 	return v, false, nil
 }
 
-// streamFlags applies the mac-flood and soak flags to sc, refusing them
-// for a scenario without those tests.
-func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration, window time.Duration, sources, maxEntries int) error {
+// streamFlags applies the flags of the stream that the mac-flood and
+// soak tests share to sc, refusing them for a scenario without those
+// tests (their own, --sources and --window, are theirs: lab's kinds).
+func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration time.Duration, maxEntries int) error {
 	for _, c := range []struct {
 		name string
 		ok   bool
 		scen string
 	}{
 		{"duration", sc.Has(lab.TestMACFlood) || sc.Has(lab.TestSoak), "the mac-flood or soak scenario"},
-		{"window", sc.Has(lab.TestSoak), "the soak scenario"},
-		{"sources", sc.Has(lab.TestMACFlood), "the mac-flood scenario"},
 		{"max-entries", sc.Has(lab.TestMACFlood), "the mac-flood scenario"},
 	} {
 		if changed(c.name) && !c.ok {
@@ -464,37 +462,14 @@ func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration, win
 			return fmt.Errorf("--duration %v: must be above 0", duration)
 		}
 		sc.Duration = duration
-		if soak, ok := lab.TestOf[lab.SoakTest](*sc); ok && !changed("window") && soak.Window > duration {
-			setWindow(sc, 0) // a sixth of a short soak
-		}
 	}
-	if changed("window") {
-		if window <= 0 || window > sc.Duration {
-			return fmt.Errorf("--window %v: above 0, at most the duration (%v)", window, sc.Duration)
+	if changed("max-entries") {
+		if maxEntries < 1 || maxEntries > 1<<24 {
+			return fmt.Errorf("--max-entries %d: 1..%d", maxEntries, 1<<24)
 		}
-		setWindow(sc, window)
-	}
-	for _, c := range []struct {
-		name string
-		v    int
-		set  func(int)
-	}{
-		{"sources", sources, func(v int) { lab.Configure(sc, func(m lab.MACFloodTest) lab.MACFloodTest { m.Sources = v; return m }) }},
-		{"max-entries", maxEntries, func(v int) { sc.MaxEntries = v }},
-	} {
-		if changed(c.name) {
-			if c.v < 1 || c.v > 1<<24 {
-				return fmt.Errorf("--%s %d: 1..%d", c.name, c.v, 1<<24)
-			}
-			c.set(c.v)
-		}
+		sc.MaxEntries = maxEntries
 	}
 	return nil
-}
-
-// setWindow sets the window of sc's soak test.
-func setWindow(sc *lab.Scenario, w time.Duration) {
-	lab.Configure(sc, func(k lab.SoakTest) lab.SoakTest { k.Window = w; return k })
 }
 
 // splitDUTs splits a --dut list at its commas, except those between the

@@ -71,4 +71,38 @@ func TestKindFlags(t *testing.T) {
 	if err := q.SetFlags(bad); err == nil || !strings.Contains(err.Error(), "--cpus is for the cores scenario, not quick") {
 		t.Errorf("quick --cpus 2: %v", err)
 	}
+	// --window gives way to a short --duration given alone (the command
+	// sets the duration first), and is refused above one given with it.
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+		err  string
+	}{
+		{[]string{"--duration", "30s"}, 0, ""},
+		{[]string{"--duration", "3m"}, time.Minute, ""},
+		{[]string{"--duration", "3m", "--window", "30s"}, 30 * time.Second, ""},
+		{[]string{"--duration", "1m", "--window", "2m"}, 0, "--window 2m0s: above 0, at most the duration (1m0s)"},
+	} {
+		f := pflag.NewFlagSet("lab", pflag.ContinueOnError)
+		DeclareFlags(f)
+		d := f.Duration("duration", 0, "")
+		if err := f.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		soak := Scenarios["soak"]
+		soak.Duration = *d
+		err := soak.SetFlags(f)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("soak %v: %v, want %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if k, _ := TestOf[SoakTest](soak); err != nil || k.Window != c.want {
+			t.Errorf("soak %v: window %v, %v; want %v", c.args, k.Window, err, c.want)
+		}
+	}
+	if k, _ := TestOf[SoakTest](Scenarios["soak"]); k.Window != time.Minute {
+		t.Errorf("the soak preset's window is now %v", k.Window)
+	}
 }

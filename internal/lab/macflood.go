@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/gen"
 	"github.com/trestle/trestle/internal/sink"
@@ -677,4 +679,25 @@ func (k MACFloodTest) Run(ctx context.Context, u *UnitRun) error {
 		return err
 	}
 	return macFloodTest(ctx, u.S, k, u.Rig, size, rate, tput, u.Base, u.Add, u.Status)
+}
+
+func (MACFloodTest) Flags(f *pflag.FlagSet) {
+	f.Int("sources", 0, "mac-flood: the flood's random source addresses (default 1000000)")
+}
+
+// SetFlags: --sources sets the flood's source addresses; a scenario
+// without a mac-flood test refuses it.
+func (MACFloodTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
+	if !f.Changed("sources") {
+		return nil
+	}
+	if !s.has(TestMACFlood) {
+		return fmt.Errorf("--sources is for the mac-flood scenario, not %s", s.Name)
+	}
+	n, _ := f.GetInt("sources")
+	if n < 1 || n > 1<<24 {
+		return fmt.Errorf("--sources %d: 1..%d", n, 1<<24)
+	}
+	Configure(s, func(m MACFloodTest) MACFloodTest { m.Sources = n; return m })
+	return nil
 }
