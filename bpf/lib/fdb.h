@@ -121,6 +121,11 @@ static __always_inline void tr_view_init(struct tr_table_view *v)
 	__u32 zero = 0;
 
 	v->memo = bpf_map_lookup_elem(&cpu_cache, &zero);
+#ifdef TR_LAB_VARIANT
+	/* The lab's "other build" (clang -DTR_LAB_VARIANT, internal/lab/variant.go):
+	 * another program over the same maps, its table's memos never used. */
+	v->memo = NULL;
+#endif
 	v->gen = *(volatile __u32 *)&fdb_gen;
 	v->mgen = *(volatile __u32 *)&move_gen;
 	v->now = 0;

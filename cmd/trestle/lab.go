@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,15 +18,14 @@ import (
 
 func (e *env) labCmd() *cobra.Command {
 	var (
-		duts, sizes, chains, streams, placement, jsonPath, reportDir, udpRate string
-		events, upgradeTo, cpus                                               string
-		reps                                                                  int
-		trial, confirm, settle, drain, iperfTime, eventLead, eventTail        time.Duration
-		duration, window                                                      time.Duration
-		sources, maxEntries                                                   int
-		lossGoal, resolution, load, streamRate                                float64
-		keep, profile, bidirectional                                          bool
-		ndrLoss, pdrLoss                                                      string
+		duts, sizes, chains, placement, jsonPath, reportDir string
+		reps                                                int
+		trial, confirm, settle, drain, iperfTime            time.Duration
+		duration                                            time.Duration
+		maxEntries                                          int
+		lossGoal, resolution, load, streamRate              float64
+		keep, profile, bidirectional                        bool
+		ndrLoss, pdrLoss                                    string
 	)
 	c := &cobra.Command{
 		Use:   "lab SCENARIO [flags]",
@@ -204,16 +202,18 @@ Examples:
 			f := cmd.Flags()
 			var err error
 			if f.Changed("dut") {
-				sc.DUTs = splitDUTs(duts)
-				for _, d := range sc.DUTs {
-					if _, err := lab.ParseDUT(d); err != nil {
+				sc.DUTs = nil
+				for _, d := range splitDUTs(duts) {
+					spec, err := lab.ParseSpec(d)
+					if err != nil {
 						return fmt.Errorf("--dut: %w", err)
 					}
+					sc.DUTs = append(sc.DUTs, spec)
 				}
 			}
 			if f.Changed("sizes") {
 				sc.Sizes = nil
-				for _, s := range splitList(sizes) {
+				for _, s := range lab.SplitList(sizes) {
 					fs := lab.FrameSize(s)
 					if _, err := fs.Mix(); err != nil {
 						return fmt.Errorf("--sizes: %w", err)
@@ -222,12 +222,7 @@ Examples:
 				}
 			}
 			if f.Changed("chains") {
-				if sc.Chain, err = intList("--chains", chains, 1, 64); err != nil {
-					return err
-				}
-			}
-			if f.Changed("streams") {
-				if sc.Streams, err = intList("--streams", streams, 1, 128); err != nil {
+				if sc.Chain, err = lab.ParseInts("--chains", chains, 1, 64); err != nil {
 					return err
 				}
 			}
@@ -286,14 +281,6 @@ Examples:
 				}
 				tm.Search.Resolution = resolution
 			}
-			if f.Changed("udp-rate") {
-				sc.UDPRate = udpRate
-			}
-			if f.Changed("events") {
-				if sc.Events, err = lab.ParseEvents(events); err != nil {
-					return fmt.Errorf("--events: %w", err)
-				}
-			}
 			if f.Changed("load") {
 				if load <= 0 || load > 1 {
 					return fmt.Errorf("--load %v: a fraction of the throughput above 0, up to 1", load)
@@ -306,39 +293,16 @@ Examples:
 				}
 				sc.StreamRate = streamRate
 				// A fixed rate needs no throughput to take a fraction of.
-				sc.Tests = slices.DeleteFunc(slices.Clone(sc.Tests), func(t string) bool { return t == lab.TestThroughput })
+				sc.WithoutTest(lab.TestThroughput)
 			}
-			for _, d := range []struct {
-				name string
-				v    time.Duration
-				into *time.Duration
-			}{{"event-lead", eventLead, &sc.EventLead}, {"event-tail", eventTail, &sc.EventTail}} {
-				if f.Changed(d.name) {
-					if d.v <= 0 {
-						return fmt.Errorf("--%s %v: must be above 0", d.name, d.v)
-					}
-					*d.into = d.v
-				}
-			}
-			if f.Changed("upgrade-to") {
-				st, err := os.Stat(upgradeTo)
-				if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-					return fmt.Errorf("--upgrade-to %s: not an executable file (%v)", upgradeTo, err)
-				}
-				if sc.UpgradeTo, err = filepath.Abs(upgradeTo); err != nil {
-					return err
-				}
-			}
-			if err := streamFlags(f.Changed, &sc, duration, window, sources, maxEntries); err != nil {
+			if err := streamFlags(f.Changed, &sc, duration, maxEntries); err != nil {
 				return err
 			}
-			if f.Changed("cpus") {
-				if !sc.Has(lab.TestCores) {
-					return fmt.Errorf("--cpus is for the cores scenario, not %s", sc.Name)
-				}
-				if sc.CoreCounts, err = intList("--cpus", cpus, 1, 1024); err != nil {
-					return err
-				}
+			// The test kinds' own flags (--events, --event-lead, --event-tail,
+			// --upgrade-to, --sources, --window, --cpus, --streams, --udp-rate),
+			// after the stream's that they may depend on (--window on --duration).
+			if err := sc.SetFlags(f); err != nil {
+				return err
 			}
 			if err := sc.CheckCores(placement); err != nil {
 				return err
@@ -386,7 +350,6 @@ Examples:
 	f.StringVar(&duts, "dut", "", "DUTs to measure, comma-separated (default: the scenario's)")
 	f.StringVar(&sizes, "sizes", "", "frame sizes with FCS, comma-separated: 64,128,...,1518 or imix")
 	f.StringVar(&chains, "chains", "", "chain lengths, comma-separated (chain scenario)")
-	f.StringVar(&streams, "streams", "", "iperf3 TCP stream counts, comma-separated")
 	f.IntVar(&reps, "reps", 0, "repetitions of every DUT, interleaved (default: the scenario's)")
 	f.StringVar(&placement, "placement", "auto", "auto, shared or split (see above)")
 	f.DurationVar(&trial, "trial", 0, "length of an RFC 2544 search trial")
@@ -399,18 +362,11 @@ Examples:
 	f.Float64Var(&lossGoal, "loss-goal", 0, "the NDR's loss goal as a ratio (the same as --ndr-loss)")
 	f.BoolVar(&bidirectional, "bidirectional", false, "send h1 -> h2 and h2 -> h1 at once in the throughput search and the\nlatency and loss tests (each at half the rate), and report the sum and\neach direction (not for restart, mac-flood, soak, fdb-scale or @mirror)")
 	f.Float64Var(&resolution, "resolution", 0, "search resolution, a ratio of the rate (default 0.01)")
-	f.StringVar(&udpRate, "udp-rate", "", "iperf3 UDP offered rate (e.g. 1G)")
-	f.StringVar(&events, "events", "", "restart: events in order with their counts (default sigkill=10,sigterm=10,upgrade=5)")
 	f.Float64Var(&load, "load", 0, "restart, mac-flood, soak: the stream's rate, a fraction of the DUT's measured\nthroughput (default 0.5; soak 0.9 of the zero-loss rate)")
 	f.Float64Var(&streamRate, "rate", 0, "restart, mac-flood: the stream's rate in frames a second, instead of --load (no search)")
 	f.DurationVar(&duration, "duration", 0, "mac-flood: the flood's length (default 30s); soak: the stream's (default 10m)")
-	f.DurationVar(&window, "window", 0, "soak: the windows of loss and latency (default 1m)")
-	f.IntVar(&sources, "sources", 0, "mac-flood: the flood's random source addresses (default 1000000)")
-	f.StringVar(&cpus, "cpus", "", "cores: the CPU counts to measure, comma-separated (default 1,2,4,... up to\nevery CPU the lab may use)")
 	f.IntVar(&maxEntries, "max-entries", 0, "mac-flood: the learning table size every DUT is given (default 65536)")
-	f.DurationVar(&eventLead, "event-lead", 0, "restart: the stream before each event (default 1s)")
-	f.DurationVar(&eventTail, "event-tail", 0, "restart: how long the stream must reach h2 without a gap after the\ndaemon is back (default 1s)")
-	f.StringVar(&upgradeTo, "upgrade-to", "", "restart: the trestle build the upgrade events go to and back from")
+	lab.DeclareFlags(f)
 	f.StringVar(&jsonPath, "json", "", "write every trial, the settings and the machine to this JSON file")
 	f.StringVar(&reportDir, "report", "", "write report.md and SVG charts into this directory")
 	f.BoolVar(&keep, "keep-workdir", false, "keep the run's directory of configs and logs")
@@ -485,17 +441,16 @@ func parseLoss(s string) (v float64, off bool, err error) {
 	return v, false, nil
 }
 
-// streamFlags applies the mac-flood and soak flags to sc, refusing them
-// for a scenario without those tests.
-func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration, window time.Duration, sources, maxEntries int) error {
+// streamFlags applies the flags of the stream that the mac-flood and
+// soak tests share to sc, refusing them for a scenario without those
+// tests (their own, --sources and --window, are theirs: lab's kinds).
+func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration time.Duration, maxEntries int) error {
 	for _, c := range []struct {
 		name string
 		ok   bool
 		scen string
 	}{
 		{"duration", sc.Has(lab.TestMACFlood) || sc.Has(lab.TestSoak), "the mac-flood or soak scenario"},
-		{"window", sc.Has(lab.TestSoak), "the soak scenario"},
-		{"sources", sc.Has(lab.TestMACFlood), "the mac-flood scenario"},
 		{"max-entries", sc.Has(lab.TestMACFlood), "the mac-flood scenario"},
 	} {
 		if changed(c.name) && !c.ok {
@@ -507,27 +462,12 @@ func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration, win
 			return fmt.Errorf("--duration %v: must be above 0", duration)
 		}
 		sc.Duration = duration
-		if sc.Has(lab.TestSoak) && !changed("window") && sc.Window > duration {
-			sc.Window = 0 // a sixth of a short soak
-		}
 	}
-	if changed("window") {
-		if window <= 0 || window > sc.Duration {
-			return fmt.Errorf("--window %v: above 0, at most the duration (%v)", window, sc.Duration)
+	if changed("max-entries") {
+		if maxEntries < 1 || maxEntries > 1<<24 {
+			return fmt.Errorf("--max-entries %d: 1..%d", maxEntries, 1<<24)
 		}
-		sc.Window = window
-	}
-	for _, c := range []struct {
-		name string
-		v    int
-		into *int
-	}{{"sources", sources, &sc.Sources}, {"max-entries", maxEntries, &sc.MaxEntries}} {
-		if changed(c.name) {
-			if c.v < 1 || c.v > 1<<24 {
-				return fmt.Errorf("--%s %d: 1..%d", c.name, c.v, 1<<24)
-			}
-			*c.into = c.v
-		}
+		sc.MaxEntries = maxEntries
 	}
 	return nil
 }
@@ -536,7 +476,7 @@ func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration, win
 // knobs of one DUT's variant: "trestle:xdp@vlan,bin=/tmp/x,ovs" is two DUTs.
 func splitDUTs(s string) []string {
 	var out []string
-	for _, p := range splitList(s) {
+	for _, p := range lab.SplitList(s) {
 		name, _, _ := strings.Cut(p, "@")
 		kind, _, _ := strings.Cut(name, ":")
 		knob := !slices.Contains(lab.DUTNames, name) && !slices.Contains(lab.DUTNames, kind)
@@ -547,31 +487,6 @@ func splitDUTs(s string) []string {
 		out = append(out, p)
 	}
 	return out
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func intList(flag, s string, lo, hi int) ([]int, error) {
-	var out []int
-	for _, p := range splitList(s) {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < lo || n > hi {
-			return nil, fmt.Errorf("%s %q: %q is not a number in %d..%d", flag, s, p, lo, hi)
-		}
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: empty", flag)
-	}
-	return out, nil
 }
 
 func (e *env) runLab(sc lab.Scenario, placement, jsonPath, reportDir string, keep, profile bool) error {

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
@@ -30,7 +31,7 @@ import (
 )
 
 // TestCores is the zero-loss rate (RFC 2544 search) with the generator's
-// threads on 1..N CPUs, one flow each (Scenario.CoreCounts).
+// threads on 1..N CPUs, one flow each (CoresTest.Counts).
 const TestCores = "cores"
 
 // coresPortBase is the first UDP source port of the cores test's flows:
@@ -88,9 +89,14 @@ func DefaultCoreCounts(n int) []int {
 // (above the CPUs this process may use, below 1, or repeated) and a
 // placement other than auto or shared ("" is auto).
 func (s Scenario) CheckCores(placement string) error {
-	if !s.has(TestCores) {
+	k, ok := TestOf[CoresTest](s)
+	if !ok {
 		return nil
 	}
+	return k.check(placement)
+}
+
+func (k CoresTest) check(placement string) error {
 	if placement != "" && placement != "auto" && placement != "shared" {
 		return fmt.Errorf("cores: placement %q: the cores test places the generator's threads itself, each on the CPU that forwards its frames (shared); split would move the forwarding off them", placement)
 	}
@@ -98,7 +104,7 @@ func (s Scenario) CheckCores(placement string) error {
 	if err != nil {
 		return err
 	}
-	return checkCoreCounts(s.CoreCounts, len(cpus))
+	return checkCoreCounts(k.Counts, len(cpus))
 }
 
 func checkCoreCounts(counts []int, ncpu int) error {
@@ -127,15 +133,15 @@ func checkCoreCounts(counts []int, ncpu int) error {
 // on the first CPUs the process may use, and the DUT's own threads on the
 // CPU after the largest count's, or, where the machine has none spare, on
 // its last CPU, which a generator thread then shares at the largest counts.
-func coresPlacement(s Scenario, mode string) (Placement, error) {
-	if err := s.CheckCores(mode); err != nil {
+func coresPlacement(k CoresTest, mode string) (Placement, error) {
+	if err := k.check(mode); err != nil {
 		return Placement{}, err
 	}
 	cpus, err := AllowedCPUs()
 	if err != nil {
 		return Placement{}, err
 	}
-	n := slices.Max(s.CoreCounts)
+	n := slices.Max(k.Counts)
 	p := Placement{Mode: "shared", GenCPU: cpus[0], SinkCPU: cpus[0], GenCPUs: cpus[:n], DUTCPU: cpus[len(cpus)-1]}
 	if len(cpus) > n {
 		p.DUTCPU = cpus[n]
@@ -144,8 +150,8 @@ func coresPlacement(s Scenario, mode string) (Placement, error) {
 }
 
 // coresNotes say what the cores test's placement can and cannot show.
-func coresNotes(s Scenario, p Placement) []string {
-	n := slices.Max(s.CoreCounts)
+func coresNotes(k CoresTest, p Placement) []string {
+	n := slices.Max(k.Counts)
 	notes := []string{fmt.Sprintf("cores: with N CPUs the generator runs N threads, one on each of CPUs %s (the first N), each sending its own flow (UDP source port %d+i); "+
 		"a veth delivers on the sending CPU, so each of those CPUs also runs the DUT's forwarding of its thread's frames and the sink's counting of them: the figure is the path's, on N CPUs at once. "+
 		"Every veth end has %d queues at every count; CPU busy is each CPU's share of non-idle time in the confirmation trial", intsText(p.GenCPUs), coresPortBase, n)}
@@ -167,33 +173,57 @@ func intsText(v []int) string {
 	return strings.Join(s, ",")
 }
 
-// coresQueues is the queues of every veth end of a cores unit: the largest
-// count's, so that each generator thread's CPU has a queue of its own (0
-// for another scenario: the default).
-func (s Scenario) coresQueues() int {
-	if !s.has(TestCores) || len(s.CoreCounts) == 0 {
-		return 0
-	}
-	return slices.Max(s.CoreCounts)
+// CoresTest is the cores test: the zero-loss rate with the generator on
+// each of Counts CPUs, on the straight path too.
+type CoresTest struct {
+	Counts []int
 }
 
-// coresEstimate is a rough length of a unit's cores test.
-func coresEstimate(s Scenario) time.Duration {
+func (CoresTest) Name() string { return TestCores }
+
+// Needs: every veth end of a cores unit has the largest count's queues, so
+// that each generator thread's CPU has a queue of its own.
+func (k CoresTest) Needs(Scenario) Needs {
+	n := Needs{Direct: true}
+	if len(k.Counts) > 0 {
+		n.Queues = slices.Max(k.Counts)
+	}
+	return n
+}
+
+// Estimate is a rough length of a unit's cores test.
+func (k CoresTest) Estimate(s Scenario, _ Spec) time.Duration {
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
-	return time.Duration(len(s.Sizes)*len(s.CoreCounts)) * (4*trial + tm.Search.Confirm)
+	return time.Duration(len(s.Sizes)*len(k.Counts)) * (4*trial + tm.Search.Confirm)
+}
+
+func (k CoresTest) Describe(Scenario) string {
+	return fmt.Sprintf("CPUs:     %s (the generator's threads, each CPU forwarding its own)", intsText(k.Counts))
+}
+
+func (k CoresTest) Place(_ Scenario, mode string) (Placement, []string, error) {
+	p, err := coresPlacement(k, mode)
+	if err != nil {
+		return p, nil, err
+	}
+	return p, coresNotes(k, p), nil
+}
+
+func (k CoresTest) Run(ctx context.Context, u *UnitRun) error {
+	return coresTest(ctx, u.S, k.Counts, u.Rig, u.Base, u.Add, u.Status)
 }
 
 // coresTest runs the RFC 2544 search from h1 to h2 at each frame size with
 // the generator on each count of CPUs.
-func coresTest(ctx context.Context, s Scenario, rig *Rig, base Result, add func(Result), status func(string)) error {
+func coresTest(ctx context.Context, s Scenario, counts []int, rig *Rig, base Result, add func(Result), status func(string)) error {
 	tm := s.Timing
 	for _, size := range s.Sizes {
 		mix, err := size.Mix()
 		if err != nil {
 			return err
 		}
-		for _, n := range s.CoreCounts {
+		for _, n := range counts {
 			if n > len(rig.Place.GenCPUs) {
 				return fmt.Errorf("cores: %d CPUs, but the placement has %d for the generator", n, len(rig.Place.GenCPUs))
 			}
@@ -237,12 +267,13 @@ func (ts TrialSpec) genCPUs(p Placement) []int {
 	return []int{p.GenCPU}
 }
 
-func init() {
+// Preset is the cores scenario, its counts up to every CPU the lab may use.
+func (CoresTest) Preset() Scenario {
 	counts := []int{1, 2}
 	if cpus, err := AllowedCPUs(); err == nil {
 		counts = DefaultCoreCounts(len(cpus))
 	}
-	Scenarios["cores"] = Scenario{
+	return Scenario{
 		Name: "cores", Title: "Cores: zero-loss throughput against the number of CPUs forwarding (seed 000)", Seed: "000_5de8b09844379080.txt",
 		About: "a 2-port bridge: 64-byte zero-loss throughput (the RFC 2544 search) with the generator on 1, 2, 4 ... N CPUs (--cpus; default 1, 2, 4 ... up to every CPU the lab may use), " +
 			"one thread and one flow per CPU; a veth delivers on the sending CPU, so each CPU forwards its own thread's frames start to end (the DUT's XDP program or stack, the sink): " +
@@ -252,8 +283,29 @@ func init() {
 			"Open vSwitch's userspace datapath forwards on one PMD thread, which needs a core of its own and has none spare there (at 2 CPUs it shares one with a generator thread, and the report says so). " +
 			"On a bigger machine give the counts: --cpus 1,2,4,8 (each at most the machine's CPUs, which the lab checks); with a CPU beyond the largest count, the DUT's own threads (the PMD) get it. " +
 			"direct, the floor, the Linux bridge, trestle in xdp and in its default (tc) mode, Open vSwitch; 3 repetitions, about 15 minutes on 2 CPUs",
-		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp", "trestle", "ovs"},
-		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestCores}, Reps: 3, Timing: DefaultTiming,
-		CoreCounts: counts,
+		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "trestle", "ovs"),
+		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{CoresTest{Counts: counts}}, Reps: 3, Timing: DefaultTiming,
 	}
+}
+
+func (CoresTest) Flags(f *pflag.FlagSet) {
+	f.String("cpus", "", "cores: the CPU counts to measure, comma-separated (default 1,2,4,... up to\nevery CPU the lab may use)")
+}
+
+// SetFlags: --cpus sets the CPU counts; a scenario without a cores test
+// refuses it.
+func (CoresTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
+	if !f.Changed("cpus") {
+		return nil
+	}
+	if !s.has(TestCores) {
+		return fmt.Errorf("--cpus is for the cores scenario, not %s", s.Name)
+	}
+	v, _ := f.GetString("cpus")
+	n, err := ParseInts("--cpus", v, 1, 1024)
+	if err != nil {
+		return err
+	}
+	Configure(s, func(c CoresTest) CoresTest { c.Counts = n; return c })
+	return nil
 }

@@ -12,15 +12,15 @@ import (
 // without privileges.
 func TestCoresScenario(t *testing.T) {
 	s := Scenarios["cores"]
-	if !s.has(TestCores) || s.Hosts != 2 || len(s.CoreCounts) == 0 || s.CoreCounts[0] != 1 || !slices.Contains(s.DUTs, "trestle:xdp") || !slices.Contains(s.DUTs, "direct") {
+	if !s.has(TestCores) || s.Hosts != 2 || len(countsOf(s)) == 0 || countsOf(s)[0] != 1 || !slices.Contains(SpecTexts(s.DUTs), "trestle:xdp") || !slices.Contains(SpecTexts(s.DUTs), "direct") {
 		t.Errorf("cores: %+v", s)
 	}
 	cpus, err := AllowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := slices.Max(s.CoreCounts); got != len(cpus) {
-		t.Errorf("default counts %v: the largest should be every CPU the process may use (%d)", s.CoreCounts, len(cpus))
+	if got := slices.Max(countsOf(s)); got != len(cpus) {
+		t.Errorf("default counts %v: the largest should be every CPU the process may use (%d)", countsOf(s), len(cpus))
 	}
 	if err := s.CheckCores("auto"); err != nil {
 		t.Error(err)
@@ -48,24 +48,24 @@ func TestCoresScenario(t *testing.T) {
 		t.Errorf("placement split: %v", err)
 	}
 	bad := s
-	bad.CoreCounts = []int{len(cpus) + 1}
+	setCounts(&bad, []int{len(cpus) + 1})
 	if err := bad.CheckCores("auto"); err == nil || !strings.Contains(err.Error(), "CPUs asked for") {
 		t.Errorf("a count above the machine's CPUs: %v", err)
 	}
-	if _, err := coresPlacement(bad, "auto"); err == nil {
+	if _, err := coresPlacement(coresOf(bad), "auto"); err == nil {
 		t.Errorf("placement for a count above the machine's CPUs")
 	}
 
 	// Every veth end gets the largest count's queues, direct's too; other
 	// scenarios keep one.
-	s.CoreCounts = []int{1, 2}
-	if q := s.shape("direct", 0).Queues; q != 2 {
+	setCounts(&s, []int{1, 2})
+	if q := s.shape(mustSpec("direct"), 0).Queues; q != 2 {
 		t.Errorf("direct's queues %d, want 2", q)
 	}
-	if q := s.shape("trestle:xdp", 1).Queues; q != 2 {
+	if q := s.shape(mustSpec("trestle:xdp"), 1).Queues; q != 2 {
 		t.Errorf("the bridge's queues %d, want 2", q)
 	}
-	if q := Scenarios["quick"].shape("trestle:xdp", 1).Queues; q != 0 {
+	if q := Scenarios["quick"].shape(mustSpec("trestle:xdp"), 1).Queues; q != 0 {
 		t.Errorf("quick's queues %d, want 0 (one)", q)
 	}
 	// Open vSwitch's AF_XDP ports get a socket on every queue.
@@ -96,8 +96,8 @@ func TestCoresPlacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := Scenarios["cores"]
-	s.CoreCounts = []int{1}
-	p, err := coresPlacement(s, "auto")
+	setCounts(&s, []int{1})
+	p, err := coresPlacement(coresOf(s), "auto")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,17 +107,17 @@ func TestCoresPlacement(t *testing.T) {
 	if len(cpus) > 1 && p.DUTCPU != cpus[1] {
 		t.Errorf("DUT CPU %d, want %d (spare)", p.DUTCPU, cpus[1])
 	}
-	notes := strings.Join(coresNotes(s, p), "\n")
+	notes := strings.Join(coresNotes(coresOf(s), p), "\n")
 	if len(cpus) > 1 && !strings.Contains(notes, "apart from every generator thread") {
 		t.Errorf("notes: %s", notes)
 	}
-	s.CoreCounts = []int{len(cpus)}
-	p, err = coresPlacement(s, "shared")
+	setCounts(&s, []int{len(cpus)})
+	p, err = coresPlacement(coresOf(s), "shared")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.DUTCPU != cpus[len(cpus)-1] || !strings.Contains(strings.Join(coresNotes(s, p), "\n"), "no CPU to spare") {
-		t.Errorf("every CPU a generator's: %+v %q", p, coresNotes(s, p))
+	if p.DUTCPU != cpus[len(cpus)-1] || !strings.Contains(strings.Join(coresNotes(coresOf(s), p), "\n"), "no CPU to spare") {
+		t.Errorf("every CPU a generator's: %+v %q", p, coresNotes(coresOf(s), p))
 	}
 	if got := (TrialSpec{}).genCPUs(p); !slices.Equal(got, []int{p.GenCPU}) {
 		t.Errorf("a trial without CPUs runs on %v", got)
@@ -134,9 +134,9 @@ func TestExecuteCores(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := DefaultCoreCounts(min(len(cpus), 2))
-	sc := Scenario{Name: "test", DUTs: []string{"direct", "floor"}, Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestCores},
-		CoreCounts: counts, Reps: 1, Timing: tinyTiming()}
-	before := ours(t, "tl")
+	sc := Scenario{Name: "test", DUTs: MustSpecs("direct", "floor"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{CoresTest{Counts: counts}},
+		Reps: 1, Timing: tinyTiming()}
+	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "auto", WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestExecuteCores(t *testing.T) {
 			t.Errorf("%s: record %+v, param %q", r.DUT, c, r.Param)
 		}
 	}
-	for _, d := range sc.DUTs {
+	for _, d := range SpecTexts(sc.DUTs) {
 		if !slices.Equal(seen[d], counts) {
 			t.Errorf("%s: figures at %v CPUs, want %v", d, seen[d], counts)
 		}
@@ -172,7 +172,20 @@ func TestExecuteCores(t *testing.T) {
 	if !strings.Contains(strings.Join(run.Notes, "\n"), "each of those CPUs also runs the DUT's forwarding") {
 		t.Errorf("notes: %q", run.Notes)
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }
+
+// setCounts sets the CPU counts of s's cores test.
+func setCounts(s *Scenario, counts []int) {
+	Configure(s, func(k CoresTest) CoresTest { k.Counts = counts; return k })
+}
+
+// coresOf is s's cores test; countsOf its CPU counts.
+func coresOf(s Scenario) CoresTest {
+	k, _ := TestOf[CoresTest](s)
+	return k
+}
+
+func countsOf(s Scenario) []int { return coresOf(s).Counts }

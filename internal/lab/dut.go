@@ -65,29 +65,39 @@ var offloadAliases = map[string]string{
 	"tx": "tx-checksum-ip-generic", "lro": "rx-lro", "sg": "tx-scatter-gather",
 }
 
-// Variant is a DUT spec "NAME[@knob=value,...]" taken apart. Knobs change
-// one thing, so that one run measures it on and off side by side, in
-// interleaved repetitions, and ministat compares the two (as seed 001
-// compares TSO and LRO): OFFLOAD=on|off sets the hosts' offloads before the
-// DUT starts (ethtool feature names, or tso, gso, gro, lro, tx, sg),
-// bin=PATH runs a trestle DUT from another build ("trestle:xdp@bin=/tmp/old"),
-// and vlan puts the bridge's ports in VLANs (seed 002's set-up, see
-// SetVLANs): h1's an access port of VLAN 10, h2's a trunk carrying 10 and 20.
-// patch and veth choose how the bridges of a chain are joined: by patch
-// ports of the DUT's own (seed 003 found Open vSwitch's nearly free) or by
-// veth pairs. trestle's default is patch ports (trestle@patch says it
-// again), Open vSwitch's veth pairs (ovs@veth says it again), the Linux
-// bridge's only join is veth pairs; see Patched and joinRefusal. A chain
-// of one bridge has no joins: Scenario.CheckJoins refuses these knobs
-// where no chain is longer. mirror copies h1's port, both ways, to a span
-// port whose host receives the copies (see SetMirror); capture runs
-// `trestle capture` on h1's port while the packet tests run (trestle only).
-// rules=N gives the bridges an access list of N rules, the one that passes
-// the lab's frames last, default block, and state makes that rule keep
-// state; rules=0 is the filter off. filter turns trestle's filter on with
-// one rule passing every frame, as linux-bridge:nft's chain. See Filter.
-type Variant struct {
-	Name     string
+// Spec is a DUT as the command line names it, "KIND[:MODE][@knob=value,...]",
+// parsed once (ParseSpec) at the edge: by the command's flags and the
+// scenario presets. The lab carries it from there; the string it came from
+// (Text) is the DUT's name in the records (Result.DUT, UnitRecord.DUT).
+//
+// Kind is direct, floor, linux-bridge, trestle or ovs, and Mode what
+// follows the colon (linux-bridge:nft, trestle:xdp or :tc, ovs:afxdp or
+// :system; "" for none). The knobs change one thing, so that one run
+// measures it on and off side by side, in interleaved repetitions, and
+// ministat compares the two (as seed 001 compares TSO and LRO):
+// OFFLOAD=on|off sets the hosts' offloads before the DUT starts (ethtool
+// feature names, or tso, gso, gro, lro, tx, sg), bin=PATH runs a trestle
+// DUT from another build ("trestle:xdp@bin=/tmp/old"), and vlan puts the
+// bridge's ports in VLANs (seed 002's set-up, see SetVLANs): h1's an access
+// port of VLAN 10, h2's a trunk carrying 10 and 20. patch and veth choose
+// how the bridges of a chain are joined: by patch ports of the DUT's own
+// (seed 003 found Open vSwitch's nearly free) or by veth pairs. trestle's
+// default is patch ports (trestle@patch says it again), Open vSwitch's veth
+// pairs (ovs@veth says it again), the Linux bridge's only join is veth
+// pairs; see Patched and joinRefusal. A chain of one bridge has no joins:
+// Scenario.CheckJoins refuses these knobs where no chain is longer. mirror
+// copies h1's port, both ways, to a span port whose host receives the
+// copies (see SetMirror); capture runs `trestle capture` on h1's port while
+// the packet tests run (trestle only). rules=N gives the bridges an access
+// list of N rules, the one that passes the lab's frames last, default
+// block, and state makes that rule keep state; rules=0 is the filter off.
+// filter turns trestle's filter on with one rule passing every frame, as
+// linux-bridge:nft's chain. See Filter.
+type Spec struct {
+	Text     string // as given: "trestle:xdp@mirror"
+	Name     string // without the knobs: "trestle:xdp"
+	Kind     string // "trestle"
+	Mode     string // "xdp"; "" for none
 	Offloads map[string]bool
 	Bin      string
 	VLAN     bool
@@ -98,16 +108,21 @@ type Variant struct {
 	Filter   *Filter // @rules=N[,state] or @filter; nil: neither
 }
 
+// String is the spec as given.
+func (v Spec) String() string { return v.Text }
+
+// Direct says whether the spec is the straight path (or a variant of it).
+func (v Spec) Direct() bool { return v.Kind == "direct" }
+
 // Patched says whether the bridges of a chain are joined by the DUT's patch
 // ports (Shape.Patch): asked for with @patch, or trestle's default.
-func (v Variant) Patched() bool {
-	kind, _, _ := strings.Cut(v.Name, ":")
-	return v.Patch || kind == "trestle" && !v.Veth
+func (v Spec) Patched() bool {
+	return v.Patch || v.Kind == "trestle" && !v.Veth
 }
 
 // Join is the knob that chooses how a chain's bridges are joined ("" for
 // none): "patch" or "veth".
-func (v Variant) Join() string {
+func (v Spec) Join() string {
 	switch {
 	case v.Patch:
 		return "patch"
@@ -117,10 +132,10 @@ func (v Variant) Join() string {
 	return ""
 }
 
-// joinRefusal says why the DUT kind of name cannot join bridges by join,
-// "patch" or "veth" ("": it can).
-func joinRefusal(name, join string) string {
-	switch kind, _, _ := strings.Cut(name, ":"); kind {
+// joinRefusal says why the DUT kind cannot join bridges by join, "patch"
+// or "veth" ("": it can).
+func joinRefusal(kind, join string) string {
+	switch kind {
 	case "ovs", "trestle":
 		return ""
 	case "linux-bridge":
@@ -139,18 +154,20 @@ func joinRefusal(name, join string) string {
 	return "no " + join + " joins"
 }
 
-// SplitVariant parses a DUT spec.
-func SplitVariant(s string) (Variant, error) {
+// ParseSpec parses a DUT spec: its knobs, then its kind and mode.
+func ParseSpec(s string) (Spec, error) {
 	name, knobs, ok := strings.Cut(s, "@")
-	v := Variant{Name: name}
-	if !ok {
-		return v, nil
+	kind, mode, _ := strings.Cut(name, ":")
+	v := Spec{Text: s, Name: name, Kind: kind, Mode: mode}
+	var list []string
+	if ok {
+		list = strings.Split(knobs, ",")
 	}
-	for _, kv := range strings.Split(knobs, ",") {
+	for _, kv := range list {
 		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		switch {
 		case !ok && k == "vlan":
-			if kind, _, _ := strings.Cut(name, ":"); kind == "direct" {
+			if kind == "direct" {
 				return v, fmt.Errorf("DUT %q: vlan is for a bridge; the straight path has no ports to put in VLANs", s)
 			}
 			if name == "floor" {
@@ -158,7 +175,7 @@ func SplitVariant(s string) (Variant, error) {
 			}
 			v.VLAN = true
 		case !ok && k == "mirror":
-			if kind, _, _ := strings.Cut(name, ":"); kind == "direct" {
+			if kind == "direct" {
 				return v, fmt.Errorf("DUT %q: mirror is for a bridge; the straight path has no ports to mirror", s)
 			}
 			if name == "floor" {
@@ -166,12 +183,12 @@ func SplitVariant(s string) (Variant, error) {
 			}
 			v.Mirror = true
 		case !ok && k == "capture":
-			if kind, _, _ := strings.Cut(name, ":"); kind != "trestle" {
+			if kind != "trestle" {
 				return v, fmt.Errorf("DUT %q: capture runs `trestle capture` in the DUT: it is for trestle DUTs", s)
 			}
 			v.Capture = true
 		case !ok && (k == "patch" || k == "veth"):
-			if why := joinRefusal(name, k); why != "" {
+			if why := joinRefusal(kind, k); why != "" {
 				return v, fmt.Errorf("DUT %q: %s", s, why)
 			}
 			if j := v.Join(); j != "" && j != k {
@@ -206,44 +223,74 @@ func SplitVariant(s string) (Variant, error) {
 		}
 	}
 	if v.Filter != nil {
-		if err := checkFilter(s, name, v.Filter); err != nil {
+		if err := checkFilter(s, kind, mode, v.Filter); err != nil {
 			return v, err
 		}
+	}
+	if _, err := v.newDUT(); err != nil {
+		return v, err
 	}
 	return v, nil
 }
 
+// MustSpecs parses the specs of a preset, which are the lab's own: one that
+// does not parse is a mistake in the code.
+func MustSpecs(texts ...string) []Spec {
+	out := make([]Spec, len(texts))
+	for i, t := range texts {
+		s, err := ParseSpec(t)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// SpecTexts are the specs as given, for the records.
+func SpecTexts(specs []Spec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Text
+	}
+	return out
+}
+
 // filter is v's Filter, made on the first filter knob.
-func (v *Variant) filter() *Filter {
+func (v *Spec) filter() *Filter {
 	if v.Filter == nil {
 		v.Filter = &Filter{}
 	}
 	return v.Filter
 }
 
-// ParseDUT makes the DUT that a spec names (see Variant).
+// ParseDUT makes the DUT that a spec names.
 func ParseDUT(spec string) (DUT, error) {
-	v, err := SplitVariant(spec)
+	v, err := ParseSpec(spec)
 	if err != nil {
 		return nil, err
 	}
-	d, err := parseDUT(v.Name)
+	return v.newDUT()
+}
+
+// newDUT makes the DUT that v names, a new one each time.
+func (v Spec) newDUT() (DUT, error) {
+	d, err := parseDUT(v.Kind, v.Mode, v.Name)
 	switch d := d.(type) {
 	case *trestleDUT:
-		d.name, d.bin = spec, v.Bin
+		d.name, d.bin = v.Text, v.Bin
 	case *linuxBridge:
-		d.name = spec
+		d.name = v.Text
 		if v.Filter != nil && v.Filter.Off() {
 			d.nft, d.off = false, true // linux-bridge:nft@rules=0: no table
 		}
 	case *ovsDUT:
-		d.name = spec
+		d.name = v.Text
 	}
 	return d, err
 }
 
-func parseDUT(s string) (DUT, error) {
-	kind, opt, _ := strings.Cut(s, ":")
+func parseDUT(kind, opt, s string) (DUT, error) {
 	switch kind {
 	case "direct":
 		if opt == "" {

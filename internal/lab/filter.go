@@ -297,8 +297,7 @@ func filterRules(spec, val string) (int, error) {
 
 // checkFilter refuses a filter variant on a DUT that cannot apply it, and
 // knobs that contradict each other.
-func checkFilter(spec, name string, f *Filter) error {
-	kind, opt, _ := strings.Cut(name, ":")
+func checkFilter(spec, kind, opt string, f *Filter) error {
 	switch {
 	case kind == "direct":
 		return fmt.Errorf("DUT %q: the straight path has no bridge to filter", spec)
@@ -322,12 +321,12 @@ func checkFilter(spec, name string, f *Filter) error {
 // the generator's frames, which are all its rules pass: iperf3 between the
 // hosts' stacks would be blocked (and would need ARP).
 func (s Scenario) CheckFilters() error {
-	if !s.has(TestTCP) && !s.has(TestUDP) {
+	if len(s.phase(Stack)) == 0 {
 		return nil
 	}
-	for _, d := range s.DUTs {
-		if v, err := SplitVariant(d); err == nil && v.Filter != nil && !v.Filter.Off() && !v.Filter.All {
-			return fmt.Errorf("DUT %q: rules=N passes the generator's frames only, and %s runs iperf3 between the hosts' stacks, which it would block: measure it in filter-scale, or with --dut in a scenario of packet tests (filter passes every frame)", d, s.Name)
+	for _, v := range s.DUTs {
+		if v.Filter != nil && !v.Filter.Off() && !v.Filter.All {
+			return fmt.Errorf("DUT %q: rules=N passes the generator's frames only, and %s runs iperf3 between the hosts' stacks, which it would block: measure it in filter-scale, or with --dut in a scenario of packet tests (filter passes every frame)", v.Text, s.Name)
 		}
 	}
 	return nil
@@ -406,7 +405,7 @@ var FilterScaleRules = []int{1, 10, 100, 1000}
 // filterScaleDUTs are trestle in xdp mode and the Linux bridge with
 // nftables at each rule count, stateless and keeping state: in series, so
 // that the report's table reads down each.
-func filterScaleDUTs() []string {
+func filterScaleDUTs() []Spec {
 	out := []string{"trestle:xdp"}
 	for _, state := range []string{"", ",state"} {
 		for _, n := range FilterScaleRules {
@@ -419,7 +418,7 @@ func filterScaleDUTs() []string {
 			out = append(out, fmt.Sprintf("linux-bridge:nft@rules=%d%s", n, state))
 		}
 	}
-	return out
+	return MustSpecs(out...)
 }
 
 // filterScaleGoals are issue 14's: 100 rules cost at most 20% of the rate
@@ -452,11 +451,19 @@ func filterScaleGoals() []Goal {
 // and its Filter (nil: it has none): "trestle:xdp@rules=100,state" is
 // "trestle:xdp" with rules=100,state.
 func FilterOf(spec string) (string, *Filter) {
-	v, err := SplitVariant(spec)
-	if err != nil || v.Filter == nil {
+	v, err := ParseSpec(spec)
+	if err != nil {
 		return spec, nil
 	}
-	name, knobs, _ := strings.Cut(spec, "@")
+	return v.WithoutFilter(), v.Filter
+}
+
+// WithoutFilter is the spec as given without its filter knobs.
+func (v Spec) WithoutFilter() string {
+	if v.Filter == nil {
+		return v.Text
+	}
+	name, knobs, _ := strings.Cut(v.Text, "@")
 	var keep []string
 	for _, k := range strings.Split(knobs, ",") {
 		if k = strings.TrimSpace(k); k != "state" && k != "filter" && !strings.HasPrefix(k, "rules=") {
@@ -466,5 +473,5 @@ func FilterOf(spec string) (string, *Filter) {
 	if len(keep) > 0 {
 		name += "@" + strings.Join(keep, ",")
 	}
-	return name, v.Filter
+	return name
 }

@@ -44,7 +44,7 @@ func TestSplitVariantFilter(t *testing.T) {
 		{spec: "direct@rules=1", err: "no bridge to filter"},
 		{spec: "trestle@filter=1", err: "rules=N, state or filter"},
 	} {
-		v, err := SplitVariant(c.spec)
+		v, err := ParseSpec(c.spec)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: error %v, want one with %q", c.spec, err, c.err)
@@ -299,11 +299,11 @@ func TestCheckFilters(t *testing.T) {
 	if err := veb.CheckFilters(); err != nil {
 		t.Errorf("veb-vs-bridge: %v", err)
 	}
-	veb.DUTs = append(slices.Clone(veb.DUTs), "trestle@rules=10")
+	veb.DUTs = append(slices.Clone(veb.DUTs), mustSpec("trestle@rules=10"))
 	if err := veb.CheckFilters(); err == nil || !strings.Contains(err.Error(), "iperf3") {
 		t.Errorf("rules=10 with iperf3: %v", err)
 	}
-	veb.DUTs = []string{"trestle@rules=0", "trestle@filter"}
+	veb.DUTs = MustSpecs("trestle@rules=0", "trestle@filter")
 	if err := veb.CheckFilters(); err != nil {
 		t.Errorf("rules=0 and filter with iperf3: %v", err)
 	}
@@ -327,14 +327,14 @@ func TestFilterScaleScenario(t *testing.T) {
 		}
 	}
 	for _, d := range want {
-		if !slices.Contains(s.DUTs, d) {
+		if !slices.Contains(SpecTexts(s.DUTs), d) {
 			t.Errorf("%s not in %v", d, s.DUTs)
 		}
 	}
-	if len(s.DUTs) != 18 || s.Hosts != 2 || !slices.Equal(s.Tests, []string{TestThroughput}) || !slices.Equal(s.Sizes, []FrameSize{"64"}) {
+	if len(s.DUTs) != 18 || s.Hosts != 2 || !slices.Equal(s.TestNames(), []string{TestThroughput}) || !slices.Equal(s.Sizes, []FrameSize{"64"}) {
 		t.Errorf("%d DUTs, %d hosts, tests %v, sizes %v", len(s.DUTs), s.Hosts, s.Tests, s.Sizes)
 	}
-	if !slices.Contains(Scenarios["veb-vs-bridge"].DUTs, "trestle@filter") {
+	if !slices.Contains(SpecTexts(Scenarios["veb-vs-bridge"].DUTs), "trestle@filter") {
 		t.Errorf("veb-vs-bridge has no trestle@filter: %v", Scenarios["veb-vs-bridge"].DUTs)
 	}
 }
@@ -375,7 +375,7 @@ func TestExecuteFilter(t *testing.T) {
 			}
 		}
 	}
-	sc := Scenario{Name: "test", DUTs: duts, Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput}, Reps: 1, Timing: tinyTiming()}
+	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: TestsOf(TestThroughput), Reps: 1, Timing: tinyTiming()}
 	runUnits(t, bin, sc, allowed, func(d string, u UnitRecord, _ map[string]float64) {
 		_, f := FilterOf(d)
 		if u.Settings["variant: filter"] != f.String() {

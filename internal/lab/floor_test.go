@@ -33,13 +33,13 @@ func TestFloorSpec(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", spec, err, want)
 		}
 	}
-	if v, _ := SplitVariant("floor"); v.Patched() {
+	if v, _ := ParseSpec("floor"); v.Patched() {
 		t.Error("the floor's chains are joined by patch ports")
 	}
 
 	for _, name := range []string{"quick", "router-pps"} {
 		s := Scenarios[name]
-		if !slices.Contains(s.DUTs, "floor") || !slices.Contains(s.DUTs, "direct") {
+		if !slices.Contains(SpecTexts(s.DUTs), "floor") || !slices.Contains(SpecTexts(s.DUTs), "direct") {
 			t.Errorf("%s measures %v: the floor and direct are the baselines of its ratios", name, s.DUTs)
 		}
 		if err := s.CheckFloor(); err != nil {
@@ -50,12 +50,12 @@ func TestFloorSpec(t *testing.T) {
 	if err := flood.CheckFloor(); err != nil {
 		t.Errorf("flood without the floor: %v", err)
 	}
-	flood.DUTs = append(flood.DUTs, "floor@gso=off")
+	flood.DUTs = append(flood.DUTs, mustSpec("floor@gso=off"))
 	if err := flood.CheckFloor(); err == nil || !strings.Contains(err.Error(), `DUT "floor@gso=off": flood has 4 hosts`) {
 		t.Errorf("the floor on a 4-port bridge: %v", err)
 	}
 	for _, s := range Scenarios {
-		if slices.Contains(s.DUTs, "floor") && s.Hosts > 2 {
+		if slices.Contains(SpecTexts(s.DUTs), "floor") && s.Hosts > 2 {
 			t.Errorf("%s has the floor on %d hosts", s.Name, s.Hosts)
 		}
 	}

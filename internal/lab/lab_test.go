@@ -29,12 +29,22 @@ func ours(t *testing.T, prefix string) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), prefix) {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		// A prefix that ends in a PID's digit is that process's alone:
+		// tl12 is not tl123's.
+		if ok && !(prefix != "" && isDigit(prefix[len(prefix)-1]) && rest != "" && isDigit(rest[0])) {
 			out = append(out, e.Name())
 		}
 	}
 	return out
 }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// runPrefix begins the names of the namespaces of this process's lab runs
+// (NewNet's Prefix): the tests count their own, not those of another lab
+// run on the same machine.
+var runPrefix = "tl" + strconv.Itoa(os.Getpid())
 
 // TestTopologyCleanup: a chain topology with a running process goes away
 // completely, and so does one whose build failed midway.
@@ -171,8 +181,8 @@ func tinyScenario(duts []string, chain ...int) Scenario {
 	if len(chain) == 0 {
 		chain = []int{1}
 	}
-	return Scenario{Name: "test", DUTs: duts, Hosts: 2, Chain: chain, Sizes: []FrameSize{"64"},
-		Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: time.Second, Reps: 1, Timing: tinyTiming()}
+	return Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 2, Chain: chain, Sizes: []FrameSize{"64"},
+		Tests: []Kind{throughputKind{}, TCPTest{Streams: []int{1}}}, IperfTime: time.Second, Reps: 1, Timing: tinyTiming()}
 }
 
 // execute runs sc with trestle bin and returns its record and each
@@ -207,13 +217,13 @@ func execute(t *testing.T, sc Scenario, bin string) (*Run, map[string]map[int]ma
 // unit. Nothing may be left behind. It returns the units by DUT.
 func runUnits(t *testing.T, bin string, sc Scenario, allowed map[string]string, check func(dut string, u UnitRecord, f map[string]float64)) map[string]UnitRecord {
 	t.Helper()
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	run, got := execute(t, sc, bin)
 	units := map[string]UnitRecord{}
 	for _, u := range run.Units {
 		units[u.DUT] = u
 	}
-	for _, d := range sc.DUTs {
+	for _, d := range SpecTexts(sc.DUTs) {
 		u := units[d]
 		if u.Skipped != "" {
 			if why, ok := allowed[d]; !ok || !strings.Contains(u.Skipped, ErrUnavailable.Error()) || !strings.Contains(u.Skipped, why) {
@@ -224,7 +234,7 @@ func runUnits(t *testing.T, bin string, sc Scenario, allowed map[string]string, 
 			continue
 		}
 		f := single(got[d])
-		for _, test := range sc.Tests {
+		for _, test := range sc.TestNames() {
 			if f[test] <= 0 {
 				t.Errorf("%s: %s %v, want above 0", d, test, f[test])
 			}
@@ -233,7 +243,7 @@ func runUnits(t *testing.T, bin string, sc Scenario, allowed map[string]string, 
 			check(d, u, f)
 		}
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 	return units
@@ -249,13 +259,13 @@ func checkVariantScenario(t *testing.T, name, knob string, families []string, li
 	if !ok || s.Unavailable != "" {
 		t.Fatalf("%s: %+v", name, s)
 	}
-	for _, d := range s.DUTs {
+	for _, d := range SpecTexts(s.DUTs) {
 		if _, err := ParseDUT(d); err != nil {
 			t.Errorf("DUT %s: %v", d, err)
 		}
 	}
 	for _, d := range families {
-		if !slices.Contains(s.DUTs, d) || !slices.Contains(s.DUTs, d+"@"+knob) {
+		if !slices.Contains(SpecTexts(s.DUTs), d) || !slices.Contains(SpecTexts(s.DUTs), d+"@"+knob) {
 			t.Errorf("%s and %s@%s not both in %v", d, d, knob, s.DUTs)
 		}
 	}
@@ -264,7 +274,7 @@ func checkVariantScenario(t *testing.T, name, knob string, families []string, li
 		if test == TestSpan {
 			test = TestThroughput // span comes with each mirrored throughput
 		}
-		if !slices.Contains(s.DUTs, g.DUT) || g.Base != "" && !slices.Contains(s.DUTs, g.Base) || !s.has(test) {
+		if !slices.Contains(SpecTexts(s.DUTs), g.DUT) || g.Base != "" && !slices.Contains(SpecTexts(s.DUTs), g.Base) || !s.has(test) {
 			t.Errorf("goal %s: not measured by the scenario", g)
 		}
 	}
@@ -304,20 +314,20 @@ func TestExecute(t *testing.T) {
 		duts = append(duts, "ovs")
 	}
 	sc := tinyScenario(duts)
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	_, got := execute(t, sc, bin)
 	for _, d := range duts {
 		if f := single(got[d]); f[TestThroughput] <= 0 || f[TestTCP] <= 0 {
 			t.Errorf("%s: throughput %v pps, TCP %v bit/s; want both above 0", d, f[TestThroughput], f[TestTCP])
 		}
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 
 	// A DUT that fails to start: the unit is recorded as failed, the run
 	// goes on, and its namespaces are gone too.
-	sc.DUTs = []string{"trestle", "direct"}
+	sc.DUTs = MustSpecs("trestle", "direct")
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: "/nonexistent/trestle", WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +341,7 @@ func TestExecute(t *testing.T) {
 	if !failed {
 		t.Errorf("a trestle DUT without a binary did not fail: %+v", run.Results)
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left after a failed unit: %v", left)
 	}
 }
@@ -339,16 +349,16 @@ func TestExecute(t *testing.T) {
 // TestExecuteCancelled: Ctrl-C in the middle of a trial leaves nothing.
 func TestExecuteCancelled(t *testing.T) {
 	requireRoot(t)
-	sc := Scenario{Name: "test", DUTs: []string{"linux-bridge"}, Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"},
-		Tests: []string{TestThroughput}, Reps: 1, Timing: DefaultTiming}
+	sc := Scenario{Name: "test", DUTs: MustSpecs("linux-bridge"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"},
+		Tests: TestsOf(TestThroughput), Reps: 1, Timing: DefaultTiming}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	_, err := Execute(ctx, Config{Scenario: sc, Placement: "shared", WorkDir: t.TempDir()})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err %v, want the context's", err)
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left after cancel: %v", left)
 	}
 }
@@ -360,8 +370,8 @@ func TestTableCheck(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
 	duts := []string{"linux-bridge", "trestle:xdp"}
-	sc := Scenario{Name: "test", DUTs: duts, Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
-		Tests: []string{TestTable}, TableSizes: []int{2000}, Reps: 1, Timing: tinyTiming()}
+	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
+		Tests: []Kind{TableTest{Sizes: []int{2000}}}, Reps: 1, Timing: tinyTiming()}
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -402,3 +412,6 @@ func TestTableCheckText(t *testing.T) {
 		}
 	}
 }
+
+// mustSpec is a DUT spec of a test, which parses.
+func mustSpec(text string) Spec { return MustSpecs(text)[0] }

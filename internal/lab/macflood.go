@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/gen"
 	"github.com/trestle/trestle/internal/sink"
@@ -263,7 +265,7 @@ type floodPlan struct {
 // macFloodTest runs the mac-flood test through a rig of 4 hosts (and a
 // side bridge): the stream at rate frames a second of size without the
 // flood and then with it, and its two results.
-func macFloodTest(ctx context.Context, s Scenario, rig *Rig, size FrameSize, rate, tput float64, base Result, add func(Result), status func(string)) error {
+func macFloodTest(ctx context.Context, s Scenario, k MACFloodTest, rig *Rig, size FrameSize, rate, tput float64, base Result, add func(Result), status func(string)) error {
 	if len(rig.T.Hosts) < 4 || len(rig.T.Bridges) == 0 {
 		return errors.New("mac-flood: needs 4 hosts on a bridge")
 	}
@@ -271,11 +273,11 @@ func macFloodTest(ctx context.Context, s Scenario, rig *Rig, size FrameSize, rat
 	if err != nil {
 		return err
 	}
-	rec := &FloodRecord{FrameSize: size, RatePPS: rate, Sources: s.Sources, FloodSeconds: s.Duration.Seconds(), MaxEntries: s.MaxEntries, Unmeasured: map[string]string{}}
+	rec := &FloodRecord{FrameSize: size, RatePPS: rate, Sources: k.Sources, FloodSeconds: s.Duration.Seconds(), MaxEntries: s.MaxEntries, Unmeasured: map[string]string{}}
 	if tput > 0 {
 		rec.Throughput, rec.Load = tput, rate/tput
 	}
-	p := floodPlan{mix: mix, rate: rate, flows: max(s.Flows, 1), flood: s.Duration, sources: s.Sources, bridge: rig.T.Bridges[0].Name, tm: s.Timing}
+	p := floodPlan{mix: mix, rate: rate, flows: max(s.Flows, 1), flood: s.Duration, sources: k.Sources, bridge: rig.T.Bridges[0].Name, tm: s.Timing}
 	if tb, ok := rig.DUT.(tables); ok {
 		p.tables = tb
 	} else {
@@ -616,4 +618,86 @@ func addFloodResults(base Result, rec *FloodRecord, err error, add func(Result))
 	}
 	add(lost)
 	add(rate)
+}
+
+// TestMACFlood: a stream from h1 to h2 while h3 floods the bridge from
+// Sources random addresses.
+const TestMACFlood = "mac-flood"
+
+// MACFloodTest is the mac-flood test: a stream from h1 to h2 while h3
+// floods the bridge from Sources random addresses, on a learning bridge
+// with a second bridge of side hosts.
+type MACFloodTest struct {
+	Sources int
+}
+
+func (MACFloodTest) Name() string { return TestMACFlood }
+
+func (MACFloodTest) Needs(Scenario) Needs {
+	return Needs{Learning: true, AllHosts: true, SideHosts: true, OneWay: true}
+}
+
+// Estimate: two streams (without and with the flood), each with its
+// learning frames, lead, tail and drain; the static entries; a search
+// first if the scenario has none.
+func (MACFloodTest) Estimate(s Scenario, _ Spec) time.Duration {
+	tm := s.Timing
+	trial := tm.Search.Trial + tm.Settle + tm.Drain
+	t := 2*(s.Duration+floodLead+floodTail+tm.Settle+tm.Drain) + 2*time.Second
+	if s.StreamRate == 0 && !s.has(TestThroughput) {
+		t += 3*trial + tm.Search.Confirm
+	}
+	return t
+}
+
+// Prepare refuses a mac-flood test it cannot run, and says how it measures.
+func (k MACFloodTest) Prepare(s Scenario) ([]string, error) {
+	if err := s.checkStream(); err != nil {
+		return nil, err
+	}
+	if k.Sources < 1 || k.Sources > 1<<24 {
+		return nil, fmt.Errorf("mac-flood: %d sources: 1..%d", k.Sources, 1<<24)
+	}
+	if s.Hosts < 4 {
+		return nil, fmt.Errorf("mac-flood: %d hosts: the stream and the flood need 4", s.Hosts)
+	}
+	return []string{fmt.Sprintf("mac-flood: a stream h1 -> h2 (%s frames at %s) for %v, once alone and once while h3 sends 64-byte frames to h4 (learned) "+
+		"from %d source addresses scattered at random over 0a:66:6c:xx:xx:xx (each sent once a cycle) at its generator's full rate for %v, starting %v into the stream; "+
+		"the stream's generator on CPU of the placement's generator, the flood's on the DUT's CPU. "+
+		"Lost = frames sent less the distinct frames h2 counted; rate = those frames a second of the stream; flooded = stream frames h3 counted. "+
+		"Every %v: the flooded bridge's learned addresses (trestle: the datapath's per-port counts through its control socket; the Linux bridge: IFLA_BR_FDB_N_LEARNED; "+
+		"Open vSwitch: ovs-appctl fdb/stats-show, less its static entries), the daemon's VmRSS, the stream's rate at h2 and the flood's at h4. "+
+		"Static entries: %d on h2's port, added before the streams (trestle fdb add, bridge fdb add ... static, ovs-appctl fdb/add), looked for after the flood. "+
+		"The second bridge (brs, hosts s1 and s2) is taught %d new addresses from s1 midway through each stream, its table read every %v until it holds them all (at most %v). "+
+		"Table size asked of every DUT: %d",
+		s.firstSize().Label(), streamRate(s), floodLead+s.Duration+floodTail, k.Sources, s.Duration, floodLead, sampleEvery, floodStatics, sideAddrs, sidePoll, sideLimit, s.MaxEntries)}, nil
+}
+
+func (k MACFloodTest) Run(ctx context.Context, u *UnitRun) error {
+	size, rate, tput, err := u.loadRate(ctx, "mac-flood")
+	if err != nil {
+		return err
+	}
+	return macFloodTest(ctx, u.S, k, u.Rig, size, rate, tput, u.Base, u.Add, u.Status)
+}
+
+func (MACFloodTest) Flags(f *pflag.FlagSet) {
+	f.Int("sources", 0, "mac-flood: the flood's random source addresses (default 1000000)")
+}
+
+// SetFlags: --sources sets the flood's source addresses; a scenario
+// without a mac-flood test refuses it.
+func (MACFloodTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
+	if !f.Changed("sources") {
+		return nil
+	}
+	if !s.has(TestMACFlood) {
+		return fmt.Errorf("--sources is for the mac-flood scenario, not %s", s.Name)
+	}
+	n, _ := f.GetInt("sources")
+	if n < 1 || n > 1<<24 {
+		return fmt.Errorf("--sources %d: 1..%d", n, 1<<24)
+	}
+	Configure(s, func(m MACFloodTest) MACFloodTest { m.Sources = n; return m })
+	return nil
 }

@@ -71,10 +71,10 @@ func TestFloodAccounting(t *testing.T) {
 
 func TestMACFloodScenario(t *testing.T) {
 	s := Scenarios["mac-flood"]
-	if s.Sources != 1000000 || s.MaxEntries != 65536 || s.Duration != 30*time.Second || s.Load != 0.5 || s.Hosts != 4 || !s.has(TestThroughput) || !s.has(TestMACFlood) {
+	if sources(s) != 1000000 || s.MaxEntries != 65536 || s.Duration != 30*time.Second || s.Load != 0.5 || s.Hosts != 4 || !s.has(TestThroughput) || !s.has(TestMACFlood) {
 		t.Errorf("mac-flood: %+v", s)
 	}
-	if err := s.checkStream(); err != nil {
+	if _, err := s.prepare(); err != nil {
 		t.Error(err)
 	}
 	var total time.Duration
@@ -90,16 +90,18 @@ func TestMACFloodScenario(t *testing.T) {
 	}{
 		{func(s *Scenario) { s.Load = 0 }, "load 0"},
 		{func(s *Scenario) { s.Duration = 0 }, "duration above 0"},
-		{func(s *Scenario) { s.Sources = 1<<24 + 1 }, "sources"},
+		{func(s *Scenario) {
+			Configure(s, func(k MACFloodTest) MACFloodTest { k.Sources = 1<<24 + 1; return k })
+		}, "sources"},
 		{func(s *Scenario) { s.Hosts = 3 }, "need 4"},
 	} {
 		bad := s
 		c.edit(&bad)
-		if err := bad.checkStream(); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := bad.prepare(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("checkStream: %v, want %q", err, c.want)
 		}
 	}
-	notes := streamNotes(s)
+	notes, _ := s.prepare()
 	if len(notes) != 1 || !strings.Contains(notes[0], "1000000 source addresses") || !strings.Contains(notes[0], "Table size asked of every DUT: 65536") {
 		t.Errorf("notes: %q", notes)
 	}
@@ -208,9 +210,9 @@ func TestExecuteMACFlood(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
 	duts := []string{"trestle:xdp", "linux-bridge"}
-	sc := Scenario{Name: "test", DUTs: duts, Hosts: 4, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestMACFlood},
-		StreamRate: 200e3, Duration: 2 * time.Second, Sources: 10000, MaxEntries: 4096, Reps: 1, Timing: tinyTiming()}
-	before := ours(t, "tl")
+	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 4, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{MACFloodTest{Sources: 10000}},
+		StreamRate: 200e3, Duration: 2 * time.Second, MaxEntries: 4096, Reps: 1, Timing: tinyTiming()}
+	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +265,13 @@ func TestExecuteMACFlood(t *testing.T) {
 			t.Errorf("%s: no mac-flood record", d)
 		}
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
+}
+
+// sources is the flood's source addresses of s's mac-flood test.
+func sources(s Scenario) int {
+	k, _ := TestOf[MACFloodTest](s)
+	return k.Sources
 }

@@ -32,7 +32,7 @@ func TestSplitVariantMirror(t *testing.T) {
 		{spec: "ovs@capture", err: "it is for trestle DUTs"},
 		{spec: "trestle@mirror=p1", err: "vlan, mirror, capture, patch, veth, rules=N, state or filter"},
 	} {
-		v, err := SplitVariant(c.spec)
+		v, err := ParseSpec(c.spec)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: error %v, want one with %q", c.spec, err, c.err)
@@ -118,11 +118,11 @@ func TestMirrorScenario(t *testing.T) {
 	s := checkVariantScenario(t, "mirror", "mirror", []string{"trestle:xdp", "trestle", "linux-bridge", "ovs"}, 30*time.Minute,
 		"span port", "tc mirred", "Mirror row", "trestle capture", "at least 0.6x trestle:xdp", "span 64B: trestle:xdp@mirror at least 100% of h2's", "span: the span host's frames")
 	for _, d := range []string{"trestle:xdp@capture", "trestle@capture"} {
-		if !slices.Contains(s.DUTs, d) {
+		if !slices.Contains(SpecTexts(s.DUTs), d) {
 			t.Errorf("%s not in %v", d, s.DUTs)
 		}
 	}
-	if sh := s.shape("trestle@mirror", 1); sh.Hosts != 3 || sh.Chain != 1 {
+	if sh := s.shape(mustSpec("trestle@mirror"), 1); sh.Hosts != 3 || sh.Chain != 1 {
 		t.Errorf("shape %+v, want 3 hosts on one bridge", sh)
 	}
 }
@@ -158,8 +158,8 @@ func trestleTakesMirrors(t *testing.T, bin string) bool {
 // mirrorScenario is the mirror scenario at a tiny scale: 64-byte
 // throughput on a 3-port bridge, one repetition, at tinyTiming.
 func mirrorScenario(duts []string) Scenario {
-	return Scenario{Name: "test", DUTs: duts, Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
-		Tests: []string{TestThroughput}, Reps: 1, Timing: tinyTiming()}
+	return Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
+		Tests: TestsOf(TestThroughput), Reps: 1, Timing: tinyTiming()}
 }
 
 // runMirror runs duts through mirrorScenario and checks every unit as
@@ -169,7 +169,7 @@ func mirrorScenario(duts []string) Scenario {
 func runMirror(t *testing.T, bin string, duts []string, allowed map[string]string) map[string]UnitRecord {
 	t.Helper()
 	return runUnits(t, bin, mirrorScenario(duts), allowed, func(d string, u UnitRecord, f map[string]float64) {
-		v, _ := SplitVariant(d)
+		v, _ := ParseSpec(d)
 		if _, ok := f[TestSpan]; ok != v.Mirror {
 			t.Errorf("%s: a span figure %v, a mirror %v", d, ok, v.Mirror)
 		}

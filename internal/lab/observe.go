@@ -69,6 +69,17 @@ type daemonOf interface {
 // Daemon memory: the resident set of the process (VmRSS), found from the
 // PID the lab started, which `ip netns exec` and taskset exec into.
 func daemonRSS(d DUT) (kib uint64, what string, err error) {
+	pid, what, err := daemonPID(d)
+	if err != nil {
+		return 0, what, err
+	}
+	kib, err = readRSS(pid)
+	return kib, what, err
+}
+
+// daemonPID is the process of a DUT's daemon, and what it is ("comm (pid
+// N)"; the command alone on an error); errNoDaemon for a DUT without one.
+func daemonPID(d DUT) (pid int, what string, err error) {
 	dd, ok := d.(daemonOf)
 	if !ok {
 		return 0, "", errNoDaemon
@@ -81,8 +92,7 @@ func daemonRSS(d DUT) (kib uint64, what string, err error) {
 	if err != nil {
 		return 0, comm, err
 	}
-	kib, err = readRSS(pid)
-	return kib, fmt.Sprintf("%s (pid %d)", comm, pid), err
+	return pid, fmt.Sprintf("%s (pid %d)", comm, pid), nil
 }
 
 var errNoDaemon = errors.New("no daemon: the forwarding and the table are the kernel's")

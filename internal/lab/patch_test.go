@@ -42,7 +42,7 @@ func TestSplitVariantJoins(t *testing.T) {
 		{spec: "ovs@patch=1", err: "capture, patch, veth, rules=N, state or filter"},
 		{spec: "trestle@veth=1", err: "capture, patch, veth, rules=N, state or filter"},
 	} {
-		v, err := SplitVariant(c.spec)
+		v, err := ParseSpec(c.spec)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: error %v, want one with %q", c.spec, err, c.err)
@@ -58,22 +58,22 @@ func TestSplitVariantJoins(t *testing.T) {
 		if d, err := ParseDUT(c.spec); err != nil || d.Name() != c.spec {
 			t.Errorf("ParseDUT(%s): %v", c.spec, err)
 		}
-		if sh := Scenarios["chain"].shape(c.spec, 3); sh.Patch != c.patched || sh.Chain != 3 {
+		if sh := Scenarios["chain"].shape(mustSpec(c.spec), 3); sh.Patch != c.patched || sh.Chain != 3 {
 			t.Errorf("%s: shape %+v, want a chain of 3, patched %v", c.spec, sh, c.patched)
 		}
 	}
 	// Without a knob: trestle's chains are patched, the others' not.
 	for spec, patched := range map[string]bool{"trestle": true, "trestle:xdp": true, "trestle:tc": true, "trestle@vlan": true,
 		"ovs": false, "ovs:system": false, "linux-bridge": false, "linux-bridge:nft": false} {
-		v, err := SplitVariant(spec)
+		v, err := ParseSpec(spec)
 		if err != nil || v.Join() != "" {
 			t.Errorf("%s: %+v, %v", spec, v, err)
 		}
-		if sh := Scenarios["chain"].shape(spec, 3); sh.Patch != patched {
+		if sh := Scenarios["chain"].shape(mustSpec(spec), 3); sh.Patch != patched {
 			t.Errorf("%s: shape %+v, want patched %v", spec, sh, patched)
 		}
 	}
-	if sh := Scenarios["chain"].shape("direct", 3); sh.Patch || sh.Chain != 0 {
+	if sh := Scenarios["chain"].shape(mustSpec("direct"), 3); sh.Patch || sh.Chain != 0 {
 		t.Errorf("direct: shape %+v", sh)
 	}
 }
@@ -93,7 +93,7 @@ func TestCheckJoins(t *testing.T) {
 			t.Errorf("%s with its own DUTs: %v", name, err)
 		}
 		for _, d := range []string{"trestle@veth", "trestle:xdp@patch", "ovs@patch", "ovs@veth", "linux-bridge@veth"} {
-			sc.DUTs = []string{"direct", d}
+			sc.DUTs = MustSpecs("direct", d)
 			if err := sc.CheckJoins(); err == nil || !strings.Contains(err.Error(), "has no chain of 2 or more bridges") {
 				t.Errorf("%s with %s: %v, want it refused", name, d, err)
 			}
@@ -109,7 +109,7 @@ func TestCheckJoins(t *testing.T) {
 		t.Errorf("chain with chains 1,2: %v", err)
 	}
 	sc = Scenarios["quick"]
-	sc.DUTs = []string{"trestle@veth"}
+	sc.DUTs = MustSpecs("trestle@veth")
 	if _, err := Execute(context.Background(), Config{Scenario: sc}); err == nil || !strings.Contains(err.Error(), "@veth chooses how a chain's bridges are joined") {
 		t.Errorf("Execute of quick with trestle@veth: %v", err)
 	}
@@ -226,11 +226,11 @@ func TestChainScenarioPatch(t *testing.T) {
 	// The four joins: trestle by patch ports (its default) and by veth
 	// pairs, Open vSwitch by patch ports, the Linux bridge by veth pairs.
 	for _, d := range []string{"trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs@patch", "linux-bridge", "direct"} {
-		if !slices.Contains(s.DUTs, d) {
+		if !slices.Contains(SpecTexts(s.DUTs), d) {
 			t.Errorf("chain: DUTs %v lack %s", s.DUTs, d)
 		}
 	}
-	for _, d := range s.DUTs {
+	for _, d := range SpecTexts(s.DUTs) {
 		if _, err := ParseDUT(d); err != nil {
 			t.Error(err)
 		}
@@ -246,7 +246,7 @@ func TestExecutePatch(t *testing.T) {
 		t.Skip(err)
 	}
 	sc := tinyScenario([]string{"ovs@patch"}, 1, 3)
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	run, all := execute(t, sc, "")
 	got := all["ovs@patch"]
 	for _, c := range sc.Chain {
@@ -267,7 +267,7 @@ func TestExecutePatch(t *testing.T) {
 			}
 		}
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }
@@ -281,7 +281,7 @@ func TestExecuteTrestlePatch(t *testing.T) {
 	bin := trestleBinary(t)
 	duts := []string{"trestle:xdp", "trestle:xdp@veth"}
 	sc := tinyScenario(duts, 1, 3)
-	before := ours(t, "tl")
+	before := ours(t, runPrefix)
 	run, all := execute(t, sc, bin)
 	for _, u := range run.Units {
 		if u.Skipped != "" {
@@ -309,7 +309,7 @@ func TestExecuteTrestlePatch(t *testing.T) {
 			}
 		}
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }

@@ -276,8 +276,8 @@ func TestSearchPDROff(t *testing.T) {
 func TestExecuteBidirectional(t *testing.T) {
 	requireRoot(t)
 	sc := tinyScenario([]string{"direct", "floor", "linux-bridge"})
-	sc.Tests = []string{TestThroughput, TestLoadLatency, TestLatency}
-	sc.LoadShares, sc.Fractions, sc.Bidirectional = CSITLoadShares, []float64{1}, true
+	sc.Tests = []Kind{throughputKind{}, LoadLatencyTest{Shares: CSITLoadShares}, LatencyTest{Fractions: []float64{1}}}
+	sc.Bidirectional = true
 	sc.Timing.Search.LossGoal, sc.Timing.Search.PDRLoss = 0.01, 0.05
 	run, _ := execute(t, sc, "")
 	if !run.Bidirectional || !slices.ContainsFunc(run.Notes, func(n string) bool { return strings.HasPrefix(n, "bidirectional: ") }) {
@@ -323,12 +323,12 @@ func TestExecuteBidirectional(t *testing.T) {
 			lat[r.DUT+" rfc"]++
 		}
 	}
-	for _, d := range sc.DUTs {
+	for _, d := range SpecTexts(sc.DUTs) {
 		if lat[d+" rfc"] != 1 {
 			t.Errorf("%s: %d latency results at 100%% of the NDR, want 1", d, lat[d+" rfc"])
 		}
 	}
-	for _, d := range sc.DUTs {
+	for _, d := range SpecTexts(sc.DUTs) {
 		if lat[d] != len(CSITLoadShares) {
 			t.Errorf("%s: %d latency-load results, want %d", d, lat[d], len(CSITLoadShares))
 		}
@@ -385,7 +385,7 @@ func TestSearchPDRFromNDRConfirmation(t *testing.T) {
 // per DUT with every size.
 func TestPlanBySize(t *testing.T) {
 	s := Scenarios["rfc2544"]
-	s.DUTs = []string{"floor", "linux-bridge", "trestle:xdp"}
+	s.DUTs = MustSpecs("floor", "linux-bridge", "trestle:xdp")
 	s.Sizes = []FrameSize{"64", "128"}
 	s.Reps = 2
 	var got []string

@@ -13,10 +13,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/gen"
@@ -411,17 +415,17 @@ func restartPlan(ctx context.Context, d DUT, events []EventCount) ([]EventCount,
 // restartTest runs the restart test on a rig: for each event kind, one
 // stream per event, at rate (frames a second of size), and a lost and a
 // flooded result for the kind.
-func restartTest(ctx context.Context, s Scenario, rig *Rig, size FrameSize, rate, tput float64, base Result, add func(Result), notef func(string), status func(string)) error {
+func restartTest(ctx context.Context, s Scenario, k RestartTest, rig *Rig, size FrameSize, rate, tput float64, base Result, add func(Result), notef func(string), status func(string)) error {
 	mix, err := size.Mix()
 	if err != nil {
 		return err
 	}
 	status("restart: planning the events")
-	plan, what, notes := restartPlan(ctx, rig.DUT, s.Events)
+	plan, what, notes := restartPlan(ctx, rig.DUT, k.Events)
 	for _, n := range notes {
 		notef(n)
 	}
-	lead, tail := s.EventLead, s.EventTail
+	lead, tail := k.Lead, k.Tail
 	if lead <= 0 {
 		lead = time.Second
 	}
@@ -500,7 +504,7 @@ func addRestartResults(base Result, rec *RestartRecord, err error, add func(Resu
 }
 
 // restartNote says how the restart test measures, for the run's notes.
-func restartNote(s Scenario) string {
+func restartNote(s Scenario, k RestartTest) string {
 	rate := fmt.Sprintf("at %.0f%% of the DUT's zero-loss throughput, measured first", 100*s.Load)
 	if s.StreamRate > 0 {
 		rate = "at " + pps(s.StreamRate)
@@ -509,11 +513,141 @@ func restartNote(s Scenario) string {
 	if len(s.Sizes) > 0 {
 		size = s.Sizes[0]
 	}
-	lead, tail := s.EventLead, s.EventTail
+	lead, tail := k.Lead, k.Tail
 	return fmt.Sprintf("restart: events %s, each with a stream of its own from h1 to h2 (%s frames %s): learning frames from every host, "+
 		"the stream, the event %v into it, and the stream on until, the daemon back, it has reached h2 for %v without a gap (at most %v); "+
 		"lost = frames sent less the distinct frames h2's sink counted; flooded = stream frames h3's sink counted (they were for h2's learned address; "+
 		"a DUT that forgot its table floods them until h2 speaks again, which it does not while it only receives: that figure runs to the stream's end). "+
 		"Back after: from the signal to the new daemon answering with every port up (trestle: its control socket; Open vSwitch: ovs-vsctl returning once "+
-		"ovs-vswitchd has applied its configuration)", FormatEvents(s.Events), size.Label(), rate, lead, tail, recoverLimit)
+		"ovs-vswitchd has applied its configuration)", FormatEvents(k.Events), size.Label(), rate, lead, tail, recoverLimit)
+}
+
+// TestRestart: a stream from h1 to h2 while the DUT's daemon is restarted
+// (RFC 6201's reset characterisation): frames lost per event; its
+// results' twin TestRestartFlooded is the frames h3 got.
+const (
+	TestRestart        = "restart"
+	TestRestartFlooded = "restart-flooded"
+)
+
+// RestartTest is the restart test: a stream from h1 to h2 while the DUT's
+// daemon is restarted, on the straight path too (the reference), with a
+// daemon that pins its datapath. Events run in this order, each kind
+// Count times; each event has a stream of its own, which runs Lead before
+// it and, once the daemon is back, on until it has reached h2 for Tail
+// without a gap (0: 1 s each). UpgradeTo is the build the upgrade events
+// go to and back from ("": see Env.OtherBuild).
+type RestartTest struct {
+	Events     []EventCount
+	Lead, Tail time.Duration
+	UpgradeTo  string
+}
+
+func (RestartTest) Name() string { return TestRestart }
+
+func (k RestartTest) Needs(Scenario) Needs {
+	return Needs{Direct: true, AllHosts: true, Persist: true, UpgradeTo: k.UpgradeTo, OneWay: true}
+}
+
+// Estimate: one stream per event (settle, lead, the event, the tail,
+// drain); a search first if the scenario has none.
+func (k RestartTest) Estimate(s Scenario, dut Spec) time.Duration {
+	tm := s.Timing
+	trial := tm.Search.Trial + tm.Settle + tm.Drain
+	d, _ := dut.newDUT()
+	per := tm.Settle + k.Lead + k.Tail + tm.Drain + time.Second
+	n := 0
+	for _, e := range k.Events {
+		if _, ok := d.(Restarter); ok {
+			n += e.Count
+		} else {
+			n = max(n, e.Count)
+		}
+	}
+	t := time.Duration(n) * per
+	if s.StreamRate == 0 && !s.has(TestThroughput) {
+		t += 3*trial + tm.Search.Confirm
+	}
+	return t
+}
+
+// Prepare refuses a restart test it cannot run, mounts the BPF filesystem
+// that trestle's daemons pin their datapaths to, and says how it measures.
+func (k RestartTest) Prepare(s Scenario) ([]string, error) {
+	if len(k.Events) == 0 {
+		return nil, errors.New("restart: no events to run")
+	}
+	if s.StreamRate <= 0 && (s.Load <= 0 || s.Load > 1) {
+		return nil, fmt.Errorf("restart: the stream's load %v: a fraction of the throughput above 0, up to 1", s.Load)
+	}
+	mounted, err := EnsureBPFFS()
+	if err != nil {
+		return nil, err
+	}
+	var notes []string
+	if mounted {
+		notes = append(notes, "mounted the BPF filesystem at /sys/fs/bpf (it was not): trestle with persist pins its datapath there")
+	}
+	return append(notes, restartNote(s, k)), nil
+}
+
+func (k RestartTest) Run(ctx context.Context, u *UnitRun) error {
+	size, rate, tput, err := u.loadRate(ctx, "restart")
+	if err != nil {
+		return err
+	}
+	return restartTest(ctx, u.S, k, u.Rig, size, rate, tput, u.Base, u.Add, u.Notef, u.Status)
+}
+
+func (RestartTest) Flags(f *pflag.FlagSet) {
+	f.String("events", "", "restart: events in order with their counts (default sigkill=10,sigterm=10,upgrade=5)")
+	f.Duration("event-lead", 0, "restart: the stream before each event (default 1s)")
+	f.Duration("event-tail", 0, "restart: how long the stream must reach h2 without a gap after the\ndaemon is back (default 1s)")
+	f.String("upgrade-to", "", "restart: the trestle build the upgrade events go to and back from")
+}
+
+// SetFlags: --events, --event-lead, --event-tail and --upgrade-to set the
+// restart test's events, stream and other build. Their values are checked
+// whatever the scenario; the command refuses them in one without a restart
+// test, as it does --load and --rate.
+func (RestartTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
+	set := func(change func(RestartTest) RestartTest) { Configure(s, change) }
+	if f.Changed("events") {
+		v, _ := f.GetString("events")
+		evs, err := ParseEvents(v)
+		if err != nil {
+			return fmt.Errorf("--events: %w", err)
+		}
+		set(func(r RestartTest) RestartTest { r.Events = evs; return r })
+	}
+	for _, name := range []string{"event-lead", "event-tail"} {
+		if !f.Changed(name) {
+			continue
+		}
+		v, _ := f.GetDuration(name)
+		if v <= 0 {
+			return fmt.Errorf("--%s %v: must be above 0", name, v)
+		}
+		set(func(r RestartTest) RestartTest {
+			if name == "event-lead" {
+				r.Lead = v
+			} else {
+				r.Tail = v
+			}
+			return r
+		})
+	}
+	if f.Changed("upgrade-to") {
+		v, _ := f.GetString("upgrade-to")
+		st, err := os.Stat(v)
+		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return fmt.Errorf("--upgrade-to %s: not an executable file (%v)", v, err)
+		}
+		abs, err := filepath.Abs(v)
+		if err != nil {
+			return err
+		}
+		set(func(r RestartTest) RestartTest { r.UpgradeTo = abs; return r })
+	}
+	return nil
 }

@@ -162,11 +162,11 @@ func TestRestartScenario(t *testing.T) {
 		t.Fatalf("copy the binary: %v %s", err, out)
 	}
 	duts := []string{"trestle:xdp", "trestle"}
-	sc := Scenario{Name: "test", DUTs: duts, Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestRestart},
-		Events:     []EventCount{{EventSIGKILL, 1}, {EventSIGTERM, 1}, {EventUpgrade, 1}},
-		StreamRate: 200e3, EventLead: 300 * time.Millisecond, EventTail: 300 * time.Millisecond, UpgradeTo: other,
-		Reps: 1, Timing: tinyTiming()}
-	beforeNS, beforePins := ours(t, "tl"), pinned(t)
+	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
+		Tests: []Kind{RestartTest{Events: []EventCount{{EventSIGKILL, 1}, {EventSIGTERM, 1}, {EventUpgrade, 1}},
+			Lead: 300 * time.Millisecond, Tail: 300 * time.Millisecond, UpgradeTo: other}},
+		StreamRate: 200e3, Reps: 1, Timing: tinyTiming()}
+	beforeNS, beforePins := ours(t, runPrefix), pinned(t)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestRestartScenario(t *testing.T) {
 	if left := newSince(beforePins, pinned(t)); len(left) != 0 {
 		t.Errorf("left pinned or recorded after the run: %v", left)
 	}
-	if left := ours(t, "tl"); len(left) != len(beforeNS) {
+	if left := ours(t, runPrefix); len(left) != len(beforeNS) {
 		t.Errorf("namespaces left: %v (before: %v)", left, beforeNS)
 	}
 }
@@ -227,10 +227,10 @@ func TestRestartScenario(t *testing.T) {
 func TestRestartCancelled(t *testing.T) {
 	requirePersist(t)
 	bin := trestleBinary(t)
-	sc := Scenario{Name: "test", DUTs: []string{"trestle:xdp"}, Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestRestart},
-		Events: []EventCount{{EventSIGKILL, 100}}, StreamRate: 100e3, EventLead: 200 * time.Millisecond, EventTail: 200 * time.Millisecond,
-		Reps: 1, Timing: tinyTiming()}
-	beforeNS, beforePins := ours(t, "tl"), pinned(t)
+	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
+		Tests:      []Kind{RestartTest{Events: []EventCount{{EventSIGKILL, 100}}, Lead: 200 * time.Millisecond, Tail: 200 * time.Millisecond}},
+		StreamRate: 100e3, Reps: 1, Timing: tinyTiming()}
+	beforeNS, beforePins := ours(t, runPrefix), pinned(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	progress := func(line string) {
@@ -246,7 +246,7 @@ func TestRestartCancelled(t *testing.T) {
 	if left := newSince(beforePins, pinned(t)); len(left) != 0 {
 		t.Errorf("left pinned or recorded after a cancelled run: %v", left)
 	}
-	if left := ours(t, "tl"); len(left) != len(beforeNS) {
+	if left := ours(t, runPrefix); len(left) != len(beforeNS) {
 		t.Errorf("namespaces left after a cancelled run: %v", left)
 	}
 }

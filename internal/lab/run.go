@@ -2,9 +2,9 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +55,9 @@ type Result struct {
 	PDRDirections []float64 `json:"pdr_directions_pps,omitempty"`
 	// Cores is the setting of a cores result (cores.go).
 	Cores *CoresRecord `json:"cores,omitempty"`
+	// Record is the record of a registered kind that has no field of its
+	// own above (SetRecord, RecordOf): a new kind needs no line here.
+	Record json.RawMessage `json:"record,omitempty"`
 }
 
 // Unit is the setting of one measured block: a DUT on one topology.
@@ -124,7 +127,7 @@ type Config struct {
 
 type unit struct {
 	rep   int
-	dut   string
+	dut   Spec
 	chain int
 	size  FrameSize // a BySize scenario's: the unit's one size ("": every size)
 }
@@ -145,7 +148,7 @@ func plan(s Scenario) []unit {
 			for k := 0; k < n; k++ {
 				d := s.DUTs[(k+rep-1+i)%n]
 				chains := s.Chain
-				if isDirect(d) {
+				if d.Direct() {
 					chains = []int{0}
 				}
 				for _, c := range chains {
@@ -177,68 +180,11 @@ func sizeNote(u unit) string {
 func estimate(s Scenario, u unit) time.Duration {
 	s = s.forUnit(u)
 	t := 3 * time.Second // topology and DUT
-	if v, _ := SplitVariant(u.dut); v.VLAN || v.Mirror || v.Capture || v.Filter.checked() {
+	if v := u.dut; v.VLAN || v.Mirror || v.Capture || v.Filter.checked() {
 		t += time.Second // the VLAN, mirror or filter check, the capture's start
 	}
-	tm := s.Timing
-	trial := tm.Search.Trial + tm.Settle + tm.Drain
-	for _, test := range s.Tests {
-		switch test {
-		case TestThroughput, TestFlood:
-			per := 3*trial + tm.Search.Confirm
-			if test == TestThroughput && tm.Search.HasPDR() {
-				per += tm.Search.Confirm // the PDR's confirmation, above the NDR's
-			}
-			t += time.Duration(len(s.Sizes)) * per
-		case TestLatency:
-			t += time.Duration(len(s.Sizes)*len(s.Fractions)) * trial
-		case TestLoadLatency:
-			t += time.Duration(len(s.Sizes)*len(s.LoadShares)) * (tm.Search.Confirm + tm.Settle + tm.Drain)
-		case TestLoss:
-			t += time.Duration(len(s.Sizes)) * 5 * trial
-		case TestB2B:
-			t += time.Duration(len(s.Sizes)) * 10 * (tm.Settle + tm.Drain + 500*time.Millisecond)
-		case TestCache, TestLearn:
-			t += 60 * time.Second
-		case TestTable:
-			// Learn and check each table at tableLearnRate, then two
-			// searches (to h2, spread) for each frame size.
-			for _, n := range s.TableSizes {
-				fill := time.Duration(2 * float64(n) / tableLearnRate * float64(time.Second))
-				t += fill + tm.Settle + 2*tm.Drain + time.Duration(2*len(s.Sizes))*(3*trial+tm.Search.Confirm)
-			}
-		case TestTCP:
-			t += time.Duration(len(s.Streams)) * (s.IperfTime + time.Second)
-		case TestUDP:
-			t += s.IperfTime + time.Second
-		case TestRestart:
-			// One stream per event: settle, lead, the event, the tail, drain.
-			d, _ := ParseDUT(u.dut)
-			per := tm.Settle + s.EventLead + s.EventTail + tm.Drain + time.Second
-			n := 0
-			for _, e := range s.Events {
-				if _, ok := d.(Restarter); ok {
-					n += e.Count
-				} else {
-					n = max(n, e.Count)
-				}
-			}
-			t += time.Duration(n) * per
-			if s.StreamRate == 0 && !s.has(TestThroughput) {
-				t += 3*trial + tm.Search.Confirm
-			}
-		case TestMACFlood:
-			// Two streams (without and with the flood), each with its
-			// learning frames, lead, tail and drain; the static entries.
-			t += 2*(s.Duration+floodLead+floodTail+tm.Settle+tm.Drain) + 2*time.Second
-			if s.StreamRate == 0 && !s.has(TestThroughput) {
-				t += 3*trial + tm.Search.Confirm
-			}
-		case TestSoak:
-			t += 3*trial + tm.Search.Confirm + s.Duration + tm.Settle + tm.Drain
-		case TestCores:
-			t += coresEstimate(s)
-		}
+	for _, k := range s.kinds() {
+		t += k.Estimate(s, u.dut)
 	}
 	return t
 }
@@ -264,44 +210,34 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		return nil, err
 	}
 	place, err := ChoosePlacement(cfg.Placement)
-	if s.has(TestCores) {
-		place, err = coresPlacement(s, cfg.Placement)
+	var placeNotes []string
+	for _, k := range s.kinds() {
+		if p, ok := k.(placer); ok {
+			place, placeNotes, err = p.Place(s, cfg.Placement)
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	run := &Run{
 		Scenario: s.Name, Title: s.Title, Seed: s.Seed, Command: cfg.Command, Started: time.Now(),
-		Machine: machine(cfg.Version), Placement: place.Mode, DUTs: s.DUTs, Sizes: s.Sizes, Reps: s.Reps, Timing: s.Timing,
+		Machine: machine(cfg.Version), Placement: place.Mode, DUTs: SpecTexts(s.DUTs), Sizes: s.Sizes, Reps: s.Reps, Timing: s.Timing,
 		Goals: s.Goals, Bidirectional: s.Bidirectional,
 	}
-	if s.has(TestCores) {
-		run.Notes = append(run.Notes, coresNotes(s, place)...)
+	if placeNotes != nil {
+		run.Notes = append(run.Notes, placeNotes...)
 	} else if place.Mode == "shared" {
 		run.Notes = append(run.Notes, fmt.Sprintf("placement shared: the generator runs on CPU %d, and so, frame by frame, do the DUT's forwarding and the sink (a veth delivers on the sending CPU); DUT threads of their own (trestle's daemon, Open vSwitch's PMD) on CPU %d", place.GenCPU, place.DUTCPU))
 	}
 	if s.Bidirectional {
 		run.Notes = append(run.Notes, BidirectionalNote(s, place))
 	}
-	if s.has(TestLoadLatency) {
-		run.Notes = append(run.Notes, loadLatencyNote(s))
+	notes, err := s.prepare()
+	if err != nil {
+		return nil, err
 	}
-	if s.has(TestRestart) {
-		if len(s.Events) == 0 {
-			return nil, errors.New("restart: no events to run")
-		}
-		if s.StreamRate <= 0 && (s.Load <= 0 || s.Load > 1) {
-			return nil, fmt.Errorf("restart: the stream's load %v: a fraction of the throughput above 0, up to 1", s.Load)
-		}
-		// trestle's daemons pin their datapaths to the host's BPF filesystem.
-		mounted, err := EnsureBPFFS()
-		if err != nil {
-			return nil, err
-		}
-		if mounted {
-			run.Notes = append(run.Notes, "mounted the BPF filesystem at /sys/fs/bpf (it was not): trestle with persist pins its datapath there")
-		}
-		run.Notes = append(run.Notes, restartNote(s))
+	run.Notes = append(run.Notes, notes...)
+	if s.needs().Persist {
 		var once sync.Once
 		var built TrestleBuild
 		var buildErr error
@@ -314,12 +250,6 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 			})
 			return built, buildErr
 		}
-	}
-	if s.has(TestMACFlood) || s.has(TestSoak) {
-		if err := s.checkStream(); err != nil {
-			return nil, err
-		}
-		run.Notes = append(run.Notes, streamNotes(s)...)
 	}
 	units := plan(s)
 	ests := make([]time.Duration, len(units))
@@ -348,8 +278,8 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 				cfg.Progress(fmt.Sprintf("[%d/%d] rep %d %s%s%s: %s  (~%s left)", i+1, len(units), u.rep, u.dut, chainNote(s, u), sizeNote(u), what, left.Round(time.Second)))
 			}
 		}
-		rec := UnitRecord{DUT: u.dut, Rep: u.rep, Chain: u.chain, Size: u.size}
-		if why, ok := unavailable[u.dut]; ok {
+		rec := UnitRecord{DUT: u.dut.Text, Rep: u.rep, Chain: u.chain, Size: u.size}
+		if why, ok := unavailable[u.dut.Text]; ok {
 			rec.Skipped = why
 			run.Units = append(run.Units, rec)
 			continue
@@ -362,14 +292,14 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		run.Results = append(run.Results, res...)
 		if err != nil {
 			if errors.Is(err, ErrUnavailable) {
-				unavailable[u.dut] = err.Error()
+				unavailable[u.dut.Text] = err.Error()
 				rec.Skipped = err.Error()
 				run.Notes = append(run.Notes, fmt.Sprintf("%s skipped: %v", u.dut, err))
 				if cfg.Logf != nil {
 					cfg.Logf("%s skipped: %v", u.dut, err)
 				}
 			} else if ctx.Err() == nil {
-				run.Results = append(run.Results, Result{DUT: u.dut, Rep: u.rep, Chain: u.chain, Test: "unit", Error: err.Error()})
+				run.Results = append(run.Results, Result{DUT: u.dut.Text, Rep: u.rep, Chain: u.chain, Test: "unit", Error: err.Error()})
 				if cfg.Logf != nil {
 					cfg.Logf("%s (rep %d%s) failed: %v", u.dut, u.rep, chainNote(s, u), err)
 				}
@@ -391,11 +321,8 @@ func chainNote(s Scenario, u unit) string {
 // runUnit builds one topology, sets the DUT up, runs the scenario's tests
 // and tears everything down.
 func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, place Placement, rec *UnitRecord, status, notef func(string)) (out []Result, err error) {
-	v, err := SplitVariant(u.dut)
-	if err != nil {
-		return nil, err
-	}
-	d, err := ParseDUT(u.dut)
+	v := u.dut
+	d, err := v.newDUT()
 	if err != nil {
 		return nil, err
 	}
@@ -420,7 +347,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	if err != nil {
 		return nil, err
 	}
-	if s.has(TestMACFlood) && t.DUT != nil {
+	if s.needs().SideHosts && t.DUT != nil {
 		if err := t.AddSide(sideHosts); err != nil {
 			return nil, err
 		}
@@ -448,16 +375,15 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 		}
 	}
 	env := &Env{Trestle: cfg.Trestle, WorkDir: cfg.WorkDir, DUTCPU: place.DUTCPU, Log: cfg.Logf}
-	if s.has(TestRestart) {
-		env.Persist, env.UpgradeTo, env.OtherBuild = true, s.UpgradeTo, cfg.otherBuild
+	needs := s.needs()
+	if needs.Persist {
+		env.Persist, env.UpgradeTo, env.OtherBuild = true, needs.UpgradeTo, cfg.otherBuild
 	}
-	if s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) {
-		env.MaxEntries = 2 * max(s.CacheMax, s.LearnAddrs, slices.Max(append([]int{0}, s.TableSizes...)))
-	}
+	env.MaxEntries = needs.MaxEntries
 	if s.MaxEntries > 0 {
 		env.MaxEntries = s.MaxEntries
 	}
-	status("setting up " + u.dut)
+	status("setting up " + u.dut.Text)
 	rig, err := NewRig(ctx, t, d, place, env)
 	if err != nil {
 		return nil, err
@@ -502,15 +428,16 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 		}
 		rec.Settings["filter check"] = found
 	}
-	base := Result{DUT: u.dut, Rep: u.rep, Chain: u.chain}
+	base := Result{DUT: u.dut.Text, Rep: u.rep, Chain: u.chain}
 	add := func(r Result) { out = append(out, r) }
 
-	if s.hasPacketTests() && !(isDirect(u.dut) && !s.has(TestThroughput) && !s.has(TestLatency) && !s.has(TestLoss) && !s.has(TestB2B) && !s.has(TestRestart) && !s.has(TestCores)) {
+	ur := &UnitRun{S: s, Rig: rig, Base: base, Add: add, Status: status, Notef: notef, Throughputs: map[FrameSize]float64{}, Flows: max(s.Flows, 1), Profile: cfg.Profile}
+	if s.hasPacketTests() && !(v.Direct() && !needs.Direct) {
 		sinkHosts := []int{1}
 		if s.Bidirectional {
 			sinkHosts = []int{0, 1}
 		}
-		if s.has(TestFlood) || s.has(TestCache) || s.has(TestLearn) || s.has(TestTable) || s.has(TestRestart) || s.has(TestMACFlood) {
+		if needs.AllHosts {
 			sinkHosts = nil
 			for i := range t.Hosts {
 				sinkHosts = append(sinkHosts, i)
@@ -524,7 +451,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 			return out, err
 		}
 		rec.Placement, rec.Offloads = rig.Place, rig.Offloads
-		tests := func() error { return packetTests(ctx, s, cfg.Profile, rig, base, add, status, notef) }
+		tests := func() error { return ur.packetTests(ctx) }
 		if v.Capture {
 			err = rig.withCapture(ctx, rec.Settings, status, tests)
 		} else {
@@ -537,8 +464,8 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	} else {
 		rec.Placement = place
 	}
-	if s.has(TestTCP) || s.has(TestUDP) {
-		if err := iperfTests(ctx, s, rig, base, add, status); err != nil {
+	if len(s.phase(Stack)) > 0 {
+		if err := ur.runPhase(ctx, Stack); err != nil {
 			return out, err
 		}
 		if rec.Offloads == nil {
@@ -549,217 +476,17 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	return out, nil
 }
 
-func packetTests(ctx context.Context, s Scenario, profile bool, rig *Rig, base Result, add func(Result), status, notef func(string)) error {
-	tm := s.Timing
-	flows := max(s.Flows, 1)
-	tputs := map[FrameSize]float64{} // the throughput found at each size
-	for _, size := range s.Sizes {
-		var tput float64
-		var unpaced float64
-		if s.has(TestThroughput) {
-			n := 0
-			sr, trials, err := rig.Throughput(ctx, size, tm, flows, func(st SearchTrial) {
-				n++
-				status(fmt.Sprintf("throughput %s, trial %d: %s offered, loss %.3f%%", size.Label(), n, pps(st.Offered), 100*st.Loss))
-			})
-			if err != nil {
-				return err
-			}
-			r := searchResult(base, TestThroughput, string(size), sr, trials)
-			if len(trials) > 0 {
-				r.CPU = trials[len(trials)-1].CPU
-				unpaced = trials[0].Offered
-			}
-			if profile {
-				status(fmt.Sprintf("profile %s: a trial without and one with BPF run-time statistics", size.Label()))
-				p, err := rig.Profile(ctx, size, tm.Search.Confirm, tm)
-				if err != nil {
-					return err
-				}
-				r.Profile = &p
-			}
-			add(r)
-			tput = sr.Throughput
-			tputs[size] = tput
-			if rig.T.Mirror != nil && tput > 0 {
-				// The passing confirmation is the last trial: the rate found.
-				add(spanResult(base, size, trials[len(trials)-1]))
-			}
-			if s.has(TestLoadLatency) {
-				if err := loadLatency(ctx, s, rig, size, sr, base, add, status); err != nil {
-					return err
-				}
-			}
-		}
-		if s.has(TestLatency) && tput > 0 {
-			status(fmt.Sprintf("latency %s at %v of %s", size.Label(), s.Fractions, pps(tput)))
-			trials, err := rig.StreamsAt(ctx, size, flows, tput, s.Fractions, tm.Search.Trial, tm)
-			if err != nil {
-				return err
-			}
-			for i, tr := range trials {
-				r := base
-				r.Test, r.Param, r.Unit = TestLatency, fmt.Sprintf("%s@%.0f%%", size, 100*s.Fractions[i]), "ns"
-				r.Trials, r.CPU = []TrialResult{tr}, tr.CPU
-				if tr.Latency != nil {
-					r.Value, r.Latency = float64(tr.Latency.P50), tr.Latency
-				}
-				r.Note = joinNotes(lostNote(tr), shortNote(tr, tm.Search))
-				add(r)
-			}
-		}
-		if s.has(TestLoss) {
-			maxRate := unpaced
-			if maxRate == 0 {
-				maxRate = tput * 1.5
-			}
-			status(fmt.Sprintf("loss curve %s from %s", size.Label(), pps(maxRate)))
-			trials, err := rig.LossCurve(ctx, size, maxRate, tm.Search.Trial, tm)
-			if err != nil {
-				return err
-			}
-			for _, tr := range trials {
-				r := base
-				r.Test, r.Param, r.Value, r.Unit = TestLoss, fmt.Sprintf("%s@%.0f%%", size, 100*tr.Requested/maxRate), 100*tr.LossRatio, "% lost"
-				r.Trials, r.CPU = []TrialResult{tr}, tr.CPU
-				add(r)
-			}
-		}
-		if s.has(TestB2B) {
-			maxBurst := uint64(max(unpaced, tput) * 2) // two seconds at full rate
-			if maxBurst < 1000 {
-				maxBurst = 1000
-			}
-			status(fmt.Sprintf("back-to-back %s up to %d frames", size.Label(), maxBurst))
-			n, trials, err := rig.BackToBack(ctx, size, maxBurst, 3, tm)
-			if err != nil {
-				return err
-			}
-			r := base
-			r.Test, r.Param, r.Value, r.Unit, r.Trials = TestB2B, string(size), float64(n), "frames", trials
-			if n == maxBurst {
-				r.Note = "no loss at the longest burst tried"
-			}
-			add(r)
-		}
-		if s.has(TestFlood) && len(rig.T.Hosts) > 2 {
-			n := 0
-			mix, err := size.Mix()
-			if err != nil {
-				return err
-			}
-			tm := tm.ndrOnly()
-			to := []int{}
-			for i := 1; i < len(rig.T.Hosts); i++ {
-				to = append(to, i)
-			}
-			bcast := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-			spec := TrialSpec{From: 0, To: to, Mix: mix, DstMAC: bcast, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
-			sr, trials, err := rig.SearchTrials(ctx, spec, tm, func(st SearchTrial) {
-				n++
-				status(fmt.Sprintf("broadcast %s to %d ports, trial %d: %s offered, loss %.3f%%", size.Label(), len(to), n, pps(st.Offered), 100*st.Loss))
-			})
-			if err != nil {
-				return err
-			}
-			add(searchResult(base, TestFlood, string(size), sr, trials))
-		}
-	}
-	if s.has(TestTable) && rig.DUT.Learns() {
-		for _, n := range s.TableSizes {
-			// Fill the table once; both kinds of traffic run against it.
-			status(fmt.Sprintf("table of %d: learning the addresses", n))
-			check, err := rig.FillTable(ctx, n, tm)
-			if err != nil {
-				return err
-			}
-			for _, size := range s.Sizes {
-				for _, spread := range []bool{false, true} {
-					k := 0
-					what := "to h2"
-					if spread {
-						what = "each frame to another"
-					}
-					sr, trials, err := rig.TableThroughput(ctx, size, n, spread, tm.ndrOnly(), func(st SearchTrial) {
-						k++
-						status(fmt.Sprintf("table of %d, %s %s, trial %d: %s offered, loss %.3f%%", n, size.Label(), what, k, pps(st.Offered), 100*st.Loss))
-					})
-					if err != nil {
-						return err
-					}
-					r := searchResult(base, TestTable, fmt.Sprintf("%d learned, %s, %s", n, size.Label(), what), sr, trials)
-					if check != nil {
-						// The check comes first: a table that did not hold
-						// every address makes the figure one for a smaller table.
-						r.Table = check
-						r.Note = strings.TrimSuffix(check.String()+"; "+r.Note, "; ")
-					}
-					add(r)
-				}
-			}
-		}
-	}
-	if s.has(TestRestart) {
-		size := s.firstSize()
-		rate, tput, err := loadRate(ctx, s, rig, size, tputs, flows, base, add, status, "restart")
-		if err != nil {
-			return err
-		}
-		if err := restartTest(ctx, s, rig, size, rate, tput, base, add, notef, status); err != nil {
+// packetTests runs the kinds that need the generator and sinks: the
+// PerSize kinds at each frame size in turn, then the PerUnit kinds.
+func (u *UnitRun) packetTests(ctx context.Context) error {
+	for _, size := range u.S.Sizes {
+		u.Size = &SizeRun{Size: size}
+		if err := u.runPhase(ctx, PerSize); err != nil {
 			return err
 		}
 	}
-	if s.has(TestMACFlood) && rig.DUT.Learns() {
-		size := s.firstSize()
-		rate, tput, err := loadRate(ctx, s, rig, size, tputs, flows, base, add, status, "mac-flood")
-		if err != nil {
-			return err
-		}
-		if err := macFloodTest(ctx, s, rig, size, rate, tput, base, add, status); err != nil {
-			return err
-		}
-	}
-	if s.has(TestSoak) {
-		if err := soakTest(ctx, s, rig, base, add, status); err != nil {
-			return err
-		}
-	}
-	if s.has(TestCores) {
-		if err := coresTest(ctx, s, rig, base, add, status); err != nil {
-			return err
-		}
-	}
-	if s.has(TestCache) && rig.DUT.Learns() {
-		status(fmt.Sprintf("address caching, up to %d addresses", s.CacheMax))
-		n, err := rig.AddressCaching(ctx, s.CacheMax, 100e3, tm, func(n int, ok bool) {
-			status(fmt.Sprintf("address caching: %d addresses %s", n, passWord(ok)))
-		})
-		if err != nil {
-			return err
-		}
-		r := base
-		r.Test, r.Param, r.Value, r.Unit = TestCache, "learned at 100k/s", float64(n), "addresses"
-		if n == s.CacheMax {
-			r.Note = "held every address tried"
-		}
-		add(r)
-	}
-	if s.has(TestLearn) && rig.DUT.Learns() {
-		status(fmt.Sprintf("learning rate, %d addresses", s.LearnAddrs))
-		rate, unlimited, err := rig.LearningRate(ctx, s.LearnAddrs, 20e6, tm, func(rate float64, ok bool) {
-			status(fmt.Sprintf("learning rate: %s new addresses/s %s", pps(rate), passWord(ok)))
-		})
-		if err != nil {
-			return err
-		}
-		r := base
-		r.Test, r.Param, r.Value, r.Unit = TestLearn, fmt.Sprintf("%d addresses", s.LearnAddrs), rate, "addresses/s"
-		if unlimited {
-			r.Note = "learned every address at the fastest rate the generator offered: the path, not learning, was the limit"
-		}
-		add(r)
-	}
-	return nil
+	u.Size = nil
+	return u.runPhase(ctx, PerUnit)
 }
 
 // firstSize is the frame size of the tests that run at one: the first.
@@ -837,46 +564,6 @@ func directionsAt(sr SearchResult, trials []TrialResult, rate float64, pdr bool)
 	return nil
 }
 
-// loadLatency is CSIT's latency under load: after the throughput search
-// at size, a stream of the search's frames at each of s.LoadShares of the
-// PDR (of the NDR if the search looked for no PDR), for a confirmation's
-// length, 1 frame in 64 timed by the sink (StreamsAt). Each stream is a
-// Result whose Value is the p50 and whose Latency has the rest.
-func loadLatency(ctx context.Context, s Scenario, rig *Rig, size FrameSize, sr SearchResult, base Result, add func(Result), status func(string)) error {
-	ref, what := sr.PDR, "PDR"
-	if !sr.Config.HasPDR() {
-		ref, what = sr.Throughput, "NDR"
-	}
-	var trials []TrialResult
-	if ref > 0 {
-		status(fmt.Sprintf("latency under load %s at %s of the %s, %s", size.Label(), sharesText(s.LoadShares), what, pps(ref)))
-		var err error
-		if trials, err = rig.StreamsAt(ctx, size, max(s.Flows, 1), ref, s.LoadShares, s.Timing.Search.Confirm, s.Timing); err != nil {
-			return err
-		}
-	}
-	for i, share := range s.LoadShares {
-		r := base
-		r.Test, r.Param, r.Unit = TestLoadLatency, fmt.Sprintf("%s@%.0f%%", size, 100*share), "ns"
-		r.Note = fmt.Sprintf("%.0f%% of the %s, %s", 100*share, what, pps(ref))
-		if i >= len(trials) {
-			r.Error = fmt.Sprintf("no %s at %s to take %.0f%% of", what, size.Label(), 100*share)
-			add(r)
-			continue
-		}
-		tr := trials[i]
-		r.Trials, r.CPU = []TrialResult{tr}, tr.CPU
-		if tr.Latency != nil {
-			r.Value, r.Latency = float64(tr.Latency.P50), tr.Latency
-		} else {
-			r.Error = "the sink timed no frame"
-		}
-		r.Note = joinNotes(r.Note, lostNote(tr), shortNote(tr, s.Timing.Search))
-		add(r)
-	}
-	return nil
-}
-
 // lostNote says how many frames a latency stream lost, "" for none.
 func lostNote(tr TrialResult) string {
 	if tr.Lost <= 0 {
@@ -901,78 +588,11 @@ func joinNotes(notes ...string) string {
 	return strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
 }
 
-// sharesText is "10, 50 and 90%".
-func sharesText(shares []float64) string {
-	var parts []string
-	for _, f := range shares {
-		parts = append(parts, fmt.Sprintf("%.0f", 100*f))
-	}
-	if len(parts) > 1 {
-		return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1] + "%"
-	}
-	return strings.Join(parts, "") + "%"
-}
-
-// loadLatencyNote says how the latency-load test measures, for the run's notes.
-func loadLatencyNote(s Scenario) string {
-	return fmt.Sprintf("latency under load (CSIT): after each throughput search, a stream of the search's own frames for %v (a confirmation's length) at %s of the PDR just found "+
-		"(of the NDR when no PDR was looked for); the sink times 1 frame in 64 of each flow, as in every search trial and the soak, against the generator's clock reading stamped in it "+
-		"(one-way; the sink's histogram has buckets 6.25%% wide, a percentile is its bucket's midpoint, the max its top bucket's upper end); "+
-		"p50, p90, p99, p99.9 and max of each stream, and how many frames were timed", s.Timing.Search.Confirm, sharesText(s.LoadShares))
-}
-
 func passWord(ok bool) string {
 	if ok {
 		return "pass"
 	}
 	return "fail"
-}
-
-func iperfTests(ctx context.Context, s Scenario, rig *Rig, base Result, add func(Result), status func(string)) error {
-	secs := s.IperfTime
-	if secs == 0 {
-		secs = 5 * time.Second
-	}
-	if s.has(TestTCP) {
-		for _, n := range s.Streams {
-			status(fmt.Sprintf("iperf3 TCP, %d stream(s), %v", n, secs))
-			ir, err := rig.Iperf(ctx, 0, 1, "tcp", n, secs, "")
-			r := base
-			r.Test, r.Param, r.Unit = TestTCP, fmt.Sprintf("streams=%d", n), "bit/s"
-			if err != nil {
-				r.Error = err.Error()
-			} else {
-				r.Value, r.Iperf, r.CPU = ir.BitsPerSec, &ir, ir.CPU
-			}
-			add(r)
-		}
-	}
-	if s.has(TestUDP) {
-		status(fmt.Sprintf("iperf3 UDP at %s, %v", s.UDPRate, secs))
-		ir, err := rig.Iperf(ctx, 0, 1, "udp", 1, secs, s.UDPRate)
-		param := "rate=" + s.UDPRate
-		// Three figures: what arrived, what was lost, and the jitter.
-		for _, f := range []struct {
-			test, unit string
-			v          float64
-		}{{TestUDP, "bit/s", ir.BitsPerSec}, {TestUDP + "-loss", "% lost", ir.LostPercent}, {TestUDP + "-jitter", "ms", ir.JitterMs}} {
-			r := base
-			r.Test, r.Param, r.Unit = f.test, param, f.unit
-			if err != nil {
-				r.Error = err.Error()
-			} else {
-				r.Value, r.CPU = f.v, ir.CPU
-				if f.test == TestUDP {
-					r.Iperf = &ir
-				}
-				if f.test == TestUDP+"-loss" && ir.Lost > 0 {
-					r.Note = fmt.Sprintf("%d of %d lost datagrams were dropped by the receiving socket's full buffer (UDP RcvbufErrors), not on the path", min(ir.RcvbufErrors, ir.Lost), ir.Lost)
-				}
-			}
-			add(r)
-		}
-	}
-	return nil
 }
 
 func pps(v float64) string {

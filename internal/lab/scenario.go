@@ -8,43 +8,13 @@ import (
 	"time"
 )
 
-// Test kinds a scenario can run, in the order a unit runs them.
-const (
-	TestThroughput = "throughput"   // RFC 2544 26.1, from h1 to h2
-	TestLatency    = "latency"      // RFC 2544 26.2, at fractions of the throughput
-	TestLoss       = "loss"         // RFC 2544 26.3, the frame loss curve
-	TestB2B        = "back-to-back" // RFC 2544 26.4
-	TestFlood      = "flood"        // broadcast from h1 to every other host, throughput
-	TestCache      = "cache"        // RFC 2889 5.7, address caching capacity
-	TestLearn      = "learn"        // RFC 2889 5.8, address learning rate
-	TestTable      = "table"        // throughput to addresses spread over a table of N learned ones
-	TestTCP        = "tcp"          // iperf3 TCP, h1 to h2, per stream count
-	TestUDP        = "udp"          // iperf3 UDP, h1 to h2: rate, loss, jitter
-	// TestRestart: a stream from h1 to h2 while the DUT's daemon is
-	// restarted (RFC 6201's reset characterisation): frames lost per
-	// event; its results' twin TestRestartFlooded is the frames h3 got.
-	TestRestart        = "restart"
-	TestRestartFlooded = "restart-flooded"
-	// TestMACFlood: a stream from h1 to h2 while h3 floods the bridge from
-	// Sources random addresses (macflood.go); TestSoak: a long stream at
-	// Load of the zero-loss rate, its figures per Window (soak.go).
-	TestMACFlood = "mac-flood"
-	TestSoak     = "soak"
-	// TestLoadLatency: after the throughput search, a stream at each of
-	// LoadShares of the PDR (CSIT's latency under load: 10, 50, 90%),
-	// 1 frame in 64 timed; p50, p90, p99, p99.9 and max.
-	TestLoadLatency = "latency-load"
-)
-
-var packetTestKinds = []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B, TestFlood, TestCache, TestLearn, TestTable, TestRestart, TestMACFlood, TestSoak, TestCores}
-
 // Scenario is a named preset; command-line flags override its fields.
 type Scenario struct {
 	Name  string
 	Title string
 	Seed  string // the seed report it reproduces
 	About string
-	DUTs  []string
+	DUTs  []Spec
 	Hosts int   // hosts on the bridge (2: a 2-port bridge)
 	Chain []int // bridges in a row; one unit per length
 	Sizes []FrameSize
@@ -53,50 +23,27 @@ type Scenario struct {
 	// rather than a DUT's whole run (rfc2544: seven sizes and IMIX, every
 	// test at each, about ten minutes a DUT).
 	BySize bool
-	Tests  []string
-	// Streams are the iperf3 TCP stream counts; UDPRate the iperf3 UDP
-	// offered rate.
-	Streams   []int
-	UDPRate   string
+	// Tests are the scenario's tests: each a registered kind with its own
+	// settings (TCPTest{Streams: ...}), in the order the description
+	// names them; a unit runs them in the order of Kinds.
+	Tests []Kind
+	// IperfTime is the length of an iperf3 run, TCP's and UDP's.
 	IperfTime time.Duration
 	Reps      int
 	Timing    Timing
 	Flows     int
-	// Fractions of the throughput at which latency is measured.
-	Fractions []float64
-	// LoadShares are the shares of the PDR at which the latency-load test
-	// runs its streams.
-	LoadShares []float64
 	// Bidirectional: the throughput search, and the latency and loss
 	// tests that go from h1 to h2, send both ways at once (--bidirectional).
 	Bidirectional bool
-	// CacheMax is the most addresses the cache test tries; LearnAddrs the
-	// addresses of a learning-rate trial.
-	CacheMax, LearnAddrs int
-	// TableSizes are the learned addresses of the table test.
-	TableSizes []int
-	// The restart test: Events run in this order, each kind Count times,
-	// under a stream from h1 to h2 at Load times the DUT's measured
-	// throughput at the first frame size (or at StreamRate frames a second,
-	// if set, with no search). Each event has a stream of its own, which
-	// runs EventLead before it and, once the daemon is back, on until it
-	// has reached h2 for EventTail without a gap. UpgradeTo is the build the
-	// upgrade events go to and back from ("": see Config.OtherBuild).
-	Events               []EventCount
-	Load, StreamRate     float64
-	EventLead, EventTail time.Duration
-	UpgradeTo            string
-	// The mac-flood test: a stream at Load times the first frame size's
-	// throughput (or StreamRate) for Duration with and then without a
-	// flood from Sources random source addresses; every DUT's learning
-	// table holds MaxEntries addresses (0: its default).
-	// The soak test: a stream at Load of the zero-loss rate for Duration,
-	// its loss and latency per Window.
-	Duration, Window    time.Duration
-	Sources, MaxEntries int
-	// CoreCounts are the cores test's numbers of CPUs, each a generator
-	// thread that its CPU forwards (cores.go).
-	CoreCounts []int
+	// The stream of the restart, mac-flood and soak tests (RestartTest,
+	// MACFloodTest, SoakTest): at Load times the DUT's zero-loss
+	// throughput at the first frame size (or at StreamRate frames a
+	// second, if set, with no search), for Duration (mac-flood, soak);
+	// every DUT's learning table holds MaxEntries addresses (0: its
+	// default).
+	Load, StreamRate float64
+	Duration         time.Duration
+	MaxEntries       int
 	// Goals are what the scenario's figures should show, checked in the report.
 	Goals []Goal
 	// Unavailable, if set, is why the scenario cannot run yet.
@@ -149,65 +96,64 @@ func quickTiming() Timing {
 }
 
 // Scenarios are the presets, by name.
-var Scenarios = map[string]Scenario{
+var Scenarios = registeredPresets(map[string]Scenario{
 	"quick": {
 		Name: "quick", Title: "Quick look: 64-byte frames through a 2-port bridge",
 		About: "direct, the floor (a bare XDP redirect between the bridge's two ports), the Linux bridge and trestle in xdp mode, 64-byte throughput (RFC 2544 search with short trials), 3 repetitions; about a minute",
-		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput}, Reps: 3, Timing: quickTiming(),
+		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp"), Hosts: 2, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: TestsOf(TestThroughput), Reps: 3, Timing: quickTiming(),
 	},
 	"router-pps": {
 		Name: "router-pps", Title: "Packets per second at the smallest frame and IMIX (seed 001)", Seed: "001_d9f4f4a0a59eb3ef.txt",
 		About: "RFC 2544 throughput at 64 bytes and IMIX through a 2-port bridge, the NDR (zero loss) and the PDR (at most 0.5% lost) from one search, with the IMIX bandwidth estimate, repeated for ministat; each DUT against direct and against the floor (a bare XDP redirect between the bridge's two ports); then latency under load at 10, 50 and 90% of the PDR",
-		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp", "ovs"}, Hosts: 2, Chain: []int{1},
-		Sizes: []FrameSize{"64", "imix"}, Tests: []string{TestThroughput, TestLoadLatency}, Reps: 3, Timing: DefaultTiming, Flows: 1,
-		LoadShares: CSITLoadShares,
+		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "ovs"), Hosts: 2, Chain: []int{1},
+		Sizes: []FrameSize{"64", "imix"}, Tests: []Kind{throughputKind{}, LoadLatencyTest{Shares: CSITLoadShares}}, Reps: 3, Timing: DefaultTiming, Flows: 1,
 	},
 	"rfc2544": {
 		Name: "rfc2544", Title: "RFC 2544: throughput, latency, frame loss and back-to-back at every frame size",
 		About: "every RFC 2544 frame size and IMIX through a 2-port bridge: throughput (the NDR, and the PDR at 0.5% loss from the same search), latency at 10/50/90/100% of the NDR (RFC 2544) and under load at 10, 50 and 90% of the PDR (CSIT), the loss curve, back-to-back bursts",
-		DUTs:  []string{"direct", "floor", "linux-bridge", "trestle:xdp"}, Hosts: 2, Chain: []int{1},
-		Sizes: RFC2544Sizes, BySize: true, Tests: []string{TestThroughput, TestLoadLatency, TestLatency, TestLoss, TestB2B}, Reps: 1, Timing: DefaultTiming,
-		Fractions: []float64{0.1, 0.5, 0.9, 1.0}, LoadShares: CSITLoadShares,
+		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp"), Hosts: 2, Chain: []int{1},
+		Sizes: RFC2544Sizes, BySize: true, Tests: []Kind{throughputKind{}, LoadLatencyTest{Shares: CSITLoadShares}, LatencyTest{Fractions: []float64{0.1, 0.5, 0.9, 1.0}}, lossKind{}, b2bKind{}},
+		Reps: 1, Timing: DefaultTiming,
 	},
 	"rfc2889": {
 		Name: "rfc2889", Title: "RFC 2889: address caching capacity and learning rate",
 		About: "a 3-port bridge: how many addresses it holds without flooding, and how fast it learns new ones",
-		DUTs:  []string{"linux-bridge", "trestle:xdp", "ovs"}, Hosts: 3, Chain: []int{1},
-		Tests: []string{TestCache, TestLearn}, Reps: 1, Timing: DefaultTiming, CacheMax: 1 << 17, LearnAddrs: 8192,
+		DUTs:  MustSpecs("linux-bridge", "trestle:xdp", "ovs"), Hosts: 3, Chain: []int{1},
+		Tests: []Kind{CacheTest{Max: 1 << 17}, LearnTest{Addrs: 8192}}, Reps: 1, Timing: DefaultTiming,
 	},
 	"speed": {
 		Name: "speed", Title: "trestle against its peers: 64-byte frames, broadcast and host TCP",
 		About: "a 4-port bridge: 64-byte throughput h1 to h2, broadcast from h1 to the three others, iperf3 TCP with 1 and 4 streams; trestle in xdp mode and in its default mode, the Linux bridge, Open vSwitch, and the straight path",
-		DUTs:  []string{"direct", "linux-bridge", "ovs", "trestle:xdp", "trestle"}, Hosts: 4, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestFlood, TestTCP}, Streams: []int{1, 4}, IperfTime: 5 * time.Second,
+		DUTs:  MustSpecs("direct", "linux-bridge", "ovs", "trestle:xdp", "trestle"), Hosts: 4, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []Kind{throughputKind{}, floodKind{}, TCPTest{Streams: []int{1, 4}}}, IperfTime: 5 * time.Second,
 		Reps: 5, Timing: DefaultTiming,
 	},
 	"flood": {
 		Name: "flood", Title: "Broadcast from one port to three others",
 		About: "a 4-port bridge: the RFC 2544 search for broadcast 64-byte frames from h1, every frame due at h2, h3 and h4",
-		DUTs:  []string{"linux-bridge", "trestle:xdp", "trestle:tc", "ovs"}, Hosts: 4, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []string{TestFlood}, Reps: 3, Timing: DefaultTiming,
+		DUTs:  MustSpecs("linux-bridge", "trestle:xdp", "trestle:tc", "ovs"), Hosts: 4, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: TestsOf(TestFlood), Reps: 3, Timing: DefaultTiming,
 	},
 	"fdb-scale": {
 		Name: "fdb-scale", Title: "Does the table's size matter? Throughput to 1,000 and to 1,000,000 learned addresses",
 		About: "learn N addresses behind one port (N = 1,000 and 1,000,000) and check that the table holds them all (h3 sees any flooded), then the RFC 2544 search from h1 to h2, and with every frame to another of the N",
-		DUTs:  []string{"linux-bridge", "trestle:xdp", "ovs"}, Hosts: 3, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []string{TestTable}, TableSizes: []int{1000, 1000000}, Reps: 3, Timing: DefaultTiming,
+		DUTs:  MustSpecs("linux-bridge", "trestle:xdp", "ovs"), Hosts: 3, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []Kind{TableTest{Sizes: []int{1000, 1000000}}}, Reps: 3, Timing: DefaultTiming,
 	},
 	"veb-vs-bridge": {
 		Name: "veb-vs-bridge", Title: "A 4-port bridge, plain and with a filter (seed 000)", Seed: "000_5de8b09844379080.txt",
 		About: "iperf3 TCP with 1, 2 and 4 streams through a 4-port bridge, with and without a filter stage on every frame, and broadcast to three ports: " +
 			"the Linux bridge plain and with an nftables bridge-family chain whose one rule accepts every frame (linux-bridge:nft), " +
 			"trestle in its default mode plain and with its filter on, the same one rule passing every frame (trestle@filter; seed 000's pf.conf was `pass`)",
-		DUTs: []string{"direct", "linux-bridge", "linux-bridge:nft", "trestle", "trestle@filter", "ovs"}, Hosts: 4, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []string{TestTCP, TestFlood}, Streams: []int{1, 2, 4}, IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
+		DUTs: MustSpecs("direct", "linux-bridge", "linux-bridge:nft", "trestle", "trestle@filter", "ovs"), Hosts: 4, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []Kind{TCPTest{Streams: []int{1, 2, 4}}, floodKind{}}, IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
 	},
 	"inline": {
 		Name: "inline", Title: "A bridge inline between client and server (seed 004)", Seed: "004_ec52c11c7ab3a191.txt",
 		About: "iperf3 TCP and UDP straight through against bridged: rate, loss, jitter and the CPU load of each",
-		DUTs:  []string{"direct", "linux-bridge", "trestle", "ovs:system"}, Hosts: 2, Chain: []int{1},
-		Tests: []string{TestTCP, TestUDP}, Streams: []int{1}, UDPRate: "1G", IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
+		DUTs:  MustSpecs("direct", "linux-bridge", "trestle", "ovs:system"), Hosts: 2, Chain: []int{1},
+		Tests: []Kind{TCPTest{Streams: []int{1}}, UDPTest{Rate: "1G"}}, IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
 	},
 	"chain": {
 		Name: "chain", Title: "Bridges in a row, joined by patch ports or by veth pairs (seed 003)", Seed: "003_3e6f4237fce17ad8.txt",
@@ -215,8 +161,8 @@ var Scenarios = map[string]Scenario{
 			"trestle's bridges are joined by its patch ports (its default; the frame crosses every bridge in one program run) and, as trestle@veth, by veth pairs, " +
 			"in xdp and in its default mode; Open vSwitch's (userspace datapath) by veth pairs and, as ovs@patch, by its patch ports; the Linux bridge's by veth pairs, its only way. " +
 			"The report draws each against the chain's length, and each relative to its own one-bridge figure, as seed 003 did",
-		DUTs: []string{"direct", "linux-bridge", "trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs", "ovs@patch"}, Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
-		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
+		DUTs: MustSpecs("direct", "linux-bridge", "trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs", "ovs@patch"), Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
+		Sizes: []FrameSize{"64"}, Tests: []Kind{throughputKind{}, TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
 		Goals: []Goal{
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp", Chain: 9, Base: "trestle:xdp", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's frames, in xdp mode (seed 003 found Open vSwitch's patch ports free)"},
 			{Test: TestTCP, Param: "streams=1", DUT: "trestle", Chain: 9, Base: "trestle", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's host TCP, in the default mode"},
@@ -228,11 +174,10 @@ var Scenarios = map[string]Scenario{
 		About: "a 3-port bridge, a stream h1 -> h2 at 50% of the measured 64-byte throughput while the daemon is killed (SIGKILL) and started again 10 times, " +
 			"stopped (SIGTERM) and started again 10 times, replaced by another build and back 5 times: frames lost and frames flooded to h3 per event; " +
 			"trestle with persist, Open vSwitch's ovs-vswitchd restarted the same way, the Linux bridge (no daemon) the reference",
-		DUTs: []string{"linux-bridge", "trestle:xdp", "trestle", "ovs"}, Hosts: 3, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestRestart}, Reps: 1, Timing: DefaultTiming,
-		Events:    []EventCount{{EventSIGKILL, 10}, {EventSIGTERM, 10}, {EventUpgrade, 5}},
-		Load:      0.5,
-		EventLead: time.Second, EventTail: time.Second,
+		DUTs: MustSpecs("linux-bridge", "trestle:xdp", "trestle", "ovs"), Hosts: 3, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Reps: 1, Timing: DefaultTiming,
+		Tests: []Kind{throughputKind{}, RestartTest{Events: []EventCount{{EventSIGKILL, 10}, {EventSIGTERM, 10}, {EventUpgrade, 5}}, Lead: time.Second, Tail: time.Second}},
+		Load:  0.5,
 	},
 	"mac-flood": {
 		Name: "mac-flood", Title: "MAC flood: a known stream while another host sends from 1,000,000 random source addresses",
@@ -243,9 +188,9 @@ var Scenarios = map[string]Scenario{
 			"and the daemon's resident memory every second (trestle's, ovs-vswitchd's; the Linux bridge has none). " +
 			"Why half the throughput: the stream's own path then has CPU to spare on a 2-CPU machine, so a loss is the table's doing, not two generators sharing two CPUs. " +
 			"Goal: the stream loses 0 frames and keeps at least 90% of its rate. trestle in xdp and in its default mode, the Linux bridge (fdb_max_learned) and Open vSwitch (mac-table-size); about 8 minutes",
-		DUTs: []string{"trestle:xdp", "trestle", "linux-bridge", "ovs"}, Hosts: 4, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestMACFlood}, Reps: 1, Timing: DefaultTiming,
-		Load: 0.5, Duration: 30 * time.Second, Sources: 1000000, MaxEntries: 65536,
+		DUTs: MustSpecs("trestle:xdp", "trestle", "linux-bridge", "ovs"), Hosts: 4, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []Kind{throughputKind{}, MACFloodTest{Sources: 1000000}}, Reps: 1, Timing: DefaultTiming,
+		Load: 0.5, Duration: 30 * time.Second, MaxEntries: 65536,
 	},
 	"soak": {
 		Name: "soak", Title: "Soak: 10 minutes at 90% of the zero-loss rate, IMIX, 1000 flows",
@@ -253,9 +198,9 @@ var Scenarios = map[string]Scenario{
 			"then a stream at 90% of it for --duration (default 10m): loss and latency percentiles per minute, the daemon's resident memory and the size of every eBPF map of the programs on the DUT's ports " +
 			"(hash maps counted key by key, arrays fixed) every 10 s, and the learning table's size. " +
 			"Goals: 0 frames lost; p50, p90 and p99 of the last minute within 25% (or 2 us) of the first's; the daemon's memory flat and no map growing. trestle in xdp and in its default mode",
-		DUTs: []string{"trestle:xdp", "trestle"}, Hosts: 2, Chain: []int{1},
-		Sizes: []FrameSize{"imix"}, Tests: []string{TestSoak}, Reps: 1, Timing: DefaultTiming, Flows: 1000,
-		Load: 0.9, Duration: 10 * time.Minute, Window: time.Minute,
+		DUTs: MustSpecs("trestle:xdp", "trestle"), Hosts: 2, Chain: []int{1},
+		Sizes: []FrameSize{"imix"}, Tests: []Kind{SoakTest{Window: time.Minute}}, Reps: 1, Timing: DefaultTiming, Flows: 1000,
+		Load: 0.9, Duration: 10 * time.Minute,
 	},
 	"mirror": {
 		Name: "mirror", Title: "Port mirroring: what a span port costs, and whether it keeps up",
@@ -268,8 +213,8 @@ var Scenarios = map[string]Scenario{
 			"Goals: trestle mirrored keeps at least 0.6x its unmirrored rate (every frame becomes two) with no loss on the span port at that rate. " +
 			"A capture that is not running costs nothing: the figures without @capture are trestle with none, and the capture unit records that the ports run the same programs after it as before " +
 			"(trestle:xdp@bin=OLD with a build from before capture compares the two builds). 3 repetitions, about 20 minutes",
-		DUTs:  []string{"trestle:xdp", "trestle:xdp@mirror", "trestle:xdp@capture", "trestle", "trestle@mirror", "trestle@capture", "linux-bridge", "linux-bridge@mirror", "ovs", "ovs@mirror"},
-		Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput}, Reps: 3, Timing: DefaultTiming,
+		DUTs:  MustSpecs("trestle:xdp", "trestle:xdp@mirror", "trestle:xdp@capture", "trestle", "trestle@mirror", "trestle@capture", "linux-bridge", "linux-bridge@mirror", "ovs", "ovs@mirror"),
+		Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: TestsOf(TestThroughput), Reps: 3, Timing: DefaultTiming,
 		Goals: []Goal{
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp@mirror", Base: "trestle:xdp", Min: 0.6, Why: "a mirrored port forwards at 0.6x its unmirrored rate or more in xdp mode (every frame becomes two)"},
 			{Test: TestThroughput, Param: "64", DUT: "trestle@mirror", Base: "trestle", Min: 0.6, Why: "the same in the default mode"},
@@ -287,7 +232,7 @@ var Scenarios = map[string]Scenario{
 			"The report gives each rate against the same DUT with the filter off and trestle against nftables with the same rules, and draws the rate against the rule count. " +
 			"Goals: 100 rules at most 20% below the filter off; trestle at least 3x nftables at every count. 3 repetitions, about 30 minutes",
 		DUTs:  filterScaleDUTs(),
-		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput}, Reps: 3, Timing: DefaultTiming,
+		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: TestsOf(TestThroughput), Reps: 3, Timing: DefaultTiming,
 		Goals: filterScaleGoals(),
 	},
 	"vlan-overhead": {
@@ -300,14 +245,14 @@ var Scenarios = map[string]Scenario{
 			"The report gives each DUT's VLAN cost, tagged/untagged, with ministat's verdict, and trestle against Open vSwitch, both tagged. " +
 			"Goals: trestle's cost at most 5% in xdp mode (OpenBSD's vlan(4) lost 38%), and trestle at least 5x Open vSwitch with VLANs. " +
 			"5 repetitions, about 25 minutes (Open vSwitch's searches take longest)",
-		DUTs: []string{"trestle:xdp", "trestle:xdp@vlan", "trestle", "trestle@vlan", "ovs", "ovs@vlan", "linux-bridge", "linux-bridge@vlan"}, Hosts: 2, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []string{TestThroughput, TestTCP}, Streams: []int{1}, IperfTime: 5 * time.Second, Reps: 5, Timing: DefaultTiming,
+		DUTs: MustSpecs("trestle:xdp", "trestle:xdp@vlan", "trestle", "trestle@vlan", "ovs", "ovs@vlan", "linux-bridge", "linux-bridge@vlan"), Hosts: 2, Chain: []int{1},
+		Sizes: []FrameSize{"64"}, Tests: []Kind{throughputKind{}, TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 5, Timing: DefaultTiming,
 		Goals: []Goal{
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "trestle:xdp", Min: 0.95, Why: "trestle's VLAN cost in xdp mode at most 5% (vlan(4) lost 38%)"},
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "ovs@vlan", Min: 5, Why: "trestle at least 5x Open vSwitch on the same VLAN set-up"},
 		},
 	},
-}
+})
 
 // ScenarioNames lists the presets in a stable order.
 func ScenarioNames() []string {
@@ -346,8 +291,8 @@ func (s Scenario) Describe() string {
 		return b.String()
 	}
 	b.WriteString("\n" + wrap(s.About, 80, "", "") + "\n\n")
-	fmt.Fprintf(&b, "DUTs:     %s\n", strings.Join(s.DUTs, ", "))
-	fmt.Fprintf(&b, "Tests:    %s", strings.Join(s.Tests, ", "))
+	fmt.Fprintf(&b, "DUTs:     %s\n", strings.Join(SpecTexts(s.DUTs), ", "))
+	fmt.Fprintf(&b, "Tests:    %s", strings.Join(s.TestNames(), ", "))
 	if len(s.Sizes) > 0 {
 		var sizes []string
 		for _, z := range s.Sizes {
@@ -355,14 +300,20 @@ func (s Scenario) Describe() string {
 		}
 		fmt.Fprintf(&b, "; frame sizes %s", strings.Join(sizes, ", "))
 	}
-	if s.has(TestTCP) && len(s.Streams) > 0 {
-		fmt.Fprintf(&b, "; iperf3 TCP streams %s", strings.Trim(fmt.Sprint(s.Streams), "[]"))
+	for _, k := range s.kinds() {
+		if l, ok := k.(testsLiner); ok {
+			b.WriteString(l.TestsLine(s))
+		}
 	}
-	if s.has(TestThroughput) && slices.ContainsFunc(s.DUTs, func(d string) bool { v, _ := SplitVariant(d); return v.Mirror }) {
+	if s.has(TestThroughput) && slices.ContainsFunc(s.DUTs, func(d Spec) bool { return d.Mirror }) {
 		b.WriteString("; with a mirror, span: the span host's frames as a share of h2's at the throughput")
 	}
-	if s.has(TestCores) {
-		fmt.Fprintf(&b, "\nCPUs:     %s (the generator's threads, each CPU forwarding its own)", intsText(s.CoreCounts))
+	for _, k := range s.kinds() {
+		if d, ok := k.(describer); ok {
+			if line := d.Describe(s); line != "" {
+				b.WriteString("\n" + line)
+			}
+		}
 	}
 	if s.BySize && len(s.Sizes) > 1 {
 		fmt.Fprintf(&b, "\nRepeats:  %d, each frame size in turn (a unit per DUT and size), the DUTs in an order rotated each size and repetition\n", s.Reps)
@@ -403,29 +354,28 @@ func (s Scenario) Has(test string) bool { return s.has(test) }
 
 func (s Scenario) has(test string) bool {
 	for _, t := range s.Tests {
-		if t == test {
+		if t.Name() == test {
 			return true
 		}
 	}
 	return false
 }
 
-func (s Scenario) hasPacketTests() bool {
-	for _, t := range packetTestKinds {
-		if s.has(t) {
-			return true
-		}
+// TestNames are the names of the scenario's tests, in its order.
+func (s Scenario) TestNames() []string {
+	out := make([]string, len(s.Tests))
+	for i, t := range s.Tests {
+		out[i] = t.Name()
 	}
-	return false
+	return out
 }
 
 // shape is the topology of one unit: the straight path for direct.
-func (s Scenario) shape(dut string, chain int) Shape {
-	if isDirect(dut) {
-		return Shape{Hosts: 2, Chain: 0, Queues: s.coresQueues()}
+func (s Scenario) shape(v Spec, chain int) Shape {
+	if v.Direct() {
+		return Shape{Hosts: 2, Chain: 0, Queues: s.needs().Queues}
 	}
-	v, _ := SplitVariant(dut)
-	return Shape{Hosts: max(s.Hosts, 2), Chain: chain, Patch: v.Patched(), Queues: s.coresQueues()}
+	return Shape{Hosts: max(s.Hosts, 2), Chain: chain, Patch: v.Patched(), Queues: s.needs().Queues}
 }
 
 // CheckJoins refuses the knobs that choose how a chain's bridges are
@@ -436,9 +386,9 @@ func (s Scenario) CheckJoins() error {
 	if slices.Max(append([]int{0}, s.Chain...)) > 1 {
 		return nil
 	}
-	for _, d := range s.DUTs {
-		if v, err := SplitVariant(d); err == nil && v.Join() != "" {
-			return fmt.Errorf("DUT %q: @%s chooses how a chain's bridges are joined, and %s has no chain of 2 or more bridges (chains %s): measure it in the chain scenario, or give --chains", d, v.Join(), s.Name, strings.Trim(fmt.Sprint(s.Chain), "[]"))
+	for _, v := range s.DUTs {
+		if v.Join() != "" {
+			return fmt.Errorf("DUT %q: @%s chooses how a chain's bridges are joined, and %s has no chain of 2 or more bridges (chains %s): measure it in the chain scenario, or give --chains", v.Text, v.Join(), s.Name, strings.Trim(fmt.Sprint(s.Chain), "[]"))
 		}
 	}
 	return nil
@@ -452,9 +402,9 @@ func (s Scenario) CheckFloor() error {
 	if why == "" {
 		return nil
 	}
-	for _, d := range s.DUTs {
-		if v, err := SplitVariant(d); err == nil && v.Name == "floor" {
-			return fmt.Errorf("DUT %q: %s has %d hosts: %s", d, s.Name, s.Hosts, why)
+	for _, v := range s.DUTs {
+		if v.Name == "floor" {
+			return fmt.Errorf("DUT %q: %s has %d hosts: %s", v.Text, s.Name, s.Hosts, why)
 		}
 	}
 	return nil
@@ -471,14 +421,14 @@ func (s Scenario) CheckBidirectional() error {
 	if !s.has(TestThroughput) {
 		return fmt.Errorf("--bidirectional is for the throughput test; %s has none", s.Name)
 	}
-	for _, t := range []string{TestRestart, TestMACFlood, TestSoak, TestTable} {
-		if s.has(t) {
-			return fmt.Errorf("--bidirectional: %s's %s test runs one way, at a share of the one-way throughput", s.Name, t)
+	for _, k := range s.kinds() {
+		if k.Needs(s).OneWay {
+			return fmt.Errorf("--bidirectional: %s's %s test runs one way, at a share of the one-way throughput", s.Name, k.Name())
 		}
 	}
-	for _, d := range s.DUTs {
-		if v, err := SplitVariant(d); err == nil && v.Mirror {
-			return fmt.Errorf("--bidirectional: DUT %q: the span host would count both directions", d)
+	for _, v := range s.DUTs {
+		if v.Mirror {
+			return fmt.Errorf("--bidirectional: DUT %q: the span host would count both directions", v.Text)
 		}
 	}
 	return nil
@@ -497,10 +447,4 @@ func BidirectionalNote(s Scenario, p Placement) string {
 		n += "Both generators share one CPU: with a CPU for each direction's generator the sum could be higher"
 	}
 	return n
-}
-
-// isDirect says whether a DUT spec is the straight path (or a variant of it).
-func isDirect(dut string) bool {
-	v, _ := SplitVariant(dut)
-	return v.Name == "direct"
 }

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/gen"
 	"github.com/trestle/trestle/internal/sink"
@@ -239,7 +241,7 @@ func soakSpec(s Scenario, tm Timing) (TrialSpec, error) {
 
 // soakTest finds the zero-loss rate of the soak's traffic (a result of
 // its own), then runs the stream at s.Load of it for s.Duration.
-func soakTest(ctx context.Context, s Scenario, rig *Rig, base Result, add func(Result), status func(string)) error {
+func soakTest(ctx context.Context, s Scenario, window time.Duration, rig *Rig, base Result, add func(Result), status func(string)) error {
 	size := s.firstSize()
 	spec, err := soakSpec(s, s.Timing)
 	if err != nil {
@@ -259,7 +261,7 @@ func soakTest(ctx context.Context, s Scenario, rig *Rig, base Result, add func(R
 	}
 	rec := &SoakRecord{FrameSize: size, Flows: spec.Flows, SrcPorts: spec.SrcPorts.String(), Throughput: sr.Throughput, Load: s.Load,
 		RatePPS: s.Load * sr.Throughput, Seconds: s.Duration.Seconds(), Unmeasured: map[string]string{}}
-	err = rig.soak(ctx, s, spec, rec, status)
+	err = rig.soak(ctx, s, window, spec, rec, status)
 	r := base
 	r.Test, r.Param, r.Unit, r.Value, r.Soak = TestSoak, string(size), "frames", float64(rec.Lost), rec
 	if err != nil {
@@ -281,8 +283,7 @@ func soakWindow(d, w time.Duration) time.Duration {
 }
 
 // soak runs the stream and reads it window by window.
-func (r *Rig) soak(ctx context.Context, s Scenario, spec TrialSpec, rec *SoakRecord, status func(string)) error {
-	window := soakWindow(s.Duration, s.Window)
+func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec TrialSpec, rec *SoakRecord, status func(string)) error {
 	every := max(window/6, time.Second)
 	rec.WindowSeconds, rec.SampleSeconds = window.Seconds(), every.Seconds()
 	to := r.sinks[1]
@@ -447,7 +448,8 @@ func latencyP99(l *sink.Latency) time.Duration {
 	return l.P99
 }
 
-// checkStream refuses a mac-flood or soak test it cannot run.
+// checkStream refuses a stream of a mac-flood or soak test that it cannot
+// run: its load and duration.
 func (s Scenario) checkStream() error {
 	if s.StreamRate <= 0 && (s.Load <= 0 || s.Load > 1) {
 		return fmt.Errorf("%s: the stream's load %v: a fraction of the throughput above 0, up to 1", s.Name, s.Load)
@@ -455,44 +457,81 @@ func (s Scenario) checkStream() error {
 	if s.Duration <= 0 {
 		return fmt.Errorf("%s: a duration above 0 is needed", s.Name)
 	}
-	if s.has(TestMACFlood) && (s.Sources < 1 || s.Sources > 1<<24) {
-		return fmt.Errorf("mac-flood: %d sources: 1..%d", s.Sources, 1<<24)
-	}
-	if s.has(TestMACFlood) && s.Hosts < 4 {
-		return fmt.Errorf("mac-flood: %d hosts: the stream and the flood need 4", s.Hosts)
-	}
-	if s.has(TestSoak) && (s.Flows < 1 || s.Flows > 65536-soakPortBase) {
-		return fmt.Errorf("soak: %d flows: 1..%d (one UDP source port each, from %d)", s.Flows, 65536-soakPortBase, soakPortBase)
-	}
 	return nil
 }
 
-// streamNotes say how the mac-flood and soak tests measure, for the run's notes.
-func streamNotes(s Scenario) []string {
-	var out []string
-	rate := fmt.Sprintf("%.0f%% of the DUT's zero-loss throughput at %s, measured first", 100*s.Load, s.firstSize().Label())
+// streamRate says what rate the stream of a mac-flood or soak test runs at.
+func streamRate(s Scenario) string {
 	if s.StreamRate > 0 {
-		rate = pps(s.StreamRate)
+		return pps(s.StreamRate)
 	}
-	if s.has(TestMACFlood) {
-		out = append(out, fmt.Sprintf("mac-flood: a stream h1 -> h2 (%s frames at %s) for %v, once alone and once while h3 sends 64-byte frames to h4 (learned) "+
-			"from %d source addresses scattered at random over 0a:66:6c:xx:xx:xx (each sent once a cycle) at its generator's full rate for %v, starting %v into the stream; "+
-			"the stream's generator on CPU of the placement's generator, the flood's on the DUT's CPU. "+
-			"Lost = frames sent less the distinct frames h2 counted; rate = those frames a second of the stream; flooded = stream frames h3 counted. "+
-			"Every %v: the flooded bridge's learned addresses (trestle: the datapath's per-port counts through its control socket; the Linux bridge: IFLA_BR_FDB_N_LEARNED; "+
-			"Open vSwitch: ovs-appctl fdb/stats-show, less its static entries), the daemon's VmRSS, the stream's rate at h2 and the flood's at h4. "+
-			"Static entries: %d on h2's port, added before the streams (trestle fdb add, bridge fdb add ... static, ovs-appctl fdb/add), looked for after the flood. "+
-			"The second bridge (brs, hosts s1 and s2) is taught %d new addresses from s1 midway through each stream, its table read every %v until it holds them all (at most %v). "+
-			"Table size asked of every DUT: %d",
-			s.firstSize().Label(), rate, floodLead+s.Duration+floodTail, s.Sources, s.Duration, floodLead, sampleEvery, floodStatics, sideAddrs, sidePoll, sideLimit, s.MaxEntries))
+	return fmt.Sprintf("%.0f%% of the DUT's zero-loss throughput at %s, measured first", 100*s.Load, s.firstSize().Label())
+}
+
+// TestSoak: a long stream at Load of the zero-loss rate, its figures per
+// Window.
+const TestSoak = "soak"
+
+// SoakTest is the soak test: a stream at Load of the zero-loss rate for
+// Duration, its figures per Window (0: a sixth of the duration, at most a
+// minute).
+type SoakTest struct {
+	Window time.Duration
+}
+
+func (SoakTest) Name() string         { return TestSoak }
+func (SoakTest) Needs(Scenario) Needs { return Needs{OneWay: true} }
+
+func (SoakTest) Estimate(s Scenario, _ Spec) time.Duration {
+	tm := s.Timing
+	trial := tm.Search.Trial + tm.Settle + tm.Drain
+	return 3*trial + tm.Search.Confirm + s.Duration + tm.Settle + tm.Drain
+}
+
+// Prepare refuses a soak it cannot run, and says how it measures.
+func (k SoakTest) Prepare(s Scenario) ([]string, error) {
+	if err := s.checkStream(); err != nil {
+		return nil, err
 	}
-	if s.has(TestSoak) {
-		w := soakWindow(s.Duration, s.Window)
-		out = append(out, fmt.Sprintf("soak: the RFC 2544 search for the zero-loss rate of %s frames in %d flows (UDP source ports from %d), then a stream at %s for %v; "+
-			"per %v window: the sequence gaps h2's sink found, its rate and the latency percentiles of 1 frame in 64 per flow (one-way, the generator's timestamp to the sink's clock); "+
-			"every %v: the daemon's VmRSS, the bridge's learned addresses and the entries of every hash map of the eBPF programs on the DUT's ports (counted key by key from the lab; arrays are fixed). "+
-			"Stable: p50, p90 and p99 of the last window within %.0f%% (or %v) of the first's; flat: memory grown by at most %.0f%% (or %d MiB), no map's entries above its first sample's. Both ends send a learning frame every %v, as hosts that speak do, so the stream's destination never ages out",
-			s.firstSize().Label(), max(s.Flows, 1), soakPortBase, rate, s.Duration, w, max(w/6, time.Second), 100*LatencyDrift, LatencySlack, 100*MemoryDrift, MemorySlack>>10, soakRelearn))
+	if s.Flows < 1 || s.Flows > 65536-soakPortBase {
+		return nil, fmt.Errorf("soak: %d flows: 1..%d (one UDP source port each, from %d)", s.Flows, 65536-soakPortBase, soakPortBase)
 	}
-	return out
+	w := soakWindow(s.Duration, k.Window)
+	return []string{fmt.Sprintf("soak: the RFC 2544 search for the zero-loss rate of %s frames in %d flows (UDP source ports from %d), then a stream at %s for %v; "+
+		"per %v window: the sequence gaps h2's sink found, its rate and the latency percentiles of 1 frame in 64 per flow (one-way, the generator's timestamp to the sink's clock); "+
+		"every %v: the daemon's VmRSS, the bridge's learned addresses and the entries of every hash map of the eBPF programs on the DUT's ports (counted key by key from the lab; arrays are fixed). "+
+		"Stable: p50, p90 and p99 of the last window within %.0f%% (or %v) of the first's; flat: memory grown by at most %.0f%% (or %d MiB), no map's entries above its first sample's. Both ends send a learning frame every %v, as hosts that speak do, so the stream's destination never ages out",
+		s.firstSize().Label(), max(s.Flows, 1), soakPortBase, streamRate(s), s.Duration, w, max(w/6, time.Second), 100*LatencyDrift, LatencySlack, 100*MemoryDrift, MemorySlack>>10, soakRelearn)}, nil
+}
+
+func (k SoakTest) Run(ctx context.Context, u *UnitRun) error {
+	return soakTest(ctx, u.S, soakWindow(u.S.Duration, k.Window), u.Rig, u.Base, u.Add, u.Status)
+}
+
+func (SoakTest) Flags(f *pflag.FlagSet) {
+	f.Duration("window", 0, "soak: the windows of loss and latency (default 1m)")
+}
+
+// SetFlags: --window sets the window, at most the stream's duration (set
+// first, by --duration); a window longer than a --duration given alone
+// gives way to a sixth of it. A scenario without a soak refuses --window.
+func (SoakTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
+	k, ok := TestOf[SoakTest](*s)
+	if !ok {
+		if f.Changed("window") {
+			return fmt.Errorf("--window is for the soak scenario, not %s", s.Name)
+		}
+		return nil
+	}
+	if f.Changed("window") {
+		w, _ := f.GetDuration("window")
+		if w <= 0 || w > s.Duration {
+			return fmt.Errorf("--window %v: above 0, at most the duration (%v)", w, s.Duration)
+		}
+		k.Window = w
+	} else if f.Changed("duration") && k.Window > s.Duration {
+		k.Window = 0 // a sixth of a short soak
+	}
+	Configure(s, func(SoakTest) SoakTest { return k })
+	return nil
 }

@@ -86,19 +86,19 @@ func TestSoakSummary(t *testing.T) {
 
 func TestSoakScenario(t *testing.T) {
 	s := Scenarios["soak"]
-	if s.Duration != 10*time.Minute || s.Window != time.Minute || s.Load != 0.9 || s.Flows != 1000 || s.firstSize() != "imix" || !s.has(TestSoak) {
+	if s.Duration != 10*time.Minute || soakOf(s).Window != time.Minute || s.Load != 0.9 || s.Flows != 1000 || s.firstSize() != "imix" || !s.has(TestSoak) {
 		t.Errorf("soak: %+v", s)
 	}
 	spec, err := soakSpec(s, s.Timing)
 	if err != nil || spec.Flows != 1000 || spec.SrcPorts.First != 1024 || spec.SrcPorts.Last != 2023 || len(spec.Mix.Sizes) != 3 {
 		t.Errorf("soakSpec: %+v %v", spec, err)
 	}
-	if err := s.checkStream(); err != nil {
+	if _, err := s.prepare(); err != nil {
 		t.Error(err)
 	}
 	bad := s
 	bad.Flows = 70000
-	if err := bad.checkStream(); err == nil || !strings.Contains(err.Error(), "70000 flows") {
+	if _, err := bad.prepare(); err == nil || !strings.Contains(err.Error(), "70000 flows") {
 		t.Errorf("checkStream of 70000 flows: %v", err)
 	}
 	for _, c := range []struct{ d, w, want time.Duration }{
@@ -122,9 +122,9 @@ func TestSoakScenario(t *testing.T) {
 func TestExecuteSoak(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
-	sc := Scenario{Name: "test", DUTs: []string{"trestle:xdp"}, Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"imix"}, Tests: []string{TestSoak},
-		Flows: 100, Load: 0.5, Duration: 3 * time.Second, Window: time.Second, Reps: 1, Timing: tinyTiming()}
-	before := ours(t, "tl")
+	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"imix"}, Tests: []Kind{SoakTest{Window: time.Second}},
+		Flows: 100, Load: 0.5, Duration: 3 * time.Second, Reps: 1, Timing: tinyTiming()}
+	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,13 @@ func TestExecuteSoak(t *testing.T) {
 	if !fdb {
 		t.Errorf("no fdb map among %+v", s.Maps)
 	}
-	if left := ours(t, "tl"); len(left) != len(before) {
+	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
+}
+
+// soakOf is s's soak test.
+func soakOf(s Scenario) SoakTest {
+	k, _ := TestOf[SoakTest](s)
+	return k
 }

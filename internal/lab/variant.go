@@ -16,19 +16,18 @@ import (
 // module is the source tree BuildVariant looks for.
 const module = "github.com/trestle/trestle"
 
-// variantEdits turn the switch program into its variant: the memos of
-// bpf/lib/fdb.h never hit (a different program over the same maps), as
-// cmd/trestle's persistence tests make "a newer build".
-var variantEdits = [][2]string{
-	{"return m->ifindex == ifindex &&", "return 0 && m->ifindex == ifindex &&"},
-	{"if (m && m->gen == v->gen", "if (0 && m && m->gen == v->gen"},
-}
+// variantDefine is the build option that makes the switch program the
+// variant: its table's memos (bpf/lib/fdb.h) never used, a different
+// program over the same maps, as cmd/trestle's persistence tests make "a
+// newer build".
+const variantDefine = "-DTR_LAB_VARIANT"
 
 // BuildVariant builds another trestle for the restart test's upgrade events
 // when none is given: the switch program of the source tree with its memos
-// disabled, compiled with clang and embedded with `go build -overlay`, in
-// dir. It needs the source tree (found upward from the working directory
-// or the lab's binary), clang and go; without them it says what is missing.
+// disabled (variantDefine), compiled with clang and embedded with `go build
+// -overlay`, in dir. It needs the source tree (found upward from the
+// working directory or the lab's binary), clang and go; without them it
+// says what is missing.
 func BuildVariant(ctx context.Context, dir, version string) (TrestleBuild, error) {
 	root, err := sourceTree()
 	if err != nil {
@@ -39,31 +38,16 @@ func BuildVariant(ctx context.Context, dir, version string) (TrestleBuild, error
 			return TrestleBuild{}, fmt.Errorf("build the variant: %s is not on PATH", tool)
 		}
 	}
-	src := filepath.Join(dir, "bpf")
+	src := filepath.Join(root, "bpf")
 	if err := os.RemoveAll(dir); err != nil {
 		return TrestleBuild{}, err
 	}
-	if err := os.CopyFS(src, os.DirFS(filepath.Join(root, "bpf"))); err != nil {
-		return TrestleBuild{}, fmt.Errorf("build the variant: copy %s/bpf: %w", root, err)
-	}
-	fdbH := filepath.Join(src, "lib", "fdb.h")
-	b, err := os.ReadFile(fdbH)
-	if err != nil {
-		return TrestleBuild{}, fmt.Errorf("build the variant: %w", err)
-	}
-	text := string(b)
-	for _, e := range variantEdits {
-		if !strings.Contains(text, e[0]) {
-			return TrestleBuild{}, fmt.Errorf("build the variant: %q is no longer in bpf/lib/fdb.h (update internal/lab/variant.go)", e[0])
-		}
-		text = strings.Replace(text, e[0], e[1], 1)
-	}
-	if err := os.WriteFile(fdbH, []byte(text), 0o644); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return TrestleBuild{}, err
 	}
-	// The flags of internal/bpf's go:generate line.
+	// The flags of internal/bpf's go:generate line, and the variant's.
 	obj := filepath.Join(dir, "trestle_bpfel.o")
-	cc := exec.CommandContext(ctx, "clang", "-O2", "-g", "-Wall", "-Werror", "-target", "bpfel",
+	cc := exec.CommandContext(ctx, "clang", "-O2", "-g", "-Wall", "-Werror", variantDefine, "-target", "bpfel",
 		"-I"+filepath.Join(src, "include"), "-I"+src, "-I/usr/include/"+multiarch(), "-c", filepath.Join(src, "trestle.c"), "-o", obj)
 	if out, err := cc.CombinedOutput(); err != nil {
 		return TrestleBuild{}, fmt.Errorf("build the variant: clang: %v: %s", err, strings.TrimSpace(string(out)))

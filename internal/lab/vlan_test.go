@@ -29,7 +29,7 @@ func TestSplitVariantVLAN(t *testing.T) {
 		{spec: "ovs@vlan=10", err: "bin=PATH, vlan"},
 		{spec: "ovs@vlans", err: "bin=PATH, vlan"},
 	} {
-		v, err := SplitVariant(c.spec)
+		v, err := ParseSpec(c.spec)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: error %v, want one with %q", c.spec, err, c.err)

@@ -17,7 +17,7 @@ import (
 // the Linux bridge keeping state unavailable (no bridge conntrack).
 func filterScaleRun() *lab.Run {
 	s := lab.Scenarios["filter-scale"]
-	run := &lab.Run{Scenario: s.Name, Title: s.Title, Reps: 3, Sizes: s.Sizes, Timing: lab.DefaultTiming, DUTs: s.DUTs, Goals: s.Goals}
+	run := &lab.Run{Scenario: s.Name, Title: s.Title, Reps: 3, Sizes: s.Sizes, Timing: lab.DefaultTiming, DUTs: lab.SpecTexts(s.DUTs), Goals: s.Goals}
 	rate := func(d string) (float64, bool) {
 		base, f := lab.FilterOf(d)
 		n := 0.0

@@ -18,8 +18,6 @@ import (
 	"github.com/trestle/trestle/internal/report/svg"
 )
 
-func isStream(test string) bool { return test == lab.TestMACFlood || test == lab.TestSoak }
-
 // FloodRow is one DUT's mac-flood test in one repetition.
 type FloodRow struct {
 	DUT   string

@@ -195,8 +195,8 @@ func Groups(run *lab.Run) []*Group {
 	index := map[string]*Group{}
 	rows := map[string]*Row{}
 	for _, r := range run.Results {
-		if r.Test == "unit" || isRestart(r.Test) || isStream(r.Test) || r.Test == lab.TestLoadLatency || r.Test == lab.TestCores {
-			continue // restart, mac-flood, soak, latency-load and cores results have tables of their own
+		if r.Test == "unit" || ownSection(r.Test) {
+			continue // restart, mac-flood, soak, latency-load, cores and idle results have sections of their own
 		}
 		chain := r.Chain
 		if r.DUT == "direct" {
@@ -471,13 +471,9 @@ func Terminal(w io.Writer, run *lab.Run) {
 		}
 		tw.write(w)
 	}
-	if rows := Restarts(run); len(rows) > 0 {
-		terminalRestarts(w, rows)
+	for _, sec := range sections {
+		sec.terminal(w, run)
 	}
-	terminalFloods(w, Floods(run))
-	terminalSoaks(w, Soaks(run))
-	terminalLoadLatency(w, run)
-	terminalCores(w, run, Cores(run))
 	if cs := Compare(groups); len(cs) > 0 {
 		fmt.Fprintf(w, "\n%s:\n", ministatHead)
 		for _, c := range cs {
@@ -659,20 +655,10 @@ func Write(dir string, run *lab.Run) error {
 			}
 		}
 	}
-	if rows := Restarts(run); len(rows) > 0 {
-		markdownRestarts(&b, rows)
-	}
-	if err := markdownFloods(&b, dir, run, Floods(run)); err != nil {
-		return err
-	}
-	if err := markdownSoaks(&b, dir, Soaks(run)); err != nil {
-		return err
-	}
-	if err := markdownLoadLatency(&b, dir, run); err != nil {
-		return err
-	}
-	if err := markdownCores(&b, dir, run, Cores(run)); err != nil {
-		return err
+	for _, sec := range sections {
+		if err := sec.markdown(&b, dir, run); err != nil {
+			return err
+		}
 	}
 	if est := imixEstimates(groups); len(est) > 0 {
 		b.WriteString("\nIMIX bandwidth, seed 001's formula next to what was sent:\n\n")
@@ -1165,7 +1151,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 // a run before the lab recorded joins, when trestle's were veth pairs), or
 // else as its spec means it.
 func chainLabel(run *lab.Run, dut string) string {
-	v, err := lab.SplitVariant(dut)
+	v, err := lab.ParseSpec(dut)
 	if err != nil || v.Join() != "" || dut == "direct" {
 		return dut
 	}

@@ -12,10 +12,6 @@ import (
 	"github.com/trestle/trestle/internal/report/svg"
 )
 
-func isRestart(test string) bool {
-	return test == lab.TestRestart || test == lab.TestRestartFlooded
-}
-
 // RestartRow is one DUT's events of one kind, over every repetition. Its
 // figures are per event, not per repetition: medians of repetitions and
 // ratios to the straight path say nothing of a restart, and the goal (none

@@ -1,0 +1,447 @@
+package lab
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Kind is a test kind of the lab: one unit that says what it needs of a
+// unit and when it runs in it (Needs), how long it takes (Estimate), and
+// how it runs and what it records (Run, adding Results whose Test is its
+// Name, or its twins'). A kind's value is its test spec: its own settings
+// are its fields (TCPTest{Streams: []int{1, 4}}), and a scenario's Tests
+// are such values. A kind is registered by one line of Kinds; a unit runs
+// the scenario's tests in the order of Kinds, phase by phase (Phase). As
+// the DUT interface does, a kind may have optional powers, found by type
+// assertion: flags of its own (flagger), a check of its settings with a
+// note for the run (preparer), a placement of its own (placer), words for
+// the scenario's description (describer, testsLiner), a report section of
+// its own (Reporter), a preset scenario of its own (presetter).
+//
+// Adding a kind is a file (the kind, its record type, its report section
+// as a Reporter, its test) and a line of Kinds: idle.go is one. XXX the
+// report sections of the kinds from before the registry (restart,
+// mac-flood, soak, latency-load, cores) are still internal/report's
+// (its sections table), and their records still fields of Result (the
+// JSON's shape); a new kind's record goes in Result.Record.
+type Kind interface {
+	Name() string
+	// Needs is what a unit of s must set up for the kind.
+	Needs(s Scenario) Needs
+	// Estimate is how long the kind adds to a unit of s with dut.
+	Estimate(s Scenario, dut Spec) time.Duration
+	// Run measures the kind in one unit (at one frame size, u.Size, for
+	// a PerSize kind).
+	Run(ctx context.Context, u *UnitRun) error
+}
+
+// Phase is when in a unit a kind runs.
+type Phase int
+
+const (
+	// PerUnit: once a unit, after the PerSize kinds, the generator and
+	// sinks up.
+	PerUnit Phase = iota
+	// PerSize: at each frame size in turn, the generator and sinks up,
+	// with what the kinds before it found at that size (SizeRun).
+	PerSize
+	// Stack: once a unit, after the generator and sinks stop: traffic
+	// between the hosts' own stacks (iperf3).
+	Stack
+)
+
+// Needs is what a kind asks of a unit.
+type Needs struct {
+	// Phase is when the kind runs.
+	Phase Phase
+	// Learning: the kind measures a learning bridge, and is skipped on a
+	// DUT that does not learn.
+	Learning bool
+	// Direct: the kind runs on the straight path too (its figures are the
+	// baseline of a ratio); the generator and sinks start there only for
+	// such a kind. (Stack kinds run on every DUT.)
+	Direct bool
+	// AllHosts: a sink on every host, not only h2's (what floods is counted).
+	AllHosts bool
+	// MaxEntries: the learning table must hold this many addresses (0:
+	// the DUT's default).
+	MaxEntries int
+	// Persist: a trestle daemon pins its datapath, which outlives it;
+	// UpgradeTo is the build its upgrades go to ("": Env.OtherBuild's).
+	Persist   bool
+	UpgradeTo string
+	// SideHosts: the DUT has a second bridge with hosts of its own.
+	SideHosts bool
+	// Queues: every veth end has this many queues (0: the default).
+	Queues int
+	// OneWay: the kind's streams go one way, at a share of the one-way
+	// throughput (--bidirectional is refused).
+	OneWay bool
+}
+
+// merge is what two kinds need together.
+func (n Needs) merge(o Needs) Needs {
+	return Needs{
+		Learning: n.Learning || o.Learning, Direct: n.Direct || o.Direct, AllHosts: n.AllHosts || o.AllHosts,
+		MaxEntries: max(n.MaxEntries, o.MaxEntries), Persist: n.Persist || o.Persist, UpgradeTo: cmp.Or(n.UpgradeTo, o.UpgradeTo), SideHosts: n.SideHosts || o.SideHosts,
+		Queues: max(n.Queues, o.Queues), OneWay: n.OneWay || o.OneWay,
+	}
+}
+
+// UnitRun is what a kind runs with in one unit: the scenario as the unit
+// runs it, the rig, and where its results go.
+type UnitRun struct {
+	S   Scenario
+	Rig *Rig
+	// Base is every result's DUT, repetition and chain length.
+	Base Result
+	// Add records a result; Status says what is running; Notef adds a
+	// note to the run.
+	Add           func(Result)
+	Status, Notef func(string)
+	// Throughputs are the throughput found at each frame size by the
+	// unit's throughput test, if it ran one.
+	Throughputs map[FrameSize]float64
+	// Flows is the flow count of the unit's streams (at least 1).
+	Flows int
+	// Profile: the throughput test measures where a frame's time goes.
+	Profile bool
+	// Size is what the PerSize kinds found so far at the frame size in
+	// hand (nil outside that phase).
+	Size *SizeRun
+}
+
+// SizeRun is a frame size of a unit, and what its PerSize kinds found at
+// it for the next ones.
+type SizeRun struct {
+	Size FrameSize
+	// Search is the throughput search's result (nil: none ran), its
+	// NDR Throughput (0: none found), and Unpaced the rate its first
+	// trial offered (the generator's unpaced rate; 0 without one).
+	Search     *SearchResult
+	Throughput float64
+	Unpaced    float64
+}
+
+// loadRate is the first frame size and the rate of a stream at the
+// scenario's Load of the DUT's throughput there (see loadRate), for test.
+func (u *UnitRun) loadRate(ctx context.Context, test string) (size FrameSize, rate, tput float64, err error) {
+	size = u.S.firstSize()
+	rate, tput, err = loadRate(ctx, u.S, u.Rig, size, u.Throughputs, u.Flows, u.Base, u.Add, u.Status, test)
+	return size, rate, tput, err
+}
+
+// SetRecord sets a kind's record of r (Result.Record).
+func (r *Result) SetRecord(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s result: record: %w", r.Test, err)
+	}
+	r.Record = b
+	return nil
+}
+
+// RecordOf reads r's kind's record into v.
+func (r Result) RecordOf(v any) error {
+	if len(r.Record) == 0 {
+		return fmt.Errorf("%s result of %s: no record", r.Test, r.DUT)
+	}
+	if err := json.Unmarshal(r.Record, v); err != nil {
+		return fmt.Errorf("%s result of %s: record: %w", r.Test, r.DUT, err)
+	}
+	return nil
+}
+
+// describer is a kind that adds a line to its scenario's description
+// (Scenario.Describe): "" for none.
+type describer interface {
+	Describe(s Scenario) string
+}
+
+// Reporter is a kind with a report section of its own: its results are
+// left out of the report's tables of medians, and the report adds its
+// section (terminal text and Markdown) where the run has its results.
+type Reporter interface {
+	Kind
+	Section(run *Run) (terminal, markdown string)
+}
+
+// placer is a kind that places a run's threads itself, with notes on what
+// its placement can show (they stand for the placement's usual note).
+type placer interface {
+	Place(s Scenario, mode string) (Placement, []string, error)
+}
+
+// preparer is a kind that checks its settings before a run, and says how
+// it measures in the run's notes.
+type preparer interface {
+	Prepare(s Scenario) (notes []string, err error)
+}
+
+// prepare checks the settings of the kinds of s, and gathers their notes.
+func (s Scenario) prepare() ([]string, error) {
+	var notes []string
+	for _, k := range s.kinds() {
+		if p, ok := k.(preparer); ok {
+			n, err := p.Prepare(s)
+			if err != nil {
+				return nil, err
+			}
+			notes = append(notes, n...)
+		}
+	}
+	return notes, nil
+}
+
+// testsLiner is a kind with words for the Tests line of its scenario's
+// description: "" for none.
+type testsLiner interface {
+	TestsLine(s Scenario) string
+}
+
+// flagger is a kind with flags of its own on `trestle lab`: it declares
+// them (Flags) and, from those given, checks their values and sets a
+// scenario's test of its kind (SetFlags: a scenario without one is left
+// as it is, or refused where the flag means nothing without the kind).
+type flagger interface {
+	Flags(f *pflag.FlagSet)
+	SetFlags(f *pflag.FlagSet, s *Scenario) error
+}
+
+// DeclareFlags declares every registered kind's flags on f.
+func DeclareFlags(f *pflag.FlagSet) {
+	for _, k := range Kinds {
+		if fl, ok := k.(flagger); ok {
+			fl.Flags(f)
+		}
+	}
+}
+
+// SetFlags sets s's tests from the kinds' flags given on f, kind by kind
+// in the order of Kinds; the first bad one is the error.
+func (s *Scenario) SetFlags(f *pflag.FlagSet) error {
+	for _, k := range Kinds {
+		if fl, ok := k.(flagger); ok {
+			if err := fl.SetFlags(f, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SplitList is a comma-separated list's items, trimmed, the empty ones
+// left out.
+func SplitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ParseInts reads a flag's comma-separated numbers, each in lo..hi.
+func ParseInts(flag, s string, lo, hi int) ([]int, error) {
+	var out []int
+	for _, p := range SplitList(s) {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf("%s %q: %q is not a number in %d..%d", flag, s, p, lo, hi)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: empty", flag)
+	}
+	return out, nil
+}
+
+// presetter is a kind with a preset scenario of its own.
+type presetter interface {
+	Preset() Scenario
+}
+
+// Kinds are the test kinds that run once a unit, in the order a unit runs
+// them. Adding a kind is its own file and a line here.
+var Kinds = []Kind{
+	throughputKind{},
+	LoadLatencyTest{},
+	LatencyTest{},
+	lossKind{},
+	b2bKind{},
+	floodKind{},
+	TableTest{},
+	RestartTest{},
+	MACFloodTest{},
+	SoakTest{},
+	CoresTest{},
+	CacheTest{},
+	LearnTest{},
+	idleKind{},
+	TCPTest{},
+	UDPTest{},
+}
+
+// KindOf is the registered kind of a test name (nil: none).
+func KindOf(test string) Kind {
+	for _, k := range Kinds {
+		if k.Name() == test {
+			return k
+		}
+	}
+	return nil
+}
+
+// TestsOf are the registered kinds of names with no settings of their own:
+// tests for a scenario whose kinds need none (a kind with settings is
+// written as its value, TCPTest{Streams: ...}). A name not registered is
+// a mistake in the code.
+func TestsOf(names ...string) []Kind {
+	out := make([]Kind, len(names))
+	for i, n := range names {
+		if out[i] = KindOf(n); out[i] == nil {
+			panic(fmt.Sprintf("lab: no test kind %q", n))
+		}
+	}
+	return out
+}
+
+// kinds are the tests that s runs, each with its settings, in the order
+// of Kinds.
+func (s Scenario) kinds() []Kind {
+	var out []Kind
+	for _, k := range Kinds {
+		for _, t := range s.Tests {
+			if t.Name() == k.Name() {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestOf is s's test of kind T, if it has one.
+func TestOf[T Kind](s Scenario) (T, bool) {
+	for _, t := range s.Tests {
+		if k, ok := t.(T); ok {
+			return k, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// Configure changes the settings of s's test of kind T with f, if s has
+// one (the command line's flags: --streams on a TCPTest). s's tests are
+// copied first: a preset's stay as they are.
+func Configure[T Kind](s *Scenario, f func(T) T) {
+	s.Tests = slices.Clone(s.Tests)
+	for i, t := range s.Tests {
+		if k, ok := t.(T); ok {
+			s.Tests[i] = f(k)
+		}
+	}
+}
+
+// WithoutTest is s without its test of kind name.
+func (s *Scenario) WithoutTest(name string) {
+	s.Tests = slices.DeleteFunc(slices.Clone(s.Tests), func(t Kind) bool { return t.Name() == name })
+}
+
+// phase is the kinds of s that run in phase p, in the order of Kinds.
+func (s Scenario) phase(p Phase) []Kind {
+	var out []Kind
+	for _, k := range s.kinds() {
+		if k.Needs(s).Phase == p {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// runPhase runs the kinds of phase p, skipping those that need a learning
+// bridge on a DUT that does not learn.
+func (u *UnitRun) runPhase(ctx context.Context, p Phase) error {
+	for _, k := range u.S.phase(p) {
+		if k.Needs(u.S).Learning && !u.Rig.DUT.Learns() {
+			continue
+		}
+		if err := k.Run(ctx, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// needs is what the registered kinds of s need together.
+func (s Scenario) needs() Needs {
+	var n Needs
+	for _, k := range s.kinds() {
+		n = n.merge(k.Needs(s))
+	}
+	return n
+}
+
+// hasPacketTests says whether s has a kind that runs with the generator
+// and sinks up.
+func (s Scenario) hasPacketTests() bool {
+	return len(s.phase(PerSize))+len(s.phase(PerUnit)) > 0
+}
+
+// Sections are the report sections of the run's kinds that have one, in
+// the order of Kinds, for the report to add.
+func Sections(run *Run) (terminal, markdown []string) {
+	for _, k := range Kinds {
+		r, ok := k.(Reporter)
+		if !ok || !run.hasTest(k.Name()) {
+			continue
+		}
+		t, m := r.Section(run)
+		if t != "" {
+			terminal = append(terminal, t)
+		}
+		if m != "" {
+			markdown = append(markdown, m)
+		}
+	}
+	return terminal, markdown
+}
+
+// OwnSection says whether results of test go to a kind's own report
+// section rather than the tables of medians.
+func OwnSection(test string) bool {
+	_, ok := KindOf(test).(Reporter)
+	return ok
+}
+
+// hasTest says whether the run has a result of test.
+func (run *Run) hasTest(test string) bool {
+	for _, r := range run.Results {
+		if r.Test == test {
+			return true
+		}
+	}
+	return false
+}
+
+// registeredPresets adds the kinds' own presets to the scenarios.
+func registeredPresets(into map[string]Scenario) map[string]Scenario {
+	for _, k := range Kinds {
+		if p, ok := k.(presetter); ok {
+			s := p.Preset()
+			into[s.Name] = s
+		}
+	}
+	return into
+}

@@ -1,0 +1,108 @@
+package lab
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// TestKindsRegistry: every kind is registered once, under the name its
+// results carry, and every preset's tests are registered kinds.
+func TestKindsRegistry(t *testing.T) {
+	seen := map[string]bool{}
+	for _, k := range Kinds {
+		if seen[k.Name()] {
+			t.Errorf("%s registered twice", k.Name())
+		}
+		seen[k.Name()] = true
+		if KindOf(k.Name()) == nil {
+			t.Errorf("KindOf(%s) is nil", k.Name())
+		}
+	}
+	for _, n := range ScenarioNames() {
+		for _, test := range Scenarios[n].Tests {
+			if !seen[test.Name()] {
+				t.Errorf("%s: test %s is not a registered kind", n, test.Name())
+			}
+		}
+	}
+}
+
+// TestKindFlags: the kinds' flags set the settings of the scenario's own
+// tests, on a copy: the preset keeps its settings.
+func TestKindFlags(t *testing.T) {
+	f := pflag.NewFlagSet("lab", pflag.ContinueOnError)
+	DeclareFlags(f)
+	if err := f.Parse([]string{"--streams", "2,3", "--udp-rate", "5G", "--event-lead", "2s", "--events", "sigkill=2"}); err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenarios["inline"]
+	if err := sc.SetFlags(f); err != nil {
+		t.Fatal(err)
+	}
+	tcp, _ := TestOf[TCPTest](sc)
+	udp, _ := TestOf[UDPTest](sc)
+	if !slices.Equal(tcp.Streams, []int{2, 3}) || udp.Rate != "5G" {
+		t.Errorf("inline with flags: %+v %+v", tcp, udp)
+	}
+	if _, ok := TestOf[RestartTest](sc); ok {
+		t.Errorf("inline has a restart test now: %v", sc.TestNames())
+	}
+	tcp, _ = TestOf[TCPTest](Scenarios["inline"])
+	if udp, _ := TestOf[UDPTest](Scenarios["inline"]); !slices.Equal(tcp.Streams, []int{1}) || udp.Rate != "1G" {
+		t.Errorf("the preset changed: %+v %+v", tcp, udp)
+	}
+	rs := Scenarios["restart"]
+	if err := rs.SetFlags(f); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := TestOf[RestartTest](rs); r.Lead != 2*time.Second || r.Tail != time.Second || len(r.Events) != 1 || r.Events[0] != (EventCount{EventSIGKILL, 2}) {
+		t.Errorf("restart with flags: %+v", r)
+	}
+	bad := pflag.NewFlagSet("lab", pflag.ContinueOnError)
+	DeclareFlags(bad)
+	if err := bad.Parse([]string{"--cpus", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	q := Scenarios["quick"]
+	if err := q.SetFlags(bad); err == nil || !strings.Contains(err.Error(), "--cpus is for the cores scenario, not quick") {
+		t.Errorf("quick --cpus 2: %v", err)
+	}
+	// --window gives way to a short --duration given alone (the command
+	// sets the duration first), and is refused above one given with it.
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+		err  string
+	}{
+		{[]string{"--duration", "30s"}, 0, ""},
+		{[]string{"--duration", "3m"}, time.Minute, ""},
+		{[]string{"--duration", "3m", "--window", "30s"}, 30 * time.Second, ""},
+		{[]string{"--duration", "1m", "--window", "2m"}, 0, "--window 2m0s: above 0, at most the duration (1m0s)"},
+	} {
+		f := pflag.NewFlagSet("lab", pflag.ContinueOnError)
+		DeclareFlags(f)
+		d := f.Duration("duration", 0, "")
+		if err := f.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		soak := Scenarios["soak"]
+		soak.Duration = *d
+		err := soak.SetFlags(f)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("soak %v: %v, want %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if k, _ := TestOf[SoakTest](soak); err != nil || k.Window != c.want {
+			t.Errorf("soak %v: window %v, %v; want %v", c.args, k.Window, err, c.want)
+		}
+	}
+	if k, _ := TestOf[SoakTest](Scenarios["soak"]); k.Window != time.Minute {
+		t.Errorf("the soak preset's window is now %v", k.Window)
+	}
+}
