@@ -45,7 +45,11 @@ DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
   floor           a bare XDP program on each port of the bridge's two, sending
                   every frame out of the other through a devmap: the fastest
                   any XDP bridge can be on the same topology (with 3 or more
-                  hosts there is none: the lab refuses it)
+                  hosts there is none: the lab refuses it). floor@vlan pushes
+                  the access port's tag and takes it off at the trunk (the VLAN
+                  floor); floor@mirror sends each frame to the other port and
+                  the span port in one devmap broadcast (the mirror floor): a
+                  DUT@vlan or DUT@mirror's "vs floor" is against those
   linux-bridge    the kernel's bridge, netfilter on bridged frames off (:nft adds
                   an nftables bridge-family chain every frame passes, whose one
                   rule accepts it, counted; see @rules for others)

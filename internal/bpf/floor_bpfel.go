@@ -16,8 +16,13 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	FloorMapEgress        = "egress"
-	FloorProgTrestleFloor = "trestle_floor"
+	FloorMapCopies              = "copies"
+	FloorMapEgress              = "egress"
+	FloorProgTrestleFloor       = "trestle_floor"
+	FloorProgTrestleFloorMirror = "trestle_floor_mirror"
+	FloorProgTrestleFloorPop    = "trestle_floor_pop"
+	FloorProgTrestleFloorPush   = "trestle_floor_push"
+	FloorVarPushTci             = "push_tci"
 )
 
 // LoadFloor returns the embedded CollectionSpec for Floor.
@@ -62,13 +67,17 @@ type FloorSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FloorProgramSpecs struct {
-	TrestleFloor *ebpf.ProgramSpec `ebpf:"trestle_floor"`
+	TrestleFloor       *ebpf.ProgramSpec `ebpf:"trestle_floor"`
+	TrestleFloorMirror *ebpf.ProgramSpec `ebpf:"trestle_floor_mirror"`
+	TrestleFloorPop    *ebpf.ProgramSpec `ebpf:"trestle_floor_pop"`
+	TrestleFloorPush   *ebpf.ProgramSpec `ebpf:"trestle_floor_push"`
 }
 
 // FloorMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FloorMapSpecs struct {
+	Copies *ebpf.MapSpec `ebpf:"copies"`
 	Egress *ebpf.MapSpec `ebpf:"egress"`
 }
 
@@ -76,6 +85,7 @@ type FloorMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FloorVariableSpecs struct {
+	PushTci *ebpf.VariableSpec `ebpf:"push_tci"`
 }
 
 // FloorObjects contains all objects after they have been loaded into the kernel.
@@ -98,11 +108,13 @@ func (o *FloorObjects) Close() error {
 //
 // It can be passed to LoadFloorObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FloorMaps struct {
+	Copies *ebpf.Map `ebpf:"copies"`
 	Egress *ebpf.Map `ebpf:"egress"`
 }
 
 func (m *FloorMaps) Close() error {
 	return _FloorClose(
+		m.Copies,
 		m.Egress,
 	)
 }
@@ -111,18 +123,25 @@ func (m *FloorMaps) Close() error {
 //
 // It can be passed to LoadFloorObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FloorVariables struct {
+	PushTci *ebpf.Variable `ebpf:"push_tci"`
 }
 
 // FloorPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadFloorObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FloorPrograms struct {
-	TrestleFloor *ebpf.Program `ebpf:"trestle_floor"`
+	TrestleFloor       *ebpf.Program `ebpf:"trestle_floor"`
+	TrestleFloorMirror *ebpf.Program `ebpf:"trestle_floor_mirror"`
+	TrestleFloorPop    *ebpf.Program `ebpf:"trestle_floor_pop"`
+	TrestleFloorPush   *ebpf.Program `ebpf:"trestle_floor_push"`
 }
 
 func (p *FloorPrograms) Close() error {
 	return _FloorClose(
 		p.TrestleFloor,
+		p.TrestleFloorMirror,
+		p.TrestleFloorPop,
+		p.TrestleFloorPush,
 	)
 }
 

@@ -170,16 +170,10 @@ func ParseSpec(s string) (Spec, error) {
 			if kind == "direct" {
 				return v, fmt.Errorf("DUT %q: vlan is for a bridge; the straight path has no ports to put in VLANs", s)
 			}
-			if name == "floor" {
-				return v, fmt.Errorf("DUT %q: vlan is for a bridge; the floor redirects every frame, tagged or not", s)
-			}
 			v.VLAN = true
 		case !ok && k == "mirror":
 			if kind == "direct" {
 				return v, fmt.Errorf("DUT %q: mirror is for a bridge; the straight path has no ports to mirror", s)
-			}
-			if name == "floor" {
-				return v, fmt.Errorf("DUT %q: mirror is for a bridge; the floor has no span port, only a redirect", s)
 			}
 			v.Mirror = true
 		case !ok && k == "capture":

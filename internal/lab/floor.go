@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -52,19 +53,23 @@ func floorRefusal(hosts int) string {
 }
 
 func (d *floorDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
-	if why := floorRefusal(len(t.Hosts)); why != "" {
-		return fmt.Errorf("%w: %s", ErrUnavailable, why)
+	if t.Mirror == nil {
+		if why := floorRefusal(len(t.Hosts)); why != "" {
+			return fmt.Errorf("%w: %s", ErrUnavailable, why)
+		}
 	}
 	for _, br := range t.Bridges {
-		if len(br.Ports) != 2 {
-			return fmt.Errorf("floor: bridge %s has %d ports: it redirects between two", br.Name, len(br.Ports))
+		if n := len(br.Ports); n != 2 && (t.Mirror == nil || n != 3) {
+			return fmt.Errorf("floor: bridge %s has %d ports: it redirects between two (three with a mirror's span port)", br.Name, len(br.Ports))
 		}
 	}
 	switch {
 	case len(t.Patches) > 0:
 		return errors.New("floor: no patch ports: a chain's bridges are joined by veth pairs")
-	case t.VLANs != nil || t.Mirror != nil || t.Filter != nil:
-		return errors.New("floor: a bare redirect has no VLANs, mirrors or filter")
+	case t.Filter != nil:
+		return errors.New("floor: a bare redirect has no filter")
+	case t.VLANs != nil && t.Mirror != nil:
+		return errors.New("floor: VLANs or a mirror, not both")
 	}
 	// A Setup that fails gets no Teardown: undo what it did.
 	defer func() {
@@ -74,7 +79,11 @@ func (d *floorDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 			}
 		}
 	}()
-	d.set = map[string]string{"program": "bpf/floor.c: every frame out of the bridge's other port, bpf_redirect_map() on a devmap of one entry (a copy of program and map per port)"}
+	plan, err := floorPlan(t)
+	if err != nil {
+		return err
+	}
+	d.set = map[string]string{"program": floorProgramText(t)}
 	for _, h := range t.Hosts {
 		changed, err := changeFeatures(h.NS, h.If, floorPeerFeatures)
 		if err != nil {
@@ -85,14 +94,11 @@ func (d *floorDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 		}
 	}
 	err = t.DUT.Do(func() error {
-		for _, br := range t.Bridges {
-			for i, in := range br.Ports {
-				out := br.Ports[1-i]
-				if err := d.attach(in, out); err != nil {
-					return err
-				}
-				d.set["port "+in] = "xdp (native): every frame to " + out
+		for _, p := range plan {
+			if err := d.attach(p); err != nil {
+				return err
 			}
+			d.set["port "+p.in] = p.says
 		}
 		return nil
 	})
@@ -102,20 +108,99 @@ func (d *floorDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 	return nil
 }
 
-// attach loads a copy of the floor program whose devmap sends to out and
-// attaches it to in, in native XDP mode; the caller is in the DUT's
-// namespace.
-func (d *floorDUT) attach(in, out string) error {
-	li, err := netlink.LinkByName(in)
-	if err != nil {
-		return fmt.Errorf("port %s: %w", in, err)
+// floorPort is what the floor does on one port: which program, to which
+// ports, with which tag.
+type floorPort struct {
+	in   string
+	out  []string // one port, or two for the mirror's broadcast
+	prog string   // tbpf.FloorProgTrestleFloor*
+	tci  uint16   // the tag trestle_floor_push pushes
+	says string   // for the record
+}
+
+// floorPlan is the program of each port: on a plain topology every frame
+// to the bridge's other port; with @vlan the access port pushes its VLAN's
+// tag and the trunk takes it off; with @mirror the mirrored port and the
+// other one each send every frame to the other and to the span port (the
+// mirror is both ways), and the span port only receives.
+func floorPlan(t *Topo) ([]floorPort, error) {
+	var plan []floorPort
+	for _, br := range t.Bridges {
+		if m := t.Mirror; m != nil {
+			if len(m.Ports) != 1 || !slices.Contains(br.Ports, m.Ports[0]) || !slices.Contains(br.Ports, m.To) || m.Ports[0] == m.To {
+				return nil, fmt.Errorf("floor: mirror %s: one port of bridge %s mirrored to another", m.Name, br.Name)
+			}
+			var pair []string
+			for _, p := range br.Ports {
+				if p != m.To {
+					pair = append(pair, p)
+				}
+			}
+			for i, in := range pair {
+				out := []string{pair[1-i], m.To}
+				plan = append(plan, floorPort{in: in, out: out, prog: tbpf.FloorProgTrestleFloorMirror,
+					says: fmt.Sprintf("xdp (native): every frame to %s and %s (one devmap broadcast)", out[0], out[1])})
+			}
+			continue
+		}
+		for i, in := range br.Ports {
+			out := br.Ports[1-i]
+			p := floorPort{in: in, out: []string{out}, prog: tbpf.FloorProgTrestleFloor, says: "xdp (native): every frame to " + out}
+			if t.VLANs != nil {
+				pin, pout := t.VLANs[in], t.VLANs[out]
+				switch {
+				case pin.Access != 0 && len(pout.Trunk) > 0 && slices.Contains(pout.Trunk, pin.Access):
+					p.prog, p.tci = tbpf.FloorProgTrestleFloorPush, pin.Access
+					p.says = fmt.Sprintf("xdp (native): every frame tagged %d, to %s", pin.Access, out)
+				case pout.Access != 0 && len(pin.Trunk) > 0 && slices.Contains(pin.Trunk, pout.Access):
+					p.prog, p.tci = tbpf.FloorProgTrestleFloorPop, pout.Access
+					p.says = fmt.Sprintf("xdp (native): frames tagged %d untagged, to %s; every other frame dropped", pout.Access, out)
+				default:
+					return nil, fmt.Errorf("floor: ports %s (%s) and %s (%s): the VLAN floor is an access port and a trunk that carries its VLAN", in, pin, out, pout)
+				}
+			}
+			plan = append(plan, p)
+		}
 	}
-	lo, err := netlink.LinkByName(out)
+	return plan, nil
+}
+
+// floorProgramText describes the floor's program for the record.
+func floorProgramText(t *Topo) string {
+	switch {
+	case t.Mirror != nil:
+		return "bpf/floor.c: every frame out of the two other ports of the bridge, bpf_redirect_map() with BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS on a devmap of two entries (a copy of program and map per port)"
+	case t.VLANs != nil:
+		return "bpf/floor.c: from the access port, an 802.1Q tag pushed (bpf_xdp_adjust_head, the addresses moved) and out of the trunk; from the trunk, the access VLAN's tag taken off and out of the access port, other frames dropped; bpf_redirect_map() on a devmap of one entry (a copy of program and map per port)"
+	}
+	return "bpf/floor.c: every frame out of the bridge's other port, bpf_redirect_map() on a devmap of one entry (a copy of program and map per port)"
+}
+
+// attach loads a copy of the floor's programs whose devmap sends to p.out
+// and attaches p.prog to p.in, in native XDP mode; the caller is in the
+// DUT's namespace.
+func (d *floorDUT) attach(p floorPort) error {
+	li, err := netlink.LinkByName(p.in)
 	if err != nil {
-		return fmt.Errorf("port %s: %w", out, err)
+		return fmt.Errorf("port %s: %w", p.in, err)
+	}
+	var outs []uint32
+	for _, o := range p.out {
+		lo, err := netlink.LinkByName(o)
+		if err != nil {
+			return fmt.Errorf("port %s: %w", o, err)
+		}
+		outs = append(outs, uint32(lo.Attrs().Index))
+	}
+	spec, err := tbpf.LoadFloor()
+	if err != nil {
+		return fmt.Errorf("load the floor program: %w", err)
+	}
+	if err := spec.Variables[tbpf.FloorVarPushTci].Set(p.tci); err != nil {
+		return fmt.Errorf("load the floor program: %w", err)
 	}
 	objs := &tbpf.FloorObjects{}
-	if err := tbpf.LoadFloorObjects(objs, nil); err != nil {
+	if err := spec.LoadAndAssign(objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return fmt.Errorf("load the floor program: %+v", ve)
@@ -123,12 +208,24 @@ func (d *floorDUT) attach(in, out string) error {
 		return fmt.Errorf("load the floor program: %w", err)
 	}
 	d.objs = append(d.objs, objs)
-	if err := objs.Egress.Put(uint32(0), uint32(lo.Attrs().Index)); err != nil {
-		return fmt.Errorf("floor devmap of %s: egress %s: %w", in, out, err)
+	m := objs.Egress
+	if len(outs) > 1 {
+		m = objs.Copies
 	}
-	l, err := link.AttachXDP(link.XDPOptions{Program: objs.TrestleFloor, Interface: li.Attrs().Index, Flags: link.XDPDriverMode})
+	for i, o := range outs {
+		if err := m.Put(uint32(i), o); err != nil {
+			return fmt.Errorf("floor devmap of %s: egress %s: %w", p.in, p.out[i], err)
+		}
+	}
+	prog := map[string]*ebpf.Program{
+		tbpf.FloorProgTrestleFloor:       objs.TrestleFloor,
+		tbpf.FloorProgTrestleFloorMirror: objs.TrestleFloorMirror,
+		tbpf.FloorProgTrestleFloorPush:   objs.TrestleFloorPush,
+		tbpf.FloorProgTrestleFloorPop:    objs.TrestleFloorPop,
+	}[p.prog]
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: li.Attrs().Index, Flags: link.XDPDriverMode})
 	if err != nil {
-		return fmt.Errorf("attach the floor program to %s (native XDP): %w", in, err)
+		return fmt.Errorf("attach the floor program to %s (native XDP): %w", p.in, err)
 	}
 	d.links = append(d.links, l)
 	return nil

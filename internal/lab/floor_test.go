@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -14,15 +15,13 @@ func TestFloorSpec(t *testing.T) {
 	if err != nil || d.Name() != "floor" || d.Learns() {
 		t.Fatalf("ParseDUT(floor): %v, %v", d, err)
 	}
-	for _, ok := range []string{"floor@veth", "floor@gso=off", "floor@tx=off,gro=on"} {
+	for _, ok := range []string{"floor@veth", "floor@gso=off", "floor@tx=off,gro=on", "floor@vlan", "floor@mirror"} {
 		if _, err := ParseDUT(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
 	for spec, want := range map[string]string{
 		"floor:xdp":      "not one of",
-		"floor@vlan":     "the floor redirects every frame, tagged or not",
-		"floor@mirror":   "the floor has no span port",
 		"floor@patch":    "the floor has no patch ports",
 		"floor@rules=10": "the floor has no filter",
 		"floor@filter":   "the floor has no filter",
@@ -101,6 +100,47 @@ func TestFloor(t *testing.T) {
 	for _, r := range run.Results {
 		if r.Value <= 0 {
 			t.Errorf("floor x%d %s: %v %s (%s)", r.Chain, r.Test, r.Value, r.Unit, r.Error)
+		}
+	}
+}
+
+// TestFloorPlan: the program of each port of the floor and its variants:
+// the plain floor redirects each port to the other, floor@vlan pushes the
+// access VLAN's tag toward the trunk and takes it off the other way, and
+// floor@mirror sends each of the two traffic ports' frames to the other
+// and to the span port, which only receives.
+func TestFloorPlan(t *testing.T) {
+	br := []Bridge{{Name: "b0", Ports: []string{"p1", "p2"}}}
+	got := func(plan []floorPort) string {
+		var s []string
+		for _, p := range plan {
+			s = append(s, fmt.Sprintf("%s:%s>%s/%d", p.in, p.prog, strings.Join(p.out, "+"), p.tci))
+		}
+		return strings.Join(s, " ")
+	}
+	for _, c := range []struct {
+		name string
+		t    Topo
+		want string
+	}{
+		{"plain", Topo{Bridges: br}, "p1:trestle_floor>p2/0 p2:trestle_floor>p1/0"},
+		{"vlan", Topo{Bridges: br, VLANs: map[string]PortVLAN{"p1": {Access: 10}, "p2": {Trunk: []uint16{10, 20}}}},
+			"p1:trestle_floor_push>p2/10 p2:trestle_floor_pop>p1/10"},
+		{"mirror", Topo{Bridges: []Bridge{{Name: "b0", Ports: []string{"p1", "p2", "p3"}}}, Mirror: &Mirror{Name: "m0", Ports: []string{"p1"}, To: "p3"}},
+			"p1:trestle_floor_mirror>p2+p3/0 p2:trestle_floor_mirror>p1+p3/0"},
+	} {
+		plan, err := floorPlan(&c.t)
+		if err != nil || got(plan) != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.name, got(plan), err, c.want)
+		}
+	}
+	for name, tp := range map[string]Topo{
+		"trunk without the VLAN": {Bridges: br, VLANs: map[string]PortVLAN{"p1": {Access: 10}, "p2": {Trunk: []uint16{20}}}},
+		"two access ports":       {Bridges: br, VLANs: map[string]PortVLAN{"p1": {Access: 10}, "p2": {Access: 10}}},
+		"span port elsewhere":    {Bridges: []Bridge{{Name: "b0", Ports: []string{"p1", "p2", "p3"}}}, Mirror: &Mirror{Name: "m0", Ports: []string{"p1"}, To: "p9"}},
+	} {
+		if _, err := floorPlan(&tp); err == nil {
+			t.Errorf("%s: no error", name)
 		}
 	}
 }

@@ -144,12 +144,26 @@ func ratioText(v float64) string {
 // XDP bridge can beat on the same topology (see lab's floorDUT).
 const floorDUT = "floor"
 
+// floorOf names the floor a DUT is held against: floor@vlan for a DUT with
+// VLANs, floor@mirror for a mirrored one, else the floor.
+func floorOf(dut string) string {
+	v, err := lab.ParseSpec(dut)
+	switch {
+	case err != nil:
+	case v.VLAN:
+		return floorDUT + "@vlan"
+	case v.Mirror:
+		return floorDUT + "@mirror"
+	}
+	return floorDUT
+}
+
 // hasFloor says whether the run measured the floor in any group: the
 // tables then have a column of ratios to it.
 func hasFloor(groups []*Group) bool {
 	for _, g := range groups {
 		for _, r := range g.Rows {
-			if r.DUT == floorDUT && len(r.Values) > 0 {
+			if strings.HasPrefix(r.DUT, floorDUT) && len(r.Values) > 0 {
 				return true
 			}
 		}
@@ -280,7 +294,19 @@ func Groups(run *lab.Run) []*Group {
 				floor, pdrFloor = row.Median, row.PDRMedian
 			}
 		}
+		// A DUT with VLANs or a mirror is held against the floor of the
+		// same set-up (floor@vlan, floor@mirror) where the run measured it.
+		floors := map[string]*Row{}
 		for _, row := range g.Rows {
+			if k := floorOf(row.DUT); k != floorDUT && row.DUT == k {
+				floors[k] = row
+			}
+		}
+		for _, row := range g.Rows {
+			floor, pdrFloor := floor, pdrFloor
+			if f := floors[floorOf(row.DUT)]; f != nil {
+				floor, pdrFloor = f.Median, f.PDRMedian
+			}
 			if base > 0 && len(row.Values) > 0 {
 				row.Ratio = row.Median / base
 			}

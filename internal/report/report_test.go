@@ -300,3 +300,22 @@ func TestOneRatio(t *testing.T) {
 		t.Error("report.md of a run without the floor has a column for it")
 	}
 }
+
+// TestFloorOfVariant: a DUT with VLANs or a mirror is held against the
+// floor of the same set-up when the run measured it (floor@vlan, the bare
+// tag push; floor@mirror, the bare broadcast), and against the plain floor
+// when it did not.
+func TestFloorOfVariant(t *testing.T) {
+	run := &lab.Run{Scenario: "vlan-overhead", Title: "vlan-overhead", Reps: 1, Sizes: []lab.FrameSize{"64"}, Timing: lab.DefaultTiming,
+		DUTs: []string{"floor", "floor@vlan", "trestle:xdp", "trestle:xdp@vlan", "trestle:xdp@mirror"}}
+	vals := map[string]float64{"floor": 4e6, "floor@vlan": 3.6e6, "trestle:xdp": 3.8e6, "trestle:xdp@vlan": 3.4e6, "trestle:xdp@mirror": 1e6}
+	for _, d := range run.DUTs {
+		run.Results = append(run.Results, lab.Result{DUT: d, Rep: 1, Test: lab.TestThroughput, Param: "64", Value: vals[d], Unit: "pps"})
+	}
+	want := map[string]float64{"floor": 1, "floor@vlan": 1, "trestle:xdp": 3.8 / 4, "trestle:xdp@vlan": 3.4 / 3.6, "trestle:xdp@mirror": 1.0 / 4}
+	for _, r := range Groups(run)[0].Rows {
+		if math.Abs(r.VsFloor-want[r.DUT]) > 1e-9 {
+			t.Errorf("%s: vs floor %v, want %v", r.DUT, r.VsFloor, want[r.DUT])
+		}
+	}
+}
