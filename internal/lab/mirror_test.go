@@ -116,7 +116,7 @@ func TestOVSMirrorArgs(t *testing.T) {
 
 func TestMirrorScenario(t *testing.T) {
 	s := checkVariantScenario(t, "mirror", "mirror", []string{"trestle:xdp", "trestle", "linux-bridge", "ovs"}, 30*time.Minute,
-		"span port", "tc mirred", "Mirror row", "trestle capture", "at least 0.6x trestle:xdp", "span 64B: trestle:xdp@mirror at least 100% of h2's", "span: the span host's frames")
+		"span port", "tc mirred", "Mirror row", "trestle capture", "trestle:xdp@mirror at least 0.9x floor@mirror", "trestle@mirror at least 0.6x trestle:", "span 64B: trestle:xdp@mirror at least 100% of h2's", "span: the span host's frames")
 	for _, d := range []string{"trestle:xdp@capture", "trestle@capture"} {
 		if !slices.Contains(SpecTexts(s.DUTs), d) {
 			t.Errorf("%s not in %v", d, s.DUTs)

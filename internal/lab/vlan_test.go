@@ -106,7 +106,7 @@ func TestOVSArgsVLAN(t *testing.T) {
 
 func TestVLANOverheadScenario(t *testing.T) {
 	checkVariantScenario(t, "vlan-overhead", "vlan", []string{"trestle:xdp", "trestle", "ovs", "linux-bridge"}, 30*time.Minute,
-		"VLAN 10", "trunk", "tagged/untagged", "at least 0.95x trestle:xdp", "at least 5x ovs@vlan")
+		"VLAN 10", "trunk", "tagged/untagged", "at least 0.95x trestle:xdp", "trestle:xdp@vlan at least 0.98x floor@vlan", "at least 5x ovs@vlan")
 }
 
 func TestTaggedMix(t *testing.T) {
