@@ -1,7 +1,7 @@
 // Package ctl is the daemon's control socket: one JSON request per connection
 // over a unix socket, one JSON response back. The types here are the wire
 // format; `trestle show|fdb|stats --json` print the Data of a response as is,
-// so their field names are part of the interface contract (DESIGN.md).
+// so their field names are part of the interface contract (docs/architecture.md).
 package ctl
 
 import (

@@ -208,7 +208,7 @@ func (c *change) anyVLANAware() bool {
 }
 
 // A stage (the VLAN stage, the filter stage) is in the programs only while
-// some bridge needs it (DESIGN.md rule 6).
+// some bridge needs it (docs/architecture.md rule 6).
 type stageSwitch struct {
 	name string // "VLAN stage"
 	why  string // what needs it: "a bridge is VLAN-aware"

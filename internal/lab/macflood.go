@@ -2,8 +2,8 @@ package lab
 
 // The mac-flood test (issue 16): a known stream from h1 to h2 runs twice,
 // alone and while h3 sends frames from a million random source addresses
-// to h4 at its generator's full rate. What a flood must not do (DESIGN.md,
-// datapath rule 3): slow or break the known stream, grow the table past
+// to h4 at its generator's full rate. What a flood must not do (the
+// datapath's rule 3, docs/architecture.md): slow or break the known stream, grow the table past
 // its limit, evict static entries, or keep another bridge from learning.
 
 import (
