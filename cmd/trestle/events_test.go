@@ -45,17 +45,17 @@ func loggedMoves(log string) []loggedMove {
 func TestEventsMACFlap(t *testing.T) {
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
-			l := newSwlab(t, 2)
-			l.writeConfig(l.config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
-			l.start()
-			defer l.stop()
-			l.pingAll() // the hosts' own addresses learned: no move of theirs follows
+			l := NewLab(t, 2)
+			l.WriteConfig(l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
+			l.Start()
+			defer l.Stop()
+			l.PingAll() // the hosts' own addresses learned: no move of theirs follows
 
 			station := net.HardwareAddr{0x02, 0xee, 0, 0, 0, 0x01}
-			frame := marked(net.HardwareAddr{0x02, 0xee, 0, 0, 0, 0x02}, station, "flap")
-			senders := [2]interface{ Send([]byte) error }{l.host(1).RawSender(t, "eth0"), l.host(2).RawSender(t, "eth0")}
+			frame := Marked(net.HardwareAddr{0x02, 0xee, 0, 0, 0, 0x02}, station, "flap")
+			senders := [2]interface{ Send([]byte) error }{l.Host(1).RawSender(t, "eth0"), l.Host(2).RawSender(t, "eth0")}
 			moved := func() uint64 {
-				return l.stats(portName(1)).Counters.Get("moved") + l.stats(portName(2)).Counters.Get("moved")
+				return l.Stats(PortName(1)).Counters.Get("moved") + l.Stats(PortName(2)).Counters.Get("moved")
 			}
 			before := moved()
 			const moves = 1000
@@ -81,7 +81,7 @@ func TestEventsMACFlap(t *testing.T) {
 			var total uint64
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				lines = loggedMoves(l.daemon.Out.String())
+				lines = loggedMoves(l.Daemon.Out.String())
 				total = 0
 				for _, m := range lines {
 					total += 1 + m.suppressed
@@ -102,17 +102,17 @@ func TestEventsMACFlap(t *testing.T) {
 				t.Errorf("%d lines for a flap of %v, want 2 to %d", len(lines), flap, bound)
 			}
 			for _, m := range lines {
-				if m.bridge != "br0" || m.mac != station.String() || !(m.from == portName(1) && m.to == portName(2) || m.from == portName(2) && m.to == portName(1)) {
-					t.Errorf("line %+v: want %s on br0 between %s and %s", m, station, portName(1), portName(2))
+				if m.bridge != "br0" || m.mac != station.String() || !(m.from == PortName(1) && m.to == PortName(2) || m.from == PortName(2) && m.to == PortName(1)) {
+					t.Errorf("line %+v: want %s on br0 between %s and %s", m, station, PortName(1), PortName(2))
 				}
 			}
-			if len(lines) > 0 && (lines[0].from != portName(1) || lines[0].suppressed != 0) {
-				t.Errorf("first line %+v: want the first move, from %s, logged at once", lines[0], portName(1))
+			if len(lines) > 0 && (lines[0].from != PortName(1) || lines[0].suppressed != 0) {
+				t.Errorf("first line %+v: want the first move, from %s, logged at once", lines[0], PortName(1))
 			}
 
 			// trestle events --json has the same lines.
 			var evs []ctl.Event
-			l.cliJSON(&evs, "events")
+			l.CLIJSON(&evs, "events")
 			var inEvents uint64
 			for _, e := range evs {
 				if e.Event == ctl.EventMACMove && e.MAC == station.String() && e.Suppressed != nil && e.VLAN != nil {
@@ -122,7 +122,7 @@ func TestEventsMACFlap(t *testing.T) {
 			if inEvents != total {
 				t.Errorf("trestle events --json: mac_move events for %d moves, the log for %d:\n%+v", inEvents, total, evs)
 			}
-			out, err := l.cli("events", "-n", "1")
+			out, err := l.CLI("events", "-n", "1")
 			if err != nil || !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\S+ mac_move bridge=br0 mac=02:ee:00:00:00:01 vlan=0 from=port-h\d to=port-h\d suppressed=\d+\n$`).MatchString(out) {
 				t.Errorf("trestle events -n 1: %v\n%q", err, out)
 			}
@@ -134,13 +134,13 @@ func TestEventsMACFlap(t *testing.T) {
 // port_down however many link events and reconciles its going down makes,
 // and one port_up when it is back.
 func TestEventsFollowPortDown(t *testing.T) {
-	l := newSwlab(t, 2)
-	l.writeConfig(l.config("", nil))
-	l.start()
-	defer l.stop()
+	l := NewLab(t, 2)
+	l.WriteConfig(l.Config("", nil))
+	l.Start()
+	defer l.Stop()
 
-	cmd := exec.Command(trestleBin, "events", "--follow", "--json")
-	cmd.Env = append(os.Environ(), "TRESTLE_SOCKET="+l.sock)
+	cmd := exec.Command(Bin, "events", "--follow", "--json")
+	cmd.Env = append(os.Environ(), "TRESTLE_SOCKET="+l.Sock)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -186,26 +186,26 @@ func TestEventsFollowPortDown(t *testing.T) {
 		}
 	}
 	for i := 1; i <= 2; i++ {
-		waitEvent("port_up of "+portName(i)+" among the recent", func(e ctl.Event) bool {
-			return e.Event == ctl.EventPortUp && e.Port == portName(i)
+		waitEvent("port_up of "+PortName(i)+" among the recent", func(e ctl.Event) bool {
+			return e.Event == ctl.EventPortUp && e.Port == PortName(i)
 		}, 5*time.Second)
 	}
 
 	isDown := func(e ctl.Event) bool {
-		return e.Event == ctl.EventPortDown && e.Port == portName(2) && e.State == "link-down" && e.Bridge == "br0"
+		return e.Event == ctl.EventPortDown && e.Port == PortName(2) && e.State == "link-down" && e.Bridge == "br0"
 	}
-	l.host(2).MustExec(t, "ip", "link", "set", "dev", "eth0", "down")
-	took := waitEvent("port_down of "+portName(2), isDown, 2*time.Second)
+	l.Host(2).MustExec(t, "ip", "link", "set", "dev", "eth0", "down")
+	took := waitEvent("port_down of "+PortName(2), isDown, 2*time.Second)
 	t.Logf("port_down followed %v after ip link set down", took.Round(time.Millisecond))
 	// More link events on the same down port: no new episode.
-	l.host(2).MustExec(t, "ip", "link", "set", "dev", "eth0", "mtu", "1400")
-	l.host(2).MustExec(t, "ip", "link", "set", "dev", "eth0", "mtu", "1500")
+	l.Host(2).MustExec(t, "ip", "link", "set", "dev", "eth0", "mtu", "1400")
+	l.Host(2).MustExec(t, "ip", "link", "set", "dev", "eth0", "mtu", "1500")
 	time.Sleep(300 * time.Millisecond)
-	l.host(2).MustExec(t, "ip", "link", "set", "dev", "eth0", "up")
-	waitEvent("port_up of "+portName(2), func(e ctl.Event) bool {
-		return e.Event == ctl.EventPortUp && e.Port == portName(2) && e.State == "up"
+	l.Host(2).MustExec(t, "ip", "link", "set", "dev", "eth0", "up")
+	waitEvent("port_up of "+PortName(2), func(e ctl.Event) bool {
+		return e.Event == ctl.EventPortUp && e.Port == PortName(2) && e.State == "up"
 	}, 2*time.Second)
-	if err := l.host(1).Ping(hostIP(2), 2); err != nil {
+	if err := l.Host(1).Ping(HostIP(2), 2); err != nil {
 		t.Errorf("ping after the port came back: %v", err)
 	}
 
@@ -220,16 +220,16 @@ func TestEventsFollowPortDown(t *testing.T) {
 		t.Errorf("trestle events --follow after SIGINT: %v: %s", err, stderr.String())
 	}
 
-	log := l.daemon.Out.String()
+	log := l.Daemon.Out.String()
 	count := func(re string) int { return len(regexp.MustCompile(re).FindAllString(log, -1)) }
-	if n := count(`event=port_down bridge=br0 port=` + portName(2) + ` `); n != 1 {
-		t.Errorf("%d port_down lines for %s, want 1:\n%s", n, portName(2), log)
+	if n := count(`event=port_down bridge=br0 port=` + PortName(2) + ` `); n != 1 {
+		t.Errorf("%d port_down lines for %s, want 1:\n%s", n, PortName(2), log)
 	}
-	if n := count(`event=port_up bridge=br0 port=` + portName(2) + ` `); n != 2 {
-		t.Errorf("%d port_up lines for %s, want 2 (start, back):\n%s", n, portName(2), log)
+	if n := count(`event=port_up bridge=br0 port=` + PortName(2) + ` `); n != 2 {
+		t.Errorf("%d port_up lines for %s, want 2 (start, back):\n%s", n, PortName(2), log)
 	}
-	if n := count(`event=port_(up|down) bridge=br0 port=` + portName(1) + ` `); n != 1 {
-		t.Errorf("%d port events for %s, want 1 (start):\n%s", n, portName(1), log)
+	if n := count(`event=port_(up|down) bridge=br0 port=` + PortName(1) + ` `); n != 1 {
+		t.Errorf("%d port events for %s, want 1 (start):\n%s", n, PortName(1), log)
 	}
 }
 
@@ -257,26 +257,26 @@ func TestEventsCLIErrors(t *testing.T) {
 // With persist, moves made while no daemon ran wait in the pinned ring and
 // the next daemon logs them.
 func TestEventsAcrossRestart(t *testing.T) {
-	l := newPersistLab(t, 2, nil)
-	l.startNet(trestleBin)
-	l.pingAll()
-	l.signal(syscall.SIGTERM)
+	l := NewPersistLab(t, 2, nil)
+	l.StartNet(Bin)
+	l.PingAll()
+	l.Signal(syscall.SIGTERM)
 
 	station := net.HardwareAddr{0x02, 0xee, 0, 0, 0, 0x03}
-	frame := marked(net.HardwareAddr{0x02, 0xee, 0, 0, 0, 0x04}, station, "down")
+	frame := Marked(net.HardwareAddr{0x02, 0xee, 0, 0, 0, 0x04}, station, "down")
 	const moves = 10
 	for i := 0; i <= moves; i++ {
-		if err := l.host(1+i%2).RawSend("eth0", frame); err != nil {
+		if err := l.Host(1+i%2).RawSend("eth0", frame); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	l.startNet(trestleBin)
+	l.StartNet(Bin)
 	deadline := time.Now().Add(10 * time.Second)
 	var total uint64
 	var lines []loggedMove
 	for time.Now().Before(deadline) {
-		lines, total = loggedMoves(l.daemon.Out.String()), 0
+		lines, total = loggedMoves(l.Daemon.Out.String()), 0
 		for _, m := range lines {
 			total += 1 + m.suppressed
 		}
@@ -285,9 +285,9 @@ func TestEventsAcrossRestart(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	n := l.stats(portName(1)).Counters.Get("moved") + l.stats(portName(2)).Counters.Get("moved")
+	n := l.Stats(PortName(1)).Counters.Get("moved") + l.Stats(PortName(2)).Counters.Get("moved")
 	if n != moves || total != n || len(lines) != 2 || lines[0].mac != station.String() {
 		t.Errorf("%d moves counted while the daemon was stopped; the next daemon logged %d lines for %d: %+v", n, len(lines), total, lines)
 	}
-	l.signal(syscall.SIGTERM)
+	l.Signal(syscall.SIGTERM)
 }

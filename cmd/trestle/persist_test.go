@@ -25,10 +25,10 @@ import (
 	"github.com/trestle/trestle/internal/testutil"
 )
 
-// variantBin is trestle built with another switch program (the lab's
+// VariantBin is trestle built with another switch program (the lab's
 // variant: the memos of bpf/lib/fdb.h taken out, a different program over
 // the same maps). It stands for "a newer build" in upgrade tests.
-var variantBin = sync.OnceValues(func() (string, error) {
+var VariantBin = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "trestle-variant")
 	if err != nil {
 		return "", err
@@ -41,75 +41,75 @@ var variantBin = sync.OnceValues(func() (string, error) {
 var variantDir string
 
 // persistLab is a swlab whose daemon runs with persist.
-func newPersistLab(t *testing.T, n int, portExtra func(int) string) *swlab {
-	l := newSwlab(t, n)
+func NewPersistLab(t *testing.T, n int, portExtra func(int) string) *Lab {
+	l := NewLab(t, n)
 	testutil.RequireBPFFS(t)
 	testutil.RequireCmd(t, "nsenter")
-	l.writeConfig(strings.Replace(l.config("", portExtra), "[daemon]\n", "[daemon]\npersist = true\n", 1))
+	l.WriteConfig(strings.Replace(l.Config("", portExtra), "[daemon]\n", "[daemon]\npersist = true\n", 1))
 	// Whatever happens to the test, nothing pinned is left behind.
 	t.Cleanup(func() {
-		if l.daemon != nil {
-			_ = l.daemon.Stop()
+		if l.Daemon != nil {
+			_ = l.Daemon.Stop()
 		}
-		if out, err := l.sw.ExecNetOnly(trestleBin, "down", "--socket", l.sock); err != nil {
+		if out, err := l.SW.ExecNetOnly(Bin, "down", "--socket", l.Sock); err != nil {
 			t.Errorf("cleanup: trestle down: %v %s", err, out)
 		}
 	})
 	return l
 }
 
-// startNet starts bin as the daemon with only the network namespace joined
+// StartNet starts bin as the daemon with only the network namespace joined
 // and waits for its socket.
-func (l *swlab) startNet(bin string) {
-	l.t.Helper()
-	l.daemon = l.sw.StartNetOnly(l.t, bin, "run", "--config", l.cfg, "--socket", l.sock)
-	l.waitSocket()
+func (l *Lab) StartNet(bin string) {
+	l.T.Helper()
+	l.Daemon = l.SW.StartNetOnly(l.T, bin, "run", "--config", l.Cfg, "--socket", l.Sock)
+	l.WaitSocket()
 }
 
-func (l *swlab) waitSocket() {
-	l.t.Helper()
+func (l *Lab) WaitSocket() {
+	l.T.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := ctl.Call(l.sock, ctl.Request{Cmd: ctl.CmdShow}, nil); err == nil {
+		if err := ctl.Call(l.Sock, ctl.Request{Cmd: ctl.CmdShow}, nil); err == nil {
 			return
 		}
 		select {
-		case <-l.daemon.Done():
-			l.t.Fatalf("daemon exited: %v\n%s", l.daemon.Err(), l.daemon.Out.String())
+		case <-l.Daemon.Done():
+			l.T.Fatalf("daemon exited: %v\n%s", l.Daemon.Err(), l.Daemon.Out.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	l.t.Fatalf("daemon did not open %s\n%s", l.sock, l.daemon.Out.String())
+	l.T.Fatalf("daemon did not open %s\n%s", l.Sock, l.Daemon.Out.String())
 }
 
-// signal stops the daemon with sig and waits for it.
-func (l *swlab) signal(sig syscall.Signal) string {
-	l.t.Helper()
-	if err := l.daemon.Cmd.Process.Signal(sig); err != nil {
-		l.t.Fatal(err)
+// Signal stops the daemon with sig and waits for it.
+func (l *Lab) Signal(sig syscall.Signal) string {
+	l.T.Helper()
+	if err := l.Daemon.Cmd.Process.Signal(sig); err != nil {
+		l.T.Fatal(err)
 	}
 	select {
-	case <-l.daemon.Done():
+	case <-l.Daemon.Done():
 	case <-time.After(10 * time.Second):
-		l.t.Fatalf("daemon did not stop on %v", sig)
+		l.T.Fatalf("daemon did not stop on %v", sig)
 	}
-	return l.daemon.Out.String()
+	return l.Daemon.Out.String()
 }
 
-func (l *swlab) startSinkOn(i int) *testutil.Proc {
-	l.t.Helper()
-	p := l.host(i).Start(l.t, trestleBin, "sink", "--dev", "eth0", "--json")
+func (l *Lab) StartSinkOn(i int) *testutil.Proc {
+	l.T.Helper()
+	p := l.Host(i).Start(l.T, Bin, "sink", "--dev", "eth0", "--json")
 	deadline := time.Now().Add(10 * time.Second)
-	for !xdpAttached(l.t, l.host(i), "eth0") || !strings.Contains(p.Out.String(), "") {
+	for !XDPAttached(l.T, l.Host(i), "eth0") || !strings.Contains(p.Out.String(), "") {
 		if time.Now().After(deadline) {
-			l.t.Fatalf("sink on h%d did not attach\n%s", i, p.Out.String())
+			l.T.Fatalf("sink on h%d did not attach\n%s", i, p.Out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return p
 }
 
-func stopSinkProc(t *testing.T, p *testutil.Proc) SinkSummary {
+func StopSink(t *testing.T, p *testutil.Proc) SinkSummary {
 	t.Helper()
 	_ = p.Cmd.Process.Signal(os.Interrupt)
 	select {
@@ -124,22 +124,22 @@ func stopSinkProc(t *testing.T, p *testutil.Proc) SinkSummary {
 	return s
 }
 
-// streamLossless waits for the generator of a stream h1 -> h2 and says
+// StreamLossless waits for the generator of a stream h1 -> h2 and says
 // whether sink2 (on h2) got every frame and sink3 (on h3) none: a table
 // forgotten on the way would have flooded them to h3.
-func streamLossless(t *testing.T, gen, sink2, sink3 *testutil.Proc) genSummary {
+func StreamLossless(t *testing.T, gen, sink2, sink3 *testutil.Proc) GenSummary {
 	t.Helper()
 	select {
 	case <-gen.Done():
 	case <-time.After(20 * time.Second):
 		t.Fatal("generator did not finish")
 	}
-	var g genSummary
+	var g GenSummary
 	if err := json.Unmarshal([]byte(gen.Out.String()), &g); err != nil || g.Sent == 0 {
 		t.Fatalf("gen: %v\n%s", err, gen.Out.String())
 	}
 	time.Sleep(300 * time.Millisecond)
-	s2, s3 := stopSinkProc(t, sink2), stopSinkProc(t, sink3)
+	s2, s3 := StopSink(t, sink2), StopSink(t, sink3)
 	if s2.Received != g.Sent || s2.Lost != 0 {
 		t.Errorf("h2 received %d of %d frames (lost %d) across the restarts, want every one", s2.Received, g.Sent, s2.Lost)
 	}
@@ -158,31 +158,31 @@ func streamLossless(t *testing.T, gen, sink2, sink3 *testutil.Proc) genSummary {
 // peers as they were.
 func TestPersistRestart(t *testing.T) {
 	testutil.RequireCmd(t, "clang")
-	variant, err := variantBin()
+	variant, err := VariantBin()
 	if err != nil {
 		t.Fatalf("build a variant of trestle: %v", err)
 	}
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
-			l := newPersistLab(t, 3, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
-			l.startNet(trestleBin)
-			l.pingAll()
+			l := NewPersistLab(t, 3, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
+			l.StartNet(Bin)
+			l.PingAll()
 			// A station that speaks once, behind h3: its entry's age
 			// must run on through the restarts.
 			quietMAC := net.HardwareAddr{0x02, 0x99, 0, 0, 0, 3}
-			if err := l.host(3).RawSend("eth0", marked(hostMAC(1), quietMAC, "quiet")); err != nil {
+			if err := l.Host(3).RawSend("eth0", Marked(HostMAC(1), quietMAC, "quiet")); err != nil {
 				t.Fatal(err)
 			}
 			pinged := time.Now()
-			rx0 := l.stats(portName(1)).Counters.Get("rx_packets")
-			st := l.show()
+			rx0 := l.Stats(PortName(1)).Counters.Get("rx_packets")
+			st := l.Show()
 			if !st.Persist || !strings.HasPrefix(st.PinDir, "/sys/fs/bpf/trestle/") {
 				t.Fatalf("show: persist %v pinned at %q", st.Persist, st.PinDir)
 			}
 			pinDir := st.PinDir
 
-			sink2, sink3 := l.startSinkOn(2), l.startSinkOn(3)
-			gen := l.host(1).Start(t, trestleBin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", hostMAC(2).String(),
+			sink2, sink3 := l.StartSinkOn(2), l.StartSinkOn(3)
+			gen := l.Host(1).Start(t, Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", HostMAC(2).String(),
 				"--rate", "20000", "--duration", "9s", "--json")
 			step := func(what string, f func()) {
 				time.Sleep(1500 * time.Millisecond)
@@ -190,55 +190,55 @@ func TestPersistRestart(t *testing.T) {
 				f()
 			}
 			step("kill -9 and restart", func() {
-				l.signal(syscall.SIGKILL)
-				l.startNet(trestleBin)
+				l.Signal(syscall.SIGKILL)
+				l.StartNet(Bin)
 			})
 			step("SIGTERM and restart", func() {
-				l.signal(syscall.SIGTERM)
-				l.startNet(trestleBin)
+				l.Signal(syscall.SIGTERM)
+				l.StartNet(Bin)
 			})
 			step("replace by another build", func() {
-				l.signal(syscall.SIGTERM)
-				l.startNet(variant)
+				l.Signal(syscall.SIGTERM)
+				l.StartNet(variant)
 			})
 			step("and back", func() {
-				out := l.signal(syscall.SIGTERM)
+				out := l.Signal(syscall.SIGTERM)
 				if !strings.Contains(out, "moved to this daemon's program in place") || !strings.Contains(out, "adopted the pinned datapath") {
 					t.Errorf("the other build did not adopt the datapath and move its links:\n%s", out)
 				}
-				l.startNet(trestleBin)
+				l.StartNet(Bin)
 			})
-			g := streamLossless(t, gen, sink2, sink3)
+			g := StreamLossless(t, gen, sink2, sink3)
 
 			// The table from before, with its ages.
 			for i := 1; i <= 3; i++ {
-				if e, ok := l.fdbEntry(hostMAC(i)); !ok || e.Port != portName(i) {
+				if e, ok := l.FDBEntry(HostMAC(i)); !ok || e.Port != PortName(i) {
 					t.Errorf("h%d's entry after the restarts: %+v (found %v)", i, e, ok)
 				}
 			}
-			e3, ok := l.fdbEntry(quietMAC)
-			if !ok || e3.Port != portName(3) {
+			e3, ok := l.FDBEntry(quietMAC)
+			if !ok || e3.Port != PortName(3) {
 				t.Fatalf("the quiet station's entry after the restarts: %+v (found %v)", e3, ok)
 			}
 			if quiet := time.Since(pinged).Seconds(); e3.AgeSeconds < quiet-1.5 {
 				t.Errorf("the quiet station's entry is %.1fs old, but it spoke %.1fs ago: its age was reset", e3.AgeSeconds, quiet)
 			}
-			if rx := l.stats(portName(1)).Counters.Get("rx_packets"); rx < rx0+g.Sent {
+			if rx := l.Stats(PortName(1)).Counters.Get("rx_packets"); rx < rx0+g.Sent {
 				t.Errorf("port-h1 counted %d frames, want at least %d + %d: counters restarted", rx, rx0, g.Sent)
 			}
 
 			// Down: nothing left.
-			l.signal(syscall.SIGTERM)
-			out, err := l.sw.ExecNetOnly(trestleBin, "down", "--socket", l.sock)
+			l.Signal(syscall.SIGTERM)
+			out, err := l.SW.ExecNetOnly(Bin, "down", "--socket", l.Sock)
 			if err != nil || !strings.Contains(out, "detached") {
 				t.Fatalf("trestle down: %v\n%s", err, out)
 			}
-			l.assertNoPrograms()
+			l.AssertNoPrograms()
 			if _, err := os.Stat(pinDir); !os.IsNotExist(err) {
 				t.Errorf("%s left after down: %v", pinDir, err)
 			}
 			if mode == "xdp" {
-				if out := l.host(1).MustExec(t, "ethtool", "-k", "eth0"); !strings.Contains(out, "tx-checksum-ip-generic: on") {
+				if out := l.Host(1).MustExec(t, "ethtool", "-k", "eth0"); !strings.Contains(out, "tx-checksum-ip-generic: on") {
 					t.Errorf("h1 eth0 TX checksum offload not restored by down:\n%s", out)
 				}
 			}
@@ -250,31 +250,31 @@ func TestPersistRestart(t *testing.T) {
 // the peers it changed are recorded, and the next daemon, or `trestle down`,
 // gives them back.
 func TestNoPersist(t *testing.T) {
-	l := newSwlab(t, 2)
-	l.writeConfig(l.config("", func(int) string { return "mode = \"xdp\"\n" }))
-	l.start()
-	l.pingAll()
-	l.signal(syscall.SIGKILL)
-	l.assertNoPrograms()
-	if out := l.host(1).MustExec(t, "ethtool", "-k", "eth0"); !strings.Contains(out, "tx-checksum-ip-generic: off") {
+	l := NewLab(t, 2)
+	l.WriteConfig(l.Config("", func(int) string { return "mode = \"xdp\"\n" }))
+	l.Start()
+	l.PingAll()
+	l.Signal(syscall.SIGKILL)
+	l.AssertNoPrograms()
+	if out := l.Host(1).MustExec(t, "ethtool", "-k", "eth0"); !strings.Contains(out, "tx-checksum-ip-generic: off") {
 		t.Fatalf("h1's peer should still have TX checksum off after a crash:\n%s", out)
 	}
-	out, err := l.sw.Exec(trestleBin, "down", "--socket", l.sock)
+	out, err := l.SW.Exec(Bin, "down", "--socket", l.Sock)
 	if err != nil || !strings.Contains(out, "restored veth peer") {
 		t.Errorf("trestle down after a crash: %v\n%s", err, out)
 	}
-	if out := l.host(1).MustExec(t, "ethtool", "-k", "eth0"); !strings.Contains(out, "tx-checksum-ip-generic: on") {
+	if out := l.Host(1).MustExec(t, "ethtool", "-k", "eth0"); !strings.Contains(out, "tx-checksum-ip-generic: on") {
 		t.Errorf("h1 eth0 TX checksum offload not restored by down:\n%s", out)
 	}
 	// A daemon killed again and started again gives them back itself.
-	l.start()
-	l.signal(syscall.SIGKILL)
-	l.start()
-	if !strings.Contains(l.daemon.Out.String(), "restored a veth peer changed by an earlier daemon") {
-		t.Errorf("the next daemon did not restore the peers of a killed one:\n%s", l.daemon.Out.String())
+	l.Start()
+	l.Signal(syscall.SIGKILL)
+	l.Start()
+	if !strings.Contains(l.Daemon.Out.String(), "restored a veth peer changed by an earlier daemon") {
+		t.Errorf("the next daemon did not restore the peers of a killed one:\n%s", l.Daemon.Out.String())
 	}
-	l.pingAll()
-	l.stop()
+	l.PingAll()
+	l.Stop()
 }
 
 // TestDownStale: a persisted datapath whose namespace is deleted (with its
@@ -284,9 +284,9 @@ func TestDownStale(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireBPFFS(t)
 	testutil.RequireCmd(t, "nsenter", "ip")
-	live := newPersistLab(t, 2, nil)
-	live.startNet(trestleBin)
-	livePins := live.show().PinDir
+	live := NewPersistLab(t, 2, nil)
+	live.StartNet(Bin)
+	livePins := live.Show().PinDir
 
 	name := testutil.Prefix() + "-stale"
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
@@ -310,7 +310,7 @@ func TestDownStale(t *testing.T) {
 			t.Fatalf("ip %v: %v %s", args, err, out)
 		}
 	}
-	d := exec.Command("nsenter", "--net="+nsPath, "--", trestleBin, "run", "--config", cfgPath)
+	d := exec.Command("nsenter", "--net="+nsPath, "--", Bin, "run", "--config", cfgPath)
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestDownStale(t *testing.T) {
 	var out []byte
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		out, err = exec.Command(trestleBin, "down", "--stale").CombinedOutput()
+		out, err = exec.Command(Bin, "down", "--stale").CombinedOutput()
 		if err != nil || strings.Contains(string(out), filepath.Base(pins)) {
 			break
 		}
@@ -351,7 +351,7 @@ func TestDownStale(t *testing.T) {
 	if _, err := os.Stat(livePins); err != nil {
 		t.Errorf("down --stale removed the live daemon's datapath %s: %v", livePins, err)
 	}
-	live.pingAll()
+	live.PingAll()
 }
 
 // TestPersistPatch: with persist, a stream h1 -> h2 that crosses a patch
@@ -360,46 +360,46 @@ func TestDownStale(t *testing.T) {
 // ports are adopted with their slots, so both bridges' tables still say
 // where h2 lives and h3 sees none of the stream.
 func TestPersistPatch(t *testing.T) {
-	l := newPersistLab(t, 3, nil)
+	l := NewPersistLab(t, 3, nil)
 	var b strings.Builder
-	fmt.Fprintf(&b, "[daemon]\npersist = true\nsocket = %q\n", l.sock)
-	fmt.Fprintf(&b, "[[bridge]]\nname = \"br0\"\n[[bridge.port]]\ninterface = %q\nmode = \"xdp\"\n[[bridge.port]]\npatch = \"br1\"\n", portName(1))
+	fmt.Fprintf(&b, "[daemon]\npersist = true\nsocket = %q\n", l.Sock)
+	fmt.Fprintf(&b, "[[bridge]]\nname = \"br0\"\n[[bridge.port]]\ninterface = %q\nmode = \"xdp\"\n[[bridge.port]]\npatch = \"br1\"\n", PortName(1))
 	fmt.Fprintf(&b, "[[bridge]]\nname = \"br1\"\n[[bridge.port]]\npatch = \"br0\"\n")
 	for i := 2; i <= 3; i++ {
-		fmt.Fprintf(&b, "[[bridge.port]]\ninterface = %q\nmode = \"xdp\"\n", portName(i))
+		fmt.Fprintf(&b, "[[bridge.port]]\ninterface = %q\nmode = \"xdp\"\n", PortName(i))
 	}
-	l.writeConfig(b.String())
-	l.startNet(trestleBin)
-	l.pingAll()
+	l.WriteConfig(b.String())
+	l.StartNet(Bin)
+	l.PingAll()
 	where := func() map[string]string { // "bridge mac" -> port
 		out := map[string]string{}
-		for _, e := range l.fdb() {
+		for _, e := range l.FDB() {
 			out[e.Bridge+" "+e.MAC] = e.Port
 		}
 		return out
 	}
 	before := where()
-	if before["br0 "+hostMAC(2).String()] != "patch-br1" || before["br1 "+hostMAC(1).String()] != "patch-br0" {
+	if before["br0 "+HostMAC(2).String()] != "patch-br1" || before["br1 "+HostMAC(1).String()] != "patch-br0" {
 		t.Fatalf("tables before the restarts: %v", before)
 	}
 
-	sink2, sink3 := l.startSinkOn(2), l.startSinkOn(3)
-	gen := l.host(1).Start(t, trestleBin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", hostMAC(2).String(),
+	sink2, sink3 := l.StartSinkOn(2), l.StartSinkOn(3)
+	gen := l.Host(1).Start(t, Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", HostMAC(2).String(),
 		"--rate", "20000", "--duration", "5s", "--json")
 	time.Sleep(1500 * time.Millisecond)
-	l.signal(syscall.SIGKILL)
-	l.startNet(trestleBin)
+	l.Signal(syscall.SIGKILL)
+	l.StartNet(Bin)
 	time.Sleep(1500 * time.Millisecond)
-	l.signal(syscall.SIGTERM)
-	l.startNet(trestleBin)
-	g := streamLossless(t, gen, sink2, sink3)
+	l.Signal(syscall.SIGTERM)
+	l.StartNet(Bin)
+	g := StreamLossless(t, gen, sink2, sink3)
 	after := where()
 	for k, port := range before {
 		if after[k] != port {
 			t.Errorf("entry %s: on %q after the restarts, %q before", k, after[k], port)
 		}
 	}
-	if tx := l.stats("patch-br1").Counters.Get("tx_packets"); tx < g.Sent {
+	if tx := l.Stats("patch-br1").Counters.Get("tx_packets"); tx < g.Sent {
 		t.Errorf("patch-br1 sent %d frames, want at least the stream's %d: its counters restarted", tx, g.Sent)
 	}
 }

@@ -27,19 +27,19 @@ func tmux(t *testing.T, server string, args ...string) (string, error) {
 // `--once --json` parses and has the rates of the ports the traffic crossed.
 func TestTop(t *testing.T) {
 	testutil.RequireCmd(t, "tmux")
-	l := newSwlab(t, 3)
-	l.writeConfig(l.config("", nil))
-	l.start()
-	l.pingAll()
+	l := NewLab(t, 3)
+	l.WriteConfig(l.Config("", nil))
+	l.Start()
+	l.PingAll()
 	// Traffic through every port: h1 pings h2 and h3, 20 a second each.
 	for _, to := range []int{2, 3} {
-		p := l.host(1).Start(t, "ping", "-q", "-i", "0.05", hostIP(to))
+		p := l.Host(1).Start(t, "ping", "-q", "-i", "0.05", HostIP(to))
 		t.Cleanup(func() { p.Stop() })
 	}
 
 	server := fmt.Sprintf("trestle-test-%d", os.Getpid())
 	t.Cleanup(func() { tmux(t, server, "kill-server") })
-	cmdline := fmt.Sprintf("TRESTLE_SOCKET=%s %s top --interval 500ms", l.sock, trestleBin)
+	cmdline := fmt.Sprintf("TRESTLE_SOCKET=%s %s top --interval 500ms", l.Sock, Bin)
 	if out, err := tmux(t, server, "new-session", "-d", "-s", "top", "-x", "160", "-y", "40", cmdline); err != nil {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
 	}
@@ -54,7 +54,7 @@ func TestTop(t *testing.T) {
 		screen, _ = tmux(t, server, "capture-pane", "-p", "-t", "top")
 		all := true
 		for i := 1; i <= 3; i++ {
-			all = all && row(portName(i)).MatchString(screen)
+			all = all && row(PortName(i)).MatchString(screen)
 		}
 		if all && strings.Contains(screen, "sorted by rx") {
 			break
@@ -65,8 +65,8 @@ func TestTop(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	// port-h1 receives both streams: it leads when sorted by rx.
-	if i1, i2 := strings.Index(screen, portName(1)), strings.Index(screen, portName(2)); i1 > i2 {
-		t.Errorf("sorted by rx, %s is below %s:\n%s", portName(1), portName(2), screen)
+	if i1, i2 := strings.Index(screen, PortName(1)), strings.Index(screen, PortName(2)); i1 > i2 {
+		t.Errorf("sorted by rx, %s is below %s:\n%s", PortName(1), PortName(2), screen)
 	}
 	if out, err := tmux(t, server, "send-keys", "-t", "top", "s"); err != nil {
 		t.Fatalf("send-keys s: %v %s", err, out)
@@ -94,7 +94,7 @@ func TestTop(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	out, err := l.cli("top", "--once", "--json", "--interval", "1s")
+	out, err := l.CLI("top", "--once", "--json", "--interval", "1s")
 	if err != nil {
 		t.Fatalf("top --once --json: %v\n%s", err, out)
 	}
@@ -120,7 +120,7 @@ func TestTop(t *testing.T) {
 			t.Errorf("%s: %+v, want rates of about 20 pps or more each way", p.Port, p)
 		}
 	}
-	l.stop()
+	l.Stop()
 }
 
 // The rates of two readings: per second over the time between them, bits

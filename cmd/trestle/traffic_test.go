@@ -62,7 +62,7 @@ func counters(t *testing.T, ns *testutil.NS, ifname string) linkCounters {
 	return c
 }
 
-func xdpAttached(t *testing.T, ns *testutil.NS, ifname string) bool {
+func XDPAttached(t *testing.T, ns *testutil.NS, ifname string) bool {
 	t.Helper()
 	var on bool
 	err := ns.Do(func() error {
@@ -83,9 +83,9 @@ func xdpAttached(t *testing.T, ns *testutil.NS, ifname string) bool {
 // is attached.
 func (p *pair) startSink(args ...string) *testutil.Proc {
 	p.t.Helper()
-	proc := p.snk.Start(p.t, trestleBin, append([]string{"sink", "--dev", "sink0", "--json"}, args...)...)
+	proc := p.snk.Start(p.t, Bin, append([]string{"sink", "--dev", "sink0", "--json"}, args...)...)
 	deadline := time.Now().Add(10 * time.Second)
-	for !xdpAttached(p.t, p.snk, "sink0") {
+	for !XDPAttached(p.t, p.snk, "sink0") {
 		select {
 		case <-proc.Done():
 			p.t.Fatalf("sink exited: %v\n%s", proc.Err(), proc.Out.String())
@@ -114,13 +114,13 @@ func (p *pair) stopSink(proc *testutil.Proc) SinkSummary {
 	if err := json.Unmarshal([]byte(proc.Out.String()), &s); err != nil {
 		p.t.Fatalf("sink --json: %v\n%s", err, proc.Out.String())
 	}
-	if xdpAttached(p.t, p.snk, "sink0") {
+	if XDPAttached(p.t, p.snk, "sink0") {
 		p.t.Errorf("sink0 still has an XDP program after the sink exited")
 	}
 	return s
 }
 
-type genSummary struct {
+type GenSummary struct {
 	Sent          uint64  `json:"sent"`
 	Bytes         uint64  `json:"bytes"`
 	PPS           float64 `json:"pps"`
@@ -131,10 +131,10 @@ type genSummary struct {
 	BehindBy      float64 `json:"behind_by"`
 }
 
-func (p *pair) runGen(args ...string) genSummary {
+func (p *pair) runGen(args ...string) GenSummary {
 	p.t.Helper()
-	out := p.gen.MustExec(p.t, trestleBin, append([]string{"gen", "--dev", "gen0", "--json"}, args...)...)
-	var g genSummary
+	out := p.gen.MustExec(p.t, Bin, append([]string{"gen", "--dev", "gen0", "--json"}, args...)...)
+	var g GenSummary
 	if err := json.Unmarshal([]byte(out), &g); err != nil {
 		p.t.Fatalf("gen --json: %v\n%s", err, out)
 	}
@@ -243,7 +243,7 @@ func TestGenBehind(t *testing.T) {
 	if !g.FellBehind || g.RateRequested != rate || math.Abs(g.BehindBy-(1-g.PPS/rate)) > 1e-6 || g.BehindBy <= 0 {
 		t.Errorf("gen --json: sent %.0f pps of %v: fell behind %v by %v", g.PPS, g.RateRequested, g.FellBehind, g.BehindBy)
 	}
-	out := p.gen.MustExec(t, trestleBin, "gen", "--dev", "gen0", "--mode", "packet", "--rate", fmt.Sprint(rate), "--duration", "500ms")
+	out := p.gen.MustExec(t, Bin, "gen", "--dev", "gen0", "--mode", "packet", "--rate", fmt.Sprint(rate), "--duration", "500ms")
 	if !strings.Contains(out, "fell behind its rate: ") || !strings.Contains(out, " pps of the 50000000 asked for (") || !strings.Contains(out, "packet mode makes a system call a frame") {
 		t.Errorf("gen's summary does not say it fell behind:\n%s", out)
 	}
@@ -269,7 +269,7 @@ func TestSinkSeveralRuns(t *testing.T) {
 func TestGenSinkInterrupt(t *testing.T) {
 	p := newPair(t)
 	proc := p.startSink()
-	g := p.gen.Start(t, trestleBin, "gen", "--dev", "gen0", "--rate", "50000", "--json", "--size", "imix")
+	g := p.gen.Start(t, Bin, "gen", "--dev", "gen0", "--rate", "50000", "--json", "--size", "imix")
 	time.Sleep(1500 * time.Millisecond)
 	_ = g.Cmd.Process.Signal(syscall.SIGINT)
 	select {
@@ -280,7 +280,7 @@ func TestGenSinkInterrupt(t *testing.T) {
 	if err := g.Err(); err != nil {
 		t.Fatalf("gen: %v\n%s", err, g.Out.String())
 	}
-	var gs genSummary
+	var gs GenSummary
 	if err := json.Unmarshal([]byte(g.Out.String()), &gs); err != nil {
 		t.Fatalf("gen --json: %v\n%s", err, g.Out.String())
 	}
@@ -316,7 +316,7 @@ func TestGenErrors(t *testing.T) {
 		if c.args[0] == "sink" {
 			ns = p.snk
 		}
-		out, err := ns.Exec(trestleBin, c.args...)
+		out, err := ns.Exec(Bin, c.args...)
 		if err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("trestle %s: err %v, output %q; want an error naming %s", strings.Join(c.args, " "), err, out, c.want)
 		}
