@@ -1,4 +1,4 @@
-package main
+package reconcile
 
 // End-to-end tests of defects of the daemon that the reconcile rework fixed
 // (issue 10); each failed against the daemon before it. The others are unit
@@ -17,9 +17,11 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
+
+	"github.com/trestle/trestle/tests/harness"
 )
 
-func waitPort(l *Lab, name, state string) {
+func waitPort(l *harness.Lab, name, state string) {
 	l.T.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
@@ -39,7 +41,7 @@ func waitPort(l *Lab, name, state string) {
 // with max_macs = 1 learns the next address without waiting for the sweep
 // (30 s at the default aging). So does a static entry written over it.
 func TestDeleteFreesRoomAtOnce(t *testing.T) {
-	l := NewLab(t, 2)
+	l := harness.NewLab(t, 2)
 	l.WriteConfig(l.Config("", func(i int) string {
 		if i == 1 {
 			return "max_macs = 1\n"
@@ -49,7 +51,7 @@ func TestDeleteFreesRoomAtOnce(t *testing.T) {
 	l.Start()
 	send := func(src net.HardwareAddr) {
 		t.Helper()
-		if err := l.Host(1).RawSend("eth0", Marked(HostMAC(2), src, "room")); err != nil {
+		if err := l.Host(1).RawSend("eth0", harness.Marked(harness.HostMAC(2), src, "room")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -87,20 +89,20 @@ func TestDeleteFreesRoomAtOnce(t *testing.T) {
 // entries, so that unicast to the stations behind it floods (and reaches
 // them wherever they went) instead of vanishing until they age out.
 func TestLinkDownFlushesPort(t *testing.T) {
-	l := NewLab(t, 3)
+	l := harness.NewLab(t, 3)
 	l.WriteConfig(l.Config("", nil))
 	l.Start()
 	l.PingAll()
 	l.Host(3).MustExec(t, "ip", "link", "set", "eth0", "down") // port-h3 loses its carrier
 	waitPort(l, "port-h3", "link-down")
-	if e, ok := l.FDBEntry(HostMAC(3)); ok {
+	if e, ok := l.FDBEntry(harness.HostMAC(3)); ok {
 		t.Errorf("h3's entry stayed after its port's link went down: %+v", e)
 	}
 	capt := l.Host(2).Capture(t, "eth0")
-	if err := l.Host(1).RawSend("eth0", Marked(HostMAC(3), HostMAC(1), "to-h3")); err != nil {
+	if err := l.Host(1).RawSend("eth0", harness.Marked(harness.HostMAC(3), harness.HostMAC(1), "to-h3")); err != nil {
 		t.Fatal(err)
 	}
-	if n := capt.WaitFor(HasMarker("to-h3"), 1, 2*time.Second); n != 1 {
+	if n := capt.WaitFor(harness.HasMarker("to-h3"), 1, 2*time.Second); n != 1 {
 		t.Errorf("a frame to h3, whose port is down, was not flooded (h2 got %d copies)", n)
 	}
 	l.Host(3).MustExec(t, "ip", "link", "set", "eth0", "up")
@@ -114,7 +116,7 @@ func TestLinkDownFlushesPort(t *testing.T) {
 // configured port, the interface becomes that port, once: a flood reaches
 // it once.
 func TestRenamedInterfaceE2E(t *testing.T) {
-	l := NewLab(t, 3)
+	l := harness.NewLab(t, 3)
 	l.WriteConfig(l.Config("", nil) + "\n[[bridge.port]]\ninterface = \"port-h4\"\n")
 	l.Start()
 	l.PingAll()
@@ -124,11 +126,11 @@ func TestRenamedInterfaceE2E(t *testing.T) {
 		t.Errorf("port-h3 after its interface was renamed: %+v", p)
 	}
 	capt := l.Host(3).Capture(t, "eth0")
-	if err := l.Host(1).RawSend("eth0", Marked(net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, HostMAC(1), "bcast")); err != nil {
+	if err := l.Host(1).RawSend("eth0", harness.Marked(net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, harness.HostMAC(1), "bcast")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if n := capt.WaitFor(HasMarker("bcast"), 2, time.Second); n != 1 {
+	if n := capt.WaitFor(harness.HasMarker("bcast"), 2, time.Second); n != 1 {
 		t.Errorf("h3 got %d copies of a broadcast after its port's interface was renamed to port-h4, want 1", n)
 	}
 	l.PingAll()
@@ -160,7 +162,7 @@ func TestRenamedInterfaceE2E(t *testing.T) {
 // aging sweep: a shorter aging time takes effect at once, not after the
 // old sweep interval (30 s for 300 s).
 func TestReloadThroughSocketAges(t *testing.T) {
-	l := NewLab(t, 2)
+	l := harness.NewLab(t, 2)
 	l.WriteConfig(l.Config("", nil))
 	l.Start()
 	l.PingAll()
@@ -182,13 +184,13 @@ func TestReloadThroughSocketAges(t *testing.T) {
 // (a mistyped path must not delete a file, as root), and the socket is
 // the owner's only (0600) from its first moment.
 func TestSocketSafety(t *testing.T) {
-	l := NewLab(t, 2)
+	l := harness.NewLab(t, 2)
 	l.WriteConfig(l.Config("", nil))
 	precious := []byte("not a socket\n")
 	if err := os.WriteFile(l.Sock, precious, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := l.SW.Start(t, Bin, "run", "--config", l.Cfg)
+	p := l.SW.Start(t, harness.Bin, "run", "--config", l.Cfg)
 	select {
 	case <-p.Done():
 		if p.Err() == nil || !strings.Contains(p.Out.String(), "not a socket") {
@@ -222,14 +224,14 @@ func TestSocketSafety(t *testing.T) {
 // learns at most its max_entries, and the others still learn and take
 // static entries.
 func TestBridgeCannotTakeAnothersRoom(t *testing.T) {
-	l := NewLab(t, 4)
+	l := harness.NewLab(t, 4)
 	cfg := fmt.Sprintf("[daemon]\nsocket = %q\n\n[[bridge]]\nname = \"br0\"\nmax_entries = 20\n\n[[bridge.port]]\ninterface = \"port-h1\"\n\n[[bridge.port]]\ninterface = \"port-h2\"\n\n"+
 		"[[bridge]]\nname = \"br1\"\n\n[[bridge.port]]\ninterface = \"port-h3\"\n\n[[bridge.port]]\ninterface = \"port-h4\"\n", l.Sock)
 	l.WriteConfig(cfg)
 	l.Start()
 	for k := 0; k < 300; k++ {
 		src := net.HardwareAddr{0x02, 0xfe, 0, 0, byte(k >> 8), byte(k)}
-		if err := l.Host(1).RawSend("eth0", Marked(HostMAC(2), src, "flood")); err != nil {
+		if err := l.Host(1).RawSend("eth0", harness.Marked(harness.HostMAC(2), src, "flood")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,10 +248,10 @@ func TestBridgeCannotTakeAnothersRoom(t *testing.T) {
 	if s := l.Stats("port-h1"); s.Drops["table_full"] < 280 {
 		t.Errorf("table_full drops on port-h1: %d, want the flood's", s.Drops["table_full"])
 	}
-	if err := l.Host(3).Ping(HostIP(4), 1); err != nil {
+	if err := l.Host(3).Ping(harness.HostIP(4), 1); err != nil {
 		t.Errorf("br1 after br0's flood: %v", err)
 	}
-	if _, ok := l.FDBEntry(HostMAC(4)); !ok {
+	if _, ok := l.FDBEntry(harness.HostMAC(4)); !ok {
 		t.Errorf("br1 did not learn h4 after br0's flood")
 	}
 	if out, err := l.CLI("fdb", "add", "br1", "02:5a:00:00:00:01", "port-h3"); err != nil {

@@ -1,9 +1,9 @@
-package main
+package patch
 
 // Patch port end-to-end tests (issue 12): one daemon runs three bridges
 // chained br0 - br1 - br2 by patch ports, with h1 and h2 on br0, h3 on br1
 // and h4 on br2, every host port in xdp or in tc mode. Hosts send hand-built
-// frames and every host captures what reaches it (vlanRun), so a copy too
+// frames and every host captures what reaches it (harness.VLANRun), so a copy too
 // many, a copy missing or one back at its sender shows; tables, counters and
 // show are read through the CLI as a user would.
 
@@ -17,6 +17,7 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // chainBridges are the chain's bridges in order, each patched to its
@@ -50,7 +51,7 @@ func chainOf(h int) int {
 // patchChain is a started chain; joined[i] says whether chainBridges[i] and
 // chainBridges[i+1] are patched in the running config.
 type patchChain struct {
-	*Lab
+	*harness.Lab
 	mode   string
 	joined [2]bool
 	caps   map[int]*testutil.Capturer
@@ -58,7 +59,7 @@ type patchChain struct {
 
 func newPatchChain(t *testing.T, mode string) *patchChain {
 	t.Helper()
-	c := &patchChain{Lab: NewLab(t, 4), mode: mode, joined: [2]bool{true, true}}
+	c := &patchChain{Lab: harness.NewLab(t, 4), mode: mode, joined: [2]bool{true, true}}
 	c.WriteConfig(c.config())
 	c.Start()
 	for _, b := range c.Show().Bridges {
@@ -82,7 +83,7 @@ func (c *patchChain) config() string {
 	for i, br := range chainBridges {
 		fmt.Fprintf(&b, "\n[[bridge]]\nname = %q\n", br.name)
 		for _, h := range br.hosts {
-			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", PortName(h), c.mode)
+			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", harness.PortName(h), c.mode)
 		}
 		for _, peer := range c.peers(i) {
 			fmt.Fprintf(&b, "\n[[bridge.port]]\npatch = %q\n", peer)
@@ -122,7 +123,7 @@ func (c *patchChain) peers(i int) []string {
 func (c *patchChain) towards(i, h int) (string, bool) {
 	hb := chainOf(h)
 	if hb == i {
-		return PortName(h), true
+		return harness.PortName(h), true
 	}
 	for j := min(i, hb); j < max(i, hb); j++ {
 		if !c.joined[j] {
@@ -154,7 +155,7 @@ func (c *patchChain) hasPort(bridge, port string) bool {
 			continue
 		}
 		for _, h := range br.hosts {
-			if PortName(h) == port {
+			if harness.PortName(h) == port {
 				return true
 			}
 		}
@@ -169,14 +170,14 @@ func (c *patchChain) hasPort(bridge, port string) bool {
 
 // bcast is a broadcast from host h that reaches every host the chain joins
 // it to, once.
-func (c *patchChain) bcast(name string, h int) VCase {
-	return c.flood(name, h, VFrame(VLANBcast(), HostMAC(h), name))
+func (c *patchChain) bcast(name string, h int) harness.VCase {
+	return c.flood(name, h, harness.VFrame(harness.VLANBcast(), harness.HostMAC(h), name))
 }
 
 // flood is a frame from host from that reaches every host the chain joins
 // it to, once.
-func (c *patchChain) flood(name string, from int, frame []byte) VCase {
-	vc := VCase{Name: name, From: from, Frame: frame, Recv: map[int][]byte{}}
+func (c *patchChain) flood(name string, from int, frame []byte) harness.VCase {
+	vc := harness.VCase{Name: name, From: from, Frame: frame, Recv: map[int][]byte{}}
 	for _, o := range c.others(from) {
 		vc.Recv[o] = frame
 	}
@@ -184,20 +185,20 @@ func (c *patchChain) flood(name string, from int, frame []byte) VCase {
 }
 
 // unicast is a frame from host from to host to, received by to alone.
-func unicast(name string, from, to int) VCase {
-	f := VFrame(HostMAC(to), HostMAC(from), name)
-	return VCase{Name: name, From: from, Frame: f, Recv: map[int][]byte{to: f}}
+func unicast(name string, from, to int) harness.VCase {
+	f := harness.VFrame(harness.HostMAC(to), harness.HostMAC(from), name)
+	return harness.VCase{Name: name, From: from, Frame: f, Recv: map[int][]byte{to: f}}
 }
 
 // learnAll has every host broadcast once, which teaches every bridge where
 // every host it reaches is. Once a lab: its markers are not unique beyond.
 func (c *patchChain) learnAll() {
 	c.T.Helper()
-	var cases []VCase
+	var cases []harness.VCase
 	for h := 1; h <= len(c.Hosts); h++ {
 		cases = append(cases, c.bcast(fmt.Sprintf("learn-h%d", h), h))
 	}
-	VLANRun(c.T, c.Lab, c.caps, cases)
+	harness.VLANRun(c.T, c.Lab, c.caps, cases)
 }
 
 // checkEntries: for each MAC in at, every bridge that reaches the host
@@ -232,7 +233,7 @@ func (c *patchChain) checkHosts() {
 	c.T.Helper()
 	at := map[string]int{}
 	for h := 1; h <= len(c.Hosts); h++ {
-		at[HostMAC(h).String()] = h
+		at[harness.HostMAC(h).String()] = h
 	}
 	c.checkEntries(at)
 }
@@ -269,7 +270,7 @@ func (c *patchChain) checkShow() {
 		}
 		var wantHosts []string
 		for _, h := range br.hosts {
-			wantHosts = append(wantHosts, PortName(h))
+			wantHosts = append(wantHosts, harness.PortName(h))
 		}
 		slices.Sort(hosts)
 		slices.Sort(patches)
@@ -293,7 +294,7 @@ func (c *patchChain) counters() map[string]ctl.PortStats {
 // forChain runs f on a started chain in xdp mode, then in tc mode, and
 // stops the daemon after it.
 func forChain(t *testing.T, f func(t *testing.T, c *patchChain)) {
-	ForModes(t, func(t *testing.T, mode string) {
+	harness.ForModes(t, func(t *testing.T, mode string) {
 		c := newPatchChain(t, mode)
 		f(t, c)
 		c.Stop()
@@ -340,22 +341,22 @@ func TestPatchChainShow(t *testing.T) {
 // bridges lie between.
 func TestPatchChainFlood(t *testing.T) {
 	forChain(t, func(t *testing.T, c *patchChain) {
-		var cases []VCase
+		var cases []harness.VCase
 		for h := 1; h <= 4; h++ {
 			cases = append(cases, c.bcast(fmt.Sprintf("bcast-h%d", h), h))
 		}
 		for _, h := range []int{1, 3, 4} {
 			name := fmt.Sprintf("unknown-h%d", h)
-			cases = append(cases, c.flood(name, h, VFrame(VLANUnknown(), HostMAC(h), name)))
+			cases = append(cases, c.flood(name, h, harness.VFrame(harness.VLANUnknown(), harness.HostMAC(h), name)))
 		}
 		cases = append(cases,
-			c.flood("mcast-h2", 2, VFrame(VLANMcast(), HostMAC(2), "mcast-h2")),
-			c.flood("mcast-h4", 4, VFrame(VLANMcast(), HostMAC(4), "mcast-h4")),
+			c.flood("mcast-h2", 2, harness.VFrame(harness.VLANMcast(), harness.HostMAC(2), "mcast-h2")),
+			c.flood("mcast-h4", 4, harness.VFrame(harness.VLANMcast(), harness.HostMAC(4), "mcast-h4")),
 		)
 		for _, p := range [][2]int{{1, 4}, {4, 1}, {4, 2}, {3, 1}, {2, 3}, {3, 4}, {1, 2}, {2, 1}, {4, 3}} {
 			cases = append(cases, unicast(fmt.Sprintf("h%d-to-h%d", p[0], p[1]), p[0], p[1]))
 		}
-		VLANRun(t, c.Lab, c.caps, cases)
+		harness.VLANRun(t, c.Lab, c.caps, cases)
 		c.checkHosts()
 	})
 }
@@ -376,36 +377,36 @@ func TestPatchChainCounters(t *testing.T) {
 			recv []int
 			want map[string][2]uint64
 		}{
-			{"h1-to-h3", 1, HostMAC(3), []int{3}, map[string][2]uint64{
+			{"h1-to-h3", 1, harness.HostMAC(3), []int{3}, map[string][2]uint64{
 				"br0/port-h1": {n, 0}, "br0/patch-br1": {0, n}, "br1/patch-br0": {n, 0}, "br1/port-h3": {0, n},
 			}},
-			{"h4-to-h1", 4, HostMAC(1), []int{1}, map[string][2]uint64{
+			{"h4-to-h1", 4, harness.HostMAC(1), []int{1}, map[string][2]uint64{
 				"br2/port-h4": {n, 0}, "br2/to-br1": {0, n}, "br1/patch-br2": {n, 0},
 				"br1/patch-br0": {0, n}, "br0/patch-br1": {n, 0}, "br0/port-h1": {0, n},
 			}},
-			{"h2-to-h1", 2, HostMAC(1), []int{1}, map[string][2]uint64{
+			{"h2-to-h1", 2, harness.HostMAC(1), []int{1}, map[string][2]uint64{
 				"br0/port-h2": {n, 0}, "br0/port-h1": {0, n},
 			}},
-			{"bcast-h1", 1, VLANBcast(), []int{2, 3, 4}, map[string][2]uint64{
+			{"bcast-h1", 1, harness.VLANBcast(), []int{2, 3, 4}, map[string][2]uint64{
 				"br0/port-h1": {n, 0}, "br0/port-h2": {0, n}, "br0/patch-br1": {0, n},
 				"br1/patch-br0": {n, 0}, "br1/port-h3": {0, n}, "br1/patch-br2": {0, n},
 				"br2/to-br1": {n, 0}, "br2/port-h4": {0, n},
 			}},
-			{"bcast-h3", 3, VLANBcast(), []int{1, 2, 4}, map[string][2]uint64{
+			{"bcast-h3", 3, harness.VLANBcast(), []int{1, 2, 4}, map[string][2]uint64{
 				"br1/port-h3": {n, 0}, "br1/patch-br0": {0, n}, "br1/patch-br2": {0, n},
 				"br0/patch-br1": {n, 0}, "br0/port-h1": {0, n}, "br0/port-h2": {0, n},
 				"br2/to-br1": {n, 0}, "br2/port-h4": {0, n},
 			}},
 		} {
 			before := c.counters()
-			f := VFrame(ph.dst, HostMAC(ph.from), ph.name)
+			f := harness.VFrame(ph.dst, harness.HostMAC(ph.from), ph.name)
 			for k := 0; k < n; k++ {
 				if err := c.Host(ph.from).RawSend("eth0", f); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for _, h := range ph.recv {
-				if got := c.caps[h].WaitFor(HasVMarker(ph.name), n, 2*time.Second); got != n {
+				if got := c.caps[h].WaitFor(harness.HasVMarker(ph.name), n, 2*time.Second); got != n {
 					t.Errorf("%s: h%d received %d of %d frames", ph.name, h, got, n)
 				}
 			}
@@ -415,7 +416,7 @@ func TestPatchChainCounters(t *testing.T) {
 				t.Errorf("stats lists %d ports, want 8 (4 host ports, 4 patch ports): %v", len(after), after)
 			}
 			// The bytes of one frame, as the ingress host port counts them.
-			in := fmt.Sprintf("%s/%s", chainBridges[chainOf(ph.from)].name, PortName(ph.from))
+			in := fmt.Sprintf("%s/%s", chainBridges[chainOf(ph.from)].name, harness.PortName(ph.from))
 			perFrame := (after[in].Counters.Get("rx_bytes") - before[in].Counters.Get("rx_bytes")) / n
 			if perFrame != uint64(len(f)) {
 				t.Errorf("%s: %s counted %d bytes a frame, want %d", ph.name, in, perFrame, len(f))
@@ -441,7 +442,7 @@ func TestPatchChainMove(t *testing.T) {
 	forChain(t, func(t *testing.T, c *patchChain) {
 		c.learnAll()
 		m := net.HardwareAddr{0x02, 0x6d, 0, 0, 0, 0x01}
-		VLANRun(t, c.Lab, c.caps, []VCase{c.flood("m-at-h1", 1, VFrame(VLANBcast(), m, "m-at-h1"))})
+		harness.VLANRun(t, c.Lab, c.caps, []harness.VCase{c.flood("m-at-h1", 1, harness.VFrame(harness.VLANBcast(), m, "m-at-h1"))})
 		c.checkEntries(map[string]int{m.String(): 1})
 
 		// reachM: frames to m from every other host reach h alone, three
@@ -449,15 +450,15 @@ func TestPatchChainMove(t *testing.T) {
 		// memo of the last unicast path when m moves next.
 		reachM := func(h int) {
 			t.Helper()
-			var cases []VCase
+			var cases []harness.VCase
 			for _, o := range c.others(h) {
 				for k := range 3 {
 					name := fmt.Sprintf("to-m-at-h%d-from-h%d-%d", h, o, k)
-					f := VFrame(m, HostMAC(o), name)
-					cases = append(cases, VCase{Name: name, From: o, Frame: f, Recv: map[int][]byte{h: f}})
+					f := harness.VFrame(m, harness.HostMAC(o), name)
+					cases = append(cases, harness.VCase{Name: name, From: o, Frame: f, Recv: map[int][]byte{h: f}})
 				}
 			}
-			VLANRun(t, c.Lab, c.caps, cases)
+			harness.VLANRun(t, c.Lab, c.caps, cases)
 		}
 		reachM(1)
 
@@ -469,8 +470,8 @@ func TestPatchChainMove(t *testing.T) {
 			t.Helper()
 			before := c.counters()
 			name := fmt.Sprintf("m-at-h%d", h)
-			f := VFrame(HostMAC(to), m, name)
-			VLANRun(t, c.Lab, c.caps, []VCase{{Name: name, From: h, Frame: f, Recv: map[int][]byte{to: f}}})
+			f := harness.VFrame(harness.HostMAC(to), m, name)
+			harness.VLANRun(t, c.Lab, c.caps, []harness.VCase{{Name: name, From: h, Frame: f, Recv: map[int][]byte{to: f}}})
 			c.checkEntries(map[string]int{m.String(): h})
 			after := c.counters()
 			for i, br := range chainBridges {
@@ -527,30 +528,30 @@ func TestPatchChainReload(t *testing.T) {
 		}
 
 		// br2 is alone: h4 reaches nobody, nobody reaches h4.
-		VLANRun(t, c.Lab, c.caps, []VCase{
+		harness.VLANRun(t, c.Lab, c.caps, []harness.VCase{
 			c.bcast("cut-bcast-h1", 1),
 			c.bcast("cut-bcast-h3", 3),
 			c.bcast("cut-bcast-h4", 4),
-			c.flood("cut-unknown-h2", 2, VFrame(VLANUnknown(), HostMAC(2), "cut-unknown-h2")),
+			c.flood("cut-unknown-h2", 2, harness.VFrame(harness.VLANUnknown(), harness.HostMAC(2), "cut-unknown-h2")),
 			unicast("cut-h1-to-h3", 1, 3),
 			unicast("cut-h3-to-h2", 3, 2),
-			{Name: "cut-h4-to-h1", From: 4, Frame: VFrame(HostMAC(1), HostMAC(4), "cut-h4-to-h1")},
+			{Name: "cut-h4-to-h1", From: 4, Frame: harness.VFrame(harness.HostMAC(1), harness.HostMAC(4), "cut-h4-to-h1")},
 		})
 		// To h4's MAC, still known in br0 towards br1: br1 no longer knows
 		// it and floods it in br1 only; h4 must not see it.
-		if err := c.Host(1).RawSend("eth0", VFrame(HostMAC(4), HostMAC(1), "cut-h1-to-h4")); err != nil {
+		if err := c.Host(1).RawSend("eth0", harness.VFrame(harness.HostMAC(4), harness.HostMAC(1), "cut-h1-to-h4")); err != nil {
 			t.Fatal(err)
 		}
-		if got := c.caps[4].WaitFor(HasVMarker("cut-h1-to-h4"), 0, 300*time.Millisecond); got != 0 {
+		if got := c.caps[4].WaitFor(harness.HasVMarker("cut-h1-to-h4"), 0, 300*time.Millisecond); got != 0 {
 			t.Errorf("h4 received %d frames from h1 with the chain cut", got)
 		}
 		for _, p := range [][2]int{{1, 4}, {3, 4}, {4, 2}} {
-			if err := c.Host(p[0]).Ping(HostIP(p[1]), 1); err == nil {
+			if err := c.Host(p[0]).Ping(harness.HostIP(p[1]), 1); err == nil {
 				t.Errorf("ping h%d -> h%d answered with the chain cut", p[0], p[1])
 			}
 		}
 		for _, p := range [][2]int{{1, 3}, {3, 2}, {2, 1}} {
-			if err := c.Host(p[0]).Ping(HostIP(p[1]), 2); err != nil {
+			if err := c.Host(p[0]).Ping(harness.HostIP(p[1]), 2); err != nil {
 				t.Errorf("ping h%d -> h%d with the middle patch removed: %v", p[0], p[1], err)
 			}
 		}
@@ -574,7 +575,7 @@ func TestPatchChainReload(t *testing.T) {
 		if removed != 0 || up != 4 {
 			t.Errorf("the reloads removed host ports %d times and brought them up %d times (want 0 and 4, at start):\n%s", removed, up, c.Daemon.Out.String())
 		}
-		VLANRun(t, c.Lab, c.caps, []VCase{
+		harness.VLANRun(t, c.Lab, c.caps, []harness.VCase{
 			c.bcast("joined-bcast-h4", 4),
 			c.bcast("joined-bcast-h1", 1),
 			unicast("joined-h2-to-h4", 2, 4),
@@ -609,19 +610,19 @@ func TestPatchChainStatic(t *testing.T) {
 		if got := entries(); !slices.Equal(got, []string{static}) {
 			t.Errorf("entries of %s after fdb add: %q, want %q", s, got, static)
 		}
-		toS := func(name string, recv ...int) VCase {
-			f := VFrame(s, HostMAC(2), name)
-			vc := VCase{Name: name, From: 2, Frame: f, Recv: map[int][]byte{}}
+		toS := func(name string, recv ...int) harness.VCase {
+			f := harness.VFrame(s, harness.HostMAC(2), name)
+			vc := harness.VCase{Name: name, From: 2, Frame: f, Recv: map[int][]byte{}}
 			for _, h := range recv {
 				vc.Recv[h] = f
 			}
 			return vc
 		}
-		VLANRun(t, c.Lab, c.caps, []VCase{
+		harness.VLANRun(t, c.Lab, c.caps, []harness.VCase{
 			// Unknown beyond br0: flooded in br1 and br2, not in br0.
 			toS("to-s-unknown", 3, 4),
 			// h4 has it: br1 and br2 learn it, br0's static stays.
-			c.flood("s-at-h4", 4, VFrame(VLANBcast(), s, "s-at-h4")),
+			c.flood("s-at-h4", 4, harness.VFrame(harness.VLANBcast(), s, "s-at-h4")),
 			toS("to-s-at-h4", 4),
 		})
 		want := []string{static, "br1 patch-br2 static false vlan 0", "br2 port-h4 static false vlan 0"}
@@ -638,10 +639,10 @@ func TestPatchChainStatic(t *testing.T) {
 // two ports is one broadcast whose devmap program untags each access
 // port's copy.
 func TestPatchVLAN(t *testing.T) {
-	ForModes(t, func(t *testing.T, mode string) {
-		l := NewLab(t, 4)
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 4)
 		port := func(i int, vlans string) string {
-			return fmt.Sprintf("[[bridge.port]]\ninterface = %q\nmode = %q\n%s\n", PortName(i), mode, vlans)
+			return fmt.Sprintf("[[bridge.port]]\ninterface = %q\nmode = %q\n%s\n", harness.PortName(i), mode, vlans)
 		}
 		trunk := "trunk = [10, 20]\n"
 		l.WriteConfig(fmt.Sprintf("[daemon]\nsocket = %q\n", l.Sock) +
@@ -652,31 +653,31 @@ func TestPatchVLAN(t *testing.T) {
 		for i := 1; i <= 4; i++ {
 			caps[i] = l.Host(i).Capture(t, "eth0")
 		}
-		h1, h2, h4 := HostMAC(1), HostMAC(2), HostMAC(4)
-		VLANRun(t, l, caps, []VCase{
-			{Name: "b10", From: 1, Frame: VFrame(VLANBcast(), h1, "b10"), Recv: map[int][]byte{
-				3: VFrame(VLANBcast(), h1, "b10"),
-				4: VFrame(VLANBcast(), h1, "b10", CTag(10)),
+		h1, h2, h4 := harness.HostMAC(1), harness.HostMAC(2), harness.HostMAC(4)
+		harness.VLANRun(t, l, caps, []harness.VCase{
+			{Name: "b10", From: 1, Frame: harness.VFrame(harness.VLANBcast(), h1, "b10"), Recv: map[int][]byte{
+				3: harness.VFrame(harness.VLANBcast(), h1, "b10"),
+				4: harness.VFrame(harness.VLANBcast(), h1, "b10", harness.CTag(10)),
 			}},
-			{Name: "b20", From: 2, Frame: VFrame(VLANBcast(), h2, "b20"), Recv: map[int][]byte{
-				4: VFrame(VLANBcast(), h2, "b20", CTag(20)),
+			{Name: "b20", From: 2, Frame: harness.VFrame(harness.VLANBcast(), h2, "b20"), Recv: map[int][]byte{
+				4: harness.VFrame(harness.VLANBcast(), h2, "b20", harness.CTag(20)),
 			}},
-			{Name: "t10", From: 4, Frame: VFrame(VLANBcast(), h4, "t10", CTagP(3, 10)), Recv: map[int][]byte{
-				1: VFrame(VLANBcast(), h4, "t10"),
-				3: VFrame(VLANBcast(), h4, "t10"),
+			{Name: "t10", From: 4, Frame: harness.VFrame(harness.VLANBcast(), h4, "t10", harness.CTagP(3, 10)), Recv: map[int][]byte{
+				1: harness.VFrame(harness.VLANBcast(), h4, "t10"),
+				3: harness.VFrame(harness.VLANBcast(), h4, "t10"),
 			}},
-			{Name: "t20", From: 4, Frame: VFrame(VLANBcast(), h4, "t20", CTag(20)), Recv: map[int][]byte{
-				2: VFrame(VLANBcast(), h4, "t20"),
+			{Name: "t20", From: 4, Frame: harness.VFrame(harness.VLANBcast(), h4, "t20", harness.CTag(20)), Recv: map[int][]byte{
+				2: harness.VFrame(harness.VLANBcast(), h4, "t20"),
 			}},
 			// Known unicast across the patch, both ways.
-			{Name: "a10-to-h4", From: 1, Frame: VFrame(h4, h1, "a10-to-h4"), Recv: map[int][]byte{
-				4: VFrame(h4, h1, "a10-to-h4", CTag(10)),
+			{Name: "a10-to-h4", From: 1, Frame: harness.VFrame(h4, h1, "a10-to-h4"), Recv: map[int][]byte{
+				4: harness.VFrame(h4, h1, "a10-to-h4", harness.CTag(10)),
 			}},
-			{Name: "t10-to-h1", From: 4, Frame: VFrame(h1, h4, "t10-to-h1", CTagP(5, 10)), Recv: map[int][]byte{
-				1: VFrame(h1, h4, "t10-to-h1"),
+			{Name: "t10-to-h1", From: 4, Frame: harness.VFrame(h1, h4, "t10-to-h1", harness.CTagP(5, 10)), Recv: map[int][]byte{
+				1: harness.VFrame(h1, h4, "t10-to-h1"),
 			}},
-			{Name: "t20-to-h2", From: 4, Frame: VFrame(h2, h4, "t20-to-h2", CTag(20)), Recv: map[int][]byte{
-				2: VFrame(h2, h4, "t20-to-h2"),
+			{Name: "t20-to-h2", From: 4, Frame: harness.VFrame(h2, h4, "t20-to-h2", harness.CTag(20)), Recv: map[int][]byte{
+				2: harness.VFrame(h2, h4, "t20-to-h2"),
 			}},
 		})
 		// br1 learned h1 in VLAN 10 and h2 in VLAN 20, both on its patch.

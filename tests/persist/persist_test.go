@@ -1,4 +1,4 @@
-package main
+package persist
 
 // End-to-end tests of persistence: a stream through the bridge while the
 // daemon is killed, stopped, and replaced by another build, and what
@@ -7,148 +7,20 @@ package main
 // own, which hides the BPF filesystem they pin to.
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/trestle/trestle/internal/ctl"
-	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
-
-// VariantBin is trestle built with another switch program (the lab's
-// variant: the memos of bpf/lib/fdb.h taken out, a different program over
-// the same maps). It stands for "a newer build" in upgrade tests.
-var VariantBin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "trestle-variant")
-	if err != nil {
-		return "", err
-	}
-	variantDir = dir // TestMain removes it
-	b, err := lab.BuildVariant(context.Background(), dir, "test")
-	return b.Path, err
-})
-
-var variantDir string
-
-// persistLab is a swlab whose daemon runs with persist.
-func NewPersistLab(t *testing.T, n int, portExtra func(int) string) *Lab {
-	l := NewLab(t, n)
-	testutil.RequireBPFFS(t)
-	testutil.RequireCmd(t, "nsenter")
-	l.WriteConfig(strings.Replace(l.Config("", portExtra), "[daemon]\n", "[daemon]\npersist = true\n", 1))
-	// Whatever happens to the test, nothing pinned is left behind.
-	t.Cleanup(func() {
-		if l.Daemon != nil {
-			_ = l.Daemon.Stop()
-		}
-		if out, err := l.SW.ExecNetOnly(Bin, "down", "--socket", l.Sock); err != nil {
-			t.Errorf("cleanup: trestle down: %v %s", err, out)
-		}
-	})
-	return l
-}
-
-// StartNet starts bin as the daemon with only the network namespace joined
-// and waits for its socket.
-func (l *Lab) StartNet(bin string) {
-	l.T.Helper()
-	l.Daemon = l.SW.StartNetOnly(l.T, bin, "run", "--config", l.Cfg, "--socket", l.Sock)
-	l.WaitSocket()
-}
-
-func (l *Lab) WaitSocket() {
-	l.T.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := ctl.Call(l.Sock, ctl.Request{Cmd: ctl.CmdShow}, nil); err == nil {
-			return
-		}
-		select {
-		case <-l.Daemon.Done():
-			l.T.Fatalf("daemon exited: %v\n%s", l.Daemon.Err(), l.Daemon.Out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	l.T.Fatalf("daemon did not open %s\n%s", l.Sock, l.Daemon.Out.String())
-}
-
-// Signal stops the daemon with sig and waits for it.
-func (l *Lab) Signal(sig syscall.Signal) string {
-	l.T.Helper()
-	if err := l.Daemon.Cmd.Process.Signal(sig); err != nil {
-		l.T.Fatal(err)
-	}
-	select {
-	case <-l.Daemon.Done():
-	case <-time.After(10 * time.Second):
-		l.T.Fatalf("daemon did not stop on %v", sig)
-	}
-	return l.Daemon.Out.String()
-}
-
-func (l *Lab) StartSinkOn(i int) *testutil.Proc {
-	l.T.Helper()
-	p := l.Host(i).Start(l.T, Bin, "sink", "--dev", "eth0", "--json")
-	deadline := time.Now().Add(10 * time.Second)
-	for !XDPAttached(l.T, l.Host(i), "eth0") || !strings.Contains(p.Out.String(), "") {
-		if time.Now().After(deadline) {
-			l.T.Fatalf("sink on h%d did not attach\n%s", i, p.Out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return p
-}
-
-func StopSink(t *testing.T, p *testutil.Proc) SinkSummary {
-	t.Helper()
-	_ = p.Cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-p.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatalf("sink did not stop\n%s", p.Out.String())
-	}
-	var s SinkSummary
-	if err := json.Unmarshal([]byte(p.Out.String()), &s); err != nil {
-		t.Fatalf("sink --json: %v\n%s", err, p.Out.String())
-	}
-	return s
-}
-
-// StreamLossless waits for the generator of a stream h1 -> h2 and says
-// whether sink2 (on h2) got every frame and sink3 (on h3) none: a table
-// forgotten on the way would have flooded them to h3.
-func StreamLossless(t *testing.T, gen, sink2, sink3 *testutil.Proc) GenSummary {
-	t.Helper()
-	select {
-	case <-gen.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("generator did not finish")
-	}
-	var g GenSummary
-	if err := json.Unmarshal([]byte(gen.Out.String()), &g); err != nil || g.Sent == 0 {
-		t.Fatalf("gen: %v\n%s", err, gen.Out.String())
-	}
-	time.Sleep(300 * time.Millisecond)
-	s2, s3 := StopSink(t, sink2), StopSink(t, sink3)
-	if s2.Received != g.Sent || s2.Lost != 0 {
-		t.Errorf("h2 received %d of %d frames (lost %d) across the restarts, want every one", s2.Received, g.Sent, s2.Lost)
-	}
-	if s3.Received != 0 {
-		t.Errorf("h3 got %d of the stream's frames: a table was forgotten and they flooded", s3.Received)
-	}
-	t.Logf("%d frames sent, %d received by h2, %d flooded to h3", g.Sent, s2.Received, s3.Received)
-	return g
-}
 
 // TestPersistRestart: with persist, a stream h1 -> h2 loses no frame while
 // the daemon is killed with SIGKILL and restarted, stopped with SIGTERM and
@@ -157,24 +29,25 @@ func StreamLossless(t *testing.T, gen, sink2, sink3 *testutil.Proc) GenSummary {
 // the counters go on; and `trestle down` leaves no program, no pin, and the
 // peers as they were.
 func TestPersistRestart(t *testing.T) {
+	testutil.RequireNetns(t)
 	testutil.RequireCmd(t, "clang")
-	variant, err := VariantBin()
+	variant, err := harness.VariantBin()
 	if err != nil {
 		t.Fatalf("build a variant of trestle: %v", err)
 	}
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
-			l := NewPersistLab(t, 3, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
-			l.StartNet(Bin)
+			l := harness.NewPersistLab(t, 3, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
+			l.StartNet(harness.Bin)
 			l.PingAll()
 			// A station that speaks once, behind h3: its entry's age
 			// must run on through the restarts.
 			quietMAC := net.HardwareAddr{0x02, 0x99, 0, 0, 0, 3}
-			if err := l.Host(3).RawSend("eth0", Marked(HostMAC(1), quietMAC, "quiet")); err != nil {
+			if err := l.Host(3).RawSend("eth0", harness.Marked(harness.HostMAC(1), quietMAC, "quiet")); err != nil {
 				t.Fatal(err)
 			}
 			pinged := time.Now()
-			rx0 := l.Stats(PortName(1)).Counters.Get("rx_packets")
+			rx0 := l.Stats(harness.PortName(1)).Counters.Get("rx_packets")
 			st := l.Show()
 			if !st.Persist || !strings.HasPrefix(st.PinDir, "/sys/fs/bpf/trestle/") {
 				t.Fatalf("show: persist %v pinned at %q", st.Persist, st.PinDir)
@@ -182,7 +55,7 @@ func TestPersistRestart(t *testing.T) {
 			pinDir := st.PinDir
 
 			sink2, sink3 := l.StartSinkOn(2), l.StartSinkOn(3)
-			gen := l.Host(1).Start(t, Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", HostMAC(2).String(),
+			gen := l.Host(1).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", harness.HostMAC(2).String(),
 				"--rate", "20000", "--duration", "9s", "--json")
 			step := func(what string, f func()) {
 				time.Sleep(1500 * time.Millisecond)
@@ -191,11 +64,11 @@ func TestPersistRestart(t *testing.T) {
 			}
 			step("kill -9 and restart", func() {
 				l.Signal(syscall.SIGKILL)
-				l.StartNet(Bin)
+				l.StartNet(harness.Bin)
 			})
 			step("SIGTERM and restart", func() {
 				l.Signal(syscall.SIGTERM)
-				l.StartNet(Bin)
+				l.StartNet(harness.Bin)
 			})
 			step("replace by another build", func() {
 				l.Signal(syscall.SIGTERM)
@@ -206,30 +79,30 @@ func TestPersistRestart(t *testing.T) {
 				if !strings.Contains(out, "moved to this daemon's program in place") || !strings.Contains(out, "adopted the pinned datapath") {
 					t.Errorf("the other build did not adopt the datapath and move its links:\n%s", out)
 				}
-				l.StartNet(Bin)
+				l.StartNet(harness.Bin)
 			})
-			g := StreamLossless(t, gen, sink2, sink3)
+			g := harness.StreamLossless(t, gen, sink2, sink3)
 
 			// The table from before, with its ages.
 			for i := 1; i <= 3; i++ {
-				if e, ok := l.FDBEntry(HostMAC(i)); !ok || e.Port != PortName(i) {
+				if e, ok := l.FDBEntry(harness.HostMAC(i)); !ok || e.Port != harness.PortName(i) {
 					t.Errorf("h%d's entry after the restarts: %+v (found %v)", i, e, ok)
 				}
 			}
 			e3, ok := l.FDBEntry(quietMAC)
-			if !ok || e3.Port != PortName(3) {
+			if !ok || e3.Port != harness.PortName(3) {
 				t.Fatalf("the quiet station's entry after the restarts: %+v (found %v)", e3, ok)
 			}
 			if quiet := time.Since(pinged).Seconds(); e3.AgeSeconds < quiet-1.5 {
 				t.Errorf("the quiet station's entry is %.1fs old, but it spoke %.1fs ago: its age was reset", e3.AgeSeconds, quiet)
 			}
-			if rx := l.Stats(PortName(1)).Counters.Get("rx_packets"); rx < rx0+g.Sent {
+			if rx := l.Stats(harness.PortName(1)).Counters.Get("rx_packets"); rx < rx0+g.Sent {
 				t.Errorf("port-h1 counted %d frames, want at least %d + %d: counters restarted", rx, rx0, g.Sent)
 			}
 
 			// Down: nothing left.
 			l.Signal(syscall.SIGTERM)
-			out, err := l.SW.ExecNetOnly(Bin, "down", "--socket", l.Sock)
+			out, err := l.SW.ExecNetOnly(harness.Bin, "down", "--socket", l.Sock)
 			if err != nil || !strings.Contains(out, "detached") {
 				t.Fatalf("trestle down: %v\n%s", err, out)
 			}
@@ -250,7 +123,7 @@ func TestPersistRestart(t *testing.T) {
 // the peers it changed are recorded, and the next daemon, or `trestle down`,
 // gives them back.
 func TestNoPersist(t *testing.T) {
-	l := NewLab(t, 2)
+	l := harness.NewLab(t, 2)
 	l.WriteConfig(l.Config("", func(int) string { return "mode = \"xdp\"\n" }))
 	l.Start()
 	l.PingAll()
@@ -259,7 +132,7 @@ func TestNoPersist(t *testing.T) {
 	if out := l.Host(1).MustExec(t, "ethtool", "-k", "eth0"); !strings.Contains(out, "tx-checksum-ip-generic: off") {
 		t.Fatalf("h1's peer should still have TX checksum off after a crash:\n%s", out)
 	}
-	out, err := l.SW.Exec(Bin, "down", "--socket", l.Sock)
+	out, err := l.SW.Exec(harness.Bin, "down", "--socket", l.Sock)
 	if err != nil || !strings.Contains(out, "restored veth peer") {
 		t.Errorf("trestle down after a crash: %v\n%s", err, out)
 	}
@@ -281,11 +154,11 @@ func TestNoPersist(t *testing.T) {
 // daemon killed) is found and removed by `trestle down --stale`; the live
 // ones are not touched.
 func TestDownStale(t *testing.T) {
-	testutil.RequireRoot(t)
+	testutil.RequireNetns(t)
 	testutil.RequireBPFFS(t)
 	testutil.RequireCmd(t, "nsenter", "ip")
-	live := NewPersistLab(t, 2, nil)
-	live.StartNet(Bin)
+	live := harness.NewPersistLab(t, 2, nil)
+	live.StartNet(harness.Bin)
 	livePins := live.Show().PinDir
 
 	name := testutil.Prefix() + "-stale"
@@ -310,7 +183,7 @@ func TestDownStale(t *testing.T) {
 			t.Fatalf("ip %v: %v %s", args, err, out)
 		}
 	}
-	d := exec.Command("nsenter", "--net="+nsPath, "--", Bin, "run", "--config", cfgPath)
+	d := exec.Command("nsenter", "--net="+nsPath, "--", harness.Bin, "run", "--config", cfgPath)
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +210,7 @@ func TestDownStale(t *testing.T) {
 	var out []byte
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		out, err = exec.Command(Bin, "down", "--stale").CombinedOutput()
+		out, err = exec.Command(harness.Bin, "down", "--stale").CombinedOutput()
 		if err != nil || strings.Contains(string(out), filepath.Base(pins)) {
 			break
 		}
@@ -360,16 +233,16 @@ func TestDownStale(t *testing.T) {
 // ports are adopted with their slots, so both bridges' tables still say
 // where h2 lives and h3 sees none of the stream.
 func TestPersistPatch(t *testing.T) {
-	l := NewPersistLab(t, 3, nil)
+	l := harness.NewPersistLab(t, 3, nil)
 	var b strings.Builder
 	fmt.Fprintf(&b, "[daemon]\npersist = true\nsocket = %q\n", l.Sock)
-	fmt.Fprintf(&b, "[[bridge]]\nname = \"br0\"\n[[bridge.port]]\ninterface = %q\nmode = \"xdp\"\n[[bridge.port]]\npatch = \"br1\"\n", PortName(1))
+	fmt.Fprintf(&b, "[[bridge]]\nname = \"br0\"\n[[bridge.port]]\ninterface = %q\nmode = \"xdp\"\n[[bridge.port]]\npatch = \"br1\"\n", harness.PortName(1))
 	fmt.Fprintf(&b, "[[bridge]]\nname = \"br1\"\n[[bridge.port]]\npatch = \"br0\"\n")
 	for i := 2; i <= 3; i++ {
-		fmt.Fprintf(&b, "[[bridge.port]]\ninterface = %q\nmode = \"xdp\"\n", PortName(i))
+		fmt.Fprintf(&b, "[[bridge.port]]\ninterface = %q\nmode = \"xdp\"\n", harness.PortName(i))
 	}
 	l.WriteConfig(b.String())
-	l.StartNet(Bin)
+	l.StartNet(harness.Bin)
 	l.PingAll()
 	where := func() map[string]string { // "bridge mac" -> port
 		out := map[string]string{}
@@ -379,20 +252,20 @@ func TestPersistPatch(t *testing.T) {
 		return out
 	}
 	before := where()
-	if before["br0 "+HostMAC(2).String()] != "patch-br1" || before["br1 "+HostMAC(1).String()] != "patch-br0" {
+	if before["br0 "+harness.HostMAC(2).String()] != "patch-br1" || before["br1 "+harness.HostMAC(1).String()] != "patch-br0" {
 		t.Fatalf("tables before the restarts: %v", before)
 	}
 
 	sink2, sink3 := l.StartSinkOn(2), l.StartSinkOn(3)
-	gen := l.Host(1).Start(t, Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", HostMAC(2).String(),
+	gen := l.Host(1).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", harness.HostMAC(2).String(),
 		"--rate", "20000", "--duration", "5s", "--json")
 	time.Sleep(1500 * time.Millisecond)
 	l.Signal(syscall.SIGKILL)
-	l.StartNet(Bin)
+	l.StartNet(harness.Bin)
 	time.Sleep(1500 * time.Millisecond)
 	l.Signal(syscall.SIGTERM)
-	l.StartNet(Bin)
-	g := StreamLossless(t, gen, sink2, sink3)
+	l.StartNet(harness.Bin)
+	g := harness.StreamLossless(t, gen, sink2, sink3)
 	after := where()
 	for k, port := range before {
 		if after[k] != port {

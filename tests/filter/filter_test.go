@@ -1,4 +1,4 @@
-package main
+package filter
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // The filter stage (issue 14), both modes, through the daemon and CLI.
@@ -30,13 +31,13 @@ dst_port = "20000-65535"
 keep_state = true
 `
 
-func rules(l *Lab) []ctl.Rule {
+func rules(l *harness.Lab) []ctl.Rule {
 	var rs []ctl.Rule
 	l.CLIJSON(&rs, "rule", "show", "--json")
 	return rs
 }
 
-func states(l *Lab) []ctl.State {
+func states(l *harness.Lab) []ctl.State {
 	var ss []ctl.State
 	l.CLIJSON(&ss, "state", "show", "--json")
 	return ss
@@ -58,18 +59,18 @@ func ruleRow(t *testing.T, rs []ctl.Rule, index int) ctl.Rule {
 // connection to h1; ping is blocked both ways; and the counters of each
 // rule add up to what was sent.
 func TestFilterStatefulPolicy(t *testing.T) {
-	ForModes(t, func(t *testing.T, mode string) {
-		l := NewLab(t, 2)
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 2)
 		l.WriteConfig(l.Config(statefulPolicy, func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
 		l.Start()
 		h1, h2 := l.Host(1), l.Host(2)
 
 		// Ping, both ways: the echo requests meet the default, blocked.
 		def := ruleRow(t, rules(l), 0).Packets
-		if err := h1.Ping(HostIP(2), 2); err == nil {
+		if err := h1.Ping(harness.HostIP(2), 2); err == nil {
 			t.Fatal("ping h1 -> h2 answered through a default-block filter")
 		}
-		if err := h2.Ping(HostIP(1), 2); err == nil {
+		if err := h2.Ping(harness.HostIP(1), 2); err == nil {
 			t.Fatal("ping h2 -> h1 answered through a default-block filter")
 		}
 		if got := ruleRow(t, rules(l), 0).Packets - def; got != 4 {
@@ -80,21 +81,21 @@ func TestFilterStatefulPolicy(t *testing.T) {
 		}
 
 		// TCP h1 -> h2 passes, replies by state.
-		bps, err := testutil.Iperf(t, h2, HostIP(2), h1, 2, 1)
+		bps, err := testutil.Iperf(t, h2, harness.HostIP(2), h1, 2, 1)
 		if err != nil {
 			t.Fatalf("iperf3 h1 -> h2 through the filter: %v", err)
 		}
 		t.Logf("%s: iperf3 h1 -> h2 %.2f Gbit/s through a stateful filter", mode, bps/1e9)
 
 		// TCP h2 -> h1 does not: no rule passes it, and it is no reply.
-		if _, err := testutil.Iperf(t, h1, HostIP(1), h2, 1, 1); err == nil {
+		if _, err := testutil.Iperf(t, h1, harness.HostIP(1), h2, 1, 1); err == nil {
 			t.Fatal("h2 opened a TCP connection to h1")
 		}
 
 		ss := states(l)
 		opened := 0
 		for _, s := range ss {
-			if s.Proto != "tcp" || !strings.HasPrefix(s.From, HostIP(1)+":") || !strings.HasPrefix(s.To, HostIP(2)+":") || s.Rule != 2 {
+			if s.Proto != "tcp" || !strings.HasPrefix(s.From, harness.HostIP(1)+":") || !strings.HasPrefix(s.To, harness.HostIP(2)+":") || s.Rule != 2 {
 				t.Errorf("tracked %+v: want only TCP from h1 to h2, by rule 2", s)
 			}
 			opened++
@@ -141,8 +142,8 @@ func TestFilterStatefulPolicy(t *testing.T) {
 // TestFilterChangesLoseNothing: a stream that a rule passes keeps every
 // frame while rules are added, deleted and reloaded around it.
 func TestFilterChangesLoseNothing(t *testing.T) {
-	ForModes(t, func(t *testing.T, mode string) {
-		l := NewLab(t, 2)
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 2)
 		policy := func(extra string) string {
 			return l.Config("filter = true\ndefault = \"block\"\n"+extra+`
 [[bridge.rule]]
@@ -155,14 +156,14 @@ ethertype = 0x88b5
 		cap2 := l.Host(2).Capture(t, "eth0")
 		send := l.Host(1).RawSender(t, "eth0")
 		// h2's address, learned, so the stream is a forward.
-		if err := l.Host(2).RawSend("eth0", Marked(HostMAC(1), HostMAC(2), "hello")); err != nil {
+		if err := l.Host(2).RawSend("eth0", harness.Marked(harness.HostMAC(1), harness.HostMAC(2), "hello")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)
 
 		stop := make(chan struct{})
 		sent := make(chan int)
-		f := Marked(HostMAC(2), HostMAC(1), "stream")
+		f := harness.Marked(harness.HostMAC(2), harness.HostMAC(1), "stream")
 		go func() {
 			n := 0
 			for {
@@ -203,7 +204,7 @@ src = "10.8.0.0/16"
 		time.Sleep(200 * time.Millisecond)
 		got := 0
 		for _, fr := range cap2.Stop() {
-			if HasMarker("stream")(fr) {
+			if harness.HasMarker("stream")(fr) {
 				got++
 			}
 		}

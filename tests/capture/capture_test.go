@@ -1,4 +1,4 @@
-package main
+package capture
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // `trestle capture` (issue 13), both modes: the file tcpdump reads holds
@@ -29,9 +30,9 @@ import (
 
 // startCapture runs `trestle capture` in the switch's namespace and waits
 // until it captures.
-func startCapture(l *Lab, args ...string) *testutil.Proc {
+func startCapture(l *harness.Lab, args ...string) *testutil.Proc {
 	l.T.Helper()
-	p := l.SW.Start(l.T, Bin, append([]string{"capture", "--socket", l.Sock}, args...)...)
+	p := l.SW.Start(l.T, harness.Bin, append([]string{"capture", "--socket", l.Sock}, args...)...)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(p.Out.String(), "capturing port") {
 		select {
@@ -45,6 +46,18 @@ func startCapture(l *Lab, args ...string) *testutil.Proc {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return p
+}
+
+// jsonFrame is a line of `trestle capture --json`, by its JSON names.
+type jsonFrame struct {
+	Time      time.Time `json:"time"`
+	Port      string    `json:"port"`
+	Direction string    `json:"direction"`
+	Length    uint32    `json:"length"`
+	Verdict   string    `json:"verdict"`
+	Reason    string    `json:"reason,omitempty"`
+	Egress    string    `json:"egress,omitempty"`
+	Data      string    `json:"data"`
 }
 
 // waitCapture waits for a capture to end by itself (-c).
@@ -138,10 +151,10 @@ type sent struct {
 // hosts send frames, and checks that tcpdump reads want from it; during
 // runs while the capture runs, before the frames. It returns what the
 // capture said.
-func captureFile(l *Lab, name string, args []string, frames []sent, want [][]byte, during func()) string {
+func captureFile(l *harness.Lab, name string, args []string, frames []sent, want [][]byte, during func()) string {
 	l.T.Helper()
 	file := filepath.Join(l.Dir, name)
-	p := startCapture(l, append([]string{PortName(1), "-w", file}, args...)...)
+	p := startCapture(l, append([]string{harness.PortName(1), "-w", file}, args...)...)
 	if during != nil {
 		during()
 	}
@@ -153,7 +166,7 @@ func captureFile(l *Lab, name string, args []string, frames []sent, want [][]byt
 	return out
 }
 
-func send(l *Lab, from int, frame []byte) {
+func send(l *harness.Lab, from int, frame []byte) {
 	l.T.Helper()
 	if err := l.Host(from).RawSend("eth0", frame); err != nil {
 		l.T.Fatalf("send from h%d: %v", from, err)
@@ -163,21 +176,21 @@ func send(l *Lab, from int, frame []byte) {
 
 func TestCapture(t *testing.T) {
 	testutil.RequireCmd(t, "tcpdump")
-	ForModes(t, func(t *testing.T, mode string) {
-		l := NewLab(t, 3)
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 3)
 		l.WriteConfig(l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
 		l.Start()
 		before := l.Programs()
 		if len(before) != 3 {
 			t.Fatalf("programs attached: %v, want one on each of 3 ports", before)
 		}
-		bcast := VLANBcast()
-		a := Marked(bcast, HostMAC(1), "a: h1 broadcast")
-		b := Marked(HostMAC(1), HostMAC(2), "b: h2 to h1")
-		c := Marked(HostMAC(2), HostMAC(3), "c: h3 to h2")
-		d := Marked(HostMAC(2), HostMAC(1), "d: h1 to h2")
-		e := Marked(bcast, HostMAC(3), "e: h3 broadcast")
-		f := Marked(bcast, HostMAC(1), "f: after the count")
+		bcast := harness.VLANBcast()
+		a := harness.Marked(bcast, harness.HostMAC(1), "a: h1 broadcast")
+		b := harness.Marked(harness.HostMAC(1), harness.HostMAC(2), "b: h2 to h1")
+		c := harness.Marked(harness.HostMAC(2), harness.HostMAC(3), "c: h3 to h2")
+		d := harness.Marked(harness.HostMAC(2), harness.HostMAC(1), "d: h1 to h2")
+		e := harness.Marked(bcast, harness.HostMAC(3), "e: h3 broadcast")
+		f := harness.Marked(bcast, harness.HostMAC(1), "f: after the count")
 
 		var during map[string]ebpf.ProgramID
 		out := captureFile(l, "both.pcap", []string{"-c", "4"}, []sent{{1, a}, {2, b}, {3, c}, {1, d}, {3, e}}, [][]byte{a, b, d, e},
@@ -198,18 +211,18 @@ func TestCapture(t *testing.T) {
 		captureFile(l, "out.pcap", []string{"-c", "2", "--direction", "out"}, []sent{{1, a}, {2, b}, {1, d}, {3, e}}, [][]byte{b, e}, nil)
 
 		// Verdicts: text lines, and pcapng comments.
-		bad := Marked(HostMAC(2), net.HardwareAddr{0x01, 0, 0x5e, 0, 0, 1}, "bad source")
-		p := startCapture(l, PortName(1), "-c", "3", "--direction", "in")
+		bad := harness.Marked(harness.HostMAC(2), net.HardwareAddr{0x01, 0, 0x5e, 0, 0, 1}, "bad source")
+		p := startCapture(l, harness.PortName(1), "-c", "3", "--direction", "in")
 		send(l, 1, a)
 		send(l, 1, d)
 		send(l, 1, bad)
 		out = waitCapture(t, p)
-		for _, want := range []string{"in     60 bytes  flooded", "in     60 bytes  forwarded to " + PortName(2), "in     60 bytes  dropped (bad_source)"} {
+		for _, want := range []string{"in     60 bytes  flooded", "in     60 bytes  forwarded to " + harness.PortName(2), "in     60 bytes  dropped (bad_source)"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("text capture has no line with %q:\n%s", want, out)
 			}
 		}
-		p = startCapture(l, PortName(1), "-c", "1", "--json")
+		p = startCapture(l, harness.PortName(1), "-c", "1", "--json")
 		send(l, 1, bad)
 		var jf jsonFrame
 		for _, line := range strings.Split(waitCapture(t, p), "\n") {
@@ -223,12 +236,12 @@ func TestCapture(t *testing.T) {
 			t.Errorf("--json: %+v", jf)
 		}
 		captureFile(l, "verdicts.pcapng", []string{"-c", "3", "--verdicts"}, []sent{{1, bad}, {2, b}, {1, d}}, [][]byte{bad, b, d}, nil)
-		wantComments(t, filepath.Join(l.Dir, "verdicts.pcapng"), []string{"in: dropped (bad_source)", "out: forwarded", "in: forwarded to " + PortName(2)})
+		wantComments(t, filepath.Join(l.Dir, "verdicts.pcapng"), []string{"in: dropped (bad_source)", "out: forwarded", "in: forwarded to " + harness.PortName(2)})
 
 		// The README's example: pcap on stdout, read by tcpdump from a pipe.
 		pipeErr, pipeOut := filepath.Join(l.Dir, "pipe.err"), filepath.Join(l.Dir, "pipe.out")
 		p = l.SW.Start(t, "sh", "-c", fmt.Sprintf("%s capture --socket %s %s -c 2 -w - 2>%s | tcpdump -r - -xx -nn -tt >%s 2>/dev/null",
-			Bin, l.Sock, PortName(1), pipeErr, pipeOut))
+			harness.Bin, l.Sock, harness.PortName(1), pipeErr, pipeOut))
 		deadline := time.Now().Add(10 * time.Second)
 		for b, _ := os.ReadFile(pipeErr); !bytes.Contains(b, []byte("capturing port")); b, _ = os.ReadFile(pipeErr) {
 			if time.Now().After(deadline) {
@@ -246,8 +259,8 @@ func TestCapture(t *testing.T) {
 			t.Errorf("programs after the captures %v, before them %v", after, before)
 		}
 		// One at a time; unknown ports and bridges are named.
-		p = startCapture(l, PortName(2))
-		if out, err := l.CLI("capture", PortName(1)); err == nil || !strings.Contains(out, "being captured already") {
+		p = startCapture(l, harness.PortName(2))
+		if out, err := l.CLI("capture", harness.PortName(1)); err == nil || !strings.Contains(out, "being captured already") {
 			t.Errorf("a second capture: %v\n%s", err, out)
 		}
 		p.Stop()
@@ -257,11 +270,11 @@ func TestCapture(t *testing.T) {
 		if out, err := l.CLI("capture", "nosuch"); err == nil || !strings.Contains(out, `no bridge has a port "nosuch"`) {
 			t.Errorf("capture of an unknown port: %v\n%s", err, out)
 		}
-		if out, err := l.CLI("capture", PortName(1), "--bridge", "br9"); err == nil || !strings.Contains(out, `"br9"`) {
+		if out, err := l.CLI("capture", harness.PortName(1), "--bridge", "br9"); err == nil || !strings.Contains(out, `"br9"`) {
 			t.Errorf("capture on an unknown bridge: %v\n%s", err, out)
 		}
 		// A client that goes away ends the capture too.
-		p = startCapture(l, PortName(1))
+		p = startCapture(l, harness.PortName(1))
 		_ = p.Cmd.Process.Kill()
 		<-p.Done()
 		deadline = time.Now().Add(5 * time.Second)
@@ -302,17 +315,17 @@ func wantComments(t *testing.T, file string, want []string) {
 // untagged frame as the trunk sent it, tagged, the same bytes h1 received.
 func TestCaptureVLAN(t *testing.T) {
 	testutil.RequireCmd(t, "tcpdump")
-	ForModes(t, func(t *testing.T, mode string) {
-		l, caps := VLANLab(t, mode, "", "trunk = [10]", "vlan = 10", "vlan = 10")
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l, caps := harness.VLANLab(t, mode, "", "trunk = [10]", "vlan = 10", "vlan = 10")
 		before := l.Programs()
 		file := filepath.Join(l.Dir, "trunk.pcap")
-		p := startCapture(l, PortName(1), "-w", file, "-c", "2")
-		in := VFrame(VLANBcast(), HostMAC(1), "tagged in", CTagP(5, 10))
-		out := VFrame(VLANBcast(), HostMAC(2), "untagged out")
+		p := startCapture(l, harness.PortName(1), "-w", file, "-c", "2")
+		in := harness.VFrame(harness.VLANBcast(), harness.HostMAC(1), "tagged in", harness.CTagP(5, 10))
+		out := harness.VFrame(harness.VLANBcast(), harness.HostMAC(2), "untagged out")
 		send(l, 1, in)
 		send(l, 2, out)
 		waitCapture(t, p)
-		sent := VFrame(VLANBcast(), HostMAC(2), "untagged out", CTag(10))
+		sent := harness.VFrame(harness.VLANBcast(), harness.HostMAC(2), "untagged out", harness.CTag(10))
 		wantFrames(t, "trunk", tcpdumpRead(t, file), [][]byte{in, sent})
 		caps[1].WaitFor(func(f []byte) bool { return bytes.Equal(f, sent) }, 1, 2*time.Second)
 		got := false
@@ -323,10 +336,10 @@ func TestCaptureVLAN(t *testing.T) {
 			t.Errorf("h1 did not receive the frame the capture says its port sent: %s", hex.EncodeToString(sent))
 		}
 		file = filepath.Join(l.Dir, "access.pcap")
-		p = startCapture(l, PortName(2), "-w", file, "-c", "1", "--direction", "out")
+		p = startCapture(l, harness.PortName(2), "-w", file, "-c", "1", "--direction", "out")
 		send(l, 1, in)
 		waitCapture(t, p)
-		wantFrames(t, "access", tcpdumpRead(t, file), [][]byte{VFrame(VLANBcast(), HostMAC(1), "tagged in")})
+		wantFrames(t, "access", tcpdumpRead(t, file), [][]byte{harness.VFrame(harness.VLANBcast(), harness.HostMAC(1), "tagged in")})
 		if after := l.Programs(); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("programs after the captures %v, before them %v", after, before)
 		}
@@ -337,11 +350,11 @@ func TestCaptureVLAN(t *testing.T) {
 // TestCapturePersist: a daemon with persist stopped while a capture runs
 // leaves every pinned link with the program it ran before the capture.
 func TestCapturePersist(t *testing.T) {
-	ForModes(t, func(t *testing.T, mode string) {
-		l := NewPersistLab(t, 2, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
-		l.StartNet(Bin)
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewPersistLab(t, 2, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
+		l.StartNet(harness.Bin)
 		before := l.Programs()
-		p := startCapture(l, PortName(1))
+		p := startCapture(l, harness.PortName(1))
 		if during := l.Programs(); fmt.Sprint(during) == fmt.Sprint(before) {
 			t.Fatalf("programs while capturing %v, the same as before", during)
 		}

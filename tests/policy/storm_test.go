@@ -1,4 +1,4 @@
-package main
+package policy
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // TestStormControl (issue 13), both modes: 10 000 broadcast frames sent in
@@ -15,9 +16,9 @@ import (
 // time the frames took; the rest is dropped and counted. Known unicast sent
 // in the same run, interleaved, all arrives.
 func TestStormControl(t *testing.T) {
-	ForModes(t, func(t *testing.T, mode string) {
+	harness.ForModes(t, func(t *testing.T, mode string) {
 		const rate, burst, nb, nu = 1000, 100, 10000, 500
-		l := NewLab(t, 3)
+		l := harness.NewLab(t, 3)
 		l.WriteConfig(l.Config("", func(i int) string {
 			s := fmt.Sprintf("mode = %q\n", mode)
 			if i == 1 {
@@ -27,7 +28,7 @@ func TestStormControl(t *testing.T) {
 		}))
 		l.Start()
 		for _, j := range []int{2, 3} {
-			if err := l.Host(1).Ping(HostIP(j), 1); err != nil {
+			if err := l.Host(1).Ping(harness.HostIP(j), 1); err != nil {
 				t.Fatalf("ping h1 -> h%d: %v", j, err)
 			}
 		}
@@ -41,10 +42,10 @@ func TestStormControl(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := l.Stats(PortName(1))
+		before := l.Stats(harness.PortName(1))
 		send := l.Host(1).RawSender(t, "eth0")
-		bcast := VFrame(VLANBcast(), HostMAC(1), "storm")
-		uni := VFrame(HostMAC(2), HostMAC(1), "known")
+		bcast := harness.VFrame(harness.VLANBcast(), harness.HostMAC(1), "storm")
+		uni := harness.VFrame(harness.HostMAC(2), harness.HostMAC(1), "known")
 		start := time.Now()
 		const span = 500 * time.Millisecond
 		for i := 0; i < nb; i++ {
@@ -77,7 +78,7 @@ func TestStormControl(t *testing.T) {
 				}
 			}
 		}
-		after := l.Stats(PortName(1))
+		after := l.Stats(harness.PortName(1))
 		lo, hi := int(took.Seconds()*rate*0.8), int(took.Seconds()*rate*1.2)+burst
 		t.Logf("%d broadcasts in %v at %d/s: h2 got %d, h3 %d (want %d..%d); known unicast %d of %d", nb, took, rate, got[2], got[3], lo, hi, got[-2], nu)
 		if got[2] < lo || got[2] > hi || got[3] != got[2] {

@@ -1,4 +1,4 @@
-package main
+package mirror
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // Mirroring (issue 13), both modes: h4 is the span host.
@@ -46,14 +47,14 @@ func sameFrames(a, b [][]byte) string {
 	return ""
 }
 
-func mirrorConfig(l *Lab, mode, direction string) string {
+func mirrorConfig(l *harness.Lab, mode, direction string) string {
 	return l.Config(fmt.Sprintf("[[bridge.mirror]]\nname = \"tap0\"\nports = [%q]\ndirection = %q\nto = %q\n",
-		PortName(1), direction, PortName(4)), func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
+		harness.PortName(1), direction, harness.PortName(4)), func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
 }
 
 func TestMirror(t *testing.T) {
-	ForModes(t, func(t *testing.T, mode string) {
-		l := NewLab(t, 4)
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 4)
 		l.WriteConfig(mirrorConfig(l, mode, "both"))
 		l.Start()
 		// Ten pings h1 -> h2 with port-h1 mirrored both ways: the span host
@@ -61,7 +62,7 @@ func TestMirror(t *testing.T) {
 		// Pings between h1, h2 and h3 teach the switch their stations
 		// first (the span host cannot answer: what it sends goes nowhere).
 		for _, p := range [][2]int{{1, 2}, {1, 3}, {2, 3}} {
-			if err := l.Host(p[0]).Ping(HostIP(p[1]), 1); err != nil {
+			if err := l.Host(p[0]).Ping(harness.HostIP(p[1]), 1); err != nil {
 				t.Fatalf("ping h%d -> h%d: %v", p[0], p[1], err)
 			}
 		}
@@ -76,7 +77,7 @@ func TestMirror(t *testing.T) {
 			for i := 1; i <= 4; i++ {
 				caps[i] = l.Host(i).Capture(t, "eth0")
 			}
-			if err := l.Host(1).Ping(HostIP(2), 10); err != nil {
+			if err := l.Host(1).Ping(harness.HostIP(2), 10); err != nil {
 				t.Fatalf("ping h1 -> h2 (mirror %s): %v", dir, err)
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -84,13 +85,13 @@ func TestMirror(t *testing.T) {
 			for i, c := range caps {
 				got[i] = c.Stop()
 			}
-			reqs := matching(got[2], icmpEcho(HostMAC(1), 8))
-			replies := matching(got[1], icmpEcho(HostMAC(2), 0))
+			reqs := matching(got[2], icmpEcho(harness.HostMAC(1), 8))
+			replies := matching(got[1], icmpEcho(harness.HostMAC(2), 0))
 			if len(reqs) != 10 || len(replies) != 10 {
 				t.Fatalf("mirror %s: h2 got %d requests, h1 %d replies; want 10 and 10", dir, len(reqs), len(replies))
 			}
-			spanReqs := matching(got[4], icmpEcho(HostMAC(1), 8))
-			spanReplies := matching(got[4], icmpEcho(HostMAC(2), 0))
+			spanReqs := matching(got[4], icmpEcho(harness.HostMAC(1), 8))
+			spanReplies := matching(got[4], icmpEcho(harness.HostMAC(2), 0))
 			var wantReqs, wantReplies [][]byte
 			if dir != "out" {
 				wantReqs = reqs // what port-h1 received
@@ -104,7 +105,7 @@ func TestMirror(t *testing.T) {
 			if d := sameFrames(spanReplies, wantReplies); d != "" {
 				t.Errorf("mirror %s: replies at the span host against those h1 got: %s", dir, d)
 			}
-			if n := len(matching(got[3], icmpEcho(HostMAC(1), 8))) + len(matching(got[3], icmpEcho(HostMAC(2), 0))); n != 0 {
+			if n := len(matching(got[3], icmpEcho(harness.HostMAC(1), 8))) + len(matching(got[3], icmpEcho(harness.HostMAC(2), 0))); n != 0 {
 				t.Errorf("mirror %s: h3 got %d of the pings", dir, n)
 			}
 		}
@@ -120,16 +121,16 @@ func TestMirror(t *testing.T) {
 		for i := 1; i <= 4; i++ {
 			caps[i] = l.Host(i).Capture(t, "eth0")
 		}
-		h := HostMAC
-		c := HCase
-		fromSpan := c("span", 4, VLANBcast())
+		h := harness.HostMAC
+		c := harness.HCase
+		fromSpan := c("span", 4, harness.VLANBcast())
 		fromSpan.Reason = "span_ingress"
 		fromSpanU := c("spanu", 4, h(1))
 		fromSpanU.Reason = "span_ingress"
-		VLANRun(t, l, caps, []VCase{
-			c("b1", 1, VLANBcast(), 2, 3, 4),
-			c("b2", 2, VLANBcast(), 1, 3, 4),
-			c("unk1", 1, VLANUnknown(), 2, 3, 4),
+		harness.VLANRun(t, l, caps, []harness.VCase{
+			c("b1", 1, harness.VLANBcast(), 2, 3, 4),
+			c("b2", 2, harness.VLANBcast(), 1, 3, 4),
+			c("unk1", 1, harness.VLANUnknown(), 2, 3, 4),
 			c("u12", 1, h(2), 2, 4),
 			c("u31", 3, h(1), 1, 4),
 			c("u23", 2, h(3), 3),
@@ -142,10 +143,10 @@ func TestMirror(t *testing.T) {
 		var mirrored bool
 		for _, b := range l.Show().Bridges {
 			for _, m := range b.Mirrors {
-				mirrored = m.Name == "tap0" && m.To == PortName(4) && m.Direction == "both" && m.Active
+				mirrored = m.Name == "tap0" && m.To == harness.PortName(4) && m.Direction == "both" && m.Active
 			}
 			for _, p := range b.Ports {
-				if p.Name == PortName(4) && p.Span != "tap0" || p.Name == PortName(1) && p.Mirror != "tap0" {
+				if p.Name == harness.PortName(4) && p.Span != "tap0" || p.Name == harness.PortName(1) && p.Mirror != "tap0" {
 					t.Errorf("show: port %s span %q mirror %q", p.Name, p.Span, p.Mirror)
 				}
 			}
@@ -160,30 +161,30 @@ func TestMirror(t *testing.T) {
 // A VLAN-selective mirror on a VLAN-aware bridge: only frames of VLAN 10
 // are copied, each with its VLAN's tag.
 func TestMirrorVLANs(t *testing.T) {
-	ForModes(t, func(t *testing.T, mode string) {
-		l, caps := VLANLab(t, mode,
-			fmt.Sprintf("[[bridge.mirror]]\nname = \"v10\"\nports = [%q]\nto = %q\nvlans = [10]\n", PortName(1), PortName(4)),
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l, caps := harness.VLANLab(t, mode,
+			fmt.Sprintf("[[bridge.mirror]]\nname = \"v10\"\nports = [%q]\nto = %q\nvlans = [10]\n", harness.PortName(1), harness.PortName(4)),
 			"trunk = [10, 20]", "trunk = [10, 20]", "vlan = 10", "")
-		h := HostMAC
-		VLANRun(t, l, caps, []VCase{
+		h := harness.HostMAC
+		harness.VLANRun(t, l, caps, []harness.VCase{
 			// Tagged 10 from h1: flooded to h2 (tagged), h3 (untagged); copied tagged.
-			{Name: "t10", From: 1, Frame: VFrame(VLANBcast(), h(1), "t10", CTag(10)), Recv: map[int][]byte{
-				2: VFrame(VLANBcast(), h(1), "t10", CTag(10)),
-				3: VFrame(VLANBcast(), h(1), "t10"),
-				4: VFrame(VLANBcast(), h(1), "t10", CTag(10)),
+			{Name: "t10", From: 1, Frame: harness.VFrame(harness.VLANBcast(), h(1), "t10", harness.CTag(10)), Recv: map[int][]byte{
+				2: harness.VFrame(harness.VLANBcast(), h(1), "t10", harness.CTag(10)),
+				3: harness.VFrame(harness.VLANBcast(), h(1), "t10"),
+				4: harness.VFrame(harness.VLANBcast(), h(1), "t10", harness.CTag(10)),
 			}},
 			// Tagged 20: not copied.
-			{Name: "t20", From: 1, Frame: VFrame(VLANBcast(), h(1), "t20", CTag(20)), Recv: map[int][]byte{
-				2: VFrame(VLANBcast(), h(1), "t20", CTag(20)),
+			{Name: "t20", From: 1, Frame: harness.VFrame(harness.VLANBcast(), h(1), "t20", harness.CTag(20)), Recv: map[int][]byte{
+				2: harness.VFrame(harness.VLANBcast(), h(1), "t20", harness.CTag(20)),
 			}},
 			// Untagged from h3 (access 10) to h1, known: out of port-h1 tagged 10, and copied so.
-			{Name: "u31", From: 3, Frame: VFrame(h(1), h(3), "u31"), Recv: map[int][]byte{
-				1: VFrame(h(1), h(3), "u31", CTag(10)),
-				4: VFrame(h(1), h(3), "u31", CTag(10)),
+			{Name: "u31", From: 3, Frame: harness.VFrame(h(1), h(3), "u31"), Recv: map[int][]byte{
+				1: harness.VFrame(h(1), h(3), "u31", harness.CTag(10)),
+				4: harness.VFrame(h(1), h(3), "u31", harness.CTag(10)),
 			}},
 			// VLAN 20 from h2 to h1, known in VLAN 20: not copied.
-			{Name: "t20b", From: 2, Frame: VFrame(h(1), h(2), "t20b", CTag(20)), Recv: map[int][]byte{
-				1: VFrame(h(1), h(2), "t20b", CTag(20)),
+			{Name: "t20b", From: 2, Frame: harness.VFrame(h(1), h(2), "t20b", harness.CTag(20)), Recv: map[int][]byte{
+				1: harness.VFrame(h(1), h(2), "t20b", harness.CTag(20)),
 			}},
 		})
 		l.Stop()

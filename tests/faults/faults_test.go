@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"crypto/rand"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // TestFaultsUnderLoad: while a stream h1 -> h2 runs, everything else goes
@@ -25,7 +26,7 @@ import (
 func TestFaultsUnderLoad(t *testing.T) {
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
-			l := NewLab(t, 4)
+			l := harness.NewLab(t, 4)
 			cfg := l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }) +
 				fmt.Sprintf("\n[[bridge.port]]\ninterface = \"port-x\"\nmode = %q\n", mode)
 			l.WriteConfig(cfg)
@@ -37,10 +38,10 @@ func TestFaultsUnderLoad(t *testing.T) {
 			l.PingAll()
 
 			sink2, sink3, sink4 := l.StartSinkOn(2), l.StartSinkOn(3), l.StartSinkOn(4)
-			gen := l.Host(1).Start(t, Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", HostMAC(2).String(),
+			gen := l.Host(1).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", harness.HostMAC(2).String(),
 				"--rate", "20000", "--duration", "10s", "--json")
 			// The second stream, h3 -> h4, whose ends are killed.
-			gen3 := l.Host(3).Start(t, Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", HostMAC(4).String(),
+			gen3 := l.Host(3).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", harness.HostMAC(4).String(),
 				"--rate", "20000", "--duration", "10s", "--flows", "1", "--json")
 			step := func(what string, f func()) {
 				time.Sleep(700 * time.Millisecond)
@@ -119,7 +120,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 				gen3.Cmd.Process.Signal(syscall.SIGKILL)
 				sink4.Cmd.Process.Signal(syscall.SIGKILL)
 			})
-			StreamLossless(t, gen, sink2, sink3)
+			harness.StreamLossless(t, gen, sink2, sink3)
 
 			select {
 			case <-l.Daemon.Done():
