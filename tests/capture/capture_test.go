@@ -175,6 +175,7 @@ func send(l *harness.Lab, from int, frame []byte) {
 }
 
 func TestCapture(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCmd(t, "tcpdump")
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l := harness.NewLab(t, 3)
@@ -314,6 +315,7 @@ func wantComments(t *testing.T, file string, want []string) {
 // holds the tagged frame h1 sent, as it came in, and an access port's (h2)
 // untagged frame as the trunk sent it, tagged, the same bytes h1 received.
 func TestCaptureVLAN(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCmd(t, "tcpdump")
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l, caps := harness.VLANLab(t, mode, "", "trunk = [10]", "vlan = 10", "vlan = 10")
@@ -350,6 +352,7 @@ func TestCaptureVLAN(t *testing.T) {
 // TestCapturePersist: a daemon with persist stopped while a capture runs
 // leaves every pinned link with the program it ran before the capture.
 func TestCapturePersist(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l := harness.NewPersistLab(t, 2, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
 		l.StartNet(harness.Bin)

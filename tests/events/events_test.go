@@ -44,8 +44,10 @@ func loggedMoves(log string) []loggedMove {
 // with suppressed counts that add up, with the lines, to the moves the
 // datapath counted.
 func TestEventsMACFlap(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			l := harness.NewLab(t, 2)
 			l.WriteConfig(l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
 			l.Start()
@@ -135,6 +137,7 @@ func TestEventsMACFlap(t *testing.T) {
 // port_down however many link events and reconciles its going down makes,
 // and one port_up when it is back.
 func TestEventsFollowPortDown(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	l.WriteConfig(l.Config("", nil))
 	l.Start()
@@ -237,6 +240,7 @@ func TestEventsFollowPortDown(t *testing.T) {
 // With persist, moves made while no daemon ran wait in the pinned ring and
 // the next daemon logs them.
 func TestEventsAcrossRestart(t *testing.T) {
+	t.Parallel()
 	l := harness.NewPersistLab(t, 2, nil)
 	l.StartNet(harness.Bin)
 	l.PingAll()

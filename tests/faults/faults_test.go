@@ -24,8 +24,10 @@ import (
 // The stream loses no frame and floods none, the daemon lives on and
 // answers, and it logged each fault it could see.
 func TestFaultsUnderLoad(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			l := harness.NewLab(t, 4)
 			cfg := l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }) +
 				fmt.Sprintf("\n[[bridge.port]]\ninterface = \"port-x\"\nmode = %q\n", mode)

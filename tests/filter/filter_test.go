@@ -59,6 +59,7 @@ func ruleRow(t *testing.T, rs []ctl.Rule, index int) ctl.Rule {
 // connection to h1; ping is blocked both ways; and the counters of each
 // rule add up to what was sent.
 func TestFilterStatefulPolicy(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l := harness.NewLab(t, 2)
 		l.WriteConfig(l.Config(statefulPolicy, func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
@@ -142,6 +143,7 @@ func TestFilterStatefulPolicy(t *testing.T) {
 // TestFilterChangesLoseNothing: a stream that a rule passes keeps every
 // frame while rules are added, deleted and reloaded around it.
 func TestFilterChangesLoseNothing(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l := harness.NewLab(t, 2)
 		policy := func(extra string) string {

@@ -16,8 +16,10 @@ import (
 // TCP runs through the switch with the hosts' default offloads; the learned
 // table names each host on its port; the daemon leaves nothing attached.
 func TestForwardingModes(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"auto", "xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			l := harness.NewLab(t, 3)
 			l.WriteConfig(l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
 			l.Start()
@@ -76,8 +78,10 @@ func TestForwardingModes(t *testing.T) {
 // TestFlooding: unknown unicast reaches every other host, known unicast only
 // its port, broadcast ARP works.
 func TestFlooding(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			l := harness.NewLab(t, 3)
 			l.WriteConfig(l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
 			l.Start()
@@ -130,6 +134,7 @@ func TestFlooding(t *testing.T) {
 // TestStaticMoveFlush: a static entry wins over learning and survives a flush
 // of learned entries; a MAC that moves ports is re-learned and counted.
 func TestStaticMoveFlush(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 3)
 	static := net.HardwareAddr{0x02, 0x5a, 0, 0, 0, 0x01}
 	l.WriteConfig(l.Config(`
@@ -200,6 +205,7 @@ port = "port-h3"
 // TestAgingAndLimits: a short aging time removes idle entries; a port at its
 // max_macs stops learning and counts the drop.
 func TestAgingAndLimits(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	l.WriteConfig(l.Config(`aging = "2s"`, func(i int) string {
 		if i == 1 {
@@ -252,8 +258,10 @@ func TestAgingAndLimits(t *testing.T) {
 // TestBadFrames: malformed frames from a host are dropped and counted by
 // reason, and the switch keeps forwarding.
 func TestBadFrames(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			l := harness.NewLab(t, 2)
 			l.WriteConfig(l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
 			l.Start()

@@ -166,8 +166,13 @@ func HexFrames(fs [][]byte) string {
 	return b.String()
 }
 
+// ForModes runs f as a subtest in each mode, xdp and tc, side by side: each
+// makes a lab of its own.
 func ForModes(t *testing.T, f func(t *testing.T, mode string)) {
 	for _, mode := range []string{"xdp", "tc"} {
-		t.Run(mode, func(t *testing.T) { f(t, mode) })
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			f(t, mode)
+		})
 	}
 }

@@ -95,9 +95,11 @@ next:
 // bridge raises the rx and tx series of the ports it crossed, and only
 // those; a dropped frame appears with its reason.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCmd(t, "promtool")
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			l := harness.NewLab(t, 3)
 			cfg := l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
 			l.WriteConfig(strings.Replace(cfg, "[daemon]\n", "[daemon]\nmetrics = \""+metricsAddr+"\"\n", 1))

@@ -26,6 +26,7 @@ func tmux(t *testing.T, server string, args ...string) (string, error) {
 // nonzero rates while traffic flows, changes its order on s and quits on q;
 // `--once --json` parses and has the rates of the ports the traffic crossed.
 func TestTop(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCmd(t, "tmux")
 	l := harness.NewLab(t, 3)
 	l.WriteConfig(l.Config("", nil))

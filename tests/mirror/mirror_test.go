@@ -53,6 +53,7 @@ func mirrorConfig(l *harness.Lab, mode, direction string) string {
 }
 
 func TestMirror(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l := harness.NewLab(t, 4)
 		l.WriteConfig(mirrorConfig(l, mode, "both"))
@@ -161,6 +162,7 @@ func TestMirror(t *testing.T) {
 // A VLAN-selective mirror on a VLAN-aware bridge: only frames of VLAN 10
 // are copied, each with its VLAN's tag.
 func TestMirrorVLANs(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l, caps := harness.VLANLab(t, mode,
 			fmt.Sprintf("[[bridge.mirror]]\nname = \"v10\"\nports = [%q]\nto = %q\nvlans = [10]\n", harness.PortName(1), harness.PortName(4)),

@@ -305,6 +305,7 @@ func forChain(t *testing.T, f func(t *testing.T, c *patchChain)) {
 // bridge's table holds each host on its own port or on the patch port
 // towards it, named by the patch port's name.
 func TestPatchChainPing(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
 		c.PingAll()
 		c.checkHosts()
@@ -314,6 +315,7 @@ func TestPatchChainPing(t *testing.T) {
 // TestPatchChainShow: show lists patch ports with their peer and no mode or
 // interface; stats lists them by name in their bridge.
 func TestPatchChainShow(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
 		c.checkShow()
 		out, err := c.CLI("show")
@@ -340,6 +342,7 @@ func TestPatchChainShow(t *testing.T) {
 // back to its sender; known unicast reaches its host alone, whichever
 // bridges lie between.
 func TestPatchChainFlood(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
 		var cases []harness.VCase
 		for h := 1; h <= 4; h++ {
@@ -365,6 +368,7 @@ func TestPatchChainFlood(t *testing.T) {
 // patch port it leaves by and rx on the peer's patch port, in packets and
 // bytes; ports it does not cross count nothing.
 func TestPatchChainCounters(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
 		c.learnAll()
 		const n = 20
@@ -439,6 +443,7 @@ func TestPatchChainCounters(t *testing.T) {
 // host on another is learned again in every bridge, counted as a move on the
 // port it now appears on in each, and unicast to it follows it.
 func TestPatchChainMove(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
 		c.learnAll()
 		m := net.HardwareAddr{0x02, 0x6d, 0, 0, 0, 0x01}
@@ -501,6 +506,7 @@ func TestPatchChainMove(t *testing.T) {
 // chain keeps its entries and counters and forwards on; a reload that puts
 // the patch back joins the chain again.
 func TestPatchChainReload(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
 		c.PingAll()
 		c.checkHosts()
@@ -588,6 +594,7 @@ func TestPatchChainReload(t *testing.T) {
 // br0, and `fdb show` lists it on the patch port; learning further down the
 // chain narrows it to the host that has it.
 func TestPatchChainStatic(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
 		c.learnAll()
 		s := net.HardwareAddr{0x02, 0x5a, 0, 0, 0, 0x12}
@@ -639,6 +646,7 @@ func TestPatchChainStatic(t *testing.T) {
 // two ports is one broadcast whose devmap program untags each access
 // port's copy.
 func TestPatchVLAN(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l := harness.NewLab(t, 4)
 		port := func(i int, vlans string) string {

@@ -29,6 +29,7 @@ import (
 // the counters go on; and `trestle down` leaves no program, no pin, and the
 // peers as they were.
 func TestPersistRestart(t *testing.T) {
+	t.Parallel()
 	testutil.RequireNetns(t)
 	testutil.RequireCmd(t, "clang")
 	variant, err := harness.VariantBin()
@@ -37,6 +38,7 @@ func TestPersistRestart(t *testing.T) {
 	}
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			l := harness.NewPersistLab(t, 3, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
 			l.StartNet(harness.Bin)
 			l.PingAll()
@@ -123,6 +125,7 @@ func TestPersistRestart(t *testing.T) {
 // the peers it changed are recorded, and the next daemon, or `trestle down`,
 // gives them back.
 func TestNoPersist(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	l.WriteConfig(l.Config("", func(int) string { return "mode = \"xdp\"\n" }))
 	l.Start()
@@ -233,6 +236,7 @@ func TestDownStale(t *testing.T) {
 // ports are adopted with their slots, so both bridges' tables still say
 // where h2 lives and h3 sees none of the stream.
 func TestPersistPatch(t *testing.T) {
+	t.Parallel()
 	l := harness.NewPersistLab(t, 3, nil)
 	var b strings.Builder
 	fmt.Fprintf(&b, "[daemon]\npersist = true\nsocket = %q\n", l.Sock)

@@ -14,6 +14,7 @@ import (
 // mac_limit_action = "forward" lets a new source through unlearned and
 // counts it; show says both.
 func TestPortPolicies(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l := harness.NewLab(t, 3)
 		l.WriteConfig(l.Config("", func(i int) string {
@@ -78,6 +79,7 @@ func TestPortPolicies(t *testing.T) {
 // the others; each flood switch keeps exactly its kind of flood off its
 // port, and known unicast still reaches it.
 func TestPortProtectionAndFloods(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l := harness.NewLab(t, 4)
 		l.WriteConfig(l.Config("", func(i int) string {

@@ -16,6 +16,7 @@ import (
 // time the frames took; the rest is dropped and counted. Known unicast sent
 // in the same run, interleaved, all arrives.
 func TestStormControl(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		const rate, burst, nb, nu = 1000, 100, 10000, 500
 		l := harness.NewLab(t, 3)

@@ -41,6 +41,7 @@ func waitPort(l *harness.Lab, name, state string) {
 // with max_macs = 1 learns the next address without waiting for the sweep
 // (30 s at the default aging). So does a static entry written over it.
 func TestDeleteFreesRoomAtOnce(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	l.WriteConfig(l.Config("", func(i int) string {
 		if i == 1 {
@@ -89,6 +90,7 @@ func TestDeleteFreesRoomAtOnce(t *testing.T) {
 // entries, so that unicast to the stations behind it floods (and reaches
 // them wherever they went) instead of vanishing until they age out.
 func TestLinkDownFlushesPort(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 3)
 	l.WriteConfig(l.Config("", nil))
 	l.Start()
@@ -116,6 +118,7 @@ func TestLinkDownFlushesPort(t *testing.T) {
 // configured port, the interface becomes that port, once: a flood reaches
 // it once.
 func TestRenamedInterfaceE2E(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 3)
 	l.WriteConfig(l.Config("", nil) + "\n[[bridge.port]]\ninterface = \"port-h4\"\n")
 	l.Start()
@@ -162,6 +165,7 @@ func TestRenamedInterfaceE2E(t *testing.T) {
 // aging sweep: a shorter aging time takes effect at once, not after the
 // old sweep interval (30 s for 300 s).
 func TestReloadThroughSocketAges(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	l.WriteConfig(l.Config("", nil))
 	l.Start()
@@ -184,6 +188,7 @@ func TestReloadThroughSocketAges(t *testing.T) {
 // (a mistyped path must not delete a file, as root), and the socket is
 // the owner's only (0600) from its first moment.
 func TestSocketSafety(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	l.WriteConfig(l.Config("", nil))
 	precious := []byte("not a socket\n")
@@ -224,6 +229,7 @@ func TestSocketSafety(t *testing.T) {
 // learns at most its max_entries, and the others still learn and take
 // static entries.
 func TestBridgeCannotTakeAnothersRoom(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 4)
 	cfg := fmt.Sprintf("[daemon]\nsocket = %q\n\n[[bridge]]\nname = \"br0\"\nmax_entries = 20\n\n[[bridge.port]]\ninterface = \"port-h1\"\n\n[[bridge.port]]\ninterface = \"port-h2\"\n\n"+
 		"[[bridge]]\nname = \"br1\"\n\n[[bridge.port]]\ninterface = \"port-h3\"\n\n[[bridge.port]]\ninterface = \"port-h4\"\n", l.Sock)

@@ -23,6 +23,7 @@ import (
 // TestBadConfig: a bad file at start exits non-zero naming file, line and
 // field; a bad file at reload keeps the running state.
 func TestBadConfig(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	bad := l.Config("", nil) + "\n[[bridge.port]]\ninterface = \"port-h3\"\nmode = \"fast\"\n"
 	l.WriteConfig(bad)
@@ -98,6 +99,7 @@ func TestBadConfig(t *testing.T) {
 // the reason and comes up when the interface appears; one that vanishes goes
 // down without taking the daemon with it.
 func TestMissingInterface(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	body := l.Config("", nil) + "\n[[bridge.port]]\ninterface = \"port-h3\"\n"
 	l.WriteConfig(body)
@@ -146,6 +148,7 @@ func TestMissingInterface(t *testing.T) {
 // the daemon cannot find stays down with the reason, instead of losing the
 // frames redirected into it; other ports are unaffected.
 func TestXDPUnreachablePeer(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	testutil.RequireCmd(t, "unshare", "umount")
 	hidden := filepath.Join(t.TempDir(), "netns")
@@ -192,6 +195,7 @@ func TestXDPUnreachablePeer(t *testing.T) {
 // TestReloadKeepsUnchangedPorts: a reload that only moves lines (a comment at
 // the top) touches no port: learned entries, counters and CLI statics stay.
 func TestReloadKeepsUnchangedPorts(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	body := l.Config("", nil)
 	l.WriteConfig(body)
@@ -225,8 +229,10 @@ func TestReloadKeepsUnchangedPorts(t *testing.T) {
 // TestInterfaceRecreated: an interface deleted and created again under the
 // same name while the daemon is busy ends up attached and up, once.
 func TestInterfaceRecreated(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			l := harness.NewLab(t, 2)
 			l.WriteConfig(l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }) +
 				fmt.Sprintf("\n[[bridge.port]]\ninterface = \"port-x\"\nmode = %q\n", mode))
@@ -289,6 +295,7 @@ func TestInterfaceRecreated(t *testing.T) {
 // a Linux bridge device) in a bridge with xdp ports would drop their frames
 // unseen; the daemon keeps it down and says why.
 func TestXDPRefusesDeviceWithoutXDP(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	l.SW.MustExec(t, "ip", "link", "add", "lbr0", "type", "bridge")
 	l.SW.MustExec(t, "ip", "link", "set", "lbr0", "up")

@@ -62,6 +62,7 @@ func TestSystemdNotify(t *testing.T) {
 // is a valid config, and systemd-analyze (where there is one) accepts the
 // unit.
 func TestMakeInstall(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("installs the binary Main builds: not under -short (make check)")
 	}

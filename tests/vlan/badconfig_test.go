@@ -15,6 +15,7 @@ import (
 // file:line: field before it touches anything (and check does:
 // cmd/trestle TestVLANBadConfig).
 func TestVLANBadConfigRun(t *testing.T) {
+	t.Parallel()
 	testutil.RequireNetns(t)
 	dir := t.TempDir()
 	base := "[[bridge]]\nname = \"br0\"\n[[bridge.port]]\ninterface = \"veth-a\"\nvlan = 10\n[[bridge.port]]\ninterface = \"veth-b\"\n"

@@ -14,8 +14,10 @@ import (
 // TestVLANLearned: a tagged frame is learned under its VID in both modes (at
 // tc the kernel has moved the tag into metadata; XDP sees it in the frame).
 func TestVLANLearned(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			l := harness.NewLab(t, 2)
 			l.WriteConfig(l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
 			l.Start()

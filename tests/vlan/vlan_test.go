@@ -26,6 +26,7 @@ import (
 // unicast, broadcast or multicast; another access port of VLAN 10 receives
 // VLAN 10's frames unchanged.
 func TestVLANAccessIsolation(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l, caps := harness.VLANLab(t, mode, "", "vlan = 10", "vlan = 20", "vlan = 10")
 		h1, h2, h3 := harness.HostMAC(1), harness.HostMAC(2), harness.HostMAC(3)
@@ -100,6 +101,7 @@ func TestVLANAccessIsolation(t *testing.T) {
 // tagged with its VLAN; a trunk's tagged frames leave access ports untagged
 // and other trunks with their tag (PCP included) unchanged.
 func TestVLANTrunkTagging(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l, caps := harness.VLANLab(t, mode, "", "vlan = 10", "trunk = [10, 20]", "vlan = 20", `trunk = [10, "20-29"]`)
 		h1, h2, h3, h4 := harness.HostMAC(1), harness.HostMAC(2), harness.HostMAC(3), harness.HostMAC(4)
@@ -152,6 +154,7 @@ func TestVLANTrunkTagging(t *testing.T) {
 // TestVLANNative: a trunk's native VLAN is untagged both ways, and accepted
 // tagged too; its other VLANs stay tagged.
 func TestVLANNative(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l, caps := harness.VLANLab(t, mode, "", "vlan = 10", "trunk = [10, 20]\nnative = 10", "vlan = 20")
 		h1, h2, h3 := harness.HostMAC(1), harness.HostMAC(2), harness.HostMAC(3)
@@ -185,6 +188,7 @@ func TestVLANNative(t *testing.T) {
 // TestVLANDrops: a VID the trunk does not carry, a tag on an access port and
 // an untagged frame on a trunk without native are dropped and counted.
 func TestVLANDrops(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l, caps := harness.VLANLab(t, mode, "", "vlan = 10", "trunk = [10, 20]", "vlan = 10")
 		h1, h2, h3 := harness.HostMAC(1), harness.HostMAC(2), harness.HostMAC(3)
@@ -217,6 +221,7 @@ func TestVLANDrops(t *testing.T) {
 // port joins its VLAN; it leaves a trunk tagged with PCP 5 kept and an
 // access port untagged.
 func TestVLANPriorityTagged(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l, caps := harness.VLANLab(t, mode, "", "vlan = 10", "trunk = [10, 20]", "vlan = 10", "vlan = 20")
 		h1, h3 := harness.HostMAC(1), harness.HostMAC(3)
@@ -251,6 +256,7 @@ func TestVLANPriorityTagged(t *testing.T) {
 // VLAN: its bytes pass untouched to access ports, and a trunk gets them with
 // a C-tag pushed outside the S-tag.
 func TestVLANQinQ(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l, caps := harness.VLANLab(t, mode, "", "vlan = 10", "trunk = [10, 20]", "vlan = 10", "vlan = 20")
 		h1, h2, h3 := harness.HostMAC(1), harness.HostMAC(2), harness.HostMAC(3)
@@ -284,6 +290,7 @@ func TestVLANQinQ(t *testing.T) {
 // TestVLANFDB: the same MAC in two VLANs is two entries; a static entry of
 // VLAN 20 on a trunk takes VLAN 20's unicast to it, tagged, and only there.
 func TestVLANFDB(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		static := net.HardwareAddr{0x02, 0x5a, 0, 0, 0, 0x20}
 		l, caps := harness.VLANLab(t, mode, fmt.Sprintf("\n[[bridge.static]]\nmac = %q\nport = \"port-h2\"\nvlan = 20\n", static),
@@ -343,6 +350,7 @@ func TestVLANFDB(t *testing.T) {
 // loses none of a stream of frames between two other ports, and the moved
 // port's frames then travel in VLAN 30.
 func TestVLANReloadKeepsStream(t *testing.T) {
+	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		ports := []string{"vlan = 10", "vlan = 10", "vlan = 20", "trunk = [10, 20, 30]"}
 		l, caps := harness.VLANLab(t, mode, "", ports...)
@@ -490,6 +498,7 @@ func summarize(xs []int) string {
 // setting prevents. The host tags with a tc program (lab.TagHost), as an
 // 802.1Q device would (this kernel has none).
 func TestVLANTagOffloadAtXDP(t *testing.T) {
+	t.Parallel()
 	l := harness.NewLab(t, 2)
 	l.WriteConfig(l.Config("", func(i int) string {
 		return "mode = \"xdp\"\n" + []string{"vlan = 10\n", "trunk = [10, 20]\n"}[i-1]
