@@ -31,10 +31,14 @@ type Lab struct {
 	Daemon *testutil.Proc
 }
 
+// HostMAC, HostIP and PortName are host i's eth0 address, its IP and its
+// port on the switch.
 func HostMAC(i int) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, 0, byte(i)} }
 func HostIP(i int) string            { return fmt.Sprintf("10.78.0.%d", i) }
 func PortName(i int) string          { return fmt.Sprintf("port-h%d", i) }
 
+// NewLab makes the switch namespace and n hosts; it skips the test under
+// -short (testutil.RequireNetns).
 func NewLab(t *testing.T, n int) *Lab {
 	testutil.RequireNetns(t)
 	testutil.RequireCmd(t, "ip", "iperf3", "ethtool")
@@ -61,7 +65,7 @@ func NewLab(t *testing.T, n int) *Lab {
 
 func (l *Lab) Host(i int) *testutil.NS { return l.Hosts[i-1] }
 
-// Config writes a Config with one bridge of every host's port; extra is added
+// Config is a config with one bridge of every host's port; extra is added
 // to the bridge table, portExtra to each port table.
 func (l *Lab) Config(bridgeExtra string, portExtra func(i int) string) string {
 	var b strings.Builder
@@ -180,7 +184,7 @@ func (l *Lab) AssertNoPrograms() {
 	}
 }
 
-// Programs are the Programs attached to each interface of the switch's
+// Programs are the programs attached to each interface of the switch's
 // namespace, whatever its name now: "NAME/xdp", "NAME/tcx-ingress"...
 func (l *Lab) Programs() map[string]ebpf.ProgramID {
 	l.T.Helper()
