@@ -1,6 +1,7 @@
-# trestle: `make demo` shows the switch at work, `make test` runs every test.
-# Both install the Debian packages they lack (scripts/deps.sh) and need root
-# for the namespace and datapath tests.
+# trestle: `make demo` shows the switch at work, `make test` runs every test,
+# `make check` the everyday ones (no namespace tests). They install the Debian
+# packages they lack (scripts/deps.sh) and need root for the namespace and
+# datapath tests.
 
 # The go to build with: go on PATH when it is 1.21 or later (it fetches the
 # toolchain go.mod names by itself), else the one scripts/deps.sh fetched into
@@ -11,7 +12,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN     := bin/trestle
 BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/include/bpf/*.h)
 
-.PHONY: all build deps generate check-generate test test-unit vet demo clean install fuzz fuzz-short
+.PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the systemd unit
 # (pointing at it) and an example config, which never replaces one there.
@@ -46,13 +47,34 @@ check-generate:
 vet:
 	$(GO) vet ./...
 	@gofmt="$$($(GO) env GOROOT)/bin/gofmt"; \
-	test -z "$$($$gofmt -l cmd internal scripts)" || { $$gofmt -l cmd internal scripts; echo "gofmt needed" >&2; exit 1; }
+	test -z "$$($$gofmt -l cmd internal scripts tests)" || { $$gofmt -l cmd internal scripts tests; echo "gofmt needed" >&2; exit 1; }
 
-# Namespace tests run one package at a time: they share the machine's two cores.
-# Then each fuzz target fuzzes briefly (fuzz-short), beyond its seeds.
+# make test: every test. Packages run two at a time (-p 2), and inside the
+# end-to-end packages (tests/) up to TEST_PARALLEL tests that measure nothing
+# run side by side (t.Parallel): each makes namespaces, a socket and pins of
+# its own, and mostly waits, for a daemon, a capture or a timer. The tests
+# whose figures are times or rates (the lab's trials, the generator's pacing:
+# TEST_ALONE) run after them, one package at a time and beside nothing, as
+# every test once did. The end-to-end tests run bin/trestle (TRESTLE_TEST_BIN),
+# built once. Then each fuzz target fuzzes briefly (fuzz-short), beyond its
+# seeds.
+TEST_ALONE    := ./internal/lab/... ./tests/traffic/...
+TEST_PARALLEL ?= 4
+GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m
+
 test: deps check-generate vet build
-	$(GO) test -count=1 -p 1 -timeout 30m ./...
+	@alone="$$($(GO) list $(TEST_ALONE))" && \
+	$(GOTEST) -p 2 -parallel $(TEST_PARALLEL) $$($(GO) list ./... | grep -vxF "$$alone")
+	$(GOTEST) -p 1 $(TEST_ALONE)
 	@$(MAKE) --no-print-directory fuzz-short
+
+# make check: the everyday tests, in under 3 minutes: vet, the bindings, and
+# every test that makes no namespace to run a daemon or traffic in (-short:
+# testutil.RequireNetns skips those): unit tests, the daemon against its
+# fakes, and the datapath's BPF_PROG_TEST_RUN table tests. The end-to-end
+# packages (tests/) are all namespace tests and are left out.
+check: deps check-generate vet
+	$(GO) test -count=1 -short -p 2 $$($(GO) list ./... | grep -v '/tests/')
 
 # The fuzz targets (docs/reliability.md) as package:target: go test -fuzz
 # takes one of each a run. make fuzz runs each for FUZZTIME, make test for
@@ -85,8 +107,7 @@ fuzz-short:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$n -fuzzminimizetime 20x -parallel 1 $$pkg || exit 1; \
 	done
 
-test-unit:
-	$(GO) test -count=1 -short ./...
+test-unit: check
 
 demo: deps build
 	@scripts/demo.sh $(BIN)

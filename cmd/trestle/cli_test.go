@@ -210,3 +210,29 @@ func TestLabCoresFlags(t *testing.T) {
 		t.Errorf("lab cores --help: %d %q", code, out)
 	}
 }
+
+// TestVLANBadConfig: bad VLAN keys are refused by check with file:line:
+// field (and by run: tests/vlan TestVLANBadConfigRun).
+func TestVLANBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	base := "[[bridge]]\nname = \"br0\"\n[[bridge.port]]\ninterface = \"veth-a\"\nvlan = 10\n[[bridge.port]]\ninterface = \"veth-b\"\n"
+	for _, c := range []struct {
+		name, extra, want string
+	}{
+		{"native not in trunk", "trunk = [10, \"20-29\"]\nnative = 30\n", ":9: bridge[0].port[1].native: 30 is not one of the port's trunk VLANs (10,20-29)"},
+		{"vlan and trunk", "vlan = 20\ntrunk = [10, 20]\n", ":9: bridge[0].port[1].trunk: conflicts with vlan at line 8"},
+		{"trunk repeats", "trunk = [10, 20, 10]\n", ":8: bridge[0].port[1].trunk[2]: 10 repeats 10"},
+		{"static on a trunk without native", "trunk = [10]\n[[bridge.static]]\nmac = \"02:00:00:00:00:01\"\nport = \"veth-b\"\n",
+			`:9: bridge[0].static[0].vlan: port "veth-b" is a trunk with no native VLAN: set vlan`},
+		{"access vlan out of range", "vlan = 4095\n", ":8: bridge[0].port[1].vlan: 4095 is out of range 1..4094"},
+	} {
+		file := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".toml")
+		if err := os.WriteFile(file, []byte(base+c.extra), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, code := runCLI(t, nil, "check", file)
+		if code == 0 || !strings.Contains(out, file+c.want) {
+			t.Errorf("check %s: exit %d, output %q; want an error with %q", c.name, code, out, file+c.want)
+		}
+	}
+}

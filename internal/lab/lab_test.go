@@ -15,6 +15,9 @@ import (
 
 func requireRoot(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("makes network namespaces: not under -short (make check)")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces, veth pairs, eBPF programs")
 	}

@@ -3,6 +3,7 @@ package testutil
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -25,7 +26,9 @@ func RequireBPFFS(t testing.TB) string {
 		}
 		t.Logf("mounted the BPF filesystem at /sys/fs/bpf (it was not)")
 	}
-	dir := filepath.Join("/sys/fs/bpf", Prefix()+"-"+filepath.Base(t.Name()))
+	// The whole name: subtests of two tests (TestA/xdp, TestB/xdp) may run
+	// side by side.
+	dir := filepath.Join("/sys/fs/bpf", Prefix()+"-"+strings.ReplaceAll(t.Name(), "/", "-"))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,20 @@ func RequireRoot(t testing.TB) {
 	}
 }
 
+// RequireNetns skips the test under -short, which `make check` runs, and
+// when the process is not root. Call it first in every test that makes
+// network namespaces to run a daemon or send traffic through them: such
+// tests belong to `make test`. (A BPF_PROG_TEST_RUN rig whose namespace
+// only holds the interfaces a program redirects to is no such test: it
+// calls RequireRoot and runs under make check too.)
+func RequireNetns(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("makes network namespaces: not under -short (make check)")
+	}
+	RequireRoot(t)
+}
+
 // RequireCmd skips the test when one of the named programs is not in PATH.
 func RequireCmd(t testing.TB, names ...string) {
 	t.Helper()

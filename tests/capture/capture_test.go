@@ -1,4 +1,4 @@
-package main
+package capture
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // `trestle capture` (issue 13), both modes: the file tcpdump reads holds
@@ -29,22 +30,34 @@ import (
 
 // startCapture runs `trestle capture` in the switch's namespace and waits
 // until it captures.
-func (l *swlab) startCapture(args ...string) *testutil.Proc {
-	l.t.Helper()
-	p := l.sw.Start(l.t, trestleBin, append([]string{"capture", "--socket", l.sock}, args...)...)
+func startCapture(l *harness.Lab, args ...string) *testutil.Proc {
+	l.T.Helper()
+	p := l.SW.Start(l.T, harness.Bin, append([]string{"capture", "--socket", l.Sock}, args...)...)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(p.Out.String(), "capturing port") {
 		select {
 		case <-p.Done():
-			l.t.Fatalf("trestle capture %s: %v\n%s", strings.Join(args, " "), p.Err(), p.Out.String())
+			l.T.Fatalf("trestle capture %s: %v\n%s", strings.Join(args, " "), p.Err(), p.Out.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			l.t.Fatalf("trestle capture %s did not start:\n%s", strings.Join(args, " "), p.Out.String())
+			l.T.Fatalf("trestle capture %s did not start:\n%s", strings.Join(args, " "), p.Out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return p
+}
+
+// jsonFrame is a line of `trestle capture --json`, by its JSON names.
+type jsonFrame struct {
+	Time      time.Time `json:"time"`
+	Port      string    `json:"port"`
+	Direction string    `json:"direction"`
+	Length    uint32    `json:"length"`
+	Verdict   string    `json:"verdict"`
+	Reason    string    `json:"reason,omitempty"`
+	Egress    string    `json:"egress,omitempty"`
+	Data      string    `json:"data"`
 }
 
 // waitCapture waits for a capture to end by itself (-c).
@@ -138,79 +151,80 @@ type sent struct {
 // hosts send frames, and checks that tcpdump reads want from it; during
 // runs while the capture runs, before the frames. It returns what the
 // capture said.
-func (l *swlab) captureFile(name string, args []string, frames []sent, want [][]byte, during func()) string {
-	l.t.Helper()
-	file := filepath.Join(l.dir, name)
-	p := l.startCapture(append([]string{portName(1), "-w", file}, args...)...)
+func captureFile(l *harness.Lab, name string, args []string, frames []sent, want [][]byte, during func()) string {
+	l.T.Helper()
+	file := filepath.Join(l.Dir, name)
+	p := startCapture(l, append([]string{harness.PortName(1), "-w", file}, args...)...)
 	if during != nil {
 		during()
 	}
 	for _, f := range frames {
-		l.send(f.from, f.frame)
+		send(l, f.from, f.frame)
 	}
-	out := waitCapture(l.t, p)
-	wantFrames(l.t, name, tcpdumpRead(l.t, file), want)
+	out := waitCapture(l.T, p)
+	wantFrames(l.T, name, tcpdumpRead(l.T, file), want)
 	return out
 }
 
-func (l *swlab) send(from int, frame []byte) {
-	l.t.Helper()
-	if err := l.host(from).RawSend("eth0", frame); err != nil {
-		l.t.Fatalf("send from h%d: %v", from, err)
+func send(l *harness.Lab, from int, frame []byte) {
+	l.T.Helper()
+	if err := l.Host(from).RawSend("eth0", frame); err != nil {
+		l.T.Fatalf("send from h%d: %v", from, err)
 	}
 	time.Sleep(20 * time.Millisecond) // what the frame teaches the switch is known to the next
 }
 
 func TestCapture(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCmd(t, "tcpdump")
-	forModes(t, func(t *testing.T, mode string) {
-		l := newSwlab(t, 3)
-		l.writeConfig(l.config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
-		l.start()
-		before := l.programs()
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 3)
+		l.WriteConfig(l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
+		l.Start()
+		before := l.Programs()
 		if len(before) != 3 {
 			t.Fatalf("programs attached: %v, want one on each of 3 ports", before)
 		}
-		bcast := vlanBcast()
-		a := marked(bcast, hostMAC(1), "a: h1 broadcast")
-		b := marked(hostMAC(1), hostMAC(2), "b: h2 to h1")
-		c := marked(hostMAC(2), hostMAC(3), "c: h3 to h2")
-		d := marked(hostMAC(2), hostMAC(1), "d: h1 to h2")
-		e := marked(bcast, hostMAC(3), "e: h3 broadcast")
-		f := marked(bcast, hostMAC(1), "f: after the count")
+		bcast := harness.VLANBcast()
+		a := harness.Marked(bcast, harness.HostMAC(1), "a: h1 broadcast")
+		b := harness.Marked(harness.HostMAC(1), harness.HostMAC(2), "b: h2 to h1")
+		c := harness.Marked(harness.HostMAC(2), harness.HostMAC(3), "c: h3 to h2")
+		d := harness.Marked(harness.HostMAC(2), harness.HostMAC(1), "d: h1 to h2")
+		e := harness.Marked(bcast, harness.HostMAC(3), "e: h3 broadcast")
+		f := harness.Marked(bcast, harness.HostMAC(1), "f: after the count")
 
 		var during map[string]ebpf.ProgramID
-		out := l.captureFile("both.pcap", []string{"-c", "4"}, []sent{{1, a}, {2, b}, {3, c}, {1, d}, {3, e}}, [][]byte{a, b, d, e},
-			func() { during = l.programs() })
+		out := captureFile(l, "both.pcap", []string{"-c", "4"}, []sent{{1, a}, {2, b}, {3, c}, {1, d}, {3, e}}, [][]byte{a, b, d, e},
+			func() { during = l.Programs() })
 		for k, id := range before {
 			if during[k] == id {
 				t.Errorf("%s: program %d while capturing, the same as before", k, id)
 			}
 		}
-		l.send(1, f)
+		send(l, 1, f)
 		if !strings.Contains(out, "4 frames captured, 0 lost") {
 			t.Errorf("capture's summary:\n%s\nwant \"4 frames captured, 0 lost\"", out)
 		}
-		if after := l.programs(); fmt.Sprint(after) != fmt.Sprint(before) {
+		if after := l.Programs(); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("programs after the capture %v, before it %v", after, before)
 		}
-		l.captureFile("in.pcap", []string{"-c", "2", "--direction", "in"}, []sent{{2, b}, {1, a}, {3, e}, {1, d}}, [][]byte{a, d}, nil)
-		l.captureFile("out.pcap", []string{"-c", "2", "--direction", "out"}, []sent{{1, a}, {2, b}, {1, d}, {3, e}}, [][]byte{b, e}, nil)
+		captureFile(l, "in.pcap", []string{"-c", "2", "--direction", "in"}, []sent{{2, b}, {1, a}, {3, e}, {1, d}}, [][]byte{a, d}, nil)
+		captureFile(l, "out.pcap", []string{"-c", "2", "--direction", "out"}, []sent{{1, a}, {2, b}, {1, d}, {3, e}}, [][]byte{b, e}, nil)
 
 		// Verdicts: text lines, and pcapng comments.
-		bad := marked(hostMAC(2), net.HardwareAddr{0x01, 0, 0x5e, 0, 0, 1}, "bad source")
-		p := l.startCapture(portName(1), "-c", "3", "--direction", "in")
-		l.send(1, a)
-		l.send(1, d)
-		l.send(1, bad)
+		bad := harness.Marked(harness.HostMAC(2), net.HardwareAddr{0x01, 0, 0x5e, 0, 0, 1}, "bad source")
+		p := startCapture(l, harness.PortName(1), "-c", "3", "--direction", "in")
+		send(l, 1, a)
+		send(l, 1, d)
+		send(l, 1, bad)
 		out = waitCapture(t, p)
-		for _, want := range []string{"in     60 bytes  flooded", "in     60 bytes  forwarded to " + portName(2), "in     60 bytes  dropped (bad_source)"} {
+		for _, want := range []string{"in     60 bytes  flooded", "in     60 bytes  forwarded to " + harness.PortName(2), "in     60 bytes  dropped (bad_source)"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("text capture has no line with %q:\n%s", want, out)
 			}
 		}
-		p = l.startCapture(portName(1), "-c", "1", "--json")
-		l.send(1, bad)
+		p = startCapture(l, harness.PortName(1), "-c", "1", "--json")
+		send(l, 1, bad)
 		var jf jsonFrame
 		for _, line := range strings.Split(waitCapture(t, p), "\n") {
 			if strings.HasPrefix(line, "{") {
@@ -222,13 +236,13 @@ func TestCapture(t *testing.T) {
 		if jf.Direction != "in" || jf.Verdict != "dropped" || jf.Reason != "bad_source" || jf.Length != 60 || jf.Data != hex.EncodeToString(bad) {
 			t.Errorf("--json: %+v", jf)
 		}
-		l.captureFile("verdicts.pcapng", []string{"-c", "3", "--verdicts"}, []sent{{1, bad}, {2, b}, {1, d}}, [][]byte{bad, b, d}, nil)
-		wantComments(t, filepath.Join(l.dir, "verdicts.pcapng"), []string{"in: dropped (bad_source)", "out: forwarded", "in: forwarded to " + portName(2)})
+		captureFile(l, "verdicts.pcapng", []string{"-c", "3", "--verdicts"}, []sent{{1, bad}, {2, b}, {1, d}}, [][]byte{bad, b, d}, nil)
+		wantComments(t, filepath.Join(l.Dir, "verdicts.pcapng"), []string{"in: dropped (bad_source)", "out: forwarded", "in: forwarded to " + harness.PortName(2)})
 
 		// The README's example: pcap on stdout, read by tcpdump from a pipe.
-		pipeErr, pipeOut := filepath.Join(l.dir, "pipe.err"), filepath.Join(l.dir, "pipe.out")
-		p = l.sw.Start(t, "sh", "-c", fmt.Sprintf("%s capture --socket %s %s -c 2 -w - 2>%s | tcpdump -r - -xx -nn -tt >%s 2>/dev/null",
-			trestleBin, l.sock, portName(1), pipeErr, pipeOut))
+		pipeErr, pipeOut := filepath.Join(l.Dir, "pipe.err"), filepath.Join(l.Dir, "pipe.out")
+		p = l.SW.Start(t, "sh", "-c", fmt.Sprintf("%s capture --socket %s %s -c 2 -w - 2>%s | tcpdump -r - -xx -nn -tt >%s 2>/dev/null",
+			harness.Bin, l.Sock, harness.PortName(1), pipeErr, pipeOut))
 		deadline := time.Now().Add(10 * time.Second)
 		for b, _ := os.ReadFile(pipeErr); !bytes.Contains(b, []byte("capturing port")); b, _ = os.ReadFile(pipeErr) {
 			if time.Now().After(deadline) {
@@ -236,42 +250,42 @@ func TestCapture(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		l.send(1, a)
-		l.send(2, b)
+		send(l, 1, a)
+		send(l, 2, b)
 		waitCapture(t, p)
 		piped, _ := os.ReadFile(pipeOut)
 		wantFrames(t, "-w - | tcpdump -r -", parseTcpdump(t, string(piped)), [][]byte{a, b})
 
-		if after := l.programs(); fmt.Sprint(after) != fmt.Sprint(before) {
+		if after := l.Programs(); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("programs after the captures %v, before them %v", after, before)
 		}
 		// One at a time; unknown ports and bridges are named.
-		p = l.startCapture(portName(2))
-		if out, err := l.cli("capture", portName(1)); err == nil || !strings.Contains(out, "being captured already") {
+		p = startCapture(l, harness.PortName(2))
+		if out, err := l.CLI("capture", harness.PortName(1)); err == nil || !strings.Contains(out, "being captured already") {
 			t.Errorf("a second capture: %v\n%s", err, out)
 		}
 		p.Stop()
 		if !strings.Contains(p.Out.String(), "0 lost") {
 			t.Errorf("a capture stopped by SIGTERM did not say what it captured:\n%s", p.Out.String())
 		}
-		if out, err := l.cli("capture", "nosuch"); err == nil || !strings.Contains(out, `no bridge has a port "nosuch"`) {
+		if out, err := l.CLI("capture", "nosuch"); err == nil || !strings.Contains(out, `no bridge has a port "nosuch"`) {
 			t.Errorf("capture of an unknown port: %v\n%s", err, out)
 		}
-		if out, err := l.cli("capture", portName(1), "--bridge", "br9"); err == nil || !strings.Contains(out, `"br9"`) {
+		if out, err := l.CLI("capture", harness.PortName(1), "--bridge", "br9"); err == nil || !strings.Contains(out, `"br9"`) {
 			t.Errorf("capture on an unknown bridge: %v\n%s", err, out)
 		}
 		// A client that goes away ends the capture too.
-		p = l.startCapture(portName(1))
+		p = startCapture(l, harness.PortName(1))
 		_ = p.Cmd.Process.Kill()
 		<-p.Done()
 		deadline = time.Now().Add(5 * time.Second)
-		for fmt.Sprint(l.programs()) != fmt.Sprint(before) && time.Now().Before(deadline) {
+		for fmt.Sprint(l.Programs()) != fmt.Sprint(before) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if after := l.programs(); fmt.Sprint(after) != fmt.Sprint(before) {
+		if after := l.Programs(); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("programs after a killed capture %v, before it %v", after, before)
 		}
-		l.stop()
+		l.Stop()
 	})
 }
 
@@ -301,18 +315,19 @@ func wantComments(t *testing.T, file string, want []string) {
 // holds the tagged frame h1 sent, as it came in, and an access port's (h2)
 // untagged frame as the trunk sent it, tagged, the same bytes h1 received.
 func TestCaptureVLAN(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCmd(t, "tcpdump")
-	forModes(t, func(t *testing.T, mode string) {
-		l, caps := vlanLab(t, mode, "", "trunk = [10]", "vlan = 10", "vlan = 10")
-		before := l.programs()
-		file := filepath.Join(l.dir, "trunk.pcap")
-		p := l.startCapture(portName(1), "-w", file, "-c", "2")
-		in := vframe(vlanBcast(), hostMAC(1), "tagged in", ctagP(5, 10))
-		out := vframe(vlanBcast(), hostMAC(2), "untagged out")
-		l.send(1, in)
-		l.send(2, out)
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l, caps := harness.VLANLab(t, mode, "", "trunk = [10]", "vlan = 10", "vlan = 10")
+		before := l.Programs()
+		file := filepath.Join(l.Dir, "trunk.pcap")
+		p := startCapture(l, harness.PortName(1), "-w", file, "-c", "2")
+		in := harness.VFrame(harness.VLANBcast(), harness.HostMAC(1), "tagged in", harness.CTagP(5, 10))
+		out := harness.VFrame(harness.VLANBcast(), harness.HostMAC(2), "untagged out")
+		send(l, 1, in)
+		send(l, 2, out)
 		waitCapture(t, p)
-		sent := vframe(vlanBcast(), hostMAC(2), "untagged out", ctag(10))
+		sent := harness.VFrame(harness.VLANBcast(), harness.HostMAC(2), "untagged out", harness.CTag(10))
 		wantFrames(t, "trunk", tcpdumpRead(t, file), [][]byte{in, sent})
 		caps[1].WaitFor(func(f []byte) bool { return bytes.Equal(f, sent) }, 1, 2*time.Second)
 		got := false
@@ -322,31 +337,32 @@ func TestCaptureVLAN(t *testing.T) {
 		if !got {
 			t.Errorf("h1 did not receive the frame the capture says its port sent: %s", hex.EncodeToString(sent))
 		}
-		file = filepath.Join(l.dir, "access.pcap")
-		p = l.startCapture(portName(2), "-w", file, "-c", "1", "--direction", "out")
-		l.send(1, in)
+		file = filepath.Join(l.Dir, "access.pcap")
+		p = startCapture(l, harness.PortName(2), "-w", file, "-c", "1", "--direction", "out")
+		send(l, 1, in)
 		waitCapture(t, p)
-		wantFrames(t, "access", tcpdumpRead(t, file), [][]byte{vframe(vlanBcast(), hostMAC(1), "tagged in")})
-		if after := l.programs(); fmt.Sprint(after) != fmt.Sprint(before) {
+		wantFrames(t, "access", tcpdumpRead(t, file), [][]byte{harness.VFrame(harness.VLANBcast(), harness.HostMAC(1), "tagged in")})
+		if after := l.Programs(); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("programs after the captures %v, before them %v", after, before)
 		}
-		l.stop()
+		l.Stop()
 	})
 }
 
 // TestCapturePersist: a daemon with persist stopped while a capture runs
 // leaves every pinned link with the program it ran before the capture.
 func TestCapturePersist(t *testing.T) {
-	forModes(t, func(t *testing.T, mode string) {
-		l := newPersistLab(t, 2, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
-		l.startNet(trestleBin)
-		before := l.programs()
-		p := l.startCapture(portName(1))
-		if during := l.programs(); fmt.Sprint(during) == fmt.Sprint(before) {
+	t.Parallel()
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewPersistLab(t, 2, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
+		l.StartNet(harness.Bin)
+		before := l.Programs()
+		p := startCapture(l, harness.PortName(1))
+		if during := l.Programs(); fmt.Sprint(during) == fmt.Sprint(before) {
 			t.Fatalf("programs while capturing %v, the same as before", during)
 		}
-		l.signal(syscall.SIGTERM)
-		if after := l.programs(); fmt.Sprint(after) != fmt.Sprint(before) {
+		l.Signal(syscall.SIGTERM)
+		if after := l.Programs(); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("pinned programs after the daemon stopped during a capture %v, before it %v", after, before)
 		}
 		p.Stop()

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"net"
@@ -8,22 +8,24 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // TestSystemdNotify: under a Type=notify service (NOTIFY_SOCKET set), the
 // daemon says READY=1 once the datapath is up and its socket answers,
 // RELOADING=1 and READY=1 around a reload, and STOPPING=1.
 func TestSystemdNotify(t *testing.T) {
-	l := newSwlab(t, 2)
-	path := filepath.Join(l.dir, "notify.sock")
+	l := harness.NewLab(t, 2)
+	path := filepath.Join(l.Dir, "notify.sock")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	t.Setenv("NOTIFY_SOCKET", path)
-	l.writeConfig(l.config("", nil))
-	l.start()
+	l.WriteConfig(l.Config("", nil))
+	l.Start()
 	read := func(want string) string {
 		t.Helper()
 		buf := make([]byte, 4096)
@@ -43,15 +45,15 @@ func TestSystemdNotify(t *testing.T) {
 		t.Errorf("ready message %q has no status", msg)
 	}
 	// Ready means the socket answers.
-	if len(l.show().Bridges) != 1 {
+	if len(l.Show().Bridges) != 1 {
 		t.Fatal("show after READY=1")
 	}
-	if out, err := l.cli("reload"); err != nil {
+	if out, err := l.CLI("reload"); err != nil {
 		t.Fatalf("reload: %v: %s", err, out)
 	}
 	read("RELOADING=1")
 	read("READY=1")
-	l.stop()
+	l.Stop()
 	read("STOPPING=1")
 }
 
@@ -60,6 +62,10 @@ func TestSystemdNotify(t *testing.T) {
 // is a valid config, and systemd-analyze (where there is one) accepts the
 // unit.
 func TestMakeInstall(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("installs the binary Main builds: not under -short (make check)")
+	}
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make")
 	}
@@ -68,7 +74,7 @@ func TestMakeInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	dest := t.TempDir()
-	cmd := exec.Command("make", "-C", root, "install", "DESTDIR="+dest, "PREFIX=/usr/local", "BIN="+trestleBin)
+	cmd := exec.Command("make", "-C", root, "install", "DESTDIR="+dest, "PREFIX=/usr/local", "BIN="+harness.Bin)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make install: %v\n%s", err, out)
 	}
@@ -86,14 +92,14 @@ func TestMakeInstall(t *testing.T) {
 			t.Errorf("the unit has no %q:\n%s", want, unit)
 		}
 	}
-	if out, err := exec.Command(trestleBin, "check", filepath.Join(dest, "etc/trestle/trestle.toml")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(harness.Bin, "check", filepath.Join(dest, "etc/trestle/trestle.toml")).CombinedOutput(); err != nil {
 		t.Errorf("the example config: %v: %s", err, out)
 	}
 	// A second install keeps a config that is there.
 	if err := os.WriteFile(filepath.Join(dest, "etc/trestle/trestle.toml"), []byte("# mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("make", "-C", root, "install", "DESTDIR="+dest, "BIN="+trestleBin).CombinedOutput(); err != nil {
+	if out, err := exec.Command("make", "-C", root, "install", "DESTDIR="+dest, "BIN="+harness.Bin).CombinedOutput(); err != nil {
 		t.Fatalf("make install again: %v\n%s", err, out)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dest, "etc/trestle/trestle.toml")); string(b) != "# mine\n" {

@@ -1,4 +1,4 @@
-package main
+package reconcile
 
 // End-to-end tests of defects of the daemon that the reconcile rework fixed
 // (issue 10); each failed against the daemon before it. The others are unit
@@ -17,13 +17,15 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
+
+	"github.com/trestle/trestle/tests/harness"
 )
 
-func (l *swlab) waitPort(name, state string) {
-	l.t.Helper()
+func waitPort(l *harness.Lab, name, state string) {
+	l.T.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, b := range l.show().Bridges {
+		for _, b := range l.Show().Bridges {
 			for _, p := range b.Ports {
 				if p.Interface == name && p.State == state {
 					return
@@ -32,24 +34,25 @@ func (l *swlab) waitPort(name, state string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	l.t.Fatalf("port %s never became %s: %+v\n%s", name, state, l.show().Bridges, l.daemon.Out.String())
+	l.T.Fatalf("port %s never became %s: %+v\n%s", name, state, l.Show().Bridges, l.Daemon.Out.String())
 }
 
 // Defect 3: `fdb del` frees the address's room on its port at once: a port
 // with max_macs = 1 learns the next address without waiting for the sweep
 // (30 s at the default aging). So does a static entry written over it.
 func TestDeleteFreesRoomAtOnce(t *testing.T) {
-	l := newSwlab(t, 2)
-	l.writeConfig(l.config("", func(i int) string {
+	t.Parallel()
+	l := harness.NewLab(t, 2)
+	l.WriteConfig(l.Config("", func(i int) string {
 		if i == 1 {
 			return "max_macs = 1\n"
 		}
 		return ""
 	}))
-	l.start()
+	l.Start()
 	send := func(src net.HardwareAddr) {
 		t.Helper()
-		if err := l.host(1).RawSend("eth0", marked(hostMAC(2), src, "room")); err != nil {
+		if err := l.Host(1).RawSend("eth0", harness.Marked(harness.HostMAC(2), src, "room")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -58,55 +61,56 @@ func TestDeleteFreesRoomAtOnce(t *testing.T) {
 	b := net.HardwareAddr{0x02, 0xab, 0, 0, 0, 2}
 	c := net.HardwareAddr{0x02, 0xab, 0, 0, 0, 3}
 	send(a)
-	if _, ok := l.fdbEntry(a); !ok {
+	if _, ok := l.FDBEntry(a); !ok {
 		t.Fatal("first address not learned")
 	}
 	send(b)
-	if _, ok := l.fdbEntry(b); ok {
+	if _, ok := l.FDBEntry(b); ok {
 		t.Fatal("a second address was learned on a port with max_macs = 1")
 	}
-	if out, err := l.cli("fdb", "del", "br0", a.String()); err != nil {
+	if out, err := l.CLI("fdb", "del", "br0", a.String()); err != nil {
 		t.Fatalf("fdb del: %v %s", err, out)
 	}
 	send(b)
-	if _, ok := l.fdbEntry(b); !ok {
+	if _, ok := l.FDBEntry(b); !ok {
 		t.Errorf("after fdb del, the port did not learn a new address: its count was not given back")
 	}
 	// b is learned on port-h1; written static on port-h2, its room goes too.
-	if out, err := l.cli("fdb", "add", "br0", b.String(), "port-h2"); err != nil {
+	if out, err := l.CLI("fdb", "add", "br0", b.String(), "port-h2"); err != nil {
 		t.Fatalf("fdb add: %v %s", err, out)
 	}
 	send(c)
-	if e, ok := l.fdbEntry(c); !ok || e.Port != "port-h1" {
+	if e, ok := l.FDBEntry(c); !ok || e.Port != "port-h1" {
 		t.Errorf("after a static entry took its address, port-h1 did not learn a new one: %+v %v", e, ok)
 	}
-	l.stop()
+	l.Stop()
 }
 
 // Defect 4: a port whose link goes down leaves the floods and loses its
 // entries, so that unicast to the stations behind it floods (and reaches
 // them wherever they went) instead of vanishing until they age out.
 func TestLinkDownFlushesPort(t *testing.T) {
-	l := newSwlab(t, 3)
-	l.writeConfig(l.config("", nil))
-	l.start()
-	l.pingAll()
-	l.host(3).MustExec(t, "ip", "link", "set", "eth0", "down") // port-h3 loses its carrier
-	l.waitPort("port-h3", "link-down")
-	if e, ok := l.fdbEntry(hostMAC(3)); ok {
+	t.Parallel()
+	l := harness.NewLab(t, 3)
+	l.WriteConfig(l.Config("", nil))
+	l.Start()
+	l.PingAll()
+	l.Host(3).MustExec(t, "ip", "link", "set", "eth0", "down") // port-h3 loses its carrier
+	waitPort(l, "port-h3", "link-down")
+	if e, ok := l.FDBEntry(harness.HostMAC(3)); ok {
 		t.Errorf("h3's entry stayed after its port's link went down: %+v", e)
 	}
-	capt := l.host(2).Capture(t, "eth0")
-	if err := l.host(1).RawSend("eth0", marked(hostMAC(3), hostMAC(1), "to-h3")); err != nil {
+	capt := l.Host(2).Capture(t, "eth0")
+	if err := l.Host(1).RawSend("eth0", harness.Marked(harness.HostMAC(3), harness.HostMAC(1), "to-h3")); err != nil {
 		t.Fatal(err)
 	}
-	if n := capt.WaitFor(hasMarker("to-h3"), 1, 2*time.Second); n != 1 {
+	if n := capt.WaitFor(harness.HasMarker("to-h3"), 1, 2*time.Second); n != 1 {
 		t.Errorf("a frame to h3, whose port is down, was not flooded (h2 got %d copies)", n)
 	}
-	l.host(3).MustExec(t, "ip", "link", "set", "eth0", "up")
-	l.waitPort("port-h3", "up")
-	l.pingAll()
-	l.stop()
+	l.Host(3).MustExec(t, "ip", "link", "set", "eth0", "up")
+	waitPort(l, "port-h3", "up")
+	l.PingAll()
+	l.Stop()
 }
 
 // Defect 5: a port whose interface is renamed leaves it (no program stays on
@@ -114,31 +118,32 @@ func TestLinkDownFlushesPort(t *testing.T) {
 // configured port, the interface becomes that port, once: a flood reaches
 // it once.
 func TestRenamedInterfaceE2E(t *testing.T) {
-	l := newSwlab(t, 3)
-	l.writeConfig(l.config("", nil) + "\n[[bridge.port]]\ninterface = \"port-h4\"\n")
-	l.start()
-	l.pingAll()
-	l.sw.MustExec(t, "ip", "link", "set", "port-h3", "name", "port-h4")
-	l.waitPort("port-h4", "up")
-	if p := l.show().Bridges[0].Ports[2]; p.State != "down" || !strings.Contains(p.Reason, "renamed") {
+	t.Parallel()
+	l := harness.NewLab(t, 3)
+	l.WriteConfig(l.Config("", nil) + "\n[[bridge.port]]\ninterface = \"port-h4\"\n")
+	l.Start()
+	l.PingAll()
+	l.SW.MustExec(t, "ip", "link", "set", "port-h3", "name", "port-h4")
+	waitPort(l, "port-h4", "up")
+	if p := l.Show().Bridges[0].Ports[2]; p.State != "down" || !strings.Contains(p.Reason, "renamed") {
 		t.Errorf("port-h3 after its interface was renamed: %+v", p)
 	}
-	capt := l.host(3).Capture(t, "eth0")
-	if err := l.host(1).RawSend("eth0", marked(net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, hostMAC(1), "bcast")); err != nil {
+	capt := l.Host(3).Capture(t, "eth0")
+	if err := l.Host(1).RawSend("eth0", harness.Marked(net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, harness.HostMAC(1), "bcast")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if n := capt.WaitFor(hasMarker("bcast"), 2, time.Second); n != 1 {
+	if n := capt.WaitFor(harness.HasMarker("bcast"), 2, time.Second); n != 1 {
 		t.Errorf("h3 got %d copies of a broadcast after its port's interface was renamed to port-h4, want 1", n)
 	}
-	l.pingAll()
+	l.PingAll()
 	// Renamed to a name no port has: the program comes off it.
-	l.sw.MustExec(t, "ip", "link", "set", "port-h4", "name", "other")
-	l.waitPort("port-h4", "down")
-	err := l.sw.Do(func() error {
+	l.SW.MustExec(t, "ip", "link", "set", "port-h4", "name", "other")
+	waitPort(l, "port-h4", "down")
+	err := l.SW.Do(func() error {
 		lk, err := netlink.LinkByName("other")
 		if err != nil {
-			out, _ := l.sw.Exec("ip", "-br", "link")
+			out, _ := l.SW.Exec("ip", "-br", "link")
 			return fmt.Errorf("%w: %s", err, out)
 		}
 		res, err := link.QueryPrograms(link.QueryOptions{Target: lk.Attrs().Index, Attach: ebpf.AttachTCXIngress})
@@ -153,42 +158,44 @@ func TestRenamedInterfaceE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.stop()
+	l.Stop()
 }
 
 // Defect 6: a reload through the control socket, like SIGHUP, resets the
 // aging sweep: a shorter aging time takes effect at once, not after the
 // old sweep interval (30 s for 300 s).
 func TestReloadThroughSocketAges(t *testing.T) {
-	l := newSwlab(t, 2)
-	l.writeConfig(l.config("", nil))
-	l.start()
-	l.pingAll()
-	l.writeConfig(l.config(`aging = "4s"`, nil))
-	if out, err := l.cli("reload"); err != nil {
+	t.Parallel()
+	l := harness.NewLab(t, 2)
+	l.WriteConfig(l.Config("", nil))
+	l.Start()
+	l.PingAll()
+	l.WriteConfig(l.Config(`aging = "4s"`, nil))
+	if out, err := l.CLI("reload"); err != nil {
 		t.Fatalf("reload: %v %s", err, out)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(l.fdb()) > 0 && time.Now().Before(deadline) {
+	for len(l.FDB()) > 0 && time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
 	}
-	if es := l.fdb(); len(es) > 0 {
+	if es := l.FDB(); len(es) > 0 {
 		t.Errorf("entries still there 10 s after a reload set aging to 4 s: %+v", es)
 	}
-	l.stop()
+	l.Stop()
 }
 
 // Defect 7: the control socket's set-up removes nothing but a stale socket
 // (a mistyped path must not delete a file, as root), and the socket is
 // the owner's only (0600) from its first moment.
 func TestSocketSafety(t *testing.T) {
-	l := newSwlab(t, 2)
-	l.writeConfig(l.config("", nil))
+	t.Parallel()
+	l := harness.NewLab(t, 2)
+	l.WriteConfig(l.Config("", nil))
 	precious := []byte("not a socket\n")
-	if err := os.WriteFile(l.sock, precious, 0o644); err != nil {
+	if err := os.WriteFile(l.Sock, precious, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := l.sw.Start(t, trestleBin, "run", "--config", l.cfg)
+	p := l.SW.Start(t, harness.Bin, "run", "--config", l.Cfg)
 	select {
 	case <-p.Done():
 		if p.Err() == nil || !strings.Contains(p.Out.String(), "not a socket") {
@@ -198,22 +205,22 @@ func TestSocketSafety(t *testing.T) {
 		p.Stop()
 		t.Errorf("the daemon started with a regular file at its socket path:\n%s", p.Out.String())
 	}
-	if b, err := os.ReadFile(l.sock); err != nil || !bytes.Equal(b, precious) {
+	if b, err := os.ReadFile(l.Sock); err != nil || !bytes.Equal(b, precious) {
 		t.Errorf("the file at the socket path was changed: %q %v", b, err)
 	}
-	if err := os.Remove(l.sock); err != nil {
+	if err := os.Remove(l.Sock); err != nil {
 		t.Fatal(err)
 	}
-	l.start()
-	fi, err := os.Stat(l.sock)
+	l.Start()
+	fi, err := os.Stat(l.Sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if perm := fi.Mode().Perm(); perm != 0o600 {
 		t.Errorf("control socket mode %v, want 0600", perm)
 	}
-	l.stop()
-	if _, err := os.Stat(filepath.Dir(l.sock)); err != nil {
+	l.Stop()
+	if _, err := os.Stat(filepath.Dir(l.Sock)); err != nil {
 		t.Errorf("socket directory: %v", err)
 	}
 }
@@ -222,20 +229,21 @@ func TestSocketSafety(t *testing.T) {
 // learns at most its max_entries, and the others still learn and take
 // static entries.
 func TestBridgeCannotTakeAnothersRoom(t *testing.T) {
-	l := newSwlab(t, 4)
+	t.Parallel()
+	l := harness.NewLab(t, 4)
 	cfg := fmt.Sprintf("[daemon]\nsocket = %q\n\n[[bridge]]\nname = \"br0\"\nmax_entries = 20\n\n[[bridge.port]]\ninterface = \"port-h1\"\n\n[[bridge.port]]\ninterface = \"port-h2\"\n\n"+
-		"[[bridge]]\nname = \"br1\"\n\n[[bridge.port]]\ninterface = \"port-h3\"\n\n[[bridge.port]]\ninterface = \"port-h4\"\n", l.sock)
-	l.writeConfig(cfg)
-	l.start()
+		"[[bridge]]\nname = \"br1\"\n\n[[bridge.port]]\ninterface = \"port-h3\"\n\n[[bridge.port]]\ninterface = \"port-h4\"\n", l.Sock)
+	l.WriteConfig(cfg)
+	l.Start()
 	for k := 0; k < 300; k++ {
 		src := net.HardwareAddr{0x02, 0xfe, 0, 0, byte(k >> 8), byte(k)}
-		if err := l.host(1).RawSend("eth0", marked(hostMAC(2), src, "flood")); err != nil {
+		if err := l.Host(1).RawSend("eth0", harness.Marked(harness.HostMAC(2), src, "flood")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
 	n0 := 0
-	for _, e := range l.fdb() {
+	for _, e := range l.FDB() {
 		if e.Bridge == "br0" {
 			n0++
 		}
@@ -243,17 +251,17 @@ func TestBridgeCannotTakeAnothersRoom(t *testing.T) {
 	if n0 > 20 {
 		t.Errorf("br0 holds %d entries, max_entries is 20", n0)
 	}
-	if s := l.stats("port-h1"); s.Drops["table_full"] < 280 {
+	if s := l.Stats("port-h1"); s.Drops["table_full"] < 280 {
 		t.Errorf("table_full drops on port-h1: %d, want the flood's", s.Drops["table_full"])
 	}
-	if err := l.host(3).Ping(hostIP(4), 1); err != nil {
+	if err := l.Host(3).Ping(harness.HostIP(4), 1); err != nil {
 		t.Errorf("br1 after br0's flood: %v", err)
 	}
-	if _, ok := l.fdbEntry(hostMAC(4)); !ok {
+	if _, ok := l.FDBEntry(harness.HostMAC(4)); !ok {
 		t.Errorf("br1 did not learn h4 after br0's flood")
 	}
-	if out, err := l.cli("fdb", "add", "br1", "02:5a:00:00:00:01", "port-h3"); err != nil {
+	if out, err := l.CLI("fdb", "add", "br1", "02:5a:00:00:00:01", "port-h3"); err != nil {
 		t.Errorf("a static entry in br1 after br0's flood: %v %s", err, out)
 	}
-	l.stop()
+	l.Stop()
 }

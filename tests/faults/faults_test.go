@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"crypto/rand"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // TestFaultsUnderLoad: while a stream h1 -> h2 runs, everything else goes
@@ -23,24 +24,26 @@ import (
 // The stream loses no frame and floods none, the daemon lives on and
 // answers, and it logged each fault it could see.
 func TestFaultsUnderLoad(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
-			l := newSwlab(t, 4)
-			cfg := l.config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }) +
+			t.Parallel()
+			l := harness.NewLab(t, 4)
+			cfg := l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) }) +
 				fmt.Sprintf("\n[[bridge.port]]\ninterface = \"port-x\"\nmode = %q\n", mode)
-			l.writeConfig(cfg)
+			l.WriteConfig(cfg)
 			addX := "link add port-x type veth peer name peer-x\nlink set port-x up\nlink set peer-x up\n"
-			if out, err := l.sw.Exec("sh", "-c", "printf '"+strings.ReplaceAll(addX, "\n", "\\n")+"' | ip -batch -"); err != nil {
+			if out, err := l.SW.Exec("sh", "-c", "printf '"+strings.ReplaceAll(addX, "\n", "\\n")+"' | ip -batch -"); err != nil {
 				t.Fatalf("%v %s", err, out)
 			}
-			l.start()
-			l.pingAll()
+			l.Start()
+			l.PingAll()
 
-			sink2, sink3, sink4 := l.startSinkOn(2), l.startSinkOn(3), l.startSinkOn(4)
-			gen := l.host(1).Start(t, trestleBin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", hostMAC(2).String(),
+			sink2, sink3, sink4 := l.StartSinkOn(2), l.StartSinkOn(3), l.StartSinkOn(4)
+			gen := l.Host(1).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", harness.HostMAC(2).String(),
 				"--rate", "20000", "--duration", "10s", "--json")
 			// The second stream, h3 -> h4, whose ends are killed.
-			gen3 := l.host(3).Start(t, trestleBin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", hostMAC(4).String(),
+			gen3 := l.Host(3).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", harness.HostMAC(4).String(),
 				"--rate", "20000", "--duration", "10s", "--flows", "1", "--json")
 			step := func(what string, f func()) {
 				time.Sleep(700 * time.Millisecond)
@@ -49,7 +52,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 			}
 			ipBatch := func(cmds string) {
 				t.Helper()
-				if out, err := l.sw.Exec("sh", "-c", "printf '"+strings.ReplaceAll(cmds, "\n", "\\n")+"' | ip -batch -"); err != nil {
+				if out, err := l.SW.Exec("sh", "-c", "printf '"+strings.ReplaceAll(cmds, "\n", "\\n")+"' | ip -batch -"); err != nil {
 					t.Fatalf("ip %q: %v %s", cmds, err, out)
 				}
 			}
@@ -63,15 +66,15 @@ func TestFaultsUnderLoad(t *testing.T) {
 			step("garbage config, reloaded through the socket and by SIGHUP", func() {
 				garbage := make([]byte, 4096)
 				rand.Read(garbage)
-				if err := os.WriteFile(l.cfg, garbage, 0o644); err != nil {
+				if err := os.WriteFile(l.Cfg, garbage, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				if out, err := l.cli("reload"); err == nil {
+				if out, err := l.CLI("reload"); err == nil {
 					t.Errorf("reload of garbage succeeded: %s", out)
 				}
-				l.daemon.Cmd.Process.Signal(syscall.SIGHUP)
+				l.Daemon.Cmd.Process.Signal(syscall.SIGHUP)
 				time.Sleep(200 * time.Millisecond)
-				l.writeConfig(cfg)
+				l.WriteConfig(cfg)
 			})
 			step("random bytes and 1000 clients on the control socket", func() {
 				var wg sync.WaitGroup
@@ -81,7 +84,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						c, err := net.Dial("unix", l.sock)
+						c, err := net.Dial("unix", l.Sock)
 						if err != nil {
 							return
 						}
@@ -100,7 +103,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						var ps []ctl.PortStats
-						err := ctl.Call(l.sock, ctl.Request{Cmd: ctl.CmdStats}, &ps)
+						err := ctl.Call(l.Sock, ctl.Request{Cmd: ctl.CmdStats}, &ps)
 						mu.Lock()
 						defer mu.Unlock()
 						if err != nil {
@@ -119,16 +122,16 @@ func TestFaultsUnderLoad(t *testing.T) {
 				gen3.Cmd.Process.Signal(syscall.SIGKILL)
 				sink4.Cmd.Process.Signal(syscall.SIGKILL)
 			})
-			streamLossless(t, gen, sink2, sink3)
+			harness.StreamLossless(t, gen, sink2, sink3)
 
 			select {
-			case <-l.daemon.Done():
-				t.Fatalf("the daemon exited:\n%s", l.daemon.Out.String())
+			case <-l.Daemon.Done():
+				t.Fatalf("the daemon exited:\n%s", l.Daemon.Out.String())
 			default:
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				st := l.show()
+				st := l.Show()
 				if p := st.Bridges[0].Ports[4]; p.Name == "port-x" && p.State == "up" {
 					break
 				}
@@ -137,8 +140,8 @@ func TestFaultsUnderLoad(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			l.pingAll()
-			log := l.daemon.Out.String()
+			l.PingAll()
+			log := l.Daemon.Out.String()
 			for _, want := range []string{
 				`msg="port down" .*bridge=br0 port=port-x`,
 				`msg="port up" .*bridge=br0 port=port-x`,
@@ -155,7 +158,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 			if n := strings.Count(log, "bad request on the control socket"); n > 10 {
 				t.Errorf("%d lines for the bad requests: the log is not rate-limited", n)
 			}
-			l.stop()
+			l.Stop()
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package traffic
 
 // End-to-end tests of `trestle gen` and `trestle sink`: the real binary runs
 // in two namespaces joined by a straight veth pair, the generator on one
@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // pair is a generator namespace and a sink namespace joined by gen0 <-> sink0.
@@ -27,7 +28,7 @@ type pair struct {
 }
 
 func newPair(t *testing.T) *pair {
-	testutil.RequireRoot(t)
+	testutil.RequireNetns(t)
 	p := &pair{t: t, gen: testutil.NewNS(t, "gen"), snk: testutil.NewNS(t, "sink")}
 	// No IPv6: its router and listener solicitations would be frames the
 	// interface counters hold and the generator did not send.
@@ -62,30 +63,13 @@ func counters(t *testing.T, ns *testutil.NS, ifname string) linkCounters {
 	return c
 }
 
-func xdpAttached(t *testing.T, ns *testutil.NS, ifname string) bool {
-	t.Helper()
-	var on bool
-	err := ns.Do(func() error {
-		l, err := netlink.LinkByName(ifname)
-		if err != nil {
-			return err
-		}
-		on = l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return on
-}
-
 // startSink runs `trestle sink --json` on sink0 and waits until its program
 // is attached.
 func (p *pair) startSink(args ...string) *testutil.Proc {
 	p.t.Helper()
-	proc := p.snk.Start(p.t, trestleBin, append([]string{"sink", "--dev", "sink0", "--json"}, args...)...)
+	proc := p.snk.Start(p.t, harness.Bin, append([]string{"sink", "--dev", "sink0", "--json"}, args...)...)
 	deadline := time.Now().Add(10 * time.Second)
-	for !xdpAttached(p.t, p.snk, "sink0") {
+	for !harness.XDPAttached(p.t, p.snk, "sink0") {
 		select {
 		case <-proc.Done():
 			p.t.Fatalf("sink exited: %v\n%s", proc.Err(), proc.Out.String())
@@ -99,7 +83,7 @@ func (p *pair) startSink(args ...string) *testutil.Proc {
 }
 
 // stopSink interrupts the sink like Ctrl-C and returns its summary.
-func (p *pair) stopSink(proc *testutil.Proc) SinkSummary {
+func (p *pair) stopSink(proc *testutil.Proc) harness.SinkSummary {
 	p.t.Helper()
 	_ = proc.Cmd.Process.Signal(os.Interrupt)
 	select {
@@ -110,31 +94,20 @@ func (p *pair) stopSink(proc *testutil.Proc) SinkSummary {
 	if err := proc.Err(); err != nil {
 		p.t.Fatalf("sink: %v\n%s", err, proc.Out.String())
 	}
-	var s SinkSummary
+	var s harness.SinkSummary
 	if err := json.Unmarshal([]byte(proc.Out.String()), &s); err != nil {
 		p.t.Fatalf("sink --json: %v\n%s", err, proc.Out.String())
 	}
-	if xdpAttached(p.t, p.snk, "sink0") {
+	if harness.XDPAttached(p.t, p.snk, "sink0") {
 		p.t.Errorf("sink0 still has an XDP program after the sink exited")
 	}
 	return s
 }
 
-type genSummary struct {
-	Sent          uint64  `json:"sent"`
-	Bytes         uint64  `json:"bytes"`
-	PPS           float64 `json:"pps"`
-	DevDropped    uint64  `json:"dev_dropped"`
-	Sizes         string  `json:"sizes"`
-	RateRequested float64 `json:"rate_requested"`
-	FellBehind    bool    `json:"fell_behind"`
-	BehindBy      float64 `json:"behind_by"`
-}
-
-func (p *pair) runGen(args ...string) genSummary {
+func (p *pair) runGen(args ...string) harness.GenSummary {
 	p.t.Helper()
-	out := p.gen.MustExec(p.t, trestleBin, append([]string{"gen", "--dev", "gen0", "--json"}, args...)...)
-	var g genSummary
+	out := p.gen.MustExec(p.t, harness.Bin, append([]string{"gen", "--dev", "gen0", "--json"}, args...)...)
+	var g harness.GenSummary
 	if err := json.Unmarshal([]byte(out), &g); err != nil {
 		p.t.Fatalf("gen --json: %v\n%s", err, out)
 	}
@@ -243,7 +216,7 @@ func TestGenBehind(t *testing.T) {
 	if !g.FellBehind || g.RateRequested != rate || math.Abs(g.BehindBy-(1-g.PPS/rate)) > 1e-6 || g.BehindBy <= 0 {
 		t.Errorf("gen --json: sent %.0f pps of %v: fell behind %v by %v", g.PPS, g.RateRequested, g.FellBehind, g.BehindBy)
 	}
-	out := p.gen.MustExec(t, trestleBin, "gen", "--dev", "gen0", "--mode", "packet", "--rate", fmt.Sprint(rate), "--duration", "500ms")
+	out := p.gen.MustExec(t, harness.Bin, "gen", "--dev", "gen0", "--mode", "packet", "--rate", fmt.Sprint(rate), "--duration", "500ms")
 	if !strings.Contains(out, "fell behind its rate: ") || !strings.Contains(out, " pps of the 50000000 asked for (") || !strings.Contains(out, "packet mode makes a system call a frame") {
 		t.Errorf("gen's summary does not say it fell behind:\n%s", out)
 	}
@@ -269,7 +242,7 @@ func TestSinkSeveralRuns(t *testing.T) {
 func TestGenSinkInterrupt(t *testing.T) {
 	p := newPair(t)
 	proc := p.startSink()
-	g := p.gen.Start(t, trestleBin, "gen", "--dev", "gen0", "--rate", "50000", "--json", "--size", "imix")
+	g := p.gen.Start(t, harness.Bin, "gen", "--dev", "gen0", "--rate", "50000", "--json", "--size", "imix")
 	time.Sleep(1500 * time.Millisecond)
 	_ = g.Cmd.Process.Signal(syscall.SIGINT)
 	select {
@@ -280,7 +253,7 @@ func TestGenSinkInterrupt(t *testing.T) {
 	if err := g.Err(); err != nil {
 		t.Fatalf("gen: %v\n%s", err, g.Out.String())
 	}
-	var gs genSummary
+	var gs harness.GenSummary
 	if err := json.Unmarshal([]byte(g.Out.String()), &gs); err != nil {
 		t.Fatalf("gen --json: %v\n%s", err, g.Out.String())
 	}
@@ -316,7 +289,7 @@ func TestGenErrors(t *testing.T) {
 		if c.args[0] == "sink" {
 			ns = p.snk
 		}
-		out, err := ns.Exec(trestleBin, c.args...)
+		out, err := ns.Exec(harness.Bin, c.args...)
 		if err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("trestle %s: err %v, output %q; want an error naming %s", strings.Join(c.args, " "), err, out, c.want)
 		}

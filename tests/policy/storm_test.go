@@ -1,4 +1,4 @@
-package main
+package policy
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // TestStormControl (issue 13), both modes: 10 000 broadcast frames sent in
@@ -15,36 +16,37 @@ import (
 // time the frames took; the rest is dropped and counted. Known unicast sent
 // in the same run, interleaved, all arrives.
 func TestStormControl(t *testing.T) {
-	forModes(t, func(t *testing.T, mode string) {
+	t.Parallel()
+	harness.ForModes(t, func(t *testing.T, mode string) {
 		const rate, burst, nb, nu = 1000, 100, 10000, 500
-		l := newSwlab(t, 3)
-		l.writeConfig(l.config("", func(i int) string {
+		l := harness.NewLab(t, 3)
+		l.WriteConfig(l.Config("", func(i int) string {
 			s := fmt.Sprintf("mode = %q\n", mode)
 			if i == 1 {
 				s += fmt.Sprintf("storm = { broadcast = %d }\n", rate)
 			}
 			return s
 		}))
-		l.start()
+		l.Start()
 		for _, j := range []int{2, 3} {
-			if err := l.host(1).Ping(hostIP(j), 1); err != nil {
+			if err := l.Host(1).Ping(harness.HostIP(j), 1); err != nil {
 				t.Fatalf("ping h1 -> h%d: %v", j, err)
 			}
 		}
-		if p := l.show().Bridges[0].Ports[0]; p.Storm == nil || p.Storm.Broadcast != rate || p.Storm.Multicast != 0 {
+		if p := l.Show().Bridges[0].Ports[0]; p.Storm == nil || p.Storm.Broadcast != rate || p.Storm.Multicast != 0 {
 			t.Fatalf("show: port %s storm %+v, want broadcast %d", p.Name, p.Storm, rate)
 		}
 		caps := map[int]*testutil.Capturer{}
 		for _, i := range []int{2, 3} {
-			caps[i] = l.host(i).Capture(t, "eth0")
+			caps[i] = l.Host(i).Capture(t, "eth0")
 			if err := caps[i].SetReceiveBuffer(32 << 20); err != nil {
 				t.Fatal(err)
 			}
 		}
-		before := l.stats(portName(1))
-		send := l.host(1).RawSender(t, "eth0")
-		bcast := vframe(vlanBcast(), hostMAC(1), "storm")
-		uni := vframe(hostMAC(2), hostMAC(1), "known")
+		before := l.Stats(harness.PortName(1))
+		send := l.Host(1).RawSender(t, "eth0")
+		bcast := harness.VFrame(harness.VLANBcast(), harness.HostMAC(1), "storm")
+		uni := harness.VFrame(harness.HostMAC(2), harness.HostMAC(1), "known")
 		start := time.Now()
 		const span = 500 * time.Millisecond
 		for i := 0; i < nb; i++ {
@@ -77,7 +79,7 @@ func TestStormControl(t *testing.T) {
 				}
 			}
 		}
-		after := l.stats(portName(1))
+		after := l.Stats(harness.PortName(1))
 		lo, hi := int(took.Seconds()*rate*0.8), int(took.Seconds()*rate*1.2)+burst
 		t.Logf("%d broadcasts in %v at %d/s: h2 got %d, h3 %d (want %d..%d); known unicast %d of %d", nb, took, rate, got[2], got[3], lo, hi, got[-2], nu)
 		if got[2] < lo || got[2] > hi || got[3] != got[2] {
@@ -89,6 +91,6 @@ func TestStormControl(t *testing.T) {
 		if got[-2] != nu {
 			t.Errorf("known unicast in the same run: h2 got %d of %d", got[-2], nu)
 		}
-		l.stop()
+		l.Stop()
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package mirror
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // Mirroring (issue 13), both modes: h4 is the span host.
@@ -46,37 +47,38 @@ func sameFrames(a, b [][]byte) string {
 	return ""
 }
 
-func mirrorConfig(l *swlab, mode, direction string) string {
-	return l.config(fmt.Sprintf("[[bridge.mirror]]\nname = \"tap0\"\nports = [%q]\ndirection = %q\nto = %q\n",
-		portName(1), direction, portName(4)), func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
+func mirrorConfig(l *harness.Lab, mode, direction string) string {
+	return l.Config(fmt.Sprintf("[[bridge.mirror]]\nname = \"tap0\"\nports = [%q]\ndirection = %q\nto = %q\n",
+		harness.PortName(1), direction, harness.PortName(4)), func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
 }
 
 func TestMirror(t *testing.T) {
-	forModes(t, func(t *testing.T, mode string) {
-		l := newSwlab(t, 4)
-		l.writeConfig(mirrorConfig(l, mode, "both"))
-		l.start()
+	t.Parallel()
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 4)
+		l.WriteConfig(mirrorConfig(l, mode, "both"))
+		l.Start()
 		// Ten pings h1 -> h2 with port-h1 mirrored both ways: the span host
 		// sees the ten requests and the ten replies, each as h2 and h1 got it.
 		// Pings between h1, h2 and h3 teach the switch their stations
 		// first (the span host cannot answer: what it sends goes nowhere).
 		for _, p := range [][2]int{{1, 2}, {1, 3}, {2, 3}} {
-			if err := l.host(p[0]).Ping(hostIP(p[1]), 1); err != nil {
+			if err := l.Host(p[0]).Ping(harness.HostIP(p[1]), 1); err != nil {
 				t.Fatalf("ping h%d -> h%d: %v", p[0], p[1], err)
 			}
 		}
 		for _, dir := range []string{"both", "in", "out"} {
 			if dir != "both" {
-				l.writeConfig(mirrorConfig(l, mode, dir))
-				if out, err := l.cli("reload"); err != nil {
+				l.WriteConfig(mirrorConfig(l, mode, dir))
+				if out, err := l.CLI("reload"); err != nil {
 					t.Fatalf("reload to direction %s: %v\n%s", dir, err, out)
 				}
 			}
 			caps := map[int]*testutil.Capturer{}
 			for i := 1; i <= 4; i++ {
-				caps[i] = l.host(i).Capture(t, "eth0")
+				caps[i] = l.Host(i).Capture(t, "eth0")
 			}
-			if err := l.host(1).Ping(hostIP(2), 10); err != nil {
+			if err := l.Host(1).Ping(harness.HostIP(2), 10); err != nil {
 				t.Fatalf("ping h1 -> h2 (mirror %s): %v", dir, err)
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -84,13 +86,13 @@ func TestMirror(t *testing.T) {
 			for i, c := range caps {
 				got[i] = c.Stop()
 			}
-			reqs := matching(got[2], icmpEcho(hostMAC(1), 8))
-			replies := matching(got[1], icmpEcho(hostMAC(2), 0))
+			reqs := matching(got[2], icmpEcho(harness.HostMAC(1), 8))
+			replies := matching(got[1], icmpEcho(harness.HostMAC(2), 0))
 			if len(reqs) != 10 || len(replies) != 10 {
 				t.Fatalf("mirror %s: h2 got %d requests, h1 %d replies; want 10 and 10", dir, len(reqs), len(replies))
 			}
-			spanReqs := matching(got[4], icmpEcho(hostMAC(1), 8))
-			spanReplies := matching(got[4], icmpEcho(hostMAC(2), 0))
+			spanReqs := matching(got[4], icmpEcho(harness.HostMAC(1), 8))
+			spanReplies := matching(got[4], icmpEcho(harness.HostMAC(2), 0))
 			var wantReqs, wantReplies [][]byte
 			if dir != "out" {
 				wantReqs = reqs // what port-h1 received
@@ -104,7 +106,7 @@ func TestMirror(t *testing.T) {
 			if d := sameFrames(spanReplies, wantReplies); d != "" {
 				t.Errorf("mirror %s: replies at the span host against those h1 got: %s", dir, d)
 			}
-			if n := len(matching(got[3], icmpEcho(hostMAC(1), 8))) + len(matching(got[3], icmpEcho(hostMAC(2), 0))); n != 0 {
+			if n := len(matching(got[3], icmpEcho(harness.HostMAC(1), 8))) + len(matching(got[3], icmpEcho(harness.HostMAC(2), 0))); n != 0 {
 				t.Errorf("mirror %s: h3 got %d of the pings", dir, n)
 			}
 		}
@@ -112,80 +114,81 @@ func TestMirror(t *testing.T) {
 		// Back to both: floods reach the span port once; frames the span
 		// host sends go nowhere and are counted; frames between ports that
 		// are not mirrored are not copied.
-		l.writeConfig(mirrorConfig(l, mode, "both"))
-		if out, err := l.cli("reload"); err != nil {
+		l.WriteConfig(mirrorConfig(l, mode, "both"))
+		if out, err := l.CLI("reload"); err != nil {
 			t.Fatalf("reload: %v\n%s", err, out)
 		}
 		caps := map[int]*testutil.Capturer{}
 		for i := 1; i <= 4; i++ {
-			caps[i] = l.host(i).Capture(t, "eth0")
+			caps[i] = l.Host(i).Capture(t, "eth0")
 		}
-		h := hostMAC
-		c := hcase
-		fromSpan := c("span", 4, vlanBcast())
-		fromSpan.reason = "span_ingress"
+		h := harness.HostMAC
+		c := harness.HCase
+		fromSpan := c("span", 4, harness.VLANBcast())
+		fromSpan.Reason = "span_ingress"
 		fromSpanU := c("spanu", 4, h(1))
-		fromSpanU.reason = "span_ingress"
-		vlanRun(t, l, caps, []vcase{
-			c("b1", 1, vlanBcast(), 2, 3, 4),
-			c("b2", 2, vlanBcast(), 1, 3, 4),
-			c("unk1", 1, vlanUnknown(), 2, 3, 4),
+		fromSpanU.Reason = "span_ingress"
+		harness.VLANRun(t, l, caps, []harness.VCase{
+			c("b1", 1, harness.VLANBcast(), 2, 3, 4),
+			c("b2", 2, harness.VLANBcast(), 1, 3, 4),
+			c("unk1", 1, harness.VLANUnknown(), 2, 3, 4),
 			c("u12", 1, h(2), 2, 4),
 			c("u31", 3, h(1), 1, 4),
 			c("u23", 2, h(3), 3),
 			fromSpan,
 			fromSpanU,
 		})
-		if _, ok := l.fdbEntry(h(4)); ok {
+		if _, ok := l.FDBEntry(h(4)); ok {
 			t.Errorf("the span host was learned")
 		}
 		var mirrored bool
-		for _, b := range l.show().Bridges {
+		for _, b := range l.Show().Bridges {
 			for _, m := range b.Mirrors {
-				mirrored = m.Name == "tap0" && m.To == portName(4) && m.Direction == "both" && m.Active
+				mirrored = m.Name == "tap0" && m.To == harness.PortName(4) && m.Direction == "both" && m.Active
 			}
 			for _, p := range b.Ports {
-				if p.Name == portName(4) && p.Span != "tap0" || p.Name == portName(1) && p.Mirror != "tap0" {
+				if p.Name == harness.PortName(4) && p.Span != "tap0" || p.Name == harness.PortName(1) && p.Mirror != "tap0" {
 					t.Errorf("show: port %s span %q mirror %q", p.Name, p.Span, p.Mirror)
 				}
 			}
 		}
 		if !mirrored {
-			t.Errorf("show does not list mirror tap0 as active: %+v", l.show().Bridges)
+			t.Errorf("show does not list mirror tap0 as active: %+v", l.Show().Bridges)
 		}
-		l.stop()
+		l.Stop()
 	})
 }
 
 // A VLAN-selective mirror on a VLAN-aware bridge: only frames of VLAN 10
 // are copied, each with its VLAN's tag.
 func TestMirrorVLANs(t *testing.T) {
-	forModes(t, func(t *testing.T, mode string) {
-		l, caps := vlanLab(t, mode,
-			fmt.Sprintf("[[bridge.mirror]]\nname = \"v10\"\nports = [%q]\nto = %q\nvlans = [10]\n", portName(1), portName(4)),
+	t.Parallel()
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l, caps := harness.VLANLab(t, mode,
+			fmt.Sprintf("[[bridge.mirror]]\nname = \"v10\"\nports = [%q]\nto = %q\nvlans = [10]\n", harness.PortName(1), harness.PortName(4)),
 			"trunk = [10, 20]", "trunk = [10, 20]", "vlan = 10", "")
-		h := hostMAC
-		vlanRun(t, l, caps, []vcase{
+		h := harness.HostMAC
+		harness.VLANRun(t, l, caps, []harness.VCase{
 			// Tagged 10 from h1: flooded to h2 (tagged), h3 (untagged); copied tagged.
-			{name: "t10", from: 1, frame: vframe(vlanBcast(), h(1), "t10", ctag(10)), recv: map[int][]byte{
-				2: vframe(vlanBcast(), h(1), "t10", ctag(10)),
-				3: vframe(vlanBcast(), h(1), "t10"),
-				4: vframe(vlanBcast(), h(1), "t10", ctag(10)),
+			{Name: "t10", From: 1, Frame: harness.VFrame(harness.VLANBcast(), h(1), "t10", harness.CTag(10)), Recv: map[int][]byte{
+				2: harness.VFrame(harness.VLANBcast(), h(1), "t10", harness.CTag(10)),
+				3: harness.VFrame(harness.VLANBcast(), h(1), "t10"),
+				4: harness.VFrame(harness.VLANBcast(), h(1), "t10", harness.CTag(10)),
 			}},
 			// Tagged 20: not copied.
-			{name: "t20", from: 1, frame: vframe(vlanBcast(), h(1), "t20", ctag(20)), recv: map[int][]byte{
-				2: vframe(vlanBcast(), h(1), "t20", ctag(20)),
+			{Name: "t20", From: 1, Frame: harness.VFrame(harness.VLANBcast(), h(1), "t20", harness.CTag(20)), Recv: map[int][]byte{
+				2: harness.VFrame(harness.VLANBcast(), h(1), "t20", harness.CTag(20)),
 			}},
 			// Untagged from h3 (access 10) to h1, known: out of port-h1 tagged 10, and copied so.
-			{name: "u31", from: 3, frame: vframe(h(1), h(3), "u31"), recv: map[int][]byte{
-				1: vframe(h(1), h(3), "u31", ctag(10)),
-				4: vframe(h(1), h(3), "u31", ctag(10)),
+			{Name: "u31", From: 3, Frame: harness.VFrame(h(1), h(3), "u31"), Recv: map[int][]byte{
+				1: harness.VFrame(h(1), h(3), "u31", harness.CTag(10)),
+				4: harness.VFrame(h(1), h(3), "u31", harness.CTag(10)),
 			}},
 			// VLAN 20 from h2 to h1, known in VLAN 20: not copied.
-			{name: "t20b", from: 2, frame: vframe(h(1), h(2), "t20b", ctag(20)), recv: map[int][]byte{
-				1: vframe(h(1), h(2), "t20b", ctag(20)),
+			{Name: "t20b", From: 2, Frame: harness.VFrame(h(1), h(2), "t20b", harness.CTag(20)), Recv: map[int][]byte{
+				1: harness.VFrame(h(1), h(2), "t20b", harness.CTag(20)),
 			}},
 		})
-		l.stop()
+		l.Stop()
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // The switch namespace's own loopback: no other process can be there.
@@ -23,12 +24,12 @@ const metricsAddr = "127.0.0.1:9470"
 
 // scrape fetches /metrics from the daemon in the switch namespace: the
 // connection is made there, the request and reply go over it from here.
-func (l *swlab) scrape() (string, map[string]*dto.MetricFamily) {
-	l.t.Helper()
+func scrape(l *harness.Lab) (string, map[string]*dto.MetricFamily) {
+	l.T.Helper()
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var c net.Conn
-			err := l.sw.Do(func() (err error) {
+			err := l.SW.Do(func() (err error) {
 				c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
 				return err
 			})
@@ -53,12 +54,12 @@ func (l *swlab) scrape() (string, map[string]*dto.MetricFamily) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		l.t.Fatalf("scrape %s: %v", metricsAddr, err)
+		l.T.Fatalf("scrape %s: %v", metricsAddr, err)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
 	if err != nil {
-		l.t.Fatalf("parse the scrape: %v\n%s", err, body)
+		l.T.Fatalf("parse the scrape: %v\n%s", err, body)
 	}
 	return string(body), mfs
 }
@@ -94,26 +95,28 @@ next:
 // bridge raises the rx and tx series of the ports it crossed, and only
 // those; a dropped frame appears with its reason.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCmd(t, "promtool")
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
-			l := newSwlab(t, 3)
-			cfg := l.config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
-			l.writeConfig(strings.Replace(cfg, "[daemon]\n", "[daemon]\nmetrics = \""+metricsAddr+"\"\n", 1))
-			l.start()
-			l.pingAll()
+			t.Parallel()
+			l := harness.NewLab(t, 3)
+			cfg := l.Config("", func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
+			l.WriteConfig(strings.Replace(cfg, "[daemon]\n", "[daemon]\nmetrics = \""+metricsAddr+"\"\n", 1))
+			l.Start()
+			l.PingAll()
 
-			_, before := l.scrape()
+			_, before := scrape(l)
 			const pings = 5
-			if err := l.host(1).Ping(hostIP(2), pings); err != nil {
+			if err := l.Host(1).Ping(harness.HostIP(2), pings); err != nil {
 				t.Fatal(err)
 			}
-			runt := testutil.Frame(hostMAC(2), hostMAC(1), 0x0800, make([]byte, 6))
-			if err := l.host(1).RawSend("eth0", runt); err != nil {
+			runt := testutil.Frame(harness.HostMAC(2), harness.HostMAC(1), 0x0800, make([]byte, 6))
+			if err := l.Host(1).RawSend("eth0", runt); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(200 * time.Millisecond)
-			body, after := l.scrape()
+			body, after := scrape(l)
 
 			delta := func(name string, labels map[string]string) float64 {
 				b, a := value(before, name, labels), value(after, name, labels)
@@ -122,7 +125,7 @@ func TestMetrics(t *testing.T) {
 				}
 				return a - b
 			}
-			port := func(i int) map[string]string { return map[string]string{"bridge": "br0", "port": portName(i)} }
+			port := func(i int) map[string]string { return map[string]string{"bridge": "br0", "port": harness.PortName(i)} }
 			// h1 sends the requests (and the runt), h2 the replies.
 			for _, c := range []struct {
 				metric string
@@ -132,25 +135,25 @@ func TestMetrics(t *testing.T) {
 				{"trestle_port_rx_packets_total", 2}, {"trestle_port_tx_packets_total", 1},
 			} {
 				if d := delta(c.metric, port(c.host)); d < pings {
-					t.Errorf("%s of %s rose by %v, want at least %d", c.metric, portName(c.host), d, pings)
+					t.Errorf("%s of %s rose by %v, want at least %d", c.metric, harness.PortName(c.host), d, pings)
 				}
 			}
 			// Each echo request is at least Ethernet, IPv4 and ICMP headers.
 			if d := delta("trestle_port_rx_bytes_total", port(1)); d < pings*(14+20+8) {
-				t.Errorf("rx bytes of %s rose by %v, want at least %d", portName(1), d, pings*(14+20+8))
+				t.Errorf("rx bytes of %s rose by %v, want at least %d", harness.PortName(1), d, pings*(14+20+8))
 			}
 			for _, m := range []string{"trestle_port_rx_packets_total", "trestle_port_tx_packets_total"} {
 				if d := delta(m, port(3)); d >= pings {
-					t.Errorf("%s of %s, which the pings did not cross, rose by %v", m, portName(3), d)
+					t.Errorf("%s of %s, which the pings did not cross, rose by %v", m, harness.PortName(3), d)
 				}
 			}
-			drop := map[string]string{"bridge": "br0", "port": portName(1), "reason": "runt"}
+			drop := map[string]string{"bridge": "br0", "port": harness.PortName(1), "reason": "runt"}
 			if d := delta("trestle_port_drops_total", drop); d != 1 {
-				t.Errorf("runt drops of %s rose by %v, want 1", portName(1), d)
+				t.Errorf("runt drops of %s rose by %v, want 1", harness.PortName(1), d)
 			}
 			for i := 1; i <= 3; i++ {
-				if v := value(after, "trestle_port_up", map[string]string{"bridge": "br0", "port": portName(i), "mode": mode}); v != 1 {
-					t.Errorf("trestle_port_up of %s in mode %s: %v, want 1", portName(i), mode, v)
+				if v := value(after, "trestle_port_up", map[string]string{"bridge": "br0", "port": harness.PortName(i), "mode": mode}); v != 1 {
+					t.Errorf("trestle_port_up of %s in mode %s: %v, want 1", harness.PortName(i), mode, v)
 				}
 			}
 			if v := value(after, "trestle_fdb_entries", map[string]string{"bridge": "br0"}); v != 3 {
@@ -163,7 +166,7 @@ func TestMetrics(t *testing.T) {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Errorf("promtool check metrics: %v\n%s", err, out)
 			}
-			l.stop()
+			l.Stop()
 		})
 	}
 }

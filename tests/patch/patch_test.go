@@ -1,9 +1,9 @@
-package main
+package patch
 
 // Patch port end-to-end tests (issue 12): one daemon runs three bridges
 // chained br0 - br1 - br2 by patch ports, with h1 and h2 on br0, h3 on br1
 // and h4 on br2, every host port in xdp or in tc mode. Hosts send hand-built
-// frames and every host captures what reaches it (vlanRun), so a copy too
+// frames and every host captures what reaches it (harness.VLANRun), so a copy too
 // many, a copy missing or one back at its sender shows; tables, counters and
 // show are read through the CLI as a user would.
 
@@ -17,6 +17,7 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // chainBridges are the chain's bridges in order, each patched to its
@@ -50,7 +51,7 @@ func chainOf(h int) int {
 // patchChain is a started chain; joined[i] says whether chainBridges[i] and
 // chainBridges[i+1] are patched in the running config.
 type patchChain struct {
-	*swlab
+	*harness.Lab
 	mode   string
 	joined [2]bool
 	caps   map[int]*testutil.Capturer
@@ -58,10 +59,10 @@ type patchChain struct {
 
 func newPatchChain(t *testing.T, mode string) *patchChain {
 	t.Helper()
-	c := &patchChain{swlab: newSwlab(t, 4), mode: mode, joined: [2]bool{true, true}}
-	c.writeConfig(c.config())
-	c.start()
-	for _, b := range c.show().Bridges {
+	c := &patchChain{Lab: harness.NewLab(t, 4), mode: mode, joined: [2]bool{true, true}}
+	c.WriteConfig(c.config())
+	c.Start()
+	for _, b := range c.Show().Bridges {
 		for _, p := range b.Ports {
 			if p.Interface != "" && (p.State != "up" || p.Mode != mode) {
 				t.Fatalf("%s port %s: state %s mode %s (%s), want up in %s", b.Name, p.Interface, p.State, p.Mode, p.Reason, mode)
@@ -69,8 +70,8 @@ func newPatchChain(t *testing.T, mode string) *patchChain {
 		}
 	}
 	c.caps = map[int]*testutil.Capturer{}
-	for i := 1; i <= len(c.hosts); i++ {
-		c.caps[i] = c.host(i).Capture(t, "eth0")
+	for i := 1; i <= len(c.Hosts); i++ {
+		c.caps[i] = c.Host(i).Capture(t, "eth0")
 	}
 	return c
 }
@@ -78,11 +79,11 @@ func newPatchChain(t *testing.T, mode string) *patchChain {
 // config writes the chain with the patches joined says.
 func (c *patchChain) config() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[daemon]\nsocket = %q\n", c.sock)
+	fmt.Fprintf(&b, "[daemon]\nsocket = %q\n", c.Sock)
 	for i, br := range chainBridges {
 		fmt.Fprintf(&b, "\n[[bridge]]\nname = %q\n", br.name)
 		for _, h := range br.hosts {
-			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", portName(h), c.mode)
+			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", harness.PortName(h), c.mode)
 		}
 		for _, peer := range c.peers(i) {
 			fmt.Fprintf(&b, "\n[[bridge.port]]\npatch = %q\n", peer)
@@ -96,11 +97,11 @@ func (c *patchChain) config() string {
 
 // reload joins or cuts the patches as joined says, with `trestle reload`.
 func (c *patchChain) reload(joined [2]bool) {
-	c.t.Helper()
+	c.T.Helper()
 	c.joined = joined
-	c.writeConfig(c.config())
-	if out, err := c.cli("reload"); err != nil {
-		c.t.Fatalf("reload with patches %v: %v\n%s", joined, err, out)
+	c.WriteConfig(c.config())
+	if out, err := c.CLI("reload"); err != nil {
+		c.T.Fatalf("reload with patches %v: %v\n%s", joined, err, out)
 	}
 }
 
@@ -122,7 +123,7 @@ func (c *patchChain) peers(i int) []string {
 func (c *patchChain) towards(i, h int) (string, bool) {
 	hb := chainOf(h)
 	if hb == i {
-		return portName(h), true
+		return harness.PortName(h), true
 	}
 	for j := min(i, hb); j < max(i, hb); j++ {
 		if !c.joined[j] {
@@ -139,7 +140,7 @@ func (c *patchChain) towards(i, h int) (string, bool) {
 // others returns every host that h reaches through the chain, h excluded.
 func (c *patchChain) others(h int) []int {
 	var hs []int
-	for o := 1; o <= len(c.hosts); o++ {
+	for o := 1; o <= len(c.Hosts); o++ {
 		if _, ok := c.towards(chainOf(h), o); ok && o != h {
 			hs = append(hs, o)
 		}
@@ -154,7 +155,7 @@ func (c *patchChain) hasPort(bridge, port string) bool {
 			continue
 		}
 		for _, h := range br.hosts {
-			if portName(h) == port {
+			if harness.PortName(h) == port {
 				return true
 			}
 		}
@@ -169,48 +170,48 @@ func (c *patchChain) hasPort(bridge, port string) bool {
 
 // bcast is a broadcast from host h that reaches every host the chain joins
 // it to, once.
-func (c *patchChain) bcast(name string, h int) vcase {
-	return c.flood(name, h, vframe(vlanBcast(), hostMAC(h), name))
+func (c *patchChain) bcast(name string, h int) harness.VCase {
+	return c.flood(name, h, harness.VFrame(harness.VLANBcast(), harness.HostMAC(h), name))
 }
 
 // flood is a frame from host from that reaches every host the chain joins
 // it to, once.
-func (c *patchChain) flood(name string, from int, frame []byte) vcase {
-	vc := vcase{name: name, from: from, frame: frame, recv: map[int][]byte{}}
+func (c *patchChain) flood(name string, from int, frame []byte) harness.VCase {
+	vc := harness.VCase{Name: name, From: from, Frame: frame, Recv: map[int][]byte{}}
 	for _, o := range c.others(from) {
-		vc.recv[o] = frame
+		vc.Recv[o] = frame
 	}
 	return vc
 }
 
 // unicast is a frame from host from to host to, received by to alone.
-func unicast(name string, from, to int) vcase {
-	f := vframe(hostMAC(to), hostMAC(from), name)
-	return vcase{name: name, from: from, frame: f, recv: map[int][]byte{to: f}}
+func unicast(name string, from, to int) harness.VCase {
+	f := harness.VFrame(harness.HostMAC(to), harness.HostMAC(from), name)
+	return harness.VCase{Name: name, From: from, Frame: f, Recv: map[int][]byte{to: f}}
 }
 
 // learnAll has every host broadcast once, which teaches every bridge where
 // every host it reaches is. Once a lab: its markers are not unique beyond.
 func (c *patchChain) learnAll() {
-	c.t.Helper()
-	var cases []vcase
-	for h := 1; h <= len(c.hosts); h++ {
+	c.T.Helper()
+	var cases []harness.VCase
+	for h := 1; h <= len(c.Hosts); h++ {
 		cases = append(cases, c.bcast(fmt.Sprintf("learn-h%d", h), h))
 	}
-	vlanRun(c.t, c.swlab, c.caps, cases)
+	harness.VLANRun(c.T, c.Lab, c.caps, cases)
 }
 
 // checkEntries: for each MAC in at, every bridge that reaches the host
 // behind it (at[mac]) has one learned entry for it on the port towards that
 // host; and no bridge has an entry on a port it does not have.
 func (c *patchChain) checkEntries(at map[string]int) {
-	c.t.Helper()
-	es := c.fdb()
+	c.T.Helper()
+	es := c.FDB()
 	got := map[[2]string]ctl.FDBEntry{}
 	for _, e := range es {
 		got[[2]string{e.Bridge, e.MAC}] = e
 		if !c.hasPort(e.Bridge, e.Port) {
-			c.t.Errorf("%s has an entry on port %q, which it does not have (patches %v): %+v", e.Bridge, e.Port, c.joined, e)
+			c.T.Errorf("%s has an entry on port %q, which it does not have (patches %v): %+v", e.Bridge, e.Port, c.joined, e)
 		}
 	}
 	for mac, h := range at {
@@ -221,7 +222,7 @@ func (c *patchChain) checkEntries(at map[string]int) {
 			}
 			e, found := got[[2]string{br.name, mac}]
 			if !found || e.Port != want || e.Static || e.VLAN != 0 {
-				c.t.Errorf("%s: entry for %s (at h%d) %+v (found %v), want learned on %s\nfdb: %+v", br.name, mac, h, e, found, want, es)
+				c.T.Errorf("%s: entry for %s (at h%d) %+v (found %v), want learned on %s\nfdb: %+v", br.name, mac, h, e, found, want, es)
 			}
 		}
 	}
@@ -229,10 +230,10 @@ func (c *patchChain) checkEntries(at map[string]int) {
 
 // checkHosts checks the entries of every host's own MAC.
 func (c *patchChain) checkHosts() {
-	c.t.Helper()
+	c.T.Helper()
 	at := map[string]int{}
-	for h := 1; h <= len(c.hosts); h++ {
-		at[hostMAC(h).String()] = h
+	for h := 1; h <= len(c.Hosts); h++ {
+		at[harness.HostMAC(h).String()] = h
 	}
 	c.checkEntries(at)
 }
@@ -241,15 +242,15 @@ func (c *patchChain) checkHosts() {
 // mode, and its patch ports as port objects with "patch": the peer bridge,
 // named by their name, up, with no interface, ifindex or mode.
 func (c *patchChain) checkShow() {
-	c.t.Helper()
-	st := c.show()
+	c.T.Helper()
+	st := c.Show()
 	if len(st.Bridges) != len(chainBridges) {
-		c.t.Fatalf("show lists %d bridges, want %d: %+v", len(st.Bridges), len(chainBridges), st.Bridges)
+		c.T.Fatalf("show lists %d bridges, want %d: %+v", len(st.Bridges), len(chainBridges), st.Bridges)
 	}
 	for i, br := range chainBridges {
 		b := st.Bridges[i]
 		if b.Name != br.name {
-			c.t.Errorf("show: bridge %d is %q, want %q", i, b.Name, br.name)
+			c.T.Errorf("show: bridge %d is %q, want %q", i, b.Name, br.name)
 			continue
 		}
 		var hosts, patches []string
@@ -257,24 +258,24 @@ func (c *patchChain) checkShow() {
 			if p.Patch != "" {
 				patches = append(patches, p.Patch)
 				if p.Name != patchName(br.name, p.Patch) || p.Interface != "" || p.Ifindex != 0 || p.Mode != "" || p.State != "up" {
-					c.t.Errorf("show: %s's patch port to %s: %+v, want it named %q, up, with no interface, ifindex or mode",
+					c.T.Errorf("show: %s's patch port to %s: %+v, want it named %q, up, with no interface, ifindex or mode",
 						br.name, p.Patch, p, patchName(br.name, p.Patch))
 				}
 				continue
 			}
 			hosts = append(hosts, p.Interface)
 			if p.State != "up" || p.Mode != c.mode {
-				c.t.Errorf("show: %s port %s: %+v, want up in %s", br.name, p.Interface, p, c.mode)
+				c.T.Errorf("show: %s port %s: %+v, want up in %s", br.name, p.Interface, p, c.mode)
 			}
 		}
 		var wantHosts []string
 		for _, h := range br.hosts {
-			wantHosts = append(wantHosts, portName(h))
+			wantHosts = append(wantHosts, harness.PortName(h))
 		}
 		slices.Sort(hosts)
 		slices.Sort(patches)
 		if !slices.Equal(hosts, wantHosts) || !slices.Equal(patches, c.peers(i)) {
-			c.t.Errorf("show: %s has interface ports %q and patches to %q, want %q and %q (patches %v)\n%+v",
+			c.T.Errorf("show: %s has interface ports %q and patches to %q, want %q and %q (patches %v)\n%+v",
 				br.name, hosts, patches, wantHosts, c.peers(i), c.joined, b.Ports)
 		}
 	}
@@ -282,9 +283,9 @@ func (c *patchChain) checkShow() {
 
 // counters returns the counters of every port, by "bridge/port".
 func (c *patchChain) counters() map[string]ctl.PortStats {
-	c.t.Helper()
+	c.T.Helper()
 	m := map[string]ctl.PortStats{}
-	for _, p := range c.allStats() {
+	for _, p := range c.AllStats() {
 		m[p.Bridge+"/"+p.Port] = p
 	}
 	return m
@@ -293,10 +294,10 @@ func (c *patchChain) counters() map[string]ctl.PortStats {
 // forChain runs f on a started chain in xdp mode, then in tc mode, and
 // stops the daemon after it.
 func forChain(t *testing.T, f func(t *testing.T, c *patchChain)) {
-	forModes(t, func(t *testing.T, mode string) {
+	harness.ForModes(t, func(t *testing.T, mode string) {
 		c := newPatchChain(t, mode)
 		f(t, c)
-		c.stop()
+		c.Stop()
 	})
 }
 
@@ -304,8 +305,9 @@ func forChain(t *testing.T, f func(t *testing.T, c *patchChain)) {
 // bridge's table holds each host on its own port or on the patch port
 // towards it, named by the patch port's name.
 func TestPatchChainPing(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
-		c.pingAll()
+		c.PingAll()
 		c.checkHosts()
 	})
 }
@@ -313,9 +315,10 @@ func TestPatchChainPing(t *testing.T) {
 // TestPatchChainShow: show lists patch ports with their peer and no mode or
 // interface; stats lists them by name in their bridge.
 func TestPatchChainShow(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
 		c.checkShow()
-		out, err := c.cli("show")
+		out, err := c.CLI("show")
 		if err != nil {
 			t.Fatalf("show: %v\n%s", err, out)
 		}
@@ -339,23 +342,24 @@ func TestPatchChainShow(t *testing.T) {
 // back to its sender; known unicast reaches its host alone, whichever
 // bridges lie between.
 func TestPatchChainFlood(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
-		var cases []vcase
+		var cases []harness.VCase
 		for h := 1; h <= 4; h++ {
 			cases = append(cases, c.bcast(fmt.Sprintf("bcast-h%d", h), h))
 		}
 		for _, h := range []int{1, 3, 4} {
 			name := fmt.Sprintf("unknown-h%d", h)
-			cases = append(cases, c.flood(name, h, vframe(vlanUnknown(), hostMAC(h), name)))
+			cases = append(cases, c.flood(name, h, harness.VFrame(harness.VLANUnknown(), harness.HostMAC(h), name)))
 		}
 		cases = append(cases,
-			c.flood("mcast-h2", 2, vframe(vlanMcast(), hostMAC(2), "mcast-h2")),
-			c.flood("mcast-h4", 4, vframe(vlanMcast(), hostMAC(4), "mcast-h4")),
+			c.flood("mcast-h2", 2, harness.VFrame(harness.VLANMcast(), harness.HostMAC(2), "mcast-h2")),
+			c.flood("mcast-h4", 4, harness.VFrame(harness.VLANMcast(), harness.HostMAC(4), "mcast-h4")),
 		)
 		for _, p := range [][2]int{{1, 4}, {4, 1}, {4, 2}, {3, 1}, {2, 3}, {3, 4}, {1, 2}, {2, 1}, {4, 3}} {
 			cases = append(cases, unicast(fmt.Sprintf("h%d-to-h%d", p[0], p[1]), p[0], p[1]))
 		}
-		vlanRun(t, c.swlab, c.caps, cases)
+		harness.VLANRun(t, c.Lab, c.caps, cases)
 		c.checkHosts()
 	})
 }
@@ -364,6 +368,7 @@ func TestPatchChainFlood(t *testing.T) {
 // patch port it leaves by and rx on the peer's patch port, in packets and
 // bytes; ports it does not cross count nothing.
 func TestPatchChainCounters(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
 		c.learnAll()
 		const n = 20
@@ -376,36 +381,36 @@ func TestPatchChainCounters(t *testing.T) {
 			recv []int
 			want map[string][2]uint64
 		}{
-			{"h1-to-h3", 1, hostMAC(3), []int{3}, map[string][2]uint64{
+			{"h1-to-h3", 1, harness.HostMAC(3), []int{3}, map[string][2]uint64{
 				"br0/port-h1": {n, 0}, "br0/patch-br1": {0, n}, "br1/patch-br0": {n, 0}, "br1/port-h3": {0, n},
 			}},
-			{"h4-to-h1", 4, hostMAC(1), []int{1}, map[string][2]uint64{
+			{"h4-to-h1", 4, harness.HostMAC(1), []int{1}, map[string][2]uint64{
 				"br2/port-h4": {n, 0}, "br2/to-br1": {0, n}, "br1/patch-br2": {n, 0},
 				"br1/patch-br0": {0, n}, "br0/patch-br1": {n, 0}, "br0/port-h1": {0, n},
 			}},
-			{"h2-to-h1", 2, hostMAC(1), []int{1}, map[string][2]uint64{
+			{"h2-to-h1", 2, harness.HostMAC(1), []int{1}, map[string][2]uint64{
 				"br0/port-h2": {n, 0}, "br0/port-h1": {0, n},
 			}},
-			{"bcast-h1", 1, vlanBcast(), []int{2, 3, 4}, map[string][2]uint64{
+			{"bcast-h1", 1, harness.VLANBcast(), []int{2, 3, 4}, map[string][2]uint64{
 				"br0/port-h1": {n, 0}, "br0/port-h2": {0, n}, "br0/patch-br1": {0, n},
 				"br1/patch-br0": {n, 0}, "br1/port-h3": {0, n}, "br1/patch-br2": {0, n},
 				"br2/to-br1": {n, 0}, "br2/port-h4": {0, n},
 			}},
-			{"bcast-h3", 3, vlanBcast(), []int{1, 2, 4}, map[string][2]uint64{
+			{"bcast-h3", 3, harness.VLANBcast(), []int{1, 2, 4}, map[string][2]uint64{
 				"br1/port-h3": {n, 0}, "br1/patch-br0": {0, n}, "br1/patch-br2": {0, n},
 				"br0/patch-br1": {n, 0}, "br0/port-h1": {0, n}, "br0/port-h2": {0, n},
 				"br2/to-br1": {n, 0}, "br2/port-h4": {0, n},
 			}},
 		} {
 			before := c.counters()
-			f := vframe(ph.dst, hostMAC(ph.from), ph.name)
+			f := harness.VFrame(ph.dst, harness.HostMAC(ph.from), ph.name)
 			for k := 0; k < n; k++ {
-				if err := c.host(ph.from).RawSend("eth0", f); err != nil {
+				if err := c.Host(ph.from).RawSend("eth0", f); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for _, h := range ph.recv {
-				if got := c.caps[h].WaitFor(hasVMarker(ph.name), n, 2*time.Second); got != n {
+				if got := c.caps[h].WaitFor(harness.HasVMarker(ph.name), n, 2*time.Second); got != n {
 					t.Errorf("%s: h%d received %d of %d frames", ph.name, h, got, n)
 				}
 			}
@@ -415,7 +420,7 @@ func TestPatchChainCounters(t *testing.T) {
 				t.Errorf("stats lists %d ports, want 8 (4 host ports, 4 patch ports): %v", len(after), after)
 			}
 			// The bytes of one frame, as the ingress host port counts them.
-			in := fmt.Sprintf("%s/%s", chainBridges[chainOf(ph.from)].name, portName(ph.from))
+			in := fmt.Sprintf("%s/%s", chainBridges[chainOf(ph.from)].name, harness.PortName(ph.from))
 			perFrame := (after[in].Counters.Get("rx_bytes") - before[in].Counters.Get("rx_bytes")) / n
 			if perFrame != uint64(len(f)) {
 				t.Errorf("%s: %s counted %d bytes a frame, want %d", ph.name, in, perFrame, len(f))
@@ -438,10 +443,11 @@ func TestPatchChainCounters(t *testing.T) {
 // host on another is learned again in every bridge, counted as a move on the
 // port it now appears on in each, and unicast to it follows it.
 func TestPatchChainMove(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
 		c.learnAll()
 		m := net.HardwareAddr{0x02, 0x6d, 0, 0, 0, 0x01}
-		vlanRun(t, c.swlab, c.caps, []vcase{c.flood("m-at-h1", 1, vframe(vlanBcast(), m, "m-at-h1"))})
+		harness.VLANRun(t, c.Lab, c.caps, []harness.VCase{c.flood("m-at-h1", 1, harness.VFrame(harness.VLANBcast(), m, "m-at-h1"))})
 		c.checkEntries(map[string]int{m.String(): 1})
 
 		// reachM: frames to m from every other host reach h alone, three
@@ -449,15 +455,15 @@ func TestPatchChainMove(t *testing.T) {
 		// memo of the last unicast path when m moves next.
 		reachM := func(h int) {
 			t.Helper()
-			var cases []vcase
+			var cases []harness.VCase
 			for _, o := range c.others(h) {
 				for k := range 3 {
 					name := fmt.Sprintf("to-m-at-h%d-from-h%d-%d", h, o, k)
-					f := vframe(m, hostMAC(o), name)
-					cases = append(cases, vcase{name: name, from: o, frame: f, recv: map[int][]byte{h: f}})
+					f := harness.VFrame(m, harness.HostMAC(o), name)
+					cases = append(cases, harness.VCase{Name: name, From: o, Frame: f, Recv: map[int][]byte{h: f}})
 				}
 			}
-			vlanRun(t, c.swlab, c.caps, cases)
+			harness.VLANRun(t, c.Lab, c.caps, cases)
 		}
 		reachM(1)
 
@@ -469,8 +475,8 @@ func TestPatchChainMove(t *testing.T) {
 			t.Helper()
 			before := c.counters()
 			name := fmt.Sprintf("m-at-h%d", h)
-			f := vframe(hostMAC(to), m, name)
-			vlanRun(t, c.swlab, c.caps, []vcase{{name: name, from: h, frame: f, recv: map[int][]byte{to: f}}})
+			f := harness.VFrame(harness.HostMAC(to), m, name)
+			harness.VLANRun(t, c.Lab, c.caps, []harness.VCase{{Name: name, From: h, Frame: f, Recv: map[int][]byte{to: f}}})
 			c.checkEntries(map[string]int{m.String(): h})
 			after := c.counters()
 			for i, br := range chainBridges {
@@ -500,8 +506,9 @@ func TestPatchChainMove(t *testing.T) {
 // chain keeps its entries and counters and forwards on; a reload that puts
 // the patch back joins the chain again.
 func TestPatchChainReload(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
-		c.pingAll()
+		c.PingAll()
 		c.checkHosts()
 		rx := c.counters()
 
@@ -510,7 +517,7 @@ func TestPatchChainReload(t *testing.T) {
 		// The removed ports' entries go with them (checkEntries reports
 		// any entry on a port its bridge does not have); the others stay.
 		deadline := time.Now().Add(3 * time.Second)
-		for time.Now().Before(deadline) && slices.ContainsFunc(c.fdb(), func(e ctl.FDBEntry) bool { return !c.hasPort(e.Bridge, e.Port) }) {
+		for time.Now().Before(deadline) && slices.ContainsFunc(c.FDB(), func(e ctl.FDBEntry) bool { return !c.hasPort(e.Bridge, e.Port) }) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		c.checkHosts()
@@ -527,41 +534,41 @@ func TestPatchChainReload(t *testing.T) {
 		}
 
 		// br2 is alone: h4 reaches nobody, nobody reaches h4.
-		vlanRun(t, c.swlab, c.caps, []vcase{
+		harness.VLANRun(t, c.Lab, c.caps, []harness.VCase{
 			c.bcast("cut-bcast-h1", 1),
 			c.bcast("cut-bcast-h3", 3),
 			c.bcast("cut-bcast-h4", 4),
-			c.flood("cut-unknown-h2", 2, vframe(vlanUnknown(), hostMAC(2), "cut-unknown-h2")),
+			c.flood("cut-unknown-h2", 2, harness.VFrame(harness.VLANUnknown(), harness.HostMAC(2), "cut-unknown-h2")),
 			unicast("cut-h1-to-h3", 1, 3),
 			unicast("cut-h3-to-h2", 3, 2),
-			{name: "cut-h4-to-h1", from: 4, frame: vframe(hostMAC(1), hostMAC(4), "cut-h4-to-h1")},
+			{Name: "cut-h4-to-h1", From: 4, Frame: harness.VFrame(harness.HostMAC(1), harness.HostMAC(4), "cut-h4-to-h1")},
 		})
 		// To h4's MAC, still known in br0 towards br1: br1 no longer knows
 		// it and floods it in br1 only; h4 must not see it.
-		if err := c.host(1).RawSend("eth0", vframe(hostMAC(4), hostMAC(1), "cut-h1-to-h4")); err != nil {
+		if err := c.Host(1).RawSend("eth0", harness.VFrame(harness.HostMAC(4), harness.HostMAC(1), "cut-h1-to-h4")); err != nil {
 			t.Fatal(err)
 		}
-		if got := c.caps[4].WaitFor(hasVMarker("cut-h1-to-h4"), 0, 300*time.Millisecond); got != 0 {
+		if got := c.caps[4].WaitFor(harness.HasVMarker("cut-h1-to-h4"), 0, 300*time.Millisecond); got != 0 {
 			t.Errorf("h4 received %d frames from h1 with the chain cut", got)
 		}
 		for _, p := range [][2]int{{1, 4}, {3, 4}, {4, 2}} {
-			if err := c.host(p[0]).Ping(hostIP(p[1]), 1); err == nil {
+			if err := c.Host(p[0]).Ping(harness.HostIP(p[1]), 1); err == nil {
 				t.Errorf("ping h%d -> h%d answered with the chain cut", p[0], p[1])
 			}
 		}
 		for _, p := range [][2]int{{1, 3}, {3, 2}, {2, 1}} {
-			if err := c.host(p[0]).Ping(hostIP(p[1]), 2); err != nil {
+			if err := c.Host(p[0]).Ping(harness.HostIP(p[1]), 2); err != nil {
 				t.Errorf("ping h%d -> h%d with the middle patch removed: %v", p[0], p[1], err)
 			}
 		}
 
 		c.reload([2]bool{true, true})
 		c.checkShow()
-		c.pingAll()
+		c.PingAll()
 		c.checkHosts()
 		// Neither reload detached or re-attached a host port.
 		var removed, up int
-		for _, line := range strings.Split(c.daemon.Out.String(), "\n") {
+		for _, line := range strings.Split(c.Daemon.Out.String(), "\n") {
 			if strings.Contains(line, "port=port-h") {
 				if strings.Contains(line, `"port removed"`) {
 					removed++
@@ -572,9 +579,9 @@ func TestPatchChainReload(t *testing.T) {
 			}
 		}
 		if removed != 0 || up != 4 {
-			t.Errorf("the reloads removed host ports %d times and brought them up %d times (want 0 and 4, at start):\n%s", removed, up, c.daemon.Out.String())
+			t.Errorf("the reloads removed host ports %d times and brought them up %d times (want 0 and 4, at start):\n%s", removed, up, c.Daemon.Out.String())
 		}
-		vlanRun(t, c.swlab, c.caps, []vcase{
+		harness.VLANRun(t, c.Lab, c.caps, []harness.VCase{
 			c.bcast("joined-bcast-h4", 4),
 			c.bcast("joined-bcast-h1", 1),
 			unicast("joined-h2-to-h4", 2, 4),
@@ -587,17 +594,18 @@ func TestPatchChainReload(t *testing.T) {
 // br0, and `fdb show` lists it on the patch port; learning further down the
 // chain narrows it to the host that has it.
 func TestPatchChainStatic(t *testing.T) {
+	t.Parallel()
 	forChain(t, func(t *testing.T, c *patchChain) {
 		c.learnAll()
 		s := net.HardwareAddr{0x02, 0x5a, 0, 0, 0, 0x12}
 		port := patchName("br0", "br1")
-		if out, err := c.cli("fdb", "add", "br0", s.String(), port); err != nil {
+		if out, err := c.CLI("fdb", "add", "br0", s.String(), port); err != nil {
 			t.Fatalf("fdb add br0 %s %s: %v\n%s", s, port, err, out)
 		}
 		// entries lists the entries of s, bridge by bridge.
 		entries := func() []string {
 			var es []string
-			for _, e := range c.fdb() {
+			for _, e := range c.FDB() {
 				if e.MAC == s.String() {
 					es = append(es, fmt.Sprintf("%s %s static %v vlan %d", e.Bridge, e.Port, e.Static, e.VLAN))
 				}
@@ -609,19 +617,19 @@ func TestPatchChainStatic(t *testing.T) {
 		if got := entries(); !slices.Equal(got, []string{static}) {
 			t.Errorf("entries of %s after fdb add: %q, want %q", s, got, static)
 		}
-		toS := func(name string, recv ...int) vcase {
-			f := vframe(s, hostMAC(2), name)
-			vc := vcase{name: name, from: 2, frame: f, recv: map[int][]byte{}}
+		toS := func(name string, recv ...int) harness.VCase {
+			f := harness.VFrame(s, harness.HostMAC(2), name)
+			vc := harness.VCase{Name: name, From: 2, Frame: f, Recv: map[int][]byte{}}
 			for _, h := range recv {
-				vc.recv[h] = f
+				vc.Recv[h] = f
 			}
 			return vc
 		}
-		vlanRun(t, c.swlab, c.caps, []vcase{
+		harness.VLANRun(t, c.Lab, c.caps, []harness.VCase{
 			// Unknown beyond br0: flooded in br1 and br2, not in br0.
 			toS("to-s-unknown", 3, 4),
 			// h4 has it: br1 and br2 learn it, br0's static stays.
-			c.flood("s-at-h4", 4, vframe(vlanBcast(), s, "s-at-h4")),
+			c.flood("s-at-h4", 4, harness.VFrame(harness.VLANBcast(), s, "s-at-h4")),
 			toS("to-s-at-h4", 4),
 		})
 		want := []string{static, "br1 patch-br2 static false vlan 0", "br2 port-h4 static false vlan 0"}
@@ -638,49 +646,50 @@ func TestPatchChainStatic(t *testing.T) {
 // two ports is one broadcast whose devmap program untags each access
 // port's copy.
 func TestPatchVLAN(t *testing.T) {
-	forModes(t, func(t *testing.T, mode string) {
-		l := newSwlab(t, 4)
+	t.Parallel()
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 4)
 		port := func(i int, vlans string) string {
-			return fmt.Sprintf("[[bridge.port]]\ninterface = %q\nmode = %q\n%s\n", portName(i), mode, vlans)
+			return fmt.Sprintf("[[bridge.port]]\ninterface = %q\nmode = %q\n%s\n", harness.PortName(i), mode, vlans)
 		}
 		trunk := "trunk = [10, 20]\n"
-		l.writeConfig(fmt.Sprintf("[daemon]\nsocket = %q\n", l.sock) +
+		l.WriteConfig(fmt.Sprintf("[daemon]\nsocket = %q\n", l.Sock) +
 			"[[bridge]]\nname = \"br0\"\n" + port(1, "vlan = 10") + port(2, "vlan = 20") + "[[bridge.port]]\npatch = \"br1\"\n" + trunk +
 			"[[bridge]]\nname = \"br1\"\n[[bridge.port]]\npatch = \"br0\"\n" + trunk + port(3, "vlan = 10") + port(4, trunk))
-		l.start()
+		l.Start()
 		caps := map[int]*testutil.Capturer{}
 		for i := 1; i <= 4; i++ {
-			caps[i] = l.host(i).Capture(t, "eth0")
+			caps[i] = l.Host(i).Capture(t, "eth0")
 		}
-		h1, h2, h4 := hostMAC(1), hostMAC(2), hostMAC(4)
-		vlanRun(t, l, caps, []vcase{
-			{name: "b10", from: 1, frame: vframe(vlanBcast(), h1, "b10"), recv: map[int][]byte{
-				3: vframe(vlanBcast(), h1, "b10"),
-				4: vframe(vlanBcast(), h1, "b10", ctag(10)),
+		h1, h2, h4 := harness.HostMAC(1), harness.HostMAC(2), harness.HostMAC(4)
+		harness.VLANRun(t, l, caps, []harness.VCase{
+			{Name: "b10", From: 1, Frame: harness.VFrame(harness.VLANBcast(), h1, "b10"), Recv: map[int][]byte{
+				3: harness.VFrame(harness.VLANBcast(), h1, "b10"),
+				4: harness.VFrame(harness.VLANBcast(), h1, "b10", harness.CTag(10)),
 			}},
-			{name: "b20", from: 2, frame: vframe(vlanBcast(), h2, "b20"), recv: map[int][]byte{
-				4: vframe(vlanBcast(), h2, "b20", ctag(20)),
+			{Name: "b20", From: 2, Frame: harness.VFrame(harness.VLANBcast(), h2, "b20"), Recv: map[int][]byte{
+				4: harness.VFrame(harness.VLANBcast(), h2, "b20", harness.CTag(20)),
 			}},
-			{name: "t10", from: 4, frame: vframe(vlanBcast(), h4, "t10", ctagP(3, 10)), recv: map[int][]byte{
-				1: vframe(vlanBcast(), h4, "t10"),
-				3: vframe(vlanBcast(), h4, "t10"),
+			{Name: "t10", From: 4, Frame: harness.VFrame(harness.VLANBcast(), h4, "t10", harness.CTagP(3, 10)), Recv: map[int][]byte{
+				1: harness.VFrame(harness.VLANBcast(), h4, "t10"),
+				3: harness.VFrame(harness.VLANBcast(), h4, "t10"),
 			}},
-			{name: "t20", from: 4, frame: vframe(vlanBcast(), h4, "t20", ctag(20)), recv: map[int][]byte{
-				2: vframe(vlanBcast(), h4, "t20"),
+			{Name: "t20", From: 4, Frame: harness.VFrame(harness.VLANBcast(), h4, "t20", harness.CTag(20)), Recv: map[int][]byte{
+				2: harness.VFrame(harness.VLANBcast(), h4, "t20"),
 			}},
 			// Known unicast across the patch, both ways.
-			{name: "a10-to-h4", from: 1, frame: vframe(h4, h1, "a10-to-h4"), recv: map[int][]byte{
-				4: vframe(h4, h1, "a10-to-h4", ctag(10)),
+			{Name: "a10-to-h4", From: 1, Frame: harness.VFrame(h4, h1, "a10-to-h4"), Recv: map[int][]byte{
+				4: harness.VFrame(h4, h1, "a10-to-h4", harness.CTag(10)),
 			}},
-			{name: "t10-to-h1", from: 4, frame: vframe(h1, h4, "t10-to-h1", ctagP(5, 10)), recv: map[int][]byte{
-				1: vframe(h1, h4, "t10-to-h1"),
+			{Name: "t10-to-h1", From: 4, Frame: harness.VFrame(h1, h4, "t10-to-h1", harness.CTagP(5, 10)), Recv: map[int][]byte{
+				1: harness.VFrame(h1, h4, "t10-to-h1"),
 			}},
-			{name: "t20-to-h2", from: 4, frame: vframe(h2, h4, "t20-to-h2", ctag(20)), recv: map[int][]byte{
-				2: vframe(h2, h4, "t20-to-h2"),
+			{Name: "t20-to-h2", From: 4, Frame: harness.VFrame(h2, h4, "t20-to-h2", harness.CTag(20)), Recv: map[int][]byte{
+				2: harness.VFrame(h2, h4, "t20-to-h2"),
 			}},
 		})
 		// br1 learned h1 in VLAN 10 and h2 in VLAN 20, both on its patch.
-		for _, e := range l.fdb() {
+		for _, e := range l.FDB() {
 			if e.Bridge == "br1" && (e.MAC == h1.String() || e.MAC == h2.String()) {
 				want := map[string]uint16{h1.String(): 10, h2.String(): 20}[e.MAC]
 				if e.VLAN != want || e.Port != "patch-br0" {
@@ -688,6 +697,6 @@ func TestPatchVLAN(t *testing.T) {
 				}
 			}
 		}
-		l.stop()
+		l.Stop()
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package filter
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
 )
 
 // The filter stage (issue 14), both modes, through the daemon and CLI.
@@ -30,15 +31,15 @@ dst_port = "20000-65535"
 keep_state = true
 `
 
-func (l *swlab) rules() []ctl.Rule {
+func rules(l *harness.Lab) []ctl.Rule {
 	var rs []ctl.Rule
-	l.cliJSON(&rs, "rule", "show", "--json")
+	l.CLIJSON(&rs, "rule", "show", "--json")
 	return rs
 }
 
-func (l *swlab) states() []ctl.State {
+func states(l *harness.Lab) []ctl.State {
 	var ss []ctl.State
-	l.cliJSON(&ss, "state", "show", "--json")
+	l.CLIJSON(&ss, "state", "show", "--json")
 	return ss
 }
 
@@ -58,43 +59,44 @@ func ruleRow(t *testing.T, rs []ctl.Rule, index int) ctl.Rule {
 // connection to h1; ping is blocked both ways; and the counters of each
 // rule add up to what was sent.
 func TestFilterStatefulPolicy(t *testing.T) {
-	forModes(t, func(t *testing.T, mode string) {
-		l := newSwlab(t, 2)
-		l.writeConfig(l.config(statefulPolicy, func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
-		l.start()
-		h1, h2 := l.host(1), l.host(2)
+	t.Parallel()
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 2)
+		l.WriteConfig(l.Config(statefulPolicy, func(int) string { return fmt.Sprintf("mode = %q\n", mode) }))
+		l.Start()
+		h1, h2 := l.Host(1), l.Host(2)
 
 		// Ping, both ways: the echo requests meet the default, blocked.
-		def := ruleRow(t, l.rules(), 0).Packets
-		if err := h1.Ping(hostIP(2), 2); err == nil {
+		def := ruleRow(t, rules(l), 0).Packets
+		if err := h1.Ping(harness.HostIP(2), 2); err == nil {
 			t.Fatal("ping h1 -> h2 answered through a default-block filter")
 		}
-		if err := h2.Ping(hostIP(1), 2); err == nil {
+		if err := h2.Ping(harness.HostIP(1), 2); err == nil {
 			t.Fatal("ping h2 -> h1 answered through a default-block filter")
 		}
-		if got := ruleRow(t, l.rules(), 0).Packets - def; got != 4 {
+		if got := ruleRow(t, rules(l), 0).Packets - def; got != 4 {
 			t.Errorf("the default blocked %d frames for 4 echo requests", got)
 		}
-		if arp := ruleRow(t, l.rules(), 1); arp.Packets == 0 || arp.Action != "pass" || arp.EtherType != "arp" {
+		if arp := ruleRow(t, rules(l), 1); arp.Packets == 0 || arp.Action != "pass" || arp.EtherType != "arp" {
 			t.Errorf("ARP rule %+v: want pass arp, with frames", arp)
 		}
 
 		// TCP h1 -> h2 passes, replies by state.
-		bps, err := testutil.Iperf(t, h2, hostIP(2), h1, 2, 1)
+		bps, err := testutil.Iperf(t, h2, harness.HostIP(2), h1, 2, 1)
 		if err != nil {
 			t.Fatalf("iperf3 h1 -> h2 through the filter: %v", err)
 		}
 		t.Logf("%s: iperf3 h1 -> h2 %.2f Gbit/s through a stateful filter", mode, bps/1e9)
 
 		// TCP h2 -> h1 does not: no rule passes it, and it is no reply.
-		if _, err := testutil.Iperf(t, h1, hostIP(1), h2, 1, 1); err == nil {
+		if _, err := testutil.Iperf(t, h1, harness.HostIP(1), h2, 1, 1); err == nil {
 			t.Fatal("h2 opened a TCP connection to h1")
 		}
 
-		ss := l.states()
+		ss := states(l)
 		opened := 0
 		for _, s := range ss {
-			if s.Proto != "tcp" || !strings.HasPrefix(s.From, hostIP(1)+":") || !strings.HasPrefix(s.To, hostIP(2)+":") || s.Rule != 2 {
+			if s.Proto != "tcp" || !strings.HasPrefix(s.From, harness.HostIP(1)+":") || !strings.HasPrefix(s.To, harness.HostIP(2)+":") || s.Rule != 2 {
 				t.Errorf("tracked %+v: want only TCP from h1 to h2, by rule 2", s)
 			}
 			opened++
@@ -106,13 +108,13 @@ func TestFilterStatefulPolicy(t *testing.T) {
 		// Every frame that reached the filter is counted once, by the
 		// rule, the state or the default that decided it; the default's
 		// are the filtered drops.
-		rs := l.rules()
+		rs := rules(l)
 		var sum uint64
 		for _, r := range rs {
 			sum += r.Packets
 		}
 		var rx, filtered, other uint64
-		for _, p := range l.allStats() {
+		for _, p := range l.AllStats() {
 			rx += p.Counters.Get("rx_packets")
 			for reason, n := range p.Drops {
 				if reason == "filtered" {
@@ -134,35 +136,36 @@ func TestFilterStatefulPolicy(t *testing.T) {
 		if st := ruleRow(t, rs, -1); st.Packets == 0 {
 			t.Errorf("no frame passed as part of a tracked connection: %+v", st)
 		}
-		l.stop()
+		l.Stop()
 	})
 }
 
 // TestFilterChangesLoseNothing: a stream that a rule passes keeps every
 // frame while rules are added, deleted and reloaded around it.
 func TestFilterChangesLoseNothing(t *testing.T) {
-	forModes(t, func(t *testing.T, mode string) {
-		l := newSwlab(t, 2)
+	t.Parallel()
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 2)
 		policy := func(extra string) string {
-			return l.config("filter = true\ndefault = \"block\"\n"+extra+`
+			return l.Config("filter = true\ndefault = \"block\"\n"+extra+`
 [[bridge.rule]]
 action = "pass"
 ethertype = 0x88b5
 `, func(int) string { return fmt.Sprintf("mode = %q\n", mode) })
 		}
-		l.writeConfig(policy(""))
-		l.start()
-		cap2 := l.host(2).Capture(t, "eth0")
-		send := l.host(1).RawSender(t, "eth0")
+		l.WriteConfig(policy(""))
+		l.Start()
+		cap2 := l.Host(2).Capture(t, "eth0")
+		send := l.Host(1).RawSender(t, "eth0")
 		// h2's address, learned, so the stream is a forward.
-		if err := l.host(2).RawSend("eth0", marked(hostMAC(1), hostMAC(2), "hello")); err != nil {
+		if err := l.Host(2).RawSend("eth0", harness.Marked(harness.HostMAC(1), harness.HostMAC(2), "hello")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)
 
 		stop := make(chan struct{})
 		sent := make(chan int)
-		f := marked(hostMAC(2), hostMAC(1), "stream")
+		f := harness.Marked(harness.HostMAC(2), harness.HostMAC(1), "stream")
 		go func() {
 			n := 0
 			for {
@@ -187,13 +190,13 @@ ethertype = 0x88b5
 		}
 		for i, c := range changes {
 			if c[0] == "reload" {
-				l.writeConfig(policy(`
+				l.WriteConfig(policy(`
 [[bridge.rule]]
 action = "block"
 src = "10.8.0.0/16"
 `))
 			}
-			if out, err := l.cli(c...); err != nil {
+			if out, err := l.CLI(c...); err != nil {
 				t.Fatalf("change %d %v: %v: %s", i, c, err, out)
 			}
 			time.Sleep(150 * time.Millisecond)
@@ -203,7 +206,7 @@ src = "10.8.0.0/16"
 		time.Sleep(200 * time.Millisecond)
 		got := 0
 		for _, fr := range cap2.Stop() {
-			if hasMarker("stream")(fr) {
+			if harness.HasMarker("stream")(fr) {
 				got++
 			}
 		}
@@ -212,7 +215,7 @@ src = "10.8.0.0/16"
 			t.Errorf("sent %d frames while the rules changed, h2 received %d", n, got)
 		}
 		// The last state: the reload's rules, then the CLI's rule first.
-		rs := l.rules()
+		rs := rules(l)
 		if len(rs) != 5 || rs[0].SrcMAC != "02:00:00:00:00:66" || rs[1].Src != "10.8.0.0/16" || rs[2].EtherType != "0x88b5" {
 			t.Errorf("rules after the changes: %+v", rs)
 		}
@@ -220,15 +223,15 @@ src = "10.8.0.0/16"
 			t.Errorf("the stream's rule counted nothing: %+v", rs[2])
 		}
 		// A bad rule is refused by name, and nothing changes.
-		if out, err := l.cli("rule", "add", "br0", "action=pass", "proto=tcp", "ethertype=arp"); err == nil || !strings.Contains(out, "can never match") {
+		if out, err := l.CLI("rule", "add", "br0", "action=pass", "proto=tcp", "ethertype=arp"); err == nil || !strings.Contains(out, "can never match") {
 			t.Errorf("a rule that can never match: %v: %s", err, out)
 		}
-		if out, err := l.cli("rule", "del", "br0", "9"); err == nil || !strings.Contains(out, "rules 1..3") {
+		if out, err := l.CLI("rule", "del", "br0", "9"); err == nil || !strings.Contains(out, "rules 1..3") {
 			t.Errorf("deleting rule 9 of 3: %v: %s", err, out)
 		}
-		if len(l.rules()) != 5 {
+		if len(rules(l)) != 5 {
 			t.Errorf("a refused change changed the rules")
 		}
-		l.stop()
+		l.Stop()
 	})
 }

@@ -1,0 +1,118 @@
+package harness
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/testutil"
+)
+
+// SinkSummary is what `trestle sink --json` prints, read as a user's
+// script would: the fields of cmd/trestle's SinkSummary, by their JSON names.
+type SinkSummary struct {
+	Dev           string       `json:"dev"`
+	ElapsedS      float64      `json:"elapsed_s"`
+	Packets       uint64       `json:"packets"`
+	Bytes         uint64       `json:"bytes"`
+	Received      uint64       `json:"received"` // frames with the test header
+	ReceivedBytes uint64       `json:"received_bytes"`
+	Unsigned      uint64       `json:"unsigned"`
+	BadFlow       uint64       `json:"bad_flow"`
+	Lost          int64        `json:"lost"`
+	Reordered     uint64       `json:"reordered"`
+	Duplicated    uint64       `json:"duplicated"`
+	Flows         int          `json:"flows"`
+	Runs          int          `json:"runs"`
+	RxPPS         float64      `json:"rx_pps"`
+	Latency       sink.Latency `json:"latency"`
+}
+
+// StartSinkOn runs `trestle sink --json` on host i's eth0 and waits until
+// its program is attached.
+func (l *Lab) StartSinkOn(i int) *testutil.Proc {
+	l.T.Helper()
+	p := l.Host(i).Start(l.T, Bin, "sink", "--dev", "eth0", "--json")
+	deadline := time.Now().Add(10 * time.Second)
+	for !XDPAttached(l.T, l.Host(i), "eth0") || !strings.Contains(p.Out.String(), "") {
+		if time.Now().After(deadline) {
+			l.T.Fatalf("sink on h%d did not attach\n%s", i, p.Out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p
+}
+
+func StopSink(t *testing.T, p *testutil.Proc) SinkSummary {
+	t.Helper()
+	_ = p.Cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("sink did not stop\n%s", p.Out.String())
+	}
+	var s SinkSummary
+	if err := json.Unmarshal([]byte(p.Out.String()), &s); err != nil {
+		t.Fatalf("sink --json: %v\n%s", err, p.Out.String())
+	}
+	return s
+}
+
+// StreamLossless waits for the generator of a stream h1 -> h2 and says
+// whether sink2 (on h2) got every frame and sink3 (on h3) none: a table
+// forgotten on the way would have flooded them to h3.
+func StreamLossless(t *testing.T, gen, sink2, sink3 *testutil.Proc) GenSummary {
+	t.Helper()
+	select {
+	case <-gen.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("generator did not finish")
+	}
+	var g GenSummary
+	if err := json.Unmarshal([]byte(gen.Out.String()), &g); err != nil || g.Sent == 0 {
+		t.Fatalf("gen: %v\n%s", err, gen.Out.String())
+	}
+	time.Sleep(300 * time.Millisecond)
+	s2, s3 := StopSink(t, sink2), StopSink(t, sink3)
+	if s2.Received != g.Sent || s2.Lost != 0 {
+		t.Errorf("h2 received %d of %d frames (lost %d) across the restarts, want every one", s2.Received, g.Sent, s2.Lost)
+	}
+	if s3.Received != 0 {
+		t.Errorf("h3 got %d of the stream's frames: a table was forgotten and they flooded", s3.Received)
+	}
+	t.Logf("%d frames sent, %d received by h2, %d flooded to h3", g.Sent, s2.Received, s3.Received)
+	return g
+}
+
+func XDPAttached(t *testing.T, ns *testutil.NS, ifname string) bool {
+	t.Helper()
+	var on bool
+	err := ns.Do(func() error {
+		l, err := netlink.LinkByName(ifname)
+		if err != nil {
+			return err
+		}
+		on = l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return on
+}
+
+type GenSummary struct {
+	Sent          uint64  `json:"sent"`
+	Bytes         uint64  `json:"bytes"`
+	PPS           float64 `json:"pps"`
+	DevDropped    uint64  `json:"dev_dropped"`
+	Sizes         string  `json:"sizes"`
+	RateRequested float64 `json:"rate_requested"`
+	FellBehind    bool    `json:"fell_behind"`
+	BehindBy      float64 `json:"behind_by"`
+}
