@@ -17,23 +17,12 @@
 #define TRESTLE_SWITCH_H
 
 #include "lib/maps.h"
+#include "lib/ctx.h"
 #include "lib/parse.h"
 #include "lib/fdb.h"
 #include "lib/vlan.h"
 #include "lib/patch.h"
 #include "lib/storm.h"
-
-/* What the entry point sees of a frame. */
-struct tr_pkt {
-	void *data;
-	void *data_end;
-	__u32 len;     /* whole frame, including any non-linear part */
-	__u32 wire;    /* its length on the wire: len and a tag held in metadata */
-	__u32 ifindex; /* ingress */
-	int meta_vlan; /* outer VID held in metadata, or -1 (see tr_parse) */
-	__be16 meta_proto; /* that tag's TPID; 0: no tag in metadata */
-	__u16 meta_tci;
-};
 
 enum tr_action {
 	TR_ACT_DROP,

@@ -3,8 +3,9 @@
  * The two attach points of the switch. Both run tr_run(): tr_pipeline() from
  * switch.h decides, and the egress half below carries the decision out. The
  * modes differ only in a few context operations (read the frame, push, pop
- * or rewrite a VLAN tag, redirect), each one call with an XDP and a tc
- * implementation, chosen by a constant the compiler folds (DESIGN.md rule 5).
+ * or rewrite a VLAN tag, redirect to a port), the context shim of
+ * lib/ctx.h, each one call with an XDP and a tc implementation, chosen by a
+ * constant the compiler folds (DESIGN.md rule 5).
  *
  * A frame like the last one this CPU forwarded in a plain bridge skips the
  * pipeline: the decision memo (lib/memo.h) counts it and sends it on.
@@ -14,10 +15,6 @@
  * tc:  stack-friendly mode (tcx ingress). The skb keeps its GSO and checksum
  *      state; unicast with bpf_redirect(), flooding by cloning to each port.
  */
-#include <linux/bpf.h>
-#include <linux/pkt_cls.h>
-#include <bpf/bpf_helpers.h>
-
 #include "switch.h"
 #include "lib/capture.h"
 #include "lib/filter.h"
@@ -47,161 +44,6 @@ const volatile enum tr_event_limits _btf_event_limits __attribute__((unused)) = 
 const volatile enum tr_event_type _btf_event_type __attribute__((unused)) = 0;
 const volatile struct tr_event _btf_event __attribute__((unused)) = {};
 
-#define TR_XDP 1
-#define TR_TC 0
-
-/* Headers the pipeline may read; tc pulls them into the linear area if needed. */
-#define TR_PULL_LEN 64
-
-/* ---- the context shim ---- */
-
-static __always_inline void tr_read(void *ctx, const int xdp, struct tr_pkt *p)
-{
-	if (xdp) {
-		struct xdp_md *x = ctx;
-
-		p->data = (void *)(long)x->data;
-		p->data_end = (void *)(long)x->data_end;
-		p->len = p->data_end - p->data;
-		p->wire = p->len;
-		p->ifindex = x->ingress_ifindex;
-		p->meta_vlan = -1;
-		p->meta_proto = 0;
-		p->meta_tci = 0;
-		return;
-	}
-	struct __sk_buff *skb = ctx;
-
-	if ((long)skb->data_end - (long)skb->data < TR_PULL_LEN && skb->len > skb->data_end - skb->data)
-		bpf_skb_pull_data(skb, skb->len < TR_PULL_LEN ? skb->len : TR_PULL_LEN);
-	p->data = (void *)(long)skb->data;
-	p->data_end = (void *)(long)skb->data_end;
-	p->len = skb->len;
-	p->ifindex = skb->ifindex;
-	if (skb->vlan_present) {
-		p->meta_vlan = skb->vlan_tci & 0x0fff;
-		p->meta_proto = skb->vlan_proto;
-		p->meta_tci = skb->vlan_tci;
-		p->wire = p->len + TR_VLAN_HLEN;
-	} else {
-		p->meta_vlan = -1;
-		p->meta_proto = 0;
-		p->meta_tci = 0;
-		p->wire = p->len;
-	}
-}
-
-/* XDP: the tag is in the bytes, after the two addresses. */
-static __always_inline int tr_xdp_push(struct xdp_md *ctx, __u16 tci)
-{
-	void *data, *data_end;
-	__u32 *w;
-
-	if (bpf_xdp_adjust_head(ctx, -TR_VLAN_HLEN))
-		return -1;
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	if (data + ETH_HLEN + TR_VLAN_HLEN > data_end)
-		return -1;
-	w = data;
-	/* The addresses move 4 bytes to the front; word by word, front first,
-	 * each read before it is overwritten. */
-	w[0] = w[1];
-	w[1] = w[2];
-	w[2] = w[3];
-	((__be16 *)data)[6] = bpf_htons(ETH_P_8021Q);
-	((__be16 *)data)[7] = bpf_htons(tci);
-	return 0;
-}
-
-static __always_inline int tr_xdp_pop(struct xdp_md *ctx)
-{
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	__u32 *w = data;
-
-	if (data + ETH_HLEN + TR_VLAN_HLEN > data_end)
-		return -1;
-	/* The addresses move 4 bytes back over the tag, back first. */
-	w[3] = w[2];
-	w[2] = w[1];
-	w[1] = w[0];
-	return bpf_xdp_adjust_head(ctx, TR_VLAN_HLEN) ? -1 : 0;
-}
-
-static __always_inline int tr_xdp_set(struct xdp_md *ctx, __u16 tci)
-{
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-
-	if (data + ETH_HLEN + TR_VLAN_HLEN > data_end)
-		return -1;
-	((__be16 *)data)[7] = bpf_htons(tci);
-	return 0;
-}
-
-/* Push, pop or rewrite the frame's outermost 802.1Q tag, in either mode. A
- * pushed tag goes outside any tag already there (an 802.1ad frame's). */
-static __always_inline int tr_tag_push(void *ctx, const int xdp, __u16 tci)
-{
-	if (xdp)
-		return tr_xdp_push(ctx, tci);
-	return bpf_skb_vlan_push(ctx, bpf_htons(ETH_P_8021Q), tci) ? -1 : 0;
-}
-
-static __always_inline int tr_tag_pop(void *ctx, const int xdp)
-{
-	if (xdp)
-		return tr_xdp_pop(ctx);
-	return bpf_skb_vlan_pop(ctx) ? -1 : 0;
-}
-
-static __always_inline int tr_tag_set(void *ctx, const int xdp, __u16 tci)
-{
-	if (xdp)
-		return tr_xdp_set(ctx, tci);
-	if (bpf_skb_vlan_pop(ctx))
-		return -1;
-	return bpf_skb_vlan_push(ctx, bpf_htons(ETH_P_8021Q), tci) ? -1 : 0;
-}
-
-/* Makes the frame leave as the egress VLAN rule says: tagged with vid, or
- * untagged. A tag the frame keeps (or gets back) keeps its priority; a new
- * one has PCP 0. Returns the change in the frame's wire length, or a
- * negative error. */
-static __always_inline int tr_tag_to(void *ctx, const int xdp, struct tr_tag *t, int untagged)
-{
-	if (untagged) {
-		if (!t->ctag)
-			return 0;
-		if (tr_tag_pop(ctx, xdp))
-			return -100;
-		t->ctag = 0;
-		return -TR_VLAN_HLEN;
-	}
-	if (!t->ctag) {
-		/* t->tci keeps the priority of a tag this frame had before a
-		 * copy to an untagged port took it off: a tag that was never
-		 * there has PCP 0. */
-		t->tci = (t->tci & 0xf000) | t->vid;
-		if (tr_tag_push(ctx, xdp, t->tci))
-			return -100;
-		t->ctag = 1;
-		return TR_VLAN_HLEN;
-	}
-	if ((t->tci & 0x0fff) != t->vid) {
-		t->tci = (t->tci & 0xf000) | t->vid;
-		if (tr_tag_set(ctx, xdp, t->tci))
-			return -100;
-	}
-	return 0;
-}
-
-static __always_inline int tr_verdict_drop(const int xdp)
-{
-	return xdp ? XDP_DROP : TC_ACT_SHOT;
-}
-
 /* ---- egress ---- */
 
 /* Known unicast: to one port, tagged as that port takes the frame's VLAN. */
@@ -225,14 +67,10 @@ static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p
 		}
 		wire += delta;
 	}
-	if (xdp) {
-		ret = bpf_redirect_map(&tx_ports, d->egress_slot, 0);
-		if (ret != XDP_REDIRECT) {
-			tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
-			return XDP_DROP;
-		}
-	} else {
-		ret = bpf_redirect(d->egress_ifindex, 0);
+	ret = tr_redirect_port(xdp, d->egress_ifindex, d->egress_slot);
+	if (ret < 0) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return tr_verdict_drop(xdp);
 	}
 	tr_count_tx(tr_stats(d->egress_slot), wire);
 	tr_vlan_count_tx(d->tag.st, wire);
@@ -385,7 +223,7 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 			tr_count_tx(tr_stats(d->br->ports[i].slot), p->wire);
 	}
 	tr_count_tx(tr_stats(d->br->ports[last].slot), p->wire);
-	return bpf_redirect(d->br->ports[last].ifindex, 0);
+	return tr_redirect_port(TR_TC, d->br->ports[last].ifindex, d->br->ports[last].slot);
 }
 
 /*
@@ -962,7 +800,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 				tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
 				return TC_ACT_SHOT;
 			}
-			return bpf_redirect(w->last_ifindex, 0);
+			return tr_redirect_port(TR_TC, w->last_ifindex, w->last_slot);
 		}
 		d->out = out;
 		d->egress_ifindex = w->last_ifindex;
@@ -1077,15 +915,11 @@ static __always_inline int tr_fast_send(void *ctx, const int xdp, struct tr_pkt 
 		return 0;
 	st->c[TR_CNT_RX_PACKETS]++;
 	st->c[TR_CNT_RX_BYTES] += p->wire;
-	if (xdp) {
-		r = bpf_redirect_map(&tx_ports, m->out_slot, 0);
-		if (r != XDP_REDIRECT) {
-			tr_count_drop(st, TR_DROP_NO_EGRESS);
-			*ret = XDP_DROP;
-			return 1;
-		}
-	} else {
-		r = bpf_redirect(m->out_ifindex, 0);
+	r = tr_redirect_port(xdp, m->out_ifindex, m->out_slot);
+	if (r < 0) {
+		tr_count_drop(st, TR_DROP_NO_EGRESS);
+		*ret = tr_verdict_drop(xdp);
+		return 1;
 	}
 	tr_count_tx(tr_stats(m->out_slot), p->wire);
 	*ret = r;
@@ -1144,7 +978,7 @@ static __always_inline int tr_run(void *ctx, const int xdp, const int filt)
 		if (tr_fast_send(ctx, xdp, &p, &fs, &ret))
 			return ret;
 		ret = tr_switch(ctx, xdp, &p, &d, filt);
-		if (ret == (xdp ? XDP_REDIRECT : TC_ACT_REDIRECT))
+		if (ret == tr_verdict_redirect(xdp))
 			tr_fast_remember(ctx, xdp, &fs, &p, &d);
 		return ret;
 	}

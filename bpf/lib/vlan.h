@@ -18,6 +18,7 @@
 
 #include "maps.h"
 #include "parse.h"
+#include "ctx.h"
 
 const volatile __u8 vlan_aware = 0;
 
@@ -140,6 +141,38 @@ static __always_inline void tr_vlan_count_tx(struct tr_vlan_stats *st, __u32 wir
 		st->c[TR_VCNT_TX_PACKETS]++;
 		st->c[TR_VCNT_TX_BYTES] += wire;
 	}
+}
+
+/* Makes the frame leave as the egress VLAN rule says: tagged with vid, or
+ * untagged. A tag the frame keeps (or gets back) keeps its priority; a new
+ * one has PCP 0. Returns the change in the frame's wire length, or a
+ * negative error. */
+static __always_inline int tr_tag_to(void *ctx, const int xdp, struct tr_tag *t, int untagged)
+{
+	if (untagged) {
+		if (!t->ctag)
+			return 0;
+		if (tr_tag_pop(ctx, xdp))
+			return -100;
+		t->ctag = 0;
+		return -TR_VLAN_HLEN;
+	}
+	if (!t->ctag) {
+		/* t->tci keeps the priority of a tag this frame had before a
+		 * copy to an untagged port took it off: a tag that was never
+		 * there has PCP 0. */
+		t->tci = (t->tci & 0xf000) | t->vid;
+		if (tr_tag_push(ctx, xdp, t->tci))
+			return -100;
+		t->ctag = 1;
+		return TR_VLAN_HLEN;
+	}
+	if ((t->tci & 0x0fff) != t->vid) {
+		t->tci = (t->tci & 0xf000) | t->vid;
+		if (tr_tag_set(ctx, xdp, t->tci))
+			return -100;
+	}
+	return 0;
 }
 
 #endif
