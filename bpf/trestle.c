@@ -381,8 +381,8 @@ static __always_inline void tr_pick(void *ctx, const int xdp, struct tr_walk *w,
 /* One port of a bridge's flood in the walk (ifindex, slot), the flags that
  * keep the copy off it in deny: through it to the bridge beyond if it is a
  * patch port, else out of it if it takes the frame. */
-static __always_inline void tr_emit_port(void *ctx, const int xdp, struct tr_walk *w,
-					 __u32 ifindex, __u32 slot, __u16 deny, int check)
+static __always_inline void tr_emit_to(void *ctx, const int xdp, struct tr_walk *w, __u32 ifindex,
+				       __u32 slot, __u16 deny, int check)
 {
 	const struct tr_port *out;
 
@@ -390,10 +390,7 @@ static __always_inline void tr_emit_port(void *ctx, const int xdp, struct tr_wal
 		/* The bridge has rules on the egress port: each copy meets them. */
 		__u32 ports = w->fin | slot << 16, r;
 
-		if (xdp)
-			r = tr_filter_xdp(ctx, w->fset, ports, w->vlan, w->wire);
-		else
-			r = tr_filter_tc(ctx, w->fset, ports, w->vlan, w->wire);
+		r = TR_CALL(xdp, tr_filter, ctx, w->fset, ports, w->vlan, w->wire);
 		if (r) {
 			tr_walk_drop(w, w->fin, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
 			return;
@@ -414,27 +411,23 @@ static __always_inline void tr_emit_port(void *ctx, const int xdp, struct tr_wal
 	tr_pick(ctx, xdp, w, out, ifindex, slot);
 }
 
-/* One port of the flood as a global function, verified once rather than in
- * each of the loop's 64 rounds (the tc build with the VLAN stage is
- * otherwise near the verifier's limit of a million instructions), and with
- * a stack of its own (the filter's call below it would not fit). */
-__attribute__((noinline)) int tr_emit_port_xdp(struct xdp_md *ctx, struct tr_walk *w,
-					       __u32 ifindex, __u32 slot, __u32 deny)
+/* One port of the flood as a global function (tr_emit_port_xdp,
+ * tr_emit_port_tc), verified once rather than in each of the loop's 64
+ * rounds (the tc build with the VLAN stage is otherwise near the
+ * verifier's limit of a million instructions), and with a stack of its own
+ * (the filter's call below it would not fit). opts: the deny flags, and
+ * bit 16 to check the port. */
+static __always_inline int tr_emit_port(void *ctx, const int xdp, struct tr_walk *w,
+					    __u32 ifindex, __u32 slot, __u32 opts)
 {
 	if (!w)
 		return 0;
-	tr_emit_port(ctx, TR_XDP, w, ifindex, slot, deny & 0xffff, deny >> 16);
+	tr_emit_to(ctx, xdp, w, ifindex, slot, opts & 0xffff, opts >> 16);
 	return 0;
 }
 
-__attribute__((noinline)) int tr_emit_port_tc(struct __sk_buff *ctx, struct tr_walk *w,
-					      __u32 ifindex, __u32 slot, __u32 deny)
-{
-	if (!w)
-		return 0;
-	tr_emit_port(ctx, TR_TC, w, ifindex, slot, deny & 0xffff, deny >> 16);
-	return 0;
-}
+TR_TWIN(tr_emit_port, (struct tr_walk *w, __u32 ifindex, __u32 slot, __u32 opts),
+	(w, ifindex, slot, opts))
 
 /* A bridge floods the frame: to each of its ports but except, those in
  * the frame's VLAN; through each patch into the bridge beyond. */
@@ -470,26 +463,14 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 		slot = br->ports[i].slot;
 		if (ifindex == except)
 			continue;
-		if (xdp)
-			tr_emit_port_xdp(ctx, w, ifindex, slot, deny | (check ? 1u << 16 : 0));
-		else
-			tr_emit_port_tc(ctx, w, ifindex, slot, deny | (check ? 1u << 16 : 0));
+		TR_CALL(xdp, tr_emit_port, ctx, w, ifindex, slot, deny | (check ? 1u << 16 : 0));
 	}
 	return 0;
 }
 
-/* Global functions: each verified once, not at each of its calls. */
-__attribute__((noinline)) int tr_emit_xdp(struct xdp_md *ctx, struct tr_walk *w, __u32 bridge,
-					  __u32 except)
-{
-	return tr_emit(ctx, TR_XDP, w, bridge, except);
-}
-
-__attribute__((noinline)) int tr_emit_tc(struct __sk_buff *ctx, struct tr_walk *w, __u32 bridge,
-					 __u32 except)
-{
-	return tr_emit(ctx, TR_TC, w, bridge, except);
-}
+/* Global functions (tr_emit_xdp, tr_emit_tc): each verified once, not at
+ * each of its calls. */
+TR_TWIN(tr_emit, (struct tr_walk *w, __u32 bridge, __u32 except), (w, bridge, except))
 
 /* The filter of a bridge the walk enters through a patch port: 1 when it
  * blocks the frame (ports: the patch port's slot, and the egress port's in
@@ -501,10 +482,7 @@ static __always_inline int tr_hop_filtered(void *ctx, const int xdp, struct tr_w
 
 	if (!filter_on || !(br->flags & TR_BRIDGE_FILTER))
 		return 0;
-	if (xdp)
-		r = tr_filter_xdp(ctx, br->filter_set, ports, w->vlan, w->wire);
-	else
-		r = tr_filter_tc(ctx, br->filter_set, ports, w->vlan, w->wire);
+	r = TR_CALL(xdp, tr_filter, ctx, br->filter_set, ports, w->vlan, w->wire);
 	if (!r)
 		return 0;
 	tr_walk_drop(w, ports & 0xffff, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
@@ -581,20 +559,11 @@ flood:
 		return 0;
 	st->c[TR_CNT_FLOODED]++;
 	w->unicast = 0;
-	if (xdp)
-		return tr_emit_xdp(ctx, w, in->bridge, self);
-	return tr_emit_tc(ctx, w, in->bridge, self);
+	return TR_CALL(xdp, tr_emit, ctx, w, in->bridge, self);
 }
 
-__attribute__((noinline)) int tr_hop_xdp(struct xdp_md *ctx, struct tr_walk *w, __u32 in_slot)
-{
-	return tr_hop(ctx, TR_XDP, w, in_slot);
-}
-
-__attribute__((noinline)) int tr_hop_tc(struct __sk_buff *ctx, struct tr_walk *w, __u32 in_slot)
-{
-	return tr_hop(ctx, TR_TC, w, in_slot);
-}
+/* Global functions (tr_hop_xdp, tr_hop_tc): verified once a build. */
+TR_TWIN(tr_hop, (struct tr_walk *w, __u32 in_slot), (w, in_slot))
 
 /* XDP: the copies of a frame the walk sent to several ports, one broadcast
  * over the flood set of every port its bridge's patches reach; the slots
@@ -759,10 +728,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 		tr_pick(ctx, xdp, w, d->out, d->egress_ifindex, d->egress_slot);
 	} else {
 		w->unicast = 0;
-		if (xdp)
-			tr_emit_xdp(ctx, w, d->bridge, p->ifindex);
-		else
-			tr_emit_tc(ctx, w, d->bridge, p->ifindex);
+		TR_CALL(xdp, tr_emit, ctx, w, d->bridge, p->ifindex);
 	}
 	for (__u32 i = 0; i < TR_MAX_PATCH_CHAIN; i++) {
 		__u32 slot;
@@ -771,10 +737,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 			break;
 		slot = w->queue[w->head & (TR_MAX_PATCH_CHAIN - 1)];
 		w->head++;
-		if (xdp)
-			tr_hop_xdp(ctx, w, slot);
-		else
-			tr_hop_tc(ctx, w, slot);
+		TR_CALL(xdp, tr_hop, ctx, w, slot);
 	}
 	if (!w->nsel) {
 		/* A frame a bridge of the walk dropped was counted there: a
@@ -826,10 +789,7 @@ static __always_inline int tr_filtered(void *ctx, const int xdp, struct tr_pkt *
 		ports |= d->egress_slot << 16;
 	else if (d->br->flags & TR_BRIDGE_FILTER_OUT)
 		set = 0;
-	if (xdp)
-		r = tr_filter_xdp(ctx, set, ports, d->vlan, p->wire);
-	else
-		r = tr_filter_tc(ctx, set, ports, d->vlan, p->wire);
+	r = TR_CALL(xdp, tr_filter, ctx, set, ports, d->vlan, p->wire);
 	if (!r)
 		return 0;
 	/* Constant reasons: the verifier cannot bound a returned index. */
@@ -986,10 +946,7 @@ static __always_inline int tr_run(void *ctx, const int xdp, const int filt)
 		/* Only in the programs of a running capture (lib/capture.h). */
 		int ret;
 
-		if (xdp)
-			tr_capture_in_xdp(ctx, p.ifindex, p.len, (__u32)p.meta_tci << 16 | p.meta_proto);
-		else
-			tr_capture_in_tc(ctx, p.ifindex, p.len, (__u32)p.meta_tci << 16 | p.meta_proto);
+		TR_CALL(xdp, tr_capture_in, ctx, p.ifindex, p.len, (__u32)p.meta_tci << 16 | p.meta_proto);
 		ret = tr_switch(ctx, xdp, &p, &d, filt);
 		tr_capture_out(&p, &d, ret == tr_verdict_drop(xdp));
 		return ret;

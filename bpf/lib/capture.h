@@ -116,7 +116,7 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	asm volatile("" : "+r"(n));
 	if (n < 1 || n > TR_CAPTURE_SNAP)
 		return 0;
-	if (xdp ? bpf_xdp_load_bytes(ctx, 0, b->data, n) : bpf_skb_load_bytes(ctx, 0, b->data, n))
+	if (tr_load_bytes(ctx, xdp, b->data, n))
 		return 0;
 	st = tr_stats(in->slot);
 	if (st)
@@ -133,20 +133,10 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	return 0;
 }
 
-/* Global functions: verified once, and the switch's paths meet again after
- * them (nothing they return is kept). meta: tr_pkt's meta_tci << 16 |
- * meta_proto. */
-__attribute__((noinline)) int tr_capture_in_xdp(struct xdp_md *ctx, __u32 ifindex, __u32 len,
-						__u32 meta)
-{
-	return tr_capture_in(ctx, 1, ifindex, len, meta);
-}
-
-__attribute__((noinline)) int tr_capture_in_tc(struct __sk_buff *ctx, __u32 ifindex, __u32 len,
-					       __u32 meta)
-{
-	return tr_capture_in(ctx, 0, ifindex, len, meta);
-}
+/* Global functions (tr_capture_in_xdp, tr_capture_in_tc): verified once,
+ * and the switch's paths meet again after them (nothing they return is
+ * kept). meta: tr_pkt's meta_tci << 16 | meta_proto. */
+TR_TWIN(tr_capture_in, (__u32 ifindex, __u32 len, __u32 meta), (ifindex, len, meta))
 
 /* The reason a frame from a port with counters st was dropped for. */
 static __always_inline __u8 tr_capture_reason(const struct tr_capture_buf *b,

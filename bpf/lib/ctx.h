@@ -80,6 +80,22 @@ static __always_inline void tr_read(void *ctx, const int xdp, struct tr_pkt *p)
 	}
 }
 
+/* The frame's bytes as the context holds them now (a tag pushed or popped
+ * moves them). */
+static __always_inline void *tr_ctx_data(void *ctx, const int xdp)
+{
+	if (xdp)
+		return (void *)(long)((struct xdp_md *)ctx)->data;
+	return (void *)(long)((struct __sk_buff *)ctx)->data;
+}
+
+static __always_inline void *tr_ctx_data_end(void *ctx, const int xdp)
+{
+	if (xdp)
+		return (void *)(long)((struct xdp_md *)ctx)->data_end;
+	return (void *)(long)((struct __sk_buff *)ctx)->data_end;
+}
+
 /* The frame's first n bytes into buf (n checked by the caller). */
 static __always_inline long tr_load_bytes(void *ctx, const int xdp, void *buf, __u32 n)
 {
@@ -188,5 +204,25 @@ static __always_inline long tr_redirect_port(const int xdp, __u32 ifindex, __u32
 	bpf_redirect(ifindex, 0);
 	return TC_ACT_REDIRECT;
 }
+
+/*
+ * Global functions take the context by its own type (the verifier reads it
+ * from BTF): TR_TWIN makes the XDP and the tc one, name_xdp and name_tc,
+ * from one inline body name(ctx, xdp, ...), and TR_CALL calls the mode's.
+ * Each is verified once, not at each of its calls. params and args are
+ * parenthesized lists: TR_TWIN(tr_hop, (struct tr_walk *w, __u32 slot),
+ * (w, slot)).
+ */
+#define TR_UNPAREN(...) __VA_ARGS__
+#define TR_TWIN(name, params, args)                                                          \
+	__attribute__((noinline)) int name##_xdp(struct xdp_md *ctx, TR_UNPAREN params)      \
+	{                                                                                    \
+		return name(ctx, TR_XDP, TR_UNPAREN args);                                   \
+	}                                                                                    \
+	__attribute__((noinline)) int name##_tc(struct __sk_buff *ctx, TR_UNPAREN params)    \
+	{                                                                                    \
+		return name(ctx, TR_TC, TR_UNPAREN args);                                    \
+	}
+#define TR_CALL(xdp, name, ctx, ...) ((xdp) ? name##_xdp(ctx, __VA_ARGS__) : name##_tc(ctx, __VA_ARGS__))
 
 #endif

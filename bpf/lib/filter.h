@@ -38,6 +38,7 @@
 #include "maps.h"
 #include "fdb.h"
 #include "parse.h"
+#include "ctx.h"
 
 const volatile __u8 filter_on = 0;
 
@@ -426,7 +427,7 @@ static __always_inline int tr_state_hit(struct tr_state *st, __u8 proto, int a_s
  * slot, and egress slot in the high half (0: the frame, not a copy); vlan:
  * its VLAN; wire: its length on the wire, for the counters.
  */
-static __always_inline int tr_filter(void *data, void *data_end, __u32 set, __u32 ports, __u32 vlan,
+static __always_inline int tr_filter_frame(void *data, void *data_end, __u32 set, __u32 ports, __u32 vlan,
 				     __u32 wire)
 {
 	const struct tr_filter_set *fs;
@@ -495,21 +496,16 @@ static __always_inline int tr_filter(void *data, void *data_end, __u32 set, __u3
 	return 0;
 }
 
-/* The entry points' calls: global functions, verified once. */
-__attribute__((noinline)) int tr_filter_xdp(struct xdp_md *ctx, __u32 set, __u32 ports, __u32 vlan,
-					    __u32 wire)
+/* The entry points' calls: global functions, verified once (tr_filter_xdp,
+ * tr_filter_tc). */
+static __always_inline int tr_filter(void *ctx, const int xdp, __u32 set, __u32 ports, __u32 vlan,
+				     __u32 wire)
 {
 	if (!ctx)
 		return TR_DROP_FILTERED;
-	return tr_filter((void *)(long)ctx->data, (void *)(long)ctx->data_end, set, ports, vlan, wire);
+	return tr_filter_frame(tr_ctx_data(ctx, xdp), tr_ctx_data_end(ctx, xdp), set, ports, vlan, wire);
 }
 
-__attribute__((noinline)) int tr_filter_tc(struct __sk_buff *ctx, __u32 set, __u32 ports, __u32 vlan,
-					   __u32 wire)
-{
-	if (!ctx)
-		return TR_DROP_FILTERED;
-	return tr_filter((void *)(long)ctx->data, (void *)(long)ctx->data_end, set, ports, vlan, wire);
-}
+TR_TWIN(tr_filter, (__u32 set, __u32 ports, __u32 vlan, __u32 wire), (set, ports, vlan, wire))
 
 #endif
