@@ -11,7 +11,7 @@
  *   or gone drop, else forward; a flood passes storm control (lib/storm.h)
  *
  * A forward to a patch port, or a flood in a bridge that has some, goes on
- * in the bridges the patches lead to (lib/patch.h, tr_walk in trestle.c).
+ * in the bridges the patches lead to (lib/patch.h, tr_walk in walk.h).
  */
 #ifndef TRESTLE_SWITCH_H
 #define TRESTLE_SWITCH_H
@@ -23,92 +23,8 @@
 #include "lib/vlan.h"
 #include "lib/patch.h"
 #include "lib/storm.h"
-
-enum tr_action {
-	TR_ACT_DROP,
-	TR_ACT_FORWARD, /* to egress_ifindex */
-	TR_ACT_FLOOD,   /* to every other port of the bridge */
-};
-
-struct tr_decision {
-	enum tr_action action;
-	__u32 egress_ifindex;
-	__u32 egress_slot;
-	__u32 bridge;
-	__u32 in_slot;
-	__u32 in_flags; /* the ingress port's (enum tr_port_flags) */
-	struct tr_port_stats *in_st; /* NULL only for frames from no port */
-	const struct tr_bridge *br;
-	const struct tr_port *out; /* TR_ACT_FORWARD: the egress port */
-	struct tr_tag tag;         /* the VLAN stage's view (tag.on: the bridge is VLAN-aware) */
-	struct tr_table_view v;    /* the learning table as the frame found it */
-	struct ethhdr *eth;        /* not NULL once parsed */
-	__u16 vlan;                /* the frame's FDB VLAN */
-	__u8 counted;              /* tr_drop counted a drop (a walk's drop in a later bridge is counted there) */
-};
-
-/* The port of an ingress interface, or NULL: by index for most ifindexes,
- * by hash for the rest (lib/maps.h). */
-static __always_inline const struct tr_port *tr_port_of(__u32 ifindex)
-{
-	const struct tr_port *p;
-
-	if (ifindex < TR_PORT_DIRECT) {
-		p = bpf_map_lookup_elem(&port_index, &ifindex);
-		return p && p->bridge ? p : NULL;
-	}
-	if (tr_is_patch(ifindex)) {
-		struct tr_patch *pp = tr_patch_of(ifindex & ~TR_PATCH_IFINDEX);
-
-		return pp ? &pp->port : NULL;
-	}
-	return bpf_map_lookup_elem(&ports, &ifindex);
-}
-
-/* The port flags that keep a flooded frame to dst, from a port with flags
- * in_flags, off a port (port policies): the flood switch of its kind, and
- * protection when it came from a protected port. */
-static __always_inline __u16 tr_flood_deny(__u16 in_flags, const __u8 *dst)
-{
-	__u16 deny = TR_PORT_NO_FLOOD;
-
-	if (tr_mac_is_multicast(dst))
-		deny = (dst[0] & dst[1] & dst[2] & dst[3] & dst[4] & dst[5]) == 0xff ? TR_PORT_NO_BFLOOD
-										 : TR_PORT_NO_MFLOOD;
-	return deny | (in_flags & TR_PORT_PROTECTED);
-}
-
-/* The live copy of a bridge (lib/maps.h), or NULL. */
-static __always_inline const struct tr_bridge *tr_bridge_of(__u32 bridge)
-{
-	__u32 *live = bpf_map_lookup_elem(&bridge_live, &bridge);
-
-	if (!live || !*live)
-		return NULL;
-	return bpf_map_lookup_elem(&bridges, live);
-}
-
-/* The one place a frame is dropped: every drop has a reason and a counter. */
-static __always_inline void tr_drop(struct tr_decision *d, struct tr_port_stats *st,
-				    enum tr_drop_reason reason)
-{
-	tr_count_drop(st, reason);
-	d->action = TR_ACT_DROP;
-	d->counted = 1;
-}
-
-/* A frame is counted once, forwarded, flooded or dropped: a flood that
- * finds no way out after step 8 counted it (no other port, a tag it cannot
- * take, its filter) and is dropped with a reason is not a flood too. The
- * entry point calls this once for such a frame, not each drop site: a
- * check at each cost the XDP build about 2,000 instructions. */
-static __always_inline void tr_unflood(struct tr_decision *d)
-{
-	if (d->in_st)
-		d->in_st->c[TR_CNT_FLOODED]--;
-	if (d->tag.st)
-		d->tag.st->c[TR_VCNT_FLOODED]--;
-}
+#include "lib/port.h"
+#include "lib/decision.h"
 
 static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 {
@@ -230,19 +146,6 @@ flood:
 	if (d->tag.st)
 		d->tag.st->c[TR_VCNT_FLOODED]++;
 	d->action = TR_ACT_FLOOD;
-}
-
-/* Counts a flooded frame as sent on every port of the bridge but the ingress. */
-static __always_inline void tr_count_flood_tx(const struct tr_bridge *br, __u32 ingress,
-					      __u32 len)
-{
-	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
-		if (i >= br->nports)
-			break;
-		if (br->ports[i].ifindex == ingress)
-			continue;
-		tr_count_tx(tr_stats(br->ports[i].slot), len);
-	}
 }
 
 #endif

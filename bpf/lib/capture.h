@@ -27,7 +27,12 @@
 #ifndef TRESTLE_CAPTURE_H
 #define TRESTLE_CAPTURE_H
 
-#include "../switch.h"
+#include "maps.h"
+#include "ctx.h"
+#include "vlan.h"
+#include "patch.h"
+#include "port.h"
+#include "decision.h"
 
 const volatile __u8 capture_on = 0;
 
