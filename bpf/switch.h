@@ -44,7 +44,7 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	}
 	st = tr_stats(in->slot);
 	if (!st) {
-		d->action = TR_ACT_DROP; /* slot out of range: cannot count it */
+		tr_drop(d, NULL, TR_DROP__MAX); /* slot out of range: cannot count it */
 		return;
 	}
 	d->in_st = st;

@@ -126,7 +126,7 @@ static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
 /* A frame the decision memo (lib/memo.h) knows: counted and sent as the
  * decision it remembers was. Returns 0 when the memo does not know it. */
 static __always_inline int tr_fast_send(void *ctx, const int xdp, struct tr_pkt *p,
-					struct tr_fast *fs, int *ret)
+					struct tr_fast *fs, struct tr_decision *d, int *ret)
 {
 	const struct tr_fwd_memo *m;
 	struct ethhdr *eth = p->data;
@@ -153,7 +153,7 @@ static __always_inline int tr_fast_send(void *ctx, const int xdp, struct tr_pkt 
 	st->c[TR_CNT_RX_BYTES] += p->wire;
 	r = tr_redirect_port(xdp, m->out_ifindex, m->out_slot);
 	if (r < 0) {
-		tr_count_drop(st, TR_DROP_NO_EGRESS);
+		tr_drop(d, st, TR_DROP_NO_EGRESS);
 		*ret = tr_verdict_drop(xdp);
 		return 1;
 	}
@@ -211,7 +211,7 @@ static __always_inline int tr_run(void *ctx, const int xdp, const int filt)
 		int ret;
 
 		tr_fast_init(&fs);
-		if (tr_fast_send(ctx, xdp, &p, &fs, &ret))
+		if (tr_fast_send(ctx, xdp, &p, &fs, &d, &ret))
 			return ret;
 		ret = tr_switch(ctx, xdp, &p, &d, filt);
 		if (ret == tr_verdict_redirect(xdp))

@@ -83,7 +83,7 @@ static __always_inline void tr_emit_to(void *ctx, const int xdp, struct tr_walk 
 
 		r = TR_CALL(xdp, tr_filter, ctx, w->fset, ports, w->vlan, w->wire);
 		if (r) {
-			tr_walk_drop(w, w->fin, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
+			tr_walk_drop(w, w->fin, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED, 0);
 			return;
 		}
 	}
@@ -176,7 +176,7 @@ static __always_inline int tr_hop_filtered(void *ctx, const int xdp, struct tr_w
 	r = TR_CALL(xdp, tr_filter, ctx, br->filter_set, ports, w->vlan, w->wire);
 	if (!r)
 		return 0;
-	tr_walk_drop(w, ports & 0xffff, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
+	tr_walk_drop(w, ports & 0xffff, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED, 1);
 	return 1;
 }
 
@@ -205,7 +205,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	self = TR_PATCH_IFINDEX | in_slot;
 	br = tr_bridge_of(in->bridge);
 	if (!br || !br->nports) {
-		tr_walk_drop(w, in_slot, TR_DROP_NO_BRIDGE);
+		tr_walk_drop(w, in_slot, TR_DROP_NO_BRIDGE, 1);
 		return 0;
 	}
 	/* No memo here: the CPU's memos stay those of the frames' first bridge. */
@@ -214,26 +214,26 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	v.now = w->now;
 	v.tick = w->tick;
 	if (tr_learn(&v, in, self, br, w->vlan, w->src, st, &reason)) {
-		tr_walk_drop(w, in_slot, reason);
+		tr_walk_drop(w, in_slot, reason, 1);
 		return 0;
 	}
 	if (tr_mac_is_multicast(w->dst) || !tr_fdb_find(&v, in->bridge, w->vlan, w->dst, &egress, &slot))
 		goto flood;
 	if (egress == self) {
-		tr_walk_drop(w, in_slot, TR_DROP_HAIRPIN);
+		tr_walk_drop(w, in_slot, TR_DROP_HAIRPIN, 1);
 		return 0;
 	}
 	out = tr_port_of(egress);
 	if (!out || out->bridge != in->bridge || out->slot != slot) {
-		tr_walk_drop(w, in_slot, TR_DROP_NO_EGRESS);
+		tr_walk_drop(w, in_slot, TR_DROP_NO_EGRESS, 1);
 		return 0;
 	}
 	if (w->on && !tr_vlan_carries(out, w->vlan)) {
-		tr_walk_drop(w, in_slot, TR_DROP_VLAN_EGRESS);
+		tr_walk_drop(w, in_slot, TR_DROP_VLAN_EGRESS, 1);
 		return 0;
 	}
 	if (in->flags & out->flags & TR_PORT_PROTECTED) {
-		tr_walk_drop(w, in_slot, TR_DROP_PROTECTED);
+		tr_walk_drop(w, in_slot, TR_DROP_PROTECTED, 1);
 		return 0;
 	}
 	if (tr_hop_filtered(ctx, xdp, w, br, in_slot | slot << 16))

@@ -16,10 +16,9 @@
  * outer tag changed on its way out of the port (enum tr_capture_tag): the
  * control plane applies that to the copy, so the bytes are those that left.
  *
- * The drop reason is read off the ingress port's counters (each drop counts
- * one, on this CPU, while the frame is the CPU's only one): the reason whose
- * counter moved. A frame a bridge beyond a patch port dropped was counted
- * on that patch port: its reason is TR_DROP__MAX, "beyond a patch port".
+ * The drop reason is the decision's (lib/decision.h, tr_drop). A frame a
+ * bridge beyond a patch port dropped was counted on that patch port: its
+ * reason is TR_DROP__MAX, "beyond a patch port".
  * A frame that went through the walk (lib/patch.h) is found by the walk's
  * choice of ports; conf.walks says to copy the frames of every bridge, for
  * those that crossed patch ports from another.
@@ -66,7 +65,6 @@ struct {
 
 /* A frame between the switch's entry and its verdict: too big for the stack. */
 struct tr_capture_buf {
-	__u64 drops[TR_DROP__MAX]; /* the ingress port's drop counters (this CPU's) at entry */
 	__u64 armed;               /* a frame was copied at entry: its record goes out at exit */
 	struct tr_capture_rec rec;
 	__u8 data[TR_CAPTURE_SNAP];
@@ -94,7 +92,6 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 {
 	const struct tr_capture_conf *c = tr_capture_conf();
 	const struct tr_port *in;
-	struct tr_port_stats *st;
 	struct tr_capture_buf *b;
 	struct tr_walk *w;
 	__u32 zero = 0;
@@ -123,17 +120,16 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 		return 0;
 	if (tr_load_bytes(ctx, xdp, b->data, n))
 		return 0;
-	st = tr_stats(in->slot);
-	if (st)
-		__builtin_memcpy(b->drops, st->drops, sizeof(b->drops));
 	b->rec.ts_ns = bpf_ktime_get_ns();
 	b->rec.len = len;
 	b->rec.caplen = n;
 	b->rec.meta_tci = meta >> 16;
 	b->rec.meta_proto = meta & 0xffff;
 	w = bpf_map_lookup_elem(&walks, &zero);
-	if (w)
+	if (w) {
 		w->nsel = 0; /* see tr_capture_record */
+		w->dropped = 0;
+	}
 	b->armed = 1;
 	return 0;
 }
@@ -142,18 +138,6 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
  * and the switch's paths meet again after them (nothing they return is
  * kept). meta: tr_pkt's meta_tci << 16 | meta_proto. */
 TR_TWIN(tr_capture_in, (__u32 ifindex, __u32 len, __u32 meta), (ifindex, len, meta))
-
-/* The reason a frame from a port with counters st was dropped for. */
-static __always_inline __u8 tr_capture_reason(const struct tr_capture_buf *b,
-					      const struct tr_port_stats *st)
-{
-	if (!st)
-		return TR_DROP__MAX;
-	for (__u32 i = 0; i < TR_DROP__MAX; i++)
-		if (st->drops[i] != b->drops[i])
-			return i;
-	return TR_DROP__MAX;
-}
 
 /* Whether a flood of bridge br from port in that did not go through patch
  * ports left by port out (ifindex): one of the bridge's ports, in the
@@ -184,6 +168,7 @@ static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
  * is what a global function can take. */
 #define TR_CAP_ACTION 3      /* enum tr_action */
 #define TR_CAP_DROPPED 4     /* the program's verdict drops it */
+#define TR_CAP_REASON_SHIFT 8 /* bits 8-15: why (the decision's reason) */
 #define TR_CAP_VID_SHIFT 16  /* in a VLAN-aware bridge, its VLAN */
 
 /*
@@ -225,7 +210,10 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 		r->dir = TR_CAPTURE_IN;
 		if ((how & TR_CAP_DROPPED) || action == TR_ACT_DROP) {
 			r->verdict = TR_CAPTURE_DROPPED;
-			r->reason = tr_capture_reason(b, tr_stats(inp->slot));
+			r->reason = (how >> TR_CAP_REASON_SHIFT) & 0xff;
+			/* A frame the walk dropped: the walk's reason. */
+			if (r->reason == TR_DROP__MAX && w && w->dropped)
+				r->reason = tr_walk_reason(w);
 		} else if (action == TR_ACT_FORWARD) {
 			r->verdict = TR_CAPTURE_FORWARDED;
 			/* A patch port when the walk took it on to several ports. */
@@ -277,7 +265,8 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 static __always_inline void tr_capture_out(const struct tr_pkt *p, const struct tr_decision *d,
 					   int dropped)
 {
-	__u32 how = d->action | (__u32)d->tag.vid << TR_CAP_VID_SHIFT;
+	__u32 how = d->action | tr_drop_reason(d) << TR_CAP_REASON_SHIFT |
+		    (__u32)d->tag.vid << TR_CAP_VID_SHIFT;
 
 	if (dropped)
 		how |= TR_CAP_DROPPED;

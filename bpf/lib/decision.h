@@ -30,16 +30,32 @@ struct tr_decision {
 	struct tr_table_view v;    /* the learning table as the frame found it */
 	struct ethhdr *eth;        /* not NULL once parsed */
 	__u16 vlan;                /* the frame's FDB VLAN */
-	__u8 counted;              /* tr_drop counted a drop (a walk's drop in a later bridge is counted there) */
+	__u8 counted;              /* tr_drop counted the frame's drop (a walk's drop in a later
+				    * bridge is counted there, its reason kept in the walk) */
+	__u8 reason;               /* and why (enum tr_drop_reason), which capture reports */
 };
 
-/* The one place a frame is dropped: every drop has a reason and a counter. */
+/* The one place a frame is dropped: every drop has a reason, counted on
+ * the port it happened at (st; NULL: a port that cannot be counted) and
+ * carried in the decision. The flag and the reason are two bytes: a flag
+ * that held the reason (1 + reason) is a constant per drop site that
+ * tr_switch branches on, which kept the verifier from merging the paths
+ * after them, and the tc build with the VLAN stage went over its limit of
+ * a million instructions. */
 static __always_inline void tr_drop(struct tr_decision *d, struct tr_port_stats *st,
 				    enum tr_drop_reason reason)
 {
 	tr_count_drop(st, reason);
 	d->action = TR_ACT_DROP;
 	d->counted = 1;
+	d->reason = reason;
+}
+
+/* The reason capture reports for a frame decided as d: TR_DROP__MAX when
+ * none was counted on its ingress port (a drop beyond a patch port). */
+static __always_inline __u32 tr_drop_reason(const struct tr_decision *d)
+{
+	return d->counted ? d->reason : TR_DROP__MAX;
 }
 
 /* A frame is counted once, forwarded, flooded or dropped: a flood that
