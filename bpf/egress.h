@@ -34,13 +34,14 @@ static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p
 	long ret;
 
 	if (d->tag.on) {
+		enum tr_egress e = tr_egress(d->out, d->tag.vid, 0);
 		int delta;
 
-		if (!d->out || !tr_vlan_carries(d->out, d->tag.vid)) {
+		if (e == TR_EGRESS_DENY) {
 			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return tr_verdict_drop(xdp);
 		}
-		delta = tr_tag_to(ctx, xdp, &d->tag, tr_vlan_untagged_on(d->out, d->tag.vid));
+		delta = tr_tag_to(ctx, xdp, &d->tag, e == TR_EGRESS_UNTAGGED);
 		if (delta < -TR_VLAN_HLEN) {
 			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return tr_verdict_drop(xdp);
@@ -112,11 +113,13 @@ static __always_inline int tr_flood_xdp_policy(struct xdp_md *ctx, struct tr_dec
 }
 
 /*
- * A devmap program's copy, tagged with its VLAN, leaves by out as out takes
- * that VLAN: not at all where out does not carry it, untagged where it is
- * out's untagged VLAN; counted on out and in its VLAN there.
+ * A devmap program's copy leaves by out as the egress rule says, counted on
+ * out (and in its VLAN there). tagged: the copy carries its VLAN's tag (a
+ * VLAN-aware bridge), which it keeps or loses as out takes that VLAN;
+ * else it leaves as it is. deny: the port flags that refuse it.
  */
-static __always_inline int tr_devmap_vlan_out(struct xdp_md *ctx, const struct tr_port *out)
+static __always_inline int tr_devmap_out(struct xdp_md *ctx, const struct tr_port *out, __u16 deny,
+					 int tagged)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -124,32 +127,43 @@ static __always_inline int tr_devmap_vlan_out(struct xdp_md *ctx, const struct t
 	struct tr_vlan_hdr *vh = (void *)(eth + 1);
 	struct tr_vlan_entry *v;
 	__u32 wire = data_end - data;
-	__u16 vid;
+	__u16 vid = 0;
 
-	if ((void *)(vh + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_8021Q))
+	if (tagged) {
+		if ((void *)(vh + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_8021Q))
+			return XDP_DROP;
+		vid = bpf_ntohs(vh->tci) & 0x0fff;
+		if (!vid)
+			return XDP_DROP;
+	}
+	switch (tr_egress(out, vid, deny)) {
+	case TR_EGRESS_DENY:
 		return XDP_DROP;
-	vid = bpf_ntohs(vh->tci) & 0x0fff;
-	if (!tr_vlan_carries(out, vid))
-		return XDP_DROP;
-	if (tr_vlan_untagged_on(out, vid)) {
+	case TR_EGRESS_UNTAGGED:
 		if (tr_xdp_pop(ctx))
 			return XDP_DROP;
 		wire -= TR_VLAN_HLEN;
+		break;
+	default:
+		break;
 	}
 	tr_count_tx(tr_stats(out->slot), wire);
-	v = tr_vlan_of(out->bridge, vid);
-	if (v)
-		tr_vlan_count_tx(tr_vlan_stats_of(v->idx), wire);
+	if (vid) {
+		v = tr_vlan_of(out->bridge, vid);
+		if (v)
+			tr_vlan_count_tx(tr_vlan_stats_of(v->idx), wire);
+	}
 	return XDP_PASS;
 }
 
 /*
  * The devmap program of the flood set of a bridge that is VLAN-aware or has
- * port policies (trestle_vlan_egress): it runs on each copy of a flooded frame, for the port the
- * copy is about to leave by. A port that refuses the frame's kind of flood,
- * or is protected as the ingress is, gets nothing. In a VLAN-aware bridge
- * the copy arrives tagged with its VLAN: a port that does not carry the
- * VLAN gets nothing, one that takes it untagged gets it without the tag.
+ * port policies (trestle_vlan_egress): it runs on each copy of a flooded
+ * frame, for the port the copy is about to leave by. A port that refuses
+ * the frame's kind of flood, or is protected as the ingress is, gets
+ * nothing. In a VLAN-aware bridge the copy arrives tagged with its VLAN: a
+ * port that does not carry the VLAN gets nothing, one that takes it
+ * untagged gets it without the tag.
  */
 static __always_inline int tr_devmap_egress(struct xdp_md *ctx)
 {
@@ -162,14 +176,11 @@ static __always_inline int tr_devmap_egress(struct xdp_md *ctx)
 		return XDP_DROP;
 	out = tr_port_of(ctx->egress_ifindex);
 	in = tr_port_of(ctx->ingress_ifindex);
-	if (!out || !in || (out->flags & tr_flood_deny(in->flags, eth->h_dest)))
+	if (!out || !in)
 		return XDP_DROP;
-	if (!out->pvid && !(out->flags & TR_PORT_TRUNK)) {
-		/* Not VLAN-aware: the frame leaves as it came. */
-		tr_count_tx(tr_stats(out->slot), data_end - data);
-		return XDP_PASS;
-	}
-	return tr_devmap_vlan_out(ctx, out);
+	/* A port of a VLAN-aware bridge has a pvid or is a trunk. */
+	return tr_devmap_out(ctx, out, tr_flood_deny(in->flags, eth->h_dest),
+			     out->pvid || (out->flags & TR_PORT_TRUNK));
 }
 
 /* tc flood, VLAN-unaware: clone to every other port; the original goes to
@@ -231,29 +242,29 @@ __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex,
 	struct tr_tag t = {};
 	const struct tr_port *out;
 	struct tr_vlan_entry *v;
+	enum tr_egress e;
 	__u32 wire;
 	int delta;
 
 	if (!skb)
 		return -1;
 	out = tr_port_of(ifindex);
-	if (!out || (out->flags & (opts >> 16)))
+	e = tr_egress(out, vid, opts >> 16);
+	if (e == TR_EGRESS_DENY || !out)
 		return 0;
-	if (!vid) {
+	if (e == TR_EGRESS_AS_IS) {
 		if (!last && bpf_clone_redirect(skb, ifindex, 0))
 			return -1;
 		tr_count_tx(tr_stats(out->slot), skb->len + (skb->vlan_present ? TR_VLAN_HLEN : 0));
 		return 1;
 	}
-	if (!tr_vlan_carries(out, vid))
-		return 0;
 	t.vid = vid;
 	t.tci = pcp & 0xf000; /* the frame's priority, if an earlier copy took its tag off */
 	if (skb->vlan_present && skb->vlan_proto == bpf_htons(ETH_P_8021Q)) {
 		t.ctag = 1;
 		t.tci = skb->vlan_tci;
 	}
-	delta = tr_tag_to(skb, TR_TC, &t, tr_vlan_untagged_on(out, vid));
+	delta = tr_tag_to(skb, TR_TC, &t, e == TR_EGRESS_UNTAGGED);
 	if (delta < -TR_VLAN_HLEN)
 		return -1;
 	if (!last && bpf_clone_redirect(skb, ifindex, 0))

@@ -89,14 +89,14 @@ static __always_inline void tr_emit_to(void *ctx, const int xdp, struct tr_walk 
 	}
 	if (tr_is_patch(ifindex)) {
 		out = tr_port_of(ifindex);
-		if (out && !(out->flags & deny))
+		if (out && tr_egress(out, tr_walk_vid(w), deny) != TR_EGRESS_DENY)
 			tr_cross(w, out, slot);
 		return;
 	}
 	out = NULL;
 	if (check) {
 		out = tr_port_of(ifindex);
-		if (!out || (out->flags & deny) || (w->on && !tr_vlan_carries(out, w->vlan)))
+		if (tr_egress(out, tr_walk_vid(w), deny) == TR_EGRESS_DENY)
 			return;
 	}
 	tr_pick(ctx, xdp, w, out, ifindex, slot);
@@ -228,7 +228,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 		tr_walk_drop(w, in_slot, TR_DROP_NO_EGRESS, 1);
 		return 0;
 	}
-	if (w->on && !tr_vlan_carries(out, w->vlan)) {
+	if (tr_egress(out, tr_walk_vid(w), 0) == TR_EGRESS_DENY) {
 		tr_walk_drop(w, in_slot, TR_DROP_VLAN_EGRESS, 1);
 		return 0;
 	}
@@ -297,9 +297,9 @@ static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decis
 }
 
 /*
- * The devmap program of the patch flood sets (trestle_patch_egress): it runs on each copy of a
- * frame the walk sent to several ports, and lets it out only by the ports
- * chosen, untagged where the port takes the frame's VLAN untagged.
+ * The devmap program of the patch flood sets (trestle_patch_egress): it
+ * runs on each copy of a frame the walk sent to several ports, and lets it
+ * out only by the ports chosen, as the egress rule says.
  */
 static __always_inline int tr_devmap_patch_egress(struct xdp_md *ctx)
 {
@@ -307,7 +307,6 @@ static __always_inline int tr_devmap_patch_egress(struct xdp_md *ctx)
 	__u64 *meta = (void *)(long)ctx->data_meta;
 	const struct tr_port *out;
 	__u64 word, tagged;
-	void *data_end;
 	__u32 slot;
 
 	if ((void *)(meta + 4) > data)
@@ -335,12 +334,7 @@ static __always_inline int tr_devmap_patch_egress(struct xdp_md *ctx)
 	tagged = meta[0] & 1;
 	if (bpf_xdp_adjust_meta(ctx, sizeof(__u64) * 4))
 		return XDP_DROP;
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	if (tagged)
-		return tr_devmap_vlan_out(ctx, out);
-	tr_count_tx(tr_stats(slot), data_end - data);
-	return XDP_PASS;
+	return tr_devmap_out(ctx, out, 0, tagged);
 }
 
 /*

@@ -141,13 +141,14 @@ TR_TWIN(tr_capture_in, (__u32 ifindex, __u32 len, __u32 meta), (ifindex, len, me
 
 /* Whether a flood of bridge br from port in that did not go through patch
  * ports left by port out (ifindex): one of the bridge's ports, in the
- * frame's VLAN, not refusing its kind of flood (as tr_flood_tc_vlan and
- * trestle_vlan_egress decide). */
+ * frame's VLAN, not refusing its kind of flood: the egress rule, as the
+ * flood's copies ask it. */
 static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 						 const struct tr_bridge *br, const struct tr_port *in,
 						 const struct tr_port *out, __u32 ifindex, __u32 vid)
 {
 	int member = 0;
+	__u16 deny = 0;
 
 	if (b->rec.caplen < ETH_ALEN)
 		return 0;
@@ -157,11 +158,11 @@ static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 		if (br->ports[i].ifindex == ifindex)
 			member = 1;
 	}
-	if (!member || (vid && !tr_vlan_carries(out, vid)))
+	if (!member)
 		return 0;
-	if ((br->flags & TR_BRIDGE_POLICY) && (out->flags & tr_flood_deny(in->flags, b->data)))
-		return 0;
-	return 1;
+	if (br->flags & TR_BRIDGE_POLICY)
+		deny = tr_flood_deny(in->flags, b->data);
+	return tr_egress(out, vid, deny) != TR_EGRESS_DENY;
 }
 
 /* What the switch did with a frame, for tr_capture_record: scalars, which
@@ -244,9 +245,10 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 		r->verdict = action == TR_ACT_FORWARD ? TR_CAPTURE_FORWARDED : TR_CAPTURE_FLOODED;
 		r->egress = c->ifindex;
 		if (vid) {
-			/* As tr_tag_to leaves it on this port. */
+			/* As the egress rule left it on this port. */
 			r->vid = vid;
-			r->tag = tr_vlan_untagged_on(out, vid) ? TR_CAPTURE_TAG_UNTAG : TR_CAPTURE_TAG_VID;
+			r->tag = tr_egress(out, vid, 0) == TR_EGRESS_UNTAGGED ? TR_CAPTURE_TAG_UNTAG
+									      : TR_CAPTURE_TAG_VID;
 		}
 	}
 	caplen = r->caplen;

@@ -107,11 +107,17 @@ static __always_inline __u32 tr_walk_reason(const struct tr_walk *w)
 	return w->dropped & 0xff ? (w->dropped & 0xff) - 1 : TR_DROP__MAX;
 }
 
+/* The frame's VLAN for the egress rule (tr_egress): 0 in bridges that are
+ * not VLAN-aware. */
+static __always_inline __u16 tr_walk_vid(const struct tr_walk *w)
+{
+	return w->on ? w->vlan : 0;
+}
+
 /*
  * The frame leaves its bridge by patch port out (slot) into the peer's
- * bridge, which the walk visits next. A patch
- * that does not carry the frame's VLAN takes nothing (a flood's copy; a
- * forward is checked before). Returns 0, or -1 when the walk is full (the
+ * bridge, which the walk visits next: the caller asked the egress rule
+ * (tr_egress) whether the patch takes it. Returns 0, or -1 when the walk is full (the
  * frame would cross more than TR_MAX_PATCH_CHAIN bridges: counted on out).
  * The crossing is counted once, as sent on out; the control plane reads
  * it as received on the peer (internal/datapath).
@@ -121,8 +127,6 @@ static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out
 	struct tr_patch *pp;
 	__u32 t = w->tail, n = w->nhops;
 
-	if (w->on && !tr_vlan_carries(out, w->vlan))
-		return 0;
 	pp = tr_patch_of(slot);
 	if (!pp || !tr_patch_of(pp->peer)) {
 		tr_walk_drop(w, slot, TR_DROP_NO_EGRESS, 1); /* its peer is not set up (yet) */
