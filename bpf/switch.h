@@ -26,6 +26,57 @@
 #include "lib/port.h"
 #include "lib/decision.h"
 
+/*
+ * Steps 5 to 7 of a bridge, for a frame from port in (interface self; a
+ * patch port's is TR_PATCH_IFINDEX | its slot) in VLAN vlan: learn the
+ * source, look the destination up, and forward to the port it lives on
+ * unless that is the ingress, gone, or protected as the ingress is. The
+ * pipeline takes this step in the frame's first bridge, the walk (tr_hop)
+ * in each bridge beyond a patch port. vid: the frame's VLAN for the egress
+ * rule (0: not asked here; the pipeline's forward asks it as it tags the
+ * frame, in tr_forward). Returns TR_ACT_FORWARD with *out, *egress and
+ * *slot, TR_ACT_FLOOD, or TR_ACT_DROP with *reason.
+ */
+static __always_inline enum tr_action
+tr_bridge_step(struct tr_table_view *v, const struct tr_port *in, __u32 self,
+	       const struct tr_bridge *br, __u16 vlan, __u16 vid, const __u8 *src, const __u8 *dst,
+	       struct tr_port_stats *st, const struct tr_port **out, __u32 *egress, __u32 *slot,
+	       enum tr_drop_reason *reason)
+{
+	const struct tr_port *o;
+
+	/* 5. Learn where the source lives. */
+	if (tr_learn(v, in, self, br, vlan, src, st, reason))
+		return TR_ACT_DROP;
+
+	/* 6. Group addresses go everywhere; so do unknown stations. */
+	if (tr_mac_is_multicast(dst) || !tr_fdb_find(v, in->bridge, vlan, dst, egress, slot))
+		return TR_ACT_FLOOD;
+
+	/* 7. Known station: forward, unless it lives where the frame came from,
+	 *    or its port has just left the bridge (the control plane removes a
+	 *    port first and flushes its entries after). */
+	if (*egress == self) {
+		*reason = TR_DROP_HAIRPIN;
+		return TR_ACT_DROP;
+	}
+	o = tr_port_of(*egress);
+	if (!o || o->bridge != in->bridge || o->slot != *slot) {
+		*reason = TR_DROP_NO_EGRESS;
+		return TR_ACT_DROP;
+	}
+	if (vid && tr_egress(o, vid, 0) == TR_EGRESS_DENY) {
+		*reason = TR_DROP_VLAN_EGRESS;
+		return TR_ACT_DROP;
+	}
+	if (in->flags & o->flags & TR_PORT_PROTECTED) {
+		*reason = TR_DROP_PROTECTED;
+		return TR_ACT_DROP;
+	}
+	*out = o;
+	return TR_ACT_FORWARD;
+}
+
 static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 {
 	enum tr_drop_reason reason = TR_DROP_RUNT;
@@ -95,45 +146,26 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 		return;
 	}
 
-	/* 5. Learn where the source lives. */
+	/* 5-7. Learn, look up, forward: the bridge's step (the walk's too). */
 	tr_view_init(v);
-	if (tr_learn(v, in, p->ifindex, br, f.vlan, f.eth->h_source, st, &reason)) {
-		tr_drop(d, st, reason);
-		return;
-	}
-
-	/* 6. Group addresses go everywhere; so do unknown stations. */
 	d->eth = f.eth;
 	d->vlan = f.vlan;
-	if (tr_mac_is_multicast(f.eth->h_dest))
-		goto flood;
-	if (!tr_fdb_find(v, bridge, f.vlan, f.eth->h_dest, &egress, &slot))
-		goto flood;
+	switch (tr_bridge_step(v, in, p->ifindex, br, f.vlan, 0, f.eth->h_source, f.eth->h_dest, st,
+			       &out, &egress, &slot, &reason)) {
+	case TR_ACT_DROP:
+		tr_drop(d, st, reason);
+		return;
+	case TR_ACT_FORWARD:
+		d->action = TR_ACT_FORWARD;
+		d->egress_ifindex = egress;
+		d->egress_slot = slot;
+		d->out = out;
+		return;
+	default:
+		break;
+	}
 
-	/* 7. Known station: forward, unless it lives where the frame came from,
-	 *    or its port has just left the bridge (the control plane removes a
-	 *    port first and flushes its entries after). */
-	if (egress == p->ifindex) {
-		tr_drop(d, st, TR_DROP_HAIRPIN);
-		return;
-	}
-	out = tr_port_of(egress);
-	if (!out || out->bridge != bridge || out->slot != slot) {
-		tr_drop(d, st, TR_DROP_NO_EGRESS);
-		return;
-	}
-	if (in->flags & out->flags & TR_PORT_PROTECTED) {
-		tr_drop(d, st, TR_DROP_PROTECTED);
-		return;
-	}
-	d->action = TR_ACT_FORWARD;
-	d->egress_ifindex = egress;
-	d->egress_slot = slot;
-	d->out = out;
-	return;
-
-flood:
-	/* 8. Storm control, for the ports that have it. */
+	/* 8. Storm control, for the ports that have it (a flood). */
 	if (in->flags & TR_PORT_STORM) {
 		__u32 kind = tr_storm_kind(f.eth->h_dest);
 

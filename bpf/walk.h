@@ -213,29 +213,18 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	v.mgen = w->mgen;
 	v.now = w->now;
 	v.tick = w->tick;
-	if (tr_learn(&v, in, self, br, w->vlan, w->src, st, &reason)) {
+	switch (tr_bridge_step(&v, in, self, br, w->vlan, tr_walk_vid(w), w->src, w->dst, st, &out,
+			       &egress, &slot, &reason)) {
+	case TR_ACT_DROP:
 		tr_walk_drop(w, in_slot, reason, 1);
 		return 0;
-	}
-	if (tr_mac_is_multicast(w->dst) || !tr_fdb_find(&v, in->bridge, w->vlan, w->dst, &egress, &slot))
+	case TR_ACT_FLOOD:
 		goto flood;
-	if (egress == self) {
-		tr_walk_drop(w, in_slot, TR_DROP_HAIRPIN, 1);
-		return 0;
+	default:
+		break;
 	}
-	out = tr_port_of(egress);
-	if (!out || out->bridge != in->bridge || out->slot != slot) {
-		tr_walk_drop(w, in_slot, TR_DROP_NO_EGRESS, 1);
+	if (!out)
 		return 0;
-	}
-	if (tr_egress(out, tr_walk_vid(w), 0) == TR_EGRESS_DENY) {
-		tr_walk_drop(w, in_slot, TR_DROP_VLAN_EGRESS, 1);
-		return 0;
-	}
-	if (in->flags & out->flags & TR_PORT_PROTECTED) {
-		tr_walk_drop(w, in_slot, TR_DROP_PROTECTED, 1);
-		return 0;
-	}
 	if (tr_hop_filtered(ctx, xdp, w, br, in_slot | slot << 16))
 		return 0;
 	if (out->flags & TR_PORT_PATCH) {
