@@ -5,7 +5,7 @@
  * with what became of it, through a ring buffer to the daemon.
  *
  * It is in the programs only while a capture runs (DESIGN.md rule 6): the
- * control plane loads a second build with capture_on set and moves every
+ * control plane loads a second build with capture_on set (lib/stages.h) and moves every
  * attachment to it, and back when the capture ends. With capture_on 0 the
  * verifier removes every line of it; a switch nobody captures runs the code
  * it ran before.
@@ -32,8 +32,7 @@
 #include "patch.h"
 #include "port.h"
 #include "decision.h"
-
-const volatile __u8 capture_on = 0;
+#include "stages.h"
 
 /* For BTF, and so bpf2go: never used. */
 enum tr_capture_limits _btf_capture_limits __attribute__((unused));

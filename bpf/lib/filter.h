@@ -26,7 +26,7 @@
  * (TR_DROP_STATE_FULL).
  *
  * Like every optional stage, it is in the programs only while some bridge
- * has its filter on (filter_on, a load-time constant: DESIGN.md rule 6), and
+ * has its filter on (filter_on, a load-time constant, lib/stages.h: DESIGN.md rule 6), and
  * the code is in global functions, verified once.
  */
 #ifndef TRESTLE_FILTER_H
@@ -39,8 +39,7 @@
 #include "fdb.h"
 #include "parse.h"
 #include "ctx.h"
-
-const volatile __u8 filter_on = 0;
+#include "stages.h"
 
 /* Rule sets, by the index of the bridge copy (bridges map) that names them. */
 struct {
