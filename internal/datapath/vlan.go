@@ -126,7 +126,7 @@ func (d *Datapath) loadStage(s stage) error {
 	xdpName, tcName := tbpf.TrestleProgTrestleXdp, tbpf.TrestleProgTrestleTc
 	if s.filter {
 		// Entry points of their own, so that those without the stage are
-		// compiled as if it did not exist (bpf/trestle.c, tr_switch).
+		// compiled as if it did not exist (bpf/lib/stages.h).
 		xdpName, tcName = tbpf.TrestleProgTrestleXdpFilter, tbpf.TrestleProgTrestleTcFilter
 	}
 	for name := range spec.Programs {
