@@ -11,114 +11,70 @@
  *   or gone drop, else forward; a flood passes storm control (lib/storm.h)
  *
  * A forward to a patch port, or a flood in a bridge that has some, goes on
- * in the bridges the patches lead to (lib/patch.h, tr_walk in trestle.c).
+ * in the bridges the patches lead to (lib/patch.h, tr_walk in walk.h).
  */
 #ifndef TRESTLE_SWITCH_H
 #define TRESTLE_SWITCH_H
 
 #include "lib/maps.h"
+#include "lib/ctx.h"
 #include "lib/parse.h"
 #include "lib/fdb.h"
 #include "lib/vlan.h"
 #include "lib/patch.h"
 #include "lib/storm.h"
+#include "lib/port.h"
+#include "lib/decision.h"
 
-/* What the entry point sees of a frame. */
-struct tr_pkt {
-	void *data;
-	void *data_end;
-	__u32 len;     /* whole frame, including any non-linear part */
-	__u32 wire;    /* its length on the wire: len and a tag held in metadata */
-	__u32 ifindex; /* ingress */
-	int meta_vlan; /* outer VID held in metadata, or -1 (see tr_parse) */
-	__be16 meta_proto; /* that tag's TPID; 0: no tag in metadata */
-	__u16 meta_tci;
-};
-
-enum tr_action {
-	TR_ACT_DROP,
-	TR_ACT_FORWARD, /* to egress_ifindex */
-	TR_ACT_FLOOD,   /* to every other port of the bridge */
-};
-
-struct tr_decision {
-	enum tr_action action;
-	__u32 egress_ifindex;
-	__u32 egress_slot;
-	__u32 bridge;
-	__u32 in_slot;
-	__u32 in_flags; /* the ingress port's (enum tr_port_flags) */
-	struct tr_port_stats *in_st; /* NULL only for frames from no port */
-	const struct tr_bridge *br;
-	const struct tr_port *out; /* TR_ACT_FORWARD: the egress port */
-	struct tr_tag tag;         /* the VLAN stage's view (tag.on: the bridge is VLAN-aware) */
-	struct tr_table_view v;    /* the learning table as the frame found it */
-	struct ethhdr *eth;        /* not NULL once parsed */
-	__u16 vlan;                /* the frame's FDB VLAN */
-	__u8 counted;              /* tr_drop counted a drop (a walk's drop in a later bridge is counted there) */
-};
-
-/* The port of an ingress interface, or NULL: by index for most ifindexes,
- * by hash for the rest (lib/maps.h). */
-static __always_inline const struct tr_port *tr_port_of(__u32 ifindex)
+/*
+ * Steps 5 to 7 of a bridge, for a frame from port in (interface self; a
+ * patch port's is TR_PATCH_IFINDEX | its slot) in VLAN vlan: learn the
+ * source, look the destination up, and forward to the port it lives on
+ * unless that is the ingress, gone, or protected as the ingress is. The
+ * pipeline takes this step in the frame's first bridge, the walk (tr_hop)
+ * in each bridge beyond a patch port. vid: the frame's VLAN for the egress
+ * rule (0: not asked here; the pipeline's forward asks it as it tags the
+ * frame, in tr_forward). Returns TR_ACT_FORWARD with *out, *egress and
+ * *slot, TR_ACT_FLOOD, or TR_ACT_DROP with *reason.
+ */
+static __always_inline enum tr_action
+tr_bridge_step(struct tr_table_view *v, const struct tr_port *in, __u32 self,
+	       const struct tr_bridge *br, __u16 vlan, __u16 vid, const __u8 *src, const __u8 *dst,
+	       struct tr_port_stats *st, const struct tr_port **out, __u32 *egress, __u32 *slot,
+	       enum tr_drop_reason *reason)
 {
-	const struct tr_port *p;
+	const struct tr_port *o;
 
-	if (ifindex < TR_PORT_DIRECT) {
-		p = bpf_map_lookup_elem(&port_index, &ifindex);
-		return p && p->bridge ? p : NULL;
+	/* 5. Learn where the source lives. */
+	if (tr_learn(v, in, self, br, vlan, src, st, reason))
+		return TR_ACT_DROP;
+
+	/* 6. Group addresses go everywhere; so do unknown stations. */
+	if (tr_mac_is_multicast(dst) || !tr_fdb_find(v, in->bridge, vlan, dst, egress, slot))
+		return TR_ACT_FLOOD;
+
+	/* 7. Known station: forward, unless it lives where the frame came from,
+	 *    or its port has just left the bridge (the control plane removes a
+	 *    port first and flushes its entries after). */
+	if (*egress == self) {
+		*reason = TR_DROP_HAIRPIN;
+		return TR_ACT_DROP;
 	}
-	if (tr_is_patch(ifindex)) {
-		struct tr_patch *pp = tr_patch_of(ifindex & ~TR_PATCH_IFINDEX);
-
-		return pp ? &pp->port : NULL;
+	o = tr_port_of(*egress);
+	if (!o || o->bridge != in->bridge || o->slot != *slot) {
+		*reason = TR_DROP_NO_EGRESS;
+		return TR_ACT_DROP;
 	}
-	return bpf_map_lookup_elem(&ports, &ifindex);
-}
-
-/* The port flags that keep a flooded frame to dst, from a port with flags
- * in_flags, off a port (port policies): the flood switch of its kind, and
- * protection when it came from a protected port. */
-static __always_inline __u16 tr_flood_deny(__u16 in_flags, const __u8 *dst)
-{
-	__u16 deny = TR_PORT_NO_FLOOD;
-
-	if (tr_mac_is_multicast(dst))
-		deny = (dst[0] & dst[1] & dst[2] & dst[3] & dst[4] & dst[5]) == 0xff ? TR_PORT_NO_BFLOOD
-										 : TR_PORT_NO_MFLOOD;
-	return deny | (in_flags & TR_PORT_PROTECTED);
-}
-
-/* The live copy of a bridge (lib/maps.h), or NULL. */
-static __always_inline const struct tr_bridge *tr_bridge_of(__u32 bridge)
-{
-	__u32 *live = bpf_map_lookup_elem(&bridge_live, &bridge);
-
-	if (!live || !*live)
-		return NULL;
-	return bpf_map_lookup_elem(&bridges, live);
-}
-
-/* The one place a frame is dropped: every drop has a reason and a counter. */
-static __always_inline void tr_drop(struct tr_decision *d, struct tr_port_stats *st,
-				    enum tr_drop_reason reason)
-{
-	tr_count_drop(st, reason);
-	d->action = TR_ACT_DROP;
-	d->counted = 1;
-}
-
-/* A frame is counted once, forwarded, flooded or dropped: a flood that
- * finds no way out after step 8 counted it (no other port, a tag it cannot
- * take, its filter) and is dropped with a reason is not a flood too. The
- * entry point calls this once for such a frame, not each drop site: a
- * check at each cost the XDP build about 2,000 instructions. */
-static __always_inline void tr_unflood(struct tr_decision *d)
-{
-	if (d->in_st)
-		d->in_st->c[TR_CNT_FLOODED]--;
-	if (d->tag.st)
-		d->tag.st->c[TR_VCNT_FLOODED]--;
+	if (vid && tr_egress(o, vid, 0) == TR_EGRESS_DENY) {
+		*reason = TR_DROP_VLAN_EGRESS;
+		return TR_ACT_DROP;
+	}
+	if (in->flags & o->flags & TR_PORT_PROTECTED) {
+		*reason = TR_DROP_PROTECTED;
+		return TR_ACT_DROP;
+	}
+	*out = o;
+	return TR_ACT_FORWARD;
 }
 
 static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
@@ -139,7 +95,7 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	}
 	st = tr_stats(in->slot);
 	if (!st) {
-		d->action = TR_ACT_DROP; /* slot out of range: cannot count it */
+		tr_drop(d, NULL, TR_DROP__MAX); /* slot out of range: cannot count it */
 		return;
 	}
 	d->in_st = st;
@@ -190,45 +146,26 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 		return;
 	}
 
-	/* 5. Learn where the source lives. */
+	/* 5-7. Learn, look up, forward: the bridge's step (the walk's too). */
 	tr_view_init(v);
-	if (tr_learn(v, in, p->ifindex, br, f.vlan, f.eth->h_source, st, &reason)) {
-		tr_drop(d, st, reason);
-		return;
-	}
-
-	/* 6. Group addresses go everywhere; so do unknown stations. */
 	d->eth = f.eth;
 	d->vlan = f.vlan;
-	if (tr_mac_is_multicast(f.eth->h_dest))
-		goto flood;
-	if (!tr_fdb_find(v, bridge, f.vlan, f.eth->h_dest, &egress, &slot))
-		goto flood;
+	switch (tr_bridge_step(v, in, p->ifindex, br, f.vlan, 0, f.eth->h_source, f.eth->h_dest, st,
+			       &out, &egress, &slot, &reason)) {
+	case TR_ACT_DROP:
+		tr_drop(d, st, reason);
+		return;
+	case TR_ACT_FORWARD:
+		d->action = TR_ACT_FORWARD;
+		d->egress_ifindex = egress;
+		d->egress_slot = slot;
+		d->out = out;
+		return;
+	default:
+		break;
+	}
 
-	/* 7. Known station: forward, unless it lives where the frame came from,
-	 *    or its port has just left the bridge (the control plane removes a
-	 *    port first and flushes its entries after). */
-	if (egress == p->ifindex) {
-		tr_drop(d, st, TR_DROP_HAIRPIN);
-		return;
-	}
-	out = tr_port_of(egress);
-	if (!out || out->bridge != bridge || out->slot != slot) {
-		tr_drop(d, st, TR_DROP_NO_EGRESS);
-		return;
-	}
-	if (in->flags & out->flags & TR_PORT_PROTECTED) {
-		tr_drop(d, st, TR_DROP_PROTECTED);
-		return;
-	}
-	d->action = TR_ACT_FORWARD;
-	d->egress_ifindex = egress;
-	d->egress_slot = slot;
-	d->out = out;
-	return;
-
-flood:
-	/* 8. Storm control, for the ports that have it. */
+	/* 8. Storm control, for the ports that have it (a flood). */
 	if (in->flags & TR_PORT_STORM) {
 		__u32 kind = tr_storm_kind(f.eth->h_dest);
 
@@ -241,19 +178,6 @@ flood:
 	if (d->tag.st)
 		d->tag.st->c[TR_VCNT_FLOODED]++;
 	d->action = TR_ACT_FLOOD;
-}
-
-/* Counts a flooded frame as sent on every port of the bridge but the ingress. */
-static __always_inline void tr_count_flood_tx(const struct tr_bridge *br, __u32 ingress,
-					      __u32 len)
-{
-	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
-		if (i >= br->nports)
-			break;
-		if (br->ports[i].ifindex == ingress)
-			continue;
-		tr_count_tx(tr_stats(br->ports[i].slot), len);
-	}
 }
 
 #endif

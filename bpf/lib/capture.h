@@ -5,7 +5,7 @@
  * with what became of it, through a ring buffer to the daemon.
  *
  * It is in the programs only while a capture runs (DESIGN.md rule 6): the
- * control plane loads a second build with capture_on set and moves every
+ * control plane loads a second build with capture_on set (lib/stages.h) and moves every
  * attachment to it, and back when the capture ends. With capture_on 0 the
  * verifier removes every line of it; a switch nobody captures runs the code
  * it ran before.
@@ -16,10 +16,9 @@
  * outer tag changed on its way out of the port (enum tr_capture_tag): the
  * control plane applies that to the copy, so the bytes are those that left.
  *
- * The drop reason is read off the ingress port's counters (each drop counts
- * one, on this CPU, while the frame is the CPU's only one): the reason whose
- * counter moved. A frame a bridge beyond a patch port dropped was counted
- * on that patch port: its reason is TR_DROP__MAX, "beyond a patch port".
+ * The drop reason is the decision's (lib/decision.h, tr_drop). A frame a
+ * bridge beyond a patch port dropped was counted on that patch port: its
+ * reason is TR_DROP__MAX, "beyond a patch port".
  * A frame that went through the walk (lib/patch.h) is found by the walk's
  * choice of ports; conf.walks says to copy the frames of every bridge, for
  * those that crossed patch ports from another.
@@ -27,9 +26,13 @@
 #ifndef TRESTLE_CAPTURE_H
 #define TRESTLE_CAPTURE_H
 
-#include "../switch.h"
-
-const volatile __u8 capture_on = 0;
+#include "maps.h"
+#include "ctx.h"
+#include "vlan.h"
+#include "patch.h"
+#include "port.h"
+#include "decision.h"
+#include "stages.h"
 
 /* For BTF, and so bpf2go: never used. */
 enum tr_capture_limits _btf_capture_limits __attribute__((unused));
@@ -61,7 +64,6 @@ struct {
 
 /* A frame between the switch's entry and its verdict: too big for the stack. */
 struct tr_capture_buf {
-	__u64 drops[TR_DROP__MAX]; /* the ingress port's drop counters (this CPU's) at entry */
 	__u64 armed;               /* a frame was copied at entry: its record goes out at exit */
 	struct tr_capture_rec rec;
 	__u8 data[TR_CAPTURE_SNAP];
@@ -89,7 +91,6 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 {
 	const struct tr_capture_conf *c = tr_capture_conf();
 	const struct tr_port *in;
-	struct tr_port_stats *st;
 	struct tr_capture_buf *b;
 	struct tr_walk *w;
 	__u32 zero = 0;
@@ -116,59 +117,37 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	asm volatile("" : "+r"(n));
 	if (n < 1 || n > TR_CAPTURE_SNAP)
 		return 0;
-	if (xdp ? bpf_xdp_load_bytes(ctx, 0, b->data, n) : bpf_skb_load_bytes(ctx, 0, b->data, n))
+	if (tr_load_bytes(ctx, xdp, b->data, n))
 		return 0;
-	st = tr_stats(in->slot);
-	if (st)
-		__builtin_memcpy(b->drops, st->drops, sizeof(b->drops));
 	b->rec.ts_ns = bpf_ktime_get_ns();
 	b->rec.len = len;
 	b->rec.caplen = n;
 	b->rec.meta_tci = meta >> 16;
 	b->rec.meta_proto = meta & 0xffff;
 	w = bpf_map_lookup_elem(&walks, &zero);
-	if (w)
+	if (w) {
 		w->nsel = 0; /* see tr_capture_record */
+		w->dropped = 0;
+	}
 	b->armed = 1;
 	return 0;
 }
 
-/* Global functions: verified once, and the switch's paths meet again after
- * them (nothing they return is kept). meta: tr_pkt's meta_tci << 16 |
- * meta_proto. */
-__attribute__((noinline)) int tr_capture_in_xdp(struct xdp_md *ctx, __u32 ifindex, __u32 len,
-						__u32 meta)
-{
-	return tr_capture_in(ctx, 1, ifindex, len, meta);
-}
-
-__attribute__((noinline)) int tr_capture_in_tc(struct __sk_buff *ctx, __u32 ifindex, __u32 len,
-					       __u32 meta)
-{
-	return tr_capture_in(ctx, 0, ifindex, len, meta);
-}
-
-/* The reason a frame from a port with counters st was dropped for. */
-static __always_inline __u8 tr_capture_reason(const struct tr_capture_buf *b,
-					      const struct tr_port_stats *st)
-{
-	if (!st)
-		return TR_DROP__MAX;
-	for (__u32 i = 0; i < TR_DROP__MAX; i++)
-		if (st->drops[i] != b->drops[i])
-			return i;
-	return TR_DROP__MAX;
-}
+/* Global functions (tr_capture_in_xdp, tr_capture_in_tc): verified once,
+ * and the switch's paths meet again after them (nothing they return is
+ * kept). meta: tr_pkt's meta_tci << 16 | meta_proto. */
+TR_TWIN(tr_capture_in, (__u32 ifindex, __u32 len, __u32 meta), (ifindex, len, meta))
 
 /* Whether a flood of bridge br from port in that did not go through patch
  * ports left by port out (ifindex): one of the bridge's ports, in the
- * frame's VLAN, not refusing its kind of flood (as tr_flood_tc_vlan and
- * trestle_vlan_egress decide). */
+ * frame's VLAN, not refusing its kind of flood: the egress rule, as the
+ * flood's copies ask it. */
 static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 						 const struct tr_bridge *br, const struct tr_port *in,
 						 const struct tr_port *out, __u32 ifindex, __u32 vid)
 {
 	int member = 0;
+	__u16 deny = 0;
 
 	if (b->rec.caplen < ETH_ALEN)
 		return 0;
@@ -178,17 +157,18 @@ static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 		if (br->ports[i].ifindex == ifindex)
 			member = 1;
 	}
-	if (!member || (vid && !tr_vlan_carries(out, vid)))
+	if (!member)
 		return 0;
-	if ((br->flags & TR_BRIDGE_POLICY) && (out->flags & tr_flood_deny(in->flags, b->data)))
-		return 0;
-	return 1;
+	if (br->flags & TR_BRIDGE_POLICY)
+		deny = tr_flood_deny(in->flags, b->data);
+	return tr_egress(out, vid, deny) != TR_EGRESS_DENY;
 }
 
 /* What the switch did with a frame, for tr_capture_record: scalars, which
  * is what a global function can take. */
 #define TR_CAP_ACTION 3      /* enum tr_action */
 #define TR_CAP_DROPPED 4     /* the program's verdict drops it */
+#define TR_CAP_REASON_SHIFT 8 /* bits 8-15: why (the decision's reason) */
 #define TR_CAP_VID_SHIFT 16  /* in a VLAN-aware bridge, its VLAN */
 
 /*
@@ -230,7 +210,10 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 		r->dir = TR_CAPTURE_IN;
 		if ((how & TR_CAP_DROPPED) || action == TR_ACT_DROP) {
 			r->verdict = TR_CAPTURE_DROPPED;
-			r->reason = tr_capture_reason(b, tr_stats(inp->slot));
+			r->reason = (how >> TR_CAP_REASON_SHIFT) & 0xff;
+			/* A frame the walk dropped: the walk's reason. */
+			if (r->reason == TR_DROP__MAX && w && w->dropped)
+				r->reason = tr_walk_reason(w);
 		} else if (action == TR_ACT_FORWARD) {
 			r->verdict = TR_CAPTURE_FORWARDED;
 			/* A patch port when the walk took it on to several ports. */
@@ -261,9 +244,10 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 		r->verdict = action == TR_ACT_FORWARD ? TR_CAPTURE_FORWARDED : TR_CAPTURE_FLOODED;
 		r->egress = c->ifindex;
 		if (vid) {
-			/* As tr_tag_to leaves it on this port. */
+			/* As the egress rule left it on this port. */
 			r->vid = vid;
-			r->tag = tr_vlan_untagged_on(out, vid) ? TR_CAPTURE_TAG_UNTAG : TR_CAPTURE_TAG_VID;
+			r->tag = tr_egress(out, vid, 0) == TR_EGRESS_UNTAGGED ? TR_CAPTURE_TAG_UNTAG
+									      : TR_CAPTURE_TAG_VID;
 		}
 	}
 	caplen = r->caplen;
@@ -282,7 +266,8 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 static __always_inline void tr_capture_out(const struct tr_pkt *p, const struct tr_decision *d,
 					   int dropped)
 {
-	__u32 how = d->action | (__u32)d->tag.vid << TR_CAP_VID_SHIFT;
+	__u32 how = d->action | tr_drop_reason(d) << TR_CAP_REASON_SHIFT |
+		    (__u32)d->tag.vid << TR_CAP_VID_SHIFT;
 
 	if (dropped)
 		how |= TR_CAP_DROPPED;

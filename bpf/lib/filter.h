@@ -26,7 +26,7 @@
  * (TR_DROP_STATE_FULL).
  *
  * Like every optional stage, it is in the programs only while some bridge
- * has its filter on (filter_on, a load-time constant: DESIGN.md rule 6), and
+ * has its filter on (filter_on, a load-time constant, lib/stages.h: DESIGN.md rule 6), and
  * the code is in global functions, verified once.
  */
 #ifndef TRESTLE_FILTER_H
@@ -38,8 +38,8 @@
 #include "maps.h"
 #include "fdb.h"
 #include "parse.h"
-
-const volatile __u8 filter_on = 0;
+#include "ctx.h"
+#include "stages.h"
 
 /* Rule sets, by the index of the bridge copy (bridges map) that names them. */
 struct {
@@ -426,7 +426,7 @@ static __always_inline int tr_state_hit(struct tr_state *st, __u8 proto, int a_s
  * slot, and egress slot in the high half (0: the frame, not a copy); vlan:
  * its VLAN; wire: its length on the wire, for the counters.
  */
-static __always_inline int tr_filter(void *data, void *data_end, __u32 set, __u32 ports, __u32 vlan,
+static __always_inline int tr_filter_frame(void *data, void *data_end, __u32 set, __u32 ports, __u32 vlan,
 				     __u32 wire)
 {
 	const struct tr_filter_set *fs;
@@ -495,21 +495,16 @@ static __always_inline int tr_filter(void *data, void *data_end, __u32 set, __u3
 	return 0;
 }
 
-/* The entry points' calls: global functions, verified once. */
-__attribute__((noinline)) int tr_filter_xdp(struct xdp_md *ctx, __u32 set, __u32 ports, __u32 vlan,
-					    __u32 wire)
+/* The entry points' calls: global functions, verified once (tr_filter_xdp,
+ * tr_filter_tc). */
+static __always_inline int tr_filter(void *ctx, const int xdp, __u32 set, __u32 ports, __u32 vlan,
+				     __u32 wire)
 {
 	if (!ctx)
 		return TR_DROP_FILTERED;
-	return tr_filter((void *)(long)ctx->data, (void *)(long)ctx->data_end, set, ports, vlan, wire);
+	return tr_filter_frame(tr_ctx_data(ctx, xdp), tr_ctx_data_end(ctx, xdp), set, ports, vlan, wire);
 }
 
-__attribute__((noinline)) int tr_filter_tc(struct __sk_buff *ctx, __u32 set, __u32 ports, __u32 vlan,
-					   __u32 wire)
-{
-	if (!ctx)
-		return TR_DROP_FILTERED;
-	return tr_filter((void *)(long)ctx->data, (void *)(long)ctx->data_end, set, ports, vlan, wire);
-}
+TR_TWIN(tr_filter, (__u32 set, __u32 ports, __u32 vlan, __u32 wire), (set, ports, vlan, wire))
 
 #endif

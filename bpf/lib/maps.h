@@ -3,7 +3,7 @@
  * Every map of the switch. Sizes are upper bounds (DESIGN.md rule 3); the
  * control plane may shrink the FDB before load to the sum of the bridges'
  * max_entries. All run-time state lives here; a stage that a bridge may not
- * use gets a volatile const instead (DESIGN.md rule 6: lib/vlan.h).
+ * use gets a volatile const instead (DESIGN.md rule 6: lib/stages.h).
  */
 #ifndef TRESTLE_MAPS_H
 #define TRESTLE_MAPS_H

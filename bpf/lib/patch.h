@@ -48,7 +48,9 @@ struct tr_walk {
 	__u32 last_slot, last_ifindex; /* the last of them */
 	__u32 unicast; /* every bridge forwarded it to one port: the path may be remembered */
 	__u32 head, tail;
-	__u32 dropped; /* a bridge dropped it (or a copy of it), counted there */
+	__u32 dropped; /* a bridge dropped it (or a copy of it), counted there (tr_walk_drop):
+			* TR_WALK_BEYOND, or in the low byte 1 + the reason of a drop on
+			* the ingress port */
 	__u16 queue[TR_MAX_PATCH_CHAIN]; /* bridges to visit: the patch slot each is entered by */
 	__u16 nhops;
 	__u16 pad;
@@ -79,19 +81,43 @@ static __always_inline int tr_is_patch(__u32 ifindex)
 	return (ifindex & TR_PATCH_IFINDEX) != 0;
 }
 
-/* The walk drops the frame (or a flood's copy) at slot, with a reason. */
-static __always_inline void tr_walk_drop(struct tr_walk *w, __u32 slot, enum tr_drop_reason reason)
+#define TR_WALK_BEYOND 0x100
+
+/* The walk drops the frame (or a flood's copy) at slot, with a reason: a
+ * frame of which no copy leaves was dropped for the reason of a drop on its
+ * ingress port (the first bridge's filter, in tr_emit_to), else beyond it
+ * (TR_DROP__MAX), which the walk keeps for capture (lib/decision.h's
+ * tr_drop is the frame's drop; this one counts where the decision cannot).
+ * A patch port is never the ingress: the callers that drop at one say so
+ * (beyond), and the check costs them nothing. */
+static __always_inline void tr_walk_drop(struct tr_walk *w, __u32 slot, enum tr_drop_reason reason,
+					 const int beyond)
 {
 	tr_count_drop(tr_stats(slot), reason);
-	w->dropped = 1;
+	if (!beyond && slot == w->in_slot)
+		w->dropped = (w->dropped & ~0xffu) | (1 + reason);
+	else
+		w->dropped |= TR_WALK_BEYOND; /* no branch: the walk's paths stay few */
 	w->unicast = 0;
+}
+
+/* The reason a frame the walk dropped whole was dropped for (capture). */
+static __always_inline __u32 tr_walk_reason(const struct tr_walk *w)
+{
+	return w->dropped & 0xff ? (w->dropped & 0xff) - 1 : TR_DROP__MAX;
+}
+
+/* The frame's VLAN for the egress rule (tr_egress): 0 in bridges that are
+ * not VLAN-aware. */
+static __always_inline __u16 tr_walk_vid(const struct tr_walk *w)
+{
+	return w->on ? w->vlan : 0;
 }
 
 /*
  * The frame leaves its bridge by patch port out (slot) into the peer's
- * bridge, which the walk visits next. A patch
- * that does not carry the frame's VLAN takes nothing (a flood's copy; a
- * forward is checked before). Returns 0, or -1 when the walk is full (the
+ * bridge, which the walk visits next: the caller asked the egress rule
+ * (tr_egress) whether the patch takes it. Returns 0, or -1 when the walk is full (the
  * frame would cross more than TR_MAX_PATCH_CHAIN bridges: counted on out).
  * The crossing is counted once, as sent on out; the control plane reads
  * it as received on the peer (internal/datapath).
@@ -101,15 +127,13 @@ static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out
 	struct tr_patch *pp;
 	__u32 t = w->tail, n = w->nhops;
 
-	if (w->on && !tr_vlan_carries(out, w->vlan))
-		return 0;
 	pp = tr_patch_of(slot);
 	if (!pp || !tr_patch_of(pp->peer)) {
-		tr_walk_drop(w, slot, TR_DROP_NO_EGRESS); /* its peer is not set up (yet) */
+		tr_walk_drop(w, slot, TR_DROP_NO_EGRESS, 1); /* its peer is not set up (yet) */
 		return 0;
 	}
 	if (t >= TR_MAX_PATCH_CHAIN - 1) {
-		tr_walk_drop(w, slot, TR_DROP_PATCH_CHAIN);
+		tr_walk_drop(w, slot, TR_DROP_PATCH_CHAIN, 1);
 		return -1;
 	}
 	tr_count_tx(tr_stats(slot), w->wire);

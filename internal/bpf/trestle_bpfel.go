@@ -42,7 +42,6 @@ type TrestleTrBridgePort struct {
 
 type TrestleTrCaptureBuf struct {
 	_     structs.HostLayout
-	Drops [22]uint64
 	Armed uint64
 	Rec   TrestleTrCaptureRec
 	Data  [16384]uint8

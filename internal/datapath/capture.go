@@ -281,7 +281,7 @@ func insertTag(b []byte, proto, tci uint16) []byte {
 }
 
 // retag does to a frame's outer tag what the datapath's tr_tag_to did on
-// its way out (bpf/trestle.c): take off an outer 802.1Q tag, or give the
+// its way out (bpf/lib/vlan.h): take off an outer 802.1Q tag, or give the
 // frame one of vid (the one it has, VID rewritten, priority kept; or a new
 // one, priority 0). It returns the frame and its change in length.
 func retag(b []byte, op uint8, vid uint16) ([]byte, int) {

@@ -37,6 +37,19 @@ func (s progSet) close() {
 // load-time constant.
 type stage struct{ vlan, capture, filter bool }
 
+// stageConsts gate the optional stages, one way: each is a load-time
+// constant of the programs (bpf/lib/stages.h, with the matrix of builds
+// they make), set before a build is loaded. The filter's build has entry
+// points of its own too (loadStage).
+var stageConsts = []struct {
+	name, what string
+	on         func(stage) bool
+}{
+	{tbpf.TrestleVarVlanAware, "VLAN stage", func(s stage) bool { return s.vlan }},
+	{tbpf.TrestleVarCaptureOn, "capture stage", func(s stage) bool { return s.capture }},
+	{tbpf.TrestleVarFilterOn, "filter stage", func(s stage) bool { return s.filter }},
+}
+
 // VLANStage says whether the programs attached from now on classify frames
 // into VLANs.
 func (d *Datapath) VLANStage() bool { return d.stage.vlan }
@@ -82,31 +95,22 @@ func (d *Datapath) loadStage(s stage) error {
 		return nil
 	}
 	spec := d.spec.Copy()
-	set := func(name string, on bool, what string) error {
-		v, ok := spec.Variables[name]
+	for _, c := range stageConsts {
+		on := c.on(s)
+		v, ok := spec.Variables[c.name]
 		if !ok && !on {
-			return nil // an older build, without the stage
+			continue // an older build, without the stage
 		}
 		if !ok {
-			return fmt.Errorf("this datapath build has no %s", what)
+			return fmt.Errorf("this datapath build has no %s", c.what)
 		}
 		var b uint8
 		if on {
 			b = 1
 		}
 		if err := v.Set(b); err != nil {
-			return fmt.Errorf("set the %s: %w", what, err)
+			return fmt.Errorf("set the %s: %w", c.what, err)
 		}
-		return nil
-	}
-	if err := set(tbpf.TrestleVarVlanAware, s.vlan, "VLAN stage"); err != nil {
-		return err
-	}
-	if err := set(tbpf.TrestleVarCaptureOn, s.capture, "capture stage"); err != nil {
-		return err
-	}
-	if err := set(tbpf.TrestleVarFilterOn, s.filter, "filter stage"); err != nil {
-		return err
 	}
 	repl := map[string]*ebpf.Map{".bss": d.bss}
 	for name, m := range d.maps {
@@ -122,7 +126,7 @@ func (d *Datapath) loadStage(s stage) error {
 	xdpName, tcName := tbpf.TrestleProgTrestleXdp, tbpf.TrestleProgTrestleTc
 	if s.filter {
 		// Entry points of their own, so that those without the stage are
-		// compiled as if it did not exist (bpf/trestle.c, tr_switch).
+		// compiled as if it did not exist (bpf/lib/stages.h).
 		xdpName, tcName = tbpf.TrestleProgTrestleXdpFilter, tbpf.TrestleProgTrestleTcFilter
 	}
 	for name := range spec.Programs {

@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The walk through joined bridges (lib/patch.h) and mirrors: a frame
+ * forwarded to a patch port, or flooded in a bridge that has some, or sent
+ * in a bridge with mirrors, goes on in the bridges the patches lead to
+ * (tr_hop, each bridge as the pipeline would decide it), and the walk
+ * collects the interface ports it leaves by, with the span ports of the
+ * mirrors it passes (tr_mirror); tr_walk sends it out by them.
+ */
+#ifndef TRESTLE_WALK_H
+#define TRESTLE_WALK_H
+
+#include "switch.h"
+#include "egress.h"
+#include "lib/filter.h"
+
+/* tc: a copy to each port the walk chooses, sent when the next is chosen;
+ * the frame itself goes to the last. */
+static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *w, __u32 ifindex,
+					 __u32 slot)
+{
+	if (w->nsel) {
+		if (w->on) {
+			if (tr_vlan_copy(skb, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 0, 0)) < 0)
+				tr_count_tx_dropped(tr_stats(w->last_slot));
+		} else if (bpf_clone_redirect(skb, w->last_ifindex, 0)) {
+			tr_count_tx_dropped(tr_stats(w->last_slot));
+		} else {
+			tr_count_tx(tr_stats(w->last_slot), w->wire);
+		}
+	}
+	tr_choose(w, ifindex, slot);
+}
+
+/* The walk copies the frame to the span port of the mirror of the port in
+ * slot, once however many of its mirrored ports the frame passes; a frame
+ * with copies is never remembered as a path. */
+static __always_inline void tr_mirror(void *ctx, const int xdp, struct tr_walk *w, __u32 slot)
+{
+	const struct tr_mirror *m = bpf_map_lookup_elem(&mirrors, &slot);
+
+	if (!m || !m->span_slot)
+		return;
+	if (m->flags & TR_MIRROR_VLANS) {
+		const struct tr_port_vlans *pv = bpf_map_lookup_elem(&mirror_vlans, &slot);
+
+		if (!pv || !((pv->bits[(w->vlan >> 6) & 63] >> (w->vlan & 63)) & 1))
+			return;
+	}
+	w->unicast = 0;
+	if (tr_chosen(w, m->span_slot))
+		return;
+	if (xdp)
+		tr_choose(w, m->span_ifindex, m->span_slot);
+	else
+		tr_choose_tc(ctx, w, m->span_ifindex, m->span_slot);
+}
+
+/* The walk sends the frame out of interface port out (ifindex, slot), and
+ * to out's span port if what out sends is mirrored. */
+static __always_inline void tr_pick(void *ctx, const int xdp, struct tr_walk *w,
+				    const struct tr_port *out, __u32 ifindex, __u32 slot)
+{
+	if (xdp)
+		tr_choose(w, ifindex, slot);
+	else
+		tr_choose_tc(ctx, w, ifindex, slot);
+	if (out && (out->flags & TR_PORT_MIRROR_OUT))
+		tr_mirror(ctx, xdp, w, slot);
+}
+
+/* One port of a bridge's flood in the walk (ifindex, slot), the flags that
+ * keep the copy off it in deny: through it to the bridge beyond if it is a
+ * patch port, else out of it if it takes the frame. */
+static __always_inline void tr_emit_to(void *ctx, const int xdp, struct tr_walk *w, __u32 ifindex,
+				       __u32 slot, __u16 deny, int check)
+{
+	const struct tr_port *out;
+
+	if (filter_on && w->fset) {
+		/* The bridge has rules on the egress port: each copy meets them. */
+		__u32 ports = w->fin | slot << 16, r;
+
+		r = TR_CALL(xdp, tr_filter, ctx, w->fset, ports, w->vlan, w->wire);
+		if (r) {
+			tr_walk_drop(w, w->fin, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED, 0);
+			return;
+		}
+	}
+	if (tr_is_patch(ifindex)) {
+		out = tr_port_of(ifindex);
+		if (out && tr_egress(out, tr_walk_vid(w), deny) != TR_EGRESS_DENY)
+			tr_cross(w, out, slot);
+		return;
+	}
+	out = NULL;
+	if (check) {
+		out = tr_port_of(ifindex);
+		if (tr_egress(out, tr_walk_vid(w), deny) == TR_EGRESS_DENY)
+			return;
+	}
+	tr_pick(ctx, xdp, w, out, ifindex, slot);
+}
+
+/* One port of the flood as a global function (tr_emit_port_xdp,
+ * tr_emit_port_tc), verified once rather than in each of the loop's 64
+ * rounds (the tc build with the VLAN stage is otherwise near the
+ * verifier's limit of a million instructions), and with a stack of its own
+ * (the filter's call below it would not fit). opts: the deny flags, and
+ * bit 16 to check the port. */
+static __always_inline int tr_emit_port(void *ctx, const int xdp, struct tr_walk *w,
+					    __u32 ifindex, __u32 slot, __u32 opts)
+{
+	if (!w)
+		return 0;
+	tr_emit_to(ctx, xdp, w, ifindex, slot, opts & 0xffff, opts >> 16);
+	return 0;
+}
+
+TR_TWIN(tr_emit_port, (struct tr_walk *w, __u32 ifindex, __u32 slot, __u32 opts),
+	(w, ifindex, slot, opts))
+
+/* A bridge floods the frame: to each of its ports but except, those in
+ * the frame's VLAN; through each patch into the bridge beyond. */
+static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, __u32 bridge,
+				   __u32 except)
+{
+	const struct tr_bridge *br = tr_bridge_of(bridge);
+	const struct tr_port *in;
+	__u16 deny = 0;
+	int check;
+
+	if (!br || !w)
+		return 0;
+	if (br->flags & TR_BRIDGE_POLICY) {
+		in = tr_port_of(except);
+		deny = tr_flood_deny(in ? in->flags : 0, w->dst);
+	}
+	w->fset = 0;
+	if (filter_on && (br->flags & TR_BRIDGE_FILTER) && (br->flags & TR_BRIDGE_FILTER_OUT)) {
+		in = tr_port_of(except);
+		if (in) {
+			w->fset = br->filter_set;
+			w->fin = in->slot;
+		}
+	}
+	check = w->on || deny || (br->flags & TR_BRIDGE_MIRROR);
+	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
+		__u32 ifindex, slot;
+
+		if (i >= br->nports)
+			break;
+		ifindex = br->ports[i].ifindex;
+		slot = br->ports[i].slot;
+		if (ifindex == except)
+			continue;
+		TR_CALL(xdp, tr_emit_port, ctx, w, ifindex, slot, deny | (check ? 1u << 16 : 0));
+	}
+	return 0;
+}
+
+/* Global functions (tr_emit_xdp, tr_emit_tc): each verified once, not at
+ * each of its calls. */
+TR_TWIN(tr_emit, (struct tr_walk *w, __u32 bridge, __u32 except), (w, bridge, except))
+
+/* The filter of a bridge the walk enters through a patch port: 1 when it
+ * blocks the frame (ports: the patch port's slot, and the egress port's in
+ * the high half for a forward), counted on the patch port. */
+static __always_inline int tr_hop_filtered(void *ctx, const int xdp, struct tr_walk *w,
+					   const struct tr_bridge *br, __u32 ports)
+{
+	__u32 r;
+
+	if (!filter_on || !(br->flags & TR_BRIDGE_FILTER))
+		return 0;
+	r = TR_CALL(xdp, tr_filter, ctx, br->filter_set, ports, w->vlan, w->wire);
+	if (!r)
+		return 0;
+	tr_walk_drop(w, ports & 0xffff, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED, 1);
+	return 1;
+}
+
+/*
+ * The frame enters the bridge of patch port in_slot through it: learned
+ * there, looked up, and forwarded or flooded by that bridge's rules, as if it
+ * had arrived from a wire. Drops are counted on the patch port it came in by.
+ */
+static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, __u32 in_slot)
+{
+	enum tr_drop_reason reason = TR_DROP_NO_BRIDGE;
+	struct tr_table_view v = {};
+	const struct tr_bridge *br;
+	const struct tr_port *in, *out;
+	struct tr_port_stats *st;
+	struct tr_patch *pp;
+	__u32 self, egress, slot;
+
+	if (!w)
+		return 0;
+	pp = tr_patch_of(in_slot);
+	st = tr_stats(in_slot);
+	if (!pp || !st)
+		return 0;
+	in = &pp->port;
+	self = TR_PATCH_IFINDEX | in_slot;
+	br = tr_bridge_of(in->bridge);
+	if (!br || !br->nports) {
+		tr_walk_drop(w, in_slot, TR_DROP_NO_BRIDGE, 1);
+		return 0;
+	}
+	/* No memo here: the CPU's memos stay those of the frames' first bridge. */
+	v.gen = w->gen;
+	v.mgen = w->mgen;
+	v.now = w->now;
+	v.tick = w->tick;
+	switch (tr_bridge_step(&v, in, self, br, w->vlan, tr_walk_vid(w), w->src, w->dst, st, &out,
+			       &egress, &slot, &reason)) {
+	case TR_ACT_DROP:
+		tr_walk_drop(w, in_slot, reason, 1);
+		return 0;
+	case TR_ACT_FLOOD:
+		goto flood;
+	default:
+		break;
+	}
+	if (!out)
+		return 0;
+	if (tr_hop_filtered(ctx, xdp, w, br, in_slot | slot << 16))
+		return 0;
+	if (out->flags & TR_PORT_PATCH) {
+		tr_cross(w, out, slot);
+		return 0;
+	}
+	tr_pick(ctx, xdp, w, out, egress, slot);
+	return 0;
+
+flood:
+	if (!(br->flags & TR_BRIDGE_FILTER_OUT) && tr_hop_filtered(ctx, xdp, w, br, in_slot))
+		return 0;
+	st->c[TR_CNT_FLOODED]++;
+	w->unicast = 0;
+	return TR_CALL(xdp, tr_emit, ctx, w, in->bridge, self);
+}
+
+/* Global functions (tr_hop_xdp, tr_hop_tc): verified once a build. */
+TR_TWIN(tr_hop, (struct tr_walk *w, __u32 in_slot), (w, in_slot))
+
+/* XDP: the copies of a frame the walk sent to several ports, one broadcast
+ * over the flood set of every port its bridge's patches reach; the slots
+ * chosen travel in the frame's metadata to trestle_patch_egress. */
+static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decision *d,
+					     struct tr_walk *w)
+{
+	void *flood, *data;
+	__u64 *meta;
+	long ret;
+
+	if (w->on) {
+		if (tr_tag_to(ctx, TR_XDP, &d->tag, 0) < -TR_VLAN_HLEN) {
+			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			return XDP_DROP;
+		}
+		w->sel[0] |= 1; /* the copies carry their VLAN's tag */
+	}
+	flood = bpf_map_lookup_elem(&patch_floods, &d->bridge);
+	if (!flood || bpf_xdp_adjust_meta(ctx, -(int)sizeof(w->sel))) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return XDP_DROP;
+	}
+	meta = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if ((void *)(meta + 4) > data) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return XDP_DROP;
+	}
+	meta[0] = w->sel[0];
+	meta[1] = w->sel[1];
+	meta[2] = w->sel[2];
+	meta[3] = w->sel[3];
+	ret = bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
+	if (ret != XDP_REDIRECT) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return XDP_DROP;
+	}
+	return XDP_REDIRECT;
+}
+
+/*
+ * The devmap program of the patch flood sets (trestle_patch_egress): it
+ * runs on each copy of a frame the walk sent to several ports, and lets it
+ * out only by the ports chosen, as the egress rule says.
+ */
+static __always_inline int tr_devmap_patch_egress(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	__u64 *meta = (void *)(long)ctx->data_meta;
+	const struct tr_port *out;
+	__u64 word, tagged;
+	__u32 slot;
+
+	if ((void *)(meta + 4) > data)
+		return XDP_DROP;
+	out = tr_port_of(ctx->egress_ifindex);
+	if (!out)
+		return XDP_DROP;
+	slot = out->slot;
+	switch (slot >> 6) {
+	case 0:
+		word = meta[0];
+		break;
+	case 1:
+		word = meta[1];
+		break;
+	case 2:
+		word = meta[2];
+		break;
+	default:
+		word = meta[3];
+		break;
+	}
+	if (!slot || !((word >> (slot & 63)) & 1))
+		return XDP_DROP; /* not a port the walk chose */
+	tagged = meta[0] & 1;
+	if (bpf_xdp_adjust_meta(ctx, sizeof(__u64) * 4))
+		return XDP_DROP;
+	return tr_devmap_out(ctx, out, 0, tagged);
+}
+
+/*
+ * The frame goes on through patch ports: its bridge forwards it to one
+ * (d->out), or floods it in a bridge that has some. A frame between two
+ * stations whose path this CPU remembers goes straight to its last port.
+ * A bridge with mirrors sends its frames this way too: the walk adds the
+ * span ports to the ports it chooses (tr_mirror), and its copies go out as
+ * a flood's do.
+ */
+static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
+				   struct tr_decision *d)
+{
+	const struct tr_path_memo *m;
+	const struct tr_port *out;
+	struct tr_walk *w;
+	__u32 zero = 0;
+	__u16 first = 0;
+
+	if (!d->eth || !d->br || !d->in_st) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return tr_verdict_drop(xdp);
+	}
+	if (d->action == TR_ACT_FORWARD && (d->out->flags & TR_PORT_PATCH)) {
+		first = d->egress_slot;
+		if (d->tag.on && !tr_vlan_carries(d->out, d->tag.vid)) {
+			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			return tr_verdict_drop(xdp);
+		}
+		m = NULL;
+		if (!(d->in_flags & TR_PORT_MIRROR_IN))
+			m = tr_path_known(d->v.memo, &d->v, first, d->eth->h_source, d->eth->h_dest,
+					  d->vlan);
+		if (m) {
+			out = tr_port_of(m->out_ifindex);
+			if (out && out->slot == m->out_slot && !(out->flags & TR_PORT_PATCH)) {
+				tr_path_count(m, p->wire);
+				d->out = out;
+				d->egress_ifindex = m->out_ifindex;
+				d->egress_slot = m->out_slot;
+				return tr_forward(ctx, xdp, p, d);
+			}
+		}
+	}
+	w = bpf_map_lookup_elem(&walks, &zero);
+	if (!w) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		return tr_verdict_drop(xdp);
+	}
+	__builtin_memset(w, 0, sizeof(*w));
+	__builtin_memcpy(w->src, d->eth->h_source, 6);
+	__builtin_memcpy(w->dst, d->eth->h_dest, 6);
+	w->vlan = d->vlan;
+	w->on = d->tag.on;
+	w->wire = p->wire;
+	w->ingress = p->ifindex;
+	w->in_slot = d->in_slot;
+	w->pcp = d->tag.ctag ? d->tag.tci : 0;
+	w->gen = d->v.gen;
+	w->mgen = d->v.mgen;
+	w->now = tr_view_now(&d->v); /* once, not at each bridge's learning */
+	w->tick = d->v.tick;
+	w->unicast = 1;
+	/* What the ingress port receives is mirrored: its copy goes first. */
+	if (d->in_flags & TR_PORT_MIRROR_IN)
+		tr_mirror(ctx, xdp, w, d->in_slot);
+	if (first) {
+		tr_cross(w, d->out, first);
+	} else if (d->action == TR_ACT_FORWARD) {
+		/* To a port of a bridge with mirrors. */
+		if (d->tag.on && !tr_vlan_carries(d->out, d->tag.vid)) {
+			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			return tr_verdict_drop(xdp);
+		}
+		tr_pick(ctx, xdp, w, d->out, d->egress_ifindex, d->egress_slot);
+	} else {
+		w->unicast = 0;
+		TR_CALL(xdp, tr_emit, ctx, w, d->bridge, p->ifindex);
+	}
+	for (__u32 i = 0; i < TR_MAX_PATCH_CHAIN; i++) {
+		__u32 slot;
+
+		if (w->head >= w->tail)
+			break;
+		slot = w->queue[w->head & (TR_MAX_PATCH_CHAIN - 1)];
+		w->head++;
+		TR_CALL(xdp, tr_hop, ctx, w, slot);
+	}
+	if (!w->nsel) {
+		/* A frame a bridge of the walk dropped was counted there: a
+		 * drop, once, with its reason. */
+		if (!w->dropped)
+			tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		else
+			d->action = TR_ACT_DROP;
+		return tr_verdict_drop(xdp);
+	}
+	if (first)
+		tr_path_remember(d->v.memo, w, first);
+	if (w->nsel == 1 || !xdp) {
+		out = tr_port_of(w->last_ifindex);
+		if (!out) {
+			tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+			return tr_verdict_drop(xdp);
+		}
+		if (!xdp && w->nsel > 1 && w->on) {
+			/* tc: the frame itself is the last copy; earlier copies
+			 * changed its tag. */
+			if (tr_vlan_copy(ctx, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 1, 0)) < 0) {
+				tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+				return TC_ACT_SHOT;
+			}
+			return tr_redirect_port(TR_TC, w->last_ifindex, w->last_slot);
+		}
+		d->out = out;
+		d->egress_ifindex = w->last_ifindex;
+		d->egress_slot = w->last_slot;
+		return tr_forward(ctx, xdp, p, d);
+	}
+	return tr_walk_flood_xdp(ctx, d, w);
+}
+
+#endif
