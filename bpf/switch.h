@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The pipeline of the switch, one function for both attach modes (DESIGN.md
+ * The pipeline of the switch, one function for both attach modes (architecture.md
  * rule 5). It reads a frame through a small view (struct tr_pkt) filled by the
  * XDP or tc entry point, and returns a decision; the entry point carries the
  * decision out with its own helpers (devmap redirect or skb redirect/clone).

@@ -8,7 +8,7 @@
  * few context operations (read the frame, push, pop or rewrite a VLAN tag,
  * redirect to a port), the context shim of lib/ctx.h, each one call with an
  * XDP and a tc implementation, chosen by a constant the compiler folds
- * (DESIGN.md rule 5).
+ * (architecture.md rule 5).
  *
  * A frame like the last one this CPU forwarded in a plain bridge skips the
  * pipeline: the decision memo (lib/memo.h) counts it and sends it on.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The only types shared between the datapath and the control plane. Go sees
- * them solely through the bpf2go bindings in internal/bpf (DESIGN.md rule 4):
+ * them solely through the bpf2go bindings in internal/bpf (architecture.md rule 4):
  * change a field here, run `make generate`, and the Go side follows.
  */
 #ifndef TRESTLE_TYPES_H

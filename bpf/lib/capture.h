@@ -4,7 +4,7 @@
  * one port, what it received (in) and what the bridge sent out of it (out),
  * with what became of it, through a ring buffer to the daemon.
  *
- * It is in the programs only while a capture runs (DESIGN.md rule 6): the
+ * It is in the programs only while a capture runs (architecture.md rule 6): the
  * control plane loads a second build with capture_on set (lib/stages.h) and moves every
  * attachment to it, and back when the capture ends. With capture_on 0 the
  * verifier removes every line of it; a switch nobody captures runs the code

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The learning table, on the packet path. DESIGN.md rule 2: the common case
+ * The learning table, on the packet path. rule 2 of architecture.md: the common case
  * (a known source on its known port, seen recently) reads the map and writes
  * nothing. The map is written only for a new address, an address that moved,
  * or a timestamp older than refresh_ns, and refreshing is a plain store into

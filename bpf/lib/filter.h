@@ -26,7 +26,7 @@
  * (TR_DROP_STATE_FULL).
  *
  * Like every optional stage, it is in the programs only while some bridge
- * has its filter on (filter_on, a load-time constant, lib/stages.h: DESIGN.md rule 6), and
+ * has its filter on (filter_on, a load-time constant, lib/stages.h: architecture.md rule 6), and
  * the code is in global functions, verified once.
  */
 #ifndef TRESTLE_FILTER_H

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Every map of the switch. Sizes are upper bounds (DESIGN.md rule 3); the
+ * Every map of the switch. Sizes are upper bounds (architecture.md rule 3); the
  * control plane may shrink the FDB before load to the sum of the bridges'
  * max_entries. All run-time state lives here; a stage that a bridge may not
- * use gets a volatile const instead (DESIGN.md rule 6: lib/stages.h).
+ * use gets a volatile const instead (architecture.md rule 6: lib/stages.h).
  */
 #ifndef TRESTLE_MAPS_H
 #define TRESTLE_MAPS_H

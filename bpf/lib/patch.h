@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Patch ports: bridges joined inside one program run (DESIGN.md rule 7).
+ * Patch ports: bridges joined inside one program run (architecture.md rule 7).
  *
  * A frame that a bridge forwards or floods to a patch port continues in the
  * peer's bridge as if it had arrived on the peer patch port: learned there,

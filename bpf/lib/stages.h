@@ -4,7 +4,7 @@
  * description of the matrix (docs/performance.md, "The builds", mirrors it).
  *
  * A stage no bridge uses costs nothing: it is not in the programs attached
- * (DESIGN.md rule 6). Each is gated one way, at load: a constant below,
+ * (architecture.md rule 6). Each is gated one way, at load: a constant below,
  * which the control plane sets before it loads the programs
  * (internal/datapath, loadStage; 0 in the object), and the verifier removes
  * every line behind a 0. Within a build that has a stage, a bridge's (or a

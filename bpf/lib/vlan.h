@@ -3,7 +3,7 @@
  * The VLAN stage (802.1Q access, trunk and native ports), on the packet path.
  *
  * It is compiled in only when the control plane loads the programs with
- * vlan_aware set (lib/stages.h), which it does while some bridge is VLAN-aware (DESIGN.md
+ * vlan_aware set (lib/stages.h), which it does while some bridge is VLAN-aware (architecture.md
  * rule 6): otherwise the verifier removes every line of it, and a switch
  * without VLANs runs exactly the code it ran before. Inside, a bridge's flag
  * says whether its frames are classified; a bridge without it behaves as a

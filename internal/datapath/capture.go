@@ -17,7 +17,7 @@ import (
 
 // Capture (bpf/lib/capture.h): copies of the frames of one port, through a
 // ring buffer. Its code is in the programs only while a capture runs (a
-// load-time constant, DESIGN.md rule 6): StartCapture creates the ring,
+// load-time constant, architecture.md rule 6): StartCapture creates the ring,
 // loads the build with capture_on on the same maps and makes it the one
 // Attach and Upgrade give; the caller moves every attachment to it. Stop
 // makes the build without capture the current one again, the caller moves

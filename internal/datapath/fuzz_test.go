@@ -45,7 +45,7 @@ import (
 //     programs, to see where the copies go);
 //   - a source is learned or moved only onto the port it came from; the
 //     classified VLAN is the one 802.1Q says;
-//   - the two builds decide alike (DESIGN.md rule 5), frame after frame.
+//   - the two builds decide alike (architecture.md rule 5), frame after frame.
 //
 // An input is a table state and up to eight frames (fuzzInput): two bridges
 // over six veth ports, each bridge VLAN-aware or not, ports access or trunk

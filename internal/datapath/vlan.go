@@ -12,7 +12,7 @@ import (
 )
 
 // The VLAN stage (bpf/lib/vlan.h). Its code is in the programs only while
-// the stage is on (a load-time constant, DESIGN.md rule 6): SetVLANStage
+// the stage is on (a load-time constant, architecture.md rule 6): SetVLANStage
 // loads the programs again with it, on the same maps, and the daemon moves
 // every attachment to them with a link update (Upgrade), so that no frame
 // meets a port without a program. A VLAN-aware bridge has a flag in its
