@@ -95,7 +95,7 @@ static __always_inline void set_mac_low24(__u8 *mac, __u32 off)
 
 /* A permutation of the 24-bit numbers: multiplying by an odd number and
  * xor-shifting right are each one-to-one on 24 bits, so N offsets give N
- * distinct addresses. internal/gen's MACOffset mirrors it. */
+ * distinct addresses. internal/lab/gen's MACOffset mirrors it. */
 static __always_inline __u32 mac_mix24(__u32 k)
 {
 	__u32 x = (k * 0x9e3779b1u) & 0xffffff;

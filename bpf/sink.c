@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The traffic sink: an XDP program that counts frames, and for frames that
- * carry trestle's test header (see internal/frame) tracks each flow's
+ * carry trestle's test header (see internal/lab/frame) tracks each flow's
  * sequence numbers to tell loss, reordering and duplicates apart exactly
  * within a window of TR_SINK_WINDOW, and records one-way latency (generator
  * and sink read the same CLOCK_MONOTONIC) in a log-linear histogram.
@@ -100,7 +100,7 @@ static __always_inline int udp_payload(void *data, void *data_end)
 }
 
 /* Bucket of a latency in ns: exact below 16, then 16 sub-buckets per power of two
- * (internal/sink mirrors this to turn buckets back into nanoseconds). */
+ * (internal/lab/sink mirrors this to turn buckets back into nanoseconds). */
 static __always_inline __u32 latency_bucket(__u64 d)
 {
 	__u32 e = 0;

@@ -27,7 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
-	"github.com/trestle/trestle/internal/frame"
+	"github.com/trestle/trestle/internal/lab/frame"
 )
 
 // TestCores is the zero-loss rate (RFC 2544 search) with the generator's

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/trestle/trestle/internal/config"
-	"github.com/trestle/trestle/internal/frame"
-	"github.com/trestle/trestle/internal/gen"
+	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/lab/gen"
 )
 
 // Filter is the rule set of a filter variant, which the DUT applies to

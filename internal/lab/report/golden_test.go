@@ -21,11 +21,11 @@ import (
 // report.md and every chart, byte for byte. Rewrite them, after a change
 // meant to alter a report, with
 //
-//	go test ./internal/report -run TestGolden -update
+//	go test ./internal/lab/report -run TestGolden -update
 //
 // and add a run (or take a new one of docs/lab) with
 //
-//	go test ./internal/report -run TestGolden -take NAME
+//	go test ./internal/lab/report -run TestGolden -take NAME
 var (
 	update = flag.Bool("update", false, "rewrite testdata/golden from the runs in testdata/runs")
 	take   = flag.String("take", "", "comma-separated names of docs/lab/NAME.json to copy into testdata/runs")

@@ -696,7 +696,7 @@ func exampleCharts() map[string]chart {
 // TestExamples writes the example charts, to t.TempDir() and, if
 // SVG_EXAMPLES_DIR is set, there too, for a person to look at:
 //
-//	SVG_EXAMPLES_DIR=/tmp/charts go test ./internal/report/svg -run Examples
+//	SVG_EXAMPLES_DIR=/tmp/charts go test ./internal/lab/report/svg -run Examples
 func TestExamples(t *testing.T) {
 	dirs := []string{t.TempDir()}
 	if d := os.Getenv("SVG_EXAMPLES_DIR"); d != "" {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/report/svg"
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/report/svg"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 // LoadLatencyRow is one DUT's streams at one frame size and share of its

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/report/svg"
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/report/svg"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 // SoakRow is one DUT's soak in one repetition.

@@ -4,7 +4,7 @@
 // straight path or the floor, its ratio to that one's median measured in
 // the same run. Every ratio the report gives is one of medians, the
 // ministat lines' too; DUTs are compared with ministat's Student's t test
-// (internal/stat) at 95% confidence when each has at least three
+// (internal/lab/stat) at 95% confidence when each has at least three
 // repetitions, whose difference and interval are of the means, as
 // ministat prints them.
 package report
@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/report/svg"
-	"github.com/trestle/trestle/internal/stat"
+	"github.com/trestle/trestle/internal/lab/report/svg"
+	"github.com/trestle/trestle/internal/lab/stat"
 )
 
 // Row is the figures of one DUT in one test, over the repetitions.

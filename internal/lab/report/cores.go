@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/report/svg"
+	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
 // CoresRow is one DUT's cores test at one frame size: its zero-loss rate

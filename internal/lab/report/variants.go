@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/stat"
+	"github.com/trestle/trestle/internal/lab/stat"
 )
 
 // VariantRow is a variant of a DUT against the DUT in one group: what the

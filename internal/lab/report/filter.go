@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/report/svg"
+	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
 // filterPoint is where a DUT stands among the filter's figures: its DUT

@@ -19,7 +19,7 @@ import (
 // in testdata hold its output for every case below, with every flag variant;
 // they are written by
 //
-//	go test ./internal/stat -run 'TestGolden|TestErrorCases' -update
+//	go test ./internal/lab/stat -run 'TestGolden|TestErrorCases' -update
 //
 // which runs /usr/bin/ministat in testdata/ (see testdata/README.md).
 

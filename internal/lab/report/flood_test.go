@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 // floodRun is a mac-flood run: trestle keeps its stream and its table,

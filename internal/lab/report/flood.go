@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/report/svg"
+	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
 // FloodRow is one DUT's mac-flood test in one repetition.

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
-	"github.com/trestle/trestle/internal/frame"
+	"github.com/trestle/trestle/internal/lab/frame"
 )
 
 func TestShare(t *testing.T) {
@@ -74,7 +74,7 @@ func TestDefaults(t *testing.T) {
 // BenchmarkGenProgram is the generator program's cost per frame, run through
 // BPF_PROG_TEST_RUN without live frames (the XDP_TX goes nowhere), unpaced,
 // with the clock read for every frame and for one in 16 (go test -bench
-// GenProgram -run ^$ ./internal/gen, as root).
+// GenProgram -run ^$ ./internal/lab/gen, as root).
 func BenchmarkGenProgram(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root to load eBPF programs")

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 // pdrRun is a run both ways with NDR and PDR from each search, and
@@ -155,7 +155,7 @@ func TestPDRMissing(t *testing.T) {
 // TestOldReportLoads: a report JSON from before the PDR (no pdr fields)
 // still loads and reports as before.
 func TestOldReportLoads(t *testing.T) {
-	matches, _ := filepath.Glob("../../docs/lab/router-pps.json")
+	matches, _ := filepath.Glob("../../../docs/lab/router-pps.json")
 	if len(matches) == 0 {
 		t.Skip("no saved router-pps run")
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/trestle/trestle/internal/frame"
+	"github.com/trestle/trestle/internal/lab/frame"
 )
 
 func requireBPF(t *testing.T) {
@@ -281,7 +281,7 @@ func TestBucketsRoundTrip(t *testing.T) {
 
 // BenchmarkSinkProgram is the sink program's cost per frame, run through
 // BPF_PROG_TEST_RUN on one 60-byte test frame (go test -bench SinkProgram
-// -run ^$ ./internal/sink, as root). The kernel's loop adds a few ns a run.
+// -run ^$ ./internal/lab/sink, as root). The kernel's loop adds a few ns a run.
 func BenchmarkSinkProgram(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root to load eBPF programs")

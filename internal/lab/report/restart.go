@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/report/svg"
+	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
 // RestartRow is one DUT's events of one kind, over every repetition. Its
