@@ -24,7 +24,7 @@
 // template made by Build, writes the test header, and finishes the UDP
 // checksum from UDPCsumBase; StampWithBase is that computation in Go, and the
 // tests hold it equal to Stamp and to a checksum computed from scratch. So
-// the byte layout above is a contract with bpf/gen.c, not a detail.
+// the byte layout above is a contract with bpf/lab/gen.c, not a detail.
 package frame
 
 import (
@@ -282,7 +282,7 @@ func Stamp(f []byte, l Layout, seq uint32, ts uint64) {
 	be.PutUint16(f[l.UDPCsum:], udpCsum(fold(s)))
 }
 
-// StampWithBase does what bpf/gen.c does to a copied template: write seq and
+// StampWithBase does what bpf/lab/gen.c does to a copied template: write seq and
 // ts, add their 16-bit words to base (from UDPCsumBase) in a 32-bit sum, fold
 // twice, invert, and send 0 as 0xffff. (The program also writes the magic and
 // flow id, which the template already holds.) It exists so that tests can

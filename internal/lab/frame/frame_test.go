@@ -282,7 +282,7 @@ func spec6() Spec {
 	return s
 }
 
-// The header lengths are the four that bpf/gen.c switches on.
+// The header lengths are the four that bpf/lab/gen.c switches on.
 func TestLayout(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -26,7 +26,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	tbpf "github.com/trestle/trestle/internal/bpf"
+	labbpf "github.com/trestle/trestle/internal/lab/bpf"
 	"github.com/trestle/trestle/internal/lab/frame"
 	"github.com/trestle/trestle/internal/netnsutil"
 	"github.com/trestle/trestle/internal/progrun"
@@ -196,8 +196,8 @@ func (o *Options) defaults() error {
 	if len(o.DstMAC) != 6 {
 		return errors.New("a destination MAC (--dst-mac) is needed")
 	}
-	if len(o.CPUs) > int(tbpf.GenTrGenLimitsTR_GEN_MAX_CPUS) {
-		return fmt.Errorf("%d threads: at most %d", len(o.CPUs), tbpf.GenTrGenLimitsTR_GEN_MAX_CPUS)
+	if len(o.CPUs) > int(labbpf.GenTrGenLimitsTR_GEN_MAX_CPUS) {
+		return fmt.Errorf("%d threads: at most %d", len(o.CPUs), labbpf.GenTrGenLimitsTR_GEN_MAX_CPUS)
 	}
 	return nil
 }
@@ -242,7 +242,7 @@ func flowSpecs(o *Options, src net.HardwareAddr) ([]frame.Spec, error) {
 // first address for the range's k-th address: k, or with random a
 // permutation of the 24-bit numbers (multiplications by odd numbers and
 // right xor-shifts, each one-to-one), so that N offsets are N distinct
-// addresses. It mirrors bpf/gen.c's mac_offset.
+// addresses. It mirrors bpf/lab/gen.c's mac_offset.
 func MACOffset(k uint32, random bool) uint32 {
 	if !random {
 		return k
@@ -353,19 +353,19 @@ func pinThread(cpu int, ns string) error {
 }
 
 type liveGen struct {
-	objs tbpf.GenObjects
+	objs labbpf.GenObjects
 	ncpu int
 }
 
 func loadLive(o *Options, specs []frame.Spec) (*liveGen, []byte, error) {
-	spec, err := tbpf.LoadGen()
+	spec, err := labbpf.LoadGen()
 	if err != nil {
 		return nil, nil, err
 	}
 	nsizes := len(o.Mix.Sizes)
 	pattern := o.Mix.Pattern()
-	if len(pattern) > int(tbpf.GenTrGenLimitsTR_GEN_MAX_PATTERN) {
-		return nil, nil, fmt.Errorf("size mix %s: %d slots, at most %d", o.Mix, len(pattern), tbpf.GenTrGenLimitsTR_GEN_MAX_PATTERN)
+	if len(pattern) > int(labbpf.GenTrGenLimitsTR_GEN_MAX_PATTERN) {
+		return nil, nil, fmt.Errorf("size mix %s: %d slots, at most %d", o.Mix, len(pattern), labbpf.GenTrGenLimitsTR_GEN_MAX_PATTERN)
 	}
 	maxSize := 0
 	for _, s := range o.Mix.Sizes {
@@ -373,11 +373,11 @@ func loadLive(o *Options, specs []frame.Spec) (*liveGen, []byte, error) {
 			maxSize = s
 		}
 	}
-	spec.Maps[tbpf.GenMapTemplates].MaxEntries = uint32(len(specs) * nsizes)
-	spec.Maps[tbpf.GenMapSeqs].MaxEntries = uint32(len(specs))
+	spec.Maps[labbpf.GenMapTemplates].MaxEntries = uint32(len(specs) * nsizes)
+	spec.Maps[labbpf.GenMapSeqs].MaxEntries = uint32(len(specs))
 
 	// Templates, and the header length every template shares.
-	tmpls := make([]tbpf.GenTrGenTmpl, 0, len(specs)*nsizes)
+	tmpls := make([]labbpf.GenTrGenTmpl, 0, len(specs)*nsizes)
 	hdrLen := 0
 	var first []byte
 	for _, fs := range specs {
@@ -391,7 +391,7 @@ func loadLive(o *Options, specs []frame.Spec) (*liveGen, []byte, error) {
 				first = f
 			}
 			hdrLen = lay.Test
-			var t tbpf.GenTrGenTmpl
+			var t labbpf.GenTrGenTmpl
 			copy(t.Hdr[:], f[:lay.Test])
 			t.CsumBase = frame.UDPCsumBase(f, lay)
 			t.Size = uint16(size)
@@ -400,15 +400,15 @@ func loadLive(o *Options, specs []frame.Spec) (*liveGen, []byte, error) {
 		}
 	}
 	sets := map[string]any{
-		tbpf.GenVarHdrLen:     uint32(hdrLen),
-		tbpf.GenVarNsizes:     uint32(nsizes),
-		tbpf.GenVarPatternLen: uint32(len(pattern)),
-		tbpf.GenVarMaxSize:    uint32(maxSize),
-		tbpf.GenVarMaxBurstNs: uint64(10 * time.Millisecond),
-		tbpf.GenVarClockEvery: uint32(o.ClockEvery),
-		tbpf.GenVarSrcMacs:    uint32(max(o.SrcMACs, 1)),
-		tbpf.GenVarDstMacs:    uint32(max(o.DstMACs, 1)),
-		tbpf.GenVarRandomMacs: boolU32(o.RandomMACs),
+		labbpf.GenVarHdrLen:     uint32(hdrLen),
+		labbpf.GenVarNsizes:     uint32(nsizes),
+		labbpf.GenVarPatternLen: uint32(len(pattern)),
+		labbpf.GenVarMaxSize:    uint32(maxSize),
+		labbpf.GenVarMaxBurstNs: uint64(10 * time.Millisecond),
+		labbpf.GenVarClockEvery: uint32(o.ClockEvery),
+		labbpf.GenVarSrcMacs:    uint32(max(o.SrcMACs, 1)),
+		labbpf.GenVarDstMacs:    uint32(max(o.DstMACs, 1)),
+		labbpf.GenVarRandomMacs: boolU32(o.RandomMACs),
 	}
 	for name, v := range sets {
 		if err := spec.Variables[name].Set(v); err != nil {
@@ -456,7 +456,7 @@ func runLive(ctx context.Context, o Options, ifindex int, specs []frame.Spec, in
 
 	threads := len(o.CPUs)
 	for i, cpu := range o.CPUs {
-		st := tbpf.GenTrGenCpu{
+		st := labbpf.GenTrGenCpu{
 			FlowFirst:  uint32(i),
 			FlowStep:   uint32(threads),
 			Nflows:     uint32((len(specs) - i + threads - 1) / threads),
@@ -485,10 +485,10 @@ func runLive(ctx context.Context, o Options, ifindex int, specs []frame.Spec, in
 
 	// The sending window runs from the first frame of any CPU to the last
 	// frame of any, plus one pacing slot for that last frame.
-	read := func() (Stats, []tbpf.GenTrGenCpu) {
+	read := func() (Stats, []labbpf.GenTrGenCpu) {
 		var s Stats
 		var first, last uint64
-		sts := make([]tbpf.GenTrGenCpu, len(o.CPUs))
+		sts := make([]labbpf.GenTrGenCpu, len(o.CPUs))
 		for i, cpu := range o.CPUs {
 			st := &sts[i]
 			if g.objs.Cpus.Lookup(uint32(cpu), st) != nil {
@@ -509,7 +509,7 @@ func runLive(ctx context.Context, o Options, ifindex int, specs []frame.Spec, in
 		}
 		return s, sts
 	}
-	finished := func(sts []tbpf.GenTrGenCpu) bool {
+	finished := func(sts []labbpf.GenTrGenCpu) bool {
 		now := monotonicNs()
 		for _, st := range sts {
 			switch {

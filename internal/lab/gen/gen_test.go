@@ -12,7 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	tbpf "github.com/trestle/trestle/internal/bpf"
+	labbpf "github.com/trestle/trestle/internal/lab/bpf"
 	"github.com/trestle/trestle/internal/lab/frame"
 )
 
@@ -96,8 +96,8 @@ func BenchmarkGenProgram(b *testing.B) {
 				}
 				defer g.objs.Close()
 				ncpu, _ := ebpf.PossibleCPU()
-				for cpu := range min(ncpu, int(tbpf.GenTrGenLimitsTR_GEN_MAX_CPUS)) {
-					st := tbpf.GenTrGenCpu{FlowStep: 1, Nflows: 1}
+				for cpu := range min(ncpu, int(labbpf.GenTrGenLimitsTR_GEN_MAX_CPUS)) {
+					st := labbpf.GenTrGenCpu{FlowStep: 1, Nflows: 1}
 					if err := g.objs.Cpus.Put(uint32(cpu), &st); err != nil {
 						b.Fatal(err)
 					}
@@ -169,8 +169,8 @@ func loadForTest(t *testing.T, o Options) (*liveGen, []byte, []frame.Spec) {
 	}
 	t.Cleanup(func() { g.objs.Close() })
 	ncpu, _ := ebpf.PossibleCPU()
-	for cpu := range min(ncpu, int(tbpf.GenTrGenLimitsTR_GEN_MAX_CPUS)) {
-		st := tbpf.GenTrGenCpu{FlowStep: 1, Nflows: uint32(len(specs)), MacStep: 1}
+	for cpu := range min(ncpu, int(labbpf.GenTrGenLimitsTR_GEN_MAX_CPUS)) {
+		st := labbpf.GenTrGenCpu{FlowStep: 1, Nflows: uint32(len(specs)), MacStep: 1}
 		if err := g.objs.Cpus.Put(uint32(cpu), &st); err != nil {
 			t.Fatal(err)
 		}

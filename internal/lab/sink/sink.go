@@ -23,7 +23,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
-	tbpf "github.com/trestle/trestle/internal/bpf"
+	labbpf "github.com/trestle/trestle/internal/lab/bpf"
 	"github.com/trestle/trestle/internal/netnsutil"
 )
 
@@ -44,7 +44,7 @@ type Options struct {
 
 // Sink is a loaded, attached sink.
 type Sink struct {
-	objs     tbpf.SinkObjects
+	objs     labbpf.SinkObjects
 	link     link.Link
 	ncpu     int
 	maxFlows int
@@ -54,11 +54,11 @@ type Sink struct {
 }
 
 const (
-	histBuckets = int(tbpf.SinkTrSinkLimitsTR_SINK_HIST_BUCKETS)
-	subBits     = int(tbpf.SinkTrSinkLimitsTR_SINK_SUB_BITS)
+	histBuckets = int(labbpf.SinkTrSinkLimitsTR_SINK_HIST_BUCKETS)
+	subBits     = int(labbpf.SinkTrSinkLimitsTR_SINK_SUB_BITS)
 	// Window is how far behind the highest sequence number a frame can be
 	// and still be told apart as reordered or duplicate.
-	Window = int(tbpf.SinkTrSinkLimitsTR_SINK_WINDOW)
+	Window = int(labbpf.SinkTrSinkLimitsTR_SINK_WINDOW)
 )
 
 // Start loads the sink and attaches it to opts.Dev in native XDP mode.
@@ -98,17 +98,17 @@ func load(opts Options, locked bool) (*Sink, error) {
 	if opts.LatencyEvery == 0 {
 		opts.LatencyEvery = 1
 	}
-	spec, err := tbpf.LoadSink()
+	spec, err := labbpf.LoadSink()
 	if err != nil {
 		return nil, err
 	}
-	spec.Maps[tbpf.SinkMapFlows].MaxEntries = uint32(opts.MaxFlows)
-	vars := map[string]uint32{tbpf.SinkVarLocked: 0}
+	spec.Maps[labbpf.SinkMapFlows].MaxEntries = uint32(opts.MaxFlows)
+	vars := map[string]uint32{labbpf.SinkVarLocked: 0}
 	if locked {
-		vars[tbpf.SinkVarLocked] = 1
+		vars[labbpf.SinkVarLocked] = 1
 	}
 	if opts.Pass {
-		vars[tbpf.SinkVarVerdict] = 2 // XDP_PASS
+		vars[labbpf.SinkVarVerdict] = 2 // XDP_PASS
 	}
 	for name, v := range vars {
 		if err := spec.Variables[name].Set(v); err != nil {
@@ -150,7 +150,7 @@ func (s *Sink) SetLatencyEvery(n int) error {
 // serves several generator runs (each starts its sequences at 0). Call it
 // when no test traffic is arriving.
 func (s *Sink) Reset() error {
-	zero := make([]tbpf.SinkTrSinkFlow, s.maxFlows)
+	zero := make([]labbpf.SinkTrSinkFlow, s.maxFlows)
 	keys := make([]uint32, s.maxFlows)
 	for i := range keys {
 		keys[i] = uint32(i)
@@ -158,7 +158,7 @@ func (s *Sink) Reset() error {
 	if _, err := s.objs.Flows.BatchUpdate(keys, zero, nil); err != nil {
 		return fmt.Errorf("reset sink flows: %w", err)
 	}
-	if err := s.objs.Totals.Put(uint32(0), make([]tbpf.SinkTrSinkStats, s.ncpu)); err != nil {
+	if err := s.objs.Totals.Put(uint32(0), make([]labbpf.SinkTrSinkStats, s.ncpu)); err != nil {
 		return fmt.Errorf("reset sink totals: %w", err)
 	}
 	per := make([]uint64, s.ncpu)
@@ -204,7 +204,7 @@ type Snapshot struct {
 // Snapshot reads the counters.
 func (s *Sink) Snapshot() (Snapshot, error) {
 	snap := Snapshot{At: time.Now(), Hist: make([]uint64, histBuckets)}
-	var tot []tbpf.SinkTrSinkStats
+	var tot []labbpf.SinkTrSinkStats
 	if err := s.objs.Totals.Lookup(uint32(0), &tot); err != nil {
 		return snap, fmt.Errorf("read sink totals: %w", err)
 	}
@@ -215,7 +215,7 @@ func (s *Sink) Snapshot() (Snapshot, error) {
 		snap.UnsignedBytes += t.UnsignedBytes
 		snap.BadFlow += t.BadFlow
 	}
-	var f tbpf.SinkTrSinkFlow
+	var f labbpf.SinkTrSinkFlow
 	for i := 0; i < s.maxFlows; i++ {
 		if err := s.objs.Flows.Lookup(uint32(i), &f); err != nil {
 			return snap, fmt.Errorf("read flow %d: %w", i, err)
