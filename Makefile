@@ -10,7 +10,7 @@
 GO      ?= $(eval GO := $(shell scripts/deps.sh which-go))$(GO)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN     := bin/trestle
-BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/include/bpf/*.h)
+BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/lab/*.c bpf/lab/*.h bpf/include/bpf/*.h)
 
 .PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short
 
@@ -26,21 +26,23 @@ deps:
 
 build: $(BIN)
 
-$(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') internal/bpf/trestle_bpfel.o go.mod go.sum
+$(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') internal/bpf/trestle_bpfel.o $(wildcard internal/lab/bpf/*_bpfel.o) go.mod go.sum
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/trestle
 
-# Regenerate the eBPF object and its Go bindings after changing bpf/.
+# Regenerate the eBPF objects and their Go bindings after changing bpf/: the
+# switch's (bpf/ into internal/bpf) and the lab's (bpf/lab/ into internal/lab/bpf).
+BPF_GEN := internal/bpf internal/lab/bpf
 generate:
-	cd internal/bpf && $(GO) generate ./...
+	@for d in $(BPF_GEN); do (cd $$d && $(GO) generate .) || exit 1; done
 
 # The bindings in the tree must be what the C in the tree produces (CI runs
 # on a clean checkout, so there this means the committed ones).
 check-generate:
-	@tmp=$$(mktemp -d) && cp internal/bpf/*_bpfel.go internal/bpf/*_bpfel.o $$tmp/ && \
+	@tmp=$$(mktemp -d) && for d in $(BPF_GEN); do mkdir -p $$tmp/$$d && cp $$d/*_bpfel.go $$d/*_bpfel.o $$tmp/$$d/ || exit 1; done && \
 	$(MAKE) --no-print-directory generate >/dev/null && \
-	stale=; for f in $$tmp/*; do cmp -s $$f internal/bpf/$$(basename $$f) || stale="$$stale $$(basename $$f)"; done; \
+	stale=; for d in $(BPF_GEN); do for f in $$tmp/$$d/*; do cmp -s $$f $$d/$$(basename $$f) || stale="$$stale $$d/$$(basename $$f)"; done; done; \
 	rm -rf $$tmp; \
-	if [ -n "$$stale" ]; then echo "internal/bpf was stale (now regenerated):$$stale: commit the result" >&2; exit 1; fi
+	if [ -n "$$stale" ]; then echo "the bindings were stale (now regenerated):$$stale: commit the result" >&2; exit 1; fi
 
 # gofmt is the one beside $(GO): another version may format otherwise
 # (Debian's, on PATH once deps.sh installed it, is Go 1.19).

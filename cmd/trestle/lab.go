@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/report"
+	"github.com/trestle/trestle/internal/lab/report"
 )
 
 func (e *env) labCmd() *cobra.Command {

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/trestle/trestle/internal/stat"
+	"github.com/trestle/trestle/internal/lab/stat"
 )
 
 func (e *env) statCmd() *cobra.Command {

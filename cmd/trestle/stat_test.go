@@ -8,10 +8,10 @@ import (
 )
 
 // statTestdata holds the data sets and ministat's golden output.
-const statTestdata = "../../internal/stat/testdata"
+const statTestdata = "../../internal/lab/stat/testdata"
 
 // goldenSection returns what ministat printed for command in a golden file
-// of internal/stat (sections "-- COMMAND --\n" then the output).
+// of internal/lab/stat (sections "-- COMMAND --\n" then the output).
 func goldenSection(t *testing.T, file, command string) string {
 	t.Helper()
 	data, err := os.ReadFile(file)

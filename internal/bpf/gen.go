@@ -5,6 +5,3 @@
 package bpf
 
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -go-package bpf -type tr_port_stats -type tr_fdb_key -type tr_fdb_val -type tr_port -type tr_bridge -type tr_bridge_port -type tr_capture_rec -type tr_filter_key -type tr_filter_hit -type tr_filter_set -type tr_filter_count -type tr_state_key -type tr_state Trestle ../../bpf/trestle.c -- -I../../bpf/include -I/usr/include/x86_64-linux-gnu
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -go-package bpf -type tr_gen_tmpl -type tr_gen_cpu Gen ../../bpf/gen.c -- -I../../bpf/include -I/usr/include/x86_64-linux-gnu
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -go-package bpf -type tr_sink_flow -type tr_sink_stats Sink ../../bpf/sink.c -- -I../../bpf/include -I/usr/include/x86_64-linux-gnu
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -go-package bpf Floor ../../bpf/floor.c -- -I../../bpf/include -I/usr/include/x86_64-linux-gnu

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/netnsutil"
 )
 
@@ -158,7 +159,7 @@ func DownNetns(cookie uint64, deleted bool) ([]string, error) {
 // name (ip netns) or through a process.
 func liveNetnsCookies() (map[uint64]bool, error) {
 	cookies := map[uint64]bool{}
-	own, err := datapath.NetnsCookie()
+	own, err := instance.NetnsCookie()
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func liveNetnsCookies() (map[uint64]bool, error) {
 		if err == nil && !seen[id] {
 			seen[id] = true
 			_ = netnsutil.DoHandle(h, func() error {
-				c, err := datapath.NetnsCookie()
+				c, err := instance.NetnsCookie()
 				if err == nil {
 					cookies[c] = true
 				}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/instance"
 )
 
 // StateRoot holds, per daemon, what it must remember on disk: the veth
@@ -26,7 +27,7 @@ type Instance struct {
 // InstanceOf is the instance of the daemon that listens on socket in the
 // calling thread's network namespace (datapath.Instance).
 func InstanceOf(socket string) (Instance, error) {
-	cookie, err := datapath.NetnsCookie()
+	cookie, err := instance.NetnsCookie()
 	if err != nil {
 		return Instance{}, err
 	}

@@ -14,13 +14,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/mode"
 )
 
 // BPFFS is where the BPF filesystem is mounted, and PinRoot the directory
 // of trestle's persisted datapaths, one directory each (see InstanceDir).
 const (
-	BPFFS   = "/sys/fs/bpf"
+	BPFFS   = instance.BPFFS
 	PinRoot = BPFFS + "/trestle"
 )
 
@@ -55,24 +56,6 @@ func CheckBPFFS() error {
 			"not `ip netns exec`, which mounts a /sys of its own that hides the host's %s", BPFFS, ErrNoBPFFS, BPFFS, BPFFS)
 	}
 	return nil
-}
-
-// MountBPFFS mounts the BPF filesystem at BPFFS if it is not there, as
-// systemd does at boot (a bare machine may have none), and reports whether
-// it did. From a private mount namespace (ip netns exec) the mount would be
-// that namespace's only: call it from the host's.
-func MountBPFFS() (bool, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(BPFFS, &st); err != nil {
-		return false, fmt.Errorf("BPF filesystem: statfs %s: %w", BPFFS, err)
-	}
-	if uint32(st.Type) == unix.BPF_FS_MAGIC {
-		return false, nil
-	}
-	if err := unix.Mount("bpf", BPFFS, "bpf", 0, "mode=0700"); err != nil {
-		return false, fmt.Errorf("BPF filesystem: mount it at %s: %w", BPFFS, err)
-	}
-	return true, nil
 }
 
 // pinName is the name a map is pinned under, without its layout hash.
@@ -558,21 +541,6 @@ func Instance(netnsCookie uint64, socket string) string {
 		h *= 16777619
 	}
 	return fmt.Sprintf("ns%d-%08x", netnsCookie, h)
-}
-
-// NetnsCookie is the cookie of the calling thread's network namespace.
-func NetnsCookie() (uint64, error) {
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return 0, fmt.Errorf("netns cookie: %w", err)
-	}
-	defer unix.Close(fd)
-	const soNetnsCookie = 71 // SO_NETNS_COOKIE, Linux 5.14
-	c, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, soNetnsCookie)
-	if err != nil {
-		return 0, fmt.Errorf("netns cookie (Linux 5.14 or later): %w", err)
-	}
-	return c, nil
 }
 
 // Holding says how many of a pin directory's links still hold an

@@ -26,8 +26,8 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
-	tbpf "github.com/trestle/trestle/internal/bpf"
-	"github.com/trestle/trestle/internal/frame"
+	labbpf "github.com/trestle/trestle/internal/lab/bpf"
+	"github.com/trestle/trestle/internal/lab/frame"
 )
 
 // TestCores is the zero-loss rate (RFC 2544 search) with the generator's
@@ -115,8 +115,8 @@ func checkCoreCounts(counts []int, ncpu int) error {
 		switch {
 		case n < 1:
 			return fmt.Errorf("cores: %d CPUs: at least 1", n)
-		case n > int(tbpf.GenTrGenLimitsTR_GEN_MAX_CPUS):
-			return fmt.Errorf("cores: %d CPUs: the generator runs at most %d threads", n, tbpf.GenTrGenLimitsTR_GEN_MAX_CPUS)
+		case n > int(labbpf.GenTrGenLimitsTR_GEN_MAX_CPUS):
+			return fmt.Errorf("cores: %d CPUs: the generator runs at most %d threads", n, labbpf.GenTrGenLimitsTR_GEN_MAX_CPUS)
 		case n > ncpu:
 			return fmt.Errorf("cores: %d CPUs asked for, but this machine lets the lab use %d: each count is generator threads on CPUs of their own, and each CPU forwards its thread's frames; give counts up to %d (--cpus %s), or run on a machine with more CPUs",
 				n, ncpu, ncpu, intsText(DefaultCoreCounts(ncpu)))

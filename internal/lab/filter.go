@@ -9,9 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/trestle/trestle/internal/config"
-	"github.com/trestle/trestle/internal/frame"
-	"github.com/trestle/trestle/internal/gen"
+	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/lab/gen"
 )
 
 // Filter is the rule set of a filter variant, which the DUT applies to
@@ -122,9 +121,9 @@ func elided(rules []filterRule) (int, string) {
 // no newline at its end.
 func (r filterRule) TOML() string {
 	var b strings.Builder
-	action := config.ActionPass
+	action := actionPass
 	if r.Block {
-		action = config.ActionBlock
+		action = actionBlock
 	}
 	fmt.Fprintf(&b, "[[bridge.rule]]\naction = %q\n", action)
 	if r.Proto != "" {
@@ -187,9 +186,9 @@ func nftPrefix(p netip.Prefix) string {
 // defaultAction is what a frame no rule matches gets.
 func (f Filter) defaultAction() string {
 	if f.All {
-		return config.ActionPass
+		return actionPass
 	}
-	return config.ActionBlock
+	return actionBlock
 }
 
 // trestleKeys are the [[bridge]] keys that turn f on.
@@ -226,6 +225,17 @@ func (f Filter) trestleRules(brief bool) string {
 }
 
 // nftTable is the nftables table of the lab's filter.
+// The lab writes trestle's config as text for the daemon to read, so the
+// words of a rule's action and the most rules a bridge takes are the file
+// format's, a contract like internal/ctl's wire, not config's constants (the
+// lab imports nothing of the switch's): TestFilterConfigContract holds them
+// to internal/config's.
+const (
+	actionPass  = "pass"
+	actionBlock = "block"
+	maxRules    = 4096
+)
+
 const nftTable = "trestle_lab"
 
 // nftRuleset is f as an nftables bridge-family table: a chain on the
@@ -236,7 +246,7 @@ const nftTable = "trestle_lab"
 // long list out (for the record).
 func (f Filter) nftRuleset(brief bool) string {
 	policy := "accept"
-	if f.defaultAction() == config.ActionBlock {
+	if f.defaultAction() == actionBlock {
 		policy = "drop"
 	}
 	var b strings.Builder
@@ -289,8 +299,8 @@ func (t *Topo) SetFilter(f Filter) error {
 // filterRules parses the rules= knob's value.
 func filterRules(spec, val string) (int, error) {
 	n, err := strconv.Atoi(val)
-	if err != nil || n < 0 || n > config.MaxRules {
-		return 0, fmt.Errorf("DUT %q: rules=%s: a number of rules 0..%d (0: the filter off)", spec, val, config.MaxRules)
+	if err != nil || n < 0 || n > maxRules {
+		return 0, fmt.Errorf("DUT %q: rules=%s: a number of rules 0..%d (0: the filter off)", spec, val, maxRules)
 	}
 	return n, nil
 }

@@ -431,3 +431,12 @@ func TestCheckFilterCatchesABridgeWithout(t *testing.T) {
 		t.Errorf("check of a bridge without a filter: %v", err)
 	}
 }
+
+// The lab's copy of the config file's action words and rule limit is the
+// file format trestle's config reads: the two must not drift.
+func TestFilterConfigContract(t *testing.T) {
+	if actionPass != config.ActionPass || actionBlock != config.ActionBlock || maxRules != config.MaxRules {
+		t.Fatalf("lab: pass %q block %q max %d; config: pass %q block %q max %d",
+			actionPass, actionBlock, maxRules, config.ActionPass, config.ActionBlock, config.MaxRules)
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
-	tbpf "github.com/trestle/trestle/internal/bpf"
+	labbpf "github.com/trestle/trestle/internal/lab/bpf"
 )
 
 // floorPeerFeatures are what trestle's daemon makes of the peer of each
@@ -26,7 +26,7 @@ var floorPeerFeatures = map[string]bool{
 
 // floorDUT is the floor: on every bridge of the topology, which must have
 // two ports, a bare XDP program on each port sends every frame out of the
-// other one through a devmap (bpf/floor.c). It is the least an XDP bridge
+// other one through a devmap (bpf/lab/floor.c). It is the least an XDP bridge
 // must do there, so no XDP bridge can be faster on the same topology: the
 // ratio of a bridge to it is the cost of the bridge's own work, where the
 // ratio to direct also holds a veth hop that every bridge has. It neither
@@ -34,7 +34,7 @@ var floorPeerFeatures = map[string]bool{
 // and the RFC 2889 tests pass it by. A chain of bridges joined by veth
 // pairs gets one redirect per bridge, the floor of that chain.
 type floorDUT struct {
-	objs  []*tbpf.FloorObjects
+	objs  []*labbpf.FloorObjects
 	links []link.Link
 	set   map[string]string
 }
@@ -113,7 +113,7 @@ func (d *floorDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 type floorPort struct {
 	in   string
 	out  []string // one port, or two for the mirror's broadcast
-	prog string   // tbpf.FloorProgTrestleFloor*
+	prog string   // labbpf.FloorProgTrestleFloor*
 	tci  uint16   // the tag trestle_floor_push pushes
 	says string   // for the record
 }
@@ -138,22 +138,22 @@ func floorPlan(t *Topo) ([]floorPort, error) {
 			}
 			for i, in := range pair {
 				out := []string{pair[1-i], m.To}
-				plan = append(plan, floorPort{in: in, out: out, prog: tbpf.FloorProgTrestleFloorMirror,
+				plan = append(plan, floorPort{in: in, out: out, prog: labbpf.FloorProgTrestleFloorMirror,
 					says: fmt.Sprintf("xdp (native): every frame to %s and %s (one devmap broadcast)", out[0], out[1])})
 			}
 			continue
 		}
 		for i, in := range br.Ports {
 			out := br.Ports[1-i]
-			p := floorPort{in: in, out: []string{out}, prog: tbpf.FloorProgTrestleFloor, says: "xdp (native): every frame to " + out}
+			p := floorPort{in: in, out: []string{out}, prog: labbpf.FloorProgTrestleFloor, says: "xdp (native): every frame to " + out}
 			if t.VLANs != nil {
 				pin, pout := t.VLANs[in], t.VLANs[out]
 				switch {
 				case pin.Access != 0 && len(pout.Trunk) > 0 && slices.Contains(pout.Trunk, pin.Access):
-					p.prog, p.tci = tbpf.FloorProgTrestleFloorPush, pin.Access
+					p.prog, p.tci = labbpf.FloorProgTrestleFloorPush, pin.Access
 					p.says = fmt.Sprintf("xdp (native): every frame tagged %d, to %s", pin.Access, out)
 				case pout.Access != 0 && len(pin.Trunk) > 0 && slices.Contains(pin.Trunk, pout.Access):
-					p.prog, p.tci = tbpf.FloorProgTrestleFloorPop, pout.Access
+					p.prog, p.tci = labbpf.FloorProgTrestleFloorPop, pout.Access
 					p.says = fmt.Sprintf("xdp (native): frames tagged %d untagged, to %s; every other frame dropped", pout.Access, out)
 				default:
 					return nil, fmt.Errorf("floor: ports %s (%s) and %s (%s): the VLAN floor is an access port and a trunk that carries its VLAN", in, pin, out, pout)
@@ -192,14 +192,14 @@ func (d *floorDUT) attach(p floorPort) error {
 		}
 		outs = append(outs, uint32(lo.Attrs().Index))
 	}
-	spec, err := tbpf.LoadFloor()
+	spec, err := labbpf.LoadFloor()
 	if err != nil {
 		return fmt.Errorf("load the floor program: %w", err)
 	}
-	if err := spec.Variables[tbpf.FloorVarPushTci].Set(p.tci); err != nil {
+	if err := spec.Variables[labbpf.FloorVarPushTci].Set(p.tci); err != nil {
 		return fmt.Errorf("load the floor program: %w", err)
 	}
-	objs := &tbpf.FloorObjects{}
+	objs := &labbpf.FloorObjects{}
 	if err := spec.LoadAndAssign(objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -218,10 +218,10 @@ func (d *floorDUT) attach(p floorPort) error {
 		}
 	}
 	prog := map[string]*ebpf.Program{
-		tbpf.FloorProgTrestleFloor:       objs.TrestleFloor,
-		tbpf.FloorProgTrestleFloorMirror: objs.TrestleFloorMirror,
-		tbpf.FloorProgTrestleFloorPush:   objs.TrestleFloorPush,
-		tbpf.FloorProgTrestleFloorPop:    objs.TrestleFloorPop,
+		labbpf.FloorProgTrestleFloor:       objs.TrestleFloor,
+		labbpf.FloorProgTrestleFloorMirror: objs.TrestleFloorMirror,
+		labbpf.FloorProgTrestleFloorPush:   objs.TrestleFloorPush,
+		labbpf.FloorProgTrestleFloorPop:    objs.TrestleFloorPop,
 	}[p.prog]
 	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: li.Attrs().Index, Flags: link.XDPDriverMode})
 	if err != nil {

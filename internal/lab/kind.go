@@ -29,7 +29,7 @@ import (
 // Adding a kind is a file (the kind, its record type, its report section
 // as a Reporter, its test) and a line of Kinds: idle.go is one. XXX the
 // report sections of the kinds from before the registry (restart,
-// mac-flood, soak, latency-load, cores) are still internal/report's
+// mac-flood, soak, latency-load, cores) are still internal/lab/report's
 // (its sections table), and their records still fields of Result (the
 // JSON's shape); a new kind's record goes in Result.Record.
 type Kind interface {

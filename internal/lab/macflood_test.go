@@ -11,8 +11,8 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
-	"github.com/trestle/trestle/internal/gen"
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/gen"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 // TestFloodAccounting: a stream's figures from the generator and the

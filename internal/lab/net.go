@@ -41,7 +41,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/trestle/trestle/internal/daemon"
-	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/netnsutil"
 )
 
@@ -102,7 +102,7 @@ func (n *Net) NS(name string) (*NS, error) {
 	n.mu.Lock()
 	n.nss = append(n.nss, ns)
 	n.mu.Unlock()
-	if err := ns.Do(func() (err error) { ns.cookie, err = datapath.NetnsCookie(); return err }); err != nil {
+	if err := ns.Do(func() (err error) { ns.cookie, err = instance.NetnsCookie(); return err }); err != nil {
 		return nil, fmt.Errorf("namespace %s: %w", full, err)
 	}
 	if err := ns.Do(func() error {
@@ -526,10 +526,10 @@ func (n *Net) Namespaces() []string {
 }
 
 // EnsureBPFFS mounts the BPF filesystem at /sys/fs/bpf if it is not there
-// (datapath.MountBPFFS), and reports whether it did. The lab runs in the
+// (instance.MountBPFFS), and reports whether it did. The lab runs in the
 // host's mount namespace, so the mount is the host's, where the daemons it
 // starts with StartNetOnly see it.
-func EnsureBPFFS() (bool, error) { return datapath.MountBPFFS() }
+func EnsureBPFFS() (bool, error) { return instance.MountBPFFS() }
 
 // Close stops the set's processes, newest first, closes what it holds
 // (hold), and deletes its namespaces, which removes every link in them. It returns every error, and
@@ -593,7 +593,7 @@ func Sweep() ([]string, error) {
 		}
 		// Its cookie names what a trestle daemon with persist pinned in it.
 		var cookie uint64
-		_ = netnsutil.Do(filepath.Join(netnsDir, e.Name()), func() (err error) { cookie, err = datapath.NetnsCookie(); return err })
+		_ = netnsutil.Do(filepath.Join(netnsDir, e.Name()), func() (err error) { cookie, err = instance.NetnsCookie(); return err })
 		if out, err := exec.Command("ip", "netns", "del", e.Name()).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("delete namespace %s: %v: %s", e.Name(), err, bytes.TrimSpace(out)))
 			continue

@@ -22,9 +22,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/trestle/trestle/internal/frame"
-	"github.com/trestle/trestle/internal/gen"
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/lab/gen"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 // Event kinds of the restart test.

@@ -16,8 +16,8 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/datapath"
-	"github.com/trestle/trestle/internal/gen"
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/gen"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 // TestEventAccounting: an event's figures from the generator's and the

@@ -16,9 +16,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/trestle/trestle/internal/frame"
-	"github.com/trestle/trestle/internal/gen"
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/lab/gen"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 // Placement says where the generator, the DUT's work and the sink run.

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 // Result is one measured figure of one DUT in one repetition.

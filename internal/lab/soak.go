@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/trestle/trestle/internal/frame"
-	"github.com/trestle/trestle/internal/gen"
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/lab/gen"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 const (

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 func lat(p50, p90, p99 time.Duration) *sink.Latency {

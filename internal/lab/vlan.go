@@ -19,9 +19,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/trestle/trestle/internal/frame"
+	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/lab/sink"
 	"github.com/trestle/trestle/internal/netnsutil"
-	"github.com/trestle/trestle/internal/sink"
 )
 
 // The @vlan variant's set-up, seed 002's: h1's port is an access port of

@@ -1,0 +1,376 @@
+package report
+
+// The mac-flood and soak tests have tables and charts of their own: their
+// figures are a stream's behaviour over time, not medians to compare with
+// the straight path.
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/lab/report/svg"
+)
+
+// FloodRow is one DUT's mac-flood test in one repetition.
+type FloodRow struct {
+	DUT   string
+	Rep   int
+	Rec   *lab.FloodRecord
+	Sum   lab.FloodSummary
+	Error string
+	CPUs  int // the machine's
+}
+
+// Floods gathers a run's mac-flood records, DUTs in the run's order.
+func Floods(run *lab.Run) []*FloodRow {
+	return gather(run, func(r lab.Result) *FloodRow {
+		if r.Test != lab.TestMACFlood || r.Flood == nil {
+			return nil
+		}
+		return &FloodRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Flood, Sum: lab.SummarizeFlood(r.Flood), Error: r.Error, CPUs: run.Machine.CPUs}
+	}, func(r *FloodRow) string { return r.DUT })
+}
+
+// gather makes a row of each result that row takes (it returns nil for the
+// others), DUTs in the run's order.
+func gather[R comparable](run *lab.Run, row func(lab.Result) R, dut func(R) string) []R {
+	var rows []R
+	var none R
+	for _, r := range run.Results {
+		if x := row(r); x != none {
+			rows = append(rows, x)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b R) int { return dutOrder(run, dut(a)) - dutOrder(run, dut(b)) })
+	return rows
+}
+
+func dutOrder(run *lab.Run, name string) int {
+	if i := slices.Index(run.DUTs, name); i >= 0 {
+		return i
+	}
+	return len(run.DUTs)
+}
+
+func metText(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func kib(v uint64) string { return fmt.Sprintf("%.1f MiB", float64(v)/1024) }
+
+// cells are a row's figures as the terminal and the Markdown table show them.
+func (r *FloodRow) cells() []string {
+	s, rec := r.Sum, r.Rec
+	name := r.DUT
+	if r.Rep > 1 {
+		name = fmt.Sprintf("%s (rep %d)", r.DUT, r.Rep)
+	}
+	stream := fmt.Sprintf("%s (%.0f%% of %s)", Figure(rec.RatePPS, "pps"), 100*rec.Load, Figure(rec.Throughput, "pps"))
+	if rec.Load == 0 {
+		stream = Figure(rec.RatePPS, "pps")
+	}
+	lost := fmt.Sprintf("%d (without: %d)", s.Lost, s.StreamLostWithoutFlood)
+	rate := fmt.Sprintf("%.3f (%s / %s)", s.Ratio, Figure(s.FloodRate, "pps"), Figure(s.BaseRate, "pps"))
+	table := "unmeasurable"
+	if s.MaxLearned >= 0 {
+		table = fmt.Sprintf("%d of %d", s.MaxLearned, rec.MaxEntries)
+		if s.Above {
+			table += " ABOVE"
+		}
+	}
+	statics := fmt.Sprintf("%d of %d", s.StaticsKept, s.Statics)
+	if s.Statics == 0 {
+		statics = "-"
+	}
+	side := "-"
+	if s.SideBase != nil && s.SideFlood != nil {
+		side = fmt.Sprintf("%s / %s", sideText(s.SideBase), sideText(s.SideFlood))
+	}
+	mem := "no daemon"
+	if rec.Daemon != "" && s.RSSMax > 0 {
+		mem = fmt.Sprintf("%s / %s / %s", kib(s.RSSBefore), kib(s.RSSMax), kib(s.RSSAfter))
+	}
+	flood := fmt.Sprintf("%s / %s", Figure(rec.Flood.FloodOffered, "pps"), svg.SI(float64(rec.Flood.FloodDelivered)))
+	goal := metText(s.GoalMet)
+	if r.Error != "" {
+		goal = "failed"
+	}
+	return []string{name, stream, lost, rate, fmt.Sprint(rec.Flood.Flooded), table, statics, side, mem, flood, goal}
+}
+
+func sideText(s *lab.SideLearn) string {
+	if s.Learned < s.Addresses {
+		return fmt.Sprintf("%d of %d", s.Learned, s.Addresses)
+	}
+	return fmt.Sprintf("all in %.0f ms", s.Millis)
+}
+
+var floodHead = []string{"DUT", "STREAM", "LOST", "RATE WITH/WITHOUT FLOOD", "FLOODED TO H3", "MOST LEARNED", "STATICS KEPT", "BRIDGE B LEARNED (WITHOUT / WITH)", "DAEMON RSS (BEFORE / MOST / AFTER)", "FLOOD (RATE / AT H4)", "GOAL"}
+
+func terminalFloods(w io.Writer, rows []*FloodRow) {
+	if len(rows) == 0 {
+		return
+	}
+	rec := rows[0].Rec
+	fmt.Fprintf(w, "\nmac-flood: the stream h1 -> h2 alone and while h3 floods from %d random sources for %.0fs (goal: 0 lost and %.0f%% of its rate):\n", rec.Sources, rec.FloodSeconds, 100*lab.FloodMinRatio)
+	var cells [][]string
+	for _, r := range rows {
+		cells = append(cells, r.cells())
+	}
+	terminalRows(w, floodHead, cells, floodWarnings(rows))
+}
+
+// terminalRows writes a table and the warnings under it.
+func terminalRows(w io.Writer, head []string, rows [][]string, warnings []string) {
+	tw := newTable(head...)
+	for _, r := range rows {
+		tw.add(r...)
+	}
+	tw.write(w)
+	for _, line := range warnings {
+		fmt.Fprintln(w, line)
+	}
+}
+
+// markdownRows writes a Markdown table and the warnings under it, in bold.
+func markdownRows(b *bytes.Buffer, head []string, rows [][]string, warnings []string) {
+	fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+	for _, r := range rows {
+		fmt.Fprintf(b, "| %s |\n", strings.Join(r, " | "))
+	}
+	if len(warnings) > 0 {
+		b.WriteString("\n")
+		for _, w := range warnings {
+			fmt.Fprintf(b, "- **%s**\n", w)
+		}
+	}
+}
+
+// floodWarnings are the failures and what fell short in trestle (a
+// peer's shortfall is its finding).
+func floodWarnings(rows []*FloodRow) []string {
+	var out []string
+	for _, r := range rows {
+		if r.Error != "" {
+			out = append(out, fmt.Sprintf("failed: %s: %s", r.DUT, firstLine(r.Error)))
+		}
+		for _, w := range []lab.FloodWindow{r.Rec.Base, r.Rec.Flood} {
+			if n := othersNote(w.OtherCPU, w.Seconds, r.CPUs); n != "" {
+				out = append(out, fmt.Sprintf("note: %s, the stream %s: %s", r.DUT, map[bool]string{false: "without the flood", true: "with the flood"}[w.Flood], n))
+			}
+		}
+		if !strings.HasPrefix(r.DUT, "trestle") {
+			continue
+		}
+		s := r.Sum
+		var bad []string
+		if !s.GoalMet {
+			bad = append(bad, fmt.Sprintf("the stream lost %d frames and kept %.1f%% of its rate", s.Lost, 100*s.Ratio))
+		}
+		if s.Above {
+			bad = append(bad, fmt.Sprintf("the table held %d learned addresses, above its %d", s.MaxLearned, r.Rec.MaxEntries))
+		}
+		if s.StaticsKept < s.Statics {
+			bad = append(bad, fmt.Sprintf("%d of %d static entries kept", s.StaticsKept, s.Statics))
+		}
+		if s.SideFlood != nil && s.SideFlood.Learned < s.SideFlood.Addresses {
+			bad = append(bad, "the second bridge did not learn all its addresses under the flood")
+		}
+		if len(bad) > 0 {
+			out = append(out, fmt.Sprintf("warning: %s: %s", r.DUT, strings.Join(bad, "; ")))
+		}
+	}
+	return out
+}
+
+func markdownFloods(b *bytes.Buffer, dir string, run *lab.Run, rows []*FloodRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	rec := rows[0].Rec
+	fmt.Fprintf(b, "\n## MAC flood\n\n")
+	fmt.Fprintf(b, "The stream from h1 to h2 ran twice through each DUT for %.0f s: alone, then while h3 sent 64-byte frames to h4 from %d random source addresses at its generator's full rate for %.0f s "+
+		"(the notes above say how). The stream's rate is a share of the DUT's own zero-loss throughput, measured first: at that share its path has CPU to spare on this machine, "+
+		"so that what the flood costs it is the DUT's doing, not two generators sharing the CPUs. "+
+		"Goal: the stream loses 0 frames with the flood and keeps at least %.0f%% of its rate (distinct frames h2 received a second, with the flood against without).\n\n",
+		rows[0].Rec.Base.Seconds, rec.Sources, rec.FloodSeconds, 100*lab.FloodMinRatio)
+	var cells [][]string
+	for _, r := range rows {
+		cells = append(cells, r.cells())
+	}
+	markdownRows(b, []string{"DUT", "stream", "lost with the flood", "rate with / without", "flooded to h3", "most learned (of the limit)", "static entries kept",
+		"bridge B learned 1000 addresses, without / with", "daemon RSS before / most / after", "flood rate / frames at h4", "goal"}, cells, floodWarnings(rows))
+	b.WriteString("\nEach DUT's table and what could not be measured:\n\n")
+	for _, r := range rows {
+		rec := r.Rec
+		fmt.Fprintf(b, "- %s: table limit: %s", r.DUT, orNone(rec.TableLimit))
+		if rec.SideLimit != "" && rec.SideLimit != rec.TableLimit {
+			fmt.Fprintf(b, "; bridge B: %s", rec.SideLimit)
+		}
+		if rec.Daemon != "" {
+			fmt.Fprintf(b, "; memory: %s", rec.Daemon)
+		}
+		if n := lastSample(rec.Flood.Samples); n != nil && n.Evicted > 0 {
+			fmt.Fprintf(b, "; entries evicted by the end of the flood: %d", n.Evicted)
+		}
+		fmt.Fprintf(b, "; flood frames that reached h1 or h2: %d", rec.Flood.FloodLeaked)
+		for _, k := range sortedKeys(rec.Unmeasured) {
+			fmt.Fprintf(b, "; %s not measured: %s", k, rec.Unmeasured[k])
+		}
+		for _, c := range rec.Statics {
+			if !c.Before || !c.After {
+				fmt.Fprintf(b, "; static %s on %s: before %v, after %v %s", c.MAC, c.Port, c.Before, c.After, c.Found)
+			}
+		}
+		for _, w := range []lab.FloodWindow{rec.Base, rec.Flood} {
+			if w.Side != nil {
+				fmt.Fprintf(b, "; bridge B %s: %d of %d in %.0f ms, %d table reads, the last %.0f ms",
+					map[bool]string{false: "without the flood", true: "with it"}[w.Flood], w.Side.Learned, w.Side.Addresses, w.Side.Millis, w.Side.Reads, w.Side.ReadMs)
+			}
+			if w.Note != "" {
+				fmt.Fprintf(b, "; %s", w.Note)
+			}
+			if len(w.CPU) > 0 {
+				fmt.Fprintf(b, "; CPU busy %s: %s, other processes' %.1f CPU-s", map[bool]string{false: "without the flood", true: "with it"}[w.Flood], cpuText(w.CPU), w.OtherCPU)
+			}
+		}
+		if r.Error != "" {
+			fmt.Fprintf(b, "; failed: %s", firstLine(r.Error))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nBridge B's times run from the first of its 1000 learning frames to the end of the table read that found them all, so they hold that read, " +
+		"which is a dump of the DUT's whole table (trestle's shared map holds the flooded bridge's entries too), and the lab's own share of CPUs that both generators keep busy. " +
+		"A daemon's memory holds what it takes to answer the lab's reading of the table once a second (trestle's `show` counts the entries by reading the whole table: " +
+		"65,536 of them under the flood). Where the forwarding is done matters on 2 CPUs: the kernel bridge's and trestle's run in the softirq of the CPU that sent the frame, " +
+		"so the stream's path is on the generator's CPU and the flood's on the other; Open vSwitch's userspace datapath forwards both in its PMD thread, " +
+		"on the DUT's CPU, which the flood's generator shares: there the stream competes with the flood for one thread.\n")
+	charts, err := floodCharts(dir, run, rows)
+	if err != nil {
+		return err
+	}
+	embedCharts(b, charts)
+	return nil
+}
+
+// othersNote says how much of the machine other processes took while a
+// stream of secs ran, if it was more than a twentieth of its CPUs ("":
+// less, or unknown).
+func othersNote(cpu, secs float64, cpus int) string {
+	if cpus <= 0 || secs <= 0 || cpu <= 0.05*secs*float64(cpus) {
+		return ""
+	}
+	return fmt.Sprintf("other processes on the machine used %.1f CPU-seconds of its %d CPUs' %.0f (%.0f%%): its figures are a shared machine's",
+		cpu, cpus, secs*float64(cpus), 100*cpu/(secs*float64(cpus)))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none read"
+	}
+	return s
+}
+
+func lastSample(s []lab.FloodSample) *lab.FloodSample {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[len(s)-1]
+}
+
+// saveChart writes a chart's SVG into dir.
+func saveChart(dir, name, title string, c svg.LineChart, out *[]chart) error {
+	doc, err := c.SVG()
+	if err != nil {
+		return fmt.Errorf("chart %s: %w", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
+		return err
+	}
+	*out = append(*out, chart{title: title, file: name})
+	return nil
+}
+
+// floodCharts draw, over the stream with the flood: the flooded bridge's
+// learned addresses against its limit, the stream's rate as a share of its
+// rate without the flood, and the daemons' memory.
+func floodCharts(dir string, run *lab.Run, rows []*FloodRow) ([]chart, error) {
+	var out []chart
+	table := svg.LineChart{Title: "MAC flood: learned addresses of the flooded bridge", XLabel: "seconds into the stream", YLabel: "learned addresses", XUnit: svg.Plain}
+	rate := svg.LineChart{Title: "MAC flood: the stream's rate at h2, as a share of its rate without the flood", XLabel: "seconds into the stream", YLabel: "rate / rate without the flood", XUnit: svg.Plain}
+	mem := svg.LineChart{Title: "MAC flood: the daemon's resident memory", XLabel: "seconds into the stream", YLabel: "MiB", XUnit: svg.Plain}
+	limits := map[int]bool{}
+	for _, r := range rows {
+		name := r.DUT
+		if r.Rep > 1 {
+			name = fmt.Sprintf("%s rep %d", r.DUT, r.Rep)
+		}
+		var tp, rp, mp []svg.Point
+		for _, p := range r.Rec.Flood.Samples {
+			if p.Learned >= 0 {
+				tp = append(tp, svg.Point{X: p.T, Y: float64(p.Learned)})
+			}
+			// The sampler reads on through the drain (and while bridge B
+			// is read): the rate is the stream's only while it runs.
+			if r.Sum.BaseRate > 0 && p.T <= r.Rec.Flood.Seconds+0.25 {
+				rp = append(rp, svg.Point{X: p.T, Y: p.StreamPPS / r.Sum.BaseRate})
+			}
+			if p.RSSKiB > 0 {
+				mp = append(mp, svg.Point{X: p.T, Y: float64(p.RSSKiB) / 1024})
+			}
+		}
+		if len(tp) > 0 {
+			table.Series = append(table.Series, svg.Series{Name: name, Points: tp})
+			limits[r.Rec.MaxEntries] = true
+		}
+		if len(rp) > 0 {
+			rate.Series = append(rate.Series, svg.Series{Name: name, Points: rp})
+		}
+		if len(mp) > 0 {
+			mem.Series = append(mem.Series, svg.Series{Name: name, Points: mp})
+		}
+	}
+	span := floodSpan(rows)
+	for n := range limits {
+		if n > 0 {
+			table.Series = append(table.Series, svg.Series{Name: fmt.Sprintf("limit %d", n), Dashed: true, Points: []svg.Point{{X: 0, Y: float64(n)}, {X: span, Y: float64(n)}}})
+		}
+	}
+	if len(rate.Series) > 0 {
+		rate.Series = append(rate.Series, svg.Series{Name: fmt.Sprintf("goal %.0f%%", 100*lab.FloodMinRatio), Dashed: true,
+			Points: []svg.Point{{X: 0, Y: lab.FloodMinRatio}, {X: span, Y: lab.FloodMinRatio}}})
+	}
+	for _, c := range []struct {
+		file string
+		c    svg.LineChart
+	}{{"macflood-table.svg", table}, {"macflood-rate.svg", rate}, {"macflood-memory.svg", mem}} {
+		if len(c.c.Series) == 0 {
+			continue
+		}
+		if err := saveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// floodSpan is the longest stream's last sample, in seconds.
+func floodSpan(rows []*FloodRow) float64 {
+	span := 1.0
+	for _, r := range rows {
+		if p := lastSample(r.Rec.Flood.Samples); p != nil {
+			span = math.Max(span, p.T)
+		}
+	}
+	return span
+}
