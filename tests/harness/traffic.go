@@ -9,7 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/trestle/trestle/internal/sink"
+	"github.com/trestle/trestle/internal/lab/sink"
 	"github.com/trestle/trestle/internal/testutil"
 )
 
