@@ -344,25 +344,6 @@ Examples:
 	return c
 }
 
-// SinkSummary is `trestle sink --json`.
-type SinkSummary struct {
-	Dev           string       `json:"dev"`
-	ElapsedS      float64      `json:"elapsed_s"`
-	Packets       uint64       `json:"packets"`
-	Bytes         uint64       `json:"bytes"`
-	Received      uint64       `json:"received"` // frames with the test header
-	ReceivedBytes uint64       `json:"received_bytes"`
-	Unsigned      uint64       `json:"unsigned"`
-	BadFlow       uint64       `json:"bad_flow"`
-	Lost          int64        `json:"lost"`
-	Reordered     uint64       `json:"reordered"`
-	Duplicated    uint64       `json:"duplicated"`
-	Flows         int          `json:"flows"`
-	Runs          int          `json:"runs"`   // generator runs seen (each starts its sequences at 0)
-	RxPPS         float64      `json:"rx_pps"` // signed frames from the first to the last
-	Latency       sink.Latency `json:"latency"`
-}
-
 func (e *env) runSink(o sink.Options, interval, duration time.Duration) error {
 	s, err := sink.Start(o)
 	if err != nil {
@@ -413,7 +394,7 @@ func (e *env) runSink(o sink.Options, interval, duration time.Duration) error {
 	if err != nil {
 		return err
 	}
-	sum := SinkSummary{
+	sum := sink.Summary{
 		Dev: o.Dev, ElapsedS: time.Since(start).Seconds(), Packets: fin.Packets, Bytes: fin.Bytes,
 		Received: fin.Received, ReceivedBytes: fin.SignedBytes, Unsigned: fin.Unsigned, BadFlow: fin.BadFlow, Lost: fin.Lost,
 		Reordered: fin.Reordered, Duplicated: fin.Duplicates, Flows: fin.Flows, Runs: fin.Runs, Latency: sink.Summarize(fin.Hist),

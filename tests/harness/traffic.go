@@ -13,26 +13,6 @@ import (
 	"github.com/trestle/trestle/internal/testutil"
 )
 
-// SinkSummary is what `trestle sink --json` prints, read as a user's
-// script would: the fields of cmd/trestle's SinkSummary, by their JSON names.
-type SinkSummary struct {
-	Dev           string       `json:"dev"`
-	ElapsedS      float64      `json:"elapsed_s"`
-	Packets       uint64       `json:"packets"`
-	Bytes         uint64       `json:"bytes"`
-	Received      uint64       `json:"received"` // frames with the test header
-	ReceivedBytes uint64       `json:"received_bytes"`
-	Unsigned      uint64       `json:"unsigned"`
-	BadFlow       uint64       `json:"bad_flow"`
-	Lost          int64        `json:"lost"`
-	Reordered     uint64       `json:"reordered"`
-	Duplicated    uint64       `json:"duplicated"`
-	Flows         int          `json:"flows"`
-	Runs          int          `json:"runs"`
-	RxPPS         float64      `json:"rx_pps"`
-	Latency       sink.Latency `json:"latency"`
-}
-
 // StartSinkOn runs `trestle sink --json` on host i's eth0 and waits until
 // its program is attached.
 func (l *Lab) StartSinkOn(i int) *testutil.Proc {
@@ -48,7 +28,7 @@ func (l *Lab) StartSinkOn(i int) *testutil.Proc {
 	return p
 }
 
-func StopSink(t *testing.T, p *testutil.Proc) SinkSummary {
+func StopSink(t *testing.T, p *testutil.Proc) sink.Summary {
 	t.Helper()
 	_ = p.Cmd.Process.Signal(os.Interrupt)
 	select {
@@ -56,7 +36,7 @@ func StopSink(t *testing.T, p *testutil.Proc) SinkSummary {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("sink did not stop\n%s", p.Out.String())
 	}
-	var s SinkSummary
+	var s sink.Summary
 	if err := json.Unmarshal([]byte(p.Out.String()), &s); err != nil {
 		t.Fatalf("sink --json: %v\n%s", err, p.Out.String())
 	}

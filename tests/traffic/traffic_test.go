@@ -17,6 +17,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/trestle/trestle/internal/lab/sink"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
 )
@@ -83,7 +84,7 @@ func (p *pair) startSink(args ...string) *testutil.Proc {
 }
 
 // stopSink interrupts the sink like Ctrl-C and returns its summary.
-func (p *pair) stopSink(proc *testutil.Proc) harness.SinkSummary {
+func (p *pair) stopSink(proc *testutil.Proc) sink.Summary {
 	p.t.Helper()
 	_ = proc.Cmd.Process.Signal(os.Interrupt)
 	select {
@@ -94,7 +95,7 @@ func (p *pair) stopSink(proc *testutil.Proc) harness.SinkSummary {
 	if err := proc.Err(); err != nil {
 		p.t.Fatalf("sink: %v\n%s", err, proc.Out.String())
 	}
-	var s harness.SinkSummary
+	var s sink.Summary
 	if err := json.Unmarshal([]byte(proc.Out.String()), &s); err != nil {
 		p.t.Fatalf("sink --json: %v\n%s", err, proc.Out.String())
 	}

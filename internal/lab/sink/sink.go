@@ -341,3 +341,23 @@ func Summarize(hist []uint64) Latency {
 	l.P50, l.P90, l.P99, l.P999 = pct(0.50), pct(0.90), pct(0.99), pct(0.999)
 	return l
 }
+
+// Summary is what `trestle sink --json` prints: the command writes it
+// and scripts and the end-to-end tests read it, by its JSON names.
+type Summary struct {
+	Dev           string  `json:"dev"`
+	ElapsedS      float64 `json:"elapsed_s"`
+	Packets       uint64  `json:"packets"`
+	Bytes         uint64  `json:"bytes"`
+	Received      uint64  `json:"received"` // frames with the test header
+	ReceivedBytes uint64  `json:"received_bytes"`
+	Unsigned      uint64  `json:"unsigned"`
+	BadFlow       uint64  `json:"bad_flow"`
+	Lost          int64   `json:"lost"`
+	Reordered     uint64  `json:"reordered"`
+	Duplicated    uint64  `json:"duplicated"`
+	Flows         int     `json:"flows"`
+	Runs          int     `json:"runs"`   // generator runs seen (each starts its sequences at 0)
+	RxPPS         float64 `json:"rx_pps"` // signed frames from the first to the last
+	Latency       Latency `json:"latency"`
+}
