@@ -50,6 +50,15 @@ const (
 	// a stream (events.go).
 	CmdEvents       = "events"
 	CmdEventsFollow = "events.follow"
+	// Run-time ports (`trestle port add|del|list`, the CNI plugin, the
+	// QEMU scripts): port.add takes Bridge, Port (the interface), Args
+	// (the port keys of the config as KEY=VALUE) and Owner, and answers
+	// once the port forwards; port.del takes Bridge and Port, or Bridge
+	// and Owner (every run-time port of that owner); port.list answers
+	// []PortEntry, of Bridge's ports or of every bridge's.
+	CmdPortAdd  = "port.add"
+	CmdPortDel  = "port.del"
+	CmdPortList = "port.list"
 )
 
 // Request is what the CLI sends.
@@ -66,6 +75,19 @@ type Request struct {
 	// first; 0: last); rule del: Index, from 1.
 	Args  []string `json:"args,omitempty"`
 	Index int      `json:"index,omitempty"`
+	// port add and del: who added a run-time port (for CNI: network
+	// name, container id and interface name), free text.
+	Owner string `json:"owner,omitempty"`
+}
+
+// PortEntry is one row of `trestle port list --json`: a port of a bridge,
+// where it came from ("file": the config file; "run": added at run time),
+// who added it (run-time ports), and its status as `trestle show` gives it.
+type PortEntry struct {
+	Bridge string `json:"bridge"`
+	Origin string `json:"origin"`
+	Owner  string `json:"owner,omitempty"`
+	PortStatus
 }
 
 // Rule is one row of `trestle rule show --json`: a rule of a bridge's
