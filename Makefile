@@ -10,12 +10,19 @@
 GO      ?= $(eval GO := $(shell scripts/deps.sh which-go))$(GO)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN     := bin/trestle
+# The man pages (trestle(8), one per command, trestle.toml(5)) and the shell
+# completions, written by the binary from its command tree and the config's
+# key table (cmd/trestle/man.go, completion.go) at build time.
+MAN_DIR     := bin/man
+MAN_STAMP   := $(MAN_DIR)/trestle.8
+COMPLETIONS := bin/completion/trestle.bash bin/completion/_trestle bin/completion/trestle.fish
 BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/lab/*.c bpf/lab/*.h bpf/include/bpf/*.h)
 
 .PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short
 
-# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the systemd unit
-# (pointing at it) and an example config, which never replaces one there.
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man pages and
+# shell completions, the systemd unit (pointing at it) and an example config,
+# which never replaces one there.
 PREFIX  ?= /usr/local
 UNITDIR ?= /lib/systemd/system
 
@@ -24,10 +31,20 @@ all: build
 deps:
 	@scripts/deps.sh
 
-build: $(BIN)
+build: $(BIN) $(MAN_STAMP) $(COMPLETIONS)
 
 $(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') internal/bpf/trestle_bpfel.o $(wildcard internal/lab/bpf/*_bpfel.o) go.mod go.sum
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/trestle
+
+$(MAN_STAMP): $(BIN) cmd/trestle/trestle.toml.5.in
+	@rm -rf $(MAN_DIR) && $(BIN) man $(MAN_DIR) >/dev/null
+
+bin/completion/trestle.bash: $(BIN)
+	@mkdir -p $(@D) && $(BIN) completion bash >$@
+bin/completion/_trestle: $(BIN)
+	@mkdir -p $(@D) && $(BIN) completion zsh >$@
+bin/completion/trestle.fish: $(BIN)
+	@mkdir -p $(@D) && $(BIN) completion fish >$@
 
 # Regenerate the eBPF objects and their Go bindings after changing bpf/: the
 # switch's (bpf/ into internal/bpf) and the lab's (bpf/lab/ into internal/lab/bpf).
@@ -117,8 +134,14 @@ demo: deps build
 clean:
 	rm -rf bin
 
-install: $(BIN)
+install: $(BIN) $(MAN_STAMP) $(COMPLETIONS)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/trestle
+	install -d $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 0644 $(MAN_DIR)/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 $(MAN_DIR)/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -D -m 0644 bin/completion/trestle.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/trestle
+	install -D -m 0644 bin/completion/_trestle $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_trestle
+	install -D -m 0644 bin/completion/trestle.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/trestle.fish
 	install -d $(DESTDIR)$(UNITDIR)
 	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/trestle.service > $(DESTDIR)$(UNITDIR)/trestle.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/trestle.service

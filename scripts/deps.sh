@@ -22,9 +22,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # are DUTs of `trestle lab`; netsniff-ng's trafgen is what scripts/gen-compare.sh
 # measures the generator against; prometheus brings promtool, which checks
 # the daemon's metrics in the tests (its service is not started, as Open
-# vSwitch's is not); tmux is the terminal `trestle top` is tested in.
+# vSwitch's is not); tmux is the terminal `trestle top` is tested in; man-db
+# renders the man pages and bash-completion loads the completions in their
+# tests.
 pkgs=(clang llvm libbpf-dev linux-libc-dev bpftool iproute2 iperf3 ethtool iputils-ping tcpdump
-	ministat nftables openvswitch-switch netsniff-ng util-linux procps prometheus tmux)
+	ministat nftables openvswitch-switch netsniff-ng util-linux procps prometheus tmux
+	man-db bash-completion)
 
 # apt_install installs the named packages, quietly: stdout stays clean for
 # the Go step's answer.

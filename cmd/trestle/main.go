@@ -38,6 +38,18 @@ type env struct {
 
 func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{stdout: stdout, stderr: stderr, getenv: getenv}
+	root := e.rootCmd()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(stderr, "trestle:", err)
+		return 1
+	}
+	return 0
+}
+
+// rootCmd is the whole command tree: what run executes, and what the man
+// pages and shell completions are generated from (man.go).
+func (e *env) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "trestle",
 		Short: "An Ethernet learning switch whose datapath runs in the kernel as eBPF",
@@ -64,16 +76,13 @@ Every inspecting command takes --json. The daemon's socket is
 	// --version: what was built (git describe, set by the Makefile), by which Go, for where.
 	root.SetVersionTemplate(fmt.Sprintf("trestle %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH))
 	daemon.Build = version
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.SetArgs(args)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
 	root.PersistentFlags().StringVar(&e.socket, "socket", "", "control socket of the daemon (default $TRESTLE_SOCKET or "+ctl.DefaultSocket+")")
 	root.AddCommand(e.runCmd(), e.downCmd(), e.checkCmd(), e.showCmd(), e.fdbCmd(), e.statsCmd(), e.reloadCmd(), e.ruleCmd(), e.stateCmd(), e.captureCmd(), e.eventsCmd(), e.topCmd(), e.genCmd(), e.sinkCmd(), e.statCmd(), e.labCmd())
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(stderr, "trestle:", err)
-		return 1
-	}
-	return 0
+	root.AddCommand(e.manCmd(root))
+	completeArgs(root, e)
+	return root
 }
 
 func (e *env) sock() string { return ctl.SocketPath(e.socket, e.getenv) }

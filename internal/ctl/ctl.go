@@ -376,12 +376,18 @@ var ErrNoDaemon = errors.New("no trestle daemon is running there")
 
 // Call sends one request and decodes the answer's data into out (if non-nil).
 func Call(path string, req Request, out any) error {
-	c, err := net.DialTimeout("unix", path, 3*time.Second)
+	return CallWithin(path, req, out, 60*time.Second)
+}
+
+// CallWithin is Call that gives up after d (connecting at most 3 s of it):
+// for what must not wait long, such as a shell completing a bridge's name.
+func CallWithin(path string, req Request, out any, d time.Duration) error {
+	c, err := net.DialTimeout("unix", path, min(d, 3*time.Second))
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w (%v)", path, ErrNoDaemon, err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(d))
 	if err := json.NewEncoder(c).Encode(&req); err != nil {
 		return fmt.Errorf("send %s to %s: %w", req.Cmd, path, err)
 	}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/ctl"
+)
+
+// TestMain lets the test binary be trestle itself (TRESTLE_AS_MAIN=1), so
+// that a shell's completion script can run it as a program.
+func TestMain(m *testing.M) {
+	if os.Getenv("TRESTLE_AS_MAIN") == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+func testRoot() *cobra.Command {
+	e := &env{stdout: new(bytes.Buffer), stderr: new(bytes.Buffer), getenv: func(string) string { return "" }}
+	return e.rootCmd()
+}
+
+// commands is every command of the tree a user can run, with its man page's
+// name: trestle(8), trestle-fdb-show(8), ...
+func commands(c *cobra.Command, into map[string]*cobra.Command) {
+	if !c.IsAvailableCommand() && c.HasParent() {
+		return
+	}
+	into[strings.ReplaceAll(c.CommandPath(), " ", "-")] = c
+	for _, sub := range c.Commands() {
+		commands(sub, into)
+	}
+}
+
+// layoutWarning is what groff says of a line too long for the page
+// (a long example); anything else it says is a fault of the page.
+var layoutWarning = regexp.MustCompile(`warning .*(cannot adjust line|can't break line)`)
+
+// TestManPages writes the man pages as `make build` does and renders each
+// with man -l: every command of the tree has its page, every page renders
+// with no complaint but a long line's, and trestle.toml(5) has every key of
+// the config's key table under its table.
+func TestManPages(t *testing.T) {
+	if _, err := exec.LookPath("man"); err != nil {
+		t.Skip("no man (make test's deps install man-db)")
+	}
+	dir := t.TempDir()
+	root := testRoot()
+	n, err := writeManPages(root, dir, time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := map[string]*cobra.Command{}
+	commands(root, cmds)
+	for name := range cmds {
+		if _, err := os.Stat(filepath.Join(dir, name+".8")); err != nil {
+			t.Errorf("command %q has no man page: %v", strings.ReplaceAll(name, "-", " "), err)
+		}
+	}
+	if n != len(cmds)+1 {
+		t.Errorf("%d pages for %d commands and trestle.toml(5)", n, len(cmds))
+	}
+	pages, _ := filepath.Glob(filepath.Join(dir, "*.[58]"))
+	for _, p := range pages {
+		cmd := exec.Command("man", "-l", p)
+		cmd.Env = append(os.Environ(), "MANWIDTH=80", "MANPAGER=cat", "LC_ALL=C.UTF-8")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Errorf("man -l %s: %v\n%s", filepath.Base(p), err, errb.String())
+			continue
+		}
+		for _, l := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+			if l != "" && !layoutWarning.MatchString(l) {
+				t.Errorf("man -l %s: %s", filepath.Base(p), l)
+			}
+		}
+		if !strings.Contains(out.String(), "NAME") || !strings.Contains(out.String(), "DESCRIPTION") {
+			t.Errorf("man -l %s rendered no NAME and DESCRIPTION:\n%s", filepath.Base(p), out.String())
+		}
+	}
+
+	toml, err := os.ReadFile(filepath.Join(dir, "trestle.toml.5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each table's keys, in the section of that table.
+	sections := strings.Split(string(toml), "\n.SS ")
+	for _, tab := range config.Tables {
+		var sec string
+		for _, s := range sections[1:] {
+			if strings.HasPrefix(s, roff(tab.Header())+"\n") {
+				sec = s
+			}
+		}
+		if sec == "" {
+			t.Errorf("trestle.toml(5) has no section %s", tab.Header())
+			continue
+		}
+		for _, k := range tab.Keys {
+			if !strings.Contains(sec, "\n.B "+roff(k.Name)+"\n") {
+				t.Errorf("trestle.toml(5): %s has no entry for key %s", tab.Header(), k.Name)
+			}
+		}
+	}
+}
+
+// TestCompletionBash loads `trestle completion bash` into bash, as
+// bash-completion would, and completes an empty word and a partial one:
+// the commands come back.
+func TestCompletionBash(t *testing.T) {
+	if _, err := os.Stat("/usr/share/bash-completion/bash_completion"); err != nil {
+		t.Skip("no bash-completion (make test's deps install it)")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(bin, "trestle")); err != nil {
+		t.Fatal(err)
+	}
+	// A daemon's control socket that knows one bridge with two ports.
+	sock := filepath.Join(t.TempDir(), "t.sock")
+	srv, err := ctl.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Serve(ctx, func(_ context.Context, req ctl.Request) (any, error) {
+		if req.Cmd != ctl.CmdShow {
+			return nil, fmt.Errorf("unexpected %s", req.Cmd)
+		}
+		return ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br7", Ports: []ctl.PortStatus{{Name: "veth-a"}, {Name: "veth-b"}}}}}, nil
+	})
+	defer srv.Close()
+	complete := func(line string) []string {
+		t.Helper()
+		words := strings.Fields(line)
+		if strings.HasSuffix(line, " ") {
+			words = append(words, "")
+		}
+		script := `source /usr/share/bash-completion/bash_completion || exit 1
+source <(trestle completion bash) || exit 1
+COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}; shift
+COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 ))
+__start_trestle trestle "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s\n' "${COMPREPLY[@]}"`
+		cmd := exec.Command("bash", append([]string{"-c", script, "bash", line}, words...)...)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "TRESTLE_AS_MAIN=1", "TRESTLE_SOCKET="+sock)
+		// stderr: bash's compopt says it runs outside a completion,
+		// which it does here.
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("bash completion of %q: %v\n%s%s", line, err, out, errb.String())
+		}
+		var got []string
+		for _, w := range strings.Fields(string(out)) {
+			got = append(got, w)
+		}
+		return got
+	}
+	got := complete("trestle ")
+	for _, want := range []string{"run", "show", "fdb", "stats", "reload", "lab", "capture"} {
+		if !contains(got, want) {
+			t.Errorf("completing 'trestle ' gave %q, no %q", got, want)
+		}
+	}
+	if contains(got, "man") {
+		t.Errorf("completing 'trestle ' offers the hidden man command: %q", got)
+	}
+	for line, want := range map[string]string{
+		"trestle fdb s":               "show",
+		"trestle fdb show ":           "br7",
+		"trestle rule add b":          "br7",
+		"trestle capture veth-":       "veth-a veth-b",
+		"trestle capture x --bridge ": "br7",
+		"trestle lab qu":              "quick",
+	} {
+		if got := strings.Join(complete(line), " "); got != want {
+			t.Errorf("completing %q gave %q, want %q", line, got, want)
+		}
+	}
+	if got := complete("trestle lab "); !contains(got, "report") || !contains(got, "vlan-overhead") {
+		t.Errorf("completing 'trestle lab ' gave %q: no subcommand report or scenario vlan-overhead", got)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
