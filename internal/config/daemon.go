@@ -27,7 +27,7 @@ var daemonTable = Table{
 		{Name: "persist", Kind: KindBool, Default: "false", Example: "true",
 			Help: "Pin the datapath under /sys/fs/bpf/trestle/: it forwards on when the daemon exits, and the next daemon adopts it; `trestle down` removes it."},
 		{Name: "metrics", Kind: KindString, Form: `host:port, such as "127.0.0.1:9470" or "[::1]:9470"`, Example: `"127.0.0.1:9470"`,
-			Help: "Serve Prometheus metrics at http://ADDR/metrics (docs/operations.md); off unless set."},
+			Help: "Serve Prometheus metrics at http://ADDR/metrics (docs/operations.md); off unless set. With no host (\":9470\") it listens on 127.0.0.1 only; every interface only when named (\"0.0.0.0:9470\")."},
 	},
 }
 

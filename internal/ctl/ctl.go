@@ -270,6 +270,10 @@ type Server struct {
 	// BadRequest, when set, hears of every request that could not be
 	// read (not JSON, too large, too slow): the daemon logs them.
 	BadRequest func(error)
+	// AcceptError, when set, hears of each failure to accept a connection
+	// (EMFILE: the process is out of file descriptors) and the pause
+	// before the next try: the daemon logs them.
+	AcceptError func(err error, retry time.Duration)
 }
 
 // Listen creates the socket (and its directory). It replaces a stale socket
@@ -319,13 +323,31 @@ func kind(fi os.FileInfo) string {
 	}
 }
 
-// Serve answers requests until ctx is done or Close is called.
+// Serve answers requests until Close is called. A failure to accept that
+// is not the listener's closing (EMFILE, ENFILE, ENOBUFS: a client that
+// opened connections until the process ran out of descriptors) pauses the
+// loop, from 5 ms doubling up to a second, and it goes on: a socket that
+// stopped for good would leave the datapath with no one to control it.
 func (s *Server) Serve(ctx context.Context, h Handler) {
+	var pause time.Duration
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
-			return
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			if s.AcceptError != nil {
+				s.AcceptError(err, pause)
+			}
+			select {
+			case <-time.After(pause):
+			case <-ctx.Done():
+				return
+			}
+			continue
 		}
+		pause = 0
 		go s.handle(ctx, c, h)
 	}
 }

@@ -171,6 +171,11 @@ func Run(ctx context.Context, opts Options) error {
 	srv.HandleStream(ctl.CmdCapture, d.captureStream)
 	srv.HandleStream(ctl.CmdEventsFollow, d.eventsStream)
 	srv.BadRequest = d.badRequest
+	// Out of descriptors (a client holding connections open): said, and
+	// served again once some are free; the pause caps the lines at one a second.
+	srv.AcceptError = func(err error, retry time.Duration) {
+		d.log.Warn("control socket cannot accept a connection", "err", err, "retry_in", retry)
+	}
 	go srv.Serve(ctx, d.handle)
 	go d.watchEvents(ctx)
 	d.notify(sd.SdNotifyReady, statusLine("forwarding: %d bridges", len(cfg.Bridges)))

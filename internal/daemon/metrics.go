@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/config"
@@ -20,8 +22,9 @@ import (
 )
 
 // The Prometheus endpoint ([daemon] metrics, --metrics). The collector reads
-// the datapath's per-CPU maps when Prometheus scrapes, under the daemon's
-// lock, and keeps nothing between scrapes: no polling loop, no copies.
+// the datapath's per-CPU maps when Prometheus scrapes, after copying what
+// it needs of the daemon's state under the daemon's lock (scrape), and keeps
+// nothing between scrapes: no polling loop.
 //
 // Port and VLAN counters are named after the enums of bpf/types.h: a counter
 // added there is exported as trestle_port_<name>_total with no change here.
@@ -118,111 +121,161 @@ func gauge(desc *prometheus.Desc, v float64, labels ...string) prometheus.Metric
 	return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
 }
 
+// scrape is what a scrape needs of the daemon's state, copied under its
+// lock; the maps are read after the lock is released, so a scrape never
+// holds the daemon (a reload, a control request, the aging sweep) for longer
+// than this copy takes.
+type scrape struct {
+	applied, rejected  uint64
+	logged, suppressed map[string]uint64
+	moves              eventsLost
+	bridges            []bridgeScrape
+	vlanAware          bool
+}
+
+type eventsLost interface{ EventsLost() (uint64, error) }
+
+type bridgeScrape struct {
+	name        string
+	id          uint16
+	maxEntries  int
+	aged        uint64
+	filter      bool
+	ruleActions []string // each rule's action, in order
+	defAction   string
+	vlans       []uint16
+	ports       []portScrape
+}
+
+type portScrape struct {
+	name, mode string
+	up         bool
+	slot       uint16
+}
+
+func (d *Daemon) scrape() scrape {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := scrape{applied: d.reloads[true], rejected: d.reloads[false]}
+	s.logged, s.suppressed = d.events.counts()
+	if d.moves != nil {
+		s.moves = d.moves
+	}
+	bs, _ := d.sortedBridges("")
+	for _, b := range bs {
+		bsc := bridgeScrape{name: b.cfg.Name, id: b.id, maxEntries: b.cfg.MaxEntries, aged: d.aged[b.cfg.Name], filter: b.cfg.Filter, defAction: config.ActionPass}
+		if b.cfg.DefaultBlock {
+			bsc.defAction = config.ActionBlock
+		}
+		for _, r := range b.rules() {
+			a := config.ActionPass
+			if r.Block {
+				a = config.ActionBlock
+			}
+			bsc.ruleActions = append(bsc.ruleActions, a)
+		}
+		if b.cfg.VLANAware() {
+			s.vlanAware = true
+			bsc.vlans = b.vlans()
+		}
+		for _, p := range b.ports {
+			m := string(p.mode)
+			if m == "" {
+				m = "none"
+			}
+			bsc.ports = append(bsc.ports, portScrape{name: p.name(), mode: m, up: p.forwards(), slot: p.slot})
+		}
+		s.bridges = append(s.bridges, bsc)
+	}
+	return s
+}
+
 // Collect reads the maps. A map that cannot be read becomes an invalid
 // metric, which the handler reports and skips: the rest is still served.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	d := c.d
 	ch <- gauge(c.build, 1, Build, runtime.Version())
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ch <- counter(c.reloads, d.reloads[true], "applied")
-	ch <- counter(c.reloads, d.reloads[false], "rejected")
-	logged, suppressed := d.events.counts()
+	s := d.scrape()
+	ch <- counter(c.reloads, s.applied, "applied")
+	ch <- counter(c.reloads, s.rejected, "rejected")
 	for _, k := range eventKinds {
-		ch <- counter(c.events, logged[k], k)
+		ch <- counter(c.events, s.logged[k], k)
 	}
-	ch <- counter(c.suppressed, suppressed[ctl.EventMACMove], ctl.EventMACMove)
-	if d.moves != nil {
-		if n, err := d.moves.EventsLost(); err != nil {
+	ch <- counter(c.suppressed, s.suppressed[ctl.EventMACMove], ctl.EventMACMove)
+	if s.moves != nil {
+		if n, err := s.moves.EventsLost(); err != nil {
 			ch <- prometheus.NewInvalidMetric(c.lost, err)
 		} else {
 			ch <- counter(c.lost, n)
 		}
 	}
-	if s, err := d.counters.Stats(0); err != nil {
+	if st, err := d.counters.Stats(0); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.unattached, err)
 	} else {
-		for i, n := range s.Drops {
+		for i, n := range st.Drops {
 			ch <- counter(c.unattached, n, tbpf.DropReason(i).String())
 		}
 	}
-	bs, _ := d.sortedBridges("")
-	for _, b := range bs {
-		name := b.cfg.Name
+	for _, b := range s.bridges {
+		name := b.name
 		if n, err := d.counters.BridgeMACs(b.id); err != nil {
 			ch <- prometheus.NewInvalidMetric(c.entries, err)
 		} else {
 			ch <- gauge(c.entries, float64(n), name)
 		}
-		ch <- gauge(c.maxEntries, float64(b.cfg.MaxEntries), name)
-		ch <- counter(c.aged, d.aged[name], name)
+		ch <- gauge(c.maxEntries, float64(b.maxEntries), name)
+		ch <- counter(c.aged, b.aged, name)
 		for _, p := range b.ports {
-			m, up := string(p.mode), 0.0
-			if m == "" {
-				m = "none"
-			}
-			if p.forwards() {
+			up := 0.0
+			if p.up {
 				up = 1
 			}
-			ch <- gauge(c.up, up, name, p.name(), m)
-			s, err := d.counters.Stats(p.slot)
+			ch <- gauge(c.up, up, name, p.name, p.mode)
+			st, err := d.counters.Stats(p.slot)
 			if err != nil {
-				ch <- prometheus.NewInvalidMetric(c.port[0], fmt.Errorf("bridge %s port %s: %w", name, p.name(), err))
+				ch <- prometheus.NewInvalidMetric(c.port[0], fmt.Errorf("bridge %s port %s: %w", name, p.name, err))
 				continue
 			}
-			for i, v := range s.C {
-				ch <- counter(c.port[i], v, name, p.name())
+			for i, v := range st.C {
+				ch <- counter(c.port[i], v, name, p.name)
 			}
-			for i, v := range s.Drops {
-				ch <- counter(c.drops, v, name, p.name(), tbpf.DropReason(i).String())
+			for i, v := range st.Drops {
+				ch <- counter(c.drops, v, name, p.name, tbpf.DropReason(i).String())
 			}
 		}
 		c.collectFilter(ch, b)
 	}
-	c.collectVLANs(ch, bs)
+	if s.vlanAware {
+		c.collectVLANs(ch, s.bridges)
+	}
 }
 
-func (c *collector) collectFilter(ch chan<- prometheus.Metric, b *bridgeState) {
-	if !b.cfg.Filter {
+func (c *collector) collectFilter(ch chan<- prometheus.Metric, b bridgeScrape) {
+	if !b.filter {
 		return
 	}
 	counts, on, err := c.d.counters.FilterCounters(b.id)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.filterPackets, fmt.Errorf("bridge %s: %w", b.cfg.Name, err))
+		ch <- prometheus.NewInvalidMetric(c.filterPackets, fmt.Errorf("bridge %s: %w", b.name, err))
 		return
 	}
 	if !on {
 		return
 	}
 	one := func(rule, action string, packets, bytes uint64) {
-		ch <- counter(c.filterPackets, packets, b.cfg.Name, rule, action)
-		ch <- counter(c.filterBytes, bytes, b.cfg.Name, rule, action)
+		ch <- counter(c.filterPackets, packets, b.name, rule, action)
+		ch <- counter(c.filterBytes, bytes, b.name, rule, action)
 	}
-	for i, r := range b.rules() {
+	for i, action := range b.ruleActions {
 		if i < len(counts.Rules) {
-			action := config.ActionPass
-			if r.Block {
-				action = config.ActionBlock
-			}
 			one(strconv.Itoa(i+1), action, counts.Rules[i].Packets, counts.Rules[i].Bytes)
 		}
 	}
 	one("state", config.ActionPass, counts.State.Packets, counts.State.Bytes)
-	def := config.ActionPass
-	if b.cfg.DefaultBlock {
-		def = config.ActionBlock
-	}
-	one("default", def, counts.Default.Packets, counts.Default.Bytes)
+	one("default", b.defAction, counts.Default.Packets, counts.Default.Bytes)
 }
 
-func (c *collector) collectVLANs(ch chan<- prometheus.Metric, bs []*bridgeState) {
-	var aware bool
-	for _, b := range bs {
-		aware = aware || b.cfg.VLANAware()
-	}
-	if !aware {
-		return
-	}
+func (c *collector) collectVLANs(ch chan<- prometheus.Metric, bs []bridgeScrape) {
 	held, err := c.d.counters.VLANs()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.vlan[0], err)
@@ -233,16 +286,16 @@ func (c *collector) collectVLANs(ch chan<- prometheus.Metric, bs []*bridgeState)
 		index[[2]uint16{v.Bridge, v.VID}] = v.Index
 	}
 	for _, b := range bs {
-		for _, vid := range b.vlans() {
+		for _, vid := range b.vlans {
 			var s tbpf.VLANStats
 			if idx, ok := index[[2]uint16{b.id, vid}]; ok {
 				if s, err = c.d.counters.VLANStats(idx); err != nil {
-					ch <- prometheus.NewInvalidMetric(c.vlan[0], fmt.Errorf("bridge %s VLAN %d: %w", b.cfg.Name, vid, err))
+					ch <- prometheus.NewInvalidMetric(c.vlan[0], fmt.Errorf("bridge %s VLAN %d: %w", b.name, vid, err))
 					continue
 				}
 			}
 			for i, v := range s.C {
-				ch <- counter(c.vlan[i], v, b.cfg.Name, strconv.Itoa(int(vid)))
+				ch <- counter(c.vlan[i], v, b.name, strconv.Itoa(int(vid)))
 			}
 		}
 	}
@@ -262,18 +315,42 @@ func (d *Daemon) registry() *prometheus.Registry {
 	return reg
 }
 
-// serveMetrics listens on addr and serves /metrics until stopped. The
-// listen happens here, so that an address in use is an error of the start
-// (or of the reload that named it), not a log line later.
+// The endpoint's limits: a scrape client, or anyone who can reach the
+// address, holds at most a connection's worth of the daemon for at most
+// these times, and no more than metricsConns connections and
+// metricsScrapes scrapes at once (a scrape beyond is answered 503 at once).
+// Variables, so that a test need not wait out the timeouts.
+var (
+	metricsReadTimeout  = 10 * time.Second
+	metricsWriteTimeout = 30 * time.Second
+	metricsIdleTimeout  = 60 * time.Second
+	metricsConns        = 32
+	metricsScrapes      = 4
+)
+
+// metricsListenAddr is addr with the loopback address when it names no
+// host (":9470"): the endpoint has no authentication, so every interface
+// is only ever what an operator asks for by name ("0.0.0.0:9470", "[::]:9470").
+func metricsListenAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host != "" {
+		return addr
+	}
+	return net.JoinHostPort("127.0.0.1", port)
+}
+
+// serveMetrics listens on addr and serves /metrics until stopped.
 func (d *Daemon) serveMetrics(addr string) (*metricsServer, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", metricsListenAddr(addr))
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.registry(), promhttp.HandlerOpts{
-		ErrorLog:      slogPrinter{d},
-		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:            slogPrinter{d},
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: metricsScrapes,
+		Timeout:             metricsWriteTimeout - time.Second,
 	}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
@@ -282,9 +359,17 @@ func (d *Daemon) serveMetrics(addr string) (*metricsServer, error) {
 		}
 		fmt.Fprintln(w, "trestle: metrics at /metrics")
 	})
-	m := &metricsServer{addr: ln.Addr().String(), srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	m := &metricsServer{addr: ln.Addr().String(), srv: &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: metricsReadTimeout,
+		ReadTimeout:       metricsReadTimeout,
+		WriteTimeout:      metricsWriteTimeout,
+		IdleTimeout:       metricsIdleTimeout,
+		MaxHeaderBytes:    8 << 10,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	}}
 	go func() {
-		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := m.srv.Serve(netutil.LimitListener(ln, metricsConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("metrics endpoint stopped", "addr", m.addr, "err", err)
 		}
 	}()

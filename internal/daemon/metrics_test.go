@@ -2,14 +2,17 @@ package daemon
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -322,4 +325,84 @@ func exportedNames(t *testing.T) map[string]bool {
 		}
 	}
 	return exported
+}
+
+// An address with no host binds the loopback address, never every
+// interface: the endpoint has no authentication.
+func TestMetricsDefaultLoopback(t *testing.T) {
+	for in, want := range map[string]string{
+		":9470":          "127.0.0.1:9470",
+		"0.0.0.0:9470":   "0.0.0.0:9470",
+		"[::1]:9470":     "[::1]:9470",
+		"10.0.0.1:9470":  "10.0.0.1:9470",
+		"localhost:9470": "localhost:9470",
+	} {
+		if got := metricsListenAddr(in); got != want {
+			t.Errorf("metricsListenAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+	w := newWorld(t)
+	m, err := w.d.serveMetrics(":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.stop()
+	if !strings.HasPrefix(m.addr, "127.0.0.1:") {
+		t.Errorf("metrics = \":0\" listens on %s, want the loopback address", m.addr)
+	}
+}
+
+// Slow clients (a request header never finished, as a slowloris sends)
+// hold neither the endpoint nor the daemon: a scrape beside them is
+// answered, the daemon's lock is free, and each is cut off after the read
+// timeout.
+func TestMetricsSlowClients(t *testing.T) {
+	old := metricsReadTimeout
+	metricsReadTimeout = 300 * time.Millisecond
+	defer func() { metricsReadTimeout = old }()
+	w := newWorld(t)
+	w.sys.add("p1", "veth")
+	w.mustApply(bridges("br0=p1"))
+	m, err := w.d.serveMetrics("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.stop()
+	var slow []net.Conn
+	for i := 0; i < 8; i++ {
+		c, err := net.Dial("tcp", m.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		slow = append(slow, c)
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + m.addr + "/metrics")
+	if err != nil {
+		t.Fatalf("a scrape beside 8 slow clients: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `trestle_port_up{bridge="br0"`) {
+		t.Fatalf("a scrape beside 8 slow clients: status %d:\n%s", resp.StatusCode, body)
+	}
+	if !w.d.mu.TryLock() {
+		t.Fatal("the daemon's lock is held while slow clients are connected")
+	}
+	w.d.mu.Unlock()
+	for i, c := range slow {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := c.Read(make([]byte, 512))
+		if err == nil && n > 0 {
+			continue // the server's 408 before it closes: cut off too
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Errorf("slow client %d still connected after 10 s (read timeout %v)", i, metricsReadTimeout)
+		}
+	}
 }
