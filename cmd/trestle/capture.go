@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -33,8 +35,10 @@ captured as it left.
 Without -w, one line a frame: time, port, direction, length and verdict
 (forwarded, flooded, or dropped and why, with the reason names of
 'trestle stats'); with --json, one JSON object a frame, its bytes in hex
-included. With -w FILE the frames are written as pcap; -w - writes
-them to stdout, for tcpdump or Wireshark:
+included. With -w FILE the frames are written as pcap, into a new file
+readable by its owner alone (capture never writes over a file that is
+there, nor through a symbolic link; a device or a FIFO it writes to);
+-w - writes them to stdout, for tcpdump or Wireshark:
 
   trestle capture p1 -w - | tcpdump -n -r -
   trestle capture p1 --direction in -c 100 -w p1.pcap
@@ -83,21 +87,27 @@ type frameSink interface {
 }
 
 func (e *env) capture(req ctl.Request, file string, count int, verdicts bool) error {
+	var out io.Writer = e.stdout
+	if file != "" && file != "-" {
+		f, err := createCaptureFile(file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+		// A capture that never started leaves no empty file behind.
+		defer func() {
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+				os.Remove(file)
+			}
+		}()
+	}
 	cl, err := ctl.Capture(e.sock(), req)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	h := cl.Header
-	var out io.Writer = e.stdout
-	if file != "" && file != "-" {
-		f, err := os.Create(file)
-		if err != nil {
-			return fmt.Errorf("capture: %w", err)
-		}
-		defer f.Close()
-		out = f
-	}
 	var sink frameSink
 	switch {
 	case e.json:
@@ -299,3 +309,56 @@ func (s *ngSink) write(r *ctl.CaptureRecord, verdict string) error {
 }
 
 func (s *ngSink) flush() error { return s.w.Flush() }
+
+// createCaptureFile opens what -w names for the frames of other tenants'
+// traffic: a new file, readable by its owner alone (0600, whatever the
+// umask), never through a symbolic link (O_NOFOLLOW), never over a file that
+// is there already (O_EXCL: capture overwrites nothing, so a link or a file
+// planted where a root capture will write cannot make it write elsewhere).
+// A character device or a FIFO that is there (/dev/null, a named pipe to a
+// reader) is written to, not replaced.
+func createCaptureFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return openCaptureStream(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	// The mode given to open is masked by the umask; 0600 is also the most
+	// a umask leaves, so this only makes sure.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	return f, nil
+}
+
+// openCaptureStream opens an existing path -w names if it is a stream
+// (a character device or a FIFO), checked on what was opened, not on the
+// name, so that nothing swapped in between is written.
+func openCaptureStream(path string) (*os.File, error) {
+	refuse := func(what string) error {
+		return fmt.Errorf("capture: %s is there already (%s): capture writes only a new file, a device or a FIFO; remove it or name another", path, what)
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, refuse("a symbolic link")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, refuse("a symbolic link")
+		}
+		if errors.Is(err, syscall.ENXIO) {
+			return nil, fmt.Errorf("capture: %s is a FIFO with no reader: start the reader first", path)
+		}
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&(fs.ModeCharDevice|fs.ModeNamedPipe) == 0 {
+		f.Close()
+		return nil, refuse("a file")
+	}
+	return f, nil
+}
