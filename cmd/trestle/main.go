@@ -172,9 +172,9 @@ docs/configuration.md lists every key, with its values and default.`,
 
 func (e *env) downCmd() *cobra.Command {
 	var cfgPath string
-	var stale bool
+	var stale, force bool
 	c := &cobra.Command{
-		Use:   "down [--config FILE] | down --stale",
+		Use:   "down [--config FILE] [--force] | down --stale",
 		Short: "Remove a persisted datapath: detach, unpin, restore veth peers",
 		Long: `Remove the datapath a daemon with persist left forwarding: detach its
 programs, unpin its maps from /sys/fs/bpf/trestle/, and give the veth peers
@@ -186,7 +186,9 @@ in this network namespace: run it where the daemon ran, e.g.
 
   nsenter --net=/run/netns/sw trestle down --config /etc/trestle/sw.toml
 
-It refuses while that daemon still runs. Nothing to remove is no error.
+It refuses while a daemon holds the socket, answering or hung, and says
+what it would remove; --force removes it anyway (a hung daemon's datapath
+then stops forwarding). Nothing to remove is no error.
 
 --stale removes instead every persisted datapath whose network namespace is
 gone (its interfaces went with it; its maps would stay pinned until reboot).`,
@@ -220,7 +222,7 @@ gone (its interfaces went with it; its maps would stay pinned until reboot).`,
 			if sock == "" {
 				sock = ctl.DefaultSocket
 			}
-			res, err := daemon.Down(sock)
+			res, err := daemon.Down(sock, force)
 			if err != nil {
 				return fmt.Errorf("down: %w", err)
 			}
@@ -243,6 +245,7 @@ gone (its interfaces went with it; its maps would stay pinned until reboot).`,
 	}
 	c.Flags().StringVarP(&cfgPath, "config", "c", "", "the daemon's config file, for its socket")
 	c.Flags().BoolVar(&stale, "stale", false, "remove every persisted datapath whose network namespace is gone")
+	c.Flags().BoolVar(&force, "force", false, "remove the datapath even while a daemon holds the socket (a hung one)")
 	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	return c
 }

@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/vishvananda/netns"
 
@@ -26,14 +28,19 @@ type DownResult struct {
 // Down removes the persisted datapath of the daemon that listens (or
 // listened) on socket in this network namespace: it detaches its programs,
 // unpins its maps and gives the veth peers it changed their settings back.
-// It refuses while that daemon runs.
-func Down(socket string) (DownResult, error) {
-	if err := ctl.Call(socket, ctl.Request{Cmd: ctl.CmdShow}, nil); err == nil {
-		return DownResult{}, fmt.Errorf("a daemon is running on %s: stop it first (with persist it leaves the datapath forwarding, which this then removes)", socket)
-	}
+// It refuses while a daemon holds the socket, whether it answers or not (a
+// hung daemon still has its datapath), unless force.
+func Down(socket string, force bool) (DownResult, error) {
 	inst, err := InstanceOf(socket)
 	if err != nil {
 		return DownResult{}, err
+	}
+	if held, answers := socketHeld(socket); held && !force {
+		what := "is running"
+		if !answers {
+			what = "holds it but did not answer in 2 s (hung?)"
+		}
+		return DownResult{Instance: inst.Name, PinDir: inst.PinDir}, fmt.Errorf("a daemon %s on %s: stop it first (with persist it leaves the datapath forwarding, which this then removes); --force takes its datapath down under it: detaches its programs, removes %s and restores its veth peers", what, socket, inst.PinDir)
 	}
 	res := DownResult{Instance: inst.Name, PinDir: inst.PinDir}
 	st := &stateDir{dir: inst.StateDir}
@@ -186,4 +193,17 @@ func liveNetnsCookies() (map[uint64]bool, error) {
 		h.Close()
 	}
 	return cookies, nil
+}
+
+// socketHeld says whether a process listens on the control socket (a
+// connection is accepted into its backlog even when nothing reads it), and
+// whether it answers a request within 2 s. A socket file with no listener
+// (a daemon killed with -9) refuses the connection: not held.
+func socketHeld(socket string) (held, answers bool) {
+	c, err := net.DialTimeout("unix", socket, 2*time.Second)
+	if err != nil {
+		return false, false
+	}
+	c.Close()
+	return true, ctl.CallWithin(socket, ctl.Request{Cmd: ctl.CmdShow}, nil, 2*time.Second) == nil
 }

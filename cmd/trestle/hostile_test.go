@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,4 +95,20 @@ func TestCaptureFileStreams(t *testing.T) {
 		t.Fatalf("capture -w to a FIFO with a reader: %v", err)
 	}
 	w.Close()
+}
+
+// `trestle down` against a daemon that holds its socket but does not answer
+// (hung) refuses, says so and what it would remove, instead of taking a
+// datapath apart under it as a failed `show` once let it.
+func TestDownRefusesHungDaemon(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "hung.sock")
+	ln, err := net.Listen("unix", sock) // listens, never accepts: hung
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	out, code := runCLI(t, nil, "down", "--socket", sock)
+	if code == 0 || !strings.Contains(out, "did not answer") || !strings.Contains(out, "--force") || !strings.Contains(out, "/trestle/") {
+		t.Errorf("down against a hung daemon: %d %q", code, out)
+	}
 }
