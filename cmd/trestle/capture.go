@@ -113,7 +113,7 @@ func (e *env) capture(req ctl.Request, file string, count int, verdicts bool) er
 	case e.json:
 		sink = &jsonSink{enc: json.NewEncoder(out), h: h}
 	case file == "":
-		sink = &textSink{w: out, port: h.Port}
+		sink = &textSink{w: escaper{out}, port: h.Port}
 	case verdicts:
 		sink, err = newNgSink(out, h)
 	default:

@@ -69,6 +69,7 @@ A mac_move line:
 				}
 				return e.printJSON(evs)
 			}
+			e.plainText()
 			for _, ev := range evs {
 				if err := writeEvent(e.stdout, ev); err != nil {
 					return err
@@ -107,7 +108,7 @@ func (e *env) followEvents(last int) error {
 			_, err = fmt.Fprintf(e.stdout, "%s\n", b)
 			return err
 		}
-		return writeEvent(e.stdout, ev)
+		return writeEvent(escaper{e.stdout}, ev)
 	}
 	for _, ev := range lastEvents(cl.Header.Events, last) {
 		if err := out(ev); err != nil {

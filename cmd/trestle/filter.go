@@ -45,6 +45,7 @@ connection (keep_state) and those the default decided.`,
 			if e.json {
 				return e.printJSON(rs)
 			}
+			e.plainText()
 			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "BRIDGE\t#\tACTION\tMATCH\tPACKETS\tBYTES")
 			for _, r := range rs {
@@ -180,6 +181,7 @@ and 60 s after a FIN or RST; UDP 60 s; ICMP 20 s.`,
 			if e.json {
 				return e.printJSON(ss)
 			}
+			e.plainText()
 			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "BRIDGE\tPROTO\tFROM\tTO\tSTATE\tRULE\tAGE\tIDLE\tEXPIRES")
 			for _, s := range ss {

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/trestle/trestle/internal/ctl"
 )
 
 // capture -w writes tenants' frames: it never follows a symbolic link,
@@ -110,5 +113,41 @@ func TestDownRefusesHungDaemon(t *testing.T) {
 	out, code := runCLI(t, nil, "down", "--socket", sock)
 	if code == 0 || !strings.Contains(out, "did not answer") || !strings.Contains(out, "--force") || !strings.Contains(out, "/trestle/") {
 		t.Errorf("down against a hung daemon: %d %q", code, out)
+	}
+}
+
+// Names a tenant chose reach the terminal escaped: an escape sequence in a
+// veth peer's name is printed as text, not obeyed.
+func TestEscaper(t *testing.T) {
+	for in, want := range map[string]string{
+		"port p1\tup\n":         "port p1\tup\n",
+		"peer \x1b]0;pwned\x07": `peer \x1b]0;pwned\x07`,
+		"del\x7f":               `del\x7f`,
+		"c1 \u009b31m":          `c1 \u009b31m`,
+		"bad \xff utf8":         `bad \xff utf8`,
+		"ünïcode names stay":    "ünïcode names stay",
+		"\r carriage return":    `\x0d carriage return`,
+	} {
+		var b strings.Builder
+		n, err := escaper{&b}.Write([]byte(in))
+		if err != nil || n != len(in) || b.String() != want {
+			t.Errorf("escaper(%q) = %q (%d, %v), want %q", in, b.String(), n, err, want)
+		}
+	}
+	// Through `trestle show`, from a daemon whose port's peer has such a name.
+	sock := filepath.Join(t.TempDir(), "t.sock")
+	srv, err := ctl.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Serve(ctx, func(context.Context, ctl.Request) (any, error) {
+		return ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0", Ports: []ctl.PortStatus{{Name: "veth-a", State: "up", Peer: "gro on: peer \x1b[2Jx"}}}}}, nil
+	})
+	out, code := runCLI(t, map[string]string{"TRESTLE_SOCKET": sock}, "show")
+	if code != 0 || strings.Contains(out, "\x1b") || !strings.Contains(out, `peer \x1b[2Jx`) {
+		t.Errorf("show printed a peer's name raw: %d %q", code, out)
 	}
 }

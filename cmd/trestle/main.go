@@ -288,6 +288,7 @@ func (e *env) showCmd() *cobra.Command {
 			if e.json {
 				return e.printJSON(st)
 			}
+			e.plainText()
 			if st.Persist {
 				fmt.Fprintf(e.stdout, "persist: the datapath outlives the daemon, pinned at %s\n", st.PinDir)
 			}
@@ -413,6 +414,7 @@ func (e *env) fdbCmd() *cobra.Command {
 			if e.json {
 				return e.printJSON(es)
 			}
+			e.plainText()
 			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "BRIDGE\tMAC\tVLAN\tPORT\tTYPE\tAGE")
 			for _, x := range es {
@@ -504,6 +506,7 @@ reasons.`,
 			if e.json {
 				return e.printJSON(ps)
 			}
+			e.plainText()
 			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
 			var names []string
 			if len(ps) > 0 {
@@ -539,6 +542,7 @@ func (e *env) vlanStats(bridge string) error {
 	if e.json {
 		return e.printJSON(vs)
 	}
+	e.plainText()
 	if len(vs) == 0 {
 		fmt.Fprintln(e.stdout, "no VLAN-aware bridge: set vlan or trunk on a port to make one")
 		return nil
