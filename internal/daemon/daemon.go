@@ -186,10 +186,17 @@ func Run(ctx context.Context, opts Options) error {
 
 	sweep := time.NewTicker(d.sweepInterval())
 	defer sweep.Stop()
+	var fed <-chan time.Time // nil outside systemd's watchdog: never ready
+	if wd := d.watchdog(); wd != nil {
+		defer wd.Stop()
+		fed = wd.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-fed:
+			d.feedWatchdog()
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
 				d.Reload() // logs what it did or why not

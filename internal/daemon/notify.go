@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"time"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
 )
@@ -21,3 +22,28 @@ func (d *Daemon) notify(states ...string) {
 }
 
 func statusLine(format string, args ...any) string { return "STATUS=" + fmt.Sprintf(format, args...) }
+
+// watchdog is the ticker of systemd's watchdog (WatchdogSec= in the unit:
+// WATCHDOG_USEC), at half its timeout, or nil outside it. The main loop
+// feeds it (feedWatchdog) between its other work, so a daemon stuck in a
+// reconcile, a sweep or its lock stops feeding and systemd restarts it; with
+// persist the datapath forwards on through the restart.
+func (d *Daemon) watchdog() *time.Ticker {
+	every, err := sd.SdWatchdogEnabled(false)
+	if err != nil {
+		d.log.Warn("systemd watchdog", "err", err)
+		return nil
+	}
+	if every <= 0 {
+		return nil
+	}
+	return time.NewTicker(every / 2)
+}
+
+// feedWatchdog tells systemd the daemon is alive once it has taken and
+// released its lock: what every control request and reconcile needs.
+func (d *Daemon) feedWatchdog() {
+	d.mu.Lock()
+	d.mu.Unlock() //nolint:staticcheck // an empty critical section: the lock is free
+	d.notify(sd.SdNotifyWatchdog)
+}
