@@ -6,6 +6,10 @@
 #        scripts/deps.sh go        the Go step alone; prints the go to use
 #        scripts/deps.sh which-go  prints the go to use if one is there already,
 #                                  installing nothing (the Makefile's $(GO))
+#        scripts/deps.sh disable-services PKG...
+#                                  disables the systemd units those packages
+#                                  enabled (what every install step does for
+#                                  the packages it installed)
 #
 # Go: a Go 1.21 or later on PATH is used as it is: it fetches the toolchain
 # go.mod names by itself (GOTOOLCHAIN). Debian 12's golang-go is Go 1.19, too
@@ -67,7 +71,30 @@ step_packages() {
 		exit 1
 	fi
 	echo "deps: installing ${missing[*]}" >&2
+	local before
+	before=$(dpkg-query -W -f='${Package}\n' | sort)
 	apt_install "${missing[@]}" || exit 1
+	disable_services $(comm -13 <(echo "$before") <(dpkg-query -W -f='${Package}\n' | sort))
+}
+
+# disable_services disables, for the next boot, every systemd unit that the
+# named packages (the ones this run installed, dependencies included)
+# enabled: the tests and the lab start what they need themselves, inside
+# their own namespaces (ovsdb-server, promtool), and a test machine must not
+# come up running Prometheus or Open vSwitch because trestle's tests once
+# needed them. Units that were there before are left as they are.
+disable_services() {
+	local p u
+	for p in "$@"; do
+		dpkg -L "$p" 2>/dev/null | grep -E '^/(usr/)?lib/systemd/system/[^/]+\.(service|socket|timer|path)$' |
+			while read -r u; do
+				u=${u##*/}
+				if [[ $(systemctl is-enabled "$u" 2>/dev/null) == enabled ]]; then
+					echo "deps: disabling $u (installed by $p for the tests; not needed at boot)" >&2
+					systemctl disable --no-reload "$u" >/dev/null 2>&1 || true
+				fi
+			done
+	done
 }
 
 # go_minor prints the minor version of the go named by $1 (21 for go1.21.3),
@@ -275,6 +302,10 @@ all)
 	;;
 go) step_go ;;
 which-go) which_go ;;
+disable-services)
+	shift
+	disable_services "$@"
+	;;
 *)
 	echo "usage: scripts/deps.sh [go | which-go]" >&2
 	exit 2
