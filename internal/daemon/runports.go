@@ -28,8 +28,9 @@ import (
 //   - a run-time port whose interface is gone (deleted, renamed, or its
 //     name now another interface's) is dropped, so no stale port and no
 //     slot is kept;
-//   - a bridge that a port makes VLAN-aware makes its other ports access
-//     ports of VLAN 1, as in the file.
+//   - a bridge that a port makes VLAN-aware makes its other ports that set
+//     neither vlan nor trunk access ports of VLAN 1, as in the file; when
+//     the last port that set one goes, the bridge is no longer VLAN-aware.
 
 // runPort is a port added at run time, as recorded.
 type runPort struct {
@@ -178,8 +179,12 @@ func (d *Daemon) saveRun() {
 }
 
 // parseRunPort checks a run-time port's keys as the config's checker does
-// for a [[bridge.port]] of b.
-func parseRunPort(b *config.Bridge, iface string, args []string) (config.Port, error) {
+// for a [[bridge.port]] of bridge. The port is parsed as its keys say,
+// apart from the bridge's other ports: a port without vlan or trunk is
+// given VLAN 1 by the merge, while its bridge is VLAN-aware (desired), so
+// that what a port is does not depend on the ports added before it, and is
+// the same after a restart.
+func parseRunPort(bridge, iface string, args []string) (config.Port, error) {
 	for _, a := range args {
 		k, _, _ := strings.Cut(a, "=")
 		switch strings.TrimSpace(k) {
@@ -191,7 +196,7 @@ func parseRunPort(b *config.Bridge, iface string, args []string) (config.Port, e
 			return config.Port{}, fmt.Errorf("%s: owner is not a port key; it is given apart (ctl.Request.Owner)", a)
 		}
 	}
-	return config.ParsePortArgs(b, append([]string{"interface=" + iface}, args...))
+	return config.ParsePortArgs(&config.Bridge{Name: bridge}, append([]string{"interface=" + iface}, args...))
 }
 
 // loadRun reads the store an earlier daemon left; entries that no longer
@@ -210,7 +215,7 @@ func (d *Daemon) loadRun() {
 		if rp == nil {
 			continue
 		}
-		p, err := parseRunPort(&config.Bridge{Name: rp.Bridge}, rp.Interface, rp.Args)
+		p, err := parseRunPort(rp.Bridge, rp.Interface, rp.Args)
 		if err != nil {
 			d.log.Warn("a recorded run-time port no longer parses; dropped", "bridge", rp.Bridge, "port", rp.Interface, "err", err)
 			continue
@@ -294,20 +299,19 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	if req.Port == "" {
 		return ctl.PortEntry{}, errors.New("which interface? trestle port add BRIDGE INTERFACE [KEY=VALUE...]")
 	}
-	p, err := parseRunPort(&b.cfg, req.Port, req.Args)
-	if err != nil {
-		if old := d.runPortOf(req.Bridge, req.Port); old != nil && old.Owner == req.Owner && slices.Equal(old.Args, req.Args) {
+	if old := d.runPortOf(req.Bridge, req.Port); old != nil && old.Owner == req.Owner && slices.Equal(old.Args, req.Args) {
+		if p := b.port(req.Port); p != nil {
 			// Added already, as asked: the same answer again (a CNI ADD
 			// that is retried).
-			return d.portEntry(b, b.port(req.Port)), nil
+			return d.portEntry(b, p), nil
 		}
-		if where := d.portOwnerOf(req.Port); where != "" {
-			return ctl.PortEntry{}, fmt.Errorf("interface %q is already a port of %s", req.Port, where)
-		}
-		return ctl.PortEntry{}, err
 	}
 	if where := d.portOwnerOf(req.Port); where != "" {
 		return ctl.PortEntry{}, fmt.Errorf("interface %q is already a port of %s", req.Port, where)
+	}
+	p, err := parseRunPort(b.cfg.Name, req.Port, req.Args)
+	if err != nil {
+		return ctl.PortEntry{}, err
 	}
 	if !b.cfg.VLANAware() && p.VLANs() != nil && len(b.ports) > 0 {
 		return ctl.PortEntry{}, fmt.Errorf("bridge %q is not VLAN-aware (no port sets vlan or trunk): a port added at run time cannot make it so while it has other ports, whose VLAN it would change; set vlan or trunk on a port in the config file", b.cfg.Name)

@@ -295,6 +295,17 @@ func TestRunPortVLANs(t *testing.T) {
 	if !w.dp.bridges[w.d.bridges["br0"].id].VLANAware {
 		t.Error("br0 is not VLAN-aware in the dataplane")
 	}
+	// Without the ports that set a VLAN, the bridge is no longer
+	// VLAN-aware, and r3 is a plain port again: what it was before the
+	// others came, and what a restart would make of it.
+	for _, n := range []string{"r1", "r2"} {
+		if _, err := w.d.portDel(ctl.Request{Cmd: ctl.CmdPortDel, Bridge: "br0", Port: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.list("br0"); got["br0/r3"].VLAN != 0 || w.dp.bridges[w.d.bridges["br0"].id].VLANAware {
+		t.Errorf("after the VLAN ports went: %+v", got)
+	}
 }
 
 // The store is written atomically to the state directory and taken back
