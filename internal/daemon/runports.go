@@ -69,13 +69,16 @@ func (d *Daemon) desired(cfg *config.Config) (next *config.Config, kept []*runPo
 		return cfg, nil, nil
 	}
 	next = &config.Config{File: cfg.File, Daemon: cfg.Daemon, Bridges: slices.Clone(cfg.Bridges)}
-	inFile := map[string]string{} // interface -> bridge
+	inFile := map[string]string{}   // interface -> bridge
+	patchNames := map[string]bool{} // "bridge/name" of the file's patch ports
 	total := 0
 	for i := range next.Bridges {
 		b := &next.Bridges[i]
 		b.Ports = slices.Clone(b.Ports)
 		for _, p := range b.Ports {
-			if !p.IsPatch() {
+			if p.IsPatch() {
+				patchNames[b.Name+"/"+p.Name] = true
+			} else {
 				inFile[p.Interface] = b.Name
 			}
 		}
@@ -89,6 +92,9 @@ func (d *Daemon) desired(cfg *config.Config) (next *config.Config, kept []*runPo
 			continue
 		case inFile[rp.Interface] != "":
 			gone = append(gone, dropped{rp, fmt.Sprintf("the config file names interface %q as a port of bridge %q, which wins", rp.Interface, inFile[rp.Interface])})
+			continue
+		case patchNames[rp.Bridge+"/"+rp.Interface]:
+			gone = append(gone, dropped{rp, fmt.Sprintf("the config file names a patch port of bridge %q %q, which wins", rp.Bridge, rp.Interface)})
 			continue
 		case len(b.Ports) >= config.MaxPortsPerBridge || total >= config.MaxPorts:
 			gone = append(gone, dropped{rp, fmt.Sprintf("no room: the file's ports fill bridge %q or the switch", rp.Bridge)})
@@ -308,6 +314,9 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	}
 	if where := d.portOwnerOf(req.Port); where != "" {
 		return ctl.PortEntry{}, fmt.Errorf("interface %q is already a port of %s", req.Port, where)
+	}
+	if q := b.port(req.Port); q != nil {
+		return ctl.PortEntry{}, fmt.Errorf("%q is already the name of patch port to bridge %q of bridge %q: a port's name is unique in its bridge", req.Port, q.cfg.Patch, b.cfg.Name)
 	}
 	p, err := parseRunPort(b.cfg.Name, req.Port, req.Args)
 	if err != nil {

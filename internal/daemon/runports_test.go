@@ -81,7 +81,8 @@ func TestRunPortAddErrors(t *testing.T) {
 	for _, n := range []string{"p1", "p2", "q1", "r1", "r2"} {
 		w.sys.add(n, "veth")
 	}
-	w.mustApply(bridges("br0=p1,p2", "br1=q1"))
+	w.sys.add("patch-br2", "veth")
+	w.mustApply(bridges("br0=p1,p2", "br1=q1,@br2", "br2=@br1"))
 	w.mustPortAdd("br1", "r1", "own1")
 	_, fileErr := config.ParsePortArgs(&config.Bridge{Name: "br0"}, []string{"interface=r2", "max_macs=-1"})
 	if fileErr == nil {
@@ -103,6 +104,7 @@ func TestRunPortAddErrors(t *testing.T) {
 		{"interface twice", "br0", "r2", []string{"interface=r2"}, "the interface is the port's name"},
 		{"a VLAN flip", "br0", "r2", []string{"vlan=10"}, `bridge "br0" is not VLAN-aware`},
 		{"a bad name", "br0", "a/b", nil, "not a valid interface name"},
+		{"a patch port's name", "br1", "patch-br2", nil, `"patch-br2" is already the name of patch port to bridge "br2" of bridge "br1"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before, shown, run := w.dp.snapshot(), w.show(), len(w.d.run)
@@ -414,5 +416,21 @@ func TestDesiredMerge(t *testing.T) {
 	}
 	if vs := w.dp.bridges[w.d.bridges["br0"].id].VLANs; fmt.Sprint(vs) != "[1 10]" {
 		t.Errorf("br0's VLANs: %v", vs)
+	}
+}
+
+// A reload whose file names a patch port like a run-time port's interface
+// wins: a port's name is unique in its bridge.
+func TestRunPortGivesWayToAPatchName(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "q1", "patch-br1"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1", "br1=q1"))
+	w.mustPortAdd("br0", "patch-br1", "")
+	w.mustApply(bridges("br0=p1,@br1", "br1=q1,@br0"))
+	got := w.list("br0")
+	if len(got) != 2 || got["br0/patch-br1"].Patch != "br1" || len(w.d.run) != 0 {
+		t.Errorf("after the reload: %+v, store %d", got, len(w.d.run))
 	}
 }
