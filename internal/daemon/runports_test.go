@@ -434,3 +434,27 @@ func TestRunPortGivesWayToAPatchName(t *testing.T) {
 		t.Errorf("after the reload: %+v, store %d", got, len(w.d.run))
 	}
 }
+
+// The switch is full at MaxPorts in all bridges together, whatever the
+// bridge asked for has.
+func TestRunPortAddFullSwitch(t *testing.T) {
+	w := newWorld(t)
+	var spec []string
+	n := 0
+	for b := 0; n < config.MaxPorts; b++ {
+		var ports []string
+		for i := 0; i < config.MaxPortsPerBridge && n < config.MaxPorts; i++ {
+			name := fmt.Sprintf("f%d", n)
+			w.sys.add(name, "veth")
+			ports = append(ports, name)
+			n++
+		}
+		spec = append(spec, fmt.Sprintf("b%d=%s", b, strings.Join(ports, ",")))
+	}
+	w.sys.add("r1", "veth")
+	w.mustApply(bridges(spec...) + "[[bridge]]\nname = \"empty\"\n")
+	_, err := w.portAdd("empty", "r1", "")
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the switch is full: its bridges have %d ports", config.MaxPorts)) {
+		t.Errorf("add to a full switch: %v", err)
+	}
+}
