@@ -18,7 +18,7 @@ MAN_STAMP   := $(MAN_DIR)/trestle.8
 COMPLETIONS := bin/completion/trestle.bash bin/completion/_trestle bin/completion/trestle.fish
 BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/lab/*.c bpf/lab/*.h bpf/include/bpf/*.h)
 
-.PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short
+.PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short deb
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man pages and
 # shell completions, the systemd unit (pointing at it), an example config,
@@ -35,7 +35,7 @@ deps:
 build: $(BIN) $(MAN_STAMP) $(COMPLETIONS)
 
 $(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') internal/bpf/trestle_bpfel.o $(wildcard internal/lab/bpf/*_bpfel.o) go.mod go.sum
-	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/trestle
+	$(GO) build -trimpath -buildmode=pie -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/trestle
 
 $(MAN_STAMP): $(BIN) cmd/trestle/trestle.toml.5.in
 	@rm -rf $(MAN_DIR) && $(BIN) man $(MAN_DIR) >/dev/null
@@ -128,6 +128,12 @@ fuzz-short:
 	done
 
 test-unit: check
+
+# make deb: bin/deb/trestle_VERSION_ARCH.deb (scripts/deb.sh says what is
+# in it and how VERSION is made); tests/package installs, upgrades and purges
+# it in a throwaway root and runs lintian on it.
+deb: build
+	@scripts/deb.sh
 
 demo: deps build
 	@scripts/demo.sh $(BIN)
