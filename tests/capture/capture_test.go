@@ -239,7 +239,7 @@ func TestCapture(t *testing.T) {
 		captureFile(l, "verdicts.pcapng", []string{"-c", "3", "--verdicts"}, []sent{{1, bad}, {2, b}, {1, d}}, [][]byte{bad, b, d}, nil)
 		wantComments(t, filepath.Join(l.Dir, "verdicts.pcapng"), []string{"in: dropped (bad_source)", "out: forwarded", "in: forwarded to " + harness.PortName(2)})
 
-		// The README's example: pcap on stdout, read by tcpdump from a pipe.
+		// docs/operations.md's example: pcap on stdout, read by tcpdump from a pipe.
 		pipeErr, pipeOut := filepath.Join(l.Dir, "pipe.err"), filepath.Join(l.Dir, "pipe.out")
 		p = l.SW.Start(t, "sh", "-c", fmt.Sprintf("%s capture --socket %s %s -c 2 -w - 2>%s | tcpdump -r - -xx -nn -tt >%s 2>/dev/null",
 			harness.Bin, l.Sock, harness.PortName(1), pipeErr, pipeOut))
