@@ -10,24 +10,35 @@
 GO      ?= $(eval GO := $(shell scripts/deps.sh which-go))$(GO)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN     := bin/trestle
+# The CNI plugin of type "trestle" (cmd/trestle-cni), a program of its own
+# so that it carries no lab; make install puts it in CNI_BINDIR.
+CNI_BIN := bin/cni/trestle
+# What the end-to-end tests run beside trestle (cnitool, the host-local IPAM
+# plugin), installed by make deps (scripts/deps.sh tools) at pinned versions.
+TOOLS   := $(CURDIR)/bin/tools
 BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/lab/*.c bpf/lab/*.h bpf/include/bpf/*.h)
 
 .PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the systemd unit
-# (pointing at it) and an example config, which never replaces one there.
+# (pointing at it) and an example config, which never replaces one there;
+# the CNI plugin in CNI_BINDIR, where container runtimes look by default.
 PREFIX  ?= /usr/local
 UNITDIR ?= /lib/systemd/system
+CNI_BINDIR ?= /opt/cni/bin
 
 all: build
 
 deps:
 	@scripts/deps.sh
 
-build: $(BIN)
+build: $(BIN) $(CNI_BIN)
 
 $(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') internal/bpf/trestle_bpfel.o $(wildcard internal/lab/bpf/*_bpfel.o) go.mod go.sum
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/trestle
+
+$(CNI_BIN): $(shell find cmd/trestle-cni internal -name '*.go' -not -name '*_test.go') go.mod go.sum
+	$(GO) build -trimpath -ldflags "-X main.buildVersion=$(VERSION)" -o $@ ./cmd/trestle-cni
 
 # Regenerate the eBPF objects and their Go bindings after changing bpf/: the
 # switch's (bpf/ into internal/bpf) and the lab's (bpf/lab/ into internal/lab/bpf).
@@ -62,7 +73,7 @@ vet:
 # seeds.
 TEST_ALONE    := ./internal/lab/... ./tests/traffic/...
 TEST_PARALLEL ?= 4
-GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m
+GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) TRESTLE_TEST_CNI=$(CURDIR)/$(CNI_BIN) TRESTLE_TEST_TOOLS=$(TOOLS) $(GO) test -count=1 -timeout 30m
 
 test: deps check-generate vet build
 	@alone="$$($(GO) list $(TEST_ALONE))" && \
@@ -117,8 +128,9 @@ demo: deps build
 clean:
 	rm -rf bin
 
-install: $(BIN)
+install: $(BIN) $(CNI_BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/trestle
+	install -D -m 0755 $(CNI_BIN) $(DESTDIR)$(CNI_BINDIR)/trestle
 	install -d $(DESTDIR)$(UNITDIR)
 	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/trestle.service > $(DESTDIR)$(UNITDIR)/trestle.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/trestle.service
