@@ -110,7 +110,7 @@ var bridgeTable = Table{
 			Help: "Turn the filter stage on (docs/filter.md); false keeps the rules, checked, and off."},
 		{Name: "default", Kind: KindEnum, Values: []Value{{Name: ActionPass}, {Name: ActionBlock}}, why: ": what a frame no rule matches gets", Default: `"pass"`, Example: `"block"`,
 			Help: "What the filter does with a frame no rule matches."},
-		{Name: "port", Kind: KindTables, Form: "[[bridge.port]] tables, at least one", Help: "The bridge's ports."},
+		{Name: "port", Kind: KindTables, Form: "[[bridge.port]] tables, none or more", Help: "The bridge's ports. A bridge may have none in the file: it then takes only the ports added at run time (`trestle port add`, the CNI plugin, the QEMU scripts; docs/run-time-ports.md)."},
 		{Name: "static", Kind: KindTables, Form: "[[bridge.static]] tables", Help: "Static FDB entries."},
 		{Name: "mirror", Kind: KindTables, Form: "[[bridge.mirror]] tables", Help: "Port mirrors."},
 		{Name: "rule", Kind: KindTables, Form: fmt.Sprintf("[[bridge.rule]] tables, at most %d", MaxRules), Help: "The filter's rules, in order: the first that matches decides."},

@@ -150,6 +150,13 @@ func TestParseValid(t *testing.T) {
 			`[[bridge.static]]`, `mac = "02:00:00:00:00:01"`, `port = "x"`,
 			`[[bridge.port]]`, `interface = "x"`,
 		), func(c *Config) bool { return c.Bridges[0].Static[0].Port == "x" }},
+		// A bridge for run-time ports only (issue 28): none in the file.
+		{"bridge without ports", doc(`[[bridge]]`, `name = "b"`, `[[bridge]]`, `name = "c"`, `port = []`, `[[bridge]]`, `name = "d"`, `[[bridge.port]]`, `interface = "x"`),
+			func(c *Config) bool {
+				return len(c.Bridges) == 3 && len(c.Bridges[0].Ports) == 0 && len(c.Bridges[1].Ports) == 0 && len(c.Bridges[2].Ports) == 1
+			}},
+		{"static naming no port of a bridge without ports", doc(`[[bridge]]`, `name = "b"`, `[[bridge.port]]`, `interface = "x"`, `[[bridge]]`, `name = "c"`),
+			func(c *Config) bool { return c.Bridges[1].Name == "c" }},
 		{"comments and blank lines", doc(`# trestle`, ``, `[[bridge]] # one`, `name = "b" # two`, `[[bridge.port]]`, `interface = "x"`),
 			func(c *Config) bool { return c.Bridges[0].Line == 3 && c.Bridges[0].Ports[0].Line == 5 }},
 	} {
@@ -254,10 +261,6 @@ func TestParseErrors(t *testing.T) {
 			`t.toml:3: bridge[0].stp: unknown field`}},
 		{"bridge unknown table", withBridge(`[[bridge.patch]]`, `peer = "br1"`), []string{
 			`t.toml:7: bridge[0].patch: unknown field`}},
-		{"no ports", doc(`[[bridge]]`, `name = "b"`), []string{
-			`t.toml:1: bridge[0].port: at least one [[bridge.port]] is required`}},
-		{"empty port array", doc(`[[bridge]]`, `name = "b"`, `port = []`), []string{
-			`t.toml:3: bridge[0].port: at least one [[bridge.port]] is required`}},
 		{"port is a table", doc(`[[bridge]]`, `name = "b"`, `[bridge.port]`, `interface = "a"`), []string{
 			`t.toml:3: bridge[0].port: must be an array of tables ([[bridge.port]])`}},
 

@@ -123,14 +123,12 @@ type portSite struct {
 // ports checks the ports of bridge table t (v is its "port" value, nil when
 // missing) and returns them with what their VLAN keys held.
 func (c *checker) ports(t, v *value, field, label string) ([]Port, []portVLANs, []portSite) {
+	// A bridge with no port is allowed: it takes ports added at run time
+	// (`trestle port add`, the CNI plugin, the QEMU scripts).
 	if v == nil {
-		c.errorf(t.line, field+".port", "at least one [[bridge.port]] is required")
 		return nil, nil, nil
 	}
-	elems, ok := c.elements(v, field+".port")
-	if ok && len(elems) == 0 {
-		c.errorf(v.line, field+".port", "at least one [[bridge.port]] is required")
-	}
+	elems, _ := c.elements(v, field+".port")
 	var ports []Port
 	var vlans []portVLANs
 	var sites []portSite

@@ -52,6 +52,12 @@ func (d *Daemon) handle(_ context.Context, req ctl.Request) (_ any, err error) {
 		return d.stateShow(req.Bridge)
 	case ctl.CmdEvents:
 		return d.recentEvents(), nil
+	case ctl.CmdPortAdd:
+		return d.portAdd(req)
+	case ctl.CmdPortDel:
+		return d.portDel(req)
+	case ctl.CmdPortList:
+		return d.portList(req.Bridge)
 	}
 	return nil, fmt.Errorf("unknown command %q", req.Cmd)
 }
@@ -92,51 +98,7 @@ func (d *Daemon) status() (ctl.Status, error) {
 			bst.DefaultAction = config.ActionBlock
 		}
 		for _, p := range b.ports {
-			ps := ctl.PortStatus{Name: p.name(), Interface: p.cfg.Interface, Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state(),
-				Learning: !p.cfg.NoLearning, Protected: p.cfg.Protected,
-				Flood: !p.cfg.NoFlood, McastFlood: !p.cfg.NoMcastFlood, BcastFlood: !p.cfg.NoBcastFlood}
-			if p.cfg.MaxMACs > 0 {
-				ps.MACLimitAction = config.LimitDrop
-				if p.cfg.LimitForward {
-					ps.MACLimitAction = config.LimitForward
-				}
-			}
-			if p.cfg.IsPatch() {
-				ps.Patch, ps.Mode, ps.Config = p.cfg.Patch, "", ""
-				if n, err := d.counters.PortMACs(p.slot); err == nil {
-					ps.MACs = n
-				}
-			} else if p.mode == "" {
-				ps.Mode = string(p.cfg.Mode)
-			} else {
-				ps.Ifindex = p.ifindex
-				if n, err := d.counters.PortMACs(p.slot); err == nil {
-					ps.MACs = n
-				}
-				if f := d.peers[p.ifindex]; f != nil {
-					ps.Peer = f.String()
-				}
-			}
-			if b.cfg.VLANAware() {
-				if p.cfg.IsTrunk() {
-					ps.Trunk, ps.Native = config.VLANRanges(p.cfg.Trunk), p.cfg.Native
-				} else {
-					ps.VLAN = p.cfg.VLAN
-				}
-			}
-			if st := p.cfg.Storm; st.Any() {
-				ps.Storm = &ctl.Storm{Broadcast: st.Broadcast, Multicast: st.Multicast, UnknownUnicast: st.UnknownUnicast}
-			}
-			if m := p.span(); m != nil {
-				ps.Span = m.Name
-			}
-			if m := b.cfg.MirrorOf(p.name()); m != nil {
-				ps.Mirror = m.Name
-			}
-			if p.state() == stateLinkDown {
-				ps.Reason = fmt.Sprintf("interface down or without carrier: out of floods, its entries flushed; back when it is up (%s)", p.why)
-			}
-			bst.Ports = append(bst.Ports, ps)
+			bst.Ports = append(bst.Ports, d.portStatus(b, p))
 		}
 		for _, m := range b.cfg.Mirrors {
 			cm := ctl.Mirror{Name: m.Name, Ports: m.Ports, Direction: m.Direction(), To: m.To}
@@ -154,6 +116,55 @@ func (d *Daemon) status() (ctl.Status, error) {
 		st.Unattached = dropMap(s)
 	}
 	return st, nil
+}
+
+// portStatus is a port as `trestle show` and `trestle port list` give it.
+func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
+	ps := ctl.PortStatus{Name: p.name(), Interface: p.cfg.Interface, Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state(),
+		Learning: !p.cfg.NoLearning, Protected: p.cfg.Protected,
+		Flood: !p.cfg.NoFlood, McastFlood: !p.cfg.NoMcastFlood, BcastFlood: !p.cfg.NoBcastFlood}
+	if p.cfg.MaxMACs > 0 {
+		ps.MACLimitAction = config.LimitDrop
+		if p.cfg.LimitForward {
+			ps.MACLimitAction = config.LimitForward
+		}
+	}
+	if p.cfg.IsPatch() {
+		ps.Patch, ps.Mode, ps.Config = p.cfg.Patch, "", ""
+		if n, err := d.counters.PortMACs(p.slot); err == nil {
+			ps.MACs = n
+		}
+	} else if p.mode == "" {
+		ps.Mode = string(p.cfg.Mode)
+	} else {
+		ps.Ifindex = p.ifindex
+		if n, err := d.counters.PortMACs(p.slot); err == nil {
+			ps.MACs = n
+		}
+		if f := d.peers[p.ifindex]; f != nil {
+			ps.Peer = f.String()
+		}
+	}
+	if b.cfg.VLANAware() {
+		if p.cfg.IsTrunk() {
+			ps.Trunk, ps.Native = config.VLANRanges(p.cfg.Trunk), p.cfg.Native
+		} else {
+			ps.VLAN = p.cfg.VLAN
+		}
+	}
+	if st := p.cfg.Storm; st.Any() {
+		ps.Storm = &ctl.Storm{Broadcast: st.Broadcast, Multicast: st.Multicast, UnknownUnicast: st.UnknownUnicast}
+	}
+	if m := p.span(); m != nil {
+		ps.Span = m.Name
+	}
+	if m := b.cfg.MirrorOf(p.name()); m != nil {
+		ps.Mirror = m.Name
+	}
+	if p.state() == stateLinkDown {
+		ps.Reason = fmt.Sprintf("interface down or without carrier: out of floods, its entries flushed; back when it is up (%s)", p.why)
+	}
+	return ps
 }
 
 // namedCounts names counters as their enum does (tbpf.CounterNames for a

@@ -43,8 +43,11 @@ type Daemon struct {
 	sys      System
 	opts     Options
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// cfg is the config file's; run the ports added at run time, which
+	// every apply adds to it (runports.go).
 	cfg      *config.Config
+	run      []*runPort
 	fromFile bool // the apply running is a reload of the file
 	capacity uint32
 	refresh  time.Duration
@@ -143,6 +146,7 @@ func Run(ctx context.Context, opts Options) error {
 		srv.Close()
 		return err
 	}
+	d.loadRun()
 	// Deferred calls run last to first: the socket closes before shutdown,
 	// so no request can re-attach a port once shutdown has detached them.
 	defer d.shutdown()
@@ -385,7 +389,13 @@ func (d *Daemon) shutdown() {
 	}
 	d.attached, d.peers = map[int]Attachment{}, map[int]*peerFix{}
 	if d.state != nil {
-		if err := d.state.remove(); err != nil {
+		// The run-time ports stay recorded: the next daemon takes them
+		// back (a reboot, or `trestle down`, forgets them).
+		rm := d.state.remove
+		if len(d.run) > 0 {
+			rm = d.state.removePeers
+		}
+		if err := rm(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -86,7 +86,9 @@ type staleStatic struct {
 	s staticEntry
 }
 
-// apply moves the switch to cfg. Called with d.mu held.
+// apply moves the switch to cfg, the config file's, with the ports added
+// at run time (desired, runports.go): one desired state. Called with d.mu
+// held.
 func (d *Daemon) apply(cfg *config.Config) error {
 	if d.closed {
 		return errors.New("the daemon is stopping")
@@ -96,7 +98,8 @@ func (d *Daemon) apply(cfg *config.Config) error {
 	// ports down either way).
 	defer d.portEvents(d.portStates())
 	d.forget()
-	c, err := d.plan(cfg)
+	want, keptRun, goneRun := d.desired(cfg)
+	c, err := d.plan(want)
 	if err != nil {
 		return err
 	}
@@ -118,6 +121,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 	}
 	d.finalize(c)
 	d.cfg = cfg
+	d.settleRun(keptRun, goneRun)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/instance"
@@ -61,11 +62,44 @@ type stateFile struct {
 	Peers   []peerRecord `json:"peers"`
 }
 
+// openState makes the state directory, and refuses one that another user
+// owns or may write (itself or its parent): what it holds is taken back at
+// start (veth peers' settings, run-time ports), so no other user may put
+// it there.
 func openState(dir string) (*stateDir, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := safeDir(d, d == dir); err != nil {
+			return nil, fmt.Errorf("state directory %s: %w", d, err)
+		}
+	}
 	return &stateDir{dir: dir}, nil
+}
+
+// safeDir checks that dir is a directory (not a link to one) that no user
+// but this one (or root, for a parent) owns or may write.
+func safeDir(dir string, own bool) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return errors.New("not a directory: remove it, or choose another socket")
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	me := uint32(os.Geteuid())
+	if st.Uid != me && (own || st.Uid != 0) {
+		return fmt.Errorf("owned by uid %d, not this user (uid %d): refused", st.Uid, me)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("writable by other users (mode %v): refused; chmod go-w it", fi.Mode().Perm())
+	}
+	return nil
 }
 
 func (s *stateDir) file() string { return filepath.Join(s.dir, "peers.json") }
@@ -87,16 +121,14 @@ func (s *stateDir) load() (stateFile, error) {
 
 // save writes the file whole or not at all (a new file renamed over it).
 func (s *stateDir) save(st stateFile) error {
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := s.file() + ".new"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, s.file()); err != nil {
-		return fmt.Errorf("write %s: %w", s.file(), err)
+	return writeAtomic(s.file(), st)
+}
+
+// removePeers removes the record of veth peers only (the daemon restored
+// them), keeping the run-time ports for the next daemon.
+func (s *stateDir) removePeers() error {
+	if err := os.Remove(s.file()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", s.file(), err)
 	}
 	return nil
 }

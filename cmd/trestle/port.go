@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/ctl"
+)
+
+// `trestle port`: ports added and removed at run time (issue 28), beside
+// those of the config file; what the CNI plugin and the QEMU scripts call.
+func (e *env) portCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "port",
+		Short: "Add, remove and list ports at run time, beside the config file's",
+		Long: `Add an interface to a running bridge as a port, remove it, and list every
+port with where it came from. A port added at run time takes the keys of a
+[[bridge.port]] of the config file, checked the same way, and is kept:
+
+  - across 'trestle reload' and SIGHUP: the file's ports are the file's, and
+    a run-time port stays unless the reloaded file names the same interface
+    (the file's port then wins) or drops its bridge (the port goes with it);
+  - across a restart of the daemon, with or without persist (recorded in
+    /run/trestle/, so a reboot forgets it, as container runtimes expect);
+  - until its interface is deleted: the port then goes by itself.
+
+A bridge declared with no [[bridge.port]] at all takes only such ports.
+Container runtimes (the trestle CNI plugin) and VMs (dist/qemu-ifup) add
+their interfaces this way; docs/run-time-ports.md explains it.`,
+	}
+	add := &cobra.Command{
+		Use:   "add BRIDGE INTERFACE [KEY=VALUE...]",
+		Short: "Add an interface to a running bridge; answers once the port forwards",
+		Long: `Add INTERFACE, in the daemon's network namespace, to BRIDGE as a port, and
+answer once it forwards (it is attached), or say why it cannot: no such
+bridge or interface, the interface already a port (of which bridge, and
+whether from the file or added at run time), the bridge or the switch full
+(` + fmt.Sprint(config.MaxPortsPerBridge) + ` ports a bridge and ` + fmt.Sprint(config.MaxPorts) + ` in all today; the limit will rise), or a key the
+config file would refuse, with the file's message. On an error nothing that
+runs changes.
+
+The keys are those of [[bridge.port]] (docs/configuration.md):
+
+  mode=auto|xdp|tc           how the port attaches (default auto)
+  vlan=10                    access port of VLAN 10 (a VLAN-aware bridge)
+  trunk=10,20-29 native=10   trunk port, and its untagged VLAN
+  protected=true             no frame with the bridge's other protected ports
+  max_macs=4 mac_limit_action=drop|forward
+  learning=false  flood=false  mcast_flood=false  bcast_flood=false
+  storm.broadcast=1000 storm.multicast=1000 storm.unknown_unicast=1000
+
+and owner=TEXT (not a port key): who added the port, shown by 'port list'
+and used by 'port del --owner' (the CNI plugin writes its network, the
+container's id and the interface's name).
+
+A port whose vlan or trunk would make a bridge VLAN-aware is refused while
+the bridge has other ports (it would change their VLAN); declare a VLAN in
+the file, or add it to a bridge with no ports yet.`,
+		Example: `  trestle port add br0 veth-pod1
+  trestle port add br0 tap-vm1 vlan=10 max_macs=4 owner=vm1
+  trestle port add br0 veth-up trunk=10,20-29 native=10 mode=tc
+  trestle port add br0 veth-pod2 protected=true storm.broadcast=1000 --json`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: args[0], Port: args[1]}
+			for _, a := range args[2:] {
+				if o, ok := strings.CutPrefix(a, "owner="); ok {
+					req.Owner = o
+				} else {
+					req.Args = append(req.Args, a)
+				}
+			}
+			var pe ctl.PortEntry
+			if err := e.call(req, &pe); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(pe)
+			}
+			fmt.Fprintf(e.stdout, "added port %s to %s: %s at %s\n", pe.Name, pe.Bridge, pe.State, pe.Mode)
+			return nil
+		},
+	}
+	add.Flags().BoolVar(&e.json, "json", false, "print the port as 'port list --json' does")
+	var owner string
+	del := &cobra.Command{
+		Use:   "del BRIDGE INTERFACE | del BRIDGE --owner TEXT",
+		Short: "Remove a port added at run time, or every one of an owner",
+		Long: `Remove a port that was added at run time: by its interface, or every one
+of an owner in the bridge (none is no error: what an orchestrator cleans up
+may be clean already). A port of the config file is removed from the file,
+then 'trestle reload'.`,
+		Example: `  trestle port del br0 veth-pod1
+  trestle port del br0 --owner vm1`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 2 && owner == "", len(args) == 1 && owner != "":
+				return nil
+			case len(args) == 2:
+				return errors.New("give an interface or --owner, not both")
+			}
+			return errors.New("want BRIDGE INTERFACE, or BRIDGE --owner TEXT")
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := ctl.Request{Cmd: ctl.CmdPortDel, Bridge: args[0], Owner: owner}
+			if len(args) == 2 {
+				req.Port = args[1]
+			}
+			var gone []ctl.PortEntry
+			if err := e.call(req, &gone); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(gone)
+			}
+			if len(args) == 2 {
+				fmt.Fprintf(e.stdout, "removed port %s of %s\n", args[1], args[0])
+				return nil
+			}
+			var names []string
+			for _, p := range gone {
+				names = append(names, p.Name)
+			}
+			fmt.Fprintf(e.stdout, "removed %d ports of owner %q from %s", len(gone), owner, args[0])
+			if len(names) > 0 {
+				fmt.Fprintf(e.stdout, ": %s", strings.Join(names, ", "))
+			}
+			fmt.Fprintln(e.stdout)
+			return nil
+		},
+	}
+	del.Flags().StringVar(&owner, "owner", "", "remove every run-time port of this owner in the bridge")
+	del.Flags().BoolVar(&e.json, "json", false, "print the ports removed as JSON")
+	list := &cobra.Command{
+		Use:   "list [BRIDGE]",
+		Short: "List every port, from the file or added at run time, with its origin and owner",
+		Long: `List the ports of BRIDGE, or of every bridge: ORIGIN is "file" (the config
+file's) or "run" (added at run time), OWNER who added a run-time port. With
+--json, each port is an object with bridge, origin, owner and the fields
+of a port in 'trestle show --json'.`,
+		Example: `  trestle port list
+  trestle port list br0 --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var ps []ctl.PortEntry
+			if err := e.call(ctl.Request{Cmd: ctl.CmdPortList, Bridge: first(args)}, &ps); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(ps)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+			fmt.Fprintln(tw, "BRIDGE\tPORT\tORIGIN\tOWNER\tSTATE\tMODE\tVLANS")
+			for _, p := range ps {
+				m, o := p.Mode, p.Owner
+				if p.Patch != "" {
+					m = "patch"
+				}
+				if o == "" {
+					o = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Bridge, p.Name, p.Origin, o, p.State, m, portVLANs(p.PortStatus))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().BoolVar(&e.json, "json", false, "print JSON")
+	c.AddCommand(add, del, list)
+	return c
+}

@@ -1,0 +1,378 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/ctl"
+)
+
+// Unit tests of the run-time ports (runports.go): the store, the merge
+// with the file, and the control commands, against the fakes.
+
+func (w *world) portAdd(bridge, iface, owner string, args ...string) (ctl.PortEntry, error) {
+	return w.d.portAdd(ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: bridge, Port: iface, Owner: owner, Args: args})
+}
+
+func (w *world) mustPortAdd(bridge, iface, owner string, args ...string) ctl.PortEntry {
+	w.t.Helper()
+	e, err := w.portAdd(bridge, iface, owner, args...)
+	if err != nil {
+		w.t.Fatalf("port add %s %s: %v", bridge, iface, err)
+	}
+	return e
+}
+
+func (w *world) list(bridge string) map[string]ctl.PortEntry {
+	w.t.Helper()
+	es, err := w.d.portList(bridge)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	out := map[string]ctl.PortEntry{}
+	for _, e := range es {
+		out[e.Bridge+"/"+e.Name] = e
+	}
+	return out
+}
+
+func TestRunPortAddForwardsAndIsListed(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "r1", "r2"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1") + "[[bridge]]\nname = \"empty\"\n")
+	if got := w.list("empty"); len(got) != 0 {
+		t.Fatalf("a bridge without ports lists %v", got)
+	}
+	e := w.mustPortAdd("br0", "r1", "net1/c1/eth0", "max_macs=4", "protected=true")
+	if e.State != stateUp || e.Origin != originRun || e.Owner != "net1/c1/eth0" || e.MaxMACs != 4 || !e.Protected {
+		t.Errorf("port add answered %+v", e)
+	}
+	w.mustPortAdd("empty", "r2", "")
+	if got := w.flooding("br0"); len(got) != 2 {
+		t.Errorf("br0 floods to %v, want p1 and r1", got)
+	}
+	if got := w.flooding("empty"); len(got) != 1 {
+		t.Errorf("the bridge without file ports floods to %v, want r2", got)
+	}
+	all := w.list("")
+	if len(all) != 3 || all["br0/p1"].Origin != originFile || all["br0/r1"].Origin != originRun || all["empty/r2"].Origin != originRun {
+		t.Errorf("port list: %+v", all)
+	}
+	// The same add again (a retried CNI ADD) is the same answer.
+	if _, err := w.portAdd("br0", "r1", "net1/c1/eth0", "max_macs=4", "protected=true"); err != nil {
+		t.Errorf("the same add again: %v", err)
+	}
+	if len(w.d.run) != 2 {
+		t.Errorf("store holds %d ports, want 2", len(w.d.run))
+	}
+}
+
+// Every refused add leaves the dataplane, the model and the store as
+// they were, with an error that says why.
+func TestRunPortAddErrors(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2", "q1", "r1", "r2"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1,p2", "br1=q1"))
+	w.mustPortAdd("br1", "r1", "own1")
+	_, fileErr := config.ParsePortArgs(&config.Bridge{Name: "br0"}, []string{"interface=r2", "max_macs=-1"})
+	if fileErr == nil {
+		t.Fatal("max_macs=-1 parses")
+	}
+	for _, c := range []struct {
+		name, bridge, iface string
+		args                []string
+		want                string
+	}{
+		{"unknown bridge", "nope", "r2", nil, `no bridge "nope"`},
+		{"missing interface", "br0", "ghost0", nil, `no interface named "ghost0"`},
+		{"a port of the file", "br0", "q1", nil, `interface "q1" is already a port of bridge "br1" (from the config file`},
+		{"a port of the file, same bridge", "br0", "p2", nil, `interface "p2" is already a port of bridge "br0" (from the config file`},
+		{"a run-time port", "br0", "r1", nil, `interface "r1" is already a port of bridge "br1" (added at run time by "own1")`},
+		{"a bad key", "br0", "r2", []string{"max_macs=-1"}, fileErr.Error()},
+		{"an unknown key", "br0", "r2", []string{"stp=true"}, "unknown field"},
+		{"a patch", "br0", "r2", []string{"patch=br1"}, "patch ports are the config file's"},
+		{"interface twice", "br0", "r2", []string{"interface=r2"}, "the interface is the port's name"},
+		{"a VLAN flip", "br0", "r2", []string{"vlan=10"}, `bridge "br0" is not VLAN-aware`},
+		{"a bad name", "br0", "a/b", nil, "not a valid interface name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, shown, run := w.dp.snapshot(), w.show(), len(w.d.run)
+			_, err := w.portAdd(c.bridge, c.iface, "", c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error with %q", err, c.want)
+			}
+			if w.dp.snapshot() != before || w.show() != shown || len(w.d.run) != run {
+				t.Errorf("a refused add changed the running state")
+			}
+		})
+	}
+}
+
+func TestRunPortAddFullBridge(t *testing.T) {
+	w := newWorld(t)
+	var ports []string
+	for i := 0; i < config.MaxPortsPerBridge; i++ {
+		n := fmt.Sprintf("f%d", i)
+		w.sys.add(n, "veth")
+		ports = append(ports, n)
+	}
+	w.sys.add("r1", "veth")
+	w.mustApply(bridges("br0=" + strings.Join(ports[:config.MaxPortsPerBridge-1], ",")))
+	w.mustPortAdd("br0", ports[config.MaxPortsPerBridge-1], "")
+	before := w.dp.snapshot()
+	_, err := w.portAdd("br0", "r1", "")
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("bridge \"br0\" is full: it has %d ports", config.MaxPortsPerBridge)) || !strings.Contains(err.Error(), "will rise") {
+		t.Fatalf("add to a full bridge: %v", err)
+	}
+	if w.dp.snapshot() != before {
+		t.Error("a refused add changed the dataplane")
+	}
+}
+
+// A port whose interface refuses every attach is not added: the answer
+// says why, and nothing of it stays.
+func TestRunPortAddThatDoesNotAttach(t *testing.T) {
+	w := newWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("r1", "veth")
+	w.mustApply(bridges("br0=p1"))
+	before := w.dp.snapshot()
+	w.dp.fail = func(op string) error {
+		if strings.HasPrefix(op, "Attach") {
+			return fmt.Errorf("injected: attach refused")
+		}
+		return nil
+	}
+	_, err := w.portAdd("br0", "r1", "", "mode=tc")
+	w.dp.fail = nil
+	if err == nil || !strings.Contains(err.Error(), "does not attach") || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("add with the attach refused: %v", err)
+	}
+	if w.dp.snapshot() != before || len(w.d.run) != 0 || w.d.bridges["br0"].port("r1") != nil {
+		t.Errorf("a failed add left something: %s", w.dp.snapshot())
+	}
+}
+
+// The merge: the file's ports are the file's; run-time ones stay across a
+// reload unless the file names their interface, or drops their bridge.
+func TestRunPortsAcrossReload(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "r1", "r2", "r3"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1") + "[[bridge]]\nname = \"br1\"\n")
+	w.mustPortAdd("br0", "r1", "a")
+	w.mustPortAdd("br0", "r2", "b")
+	w.mustPortAdd("br1", "r3", "c")
+	slot := w.port("br0", "r1").slot
+	w.d.fromFile = true
+	w.mustApply(bridges("br0=p1,r2") + "[[bridge]]\nname = \"br1\"\n")
+	if got := w.list(""); got["br0/r1"].Origin != originRun || got["br0/r2"].Origin != originFile || got["br1/r3"].Origin != originRun {
+		t.Errorf("after a reload naming r2: %+v", got)
+	}
+	if w.port("br0", "r1").slot != slot {
+		t.Error("a run-time port changed slot across a reload")
+	}
+	if w.d.runPortOf("br0", "r2") != nil {
+		t.Error("the file's r2 is still recorded as a run-time port")
+	}
+	// Taking r2 out of the file does not bring the run-time port back;
+	// dropping br1 takes its run-time port with it.
+	w.mustApply(bridges("br0=p1"))
+	if got := w.list(""); len(got) != 2 || got["br0/r1"].Origin != originRun {
+		t.Errorf("after br1 went: %+v", got)
+	}
+	if len(w.d.run) != 1 {
+		t.Errorf("store: %d ports, want r1 only", len(w.d.run))
+	}
+	if got := w.flooding("br0"); len(got) != 2 {
+		t.Errorf("br0 floods to %v, want p1 and r1", got)
+	}
+}
+
+// A run-time port whose interface is deleted goes: no stale port, and its
+// slot is free for the next one.
+func TestRunPortGoneWithItsInterface(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "r1", "r2"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1"))
+	w.mustPortAdd("br0", "r1", "")
+	slot := w.port("br0", "r1").slot
+	w.sys.del("r1")
+	w.d.reconcile()
+	if w.d.bridges["br0"].port("r1") != nil || len(w.d.run) != 0 {
+		t.Fatalf("r1 stayed after its interface was deleted: %+v", w.list(""))
+	}
+	if len(w.dp.ports) != 1 {
+		t.Errorf("the port maps still hold r1: %s", w.dp.snapshot())
+	}
+	w.mustPortAdd("br0", "r2", "")
+	if w.port("br0", "r2").slot != slot {
+		t.Errorf("r2 took slot %d, not r1's freed %d", w.port("br0", "r2").slot, slot)
+	}
+	// A name that comes back as another interface is not the port.
+	w.sys.del("r2")
+	w.sys.add("r2", "veth")
+	w.d.reconcile()
+	if w.d.bridges["br0"].port("r2") != nil {
+		t.Error("a run-time port followed its name to a new interface")
+	}
+}
+
+func TestRunPortDel(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "r1", "r2", "r3", "r4"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1", "br1=r4"))
+	w.mustPortAdd("br0", "r1", "pod-a")
+	w.mustPortAdd("br0", "r2", "pod-a")
+	w.mustPortAdd("br0", "r3", "pod-b")
+	del := func(bridge, iface, owner string) ([]ctl.PortEntry, error) {
+		return w.d.portDel(ctl.Request{Cmd: ctl.CmdPortDel, Bridge: bridge, Port: iface, Owner: owner})
+	}
+	for _, c := range []struct{ bridge, iface, owner, want string }{
+		{"br0", "p1", "", "is the config file's"},
+		{"br0", "nope", "", `bridge "br0" has no port "nope"`},
+		{"br9", "r1", "", `no bridge "br9"`},
+		{"br0", "", "", "which port?"},
+		{"br0", "r1", "pod-a", "not both"},
+	} {
+		before := w.dp.snapshot()
+		if _, err := del(c.bridge, c.iface, c.owner); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("del %s %s %s: %v, want %q", c.bridge, c.iface, c.owner, err, c.want)
+		}
+		if w.dp.snapshot() != before {
+			t.Errorf("a refused del changed the dataplane")
+		}
+	}
+	gone, err := del("br0", "", "pod-a")
+	if err != nil || len(gone) != 2 {
+		t.Fatalf("del --owner pod-a: %v %+v", gone, err)
+	}
+	if got := w.list("br0"); len(got) != 2 || got["br0/r3"].Owner != "pod-b" {
+		t.Errorf("after del --owner: %+v", got)
+	}
+	if gone, err := del("br0", "", "pod-a"); err != nil || len(gone) != 0 {
+		t.Errorf("del --owner of an owner with no ports: %v %v", gone, err)
+	}
+	if gone, err := del("br0", "r3", ""); err != nil || len(gone) != 1 || gone[0].Name != "r3" {
+		t.Errorf("del r3: %v %v", gone, err)
+	}
+	if len(w.d.run) != 0 || len(w.flooding("br0")) != 1 {
+		t.Errorf("after every del: store %d, floods %v", len(w.d.run), w.flooding("br0"))
+	}
+}
+
+// A run-time port that makes an empty bridge VLAN-aware: the ports added
+// after it without a VLAN are access ports of VLAN 1, as in the file.
+func TestRunPortVLANs(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"r1", "r2", "r3"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply("[[bridge]]\nname = \"br0\"\n")
+	w.mustPortAdd("br0", "r1", "", "vlan=10")
+	w.mustPortAdd("br0", "r2", "", "trunk=10,20-29", "native=10")
+	e := w.mustPortAdd("br0", "r3", "")
+	if e.VLAN != 1 {
+		t.Errorf("a port without a VLAN on a VLAN-aware bridge: %+v", e)
+	}
+	if got := w.list("br0"); got["br0/r2"].Trunk != "10,20-29" || got["br0/r1"].VLAN != 10 {
+		t.Errorf("list: %+v", got)
+	}
+	if !w.dp.bridges[w.d.bridges["br0"].id].VLANAware {
+		t.Error("br0 is not VLAN-aware in the dataplane")
+	}
+}
+
+// The store is written atomically to the state directory and taken back
+// by the next daemon, which drops what no longer exists.
+func TestRunPortsStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "inst")
+	st, err := openState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	w.d.state = st
+	for _, n := range []string{"p1", "r1", "r2"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1"))
+	w.mustPortAdd("br0", "r1", "own", "max_macs=3")
+	w.mustPortAdd("br0", "r2", "")
+	if _, err := os.Stat(filepath.Join(dir, runPortsFile+".new")); !os.IsNotExist(err) {
+		t.Errorf("a temporary file stayed: %v", err)
+	}
+
+	// A daemon restarted without persist: the interfaces are as they
+	// were but r2, deleted while no daemon ran.
+	w.sys.del("r2")
+	w2 := &world{t: t, dp: newFakeDP(), sys: w.sys}
+	w2.d = newDaemon(quietLog(), w2.dp, w2.sys, 1<<20, time.Second)
+	w2.d.state = st
+	w2.d.loadRun()
+	if len(w2.d.run) != 2 {
+		t.Fatalf("taken back: %d ports, want 2", len(w2.d.run))
+	}
+	w2.mustApply(bridges("br0=p1"))
+	got := w2.list("br0")
+	if len(got) != 2 || got["br0/r1"].Owner != "own" || got["br0/r1"].MaxMACs != 3 || got["br0/r1"].State != stateUp {
+		t.Errorf("after a restart: %+v", got)
+	}
+	rf, err := st.loadRun()
+	if err != nil || len(rf.Ports) != 1 || rf.Ports[0].Interface != "r1" {
+		t.Errorf("the store after the restart: %+v %v", rf, err)
+	}
+	// An unreadable store takes nothing back, and stops nothing.
+	if err := os.WriteFile(st.runFile(), []byte("{nope"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w3 := newWorld(t)
+	w3.d.state = st
+	w3.d.loadRun()
+	if len(w3.d.run) != 0 {
+		t.Errorf("an unreadable store gave %d ports", len(w3.d.run))
+	}
+}
+
+// A state directory another user may write is refused.
+func TestStateDirRefusedWhenOthersMayWrite(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "inst")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openState(dir); err == nil || !strings.Contains(err.Error(), "writable by other users") {
+		t.Errorf("a world-writable state directory: %v", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openState(dir); err != nil {
+		t.Errorf("a private state directory: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(dir, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := openState(dir); err == nil || !strings.Contains(err.Error(), "owned by uid 4242") {
+			t.Errorf("a state directory of another user: %v", err)
+		}
+	}
+}
