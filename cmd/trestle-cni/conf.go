@@ -108,6 +108,12 @@ func loadConf(stdin []byte, envArgs string) (*NetConf, error) {
 	if err != nil {
 		return nil, confError(types.ErrInvalidNetworkConfig, "%s: vlanTrunk: %v", n.Name, err)
 	}
+	// The bridge plugin's vlan on a trunk is its untagged VLAN (PVID):
+	// trestle's native VLAN, which is one of the trunk's.
+	if n.VLAN != 0 && len(trunk) > 0 && !slices.Contains(trunk, uint16(n.VLAN)) {
+		trunk = append(trunk, uint16(n.VLAN))
+		slices.Sort(trunk)
+	}
 	n.trunk = trunk
 	if n.MTU < 0 || n.MTU > 65535 {
 		return nil, confError(types.ErrInvalidNetworkConfig, "%s: mtu: %d is not an MTU (68-65535, or 0 for the kernel's)", n.Name, n.MTU)
@@ -235,7 +241,8 @@ func parseRanges(s string) ([]uint16, error) {
 
 // portArgs are the port keys (trestle port add's KEY=VALUE) the network
 // asks for. vlan alone is an access port; vlanTrunk a trunk, whose native
-// (untagged) VLAN is vlan if both are set, as the bridge plugin makes it.
+// (untagged) VLAN is vlan if both are set, as the bridge plugin makes it
+// (the trunk then carries vlan too).
 // Unlike the bridge plugin, a trunk with no vlan has no native VLAN (no
 // VLAN 1 by default).
 func (n *NetConf) portArgs() []string {

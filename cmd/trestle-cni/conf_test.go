@@ -136,7 +136,8 @@ func TestPortArgs(t *testing.T) {
 	}{
 		{`"vlan": 100`, []string{"vlan=100"}},
 		{`"vlanTrunk": [{"id": 101}, {"minID": 200, "maxID": 210}, {"id": 205}]`, []string{"trunk=101,200-210"}},
-		{`"vlan": 5, "vlanTrunk": [{"id": 101}, {"id": 103}, {"id": 102}]`, []string{"trunk=101-103", "native=5"}},
+		{`"vlan": 5, "vlanTrunk": [{"id": 101}, {"id": 103}, {"id": 102}]`, []string{"trunk=5,101-103", "native=5"}},
+		{`"vlan": 102, "vlanTrunk": [{"minID": 101, "maxID": 103}]`, []string{"trunk=101-103", "native=102"}},
 		{`"portIsolation": true`, []string{"protected=true"}},
 		{`"vlan": 7, "portIsolation": true`, []string{"vlan=7", "protected=true"}},
 	} {
@@ -178,7 +179,7 @@ func TestCheckPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := ctl.PortEntry{Bridge: "br0", Origin: "run", PortStatus: ctl.PortStatus{State: "up", Trunk: "10-12", Native: 5, Protected: true}}
+	good := ctl.PortEntry{Bridge: "br0", Origin: "run", PortStatus: ctl.PortStatus{State: "up", Trunk: "5,10-12", Native: 5, Protected: true}}
 	if d := n.checkPort(good); d != "" {
 		t.Errorf("matching port: %s", d)
 	}
@@ -194,7 +195,8 @@ func TestCheckPort(t *testing.T) {
 		want   string
 	}{
 		{func(p *ctl.PortEntry) { p.State, p.Reason = "down", "gone" }, "state down"},
-		{func(p *ctl.PortEntry) { p.Trunk = "10,12" }, `trunk "10,12"`},
+		{func(p *ctl.PortEntry) { p.Trunk = "5,10,12" }, `trunk "5,10,12"`},
+		{func(p *ctl.PortEntry) { p.Trunk = "10-12" }, `trunk "10-12", want "5,10-12"`},
 		{func(p *ctl.PortEntry) { p.Native = 0 }, "native VLAN 0, want 5"},
 		{func(p *ctl.PortEntry) { p.VLAN, p.Trunk, p.Native = 5, "", 0 }, "access VLAN 5, want 0"},
 		{func(p *ctl.PortEntry) { p.Protected = false }, "protected false"},

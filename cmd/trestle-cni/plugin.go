@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/invoke"
@@ -153,6 +155,15 @@ func cmdAdd(args *skel.CmdArgs) error {
 		if err != nil {
 			return fmt.Errorf("find %s: %w", args.IfName, err)
 		}
+		// Duplicate address detection holds an IPv6 address back for
+		// seconds on a fresh link, its link-local one too; like the
+		// bridge plugin, only with enabledad. Set before the link is up,
+		// when the link-local address comes.
+		dad := "0"
+		if n.EnableDAD {
+			dad = "1"
+		}
+		_, _ = sysctl.Sysctl(fmt.Sprintf("net/ipv6/conf/%s/accept_dad", args.IfName), dad)
 		if err := netlink.LinkSetUp(l); err != nil {
 			return fmt.Errorf("set %s up: %w", args.IfName, err)
 		}
@@ -213,14 +224,6 @@ func addIPAM(n *NetConf, args *skel.CmdArgs, netns ns.NetNS, result *current.Res
 		result.DNS = ir.DNS
 	}
 	return netns.Do(func(ns.NetNS) error {
-		// Duplicate address detection holds an IPv6 address back for
-		// seconds on a fresh link; like the bridge plugin, only with
-		// enabledad.
-		dad := "0"
-		if n.EnableDAD {
-			dad = "1"
-		}
-		_, _ = sysctl.Sysctl(fmt.Sprintf("net/ipv6/conf/%s/accept_dad", args.IfName), dad)
 		_, _ = sysctl.Sysctl(fmt.Sprintf("net/ipv4/conf/%s/arp_notify", args.IfName), "1")
 		if err := ipam.ConfigureIface(args.IfName, result); err != nil {
 			return fmt.Errorf("configure %s: %w", args.IfName, err)
@@ -275,7 +278,9 @@ func cmdDel(args *skel.CmdArgs) error {
 	if err := ip.DelLinkByName(hostVethName(args.ContainerID, args.IfName)); err != nil && !errors.Is(err, ip.ErrLinkNotFound) {
 		errs = append(errs, err)
 	}
-	if n.IPAM.Type != "" {
+	// An IPAM plugin that is not there reserved nothing (an ADD that
+	// failed to find it).
+	if _, ferr := invoke.FindInPath(n.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH"))); n.IPAM.Type != "" && ferr == nil {
 		if err := ipamDo(invoke.DelegateDel, n, args); err != nil {
 			errs = append(errs, err)
 		}
