@@ -21,8 +21,9 @@ BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/lab/*.c bpf/lab/*.h bpf/in
 .PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the systemd unit
-# (pointing at it) and an example config, which never replaces one there;
-# the CNI plugin in CNI_BINDIR, where container runtimes look by default.
+# (pointing at it), an example config, which never replaces one there, the
+# QEMU/libvirt ifup scripts in PREFIX/libexec/trestle, and the CNI plugin in
+# CNI_BINDIR, where container runtimes look by default.
 PREFIX  ?= /usr/local
 UNITDIR ?= /lib/systemd/system
 CNI_BINDIR ?= /opt/cni/bin
@@ -135,6 +136,10 @@ install: $(BIN) $(CNI_BIN)
 	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/trestle.service > $(DESTDIR)$(UNITDIR)/trestle.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/trestle.service
 	install -D -m 0644 dist/trestle.toml $(DESTDIR)$(PREFIX)/share/doc/trestle/trestle.toml.example
+	install -D -m 0755 dist/qemu-ifup $(DESTDIR)$(PREFIX)/libexec/trestle/qemu-ifup
+	install -D -m 0755 dist/qemu-ifdown $(DESTDIR)$(PREFIX)/libexec/trestle/qemu-ifdown
+	install -D -m 0644 dist/qemu-common $(DESTDIR)$(PREFIX)/libexec/trestle/qemu-common
+	install -D -m 0644 dist/qemu.conf $(DESTDIR)$(PREFIX)/share/doc/trestle/qemu.conf.example
 	@if [ ! -e $(DESTDIR)/etc/trestle/trestle.toml ]; then \
 		install -D -m 0644 dist/trestle.toml $(DESTDIR)/etc/trestle/trestle.toml; \
 		echo "installed an example config at $(DESTDIR)/etc/trestle/trestle.toml: name your interfaces in it"; \
