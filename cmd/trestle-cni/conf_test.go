@@ -8,6 +8,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 )
 
@@ -225,5 +226,33 @@ func TestOwnerAndHostName(t *testing.T) {
 	}
 	if hostVethName("c0ffe", "eeth0") == a {
 		t.Error("host name does not separate the container id from the interface")
+	}
+}
+
+// TestRoom: STATUS's answer from the daemon's status: code 50 for a
+// bridge it lacks, a full bridge, a full switch.
+func TestRoom(t *testing.T) {
+	ports := func(n int) []ctl.PortStatus { return make([]ctl.PortStatus, n) }
+	for _, c := range []struct {
+		name string
+		st   ctl.Status
+		want string
+	}{
+		{"room", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0", Ports: ports(config.MaxPortsPerBridge - 1)}}}, ""},
+		{"empty", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0"}}}, ""},
+		{"no bridge", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "other"}}}, "has no bridge br0"},
+		{"full bridge", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0", Ports: ports(config.MaxPortsPerBridge)}}}, "the most a bridge takes"},
+		{"full switch", ctl.Status{Bridges: []ctl.BridgeStatus{
+			{Name: "br0", Ports: ports(1)},
+			{Name: "big", Ports: ports(config.MaxPorts - 1)},
+		}}, "the most the switch takes"},
+	} {
+		err := room(c.st, "br0", "/run/t.sock")
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || code(err) != types.ErrPluginNotAvailable || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v (code %d), want code 50 with %q", c.name, err, code(err), c.want)
+		}
 	}
 }

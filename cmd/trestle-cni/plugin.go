@@ -394,24 +394,33 @@ func cmdStatus(args *skel.CmdArgs) error {
 	if err := ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdShow}, &st); err != nil {
 		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("the trestle daemon does not answer on %s", n.Socket), err.Error())
 	}
+	if err := room(st, n.Bridge, n.Socket); err != nil {
+		return err
+	}
+	if n.IPAM.Type != "" {
+		return ipamDo(invoke.DelegateStatus, n, args)
+	}
+	return nil
+}
+
+// room says why the daemon (status st, on socket) takes no port in bridge
+// (code 50), or nil: no such bridge, or it or the switch is full.
+func room(st ctl.Status, bridge, socket string) error {
 	total, ours := 0, -1
 	for i, b := range st.Bridges {
 		total += len(b.Ports)
-		if b.Name == n.Bridge {
+		if b.Name == bridge {
 			ours = i
 		}
 	}
 	if ours < 0 {
-		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("the trestle daemon on %s has no bridge %s", n.Socket, n.Bridge), "")
+		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("the trestle daemon on %s has no bridge %s", socket, bridge), "")
 	}
 	if p := len(st.Bridges[ours].Ports); p >= config.MaxPortsPerBridge {
-		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("bridge %s has no room: it has %d ports, the most a bridge takes", n.Bridge, p), "")
+		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("bridge %s has no room: it has %d ports, the most a bridge takes", bridge, p), "")
 	}
 	if total >= config.MaxPorts {
-		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("bridge %s has no room: the bridges have %d ports, the most the switch takes", n.Bridge, total), "")
-	}
-	if n.IPAM.Type != "" {
-		return ipamDo(invoke.DelegateStatus, n, args)
+		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("bridge %s has no room: the bridges have %d ports, the most the switch takes", bridge, total), "")
 	}
 	return nil
 }

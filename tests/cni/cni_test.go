@@ -96,6 +96,64 @@ func TestAddCheckDel(t *testing.T) {
 		t.Error("eth0 left in the container after DEL")
 	}
 	l.must("del", nw, c)
+
+	// CHECK sees a port that is gone; DEL then succeeds.
+	r = l.add(nw, c)
+	if out, err := l.CLI("port", "del", "pods", hostName(t, r)); err != nil {
+		t.Fatalf("trestle port del: %v\n%s", err, out)
+	}
+	if out, err := l.cnitool("check", nw, c); err == nil || !strings.Contains(err.Error(), "no port") {
+		t.Errorf("CHECK of an attachment whose port is gone: %v\n%s", err, out)
+	}
+	l.must("del", nw, c)
+}
+
+// TestIsolationAndRefusals: portIsolation makes protected ports, which
+// reach an unprotected one and not each other; a key of the bridge
+// plugin that trestle lacks is refused with code 2 before anything is
+// made.
+func TestIsolationAndRefusals(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, pods)
+	iso := l.network("iso", map[string]any{"bridge": "pods", "portIsolation": true})
+	plain := l.network("plain", map[string]any{"bridge": "pods"})
+	a, b, c := testutil.NewNS(t, "a"), testutil.NewNS(t, "b"), testutil.NewNS(t, "c")
+	ra := l.add(iso, a)
+	l.add(iso, b)
+	l.add(plain, c)
+	a.AddrAdd(t, "eth0", "10.98.0.1/24")
+	b.AddrAdd(t, "eth0", "10.98.0.2/24")
+	c.AddrAdd(t, "eth0", "10.98.0.3/24")
+	if p, _ := l.port(owner(iso, ra)); !p.Protected {
+		t.Errorf("port of an isolated network: %+v, want protected", p)
+	}
+	l.must("check", iso, a)
+	for _, x := range []*testutil.NS{a, b} {
+		if err := x.Ping("10.98.0.3", 2); err != nil {
+			t.Errorf("protected %s to unprotected c: %v", x.Name, err)
+		}
+	}
+	if err := a.Ping("10.98.0.2", 1); err == nil {
+		t.Error("two protected ports reached each other")
+	}
+
+	d := testutil.NewNS(t, "d")
+	for _, key := range []string{"hairpinMode", "ipMasq", "isGateway", "macspoofchk"} {
+		env := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=refused", "CNI_NETNS=" + d.Path, "CNI_IFNAME=eth0"}
+		_, e := l.plugin(map[string]any{"bridge": "pods", key: true}, env...)
+		if e == nil || e.Code != types.ErrUnsupportedField || !strings.Contains(e.Msg, key) {
+			t.Errorf("ADD with %s: true: %+v, want code 2 naming it", key, e)
+		}
+	}
+	if got := links(t, d); !slices.Equal(got, []string{"lo"}) {
+		t.Errorf("a refused ADD left %v in the container", got)
+	}
+	for _, x := range []struct {
+		nw string
+		ns *testutil.NS
+	}{{iso, a}, {iso, b}, {plain, c}} {
+		l.must("del", x.nw, x.ns)
+	}
 }
 
 // TestIPAM: host-local's addresses, IPv4, IPv6 and both, are on the
