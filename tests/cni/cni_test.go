@@ -204,6 +204,40 @@ func TestIPAM(t *testing.T) {
 	}
 }
 
+// TestOlderSpec: networks of spec versions before 1.1.0 work the same
+// (the result is written in the network's version).
+func TestOlderSpec(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, pods)
+	for i, v := range []string{"0.3.1", "0.4.0", "1.0.0"} {
+		nw := l.networkOf(v, fmt.Sprintf("old%d", i), map[string]any{"bridge": "pods", "ipam": l.hostLocal(fmt.Sprintf("10.99.%d.0/24", i))})
+		c := testutil.NewNS(t, fmt.Sprintf("old%d", i))
+		out, err := l.cnitool("add", nw, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			CNIVersion string `json:"cniVersion"`
+			IPs        []struct {
+				Address string `json:"address"`
+			} `json:"ips"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.CNIVersion != v || len(r.IPs) != 1 {
+			t.Fatalf("spec %s: result %v %+v\n%s", v, err, r, out)
+		}
+		if got := addrs(t, c, "eth0"); !slices.Equal(got, []string{r.IPs[0].Address}) {
+			t.Errorf("spec %s: eth0 has %v, the result %s", v, got, r.IPs[0].Address)
+		}
+		if v != "0.3.1" { // CHECK came with 0.4.0
+			l.must("check", nw, c)
+		}
+		l.must("del", nw, c)
+		if left := reservations(t, l, nw); len(left) != 0 {
+			t.Errorf("spec %s: host-local keeps %v", v, left)
+		}
+	}
+}
+
 // reservations are the addresses host-local holds for a network.
 func reservations(t *testing.T, l *lab, network string) []string {
 	t.Helper()

@@ -59,12 +59,18 @@ func (l *lab) hostLocal(subnets ...string) map[string]any {
 // before (a chain), and returns its name.
 func (l *lab) network(name string, keys map[string]any, before ...map[string]any) string {
 	l.T.Helper()
+	return l.networkOf("1.1.0", name, keys, before...)
+}
+
+// networkOf is network in another version of the spec.
+func (l *lab) networkOf(version, name string, keys map[string]any, before ...map[string]any) string {
+	l.T.Helper()
 	p := map[string]any{"type": "trestle", "socket": l.Sock}
 	for k, v := range keys {
 		p[k] = v
 	}
 	plugins := append(append([]map[string]any{}, before...), p)
-	b, err := json.MarshalIndent(map[string]any{"cniVersion": "1.1.0", "name": name, "plugins": plugins}, "", "  ")
+	b, err := json.MarshalIndent(map[string]any{"cniVersion": version, "name": name, "plugins": plugins}, "", "  ")
 	if err != nil {
 		l.T.Fatal(err)
 	}
