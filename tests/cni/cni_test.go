@@ -456,11 +456,12 @@ func TestDelGoneNetns(t *testing.T) {
 }
 
 // TestGC: GC removes the ports (and veths) of its network whose
-// attachments are not valid, and no other network's.
+// attachments are not valid, and no other network's, and passes GC on to
+// the IPAM plugin.
 func TestGC(t *testing.T) {
 	t.Parallel()
 	l := newLab(t, pods)
-	ga := l.network("ga", map[string]any{"bridge": "pods"})
+	ga := l.network("ga", map[string]any{"bridge": "pods", "ipam": l.hostLocal("10.90.0.0/24")})
 	gb := l.network("gb", map[string]any{"bridge": "pods"})
 	var cs []*testutil.NS
 	var rs []*current.Result
@@ -472,7 +473,7 @@ func TestGC(t *testing.T) {
 	rb := l.add(gb, cb)
 
 	// The runtime's GC: c0's attachment is still valid.
-	_, e := l.plugin(map[string]any{"name": ga, "bridge": "pods", "cni.dev/valid-attachments": []map[string]string{{"containerID": containerID(cs[0].Path), "ifname": "eth0"}}},
+	_, e := l.plugin(map[string]any{"name": ga, "bridge": "pods", "ipam": l.hostLocal("10.90.0.0/24"), "cni.dev/valid-attachments": []map[string]string{{"containerID": containerID(cs[0].Path), "ifname": "eth0"}}},
 		"CNI_COMMAND=GC")
 	if e != nil {
 		t.Fatalf("GC: %+v", e)
@@ -490,10 +491,17 @@ func TestGC(t *testing.T) {
 	if v, want := hostVeths(t, l.SW), []string{hostName(t, rs[0]), hostName(t, rb)}; !sameSet(v, want) {
 		t.Errorf("after GC: host ends %v, want %v", v, want)
 	}
+	// GC went on to host-local, which keeps c0's address only.
+	if got, want := reservations(t, l, ga), ips(rs[0]); !sameSet(got, want) {
+		t.Errorf("after GC: host-local holds %v, want %v", got, want)
+	}
 	// cnitool's GC passes no valid attachment: all of ga goes, gb stays.
 	l.must("gc", ga, cs[0])
 	if got, want := owners(), []string{owner(gb, rb)}; !sameSet(got, want) {
 		t.Errorf("after cnitool gc: ports of %q, want %q", got, want)
+	}
+	if got := reservations(t, l, ga); len(got) != 0 {
+		t.Errorf("after cnitool gc: host-local holds %v", got)
 	}
 	l.must("del", gb, cb)
 }
