@@ -86,6 +86,19 @@ func (l *lab) cnitool(verb, network string, c *testutil.NS, env ...string) (stri
 	cmd := exec.Command("nsenter", "--net="+l.SW.Path, "--", filepath.Join(toolsDir, "cnitool"), verb, network, c.Path)
 	cmd.Env = append(os.Environ(), "CNI_PATH="+pluginDir+":"+toolsDir, "NETCONFPATH="+l.netdir)
 	cmd.Env = append(cmd.Env, env...)
+	if verb == "add" {
+		// libcni's cache of the result (a DEL removes it; a test that
+		// fails before its DEL must not leave it).
+		ifname := "eth0"
+		for _, e := range env {
+			if v, ok := strings.CutPrefix(e, "CNI_IFNAME="); ok {
+				ifname = v
+			}
+		}
+		l.T.Cleanup(func() {
+			_ = os.Remove(filepath.Join("/var/lib/cni/results", network+"-"+containerID(c.Path)+"-"+ifname))
+		})
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("cnitool %s %s %s: %w: %s", verb, network, c.Name, err, bytes.TrimSpace(out))
