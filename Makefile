@@ -16,23 +16,31 @@ BIN     := bin/trestle
 MAN_DIR     := bin/man
 MAN_STAMP   := $(MAN_DIR)/trestle.8
 COMPLETIONS := bin/completion/trestle.bash bin/completion/_trestle bin/completion/trestle.fish
+# The CNI plugin of type "trestle" (cmd/trestle-cni), a program of its own
+# so that it carries no lab; make install puts it in CNI_BINDIR.
+CNI_BIN := bin/cni/trestle
+# What the end-to-end tests run beside trestle (cnitool, the host-local IPAM
+# plugin), installed by make deps (scripts/deps.sh tools) at pinned versions.
+TOOLS   := $(CURDIR)/bin/tools
 BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/lab/*.c bpf/lab/*.h bpf/include/bpf/*.h)
 
 .PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short deb
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man pages and
 # shell completions, the systemd unit (pointing at it), an example config,
-# which never replaces one there, and the QEMU/libvirt ifup scripts in
-# PREFIX/libexec/trestle.
+# which never replaces one there, the QEMU/libvirt ifup scripts in
+# PREFIX/libexec/trestle, and the CNI plugin in CNI_BINDIR, where container
+# runtimes look by default.
 PREFIX  ?= /usr/local
 UNITDIR ?= /lib/systemd/system
+CNI_BINDIR ?= /opt/cni/bin
 
 all: build
 
 deps:
 	@scripts/deps.sh
 
-build: $(BIN) $(MAN_STAMP) $(COMPLETIONS)
+build: $(BIN) $(CNI_BIN) $(MAN_STAMP) $(COMPLETIONS)
 
 $(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') internal/bpf/trestle_bpfel.o $(wildcard internal/lab/bpf/*_bpfel.o) go.mod go.sum
 	$(GO) build -trimpath -buildmode=pie -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/trestle
@@ -46,6 +54,9 @@ bin/completion/_trestle: $(BIN)
 	@mkdir -p $(@D) && $(BIN) completion zsh >$@
 bin/completion/trestle.fish: $(BIN)
 	@mkdir -p $(@D) && $(BIN) completion fish >$@
+
+$(CNI_BIN): $(shell find cmd/trestle-cni internal -name '*.go' -not -name '*_test.go') go.mod go.sum
+	$(GO) build -trimpath -buildmode=pie -ldflags "-X main.buildVersion=$(VERSION)" -o $@ ./cmd/trestle-cni
 
 # Regenerate the eBPF objects and their Go bindings after changing bpf/: the
 # switch's (bpf/ into internal/bpf) and the lab's (bpf/lab/ into internal/lab/bpf).
@@ -80,7 +91,7 @@ vet:
 # seeds.
 TEST_ALONE    := ./internal/lab/... ./tests/traffic/...
 TEST_PARALLEL ?= 4
-GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m
+GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) TRESTLE_TEST_CNI=$(CURDIR)/$(CNI_BIN) TRESTLE_TEST_TOOLS=$(TOOLS) $(GO) test -count=1 -timeout 30m
 
 test: deps check-generate vet build
 	@alone="$$($(GO) list $(TEST_ALONE))" && \
@@ -141,8 +152,9 @@ demo: deps build
 clean:
 	rm -rf bin
 
-install: $(BIN) $(MAN_STAMP) $(COMPLETIONS)
+install: $(BIN) $(CNI_BIN) $(MAN_STAMP) $(COMPLETIONS)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/trestle
+	install -D -m 0755 $(CNI_BIN) $(DESTDIR)$(CNI_BINDIR)/trestle
 	install -d $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man5
 	install -m 0644 $(MAN_DIR)/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 0644 $(MAN_DIR)/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/

@@ -57,8 +57,11 @@ install -D -m 0644 dist/trestle.toml "$d/usr/share/doc/trestle/examples/trestle.
 
 # The CNI plugin, where the spec's runtimes look (/opt/cni/bin: containerd's
 # and CRI-O's default) pointing at where Debian keeps plugins (/usr/lib/cni).
+cni=
 if [[ -x bin/cni/trestle ]]; then
+	cni=1
 	install -D -m 0755 bin/cni/trestle "$d/usr/lib/cni/trestle"
+	strip --strip-unneeded --remove-section=.comment --remove-section=.note "$d/usr/lib/cni/trestle"
 	install -d "$d/opt/cni/bin"
 	ln -s /usr/lib/cni/trestle "$d/opt/cni/bin/trestle"
 fi
@@ -96,7 +99,7 @@ install -D -m 0644 dist/debian/lintian-overrides "$d/usr/share/lintian/overrides
 # dpkg-shlibdeps' answer, from a scratch source tree it needs to run in.
 shl=$(mktemp -d)
 mkdir "$shl/debian" && printf 'Source: trestle\n\nPackage: trestle\nArchitecture: any\n' >"$shl/debian/control"
-libs=$(cd "$shl" && dpkg-shlibdeps -O "$d/usr/sbin/trestle" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+libs=$(cd "$shl" && dpkg-shlibdeps -O "$d/usr/sbin/trestle" ${cni:+"$d/usr/lib/cni/trestle"} 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 rm -rf "$shl"
 
 install -d "$d/DEBIAN"

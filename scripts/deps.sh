@@ -2,8 +2,10 @@
 # Installs what trestle needs to build, test and run its demo, only what is
 # missing. Run as root (make demo / make test call it).
 #
-# Usage: scripts/deps.sh           every step: Debian packages, Go, BPF check
+# Usage: scripts/deps.sh           every step: Debian packages, Go, BPF check,
+#                                  test tools
 #        scripts/deps.sh go        the Go step alone; prints the go to use
+#        scripts/deps.sh tools     the test tools alone (into bin/tools)
 #        scripts/deps.sh which-go  prints the go to use if one is there already,
 #                                  installing nothing (the Makefile's $(GO))
 #        scripts/deps.sh disable-services PKG...
@@ -286,6 +288,40 @@ which_go() {
 	echo go
 }
 
+# The programs the CNI tests (tests/cni) run beside trestle, at the versions
+# they were written against: cnitool drives the plugin as runtimes do, and
+# host-local is the IPAM plugin it delegates to. Built with the go step's go
+# into bin/tools (the Makefile's TOOLS), each only when it is not there yet.
+tools=(
+	cnitool=github.com/containernetworking/cni/cnitool@v1.3.1
+	host-local=github.com/containernetworking/plugins/plugins/ipam/host-local@v1.10.0
+)
+
+step_tools() {
+	local g dir=$root/bin/tools t name pkg
+	for t in "${tools[@]}"; do
+		name=${t%%=*} pkg=${t#*=}
+		# A version file beside each tool, so that changing a pin here
+		# rebuilds it.
+		if [[ -x $dir/$name && $(cat "$dir/$name.version" 2>/dev/null) == "$pkg" ]]; then
+			continue
+		fi
+		g=${g:-$(step_go)}
+		echo "deps: installing $pkg into $dir" >&2
+		mkdir -p "$dir"
+		# From an empty directory, so that trestle's go.mod has no say.
+		local tmp
+		tmp=$(mktemp -d)
+		if ! (cd "$tmp" && GOBIN=$dir GOWORK=off "$g" install "$pkg" >&2); then
+			rmdir "$tmp"
+			echo "deps: could not install $pkg" >&2
+			exit 1
+		fi
+		rmdir "$tmp"
+		echo "$pkg" >"$dir/$name.version"
+	done
+}
+
 step_bpf() {
 	# bpffs and the tc/XDP programs need a kernel with BPF; say so early rather than in a test.
 	if [[ ! -d /sys/fs/bpf ]]; then
@@ -299,15 +335,17 @@ all)
 	step_packages
 	step_go >/dev/null
 	step_bpf
+	step_tools
 	;;
 go) step_go ;;
+tools) step_tools ;;
 which-go) which_go ;;
 disable-services)
 	shift
 	disable_services "$@"
 	;;
 *)
-	echo "usage: scripts/deps.sh [go | which-go]" >&2
+	echo "usage: scripts/deps.sh [go | which-go | tools]" >&2
 	exit 2
 	;;
 esac

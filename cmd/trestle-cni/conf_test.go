@@ -1,0 +1,258 @@
+package main
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/ctl"
+)
+
+// conf is a network configuration of bridge br0 with extra keys.
+func conf(extra string) []byte {
+	s := `{"cniVersion": "1.1.0", "name": "pods", "type": "trestle", "bridge": "br0"`
+	if extra != "" {
+		s += ", " + extra
+	}
+	return []byte(s + "}")
+}
+
+func code(err error) uint {
+	var e *types.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
+
+func TestLoadConfDefaults(t *testing.T) {
+	n, err := loadConf(conf(""), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Socket != ctl.DefaultSocket || n.Bridge != "br0" || n.VLAN != 0 || n.trunk != nil || n.mac != "" || n.MTU != 0 {
+		t.Errorf("defaults: %+v", n)
+	}
+	if a := n.portArgs(); len(a) != 0 {
+		t.Errorf("port args of a plain network: %q", a)
+	}
+}
+
+// TestLoadConfRefused: the bridge plugin's keys that trestle does not have
+// are refused with code 2 and a message naming the key, when they ask for
+// something; spelled out at their zero value they pass.
+func TestLoadConfRefused(t *testing.T) {
+	for _, c := range []struct{ extra, want string }{
+		{`"isGateway": true`, "isGateway"},
+		{`"isDefaultGateway": true`, "isDefaultGateway"},
+		{`"forceAddress": true`, "forceAddress"},
+		{`"ipMasq": true`, "ipMasq"},
+		{`"ipMasqBackend": "nftables"`, "ipMasqBackend"},
+		{`"hairpinMode": true`, "hairpinMode"},
+		{`"promiscMode": true`, "promiscMode"},
+		{`"preserveDefaultVlan": true`, "preserveDefaultVlan"},
+		{`"disableContainerInterface": true`, "disableContainerInterface"},
+		{`"macspoofchk": true`, "issue 29"},
+	} {
+		_, err := loadConf(conf(c.extra), "")
+		if err == nil || code(err) != types.ErrUnsupportedField || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "not supported by trestle") {
+			t.Errorf("%s: err %v (code %d), want code 2 naming %s", c.extra, err, code(err), c.want)
+		}
+	}
+	for _, extra := range []string{`"isGateway": false`, `"ipMasq": false`, `"hairpinMode": false`, `"macspoofchk": false`, `"promiscMode": false`, `"ipMasqBackend": null`} {
+		if _, err := loadConf(conf(extra), ""); err != nil {
+			t.Errorf("%s: %v, want accepted (asks for nothing)", extra, err)
+		}
+	}
+}
+
+func TestLoadConfInvalid(t *testing.T) {
+	for _, c := range []struct{ stdin, args, want string }{
+		{`{"cniVersion": "1.1.0", "name": "pods", "type": "trestle"}`, "", "bridge: missing"},
+		{string(conf(`"vlan": 4095`)), "", "vlan: 4095"},
+		{string(conf(`"vlan": -1`)), "", "vlan: -1"},
+		{string(conf(`"vlanTrunk": [{"id": 0}]`)), "", "id 0 is not a VLAN"},
+		{string(conf(`"vlanTrunk": [{"id": 4095}]`)), "", "id 4095"},
+		{string(conf(`"vlanTrunk": [{"minID": 10}]`)), "", "minID and maxID go together"},
+		{string(conf(`"vlanTrunk": [{"maxID": 10}]`)), "", "minID and maxID go together"},
+		{string(conf(`"vlanTrunk": [{"minID": 20, "maxID": 10}]`)), "", "minID 20 is above maxID 10"},
+		{string(conf(`"vlanTrunk": [{"minID": 0, "maxID": 10}]`)), "", "minID 0"},
+		{string(conf(`"vlanTrunk": [{}]`)), "", "no id"},
+		{string(conf(`"mtu": 40`)), "", "mtu: 40"},
+		{string(conf(`"mtu": 70000`)), "", "mtu: 70000"},
+		{string(conf(`"socket": "trestle.sock"`)), "", "not an absolute path"},
+		{string(conf(`"runtimeConfig": {"mac": "zz:00:00:00:00:01"}`)), "", "not an Ethernet address"},
+		{string(conf(`"args": {"cni": {"mac": "01:00:5e:00:00:01"}}`)), "", "multicast or zero"},
+		{string(conf("")), "MAC=00:00:00:00:00:00", "multicast or zero"},
+		{string(conf(`"runtimeConfig": {"mac": "02:00:00:00:00:01:02:03"}`)), "", "not an Ethernet address"},
+	} {
+		_, err := loadConf([]byte(c.stdin), c.args)
+		if err == nil || code(err) != types.ErrInvalidNetworkConfig || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: err %v (code %d), want code 7 with %q", c.stdin, c.args, err, code(err), c.want)
+		}
+	}
+	if _, err := loadConf([]byte(`{"name": "pods", "bridge": 3}`), ""); code(err) != types.ErrDecodingFailure {
+		t.Errorf("bridge 3: %v (code %d), want code 6", err, code(err))
+	}
+	if _, err := loadConf(conf(""), "MAC=02:00:00:00:00:01;NOEQUALS"); code(err) != types.ErrInvalidEnvironmentVariables {
+		t.Errorf("bad CNI_ARGS: %v (code %d), want code 4", err, code(err))
+	}
+}
+
+// TestMACPrecedence: runtimeConfig over args.cni over CNI_ARGS, as the
+// bridge plugin reads them.
+func TestMACPrecedence(t *testing.T) {
+	const env, args, rt = "02:00:00:00:00:0a", "02:00:00:00:00:0b", "02:00:00:00:00:0c"
+	argsKey := `"args": {"cni": {"mac": "` + args + `"}}`
+	rtKey := `"runtimeConfig": {"mac": "` + rt + `"}`
+	for _, c := range []struct {
+		extra, env, want string
+	}{
+		{"", "", ""},
+		{"", "IgnoreUnknown=1;MAC=" + env, env},
+		{argsKey, "MAC=" + env, args},
+		{rtKey + ", " + argsKey, "MAC=" + env, rt},
+		{rtKey, "", rt},
+		{"", "MAC=02:00:00:00:00:AB", "02:00:00:00:00:ab"},
+	} {
+		n, err := loadConf(conf(c.extra), c.env)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.extra, c.env, err)
+		}
+		if n.mac != c.want {
+			t.Errorf("%s %s: mac %q, want %q", c.extra, c.env, n.mac, c.want)
+		}
+	}
+}
+
+// TestPortArgs: the network's VLANs and isolation as trestle's port keys.
+func TestPortArgs(t *testing.T) {
+	for _, c := range []struct {
+		extra string
+		want  []string
+	}{
+		{`"vlan": 100`, []string{"vlan=100"}},
+		{`"vlanTrunk": [{"id": 101}, {"minID": 200, "maxID": 210}, {"id": 205}]`, []string{"trunk=101,200-210"}},
+		{`"vlan": 5, "vlanTrunk": [{"id": 101}, {"id": 103}, {"id": 102}]`, []string{"trunk=5,101-103", "native=5"}},
+		{`"vlan": 102, "vlanTrunk": [{"minID": 101, "maxID": 103}]`, []string{"trunk=101-103", "native=102"}},
+		{`"portIsolation": true`, []string{"protected=true"}},
+		{`"vlan": 7, "portIsolation": true`, []string{"vlan=7", "protected=true"}},
+	} {
+		n, err := loadConf(conf(c.extra), "")
+		if err != nil {
+			t.Fatalf("%s: %v", c.extra, err)
+		}
+		if got := n.portArgs(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.extra, got, c.want)
+		}
+	}
+}
+
+func TestRanges(t *testing.T) {
+	for _, c := range []struct {
+		vs []uint16
+		s  string
+	}{
+		{nil, ""},
+		{[]uint16{10}, "10"},
+		{[]uint16{10, 11, 12, 20, 30, 31}, "10-12,20,30-31"},
+		{[]uint16{1, 3, 5, 4094}, "1,3,5,4094"},
+	} {
+		got, err := parseRanges(c.s)
+		if err != nil || !slices.Equal(got, c.vs) {
+			t.Errorf("parseRanges(%q) = %v, %v, want %v", c.s, got, err, c.vs)
+		}
+	}
+	for _, s := range []string{"10,x", "0", "20-10", "4095", "1-4095"} {
+		if _, err := parseRanges(s); err == nil {
+			t.Errorf("parseRanges(%q): no error", s)
+		}
+	}
+}
+
+// TestCheckPort: CHECK's comparison of a port with the network.
+func TestCheckPort(t *testing.T) {
+	n, err := loadConf(conf(`"vlan": 5, "vlanTrunk": [{"minID": 10, "maxID": 12}], "portIsolation": true`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := ctl.PortEntry{Bridge: "br0", Origin: "run", PortStatus: ctl.PortStatus{State: "up", Trunk: "5,10-12", Native: 5, Protected: true}}
+	if d := n.checkPort(good); d != "" {
+		t.Errorf("matching port: %s", d)
+	}
+	plain, err := loadConf(conf(""), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := plain.checkPort(ctl.PortEntry{PortStatus: ctl.PortStatus{State: "up", VLAN: 1}}); d != "" {
+		t.Errorf("a network with no VLAN on a VLAN-aware bridge's access VLAN 1: %s", d)
+	}
+	for _, c := range []struct {
+		change func(*ctl.PortEntry)
+		want   string
+	}{
+		{func(p *ctl.PortEntry) { p.State, p.Reason = "down", "gone" }, "state down"},
+		{func(p *ctl.PortEntry) { p.Trunk = "5,10,12" }, `trunk "5,10,12"`},
+		{func(p *ctl.PortEntry) { p.Trunk = "10-12" }, `trunk "10-12", want "5,10-12"`},
+		{func(p *ctl.PortEntry) { p.Native = 0 }, "native VLAN 0, want 5"},
+		{func(p *ctl.PortEntry) { p.VLAN, p.Trunk, p.Native = 5, "", 0 }, "access VLAN 5, want 0"},
+		{func(p *ctl.PortEntry) { p.Protected = false }, "protected false"},
+	} {
+		p := good
+		c.change(&p)
+		if d := n.checkPort(p); !strings.Contains(d, c.want) {
+			t.Errorf("%+v: %q, want %q in it", p, d, c.want)
+		}
+	}
+}
+
+func TestOwnerAndHostName(t *testing.T) {
+	o := owner("pods", "c0ffee", "eth1")
+	if net, cid, ifn, ok := parseOwner(o); !ok || net != "pods" || cid != "c0ffee" || ifn != "eth1" {
+		t.Errorf("parseOwner(%q) = %q %q %q %t", o, net, cid, ifn, ok)
+	}
+	for _, o := range []string{"", "qemu tap0", "pods  eth0", "a b c d"} {
+		if _, _, _, ok := parseOwner(o); ok {
+			t.Errorf("parseOwner(%q): ok, want not one of the plugin's", o)
+		}
+	}
+	a, b := hostVethName("c0ffee", "eth0"), hostVethName("c0ffee", "eth1")
+	if len(a) != 15 || !strings.HasPrefix(a, "tr") || a == b || a != hostVethName("c0ffee", "eth0") {
+		t.Errorf("host names %q %q: want 15 bytes, deterministic, distinct", a, b)
+	}
+	if hostVethName("c0ffe", "eeth0") == a {
+		t.Error("host name does not separate the container id from the interface")
+	}
+}
+
+// TestRoom: STATUS's answer from the daemon's status: code 50 for a
+// bridge it lacks, a full bridge, a full switch.
+func TestRoom(t *testing.T) {
+	ports := func(n int) []ctl.PortStatus { return make([]ctl.PortStatus, n) }
+	for _, c := range []struct {
+		name string
+		st   ctl.Status
+		want string
+	}{
+		{"room", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0", Ports: ports(config.MaxPortsPerBridge - 1)}}}, ""},
+		{"empty", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0"}}}, ""},
+		{"no bridge", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "other"}}}, "has no bridge br0"},
+		{"full bridge", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0", Ports: ports(config.MaxPortsPerBridge)}}}, "the most a bridge takes"},
+		{"full switch", ctl.Status{Bridges: []ctl.BridgeStatus{
+			{Name: "br0", Ports: ports(1)},
+			{Name: "big", Ports: ports(config.MaxPorts - 1)},
+		}}, "the most the switch takes"},
+	} {
+		err := room(c.st, "br0", "/run/t.sock")
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || code(err) != types.ErrPluginNotAvailable || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v (code %d), want code 50 with %q", c.name, err, code(err), c.want)
+		}
+	}
+}

@@ -1,0 +1,465 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+	"github.com/containernetworking/plugins/pkg/ip"
+	"github.com/containernetworking/plugins/pkg/ipam"
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/containernetworking/plugins/pkg/utils/sysctl"
+	"github.com/vishvananda/netlink"
+
+	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/ctl"
+)
+
+// ipamTimeout bounds a call of the IPAM plugin (host-local answers in
+// milliseconds; dhcp may wait for a lease).
+const ipamTimeout = 2 * time.Minute
+
+// ipamDo passes a verb on to the network's IPAM plugin (invoke.DelegateDel,
+// ...), bounded by ipamTimeout.
+func ipamDo(verb func(context.Context, string, []byte, invoke.Exec) error, n *NetConf, args *skel.CmdArgs) error {
+	ctx, cancel := context.WithTimeout(context.Background(), ipamTimeout)
+	defer cancel()
+	return verb(ctx, n.IPAM.Type, args.StdinData, nil)
+}
+
+// call sends one request to the daemon; a daemon that does not answer is
+// the spec's "try again later" (code 11), so that runtimes retry.
+func call(n *NetConf, req ctl.Request, out any) error {
+	err := ctl.Call(n.Socket, req, out)
+	if errors.Is(err, ctl.ErrNoDaemon) {
+		return types.NewError(types.ErrTryAgainLater, fmt.Sprintf("the trestle daemon does not answer on %s: try again later", n.Socket), err.Error())
+	}
+	return err
+}
+
+// ownedPort finds the run-time port of an owner on the network's bridge.
+func ownedPort(n *NetConf, own string) (ctl.PortEntry, bool, error) {
+	var ps []ctl.PortEntry
+	if err := call(n, ctl.Request{Cmd: ctl.CmdPortList, Bridge: n.Bridge}, &ps); err != nil {
+		return ctl.PortEntry{}, false, err
+	}
+	for _, p := range ps {
+		if p.Owner == own {
+			return p, true, nil
+		}
+	}
+	return ctl.PortEntry{}, false, nil
+}
+
+// undo is the steps an ADD has taken, to be taken back in reverse order
+// when a later one fails.
+type undo []func()
+
+func (u *undo) push(f func()) { *u = append(*u, f) }
+
+func (u undo) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
+}
+
+// chainedInterface is the host-side TAP or veth of a previous result (an
+// interface with no sandbox, as a tap plugin or a VM's launcher reports
+// it), or nil.
+func chainedInterface(prev *current.Result) *current.Interface {
+	for _, i := range prev.Interfaces {
+		if i.Sandbox != "" {
+			continue
+		}
+		l, err := netlink.LinkByName(i.Name)
+		if err != nil {
+			continue
+		}
+		if t := l.Type(); t == "tuntap" || t == "veth" {
+			return i
+		}
+	}
+	return nil
+}
+
+// prevResult parses the previous result, nil if there is none.
+func prevResult(n *NetConf) (*current.Result, error) {
+	if n.RawPrevResult == nil {
+		return nil, nil
+	}
+	if err := version.ParsePrevResult(&n.NetConf); err != nil {
+		return nil, types.NewError(types.ErrDecodingFailure, fmt.Sprintf("prevResult: %v", err), "")
+	}
+	r, err := current.NewResultFromResult(n.PrevResult)
+	if err != nil {
+		return nil, types.NewError(types.ErrDecodingFailure, fmt.Sprintf("prevResult: %v", err), "")
+	}
+	return r, nil
+}
+
+func cmdAdd(args *skel.CmdArgs) error {
+	n, err := loadConf(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	prev, err := prevResult(n)
+	if err != nil {
+		return err
+	}
+	own := owner(n.Name, args.ContainerID, args.IfName)
+	if prev != nil {
+		return addChained(n, prev, own)
+	}
+
+	netns, err := ns.GetNS(args.Netns)
+	if err != nil {
+		return types.NewError(types.ErrInvalidNetNS, fmt.Sprintf("open netns %q: %v", args.Netns, err), "")
+	}
+	defer netns.Close()
+
+	var u undo
+	done := false
+	defer func() {
+		if !done {
+			u.run()
+		}
+	}()
+
+	// The veth: made in the container's namespace with its host end in
+	// this one, the container end up so that the port has a carrier.
+	hostName := hostVethName(args.ContainerID, args.IfName)
+	var hostIf, contIf net.Interface
+	err = netns.Do(func(hostNS ns.NetNS) error {
+		if _, err := netlink.LinkByName(args.IfName); err == nil {
+			return types.NewError(types.ErrInvalidEnvironmentVariables, fmt.Sprintf("an interface %s is already in %s: ADD makes it (is the container attached already?)", args.IfName, args.Netns), "")
+		}
+		// From here any interface of that name is this ADD's, and
+		// deleting it deletes its peer too.
+		u.push(func() {
+			_ = netns.Do(func(ns.NetNS) error { return ip.DelLinkByName(args.IfName) })
+		})
+		var err error
+		if hostIf, contIf, err = ip.SetupVethWithName(args.IfName, hostName, n.MTU, n.mac, hostNS); err != nil {
+			return fmt.Errorf("make the veth %s (host end %s): %w", args.IfName, hostName, err)
+		}
+		l, err := netlink.LinkByName(args.IfName)
+		if err != nil {
+			return fmt.Errorf("find %s: %w", args.IfName, err)
+		}
+		// Duplicate address detection holds an IPv6 address back for
+		// seconds on a fresh link, its link-local one too; like the
+		// bridge plugin, only with enabledad. Set before the link is up,
+		// when the link-local address comes.
+		dad := "0"
+		if n.EnableDAD {
+			dad = "1"
+		}
+		_, _ = sysctl.Sysctl(fmt.Sprintf("net/ipv6/conf/%s/accept_dad", args.IfName), dad)
+		if err := netlink.LinkSetUp(l); err != nil {
+			return fmt.Errorf("set %s up: %w", args.IfName, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	// The port: the daemon answers once it forwards.
+	if err := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostName, Args: n.portArgs(), Owner: own}, nil); err != nil {
+		return fmt.Errorf("add %s to bridge %s: %w", hostName, n.Bridge, err)
+	}
+	u.push(func() { _ = ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: own}, nil) })
+
+	result := &current.Result{
+		CNIVersion: current.ImplementedSpecVersion,
+		Interfaces: []*current.Interface{
+			{Name: hostName, Mac: hostIf.HardwareAddr.String()},
+			{Name: args.IfName, Mac: contIf.HardwareAddr.String(), Mtu: contIf.MTU, Sandbox: args.Netns},
+		},
+		DNS: n.DNS,
+	}
+	if n.IPAM.Type != "" {
+		if err := addIPAM(n, args, netns, result, &u); err != nil {
+			return err
+		}
+	}
+	done = true
+	return types.PrintResult(result, n.CNIVersion)
+}
+
+// addIPAM asks the IPAM plugin for addresses (after the port forwards, so
+// that dhcp's requests reach the network) and puts them on the container's
+// interface.
+func addIPAM(n *NetConf, args *skel.CmdArgs, netns ns.NetNS, result *current.Result, u *undo) error {
+	ctx, cancel := context.WithTimeout(context.Background(), ipamTimeout)
+	defer cancel()
+	r, err := invoke.DelegateAdd(ctx, n.IPAM.Type, args.StdinData, nil)
+	if err != nil {
+		return err
+	}
+	u.push(func() {
+		_ = ipamDo(invoke.DelegateDel, n, args)
+	})
+	ir, err := current.NewResultFromResult(r)
+	if err != nil {
+		return fmt.Errorf("the %s IPAM plugin's result: %w", n.IPAM.Type, err)
+	}
+	if len(ir.IPs) == 0 {
+		return fmt.Errorf("the %s IPAM plugin gave no address", n.IPAM.Type)
+	}
+	for _, c := range ir.IPs {
+		c.Interface = current.Int(1) // the container's
+	}
+	result.IPs, result.Routes = ir.IPs, ir.Routes
+	if ir.DNS.Nameservers != nil || ir.DNS.Domain != "" || ir.DNS.Search != nil || ir.DNS.Options != nil {
+		result.DNS = ir.DNS
+	}
+	return netns.Do(func(ns.NetNS) error {
+		_, _ = sysctl.Sysctl(fmt.Sprintf("net/ipv4/conf/%s/arp_notify", args.IfName), "1")
+		if err := ipam.ConfigureIface(args.IfName, result); err != nil {
+			return fmt.Errorf("configure %s: %w", args.IfName, err)
+		}
+		return nil
+	})
+}
+
+// addChained attaches the host-side TAP or veth of the previous result
+// and passes that result on.
+func addChained(n *NetConf, prev *current.Result, own string) error {
+	hostIf := chainedInterface(prev)
+	if hostIf == nil {
+		return confError(types.ErrInvalidNetworkConfig, "%s: the previous plugin's result has no host-side TAP or veth (an interface with no sandbox) to attach: trestle goes first in a chain, or after a plugin that makes one", n.Name)
+	}
+	if n.IPAM.Type != "" {
+		return confError(types.ErrInvalidNetworkConfig, "%s: ipam: trestle attaches the previous plugin's %s and configures no interface: give the addresses in the plugin that made it", n.Name, hostIf.Name)
+	}
+	if err := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostIf.Name, Args: n.portArgs(), Owner: own}, nil); err != nil {
+		return fmt.Errorf("add %s to bridge %s: %w", hostIf.Name, n.Bridge, err)
+	}
+	return types.PrintResult(prev, n.CNIVersion)
+}
+
+// cmdDel takes back what ADD made, and succeeds for whatever is gone
+// already. A network configuration ADD refuses made nothing, so DEL of it
+// has nothing to do. The daemon down: the veth goes, and the daemon drops
+// the port of a vanished interface when it starts.
+func cmdDel(args *skel.CmdArgs) error {
+	n, err := loadConf(args.StdinData, args.Args)
+	if err != nil {
+		return nil
+	}
+	own := owner(n.Name, args.ContainerID, args.IfName)
+	var errs []error
+	if err := ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: own}, nil); err != nil && !errors.Is(err, ctl.ErrNoDaemon) {
+		// Gone already (or its bridge is) is no failure.
+		var ps []ctl.PortEntry
+		if lerr := ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortList}, &ps); lerr != nil {
+			errs = append(errs, fmt.Errorf("remove the port of %s: %w", own, err))
+		} else {
+			for _, p := range ps {
+				if p.Owner == own {
+					errs = append(errs, fmt.Errorf("remove port %s of %s from bridge %s: %w", p.Name, own, p.Bridge, err))
+				}
+			}
+		}
+	}
+	// The veth: deleting the host end deletes the container's (and a
+	// vanished netns took both). A chained TAP is not ours to delete and
+	// never has this name.
+	if err := ip.DelLinkByName(hostVethName(args.ContainerID, args.IfName)); err != nil && !errors.Is(err, ip.ErrLinkNotFound) {
+		errs = append(errs, err)
+	}
+	// An IPAM plugin that is not there reserved nothing (an ADD that
+	// failed to find it).
+	if _, ferr := invoke.FindInPath(n.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH"))); n.IPAM.Type != "" && ferr == nil {
+		if err := ipamDo(invoke.DelegateDel, n, args); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cmdCheck compares the attachment with the previous result: the
+// container's interface and its veth peer, the port (bridge, state,
+// VLANs, protection), the IPAM plugin's view, the addresses and routes.
+func cmdCheck(args *skel.CmdArgs) error {
+	n, err := loadConf(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	prev, err := prevResult(n)
+	if err != nil {
+		return err
+	}
+	if prev == nil {
+		return confError(types.ErrInvalidNetworkConfig, "%s: CHECK needs the prevResult of the ADD", n.Name)
+	}
+	own := owner(n.Name, args.ContainerID, args.IfName)
+	port, found, err := ownedPort(n, own)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("bridge %s has no port of %s", n.Bridge, own)
+	}
+	if d := n.checkPort(port); d != "" {
+		return fmt.Errorf("port %s of bridge %s: %s", port.Name, n.Bridge, d)
+	}
+
+	var hostIf, contIf *current.Interface
+	hostName := hostVethName(args.ContainerID, args.IfName)
+	for _, i := range prev.Interfaces {
+		switch {
+		case i.Sandbox == "" && i.Name == hostName:
+			hostIf = i
+		case i.Sandbox == args.Netns && i.Name == args.IfName:
+			contIf = i
+		}
+	}
+	if hostIf == nil {
+		if ch := chainedInterface(prev); ch != nil && contIf == nil {
+			// Chained: the previous plugin's interface is the port.
+			if port.Interface != ch.Name {
+				return fmt.Errorf("port of %s is %s, the previous result's interface is %s", own, port.Interface, ch.Name)
+			}
+			return nil
+		}
+		return fmt.Errorf("the previous result has no host interface %s", hostName)
+	}
+	if contIf == nil {
+		return fmt.Errorf("the previous result has no interface %s in %s", args.IfName, args.Netns)
+	}
+	if port.Interface != hostName {
+		return fmt.Errorf("port of %s is %s, want %s", own, port.Interface, hostName)
+	}
+	hl, err := netlink.LinkByName(hostName)
+	if err != nil {
+		return fmt.Errorf("host end %s: %w", hostName, err)
+	}
+
+	netns, err := ns.GetNS(args.Netns)
+	if err != nil {
+		return types.NewError(types.ErrInvalidNetNS, fmt.Sprintf("open netns %q: %v", args.Netns, err), "")
+	}
+	defer netns.Close()
+	err = netns.Do(func(ns.NetNS) error {
+		l, peer, err := ip.GetVethPeerIfindex(args.IfName)
+		if err != nil {
+			return err
+		}
+		if peer != hl.Attrs().Index {
+			return fmt.Errorf("%s's peer is ifindex %d, not %s (%d)", args.IfName, peer, hostName, hl.Attrs().Index)
+		}
+		if contIf.Mac != "" && l.Attrs().HardwareAddr.String() != contIf.Mac {
+			return fmt.Errorf("%s has MAC %s, the previous result %s", args.IfName, l.Attrs().HardwareAddr, contIf.Mac)
+		}
+		if n.MTU != 0 && l.Attrs().MTU != n.MTU {
+			return fmt.Errorf("%s has MTU %d, want %d", args.IfName, l.Attrs().MTU, n.MTU)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n.IPAM.Type != "" {
+		if err := ipamDo(invoke.DelegateCheck, n, args); err != nil {
+			return err
+		}
+	}
+	return netns.Do(func(ns.NetNS) error {
+		if err := ip.ValidateExpectedInterfaceIPs(args.IfName, prev.IPs); err != nil {
+			return err
+		}
+		return ip.ValidateExpectedRoute(prev.Routes)
+	})
+}
+
+// cmdStatus: ready for ADDs while the daemon answers, the bridge exists
+// and has room for a port (code 50 otherwise), and the IPAM plugin is.
+func cmdStatus(args *skel.CmdArgs) error {
+	n, err := loadConf(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	var st ctl.Status
+	if err := ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdShow}, &st); err != nil {
+		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("the trestle daemon does not answer on %s", n.Socket), err.Error())
+	}
+	if err := room(st, n.Bridge, n.Socket); err != nil {
+		return err
+	}
+	if n.IPAM.Type != "" {
+		return ipamDo(invoke.DelegateStatus, n, args)
+	}
+	return nil
+}
+
+// room says why the daemon (status st, on socket) takes no port in bridge
+// (code 50), or nil: no such bridge, or it or the switch is full.
+func room(st ctl.Status, bridge, socket string) error {
+	total, ours := 0, -1
+	for i, b := range st.Bridges {
+		total += len(b.Ports)
+		if b.Name == bridge {
+			ours = i
+		}
+	}
+	if ours < 0 {
+		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("the trestle daemon on %s has no bridge %s", socket, bridge), "")
+	}
+	if p := len(st.Bridges[ours].Ports); p >= config.MaxPortsPerBridge {
+		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("bridge %s has no room: it has %d ports, the most a bridge takes", bridge, p), "")
+	}
+	if total >= config.MaxPorts {
+		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("bridge %s has no room: the bridges have %d ports, the most the switch takes", bridge, total), "")
+	}
+	return nil
+}
+
+// cmdGC removes this network's ports (and their veths) whose attachments
+// are not in cni.dev/valid-attachments, and no other network's; it goes on
+// past an error and reports them all, and passes GC on to the IPAM plugin.
+func cmdGC(args *skel.CmdArgs) error {
+	n, err := loadConf(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	valid := map[string]bool{}
+	for _, a := range n.ValidAttachments {
+		valid[a.ContainerID+"\x00"+a.IfName] = true
+	}
+	var ps []ctl.PortEntry
+	if err := call(n, ctl.Request{Cmd: ctl.CmdPortList, Bridge: n.Bridge}, &ps); err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range ps {
+		network, cid, ifname, ok := parseOwner(p.Owner)
+		if !ok || network != n.Name || valid[cid+"\x00"+ifname] {
+			continue
+		}
+		if err := ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: p.Owner}, nil); err != nil {
+			errs = append(errs, fmt.Errorf("remove port %s of %s: %w", p.Name, p.Owner, err))
+		}
+		if name := hostVethName(cid, ifname); p.Interface == name {
+			if err := ip.DelLinkByName(name); err != nil && !errors.Is(err, ip.ErrLinkNotFound) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if n.IPAM.Type != "" {
+		if err := ipamDo(invoke.DelegateGC, n, args); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
