@@ -38,160 +38,23 @@ redirect) measured in the same run, and ministat comparisons. Everything it
 creates is named tl<PID>-... and removed when it ends, also on Ctrl-C or
 failure ('trestle lab clean' removes what a killed run left).
 
-Scenarios:
-` + lab.DescribeScenarios() + `
-DUTs (--dut, comma-separated): ` + strings.Join(lab.DUTNames, ", ") + `
-  direct          a veth pair from host to host: the baseline
-  floor           a bare XDP program on each port of the bridge's two, sending
-                  every frame out of the other through a devmap: the fastest
-                  any XDP bridge can be on the same topology (with 3 or more
-                  hosts there is none: the lab refuses it). floor@vlan pushes
-                  the access port's tag and takes it off at the trunk (the VLAN
-                  floor); floor@mirror sends each frame to the other port and
-                  the span port in one devmap broadcast (the mirror floor): a
-                  DUT@vlan or DUT@mirror's "vs floor" is against those
-  linux-bridge    the kernel's bridge, netfilter on bridged frames off (:nft adds
-                  an nftables bridge-family chain every frame passes, whose one
-                  rule accepts it, counted; see @rules for others)
-  trestle         trestle's daemon; :xdp or :tc force the attach mode, plain
-                  trestle lets it choose (tc on veth)
-  ovs             Open vSwitch's userspace datapath, started by the lab inside the
-                  DUT namespace; :afxdp ports (default) or :system ports
-  DUT@knob=...    a variant, measured side by side with the DUT and compared with
-                  it: host offloads (linux-bridge@gso=off,tso=off; ethtool names
-                  or tso, gso, gro, lro, tx, sg) or, for trestle, another build
-                  (trestle:xdp@bin=/tmp/trestle-old)
-  DUT@vlan        the bridge with VLANs (seed 002): h1 on an access port of VLAN
-                  10, h2 on a trunk carrying 10 and 20, its frames tagged 10; the
-                  report gives the VLAN cost, DUT@vlan against DUT (vlan-overhead)
-  DUT@patch       a chain's bridges joined by the DUT's patch ports, no veth
-                  pairs between them (seed 003): trestle's default (the frame
-                  crosses the bridges in one program run), ovs@patch for Open
-                  vSwitch's; the Linux bridge has none
-  DUT@veth        a chain's bridges joined by veth pairs: trestle@veth (also
-                  :xdp, :tc), and Open vSwitch's and the Linux bridge's default
-                  (ovs@veth says it again); @patch and @veth are for chains of
-                  2 or more bridges (the chain scenario, or --chains)
-  DUT@mirror      h1's port mirrored both ways to a span port, whose host (the
-                  last) receives the copies: trestle's [[bridge.mirror]], a tc
-                  mirred mirror on the Linux bridge, an Open vSwitch Mirror; a
-                  check first that the copies arrive, and with the throughput,
-                  the span host's frames as a share of h2's (the mirror scenario)
-  DUT@capture     trestle with 'trestle capture' running on h1's port (into
-                  /dev/null) through the packet tests, stopped by its PID after;
-                  unavailable with a build that has no capture command
-  DUT@rules=N     an access list of N rules on every bridge, default block, that
-                  each test frame crosses in order: N-1 block rules it does not
-                  match (UDP from a /24 of 172.16.0.0/12 to 198.18.0.2 port 9),
-                  then the rule passing the generator's frames (UDP from
-                  198.18.0.0/15 to 198.18.0.2 port 9); trestle's [[bridge.rule]]
-                  tables, or for linux-bridge:nft the same rules in its nftables
-                  chain (policy drop); rules=0 is the filter off (for
-                  linux-bridge:nft, no table); a check first that the DUT
-                  filters; for packet tests only: the rules block iperf3
-                  (the filter-scale scenario)
-  DUT@rules=N,state
-                  the pass rule keeps state: trestle's keep_state; nftables'
-                  'ct state new' on it after 'ct state established,related
-                  accept', unavailable on a kernel without bridge connection
-                  tracking (CONFIG_NF_CONNTRACK_BRIDGE)
-  DUT@filter      trestle with its filter on and one rule passing every frame,
-                  default pass: the rules of linux-bridge:nft's chain
-                  (veb-vs-bridge)
-
-The restart scenario (RFC 6201's reset characterisation): one stream from
-h1 to h2 per event, at --load of each DUT's measured 64-byte throughput (or
---rate), after learning frames from every host; the event --event-lead into
-it; the stream going on until it has reached h2 for --event-tail without a
-gap after the daemon is back. Per event, the frames lost (sent less received
-by h2) and the frames flooded to h3 (sent to h2's learned address); the
-report gives the most in one event, the median and the total. --events sets the events and their order: sigkill=N (SIGKILL, then the
-same build started again), sigterm=N (SIGTERM, then started again),
-upgrade=N (SIGTERM, then another build started in its place; the events
-alternate: to the other build, back, to it, ...). trestle runs with persist
-(started with nsenter --net; 'trestle down' removes its datapath at the
-end). The other build is --upgrade-to PATH; else, for trestle@bin=PATH (the
-DUT's build), the lab's own; else a variant the lab builds from the source
-tree it runs from (the switch program with its memos disabled; needs clang
-and go); else the same build, and the report says so. Open vSwitch's
-ovs-vswitchd is restarted the same way (no upgrade events); the Linux bridge
-has no daemon: it gets the same streams with no event, the reference.
-
-The mac-flood scenario: a stream from h1 to h2 at --load of each DUT's
-measured 64-byte throughput (default 0.5: its path then has CPU to spare
-on a 2-CPU machine), once alone and once while h3 sends frames to h4 from
---sources random source addresses (default 1000000) at its generator's
-full rate for --duration (default 30s). Every DUT's table holds
---max-entries addresses (default 65536: trestle's max_entries, the Linux
-bridge's fdb_max_learned, Open vSwitch's mac-table-size). Reported: the
-stream's loss and rate with the flood against without, the table's size
-every second, 4 static entries checked after, a second bridge of the same
-DUT learning 1000 addresses, the daemon's memory. Goal: 0 lost, 90% of
-the rate kept.
-
-The soak scenario: the zero-loss rate of IMIX frames in 1000 flows, then
-a stream at --load of it (default 0.9) for --duration (default 10m):
-loss and latency percentiles per --window (default 1m), the daemon's
-memory and every eBPF map's entries every sixth of a window. Goals: 0
-lost, latency stable from the first window to the last, memory and maps
-flat.
-
-NDR and PDR (the throughput test): one search finds both the highest
-rate that loses at most --ndr-loss (default 0: RFC 2544's throughput, the
-NDR) and the highest that loses at most --pdr-loss (default 0.5%, CSIT's
-PDR), the way CSIT's MLRsearch does: short --trial trials bracket both
-rates, every trial narrowing each bracket its rate falls in, then --confirm
-trials confirm each, stepping down if one loses more. The tables give the
-NDR as the median and the PDR beside it, each with its ratios to direct
-and the floor (of the medians). Other searches (broadcast, fdb-scale, the
-restart, mac-flood and soak streams' rates) look for the NDR only.
-
---bidirectional (the throughput test, and rfc2544's latency and loss
-tests): h1 -> h2 and h2 -> h1 at once, two generators on the generator's
-CPU, a sink at each end, each direction at half the rate; the rates are
-the sums, each direction beside them, and a trial passes on the sum's
-loss. On 2 CPUs (shared placement) both directions are forwarded on one
-CPU: the sum shows the DUT forwarding both ways at once, not whether it
-spreads them over cores (the run's notes say so).
-
-Latency under load (router-pps, rfc2544): after each search, a stream of
-the search's frames for --confirm at 10, 50 and 90% of the PDR, 1 frame in
-64 timed by the sink as in every trial: p50, p90, p99, p99.9 and max, in a
-table and a chart.
-
-The cores scenario (seed 000: veb(4) spread its work over cores where
-bridge(4) saturated one): 64-byte zero-loss throughput with the generator
-on each count of CPUs in --cpus (default 1, 2, 4 ... up to every CPU the
-lab may use), one thread and one flow per CPU. A veth delivers on the
-sending CPU, so each CPU forwards its own thread's frames, start to end:
-the report gives the aggregate rate against the CPU count, the factor over
-1 CPU (2.0 at 2 CPUs is perfect scaling), every CPU's load, and a chart.
-Counts above the CPUs the lab may use are refused. On a 2-CPU machine
-1 -> 2 is the only step, the generator and the forwarding share both CPUs
-at 2, and Open vSwitch's one PMD thread (its userspace datapath's
-forwarding) has no core of its own at 2; on a bigger one, say
---cpus 1,2,4,8: with a CPU beyond the largest count, the DUT's own threads
-get it. Placement is shared, always.
-
-Placement (--placement): shared runs the generator, the DUT's forwarding and
-the sink on one core (a veth delivers on the sending CPU: lossless, and the
-rate is that of the whole path); split pins the DUT's and the sinks' NAPI
-threads to other cores. auto is split with 3 or more CPUs, shared otherwise.
+Scenarios ('trestle lab SCENARIO --help' tells one in full):
+` + labScenarioList() + `
+DUTs (--dut, comma-separated):
+  ` + strings.Join(lab.DUTNames, ", ") + `,
+each with variants after @ (trestle:xdp@vlan, trestle:xdp@bin=/tmp/trestle-old,
+linux-bridge@mirror, ...), and floor@vlan, floor@mirror. The lab's manual,
+every DUT, variant and method: 'man trestle-lab' and docs/lab.md.
 
 Examples:
   trestle lab quick
   trestle lab router-pps --dut direct,linux-bridge,trestle:xdp,ovs --reps 5
   trestle lab rfc2544 --sizes 64,512,1518 --json run.json --report out/
-  trestle lab router-pps --bidirectional --sizes 64 --pdr-loss 0.1%
   trestle lab chain --chains 1,2,4,8 --dut linux-bridge,trestle,trestle@veth,ovs@patch
-  trestle lab mirror --dut trestle:xdp,trestle:xdp@mirror,linux-bridge,linux-bridge@mirror
   trestle lab restart --events sigkill=3,upgrade=2 --dut trestle:xdp@bin=/tmp/trestle-old
-  trestle lab filter-scale --dut trestle:xdp,trestle:xdp@rules=100,trestle:xdp@rules=100,state,linux-bridge:nft@rules=100
-  trestle lab mac-flood --dut trestle:xdp,linux-bridge --duration 10s --report out/
-  trestle lab soak --duration 3m --window 30s --dut trestle:xdp
-  trestle lab cores --cpus 1,2,4,8 --json cores.json --report out/
   trestle stat -C 1 a.txt b.txt      # compare figures the way the reports do`,
-		Args: cobra.MaximumNArgs(1),
+		Annotations: map[string]string{manLong: labManual()},
+		Args:        cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("name a scenario: " + strings.Join(lab.ScenarioNames(), ", ") + " (see --help)")
@@ -355,7 +218,7 @@ Examples:
 	f.StringVar(&sizes, "sizes", "", "frame sizes with FCS, comma-separated: 64,128,...,1518 or imix")
 	f.StringVar(&chains, "chains", "", "chain lengths, comma-separated (chain scenario)")
 	f.IntVar(&reps, "reps", 0, "repetitions of every DUT, interleaved (default: the scenario's)")
-	f.StringVar(&placement, "placement", "auto", "auto, shared or split (see above)")
+	f.StringVar(&placement, "placement", "auto", "auto, shared or split (docs/lab.md, \"Placement\")")
 	f.DurationVar(&trial, "trial", 0, "length of an RFC 2544 search trial")
 	f.DurationVar(&confirm, "confirm", 0, "length of the confirmation trial")
 	f.DurationVar(&settle, "settle", 0, "wait after the learning frames")

@@ -86,6 +86,13 @@ func writeManPages(root *cobra.Command, dir string, date time.Time) (int, error)
 // scenarios, the DUTs): that becomes a list, so that the page wraps its
 // long descriptions.
 func markdownLong(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		markdownLong(sub)
+	}
+	if m := c.Annotations[manLong]; m != "" {
+		c.Long = m
+		return
+	}
 	var out []string
 	lines := strings.Split(c.Long, "\n")
 	for i := 0; i < len(lines); {
@@ -110,10 +117,11 @@ func markdownLong(c *cobra.Command) {
 		i = j
 	}
 	c.Long = strings.Join(out, "\n")
-	for _, sub := range c.Commands() {
-		markdownLong(sub)
-	}
 }
+
+// manLong is the annotation of a command whose man page describes it with
+// other Markdown than its --help (trestle-lab(8): the scenario table).
+const manLong = "man-long"
 
 func indented(line string) bool { return strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t") }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/lab"
 )
 
 // TestMain lets the test binary be trestle itself (TRESTLE_AS_MAIN=1), so
@@ -208,4 +209,33 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// The lab's manual holds to its registry: trestle-lab(8) has a section for
+// every scenario, and docs/lab.md names every scenario and every DUT, so a
+// new one cannot ship undocumented.
+func TestLabManual(t *testing.T) {
+	page := labManual()
+	for _, n := range lab.ScenarioNames() {
+		if !strings.Contains(page, "\n## "+n+"\n") {
+			t.Errorf("trestle-lab(8) has no section for scenario %s", n)
+		}
+		if !strings.Contains(labScenarioList(), "  "+n+" ") {
+			t.Errorf("trestle lab --help does not list scenario %s", n)
+		}
+	}
+	doc, err := os.ReadFile("../../docs/lab.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range lab.ScenarioNames() {
+		if !strings.Contains(string(doc), "`"+n+"`") {
+			t.Errorf("docs/lab.md does not name scenario `%s`", n)
+		}
+	}
+	for _, d := range lab.DUTNames {
+		if !strings.Contains(string(doc), "`"+d+"`") && !strings.Contains(string(doc), "`:"+strings.SplitN(d, ":", 2)[len(strings.SplitN(d, ":", 2))-1]+"`") {
+			t.Errorf("docs/lab.md does not name DUT `%s`", d)
+		}
+	}
 }
