@@ -312,6 +312,9 @@ func (e *env) showCmd() *cobra.Command {
 					if pol := portPolicies(p); pol != "" {
 						fmt.Fprintf(tw, "  \t\t\t\t\t%s\n", pol)
 					}
+					if o := p.Overlay; o != nil {
+						fmt.Fprintf(tw, "  \t\t\t\t\t%s\n", overlayLine(o))
+					}
 				}
 				tw.Flush()
 				for _, m := range b.Mirrors {
@@ -380,6 +383,19 @@ func portPolicies(p ctl.PortStatus) string {
 	return strings.Join(say, "; ")
 }
 
+// overlayLine is what `show` says of an overlay port (docs/overlay.md).
+func overlayLine(o *ctl.Overlay) string {
+	s := fmt.Sprintf("overlay: VNI %d, VTEP %s, dstport %d", o.VNI, o.VTEP, o.DstPort)
+	if o.MTU > 0 {
+		s += fmt.Sprintf(", mtu %d", o.MTU)
+	}
+	s += fmt.Sprintf("; remote VTEPs %d", o.RemoteVTEPs)
+	if len(o.FloodList) > 0 {
+		s += " (flood list " + strings.Join(o.FloodList, ", ") + ")"
+	}
+	return s + fmt.Sprintf("; MACs remote %d, advertised %d", o.RemoteMACs, o.LocalMACs)
+}
+
 // portVLANs is a port's VLANs as `show` prints them: "10" for an access
 // port, "trunk 10,20-29" (and "native 10") for a trunk, "-" on a bridge
 // that is not VLAN-aware.
@@ -419,8 +435,11 @@ func (e *env) fdbCmd() *cobra.Command {
 			fmt.Fprintln(tw, "BRIDGE\tMAC\tVLAN\tPORT\tTYPE\tAGE")
 			for _, x := range es {
 				kind, age := "learned", fmt.Sprintf("%.1fs", x.AgeSeconds)
-				if x.Static {
+				switch {
+				case x.Static:
 					kind, age = "static", "-"
+				case x.VTEP != "":
+					kind = "remote " + x.VTEP
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", x.Bridge, x.MAC, x.VLAN, x.Port, kind, age)
 			}

@@ -20,7 +20,8 @@ type Daemon struct {
 	// daemon's namespace (the daemon checks that at apply); invalid
 	// (the zero Addr) when not set. Required once a port is an overlay
 	// port.
-	VTEP netip.Addr
+	VTEP     netip.Addr
+	VTEPLine int // its line, for the daemon's message when it is no address of the namespace
 }
 
 // daemonTable is [daemon].
@@ -68,7 +69,7 @@ func (c *checker) daemon(v *value, d *Daemon) {
 				case !a.IsGlobalUnicast() && !a.IsLoopback():
 					c.errorf(kv.line, f, "%q is not a unicast address a VTEP can have", s)
 				default:
-					d.VTEP = a.Unmap()
+					d.VTEP, d.VTEPLine = a.Unmap(), kv.line
 				}
 			}
 		case "socket":

@@ -60,7 +60,7 @@ func (Netlink) Ensure(s Spec) (Devices, error) {
 		}
 	}
 	noIPv6(n.Bridge)
-	if err := netlink.LinkSetUp(br); err != nil {
+	if err := setUp(br); err != nil {
 		return dev, fmt.Errorf("set %s up: %w", n.Bridge, err)
 	}
 	dev.Bridge = br.Attrs().Index
@@ -103,10 +103,10 @@ func (Netlink) Ensure(s Spec) (Devices, error) {
 		}
 	}
 	// Remote addresses are zebra's to write, never learned from frames.
-	if err := setBrport(vx.Attrs().Index, map[uint16]bool{unix.IFLA_BRPORT_LEARNING: false}); err != nil {
+	if err := ensureBrport(vx, false); err != nil {
 		return dev, fmt.Errorf("%s: %w", n.VXLAN, err)
 	}
-	if err := netlink.LinkSetUp(vx); err != nil {
+	if err := setUp(vx); err != nil {
 		return dev, fmt.Errorf("set %s up: %w", n.VXLAN, err)
 	}
 	dev.VXLAN, dev.MTU = vx.Attrs().Index, mtu
@@ -137,17 +137,14 @@ func (Netlink) Ensure(s Spec) (Devices, error) {
 			return dev, fmt.Errorf("put %s in %s: %w", n.Adv, n.Bridge, err)
 		}
 	}
-	if err := setBrport(adv.Attrs().Index, map[uint16]bool{
-		unix.IFLA_BRPORT_LEARNING: false, unix.IFLA_BRPORT_UNICAST_FLOOD: false,
-		unix.IFLA_BRPORT_MCAST_FLOOD: false, unix.IFLA_BRPORT_BCAST_FLOOD: false,
-	}); err != nil {
+	if err := ensureBrport(adv, true); err != nil {
 		return dev, fmt.Errorf("%s: %w", n.Adv, err)
 	}
 	// Both ends up: zebra takes local MACs of ports that are up.
 	if peer, err := netlink.LinkByName(n.AdvPeer); err == nil {
-		_ = netlink.LinkSetUp(peer)
+		_ = setUp(peer)
 	}
-	if err := netlink.LinkSetUp(adv); err != nil {
+	if err := setUp(adv); err != nil {
 		return dev, fmt.Errorf("set %s up: %w", n.Adv, err)
 	}
 	dev.Adv = adv.Attrs().Index
@@ -202,6 +199,43 @@ func isNotFound(err error) bool {
 // A kernel without IPv6 has nothing to turn off.
 func noIPv6(name string) {
 	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0)
+}
+
+// setUp sets l up unless it is: each change is a link event, and the
+// daemon reconciles on link events.
+func setUp(l netlink.Link) error {
+	if l.Attrs().Flags&net.FlagUp != 0 {
+		return nil
+	}
+	return netlink.LinkSetUp(l)
+}
+
+// ensureBrport turns learning off on a port of a VNI's bridge, and on the
+// advertise port (noFlood) every kind of flood too, unless they are so
+// already: a write makes the bridge tell a link change, and the daemon
+// reconciles on those.
+func ensureBrport(l netlink.Link, noFlood bool) error {
+	pi, err := netlink.LinkGetProtinfo(l)
+	if err != nil {
+		return fmt.Errorf("read bridge port flags: %w", err)
+	}
+	flags := map[uint16]bool{}
+	if pi.Learning {
+		flags[unix.IFLA_BRPORT_LEARNING] = false
+	}
+	if noFlood {
+		// The protinfo read has no multicast and broadcast flood
+		// flags: set with unicast flood, which is off once all are.
+		if pi.Flood {
+			flags[unix.IFLA_BRPORT_UNICAST_FLOOD] = false
+			flags[unix.IFLA_BRPORT_MCAST_FLOOD] = false
+			flags[unix.IFLA_BRPORT_BCAST_FLOOD] = false
+		}
+	}
+	if len(flags) == 0 {
+		return nil
+	}
+	return setBrport(l.Attrs().Index, flags)
 }
 
 // setBrport sets bridge-port flags of a device in one message
@@ -292,8 +326,8 @@ func (Netlink) FDB(ifindex int) ([]Neigh, error) {
 
 func neighOf(n *netlink.Neigh, deleted bool) Neigh {
 	out := Neigh{
-		Ifindex:    n.LinkIndex,
-		MAC:        n.HardwareAddr,
+		Ifindex: n.LinkIndex,
+		MAC:     n.HardwareAddr,
 		// The kernel marks a bridge's entry by its master (NDA_MASTER)
 		// and a device's own by NTF_SELF; requests mark them by flag.
 		Master:     n.MasterIndex != 0 || n.Flags&unix.NTF_MASTER != 0,
