@@ -1,0 +1,386 @@
+// Package overlay tests overlay ports end to end (issue 30,
+// docs/overlay.md): two hosts, each a switch namespace with a trestle
+// daemon, FRR's zebra and bgpd, and hosts of its own, joined by a routed
+// veth underlay; iBGP with advertise-all-vni carries EVPN between them.
+package overlay
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
+)
+
+const (
+	zebraBin = "/usr/lib/frr/zebra"
+	bgpdBin  = "/usr/lib/frr/bgpd"
+	asn      = 65000
+)
+
+// site is one host of the overlay: a lab (its switch namespace and two
+// hosts, h1 on bridge br0 with VNI 1000, h2 on br1 with VNI 2000) with
+// its VTEP on the loopback, and FRR.
+type site struct {
+	*harness.Lab
+	n        int    // 1 or 2
+	vtep     string // 10.255.0.n, on the switch namespace's loopback
+	under    string // its underlay address, 192.0.2.n
+	frr      string // FRR's files: configs, pids, sockets, logs
+	hostMode string
+}
+
+// Host i of site n has MAC 02:00:00:00:0n:0i and IP 10.78.0.ni.
+func (s *site) mac(i int) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, byte(s.n), byte(i)} }
+func (s *site) ip(i int) string            { return fmt.Sprintf("10.78.0.%d%d", s.n, i) }
+
+func newSite(t *testing.T, n int, hostMode string) *site {
+	l := harness.NewLab(t, 2)
+	s := &site{Lab: l, n: n, vtep: fmt.Sprintf("10.255.0.%d", n), under: fmt.Sprintf("192.0.2.%d", n), hostMode: hostMode}
+	for i := 1; i <= 2; i++ {
+		h := l.Host(i)
+		h.MustExec(t, "ip", "link", "set", "dev", "eth0", "address", s.mac(i).String())
+		h.MustExec(t, "ip", "addr", "flush", "dev", "eth0")
+		h.AddrAdd(t, "eth0", s.ip(i)+"/24")
+	}
+	l.SW.AddrAdd(t, "lo", s.vtep+"/32")
+	// Not under the test's temporary directory, which only root may
+	// enter: FRR's daemons run as frr.
+	dir, err := os.MkdirTemp("", "trestle-frr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s.frr = dir
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// zebra and bgpd drop to frr:frr, which must write here.
+	if out, err := exec.Command("chown", "-R", "frr:frr", s.frr).CombinedOutput(); err != nil {
+		t.Fatalf("chown %s: %v: %s", s.frr, err, out)
+	}
+	return s
+}
+
+// joinUnderlay links two sites with a veth, each VTEP routed over it.
+func joinUnderlay(t *testing.T, a, b *site) {
+	testutil.Veth(t, a.SW, "ul0", b.SW, "ul0", b.under+"/24")
+	a.SW.AddrAdd(t, "ul0", a.under+"/24")
+	a.SW.MustExec(t, "ip", "route", "add", b.vtep+"/32", "via", b.under)
+	b.SW.MustExec(t, "ip", "route", "add", a.vtep+"/32", "via", a.under)
+}
+
+// config is the site's trestle config: extra goes into [daemon].
+func (s *site) config(daemonExtra string) string {
+	return fmt.Sprintf(`[daemon]
+socket = %q
+vtep = %q
+%s
+[[bridge]]
+name = "br0"
+[[bridge.port]]
+interface = %q
+mode = %q
+[[bridge.port]]
+vxlan = 1000
+
+[[bridge]]
+name = "br1"
+aging = "3s"
+[[bridge.port]]
+interface = %q
+mode = %q
+[[bridge.port]]
+vxlan = 2000
+`, s.Sock, s.vtep, daemonExtra, harness.PortName(1), s.hostMode, harness.PortName(2), s.hostMode)
+}
+
+// startFRR starts zebra, then bgpd once zebra's socket exists, each with
+// its own config, pid and socket files; the test's cleanup stops them by
+// PID (testutil.Proc).
+func (s *site) startFRR(t *testing.T, peer *site) {
+	t.Helper()
+	write := func(name, body string) string {
+		p := filepath.Join(s.frr, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	zconf := write("zebra.conf", fmt.Sprintf("hostname zebra-%d\n", s.n))
+	bconf := write("bgpd.conf", fmt.Sprintf(`hostname bgpd-%d
+router bgp %d
+ bgp router-id %s
+ no bgp default ipv4-unicast
+ neighbor %s remote-as %d
+ neighbor %s timers 3 9
+ neighbor %s timers connect 1
+ neighbor %s advertisement-interval 0
+ address-family l2vpn evpn
+  neighbor %s activate
+  advertise-all-vni
+ exit-address-family
+`, s.n, asn, s.vtep, peer.under, asn, peer.under, peer.under, peer.under, peer.under))
+	zsock := filepath.Join(s.frr, "zserv.api")
+	common := []string{"-z", zsock, "--vty_socket", s.frr, "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout"}
+	s.SW.Start(t, zebraBin, append([]string{"-f", zconf, "-i", filepath.Join(s.frr, "zebra.pid")}, common...)...)
+	eventually(t, 10*time.Second, "zebra's socket "+zsock, func() (bool, string) {
+		_, err := os.Stat(zsock)
+		return err == nil, fmt.Sprint(err)
+	})
+	s.SW.Start(t, bgpdBin, append([]string{"-f", bconf, "-i", filepath.Join(s.frr, "bgpd.pid")}, common...)...)
+}
+
+// vtysh runs a show command against the site's FRR.
+func (s *site) vtysh(t *testing.T, cmd string) string {
+	t.Helper()
+	out, err := s.SW.Exec("vtysh", "--vty_socket", s.frr, "-c", cmd)
+	if err != nil {
+		t.Logf("vtysh %q: %v", cmd, err)
+	}
+	return out
+}
+
+// overlay is the show status of the site's overlay port of vni.
+func (s *site) overlay(vni uint32) *ctl.Overlay {
+	for _, b := range s.Show().Bridges {
+		for _, p := range b.Ports {
+			if p.Overlay != nil && p.Overlay.VNI == vni {
+				return p.Overlay
+			}
+		}
+	}
+	return nil
+}
+
+// entry is the site's table entry for mac in bridge br, if any.
+func (s *site) entry(br string, mac net.HardwareAddr) (ctl.FDBEntry, bool) {
+	for _, e := range s.FDB() {
+		if e.Bridge == br && e.MAC == mac.String() {
+			return e, true
+		}
+	}
+	return ctl.FDBEntry{}, false
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, f func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := f()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last: %s", what, timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// pingFirst pings until a whole round is answered: the first frames of a
+// VNI wait for ARP across the overlay.
+func pingFirst(t *testing.T, from *testutil.NS, to string) {
+	t.Helper()
+	eventually(t, 10*time.Second, "ping "+to, func() (bool, string) {
+		err := from.Ping(to, 3)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// newPair makes two sites joined by the underlay, trestle and FRR
+// started in the two orders (A: trestle first; B: FRR first).
+func newPair(t *testing.T, hostMode string) (a, b *site) {
+	testutil.RequireNetns(t)
+	testutil.RequireCmd(t, zebraBin, bgpdBin, "vtysh", "chown")
+	a, b = newSite(t, 1, hostMode), newSite(t, 2, hostMode)
+	joinUnderlay(t, a, b)
+	a.WriteConfig(a.config(""))
+	a.Start()
+	a.startFRR(t, b)
+	b.startFRR(t, a)
+	b.WriteConfig(b.config(""))
+	b.Start()
+	return a, b
+}
+
+// waitFlood waits for each site's VNIs to list the other's VTEP in their
+// flood list: the type-3 routes arrived.
+func waitFlood(t *testing.T, a, b *site) {
+	t.Helper()
+	for _, pr := range [][2]*site{{a, b}, {b, a}} {
+		s, other := pr[0], pr[1]
+		for _, vni := range []uint32{1000, 2000} {
+			eventually(t, 30*time.Second, fmt.Sprintf("site %d: VNI %d's flood list has %s", s.n, vni, other.vtep), func() (bool, string) {
+				o := s.overlay(vni)
+				return o != nil && slices.Equal(o.FloodList, []string{other.vtep}) && o.RemoteVTEPs >= 1, fmt.Sprintf("%+v", o)
+			})
+		}
+	}
+}
+
+// TestOverlay: type-3 routes make each VNI's flood list; a host's first
+// frames make a type-2 route and the remote entry in the other switch's
+// table, marked with its VTEP; ping and TCP cross; two VNIs stay apart;
+// fdb del and aging withdraw the route and the remote entry.
+func TestOverlay(t *testing.T) {
+	t.Parallel()
+	a, b := newPair(t, "tc")
+	waitFlood(t, a, b)
+	if !strings.Contains(a.vtysh(t, "show evpn vni 1000"), b.vtep) {
+		t.Errorf("zebra on site 1 does not list %s as a remote VTEP of VNI 1000:\n%s", b.vtep, a.vtysh(t, "show evpn vni 1000"))
+	}
+	for _, o := range []*ctl.Overlay{a.overlay(1000), b.overlay(2000)} {
+		if o.MTU != 1450 || o.DstPort != 4789 {
+			t.Errorf("overlay %+v: want MTU 1500-50 (VTEP on the loopback) and dstport 4789", o)
+		}
+	}
+	if o := a.overlay(1000); o.VTEP != a.vtep {
+		t.Errorf("site 1's VTEP %q, want %q", o.VTEP, a.vtep)
+	}
+	if out, _ := a.CLI("show"); !strings.Contains(out, "overlay: VNI 1000, VTEP "+a.vtep+", dstport 4789, mtu 1450; remote VTEPs 1 (flood list "+b.vtep+")") {
+		t.Errorf("show lacks the overlay line:\n%s", out)
+	}
+
+	// VNI 1000: h1 to h1 across.
+	pingFirst(t, a.Host(1), b.ip(1))
+	for _, pr := range [][2]*site{{a, b}, {b, a}} {
+		s, other := pr[0], pr[1]
+		eventually(t, 5*time.Second, fmt.Sprintf("site %d: %s remote behind %s", s.n, other.mac(1), other.vtep), func() (bool, string) {
+			e, ok := s.entry("br0", other.mac(1))
+			return ok && e.Port == "tvx1000" && e.VTEP == other.vtep && !e.Static, fmt.Sprintf("%+v %v", e, ok)
+		})
+		if e, _ := s.entry("br0", s.mac(1)); e.Port != harness.PortName(1) || e.VTEP != "" {
+			t.Errorf("site %d: its own host's entry %+v", s.n, e)
+		}
+		if route := s.vtysh(t, "show bgp l2vpn evpn route type macip"); !strings.Contains(route, other.mac(1).String()) {
+			t.Errorf("site %d: no type-2 route of %s:\n%s", s.n, other.mac(1), route)
+		}
+		if o := s.overlay(1000); o.RemoteMACs != 1 || o.LocalMACs != 1 {
+			t.Errorf("site %d: VNI 1000 %+v: want one remote and one advertised MAC", s.n, o)
+		}
+	}
+	if out, _ := b.CLI("fdb", "show"); !strings.Contains(out, "remote "+a.vtep) {
+		t.Errorf("fdb show does not mark the remote entry:\n%s", out)
+	}
+	bps, err := testutil.Iperf(t, b.Host(1), b.ip(1), a.Host(1), 2, 1)
+	if err != nil || bps <= 0 {
+		t.Fatalf("iperf3 TCP across the overlay: %v bit/s, %v", bps, err)
+	}
+	t.Logf("iperf3 TCP across the overlay, hosts at %s: %.2f Gbit/s (a correctness check, not a measurement)", a.hostMode, bps/1e9)
+
+	// VNI 2000 is another broadcast domain: h2 reaches h2, h1 does not.
+	pingFirst(t, a.Host(2), b.ip(2))
+	if err := a.Host(1).Ping(b.ip(2), 2); err == nil {
+		t.Errorf("site 1's h1 (VNI 1000) reached site 2's h2 (VNI 2000)")
+	}
+	for _, s := range []*site{a, b} {
+		for _, e := range s.FDB() {
+			if e.Bridge == "br0" && (e.MAC == a.mac(2).String() || e.MAC == b.mac(2).String()) {
+				t.Errorf("site %d: a VNI 2000 host in br0: %+v", s.n, e)
+			}
+		}
+	}
+
+	// fdb del withdraws: the hosts keep quiet (no ARP left to refresh),
+	// site 1 deletes its h1, and site 2's remote entry goes.
+	for _, h := range []*testutil.NS{a.Host(1), b.Host(1)} {
+		h.MustExec(t, "ip", "neigh", "flush", "all")
+	}
+	if out, err := a.CLI("fdb", "del", "br0", a.mac(1).String()); err != nil {
+		t.Fatalf("fdb del: %v: %s", err, out)
+	}
+	eventually(t, 5*time.Second, "site 2 loses site 1's h1 after fdb del", func() (bool, string) {
+		e, ok := b.entry("br0", a.mac(1))
+		return !ok, fmt.Sprintf("%+v", e)
+	})
+	if route := b.vtysh(t, "show bgp l2vpn evpn route type macip"); strings.Contains(route, a.mac(1).String()) {
+		t.Errorf("site 2 still has a type-2 route of %s:\n%s", a.mac(1), route)
+	}
+
+	// Aging withdraws: br1 ages after 3s.
+	for _, h := range []*testutil.NS{a.Host(2), b.Host(2)} {
+		h.MustExec(t, "ip", "neigh", "flush", "all")
+	}
+	eventually(t, 15*time.Second, "site 2 loses site 1's h2 once it aged out", func() (bool, string) {
+		e, ok := b.entry("br1", a.mac(2))
+		return !ok, fmt.Sprintf("%+v", e)
+	})
+	if o := b.overlay(2000); o.RemoteMACs != 0 {
+		t.Errorf("site 2's VNI 2000 after aging: %+v", o)
+	}
+	// The remote entries were never aged: site 2's own view of site 1's h2
+	// went because site 1 withdrew it, and the other way round.
+	eventually(t, 15*time.Second, "site 1 loses site 2's h2 once it aged out", func() (bool, string) {
+		e, ok := a.entry("br1", b.mac(2))
+		return !ok, fmt.Sprintf("%+v", e)
+	})
+
+	a.Stop()
+	b.Stop()
+	// Without persist the daemons remove what they made: zebra withdraws.
+	for _, s := range []*site{a, b} {
+		if out, _ := s.SW.Exec("ip", "-o", "link", "show"); strings.Contains(out, "tvx") || strings.Contains(out, "tbr") || strings.Contains(out, "tad") {
+			t.Errorf("site %d: the daemon left its overlay devices:\n%s", s.n, out)
+		}
+	}
+}
+
+// TestVTEPRefused: an overlay port with no vtep is refused by check, and a
+// vtep that is no address of the namespace by the daemon, which exits.
+func TestVTEPRefused(t *testing.T) {
+	t.Parallel()
+	l := harness.NewLab(t, 1)
+	bad := filepath.Join(l.Dir, "novtep.toml")
+	body := fmt.Sprintf("[daemon]\nsocket = %q\n[[bridge]]\nname = \"br0\"\n[[bridge.port]]\ninterface = \"port-h1\"\n[[bridge.port]]\nvxlan = 1000\n", l.Sock)
+	if err := os.WriteFile(bad, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.CLI("check", bad)
+	if err == nil || !strings.Contains(out, bad+":8: daemon.vtep: is required") {
+		t.Errorf("check of an overlay port with no vtep: %v\n%s", err, out)
+	}
+	l.WriteConfig(strings.Replace(body, "[daemon]\n", "[daemon]\nvtep = \"198.51.100.9\"\n", 1))
+	out, err = l.SW.Exec(harness.Bin, "run", "--config", l.Cfg)
+	if err == nil || !strings.Contains(out, l.Cfg+":2: daemon.vtep: 198.51.100.9 is not an address of this namespace") {
+		t.Errorf("a daemon with a vtep of no interface: %v\n%s", err, out)
+	}
+	if out, _ := l.SW.Exec("ip", "-o", "link", "show"); strings.Contains(out, "tvx1000") {
+		t.Errorf("the refused daemon made the overlay's devices:\n%s", out)
+	}
+}
+
+// TestXDPHostPorts: host ports at XDP cannot hand frames to the overlay
+// yet (a vxlan device has no ndo_xdp_xmit, so it takes no XDP redirect,
+// and xdp ports do not yet pass overlay-bound frames to tc): the overlay
+// port stays down and says why, and advertises nothing.
+func TestXDPHostPorts(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, 1, "xdp")
+	s.WriteConfig(s.config(""))
+	s.Start()
+	if err := s.Host(1).RawSend("eth0", harness.Marked(net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, s.mac(1), "xdp-overlay")); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range s.Show().Bridges {
+		for _, p := range b.Ports {
+			if p.Overlay == nil {
+				continue
+			}
+			if p.State != "down" || !strings.Contains(p.Reason, "ndo_xdp_xmit") {
+				t.Errorf("overlay port %s beside xdp ports: %s, %q; want down, with no ndo_xdp_xmit as the reason", p.Name, p.State, p.Reason)
+			}
+			if p.Overlay.LocalMACs != 0 {
+				t.Errorf("overlay port %s is down and advertises %d MACs", p.Name, p.Overlay.LocalMACs)
+			}
+		}
+	}
+}
