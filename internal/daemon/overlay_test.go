@@ -112,17 +112,35 @@ func (w *ovWorld) sync() {
 	}
 }
 
+// remote gives the events of zebra writing (or deleting) a remote MAC:
+// the vxlan device's own entry with the VTEP, and the bridge's on the
+// vxlan port.
 func (w *ovWorld) remote(mac string, deleted bool) {
 	w.t.Helper()
 	m, _ := net.ParseMAC(mac)
-	n := overlay.Neigh{Ifindex: w.k.devs[1000].VXLAN, MAC: m, Dst: netip.MustParseAddr("192.0.2.2"), Deleted: deleted}
-	c, ok := w.d.ovl.mgr.Handle(n)
-	if !ok {
-		w.t.Fatalf("event %+v changed nothing", n)
+	vx := w.k.devs[1000].VXLAN
+	if !deleted {
+		// The bridge has one entry a MAC: zebra's on the vxlan port
+		// takes it off the advertise port.
+		delete(w.k.adv, m.String())
 	}
-	w.d.mu.Lock()
-	w.d.overlayChange(c)
-	w.d.mu.Unlock()
+	changed := false
+	for _, n := range []overlay.Neigh{
+		{Ifindex: vx, MAC: m, Dst: netip.MustParseAddr("192.0.2.2"), Deleted: deleted},
+		{Ifindex: vx, MAC: m, Master: true, ExtLearned: true, Deleted: deleted},
+	} {
+		c, ok := w.d.ovl.mgr.Handle(n)
+		if !ok {
+			continue
+		}
+		changed = true
+		w.d.mu.Lock()
+		w.d.overlayChange(c)
+		w.d.mu.Unlock()
+	}
+	if !changed {
+		w.t.Fatalf("zebra's entries for %s (deleted %v) changed nothing", mac, deleted)
+	}
 }
 
 func (w *ovWorld) entry(mac string) (datapath.FDBEntry, bool) {

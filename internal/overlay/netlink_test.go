@@ -93,6 +93,11 @@ func TestNetlink(t *testing.T) {
 				return err
 			}
 		}
+		// and the bridge's entry on the vxlan port, extern-learned.
+		if err := netlink.NeighSet(&netlink.Neigh{LinkIndex: dev.VXLAN, Family: unix.AF_BRIDGE, HardwareAddr: rmac,
+			Flags: unix.NTF_MASTER | unix.NTF_EXT_LEARNED, State: unix.NUD_REACHABLE}); err != nil {
+			return err
+		}
 		m := NewManager(k)
 		if vnis, err := m.Adopt(); err != nil || !slices.Equal(vnis, []uint32{4242}) {
 			t.Errorf("Adopt = %v, %v", vnis, err)

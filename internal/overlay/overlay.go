@@ -21,6 +21,18 @@
 //     never writes or deletes an entry on the vxlan device: those are
 //     zebra's, and zebra puts back what is taken.
 //
+// zebra writes a remote MAC twice: in the bridge's FDB on the vxlan port
+// (master, extern_learn) and in the vxlan device's own (self, with the
+// VTEP). The bridge's entry is the one that says where the MAC is, as it
+// does for the Linux bridge: zebra moves it to the vxlan port when the MAC
+// becomes remote, and our write on the advertise port moves it back when
+// it becomes local, while the device's own entry may stay behind (zebra
+// 8.4 leaves it when a remote MAC is learned locally). So a MAC is remote
+// while the bridge's entry is on the vxlan port, behind the VTEP of the
+// device's entry; each time zebra puts the bridge's entry there is a
+// Change, even if nothing else changed, because it is zebra saying that the
+// MAC is remote now (a newer sequence number won).
+//
 // The kernel side is behind Kernel, so that the sync logic is tested
 // without namespaces (overlay_test.go); Netlink is the real one.
 package overlay
@@ -98,7 +110,9 @@ type Neigh struct {
 	Dst netip.Addr
 	// Master: an entry of the bridge's FDB (NTF_MASTER); else one of the
 	// device's own (NTF_SELF), such as the vxlan device's remotes.
-	Master     bool
+	Master bool
+	// ExtLearned: written by a control plane (zebra, or trestle on the
+	// advertise port), not learned by the kernel nor its own address.
 	ExtLearned bool
 	Deleted    bool // RTM_DELNEIGH
 }
@@ -147,10 +161,13 @@ type Change struct {
 type VNI struct {
 	Spec
 	Dev Devices
-	// remote: MAC -> VTEP, from the vxlan device's own entries; flood:
-	// the VTEPs of its zero-MAC entries (type-3 routes).
-	remote map[[6]byte]netip.Addr
-	flood  map[netip.Addr]bool
+	// dst: MAC -> VTEP, from the vxlan device's own entries; onVX: the
+	// MACs whose bridge entry is on the vxlan port (remote: see the
+	// package's comment); flood: the VTEPs of its zero-MAC entries
+	// (type-3 routes).
+	dst   map[[6]byte]netip.Addr
+	onVX  map[[6]byte]bool
+	flood map[netip.Addr]bool
 	// local: what is written on the advertise port, MAC -> static.
 	local map[[6]byte]bool
 }
@@ -220,20 +237,20 @@ func (m *Manager) Ensure(spec Spec) (dev Devices, created bool, err error) {
 // extern-learned entries of the advertise port (what a daemon before
 // wrote). Called with m.mu held.
 func (m *Manager) load(v *VNI) error {
-	v.remote, v.flood, v.local = map[[6]byte]netip.Addr{}, map[netip.Addr]bool{}, map[[6]byte]bool{}
+	v.dst, v.onVX, v.flood, v.local = map[[6]byte]netip.Addr{}, map[[6]byte]bool{}, map[netip.Addr]bool{}, map[[6]byte]bool{}
 	vx, err := m.k.FDB(v.Dev.VXLAN)
 	if err != nil {
 		return fmt.Errorf("read the FDB of its vxlan device: %w", err)
 	}
 	for _, n := range vx {
-		v.remoteEntry(n)
+		v.entry(n)
 	}
 	adv, err := m.k.FDB(v.Dev.Adv)
 	if err != nil {
 		return fmt.Errorf("read the FDB of its advertise port: %w", err)
 	}
 	for _, n := range adv {
-		if n.Master && n.ExtLearned && n.Ifindex == v.Dev.Adv && len(n.MAC) == 6 {
+		if n.Master && n.ExtLearned && n.Ifindex == v.Dev.Adv && len(n.MAC) == 6 && !v.onVX[mac6(n.MAC)] {
 			// Static or not is not told apart by the kernel for
 			// extern-learned entries; the next SyncLocal rewrites
 			// a static one, which changes nothing zebra sees.
@@ -243,36 +260,67 @@ func (m *Manager) load(v *VNI) error {
 	return nil
 }
 
-// remoteEntry enters a vxlan device's own entry with a VTEP; false when n
-// is not one.
-func (v *VNI) remoteEntry(n Neigh) (Change, bool) {
-	if n.Master || !n.Dst.IsValid() || n.Ifindex != v.Dev.VXLAN || len(n.MAC) != 6 {
+// entry enters an entry of the vxlan device or the advertise port (see
+// the package's comment); a Change when it made a MAC remote, moved it to
+// another VTEP, or made it no longer remote. Called with m.mu held.
+func (v *VNI) entry(n Neigh) (Change, bool) {
+	if len(n.MAC) != 6 || (n.Ifindex != v.Dev.VXLAN && n.Ifindex != v.Dev.Adv) {
 		return Change{}, false
 	}
 	k := mac6(n.MAC)
-	if k == ([6]byte{}) {
+	was := v.isRemote(k)
+	wasDst := v.dst[k]
+	switch {
+	case n.Ifindex == v.Dev.Adv:
+		// The bridge's entry moved to the advertise port: local (our
+		// write, or its echo). Deleted: it went, wherever to.
+		if n.Master && !n.Deleted {
+			delete(v.onVX, k)
+		}
+	case !n.Master && n.Dst.IsValid():
+		if k == ([6]byte{}) {
+			if n.Deleted {
+				delete(v.flood, n.Dst)
+			} else {
+				v.flood[n.Dst] = true
+			}
+			return Change{}, false // the flood list is the kernel's to use
+		}
+		if !n.Deleted {
+			v.dst[k] = n.Dst
+		} else if v.dst[k] == n.Dst {
+			delete(v.dst, k)
+		}
+	case n.Master && n.ExtLearned && k != ([6]byte{}):
 		if n.Deleted {
-			delete(v.flood, n.Dst)
+			delete(v.onVX, k)
 		} else {
-			v.flood[n.Dst] = true
+			v.onVX[k] = true
+			// Off the advertise port: written again when local again.
+			delete(v.local, k)
 		}
-		return Change{}, false // the flood list is the kernel's to use
-	}
-	c := Change{VNI: v.VNI, MAC: slices.Clone(n.MAC), VTEP: n.Dst}
-	if n.Deleted {
-		// A MAC has one remote; a delete of another one's is stale.
-		if cur, ok := v.remote[k]; !ok || cur != n.Dst {
-			return Change{}, false
-		}
-		delete(v.remote, k)
-		c.Gone = true
-		return c, true
-	}
-	if cur, ok := v.remote[k]; ok && cur == n.Dst {
+	default:
 		return Change{}, false
 	}
-	v.remote[k] = n.Dst
-	return c, true
+	now := v.isRemote(k)
+	c := Change{VNI: v.VNI, MAC: slices.Clone(n.MAC), VTEP: v.dst[k]}
+	switch {
+	case now && n.Master && n.Ifindex == v.Dev.VXLAN && !n.Deleted:
+		return c, true // zebra (re)installed it: remote now
+	case now && (!was || wasDst != v.dst[k]):
+		return c, true
+	case was && !now:
+		c.VTEP, c.Gone = wasDst, true
+		return c, true
+	}
+	return Change{}, false
+}
+
+// isRemote: the bridge's entry is on the vxlan port, and the device's
+// own names the VTEP.
+func (v *VNI) isRemote(k [6]byte) bool {
+	_, ok := v.dst[k]
+	return ok && v.onVX[k]
 }
 
 // Handle enters an event of the kernel's; a Change when it moved a remote
@@ -282,8 +330,8 @@ func (m *Manager) Handle(n Neigh) (Change, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, v := range m.vnis {
-		if v.remote != nil && n.Ifindex == v.Dev.VXLAN {
-			return v.remoteEntry(n)
+		if v.dst != nil && (n.Ifindex == v.Dev.VXLAN || n.Ifindex == v.Dev.Adv) {
+			return v.entry(n)
 		}
 	}
 	return Change{}, false
@@ -295,7 +343,7 @@ func (m *Manager) Reload(vni uint32) ([]Remote, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v := m.vnis[vni]
-	if v == nil || v.remote == nil {
+	if v == nil || v.dst == nil {
 		return nil, fmt.Errorf("overlay VNI %d: not held", vni)
 	}
 	if err := m.load(v); err != nil {
@@ -398,8 +446,8 @@ func (m *Manager) Status(vni uint32) (Status, bool) {
 		s.FloodVTEPs = append(s.FloodVTEPs, a)
 		vteps[a] = true
 	}
-	for _, a := range v.remote {
-		vteps[a] = true
+	for _, r := range s.Remotes {
+		vteps[r.VTEP] = true
 	}
 	slices.SortFunc(s.FloodVTEPs, netip.Addr.Compare)
 	s.RemoteVTEPs = len(vteps)
@@ -418,8 +466,10 @@ func (m *Manager) RemoteOf(vni uint32, mac net.HardwareAddr) (netip.Addr, bool) 
 	if v == nil {
 		return netip.Addr{}, false
 	}
-	a, ok := v.remote[mac6(mac)]
-	return a, ok
+	if k := mac6(mac); v.isRemote(k) {
+		return v.dst[k], true
+	}
+	return netip.Addr{}, false
 }
 
 // Remotes returns VNI vni's remote addresses, sorted by MAC.
@@ -434,8 +484,10 @@ func (m *Manager) Remotes(vni uint32) []Remote {
 
 func (v *VNI) remotes() []Remote {
 	var out []Remote
-	for _, k := range sortedKeys(v.remote) {
-		out = append(out, Remote{MAC: net.HardwareAddr(slices.Clone(k[:])), VTEP: v.remote[k]})
+	for _, k := range sortedKeys(v.onVX) {
+		if v.isRemote(k) {
+			out = append(out, Remote{MAC: net.HardwareAddr(slices.Clone(k[:])), VTEP: v.dst[k]})
+		}
 	}
 	return out
 }

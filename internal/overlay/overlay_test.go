@@ -119,7 +119,8 @@ func TestEnsureLoads(t *testing.T) {
 	k.devs[1000] = devs
 	k.fdb[devs.VXLAN] = []Neigh{
 		remote(zero, vtepB), remote(zero, vtepC), remote(macB, vtepB),
-		{Ifindex: devs.VXLAN, MAC: macB, Master: true, ExtLearned: true}, // the bridge's copy
+		{Ifindex: devs.VXLAN, MAC: macB, Master: true, ExtLearned: true}, // the bridge's: B is on the vxlan port
+		remote(macC, vtepC), // the device's own only: C is not remote (left behind, say)
 	}
 	k.fdb[devs.Adv] = []Neigh{{Ifindex: devs.Adv, MAC: macA, Master: true, ExtLearned: true}}
 	m := NewManager(k)
@@ -180,14 +181,23 @@ func TestSyncLocal(t *testing.T) {
 	}
 }
 
-// TestHandle: events of the vxlan device's own entries move remote
-// addresses; the flood list changes none; others are ignored.
+// TestHandle: a MAC is remote while the bridge's entry is on the vxlan
+// port and the device's own names its VTEP; each time zebra puts the
+// bridge's entry there is a change; the flood list changes no address;
+// entries of other devices are ignored.
 func TestHandle(t *testing.T) {
 	k := newFake()
 	m := NewManager(k)
 	if _, _, err := m.Ensure(spec); err != nil {
 		t.Fatal(err)
 	}
+	onVX := func(m net.HardwareAddr) Neigh {
+		return Neigh{Ifindex: devs.VXLAN, MAC: m, Master: true, ExtLearned: true}
+	}
+	onAdv := func(m net.HardwareAddr) Neigh {
+		return Neigh{Ifindex: devs.Adv, MAC: m, Master: true, ExtLearned: true}
+	}
+	del := func(n Neigh) Neigh { n.Deleted = true; return n }
 	type want struct {
 		ok   bool
 		vtep netip.Addr
@@ -199,15 +209,20 @@ func TestHandle(t *testing.T) {
 		want want
 	}{
 		{"flood entry", remote(zero, vtepB), want{}},
-		{"remote", remote(macB, vtepB), want{true, vtepB, false}},
-		{"same again", remote(macB, vtepB), want{}},
-		{"moved to another VTEP", remote(macB, vtepC), want{true, vtepC, false}},
-		{"stale delete", Neigh{Ifindex: devs.VXLAN, MAC: macB, Dst: vtepB, Deleted: true}, want{}},
-		{"bridge copy", Neigh{Ifindex: devs.VXLAN, MAC: macC, Master: true, ExtLearned: true}, want{}},
+		{"device's entry alone", remote(macB, vtepB), want{}},
+		{"bridge's entry on the vxlan port", onVX(macB), want{true, vtepB, false}},
+		{"device's entry again", remote(macB, vtepB), want{}},
+		{"bridge's entry again: zebra says remote", onVX(macB), want{true, vtepB, false}},
+		{"another VTEP", remote(macB, vtepC), want{true, vtepC, false}},
+		{"stale delete", del(remote(macB, vtepB)), want{}},
+		{"learned here: the bridge's entry on the advertise port", onAdv(macB), want{true, vtepC, true}},
+		{"the device's entry left behind", remote(macB, vtepC), want{}},
+		{"moved back by zebra", onVX(macB), want{true, vtepC, false}},
+		{"kernel's own address", Neigh{Ifindex: devs.VXLAN, MAC: macC, Master: true}, want{}},
 		{"other device", Neigh{Ifindex: 99, MAC: macC, Dst: vtepB}, want{}},
-		{"advertise port", Neigh{Ifindex: devs.Adv, MAC: macA, Master: true, ExtLearned: true}, want{}},
-		{"deleted", Neigh{Ifindex: devs.VXLAN, MAC: macB, Dst: vtepC, Deleted: true}, want{true, vtepC, true}},
-		{"flood entry gone", Neigh{Ifindex: devs.VXLAN, MAC: zero, Dst: vtepB, Deleted: true}, want{}},
+		{"withdrawn: the device's entry goes", del(remote(macB, vtepC)), want{true, vtepC, true}},
+		{"and the bridge's", del(onVX(macB)), want{}},
+		{"flood entry gone", del(remote(zero, vtepB)), want{}},
 	} {
 		c, ok := m.Handle(tc.n)
 		if ok != tc.want.ok || (ok && (c.VNI != 1000 || c.VTEP != tc.want.vtep || c.Gone != tc.want.gone || c.MAC.String() != tc.n.MAC.String())) {
@@ -218,10 +233,21 @@ func TestHandle(t *testing.T) {
 	if st.RemoteVTEPs != 0 || len(st.FloodVTEPs) != 0 || len(st.Remotes) != 0 {
 		t.Errorf("after the deletes: %+v", st)
 	}
+	// A MAC zebra takes back from the advertise port is written again
+	// once local again.
+	if _, _, err := m.SyncLocal(1000, map[[6]byte]bool{MAC6(macA): false}); err != nil {
+		t.Fatal(err)
+	}
+	m.Handle(remote(macA, vtepB))
+	m.Handle(onVX(macA))
+	k.writes = nil
+	if _, _, err := m.SyncLocal(1000, map[[6]byte]bool{MAC6(macA): false}); err != nil || !slices.Equal(k.writes, []string{"set " + macA.String()}) {
+		t.Errorf("a local MAC zebra had made remote: writes %q, %v; want it written again", k.writes, err)
+	}
 	if err := m.Remove(1000); err != nil || !slices.Equal(k.removed, []uint32{1000}) || len(m.Held()) != 0 {
 		t.Errorf("Remove: %v, removed %v, held %v", err, k.removed, m.Held())
 	}
-	if _, ok := m.Handle(remote(macB, vtepB)); ok {
+	if _, ok := m.Handle(onVX(macB)); ok {
 		t.Error("an event of a removed VNI moved an address")
 	}
 }

@@ -5,6 +5,7 @@
 package overlay
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -383,4 +384,79 @@ func TestXDPHostPorts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// evpnMAC is zebra's view of a MAC of a VNI (show evpn mac vni N mac M json).
+type evpnMAC struct {
+	Type           string `json:"type"`
+	LocalSequence  int    `json:"localSequence"`
+	RemoteSequence int    `json:"remoteSequence"`
+	RemoteVTEP     string `json:"remoteVtep"`
+}
+
+func (s *site) evpnMAC(t *testing.T, vni int, mac net.HardwareAddr) evpnMAC {
+	t.Helper()
+	out := s.vtysh(t, fmt.Sprintf("show evpn mac vni %d mac %s json", vni, mac))
+	var ms map[string]evpnMAC // by MAC
+	if err := json.Unmarshal([]byte(out), &ms); err != nil {
+		return evpnMAC{Type: "unparsed: " + strings.TrimSpace(out)}
+	}
+	return ms[mac.String()]
+}
+
+// setMAC gives host i of s a MAC and forgets its ARP entries, as a VM
+// that moved would.
+func (s *site) setMAC(t *testing.T, i int, mac net.HardwareAddr) {
+	h := s.Host(i)
+	h.MustExec(t, "ip", "link", "set", "dev", "eth0", "address", mac.String())
+	h.MustExec(t, "ip", "neigh", "flush", "all")
+}
+
+// TestOverlayMove: a station that moves from one host to the other and
+// back moves in both tables, between a host port and the overlay port,
+// and zebra's sequence numbers rise at each move (RFC 7432 section 15).
+func TestOverlayMove(t *testing.T) {
+	t.Parallel()
+	a, b := newPair(t, "tc")
+	waitFlood(t, a, b)
+	m := a.mac(1)
+	pingFirst(t, a.Host(1), b.ip(1))
+	// where waits until each site's entry for m is where want says: the
+	// site's own host port or the overlay port, behind the other's VTEP.
+	where := func(what string, local, remote *site) {
+		t.Helper()
+		eventually(t, 10*time.Second, what, func() (bool, string) {
+			le, lok := local.entry("br0", m)
+			re, rok := remote.entry("br0", m)
+			return lok && le.Port == harness.PortName(1) && le.VTEP == "" && rok && re.Port == "tvx1000" && re.VTEP == local.vtep,
+				fmt.Sprintf("site %d: %+v; site %d: %+v", local.n, le, remote.n, re)
+		})
+	}
+	where("m local at site 1", a, b)
+	seq0 := a.evpnMAC(t, 1000, m)
+
+	// The station moves to site 2: site 1's h1 takes another address,
+	// site 2's h1 takes m and speaks.
+	a.setMAC(t, 1, net.HardwareAddr{2, 0, 0, 0, 1, 0x77})
+	b.setMAC(t, 1, m)
+	pingFirst(t, b.Host(1), a.ip(1))
+	where("m moved to site 2", b, a)
+	seq1 := b.evpnMAC(t, 1000, m)
+	if seq1.Type != "local" || seq1.LocalSequence <= seq0.LocalSequence {
+		t.Errorf("zebra at site 2 after the move: %+v; before, at site 1: %+v: want local with a higher sequence", seq1, seq0)
+	}
+	if r := a.evpnMAC(t, 1000, m); r.Type != "remote" || r.RemoteSequence != seq1.LocalSequence {
+		t.Errorf("zebra at site 1 after the move: %+v; want remote, sequence %d", r, seq1.LocalSequence)
+	}
+
+	// And back.
+	b.setMAC(t, 1, net.HardwareAddr{2, 0, 0, 0, 2, 0x77})
+	a.setMAC(t, 1, m)
+	pingFirst(t, a.Host(1), b.ip(1))
+	where("m moved back to site 1", a, b)
+	seq2 := a.evpnMAC(t, 1000, m)
+	if seq2.Type != "local" || seq2.LocalSequence <= seq1.LocalSequence {
+		t.Errorf("zebra at site 1 after the move back: %+v; at site 2 before: %+v: want local with a higher sequence", seq2, seq1)
+	}
+	t.Logf("sequence numbers: %d, %d, %d", seq0.LocalSequence, seq1.LocalSequence, seq2.LocalSequence)
 }
