@@ -37,6 +37,7 @@ type site struct {
 	under    string // its underlay address, 192.0.2.n
 	frr      string // FRR's files: configs, pids, sockets, logs
 	hostMode string
+	asn      int // 65000 for both (iBGP) unless set
 }
 
 // Host i of site n has MAC 02:00:00:00:0n:0i and IP 10.78.0.ni.
@@ -45,7 +46,7 @@ func (s *site) ip(i int) string            { return fmt.Sprintf("10.78.0.%d%d", 
 
 func newSite(t *testing.T, n int, hostMode string) *site {
 	l := harness.NewLab(t, 2)
-	s := &site{Lab: l, n: n, vtep: fmt.Sprintf("10.255.0.%d", n), under: fmt.Sprintf("192.0.2.%d", n), hostMode: hostMode}
+	s := &site{Lab: l, n: n, vtep: fmt.Sprintf("10.255.0.%d", n), under: fmt.Sprintf("192.0.2.%d", n), hostMode: hostMode, asn: asn}
 	for i := 1; i <= 2; i++ {
 		h := l.Host(i)
 		h.MustExec(t, "ip", "link", "set", "dev", "eth0", "address", s.mac(i).String())
@@ -117,19 +118,26 @@ func (s *site) startFRR(t *testing.T, peer *site) {
 		return p
 	}
 	zconf := write("zebra.conf", fmt.Sprintf("hostname zebra-%d\n", s.n))
+	// eBGP (docs/overlay.md): no policy asked of the session (FRR asks
+	// one of eBGP sessions by default), and RFC 8365's route targets,
+	// which leave the AS out.
+	ebgp, ebgpAF := "", ""
+	if s.asn != peer.asn {
+		ebgp, ebgpAF = " no bgp ebgp-requires-policy\n", "  autort rfc8365-compatible\n"
+	}
 	bconf := write("bgpd.conf", fmt.Sprintf(`hostname bgpd-%d
 router bgp %d
  bgp router-id %s
  no bgp default ipv4-unicast
- neighbor %s remote-as %d
+%s neighbor %s remote-as %d
  neighbor %s timers 3 9
  neighbor %s timers connect 1
  neighbor %s advertisement-interval 0
  address-family l2vpn evpn
   neighbor %s activate
   advertise-all-vni
- exit-address-family
-`, s.n, asn, s.vtep, peer.under, asn, peer.under, peer.under, peer.under, peer.under))
+%s exit-address-family
+`, s.n, s.asn, s.vtep, ebgp, peer.under, peer.asn, peer.under, peer.under, peer.under, peer.under, ebgpAF))
 	zsock := filepath.Join(s.frr, "zserv.api")
 	common := []string{"-z", zsock, "--vty_socket", s.frr, "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout"}
 	s.SW.Start(t, zebraBin, append([]string{"-f", zconf, "-i", filepath.Join(s.frr, "zebra.pid")}, common...)...)
@@ -199,10 +207,13 @@ func pingFirst(t *testing.T, from *testutil.NS, to string) {
 
 // newPair makes two sites joined by the underlay, trestle and FRR
 // started in the two orders (A: trestle first; B: FRR first).
-func newPair(t *testing.T, hostMode string) (a, b *site) {
+func newPair(t *testing.T, hostMode string, ebgp bool) (a, b *site) {
 	testutil.RequireNetns(t)
 	testutil.RequireCmd(t, zebraBin, bgpdBin, "vtysh", "chown")
 	a, b = newSite(t, 1, hostMode), newSite(t, 2, hostMode)
+	if ebgp {
+		a.asn, b.asn = 65001, 65002
+	}
 	joinUnderlay(t, a, b)
 	a.WriteConfig(a.config(""))
 	a.Start()
@@ -234,7 +245,7 @@ func waitFlood(t *testing.T, a, b *site) {
 // fdb del and aging withdraw the route and the remote entry.
 func TestOverlay(t *testing.T) {
 	t.Parallel()
-	a, b := newPair(t, "tc")
+	a, b := newPair(t, "tc", false)
 	waitFlood(t, a, b)
 	if !strings.Contains(a.vtysh(t, "show evpn vni 1000"), b.vtep) {
 		t.Errorf("zebra on site 1 does not list %s as a remote VTEP of VNI 1000:\n%s", b.vtep, a.vtysh(t, "show evpn vni 1000"))
@@ -335,6 +346,19 @@ func TestOverlay(t *testing.T) {
 	}
 }
 
+// TestOverlayEBGP: the same over eBGP, each host its own AS: flood lists,
+// remote entries and a ping across.
+func TestOverlayEBGP(t *testing.T) {
+	t.Parallel()
+	a, b := newPair(t, "tc", true)
+	waitFlood(t, a, b)
+	pingFirst(t, a.Host(1), b.ip(1))
+	eventually(t, 5*time.Second, "site 2: site 1's h1 remote", func() (bool, string) {
+		e, ok := b.entry("br0", a.mac(1))
+		return ok && e.Port == "tvx1000" && e.VTEP == a.vtep, fmt.Sprintf("%+v", e)
+	})
+}
+
 // TestVTEPRefused: an overlay port with no vtep is refused by check, and a
 // vtep that is no address of the namespace by the daemon, which exits.
 func TestVTEPRefused(t *testing.T) {
@@ -417,7 +441,7 @@ func (s *site) setMAC(t *testing.T, i int, mac net.HardwareAddr) {
 // and zebra's sequence numbers rise at each move (RFC 7432 section 15).
 func TestOverlayMove(t *testing.T) {
 	t.Parallel()
-	a, b := newPair(t, "tc")
+	a, b := newPair(t, "tc", false)
 	waitFlood(t, a, b)
 	m := a.mac(1)
 	pingFirst(t, a.Host(1), b.ip(1))
