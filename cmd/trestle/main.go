@@ -19,6 +19,7 @@ import (
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/daemon"
+	"github.com/trestle/trestle/internal/overlay"
 )
 
 // version is set by the Makefile from git describe.
@@ -238,6 +239,9 @@ gone (its interfaces went with it; its maps would stay pinned until reboot).`,
 			}
 			for _, p := range res.PeersRestored {
 				fmt.Fprintf(e.stdout, "restored veth peer %s\n", p)
+			}
+			for _, v := range res.VNIsRemoved {
+				fmt.Fprintf(e.stdout, "removed overlay VNI %d (%s, %s, %s)\n", v, overlay.NamesOf(v).VXLAN, overlay.NamesOf(v).Bridge, overlay.NamesOf(v).Adv)
 			}
 			fmt.Fprintf(e.stdout, "removed %s\n", res.PinDir)
 			return nil

@@ -159,13 +159,11 @@ func Run(ctx context.Context, opts Options) error {
 	linkDone := make(chan struct{})
 	defer close(linkDone)
 	// FDB events before the first apply reads the VNIs' FDBs, so that
-	// none falls between; the VNIs an earlier daemon left are taken over.
+	// none falls between (the VNIs an earlier daemon recorded are taken
+	// over by adopt).
 	ovlEvents, err := d.ovl.watch(linkDone)
 	if err != nil {
 		log.Warn("overlay: cannot watch FDB entries; remote addresses follow at each sync only", "err", err)
-	}
-	if _, err := d.ovl.mgr.Adopt(); err != nil {
-		log.Warn("overlay: cannot list the VNIs of an earlier daemon", "err", err)
 	}
 	links, err := d.start(cfg, linkDone)
 	if err != nil {

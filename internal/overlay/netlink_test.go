@@ -99,7 +99,7 @@ func TestNetlink(t *testing.T) {
 			return err
 		}
 		m := NewManager(k)
-		if vnis, err := m.Adopt(); err != nil || !slices.Equal(vnis, []uint32{4242}) {
+		if vnis, err := m.Adopt([]uint32{4242, 7}); err != nil || !slices.Equal(vnis, []uint32{4242}) {
 			t.Errorf("Adopt = %v, %v", vnis, err)
 		}
 		if _, _, err := m.Ensure(s); err != nil {

@@ -185,21 +185,29 @@ func NewManager(k Kernel) *Manager {
 	return &Manager{k: k, vnis: map[uint32]*VNI{}}
 }
 
-// Adopt lists the VNIs whose objects exist, left by an earlier daemon
-// (persist) or a crash. Those Apply is not asked for are removed by it.
-func (m *Manager) Adopt() ([]uint32, error) {
-	vnis, err := m.k.Owned()
+// Adopt takes over the VNIs of recorded whose objects exist: an earlier
+// daemon's (persist, or a crash), which recorded them. Only recorded
+// ones, so that another daemon's VNIs in the same namespace are left
+// alone. It returns those it took; the daemon removes those the
+// configuration no longer has.
+func (m *Manager) Adopt(recorded []uint32) ([]uint32, error) {
+	if len(recorded) == 0 {
+		return nil, nil
+	}
+	owned, err := m.k.Owned()
 	if err != nil {
 		return nil, fmt.Errorf("overlay: list the VNIs' devices: %w", err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, v := range vnis {
-		if m.vnis[v] == nil {
+	var took []uint32
+	for _, v := range owned {
+		if slices.Contains(recorded, v) && m.vnis[v] == nil {
 			m.vnis[v] = &VNI{Spec: Spec{VNI: v}}
+			took = append(took, v)
 		}
 	}
-	return vnis, nil
+	return took, nil
 }
 
 // Ensure makes VNI spec's objects what spec says (creating them, or

@@ -124,7 +124,7 @@ func TestEnsureLoads(t *testing.T) {
 	}
 	k.fdb[devs.Adv] = []Neigh{{Ifindex: devs.Adv, MAC: macA, Master: true, ExtLearned: true}}
 	m := NewManager(k)
-	if vnis, err := m.Adopt(); err != nil || !slices.Equal(vnis, []uint32{1000}) {
+	if vnis, err := m.Adopt([]uint32{1000, 2000}); err != nil || !slices.Equal(vnis, []uint32{1000}) {
 		t.Fatalf("Adopt = %v, %v", vnis, err)
 	}
 	dev, created, err := m.Ensure(spec)

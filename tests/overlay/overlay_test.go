@@ -484,3 +484,96 @@ func TestOverlayMove(t *testing.T) {
 	}
 	t.Logf("sequence numbers: %d, %d, %d", seq0.LocalSequence, seq1.LocalSequence, seq2.LocalSequence)
 }
+
+// TestOverlayRestart: a daemon with persist restarted takes its VNIs over
+// and withdraws nothing (the other host's remote entry never goes, and
+// zebra's sequence number stays); trestle down then removes them, and the
+// other host's routes go.
+func TestOverlayRestart(t *testing.T) {
+	t.Parallel()
+	testutil.RequireNetns(t)
+	testutil.RequireCmd(t, zebraBin, bgpdBin, "vtysh", "chown", "nsenter")
+	testutil.RequireBPFFS(t)
+	a, b := newSite(t, 1, "tc"), newSite(t, 2, "tc")
+	joinUnderlay(t, a, b)
+	a.WriteConfig(a.config("persist = true\n"))
+	t.Cleanup(func() {
+		if a.Daemon != nil {
+			_ = a.Daemon.Stop()
+		}
+		if out, err := a.SW.ExecNetOnly(harness.Bin, "down", "--socket", a.Sock); err != nil {
+			t.Errorf("cleanup: trestle down: %v %s", err, out)
+		}
+	})
+	a.StartNet(harness.Bin)
+	a.startFRR(t, b)
+	b.startFRR(t, a)
+	b.WriteConfig(b.config(""))
+	b.Start()
+	waitFlood(t, a, b)
+	pingFirst(t, a.Host(1), b.ip(1))
+	eventually(t, 5*time.Second, "site 2: site 1's h1 remote", func() (bool, string) {
+		e, ok := b.entry("br0", a.mac(1))
+		return ok && e.VTEP == a.vtep, fmt.Sprintf("%+v", e)
+	})
+	seq := b.evpnMAC(t, 1000, a.mac(1))
+
+	// Watch site 2's table while site 1's daemon restarts.
+	stop, lost := make(chan struct{}), make(chan string, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			out, err := b.CLI("fdb", "show", "br0", "--json")
+			var es []ctl.FDBEntry
+			if err != nil || json.Unmarshal([]byte(out), &es) != nil {
+				continue
+			}
+			if !slices.ContainsFunc(es, func(e ctl.FDBEntry) bool { return e.MAC == a.mac(1).String() }) {
+				lost <- fmt.Sprintf("%+v", es)
+				return
+			}
+		}
+	}()
+	if err := a.Daemon.Stop(); err != nil && !strings.Contains(err.Error(), "terminated") {
+		t.Errorf("daemon exit: %v", err)
+	}
+	a.StartNet(harness.Bin)
+	time.Sleep(time.Second) // ten syncs
+	close(stop)
+	<-watched
+	select {
+	case es := <-lost:
+		t.Errorf("site 2 lost site 1's h1 while site 1's daemon restarted (withdrawn): %s", es)
+	default:
+	}
+	if !strings.Contains(a.Daemon.Out.String(), "overlay VNIs of an earlier daemon taken over") {
+		t.Errorf("the restarted daemon did not take its VNIs over:\n%s", a.Daemon.Out.String())
+	}
+	if now := b.evpnMAC(t, 1000, a.mac(1)); now.Type != "remote" || now.RemoteSequence != seq.RemoteSequence {
+		t.Errorf("site 2's view of site 1's h1 after the restart: %+v, before %+v", now, seq)
+	}
+	if err := a.Host(1).Ping(b.ip(1), 3); err != nil {
+		t.Errorf("ping after the restart: %v", err)
+	}
+
+	// trestle down removes the VNIs: site 2's routes from site 1 go.
+	if err := a.Daemon.Stop(); err != nil && !strings.Contains(err.Error(), "terminated") {
+		t.Errorf("daemon exit: %v", err)
+	}
+	a.Daemon = nil
+	out, err := a.SW.ExecNetOnly(harness.Bin, "down", "--socket", a.Sock)
+	if err != nil || !strings.Contains(out, "removed overlay VNI 1000 (tvx1000, tbr1000, tad1000)") {
+		t.Errorf("trestle down: %v\n%s", err, out)
+	}
+	eventually(t, 10*time.Second, "site 2 loses site 1's routes after trestle down", func() (bool, string) {
+		_, ok := b.entry("br0", a.mac(1))
+		o := b.overlay(1000)
+		return !ok && o != nil && len(o.FloodList) == 0, fmt.Sprintf("entry %v, overlay %+v", ok, o)
+	})
+}
