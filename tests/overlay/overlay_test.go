@@ -347,7 +347,7 @@ func TestOverlay(t *testing.T) {
 }
 
 // TestOverlayEBGP: the same over eBGP, each host its own AS: flood lists,
-// remote entries and a ping across.
+// remote entries and a ping across; and a port that goes down withdraws.
 func TestOverlayEBGP(t *testing.T) {
 	t.Parallel()
 	a, b := newPair(t, "tc", true)
@@ -356,6 +356,12 @@ func TestOverlayEBGP(t *testing.T) {
 	eventually(t, 5*time.Second, "site 2: site 1's h1 remote", func() (bool, string) {
 		e, ok := b.entry("br0", a.mac(1))
 		return ok && e.Port == "tvx1000" && e.VTEP == a.vtep, fmt.Sprintf("%+v", e)
+	})
+	// A port that goes down withdraws its stations.
+	a.Host(1).MustExec(t, "ip", "link", "set", "dev", "eth0", "down")
+	eventually(t, 5*time.Second, "site 2 loses site 1's h1 once its port is down", func() (bool, string) {
+		e, ok := b.entry("br0", a.mac(1))
+		return !ok, fmt.Sprintf("%+v", e)
 	})
 }
 
