@@ -180,7 +180,7 @@ func (c *checker) ports(t, v *value, field, label string) ([]Port, []portVLANs, 
 var portTable = Table{
 	Path:  "bridge.port",
 	Array: true,
-	Help:  "One port of the bridge above it: an interface, or a patch port to another bridge. At most " + fmt.Sprint(MaxPortsPerBridge) + " in a bridge, " + fmt.Sprint(MaxPorts) + " in all bridges together.",
+	Help:  "One port of the bridge above it: an interface, a patch port to another bridge, or an overlay port (vxlan). At most " + fmt.Sprint(MaxPortsPerBridge) + " in a bridge, " + fmt.Sprint(MaxPorts) + " in all bridges together.",
 	Keys: []Key{
 		{Name: "interface", Kind: KindString, Form: "an interface name (1 to 15 bytes, no / : or whitespace)", Example: `"veth-z"`,
 			Help: "The interface the port attaches to, in the daemon's namespace; in one port of one bridge only. A port has interface, patch or vxlan."},
@@ -195,7 +195,7 @@ var portTable = Table{
 		{Name: "name", Kind: KindString, Form: "a port name, unique in the bridge", Default: `"patch-" + patch`, Example: `"to-br1"`,
 			Help: "A patch port's name in show, fdb, stats and static entries; patch ports only."},
 		{Name: "mode", Kind: KindEnum, Values: modeValues(), Default: `"auto"`, Example: `"tc"`, own: true,
-			Help: "How the port attaches: decided per interface, at XDP (packet rate), or at tc (keeps GSO for host traffic); not for patch ports."},
+			Help: "How the port attaches: decided per interface, at XDP (packet rate), or at tc (keeps GSO for host traffic); not for patch ports; tc for overlay ports."},
 		{Name: "max_macs", Kind: KindInt, Min: 0, Max: maxTableSize, Default: "0", Example: "100",
 			Help: "Addresses the port may have learned at once; 0 is no limit."},
 		{Name: "mac_limit_action", Kind: KindEnum, Default: `"drop"`, Example: `"forward"`,
