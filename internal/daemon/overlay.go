@@ -52,10 +52,14 @@ type overlayState struct {
 	watch   func(done <-chan struct{}) (<-chan overlay.Neigh, error)
 	put     remotePutter // nil: the dataplane cannot hold remote addresses
 	nudge   chan struct{}
+	// full: overlay ports (by VNI) whose remote addresses did not all
+	// fit (their bridge's max_entries, their max_macs), said once until
+	// they fit again.
+	full map[uint32]bool
 }
 
 func newOverlayState(k overlay.Kernel, put remotePutter) *overlayState {
-	return &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, put: put, nudge: make(chan struct{}, 1)}
+	return &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, put: put, nudge: make(chan struct{}, 1), full: map[uint32]bool{}}
 }
 
 // nudgeOverlay asks overlayLoop for a sync now.
@@ -227,30 +231,71 @@ func (d *Daemon) syncOverlay() error {
 		if _, _, err := d.ovl.mgr.SyncLocal(vni, local); err != nil {
 			errs = append(errs, err)
 		}
-		for _, r := range d.ovl.mgr.Remotes(vni) {
-			k := overlay.MAC6(r.MAC)
-			if _, ok := mine[k]; ok {
-				delete(mine, k)
-				continue
-			}
-			if present[k] {
-				continue // learned here since: advertised, zebra decides
-			}
-			if err := d.putRemote(p, r.MAC); err != nil {
-				errs = append(errs, err)
-			}
+		// Entries of the overlay port no remote backs go first, so that
+		// their room is there for the remotes the table lacks.
+		remotes := d.ovl.mgr.Remotes(vni)
+		backed := map[[6]byte]bool{}
+		for _, r := range remotes {
+			backed[overlay.MAC6(r.MAC)] = true
 		}
 		var gone []datapath.FDBEntry
-		for _, e := range mine {
-			gone = append(gone, e)
+		for k, e := range mine {
+			if !backed[k] {
+				gone = append(gone, e)
+			}
 		}
 		if len(gone) > 0 {
 			if _, err := d.table.DelFDBs(gone); err != nil {
 				errs = append(errs, err)
 			}
 		}
+		room := d.remoteRoom(p)
+		skipped := 0
+		for _, r := range remotes {
+			k := overlay.MAC6(r.MAC)
+			if _, ok := mine[k]; ok || present[k] {
+				// In the table already, or learned here since:
+				// advertised, and zebra decides.
+				continue
+			}
+			if room <= 0 {
+				skipped++
+				continue
+			}
+			if err := d.putRemote(p, r.MAC); err != nil {
+				errs = append(errs, err)
+			} else {
+				room--
+			}
+		}
+		switch {
+		case skipped > 0 && !d.ovl.full[vni]:
+			d.ovl.full[vni] = true
+			d.log.Warn("overlay: remote addresses left out of the table: the bridge is at max_entries or the overlay port at max_macs; their frames flood to the VNI's VTEPs", "bridge", p.bridge.cfg.Name, "vni", vni, "left_out", skipped)
+		case skipped == 0 && d.ovl.full[vni]:
+			delete(d.ovl.full, vni)
+			d.log.Info("overlay: every remote address is in the table again", "bridge", p.bridge.cfg.Name, "vni", vni)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// remoteRoom is how many more remote addresses overlay port p may put in
+// the table: its bridge's max_entries and its own max_macs bound them as
+// they bound learning (a remote host's routes must not take the room of
+// other bridges in the shared table).
+func (d *Daemon) remoteRoom(p *portState) int {
+	n, err := d.counters.BridgeMACs(p.bridge.id)
+	if err != nil {
+		return 0
+	}
+	room := p.bridge.cfg.MaxEntries - n
+	if p.cfg.MaxMACs > 0 {
+		if m, err := d.counters.PortMACs(p.slot); err == nil {
+			room = min(room, p.cfg.MaxMACs-m)
+		}
+	}
+	return room
 }
 
 // putRemote puts mac in the table as a remote address of overlay port p.
@@ -273,7 +318,8 @@ func (d *Daemon) overlayChange(c overlay.Change) {
 	if p == nil {
 		return
 	}
-	if c.Gone {
+	if c.Gone || d.remoteRoom(p) <= 0 {
+		// A full bridge: the sync says so (once).
 		d.nudgeOverlay()
 		return
 	}

@@ -273,3 +273,45 @@ func TestOverlaySync(t *testing.T) {
 		t.Errorf("VNI removed %v, held %v", w.k.removed, w.d.ovl.mgr.Held())
 	}
 }
+
+// TestOverlayRemoteRoom: remote addresses are bounded as learning is, by
+// the bridge's max_entries and the overlay port's max_macs: those beyond
+// are left out of the table (their frames flood to the VNI's VTEPs), and
+// put in once there is room.
+func TestOverlayRemoteRoom(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	cfg := strings.Replace(ovConfig, "vxlan = 1000\n", "vxlan = 1000\nmax_macs = 2\n", 1)
+	w.mustApply(cfg)
+	br, p1 := w.d.bridges["br0"], w.port("br0", "p1")
+	w.dp.learn(br.id, p1.slot, p1.ifindex, "02:00:00:00:00:01", time.Second)
+	for _, m := range []string{"02:00:00:00:00:b1", "02:00:00:00:00:b2", "02:00:00:00:00:b3"} {
+		w.remote(m, false)
+	}
+	w.sync()
+	count := func() int {
+		n := 0
+		for _, m := range []string{"02:00:00:00:00:b1", "02:00:00:00:00:b2", "02:00:00:00:00:b3"} {
+			if _, ok := w.entry(m); ok {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(); n != 2 {
+		t.Errorf("%d remote entries with max_macs = 2", n)
+	}
+	if !w.d.ovl.full[1000] {
+		t.Error("remote addresses left out, and not said")
+	}
+	// Room again: the third goes in.
+	w.remote("02:00:00:00:00:b1", true)
+	w.sync()
+	if n := count(); n != 2 || w.d.ovl.full[1000] {
+		t.Errorf("after one remote went: %d entries, full %v; want the third in, 2 in all, no longer full", n, w.d.ovl.full[1000])
+	}
+	if _, ok := w.entry("02:00:00:00:00:b3"); !ok {
+		t.Error("the remote address left out is not put in once there is room")
+	}
+}
