@@ -315,3 +315,42 @@ func TestOverlayRemoteRoom(t *testing.T) {
 		t.Error("the remote address left out is not put in once there is room")
 	}
 }
+
+// TestOverlayVLAN: on a VLAN-aware bridge an overlay port carries its
+// VLAN: the local addresses of that VLAN only are advertised, and remote
+// ones are put in it.
+func TestOverlayVLAN(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	w.mustApply(`[daemon]
+vtep = "192.0.2.1"
+[[bridge]]
+name = "br0"
+[[bridge.port]]
+interface = "p1"
+trunk = [10, 20]
+[[bridge.port]]
+interface = "p2"
+vlan = 20
+[[bridge.port]]
+vxlan = 1000
+vlan = 10
+`)
+	br, p1, ov := w.d.bridges["br0"], w.port("br0", "p1"), w.port("br0", "tvx1000")
+	for _, e := range []datapath.FDBEntry{
+		{Bridge: br.id, VLAN: 10, MAC: mustMAC("02:00:00:00:00:10"), Slot: p1.slot, Ifindex: uint32(p1.ifindex)},
+		{Bridge: br.id, VLAN: 20, MAC: mustMAC("02:00:00:00:00:20"), Slot: p1.slot, Ifindex: uint32(p1.ifindex)},
+	} {
+		w.dp.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)] = e
+	}
+	w.sync()
+	if _, ok := w.k.adv["02:00:00:00:00:10"]; !ok || len(w.k.adv) != 1 {
+		t.Errorf("advertised %v; want VLAN 10's address only", w.k.adv)
+	}
+	w.remote("02:00:00:00:00:b1", false)
+	e, ok := w.dp.fdb[fdbKeyOf(br.id, 10, mustMAC("02:00:00:00:00:b1"))]
+	if !ok || e.Slot != ov.slot {
+		t.Errorf("remote entry in VLAN 10: %+v, %v; table %s", e, ok, w.dp.snapshot())
+	}
+}
