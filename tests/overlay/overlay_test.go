@@ -38,6 +38,9 @@ type site struct {
 	frr      string // FRR's files: configs, pids, sockets, logs
 	hostMode string
 	asn      int // 65000 for both (iBGP) unless set
+	// vlans: one VLAN-aware bridge br0 instead, h1 on VLAN 10 (VNI
+	// 1000), h2 on VLAN 20 (VNI 2000).
+	vlans bool
 }
 
 // Host i of site n has MAC 02:00:00:00:0n:0i and IP 10.78.0.ni.
@@ -82,6 +85,29 @@ func joinUnderlay(t *testing.T, a, b *site) {
 
 // config is the site's trestle config: extra goes into [daemon].
 func (s *site) config(daemonExtra string) string {
+	if s.vlans {
+		return fmt.Sprintf(`[daemon]
+socket = %q
+vtep = %q
+%s
+[[bridge]]
+name = "br0"
+[[bridge.port]]
+interface = %q
+vlan = 10
+mode = %q
+[[bridge.port]]
+interface = %q
+vlan = 20
+mode = %q
+[[bridge.port]]
+vxlan = 1000
+vlan = 10
+[[bridge.port]]
+vxlan = 2000
+vlan = 20
+`, s.Sock, s.vtep, daemonExtra, harness.PortName(1), s.hostMode, harness.PortName(2), s.hostMode)
+	}
 	return fmt.Sprintf(`[daemon]
 socket = %q
 vtep = %q
@@ -207,12 +233,15 @@ func pingFirst(t *testing.T, from *testutil.NS, to string) {
 
 // newPair makes two sites joined by the underlay, trestle and FRR
 // started in the two orders (A: trestle first; B: FRR first).
-func newPair(t *testing.T, hostMode string, ebgp bool) (a, b *site) {
+func newPair(t *testing.T, hostMode string, ebgp bool, vlans ...bool) (a, b *site) {
 	testutil.RequireNetns(t)
 	testutil.RequireCmd(t, zebraBin, bgpdBin, "vtysh", "chown")
 	a, b = newSite(t, 1, hostMode), newSite(t, 2, hostMode)
 	if ebgp {
 		a.asn, b.asn = 65001, 65002
+	}
+	if len(vlans) > 0 {
+		a.vlans = vlans[0]
 	}
 	joinUnderlay(t, a, b)
 	a.WriteConfig(a.config(""))
@@ -363,6 +392,31 @@ func TestOverlayEBGP(t *testing.T) {
 		e, ok := b.entry("br0", a.mac(1))
 		return !ok, fmt.Sprintf("%+v", e)
 	})
+}
+
+// TestOverlayVLANs: on a VLAN-aware bridge each overlay port carries its
+// VLAN: site 1 has one bridge with h1 in VLAN 10 (VNI 1000) and h2 in
+// VLAN 20 (VNI 2000), site 2 a bridge a VNI; each VLAN reaches its VNI
+// only, and remote entries are in their VLAN.
+func TestOverlayVLANs(t *testing.T) {
+	t.Parallel()
+	a, b := newPair(t, "tc", false, true)
+	waitFlood(t, a, b)
+	pingFirst(t, a.Host(1), b.ip(1))
+	pingFirst(t, a.Host(2), b.ip(2))
+	if err := a.Host(1).Ping(b.ip(2), 2); err == nil {
+		t.Errorf("site 1's h1 (VLAN 10, VNI 1000) reached site 2's h2 (VNI 2000)")
+	}
+	for _, c := range []struct {
+		i    int
+		vlan uint16
+		port string
+	}{{1, 10, "tvx1000"}, {2, 20, "tvx2000"}} {
+		eventually(t, 5*time.Second, fmt.Sprintf("site 1: site 2's h%d remote in VLAN %d", c.i, c.vlan), func() (bool, string) {
+			e, ok := a.entry("br0", b.mac(c.i))
+			return ok && e.VLAN == c.vlan && e.Port == c.port && e.VTEP == b.vtep, fmt.Sprintf("%+v", e)
+		})
+	}
 }
 
 // TestVTEPRefused: an overlay port with no vtep is refused by check, and a
