@@ -30,10 +30,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # the daemon's metrics in the tests (its service is not started, as Open
 # vSwitch's is not); tmux is the terminal `trestle top` is tested in; man-db
 # renders the man pages and bash-completion loads the completions in their
-# tests; lintian checks the Debian package make deb builds.
+# tests; lintian checks the Debian package make deb builds; frr's zebra and
+# bgpd are the EVPN control plane of the overlay tests (tests/overlay), which
+# start them in their namespaces (its service is left disabled).
 pkgs=(clang llvm libbpf-dev linux-libc-dev bpftool iproute2 iperf3 ethtool iputils-ping tcpdump
 	ministat nftables openvswitch-switch netsniff-ng util-linux procps prometheus tmux
-	man-db bash-completion lintian)
+	man-db bash-completion lintian frr)
 
 # apt_install installs the named packages, quietly: stdout stays clean for
 # the Go step's answer.

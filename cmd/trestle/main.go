@@ -19,6 +19,7 @@ import (
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/daemon"
+	"github.com/trestle/trestle/internal/overlay"
 )
 
 // version is set by the Makefile from git describe.
@@ -239,6 +240,9 @@ gone (its interfaces went with it; its maps would stay pinned until reboot).`,
 			for _, p := range res.PeersRestored {
 				fmt.Fprintf(e.stdout, "restored veth peer %s\n", p)
 			}
+			for _, v := range res.VNIsRemoved {
+				fmt.Fprintf(e.stdout, "removed overlay VNI %d (%s, %s, %s)\n", v, overlay.NamesOf(v).VXLAN, overlay.NamesOf(v).Bridge, overlay.NamesOf(v).Adv)
+			}
 			fmt.Fprintf(e.stdout, "removed %s\n", res.PinDir)
 			return nil
 		},
@@ -312,6 +316,9 @@ func (e *env) showCmd() *cobra.Command {
 					if pol := portPolicies(p); pol != "" {
 						fmt.Fprintf(tw, "  \t\t\t\t\t%s\n", pol)
 					}
+					if o := p.Overlay; o != nil {
+						fmt.Fprintf(tw, "  \t\t\t\t\t%s\n", overlayLine(o))
+					}
 				}
 				tw.Flush()
 				for _, m := range b.Mirrors {
@@ -380,6 +387,19 @@ func portPolicies(p ctl.PortStatus) string {
 	return strings.Join(say, "; ")
 }
 
+// overlayLine is what `show` says of an overlay port (docs/overlay.md).
+func overlayLine(o *ctl.Overlay) string {
+	s := fmt.Sprintf("overlay: VNI %d, VTEP %s, dstport %d", o.VNI, o.VTEP, o.DstPort)
+	if o.MTU > 0 {
+		s += fmt.Sprintf(", mtu %d", o.MTU)
+	}
+	s += fmt.Sprintf("; remote VTEPs %d", o.RemoteVTEPs)
+	if len(o.FloodList) > 0 {
+		s += " (flood list " + strings.Join(o.FloodList, ", ") + ")"
+	}
+	return s + fmt.Sprintf("; MACs remote %d, advertised %d", o.RemoteMACs, o.LocalMACs)
+}
+
 // portVLANs is a port's VLANs as `show` prints them: "10" for an access
 // port, "trunk 10,20-29" (and "native 10") for a trunk, "-" on a bridge
 // that is not VLAN-aware.
@@ -419,8 +439,11 @@ func (e *env) fdbCmd() *cobra.Command {
 			fmt.Fprintln(tw, "BRIDGE\tMAC\tVLAN\tPORT\tTYPE\tAGE")
 			for _, x := range es {
 				kind, age := "learned", fmt.Sprintf("%.1fs", x.AgeSeconds)
-				if x.Static {
+				switch {
+				case x.Static:
 					kind, age = "static", "-"
+				case x.VTEP != "":
+					kind = "remote " + x.VTEP
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", x.Bridge, x.MAC, x.VLAN, x.Port, kind, age)
 			}

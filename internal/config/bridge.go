@@ -186,6 +186,7 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 			})
 		}
 	}
+	c.overlayVLANs(bp, sites)
 	if statics != nil {
 		elems, _ := c.elements(statics, field+".static")
 		seen := map[string]int{} // "mac/vlan" -> line of the entry's mac
@@ -236,7 +237,12 @@ func (c *checker) portNames(bp *bridgePorts, sites []portSite, i int) {
 	}
 	var names []named
 	if p.Interface != "" {
-		names = append(names, named{p.Interface, site.t.vals["interface"].line, site.field + ".interface", true, false})
+		if iv, ok := site.t.vals["interface"]; ok {
+			names = append(names, named{p.Interface, iv.line, site.field + ".interface", true, false})
+		} else if vx, ok := site.t.vals["vxlan"]; ok {
+			// An overlay port is named by its device.
+			names = append(names, named{p.Interface, vx.line, site.field + ".vxlan", true, false})
+		}
 	}
 	if p.IsPatch() && p.Name != "" {
 		n := named{name: p.Name, field: site.field + ".name", line: site.t.line, dflt: true}
@@ -256,8 +262,10 @@ func (c *checker) portNames(bp *bridgePorts, sites []portSite, i int) {
 		_, prevNamed := qsite.t.vals["name"]
 		prevLine := qsite.t.line
 		switch {
-		case prevIface:
+		case prevIface && qsite.t.vals["interface"] != nil:
 			prevLine = qsite.t.vals["interface"].line
+		case prevIface:
+			prevLine = qsite.t.vals["vxlan"].line
 		case prevNamed:
 			prevLine = qsite.t.vals["name"].line
 		}

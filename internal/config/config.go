@@ -113,6 +113,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		}
 	}
 	cfg.Bridges = c.bridges(bridges)
+	c.needVTEP(&cfg.Daemon)
 	if len(c.errs) > 0 {
 		slices.SortStableFunc(c.errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, c.errs
@@ -127,8 +128,11 @@ type checker struct {
 	errs       Errors
 	ifaces     map[string]portRef // interface -> the port that has it
 	totalPorts int
-	totalVLANs int          // (bridge, VLAN) pairs of the bridges so far
-	patches    []*patchPort // of named bridges, in file order
+	totalVLANs int                // (bridge, VLAN) pairs of the bridges so far
+	patches    []*patchPort       // of named bridges, in file order
+	vnis       map[uint32]portRef // VNI -> the overlay port that has it
+	overlay    *portRef           // the first overlay port, which needs [daemon] vtep
+	vtepLine   int                // line of [daemon] vtep, 0 when absent
 }
 
 // portRef remembers where an interface was first used, for duplicate errors:

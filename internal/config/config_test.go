@@ -266,7 +266,7 @@ func TestParseErrors(t *testing.T) {
 
 		// bridge.port.
 		{"interface missing", withBridge(`[[bridge.port]]`, `mode = "tc"`), []string{
-			`t.toml:7: bridge[0].port[2]: interface or patch is required`}},
+			`t.toml:7: bridge[0].port[2]: interface, patch or vxlan is required`}},
 		{"interface not a string", withBridge(`[[bridge.port]]`, `interface = 3`), []string{
 			`t.toml:8: bridge[0].port[2].interface: must be a string`}},
 		{"interface empty", withBridge(`[[bridge.port]]`, `interface = ""`), []string{
@@ -809,7 +809,7 @@ func TestParseSeveralErrorsInLineOrder(t *testing.T) {
 		`t.toml:5: bridge[0].aging: "soon" is not a duration such as "300s" or "5m"`,
 		`t.toml:7: bridge[0].static[0].mac: "01:00:00:00:00:01" is a multicast address; static entries must be unicast`,
 		`t.toml:8: bridge[0].static[0].port: "veth-z" is not a port of bridge br0`,
-		`t.toml:9: bridge[0].port[0]: interface or patch is required`,
+		`t.toml:9: bridge[0].port[0]: interface, patch or vxlan is required`,
 		`t.toml:11: bridge[0].port[0].vlan: 5000 is out of range 1..4094`,
 		`t.toml:15: bridge[1].name: "br0" is already the name of the bridge at line 4`,
 		`t.toml:17: bridge[1].port[0].interface: "veth-a" is also a port of bridge br0 at line 13`,
@@ -972,7 +972,7 @@ func TestParsePatchErrors(t *testing.T) {
 			`t.toml:6: bridge[0].port[1].patch: conflicts with interface at line 7: a port attaches an interface or patches to another bridge, not both`,
 		}},
 		{"neither interface nor patch", withPatch(6, `[[bridge.port]]`, `max_macs = 5`), []string{
-			`t.toml:7: bridge[0].port[2]: interface or patch is required`,
+			`t.toml:7: bridge[0].port[2]: interface, patch or vxlan is required`,
 		}},
 		{"patch not a string", withPatch(6, `[[bridge.port]]`, `patch = 1`), []string{
 			`t.toml:8: bridge[0].port[2].patch: must be a string`,

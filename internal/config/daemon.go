@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"path/filepath"
 
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -15,6 +16,12 @@ type Daemon struct {
 	// Metrics is the address (host:port) of the Prometheus endpoint;
 	// "" for none.
 	Metrics string
+	// VTEP is this host's VXLAN tunnel end point, an address of the
+	// daemon's namespace (the daemon checks that at apply); invalid
+	// (the zero Addr) when not set. Required once a port is an overlay
+	// port.
+	VTEP     netip.Addr
+	VTEPLine int // its line, for the daemon's message when it is no address of the namespace
 }
 
 // daemonTable is [daemon].
@@ -28,6 +35,8 @@ var daemonTable = Table{
 			Help: "Pin the datapath under /sys/fs/bpf/trestle/: it forwards on when the daemon exits, and the next daemon adopts it; `trestle down` removes it."},
 		{Name: "metrics", Kind: KindString, Form: `host:port, such as "127.0.0.1:9470" or "[::1]:9470"`, Example: `"127.0.0.1:9470"`,
 			Help: "Serve Prometheus metrics at http://ADDR/metrics (docs/operations.md); off unless set. With no host (\":9470\") it listens on 127.0.0.1 only; every interface only when named (\"0.0.0.0:9470\")."},
+		{Name: "vtep", Kind: KindString, Form: "an IPv4 or IPv6 address of the daemon's namespace", Example: `"192.0.2.1"`,
+			Help: "This host's VXLAN tunnel end point: the source of its overlay ports' VXLAN packets, and the next hop FRR advertises for their VNIs (docs/overlay.md); required once a port is an overlay port (vxlan)."},
 	},
 }
 
@@ -48,6 +57,19 @@ func (c *checker) daemon(v *value, d *Daemon) {
 					c.errorf(kv.line, f, "%v", err)
 				} else {
 					d.Metrics = s
+				}
+			}
+		case "vtep":
+			if s, ok := c.str(kv, f); ok {
+				c.vtepLine = kv.line
+				a, err := netip.ParseAddr(s)
+				switch {
+				case err != nil || a.Zone() != "":
+					c.errorf(kv.line, f, "%q is not an IPv4 or IPv6 address", s)
+				case !a.IsGlobalUnicast() && !a.IsLoopback():
+					c.errorf(kv.line, f, "%q is not a unicast address a VTEP can have", s)
+				default:
+					d.VTEP, d.VTEPLine = a.Unmap(), kv.line
 				}
 			}
 		case "socket":

@@ -129,6 +129,9 @@ func keyDoc(tab *Table, k *Key, val string) []byte {
 		case "patch", "name":
 			portA = []string{`patch = "br1"`}
 			after = []string{`[[bridge]]`, `name = "br1"`, `[[bridge.port]]`, `patch = "br0"`}
+		case "vxlan", "mtu", "dstport":
+			portA = []string{"vxlan = 1000"}
+			daemon = []string{`vtep = "192.0.2.1"`}
 		case "mac_limit_action":
 			set(&portA, "max_macs = 100")
 		case "native":
@@ -209,6 +212,7 @@ func TestKeyDefaults(t *testing.T) {
 		"bridge.port.name":   true, // "patch-" + patch: TestParsePatchPorts
 		"bridge.port.vlan":   true, // 1 on a VLAN-aware bridge: TestParseVLANPorts
 		"bridge.static.vlan": true, // the port's untagged VLAN: TestParseVLANPorts
+		"bridge.port.mtu":    true, // the underlay's minus 50: the daemon's, tests/overlay
 	}
 	for _, tab := range Tables {
 		for i := range tab.Keys {
@@ -329,7 +333,8 @@ func TestParsePortArgs(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"vlan=10"}, "interface or patch is required"},
+		{[]string{"vlan=10"}, "interface, patch or vxlan is required"},
+		{[]string{"vxlan=1000"}, "overlay ports are declared in the config file"},
 		{[]string{"interface=veth-a"}, `interface: "veth-a" is already a port of bridge br0`},
 		{[]string{"interface=veth-c", "vlan=5000"}, "vlan: 5000 is out of range 1..4094"},
 		{[]string{"interface=veth-c", "learning=maybe"}, "learning: must be true or false"},

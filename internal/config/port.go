@@ -56,8 +56,32 @@ type Port struct {
 	// Key storm: storm control, the frames a second of each kind of flood
 	// the port's ingress accepts (0: no limit); the excess is dropped.
 	Storm Storm
-	Line  int // line of the [[bridge.port]] header
+	// Key vxlan: an overlay port's VNI (0: not an overlay port). Its
+	// Interface is the VXLAN device the daemon creates for it
+	// (OverlayDevice), its mode tc and its learning off: remote
+	// addresses come from the control plane (docs/overlay.md).
+	VXLAN uint32
+	// Key mtu: the overlay port's VXLAN device MTU; 0: the underlay's
+	// minus 50.
+	MTU int
+	// Key dstport: the overlay's UDP port, DefaultDstPort unless set.
+	DstPort int
+	Line    int // line of the [[bridge.port]] header
 }
+
+// Overlay ports (issue 30).
+const (
+	MaxVNI         = 1<<24 - 1
+	DefaultDstPort = 4789 // IANA's VXLAN port
+)
+
+// OverlayDevice is the name of the VXLAN device of VNI vni, which the
+// daemon creates and owns: deterministic, so that a restarted daemon
+// adopts it, and at most 11 bytes.
+func OverlayDevice(vni uint32) string { return fmt.Sprintf("tvx%d", vni) }
+
+// IsOverlay reports whether the port is an overlay (VXLAN) port.
+func (p *Port) IsOverlay() bool { return p.VXLAN != 0 }
 
 // IsPatch reports whether the port is a patch port to another bridge.
 func (p *Port) IsPatch() bool { return p.Patch != "" }
@@ -156,16 +180,22 @@ func (c *checker) ports(t, v *value, field, label string) ([]Port, []portVLANs, 
 var portTable = Table{
 	Path:  "bridge.port",
 	Array: true,
-	Help:  "One port of the bridge above it: an interface, or a patch port to another bridge. At most " + fmt.Sprint(MaxPortsPerBridge) + " in a bridge, " + fmt.Sprint(MaxPorts) + " in all bridges together.",
+	Help:  "One port of the bridge above it: an interface, a patch port to another bridge, or an overlay port (vxlan). At most " + fmt.Sprint(MaxPortsPerBridge) + " in a bridge, " + fmt.Sprint(MaxPorts) + " in all bridges together.",
 	Keys: []Key{
 		{Name: "interface", Kind: KindString, Form: "an interface name (1 to 15 bytes, no / : or whitespace)", Example: `"veth-z"`,
-			Help: "The interface the port attaches to, in the daemon's namespace; in one port of one bridge only. A port has interface or patch."},
+			Help: "The interface the port attaches to, in the daemon's namespace; in one port of one bridge only. A port has interface, patch or vxlan."},
+		{Name: "vxlan", Kind: KindInt, Min: 1, Max: MaxVNI, Example: "1000",
+			Help: "Instead of interface: an overlay port, this VNI across hosts over VXLAN with FRR's EVPN (docs/overlay.md); needs [daemon] vtep. The daemon creates its device, tvxVNI, attached at tc, learning from the control plane; once in all bridges; on a VLAN-aware bridge it carries its vlan, which another port of the bridge carries."},
+		{Name: "mtu", Kind: KindInt, Min: 68, Max: 65535, Default: "the underlay's MTU minus 50", Example: "1450",
+			Help: "An overlay port's MTU; overlay ports only."},
+		{Name: "dstport", Kind: KindInt, Min: 1, Max: 65535, Default: fmt.Sprint(DefaultDstPort), Example: "4789",
+			Help: "An overlay port's UDP port, the same on every host of the VNI; overlay ports only."},
 		{Name: "patch", Kind: KindString, Form: "a bridge's name", Example: `"br1"`,
 			Help: "Instead of interface: a patch port to this bridge, which declares one back; patches form no cycle, and join at most " + fmt.Sprint(MaxPatchChain) + " bridges."},
 		{Name: "name", Kind: KindString, Form: "a port name, unique in the bridge", Default: `"patch-" + patch`, Example: `"to-br1"`,
 			Help: "A patch port's name in show, fdb, stats and static entries; patch ports only."},
 		{Name: "mode", Kind: KindEnum, Values: modeValues(), Default: `"auto"`, Example: `"tc"`, own: true,
-			Help: "How the port attaches: decided per interface, at XDP (packet rate), or at tc (keeps GSO for host traffic); not for patch ports."},
+			Help: "How the port attaches: decided per interface, at XDP (packet rate), or at tc (keeps GSO for host traffic); not for patch ports; tc for overlay ports."},
 		{Name: "max_macs", Kind: KindInt, Min: 0, Max: maxTableSize, Default: "0", Example: "100",
 			Help: "Addresses the port may have learned at once; 0 is no limit."},
 		{Name: "mac_limit_action", Kind: KindEnum, Default: `"drop"`, Example: `"forward"`,
@@ -278,6 +308,18 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			if ok {
 				p.LimitForward = x.s == LimitForward
 			}
+		case "vxlan":
+			if ok {
+				p.VXLAN = uint32(x.n)
+			}
+		case "mtu":
+			if ok {
+				p.MTU = int(x.n)
+			}
+		case "dstport":
+			if ok {
+				p.DstPort = int(x.n)
+			}
 		case "vlan":
 			p.VLAN, vlansOK = uint16(x.n), vlansOK && ok
 		case "trunk":
@@ -290,11 +332,23 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 	iface, hasIface := t.vals["interface"]
 	patch, hasPatch := t.vals["patch"]
 	name, hasName := t.vals["name"]
+	vx, hasVXLAN := t.vals["vxlan"]
+	if hasVXLAN {
+		c.overlayPort(t, vx, field, bridge, &p)
+	} else {
+		for _, k := range []string{"mtu", "dstport"} {
+			if v, ok := t.vals[k]; ok {
+				c.errorf(v.line, field+"."+k, "is for overlay ports (vxlan) only")
+			}
+		}
+	}
 	switch {
+	case hasVXLAN:
+		// overlayPort reported what conflicts with vxlan.
 	case hasIface && hasPatch:
 		c.errorf(patch.line, field+".patch", "conflicts with interface at line %d: a port attaches an interface or patches to another bridge, not both", iface.line)
 	case !hasIface && !hasPatch:
-		c.errorf(t.line, field, "interface or patch is required")
+		c.errorf(t.line, field, "interface, patch or vxlan is required")
 	case hasName && !hasPatch:
 		c.errorf(name.line, field+".name", "is for patch ports only: a port with an interface is named by it")
 	case hasPatch && !hasName && p.Patch != "":
@@ -358,8 +412,12 @@ func ParsePortArgs(b *Bridge, args []string) (Port, error) {
 	if serr != nil {
 		return Port{}, fmt.Errorf("%s (a key given twice?)", serr.msg)
 	}
-	c := &checker{file: "args", ifaces: map[string]portRef{}}
+	c := &checker{file: "args", ifaces: map[string]portRef{}, vnis: map[uint32]portRef{}}
 	label := "bridge " + b.Name
+	if v, ok := root.vals["vxlan"]; ok {
+		// The VTEP and the VNIs of every bridge are the file's.
+		c.errorf(v.line, "port.vxlan", "overlay ports are declared in the config file, not added at run time")
+	}
 	p, _ := c.port(root, "port", label)
 	if name := p.PortName(); name != "" {
 		for i := range b.Ports {

@@ -149,6 +149,9 @@ type FDBEntry struct {
 	Port       string  `json:"port"`
 	Static     bool    `json:"static"`
 	AgeSeconds float64 `json:"age_seconds"`
+	// VTEP: a remote address of an overlay port, behind this VTEP
+	// (docs/overlay.md).
+	VTEP string `json:"vtep,omitempty"`
 }
 
 // PortStats is one port of `trestle stats --json`: its counters (named as
@@ -246,6 +249,23 @@ type PortStatus struct {
 	Storm  *Storm `json:"storm,omitempty"`
 	Span   string `json:"span,omitempty"`
 	Mirror string `json:"mirror,omitempty"`
+	// Overlay: an overlay port's VNI and what FRR's EVPN holds of it.
+	Overlay *Overlay `json:"overlay,omitempty"`
+}
+
+// Overlay is an overlay port as show gives it (docs/overlay.md): its VNI,
+// this host's VTEP, the VXLAN device's MTU and UDP port, the remote VTEPs
+// (those of the flood list, type-3 routes, and of remote MACs, type-2),
+// the flood list, and the MACs remote and advertised.
+type Overlay struct {
+	VNI         uint32   `json:"vni"`
+	VTEP        string   `json:"vtep"`
+	MTU         int      `json:"mtu,omitempty"`
+	DstPort     int      `json:"dstport"`
+	RemoteVTEPs int      `json:"remote_vteps"`
+	FloodList   []string `json:"flood_list,omitempty"`
+	RemoteMACs  int      `json:"remote_macs"`
+	LocalMACs   int      `json:"local_macs"`
 }
 
 // VLANStats is one VLAN of `trestle stats --vlan --json`: frames classified

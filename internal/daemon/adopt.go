@@ -21,6 +21,11 @@ func (d *Daemon) adopt() error {
 			d.log.Warn("earlier daemon's state unreadable; its peers are not restored", "err", err)
 		}
 	}
+	if took, err := d.ovl.mgr.Adopt(recorded.VNIs); err != nil {
+		d.log.Warn("overlay: cannot take over the VNIs of an earlier daemon", "err", err)
+	} else if len(took) > 0 {
+		d.log.Info("overlay VNIs of an earlier daemon taken over", "vnis", took)
+	}
 	links, err := d.pins.AdoptedLinks()
 	if err != nil {
 		return err

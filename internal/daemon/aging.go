@@ -31,6 +31,8 @@ func (d *Daemon) sweep() error {
 		case b == nil || b.portBySlot(e.Slot) == nil:
 			// Of a bridge or port that is gone and whose flush failed.
 			orphans = append(orphans, e)
+		case isOverlayEntry(b, e):
+			// A remote address: zebra's to withdraw, never aged.
 		case !e.Static && e.Age > b.cfg.Aging:
 			idle = append(idle, e)
 		}

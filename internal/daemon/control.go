@@ -161,6 +161,9 @@ func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
 	if m := b.cfg.MirrorOf(p.name()); m != nil {
 		ps.Mirror = m.Name
 	}
+	if p.cfg.IsOverlay() {
+		ps.Overlay = d.overlayStatus(p)
+	}
 	if p.state() == stateLinkDown {
 		ps.Reason = fmt.Sprintf("interface down or without carrier: out of floods, its entries flushed; back when it is up (%s)", p.why)
 	}
@@ -271,15 +274,15 @@ func (d *Daemon) fdbShow(only string) ([]ctl.FDBEntry, error) {
 		if b == nil {
 			continue
 		}
-		port := ""
+		port, vtep := "", ""
 		if p := b.portBySlot(e.Slot); p != nil {
-			port = p.name()
+			port, vtep = p.name(), d.remoteVTEP(p, e)
 		}
 		age := 0.0
 		if !e.Static {
 			age = e.Age.Round(time.Millisecond).Seconds()
 		}
-		out = append(out, ctl.FDBEntry{Bridge: b.cfg.Name, MAC: e.MAC.String(), VLAN: e.VLAN, Port: port, Static: e.Static, AgeSeconds: age})
+		out = append(out, ctl.FDBEntry{Bridge: b.cfg.Name, MAC: e.MAC.String(), VLAN: e.VLAN, Port: port, Static: e.Static, AgeSeconds: age, VTEP: vtep})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Bridge != out[j].Bridge {

@@ -16,6 +16,7 @@ import (
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/overlay"
 )
 
 // Options of `trestle run`.
@@ -64,6 +65,7 @@ type Daemon struct {
 	aging chan struct{}
 
 	capture *captureState // the running `trestle capture` (capture.go)
+	ovl     *overlayState // overlay ports' VNIs (overlay.go)
 	events  *eventLog     // what is logged as events, and kept (events.go)
 
 	// For the metrics: reloads by result (applied: true), and learned
@@ -93,6 +95,8 @@ func newDaemon(log *slog.Logger, dp Dataplane, sys System, capacity uint32, refr
 	}
 	d.capturer, _ = dp.(capturer)
 	d.moves, _ = dp.(eventSource)
+	put, _ := dp.(remotePutter)
+	d.ovl = newOverlayState(overlay.Netlink{}, put)
 	return d
 }
 
@@ -154,6 +158,13 @@ func Run(ctx context.Context, opts Options) error {
 
 	linkDone := make(chan struct{})
 	defer close(linkDone)
+	// FDB events before the first apply reads the VNIs' FDBs, so that
+	// none falls between (the VNIs an earlier daemon recorded are taken
+	// over by adopt).
+	ovlEvents, err := d.ovl.watch(linkDone)
+	if err != nil {
+		log.Warn("overlay: cannot watch FDB entries; remote addresses follow at each sync only", "err", err)
+	}
 	links, err := d.start(cfg, linkDone)
 	if err != nil {
 		return err
@@ -182,6 +193,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	go srv.Serve(ctx, d.handle)
 	go d.watchEvents(ctx)
+	go d.overlayLoop(ctx, ovlEvents)
 	d.notify(sd.SdNotifyReady, statusLine("forwarding: %d bridges", len(cfg.Bridges)))
 
 	sigs := make(chan os.Signal, 4)
@@ -388,6 +400,11 @@ func (d *Daemon) shutdown() {
 		return
 	}
 	var errs []error
+	// The overlays first: zebra withdraws their routes before the ports
+	// stop forwarding.
+	if err := d.removeOverlays(); err != nil {
+		errs = append(errs, err)
+	}
 	for idx, a := range d.attached {
 		if err := a.Detach(); err != nil {
 			errs = append(errs, fmt.Errorf("ifindex %d: %w", idx, err))

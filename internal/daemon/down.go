@@ -14,6 +14,7 @@ import (
 	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/netnsutil"
+	"github.com/trestle/trestle/internal/overlay"
 )
 
 // DownResult is what `trestle down` did.
@@ -22,7 +23,10 @@ type DownResult struct {
 	PinDir        string   `json:"pin_dir"`
 	Detached      []string `json:"detached"`
 	PeersRestored []string `json:"peers_restored"`
-	Found         bool     `json:"found"`
+	// VNIsRemoved: the overlay VNIs whose kernel objects it removed
+	// (docs/overlay.md), which withdraws their routes.
+	VNIsRemoved []uint32 `json:"vnis_removed,omitempty"`
+	Found       bool     `json:"found"`
 }
 
 // Down removes the persisted datapath of the daemon that listens (or
@@ -77,6 +81,14 @@ func Down(socket string, force bool) (DownResult, error) {
 			return res, err
 		}
 		res.PeersRestored = append(res.PeersRestored, peer.String())
+	}
+	// The overlay's objects last: their routes are withdrawn once
+	// nothing forwards to them.
+	for _, vni := range recorded.VNIs {
+		if err := (overlay.Netlink{}).Remove(vni); err != nil {
+			return res, fmt.Errorf("overlay VNI %d: %w", vni, err)
+		}
+		res.VNIsRemoved = append(res.VNIsRemoved, vni)
 	}
 	if err := st.remove(); err != nil {
 		return res, err

@@ -227,6 +227,7 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 			d.log.Debug("event ring", "err", err)
 			continue
 		}
+		d.nudgeOverlay() // a station moved: to or from an overlay port, perhaps
 		if ln, ok := lim.add(m, time.Now()); ok {
 			d.logMove(ln)
 		}

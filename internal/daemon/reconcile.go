@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -79,6 +80,8 @@ type change struct {
 	// were the frames' tags, and are now its ports', or the other way).
 	vlanMoved map[slotKey]datapath.PortInfo
 	flipped   map[uint16]bool
+	// vtep: this host's VTEP, for the overlay ports' VNIs (overlay.go).
+	vtep netip.Addr
 }
 
 type staleStatic struct {
@@ -136,7 +139,11 @@ func (d *Daemon) plan(cfg *config.Config) (*change, error) {
 	if r := refreshFor(cfg); r < d.refresh {
 		return nil, fmt.Errorf("%s: an aging time under %v needs a restart of the daemon", cfg.File, 4*d.refresh)
 	}
-	c := &change{next: map[string]*bridgeState{}, attached: map[int]Attachment{}, made: map[int]Attachment{}, peers: map[int]*peerFix{}}
+	vtep, err := d.overlayPlan(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &change{next: map[string]*bridgeState{}, attached: map[int]Attachment{}, made: map[int]Attachment{}, peers: map[int]*peerFix{}, vtep: vtep}
 	fail := func(err error) (*change, error) {
 		d.alloc.giveBack(c.newSlots, c.newIDs)
 		return nil, err
@@ -287,6 +294,9 @@ func (d *Daemon) commit(c *change, j *journal) error {
 		return err
 	}
 	claimed := map[int]bool{}
+	if err := d.commitOverlay(c, j); err != nil {
+		return err
+	}
 	if err := d.commitPorts(c, j); err != nil {
 		return err
 	}
@@ -542,6 +552,7 @@ func (d *Daemon) finalize(c *change) {
 		d.logMirrors(b.cfg.Name, was, b.cfg.Mirrors)
 	}
 	d.bridges = c.next
+	d.finalizeOverlay(c)
 	// Stages no bridge needs any more: every port goes back to the
 	// programs without them.
 	d.stagesOff(c)

@@ -60,6 +60,10 @@ type stateFile struct {
 	// able to see the BPF filesystem to remove it).
 	Persist bool         `json:"persist"`
 	Peers   []peerRecord `json:"peers"`
+	// VNIs: the overlay VNIs whose kernel objects the daemon made
+	// (docs/overlay.md), taken over by the next daemon and removed by
+	// `trestle down`.
+	VNIs []uint32 `json:"vnis,omitempty"`
 }
 
 // openState makes the state directory, and refuses one that another user
@@ -147,7 +151,7 @@ func (d *Daemon) saveState(more ...map[int]*peerFix) {
 	if d.state == nil {
 		return
 	}
-	st := stateFile{Persist: d.persist && d.pins.Pinned()}
+	st := stateFile{Persist: d.persist && d.pins.Pinned(), VNIs: d.ovl.mgr.Held()}
 	all := map[int]*peerFix{}
 	for _, m := range append([]map[int]*peerFix{d.peers}, more...) {
 		for idx, f := range m {

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trestle/trestle/internal/ctl"
+)
+
+// TestOverlayPrinting: show says what an overlay port is, fdb show marks a
+// remote entry with its VTEP, and the other lines are as they were.
+func TestOverlayPrinting(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "t.sock")
+	srv, err := ctl.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Serve(ctx, func(_ context.Context, req ctl.Request) (any, error) {
+		switch req.Cmd {
+		case ctl.CmdShow:
+			return ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0", ID: 1, Ports: []ctl.PortStatus{
+				{Name: "veth-a", State: "up", Mode: "tc", Learning: true, Flood: true, McastFlood: true, BcastFlood: true},
+				{Name: "tvx1000", State: "up", Mode: "tc", Flood: true, McastFlood: true, BcastFlood: true,
+					Overlay: &ctl.Overlay{VNI: 1000, VTEP: "10.255.0.1", MTU: 1450, DstPort: 4789, RemoteVTEPs: 2, FloodList: []string{"10.255.0.2", "10.255.0.3"}, RemoteMACs: 3, LocalMACs: 1}},
+			}}}}, nil
+		case ctl.CmdFDBShow:
+			return []ctl.FDBEntry{
+				{Bridge: "br0", MAC: "02:00:00:00:00:01", Port: "veth-a", AgeSeconds: 1.5},
+				{Bridge: "br0", MAC: "02:00:00:00:00:02", Port: "tvx1000", AgeSeconds: 2, VTEP: "10.255.0.2"},
+				{Bridge: "br0", MAC: "02:00:00:00:00:03", Port: "veth-a", Static: true},
+			}, nil
+		}
+		return nil, fmt.Errorf("unexpected %s", req.Cmd)
+	})
+	defer srv.Close()
+	env := map[string]string{"TRESTLE_SOCKET": sock}
+
+	out, code := runCLI(t, env, "show")
+	if code != 0 || !strings.Contains(out, "overlay: VNI 1000, VTEP 10.255.0.1, dstport 4789, mtu 1450; remote VTEPs 2 (flood list 10.255.0.2, 10.255.0.3); MACs remote 3, advertised 1\n") {
+		t.Errorf("show: %d\n%s", code, out)
+	}
+	if strings.Count(out, "overlay:") != 1 {
+		t.Errorf("show gives an overlay line to a port that is none:\n%s", out)
+	}
+	out, code = runCLI(t, env, "fdb", "show")
+	want := []string{
+		"br0     02:00:00:00:00:01  0     veth-a   learned            1.5s",
+		"br0     02:00:00:00:00:02  0     tvx1000  remote 10.255.0.2  2.0s",
+		"br0     02:00:00:00:00:03  0     veth-a   static             -",
+	}
+	for _, w := range want {
+		if code != 0 || !strings.Contains(out, w+"\n") {
+			t.Errorf("fdb show lacks %q:\n%s", w, out)
+		}
+	}
+}

@@ -1,0 +1,356 @@
+package daemon
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/overlay"
+)
+
+// Unit tests of the overlay's half of the daemon: the reconcile makes and
+// removes VNIs, the sync advertises and withdraws the table's local
+// addresses, and zebra's remote ones are mirrored into the table and never
+// aged. The kernel is a fake (ovKernel) that makes each VNI's vxlan device
+// an interface of the fake system.
+
+// ovKernel is an overlay.Kernel over the fake system.
+type ovKernel struct {
+	sys     *fakeSys
+	devs    map[uint32]overlay.Devices
+	adv     map[string]bool // MAC -> static, what the advertise ports hold
+	writes  []string
+	removed []uint32
+}
+
+func (k *ovKernel) Ensure(s overlay.Spec) (overlay.Devices, error) {
+	if d, ok := k.devs[s.VNI]; ok {
+		return d, nil
+	}
+	l := k.sys.add(overlay.NamesOf(s.VNI).VXLAN, "vxlan")
+	d := overlay.Devices{Bridge: l.Index + 1000, VXLAN: l.Index, Adv: l.Index + 2000, MTU: 1450}
+	k.devs[s.VNI] = d
+	return d, nil
+}
+
+func (k *ovKernel) Remove(vni uint32) error {
+	k.sys.del(overlay.NamesOf(vni).VXLAN)
+	delete(k.devs, vni)
+	k.removed = append(k.removed, vni)
+	return nil
+}
+
+func (k *ovKernel) Owned() ([]uint32, error)                 { return nil, nil }
+func (k *ovKernel) FDB(ifindex int) ([]overlay.Neigh, error) { return nil, nil }
+
+func (k *ovKernel) SetLocal(adv int, mac net.HardwareAddr, static bool) error {
+	k.adv[mac.String()] = static
+	k.writes = append(k.writes, "set "+mac.String())
+	return nil
+}
+
+func (k *ovKernel) DelLocal(adv int, mac net.HardwareAddr) error {
+	delete(k.adv, mac.String())
+	k.writes = append(k.writes, "del "+mac.String())
+	return nil
+}
+
+// ovDP is the fake dataplane with PutLearned.
+type ovDP struct{ *fakeDP }
+
+func (o ovDP) PutLearned(e datapath.FDBEntry) error {
+	if cur, ok := o.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]; ok && cur.Static {
+		return datapath.ErrStatic
+	}
+	o.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)] = e
+	return nil
+}
+
+type ovWorld struct {
+	*world
+	k     *ovKernel
+	addrs map[netip.Addr]bool
+}
+
+func newOvWorld(t *testing.T) *ovWorld {
+	dp, sys := newFakeDP(), newFakeSys()
+	w := &world{t: t, dp: dp, sys: sys, d: newDaemon(quietLog(), ovDP{dp}, sys, 1<<20, time.Second)}
+	ow := &ovWorld{world: w, k: &ovKernel{sys: sys, devs: map[uint32]overlay.Devices{}, adv: map[string]bool{}},
+		addrs: map[netip.Addr]bool{netip.MustParseAddr("192.0.2.1"): true}}
+	w.d.ovl = newOverlayState(ow.k, ovDP{dp})
+	w.d.ovl.hasAddr = func(a netip.Addr) (bool, error) { return ow.addrs[a], nil }
+	return ow
+}
+
+const ovConfig = `[daemon]
+vtep = "192.0.2.1"
+[[bridge]]
+name = "br0"
+aging = "10s"
+[[bridge.port]]
+interface = "p1"
+[[bridge.port]]
+interface = "p2"
+[[bridge.port]]
+vxlan = 1000
+[[bridge.static]]
+mac = "02:00:00:00:00:5a"
+port = "p2"
+`
+
+func (w *ovWorld) sync() {
+	w.t.Helper()
+	w.d.mu.Lock()
+	defer w.d.mu.Unlock()
+	if err := w.d.syncOverlay(); err != nil {
+		w.t.Fatalf("sync: %v", err)
+	}
+}
+
+// remote gives the events of zebra writing (or deleting) a remote MAC:
+// the vxlan device's own entry with the VTEP, and the bridge's on the
+// vxlan port.
+func (w *ovWorld) remote(mac string, deleted bool) {
+	w.t.Helper()
+	m, _ := net.ParseMAC(mac)
+	vx := w.k.devs[1000].VXLAN
+	if !deleted {
+		// The bridge has one entry a MAC: zebra's on the vxlan port
+		// takes it off the advertise port.
+		delete(w.k.adv, m.String())
+	}
+	changed := false
+	for _, n := range []overlay.Neigh{
+		{Ifindex: vx, MAC: m, Dst: netip.MustParseAddr("192.0.2.2"), Deleted: deleted},
+		{Ifindex: vx, MAC: m, Master: true, ExtLearned: true, Deleted: deleted},
+	} {
+		c, ok := w.d.ovl.mgr.Handle(n)
+		if !ok {
+			continue
+		}
+		changed = true
+		w.d.mu.Lock()
+		w.d.overlayChange(c)
+		w.d.mu.Unlock()
+	}
+	if !changed {
+		w.t.Fatalf("zebra's entries for %s (deleted %v) changed nothing", mac, deleted)
+	}
+}
+
+func (w *ovWorld) entry(mac string) (datapath.FDBEntry, bool) {
+	for _, e := range w.dp.fdb {
+		if e.MAC.String() == mac {
+			return e, true
+		}
+	}
+	return datapath.FDBEntry{}, false
+}
+
+func TestOverlayVTEPNotHere(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	w.addrs = nil
+	err := w.apply(ovConfig)
+	if err == nil || !strings.Contains(err.Error(), "test.toml:2: daemon.vtep: 192.0.2.1 is not an address of this namespace") {
+		t.Fatalf("apply with a VTEP of no interface: %v", err)
+	}
+	if len(w.k.devs) != 0 {
+		t.Errorf("a refused apply made VNIs %v", w.k.devs)
+	}
+}
+
+func TestOverlaySync(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	w.mustApply(ovConfig)
+	ov := w.port("br0", "tvx1000")
+	if ov.state() != stateUp || ov.mode != "tc" || ov.ifindex != w.k.devs[1000].VXLAN {
+		t.Fatalf("overlay port: %s %s ifindex %d, devices %+v", ov.state(), ov.mode, ov.ifindex, w.k.devs)
+	}
+	br, p1 := w.d.bridges["br0"], w.port("br0", "p1")
+
+	// Local addresses out: learned and static, not the overlay port's own.
+	w.dp.learn(br.id, p1.slot, p1.ifindex, "02:00:00:00:00:01", time.Second)
+	w.sync()
+	if static, ok := w.k.adv["02:00:00:00:00:01"]; !ok || static {
+		t.Errorf("learned address on the advertise port: %v, %v; want written, not static", static, ok)
+	}
+	if static, ok := w.k.adv["02:00:00:00:00:5a"]; !ok || !static {
+		t.Errorf("static address on the advertise port: %v, %v; want written static", static, ok)
+	}
+
+	// Remote addresses in: put at once, as a learned entry of the
+	// overlay port, with its VTEP in fdb show.
+	w.remote("02:00:00:00:00:b1", false)
+	if e, ok := w.entry("02:00:00:00:00:b1"); !ok || e.Slot != ov.slot || e.Static {
+		t.Fatalf("remote entry %+v, %v; want learned on the overlay port's slot %d", e, ok, ov.slot)
+	}
+	es, err := w.d.fdbShow("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(es, func(e ctl.FDBEntry) bool { return e.MAC == "02:00:00:00:00:b1" }); i < 0 || es[i].VTEP != "192.0.2.2" || es[i].Port != "tvx1000" {
+		t.Errorf("fdb show: %+v", es)
+	}
+	if i := slices.IndexFunc(es, func(e ctl.FDBEntry) bool { return e.MAC == "02:00:00:00:00:01" }); i < 0 || es[i].VTEP != "" {
+		t.Errorf("a local entry has a vtep: %+v", es)
+	}
+	if o := w.d.overlayStatus(ov); o.VNI != 1000 || o.VTEP != "192.0.2.1" || o.RemoteMACs != 1 || o.RemoteVTEPs != 1 || o.LocalMACs != 2 {
+		t.Errorf("show: %+v", o)
+	}
+	w.sync() // the remote one is not advertised back
+	if _, ok := w.k.adv["02:00:00:00:00:b1"]; ok {
+		t.Error("a remote address was written on the advertise port")
+	}
+
+	// Never aged: zebra withdraws it.
+	w.dp.fdb[fdbKeyOf(br.id, 0, mustMAC("02:00:00:00:00:b1"))] = func() datapath.FDBEntry {
+		e, _ := w.entry("02:00:00:00:00:b1")
+		e.Age = time.Hour
+		return e
+	}()
+	if err := w.d.sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.entry("02:00:00:00:00:b1"); !ok {
+		t.Error("the sweep aged a remote entry out")
+	}
+
+	// Flushed from the table (fdb del): put back at the next sync.
+	delete(w.dp.fdb, fdbKeyOf(br.id, 0, mustMAC("02:00:00:00:00:b1")))
+	w.sync()
+	if e, ok := w.entry("02:00:00:00:00:b1"); !ok || e.Slot != ov.slot {
+		t.Errorf("a remote entry lost from the table is not put back: %+v, %v", e, ok)
+	}
+
+	// A remote address the station of which shows up here: the datapath
+	// moves it, and the sync advertises it (replace: zebra raises the
+	// sequence number).
+	w.dp.learn(br.id, p1.slot, p1.ifindex, "02:00:00:00:00:b1", 0)
+	w.sync()
+	if _, ok := w.k.adv["02:00:00:00:00:b1"]; !ok {
+		t.Error("a station that moved here from a remote VTEP is not advertised")
+	}
+	if e, _ := w.entry("02:00:00:00:00:b1"); e.Slot != p1.slot {
+		t.Errorf("the sync took a local entry back to the overlay: %+v", e)
+	}
+	// And zebra moving it back (a newer remote) moves it in the table,
+	// and the sync withdraws the local one.
+	w.remote("02:00:00:00:00:b1", true)
+	w.remote("02:00:00:00:00:b1", false)
+	if e, _ := w.entry("02:00:00:00:00:b1"); e.Slot != ov.slot {
+		t.Errorf("a newer remote did not move the entry to the overlay: %+v", e)
+	}
+	w.sync()
+	if _, ok := w.k.adv["02:00:00:00:00:b1"]; ok {
+		t.Error("a station that moved away is still advertised")
+	}
+
+	// A remote zebra withdraws goes at the next sync; a local one that
+	// goes (aged, deleted) is withdrawn.
+	w.remote("02:00:00:00:00:b1", true)
+	delete(w.dp.fdb, fdbKeyOf(br.id, 0, mustMAC("02:00:00:00:00:01")))
+	w.k.writes = nil
+	w.sync()
+	if _, ok := w.entry("02:00:00:00:00:b1"); ok {
+		t.Error("a withdrawn remote entry stayed")
+	}
+	if !slices.Equal(w.k.writes, []string{"del 02:00:00:00:00:01"}) {
+		t.Errorf("writes when a local entry went: %q", w.k.writes)
+	}
+
+	// A reload without the overlay port removes the VNI.
+	w.mustApply(strings.Replace(ovConfig, "[[bridge.port]]\nvxlan = 1000\n", "", 1))
+	if !slices.Equal(w.k.removed, []uint32{1000}) || len(w.d.ovl.mgr.Held()) != 0 {
+		t.Errorf("VNI removed %v, held %v", w.k.removed, w.d.ovl.mgr.Held())
+	}
+}
+
+// TestOverlayRemoteRoom: remote addresses are bounded as learning is, by
+// the bridge's max_entries and the overlay port's max_macs: those beyond
+// are left out of the table (their frames flood to the VNI's VTEPs), and
+// put in once there is room.
+func TestOverlayRemoteRoom(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	cfg := strings.Replace(ovConfig, "vxlan = 1000\n", "vxlan = 1000\nmax_macs = 2\n", 1)
+	w.mustApply(cfg)
+	br, p1 := w.d.bridges["br0"], w.port("br0", "p1")
+	w.dp.learn(br.id, p1.slot, p1.ifindex, "02:00:00:00:00:01", time.Second)
+	for _, m := range []string{"02:00:00:00:00:b1", "02:00:00:00:00:b2", "02:00:00:00:00:b3"} {
+		w.remote(m, false)
+	}
+	w.sync()
+	count := func() int {
+		n := 0
+		for _, m := range []string{"02:00:00:00:00:b1", "02:00:00:00:00:b2", "02:00:00:00:00:b3"} {
+			if _, ok := w.entry(m); ok {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(); n != 2 {
+		t.Errorf("%d remote entries with max_macs = 2", n)
+	}
+	if !w.d.ovl.full[1000] {
+		t.Error("remote addresses left out, and not said")
+	}
+	// Room again: the third goes in.
+	w.remote("02:00:00:00:00:b1", true)
+	w.sync()
+	if n := count(); n != 2 || w.d.ovl.full[1000] {
+		t.Errorf("after one remote went: %d entries, full %v; want the third in, 2 in all, no longer full", n, w.d.ovl.full[1000])
+	}
+	if _, ok := w.entry("02:00:00:00:00:b3"); !ok {
+		t.Error("the remote address left out is not put in once there is room")
+	}
+}
+
+// TestOverlayVLAN: on a VLAN-aware bridge an overlay port carries its
+// VLAN: the local addresses of that VLAN only are advertised, and remote
+// ones are put in it.
+func TestOverlayVLAN(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	w.mustApply(`[daemon]
+vtep = "192.0.2.1"
+[[bridge]]
+name = "br0"
+[[bridge.port]]
+interface = "p1"
+trunk = [10, 20]
+[[bridge.port]]
+interface = "p2"
+vlan = 20
+[[bridge.port]]
+vxlan = 1000
+vlan = 10
+`)
+	br, p1, ov := w.d.bridges["br0"], w.port("br0", "p1"), w.port("br0", "tvx1000")
+	for _, e := range []datapath.FDBEntry{
+		{Bridge: br.id, VLAN: 10, MAC: mustMAC("02:00:00:00:00:10"), Slot: p1.slot, Ifindex: uint32(p1.ifindex)},
+		{Bridge: br.id, VLAN: 20, MAC: mustMAC("02:00:00:00:00:20"), Slot: p1.slot, Ifindex: uint32(p1.ifindex)},
+	} {
+		w.dp.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)] = e
+	}
+	w.sync()
+	if _, ok := w.k.adv["02:00:00:00:00:10"]; !ok || len(w.k.adv) != 1 {
+		t.Errorf("advertised %v; want VLAN 10's address only", w.k.adv)
+	}
+	w.remote("02:00:00:00:00:b1", false)
+	e, ok := w.dp.fdb[fdbKeyOf(br.id, 10, mustMAC("02:00:00:00:00:b1"))]
+	if !ok || e.Slot != ov.slot {
+		t.Errorf("remote entry in VLAN 10: %+v, %v; table %s", e, ok, w.dp.snapshot())
+	}
+}

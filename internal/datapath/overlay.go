@@ -1,0 +1,81 @@
+package datapath
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
+)
+
+// PutLearned writes a learned (not static) entry on the control plane's
+// word: a remote address of an overlay port (issue 30), which the
+// datapath then moves like any learned entry when the station shows up on
+// another port. It replaces a learned entry for the address, and refuses to
+// replace a static one (statics never move). Its count is the datapath's
+// way: the address counts of its port and bridge grow by one, taken off
+// the control plane's deletions (*_macs_del), the one count the control
+// plane writes (bpf/lib/maps.h).
+func (d *Datapath) PutLearned(e FDBEntry) error {
+	k, err := fdbKey(e.Bridge, e.VLAN, e.MAC)
+	if err != nil {
+		return err
+	}
+	if e.Static {
+		return fmt.Errorf("put learned entry %s vlan %d: a static entry is AddFDB's", e.MAC, e.VLAN)
+	}
+	var cur tbpf.FDBVal
+	if err := d.objs.Fdb.Lookup(&k, &cur); err == nil && cur.Flags&tbpf.FDBStatic != 0 {
+		return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, ErrStatic)
+	}
+	v := tbpf.FDBVal{Ifindex: e.Ifindex, Slot: e.Slot, SeenNs: Now()}
+	for attempt := 0; ; attempt++ {
+		old, had, err := d.delEntry(k)
+		if err != nil {
+			return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, err)
+		}
+		if had && old.Static {
+			// Added in between: put back, and refused.
+			_ = d.objs.Fdb.Update(&k, &tbpf.FDBVal{Ifindex: old.Ifindex, Slot: old.Slot, SeenNs: old.SeenNs, Flags: flagsOf(old)}, ebpf.UpdateNoExist)
+			return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, ErrStatic)
+		}
+		err = d.objs.Fdb.Update(&k, &v, ebpf.UpdateNoExist)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ebpf.ErrKeyExist) || attempt == 8 {
+			return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, err)
+		}
+	}
+	if err := addCountN(d.objs.PortMacsDel, uint32(e.Slot), -1); err != nil {
+		return fmt.Errorf("count address of slot %d: %w", e.Slot, err)
+	}
+	if err := addCountN(d.objs.BridgeMacsDel, uint32(e.Bridge), -1); err != nil {
+		return fmt.Errorf("count address of bridge %d: %w", e.Bridge, err)
+	}
+	// It may replace an entry on another port that a CPU's memo holds.
+	return d.bumpGeneration()
+}
+
+// ErrStatic: a static entry holds the address.
+var ErrStatic = errors.New("a static entry holds the address")
+
+func flagsOf(e FDBEntry) uint16 {
+	var f uint16
+	if e.Static {
+		f |= tbpf.FDBStatic
+	}
+	if e.User {
+		f |= tbpf.FDBUser
+	}
+	return f
+}
+
+func addCountN(m *ebpf.Map, idx uint32, n int32) error {
+	var c int32
+	if err := m.Lookup(idx, &c); err != nil {
+		return err
+	}
+	return m.Put(idx, c+n)
+}

@@ -1,0 +1,388 @@
+package overlay
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// Netlink is the Kernel of the namespace the process runs in.
+type Netlink struct{}
+
+// Encapsulation: what VXLAN adds to a frame, outer IP header included.
+const (
+	encap4 = 50
+	encap6 = 70
+)
+
+// Ensure implements Kernel.
+func (Netlink) Ensure(s Spec) (Devices, error) {
+	var dev Devices
+	n := NamesOf(s.VNI)
+	underlay, err := underlayMTU(s.VTEP)
+	if err != nil {
+		return dev, err
+	}
+	mtu := s.MTU
+	if mtu == 0 {
+		mtu = underlay - encap4
+		if s.VTEP.Is6() {
+			mtu = underlay - encap6
+		}
+	}
+	// The bridge: not VLAN-aware, no STP, no IPv6 of its own (no
+	// link-local, no MLD or NS of its own into the overlay). Multicast
+	// snooping is left as the kernel has it (this one is built without).
+	br, err := netlink.LinkByName(n.Bridge)
+	if err != nil && !isNotFound(err) {
+		return dev, fmt.Errorf("bridge %s: %w", n.Bridge, err)
+	}
+	if br != nil && br.Type() != "bridge" {
+		return dev, fmt.Errorf("%s is a %s, not the bridge trestle makes: remove it", n.Bridge, br.Type())
+	}
+	if br == nil {
+		// No VLAN filtering: the default, and this kernel is built
+		// without it (asking for it off is refused).
+		la := netlink.NewLinkAttrs()
+		la.Name = n.Bridge
+		if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: la}); err != nil {
+			return dev, fmt.Errorf("create bridge %s: %w", n.Bridge, err)
+		}
+		if br, err = netlink.LinkByName(n.Bridge); err != nil {
+			return dev, fmt.Errorf("bridge %s: %w", n.Bridge, err)
+		}
+	}
+	noIPv6(n.Bridge)
+	if err := setUp(br); err != nil {
+		return dev, fmt.Errorf("set %s up: %w", n.Bridge, err)
+	}
+	dev.Bridge = br.Attrs().Index
+
+	// The vxlan device: VNI, local VTEP, UDP port and nolearning are
+	// fixed when it is made, so one that differs is made again.
+	vx, err := netlink.LinkByName(n.VXLAN)
+	if err != nil && !isNotFound(err) {
+		return dev, fmt.Errorf("vxlan device %s: %w", n.VXLAN, err)
+	}
+	if vx != nil {
+		v, ok := vx.(*netlink.Vxlan)
+		same := ok && v.VxlanId == int(s.VNI) && v.Port == s.DstPort && !v.Learning && !v.FlowBased && ipEqual(v.SrcAddr, s.VTEP)
+		if !same {
+			if err := netlink.LinkDel(vx); err != nil {
+				return dev, fmt.Errorf("remove %s, which differs from its configuration: %w", n.VXLAN, err)
+			}
+			vx = nil
+		}
+	}
+	if vx == nil {
+		la := netlink.NewLinkAttrs()
+		la.Name, la.MTU = n.VXLAN, mtu
+		if err := netlink.LinkAdd(&netlink.Vxlan{LinkAttrs: la, VxlanId: int(s.VNI), SrcAddr: s.VTEP.AsSlice(), Port: s.DstPort, Learning: false}); err != nil {
+			return dev, fmt.Errorf("create vxlan device %s: %w", n.VXLAN, err)
+		}
+		if vx, err = netlink.LinkByName(n.VXLAN); err != nil {
+			return dev, fmt.Errorf("vxlan device %s: %w", n.VXLAN, err)
+		}
+	}
+	if vx.Attrs().MTU != mtu {
+		if err := netlink.LinkSetMTU(vx, mtu); err != nil {
+			return dev, fmt.Errorf("set the MTU of %s to %d: %w", n.VXLAN, mtu, err)
+		}
+	}
+	noIPv6(n.VXLAN)
+	if vx.Attrs().MasterIndex != dev.Bridge {
+		if err := netlink.LinkSetMasterByIndex(vx, dev.Bridge); err != nil {
+			return dev, fmt.Errorf("put %s in %s: %w", n.VXLAN, n.Bridge, err)
+		}
+	}
+	// Remote addresses are zebra's to write, never learned from frames.
+	if err := ensureBrport(vx, false); err != nil {
+		return dev, fmt.Errorf("%s: %w", n.VXLAN, err)
+	}
+	if err := setUp(vx); err != nil {
+		return dev, fmt.Errorf("set %s up: %w", n.VXLAN, err)
+	}
+	dev.VXLAN, dev.MTU = vx.Attrs().Index, mtu
+
+	// The advertise port: a veth whose peer is idle, that the bridge
+	// never floods to and that learns nothing but what trestle writes.
+	adv, err := netlink.LinkByName(n.Adv)
+	if err != nil && !isNotFound(err) {
+		return dev, fmt.Errorf("advertise port %s: %w", n.Adv, err)
+	}
+	if adv != nil && adv.Type() != "veth" {
+		return dev, fmt.Errorf("%s is a %s, not the advertise port trestle makes: remove it", n.Adv, adv.Type())
+	}
+	if adv == nil {
+		la := netlink.NewLinkAttrs()
+		la.Name = n.Adv
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: n.AdvPeer}); err != nil {
+			return dev, fmt.Errorf("create advertise port %s: %w", n.Adv, err)
+		}
+		if adv, err = netlink.LinkByName(n.Adv); err != nil {
+			return dev, fmt.Errorf("advertise port %s: %w", n.Adv, err)
+		}
+	}
+	noIPv6(n.Adv)
+	noIPv6(n.AdvPeer)
+	if adv.Attrs().MasterIndex != dev.Bridge {
+		if err := netlink.LinkSetMasterByIndex(adv, dev.Bridge); err != nil {
+			return dev, fmt.Errorf("put %s in %s: %w", n.Adv, n.Bridge, err)
+		}
+	}
+	if err := ensureBrport(adv, true); err != nil {
+		return dev, fmt.Errorf("%s: %w", n.Adv, err)
+	}
+	// Both ends up: zebra takes local MACs of ports that are up.
+	if peer, err := netlink.LinkByName(n.AdvPeer); err == nil {
+		_ = setUp(peer)
+	}
+	if err := setUp(adv); err != nil {
+		return dev, fmt.Errorf("set %s up: %w", n.Adv, err)
+	}
+	dev.Adv = adv.Attrs().Index
+	return dev, nil
+}
+
+// underlayMTU is the MTU of the interface that has vtep: the underlay's.
+// A VTEP on the loopback (as FRR advises for routed underlays) says
+// nothing of the path, so the Ethernet default is taken then.
+func underlayMTU(vtep netip.Addr) (int, error) {
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return 0, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if !ipEqual(a.IP, vtep) {
+			continue
+		}
+		l, err := netlink.LinkByIndex(a.LinkIndex)
+		if err != nil {
+			return 0, fmt.Errorf("the interface of vtep %s: %w", vtep, err)
+		}
+		if l.Attrs().Flags&net.FlagLoopback != 0 {
+			return 1500, nil
+		}
+		return l.Attrs().MTU, nil
+	}
+	return 0, fmt.Errorf("vtep %s %w", vtep, ErrNoVTEP)
+}
+
+// HasAddr says whether a is an address of the namespace.
+func HasAddr(a netip.Addr) (bool, error) {
+	_, err := underlayMTU(a)
+	if errors.Is(err, ErrNoVTEP) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func ipEqual(ip net.IP, a netip.Addr) bool {
+	b, ok := netip.AddrFromSlice(ip)
+	return ok && b.Unmap() == a.Unmap()
+}
+
+func isNotFound(err error) bool {
+	var nf netlink.LinkNotFoundError
+	return errors.As(err, &nf)
+}
+
+// noIPv6 turns IPv6 off on a device the daemon made: no link-local
+// address, so none of the host's own IPv6 (DAD, MLD) enters the overlay.
+// A kernel without IPv6 has nothing to turn off.
+func noIPv6(name string) {
+	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0)
+}
+
+// setUp sets l up unless it is: each change is a link event, and the
+// daemon reconciles on link events.
+func setUp(l netlink.Link) error {
+	if l.Attrs().Flags&net.FlagUp != 0 {
+		return nil
+	}
+	return netlink.LinkSetUp(l)
+}
+
+// ensureBrport turns learning off on a port of a VNI's bridge, and on the
+// advertise port (noFlood) every kind of flood too, unless they are so
+// already: a write makes the bridge tell a link change, and the daemon
+// reconciles on those.
+func ensureBrport(l netlink.Link, noFlood bool) error {
+	pi, err := netlink.LinkGetProtinfo(l)
+	if err != nil {
+		return fmt.Errorf("read bridge port flags: %w", err)
+	}
+	flags := map[uint16]bool{}
+	if pi.Learning {
+		flags[unix.IFLA_BRPORT_LEARNING] = false
+	}
+	if noFlood {
+		// The protinfo read has no multicast and broadcast flood
+		// flags: set with unicast flood, which is off once all are.
+		if pi.Flood {
+			flags[unix.IFLA_BRPORT_UNICAST_FLOOD] = false
+			flags[unix.IFLA_BRPORT_MCAST_FLOOD] = false
+			flags[unix.IFLA_BRPORT_BCAST_FLOOD] = false
+		}
+	}
+	if len(flags) == 0 {
+		return nil
+	}
+	return setBrport(l.Attrs().Index, flags)
+}
+
+// setBrport sets bridge-port flags of a device in one message
+// (IFLA_PROTINFO of AF_BRIDGE, as `ip link set DEV type bridge_slave`).
+func setBrport(index int, flags map[uint16]bool) error {
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_BRIDGE)
+	msg.Index = int32(index)
+	req.AddData(msg)
+	pi := nl.NewRtAttr(unix.IFLA_PROTINFO|unix.NLA_F_NESTED, nil)
+	keys := make([]uint16, 0, len(flags))
+	for k := range flags {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		var b byte
+		if flags[k] {
+			b = 1
+		}
+		pi.AddRtAttr(int(k), []byte{b})
+	}
+	req.AddData(pi)
+	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+		return fmt.Errorf("set bridge port flags: %w", err)
+	}
+	return nil
+}
+
+// Remove implements Kernel: the vxlan device first (zebra withdraws the
+// VNI), then the advertise port (its peer goes with it) and the bridge.
+func (Netlink) Remove(vni uint32) error {
+	n := NamesOf(vni)
+	var errs []error
+	for _, name := range []string{n.VXLAN, n.Adv, n.AdvPeer, n.Bridge} {
+		l, err := netlink.LinkByName(name)
+		if isNotFound(err) {
+			continue
+		}
+		if err == nil {
+			err = netlink.LinkDel(l)
+		}
+		if err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Owned implements Kernel: the VNIs of devices named as Names names them,
+// of the types trestle makes.
+func (Netlink) Owned() ([]uint32, error) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[uint32]bool{}
+	var out []uint32
+	for _, l := range links {
+		v, ok := VNIOf(l.Attrs().Name)
+		if !ok || seen[v] {
+			continue
+		}
+		want := map[string]string{NamesOf(v).Bridge: "bridge", NamesOf(v).VXLAN: "vxlan", NamesOf(v).Adv: "veth", NamesOf(v).AdvPeer: "veth"}[l.Attrs().Name]
+		if l.Type() == want {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// FDB implements Kernel.
+func (Netlink) FDB(ifindex int) ([]Neigh, error) {
+	ns, err := netlink.NeighList(ifindex, unix.AF_BRIDGE)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Neigh, 0, len(ns))
+	for i := range ns {
+		if ns[i].LinkIndex == ifindex {
+			out = append(out, neighOf(&ns[i], false))
+		}
+	}
+	return out, nil
+}
+
+func neighOf(n *netlink.Neigh, deleted bool) Neigh {
+	out := Neigh{
+		Ifindex: n.LinkIndex,
+		MAC:     n.HardwareAddr,
+		// The kernel marks a bridge's entry by its master (NDA_MASTER)
+		// and a device's own by NTF_SELF; requests mark them by flag.
+		Master:     n.MasterIndex != 0 || n.Flags&unix.NTF_MASTER != 0,
+		ExtLearned: n.Flags&unix.NTF_EXT_LEARNED != 0,
+		Deleted:    deleted,
+	}
+	if a, ok := netip.AddrFromSlice(n.IP); ok && len(n.IP) > 0 {
+		out.Dst = a.Unmap()
+	}
+	return out
+}
+
+// SetLocal implements Kernel. NeighSet asks NLM_F_CREATE|NLM_F_REPLACE.
+func (Netlink) SetLocal(adv int, mac net.HardwareAddr, static bool) error {
+	state := unix.NUD_REACHABLE
+	if static {
+		state = unix.NUD_NOARP
+	}
+	return netlink.NeighSet(&netlink.Neigh{
+		LinkIndex: adv, Family: unix.AF_BRIDGE, HardwareAddr: mac,
+		Flags: unix.NTF_MASTER | unix.NTF_EXT_LEARNED, State: state,
+	})
+}
+
+// DelLocal implements Kernel; an entry already gone is no error.
+func (Netlink) DelLocal(adv int, mac net.HardwareAddr) error {
+	err := netlink.NeighDel(&netlink.Neigh{LinkIndex: adv, Family: unix.AF_BRIDGE, HardwareAddr: mac, Flags: unix.NTF_MASTER})
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+// Watch sends the AF_BRIDGE neighbour events of the namespace until done
+// is closed; the channel closes when the subscription fails (events were
+// lost: read the FDBs again, Manager.Reload).
+func Watch(done <-chan struct{}) (<-chan Neigh, error) {
+	ch := make(chan netlink.NeighUpdate, 1024)
+	if err := netlink.NeighSubscribeWithOptions(ch, done, netlink.NeighSubscribeOptions{ErrorCallback: func(error) {}}); err != nil {
+		return nil, fmt.Errorf("watch FDB entries: %w", err)
+	}
+	out := make(chan Neigh, 1024)
+	go func() {
+		defer close(out)
+		for u := range ch {
+			if u.Family != unix.AF_BRIDGE {
+				continue
+			}
+			n := neighOf(&u.Neigh, u.Type == unix.RTM_DELNEIGH)
+			select {
+			case out <- n:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return out, nil
+}

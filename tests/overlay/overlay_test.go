@@ -1,0 +1,639 @@
+// Package overlay tests overlay ports end to end (issue 30,
+// docs/overlay.md): two hosts, each a switch namespace with a trestle
+// daemon, FRR's zebra and bgpd, and hosts of its own, joined by a routed
+// veth underlay; iBGP with advertise-all-vni carries EVPN between them.
+package overlay
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/testutil"
+	"github.com/trestle/trestle/tests/harness"
+)
+
+const (
+	zebraBin = "/usr/lib/frr/zebra"
+	bgpdBin  = "/usr/lib/frr/bgpd"
+	asn      = 65000
+)
+
+// site is one host of the overlay: a lab (its switch namespace and two
+// hosts, h1 on bridge br0 with VNI 1000, h2 on br1 with VNI 2000) with
+// its VTEP on the loopback, and FRR.
+type site struct {
+	*harness.Lab
+	n        int    // 1 or 2
+	vtep     string // 10.255.0.n, on the switch namespace's loopback
+	under    string // its underlay address, 192.0.2.n
+	frr      string // FRR's files: configs, pids, sockets, logs
+	hostMode string
+	asn      int // 65000 for both (iBGP) unless set
+	// vlans: one VLAN-aware bridge br0 instead, h1 on VLAN 10 (VNI
+	// 1000), h2 on VLAN 20 (VNI 2000).
+	vlans bool
+}
+
+// Host i of site n has MAC 02:00:00:00:0n:0i and IP 10.78.0.ni.
+func (s *site) mac(i int) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, byte(s.n), byte(i)} }
+func (s *site) ip(i int) string            { return fmt.Sprintf("10.78.0.%d%d", s.n, i) }
+
+func newSite(t *testing.T, n int, hostMode string) *site {
+	l := harness.NewLab(t, 2)
+	s := &site{Lab: l, n: n, vtep: fmt.Sprintf("10.255.0.%d", n), under: fmt.Sprintf("192.0.2.%d", n), hostMode: hostMode, asn: asn}
+	for i := 1; i <= 2; i++ {
+		h := l.Host(i)
+		h.MustExec(t, "ip", "link", "set", "dev", "eth0", "address", s.mac(i).String())
+		h.MustExec(t, "ip", "addr", "flush", "dev", "eth0")
+		h.AddrAdd(t, "eth0", s.ip(i)+"/24")
+	}
+	l.SW.AddrAdd(t, "lo", s.vtep+"/32")
+	// Not under the test's temporary directory, which only root may
+	// enter: FRR's daemons run as frr.
+	dir, err := os.MkdirTemp("", "trestle-frr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s.frr = dir
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// zebra and bgpd drop to frr:frr, which must write here.
+	if out, err := exec.Command("chown", "-R", "frr:frr", s.frr).CombinedOutput(); err != nil {
+		t.Fatalf("chown %s: %v: %s", s.frr, err, out)
+	}
+	return s
+}
+
+// joinUnderlay links two sites with a veth, each VTEP routed over it.
+func joinUnderlay(t *testing.T, a, b *site) {
+	testutil.Veth(t, a.SW, "ul0", b.SW, "ul0", b.under+"/24")
+	a.SW.AddrAdd(t, "ul0", a.under+"/24")
+	a.SW.MustExec(t, "ip", "route", "add", b.vtep+"/32", "via", b.under)
+	b.SW.MustExec(t, "ip", "route", "add", a.vtep+"/32", "via", a.under)
+}
+
+// config is the site's trestle config: extra goes into [daemon].
+func (s *site) config(daemonExtra string) string {
+	if s.vlans {
+		return fmt.Sprintf(`[daemon]
+socket = %q
+vtep = %q
+%s
+[[bridge]]
+name = "br0"
+[[bridge.port]]
+interface = %q
+vlan = 10
+mode = %q
+[[bridge.port]]
+interface = %q
+vlan = 20
+mode = %q
+[[bridge.port]]
+vxlan = 1000
+vlan = 10
+[[bridge.port]]
+vxlan = 2000
+vlan = 20
+`, s.Sock, s.vtep, daemonExtra, harness.PortName(1), s.hostMode, harness.PortName(2), s.hostMode)
+	}
+	return fmt.Sprintf(`[daemon]
+socket = %q
+vtep = %q
+%s
+[[bridge]]
+name = "br0"
+[[bridge.port]]
+interface = %q
+mode = %q
+[[bridge.port]]
+vxlan = 1000
+
+[[bridge]]
+name = "br1"
+aging = "3s"
+[[bridge.port]]
+interface = %q
+mode = %q
+[[bridge.port]]
+vxlan = 2000
+`, s.Sock, s.vtep, daemonExtra, harness.PortName(1), s.hostMode, harness.PortName(2), s.hostMode)
+}
+
+// startFRR starts zebra, then bgpd once zebra's socket exists, each with
+// its own config, pid and socket files; the test's cleanup stops them by
+// PID (testutil.Proc).
+func (s *site) startFRR(t *testing.T, peer *site) {
+	t.Helper()
+	write := func(name, body string) string {
+		p := filepath.Join(s.frr, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	zconf := write("zebra.conf", fmt.Sprintf("hostname zebra-%d\n", s.n))
+	// eBGP (docs/overlay.md): no policy asked of the session (FRR asks
+	// one of eBGP sessions by default), and RFC 8365's route targets,
+	// which leave the AS out.
+	ebgp, ebgpAF := "", ""
+	if s.asn != peer.asn {
+		ebgp, ebgpAF = " no bgp ebgp-requires-policy\n", "  autort rfc8365-compatible\n"
+	}
+	bconf := write("bgpd.conf", fmt.Sprintf(`hostname bgpd-%d
+router bgp %d
+ bgp router-id %s
+ no bgp default ipv4-unicast
+%s neighbor %s remote-as %d
+ neighbor %s timers 3 9
+ neighbor %s timers connect 1
+ neighbor %s advertisement-interval 0
+ address-family l2vpn evpn
+  neighbor %s activate
+  advertise-all-vni
+%s exit-address-family
+`, s.n, s.asn, s.vtep, ebgp, peer.under, peer.asn, peer.under, peer.under, peer.under, peer.under, ebgpAF))
+	zsock := filepath.Join(s.frr, "zserv.api")
+	common := []string{"-z", zsock, "--vty_socket", s.frr, "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout"}
+	s.SW.Start(t, zebraBin, append([]string{"-f", zconf, "-i", filepath.Join(s.frr, "zebra.pid")}, common...)...)
+	eventually(t, 10*time.Second, "zebra's socket "+zsock, func() (bool, string) {
+		_, err := os.Stat(zsock)
+		return err == nil, fmt.Sprint(err)
+	})
+	s.SW.Start(t, bgpdBin, append([]string{"-f", bconf, "-i", filepath.Join(s.frr, "bgpd.pid")}, common...)...)
+}
+
+// vtysh runs a show command against the site's FRR.
+func (s *site) vtysh(t *testing.T, cmd string) string {
+	t.Helper()
+	out, err := s.SW.Exec("vtysh", "--vty_socket", s.frr, "-c", cmd)
+	if err != nil {
+		t.Logf("vtysh %q: %v", cmd, err)
+	}
+	return out
+}
+
+// overlay is the show status of the site's overlay port of vni.
+func (s *site) overlay(vni uint32) *ctl.Overlay {
+	for _, b := range s.Show().Bridges {
+		for _, p := range b.Ports {
+			if p.Overlay != nil && p.Overlay.VNI == vni {
+				return p.Overlay
+			}
+		}
+	}
+	return nil
+}
+
+// entry is the site's table entry for mac in bridge br, if any.
+func (s *site) entry(br string, mac net.HardwareAddr) (ctl.FDBEntry, bool) {
+	for _, e := range s.FDB() {
+		if e.Bridge == br && e.MAC == mac.String() {
+			return e, true
+		}
+	}
+	return ctl.FDBEntry{}, false
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, f func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := f()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last: %s", what, timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// pingFirst pings until a whole round is answered: the first frames of a
+// VNI wait for ARP across the overlay.
+func pingFirst(t *testing.T, from *testutil.NS, to string) {
+	t.Helper()
+	eventually(t, 10*time.Second, "ping "+to, func() (bool, string) {
+		err := from.Ping(to, 3)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// newPair makes two sites joined by the underlay, trestle and FRR
+// started in the two orders (A: trestle first; B: FRR first).
+func newPair(t *testing.T, hostMode string, ebgp bool, vlans ...bool) (a, b *site) {
+	testutil.RequireNetns(t)
+	testutil.RequireCmd(t, zebraBin, bgpdBin, "vtysh", "chown")
+	a, b = newSite(t, 1, hostMode), newSite(t, 2, hostMode)
+	if ebgp {
+		a.asn, b.asn = 65001, 65002
+	}
+	if len(vlans) > 0 {
+		a.vlans = vlans[0]
+	}
+	joinUnderlay(t, a, b)
+	a.WriteConfig(a.config(""))
+	a.Start()
+	a.startFRR(t, b)
+	b.startFRR(t, a)
+	b.WriteConfig(b.config(""))
+	b.Start()
+	return a, b
+}
+
+// waitFlood waits for each site's VNIs to list the other's VTEP in their
+// flood list: the type-3 routes arrived.
+func waitFlood(t *testing.T, a, b *site) {
+	t.Helper()
+	for _, pr := range [][2]*site{{a, b}, {b, a}} {
+		s, other := pr[0], pr[1]
+		for _, vni := range []uint32{1000, 2000} {
+			eventually(t, 30*time.Second, fmt.Sprintf("site %d: VNI %d's flood list has %s", s.n, vni, other.vtep), func() (bool, string) {
+				o := s.overlay(vni)
+				return o != nil && slices.Equal(o.FloodList, []string{other.vtep}) && o.RemoteVTEPs >= 1, fmt.Sprintf("%+v", o)
+			})
+		}
+	}
+}
+
+// TestOverlay: type-3 routes make each VNI's flood list; a host's first
+// frames make a type-2 route and the remote entry in the other switch's
+// table, marked with its VTEP; ping and TCP cross; two VNIs stay apart;
+// fdb del and aging withdraw the route and the remote entry.
+func TestOverlay(t *testing.T) {
+	t.Parallel()
+	a, b := newPair(t, "tc", false)
+	waitFlood(t, a, b)
+	if !strings.Contains(a.vtysh(t, "show evpn vni 1000"), b.vtep) {
+		t.Errorf("zebra on site 1 does not list %s as a remote VTEP of VNI 1000:\n%s", b.vtep, a.vtysh(t, "show evpn vni 1000"))
+	}
+	for _, o := range []*ctl.Overlay{a.overlay(1000), b.overlay(2000)} {
+		if o.MTU != 1450 || o.DstPort != 4789 {
+			t.Errorf("overlay %+v: want MTU 1500-50 (VTEP on the loopback) and dstport 4789", o)
+		}
+	}
+	if o := a.overlay(1000); o.VTEP != a.vtep {
+		t.Errorf("site 1's VTEP %q, want %q", o.VTEP, a.vtep)
+	}
+	if out, _ := a.CLI("show"); !strings.Contains(out, "overlay: VNI 1000, VTEP "+a.vtep+", dstport 4789, mtu 1450; remote VTEPs 1 (flood list "+b.vtep+")") {
+		t.Errorf("show lacks the overlay line:\n%s", out)
+	}
+
+	// VNI 1000: h1 to h1 across.
+	pingFirst(t, a.Host(1), b.ip(1))
+	for _, pr := range [][2]*site{{a, b}, {b, a}} {
+		s, other := pr[0], pr[1]
+		eventually(t, 5*time.Second, fmt.Sprintf("site %d: %s remote behind %s", s.n, other.mac(1), other.vtep), func() (bool, string) {
+			e, ok := s.entry("br0", other.mac(1))
+			return ok && e.Port == "tvx1000" && e.VTEP == other.vtep && !e.Static, fmt.Sprintf("%+v %v", e, ok)
+		})
+		if e, _ := s.entry("br0", s.mac(1)); e.Port != harness.PortName(1) || e.VTEP != "" {
+			t.Errorf("site %d: its own host's entry %+v", s.n, e)
+		}
+		if route := s.vtysh(t, "show bgp l2vpn evpn route type macip"); !strings.Contains(route, other.mac(1).String()) {
+			t.Errorf("site %d: no type-2 route of %s:\n%s", s.n, other.mac(1), route)
+		}
+		if o := s.overlay(1000); o.RemoteMACs != 1 || o.LocalMACs != 1 {
+			t.Errorf("site %d: VNI 1000 %+v: want one remote and one advertised MAC", s.n, o)
+		}
+	}
+	if out, _ := b.CLI("fdb", "show"); !strings.Contains(out, "remote "+a.vtep) {
+		t.Errorf("fdb show does not mark the remote entry:\n%s", out)
+	}
+	bps, err := testutil.Iperf(t, b.Host(1), b.ip(1), a.Host(1), 2, 1)
+	if err != nil || bps <= 0 {
+		t.Fatalf("iperf3 TCP across the overlay: %v bit/s, %v", bps, err)
+	}
+	t.Logf("iperf3 TCP across the overlay, hosts at %s: %.2f Gbit/s (a correctness check, not a measurement)", a.hostMode, bps/1e9)
+
+	// VNI 2000 is another broadcast domain: h2 reaches h2, h1 does not.
+	pingFirst(t, a.Host(2), b.ip(2))
+	if err := a.Host(1).Ping(b.ip(2), 2); err == nil {
+		t.Errorf("site 1's h1 (VNI 1000) reached site 2's h2 (VNI 2000)")
+	}
+	for _, s := range []*site{a, b} {
+		for _, e := range s.FDB() {
+			if e.Bridge == "br0" && (e.MAC == a.mac(2).String() || e.MAC == b.mac(2).String()) {
+				t.Errorf("site %d: a VNI 2000 host in br0: %+v", s.n, e)
+			}
+		}
+	}
+
+	// fdb del withdraws: the hosts keep quiet (no ARP left to refresh),
+	// site 1 deletes its h1, and site 2's remote entry goes.
+	for _, h := range []*testutil.NS{a.Host(1), b.Host(1)} {
+		h.MustExec(t, "ip", "neigh", "flush", "all")
+	}
+	if out, err := a.CLI("fdb", "del", "br0", a.mac(1).String()); err != nil {
+		t.Fatalf("fdb del: %v: %s", err, out)
+	}
+	eventually(t, 5*time.Second, "site 2 loses site 1's h1 after fdb del", func() (bool, string) {
+		e, ok := b.entry("br0", a.mac(1))
+		return !ok, fmt.Sprintf("%+v", e)
+	})
+	if route := b.vtysh(t, "show bgp l2vpn evpn route type macip"); strings.Contains(route, a.mac(1).String()) {
+		t.Errorf("site 2 still has a type-2 route of %s:\n%s", a.mac(1), route)
+	}
+
+	// Aging withdraws: br1 ages after 3s.
+	for _, h := range []*testutil.NS{a.Host(2), b.Host(2)} {
+		h.MustExec(t, "ip", "neigh", "flush", "all")
+	}
+	eventually(t, 15*time.Second, "site 2 loses site 1's h2 once it aged out", func() (bool, string) {
+		e, ok := b.entry("br1", a.mac(2))
+		return !ok, fmt.Sprintf("%+v", e)
+	})
+	if o := b.overlay(2000); o.RemoteMACs != 0 {
+		t.Errorf("site 2's VNI 2000 after aging: %+v", o)
+	}
+	// The remote entries were never aged: site 2's own view of site 1's h2
+	// went because site 1 withdrew it, and the other way round.
+	eventually(t, 15*time.Second, "site 1 loses site 2's h2 once it aged out", func() (bool, string) {
+		e, ok := a.entry("br1", b.mac(2))
+		return !ok, fmt.Sprintf("%+v", e)
+	})
+
+	a.Stop()
+	b.Stop()
+	// Without persist the daemons remove what they made: zebra withdraws.
+	for _, s := range []*site{a, b} {
+		if out, _ := s.SW.Exec("ip", "-o", "link", "show"); strings.Contains(out, "tvx") || strings.Contains(out, "tbr") || strings.Contains(out, "tad") {
+			t.Errorf("site %d: the daemon left its overlay devices:\n%s", s.n, out)
+		}
+	}
+}
+
+// TestOverlayEBGP: the same over eBGP, each host its own AS: flood lists,
+// remote entries and a ping across; and a port that goes down withdraws.
+func TestOverlayEBGP(t *testing.T) {
+	t.Parallel()
+	a, b := newPair(t, "tc", true)
+	waitFlood(t, a, b)
+	pingFirst(t, a.Host(1), b.ip(1))
+	eventually(t, 5*time.Second, "site 2: site 1's h1 remote", func() (bool, string) {
+		e, ok := b.entry("br0", a.mac(1))
+		return ok && e.Port == "tvx1000" && e.VTEP == a.vtep, fmt.Sprintf("%+v", e)
+	})
+	// A port that goes down withdraws its stations.
+	a.Host(1).MustExec(t, "ip", "link", "set", "dev", "eth0", "down")
+	eventually(t, 5*time.Second, "site 2 loses site 1's h1 once its port is down", func() (bool, string) {
+		e, ok := b.entry("br0", a.mac(1))
+		return !ok, fmt.Sprintf("%+v", e)
+	})
+}
+
+// TestOverlayVLANs: on a VLAN-aware bridge each overlay port carries its
+// VLAN: site 1 has one bridge with h1 in VLAN 10 (VNI 1000) and h2 in
+// VLAN 20 (VNI 2000), site 2 a bridge a VNI; each VLAN reaches its VNI
+// only, and remote entries are in their VLAN.
+func TestOverlayVLANs(t *testing.T) {
+	t.Parallel()
+	a, b := newPair(t, "tc", false, true)
+	waitFlood(t, a, b)
+	pingFirst(t, a.Host(1), b.ip(1))
+	pingFirst(t, a.Host(2), b.ip(2))
+	if err := a.Host(1).Ping(b.ip(2), 2); err == nil {
+		t.Errorf("site 1's h1 (VLAN 10, VNI 1000) reached site 2's h2 (VNI 2000)")
+	}
+	for _, c := range []struct {
+		i    int
+		vlan uint16
+		port string
+	}{{1, 10, "tvx1000"}, {2, 20, "tvx2000"}} {
+		eventually(t, 5*time.Second, fmt.Sprintf("site 1: site 2's h%d remote in VLAN %d", c.i, c.vlan), func() (bool, string) {
+			e, ok := a.entry("br0", b.mac(c.i))
+			return ok && e.VLAN == c.vlan && e.Port == c.port && e.VTEP == b.vtep, fmt.Sprintf("%+v", e)
+		})
+	}
+}
+
+// TestVTEPRefused: an overlay port with no vtep is refused by check, and a
+// vtep that is no address of the namespace by the daemon, which exits.
+func TestVTEPRefused(t *testing.T) {
+	t.Parallel()
+	l := harness.NewLab(t, 1)
+	bad := filepath.Join(l.Dir, "novtep.toml")
+	body := fmt.Sprintf("[daemon]\nsocket = %q\n[[bridge]]\nname = \"br0\"\n[[bridge.port]]\ninterface = \"port-h1\"\n[[bridge.port]]\nvxlan = 1000\n", l.Sock)
+	if err := os.WriteFile(bad, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.CLI("check", bad)
+	if err == nil || !strings.Contains(out, bad+":8: daemon.vtep: is required") {
+		t.Errorf("check of an overlay port with no vtep: %v\n%s", err, out)
+	}
+	l.WriteConfig(strings.Replace(body, "[daemon]\n", "[daemon]\nvtep = \"198.51.100.9\"\n", 1))
+	out, err = l.SW.Exec(harness.Bin, "run", "--config", l.Cfg)
+	if err == nil || !strings.Contains(out, l.Cfg+":2: daemon.vtep: 198.51.100.9 is not an address of this namespace") {
+		t.Errorf("a daemon with a vtep of no interface: %v\n%s", err, out)
+	}
+	if out, _ := l.SW.Exec("ip", "-o", "link", "show"); strings.Contains(out, "tvx1000") {
+		t.Errorf("the refused daemon made the overlay's devices:\n%s", out)
+	}
+}
+
+// TestXDPHostPorts: host ports at XDP cannot hand frames to the overlay
+// yet (a vxlan device has no ndo_xdp_xmit, so it takes no XDP redirect,
+// and xdp ports do not yet pass overlay-bound frames to tc): the overlay
+// port stays down and says why, and advertises nothing.
+func TestXDPHostPorts(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, 1, "xdp")
+	s.WriteConfig(s.config(""))
+	s.Start()
+	if err := s.Host(1).RawSend("eth0", harness.Marked(net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, s.mac(1), "xdp-overlay")); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range s.Show().Bridges {
+		for _, p := range b.Ports {
+			if p.Overlay == nil {
+				continue
+			}
+			if p.State != "down" || !strings.Contains(p.Reason, "ndo_xdp_xmit") {
+				t.Errorf("overlay port %s beside xdp ports: %s, %q; want down, with no ndo_xdp_xmit as the reason", p.Name, p.State, p.Reason)
+			}
+			if p.Overlay.LocalMACs != 0 {
+				t.Errorf("overlay port %s is down and advertises %d MACs", p.Name, p.Overlay.LocalMACs)
+			}
+		}
+	}
+}
+
+// evpnMAC is zebra's view of a MAC of a VNI (show evpn mac vni N mac M json).
+type evpnMAC struct {
+	Type           string `json:"type"`
+	LocalSequence  int    `json:"localSequence"`
+	RemoteSequence int    `json:"remoteSequence"`
+	RemoteVTEP     string `json:"remoteVtep"`
+}
+
+func (s *site) evpnMAC(t *testing.T, vni int, mac net.HardwareAddr) evpnMAC {
+	t.Helper()
+	out := s.vtysh(t, fmt.Sprintf("show evpn mac vni %d mac %s json", vni, mac))
+	var ms map[string]evpnMAC // by MAC
+	if err := json.Unmarshal([]byte(out), &ms); err != nil {
+		return evpnMAC{Type: "unparsed: " + strings.TrimSpace(out)}
+	}
+	return ms[mac.String()]
+}
+
+// setMAC gives host i of s a MAC and forgets its ARP entries, as a VM
+// that moved would.
+func (s *site) setMAC(t *testing.T, i int, mac net.HardwareAddr) {
+	h := s.Host(i)
+	h.MustExec(t, "ip", "link", "set", "dev", "eth0", "address", mac.String())
+	h.MustExec(t, "ip", "neigh", "flush", "all")
+}
+
+// TestOverlayMove: a station that moves from one host to the other and
+// back moves in both tables, between a host port and the overlay port,
+// and zebra's sequence numbers rise at each move (RFC 7432 section 15).
+func TestOverlayMove(t *testing.T) {
+	t.Parallel()
+	a, b := newPair(t, "tc", false)
+	waitFlood(t, a, b)
+	m := a.mac(1)
+	pingFirst(t, a.Host(1), b.ip(1))
+	// where waits until each site's entry for m is where want says: the
+	// site's own host port or the overlay port, behind the other's VTEP.
+	where := func(what string, local, remote *site) {
+		t.Helper()
+		eventually(t, 10*time.Second, what, func() (bool, string) {
+			le, lok := local.entry("br0", m)
+			re, rok := remote.entry("br0", m)
+			return lok && le.Port == harness.PortName(1) && le.VTEP == "" && rok && re.Port == "tvx1000" && re.VTEP == local.vtep,
+				fmt.Sprintf("site %d: %+v; site %d: %+v", local.n, le, remote.n, re)
+		})
+	}
+	where("m local at site 1", a, b)
+	seq0 := a.evpnMAC(t, 1000, m)
+
+	// The station moves to site 2: site 1's h1 takes another address,
+	// site 2's h1 takes m and speaks.
+	a.setMAC(t, 1, net.HardwareAddr{2, 0, 0, 0, 1, 0x77})
+	b.setMAC(t, 1, m)
+	pingFirst(t, b.Host(1), a.ip(1))
+	where("m moved to site 2", b, a)
+	seq1 := b.evpnMAC(t, 1000, m)
+	if seq1.Type != "local" || seq1.LocalSequence <= seq0.LocalSequence {
+		t.Errorf("zebra at site 2 after the move: %+v; before, at site 1: %+v: want local with a higher sequence", seq1, seq0)
+	}
+	if r := a.evpnMAC(t, 1000, m); r.Type != "remote" || r.RemoteSequence != seq1.LocalSequence {
+		t.Errorf("zebra at site 1 after the move: %+v; want remote, sequence %d", r, seq1.LocalSequence)
+	}
+
+	// And back.
+	b.setMAC(t, 1, net.HardwareAddr{2, 0, 0, 0, 2, 0x77})
+	a.setMAC(t, 1, m)
+	pingFirst(t, a.Host(1), b.ip(1))
+	where("m moved back to site 1", a, b)
+	seq2 := a.evpnMAC(t, 1000, m)
+	if seq2.Type != "local" || seq2.LocalSequence <= seq1.LocalSequence {
+		t.Errorf("zebra at site 1 after the move back: %+v; at site 2 before: %+v: want local with a higher sequence", seq2, seq1)
+	}
+	t.Logf("sequence numbers: %d, %d, %d", seq0.LocalSequence, seq1.LocalSequence, seq2.LocalSequence)
+}
+
+// TestOverlayRestart: a daemon with persist restarted takes its VNIs over
+// and withdraws nothing (the other host's remote entry never goes, and
+// zebra's sequence number stays); trestle down then removes them, and the
+// other host's routes go.
+func TestOverlayRestart(t *testing.T) {
+	t.Parallel()
+	testutil.RequireNetns(t)
+	testutil.RequireCmd(t, zebraBin, bgpdBin, "vtysh", "chown", "nsenter")
+	testutil.RequireBPFFS(t)
+	a, b := newSite(t, 1, "tc"), newSite(t, 2, "tc")
+	joinUnderlay(t, a, b)
+	a.WriteConfig(a.config("persist = true\n"))
+	t.Cleanup(func() {
+		if a.Daemon != nil {
+			_ = a.Daemon.Stop()
+		}
+		if out, err := a.SW.ExecNetOnly(harness.Bin, "down", "--socket", a.Sock); err != nil {
+			t.Errorf("cleanup: trestle down: %v %s", err, out)
+		}
+	})
+	a.StartNet(harness.Bin)
+	a.startFRR(t, b)
+	b.startFRR(t, a)
+	b.WriteConfig(b.config(""))
+	b.Start()
+	waitFlood(t, a, b)
+	pingFirst(t, a.Host(1), b.ip(1))
+	eventually(t, 5*time.Second, "site 2: site 1's h1 remote", func() (bool, string) {
+		e, ok := b.entry("br0", a.mac(1))
+		return ok && e.VTEP == a.vtep, fmt.Sprintf("%+v", e)
+	})
+	seq := b.evpnMAC(t, 1000, a.mac(1))
+
+	// Watch site 2's table while site 1's daemon restarts.
+	stop, lost := make(chan struct{}), make(chan string, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			out, err := b.CLI("fdb", "show", "br0", "--json")
+			var es []ctl.FDBEntry
+			if err != nil || json.Unmarshal([]byte(out), &es) != nil {
+				continue
+			}
+			if !slices.ContainsFunc(es, func(e ctl.FDBEntry) bool { return e.MAC == a.mac(1).String() }) {
+				lost <- fmt.Sprintf("%+v", es)
+				return
+			}
+		}
+	}()
+	if err := a.Daemon.Stop(); err != nil && !strings.Contains(err.Error(), "terminated") {
+		t.Errorf("daemon exit: %v", err)
+	}
+	a.StartNet(harness.Bin)
+	time.Sleep(time.Second) // ten syncs
+	close(stop)
+	<-watched
+	select {
+	case es := <-lost:
+		t.Errorf("site 2 lost site 1's h1 while site 1's daemon restarted (withdrawn): %s", es)
+	default:
+	}
+	if !strings.Contains(a.Daemon.Out.String(), "overlay VNIs of an earlier daemon taken over") {
+		t.Errorf("the restarted daemon did not take its VNIs over:\n%s", a.Daemon.Out.String())
+	}
+	if now := b.evpnMAC(t, 1000, a.mac(1)); now.Type != "remote" || now.RemoteSequence != seq.RemoteSequence {
+		t.Errorf("site 2's view of site 1's h1 after the restart: %+v, before %+v", now, seq)
+	}
+	if err := a.Host(1).Ping(b.ip(1), 3); err != nil {
+		t.Errorf("ping after the restart: %v", err)
+	}
+
+	// trestle down removes the VNIs: site 2's routes from site 1 go.
+	if err := a.Daemon.Stop(); err != nil && !strings.Contains(err.Error(), "terminated") {
+		t.Errorf("daemon exit: %v", err)
+	}
+	a.Daemon = nil
+	out, err := a.SW.ExecNetOnly(harness.Bin, "down", "--socket", a.Sock)
+	if err != nil || !strings.Contains(out, "removed overlay VNI 1000 (tvx1000, tbr1000, tad1000)") {
+		t.Errorf("trestle down: %v\n%s", err, out)
+	}
+	eventually(t, 10*time.Second, "site 2 loses site 1's routes after trestle down", func() (bool, string) {
+		_, ok := b.entry("br0", a.mac(1))
+		o := b.overlay(1000)
+		return !ok && o != nil && len(o.FloodList) == 0, fmt.Sprintf("entry %v, overlay %+v", ok, o)
+	})
+}
