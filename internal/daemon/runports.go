@@ -217,8 +217,20 @@ func (d *Daemon) loadRun() {
 		d.log.Warn("the run-time ports recorded are unreadable; none is taken back", "err", err)
 		return
 	}
+	taken := map[string]string{} // interface -> bridge
 	for _, rp := range rf.Ports {
 		if rp == nil {
+			continue
+		}
+		// What port.add refuses is refused here too: the merge takes
+		// these as they are, and an interface twice would be two ports
+		// (two slots) on one ifindex.
+		if b, ok := taken[rp.Interface]; ok {
+			d.log.Warn("a recorded run-time port names an interface recorded before it; dropped", "bridge", rp.Bridge, "port", rp.Interface, "first", b)
+			continue
+		}
+		if err := checkOwner(rp.Owner); err != nil {
+			d.log.Warn("a recorded run-time port has an owner port.add refuses; dropped", "bridge", rp.Bridge, "port", rp.Interface, "err", err)
 			continue
 		}
 		p, err := parseRunPort(rp.Bridge, rp.Interface, rp.Args)
@@ -226,6 +238,7 @@ func (d *Daemon) loadRun() {
 			d.log.Warn("a recorded run-time port no longer parses; dropped", "bridge", rp.Bridge, "port", rp.Interface, "err", err)
 			continue
 		}
+		taken[rp.Interface] = rp.Bridge
 		rp.port = p
 		d.run = append(d.run, rp)
 	}

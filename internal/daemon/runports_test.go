@@ -458,3 +458,30 @@ func TestRunPortAddFullSwitch(t *testing.T) {
 		t.Errorf("add to a full switch: %v", err)
 	}
 }
+
+// A store that names an interface twice (in one bridge or two), or an
+// owner port.add refuses, takes back the first entry of each interface
+// only: the merge does not check the store again, and one ifindex made
+// three ports with three slots.
+func TestRunPortsStoreTakesBackWhatPortAddTakes(t *testing.T) {
+	st, err := openState(filepath.Join(t.TempDir(), "inst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	w.d.state = st
+	for _, n := range []string{"p1", "r1", "r2"} {
+		w.sys.add(n, "veth")
+	}
+	store := `{"ports":[{"bridge":"br0","interface":"r1","owner":"a"},{"bridge":"br1","interface":"r1"},{"bridge":"br0","interface":"r1","owner":"b"},` +
+		`{"bridge":"br0","interface":"r2","owner":"x\n\u001b[2J"}]}`
+	if err := os.WriteFile(st.runFile(), []byte(store), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.d.loadRun()
+	w.mustApply(bridges("br0=p1") + "[[bridge]]\nname = \"br1\"\n")
+	all := w.list("")
+	if len(all) != 2 || all["br0/r1"].Owner != "a" {
+		t.Errorf("ports after taking the store back: %+v", all)
+	}
+}
