@@ -164,3 +164,32 @@ func TestTopEscapesNames(t *testing.T) {
 		t.Errorf("top printed a port's name raw: %q", out)
 	}
 }
+
+// A FIFO another user planted where a capture will write (a shared /tmp)
+// is refused: its reader would get the tenants' frames that O_EXCL and
+// O_NOFOLLOW keep from a planted file or link.
+func TestCaptureFileRefusesAnotherUsersFIFO(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the FIFO to another user")
+	}
+	fifo := filepath.Join(t.TempDir(), "cap.pcap")
+	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(fifo, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	f, err := createCaptureFile(fifo)
+	if err == nil {
+		f.Close()
+		t.Fatal("capture -w wrote into another user's FIFO")
+	}
+	if !strings.Contains(err.Error(), "another user") {
+		t.Errorf("refusal: %v", err)
+	}
+}
