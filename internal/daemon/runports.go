@@ -214,7 +214,13 @@ func (d *Daemon) loadRun() {
 	}
 	rf, err := d.state.loadRun()
 	if err != nil {
-		d.log.Warn("the run-time ports recorded are unreadable; none is taken back", "err", err)
+		// Kept aside, not left where the next port.add writes over it:
+		// what it held can still be read, and added again, by hand.
+		kept := d.state.runFile() + ".unreadable"
+		if rerr := os.Rename(d.state.runFile(), kept); rerr != nil {
+			kept = ""
+		}
+		d.log.Warn("the run-time ports recorded are unreadable; none is taken back", "err", err, "kept_as", kept)
 		return
 	}
 	taken := map[string]string{} // interface -> bridge

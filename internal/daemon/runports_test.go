@@ -359,6 +359,13 @@ func TestRunPortsStore(t *testing.T) {
 	if len(w3.d.run) != 0 {
 		t.Errorf("an unreadable store gave %d ports", len(w3.d.run))
 	}
+	// It is kept aside for the operator, not written over by the next add.
+	if b, err := os.ReadFile(st.runFile() + ".unreadable"); err != nil || string(b) != "{nope" {
+		t.Errorf("the unreadable store was not kept aside: %q %v", b, err)
+	}
+	if _, err := os.Stat(st.runFile()); !os.IsNotExist(err) {
+		t.Errorf("the unreadable store is still where the next add writes: %v", err)
+	}
 }
 
 // A state directory another user may write is refused.
