@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
@@ -406,12 +407,19 @@ func (d *Daemon) portOwnerOf(iface string) string {
 	return ""
 }
 
+// checkOwner refuses an owner that is too long, not UTF-8 (ports.json,
+// being JSON, would take it back changed, and port del --owner would no
+// longer find it), or holds a control character (C0, DEL or C1: it is
+// printed to terminals).
 func checkOwner(o string) error {
 	if len(o) > maxOwner {
 		return fmt.Errorf("owner: longer than %d bytes", maxOwner)
 	}
+	if !utf8.ValidString(o) {
+		return errors.New("owner: not UTF-8 text")
+	}
 	for _, r := range o {
-		if r < ' ' || r == 0x7f {
+		if r < ' ' || r == 0x7f || r >= 0x80 && r <= 0x9f {
 			return errors.New("owner: contains a control character")
 		}
 	}

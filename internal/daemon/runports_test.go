@@ -492,3 +492,32 @@ func TestRunPortsStoreTakesBackWhatPortAddTakes(t *testing.T) {
 		t.Errorf("ports after taking the store back: %+v", all)
 	}
 }
+
+// An owner is free text within bounds: what would reach a terminal as a
+// control, or come back from ports.json changed, is refused, and nothing
+// changes.
+func TestRunPortOwnerRefused(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "r1"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1"))
+	for _, c := range []struct{ name, owner, want string }{
+		{"newline", "net c1\neth0", "control character"},
+		{"escape", "vm\x1b]0;x\x07", "control character"},
+		{"C1", "vm\u009b31m", "control character"},
+		{"not UTF-8", "vm\xff", "not UTF-8"},
+		{"too long", strings.Repeat("o", maxOwner+1), fmt.Sprintf("longer than %d bytes", maxOwner)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, run := w.dp.snapshot(), len(w.d.run)
+			if _, err := w.portAdd("br0", "r1", c.owner); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("owner %q: %v, want %q", c.owner, err, c.want)
+			}
+			if w.dp.snapshot() != before || len(w.d.run) != run {
+				t.Errorf("a refused owner changed the running state")
+			}
+		})
+	}
+	w.mustPortAdd("br0", "r1", strings.Repeat("o", maxOwner-len("ü"))+"ü")
+}
