@@ -308,7 +308,8 @@ func writeAtomic(path string, v any) error {
 }
 
 // portAdd adds a run-time port and answers once it forwards (attached),
-// or with why not; on an error nothing running changes.
+// or with why not; on an error nothing running changes (but for a port
+// whose interface is gone, which the pending link events drop anyway).
 func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -324,6 +325,23 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	}
 	if req.Port == "" {
 		return ctl.PortEntry{}, errors.New("which interface? trestle port add BRIDGE INTERFACE [KEY=VALUE...]")
+	}
+	// A run-time port on this interface name whose interface went (and
+	// maybe came back as another) before the link events were handled:
+	// the switch is moved past that first, so that this add attaches what
+	// the name is now, instead of answering with the old port, or refusing
+	// the name as taken, and the next reconcile dropping it.
+	for _, rp := range d.run {
+		if rp.Interface == req.Port && d.runPortGone(rp) != "" {
+			if err := d.apply(d.cfg); err != nil {
+				return ctl.PortEntry{}, fmt.Errorf("port %q not added: %w", req.Port, err)
+			}
+			b, ok = d.bridges[req.Bridge]
+			if !ok {
+				return ctl.PortEntry{}, errNoBridge(req.Bridge)
+			}
+			break
+		}
 	}
 	if old := d.runPortOf(req.Bridge, req.Port); old != nil && old.Owner == req.Owner && slices.Equal(old.Args, req.Args) {
 		if p := b.port(req.Port); p != nil {

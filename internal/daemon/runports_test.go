@@ -521,3 +521,31 @@ func TestRunPortOwnerRefused(t *testing.T) {
 	}
 	w.mustPortAdd("br0", "r1", strings.Repeat("o", maxOwner-len("ü"))+"ü")
 }
+
+// An interface that went and came back under the same name before the
+// daemon handled the link events (a CNI ADD retried for the same container
+// and interface in a fresh namespace: the host end's name is the same) is
+// a new interface: the same add again attaches it, not answers with the
+// old port, which the next reconcile would drop as "now another interface".
+func TestRunPortAddOfARecreatedInterface(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "r1"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1"))
+	w.mustPortAdd("br0", "r1", "net c1 eth0", "max_macs=4")
+	w.sys.del("r1")
+	l := w.sys.add("r1", "veth") // no reconcile yet: the events are queued
+	e := w.mustPortAdd("br0", "r1", "net c1 eth0", "max_macs=4")
+	if e.Ifindex != l.Index {
+		t.Errorf("the add answered ifindex %d, the interface is %d now", e.Ifindex, l.Index)
+	}
+	w.d.reconcile() // the link events, handled late
+	got := w.list("br0")["br0/r1"]
+	if got.Origin != originRun || got.Ifindex != l.Index || got.State != stateUp {
+		t.Errorf("after the link events: %+v", got)
+	}
+	if w.d.runPortOf("br0", "r1") == nil {
+		t.Errorf("the store lost the port")
+	}
+}
