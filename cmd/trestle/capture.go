@@ -316,7 +316,7 @@ func (s *ngSink) flush() error { return s.w.Flush() }
 // is there already (O_EXCL: capture overwrites nothing, so a link or a file
 // planted where a root capture will write cannot make it write elsewhere).
 // A character device or a FIFO that is there (/dev/null, a named pipe to a
-// reader) is written to, not replaced.
+// reader) is written to, not replaced, if this user or root owns it.
 func createCaptureFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if errors.Is(err, fs.ErrExist) {
@@ -359,6 +359,14 @@ func openCaptureStream(path string) (*os.File, error) {
 	if err != nil || fi.Mode()&(fs.ModeCharDevice|fs.ModeNamedPipe) == 0 {
 		f.Close()
 		return nil, refuse("a file")
+	}
+	// A FIFO another user made where a capture will write (a shared /tmp)
+	// is that user's way to the frames: written only if this user or root
+	// owns it. (This open has no O_CREAT, so fs.protected_fifos does not
+	// stop it as it stops one that has.)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		f.Close()
+		return nil, refuse(fmt.Sprintf("a %s of uid %d, another user", map[bool]string{true: "FIFO", false: "device"}[fi.Mode()&fs.ModeNamedPipe != 0], st.Uid))
 	}
 	return f, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -49,3 +50,12 @@ func (x escaper) Write(p []byte) (int, error) {
 // escaper: for listings meant for a terminal (JSON escapes on its own, and
 // a pcap on stdout must pass untouched).
 func (e *env) plainText() { e.stdout = escaper{e.stdout} }
+
+// escapeText is s as an escaper writes it: for a name printed where the
+// whole output cannot pass through one (top's screen, whose lines end in
+// "\r\n" in raw mode).
+func escapeText(s string) string {
+	var b strings.Builder
+	_, _ = escaper{&b}.Write([]byte(s))
+	return b.String()
+}

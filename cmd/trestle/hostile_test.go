@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/trestle/trestle/internal/ctl"
 )
@@ -149,5 +150,46 @@ func TestEscaper(t *testing.T) {
 	out, code := runCLI(t, map[string]string{"TRESTLE_SOCKET": sock}, "show")
 	if code != 0 || strings.Contains(out, "\x1b") || !strings.Contains(out, `peer \x1b[2Jx`) {
 		t.Errorf("show printed a peer's name raw: %d %q", code, out)
+	}
+}
+
+// top's screen escapes names too: it is drawn apart from the escaper
+// (raw mode ends its lines in "\r\n"), so its cells are escaped one by one.
+func TestTopEscapesNames(t *testing.T) {
+	var b strings.Builder
+	rows := []topRow{{Bridge: "br0", Port: "tap\x1b[2J", Mode: "tc", Drops: map[string]float64{"runt": 1}}}
+	renderTop(&b, rows, 0, time.Second, time.Now(), true, "\r\n")
+	out := b.String()
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, `tap\x1b[2J`) {
+		t.Errorf("top printed a port's name raw: %q", out)
+	}
+}
+
+// A FIFO another user planted where a capture will write (a shared /tmp)
+// is refused: its reader would get the tenants' frames that O_EXCL and
+// O_NOFOLLOW keep from a planted file or link.
+func TestCaptureFileRefusesAnotherUsersFIFO(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the FIFO to another user")
+	}
+	fifo := filepath.Join(t.TempDir(), "cap.pcap")
+	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(fifo, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	f, err := createCaptureFile(fifo)
+	if err == nil {
+		f.Close()
+		t.Fatal("capture -w wrote into another user's FIFO")
+	}
+	if !strings.Contains(err.Error(), "another user") {
+		t.Errorf("refusal: %v", err)
 	}
 }

@@ -230,6 +230,8 @@ gone (its interfaces went with it; its maps would stay pinned until reboot).`,
 			if e.json {
 				return e.printJSON(res)
 			}
+			// Veth peers' names are their tenants' to choose.
+			e.plainText()
 			if !res.Found {
 				fmt.Fprintf(e.stdout, "nothing to remove: no persisted datapath for %s in this namespace (%s)\n", sock, res.PinDir)
 				return nil

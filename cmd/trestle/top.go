@@ -154,7 +154,7 @@ func renderTop(w io.Writer, rows []topRow, key int, every time.Duration, now tim
 	tw := tabwriter.NewWriter(&b, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "BRIDGE\tPORT\tMODE\tRX PPS\tRX BIT/S\tTX PPS\tTX BIT/S\tFLOOD/S\tDROPS/S\tLEARN/S\tMOVE/S\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Bridge, r.Port, r.Mode,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", escapeText(r.Bridge), escapeText(r.Port), escapeText(r.Mode),
 			si(r.RxPPS, ""), si(r.RxBPS, "b"), si(r.TxPPS, ""), si(r.TxBPS, "b"),
 			si(r.FloodPS, ""), si(r.DropPS, ""), si(r.LearnedPS, ""), si(r.MovedPS, ""))
 	}
@@ -169,7 +169,7 @@ func renderTop(w io.Writer, rows []topRow, key int, every time.Duration, now tim
 			parts = append(parts, fmt.Sprintf("%s %s", reason, si(v, "/s")))
 		}
 		sort.Strings(parts)
-		drops = append(drops, fmt.Sprintf("drops on %s/%s: %s", r.Bridge, r.Port, strings.Join(parts, ", ")))
+		drops = append(drops, fmt.Sprintf("drops on %s/%s: %s", escapeText(r.Bridge), escapeText(r.Port), strings.Join(parts, ", ")))
 	}
 	if len(drops) > 0 {
 		b.WriteString("\n" + strings.Join(drops, "\n") + "\n")

@@ -68,12 +68,18 @@ type Counters interface {
 	PortMACs(slot uint16) (int, error)
 	BridgeMACs(id uint16) (int, error)
 	// VLANs are the VLANs the datapath holds, with the index of their
-	// counters (VLANStats).
+	// counters (VLANStats). They read the datapath's own record, which an
+	// apply writes: only under d.mu.
 	VLANs() ([]datapath.VLAN, error)
 	VLANStats(index uint16) (tbpf.VLANStats, error)
 	// FilterCounters are a bridge's per-rule counts; false while its
-	// filter is not in the datapath.
+	// filter is not in the datapath. FilterCounterIDs names the counters
+	// from the datapath's own record of the rule sets, which an apply
+	// writes (only under d.mu, as FilterCounters); ReadFilterCounters
+	// reads them from the map alone, safe outside it (a metrics scrape).
 	FilterCounters(bridge uint16) (datapath.FilterCounts, bool, error)
+	FilterCounterIDs(bridge uint16) (datapath.FilterCounterIDs, bool, error)
+	ReadFilterCounters(datapath.FilterCounterIDs) (datapath.FilterCounts, error)
 }
 
 // Conntrack is the filter's table of tracked connections.

@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netns"
@@ -210,11 +213,14 @@ func liveNetnsCookies() (map[uint64]bool, error) {
 // socketHeld says whether a process listens on the control socket (a
 // connection is accepted into its backlog even when nothing reads it), and
 // whether it answers a request within 2 s. A socket file with no listener
-// (a daemon killed with -9) refuses the connection: not held.
+// (a daemon killed with -9) refuses the connection, and a missing one is
+// not there: not held. Any other failure to connect is held: a hung
+// daemon whose backlog is full answers EAGAIN (clients that gave up on it
+// leave their connections queued), and its datapath is no less live.
 func socketHeld(socket string) (held, answers bool) {
 	c, err := net.DialTimeout("unix", socket, 2*time.Second)
 	if err != nil {
-		return false, false
+		return !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, fs.ErrNotExist), false
 	}
 	c.Close()
 	return true, ctl.CallWithin(socket, ctl.Request{Cmd: ctl.CmdShow}, nil, 2*time.Second) == nil

@@ -248,6 +248,20 @@ type fakeCounters struct {
 	table       *fakeTable
 	stats       map[uint16]tbpf.PortStats // by slot
 	filterCount map[uint16]datapath.FilterCounts
+	// lock, when a test sets it (the daemon's d.mu), is checked held by
+	// the calls that read the real datapath's Go-side record (VLANs,
+	// FilterCounterIDs, FilterCounters); those made without it are named
+	// in unlocked.
+	lock     *sync.Mutex
+	unlocked []string
+}
+
+// held notes a call made without f.lock held.
+func (f *fakeCounters) held(call string) {
+	if f.lock != nil && f.lock.TryLock() {
+		f.lock.Unlock()
+		f.unlocked = append(f.unlocked, call)
+	}
 }
 
 func (f *fakeCounters) Stats(slot uint16) (tbpf.PortStats, error) { return f.stats[slot], nil }
@@ -273,10 +287,26 @@ func (f *fakeCounters) PortMACs(slot uint16) (int, error) {
 }
 
 func (f *fakeCounters) FilterCounters(id uint16) (datapath.FilterCounts, bool, error) {
+	f.held("FilterCounters")
 	c, ok := f.filterCount[id]
 	return c, ok, nil
 }
-func (f *fakeCounters) VLANs() ([]datapath.VLAN, error)          { return nil, nil }
+
+// FilterCounterIDs names a bridge's counts in the fake by the bridge's id.
+func (f *fakeCounters) FilterCounterIDs(id uint16) (datapath.FilterCounterIDs, bool, error) {
+	f.held("FilterCounterIDs")
+	_, ok := f.filterCount[id]
+	return datapath.FilterCounterIDs{Default: id}, ok, nil
+}
+
+func (f *fakeCounters) ReadFilterCounters(ids datapath.FilterCounterIDs) (datapath.FilterCounts, error) {
+	return f.filterCount[ids.Default], nil
+}
+
+func (f *fakeCounters) VLANs() ([]datapath.VLAN, error) {
+	f.held("VLANs")
+	return nil, nil
+}
 func (f *fakeCounters) VLANStats(uint16) (tbpf.VLANStats, error) { return tbpf.VLANStats{}, nil }
 
 // fakeConntrack is the Conntrack: it tracks nothing.

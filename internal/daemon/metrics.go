@@ -19,6 +19,7 @@ import (
 	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/datapath"
 )
 
 // The Prometheus endpoint ([daemon] metrics, --metrics). The collector reads
@@ -124,13 +125,19 @@ func gauge(desc *prometheus.Desc, v float64, labels ...string) prometheus.Metric
 // scrape is what a scrape needs of the daemon's state, copied under its
 // lock; the maps are read after the lock is released, so a scrape never
 // holds the daemon (a reload, a control request, the aging sweep) for longer
-// than this copy takes.
+// than this copy takes. What the datapath keeps of its own in Go (its
+// VLANs' counter indexes, its rule sets' counter ids) is copied under the
+// lock too: an apply writes those, and Go's maps do not take a reader
+// beside a writer (the runtime stops the process: "concurrent map read
+// and map write").
 type scrape struct {
 	applied, rejected  uint64
 	logged, suppressed map[string]uint64
 	moves              eventsLost
 	bridges            []bridgeScrape
 	vlanAware          bool
+	vlans              []datapath.VLAN // held by the datapath, with their counters' index
+	vlansErr           error
 }
 
 type eventsLost interface{ EventsLost() (uint64, error) }
@@ -141,6 +148,9 @@ type bridgeScrape struct {
 	maxEntries  int
 	aged        uint64
 	filter      bool
+	filterIDs   datapath.FilterCounterIDs // the running rule set's counters
+	filterOn    bool                      // the filter is in the datapath
+	filterErr   error
 	ruleActions []string // each rule's action, in order
 	defAction   string
 	vlans       []uint16
@@ -167,6 +177,9 @@ func (d *Daemon) scrape() scrape {
 		if b.cfg.DefaultBlock {
 			bsc.defAction = config.ActionBlock
 		}
+		if b.cfg.Filter {
+			bsc.filterIDs, bsc.filterOn, bsc.filterErr = d.counters.FilterCounterIDs(b.id)
+		}
 		for _, r := range b.rules() {
 			a := config.ActionPass
 			if r.Block {
@@ -186,6 +199,9 @@ func (d *Daemon) scrape() scrape {
 			bsc.ports = append(bsc.ports, portScrape{name: p.name(), mode: m, up: p.forwards(), slot: p.slot})
 		}
 		s.bridges = append(s.bridges, bsc)
+	}
+	if s.vlanAware {
+		s.vlans, s.vlansErr = d.counters.VLANs()
 	}
 	return s
 }
@@ -246,7 +262,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		c.collectFilter(ch, b)
 	}
 	if s.vlanAware {
-		c.collectVLANs(ch, s.bridges)
+		c.collectVLANs(ch, s)
 	}
 }
 
@@ -254,12 +270,16 @@ func (c *collector) collectFilter(ch chan<- prometheus.Metric, b bridgeScrape) {
 	if !b.filter {
 		return
 	}
-	counts, on, err := c.d.counters.FilterCounters(b.id)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.filterPackets, fmt.Errorf("bridge %s: %w", b.name, err))
+	if b.filterErr != nil {
+		ch <- prometheus.NewInvalidMetric(c.filterPackets, fmt.Errorf("bridge %s: %w", b.name, b.filterErr))
 		return
 	}
-	if !on {
+	if !b.filterOn {
+		return
+	}
+	counts, err := c.d.counters.ReadFilterCounters(b.filterIDs)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.filterPackets, fmt.Errorf("bridge %s: %w", b.name, err))
 		return
 	}
 	one := func(rule, action string, packets, bytes uint64) {
@@ -275,26 +295,26 @@ func (c *collector) collectFilter(ch chan<- prometheus.Metric, b bridgeScrape) {
 	one("default", b.defAction, counts.Default.Packets, counts.Default.Bytes)
 }
 
-func (c *collector) collectVLANs(ch chan<- prometheus.Metric, bs []bridgeScrape) {
-	held, err := c.d.counters.VLANs()
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.vlan[0], err)
+func (c *collector) collectVLANs(ch chan<- prometheus.Metric, s scrape) {
+	if s.vlansErr != nil {
+		ch <- prometheus.NewInvalidMetric(c.vlan[0], s.vlansErr)
 		return
 	}
 	index := map[[2]uint16]uint16{}
-	for _, v := range held {
+	for _, v := range s.vlans {
 		index[[2]uint16{v.Bridge, v.VID}] = v.Index
 	}
-	for _, b := range bs {
+	for _, b := range s.bridges {
 		for _, vid := range b.vlans {
-			var s tbpf.VLANStats
+			var vs tbpf.VLANStats
 			if idx, ok := index[[2]uint16{b.id, vid}]; ok {
-				if s, err = c.d.counters.VLANStats(idx); err != nil {
+				var err error
+				if vs, err = c.d.counters.VLANStats(idx); err != nil {
 					ch <- prometheus.NewInvalidMetric(c.vlan[0], fmt.Errorf("bridge %s VLAN %d: %w", b.name, vid, err))
 					continue
 				}
 			}
-			for i, v := range s.C {
+			for i, v := range vs.C {
 				ch <- counter(c.vlan[i], v, b.name, strconv.Itoa(int(vid)))
 			}
 		}

@@ -406,3 +406,44 @@ func TestMetricsSlowClients(t *testing.T) {
 		}
 	}
 }
+
+// A scrape reads what the datapath keeps in Go (its VLANs' counter
+// indexes, its rule sets' counter ids) under the daemon's lock only: an
+// apply writes those maps under it, and a scrape reading one beside that
+// write stops the daemon ("concurrent map read and map write"). The maps
+// themselves are read after the lock is released.
+func TestMetricsScrapeReadsDatapathRecordUnderLock(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2", "q1"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(`[[bridge]]
+name = "br0"
+[[bridge.port]]
+interface = "p1"
+vlan = 10
+[[bridge.port]]
+interface = "p2"
+trunk = [10]
+[[bridge]]
+name = "br1"
+filter = true
+[[bridge.port]]
+interface = "q1"
+[[bridge.rule]]
+action = "pass"
+ethertype = "arp"
+`)
+	w.dp.filterCount = map[uint16]datapath.FilterCounts{w.d.bridges["br1"].id: {Rules: []datapath.FilterCount{{Packets: 6, Bytes: 360}}}}
+	w.dp.fakeCounters.lock = &w.d.mu
+	n, err := testutil.GatherAndCount(w.d.registry(), "trestle_filter_packets_total", "trestle_vlan_rx_packets_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Errorf("the scrape gave no filter or VLAN series")
+	}
+	if len(w.dp.unlocked) > 0 {
+		t.Errorf("a scrape read the datapath's own record without the daemon's lock: %v", w.dp.unlocked)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
@@ -214,11 +215,29 @@ func (d *Daemon) loadRun() {
 	}
 	rf, err := d.state.loadRun()
 	if err != nil {
-		d.log.Warn("the run-time ports recorded are unreadable; none is taken back", "err", err)
+		// Kept aside, not left where the next port.add writes over it:
+		// what it held can still be read, and added again, by hand.
+		kept := d.state.runFile() + ".unreadable"
+		if rerr := os.Rename(d.state.runFile(), kept); rerr != nil {
+			kept = ""
+		}
+		d.log.Warn("the run-time ports recorded are unreadable; none is taken back", "err", err, "kept_as", kept)
 		return
 	}
+	taken := map[string]string{} // interface -> bridge
 	for _, rp := range rf.Ports {
 		if rp == nil {
+			continue
+		}
+		// What port.add refuses is refused here too: the merge takes
+		// these as they are, and an interface twice would be two ports
+		// (two slots) on one ifindex.
+		if b, ok := taken[rp.Interface]; ok {
+			d.log.Warn("a recorded run-time port names an interface recorded before it; dropped", "bridge", rp.Bridge, "port", rp.Interface, "first", b)
+			continue
+		}
+		if err := checkOwner(rp.Owner); err != nil {
+			d.log.Warn("a recorded run-time port has an owner port.add refuses; dropped", "bridge", rp.Bridge, "port", rp.Interface, "err", err)
 			continue
 		}
 		p, err := parseRunPort(rp.Bridge, rp.Interface, rp.Args)
@@ -226,6 +245,7 @@ func (d *Daemon) loadRun() {
 			d.log.Warn("a recorded run-time port no longer parses; dropped", "bridge", rp.Bridge, "port", rp.Interface, "err", err)
 			continue
 		}
+		taken[rp.Interface] = rp.Bridge
 		rp.port = p
 		d.run = append(d.run, rp)
 	}
@@ -288,7 +308,8 @@ func writeAtomic(path string, v any) error {
 }
 
 // portAdd adds a run-time port and answers once it forwards (attached),
-// or with why not; on an error nothing running changes.
+// or with why not; on an error nothing running changes (but for a port
+// whose interface is gone, which the pending link events drop anyway).
 func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -304,6 +325,23 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	}
 	if req.Port == "" {
 		return ctl.PortEntry{}, errors.New("which interface? trestle port add BRIDGE INTERFACE [KEY=VALUE...]")
+	}
+	// A run-time port on this interface name whose interface went (and
+	// maybe came back as another) before the link events were handled:
+	// the switch is moved past that first, so that this add attaches what
+	// the name is now, instead of answering with the old port, or refusing
+	// the name as taken, and the next reconcile dropping it.
+	for _, rp := range d.run {
+		if rp.Interface == req.Port && d.runPortGone(rp) != "" {
+			if err := d.apply(d.cfg); err != nil {
+				return ctl.PortEntry{}, fmt.Errorf("port %q not added: %w", req.Port, err)
+			}
+			b, ok = d.bridges[req.Bridge]
+			if !ok {
+				return ctl.PortEntry{}, errNoBridge(req.Bridge)
+			}
+			break
+		}
 	}
 	if old := d.runPortOf(req.Bridge, req.Port); old != nil && old.Owner == req.Owner && slices.Equal(old.Args, req.Args) {
 		if p := b.port(req.Port); p != nil {
@@ -387,12 +425,19 @@ func (d *Daemon) portOwnerOf(iface string) string {
 	return ""
 }
 
+// checkOwner refuses an owner that is too long, not UTF-8 (ports.json,
+// being JSON, would take it back changed, and port del --owner would no
+// longer find it), or holds a control character (C0, DEL or C1: it is
+// printed to terminals).
 func checkOwner(o string) error {
 	if len(o) > maxOwner {
 		return fmt.Errorf("owner: longer than %d bytes", maxOwner)
 	}
+	if !utf8.ValidString(o) {
+		return errors.New("owner: not UTF-8 text")
+	}
 	for _, r := range o {
-		if r < ' ' || r == 0x7f {
+		if r < ' ' || r == 0x7f || r >= 0x80 && r <= 0x9f {
 			return errors.New("owner: contains a control character")
 		}
 	}

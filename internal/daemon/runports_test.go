@@ -359,6 +359,13 @@ func TestRunPortsStore(t *testing.T) {
 	if len(w3.d.run) != 0 {
 		t.Errorf("an unreadable store gave %d ports", len(w3.d.run))
 	}
+	// It is kept aside for the operator, not written over by the next add.
+	if b, err := os.ReadFile(st.runFile() + ".unreadable"); err != nil || string(b) != "{nope" {
+		t.Errorf("the unreadable store was not kept aside: %q %v", b, err)
+	}
+	if _, err := os.Stat(st.runFile()); !os.IsNotExist(err) {
+		t.Errorf("the unreadable store is still where the next add writes: %v", err)
+	}
 }
 
 // A state directory another user may write is refused.
@@ -456,5 +463,89 @@ func TestRunPortAddFullSwitch(t *testing.T) {
 	_, err := w.portAdd("empty", "r1", "")
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the switch is full: its bridges have %d ports", config.MaxPorts)) {
 		t.Errorf("add to a full switch: %v", err)
+	}
+}
+
+// A store that names an interface twice (in one bridge or two), or an
+// owner port.add refuses, takes back the first entry of each interface
+// only: the merge does not check the store again, and one ifindex made
+// three ports with three slots.
+func TestRunPortsStoreTakesBackWhatPortAddTakes(t *testing.T) {
+	st, err := openState(filepath.Join(t.TempDir(), "inst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	w.d.state = st
+	for _, n := range []string{"p1", "r1", "r2"} {
+		w.sys.add(n, "veth")
+	}
+	store := `{"ports":[{"bridge":"br0","interface":"r1","owner":"a"},{"bridge":"br1","interface":"r1"},{"bridge":"br0","interface":"r1","owner":"b"},` +
+		`{"bridge":"br0","interface":"r2","owner":"x\n\u001b[2J"}]}`
+	if err := os.WriteFile(st.runFile(), []byte(store), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.d.loadRun()
+	w.mustApply(bridges("br0=p1") + "[[bridge]]\nname = \"br1\"\n")
+	all := w.list("")
+	if len(all) != 2 || all["br0/r1"].Owner != "a" {
+		t.Errorf("ports after taking the store back: %+v", all)
+	}
+}
+
+// An owner is free text within bounds: what would reach a terminal as a
+// control, or come back from ports.json changed, is refused, and nothing
+// changes.
+func TestRunPortOwnerRefused(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "r1"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1"))
+	for _, c := range []struct{ name, owner, want string }{
+		{"newline", "net c1\neth0", "control character"},
+		{"escape", "vm\x1b]0;x\x07", "control character"},
+		{"C1", "vm\u009b31m", "control character"},
+		{"not UTF-8", "vm\xff", "not UTF-8"},
+		{"too long", strings.Repeat("o", maxOwner+1), fmt.Sprintf("longer than %d bytes", maxOwner)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, run := w.dp.snapshot(), len(w.d.run)
+			if _, err := w.portAdd("br0", "r1", c.owner); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("owner %q: %v, want %q", c.owner, err, c.want)
+			}
+			if w.dp.snapshot() != before || len(w.d.run) != run {
+				t.Errorf("a refused owner changed the running state")
+			}
+		})
+	}
+	w.mustPortAdd("br0", "r1", strings.Repeat("o", maxOwner-len("ü"))+"ü")
+}
+
+// An interface that went and came back under the same name before the
+// daemon handled the link events (a CNI ADD retried for the same container
+// and interface in a fresh namespace: the host end's name is the same) is
+// a new interface: the same add again attaches it, not answers with the
+// old port, which the next reconcile would drop as "now another interface".
+func TestRunPortAddOfARecreatedInterface(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "r1"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(bridges("br0=p1"))
+	w.mustPortAdd("br0", "r1", "net c1 eth0", "max_macs=4")
+	w.sys.del("r1")
+	l := w.sys.add("r1", "veth") // no reconcile yet: the events are queued
+	e := w.mustPortAdd("br0", "r1", "net c1 eth0", "max_macs=4")
+	if e.Ifindex != l.Index {
+		t.Errorf("the add answered ifindex %d, the interface is %d now", e.Ifindex, l.Index)
+	}
+	w.d.reconcile() // the link events, handled late
+	got := w.list("br0")["br0/r1"]
+	if got.Origin != originRun || got.Ifindex != l.Index || got.State != stateUp {
+		t.Errorf("after the link events: %+v", got)
+	}
+	if w.d.runPortOf("br0", "r1") == nil {
+		t.Errorf("the store lost the port")
 	}
 }

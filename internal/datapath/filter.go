@@ -321,9 +321,18 @@ type FilterCounts struct {
 	Default, State FilterCount
 }
 
-// FilterCounters reads the counters of bridge id's running rule set.
-func (d *Datapath) FilterCounters(id uint16) (FilterCounts, bool, error) {
-	var out FilterCounts
+// FilterCounterIDs names the counters of bridge id's running rule set:
+// each rule's in order, the default action's and the tracked connections'.
+// ok is false when the bridge's live copy has no filter. It reads the
+// datapath's own record of the rule sets, which writing a bridge's filter
+// changes: call it where nothing writes the datapath (the daemon's lock).
+type FilterCounterIDs struct {
+	Rules          []uint16
+	Default, State uint16
+}
+
+func (d *Datapath) FilterCounterIDs(id uint16) (FilterCounterIDs, bool, error) {
+	var out FilterCounterIDs
 	f, err := d.filters()
 	if err != nil {
 		return out, false, err
@@ -336,6 +345,14 @@ func (d *Datapath) FilterCounters(id uint16) (FilterCounts, bool, error) {
 	if c == nil || live == 0 {
 		return out, false, nil
 	}
+	return FilterCounterIDs{Rules: slices.Clone(c.rules), Default: c.def, State: c.state}, true, nil
+}
+
+// ReadFilterCounters reads the counters ids names from the map alone, so
+// it may run while the datapath is written (a metrics scrape): a counter
+// given to another rule meanwhile reads as that rule's.
+func (d *Datapath) ReadFilterCounters(ids FilterCounterIDs) (FilterCounts, error) {
+	var out FilterCounts
 	read := func(n uint16) (FilterCount, error) {
 		per := make([]tbpf.FilterCount, d.ncpu)
 		if err := d.objs.FilterCounts.Lookup(uint32(n), &per); err != nil {
@@ -348,17 +365,33 @@ func (d *Datapath) FilterCounters(id uint16) (FilterCounts, bool, error) {
 		}
 		return s, nil
 	}
-	for _, n := range c.rules {
+	for _, n := range ids.Rules {
 		s, err := read(n)
 		if err != nil {
-			return out, false, err
+			return out, err
 		}
 		out.Rules = append(out.Rules, s)
 	}
-	if out.Default, err = read(c.def); err != nil {
-		return out, false, err
+	var err error
+	if out.Default, err = read(ids.Default); err != nil {
+		return out, err
 	}
-	if out.State, err = read(c.state); err != nil {
+	if out.State, err = read(ids.State); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// FilterCounters reads the counters of bridge id's running rule set
+// (FilterCounterIDs, then ReadFilterCounters: where nothing writes the
+// datapath).
+func (d *Datapath) FilterCounters(id uint16) (FilterCounts, bool, error) {
+	ids, ok, err := d.FilterCounterIDs(id)
+	if err != nil || !ok {
+		return FilterCounts{}, false, err
+	}
+	out, err := d.ReadFilterCounters(ids)
+	if err != nil {
 		return out, false, err
 	}
 	return out, true, nil

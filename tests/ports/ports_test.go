@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	tconfig "github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
@@ -280,8 +281,9 @@ func TestRunTimePortErrors(t *testing.T) {
 	}
 	intact("del of a file's port")
 
-	// A full bridge: 64 ports of veth pairs inside the switch's namespace.
-	n := 64
+	// A full bridge: as many ports as a bridge takes, of veth pairs inside
+	// the switch's namespace.
+	n := tconfig.MaxPortsPerBridge
 	for i := 0; i < n; i++ {
 		testutil.Veth(t, l.SW, fmt.Sprintf("fa%d", i), l.SW, fmt.Sprintf("fb%d", i), "")
 	}
