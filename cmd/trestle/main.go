@@ -209,19 +209,9 @@ gone (its interfaces went with it; its maps would stay pinned until reboot).`,
 				}
 				return nil
 			}
-			sock := e.socket
-			if sock == "" {
-				sock = e.getenv("TRESTLE_SOCKET")
-			}
-			if sock == "" && cfgPath != "" {
-				cfg, err := config.Load(cfgPath)
-				if err != nil {
-					return err
-				}
-				sock = cfg.Daemon.Socket
-			}
-			if sock == "" {
-				sock = ctl.DefaultSocket
+			sock, err := e.sockOf(cfgPath)
+			if err != nil {
+				return err
 			}
 			res, err := daemon.Down(sock, force)
 			if err != nil {
@@ -621,19 +611,53 @@ func dropSummary(drops map[string]uint64) string {
 }
 
 func (e *env) reloadCmd() *cobra.Command {
+	var cfgPath string
 	c := &cobra.Command{
-		Use:   "reload",
+		Use:   "reload [--config FILE]",
 		Short: "Make the daemon re-read its config and apply the difference",
-		Args:  cobra.NoArgs,
+		Long: `Make the daemon re-read its config file and apply the difference: ports
+whose settings did not change keep forwarding. A file with errors is refused
+with file, line and field, and the running state stays.
+
+The daemon is the one on --socket, TRESTLE_SOCKET, the [daemon] socket of
+--config FILE (what the systemd unit's ExecReload gives), or the default.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := e.call(ctl.Request{Cmd: ctl.CmdReload}, nil); err != nil {
+			sock, err := e.sockOf(cfgPath)
+			if err != nil {
+				return err
+			}
+			if err := ctl.Call(sock, ctl.Request{Cmd: ctl.CmdReload}, nil); err != nil {
 				return fmt.Errorf("reload rejected, running state kept: %w", err)
 			}
 			return e.done("reloaded")
 		},
 	}
+	c.Flags().StringVarP(&cfgPath, "config", "c", "", "the daemon's config file, for its socket")
 	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	return c
+}
+
+// sockOf is the control socket a command talks to: --socket, then
+// TRESTLE_SOCKET, then the [daemon] socket of the config file cfgPath names
+// (if any), then the default.
+func (e *env) sockOf(cfgPath string) (string, error) {
+	if s := e.socket; s != "" {
+		return s, nil
+	}
+	if s := e.getenv("TRESTLE_SOCKET"); s != "" {
+		return s, nil
+	}
+	if cfgPath != "" {
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
+			return "", err
+		}
+		if cfg.Daemon.Socket != "" {
+			return cfg.Daemon.Socket, nil
+		}
+	}
+	return ctl.DefaultSocket, nil
 }
 
 // done reports a change that has no data to show.
