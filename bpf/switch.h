@@ -125,13 +125,16 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	}
 
 	/* 2b. Which VLAN: on VLAN-aware bridges, from the port and the tag. */
-	if (vlan_aware && (br->flags & TR_BRIDGE_VLAN)) {
-		if (tr_vlan_ingress(p->data_end, f.eth, p->meta_proto, p->meta_tci, in, p->wire,
-				    &d->tag, &reason)) {
-			tr_drop(d, st, reason);
-			return;
+	if (vlan_aware) {
+		d->tag.in_vlan = f.vlan; /* the decision memo's key (lib/memo.h) */
+		if (br->flags & TR_BRIDGE_VLAN) {
+			if (tr_vlan_ingress(p->data_end, f.eth, p->meta_proto, p->meta_tci, in,
+					    p->wire, &d->tag, &reason)) {
+				tr_drop(d, st, reason);
+				return;
+			}
+			f.vlan = d->tag.vid;
 		}
-		f.vlan = d->tag.vid;
 	}
 
 	/* 3. A source address must be a station. */

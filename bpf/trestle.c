@@ -10,8 +10,9 @@
  * XDP and a tc implementation, chosen by a constant the compiler folds
  * (architecture.md rule 5).
  *
- * A frame like the last one this CPU forwarded in a plain bridge skips the
- * pipeline: the decision memo (lib/memo.h) counts it and sends it on.
+ * A frame like the last one this CPU forwarded in a plain bridge (VLAN-aware
+ * or not) skips the pipeline: the decision memo (lib/memo.h) counts it, tags
+ * it as the last one was, and sends it on.
  *
  * xdp: packet-rate mode. Unicast through the tx_ports devmap (by port slot), flooding through
  *      the bridge's devmap with BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS.
@@ -89,6 +90,7 @@ static __always_inline int tr_send(void *ctx, const int xdp, struct tr_pkt *p,
 	case TR_ACT_FORWARD:
 		if ((d->out->flags & TR_PORT_PATCH) || (d->br->flags & TR_BRIDGE_MIRROR))
 			return tr_walk(ctx, xdp, p, d);
+		d->straight = 1;
 		return tr_forward(ctx, xdp, p, d);
 	case TR_ACT_FLOOD:
 		if (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR))
@@ -131,8 +133,10 @@ static __always_inline int tr_fast_send(void *ctx, const int xdp, struct tr_pkt 
 	const struct tr_fwd_memo *m;
 	struct ethhdr *eth = p->data;
 	struct tr_port_stats *st;
+	struct tr_vlan_stats *vs;
 	enum tr_drop_reason reason;
 	struct tr_frame f;
+	int delta;
 	long r;
 
 	if (!fs->memo || (void *)(eth + 1) > p->data_end)
@@ -144,26 +148,34 @@ static __always_inline int tr_fast_send(void *ctx, const int xdp, struct tr_pkt 
 	    !tr_mac_eq(m->src, eth->h_source))
 		return 0;
 	if (tr_parse(p->data, p->data_end, p->len, p->meta_vlan, &f, &reason) ||
-	    !tr_fast_hit(fs, &f))
+	    !tr_fast_hit(fs, p, &f))
 		return 0;
 	st = tr_stats(m->in_slot);
 	if (!st)
 		return 0;
 	st->c[TR_CNT_RX_PACKETS]++;
 	st->c[TR_CNT_RX_BYTES] += p->wire;
+	delta = tr_fast_tag(ctx, xdp, m, p->wire, &vs); /* VLAN-aware bridges only */
+	if (delta < -TR_VLAN_HLEN) {
+		tr_drop(d, st, TR_DROP_VLAN_EGRESS);
+		*ret = tr_verdict_drop(xdp);
+		return 1;
+	}
 	r = tr_redirect_port(xdp, m->out_ifindex, m->out_slot);
 	if (r < 0) {
 		tr_drop(d, st, TR_DROP_NO_EGRESS);
 		*ret = tr_verdict_drop(xdp);
 		return 1;
 	}
-	tr_count_tx(tr_stats(m->out_slot), p->wire);
+	tr_count_tx(tr_stats(m->out_slot), p->wire + delta);
+	tr_vlan_count_tx(vs, p->wire + delta);
 	*ret = r;
 	return 1;
 }
 
-/* After the pipeline forwarded a frame of a plain bridge to one port: the
- * decision, for the next frame like it, if the source memo vouches for the
+/* After the pipeline forwarded a frame of a plain bridge (VLAN-aware or not;
+ * one with a priority tag is remembered as no frame matches, lib/memo.h) to
+ * one port: the decision, for the next frame like it, if the source memo vouches for the
  * source (so learning has nothing to do until it expires) and the
  * destination memo answered (the frame is not the first of its stream: a
  * stream of frames each to another station writes no memo it never uses). */
@@ -175,10 +187,15 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	struct tr_pkt now; /* the verifier's view of the frame, afresh: d's pointers may be spent */
 	struct ethhdr *eth;
 
+	/* First: a constant of each path the verifier takes, so that it leaves
+	 * every walk's path here (the tc build with the VLAN stage is near its
+	 * million instructions). */
+	if (!d->straight)
+		return;
 	tr_read(ctx, xdp, &now);
 	eth = now.data;
 	/* An odd generation: the control plane is writing (configChanging). */
-	if (!fs->memo || (fs->cgen & 1) || d->action != TR_ACT_FORWARD || d->tag.on ||
+	if (!fs->memo || (fs->cgen & 1) || d->action != TR_ACT_FORWARD ||
 	    (void *)(eth + 1) > now.data_end ||
 	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR)))
 		return; /* not a plain bridge: tr_walk may have sent the frame on */
@@ -188,7 +205,7 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	m = &fs->memo->fwd;
 	__builtin_memcpy(m->dst, eth->h_dest, 6);
 	__builtin_memcpy(m->src, eth->h_source, 6);
-	m->vlan = d->vlan;
+	m->vlan = tr_fast_tag_remember(m, &d->tag, d->vlan);
 	m->in_slot = d->in_slot;
 	m->ifindex = p->ifindex;
 	m->out_slot = d->egress_slot;

@@ -205,12 +205,12 @@ struct tr_path_memo {
 };
 
 /* The whole decision for the last frame this CPU forwarded to one port of
- * a plain bridge (lib/memo.h): valid while nothing it was made from has
- * changed. */
+ * a plain bridge, VLAN-aware or not (lib/memo.h): valid while nothing it
+ * was made from has changed. */
 struct tr_fwd_memo {
 	__u8 src[6];
 	__u8 dst[6];
-	__u16 vlan;
+	__u16 vlan;     /* the frame's outer VID as parsed (struct tr_frame's) */
 	__u16 in_slot;
 	__u32 ifindex;  /* ingress; 0: empty */
 	__u32 out_slot;
@@ -219,6 +219,13 @@ struct tr_fwd_memo {
 	__u32 gen;
 	__u32 mgen;
 	__u64 expires;  /* the source memo's: learning needs a look from then on */
+	/* A VLAN-aware bridge's (tag not TR_MEMO_PLAIN): what the frame's tag
+	 * becomes, the VLAN's counters, and whether its outer tag is 802.1Q. */
+	__u16 tci;      /* TR_MEMO_PUSH: the tag pushed */
+	__u16 vstats;   /* the VLAN's counters (struct tr_vlan_entry's idx) */
+	__u8 tag;       /* enum tr_memo_tag (lib/memo.h) */
+	__u8 ctag;      /* the frame came with an outer 802.1Q tag */
+	__u16 pad;
 };
 
 struct tr_cpu_cache {

@@ -33,6 +33,8 @@ struct tr_decision {
 	__u8 counted;              /* tr_drop counted the frame's drop (a walk's drop in a later
 				    * bridge is counted there, its reason kept in the walk) */
 	__u8 reason;               /* and why (enum tr_drop_reason), which capture reports */
+	__u8 straight;             /* forwarded in its bridge (tr_forward), not walked: the
+				    * decision memo (lib/memo.h) may hold it */
 };
 
 /* The one place a frame is dropped: every drop has a reason, counted on

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The decision memo: each CPU remembers the whole decision it made for the
- * last frame it forwarded to one port of a plain bridge (no VLANs, patches,
- * mirrors or filter), and the next frame with the same ingress, addresses
- * and VLAN is counted and sent on from it, skipping the ports, the bridge
- * and the table. It holds as long as what it was made from:
+ * last frame it forwarded to one port of a plain bridge (no patches,
+ * mirrors or filter; VLAN-aware or not), and the next frame with the same
+ * ingress, addresses and outer tag is counted, tagged and sent on from it,
+ * skipping the ports, the bridge, the VLAN's classification and the table.
+ * It holds as long as what it was made from:
  *
  *   - the configuration: cfg_gen is a seqlock's count, odd while the
  *     control plane writes the ports, the bridges, the patches, the mirrors
@@ -19,6 +20,15 @@
  *
  * A frame is parsed all the same: a runt with a known pair of addresses is
  * still a runt.
+ *
+ * In a VLAN-aware bridge (the VLAN stage in the build) the memo holds the
+ * classification too: the frame's VLAN follows from its ingress port and
+ * its outer tag (the kind and the VID), both in the memo's key, and the
+ * ports' VLANs and the bridge's are configuration, under cfg_gen. So it
+ * also keeps what the tag becomes (kept, pushed or taken off, as tr_forward
+ * did to the frame it was made from) and the VLAN's counters. A frame with
+ * a priority tag (VID 0) is not remembered: the tag it would get keeps its
+ * priority, which the key does not hold.
  */
 #ifndef TRESTLE_MEMO_H
 #define TRESTLE_MEMO_H
@@ -26,6 +36,8 @@
 #include "maps.h"
 #include "parse.h"
 #include "fdb.h"
+#include "ctx.h"
+#include "vlan.h"
 
 /* The configuration's generation, a seqlock's count: odd while the
  * control plane writes (internal/datapath, configChanging), even and new
@@ -46,14 +58,84 @@ static __always_inline void tr_fast_init(struct tr_fast *fs)
 	fs->memo = bpf_map_lookup_elem(&cpu_cache, &zero);
 }
 
-/* Does the memo hold the decision for this frame, parsed as f (its
- * ingress and addresses already compared)? */
-static __always_inline int tr_fast_hit(const struct tr_fast *fs, const struct tr_frame *f)
+/* Does the frame come with an outer 802.1Q tag (in its bytes, or in its
+ * metadata at tc), as tr_vlan_ingress reads it? */
+static __always_inline int tr_frame_ctag(const struct tr_pkt *p, const struct ethhdr *eth)
+{
+	if (p->meta_proto)
+		return p->meta_proto == bpf_htons(ETH_P_8021Q);
+	return eth->h_proto == bpf_htons(ETH_P_8021Q);
+}
+
+/* struct tr_fwd_memo's tag: the bridge is VLAN-aware, and the frame leaves
+ * with an 802.1Q tag (TR_MEMO_OUT_CTAG) or without. 0: not VLAN-aware. */
+#define TR_MEMO_VLAN 1
+#define TR_MEMO_OUT_CTAG 2
+/* struct tr_fwd_memo's ctag, beside 0 and 1: the frame came with a priority
+ * tag (VID 0), which no frame matches. */
+#define TR_MEMO_PRIO 2
+
+/* Does the memo hold the decision for frame p, parsed as f (its ingress
+ * and addresses already compared)? In a VLAN-aware bridge its outer tag
+ * must be of the same kind too (the VID is f's vlan). */
+static __always_inline int tr_fast_hit(const struct tr_fast *fs, const struct tr_pkt *p,
+				       const struct tr_frame *f)
 {
 	const struct tr_fwd_memo *m = &fs->memo->fwd;
 
 	return m->cgen == fs->cgen && m->gen == *(volatile __u32 *)&fdb_gen &&
 	       m->mgen == *(volatile __u32 *)&move_gen && m->vlan == f->vlan &&
-	       tr_tick() < m->expires;
+	       tr_tick() < m->expires &&
+	       (!vlan_aware || !(m->tag & TR_MEMO_VLAN) || m->ctag == tr_frame_ctag(p, f->eth));
+}
+
+/*
+ * The memo's work on the tag of a frame of a VLAN-aware bridge, after its
+ * port counted it and before its redirect, as the pipeline's: the frame
+ * counted in its VLAN (wire: its length as it came), its tag kept, pushed
+ * or taken off. *vs: the VLAN's counters, for the frame's tx (NULL in a
+ * bridge that is not VLAN-aware). Returns the change in the frame's wire
+ * length, or less than -TR_VLAN_HLEN when the tag could not be written.
+ */
+static __always_inline int tr_fast_tag(void *ctx, const int xdp, const struct tr_fwd_memo *m,
+				       __u32 wire, struct tr_vlan_stats **vs)
+{
+	__u8 out;
+
+	*vs = NULL;
+	if (!vlan_aware || !(m->tag & TR_MEMO_VLAN))
+		return 0;
+	*vs = tr_vlan_stats_of(m->vstats);
+	if (*vs) {
+		(*vs)->c[TR_VCNT_RX_PACKETS]++;
+		(*vs)->c[TR_VCNT_RX_BYTES] += wire;
+	}
+	out = m->tag >> 1;
+	if (out == m->ctag) /* a hit's ctag is 0 or 1 */
+		return 0;
+	if (out)
+		return tr_tag_push(ctx, xdp, m->tci) ? -100 : TR_VLAN_HLEN;
+	return tr_tag_pop(ctx, xdp) ? -100 : -TR_VLAN_HLEN;
+}
+
+/*
+ * The memo's tag half, for a frame forwarded with tag t (as tr_forward left
+ * it: tr_tag_to changed its ctag and tci as it tagged the frame); vlan: the
+ * frame's FDB VLAN. Returns the VLAN of the memo's key. Written without a
+ * branch on t: a branch on a constant of the frame's path makes the
+ * verifier tell the paths apart from there on, and the tc build with the
+ * VLAN stage went over its million instructions.
+ */
+static __always_inline __u16 tr_fast_tag_remember(struct tr_fwd_memo *m, const struct tr_tag *t,
+						  __u16 vlan)
+{
+	if (!vlan_aware)
+		return vlan;
+	m->tag = t->on | t->ctag << 1;
+	/* TR_MEMO_PRIO when in_ctag and in_vlan is 0 (in_vlan - 1 wraps) */
+	m->ctag = t->in_ctag | (t->in_ctag & (((__u32)t->in_vlan - 1) >> 31)) << 1;
+	m->tci = t->tci;
+	m->vstats = t->idx;
+	return t->in_vlan;
 }
 #endif

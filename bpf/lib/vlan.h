@@ -29,6 +29,12 @@ struct tr_tag {
 	__u16 vid;    /* the VLAN it was classified into */
 	__u16 members; /* up ports of the bridge carrying vid */
 	struct tr_vlan_stats *st;
+	/* As the frame came, for the decision memo (lib/memo.h): its ctag (tr_tag_to
+	 * changes ctag and tci as it tags the frame), its outer VID as parsed, and
+	 * the index of its VLAN's counters (st's). */
+	__u8 in_ctag;
+	__u16 in_vlan;
+	__u16 idx;
 };
 
 static __always_inline int tr_vlan_bit(__u32 slot, __u16 vid)
@@ -159,6 +165,8 @@ static __always_inline int tr_vlan_ingress(void *data_end, struct ethhdr *eth,
 	t->on = 1;
 	t->vid = vid;
 	t->members = v->members;
+	t->in_ctag = t->ctag;
+	t->idx = v->idx;
 	t->st = tr_vlan_stats_of(v->idx);
 	if (t->st) {
 		t->st->c[TR_VCNT_RX_PACKETS]++;

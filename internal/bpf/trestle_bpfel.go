@@ -131,6 +131,11 @@ type TrestleTrCpuCache struct {
 		Gen        uint32
 		Mgen       uint32
 		Expires    uint64
+		Tci        uint16
+		Vstats     uint16
+		Tag        uint8
+		Ctag       uint8
+		Pad        uint16
 	}
 	Src struct {
 		_       structs.HostLayout

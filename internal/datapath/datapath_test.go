@@ -147,39 +147,47 @@ func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 func (r *rig) run(slot int, data []byte) uint32 {
 	r.t.Helper()
 	var ret uint32
+	// Every run on one CPU: the learning cache is per CPU, and the tests
+	// must meet it, not sometimes miss it by moving.
 	err := r.ns.Do(func() error {
-		// Every run on one CPU: the learning cache is per CPU, and the
-		// tests must meet it, not sometimes miss it by moving.
-		var was, one unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &was); err != nil {
+		return onCPU0(func() error {
+			opts := &ebpf.RunOptions{Data: data}
+			prog := r.dp.XDPProgram()
+			if r.m.name == "xdp" {
+				ctx := make([]byte, 24) // struct xdp_md: data_end at 4, ingress_ifindex at 12
+				binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
+				binary.LittleEndian.PutUint32(ctx[12:], r.port[slot])
+				opts.Context = ctx
+			} else {
+				prog = r.dp.TCProgram()
+				ctx := make([]byte, 44) // struct __sk_buff up to ifindex at 40
+				binary.LittleEndian.PutUint32(ctx[40:], r.port[slot])
+				opts.Context = ctx
+			}
+			var err error
+			ret, err = prog.Run(opts)
 			return err
-		}
-		one.Set(0)
-		if err := unix.SchedSetaffinity(0, &one); err != nil {
-			return err
-		}
-		defer unix.SchedSetaffinity(0, &was)
-		opts := &ebpf.RunOptions{Data: data}
-		prog := r.dp.XDPProgram()
-		if r.m.name == "xdp" {
-			ctx := make([]byte, 24) // struct xdp_md: data_end at 4, ingress_ifindex at 12
-			binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
-			binary.LittleEndian.PutUint32(ctx[12:], r.port[slot])
-			opts.Context = ctx
-		} else {
-			prog = r.dp.TCProgram()
-			ctx := make([]byte, 44) // struct __sk_buff up to ifindex at 40
-			binary.LittleEndian.PutUint32(ctx[40:], r.port[slot])
-			opts.Context = ctx
-		}
-		var err error
-		ret, err = prog.Run(opts)
-		return err
+		})
 	})
 	if err != nil {
 		r.t.Fatalf("test run: %v", err)
 	}
 	return ret
+}
+
+// onCPU0 runs f with the calling thread on CPU 0: the memos are per CPU,
+// and a test must meet the one it made.
+func onCPU0(f func() error) error {
+	var was, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		return err
+	}
+	one.Set(0)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		return err
+	}
+	defer unix.SchedSetaffinity(0, &was)
+	return f()
 }
 
 func (r *rig) stats(slot int) tbpf.PortStats {

@@ -54,23 +54,25 @@ func (r *rig) runOut(slot int, data []byte) (uint32, []byte) {
 	var ret uint32
 	out := make([]byte, len(data)+64)
 	err := r.ns.Do(func() error {
-		opts := &ebpf.RunOptions{Data: data, DataOut: out}
-		prog := r.dp.XDPProgram()
-		if r.m.name == "xdp" {
-			ctx := make([]byte, 24)
-			binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
-			binary.LittleEndian.PutUint32(ctx[12:], r.port[slot])
-			opts.Context = ctx
-		} else {
-			prog = r.dp.TCProgram()
-			ctx := make([]byte, 44)
-			binary.LittleEndian.PutUint32(ctx[40:], r.port[slot])
-			opts.Context = ctx
-		}
-		var err error
-		ret, err = prog.Run(opts)
-		out = out[:len(opts.DataOut)]
-		return err
+		return onCPU0(func() error {
+			opts := &ebpf.RunOptions{Data: data, DataOut: out}
+			prog := r.dp.XDPProgram()
+			if r.m.name == "xdp" {
+				ctx := make([]byte, 24)
+				binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
+				binary.LittleEndian.PutUint32(ctx[12:], r.port[slot])
+				opts.Context = ctx
+			} else {
+				prog = r.dp.TCProgram()
+				ctx := make([]byte, 44)
+				binary.LittleEndian.PutUint32(ctx[40:], r.port[slot])
+				opts.Context = ctx
+			}
+			var err error
+			ret, err = prog.Run(opts)
+			out = out[:len(opts.DataOut)]
+			return err
+		})
 	})
 	if err != nil {
 		r.t.Fatalf("test run: %v", err)
