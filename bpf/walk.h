@@ -245,16 +245,72 @@ flood:
 /* Global functions (tr_hop_xdp, tr_hop_tc): verified once a build. */
 TR_TWIN(tr_hop, (struct tr_walk *w, __u32 in_slot), (w, in_slot))
 
+/* Whether the walk chose every port of r but the ingress (a port of r
+ * or not): then a broadcast over r's devmap, which excludes the ingress,
+ * sends exactly the walk's copies. */
+static __always_inline int tr_reach_all(const struct tr_reach *r, const struct tr_walk *w)
+{
+	__u64 in = 1ULL << (w->in_slot & 63);
+	__u32 k = w->in_slot >> 6;
+
+	return (w->sel[0] | (k == 0 ? r->sel[0] & in : 0)) == r->sel[0] &&
+	       (w->sel[1] | (k == 1 ? r->sel[1] & in : 0)) == r->sel[1] &&
+	       (w->sel[2] | (k == 2 ? r->sel[2] & in : 0)) == r->sel[2] &&
+	       (w->sel[3] | (k == 3 ? r->sel[3] & in : 0)) == r->sel[3];
+}
+
+/* XDP: the copies of a frame the walk sent to every port its bridge's
+ * copies may reach but the ingress, none retagged (a mirrored frame in a
+ * 3-port bridge: the way out and the span port), in one broadcast over the
+ * bridge's reach flood set, which runs no devmap program, each copy counted
+ * here as trestle_patch_egress would: one run of that program a copy was
+ * most of a mirror's cost. 0: not so (the general way). */
+static __always_inline int tr_walk_reach_xdp(struct tr_decision *d, struct tr_walk *w, int *ret)
+{
+	const struct tr_reach *r;
+	void *flood;
+
+	if (w->on)
+		return 0;
+	r = bpf_map_lookup_elem(&reaches, &d->bridge);
+	if (!r || !tr_reach_all(r, w))
+		return 0;
+	flood = bpf_map_lookup_elem(&reach_floods, &d->bridge);
+	if (!flood)
+		return 0;
+	if (bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS) != XDP_REDIRECT) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		*ret = XDP_DROP;
+		return 1;
+	}
+	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
+		__u32 slot;
+
+		if (i >= r->n)
+			break;
+		slot = r->slots[i];
+		if (slot != w->in_slot)
+			tr_count_tx(tr_stats(slot), w->wire);
+	}
+	*ret = XDP_REDIRECT;
+	return 1;
+}
+
 /* XDP: the copies of a frame the walk sent to several ports, one broadcast
  * over the flood set of every port its bridge's patches reach; the slots
- * chosen travel in the frame's metadata to trestle_patch_egress. */
+ * chosen travel in the frame's metadata to trestle_patch_egress. A walk
+ * that chose all of them but the ingress, none retagged, is sent over the
+ * reach flood set instead, with no program (tr_walk_reach_xdp). */
 static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decision *d,
 					     struct tr_walk *w)
 {
 	void *flood, *data;
 	__u64 *meta;
 	long ret;
+	int r;
 
+	if (tr_walk_reach_xdp(d, w, &r))
+		return r;
 	if (w->on) {
 		if (tr_tag_to(ctx, TR_XDP, &d->tag, 0) < -TR_VLAN_HLEN) {
 			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
