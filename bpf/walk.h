@@ -429,7 +429,18 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
-	__builtin_memset(w, 0, sizeof(*w));
+	/* What the walk reads before it writes, and capture after it; not the
+	 * whole struct (its queue and hops are read only below their counts). */
+	w->sel[0] = 0;
+	w->sel[1] = 0;
+	w->sel[2] = 0;
+	w->sel[3] = 0;
+	w->nsel = 0;
+	w->head = 0;
+	w->tail = 0;
+	w->nhops = 0;
+	w->dropped = 0;
+	w->fset = 0;
 	__builtin_memcpy(w->src, d->eth->h_source, 6);
 	__builtin_memcpy(w->dst, d->eth->h_dest, 6);
 	w->vlan = d->vlan;
