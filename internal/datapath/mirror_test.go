@@ -142,3 +142,21 @@ func TestMirrorReach(t *testing.T) {
 		}
 	})
 }
+
+// TestMirrorBothWays: port 1 mirrored in and out to one span port of a
+// 3-port bridge. Each frame's copies are the way out and the span port,
+// once (xdp finds them without the walk for a forward, over the reach
+// flood set), counted alike in both modes.
+func TestMirrorBothWays(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := mirrorRig(t, m, true, true)
+		r.wantVerdict(r.run(2, ipv4(bcast, macB)), m.redirect, "B's broadcast") // p1, mirrored out
+		r.wantVerdict(r.run(1, ipv4(macB, macA)), m.redirect, "A to B")         // p2, mirrored in
+		r.wantVerdict(r.run(2, ipv4(macA, macB)), m.redirect, "B to A")         // p1, mirrored out
+		for slot, want := range map[int]uint64{1: 2, 2: 1, 3: 3} {
+			if s := r.stats(slot); s.C[tbpf.TxPackets] != want {
+				t.Errorf("port %d tx %d, want %d", slot, s.C[tbpf.TxPackets], want)
+			}
+		}
+	})
+}
