@@ -160,3 +160,45 @@ func TestMirrorBothWays(t *testing.T) {
 		}
 	})
 }
+
+// TestMirrorMemo: in xdp the decision memo remembers a mirrored frame whose
+// copies are its bridge's reach but the ingress, and sends the next like it
+// over the reach flood set, counted as the first; a bridge whose mirror
+// went sends the next to the way out alone. tc never remembers one.
+func TestMirrorMemo(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := mirrorRig(t, m, true, false)
+		r.wantVerdict(r.run(2, ipv4(bcast, macB)), m.redirect, "B's broadcast")
+		r.wantVerdict(r.run(1, ipv4(bcast, macA)), m.redirect, "A's broadcast") // p2 and the span port
+		for i := 0; i < 4; i++ {
+			r.wantVerdict(r.run(1, ipv4(macB, macA)), m.redirect, "A to B")
+		}
+		remembered := r.fwdMemoIngress() == r.port[1]
+		if remembered != (m.name == "xdp") {
+			t.Errorf("decision memo of A to B made: %v, want %v", remembered, m.name == "xdp")
+		}
+		for slot, want := range map[int]uint64{1: 1, 2: 5, 3: 5} {
+			if s := r.stats(slot); s.C[tbpf.TxPackets] != want {
+				t.Errorf("port %d tx %d, want %d", slot, s.C[tbpf.TxPackets], want)
+			}
+		}
+
+		// The mirror goes: the memo with it.
+		p1 := PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1}
+		p2 := PortInfo{Ifindex: r.port[2], Bridge: 1, Slot: 2}
+		r.setPort(p1)
+		if err := r.ns.Do(func() error {
+			return r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: []PortInfo{p1, p2}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			r.wantVerdict(r.run(1, ipv4(macB, macA)), m.redirect, "A to B, no mirror")
+		}
+		for slot, want := range map[int]uint64{2: 7, 3: 5} {
+			if s := r.stats(slot); s.C[tbpf.TxPackets] != want {
+				t.Errorf("without the mirror: port %d tx %d, want %d", slot, s.C[tbpf.TxPackets], want)
+			}
+		}
+	})
+}
