@@ -123,11 +123,6 @@ static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
 	return ret;
 }
 
-/* A decision memo's out_slot with this bit is a mirrored frame's (xdp):
- * its copies go to its bridge's reach (in the low 16 bits) but the
- * ingress, over the reach flood set (walk.h, tr_reach_send). */
-#define TR_MEMO_REACH 0x80000000u
-
 /* A frame the decision memo (lib/memo.h) knows: counted and sent as the
  * decision it remembers was. Returns 0 when the memo does not know it. */
 static __always_inline int tr_fast_send(void *ctx, const int xdp, struct tr_pkt *p,
@@ -156,17 +151,6 @@ static __always_inline int tr_fast_send(void *ctx, const int xdp, struct tr_pkt 
 		return 0;
 	st->c[TR_CNT_RX_PACKETS]++;
 	st->c[TR_CNT_RX_BYTES] += p->wire;
-	if (xdp && (m->out_slot & TR_MEMO_REACH)) {
-		/* A mirrored frame's copies: its bridge's reach but the ingress. */
-		__u32 bridge = m->out_slot & 0xffff;
-		const struct tr_reach *rc = bpf_map_lookup_elem(&reaches, &bridge);
-
-		if (rc && tr_reach_send(d, st, bridge, m->in_slot, rc, p->wire, ret))
-			return 1;
-		tr_drop(d, st, TR_DROP_NO_EGRESS);
-		*ret = tr_verdict_drop(xdp);
-		return 1;
-	}
 	r = tr_redirect_port(xdp, m->out_ifindex, m->out_slot);
 	if (r < 0) {
 		tr_drop(d, st, TR_DROP_NO_EGRESS);
@@ -190,22 +174,14 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	const struct tr_src_memo *s;
 	struct tr_pkt now; /* the verifier's view of the frame, afresh: d's pointers may be spent */
 	struct ethhdr *eth;
-	__u32 reach = 0;
 
 	tr_read(ctx, xdp, &now);
 	eth = now.data;
 	/* An odd generation: the control plane is writing (configChanging). */
 	if (!fs->memo || (fs->cgen & 1) || d->action != TR_ACT_FORWARD || d->tag.on ||
-	    (void *)(eth + 1) > now.data_end || (d->br->flags & TR_BRIDGE_PATCH))
+	    (void *)(eth + 1) > now.data_end ||
+	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR)))
 		return; /* not a plain bridge: tr_walk may have sent the frame on */
-	if (d->br->flags & TR_BRIDGE_MIRROR) {
-		/* xdp: a mirrored frame whose copies are its bridge's reach but
-		 * the ingress (tr_mirror_reach), remembered as that; else the
-		 * walk decides each frame. */
-		if (!xdp || !tr_mirror_reach(d))
-			return;
-		reach = TR_MEMO_REACH | d->bridge;
-	}
 	s = &fs->memo->src;
 	if (!d->v.dst_memo || !tr_src_known(&d->v, p->ifindex, d->bridge, d->vlan, eth->h_source))
 		return;
@@ -215,8 +191,8 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	m->vlan = d->vlan;
 	m->in_slot = d->in_slot;
 	m->ifindex = p->ifindex;
-	m->out_slot = reach ? reach : d->egress_slot;
-	m->out_ifindex = reach ? 0 : d->egress_ifindex;
+	m->out_slot = d->egress_slot;
+	m->out_ifindex = d->egress_ifindex;
 	m->cgen = fs->cgen;
 	m->gen = d->v.gen;
 	m->mgen = d->v.mgen;

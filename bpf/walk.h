@@ -259,44 +259,32 @@ static __always_inline int tr_reach_all(const struct tr_reach *r, const struct t
 	       (w->sel[3] | (k == 3 ? r->sel[3] & in : 0)) == r->sel[3];
 }
 
-/* Counts a copy sent to each port of reach r but the one in in_slot. A
- * global function: its loop is verified once, not at each of the three
- * places that send over a reach. */
-__attribute__((noinline)) int tr_count_reach(const struct tr_reach *r, __u32 in_slot, __u32 wire)
+/* XDP: the copies to every port of reach r but the ingress, in one
+ * broadcast over the bridge's reach flood set, which runs no devmap
+ * program; each copy counted here as trestle_patch_egress would. One run of
+ * that program a copy was most of a mirror's cost. 0: no set (the caller
+ * goes the general way), else the verdict in *ret. */
+static __always_inline int tr_reach_send(struct tr_decision *d, const struct tr_reach *r,
+					 __u32 wire, int *ret)
 {
-	if (!r)
+	void *flood = bpf_map_lookup_elem(&reach_floods, &d->bridge);
+
+	if (!flood)
 		return 0;
+	if (bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS) != XDP_REDIRECT) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		*ret = XDP_DROP;
+		return 1;
+	}
 	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
 		__u32 slot;
 
 		if (i >= r->n)
 			break;
 		slot = r->slots[i];
-		if (slot != in_slot)
+		if (slot != d->in_slot)
 			tr_count_tx(tr_stats(slot), wire);
 	}
-	return 0;
-}
-
-/* XDP: the copies to every port of reach r but the ingress, in one
- * broadcast over the bridge's reach flood set, which runs no devmap
- * program; each copy counted here as trestle_patch_egress would. One run of
- * that program a copy was most of a mirror's cost. 0: no set (the caller
- * goes the general way), else the verdict in *ret. */
-static __always_inline int tr_reach_send(struct tr_decision *d, struct tr_port_stats *in_st,
-					 __u32 bridge, __u32 in_slot, const struct tr_reach *r,
-					 __u32 wire, int *ret)
-{
-	void *flood = bpf_map_lookup_elem(&reach_floods, &bridge);
-
-	if (!flood)
-		return 0;
-	if (bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS) != XDP_REDIRECT) {
-		tr_drop(d, in_st, TR_DROP_NO_EGRESS);
-		*ret = XDP_DROP;
-		return 1;
-	}
-	tr_count_reach(r, in_slot, wire);
 	*ret = XDP_REDIRECT;
 	return 1;
 }
@@ -313,7 +301,7 @@ static __always_inline int tr_walk_reach_xdp(struct tr_decision *d, struct tr_wa
 	r = bpf_map_lookup_elem(&reaches, &d->bridge);
 	if (!r || !tr_reach_all(r, w))
 		return 0;
-	return tr_reach_send(d, d->in_st, d->bridge, d->in_slot, r, w->wire, ret);
+	return tr_reach_send(d, r, w->wire, ret);
 }
 
 /* The span port of the mirror of the port in slot, or 0 (none, or one that
@@ -340,66 +328,44 @@ static __always_inline int tr_reach_take(__u64 *left, __u32 slot)
 }
 
 /*
- * A forward in a bridge with mirrors (bridge) from the port in in_slot
- * (with flags in_flags) to the one in out_slot (out_flags): are its way out
- * and the span ports of the mirrors it passes every port of the bridge's
- * reach but the ingress (a mirrored port in a 3-port bridge)? 1 if so, else
- * 0 (the walk decides; it finds the same ports). A global function,
- * verified once: inlined at its two callers it took the xdp build with
- * VLANs from 374,000 to 725,000 verified instructions.
+ * XDP, a forward in a bridge with mirrors and no patch ports, not
+ * VLAN-aware, in a build without capture (which reads the walk's choice):
+ * the way out and the span ports of the mirrors it passes, found without
+ * the walk. When they are every port of the bridge's reach but the ingress
+ * (a mirrored port in a 3-port bridge), they go out in one broadcast
+ * (tr_reach_send). 0: not so (the walk decides; it finds the same ports).
  */
-__attribute__((noinline)) int tr_mirror_reach_all(__u32 bridge, __u32 in_slot, __u32 in_flags,
-						  __u32 out_slot, __u32 out_flags)
+static __always_inline int tr_mirror_fast_xdp(struct tr_decision *d, __u32 wire, int *ret)
 {
-	const struct tr_reach *r = bpf_map_lookup_elem(&reaches, &bridge);
-	__u32 span_in = 0, span_out;
+	const struct tr_reach *r;
 	__u64 left[4];
+	__u32 span_in = 0, span_out;
 
+	if (capture_on || d->tag.on || d->action != TR_ACT_FORWARD || (d->br->flags & TR_BRIDGE_PATCH))
+		return 0;
+	r = bpf_map_lookup_elem(&reaches, &d->bridge);
 	if (!r)
 		return 0;
 	left[0] = r->sel[0];
 	left[1] = r->sel[1];
 	left[2] = r->sel[2];
 	left[3] = r->sel[3];
-	tr_reach_take(left, in_slot); /* the broadcast leaves it out */
-	if (!tr_reach_take(left, out_slot))
+	tr_reach_take(left, d->in_slot); /* the broadcast leaves it out */
+	if (!tr_reach_take(left, d->egress_slot))
 		return 0;
-	if (in_flags & TR_PORT_MIRROR_IN) {
-		span_in = tr_span_of(in_slot);
+	if (d->in_flags & TR_PORT_MIRROR_IN) {
+		span_in = tr_span_of(d->in_slot);
 		if (span_in && !tr_reach_take(left, span_in))
 			return 0;
 	}
-	if (out_flags & TR_PORT_MIRROR_OUT) {
-		span_out = tr_span_of(out_slot);
+	if (d->out->flags & TR_PORT_MIRROR_OUT) {
+		span_out = tr_span_of(d->egress_slot);
 		if (span_out && span_out != span_in && !tr_reach_take(left, span_out))
 			return 0;
 	}
-	return !(left[0] | left[1] | left[2] | left[3]);
-}
-
-/* XDP, a forward in a bridge with mirrors and no patch ports, not
- * VLAN-aware, in a build without capture (which reads the walk's choice):
- * its bridge's reach if its copies are all of it but the ingress
- * (tr_mirror_reach_all), else NULL. The decision memo asks it too, to
- * remember such a frame (trestle.c). */
-static __always_inline const struct tr_reach *tr_mirror_reach(const struct tr_decision *d)
-{
-	if (capture_on || d->tag.on || d->action != TR_ACT_FORWARD || !d->br || !d->out ||
-	    (d->br->flags & TR_BRIDGE_PATCH) ||
-	    !tr_mirror_reach_all(d->bridge, d->in_slot, d->in_flags, d->egress_slot, d->out->flags))
-		return NULL;
-	return bpf_map_lookup_elem(&reaches, &d->bridge);
-}
-
-/* XDP: such a forward's copies in one broadcast (tr_reach_send). 0: not
- * such a forward. */
-static __always_inline int tr_mirror_fast_xdp(struct tr_decision *d, __u32 wire, int *ret)
-{
-	const struct tr_reach *r = tr_mirror_reach(d);
-
-	if (!r)
+	if (left[0] | left[1] | left[2] | left[3])
 		return 0;
-	return tr_reach_send(d, d->in_st, d->bridge, d->in_slot, r, wire, ret);
+	return tr_reach_send(d, r, wire, ret);
 }
 
 /* XDP: the copies of a frame the walk sent to several ports, one broadcast

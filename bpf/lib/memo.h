@@ -2,10 +2,9 @@
 /*
  * The decision memo: each CPU remembers the whole decision it made for the
  * last frame it forwarded to one port of a plain bridge (no VLANs, patches,
- * mirrors or filter; in xdp also a mirrored one whose copies are its
- * bridge's reach but the ingress, trestle.c), and the next frame with the
- * same ingress, addresses and VLAN is counted and sent on from it, skipping
- * the ports, the bridge and the table. It holds as long as what it was made from:
+ * mirrors or filter), and the next frame with the same ingress, addresses
+ * and VLAN is counted and sent on from it, skipping the ports, the bridge
+ * and the table. It holds as long as what it was made from:
  *
  *   - the configuration: cfg_gen is a seqlock's count, odd while the
  *     control plane writes the ports, the bridges, the patches, the mirrors
