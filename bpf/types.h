@@ -280,6 +280,21 @@ enum tr_mirror_flags {
 	TR_MIRROR_VLANS = 1, /* only frames of the VLANs in mirror_vlans (by the mirrored port's slot) */
 };
 
+/* The interface ports a walked bridge's copies may reach (its reach: the
+ * ports of every bridge its patches join, with their mirrors' span ports),
+ * by bridge id. When the walk chose all of them but the ingress and no copy
+ * changes its tag (a mirrored frame in a 3-port bridge: the way out and the
+ * span port), XDP sends the copies in one broadcast over the bridge's
+ * reach_floods devmap, which runs no program (bpf/walk.h). Every bit 0: the
+ * bridge has no such set (being written, or more than TR_MAX_BRIDGE_PORTS
+ * ports), and the walk's copies go the general way. */
+struct tr_reach {
+	__u64 sel[4];                     /* the ports, a bit each by slot */
+	__u32 n;                          /* how many */
+	__u32 pad;
+	__u16 slots[TR_MAX_BRIDGE_PORTS]; /* their slots, where the copies are counted */
+};
+
 /* The VLANs a trunk port carries, one bit per VID, by port slot. */
 struct tr_port_vlans {
 	__u64 bits[TR_VLAN_IDS / 64];

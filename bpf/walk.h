@@ -245,16 +245,144 @@ flood:
 /* Global functions (tr_hop_xdp, tr_hop_tc): verified once a build. */
 TR_TWIN(tr_hop, (struct tr_walk *w, __u32 in_slot), (w, in_slot))
 
+/* Whether the walk chose every port of r but the ingress (a port of r
+ * or not): then a broadcast over r's devmap, which excludes the ingress,
+ * sends exactly the walk's copies. */
+static __always_inline int tr_reach_all(const struct tr_reach *r, const struct tr_walk *w)
+{
+	__u64 in = 1ULL << (w->in_slot & 63);
+	__u32 k = w->in_slot >> 6;
+
+	return (w->sel[0] | (k == 0 ? r->sel[0] & in : 0)) == r->sel[0] &&
+	       (w->sel[1] | (k == 1 ? r->sel[1] & in : 0)) == r->sel[1] &&
+	       (w->sel[2] | (k == 2 ? r->sel[2] & in : 0)) == r->sel[2] &&
+	       (w->sel[3] | (k == 3 ? r->sel[3] & in : 0)) == r->sel[3];
+}
+
+/* XDP: the copies to every port of reach r but the ingress, in one
+ * broadcast over the bridge's reach flood set, which runs no devmap
+ * program; each copy counted here as trestle_patch_egress would. One run of
+ * that program a copy was most of a mirror's cost. 0: no set (the caller
+ * goes the general way), else the verdict in *ret. */
+static __always_inline int tr_reach_send(struct tr_decision *d, const struct tr_reach *r,
+					 __u32 wire, int *ret)
+{
+	void *flood = bpf_map_lookup_elem(&reach_floods, &d->bridge);
+
+	if (!flood)
+		return 0;
+	if (bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS) != XDP_REDIRECT) {
+		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		*ret = XDP_DROP;
+		return 1;
+	}
+	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
+		__u32 slot;
+
+		if (i >= r->n)
+			break;
+		slot = r->slots[i];
+		if (slot != d->in_slot)
+			tr_count_tx(tr_stats(slot), wire);
+	}
+	*ret = XDP_REDIRECT;
+	return 1;
+}
+
+/* XDP: a walk that chose every port its bridge's copies may reach but the
+ * ingress, none retagged (a flood that reaches every port), goes out over
+ * the reach flood set (tr_reach_send). 0: not so (the general way). */
+static __always_inline int tr_walk_reach_xdp(struct tr_decision *d, struct tr_walk *w, int *ret)
+{
+	const struct tr_reach *r;
+
+	if (w->on)
+		return 0;
+	r = bpf_map_lookup_elem(&reaches, &d->bridge);
+	if (!r || !tr_reach_all(r, w))
+		return 0;
+	return tr_reach_send(d, r, w->wire, ret);
+}
+
+/* The span port of the mirror of the port in slot, or 0 (none, or one that
+ * copies only some VLANs: the walk's to decide). */
+static __always_inline __u32 tr_span_of(__u32 slot)
+{
+	const struct tr_mirror *m = bpf_map_lookup_elem(&mirrors, &slot);
+
+	if (!m || (m->flags & TR_MIRROR_VLANS))
+		return 0;
+	return m->span_slot;
+}
+
+/* Takes slot out of the ports left to choose: 0 when it was not among them. */
+static __always_inline int tr_reach_take(__u64 *left, __u32 slot)
+{
+	__u64 bit = 1ULL << (slot & 63);
+	__u32 k = (slot >> 6) & 3;
+
+	if (!slot || !(left[k] & bit))
+		return 0;
+	left[k] &= ~bit;
+	return 1;
+}
+
+/*
+ * XDP, a forward in a bridge with mirrors and no patch ports, not
+ * VLAN-aware, in a build without capture (which reads the walk's choice):
+ * the way out and the span ports of the mirrors it passes, found without
+ * the walk. When they are every port of the bridge's reach but the ingress
+ * (a mirrored port in a 3-port bridge), they go out in one broadcast
+ * (tr_reach_send). 0: not so (the walk decides; it finds the same ports).
+ */
+static __always_inline int tr_mirror_fast_xdp(struct tr_decision *d, __u32 wire, int *ret)
+{
+	const struct tr_reach *r;
+	__u64 left[4];
+	__u32 span_in = 0, span_out;
+
+	if (capture_on || d->tag.on || d->action != TR_ACT_FORWARD || (d->br->flags & TR_BRIDGE_PATCH))
+		return 0;
+	r = bpf_map_lookup_elem(&reaches, &d->bridge);
+	if (!r)
+		return 0;
+	left[0] = r->sel[0];
+	left[1] = r->sel[1];
+	left[2] = r->sel[2];
+	left[3] = r->sel[3];
+	tr_reach_take(left, d->in_slot); /* the broadcast leaves it out */
+	if (!tr_reach_take(left, d->egress_slot))
+		return 0;
+	if (d->in_flags & TR_PORT_MIRROR_IN) {
+		span_in = tr_span_of(d->in_slot);
+		if (span_in && !tr_reach_take(left, span_in))
+			return 0;
+	}
+	if (d->out->flags & TR_PORT_MIRROR_OUT) {
+		span_out = tr_span_of(d->egress_slot);
+		if (span_out && span_out != span_in && !tr_reach_take(left, span_out))
+			return 0;
+	}
+	if (left[0] | left[1] | left[2] | left[3])
+		return 0;
+	return tr_reach_send(d, r, wire, ret);
+}
+
 /* XDP: the copies of a frame the walk sent to several ports, one broadcast
  * over the flood set of every port its bridge's patches reach; the slots
- * chosen travel in the frame's metadata to trestle_patch_egress. */
+ * chosen travel in the frame's metadata to trestle_patch_egress. A walk
+ * that chose all of them but the ingress, none retagged, is sent over the
+ * reach flood set instead, with no program (tr_walk_reach_xdp). */
 static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decision *d,
 					     struct tr_walk *w)
 {
 	void *flood, *data;
 	__u64 *meta;
 	long ret;
+	int r;
 
+	if (tr_walk_reach_xdp(d, w, &r))
+		return r;
 	if (w->on) {
 		if (tr_tag_to(ctx, TR_XDP, &d->tag, 0) < -TR_VLAN_HLEN) {
 			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
@@ -368,12 +496,29 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 			}
 		}
 	}
+	if (xdp) {
+		int ret;
+
+		if (tr_mirror_fast_xdp(d, p->wire, &ret))
+			return ret;
+	}
 	w = bpf_map_lookup_elem(&walks, &zero);
 	if (!w) {
 		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
-	__builtin_memset(w, 0, sizeof(*w));
+	/* What the walk reads before it writes, and capture after it; not the
+	 * whole struct (its queue and hops are read only below their counts). */
+	w->sel[0] = 0;
+	w->sel[1] = 0;
+	w->sel[2] = 0;
+	w->sel[3] = 0;
+	w->nsel = 0;
+	w->head = 0;
+	w->tail = 0;
+	w->nhops = 0;
+	w->dropped = 0;
+	w->fset = 0;
 	__builtin_memcpy(w->src, d->eth->h_source, 6);
 	__builtin_memcpy(w->dst, d->eth->h_dest, 6);
 	w->vlan = d->vlan;

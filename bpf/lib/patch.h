@@ -69,6 +69,24 @@ struct {
 	__type(value, struct tr_walk);
 } walks SEC(".maps");
 
+/* Each walked bridge's reach (struct tr_reach), by bridge id, and its
+ * ports as a devmap with no program (ifindex -> ifindex, as the floods
+ * map's sets), in an array of maps by bridge id: the broadcast of a walk
+ * that chose every port of its reach but the ingress (walk.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_BRIDGES + 1);
+	__type(key, __u32);
+	__type(value, struct tr_reach);
+} reaches SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, TR_MAX_BRIDGES + 1);
+	__type(key, __u32);
+	__array(values, struct tr_flood_ports); /* as the plain flood sets' */
+} reach_floods SEC(".maps");
+
 static __always_inline struct tr_patch *tr_patch_of(__u32 slot)
 {
 	struct tr_patch *pp = bpf_map_lookup_elem(&patches, &slot);

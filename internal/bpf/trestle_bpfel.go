@@ -415,6 +415,14 @@ type TrestleTrPortVlans struct {
 	Bits [64]uint64
 }
 
+type TrestleTrReach struct {
+	_     structs.HostLayout
+	Sel   [4]uint64
+	N     uint32
+	Pad   uint32
+	Slots [64]uint16
+}
+
 type TrestleTrState struct {
 	_         structs.HostLayout
 	CreatedNs uint64
@@ -559,6 +567,8 @@ const (
 	TrestleMapPortMacsDel         = "port_macs_del"
 	TrestleMapPortVlans           = "port_vlans"
 	TrestleMapPorts               = "ports"
+	TrestleMapReachFloods         = "reach_floods"
+	TrestleMapReaches             = "reaches"
 	TrestleMapStats               = "stats"
 	TrestleMapStorm               = "storm"
 	TrestleMapTxPorts             = "tx_ports"
@@ -684,6 +694,8 @@ type TrestleMapSpecs struct {
 	PortMacsDel   *ebpf.MapSpec `ebpf:"port_macs_del"`
 	PortVlans     *ebpf.MapSpec `ebpf:"port_vlans"`
 	Ports         *ebpf.MapSpec `ebpf:"ports"`
+	ReachFloods   *ebpf.MapSpec `ebpf:"reach_floods"`
+	Reaches       *ebpf.MapSpec `ebpf:"reaches"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
 	Storm         *ebpf.MapSpec `ebpf:"storm"`
 	TxPorts       *ebpf.MapSpec `ebpf:"tx_ports"`
@@ -775,6 +787,8 @@ type TrestleMaps struct {
 	PortMacsDel   *ebpf.Map `ebpf:"port_macs_del"`
 	PortVlans     *ebpf.Map `ebpf:"port_vlans"`
 	Ports         *ebpf.Map `ebpf:"ports"`
+	ReachFloods   *ebpf.Map `ebpf:"reach_floods"`
+	Reaches       *ebpf.Map `ebpf:"reaches"`
 	Stats         *ebpf.Map `ebpf:"stats"`
 	Storm         *ebpf.Map `ebpf:"storm"`
 	TxPorts       *ebpf.Map `ebpf:"tx_ports"`
@@ -813,6 +827,8 @@ func (m *TrestleMaps) Close() error {
 		m.PortMacsDel,
 		m.PortVlans,
 		m.Ports,
+		m.ReachFloods,
+		m.Reaches,
 		m.Stats,
 		m.Storm,
 		m.TxPorts,

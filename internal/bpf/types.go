@@ -17,6 +17,7 @@ type (
 	Patch      = TrestleTrPatch
 	Storm      = TrestleTrStorm
 	Mirror     = TrestleTrMirror
+	Reach      = TrestleTrReach
 
 	FilterKey   = TrestleTrFilterKey
 	FilterHit   = TrestleTrFilterHit

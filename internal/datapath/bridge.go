@@ -93,6 +93,9 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 		if err := d.setProgFlood(d.patchFloodSets(), b.ID, b.Reach); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
+		if err := d.setReach(b); err != nil {
+			return fmt.Errorf("bridge %q: %w", b.Name, err)
+		}
 	}
 	var br tbpf.Bridge
 	br.Nports = uint32(len(b.Ports))
@@ -155,6 +158,9 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 	}
 	if !patched {
 		if err := d.delProgFlood(d.patchFloodSets(), b.ID); err != nil {
+			return fmt.Errorf("bridge %q: %w", b.Name, err)
+		}
+		if err := d.delReach(b.ID); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
 	}
@@ -228,6 +234,9 @@ func (d *Datapath) DelBridge(id uint16) (err error) {
 		return fmt.Errorf("bridge %d: %w", id, err)
 	}
 	if err := d.delProgFlood(d.patchFloodSets(), id); err != nil {
+		return fmt.Errorf("bridge %d: %w", id, err)
+	}
+	if err := d.delReach(id); err != nil {
 		return fmt.Errorf("bridge %d: %w", id, err)
 	}
 	delete(d.hadPatch, id)

@@ -77,6 +77,8 @@ type Datapath struct {
 	// Patch flood sets (patch.go), by bridge.
 	patchFloods map[uint16]*ebpf.Map
 	hadPatch    map[uint16]bool // bridges written with patch ports
+	// Reach flood sets (reach.go), by bridge.
+	reachFloods map[uint16]*ebpf.Map
 	// The filter's rule sets and counters (filter.go); nil until used.
 	filt *filterState
 }
@@ -105,7 +107,7 @@ func Load(opts Options) (*Datapath, error) {
 	}
 	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, log: opts.Log,
 		spec: spec, progs: map[stage]progSet{}, vlanFloods: map[uint16]*ebpf.Map{},
-		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}}
+		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}, reachFloods: map[uint16]*ebpf.Map{}}
 	if d.log == nil {
 		d.log = func(string, ...any) {}
 	}
@@ -168,6 +170,10 @@ func Load(opts Options) (*Datapath, error) {
 			d.Close()
 			return nil, err
 		}
+		if err := d.adoptReachFloods(); err != nil {
+			d.Close()
+			return nil, err
+		}
 		// The old daemon's last flip of a bridge may be less than a grace
 		// period ago: the first write of each waits (bridge.go).
 		for id := uint16(1); id <= uint16(tbpf.MaxBridges); id++ {
@@ -201,6 +207,9 @@ func (d *Datapath) Close() {
 		m.Close()
 	}
 	for _, m := range d.patchFloods {
+		m.Close()
+	}
+	for _, m := range d.reachFloods {
 		m.Close()
 	}
 	if d.capture != nil {
