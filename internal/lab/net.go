@@ -40,7 +40,6 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/trestle/trestle/internal/daemon"
 	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/netnsutil"
 )
@@ -565,8 +564,9 @@ func (n *Net) Close() error {
 // sweepPins removes what trestle daemons with persist left of a namespace
 // that is gone: their pinned datapaths (its links went with its
 // interfaces, its maps stay pinned until removed) and their state
-// directories (daemon.DownNetns). It returns the pin directories it removed.
-func sweepPins(cookie uint64) ([]string, error) { return daemon.DownNetns(cookie, true) }
+// directories (instance.DownNetns, which `trestle down` uses too). It
+// returns the pin directories it removed.
+func sweepPins(cookie uint64) ([]string, error) { return instance.DownNetns(cookie, true) }
 
 // Sweep deletes the namespaces of lab runs whose process no longer exists:
 // what a run killed with SIGKILL left behind, with any datapath a trestle
