@@ -1,6 +1,9 @@
 // Package testutil builds throwaway network labs for trestle's privileged
 // tests: named network namespaces, veth pairs between them, commands run
 // inside them, and raw Ethernet frames sent and captured on their links.
+// The namespaces, veths and addresses are the shared harness's
+// (internal/netnsutil, which the lab uses too); the frames are the one
+// frame builder's (internal/lab/frame).
 //
 // Contract:
 //
