@@ -27,7 +27,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,12 +189,9 @@ func (ns *NS) start(name string, cmd *exec.Cmd) (*Proc, error) {
 	p.Cmd.Stdout = &lockedWriter{p: p}
 	p.Cmd.Stderr = p.Cmd.Stdout
 	p.Cmd.WaitDelay = time.Second
-	// If this process dies without cleaning up, its children go too.
-	// Pdeathsig fires when the thread that forked the child ends, not the
-	// process, and Go ends threads (the generator's pinned senders end
-	// theirs): so children are forked from one thread that never ends.
-	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := spawn(p.Cmd); err != nil {
+	// If this process dies without cleaning up, its children go too
+	// (netnsutil.Start).
+	if err := netnsutil.Start(p.Cmd); err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", name, ns.Name, err)
 	}
 	go func() {
@@ -206,31 +202,6 @@ func (ns *NS) start(name string, cmd *exec.Cmd) (*Proc, error) {
 	ns.net.procs = append(ns.net.procs, p)
 	ns.net.mu.Unlock()
 	return p, nil
-}
-
-var spawnReqs = make(chan spawnReq)
-
-type spawnReq struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-var startSpawner sync.Once
-
-// spawn starts cmd from the spawner thread: a goroutine locked to its
-// thread for the life of the process, so the thread never ends.
-func spawn(cmd *exec.Cmd) error {
-	startSpawner.Do(func() {
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
-			for r := range spawnReqs {
-				r.done <- r.cmd.Start()
-			}
-		}()
-	})
-	done := make(chan error, 1)
-	spawnReqs <- spawnReq{cmd, done}
-	return <-done
 }
 
 type lockedWriter struct{ p *Proc }

@@ -9,7 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -277,4 +280,37 @@ func Attach(sw *NS, h Host, queues int) error {
 		return nil
 	}
 	return h.NS.AddrAdd(h.If, h.CIDR)
+}
+
+var spawnReqs = make(chan spawnReq)
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+var startSpawner sync.Once
+
+// Start starts cmd so that it dies with this process (SIGKILL), even if
+// the process dies without cleaning up. Pdeathsig fires when the thread
+// that forked the child ends, not the process, and Go ends threads (a
+// goroutine locked to its thread that exits, such as Do's when it cannot
+// leave a namespace, or the lab generator's pinned senders): so children
+// are forked from one spawner thread that never ends.
+func Start(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	startSpawner.Do(func() {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+			for r := range spawnReqs {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	spawnReqs <- spawnReq{cmd, done}
+	return <-done
 }

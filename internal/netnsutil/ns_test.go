@@ -2,7 +2,9 @@ package netnsutil_test
 
 import (
 	"net"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -77,5 +79,21 @@ func TestVethRefusesBadNames(t *testing.T) {
 	}
 	if _, err := a.Link("a0"); err == nil {
 		t.Error("a refused veth left a0 behind")
+	}
+}
+
+// A command started by Start carries its death signal, and an existing
+// SysProcAttr keeps what it had.
+func TestStartSetsDeathSignal(t *testing.T) {
+	cmd := exec.Command("true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := netnsutil.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if cmd.SysProcAttr.Pdeathsig != syscall.SIGKILL || !cmd.SysProcAttr.Setpgid {
+		t.Errorf("SysProcAttr %+v: want Pdeathsig SIGKILL and Setpgid kept", cmd.SysProcAttr)
 	}
 }

@@ -148,11 +148,9 @@ func (n *NS) start(t testing.TB, cmd *exec.Cmd) *Proc {
 	p.Cmd.Stderr = p.Out
 	// A grandchild holding the output pipe must not block Wait forever.
 	p.Cmd.WaitDelay = time.Second
-	// XXX Pdeathsig fires when the *thread* that forked exits, not the
-	// process. Go only ends a thread when a goroutine locked to it exits,
-	// which NS.Do does only when it cannot restore the namespace.
-	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.Cmd.Start(); err != nil {
+	// It dies with the test binary, from whichever thread it was started
+	// (netnsutil.Start: the lab's spawner thread).
+	if err := netnsutil.Start(p.Cmd); err != nil {
 		t.Fatalf("netns %s: start %s: %v", n.Name, name, err)
 	}
 	go func() {
