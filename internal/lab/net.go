@@ -455,18 +455,10 @@ func Sweep() ([]string, error) {
 		if pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
 			continue // a live run's
 		}
-		// Its cookie names what a trestle daemon with persist pinned in it.
-		var cookie uint64
-		_ = netnsutil.Do(filepath.Join(netnsDir, e.Name()), func() (err error) { cookie, err = instance.NetnsCookie(); return err })
-		if out, err := exec.Command("ip", "netns", "del", e.Name()).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("delete namespace %s: %v: %s", e.Name(), err, bytes.TrimSpace(out)))
-			continue
-		}
-		gone = append(gone, e.Name())
-		pins, err := sweepPins(cookie)
-		gone = append(gone, pins...)
+		removed, err := netnsutil.RemoveGone(e.Name())
+		gone = append(gone, removed...)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("namespace %s: %w", e.Name(), err))
+			errs = append(errs, err)
 		}
 	}
 	return gone, errors.Join(errs...)

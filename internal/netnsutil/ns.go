@@ -17,6 +17,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/trestle/trestle/internal/instance"
 )
 
 // The one namespace harness of the tests (internal/testutil, tests/harness)
@@ -313,4 +315,23 @@ func Start(cmd *exec.Cmd) error {
 	done := make(chan error, 1)
 	spawnReqs <- spawnReq{cmd, done}
 	return <-done
+}
+
+// RemoveGone deletes the namespace name, left by a process that is gone,
+// and what trestle daemons with persist pinned in it: their datapaths
+// outlive the namespace's interfaces, named by its cookie
+// (instance.DownNetns). It returns what it removed: the namespace's name,
+// then the pin directories.
+func RemoveGone(name string) ([]string, error) {
+	n := &NS{Name: name, Path: filepath.Join(NetnsDir, name)}
+	var cookie uint64
+	_ = n.Do(func() (err error) { cookie, err = instance.NetnsCookie(); return err })
+	if err := n.Delete(); err != nil {
+		return nil, err
+	}
+	pins, err := instance.DownNetns(cookie, true)
+	if err != nil {
+		err = fmt.Errorf("namespace %s: %w", name, err)
+	}
+	return append([]string{name}, pins...), err
 }

@@ -31,6 +31,11 @@ var nsSeq atomic.Uint32
 // registered later and therefore run first.
 func NewNS(t testing.TB, name string) *NS {
 	t.Helper()
+	if gone, err := registered(); err != nil {
+		t.Logf("namespaces of gone test processes: %v", err)
+	} else if len(gone) > 0 {
+		t.Logf("removed what gone test processes left: %s", strings.Join(gone, " "))
+	}
 	full := fmt.Sprintf("%s-%d-%s", Prefix(), nsSeq.Add(1), name)
 	n, err := netnsutil.Add(full)
 	if err != nil {
