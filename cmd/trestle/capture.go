@@ -227,25 +227,13 @@ func (s *textSink) write(r *ctl.CaptureRecord, verdict string) error {
 
 func (s *textSink) flush() error { return nil }
 
-// jsonFrame is a frame of `trestle capture --json`.
-type jsonFrame struct {
-	Time      time.Time `json:"time"`
-	Port      string    `json:"port"`
-	Direction string    `json:"direction"` // "in" or "out"
-	Length    uint32    `json:"length"`    // on the wire; data may hold less (--snaplen)
-	Verdict   string    `json:"verdict"`   // "forwarded", "flooded" or "dropped"
-	Reason    string    `json:"reason,omitempty"`
-	Egress    string    `json:"egress,omitempty"` // forwarded: the port it left by
-	Data      string    `json:"data"`             // hex
-}
-
 type jsonSink struct {
 	enc *json.Encoder
 	h   ctl.CaptureHeader
 }
 
 func (s *jsonSink) write(r *ctl.CaptureRecord, _ string) error {
-	f := jsonFrame{Time: time.Unix(0, r.TimeNs), Port: s.h.Port, Direction: dirName(r.Dir), Length: r.Len, Data: hex.EncodeToString(r.Data)}
+	f := ctl.CaptureFrame{Time: time.Unix(0, r.TimeNs), Port: s.h.Port, Direction: dirName(r.Dir), Length: r.Len, Data: hex.EncodeToString(r.Data)}
 	switch r.Verdict {
 	case ctl.VerdictForwarded:
 		f.Verdict, f.Egress = "forwarded", s.h.Ports[r.Egress]

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -63,7 +62,7 @@ func Down(socket string, force bool) (DownResult, error) {
 		if _, err := os.Stat(inst.PinDir); err == nil {
 			res.Found = true
 		}
-		did, err := datapath.Down(inst.PinDir)
+		did, err := instance.Down(inst.PinDir)
 		res.Detached = did
 		if err != nil {
 			return res, err
@@ -109,70 +108,15 @@ func DownStale() ([]string, error) {
 		return nil, err
 	}
 	var removed []string
-	for cookie := range instanceCookies() {
+	for cookie := range instance.Cookies() {
 		if live[cookie] {
 			continue
 		}
-		gone, err := DownNetns(cookie, false)
+		gone, err := instance.DownNetns(cookie, false)
 		removed = append(removed, gone...)
 		if err != nil {
 			return removed, err
 		}
-	}
-	return removed, nil
-}
-
-// instanceCookies are the network namespaces (by cookie) that have a pinned
-// datapath or a state directory.
-func instanceCookies() map[uint64]bool {
-	out := map[uint64]bool{}
-	for _, root := range []string{datapath.PinRoot, StateRoot} {
-		ents, _ := os.ReadDir(root)
-		for _, e := range ents {
-			var cookie uint64
-			var hash string
-			if n, _ := fmt.Sscanf(e.Name(), "ns%d-%s", &cookie, &hash); e.IsDir() && n == 2 {
-				out[cookie] = true
-			}
-		}
-	}
-	return out
-}
-
-// DownNetns removes the persisted datapaths and the state directories of
-// the daemons of a network namespace that is gone, named by its cookie
-// (Instance), and returns their pin directories. Unless deleted says the
-// caller deleted the namespace itself (whose interfaces then go a moment
-// later), a datapath whose links still hold an interface is left: its
-// namespace lives on (one kept by a bind mount outside /run/netns is not
-// found by liveNetnsCookies).
-func DownNetns(cookie uint64, deleted bool) ([]string, error) {
-	if cookie == 0 {
-		return nil, nil
-	}
-	prefix := fmt.Sprintf("ns%d-", cookie)
-	names := map[string]bool{}
-	for _, root := range []string{datapath.PinRoot, StateRoot} {
-		ents, _ := os.ReadDir(root)
-		for _, e := range ents {
-			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
-				names[e.Name()] = true
-			}
-		}
-	}
-	var removed []string
-	for name := range names {
-		pins := filepath.Join(datapath.PinRoot, name)
-		if n, err := datapath.Holding(pins); !deleted && (err != nil || n > 0) {
-			continue
-		}
-		if _, err := datapath.Down(pins); err != nil {
-			return removed, fmt.Errorf("instance %s: %w", name, err)
-		}
-		if err := os.RemoveAll(filepath.Join(StateRoot, name)); err != nil {
-			return removed, fmt.Errorf("instance %s: %w", name, err)
-		}
-		removed = append(removed, pins)
 	}
 	return removed, nil
 }

@@ -9,14 +9,11 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/instance"
 )
 
-// StateRoot holds, per daemon, what it must remember on disk: the veth
-// peers it changed and how they were (tmpfs: it goes at reboot, as the
-// pinned datapath does).
-const StateRoot = "/run/trestle"
+// StateRoot holds, per daemon, what it must remember on disk (instance.StateRoot).
+const StateRoot = instance.StateRoot
 
 // Instance is where one daemon keeps its pinned datapath and its state.
 type Instance struct {
@@ -26,7 +23,7 @@ type Instance struct {
 }
 
 // InstanceOf is the instance of the daemon that listens on socket in the
-// calling thread's network namespace (datapath.Instance).
+// calling thread's network namespace (instance.Name).
 func InstanceOf(socket string) (Instance, error) {
 	cookie, err := instance.NetnsCookie()
 	if err != nil {
@@ -40,8 +37,8 @@ func InstanceOf(socket string) (Instance, error) {
 	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
 		abs = filepath.Join(dir, filepath.Base(abs))
 	}
-	name := datapath.Instance(cookie, abs)
-	return Instance{Name: name, PinDir: filepath.Join(datapath.PinRoot, name), StateDir: filepath.Join(StateRoot, name)}, nil
+	name := instance.Name(cookie, abs)
+	return Instance{Name: name, PinDir: filepath.Join(instance.PinRoot, name), StateDir: filepath.Join(StateRoot, name)}, nil
 }
 
 // stateDir is a daemon's directory under StateRoot.

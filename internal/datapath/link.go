@@ -4,14 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/mode"
 )
 
@@ -161,67 +158,26 @@ func (d *Datapath) AdoptedLinks() ([]*Attachment, error) {
 	return d.pin.links()
 }
 
-// linkFile names a pinned link: port-<ifindex>-<mode>.
-func linkFile(ifindex int, m mode.Mode) string { return fmt.Sprintf("port-%d-%s", ifindex, m) }
+// linkFile names a pinned link (instance.LinkFile).
+func linkFile(ifindex int, m mode.Mode) string { return instance.LinkFile(ifindex, string(m)) }
 
-func parseLinkFile(name string) (int, mode.Mode, bool) {
-	rest, ok := strings.CutPrefix(name, "port-")
-	if !ok {
-		return 0, "", false
-	}
-	num, ms, ok := strings.Cut(rest, "-")
-	if !ok {
-		return 0, "", false
-	}
-	idx, err := strconv.Atoi(num)
-	m, merr := mode.Parse(ms)
-	if err != nil || merr != nil || m == mode.Auto {
-		return 0, "", false
-	}
-	return idx, m, true
-}
-
-// loadLinks opens the pinned links of dir/links.
+// loadLinks opens the pinned links of a pin directory that still hold an
+// interface (instance.OpenLinks, which removes the pins of dead ones).
 func loadLinks(dir string) ([]*Attachment, error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	links, err := instance.OpenLinks(dir)
 	if err != nil {
-		return nil, fmt.Errorf("read pinned links: %w", err)
+		return nil, err
 	}
-	var out []*Attachment
-	for _, e := range ents {
-		path := filepath.Join(dir, e.Name())
-		idx, m, ok := parseLinkFile(e.Name())
-		if !ok {
-			continue
-		}
-		l, err := link.LoadPinnedLink(path, nil)
+	out := make([]*Attachment, 0, len(links))
+	for _, l := range links {
+		m, err := mode.Parse(l.Mode)
 		if err != nil {
-			return nil, fmt.Errorf("open pinned link %s: %w", path, err)
-		}
-		// A link whose interface was deleted is detached by the kernel
-		// and reports no interface: nothing to adopt.
-		if info, err := l.Info(); err != nil || linkIfindex(info) != idx {
-			l.Close()
-			_ = os.Remove(path)
+			l.Link.Close()
 			continue
 		}
-		out = append(out, &Attachment{Ifindex: idx, Mode: m, link: l, pin: path})
+		out = append(out, &Attachment{Ifindex: l.Ifindex, Mode: m, link: l.Link, pin: l.Path})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Ifindex < out[j].Ifindex })
 	return out, nil
-}
-
-func linkIfindex(info *link.Info) int {
-	if x := info.XDP(); x != nil {
-		return int(x.Ifindex)
-	}
-	if t := info.TCX(); t != nil {
-		return int(t.Ifindex)
-	}
-	return 0
 }
 
 // Unpin makes a pinned attachment one that lives only while the daemon

@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/mode"
 	"github.com/trestle/trestle/internal/testutil"
 )
@@ -148,7 +149,7 @@ func TestPinnedDatapathIsAdopted(t *testing.T) {
 	links[0].Release()
 	r.dp.Close()
 
-	did, err := Down(dir)
+	did, err := instance.Down(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestPinnedMapMigrates(t *testing.T) {
 		t.Errorf("slot 5 at the next load: %+v", s)
 	}
 	r.dp.Close()
-	if _, err := Down(dir); err != nil {
+	if _, err := instance.Down(dir); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -266,7 +267,7 @@ func TestPinnedMapRefused(t *testing.T) {
 		t.Errorf("load against an fdb pinned as an array: %v, want a refusal that says what to do", err)
 	}
 	r.dp = nil
-	if _, err := Down(dir); err != nil {
+	if _, err := instance.Down(dir); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -314,7 +315,7 @@ func TestPinnedTableGrows(t *testing.T) {
 	}
 	r.dp.Close()
 	r.dp = nil
-	if _, err := Down(dir); err != nil {
+	if _, err := instance.Down(dir); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -19,10 +19,10 @@ import (
 )
 
 // BPFFS is where the BPF filesystem is mounted, and PinRoot the directory
-// of trestle's persisted datapaths, one directory each (see InstanceDir).
+// of trestle's persisted datapaths, one directory each (instance.Name).
 const (
 	BPFFS   = instance.BPFFS
-	PinRoot = BPFFS + "/trestle"
+	PinRoot = instance.PinRoot
 )
 
 // A pin directory holds:
@@ -37,7 +37,7 @@ const (
 const (
 	layoutsFile     = "layouts"
 	layoutsValueLen = 16384
-	linksDir        = "links"
+	linksDir        = instance.LinksDir
 )
 
 // ErrNoBPFFS: there is no BPF filesystem to pin to.
@@ -469,7 +469,7 @@ func (p *pinState) linkPath(ifindex int, m mode.Mode) string {
 }
 
 func (p *pinState) links() ([]*Attachment, error) {
-	return loadLinks(filepath.Join(p.dir, linksDir))
+	return loadLinks(p.dir)
 }
 
 // unpinAll removes the pins of maps and layouts, and the directory if
@@ -487,69 +487,4 @@ func (p *pinState) unpinAll() error {
 	_ = os.Remove(filepath.Join(p.dir, linksDir))
 	_ = os.Remove(p.dir)
 	return errors.Join(errs...)
-}
-
-// Down removes a persisted datapath: every pinned link (which detaches its
-// program), then every pinned map, then the directory. It reports what it
-// detached. A directory that does not exist is not an error.
-func Down(dir string) ([]string, error) {
-	var did []string
-	links, err := loadLinks(filepath.Join(dir, linksDir))
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range links {
-		if err := a.Detach(); err != nil {
-			return did, err
-		}
-		did = append(did, "detached "+a.String())
-	}
-	// Pins of dead links were removed by loadLinks; anything else left in
-	// links/ is not ours to judge, but it is in our directory.
-	for _, sub := range []string{filepath.Join(dir, linksDir), dir} {
-		ents, err := os.ReadDir(sub)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return did, err
-		}
-		for _, e := range ents {
-			if e.IsDir() {
-				continue
-			}
-			if err := os.Remove(filepath.Join(sub, e.Name())); err != nil {
-				return did, fmt.Errorf("unpin %s: %w", e.Name(), err)
-			}
-		}
-		if err := os.Remove(sub); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return did, fmt.Errorf("remove %s: %w", sub, err)
-		}
-	}
-	return did, nil
-}
-
-// Instance names the directory of one daemon: its network namespace (by
-// cookie, which the kernel never reuses while it runs) and its control
-// socket, so that two daemons in two namespaces, or two in one namespace
-// with two sockets, never share one, and a daemon restarted in the same
-// namespace with the same socket finds its own.
-func Instance(netnsCookie uint64, socket string) string {
-	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(socket); i++ {
-		h ^= uint32(socket[i])
-		h *= 16777619
-	}
-	return fmt.Sprintf("ns%d-%08x", netnsCookie, h)
-}
-
-// Holding says how many of a pin directory's links still hold an
-// interface (a link whose interface is gone, with its namespace, holds
-// none). It closes what it opens and removes nothing but dead link pins.
-func Holding(dir string) (int, error) {
-	links, err := loadLinks(filepath.Join(dir, linksDir))
-	for _, a := range links {
-		_ = a.Release()
-	}
-	return len(links), err
 }

@@ -27,11 +27,10 @@ import (
 // its own (Reporter), a preset scenario of its own (presetter).
 //
 // Adding a kind is a file (the kind, its record type, its report section
-// as a Reporter, its test) and a line of Kinds: idle.go is one. XXX the
-// report sections of the kinds from before the registry (restart,
-// mac-flood, soak, latency-load, cores) are still internal/lab/report's
-// (its sections table), and their records still fields of Result (the
-// JSON's shape); a new kind's record goes in Result.Record.
+// as a Reporter, its test) and a line of Kinds: idle.go is one. The
+// records of the kinds from before the registry (restart, mac-flood,
+// soak, latency-load, cores) are still fields of Result (the JSON's
+// shape); a new kind's record goes in Result.Record.
 type Kind interface {
 	Name() string
 	// Needs is what a unit of s must set up for the kind.
@@ -172,6 +171,20 @@ type describer interface {
 type Reporter interface {
 	Kind
 	Section(run *Run) (terminal, markdown string)
+}
+
+// ChartReporter is a Reporter whose Markdown has charts: the report takes
+// the section of report.md from SectionIn, which writes its charts into
+// dir (report.md's directory), and only the terminal's from Section.
+type ChartReporter interface {
+	Reporter
+	SectionIn(dir string, run *Run) (markdown string, err error)
+}
+
+// twinned is a kind that also records results under other tests' names
+// (restart's restart-flooded): they go to its section too.
+type twinned interface {
+	Twins() []string
 }
 
 // placer is a kind that places a run's threads itself, with notes on what
@@ -399,14 +412,23 @@ func (s Scenario) hasPacketTests() bool {
 	return len(s.phase(PerSize))+len(s.phase(PerUnit)) > 0
 }
 
-// Sections are the report sections of the run's kinds that have one, in
-// the order of Kinds, for the report to add.
-func Sections(run *Run) (terminal, markdown []string) {
+// reporters are the kinds of the run that have a report section, in the
+// order of Kinds: the order of the report's sections.
+func reporters(run *Run) []Reporter {
+	var out []Reporter
 	for _, k := range Kinds {
-		r, ok := k.(Reporter)
-		if !ok || !run.hasTest(k.Name()) {
-			continue
+		if r, ok := k.(Reporter); ok && run.hasTest(k.Name()) {
+			out = append(out, r)
 		}
+	}
+	return out
+}
+
+// Sections are the report sections of the run's kinds that have one, in
+// the order of Kinds, for the report to add (without the Markdown of a
+// ChartReporter: MarkdownSections has it).
+func Sections(run *Run) (terminal, markdown []string) {
+	for _, r := range reporters(run) {
 		t, m := r.Section(run)
 		if t != "" {
 			terminal = append(terminal, t)
@@ -418,11 +440,42 @@ func Sections(run *Run) (terminal, markdown []string) {
 	return terminal, markdown
 }
 
+// MarkdownSections are the sections of report.md of the run's kinds that
+// have one, in the order of Kinds, the charts of each written into dir.
+func MarkdownSections(dir string, run *Run) ([]string, error) {
+	var out []string
+	for _, r := range reporters(run) {
+		var m string
+		if c, ok := r.(ChartReporter); ok {
+			var err error
+			if m, err = c.SectionIn(dir, run); err != nil {
+				return out, err
+			}
+		} else {
+			_, m = r.Section(run)
+		}
+		if m != "" {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
 // OwnSection says whether results of test go to a kind's own report
 // section rather than the tables of medians.
 func OwnSection(test string) bool {
-	_, ok := KindOf(test).(Reporter)
-	return ok
+	for _, k := range Kinds {
+		if _, ok := k.(Reporter); !ok {
+			continue
+		}
+		if k.Name() == test {
+			return true
+		}
+		if t, ok := k.(twinned); ok && slices.Contains(t.Twins(), test) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasTest says whether the run has a result of test.

@@ -78,10 +78,7 @@ func (t *Topo) AddSide(n int) error {
 			return err
 		}
 		h := &Host{NS: ns, If: "eth0", MAC: HostMAC(0x100 + i), IP: HostIP(0x100 + i), Port: fmt.Sprintf("q%d", i)}
-		if err := t.Net.Veth(t.DUT, h.Port, ns, h.If, VethOpts{MACB: h.MAC, Queues: t.Shape.Queues}); err != nil {
-			return err
-		}
-		if err := ns.AddrAdd(h.If, h.IP+"/16"); err != nil {
+		if err := t.Net.attach(t.DUT, h, t.Shape.Queues); err != nil {
 			return err
 		}
 		side.Hosts = append(side.Hosts, h)

@@ -23,12 +23,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,15 +35,12 @@ import (
 	"time"
 
 	"github.com/safchain/ethtool"
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 
-	"github.com/trestle/trestle/internal/daemon"
 	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/netnsutil"
 )
 
-const netnsDir = "/run/netns"
+const netnsDir = netnsutil.NetnsDir
 
 // prefixRE matches the namespaces of lab runs: "tl" PID [tag] "-" name,
 // where a tag (NewNet) starts with a letter so that it cannot run into the PID.
@@ -78,11 +73,12 @@ func NewNet(tag string) *Net {
 	return &Net{Prefix: fmt.Sprintf("tl%d%s", os.Getpid(), tag)}
 }
 
-// NS is a network namespace of a Net, known to `ip netns`.
+// NS is a network namespace of a Net, known to `ip netns`: the shared
+// harness's (netnsutil.NS: Do, Sysctl, LinkUp, MAC, AddrAdd, ...), which
+// the tests use too.
 type NS struct {
-	Name string // full name, as `ip netns` knows it
-	Path string
-	net  *Net
+	netnsutil.NS
+	net *Net
 	// cookie is the kernel's cookie of the namespace: what a trestle
 	// daemon with persist names its pinned datapath after (Close removes
 	// any such datapath left behind).
@@ -95,44 +91,21 @@ type NS struct {
 // costs the Linux bridge a third of its speed: a fair baseline has it off).
 func (n *Net) NS(name string) (*NS, error) {
 	full := n.Prefix + "-" + name
-	if out, err := exec.Command("ip", "netns", "add", full).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("create namespace %s: %v: %s", full, err, bytes.TrimSpace(out))
+	made, err := netnsutil.Add(full)
+	if err != nil {
+		return nil, err
 	}
-	ns := &NS{Name: full, Path: filepath.Join(netnsDir, full), net: n}
+	ns := &NS{NS: *made, net: n}
 	n.mu.Lock()
 	n.nss = append(n.nss, ns)
 	n.mu.Unlock()
 	if err := ns.Do(func() (err error) { ns.cookie, err = instance.NetnsCookie(); return err }); err != nil {
 		return nil, fmt.Errorf("namespace %s: %w", full, err)
 	}
-	if err := ns.Do(func() error {
-		lo, err := netlink.LinkByName("lo")
-		if err != nil {
-			return err
-		}
-		return netlink.LinkSetUp(lo)
-	}); err != nil {
-		return nil, fmt.Errorf("namespace %s: loopback up: %w", full, err)
-	}
-	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6"} {
-		if err := ns.Sysctl(k, "1"); err != nil {
-			return nil, err
-		}
+	if err := ns.NoIPv6(); err != nil {
+		return nil, err
 	}
 	return ns, nil
-}
-
-// Do runs f on a thread inside the namespace.
-func (ns *NS) Do(f func() error) error { return netnsutil.Do(ns.Path, f) }
-
-// Sysctl writes /proc/sys/key (a path below it) from inside the namespace.
-func (ns *NS) Sysctl(key, value string) error {
-	path := filepath.Join("/proc/sys", filepath.Clean("/"+key))
-	err := ns.Do(func() error { return os.WriteFile(path, []byte(value), 0) })
-	if err != nil {
-		return fmt.Errorf("namespace %s: sysctl %s=%s: %w", ns.Name, key, value, err)
-	}
-	return nil
 }
 
 // BridgeNetfilter sets net.bridge.bridge-nf-call-{ip,ip6,arp}tables, if the
@@ -162,7 +135,7 @@ func (ns *NS) Run(ctx context.Context, name string, args ...string) (string, err
 
 // RunEnv is Run with variables added to the environment.
 func (ns *NS) RunEnv(ctx context.Context, env []string, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
+	cmd := ns.Command(ctx, name, args...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -188,7 +161,7 @@ func (ns *NS) Start(name string, args ...string) (*Proc, error) {
 
 // StartEnv is Start with variables added to the environment.
 func (ns *NS) StartEnv(env []string, name string, args ...string) (*Proc, error) {
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
+	cmd := ns.Command(context.Background(), name, args...)
 	cmd.Env = append(os.Environ(), env...)
 	return ns.start(name, cmd)
 }
@@ -198,21 +171,17 @@ func (ns *NS) StartEnv(env []string, name string, args ...string) (*Proc, error)
 // mounts a /sys of its own, which hides the host's BPF filesystem, and a
 // trestle daemon with persist pins its datapath there.
 func (ns *NS) StartNetOnly(name string, args ...string) (*Proc, error) {
-	return ns.start(name, ns.netOnly(context.Background(), name, args...))
+	return ns.start(name, ns.NetOnly(context.Background(), name, args...))
 }
 
 // RunNetOnly is Run with only the network namespace joined (see
 // StartNetOnly).
 func (ns *NS) RunNetOnly(ctx context.Context, name string, args ...string) (string, error) {
-	out, err := ns.netOnly(ctx, name, args...).CombinedOutput()
+	out, err := ns.NetOnly(ctx, name, args...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("%s %s (in %s, network namespace only): %w: %s", name, strings.Join(args, " "), ns.Name, err, bytes.TrimSpace(out))
 	}
 	return string(out), nil
-}
-
-func (ns *NS) netOnly(ctx context.Context, name string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + ns.Path, "--", name}, args...)...)
 }
 
 func (ns *NS) start(name string, cmd *exec.Cmd) (*Proc, error) {
@@ -220,12 +189,9 @@ func (ns *NS) start(name string, cmd *exec.Cmd) (*Proc, error) {
 	p.Cmd.Stdout = &lockedWriter{p: p}
 	p.Cmd.Stderr = p.Cmd.Stdout
 	p.Cmd.WaitDelay = time.Second
-	// If this process dies without cleaning up, its children go too.
-	// Pdeathsig fires when the thread that forked the child ends, not the
-	// process, and Go ends threads (the generator's pinned senders end
-	// theirs): so children are forked from one thread that never ends.
-	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := spawn(p.Cmd); err != nil {
+	// If this process dies without cleaning up, its children go too
+	// (netnsutil.Start).
+	if err := netnsutil.Start(p.Cmd); err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", name, ns.Name, err)
 	}
 	go func() {
@@ -236,31 +202,6 @@ func (ns *NS) start(name string, cmd *exec.Cmd) (*Proc, error) {
 	ns.net.procs = append(ns.net.procs, p)
 	ns.net.mu.Unlock()
 	return p, nil
-}
-
-var spawnReqs = make(chan spawnReq)
-
-type spawnReq struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-var startSpawner sync.Once
-
-// spawn starts cmd from the spawner thread: a goroutine locked to its
-// thread for the life of the process, so the thread never ends.
-func spawn(cmd *exec.Cmd) error {
-	startSpawner.Do(func() {
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
-			for r := range spawnReqs {
-				r.done <- r.cmd.Start()
-			}
-		}()
-	})
-	done := make(chan error, 1)
-	spawnReqs <- spawnReq{cmd, done}
-	return <-done
 }
 
 type lockedWriter struct{ p *Proc }
@@ -313,93 +254,18 @@ func (p *Proc) Stop(grace time.Duration, sig ...os.Signal) error {
 	return p.err
 }
 
-// VethOpts shapes a veth pair.
-type VethOpts struct {
-	MACA, MACB net.HardwareAddr // nil: the kernel's choice
-	// Queues is the number of receive and transmit queues of each end; 0
-	// means 1. (The kernel's default is one per CPU: a sender's CPU then
-	// picks the queue, and a DUT that polls queue 0 only, Open vSwitch's
-	// AF_XDP port, misses what the other CPUs send.)
-	Queues int
-}
+// VethOpts shapes a veth pair (netnsutil.VethOpts). The lab's have one
+// queue each unless Queues says more: the kernel's default is one per CPU,
+// a sender's CPU then picks the queue, and a DUT that polls queue 0 only,
+// Open vSwitch's AF_XDP port, misses what the other CPUs send.
+type VethOpts = netnsutil.VethOpts
 
-// Veth creates a veth pair, a in na and b in nb, and sets both up. It is
-// created by a netlink socket inside na with its peer placed directly in nb,
-// so it never exists in the caller's namespace.
+// Veth creates a veth pair, a in na and b in nb, and sets both up
+// (netnsutil.Veth: made inside na with its peer placed directly in nb, so
+// it never exists in the caller's namespace).
 func (n *Net) Veth(na *NS, a string, nb *NS, b string, o VethOpts) error {
-	peerNS, err := netns.GetFromPath(nb.Path)
-	if err != nil {
-		return fmt.Errorf("veth %s/%s: open namespace %s: %w", a, b, nb.Name, err)
-	}
-	defer peerNS.Close()
-	err = na.Do(func() error {
-		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: a}, PeerName: b, PeerNamespace: netlink.NsFd(peerNS)}
-		q := max(o.Queues, 1)
-		v.NumTxQueues, v.NumRxQueues = q, q
-		v.PeerNumTxQueues, v.PeerNumRxQueues = uint32(q), uint32(q)
-		if o.MACA != nil {
-			v.HardwareAddr = o.MACA
-		}
-		if o.MACB != nil {
-			v.PeerHardwareAddr = o.MACB
-		}
-		return netlink.LinkAdd(v)
-	})
-	if err != nil {
-		return fmt.Errorf("create veth %s (in %s) <-> %s (in %s): %w", a, na.Name, b, nb.Name, err)
-	}
-	for _, e := range []struct {
-		ns   *NS
-		name string
-	}{{na, a}, {nb, b}} {
-		if err := e.ns.LinkUp(e.name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// LinkUp sets an interface of the namespace up.
-func (ns *NS) LinkUp(name string) error {
-	return ns.Do(func() error {
-		l, err := netlink.LinkByName(name)
-		if err != nil {
-			return fmt.Errorf("%s in %s: %w", name, ns.Name, err)
-		}
-		return netlink.LinkSetUp(l)
-	})
-}
-
-// MAC is the hardware address of an interface of the namespace.
-func (ns *NS) MAC(name string) (net.HardwareAddr, error) {
-	var mac net.HardwareAddr
-	err := ns.Do(func() error {
-		l, err := netlink.LinkByName(name)
-		if err != nil {
-			return fmt.Errorf("%s in %s: %w", name, ns.Name, err)
-		}
-		mac = l.Attrs().HardwareAddr
-		return nil
-	})
-	return mac, err
-}
-
-// AddrAdd assigns a CIDR address to an interface of the namespace.
-func (ns *NS) AddrAdd(name, cidr string) error {
-	a, err := netlink.ParseAddr(cidr)
-	if err != nil {
-		return err
-	}
-	return ns.Do(func() error {
-		l, err := netlink.LinkByName(name)
-		if err != nil {
-			return fmt.Errorf("%s in %s: %w", name, ns.Name, err)
-		}
-		if err := netlink.AddrAdd(l, a); err != nil {
-			return fmt.Errorf("address %s on %s in %s: %w", cidr, name, ns.Name, err)
-		}
-		return nil
-	})
+	o.Queues = max(o.Queues, 1)
+	return netnsutil.Veth(&na.NS, a, &nb.NS, b, o)
 }
 
 // Counters are an interface's packet counters.
@@ -408,17 +274,14 @@ type Counters struct{ RxPackets, TxPackets, RxDropped, TxDropped uint64 }
 // Counters reads an interface's counters.
 func (ns *NS) Counters(name string) (Counters, error) {
 	var c Counters
-	err := ns.Do(func() error {
-		l, err := netlink.LinkByName(name)
-		if err != nil {
-			return fmt.Errorf("%s in %s: %w", name, ns.Name, err)
-		}
-		if s := l.Attrs().Statistics; s != nil {
-			c = Counters{s.RxPackets, s.TxPackets, s.RxDropped, s.TxDropped}
-		}
-		return nil
-	})
-	return c, err
+	l, err := ns.Link(name)
+	if err != nil {
+		return c, err
+	}
+	if s := l.Attrs().Statistics; s != nil {
+		c = Counters{s.RxPackets, s.TxPackets, s.RxDropped, s.TxDropped}
+	}
+	return c, nil
 }
 
 // Features sets ethtool features ("rx-gro", "tx-checksum-ip-generic", ...)
@@ -550,8 +413,8 @@ func (n *Net) Close() error {
 		}
 	}
 	for i := len(nss) - 1; i >= 0; i-- {
-		if out, err := exec.Command("ip", "netns", "del", nss[i].Name).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("delete namespace %s: %v: %s", nss[i].Name, err, bytes.TrimSpace(out)))
+		if err := nss[i].Delete(); err != nil {
+			errs = append(errs, err)
 		}
 		// A DUT's teardown removes its persisted datapath (trestle down);
 		// this is for one that could not, or never got to.
@@ -565,8 +428,9 @@ func (n *Net) Close() error {
 // sweepPins removes what trestle daemons with persist left of a namespace
 // that is gone: their pinned datapaths (its links went with its
 // interfaces, its maps stay pinned until removed) and their state
-// directories (daemon.DownNetns). It returns the pin directories it removed.
-func sweepPins(cookie uint64) ([]string, error) { return daemon.DownNetns(cookie, true) }
+// directories (instance.DownNetns, which `trestle down` uses too). It
+// returns the pin directories it removed.
+func sweepPins(cookie uint64) ([]string, error) { return instance.DownNetns(cookie, true) }
 
 // Sweep deletes the namespaces of lab runs whose process no longer exists:
 // what a run killed with SIGKILL left behind, with any datapath a trestle
@@ -591,18 +455,10 @@ func Sweep() ([]string, error) {
 		if pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
 			continue // a live run's
 		}
-		// Its cookie names what a trestle daemon with persist pinned in it.
-		var cookie uint64
-		_ = netnsutil.Do(filepath.Join(netnsDir, e.Name()), func() (err error) { cookie, err = instance.NetnsCookie(); return err })
-		if out, err := exec.Command("ip", "netns", "del", e.Name()).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("delete namespace %s: %v: %s", e.Name(), err, bytes.TrimSpace(out)))
-			continue
-		}
-		gone = append(gone, e.Name())
-		pins, err := sweepPins(cookie)
-		gone = append(gone, pins...)
+		removed, err := netnsutil.RemoveGone(e.Name())
+		gone = append(gone, removed...)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("namespace %s: %w", e.Name(), err))
+			errs = append(errs, err)
 		}
 	}
 	return gone, errors.Join(errs...)

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/lab/frame"
 )
 
 // TableReading is one reading of a bridge's learning table.
@@ -269,14 +270,16 @@ func sendFrames(h *Host, frames [][]byte) error {
 func learningFrames(base net.HardwareAddr, n int) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
-		f := make([]byte, 60)
-		copy(f[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-		copy(f[6:12], macPlus(base, i))
-		f[12], f[13] = 0x88, 0xb5
-		copy(f[14:], "trestle lab: learning frame")
-		out[i] = f
+		out[i] = learningFrame(macPlus(base, i))
 	}
 	return out
+}
+
+// learningFrame is a broadcast frame from src with the IEEE local
+// experimental ethertype, 60 bytes: bridges learn src, the sinks count it
+// apart (it carries no test header).
+func learningFrame(src net.HardwareAddr) []byte {
+	return frame.Eth{Dst: frame.Broadcast(), Src: src, Type: 0x88b5, Payload: []byte("trestle lab: learning frame"), Pad: true}.MustBytes()
 }
 
 // macPlus is base plus i in its low 24 bits, wrapping within them.

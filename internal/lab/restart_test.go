@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/ctl"
-	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/lab/gen"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
@@ -118,7 +118,7 @@ func TestEventAccounting(t *testing.T) {
 func pinned(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, root := range []string{datapath.PinRoot, "/run/trestle"} {
+	for _, root := range []string{instance.PinRoot, instance.StateRoot} {
 		ents, _ := os.ReadDir(root)
 		for _, e := range ents {
 			out = append(out, filepath.Join(root, e.Name()))
@@ -208,7 +208,7 @@ func TestRestartScenario(t *testing.T) {
 	}
 	for _, u := range run.Units {
 		dir := u.Settings["pinned at"]
-		if !strings.HasPrefix(dir, datapath.PinRoot+"/") {
+		if !strings.HasPrefix(dir, instance.PinRoot+"/") {
 			t.Errorf("%s: pinned at %q", u.DUT, dir)
 		} else if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("%s: %s left after the run (%v)", u.DUT, dir, err)

@@ -497,12 +497,7 @@ func (r *Rig) trialBoth(ctx context.Context, ts TrialSpec, o gen.Options, sinks,
 // IEEE local experimental ethertype: bridges learn the address, the sinks
 // count it apart (it carries no test header).
 func learnFrame(h *Host) error {
-	f := make([]byte, 60)
-	copy(f[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-	copy(f[6:12], h.MAC)
-	f[12], f[13] = 0x88, 0xb5
-	copy(f[14:], "trestle lab: learning frame")
-	if err := sendFrame(h, f); err != nil {
+	if err := sendFrame(h, learningFrame(h.MAC)); err != nil {
 		return fmt.Errorf("learning frame from %s: %w", h.NS.Name, err)
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/trestle/trestle/internal/netnsutil"
 )
 
 // Shape is the topology of a measurement: hosts joined through a chain of
@@ -96,6 +98,13 @@ func HostMAC(i int) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, byte(
 // HostIP is host i's IPv4 address (1-based).
 func HostIP(i int) string { return fmt.Sprintf("10.77.%d.%d", i>>8, i&0xff) }
 
+// attach plugs host h into the DUT's namespace at h.Port, with its
+// address (netnsutil.Attach, the one topology step of the tests and the
+// lab).
+func (n *Net) attach(dut *NS, h *Host, queues int) error {
+	return netnsutil.Attach(&dut.NS, netnsutil.Host{NS: &h.NS.NS, If: h.If, MAC: h.MAC, CIDR: h.IP + "/16", Port: h.Port}, max(queues, 1))
+}
+
 // Build creates the namespaces and veth pairs of s in n. Bridge i of a
 // chain has ports "p1" or "cI-1b" toward h1 and "cIa" or "p2" toward h2;
 // the one bridge of a star has ports p1..pN. With s.Patch, bridge i of a
@@ -114,11 +123,15 @@ func Build(ctx context.Context, n *Net, s Shape) (*Topo, error) {
 		}
 		t.Hosts = append(t.Hosts, &Host{NS: ns, If: "eth0", MAC: HostMAC(i), IP: HostIP(i)})
 	}
-	vo := func(a, b net.HardwareAddr) VethOpts { return VethOpts{MACA: a, MACB: b, Queues: s.Queues} }
 	if s.Chain == 0 {
 		h1, h2 := t.Hosts[0], t.Hosts[1]
-		if err := n.Veth(h1.NS, h1.If, h2.NS, h2.If, vo(h1.MAC, h2.MAC)); err != nil {
+		if err := n.Veth(h1.NS, h1.If, h2.NS, h2.If, VethOpts{MACA: h1.MAC, MACB: h2.MAC, Queues: s.Queues}); err != nil {
 			return nil, err
+		}
+		for _, h := range t.Hosts {
+			if err := h.NS.AddrAdd(h.If, h.IP+"/16"); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		dut, err := n.NS("dut")
@@ -128,7 +141,7 @@ func Build(ctx context.Context, n *Net, s Shape) (*Topo, error) {
 		t.DUT = dut
 		for i, h := range t.Hosts {
 			h.Port = fmt.Sprintf("p%d", i+1)
-			if err := n.Veth(dut, h.Port, h.NS, h.If, vo(nil, h.MAC)); err != nil {
+			if err := n.attach(dut, h, s.Queues); err != nil {
 				return nil, err
 			}
 		}
@@ -153,18 +166,13 @@ func Build(ctx context.Context, n *Net, s Shape) (*Topo, error) {
 				}
 				if i == s.Chain {
 					out = "p2"
-				} else if err := n.Veth(dut, out, dut, fmt.Sprintf("c%db", i), vo(nil, nil)); err != nil {
+				} else if err := n.Veth(dut, out, dut, fmt.Sprintf("c%db", i), VethOpts{Queues: s.Queues}); err != nil {
 					return nil, err
 				}
 				b.Ports = []string{in, out}
 				t.Bridges = append(t.Bridges, b)
 				t.Ingress = append(t.Ingress, in)
 			}
-		}
-	}
-	for _, h := range t.Hosts {
-		if err := h.NS.AddrAdd(h.If, h.IP+"/16"); err != nil {
-			return nil, err
 		}
 	}
 	return t, nil

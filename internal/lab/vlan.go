@@ -343,18 +343,11 @@ func tagged(m frame.Mix) frame.Mix {
 // checkFrame is a check frame from src to dst, tagged vid in its bytes if
 // vid is not 0, carrying marker.
 func checkFrame(dst, src net.HardwareAddr, vid uint16, marker []byte) []byte {
-	f := append([]byte{}, dst...)
-	f = append(f, src...)
+	e := frame.Eth{Dst: dst, Src: src, Type: vlanCheckType, Payload: marker, Pad: true}
 	if vid != 0 {
-		f = binary.BigEndian.AppendUint16(f, unix.ETH_P_8021Q)
-		f = binary.BigEndian.AppendUint16(f, vid)
+		e.Tags = []frame.Tag{frame.CTag(vid)}
 	}
-	f = binary.BigEndian.AppendUint16(f, vlanCheckType)
-	f = append(f, marker...)
-	for len(f) < 60 {
-		f = append(f, 0)
-	}
-	return f
+	return e.MustBytes()
 }
 
 // frameStep is one frame of a check before measuring (the VLAN check,

@@ -3,12 +3,8 @@ package testutil
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,17 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+	"github.com/trestle/trestle/internal/netnsutil"
 )
 
-// netnsDir is where `ip netns` keeps its bind mounts.
-const netnsDir = "/run/netns"
-
-// NS is a named network namespace created by NewNS.
+// NS is a named network namespace created by NewNS: the shared harness's
+// (netnsutil.NS: Do, Sysctl, Link, LinkUp, NoIPv6, ...), whose test
+// helpers (AddrAdd, MAC, Exec, Start, ...) fail the test on error.
 type NS struct {
-	Name string // as known to `ip netns`
-	Path string // bind mount of the namespace, /run/netns/NAME
+	netnsutil.NS
 }
 
 var nsSeq atomic.Uint32
@@ -38,130 +31,32 @@ var nsSeq atomic.Uint32
 // registered later and therefore run first.
 func NewNS(t testing.TB, name string) *NS {
 	t.Helper()
+	if gone, err := registered(); err != nil {
+		t.Logf("namespaces of gone test processes: %v", err)
+	} else if len(gone) > 0 {
+		t.Logf("removed what gone test processes left: %s", strings.Join(gone, " "))
+	}
 	full := fmt.Sprintf("%s-%d-%s", Prefix(), nsSeq.Add(1), name)
-	n := &NS{Name: full, Path: filepath.Join(netnsDir, full)}
-	if out, err := exec.Command("ip", "netns", "add", full).CombinedOutput(); err != nil {
-		t.Fatalf("create netns %s: %v: %s", full, err, bytes.TrimSpace(out))
+	n, err := netnsutil.Add(full)
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", full).CombinedOutput(); err != nil {
-			t.Errorf("delete netns %s: %v: %s", full, err, bytes.TrimSpace(out))
+		if err := n.Delete(); err != nil {
+			t.Error(err)
 		}
 	})
-	if err := n.linkUp("lo"); err != nil {
-		t.Fatalf("netns %s: %v", full, err)
-	}
-	return n
-}
-
-// Do runs f with the calling OS thread in the namespace and returns f's
-// error. It runs f on a fresh goroutine locked to its thread, so the
-// caller's thread never changes namespace; if the thread cannot be returned
-// to its original namespace it stays locked and the runtime discards it when
-// the goroutine exits.
-//
-// Only what f does on its own goroutine happens in the namespace: goroutines
-// started by f run elsewhere. Sockets created inside f stay in the namespace
-// for their whole life and may be used from any goroutine afterwards.
-func (n *NS) Do(f func() error) error {
-	target, err := netns.GetFromPath(n.Path)
-	if err != nil {
-		return fmt.Errorf("open netns %s: %w", n.Name, err)
-	}
-	defer target.Close()
-
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("get current netns: %w", err)
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(target); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("enter netns %s: %w", n.Name, err)
-			return
-		}
-		ferr := f()
-		if err := netns.Set(orig); err != nil {
-			// Leave the thread locked: it dies with this goroutine
-			// instead of running other goroutines in the wrong namespace.
-			errc <- errors.Join(ferr, fmt.Errorf("leave netns %s: %w", n.Name, err))
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
-}
-
-// handle returns a netlink handle whose sockets live in the namespace.
-func (n *NS) handle() (*netlink.Handle, error) {
-	var h *netlink.Handle
-	err := n.Do(func() error {
-		var err error
-		h, err = netlink.NewHandle()
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("netlink handle in netns %s: %w", n.Name, err)
-	}
-	return h, nil
-}
-
-// retryIntr retries f while the kernel reports that a netlink dump was
-// interrupted by a concurrent change.
-func retryIntr(f func() error) error {
-	var err error
-	for range 5 {
-		if err = f(); !errors.Is(err, netlink.ErrDumpInterrupted) {
-			return err
-		}
-	}
-	return err
-}
-
-func linkByName(h *netlink.Handle, name string) (netlink.Link, error) {
-	var l netlink.Link
-	err := retryIntr(func() error {
-		var err error
-		l, err = h.LinkByName(name)
-		return err
-	})
-	return l, err
-}
-
-func (n *NS) linkUp(name string) error {
-	h, err := n.handle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	l, err := linkByName(h, name)
-	if err != nil {
-		return fmt.Errorf("look up %s in netns %s: %w", name, n.Name, err)
-	}
-	if err := h.LinkSetUp(l); err != nil {
-		return fmt.Errorf("set %s up in netns %s: %w", name, n.Name, err)
-	}
-	return nil
+	return &NS{NS: *n}
 }
 
 // command builds `ip netns exec NAME name args...`. ip execs the program
 // itself, so the command's PID is the program's PID.
 func (n *NS) command(name string, args ...string) *exec.Cmd {
-	return exec.Command("ip", n.execArgs(name, args)...)
+	return n.Command(context.Background(), name, args...)
 }
 
 func (n *NS) commandContext(ctx context.Context, name string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "ip", n.execArgs(name, args)...)
-}
-
-func (n *NS) execArgs(name string, args []string) []string {
-	return append([]string{"netns", "exec", n.Name, name}, args...)
+	return n.Command(ctx, name, args...)
 }
 
 // Exec runs a command inside the namespace and returns its combined output.
@@ -247,7 +142,7 @@ func (n *NS) ExecNetOnly(name string, args ...string) (string, error) {
 }
 
 func (n *NS) netOnly(name string, args ...string) *exec.Cmd {
-	return exec.Command("nsenter", append([]string{"--net=" + n.Path, "--", name}, args...)...)
+	return n.NetOnly(context.Background(), name, args...)
 }
 
 func (n *NS) start(t testing.TB, cmd *exec.Cmd) *Proc {
@@ -258,11 +153,9 @@ func (n *NS) start(t testing.TB, cmd *exec.Cmd) *Proc {
 	p.Cmd.Stderr = p.Out
 	// A grandchild holding the output pipe must not block Wait forever.
 	p.Cmd.WaitDelay = time.Second
-	// XXX Pdeathsig fires when the *thread* that forked exits, not the
-	// process. Go only ends a thread when a goroutine locked to it exits,
-	// which NS.Do does only when it cannot restore the namespace.
-	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.Cmd.Start(); err != nil {
+	// It dies with the test binary, from whichever thread it was started
+	// (netnsutil.Start: the lab's spawner thread).
+	if err := netnsutil.Start(p.Cmd); err != nil {
 		t.Fatalf("netns %s: start %s: %v", n.Name, name, err)
 	}
 	go func() {
@@ -314,22 +207,4 @@ func (p *Proc) Stop() error {
 	})
 	<-p.done
 	return p.err
-}
-
-// Sysctl sets a sysctl inside the namespace by writing /proc/sys from a
-// thread in it (net.* sysctls resolve against the writing thread's
-// namespace). key is dotted ("net.ipv4.ip_forward") or a path below
-// /proc/sys ("net/ipv4/conf/eth0.100/forwarding"), which is needed when a
-// component contains a dot.
-func (n *NS) Sysctl(key, value string) error {
-	rel := key
-	if !strings.Contains(rel, "/") {
-		rel = strings.ReplaceAll(rel, ".", "/")
-	}
-	path := filepath.Join("/proc/sys", filepath.Clean("/"+rel))
-	err := n.Do(func() error { return os.WriteFile(path, []byte(value), 0) })
-	if err != nil {
-		return fmt.Errorf("netns %s: sysctl %s=%s: %w", n.Name, key, value, err)
-	}
-	return nil
 }

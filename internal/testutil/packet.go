@@ -11,12 +11,13 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trestle/trestle/internal/lab/frame"
 )
 
 const (
 	ethHdrLen  = 14
 	vlanTagLen = 4
-	tpidCTag   = 0x8100
 	// captureBuf holds any frame veth can deliver, GRO/GSO super-frames
 	// included; longer frames are kept truncated.
 	captureBuf = 1 << 18
@@ -31,12 +32,10 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // Frame builds an Ethernet frame: dst, src, ethertype, payload. It does not
 // pad to the 60-byte minimum; veth carries short frames, and tests that want
 // padding add it to the payload.
+// (internal/lab/frame's Eth, the one frame builder, which takes VLAN tags
+// too.)
 func Frame(dst, src net.HardwareAddr, ethertype uint16, payload []byte) []byte {
-	f := make([]byte, 0, ethHdrLen+len(payload))
-	f = append(f, dst[:6]...)
-	f = append(f, src[:6]...)
-	f = binary.BigEndian.AppendUint16(f, ethertype)
-	return append(f, payload...)
+	return frame.Eth{Dst: dst, Src: src, Type: ethertype, Payload: payload}.MustBytes()
 }
 
 // ifindex returns the index of ifname; call it inside Do, where the
@@ -181,14 +180,14 @@ func (c *Capturer) read() {
 	}
 }
 
-// withVLANTag returns a copy of frame with the VLAN tag the kernel stripped,
+// withVLANTag returns a copy of frame f with the VLAN tag the kernel stripped,
 // if any, reinserted after the MAC addresses.
-func withVLANTag(frame, oob []byte) []byte {
+func withVLANTag(f, oob []byte) []byte {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err == nil {
 		for _, m := range msgs {
 			if m.Header.Level != unix.SOL_PACKET || m.Header.Type != unix.PACKET_AUXDATA ||
-				len(m.Data) < auxdataLen || len(frame) < 12 {
+				len(m.Data) < auxdataLen || len(f) < 12 {
 				continue
 			}
 			// struct tpacket_auxdata: status, len, snaplen u32; mac, net,
@@ -198,18 +197,18 @@ func withVLANTag(frame, oob []byte) []byte {
 			if status&unix.TP_STATUS_VLAN_VALID == 0 && tci == 0 {
 				break
 			}
-			tpid := uint16(tpidCTag)
+			tpid := uint16(frame.TPIDC)
 			if status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
 				tpid = binary.NativeEndian.Uint16(m.Data[18:])
 			}
-			out := make([]byte, 0, len(frame)+vlanTagLen)
-			out = append(out, frame[:12]...)
+			out := make([]byte, 0, len(f)+vlanTagLen)
+			out = append(out, f[:12]...)
 			out = binary.BigEndian.AppendUint16(out, tpid)
 			out = binary.BigEndian.AppendUint16(out, tci)
-			return append(out, frame[12:]...)
+			return append(out, f[12:]...)
 		}
 	}
-	return append([]byte(nil), frame...)
+	return append([]byte(nil), f...)
 }
 
 // Stop ends the capture and returns copies of the frames received. It is

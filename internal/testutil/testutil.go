@@ -1,6 +1,9 @@
 // Package testutil builds throwaway network labs for trestle's privileged
 // tests: named network namespaces, veth pairs between them, commands run
 // inside them, and raw Ethernet frames sent and captured on their links.
+// The namespaces, veths and addresses are the shared harness's
+// (internal/netnsutil, which the lab uses too); the frames are the one
+// frame builder's (internal/lab/frame).
 //
 // Contract:
 //
@@ -19,8 +22,11 @@
 //
 // Cleanup cannot run when the test binary is killed (SIGKILL, or the panic
 // of `go test -timeout`); processes started by Start die with the binary
-// (Pdeathsig), but namespaces are then left under /run/netns and must be
-// removed by hand with `ip netns del`.
+// (Pdeathsig), and the namespaces it left under /run/netns (with any
+// datapath a daemon with persist pinned in them) are removed by the next
+// test process that makes one: each records its prefix and PID under
+// /run/trestle-test, and one whose PID is gone is swept, as the lab sweeps
+// its killed runs.
 package testutil
 
 import (

@@ -2,7 +2,6 @@ package testutil
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trestle/trestle/internal/lab/frame"
 )
 
 // Addresses live only inside the test namespaces.
@@ -128,9 +129,8 @@ func TestLab(t *testing.T) {
 			plain := Frame(macB, macA, ethertypeTest, []byte("trestle testutil plain frame"))
 			// 802.1Q, VID 100, PCP 3: the kernel strips the tag on receive
 			// and Capture must put it back.
-			tagged := Frame(macB, macA, tpidCTag, binary.BigEndian.AppendUint16(
-				binary.BigEndian.AppendUint16(nil, 3<<13|100), ethertypeTest))
-			tagged = append(tagged, "trestle testutil tagged frame"...)
+			tagged := frame.Eth{Dst: macB, Src: macA, Tags: []frame.Tag{frame.CTagP(3, 100)}, Type: ethertypeTest,
+				Payload: []byte("trestle testutil tagged frame")}.MustBytes()
 			bcast := Frame(net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, macA, ethertypeTest, []byte("broadcast"))
 			for _, f := range [][]byte{plain, tagged, bcast} {
 				if err := a.RawSend("va", f); err != nil {

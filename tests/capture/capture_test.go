@@ -18,6 +18,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/gopacket/gopacket/pcapgo"
 
+	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
 )
@@ -46,18 +47,6 @@ func startCapture(l *harness.Lab, args ...string) *testutil.Proc {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return p
-}
-
-// jsonFrame is a line of `trestle capture --json`, by its JSON names.
-type jsonFrame struct {
-	Time      time.Time `json:"time"`
-	Port      string    `json:"port"`
-	Direction string    `json:"direction"`
-	Length    uint32    `json:"length"`
-	Verdict   string    `json:"verdict"`
-	Reason    string    `json:"reason,omitempty"`
-	Egress    string    `json:"egress,omitempty"`
-	Data      string    `json:"data"`
 }
 
 // waitCapture waits for a capture to end by itself (-c).
@@ -225,7 +214,7 @@ func TestCapture(t *testing.T) {
 		}
 		p = startCapture(l, harness.PortName(1), "-c", "1", "--json")
 		send(l, 1, bad)
-		var jf jsonFrame
+		var jf ctl.CaptureFrame
 		for _, line := range strings.Split(waitCapture(t, p), "\n") {
 			if strings.HasPrefix(line, "{") {
 				if err := json.Unmarshal([]byte(line), &jf); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/trestle/trestle/internal/netnsutil"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
 )
@@ -437,7 +438,7 @@ func TestDelGoneNetns(t *testing.T) {
 		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() }) // gone already unless the test failed first
-	c := &testutil.NS{Name: name, Path: "/run/netns/" + name}
+	c := &testutil.NS{NS: netnsutil.NS{Name: name, Path: "/run/netns/" + name}}
 	r := l.add(nw, c)
 	if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns del %s: %v: %s", name, err, out)

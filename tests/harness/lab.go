@@ -50,14 +50,10 @@ func NewLab(t *testing.T, n int) *Lab {
 		h := testutil.NewNS(t, fmt.Sprintf("h%d", i))
 		// No IPv6: its unsolicited ND and MLD frames would refresh entries
 		// the aging test waits to see go, and add noise to the counters.
-		for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6"} {
-			if err := h.Sysctl(k, "1"); err != nil {
-				t.Fatal(err)
-			}
+		if err := h.NoIPv6(); err != nil {
+			t.Fatal(err)
 		}
-		testutil.Veth(t, l.SW, PortName(i), h, "eth0", "")
-		h.MustExec(t, "ip", "link", "set", "dev", "eth0", "address", HostMAC(i).String())
-		h.AddrAdd(t, "eth0", HostIP(i)+"/24")
+		testutil.Attach(t, l.SW, PortName(i), h, "eth0", HostMAC(i), HostIP(i)+"/24")
 		l.Hosts = append(l.Hosts, h)
 	}
 	return l

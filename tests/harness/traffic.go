@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/trestle/trestle/internal/lab/sink"
 	"github.com/trestle/trestle/internal/testutil"
 )
@@ -71,19 +69,11 @@ func StreamLossless(t *testing.T, gen, sink2, sink3 *testutil.Proc) GenSummary {
 
 func XDPAttached(t *testing.T, ns *testutil.NS, ifname string) bool {
 	t.Helper()
-	var on bool
-	err := ns.Do(func() error {
-		l, err := netlink.LinkByName(ifname)
-		if err != nil {
-			return err
-		}
-		on = l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached
-		return nil
-	})
+	l, err := ns.Link(ifname)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return on
+	return l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached
 }
 
 type GenSummary struct {

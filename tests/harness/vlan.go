@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -10,38 +9,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trestle/trestle/internal/lab/frame"
 	"github.com/trestle/trestle/internal/testutil"
 )
 
 const (
-	TPIDC = 0x8100 // 802.1Q C-tag
-	TPIDS = 0x88a8 // 802.1ad S-tag
+	TPIDC = frame.TPIDC // 802.1Q C-tag
+	TPIDS = frame.TPIDS // 802.1ad S-tag
 )
 
-// VTag is a tag of a test frame: TPID and TCI.
-type VTag struct{ tpid, tci uint16 }
+// VTag is a tag of a test frame: TPID and TCI (internal/lab/frame's, the
+// one frame builder).
+type VTag = frame.Tag
 
-func CTag(vid uint16) VTag          { return VTag{TPIDC, vid} }
-func CTagP(pcp, vid uint16) VTag    { return VTag{TPIDC, pcp<<13 | vid} }
-func STag(vid uint16) VTag          { return VTag{TPIDS, vid} }
-func VLANBcast() net.HardwareAddr   { return net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} }
+func CTag(vid uint16) VTag          { return frame.CTag(vid) }
+func CTagP(pcp, vid uint16) VTag    { return frame.CTagP(pcp, vid) }
+func STag(vid uint16) VTag          { return frame.STag(vid) }
+func VLANBcast() net.HardwareAddr   { return frame.Broadcast() }
 func VLANMcast() net.HardwareAddr   { return net.HardwareAddr{0x01, 0x00, 0x5e, 0x01, 0x02, 0x03} }
 func VLANUnknown() net.HardwareAddr { return net.HardwareAddr{0x02, 0xee, 0, 0, 0, 0x99} }
 
 // VFrame builds a frame dst, src, the tags outermost first, ethertype 0x88b5
 // and a 46-byte payload that starts with <marker>.
 func VFrame(dst, src net.HardwareAddr, marker string, tags ...VTag) []byte {
-	f := make([]byte, 0, 64+4*len(tags))
-	f = append(f, dst[:6]...)
-	f = append(f, src[:6]...)
-	for _, t := range tags {
-		f = binary.BigEndian.AppendUint16(f, t.tpid)
-		f = binary.BigEndian.AppendUint16(f, t.tci)
-	}
-	f = binary.BigEndian.AppendUint16(f, 0x88b5)
 	payload := make([]byte, 46)
 	copy(payload, "<"+marker+">")
-	return append(f, payload...)
+	return frame.Eth{Dst: dst, Src: src, Tags: tags, Type: 0x88b5, Payload: payload}.MustBytes()
 }
 
 func HasVMarker(marker string) func([]byte) bool {

@@ -113,8 +113,7 @@ func TestMissingInterface(t *testing.T) {
 
 	// The interface appears: the port comes up and h3 can talk.
 	h3 := testutil.NewNS(t, "h3")
-	testutil.Veth(t, l.SW, "port-h3", h3, "eth0", "")
-	h3.AddrAdd(t, "eth0", harness.HostIP(3)+"/24")
+	testutil.Attach(t, l.SW, "port-h3", h3, "eth0", nil, harness.HostIP(3)+"/24")
 	deadline := time.Now().Add(5 * time.Second)
 	for l.Show().Bridges[0].Ports[2].State != "up" && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)

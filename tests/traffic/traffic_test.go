@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/trestle/trestle/internal/lab/sink"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
@@ -34,10 +32,8 @@ func newPair(t *testing.T) *pair {
 	// No IPv6: its router and listener solicitations would be frames the
 	// interface counters hold and the generator did not send.
 	for _, ns := range []*testutil.NS{p.gen, p.snk} {
-		for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6"} {
-			if err := ns.Sysctl(k, "1"); err != nil {
-				t.Fatal(err)
-			}
+		if err := ns.NoIPv6(); err != nil {
+			t.Fatal(err)
 		}
 	}
 	testutil.Veth(t, p.gen, "gen0", p.snk, "sink0", "")
@@ -48,20 +44,12 @@ type linkCounters struct{ rxPackets, txPackets, txDropped uint64 }
 
 func counters(t *testing.T, ns *testutil.NS, ifname string) linkCounters {
 	t.Helper()
-	var c linkCounters
-	err := ns.Do(func() error {
-		l, err := netlink.LinkByName(ifname)
-		if err != nil {
-			return err
-		}
-		s := l.Attrs().Statistics
-		c = linkCounters{s.RxPackets, s.TxPackets, s.TxDropped}
-		return nil
-	})
+	l, err := ns.Link(ifname)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	s := l.Attrs().Statistics
+	return linkCounters{s.RxPackets, s.TxPackets, s.TxDropped}
 }
 
 // startSink runs `trestle sink --json` on sink0 and waits until its program

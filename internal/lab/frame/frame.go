@@ -32,6 +32,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 )
 
 const (
@@ -53,8 +56,6 @@ const (
 
 	etherTypeIPv4 = 0x0800
 	etherTypeIPv6 = 0x86dd
-	tpid8021Q     = 0x8100
-	tpid8021AD    = 0x88a8
 	protoUDP      = 17
 	defaultTTL    = 64
 )
@@ -156,45 +157,41 @@ func Build(s Spec) ([]byte, Layout, error) {
 		return nil, Layout{}, err
 	}
 	l := layout(s.VLAN != 0, s.IPv6)
-	f := make([]byte, s.Size)
-	be := binary.BigEndian
-
-	copy(f[0:6], s.Dst)
-	copy(f[6:12], s.Src)
+	// The UDP payload: the test header with sequence 0 and timestamp 0,
+	// then zeros to the frame's size.
+	payload := make([]byte, s.Size-l.Test)
+	binary.BigEndian.PutUint16(payload[0:], Magic)
+	binary.BigEndian.PutUint16(payload[2:], s.Flow)
+	e := Eth{Dst: s.Dst, Src: s.Src, Type: etherTypeIPv4}
 	if s.VLAN != 0 {
-		be.PutUint16(f[12:], tpid8021Q)
-		be.PutUint16(f[14:], s.VLAN) // PCP 0, DEI 0
+		e.Tags = []Tag{CTag(s.VLAN)} // PCP 0, DEI 0
 	}
-	ip := f[l.L3:]
+	udp := &layers.UDP{SrcPort: layers.UDPPort(s.SrcPort), DstPort: layers.UDPPort(s.DstPort)}
+	var ip gopacket.SerializableLayer
 	if s.IPv6 {
-		be.PutUint16(f[l.L3-2:], etherTypeIPv6)
-		ip[0] = 0x60 // version 6, traffic class 0, flow label 0
-		be.PutUint16(ip[4:], uint16(s.Size-l.L4))
-		ip[6] = protoUDP
-		ip[7] = defaultTTL
-		copy(ip[8:24], s.SrcIP.To16())
-		copy(ip[24:40], s.DstIP.To16())
+		e.Type = etherTypeIPv6
+		ip6 := &layers.IPv6{Version: 6, NextHeader: layers.IPProtocolUDP, HopLimit: defaultTTL, SrcIP: s.SrcIP.To16(), DstIP: s.DstIP.To16()}
+		if err := udp.SetNetworkLayerForChecksum(ip6); err != nil {
+			return nil, Layout{}, err
+		}
+		ip = ip6
 	} else {
-		be.PutUint16(f[l.L3-2:], etherTypeIPv4)
-		ip[0] = 0x45 // version 4, IHL 5; TOS 0
-		be.PutUint16(ip[2:], uint16(s.Size-l.L3))
-		be.PutUint16(ip[6:], 0x4000) // DF; ID 0 is fine for packets that never fragment (RFC 6864)
-		ip[8] = defaultTTL
-		ip[9] = protoUDP
-		copy(ip[12:16], s.SrcIP.To4())
-		copy(ip[16:20], s.DstIP.To4())
-		be.PutUint16(f[l.IPCsum:], ^fold(sum(ip[:ipv4Len], 0)))
+		// DF; ID 0 is fine for packets that never fragment (RFC 6864).
+		ip4 := &layers.IPv4{Version: 4, Flags: layers.IPv4DontFragment, TTL: defaultTTL, Protocol: layers.IPProtocolUDP, SrcIP: s.SrcIP.To4(), DstIP: s.DstIP.To4()}
+		if err := udp.SetNetworkLayerForChecksum(ip4); err != nil {
+			return nil, Layout{}, err
+		}
+		ip = ip4
 	}
-	udp := f[l.L4:]
-	be.PutUint16(udp[0:], s.SrcPort)
-	be.PutUint16(udp[2:], s.DstPort)
-	be.PutUint16(udp[4:], uint16(s.Size-l.L4))
-	th := f[l.Test:]
-	be.PutUint16(th[0:], Magic)
-	be.PutUint16(th[2:], s.Flow)
-	// seq, timestamp and the rest are already zero, so the base is the whole sum.
-	be.PutUint16(f[l.UDPCsum:], udpCsum(UDPCsumBase(f, l)))
-	return f, l, nil
+	all := e.Layers()
+	all = append(all[:len(all)-1], ip, udp, gopacket.Payload(payload))
+	buf := gopacket.NewSerializeBuffer()
+	// Every length and checksum computed; a UDP checksum of 0 is sent as
+	// 0xffff (RFC 768), as StampWithBase does.
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, all...); err != nil {
+		return nil, Layout{}, fmt.Errorf("%w: %v", ErrSpec, err)
+	}
+	return buf.Bytes(), l, nil
 }
 
 // sum adds b as big-endian 16-bit words to s, an odd last byte as the high

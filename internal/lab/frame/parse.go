@@ -23,7 +23,7 @@ func Parse(f []byte) (h TestHeader, ok bool) {
 	}
 	l3 := ethLen
 	et := be.Uint16(f[12:])
-	if et == tpid8021Q || et == tpid8021AD {
+	if et == TPIDC || et == TPIDS {
 		if len(f) < ethLen+vlanLen {
 			return h, false
 		}

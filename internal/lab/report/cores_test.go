@@ -44,7 +44,7 @@ func coresRun() *lab.Run {
 }
 
 func TestCoresRows(t *testing.T) {
-	rows := Cores(coresRun())
+	rows := lab.Cores(coresRun())
 	if len(rows) != 4 || rows[0].DUT != "direct" || rows[3].DUT != "ovs" {
 		t.Fatalf("rows: %+v", rows)
 	}

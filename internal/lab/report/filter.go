@@ -199,14 +199,14 @@ func terminalFilters(w io.Writer, run *lab.Run, groups []*Group, cs []Comparison
 		note = "; unavailable: see skipped, below"
 	}
 	fmt.Fprintf(w, "\n%s (medians%s):\n", filterTitle, note)
-	tw := newTable("TEST", "RULES", "DUT", "MEDIAN", "VS FILTER OFF", "MINISTAT (95%)", "VS NFTABLES, SAME RULES", "MINISTAT (95%)")
+	tw := lab.NewTable("TEST", "RULES", "DUT", "MEDIAN", "VS FILTER OFF", "MINISTAT (95%)", "VS NFTABLES, SAME RULES", "MINISTAT (95%)")
 	for _, fr := range frs {
-		tw.add(append([]string{fr.Group.Key()}, filterCells(fr)...)...)
+		tw.Add(append([]string{fr.Group.Key()}, filterCells(fr)...)...)
 	}
 	for _, d := range skipped {
-		tw.add("-", pointOf(d).rulesText(), d, "unavailable", "-", "-", "-", "-")
+		tw.Add("-", pointOf(d).rulesText(), d, "unavailable", "-", "-", "-", "-")
 	}
-	tw.write(w)
+	tw.Write(w)
 }
 
 // markdownFilters is terminalFilters for report.md.
@@ -311,12 +311,12 @@ func filterCharts(run *lab.Run, groups []*Group, save func(name, title string, d
 			rel.Series = append(rel.Series, rs)
 		}
 		doc, err := abs.SVG()
-		if err := save(fmt.Sprintf("filter-%s-%s.svg", safe(g.Test), safe(g.Param)), abs.Title, doc, err); err != nil {
+		if err := save(fmt.Sprintf("filter-%s-%s.svg", lab.SafeName(g.Test), lab.SafeName(g.Param)), abs.Title, doc, err); err != nil {
 			return drawn, err
 		}
 		if len(rel.Series) > 0 {
 			doc, err := rel.SVG()
-			if err := save(fmt.Sprintf("filter-relative-%s-%s.svg", safe(g.Test), safe(g.Param)), rel.Title, doc, err); err != nil {
+			if err := save(fmt.Sprintf("filter-relative-%s-%s.svg", lab.SafeName(g.Test), lab.SafeName(g.Param)), rel.Title, doc, err); err != nil {
 				return drawn, err
 			}
 		}

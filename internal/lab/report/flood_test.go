@@ -63,7 +63,7 @@ func TestFloodReport(t *testing.T) {
 			t.Errorf("group %s: mac-flood results belong in their own table", g.Key())
 		}
 	}
-	rows := Floods(run)
+	rows := lab.Floods(run)
 	if len(rows) != 3 || rows[0].DUT != "trestle:xdp" || rows[2].DUT != "ovs" {
 		t.Fatalf("rows: %+v", rows)
 	}
@@ -144,7 +144,7 @@ func TestSoakReport(t *testing.T) {
 			t.Errorf("group %s: soak results belong in their own table", g.Key())
 		}
 	}
-	rows := Soaks(run)
+	rows := lab.Soaks(run)
 	if len(rows) != 2 || !rows[0].Sum.GoalMet || rows[1].Sum.GoalMet {
 		t.Fatalf("rows: %+v", rows)
 	}
@@ -167,3 +167,7 @@ func TestSoakReport(t *testing.T) {
 		}
 	}
 }
+
+// isStream says whether test is a kind whose results are streams of a
+// section of their own (mac-flood, soak).
+func isStream(test string) bool { return test == lab.TestMACFlood || test == lab.TestSoak }

@@ -197,12 +197,12 @@ func TestLoadLatencyShort(t *testing.T) {
 			tr.Offered = tr.Requested * 0.9
 		}
 	}
-	for _, row := range LoadLatencies(run) {
+	for _, row := range lab.LoadLatencies(run) {
 		want := row.DUT == "floor" && row.Share == 0.9
 		if row.Short != want {
 			t.Errorf("%s at %.0f%%: short %v, want %v (offered %.0f of %.0f)", row.DUT, 100*row.Share, row.Short, want, row.Offered, row.Requested)
 		}
-		if got := strings.Contains(strings.Join(row.cells(), " "), "asked)"); got != want {
+		if got := strings.Contains(strings.Join(row.Cells(), " "), "asked)"); got != want {
 			t.Errorf("%s at %.0f%%: marked %v, want %v", row.DUT, 100*row.Share, got, want)
 		}
 	}

@@ -67,7 +67,7 @@ func (r *Row) pdrText() string {
 	case len(r.PDR) == 0:
 		return "none"
 	}
-	return Figure(r.PDRMedian, "pps")
+	return lab.Figure(r.PDRMedian, "pps")
 }
 
 // dirsText is the medians of each direction's rate at the NDR.
@@ -79,7 +79,7 @@ func (r *Row) dirsText() string {
 	for _, d := range r.Dirs {
 		a, b = append(a, d[0]), append(b, d[1])
 	}
-	return fmt.Sprintf("h1→h2 %s, h2→h1 %s", Figure(lab.Median(a), "pps"), Figure(lab.Median(b), "pps"))
+	return fmt.Sprintf("h1→h2 %s, h2→h1 %s", lab.Figure(lab.Median(a), "pps"), lab.Figure(lab.Median(b), "pps"))
 }
 
 // figureCells are the row's cells from its median (med) on, in the
@@ -175,7 +175,7 @@ func hasFloor(groups []*Group) bool {
 func (r *Row) repetitionsText() string {
 	all := valuesText(r.Values, r.Unit)
 	if len(r.Errors) > 0 {
-		all += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), firstLine(r.Errors[0]))
+		all += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), lab.FirstLine(r.Errors[0]))
 	}
 	return all
 }
@@ -428,31 +428,10 @@ func Compare(groups []*Group) []Comparison {
 	return out
 }
 
-// Figure formats a value in its unit for people.
-func Figure(v float64, unit string) string {
-	switch unit {
-	case "pps":
-		return svg.SI(v) + "pps"
-	case "bit/s":
-		return fmt.Sprintf("%.2f Gbit/s", v/1e9)
-	case "ns":
-		return time.Duration(v).String()
-	case "addresses/s":
-		return svg.SI(v) + "/s"
-	case "% lost":
-		return fmt.Sprintf("%.3f%%", v)
-	case "ms":
-		return fmt.Sprintf("%.3f ms", v)
-	case lab.UnitOfH2:
-		return fmt.Sprintf("%.3f%s", v, unit)
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64) + " " + unit
-}
-
 func valuesText(vals []float64, unit string) string {
 	var parts []string
 	for _, v := range vals {
-		parts = append(parts, Figure(v, unit))
+		parts = append(parts, lab.Figure(v, unit))
 	}
 	return strings.Join(parts, " ")
 }
@@ -476,7 +455,7 @@ func Terminal(w io.Writer, run *lab.Run) {
 			if floor {
 				head = append(head, "PDR VS FLOOR")
 			}
-			what += fmt.Sprintf("; throughput: MEDIAN is the NDR (%s), PDR the median rate at %s lost, from the same search, its ratios of medians too", lossGoalText(run.Timing.Search.LossGoal), lossGoalText(run.Timing.Search.PDRLoss))
+			what += fmt.Sprintf("; throughput: MEDIAN is the NDR (%s), PDR the median rate at %s lost, from the same search, its ratios of medians too", lab.LossGoalText(run.Timing.Search.LossGoal), lab.LossGoalText(run.Timing.Search.PDRLoss))
 		}
 		if dirs {
 			head = append(head, "EACH DIRECTION AT THE NDR")
@@ -484,22 +463,20 @@ func Terminal(w io.Writer, run *lab.Run) {
 		}
 		head = append(head, "ALL REPETITIONS")
 		fmt.Fprintln(w, what)
-		tw := newTable(head...)
+		tw := lab.NewTable(head...)
 		for _, g := range groups {
 			for _, r := range g.Rows {
-				med := Figure(r.Median, r.Unit)
+				med := lab.Figure(r.Median, r.Unit)
 				if len(r.Values) == 0 {
 					med = "failed"
 				}
 				cells := append([]string{g.Key(), r.DUT}, r.figureCells(med, floor, pdr, dirs)...)
-				tw.add(append(cells, r.repetitionsText())...)
+				tw.Add(append(cells, r.repetitionsText())...)
 			}
 		}
-		tw.write(w)
+		tw.Write(w)
 	}
-	for _, sec := range sections {
-		sec.terminal(w, run)
-	}
+	terminalSections(w, run)
 	if cs := Compare(groups); len(cs) > 0 {
 		fmt.Fprintf(w, "\n%s:\n", ministatHead)
 		for _, c := range cs {
@@ -518,7 +495,7 @@ func Terminal(w io.Writer, run *lab.Run) {
 	}
 	for _, r := range run.Results {
 		if r.Test == "unit" && r.Error != "" {
-			fmt.Fprintf(w, "failed: %s, repetition %d: %s\n", r.DUT, r.Rep, firstLine(r.Error))
+			fmt.Fprintf(w, "failed: %s, repetition %d: %s\n", r.DUT, r.Rep, lab.FirstLine(r.Error))
 		}
 		if r.Table != nil && !r.Table.Held() {
 			fmt.Fprintf(w, "warning: %s, repetition %d, %s %s: %s; the figure is for a smaller table\n", r.DUT, r.Rep, r.Test, r.Param, r.Table)
@@ -533,11 +510,6 @@ func Terminal(w io.Writer, run *lab.Run) {
 	for _, s := range skipped {
 		fmt.Fprintf(w, "skipped %s\n", s)
 	}
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 // ministatHead heads the verdicts: which ratio they give, and what
@@ -578,34 +550,10 @@ func imixEstimates(groups []*Group) []string {
 			}
 			est := r.Median * (7*(40+14) + 4*(576+14) + (1500 + 14)) / 12 * 8
 			out = append(out, fmt.Sprintf("IMIX %s: %s → 001's estimate %.0f Mbit/s; frames sent %.0f Mbit/s (%.1f bytes a frame without FCS)",
-				r.DUT, Figure(r.Median, "pps"), est/1e6, r.Median*mean*8/1e6, mean))
+				r.DUT, lab.Figure(r.Median, "pps"), est/1e6, r.Median*mean*8/1e6, mean))
 		}
 	}
 	return out
-}
-
-type table struct{ rows [][]string }
-
-func newTable(head ...string) *table { return &table{rows: [][]string{head}} }
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
-func (t *table) write(w io.Writer) {
-	width := make([]int, len(t.rows[0]))
-	for _, r := range t.rows {
-		for i, c := range r {
-			width[i] = max(width[i], len([]rune(c)))
-		}
-	}
-	for _, r := range t.rows {
-		var b strings.Builder
-		for i, c := range r {
-			if i == len(r)-1 {
-				b.WriteString(c)
-				break
-			}
-			b.WriteString(c + strings.Repeat(" ", width[i]-len([]rune(c))+2))
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
 }
 
 // Write writes report.md and its charts into dir.
@@ -633,7 +581,7 @@ func Write(dir string, run *lab.Run) error {
 		t.Search.Trial, t.Search.Confirm, t.Settle, t.Drain, t.Search.LossGoal, 100*t.Search.Resolution)
 	if t.Search.HasPDR() {
 		fmt.Fprintf(&b, "- NDR and PDR from one search (CSIT's MLRsearch): the NDR loses at most %s of the frames, the PDR at most %s; the short trials bracket both, each trial counting for both, then full-length trials confirm each (the throughput test; other searches look for the NDR only)\n",
-			lossGoalText(t.Search.LossGoal), lossGoalText(t.Search.PDRLoss))
+			lab.LossGoalText(t.Search.LossGoal), lab.LossGoalText(t.Search.PDRLoss))
 	}
 	for _, n := range run.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
@@ -649,7 +597,7 @@ func Write(dir string, run *lab.Run) error {
 		b.WriteString("CPU busy is each CPU's share of non-idle time during the measurement (from /proc/stat: the last trial of a search, the whole iperf3 run).\n\n")
 		pdr, dirs := hasPDR(groups), hasDirs(groups)
 		if pdr {
-			fmt.Fprintf(&b, "For throughput the median is the NDR (%s lost) and the PDR (%s lost) comes from the same search, with its ratios of medians the same way. ", lossGoalText(run.Timing.Search.LossGoal), lossGoalText(run.Timing.Search.PDRLoss))
+			fmt.Fprintf(&b, "For throughput the median is the NDR (%s lost) and the PDR (%s lost) comes from the same search, with its ratios of medians the same way. ", lab.LossGoalText(run.Timing.Search.LossGoal), lab.LossGoalText(run.Timing.Search.PDRLoss))
 		}
 		if dirs {
 			b.WriteString("Both directions ran at once: the rates are their sums, and each direction's rate in the trial that gave the NDR is beside them (medians). ")
@@ -675,16 +623,14 @@ func Write(dir string, run *lab.Run) error {
 				if len(r.Notes) > 0 {
 					all += " — " + strings.Join(r.Notes, "; ")
 				}
-				cells := append([]string{g.Key(), r.DUT}, r.figureCells(Figure(r.Median, r.Unit), floor, pdr, dirs)...)
-				cells = append(cells, cpuText(r.CPU), all)
+				cells := append([]string{g.Key(), r.DUT}, r.figureCells(lab.Figure(r.Median, r.Unit), floor, pdr, dirs)...)
+				cells = append(cells, lab.CPUText(r.CPU), all)
 				fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 			}
 		}
 	}
-	for _, sec := range sections {
-		if err := sec.markdown(&b, dir, run); err != nil {
-			return err
-		}
+	if err := markdownSections(&b, dir, run); err != nil {
+		return err
 	}
 	if est := imixEstimates(groups); len(est) > 0 {
 		b.WriteString("\nIMIX bandwidth, seed 001's formula next to what was sent:\n\n")
@@ -706,10 +652,10 @@ func Write(dir string, run *lab.Run) error {
 	if len(charts) > 0 {
 		b.WriteString("\n## Charts\n\n")
 		for _, c := range charts {
-			fmt.Fprintf(&b, "![%s](%s)\n\n", c.title, c.file)
-			if len(c.notes) > 0 {
+			fmt.Fprintf(&b, "![%s](%s)\n\n", c.Title, c.File)
+			if len(c.Notes) > 0 {
 				b.WriteString("Gaps in the lines above, where a DUT has no figure:\n\n")
-				for _, n := range c.notes {
+				for _, n := range c.Notes {
 					fmt.Fprintf(&b, "- %s\n", n)
 				}
 				b.WriteString("\n")
@@ -836,39 +782,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// chart is a chart written for report.md; notes are lines written below
-// it (why a line has a gap).
-type chart struct {
-	title, file string
-	notes       []string
-}
-
-// embedCharts writes charts into a section as images, after a blank
-// line; nothing when there are none.
-func embedCharts(b *bytes.Buffer, charts []chart) {
-	if len(charts) == 0 {
-		return
-	}
-	b.WriteString("\n")
-	for _, c := range charts {
-		fmt.Fprintf(b, "![%s](%s)\n\n", c.title, c.file)
-	}
-}
-
 // subject is what a chart of a test and param shows, for its title:
 // "Throughput, 64-byte frames", "iperf3 TCP, 1 stream".
 func subject(test, param string) string {
-	frames := func(p string) string {
-		if p == "imix" {
-			return "IMIX frames"
-		}
-		return p + "-byte frames"
-	}
 	switch test {
 	case lab.TestThroughput:
-		return "Throughput, " + frames(param)
+		return "Throughput, " + lab.FramesText(param)
 	case lab.TestFlood:
-		return "Broadcast throughput, " + frames(param)
+		return "Broadcast throughput, " + lab.FramesText(param)
 	case lab.TestTCP:
 		if n, ok := strings.CutPrefix(param, "streams="); ok {
 			if n == "1" {
@@ -952,16 +873,16 @@ func bridges(n int) string {
 // errors (r may be nil), else its unit's skip or failure.
 func noFigure(run *lab.Run, r *Row, dut string, n int) string {
 	if r != nil && len(r.Errors) > 0 {
-		return firstLine(r.Errors[0])
+		return lab.FirstLine(r.Errors[0])
 	}
 	for _, u := range run.Units {
 		if u.DUT == dut && max(u.Chain, 1) == n && u.Skipped != "" {
-			return "skipped: " + firstLine(u.Skipped)
+			return "skipped: " + lab.FirstLine(u.Skipped)
 		}
 	}
 	for _, res := range run.Results {
 		if res.DUT == dut && max(res.Chain, 1) == n && res.Test == "unit" && res.Error != "" {
-			return "failed: " + firstLine(res.Error)
+			return "failed: " + lab.FirstLine(res.Error)
 		}
 	}
 	return "not measured"
@@ -970,8 +891,8 @@ func noFigure(run *lab.Run, r *Row, dut string, n int) string {
 // writeCharts draws what the run has data for: throughput against frame
 // size, against chain length, loss against offered load, and bars of every
 // other figure per DUT.
-func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
-	var out []chart
+func writeCharts(dir string, run *lab.Run, groups []*Group) ([]lab.Chart, error) {
+	var out []lab.Chart
 	save := func(name, title string, doc []byte, err error) error {
 		if err != nil {
 			return fmt.Errorf("chart %s: %w", name, err)
@@ -979,7 +900,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 		if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
 			return err
 		}
-		out = append(out, chart{title: title, file: name})
+		out = append(out, lab.Chart{Title: title, File: name})
 		return nil
 	}
 	// Throughput against frame size, with 10 GbE's line rate for scale.
@@ -1033,7 +954,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 			return out, err
 		}
 		if anyPDR {
-			title := fmt.Sprintf("PDR against frame size (at most %s lost)", lossGoalText(run.Timing.Search.PDRLoss))
+			title := fmt.Sprintf("PDR against frame size (at most %s lost)", lab.LossGoalText(run.Timing.Search.PDRLoss))
 			if err := draw("pdr-size.svg", title, pdr); err != nil {
 				return out, err
 			}
@@ -1064,17 +985,17 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 			}
 		}
 		doc, err := c.SVG()
-		if err := save(fmt.Sprintf("chain-%s-%s.svg", test, safe(param)), c.Title, doc, err); err != nil {
+		if err := save(fmt.Sprintf("chain-%s-%s.svg", test, lab.SafeName(param)), c.Title, doc, err); err != nil {
 			return out, err
 		}
 		if len(rel.Series) > 0 {
 			doc, err := rel.SVG()
-			if err := save(fmt.Sprintf("chain-relative-%s-%s.svg", test, safe(param)), rel.Title, doc, err); err != nil {
+			if err := save(fmt.Sprintf("chain-relative-%s-%s.svg", test, lab.SafeName(param)), rel.Title, doc, err); err != nil {
 				return out, err
 			}
 		}
 		// The gaps are in both charts: say why once, below the pair.
-		out[len(out)-1].notes = cs.gaps
+		out[len(out)-1].Notes = cs.gaps
 	}
 	// Loss against offered load, from the loss-curve trials.
 	lossBy := map[string]map[string][]svg.Point{}
@@ -1097,7 +1018,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 			}
 		}
 		doc, err := c.SVG()
-		if err := save(fmt.Sprintf("loss-%s.svg", safe(size)), c.Title, doc, err); err != nil {
+		if err := save(fmt.Sprintf("loss-%s.svg", lab.SafeName(size)), c.Title, doc, err); err != nil {
 			return out, err
 		}
 	}
@@ -1163,7 +1084,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]chart, error) {
 			}
 		}
 		doc, err := c.SVG()
-		if err := save(fmt.Sprintf("%s.svg", safe(k.test)), c.Title, doc, err); err != nil {
+		if err := save(fmt.Sprintf("%s.svg", lab.SafeName(k.test)), c.Title, doc, err); err != nil {
 			return out, err
 		}
 	}
@@ -1234,15 +1155,6 @@ func spreadPoint(x float64, vals []float64, median float64) svg.Point {
 	return p
 }
 
-func safe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
-			return r
-		}
-		return '-'
-	}, s)
-}
-
 // profiles summarizes the Profile of every throughput result, per DUT and
 // frame size: medians over the repetitions.
 func profiles(run *lab.Run) []string {
@@ -1275,7 +1187,7 @@ func profiles(run *lab.Run) []string {
 		d := med(func(p *lab.Profile) float64 { return p.DUTNs })
 		s := med(func(p *lab.Profile) float64 { return p.SinkNs })
 		line := fmt.Sprintf("%s %s: %.0f ns a frame at %s: generator %.0f ns, DUT programs %.0f ns, sink %.0f ns, the rest (kernel: veth, redirects, NAPI%s) %.0f ns; measuring cost %.1f%% of the rate",
-			k.dut, lab.FrameSize(k.param).Label(), frame, Figure(1e9/frame, "pps"), g, d, s, map[bool]string{true: ", the DUT's own work", false: ""}[d == 0 && k.dut != "direct"],
+			k.dut, lab.FrameSize(k.param).Label(), frame, lab.Figure(1e9/frame, "pps"), g, d, s, map[bool]string{true: ", the DUT's own work", false: ""}[d == 0 && k.dut != "direct"],
 			frame-g-d-s, 100*med(func(p *lab.Profile) float64 { return p.Overhead }))
 		if len(ps[0].DUTPrograms) > 0 {
 			line += " [" + strings.Join(ps[0].DUTPrograms, "; ") + "]"
@@ -1283,16 +1195,4 @@ func profiles(run *lab.Run) []string {
 		out = append(out, line)
 	}
 	return out
-}
-
-// cpuText is "cpu0 98%, cpu1 12%".
-func cpuText(cpu []float64) string {
-	var parts []string
-	for i, c := range cpu {
-		parts = append(parts, fmt.Sprintf("cpu%d %.0f%%", i, 100*c))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ", ")
 }

@@ -43,7 +43,7 @@ func TestRestartTable(t *testing.T) {
 			t.Errorf("group %s: restart results belong in their own table", g.Key())
 		}
 	}
-	rows := Restarts(run)
+	rows := lab.Restarts(run)
 	if len(rows) != 3 || rows[0].DUT != "linux-bridge" || rows[1].DUT != "trestle:xdp" || rows[2].DUT != "ovs" {
 		t.Fatalf("rows: %+v", rows)
 	}
@@ -75,4 +75,8 @@ func TestRestartTable(t *testing.T) {
 		"| trestle:xdp | sigkill | 4 | 0 | 0 | 0 | 3 | 0 | 3 | 200ms | 500kpps (50% of its throughput), 1k frames an event |",
 		"- ovs sigkill: 500/200 1s, 700/100 2s, 500/200 1s, 700/100 2s",
 		"- trestle:xdp, sigkill: what sigkill does")
+}
+
+func isRestart(test string) bool {
+	return test == lab.TestRestart || test == lab.TestRestartFlooded
 }

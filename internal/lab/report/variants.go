@@ -240,7 +240,7 @@ func terminalVariants(w io.Writer, run *lab.Run, groups []*Group, cs []Compariso
 	skipped := skippedUnits(run)
 	for _, knobs := range variantKnobs(run) {
 		title, without, with, rt := variantTitle(knobs)
-		tw := newTable("TEST", "DUT", without, with, rt, "MINISTAT (95%)")
+		tw := lab.NewTable("TEST", "DUT", without, with, rt, "MINISTAT (95%)")
 		rows := 0
 		for _, vr := range vrs {
 			if vr.Knobs != knobs {
@@ -251,31 +251,31 @@ func terminalVariants(w io.Writer, run *lab.Run, groups []*Group, cs []Compariso
 			if vr.Ratio > 0 {
 				r = fmt.Sprintf("%.3f", vr.Ratio)
 			}
-			tw.add(vr.Group.Key(), vr.DUT, base, medianText(vr.Variant), r, shortVerdict(vr.Cmp, vr.Variant, vr.Base))
+			tw.Add(vr.Group.Key(), vr.DUT, base, medianText(vr.Variant), r, shortVerdict(vr.Cmp, vr.Variant, vr.Base))
 		}
 		for _, d := range run.DUTs {
 			if base, k := splitDUT(d); k == knobs && skipped[d] != "" {
 				rows++
-				tw.add("-", base, "-", "unavailable (see skipped, below)", "-", "-")
+				tw.Add("-", base, "-", "unavailable (see skipped, below)", "-", "-")
 			}
 		}
 		if rows == 0 {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s (medians):\n", title)
-		tw.write(w)
+		tw.Write(w)
 	}
 	if prs := Peers(groups, cs); len(prs) > 0 {
 		fmt.Fprintf(w, "\ntrestle against the others with the same variant (medians):\n")
-		tw := newTable("TEST", "DUTS", "RATIO", "MINISTAT (95%)")
+		tw := lab.NewTable("TEST", "DUTS", "RATIO", "MINISTAT (95%)")
 		for _, p := range prs {
 			r := "-"
 			if p.Ratio > 0 {
 				r = fmt.Sprintf("%.2fx", p.Ratio)
 			}
-			tw.add(p.Group.Key(), p.Trestle.DUT+" / "+p.Other.DUT, r, shortVerdict(p.Cmp, p.Trestle, p.Other))
+			tw.Add(p.Group.Key(), p.Trestle.DUT+" / "+p.Other.DUT, r, shortVerdict(p.Cmp, p.Trestle, p.Other))
 		}
-		tw.write(w)
+		tw.Write(w)
 	}
 	terminalFilters(w, run, groups, cs)
 	if gs := Goals(run, groups, cs); len(gs) > 0 {
@@ -304,7 +304,7 @@ func medianText(r *Row) string {
 	if r == nil || len(r.Values) == 0 {
 		return "failed"
 	}
-	return Figure(r.Median, r.Unit)
+	return lab.Figure(r.Median, r.Unit)
 }
 
 func goalText(g GoalResult) string {
@@ -316,7 +316,7 @@ func goalText(g GoalResult) string {
 		word = "NOT met"
 	}
 	if g.Goal.Base == "" {
-		return fmt.Sprintf("%s: %s: median %s", word, g.Goal, Figure(g.Ratio, g.Goal.Unit))
+		return fmt.Sprintf("%s: %s: median %s", word, g.Goal, lab.Figure(g.Ratio, g.Goal.Unit))
 	}
 	return fmt.Sprintf("%s: %s: %.3fx; ministat: %s", word, g.Goal, g.Ratio, shortVerdictFor(g))
 }

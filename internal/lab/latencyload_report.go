@@ -1,4 +1,4 @@
-package report
+package lab
 
 // Latency under load (issue 16, CSIT's way): after each throughput search,
 // a stream at 10, 50 and 90% of the PDR, 1 frame in 64 timed by the sink.
@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
@@ -23,11 +22,11 @@ import (
 // repetitions'.
 type LoadLatencyRow struct {
 	DUT   string
-	Size  lab.FrameSize
+	Size  FrameSize
 	Share float64 // of the PDR (or the NDR: Of)
 	Of    string  // "PDR" or "NDR"
 	// Requested and Offered are the stream's rates, medians; Short: the
-	// generator did not hold the rate asked (lab.SearchConfig.Held).
+	// generator did not hold the rate asked (SearchConfig.Held).
 	Requested, Offered float64
 	Short              bool
 	P50, P90, P99      float64 // ns
@@ -53,14 +52,14 @@ var percentiles = []struct {
 
 // LoadLatencies gathers a run's latency-load results: by frame size, then
 // share, then DUT in the run's order.
-func LoadLatencies(run *lab.Run) []*LoadLatencyRow {
+func LoadLatencies(run *Run) []*LoadLatencyRow {
 	type key struct {
 		dut, param string
 	}
-	by := map[key][]lab.Result{}
+	by := map[key][]Result{}
 	var keys []key
 	for _, r := range run.Results {
-		if r.Test != lab.TestLoadLatency {
+		if r.Test != TestLoadLatency {
 			continue
 		}
 		k := key{r.DUT, r.Param}
@@ -73,7 +72,7 @@ func LoadLatencies(run *lab.Run) []*LoadLatencyRow {
 	for _, k := range keys {
 		size, pct, _ := strings.Cut(k.param, "@")
 		share, _ := strconv.ParseFloat(strings.TrimSuffix(pct, "%"), 64)
-		row := &LoadLatencyRow{DUT: k.dut, Size: lab.FrameSize(size), Share: share / 100, Of: "PDR"}
+		row := &LoadLatencyRow{DUT: k.dut, Size: FrameSize(size), Share: share / 100, Of: "PDR"}
 		var req, off, timed []float64
 		lats := map[string][]float64{}
 		for _, r := range by[k] {
@@ -97,10 +96,10 @@ func LoadLatencies(run *lab.Run) []*LoadLatencyRow {
 				lats[p.name] = append(lats[p.name], float64(p.of(r.Latency)))
 			}
 		}
-		row.Requested, row.Offered, row.Timed = lab.Median(req), lab.Median(off), lab.Median(timed)
+		row.Requested, row.Offered, row.Timed = Median(req), Median(off), Median(timed)
 		row.Short = !run.Timing.Search.Held(row.Requested, row.Offered)
 		for _, p := range percentiles {
-			*p.in(row) = lab.Median(lats[p.name])
+			*p.in(row) = Median(lats[p.name])
 		}
 		out = append(out, row)
 	}
@@ -110,7 +109,7 @@ func LoadLatencies(run *lab.Run) []*LoadLatencyRow {
 		}
 		return len(run.DUTs)
 	}
-	sizes := func(s lab.FrameSize) int {
+	sizes := func(s FrameSize) int {
 		if i := slices.Index(run.Sizes, s); i >= 0 {
 			return i
 		}
@@ -128,14 +127,14 @@ func LoadLatencies(run *lab.Run) []*LoadLatencyRow {
 	return out
 }
 
-// cells are the row's figures for the tables: the load, the rate, the
+// Cells are the row's figures for the tables: the load, the rate, the
 // percentiles and the frames lost.
-func (r *LoadLatencyRow) cells() []string {
+func (r *LoadLatencyRow) Cells() []string {
 	load := fmt.Sprintf("%s %.0f%% of %s", r.Size.Label(), 100*r.Share, r.Of)
 	if r.Reps == 0 {
 		why := "no figure"
 		if len(r.Errors) > 0 {
-			why = firstLine(r.Errors[0])
+			why = FirstLine(r.Errors[0])
 		}
 		return []string{load, r.DUT, "-", "-", "-", "-", "-", "-", "-", "-", why}
 	}
@@ -151,14 +150,14 @@ func (r *LoadLatencyRow) cells() []string {
 	cells = append(cells, strconv.FormatFloat(r.Timed, 'f', 0, 64))
 	lost := strconv.FormatInt(r.Lost, 10)
 	if len(r.Errors) > 0 {
-		lost += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), firstLine(r.Errors[0]))
+		lost += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), FirstLine(r.Errors[0]))
 	}
 	return append(cells, lost)
 }
 
 var loadLatencyHead = []string{"LOAD", "DUT", "RATE", "P50", "P90", "P99", "P99.9", "MAX", "TIMED", "LOST"}
 
-func loadLatencyAbout(run *lab.Run, rows []*LoadLatencyRow) string {
+func loadLatencyAbout(run *Run, rows []*LoadLatencyRow) string {
 	both := ""
 	if run.Bidirectional {
 		both = ", both directions' frames together"
@@ -178,22 +177,22 @@ func repsText(rows []*LoadLatencyRow) string {
 	return fmt.Sprintf("the %d repetitions", n)
 }
 
-func terminalLoadLatency(w io.Writer, run *lab.Run) {
+func terminalLoadLatency(w io.Writer, run *Run) {
 	rows := LoadLatencies(run)
 	if len(rows) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\n%s:\n", loadLatencyAbout(run, rows))
-	tw := newTable(loadLatencyHead...)
+	tw := NewTable(loadLatencyHead...)
 	for _, r := range rows {
-		tw.add(r.cells()...)
+		tw.Add(r.Cells()...)
 	}
-	tw.write(w)
+	tw.Write(w)
 }
 
 // markdownLoadLatency writes the table and, per frame size, charts of
 // p50 and of p99 against the load.
-func markdownLoadLatency(b *bytes.Buffer, dir string, run *lab.Run) error {
+func markdownLoadLatency(b *bytes.Buffer, dir string, run *Run) error {
 	rows := LoadLatencies(run)
 	if len(rows) == 0 {
 		return nil
@@ -209,13 +208,13 @@ func markdownLoadLatency(b *bytes.Buffer, dir string, run *lab.Run) error {
 	}
 	b.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat("---|", len(head)) + "\n")
 	for _, r := range rows {
-		fmt.Fprintf(b, "| %s |\n", strings.Join(r.cells(), " | "))
+		fmt.Fprintf(b, "| %s |\n", strings.Join(r.Cells(), " | "))
 	}
 	charts, err := loadLatencyCharts(dir, rows)
 	if err != nil {
 		return err
 	}
-	embedCharts(b, charts)
+	EmbedCharts(b, charts)
 	return nil
 }
 
@@ -223,9 +222,9 @@ func markdownLoadLatency(b *bytes.Buffer, dir string, run *lab.Run) error {
 // the share of the PDR, and its p99 in a second chart, on log scales; the
 // DUTs keep their colours from one chart to the other, and a DUT with no
 // figure at a share has a gap there.
-func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]chart, error) {
-	var out []chart
-	var sizes []lab.FrameSize
+func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]Chart, error) {
+	var out []Chart
+	var sizes []FrameSize
 	for _, r := range rows {
 		if !slices.Contains(sizes, r.Size) {
 			sizes = append(sizes, r.Size)
@@ -246,7 +245,7 @@ func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]chart, error) {
 			}
 		}
 		slices.Sort(shares)
-		frames := strings.TrimPrefix(subject(lab.TestThroughput, string(size)), "Throughput, ")
+		frames := FramesText(string(size))
 		for _, p := range []struct {
 			name string
 			of   func(*LoadLatencyRow) float64
@@ -267,7 +266,7 @@ func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]chart, error) {
 				}
 				c.Series = append(c.Series, s)
 			}
-			if err := saveChart(dir, fmt.Sprintf("latency-load-%s-%s.svg", safe(string(size)), p.name), c.Title, c, &out); err != nil {
+			if err := saveChart(dir, fmt.Sprintf("latency-load-%s-%s.svg", SafeName(string(size)), p.name), c.Title, c, &out); err != nil {
 				return out, err
 			}
 		}
@@ -275,10 +274,18 @@ func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]chart, error) {
 	return out, nil
 }
 
-// lossGoalText is a loss goal for people: "0", "0.5%".
-func lossGoalText(v float64) string {
-	if v == 0 {
-		return "0"
-	}
-	return strconv.FormatFloat(100*v, 'g', -1, 64) + "%"
+// Section is the latency-load kind's section for the terminal; its
+// Markdown, with charts, is SectionIn's (ChartReporter).
+func (LoadLatencyTest) Section(run *Run) (terminal, markdown string) {
+	var t strings.Builder
+	terminalLoadLatency(&t, run)
+	return t.String(), ""
+}
+
+// SectionIn is the latency-load section of report.md, its charts written
+// into dir.
+func (LoadLatencyTest) SectionIn(dir string, run *Run) (string, error) {
+	var b bytes.Buffer
+	err := markdownLoadLatency(&b, dir, run)
+	return b.String(), err
 }

@@ -1,4 +1,4 @@
-package report
+package lab
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
@@ -16,7 +15,7 @@ import (
 // at each CPU count, over the repetitions.
 type CoresRow struct {
 	DUT   string
-	Size  lab.FrameSize
+	Size  FrameSize
 	Cells []*CoresCell // by CPU count, ascending
 }
 
@@ -37,11 +36,11 @@ type CoresCell struct {
 }
 
 // Cores gathers a run's cores results, DUTs in the run's order.
-func Cores(run *lab.Run) []*CoresRow {
+func Cores(run *Run) []*CoresRow {
 	var rows []*CoresRow
 	index := map[string]*CoresRow{}
 	for _, r := range run.Results {
-		if r.Test != lab.TestCores || r.Cores == nil {
+		if r.Test != TestCores || r.Cores == nil {
 			continue
 		}
 		k := r.DUT + "|" + string(r.Cores.FrameSize)
@@ -78,7 +77,7 @@ func Cores(run *lab.Run) []*CoresRow {
 		for _, c := range row.Cells {
 			c.Median = math.NaN()
 			if len(c.Values) > 0 {
-				c.Median = lab.Median(c.Values)
+				c.Median = Median(c.Values)
 			}
 			for j := range c.CPU {
 				c.CPU[j] /= float64(c.reps)
@@ -135,8 +134,8 @@ func (c *CoresCell) figure() string {
 	return Figure(c.Median, "pps")
 }
 
-// coresOf is the row of dut at size, nil if none.
-func coresOf(rows []*CoresRow, dut string, size lab.FrameSize) *CoresRow {
+// coresRowOf is the row of dut at size, nil if none.
+func coresRowOf(rows []*CoresRow, dut string, size FrameSize) *CoresRow {
 	for _, r := range rows {
 		if r.DUT == dut && r.Size == size {
 			return r
@@ -168,7 +167,7 @@ func vsText(c *CoresCell, other *CoresRow) string {
 }
 
 func coresSizes(rows []*CoresRow) int {
-	var sizes []lab.FrameSize
+	var sizes []FrameSize
 	for _, r := range rows {
 		if !slices.Contains(sizes, r.Size) {
 			sizes = append(sizes, r.Size)
@@ -202,9 +201,9 @@ func coresDetail(rows []*CoresRow) (head []string, cells [][]string) {
 			}
 			line := []string{r.name(sizes), fmt.Sprint(c.CPUs), c.figure(), factorText(r.Scaling(c))}
 			for _, b := range bases {
-				line = append(line, vsText(c, coresOf(rows, b, r.Size)))
+				line = append(line, vsText(c, coresRowOf(rows, b, r.Size)))
 			}
-			cells = append(cells, append(line, cpuText(c.CPU), strings.Join(all, " ")))
+			cells = append(cells, append(line, CPUText(c.CPU), strings.Join(all, " ")))
 		}
 	}
 	return head, cells
@@ -213,14 +212,14 @@ func coresDetail(rows []*CoresRow) (head []string, cells [][]string) {
 // coresWarnings are the figures that are missing, the counts at which a
 // DUT's own forwarding thread shared a CPU with the generator, and the
 // CPU time other processes took.
-func coresWarnings(run *lab.Run, rows []*CoresRow) []string {
+func coresWarnings(run *Run, rows []*CoresRow) []string {
 	var out []string
 	sizes := coresSizes(rows)
 	for _, r := range rows {
 		var shared []string
 		for _, c := range r.Cells {
 			for _, e := range c.Errors {
-				out = append(out, fmt.Sprintf("no figure: %s at %s: %s", r.name(sizes), cpusText(c.CPUs), firstLine(e)))
+				out = append(out, fmt.Sprintf("no figure: %s at %s: %s", r.name(sizes), cpusText(c.CPUs), FirstLine(e)))
 			}
 			if c.DUTShared && hasOwnThread(r.DUT) {
 				shared = append(shared, fmt.Sprint(c.CPUs))
@@ -242,7 +241,7 @@ func coresHeadline(rows []*CoresRow) string {
 		cpusText(rows[0].base().CPUs))
 }
 
-func terminalCores(w io.Writer, run *lab.Run, rows []*CoresRow) {
+func terminalCores(w io.Writer, run *Run, rows []*CoresRow) {
 	if len(rows) == 0 {
 		return
 	}
@@ -251,7 +250,7 @@ func terminalCores(w io.Writer, run *lab.Run, rows []*CoresRow) {
 	terminalRows(w, head, cells, coresWarnings(run, rows))
 }
 
-func markdownCores(b *bytes.Buffer, dir string, run *lab.Run, rows []*CoresRow) error {
+func markdownCores(b *bytes.Buffer, dir string, run *Run, rows []*CoresRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -303,15 +302,15 @@ func markdownCores(b *bytes.Buffer, dir string, run *lab.Run, rows []*CoresRow) 
 	if err != nil {
 		return err
 	}
-	embedCharts(b, charts)
+	EmbedCharts(b, charts)
 	return nil
 }
 
 // coresCharts draw the zero-loss rate against the CPU count, a line per
 // DUT (the repetitions' spread as error bars), and the factor over the
 // fewest CPUs against the count, with perfect scaling dashed.
-func coresCharts(dir string, rows []*CoresRow) ([]chart, error) {
-	var out []chart
+func coresCharts(dir string, rows []*CoresRow) ([]Chart, error) {
+	var out []Chart
 	var ticks []float64
 	for _, r := range rows {
 		for _, c := range r.Cells {
@@ -354,4 +353,19 @@ func coresCharts(dir string, rows []*CoresRow) ([]chart, error) {
 		}
 	}
 	return out, nil
+}
+
+// Section is the cores kind's section for the terminal; its Markdown, with
+// charts, is SectionIn's (ChartReporter).
+func (CoresTest) Section(run *Run) (terminal, markdown string) {
+	var t strings.Builder
+	terminalCores(&t, run, Cores(run))
+	return t.String(), ""
+}
+
+// SectionIn is the cores section of report.md, its charts written into dir.
+func (CoresTest) SectionIn(dir string, run *Run) (string, error) {
+	var b bytes.Buffer
+	err := markdownCores(&b, dir, run, Cores(run))
+	return b.String(), err
 }

@@ -1,4 +1,4 @@
-package report
+package lab
 
 // The mac-flood and soak tests have tables and charts of their own: their
 // figures are a stream's behaviour over time, not medians to compare with
@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
@@ -22,25 +21,25 @@ import (
 type FloodRow struct {
 	DUT   string
 	Rep   int
-	Rec   *lab.FloodRecord
-	Sum   lab.FloodSummary
+	Rec   *FloodRecord
+	Sum   FloodSummary
 	Error string
 	CPUs  int // the machine's
 }
 
 // Floods gathers a run's mac-flood records, DUTs in the run's order.
-func Floods(run *lab.Run) []*FloodRow {
-	return gather(run, func(r lab.Result) *FloodRow {
-		if r.Test != lab.TestMACFlood || r.Flood == nil {
+func Floods(run *Run) []*FloodRow {
+	return gather(run, func(r Result) *FloodRow {
+		if r.Test != TestMACFlood || r.Flood == nil {
 			return nil
 		}
-		return &FloodRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Flood, Sum: lab.SummarizeFlood(r.Flood), Error: r.Error, CPUs: run.Machine.CPUs}
+		return &FloodRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Flood, Sum: SummarizeFlood(r.Flood), Error: r.Error, CPUs: run.Machine.CPUs}
 	}, func(r *FloodRow) string { return r.DUT })
 }
 
 // gather makes a row of each result that row takes (it returns nil for the
 // others), DUTs in the run's order.
-func gather[R comparable](run *lab.Run, row func(lab.Result) R, dut func(R) string) []R {
+func gather[R comparable](run *Run, row func(Result) R, dut func(R) string) []R {
 	var rows []R
 	var none R
 	for _, r := range run.Results {
@@ -52,7 +51,7 @@ func gather[R comparable](run *lab.Run, row func(lab.Result) R, dut func(R) stri
 	return rows
 }
 
-func dutOrder(run *lab.Run, name string) int {
+func dutOrder(run *Run, name string) int {
 	if i := slices.Index(run.DUTs, name); i >= 0 {
 		return i
 	}
@@ -108,7 +107,7 @@ func (r *FloodRow) cells() []string {
 	return []string{name, stream, lost, rate, fmt.Sprint(rec.Flood.Flooded), table, statics, side, mem, flood, goal}
 }
 
-func sideText(s *lab.SideLearn) string {
+func sideText(s *SideLearn) string {
 	if s.Learned < s.Addresses {
 		return fmt.Sprintf("%d of %d", s.Learned, s.Addresses)
 	}
@@ -122,7 +121,7 @@ func terminalFloods(w io.Writer, rows []*FloodRow) {
 		return
 	}
 	rec := rows[0].Rec
-	fmt.Fprintf(w, "\nmac-flood: the stream h1 -> h2 alone and while h3 floods from %d random sources for %.0fs (goal: 0 lost and %.0f%% of its rate):\n", rec.Sources, rec.FloodSeconds, 100*lab.FloodMinRatio)
+	fmt.Fprintf(w, "\nmac-flood: the stream h1 -> h2 alone and while h3 floods from %d random sources for %.0fs (goal: 0 lost and %.0f%% of its rate):\n", rec.Sources, rec.FloodSeconds, 100*FloodMinRatio)
 	var cells [][]string
 	for _, r := range rows {
 		cells = append(cells, r.cells())
@@ -132,11 +131,11 @@ func terminalFloods(w io.Writer, rows []*FloodRow) {
 
 // terminalRows writes a table and the warnings under it.
 func terminalRows(w io.Writer, head []string, rows [][]string, warnings []string) {
-	tw := newTable(head...)
+	tw := NewTable(head...)
 	for _, r := range rows {
-		tw.add(r...)
+		tw.Add(r...)
 	}
-	tw.write(w)
+	tw.Write(w)
 	for _, line := range warnings {
 		fmt.Fprintln(w, line)
 	}
@@ -162,9 +161,9 @@ func floodWarnings(rows []*FloodRow) []string {
 	var out []string
 	for _, r := range rows {
 		if r.Error != "" {
-			out = append(out, fmt.Sprintf("failed: %s: %s", r.DUT, firstLine(r.Error)))
+			out = append(out, fmt.Sprintf("failed: %s: %s", r.DUT, FirstLine(r.Error)))
 		}
-		for _, w := range []lab.FloodWindow{r.Rec.Base, r.Rec.Flood} {
+		for _, w := range []FloodWindow{r.Rec.Base, r.Rec.Flood} {
 			if n := othersNote(w.OtherCPU, w.Seconds, r.CPUs); n != "" {
 				out = append(out, fmt.Sprintf("note: %s, the stream %s: %s", r.DUT, map[bool]string{false: "without the flood", true: "with the flood"}[w.Flood], n))
 			}
@@ -193,7 +192,7 @@ func floodWarnings(rows []*FloodRow) []string {
 	return out
 }
 
-func markdownFloods(b *bytes.Buffer, dir string, run *lab.Run, rows []*FloodRow) error {
+func markdownFloods(b *bytes.Buffer, dir string, run *Run, rows []*FloodRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -203,7 +202,7 @@ func markdownFloods(b *bytes.Buffer, dir string, run *lab.Run, rows []*FloodRow)
 		"(the notes above say how). The stream's rate is a share of the DUT's own zero-loss throughput, measured first: at that share its path has CPU to spare on this machine, "+
 		"so that what the flood costs it is the DUT's doing, not two generators sharing the CPUs. "+
 		"Goal: the stream loses 0 frames with the flood and keeps at least %.0f%% of its rate (distinct frames h2 received a second, with the flood against without).\n\n",
-		rows[0].Rec.Base.Seconds, rec.Sources, rec.FloodSeconds, 100*lab.FloodMinRatio)
+		rows[0].Rec.Base.Seconds, rec.Sources, rec.FloodSeconds, 100*FloodMinRatio)
 	var cells [][]string
 	for _, r := range rows {
 		cells = append(cells, r.cells())
@@ -232,7 +231,7 @@ func markdownFloods(b *bytes.Buffer, dir string, run *lab.Run, rows []*FloodRow)
 				fmt.Fprintf(b, "; static %s on %s: before %v, after %v %s", c.MAC, c.Port, c.Before, c.After, c.Found)
 			}
 		}
-		for _, w := range []lab.FloodWindow{rec.Base, rec.Flood} {
+		for _, w := range []FloodWindow{rec.Base, rec.Flood} {
 			if w.Side != nil {
 				fmt.Fprintf(b, "; bridge B %s: %d of %d in %.0f ms, %d table reads, the last %.0f ms",
 					map[bool]string{false: "without the flood", true: "with it"}[w.Flood], w.Side.Learned, w.Side.Addresses, w.Side.Millis, w.Side.Reads, w.Side.ReadMs)
@@ -241,11 +240,11 @@ func markdownFloods(b *bytes.Buffer, dir string, run *lab.Run, rows []*FloodRow)
 				fmt.Fprintf(b, "; %s", w.Note)
 			}
 			if len(w.CPU) > 0 {
-				fmt.Fprintf(b, "; CPU busy %s: %s, other processes' %.1f CPU-s", map[bool]string{false: "without the flood", true: "with it"}[w.Flood], cpuText(w.CPU), w.OtherCPU)
+				fmt.Fprintf(b, "; CPU busy %s: %s, other processes' %.1f CPU-s", map[bool]string{false: "without the flood", true: "with it"}[w.Flood], CPUText(w.CPU), w.OtherCPU)
 			}
 		}
 		if r.Error != "" {
-			fmt.Fprintf(b, "; failed: %s", firstLine(r.Error))
+			fmt.Fprintf(b, "; failed: %s", FirstLine(r.Error))
 		}
 		b.WriteString("\n")
 	}
@@ -259,7 +258,7 @@ func markdownFloods(b *bytes.Buffer, dir string, run *lab.Run, rows []*FloodRow)
 	if err != nil {
 		return err
 	}
-	embedCharts(b, charts)
+	EmbedCharts(b, charts)
 	return nil
 }
 
@@ -281,7 +280,7 @@ func orNone(s string) string {
 	return s
 }
 
-func lastSample(s []lab.FloodSample) *lab.FloodSample {
+func lastSample(s []FloodSample) *FloodSample {
 	if len(s) == 0 {
 		return nil
 	}
@@ -289,7 +288,7 @@ func lastSample(s []lab.FloodSample) *lab.FloodSample {
 }
 
 // saveChart writes a chart's SVG into dir.
-func saveChart(dir, name, title string, c svg.LineChart, out *[]chart) error {
+func saveChart(dir, name, title string, c svg.LineChart, out *[]Chart) error {
 	doc, err := c.SVG()
 	if err != nil {
 		return fmt.Errorf("chart %s: %w", name, err)
@@ -297,15 +296,15 @@ func saveChart(dir, name, title string, c svg.LineChart, out *[]chart) error {
 	if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
 		return err
 	}
-	*out = append(*out, chart{title: title, file: name})
+	*out = append(*out, Chart{Title: title, File: name})
 	return nil
 }
 
 // floodCharts draw, over the stream with the flood: the flooded bridge's
 // learned addresses against its limit, the stream's rate as a share of its
 // rate without the flood, and the daemons' memory.
-func floodCharts(dir string, run *lab.Run, rows []*FloodRow) ([]chart, error) {
-	var out []chart
+func floodCharts(dir string, run *Run, rows []*FloodRow) ([]Chart, error) {
+	var out []Chart
 	table := svg.LineChart{Title: "MAC flood: learned addresses of the flooded bridge", XLabel: "seconds into the stream", YLabel: "learned addresses", XUnit: svg.Plain}
 	rate := svg.LineChart{Title: "MAC flood: the stream's rate at h2, as a share of its rate without the flood", XLabel: "seconds into the stream", YLabel: "rate / rate without the flood", XUnit: svg.Plain}
 	mem := svg.LineChart{Title: "MAC flood: the daemon's resident memory", XLabel: "seconds into the stream", YLabel: "MiB", XUnit: svg.Plain}
@@ -347,8 +346,8 @@ func floodCharts(dir string, run *lab.Run, rows []*FloodRow) ([]chart, error) {
 		}
 	}
 	if len(rate.Series) > 0 {
-		rate.Series = append(rate.Series, svg.Series{Name: fmt.Sprintf("goal %.0f%%", 100*lab.FloodMinRatio), Dashed: true,
-			Points: []svg.Point{{X: 0, Y: lab.FloodMinRatio}, {X: span, Y: lab.FloodMinRatio}}})
+		rate.Series = append(rate.Series, svg.Series{Name: fmt.Sprintf("goal %.0f%%", 100*FloodMinRatio), Dashed: true,
+			Points: []svg.Point{{X: 0, Y: FloodMinRatio}, {X: span, Y: FloodMinRatio}}})
 	}
 	for _, c := range []struct {
 		file string
@@ -373,4 +372,20 @@ func floodSpan(rows []*FloodRow) float64 {
 		}
 	}
 	return span
+}
+
+// Section is the mac-flood kind's section for the terminal; its Markdown,
+// with charts, is SectionIn's (ChartReporter).
+func (MACFloodTest) Section(run *Run) (terminal, markdown string) {
+	var t strings.Builder
+	terminalFloods(&t, Floods(run))
+	return t.String(), ""
+}
+
+// SectionIn is the mac-flood section of report.md, its charts written
+// into dir.
+func (MACFloodTest) SectionIn(dir string, run *Run) (string, error) {
+	var b bytes.Buffer
+	err := markdownFloods(&b, dir, run, Floods(run))
+	return b.String(), err
 }

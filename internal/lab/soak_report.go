@@ -1,4 +1,4 @@
-package report
+package lab
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
@@ -16,19 +15,19 @@ import (
 type SoakRow struct {
 	DUT   string
 	Rep   int
-	Rec   *lab.SoakRecord
-	Sum   lab.SoakSummary
+	Rec   *SoakRecord
+	Sum   SoakSummary
 	Error string
 	CPUs  int // the machine's
 }
 
 // Soaks gathers a run's soak records, DUTs in the run's order.
-func Soaks(run *lab.Run) []*SoakRow {
-	return gather(run, func(r lab.Result) *SoakRow {
-		if r.Test != lab.TestSoak || r.Soak == nil {
+func Soaks(run *Run) []*SoakRow {
+	return gather(run, func(r Result) *SoakRow {
+		if r.Test != TestSoak || r.Soak == nil {
 			return nil
 		}
-		return &SoakRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Soak, Sum: lab.SummarizeSoak(r.Soak), Error: r.Error, CPUs: run.Machine.CPUs}
+		return &SoakRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Soak, Sum: SummarizeSoak(r.Soak), Error: r.Error, CPUs: run.Machine.CPUs}
 	}, func(r *SoakRow) string { return r.DUT })
 }
 
@@ -39,7 +38,7 @@ func (r *SoakRow) name() string {
 	return r.DUT
 }
 
-func driftText(d lab.Drift, f func(float64) string) string {
+func driftText(d Drift, f func(float64) string) string {
 	t := fmt.Sprintf("%s → %s", f(d.First), f(d.Last))
 	if !d.OK {
 		t += " (drifted)"
@@ -111,7 +110,7 @@ func soakWarnings(rows []*SoakRow) []string {
 	var out []string
 	for _, r := range rows {
 		if r.Error != "" {
-			out = append(out, fmt.Sprintf("failed: %s: %s", r.DUT, firstLine(r.Error)))
+			out = append(out, fmt.Sprintf("failed: %s: %s", r.DUT, FirstLine(r.Error)))
 			continue
 		}
 		var cpu, secs float64
@@ -147,7 +146,7 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 	fmt.Fprintf(b, "One stream per DUT at a share of its zero-loss rate (NDR, found first with the same frames), read in windows (the notes above say how). "+
 		"Goals: 0 frames lost; p50, p90 and p99 of the last window within %.0f%% (or %v) of the first's (p99.9 and the maximum are shown, not judged: a window holds a handful of frames beyond them); "+
 		"the daemon's resident memory grown by at most %.0f%% (or %d MiB) and no map holding more entries than at its first sample.\n\n",
-		100*lab.LatencyDrift, lab.LatencySlack, 100*lab.MemoryDrift, lab.MemorySlack>>10)
+		100*LatencyDrift, LatencySlack, 100*MemoryDrift, MemorySlack>>10)
 	markdownRows(b, []string{"DUT", "stream", "lost", "windows", "p50 first → last", "p99 first → last", "p99.9 first → last", "daemon RSS first → last", "maps", "goals"},
 		soakCells(rows), soakWarnings(rows))
 	for _, r := range rows {
@@ -167,7 +166,7 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 			if l == nil {
 				l = &sink.Latency{}
 			}
-			fmt.Fprintf(b, "| %.0f-%.0f s | %s | %d | %v | %v | %v | %v | %v | %s | %.1f s |\n", w.From, w.To, Figure(w.RatePPS, "pps"), w.Gaps, l.P50, l.P90, l.P99, l.P999, l.Max, cpuText(w.CPU), w.OtherCPU)
+			fmt.Fprintf(b, "| %.0f-%.0f s | %s | %d | %v | %v | %v | %v | %v | %s | %.1f s |\n", w.From, w.To, Figure(w.RatePPS, "pps"), w.Gaps, l.P50, l.P90, l.P99, l.P999, l.Max, CPUText(w.CPU), w.OtherCPU)
 		}
 		var counted, fixed []string
 		for _, m := range rec.Maps {
@@ -188,14 +187,14 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 	if err != nil {
 		return err
 	}
-	embedCharts(b, charts)
+	EmbedCharts(b, charts)
 	return nil
 }
 
 // soakCharts draw over the soak, for every DUT: latency percentiles per
 // window, the daemon's memory, and the entries of the counted maps.
-func soakCharts(dir string, rows []*SoakRow) ([]chart, error) {
-	var out []chart
+func soakCharts(dir string, rows []*SoakRow) ([]Chart, error) {
+	var out []Chart
 	lat := svg.LineChart{Title: "Soak: latency per window (p50, p99, p99.9)", XLabel: "minutes into the stream", YLabel: "one-way latency", XUnit: svg.Plain,
 		Unit: func(v float64) string { return nsText(v) }}
 	mem := svg.LineChart{Title: "Soak: the daemon's resident memory", XLabel: "minutes into the stream", YLabel: "MiB", XUnit: svg.Plain}
@@ -255,4 +254,19 @@ func soakCharts(dir string, rows []*SoakRow) ([]chart, error) {
 		}
 	}
 	return out, nil
+}
+
+// Section is the soak kind's section for the terminal; its Markdown, with
+// charts, is SectionIn's (ChartReporter).
+func (SoakTest) Section(run *Run) (terminal, markdown string) {
+	var t strings.Builder
+	terminalSoaks(&t, Soaks(run))
+	return t.String(), ""
+}
+
+// SectionIn is the soak section of report.md, its charts written into dir.
+func (SoakTest) SectionIn(dir string, run *Run) (string, error) {
+	var b bytes.Buffer
+	err := markdownSoaks(&b, dir, Soaks(run))
+	return b.String(), err
 }

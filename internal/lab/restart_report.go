@@ -1,4 +1,4 @@
-package report
+package lab
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
@@ -22,18 +21,18 @@ type RestartRow struct {
 	Rate      float64 // the stream's rate (the first repetition's)
 	Load      float64 // of the measured throughput; 0: a fixed rate
 	Watched   bool    // a third host counted the floods
-	Events    []lab.RestartEvent
-	Sum       lab.EventSummary
+	Events    []RestartEvent
+	Sum       EventSummary
 	Errors    []string
 }
 
 // Restarts gathers a run's restart results: one row per DUT and event
 // kind, DUTs in the run's order, kinds in the order they ran.
-func Restarts(run *lab.Run) []*RestartRow {
+func Restarts(run *Run) []*RestartRow {
 	var rows []*RestartRow
 	index := map[string]*RestartRow{}
 	for _, r := range run.Results {
-		if r.Test != lab.TestRestart || r.Restart == nil {
+		if r.Test != TestRestart || r.Restart == nil {
 			continue
 		}
 		k := r.DUT + "|" + r.Param
@@ -57,7 +56,7 @@ func Restarts(run *lab.Run) []*RestartRow {
 	}
 	slices.SortStableFunc(rows, func(a, b *RestartRow) int { return order(a.DUT) - order(b.DUT) })
 	for _, row := range rows {
-		row.Sum = lab.Summarize(row.Events)
+		row.Sum = Summarize(row.Events)
 	}
 	return rows
 }
@@ -72,7 +71,7 @@ func (r *RestartRow) cells() []string {
 	back := "- (no daemon)"
 	if s.BackMedian > 0 {
 		back = s.BackMedian.Round(time.Millisecond).String()
-	} else if r.Kind != lab.EventNone {
+	} else if r.Kind != EventNone {
 		back = "-"
 	}
 	stream := fmt.Sprintf("%s, %s frames an event", Figure(r.Rate, "pps"), svg.SI(s.SentMedian))
@@ -96,13 +95,13 @@ var restartHead = []string{"DUT", "EVENT", "EVENTS", "LOST: MAX", "MEDIAN", "TOT
 
 func terminalRestarts(w io.Writer, rows []*RestartRow) {
 	fmt.Fprintf(w, "\nframes lost and flooded to h3 per event (each event has its own stream; back after: the median, signal to the daemon answering):\n")
-	tw := newTable(restartHead...)
+	tw := NewTable(restartHead...)
 	for _, r := range rows {
-		tw.add(r.cells()...)
+		tw.Add(r.cells()...)
 	}
-	tw.write(w)
+	tw.Write(w)
 	for _, r := range rows {
-		if r.Kind == lab.EventUpgrade || r.Kind == lab.EventNone {
+		if r.Kind == EventUpgrade || r.Kind == EventNone {
 			fmt.Fprintf(w, "  %s %s: %s\n", r.DUT, r.Kind, r.What)
 		}
 	}
@@ -118,9 +117,9 @@ func restartWarnings(rows []*RestartRow) []string {
 	var out []string
 	for _, r := range rows {
 		for _, e := range r.Errors {
-			out = append(out, fmt.Sprintf("failed: %s %s: %s", r.DUT, r.Kind, firstLine(e)))
+			out = append(out, fmt.Sprintf("failed: %s %s: %s", r.DUT, r.Kind, FirstLine(e)))
 		}
-		if !strings.HasPrefix(r.DUT, "trestle") && r.Kind != lab.EventNone {
+		if !strings.HasPrefix(r.DUT, "trestle") && r.Kind != EventNone {
 			continue // a peer's losses are the finding, not a warning
 		}
 		var bad []string
@@ -176,3 +175,21 @@ func markdownRestarts(b *bytes.Buffer, rows []*RestartRow) {
 		fmt.Fprintf(b, "- %s %s: %s\n", r.DUT, r.Kind, strings.Join(parts, ", "))
 	}
 }
+
+// Section is the restart kind's report section: the events' losses and
+// floods by DUT (Reporter).
+func (RestartTest) Section(run *Run) (terminal, markdown string) {
+	rows := Restarts(run)
+	if len(rows) == 0 {
+		return "", ""
+	}
+	var t strings.Builder
+	terminalRestarts(&t, rows)
+	var m bytes.Buffer
+	markdownRestarts(&m, rows)
+	return t.String(), m.String()
+}
+
+// Twins: the frames flooded in each event are results of their own, in
+// the restart section too.
+func (RestartTest) Twins() []string { return []string{TestRestartFlooded} }
