@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,4 +122,60 @@ func TestMakeInstall(t *testing.T) {
 	if out, err := exec.Command("systemd-analyze", "verify", copyUnit).CombinedOutput(); err != nil {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
+}
+
+// unitCaps is the unit's CapabilityBoundingSet, read from dist/trestle.service.
+func unitCaps(t *testing.T) []string {
+	t.Helper()
+	unit, err := os.ReadFile("../../dist/trestle.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(unit), "\n") {
+		if v, ok := strings.CutPrefix(l, "CapabilityBoundingSet="); ok {
+			return strings.Fields(v)
+		}
+	}
+	t.Fatal("dist/trestle.service has no CapabilityBoundingSet")
+	return nil
+}
+
+// TestUnitCapabilities: the daemon does its work with only the
+// capabilities the systemd unit leaves it (and no new privileges), as it
+// runs under systemd: ports in xdp mode whose veth peers are in other
+// namespaces (entered to turn GRO on), a persisted datapath pinned and
+// adopted, frames forwarded. A capability dropped from the unit that the
+// daemon needs fails here, not on an operator's host.
+func TestUnitCapabilities(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("no setpriv")
+	}
+	var set []string
+	for _, c := range unitCaps(t) {
+		set = append(set, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
+	}
+	bounding := "-all," + strings.Join(set, ",")
+	l := harness.NewPersistLab(t, 2, func(int) string { return "mode = \"xdp\"\n" })
+	start := func() {
+		l.Daemon = l.SW.StartNetOnly(t, "setpriv", "--bounding-set", bounding, "--inh-caps", "-all", "--no-new-privs", "--",
+			harness.Bin, "run", "--config", l.Cfg, "--socket", l.Sock)
+		l.WaitSocket()
+	}
+	start()
+	for _, p := range l.Show().Bridges[0].Ports {
+		if p.State != "up" || p.Mode != "xdp" {
+			t.Errorf("port %s under the unit's capabilities (%s): %s %s: %s", p.Name, bounding, p.State, p.Mode, p.Reason)
+		}
+	}
+	l.PingAll()
+	// Stopped and started again under the same limits: the pinned
+	// datapath is adopted.
+	l.Signal(syscall.SIGTERM)
+	start()
+	if out := l.Daemon.Out.String(); !strings.Contains(out, "adopted the pinned datapath") {
+		t.Errorf("the second daemon did not adopt the pinned datapath:\n%s", out)
+	}
+	l.PingAll()
+	l.Signal(syscall.SIGTERM)
 }
