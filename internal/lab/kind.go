@@ -301,6 +301,7 @@ var Kinds = []Kind{
 	CacheTest{},
 	LearnTest{},
 	idleKind{},
+	PortScaleTest{},
 	TCPTest{},
 	UDPTest{},
 }
