@@ -173,7 +173,7 @@ func takesPorts(ctx context.Context, dut Spec, env *Env, n int) (refused string,
 		}
 		// The check's first complaint, without the file, the line and the
 		// key ("trestle: FILE:LINE: bridge[0].port[64]: too many ...").
-		why := strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
+		why := FirstLine(strings.TrimSpace(string(out)))
 		if _, rest, ok := strings.Cut(why, cfg+":"); ok {
 			if parts := strings.SplitN(rest, ": ", 3); len(parts) == 3 {
 				why = parts[2]
@@ -414,7 +414,7 @@ func portScaleSection(rows []portScaleRow) (terminal, md string) {
 		f := first[r.DUT]
 		reps := fmt.Sprint(r.Reps)
 		if len(r.Errors) > 0 {
-			reps += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), strings.SplitN(r.Errors[0], "\n", 2)[0])
+			reps += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), FirstLine(r.Errors[0]))
 		}
 		vsLinux := "-"
 		if r.DUT != "linux-bridge" {

@@ -159,3 +159,59 @@ func TestPortScaleSection(t *testing.T) {
 		t.Errorf("a run without port-scale results has sections: %q %q", term, md)
 	}
 }
+
+// TestExecutePortScale measures the port-scale kind for real at small
+// counts: every DUT forwards at each count it takes, both ways of traffic,
+// trestle refuses a count above its limit with the check's reason, and
+// every namespace of the counts' topologies is gone after.
+func TestExecutePortScale(t *testing.T) {
+	requireRoot(t)
+	sc := Scenarios["port-scale"]
+	sc.DUTs, sc.Reps, sc.Timing = MustSpecs("linux-bridge", "trestle:xdp", "trestle"), 1, tinyTiming()
+	Configure(&sc, func(p PortScaleTest) PortScaleTest { p.Ports = []int{2, 5, 65535}; return p })
+	before := ours(t, runPrefix)
+	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: trestleBinary(t), WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		dut     string
+		ports   int
+		traffic string
+	}
+	seen := map[key]PortScaleRecord{}
+	for _, r := range run.Results {
+		var rec PortScaleRecord
+		if err := r.RecordOf(&rec); err != nil {
+			t.Errorf("%s %s: %v (%s)", r.DUT, r.Param, err, r.Error)
+			continue
+		}
+		if r.Error != "" && rec.Refused == "" {
+			t.Errorf("%s %s: %s", r.DUT, r.Param, r.Error)
+		}
+		seen[key{r.DUT, rec.Ports, rec.Traffic}] = rec
+	}
+	for _, d := range SpecTexts(sc.DUTs) {
+		for _, n := range []int{2, 5} {
+			for _, traffic := range []string{"unicast", "broadcast"} {
+				rec, ok := seen[key{d, n, traffic}]
+				if !ok || rec.Rate <= 0 || rec.Refused != "" {
+					t.Errorf("%s, %d ports, %s: %+v (recorded %v), want a rate", d, n, traffic, rec, ok)
+				}
+				if want := min(n-1, portScaleSinks); traffic == "broadcast" && rec.Sinks != want {
+					t.Errorf("%s, %d ports, broadcast counted at %d sinks, want %d", d, n, rec.Sinks, want)
+				}
+			}
+		}
+		rec := seen[key{d, 65535, "unicast"}]
+		if strings.HasPrefix(d, "trestle") != strings.HasPrefix(rec.Refused, "trestle check: too many ports") || (d == "linux-bridge") != strings.Contains(rec.Refused, "BR_MAX_PORTS") {
+			t.Errorf("%s at 65535 ports: %+v, want refused with its reason", d, rec)
+		}
+	}
+	if left := ours(t, runPrefix); len(left) != len(before) {
+		t.Errorf("namespaces left: %v (before: %v)", left, before)
+	}
+	if term, _ := Sections(run); len(term) != 1 || !strings.Contains(term[0], "not run: trestle check") {
+		t.Errorf("section: %q", term)
+	}
+}
