@@ -119,6 +119,11 @@ func (PortScaleTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
 	if err != nil {
 		return err
 	}
+	for i, c := range n {
+		if slices.Contains(n[:i], c) {
+			return fmt.Errorf("--ports %q: %d ports given twice", v, c)
+		}
+	}
 	Configure(s, func(p PortScaleTest) PortScaleTest { p.Ports = n; return p })
 	return nil
 }

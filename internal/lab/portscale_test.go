@@ -45,7 +45,7 @@ func TestPortScaleKind(t *testing.T) {
 	if p, _ := TestOf[PortScaleTest](Scenarios["port-scale"]); !slices.Equal(p.counts(), PortScaleDefault) {
 		t.Errorf("--ports changed the preset: %v", p.counts())
 	}
-	for _, bad := range []string{"1", "2,x", "", "70000"} {
+	for _, bad := range []string{"1", "2,x", "", "70000", "2,16,2"} {
 		if _, err := flags("--ports", bad); err == nil || !strings.Contains(err.Error(), "--ports") {
 			t.Errorf("--ports %q: %v, want refused", bad, err)
 		}
