@@ -302,6 +302,7 @@ var Kinds = []Kind{
 	LearnTest{},
 	idleKind{},
 	PortScaleTest{},
+	PodChurnTest{},
 	TCPTest{},
 	UDPTest{},
 }

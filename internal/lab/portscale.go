@@ -131,9 +131,10 @@ func (PortScaleTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
 var portScalePreset = Scenario{
 	Name: "port-scale", Title: "Port scale: throughput against the number of ports of a bridge",
 	About: "one bridge with 2, 16, 64, 256 and 1024 ports (--ports; counts above what a DUT takes are listed, not run), 3 of them with sinks: 64-byte zero-loss throughput of known unicast h1 -> h2 and of broadcast from h1, " +
-		"each against the 2-port figure; trestle in xdp and default mode, the Linux bridge; goals: unicast at the largest count within 5% of 2 ports, broadcast no worse than the Linux bridge's",
+		"each against the 2-port figure; then pod churn: 100 CNI ADDs then 100 DELs through cnitool with host-local, the trestle plugin against the bridge plugin, each timed (median, p99); " +
+		"trestle in xdp and default mode, the Linux bridge; goals: unicast at the largest count within 5% of 2 ports, broadcast no worse than the Linux bridge's, a trestle ADD's median at most 1.5x the bridge plugin's",
 	DUTs:  MustSpecs("linux-bridge", "trestle:xdp", "trestle"),
-	Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{PortScaleTest{}}, Reps: 3, Timing: DefaultTiming,
+	Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{PortScaleTest{}, PodChurnTest{Pods: 100}}, Reps: 3, Timing: DefaultTiming,
 }
 
 // linuxBridgeMaxPorts is the kernel's BR_MAX_PORTS (net/bridge/br_private.h).
@@ -458,31 +459,13 @@ func portScaleSection(rows []portScaleRow) (terminal, md string) {
 			goals = append(goals, fmt.Sprintf("%s: broadcast no worse than the Linux bridge's at every count both ran: %s", d, passWord(bcOK)))
 		}
 	}
-	var t strings.Builder
-	t.WriteString("\nport-scale, 64-byte zero-loss throughput against the ports of the bridge (medians over the repetitions; x first: against the DUT's smallest count run):\n")
-	tw := tabwriter.NewWriter(&t, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.ToUpper(strings.Join(head, "\t")))
+	var cellRows [][]string
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(cells(r), "\t"))
+		cellRows = append(cellRows, cells(r))
 	}
-	tw.Flush()
-	for _, g := range goals {
-		t.WriteString("  " + g + "\n")
-	}
-	var m strings.Builder
-	m.WriteString("\n## Port scale\n\nOne bridge with N ports (each a veth to a namespace of its own; h2 to h4 count the frames, the other ports are idle with their peers up): 64-byte zero-loss throughput of known unicast h1 -> h2 and of broadcast from h1 (due at every other port), frames per second sent; each against the DUT's smallest count run and broadcast against the Linux bridge's at the same count. Medians over the repetitions.\n\n")
-	m.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat("---|", len(head)) + "\n")
-	for _, r := range rows {
-		m.WriteString("| " + strings.Join(cells(r), " | ") + " |\n")
-	}
-	if len(goals) > 0 {
-		m.WriteString("\n")
-		for _, g := range goals {
-			m.WriteString("- " + g + "\n")
-		}
-	}
-	m.WriteString("\n")
-	return t.String(), m.String()
+	return tableSection("port-scale, 64-byte zero-loss throughput against the ports of the bridge (medians over the repetitions; x first: against the DUT's smallest count run):",
+		"Port scale", "One bridge with N ports (each a veth to a namespace of its own; h2 to h4 count the frames, the other ports are idle with their peers up): 64-byte zero-loss throughput of known unicast h1 -> h2 and of broadcast from h1 (due at every other port), frames per second sent; each against the DUT's smallest count run and broadcast against the Linux bridge's at the same count. Medians over the repetitions.",
+		head, cellRows, goals)
 }
 
 func orderedDUTs(rows []portScaleRow) []string {
@@ -493,4 +476,35 @@ func orderedDUTs(rows []portScaleRow) []string {
 		}
 	}
 	return out
+}
+
+// tableSection is a kind's section as its table with goals under it: for
+// the terminal, intro then the table and the goals indented; for
+// report.md, the heading and about, the table, the goals as a list.
+func tableSection(intro, heading, about string, head []string, rows [][]string, goals []string) (terminal, md string) {
+	var t strings.Builder
+	t.WriteString("\n" + intro + "\n")
+	tw := tabwriter.NewWriter(&t, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(head, "\t")))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+	for _, g := range goals {
+		t.WriteString("  " + g + "\n")
+	}
+	var m strings.Builder
+	m.WriteString("\n## " + heading + "\n\n" + about + "\n\n")
+	m.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat("---|", len(head)) + "\n")
+	for _, r := range rows {
+		m.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	if len(goals) > 0 {
+		m.WriteString("\n")
+		for _, g := range goals {
+			m.WriteString("- " + g + "\n")
+		}
+	}
+	m.WriteString("\n")
+	return t.String(), m.String()
 }

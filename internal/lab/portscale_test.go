@@ -25,7 +25,7 @@ func TestPortScaleKind(t *testing.T) {
 		t.Errorf("describe:\n%s", d)
 	}
 	notes, err := s.prepare()
-	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "not run") {
+	if err != nil || len(notes) != 2 || !strings.Contains(notes[0], "not run") || !strings.Contains(notes[1], "pod-churn") {
 		t.Errorf("prepare: %q, %v", notes, err)
 	}
 	flags := func(args ...string) (Scenario, error) {
