@@ -37,6 +37,10 @@ type PodChurnRecord struct {
 	Plugin string    `json:"plugin"`
 	Add    []float64 `json:"add"`
 	Del    []float64 `json:"del"`
+	// Stopped is why the ADDs stopped before the pods asked for, when an
+	// ADD failed after others had worked (a bridge that is full): the
+	// pods added are then deleted and timed as the others.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 func (PodChurnTest) Name() string { return TestPodChurn }
@@ -161,6 +165,12 @@ func (p PodChurnTest) churn(ctx context.Context, u *UnitRun, typ string, keys ma
 			return rec, err
 		}
 		took, err := call("add", pods[i])
+		if err != nil && i > 0 && ctx.Err() == nil {
+			rec.Stopped = fmt.Sprintf("ADD %d of %d failed: %v", i+1, p.Pods, err)
+			pods = pods[:i]
+			u.Notef("pod-churn: " + rec.Stopped)
+			break
+		}
 		if err != nil {
 			return rec, err
 		}
@@ -168,7 +178,7 @@ func (p PodChurnTest) churn(ctx context.Context, u *UnitRun, typ string, keys ma
 		rec.Add = append(rec.Add, took.Seconds())
 	}
 	for i, pod := range pods {
-		u.Status(fmt.Sprintf("pod-churn: %s plugin, DEL %d of %d", typ, i+1, p.Pods))
+		u.Status(fmt.Sprintf("pod-churn: %s plugin, DEL %d of %d", typ, i+1, len(pods)))
 		took, err := call("del", pod)
 		if err != nil {
 			return rec, err
@@ -195,6 +205,7 @@ type podChurnRow struct {
 	DUT, Plugin                    string
 	AddMed, AddP99, DelMed, DelP99 float64 // seconds
 	Calls                          int
+	Stopped                        []string
 	Errors                         []string
 }
 
@@ -217,6 +228,9 @@ func podChurnRows(run *Run) []podChurnRow {
 				continue
 			}
 			row.Plugin = rec.Plugin
+			if rec.Stopped != "" {
+				row.Stopped = append(row.Stopped, rec.Stopped)
+			}
 			add, del = append(add, rec.Add...), append(del, rec.Del...)
 		}
 		if len(add) == 0 && len(row.Errors) == 0 {
@@ -245,6 +259,9 @@ func podChurnSection(rows []podChurnRow) (terminal, md string) {
 	head := []string{"DUT", "plugin", "ADD median", "ADD p99", "DEL median", "DEL p99", "ADD x bridge plugin", "pods"}
 	cells := func(r podChurnRow) []string {
 		pods := fmt.Sprint(r.Calls)
+		if len(r.Stopped) > 0 {
+			pods += fmt.Sprintf(" (%d stopped short: %s)", len(r.Stopped), r.Stopped[0])
+		}
 		if len(r.Errors) > 0 {
 			pods += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), FirstLine(r.Errors[0]))
 		}

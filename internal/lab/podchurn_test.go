@@ -14,9 +14,9 @@ import (
 // p99 over every repetition's, the trestle plugin's ADD against the
 // bridge plugin's with the goal, a failed repetition counted apart.
 func TestPodChurnSection(t *testing.T) {
-	res := func(dut, plugin string, add, del []float64) Result {
+	res := func(dut, plugin string, add, del []float64, stopped ...string) Result {
 		r := Result{DUT: dut, Test: TestPodChurn, Param: plugin + " plugin", Value: 1000 * Median(add)}
-		if err := r.SetRecord(PodChurnRecord{Plugin: plugin, Add: add, Del: del}); err != nil {
+		if err := r.SetRecord(PodChurnRecord{Plugin: plugin, Add: add, Del: del, Stopped: strings.Join(stopped, "")}); err != nil {
 			t.Fatal(err)
 		}
 		return r
@@ -24,7 +24,7 @@ func TestPodChurnSection(t *testing.T) {
 	run := &Run{DUTs: []string{"linux-bridge", "trestle:xdp", "trestle"}, Results: []Result{
 		res("linux-bridge", "bridge", []float64{0.010, 0.020, 0.030}, []float64{0.005, 0.005, 0.006}),
 		res("trestle:xdp", "trestle", []float64{0.025, 0.020}, []float64{0.010, 0.012}),
-		res("trestle:xdp", "trestle", []float64{0.040, 0.030}, []float64{0.011, 0.013}),
+		res("trestle:xdp", "trestle", []float64{0.040, 0.030}, []float64{0.011, 0.013}, "ADD 3 of 3 failed: bridge \"br1\" is full"),
 		res("trestle", "trestle", []float64{0.040}, []float64{0.010}),
 		{DUT: "trestle", Test: TestPodChurn, Error: "cnitool add x: exit status 1: no daemon"},
 	}}
@@ -42,7 +42,7 @@ func TestPodChurnSection(t *testing.T) {
 	}
 	for _, want := range []string{
 		"linux-bridge  bridge   20.0 ms     30.0 ms  5.0 ms      6.0 ms   -                    3\n",
-		"trestle:xdp   trestle  25.0 ms     40.0 ms  11.0 ms     13.0 ms  1.25x                4\n",
+		"trestle:xdp   trestle  25.0 ms     40.0 ms  11.0 ms     13.0 ms  1.25x                4 (1 stopped short: ADD 3 of 3 failed: bridge \"br1\" is full)\n",
 		"trestle       trestle  40.0 ms     40.0 ms  10.0 ms     10.0 ms  2.00x                1 (1 failed: cnitool add x: exit status 1: no daemon)\n",
 		"trestle:xdp: a trestle ADD's median 1.25x the bridge plugin's (goal: at most 1.5x): pass",
 		"trestle: a trestle ADD's median 2.00x the bridge plugin's (goal: at most 1.5x): fail",
@@ -51,7 +51,7 @@ func TestPodChurnSection(t *testing.T) {
 			t.Errorf("terminal lacks %q:\n%s", want, term[0])
 		}
 	}
-	if !strings.Contains(md[0], "## Pod churn") || !strings.Contains(md[0], "| trestle:xdp | trestle | 25.0 ms | 40.0 ms | 11.0 ms | 13.0 ms | 1.25x | 4 |") {
+	if !strings.Contains(md[0], "## Pod churn") || !strings.Contains(md[0], "| trestle:xdp | trestle | 25.0 ms | 40.0 ms | 11.0 ms | 13.0 ms | 1.25x | 4 (1 stopped short: ADD 3 of 3 failed: bridge \"br1\" is full) |") {
 		t.Errorf("report.md:\n%s", md[0])
 	}
 	if q := quantile([]float64{5, 1, 4, 2, 3}, 0.99); q != 5 {

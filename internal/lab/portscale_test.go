@@ -169,6 +169,7 @@ func TestExecutePortScale(t *testing.T) {
 	sc := Scenarios["port-scale"]
 	sc.DUTs, sc.Reps, sc.Timing = MustSpecs("linux-bridge", "trestle:xdp", "trestle"), 1, tinyTiming()
 	Configure(&sc, func(p PortScaleTest) PortScaleTest { p.Ports = []int{2, 5, 65535}; return p })
+	sc.WithoutTest(TestPodChurn) // TestExecutePodChurn's
 	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: trestleBinary(t), WorkDir: t.TempDir()})
 	if err != nil {
