@@ -32,10 +32,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # renders the man pages and bash-completion loads the completions in their
 # tests; lintian checks the Debian package make deb builds; frr's zebra and
 # bgpd are the EVPN control plane of the overlay tests (tests/overlay), which
-# start them in their namespaces (its service is left disabled).
+# start them in their namespaces (its service is left disabled);
+# containernetworking-plugins has the `bridge` CNI plugin (/usr/lib/cni) that
+# the lab's pod-churn measures trestle's plugin against (lab port-scale).
 pkgs=(clang llvm libbpf-dev linux-libc-dev bpftool iproute2 iperf3 ethtool iputils-ping tcpdump
 	ministat nftables openvswitch-switch netsniff-ng util-linux procps prometheus tmux
-	man-db bash-completion lintian frr)
+	man-db bash-completion lintian frr containernetworking-plugins)
 
 # apt_install installs the named packages, quietly: stdout stays clean for
 # the Go step's answer.

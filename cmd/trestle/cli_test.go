@@ -187,7 +187,8 @@ func TestVersionAndFlags(t *testing.T) {
 // TestLabCoresFlags: the cores scenario refuses CPU counts the machine
 // cannot give it, --cpus elsewhere, and a placement that would move the
 // forwarding off the generator's CPUs; its --help says what a 2-CPU
-// machine can show and how to run it on a bigger one.
+// machine can show and how to run it on a bigger one. port-scale's --ports
+// is refused the same ways, and the straight path, which has no bridge.
 func TestLabCoresFlags(t *testing.T) {
 	n := runtime.NumCPU()
 	for _, c := range []struct {
@@ -200,6 +201,9 @@ func TestLabCoresFlags(t *testing.T) {
 		{[]string{"lab", "cores", "--cpus", "1,1"}, "1 CPUs given twice"},
 		{[]string{"lab", "cores", "--placement", "split"}, "split would move the forwarding off them"},
 		{[]string{"lab", "quick", "--cpus", "1"}, "--cpus is for the cores scenario, not quick"},
+		{[]string{"lab", "quick", "--ports", "2"}, "--ports is for the port-scale scenario, not quick"},
+		{[]string{"lab", "port-scale", "--ports", "2,1"}, `--ports "2,1"`},
+		{[]string{"lab", "port-scale", "--dut", "direct"}, "port-scale: direct has no bridge to give ports to"},
 	} {
 		out, code := runCLI(t, nil, c.args...)
 		if code == 0 || !strings.Contains(out, c.want) {

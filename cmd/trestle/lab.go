@@ -166,7 +166,7 @@ Examples:
 				return err
 			}
 			// The test kinds' own flags (--events, --event-lead, --event-tail,
-			// --upgrade-to, --sources, --window, --cpus, --streams, --udp-rate),
+			// --upgrade-to, --sources, --window, --cpus, --ports, --streams, --udp-rate),
 			// after the stream's that they may depend on (--window on --duration).
 			if err := sc.SetFlags(f); err != nil {
 				return err

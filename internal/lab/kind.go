@@ -301,6 +301,8 @@ var Kinds = []Kind{
 	CacheTest{},
 	LearnTest{},
 	idleKind{},
+	PortScaleTest{},
+	PodChurnTest{},
 	TCPTest{},
 	UDPTest{},
 }

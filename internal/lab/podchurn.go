@@ -1,0 +1,290 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// TestPodChurn: pods coming and going on a bridge as a container runtime
+// makes them (issue 28's lab): Pods CNI ADDs, one after another, then
+// their DELs, each timed, through cnitool in the DUT's namespace with the
+// host-local IPAM plugin: the trestle plugin (bin/cni/trestle) on a
+// trestle DUT, the `bridge` plugin (Debian's containernetworking-plugins,
+// /usr/lib/cni) on the Linux bridge. Each pod is a namespace of the
+// unit's, gone with it.
+const TestPodChurn = "pod-churn"
+
+// BridgePluginDir is where Debian's containernetworking-plugins puts the
+// `bridge` plugin.
+const BridgePluginDir = "/usr/lib/cni"
+
+// PodChurnTest is the pod-churn kind: Pods ADDs then as many DELs.
+type PodChurnTest struct {
+	Pods int
+}
+
+// PodChurnRecord is a pod-churn result's record: each ADD's and DEL's
+// time, in seconds, in the order they ran.
+type PodChurnRecord struct {
+	Plugin string    `json:"plugin"`
+	Add    []float64 `json:"add"`
+	Del    []float64 `json:"del"`
+	// Stopped is why the ADDs stopped before the pods asked for, when an
+	// ADD failed after others had worked (a bridge that is full): the
+	// pods added are then deleted and timed as the others.
+	Stopped string `json:"stopped,omitempty"`
+}
+
+func (PodChurnTest) Name() string { return TestPodChurn }
+
+// Needs: after the unit's packet tests, on the unit's bridge.
+func (PodChurnTest) Needs(Scenario) Needs { return Needs{Phase: Stack} }
+
+// Estimate: about 50 ms a CNI call.
+func (p PodChurnTest) Estimate(Scenario, Spec) time.Duration {
+	return time.Duration(2*p.Pods) * 50 * time.Millisecond
+}
+
+func (p PodChurnTest) Describe(Scenario) string {
+	return fmt.Sprintf("Pods:     %d CNI ADDs then %d DELs (cnitool, host-local IPAM): the trestle plugin on trestle, the bridge plugin on the Linux bridge", p.Pods, p.Pods)
+}
+
+func (PodChurnTest) Prepare(s Scenario) ([]string, error) {
+	return []string{"pod-churn: each ADD and DEL timed from cnitool's start to its exit, one at a time, in the DUT's namespace (cnitool and host-local from bin/tools, scripts/deps.sh tools); " +
+		"the trestle plugin (bin/cni/trestle, beside the lab's trestle) with the daemon's socket, the bridge plugin from " + BridgePluginDir + " (Debian's containernetworking-plugins); a DUT with neither is not run"}, nil
+}
+
+func (PodChurnTest) Section(run *Run) (terminal, md string) {
+	return podChurnSection(podChurnRows(run))
+}
+
+// churnSetup is what a unit's DUT runs its pods with: the plugin's type,
+// its keys and CNI_PATH ("" type: the DUT has no plugin).
+func churnSetup(d DUT, tools string) (typ string, keys map[string]any, path string) {
+	switch d := d.(type) {
+	case *trestleDUT:
+		bin := d.own
+		return "trestle", map[string]any{"socket": d.sock}, filepath.Join(filepath.Dir(bin), "cni") + ":" + tools
+	case *linuxBridge:
+		return "bridge", nil, BridgePluginDir + ":" + tools
+	}
+	return "", nil, ""
+}
+
+func (p PodChurnTest) Run(ctx context.Context, u *UnitRun) error {
+	t := u.Rig.T
+	if t.DUT == nil || len(t.Bridges) == 0 {
+		return nil
+	}
+	tools := filepath.Join(filepath.Dir(u.Rig.Env.Trestle), "tools")
+	typ, keys, cniPath := churnSetup(u.Rig.DUT, tools)
+	if typ == "" {
+		return nil
+	}
+	r := u.Base
+	r.Test, r.Param, r.Unit = TestPodChurn, typ+" plugin", "ms an ADD (median)"
+	rec, err := p.churn(ctx, u, typ, keys, cniPath, tools)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.Error = err.Error()
+		u.Add(r)
+		return nil
+	}
+	r.Value = 1000 * Median(rec.Add)
+	if err := r.SetRecord(rec); err != nil {
+		return err
+	}
+	u.Add(r)
+	return nil
+}
+
+func (p PodChurnTest) churn(ctx context.Context, u *UnitRun, typ string, keys map[string]any, cniPath, tools string) (PodChurnRecord, error) {
+	rec := PodChurnRecord{Plugin: typ}
+	t := u.Rig.T
+	cnitool := filepath.Join(tools, "cnitool")
+	for _, need := range []string{cnitool, filepath.Join(tools, "host-local")} {
+		if _, err := os.Stat(need); err != nil {
+			return rec, fmt.Errorf("pod-churn: %s is missing: run scripts/deps.sh tools", need)
+		}
+	}
+	if typ == "bridge" {
+		if _, err := os.Stat(filepath.Join(BridgePluginDir, "bridge")); err != nil {
+			return rec, fmt.Errorf("pod-churn: no bridge plugin in %s: install Debian's containernetworking-plugins (scripts/deps.sh)", BridgePluginDir)
+		}
+	}
+	dir, err := os.MkdirTemp(u.Rig.Env.WorkDir, "pod-churn-")
+	if err != nil {
+		return rec, err
+	}
+	defer os.RemoveAll(dir)
+	name := "churn-" + SafeName(t.DUT.Name)
+	plugin := map[string]any{"type": typ, "bridge": t.Bridges[0].Name,
+		"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(dir, "ipam"), "ranges": [][]map[string]any{{{"subnet": "10.98.0.0/16"}}}}}
+	for k, v := range keys {
+		plugin[k] = v
+	}
+	b, err := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": name, "plugins": []any{plugin}})
+	if err != nil {
+		return rec, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".conflist"), b, 0o644); err != nil {
+		return rec, err
+	}
+	call := func(verb string, pod *NS) (time.Duration, error) {
+		cmd := exec.CommandContext(ctx, "nsenter", "--net="+t.DUT.Path, "--", cnitool, verb, name, pod.Path)
+		cmd.Env = append(os.Environ(), "CNI_PATH="+cniPath, "NETCONFPATH="+dir)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		took := time.Since(start)
+		if err != nil {
+			return took, fmt.Errorf("cnitool %s %s: %w: %s", verb, pod.Name, err, FirstLine(strings.TrimSpace(string(out))))
+		}
+		return took, nil
+	}
+	pods := make([]*NS, p.Pods)
+	added, deleted := 0, 0
+	defer func() {
+		// A churn that failed midway takes back what it added.
+		for _, pod := range pods[deleted:added] {
+			_, _ = call("del", pod)
+		}
+	}()
+	for i := range pods {
+		u.Status(fmt.Sprintf("pod-churn: %s plugin, ADD %d of %d", typ, i+1, p.Pods))
+		if pods[i], err = t.Net.NS(fmt.Sprintf("pod%d", i)); err != nil {
+			return rec, err
+		}
+		took, err := call("add", pods[i])
+		if err != nil && i > 0 && ctx.Err() == nil {
+			rec.Stopped = fmt.Sprintf("ADD %d of %d failed: %v", i+1, p.Pods, err)
+			pods = pods[:i]
+			u.Notef("pod-churn: " + rec.Stopped)
+			break
+		}
+		if err != nil {
+			return rec, err
+		}
+		added++
+		rec.Add = append(rec.Add, took.Seconds())
+	}
+	for i, pod := range pods {
+		u.Status(fmt.Sprintf("pod-churn: %s plugin, DEL %d of %d", typ, i+1, len(pods)))
+		took, err := call("del", pod)
+		if err != nil {
+			return rec, err
+		}
+		deleted++
+		rec.Del = append(rec.Del, took.Seconds())
+	}
+	return rec, nil
+}
+
+// quantile is the nearest-rank q quantile of v (0 for none).
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(v))
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(i, 0)]
+}
+
+// podChurnRow is one DUT's churn: the medians and p99s over every
+// repetition's ADDs and DELs together.
+type podChurnRow struct {
+	DUT, Plugin                    string
+	AddMed, AddP99, DelMed, DelP99 float64 // seconds
+	Calls                          int
+	Stopped                        []string
+	Errors                         []string
+}
+
+func podChurnRows(run *Run) []podChurnRow {
+	var out []podChurnRow
+	for _, d := range run.DUTs {
+		row := podChurnRow{DUT: d}
+		var add, del []float64
+		for _, r := range run.Results {
+			if r.Test != TestPodChurn || r.DUT != d {
+				continue
+			}
+			if r.Error != "" {
+				row.Errors = append(row.Errors, r.Error)
+				continue
+			}
+			var rec PodChurnRecord
+			if err := r.RecordOf(&rec); err != nil {
+				row.Errors = append(row.Errors, err.Error())
+				continue
+			}
+			row.Plugin = rec.Plugin
+			if rec.Stopped != "" {
+				row.Stopped = append(row.Stopped, rec.Stopped)
+			}
+			add, del = append(add, rec.Add...), append(del, rec.Del...)
+		}
+		if len(add) == 0 && len(row.Errors) == 0 {
+			continue
+		}
+		row.Calls = len(add)
+		row.AddMed, row.AddP99, row.DelMed, row.DelP99 = quantile(add, 0.5), quantile(add, 0.99), quantile(del, 0.5), quantile(del, 0.99)
+		out = append(out, row)
+	}
+	return out
+}
+
+// podChurnSection is the churn table and the goal: a trestle ADD's median
+// at most 1.5x the bridge plugin's.
+func podChurnSection(rows []podChurnRow) (terminal, md string) {
+	if len(rows) == 0 {
+		return "", ""
+	}
+	var bridgeAdd float64
+	for _, r := range rows {
+		if r.Plugin == "bridge" && r.Calls > 0 {
+			bridgeAdd = r.AddMed
+		}
+	}
+	ms := func(v float64) string { return fmt.Sprintf("%.1f ms", 1000*v) }
+	head := []string{"DUT", "plugin", "ADD median", "ADD p99", "DEL median", "DEL p99", "ADD x bridge plugin", "pods"}
+	cells := func(r podChurnRow) []string {
+		pods := fmt.Sprint(r.Calls)
+		if len(r.Stopped) > 0 {
+			pods += fmt.Sprintf(" (%d stopped short: %s)", len(r.Stopped), r.Stopped[0])
+		}
+		if len(r.Errors) > 0 {
+			pods += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), FirstLine(r.Errors[0]))
+		}
+		if r.Calls == 0 {
+			return []string{r.DUT, "-", "-", "-", "-", "-", "-", pods}
+		}
+		vs := "-"
+		if r.Plugin != "bridge" && bridgeAdd > 0 {
+			vs = fmt.Sprintf("%.2fx", r.AddMed/bridgeAdd)
+		}
+		return []string{r.DUT, r.Plugin, ms(r.AddMed), ms(r.AddP99), ms(r.DelMed), ms(r.DelP99), vs, pods}
+	}
+	var goals []string
+	for _, r := range rows {
+		if r.Plugin == "trestle" && r.Calls > 0 && bridgeAdd > 0 {
+			goals = append(goals, fmt.Sprintf("%s: a trestle ADD's median %.2fx the bridge plugin's (goal: at most 1.5x): %s", r.DUT, r.AddMed/bridgeAdd, passWord(r.AddMed <= 1.5*bridgeAdd)))
+		}
+	}
+	var cellRows [][]string
+	for _, r := range rows {
+		cellRows = append(cellRows, cells(r))
+	}
+	return tableSection("pod-churn, CNI ADDs then DELs one at a time through cnitool with host-local (median and p99 over every repetition's calls):",
+		"Pod churn", "CNI ADDs, one after another, then their DELs, each timed from cnitool's start to its exit in the DUT's namespace, with the host-local IPAM plugin: the trestle plugin on trestle, the `bridge` plugin on the Linux bridge. Median and p99 over every repetition's calls.",
+		head, cellRows, goals)
+}

@@ -1,0 +1,121 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPodChurnSection: the churn table from recorded calls: median and
+// p99 over every repetition's, the trestle plugin's ADD against the
+// bridge plugin's with the goal, a failed repetition counted apart.
+func TestPodChurnSection(t *testing.T) {
+	res := func(dut, plugin string, add, del []float64, stopped ...string) Result {
+		r := Result{DUT: dut, Test: TestPodChurn, Param: plugin + " plugin", Value: 1000 * Median(add)}
+		if err := r.SetRecord(PodChurnRecord{Plugin: plugin, Add: add, Del: del, Stopped: strings.Join(stopped, "")}); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	run := &Run{DUTs: []string{"linux-bridge", "trestle:xdp", "trestle"}, Results: []Result{
+		res("linux-bridge", "bridge", []float64{0.010, 0.020, 0.030}, []float64{0.005, 0.005, 0.006}),
+		res("trestle:xdp", "trestle", []float64{0.025, 0.020}, []float64{0.010, 0.012}),
+		res("trestle:xdp", "trestle", []float64{0.040, 0.030}, []float64{0.011, 0.013}, "ADD 3 of 3 failed: bridge \"br1\" is full"),
+		res("trestle", "trestle", []float64{0.040}, []float64{0.010}),
+		{DUT: "trestle", Test: TestPodChurn, Error: "cnitool add x: exit status 1: no daemon"},
+	}}
+	b, err := json.Marshal(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Run
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	term, md := Sections(&back)
+	if len(term) != 1 || len(md) != 1 {
+		t.Fatalf("sections: %q %q", term, md)
+	}
+	for _, want := range []string{
+		"linux-bridge  bridge   20.0 ms     30.0 ms  5.0 ms      6.0 ms   -                    3\n",
+		"trestle:xdp   trestle  25.0 ms     40.0 ms  11.0 ms     13.0 ms  1.25x                4 (1 stopped short: ADD 3 of 3 failed: bridge \"br1\" is full)\n",
+		"trestle       trestle  40.0 ms     40.0 ms  10.0 ms     10.0 ms  2.00x                1 (1 failed: cnitool add x: exit status 1: no daemon)\n",
+		"trestle:xdp: a trestle ADD's median 1.25x the bridge plugin's (goal: at most 1.5x): pass",
+		"trestle: a trestle ADD's median 2.00x the bridge plugin's (goal: at most 1.5x): fail",
+	} {
+		if !strings.Contains(term[0], want) {
+			t.Errorf("terminal lacks %q:\n%s", want, term[0])
+		}
+	}
+	if !strings.Contains(md[0], "## Pod churn") || !strings.Contains(md[0], "| trestle:xdp | trestle | 25.0 ms | 40.0 ms | 11.0 ms | 13.0 ms | 1.25x | 4 (1 stopped short: ADD 3 of 3 failed: bridge \"br1\" is full) |") {
+		t.Errorf("report.md:\n%s", md[0])
+	}
+	if q := quantile([]float64{5, 1, 4, 2, 3}, 0.99); q != 5 {
+		t.Errorf("p99 of 1..5: %v", q)
+	}
+}
+
+// TestExecutePodChurn churns pods for real: the bridge plugin on the Linux
+// bridge and the trestle plugin on trestle, every ADD and DEL timed, and
+// nothing left after: no pod namespace, no cached result.
+func TestExecutePodChurn(t *testing.T) {
+	requireRoot(t)
+	tools, err := filepath.Abs("../../bin/tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(tools, "cnitool")); err != nil {
+		t.Skipf("no cnitool in %s: run scripts/deps.sh tools", tools)
+	}
+	if _, err := os.Stat(filepath.Join(BridgePluginDir, "bridge")); err != nil {
+		t.Skipf("no bridge plugin in %s: install containernetworking-plugins (scripts/deps.sh)", BridgePluginDir)
+	}
+	// The lab finds the plugin and the tools beside its trestle.
+	bin := trestleBinary(t)
+	dir := filepath.Dir(bin)
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "cni", "trestle"), "../../cmd/trestle-cni").CombinedOutput(); err != nil {
+		t.Fatalf("build the plugin: %v\n%s", err, out)
+	}
+	if err := os.Symlink(tools, filepath.Join(dir, "tools")); err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenario{Name: "test", DUTs: MustSpecs("direct", "linux-bridge", "trestle:xdp"), Hosts: 2, Chain: []int{1},
+		Tests: []Kind{PodChurnTest{Pods: 5}}, Reps: 1, Timing: tinyTiming()}
+	before := ours(t, runPrefix)
+	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]PodChurnRecord{}
+	for _, r := range run.Results {
+		if r.Test != TestPodChurn {
+			continue
+		}
+		var rec PodChurnRecord
+		if err := r.RecordOf(&rec); err != nil {
+			t.Errorf("%s: %v (%s)", r.DUT, err, r.Error)
+			continue
+		}
+		got[r.DUT] = rec
+	}
+	for d, plugin := range map[string]string{"linux-bridge": "bridge", "trestle:xdp": "trestle"} {
+		rec := got[d]
+		if rec.Plugin != plugin || len(rec.Add) != 5 || len(rec.Del) != 5 {
+			t.Errorf("%s: %+v, want 5 ADDs and DELs of the %s plugin", d, rec, plugin)
+		}
+	}
+	if _, ok := got["direct"]; ok {
+		t.Error("the straight path churned pods: it has no bridge")
+	}
+	if left := ours(t, runPrefix); len(left) != len(before) {
+		t.Errorf("namespaces left: %v (before: %v)", left, before)
+	}
+	cached, _ := filepath.Glob("/var/lib/cni/results/churn-*")
+	if len(cached) > 0 {
+		t.Errorf("cached results left: %v", cached)
+	}
+}
