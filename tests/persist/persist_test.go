@@ -56,14 +56,8 @@ func TestPersistRestart(t *testing.T) {
 			}
 			pinDir := st.PinDir
 
-			sink2, sink3 := l.StartSinkOn(2), l.StartSinkOn(3)
-			gen := l.Host(1).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", harness.HostMAC(2).String(),
-				"--rate", "20000", "--duration", "9s", "--json")
-			step := func(what string, f func()) {
-				time.Sleep(1500 * time.Millisecond)
-				t.Logf("%s", what)
-				f()
-			}
+			s := l.StartStream(9*time.Second, 1500*time.Millisecond)
+			step := s.Step
 			step("kill -9 and restart", func() {
 				l.Signal(syscall.SIGKILL)
 				l.StartNet(harness.Bin)
@@ -83,7 +77,7 @@ func TestPersistRestart(t *testing.T) {
 				}
 				l.StartNet(harness.Bin)
 			})
-			g := harness.StreamLossless(t, gen, sink2, sink3)
+			g := s.Lossless()
 
 			// The table from before, with its ages.
 			for i := 1; i <= 3; i++ {
@@ -260,16 +254,16 @@ func TestPersistPatch(t *testing.T) {
 		t.Fatalf("tables before the restarts: %v", before)
 	}
 
-	sink2, sink3 := l.StartSinkOn(2), l.StartSinkOn(3)
-	gen := l.Host(1).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", harness.HostMAC(2).String(),
-		"--rate", "20000", "--duration", "5s", "--json")
-	time.Sleep(1500 * time.Millisecond)
-	l.Signal(syscall.SIGKILL)
-	l.StartNet(harness.Bin)
-	time.Sleep(1500 * time.Millisecond)
-	l.Signal(syscall.SIGTERM)
-	l.StartNet(harness.Bin)
-	g := harness.StreamLossless(t, gen, sink2, sink3)
+	s := l.StartStream(5*time.Second, 1500*time.Millisecond)
+	s.Step("kill -9 and restart", func() {
+		l.Signal(syscall.SIGKILL)
+		l.StartNet(harness.Bin)
+	})
+	s.Step("SIGTERM and restart", func() {
+		l.Signal(syscall.SIGTERM)
+		l.StartNet(harness.Bin)
+	})
+	g := s.Lossless()
 	after := where()
 	for k, port := range before {
 		if after[k] != port {

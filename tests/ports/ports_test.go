@@ -199,14 +199,8 @@ func TestRunTimePortPersist(t *testing.T) {
 		l.PingAll()
 		all := map[string]string{"br0/port-h1": "file", "br0/port-h2": "run:cni/c2/eth0", "br0/port-h3": "file"}
 
-		sink2, sink3 := l.StartSinkOn(2), l.StartSinkOn(3)
-		gen := l.Host(1).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", harness.HostMAC(2).String(),
-			"--rate", "20000", "--duration", "7s", "--json")
-		step := func(what string, f func()) {
-			time.Sleep(1200 * time.Millisecond)
-			t.Logf("%s", what)
-			f()
-		}
+		s := l.StartStream(7*time.Second, 1200*time.Millisecond)
+		step := s.Step
 		step("kill -9 and restart", func() {
 			l.Signal(syscall.SIGKILL)
 			l.StartNet(harness.Bin)
@@ -221,7 +215,7 @@ func TestRunTimePortPersist(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		harness.StreamLossless(t, gen, sink2, sink3)
+		s.Lossless()
 		wantPorts(l, all)
 	})
 }
