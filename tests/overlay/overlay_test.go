@@ -320,16 +320,18 @@ func newSites(t *testing.T, ebgp bool, orderOf func(n int) order, layouts ...lay
 	return sites
 }
 
+// alternate starts odd sites trestle first, even ones FRR first.
+func alternate(n int) order {
+	if n%2 == 1 {
+		return trestleFirst
+	}
+	return frrFirst
+}
+
 // newPair makes two sites, site 1 of layout la and site 2 a bridge a VNI,
-// trestle and FRR started in the two orders (site 1: trestle first; site
-// 2: FRR first).
+// trestle and FRR started in the two orders (alternate).
 func newPair(t *testing.T, ebgp bool, la layout) (a, b *site) {
-	s := newSites(t, ebgp, func(n int) order {
-		if n == 1 {
-			return trestleFirst
-		}
-		return frrFirst
-	}, la, bridgePerVNI)
+	s := newSites(t, ebgp, alternate, la, bridgePerVNI)
 	return s[0], s[1]
 }
 
