@@ -271,7 +271,9 @@ func (s *site) segment(vni uint32) (string, uint16) {
 // table holds it twice, on its host's port in the one VNI and on the
 // overlay port behind the other's VTEP in the other; zebra has it local in
 // one VNI and remote in the other; and frames in each VNI, to the MAC or
-// broadcast, reach that VNI's hosts only.
+// broadcast, reach that VNI's hosts only. On the VLAN-aware bridge each
+// overlay port carries its VLAN: remote entries are in their VLAN, and a
+// host of VLAN 10 reaches no host of VNI 2000.
 func TestOverlaySameMAC(t *testing.T) {
 	t.Parallel()
 	a, b := newPair(t, false, vlanAware)
@@ -319,6 +321,14 @@ func TestOverlaySameMAC(t *testing.T) {
 			slices.Sort(fdb)
 			return slices.Equal(fdb, wantFDB) && slices.Equal(zebra, wantZebra), "table:" + diffLines(fdb, wantFDB) + "\nzebra:" + diffLines(zebra, wantZebra)
 		})
+	}
+
+	eventually(t, 5*time.Second, "site 1: site 2's h1 remote in VLAN 10", func() (bool, string) {
+		e, ok := a.entry("br0", b.mac(1))
+		return ok && e.VLAN == 10 && e.Port == "tvx1000" && e.VTEP == b.vtep, fmt.Sprintf("%+v", e)
+	})
+	if err := a.Host(1).Ping(b.ip(2), 2); err == nil {
+		t.Errorf("site 1's h1 (VLAN 10, VNI 1000) reached site 2's h2 (VNI 2000)")
 	}
 
 	bcast := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}

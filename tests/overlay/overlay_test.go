@@ -484,31 +484,6 @@ func TestOverlayEBGP(t *testing.T) {
 	})
 }
 
-// TestOverlayVLANs: on a VLAN-aware bridge each overlay port carries its
-// VLAN: site 1 has one bridge with h1 in VLAN 10 (VNI 1000) and h2 in
-// VLAN 20 (VNI 2000), site 2 a bridge a VNI; each VLAN reaches its VNI
-// only, and remote entries are in their VLAN.
-func TestOverlayVLANs(t *testing.T) {
-	t.Parallel()
-	a, b := newPair(t, false, vlanAware)
-	waitFlood(t, a, b)
-	pingFirst(t, a.Host(1), b.ip(1))
-	pingFirst(t, a.Host(2), b.ip(2))
-	if err := a.Host(1).Ping(b.ip(2), 2); err == nil {
-		t.Errorf("site 1's h1 (VLAN 10, VNI 1000) reached site 2's h2 (VNI 2000)")
-	}
-	for _, c := range []struct {
-		i    int
-		vlan uint16
-		port string
-	}{{1, 10, "tvx1000"}, {2, 20, "tvx2000"}} {
-		eventually(t, 5*time.Second, fmt.Sprintf("site 1: site 2's h%d remote in VLAN %d", c.i, c.vlan), func() (bool, string) {
-			e, ok := a.entry("br0", b.mac(c.i))
-			return ok && e.VLAN == c.vlan && e.Port == c.port && e.VTEP == b.vtep, fmt.Sprintf("%+v", e)
-		})
-	}
-}
-
 // TestVTEPRefused: an overlay port with no vtep is refused by check, and a
 // vtep that is no address of the namespace by the daemon, which exits.
 func TestVTEPRefused(t *testing.T) {
