@@ -303,8 +303,10 @@ func TestOverlaySameMAC(t *testing.T) {
 				wantZebra = append(wantZebra, zebraLine(vni, m, "remote "+o.vtep))
 			}
 		}
+		slices.Sort(wantFDB)
+		slices.Sort(wantZebra)
 		eventually(t, 10*time.Second, fmt.Sprintf("site %d: %s twice, in each VNI", s.n, m), func() (bool, string) {
-			// br1 ages in 3s: the two stations speak again.
+			// Site 2's br1 ages in 3s: the two stations speak again.
 			_ = a.Host(1).Ping(b.ip(1), 1)
 			_ = b.Host(2).Ping(a.ip(2), 1)
 			var fdb, zebra []string
