@@ -43,8 +43,10 @@ const (
 	// overlayConvergeLimit is how long a station's entry may take to
 	// appear on the other host before its sample counts as a timeout.
 	overlayConvergeLimit = 5 * time.Second
-	// overlayPoll is how often a table is read while a sample waits.
-	overlayPoll = 2 * time.Millisecond
+	// overlayPoll is how often a table is read while a sample waits:
+	// trestle's is a dump through its socket, which the daemon that is
+	// being timed serves, so not more often than this.
+	overlayPoll = 5 * time.Millisecond
 )
 
 // OverlayStationsDefault is how many new stations a unit times.
