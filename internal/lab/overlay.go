@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -47,6 +48,9 @@ const (
 	// trestle's is a dump through its socket, which the daemon that is
 	// being timed serves, so not more often than this.
 	overlayPoll = 5 * time.Millisecond
+	// overlayJitter is the most a station waits before its first frame,
+	// a random share of it.
+	overlayJitter = 200 * time.Millisecond
 )
 
 // OverlayStationsDefault is how many new stations a unit times.
@@ -58,6 +62,9 @@ const OverlayStationsDefault = 10
 type OverlayTest struct {
 	Stations int
 	Streams  []int
+	// NoBroadcast leaves the broadcast to three remote VTEPs out (its
+	// four hosts' set-up is the longest part of a unit).
+	NoBroadcast bool
 }
 
 // The measures of an overlay result (OverlayRecord.Measure), each its
@@ -69,6 +76,7 @@ const (
 	OverlayMove       = "move"            // a station moved from A to B: its frame on B to A's entry on the overlay, ms
 	OverlayRestart    = "trestle-restart" // frames lost while A's daemon restarts
 	OverlayFRR        = "frr-restart"     // frames lost while A's zebra and bgpd restart
+	OverlayBroadcast  = "broadcast"       // 64-byte NDR of broadcast from h1, due at the hosts of 3 remote VTEPs
 	OverlaySkipped    = "skipped"         // the DUT cannot run the scenario: Skipped says why
 )
 
@@ -78,11 +86,18 @@ type OverlayRecord struct {
 	NDR     float64 `json:"ndr_pps,omitempty"`
 	PDR     float64 `json:"pdr_pps,omitempty"`
 	Streams int     `json:"streams,omitempty"`
-	Bps     float64 `json:"bits_per_second,omitempty"`
+	// Sinks is how many hosts (each behind a remote VTEP) counted a
+	// broadcast.
+	Sinks int     `json:"sinks,omitempty"`
+	Bps   float64 `json:"bits_per_second,omitempty"`
 	// SamplesMs are the stations' times, in order; Timeouts the stations
 	// whose entry did not appear within overlayConvergeLimit.
 	SamplesMs []float64 `json:"samples_ms,omitempty"`
 	Timeouts  int       `json:"timeouts,omitempty"`
+	// ZebraMs (trestle): each station's time until the far host's kernel
+	// bridge had zebra's entry for it, which the daemon then reads into
+	// its table (SamplesMs).
+	ZebraMs []float64 `json:"zebra_ms,omitempty"`
 	// Event is a restart's stream; Rate the stream's rate.
 	Event   *RestartEvent `json:"event,omitempty"`
 	Rate    float64       `json:"rate_pps,omitempty"`
@@ -105,13 +120,22 @@ func (k OverlayTest) stations() int {
 func (k OverlayTest) Estimate(s Scenario, _ Spec) time.Duration {
 	tm := s.Timing
 	// Set-up and BGP (about 10 s), a search, two restart streams (about
-	// 5 s and 10 s), the stations, the iperf3 runs.
-	return 25*time.Second + 4*trialTime(tm) + tm.Search.Confirm + time.Duration(k.stations())*600*time.Millisecond +
+	// 5 s and 10 s), the stations, the iperf3 runs; the broadcast's four
+	// hosts (about 15 s) and its search.
+	d := 25*time.Second + 4*trialTime(tm) + tm.Search.Confirm + time.Duration(k.stations())*600*time.Millisecond +
 		time.Duration(len(k.Streams))*(iperfTime(s)+time.Second)
+	if !k.NoBroadcast {
+		d += 15*time.Second + 3*trialTime(tm) + tm.Search.Confirm
+	}
+	return d
 }
 
 func (k OverlayTest) Describe(Scenario) string {
-	return fmt.Sprintf("Overlay:  two hosts (a namespace each: the DUT, FRR's zebra and bgpd, iBGP over a routed veth underlay), VNI %d, h1 behind A, h2 behind B; %d new stations timed", overlayVNI, k.stations())
+	b := fmt.Sprintf("; then broadcast from h1 to %d remote VTEPs (%d hosts)", overlayBroadcastSites-1, overlayBroadcastSites)
+	if k.NoBroadcast {
+		b = ""
+	}
+	return fmt.Sprintf("Overlay:  two hosts (a namespace each: the DUT, FRR's zebra and bgpd, iBGP over a routed veth underlay), VNI %d, h1 behind A, h2 behind B; %d new stations timed%s", overlayVNI, k.stations(), b)
 }
 
 func (k OverlayTest) TestsLine(Scenario) string {
@@ -126,7 +150,7 @@ func (OverlayTest) Preset() Scenario { return overlayPreset }
 var overlayPreset = Scenario{
 	Name: "overlay", Title: "Overlay: VXLAN between two hosts, EVPN by FRR",
 	About: "two hosts, each a namespace with the DUT and FRR (zebra and bgpd, iBGP over a routed veth underlay), h1 behind host A, h2 behind host B, one VNI: " +
-		"64-byte throughput h1 -> h2 through the overlay (NDR, PDR), iperf3 TCP with 1 and 4 streams, a new station's type-2 convergence (its first frame on A to its entry on B), " +
+		"64-byte throughput h1 -> h2 through the overlay (NDR, PDR), broadcast to three remote VTEPs (four hosts), iperf3 TCP with 1 and 4 streams, a new station's type-2 convergence (its first frame on A to its entry on B), " +
 		"a move's flip on the old host, frames lost across a trestle restart (persist) and across an FRR restart; the Linux bridge with a vxlan device (nolearning) and FRR is the reference, trestle in xdp and default mode; " +
 		"goals: trestle at least 1.3x the Linux bridge at 64 bytes in its faster mode and no worse in TCP, type-2 convergence median at most 100 ms, 0 frames lost across a trestle restart",
 	DUTs:  MustSpecs("linux-bridge", "trestle:xdp", "trestle"),
@@ -197,17 +221,18 @@ type overlaySite struct {
 	port         string // the host's port: p1 on A, p2 on B
 	frr          string // FRR's directory: configs, pid files, sockets
 	zebra, bgpd  *Proc
-	peer         *overlaySite
-	trestle      *trestleDUT // nil: the Linux bridge
-	vxlan, bridg string      // the Linux bridge's devices
+	peers        []*overlaySite // the other sites, each a BGP neighbour and a VTEP
+	trestle      *trestleDUT    // nil: the Linux bridge
+	vxlan, bridg string         // the Linux bridge's devices
 }
 
 // overlayRig is the overlay's topology with its DUT and FRR up.
 type overlayRig struct {
-	net  *Net
-	a, b *overlaySite
-	rig  *Rig
-	dir  string // the FRR directories' parent
+	net   *Net
+	sites []*overlaySite
+	a, b  *overlaySite // sites[0], sites[1]
+	rig   *Rig
+	dir   string // the FRR directories' parent
 }
 
 // overlayPair is the rig's DUT: the two sites' DUTs as one.
@@ -226,10 +251,8 @@ func (p *overlayPair) Settings() map[string]string              { return p.set }
 // VNIs and pinned datapath go with `trestle down`).
 func (p *overlayPair) Teardown(ctx context.Context) error {
 	var errs []error
-	for _, s := range []*overlaySite{p.o.b, p.o.a} {
-		if s == nil {
-			continue
-		}
+	for i := len(p.o.sites) - 1; i >= 0; i-- {
+		s := p.o.sites[i]
 		s.stopFRR()
 		if s.trestle != nil {
 			errs = append(errs, s.trestle.Teardown(ctx))
@@ -238,40 +261,69 @@ func (p *overlayPair) Teardown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// buildOverlay makes the overlay's namespaces in nt: sites A and B joined
-// by the underlay, h1 plugged into A at p1, h2 into B at p2.
-func buildOverlay(ctx context.Context, nt *Net) (*overlayRig, *Topo, error) {
+// buildOverlay makes the overlay's namespaces in nt: n sites (A, B, ...)
+// joined by the underlay, host hI plugged into site I at pI. Two sites
+// are joined by one veth; more by a veth each to an underlay namespace
+// whose Linux bridge joins them (one IP subnet, routed to the VTEPs).
+func buildOverlay(ctx context.Context, nt *Net, n int) (*overlayRig, *Topo, error) {
 	o := &overlayRig{net: nt}
-	for i, name := range []string{"a", "b"} {
-		ns, err := nt.NS(name)
+	for i := range n {
+		ns, err := nt.NS(string(rune('a' + i)))
 		if err != nil {
 			return nil, nil, err
 		}
-		s := &overlaySite{ns: ns, n: i + 1, vtep: fmt.Sprintf("10.255.0.%d", i+1), under: fmt.Sprintf("192.0.2.%d", i+1), port: fmt.Sprintf("p%d", i+1)}
-		if i == 0 {
-			o.a = s
-		} else {
-			o.b = s
+		o.sites = append(o.sites, &overlaySite{ns: ns, n: i + 1, vtep: fmt.Sprintf("10.255.0.%d", i+1), under: fmt.Sprintf("192.0.2.%d", i+1), port: fmt.Sprintf("p%d", i+1)})
+	}
+	o.a, o.b = o.sites[0], o.sites[1]
+	for _, s := range o.sites {
+		for _, p := range o.sites {
+			if p != s {
+				s.peers = append(s.peers, p)
+			}
 		}
 	}
-	o.a.peer, o.b.peer = o.b, o.a
-	if err := nt.Veth(o.a.ns, "ul0", o.b.ns, "ul0", VethOpts{}); err != nil {
-		return nil, nil, err
+	if n == 2 {
+		if err := nt.Veth(o.a.ns, "ul0", o.b.ns, "ul0", VethOpts{}); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		core, err := nt.NS("ul")
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := core.Run(ctx, "ip", "link", "add", "ul", "mtu", fmt.Sprint(underlayMTU), "type", "bridge"); err != nil {
+			return nil, nil, err
+		}
+		for _, s := range o.sites {
+			port := fmt.Sprintf("u%d", s.n)
+			if err := nt.Veth(s.ns, "ul0", core, port, VethOpts{}); err != nil {
+				return nil, nil, err
+			}
+			if _, err := core.Run(ctx, "ip", "link", "set", "dev", port, "mtu", fmt.Sprint(underlayMTU), "master", "ul"); err != nil {
+				return nil, nil, err
+			}
+		}
+		if _, err := core.Run(ctx, "ip", "link", "set", "dev", "ul", "up"); err != nil {
+			return nil, nil, err
+		}
 	}
-	for _, s := range []*overlaySite{o.a, o.b} {
-		for _, args := range [][]string{
+	for _, s := range o.sites {
+		cmds := [][]string{
 			{"link", "set", "dev", "ul0", "mtu", fmt.Sprint(underlayMTU)},
 			{"addr", "add", s.under + "/24", "dev", "ul0", "nodad"},
 			{"addr", "add", s.vtep + "/32", "dev", "lo"},
-			{"route", "add", s.peer.vtep + "/32", "via", s.peer.under},
-		} {
+		}
+		for _, p := range s.peers {
+			cmds = append(cmds, []string{"route", "add", p.vtep + "/32", "via", p.under})
+		}
+		for _, args := range cmds {
 			if _, err := s.ns.Run(ctx, "ip", args...); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
-	t := &Topo{Shape: Shape{Hosts: 2, Chain: 1}, Net: nt}
-	for i, s := range []*overlaySite{o.a, o.b} {
+	t := &Topo{Shape: Shape{Hosts: n, Chain: 1}, Net: nt}
+	for i, s := range o.sites {
 		ns, err := nt.NS(fmt.Sprintf("h%d", i+1))
 		if err != nil {
 			return nil, nil, err
@@ -336,6 +388,9 @@ func (s *overlaySite) setupDUT(ctx context.Context, v Spec, env *Env) (skip stri
 		td.own = td.bin
 	}
 	s.trestle = td
+	// The kernel objects trestle makes for the VNI (docs/overlay.md),
+	// where zebra writes the remote entries.
+	s.bridg, s.vxlan = fmt.Sprintf("tbr%d", overlayVNI), fmt.Sprintf("tvx%d", overlayVNI)
 	p, err := td.start(td.own)
 	if err != nil {
 		return "", err
@@ -414,20 +469,15 @@ func (s *overlaySite) startFRR(ctx context.Context) error {
 	if err := os.WriteFile(zconf, []byte(fmt.Sprintf("hostname zebra-%s\n", s.name())), 0o644); err != nil {
 		return err
 	}
-	p := s.peer.under
-	bgp := fmt.Sprintf(`hostname bgpd-%s
-router bgp %d
- bgp router-id %s
- no bgp default ipv4-unicast
- neighbor %s remote-as %d
- neighbor %s timers 3 9
- neighbor %s timers connect 1
- neighbor %s advertisement-interval 0
- address-family l2vpn evpn
-  neighbor %s activate
-  advertise-all-vni
- exit-address-family
-`, s.name(), overlayASN, s.vtep, p, overlayASN, p, p, p, p)
+	// iBGP, a full mesh: every other site a neighbour.
+	var nb, af strings.Builder
+	for _, peer := range s.peers {
+		p := peer.under
+		fmt.Fprintf(&nb, " neighbor %s remote-as %d\n neighbor %s timers 3 9\n neighbor %s timers connect 1\n neighbor %s advertisement-interval 0\n", p, overlayASN, p, p, p)
+		fmt.Fprintf(&af, "  neighbor %s activate\n", p)
+	}
+	bgp := fmt.Sprintf("hostname bgpd-%s\nrouter bgp %d\n bgp router-id %s\n no bgp default ipv4-unicast\n%s address-family l2vpn evpn\n%s  advertise-all-vni\n exit-address-family\n",
+		s.name(), overlayASN, s.vtep, nb.String(), af.String())
 	if err := os.WriteFile(bconf, []byte(bgp), 0o644); err != nil {
 		return err
 	}
@@ -497,8 +547,8 @@ func (s *overlaySite) neighs() ([]netlink.Neigh, map[string]int, error) {
 	return out, idx, err
 }
 
-// floods says whether site s's VNI floods to the other's VTEP: the
-// type-3 route arrived.
+// floods says whether site s's VNI floods to every other site's VTEP:
+// their type-3 routes arrived.
 func (s *overlaySite) floods() (bool, error) {
 	if s.trestle != nil {
 		var st ctl.Status
@@ -507,8 +557,8 @@ func (s *overlaySite) floods() (bool, error) {
 		}
 		for _, b := range st.Bridges {
 			for _, p := range b.Ports {
-				if p.Overlay != nil && slices.Contains(p.Overlay.FloodList, s.peer.vtep) {
-					return true, nil
+				if p.Overlay != nil {
+					return s.floodsTo(p.Overlay.FloodList), nil
 				}
 			}
 		}
@@ -518,35 +568,54 @@ func (s *overlaySite) floods() (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	var list []string
 	for _, n := range ns {
-		if n.LinkIndex == idx[s.vxlan] && n.IP.Equal(net.ParseIP(s.peer.vtep)) && n.HardwareAddr.String() == "00:00:00:00:00:00" {
-			return true, nil
+		if n.LinkIndex == idx[s.vxlan] && n.IP != nil && n.HardwareAddr.String() == "00:00:00:00:00:00" {
+			list = append(list, n.IP.String())
 		}
 	}
-	return false, nil
+	return s.floodsTo(list), nil
+}
+
+// floodsTo says whether a flood list holds every other site's VTEP.
+func (s *overlaySite) floodsTo(list []string) bool {
+	for _, p := range s.peers {
+		if !slices.Contains(list, p.vtep) {
+			return false
+		}
+	}
+	return true
 }
 
 // where says where site s's table has mac: "local" (on the host's
 // port), "remote" (on the overlay), or "" (not there).
 func (s *overlaySite) where(mac net.HardwareAddr) (string, error) {
-	if s.trestle != nil {
-		var es []ctl.FDBEntry
-		if err := ctl.Call(s.trestle.sock, ctl.Request{Cmd: ctl.CmdFDBShow, Bridge: "br0"}, &es); err != nil {
-			return "", err
-		}
-		for _, e := range es {
-			if e.MAC != mac.String() {
-				continue
-			}
-			switch {
-			case e.VTEP != "":
-				return "remote", nil
-			case e.Port == s.port:
-				return "local", nil
-			}
-		}
-		return "", nil
+	if s.trestle == nil {
+		return s.kernelWhere(mac)
 	}
+	var es []ctl.FDBEntry
+	if err := ctl.Call(s.trestle.sock, ctl.Request{Cmd: ctl.CmdFDBShow, Bridge: "br0"}, &es); err != nil {
+		return "", err
+	}
+	for _, e := range es {
+		if e.MAC != mac.String() {
+			continue
+		}
+		switch {
+		case e.VTEP != "":
+			return "remote", nil
+		case e.Port == s.port:
+			return "local", nil
+		}
+	}
+	return "", nil
+}
+
+// kernelWhere is where the kernel bridge of site s has mac: the Linux
+// bridge's, or trestle's tbrVNI, whose entries zebra writes ("local" only
+// on the Linux bridge: trestle's local addresses are on its advertise
+// port).
+func (s *overlaySite) kernelWhere(mac net.HardwareAddr) (string, error) {
 	ns, idx, err := s.neighs()
 	if err != nil {
 		return "", err
@@ -568,21 +637,33 @@ func (s *overlaySite) where(mac net.HardwareAddr) (string, error) {
 
 // waitWhere polls site s until mac is at want, and says how long from t0
 // (ok false: not within limit).
-func (s *overlaySite) waitWhere(ctx context.Context, mac net.HardwareAddr, want string, t0 time.Time, limit time.Duration) (time.Duration, bool, error) {
+// For trestle, zebra is how long until the kernel bridge's entry (what
+// zebra wrote, which the daemon reads) had it (0: not seen before the
+// table).
+func (s *overlaySite) waitWhere(ctx context.Context, mac net.HardwareAddr, want string, t0 time.Time, limit time.Duration) (d, zebra time.Duration, ok bool, err error) {
 	for {
+		if s.trestle != nil && zebra == 0 {
+			at, err := s.kernelWhere(mac)
+			if err != nil {
+				return 0, 0, false, err
+			}
+			if at == want {
+				zebra = time.Since(t0)
+			}
+		}
 		at, err := s.where(mac)
 		if err != nil {
-			return 0, false, err
+			return 0, 0, false, err
 		}
 		if at == want {
-			return time.Since(t0), true, nil
+			return time.Since(t0), zebra, true, nil
 		}
 		if time.Since(t0) > limit {
-			return 0, false, nil
+			return 0, 0, false, nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, false, ctx.Err()
+			return 0, 0, false, ctx.Err()
 		case <-time.After(overlayPoll):
 		}
 	}
@@ -618,13 +699,74 @@ func (k OverlayTest) Run(ctx context.Context, u *UnitRun) (err error) {
 		_ = r.SetRecord(OverlayRecord{Measure: measure})
 		u.Add(r)
 	}
-	if err := k.run(ctx, u, v); err != nil {
+	err = k.run(ctx, u, v)
+	if err == nil && !k.NoBroadcast {
+		err = k.broadcast(ctx, u, v)
+	}
+	if err != nil && !errors.Is(err, errSkipped) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		fail("setup", err)
 	}
 	return ctx.Err()
+}
+
+// errSkipped: the DUT cannot run the overlay, and its result says why.
+var errSkipped = errors.New("overlay: not run")
+
+// overlayBroadcastSites is the broadcast's topology: host A and the three
+// remote VTEPs its floods go to.
+const overlayBroadcastSites = 4
+
+// broadcast measures broadcast from h1 (behind A) through the overlay to
+// three remote VTEPs, each with a host: the kernel's vxlan device
+// replicates each flood to every VTEP of its flood list (head-end
+// replication), for trestle and the Linux bridge alike.
+func (k OverlayTest) broadcast(ctx context.Context, u *UnitRun, v Spec) (err error) {
+	u.Status(fmt.Sprintf("overlay: %d hosts for the broadcast, %s and FRR on each", overlayBroadcastSites, v.Text))
+	nt := NewNet("ob")
+	defer func() {
+		if cerr := nt.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	o, skip, err := upOverlay(ctx, u, v, nt, overlayBroadcastSites)
+	defer func() {
+		if cerr := o.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err == nil && skip != "" {
+		err = errors.New(skip)
+	}
+	rec := OverlayRecord{Measure: OverlayBroadcast, Sinks: overlayBroadcastSites - 1}
+	if err != nil {
+		k.add(u, u.Base, rec, err)
+		return nil
+	}
+	var sinks []int
+	for i := 1; i < overlayBroadcastSites; i++ {
+		sinks = append(sinks, i)
+	}
+	if err := o.rig.StartPackets(ctx, sinks); err != nil {
+		return err
+	}
+	defer o.rig.StopPackets()
+	mix, err := FrameSize("64").Mix()
+	if err != nil {
+		return err
+	}
+	tm := u.S.Timing.ndrOnly()
+	trial := 0
+	spec := TrialSpec{From: 0, To: sinks, Mix: mix, DstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
+	sr, trials, err := o.rig.SearchTrials(ctx, spec, tm, func(st SearchTrial) {
+		trial++
+		u.Status(fmt.Sprintf("overlay %s, broadcast to %d VTEPs, trial %d: %s offered, loss %.3f%%", v.Text, len(sinks), trial, pps(st.Offered), 100*st.Loss))
+	})
+	rec.NDR = sr.Throughput
+	k.add(u, searchResult(u.Base, TestOverlay, OverlayBroadcast, sr, trials), rec, err)
+	return nil
 }
 
 // add records one measure of the unit.
@@ -642,81 +784,106 @@ func (OverlayTest) add(u *UnitRun, r Result, rec OverlayRecord, err error) {
 	u.Add(r)
 }
 
+// upOverlay builds an overlay of n sites for v in nt, with the DUT and FRR
+// up on every site and each site's flood list holding every other VTEP.
+// A DUT that cannot run it is skip, with why. o.close removes what nt's
+// Close does not (the DUTs, FRR, FRR's directory), whatever the error.
+func upOverlay(ctx context.Context, u *UnitRun, v Spec, nt *Net, n int) (o *overlayRig, skip string, err error) {
+	o, t, err := buildOverlay(ctx, nt, n)
+	if err != nil {
+		return &overlayRig{}, "", err
+	}
+	// Not under the run's directory, which only root may enter: FRR's
+	// daemons run as frr.
+	if o.dir, err = os.MkdirTemp("", "trestle-lab-frr-"); err != nil {
+		return o, "", err
+	}
+	for _, s := range o.sites {
+		s.frr = filepath.Join(o.dir, s.name())
+		if err := os.Mkdir(s.frr, 0o755); err != nil {
+			return o, "", err
+		}
+	}
+	if err := os.Chmod(o.dir, 0o755); err != nil {
+		return o, "", err
+	}
+	if out, err := exec.CommandContext(ctx, "chown", "-R", "frr:frr", o.dir).CombinedOutput(); err != nil {
+		return o, "", fmt.Errorf("chown %s to frr: %v: %s", o.dir, err, out)
+	}
+	env := *u.Rig.Env
+	pair := &overlayPair{o: o, name: v.Text, set: map[string]string{}}
+	o.rig = &Rig{T: t, DUT: pair, Place: u.Rig.Place, Env: &env, sinks: map[int]*sink.Sink{}}
+	if v.Kind == "trestle" {
+		if _, err := EnsureBPFFS(); err != nil {
+			return o, "", err
+		}
+	}
+	// Host A: the DUT, then FRR; the others: FRR, then the DUT (the
+	// order does not matter, docs/overlay.md; both are run).
+	for i, s := range o.sites {
+		if i > 0 {
+			if err := s.startFRR(ctx); err != nil {
+				return o, "", err
+			}
+		}
+		skip, err := s.setupDUT(ctx, v, &env)
+		if err != nil || skip != "" {
+			return o, skip, err
+		}
+		if i == 0 {
+			if err := s.startFRR(ctx); err != nil {
+				return o, "", err
+			}
+		}
+	}
+	for _, s := range o.sites {
+		if err := waitFor(ctx, 60*time.Second, fmt.Sprintf("host %s: the type-3 routes of the other hosts (flood list)", s.name()), s.floods); err != nil {
+			return o, "", err
+		}
+		for key, val := range s.settings() {
+			pair.set[key] = val
+		}
+	}
+	return o, "", nil
+}
+
+// close takes the overlay's DUTs and FRR down and removes FRR's
+// directory.
+func (o *overlayRig) close() error {
+	var err error
+	if o.rig != nil {
+		err = o.rig.Close(context.Background())
+	}
+	if o.dir != "" {
+		os.RemoveAll(o.dir)
+	}
+	return err
+}
+
 // run builds the overlay for v, measures it and removes it.
 func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
-	u.Status("overlay: building hosts A and B, the underlay, h1 and h2")
+	u.Status("overlay: hosts A and B, the underlay, h1 and h2, " + v.Text + " and FRR")
 	nt := NewNet("ov")
 	defer func() {
 		if cerr := nt.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	o, t, err := buildOverlay(ctx, nt)
-	if err != nil {
-		return err
-	}
-	// Not under the run's directory, which only root may enter: FRR's
-	// daemons run as frr.
-	if o.dir, err = os.MkdirTemp("", "trestle-lab-frr-"); err != nil {
-		return err
-	}
-	defer os.RemoveAll(o.dir)
-	for _, s := range []*overlaySite{o.a, o.b} {
-		s.frr = filepath.Join(o.dir, s.name())
-		if err := os.Mkdir(s.frr, 0o755); err != nil {
-			return err
-		}
-	}
-	if err := os.Chmod(o.dir, 0o755); err != nil {
-		return err
-	}
-	if out, err := exec.CommandContext(ctx, "chown", "-R", "frr:frr", o.dir).CombinedOutput(); err != nil {
-		return fmt.Errorf("chown %s to frr: %v: %s", o.dir, err, out)
-	}
-	env := *u.Rig.Env
-	pair := &overlayPair{o: o, name: v.Text, set: map[string]string{}}
-	o.rig = &Rig{T: t, DUT: pair, Place: u.Rig.Place, Env: &env, sinks: map[int]*sink.Sink{}}
+	o, skip, err := upOverlay(ctx, u, v, nt, 2)
 	defer func() {
-		if cerr := o.rig.Close(context.Background()); cerr != nil && err == nil {
+		if cerr := o.close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	if v.Kind == "trestle" {
-		if _, err := EnsureBPFFS(); err != nil {
-			return err
-		}
-	}
-	// Host A: the DUT, then FRR; host B: FRR, then the DUT (the order
-	// does not matter, docs/overlay.md; both are run).
-	u.Status("overlay: " + v.Text + " and FRR on hosts A and B")
-	skip, err := o.a.setupDUT(ctx, v, &env)
-	if err != nil || skip != "" {
-		if err == nil {
-			k.add(u, u.Base, OverlayRecord{Measure: OverlaySkipped, Skipped: skip}, nil)
-			u.Notef(fmt.Sprintf("overlay: %s not run: %s", v.Text, skip))
-		}
+	if err != nil {
 		return err
 	}
-	if err := o.a.startFRR(ctx); err != nil {
-		return err
+	if skip != "" {
+		k.add(u, u.Base, OverlayRecord{Measure: OverlaySkipped, Skipped: skip}, nil)
+		u.Notef(fmt.Sprintf("overlay: %s not run: %s", v.Text, skip))
+		return errSkipped
 	}
-	if err := o.b.startFRR(ctx); err != nil {
-		return err
-	}
-	if skip, err := o.b.setupDUT(ctx, v, &env); err != nil || skip != "" {
-		if skip != "" {
-			err = errors.New(skip)
-		}
-		return err
-	}
-	for _, s := range []*overlaySite{o.a, o.b} {
-		if err := waitFor(ctx, 60*time.Second, fmt.Sprintf("host %s: the type-3 route of host %s (flood list)", s.name(), s.peer.name()), s.floods); err != nil {
-			return err
-		}
-		for key, val := range s.settings() {
-			pair.set[key] = val
-		}
-	}
+	t := o.rig.T
 	h1, h2 := t.Hosts[0], t.Hosts[1]
 	if err := waitFor(ctx, 20*time.Second, "ping h1 -> h2 through the overlay", func() (bool, error) {
 		_, err := h1.NS.Run(ctx, "ping", "-c", "1", "-W", "1", h2.IP)
@@ -815,9 +982,15 @@ func (k OverlayTest) timeStations(ctx context.Context, u *UnitRun, o *overlayRig
 	conv.Measure, moves.Measure = OverlayConverge, OverlayMove
 	// sample times one frame of mac from h to its entry at s, into rec.
 	sample := func(rec *OverlayRecord, h *Host, s *overlaySite, mac net.HardwareAddr) (bool, error) {
-		d, ok, err := stationTime(ctx, h, s, mac, "remote")
+		// A station comes at a random time, never in step with the
+		// daemons' timers (trestle's 100 ms sync; FRR's own).
+		sleepCtx(ctx, rand.N(overlayJitter))
+		d, zebra, ok, err := stationTime(ctx, h, s, mac, "remote")
 		if ok {
 			rec.SamplesMs = append(rec.SamplesMs, ms(d))
+			if zebra > 0 {
+				rec.ZebraMs = append(rec.ZebraMs, ms(zebra))
+			}
 		} else if err == nil {
 			rec.Timeouts++
 		}
@@ -851,12 +1024,20 @@ func (k OverlayTest) timeStations(ctx context.Context, u *UnitRun, o *overlayRig
 
 // stationTime sends a station's first frame from host h (a broadcast from
 // mac) and times it until site s has mac at want.
-func stationTime(ctx context.Context, h *Host, s *overlaySite, mac net.HardwareAddr, want string) (time.Duration, bool, error) {
+func stationTime(ctx context.Context, h *Host, s *overlaySite, mac net.HardwareAddr, want string) (d, zebra time.Duration, ok bool, err error) {
 	t0 := time.Now()
 	if err := sendFrame(h, learningFrame(mac)); err != nil {
-		return 0, false, err
+		return 0, 0, false, err
 	}
 	return s.waitWhere(ctx, mac, want, t0, overlayConvergeLimit)
+}
+
+func (s *overlaySite) peerUnders() string {
+	var out []string
+	for _, p := range s.peers {
+		out = append(out, p.under)
+	}
+	return strings.Join(out, ", ")
 }
 
 // settings describe site s's DUT and FRR as measured.
@@ -864,7 +1045,7 @@ func (s *overlaySite) settings() map[string]string {
 	pre := "host " + s.name() + " "
 	set := map[string]string{
 		pre + "VTEP":     fmt.Sprintf("%s on lo, underlay %s/24 on ul0 (MTU %d)", s.vtep, s.under, underlayMTU),
-		pre + "FRR":      fmt.Sprintf("zebra then bgpd, iBGP AS %d with %s, advertise-all-vni, timers 3 9, connect 1, advertisement-interval 0", overlayASN, s.peer.under),
+		pre + "FRR":      fmt.Sprintf("zebra then bgpd, iBGP AS %d with %s, advertise-all-vni, timers 3 9, connect 1, advertisement-interval 0", overlayASN, s.peerUnders()),
 		pre + "host MTU": fmt.Sprint(overlayMTU),
 	}
 	if s.trestle != nil {
