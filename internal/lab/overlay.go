@@ -102,6 +102,10 @@ type OverlayRecord struct {
 	Event   *RestartEvent `json:"event,omitempty"`
 	Rate    float64       `json:"rate_pps,omitempty"`
 	Skipped string        `json:"skipped,omitempty"`
+	// Settings (the throughput's record) describe the overlay's DUTs and
+	// FRR on each host as measured: the unit's own settings are those of
+	// its star topology, which the overlay does not use.
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 func (OverlayTest) Name() string { return TestOverlay }
@@ -404,7 +408,14 @@ func (s *overlaySite) setupDUT(ctx context.Context, v Spec, env *Env) (skip stri
 		if err == nil {
 			if allUp(st) {
 				td.pinDir = st.PinDir
-				td.set = map[string]string{"config": s.trestleConfig(td.mode, td.sock), "binary": td.label(td.own)}
+				// Each port's mode as attached, and why (the default
+				// mode's choice is the daemon's).
+				td.set = map[string]string{}
+				for _, b := range st.Bridges {
+					for _, port := range b.Ports {
+						td.set["port "+port.Name] = fmt.Sprintf("%s: %s", port.Mode, port.Reason)
+					}
+				}
 				return "", nil
 			}
 			for _, b := range st.Bridges {
@@ -915,7 +926,7 @@ func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
 		u.Status(fmt.Sprintf("overlay %s, 64-byte throughput, trial %d: %s offered, loss %.3f%%", v.Text, trial, pps(st.Offered), 100*st.Loss))
 	})
 	r := searchResult(u.Base, TestOverlay, OverlayThroughput, sr, trials)
-	k.add(u, r, OverlayRecord{Measure: OverlayThroughput, NDR: sr.Throughput, PDR: sr.PDR}, err)
+	k.add(u, r, OverlayRecord{Measure: OverlayThroughput, NDR: sr.Throughput, PDR: sr.PDR, Settings: o.rig.DUT.Settings()}, err)
 	if err != nil {
 		return err
 	}
@@ -1051,6 +1062,9 @@ func (s *overlaySite) settings() map[string]string {
 	if s.trestle != nil {
 		set[pre+"trestle"] = fmt.Sprintf("%s; persist", s.trestle.label(s.trestle.own))
 		set[pre+"config"] = s.trestleConfig(s.trestle.mode, s.trestle.sock)
+		for k, v := range s.trestle.set {
+			set[pre+k] = v
+		}
 	} else {
 		set[pre+"linux-bridge"] = fmt.Sprintf("%s (not VLAN-aware, bridge-nf-call off) with %s: id %d local %s dstport 4789 nolearning, mtu %d, port learning off; %s", s.bridg, s.vxlan, overlayVNI, s.vtep, overlayMTU, s.port)
 	}

@@ -23,6 +23,8 @@ type overlayRow struct {
 	Reps      int
 	Skipped   string
 	Errors    []string
+	// Settings are the overlay's, as its first throughput recorded them.
+	Settings map[string]string
 }
 
 // overlayRows are the run's overlay results by DUT, in the run's order.
@@ -60,6 +62,9 @@ func overlayRows(run *Run) []overlayRow {
 		switch rec.Measure {
 		case OverlayThroughput:
 			ndr[r.DUT] = append(ndr[r.DUT], rec.NDR)
+			if row.Settings == nil {
+				row.Settings = rec.Settings
+			}
 			if rec.PDR > 0 {
 				pdr[r.DUT] = append(pdr[r.DUT], rec.PDR)
 			}
@@ -198,9 +203,42 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 		}
 		cells = append(cells, append(c, msText(r.Converge), msText(r.Move), restart, lostText(r.FRR), reps))
 	}
-	return tableSection("overlay: VXLAN between two hosts with EVPN by FRR, h1 -> h2 (medians over the repetitions; stations' times over every station; lost: each repetition's stream):",
+	terminal, md = tableSection("overlay: VXLAN between two hosts with EVPN by FRR, h1 -> h2 (medians over the repetitions; stations' times over every station; lost: each repetition's stream):",
 		"Overlay", "Two hosts, each a namespace with the DUT and FRR (zebra and bgpd, iBGP over a routed veth underlay), h1 behind host A and h2 behind host B, one VNI. 64-byte zero-loss throughput (NDR) and PDR h1 -> h2 through the overlay, against the Linux bridge's (a vxlan device, nolearning, with FRR); the NDR of broadcast from h1 to three remote VTEPs (four hosts, FRR in a full mesh, each remote VTEP's host counting every frame); iperf3 TCP h1 -> h2; a new station's type-2 convergence (its first frame on A to its entry in B's table) and a move's flip (the station's frame on B to A's entry on the overlay), medians over every station with their count; the frames a stream at half the NDR lost while A's trestle daemon restarted (SIGTERM, persist) and while A's zebra and bgpd restarted. Medians over the repetitions.",
 		head, cells, overlayGoals(rows, linux, streams))
+	return terminal, md + overlaySettings(rows)
+}
+
+// overlaySettings is report.md's list of each DUT's overlay settings (the
+// report's own Settings are the units', whose star topology the overlay
+// does not use); a config is a block of its own.
+func overlaySettings(rows []overlayRow) string {
+	var b strings.Builder
+	for _, r := range rows {
+		if len(r.Settings) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("### The overlay's settings\n")
+		}
+		fmt.Fprintf(&b, "\n%s:\n\n", r.DUT)
+		var blocks []string
+		for _, k := range sortedKeys(r.Settings) {
+			v := r.Settings[k]
+			if strings.Contains(v, "\n") {
+				blocks = append(blocks, fmt.Sprintf("%s:\n\n```\n%s```\n", k, v))
+				continue
+			}
+			fmt.Fprintf(&b, "- %s: %s\n", k, v)
+		}
+		for _, bl := range blocks {
+			b.WriteString("\n" + bl)
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // overlayGoals checks issue 30's goals: trestle in its faster mode at

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -119,7 +120,7 @@ func TestOverlaySection(t *testing.T) {
 			res("linux-bridge", rep+1, OverlayRecord{Measure: OverlayConverge, SamplesMs: []float64{50 * f, 60 * f}}, ""),
 			res("linux-bridge", rep+1, OverlayRecord{Measure: OverlayMove, SamplesMs: []float64{40 * f}}, ""),
 			res("linux-bridge", rep+1, OverlayRecord{Measure: OverlayFRR, Event: ev(70000)}, ""),
-			res("trestle", rep+1, OverlayRecord{Measure: OverlayThroughput, NDR: 150e3 * f, PDR: 160e3 * f}, ""),
+			res("trestle", rep+1, OverlayRecord{Measure: OverlayThroughput, NDR: 150e3 * f, PDR: 160e3 * f, Settings: map[string]string{"host A port p1": fmt.Sprintf("tc: rep %d", rep+1), "host A config": "[daemon]\n"}}, ""),
 			res("trestle", rep+1, OverlayRecord{Measure: OverlayTCP, Streams: 1, Bps: 7e9 * f}, ""),
 			res("trestle", rep+1, OverlayRecord{Measure: OverlayBroadcast, Sinks: 3, NDR: 80e3 * f}, ""),
 			res("trestle", rep+1, OverlayRecord{Measure: OverlayConverge, SamplesMs: []float64{90 * f, 140 * f}, ZebraMs: []float64{40 * f, 90 * f}, Timeouts: 1}, ""),
@@ -161,7 +162,7 @@ func TestOverlaySection(t *testing.T) {
 			t.Errorf("terminal lacks %q:\n%s", want, term[0])
 		}
 	}
-	for _, want := range []string{"## Overlay", "| trestle | 165.0 kpps | 176.0 kpps | 1.50x | 88.0 kpps | 7.70 Gbit/s | 124.0 (n=4) | 49.5 (n=2) | 0, 1 | 90000, 90000 |", "- trestle: type-2 convergence median 124.0 ms"} {
+	for _, want := range []string{"## Overlay", "| trestle | 165.0 kpps | 176.0 kpps | 1.50x | 88.0 kpps | 7.70 Gbit/s | 124.0 (n=4) | 49.5 (n=2) | 0, 1 | 90000, 90000 |", "- trestle: type-2 convergence median 124.0 ms", "### The overlay's settings\n\ntrestle:\n\n- host A port p1: tc: rep 1\n\nhost A config:\n\n```\n[daemon]\n```\n"} {
 		if !strings.Contains(md[0], want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md[0])
 		}
