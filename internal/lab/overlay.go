@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -213,7 +214,25 @@ func (OverlayTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
 }
 
 func (OverlayTest) Section(run *Run) (terminal, md string) {
-	return overlaySection(overlayRows(run))
+	rows := overlayRows(run)
+	terminal, md = overlaySection(rows)
+	return terminal, md + overlaySettings(rows)
+}
+
+// SectionIn is the overlay's section of report.md with its chart, written
+// into dir.
+func (OverlayTest) SectionIn(dir string, run *Run) (string, error) {
+	rows := overlayRows(run)
+	_, md := overlaySection(rows)
+	if md == "" {
+		return "", nil
+	}
+	charts, err := overlayCharts(dir, rows)
+	var b bytes.Buffer
+	b.WriteString(md)
+	EmbedCharts(&b, charts)
+	b.WriteString(overlaySettings(rows))
+	return b.String(), err
 }
 
 // overlaySite is one host of the overlay: a namespace with the DUT, its

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
 // overlayRow is one DUT's overlay results: medians over its repetitions
@@ -206,7 +208,38 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 	terminal, md = tableSection("overlay: VXLAN between two hosts with EVPN by FRR, h1 -> h2 (medians over the repetitions; stations' times over every station; lost: each repetition's stream):",
 		"Overlay", "Two hosts, each a namespace with the DUT and FRR (zebra and bgpd, iBGP over a routed veth underlay), h1 behind host A and h2 behind host B, one VNI. 64-byte zero-loss throughput (NDR) and PDR h1 -> h2 through the overlay, against the Linux bridge's (a vxlan device, nolearning, with FRR); the NDR of broadcast from h1 to three remote VTEPs (four hosts, FRR in a full mesh, each remote VTEP's host counting every frame); iperf3 TCP h1 -> h2; a new station's type-2 convergence (its first frame on A to its entry in B's table) and a move's flip (the station's frame on B to A's entry on the overlay), medians over every station with their count; the frames a stream at half the NDR lost while A's trestle daemon restarted (SIGTERM, persist) and while A's zebra and bgpd restarted. Medians over the repetitions.",
 		head, cells, overlayGoals(rows, linux, streams))
-	return terminal, md + overlaySettings(rows)
+	return terminal, md
+}
+
+// overlayCharts draws each DUT's stations, each kind of time sorted
+// (a distribution: the share of stations at or under a time), with the
+// goal's 100 ms.
+func overlayCharts(dir string, rows []overlayRow) ([]Chart, error) {
+	c := svg.LineChart{Title: "Overlay: the stations' times, sorted (type-2 convergence on B, a move's flip on A)", XLabel: "share of the stations (%)", YLabel: "ms", XUnit: svg.Plain, Unit: svg.Plain}
+	for _, r := range rows {
+		for _, s := range []struct {
+			what string
+			v    []float64
+		}{{"type-2 convergence", r.Converge}, {"of which zebra's entry", r.Zebra}, {"move's flip", r.Move}} {
+			if len(s.v) == 0 {
+				continue
+			}
+			v := slices.Clone(s.v)
+			slices.Sort(v)
+			sr := svg.Series{Name: r.DUT + ": " + s.what}
+			for i, ms := range v {
+				sr.Points = append(sr.Points, svg.Point{X: 100 * float64(i+1) / float64(len(v)), Y: ms})
+			}
+			c.Series = append(c.Series, sr)
+		}
+	}
+	if len(c.Series) == 0 {
+		return nil, nil
+	}
+	c.Series = append(c.Series, svg.Series{Name: "goal: convergence median at most 100 ms", Dashed: true, Points: []svg.Point{{X: 0, Y: 100}, {X: 100, Y: 100}}})
+	var out []Chart
+	err := saveChart(dir, "overlay-stations.svg", c.Title, c, &out)
+	return out, err
 }
 
 // overlaySettings is report.md's list of each DUT's overlay settings (the

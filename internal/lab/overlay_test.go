@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -169,6 +170,20 @@ func TestOverlaySection(t *testing.T) {
 	}
 	if term, md := Sections(&Run{DUTs: []string{"direct"}, Results: []Result{{DUT: "direct", Test: TestThroughput, Value: 1}}}); term != nil || md != nil {
 		t.Errorf("a run without overlay results has sections: %q %q", term, md)
+	}
+	// report.md's section has the stations' chart, before the settings.
+	dir := t.TempDir()
+	mds, err := MarkdownSections(dir, &back)
+	if err != nil || len(mds) != 1 {
+		t.Fatalf("report.md sections: %q, %v", mds, err)
+	}
+	chart := strings.Index(mds[0], "](overlay-stations.svg)")
+	if chart < 0 || chart > strings.Index(mds[0], "### The overlay's settings") || !strings.Contains(mds[0], "| trestle | 165.0 kpps |") {
+		t.Errorf("report.md's section: %s", mds[0])
+	}
+	doc, err := os.ReadFile(filepath.Join(dir, "overlay-stations.svg"))
+	if err != nil || !strings.Contains(string(doc), "trestle: of which zebra") || !strings.Contains(string(doc), "linux-bridge: move") {
+		t.Errorf("the chart: %v\n%s", err, doc)
 	}
 }
 
