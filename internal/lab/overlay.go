@@ -666,10 +666,9 @@ func (s *overlaySite) kernelWhere(mac net.HardwareAddr) (string, error) {
 }
 
 // waitWhere polls site s until mac is at want, and says how long from t0
-// (ok false: not within limit).
-// For trestle, zebra is how long until the kernel bridge's entry (what
-// zebra wrote, which the daemon reads) had it (0: not seen before the
-// table).
+// (ok false: not within limit). For trestle, zebra is how long until its
+// kernel bridge had the entry at want (what zebra wrote, which the daemon
+// then reads into its table; 0: not seen before the table had it).
 func (s *overlaySite) waitWhere(ctx context.Context, mac net.HardwareAddr, want string, t0 time.Time, limit time.Duration) (d, zebra time.Duration, ok bool, err error) {
 	for {
 		if s.trestle != nil && zebra == 0 {
