@@ -303,6 +303,7 @@ var Kinds = []Kind{
 	idleKind{},
 	PortScaleTest{},
 	PodChurnTest{},
+	OverlayTest{},
 	TCPTest{},
 	UDPTest{},
 }
