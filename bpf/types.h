@@ -12,8 +12,9 @@
 
 enum tr_limits {
 	TR_MAX_BRIDGES = 64,      /* bridge ids 1..64; 0 is never used */
-	TR_MAX_PORTS = 256,       /* port slots 1..255; slot 0 counts frames from no port */
-	TR_MAX_BRIDGE_PORTS = 64, /* ports of one bridge */
+	TR_MAX_PORTS = 4097,      /* port slots 1..4096; slot 0 counts frames from no port */
+	TR_MAX_BRIDGE_PORTS = 1024, /* ports of one bridge (the Linux bridge's BR_MAX_PORTS) */
+	TR_SEL_WORDS = 65,        /* 64-bit words of a set of slots: (TR_MAX_PORTS + 63) / 64 */
 	TR_PORT_DIRECT = 65536,   /* ifindexes below this find their port by index */
 	TR_NAME_LEN = 16,         /* a bridge's name, NUL-terminated (IFNAMSIZ) */
 	TR_VLAN_IDS = 4096,       /* 802.1Q VIDs 0..4095; 1..4094 are VLANs */
@@ -289,7 +290,7 @@ enum tr_mirror_flags {
  * bridge has no such set (being written, or more than TR_MAX_BRIDGE_PORTS
  * ports), and the walk's copies go the general way. */
 struct tr_reach {
-	__u64 sel[4];                     /* the ports, a bit each by slot */
+	__u64 sel[TR_SEL_WORDS];          /* the ports, a bit each by slot */
 	__u32 n;                          /* how many */
 	__u32 pad;
 	__u16 slots[TR_MAX_BRIDGE_PORTS]; /* their slots, where the copies are counted */

@@ -31,6 +31,7 @@ const (
 	MaxBridges     = int(TrestleTrLimitsTR_MAX_BRIDGES)
 	MaxPorts       = int(TrestleTrLimitsTR_MAX_PORTS)
 	MaxBridgePorts = int(TrestleTrLimitsTR_MAX_BRIDGE_PORTS)
+	SelWords       = int(TrestleTrLimitsTR_SEL_WORDS)
 	NumDrops       = int(TrestleTrDropReasonTR_DROP__MAX)
 	PortDirect     = uint32(TrestleTrLimitsTR_PORT_DIRECT)
 	NameLen        = int(TrestleTrLimitsTR_NAME_LEN)
