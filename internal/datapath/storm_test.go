@@ -168,7 +168,7 @@ func TestHighSlot(t *testing.T) {
 		}
 		before := r.stats(int(hi - 1)).C[tbpf.TxPackets]
 		r.wantVerdict(r.run(1, ipv4(macC, macA)), m.redirect, "A to C, mirrored")
-		if d := r.stats(int(hi-1)).C[tbpf.TxPackets] - before; d != 1 {
+		if d := r.stats(int(hi - 1)).C[tbpf.TxPackets] - before; d != 1 {
 			t.Errorf("span port in slot %d: %d copies of A to C, want 1", hi-1, d)
 		}
 		// Its storm control: of many broadcasts, about the burst passes.
