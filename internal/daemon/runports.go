@@ -368,7 +368,7 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 		total += len(ob.ports)
 	}
 	if len(b.ports) >= config.MaxPortsPerBridge {
-		return ctl.PortEntry{}, fmt.Errorf("bridge %q is full: it has %d ports, the most a bridge takes (as the Linux bridge); put the next on another bridge", b.cfg.Name, len(b.ports))
+		return ctl.PortEntry{}, fmt.Errorf("bridge %q is full: it has %d ports, the most a bridge takes; put the next on another bridge", b.cfg.Name, len(b.ports))
 	}
 	if total >= config.MaxPorts {
 		return ctl.PortEntry{}, fmt.Errorf("the switch is full: its bridges have %d ports, the most it takes in all bridges together", total)

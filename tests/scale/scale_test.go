@@ -129,7 +129,7 @@ func TestFloodEveryPort(t *testing.T) {
 			if mode == "tc" {
 				testutil.Veth(t, sw, "extra", sw, "extra-peer", "")
 				out, err := l.CLI("port", "add", "big", "extra")
-				if err == nil || !strings.Contains(out, fmt.Sprintf(`bridge "big" is full: it has %d ports, the most a bridge takes (as the Linux bridge); put the next on another bridge`, n)) {
+				if err == nil || !strings.Contains(out, fmt.Sprintf(`bridge "big" is full: it has %d ports, the most a bridge takes; put the next on another bridge`, n)) {
 					t.Errorf("port add to a full bridge: %v %q", err, out)
 				}
 			}
