@@ -267,6 +267,7 @@ enum tr_bridge_flags {
 	TR_BRIDGE_MIRROR = 8, /* a port is mirrored: its frames go through the walk (lib/patch.h), which adds the span ports */
 	TR_BRIDGE_FILTER = 16, /* its filter is on: frames pass its rule set (lib/filter.h) */
 	TR_BRIDGE_FILTER_OUT = 32, /* a rule matches the egress port: its floods take the walk, which filters each copy */
+	TR_BRIDGE_OVERLAY = 64, /* has an overlay port: each address it learns is reported (TR_EVENT_LEARN), for FRR */
 };
 
 /* A mirrored port's mirror, by the port's slot: where the copies of what it
@@ -496,10 +497,11 @@ enum tr_event_limits {
 
 enum tr_event_type {
 	TR_EVENT_MOVE = 1, /* a learned address moved to another port of its bridge */
+	TR_EVENT_LEARN = 2, /* a new address learned in a bridge with an overlay port (from_slot 0) */
 };
 
-/* One record of the event ring. Only the rare paths write one (a move),
- * never the common one. */
+/* One record of the event ring. Only the rare paths write one (a move, a
+ * new address in a bridge with an overlay port), never the common one. */
 struct tr_event {
 	__u64 ts_ns;   /* CLOCK_MONOTONIC_COARSE, the learning table's clock */
 	__u16 type;    /* enum tr_event_type */

@@ -32,6 +32,7 @@ const (
 	TrestleTrBridgeFlagsTR_BRIDGE_MIRROR     TrestleTrBridgeFlags = 8
 	TrestleTrBridgeFlagsTR_BRIDGE_FILTER     TrestleTrBridgeFlags = 16
 	TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT TrestleTrBridgeFlags = 32
+	TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY    TrestleTrBridgeFlags = 64
 )
 
 type TrestleTrBridgePort struct {
@@ -230,7 +231,8 @@ const (
 type TrestleTrEventType uint32
 
 const (
-	TrestleTrEventTypeTR_EVENT_MOVE TrestleTrEventType = 1
+	TrestleTrEventTypeTR_EVENT_MOVE  TrestleTrEventType = 1
+	TrestleTrEventTypeTR_EVENT_LEARN TrestleTrEventType = 2
 )
 
 type TrestleTrFdbFlags uint32

@@ -61,6 +61,7 @@ const (
 	StormKinds       = int(TrestleTrStormKindTR_STORM_KINDS)
 	MirrorVLANs      = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
 	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
+	BridgeOverlay    = uint32(TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY)
 	MaxPatchChain    = int(TrestleTrLimitsTR_MAX_PATCH_CHAIN)
 
 	BridgeFilter    = uint32(TrestleTrBridgeFlagsTR_BRIDGE_FILTER)
