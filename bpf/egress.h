@@ -13,17 +13,50 @@
 
 #include "switch.h"
 
-/* Counts a flooded frame as sent on every port of the bridge but the ingress. */
-static __always_inline void tr_count_flood_tx(const struct tr_bridge *br, __u32 ingress,
-					      __u32 len)
+/* A loop over a bridge's ports, in a global function (its own stack frame,
+ * verified once) that runs it with bpf_loop (whose callback the verifier
+ * reads once, not once for each of up to TR_MAX_BRIDGE_PORTS rounds). */
+struct tr_ports_loop {
+	void *ctx;
+	const struct tr_bridge *br;
+	__u32 ingress; /* the port the frame came in by: no copy to it */
+	__u32 wire;
+	__u32 vid;     /* tc floods of VLAN-aware bridges: the frame's VLAN */
+	__u32 opts;    /* and tr_vlan_copy's options */
+};
+
+/* The port of round i of a loop over a->br's ports, or NULL at the end. */
+static __always_inline const struct tr_bridge_port *tr_loop_port(const struct tr_ports_loop *a,
+								  __u64 i)
 {
-	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
-		if (i >= br->nports)
-			break;
-		if (br->ports[i].ifindex == ingress)
-			continue;
-		tr_count_tx(tr_stats(br->ports[i].slot), len);
-	}
+	const struct tr_bridge *br = a->br;
+
+	if (!br || i >= TR_MAX_BRIDGE_PORTS || i >= br->nports)
+		return NULL;
+	return &br->ports[i];
+}
+
+static long tr_count_flood_tx_one(__u64 i, void *arg)
+{
+	const struct tr_ports_loop *a = arg;
+	const struct tr_bridge_port *bp = tr_loop_port(a, i);
+
+	if (!bp)
+		return 1;
+	if (bp->ifindex != a->ingress)
+		tr_count_tx(tr_stats(bp->slot), a->wire);
+	return 0;
+}
+
+/* Counts a flooded frame as sent on every port of the bridge but the ingress. */
+__attribute__((noinline)) int tr_count_flood_tx(const struct tr_bridge *br, __u32 ingress,
+						__u32 len)
+{
+	struct tr_ports_loop a = { .br = br, .ingress = ingress, .wire = len };
+
+	if (br)
+		bpf_loop(br->nports, tr_count_flood_tx_one, &a, 0);
+	return 0;
 }
 
 /* Known unicast: to one port, tagged as that port takes the frame's VLAN. */
@@ -183,9 +216,37 @@ static __always_inline int tr_devmap_egress(struct xdp_md *ctx)
 			     out->pvid || (out->flags & TR_PORT_TRUNK));
 }
 
+static long tr_flood_tc_one(__u64 i, void *arg)
+{
+	const struct tr_ports_loop *a = arg;
+	const struct tr_bridge_port *bp = tr_loop_port(a, i);
+
+	if (!bp || !a->ctx)
+		return 1;
+	if (bp->ifindex == a->ingress)
+		return 0;
+	if (bpf_clone_redirect(a->ctx, bp->ifindex, 0))
+		tr_count_tx_dropped(tr_stats(bp->slot));
+	else
+		tr_count_tx(tr_stats(bp->slot), a->wire);
+	return 0;
+}
+
+/* The copies of a tc flood, VLAN-unaware: a clone to each port of br in
+ * rounds 0..last-1 but the ingress; the caller sends the frame itself to
+ * the port of round last. */
+__attribute__((noinline)) int tr_flood_tc_clones(struct __sk_buff *skb, const struct tr_bridge *br,
+						 __u32 ingress, __u32 wire, __u32 last)
+{
+	struct tr_ports_loop a = { .ctx = skb, .br = br, .ingress = ingress, .wire = wire };
+
+	if (skb && br)
+		bpf_loop(last, tr_flood_tc_one, &a, 0);
+	return 0;
+}
+
 /* tc flood, VLAN-unaware: clone to every other port; the original goes to
- * the last one. Finding the last without a loop keeps the verifier's work
- * linear. */
+ * the last one. */
 static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 				       struct tr_decision *d)
 {
@@ -199,19 +260,7 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 	last = (d->br->nports - 1) & (TR_MAX_BRIDGE_PORTS - 1);
 	if (d->br->ports[last].ifindex == p->ifindex)
 		last = (last - 1) & (TR_MAX_BRIDGE_PORTS - 1);
-	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
-		__u32 ifindex;
-
-		if (i >= last)
-			break;
-		ifindex = d->br->ports[i].ifindex;
-		if (ifindex == p->ifindex)
-			continue;
-		if (bpf_clone_redirect(skb, ifindex, 0))
-			tr_count_tx_dropped(tr_stats(d->br->ports[i].slot));
-		else
-			tr_count_tx(tr_stats(d->br->ports[i].slot), p->wire);
-	}
+	tr_flood_tc_clones(skb, d->br, p->ifindex, p->wire, last);
 	tr_count_tx(tr_stats(d->br->ports[last].slot), p->wire);
 	return tr_redirect_port(TR_TC, d->br->ports[last].ifindex, d->br->ports[last].slot);
 }
@@ -221,7 +270,7 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
  * carries vid, tagged or untagged as it takes it. The skb's tag state is
  * changed in place for the copy and stays so for the next; pcp is the
  * priority the frame came in with, for a tag an earlier copy took off. A global
- * function, verified once rather than at each of the loop's 64 calls.
+ * function, verified once rather than at each of the loop's calls.
  * opts: the priority (bits 12-15), TR_COPY_LAST (no clone: the caller
  * redirects the frame itself), and the port flags that keep the copy off
  * the port (bits 16-31, tr_flood_deny). vid 0: the bridge is not
@@ -277,12 +326,35 @@ __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex,
 	return 1;
 }
 
+static long tr_flood_tc_copy_one(__u64 i, void *arg)
+{
+	const struct tr_ports_loop *a = arg;
+	const struct tr_bridge_port *bp = tr_loop_port(a, i);
+
+	if (!bp)
+		return 1;
+	if (bp->ifindex != a->ingress && tr_vlan_copy(a->ctx, bp->ifindex, a->vid, a->opts) < 0)
+		tr_count_tx_dropped(tr_stats(bp->slot));
+	return 0;
+}
+
+/* The copies of a tc flood in a VLAN-aware bridge or one with port
+ * policies: tr_vlan_copy to each port of br but the ingress. */
+__attribute__((noinline)) int tr_flood_tc_copies(struct __sk_buff *skb, const struct tr_bridge *br,
+						 __u32 ingress, __u32 vid, __u32 opts)
+{
+	struct tr_ports_loop a = { .ctx = skb, .br = br, .ingress = ingress, .vid = vid, .opts = opts };
+
+	if (skb && br)
+		bpf_loop(br->nports, tr_flood_tc_copy_one, &a, 0);
+	return 0;
+}
+
 /* tc flood, VLAN-aware or with port policies: a clone to each port the
  * frame may leave by, each tagged for its port; the original is consumed. */
 static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt *p,
 					    struct tr_decision *d)
 {
-	__u32 opts, vid = d->tag.on ? d->tag.vid : 0;
 	__u16 deny = 0;
 
 	if (!d->br || !d->eth || (d->tag.on && d->tag.members < 2) || d->br->nports < 2) {
@@ -296,18 +368,8 @@ static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt
 
 		deny = tr_flood_deny(in ? in->flags : 0, d->eth->h_dest);
 	}
-	opts = tr_copy_opts(d->tag.ctag ? d->tag.tci : 0, 0, deny);
-	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
-		__u32 ifindex;
-
-		if (i >= d->br->nports)
-			break;
-		ifindex = d->br->ports[i].ifindex;
-		if (ifindex == p->ifindex)
-			continue;
-		if (tr_vlan_copy(skb, ifindex, vid, opts) < 0)
-			tr_count_tx_dropped(tr_stats(d->br->ports[i].slot));
-	}
+	tr_flood_tc_copies(skb, d->br, p->ifindex, d->tag.on ? d->tag.vid : 0,
+			   tr_copy_opts(d->tag.ctag ? d->tag.tci : 0, 0, deny));
 	return TC_ACT_STOLEN;
 }
 

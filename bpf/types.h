@@ -12,8 +12,9 @@
 
 enum tr_limits {
 	TR_MAX_BRIDGES = 64,      /* bridge ids 1..64; 0 is never used */
-	TR_MAX_PORTS = 256,       /* port slots 1..255; slot 0 counts frames from no port */
-	TR_MAX_BRIDGE_PORTS = 64, /* ports of one bridge */
+	TR_MAX_PORTS = 4097,      /* port slots 1..4096; slot 0 counts frames from no port */
+	TR_MAX_BRIDGE_PORTS = 1024, /* ports of one bridge (the Linux bridge's BR_MAX_PORTS) */
+	TR_SEL_WORDS = 65,        /* 64-bit words of a set of slots: (TR_MAX_PORTS + 63) / 64 */
 	TR_PORT_DIRECT = 65536,   /* ifindexes below this find their port by index */
 	TR_NAME_LEN = 16,         /* a bridge's name, NUL-terminated (IFNAMSIZ) */
 	TR_VLAN_IDS = 4096,       /* 802.1Q VIDs 0..4095; 1..4094 are VLANs */
@@ -266,6 +267,7 @@ enum tr_bridge_flags {
 	TR_BRIDGE_MIRROR = 8, /* a port is mirrored: its frames go through the walk (lib/patch.h), which adds the span ports */
 	TR_BRIDGE_FILTER = 16, /* its filter is on: frames pass its rule set (lib/filter.h) */
 	TR_BRIDGE_FILTER_OUT = 32, /* a rule matches the egress port: its floods take the walk, which filters each copy */
+	TR_BRIDGE_OVERLAY = 64, /* has an overlay port: each address it learns is reported (TR_EVENT_LEARN), for FRR */
 };
 
 /* A mirrored port's mirror, by the port's slot: where the copies of what it
@@ -289,7 +291,7 @@ enum tr_mirror_flags {
  * bridge has no such set (being written, or more than TR_MAX_BRIDGE_PORTS
  * ports), and the walk's copies go the general way. */
 struct tr_reach {
-	__u64 sel[4];                     /* the ports, a bit each by slot */
+	__u64 sel[TR_SEL_WORDS];          /* the ports, a bit each by slot */
 	__u32 n;                          /* how many */
 	__u32 pad;
 	__u16 slots[TR_MAX_BRIDGE_PORTS]; /* their slots, where the copies are counted */
@@ -495,10 +497,11 @@ enum tr_event_limits {
 
 enum tr_event_type {
 	TR_EVENT_MOVE = 1, /* a learned address moved to another port of its bridge */
+	TR_EVENT_LEARN = 2, /* a new address learned in a bridge with an overlay port (from_slot 0) */
 };
 
-/* One record of the event ring. Only the rare paths write one (a move),
- * never the common one. */
+/* One record of the event ring. Only the rare paths write one (a move, a
+ * new address in a bridge with an overlay port), never the common one. */
 struct tr_event {
 	__u64 ts_ns;   /* CLOCK_MONOTONIC_COARSE, the learning table's clock */
 	__u16 type;    /* enum tr_event_type */

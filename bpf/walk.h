@@ -103,10 +103,9 @@ static __always_inline void tr_emit_to(void *ctx, const int xdp, struct tr_walk 
 }
 
 /* One port of the flood as a global function (tr_emit_port_xdp,
- * tr_emit_port_tc), verified once rather than in each of the loop's 64
- * rounds (the tc build with the VLAN stage is otherwise near the
- * verifier's limit of a million instructions), and with a stack of its own
- * (the filter's call below it would not fit). opts: the deny flags, and
+ * tr_emit_port_tc), verified once rather than in each of the loop's up to
+ * TR_MAX_BRIDGE_PORTS rounds, and with a stack of its own (the filter's
+ * call below it would not fit). opts: the deny flags, and
  * bit 16 to check the port. */
 static __always_inline int tr_emit_port(void *ctx, const int xdp, struct tr_walk *w,
 					    __u32 ifindex, __u32 slot, __u32 opts)
@@ -121,7 +120,12 @@ TR_TWIN(tr_emit_port, (struct tr_walk *w, __u32 ifindex, __u32 slot, __u32 opts)
 	(w, ifindex, slot, opts))
 
 /* A bridge floods the frame: to each of its ports but except, those in
- * the frame's VLAN; through each patch into the bridge beyond. */
+ * the frame's VLAN; through each patch into the bridge beyond. The loop is
+ * a plain one, not a bpf_loop: tr_emit is a global function, verified once
+ * a build, so its TR_MAX_BRIDGE_PORTS rounds cost the verifier some 20,000
+ * instructions, while a bpf_loop callback would be one more stack frame on
+ * the deepest chain of calls (tr_hop, tr_emit, the copy, tr_vlan_copy),
+ * past the verifier's 512 bytes. */
 static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, __u32 bridge,
 				   __u32 except)
 {
@@ -247,16 +251,61 @@ TR_TWIN(tr_hop, (struct tr_walk *w, __u32 in_slot), (w, in_slot))
 
 /* Whether the walk chose every port of r but the ingress (a port of r
  * or not): then a broadcast over r's devmap, which excludes the ingress,
- * sends exactly the walk's copies. */
+ * sends exactly the walk's copies. The walk's ports are all in r, not the
+ * ingress, and as many as r has but the ingress. */
 static __always_inline int tr_reach_all(const struct tr_reach *r, const struct tr_walk *w)
 {
-	__u64 in = 1ULL << (w->in_slot & 63);
-	__u32 k = w->in_slot >> 6;
+	__u32 n = w->ndirty;
 
-	return (w->sel[0] | (k == 0 ? r->sel[0] & in : 0)) == r->sel[0] &&
-	       (w->sel[1] | (k == 1 ? r->sel[1] & in : 0)) == r->sel[1] &&
-	       (w->sel[2] | (k == 2 ? r->sel[2] & in : 0)) == r->sel[2] &&
-	       (w->sel[3] | (k == 3 ? r->sel[3] & in : 0)) == r->sel[3];
+	if (tr_chosen(w, w->in_slot) || w->nsel + tr_in_set(r->sel, w->in_slot) != r->n)
+		return 0;
+	if (n > TR_WALK_DIRTY) {
+		for (__u32 k = 0; k < TR_SEL_WORDS; k++)
+			if (w->sel[k] & ~r->sel[k])
+				return 0;
+		return 1;
+	}
+	for (__u32 j = 0; j < TR_WALK_DIRTY; j++) {
+		__u32 k;
+
+		if (j >= n)
+			break;
+		k = w->dirty[j];
+		if (k >= TR_SEL_WORDS || (w->sel[k] & ~r->sel[k]))
+			return 0;
+	}
+	return 1;
+}
+
+struct tr_reach_loop {
+	const struct tr_reach *r;
+	__u32 in;
+	__u32 wire;
+};
+
+static long tr_reach_count_one(__u64 i, void *arg)
+{
+	const struct tr_reach_loop *a = arg;
+	__u32 slot;
+
+	if (!a->r || i >= TR_MAX_BRIDGE_PORTS)
+		return 1;
+	slot = a->r->slots[i];
+	if (slot != a->in)
+		tr_count_tx(tr_stats(slot), a->wire);
+	return 0;
+}
+
+/* Counts a copy sent to each port of reach r but the one in slot in: a
+ * global function that loops with bpf_loop (egress.h's loops over a
+ * bridge's ports say why). */
+__attribute__((noinline)) int tr_reach_count(const struct tr_reach *r, __u32 in, __u32 wire)
+{
+	struct tr_reach_loop a = { .r = r, .in = in, .wire = wire };
+
+	if (r)
+		bpf_loop(r->n, tr_reach_count_one, &a, 0);
+	return 0;
 }
 
 /* XDP: the copies to every port of reach r but the ingress, in one
@@ -276,15 +325,7 @@ static __always_inline int tr_reach_send(struct tr_decision *d, const struct tr_
 		*ret = XDP_DROP;
 		return 1;
 	}
-	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
-		__u32 slot;
-
-		if (i >= r->n)
-			break;
-		slot = r->slots[i];
-		if (slot != d->in_slot)
-			tr_count_tx(tr_stats(slot), wire);
-	}
+	tr_reach_count(r, d->in_slot, wire);
 	*ret = XDP_REDIRECT;
 	return 1;
 }
@@ -315,55 +356,43 @@ static __always_inline __u32 tr_span_of(__u32 slot)
 	return m->span_slot;
 }
 
-/* Takes slot out of the ports left to choose: 0 when it was not among them. */
-static __always_inline int tr_reach_take(__u64 *left, __u32 slot)
-{
-	__u64 bit = 1ULL << (slot & 63);
-	__u32 k = (slot >> 6) & 3;
-
-	if (!slot || !(left[k] & bit))
-		return 0;
-	left[k] &= ~bit;
-	return 1;
-}
-
 /*
  * XDP, a forward in a bridge with mirrors and no patch ports, not
  * VLAN-aware, in a build without capture (which reads the walk's choice):
  * the way out and the span ports of the mirrors it passes, found without
  * the walk. When they are every port of the bridge's reach but the ingress
  * (a mirrored port in a 3-port bridge), they go out in one broadcast
- * (tr_reach_send). 0: not so (the walk decides; it finds the same ports).
+ * (tr_reach_send): all in the reach, none the ingress, none twice, and as
+ * many as the reach has but the ingress. 0: not so (the walk decides; it
+ * finds the same ports).
  */
 static __always_inline int tr_mirror_fast_xdp(struct tr_decision *d, __u32 wire, int *ret)
 {
 	const struct tr_reach *r;
-	__u64 left[4];
-	__u32 span_in = 0, span_out;
+	__u32 span_in = 0, span_out, n = 1, out = d->egress_slot, in = d->in_slot;
 
 	if (capture_on || d->tag.on || d->action != TR_ACT_FORWARD || (d->br->flags & TR_BRIDGE_PATCH))
 		return 0;
 	r = bpf_map_lookup_elem(&reaches, &d->bridge);
-	if (!r)
-		return 0;
-	left[0] = r->sel[0];
-	left[1] = r->sel[1];
-	left[2] = r->sel[2];
-	left[3] = r->sel[3];
-	tr_reach_take(left, d->in_slot); /* the broadcast leaves it out */
-	if (!tr_reach_take(left, d->egress_slot))
+	if (!r || out == in || !tr_in_set(r->sel, out))
 		return 0;
 	if (d->in_flags & TR_PORT_MIRROR_IN) {
-		span_in = tr_span_of(d->in_slot);
-		if (span_in && !tr_reach_take(left, span_in))
-			return 0;
+		span_in = tr_span_of(in);
+		if (span_in) {
+			if (span_in == out || span_in == in || !tr_in_set(r->sel, span_in))
+				return 0;
+			n++;
+		}
 	}
 	if (d->out->flags & TR_PORT_MIRROR_OUT) {
-		span_out = tr_span_of(d->egress_slot);
-		if (span_out && span_out != span_in && !tr_reach_take(left, span_out))
-			return 0;
+		span_out = tr_span_of(out);
+		if (span_out && span_out != span_in) {
+			if (span_out == out || span_out == in || !tr_in_set(r->sel, span_out))
+				return 0;
+			n++;
+		}
 	}
-	if (left[0] | left[1] | left[2] | left[3])
+	if (n + tr_in_set(r->sel, in) != r->n)
 		return 0;
 	return tr_reach_send(d, r, wire, ret);
 }
@@ -377,7 +406,7 @@ static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decis
 					     struct tr_walk *w)
 {
 	void *flood, *data;
-	__u64 *meta;
+	__u64 *meta, tagged = 0;
 	long ret;
 	int r;
 
@@ -388,23 +417,20 @@ static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decis
 			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return XDP_DROP;
 		}
-		w->sel[0] |= 1; /* the copies carry their VLAN's tag */
+		tagged = 1; /* the copies carry their VLAN's tag */
 	}
 	flood = bpf_map_lookup_elem(&patch_floods, &d->bridge);
-	if (!flood || bpf_xdp_adjust_meta(ctx, -(int)sizeof(w->sel))) {
+	if (!flood || bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
 		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
 	meta = (void *)(long)ctx->data_meta;
 	data = (void *)(long)ctx->data;
-	if ((void *)(meta + 4) > data) {
+	if ((void *)(meta + 1) > data) {
 		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
-	meta[0] = w->sel[0];
-	meta[1] = w->sel[1];
-	meta[2] = w->sel[2];
-	meta[3] = w->sel[3];
+	*meta = w->seq << 1 | tagged;
 	ret = bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
 	if (ret != XDP_REDIRECT) {
 		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
@@ -421,37 +447,29 @@ static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decis
 static __always_inline int tr_devmap_patch_egress(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
-	__u64 *meta = (void *)(long)ctx->data_meta;
+	__u64 *meta = (void *)(long)ctx->data_meta, m;
 	const struct tr_port *out;
-	__u64 word, tagged;
-	__u32 slot;
+	struct tr_walk *w;
+	__u32 i;
 
-	if ((void *)(meta + 4) > data)
+	if ((void *)(meta + 1) > data)
 		return XDP_DROP;
+	m = *meta;
 	out = tr_port_of(ctx->egress_ifindex);
 	if (!out)
 		return XDP_DROP;
-	slot = out->slot;
-	switch (slot >> 6) {
-	case 0:
-		word = meta[0];
-		break;
-	case 1:
-		word = meta[1];
-		break;
-	case 2:
-		word = meta[2];
-		break;
-	default:
-		word = meta[3];
-		break;
-	}
-	if (!slot || !((word >> (slot & 63)) & 1))
-		return XDP_DROP; /* not a port the walk chose */
-	tagged = meta[0] & 1;
-	if (bpf_xdp_adjust_meta(ctx, sizeof(__u64) * 4))
+	i = (m >> 1) & (TR_WALK_RING - 1);
+	w = bpf_map_lookup_elem(&walks, &i);
+	if (!w || w->seq != m >> 1) {
+		/* Its walk's entry was taken by a later walk (tr_walk_new). */
+		tr_count_tx_dropped(tr_stats(out->slot));
 		return XDP_DROP;
-	return tr_devmap_out(ctx, out, 0, tagged);
+	}
+	if (!tr_chosen(w, out->slot))
+		return XDP_DROP; /* not a port the walk chose */
+	if (bpf_xdp_adjust_meta(ctx, sizeof(*meta)))
+		return XDP_DROP;
+	return tr_devmap_out(ctx, out, 0, m & 1);
 }
 
 /*
@@ -468,7 +486,6 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	const struct tr_path_memo *m;
 	const struct tr_port *out;
 	struct tr_walk *w;
-	__u32 zero = 0;
 	__u16 first = 0;
 
 	if (!d->eth || !d->br || !d->in_st) {
@@ -502,17 +519,13 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 		if (tr_mirror_fast_xdp(d, p->wire, &ret))
 			return ret;
 	}
-	w = bpf_map_lookup_elem(&walks, &zero);
+	w = tr_walk_new();
 	if (!w) {
 		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
 	/* What the walk reads before it writes, and capture after it; not the
 	 * whole struct (its queue and hops are read only below their counts). */
-	w->sel[0] = 0;
-	w->sel[1] = 0;
-	w->sel[2] = 0;
-	w->sel[3] = 0;
 	w->nsel = 0;
 	w->head = 0;
 	w->tail = 0;

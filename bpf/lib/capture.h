@@ -124,7 +124,7 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	b->rec.caplen = n;
 	b->rec.meta_tci = meta >> 16;
 	b->rec.meta_proto = meta & 0xffff;
-	w = bpf_map_lookup_elem(&walks, &zero);
+	w = tr_walk_cur();
 	if (w) {
 		w->nsel = 0; /* see tr_capture_record */
 		w->dropped = 0;
@@ -146,18 +146,10 @@ static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 						 const struct tr_bridge *br, const struct tr_port *in,
 						 const struct tr_port *out, __u32 ifindex, __u32 vid)
 {
-	int member = 0;
 	__u16 deny = 0;
 
+	/* out is a port of br: the caller found it in br's ports (tr_port's bridge). */
 	if (b->rec.caplen < ETH_ALEN)
-		return 0;
-	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
-		if (i >= br->nports)
-			break;
-		if (br->ports[i].ifindex == ifindex)
-			member = 1;
-	}
-	if (!member)
 		return 0;
 	if (br->flags & TR_BRIDGE_POLICY)
 		deny = tr_flood_deny(in->flags, b->data);
@@ -199,7 +191,7 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 	/* A frame that went through the walk (tr_walk: patch ports, and any
 	 * stage that joins it) left by the ports it chose; tr_capture_in
 	 * cleared its count, which only a walk of this frame sets again. */
-	w = bpf_map_lookup_elem(&walks, &zero);
+	w = tr_walk_cur();
 	walked = w && w->nsel;
 	r = &b->rec;
 	r->egress = 0;
@@ -229,7 +221,7 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 			return 0;
 		if (walked) {
 			slot = out->slot;
-			if (!w || !((w->sel[(slot >> 6) & 3] >> (slot & 63)) & 1))
+			if (!w || !tr_chosen(w, slot))
 				return 0;
 		} else if (action == TR_ACT_FORWARD) {
 			if (egress != c->ifindex)

@@ -169,11 +169,12 @@ static __always_inline void tr_src_remember(struct tr_table_view *v, __u32 ifind
 }
 
 /*
- * Tells the control plane that an address moved: a record in the event
- * ring, or a count in event_lost when the ring is full (the daemon is
- * behind, or not running). The datapath never waits for the daemon. A
+ * Tells the control plane that an address moved, or (an old slot of 0)
+ * that a bridge with an overlay port learned a new one: a record in the
+ * event ring, or a count in event_lost when the ring is full (the daemon
+ * is behind, or not running). The datapath never waits for the daemon. A
  * global function, so it is verified once and the learning path holds
- * only its call, on the move's way alone: mac is the address's 6 bytes
+ * only its call, on those rare ways alone: mac is the address's 6 bytes
  * in memory order, bridge_vlan the bridge << 16 | VID, slots the old
  * port's slot << 16 | the new one's.
  */
@@ -191,7 +192,8 @@ __attribute__((noinline)) int tr_event_move(__u64 mac, __u32 bridge_vlan, __u32 
 		return 0;
 	}
 	e->ts_ns = bpf_ktime_get_coarse_ns();
-	e->type = TR_EVENT_MOVE;
+	/* A learn (lib/fdb.h's tr_learn, from no port) or a move. */
+	e->type = slots >> 16 ? TR_EVENT_MOVE : TR_EVENT_LEARN;
 	e->bridge = bridge_vlan >> 16;
 	e->vlan = bridge_vlan & 0xffff;
 	__builtin_memcpy(e->mac, &mac, 6);
@@ -294,6 +296,12 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 	tr_count_add(&bridge_macs, in->bridge, 1);
 	st->c[TR_CNT_LEARNED]++;
 	tr_src_remember(v, ifindex, in->bridge, vlan, src);
+	if (br->flags & TR_BRIDGE_OVERLAY) {
+		/* FRR learns of it now, not at the daemon's next look at the
+		 * table (issue 30: type-2 convergence). */
+		__builtin_memcpy(&mac, key.mac, 6);
+		tr_event_move(mac, (__u32)in->bridge << 16 | vlan, in->slot, 0, ifindex);
+	}
 	return 0;
 }
 

@@ -28,10 +28,16 @@
 #include "fdb.h"
 #include "vlan.h"
 
+/* The words of a walk's set of slots it remembers writing (tr_choose). */
+#define TR_WALK_DIRTY 8
+
 /* The walk of one frame through patched bridges. Only scalars: global
  * functions (verified once, not at every call) take it by pointer. */
 struct tr_walk {
-	__u64 sel[4]; /* xdp: the interface ports a copy goes to, by slot; bit 0 (slot 0 is no port): the copies carry a VLAN tag */
+	__u64 sel[TR_SEL_WORDS]; /* the interface ports chosen, a bit each by slot (xdp: where the copies go) */
+	__u64 seq;    /* which walk of this CPU's this is (tr_walk_new): its copies carry it */
+	__u8 dirty[TR_WALK_DIRTY]; /* the words of sel written, while ndirty <= TR_WALK_DIRTY */
+	__u32 ndirty; /* how many; TR_WALK_DIRTY + 1: more (sel is cleared whole) */
 	__u64 now; /* the view's (lib/fdb.h), read once for the walk */
 	__u64 tick;
 	__u32 gen;
@@ -59,15 +65,94 @@ struct tr_walk {
 	__u32 fin;  /* and the slot of the port it entered that bridge by */
 };
 
-/* Each CPU's walk: too big for the stack of a program that calls two
- * functions deep. A frame's walk runs start to end on one CPU, in softirq,
- * where no other frame's can interrupt it. */
+/* Each CPU's walks, a ring of them: too big for the stack of a program
+ * that calls two functions deep. A frame's walk runs start to end on one
+ * CPU, in softirq, where no other frame's can interrupt it; but XDP sends
+ * its copies later, when the device map is flushed at the end of the NAPI
+ * poll (at most its budget, 64 frames, later), on the same CPU, and
+ * trestle_patch_egress then reads the choice of the walk that sent them.
+ * So each walk takes the next entry of the ring (walk_at counts them), and
+ * a copy carries its walk's number in the frame's metadata: the ring is
+ * four times the budget, and a copy whose walk was written over since
+ * (which would take 256 frames before a flush) is dropped, counted. The
+ * choice is a set of slots (4097 bits: too many for the 32 bytes of
+ * metadata a frame may carry). */
+#define TR_WALK_RING 256
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TR_WALK_RING);
+	__type(key, __u32);
+	__type(value, struct tr_walk);
+} walks SEC(".maps");
+
+/* The number of this CPU's last walk. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct tr_walk);
-} walks SEC(".maps");
+	__type(value, __u64);
+} walk_at SEC(".maps");
+
+/* Whether slot is in the set of slots sel (a tr_walk's or a tr_reach's). */
+static __always_inline int tr_in_set(const __u64 *sel, __u32 slot)
+{
+	__u32 k = slot >> 6;
+
+	/* The bound on k itself, not a range of slot the compiler would
+	 * fold it into (which the verifier cannot carry over to k). */
+	asm volatile("" : "+r"(k));
+	if (!slot || k >= TR_SEL_WORDS)
+		return 0;
+	return (sel[k] >> (slot & 63)) & 1;
+}
+
+/* This CPU's current walk: the last one started (capture reads it). */
+static __always_inline struct tr_walk *tr_walk_cur(void)
+{
+	__u32 zero = 0, i;
+	__u64 *at = bpf_map_lookup_elem(&walk_at, &zero);
+
+	if (!at)
+		return NULL;
+	i = *at & (TR_WALK_RING - 1);
+	return bpf_map_lookup_elem(&walks, &i);
+}
+
+/* A new walk: the next entry of the ring, its set of ports emptied (the
+ * words its last walk wrote, or all). The caller sets the rest. */
+static __always_inline struct tr_walk *tr_walk_new(void)
+{
+	__u32 zero = 0, i, n;
+	__u64 *at = bpf_map_lookup_elem(&walk_at, &zero), seq;
+	struct tr_walk *w;
+
+	if (!at)
+		return NULL;
+	seq = *at + 1;
+	*at = seq;
+	i = seq & (TR_WALK_RING - 1);
+	w = bpf_map_lookup_elem(&walks, &i);
+	if (!w)
+		return NULL;
+	n = w->ndirty;
+	if (n > TR_WALK_DIRTY) {
+		__builtin_memset(w->sel, 0, sizeof(w->sel));
+	} else {
+		for (__u32 j = 0; j < TR_WALK_DIRTY; j++) {
+			__u32 k;
+
+			if (j >= n)
+				break;
+			k = w->dirty[j];
+			if (k < TR_SEL_WORDS)
+				w->sel[k] = 0;
+		}
+	}
+	w->ndirty = 0;
+	w->seq = seq;
+	return w;
+}
 
 /* Each walked bridge's reach (struct tr_reach), by bridge id, and its
  * ports as a devmap with no program (ifindex -> ifindex, as the floods
@@ -168,44 +253,27 @@ static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out
  * mirrored ports copy to gets one copy. */
 static __always_inline int tr_chosen(const struct tr_walk *w, __u32 slot)
 {
-	__u64 word;
-
-	switch (slot >> 6) {
-	case 0:
-		word = w->sel[0];
-		break;
-	case 1:
-		word = w->sel[1];
-		break;
-	case 2:
-		word = w->sel[2];
-		break;
-	default:
-		word = w->sel[3];
-		break;
-	}
-	return slot && ((word >> (slot & 63)) & 1);
+	return tr_in_set(w->sel, slot);
 }
 
 /* The walk chose an interface port (xdp: its bit; tc sends as it goes). */
 static __always_inline void tr_choose(struct tr_walk *w, __u32 ifindex, __u32 slot)
 {
-	__u64 bit = 1ULL << (slot & 63);
+	__u32 k = slot >> 6, n;
 
-	/* Constant offsets: the verifier follows them through a global function. */
-	switch (slot >> 6) {
-	case 0:
-		w->sel[0] |= bit;
-		break;
-	case 1:
-		w->sel[1] |= bit;
-		break;
-	case 2:
-		w->sel[2] |= bit;
-		break;
-	case 3:
-		w->sel[3] |= bit;
-		break;
+	asm volatile("" : "+r"(k)); /* as in tr_in_set */
+	if (k < TR_SEL_WORDS) {
+		if (!w->sel[k]) {
+			/* A word written first: remembered, so that the
+			 * next walk of this entry clears only it. */
+			n = w->ndirty;
+			if (n <= TR_WALK_DIRTY) {
+				if (n < TR_WALK_DIRTY)
+					w->dirty[n] = k;
+				w->ndirty = n + 1;
+			}
+		}
+		w->sel[k] |= 1ULL << (slot & 63);
 	}
 	w->nsel++;
 	w->last_slot = slot;

@@ -40,7 +40,7 @@ their interfaces this way; docs/run-time-ports.md explains it.`,
 answer once it forwards (it is attached), or say why it cannot: no such
 bridge or interface, the interface already a port (of which bridge, and
 whether from the file or added at run time), the bridge or the switch full
-(` + fmt.Sprint(config.MaxPortsPerBridge) + ` ports a bridge and ` + fmt.Sprint(config.MaxPorts) + ` in all today; the limit will rise), or a key the
+(` + fmt.Sprint(config.MaxPortsPerBridge) + ` ports a bridge and ` + fmt.Sprint(config.MaxPorts) + ` in all), or a key the
 config file would refuse, with the file's message. On an error nothing that
 runs changes.
 

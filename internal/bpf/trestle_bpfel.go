@@ -19,7 +19,7 @@ type TrestleTrBridge struct {
 	MaxEntries uint32
 	Flags      uint32
 	FilterSet  uint32
-	Ports      [64]TrestleTrBridgePort
+	Ports      [1024]TrestleTrBridgePort
 	Name       [16]int8
 }
 
@@ -32,6 +32,7 @@ const (
 	TrestleTrBridgeFlagsTR_BRIDGE_MIRROR     TrestleTrBridgeFlags = 8
 	TrestleTrBridgeFlagsTR_BRIDGE_FILTER     TrestleTrBridgeFlags = 16
 	TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT TrestleTrBridgeFlags = 32
+	TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY    TrestleTrBridgeFlags = 64
 )
 
 type TrestleTrBridgePort struct {
@@ -230,7 +231,8 @@ const (
 type TrestleTrEventType uint32
 
 const (
-	TrestleTrEventTypeTR_EVENT_MOVE TrestleTrEventType = 1
+	TrestleTrEventTypeTR_EVENT_MOVE  TrestleTrEventType = 1
+	TrestleTrEventTypeTR_EVENT_LEARN TrestleTrEventType = 2
 )
 
 type TrestleTrFdbFlags uint32
@@ -343,8 +345,9 @@ type TrestleTrLimits uint32
 
 const (
 	TrestleTrLimitsTR_MAX_BRIDGES      TrestleTrLimits = 64
-	TrestleTrLimitsTR_MAX_PORTS        TrestleTrLimits = 256
-	TrestleTrLimitsTR_MAX_BRIDGE_PORTS TrestleTrLimits = 64
+	TrestleTrLimitsTR_MAX_PORTS        TrestleTrLimits = 4097
+	TrestleTrLimitsTR_MAX_BRIDGE_PORTS TrestleTrLimits = 1024
+	TrestleTrLimitsTR_SEL_WORDS        TrestleTrLimits = 65
 	TrestleTrLimitsTR_PORT_DIRECT      TrestleTrLimits = 65536
 	TrestleTrLimitsTR_NAME_LEN         TrestleTrLimits = 16
 	TrestleTrLimitsTR_VLAN_IDS         TrestleTrLimits = 4096
@@ -417,10 +420,10 @@ type TrestleTrPortVlans struct {
 
 type TrestleTrReach struct {
 	_     structs.HostLayout
-	Sel   [4]uint64
+	Sel   [65]uint64
 	N     uint32
 	Pad   uint32
-	Slots [64]uint16
+	Slots [1024]uint16
 }
 
 type TrestleTrState struct {
@@ -508,7 +511,11 @@ type TrestleTrVlanStats struct {
 
 type TrestleTrWalk struct {
 	_           structs.HostLayout
-	Sel         [4]uint64
+	Sel         [65]uint64
+	Seq         uint64
+	Dirty       [8]uint8
+	Ndirty      uint32
+	_           [4]byte
 	Now         uint64
 	Tick        uint64
 	Gen         uint32
@@ -575,6 +582,7 @@ const (
 	TrestleMapVlanFloods          = "vlan_floods"
 	TrestleMapVlanStats           = "vlan_stats"
 	TrestleMapVlans               = "vlans"
+	TrestleMapWalkAt              = "walk_at"
 	TrestleMapWalks               = "walks"
 	TrestleProgTrestlePatchEgress = "trestle_patch_egress"
 	TrestleProgTrestleTc          = "trestle_tc"
@@ -702,6 +710,7 @@ type TrestleMapSpecs struct {
 	VlanFloods    *ebpf.MapSpec `ebpf:"vlan_floods"`
 	VlanStats     *ebpf.MapSpec `ebpf:"vlan_stats"`
 	Vlans         *ebpf.MapSpec `ebpf:"vlans"`
+	WalkAt        *ebpf.MapSpec `ebpf:"walk_at"`
 	Walks         *ebpf.MapSpec `ebpf:"walks"`
 }
 
@@ -795,6 +804,7 @@ type TrestleMaps struct {
 	VlanFloods    *ebpf.Map `ebpf:"vlan_floods"`
 	VlanStats     *ebpf.Map `ebpf:"vlan_stats"`
 	Vlans         *ebpf.Map `ebpf:"vlans"`
+	WalkAt        *ebpf.Map `ebpf:"walk_at"`
 	Walks         *ebpf.Map `ebpf:"walks"`
 }
 
@@ -835,6 +845,7 @@ func (m *TrestleMaps) Close() error {
 		m.VlanFloods,
 		m.VlanStats,
 		m.Vlans,
+		m.WalkAt,
 		m.Walks,
 	)
 }

@@ -31,6 +31,7 @@ const (
 	MaxBridges     = int(TrestleTrLimitsTR_MAX_BRIDGES)
 	MaxPorts       = int(TrestleTrLimitsTR_MAX_PORTS)
 	MaxBridgePorts = int(TrestleTrLimitsTR_MAX_BRIDGE_PORTS)
+	SelWords       = int(TrestleTrLimitsTR_SEL_WORDS)
 	NumDrops       = int(TrestleTrDropReasonTR_DROP__MAX)
 	PortDirect     = uint32(TrestleTrLimitsTR_PORT_DIRECT)
 	NameLen        = int(TrestleTrLimitsTR_NAME_LEN)
@@ -60,6 +61,7 @@ const (
 	StormKinds       = int(TrestleTrStormKindTR_STORM_KINDS)
 	MirrorVLANs      = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
 	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
+	BridgeOverlay    = uint32(TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY)
 	MaxPatchChain    = int(TrestleTrLimitsTR_MAX_PATCH_CHAIN)
 
 	BridgeFilter    = uint32(TrestleTrBridgeFlagsTR_BRIDGE_FILTER)

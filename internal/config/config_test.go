@@ -857,19 +857,29 @@ func TestParseLimits(t *testing.T) {
 		}
 	})
 	t.Run("too many ports per bridge", func(t *testing.T) {
+		// A bridge's three lines, then three a port.
 		checkErrors(t, manyBridges(MaxPortsPerBridge+1), []string{
-			`t.toml:196: bridge[0].port[64]: too many ports in one bridge: at most 64 are allowed`})
+			fmt.Sprintf(`t.toml:%d: bridge[0].port[%d]: too many ports in one bridge: at most %d are allowed`,
+				4+3*MaxPortsPerBridge, MaxPortsPerBridge, MaxPortsPerBridge)})
 	})
+	full := make([]int, MaxPorts/MaxPortsPerBridge)
+	for i := range full {
+		full[i] = MaxPortsPerBridge
+	}
 	t.Run("max ports", func(t *testing.T) {
-		if _, err := Parse("t.toml", manyBridges(64, 64, 64, 63)); err != nil {
+		if MaxPorts%MaxPortsPerBridge != 0 {
+			t.Fatalf("MaxPorts %d is not a number of full bridges of %d", MaxPorts, MaxPortsPerBridge)
+		}
+		if _, err := Parse("t.toml", manyBridges(full...)); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("too many ports", func(t *testing.T) {
-		// Port 255 overall is the last of bridge[3]: 4 headers and 255
-		// ports of three lines come before it.
-		checkErrors(t, manyBridges(64, 64, 64, 64), []string{
-			`t.toml:778: bridge[3].port[63]: too many ports in all bridges together: at most 255 are allowed`})
+		// The port after MaxPorts is the first of one more bridge.
+		line := len(full)*(3+3*MaxPortsPerBridge) + 4
+		checkErrors(t, manyBridges(append(full, 1)...), []string{
+			fmt.Sprintf(`t.toml:%d: bridge[%d].port[0]: too many ports in all bridges together: at most %d are allowed`,
+				line, len(full), MaxPorts)})
 	})
 }
 

@@ -14,15 +14,19 @@ import (
 // dirty. The address counts follow each deletion (datapath.DelFDB): there
 // is nothing to recount.
 func (d *Daemon) sweep() error {
+	// The table is read before the lock is taken, as status reads it: an
+	// entry refreshed while it is read may go as idle, as it might have
+	// before (the datapath refreshes without the lock), and comes back
+	// with the station's next frame.
+	es, err := d.table.FDB()
+	if err != nil {
+		return err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	byID := map[uint16]*bridgeState{}
 	for _, b := range d.bridges {
 		byID[b.id] = b
-	}
-	es, err := d.table.FDB()
-	if err != nil {
-		return err
 	}
 	var orphans, idle []datapath.FDBEntry
 	for _, e := range es {

@@ -79,10 +79,13 @@ func (d *Daemon) sortedBridges(only string) ([]*bridgeState, error) {
 }
 
 func (d *Daemon) status() (ctl.Status, error) {
+	// The table is read before the lock is taken (architecture.md, "The
+	// control plane", "Around the reconcile"): a tenant who fills it makes the dump longer, not
+	// the time every other request waits.
+	es, err := d.table.FDB()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := ctl.Status{Config: d.opts.ConfigPath, Persist: d.persist, PinDir: d.pins.PinDir()}
-	es, err := d.table.FDB()
 	if err != nil {
 		return st, err
 	}
@@ -254,6 +257,7 @@ func (d *Daemon) vlanStats(only string) ([]ctl.VLANStats, error) {
 }
 
 func (d *Daemon) fdbShow(only string) ([]ctl.FDBEntry, error) {
+	es, derr := d.table.FDB() // before the lock, as status reads it
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	bs, err := d.sortedBridges(only)
@@ -264,9 +268,8 @@ func (d *Daemon) fdbShow(only string) ([]ctl.FDBEntry, error) {
 	for _, b := range bs {
 		byID[b.id] = b
 	}
-	es, err := d.table.FDB()
-	if err != nil {
-		return nil, err
+	if derr != nil {
+		return nil, derr
 	}
 	out := []ctl.FDBEntry{}
 	for _, e := range es {

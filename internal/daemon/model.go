@@ -210,6 +210,9 @@ func (b *bridgeState) desired() datapath.BridgeInfo {
 		if i := p.info(); i != nil && i.Mirrored() {
 			info.Mirror = true
 		}
+		if p.cfg.VXLAN != 0 {
+			info.Overlay = true
+		}
 	}
 	info.Filter = b.filter()
 	if patched || info.Mirror || info.FilterWalks() {
@@ -272,7 +275,7 @@ func sameBridgeInfo(a, b *datapath.BridgeInfo) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy && a.Mirror == b.Mirror &&
+	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy && a.Mirror == b.Mirror && a.Overlay == b.Overlay &&
 		slices.Equal(a.VLANs, b.VLANs) && slices.EqualFunc(a.Ports, b.Ports, datapath.PortInfo.Equal) &&
 		slices.EqualFunc(a.Reach, b.Reach, datapath.PortInfo.Equal) && reflect.DeepEqual(a.Filter, b.Filter)
 }

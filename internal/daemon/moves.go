@@ -227,7 +227,10 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 			d.log.Debug("event ring", "err", err)
 			continue
 		}
-		d.nudgeOverlay() // a station moved: to or from an overlay port, perhaps
+		d.nudgeOverlay() // a station moved (to or from an overlay port, perhaps), or is new beside one
+		if m.Learn {
+			continue
+		}
 		if ln, ok := lim.add(m, time.Now()); ok {
 			d.logMove(ln)
 		}

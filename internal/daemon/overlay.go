@@ -195,15 +195,12 @@ func inOverlay(p *portState, e datapath.FDBEntry) bool {
 // syncOverlay compares the table with each overlay port's VNI, from one
 // dump: local addresses are written on (or withdrawn from) the advertise
 // port, remote ones the table lacks are put back, and entries of the
-// overlay port that no remote backs go. Called with d.mu held.
-func (d *Daemon) syncOverlay() error {
+// overlay port that no remote backs go. es is the table, read before the
+// lock was taken (runSync). Called with d.mu held.
+func (d *Daemon) syncOverlay(es []datapath.FDBEntry) error {
 	ports := d.overlayPorts()
 	if len(ports) == 0 {
 		return nil
-	}
-	es, err := d.table.FDB()
-	if err != nil {
-		return err
 	}
 	var errs []error
 	for _, p := range ports {
@@ -363,10 +360,22 @@ func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
 	}
 }
 
+// runSync reads the table without the daemon's lock (a full table is a
+// dump of 65,536 entries every 100 ms while an overlay port forwards, which
+// a tenant can bring about), then compares it under the lock.
 func (d *Daemon) runSync() {
 	d.mu.Lock()
-	err := d.syncOverlay()
+	have := len(d.overlayPorts()) > 0
 	d.mu.Unlock()
+	if !have {
+		return
+	}
+	es, err := d.table.FDB()
+	if err == nil {
+		d.mu.Lock()
+		err = d.syncOverlay(es)
+		d.mu.Unlock()
+	}
 	if err != nil {
 		d.log.Warn("overlay sync", "err", err)
 	}

@@ -368,10 +368,10 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 		total += len(ob.ports)
 	}
 	if len(b.ports) >= config.MaxPortsPerBridge {
-		return ctl.PortEntry{}, fmt.Errorf("bridge %q is full: it has %d ports, the most a bridge takes today (the limit will rise)", b.cfg.Name, len(b.ports))
+		return ctl.PortEntry{}, fmt.Errorf("bridge %q is full: it has %d ports, the most a bridge takes; put the next on another bridge", b.cfg.Name, len(b.ports))
 	}
 	if total >= config.MaxPorts {
-		return ctl.PortEntry{}, fmt.Errorf("the switch is full: its bridges have %d ports, the most it takes today in all bridges together (the limit will rise)", total)
+		return ctl.PortEntry{}, fmt.Errorf("the switch is full: its bridges have %d ports, the most it takes in all bridges together", total)
 	}
 	l, err := d.sys.LinkByName(req.Port)
 	if errors.Is(err, errNoLink) {

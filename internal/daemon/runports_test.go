@@ -132,7 +132,7 @@ func TestRunPortAddFullBridge(t *testing.T) {
 	w.mustPortAdd("br0", ports[config.MaxPortsPerBridge-1], "")
 	before := w.dp.snapshot()
 	_, err := w.portAdd("br0", "r1", "")
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("bridge \"br0\" is full: it has %d ports", config.MaxPortsPerBridge)) || !strings.Contains(err.Error(), "will rise") {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("bridge \"br0\" is full: it has %d ports", config.MaxPortsPerBridge)) || !strings.Contains(err.Error(), "another bridge") {
 		t.Fatalf("add to a full bridge: %v", err)
 	}
 	if w.dp.snapshot() != before {

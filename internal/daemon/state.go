@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/trestle/trestle/internal/instance"
 )
@@ -72,35 +71,11 @@ func openState(dir string) (*stateDir, error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := safeDir(d, d == dir); err != nil {
+		if err := instance.SafeDir(d, d == dir); err != nil {
 			return nil, fmt.Errorf("state directory %s: %w", d, err)
 		}
 	}
 	return &stateDir{dir: dir}, nil
-}
-
-// safeDir checks that dir is a directory (not a link to one) that no user
-// but this one (or root, for a parent) owns or may write.
-func safeDir(dir string, own bool) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return errors.New("not a directory: remove it, or choose another socket")
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	me := uint32(os.Geteuid())
-	if st.Uid != me && (own || st.Uid != 0) {
-		return fmt.Errorf("owned by uid %d, not this user (uid %d): refused", st.Uid, me)
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("writable by other users (mode %v): refused; chmod go-w it", fi.Mode().Perm())
-	}
-	return nil
 }
 
 func (s *stateDir) file() string { return filepath.Join(s.dir, "peers.json") }

@@ -31,6 +31,10 @@ type BridgeInfo struct {
 	// Mirror: a port of the bridge is mirrored; its frames take the walk
 	// (bpf/lib/patch.h), and its Reach is set as a patched bridge's is.
 	Mirror bool
+	// Overlay: the bridge has an overlay port (docs/overlay.md): each
+	// address it learns is reported in the event ring (Move.Learn), so
+	// that the daemon advertises it to FRR at once.
+	Overlay bool
 	// Filter: the bridge's filter is on, with these rules (filter.go).
 	// Rules on the egress port make its floods take the walk, which
 	// filters each copy: its Reach is set then too (FilterWalks).
@@ -111,6 +115,9 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 	}
 	if b.Policy {
 		br.Flags |= tbpf.BridgePolicy
+	}
+	if b.Overlay {
+		br.Flags |= tbpf.BridgeOverlay
 	}
 	for i, p := range b.Ports {
 		br.Ports[i] = tbpf.BridgePort{Ifindex: p.Ifindex, Slot: uint32(p.Slot)}
@@ -497,7 +504,7 @@ func (d *Datapath) Bridges() ([]BridgeInfo, error) {
 			return nil, fmt.Errorf("read bridge %d: %w", id, err)
 		}
 		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries, VLANAware: br.Flags&tbpf.BridgeVLAN != 0,
-			Policy: br.Flags&tbpf.BridgePolicy != 0, Mirror: br.Flags&tbpf.BridgeMirror != 0}
+			Policy: br.Flags&tbpf.BridgePolicy != 0, Mirror: br.Flags&tbpf.BridgeMirror != 0, Overlay: br.Flags&tbpf.BridgeOverlay != 0}
 		d.hadPatch[b.ID] = br.Flags&(tbpf.BridgePatch|tbpf.BridgeMirror) != 0
 		for _, c := range br.Name {
 			if c == 0 {

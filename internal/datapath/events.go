@@ -26,6 +26,9 @@ const EventRingSize = int(tbpf.TrestleTrEventLimitsTR_EVENT_RING)
 
 // Move is an address that moved to another port of its bridge.
 type Move struct {
+	// Learn: not a move but a new address in a bridge with an overlay
+	// port (BridgeInfo.Overlay), learned on ToSlot; FromSlot is 0.
+	Learn            bool
 	Time             time.Time
 	Bridge, VLAN     uint16
 	MAC              net.HardwareAddr
@@ -90,10 +93,11 @@ func decodeEvent(raw []byte, offset int64) (Move, error) {
 	if err := binary.Read(bytes.NewReader(raw), binary.NativeEndian, &e); err != nil {
 		return Move{}, fmt.Errorf("decode event record: %w", err)
 	}
-	if e.Type != uint16(tbpf.TrestleTrEventTypeTR_EVENT_MOVE) {
+	learn := e.Type == uint16(tbpf.TrestleTrEventTypeTR_EVENT_LEARN)
+	if e.Type != uint16(tbpf.TrestleTrEventTypeTR_EVENT_MOVE) && !learn {
 		return Move{}, fmt.Errorf("event record of unknown type %d", e.Type)
 	}
-	return Move{Time: time.Unix(0, int64(e.TsNs)+offset), Bridge: e.Bridge, VLAN: e.Vlan,
+	return Move{Learn: learn, Time: time.Unix(0, int64(e.TsNs)+offset), Bridge: e.Bridge, VLAN: e.Vlan,
 		MAC: append(net.HardwareAddr(nil), e.Mac[:]...), FromSlot: e.FromSlot, ToSlot: e.ToSlot,
 		FromIfindex: e.FromIfindex, ToIfindex: e.ToIfindex}, nil
 }

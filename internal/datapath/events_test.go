@@ -94,3 +94,41 @@ func TestMoveEventsLost(t *testing.T) {
 		}
 	})
 }
+
+// In a bridge with an overlay port (BridgeInfo.Overlay) each new address
+// is a record too (Move.Learn), so that the daemon advertises it to FRR at
+// once; a known one, refreshed or forwarded, is none; a bridge without one
+// reports no learn.
+func TestLearnEvents(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r, rd := eventRig(t, m)
+		r.run(1, ipv4(bcast, macA)) // learned, no overlay port: no record
+		var ports []PortInfo
+		for slot := 1; slot <= 3; slot++ {
+			ports = append(ports, PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot)})
+		}
+		if err := r.ns.Do(func() error {
+			return r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: ports, Overlay: true})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		r.run(2, ipv4(macA, macB)) // learned: a record
+		r.run(2, ipv4(macA, macB)) // known
+		r.run(1, ipv4(macB, macA)) // known, forwarded
+		r.run(3, ipv4(macB, macA)) // moved 1 -> 3: a move
+		got := readMoves(t, rd)
+		if len(got) != 2 {
+			t.Fatalf("%d records, want a learn and a move: %+v", len(got), got)
+		}
+		if g := got[0]; !g.Learn || g.MAC.String() != macB.String() || g.Bridge != 1 || g.FromSlot != 0 || g.ToSlot != 2 || g.ToIfindex != r.port[2] {
+			t.Errorf("record 0: %+v, want the learn of %s on slot 2", g, macB)
+		}
+		if g := got[1]; g.Learn || g.MAC.String() != macA.String() || g.FromSlot != 1 || g.ToSlot != 3 {
+			t.Errorf("record 1: %+v, want the move of %s from slot 1 to 3", g, macA)
+		}
+		bs, err := r.dp.Bridges()
+		if err != nil || len(bs) != 1 || !bs[0].Overlay {
+			t.Errorf("bridges read back: %+v (%v), want br0 with Overlay", bs, err)
+		}
+	})
+}

@@ -101,7 +101,7 @@ func TestMirrorReach(t *testing.T) {
 		if err := r.dp.objs.Reaches.Lookup(uint32(1), &reach); err != nil {
 			t.Fatal(err)
 		}
-		if reach.N != 4 || reach.Sel != [4]uint64{1<<1 | 1<<2 | 1<<3 | 1<<4} {
+		if reach.N != 4 || reach.Sel != [tbpf.SelWords]uint64{1<<1 | 1<<2 | 1<<3 | 1<<4} {
 			t.Errorf("reach %+v, want slots 1-4", reach)
 		}
 		r.wantVerdict(r.run(1, ipv4(macB, macA)), m.redirect, "A to B, 4 ports")

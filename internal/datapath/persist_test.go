@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -317,5 +318,48 @@ func TestPinnedTableGrows(t *testing.T) {
 	r.dp = nil
 	if _, err := instance.Down(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPinDirRefused: a pin directory another user may write is refused
+// before anything in it is adopted (a map put there would be the switch's
+// table, a program its datapath), and so is a link in its place.
+func TestPinDirRefused(t *testing.T) {
+	root := testutil.RequireBPFFS(t)
+	r := newRig(t, modes[0], 1024, [4]uint32{})
+	r.dp.Close()
+	open := func(dir string) error {
+		return r.ns.Do(func() error {
+			dp, err := Load(Options{FDBCapacity: 1024, Refresh: time.Hour, PinDir: dir})
+			if err == nil {
+				dp.Close()
+			}
+			return err
+		})
+	}
+	dir := filepath.Join(root, "dp")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(dir); err == nil || !strings.Contains(err.Error(), "writable by other users") {
+		t.Errorf("a pin directory of mode 0777: %v, want refused", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(dir); err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
+		t.Errorf("a pin directory of another user: %v, want refused", err)
+	}
+	if err := os.Chown(dir, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(dir); err != nil {
+		t.Errorf("the pin directory made right: %v", err)
 	}
 }

@@ -146,6 +146,13 @@ func openPins(dir string, spec *ebpf.CollectionSpec, ncpu int, log func(string, 
 	if err := os.MkdirAll(filepath.Join(dir, linksDir), 0o700); err != nil {
 		return nil, fmt.Errorf("create pin directory: %w", err)
 	}
+	// What is pinned here is adopted (maps the switch reads, programs it
+	// runs): the directory and its parent must be no other user's.
+	for _, d := range []string{filepath.Dir(dir), dir, filepath.Join(dir, linksDir)} {
+		if err := instance.SafeDir(d, d != filepath.Dir(dir)); err != nil {
+			return nil, fmt.Errorf("pin directory %s: %w", d, err)
+		}
+	}
 	p := &pinState{dir: dir, log: log, ncpu: ncpu, replacements: map[string]*ebpf.Map{}, layouts: map[string]*Layout{}, adopted: map[string]bool{}}
 	ok := false
 	var maps []*pinned

@@ -121,3 +121,66 @@ func TestStormControlAcrossCPUs(t *testing.T) {
 	}
 	t.Logf("%d of %d passed in %v (limit %d/s, burst %d: %.0f allowed)", s.C[tbpf.Flooded], sent[0]+sent[1], elapsed, rate, burst, allowed)
 }
+
+// TestHighSlot: a port in the last slot there is (4096, far above the 255
+// of old) learns, is forwarded to, floods, and keeps its MAC limit and its
+// storm control, as the first slots do (issue 28).
+func TestHighSlot(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		hi := uint16(tbpf.MaxPorts - 1)
+		const rate = 1000 // broadcasts a second; a burst of 100
+		p := PortInfo{Ifindex: r.port[3], Bridge: 1, Slot: hi, MaxMACs: 1, Storm: [3]uint32{rate, 0, 0}}
+		r.setPort(p)
+		ports := []PortInfo{{Ifindex: r.port[1], Bridge: 1, Slot: 1}, {Ifindex: r.port[2], Bridge: 1, Slot: 2}, p}
+		if err := r.ns.Do(func() error {
+			return r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: ports})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// Learned on the high slot, and forwarded to it.
+		r.wantVerdict(r.run(3, ipv4(bcast, macC)), m.redirect, "a broadcast from the high slot")
+		if e, ok := r.lookup(macC); !ok || e.Slot != hi {
+			t.Fatalf("C: %+v %v, want learned in slot %d", e, ok, hi)
+		}
+		r.wantVerdict(r.run(1, ipv4(macC, macA)), m.redirect, "A to C")
+		if s := r.stats(int(hi)); s.C[tbpf.TxPackets] != 1 || s.C[tbpf.RxPackets] != 1 {
+			t.Errorf("slot %d: rx %d tx %d, want 1 and 1", hi, s.C[tbpf.RxPackets], s.C[tbpf.TxPackets])
+		}
+		// Its MAC limit: a second address is refused.
+		r.wantVerdict(r.run(3, ipv4(macB, macD)), m.drop, "a second address on the high slot")
+		if got := r.drops(int(hi), tbpf.TrestleTrDropReasonTR_DROP_MAC_LIMIT); got != 1 {
+			t.Errorf("slot %d: mac_limit drops %d, want 1", hi, got)
+		}
+		// A span port in a high slot: port 1's frames are copied to it
+		// (the walk's set of slots, and the reach's, in their last word;
+		// two ports and the span, so that xdp sends over the reach, which
+		// the walk counts: a test run carries out no devmap program).
+		p1 := PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, MirrorIn: true, MirrorTo: r.port[0], MirrorToSlot: hi - 1}
+		span := PortInfo{Ifindex: r.port[0], Bridge: 1, Slot: hi - 1, Span: true}
+		r.setPort(span)
+		r.setPort(p1)
+		if err := r.ns.Do(func() error {
+			return r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: []PortInfo{p1, p}, Mirror: true,
+				Reach: []PortInfo{p1, p, span}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		before := r.stats(int(hi - 1)).C[tbpf.TxPackets]
+		r.wantVerdict(r.run(1, ipv4(macC, macA)), m.redirect, "A to C, mirrored")
+		if d := r.stats(int(hi - 1)).C[tbpf.TxPackets] - before; d != 1 {
+			t.Errorf("span port in slot %d: %d copies of A to C, want 1", hi-1, d)
+		}
+		// Its storm control: of many broadcasts, about the burst passes.
+		start := time.Now()
+		if err := r.onCPU(0, func() error { _, err := r.runRepeat(3, ipv4(bcast, macC), 2000); return err }); err != nil {
+			t.Fatal(err)
+		}
+		s := r.stats(int(hi))
+		most := uint64(StormBurst(rate)) + uint64(time.Since(start).Seconds()*rate) + 2
+		if s.C[tbpf.Flooded] > most || s.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_BROADCAST] == 0 {
+			t.Errorf("slot %d: %d broadcasts flooded (at most %d), %d storm drops, want some", hi, s.C[tbpf.Flooded], most,
+				s.Drops[tbpf.TrestleTrDropReasonTR_DROP_STORM_BROADCAST])
+		}
+	})
+}

@@ -5,7 +5,10 @@
 package instance
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,4 +47,32 @@ func NetnsCookie() (uint64, error) {
 		return 0, fmt.Errorf("netns cookie (Linux 5.14 or later): %w", err)
 	}
 	return c, nil
+}
+
+// SafeDir checks that dir is a directory (not a link to one) that no user
+// but this one owns or may write; own false allows root as its owner too
+// (a parent such as /run/trestle or /sys/fs/bpf/trestle). What a daemon
+// takes back from its state and pin directories (veth peers' settings,
+// run-time ports, pinned maps and programs) must not be another user's to
+// put there.
+func SafeDir(dir string, own bool) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return errors.New("not a directory: remove it, or choose another socket")
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	me := uint32(os.Geteuid())
+	if st.Uid != me && (own || st.Uid != 0) {
+		return fmt.Errorf("owned by uid %d, not this user (uid %d): refused", st.Uid, me)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("writable by other users (mode %v): refused; chmod go-w it", fi.Mode().Perm())
+	}
+	return nil
 }

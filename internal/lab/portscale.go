@@ -137,8 +137,11 @@ var portScalePreset = Scenario{
 	Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{PortScaleTest{}, PodChurnTest{Pods: 100}}, Reps: 3, Timing: DefaultTiming,
 }
 
-// linuxBridgeMaxPorts is the kernel's BR_MAX_PORTS (net/bridge/br_private.h).
-const linuxBridgeMaxPorts = 1 << 10
+// linuxBridgeMaxPorts is what the kernel's bridge takes: BR_MAX_PORTS
+// (net/bridge/br_private.h) is 1024, but port number 0 is never given out
+// (br_if.c, find_portno), so the 1024th port is refused (ENOSPC,
+// "Exchange full", as seen on 6.18).
+const linuxBridgeMaxPorts = 1<<10 - 1
 
 // takesPorts says whether dut takes n ports in one bridge: "" if it does,
 // else why not. trestle is asked itself: `trestle check` of the config
@@ -148,7 +151,7 @@ func takesPorts(ctx context.Context, dut Spec, env *Env, n int) (refused string,
 	switch dut.Kind {
 	case "linux-bridge":
 		if n > linuxBridgeMaxPorts {
-			return fmt.Sprintf("the Linux bridge takes at most %d ports (BR_MAX_PORTS)", linuxBridgeMaxPorts), nil
+			return fmt.Sprintf("the Linux bridge takes at most %d ports (BR_MAX_PORTS 1024, of which port number 0 is never used)", linuxBridgeMaxPorts), nil
 		}
 	case "trestle":
 		d, err := dut.newDUT()

@@ -84,8 +84,8 @@ func TestTakesPorts(t *testing.T) {
 		{"trestle:xdp", 2, ""},
 		{"trestle", 16, ""},
 		{"trestle:tc", 65535, "trestle check: too many ports in one bridge: at most"},
-		{"linux-bridge", 1024, ""},
-		{"linux-bridge", 1025, "the Linux bridge takes at most 1024 ports"},
+		{"linux-bridge", 1023, ""},
+		{"linux-bridge", 1024, "the Linux bridge takes at most 1023 ports"},
 		{"ovs", 4096, ""},
 	} {
 		why, err := takesPorts(ctx, MustSpecs(c.dut)[0], env, c.n)
