@@ -31,8 +31,8 @@ type NetConf struct {
 	// MacSpoofChk: the port is locked to the container interface's MAC
 	// (locked=true allowed_macs=MAC): frames from any other source are
 	// dropped at the port, as the bridge plugin's nftables rules do.
-	MacSpoofChk bool `json:"macspoofchk,omitempty"`
-	Socket        string       `json:"socket,omitempty"`
+	MacSpoofChk bool   `json:"macspoofchk,omitempty"`
+	Socket      string `json:"socket,omitempty"`
 
 	Args struct {
 		CNI struct {
