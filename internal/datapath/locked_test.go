@@ -195,3 +195,44 @@ func TestSourceOfAnotherPortsStatic(t *testing.T) {
 		r.wantEntry(macA, 2, false, "A no longer static")
 	})
 }
+
+// On a VLAN-aware bridge a source is bound per VLAN: a locked trunk's
+// static entry in VLAN 10 lets its frames of VLAN 10 through, not those
+// of VLAN 20 (allowed_macs are written in every VLAN the port carries).
+func TestLockedTrunkVLANs(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := vrig(t, m, 0)
+		flood := m.redirect
+		if m.name == "tc" {
+			flood = tcStolen
+		}
+		r.setPort(PortInfo{Ifindex: r.port[3], Bridge: 1, Slot: 3, Trunk: true, VLANs: []uint16{10, 20}, Locked: true})
+		err := r.ns.Do(func() error {
+			return r.dp.AddFDB(FDBEntry{Bridge: 1, VLAN: 10, MAC: macA, Ifindex: r.port[3], Slot: 3, Static: true})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.wantVerdict(r.run(3, tagged(bcast, macA, 10)), flood, "bound in VLAN 10")
+		r.wantVerdict(r.run(3, tagged(bcast, macA, 20)), m.drop, "not bound in VLAN 20")
+		r.wantDrops(3, tbpf.TrestleTrDropReasonTR_DROP_LOCKED, 1, "VLAN 20")
+		// From the access port of VLAN 10, A is another port's static
+		// address; in VLAN 20 it is nobody's, and learned there.
+		r.wantVerdict(r.run(1, ipv4(bcast, macA)), m.drop, "A in VLAN 10 from the access port")
+		r.wantDrops(1, tbpf.TrestleTrDropReasonTR_DROP_SRC_STATIC, 1, "A in VLAN 10")
+		r.wantVerdict(r.run(2, ipv4(bcast, macA)), flood, "A in VLAN 20 from the access port")
+		found := false
+		es, err := r.dp.FDB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			if e.MAC.String() == macA.String() && e.VLAN == 20 && e.Slot == 2 && !e.Static {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("A not learned in VLAN 20 on slot 2: %+v", es)
+		}
+	})
+}
