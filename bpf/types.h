@@ -59,6 +59,8 @@ enum tr_drop_reason {
 	TR_DROP_SPAN,          /* arrived on a span port, which only sends mirrored copies */
 	TR_DROP_FILTERED,      /* the bridge's filter blocked it: a block rule, or the default action */
 	TR_DROP_STATE_FULL,    /* a keep_state rule passed it, and the state table is full */
+	TR_DROP_LOCKED,        /* on a locked port, a source not bound to it (no static entry of the port in the frame's VLAN) */
+	TR_DROP_SRC_STATIC,    /* a source that is a static entry of another port */
 	TR_DROP__MAX,
 };
 
@@ -95,7 +97,7 @@ struct tr_fdb_key {
 };
 
 enum tr_fdb_flags {
-	TR_FDB_STATIC = 1, /* never aged, never overwritten by learning */
+	TR_FDB_STATIC = 1, /* never aged, never overwritten by learning; a frame from another port with it as its source is dropped */
 	TR_FDB_USER = 2,   /* with STATIC: added by `trestle fdb add`, not by the config */
 };
 
@@ -129,6 +131,7 @@ enum tr_port_flags {
 	TR_PORT_SPAN = 512,        /* a mirror's span port: sends copies, takes nothing in */
 	TR_PORT_MIRROR_IN = 1024,  /* what it receives is copied to its mirror's span port */
 	TR_PORT_MIRROR_OUT = 2048, /* what its bridge sends out of it is copied too */
+	TR_PORT_LOCKED = 4096,     /* locked = true: takes only sources bound to it (its static entries), learns none */
 };
 
 /* Storm control: the kinds of flood a port's ingress limits, each its own

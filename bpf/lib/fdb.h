@@ -219,9 +219,23 @@ static __always_inline int tr_at_limit(const struct tr_port *in, struct tr_port_
 }
 
 /*
- * Learn the source address on the ingress port, unless the port learns
- * nothing (learning = false). Returns 0 to go on, or -1 with *reason set
- * when the frame must be dropped because of a limit.
+ * Learn the source address on the ingress port, after the checks that bind
+ * sources to ports (issue 29, docs/security.md):
+ *
+ *   - a locked port (TR_PORT_LOCKED) takes only its own static entries as
+ *     sources (those of the config, of `trestle fdb add`, of its
+ *     allowed_macs, which the control plane writes as statics) and learns
+ *     nothing: any other source is dropped (TR_DROP_LOCKED), so no entry
+ *     moves onto it, and none moves off it since what it holds is static;
+ *   - from any port, a source that is another port's static entry is
+ *     dropped (TR_DROP_SRC_STATIC), as a steal of it;
+ *   - a port that learns nothing (learning = false) is checked the same,
+ *     and learns nothing.
+ *
+ * Both checks are on the paths that look the source up in the table (a
+ * source the memo vouches for was found in place, bound to this port), so
+ * a port without them pays nothing. Returns 0 to go on, or -1 with *reason
+ * set when the frame must be dropped.
  */
 static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_port *in,
 				    __u32 ifindex, const struct tr_bridge *br, __u16 vlan,
@@ -233,26 +247,36 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 	__u64 now, mac = 0;
 	__u32 old_slot, old_ifindex;
 
-	if (in->flags & TR_PORT_NO_LEARN)
-		return 0;
 	if (tr_src_known(v, ifindex, in->bridge, vlan, src))
 		return 0;
-	now = tr_view_now(v);
 
 	tr_fdb_key_init(&key, in->bridge, vlan, src);
 	e = bpf_map_lookup_elem(&fdb, &key);
 	if (e) {
 		if (e->ifindex == ifindex) {
-			if (now - e->seen_ns > refresh_ns)
+			/* On a locked port only a static entry binds the source
+			 * (a learned one there is left from before the lock). */
+			if ((in->flags & TR_PORT_LOCKED) && !(e->flags & TR_FDB_STATIC))
+				goto locked;
+			now = tr_view_now(v);
+			if (!(in->flags & TR_PORT_NO_LEARN) && now - e->seen_ns > refresh_ns)
 				e->seen_ns = now;
 			tr_src_remember(v, ifindex, in->bridge, vlan, src);
 			return 0;
 		}
-		/* A static entry wins: the frame goes on, the table stays. */
-		if (e->flags & TR_FDB_STATIC)
-			return 0;
+		/* Another port's address. */
+		if (in->flags & TR_PORT_LOCKED)
+			goto locked;
+		/* A static entry wins: the table stays, the frame is dropped. */
+		if (e->flags & TR_FDB_STATIC) {
+			*reason = TR_DROP_SRC_STATIC;
+			return -1;
+		}
+		if (in->flags & TR_PORT_NO_LEARN)
+			goto unlearned;
 		if (tr_port_full(in))
 			return tr_at_limit(in, st, reason);
+		now = tr_view_now(v);
 		old_slot = e->slot;
 		old_ifindex = e->ifindex;
 		nv.ifindex = ifindex;
@@ -275,12 +299,17 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		return 0;
 	}
 
+	if (in->flags & TR_PORT_LOCKED)
+		goto locked;
+	if (in->flags & TR_PORT_NO_LEARN)
+		goto unlearned;
 	if (tr_port_full(in))
 		return tr_at_limit(in, st, reason);
 	if (tr_count_get(&bridge_macs, &bridge_macs_del, in->bridge) >= (__s32)br->max_entries) {
 		*reason = TR_DROP_TABLE_FULL;
 		return -1;
 	}
+	now = tr_view_now(v);
 	nv.ifindex = ifindex;
 	nv.slot = in->slot;
 	nv.seen_ns = now;
@@ -303,6 +332,16 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		tr_event_move(mac, (__u32)in->bridge << 16 | vlan, in->slot, 0, ifindex);
 	}
 	return 0;
+
+unlearned:
+	/* learning = false: checked, not learned. The memo keeps the next
+	 * frames of the source off the table until a static entry is written
+	 * or deleted (fdb_gen) or an entry moves (move_gen). */
+	tr_src_remember(v, ifindex, in->bridge, vlan, src);
+	return 0;
+locked:
+	*reason = TR_DROP_LOCKED;
+	return -1;
 }
 
 /* Where a destination lives: from this CPU's memo when it is the last one

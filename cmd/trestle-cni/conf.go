@@ -28,7 +28,11 @@ type NetConf struct {
 	MTU           int          `json:"mtu"`
 	PortIsolation bool         `json:"portIsolation,omitempty"`
 	EnableDAD     bool         `json:"enabledad,omitempty"`
-	Socket        string       `json:"socket,omitempty"`
+	// MacSpoofChk: the port is locked to the container interface's MAC
+	// (locked=true allowed_macs=MAC): frames from any other source are
+	// dropped at the port, as the bridge plugin's nftables rules do.
+	MacSpoofChk bool   `json:"macspoofchk,omitempty"`
+	Socket      string `json:"socket,omitempty"`
 
 	Args struct {
 		CNI struct {
@@ -71,7 +75,6 @@ var refused = []struct{ key, why string }{
 	{"promiscMode", "a trestle bridge has no interface of its own to make promiscuous"},
 	{"preserveDefaultVlan", "trestle has no default VLAN 1 on its ports: a port carries only the VLANs vlan and vlanTrunk name"},
 	{"disableContainerInterface", "trestle leaves the container's interface up"},
-	{"macspoofchk", "port security (a port that sends only from its own MAC) comes with the tenant-safety issue (issue 29) and is not in trestle yet"},
 }
 
 // confError is a configuration the plugin refuses, with the spec's code.
@@ -244,8 +247,9 @@ func parseRanges(s string) ([]uint16, error) {
 // (untagged) VLAN is vlan if both are set, as the bridge plugin makes it
 // (the trunk then carries vlan too).
 // Unlike the bridge plugin, a trunk with no vlan has no native VLAN (no
-// VLAN 1 by default).
-func (n *NetConf) portArgs() []string {
+// VLAN 1 by default). mac is the container interface's, which macspoofchk
+// binds the port to.
+func (n *NetConf) portArgs(mac string) []string {
 	var args []string
 	switch {
 	case len(n.trunk) > 0:
@@ -259,12 +263,15 @@ func (n *NetConf) portArgs() []string {
 	if n.PortIsolation {
 		args = append(args, "protected=true")
 	}
+	if n.MacSpoofChk {
+		args = append(args, "locked=true", "allowed_macs="+mac)
+	}
 	return args
 }
 
 // checkPort says how a port differs from what the network asks for ("":
-// not at all).
-func (n *NetConf) checkPort(p ctl.PortEntry) string {
+// not at all); mac is the container interface's, as the ADD's result gave it.
+func (n *NetConf) checkPort(p ctl.PortEntry, mac string) string {
 	var diffs []string
 	if p.State != "up" {
 		diffs = append(diffs, fmt.Sprintf("state %s (%s), want up", p.State, p.Reason))
@@ -292,6 +299,16 @@ func (n *NetConf) checkPort(p ctl.PortEntry) string {
 	}
 	if p.Protected != n.PortIsolation {
 		diffs = append(diffs, fmt.Sprintf("protected %t, want %t (portIsolation)", p.Protected, n.PortIsolation))
+	}
+	if p.Locked != n.MacSpoofChk {
+		diffs = append(diffs, fmt.Sprintf("locked %t, want %t (macspoofchk)", p.Locked, n.MacSpoofChk))
+	}
+	var wantMACs []string
+	if n.MacSpoofChk {
+		wantMACs = []string{strings.ToLower(mac)}
+	}
+	if !slices.Equal(p.AllowedMACs, wantMACs) {
+		diffs = append(diffs, fmt.Sprintf("allowed_macs %v, want %v (macspoofchk: the container interface's MAC)", p.AllowedMACs, wantMACs))
 	}
 	return strings.Join(diffs, "; ")
 }

@@ -37,7 +37,7 @@ func TestLoadConfDefaults(t *testing.T) {
 	if n.Socket != ctl.DefaultSocket || n.Bridge != "br0" || n.VLAN != 0 || n.trunk != nil || n.mac != "" || n.MTU != 0 {
 		t.Errorf("defaults: %+v", n)
 	}
-	if a := n.portArgs(); len(a) != 0 {
+	if a := n.portArgs("02:00:00:00:00:01"); len(a) != 0 {
 		t.Errorf("port args of a plain network: %q", a)
 	}
 }
@@ -56,7 +56,6 @@ func TestLoadConfRefused(t *testing.T) {
 		{`"promiscMode": true`, "promiscMode"},
 		{`"preserveDefaultVlan": true`, "preserveDefaultVlan"},
 		{`"disableContainerInterface": true`, "disableContainerInterface"},
-		{`"macspoofchk": true`, "issue 29"},
 	} {
 		_, err := loadConf(conf(c.extra), "")
 		if err == nil || code(err) != types.ErrUnsupportedField || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "not supported by trestle") {
@@ -141,12 +140,14 @@ func TestPortArgs(t *testing.T) {
 		{`"vlan": 102, "vlanTrunk": [{"minID": 101, "maxID": 103}]`, []string{"trunk=101-103", "native=102"}},
 		{`"portIsolation": true`, []string{"protected=true"}},
 		{`"vlan": 7, "portIsolation": true`, []string{"vlan=7", "protected=true"}},
+		{`"macspoofchk": true`, []string{"locked=true", "allowed_macs=02:00:00:00:00:01"}},
+		{`"macspoofchk": false`, nil},
 	} {
 		n, err := loadConf(conf(c.extra), "")
 		if err != nil {
 			t.Fatalf("%s: %v", c.extra, err)
 		}
-		if got := n.portArgs(); !slices.Equal(got, c.want) {
+		if got := n.portArgs("02:00:00:00:00:01"); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %q, want %q", c.extra, got, c.want)
 		}
 	}
@@ -181,14 +182,14 @@ func TestCheckPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := ctl.PortEntry{Bridge: "br0", Origin: "run", PortStatus: ctl.PortStatus{State: "up", Trunk: "5,10-12", Native: 5, Protected: true}}
-	if d := n.checkPort(good); d != "" {
+	if d := n.checkPort(good, "02:00:00:00:00:01"); d != "" {
 		t.Errorf("matching port: %s", d)
 	}
 	plain, err := loadConf(conf(""), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := plain.checkPort(ctl.PortEntry{PortStatus: ctl.PortStatus{State: "up", VLAN: 1}}); d != "" {
+	if d := plain.checkPort(ctl.PortEntry{PortStatus: ctl.PortStatus{State: "up", VLAN: 1}}, "02:00:00:00:00:01"); d != "" {
 		t.Errorf("a network with no VLAN on a VLAN-aware bridge's access VLAN 1: %s", d)
 	}
 	for _, c := range []struct {
@@ -201,10 +202,36 @@ func TestCheckPort(t *testing.T) {
 		{func(p *ctl.PortEntry) { p.Native = 0 }, "native VLAN 0, want 5"},
 		{func(p *ctl.PortEntry) { p.VLAN, p.Trunk, p.Native = 5, "", 0 }, "access VLAN 5, want 0"},
 		{func(p *ctl.PortEntry) { p.Protected = false }, "protected false"},
+		{func(p *ctl.PortEntry) { p.Locked = true }, "locked true, want false (macspoofchk)"},
+		{func(p *ctl.PortEntry) { p.AllowedMACs = []string{"02:00:00:00:00:01"} }, "allowed_macs [02:00:00:00:00:01], want []"},
 	} {
 		p := good
 		c.change(&p)
-		if d := n.checkPort(p); !strings.Contains(d, c.want) {
+		if d := n.checkPort(p, "02:00:00:00:00:01"); !strings.Contains(d, c.want) {
+			t.Errorf("%+v: %q, want %q in it", p, d, c.want)
+		}
+	}
+
+	// macspoofchk: the port locked to the container interface's MAC.
+	spoof, err := loadConf(conf(`"macspoofchk": true`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked := ctl.PortEntry{PortStatus: ctl.PortStatus{State: "up", Locked: true, AllowedMACs: []string{"02:00:00:00:00:0a"}}}
+	if d := spoof.checkPort(locked, "02:00:00:00:00:0A"); d != "" {
+		t.Errorf("a port locked to the container's MAC: %s", d)
+	}
+	for _, c := range []struct {
+		change func(*ctl.PortEntry)
+		want   string
+	}{
+		{func(p *ctl.PortEntry) { p.Locked = false }, "locked false, want true (macspoofchk)"},
+		{func(p *ctl.PortEntry) { p.AllowedMACs = []string{"02:00:00:00:00:0b"} }, "allowed_macs [02:00:00:00:00:0b], want [02:00:00:00:00:0a]"},
+		{func(p *ctl.PortEntry) { p.AllowedMACs = nil }, "allowed_macs [], want [02:00:00:00:00:0a]"},
+	} {
+		p := locked
+		c.change(&p)
+		if d := spoof.checkPort(p, "02:00:00:00:00:0a"); !strings.Contains(d, c.want) {
 			t.Errorf("%+v: %q, want %q in it", p, d, c.want)
 		}
 	}

@@ -174,7 +174,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 	}
 
 	// The port: the daemon answers once it forwards.
-	if err := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostName, Args: n.portArgs(), Owner: own}, nil); err != nil {
+	if err := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostName, Args: n.portArgs(contIf.HardwareAddr.String()), Owner: own}, nil); err != nil {
 		return fmt.Errorf("add %s to bridge %s: %w", hostName, n.Bridge, err)
 	}
 	u.push(func() { _ = ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: own}, nil) })
@@ -242,10 +242,31 @@ func addChained(n *NetConf, prev *current.Result, own string) error {
 	if n.IPAM.Type != "" {
 		return confError(types.ErrInvalidNetworkConfig, "%s: ipam: trestle attaches the previous plugin's %s and configures no interface: give the addresses in the plugin that made it", n.Name, hostIf.Name)
 	}
-	if err := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostIf.Name, Args: n.portArgs(), Owner: own}, nil); err != nil {
+	mac := sandboxMAC(prev, "", "")
+	if n.MacSpoofChk && mac == "" {
+		return confError(types.ErrInvalidNetworkConfig, "%s: macspoofchk: the previous plugin's result names no interface in a sandbox with a MAC, the address to lock %s to", n.Name, hostIf.Name)
+	}
+	if err := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostIf.Name, Args: n.portArgs(mac), Owner: own}, nil); err != nil {
 		return fmt.Errorf("add %s to bridge %s: %w", hostIf.Name, n.Bridge, err)
 	}
 	return types.PrintResult(prev, n.CNIVersion)
+}
+
+// sandboxMAC is the MAC of the container's interface in a result: the one
+// named ifname in netns, else (a chained result, or ifname "") the first
+// in a sandbox that has one; "" when none has.
+func sandboxMAC(r *current.Result, netns, ifname string) string {
+	first := ""
+	for _, i := range r.Interfaces {
+		switch {
+		case i.Sandbox == "" || i.Mac == "":
+		case ifname != "" && i.Sandbox == netns && i.Name == ifname:
+			return i.Mac
+		case first == "":
+			first = i.Mac
+		}
+	}
+	return first
 }
 
 // cmdDel takes back what ADD made, and succeeds for whatever is gone
@@ -311,7 +332,7 @@ func cmdCheck(args *skel.CmdArgs) error {
 	if !found {
 		return fmt.Errorf("bridge %s has no port of %s", n.Bridge, own)
 	}
-	if d := n.checkPort(port); d != "" {
+	if d := n.checkPort(port, sandboxMAC(prev, args.Netns, args.IfName)); d != "" {
 		return fmt.Errorf("port %s of bridge %s: %s", port.Name, n.Bridge, d)
 	}
 

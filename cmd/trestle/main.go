@@ -350,6 +350,13 @@ func portPolicies(p ctl.PortStatus) string {
 	if p.Protected {
 		say = append(say, "protected")
 	}
+	if p.Locked {
+		lock := "locked"
+		if len(p.AllowedMACs) > 0 {
+			lock += " (allowed " + strings.Join(p.AllowedMACs, ", ") + ")"
+		}
+		say = append(say, lock)
+	}
 	if !p.Learning {
 		say = append(say, "no learning")
 	}

@@ -53,6 +53,9 @@ The keys are those of [[bridge.port]] (docs/configuration.md):
   max_macs=4 mac_limit_action=drop|forward
   learning=false  flood=false  mcast_flood=false  bcast_flood=false
   storm.broadcast=1000 storm.multicast=1000 storm.unknown_unicast=1000
+  locked=true allowed_macs=02:00:00:00:00:09,02:00:00:00:00:0a
+                             only these sources (and the port's static
+                             entries) may send; it learns none
 
 and owner=TEXT (not a port key): who added the port, shown by 'port list'
 and used by 'port del --owner' (the CNI plugin writes its network, the

@@ -206,7 +206,9 @@ const (
 	TrestleTrDropReasonTR_DROP_SPAN             TrestleTrDropReason = 19
 	TrestleTrDropReasonTR_DROP_FILTERED         TrestleTrDropReason = 20
 	TrestleTrDropReasonTR_DROP_STATE_FULL       TrestleTrDropReason = 21
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 22
+	TrestleTrDropReasonTR_DROP_LOCKED           TrestleTrDropReason = 22
+	TrestleTrDropReasonTR_DROP_SRC_STATIC       TrestleTrDropReason = 23
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 24
 )
 
 type TrestleTrEvent struct {
@@ -405,12 +407,13 @@ const (
 	TrestleTrPortFlagsTR_PORT_SPAN          TrestleTrPortFlags = 512
 	TrestleTrPortFlagsTR_PORT_MIRROR_IN     TrestleTrPortFlags = 1024
 	TrestleTrPortFlagsTR_PORT_MIRROR_OUT    TrestleTrPortFlags = 2048
+	TrestleTrPortFlagsTR_PORT_LOCKED        TrestleTrPortFlags = 4096
 )
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
 	C     [9]uint64
-	Drops [22]uint64
+	Drops [24]uint64
 }
 
 type TrestleTrPortVlans struct {

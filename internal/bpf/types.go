@@ -58,6 +58,7 @@ const (
 	PortSpan         = uint16(TrestleTrPortFlagsTR_PORT_SPAN)
 	PortMirrorIn     = uint16(TrestleTrPortFlagsTR_PORT_MIRROR_IN)
 	PortMirrorOut    = uint16(TrestleTrPortFlagsTR_PORT_MIRROR_OUT)
+	PortLocked       = uint16(TrestleTrPortFlagsTR_PORT_LOCKED)
 	StormKinds       = int(TrestleTrStormKindTR_STORM_KINDS)
 	MirrorVLANs      = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
 	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
@@ -103,6 +104,8 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_FILTERED:         "filtered",
 	TrestleTrDropReasonTR_DROP_STATE_FULL:       "state_full",
 	TrestleTrDropReasonTR_DROP_SPAN:             "span_ingress",
+	TrestleTrDropReasonTR_DROP_LOCKED:           "locked",
+	TrestleTrDropReasonTR_DROP_SRC_STATIC:       "src_static",
 }
 
 func (r DropReason) String() string {

@@ -215,6 +215,13 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 			}
 		}
 	}
+	for i := range b.Ports {
+		if v, ok := sites[i].t.vals["allowed_macs"]; ok {
+			if why := b.BindConflict(&b.Ports[i]); why != "" {
+				c.errorf(v.line, sites[i].field+".allowed_macs", "%s", why)
+			}
+		}
+	}
 	c.spanStatics(&b, statics, field)
 	c.countVLANs(&b, t, field, label)
 	return b, patches

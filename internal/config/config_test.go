@@ -1475,3 +1475,89 @@ func TestParseRuleArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestParseLockedPorts(t *testing.T) {
+	cfg, err := Parse("t.toml", doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `locked = true`, `allowed_macs = ["02:00:00:00:00:01", "02-00-00-00-00-02"]`,
+		`[[bridge.port]]`, `interface = "p2"`, `locked = true`,
+		`[[bridge.port]]`, `interface = "p3"`,
+		`[[bridge.static]]`, `mac = "02:00:00:00:00:03"`, `port = "p2"`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := cfg.Bridges[0].Ports
+	if !ps[0].Locked || !ps[1].Locked || ps[2].Locked {
+		t.Errorf("locked: %t %t %t, want true true false", ps[0].Locked, ps[1].Locked, ps[2].Locked)
+	}
+	got := ps[0].AllowedStatics()
+	if len(got) != 2 || got[0].MAC.String() != "02:00:00:00:00:01" || got[1].MAC.String() != "02:00:00:00:00:02" || got[0].Port != "p1" || got[0].VLAN != 0 {
+		t.Errorf("p1's allowed statics %+v, want 02:..:01 and 02:..:02 on p1, untagged", got)
+	}
+
+	// On a VLAN-aware bridge, an allowed address is bound in every VLAN
+	// the port carries.
+	cfg, err = Parse("t.toml", doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `trunk = [10, 20]`, `locked = true`, `allowed_macs = ["02:00:00:00:00:01"]`,
+		`[[bridge.port]]`, `interface = "p2"`, `vlan = 30`, `locked = true`, `allowed_macs = ["02:00:00:00:00:01"]`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vlans []uint16
+	for _, s := range cfg.Bridges[0].Ports[0].AllowedStatics() {
+		vlans = append(vlans, s.VLAN)
+	}
+	if !slices.Equal(vlans, []uint16{10, 20}) {
+		t.Errorf("trunk's allowed address in VLANs %v, want [10 20]", vlans)
+	}
+
+	checkErrors(t, doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `locked = "yes"`, // 3-5
+		`[[bridge.port]]`, `interface = "p2"`, `allowed_macs = ["02:00:00:00:00:01"]`, // 6-8
+		`[[bridge.port]]`, `interface = "p3"`, `locked = true`, `allowed_macs = ["01:00:5e:00:00:01", "00:00:00:00:00:00", "nope", "02:00:00:00:00:09", "02:00:00:00:00:09", 7]`, // 9-12
+		`[[bridge.port]]`, `interface = "p4"`, `locked = true`, `allowed_macs = "02:00:00:00:00:01"`, // 13-16
+		`[[bridge.port]]`, `interface = "p5"`, `locked = true`, `allowed_macs = ["02:00:00:00:00:05"]`, // 17-20
+		`[[bridge.port]]`, `patch = "br1"`, `locked = true`, // 21-23
+		`[[bridge.static]]`, `mac = "02:00:00:00:00:05"`, `port = "p1"`, // 24-26
+		`[[bridge]]`, `name = "br1"`, `[[bridge.port]]`, `patch = "br0"`,
+	), []string{
+		`t.toml:5: bridge[0].port[0].locked: must be true or false`,
+		`t.toml:8: bridge[0].port[1].allowed_macs: says which sources a locked port takes: set locked = true`,
+		`t.toml:12: bridge[0].port[2].allowed_macs[0]: "01:00:5e:00:00:01" is a multicast address; a station sends from a unicast one`,
+		`t.toml:12: bridge[0].port[2].allowed_macs[1]: "00:00:00:00:00:00" is the zero address`,
+		`t.toml:12: bridge[0].port[2].allowed_macs[2]: "nope" is not a MAC address such as 02:00:00:00:00:01`,
+		`t.toml:12: bridge[0].port[2].allowed_macs[4]: 02:00:00:00:00:09 is listed twice`,
+		`t.toml:12: bridge[0].port[2].allowed_macs[5]: must be a string`,
+		`t.toml:16: bridge[0].port[3].allowed_macs: must be an array of MAC addresses, such as ["02:00:00:00:00:01"]`,
+		`t.toml:20: bridge[0].port[4].allowed_macs: 02:00:00:00:00:05 is bound to port "p1" already (vlan 0: a static entry, or its allowed_macs): an address is bound to one port`,
+		`t.toml:23: bridge[0].port[5].locked: binds the sources of a port's host, and a patch port has none`,
+	})
+}
+
+func TestParsePortArgsLocked(t *testing.T) {
+	b := &Bridge{Name: "br0", Static: []Static{{MAC: net.HardwareAddr{2, 0, 0, 0, 0, 5}, Port: "p1"}}}
+	p, err := ParsePortArgs(b, []string{"interface=p9", "locked=true", "allowed_macs=02:00:00:00:00:01,02:00:00:00:00:02"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Locked || len(p.AllowedMACs) != 2 || p.AllowedMACs[1].String() != "02:00:00:00:00:02" {
+		t.Errorf("port %+v: want locked with two allowed addresses", p)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"interface=p9", "allowed_macs=02:00:00:00:00:01"}, "allowed_macs: says which sources a locked port takes: set locked = true"},
+		{[]string{"interface=p9", "locked=true", "allowed_macs=ff:ff:ff:ff:ff:ff"}, `allowed_macs[0]: "ff:ff:ff:ff:ff:ff" is a multicast address`},
+		{[]string{"interface=p9", "locked=true", "allowed_macs=02:00:00:00:00:05"}, `allowed_macs: 02:00:00:00:00:05 is bound to port "p1" already`},
+	} {
+		_, err := ParsePortArgs(b, tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one with %q", tc.args, err, tc.want)
+		}
+	}
+}

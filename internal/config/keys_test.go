@@ -136,6 +136,8 @@ func keyDoc(tab *Table, k *Key, val string) []byte {
 			set(&portA, "max_macs = 100")
 		case "native":
 			set(&portA, `trunk = [10, 20]`)
+		case "allowed_macs":
+			set(&portA, "locked = true")
 		}
 		set(&portA, line)
 	case "bridge.port.storm":

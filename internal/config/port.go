@@ -1,7 +1,10 @@
 package config
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,7 +69,32 @@ type Port struct {
 	MTU int
 	// Key dstport: the overlay's UDP port, DefaultDstPort unless set.
 	DstPort int
-	Line    int // line of the [[bridge.port]] header
+	// Key locked: the port takes frames only from sources bound to it
+	// (its static entries, AllowedMACs among them) and learns none; any
+	// other source is dropped as "locked" (issue 29, docs/security.md).
+	Locked bool
+	// Key allowed_macs: the addresses a locked port's host sends from,
+	// each written as a static entry of the port in every VLAN it carries
+	// (AllowedStatics).
+	AllowedMACs []net.HardwareAddr
+	Line        int // line of the [[bridge.port]] header
+}
+
+// AllowedStatics are the static entries that bind the port's AllowedMACs
+// to it: each address in every VLAN the port carries, or untagged (0) on a
+// bridge that is not VLAN-aware.
+func (p *Port) AllowedStatics() []Static {
+	vlans := p.VLANs()
+	if vlans == nil {
+		vlans = []uint16{0}
+	}
+	var out []Static
+	for _, m := range p.AllowedMACs {
+		for _, v := range vlans {
+			out = append(out, Static{MAC: m, Port: p.PortName(), VLAN: v, Line: p.Line})
+		}
+	}
+	return out
 }
 
 // Overlay ports (issue 30).
@@ -203,6 +231,10 @@ var portTable = Table{
 			Help:   "What a frame from a new source gets when the port is at max_macs; with max_macs only."},
 		{Name: "learning", Kind: KindBool, Default: "true", Example: "false",
 			Help: "Learn the sources of the port's frames; false: frames to the stations behind it flood."},
+		{Name: "locked", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Take frames only from sources bound to the port (its static entries and allowed_macs) and learn none; others are dropped (locked), and no address moves onto or off the port. Not for patch or overlay ports."},
+		{Name: "allowed_macs", Kind: KindList, Form: `an array of unicast MAC addresses, such as ["02:00:00:00:00:01"]`, Example: `["02:00:00:00:00:09"]`,
+			Help: "The sources a locked port takes beside its static entries: each a static entry of the port in every VLAN it carries, so never another port's; with locked = true only."},
 		{Name: "protected", Kind: KindBool, Default: "false", Example: "true",
 			Help: "Exchange no frame (unicast or flood) with another protected port of the bridge."},
 		{Name: "flood", Kind: KindBool, Default: "true", Example: "false", Help: "Send floods of unknown unicast out of the port."},
@@ -298,6 +330,12 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			if ok {
 				p.Protected = x.b
 			}
+		case "locked":
+			if ok {
+				p.Locked = x.b
+			}
+		case "allowed_macs":
+			p.AllowedMACs = c.allowedMACs(v, f)
 		case "flood", "mcast_flood", "bcast_flood":
 			if ok {
 				*map[string]*bool{"flood": &p.NoFlood, "mcast_flood": &p.NoMcastFlood, "bcast_flood": &p.NoBcastFlood}[k.Name] = !x.b
@@ -367,6 +405,17 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			c.errorf(la.line, field+".mac_limit_action", "says what happens at max_macs, which the port does not set (or sets to 0, no limit)")
 		}
 	}
+	if lv, ok := t.vals["locked"]; ok && p.Locked {
+		switch {
+		case hasPatch:
+			c.errorf(lv.line, field+".locked", "binds the sources of a port's host, and a patch port has none")
+		case hasVXLAN:
+			c.errorf(lv.line, field+".locked", "binds the sources of a port's host, and an overlay port's come from the control plane")
+		}
+	}
+	if av, ok := t.vals["allowed_macs"]; ok && !p.Locked {
+		c.errorf(av.line, field+".allowed_macs", "says which sources a locked port takes: set locked = true")
+	}
 	vlan, hasVLAN := t.vals["vlan"]
 	trunk, hasTrunk := t.vals["trunk"]
 	native, hasNative := t.vals["native"]
@@ -383,6 +432,55 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 		vlansOK = false
 	}
 	return p, portVLANs{set: hasVLAN || hasTrunk, ok: vlansOK}
+}
+
+// allowedMACs checks allowed_macs: unicast, non-zero addresses, each once.
+func (c *checker) allowedMACs(v *value, f string) []net.HardwareAddr {
+	if v.kind != unstable.Array {
+		c.errorf(v.line, f, `must be an array of MAC addresses, such as ["02:00:00:00:00:01"]`)
+		return nil
+	}
+	var macs []net.HardwareAddr
+	for i, e := range v.elems {
+		ef := fmt.Sprintf("%s[%d]", f, i)
+		s, ok := c.str(e, ef)
+		if !ok {
+			continue
+		}
+		mac, why := stationMAC(s, "a station sends from a unicast one")
+		switch {
+		case why != "":
+			c.errorf(e.line, ef, "%s", why)
+		case slices.ContainsFunc(macs, func(m net.HardwareAddr) bool { return bytes.Equal(m, mac) }):
+			c.errorf(e.line, ef, "%s is listed twice", mac)
+		default:
+			macs = append(macs, mac)
+		}
+	}
+	return macs
+}
+
+// BindConflict says why port p's allowed_macs cannot be bound to it in
+// bridge b: an address another port has in one of p's VLANs, as a static
+// entry or by its allowed_macs. "" when none; p may be one of b's ports.
+func (b *Bridge) BindConflict(p *Port) string {
+	owner := map[string]string{} // "mac/vlan" -> port
+	for _, s := range b.Static {
+		owner[fmt.Sprintf("%s/%d", s.MAC, s.VLAN)] = s.Port
+	}
+	for i := range b.Ports {
+		if q := &b.Ports[i]; q.PortName() != p.PortName() {
+			for _, s := range q.AllowedStatics() {
+				owner[fmt.Sprintf("%s/%d", s.MAC, s.VLAN)] = s.Port
+			}
+		}
+	}
+	for _, s := range p.AllowedStatics() {
+		if o, taken := owner[fmt.Sprintf("%s/%d", s.MAC, s.VLAN)]; taken && o != s.Port {
+			return fmt.Sprintf("%s is bound to port %q already (vlan %d: a static entry, or its allowed_macs): an address is bound to one port", s.MAC, o, s.VLAN)
+		}
+	}
+	return ""
 }
 
 // ParsePortArgs reads a port given as KEY=VALUE arguments, with the keys and
@@ -438,6 +536,9 @@ func ParsePortArgs(b *Bridge, args []string) (Port, error) {
 		p.VLAN = 1 // as on any port of a VLAN-aware bridge that sets neither
 	}
 	p.Line = 0
+	if why := b.BindConflict(&p); why != "" {
+		return Port{}, errors.New("allowed_macs: " + why)
+	}
 	return p, nil
 }
 

@@ -32,6 +32,23 @@ var staticTable = Table{
 	},
 }
 
+// stationMAC parses a station's address: 6 bytes, unicast (else the
+// message ends with unicast, which says why), not zero. why is "" when it is one.
+func stationMAC(s, unicast string) (mac net.HardwareAddr, why string) {
+	// ParseMAC also takes 02-00-… and 0200.0000.0001, which is
+	// harmless; the length check drops its EUI-64 and InfiniBand forms.
+	mac, err := net.ParseMAC(s)
+	switch {
+	case err != nil || len(mac) != 6:
+		return nil, fmt.Sprintf("%q is not a MAC address such as 02:00:00:00:00:01", s)
+	case mac[0]&1 != 0:
+		return nil, fmt.Sprintf("%q is a multicast address; %s", s, unicast)
+	case bytes.Equal(mac, make([]byte, 6)):
+		return nil, fmt.Sprintf("%q is the zero address", s)
+	}
+	return mac, ""
+}
+
 // static checks one static entry against the ports of its bridge; seen maps
 // "mac/vlan" of earlier entries to their lines.
 func (c *checker) static(t *value, field string, bp *bridgePorts, seen map[string]int) Static {
@@ -44,17 +61,9 @@ func (c *checker) static(t *value, field string, bp *bridgePorts, seen map[strin
 			if !ok {
 				break
 			}
-			// ParseMAC also takes 02-00-… and 0200.0000.0001, which is
-			// harmless; the length check drops its EUI-64 and InfiniBand forms.
-			mac, err := net.ParseMAC(str)
-			switch {
-			case err != nil || len(mac) != 6:
-				c.errorf(v.line, f, "%q is not a MAC address such as 02:00:00:00:00:01", str)
-			case mac[0]&1 != 0:
-				c.errorf(v.line, f, "%q is a multicast address; static entries must be unicast", str)
-			case bytes.Equal(mac, make([]byte, 6)):
-				c.errorf(v.line, f, "%q is the zero address", str)
-			default:
+			if mac, why := stationMAC(str, "static entries must be unicast"); why != "" {
+				c.errorf(v.line, f, "%s", why)
+			} else {
 				s.MAC, macOK = mac, true
 			}
 		case "port":

@@ -233,12 +233,16 @@ type PortStatus struct {
 	Learning       bool   `json:"learning"`
 	MACLimitAction string `json:"mac_limit_action,omitempty"`
 	// protected, and which floods leave by the port (each true by default).
-	Protected  bool   `json:"protected"`
-	Flood      bool   `json:"flood"`
-	McastFlood bool   `json:"mcast_flood"`
-	BcastFlood bool   `json:"bcast_flood"`
-	MACs       int    `json:"macs"`
-	Peer       string `json:"peer,omitempty"` // what the daemon did to the veth peer
+	Protected bool `json:"protected"`
+	// Locked: takes only sources bound to it (its static entries and
+	// AllowedMACs, lower case, colon form) and learns none.
+	Locked      bool     `json:"locked,omitempty"`
+	AllowedMACs []string `json:"allowed_macs,omitempty"`
+	Flood       bool     `json:"flood"`
+	McastFlood  bool     `json:"mcast_flood"`
+	BcastFlood  bool     `json:"bcast_flood"`
+	MACs        int      `json:"macs"`
+	Peer        string   `json:"peer,omitempty"` // what the daemon did to the veth peer
 	// On a VLAN-aware bridge: the access VLAN, or the VLANs a trunk
 	// carries ("10,20,100-199") and its native VLAN (0: none).
 	VLAN   uint16 `json:"vlan,omitempty"`

@@ -125,7 +125,10 @@ func (d *Daemon) status() (ctl.Status, error) {
 func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
 	ps := ctl.PortStatus{Name: p.name(), Interface: p.cfg.Interface, Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state(),
 		Learning: !p.cfg.NoLearning, Protected: p.cfg.Protected,
-		Flood: !p.cfg.NoFlood, McastFlood: !p.cfg.NoMcastFlood, BcastFlood: !p.cfg.NoBcastFlood}
+		Flood: !p.cfg.NoFlood, McastFlood: !p.cfg.NoMcastFlood, BcastFlood: !p.cfg.NoBcastFlood, Locked: p.cfg.Locked}
+	for _, m := range p.cfg.AllowedMACs {
+		ps.AllowedMACs = append(ps.AllowedMACs, m.String())
+	}
 	if p.cfg.MaxMACs > 0 {
 		ps.MACLimitAction = config.LimitDrop
 		if p.cfg.LimitForward {
@@ -322,6 +325,13 @@ func (d *Daemon) entryOf(req ctl.Request, what string) (*bridgeState, net.Hardwa
 	for _, cs := range b.cfg.Static {
 		if staticKey(cs) == k {
 			return nil, nil, fmt.Errorf("%s vlan %d is a static entry of the config (line %d): %s", mac, req.VLAN, cs.Line, what)
+		}
+	}
+	for i := range b.cfg.Ports {
+		for _, as := range b.cfg.Ports[i].AllowedStatics() {
+			if staticKey(as) == k {
+				return nil, nil, fmt.Errorf("%s vlan %d is bound to locked port %q by its allowed_macs: %s", mac, req.VLAN, as.Port, what)
+			}
 		}
 	}
 	return b, mac, nil

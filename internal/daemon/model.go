@@ -79,6 +79,7 @@ func (p *portState) info() *datapath.PortInfo {
 	info.MaxMACs = uint32(p.cfg.MaxMACs)
 	info.NoLearning, info.LimitForward = p.cfg.NoLearning, p.cfg.LimitForward
 	info.Protected, info.NoFlood, info.NoMcastFlood, info.NoBcastFlood = p.cfg.Protected, p.cfg.NoFlood, p.cfg.NoMcastFlood, p.cfg.NoBcastFlood
+	info.Locked = p.cfg.Locked
 	if p.peer != nil {
 		info.Peer = p.peer.slot
 	}

@@ -80,6 +80,10 @@ type change struct {
 	// were the frames' tags, and are now its ports', or the other way).
 	vlanMoved map[slotKey]datapath.PortInfo
 	flipped   map[uint16]bool
+	// locked are the slots of ports that became locked: their learned
+	// entries are flushed, so that a locked port holds only its statics
+	// (none moves off it, none is left unbound in a source memo).
+	locked map[slotKey]bool
 	// vtep: this host's VTEP, for the overlay ports' VNIs (overlay.go).
 	vtep netip.Addr
 }
@@ -346,7 +350,7 @@ func (d *Daemon) commit(c *change, j *journal) error {
 			return err
 		}
 	}
-	c.vlanMoved, c.flipped = map[slotKey]datapath.PortInfo{}, map[uint16]bool{}
+	c.vlanMoved, c.flipped, c.locked = map[slotKey]datapath.PortInfo{}, map[uint16]bool{}, map[slotKey]bool{}
 	for _, b := range c.order {
 		if b.info != nil && b.cfg.VLANAware() != b.info.VLANAware {
 			c.flipped[b.id] = true
@@ -358,6 +362,9 @@ func (d *Daemon) commit(c *change, j *journal) error {
 			}
 			if want != nil && p.written != nil && (want.PVID != p.written.PVID || want.Trunk != p.written.Trunk || !slices.Equal(want.VLANs, p.written.VLANs)) {
 				c.vlanMoved[slotKey{b.id, p.slot}] = *want
+			}
+			if want != nil && want.Locked && p.written != nil && !p.written.Locked {
+				c.locked[slotKey{b.id, p.slot}] = true
 			}
 			if err := d.writePort(p, want, j); err != nil {
 				return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
@@ -458,6 +465,13 @@ func (d *Daemon) commitStatics(c *change, b *bridgeState, j *journal) error {
 	}
 	for _, s := range b.cfg.Static {
 		want[staticKey(s)] = staticEntry{Static: s}
+	}
+	// A locked port's allowed_macs bind its sources as static entries of
+	// it; the config and port add refuse one another port has.
+	for i := range b.cfg.Ports {
+		for _, s := range b.cfg.Ports[i].AllowedStatics() {
+			want[staticKey(s)] = staticEntry{Static: s}
+		}
 	}
 	for k, w := range want {
 		p := b.port(w.Port)
@@ -585,7 +599,7 @@ func (d *Daemon) release(c *change) {
 		ids[b.id] = true
 		d.alloc.freeID(b.id)
 	}
-	if len(slots) == 0 && len(ids) == 0 && len(c.vlanMoved) == 0 && len(c.flipped) == 0 {
+	if len(slots) == 0 && len(ids) == 0 && len(c.vlanMoved) == 0 && len(c.flipped) == 0 && len(c.locked) == 0 {
 		return
 	}
 	err := d.flush(func(e datapath.FDBEntry) bool {
@@ -595,7 +609,7 @@ func (d *Daemon) release(c *change) {
 		if e.Static {
 			return false
 		}
-		if c.flipped[e.Bridge] {
+		if c.flipped[e.Bridge] || c.locked[slotKey{e.Bridge, e.Slot}] {
 			return true
 		}
 		p, ok := c.vlanMoved[slotKey{e.Bridge, e.Slot}]

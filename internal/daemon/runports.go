@@ -360,6 +360,13 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	if err != nil {
 		return ctl.PortEntry{}, err
 	}
+	bound := p
+	if b.cfg.VLANAware() && bound.VLAN == 0 && !bound.IsTrunk() {
+		bound.VLAN = 1 // as the merge makes it (normalizeVLANs)
+	}
+	if why := b.cfg.BindConflict(&bound); why != "" {
+		return ctl.PortEntry{}, fmt.Errorf("allowed_macs: %s", why)
+	}
 	if !b.cfg.VLANAware() && p.VLANs() != nil && len(b.ports) > 0 {
 		return ctl.PortEntry{}, fmt.Errorf("bridge %q is not VLAN-aware (no port sets vlan or trunk): a port added at run time cannot make it so while it has other ports, whose VLAN it would change; set vlan or trunk on a port in the config file", b.cfg.Name)
 	}

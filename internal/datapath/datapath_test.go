@@ -350,14 +350,18 @@ func TestMoveAndStatic(t *testing.T) {
 			t.Errorf("port 2: moved %d learned %d, want 1 and 0", s.C[tbpf.Moved], s.C[tbpf.Learned])
 		}
 
-		// A static entry for C on port 3 wins over learning from port 2.
+		// A static entry for C on port 3 wins over learning from port 2,
+		// and the frame that tried is dropped (issue 29).
 		err := r.ns.Do(func() error {
 			return r.dp.AddFDB(FDBEntry{Bridge: 1, MAC: macC, Ifindex: r.port[3], Slot: 3, Static: true})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.wantVerdict(r.run(2, ipv4(macD, macC)), m.redirect, "static source from elsewhere")
+		r.wantVerdict(r.run(2, ipv4(macD, macC)), m.drop, "static source from elsewhere")
+		if got := r.drops(2, tbpf.TrestleTrDropReasonTR_DROP_SRC_STATIC); got != 1 {
+			t.Errorf("src_static drops on port 2: %d, want 1", got)
+		}
 		e, _ = r.lookup(macC)
 		if !e.Static || e.Slot != 3 {
 			t.Errorf("static C after a frame from port 2: %+v, want static on slot 3", e)

@@ -122,13 +122,14 @@ type fuzzPort struct {
 	vlans                                []uint16 // a trunk's, sorted
 	protected, noFlood, noMcast, noBcast bool
 	noLearn, limitForward                bool
+	locked                               bool
 	maxMACs                              uint32
 }
 
 func (p fuzzPort) info(ifindex uint32, slot uint16) PortInfo {
 	return PortInfo{Ifindex: ifindex, Bridge: p.bridge, Slot: slot, MaxMACs: p.maxMACs, PVID: p.pvid,
 		Trunk: p.trunk, VLANs: p.vlans, NoLearning: p.noLearn, LimitForward: p.limitForward,
-		Protected: p.protected, NoFlood: p.noFlood, NoMcastFlood: p.noMcast, NoBcastFlood: p.noBcast}
+		Protected: p.protected, NoFlood: p.noFlood, NoMcastFlood: p.noMcast, NoBcastFlood: p.noBcast, Locked: p.locked}
 }
 
 // carries is PortInfo.Carries.
@@ -244,6 +245,7 @@ func decodeFuzzInput(in []byte) fuzzInput {
 		p.down = a>>3&7 == 7
 		if pol>>6 == 3 {
 			p.protected, p.noFlood, p.noMcast, p.noBcast, p.noLearn = pol&1 != 0, pol&2 != 0, pol&4 != 0, pol&8 != 0, pol&16 != 0
+			p.locked = pol&32 != 0
 		}
 		if t.aware[p.bridge] {
 			if v&2 == 0 {
@@ -1226,6 +1228,20 @@ func (r *fuzzRig) judge(m tmode, in *fuzzInput, fr fuzzFrame, o *fuzzOutcome, be
 		if ip.noLearn {
 			badf("a port that does not learn learned")
 		}
+		if ip.locked {
+			badf("a locked port learned")
+		}
+	}
+	// A frame that went on came from a source bound to its port if the
+	// port is locked, and never from another port's static entry.
+	if o.action != actDrop && !isMulticast(src) {
+		e, ok := entry(src)
+		switch {
+		case ip.locked && (!ok || !e.Static || e.Slot != uint16(fr.slot)):
+			badf("a frame from locked slot %d went on from %s, not bound to it (%+v, found %v)", fr.slot, net.HardwareAddr(src), e, ok)
+		case ok && e.Static && e.Slot != uint16(fr.slot):
+			badf("a frame from slot %d went on from %s, a static entry of slot %d", fr.slot, net.HardwareAddr(src), e.Slot)
+		}
 	}
 	if o.learned[2] == 1 && !(ip.limitForward && ip.maxMACs > 0) {
 		badf("unlearned on a port without mac_limit_action forward")
@@ -1350,6 +1366,24 @@ func (in *fuzzInput) dropReasonHolds(fr fuzzFrame, o *fuzzOutcome, pf parsed, fd
 	case tbpf.TrestleTrDropReasonTR_DROP_PROTECTED:
 		if !ip.protected {
 			why = "its port is not protected"
+		}
+	case tbpf.TrestleTrDropReasonTR_DROP_LOCKED, tbpf.TrestleTrDropReasonTR_DROP_SRC_STATIC:
+		// Bound: a static entry of the ingress; another's: of another port.
+		bound, other := false, false
+		for _, e := range fdb {
+			if e.Bridge == br && e.VLAN == o.vlan && bytes.Equal(e.MAC, src) && e.Static {
+				bound, other = e.Ifindex == ingress, e.Ifindex != ingress
+			}
+		}
+		switch {
+		case o.reason == tbpf.TrestleTrDropReasonTR_DROP_LOCKED && !ip.locked:
+			why = "its port is not locked"
+		case o.reason == tbpf.TrestleTrDropReasonTR_DROP_LOCKED && bound:
+			why = "its source is a static entry of its port"
+		case o.reason == tbpf.TrestleTrDropReasonTR_DROP_SRC_STATIC && !other:
+			why = "its source is no static entry of another port"
+		case o.reason == tbpf.TrestleTrDropReasonTR_DROP_SRC_STATIC && ip.locked:
+			why = "its port is locked, which decides first"
 		}
 	default:
 		why = "no port or bridge of the table state has what it takes"

@@ -139,7 +139,7 @@ func TestIsolationAndRefusals(t *testing.T) {
 	}
 
 	d := testutil.NewNS(t, "d")
-	for _, key := range []string{"hairpinMode", "ipMasq", "isGateway", "macspoofchk"} {
+	for _, key := range []string{"hairpinMode", "ipMasq", "isGateway"} {
 		env := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=refused", "CNI_NETNS=" + d.Path, "CNI_IFNAME=eth0"}
 		_, e := l.plugin(map[string]any{"bridge": "pods", key: true}, env...)
 		if e == nil || e.Code != types.ErrUnsupportedField || !strings.Contains(e.Msg, key) {
@@ -154,6 +154,73 @@ func TestIsolationAndRefusals(t *testing.T) {
 		ns *testutil.NS
 	}{{iso, a}, {iso, b}, {plain, c}} {
 		l.must("del", x.nw, x.ns)
+	}
+}
+
+// TestMacSpoofChk: macspoofchk locks the port to the container
+// interface's MAC (issue 29): the container talks from its own MAC, CHECK
+// passes, and a frame from any other source, another container's among
+// them, is dropped at the port and counted, and moves no entry.
+func TestMacSpoofChk(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, pods)
+	spoof := l.network("spoof", map[string]any{"bridge": "pods", "macspoofchk": true})
+	plain := l.network("plain", map[string]any{"bridge": "pods"})
+	a, b := testutil.NewNS(t, "a"), testutil.NewNS(t, "b")
+	ra := l.add(spoof, a)
+	rb := l.add(plain, b)
+	a.AddrAdd(t, "eth0", "10.97.0.1/24")
+	b.AddrAdd(t, "eth0", "10.97.0.2/24")
+	ma, mb := a.MAC(t, "eth0"), b.MAC(t, "eth0")
+	pa, _ := l.port(owner(spoof, ra))
+	pb, _ := l.port(owner(plain, rb))
+	if !pa.Locked || !slices.Equal(pa.AllowedMACs, []string{ma.String()}) {
+		t.Fatalf("port of the macspoofchk network: %+v, want locked to %s", pa, ma)
+	}
+	if pb.Locked {
+		t.Errorf("port of the plain network is locked")
+	}
+	l.must("check", spoof, a)
+	if err := a.Ping("10.97.0.2", 2); err != nil {
+		t.Errorf("a, from its own MAC, to b: %v", err)
+	}
+	if e, ok := l.FDBEntry(mb); !ok || e.Port != pb.Interface {
+		t.Fatalf("b's entry: %+v (found %t), want on %s", e, ok, pb.Interface)
+	}
+
+	onB := b.Capture(t, "eth0")
+	before := l.Stats(pa.Interface).Drops["locked"]
+	forged := net.HardwareAddr{0x02, 0x66, 0, 0, 0, 0x01}
+	for _, src := range []net.HardwareAddr{forged, mb} {
+		if err := a.RawSend("eth0", harness.Marked(harness.VLANBcast(), src, "spoofed")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.RawSend("eth0", harness.Marked(harness.VLANBcast(), ma, "own")); err != nil {
+		t.Fatal(err)
+	}
+	if onB.WaitFor(harness.HasMarker("own"), 1, 3*time.Second) != 1 {
+		t.Error("b did not get a's frame from its own MAC")
+	}
+	if n := onB.WaitFor(harness.HasMarker("spoofed"), 1, 500*time.Millisecond); n != 0 {
+		t.Errorf("b got %d frames a sent from another source", n)
+	}
+	if got := l.Stats(pa.Interface).Drops["locked"] - before; got != 2 {
+		t.Errorf("locked drops on a's port: %d more, want 2", got)
+	}
+	if _, ok := l.FDBEntry(forged); ok {
+		t.Error("the forged source was learned")
+	}
+	if e, ok := l.FDBEntry(mb); !ok || e.Port != pb.Interface {
+		t.Errorf("b's entry after a sent from b's MAC: %+v (found %t), want still on %s", e, ok, pb.Interface)
+	}
+	if err := b.Ping("10.97.0.1", 2); err != nil {
+		t.Errorf("b to a after the attempts: %v", err)
+	}
+	l.must("del", spoof, a)
+	l.must("del", plain, b)
+	if _, ok := l.FDBEntry(ma); ok {
+		t.Error("a's allowed MAC stayed in the table after DEL")
 	}
 }
 
