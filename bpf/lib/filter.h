@@ -148,7 +148,7 @@ struct tr_filter_cpu {
 	struct tr_filter_hit hit;
 	__u32 a_src; /* tr_state_key_of's */
 	__u8 tcp;    /* tr_filter_key_of's */
-	__u8 hb[16];  /* a header's bytes, as tr_filter_bytes read them */
+	__u8 hb[16];  /* a header's bytes, loaded (tr_filter_exthdrs, tr_filter_l4_far) */
 	__u32 xoff;   /* tr_filter_exthdrs': the next header's offset */
 	__u32 xnh;    /* and its type */
 	__u32 wire;   /* tr_filter's: kept here, not in a register, across its helper calls */
@@ -182,29 +182,6 @@ static __always_inline void tr_filter_count(__u32 counter, __u32 wire)
 	}
 }
 
-/* n (a constant) bytes of the frame at x->xoff into x->hb: from the bytes
- * the program sees, or, past them (a tc frame whose headers tc did not
- * pull into the linear area; an XDP frame in fragments), with the
- * context's load helper. 0: read. Everything it needs is in x and ctx, so
- * that its caller keeps few values alive across the helper call (the
- * stack of the deepest chain of calls has no room for their spills). */
-static __always_inline int tr_filter_bytes(void *ctx, const int xdp, struct tr_filter_cpu *x, const __u32 n)
-{
-	void *data = tr_ctx_data(ctx, xdp), *data_end = tr_ctx_data_end(ctx, xdp);
-	__u32 off = x->xoff;
-
-	asm volatile("" : "+r"(off)); /* the bound checked here, on the register the access uses */
-	if (off > TR_FILTER_L4_MAX)
-		return -1;
-	if (data + off + n <= data_end) {
-		__builtin_memcpy(x->hb, data + off, n);
-		return 0;
-	}
-	if (xdp)
-		return bpf_xdp_load_bytes(ctx, x->xoff, x->hb, n) ? -1 : 0;
-	return bpf_skb_load_bytes(ctx, x->xoff, x->hb, n) ? -1 : 0;
-}
-
 #define TR_IPV6_HOPOPTS 0
 #define TR_IPV6_ROUTING 43
 #define TR_IPV6_FRAGMENT 44
@@ -217,29 +194,27 @@ static __always_inline int tr_ipv6_exthdr(__u8 nh)
 	       nh == TR_IPV6_DSTOPTS;
 }
 
-/* Reads the transport header at x->xoff for protocol k->proto: ports
+/* The transport header at b, for protocol k->proto, into the key: ports
  * (ICMP echo: the id in both, so that a ping is a connection) or ICMP type,
- * and k->l4 = 1; x->tcp gets a TCP segment's flags. 0: read, or no
- * transport header the rules read; else enum tr_filter_unread, plus one. */
-static __always_inline int tr_filter_l4(void *ctx, const int xdp, struct tr_filter_cpu *x)
+ * and k->l4 = 1; *tcp gets a TCP segment's flags. 0: read, or no transport
+ * header the rules read; -1: it does not end before end. b is the frame's
+ * bytes (the common case) or a copy of them. */
+static __always_inline int tr_filter_l4_at(__u8 *b, void *end, struct tr_filter_key *k, __u8 *tcp)
 {
-	struct tr_filter_key *k = &x->k;
-	__u8 *b = x->hb;
-
 	switch (k->proto) {
 	case IPPROTO_TCP:
-		if (tr_filter_bytes(ctx, xdp, x, 16))
-			return TR_UNREAD_TRUNCATED + 1;
-		x->tcp = b[13];
+		if ((void *)(b + 16) > end)
+			return -1;
+		*tcp = b[13];
 		break;
 	case IPPROTO_UDP:
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6:
-		if (tr_filter_bytes(ctx, xdp, x, 8))
-			return TR_UNREAD_TRUNCATED + 1;
+		if ((void *)(b + 8) > end)
+			return -1;
 		break;
 	default:
-		return 0; /* no transport header the rules read: no ports */
+		return 0;
 	}
 	if (k->proto == IPPROTO_ICMP || k->proto == IPPROTO_ICMPV6) {
 		k->icmp_type = b[0];
@@ -253,6 +228,27 @@ static __always_inline int tr_filter_l4(void *ctx, const int xdp, struct tr_filt
 		k->dport = (__u16)b[2] << 8 | b[3];
 	}
 	k->l4 = 1;
+	return 0;
+}
+
+/* The transport header at x->xoff when it lies past the bytes the program
+ * sees (a tc frame whose headers tc did not pull into the linear area; an
+ * XDP frame in fragments): loaded into x->hb with the context's helper.
+ * Everything it needs is in x and ctx, so that its caller keeps few values
+ * alive across the helper call (the stack of the deepest chain of calls
+ * has no room for their spills). 0: read; else enum tr_filter_unread, plus
+ * one. */
+static __always_inline int tr_filter_l4_far(void *ctx, const int xdp, struct tr_filter_cpu *x)
+{
+	const __u32 n = x->k.proto == IPPROTO_TCP ? 16 : 8;
+	long r;
+
+	if (n == 16)
+		r = xdp ? bpf_xdp_load_bytes(ctx, x->xoff, x->hb, 16) : bpf_skb_load_bytes(ctx, x->xoff, x->hb, 16);
+	else
+		r = xdp ? bpf_xdp_load_bytes(ctx, x->xoff, x->hb, 8) : bpf_skb_load_bytes(ctx, x->xoff, x->hb, 8);
+	if (r || tr_filter_l4_at(x->hb, x->hb + n, &x->k, &x->tcp))
+		return TR_UNREAD_TRUNCATED + 1;
 	return 0;
 }
 
@@ -300,8 +296,8 @@ static __always_inline int tr_filter_exthdrs(void *ctx, const int xdp, struct tr
  * cannot be read (a non-first fragment, too many extension headers, a
  * header cut short) keeps l4 = 0, so that it matches only rules without
  * port or ICMP keys, never as port 0; the return says why (enum
- * tr_filter_unread, plus one); 0: not IP; -1: the transport header is at
- * x->xoff, for tr_filter_l4. */
+ * tr_filter_unread, plus one); 0: read, or not IP; -1: the transport
+ * header is at x->xoff, past the bytes seen, for tr_filter_l4_far. */
 static __always_inline int tr_filter_key_of(void *ctx, const int xdp, void *data, void *data_end,
 					    struct tr_filter_cpu *x)
 {
@@ -364,10 +360,13 @@ static __always_inline int tr_filter_key_of(void *ctx, const int xdp, void *data
 	} else {
 		return 0;
 	}
+	asm volatile("" : "+r"(off)); /* the bound checked here, on the register the access uses */
 	if (off > TR_FILTER_L4_MAX)
 		return TR_UNREAD_EXTHDRS + 1;
+	if (!tr_filter_l4_at(data + off, data_end, k, &x->tcp))
+		return 0;
 	x->xoff = off;
-	return -1; /* the transport header is at x->xoff: tr_filter_l4 reads it */
+	return -1; /* the transport header is at x->xoff, past the bytes seen: tr_filter_l4_far loads it */
 }
 
 #define TR_FILTER_KEY_WORDS (sizeof(struct tr_filter_key) / 8)
@@ -609,17 +608,15 @@ static __always_inline void tr_state_promote(const struct tr_filter_set *fs, str
 	bpf_map_delete_elem(&filter_opening, &x->sk);
 }
 
-/* Whether the frame (x, its connection x->sk) passes as part of a tracked
- * connection: through this CPU's memo (m), the established connections,
- * then the others (promoted once established). */
+/* Whether the frame (x, its connection x->sk; this CPU's memo of it, m,
+ * missed at tick x->tick) passes as part of a tracked connection: found
+ * among the established connections, then the others (promoted once
+ * established). */
 static __always_inline int tr_state_pass(const struct tr_filter_set *fs, struct tr_filter_cpu *x,
 					 struct tr_filter_memo *m)
 {
 	struct tr_state *st;
 
-	x->tick = tr_tick();
-	if (tr_state_memo_hit(fs, x, m, x->tick))
-		return 1;
 	x->now = jiffies_hz ? bpf_ktime_get_coarse_ns() : x->tick;
 	st = bpf_map_lookup_elem(&filter_states, &x->sk);
 	if (!st || !tr_state_hit(st, x)) {
@@ -667,7 +664,7 @@ static __always_inline int tr_filter(void *ctx, const int xdp, __u32 set, __u32 
 	x->wire = wire;
 	unread = tr_filter_key_of(ctx, xdp, tr_ctx_data(ctx, xdp), tr_ctx_data_end(ctx, xdp), x);
 	if (unread < 0)
-		unread = tr_filter_l4(ctx, xdp, x);
+		unread = tr_filter_l4_far(ctx, xdp, x);
 	if (unread > 0) {
 		__u32 i = (k->set >> 1) * TR_UNREAD__MAX + (unread - 1);
 		__u64 *n = bpf_map_lookup_elem(&filter_unread, &i);
@@ -676,7 +673,15 @@ static __always_inline int tr_filter(void *ctx, const int xdp, __u32 set, __u32 
 			(*n)++;
 	}
 	m = tr_memo_of(x);
-	if (fs->flags & TR_FILTER_KEEP_STATE) {
+	/* Only a frame whose transport header was read (TCP, UDP, ICMP over
+	 * IP) can be a connection's. A frame this CPU passed as one in the
+	 * last second passes before its connection's key is even made. */
+	if ((fs->flags & TR_FILTER_KEEP_STATE) && k->l4) {
+		x->tick = tr_tick();
+		if (tr_state_memo_hit(fs, x, m, x->tick)) {
+			tr_filter_count(fs->state_counter, x->wire);
+			return 0;
+		}
 		__builtin_memset(&x->sk, 0, sizeof(x->sk));
 		x->a_src = 0;
 		stateful = tr_state_key_of(k, k->set >> 1, &x->sk, &x->a_src);
