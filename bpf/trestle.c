@@ -48,6 +48,7 @@ enum tr_state_timeouts _btf_state_timeouts __attribute__((unused));
  * generations) would change its layout, which an upgrade then copies. */
 const volatile enum tr_event_limits _btf_event_limits __attribute__((unused)) = 0;
 const volatile enum tr_event_type _btf_event_type __attribute__((unused)) = 0;
+const volatile enum tr_filter_unread _btf_filter_unread __attribute__((unused)) = 0;
 const volatile struct tr_event _btf_event __attribute__((unused)) = {};
 
 /* The filter stage, in the programs that have it: the frame, with its

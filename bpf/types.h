@@ -334,7 +334,10 @@ enum tr_filter_limits {
 	TR_FILTER_TUPLES = 32,      /* masks (rule shapes) of one rule set */
 	TR_FILTER_ENTRIES = 65536,  /* classifier entries of all rule sets: a rule is one per port prefix it expands to */
 	TR_FILTER_COUNTERS = 16384, /* rule counters of all rule sets */
-	TR_FILTER_STATES = 65536,   /* tracked connections of all bridges */
+	TR_FILTER_STATES = 262144,  /* established connections of all bridges (each bridge and port bounded within it: tr_filter_set) */
+	TR_FILTER_OPENING = 32768,  /* connections not yet established, of all bridges: least recently used goes first when full */
+	TR_FILTER_EXTHDRS = 6,      /* IPv6 extension headers the filter reads through to the transport header */
+	TR_FILTER_L4_MAX = 512,     /* the transport header's furthest offset the filter reads (from the Ethernet header) */
 	TR_FILTER_CACHE = 256,      /* decisions each CPU remembers, by a hash of the frame's key */
 };
 
@@ -349,7 +352,7 @@ struct tr_filter_key {
 	__u16 out;       /* egress port slot; 0: a flood, before any copy */
 	__u16 ethertype; /* after VLAN tags */
 	__u16 vlan;      /* the frame's VLAN (VLAN-aware bridges) */
-	__u8 proto;      /* IP protocol (IPv6: the first next header) */
+	__u8 proto;      /* IP protocol (IPv6: the header after the extension headers) */
 	__u8 icmp_type;
 	__u16 sport;
 	__u16 dport;
@@ -357,7 +360,17 @@ struct tr_filter_key {
 	__u8 dmac[6];
 	__u8 src[16];
 	__u8 dst[16];
-	__u32 pad; /* to 64 bytes: the datapath masks, hashes and compares keys 8 bytes at a time */
+	__u8 l4;   /* 1: the transport header was read (ports, ICMP type); rules with port or ICMP keys match only such frames */
+	__u8 pad[3]; /* to 64 bytes: the datapath masks, hashes and compares keys 8 bytes at a time */
+};
+
+/* Why a frame's transport header could not be read (it then matches only
+ * rules without port or ICMP keys), counted per bridge in filter_unread. */
+enum tr_filter_unread {
+	TR_UNREAD_FRAGMENT = 0, /* a non-first IPv4 or IPv6 fragment */
+	TR_UNREAD_EXTHDRS,      /* more than TR_FILTER_EXTHDRS IPv6 extension headers, or past TR_FILTER_L4_MAX */
+	TR_UNREAD_TRUNCATED,    /* a header cut short, or beyond what the datapath can load */
+	TR_UNREAD__MAX,
 };
 
 /* A rule as the classifier holds it, at the masked key of each tuple it
@@ -391,6 +404,8 @@ struct tr_filter_set {
 	__u16 pad;
 	__u32 gen;         /* changes with every write of the set: what each CPU's cache of decisions was made under */
 	struct tr_filter_tuple tuples[TR_FILTER_TUPLES];
+	__u32 max_states;      /* established connections of the bridge, at most */
+	__u32 max_port_states; /* established connections opened from one port of it, at most */
 };
 
 struct tr_filter_count {
@@ -414,8 +429,8 @@ struct tr_state_key {
  * defaults, rounded); seen_ns is refreshed at most every
  * TR_STATE_REFRESH_MS. */
 enum tr_state_timeouts {
-	TR_STATE_TCP_OPENING = 30,        /* no frame back yet */
-	TR_STATE_TCP_ESTABLISHED = 86400, /* both ways */
+	TR_STATE_TCP_OPENING = 30,        /* not established: the handshake not seen both ways */
+	TR_STATE_TCP_ESTABLISHED = 86400, /* TR_STATE_ESTABLISHED */
 	TR_STATE_TCP_CLOSING = 60,        /* after a FIN or RST */
 	TR_STATE_UDP = 60,
 	TR_STATE_ICMP = 20,
@@ -426,6 +441,7 @@ enum tr_state_flags {
 	TR_STATE_REPLIED = 1, /* a frame went the other way */
 	TR_STATE_CLOSING = 2, /* TCP: a FIN or RST was seen */
 	TR_STATE_A_OPENED = 4, /* a is the endpoint that opened it */
+	TR_STATE_ESTABLISHED = 8, /* seen both ways (conntrack's ASSURED): TCP, the opener's ACK after the reply; a reply counts only from another port than the opener's */
 };
 
 struct tr_state {
@@ -435,6 +451,9 @@ struct tr_state {
 	__u64 bytes;
 	__u32 flags;      /* enum tr_state_flags */
 	__u32 rule;       /* prio of the rule that opened it */
+	__u16 port;       /* the slot of the port it was opened from */
+	__u16 pad;
+	__u32 pad2;
 };
 
 /* ---- capture (lib/capture.h, `trestle capture`) ---- */

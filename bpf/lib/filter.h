@@ -17,13 +17,21 @@
  * writes the copy no frame reads, then flips, so a frame is judged by the
  * old rules or by the new, never by a mix.
  *
- * Keep state: a frame a keep_state rule passes records its connection in
- * filter_states, one entry for both directions; a frame of a known
- * connection passes before any rule is looked at. The table is trestle's own
- * hash, not the kernel's conntrack (docs/filter.md says why); entries age by
- * the timeouts of enum tr_state_timeouts, checked here and removed by the
- * control plane; a full table drops the frame that would open one more
- * (TR_DROP_STATE_FULL).
+ * The key reads IPv6 through up to TR_FILTER_EXTHDRS extension headers to
+ * the transport header; a frame whose transport header cannot be read (a
+ * non-first fragment, too many headers, one cut short) has l4 = 0, so that
+ * it matches only rules without port or ICMP keys, and is counted by why
+ * (filter_unread).
+ *
+ * Keep state: a frame a keep_state rule passes records its connection, one
+ * entry for both directions; a frame of a known connection passes before
+ * any rule is looked at. The tables are trestle's own, not the kernel's
+ * conntrack (docs/filter.md says why). A new connection goes into
+ * filter_opening, an LRU (a flood of new ones evicts the least recently
+ * used of them, conntrack's early drop); once seen both ways (TCP: the
+ * handshake's ACK) it moves to filter_states, if its bridge and the port
+ * that opened it are under their bounds. Entries age by the timeouts of
+ * enum tr_state_timeouts, checked here and removed by the control plane.
  *
  * Like every optional stage, it is in the programs only while some bridge
  * has its filter on (filter_on, a load-time constant, lib/stages.h: architecture.md rule 6), and
@@ -66,7 +74,9 @@ struct {
 	__type(value, struct tr_filter_count);
 } filter_counts SEC(".maps");
 
-/* Tracked connections of every bridge. */
+/* Established connections of every bridge (TR_STATE_ESTABLISHED), each
+ * bridge's and each port's counted in filter_state_counts and bounded by
+ * its rule set's max_states and max_port_states. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, TR_FILTER_STATES);
@@ -74,6 +84,38 @@ struct {
 	__type(key, struct tr_state_key);
 	__type(value, struct tr_state);
 } filter_states SEC(".maps");
+
+/* Connections not (yet) established, and those a bridge or port had no
+ * room for: an LRU, so that a new one always finds room, and the one used
+ * least recently goes (conntrack's early drop of unassured entries). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, TR_FILTER_OPENING);
+	__type(key, struct tr_state_key);
+	__type(value, struct tr_state);
+} filter_opening SEC(".maps");
+
+/* Established connections by bridge id, then (from TR_MAX_BRIDGES + 1) by
+ * the slot of the port that opened them: the datapath adds one, atomically,
+ * to both when it establishes a connection; the control plane counts them
+ * again at each sweep, when it removes some. */
+#define TR_STATE_COUNT_PORT (TR_MAX_BRIDGES + 1)
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_BRIDGES + 1 + TR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} filter_state_counts SEC(".maps");
+
+/* Frames whose transport header could not be read, by bridge id and
+ * enum tr_filter_unread (bridge * TR_UNREAD__MAX + reason), counted each
+ * time the filter judges one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, (TR_MAX_BRIDGES + 1) * TR_UNREAD__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} filter_unread SEC(".maps");
 
 /* Each CPU's cache of decisions (an exact-match cache in front of the
  * classifier, as Open vSwitch's datapath has): the last frame key seen at
@@ -106,6 +148,12 @@ struct tr_filter_cpu {
 	struct tr_filter_hit hit;
 	__u32 a_src; /* tr_state_key_of's */
 	__u8 tcp;    /* tr_filter_key_of's */
+	__u8 hb[16];  /* a header's bytes, loaded (tr_filter_exthdrs, tr_filter_l4_far) */
+	__u32 xoff;   /* tr_filter_exthdrs': the next header's offset */
+	__u32 xnh;    /* and its type */
+	__u32 wire;   /* tr_filter's: kept here, not in a register, across its helper calls */
+	__u64 tick;   /* tr_state_pass': tr_tick() */
+	__u64 now;    /* and the clock of seen_ns */
 	struct tr_filter_memo memo[TR_FILTER_CACHE];
 };
 
@@ -117,6 +165,7 @@ struct {
 } filter_cpu SEC(".maps");
 
 #define TR_TCP_FIN 0x01
+#define TR_TCP_SYN 0x02
 #define TR_TCP_RST 0x04
 #define TR_ICMP_ECHO_REPLY 0
 #define TR_ICMP_ECHO 8
@@ -133,23 +182,132 @@ static __always_inline void tr_filter_count(__u32 counter, __u32 wire)
 	}
 }
 
-/* The frame's key: addresses, EtherType after up to two tags, and for IP
- * its protocol, addresses, and ports or ICMP type (ICMP echo: the id in
- * both ports, so that a ping is a connection). Fields the frame does not
- * have stay 0: ports of a non-first IPv4 fragment, of an IPv6 frame whose
- * first next header is not TCP or UDP, or of headers beyond the linear
- * data. *tcp gets a TCP segment's flags. */
-static __always_inline void tr_filter_key_of(void *data, void *data_end, struct tr_filter_key *k,
-					     __u8 *tcp)
+#define TR_IPV6_HOPOPTS 0
+#define TR_IPV6_ROUTING 43
+#define TR_IPV6_FRAGMENT 44
+#define TR_IPV6_AH 51
+#define TR_IPV6_DSTOPTS 60
+
+static __always_inline int tr_ipv6_exthdr(__u8 nh)
 {
+	return nh == TR_IPV6_HOPOPTS || nh == TR_IPV6_ROUTING || nh == TR_IPV6_FRAGMENT || nh == TR_IPV6_AH ||
+	       nh == TR_IPV6_DSTOPTS;
+}
+
+/* The transport header at b, for protocol k->proto, into the key: ports
+ * (ICMP echo: the id in both, so that a ping is a connection) or ICMP type,
+ * and k->l4 = 1; *tcp gets a TCP segment's flags. 0: read, or no transport
+ * header the rules read; -1: it does not end before end. b is the frame's
+ * bytes (the common case) or a copy of them. */
+static __always_inline int tr_filter_l4_at(__u8 *b, void *end, struct tr_filter_key *k, __u8 *tcp)
+{
+	switch (k->proto) {
+	case IPPROTO_TCP:
+		if ((void *)(b + 16) > end)
+			return -1;
+		*tcp = b[13];
+		break;
+	case IPPROTO_UDP:
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		if ((void *)(b + 8) > end)
+			return -1;
+		break;
+	default:
+		return 0;
+	}
+	if (k->proto == IPPROTO_ICMP || k->proto == IPPROTO_ICMPV6) {
+		k->icmp_type = b[0];
+		if ((k->proto == IPPROTO_ICMP && (b[0] == TR_ICMP_ECHO || b[0] == TR_ICMP_ECHO_REPLY)) ||
+		    (k->proto == IPPROTO_ICMPV6 && (b[0] == TR_ICMP6_ECHO || b[0] == TR_ICMP6_ECHO_REPLY))) {
+			k->sport = (__u16)b[4] << 8 | b[5];
+			k->dport = k->sport;
+		}
+	} else {
+		k->sport = (__u16)b[0] << 8 | b[1];
+		k->dport = (__u16)b[2] << 8 | b[3];
+	}
+	k->l4 = 1;
+	return 0;
+}
+
+/* The transport header at x->xoff when it lies past the bytes the program
+ * sees (a tc frame whose headers tc did not pull into the linear area; an
+ * XDP frame in fragments): loaded into x->hb with the context's helper.
+ * Everything it needs is in x and ctx, so that its caller keeps few values
+ * alive across the helper call (the stack of the deepest chain of calls
+ * has no room for their spills). 0: read; else enum tr_filter_unread, plus
+ * one. */
+static __always_inline int tr_filter_l4_far(void *ctx, const int xdp, struct tr_filter_cpu *x)
+{
+	const __u32 n = x->k.proto == IPPROTO_TCP ? 16 : 8;
+	long r;
+
+	if (n == 16)
+		r = xdp ? bpf_xdp_load_bytes(ctx, x->xoff, x->hb, 16) : bpf_skb_load_bytes(ctx, x->xoff, x->hb, 16);
+	else
+		r = xdp ? bpf_xdp_load_bytes(ctx, x->xoff, x->hb, 8) : bpf_skb_load_bytes(ctx, x->xoff, x->hb, 8);
+	if (r || tr_filter_l4_at(x->hb, x->hb + n, &x->k, &x->tcp))
+		return TR_UNREAD_TRUNCATED + 1;
+	return 0;
+}
+
+/* The IPv6 extension headers from x->xoff, x->xnh the first's type, read
+ * with the context's load helper (they are rare: the common frame never
+ * comes here). Leaves in x->xoff and x->xnh the transport header's offset
+ * and type, or where the walk stopped and the type there (a non-first
+ * fragment: what the fragments carry, as nftables' meta l4proto). Returns
+ * 0, or why the transport header cannot be read (enum tr_filter_unread,
+ * plus one). The walk's state lives in x, never in registers: so that
+ * whichever way it ends, the verifier sees the code after it in one state
+ * (from map memory, every offset is the same unknown), not once a path;
+ * and it is inline, not a call: a call's frame (32 bytes at least) would
+ * take the deepest chain of calls over its 512 bytes of stack. */
+static __always_inline int tr_filter_exthdrs(void *ctx, const int xdp, struct tr_filter_cpu *x)
+{
+	for (int i = 0; i < TR_FILTER_EXTHDRS + 1; i++) {
+		__u32 was = x->xnh;
+
+		if (!tr_ipv6_exthdr(was))
+			return 0;
+		if (i == TR_FILTER_EXTHDRS || x->xoff > TR_FILTER_L4_MAX)
+			return TR_UNREAD_EXTHDRS + 1;
+		if ((xdp ? bpf_xdp_load_bytes(ctx, x->xoff, x->hb, 4) : bpf_skb_load_bytes(ctx, x->xoff, x->hb, 4)))
+			return TR_UNREAD_TRUNCATED + 1;
+		x->xnh = x->hb[0];
+		if (was == TR_IPV6_FRAGMENT) {
+			if ((x->hb[2] << 8 | x->hb[3]) & 0xfff8)
+				return TR_UNREAD_FRAGMENT + 1;
+			x->xoff += 8;
+		} else if (was == TR_IPV6_AH) {
+			x->xoff += ((__u32)x->hb[1] + 2) * 4;
+		} else {
+			x->xoff += ((__u32)x->hb[1] + 1) * 8;
+		}
+	}
+	return TR_UNREAD_EXTHDRS + 1;
+}
+
+/* The frame's key: addresses, EtherType after up to two tags, and for IP
+ * its protocol (IPv6: the header after up to TR_FILTER_EXTHDRS extension
+ * headers: hop-by-hop, routing, fragment, destination options, AH), its
+ * addresses, and ports or ICMP type, with l4 = 1 once those were read.
+ * Fields the frame does not have stay 0. A frame whose transport header
+ * cannot be read (a non-first fragment, too many extension headers, a
+ * header cut short) keeps l4 = 0, so that it matches only rules without
+ * port or ICMP keys, never as port 0; the return says why (enum
+ * tr_filter_unread, plus one); 0: read, or not IP; -1: the transport
+ * header is at x->xoff, past the bytes seen, for tr_filter_l4_far. */
+static __always_inline int tr_filter_key_of(void *ctx, const int xdp, void *data, void *data_end,
+					    struct tr_filter_cpu *x)
+{
+	struct tr_filter_key *k = &x->k;
 	struct ethhdr *eth = data;
 	__u32 off = sizeof(*eth);
 	__u16 proto;
-	void *l4 = NULL;
-	__u8 *b;
 
 	if ((void *)(eth + 1) > data_end)
-		return;
+		return 0;
 	__builtin_memcpy(k->dmac, eth->h_dest, 6);
 	__builtin_memcpy(k->smac, eth->h_source, 6);
 	proto = eth->h_proto;
@@ -160,7 +318,7 @@ static __always_inline void tr_filter_key_of(void *data, void *data_end, struct 
 		if (!tr_is_vlan(bpf_ntohs(proto)))
 			break;
 		if ((void *)(vh + 1) > data_end)
-			return;
+			return 0;
 		proto = vh->proto;
 		off += TR_VLAN_HLEN;
 	}
@@ -170,51 +328,45 @@ static __always_inline void tr_filter_key_of(void *data, void *data_end, struct 
 		__u32 ihl;
 
 		if ((void *)(ip + 1) > data_end)
-			return;
+			return 0;
 		k->proto = ip->protocol;
 		__builtin_memcpy(k->src, &ip->saddr, 4);
 		__builtin_memcpy(k->dst, &ip->daddr, 4);
 		ihl = (ip->ihl & 0xf) * 4;
-		if (ihl < sizeof(*ip) || (ip->frag_off & bpf_htons(0x1fff)))
-			return;
-		l4 = (void *)ip + ihl;
+		if (ip->frag_off & bpf_htons(0x1fff))
+			return TR_UNREAD_FRAGMENT + 1;
+		if (ihl < sizeof(*ip))
+			return TR_UNREAD_TRUNCATED + 1;
+		off += ihl;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = data + off;
+		int r;
 
 		if ((void *)(ip6 + 1) > data_end)
-			return;
+			return 0;
 		k->proto = ip6->nexthdr;
 		__builtin_memcpy(k->src, &ip6->saddr, 16);
 		__builtin_memcpy(k->dst, &ip6->daddr, 16);
-		l4 = ip6 + 1;
-	} else {
-		return;
-	}
-	b = l4;
-	switch (k->proto) {
-	case IPPROTO_TCP:
-		if ((void *)(b + 14) > data_end)
-			return;
-		*tcp = b[13];
-		/* fall through */
-	case IPPROTO_UDP:
-		if ((void *)(b + 4) > data_end)
-			return;
-		k->sport = (__u16)b[0] << 8 | b[1];
-		k->dport = (__u16)b[2] << 8 | b[3];
-		return;
-	case IPPROTO_ICMP:
-	case IPPROTO_ICMPV6:
-		if ((void *)(b + 8) > data_end)
-			return;
-		k->icmp_type = b[0];
-		if ((k->proto == IPPROTO_ICMP && (b[0] == TR_ICMP_ECHO || b[0] == TR_ICMP_ECHO_REPLY)) ||
-		    (k->proto == IPPROTO_ICMPV6 && (b[0] == TR_ICMP6_ECHO || b[0] == TR_ICMP6_ECHO_REPLY))) {
-			k->sport = (__u16)b[4] << 8 | b[5];
-			k->dport = k->sport;
+		off += sizeof(*ip6);
+		if (tr_ipv6_exthdr(k->proto)) {
+			x->xoff = off;
+			x->xnh = k->proto;
+			r = tr_filter_exthdrs(ctx, xdp, x);
+			k->proto = x->xnh;
+			if (r)
+				return r;
+			off = x->xoff;
 		}
-		return;
+	} else {
+		return 0;
 	}
+	asm volatile("" : "+r"(off)); /* the bound checked here, on the register the access uses */
+	if (off > TR_FILTER_L4_MAX)
+		return TR_UNREAD_EXTHDRS + 1;
+	if (!tr_filter_l4_at(data + off, data_end, k, &x->tcp))
+		return 0;
+	x->xoff = off;
+	return -1; /* the transport header is at x->xoff, past the bytes seen: tr_filter_l4_far loads it */
 }
 
 #define TR_FILTER_KEY_WORDS (sizeof(struct tr_filter_key) / 8)
@@ -331,13 +483,15 @@ static __always_inline void tr_state_memo_set(const struct tr_filter_set *fs, st
 
 /* The connection of a frame with key k in bridge, both directions one key;
  * *a_src: the frame comes from endpoint a. 0: not a connection (not TCP,
- * UDP or ICMP over IP). */
+ * UDP or ICMP over IP, or its transport header unread). */
 static __always_inline int tr_state_key_of(const struct tr_filter_key *k, __u16 bridge,
 					   struct tr_state_key *sk, __u32 *a_src)
 {
 	const __u32 *s = (const void *)k->src, *d = (const void *)k->dst;
 	int lower = 0; /* src sorts below dst */
 
+	if (!k->l4)
+		return 0; /* no ports read: not a connection's frame we can tell */
 	switch (k->proto) {
 	case IPPROTO_TCP:
 	case IPPROTO_UDP:
@@ -389,7 +543,7 @@ static __always_inline __u64 tr_state_timeout(__u8 proto, __u32 flags)
 	if (proto == IPPROTO_TCP) {
 		if (flags & TR_STATE_CLOSING)
 			s = TR_STATE_TCP_CLOSING;
-		else if (flags & TR_STATE_REPLIED)
+		else if (flags & TR_STATE_ESTABLISHED)
 			s = TR_STATE_TCP_ESTABLISHED;
 		else
 			s = TR_STATE_TCP_OPENING;
@@ -401,22 +555,78 @@ static __always_inline __u64 tr_state_timeout(__u8 proto, __u32 flags)
 	return s * 1000000000ULL;
 }
 
-/* A frame of a tracked connection: refresh it. 1: the connection is live. */
-static __always_inline int tr_state_hit(struct tr_state *st, __u8 proto, int a_src, __u8 tcp,
-					__u64 now)
+/* A frame (x) of a tracked connection (st): refresh it. 1: the connection
+ * is live. A frame back counts as a reply only from another port than the
+ * opener's (a tenant cannot answer itself); the connection is established
+ * once seen both ways, and for TCP only at the opener's first segment
+ * without SYN after the reply (the handshake's ACK), as conntrack's
+ * ASSURED: a half-open handshake keeps the opening timeout. */
+static __always_inline int tr_state_hit(struct tr_state *st, const struct tr_filter_cpu *x)
 {
 	__u32 flags = st->flags, want = flags;
+	__u8 proto = x->k.proto, tcp = x->tcp;
+	int opener = !!(flags & TR_STATE_A_OPENED) == !!x->a_src;
 
-	if (now - st->seen_ns > tr_state_timeout(proto, flags))
+	if (x->now - st->seen_ns > tr_state_timeout(proto, flags))
 		return 0; /* expired; the control plane has not removed it yet */
-	if (!!(flags & TR_STATE_A_OPENED) != !!a_src)
+	if (!opener && x->k.in != st->port)
 		want |= TR_STATE_REPLIED;
+	if ((want & TR_STATE_REPLIED) && (proto != IPPROTO_TCP || (opener && !(tcp & TR_TCP_SYN))))
+		want |= TR_STATE_ESTABLISHED;
 	if (tcp & (TR_TCP_FIN | TR_TCP_RST))
 		want |= TR_STATE_CLOSING;
 	if (want != flags)
 		st->flags = want; /* one writer may lose another's bit: aging is only sooner or later */
-	if (now - st->seen_ns > TR_STATE_REFRESH_MS * 1000000ULL)
-		st->seen_ns = now;
+	if (x->now - st->seen_ns > TR_STATE_REFRESH_MS * 1000000ULL)
+		st->seen_ns = x->now;
+	return 1;
+}
+
+/* An opening connection now established: into filter_states, if its
+ * bridge and the port that opened it have room (else it stays where it
+ * is, live, and is tried again at its next lookup). */
+static __always_inline void tr_state_promote(const struct tr_filter_set *fs, struct tr_filter_cpu *x,
+					     const struct tr_state *st)
+{
+	__u32 bi, pi;
+	__u32 *bc, *pc;
+
+	x->ns = *st;
+	bi = x->sk.bridge;
+	pi = TR_STATE_COUNT_PORT + x->ns.port;
+	bc = bpf_map_lookup_elem(&filter_state_counts, &bi);
+	if (!bc || *bc >= fs->max_states)
+		return;
+	pi = TR_STATE_COUNT_PORT + x->ns.port;
+	pc = bpf_map_lookup_elem(&filter_state_counts, &pi);
+	if (!pc || *pc >= fs->max_port_states)
+		return;
+	if (bpf_map_update_elem(&filter_states, &x->sk, &x->ns, BPF_NOEXIST))
+		return; /* another CPU did, or the table is full */
+	__sync_fetch_and_add(bc, 1);
+	__sync_fetch_and_add(pc, 1);
+	bpf_map_delete_elem(&filter_opening, &x->sk);
+}
+
+/* Whether the frame (x, its connection x->sk; this CPU's memo of it, m,
+ * missed at tick x->tick) passes as part of a tracked connection: found
+ * among the established connections, then the others (promoted once
+ * established). */
+static __always_inline int tr_state_pass(const struct tr_filter_set *fs, struct tr_filter_cpu *x,
+					 struct tr_filter_memo *m)
+{
+	struct tr_state *st;
+
+	x->now = jiffies_hz ? bpf_ktime_get_coarse_ns() : x->tick;
+	st = bpf_map_lookup_elem(&filter_states, &x->sk);
+	if (!st || !tr_state_hit(st, x)) {
+		st = bpf_map_lookup_elem(&filter_opening, &x->sk);
+		if (!st || !tr_state_hit(st, x))
+			return 0;
+		if (st->flags & TR_STATE_ESTABLISHED)
+			tr_state_promote(fs, x, st);
+	}
+	tr_state_memo_set(fs, x, m, x->tick);
 	return 1;
 }
 
@@ -426,17 +636,18 @@ static __always_inline int tr_state_hit(struct tr_state *st, __u8 proto, int a_s
  * slot, and egress slot in the high half (0: the frame, not a copy); vlan:
  * its VLAN; wire: its length on the wire, for the counters.
  */
-static __always_inline int tr_filter_frame(void *data, void *data_end, __u32 set, __u32 ports, __u32 vlan,
+static __always_inline int tr_filter(void *ctx, const int xdp, __u32 set, __u32 ports, __u32 vlan,
 				     __u32 wire)
 {
 	const struct tr_filter_set *fs;
 	struct tr_filter_cpu *x;
 	struct tr_filter_memo *m;
 	struct tr_filter_key *k;
-	struct tr_state *st;
-	int stateful = 0;
+	int stateful = 0, unread;
 	__u32 zero = 0;
 
+	if (!ctx)
+		return TR_DROP_FILTERED;
 	if (!set)
 		return 0; /* the bridge's filter is off */
 	fs = bpf_map_lookup_elem(&filter_sets, &set);
@@ -450,46 +661,56 @@ static __always_inline int tr_filter_frame(void *data, void *data_end, __u32 set
 	k->out = ports >> 16;
 	k->vlan = vlan;
 	x->tcp = 0;
-	tr_filter_key_of(data, data_end, k, &x->tcp);
+	x->wire = wire;
+	unread = tr_filter_key_of(ctx, xdp, tr_ctx_data(ctx, xdp), tr_ctx_data_end(ctx, xdp), x);
+	if (unread < 0)
+		unread = tr_filter_l4_far(ctx, xdp, x);
+	if (unread > 0) {
+		__u32 i = (k->set >> 1) * TR_UNREAD__MAX + (unread - 1);
+		__u64 *n = bpf_map_lookup_elem(&filter_unread, &i);
+
+		if (n)
+			(*n)++;
+	}
 	m = tr_memo_of(x);
-	if (fs->flags & TR_FILTER_KEEP_STATE) {
+	/* Only a frame whose transport header was read (TCP, UDP, ICMP over
+	 * IP) can be a connection's. A frame this CPU passed as one in the
+	 * last second passes before its connection's key is even made. */
+	if ((fs->flags & TR_FILTER_KEEP_STATE) && k->l4) {
+		x->tick = tr_tick();
+		if (tr_state_memo_hit(fs, x, m, x->tick)) {
+			tr_filter_count(fs->state_counter, x->wire);
+			return 0;
+		}
 		__builtin_memset(&x->sk, 0, sizeof(x->sk));
 		x->a_src = 0;
-		stateful = tr_state_key_of(k, set >> 1, &x->sk, &x->a_src);
-		if (stateful) {
-			__u64 tick = tr_tick(), now;
-
-			if (tr_state_memo_hit(fs, x, m, tick)) {
-				tr_filter_count(fs->state_counter, wire);
-				return 0;
-			}
-			now = jiffies_hz ? bpf_ktime_get_coarse_ns() : tick;
-			st = bpf_map_lookup_elem(&filter_states, &x->sk);
-			if (st && tr_state_hit(st, k->proto, x->a_src, x->tcp, now)) {
-				tr_state_memo_set(fs, x, m, tick);
-				tr_filter_count(fs->state_counter, wire);
-				return 0;
-			}
+		stateful = tr_state_key_of(k, k->set >> 1, &x->sk, &x->a_src);
+		if (stateful && tr_state_pass(fs, x, m)) {
+			tr_filter_count(fs->state_counter, x->wire);
+			return 0;
 		}
 	}
 	if (!tr_decide(fs, x, m)) {
-		tr_filter_count(fs->def_counter, wire);
+		tr_filter_count(fs->def_counter, x->wire);
 		return (fs->flags & TR_FILTER_BLOCK) ? TR_DROP_FILTERED : 0;
 	}
-	tr_filter_count(x->hit.counter, wire);
+	tr_filter_count(x->hit.counter, x->wire);
 	if (x->hit.flags & TR_FILTER_BLOCK)
 		return TR_DROP_FILTERED;
 	if ((x->hit.flags & TR_FILTER_KEEP_STATE) && stateful) {
 		struct tr_state *ns = &x->ns;
 
+		__builtin_memset(ns, 0, sizeof(*ns));
 		ns->created_ns = bpf_ktime_get_ns();
 		ns->seen_ns = bpf_ktime_get_coarse_ns();
 		ns->flags = x->a_src ? TR_STATE_A_OPENED : 0;
 		if (x->tcp & (TR_TCP_FIN | TR_TCP_RST))
 			ns->flags |= TR_STATE_CLOSING;
 		ns->rule = x->hit.prio;
-		/* Over an expired entry, or one another CPU made just now. */
-		if (bpf_map_update_elem(&filter_states, &x->sk, ns, BPF_ANY))
+		ns->port = k->in;
+		/* A new connection starts unestablished, in the LRU: over an
+		 * expired entry, or one another CPU made just now. */
+		if (bpf_map_update_elem(&filter_opening, &x->sk, ns, BPF_ANY))
 			return TR_DROP_STATE_FULL;
 	}
 	return 0;
@@ -497,14 +718,6 @@ static __always_inline int tr_filter_frame(void *data, void *data_end, __u32 set
 
 /* The entry points' calls: global functions, verified once (tr_filter_xdp,
  * tr_filter_tc). */
-static __always_inline int tr_filter(void *ctx, const int xdp, __u32 set, __u32 ports, __u32 vlan,
-				     __u32 wire)
-{
-	if (!ctx)
-		return TR_DROP_FILTERED;
-	return tr_filter_frame(tr_ctx_data(ctx, xdp), tr_ctx_data_end(ctx, xdp), set, ports, vlan, wire);
-}
-
 TR_TWIN(tr_filter, (__u32 set, __u32 ports, __u32 vlan, __u32 wire), (set, ports, vlan, wire))
 
 #endif

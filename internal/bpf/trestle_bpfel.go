@@ -274,7 +274,14 @@ type TrestleTrFilterCpu struct {
 	Hit   TrestleTrFilterHit
 	A_src uint32
 	Tcp   uint8
+	Hb    [16]uint8
 	_     [3]byte
+	Xoff  uint32
+	Xnh   uint32
+	Wire  uint32
+	_     [4]byte
+	Tick  uint64
+	Now   uint64
 	Memo  [256]struct {
 		_       structs.HostLayout
 		K       TrestleTrFilterKey
@@ -314,7 +321,8 @@ type TrestleTrFilterKey struct {
 	Dmac      [6]uint8
 	Src       [16]uint8
 	Dst       [16]uint8
-	Pad       uint32
+	L4        uint8
+	Pad       [3]uint8
 }
 
 type TrestleTrFilterLimits uint32
@@ -323,7 +331,10 @@ const (
 	TrestleTrFilterLimitsTR_FILTER_TUPLES   TrestleTrFilterLimits = 32
 	TrestleTrFilterLimitsTR_FILTER_ENTRIES  TrestleTrFilterLimits = 65536
 	TrestleTrFilterLimitsTR_FILTER_COUNTERS TrestleTrFilterLimits = 16384
-	TrestleTrFilterLimitsTR_FILTER_STATES   TrestleTrFilterLimits = 65536
+	TrestleTrFilterLimitsTR_FILTER_STATES   TrestleTrFilterLimits = 262144
+	TrestleTrFilterLimitsTR_FILTER_OPENING  TrestleTrFilterLimits = 32768
+	TrestleTrFilterLimitsTR_FILTER_EXTHDRS  TrestleTrFilterLimits = 6
+	TrestleTrFilterLimitsTR_FILTER_L4MAX    TrestleTrFilterLimits = 512
 	TrestleTrFilterLimitsTR_FILTER_CACHE    TrestleTrFilterLimits = 256
 )
 
@@ -341,7 +352,18 @@ type TrestleTrFilterSet struct {
 		MinPrio uint32
 		Pad     uint32
 	}
+	MaxStates     uint32
+	MaxPortStates uint32
 }
+
+type TrestleTrFilterUnread uint32
+
+const (
+	TrestleTrFilterUnreadTR_UNREAD_FRAGMENT  TrestleTrFilterUnread = 0
+	TrestleTrFilterUnreadTR_UNREAD_EXTHDRS   TrestleTrFilterUnread = 1
+	TrestleTrFilterUnreadTR_UNREAD_TRUNCATED TrestleTrFilterUnread = 2
+	TrestleTrFilterUnreadTR_UNREAD__MAX      TrestleTrFilterUnread = 3
+)
 
 type TrestleTrLimits uint32
 
@@ -437,14 +459,18 @@ type TrestleTrState struct {
 	Bytes     uint64
 	Flags     uint32
 	Rule      uint32
+	Port      uint16
+	Pad       uint16
+	Pad2      uint32
 }
 
 type TrestleTrStateFlags uint32
 
 const (
-	TrestleTrStateFlagsTR_STATE_REPLIED  TrestleTrStateFlags = 1
-	TrestleTrStateFlagsTR_STATE_CLOSING  TrestleTrStateFlags = 2
-	TrestleTrStateFlagsTR_STATE_A_OPENED TrestleTrStateFlags = 4
+	TrestleTrStateFlagsTR_STATE_REPLIED     TrestleTrStateFlags = 1
+	TrestleTrStateFlagsTR_STATE_CLOSING     TrestleTrStateFlags = 2
+	TrestleTrStateFlagsTR_STATE_A_OPENED    TrestleTrStateFlags = 4
+	TrestleTrStateFlagsTR_STATE_ESTABLISHED TrestleTrStateFlags = 8
 )
 
 type TrestleTrStateKey struct {
@@ -564,9 +590,12 @@ const (
 	TrestleMapFdb                 = "fdb"
 	TrestleMapFilterCounts        = "filter_counts"
 	TrestleMapFilterCpu           = "filter_cpu"
+	TrestleMapFilterOpening       = "filter_opening"
 	TrestleMapFilterRules         = "filter_rules"
 	TrestleMapFilterSets          = "filter_sets"
+	TrestleMapFilterStateCounts   = "filter_state_counts"
 	TrestleMapFilterStates        = "filter_states"
+	TrestleMapFilterUnread        = "filter_unread"
 	TrestleMapFloods              = "floods"
 	TrestleMapMirrorVlans         = "mirror_vlans"
 	TrestleMapMirrors             = "mirrors"
@@ -606,6 +635,7 @@ const (
 	TrestleVarBtfFdbFlags         = "_btf_fdb_flags"
 	TrestleVarBtfFilterFlags      = "_btf_filter_flags"
 	TrestleVarBtfFilterLimits     = "_btf_filter_limits"
+	TrestleVarBtfFilterUnread     = "_btf_filter_unread"
 	TrestleVarBtfLimits           = "_btf_limits"
 	TrestleVarBtfMirrorFlags      = "_btf_mirror_flags"
 	TrestleVarBtfPatchIfindex     = "_btf_patch_ifindex"
@@ -678,43 +708,46 @@ type TrestleProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TrestleMapSpecs struct {
-	BridgeLive    *ebpf.MapSpec `ebpf:"bridge_live"`
-	BridgeMacs    *ebpf.MapSpec `ebpf:"bridge_macs"`
-	BridgeMacsDel *ebpf.MapSpec `ebpf:"bridge_macs_del"`
-	Bridges       *ebpf.MapSpec `ebpf:"bridges"`
-	CaptureBuf    *ebpf.MapSpec `ebpf:"capture_buf"`
-	CaptureConf   *ebpf.MapSpec `ebpf:"capture_conf"`
-	CaptureLost   *ebpf.MapSpec `ebpf:"capture_lost"`
-	CaptureRing   *ebpf.MapSpec `ebpf:"capture_ring"`
-	CpuCache      *ebpf.MapSpec `ebpf:"cpu_cache"`
-	EventLost     *ebpf.MapSpec `ebpf:"event_lost"`
-	EventRing     *ebpf.MapSpec `ebpf:"event_ring"`
-	Fdb           *ebpf.MapSpec `ebpf:"fdb"`
-	FilterCounts  *ebpf.MapSpec `ebpf:"filter_counts"`
-	FilterCpu     *ebpf.MapSpec `ebpf:"filter_cpu"`
-	FilterRules   *ebpf.MapSpec `ebpf:"filter_rules"`
-	FilterSets    *ebpf.MapSpec `ebpf:"filter_sets"`
-	FilterStates  *ebpf.MapSpec `ebpf:"filter_states"`
-	Floods        *ebpf.MapSpec `ebpf:"floods"`
-	MirrorVlans   *ebpf.MapSpec `ebpf:"mirror_vlans"`
-	Mirrors       *ebpf.MapSpec `ebpf:"mirrors"`
-	PatchFloods   *ebpf.MapSpec `ebpf:"patch_floods"`
-	Patches       *ebpf.MapSpec `ebpf:"patches"`
-	PortIndex     *ebpf.MapSpec `ebpf:"port_index"`
-	PortMacs      *ebpf.MapSpec `ebpf:"port_macs"`
-	PortMacsDel   *ebpf.MapSpec `ebpf:"port_macs_del"`
-	PortVlans     *ebpf.MapSpec `ebpf:"port_vlans"`
-	Ports         *ebpf.MapSpec `ebpf:"ports"`
-	ReachFloods   *ebpf.MapSpec `ebpf:"reach_floods"`
-	Reaches       *ebpf.MapSpec `ebpf:"reaches"`
-	Stats         *ebpf.MapSpec `ebpf:"stats"`
-	Storm         *ebpf.MapSpec `ebpf:"storm"`
-	TxPorts       *ebpf.MapSpec `ebpf:"tx_ports"`
-	VlanFloods    *ebpf.MapSpec `ebpf:"vlan_floods"`
-	VlanStats     *ebpf.MapSpec `ebpf:"vlan_stats"`
-	Vlans         *ebpf.MapSpec `ebpf:"vlans"`
-	WalkAt        *ebpf.MapSpec `ebpf:"walk_at"`
-	Walks         *ebpf.MapSpec `ebpf:"walks"`
+	BridgeLive        *ebpf.MapSpec `ebpf:"bridge_live"`
+	BridgeMacs        *ebpf.MapSpec `ebpf:"bridge_macs"`
+	BridgeMacsDel     *ebpf.MapSpec `ebpf:"bridge_macs_del"`
+	Bridges           *ebpf.MapSpec `ebpf:"bridges"`
+	CaptureBuf        *ebpf.MapSpec `ebpf:"capture_buf"`
+	CaptureConf       *ebpf.MapSpec `ebpf:"capture_conf"`
+	CaptureLost       *ebpf.MapSpec `ebpf:"capture_lost"`
+	CaptureRing       *ebpf.MapSpec `ebpf:"capture_ring"`
+	CpuCache          *ebpf.MapSpec `ebpf:"cpu_cache"`
+	EventLost         *ebpf.MapSpec `ebpf:"event_lost"`
+	EventRing         *ebpf.MapSpec `ebpf:"event_ring"`
+	Fdb               *ebpf.MapSpec `ebpf:"fdb"`
+	FilterCounts      *ebpf.MapSpec `ebpf:"filter_counts"`
+	FilterCpu         *ebpf.MapSpec `ebpf:"filter_cpu"`
+	FilterOpening     *ebpf.MapSpec `ebpf:"filter_opening"`
+	FilterRules       *ebpf.MapSpec `ebpf:"filter_rules"`
+	FilterSets        *ebpf.MapSpec `ebpf:"filter_sets"`
+	FilterStateCounts *ebpf.MapSpec `ebpf:"filter_state_counts"`
+	FilterStates      *ebpf.MapSpec `ebpf:"filter_states"`
+	FilterUnread      *ebpf.MapSpec `ebpf:"filter_unread"`
+	Floods            *ebpf.MapSpec `ebpf:"floods"`
+	MirrorVlans       *ebpf.MapSpec `ebpf:"mirror_vlans"`
+	Mirrors           *ebpf.MapSpec `ebpf:"mirrors"`
+	PatchFloods       *ebpf.MapSpec `ebpf:"patch_floods"`
+	Patches           *ebpf.MapSpec `ebpf:"patches"`
+	PortIndex         *ebpf.MapSpec `ebpf:"port_index"`
+	PortMacs          *ebpf.MapSpec `ebpf:"port_macs"`
+	PortMacsDel       *ebpf.MapSpec `ebpf:"port_macs_del"`
+	PortVlans         *ebpf.MapSpec `ebpf:"port_vlans"`
+	Ports             *ebpf.MapSpec `ebpf:"ports"`
+	ReachFloods       *ebpf.MapSpec `ebpf:"reach_floods"`
+	Reaches           *ebpf.MapSpec `ebpf:"reaches"`
+	Stats             *ebpf.MapSpec `ebpf:"stats"`
+	Storm             *ebpf.MapSpec `ebpf:"storm"`
+	TxPorts           *ebpf.MapSpec `ebpf:"tx_ports"`
+	VlanFloods        *ebpf.MapSpec `ebpf:"vlan_floods"`
+	VlanStats         *ebpf.MapSpec `ebpf:"vlan_stats"`
+	Vlans             *ebpf.MapSpec `ebpf:"vlans"`
+	WalkAt            *ebpf.MapSpec `ebpf:"walk_at"`
+	Walks             *ebpf.MapSpec `ebpf:"walks"`
 }
 
 // TrestleVariableSpecs contains global variables before they are loaded into the kernel.
@@ -734,6 +767,7 @@ type TrestleVariableSpecs struct {
 	BtfFdbFlags       *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
 	BtfFilterFlags    *ebpf.VariableSpec `ebpf:"_btf_filter_flags"`
 	BtfFilterLimits   *ebpf.VariableSpec `ebpf:"_btf_filter_limits"`
+	BtfFilterUnread   *ebpf.VariableSpec `ebpf:"_btf_filter_unread"`
 	BtfLimits         *ebpf.VariableSpec `ebpf:"_btf_limits"`
 	BtfMirrorFlags    *ebpf.VariableSpec `ebpf:"_btf_mirror_flags"`
 	BtfPatchIfindex   *ebpf.VariableSpec `ebpf:"_btf_patch_ifindex"`
@@ -772,43 +806,46 @@ func (o *TrestleObjects) Close() error {
 //
 // It can be passed to LoadTrestleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TrestleMaps struct {
-	BridgeLive    *ebpf.Map `ebpf:"bridge_live"`
-	BridgeMacs    *ebpf.Map `ebpf:"bridge_macs"`
-	BridgeMacsDel *ebpf.Map `ebpf:"bridge_macs_del"`
-	Bridges       *ebpf.Map `ebpf:"bridges"`
-	CaptureBuf    *ebpf.Map `ebpf:"capture_buf"`
-	CaptureConf   *ebpf.Map `ebpf:"capture_conf"`
-	CaptureLost   *ebpf.Map `ebpf:"capture_lost"`
-	CaptureRing   *ebpf.Map `ebpf:"capture_ring"`
-	CpuCache      *ebpf.Map `ebpf:"cpu_cache"`
-	EventLost     *ebpf.Map `ebpf:"event_lost"`
-	EventRing     *ebpf.Map `ebpf:"event_ring"`
-	Fdb           *ebpf.Map `ebpf:"fdb"`
-	FilterCounts  *ebpf.Map `ebpf:"filter_counts"`
-	FilterCpu     *ebpf.Map `ebpf:"filter_cpu"`
-	FilterRules   *ebpf.Map `ebpf:"filter_rules"`
-	FilterSets    *ebpf.Map `ebpf:"filter_sets"`
-	FilterStates  *ebpf.Map `ebpf:"filter_states"`
-	Floods        *ebpf.Map `ebpf:"floods"`
-	MirrorVlans   *ebpf.Map `ebpf:"mirror_vlans"`
-	Mirrors       *ebpf.Map `ebpf:"mirrors"`
-	PatchFloods   *ebpf.Map `ebpf:"patch_floods"`
-	Patches       *ebpf.Map `ebpf:"patches"`
-	PortIndex     *ebpf.Map `ebpf:"port_index"`
-	PortMacs      *ebpf.Map `ebpf:"port_macs"`
-	PortMacsDel   *ebpf.Map `ebpf:"port_macs_del"`
-	PortVlans     *ebpf.Map `ebpf:"port_vlans"`
-	Ports         *ebpf.Map `ebpf:"ports"`
-	ReachFloods   *ebpf.Map `ebpf:"reach_floods"`
-	Reaches       *ebpf.Map `ebpf:"reaches"`
-	Stats         *ebpf.Map `ebpf:"stats"`
-	Storm         *ebpf.Map `ebpf:"storm"`
-	TxPorts       *ebpf.Map `ebpf:"tx_ports"`
-	VlanFloods    *ebpf.Map `ebpf:"vlan_floods"`
-	VlanStats     *ebpf.Map `ebpf:"vlan_stats"`
-	Vlans         *ebpf.Map `ebpf:"vlans"`
-	WalkAt        *ebpf.Map `ebpf:"walk_at"`
-	Walks         *ebpf.Map `ebpf:"walks"`
+	BridgeLive        *ebpf.Map `ebpf:"bridge_live"`
+	BridgeMacs        *ebpf.Map `ebpf:"bridge_macs"`
+	BridgeMacsDel     *ebpf.Map `ebpf:"bridge_macs_del"`
+	Bridges           *ebpf.Map `ebpf:"bridges"`
+	CaptureBuf        *ebpf.Map `ebpf:"capture_buf"`
+	CaptureConf       *ebpf.Map `ebpf:"capture_conf"`
+	CaptureLost       *ebpf.Map `ebpf:"capture_lost"`
+	CaptureRing       *ebpf.Map `ebpf:"capture_ring"`
+	CpuCache          *ebpf.Map `ebpf:"cpu_cache"`
+	EventLost         *ebpf.Map `ebpf:"event_lost"`
+	EventRing         *ebpf.Map `ebpf:"event_ring"`
+	Fdb               *ebpf.Map `ebpf:"fdb"`
+	FilterCounts      *ebpf.Map `ebpf:"filter_counts"`
+	FilterCpu         *ebpf.Map `ebpf:"filter_cpu"`
+	FilterOpening     *ebpf.Map `ebpf:"filter_opening"`
+	FilterRules       *ebpf.Map `ebpf:"filter_rules"`
+	FilterSets        *ebpf.Map `ebpf:"filter_sets"`
+	FilterStateCounts *ebpf.Map `ebpf:"filter_state_counts"`
+	FilterStates      *ebpf.Map `ebpf:"filter_states"`
+	FilterUnread      *ebpf.Map `ebpf:"filter_unread"`
+	Floods            *ebpf.Map `ebpf:"floods"`
+	MirrorVlans       *ebpf.Map `ebpf:"mirror_vlans"`
+	Mirrors           *ebpf.Map `ebpf:"mirrors"`
+	PatchFloods       *ebpf.Map `ebpf:"patch_floods"`
+	Patches           *ebpf.Map `ebpf:"patches"`
+	PortIndex         *ebpf.Map `ebpf:"port_index"`
+	PortMacs          *ebpf.Map `ebpf:"port_macs"`
+	PortMacsDel       *ebpf.Map `ebpf:"port_macs_del"`
+	PortVlans         *ebpf.Map `ebpf:"port_vlans"`
+	Ports             *ebpf.Map `ebpf:"ports"`
+	ReachFloods       *ebpf.Map `ebpf:"reach_floods"`
+	Reaches           *ebpf.Map `ebpf:"reaches"`
+	Stats             *ebpf.Map `ebpf:"stats"`
+	Storm             *ebpf.Map `ebpf:"storm"`
+	TxPorts           *ebpf.Map `ebpf:"tx_ports"`
+	VlanFloods        *ebpf.Map `ebpf:"vlan_floods"`
+	VlanStats         *ebpf.Map `ebpf:"vlan_stats"`
+	Vlans             *ebpf.Map `ebpf:"vlans"`
+	WalkAt            *ebpf.Map `ebpf:"walk_at"`
+	Walks             *ebpf.Map `ebpf:"walks"`
 }
 
 func (m *TrestleMaps) Close() error {
@@ -827,9 +864,12 @@ func (m *TrestleMaps) Close() error {
 		m.Fdb,
 		m.FilterCounts,
 		m.FilterCpu,
+		m.FilterOpening,
 		m.FilterRules,
 		m.FilterSets,
+		m.FilterStateCounts,
 		m.FilterStates,
+		m.FilterUnread,
 		m.Floods,
 		m.MirrorVlans,
 		m.Mirrors,
@@ -870,6 +910,7 @@ type TrestleVariables struct {
 	BtfFdbFlags       *ebpf.Variable `ebpf:"_btf_fdb_flags"`
 	BtfFilterFlags    *ebpf.Variable `ebpf:"_btf_filter_flags"`
 	BtfFilterLimits   *ebpf.Variable `ebpf:"_btf_filter_limits"`
+	BtfFilterUnread   *ebpf.Variable `ebpf:"_btf_filter_unread"`
 	BtfLimits         *ebpf.Variable `ebpf:"_btf_limits"`
 	BtfMirrorFlags    *ebpf.Variable `ebpf:"_btf_mirror_flags"`
 	BtfPatchIfindex   *ebpf.Variable `ebpf:"_btf_patch_ifindex"`

@@ -23,7 +23,10 @@ type Bridge struct {
 	Filter       bool
 	Rules        []Rule
 	DefaultBlock bool
-	Line         int // line of the [[bridge]] header
+	// Established connections its keep_state rules may hold (issue 29):
+	// the bridge's, and those opened from one of its ports.
+	MaxStates, MaxPortStates int
+	Line                     int // line of the [[bridge]] header
 }
 
 // SpanPort returns the mirror a port is the span port of, or nil.
@@ -67,6 +70,8 @@ func (c *checker) bridges(v *value) []Bridge {
 		c.errorf(v.line, "bridge", "at least one [[bridge]] is required")
 	}
 	var out []Bridge
+	var tables []*value       // each bridge's table
+	var fields []string       // and its field
 	names := map[string]int{} // name -> line where it was first used
 	for i, t := range elems {
 		field := fmt.Sprintf("bridge[%d]", i)
@@ -89,9 +94,36 @@ func (c *checker) bridges(v *value) []Bridge {
 			}
 		}
 		out = append(out, b)
+		tables = append(tables, t)
+		fields = append(fields, field)
 	}
 	c.patchGraph(names)
+	c.stateRoom(tables, fields, out)
 	return out
+}
+
+// stateRoom checks that the filtering bridges' max_states fit in the
+// datapath's table of established connections together, so that each
+// bridge's room is its own: a bridge that fills its share cannot take
+// another's.
+func (c *checker) stateRoom(tables []*value, fields []string, bridges []Bridge) {
+	sum, line, field := 0, 0, "bridge"
+	for i, b := range bridges {
+		if !b.Filter {
+			continue
+		}
+		sum += b.MaxStates
+		if sum > MaxStatesAll && line == 0 {
+			line, field = tables[i].line, fields[i]+".max_states"
+			if v := tables[i].vals["max_states"]; v != nil {
+				line = v.line
+			}
+		}
+	}
+	if sum > MaxStatesAll {
+		c.errorf(line, field, "the filtering bridges' max_states add up to %d, over the %d established connections the datapath holds for all of them: lower max_states (default %d)",
+			sum, MaxStatesAll, DefaultMaxStates)
+	}
 }
 
 // bridgeTable is [[bridge]].
@@ -110,6 +142,10 @@ var bridgeTable = Table{
 			Help: "Turn the filter stage on (docs/filter.md); false keeps the rules, checked, and off."},
 		{Name: "default", Kind: KindEnum, Values: []Value{{Name: ActionPass}, {Name: ActionBlock}}, why: ": what a frame no rule matches gets", Default: `"pass"`, Example: `"block"`,
 			Help: "What the filter does with a frame no rule matches."},
+		{Name: "max_states", Kind: KindInt, Min: 1, Max: int64(MaxStatesAll), Default: fmt.Sprint(DefaultMaxStates), Example: "4096",
+			Help: fmt.Sprintf("Established connections the filter's keep_state rules may hold for this bridge (docs/filter.md); the filtering bridges' together at most %d. Beyond it, a connection still passes, held with those not yet established, which go first when that table is full.", MaxStatesAll)},
+		{Name: "max_states_per_port", Kind: KindInt, Min: 1, Max: int64(MaxStatesAll), Default: fmt.Sprint(DefaultMaxPortStates), Example: "512",
+			Help: "Established connections opened from one port of this bridge that it holds, at most (as max_states)."},
 		{Name: "port", Kind: KindTables, Form: "[[bridge.port]] tables, none or more", Help: "The bridge's ports. A bridge may have none in the file: it then takes only the ports added at run time (`trestle port add`, the CNI plugin, the QEMU scripts; docs/run-time-ports.md)."},
 		{Name: "static", Kind: KindTables, Form: "[[bridge.static]] tables", Help: "Static FDB entries."},
 		{Name: "mirror", Kind: KindTables, Form: "[[bridge.mirror]] tables", Help: "Port mirrors."},
@@ -120,7 +156,7 @@ var bridgeTable = Table{
 // bridge checks one bridge, and returns it with its patch ports for the
 // checks across bridges.
 func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
-	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, Line: t.line}
+	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, MaxStates: DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, Line: t.line}
 	var ports, statics, mirrors, rules *value
 	c.walk(t, field, &bridgeTable, func(k *Key, v *value, f string, x leaf, ok bool) {
 		switch k.Name {
@@ -146,6 +182,14 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 			}
 		case "default":
 			b.DefaultBlock = ok && x.s == ActionBlock
+		case "max_states":
+			if ok {
+				b.MaxStates = int(x.n)
+			}
+		case "max_states_per_port":
+			if ok {
+				b.MaxPortStates = int(x.n)
+			}
 		case "rule":
 			rules = v
 		case "port":

@@ -57,6 +57,12 @@ const (
 	MaxPortsPerBridge = tbpf.MaxBridgePorts // ports of one bridge
 	MaxPorts          = tbpf.MaxPorts - 1   // all bridges together: slot 0 is no port
 	MaxVLANs          = tbpf.MaxVLANs       // distinct (bridge, VLAN) pairs of all bridges together
+	// The filter's established connections (docs/filter.md, "Keep
+	// state"): a bridge's and one port's by default, and all filtering
+	// bridges' together (the datapath's table).
+	DefaultMaxStates     = 16384
+	DefaultMaxPortStates = 4096
+	MaxStatesAll         = tbpf.FilterStates
 	// A port's mac_limit_action.
 	LimitDrop    = "drop"
 	LimitForward = "forward"

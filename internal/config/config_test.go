@@ -52,6 +52,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br0",
 				Aging:      5 * time.Minute,
 				MaxEntries: 1024,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates,
 				Ports: []Port{
 					{Interface: "veth-a", Mode: "xdp", MaxMACs: 100, Line: 11},
 					{Interface: "veth-b", Mode: "auto", Line: 16},
@@ -66,6 +67,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br1",
 				Aging:      DefaultAging,
 				MaxEntries: DefaultMaxEntries,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates,
 				Ports: []Port{
 					{Interface: "tap0", Mode: "tc", Line: 31},
 					{Interface: "tap1", Mode: "auto", Line: 32},
@@ -76,6 +78,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br2",
 				Aging:      DefaultAging,
 				MaxEntries: DefaultMaxEntries,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates,
 				Ports: []Port{
 					{Interface: "acc0", Mode: "auto", VLAN: 10, Line: 43},
 					{Interface: "trunk0", Mode: "auto", Trunk: []uint16{10, 20, 100, 101, 102, 4094}, Native: 20, Line: 47},
@@ -108,11 +111,13 @@ func TestParseDefaults(t *testing.T) {
 		File:   "t.toml",
 		Daemon: Daemon{Socket: DefaultSocket},
 		Bridges: []Bridge{{
-			Name:       "br0",
-			Aging:      DefaultAging,
-			MaxEntries: DefaultMaxEntries,
-			Ports:      []Port{{Interface: "veth-a", Mode: "auto", Line: 3}},
-			Line:       1,
+			Name:          "br0",
+			Aging:         DefaultAging,
+			MaxEntries:    DefaultMaxEntries,
+			MaxStates:     DefaultMaxStates,
+			MaxPortStates: DefaultMaxPortStates,
+			Ports:         []Port{{Interface: "veth-a", Mode: "auto", Line: 3}},
+			Line:          1,
 		}},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -143,6 +148,15 @@ func TestParseValid(t *testing.T) {
 			return b.Aging == 24*time.Hour && b.MaxEntries == 1<<24 && b.Ports[0].MaxMACs == 1<<24 &&
 				b.Static[0].VLAN == 4094 && b.Static[1].VLAN == 0
 		}},
+		{"keep-state bounds by default", doc(`[[bridge]]`, `name = "b"`, `[[bridge.port]]`, `interface = "x"`),
+			func(c *Config) bool {
+				return c.Bridges[0].MaxStates == DefaultMaxStates && c.Bridges[0].MaxPortStates == DefaultMaxPortStates
+			}},
+		{"keep-state bounds", doc(`[[bridge]]`, `name = "b"`, `filter = true`, `max_states = 262144`, `max_states_per_port = 1`,
+			`[[bridge]]`, `name = "c"`, `max_states = 262144`),
+			func(c *Config) bool {
+				return c.Bridges[0].MaxStates == MaxStatesAll && c.Bridges[0].MaxPortStates == 1 && c.Bridges[1].MaxStates == MaxStatesAll
+			}},
 		{"min aging", doc(`[[bridge]]`, `name = "b"`, `aging = "1s"`, `[[bridge.port]]`, `interface = "x"`),
 			func(c *Config) bool { return c.Bridges[0].Aging == time.Second }},
 		{"static before port", doc(
@@ -245,6 +259,15 @@ func TestParseErrors(t *testing.T) {
 			`t.toml:3: bridge[0].aging: "-5m" is out of range 1s..24h`}},
 		{"aging integer", doc(`[[bridge]]`, `name = "b"`, `aging = 300`, `[[bridge.port]]`, `interface = "a"`), []string{
 			`t.toml:3: bridge[0].aging: must be a string`}},
+		{"max_states zero", doc(`[[bridge]]`, `name = "b"`, `max_states = 0`), []string{
+			`t.toml:3: bridge[0].max_states: 0 is out of range 1..262144`}},
+		{"max_states_per_port too big", doc(`[[bridge]]`, `name = "b"`, `max_states_per_port = 262145`), []string{
+			`t.toml:3: bridge[0].max_states_per_port: 262145 is out of range 1..262144`}},
+		{"max_states of filtering bridges over the table", doc(
+			`[[bridge]]`, `name = "b"`, `filter = true`, `max_states = 200000`,
+			`[[bridge]]`, `name = "c"`, `max_states = 200000`,
+			`[[bridge]]`, `name = "d"`, `filter = true`, `max_states = 62145`), []string{
+			`t.toml:11: bridge[2].max_states: the filtering bridges' max_states add up to 262145, over the 262144 established connections the datapath holds for all of them: lower max_states (default 16384)`}},
 		{"max_entries zero", doc(`[[bridge]]`, `name = "b"`, `max_entries = 0`, `[[bridge.port]]`, `interface = "a"`), []string{
 			`t.toml:3: bridge[0].max_entries: 0 is out of range 1..16777216`}},
 		{"max_entries negative", doc(`[[bridge]]`, `name = "b"`, `max_entries = -1`, `[[bridge.port]]`, `interface = "a"`), []string{

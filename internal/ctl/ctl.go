@@ -128,7 +128,7 @@ type State struct {
 	Proto          string  `json:"proto"`
 	From           string  `json:"from"`
 	To             string  `json:"to"`
-	State          string  `json:"state"` // "opening" (nothing back yet), "established", "closing" (TCP FIN or RST seen)
+	State          string  `json:"state"` // "opening" (not yet seen both ways; TCP: the handshake not complete), "established", "closing" (TCP FIN or RST seen)
 	Rule           int     `json:"rule"`  // the rule that opened it, from 1
 	AgeSeconds     float64 `json:"age_seconds"`
 	IdleSeconds    float64 `json:"idle_seconds"`

@@ -80,6 +80,9 @@ type Counters interface {
 	FilterCounters(bridge uint16) (datapath.FilterCounts, bool, error)
 	FilterCounterIDs(bridge uint16) (datapath.FilterCounterIDs, bool, error)
 	ReadFilterCounters(datapath.FilterCounterIDs) (datapath.FilterCounts, error)
+	// FilterUnread counts the frames whose transport header a bridge's
+	// filter could not read, by why; from the map alone.
+	FilterUnread(bridge uint16) (datapath.FilterUnread, error)
 }
 
 // Conntrack is the filter's table of tracked connections.

@@ -245,9 +245,10 @@ func (f *fakeStages) FilterStage() bool { return f.filterStage }
 // fakeCounters is the Counters: port stats and filter counts as a test
 // sets them (zero when absent), address counts from the table.
 type fakeCounters struct {
-	table       *fakeTable
-	stats       map[uint16]tbpf.PortStats // by slot
-	filterCount map[uint16]datapath.FilterCounts
+	table        *fakeTable
+	stats        map[uint16]tbpf.PortStats // by slot
+	filterCount  map[uint16]datapath.FilterCounts
+	filterUnread map[uint16]datapath.FilterUnread
 	// lock, when a test sets it (the daemon's d.mu), is checked held by
 	// the calls that read the real datapath's Go-side record (VLANs,
 	// FilterCounterIDs, FilterCounters); those made without it are named
@@ -301,6 +302,10 @@ func (f *fakeCounters) FilterCounterIDs(id uint16) (datapath.FilterCounterIDs, b
 
 func (f *fakeCounters) ReadFilterCounters(ids datapath.FilterCounterIDs) (datapath.FilterCounts, error) {
 	return f.filterCount[ids.Default], nil
+}
+
+func (f *fakeCounters) FilterUnread(id uint16) (datapath.FilterUnread, error) {
+	return f.filterUnread[id], nil
 }
 
 func (f *fakeCounters) VLANs() ([]datapath.VLAN, error) {

@@ -33,7 +33,8 @@ func (b *bridgeState) filter() *datapath.Filter {
 	if !b.cfg.Filter {
 		return nil
 	}
-	f := &datapath.Filter{DefaultBlock: b.cfg.DefaultBlock}
+	f := &datapath.Filter{DefaultBlock: b.cfg.DefaultBlock,
+		MaxStates: uint32(b.cfg.MaxStates), MaxPortStates: uint32(b.cfg.MaxPortStates)}
 	slot := func(name string) uint16 {
 		if name == "" {
 			return 0
@@ -250,7 +251,7 @@ func (d *Daemon) stateShow(only string) ([]ctl.State, error) {
 		switch {
 		case s.Closing:
 			st = "closing"
-		case s.Replied:
+		case s.Established:
 			st = "established"
 		}
 		rows = append(rows, ctl.State{Bridge: b.cfg.Name, Proto: config.ProtoName(s.Proto),

@@ -75,6 +75,7 @@ type collector struct {
 	drops, unattached, up      *prometheus.Desc
 	entries, maxEntries, aged  *prometheus.Desc
 	filterPackets, filterBytes *prometheus.Desc
+	filterUnread               *prometheus.Desc
 	reloads, build             *prometheus.Desc
 	events, suppressed, lost   *prometheus.Desc
 }
@@ -97,6 +98,7 @@ func newCollector(d *Daemon) *collector {
 	c.aged = prometheus.NewDesc("trestle_fdb_aged_total", "Learned addresses removed after their aging time without traffic, since the daemon started.", []string{"bridge"}, nil)
 	c.filterPackets = prometheus.NewDesc("trestle_filter_packets_total", "Frames the bridge's filter decided, by rule: its number in `trestle rule show`, state (passed as part of a tracked connection) or default.", []string{"bridge", "rule", "action"}, nil)
 	c.filterBytes = prometheus.NewDesc("trestle_filter_bytes_total", "Bytes of the frames the bridge's filter decided, by rule as trestle_filter_packets_total.", []string{"bridge", "rule", "action"}, nil)
+	c.filterUnread = prometheus.NewDesc("trestle_filter_unread_total", "Frames whose transport header the bridge's filter could not read, so that they matched only rules without port or ICMP keys, by reason: fragment (not the first), ext_headers (too many IPv6 extension headers), truncated.", []string{"bridge", "reason"}, nil)
 	c.reloads = prometheus.NewDesc("trestle_config_reloads_total", "Reloads of the config (SIGHUP, trestle reload, systemctl reload), by result: applied, or rejected with the running state kept.", []string{"result"}, nil)
 	c.events = prometheus.NewDesc("trestle_events_total", "Events logged (and shown by `trestle events`) since the daemon started, by kind.", []string{"event"}, nil)
 	c.suppressed = prometheus.NewDesc("trestle_events_suppressed_total", "Events not logged one by one since the daemon started, counted in another line instead (mac_move: moves of a flapping address), by kind.", []string{"event"}, nil)
@@ -109,7 +111,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range append(append([]*prometheus.Desc{}, c.port...), c.vlan...) {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{c.drops, c.unattached, c.up, c.entries, c.maxEntries, c.aged, c.filterPackets, c.filterBytes, c.reloads, c.build, c.events, c.suppressed, c.lost} {
+	for _, d := range []*prometheus.Desc{c.drops, c.unattached, c.up, c.entries, c.maxEntries, c.aged, c.filterPackets, c.filterBytes, c.filterUnread, c.reloads, c.build, c.events, c.suppressed, c.lost} {
 		ch <- d
 	}
 }
@@ -293,6 +295,14 @@ func (c *collector) collectFilter(ch chan<- prometheus.Metric, b bridgeScrape) {
 	}
 	one("state", config.ActionPass, counts.State.Packets, counts.State.Bytes)
 	one("default", b.defAction, counts.Default.Packets, counts.Default.Bytes)
+	u, err := c.d.counters.FilterUnread(b.id)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.filterUnread, fmt.Errorf("bridge %s: %w", b.name, err))
+		return
+	}
+	ch <- counter(c.filterUnread, u.Fragment, b.name, "fragment")
+	ch <- counter(c.filterUnread, u.ExtHeaders, b.name, "ext_headers")
+	ch <- counter(c.filterUnread, u.Truncated, b.name, "truncated")
 }
 
 func (c *collector) collectVLANs(ch chan<- prometheus.Metric, s scrape) {

@@ -51,6 +51,7 @@ ethertype = "arp"
 	w.dp.stats = map[uint16]tbpf.PortStats{0: unattached, p1.slot: s1, p2.slot: s2}
 	w.dp.filterCount = map[uint16]datapath.FilterCounts{w.d.bridges["br1"].id: {
 		Rules: []datapath.FilterCount{{Packets: 6, Bytes: 360}}, Default: datapath.FilterCount{Packets: 2, Bytes: 200}}}
+	w.dp.filterUnread = map[uint16]datapath.FilterUnread{w.d.bridges["br1"].id: {Fragment: 4, ExtHeaders: 1}}
 	w.dp.learn(w.d.bridges["br0"].id, p1.slot, p1.ifindex, "02:00:00:00:00:01", 0)
 	w.dp.learn(w.d.bridges["br0"].id, p2.slot, p2.ifindex, "02:00:00:00:00:02", 0)
 	w.d.aged["br0"] = 11
@@ -118,6 +119,11 @@ trestle_port_up{bridge="br1",mode="none",port="q1"} 0
 trestle_filter_packets_total{action="block",bridge="br1",rule="default"} 2
 trestle_filter_packets_total{action="pass",bridge="br1",rule="1"} 6
 trestle_filter_packets_total{action="pass",bridge="br1",rule="state"} 0
+# HELP trestle_filter_unread_total Frames whose transport header the bridge's filter could not read, so that they matched only rules without port or ICMP keys, by reason: fragment (not the first), ext_headers (too many IPv6 extension headers), truncated.
+# TYPE trestle_filter_unread_total counter
+trestle_filter_unread_total{bridge="br1",reason="ext_headers"} 1
+trestle_filter_unread_total{bridge="br1",reason="fragment"} 4
+trestle_filter_unread_total{bridge="br1",reason="truncated"} 0
 # HELP trestle_config_reloads_total Reloads of the config (SIGHUP, trestle reload, systemctl reload), by result: applied, or rejected with the running state kept.
 # TYPE trestle_config_reloads_total counter
 trestle_config_reloads_total{result="applied"} 2
@@ -145,7 +151,7 @@ trestle_events_lost_total 3
 `
 	names := []string{"trestle_events_total", "trestle_events_suppressed_total", "trestle_events_lost_total", "trestle_port_rx_packets_total", "trestle_port_tx_packets_total", "trestle_port_flooded_total",
 		"trestle_fdb_learned_total", "trestle_fdb_moved_total", "trestle_fdb_entries", "trestle_fdb_aged_total",
-		"trestle_port_up", "trestle_filter_packets_total", "trestle_config_reloads_total",
+		"trestle_port_up", "trestle_filter_packets_total", "trestle_filter_unread_total", "trestle_config_reloads_total",
 		"trestle_unattached_drops_total", "trestle_port_drops_total"}
 	if err := testutil.CollectAndCompare(newCollector(w.d), strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)

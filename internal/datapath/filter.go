@@ -39,11 +39,14 @@ type FilterRule struct {
 // PortRange is a TCP or UDP port range; Hi 0: any port.
 type PortRange struct{ Lo, Hi uint16 }
 
-// Filter is a bridge's filter, on: its rules in order, and what a frame
-// that none matches gets.
+// Filter is a bridge's filter, on: its rules in order, what a frame that
+// none matches gets, and how many established connections the bridge and
+// each of its ports may hold (0: as many as the table holds).
 type Filter struct {
-	Rules        []FilterRule
-	DefaultBlock bool
+	Rules         []FilterRule
+	DefaultBlock  bool
+	MaxStates     uint32
+	MaxPortStates uint32
 }
 
 // hasOut says whether a rule matches the egress port: then floods are
@@ -467,6 +470,13 @@ func compileFilter(set uint16, f *Filter, c *filterCopy) (tbpf.FilterSet, error)
 	}
 	fs.DefCounter = c.def
 	fs.StateCounter = c.state
+	fs.MaxStates, fs.MaxPortStates = f.MaxStates, f.MaxPortStates
+	if fs.MaxStates == 0 {
+		fs.MaxStates = uint32(tbpf.FilterStates)
+	}
+	if fs.MaxPortStates == 0 {
+		fs.MaxPortStates = fs.MaxStates
+	}
 	return fs, nil
 }
 
@@ -474,7 +484,7 @@ func compileFilter(set uint16, f *Filter, c *filterCopy) (tbpf.FilterSet, error)
 func keyBytes(k tbpf.FilterKey) []byte {
 	b := []byte{byte(k.Set >> 8), byte(k.Set), byte(k.In >> 8), byte(k.In), byte(k.Out >> 8), byte(k.Out),
 		byte(k.Ethertype >> 8), byte(k.Ethertype), byte(k.Vlan >> 8), byte(k.Vlan), k.Proto, k.IcmpType,
-		byte(k.Sport >> 8), byte(k.Sport), byte(k.Dport >> 8), byte(k.Dport)}
+		byte(k.Sport >> 8), byte(k.Sport), byte(k.Dport >> 8), byte(k.Dport), k.L4}
 	b = append(b, k.Smac[:]...)
 	b = append(b, k.Dmac[:]...)
 	b = append(b, k.Src[:]...)
@@ -492,6 +502,7 @@ func maskKey(v, m tbpf.FilterKey) tbpf.FilterKey {
 	k.IcmpType &= m.IcmpType
 	k.Sport &= m.Sport
 	k.Dport &= m.Dport
+	k.L4 &= m.L4
 	for i := range k.Smac {
 		k.Smac[i] &= m.Smac[i]
 		k.Dmac[i] &= m.Dmac[i]
@@ -526,6 +537,11 @@ func ruleMatches(set uint16, r FilterRule) []filterMatch {
 	}
 	if r.HasICMPType {
 		base.mask.IcmpType, base.val.IcmpType = 0xff, r.ICMPType
+	}
+	// A rule with port or ICMP keys matches only frames whose transport
+	// header was read: never a fragment's or a hidden one's as port 0.
+	if r.HasICMPType || r.SrcPort.Hi != 0 || r.DstPort.Hi != 0 {
+		base.mask.L4, base.val.L4 = 0xff, 1
 	}
 	if len(r.SrcMAC) == 6 {
 		copy(base.val.Smac[:], r.SrcMAC)
@@ -610,11 +626,16 @@ type State struct {
 	Bridge           uint16
 	Proto            uint8
 	From, To         netip.AddrPort
+	Port             uint16 // the slot of the port it was opened from
 	Replied, Closing bool
-	Rule             int    // index from 0 of the rule that opened it
-	AgeNs, IdleNs    uint64 // since it was opened, since its last frame (to within a second)
-	TimeoutNs        uint64 // how long it lives idle, as it is now
-	ExpiresNs        uint64 // idle time left
+	// Established: seen both ways (TCP: the handshake's ACK after the
+	// reply); Held: established, and in the bridge's bounded table (not
+	// held: still among the unestablished, which go first when full).
+	Established, Held bool
+	Rule              int    // index from 0 of the rule that opened it
+	AgeNs, IdleNs     uint64 // since it was opened, since its last frame (to within a second)
+	TimeoutNs         uint64 // how long it lives idle, as it is now
+	ExpiresNs         uint64 // idle time left
 }
 
 // stateTimeout is tr_state_timeout of bpf/lib/filter.h.
@@ -623,7 +644,7 @@ func stateTimeout(proto uint8, flags uint32) uint64 {
 	switch {
 	case proto == 6 && flags&tbpf.StateClosing != 0:
 		s = uint64(tbpf.TrestleTrStateTimeoutsTR_STATE_TCP_CLOSING)
-	case proto == 6 && flags&tbpf.StateReplied != 0:
+	case proto == 6 && flags&tbpf.StateEstablished != 0:
 		s = uint64(tbpf.TrestleTrStateTimeoutsTR_STATE_TCP_ESTABLISHED)
 	case proto == 6:
 		s = uint64(tbpf.TrestleTrStateTimeoutsTR_STATE_TCP_OPENING)
@@ -642,10 +663,11 @@ func stateAddr(family uint8, b [16]uint8, port uint16) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom16(b), port)
 }
 
-func stateOf(k tbpf.StateKey, v tbpf.State, now, wall uint64) State {
+func stateOf(k tbpf.StateKey, v tbpf.State, now, wall uint64, held bool) State {
 	a, b := stateAddr(k.Family, k.A, k.Aport), stateAddr(k.Family, k.B, k.Bport)
-	s := State{Bridge: k.Bridge, Proto: k.Proto, From: b, To: a,
+	s := State{Bridge: k.Bridge, Proto: k.Proto, From: b, To: a, Port: v.Port,
 		Replied: v.Flags&tbpf.StateReplied != 0, Closing: v.Flags&tbpf.StateClosing != 0,
+		Established: v.Flags&tbpf.StateEstablished != 0, Held: held,
 		Rule: int(v.Rule), TimeoutNs: stateTimeout(k.Proto, v.Flags)}
 	if v.Flags&tbpf.StateAOpened != 0 {
 		s.From, s.To = a, b
@@ -662,47 +684,140 @@ func stateOf(k tbpf.StateKey, v tbpf.State, now, wall uint64) State {
 	return s
 }
 
+// stateTables are the two tables of tracked connections: the established
+// ones each bridge and port holds within its bounds, then the rest (an LRU).
+func (d *Datapath) stateTables() []*ebpf.Map {
+	return []*ebpf.Map{d.objs.FilterStates, d.objs.FilterOpening}
+}
+
 // States lists the tracked connections of every bridge.
 func (d *Datapath) States() ([]State, error) {
 	var out []State
 	var k tbpf.StateKey
 	var v tbpf.State
 	now, wall := Now(), monotonicNow()
-	it := d.objs.FilterStates.Iterate()
-	for it.Next(&k, &v) {
-		out = append(out, stateOf(k, v, now, wall))
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("read tracked connections: %w", err)
+	for i, m := range d.stateTables() {
+		it := m.Iterate()
+		for it.Next(&k, &v) {
+			out = append(out, stateOf(k, v, now, wall, i == 0))
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("read tracked connections: %w", err)
+		}
 	}
 	return out, nil
 }
 
 // AgeStates removes the tracked connections idle past their timeout (the
 // datapath already treats them as gone), and those of bridges for which
-// keep(bridge) is false; it returns how many it removed.
+// keep(bridge) is false; it returns how many it removed. Then it counts
+// the established connections each bridge and port holds again, for the
+// datapath's bounds.
 func (d *Datapath) AgeStates(keep func(bridge uint16) bool) (int, error) {
 	var k tbpf.StateKey
 	var v tbpf.State
-	var gone []tbpf.StateKey
-	now := Now()
-	it := d.objs.FilterStates.Iterate()
-	for it.Next(&k, &v) {
-		if (now > v.SeenNs && now-v.SeenNs > stateTimeout(k.Proto, v.Flags)) || (keep != nil && !keep(k.Bridge)) {
-			gone = append(gone, k)
-		}
-	}
-	if err := it.Err(); err != nil {
-		return 0, fmt.Errorf("read tracked connections: %w", err)
-	}
 	n := 0
-	for _, k := range gone {
-		if err := d.objs.FilterStates.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return n, fmt.Errorf("remove a tracked connection: %w", err)
+	now := Now()
+	counts := make([]uint32, tbpf.MaxBridges+1+tbpf.MaxPorts)
+	for i, m := range d.stateTables() {
+		var gone []tbpf.StateKey
+		it := m.Iterate()
+		for it.Next(&k, &v) {
+			if (now > v.SeenNs && now-v.SeenNs > stateTimeout(k.Proto, v.Flags)) || (keep != nil && !keep(k.Bridge)) {
+				gone = append(gone, k)
+			} else if i == 0 {
+				if int(k.Bridge) <= tbpf.MaxBridges {
+					counts[k.Bridge]++
+				}
+				if int(v.Port) < tbpf.MaxPorts {
+					counts[tbpf.MaxBridges+1+int(v.Port)]++
+				}
+			}
 		}
-		n++
+		if err := it.Err(); err != nil {
+			return n, fmt.Errorf("read tracked connections: %w", err)
+		}
+		for _, k := range gone {
+			if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return n, fmt.Errorf("remove a tracked connection: %w", err)
+			}
+			n++
+		}
+	}
+	if err := d.writeStateCounts(counts); err != nil {
+		return n, err
 	}
 	return n, nil
+}
+
+// writeStateCounts writes the counts of established connections by bridge
+// and port. A connection the datapath establishes between the sweep's read
+// and this write is not counted until the next sweep: a bound may be
+// passed by the few established in that moment.
+func (d *Datapath) writeStateCounts(counts []uint32) error {
+	keys := make([]uint32, len(counts))
+	for i := range keys {
+		keys[i] = uint32(i)
+	}
+	if _, err := d.objs.FilterStateCounts.BatchUpdate(keys, counts, nil); err != nil {
+		for i, c := range counts {
+			if err := d.objs.FilterStateCounts.Put(uint32(i), c); err != nil {
+				return fmt.Errorf("write the counts of tracked connections: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// StateCounts reads the datapath's counts of established connections: of
+// bridge id, and of each port slot that has any.
+func (d *Datapath) StateCounts(id uint16) (bridge uint32, ports map[uint16]uint32, err error) {
+	if err := d.objs.FilterStateCounts.Lookup(uint32(id), &bridge); err != nil {
+		return 0, nil, fmt.Errorf("read the count of bridge %d's connections: %w", id, err)
+	}
+	ports = map[uint16]uint32{}
+	for s := 0; s < tbpf.MaxPorts; s++ {
+		var c uint32
+		if err := d.objs.FilterStateCounts.Lookup(uint32(tbpf.MaxBridges+1+s), &c); err != nil {
+			return 0, nil, fmt.Errorf("read the count of slot %d's connections: %w", s, err)
+		}
+		if c != 0 {
+			ports[uint16(s)] = c
+		}
+	}
+	return bridge, ports, nil
+}
+
+// FilterUnread is how many times bridge id's filter judged a frame whose
+// transport header it could not read, by the reason (enum
+// tr_filter_unread: a non-first fragment, too many IPv6 extension headers,
+// a header cut short or out of reach).
+type FilterUnread struct{ Fragment, ExtHeaders, Truncated uint64 }
+
+func (d *Datapath) FilterUnread(id uint16) (FilterUnread, error) {
+	var out FilterUnread
+	read := func(reason int) (uint64, error) {
+		per := make([]uint64, d.ncpu)
+		if err := d.objs.FilterUnread.Lookup(uint32(int(id)*tbpf.UnreadReasons+reason), &per); err != nil {
+			return 0, fmt.Errorf("read bridge %d's unread transport headers: %w", id, err)
+		}
+		var s uint64
+		for _, p := range per {
+			s += p
+		}
+		return s, nil
+	}
+	var err error
+	if out.Fragment, err = read(int(tbpf.TrestleTrFilterUnreadTR_UNREAD_FRAGMENT)); err != nil {
+		return out, err
+	}
+	if out.ExtHeaders, err = read(int(tbpf.TrestleTrFilterUnreadTR_UNREAD_EXTHDRS)); err != nil {
+		return out, err
+	}
+	if out.Truncated, err = read(int(tbpf.TrestleTrFilterUnreadTR_UNREAD_TRUNCATED)); err != nil {
+		return out, err
+	}
+	return out, nil
 }
 
 // monotonicNow is bpf_ktime_get_ns()'s clock (CLOCK_MONOTONIC).

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-
 	tbpf "github.com/trestle/trestle/internal/bpf"
 )
 
@@ -26,6 +24,14 @@ type pkt struct {
 	sip, dip     string
 	sport, dport uint16
 	icmpType     uint8
+	tcpFlags     uint8 // 0: SYN
+	// IPv6: extension headers between the IPv6 header and the transport
+	// header, by type (hop-by-hop 0, routing 43, fragment 44, AH 51,
+	// destination options 60), each of its smallest size; fragOff: the
+	// fragment header's offset in 8-byte units (IPv4: the header's).
+	ext     []uint8
+	fragOff uint16
+	cut     int // bytes cut from the frame's end
 }
 
 // bytes builds the frame: Ethernet, an optional tag, IPv4 or IPv6, and a
@@ -48,6 +54,9 @@ func (p pkt) bytes() []byte {
 		l4 = make([]byte, 20)
 		l4[12] = 5 << 4
 		l4[13] = 0x02 // SYN
+		if p.tcpFlags != 0 {
+			l4[13] = p.tcpFlags
+		}
 	case 1, 58:
 		l4 = make([]byte, 8)
 		l4[0] = p.icmpType
@@ -65,22 +74,47 @@ func (p pkt) bytes() []byte {
 		ip := make([]byte, 20)
 		ip[0] = 0x45
 		binary.BigEndian.PutUint16(ip[2:], uint16(20+len(l4)))
+		binary.BigEndian.PutUint16(ip[6:], p.fragOff)
 		ip[8] = 64
 		ip[9] = p.proto
 		copy(ip[12:], s.AsSlice())
 		copy(ip[16:], d.AsSlice())
-		return append(append(b, ip...), l4...)
+		return p.trim(append(append(b, ip...), l4...))
+	}
+	// The extension headers, each naming the next.
+	var ext []byte
+	for i, t := range p.ext {
+		next := p.proto
+		if i+1 < len(p.ext) {
+			next = p.ext[i+1]
+		}
+		switch t {
+		case 44:
+			h := []byte{next, 0, 0, 0, 0, 0, 0, 1}
+			binary.BigEndian.PutUint16(h[2:], p.fragOff<<3)
+			ext = append(ext, h...)
+		case 51: // AH: length in 4-byte units, minus 2: 12 bytes of header and 12 of ICV
+			ext = append(ext, append([]byte{next, 4}, make([]byte, 22)...)...)
+		default: // options of 8 bytes: PadN
+			ext = append(ext, next, 0, 1, 4, 0, 0, 0, 0)
+		}
+	}
+	first := p.proto
+	if len(p.ext) > 0 {
+		first = p.ext[0]
 	}
 	b = binary.BigEndian.AppendUint16(b, 0x86dd)
 	ip := make([]byte, 40)
 	ip[0] = 0x60
-	binary.BigEndian.PutUint16(ip[4:], uint16(len(l4)))
-	ip[6] = p.proto
+	binary.BigEndian.PutUint16(ip[4:], uint16(len(ext)+len(l4)))
+	ip[6] = first
 	ip[7] = 64
 	copy(ip[8:], s.AsSlice())
 	copy(ip[24:], d.AsSlice())
-	return append(append(b, ip...), l4...)
+	return p.trim(append(append(append(b, ip...), ext...), l4...))
 }
+
+func (p pkt) trim(b []byte) []byte { return b[:len(b)-p.cut] }
 
 func udp4(sip, dip string, sport, dport uint16) pkt {
 	return pkt{src: macA, dst: macB, proto: 17, sip: sip, dip: dip, sport: sport, dport: dport}
@@ -275,21 +309,6 @@ func TestFilterKeepState(t *testing.T) {
 		}
 		time.Sleep(time.Duration(tbpf.TrestleTrStateTimeoutsTR_STATE_REFRESH_MS)*time.Millisecond + 100*time.Millisecond)
 		r.wantVerdict(r.run(2, back.bytes()), m.drop, "the reply once its connection is gone")
-	})
-}
-
-func TestFilterStateFull(t *testing.T) {
-	rigSpecEdit = func(s *ebpf.CollectionSpec) { s.Maps[tbpf.TrestleMapFilterStates].MaxEntries = 1 }
-	defer func() { rigSpecEdit = nil }()
-	forEachMode(t, func(t *testing.T, m tmode) {
-		r := filterRig(t, m)
-		r.setFilter(&Filter{Rules: []FilterRule{{Proto: 17, HasProto: true, KeepState: true}}})
-		r.wantVerdict(r.run(1, udp4("10.0.0.1", "10.0.0.2", 1, 2).bytes()), m.redirect, "the first connection")
-		r.wantVerdict(r.run(1, udp4("10.0.0.1", "10.0.0.2", 1, 3).bytes()), m.drop, "a second connection, the table full")
-		if n := r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_STATE_FULL); n != 1 {
-			t.Errorf("state_full drops: %d, want 1", n)
-		}
-		r.wantVerdict(r.run(1, udp4("10.0.0.1", "10.0.0.2", 1, 2).bytes()), m.redirect, "the first connection again")
 	})
 }
 
