@@ -814,7 +814,11 @@ func (d *trestleDUT) Teardown(ctx context.Context) error {
 			exited = true // killed by an event that then failed: that event says so
 		default:
 		}
-		err := d.proc.Stop(10 * time.Second)
+		// A daemon without persist takes each program off as it stops,
+		// an RCU grace period each under the RTNL lock: a bridge of 1024
+		// tc ports takes some 18 s here (docs/switching.md, "Ports at
+		// scale"), so the grace before SIGKILL is a minute.
+		err := d.proc.Stop(time.Minute)
 		d.proc = nil
 		if err != nil && !exited && !strings.Contains(err.Error(), "terminated") {
 			errs = append(errs, fmt.Errorf("trestle run: %w", err))

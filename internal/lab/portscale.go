@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
 // TestPortScale: 64-byte throughput against the number of ports of one
@@ -510,4 +513,69 @@ func tableSection(intro, heading, about string, head []string, rows [][]string, 
 	}
 	m.WriteString("\n")
 	return t.String(), m.String()
+}
+
+// SectionIn is the port-scale section of report.md with its charts
+// (ChartReporter): unicast and broadcast frames a second against the
+// ports of the bridge, and the copies a broadcast makes a second (its
+// rate times the ports it reaches), which says what each copy costs.
+func (PortScaleTest) SectionIn(dir string, run *Run) (string, error) {
+	rows := portScaleRows(run)
+	_, md := portScaleSection(rows)
+	if md == "" {
+		return "", nil
+	}
+	charts, err := portScaleCharts(dir, rows)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	b.WriteString(md)
+	EmbedCharts(&b, charts)
+	return b.String(), nil
+}
+
+func portScaleCharts(dir string, rows []portScaleRow) ([]Chart, error) {
+	var ticks []float64
+	for _, r := range rows {
+		if !slices.Contains(ticks, float64(r.Ports)) {
+			ticks = append(ticks, float64(r.Ports))
+		}
+	}
+	slices.Sort(ticks)
+	const x = "ports of the bridge"
+	uni := svg.LineChart{Title: "Port scale: known unicast against the ports of the bridge", XLabel: x, YLabel: "frames/s",
+		XTicks: ticks, LogX: true, XUnit: svg.Plain}
+	bc := svg.LineChart{Title: "Port scale: broadcast against the ports of the bridge", XLabel: x, YLabel: "frames/s",
+		XTicks: ticks, LogX: true, LogY: true, XUnit: svg.Plain}
+	copies := svg.LineChart{Title: "Port scale: a broadcast's copies a second (rate x ports reached)", XLabel: x, YLabel: "copies/s",
+		XTicks: ticks, LogX: true, XUnit: svg.Plain}
+	for _, d := range orderedDUTs(rows) {
+		su, sb, sc := svg.Series{Name: d}, svg.Series{Name: d}, svg.Series{Name: d}
+		for _, r := range rows {
+			if r.DUT != d || r.Refused != "" || r.Reps == 0 {
+				continue
+			}
+			if r.Unicast > 0 {
+				su.Points = append(su.Points, svg.Point{X: float64(r.Ports), Y: r.Unicast})
+			}
+			if r.Broadcast > 0 {
+				sb.Points = append(sb.Points, svg.Point{X: float64(r.Ports), Y: r.Broadcast})
+				sc.Points = append(sc.Points, svg.Point{X: float64(r.Ports), Y: r.Broadcast * float64(r.Ports-1)})
+			}
+		}
+		uni.Series = append(uni.Series, su)
+		bc.Series = append(bc.Series, sb)
+		copies.Series = append(copies.Series, sc)
+	}
+	var out []Chart
+	for _, c := range []struct {
+		file string
+		c    svg.LineChart
+	}{{"port-scale-unicast.svg", uni}, {"port-scale-broadcast.svg", bc}, {"port-scale-copies.svg", copies}} {
+		if err := saveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
