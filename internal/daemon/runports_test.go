@@ -679,3 +679,6 @@ func TestEventsMatter(t *testing.T) {
 		}
 	}
 }
+
+// The loaded switch has the power to settle its bridges' writes ahead.
+var _ settler = realDataplane{}

@@ -207,6 +207,17 @@ func (d *Datapath) sync() error {
 	return nil
 }
 
+// Settle waits now for the grace period that the next SetBridge of a
+// bridge flipped since the last wait would otherwise wait for (sync): the
+// daemon calls it once a port.add or port.del is answered, so that the
+// next one does not wait for it (docs/performance.md "Pod churn").
+func (d *Datapath) Settle() error {
+	if len(d.unsynced) == 0 {
+		return nil
+	}
+	return d.sync()
+}
+
 // DelBridge removes a bridge. Its ports should be deleted first.
 func (d *Datapath) DelBridge(id uint16) (err error) {
 	d.configChanging()
