@@ -57,6 +57,9 @@ type Daemon struct {
 	peers    map[int]*peerFix   // by port ifindex
 	alloc    alloc
 	closed   bool // set by shutdown: nothing may attach after it
+	// settling: waits for the bridges' writes running beside requests
+	// (settleLater), waited for before the datapath closes.
+	settling sync.WaitGroup
 	persist  bool
 	state    *stateDir // where peers are recorded; nil in unit tests
 	// aging is signalled when the shortest aging time may have changed,
@@ -144,6 +147,7 @@ func Run(ctx context.Context, opts Options) error {
 	// An adopted table may be larger than this config needs: reloads may
 	// use all of it.
 	d := newDaemon(log, realDataplane{dp}, netlinkSystem{}, max(capacity, dp.FDBCapacity()), refresh)
+	defer d.settling.Wait() // after shutdown, before the datapath closes
 	d.opts, d.persist = opts, persist
 	d.state, err = openState(inst.StateDir)
 	if err != nil {

@@ -467,26 +467,39 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 }
 
 // settler takes ahead of time the grace period that the next write of a
-// bridge just written would wait for (datapath.Settle).
-type settler interface{ Settle() error }
+// bridge just written would wait for (datapath.SettleMark).
+type settler interface {
+	SettleMark() (mark uint64, need bool)
+	WaitGrace() error
+	Settled(mark uint64)
+}
 
-// settleLater, once the caller has its answer, takes the grace period
-// (an RCU one: 10-15 ms on a busy machine) that the next port.add or
-// port.del would otherwise wait for in its bridge's write, while its
-// caller waits. Called with d.mu held: it runs once the lock is free.
+// settleLater takes, beside whatever comes next, the grace period (an RCU
+// one: 10-15 ms on a busy machine) that the next port.add or port.del
+// would otherwise wait for in its bridge's write while its caller waits.
+// Called with d.mu held; the wait does not hold it, and shutdown waits
+// for it (d.settling) before the datapath closes.
 func (d *Daemon) settleLater() {
 	s, ok := d.topo.(settler)
-	if !ok {
+	if !ok || d.closed {
 		return
 	}
+	mark, need := s.SettleMark()
+	if !need {
+		return
+	}
+	d.settling.Add(1)
 	go func() {
+		defer d.settling.Done()
+		err := s.WaitGrace()
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		if d.closed {
-			return
-		}
-		if err := s.Settle(); err != nil {
+		switch {
+		case d.closed:
+		case err != nil:
 			d.log.Warn("wait for the bridges' writes ahead of the next", "err", err)
+		default:
+			s.Settled(mark)
 		}
 	}()
 }
