@@ -302,6 +302,16 @@ func cmdDel(args *skel.CmdArgs) error {
 		return nil
 	}
 	own := owner(n.Name, args.ContainerID, args.IfName)
+	// The IPAM plugin's DEL runs beside the port's and the veth's: none
+	// of them needs another done first, and the DEL waits for the longest
+	// rather than all three (docs/performance.md "Pod churn"). An IPAM
+	// plugin that is not there reserved nothing (an ADD that failed to
+	// find it).
+	var ipamDone chan error
+	if _, ferr := invoke.FindInPath(n.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH"))); n.IPAM.Type != "" && ferr == nil {
+		ipamDone = make(chan error, 1)
+		go func() { ipamDone <- ipamDo(invoke.DelegateDel, n, args) }()
+	}
 	var errs []error
 	if err := ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: own}, nil); err != nil && !errors.Is(err, ctl.ErrNoDaemon) {
 		// Gone already (or its bridge is) is no failure.
@@ -322,10 +332,8 @@ func cmdDel(args *skel.CmdArgs) error {
 	if err := ip.DelLinkByName(hostVethName(args.ContainerID, args.IfName)); err != nil && !errors.Is(err, ip.ErrLinkNotFound) {
 		errs = append(errs, err)
 	}
-	// An IPAM plugin that is not there reserved nothing (an ADD that
-	// failed to find it).
-	if _, ferr := invoke.FindInPath(n.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH"))); n.IPAM.Type != "" && ferr == nil {
-		if err := ipamDo(invoke.DelegateDel, n, args); err != nil {
+	if ipamDone != nil {
+		if err := <-ipamDone; err != nil {
 			errs = append(errs, err)
 		}
 	}
