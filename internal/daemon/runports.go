@@ -345,6 +345,11 @@ func writeAtomic(path string, v any) error {
 	if err != nil {
 		return err
 	}
+	return writeBytesAtomic(path, b)
+}
+
+// writeBytesAtomic writes b whole or not at all.
+func writeBytesAtomic(path string, b []byte) error {
 	tmp := path + ".new"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
