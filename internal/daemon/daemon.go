@@ -306,6 +306,11 @@ func (d *Daemon) eventsMatter(evs []LinkEvent) bool {
 	names, peers := map[string]bool{}, map[int]bool{}
 	for _, b := range d.bridges {
 		for _, p := range b.ports {
+			if p.cfg.IsOverlay() {
+				// Its VNI's kernel objects (a bridge, an advertise veth)
+				// are no ports: any event may be one of theirs.
+				return true
+			}
 			if !p.cfg.IsPatch() {
 				names[p.cfg.Interface] = true
 			}
