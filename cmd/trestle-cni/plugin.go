@@ -173,11 +173,34 @@ func cmdAdd(args *skel.CmdArgs) error {
 		return err
 	}
 
-	// The port: the daemon answers once it forwards.
-	if err := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostName, Args: n.portArgs(contIf.HardwareAddr.String()), Owner: own}, nil); err != nil {
-		return fmt.Errorf("add %s to bridge %s: %w", hostName, n.Bridge, err)
+	// The IPAM plugin's addresses, asked for while the daemon attaches
+	// the port, unless the plugin needs the port to forward first (dhcp):
+	// an address plugin of local state (host-local, static) takes as long
+	// as the daemon's attach (an RCU grace period), and the ADD waits for
+	// the longer of the two, not both (docs/performance.md "Pod churn").
+	var early chan ipamAnswer
+	if n.IPAM.Type != "" && !ipamNeedsNetwork(n.IPAM.Type) {
+		early = make(chan ipamAnswer, 1)
+		go func() {
+			r, err := ipamAdd(n, args)
+			early <- ipamAnswer{r, err}
+		}()
 	}
-	u.push(func() { _ = ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: own}, nil) })
+	// The port: the daemon answers once it forwards.
+	portErr := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostName, Args: n.portArgs(contIf.HardwareAddr.String()), Owner: own}, nil)
+	if portErr == nil {
+		u.push(func() { _ = ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: own}, nil) })
+	}
+	var ia ipamAnswer
+	if early != nil {
+		// Taken back with the rest if the port failed.
+		if ia = <-early; ia.err == nil {
+			u.push(func() { _ = ipamDo(invoke.DelegateDel, n, args) })
+		}
+	}
+	if portErr != nil {
+		return fmt.Errorf("add %s to bridge %s: %w", hostName, n.Bridge, portErr)
+	}
 
 	result := &current.Result{
 		CNIVersion: current.ImplementedSpecVersion,
@@ -188,7 +211,19 @@ func cmdAdd(args *skel.CmdArgs) error {
 		DNS: n.DNS,
 	}
 	if n.IPAM.Type != "" {
-		if err := addIPAM(n, args, netns, result, &u); err != nil {
+		if early == nil {
+			// After the port forwards, so that dhcp's requests reach
+			// the network.
+			if ia.r, ia.err = ipamAdd(n, args); ia.err == nil {
+				u.push(func() { _ = ipamDo(invoke.DelegateDel, n, args) })
+			}
+		}
+		if ia.err != nil {
+			return ia.err
+		}
+		// The container's interface is given its addresses once its
+		// port forwards, whichever came first.
+		if err := configureIPAM(n, args, netns, result, ia.r); err != nil {
 			return err
 		}
 	}
@@ -196,19 +231,28 @@ func cmdAdd(args *skel.CmdArgs) error {
 	return types.PrintResult(result, n.CNIVersion)
 }
 
-// addIPAM asks the IPAM plugin for addresses (after the port forwards, so
-// that dhcp's requests reach the network) and puts them on the container's
-// interface.
-func addIPAM(n *NetConf, args *skel.CmdArgs, netns ns.NetNS, result *current.Result, u *undo) error {
+// ipamAnswer is the IPAM plugin's answer to an ADD.
+type ipamAnswer struct {
+	r   types.Result
+	err error
+}
+
+// ipamNeedsNetwork says whether an IPAM plugin must reach the network
+// through the port to answer an ADD: dhcp asks a server there. The others
+// of the containernetworking plugins (host-local, static) answer from
+// local state, and are asked while the port is attached.
+func ipamNeedsNetwork(typ string) bool { return typ == "dhcp" }
+
+// ipamAdd asks the IPAM plugin for addresses; a failed ADD reserved none.
+func ipamAdd(n *NetConf, args *skel.CmdArgs) (types.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ipamTimeout)
 	defer cancel()
-	r, err := invoke.DelegateAdd(ctx, n.IPAM.Type, args.StdinData, nil)
-	if err != nil {
-		return err
-	}
-	u.push(func() {
-		_ = ipamDo(invoke.DelegateDel, n, args)
-	})
+	return invoke.DelegateAdd(ctx, n.IPAM.Type, args.StdinData, nil)
+}
+
+// configureIPAM puts the IPAM plugin's answer r in the result and its
+// addresses and routes on the container's interface.
+func configureIPAM(n *NetConf, args *skel.CmdArgs, netns ns.NetNS, result *current.Result, r types.Result) error {
 	ir, err := current.NewResultFromResult(r)
 	if err != nil {
 		return fmt.Errorf("the %s IPAM plugin's result: %w", n.IPAM.Type, err)
@@ -279,6 +323,16 @@ func cmdDel(args *skel.CmdArgs) error {
 		return nil
 	}
 	own := owner(n.Name, args.ContainerID, args.IfName)
+	// The IPAM plugin's DEL runs beside the port's and the veth's: none
+	// of them needs another done first, and the DEL waits for the longest
+	// rather than all three (docs/performance.md "Pod churn"). An IPAM
+	// plugin that is not there reserved nothing (an ADD that failed to
+	// find it).
+	var ipamDone chan error
+	if _, ferr := invoke.FindInPath(n.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH"))); n.IPAM.Type != "" && ferr == nil {
+		ipamDone = make(chan error, 1)
+		go func() { ipamDone <- ipamDo(invoke.DelegateDel, n, args) }()
+	}
 	var errs []error
 	if err := ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: own}, nil); err != nil && !errors.Is(err, ctl.ErrNoDaemon) {
 		// Gone already (or its bridge is) is no failure.
@@ -299,10 +353,8 @@ func cmdDel(args *skel.CmdArgs) error {
 	if err := ip.DelLinkByName(hostVethName(args.ContainerID, args.IfName)); err != nil && !errors.Is(err, ip.ErrLinkNotFound) {
 		errs = append(errs, err)
 	}
-	// An IPAM plugin that is not there reserved nothing (an ADD that
-	// failed to find it).
-	if _, ferr := invoke.FindInPath(n.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH"))); n.IPAM.Type != "" && ferr == nil {
-		if err := ipamDo(invoke.DelegateDel, n, args); err != nil {
+	if ipamDone != nil {
+		if err := <-ipamDone; err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -57,6 +57,9 @@ type Daemon struct {
 	peers    map[int]*peerFix   // by port ifindex
 	alloc    alloc
 	closed   bool // set by shutdown: nothing may attach after it
+	// settling: waits for the bridges' writes running beside requests
+	// (settleLater), waited for before the datapath closes.
+	settling sync.WaitGroup
 	persist  bool
 	state    *stateDir // where peers are recorded; nil in unit tests
 	// aging is signalled when the shortest aging time may have changed,
@@ -144,6 +147,7 @@ func Run(ctx context.Context, opts Options) error {
 	// An adopted table may be larger than this config needs: reloads may
 	// use all of it.
 	d := newDaemon(log, realDataplane{dp}, netlinkSystem{}, max(capacity, dp.FDBCapacity()), refresh)
+	defer d.settling.Wait() // after shutdown, before the datapath closes
 	d.opts, d.persist = opts, persist
 	d.state, err = openState(inst.StateDir)
 	if err != nil {
@@ -223,16 +227,22 @@ func Run(ctx context.Context, opts Options) error {
 			return nil
 		case <-d.aging:
 			sweep.Reset(d.sweepInterval())
-		case _, ok := <-links:
+		case ev, ok := <-links:
 			// Events come in bursts (a delete and a create, a rename and
-			// a carrier change): take what is queued, then reconcile once.
+			// a carrier change): take what is queued, then reconcile once,
+			// if any of them is of an interface the switch has to do with.
+			evs := []LinkEvent{ev}
 			for ok {
 				select {
-				case _, ok = <-links:
+				case ev, ok = <-links:
+					evs = append(evs, ev)
 					continue
 				default:
 				}
 				break
+			}
+			if ok && !d.eventsMatter(evs) {
+				continue
 			}
 			if !ok {
 				// The subscription dies on any receive error (ENOBUFS in
@@ -277,6 +287,47 @@ func (d *Daemon) start(cfg *config.Config, done <-chan struct{}) (<-chan LinkEve
 		}
 	}
 	return links, nil
+}
+
+// eventsMatter says whether link events may change what an apply does:
+// an event of an interface a port is attached to or names (a port whose
+// interface is missing comes up when it appears), or of a veth peer the
+// daemon holds. Others (a container's veth made before its CNI ADD names
+// it, interfaces of no bridge) need no apply: each full apply looks at
+// every port's interface, which at a hundred ports is tens of
+// milliseconds that a port.add queued behind it waits for
+// (docs/performance.md "Pod churn").
+func (d *Daemon) eventsMatter(evs []LinkEvent) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cfg == nil {
+		return true
+	}
+	names, peers := map[string]bool{}, map[int]bool{}
+	for _, b := range d.bridges {
+		for _, p := range b.ports {
+			if p.cfg.IsOverlay() {
+				// Its VNI's kernel objects (a bridge, an advertise veth)
+				// are no ports: any event may be one of theirs.
+				return true
+			}
+			if !p.cfg.IsPatch() {
+				names[p.cfg.Interface] = true
+			}
+		}
+	}
+	for _, rp := range d.run {
+		names[rp.Interface] = true
+	}
+	for _, f := range d.peers {
+		peers[f.peer.ID().Ifindex] = true
+	}
+	for _, ev := range evs {
+		if d.attached[ev.Index] != nil || names[ev.Name] || peers[ev.Index] {
+			return true
+		}
+	}
+	return false
 }
 
 // reconcile applies the running config again after interfaces changed.

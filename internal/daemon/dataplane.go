@@ -22,8 +22,9 @@ import (
 //	Attacher   programs on interfaces          ports, stages, capture
 //	Pins       what outlives a daemon          adopt, unpin, shutdown, the state file, status
 //
-// Two more powers are optional, found by type assertion where the daemon
-// is wired: capture (capturer) and the MAC moves (eventSource).
+// Three more powers are optional, found by type assertion where the daemon
+// is wired: capture (capturer), the MAC moves (eventSource) and waiting
+// for the bridges' writes ahead (settler, runports.go).
 
 // Topology writes the port and bridge maps: where frames come in and which
 // bridge, VLANs, limits and floods each port and bridge has.

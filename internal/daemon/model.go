@@ -40,6 +40,9 @@ type portState struct {
 	why     string
 	// running: attached and its interface is up with carrier.
 	running bool
+	// physical: its interface, when attached, is a NIC (a scoped apply
+	// leaves a bridge with an "auto" NIC to full applies: runports.go).
+	physical bool
 	// written is what the port maps hold for this port, nil for nothing.
 	written *datapath.PortInfo
 	// peer: a patch port's peer, the patch port of the other bridge.

@@ -358,3 +358,13 @@ vlan = 10
 		t.Errorf("remote entry in VLAN 10: %+v, %v; table %s", e, ok, w.dp.snapshot())
 	}
 }
+
+// While a bridge has an overlay port, every link event takes an apply:
+// its VNI's kernel objects (a bridge, an advertise veth) are no ports.
+func TestOverlayEventsMatter(t *testing.T) {
+	w := newOvWorld(t)
+	w.mustApply(ovConfig)
+	if !w.d.eventsMatter([]LinkEvent{{Index: 9999, Name: "not-a-port"}}) {
+		t.Error("an event of an interface of no port takes no apply while a bridge has an overlay port")
+	}
+}

@@ -96,6 +96,13 @@ func (d *Daemon) preparePorts(c *change, b *bridgeState) (*bridgePorts, error) {
 		if p.cfg.IsPatch() {
 			continue // no interface: up (plan)
 		}
+		if c.only != nil && !c.only[portID{b.cfg.Name, p.key()}] {
+			// Out of a scoped apply's reach: as it is.
+			if p.mode != "" {
+				d.keep(c, p, keptXDP)
+			}
+			continue
+		}
 		l, err := d.sys.LinkByName(p.name())
 		if err != nil {
 			why := fmt.Sprintf("interface %q does not exist", p.name())
@@ -269,6 +276,7 @@ func (d *Daemon) attach(c *change, cd *candidate, m mode.Mode, why string, j *jo
 	}
 	c.attached[idx] = a
 	p.mode, p.ifindex, p.why = m, idx, why
+	p.physical = cd.l.Physical
 	return nil
 }
 

@@ -86,6 +86,10 @@ type change struct {
 	locked map[slotKey]bool
 	// vtep: this host's VTEP, for the overlay ports' VNIs (overlay.go).
 	vtep netip.Addr
+	// only, when set, scopes the apply to some ports (a run-time port
+	// added or removed, runports.go "scoped"): the others are taken as
+	// they are, not looked at again.
+	only portScope
 }
 
 type staleStatic struct {
@@ -96,7 +100,13 @@ type staleStatic struct {
 // apply moves the switch to cfg, the config file's, with the ports added
 // at run time (desired, runports.go): one desired state. Called with d.mu
 // held.
-func (d *Daemon) apply(cfg *config.Config) error {
+func (d *Daemon) apply(cfg *config.Config) error { return d.applyScoped(cfg, nil) }
+
+// applyScoped is apply, which looks again only at the ports of only when
+// it is set (runports.go "scoped"): what the world took away is left to
+// the link events' apply (no forget), and the other ports keep their
+// interface, mode and attachment as they are.
+func (d *Daemon) applyScoped(cfg *config.Config, only portScope) error {
 	if d.closed {
 		return errors.New("the daemon is stopping")
 	}
@@ -104,12 +114,15 @@ func (d *Daemon) apply(cfg *config.Config) error {
 	// apply is over, whether it worked or not (forget may have taken
 	// ports down either way).
 	defer d.portEvents(d.portStates())
-	d.forget()
-	want, keptRun, goneRun := d.desired(cfg)
+	if only == nil {
+		d.forget()
+	}
+	want, keptRun, goneRun := d.desired(cfg, only)
 	c, err := d.plan(want)
 	if err != nil {
 		return err
 	}
+	c.only = only
 	j := &journal{}
 	if err := d.commit(c, j); err != nil {
 		if rerr := j.rollback(); rerr != nil {
@@ -393,7 +406,14 @@ func (d *Daemon) commit(c *change, j *journal) error {
 	}
 	// Every map now says what the next model says: adopted programs (of an
 	// earlier daemon, perhaps an older build) move to this one's, in place.
+	var inScope map[int]bool
+	if c.only != nil {
+		inScope = c.only.ifindexes(c)
+	}
 	for idx, a := range c.attached {
+		if c.only != nil && !inScope[idx] {
+			continue // as the last full apply left it
+		}
 		changed, err := d.attacher.Upgrade(a)
 		if err == nil && !changed {
 			continue

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/mode"
 )
 
 // Ports added at run time (`trestle port add`, the CNI plugin, the QEMU
@@ -65,7 +66,9 @@ type dropped struct {
 // desired is the state an apply moves to: cfg with the run-time ports
 // added to its bridges. kept are the run-time ports in it; gone those
 // left out (recorded as gone once the apply succeeds). cfg is not changed.
-func (d *Daemon) desired(cfg *config.Config) (next *config.Config, kept []*runPort, gone []dropped) {
+// A scoped apply (only set) looks up the interfaces of its own ports
+// alone: whether the others' are still there is the link events' to say.
+func (d *Daemon) desired(cfg *config.Config, only portScope) (next *config.Config, kept []*runPort, gone []dropped) {
 	if len(d.run) == 0 {
 		return cfg, nil, nil
 	}
@@ -101,7 +104,10 @@ func (d *Daemon) desired(cfg *config.Config) (next *config.Config, kept []*runPo
 			gone = append(gone, dropped{rp, fmt.Sprintf("no room: the file's ports fill bridge %q or the switch", rp.Bridge)})
 			continue
 		}
-		if why := d.runPortGone(rp); why != "" {
+		if only != nil && !only[portID{rp.Bridge, rp.Interface}] {
+			// Out of the scope: its interface is looked at by the
+			// next full apply (a link event's).
+		} else if why := d.runPortGone(rp); why != "" {
 			gone = append(gone, dropped{rp, why})
 			continue
 		}
@@ -113,6 +119,60 @@ func (d *Daemon) desired(cfg *config.Config) (next *config.Config, kept []*runPo
 		normalizeVLANs(&next.Bridges[i])
 	}
 	return next, kept, gone
+}
+
+// Scoped applies. A run-time port added or removed changes one port of a
+// bridge, yet a full apply looks again at every interface of every
+// bridge (a netlink lookup and its XDP features each, an in-place upgrade
+// check of each attachment, each run-time port's interface): at 50 ports
+// that was most of a CNI ADD's time (docs/performance.md "Pod churn").
+// A scoped apply plans and commits the whole model as a full one does
+// (bridges, flood lists, port maps, statics, stages), but takes every
+// port outside its scope as it is. That is the full apply's result
+// whenever the ports in scope cannot change how the others are attached,
+// which scopedFor checks: no port of the bridge's tree is at XDP, nor an
+// "auto" NIC (the one kind of port whose mode another port decides, by
+// taking XDP redirects or not), and the port added is neither. A bridge
+// tree with XDP ports takes full applies: a tc port joining it must take
+// their redirects, a port at XDP changes what the others' peers need.
+
+// portScope is the ports a scoped apply looks at, by bridge and key (a
+// run-time port's key is its interface).
+type portScope map[portID]bool
+
+// ifindexes are the interfaces the ports in the scope are attached to in
+// the next model.
+func (s portScope) ifindexes(c *change) map[int]bool {
+	out := map[int]bool{}
+	for _, b := range c.order {
+		for _, p := range b.ports {
+			if p.mode != "" && s[portID{b.cfg.Name, p.key()}] {
+				out[p.ifindex] = true
+			}
+		}
+	}
+	return out
+}
+
+// scopedFor is the scope of an apply that adds (l, the port's interface:
+// its kind) or removes the run-time ports rps of bridge b, or nil when
+// only a full apply gets it right.
+func (d *Daemon) scopedFor(b *bridgeState, l *Link, rps ...*runPort) portScope {
+	for _, tb := range b.tree {
+		for _, p := range tb.ports {
+			if p.mode == mode.XDP || p.cfg.Mode == mode.Auto && p.physical {
+				return nil
+			}
+		}
+	}
+	only := portScope{}
+	for _, rp := range rps {
+		if rp.port.Mode == mode.XDP || l != nil && rp.port.Mode == mode.Auto && l.Physical {
+			return nil
+		}
+		only[portID{rp.Bridge, rp.Interface}] = true
+	}
+	return only
 }
 
 // runPortGone says why a run-time port's interface is no longer there, or
@@ -285,6 +345,11 @@ func writeAtomic(path string, v any) error {
 	if err != nil {
 		return err
 	}
+	return writeBytesAtomic(path, b)
+}
+
+// writeBytesAtomic writes b whole or not at all.
+func writeBytesAtomic(path string, b []byte) error {
 	tmp := path + ".new"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -389,7 +454,7 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	rp := &runPort{Bridge: b.cfg.Name, Interface: req.Port, Ifindex: l.Index, Owner: req.Owner, Args: slices.Clone(req.Args), port: p}
 	was := d.run
 	d.run = append(slices.Clone(d.run), rp)
-	if err := d.apply(d.cfg); err != nil {
+	if err := d.applyScoped(d.cfg, d.scopedFor(b, &l, rp)); err != nil {
 		d.run = was
 		return ctl.PortEntry{}, fmt.Errorf("port %q not added: %w", req.Port, err)
 	}
@@ -408,8 +473,47 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 		return ctl.PortEntry{}, fmt.Errorf("port %q not added: it does not attach: %s", req.Port, why)
 	}
 	d.saveRun()
+	d.settleLater()
 	d.log.Info("run-time port added", "bridge", rp.Bridge, "port", rp.Interface, "owner", rp.Owner, "mode", np.mode)
 	return d.portEntry(nb, np), nil
+}
+
+// settler takes ahead of time the grace period that the next write of a
+// bridge just written would wait for (datapath.SettleMark).
+type settler interface {
+	SettleMark() (mark uint64, need bool)
+	WaitGrace() error
+	Settled(mark uint64)
+}
+
+// settleLater takes, beside whatever comes next, the grace period (an RCU
+// one: 10-15 ms on a busy machine) that the next port.add or port.del
+// would otherwise wait for in its bridge's write while its caller waits.
+// Called with d.mu held; the wait does not hold it, and shutdown waits
+// for it (d.settling) before the datapath closes.
+func (d *Daemon) settleLater() {
+	s, ok := d.topo.(settler)
+	if !ok || d.closed {
+		return
+	}
+	mark, need := s.SettleMark()
+	if !need {
+		return
+	}
+	d.settling.Add(1)
+	go func() {
+		defer d.settling.Done()
+		err := s.WaitGrace()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		switch {
+		case d.closed:
+		case err != nil:
+			d.log.Warn("wait for the bridges' writes ahead of the next", "err", err)
+		default:
+			s.Settled(mark)
+		}
+	}()
 }
 
 // portOwnerOf says which bridge has a port on the interface, and from
@@ -493,12 +597,19 @@ func (d *Daemon) portDel(req ctl.Request) ([]ctl.PortEntry, error) {
 		return out, nil
 	}
 	was := d.run
+	var gone []*runPort
+	for _, rp := range d.run {
+		if del(rp) {
+			gone = append(gone, rp)
+		}
+	}
 	d.run = slices.DeleteFunc(slices.Clone(d.run), del)
-	if err := d.apply(d.cfg); err != nil {
+	if err := d.applyScoped(d.cfg, d.scopedFor(b, nil, gone...)); err != nil {
 		d.run = was
 		return nil, fmt.Errorf("port del: %w", err)
 	}
 	d.saveRun()
+	d.settleLater()
 	for _, e := range out {
 		d.log.Info("run-time port removed", "bridge", e.Bridge, "port", e.Name, "owner", e.Owner, "why", "port del")
 	}

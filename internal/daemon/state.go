@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,7 +42,12 @@ func InstanceOf(socket string) (Instance, error) {
 }
 
 // stateDir is a daemon's directory under StateRoot.
-type stateDir struct{ dir string }
+type stateDir struct {
+	dir string
+	// saved is what peers.json holds as this daemon last wrote it (nil:
+	// unknown), so that an apply that changes no peer writes nothing.
+	saved []byte
+}
 
 // peerRecord is a changed peer as written to disk: found again by the port
 // interface's ifindex, and accepted only in the namespace it was in.
@@ -95,14 +101,28 @@ func (s *stateDir) load() (stateFile, error) {
 	return st, nil
 }
 
-// save writes the file whole or not at all (a new file renamed over it).
+// save writes the file whole or not at all (a new file renamed over it),
+// unless it says so already: every apply saves, and a write is synced.
 func (s *stateDir) save(st stateFile) error {
-	return writeAtomic(s.file(), st)
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	if s.saved != nil && bytes.Equal(b, s.saved) {
+		return nil
+	}
+	if err := writeBytesAtomic(s.file(), b); err != nil {
+		s.saved = nil
+		return err
+	}
+	s.saved = b
+	return nil
 }
 
 // removePeers removes the record of veth peers only (the daemon restored
 // them), keeping the run-time ports for the next daemon.
 func (s *stateDir) removePeers() error {
+	s.saved = nil
 	if err := os.Remove(s.file()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", s.file(), err)
 	}
@@ -110,6 +130,7 @@ func (s *stateDir) removePeers() error {
 }
 
 func (s *stateDir) remove() error {
+	s.saved = nil
 	if err := os.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("remove %s: %w", s.dir, err)
 	}

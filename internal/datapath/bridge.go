@@ -159,6 +159,7 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 		return fmt.Errorf("bridge %q: switch to the new copy: %w", b.Name, err)
 	}
 	d.unsynced[b.ID] = true
+	d.flips++
 	// Now that the live copy no longer names them, drop stale flood members.
 	if err := prune(fm, want); err != nil {
 		return fmt.Errorf("bridge %q: flood set: %w", b.Name, err)
@@ -207,11 +208,40 @@ func (d *Datapath) liveCopy(id uint16) (uint32, error) {
 // It takes a grace period (milliseconds), so SetBridge waits only when it
 // must.
 func (d *Datapath) sync() error {
-	if err := d.objs.Floods.Put(uint32(0), d.syncMap); err != nil {
-		return fmt.Errorf("wait for running programs: %w", err)
+	if err := d.WaitGrace(); err != nil {
+		return err
 	}
 	clear(d.unsynced)
 	return nil
+}
+
+// SettleMark, WaitGrace and Settled take ahead of time the grace period
+// that the next SetBridge of a bridge flipped since the last wait would
+// otherwise wait for (sync): the daemon takes it once a port.add or
+// port.del is answered, so that the next one does not wait for it
+// (docs/performance.md "Pod churn"). SettleMark and Settled are called
+// as the other methods are (under the daemon's lock); WaitGrace, the
+// kernel's wait, may run beside them.
+//
+// SettleMark says whether a bridge waits to be written, and marks the
+// flips so far.
+func (d *Datapath) SettleMark() (mark uint64, need bool) { return d.flips, len(d.unsynced) > 0 }
+
+// WaitGrace returns once every program that was running when it was
+// called has finished.
+func (d *Datapath) WaitGrace() error {
+	if err := d.objs.Floods.Put(uint32(0), d.syncMap); err != nil {
+		return fmt.Errorf("wait for running programs: %w", err)
+	}
+	return nil
+}
+
+// Settled records a WaitGrace that began after SettleMark gave mark: the
+// bridges flipped by then need no wait, unless one was flipped since.
+func (d *Datapath) Settled(mark uint64) {
+	if d.flips == mark {
+		clear(d.unsynced)
+	}
 }
 
 // DelBridge removes a bridge. Its ports should be deleted first.
@@ -227,6 +257,7 @@ func (d *Datapath) DelBridge(id uint16) (err error) {
 		return fmt.Errorf("bridge %d: clear: %w", id, err)
 	}
 	d.unsynced[id] = true
+	d.flips++
 	if fm, ok := d.floods[id]; ok {
 		if err := d.objs.Floods.Delete(uint32(id)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("bridge %d: remove flood set: %w", id, err)

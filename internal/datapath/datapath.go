@@ -59,8 +59,10 @@ type Datapath struct {
 	// syncMap is an inner map kept for sync(): writing it into floods[0]
 	// waits for every running program to finish.
 	syncMap *ebpf.Map
-	// unsynced are the bridges flipped since the last sync (bridge.go).
+	// unsynced are the bridges flipped since the last sync (bridge.go);
+	// flips counts every flip (SettleMark).
 	unsynced map[uint16]bool
+	flips    uint64
 	ncpu     int
 	pin      *pinState // nil without a pin directory
 	log      func(msg string, args ...any)

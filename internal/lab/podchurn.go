@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // TestPodChurn: pods coming and going on a bridge as a container runtime
@@ -44,6 +46,41 @@ type PodChurnRecord struct {
 }
 
 func (PodChurnTest) Name() string { return TestPodChurn }
+
+func (PodChurnTest) Preset() Scenario { return podChurnPreset }
+
+// PodChurnDefault is the pods of a churn when --pods does not say (issue
+// 28's lab).
+const PodChurnDefault = 100
+
+var podChurnPreset = Scenario{
+	Name: "pod-churn", Title: "Pod churn: CNI ADDs and DELs, the trestle plugin against the bridge plugin",
+	About: "a 2-port bridge, then 100 pods (--pods) attached one after another through cnitool with host-local and detached again, each ADD and DEL timed (median, p99): " +
+		"the trestle plugin on trestle, the bridge plugin on the Linux bridge; goal: a trestle ADD's median at most 1.5x the bridge plugin's (the churn of port-scale, alone)",
+	DUTs:  MustSpecs("linux-bridge", "trestle"),
+	Hosts: 2, Chain: []int{1}, Tests: []Kind{PodChurnTest{Pods: PodChurnDefault}}, Reps: 3, Timing: DefaultTiming,
+}
+
+func (PodChurnTest) Flags(f *pflag.FlagSet) {
+	f.Int("pods", 0, fmt.Sprintf("pod-churn (and port-scale's churn): the pods added then deleted (default %d)", PodChurnDefault))
+}
+
+// SetFlags: --pods sets the churn's pod count; a scenario without a churn
+// refuses it.
+func (PodChurnTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
+	if !f.Changed("pods") {
+		return nil
+	}
+	if !s.has(TestPodChurn) {
+		return fmt.Errorf("--pods is for the pod-churn and port-scale scenarios, not %s", s.Name)
+	}
+	n, _ := f.GetInt("pods")
+	if n < 1 || n > 4096 {
+		return fmt.Errorf("--pods %d: a number in 1..4096", n)
+	}
+	Configure(s, func(p PodChurnTest) PodChurnTest { p.Pods = n; return p })
+	return nil
+}
 
 // Needs: after the unit's packet tests, on the unit's bridge.
 func (PodChurnTest) Needs(Scenario) Needs { return Needs{Phase: Stack} }
