@@ -48,15 +48,35 @@ static long tr_count_flood_tx_one(__u64 i, void *arg)
 	return 0;
 }
 
+/* A bridge of at most this many ports floods with a plain loop inline:
+ * a global function and bpf_loop's call a round cost a flood of the lab's
+ * 4-port bridge some 25 ns (BenchmarkPipeline); a larger one takes the
+ * global function, whose rounds the verifier reads once. */
+#define TR_INLINE_PORTS 8
+
 /* Counts a flooded frame as sent on every port of the bridge but the ingress. */
-__attribute__((noinline)) int tr_count_flood_tx(const struct tr_bridge *br, __u32 ingress,
-						__u32 len)
+__attribute__((noinline)) int tr_count_flood_tx_all(const struct tr_bridge *br, __u32 ingress,
+						    __u32 len)
 {
 	struct tr_ports_loop a = { .br = br, .ingress = ingress, .wire = len };
 
 	if (br)
 		bpf_loop(br->nports, tr_count_flood_tx_one, &a, 0);
 	return 0;
+}
+
+static __always_inline void tr_count_flood_tx(const struct tr_bridge *br, __u32 ingress, __u32 len)
+{
+	if (br->nports > TR_INLINE_PORTS) {
+		tr_count_flood_tx_all(br, ingress, len);
+		return;
+	}
+	for (__u32 i = 0; i < TR_INLINE_PORTS; i++) {
+		if (i >= br->nports)
+			break;
+		if (br->ports[i].ifindex != ingress)
+			tr_count_tx(tr_stats(br->ports[i].slot), len);
+	}
 }
 
 /* Known unicast: to one port, tagged as that port takes the frame's VLAN. */
@@ -260,7 +280,23 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 	last = (d->br->nports - 1) & (TR_MAX_BRIDGE_PORTS - 1);
 	if (d->br->ports[last].ifindex == p->ifindex)
 		last = (last - 1) & (TR_MAX_BRIDGE_PORTS - 1);
-	tr_flood_tc_clones(skb, d->br, p->ifindex, p->wire, last);
+	if (last > TR_INLINE_PORTS) {
+		tr_flood_tc_clones(skb, d->br, p->ifindex, p->wire, last);
+	} else {
+		for (__u32 i = 0; i < TR_INLINE_PORTS; i++) {
+			__u32 ifindex;
+
+			if (i >= last)
+				break;
+			ifindex = d->br->ports[i].ifindex;
+			if (ifindex == p->ifindex)
+				continue;
+			if (bpf_clone_redirect(skb, ifindex, 0))
+				tr_count_tx_dropped(tr_stats(d->br->ports[i].slot));
+			else
+				tr_count_tx(tr_stats(d->br->ports[i].slot), p->wire);
+		}
+	}
 	tr_count_tx(tr_stats(d->br->ports[last].slot), p->wire);
 	return tr_redirect_port(TR_TC, d->br->ports[last].ifindex, d->br->ports[last].slot);
 }
@@ -355,6 +391,7 @@ __attribute__((noinline)) int tr_flood_tc_copies(struct __sk_buff *skb, const st
 static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt *p,
 					    struct tr_decision *d)
 {
+	__u32 vid, opts;
 	__u16 deny = 0;
 
 	if (!d->br || !d->eth || (d->tag.on && d->tag.members < 2) || d->br->nports < 2) {
@@ -368,8 +405,21 @@ static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt
 
 		deny = tr_flood_deny(in ? in->flags : 0, d->eth->h_dest);
 	}
-	tr_flood_tc_copies(skb, d->br, p->ifindex, d->tag.on ? d->tag.vid : 0,
-			   tr_copy_opts(d->tag.ctag ? d->tag.tci : 0, 0, deny));
+	vid = d->tag.on ? d->tag.vid : 0;
+	opts = tr_copy_opts(d->tag.ctag ? d->tag.tci : 0, 0, deny);
+	if (d->br->nports > TR_INLINE_PORTS) {
+		tr_flood_tc_copies(skb, d->br, p->ifindex, vid, opts);
+		return TC_ACT_STOLEN;
+	}
+	for (__u32 i = 0; i < TR_INLINE_PORTS; i++) {
+		__u32 ifindex;
+
+		if (i >= d->br->nports)
+			break;
+		ifindex = d->br->ports[i].ifindex;
+		if (ifindex != p->ifindex && tr_vlan_copy(skb, ifindex, vid, opts) < 0)
+			tr_count_tx_dropped(tr_stats(d->br->ports[i].slot));
+	}
 	return TC_ACT_STOLEN;
 }
 

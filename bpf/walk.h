@@ -325,7 +325,19 @@ static __always_inline int tr_reach_send(struct tr_decision *d, const struct tr_
 		*ret = XDP_DROP;
 		return 1;
 	}
-	tr_reach_count(r, d->in_slot, wire);
+	if (r->n > TR_INLINE_PORTS) {
+		tr_reach_count(r, d->in_slot, wire);
+	} else {
+		for (__u32 i = 0; i < TR_INLINE_PORTS; i++) {
+			__u32 slot;
+
+			if (i >= r->n)
+				break;
+			slot = r->slots[i];
+			if (slot != d->in_slot)
+				tr_count_tx(tr_stats(slot), wire);
+		}
+	}
 	*ret = XDP_REDIRECT;
 	return 1;
 }
