@@ -13,9 +13,11 @@
 
 #include "switch.h"
 
-/* A loop over a bridge's ports, in a global function (its own stack frame,
- * verified once) that runs it with bpf_loop (whose callback the verifier
- * reads once, not once for each of up to TR_MAX_BRIDGE_PORTS rounds). */
+/* A loop over a bridge's ports. Each kind has one round (tr_*_round), run
+ * either by a plain loop inline, for a bridge of at most TR_INLINE_PORTS,
+ * or by a global function (its own stack frame, verified once) with
+ * bpf_loop (whose callback the verifier reads once, not once for each of
+ * up to TR_MAX_BRIDGE_PORTS rounds). A round returns 1 to end the loop. */
 struct tr_ports_loop {
 	void *ctx;
 	const struct tr_bridge *br;
@@ -36,9 +38,8 @@ static __always_inline const struct tr_bridge_port *tr_loop_port(const struct tr
 	return &br->ports[i];
 }
 
-static long tr_count_flood_tx_one(__u64 i, void *arg)
+static __always_inline long tr_count_round(__u64 i, const struct tr_ports_loop *a)
 {
-	const struct tr_ports_loop *a = arg;
 	const struct tr_bridge_port *bp = tr_loop_port(a, i);
 
 	if (!bp)
@@ -46,6 +47,11 @@ static long tr_count_flood_tx_one(__u64 i, void *arg)
 	if (bp->ifindex != a->ingress)
 		tr_count_tx(tr_stats(bp->slot), a->wire);
 	return 0;
+}
+
+static long tr_count_flood_tx_one(__u64 i, void *a)
+{
+	return tr_count_round(i, a);
 }
 
 /* A bridge of at most this many ports floods with a plain loop inline:
@@ -67,16 +73,15 @@ __attribute__((noinline)) int tr_count_flood_tx_all(const struct tr_bridge *br, 
 
 static __always_inline void tr_count_flood_tx(const struct tr_bridge *br, __u32 ingress, __u32 len)
 {
+	struct tr_ports_loop a = { .br = br, .ingress = ingress, .wire = len };
+
 	if (br->nports > TR_INLINE_PORTS) {
 		tr_count_flood_tx_all(br, ingress, len);
 		return;
 	}
-	for (__u32 i = 0; i < TR_INLINE_PORTS; i++) {
-		if (i >= br->nports)
+	for (__u32 i = 0; i < TR_INLINE_PORTS; i++)
+		if (tr_count_round(i, &a))
 			break;
-		if (br->ports[i].ifindex != ingress)
-			tr_count_tx(tr_stats(br->ports[i].slot), len);
-	}
 }
 
 /* Known unicast: to one port, tagged as that port takes the frame's VLAN. */
@@ -236,9 +241,8 @@ static __always_inline int tr_devmap_egress(struct xdp_md *ctx)
 			     out->pvid || (out->flags & TR_PORT_TRUNK));
 }
 
-static long tr_flood_tc_one(__u64 i, void *arg)
+static __always_inline long tr_clone_round(__u64 i, const struct tr_ports_loop *a)
 {
-	const struct tr_ports_loop *a = arg;
 	const struct tr_bridge_port *bp = tr_loop_port(a, i);
 
 	if (!bp || !a->ctx)
@@ -250,6 +254,11 @@ static long tr_flood_tc_one(__u64 i, void *arg)
 	else
 		tr_count_tx(tr_stats(bp->slot), a->wire);
 	return 0;
+}
+
+static long tr_flood_tc_one(__u64 i, void *a)
+{
+	return tr_clone_round(i, a);
 }
 
 /* The copies of a tc flood, VLAN-unaware: a clone to each port of br in
@@ -283,19 +292,11 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 	if (last > TR_INLINE_PORTS) {
 		tr_flood_tc_clones(skb, d->br, p->ifindex, p->wire, last);
 	} else {
-		for (__u32 i = 0; i < TR_INLINE_PORTS; i++) {
-			__u32 ifindex;
+		struct tr_ports_loop a = { .ctx = skb, .br = d->br, .ingress = p->ifindex, .wire = p->wire };
 
-			if (i >= last)
+		for (__u32 i = 0; i < TR_INLINE_PORTS; i++)
+			if (i >= last || tr_clone_round(i, &a))
 				break;
-			ifindex = d->br->ports[i].ifindex;
-			if (ifindex == p->ifindex)
-				continue;
-			if (bpf_clone_redirect(skb, ifindex, 0))
-				tr_count_tx_dropped(tr_stats(d->br->ports[i].slot));
-			else
-				tr_count_tx(tr_stats(d->br->ports[i].slot), p->wire);
-		}
 	}
 	tr_count_tx(tr_stats(d->br->ports[last].slot), p->wire);
 	return tr_redirect_port(TR_TC, d->br->ports[last].ifindex, d->br->ports[last].slot);
@@ -362,9 +363,8 @@ __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex,
 	return 1;
 }
 
-static long tr_flood_tc_copy_one(__u64 i, void *arg)
+static __always_inline long tr_copy_round(__u64 i, const struct tr_ports_loop *a)
 {
-	const struct tr_ports_loop *a = arg;
 	const struct tr_bridge_port *bp = tr_loop_port(a, i);
 
 	if (!bp)
@@ -372,6 +372,11 @@ static long tr_flood_tc_copy_one(__u64 i, void *arg)
 	if (bp->ifindex != a->ingress && tr_vlan_copy(a->ctx, bp->ifindex, a->vid, a->opts) < 0)
 		tr_count_tx_dropped(tr_stats(bp->slot));
 	return 0;
+}
+
+static long tr_flood_tc_copy_one(__u64 i, void *a)
+{
+	return tr_copy_round(i, a);
 }
 
 /* The copies of a tc flood in a VLAN-aware bridge or one with port
@@ -411,15 +416,11 @@ static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt
 		tr_flood_tc_copies(skb, d->br, p->ifindex, vid, opts);
 		return TC_ACT_STOLEN;
 	}
-	for (__u32 i = 0; i < TR_INLINE_PORTS; i++) {
-		__u32 ifindex;
+	struct tr_ports_loop a = { .ctx = skb, .br = d->br, .ingress = p->ifindex, .vid = vid, .opts = opts };
 
-		if (i >= d->br->nports)
+	for (__u32 i = 0; i < TR_INLINE_PORTS; i++)
+		if (tr_copy_round(i, &a))
 			break;
-		ifindex = d->br->ports[i].ifindex;
-		if (ifindex != p->ifindex && tr_vlan_copy(skb, ifindex, vid, opts) < 0)
-			tr_count_tx_dropped(tr_stats(d->br->ports[i].slot));
-	}
 	return TC_ACT_STOLEN;
 }
 

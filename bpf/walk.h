@@ -283,17 +283,23 @@ struct tr_reach_loop {
 	__u32 wire;
 };
 
-static long tr_reach_count_one(__u64 i, void *arg)
+/* A round of the reach's count, as egress.h's loops over a bridge's ports
+ * have: 1 at the end. */
+static __always_inline long tr_reach_round(__u64 i, const struct tr_reach_loop *a)
 {
-	const struct tr_reach_loop *a = arg;
 	__u32 slot;
 
-	if (!a->r || i >= TR_MAX_BRIDGE_PORTS)
+	if (!a->r || i >= TR_MAX_BRIDGE_PORTS || i >= a->r->n)
 		return 1;
 	slot = a->r->slots[i];
 	if (slot != a->in)
 		tr_count_tx(tr_stats(slot), a->wire);
 	return 0;
+}
+
+static long tr_reach_count_one(__u64 i, void *a)
+{
+	return tr_reach_round(i, a);
 }
 
 /* Counts a copy sent to each port of reach r but the one in slot in: a
@@ -328,15 +334,11 @@ static __always_inline int tr_reach_send(struct tr_decision *d, const struct tr_
 	if (r->n > TR_INLINE_PORTS) {
 		tr_reach_count(r, d->in_slot, wire);
 	} else {
-		for (__u32 i = 0; i < TR_INLINE_PORTS; i++) {
-			__u32 slot;
+		struct tr_reach_loop a = { .r = r, .in = d->in_slot, .wire = wire };
 
-			if (i >= r->n)
+		for (__u32 i = 0; i < TR_INLINE_PORTS; i++)
+			if (tr_reach_round(i, &a))
 				break;
-			slot = r->slots[i];
-			if (slot != d->in_slot)
-				tr_count_tx(tr_stats(slot), wire);
-		}
 	}
 	*ret = XDP_REDIRECT;
 	return 1;
