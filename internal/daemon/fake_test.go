@@ -145,6 +145,11 @@ type fakeTable struct {
 	*fakeOps
 	fdb    map[string]datapath.FDBEntry
 	fdbErr error
+	chunk  int // WalkFDB's chunk; 0: fakeChunk
+	// afterChunk, when set, runs after WalkFDB's fn has had each chunk;
+	// maxAgeOut is the most entries one AgeOut was given.
+	afterChunk func()
+	maxAgeOut  int
 }
 
 func newFakeTable(ops *fakeOps) *fakeTable {
@@ -164,6 +169,43 @@ func (f *fakeTable) FDB() ([]datapath.FDBEntry, error) {
 		out = append(out, f.fdb[k])
 	}
 	return out, nil
+}
+
+// fakeChunk is the fake's chunk: small, so that tests walk many.
+const fakeChunk = 3
+
+// WalkFDB walks the fake's map in chunks of fakeChunk (or chunk, when a
+// test sets it), in the map's own order, as the kernel's hash map has one;
+// an entry deleted before the walk reaches it is not handed over.
+func (f *fakeTable) WalkFDB(fn func([]datapath.FDBEntry) error) error {
+	if f.fdbErr != nil {
+		return f.fdbErr
+	}
+	n := f.chunk
+	if n == 0 {
+		n = fakeChunk
+	}
+	buf := make([]datapath.FDBEntry, 0, n)
+	for _, e := range f.fdb {
+		if buf = append(buf, e); len(buf) == n {
+			if err := fn(buf); err != nil {
+				return err
+			}
+			if f.afterChunk != nil {
+				f.afterChunk()
+			}
+			buf = buf[:0]
+		}
+	}
+	if len(buf) > 0 {
+		if err := fn(buf); err != nil {
+			return err
+		}
+		if f.afterChunk != nil {
+			f.afterChunk()
+		}
+	}
+	return nil
 }
 
 func (f *fakeTable) AddFDB(e datapath.FDBEntry) error {
@@ -206,6 +248,7 @@ func (f *fakeTable) DelFDBs(es []datapath.FDBEntry) (int, error) {
 }
 
 func (f *fakeTable) AgeOut(es []datapath.FDBEntry, aging func(uint16) time.Duration) ([]datapath.FDBEntry, error) {
+	f.maxAgeOut = max(f.maxAgeOut, len(es))
 	var gone []datapath.FDBEntry
 	for _, e := range es {
 		if cur, ok := f.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]; ok && !cur.Static && cur.Age > aging(e.Bridge) {
