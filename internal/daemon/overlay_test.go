@@ -105,13 +105,7 @@ port = "p2"
 
 func (w *ovWorld) sync() {
 	w.t.Helper()
-	es, err := w.d.table.FDB()
-	if err != nil {
-		w.t.Fatalf("sync: read the table: %v", err)
-	}
-	w.d.mu.Lock()
-	defer w.d.mu.Unlock()
-	if err := w.d.syncOverlay(es); err != nil {
+	if err := w.d.syncOverlay(); err != nil {
 		w.t.Fatalf("sync: %v", err)
 	}
 }
