@@ -623,8 +623,8 @@ func (s *overlaySite) where(mac net.HardwareAddr) (string, error) {
 	if s.trestle == nil {
 		return s.kernelWhere(mac)
 	}
-	var es []ctl.FDBEntry
-	if err := ctl.Call(s.trestle.sock, ctl.Request{Cmd: ctl.CmdFDBShow, Bridge: "br0"}, &es); err != nil {
+	es, err := ctl.FDB(s.trestle.sock, "br0")
+	if err != nil {
 		return "", err
 	}
 	for _, e := range es {
