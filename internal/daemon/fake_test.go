@@ -160,17 +160,6 @@ func fdbKeyOf(bridge, vlan uint16, mac net.HardwareAddr) string {
 	return fmt.Sprintf("%d/%d/%s", bridge, vlan, mac)
 }
 
-func (f *fakeTable) FDB() ([]datapath.FDBEntry, error) {
-	if f.fdbErr != nil {
-		return nil, f.fdbErr
-	}
-	var out []datapath.FDBEntry
-	for _, k := range slices.Sorted(maps.Keys(f.fdb)) {
-		out = append(out, f.fdb[k])
-	}
-	return out, nil
-}
-
 // fakeChunk is the fake's chunk: small, so that tests walk many.
 const fakeChunk = 3
 

@@ -23,9 +23,8 @@ import (
 // of the table holds of it, whatever the table's size.
 const FDBChunk = 1024
 
-// FDB dumps the learning table of every bridge (WalkFDB, gathered): for
-// tests and for what needs it whole at start-up; the daemon's requests and
-// loops walk it.
+// FDB dumps the learning table of every bridge (WalkFDB, gathered), for
+// tests; the daemon never holds the table whole: it walks it.
 func (d *Datapath) FDB() ([]FDBEntry, error) {
 	var out []FDBEntry
 	err := d.WalkFDB(func(es []FDBEntry) error {
@@ -40,7 +39,8 @@ func (d *Datapath) FDB() ([]FDBEntry, error) {
 
 // WalkFDB reads the learning table of every bridge in batches of at most
 // FDBChunk entries, bucket by bucket, and hands each to fn as it is read:
-// fn's slice is reused for the next batch, so fn copies what it keeps. A
+// fn's slice is reused for the next batch, so fn copies what it keeps (an
+// entry's MAC is its own, not reused). A
 // concurrent learn or delete (fn's own deletes too: a batch's buckets are
 // behind the cursor) cannot make it read an entry twice or abort. An error
 // of the dump or of fn ends the walk and is returned; what fn was handed
