@@ -426,8 +426,10 @@ func (e *env) fdbCmd() *cobra.Command {
 		Short: "List learned and static entries",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var es []ctl.FDBEntry
-			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBShow, Bridge: first(args)}, &es); err != nil {
+			// The daemon sends the table in chunks; FDB gathers them
+			// into one, sorted (ctl/fdb.go).
+			es, err := ctl.FDB(e.sock(), first(args))
+			if err != nil {
 				return err
 			}
 			if e.json {

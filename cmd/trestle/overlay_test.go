@@ -20,6 +20,19 @@ func TestOverlayPrinting(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// fdb show is a stream of chunks in the table's order; the CLI
+	// gathers and sorts them.
+	srv.HandleStream(ctl.CmdFDBShow, func(_ context.Context, _ ctl.Request, s *ctl.Stream) error {
+		if err := s.Header(ctl.FDBHeader{Chunk: 2}); err != nil {
+			return err
+		}
+		_ = s.FDBChunk([]ctl.FDBEntry{
+			{Bridge: "br0", MAC: "02:00:00:00:00:03", Port: "veth-a", Static: true},
+			{Bridge: "br0", MAC: "02:00:00:00:00:01", Port: "veth-a", AgeSeconds: 1.5},
+		})
+		_ = s.FDBChunk([]ctl.FDBEntry{{Bridge: "br0", MAC: "02:00:00:00:00:02", Port: "tvx1000", AgeSeconds: 2, VTEP: "10.255.0.2"}})
+		return s.EndFDB(ctl.FDBEnd{Entries: 3})
+	})
 	go srv.Serve(ctx, func(_ context.Context, req ctl.Request) (any, error) {
 		switch req.Cmd {
 		case ctl.CmdShow:
@@ -28,12 +41,6 @@ func TestOverlayPrinting(t *testing.T) {
 				{Name: "tvx1000", State: "up", Mode: "tc", Flood: true, McastFlood: true, BcastFlood: true,
 					Overlay: &ctl.Overlay{VNI: 1000, VTEP: "10.255.0.1", MTU: 1450, DstPort: 4789, RemoteVTEPs: 2, FloodList: []string{"10.255.0.2", "10.255.0.3"}, RemoteMACs: 3, LocalMACs: 1}},
 			}}}}, nil
-		case ctl.CmdFDBShow:
-			return []ctl.FDBEntry{
-				{Bridge: "br0", MAC: "02:00:00:00:00:01", Port: "veth-a", AgeSeconds: 1.5},
-				{Bridge: "br0", MAC: "02:00:00:00:00:02", Port: "tvx1000", AgeSeconds: 2, VTEP: "10.255.0.2"},
-				{Bridge: "br0", MAC: "02:00:00:00:00:03", Port: "veth-a", Static: true},
-			}, nil
 		}
 		return nil, fmt.Errorf("unexpected %s", req.Cmd)
 	})
@@ -57,5 +64,8 @@ func TestOverlayPrinting(t *testing.T) {
 		if code != 0 || !strings.Contains(out, w+"\n") {
 			t.Errorf("fdb show lacks %q:\n%s", w, out)
 		}
+	}
+	if !strings.Contains(out, strings.Join(want, "\n")) {
+		t.Errorf("fdb show does not list the entries sorted by MAC:\n%s", out)
 	}
 }

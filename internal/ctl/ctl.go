@@ -1,7 +1,10 @@
 // Package ctl is the daemon's control socket: one JSON request per connection
-// over a unix socket, one JSON response back. The types here are the wire
-// format; `trestle show|fdb|stats --json` print the Data of a response as is,
-// so their field names are part of the interface contract (docs/architecture.md).
+// over a unix socket, one JSON response back, or a stream (capture.go:
+// capture, events --follow, and fdb show, fdb.go). The types here are the
+// wire format; `trestle show|stats --json` print the Data of a response as
+// is, `trestle fdb show --json` the stream's chunks gathered into one array,
+// so their field names are part of the interface contract
+// (docs/architecture.md).
 package ctl
 
 import (

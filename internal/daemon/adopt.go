@@ -118,32 +118,36 @@ func (d *Daemon) adopt() error {
 	}
 	nStatic, nOrphan := 0, 0
 	if len(byID) > 0 {
-		es, err := d.table.FDB()
+		// A chunk at a time, as every reader of the table (the
+		// statics it finds are the config's and the CLI's, bounded).
+		err := d.table.WalkFDB(func(es []datapath.FDBEntry) error {
+			for _, e := range es {
+				b := byID[e.Bridge]
+				var p *portState
+				if b != nil {
+					p = b.portBySlot(e.Slot)
+				}
+				if p == nil {
+					// An entry of no adopted port: it names nothing here.
+					if _, err := d.table.DelFDB(e.Bridge, e.VLAN, e.MAC); err == nil {
+						nOrphan++
+					}
+					continue
+				}
+				if !e.Static {
+					continue
+				}
+				s := config.Static{MAC: e.MAC, Port: p.name(), VLAN: e.VLAN}
+				b.written[staticKey(s)] = staticEntry{Static: s, Ifindex: int(e.Ifindex), Slot: e.Slot, User: e.User}
+				if e.User {
+					b.cliStatics[staticKey(s)] = s
+				}
+				nStatic++
+			}
+			return nil
+		})
 		if err != nil {
 			return err
-		}
-		for _, e := range es {
-			b := byID[e.Bridge]
-			var p *portState
-			if b != nil {
-				p = b.portBySlot(e.Slot)
-			}
-			if p == nil {
-				// An entry of no adopted port: it names nothing here.
-				if _, err := d.table.DelFDB(e.Bridge, e.VLAN, e.MAC); err == nil {
-					nOrphan++
-				}
-				continue
-			}
-			if !e.Static {
-				continue
-			}
-			s := config.Static{MAC: e.MAC, Port: p.name(), VLAN: e.VLAN}
-			b.written[staticKey(s)] = staticEntry{Static: s, Ifindex: int(e.Ifindex), Slot: e.Slot, User: e.User}
-			if e.User {
-				b.cliStatics[staticKey(s)] = s
-			}
-			nStatic++
 		}
 	}
 	// Peers: those of adopted links are held again; the others, of an

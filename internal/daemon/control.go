@@ -32,8 +32,6 @@ func (d *Daemon) handle(_ context.Context, req ctl.Request) (_ any, err error) {
 		return d.stats(req.Bridge)
 	case ctl.CmdVLANStats:
 		return d.vlanStats(req.Bridge)
-	case ctl.CmdFDBShow:
-		return d.fdbShow(req.Bridge)
 	case ctl.CmdFDBAdd:
 		return nil, d.fdbAdd(req)
 	case ctl.CmdFDBDel:
@@ -79,19 +77,16 @@ func (d *Daemon) sortedBridges(only string) ([]*bridgeState, error) {
 }
 
 func (d *Daemon) status() (ctl.Status, error) {
-	// The table is read before the lock is taken (architecture.md, "The
-	// control plane", "Around the reconcile"): a tenant who fills it makes the dump longer, not
-	// the time every other request waits.
-	es, err := d.table.FDB()
+	// The table is counted before the lock is taken, a chunk at a time
+	// (architecture.md, "The control plane", "Around the reconcile"): a
+	// tenant who fills it makes the walk longer, not the time every other
+	// request waits, and the daemon holds a chunk of it, never all.
+	entries, err := d.tableCounts()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := ctl.Status{Config: d.opts.ConfigPath, Persist: d.persist, PinDir: d.pins.PinDir()}
 	if err != nil {
 		return st, err
-	}
-	entries := map[uint16]int{}
-	for _, e := range es {
-		entries[e.Bridge]++
 	}
 	bs, _ := d.sortedBridges("")
 	for _, b := range bs {
@@ -259,47 +254,123 @@ func (d *Daemon) vlanStats(only string) ([]ctl.VLANStats, error) {
 	return out, nil
 }
 
-func (d *Daemon) fdbShow(only string) ([]ctl.FDBEntry, error) {
-	es, derr := d.table.FDB() // before the lock, as status reads it
+// fdbNames are what the table's entries are named by, taken under d.mu
+// so that a walk of the table needs not hold it: each bridge's name and
+// its ports' by slot, with an overlay port's VNI.
+type fdbNames map[uint16]*fdbBridge
+
+type fdbBridge struct {
+	name  string
+	ports map[uint16]fdbPort
+}
+
+type fdbPort struct {
+	name string
+	vni  uint32 // an overlay port's; 0: none
+}
+
+// tableNames takes the names of bridge only (every bridge: "").
+func (d *Daemon) tableNames(only string) (fdbNames, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	bs, err := d.sortedBridges(only)
 	if err != nil {
 		return nil, err
 	}
-	byID := map[uint16]*bridgeState{}
+	names := fdbNames{}
 	for _, b := range bs {
-		byID[b.id] = b
+		nb := &fdbBridge{name: b.cfg.Name, ports: map[uint16]fdbPort{}}
+		for _, p := range b.ports {
+			fp := fdbPort{name: p.name()}
+			if p.cfg.IsOverlay() {
+				fp.vni = p.cfg.VXLAN
+			}
+			nb.ports[p.slot] = fp
+		}
+		names[b.id] = nb
 	}
-	if derr != nil {
-		return nil, derr
+	return names, nil
+}
+
+// fdbStream serves `trestle fdb show`: the table is walked a chunk at a
+// time, without the daemon's lock, and each chunk named and sent as it is
+// read, so that the daemon holds a chunk of it, never all, and a slow
+// client holds up nothing but its own answer (ctl/fdb.go says how the
+// client makes one table of them).
+func (d *Daemon) fdbStream(_ context.Context, req ctl.Request, s *ctl.Stream) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error("an fdb show failed inside the daemon", "panic", r)
+			err = fmt.Errorf("%s: internal error: %v", req.Cmd, r)
+		}
+	}()
+	names, err := d.tableNames(req.Bridge)
+	if err != nil {
+		return err
 	}
-	out := []ctl.FDBEntry{}
-	for _, e := range es {
-		b := byID[e.Bridge]
-		if b == nil {
-			continue
-		}
-		port, vtep := "", ""
-		if p := b.portBySlot(e.Slot); p != nil {
-			port, vtep = p.name(), d.remoteVTEP(p, e)
-		}
-		age := 0.0
-		if !e.Static {
-			age = e.Age.Round(time.Millisecond).Seconds()
-		}
-		out = append(out, ctl.FDBEntry{Bridge: b.cfg.Name, MAC: e.MAC.String(), VLAN: e.VLAN, Port: port, Static: e.Static, AgeSeconds: age, VTEP: vtep})
+	if err := s.Header(ctl.FDBHeader{Chunk: datapath.FDBChunk}); err != nil {
+		return nil // the client is gone
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Bridge != out[j].Bridge {
-			return out[i].Bridge < out[j].Bridge
+	n, werr := d.walkFDBShow(names, s.FDBChunk)
+	end := ctl.FDBEnd{Entries: n}
+	if werr != nil {
+		end.Error = werr.Error()
+	}
+	_ = s.EndFDB(end)
+	return nil
+}
+
+// walkFDBShow walks the table and sends the entries of the bridges names
+// holds, a chunk at a time, named as `fdb show` gives them; it returns how
+// many it sent.
+func (d *Daemon) walkFDBShow(names fdbNames, send func([]ctl.FDBEntry) error) (int, error) {
+	sent := 0
+	out := make([]ctl.FDBEntry, 0, datapath.FDBChunk)
+	err := d.table.WalkFDB(func(es []datapath.FDBEntry) error {
+		out = out[:0]
+		for _, e := range es {
+			b := names[e.Bridge]
+			if b == nil {
+				continue
+			}
+			port, vtep := "", ""
+			if p, ok := b.ports[e.Slot]; ok {
+				port = p.name
+				if p.vni != 0 {
+					if a, ok := d.ovl.mgr.RemoteOf(p.vni, e.MAC); ok {
+						vtep = a.String()
+					}
+				}
+			}
+			age := 0.0
+			if !e.Static {
+				age = e.Age.Round(time.Millisecond).Seconds()
+			}
+			out = append(out, ctl.FDBEntry{Bridge: b.name, MAC: e.MAC.String(), VLAN: e.VLAN, Port: port, Static: e.Static, AgeSeconds: age, VTEP: vtep})
 		}
-		if out[i].VLAN != out[j].VLAN {
-			return out[i].VLAN < out[j].VLAN
+		if len(out) == 0 {
+			return nil
 		}
-		return out[i].MAC < out[j].MAC
+		if err := send(out); err != nil {
+			return fmt.Errorf("send the table: %w", err)
+		}
+		sent += len(out)
+		return nil
 	})
-	return out, nil
+	return sent, err
+}
+
+// tableCounts counts the entries of each bridge (by id), walking the table
+// a chunk at a time.
+func (d *Daemon) tableCounts() (map[uint16]int, error) {
+	counts := map[uint16]int{}
+	err := d.table.WalkFDB(func(es []datapath.FDBEntry) error {
+		for _, e := range es {
+			counts[e.Bridge]++
+		}
+		return nil
+	})
+	return counts, err
 }
 
 func parseMAC(s string) (net.HardwareAddr, error) {
@@ -378,6 +449,7 @@ func (d *Daemon) fdbAdd(req ctl.Request) error {
 	}
 	b.cliStatics[k] = st
 	b.written[k] = staticEntry{Static: st, Ifindex: p.ifindex, Slot: p.slot, User: true}
+	d.nudgeOverlay() // advertised as static at once, if an overlay's
 	return nil
 }
 
@@ -428,6 +500,7 @@ func (d *Daemon) fdbDel(req ctl.Request) error {
 		}
 		return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
 	}
+	d.nudgeOverlay() // withdrawn at once, if an overlay's
 	return nil
 }
 
@@ -463,17 +536,22 @@ func (d *Daemon) fdbFlush(req ctl.Request) (FlushResult, error) {
 		}
 		slot = found.slot
 	}
-	es, err := d.table.FDB()
-	if err != nil {
-		return res, err
-	}
+	// A chunk at a time: its learned entries go before the next is read.
 	var gone []datapath.FDBEntry
-	for _, e := range es {
-		if !e.Static && ids[e.Bridge] != nil && (slot == 0 || e.Slot == slot) {
-			gone = append(gone, e)
+	err = d.table.WalkFDB(func(es []datapath.FDBEntry) error {
+		gone = gone[:0]
+		for _, e := range es {
+			if !e.Static && ids[e.Bridge] != nil && (slot == 0 || e.Slot == slot) {
+				gone = append(gone, e)
+			}
 		}
+		n, err := d.table.DelFDBs(gone)
+		res.Removed += n
+		return err
+	})
+	if res.Removed > 0 {
+		d.nudgeOverlay() // withdrawn at once, if an overlay's
 	}
-	res.Removed, err = d.table.DelFDBs(gone)
 	if err != nil {
 		return res, fmt.Errorf("flush: %d removed, then: %w", res.Removed, err)
 	}

@@ -189,6 +189,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer cancel()
 	srv.HandleStream(ctl.CmdCapture, d.captureStream)
 	srv.HandleStream(ctl.CmdEventsFollow, d.eventsStream)
+	srv.HandleStream(ctl.CmdFDBShow, d.fdbStream)
 	srv.BadRequest = d.badRequest
 	// Out of descriptors (a client holding connections open): said, and
 	// served again once some are free; the pause caps the lines at one a second.

@@ -42,8 +42,12 @@ type Topology interface {
 // Table is the learning table the datapath fills and the daemon writes
 // static entries to, flushes and ages.
 type Table interface {
-	// FDB is the whole table, or an error: never a part of it.
-	FDB() ([]datapath.FDBEntry, error)
+	// WalkFDB hands the table to fn a chunk at a time (at most
+	// datapath.FDBChunk entries, a slice fn must not keep; an entry's
+	// MAC is its own), so that a reader holds a chunk of it, never all
+	// (there is no whole dump: every reader walks); fn may delete entries
+	// of the chunk it holds. fn's error ends the walk and is returned.
+	WalkFDB(fn func([]datapath.FDBEntry) error) error
 	AddFDB(datapath.FDBEntry) error
 	DelFDB(bridge, vlan uint16, mac net.HardwareAddr) (datapath.FDBEntry, error)
 	DelFDBs([]datapath.FDBEntry) (int, error)

@@ -145,6 +145,11 @@ type fakeTable struct {
 	*fakeOps
 	fdb    map[string]datapath.FDBEntry
 	fdbErr error
+	chunk  int // WalkFDB's chunk; 0: fakeChunk
+	// afterChunk, when set, runs after WalkFDB's fn has had each chunk;
+	// maxAgeOut is the most entries one AgeOut was given.
+	afterChunk func()
+	maxAgeOut  int
 }
 
 func newFakeTable(ops *fakeOps) *fakeTable {
@@ -155,15 +160,41 @@ func fdbKeyOf(bridge, vlan uint16, mac net.HardwareAddr) string {
 	return fmt.Sprintf("%d/%d/%s", bridge, vlan, mac)
 }
 
-func (f *fakeTable) FDB() ([]datapath.FDBEntry, error) {
+// fakeChunk is the fake's chunk: small, so that tests walk many.
+const fakeChunk = 3
+
+// WalkFDB walks the fake's map in chunks of fakeChunk (or chunk, when a
+// test sets it), in the map's own order, as the kernel's hash map has one;
+// an entry deleted before the walk reaches it is not handed over.
+func (f *fakeTable) WalkFDB(fn func([]datapath.FDBEntry) error) error {
 	if f.fdbErr != nil {
-		return nil, f.fdbErr
+		return f.fdbErr
 	}
-	var out []datapath.FDBEntry
-	for _, k := range slices.Sorted(maps.Keys(f.fdb)) {
-		out = append(out, f.fdb[k])
+	n := f.chunk
+	if n == 0 {
+		n = fakeChunk
 	}
-	return out, nil
+	buf := make([]datapath.FDBEntry, 0, n)
+	for _, e := range f.fdb {
+		if buf = append(buf, e); len(buf) == n {
+			if err := fn(buf); err != nil {
+				return err
+			}
+			if f.afterChunk != nil {
+				f.afterChunk()
+			}
+			buf = buf[:0]
+		}
+	}
+	if len(buf) > 0 {
+		if err := fn(buf); err != nil {
+			return err
+		}
+		if f.afterChunk != nil {
+			f.afterChunk()
+		}
+	}
+	return nil
 }
 
 func (f *fakeTable) AddFDB(e datapath.FDBEntry) error {
@@ -206,6 +237,7 @@ func (f *fakeTable) DelFDBs(es []datapath.FDBEntry) (int, error) {
 }
 
 func (f *fakeTable) AgeOut(es []datapath.FDBEntry, aging func(uint16) time.Duration) ([]datapath.FDBEntry, error) {
+	f.maxAgeOut = max(f.maxAgeOut, len(es))
 	var gone []datapath.FDBEntry
 	for _, e := range es {
 		if cur, ok := f.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]; ok && !cur.Static && cur.Age > aging(e.Bridge) {

@@ -227,7 +227,7 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 			d.log.Debug("event ring", "err", err)
 			continue
 		}
-		d.nudgeOverlay() // a station moved (to or from an overlay port, perhaps), or is new beside one
+		d.overlayMoved(m) // a station moved (to or from an overlay port, perhaps), or is new beside one
 		if m.Learn {
 			continue
 		}

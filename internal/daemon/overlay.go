@@ -21,13 +21,15 @@ import (
 // configured. Beside the reconcile, overlayLoop keeps the table and FRR
 // in step:
 //
-//   - local addresses out: every overlaySync (and at once after a MAC
-//     move, a reconcile or an fdb command) one dump of the table gives
-//     each overlay port's local addresses (the entries of its bridge and
-//     VLAN on its other ports), which the Manager writes on the advertise
-//     port or withdraws. The datapath tells no new learn (only moves), so
-//     a new station reaches zebra within overlaySync; an aged, flushed or
-//     deleted one is withdrawn within it too.
+//   - local addresses out: a station the datapath learns or moves in a
+//     bridge with an overlay port is told at once (TR_EVENT_LEARN and
+//     TR_EVENT_MOVE, overlayEvent): one write on the advertise port, or a
+//     withdrawal. The whole table is compared with what the advertise
+//     ports hold every overlayFull, walked a chunk at a time, and at once
+//     after a reconcile, an fdb command, or a sweep that aged addresses
+//     of an overlay's bridge (syncOverlay): an aged, flushed or deleted
+//     address is withdrawn then, and one whose event was lost (the ring
+//     full, overlayLoop behind) advertised.
 //   - remote addresses in: each remote MAC zebra writes on the vxlan
 //     device is put in the table at once (PutLearned: a learned entry of
 //     the overlay port, which moves when the station shows up locally, and
@@ -35,9 +37,18 @@ import (
 //     sync, which also puts back remotes the table lost (a flush, an fdb
 //     del) and deletes entries of the overlay port that no remote backs.
 
-// overlaySync is how often the table's local addresses are compared with
-// what the advertise ports hold: the latency of a new station's route.
-const overlaySync = 100 * time.Millisecond
+// overlayFull is how often the whole table is compared with what the
+// advertise ports hold (addresses aged, flushed or deleted are withdrawn
+// then, or at once when the daemon deleted them itself); overlaySync is the
+// least time between two comparisons, however often nudged. A new or moved
+// station's route does not wait for either: the datapath's event is told
+// to zebra at once.
+const (
+	overlayFull = time.Second
+	overlaySync = 100 * time.Millisecond
+	// overlayMoves is how many learns and moves may wait for overlayLoop.
+	overlayMoves = 4096
+)
 
 // remotePutter writes a learned entry on the control plane's word
 // (datapath.PutLearned); a dataplane without it has no overlay.
@@ -52,6 +63,10 @@ type overlayState struct {
 	watch   func(done <-chan struct{}) (<-chan overlay.Neigh, error)
 	put     remotePutter // nil: the dataplane cannot hold remote addresses
 	nudge   chan struct{}
+	moves   chan datapath.Move // learns and moves, for overlayLoop
+	// fresh: what events made of addresses (true: local) since a
+	// comparison of the whole table began, by VNI; nil between them.
+	fresh map[uint32]map[[6]byte]bool
 	// full: overlay ports (by VNI) whose remote addresses did not all
 	// fit (their bridge's max_entries, their max_macs), said once until
 	// they fit again.
@@ -59,7 +74,7 @@ type overlayState struct {
 }
 
 func newOverlayState(k overlay.Kernel, put remotePutter) *overlayState {
-	return &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, put: put, nudge: make(chan struct{}, 1), full: map[uint32]bool{}}
+	return &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), full: map[uint32]bool{}}
 }
 
 // nudgeOverlay asks overlayLoop for a sync now.
@@ -192,40 +207,113 @@ func inOverlay(p *portState, e datapath.FDBEntry) bool {
 	return e.Bridge == p.bridge.id && (!p.bridge.cfg.VLANAware() || e.VLAN == p.cfg.VLAN)
 }
 
-// syncOverlay compares the table with each overlay port's VNI, from one
-// dump: local addresses are written on (or withdrawn from) the advertise
-// port, remote ones the table lacks are put back, and entries of the
-// overlay port that no remote backs go. es is the table, read before the
-// lock was taken (runSync). Called with d.mu held.
-func (d *Daemon) syncOverlay(es []datapath.FDBEntry) error {
-	ports := d.overlayPorts()
-	if len(ports) == 0 {
-		return nil
-	}
-	var errs []error
-	for _, p := range ports {
-		vni, vid := p.cfg.VXLAN, overlayVLAN(p)
-		local := map[[6]byte]bool{}   // MAC -> static, on the other ports
-		present := map[[6]byte]bool{} // in the table, in the VLAN remote entries take
-		mine := map[[6]byte]datapath.FDBEntry{}
-		for _, e := range es {
-			if !inOverlay(p, e) {
-				continue
-			}
-			k := overlay.MAC6(e.MAC)
-			if e.VLAN == vid {
-				present[k] = true
-			}
-			switch {
-			case e.Slot == p.slot:
-				if e.VLAN == vid && !e.Static {
-					mine[k] = e
-				}
-			case p.bridge.portBySlot(e.Slot) != nil:
-				local[k] = local[k] || e.Static
+// ovlAcc gathers, over a walk of the table, what the full comparison of
+// one overlay port needs: its local addresses (MAC -> static, on the
+// bridge's other ports), the MACs present in the VLAN its remote entries
+// take, and its own learned entries. It holds the entries of the port's
+// broadcast domain (bounded by its bridge's max_entries), never the table.
+type ovlAcc struct {
+	vni          uint32
+	slot, bridge uint16
+	aware        bool
+	vid          uint16
+	others       map[uint16]bool // the bridge's other ports, by slot
+	local        map[[6]byte]bool
+	present      map[[6]byte]bool
+	mine         map[[6]byte]datapath.FDBEntry
+}
+
+// overlayAccs starts a comparison: an accumulator for each overlay port
+// that forwards, and a clean record of what events advertise or withdraw
+// meanwhile (d.ovl.fresh). Called with d.mu held.
+func (d *Daemon) overlayAccs() []*ovlAcc {
+	var accs []*ovlAcc
+	d.ovl.fresh = map[uint32]map[[6]byte]bool{}
+	for _, p := range d.overlayPorts() {
+		a := &ovlAcc{vni: p.cfg.VXLAN, slot: p.slot, bridge: p.bridge.id, aware: p.bridge.cfg.VLANAware(), vid: overlayVLAN(p),
+			others: map[uint16]bool{}, local: map[[6]byte]bool{}, present: map[[6]byte]bool{}, mine: map[[6]byte]datapath.FDBEntry{}}
+		for _, q := range p.bridge.ports {
+			if q != p {
+				a.others[q.slot] = true
 			}
 		}
-		if _, _, err := d.ovl.mgr.SyncLocal(vni, local); err != nil {
+		d.ovl.fresh[a.vni] = map[[6]byte]bool{}
+		accs = append(accs, a)
+	}
+	return accs
+}
+
+// add enters one entry of the table (as inOverlay and syncOverlay's
+// comparison take it).
+func (a *ovlAcc) add(e datapath.FDBEntry) {
+	if e.Bridge != a.bridge || (a.aware && e.VLAN != a.vid) {
+		return
+	}
+	k := overlay.MAC6(e.MAC)
+	if e.VLAN == a.vid {
+		a.present[k] = true
+	}
+	switch {
+	case e.Slot == a.slot:
+		if e.VLAN == a.vid && !e.Static {
+			a.mine[k] = e
+		}
+	case a.others[e.Slot]:
+		a.local[k] = a.local[k] || e.Static
+	}
+}
+
+// syncOverlay compares the whole table with each overlay port's VNI:
+// local addresses are written on (or withdrawn from) the advertise port,
+// remote ones the table lacks are put back, and entries of the overlay
+// port that no remote backs go. The table is walked a chunk at a time
+// without the daemon's lock (a tenant can fill it), into accumulators of
+// the overlay ports' broadcast domains; the comparison is made under the
+// lock. Learns and moves reach zebra at once by overlayEvent; this is the
+// slower reconcile (overlayFull, and on a nudge) that catches what events
+// do not tell: addresses aged, flushed or deleted, remote ones lost.
+func (d *Daemon) syncOverlay() error {
+	d.mu.Lock()
+	accs := d.overlayAccs()
+	d.mu.Unlock()
+	if len(accs) == 0 {
+		return nil
+	}
+	err := d.table.WalkFDB(func(es []datapath.FDBEntry) error {
+		for _, e := range es {
+			for _, a := range accs {
+				a.add(e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.applyOverlay(accs)
+}
+
+// applyOverlay makes each VNI what its accumulator found, with what events
+// told during the walk laid over it (the walk may have passed a station
+// before it was learned or moved). Called with d.mu held.
+func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
+	var errs []error
+	for _, a := range accs {
+		p := d.overlayPortOf(a.vni)
+		if p == nil || p.slot != a.slot || p.bridge.id != a.bridge {
+			continue // reconfigured during the walk: the next sync
+		}
+		vni := a.vni
+		for k, isLocal := range d.ovl.fresh[vni] {
+			if !isLocal {
+				delete(a.local, k)
+			} else if _, ok := a.local[k]; !ok {
+				a.local[k] = false
+			}
+		}
+		if _, _, err := d.ovl.mgr.SyncLocal(vni, a.local); err != nil {
 			errs = append(errs, err)
 		}
 		// Entries of the overlay port no remote backs go first, so that
@@ -236,7 +324,7 @@ func (d *Daemon) syncOverlay(es []datapath.FDBEntry) error {
 			backed[overlay.MAC6(r.MAC)] = true
 		}
 		var gone []datapath.FDBEntry
-		for k, e := range mine {
+		for k, e := range a.mine {
 			if !backed[k] {
 				gone = append(gone, e)
 			}
@@ -250,7 +338,7 @@ func (d *Daemon) syncOverlay(es []datapath.FDBEntry) error {
 		skipped := 0
 		for _, r := range remotes {
 			k := overlay.MAC6(r.MAC)
-			if _, ok := mine[k]; ok || present[k] {
+			if _, ok := a.mine[k]; ok || a.present[k] {
 				// In the table already, or learned here since:
 				// advertised, and zebra decides.
 				continue
@@ -274,7 +362,56 @@ func (d *Daemon) syncOverlay(es []datapath.FDBEntry) error {
 			d.log.Info("overlay: every remote address is in the table again", "bridge", p.bridge.cfg.Name, "vni", vni)
 		}
 	}
+	d.ovl.fresh = nil
 	return errors.Join(errs...)
+}
+
+// overlayEvent tells zebra of a station the datapath learned or moved
+// (TR_EVENT_LEARN, TR_EVENT_MOVE) at once: one write on the advertise port
+// of the VNI whose broadcast domain it is in (a withdrawal when it moved
+// onto the overlay port), rather than a comparison of the whole table.
+// Called with d.mu held.
+func (d *Daemon) overlayEvent(m datapath.Move) {
+	e := datapath.FDBEntry{Bridge: m.Bridge, VLAN: m.VLAN}
+	for _, p := range d.overlayPorts() {
+		if !inOverlay(p, e) {
+			continue
+		}
+		k := overlay.MAC6(m.MAC)
+		var err error
+		switch {
+		case m.ToSlot == p.slot:
+			_, err = d.ovl.mgr.DropLocal(p.cfg.VXLAN, k)
+			d.ovl.markFresh(p.cfg.VXLAN, k, false)
+		case p.bridge.portBySlot(m.ToSlot) != nil:
+			_, err = d.ovl.mgr.AddLocal(p.cfg.VXLAN, k)
+			d.ovl.markFresh(p.cfg.VXLAN, k, true)
+		}
+		if err != nil {
+			d.log.Warn("overlay: advertise a learned address", "bridge", p.bridge.cfg.Name, "vni", p.cfg.VXLAN, "mac", m.MAC, "err", err)
+		}
+	}
+}
+
+// markFresh records, while a comparison walks the table, what an event
+// made of an address (local or not), for applyOverlay to lay over the walk.
+func (o *overlayState) markFresh(vni uint32, k [6]byte, local bool) {
+	if f := o.fresh[vni]; f != nil {
+		f[k] = local
+	}
+}
+
+// hasOverlay says whether any of es is in the broadcast domain of an
+// overlay port. Called with d.mu held.
+func (d *Daemon) hasOverlay(es []datapath.FDBEntry) bool {
+	for _, p := range d.overlayPorts() {
+		for _, e := range es {
+			if inOverlay(p, e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // remoteRoom is how many more remote addresses overlay port p may put in
@@ -334,10 +471,26 @@ func isOverlayEntry(b *bridgeState, e datapath.FDBEntry) bool {
 
 // overlayLoop keeps the table and the VNIs in step (see above) until ctx
 // is done. events is the kernel's FDB events, subscribed before the first
-// apply read the VNIs' FDBs, so that none falls between.
+// apply read the VNIs' FDBs, so that none falls between. The datapath's
+// learns and moves come by d.ovl.moves and are told one by one; the whole
+// table is compared every overlayFull, and on a nudge, but never twice
+// within overlaySync (a burst of nudges is one comparison).
 func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
-	tick := time.NewTicker(overlaySync)
+	tick := time.NewTicker(overlayFull)
 	defer tick.Stop()
+	var last time.Time
+	var later <-chan time.Time // a nudge that came too soon after the last comparison
+	full := func() {
+		if wait := overlaySync - time.Since(last); wait > 0 {
+			if later == nil {
+				later = time.After(wait)
+			}
+			return
+		}
+		later = nil
+		d.runSync()
+		last = time.Now()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -352,17 +505,33 @@ func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
 				d.overlayChange(c)
 				d.mu.Unlock()
 			}
+		case m := <-d.ovl.moves:
+			d.mu.Lock()
+			d.overlayEvent(m)
+			d.mu.Unlock()
 		case <-tick.C:
-			d.runSync()
+			full()
+		case <-later:
+			later = nil
+			full()
 		case <-d.ovl.nudge:
-			d.runSync()
+			full()
 		}
 	}
 }
 
-// runSync reads the table without the daemon's lock (a full table is a
-// dump of 65,536 entries every 100 ms while an overlay port forwards, which
-// a tenant can bring about), then compares it under the lock.
+// overlayMoved hands a learn or move of the datapath to overlayLoop; when
+// it is behind (a flood of new sources), the event is left for the next
+// comparison of the whole table, which the loop is nudged to make.
+func (d *Daemon) overlayMoved(m datapath.Move) {
+	select {
+	case d.ovl.moves <- m:
+	default:
+		d.nudgeOverlay()
+	}
+}
+
+// runSync compares the table with the VNIs, if an overlay port forwards.
 func (d *Daemon) runSync() {
 	d.mu.Lock()
 	have := len(d.overlayPorts()) > 0
@@ -370,13 +539,7 @@ func (d *Daemon) runSync() {
 	if !have {
 		return
 	}
-	es, err := d.table.FDB()
-	if err == nil {
-		d.mu.Lock()
-		err = d.syncOverlay(es)
-		d.mu.Unlock()
-	}
-	if err != nil {
+	if err := d.syncOverlay(); err != nil {
 		d.log.Warn("overlay sync", "err", err)
 	}
 }

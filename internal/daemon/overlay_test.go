@@ -105,13 +105,7 @@ port = "p2"
 
 func (w *ovWorld) sync() {
 	w.t.Helper()
-	es, err := w.d.table.FDB()
-	if err != nil {
-		w.t.Fatalf("sync: read the table: %v", err)
-	}
-	w.d.mu.Lock()
-	defer w.d.mu.Unlock()
-	if err := w.d.syncOverlay(es); err != nil {
+	if err := w.d.syncOverlay(); err != nil {
 		w.t.Fatalf("sync: %v", err)
 	}
 }
@@ -366,5 +360,71 @@ func TestOverlayEventsMatter(t *testing.T) {
 	w.mustApply(ovConfig)
 	if !w.d.eventsMatter([]LinkEvent{{Index: 9999, Name: "not-a-port"}}) {
 		t.Error("an event of an interface of no port takes no apply while a bridge has an overlay port")
+	}
+}
+
+// TestOverlayLearnEvents: a station the datapath learns beside an overlay
+// port is advertised from its event at once, with no comparison of the
+// table; one that moves onto the overlay port is withdrawn; a learn in a
+// bridge without an overlay port writes nothing. A comparison of the
+// whole table that walked past a station before its event came does not
+// withdraw it (nor re-advertise one whose move came during the walk).
+func TestOverlayLearnEvents(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	w.mustApply(ovConfig)
+	w.sync() // the static entry
+	br, p1, ov := w.d.bridges["br0"], w.port("br0", "p1"), w.port("br0", "tvx1000")
+	event := func(mac string, to *portState) {
+		w.dp.learn(br.id, to.slot, to.ifindex, mac, 0)
+		w.d.mu.Lock()
+		w.d.overlayEvent(datapath.Move{Learn: true, Bridge: br.id, MAC: mustMAC(mac), ToSlot: to.slot, ToIfindex: uint32(to.ifindex)})
+		w.d.mu.Unlock()
+	}
+	w.k.writes = nil
+	event("02:00:00:00:00:01", p1)
+	if !slices.Equal(w.k.writes, []string{"set 02:00:00:00:00:01"}) {
+		t.Errorf("writes for a learned station: %q, want it set at once", w.k.writes)
+	}
+	event("02:00:00:00:00:01", p1) // told again (a move back): no write
+	if len(w.k.writes) != 1 {
+		t.Errorf("writes for an advertised station told again: %q", w.k.writes)
+	}
+	w.d.mu.Lock()
+	w.d.overlayEvent(datapath.Move{Learn: true, Bridge: br.id + 7, MAC: mustMAC("02:00:00:00:00:09"), ToSlot: p1.slot})
+	w.d.mu.Unlock()
+	if len(w.k.writes) != 1 {
+		t.Errorf("a learn of another bridge wrote %q", w.k.writes)
+	}
+	event("02:00:00:00:00:01", ov)
+	if !slices.Equal(w.k.writes, []string{"set 02:00:00:00:00:01", "del 02:00:00:00:00:01"}) {
+		t.Errorf("writes for a station that moved onto the overlay: %q", w.k.writes)
+	}
+
+	// The race: the walk's view lacks 02 (learned after it passed) and
+	// still has 03 on p1 (moved onto the overlay after it passed).
+	event("02:00:00:00:00:03", p1)
+	w.d.mu.Lock()
+	accs := w.d.overlayAccs()
+	w.d.mu.Unlock()
+	for _, e := range w.dp.fdb {
+		for _, a := range accs {
+			a.add(e)
+		}
+	}
+	event("02:00:00:00:00:02", p1)
+	event("02:00:00:00:00:03", ov)
+	w.d.mu.Lock()
+	err := w.d.applyOverlay(accs)
+	w.d.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.k.adv["02:00:00:00:00:02"]; !ok {
+		t.Error("a station learned while the table was walked was withdrawn by the comparison")
+	}
+	if _, ok := w.k.adv["02:00:00:00:00:03"]; ok {
+		t.Error("a station that moved onto the overlay while the table was walked was advertised again")
 	}
 }

@@ -664,21 +664,22 @@ func (d *Daemon) flushSlot(b *bridgeState, slot uint16) bool {
 	return true
 }
 
-// flush deletes the entries match selects, from a full dump (FDB returns
-// an error, never a partial table); a delete that fails fails the flush.
+// flush deletes the entries match selects, walking the table a chunk at a
+// time (each chunk's go before the next is read: the table is never held
+// whole, under the lock as this is); a dump or a delete that fails fails
+// the flush, which may then have deleted a part of them.
 func (d *Daemon) flush(match func(datapath.FDBEntry) bool) error {
-	es, err := d.table.FDB()
-	if err != nil {
-		return err
-	}
 	var gone []datapath.FDBEntry
-	for _, e := range es {
-		if match(e) {
-			gone = append(gone, e)
+	return d.table.WalkFDB(func(es []datapath.FDBEntry) error {
+		gone = gone[:0]
+		for _, e := range es {
+			if match(e) {
+				gone = append(gone, e)
+			}
 		}
-	}
-	_, err = d.table.DelFDBs(gone)
-	return err
+		_, err := d.table.DelFDBs(gone)
+		return err
+	})
 }
 
 // forget takes what the world took away out of the model before an apply:

@@ -19,26 +19,54 @@ import (
 // deleted (LookupAndDelete), so a count follows the entry wherever it was at
 // that moment.
 
-// FDB dumps the learning table of every bridge. It reads the table in
-// batches, bucket by bucket, which a concurrent learn or delete cannot make
-// it read twice or abort; an error is returned, never a partial table.
+// FDBChunk is how many entries WalkFDB hands over at a time: what a reader
+// of the table holds of it, whatever the table's size.
+const FDBChunk = 1024
+
+// FDB dumps the learning table of every bridge (WalkFDB, gathered), for
+// tests; the daemon never holds the table whole: it walks it.
 func (d *Datapath) FDB() ([]FDBEntry, error) {
-	now := Now()
 	var out []FDBEntry
-	const batch = 4096
-	keys := make([]tbpf.FDBKey, batch)
-	vals := make([]tbpf.FDBVal, batch)
+	err := d.WalkFDB(func(es []FDBEntry) error {
+		out = append(out, es...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WalkFDB reads the learning table of every bridge in batches of at most
+// FDBChunk entries, bucket by bucket, and hands each to fn as it is read:
+// fn's slice is reused for the next batch, so fn copies what it keeps (an
+// entry's MAC is its own, not reused). A
+// concurrent learn or delete (fn's own deletes too: a batch's buckets are
+// behind the cursor) cannot make it read an entry twice or abort. An error
+// of the dump or of fn ends the walk and is returned; what fn was handed
+// before it is then a part of the table.
+func (d *Datapath) WalkFDB(fn func([]FDBEntry) error) error {
+	keys := make([]tbpf.FDBKey, FDBChunk)
+	vals := make([]tbpf.FDBVal, FDBChunk)
+	out := make([]FDBEntry, 0, FDBChunk)
 	cursor := new(ebpf.MapBatchCursor)
 	for {
 		n, err := d.objs.Fdb.BatchLookup(cursor, keys, vals, nil)
+		now := Now()
+		out = out[:0]
 		for i := 0; i < n; i++ {
 			out = append(out, entryOf(keys[i], vals[i], now))
 		}
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			return out, nil
+		if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("dump fdb: %w", err)
+		}
+		if len(out) > 0 {
+			if ferr := fn(out); ferr != nil {
+				return ferr
+			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("dump fdb: %w", err)
+			return nil // ErrKeyNotExist: the last batch
 		}
 	}
 }

@@ -334,8 +334,8 @@ func (d *trestleDUT) readTable(_ context.Context, _ *Topo, bridge string) (Table
 }
 
 func (d *trestleDUT) fdbEntries(_ context.Context, _ *Topo, bridge string) (map[string]fdbEntry, error) {
-	var es []ctl.FDBEntry
-	if err := ctl.Call(d.sock, ctl.Request{Cmd: ctl.CmdFDBShow, Bridge: bridge}, &es); err != nil {
+	es, err := ctl.FDB(d.sock, bridge)
+	if err != nil {
 		return nil, fmt.Errorf("trestle fdb show %s: %w", bridge, err)
 	}
 	out := make(map[string]fdbEntry, len(es))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/lab/sink"
+	"github.com/trestle/trestle/internal/overlay/frrconf"
 )
 
 // TestOverlay: two hosts joined by a VXLAN overlay with EVPN by FRR
@@ -496,24 +497,20 @@ mtu = %d
 func (s *overlaySite) startFRR(ctx context.Context) error {
 	zconf := filepath.Join(s.frr, "zebra.conf")
 	bconf := filepath.Join(s.frr, "bgpd.conf")
-	if err := os.WriteFile(zconf, []byte(fmt.Sprintf("hostname zebra-%s\n", s.name())), 0o644); err != nil {
-		return err
-	}
 	// iBGP, a full mesh: every other site a neighbour.
-	var nb, af strings.Builder
+	site := frrconf.Site{Name: s.name(), ASN: overlayASN, RouterID: s.vtep}
 	for _, peer := range s.peers {
-		p := peer.under
-		fmt.Fprintf(&nb, " neighbor %s remote-as %d\n neighbor %s timers 3 9\n neighbor %s timers connect 1\n neighbor %s advertisement-interval 0\n", p, overlayASN, p, p, p)
-		fmt.Fprintf(&af, "  neighbor %s activate\n", p)
+		site.Peers = append(site.Peers, frrconf.Peer{Addr: peer.under, ASN: overlayASN})
 	}
-	bgp := fmt.Sprintf("hostname bgpd-%s\nrouter bgp %d\n bgp router-id %s\n no bgp default ipv4-unicast\n%s address-family l2vpn evpn\n%s  advertise-all-vni\n exit-address-family\n",
-		s.name(), overlayASN, s.vtep, nb.String(), af.String())
-	if err := os.WriteFile(bconf, []byte(bgp), 0o644); err != nil {
+	if err := os.WriteFile(zconf, []byte(frrconf.Zebra(site)), 0o644); err != nil {
 		return err
 	}
-	zsock := filepath.Join(s.frr, "zserv.api")
+	if err := os.WriteFile(bconf, []byte(frrconf.BGPd(site)), 0o644); err != nil {
+		return err
+	}
+	zsock := frrconf.ZebraSocket(s.frr)
 	_ = os.Remove(zsock)
-	common := []string{"-z", zsock, "--vty_socket", s.frr, "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout"}
+	common := frrconf.Args(s.frr)
 	var err error
 	if s.zebra, err = s.ns.Start(frrZebra, append([]string{"-f", zconf, "-i", filepath.Join(s.frr, "zebra.pid")}, common...)...); err != nil {
 		return err
@@ -623,8 +620,8 @@ func (s *overlaySite) where(mac net.HardwareAddr) (string, error) {
 	if s.trestle == nil {
 		return s.kernelWhere(mac)
 	}
-	var es []ctl.FDBEntry
-	if err := ctl.Call(s.trestle.sock, ctl.Request{Cmd: ctl.CmdFDBShow, Bridge: "br0"}, &es); err != nil {
+	es, err := ctl.FDB(s.trestle.sock, "br0")
+	if err != nil {
 		return "", err
 	}
 	for _, e := range es {

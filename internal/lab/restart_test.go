@@ -114,26 +114,50 @@ func TestEventAccounting(t *testing.T) {
 	}
 }
 
-// pinned lists the persisted datapaths and daemon state directories there are.
-func pinned(t *testing.T) []string {
+// pinnedBy lists the persisted datapaths and daemon state directories of
+// the daemons whose control sockets are socks: instance.Name ends in a hash
+// of the socket, and a test's sockets are in a directory of its own, so
+// that another daemon on the machine (another test's, a user's) is never
+// taken for one this test left.
+func pinnedBy(t *testing.T, socks []string) []string {
 	t.Helper()
 	var out []string
 	for _, root := range []string{instance.PinRoot, instance.StateRoot} {
 		ents, _ := os.ReadDir(root)
 		for _, e := range ents {
-			out = append(out, filepath.Join(root, e.Name()))
+			if ofSocket(e.Name(), socks) {
+				out = append(out, filepath.Join(root, e.Name()))
+			}
 		}
 	}
 	return out
 }
 
-// newSince is what is in now and not in before.
-func newSince(before, now []string) []string {
-	var out []string
-	for _, n := range now {
-		if !slices.Contains(before, n) {
-			out = append(out, n)
+// ofSocket says whether instance name is that of a daemon of one of socks
+// (in whatever namespace).
+func ofSocket(name string, socks []string) bool {
+	_, hash, ok := strings.Cut(name, "-")
+	for _, s := range socks {
+		_, h, _ := strings.Cut(instance.Name(0, s), "-")
+		if ok && hash == h {
+			return true
 		}
+	}
+	return false
+}
+
+// labSockets are the control sockets of the trestle daemons a lab run in
+// workDir started (dut.go: <WorkDir>/<DUT namespace>.sock, beside the
+// config it wrote, <WorkDir>/<DUT namespace>.toml); read after the run.
+func labSockets(t *testing.T, workDir string) []string {
+	t.Helper()
+	cfgs, err := filepath.Glob(filepath.Join(workDir, "*.toml"))
+	if err != nil || len(cfgs) == 0 {
+		t.Fatalf("no daemon's config in the run's directory %s (%v): which daemons were this test's is not known", workDir, err)
+	}
+	var out []string
+	for _, c := range cfgs {
+		out = append(out, strings.TrimSuffix(c, ".toml")+".sock")
 	}
 	return out
 }
@@ -166,11 +190,12 @@ func TestRestartScenario(t *testing.T) {
 		Tests: []Kind{RestartTest{Events: []EventCount{{EventSIGKILL, 1}, {EventSIGTERM, 1}, {EventUpgrade, 1}},
 			Lead: 300 * time.Millisecond, Tail: 300 * time.Millisecond, UpgradeTo: other}},
 		StreamRate: 200e3, Reps: 1, Timing: tinyTiming()}
-	beforeNS, beforePins := ours(t, runPrefix), pinned(t)
-	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
+	beforeNS, work := ours(t, runPrefix), t.TempDir()
+	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: work})
 	if err != nil {
 		t.Fatal(err)
 	}
+	socks := labSockets(t, work)
 	seen := map[string]int{}
 	for _, r := range run.Results {
 		if r.Error != "" {
@@ -208,13 +233,13 @@ func TestRestartScenario(t *testing.T) {
 	}
 	for _, u := range run.Units {
 		dir := u.Settings["pinned at"]
-		if !strings.HasPrefix(dir, instance.PinRoot+"/") {
-			t.Errorf("%s: pinned at %q", u.DUT, dir)
+		if !strings.HasPrefix(dir, instance.PinRoot+"/") || !ofSocket(filepath.Base(dir), socks) {
+			t.Errorf("%s: pinned at %q, not under %s as a daemon of one of %v", u.DUT, dir, instance.PinRoot, socks)
 		} else if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("%s: %s left after the run (%v)", u.DUT, dir, err)
 		}
 	}
-	if left := newSince(beforePins, pinned(t)); len(left) != 0 {
+	if left := pinnedBy(t, socks); len(left) != 0 {
 		t.Errorf("left pinned or recorded after the run: %v", left)
 	}
 	if left := ours(t, runPrefix); len(left) != len(beforeNS) {
@@ -230,7 +255,7 @@ func TestRestartCancelled(t *testing.T) {
 	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
 		Tests:      []Kind{RestartTest{Events: []EventCount{{EventSIGKILL, 100}}, Lead: 200 * time.Millisecond, Tail: 200 * time.Millisecond}},
 		StreamRate: 100e3, Reps: 1, Timing: tinyTiming()}
-	beforeNS, beforePins := ours(t, runPrefix), pinned(t)
+	beforeNS, work := ours(t, runPrefix), t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	progress := func(line string) {
@@ -239,11 +264,11 @@ func TestRestartCancelled(t *testing.T) {
 			go func() { time.Sleep(300 * time.Millisecond); cancel() }()
 		}
 	}
-	_, err := Execute(ctx, Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir(), Progress: progress})
+	_, err := Execute(ctx, Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: work, Progress: progress})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v, want the context's", err)
 	}
-	if left := newSince(beforePins, pinned(t)); len(left) != 0 {
+	if left := pinnedBy(t, labSockets(t, work)); len(left) != 0 {
 		t.Errorf("left pinned or recorded after a cancelled run: %v", left)
 	}
 	if left := ours(t, runPrefix); len(left) != len(beforeNS) {

@@ -429,6 +429,47 @@ func (m *Manager) SyncLocal(vni uint32, want map[[6]byte]bool) (added, deleted i
 	return added, deleted, nil
 }
 
+// AddLocal advertises one local address of VNI vni, as SyncLocal would
+// with mac in want: a learn or a move the datapath told of, at once, rather
+// than at the next comparison of the whole table. One advertised already
+// is left as it is (a static one stays static); true when it wrote.
+func (m *Manager) AddLocal(vni uint32, mac [6]byte) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := m.vnis[vni]
+	if v == nil || v.local == nil {
+		return false, fmt.Errorf("overlay VNI %d: not held", vni)
+	}
+	if _, ok := v.local[mac]; ok {
+		return false, nil
+	}
+	if err := m.k.SetLocal(v.Dev.Adv, mac[:], false); err != nil {
+		return false, fmt.Errorf("overlay VNI %d: advertise %s: %w", vni, net.HardwareAddr(mac[:]), err)
+	}
+	v.local[mac] = false
+	return true, nil
+}
+
+// DropLocal withdraws one local address of VNI vni (a station that moved
+// behind the overlay), as SyncLocal would without mac in want; true when
+// it was advertised.
+func (m *Manager) DropLocal(vni uint32, mac [6]byte) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := m.vnis[vni]
+	if v == nil || v.local == nil {
+		return false, fmt.Errorf("overlay VNI %d: not held", vni)
+	}
+	if _, ok := v.local[mac]; !ok {
+		return false, nil
+	}
+	if err := m.k.DelLocal(v.Dev.Adv, mac[:]); err != nil {
+		return false, fmt.Errorf("overlay VNI %d: withdraw %s: %w", vni, net.HardwareAddr(mac[:]), err)
+	}
+	delete(v.local, mac)
+	return true, nil
+}
+
 // Status is what show says of a VNI.
 type Status struct {
 	VNI         uint32

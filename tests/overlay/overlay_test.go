@@ -14,11 +14,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/overlay/frrconf"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
 )
@@ -171,31 +173,14 @@ func (s *site) startFRR(t *testing.T, peers ...*site) {
 		}
 		return p
 	}
-	zconf := write("zebra.conf", fmt.Sprintf("hostname zebra-%d\n", s.n))
-	var b strings.Builder
-	fmt.Fprintf(&b, "hostname bgpd-%d\nrouter bgp %d\n bgp router-id %s\n no bgp default ipv4-unicast\n", s.n, s.asn, s.vtep)
-	// eBGP (docs/overlay.md): no policy asked of the session (FRR asks
-	// one of eBGP sessions by default), and RFC 8365's route targets,
-	// which leave the AS out.
-	ebgp := slices.ContainsFunc(peers, func(p *site) bool { return p.asn != s.asn })
-	if ebgp {
-		b.WriteString(" no bgp ebgp-requires-policy\n")
-	}
+	site := frrconf.Site{Name: strconv.Itoa(s.n), ASN: uint32(s.asn), RouterID: s.vtep}
 	for _, p := range peers {
-		fmt.Fprintf(&b, " neighbor %[1]s remote-as %[2]d\n neighbor %[1]s timers 3 9\n neighbor %[1]s timers connect 1\n neighbor %[1]s advertisement-interval 0\n", p.under, p.asn)
+		site.Peers = append(site.Peers, frrconf.Peer{Addr: p.under, ASN: uint32(p.asn)})
 	}
-	b.WriteString(" address-family l2vpn evpn\n")
-	for _, p := range peers {
-		fmt.Fprintf(&b, "  neighbor %s activate\n", p.under)
-	}
-	b.WriteString("  advertise-all-vni\n")
-	if ebgp {
-		b.WriteString("  autort rfc8365-compatible\n")
-	}
-	b.WriteString(" exit-address-family\n")
-	bconf := write("bgpd.conf", b.String())
-	zsock := filepath.Join(s.frr, "zserv.api")
-	common := []string{"-z", zsock, "--vty_socket", s.frr, "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout"}
+	zconf := write("zebra.conf", frrconf.Zebra(site))
+	bconf := write("bgpd.conf", frrconf.BGPd(site))
+	zsock := frrconf.ZebraSocket(s.frr)
+	common := frrconf.Args(s.frr)
 	s.zebra = s.SW.Start(t, zebraBin, append([]string{"-f", zconf, "-i", filepath.Join(s.frr, "zebra.pid")}, common...)...)
 	eventually(t, 10*time.Second, "zebra's socket "+zsock, func() (bool, string) {
 		_, err := os.Stat(zsock)
