@@ -92,7 +92,7 @@ static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p
 	long ret;
 
 	if (d->tag.on) {
-		enum tr_egress e = tr_egress(d->out, d->tag.vid, 0);
+		enum tr_egress e = tr_egress(&d->out, d->tag.vid, 0);
 		int delta;
 
 		if (e == TR_EGRESS_DENY) {

@@ -87,8 +87,8 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	struct tr_frame f;
 	__u32 bridge, egress, slot;
 
-	/* 1. Which port, which bridge. */
-	in = tr_port_of(p->ifindex);
+	/* 1. Which port, which bridge. An interface's: never a patch port. */
+	in = tr_port_of_dev(p->ifindex);
 	if (!in) {
 		tr_drop(d, tr_stats(0), TR_DROP_NO_PORT);
 		return;
@@ -162,7 +162,7 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 		d->action = TR_ACT_FORWARD;
 		d->egress_ifindex = egress;
 		d->egress_slot = slot;
-		d->out = out;
+		d->out = *out;
 		return;
 	default:
 		break;

@@ -89,7 +89,7 @@ static __always_inline int tr_send(void *ctx, const int xdp, struct tr_pkt *p,
 
 	switch (d->action) {
 	case TR_ACT_FORWARD:
-		if ((d->out->flags & TR_PORT_PATCH) || (d->br->flags & TR_BRIDGE_MIRROR))
+		if ((d->out.flags & TR_PORT_PATCH) || (d->br->flags & TR_BRIDGE_MIRROR))
 			return tr_walk(ctx, xdp, p, d);
 		d->straight = 1;
 		return tr_forward(ctx, xdp, p, d);

@@ -398,7 +398,7 @@ static __always_inline int tr_mirror_fast_xdp(struct tr_decision *d, __u32 wire,
 			n++;
 		}
 	}
-	if (d->out->flags & TR_PORT_MIRROR_OUT) {
+	if (d->out.flags & TR_PORT_MIRROR_OUT) {
 		span_out = tr_span_of(out);
 		if (span_out && span_out != span_in) {
 			if (span_out == out || span_out == in || !tr_in_set(r->sel, span_out))
@@ -506,9 +506,9 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
-	if (d->action == TR_ACT_FORWARD && (d->out->flags & TR_PORT_PATCH)) {
+	if (d->action == TR_ACT_FORWARD && (d->out.flags & TR_PORT_PATCH)) {
 		first = d->egress_slot;
-		if (d->tag.on && !tr_vlan_carries(d->out, d->tag.vid)) {
+		if (d->tag.on && !tr_vlan_carries(&d->out, d->tag.vid)) {
 			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return tr_verdict_drop(xdp);
 		}
@@ -520,7 +520,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 			out = tr_port_of(m->out_ifindex);
 			if (out && out->slot == m->out_slot && !(out->flags & TR_PORT_PATCH)) {
 				tr_path_count(m, p->wire);
-				d->out = out;
+				d->out = *out;
 				d->egress_ifindex = m->out_ifindex;
 				d->egress_slot = m->out_slot;
 				return tr_forward(ctx, xdp, p, d);
@@ -563,14 +563,14 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	if (d->in_flags & TR_PORT_MIRROR_IN)
 		tr_mirror(ctx, xdp, w, d->in_slot);
 	if (first) {
-		tr_cross(w, d->out, first);
+		tr_cross(w, &d->out, first);
 	} else if (d->action == TR_ACT_FORWARD) {
 		/* To a port of a bridge with mirrors. */
-		if (d->tag.on && !tr_vlan_carries(d->out, d->tag.vid)) {
+		if (d->tag.on && !tr_vlan_carries(&d->out, d->tag.vid)) {
 			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return tr_verdict_drop(xdp);
 		}
-		tr_pick(ctx, xdp, w, d->out, d->egress_ifindex, d->egress_slot);
+		tr_pick(ctx, xdp, w, &d->out, d->egress_ifindex, d->egress_slot);
 	} else {
 		w->unicast = 0;
 		TR_CALL(xdp, tr_emit, ctx, w, d->bridge, p->ifindex);
@@ -610,7 +610,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 			}
 			return tr_redirect_port(TR_TC, w->last_ifindex, w->last_slot);
 		}
-		d->out = out;
+		d->out = *out;
 		d->egress_ifindex = w->last_ifindex;
 		d->egress_slot = w->last_slot;
 		return tr_forward(ctx, xdp, p, d);

@@ -25,7 +25,10 @@ struct tr_decision {
 	__u32 in_flags; /* the ingress port's (enum tr_port_flags) */
 	struct tr_port_stats *in_st; /* NULL only for frames from no port */
 	const struct tr_bridge *br;
-	const struct tr_port *out; /* TR_ACT_FORWARD: the egress port */
+	/* TR_ACT_FORWARD: the egress port, a copy. A pointer would point into
+	 * one of three maps (tr_port_of), and the verifier keeps the paths
+	 * apart by which: a copy on the stack is the same on every path. */
+	struct tr_port out;
 	struct tr_tag tag;         /* the VLAN stage's view (tag.on: the bridge is VLAN-aware) */
 	struct tr_table_view v;    /* the learning table as the frame found it */
 	struct ethhdr *eth;        /* not NULL once parsed */

@@ -9,8 +9,22 @@
 #include "maps.h"
 #include "patch.h"
 
-/* The port of an ingress interface, or NULL: by index for most ifindexes,
- * by hash for the rest (lib/maps.h). */
+/* The port of an interface, or NULL: by index for most ifindexes, by hash
+ * for the rest (lib/maps.h). */
+static __always_inline const struct tr_port *tr_port_of_dev(__u32 ifindex)
+{
+	const struct tr_port *p;
+
+	if (ifindex < TR_PORT_DIRECT) {
+		p = bpf_map_lookup_elem(&port_index, &ifindex);
+		return p && p->bridge ? p : NULL;
+	}
+	return bpf_map_lookup_elem(&ports, &ifindex);
+}
+
+/* The port of an interface or of a patch port (TR_PATCH_IFINDEX | its
+ * slot), or NULL. Where a frame arrives, tr_port_of_dev: the verifier
+ * keeps the paths of a pointer into each map apart. */
 static __always_inline const struct tr_port *tr_port_of(__u32 ifindex)
 {
 	const struct tr_port *p;
