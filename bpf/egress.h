@@ -12,6 +12,7 @@
 #define TRESTLE_EGRESS_H
 
 #include "switch.h"
+#include "lib/overlay.h"
 
 /* A loop over a bridge's ports. Each kind has one round (tr_*_round), run
  * either by a plain loop inline, for a bridge of at most TR_INLINE_PORTS,
@@ -106,6 +107,11 @@ static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p
 		}
 		wire += delta;
 	}
+	/* An overlay port (tc only): the frame must fit its MTU. The flag is
+	 * the decision's copy of the port: other ports pay a test. */
+	if (!xdp && (d->out.flags & TR_PORT_OVERLAY) &&
+	    tr_overlay_too_long(ctx, d->egress_ifindex, d->egress_slot))
+		return TC_ACT_SHOT; /* counted on the overlay port */
 	ret = tr_redirect_port(xdp, d->egress_ifindex, d->egress_slot);
 	if (ret < 0) {
 		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
@@ -249,6 +255,8 @@ static __always_inline long tr_clone_round(__u64 i, const struct tr_ports_loop *
 		return 1;
 	if (bp->ifindex == a->ingress)
 		return 0;
+	if ((a->br->flags & TR_BRIDGE_OVERLAY) && tr_overlay_too_long(a->ctx, bp->ifindex, bp->slot))
+		return 0;
 	if (bpf_clone_redirect(a->ctx, bp->ifindex, 0))
 		tr_count_tx_dropped(tr_stats(bp->slot));
 	else
@@ -298,6 +306,9 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 			if (i >= last || tr_clone_round(i, &a))
 				break;
 	}
+	if ((d->br->flags & TR_BRIDGE_OVERLAY) &&
+	    tr_overlay_too_long(skb, d->br->ports[last].ifindex, d->br->ports[last].slot))
+		return TC_ACT_SHOT; /* the other copies went */
 	tr_count_tx(tr_stats(d->br->ports[last].slot), p->wire);
 	return tr_redirect_port(TR_TC, d->br->ports[last].ifindex, d->br->ports[last].slot);
 }
@@ -339,6 +350,8 @@ __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex,
 	if (e == TR_EGRESS_DENY || !out)
 		return 0;
 	if (e == TR_EGRESS_AS_IS) {
+		if ((out->flags & TR_PORT_OVERLAY) && tr_overlay_too_long(skb, ifindex, out->slot))
+			return last ? -1 : 0; /* counted on the overlay port */
 		if (!last && bpf_clone_redirect(skb, ifindex, 0))
 			return -1;
 		tr_count_tx(tr_stats(out->slot), skb->len + (skb->vlan_present ? TR_VLAN_HLEN : 0));
@@ -353,6 +366,8 @@ __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex,
 	delta = tr_tag_to(skb, TR_TC, &t, e == TR_EGRESS_UNTAGGED);
 	if (delta < -TR_VLAN_HLEN)
 		return -1;
+	if ((out->flags & TR_PORT_OVERLAY) && tr_overlay_too_long(skb, ifindex, out->slot))
+		return last ? -1 : 0;
 	if (!last && bpf_clone_redirect(skb, ifindex, 0))
 		return -1;
 	wire = skb->len + (skb->vlan_present ? TR_VLAN_HLEN : 0);

@@ -200,6 +200,9 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	    (void *)(eth + 1) > now.data_end ||
 	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR)))
 		return; /* not a plain bridge: tr_walk may have sent the frame on */
+	/* Nor a forward to an overlay port: each frame meets its MTU. */
+	if (!xdp && (d->out.flags & TR_PORT_OVERLAY))
+		return;
 	s = &fs->memo->src;
 	if (!d->v.dst_memo || !tr_src_known(&d->v, p->ifindex, d->bridge, d->vlan, eth->h_source))
 		return;

@@ -61,6 +61,7 @@ enum tr_drop_reason {
 	TR_DROP_STATE_FULL,    /* a keep_state rule passed it, and the state table is full */
 	TR_DROP_LOCKED,        /* on a locked port, a source not bound to it (no static entry of the port in the frame's VLAN) */
 	TR_DROP_SRC_STATIC,    /* a source that is a static entry of another port */
+	TR_DROP_OVERLAY_MTU,   /* longer than the overlay port's MTU allows (its vxlan device's): never fragmented; counted on the overlay port */
 	TR_DROP__MAX,
 };
 
@@ -132,6 +133,7 @@ enum tr_port_flags {
 	TR_PORT_MIRROR_IN = 1024,  /* what it receives is copied to its mirror's span port */
 	TR_PORT_MIRROR_OUT = 2048, /* what its bridge sends out of it is copied too */
 	TR_PORT_LOCKED = 4096,     /* locked = true: takes only sources bound to it (its static entries), learns none */
+	TR_PORT_OVERLAY = 8192,    /* an overlay port (a vxlan device, docs/overlay.md): what leaves by it must fit its MTU (lib/overlay.h) */
 };
 
 /* Storm control: the kinds of flood a port's ingress limits, each its own

@@ -23,6 +23,8 @@ static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *
 		if (w->on) {
 			if (tr_vlan_copy(skb, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 0, 0)) < 0)
 				tr_count_tx_dropped(tr_stats(w->last_slot));
+		} else if (tr_overlay_too_long(skb, w->last_ifindex, w->last_slot)) {
+			/* too long for the overlay port: counted there */
 		} else if (bpf_clone_redirect(skb, w->last_ifindex, 0)) {
 			tr_count_tx_dropped(tr_stats(w->last_slot));
 		} else {

@@ -59,6 +59,7 @@ const (
 	PortMirrorIn     = uint16(TrestleTrPortFlagsTR_PORT_MIRROR_IN)
 	PortMirrorOut    = uint16(TrestleTrPortFlagsTR_PORT_MIRROR_OUT)
 	PortLocked       = uint16(TrestleTrPortFlagsTR_PORT_LOCKED)
+	PortOverlay      = uint16(TrestleTrPortFlagsTR_PORT_OVERLAY)
 	StormKinds       = int(TrestleTrStormKindTR_STORM_KINDS)
 	MirrorVLANs      = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
 	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
@@ -110,6 +111,7 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_SPAN:             "span_ingress",
 	TrestleTrDropReasonTR_DROP_LOCKED:           "locked",
 	TrestleTrDropReasonTR_DROP_SRC_STATIC:       "src_static",
+	TrestleTrDropReasonTR_DROP_OVERLAY_MTU:      "overlay_mtu",
 }
 
 func (r DropReason) String() string {

@@ -288,6 +288,10 @@ type PortInfo struct {
 	// Locked: takes only sources bound to it (its static entries) and
 	// learns none (TR_PORT_LOCKED).
 	Locked bool
+	// Overlay: an overlay port (a vxlan device, docs/overlay.md): what
+	// leaves by it must fit its MTU, else it is dropped as overlay_mtu
+	// (TR_PORT_OVERLAY).
+	Overlay bool
 	// Storm: storm control, the broadcast, multicast and unknown-unicast
 	// frames a second its ingress accepts, by tbpf kind (0: no limit).
 	Storm [3]uint32
@@ -328,6 +332,7 @@ var policyFlags = []struct {
 	{tbpf.PortMirrorIn, func(p *PortInfo) *bool { return &p.MirrorIn }},
 	{tbpf.PortMirrorOut, func(p *PortInfo) *bool { return &p.MirrorOut }},
 	{tbpf.PortLocked, func(p *PortInfo) *bool { return &p.Locked }},
+	{tbpf.PortOverlay, func(p *PortInfo) *bool { return &p.Overlay }},
 }
 
 // Equal says whether two ports are the same in every field.
@@ -335,7 +340,7 @@ func (p PortInfo) Equal(q PortInfo) bool {
 	return p.Ifindex == q.Ifindex && p.Bridge == q.Bridge && p.Slot == q.Slot && p.MaxMACs == q.MaxMACs &&
 		p.PVID == q.PVID && p.Trunk == q.Trunk && slices.Equal(p.VLANs, q.VLANs) && p.Peer == q.Peer &&
 		p.NoLearning == q.NoLearning && p.LimitForward == q.LimitForward && p.Protected == q.Protected &&
-		p.NoFlood == q.NoFlood && p.NoMcastFlood == q.NoMcastFlood && p.NoBcastFlood == q.NoBcastFlood && p.Locked == q.Locked &&
+		p.NoFlood == q.NoFlood && p.NoMcastFlood == q.NoMcastFlood && p.NoBcastFlood == q.NoBcastFlood && p.Locked == q.Locked && p.Overlay == q.Overlay &&
 		p.Storm == q.Storm && p.Span == q.Span && p.MirrorIn == q.MirrorIn && p.MirrorOut == q.MirrorOut &&
 		p.MirrorTo == q.MirrorTo && p.MirrorToSlot == q.MirrorToSlot && slices.Equal(p.MirrorVLANs, q.MirrorVLANs)
 }

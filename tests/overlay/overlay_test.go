@@ -29,6 +29,9 @@ const (
 	zebraBin = "/usr/lib/frr/zebra"
 	bgpdBin  = "/usr/lib/frr/bgpd"
 	asn      = 65000
+	// overlayMTU: the vxlan devices' MTU, the underlay's 1500 minus 50
+	// (the VTEPs are on the loopback).
+	overlayMTU = 1450
 )
 
 // site is one host of the overlay: a lab (its switch namespace and two
@@ -79,6 +82,9 @@ func newSite(t *testing.T, n int, hostMode string) *site {
 		h.MustExec(t, "ip", "link", "set", "dev", "eth0", "address", s.mac(i).String())
 		h.MustExec(t, "ip", "addr", "flush", "dev", "eth0")
 		h.AddrAdd(t, "eth0", s.ip(i)+"/24")
+		// The hosts of an overlay fit its MTU (1500-50): a longer frame,
+		// or a GSO frame's longer segment, is dropped as overlay_mtu.
+		h.MustExec(t, "ip", "link", "set", "dev", "eth0", "mtu", fmt.Sprint(overlayMTU))
 	}
 	l.SW.AddrAdd(t, "lo", s.vtep+"/32")
 	// Not under the test's temporary directory, which only root may
