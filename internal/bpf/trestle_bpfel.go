@@ -208,7 +208,10 @@ const (
 	TrestleTrDropReasonTR_DROP_STATE_FULL       TrestleTrDropReason = 21
 	TrestleTrDropReasonTR_DROP_LOCKED           TrestleTrDropReason = 22
 	TrestleTrDropReasonTR_DROP_SRC_STATIC       TrestleTrDropReason = 23
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 24
+	TrestleTrDropReasonTR_DROP_IPGUARD_ARP      TrestleTrDropReason = 24
+	TrestleTrDropReasonTR_DROP_IPGUARD_ND       TrestleTrDropReason = 25
+	TrestleTrDropReasonTR_DROP_IPGUARD_IP       TrestleTrDropReason = 26
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 27
 )
 
 type TrestleTrEvent struct {
@@ -365,6 +368,12 @@ const (
 	TrestleTrFilterUnreadTR_UNREAD__MAX      TrestleTrFilterUnread = 3
 )
 
+type TrestleTrGuardKey struct {
+	_    structs.HostLayout
+	Slot uint32
+	Addr [16]uint8
+}
+
 type TrestleTrLimits uint32
 
 const (
@@ -377,6 +386,7 @@ const (
 	TrestleTrLimitsTR_VLAN_IDS         TrestleTrLimits = 4096
 	TrestleTrLimitsTR_MAX_VLANS        TrestleTrLimits = 8192
 	TrestleTrLimitsTR_MAX_PATCH_CHAIN  TrestleTrLimits = 16
+	TrestleTrLimitsTR_MAX_GUARD_IPS    TrestleTrLimits = 16384
 )
 
 type TrestleTrMirror struct {
@@ -430,12 +440,13 @@ const (
 	TrestleTrPortFlagsTR_PORT_MIRROR_IN     TrestleTrPortFlags = 1024
 	TrestleTrPortFlagsTR_PORT_MIRROR_OUT    TrestleTrPortFlags = 2048
 	TrestleTrPortFlagsTR_PORT_LOCKED        TrestleTrPortFlags = 4096
+	TrestleTrPortFlagsTR_PORT_IP_GUARD      TrestleTrPortFlags = 8192
 )
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
 	C     [9]uint64
-	Drops [24]uint64
+	Drops [27]uint64
 }
 
 type TrestleTrPortVlans struct {
@@ -597,6 +608,7 @@ const (
 	TrestleMapFilterStates        = "filter_states"
 	TrestleMapFilterUnread        = "filter_unread"
 	TrestleMapFloods              = "floods"
+	TrestleMapGuardIps            = "guard_ips"
 	TrestleMapMirrorVlans         = "mirror_vlans"
 	TrestleMapMirrors             = "mirrors"
 	TrestleMapPatchFloods         = "patch_floods"
@@ -729,6 +741,7 @@ type TrestleMapSpecs struct {
 	FilterStates      *ebpf.MapSpec `ebpf:"filter_states"`
 	FilterUnread      *ebpf.MapSpec `ebpf:"filter_unread"`
 	Floods            *ebpf.MapSpec `ebpf:"floods"`
+	GuardIps          *ebpf.MapSpec `ebpf:"guard_ips"`
 	MirrorVlans       *ebpf.MapSpec `ebpf:"mirror_vlans"`
 	Mirrors           *ebpf.MapSpec `ebpf:"mirrors"`
 	PatchFloods       *ebpf.MapSpec `ebpf:"patch_floods"`
@@ -827,6 +840,7 @@ type TrestleMaps struct {
 	FilterStates      *ebpf.Map `ebpf:"filter_states"`
 	FilterUnread      *ebpf.Map `ebpf:"filter_unread"`
 	Floods            *ebpf.Map `ebpf:"floods"`
+	GuardIps          *ebpf.Map `ebpf:"guard_ips"`
 	MirrorVlans       *ebpf.Map `ebpf:"mirror_vlans"`
 	Mirrors           *ebpf.Map `ebpf:"mirrors"`
 	PatchFloods       *ebpf.Map `ebpf:"patch_floods"`
@@ -871,6 +885,7 @@ func (m *TrestleMaps) Close() error {
 		m.FilterStates,
 		m.FilterUnread,
 		m.Floods,
+		m.GuardIps,
 		m.MirrorVlans,
 		m.Mirrors,
 		m.PatchFloods,
