@@ -83,6 +83,7 @@ func (p *portState) info() *datapath.PortInfo {
 	info.NoLearning, info.LimitForward = p.cfg.NoLearning, p.cfg.LimitForward
 	info.Protected, info.NoFlood, info.NoMcastFlood, info.NoBcastFlood = p.cfg.Protected, p.cfg.NoFlood, p.cfg.NoMcastFlood, p.cfg.NoBcastFlood
 	info.Locked = p.cfg.Locked
+	info.IPGuard, info.GuardIPs = p.cfg.IPGuard, p.cfg.GuardIPs()
 	if p.peer != nil {
 		info.Peer = p.peer.slot
 	}
