@@ -2,56 +2,14 @@ package policy
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/trestle/trestle/internal/lab/frame"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
 )
-
-// guardFrame is an Ethernet frame of EtherType typ from host from to dst
-// whose payload is the layers given, serialized with lengths and
-// checksums, then <marker> (past the packet, where the harness finds it).
-func guardFrame(t *testing.T, dst net.HardwareAddr, from int, typ layers.EthernetType, marker string, ls ...gopacket.SerializableLayer) []byte {
-	t.Helper()
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
-		t.Fatal(err)
-	}
-	payload := append(buf.Bytes(), "<"+marker+">"...)
-	return frame.Eth{Dst: dst, Src: harness.HostMAC(from), Type: uint16(typ), Payload: payload, Pad: true}.MustBytes()
-}
-
-func arpFrom(t *testing.T, from int, op uint16, spa, tpa, marker string) []byte {
-	a := &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
-		Operation: op, SourceHwAddress: harness.HostMAC(from), SourceProtAddress: net.ParseIP(spa).To4(),
-		DstHwAddress: make([]byte, 6), DstProtAddress: net.ParseIP(tpa).To4()}
-	return guardFrame(t, harness.VLANBcast(), from, layers.EthernetTypeARP, marker, a)
-}
-
-func udp4From(t *testing.T, dst net.HardwareAddr, from int, src, to string, sport, dport uint16, marker string) []byte {
-	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(to).To4()}
-	u := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
-	if err := u.SetNetworkLayerForChecksum(ip); err != nil {
-		t.Fatal(err)
-	}
-	return guardFrame(t, dst, from, layers.EthernetTypeIPv4, marker, ip, u, gopacket.Payload("dhcp-or-not"))
-}
-
-func naFrom(t *testing.T, from int, src, target, marker string) []byte {
-	ip := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolICMPv6, SrcIP: net.ParseIP(src), DstIP: net.ParseIP("ff02::1")}
-	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborAdvertisement, 0)}
-	if err := ic.SetNetworkLayerForChecksum(ip); err != nil {
-		t.Fatal(err)
-	}
-	na := &layers.ICMPv6NeighborAdvertisement{Flags: 0x20, TargetAddress: net.ParseIP(target)}
-	return guardFrame(t, net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}, from, layers.EthernetTypeIPv6, marker, ip, ic, na)
-}
 
 // TestIPGuard (issue 29), both modes: h1's port has ip_guard with its IPv4
 // address and fd00::1. ARP with a forged sender address is dropped and
@@ -93,22 +51,22 @@ func TestIPGuard(t *testing.T) {
 			}
 			return m
 		}
-		arpOwn := arpFrom(t, 1, layers.ARPRequest, harness.HostIP(1), h3, "arp-own")
-		arpProbe := arpFrom(t, 1, layers.ARPRequest, "0.0.0.0", harness.HostIP(1), "arp-probe")
-		ipOwn := udp4From(t, harness.HostMAC(2), 1, harness.HostIP(1), h2, 1000, 2000, "ip-own")
-		dhcp := udp4From(t, harness.VLANBcast(), 1, "0.0.0.0", "255.255.255.255", 68, 67, "dhcp")
-		naOwn := naFrom(t, 1, "fd00::1", "fd00::1", "na-own")
-		forgedH2 := udp4From(t, harness.HostMAC(3), 2, forgedIP, h3, 1, 2, "unguarded")
+		arpOwn := harness.ARPFrame(t, harness.HostMAC(1), layers.ARPRequest, harness.HostIP(1), h3, "arp-own")
+		arpProbe := harness.ARPFrame(t, harness.HostMAC(1), layers.ARPRequest, "0.0.0.0", harness.HostIP(1), "arp-probe")
+		ipOwn := harness.UDP4Frame(t, harness.HostMAC(2), harness.HostMAC(1), harness.HostIP(1), h2, 1000, 2000, "ip-own")
+		dhcp := harness.UDP4Frame(t, harness.VLANBcast(), harness.HostMAC(1), "0.0.0.0", "255.255.255.255", 68, 67, "dhcp")
+		naOwn := harness.NAFrame(t, harness.HostMAC(1), "fd00::1", "fd00::1", "na-own")
+		forgedH2 := harness.UDP4Frame(t, harness.HostMAC(3), harness.HostMAC(2), forgedIP, h3, 1, 2, "unguarded")
 		harness.VLANRun(t, l, caps, []harness.VCase{
 			// A forged reply that would tell h3 that h2's address is at h1.
-			{Name: "arp-forged-reply", From: 1, Frame: arpFrom(t, 1, layers.ARPReply, h2, h3, "arp-forged-reply"), Recv: map[int][]byte{}, Reason: "ip_guard_arp"},
-			{Name: "arp-forged-request", From: 1, Frame: arpFrom(t, 1, layers.ARPRequest, forgedIP, h3, "arp-forged-request"), Recv: map[int][]byte{}, Reason: "ip_guard_arp"},
+			{Name: "arp-forged-reply", From: 1, Frame: harness.ARPFrame(t, harness.HostMAC(1), layers.ARPReply, h2, h3, "arp-forged-reply"), Recv: map[int][]byte{}, Reason: "ip_guard_arp"},
+			{Name: "arp-forged-request", From: 1, Frame: harness.ARPFrame(t, harness.HostMAC(1), layers.ARPRequest, forgedIP, h3, "arp-forged-request"), Recv: map[int][]byte{}, Reason: "ip_guard_arp"},
 			{Name: "arp-own", From: 1, Frame: arpOwn, Recv: recv(arpOwn, 2, 3)},
 			{Name: "arp-probe", From: 1, Frame: arpProbe, Recv: recv(arpProbe, 2, 3)},
-			{Name: "ip-forged", From: 1, Frame: udp4From(t, harness.HostMAC(2), 1, forgedIP, h2, 1000, 2000, "ip-forged"), Recv: map[int][]byte{}, Reason: "ip_guard_ip"},
+			{Name: "ip-forged", From: 1, Frame: harness.UDP4Frame(t, harness.HostMAC(2), harness.HostMAC(1), forgedIP, h2, 1000, 2000, "ip-forged"), Recv: map[int][]byte{}, Reason: "ip_guard_ip"},
 			{Name: "ip-own", From: 1, Frame: ipOwn, Recv: recv(ipOwn, 2)},
 			{Name: "dhcp", From: 1, Frame: dhcp, Recv: recv(dhcp, 2, 3)},
-			{Name: "na-forged", From: 1, Frame: naFrom(t, 1, "fd00::1", "fd00::2", "na-forged"), Recv: map[int][]byte{}, Reason: "ip_guard_nd"},
+			{Name: "na-forged", From: 1, Frame: harness.NAFrame(t, harness.HostMAC(1), "fd00::1", "fd00::2", "na-forged"), Recv: map[int][]byte{}, Reason: "ip_guard_nd"},
 			{Name: "na-own", From: 1, Frame: naOwn, Recv: recv(naOwn, 2, 3)},
 			{Name: "unguarded", From: 2, Frame: forgedH2, Recv: recv(forgedH2, 3)},
 		})
