@@ -23,10 +23,13 @@ func TestIPGuard(t *testing.T) {
 	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
 		l := harness.NewLab(t, 3)
-		l.WriteConfig(l.Config("", func(i int) string {
-			extra := map[int]string{1: fmt.Sprintf("ip_guard = true\nallowed_ips = [%q, \"fd00::1\"]\n", harness.HostIP(1))}[i]
-			return fmt.Sprintf("mode = %q\n%s", mode, extra)
-		}))
+		config := func(guard string) string {
+			return l.Config("", func(i int) string {
+				extra := map[int]string{1: guard}[i]
+				return fmt.Sprintf("mode = %q\n%s", mode, extra)
+			})
+		}
+		l.WriteConfig(config(fmt.Sprintf("ip_guard = true\nallowed_ips = [%q, \"fd00::1\"]\n", harness.HostIP(1))))
 		l.Start()
 		l.PingAll()
 		for _, p := range l.Show().Bridges[0].Ports {
@@ -83,6 +86,26 @@ func TestIPGuard(t *testing.T) {
 				}
 			}
 		}
+
+		// A reload that changes h1's addresses: the one it no longer has
+		// is dropped, the new one passes; then one that turns ip_guard
+		// off: the forged address passes too.
+		reload := func(guard string) {
+			t.Helper()
+			l.WriteConfig(config(guard))
+			if out, err := l.CLI("reload"); err != nil {
+				t.Fatalf("reload: %v\n%s", err, out)
+			}
+		}
+		reload(fmt.Sprintf("ip_guard = true\nallowed_ips = [%q]\n", forgedIP))
+		arpNew := harness.ARPFrame(t, harness.HostMAC(1), layers.ARPRequest, forgedIP, h3, "arp-new")
+		harness.VLANRun(t, l, caps, []harness.VCase{
+			{Name: "arp-old", From: 1, Frame: harness.ARPFrame(t, harness.HostMAC(1), layers.ARPRequest, harness.HostIP(1), h3, "arp-old"), Recv: map[int][]byte{}, Reason: "ip_guard_arp"},
+			{Name: "arp-new", From: 1, Frame: arpNew, Recv: recv(arpNew, 2, 3)},
+		})
+		reload("")
+		arpOff := harness.ARPFrame(t, harness.HostMAC(1), layers.ARPRequest, "10.78.0.98", h3, "arp-off")
+		harness.VLANRun(t, l, caps, []harness.VCase{{Name: "arp-off", From: 1, Frame: arpOff, Recv: recv(arpOff, 2, 3)}})
 		l.Stop()
 	})
 }
