@@ -6,10 +6,10 @@
  * theirs. The addresses are in guard_ips, keyed by (slot, address), written
  * by the daemon. A frame from a port with TR_PORT_IP_GUARD passes only if:
  *
- *   - ARP (IPv4 over Ethernet only): its sender protocol address is one of
- *     the port's (requests and replies alike; the target may be anyone), or
- *     it is 0.0.0.0 in an RFC 5227 probe: a request whose target is one of
- *     the port's;
+ *   - ARP (IPv4 over Ethernet, 6-byte and 4-byte addresses): its sender
+ *     address is one of the port's (requests and replies alike; the target
+ *     may be anyone), or it is 0.0.0.0 in an RFC 5227 probe: a request
+ *     whose target is one of the port's;
  *   - IPv4: its source is one of the port's, or 0.0.0.0 in a DHCP client's
  *     frame (RFC 2131 4.1: UDP from port 68 to 67, not a later fragment);
  *   - IPv6: its source is one of the port's (a link-local one too: the
@@ -106,8 +106,9 @@ static __always_inline int tr_guard_arp(void *ctx, const int xdp, __u32 off, str
 {
 	__u8 h[8];
 
-	/* htype, ptype 0x0800, hlen, plen 4, oper; then sha, spa (14), tha, tpa (24) */
-	if (tr_guard_load(ctx, xdp, off, h, 8) || h[2] != 0x08 || h[3] != 0 || h[5] != 4 ||
+	/* htype, ptype 0x0800, hlen 6, plen 4, oper; then sha, spa (14), tha, tpa (24)
+	 * (another hlen moves the addresses: Linux drops it, arp_rcv) */
+	if (tr_guard_load(ctx, xdp, off, h, 8) || h[2] != 0x08 || h[3] != 0 || h[4] != 6 || h[5] != 4 ||
 	    tr_guard_load4(ctx, xdp, off + 14, k))
 		return TR_GUARD_ARP;
 	if (tr_guard_zero4(k) &&

@@ -448,7 +448,7 @@ func guardAddrs(etype uint16, b []byte, x byte) {
 			}
 		}
 	case etype == 0x0806 && len(b) >= 28:
-		b[2], b[3], b[5] = 0x08, 0, 4
+		b[2], b[3], b[4], b[5] = 0x08, 0, 6, 4
 		if own {
 			copy(b[14:], v4[:])
 		} else if unspec {
@@ -485,7 +485,7 @@ func guardReason(b []byte, off int, proto uint16, ips []netip.Addr) tbpf.DropRea
 	switch proto {
 	case 0x0806:
 		h, spa := at(off, 8), at(off+14, 4)
-		if h == nil || h[2] != 8 || h[3] != 0 || h[5] != 4 || spa == nil {
+		if h == nil || h[2] != 8 || h[3] != 0 || h[4] != 6 || h[5] != 4 || spa == nil {
 			return arpR
 		}
 		if zero(spa) {

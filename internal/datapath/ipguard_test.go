@@ -127,6 +127,9 @@ func TestIPGuard(t *testing.T) {
 			{"ARP probe for its address (RFC 5227)", arpFrame(macA, 1, zeroV4, guardV4), tbpf.TrestleTrDropReasonTR_DROP__MAX},
 			{"ARP probe for another's address", arpFrame(macA, 1, zeroV4, otherV4), arpR},
 			{"ARP reply from 0.0.0.0", arpFrame(macA, 2, zeroV4, guardV4), arpR},
+			// Its address where a 6-byte hardware address puts the sender's;
+			// with 8-byte ones the sender's is 2 bytes on.
+			{"ARP with 8-byte hardware addresses", func() []byte { b := arpFrame(macA, 2, guardV4, otherV4); b[18] = 8; return b }(), arpR},
 			{"ARP of another protocol", func() []byte { b := arpFrame(macA, 1, guardV4, otherV4); b[16] = 0x86; return b }(), arpR},
 			{"IPv4 from its address", ip4Frame(bcast, macA, guardV4, 17, 1000, 2000), tbpf.TrestleTrDropReasonTR_DROP__MAX},
 			{"IPv4 with a forged source", ip4Frame(bcast, macA, otherV4, 17, 1000, 2000), ipR},
