@@ -23,7 +23,9 @@
  *     more is dropped, for it could hide an advertisement. A later fragment
  *     has no transport header: its source was checked.
  *
- * Other frames (neither ARP nor IP) pass: they carry no IP source.
+ * Other frames (neither ARP nor IP) pass: they carry no IP source; but a
+ * frame with more VLAN tags than the parser reads (two in the frame's
+ * bytes) is dropped, for what they hide is not read.
  *
  * One global function, verified once per mode, read with the context's
  * load helper (the headers may lie past what tc pulled, or in an XDP
@@ -203,6 +205,9 @@ static __always_inline int tr_ipguard(void *ctx, const int xdp, __u32 slot, __u3
 		return tr_guard_ip4(ctx, xdp, off, &k);
 	case ETH_P_IPV6:
 		return tr_guard_ip6(ctx, xdp, off, &k);
+	case ETH_P_8021Q:
+	case ETH_P_8021AD:
+		return TR_GUARD_IP; /* more tags than the parser reads: what they hide is not read */
 	default:
 		return 0;
 	}

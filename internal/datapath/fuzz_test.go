@@ -574,6 +574,8 @@ func guardReason(b []byte, off int, proto uint16, ips []netip.Addr) tbpf.DropRea
 			return pass
 		}
 		return ndR
+	case 0x8100, 0x88a8:
+		return ipR
 	}
 	return pass
 }

@@ -154,6 +154,11 @@ func TestIPGuard(t *testing.T) {
 			{"a later fragment from its address", ip6Frame(allNodes6, macA, guardV6, 44, append(fragLater[:], make([]byte, 16)...)), tbpf.TrestleTrDropReasonTR_DROP__MAX},
 			{"ICMPv6 past more extension headers than read", ip6Frame(allNodes6, macA, guardV6, 0,
 				hopByHop(60, hopByHop(60, hopByHop(60, hopByHop(60, hopByHop(58, icmp6(136, guardV6))))))), ndR},
+			{"IPv4 behind three tags", func() []byte {
+				b := ip4Frame(bcast, macA, otherV4, 17, 1, 2)
+				tags := []byte{0x81, 0, 0, 10, 0x81, 0, 0, 20, 0x81, 0, 0, 30}
+				return append(append(append([]byte{}, b[:12]...), tags...), b[12:]...)
+			}(), ipR},
 			{"not IP (LLDP-like EtherType)", frame(bcast, macA, 0x88b5, 46), tbpf.TrestleTrDropReasonTR_DROP__MAX},
 		}
 		want := map[tbpf.DropReason]uint64{}
