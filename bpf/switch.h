@@ -7,7 +7,7 @@
  * It reads top to bottom as a checklist, like OpenBSD's veb_port_input():
  *
  *   port -> count rx -> span drop -> parse -> VLAN (aware bridges) -> source sane ->
- *   reserved dst -> learn -> group dst: flood | lookup: miss flood, ingress
+ *   [ip_guard] -> reserved dst -> learn -> group dst: flood | lookup: miss flood, ingress
  *   or gone drop, else forward; a flood passes storm control (lib/storm.h)
  *
  * A forward to a patch port, or a flood in a bridge that has some, goes on
@@ -25,6 +25,7 @@
 #include "lib/storm.h"
 #include "lib/port.h"
 #include "lib/decision.h"
+#include "lib/ipguard.h"
 
 /*
  * Steps 5 to 7 of a bridge, for a frame from port in (interface self; a
@@ -77,7 +78,7 @@ tr_bridge_step(struct tr_table_view *v, const struct tr_port *in, __u32 self,
 	return TR_ACT_FORWARD;
 }
 
-static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
+static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt *p, struct tr_decision *d)
 {
 	enum tr_drop_reason reason = TR_DROP_RUNT;
 	struct tr_port_stats *st;
@@ -141,6 +142,19 @@ static __always_inline void tr_pipeline(struct tr_pkt *p, struct tr_decision *d)
 	if (tr_mac_is_multicast(f.eth->h_source) || tr_mac_is_zero(f.eth->h_source)) {
 		tr_drop(d, st, TR_DROP_BAD_SRC);
 		return;
+	}
+
+	/* 3b. On an ip_guard port, ARP, ND and IP sources must be the port's
+	 *     (lib/ipguard.h), before anything is learned from the frame. */
+	if (in->flags & TR_PORT_IP_GUARD) {
+		int g = TR_CALL(xdp, tr_ipguard, ctx, in->slot, f.l3_off, f.proto);
+
+		if (g) {
+			/* Constant reasons: the verifier cannot bound a returned index. */
+			tr_drop(d, st, g == TR_GUARD_ARP ? TR_DROP_IPGUARD_ARP
+				       : g == TR_GUARD_ND ? TR_DROP_IPGUARD_ND : TR_DROP_IPGUARD_IP);
+			return;
+		}
 	}
 
 	/* 4. Link-local control frames (STP, LACP, LLDP, 802.1X) stop here. */

@@ -118,7 +118,7 @@ static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
 {
 	int flood, ret;
 
-	tr_pipeline(p, d);
+	tr_pipeline(ctx, xdp, p, d);
 	flood = d->action == TR_ACT_FLOOD;
 	ret = tr_send(ctx, xdp, p, d, filt);
 	if (flood && d->counted)
@@ -196,15 +196,16 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	tr_read(ctx, xdp, &now);
 	eth = now.data;
 	/* An odd generation: the control plane is writing (configChanging). */
-	if (!fs->memo || (fs->cgen & 1) || d->action != TR_ACT_FORWARD ||
+	if (!fs->memo || (fs->cgen & 1) || d->action != TR_ACT_FORWARD || (d->in_flags & TR_PORT_IP_GUARD) ||
 	    (void *)(eth + 1) > now.data_end ||
 	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR)))
-		return; /* not a plain bridge: tr_walk may have sent the frame on */
+		return; /* not a plain bridge: tr_walk may have sent the frame on; an
+			 * ip_guard port's frames are checked each (lib/ipguard.h) */
 	/* Nor a forward to an overlay port: each frame meets its MTU. */
 	if (!xdp && (d->out.flags & TR_PORT_OVERLAY))
 		return;
 	s = &fs->memo->src;
-	if (!d->v.dst_memo || !tr_src_known(&d->v, p->ifindex, d->bridge, d->vlan, eth->h_source))
+	if (!fs->memo->dst.hit || !tr_src_known(&d->v, p->ifindex, d->bridge, d->vlan, eth->h_source))
 		return;
 	m = &fs->memo->fwd;
 	__builtin_memcpy(m->dst, eth->h_dest, 6);

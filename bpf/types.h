@@ -20,6 +20,7 @@ enum tr_limits {
 	TR_VLAN_IDS = 4096,       /* 802.1Q VIDs 0..4095; 1..4094 are VLANs */
 	TR_MAX_VLANS = 8192,      /* VLANs of all bridges together, indexes 1..8191 */
 	TR_MAX_PATCH_CHAIN = 16,  /* bridges one frame may cross through patch ports in one run */
+	TR_MAX_GUARD_IPS = 16384, /* addresses bound to ip_guard ports, all ports together (lib/ipguard.h) */
 };
 
 /* A patch port has no interface: the datapath names it by this pseudo
@@ -62,6 +63,9 @@ enum tr_drop_reason {
 	TR_DROP_LOCKED,        /* on a locked port, a source not bound to it (no static entry of the port in the frame's VLAN) */
 	TR_DROP_SRC_STATIC,    /* a source that is a static entry of another port */
 	TR_DROP_OVERLAY_MTU,   /* longer than the overlay port's MTU allows (its vxlan device's): never fragmented; counted on the overlay port */
+	TR_DROP_IPGUARD_ARP,   /* ip_guard: an ARP frame whose sender address is not the port's (nor an RFC 5227 probe for one) */
+	TR_DROP_IPGUARD_ND,    /* ip_guard: a neighbour advertisement (or DAD solicitation) whose target is not the port's, or ICMPv6 hidden past the extension headers read */
+	TR_DROP_IPGUARD_IP,    /* ip_guard: an IPv4 or IPv6 frame whose source is not the port's (nor 0.0.0.0 DHCP, nor :: DAD/MLD) */
 	TR_DROP__MAX,
 };
 
@@ -133,7 +137,8 @@ enum tr_port_flags {
 	TR_PORT_MIRROR_IN = 1024,  /* what it receives is copied to its mirror's span port */
 	TR_PORT_MIRROR_OUT = 2048, /* what its bridge sends out of it is copied too */
 	TR_PORT_LOCKED = 4096,     /* locked = true: takes only sources bound to it (its static entries), learns none */
-	TR_PORT_OVERLAY = 8192,    /* an overlay port (a vxlan device, docs/overlay.md): what leaves by it must fit its MTU (lib/overlay.h) */
+	TR_PORT_IP_GUARD = 8192,   /* ip_guard = true: ARP, ND and IP sources must be its addresses (lib/ipguard.h) */
+	TR_PORT_OVERLAY = 16384,   /* an overlay port (a vxlan device, docs/overlay.md): what leaves by it must fit its MTU (lib/overlay.h) */
 };
 
 /* Storm control: the kinds of flood a port's ingress limits, each its own
@@ -190,7 +195,7 @@ struct tr_dst_memo {
 	__u32 ifindex; /* where the destination lives */
 	__u32 gen;
 	__u32 mgen;
-	__u32 pad;
+	__u32 hit; /* the frame this CPU is deciding found its destination here (tr_fdb_find): a stream (lib/memo.h) */
 };
 
 /* A path across patch ports this CPU found a frame to take, from the
@@ -536,6 +541,13 @@ struct tr_event {
 	__u16 to_slot;   /* and the one it is on now */
 	__u32 from_ifindex;
 	__u32 to_ifindex;
+};
+
+/* An address bound to an ip_guard port (lib/ipguard.h): the port's slot
+ * and the address, IPv6 or IPv4 in its IPv4-mapped form (::ffff:a.b.c.d). */
+struct tr_guard_key {
+	__u32 slot;
+	__u8 addr[16];
 };
 
 #endif

@@ -267,4 +267,14 @@ static __always_inline void tr_count_tx_dropped(struct tr_port_stats *st)
 		st->c[TR_CNT_TX_DROPPED]++;
 }
 
+/* The addresses of ip_guard ports (lib/ipguard.h), written by the daemon
+ * before the port's TR_PORT_IP_GUARD and removed after it; the value is
+ * unused (1). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TR_MAX_GUARD_IPS);
+	__type(key, struct tr_guard_key);
+	__type(value, __u8);
+} guard_ips SEC(".maps");
+
 #endif

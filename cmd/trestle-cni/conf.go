@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
@@ -31,8 +32,13 @@ type NetConf struct {
 	// MacSpoofChk: the port is locked to the container interface's MAC
 	// (locked=true allowed_macs=MAC): frames from any other source are
 	// dropped at the port, as the bridge plugin's nftables rules do.
-	MacSpoofChk bool   `json:"macspoofchk,omitempty"`
-	Socket      string `json:"socket,omitempty"`
+	MacSpoofChk bool `json:"macspoofchk,omitempty"`
+	// IPGuard: the port is bound to the addresses the IPAM plugin gave
+	// the container and the EUI-64 link-local address of its MAC
+	// (ip_guard=true allowed_ips=...): ARP, neighbour discovery and IP
+	// from any other address are dropped at the port.
+	IPGuard bool   `json:"ipguard,omitempty"`
+	Socket  string `json:"socket,omitempty"`
 
 	Args struct {
 		CNI struct {
@@ -123,6 +129,9 @@ func loadConf(stdin []byte, envArgs string) (*NetConf, error) {
 	}
 	if n.MTU != 0 && n.MTU < 68 {
 		return nil, confError(types.ErrInvalidNetworkConfig, "%s: mtu: %d is below IPv4's minimum of 68", n.Name, n.MTU)
+	}
+	if n.IPGuard && ipamNeedsNetwork(n.IPAM.Type) {
+		return nil, confError(types.ErrInvalidNetworkConfig, "%s: ipguard: the %s IPAM plugin gives the addresses after the port forwards, and ip_guard binds the port to them before: use host-local or static, or leave ipguard out", n.Name, n.IPAM.Type)
 	}
 	if n.Socket == "" {
 		n.Socket = ctl.DefaultSocket
@@ -248,8 +257,8 @@ func parseRanges(s string) ([]uint16, error) {
 // (the trunk then carries vlan too).
 // Unlike the bridge plugin, a trunk with no vlan has no native VLAN (no
 // VLAN 1 by default). mac is the container interface's, which macspoofchk
-// binds the port to.
-func (n *NetConf) portArgs(mac string) []string {
+// binds the port to; ips the addresses ipguard binds it to (guardIPs).
+func (n *NetConf) portArgs(mac string, ips []string) []string {
 	var args []string
 	switch {
 	case len(n.trunk) > 0:
@@ -266,12 +275,36 @@ func (n *NetConf) portArgs(mac string) []string {
 	if n.MacSpoofChk {
 		args = append(args, "locked=true", "allowed_macs="+mac)
 	}
+	if n.IPGuard {
+		args = append(args, "ip_guard=true", "allowed_ips="+strings.Join(ips, ","))
+	}
 	return args
 }
 
+// guardIPs are the addresses an ipguard network binds a container's port
+// to: those of r (the IPAM plugin's, or the previous plugin's) and the
+// EUI-64 link-local address of mac, the container interface's (the one
+// the kernel gives it with the default addr_gen_mode). nil: no ipguard.
+func (n *NetConf) guardIPs(mac string, r *current.Result) []string {
+	if !n.IPGuard {
+		return nil
+	}
+	var out []string
+	for _, c := range r.IPs {
+		if a := c.Address.IP.String(); !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	if hw, err := net.ParseMAC(mac); err == nil && len(hw) == 6 {
+		out = append(out, config.EUI64LinkLocal(hw).String())
+	}
+	return out
+}
+
 // checkPort says how a port differs from what the network asks for ("":
-// not at all); mac is the container interface's, as the ADD's result gave it.
-func (n *NetConf) checkPort(p ctl.PortEntry, mac string) string {
+// not at all); mac is the container interface's, as the ADD's result gave
+// it, and ips the addresses ipguard binds the port to (guardIPs).
+func (n *NetConf) checkPort(p ctl.PortEntry, mac string, ips []string) string {
 	var diffs []string
 	if p.State != "up" {
 		diffs = append(diffs, fmt.Sprintf("state %s (%s), want up", p.State, p.Reason))
@@ -309,6 +342,12 @@ func (n *NetConf) checkPort(p ctl.PortEntry, mac string) string {
 	}
 	if !slices.Equal(p.AllowedMACs, wantMACs) {
 		diffs = append(diffs, fmt.Sprintf("allowed_macs %v, want %v (macspoofchk: the container interface's MAC)", p.AllowedMACs, wantMACs))
+	}
+	if p.IPGuard != n.IPGuard {
+		diffs = append(diffs, fmt.Sprintf("ip_guard %t, want %t (ipguard)", p.IPGuard, n.IPGuard))
+	}
+	if !slices.Equal(p.AllowedIPs, ips) {
+		diffs = append(diffs, fmt.Sprintf("allowed_ips %v, want %v (ipguard: the container's addresses)", p.AllowedIPs, ips))
 	}
 	return strings.Join(diffs, "; ")
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
@@ -37,7 +39,7 @@ func TestLoadConfDefaults(t *testing.T) {
 	if n.Socket != ctl.DefaultSocket || n.Bridge != "br0" || n.VLAN != 0 || n.trunk != nil || n.mac != "" || n.MTU != 0 {
 		t.Errorf("defaults: %+v", n)
 	}
-	if a := n.portArgs("02:00:00:00:00:01"); len(a) != 0 {
+	if a := n.portArgs("02:00:00:00:00:01", nil); len(a) != 0 {
 		t.Errorf("port args of a plain network: %q", a)
 	}
 }
@@ -142,12 +144,19 @@ func TestPortArgs(t *testing.T) {
 		{`"vlan": 7, "portIsolation": true`, []string{"vlan=7", "protected=true"}},
 		{`"macspoofchk": true`, []string{"locked=true", "allowed_macs=02:00:00:00:00:01"}},
 		{`"macspoofchk": false`, nil},
+		{`"ipguard": true, "ipam": {"type": "host-local"}`, []string{"ip_guard=true", "allowed_ips=10.0.0.5,fd00::5,fe80::ff:fe00:1"}},
 	} {
 		n, err := loadConf(conf(c.extra), "")
 		if err != nil {
 			t.Fatalf("%s: %v", c.extra, err)
 		}
-		if got := n.portArgs("02:00:00:00:00:01"); !slices.Equal(got, c.want) {
+		var r current.Result
+		for _, a := range []string{"10.0.0.5/24", "fd00::5/64", "10.0.0.5/24"} {
+			ip, nw, _ := net.ParseCIDR(a)
+			nw.IP = ip
+			r.IPs = append(r.IPs, &current.IPConfig{Address: *nw})
+		}
+		if got := n.portArgs("02:00:00:00:00:01", n.guardIPs("02:00:00:00:00:01", &r)); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %q, want %q", c.extra, got, c.want)
 		}
 	}
@@ -182,14 +191,14 @@ func TestCheckPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := ctl.PortEntry{Bridge: "br0", Origin: "run", PortStatus: ctl.PortStatus{State: "up", Trunk: "5,10-12", Native: 5, Protected: true}}
-	if d := n.checkPort(good, "02:00:00:00:00:01"); d != "" {
+	if d := n.checkPort(good, "02:00:00:00:00:01", nil); d != "" {
 		t.Errorf("matching port: %s", d)
 	}
 	plain, err := loadConf(conf(""), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := plain.checkPort(ctl.PortEntry{PortStatus: ctl.PortStatus{State: "up", VLAN: 1}}, "02:00:00:00:00:01"); d != "" {
+	if d := plain.checkPort(ctl.PortEntry{PortStatus: ctl.PortStatus{State: "up", VLAN: 1}}, "02:00:00:00:00:01", nil); d != "" {
 		t.Errorf("a network with no VLAN on a VLAN-aware bridge's access VLAN 1: %s", d)
 	}
 	for _, c := range []struct {
@@ -207,7 +216,7 @@ func TestCheckPort(t *testing.T) {
 	} {
 		p := good
 		c.change(&p)
-		if d := n.checkPort(p, "02:00:00:00:00:01"); !strings.Contains(d, c.want) {
+		if d := n.checkPort(p, "02:00:00:00:00:01", nil); !strings.Contains(d, c.want) {
 			t.Errorf("%+v: %q, want %q in it", p, d, c.want)
 		}
 	}
@@ -218,7 +227,7 @@ func TestCheckPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	locked := ctl.PortEntry{PortStatus: ctl.PortStatus{State: "up", Locked: true, AllowedMACs: []string{"02:00:00:00:00:0a"}}}
-	if d := spoof.checkPort(locked, "02:00:00:00:00:0A"); d != "" {
+	if d := spoof.checkPort(locked, "02:00:00:00:00:0A", nil); d != "" {
 		t.Errorf("a port locked to the container's MAC: %s", d)
 	}
 	for _, c := range []struct {
@@ -231,7 +240,36 @@ func TestCheckPort(t *testing.T) {
 	} {
 		p := locked
 		c.change(&p)
-		if d := spoof.checkPort(p, "02:00:00:00:00:0a"); !strings.Contains(d, c.want) {
+		if d := spoof.checkPort(p, "02:00:00:00:00:0a", nil); !strings.Contains(d, c.want) {
+			t.Errorf("%+v: %q, want %q in it", p, d, c.want)
+		}
+	}
+}
+
+// TestIPGuardConf: ipguard's checks and CHECK's comparison.
+func TestIPGuardConf(t *testing.T) {
+	if _, err := loadConf(conf(`"ipguard": true, "ipam": {"type": "dhcp"}`), ""); err == nil || !strings.Contains(err.Error(), "ipguard: the dhcp IPAM plugin gives the addresses after the port forwards") {
+		t.Errorf("ipguard with dhcp: %v", err)
+	}
+	n, err := loadConf(conf(`"ipguard": true, "ipam": {"type": "host-local"}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips := []string{"10.0.0.5", "fe80::ff:fe00:a"}
+	guarded := ctl.PortEntry{PortStatus: ctl.PortStatus{State: "up", IPGuard: true, AllowedIPs: ips}}
+	if d := n.checkPort(guarded, "02:00:00:00:00:0a", ips); d != "" {
+		t.Errorf("a port bound to the container's addresses: %s", d)
+	}
+	for _, c := range []struct {
+		change func(*ctl.PortEntry)
+		want   string
+	}{
+		{func(p *ctl.PortEntry) { p.IPGuard = false }, "ip_guard false, want true (ipguard)"},
+		{func(p *ctl.PortEntry) { p.AllowedIPs = []string{"10.0.0.6"} }, "allowed_ips [10.0.0.6], want [10.0.0.5 fe80::ff:fe00:a]"},
+	} {
+		p := guarded
+		c.change(&p)
+		if d := n.checkPort(p, "02:00:00:00:00:0a", ips); !strings.Contains(d, c.want) {
 			t.Errorf("%+v: %q, want %q in it", p, d, c.want)
 		}
 	}

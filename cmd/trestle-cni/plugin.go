@@ -186,12 +186,34 @@ func cmdAdd(args *skel.CmdArgs) error {
 			early <- ipamAnswer{r, err}
 		}()
 	}
+	// With ipguard the port is bound to the IPAM plugin's addresses, so
+	// the daemon is asked once they are known (the ADD then waits for
+	// both, one after the other).
+	var ia ipamAnswer
+	var guard []string
+	if n.IPGuard {
+		if early == nil {
+			return confError(types.ErrInvalidNetworkConfig, "%s: ipguard: binds the port to the addresses the IPAM plugin gives, and the network has no ipam", n.Name)
+		}
+		if ia = <-early; ia.err != nil {
+			return ia.err
+		}
+		early = nil
+		u.push(func() { _ = ipamDo(invoke.DelegateDel, n, args) })
+		ir, err := current.NewResultFromResult(ia.r)
+		if err != nil {
+			return fmt.Errorf("the %s IPAM plugin's result: %w", n.IPAM.Type, err)
+		}
+		if len(ir.IPs) == 0 {
+			return fmt.Errorf("ipguard: the %s IPAM plugin gave no address to bind the port to", n.IPAM.Type)
+		}
+		guard = n.guardIPs(contIf.HardwareAddr.String(), ir)
+	}
 	// The port: the daemon answers once it forwards.
-	portErr := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostName, Args: n.portArgs(contIf.HardwareAddr.String()), Owner: own}, nil)
+	portErr := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostName, Args: n.portArgs(contIf.HardwareAddr.String(), guard), Owner: own}, nil)
 	if portErr == nil {
 		u.push(func() { _ = ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: own}, nil) })
 	}
-	var ia ipamAnswer
 	if early != nil {
 		// Taken back with the rest if the port failed.
 		if ia = <-early; ia.err == nil {
@@ -211,7 +233,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 		DNS: n.DNS,
 	}
 	if n.IPAM.Type != "" {
-		if early == nil {
+		if early == nil && ia.r == nil {
 			// After the port forwards, so that dhcp's requests reach
 			// the network.
 			if ia.r, ia.err = ipamAdd(n, args); ia.err == nil {
@@ -290,7 +312,14 @@ func addChained(n *NetConf, prev *current.Result, own string) error {
 	if n.MacSpoofChk && mac == "" {
 		return confError(types.ErrInvalidNetworkConfig, "%s: macspoofchk: the previous plugin's result names no interface in a sandbox with a MAC, the address to lock %s to", n.Name, hostIf.Name)
 	}
-	if err := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostIf.Name, Args: n.portArgs(mac), Owner: own}, nil); err != nil {
+	var guard []string
+	if n.IPGuard {
+		if len(prev.IPs) == 0 || mac == "" {
+			return confError(types.ErrInvalidNetworkConfig, "%s: ipguard: the previous plugin's result gives no address (or no interface in a sandbox with a MAC) to bind %s to", n.Name, hostIf.Name)
+		}
+		guard = n.guardIPs(mac, prev)
+	}
+	if err := call(n, ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: n.Bridge, Port: hostIf.Name, Args: n.portArgs(mac, guard), Owner: own}, nil); err != nil {
 		return fmt.Errorf("add %s to bridge %s: %w", hostIf.Name, n.Bridge, err)
 	}
 	return types.PrintResult(prev, n.CNIVersion)
@@ -384,7 +413,8 @@ func cmdCheck(args *skel.CmdArgs) error {
 	if !found {
 		return fmt.Errorf("bridge %s has no port of %s", n.Bridge, own)
 	}
-	if d := n.checkPort(port, sandboxMAC(prev, args.Netns, args.IfName)); d != "" {
+	mac := sandboxMAC(prev, args.Netns, args.IfName)
+	if d := n.checkPort(port, mac, n.guardIPs(mac, prev)); d != "" {
 		return fmt.Errorf("port %s of bridge %s: %s", port.Name, n.Bridge, d)
 	}
 

@@ -357,6 +357,9 @@ func portPolicies(p ctl.PortStatus) string {
 		}
 		say = append(say, lock)
 	}
+	if p.IPGuard {
+		say = append(say, "ip_guard ("+strings.Join(p.AllowedIPs, ", ")+")")
+	}
 	if !p.Learning {
 		say = append(say, "no learning")
 	}

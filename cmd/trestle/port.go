@@ -56,6 +56,9 @@ The keys are those of [[bridge.port]] (docs/configuration.md):
   locked=true allowed_macs=02:00:00:00:00:09,02:00:00:00:00:0a
                              only these sources (and the port's static
                              entries) may send; it learns none
+  ip_guard=true allowed_ips=10.0.0.9,fd00::9
+                             ARP, neighbour discovery and IP only from
+                             these addresses (docs/security.md)
 
 and owner=TEXT (not a port key): who added the port, shown by 'port list'
 and used by 'port del --owner' (the CNI plugin writes its network, the

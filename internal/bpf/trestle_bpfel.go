@@ -158,7 +158,7 @@ type TrestleTrCpuCache struct {
 		Ifindex uint32
 		Gen     uint32
 		Mgen    uint32
-		Pad     uint32
+		Hit     uint32
 	}
 	_    [4]byte
 	Path [2]struct {
@@ -209,7 +209,10 @@ const (
 	TrestleTrDropReasonTR_DROP_LOCKED           TrestleTrDropReason = 22
 	TrestleTrDropReasonTR_DROP_SRC_STATIC       TrestleTrDropReason = 23
 	TrestleTrDropReasonTR_DROP_OVERLAY_MTU      TrestleTrDropReason = 24
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 25
+	TrestleTrDropReasonTR_DROP_IPGUARD_ARP      TrestleTrDropReason = 25
+	TrestleTrDropReasonTR_DROP_IPGUARD_ND       TrestleTrDropReason = 26
+	TrestleTrDropReasonTR_DROP_IPGUARD_IP       TrestleTrDropReason = 27
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 28
 )
 
 type TrestleTrEvent struct {
@@ -366,6 +369,12 @@ const (
 	TrestleTrFilterUnreadTR_UNREAD__MAX      TrestleTrFilterUnread = 3
 )
 
+type TrestleTrGuardKey struct {
+	_    structs.HostLayout
+	Slot uint32
+	Addr [16]uint8
+}
+
 type TrestleTrLimits uint32
 
 const (
@@ -378,6 +387,7 @@ const (
 	TrestleTrLimitsTR_VLAN_IDS         TrestleTrLimits = 4096
 	TrestleTrLimitsTR_MAX_VLANS        TrestleTrLimits = 8192
 	TrestleTrLimitsTR_MAX_PATCH_CHAIN  TrestleTrLimits = 16
+	TrestleTrLimitsTR_MAX_GUARD_IPS    TrestleTrLimits = 16384
 )
 
 type TrestleTrMirror struct {
@@ -431,13 +441,14 @@ const (
 	TrestleTrPortFlagsTR_PORT_MIRROR_IN     TrestleTrPortFlags = 1024
 	TrestleTrPortFlagsTR_PORT_MIRROR_OUT    TrestleTrPortFlags = 2048
 	TrestleTrPortFlagsTR_PORT_LOCKED        TrestleTrPortFlags = 4096
-	TrestleTrPortFlagsTR_PORT_OVERLAY       TrestleTrPortFlags = 8192
+	TrestleTrPortFlagsTR_PORT_IP_GUARD      TrestleTrPortFlags = 8192
+	TrestleTrPortFlagsTR_PORT_OVERLAY       TrestleTrPortFlags = 16384
 )
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
 	C     [9]uint64
-	Drops [25]uint64
+	Drops [28]uint64
 }
 
 type TrestleTrPortVlans struct {
@@ -599,6 +610,7 @@ const (
 	TrestleMapFilterStates        = "filter_states"
 	TrestleMapFilterUnread        = "filter_unread"
 	TrestleMapFloods              = "floods"
+	TrestleMapGuardIps            = "guard_ips"
 	TrestleMapMirrorVlans         = "mirror_vlans"
 	TrestleMapMirrors             = "mirrors"
 	TrestleMapPatchFloods         = "patch_floods"
@@ -731,6 +743,7 @@ type TrestleMapSpecs struct {
 	FilterStates      *ebpf.MapSpec `ebpf:"filter_states"`
 	FilterUnread      *ebpf.MapSpec `ebpf:"filter_unread"`
 	Floods            *ebpf.MapSpec `ebpf:"floods"`
+	GuardIps          *ebpf.MapSpec `ebpf:"guard_ips"`
 	MirrorVlans       *ebpf.MapSpec `ebpf:"mirror_vlans"`
 	Mirrors           *ebpf.MapSpec `ebpf:"mirrors"`
 	PatchFloods       *ebpf.MapSpec `ebpf:"patch_floods"`
@@ -829,6 +842,7 @@ type TrestleMaps struct {
 	FilterStates      *ebpf.Map `ebpf:"filter_states"`
 	FilterUnread      *ebpf.Map `ebpf:"filter_unread"`
 	Floods            *ebpf.Map `ebpf:"floods"`
+	GuardIps          *ebpf.Map `ebpf:"guard_ips"`
 	MirrorVlans       *ebpf.Map `ebpf:"mirror_vlans"`
 	Mirrors           *ebpf.Map `ebpf:"mirrors"`
 	PatchFloods       *ebpf.Map `ebpf:"patch_floods"`
@@ -873,6 +887,7 @@ func (m *TrestleMaps) Close() error {
 		m.FilterStates,
 		m.FilterUnread,
 		m.Floods,
+		m.GuardIps,
 		m.MirrorVlans,
 		m.Mirrors,
 		m.PatchFloods,

@@ -18,6 +18,7 @@ type (
 	Storm      = TrestleTrStorm
 	Mirror     = TrestleTrMirror
 	Reach      = TrestleTrReach
+	GuardKey   = TrestleTrGuardKey
 
 	FilterKey   = TrestleTrFilterKey
 	FilterHit   = TrestleTrFilterHit
@@ -60,6 +61,8 @@ const (
 	PortMirrorOut    = uint16(TrestleTrPortFlagsTR_PORT_MIRROR_OUT)
 	PortLocked       = uint16(TrestleTrPortFlagsTR_PORT_LOCKED)
 	PortOverlay      = uint16(TrestleTrPortFlagsTR_PORT_OVERLAY)
+	PortIPGuard      = uint16(TrestleTrPortFlagsTR_PORT_IP_GUARD)
+	MaxGuardIPs      = int(TrestleTrLimitsTR_MAX_GUARD_IPS)
 	StormKinds       = int(TrestleTrStormKindTR_STORM_KINDS)
 	MirrorVLANs      = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
 	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
@@ -112,6 +115,9 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_LOCKED:           "locked",
 	TrestleTrDropReasonTR_DROP_SRC_STATIC:       "src_static",
 	TrestleTrDropReasonTR_DROP_OVERLAY_MTU:      "overlay_mtu",
+	TrestleTrDropReasonTR_DROP_IPGUARD_ARP:      "ip_guard_arp",
+	TrestleTrDropReasonTR_DROP_IPGUARD_ND:       "ip_guard_nd",
+	TrestleTrDropReasonTR_DROP_IPGUARD_IP:       "ip_guard_ip",
 }
 
 func (r DropReason) String() string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
@@ -1577,6 +1578,96 @@ func TestParsePortArgsLocked(t *testing.T) {
 		{[]string{"interface=p9", "allowed_macs=02:00:00:00:00:01"}, "allowed_macs: says which sources a locked port takes: set locked = true"},
 		{[]string{"interface=p9", "locked=true", "allowed_macs=ff:ff:ff:ff:ff:ff"}, `allowed_macs[0]: "ff:ff:ff:ff:ff:ff" is a multicast address`},
 		{[]string{"interface=p9", "locked=true", "allowed_macs=02:00:00:00:00:05"}, `allowed_macs: 02:00:00:00:00:05 is bound to port "p1" already`},
+	} {
+		_, err := ParsePortArgs(b, tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestParseIPGuard(t *testing.T) {
+	cfg, err := Parse("t.toml", doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `ip_guard = true`, `allowed_ips = ["10.0.0.5", "fd00::5", "fe80::1"]`,
+		`[[bridge.port]]`, `interface = "p2"`, `ip_guard = true`, `allowed_ips = ["10.0.0.6"]`, `locked = true`, `allowed_macs = ["02:00:00:00:00:06"]`,
+		`[[bridge.port]]`, `interface = "p3"`, `ip_guard = false`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := cfg.Bridges[0].Ports
+	if !ps[0].IPGuard || !ps[1].IPGuard || ps[2].IPGuard {
+		t.Errorf("ip_guard: %t %t %t, want true true false", ps[0].IPGuard, ps[1].IPGuard, ps[2].IPGuard)
+	}
+	str := func(as []netip.Addr) string { return fmt.Sprint(as) }
+	if got := str(ps[0].AllowedIPs); got != "[10.0.0.5 fd00::5 fe80::1]" {
+		t.Errorf("p1's allowed_ips %s", got)
+	}
+	if got := str(ps[0].GuardIPs()); got != "[10.0.0.5 fd00::5 fe80::1]" {
+		t.Errorf("p1's guarded addresses %s, want its allowed_ips sorted", got)
+	}
+	// A locked port's allowed_macs add their EUI-64 link-local addresses.
+	if got := str(ps[1].GuardIPs()); got != "[10.0.0.6 fe80::ff:fe00:6]" {
+		t.Errorf("p2's guarded addresses %s, want 10.0.0.6 and fe80::ff:fe00:6", got)
+	}
+	if got := ps[2].GuardIPs(); got != nil {
+		t.Errorf("p3's guarded addresses %v, want none", got)
+	}
+	if got := EUI64LinkLocal(net.HardwareAddr{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}).String(); got != "fe80::5054:ff:fe12:3456" {
+		t.Errorf("EUI-64 link-local of 52:54:00:12:34:56: %s", got)
+	}
+
+	many := make([]string, MaxAllowedIPs+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("%q", fmt.Sprintf("10.1.%d.%d", i/256, i%256))
+	}
+	checkErrors(t, doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `ip_guard = true`, // 3-5
+		`[[bridge.port]]`, `interface = "p2"`, `allowed_ips = ["10.0.0.1"]`, // 6-8
+		`[[bridge.port]]`, `interface = "p3"`, `ip_guard = true`,
+		`allowed_ips = ["10.0.0.0/24", "nope", "0.0.0.0", "::", "ff02::1", "255.255.255.255", "127.0.0.1", "::ffff:10.0.0.1", "fe80::1%eth0", "10.0.0.1", "10.0.0.1", 7]`, // 9-12
+		`[[bridge.port]]`, `interface = "p4"`, `ip_guard = true`, `allowed_ips = "10.0.0.1"`, // 13-16
+		`[[bridge.port]]`, `interface = "p5"`, `ip_guard = true`, `allowed_ips = [`+strings.Join(many, ", ")+`]`, // 17-20
+		`[[bridge.port]]`, `patch = "br1"`, `ip_guard = true`, `allowed_ips = ["10.0.0.1"]`, // 21-24
+		`[[bridge]]`, `name = "br1"`, `[[bridge.port]]`, `patch = "br0"`,
+	), []string{
+		`t.toml:5: bridge[0].port[0].ip_guard: binds the port to its addresses, and it lists none: set allowed_ips (without one, every IP frame of the port would be dropped)`,
+		`t.toml:8: bridge[0].port[1].allowed_ips: says which addresses an ip_guard port's host uses: set ip_guard = true`,
+		`t.toml:12: bridge[0].port[2].allowed_ips[0]: "10.0.0.0/24" is a prefix: ip_guard binds addresses, each written alone, such as "10.0.0.5"`,
+		`t.toml:12: bridge[0].port[2].allowed_ips[1]: "nope" is not an IP address, such as "10.0.0.5" or "fd00::5"`,
+		`t.toml:12: bridge[0].port[2].allowed_ips[2]: "0.0.0.0" is the unspecified address, which ip_guard allows only for DHCP and duplicate address detection`,
+		`t.toml:12: bridge[0].port[2].allowed_ips[3]: "::" is the unspecified address, which ip_guard allows only for DHCP and duplicate address detection`,
+		`t.toml:12: bridge[0].port[2].allowed_ips[4]: "ff02::1" is a group address: a host sends from a unicast one`,
+		`t.toml:12: bridge[0].port[2].allowed_ips[5]: "255.255.255.255" is a group address: a host sends from a unicast one`,
+		`t.toml:12: bridge[0].port[2].allowed_ips[6]: "127.0.0.1" is a loopback address, which never leaves its host`,
+		`t.toml:12: bridge[0].port[2].allowed_ips[7]: "::ffff:10.0.0.1" is an IPv4-mapped IPv6 address, which no frame carries: write it as IPv4 (10.0.0.1)`,
+		`t.toml:12: bridge[0].port[2].allowed_ips[8]: "fe80::1%eth0" has a zone: write the address alone`,
+		`t.toml:12: bridge[0].port[2].allowed_ips[10]: 10.0.0.1 is listed twice`,
+		`t.toml:12: bridge[0].port[2].allowed_ips[11]: must be a string`,
+		`t.toml:16: bridge[0].port[3].allowed_ips: must be an array of IP addresses, such as ["10.0.0.5", "fd00::5"]`,
+		`t.toml:20: bridge[0].port[4].allowed_ips: lists 65 addresses, more than 64`,
+		`t.toml:23: bridge[0].port[5].ip_guard: binds the addresses of a port's host, and a patch port has none`,
+	})
+}
+
+func TestParsePortArgsIPGuard(t *testing.T) {
+	b := &Bridge{Name: "br0"}
+	p, err := ParsePortArgs(b, []string{"interface=p9", "ip_guard=true", "allowed_ips=10.0.0.5,fd00::5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.IPGuard || fmt.Sprint(p.AllowedIPs) != "[10.0.0.5 fd00::5]" {
+		t.Errorf("port %+v: want ip_guard with 10.0.0.5 and fd00::5", p)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"interface=p9", "allowed_ips=10.0.0.5"}, "allowed_ips: says which addresses an ip_guard port's host uses: set ip_guard = true"},
+		{[]string{"interface=p9", "ip_guard=true"}, "ip_guard: binds the port to its addresses, and it lists none"},
+		{[]string{"interface=p9", "ip_guard=true", "allowed_ips=10.0.0.0/8"}, `allowed_ips[0]: "10.0.0.0/8" is a prefix`},
 	} {
 		_, err := ParsePortArgs(b, tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -138,6 +138,12 @@ func keyDoc(tab *Table, k *Key, val string) []byte {
 			set(&portA, `trunk = [10, 20]`)
 		case "allowed_macs":
 			set(&portA, "locked = true")
+		case "allowed_ips":
+			set(&portA, "ip_guard = true")
+		case "ip_guard":
+			if val == "true" {
+				set(&portA, `allowed_ips = ["10.0.0.9"]`)
+			}
 		}
 		set(&portA, line)
 	case "bridge.port.storm":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,7 +78,47 @@ type Port struct {
 	// each written as a static entry of the port in every VLAN it carries
 	// (AllowedStatics).
 	AllowedMACs []net.HardwareAddr
-	Line        int // line of the [[bridge.port]] header
+	// Key ip_guard: the port's ARP, neighbour discovery and IP sources
+	// must be its addresses (GuardIPs); others are dropped as ip_guard_arp,
+	// ip_guard_nd or ip_guard_ip (issue 29, docs/security.md).
+	IPGuard bool
+	// Key allowed_ips: an ip_guard port's addresses, IPv4 and IPv6 (not
+	// prefixes), each once, in the order given.
+	AllowedIPs []netip.Addr
+	Line       int // line of the [[bridge.port]] header
+}
+
+// MaxAllowedIPs is how many addresses one port's allowed_ips may list.
+const MaxAllowedIPs = 64
+
+// GuardIPs are the addresses an ip_guard port's frames may come from:
+// its AllowedIPs and the IPv6 link-local address (EUI-64, RFC 4291
+// appendix A) of each of its AllowedMACs, which a host with the kernel's
+// default addr_gen_mode gives itself. Sorted, each once; nil when the port
+// has no ip_guard.
+func (p *Port) GuardIPs() []netip.Addr {
+	if !p.IPGuard {
+		return nil
+	}
+	out := slices.Clone(p.AllowedIPs)
+	for _, m := range p.AllowedMACs {
+		out = append(out, EUI64LinkLocal(m))
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
+}
+
+// EUI64LinkLocal is the link-local address fe80::/64 with the modified
+// EUI-64 interface identifier of the 48-bit MAC mac (RFC 4291 appendix A).
+func EUI64LinkLocal(mac net.HardwareAddr) netip.Addr {
+	var a [16]byte
+	a[0], a[1] = 0xfe, 0x80
+	if len(mac) == 6 {
+		a[8], a[9], a[10] = mac[0]^0x02, mac[1], mac[2]
+		a[11], a[12] = 0xff, 0xfe
+		a[13], a[14], a[15] = mac[3], mac[4], mac[5]
+	}
+	return netip.AddrFrom16(a)
 }
 
 // AllowedStatics are the static entries that bind the port's AllowedMACs
@@ -235,6 +276,10 @@ var portTable = Table{
 			Help: "Take frames only from sources bound to the port (its static entries and allowed_macs) and learn none; others are dropped (locked), and no address moves onto or off the port. Not for patch or overlay ports."},
 		{Name: "allowed_macs", Kind: KindList, Form: `an array of unicast MAC addresses, such as ["02:00:00:00:00:01"]`, Example: `["02:00:00:00:00:09"]`,
 			Help: "The sources a locked port takes beside its static entries: each a static entry of the port in every VLAN it carries, so never another port's; with locked = true only."},
+		{Name: "ip_guard", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Bind the port to its IP addresses: an ARP frame must carry one of allowed_ips as its sender, a neighbour advertisement as its target, an IPv4 or IPv6 frame as its source (0.0.0.0 only for DHCP, :: only for duplicate address detection and MLD reports; a locked port's allowed_macs add their EUI-64 link-local addresses); others are dropped (ip_guard_arp, ip_guard_nd, ip_guard_ip). Needs allowed_ips; not for patch or overlay ports."},
+		{Name: "allowed_ips", Kind: KindList, Form: `an array of IPv4 and IPv6 addresses (not prefixes), such as ["10.0.0.5", "fd00::5"]`, Example: `["10.0.0.9", "fd00::9"]`,
+			Help: "The addresses an ip_guard port's host uses, at most " + fmt.Sprint(MaxAllowedIPs) + "; with ip_guard = true only."},
 		{Name: "protected", Kind: KindBool, Default: "false", Example: "true",
 			Help: "Exchange no frame (unicast or flood) with another protected port of the bridge."},
 		{Name: "flood", Kind: KindBool, Default: "true", Example: "false", Help: "Send floods of unknown unicast out of the port."},
@@ -336,6 +381,12 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			}
 		case "allowed_macs":
 			p.AllowedMACs = c.allowedMACs(v, f)
+		case "ip_guard":
+			if ok {
+				p.IPGuard = x.b
+			}
+		case "allowed_ips":
+			p.AllowedIPs = c.allowedIPs(v, f)
 		case "flood", "mcast_flood", "bcast_flood":
 			if ok {
 				*map[string]*bool{"flood": &p.NoFlood, "mcast_flood": &p.NoMcastFlood, "bcast_flood": &p.NoBcastFlood}[k.Name] = !x.b
@@ -416,6 +467,17 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 	if av, ok := t.vals["allowed_macs"]; ok && !p.Locked {
 		c.errorf(av.line, field+".allowed_macs", "says which sources a locked port takes: set locked = true")
 	}
+	gv, hasGuard := t.vals["ip_guard"]
+	switch av, hasIPs := t.vals["allowed_ips"]; {
+	case hasGuard && p.IPGuard && hasPatch:
+		c.errorf(gv.line, field+".ip_guard", "binds the addresses of a port's host, and a patch port has none")
+	case hasGuard && p.IPGuard && hasVXLAN:
+		c.errorf(gv.line, field+".ip_guard", "binds the addresses of a port's host, and an overlay port carries other hosts' frames")
+	case hasIPs && !p.IPGuard:
+		c.errorf(av.line, field+".allowed_ips", "says which addresses an ip_guard port's host uses: set ip_guard = true")
+	case p.IPGuard && !hasIPs:
+		c.errorf(gv.line, field+".ip_guard", "binds the port to its addresses, and it lists none: set allowed_ips (without one, every IP frame of the port would be dropped)")
+	}
 	vlan, hasVLAN := t.vals["vlan"]
 	trunk, hasTrunk := t.vals["trunk"]
 	native, hasNative := t.vals["native"]
@@ -436,28 +498,73 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 
 // allowedMACs checks allowed_macs: unicast, non-zero addresses, each once.
 func (c *checker) allowedMACs(v *value, f string) []net.HardwareAddr {
-	if v.kind != unstable.Array {
-		c.errorf(v.line, f, `must be an array of MAC addresses, such as ["02:00:00:00:00:01"]`)
+	return addressList(c, v, f, `must be an array of MAC addresses, such as ["02:00:00:00:00:01"]`,
+		func(s string) (net.HardwareAddr, string) {
+			return stationMAC(s, "a station sends from a unicast one")
+		}, func(a, b net.HardwareAddr) bool { return bytes.Equal(a, b) })
+}
+
+// allowedIPs checks allowed_ips: addresses (not prefixes) a host may send
+// from, each once, at most MaxAllowedIPs. IPv4 ones are kept in their
+// 4-byte form.
+func (c *checker) allowedIPs(v *value, f string) []netip.Addr {
+	if v.kind == unstable.Array && len(v.elems) > MaxAllowedIPs {
+		c.errorf(v.line, f, "lists %d addresses, more than %d", len(v.elems), MaxAllowedIPs)
 		return nil
 	}
-	var macs []net.HardwareAddr
+	return addressList(c, v, f, `must be an array of IP addresses, such as ["10.0.0.5", "fd00::5"]`,
+		hostIP, func(a, b netip.Addr) bool { return a == b })
+}
+
+// addressList checks an array of addresses, each read by parse (which
+// says why one is wrong), each once; notArray is the error when v is no
+// array.
+func addressList[T fmt.Stringer](c *checker, v *value, f, notArray string, parse func(string) (T, string), same func(a, b T) bool) []T {
+	if v.kind != unstable.Array {
+		c.errorf(v.line, f, "%s", notArray)
+		return nil
+	}
+	var out []T
 	for i, e := range v.elems {
 		ef := fmt.Sprintf("%s[%d]", f, i)
 		s, ok := c.str(e, ef)
 		if !ok {
 			continue
 		}
-		mac, why := stationMAC(s, "a station sends from a unicast one")
+		a, why := parse(s)
 		switch {
 		case why != "":
 			c.errorf(e.line, ef, "%s", why)
-		case slices.ContainsFunc(macs, func(m net.HardwareAddr) bool { return bytes.Equal(m, mac) }):
-			c.errorf(e.line, ef, "%s is listed twice", mac)
+		case slices.ContainsFunc(out, func(b T) bool { return same(a, b) }):
+			c.errorf(e.line, ef, "%s is listed twice", a)
 		default:
-			macs = append(macs, mac)
+			out = append(out, a)
 		}
 	}
-	return macs
+	return out
+}
+
+// hostIP reads an address a host may send from; why says what is wrong.
+func hostIP(s string) (netip.Addr, string) {
+	if strings.Contains(s, "/") {
+		return netip.Addr{}, fmt.Sprintf("%q is a prefix: ip_guard binds addresses, each written alone, such as \"10.0.0.5\"", s)
+	}
+	a, err := netip.ParseAddr(s)
+	switch {
+	case err != nil:
+		return a, fmt.Sprintf("%q is not an IP address, such as \"10.0.0.5\" or \"fd00::5\"", s)
+	case a.Zone() != "":
+		return a, fmt.Sprintf("%q has a zone: write the address alone", s)
+	case a.Is4In6():
+		return a, fmt.Sprintf("%q is an IPv4-mapped IPv6 address, which no frame carries: write it as IPv4 (%s)", s, a.Unmap())
+	case a.IsUnspecified():
+		return a, fmt.Sprintf("%q is the unspecified address, which ip_guard allows only for DHCP and duplicate address detection", s)
+	case a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return a, fmt.Sprintf("%q is a group address: a host sends from a unicast one", s)
+	case a.IsLoopback():
+		return a, fmt.Sprintf("%q is a loopback address, which never leaves its host", s)
+	}
+	return a, ""
 }
 
 // BindConflict says why port p's allowed_macs cannot be bound to it in

@@ -241,11 +241,15 @@ type PortStatus struct {
 	// AllowedMACs, lower case, colon form) and learns none.
 	Locked      bool     `json:"locked,omitempty"`
 	AllowedMACs []string `json:"allowed_macs,omitempty"`
-	Flood       bool     `json:"flood"`
-	McastFlood  bool     `json:"mcast_flood"`
-	BcastFlood  bool     `json:"bcast_flood"`
-	MACs        int      `json:"macs"`
-	Peer        string   `json:"peer,omitempty"` // what the daemon did to the veth peer
+	// IPGuard: its ARP, ND and IP sources must be its AllowedIPs (and the
+	// EUI-64 link-local addresses of its AllowedMACs).
+	IPGuard    bool     `json:"ip_guard,omitempty"`
+	AllowedIPs []string `json:"allowed_ips,omitempty"`
+	Flood      bool     `json:"flood"`
+	McastFlood bool     `json:"mcast_flood"`
+	BcastFlood bool     `json:"bcast_flood"`
+	MACs       int      `json:"macs"`
+	Peer       string   `json:"peer,omitempty"` // what the daemon did to the veth peer
 	// On a VLAN-aware bridge: the access VLAN, or the VLANs a trunk
 	// carries ("10,20,100-199") and its native VLAN (0: none).
 	VLAN   uint16 `json:"vlan,omitempty"`

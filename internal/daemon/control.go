@@ -124,6 +124,10 @@ func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
 	for _, m := range p.cfg.AllowedMACs {
 		ps.AllowedMACs = append(ps.AllowedMACs, m.String())
 	}
+	ps.IPGuard = p.cfg.IPGuard
+	for _, a := range p.cfg.AllowedIPs {
+		ps.AllowedIPs = append(ps.AllowedIPs, a.String())
+	}
 	if p.cfg.MaxMACs > 0 {
 		ps.MACLimitAction = config.LimitDrop
 		if p.cfg.LimitForward {

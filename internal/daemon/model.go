@@ -84,6 +84,7 @@ func (p *portState) info() *datapath.PortInfo {
 	info.Protected, info.NoFlood, info.NoMcastFlood, info.NoBcastFlood = p.cfg.Protected, p.cfg.NoFlood, p.cfg.NoMcastFlood, p.cfg.NoBcastFlood
 	info.Locked = p.cfg.Locked
 	info.Overlay = p.cfg.IsOverlay()
+	info.IPGuard, info.GuardIPs = p.cfg.IPGuard, p.cfg.GuardIPs()
 	if p.peer != nil {
 		info.Peer = p.peer.slot
 	}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -292,6 +293,11 @@ type PortInfo struct {
 	// leaves by it must fit its MTU, else it is dropped as overlay_mtu
 	// (TR_PORT_OVERLAY).
 	Overlay bool
+	// IPGuard: its ARP, neighbour discovery and IP sources must be one of
+	// GuardIPs (TR_PORT_IP_GUARD, bpf/lib/ipguard.h); GuardIPs sorted, each
+	// once, IPv4 ones in their 4-byte form.
+	IPGuard  bool
+	GuardIPs []netip.Addr
 	// Storm: storm control, the broadcast, multicast and unknown-unicast
 	// frames a second its ingress accepts, by tbpf kind (0: no limit).
 	Storm [3]uint32
@@ -333,6 +339,7 @@ var policyFlags = []struct {
 	{tbpf.PortMirrorOut, func(p *PortInfo) *bool { return &p.MirrorOut }},
 	{tbpf.PortLocked, func(p *PortInfo) *bool { return &p.Locked }},
 	{tbpf.PortOverlay, func(p *PortInfo) *bool { return &p.Overlay }},
+	{tbpf.PortIPGuard, func(p *PortInfo) *bool { return &p.IPGuard }},
 }
 
 // Equal says whether two ports are the same in every field.
@@ -341,6 +348,7 @@ func (p PortInfo) Equal(q PortInfo) bool {
 		p.PVID == q.PVID && p.Trunk == q.Trunk && slices.Equal(p.VLANs, q.VLANs) && p.Peer == q.Peer &&
 		p.NoLearning == q.NoLearning && p.LimitForward == q.LimitForward && p.Protected == q.Protected &&
 		p.NoFlood == q.NoFlood && p.NoMcastFlood == q.NoMcastFlood && p.NoBcastFlood == q.NoBcastFlood && p.Locked == q.Locked && p.Overlay == q.Overlay &&
+		p.IPGuard == q.IPGuard && slices.Equal(p.GuardIPs, q.GuardIPs) &&
 		p.Storm == q.Storm && p.Span == q.Span && p.MirrorIn == q.MirrorIn && p.MirrorOut == q.MirrorOut &&
 		p.MirrorTo == q.MirrorTo && p.MirrorToSlot == q.MirrorToSlot && slices.Equal(p.MirrorVLANs, q.MirrorVLANs)
 }

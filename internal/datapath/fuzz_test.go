@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -51,7 +52,9 @@ import (
 // over six veth ports, each bridge VLAN-aware or not, ports access or trunk
 // (with or without a native VLAN), up or down (out of the flood list),
 // protected, refusing kinds of flood, not learning, limited in addresses
-// (drop or forward at the limit); a few static entries, some pointing where
+// (drop or forward at the limit), bound to IP addresses (ip_guard: a frame
+// that goes on from such a port, and an ip_guard drop, must be what
+// guardReason, the check's model in Go, says); a few static entries, some pointing where
 // the control plane never would (a port of the other bridge, an interface
 // that is no port); frames from a port or from an interface that is none.
 // Patch ports, mirrors, storm control and the filter stage are left out:
@@ -123,13 +126,26 @@ type fuzzPort struct {
 	protected, noFlood, noMcast, noBcast bool
 	noLearn, limitForward                bool
 	locked                               bool
+	ipGuard                              bool // bound to fuzzGuardIPs (bpf/lib/ipguard.h; guardReason is its model)
 	maxMACs                              uint32
 }
+
+// fuzzGuardIPs are the addresses of every ip_guard port of an input;
+// fuzzFrameBytes writes them (and others) where the check reads.
+var fuzzGuardIPs = []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("fd00::1")}
 
 func (p fuzzPort) info(ifindex uint32, slot uint16) PortInfo {
 	return PortInfo{Ifindex: ifindex, Bridge: p.bridge, Slot: slot, MaxMACs: p.maxMACs, PVID: p.pvid,
 		Trunk: p.trunk, VLANs: p.vlans, NoLearning: p.noLearn, LimitForward: p.limitForward,
-		Protected: p.protected, NoFlood: p.noFlood, NoMcastFlood: p.noMcast, NoBcastFlood: p.noBcast, Locked: p.locked}
+		Protected: p.protected, NoFlood: p.noFlood, NoMcastFlood: p.noMcast, NoBcastFlood: p.noBcast, Locked: p.locked,
+		IPGuard: p.ipGuard, GuardIPs: guardIPsOf(p.guardIPs()...)}
+}
+
+func (p fuzzPort) guardIPs() []netip.Addr {
+	if !p.ipGuard {
+		return nil
+	}
+	return fuzzGuardIPs
 }
 
 // carries is PortInfo.Carries.
@@ -243,6 +259,7 @@ func decodeFuzzInput(in []byte) fuzzInput {
 			p.maxMACs, p.limitForward = 2, true
 		}
 		p.down = a>>3&7 == 7
+		p.ipGuard = a>>6 == 3
 		if pol>>6 == 3 {
 			p.protected, p.noFlood, p.noMcast, p.noBcast, p.noLearn = pol&1 != 0, pol&2 != 0, pol&4 != 0, pol&8 != 0, pol&16 != 0
 			p.locked = pol&32 != 0
@@ -379,7 +396,8 @@ func fuzzFrameBytes(r *testutil.FuzzBytes) []byte {
 	// The switch reads no payload beyond its length: a pattern of one
 	// byte of the input, so that a frame takes a few bytes of it.
 	payload := make([]byte, n)
-	for i, x := 0, r.Byte(); i < n; i++ {
+	x := r.Byte()
+	for i := 0; i < n; i++ {
 		payload[i] = x ^ byte(i*131)
 	}
 	if n > 0 && etype == 0x0800 {
@@ -387,11 +405,179 @@ func fuzzFrameBytes(r *testutil.FuzzBytes) []byte {
 	} else if n > 0 && etype == 0x86dd {
 		payload[0] = 0x60
 	}
+	guardAddrs(etype, payload, x)
 	b = append(b, payload...)
 	if c&30 == 30 { // cut short
 		b = b[:int(r.Byte())%(len(b)+1)]
 	}
 	return b
+}
+
+// guardAddrs writes, as the pattern byte x says, the addresses ip_guard
+// checks into an IPv4, IPv6 or ARP payload: a port's (fuzzGuardIPs), the
+// unspecified one, or the pattern's; with a DHCP client's ports, an
+// advertisement or a solicitation and its target, an ARP probe.
+func guardAddrs(etype uint16, b []byte, x byte) {
+	v4, v6 := fuzzGuardIPs[0].As4(), fuzzGuardIPs[1].As16()
+	own := x&3 == 1
+	unspec := x&3 == 2
+	switch {
+	case etype == 0x0800 && len(b) >= 20:
+		if own {
+			copy(b[12:], v4[:])
+		} else if unspec {
+			copy(b[12:], make([]byte, 4))
+			b[6], b[7], b[9] = 0, 0, 17
+			if len(b) >= 24 && x&4 != 0 {
+				copy(b[20:], []byte{0, 68, 0, 67})
+			}
+		}
+	case etype == 0x86dd && len(b) >= 40:
+		if own {
+			copy(b[8:], v6[:])
+		} else if unspec {
+			copy(b[8:], make([]byte, 16))
+		}
+		if x&4 != 0 {
+			b[6] = 58
+			if len(b) >= 41 {
+				b[40] = [2]byte{135, 136}[x>>3&1]
+			}
+			if len(b) >= 64 && x&16 != 0 {
+				copy(b[48:], v6[:])
+			}
+		}
+	case etype == 0x0806 && len(b) >= 28:
+		b[2], b[3], b[4], b[5] = 0x08, 0, 6, 4
+		if own {
+			copy(b[14:], v4[:])
+		} else if unspec {
+			copy(b[14:], make([]byte, 4))
+			b[6], b[7] = 0, 1
+			if x&16 != 0 {
+				copy(b[24:], v4[:])
+			}
+		}
+	}
+}
+
+// guardReason is bpf/lib/ipguard.h's check in Go: why a frame from a
+// port bound to ips is dropped, or TR_DROP__MAX when it passes. off is
+// where the frame's payload starts after its tags, proto its EtherType.
+func guardReason(b []byte, off int, proto uint16, ips []netip.Addr) tbpf.DropReason {
+	const (
+		pass = tbpf.TrestleTrDropReasonTR_DROP__MAX
+		arpR = tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ARP
+		ndR  = tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ND
+		ipR  = tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_IP
+	)
+	at := func(o, n int) []byte {
+		if o < 0 || o+n > len(b) {
+			return nil
+		}
+		return b[o : o+n]
+	}
+	known := func(a []byte) bool {
+		ad, _ := netip.AddrFromSlice(a)
+		return slices.Contains(ips, ad.Unmap()) && (len(a) == 4 || !ad.Is4In6())
+	}
+	zero := func(a []byte) bool { return bytes.Equal(a, make([]byte, len(a))) }
+	switch proto {
+	case 0x0806:
+		h, spa := at(off, 8), at(off+14, 4)
+		if h == nil || h[2] != 8 || h[3] != 0 || h[4] != 6 || h[5] != 4 || spa == nil {
+			return arpR
+		}
+		if zero(spa) {
+			if h[6] != 0 || h[7] != 1 {
+				return arpR
+			}
+			if spa = at(off+24, 4); spa == nil {
+				return arpR
+			}
+		}
+		if known(spa) {
+			return pass
+		}
+		return arpR
+	case 0x0800:
+		h := at(off, 20)
+		if h == nil || h[0]>>4 != 4 || h[0]&15 < 5 {
+			return ipR
+		}
+		if !zero(h[12:16]) {
+			if known(h[12:16]) {
+				return pass
+			}
+			return ipR
+		}
+		ports := at(off+int(h[0]&15)*4, 4)
+		if h[9] != 17 || (int(h[6]&0x1f)<<8|int(h[7])) != 0 || !bytes.Equal(ports, []byte{0, 68, 0, 67}) {
+			return ipR
+		}
+		return pass
+	case 0x86dd:
+		h := at(off, 40)
+		if h == nil || h[0]>>4 != 6 {
+			return ipR
+		}
+		unspec := zero(h[8:24])
+		if !unspec && !known(h[8:24]) {
+			return ipR
+		}
+		nh, x := h[6], off+40
+		ext := func(nh byte) bool { return nh == 0 || nh == 43 || nh == 44 || nh == 51 || nh == 60 }
+		for i := 0; i < 4 && ext(nh); i++ {
+			e := at(x, 4)
+			if e == nil {
+				return ndR
+			}
+			was := nh
+			nh = e[0]
+			switch was {
+			case 44:
+				if (int(e[2])<<8|int(e[3]))&0xfff8 != 0 {
+					if unspec {
+						return ipR
+					}
+					return pass
+				}
+				x += 8
+			case 51:
+				x += (int(e[1]) + 2) * 4
+			default:
+				x += (int(e[1]) + 1) * 8
+			}
+		}
+		if ext(nh) {
+			return ndR
+		}
+		if nh != 58 {
+			if unspec {
+				return ipR
+			}
+			return pass
+		}
+		ic := at(x, 4)
+		if ic == nil {
+			return ndR
+		}
+		switch {
+		case unspec && (ic[0] == 131 || ic[0] == 143):
+			return pass
+		case unspec && ic[0] != 135:
+			return ipR
+		case !unspec && ic[0] != 136:
+			return pass
+		}
+		if t := at(x+8, 16); t != nil && known(t) {
+			return pass
+		}
+		return ndR
+	case 0x8100, 0x88a8:
+		return ipR
+	}
+	return pass
 }
 
 // fuzzSeeds are the seed corpus: table states and frames written out by
@@ -469,6 +655,23 @@ func fuzzSeeds() [][]byte {
 		append([]byte{1}, ipv4(8, 1)...),
 		append([]byte{2}, ipv4(8, 2)...),
 		append([]byte{1}, ipv4(2, 3)...),
+	))
+	// ip_guard on p1 (and p2): IPv4 from its address and another, ARP from
+	// its address and another, an NA of its address and of another, a DAD
+	// solicitation of another's, and a frame of p3, which has none.
+	gp := plain
+	gp[0], gp[1] = [3]byte{0xc0, 0, 0}, [3]byte{0xc0, 0, 0}
+	guarded := func(kind, x byte) []byte { return []byte{kind, 1, 0, 0x60, x} } // to B from A, 46 bytes, pattern x
+	big := func(kind, x byte) []byte { return []byte{kind, 1, 0, 0xa0, x} }     // 64 bytes of payload
+	out = append(out, seed(0, gp, nil,
+		append([]byte{1}, guarded(0x00, 1)...),
+		append([]byte{1}, guarded(0x00, 0)...),
+		append([]byte{1}, guarded(0x40, 1)...),
+		append([]byte{1}, guarded(0x40, 0)...),
+		append([]byte{1}, big(0x20, 1|4|8|16)...),
+		append([]byte{2}, big(0x20, 1|4|8)...),
+		append([]byte{2}, big(0x20, 2|4)...),
+		append([]byte{3}, guarded(0x00, 0)...),
 	))
 	rng := rand.New(rand.NewPCG(16, 2))
 	for i := 0; i < 24; i++ {
@@ -965,6 +1168,8 @@ type parsed struct {
 	outer  uint16 // TPID of the outer tag; 0: none
 	tci    uint16 // its TCI
 	vid    uint16 // the VID the FDB of an unaware bridge keys it by
+	l3     int    // where the payload starts, after the tags
+	proto  uint16 // its EtherType
 }
 
 func parseFrame(b []byte) parsed {
@@ -990,6 +1195,7 @@ func parseFrame(b []byte) parsed {
 	case proto >= 0x600 && rest < need:
 		return parsed{reason: tbpf.TrestleTrDropReasonTR_DROP_RUNT}
 	}
+	p.l3, p.proto = off, proto
 	return p
 }
 
@@ -1243,6 +1449,11 @@ func (r *fuzzRig) judge(m tmode, in *fuzzInput, fr fuzzFrame, o *fuzzOutcome, be
 			badf("a frame from slot %d went on from %s, a static entry of slot %d", fr.slot, net.HardwareAddr(src), e.Slot)
 		}
 	}
+	if o.action != actDrop && ip.ipGuard {
+		if g := guardReason(fr.data, pf.l3, pf.proto, ip.guardIPs()); g != tbpf.TrestleTrDropReasonTR_DROP__MAX {
+			badf("a frame from ip_guard slot %d went on, but the check drops it as %s", fr.slot, g)
+		}
+	}
 	if o.learned[2] == 1 && !(ip.limitForward && ip.maxMACs > 0) {
 		badf("unlearned on a port without mac_limit_action forward")
 	}
@@ -1384,6 +1595,12 @@ func (in *fuzzInput) dropReasonHolds(fr fuzzFrame, o *fuzzOutcome, pf parsed, fd
 			why = "its source is no static entry of another port"
 		case o.reason == tbpf.TrestleTrDropReasonTR_DROP_SRC_STATIC && ip.locked:
 			why = "its port is locked, which decides first"
+		}
+	case tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ARP, tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ND, tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_IP:
+		if !ip.ipGuard {
+			why = "its port has no ip_guard"
+		} else if g := guardReason(fr.data, pf.l3, pf.proto, ip.guardIPs()); g != o.reason {
+			why = fmt.Sprintf("the check says %s", g)
 		}
 	default:
 		why = "no port or bridge of the table state has what it takes"

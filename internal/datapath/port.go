@@ -3,6 +3,7 @@ package datapath
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -57,12 +58,22 @@ func (d *Datapath) SetPort(p PortInfo) (err error) {
 		}
 	}
 	if IsPatchIfindex(p.Ifindex) {
+		if p.IPGuard {
+			return fmt.Errorf("port ifindex %d: ip_guard on a patch port", p.Ifindex)
+		}
 		return d.setPatch(p, v)
+	}
+	if err := d.addGuardIPs(p); err != nil {
+		return err
 	}
 	if err := d.portMap(p.Ifindex).Put(p.Ifindex, &v); err != nil {
 		return fmt.Errorf("port ifindex %d: write: %w", p.Ifindex, err)
 	}
-	return nil
+	var keep []netip.Addr
+	if p.IPGuard {
+		keep = p.GuardIPs
+	}
+	return d.pruneGuardIPs(p.Slot, keep)
 }
 
 // portMap is where the port of ifindex is kept (see bpf/lib/maps.h).
@@ -124,6 +135,13 @@ func (d *Datapath) portInfo(ifindex uint32, v tbpf.Port) (PortInfo, bool, error)
 			}
 			p.Storm[k] = st.Rate
 		}
+	}
+	if p.IPGuard {
+		ips, err := d.guardIPs(v.Slot)
+		if err != nil {
+			return p, false, fmt.Errorf("port ifindex %d: %w", ifindex, err)
+		}
+		p.GuardIPs = ips
 	}
 	if p.Mirrored() {
 		var m tbpf.Mirror
@@ -240,7 +258,7 @@ func (d *Datapath) DelPort(ifindex uint32, slot uint16) (err error) {
 	if err := d.objs.TxPorts.Delete(uint32(slot)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("port ifindex %d: remove slot %d from tx_ports: %w", ifindex, slot, err)
 	}
-	return nil
+	return d.pruneGuardIPs(slot, nil)
 }
 
 // Ports reads every port the maps hold (for adoption).

@@ -20,7 +20,9 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/gopacket/gopacket/layers"
 
+	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/netnsutil"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
@@ -222,6 +224,65 @@ func TestMacSpoofChk(t *testing.T) {
 	if _, ok := l.FDBEntry(ma); ok {
 		t.Error("a's allowed MAC stayed in the table after DEL")
 	}
+}
+
+// TestIPGuard: ipguard binds each container's port to the addresses
+// host-local gave it and the EUI-64 link-local address of its MAC (issue
+// 29): the containers ping each other over IPv4 and IPv6 (ARP and
+// neighbour discovery of their own addresses pass), CHECK passes, and an
+// ARP reply claiming the other's address, an IPv4 frame from a forged
+// source and an advertisement of the other's IPv6 address are dropped at
+// the port and counted, and never reach the other.
+func TestIPGuard(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, pods)
+	nw := l.network("guard", map[string]any{"bridge": "pods", "ipguard": true, "ipam": l.hostLocal("10.93.0.0/24", "fd00:93::/64")})
+	a, b := testutil.NewNS(t, "a"), testutil.NewNS(t, "b")
+	ra, rb := l.add(nw, a), l.add(nw, b)
+	ma, mb := a.MAC(t, "eth0"), b.MAC(t, "eth0")
+	pa, _ := l.port(owner(nw, ra))
+	if want := append(ips(ra), config.EUI64LinkLocal(ma).String()); !pa.IPGuard || !slices.Equal(pa.AllowedIPs, want) {
+		t.Fatalf("port of a: ip_guard %t allowed_ips %v, want true %v", pa.IPGuard, pa.AllowedIPs, want)
+	}
+	l.must("check", nw, a)
+	for _, ip := range ips(rb) {
+		if err := a.Ping(ip, 2); err != nil {
+			t.Errorf("ping %s from a: %v", ip, err)
+		}
+	}
+
+	a4, b4, b6 := ips(ra)[0], ips(rb)[0], ips(rb)[1]
+	onB := b.Capture(t, "eth0")
+	before := l.Stats(pa.Interface).Drops
+	for _, f := range [][]byte{
+		harness.ARPFrame(t, ma, layers.ARPReply, b4, b4, "spoofed-arp"),
+		harness.UDP4Frame(t, mb, ma, "10.93.0.250", b4, 1, 2, "spoofed-ip"),
+		harness.NAFrame(t, ma, ips(ra)[1], b6, "spoofed-na"),
+		harness.UDP4Frame(t, mb, ma, a4, b4, 1, 2, "own"),
+	} {
+		if err := a.RawSend("eth0", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if onB.WaitFor(harness.HasVMarker("own"), 1, 3*time.Second) != 1 {
+		t.Error("b did not get a's frame from its own address")
+	}
+	if n := onB.WaitFor(harness.HasVMarker("spoofed"), 1, 500*time.Millisecond); n != 0 {
+		t.Errorf("b got %d frames a sent from addresses not its own", n)
+	}
+	after := l.Stats(pa.Interface).Drops
+	for _, r := range []string{"ip_guard_arp", "ip_guard_ip", "ip_guard_nd"} {
+		if got := after[r] - before[r]; got != 1 {
+			t.Errorf("%s drops on a's port: %d more, want 1 (before %v, after %v)", r, got, before, after)
+		}
+	}
+	for _, ip := range ips(ra) {
+		if err := b.Ping(ip, 2); err != nil {
+			t.Errorf("ping %s from b after the attempts: %v", ip, err)
+		}
+	}
+	l.must("del", nw, a)
+	l.must("del", nw, b)
 }
 
 // TestIPAM: host-local's addresses, IPv4, IPv6 and both, are on the

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * ip_guard: a port bound to its IP addresses (issue 29; docs/security.md,
+ * "IP guard"), as libvirt's clean-traffic, OVN's port security with
+ * addresses and Cisco's dynamic ARP inspection and IP source guard bind
+ * theirs. The addresses are in guard_ips, keyed by (slot, address), written
+ * by the daemon. A frame from a port with TR_PORT_IP_GUARD passes only if:
+ *
+ *   - ARP (IPv4 over Ethernet, 6-byte and 4-byte addresses): its sender
+ *     address is one of the port's (requests and replies alike; the target
+ *     may be anyone), or it is 0.0.0.0 in an RFC 5227 probe: a request
+ *     whose target is one of the port's;
+ *   - IPv4: its source is one of the port's, or 0.0.0.0 in a DHCP client's
+ *     frame (RFC 2131 4.1: UDP from port 68 to 67, not a later fragment);
+ *   - IPv6: its source is one of the port's (a link-local one too: the
+ *     daemon binds the EUI-64 link-local of a port's allowed_macs), or ::
+ *     in duplicate address detection (RFC 4862 5.4.2: a neighbour
+ *     solicitation whose target is one of the port's) or an MLD report of
+ *     a host that has no address yet (RFC 3810 5.2.13: MLDv1 or v2 report);
+ *     and a neighbour advertisement's target is one of the port's. The
+ *     transport header is found past up to TR_GUARD_EXTHDRS extension
+ *     headers (an MLD report comes behind hop-by-hop options); a frame with
+ *     more is dropped, for it could hide an advertisement. A later fragment
+ *     has no transport header: its source was checked.
+ *
+ * Other frames (neither ARP nor IP) pass: they carry no IP source; but a
+ * frame with more VLAN tags than the parser reads (two in the frame's
+ * bytes) is dropped, for what they hide is not read.
+ *
+ * One global function, verified once per mode, read with the context's
+ * load helper (the headers may lie past what tc pulled, or in an XDP
+ * frame's fragments); the pipeline calls it only for ports with the flag,
+ * so that the others pay one flag test (architecture.md rule 6).
+ */
+#ifndef TRESTLE_IPGUARD_H
+#define TRESTLE_IPGUARD_H
+
+#include <linux/if_ether.h>
+#include <bpf/bpf_endian.h>
+#include "maps.h"
+#include "ctx.h"
+
+#define TR_GUARD_EXTHDRS 4
+
+/* tr_ipguard's answers: 0 passes. */
+#define TR_GUARD_ARP 1
+#define TR_GUARD_ND 2
+#define TR_GUARD_IP 3
+
+static __always_inline long tr_guard_load(void *ctx, const int xdp, __u32 off, void *buf, __u32 n)
+{
+	if (xdp)
+		return bpf_xdp_load_bytes(ctx, off, buf, n);
+	return bpf_skb_load_bytes(ctx, off, buf, n);
+}
+
+static __always_inline int tr_guard_known(const struct tr_guard_key *k)
+{
+	return bpf_map_lookup_elem(&guard_ips, k) != NULL;
+}
+
+/* The IPv4 address at off into k, IPv4-mapped; 0: read. */
+static __always_inline int tr_guard_load4(void *ctx, const int xdp, __u32 off, struct tr_guard_key *k)
+{
+	__builtin_memset(k->addr, 0, 10);
+	k->addr[10] = 0xff;
+	k->addr[11] = 0xff;
+	return tr_guard_load(ctx, xdp, off, &k->addr[12], 4) ? -1 : 0;
+}
+
+static __always_inline int tr_guard_zero4(const struct tr_guard_key *k)
+{
+	return !(k->addr[12] | k->addr[13] | k->addr[14] | k->addr[15]);
+}
+
+static __always_inline int tr_guard_zero6(const struct tr_guard_key *k)
+{
+	const __u32 *a = (const __u32 *)k->addr;
+
+	return !(a[0] | a[1] | a[2] | a[3]);
+}
+
+/* An IPv6 address of the port: never an IPv4-mapped one, which is how the
+ * map holds IPv4 addresses (and no IPv6 frame carries, RFC 4291 2.5.5.2). */
+static __always_inline int tr_guard_known6(const struct tr_guard_key *k)
+{
+	const __u32 *a = (const __u32 *)k->addr;
+
+	if (!(a[0] | a[1]) && a[2] == bpf_htonl(0xffff))
+		return 0;
+	return tr_guard_known(k);
+}
+
+static __always_inline int tr_guard_exthdr(__u8 nh)
+{
+	return nh == 0 || nh == 43 || nh == 44 || nh == 51 || nh == 60;
+}
+
+#define TR_ARP_REQUEST 1
+#define TR_IPPROTO_UDP 17
+#define TR_IPPROTO_ICMPV6 58
+#define TR_ICMP6_MLD_REPORT 131
+#define TR_ICMP6_NS 135
+#define TR_ICMP6_NA 136
+#define TR_ICMP6_MLD2_REPORT 143
+
+static __always_inline int tr_guard_arp(void *ctx, const int xdp, __u32 off, struct tr_guard_key *k)
+{
+	__u8 h[8];
+
+	/* htype, ptype 0x0800, hlen 6, plen 4, oper; then sha, spa (14), tha, tpa (24)
+	 * (another hlen moves the addresses: Linux drops it, arp_rcv) */
+	if (tr_guard_load(ctx, xdp, off, h, 8) || h[2] != 0x08 || h[3] != 0 || h[4] != 6 || h[5] != 4 ||
+	    tr_guard_load4(ctx, xdp, off + 14, k))
+		return TR_GUARD_ARP;
+	if (tr_guard_zero4(k) &&
+	    (h[6] != 0 || h[7] != TR_ARP_REQUEST || tr_guard_load4(ctx, xdp, off + 24, k)))
+		return TR_GUARD_ARP;
+	return tr_guard_known(k) ? 0 : TR_GUARD_ARP;
+}
+
+static __always_inline int tr_guard_ip4(void *ctx, const int xdp, __u32 off, struct tr_guard_key *k)
+{
+	__u8 h[8];
+	__u32 ihl, frag;
+
+	if (tr_guard_load(ctx, xdp, off, h, 8) || (h[0] >> 4) != 4 || (h[0] & 15) < 5)
+		return TR_GUARD_IP;
+	ihl = (h[0] & 15) * 4;
+	frag = (__u32)(h[6] & 0x1f) << 8 | h[7];
+	if (tr_guard_load(ctx, xdp, off + 8, h, 4) || tr_guard_load4(ctx, xdp, off + 12, k))
+		return TR_GUARD_IP;
+	if (!tr_guard_zero4(k))
+		return tr_guard_known(k) ? 0 : TR_GUARD_IP;
+	/* 0.0.0.0: a DHCP client's (RFC 2131 4.1), UDP 68 -> 67 */
+	if (h[1] != TR_IPPROTO_UDP || frag || tr_guard_load(ctx, xdp, off + ihl, h, 4) || h[0] || h[1] != 68 ||
+	    h[2] || h[3] != 67)
+		return TR_GUARD_IP;
+	return 0;
+}
+
+static __always_inline int tr_guard_ip6(void *ctx, const int xdp, __u32 off, struct tr_guard_key *k)
+{
+	__u8 h[8];
+	__u32 x = off + 40;
+	int unspec;
+	__u8 nh;
+
+	if (tr_guard_load(ctx, xdp, off, h, 8) || (h[0] >> 4) != 6 || tr_guard_load(ctx, xdp, off + 8, k->addr, 16))
+		return TR_GUARD_IP;
+	nh = h[6];
+	unspec = tr_guard_zero6(k);
+	if (!unspec && !tr_guard_known6(k))
+		return TR_GUARD_IP;
+	/* The transport header, past the extension headers. */
+	for (int i = 0; i < TR_GUARD_EXTHDRS; i++) {
+		__u8 was = nh;
+
+		if (!tr_guard_exthdr(was))
+			break;
+		if (tr_guard_load(ctx, xdp, x, h, 4))
+			return TR_GUARD_ND;
+		nh = h[0];
+		if (was == 44) {
+			if ((h[2] << 8 | h[3]) & 0xfff8) /* a later fragment: no transport header */
+				return unspec ? TR_GUARD_IP : 0;
+			x += 8;
+		} else if (was == 51) {
+			x += ((__u32)h[1] + 2) * 4;
+		} else {
+			x += ((__u32)h[1] + 1) * 8;
+		}
+	}
+	if (tr_guard_exthdr(nh))
+		return TR_GUARD_ND;
+	if (nh != TR_IPPROTO_ICMPV6)
+		return unspec ? TR_GUARD_IP : 0;
+	if (tr_guard_load(ctx, xdp, x, h, 4))
+		return TR_GUARD_ND;
+	if (unspec) {
+		if (h[0] == TR_ICMP6_MLD_REPORT || h[0] == TR_ICMP6_MLD2_REPORT)
+			return 0;
+		if (h[0] != TR_ICMP6_NS)
+			return TR_GUARD_IP;
+	} else if (h[0] != TR_ICMP6_NA) {
+		return 0;
+	}
+	/* A DAD solicitation's or an advertisement's target (after type, code,
+	 * checksum and 4 bytes of flags or reserved). */
+	if (tr_guard_load(ctx, xdp, x + 8, k->addr, 16))
+		return TR_GUARD_ND;
+	return tr_guard_known6(k) ? 0 : TR_GUARD_ND;
+}
+
+/* The frame from the port in slot, its payload at off after its tags, of
+ * EtherType proto: 0 passes, else TR_GUARD_ARP, _ND or _IP. */
+static __always_inline int tr_ipguard(void *ctx, const int xdp, __u32 slot, __u32 off, __u32 proto)
+{
+	struct tr_guard_key k = {.slot = slot};
+
+	switch (proto) {
+	case ETH_P_ARP:
+		return tr_guard_arp(ctx, xdp, off, &k);
+	case ETH_P_IP:
+		return tr_guard_ip4(ctx, xdp, off, &k);
+	case ETH_P_IPV6:
+		return tr_guard_ip6(ctx, xdp, off, &k);
+	case ETH_P_8021Q:
+	case ETH_P_8021AD:
+		return TR_GUARD_IP; /* more tags than the parser reads: what they hide is not read */
+	default:
+		return 0;
+	}
+}
+
+TR_TWIN(tr_ipguard, (__u32 slot, __u32 off, __u32 proto), (slot, off, proto))
+
+#endif

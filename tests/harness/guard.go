@@ -1,0 +1,60 @@
+package harness
+
+import (
+	"net"
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/trestle/trestle/internal/lab/frame"
+)
+
+// Frames of the ip_guard tests (tests/policy, tests/cni): ARP, IPv4 UDP
+// and IPv6 neighbour advertisements with any addresses, serialized by
+// gopacket with lengths and checksums, then <marker> (past the packet,
+// where HasVMarker finds it).
+
+// GuardFrame is an Ethernet frame of EtherType typ from src to dst whose
+// payload is the layers given, then <marker>.
+func GuardFrame(t testing.TB, dst, src net.HardwareAddr, typ layers.EthernetType, marker string, ls ...gopacket.SerializableLayer) []byte {
+	t.Helper()
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	payload := append(buf.Bytes(), "<"+marker+">"...)
+	return frame.Eth{Dst: dst, Src: src, Type: uint16(typ), Payload: payload, Pad: true}.MustBytes()
+}
+
+// ARPFrame is a broadcast ARP packet from src: op layers.ARPRequest or
+// ARPReply, spa the sender's IPv4 address, tpa the target's.
+func ARPFrame(t testing.TB, src net.HardwareAddr, op uint16, spa, tpa, marker string) []byte {
+	a := &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+		Operation: op, SourceHwAddress: src, SourceProtAddress: net.ParseIP(spa).To4(),
+		DstHwAddress: make([]byte, 6), DstProtAddress: net.ParseIP(tpa).To4()}
+	return GuardFrame(t, VLANBcast(), src, layers.EthernetTypeARP, marker, a)
+}
+
+// UDP4Frame is an IPv4 UDP packet from srcMAC and from to to, ports sport
+// to dport.
+func UDP4Frame(t testing.TB, dst, srcMAC net.HardwareAddr, from, to string, sport, dport uint16, marker string) []byte {
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(from).To4(), DstIP: net.ParseIP(to).To4()}
+	u := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
+	if err := u.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	return GuardFrame(t, dst, srcMAC, layers.EthernetTypeIPv4, marker, ip, u, gopacket.Payload("ip-guard"))
+}
+
+// NAFrame is an unsolicited neighbour advertisement to all nodes from
+// srcMAC and from, of target.
+func NAFrame(t testing.TB, srcMAC net.HardwareAddr, from, target, marker string) []byte {
+	ip := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolICMPv6, SrcIP: net.ParseIP(from), DstIP: net.ParseIP("ff02::1")}
+	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborAdvertisement, 0)}
+	if err := ic.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	na := &layers.ICMPv6NeighborAdvertisement{Flags: 0x20, TargetAddress: net.ParseIP(target)}
+	return GuardFrame(t, net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}, srcMAC, layers.EthernetTypeIPv6, marker, ip, ic, na)
+}
