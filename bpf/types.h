@@ -61,6 +61,7 @@ enum tr_drop_reason {
 	TR_DROP_STATE_FULL,    /* a keep_state rule passed it, and the state table is full */
 	TR_DROP_LOCKED,        /* on a locked port, a source not bound to it (no static entry of the port in the frame's VLAN) */
 	TR_DROP_SRC_STATIC,    /* a source that is a static entry of another port */
+	TR_DROP_DOUBLE_TAGGED, /* on an access port that is no qinq port, a second tag behind a priority tag or an S-tag */
 	TR_DROP__MAX,
 };
 
@@ -132,6 +133,8 @@ enum tr_port_flags {
 	TR_PORT_MIRROR_IN = 1024,  /* what it receives is copied to its mirror's span port */
 	TR_PORT_MIRROR_OUT = 2048, /* what its bridge sends out of it is copied too */
 	TR_PORT_LOCKED = 4096,     /* locked = true: takes only sources bound to it (its static entries), learns none */
+	TR_PORT_NATIVE_TAGGED = 8192, /* native_tagged = true: a trunk sends its native VLAN (pvid) tagged too */
+	TR_PORT_QINQ = 16384,      /* qinq = true: an access port takes frames with a second tag behind a priority tag or an S-tag */
 };
 
 /* Storm control: the kinds of flood a port's ingress limits, each its own

@@ -208,7 +208,8 @@ const (
 	TrestleTrDropReasonTR_DROP_STATE_FULL       TrestleTrDropReason = 21
 	TrestleTrDropReasonTR_DROP_LOCKED           TrestleTrDropReason = 22
 	TrestleTrDropReasonTR_DROP_SRC_STATIC       TrestleTrDropReason = 23
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 24
+	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED    TrestleTrDropReason = 24
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 25
 )
 
 type TrestleTrEvent struct {
@@ -430,12 +431,14 @@ const (
 	TrestleTrPortFlagsTR_PORT_MIRROR_IN     TrestleTrPortFlags = 1024
 	TrestleTrPortFlagsTR_PORT_MIRROR_OUT    TrestleTrPortFlags = 2048
 	TrestleTrPortFlagsTR_PORT_LOCKED        TrestleTrPortFlags = 4096
+	TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED TrestleTrPortFlags = 8192
+	TrestleTrPortFlagsTR_PORT_QINQ          TrestleTrPortFlags = 16384
 )
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
 	C     [9]uint64
-	Drops [24]uint64
+	Drops [25]uint64
 }
 
 type TrestleTrPortVlans struct {

@@ -59,6 +59,8 @@ const (
 	PortMirrorIn     = uint16(TrestleTrPortFlagsTR_PORT_MIRROR_IN)
 	PortMirrorOut    = uint16(TrestleTrPortFlagsTR_PORT_MIRROR_OUT)
 	PortLocked       = uint16(TrestleTrPortFlagsTR_PORT_LOCKED)
+	PortNativeTagged = uint16(TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED)
+	PortQinQ         = uint16(TrestleTrPortFlagsTR_PORT_QINQ)
 	StormKinds       = int(TrestleTrStormKindTR_STORM_KINDS)
 	MirrorVLANs      = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
 	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
@@ -110,6 +112,7 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_SPAN:             "span_ingress",
 	TrestleTrDropReasonTR_DROP_LOCKED:           "locked",
 	TrestleTrDropReasonTR_DROP_SRC_STATIC:       "src_static",
+	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED:    "double_tagged",
 }
 
 func (r DropReason) String() string {

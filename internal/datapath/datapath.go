@@ -288,6 +288,11 @@ type PortInfo struct {
 	// Locked: takes only sources bound to it (its static entries) and
 	// learns none (TR_PORT_LOCKED).
 	Locked bool
+	// NativeTagged: a trunk sends its native VLAN (PVID) tagged
+	// (TR_PORT_NATIVE_TAGGED); QinQ: an access port takes frames with a
+	// second tag behind a priority tag or an S-tag (TR_PORT_QINQ), which
+	// others drop as double_tagged.
+	NativeTagged, QinQ bool
 	// Storm: storm control, the broadcast, multicast and unknown-unicast
 	// frames a second its ingress accepts, by tbpf kind (0: no limit).
 	Storm [3]uint32
@@ -328,6 +333,8 @@ var policyFlags = []struct {
 	{tbpf.PortMirrorIn, func(p *PortInfo) *bool { return &p.MirrorIn }},
 	{tbpf.PortMirrorOut, func(p *PortInfo) *bool { return &p.MirrorOut }},
 	{tbpf.PortLocked, func(p *PortInfo) *bool { return &p.Locked }},
+	{tbpf.PortNativeTagged, func(p *PortInfo) *bool { return &p.NativeTagged }},
+	{tbpf.PortQinQ, func(p *PortInfo) *bool { return &p.QinQ }},
 }
 
 // Equal says whether two ports are the same in every field.
@@ -336,6 +343,7 @@ func (p PortInfo) Equal(q PortInfo) bool {
 		p.PVID == q.PVID && p.Trunk == q.Trunk && slices.Equal(p.VLANs, q.VLANs) && p.Peer == q.Peer &&
 		p.NoLearning == q.NoLearning && p.LimitForward == q.LimitForward && p.Protected == q.Protected &&
 		p.NoFlood == q.NoFlood && p.NoMcastFlood == q.NoMcastFlood && p.NoBcastFlood == q.NoBcastFlood && p.Locked == q.Locked &&
+		p.NativeTagged == q.NativeTagged && p.QinQ == q.QinQ &&
 		p.Storm == q.Storm && p.Span == q.Span && p.MirrorIn == q.MirrorIn && p.MirrorOut == q.MirrorOut &&
 		p.MirrorTo == q.MirrorTo && p.MirrorToSlot == q.MirrorToSlot && slices.Equal(p.MirrorVLANs, q.MirrorVLANs)
 }
