@@ -83,6 +83,9 @@ func (p *portState) info() *datapath.PortInfo {
 	info.NoLearning, info.LimitForward = p.cfg.NoLearning, p.cfg.LimitForward
 	info.Protected, info.NoFlood, info.NoMcastFlood, info.NoBcastFlood = p.cfg.Protected, p.cfg.NoFlood, p.cfg.NoMcastFlood, p.cfg.NoBcastFlood
 	info.Locked = p.cfg.Locked
+	if p.bridge.cfg.VLANAware() && p.span() == nil {
+		info.NativeTagged, info.QinQ = p.cfg.NativeTagged, p.cfg.QinQ
+	}
 	if p.peer != nil {
 		info.Peer = p.peer.slot
 	}
