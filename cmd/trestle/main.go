@@ -516,8 +516,8 @@ func (e *env) statsCmd() *cobra.Command {
 With --vlan, the counters of each VLAN of the VLAN-aware bridges instead:
 frames classified into the VLAN (RX), copies sent out of its ports (TX),
 and frames flooded within it. Drops stay per port: vlan_untagged,
-vlan_tagged_on_access, vlan_not_carried and vlan_egress are among the
-reasons.`,
+vlan_tagged_on_access, vlan_not_carried, vlan_egress and double_tagged
+are among the reasons.`,
 		Example: `  trestle stats
   trestle stats br0 --json
   trestle stats --vlan`,
