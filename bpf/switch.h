@@ -129,7 +129,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 	if (vlan_aware) {
 		d->tag.in_vlan = f.vlan; /* the decision memo's key (lib/memo.h) */
 		if (br->flags & TR_BRIDGE_VLAN) {
-			if (tr_vlan_ingress(p->data_end, f.eth, p->meta_proto, p->meta_tci, in,
+			if (tr_vlan_ingress(p->data_end, f.eth, p->meta_proto, p->meta_tci, f.l3_off, in,
 					    p->wire, &d->tag, &reason)) {
 				tr_drop(d, st, reason);
 				return;

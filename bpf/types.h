@@ -66,6 +66,7 @@ enum tr_drop_reason {
 	TR_DROP_IPGUARD_ARP,   /* ip_guard: an ARP frame whose sender address is not the port's (nor an RFC 5227 probe for one) */
 	TR_DROP_IPGUARD_ND,    /* ip_guard: a neighbour advertisement (or DAD solicitation) whose target is not the port's, or ICMPv6 hidden past the extension headers read */
 	TR_DROP_IPGUARD_IP,    /* ip_guard: an IPv4 or IPv6 frame whose source is not the port's (nor 0.0.0.0 DHCP, nor :: DAD/MLD) */
+	TR_DROP_DOUBLE_TAGGED, /* on an access port that is no qinq port, a second tag behind a priority tag or an S-tag */
 	TR_DROP__MAX,
 };
 
@@ -120,7 +121,9 @@ struct tr_port {
 	__u16 slot;
 	__u32 max_macs; /* 0: unlimited */
 	__u16 pvid;     /* VLAN-aware bridge: the VLAN of untagged frames (access or native); 0: none */
-	__u16 flags;    /* enum tr_port_flags */
+	__u16 pad;
+	__u32 flags;    /* enum tr_port_flags: 32 bits since issue 29 took the last of 16 (a
+			 * pinned port of 16 bits is copied over by its field's name) */
 };
 
 enum tr_port_flags {
@@ -139,6 +142,8 @@ enum tr_port_flags {
 	TR_PORT_LOCKED = 4096,     /* locked = true: takes only sources bound to it (its static entries), learns none */
 	TR_PORT_IP_GUARD = 8192,   /* ip_guard = true: ARP, ND and IP sources must be its addresses (lib/ipguard.h) */
 	TR_PORT_OVERLAY = 16384,   /* an overlay port (a vxlan device, docs/overlay.md): what leaves by it must fit its MTU (lib/overlay.h) */
+	TR_PORT_NATIVE_TAGGED = 32768, /* native_tagged = true: a trunk sends its native VLAN (pvid) tagged too */
+	TR_PORT_QINQ = 65536,      /* qinq = true: an access port takes frames with a second tag behind a priority tag or an S-tag */
 };
 
 /* Storm control: the kinds of flood a port's ingress limits, each its own

@@ -59,12 +59,18 @@ static __always_inline void tr_fast_init(struct tr_fast *fs)
 }
 
 /* Does the frame come with an outer 802.1Q tag (in its bytes, or in its
- * metadata at tc), as tr_vlan_ingress reads it? */
+ * metadata at tc), as tr_vlan_ingress reads it? 3 for an outer 802.1ad tag,
+ * which no memo's ctag matches: an S-tagged frame is decided by the
+ * pipeline, which drops one with a second tag on an access port
+ * (double_tagged), where a memo of an untagged frame would hold it (an
+ * S-tag of VID 0 has the untagged frame's key). */
 static __always_inline int tr_frame_ctag(const struct tr_pkt *p, const struct ethhdr *eth)
 {
-	if (p->meta_proto)
-		return p->meta_proto == bpf_htons(ETH_P_8021Q);
-	return eth->h_proto == bpf_htons(ETH_P_8021Q);
+	__be16 proto = p->meta_proto ? p->meta_proto : eth->h_proto;
+
+	if (proto == bpf_htons(ETH_P_8021AD))
+		return 3;
+	return proto == bpf_htons(ETH_P_8021Q);
 }
 
 /* struct tr_fwd_memo's tag: the bridge is VLAN-aware, and the frame leaves

@@ -403,14 +403,19 @@ func overlayLine(o *ctl.Overlay) string {
 }
 
 // portVLANs is a port's VLANs as `show` prints them: "10" for an access
-// port, "trunk 10,20-29" (and "native 10") for a trunk, "-" on a bridge
-// that is not VLAN-aware.
+// port ("10 qinq" for an 802.1ad tunnel port), "trunk 10,20-29" (and
+// "native 10", "native 10 tagged") for a trunk, "-" on a bridge that is
+// not VLAN-aware.
 func portVLANs(p ctl.PortStatus) string {
 	switch {
+	case p.Trunk != "" && p.Native != 0 && p.NativeTagged:
+		return fmt.Sprintf("trunk %s native %d tagged", p.Trunk, p.Native)
 	case p.Trunk != "" && p.Native != 0:
 		return fmt.Sprintf("trunk %s native %d", p.Trunk, p.Native)
 	case p.Trunk != "":
 		return "trunk " + p.Trunk
+	case p.VLAN != 0 && p.QinQ:
+		return fmt.Sprintf("%d qinq", p.VLAN)
 	case p.VLAN != 0:
 		return fmt.Sprint(p.VLAN)
 	}
@@ -516,8 +521,8 @@ func (e *env) statsCmd() *cobra.Command {
 With --vlan, the counters of each VLAN of the VLAN-aware bridges instead:
 frames classified into the VLAN (RX), copies sent out of its ports (TX),
 and frames flooded within it. Drops stay per port: vlan_untagged,
-vlan_tagged_on_access, vlan_not_carried and vlan_egress are among the
-reasons.`,
+vlan_tagged_on_access, vlan_not_carried, vlan_egress and double_tagged
+are among the reasons.`,
 		Example: `  trestle stats
   trestle stats br0 --json
   trestle stats --vlan`,

@@ -49,6 +49,9 @@ The keys are those of [[bridge.port]] (docs/configuration.md):
   mode=auto|xdp|tc           how the port attaches (default auto)
   vlan=10                    access port of VLAN 10 (a VLAN-aware bridge)
   trunk=10,20-29 native=10   trunk port, and its untagged VLAN
+  native_tagged=true         the trunk's native VLAN leaves it tagged too
+  qinq=true                  an access port that takes frames with a second
+                             tag behind a priority tag or an S-tag
   protected=true             no frame with the bridge's other protected ports
   max_macs=4 mac_limit_action=drop|forward
   learning=false  flood=false  mcast_flood=false  bcast_flood=false

@@ -212,7 +212,8 @@ const (
 	TrestleTrDropReasonTR_DROP_IPGUARD_ARP      TrestleTrDropReason = 25
 	TrestleTrDropReasonTR_DROP_IPGUARD_ND       TrestleTrDropReason = 26
 	TrestleTrDropReasonTR_DROP_IPGUARD_IP       TrestleTrDropReason = 27
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 28
+	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED    TrestleTrDropReason = 28
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 29
 )
 
 type TrestleTrEvent struct {
@@ -422,7 +423,8 @@ type TrestleTrPort struct {
 	Slot    uint16
 	MaxMacs uint32
 	Pvid    uint16
-	Flags   uint16
+	Pad     uint16
+	Flags   uint32
 }
 
 type TrestleTrPortFlags uint32
@@ -443,12 +445,14 @@ const (
 	TrestleTrPortFlagsTR_PORT_LOCKED        TrestleTrPortFlags = 4096
 	TrestleTrPortFlagsTR_PORT_IP_GUARD      TrestleTrPortFlags = 8192
 	TrestleTrPortFlagsTR_PORT_OVERLAY       TrestleTrPortFlags = 16384
+	TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED TrestleTrPortFlags = 32768
+	TrestleTrPortFlagsTR_PORT_QINQ          TrestleTrPortFlags = 65536
 )
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
 	C     [9]uint64
-	Drops [28]uint64
+	Drops [29]uint64
 }
 
 type TrestleTrPortVlans struct {

@@ -42,27 +42,29 @@ const (
 	FDBStatic = uint16(TrestleTrFdbFlagsTR_FDB_STATIC)
 	FDBUser   = uint16(TrestleTrFdbFlagsTR_FDB_USER)
 
-	PortTrunk  = uint16(TrestleTrPortFlagsTR_PORT_TRUNK)
+	PortTrunk  = uint32(TrestleTrPortFlagsTR_PORT_TRUNK)
 	BridgeVLAN = uint32(TrestleTrBridgeFlagsTR_BRIDGE_VLAN)
 
-	PortPatch        = uint16(TrestleTrPortFlagsTR_PORT_PATCH)
-	PortNoLearn      = uint16(TrestleTrPortFlagsTR_PORT_NO_LEARN)
-	PortLimitForward = uint16(TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD)
-	PortProtected    = uint16(TrestleTrPortFlagsTR_PORT_PROTECTED)
-	PortNoFlood      = uint16(TrestleTrPortFlagsTR_PORT_NO_FLOOD)
-	PortNoMcastFlood = uint16(TrestleTrPortFlagsTR_PORT_NO_MFLOOD)
-	PortNoBcastFlood = uint16(TrestleTrPortFlagsTR_PORT_NO_BFLOOD)
+	PortPatch        = uint32(TrestleTrPortFlagsTR_PORT_PATCH)
+	PortNoLearn      = uint32(TrestleTrPortFlagsTR_PORT_NO_LEARN)
+	PortLimitForward = uint32(TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD)
+	PortProtected    = uint32(TrestleTrPortFlagsTR_PORT_PROTECTED)
+	PortNoFlood      = uint32(TrestleTrPortFlagsTR_PORT_NO_FLOOD)
+	PortNoMcastFlood = uint32(TrestleTrPortFlagsTR_PORT_NO_MFLOOD)
+	PortNoBcastFlood = uint32(TrestleTrPortFlagsTR_PORT_NO_BFLOOD)
 	BridgePolicy     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_POLICY)
 	BridgePatch      = uint32(TrestleTrBridgeFlagsTR_BRIDGE_PATCH)
 	PatchIfindex     = uint32(TrestleTrPatchIfindexTR_PATCH_IFINDEX)
-	PortStorm        = uint16(TrestleTrPortFlagsTR_PORT_STORM)
-	PortSpan         = uint16(TrestleTrPortFlagsTR_PORT_SPAN)
-	PortMirrorIn     = uint16(TrestleTrPortFlagsTR_PORT_MIRROR_IN)
-	PortMirrorOut    = uint16(TrestleTrPortFlagsTR_PORT_MIRROR_OUT)
-	PortLocked       = uint16(TrestleTrPortFlagsTR_PORT_LOCKED)
-	PortOverlay      = uint16(TrestleTrPortFlagsTR_PORT_OVERLAY)
-	PortIPGuard      = uint16(TrestleTrPortFlagsTR_PORT_IP_GUARD)
+	PortStorm        = uint32(TrestleTrPortFlagsTR_PORT_STORM)
+	PortSpan         = uint32(TrestleTrPortFlagsTR_PORT_SPAN)
+	PortMirrorIn     = uint32(TrestleTrPortFlagsTR_PORT_MIRROR_IN)
+	PortMirrorOut    = uint32(TrestleTrPortFlagsTR_PORT_MIRROR_OUT)
+	PortLocked       = uint32(TrestleTrPortFlagsTR_PORT_LOCKED)
+	PortOverlay      = uint32(TrestleTrPortFlagsTR_PORT_OVERLAY)
+	PortIPGuard      = uint32(TrestleTrPortFlagsTR_PORT_IP_GUARD)
 	MaxGuardIPs      = int(TrestleTrLimitsTR_MAX_GUARD_IPS)
+	PortNativeTagged = uint32(TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED)
+	PortQinQ         = uint32(TrestleTrPortFlagsTR_PORT_QINQ)
 	StormKinds       = int(TrestleTrStormKindTR_STORM_KINDS)
 	MirrorVLANs      = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
 	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
@@ -118,6 +120,7 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_IPGUARD_ARP:      "ip_guard_arp",
 	TrestleTrDropReasonTR_DROP_IPGUARD_ND:       "ip_guard_nd",
 	TrestleTrDropReasonTR_DROP_IPGUARD_IP:       "ip_guard_ip",
+	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED:    "double_tagged",
 }
 
 func (r DropReason) String() string {

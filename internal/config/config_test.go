@@ -1675,3 +1675,75 @@ func TestParsePortArgsIPGuard(t *testing.T) {
 		}
 	}
 }
+
+func TestParseVLANTags(t *testing.T) {
+	cfg, err := Parse("t.toml", doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `trunk = [10, 20]`, `native = 10`, `native_tagged = true`,
+		`[[bridge.port]]`, `interface = "p2"`, `vlan = 10`, `qinq = true`,
+		`[[bridge.port]]`, `interface = "p3"`, `qinq = true`, // VLAN 1, as the bridge is VLAN-aware
+		`[[bridge.port]]`, `interface = "p4"`, `trunk = [10]`, `native = 10`, `native_tagged = false`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := cfg.Bridges[0].Ports
+	if !ps[0].NativeTagged || ps[0].QinQ || ps[1].NativeTagged || !ps[1].QinQ || !ps[2].QinQ || ps[2].VLAN != 1 || ps[3].NativeTagged {
+		t.Errorf("native_tagged %t %t %t %t, qinq %t %t %t %t (p3 in VLAN %d), want native_tagged on p1 only, qinq on p2 and p3 (VLAN 1)",
+			ps[0].NativeTagged, ps[1].NativeTagged, ps[2].NativeTagged, ps[3].NativeTagged, ps[0].QinQ, ps[1].QinQ, ps[2].QinQ, ps[3].QinQ, ps[2].VLAN)
+	}
+
+	checkErrors(t, doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `interface = "p1"`, `trunk = [10, 20]`, `native_tagged = true`, // 3-6
+		`[[bridge.port]]`, `interface = "p2"`, `vlan = 10`, `native_tagged = true`, // 7-10
+		`[[bridge.port]]`, `interface = "p3"`, `trunk = [10, 20]`, `native = 10`, `qinq = true`, // 11-15
+		`[[bridge.port]]`, `interface = "p4"`, `native_tagged = "yes"`, `qinq = 1`, // 16-19
+		`[[bridge.port]]`, `patch = "br1"`, `qinq = true`, // 20-22
+		`[[bridge]]`, `name = "br1"`, `[[bridge.port]]`, `patch = "br0"`, // 23-26
+		`[[bridge]]`, `name = "br2"`, // 27-28
+		`[[bridge.port]]`, `interface = "p5"`, `qinq = true`, // 29-31
+		`[[bridge]]`, `name = "br3"`, `[[bridge.port]]`, `interface = "p6"`, `vlan = 10`, // 32-36
+		`[[bridge.port]]`, `patch = "br4"`, `trunk = [10]`, `native = 10`, `native_tagged = true`, // 37-41
+		`[[bridge]]`, `name = "br4"`, `[[bridge.port]]`, `patch = "br3"`, `trunk = [10]`, // 42-46
+	), []string{
+		`t.toml:6: bridge[0].port[0].native_tagged: tags a trunk's native VLAN on the way out: set trunk and native too`,
+		`t.toml:10: bridge[0].port[1].native_tagged: tags a trunk's native VLAN on the way out: set trunk and native too`,
+		`t.toml:15: bridge[0].port[2].qinq: is for access ports: a trunk's outer tag is its VLAN, and what follows is that VLAN's payload`,
+		`t.toml:18: bridge[0].port[3].native_tagged: must be true or false`,
+		`t.toml:19: bridge[0].port[3].qinq: must be true or false`,
+		`t.toml:22: bridge[0].port[4].qinq: is for access ports of an interface, and a patch port's frames were classified in the bridge they left`,
+		`t.toml:31: bridge[2].port[0].qinq: is for access ports of a VLAN-aware bridge, and bridge br2 is not one: set vlan too`,
+		`t.toml:41: bridge[3].port[1].native_tagged: is for trunks of an interface: a frame crossing a patch port keeps its VLAN`,
+	})
+}
+
+func TestParsePortArgsVLANTags(t *testing.T) {
+	aware := &Bridge{Name: "br0", Ports: []Port{{Interface: "p1", VLAN: 10}}}
+	p, err := ParsePortArgs(aware, []string{"interface=p9", "trunk=10,20", "native=10", "native_tagged=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.NativeTagged || p.Native != 10 {
+		t.Errorf("port %+v: want a trunk with native 10 tagged", p)
+	}
+	if p, err = ParsePortArgs(aware, []string{"interface=p9", "qinq=true"}); err != nil || !p.QinQ || p.VLAN != 1 {
+		t.Errorf("qinq=true on a VLAN-aware bridge: port %+v, error %v; want a qinq access port of VLAN 1", p, err)
+	}
+	// Whether the bridge is VLAN-aware is the caller's (the daemon's
+	// port add): the port's own keys are all it checks.
+	for _, tc := range []struct {
+		b    *Bridge
+		args []string
+		want string
+	}{
+		{aware, []string{"interface=p9", "trunk=10,20", "native_tagged=true"}, "native_tagged: tags a trunk's native VLAN on the way out: set trunk and native too"},
+		{aware, []string{"interface=p9", "trunk=10,20", "native=10", "qinq=true"}, "qinq: is for access ports"},
+		{aware, []string{"interface=p9", "qinq=maybe"}, "qinq"},
+	} {
+		_, err := ParsePortArgs(tc.b, tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one with %q", tc.args, err, tc.want)
+		}
+	}
+}

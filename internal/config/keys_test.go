@@ -136,6 +136,11 @@ func keyDoc(tab *Table, k *Key, val string) []byte {
 			set(&portA, "max_macs = 100")
 		case "native":
 			set(&portA, `trunk = [10, 20]`)
+		case "native_tagged":
+			set(&portA, `trunk = [10, 20]`)
+			set(&portA, "native = 10")
+		case "qinq":
+			vlanAware()
 		case "allowed_macs":
 			set(&portA, "locked = true")
 		case "allowed_ips":

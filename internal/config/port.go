@@ -57,6 +57,13 @@ type Port struct {
 	// Key native: the VLAN untagged frames on a trunk join, and which
 	// leaves it untagged; one of Trunk. 0 = none: untagged frames are dropped.
 	Native uint16
+	// Key native_tagged: the trunk's Native VLAN leaves it tagged too
+	// (untagged frames still join it); only on a trunk with native.
+	NativeTagged bool
+	// Key qinq: an access port that is an 802.1ad tunnel port: frames with
+	// a second tag behind a priority tag or an S-tag join its VLAN with
+	// their tags (others drop them as double_tagged, issue 29).
+	QinQ bool
 	// Key storm: storm control, the frames a second of each kind of flood
 	// the port's ingress accepts (0: no limit); the excess is dropped.
 	Storm Storm
@@ -293,6 +300,10 @@ var portTable = Table{
 			Help: "Trunk port: tagged frames of these VLANs pass, and leave tagged. A bridge with a port that sets vlan or trunk is VLAN-aware."},
 		{Name: "native", Kind: KindInt, Min: 1, Max: maxVLAN, Example: "10",
 			Help: "A trunk's untagged VLAN, one of trunk: untagged frames join it, and it leaves untagged; none: untagged frames are dropped."},
+		{Name: "native_tagged", Kind: KindBool, Default: "false", Example: "true",
+			Help: "The trunk's native VLAN leaves it tagged too, as its other VLANs do; untagged frames still join the native VLAN. With trunk and native only."},
+		{Name: "qinq", Kind: KindBool, Default: "false", Example: "true",
+			Help: "An access port that is an 802.1ad tunnel port: a frame with a second tag behind a priority tag or an S-tag joins the port's VLAN, tags kept; on other access ports it is dropped (double_tagged). Not for trunks, patch or overlay ports."},
 	},
 }
 
@@ -416,6 +427,14 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			p.Trunk, vlansOK = vids, vlansOK && ok
 		case "native":
 			p.Native, vlansOK = uint16(x.n), vlansOK && ok
+		case "native_tagged":
+			if ok {
+				p.NativeTagged = x.b
+			}
+		case "qinq":
+			if ok {
+				p.QinQ = x.b
+			}
 		}
 	})
 	iface, hasIface := t.vals["interface"]
@@ -492,6 +511,24 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 		// Only when trunk is valid, or the list named would be wrong.
 		c.errorf(native.line, field+".native", "%d is not one of the port's trunk VLANs (%s)", p.Native, VLANRanges(p.Trunk))
 		vlansOK = false
+	}
+	if nt, ok := t.vals["native_tagged"]; ok && p.NativeTagged {
+		switch {
+		case !hasNative:
+			c.errorf(nt.line, field+".native_tagged", "tags a trunk's native VLAN on the way out: set trunk and native too")
+		case hasPatch:
+			c.errorf(nt.line, field+".native_tagged", "is for trunks of an interface: a frame crossing a patch port keeps its VLAN")
+		}
+	}
+	if qv, ok := t.vals["qinq"]; ok && p.QinQ {
+		switch {
+		case hasTrunk:
+			c.errorf(qv.line, field+".qinq", "is for access ports: a trunk's outer tag is its VLAN, and what follows is that VLAN's payload")
+		case hasPatch:
+			c.errorf(qv.line, field+".qinq", "is for access ports of an interface, and a patch port's frames were classified in the bridge they left")
+		case hasVXLAN:
+			c.errorf(qv.line, field+".qinq", "is for access ports of an interface, not for overlay ports")
+		}
 	}
 	return p, portVLANs{set: hasVLAN || hasTrunk, ok: vlansOK}
 }

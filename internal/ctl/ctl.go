@@ -255,6 +255,11 @@ type PortStatus struct {
 	VLAN   uint16 `json:"vlan,omitempty"`
 	Trunk  string `json:"trunk,omitempty"`
 	Native uint16 `json:"native,omitempty"`
+	// NativeTagged: the trunk's native VLAN leaves it tagged; QinQ: an
+	// access port that takes frames with a second tag behind a priority
+	// tag or an S-tag (others drop them as double_tagged).
+	NativeTagged bool `json:"native_tagged,omitempty"`
+	QinQ         bool `json:"qinq,omitempty"`
 	// Storm control, if any; Span names the mirror the port is the span
 	// port of, Mirror the mirror that copies its frames.
 	Storm  *Storm `json:"storm,omitempty"`

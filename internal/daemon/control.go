@@ -153,8 +153,9 @@ func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
 	if b.cfg.VLANAware() {
 		if p.cfg.IsTrunk() {
 			ps.Trunk, ps.Native = config.VLANRanges(p.cfg.Trunk), p.cfg.Native
+			ps.NativeTagged = p.cfg.NativeTagged
 		} else {
-			ps.VLAN = p.cfg.VLAN
+			ps.VLAN, ps.QinQ = p.cfg.VLAN, p.cfg.QinQ
 		}
 	}
 	if st := p.cfg.Storm; st.Any() {

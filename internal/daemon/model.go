@@ -85,6 +85,9 @@ func (p *portState) info() *datapath.PortInfo {
 	info.Locked = p.cfg.Locked
 	info.Overlay = p.cfg.IsOverlay()
 	info.IPGuard, info.GuardIPs = p.cfg.IPGuard, p.cfg.GuardIPs()
+	if p.bridge.cfg.VLANAware() && p.span() == nil {
+		info.NativeTagged, info.QinQ = p.cfg.NativeTagged, p.cfg.QinQ
+	}
 	if p.peer != nil {
 		info.Peer = p.peer.slot
 	}

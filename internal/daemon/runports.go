@@ -432,6 +432,9 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	if why := b.cfg.BindConflict(&bound); why != "" {
 		return ctl.PortEntry{}, fmt.Errorf("allowed_macs: %s", why)
 	}
+	if bound.QinQ && bound.VLAN == 0 && !bound.IsTrunk() {
+		return ctl.PortEntry{}, fmt.Errorf("qinq: is for access ports of a VLAN-aware bridge, and bridge %q is not one: set vlan too", b.cfg.Name)
+	}
 	if !b.cfg.VLANAware() && p.VLANs() != nil && len(b.ports) > 0 {
 		return ctl.PortEntry{}, fmt.Errorf("bridge %q is not VLAN-aware (no port sets vlan or trunk): a port added at run time cannot make it so while it has other ports, whose VLAN it would change; set vlan or trunk on a port in the config file", b.cfg.Name)
 	}

@@ -298,6 +298,11 @@ type PortInfo struct {
 	// once, IPv4 ones in their 4-byte form.
 	IPGuard  bool
 	GuardIPs []netip.Addr
+	// NativeTagged: a trunk sends its native VLAN (PVID) tagged
+	// (TR_PORT_NATIVE_TAGGED); QinQ: an access port takes frames with a
+	// second tag behind a priority tag or an S-tag (TR_PORT_QINQ), which
+	// others drop as double_tagged.
+	NativeTagged, QinQ bool
 	// Storm: storm control, the broadcast, multicast and unknown-unicast
 	// frames a second its ingress accepts, by tbpf kind (0: no limit).
 	Storm [3]uint32
@@ -325,7 +330,7 @@ func (p PortInfo) HasPolicy() bool {
 
 // portFlags are the flags of a port's entry for its policies, and back.
 var policyFlags = []struct {
-	flag uint16
+	flag uint32
 	get  func(*PortInfo) *bool
 }{
 	{tbpf.PortNoLearn, func(p *PortInfo) *bool { return &p.NoLearning }},
@@ -340,6 +345,8 @@ var policyFlags = []struct {
 	{tbpf.PortLocked, func(p *PortInfo) *bool { return &p.Locked }},
 	{tbpf.PortOverlay, func(p *PortInfo) *bool { return &p.Overlay }},
 	{tbpf.PortIPGuard, func(p *PortInfo) *bool { return &p.IPGuard }},
+	{tbpf.PortNativeTagged, func(p *PortInfo) *bool { return &p.NativeTagged }},
+	{tbpf.PortQinQ, func(p *PortInfo) *bool { return &p.QinQ }},
 }
 
 // Equal says whether two ports are the same in every field.
@@ -349,6 +356,7 @@ func (p PortInfo) Equal(q PortInfo) bool {
 		p.NoLearning == q.NoLearning && p.LimitForward == q.LimitForward && p.Protected == q.Protected &&
 		p.NoFlood == q.NoFlood && p.NoMcastFlood == q.NoMcastFlood && p.NoBcastFlood == q.NoBcastFlood && p.Locked == q.Locked && p.Overlay == q.Overlay &&
 		p.IPGuard == q.IPGuard && slices.Equal(p.GuardIPs, q.GuardIPs) &&
+		p.NativeTagged == q.NativeTagged && p.QinQ == q.QinQ &&
 		p.Storm == q.Storm && p.Span == q.Span && p.MirrorIn == q.MirrorIn && p.MirrorOut == q.MirrorOut &&
 		p.MirrorTo == q.MirrorTo && p.MirrorToSlot == q.MirrorToSlot && slices.Equal(p.MirrorVLANs, q.MirrorVLANs)
 }

@@ -1170,6 +1170,7 @@ type parsed struct {
 	vid    uint16 // the VID the FDB of an unaware bridge keys it by
 	l3     int    // where the payload starts, after the tags
 	proto  uint16 // its EtherType
+	tags   int    // tags read (up to two)
 }
 
 func parseFrame(b []byte) parsed {
@@ -1186,6 +1187,7 @@ func parseFrame(b []byte) parsed {
 		}
 		proto = binary.BigEndian.Uint16(b[off+2:])
 		off += 4
+		p.tags++
 	}
 	rest := len(b) - off
 	need := map[uint16]int{0x0800: 20, 0x86dd: 40, 0x0806: 28}[proto]
@@ -1392,6 +1394,8 @@ func (r *fuzzRig) judge(m tmode, in *fuzzInput, fr fuzzFrame, o *fuzzOutcome, be
 				}
 			} else if o.vlan != ip.pvid {
 				badf("an untagged frame classified into VLAN %d, the port's untagged VLAN is %d", o.vlan, ip.pvid)
+			} else if !ip.trunk && pf.tags == 2 {
+				badf("a frame with a second tag behind a priority tag or an S-tag went on from an access port")
 			}
 			if (v.C[tbpf.VLANFlooded] == 1) != (o.action == actFlood) || v.C[tbpf.VLANFlooded] > 1 {
 				badf("VLAN flooded %d for a %s", v.C[tbpf.VLANFlooded], actNames[o.action])
@@ -1573,6 +1577,13 @@ func (in *fuzzInput) dropReasonHolds(fr fuzzFrame, o *fuzzOutcome, pf parsed, fd
 		tbpf.TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED, tbpf.TrestleTrDropReasonTR_DROP_VLAN_EGRESS:
 		if !t.vlanAware(br) {
 			why = "its bridge is not VLAN-aware"
+		}
+	case tbpf.TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED:
+		switch {
+		case !t.vlanAware(br) || ip.trunk:
+			why = "its port is no access port of a VLAN-aware bridge"
+		case pf.tags < 2 || pf.outer == 0x8100 && pf.vid != 0:
+			why = "it has no second tag behind a priority tag or an S-tag"
 		}
 	case tbpf.TrestleTrDropReasonTR_DROP_PROTECTED:
 		if !ip.protected {

@@ -180,7 +180,9 @@ func leaves(d typeDesc) map[string]leaf {
 
 // converter turns a value of one layout into a value of another: each
 // scalar that exists in both under the same path, size and kind is copied,
-// every other byte of the new value is zero.
+// an unsigned integer into a wider one too (a port's flags, 16 bits until
+// issue 29, now 32: the low bytes, as the datapath is little-endian, the
+// rest zero); every other byte of the new value is zero.
 type converter struct {
 	newSize uint32
 	copies  []copyOp
@@ -198,6 +200,10 @@ func newConverter(from, to typeDesc, legacy map[string]string) *converter {
 		f, ok := fl[p]
 		if !ok && legacy[p] != "" {
 			f, ok = fl[legacy[p]]
+		}
+		if ok && f.kind == "uint" && t.kind == "uint" && f.size < t.size {
+			c.copies = append(c.copies, copyOp{f.off, t.off, f.size})
+			continue
 		}
 		if !ok || f.size != t.size || f.kind != t.kind {
 			c.zeroed = append(c.zeroed, p)

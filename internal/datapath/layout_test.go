@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"testing"
@@ -61,5 +62,51 @@ func TestStatsMigrateWhenACounterIsAppended(t *testing.T) {
 		if v := binary.LittleEndian.Uint64(got[i*8:]); v != want {
 			t.Errorf("word %d of the new value: %d, want %d", i, v, want)
 		}
+	}
+}
+
+// A port pinned before issue 29 has 16 bits of flags and no pad; this
+// build's has 32 bits after a pad. Adoption copies the flags into the low
+// bytes of the wider field, so a locked port stays locked from the first
+// frame the new programs see, not only once the daemon writes its ports.
+func TestPortFlagsWidenOnMigration(t *testing.T) {
+	spec, err := tbpf.LoadTrestle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := spec.Maps[tbpf.TrestleMapPortIndex]
+	to, err := layoutOf(ms, ms.Flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u16 := &btf.Int{Name: "__u16", Size: 2}
+	u32 := &btf.Int{Name: "__u32", Size: 4}
+	oldType := &btf.Struct{Name: "tr_port", Size: 12, Members: []btf.Member{
+		{Name: "bridge", Type: u16},
+		{Name: "slot", Type: u16, Offset: btf.Bits(16)},
+		{Name: "max_macs", Type: u32, Offset: btf.Bits(32)},
+		{Name: "pvid", Type: u16, Offset: btf.Bits(64)},
+		{Name: "flags", Type: u16, Offset: btf.Bits(80)},
+	}}
+	from, err := describe(oldType, oldType.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := newConverter(from, to.Value, nil)
+	if len(conv.dropped) != 0 || len(conv.zeroed) != 1 || conv.zeroed[0] != "pad" {
+		t.Fatalf("conversion: %s, want only the pad new", conv.summary())
+	}
+	old := make([]byte, 12)
+	binary.LittleEndian.PutUint16(old[0:], 3)
+	binary.LittleEndian.PutUint16(old[2:], 7)
+	binary.LittleEndian.PutUint32(old[4:], 100)
+	binary.LittleEndian.PutUint16(old[8:], 10)
+	binary.LittleEndian.PutUint16(old[10:], uint16(tbpf.PortLocked|tbpf.PortTrunk))
+	var p tbpf.Port
+	if err := binary.Read(bytes.NewReader(conv.convert(old)), binary.LittleEndian, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Bridge != 3 || p.Slot != 7 || p.MaxMacs != 100 || p.Pvid != 10 || p.Flags != tbpf.PortLocked|tbpf.PortTrunk {
+		t.Errorf("migrated port %+v, want bridge 3 slot 7 max_macs 100 pvid 10 flags locked|trunk", p)
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
 )
@@ -297,63 +295,13 @@ func TestVLANStageUnawareBridge(t *testing.T) {
 }
 
 // At tc the kernel has taken a received tag out of the frame into the
-// skb's metadata. A test run cannot set that metadata, so a small program
-// puts the tag there (bpf_skb_vlan_push on an untagged skb does) and tail
-// calls the switch.
+// skb's metadata (metaTagger puts it there).
 func TestVLANTagInMetadata(t *testing.T) {
 	r := vrig(t, modes[1], 0)
-	progs, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4, MaxEntries: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer progs.Close()
-	if err := progs.Put(uint32(0), r.dp.TCProgram()); err != nil {
-		t.Fatal(err)
-	}
-	tagger := func(vid uint16) *ebpf.Program {
-		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-			Type:    ebpf.SchedCLS,
-			License: "GPL",
-			Instructions: asm.Instructions{
-				asm.Mov.Reg(asm.R6, asm.R1),
-				asm.Mov.Imm(asm.R2, int32(htons(0x8100))),
-				asm.Mov.Imm(asm.R3, int32(vid)),
-				asm.FnSkbVlanPush.Call(),
-				asm.Mov.Reg(asm.R1, asm.R6),
-				asm.LoadMapPtr(asm.R2, progs.FD()),
-				asm.Mov.Imm(asm.R3, 0),
-				asm.FnTailCall.Call(),
-				asm.Mov.Imm(asm.R0, 99), // the tail call failed
-				asm.Return(),
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		return p
-	}
-	run := func(p *ebpf.Program, slot int, data []byte) uint32 {
-		var ret uint32
-		err := r.ns.Do(func() error {
-			var was, one unix.CPUSet
-			_ = unix.SchedGetaffinity(0, &was)
-			one.Set(0)
-			_ = unix.SchedSetaffinity(0, &one)
-			defer unix.SchedSetaffinity(0, &was)
-			ctx := make([]byte, 44)
-			binary.LittleEndian.PutUint32(ctx[40:], r.port[slot])
-			var err error
-			ret, err = p.Run(&ebpf.RunOptions{Data: data, Context: ctx})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ret
-	}
+	tag := r.metaTagger()
+	run := func(vid uint16, slot int, data []byte) uint32 { return tag(0x8100, vid, slot, data) }
 	// Tagged 10 in metadata on the trunk: VLAN 10, learned there.
-	if got := run(tagger(10), 3, ipv4(macA, macB)); got != tcStolen {
+	if got := run(10, 3, ipv4(macA, macB)); got != tcStolen {
 		t.Fatalf("metadata tag 10 on the trunk: verdict %d, want %d (flood)", got, tcStolen)
 	}
 	if e, ok := r.lookup(macB); !ok || e.VLAN != 10 || e.Slot != 3 {
@@ -363,20 +311,20 @@ func TestVLANTagInMetadata(t *testing.T) {
 		t.Errorf("rx bytes %d, want %d: a tag in metadata counts as on the wire", s.C[tbpf.RxBytes], len(ipv4(macA, macB))+4)
 	}
 	// Metadata tag 30 on the trunk: not carried; tag 10 on an access port: dropped.
-	if got := run(tagger(30), 3, ipv4(macA, macB)); got != tcShot {
+	if got := run(30, 3, ipv4(macA, macB)); got != tcShot {
 		t.Errorf("metadata tag 30: verdict %d, want drop", got)
 	}
 	if r.drops(3, tbpf.TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED) != 1 {
 		t.Errorf("metadata tag 30 not counted as vlan_not_carried")
 	}
-	if got := run(tagger(10), 1, ipv4(macB, macA)); got != tcShot {
+	if got := run(10, 1, ipv4(macB, macA)); got != tcShot {
 		t.Errorf("metadata tag on an access port: verdict %d, want drop", got)
 	}
 	if r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_VLAN_TAGGED) != 1 {
 		t.Errorf("metadata tag on an access port not counted as vlan_tagged_on_access")
 	}
 	// To B from the access port: forwarded to the trunk.
-	if got := run(r.dp.TCProgram(), 1, ipv4(macB, macA)); got != tcRedirect {
+	if got := r.run(1, ipv4(macB, macA)); got != tcRedirect {
 		t.Errorf("access to trunk after a metadata-tag learn: verdict %d, want redirect", got)
 	}
 }
