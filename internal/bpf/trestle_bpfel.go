@@ -105,16 +105,17 @@ const (
 type TrestleTrCounter uint32
 
 const (
-	TrestleTrCounterTR_CNT_RX_PACKETS TrestleTrCounter = 0
-	TrestleTrCounterTR_CNT_RX_BYTES   TrestleTrCounter = 1
-	TrestleTrCounterTR_CNT_TX_PACKETS TrestleTrCounter = 2
-	TrestleTrCounterTR_CNT_TX_BYTES   TrestleTrCounter = 3
-	TrestleTrCounterTR_CNT_FLOODED    TrestleTrCounter = 4
-	TrestleTrCounterTR_CNT_LEARNED    TrestleTrCounter = 5
-	TrestleTrCounterTR_CNT_MOVED      TrestleTrCounter = 6
-	TrestleTrCounterTR_CNT_UNLEARNED  TrestleTrCounter = 7
-	TrestleTrCounterTR_CNT_TX_DROPPED TrestleTrCounter = 8
-	TrestleTrCounterTR_CNT__MAX       TrestleTrCounter = 9
+	TrestleTrCounterTR_CNT_RX_PACKETS     TrestleTrCounter = 0
+	TrestleTrCounterTR_CNT_RX_BYTES       TrestleTrCounter = 1
+	TrestleTrCounterTR_CNT_TX_PACKETS     TrestleTrCounter = 2
+	TrestleTrCounterTR_CNT_TX_BYTES       TrestleTrCounter = 3
+	TrestleTrCounterTR_CNT_FLOODED        TrestleTrCounter = 4
+	TrestleTrCounterTR_CNT_LEARNED        TrestleTrCounter = 5
+	TrestleTrCounterTR_CNT_MOVED          TrestleTrCounter = 6
+	TrestleTrCounterTR_CNT_UNLEARNED      TrestleTrCounter = 7
+	TrestleTrCounterTR_CNT_TX_DROPPED     TrestleTrCounter = 8
+	TrestleTrCounterTR_CNT_UNLEARNED_FULL TrestleTrCounter = 9
+	TrestleTrCounterTR_CNT__MAX           TrestleTrCounter = 10
 )
 
 type TrestleTrCpuCache struct {
@@ -365,6 +366,13 @@ const (
 	TrestleTrFilterUnreadTR_UNREAD__MAX      TrestleTrFilterUnread = 3
 )
 
+type TrestleTrLearnScratch struct {
+	_   structs.HostLayout
+	Key TrestleTrFdbKey
+	_   [6]byte
+	Val TrestleTrFdbVal
+}
+
 type TrestleTrLimits uint32
 
 const (
@@ -377,6 +385,7 @@ const (
 	TrestleTrLimitsTR_VLAN_IDS         TrestleTrLimits = 4096
 	TrestleTrLimitsTR_MAX_VLANS        TrestleTrLimits = 8192
 	TrestleTrLimitsTR_MAX_PATCH_CHAIN  TrestleTrLimits = 16
+	TrestleTrLimitsTR_FDB_HEADROOM     TrestleTrLimits = 16
 )
 
 type TrestleTrMirror struct {
@@ -434,7 +443,7 @@ const (
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
-	C     [9]uint64
+	C     [10]uint64
 	Drops [24]uint64
 }
 
@@ -597,6 +606,7 @@ const (
 	TrestleMapFilterStates        = "filter_states"
 	TrestleMapFilterUnread        = "filter_unread"
 	TrestleMapFloods              = "floods"
+	TrestleMapLearnScratch        = "learn_scratch"
 	TrestleMapMirrorVlans         = "mirror_vlans"
 	TrestleMapMirrors             = "mirrors"
 	TrestleMapPatchFloods         = "patch_floods"
@@ -729,6 +739,7 @@ type TrestleMapSpecs struct {
 	FilterStates      *ebpf.MapSpec `ebpf:"filter_states"`
 	FilterUnread      *ebpf.MapSpec `ebpf:"filter_unread"`
 	Floods            *ebpf.MapSpec `ebpf:"floods"`
+	LearnScratch      *ebpf.MapSpec `ebpf:"learn_scratch"`
 	MirrorVlans       *ebpf.MapSpec `ebpf:"mirror_vlans"`
 	Mirrors           *ebpf.MapSpec `ebpf:"mirrors"`
 	PatchFloods       *ebpf.MapSpec `ebpf:"patch_floods"`
@@ -827,6 +838,7 @@ type TrestleMaps struct {
 	FilterStates      *ebpf.Map `ebpf:"filter_states"`
 	FilterUnread      *ebpf.Map `ebpf:"filter_unread"`
 	Floods            *ebpf.Map `ebpf:"floods"`
+	LearnScratch      *ebpf.Map `ebpf:"learn_scratch"`
 	MirrorVlans       *ebpf.Map `ebpf:"mirror_vlans"`
 	Mirrors           *ebpf.Map `ebpf:"mirrors"`
 	PatchFloods       *ebpf.Map `ebpf:"patch_floods"`
@@ -871,6 +883,7 @@ func (m *TrestleMaps) Close() error {
 		m.FilterStates,
 		m.FilterUnread,
 		m.Floods,
+		m.LearnScratch,
 		m.MirrorVlans,
 		m.Mirrors,
 		m.PatchFloods,
