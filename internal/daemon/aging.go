@@ -24,10 +24,7 @@ func (d *Daemon) sweep() error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	byID := map[uint16]*bridgeState{}
-	for _, b := range d.bridges {
-		byID[b.id] = b
-	}
+	byID := d.bridgesByID()
 	var orphans, idle []datapath.FDBEntry
 	for _, e := range es {
 		b := byID[e.Bridge]
@@ -51,6 +48,15 @@ func (d *Daemon) sweep() error {
 	}
 	d.cleanDirty(es)
 	return nil
+}
+
+// bridgesByID are the bridges by their datapath ids. The caller holds d.mu.
+func (d *Daemon) bridgesByID() map[uint16]*bridgeState {
+	byID := map[uint16]*bridgeState{}
+	for _, b := range d.bridges {
+		byID[b.id] = b
+	}
+	return byID
 }
 
 // cleanDirty frees the dirty slots and ids that no entry names any more.
