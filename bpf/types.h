@@ -21,6 +21,7 @@ enum tr_limits {
 	TR_MAX_VLANS = 8192,      /* VLANs of all bridges together, indexes 1..8191 */
 	TR_MAX_PATCH_CHAIN = 16,  /* bridges one frame may cross through patch ports in one run */
 	TR_MAX_GUARD_IPS = 16384, /* addresses bound to ip_guard ports, all ports together (lib/ipguard.h) */
+	TR_FDB_HEADROOM = 16,     /* a bridge's table keeps max_entries / this (rounded up) for ports under their fair share (lib/fdb.h) */
 };
 
 /* A patch port has no interface: the datapath names it by this pseudo
@@ -44,7 +45,7 @@ enum tr_drop_reason {
 	TR_DROP_RESERVED,      /* IEEE 802.1D reserved group address 01:80:c2:00:00:0x */
 	TR_DROP_HAIRPIN,       /* destination was learned on the ingress port */
 	TR_DROP_MAC_LIMIT,     /* new source address over the port's max_macs */
-	TR_DROP_TABLE_FULL,    /* new source address and the bridge's table is full */
+	TR_DROP_TABLE_FULL,    /* no longer counted (issue 29): a source the full table cannot take is forwarded, counted unlearned_full */
 	TR_DROP_NO_PORT,       /* ingress interface is not a port of any bridge */
 	TR_DROP_NO_EGRESS,     /* the egress port could not take the frame */
 	TR_DROP_NO_BRIDGE,     /* port names a bridge the daemon has not set up */
@@ -87,6 +88,7 @@ enum tr_counter {
 	TR_CNT_MOVED,     /* addresses that moved to this port from another */
 	TR_CNT_UNLEARNED, /* frames from new sources forwarded without learning them (mac_limit_action "forward" at max_macs) */
 	TR_CNT_TX_DROPPED, /* copies of flooded frames for this port that could not be sent: a tc clone the kernel refused (longer than the port's MTU allows, say) */
+	TR_CNT_UNLEARNED_FULL, /* of unlearned: new sources forwarded without learning them because the bridge's table was full, or past its high-water mark with this port at its fair share (lib/fdb.h, issue 29) */
 	TR_CNT__MAX,
 };
 

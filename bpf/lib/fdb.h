@@ -10,6 +10,7 @@
 #define TRESTLE_FDB_H
 
 #include "maps.h"
+#include "stages.h"
 
 /* How stale a timestamp may get before the datapath refreshes it; set at load
  * to a fraction of the shortest aging time. */
@@ -208,6 +209,31 @@ __attribute__((noinline)) int tr_event_move(__u64 mac, __u32 bridge_vlan, __u32 
 	return 0;
 }
 
+/*
+ * Fairness of the table (issue 29, docs/security.md): whether a bridge's
+ * table refuses a new source of the port in slot. Full (max_entries
+ * learned), it refuses every port's. Past its high-water mark (max_entries
+ * less a TR_FDB_HEADROOM-th of it, rounded up), it refuses those of a port
+ * that holds its fair share (max_entries / the bridge's ports) or more: the
+ * room left is for the ports under theirs, so one port flooding random
+ * sources fills the table to the mark and stops there, and a new station on
+ * another port is still learned at its first frame. The daemon keeps that
+ * room (internal/daemon/fair.go): past the mark, it deletes the oldest
+ * learned entries of the port that holds the most.
+ */
+static __always_inline int tr_table_refuses(__u32 bridge, __u32 slot, __u32 max, __u32 nports)
+{
+	__s32 n = tr_count_get(&bridge_macs, &bridge_macs_del, bridge);
+	__u32 fair;
+
+	if (n >= (__s32)max)
+		return 1;
+	if (n < (__s32)(max - (max + TR_FDB_HEADROOM - 1) / TR_FDB_HEADROOM))
+		return 0;
+	fair = nports ? max / nports : max;
+	return tr_count_get(&port_macs, &port_macs_del, slot) >= (__s32)(fair ? fair : 1);
+}
+
 /* A new source on a port at its max_macs: dropped, or (mac_limit_action
  * "forward") let through without being learned, and counted so. */
 static __always_inline int tr_at_limit(const struct tr_port *in, struct tr_port_stats *st,
@@ -218,6 +244,71 @@ static __always_inline int tr_at_limit(const struct tr_port *in, struct tr_port_
 		return 0;
 	}
 	*reason = TR_DROP_MAC_LIMIT;
+	return -1;
+}
+
+/* Scratch for tr_learn_new's key and value, per CPU: a global function's
+ * stack is part of the deepest chain of calls (the walk's), which has no
+ * room left for them. */
+struct tr_learn_scratch {
+	struct tr_fdb_key key;
+	struct tr_fdb_val val;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tr_learn_scratch);
+} learn_scratch SEC(".maps");
+
+/*
+ * Learns a new source, if the table takes it (tr_table_refuses): mac is its
+ * 6 bytes in memory order, bridge_vlan the bridge << 16 | VID, port the
+ * ingress slot << 32 | its ifindex, limits the bridge's max_entries and its
+ * ports << 32. A source the table refuses, or that the map itself has no
+ * room for, is counted unlearned (and unlearned_full) on the port and goes
+ * on: issue 29, a station the table cannot hold yet still talks, and is
+ * flooded to until it is learned. Returns 1 when it learned the source, -1
+ * when the table refused it, 0 when another CPU learned it first. A
+ * global function, so the verifier walks it once a build, and its ways
+ * (learned, refused, learned meanwhile by another CPU) leave the caller in
+ * one state.
+ */
+__attribute__((noinline)) int tr_learn_new(__u64 mac, __u32 bridge_vlan, __u64 port, __u64 limits)
+{
+	__u32 bridge = bridge_vlan >> 16, slot = (port >> 32) & 0xffff, zero = 0;
+	struct tr_port_stats *st = tr_stats(slot);
+	struct tr_learn_scratch *x = bpf_map_lookup_elem(&learn_scratch, &zero);
+
+	if (!x)
+		return 0;
+	if (tr_table_refuses(bridge, slot, (__u32)limits, (limits >> 32) & 0xffff))
+		goto full;
+	x->key.bridge = bridge;
+	x->key.vlan = bridge_vlan & 0xffff;
+	__builtin_memcpy(x->key.mac, &mac, 6);
+	x->val.ifindex = (__u32)port;
+	x->val.slot = slot;
+	x->val.flags = 0;
+	x->val.seen_ns = bpf_ktime_get_coarse_ns();
+	if (bpf_map_update_elem(&fdb, &x->key, &x->val, BPF_NOEXIST)) {
+		/* -EEXIST: another CPU learned it first, which is fine.
+		 * Anything else: the map itself is full. */
+		if (bpf_map_lookup_elem(&fdb, &x->key))
+			return 0;
+		goto full;
+	}
+	tr_count_add(&port_macs, slot, 1);
+	tr_count_add(&bridge_macs, bridge, 1);
+	if (st)
+		st->c[TR_CNT_LEARNED]++;
+	return 1;
+full:
+	if (st) {
+		st->c[TR_CNT_UNLEARNED]++;
+		st->c[TR_CNT_UNLEARNED_FULL]++;
+	}
 	return -1;
 }
 
@@ -246,9 +337,10 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 				    enum tr_drop_reason *reason)
 {
 	struct tr_fdb_key key;
-	struct tr_fdb_val *e, nv = {};
+	struct tr_fdb_val *e;
+	struct tr_learn_scratch *nv;
 	__u64 now, mac = 0;
-	__u32 old_slot, old_ifindex;
+	__u32 old_slot, old_ifindex, zero = 0;
 
 	if (tr_src_known(v, ifindex, in->bridge, vlan, src))
 		return 0;
@@ -282,15 +374,22 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		now = tr_view_now(v);
 		old_slot = e->slot;
 		old_ifindex = e->ifindex;
-		nv.ifindex = ifindex;
-		nv.slot = in->slot;
-		nv.seen_ns = now;
+		/* The new value in this CPU's scratch, not on the stack: the
+		 * walk's deepest chain of calls has no room for it (tr_hop
+		 * learns too). */
+		nv = bpf_map_lookup_elem(&learn_scratch, &zero);
+		if (!nv)
+			return 0;
+		nv->val.ifindex = ifindex;
+		nv->val.slot = in->slot;
+		nv->val.flags = 0;
+		nv->val.seen_ns = now;
 		/* The update fails only if the control plane deleted the entry
 		 * meanwhile (and counted it deleted where it was): the next frame
 		 * learns it again. So the count moves only with the entry. Every
 		 * CPU's memos may name the old port: a new move generation voids
 		 * them. Moves are rare, so the atomics are off the common path. */
-		if (bpf_map_update_elem(&fdb, &key, &nv, BPF_EXIST))
+		if (bpf_map_update_elem(&fdb, &key, &nv->val, BPF_EXIST))
 			return 0;
 		tr_count_add(&port_macs, old_slot, -1);
 		tr_count_add(&port_macs, in->slot, 1);
@@ -308,38 +407,22 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		goto unlearned;
 	if (tr_port_full(in))
 		return tr_at_limit(in, st, reason);
-	if (tr_count_get(&bridge_macs, &bridge_macs_del, in->bridge) >= (__s32)br->max_entries) {
-		*reason = TR_DROP_TABLE_FULL;
-		return -1;
-	}
-	now = tr_view_now(v);
-	nv.ifindex = ifindex;
-	nv.slot = in->slot;
-	nv.seen_ns = now;
-	if (bpf_map_update_elem(&fdb, &key, &nv, BPF_NOEXIST)) {
-		/* -EEXIST: another CPU learned it first, which is fine.
-		 * Anything else: the map itself is full. */
-		if (bpf_map_lookup_elem(&fdb, &key))
-			return 0;
-		*reason = TR_DROP_TABLE_FULL;
-		return -1;
-	}
-	tr_count_add(&port_macs, in->slot, 1);
-	tr_count_add(&bridge_macs, in->bridge, 1);
-	st->c[TR_CNT_LEARNED]++;
-	tr_src_remember(v, ifindex, in->bridge, vlan, src);
-	if (br->flags & TR_BRIDGE_OVERLAY) {
+	/* Learned or not, the source is remembered: its next frames stay
+	 * off the table until the memo runs out or the control plane makes
+	 * room (it adds to fdb_gen when it deletes). */
+	__builtin_memcpy(&mac, key.mac, 6);
+	tr_view_now(v);
+	if (tr_learn_new(mac, (__u32)in->bridge << 16 | vlan, (__u64)in->slot << 32 | ifindex,
+			 (__u64)br->nports << 32 | br->max_entries) > 0 &&
+	    (br->flags & TR_BRIDGE_OVERLAY)) {
 		/* FRR learns of it now, not at the daemon's next look at the
 		 * table (issue 30: type-2 convergence). */
-		__builtin_memcpy(&mac, key.mac, 6);
 		tr_event_move(mac, (__u32)in->bridge << 16 | vlan, in->slot, 0, ifindex);
 	}
-	return 0;
-
 unlearned:
-	/* learning = false: checked, not learned. The memo keeps the next
+	/* (learning = false: checked, not learned.) The memo keeps the next
 	 * frames of the source off the table until a static entry is written
-	 * or deleted (fdb_gen) or an entry moves (move_gen). */
+	 * or deleted (fdb_gen), an entry moves (move_gen) or it runs out. */
 	tr_src_remember(v, ifindex, in->bridge, vlan, src);
 	return 0;
 locked:

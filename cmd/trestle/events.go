@@ -30,9 +30,10 @@ keeps the last 1000; its log, stderr or the journal, has them all):
   port_up            a port started forwarding (mode, reason)
   port_down          a port stopped: state link-down (its interface is down or
                      has no carrier) or down (not attached, reason says why)
-  table_full         a bridge's table is full: new addresses are dropped (count:
-                     the first drops); table_full_end when none came for 10 s,
-                     with every drop of the episode and its length (seconds)
+  table_full         a bridge's table refuses new addresses: they are forwarded
+                     unlearned (VLAN-aware bridges: dropped) (count: the first
+                     ones); table_full_end when none came for 10 s, with every
+                     one of the episode and its length (seconds)
   mac_limit          a port reached its max_macs (limit): new addresses are
                      dropped or forwarded unlearned (action); mac_limit_end as
                      table_full_end

@@ -33,6 +33,8 @@ const (
 	Moved     = TrestleTrCounterTR_CNT_MOVED
 	Unlearned = TrestleTrCounterTR_CNT_UNLEARNED
 	TxDropped = TrestleTrCounterTR_CNT_TX_DROPPED
+	// Of Unlearned: the new sources a bridge's table refused (issue 29).
+	UnlearnedFull = TrestleTrCounterTR_CNT_UNLEARNED_FULL
 
 	VLANRxPackets = TrestleTrVlanCounterTR_VCNT_RX_PACKETS
 	VLANRxBytes   = TrestleTrVlanCounterTR_VCNT_RX_BYTES

@@ -105,16 +105,17 @@ const (
 type TrestleTrCounter uint32
 
 const (
-	TrestleTrCounterTR_CNT_RX_PACKETS TrestleTrCounter = 0
-	TrestleTrCounterTR_CNT_RX_BYTES   TrestleTrCounter = 1
-	TrestleTrCounterTR_CNT_TX_PACKETS TrestleTrCounter = 2
-	TrestleTrCounterTR_CNT_TX_BYTES   TrestleTrCounter = 3
-	TrestleTrCounterTR_CNT_FLOODED    TrestleTrCounter = 4
-	TrestleTrCounterTR_CNT_LEARNED    TrestleTrCounter = 5
-	TrestleTrCounterTR_CNT_MOVED      TrestleTrCounter = 6
-	TrestleTrCounterTR_CNT_UNLEARNED  TrestleTrCounter = 7
-	TrestleTrCounterTR_CNT_TX_DROPPED TrestleTrCounter = 8
-	TrestleTrCounterTR_CNT__MAX       TrestleTrCounter = 9
+	TrestleTrCounterTR_CNT_RX_PACKETS     TrestleTrCounter = 0
+	TrestleTrCounterTR_CNT_RX_BYTES       TrestleTrCounter = 1
+	TrestleTrCounterTR_CNT_TX_PACKETS     TrestleTrCounter = 2
+	TrestleTrCounterTR_CNT_TX_BYTES       TrestleTrCounter = 3
+	TrestleTrCounterTR_CNT_FLOODED        TrestleTrCounter = 4
+	TrestleTrCounterTR_CNT_LEARNED        TrestleTrCounter = 5
+	TrestleTrCounterTR_CNT_MOVED          TrestleTrCounter = 6
+	TrestleTrCounterTR_CNT_UNLEARNED      TrestleTrCounter = 7
+	TrestleTrCounterTR_CNT_TX_DROPPED     TrestleTrCounter = 8
+	TrestleTrCounterTR_CNT_UNLEARNED_FULL TrestleTrCounter = 9
+	TrestleTrCounterTR_CNT__MAX           TrestleTrCounter = 10
 )
 
 type TrestleTrCpuCache struct {
@@ -376,6 +377,13 @@ type TrestleTrGuardKey struct {
 	Addr [16]uint8
 }
 
+type TrestleTrLearnScratch struct {
+	_   structs.HostLayout
+	Key TrestleTrFdbKey
+	_   [6]byte
+	Val TrestleTrFdbVal
+}
+
 type TrestleTrLimits uint32
 
 const (
@@ -389,6 +397,7 @@ const (
 	TrestleTrLimitsTR_MAX_VLANS        TrestleTrLimits = 8192
 	TrestleTrLimitsTR_MAX_PATCH_CHAIN  TrestleTrLimits = 16
 	TrestleTrLimitsTR_MAX_GUARD_IPS    TrestleTrLimits = 16384
+	TrestleTrLimitsTR_FDB_HEADROOM     TrestleTrLimits = 16
 )
 
 type TrestleTrMirror struct {
@@ -451,7 +460,7 @@ const (
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
-	C     [9]uint64
+	C     [10]uint64
 	Drops [29]uint64
 }
 
@@ -615,6 +624,7 @@ const (
 	TrestleMapFilterUnread        = "filter_unread"
 	TrestleMapFloods              = "floods"
 	TrestleMapGuardIps            = "guard_ips"
+	TrestleMapLearnScratch        = "learn_scratch"
 	TrestleMapMirrorVlans         = "mirror_vlans"
 	TrestleMapMirrors             = "mirrors"
 	TrestleMapPatchFloods         = "patch_floods"
@@ -748,6 +758,7 @@ type TrestleMapSpecs struct {
 	FilterUnread      *ebpf.MapSpec `ebpf:"filter_unread"`
 	Floods            *ebpf.MapSpec `ebpf:"floods"`
 	GuardIps          *ebpf.MapSpec `ebpf:"guard_ips"`
+	LearnScratch      *ebpf.MapSpec `ebpf:"learn_scratch"`
 	MirrorVlans       *ebpf.MapSpec `ebpf:"mirror_vlans"`
 	Mirrors           *ebpf.MapSpec `ebpf:"mirrors"`
 	PatchFloods       *ebpf.MapSpec `ebpf:"patch_floods"`
@@ -847,6 +858,7 @@ type TrestleMaps struct {
 	FilterUnread      *ebpf.Map `ebpf:"filter_unread"`
 	Floods            *ebpf.Map `ebpf:"floods"`
 	GuardIps          *ebpf.Map `ebpf:"guard_ips"`
+	LearnScratch      *ebpf.Map `ebpf:"learn_scratch"`
 	MirrorVlans       *ebpf.Map `ebpf:"mirror_vlans"`
 	Mirrors           *ebpf.Map `ebpf:"mirrors"`
 	PatchFloods       *ebpf.Map `ebpf:"patch_floods"`
@@ -892,6 +904,7 @@ func (m *TrestleMaps) Close() error {
 		m.FilterUnread,
 		m.Floods,
 		m.GuardIps,
+		m.LearnScratch,
 		m.MirrorVlans,
 		m.Mirrors,
 		m.PatchFloods,

@@ -70,6 +70,7 @@ const (
 	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
 	BridgeOverlay    = uint32(TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY)
 	MaxPatchChain    = int(TrestleTrLimitsTR_MAX_PATCH_CHAIN)
+	FDBHeadroom      = int(TrestleTrLimitsTR_FDB_HEADROOM)
 
 	BridgeFilter     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_FILTER)
 	BridgeFilterOut  = uint32(TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT)

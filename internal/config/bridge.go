@@ -137,7 +137,7 @@ var bridgeTable = Table{
 		{Name: "aging", Kind: KindDuration, Min: int64(minAging), Max: int64(maxAging), Default: `"300s"`, Example: `"5m"`,
 			Help: "How long a learned entry lives without a frame from its station."},
 		{Name: "max_entries", Kind: KindInt, Min: 1, Max: maxTableSize, Default: fmt.Sprint(DefaultMaxEntries), Example: "1024",
-			Help: "Learned entries the bridge may hold (its FDB's size)."},
+			Help: "Learned entries the bridge may hold (its FDB's size); the last sixteenth is kept for ports under their fair share (docs/security.md)."},
 		{Name: "filter", Kind: KindBool, Default: "false", Example: "true",
 			Help: "Turn the filter stage on (docs/filter.md); false keeps the rules, checked, and off."},
 		{Name: "default", Kind: KindEnum, Values: []Value{{Name: ActionPass}, {Name: ActionBlock}}, why: ": what a frame no rule matches gets", Default: `"pass"`, Example: `"block"`,

@@ -32,9 +32,10 @@ const (
 	// carrier; state down: not attached, reason says why).
 	EventPortUp   = "port_up"
 	EventPortDown = "port_down"
-	// A bridge's table is full: new addresses are dropped (count: frames
-	// dropped in the first look). Its _end is the episode's end: no drop
-	// for a while; count is every drop of the episode.
+	// A bridge's table refuses new addresses: forwarded unlearned (issue
+	// 29; dropped on a VLAN-aware bridge) (count: frames refused in the
+	// first look). Its _end is the episode's end: none for a while; count
+	// is every one of the episode.
 	EventTableFull    = "table_full"
 	EventTableFullEnd = "table_full_end"
 	// A port is at its max_macs: frames from new addresses are dropped or

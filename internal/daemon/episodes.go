@@ -9,7 +9,8 @@ import (
 	"github.com/trestle/trestle/internal/ctl"
 )
 
-// Episodes: a bridge whose table is full (drops of reason table_full) or a
+// Episodes: a bridge whose table is full (sources forwarded unlearned_full,
+// or in the builds with VLANs drops of reason table_full) or a
 // port at its max_macs (drops of reason mac_limit, or with
 // mac_limit_action "forward" frames forwarded unlearned) is logged once
 // when its counter starts rising, and once when it has stayed flat for
@@ -120,7 +121,9 @@ func (d *Daemon) lookAtEpisodes(eps *episodes, now time.Time) {
 			// The slot is part of a port's keys: a port given another
 			// slot counts from its own zero.
 			port := fmt.Sprintf("%d/%s/%d", b.id, p.key(), p.slot)
-			full += rise("full/"+port, s.Drops[tbpf.TrestleTrDropReasonTR_DROP_TABLE_FULL])
+			// A full table forwards what it cannot learn (issue 29),
+			// counted unlearned_full; the builds with VLANs drop it.
+			full += rise("full/"+port, s.Drops[tbpf.TrestleTrDropReasonTR_DROP_TABLE_FULL]+s.C[tbpf.UnlearnedFull])
 			if p.cfg.MaxMACs == 0 {
 				continue
 			}
@@ -128,7 +131,7 @@ func (d *Daemon) lookAtEpisodes(eps *episodes, now time.Time) {
 			if p.cfg.LimitForward {
 				action = config.LimitForward
 			}
-			n := rise("limit/"+port, s.Drops[tbpf.TrestleTrDropReasonTR_DROP_MAC_LIMIT]+s.C[tbpf.Unlearned])
+			n := rise("limit/"+port, s.Drops[tbpf.TrestleTrDropReasonTR_DROP_MAC_LIMIT]+s.C[tbpf.Unlearned]-s.C[tbpf.UnlearnedFull])
 			episode("limit/"+port, n, ctl.Event{Event: ctl.EventMACLimit, Bridge: b.cfg.Name, Port: p.name(), Action: action, Limit: p.cfg.MaxMACs})
 		}
 		episode(fmt.Sprintf("full/%d", b.id), full, ctl.Event{Event: ctl.EventTableFull, Bridge: b.cfg.Name, Limit: b.cfg.MaxEntries})

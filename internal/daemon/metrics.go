@@ -31,15 +31,16 @@ import (
 // added there is exported as trestle_port_<name>_total with no change here.
 // These give the known ones their own names and help texts.
 var counterMetrics = map[string]struct{ name, help string }{
-	"rx_packets": {"trestle_port_rx_packets_total", "Frames received on the port, counted before any drop."},
-	"rx_bytes":   {"trestle_port_rx_bytes_total", "Bytes of the frames received on the port."},
-	"tx_packets": {"trestle_port_tx_packets_total", "Frames sent out of the port (forwarded, flooded or mirrored to it)."},
-	"tx_bytes":   {"trestle_port_tx_bytes_total", "Bytes of the frames sent out of the port."},
-	"flooded":    {"trestle_port_flooded_total", "Frames received on the port that its bridge flooded to its other ports."},
-	"learned":    {"trestle_fdb_learned_total", "Source addresses learned on the port."},
-	"moved":      {"trestle_fdb_moved_total", "Learned addresses that moved to the port from another port of its bridge."},
-	"unlearned":  {"trestle_port_unlearned_total", "Frames from new sources forwarded without learning them (mac_limit_action forward, at max_macs)."},
-	"tx_dropped": {"trestle_port_tx_dropped_total", "Copies of flooded frames for the port that could not be sent (a tc clone the kernel refused: longer than the port's MTU allows, say)."},
+	"rx_packets":     {"trestle_port_rx_packets_total", "Frames received on the port, counted before any drop."},
+	"rx_bytes":       {"trestle_port_rx_bytes_total", "Bytes of the frames received on the port."},
+	"tx_packets":     {"trestle_port_tx_packets_total", "Frames sent out of the port (forwarded, flooded or mirrored to it)."},
+	"tx_bytes":       {"trestle_port_tx_bytes_total", "Bytes of the frames sent out of the port."},
+	"flooded":        {"trestle_port_flooded_total", "Frames received on the port that its bridge flooded to its other ports."},
+	"learned":        {"trestle_fdb_learned_total", "Source addresses learned on the port."},
+	"moved":          {"trestle_fdb_moved_total", "Learned addresses that moved to the port from another port of its bridge."},
+	"unlearned":      {"trestle_port_unlearned_total", "Frames from new sources forwarded without learning them (mac_limit_action forward, at max_macs; or the bridge's table refused them)."},
+	"unlearned_full": {"trestle_port_unlearned_full_total", "Of the unlearned, the new sources the bridge's table refused: full, or past its high-water mark with the port at its fair share."},
+	"tx_dropped":     {"trestle_port_tx_dropped_total", "Copies of flooded frames for the port that could not be sent (a tc clone the kernel refused: longer than the port's MTU allows, say)."},
 }
 
 var vlanMetrics = map[string]string{

@@ -208,6 +208,9 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 				d.logMove(ln)
 			}
 			d.lookAtEpisodes(eps, now)
+			if err := d.makeRoom(); err != nil {
+				d.log.Warn("make room in a full table", "err", err)
+			}
 		}
 		if rd == nil {
 			select {

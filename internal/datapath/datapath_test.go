@@ -393,13 +393,23 @@ func TestLimits(t *testing.T) {
 		// The known address still passes.
 		r.wantVerdict(r.run(1, ipv4(bcast, macA)), m.redirect, "known address at the limit")
 
-		// The bridge holds three: A, then C and D on port 2, then E is refused.
+		// The bridge holds three, its high-water mark two (issue 29): A,
+		// then C on port 2; D on port 2, which holds its fair share (one),
+		// is forwarded unlearned; E on port 3, under its share, takes the
+		// last room; F finds the table full and is forwarded unlearned.
 		r.run(2, ipv4(bcast, macC))
-		r.run(2, ipv4(bcast, macD))
-		macE := net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0e}
-		r.wantVerdict(r.run(3, ipv4(bcast, macE)), m.drop, "bridge table full")
-		if got := r.drops(3, tbpf.TrestleTrDropReasonTR_DROP_TABLE_FULL); got != 1 {
-			t.Errorf("table_full drops %d, want 1", got)
+		r.wantVerdict(r.run(2, ipv4(bcast, macD)), m.redirect, "port at its fair share past the mark")
+		r.wantVerdict(r.run(3, ipv4(bcast, macE)), m.redirect, "port under its fair share past the mark")
+		r.wantVerdict(r.run(3, ipv4(bcast, macF)), m.redirect, "bridge table full")
+		r.wantEntry(macD, 0, false, "past the mark, at the fair share")
+		r.wantEntry(macE, 3, false, "past the mark, under the fair share")
+		r.wantEntry(macF, 0, false, "table full")
+		for slot, want := range map[int]uint64{2: 1, 3: 1} {
+			s := r.stats(slot)
+			if s.C[tbpf.UnlearnedFull] != want || s.C[tbpf.Unlearned] != want {
+				t.Errorf("port %d: unlearned_full %d unlearned %d, want %d", slot, s.C[tbpf.UnlearnedFull], s.C[tbpf.Unlearned], want)
+			}
+			r.wantDrops(slot, tbpf.TrestleTrDropReasonTR_DROP_TABLE_FULL, 0, "a full table forwards")
 		}
 	})
 }

@@ -1458,7 +1458,13 @@ func (r *fuzzRig) judge(m tmode, in *fuzzInput, fr fuzzFrame, o *fuzzOutcome, be
 			badf("a frame from ip_guard slot %d went on, but the check drops it as %s", fr.slot, g)
 		}
 	}
-	if o.learned[2] == 1 && !(ip.limitForward && ip.maxMACs > 0) {
+	full := d[fr.slot].C[tbpf.UnlearnedFull]
+	if full > o.learned[2] {
+		badf("unlearned_full %d over unlearned %d", full, o.learned[2])
+	}
+	// A source the table refused (issue 29) goes on unlearned, counted
+	// unlearned_full too.
+	if o.learned[2] == 1 && full == 0 && !(ip.limitForward && ip.maxMACs > 0) {
 		badf("unlearned on a port without mac_limit_action forward")
 	}
 

@@ -235,8 +235,8 @@ func TestExecuteMACFlood(t *testing.T) {
 		}
 		if strings.HasPrefix(rec.TableLimit, "none:") {
 			t.Logf("%s: %s: its table has no limit to check", r.DUT, rec.TableLimit)
-		} else if s.MaxLearned != 4096 {
-			t.Errorf("%s: the table held at most %d learned addresses; a flood from 10,000 sources should fill 4096 and no more", r.DUT, s.MaxLearned)
+		} else if want := floodFill(r.DUT, 4096); s.MaxLearned != want {
+			t.Errorf("%s: the table held at most %d learned addresses; a flood from 10,000 sources should fill %d and no more", r.DUT, s.MaxLearned, want)
 		}
 		if s.StaticsKept != floodStatics {
 			t.Errorf("%s: statics %+v", r.DUT, rec.Statics)
@@ -274,4 +274,15 @@ func TestExecuteMACFlood(t *testing.T) {
 func sources(s Scenario) int {
 	k, _ := TestOf[MACFloodTest](s)
 	return k.Sources
+}
+
+// floodFill is what one port's flood fills a table of max entries to:
+// trestle stops it at its high-water mark, a sixteenth (rounded up) below,
+// the room kept for the other ports' newcomers (issue 29, docs/security.md
+// "A table one port cannot starve"); the others fill it.
+func floodFill(dut string, max int) int {
+	if strings.HasPrefix(dut, "trestle") {
+		return max - (max+15)/16
+	}
+	return max
 }

@@ -360,7 +360,7 @@ func (d *trestleDUT) tableLimit(_ context.Context, _ *Topo, bridge string, n int
 	if n > 0 && b.MaxEntries != n {
 		return "", fmt.Errorf("trestle: bridge %s has max_entries %d, the test asked for %d", bridge, b.MaxEntries, n)
 	}
-	return fmt.Sprintf("max_entries = %d (learned addresses; a new source beyond it is dropped, reason table_full)", b.MaxEntries), nil
+	return fmt.Sprintf("max_entries = %d (learned addresses; a new source it refuses is forwarded unlearned, counted unlearned_full; dropped as table_full on a VLAN-aware bridge)", b.MaxEntries), nil
 }
 
 // The Linux bridge: its netlink attributes IFLA_BR_FDB_N_LEARNED and
