@@ -119,7 +119,10 @@ func newcomerText(n *Newcomer) string {
 	}
 	delivered, learned := "never delivered", "not learned"
 	if n.Delivered {
-		delivered = fmt.Sprintf("%.0f ms", n.DeliveredMs)
+		delivered = fmt.Sprintf("%.1f ms", n.DeliveredMs)
+		if n.DeliveredMs < 1 {
+			delivered = fmt.Sprintf("%.0f µs", 1000*n.DeliveredMs)
+		}
 	}
 	switch {
 	case n.Learned:

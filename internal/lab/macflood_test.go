@@ -74,7 +74,7 @@ func TestFloodAccounting(t *testing.T) {
 		t.Errorf("newcomer in 40 ms and 2500 ms: %+v", s)
 	}
 	row := &FloodRow{DUT: "trestle:xdp", Rep: 1, Rec: rec, Sum: SummarizeFlood(rec)}
-	if c := row.cells(); c[len(c)-2] != "40 ms / 2500 ms / 3 of 100" || c[len(c)-1] != "met" {
+	if c := row.cells(); c[len(c)-2] != "40.0 ms / 2500 ms / 3 of 100" || c[len(c)-1] != "met" {
 		t.Errorf("newcomer cells: %q", c)
 	}
 	for _, c := range []struct {
@@ -251,7 +251,8 @@ func TestCPUOthers(t *testing.T) {
 // TestExecuteMACFlood runs a small mac-flood through trestle in xdp mode
 // and the Linux bridge: a flood from 10,000 sources fills a table of
 // 4096, which holds no more; the static entries stay; the second bridge
-// learns its 1000 addresses; every second has its sample.
+// learns its 1000 addresses; every second has its sample; the newcomer's
+// frames get through the full table, and trestle learns it.
 func TestExecuteMACFlood(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
@@ -281,7 +282,7 @@ func TestExecuteMACFlood(t *testing.T) {
 		}
 		if strings.HasPrefix(rec.TableLimit, "none:") {
 			t.Logf("%s: %s: its table has no limit to check", r.DUT, rec.TableLimit)
-		} else if want := floodFill(r.DUT, 4096); s.MaxLearned != want {
+		} else if want := floodFill(r.DUT, 4096); s.MaxLearned != want && !(s.MaxLearned == want+1 && newcomerIn(r.DUT, rec)) {
 			t.Errorf("%s: the table held at most %d learned addresses; a flood from 10,000 sources should fill %d and no more", r.DUT, s.MaxLearned, want)
 		}
 		if s.StaticsKept != floodStatics {
@@ -322,6 +323,12 @@ func TestExecuteMACFlood(t *testing.T) {
 	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
+}
+
+// newcomerIn says whether trestle learned the newcomer into the room it
+// keeps above the flood's mark: the table then holds one more.
+func newcomerIn(dut string, rec *FloodRecord) bool {
+	return strings.HasPrefix(dut, "trestle") && rec.Flood.Newcomer != nil && rec.Flood.Newcomer.Learned
 }
 
 // sources is the flood's source addresses of s's mac-flood test.
