@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/trestle/trestle/internal/lab/frame"
 	"github.com/trestle/trestle/internal/lab/gen"
@@ -41,6 +43,19 @@ const (
 	sampleEvery          = time.Second
 	// FloodMinRatio is the goal: the stream keeps this share of its rate.
 	FloodMinRatio = 0.9
+	// The newcomer (issue 29): a station that never sent, on h4's port,
+	// starts a stream of newcomerPPS frames a second to h1 newcomerAfter
+	// into the flood (at most a third of it), once the table is full, and
+	// sends until the flood ends; its first frame at h1 and its entry in
+	// the table are looked for every newcomerPoll. Goal (trestle): its
+	// first frame delivered within NewcomerDeliverGoal of its first sent,
+	// its entry there within NewcomerLearnGoal, and the known stream at 0
+	// loss.
+	newcomerAfter       = 3 * time.Second
+	newcomerPPS         = 1000
+	newcomerPoll        = 50 * time.Millisecond
+	NewcomerDeliverGoal = time.Second
+	NewcomerLearnGoal   = 5 * time.Second
 )
 
 var (
@@ -50,6 +65,8 @@ var (
 	floodBase = net.HardwareAddr{0x0a, 0x66, 0x6c, 0, 0, 0}
 	// staticBase is the first static entry's address.
 	staticBase = net.HardwareAddr{0x0e, 0x5a, 0, 0, 0, 1}
+	// newcomerMAC is the newcomer's address: no host's, no flood source's.
+	newcomerMAC = net.HardwareAddr{0x02, 0x4e, 0x43, 0, 0, 1}
 	// sideBase is the first of the second bridge's new addresses; each
 	// stream's are its own (the stream's number in the third byte).
 	sideBase = net.HardwareAddr{0x02, 0xb0, 0, 0, 0, 0}
@@ -154,7 +171,61 @@ type FloodWindow struct {
 	Samples  []FloodSample `json:"samples"`
 	// Side is the second bridge learning new addresses midway.
 	Side *SideLearn `json:"side_learning,omitempty"`
-	Note string     `json:"note,omitempty"`
+	// Newcomer is the new station's stream, with the flood only.
+	Newcomer *Newcomer `json:"newcomer,omitempty"`
+	Note     string    `json:"note,omitempty"`
+}
+
+// Newcomer is a station that never sent before starting a stream on h4's
+// port while the flood runs: how soon its frames got through and its
+// address into the flooded bridge's table, and what it lost.
+type Newcomer struct {
+	MAC     string  `json:"mac"`
+	Port    string  `json:"port"`
+	StartS  float64 `json:"start_s"` // since the flood started
+	RatePPS float64 `json:"rate_pps"`
+	// Sent, Received (distinct frames at h1) and Lost over its stream.
+	Sent     uint64 `json:"sent"`
+	Received uint64 `json:"received"`
+	Lost     int64  `json:"lost"`
+	// DeliveredMs runs from its first frame sent to its first frame at
+	// h1, both on the BPF clock (the generator's and the sink's).
+	Delivered   bool    `json:"delivered"`
+	DeliveredMs float64 `json:"delivered_ms,omitempty"`
+	// LearnedMs runs from its first frame sent to the end of the table
+	// read that found its entry on its port (so it holds that read,
+	// ReadMs: a dump of the DUT's whole table); Reads are the reads made.
+	Learned   bool    `json:"learned"`
+	LearnedMs float64 `json:"learned_ms,omitempty"`
+	Reads     int     `json:"table_reads"`
+	ReadMs    float64 `json:"last_read_ms,omitempty"`
+	// Found is where the table held its address otherwise.
+	Found string `json:"found,omitempty"`
+	Note  string `json:"note,omitempty"`
+}
+
+// account fills the newcomer's stream from its generator's run and h1's
+// sink after it.
+func (n *Newcomer) account(g gen.Stats, at sink.Snapshot) {
+	var ev RestartEvent
+	ev.account(g, at, nil)
+	n.Sent, n.Received, n.Lost = ev.Sent, ev.Received-min(ev.Duplicated, ev.Received), ev.Lost
+	n.Delivered = at.Received > 0 && g.First > 0
+	if n.Delivered {
+		n.DeliveredMs = ms(max(at.First-g.First, 0))
+	}
+}
+
+// learnedAt notes the newcomer's entry found at mono (CLOCK_MONOTONIC),
+// its first frame having gone at first.
+func (n *Newcomer) learnedAt(first, mono time.Duration) {
+	n.Learned, n.LearnedMs = true, ms(max(mono-first, 0))
+}
+
+// NewcomerGoal says whether a newcomer met the goal: delivered within
+// NewcomerDeliverGoal and learned within NewcomerLearnGoal.
+func NewcomerGoal(n *Newcomer) bool {
+	return n != nil && n.Delivered && n.DeliveredMs <= ms(NewcomerDeliverGoal) && n.Learned && n.LearnedMs <= ms(NewcomerLearnGoal)
 }
 
 // FloodSample is one reading a second into a stream.
@@ -214,6 +285,10 @@ type FloodSummary struct {
 	SideBase, SideFlood    *SideLearn
 	GoalMet                bool // Lost == 0 and Ratio >= FloodMinRatio
 	StreamLostWithoutFlood int64
+	// Newcomer is the new station's stream under the flood (nil: none);
+	// NewcomerMet its goal: NewcomerGoal, with the known stream at 0 loss.
+	Newcomer    *Newcomer
+	NewcomerMet bool
 }
 
 // SummarizeFlood sums a record up.
@@ -244,6 +319,8 @@ func SummarizeFlood(rec *FloodRecord) FloodSummary {
 		s.RSSAfter = p.RSSKiB
 	}
 	s.GoalMet = rec.Flood.Sent > 0 && s.Lost <= 0 && s.Ratio >= FloodMinRatio
+	s.Newcomer = rec.Flood.Newcomer
+	s.NewcomerMet = NewcomerGoal(s.Newcomer) && rec.Flood.Sent > 0 && s.Lost <= 0
 	return s
 }
 
@@ -419,6 +496,7 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 	var streamDone, floodDone <-chan genResult
 	var st, fl genResult
 	streaming, flooding := true, false
+	var newcomerDone chan *Newcomer
 	defer func() {
 		stopGens()
 		if streaming {
@@ -426,6 +504,9 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 		}
 		if flooding {
 			<-floodDone
+		}
+		if newcomerDone != nil {
+			<-newcomerDone
 		}
 	}()
 	streamDone = goGen(gctx, stream)
@@ -439,6 +520,8 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 		smp.setFlooding(true)
 		flooding = true
 		floodDone = goGen(gctx, flooder)
+		newcomerDone = make(chan *Newcomer, 1)
+		go func() { newcomerDone <- r.newcomer(gctx, p, sinks[0]) }()
 	}
 	if r.T.Side != nil && p.tables != nil {
 		sleepCtx(ctx, p.flood/2)
@@ -456,6 +539,10 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 		fl = <-floodDone
 		flooding = false
 		smp.setFlooding(false)
+	}
+	if newcomerDone != nil {
+		w.Newcomer = <-newcomerDone
+		newcomerDone = nil
 	}
 	st = <-streamDone
 	streaming = false
@@ -488,6 +575,89 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 		w.FloodLeaked = snaps[0].BadFlow + snaps[1].BadFlow
 	}
 	return w, ctx.Err()
+}
+
+// newcomer runs the newcomer's stream, from a new address on h4's port to
+// h1, from newcomerAfter into the flood (at most a third of it) to its
+// end, and reads the flooded bridge's table every newcomerPoll until it
+// holds the newcomer's entry on that port; at is h1's sink.
+func (r *Rig) newcomer(ctx context.Context, p floodPlan, at *sink.Sink) *Newcomer {
+	hosts := r.T.Hosts
+	h := hosts[3]
+	after := min(newcomerAfter, p.flood/3)
+	n := &Newcomer{MAC: newcomerMAC.String(), Port: h.Port, StartS: after.Seconds(), RatePPS: newcomerPPS}
+	start := time.Now()
+	var notes []string
+	if p.tables == nil {
+		notes = append(notes, "its entry not looked for: the DUT's table cannot be read")
+	} else if es, err := p.tables.fdbEntries(ctx, r.T, p.bridge); err != nil {
+		notes = append(notes, "the table before it sent: "+err.Error())
+	} else if e, ok := es[n.MAC]; ok {
+		notes = append(notes, fmt.Sprintf("in the table before it sent, on %s", e.Port))
+	}
+	sleepCtx(ctx, after-time.Since(start))
+	if ctx.Err() != nil {
+		n.Note = "the window ended before it started"
+		return n
+	}
+	o := gen.Options{Dev: h.If, NetNS: h.NS.Path, DstMAC: hosts[0].MAC, SrcMAC: newcomerMAC, Mix: p.mix, Rate: newcomerPPS,
+		Duration: p.flood - after, Flows: 1, CPUs: []int{r.Place.DUTCPU}, Batch: 64}
+	done := goGen(ctx, o)
+	tick := time.NewTicker(newcomerPoll)
+	defer tick.Stop()
+	var found time.Duration
+	var res genResult
+	readErr := ""
+	for waiting := true; waiting; {
+		select {
+		case res = <-done:
+			waiting = false
+			continue
+		case <-tick.C:
+		}
+		if p.tables == nil || found > 0 {
+			continue
+		}
+		t1 := time.Now()
+		es, err := p.tables.fdbEntries(ctx, r.T, p.bridge)
+		if err != nil {
+			readErr = err.Error()
+			continue
+		}
+		n.Reads++
+		n.ReadMs = ms(time.Since(t1))
+		if e, ok := es[n.MAC]; ok && e.Port == h.Port {
+			found = monotonic()
+			n.Found = ""
+		} else if ok {
+			n.Found = fmt.Sprintf("on %s, static %v", e.Port, e.Static)
+		}
+	}
+	if res.err != nil && ctx.Err() == nil {
+		notes = append(notes, fmt.Sprintf("its generator on %s: %v", h.NS.Name, res.err))
+	}
+	if readErr != "" && found == 0 {
+		notes = append(notes, "reading the table: "+readErr)
+	}
+	// Its last frames are due at h1 before the sink is read.
+	sleepCtx(ctx, p.tm.Drain)
+	if snap, err := at.Snapshot(); err != nil {
+		notes = append(notes, "h1's sink: "+err.Error())
+	} else {
+		n.account(res.s, snap)
+	}
+	if found > 0 && res.s.First > 0 {
+		n.learnedAt(res.s.First, found)
+	}
+	n.Note = strings.Join(notes, "; ")
+	return n
+}
+
+// monotonic is CLOCK_MONOTONIC: the BPF programs' clock.
+func monotonic() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return time.Duration(ts.Nano())
 }
 
 // genResult is how a generator run ended.
@@ -666,8 +836,12 @@ func (k MACFloodTest) Prepare(s Scenario) ([]string, error) {
 		"Open vSwitch: ovs-appctl fdb/stats-show, less its static entries), the daemon's VmRSS, the stream's rate at h2 and the flood's at h4. "+
 		"Static entries: %d on h2's port, added before the streams (trestle fdb add, bridge fdb add ... static, ovs-appctl fdb/add), looked for after the flood. "+
 		"The second bridge (brs, hosts s1 and s2) is taught %d new addresses from s1 midway through each stream, its table read every %v until it holds them all (at most %v). "+
+		"A newcomer, %s, never seen before, streams %d frames a second from h4's port to h1 from %v into the flood (at most a third of it) to its end, on the DUT's CPU: "+
+		"the time from its first frame sent to its first at h1 (the generator's and the sink's BPF clock), to its entry on h4's port (the table read every %v), and its frames lost; "+
+		"goal for trestle: delivered within %v, learned within %v, the stream at 0 lost. "+
 		"Table size asked of every DUT: %d",
-		s.firstSize().Label(), streamRate(s), floodLead+s.Duration+floodTail, k.Sources, s.Duration, floodLead, sampleEvery, floodStatics, sideAddrs, sidePoll, sideLimit, s.MaxEntries)}, nil
+		s.firstSize().Label(), streamRate(s), floodLead+s.Duration+floodTail, k.Sources, s.Duration, floodLead, sampleEvery, floodStatics, sideAddrs, sidePoll, sideLimit,
+		newcomerMAC, newcomerPPS, newcomerAfter, newcomerPoll, NewcomerDeliverGoal, NewcomerLearnGoal, s.MaxEntries)}, nil
 }
 
 func (k MACFloodTest) Run(ctx context.Context, u *UnitRun) error {

@@ -104,7 +104,33 @@ func (r *FloodRow) cells() []string {
 	if r.Error != "" {
 		goal = "failed"
 	}
-	return []string{name, stream, lost, rate, fmt.Sprint(rec.Flood.Flooded), table, statics, side, mem, flood, goal}
+	newcomer, ngoal := newcomerText(s.Newcomer), "-"
+	if s.Newcomer != nil {
+		ngoal = metText(s.NewcomerMet)
+	}
+	return []string{name, stream, lost, rate, fmt.Sprint(rec.Flood.Flooded), table, statics, side, mem, flood, goal, newcomer, ngoal}
+}
+
+// newcomerText is the newcomer's delivery, entry and loss: the time to
+// each, or what it never did.
+func newcomerText(n *Newcomer) string {
+	if n == nil {
+		return "-"
+	}
+	delivered, learned := "never delivered", "not learned"
+	if n.Delivered {
+		delivered = fmt.Sprintf("%.1f ms", n.DeliveredMs)
+		if n.DeliveredMs < 1 {
+			delivered = fmt.Sprintf("%.0f µs", 1000*n.DeliveredMs)
+		}
+	}
+	switch {
+	case n.Learned:
+		learned = fmt.Sprintf("%.0f ms", n.LearnedMs)
+	case n.Reads == 0:
+		learned = "unread"
+	}
+	return fmt.Sprintf("%s / %s / %d of %d", delivered, learned, n.Lost, n.Sent)
 }
 
 func sideText(s *SideLearn) string {
@@ -114,14 +140,16 @@ func sideText(s *SideLearn) string {
 	return fmt.Sprintf("all in %.0f ms", s.Millis)
 }
 
-var floodHead = []string{"DUT", "STREAM", "LOST", "RATE WITH/WITHOUT FLOOD", "FLOODED TO H3", "MOST LEARNED", "STATICS KEPT", "BRIDGE B LEARNED (WITHOUT / WITH)", "DAEMON RSS (BEFORE / MOST / AFTER)", "FLOOD (RATE / AT H4)", "GOAL"}
+var floodHead = []string{"DUT", "STREAM", "LOST", "RATE WITH/WITHOUT FLOOD", "FLOODED TO H3", "MOST LEARNED", "STATICS KEPT", "BRIDGE B LEARNED (WITHOUT / WITH)", "DAEMON RSS (BEFORE / MOST / AFTER)", "FLOOD (RATE / AT H4)", "GOAL", "NEWCOMER (DELIVERED / LEARNED / LOST)", "NEWCOMER GOAL"}
 
 func terminalFloods(w io.Writer, rows []*FloodRow) {
 	if len(rows) == 0 {
 		return
 	}
 	rec := rows[0].Rec
-	fmt.Fprintf(w, "\nmac-flood: the stream h1 -> h2 alone and while h3 floods from %d random sources for %.0fs (goal: 0 lost and %.0f%% of its rate):\n", rec.Sources, rec.FloodSeconds, 100*FloodMinRatio)
+	fmt.Fprintf(w, "\nmac-flood: the stream h1 -> h2 alone and while h3 floods from %d random sources for %.0fs (goal: 0 lost and %.0f%% of its rate); "+
+		"a newcomer on h4's port streams to h1 during the flood (goal: delivered within %v and learned within %v of its first frame, the stream at 0 lost):\n",
+		rec.Sources, rec.FloodSeconds, 100*FloodMinRatio, NewcomerDeliverGoal, NewcomerLearnGoal)
 	var cells [][]string
 	for _, r := range rows {
 		cells = append(cells, r.cells())
@@ -185,6 +213,9 @@ func floodWarnings(rows []*FloodRow) []string {
 		if s.SideFlood != nil && s.SideFlood.Learned < s.SideFlood.Addresses {
 			bad = append(bad, "the second bridge did not learn all its addresses under the flood")
 		}
+		if s.Newcomer != nil && !s.NewcomerMet {
+			bad = append(bad, "the newcomer missed its goal: "+newcomerText(s.Newcomer)+" (delivered / learned / lost)")
+		}
 		if len(bad) > 0 {
 			out = append(out, fmt.Sprintf("warning: %s: %s", r.DUT, strings.Join(bad, "; ")))
 		}
@@ -201,14 +232,17 @@ func markdownFloods(b *bytes.Buffer, dir string, run *Run, rows []*FloodRow) err
 	fmt.Fprintf(b, "The stream from h1 to h2 ran twice through each DUT for %.0f s: alone, then while h3 sent 64-byte frames to h4 from %d random source addresses at its generator's full rate for %.0f s "+
 		"(the notes above say how). The stream's rate is a share of the DUT's own zero-loss throughput, measured first: at that share its path has CPU to spare on this machine, "+
 		"so that what the flood costs it is the DUT's doing, not two generators sharing the CPUs. "+
-		"Goal: the stream loses 0 frames with the flood and keeps at least %.0f%% of its rate (distinct frames h2 received a second, with the flood against without).\n\n",
-		rows[0].Rec.Base.Seconds, rec.Sources, rec.FloodSeconds, 100*FloodMinRatio)
+		"Goal: the stream loses 0 frames with the flood and keeps at least %.0f%% of its rate (distinct frames h2 received a second, with the flood against without). "+
+		"During the flood a newcomer, an address that never sent, starts a stream of %d frames a second from h4's port to h1, %v into the flood (at most a third of it), until the flood ends: "+
+		"the time from its first frame sent to its first frame at h1 (both on the BPF clock), from its first frame sent to the end of the table read that found its entry on h4's port "+
+		"(the table read every %v), and its frames lost. Its goal: delivered within %v, learned within %v, with the stream at 0 lost.\n\n",
+		rows[0].Rec.Base.Seconds, rec.Sources, rec.FloodSeconds, 100*FloodMinRatio, newcomerPPS, newcomerAfter, newcomerPoll, NewcomerDeliverGoal, NewcomerLearnGoal)
 	var cells [][]string
 	for _, r := range rows {
 		cells = append(cells, r.cells())
 	}
 	markdownRows(b, []string{"DUT", "stream", "lost with the flood", "rate with / without", "flooded to h3", "most learned (of the limit)", "static entries kept",
-		"bridge B learned 1000 addresses, without / with", "daemon RSS before / most / after", "flood rate / frames at h4", "goal"}, cells, floodWarnings(rows))
+		"bridge B learned 1000 addresses, without / with", "daemon RSS before / most / after", "flood rate / frames at h4", "goal", "newcomer: delivered / learned / lost of sent", "newcomer goal"}, cells, floodWarnings(rows))
 	b.WriteString("\nEach DUT's table and what could not be measured:\n\n")
 	for _, r := range rows {
 		rec := r.Rec
@@ -235,6 +269,18 @@ func markdownFloods(b *bytes.Buffer, dir string, run *Run, rows []*FloodRow) err
 			if w.Side != nil {
 				fmt.Fprintf(b, "; bridge B %s: %d of %d in %.0f ms, %d table reads, the last %.0f ms",
 					map[bool]string{false: "without the flood", true: "with it"}[w.Flood], w.Side.Learned, w.Side.Addresses, w.Side.Millis, w.Side.Reads, w.Side.ReadMs)
+			}
+			if n := w.Newcomer; n != nil {
+				fmt.Fprintf(b, "; newcomer %s on %s from %.1f s into the flood: %d table reads", n.MAC, n.Port, n.StartS, n.Reads)
+				if n.Reads > 0 {
+					fmt.Fprintf(b, ", the last %.0f ms", n.ReadMs)
+				}
+				if n.Found != "" {
+					fmt.Fprintf(b, ", its address %s", n.Found)
+				}
+				if n.Note != "" {
+					fmt.Fprintf(b, ", %s", n.Note)
+				}
 			}
 			if w.Note != "" {
 				fmt.Fprintf(b, "; %s", w.Note)

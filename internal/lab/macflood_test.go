@@ -55,6 +55,52 @@ func TestFloodAccounting(t *testing.T) {
 		t.Errorf("unread table, nothing sent: %+v", s)
 	}
 
+	// The newcomer: its first frame at h1 from its first sent on the BPF
+	// clock, its entry from the same first frame; the goal wants both in
+	// time and the known stream at 0 loss.
+	var n Newcomer
+	n.account(gen.Stats{Sent: 100, Elapsed: time.Second, First: 10 * time.Second}, sink.Snapshot{Received: 98, Duplicates: 1, First: 10*time.Second + 40*time.Millisecond})
+	n.learnedAt(10*time.Second, 12500*time.Millisecond)
+	if n.Sent != 100 || n.Received != 97 || n.Lost != 3 || !n.Delivered || n.DeliveredMs != 40 || !n.Learned || n.LearnedMs != 2500 {
+		t.Errorf("newcomer: %+v", n)
+	}
+	var never Newcomer
+	never.account(gen.Stats{Sent: 100, First: time.Second}, sink.Snapshot{})
+	if never.Delivered || never.Lost != 100 || NewcomerGoal(&never) || NewcomerGoal(nil) {
+		t.Errorf("a newcomer never delivered: %+v", never)
+	}
+	rec.Flood.Newcomer = &n
+	if s := SummarizeFlood(rec); !s.NewcomerMet || s.Newcomer != &n {
+		t.Errorf("newcomer in 40 ms and 2500 ms: %+v", s)
+	}
+	row := &FloodRow{DUT: "trestle:xdp", Rep: 1, Rec: rec, Sum: SummarizeFlood(rec)}
+	if c := row.cells(); c[len(c)-2] != "40.0 ms / 2500 ms / 3 of 100" || c[len(c)-1] != "met" {
+		t.Errorf("newcomer cells: %q", c)
+	}
+	for _, c := range []struct {
+		edit func(*Newcomer)
+		what string
+	}{
+		{func(n *Newcomer) { n.DeliveredMs = 1001 }, "delivered in 1001 ms"},
+		{func(n *Newcomer) { n.LearnedMs = 5001 }, "learned in 5001 ms"},
+		{func(n *Newcomer) { n.Learned = false }, "not learned"},
+		{func(n *Newcomer) { n.Delivered = false }, "never delivered"},
+	} {
+		m := n
+		c.edit(&m)
+		rec.Flood.Newcomer = &m
+		row := &FloodRow{DUT: "trestle:tc", Rep: 1, Rec: rec, Sum: SummarizeFlood(rec)}
+		if row.Sum.NewcomerMet || row.cells()[len(row.cells())-1] != "NOT met" || !strings.Contains(strings.Join(floodWarnings([]*FloodRow{row}), "\n"), "newcomer missed its goal") {
+			t.Errorf("a newcomer %s met its goal: %+v", c.what, row.Sum)
+		}
+	}
+	// The known stream losing a frame fails the newcomer's goal too.
+	rec.Flood.Newcomer, rec.Flood.Lost = &n, 1
+	if SummarizeFlood(rec).NewcomerMet {
+		t.Errorf("the newcomer's goal met with the known stream losing a frame")
+	}
+	rec.Flood.Lost, rec.Flood.Newcomer = 0, nil
+
 	var got []Result
 	rec.Flood.RatePPS = 500
 	addFloodResults(Result{DUT: "d", Rep: 1}, rec, nil, func(r Result) { got = append(got, r) })
@@ -205,7 +251,8 @@ func TestCPUOthers(t *testing.T) {
 // TestExecuteMACFlood runs a small mac-flood through trestle in xdp mode
 // and the Linux bridge: a flood from 10,000 sources fills a table of
 // 4096, which holds no more; the static entries stay; the second bridge
-// learns its 1000 addresses; every second has its sample.
+// learns its 1000 addresses; every second has its sample; the newcomer's
+// frames get through the full table, and trestle learns it.
 func TestExecuteMACFlood(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
@@ -235,7 +282,7 @@ func TestExecuteMACFlood(t *testing.T) {
 		}
 		if strings.HasPrefix(rec.TableLimit, "none:") {
 			t.Logf("%s: %s: its table has no limit to check", r.DUT, rec.TableLimit)
-		} else if want := floodFill(r.DUT, 4096); s.MaxLearned != want {
+		} else if want := floodFill(r.DUT, 4096); s.MaxLearned != want && !(s.MaxLearned == want+1 && newcomerIn(r.DUT, rec)) {
 			t.Errorf("%s: the table held at most %d learned addresses; a flood from 10,000 sources should fill %d and no more", r.DUT, s.MaxLearned, want)
 		}
 		if s.StaticsKept != floodStatics {
@@ -245,6 +292,14 @@ func TestExecuteMACFlood(t *testing.T) {
 			if side == nil || side.Learned != sideAddrs {
 				t.Errorf("%s: the second bridge learned %+v", r.DUT, side)
 			}
+		}
+		// The newcomer on h4's port: delivered through the full table, and
+		// learned by trestle (room kept for ports under their fair share);
+		// the times are the lab's to report, not this test's to judge.
+		if n := rec.Flood.Newcomer; n == nil || n.Sent == 0 || !n.Delivered || strings.HasPrefix(r.DUT, "trestle") && !n.Learned || rec.Base.Newcomer != nil {
+			t.Errorf("%s: newcomer %+v (without the flood: %+v)", r.DUT, n, rec.Base.Newcomer)
+		} else {
+			t.Logf("%s: newcomer %s", r.DUT, newcomerText(n))
 		}
 		if len(rec.Flood.Samples) < 3 || !rec.Flood.Samples[len(rec.Flood.Samples)/2].Flooding {
 			t.Errorf("%s: samples %+v", r.DUT, rec.Flood.Samples)
@@ -268,6 +323,12 @@ func TestExecuteMACFlood(t *testing.T) {
 	if left := ours(t, runPrefix); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
+}
+
+// newcomerIn says whether trestle learned the newcomer into the room it
+// keeps above the flood's mark: the table then holds one more.
+func newcomerIn(dut string, rec *FloodRecord) bool {
+	return strings.HasPrefix(dut, "trestle") && rec.Flood.Newcomer != nil && rec.Flood.Newcomer.Learned
 }
 
 // sources is the flood's source addresses of s's mac-flood test.

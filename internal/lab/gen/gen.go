@@ -94,6 +94,9 @@ type Stats struct {
 	// Rate is the rate asked for (Options.Rate; 0: as fast as it goes),
 	// to hold the achieved one against (Behind).
 	Rate float64 `json:"rate_requested,omitempty"`
+	// First is when the first frame went (live mode), on the clock of
+	// CLOCK_MONOTONIC and the sinks' BPF clock: to time what became of it.
+	First time.Duration `json:"-"`
 }
 
 // BehindTolerance is how far below its rate a run may send and still be
@@ -507,6 +510,7 @@ func runLive(ctx context.Context, o Options, ifindex int, specs []frame.Spec, in
 		if first != 0 && last > first {
 			s.Elapsed = time.Duration(last - first)
 		}
+		s.First = time.Duration(first)
 		return s, sts
 	}
 	finished := func(sts []labbpf.GenTrGenCpu) bool {
