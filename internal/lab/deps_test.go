@@ -18,6 +18,7 @@ func TestLabReachesSwitchOnlyThroughItsSeams(t *testing.T) {
 		"internal/instance":  true, // instance naming and cleanup
 		"internal/netnsutil": true, // namespaces, links, addresses
 		"internal/progrun":   true, // the raw BPF_PROG_TEST_RUN call
+		"internal/frrconf":   true, // FRR's configuration for the overlay's tests and lab, not the switch's
 	}
 	out, err := exec.Command("go", "list", "-deps", module+"internal/lab/...").CombinedOutput()
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/lab/sink"
-	"github.com/trestle/trestle/internal/overlay/frrconf"
+	"github.com/trestle/trestle/internal/frrconf"
 )
 
 // TestOverlay: two hosts joined by a VXLAN overlay with EVPN by FRR

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/ctl"
-	"github.com/trestle/trestle/internal/overlay/frrconf"
+	"github.com/trestle/trestle/internal/frrconf"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
 )
