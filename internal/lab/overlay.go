@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trestle/trestle/internal/ctl"
-	"github.com/trestle/trestle/internal/lab/sink"
 	"github.com/trestle/trestle/internal/frrconf"
+	"github.com/trestle/trestle/internal/lab/sink"
 )
 
 // TestOverlay: two hosts joined by a VXLAN overlay with EVPN by FRR
