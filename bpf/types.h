@@ -202,7 +202,7 @@ struct tr_dst_memo {
 	__u32 ifindex; /* where the destination lives */
 	__u32 gen;
 	__u32 mgen;
-	__u32 hit; /* the frame this CPU is deciding found its destination here (tr_fdb_find): a stream (lib/memo.h) */
+	__u32 hit; /* the last lookup that found a destination (tr_fdb_find) found it here, 0: in the table; a stream (lib/memo.h) */
 };
 
 /* A path across patch ports this CPU found a frame to take, from the

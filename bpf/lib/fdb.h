@@ -132,8 +132,6 @@ static __always_inline void tr_view_init(struct tr_table_view *v)
 	v->gen = *(volatile __u32 *)&fdb_gen;
 	v->mgen = *(volatile __u32 *)&move_gen;
 	v->now = 0;
-	if (v->memo)
-		v->memo->dst.hit = 0;
 	v->tick = jiffies_hz ? bpf_jiffies64() : tr_view_now(v);
 }
 
@@ -460,6 +458,7 @@ static __always_inline int tr_fdb_find(struct tr_table_view *v, __u16 bridge, __
 		m->ifindex = e->ifindex;
 		m->gen = v->gen;
 		m->mgen = v->mgen;
+		m->hit = 0; /* the table answered: tr_fast_remember reads it, for a forward */
 	}
 	return 1;
 }
