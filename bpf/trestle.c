@@ -265,6 +265,13 @@ int trestle_patch_egress(struct xdp_md *ctx)
 	return tr_devmap_patch_egress(ctx);
 }
 
+/* The far end of an overlay port's xdp way in (lib/overlay.h). */
+SEC("tc")
+int trestle_via(struct __sk_buff *skb)
+{
+	return tr_via(skb);
+}
+
 SEC("xdp")
 int trestle_xdp(struct xdp_md *ctx)
 {

@@ -121,7 +121,8 @@ struct tr_fdb_val {
 struct tr_port {
 	__u16 bridge;
 	__u16 slot;
-	__u32 max_macs; /* 0: unlimited */
+	__u32 max_macs; /* 0: unlimited. A TR_PORT_VIA entry: the ifindex of its port's own
+			 * interface (the overlay port's vxlan device) */
 	__u16 pvid;     /* VLAN-aware bridge: the VLAN of untagged frames (access or native); 0: none */
 	__u16 pad;
 	__u32 flags;    /* enum tr_port_flags: 32 bits since issue 29 took the last of 16 (a
@@ -146,6 +147,7 @@ enum tr_port_flags {
 	TR_PORT_OVERLAY = 16384,   /* an overlay port (a vxlan device, docs/overlay.md): what leaves by it must fit its MTU (lib/overlay.h) */
 	TR_PORT_NATIVE_TAGGED = 32768, /* native_tagged = true: a trunk sends its native VLAN (pvid) tagged too */
 	TR_PORT_QINQ = 65536,      /* qinq = true: an access port takes frames with a second tag behind a priority tag or an S-tag */
+	TR_PORT_VIA = 131072,      /* not a port: an end of an overlay port's xdp way in (docs/overlay.md), under the port's value: the end XDP copies go into (for the devmap programs' tr_port_of(egress_ifindex)) and its peer (trestle_via's ingress) */
 };
 
 /* Storm control: the kinds of flood a port's ingress limits, each its own

@@ -456,6 +456,7 @@ const (
 	TrestleTrPortFlagsTR_PORT_OVERLAY       TrestleTrPortFlags = 16384
 	TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED TrestleTrPortFlags = 32768
 	TrestleTrPortFlagsTR_PORT_QINQ          TrestleTrPortFlags = 65536
+	TrestleTrPortFlagsTR_PORT_VIA           TrestleTrPortFlags = 131072
 )
 
 type TrestleTrPortStats struct {
@@ -647,6 +648,7 @@ const (
 	TrestleProgTrestlePatchEgress = "trestle_patch_egress"
 	TrestleProgTrestleTc          = "trestle_tc"
 	TrestleProgTrestleTcFilter    = "trestle_tc_filter"
+	TrestleProgTrestleVia         = "trestle_via"
 	TrestleProgTrestleVlanEgress  = "trestle_vlan_egress"
 	TrestleProgTrestleXdp         = "trestle_xdp"
 	TrestleProgTrestleXdpFilter   = "trestle_xdp_filter"
@@ -727,6 +729,7 @@ type TrestleProgramSpecs struct {
 	TrestlePatchEgress *ebpf.ProgramSpec `ebpf:"trestle_patch_egress"`
 	TrestleTc          *ebpf.ProgramSpec `ebpf:"trestle_tc"`
 	TrestleTcFilter    *ebpf.ProgramSpec `ebpf:"trestle_tc_filter"`
+	TrestleVia         *ebpf.ProgramSpec `ebpf:"trestle_via"`
 	TrestleVlanEgress  *ebpf.ProgramSpec `ebpf:"trestle_vlan_egress"`
 	TrestleXdp         *ebpf.ProgramSpec `ebpf:"trestle_xdp"`
 	TrestleXdpFilter   *ebpf.ProgramSpec `ebpf:"trestle_xdp_filter"`
@@ -970,6 +973,7 @@ type TrestlePrograms struct {
 	TrestlePatchEgress *ebpf.Program `ebpf:"trestle_patch_egress"`
 	TrestleTc          *ebpf.Program `ebpf:"trestle_tc"`
 	TrestleTcFilter    *ebpf.Program `ebpf:"trestle_tc_filter"`
+	TrestleVia         *ebpf.Program `ebpf:"trestle_via"`
 	TrestleVlanEgress  *ebpf.Program `ebpf:"trestle_vlan_egress"`
 	TrestleXdp         *ebpf.Program `ebpf:"trestle_xdp"`
 	TrestleXdpFilter   *ebpf.Program `ebpf:"trestle_xdp_filter"`
@@ -980,6 +984,7 @@ func (p *TrestlePrograms) Close() error {
 		p.TrestlePatchEgress,
 		p.TrestleTc,
 		p.TrestleTcFilter,
+		p.TrestleVia,
 		p.TrestleVlanEgress,
 		p.TrestleXdp,
 		p.TrestleXdpFilter,

@@ -65,6 +65,7 @@ const (
 	MaxGuardIPs      = int(TrestleTrLimitsTR_MAX_GUARD_IPS)
 	PortNativeTagged = uint32(TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED)
 	PortQinQ         = uint32(TrestleTrPortFlagsTR_PORT_QINQ)
+	PortVia          = uint32(TrestleTrPortFlagsTR_PORT_VIA)
 	StormKinds       = int(TrestleTrStormKindTR_STORM_KINDS)
 	MirrorVLANs      = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
 	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)

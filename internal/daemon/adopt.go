@@ -107,7 +107,7 @@ func (d *Daemon) adopt() error {
 			continue
 		}
 		w := pi
-		p := &portState{bridge: b, slot: pi.Slot, ifindex: int(pi.Ifindex), written: &w,
+		p := &portState{bridge: b, slot: pi.Slot, ifindex: int(pi.Ifindex), via: [2]int{int(pi.Via), int(pi.ViaPeer)}, written: &w,
 			cfg: config.Port{Interface: l.Name, Mode: mode.Auto, MaxMACs: int(pi.MaxMACs)}}
 		if a := byLink[int(pi.Ifindex)]; a != nil {
 			p.mode, p.why = a.Mode(), "adopted from the pinned datapath"

@@ -47,6 +47,10 @@ type portState struct {
 	written *datapath.PortInfo
 	// peer: a patch port's peer, the patch port of the other bridge.
 	peer *portState
+	// via: the ends of an overlay port's xdp way in (datapath.PortInfo.Via
+	// and ViaPeer): the veth xdp ports send its frames into, and its peer,
+	// where trestle_via sends them on to the vxlan device; 0: none.
+	via [2]int
 }
 
 func (p *portState) name() string { return p.cfg.PortName() }
@@ -114,6 +118,9 @@ func (p *portState) vlanInfo() datapath.PortInfo {
 	info := datapath.PortInfo{Ifindex: uint32(p.ifindex), Bridge: p.bridge.id, Slot: p.slot}
 	if p.cfg.IsPatch() {
 		info.Ifindex = datapath.PatchIfindex(p.slot)
+	}
+	if p.cfg.IsOverlay() && p.ifindex > 0 && p.via[0] > 0 {
+		info.Via, info.ViaPeer = uint32(p.via[0]), uint32(p.via[1])
 	}
 	if p.bridge.cfg.VLANAware() {
 		switch {

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/datapath"
@@ -112,12 +114,16 @@ func (d *Daemon) overlayPlan(cfg *config.Config) (netip.Addr, error) {
 // so that the ports attach to their vxlan devices; a VNI new to the
 // daemon is removed again by a rollback.
 func (d *Daemon) commitOverlay(c *change, j *journal) error {
+	via, err := d.viaProg()
+	if err != nil {
+		return err
+	}
 	for _, b := range c.order {
 		for _, p := range b.ports {
 			if !p.cfg.IsOverlay() {
 				continue
 			}
-			spec := overlay.Spec{VNI: p.cfg.VXLAN, VTEP: c.vtep, MTU: p.cfg.MTU, DstPort: p.cfg.DstPort}
+			spec := overlay.Spec{VNI: p.cfg.VXLAN, VTEP: c.vtep, MTU: p.cfg.MTU, DstPort: p.cfg.DstPort, Via: via}
 			_, created, err := d.ovl.mgr.Ensure(spec)
 			if err != nil {
 				return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
@@ -130,6 +136,29 @@ func (d *Daemon) commitOverlay(c *change, j *journal) error {
 		}
 	}
 	return nil
+}
+
+// viaProgrammer is a dataplane with the program of the overlay's xdp ways
+// in (internal/datapath's trestle_via).
+type viaProgrammer interface{ ViaProgram() *ebpf.Program }
+
+// viaProg is that program, for overlay.Spec.Via; none when the dataplane
+// has none (a VNI is then made without its xdp way in).
+func (d *Daemon) viaProg() (overlay.Prog, error) {
+	vp, ok := d.topo.(viaProgrammer)
+	if !ok || vp.ViaProgram() == nil {
+		return overlay.Prog{}, nil
+	}
+	prog := vp.ViaProgram()
+	info, err := prog.Info()
+	if err != nil {
+		return overlay.Prog{}, fmt.Errorf("overlay: read the program of the xdp ways in: %w", err)
+	}
+	id, ok := info.ID()
+	if !ok {
+		return overlay.Prog{}, fmt.Errorf("overlay: the kernel gives no ID for the program of the xdp ways in")
+	}
+	return overlay.Prog{FD: prog.FD(), ID: uint32(id)}, nil
 }
 
 // finalizeOverlay removes the objects of the VNIs the model no longer has

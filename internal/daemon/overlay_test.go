@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/mode"
+	"github.com/trestle/trestle/internal/netdev"
 	"github.com/trestle/trestle/internal/overlay"
 )
 
@@ -21,7 +24,10 @@ import (
 
 // ovKernel is an overlay.Kernel over the fake system.
 type ovKernel struct {
-	sys     *fakeSys
+	sys *fakeSys
+	// tramp: Ensure makes the xdp way in too (the real one does when the
+	// dataplane has trestle_via, which the fake has not).
+	tramp   bool
 	devs    map[uint32]overlay.Devices
 	adv     map[string]bool // MAC -> static, what the advertise ports hold
 	writes  []string
@@ -32,8 +38,15 @@ func (k *ovKernel) Ensure(s overlay.Spec) (overlay.Devices, error) {
 	if d, ok := k.devs[s.VNI]; ok {
 		return d, nil
 	}
-	l := k.sys.add(overlay.NamesOf(s.VNI).VXLAN, "vxlan")
+	n := overlay.NamesOf(s.VNI)
+	l := k.sys.add(n.VXLAN, "vxlan")
 	d := overlay.Devices{Bridge: l.Index + 1000, VXLAN: l.Index, Adv: l.Index + 2000, MTU: 1450}
+	if k.tramp {
+		// Its far end has GRO on: XDP redirects into the pair are sent.
+		d.Tramp = k.sys.add(n.Tramp, "veth").Index
+		k.sys.set(n.Tramp, func(l *Link) { l.XDP |= netdev.XDPNdoXmit })
+		d.TrampPeer = k.sys.add(n.TrampPeer, "veth").Index
+	}
 	k.devs[s.VNI] = d
 	return d, nil
 }
@@ -426,5 +439,54 @@ func TestOverlayLearnEvents(t *testing.T) {
 	}
 	if _, ok := w.k.adv["02:00:00:00:00:03"]; ok {
 		t.Error("a station that moved onto the overlay while the table was walked was advertised again")
+	}
+}
+
+// TestOverlayXDPVia: an overlay port beside an xdp port comes up when its
+// VNI has the xdp way in, and the port maps send XDP copies there (Via)
+// while tc ports keep the vxlan device; without the way in it is down,
+// saying why (a vxlan device takes no XDP redirect).
+func TestOverlayXDPVia(t *testing.T) {
+	const cfg = `[daemon]
+vtep = "192.0.2.1"
+[[bridge]]
+name = "br0"
+[[bridge.port]]
+interface = "p1"
+mode = "xdp"
+[[bridge.port]]
+vxlan = 1000
+`
+	for _, tramp := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tramp=%v", tramp), func(t *testing.T) {
+			w := newOvWorld(t)
+			w.k.tramp = tramp
+			w.sys.add("p1", "veth")
+			w.mustApply(cfg)
+			p := w.port("br0", "tvx1000")
+			if !tramp {
+				if p.state() != stateDown || !strings.Contains(p.why, "ndo_xdp_xmit") {
+					t.Errorf("overlay port with no xdp way in beside an xdp port: %s (%s)", p.state(), p.why)
+				}
+				return
+			}
+			n := overlay.NamesOf(1000)
+			via, peer := w.sys.links[n.Tramp].Index, w.sys.links[n.TrampPeer].Index
+			if p.state() != stateUp || p.mode != mode.TC {
+				t.Fatalf("overlay port beside an xdp port: %s %s (%s)", p.state(), p.mode, p.why)
+			}
+			got := w.dp.topo.ports[uint32(p.ifindex)]
+			if got.Via != uint32(via) || got.ViaPeer != uint32(peer) || !got.Overlay {
+				t.Errorf("overlay port written %+v, want Via %d ViaPeer %d", got, via, peer)
+			}
+			for _, bp := range w.dp.topo.bridges[p.bridge.id].Ports {
+				if bp.Ifindex == uint32(p.ifindex) && bp.Via != uint32(via) {
+					t.Errorf("the bridge's port list has the overlay port %+v, want Via %d", bp, via)
+				}
+			}
+			if p1 := w.port("br0", "p1"); p1.mode != mode.XDP || w.dp.topo.ports[uint32(p1.ifindex)].Via != 0 {
+				t.Errorf("p1: %s, %+v", p1.mode, w.dp.topo.ports[uint32(p1.ifindex)])
+			}
+		})
 	}
 }

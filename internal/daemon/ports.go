@@ -9,6 +9,7 @@ import (
 
 	"github.com/trestle/trestle/internal/mode"
 	"github.com/trestle/trestle/internal/netdev"
+	"github.com/trestle/trestle/internal/overlay"
 )
 
 const (
@@ -21,6 +22,7 @@ type candidate struct {
 	p           *portState
 	l           Link
 	ml          mode.Link
+	via         [2]int // an overlay port's xdp way in, both ends (viaOf)
 	peerChecked bool
 	fallback    error // the XDP attach an "auto" port tried and the kernel refused
 	done        bool  // decided in the XDP pass (attached, or down)
@@ -129,10 +131,32 @@ func (d *Daemon) preparePorts(c *change, b *bridgeState) (*bridgePorts, error) {
 			p.running = l.Running
 			continue
 		}
-		cands = append(cands, &candidate{p: p, l: l, ml: modeLink(l)})
+		cd := &candidate{p: p, l: l, ml: modeLink(l)}
+		if p.cfg.IsOverlay() {
+			d.viaOf(cd)
+		}
+		cands = append(cands, cd)
 	}
 	bp.cands = cands
 	return bp, nil
+}
+
+// viaOf finds an overlay port's xdp way in: a vxlan device takes no XDP
+// redirect, so the frames of xdp ports go into a veth of the VNI's
+// (overlay.Names.Tramp, made with the VNI) whose far end hands them to
+// the device. The port takes XDP redirects when that veth does.
+func (d *Daemon) viaOf(cd *candidate) {
+	n := overlay.NamesOf(cd.p.cfg.VXLAN)
+	l, err := d.sys.LinkByName(n.Tramp)
+	if err != nil || l.XDPErr != nil {
+		return // as a vxlan device alone: it takes none
+	}
+	peer, err := d.sys.LinkByName(n.TrampPeer)
+	if err != nil {
+		return
+	}
+	cd.via = [2]int{l.Index, peer.Index}
+	cd.ml.TakesRedirects = l.XDP.Has(netdevXDPNdoXmit)
 }
 
 // findNoRedirects lists, for a bridge with an "auto" NIC, the ports of its
@@ -252,7 +276,7 @@ func (d *Daemon) keep(c *change, p *portState, xdp *[]string) {
 // setDown marks a port not attached, with the reason (logged by
 // portEvents once the apply is over).
 func (d *Daemon) setDown(p *portState, why string) {
-	p.mode, p.why, p.running, p.ifindex = "", why, false, 0
+	p.mode, p.why, p.running, p.ifindex, p.via = "", why, false, 0, [2]int{}
 }
 
 // attach attaches a candidate in mode m, or keeps the attachment its
@@ -277,6 +301,7 @@ func (d *Daemon) attach(c *change, cd *candidate, m mode.Mode, why string, j *jo
 	c.attached[idx] = a
 	p.mode, p.ifindex, p.why = m, idx, why
 	p.physical = cd.l.Physical
+	p.via = cd.via
 	return nil
 }
 

@@ -80,6 +80,15 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 			want[p.Ifindex] = true
 		}
 	}
+	// A bridge is written before its new ports: their ways in are known
+	// from the port list.
+	for _, ps := range [][]PortInfo{b.Ports, b.Reach} {
+		for _, p := range ps {
+			if !IsPatchIfindex(p.Ifindex) {
+				d.noteVia(p)
+			}
+		}
+	}
 	fm, err := d.floodMap(b.ID, want)
 	if err != nil {
 		return fmt.Errorf("bridge %q: %w", b.Name, err)
@@ -344,7 +353,7 @@ func (d *Datapath) setProgFlood(f progFloods, id uint16, ports []PortInfo) error
 	}
 	fd := int32(f.prog.FD())
 	set := sizedSet{outer: f.outer, sets: f.sets, name: f.name, what: f.what, valueSize: 8, limit: f.max,
-		val: func(ifindex uint32) any { return devmapVal{Ifindex: ifindex, ProgFD: fd} }}
+		val: func(ifindex uint32) any { return devmapVal{Ifindex: d.xdpDev(ifindex), ProgFD: fd} }}
 	m, fresh, err := set.fill(id, want)
 	if err != nil || fresh {
 		return err
@@ -490,7 +499,7 @@ func prune(m *ebpf.Map, want map[uint32]bool) error {
 // one filled with want and swapped in whole.
 func (d *Datapath) floodMap(id uint16, want map[uint32]bool) (*ebpf.Map, error) {
 	set := sizedSet{outer: d.objs.Floods, sets: d.floods, name: "tr_flood", what: "flood set", valueSize: 4,
-		limit: tbpf.MaxBridgePorts, val: func(ifindex uint32) any { return ifindex }}
+		limit: tbpf.MaxBridgePorts, val: func(ifindex uint32) any { return d.xdpDev(ifindex) }}
 	m, _, err := set.fill(id, want)
 	return m, err
 }

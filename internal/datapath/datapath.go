@@ -80,6 +80,12 @@ type Datapath struct {
 	// Patch flood sets (patch.go), by bridge.
 	patchFloods map[uint16]*ebpf.Map
 	hadPatch    map[uint16]bool // bridges written with patch ports
+	// via: the ways in the port maps hold, port ifindex -> way in
+	// (SetPort, Ports). xdpTo: where XDP copies for a port go when not to
+	// its own interface (an overlay port's xdp way in), as the last
+	// SetBridge or SetPort said: the flood sets' values take it.
+	via   map[uint32][2]uint32
+	xdpTo map[uint32]uint32
 	// Reach flood sets (reach.go), by bridge.
 	reachFloods map[uint16]*ebpf.Map
 	// The filter's rule sets and counters (filter.go); nil until used.
@@ -110,7 +116,8 @@ func Load(opts Options) (*Datapath, error) {
 	}
 	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, log: opts.Log,
 		spec: spec, progs: map[stage]progSet{}, vlanFloods: map[uint16]*ebpf.Map{},
-		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}, reachFloods: map[uint16]*ebpf.Map{}}
+		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}, reachFloods: map[uint16]*ebpf.Map{},
+		via: map[uint32][2]uint32{}, xdpTo: map[uint32]uint32{}}
 	if d.log == nil {
 		d.log = func(string, ...any) {}
 	}
@@ -317,6 +324,36 @@ type PortInfo struct {
 	MirrorTo            uint32 // the span port's ifindex
 	MirrorToSlot        uint16
 	MirrorVLANs         []uint16
+	// Via: where the port's XDP copies go instead of Ifindex (0: to
+	// Ifindex), and ViaPeer the far end, where trestle_via sends them on
+	// to Ifindex. An overlay port's vxlan device takes no XDP redirect, so
+	// xdp ports send into its xdp way in, a veth pair (docs/overlay.md);
+	// tc ports redirect to the device itself. Both ends are in the port
+	// maps under the port's value, flagged TR_PORT_VIA: Via for the
+	// devmap programs, ViaPeer for trestle_via.
+	Via, ViaPeer uint32
+}
+
+// ViaProgram is the program at the far end of an overlay port's xdp way
+// in (bpf/lib/overlay.h, trestle_via), for the overlay's kernel objects to
+// attach (internal/overlay).
+func (d *Datapath) ViaProgram() *ebpf.Program { return d.objs.TrestleVia }
+
+// xdpDev is where XDP copies for the port on ifindex go.
+func (d *Datapath) xdpDev(ifindex uint32) uint32 {
+	if v := d.xdpTo[ifindex]; v != 0 {
+		return v
+	}
+	return ifindex
+}
+
+// noteVia records where XDP copies for p go, for the flood sets.
+func (d *Datapath) noteVia(p PortInfo) {
+	if p.Via != 0 {
+		d.xdpTo[p.Ifindex] = p.Via
+	} else {
+		delete(d.xdpTo, p.Ifindex)
+	}
 }
 
 // Mirrored says whether copies of the port's frames go to a span port.
@@ -404,10 +441,11 @@ type objects struct {
 	TrestleTc          *ebpf.Program `ebpf:"trestle_tc"`
 	TrestleVlanEgress  *ebpf.Program `ebpf:"trestle_vlan_egress"`
 	TrestlePatchEgress *ebpf.Program `ebpf:"trestle_patch_egress"`
+	TrestleVia         *ebpf.Program `ebpf:"trestle_via"`
 }
 
 func (o *objects) Close() error {
-	for _, p := range []*ebpf.Program{o.TrestleXdp, o.TrestleTc, o.TrestleVlanEgress, o.TrestlePatchEgress} {
+	for _, p := range []*ebpf.Program{o.TrestleXdp, o.TrestleTc, o.TrestleVlanEgress, o.TrestlePatchEgress, o.TrestleVia} {
 		if p != nil {
 			p.Close()
 		}

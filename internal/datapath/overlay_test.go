@@ -1,9 +1,12 @@
 package datapath
 
 import (
+	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
@@ -158,5 +161,106 @@ func TestOverlayMTU(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestVia: an overlay port's xdp way in (docs/overlay.md, "xdp ports and
+// the overlay"). Slot 2 is the overlay port on p2 (MTU 1450), its way in
+// the pair p0 (where XDP copies go) and q0 (its far end): XDP unicast and
+// floods for slot 2 go to p0 while the bridge's port list keeps p2 for tc;
+// both ends are in the port maps but are no ports; trestle_via at q0 sends
+// what fits the overlay on to p2 and drops (and counts on slot 2) what does
+// not, and drops what arrives anywhere else; the way in goes with its port.
+func TestVia(t *testing.T) {
+	const mtu = 1450
+	r := newRig(t, modes[0], 1024, [4]uint32{})
+	var q0 uint32
+	ports := []PortInfo{{Ifindex: r.port[1], Bridge: 1, Slot: 1}, {Ifindex: r.port[2], Bridge: 1, Slot: 2, Overlay: true, Via: r.port[0]},
+		{Ifindex: r.port[3], Bridge: 1, Slot: 3}}
+	err := r.ns.Do(func() error {
+		l, err := netlink.LinkByIndex(int(r.port[2]))
+		if err != nil {
+			return err
+		}
+		if err := netlink.LinkSetMTU(l, mtu); err != nil {
+			return err
+		}
+		q, err := netlink.LinkByName("q0")
+		if err != nil {
+			return err
+		}
+		q0 = uint32(q.Attrs().Index)
+		ports[1].ViaPeer = q0
+		// The bridge first, as the daemon writes a new port: its way in is
+		// known from the port list.
+		if err := r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: ports, Overlay: true}); err != nil {
+			return err
+		}
+		return r.dp.SetPort(ports[1])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tx uint32
+	if err := r.dp.objs.TxPorts.Lookup(uint32(2), &tx); err != nil || tx != r.port[0] {
+		t.Errorf("tx_ports[2] = %d, %v; want the way in %d", tx, err, r.port[0])
+	}
+	var member uint32
+	if err := r.dp.floods[1].Lookup(r.port[2], &member); err != nil || member != r.port[0] {
+		t.Errorf("the flood set's member for the overlay port sends to %d, %v; want %d", member, err, r.port[0])
+	}
+	for _, end := range []uint32{r.port[0], q0} {
+		if p, ok, err := r.dp.Port(end); err != nil || ok {
+			t.Errorf("an end of the way in (%d) reads as a port: %+v %v %v", end, p, ok, err)
+		}
+	}
+	got, err := r.dp.Ports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || !slices.ContainsFunc(got, func(p PortInfo) bool {
+		return p.Slot == 2 && p.Ifindex == r.port[2] && p.Via == r.port[0] && p.ViaPeer == q0 && p.Overlay
+	}) {
+		t.Errorf("Ports() = %+v, want 3 ports, slot 2 with its way in %d-%d", got, r.port[0], q0)
+	}
+
+	via := func(ingress uint32, payload int) uint32 {
+		t.Helper()
+		var ret uint32
+		err := r.ns.Do(func() error {
+			ctx := make([]byte, 44) // struct __sk_buff up to ifindex at 40
+			binary.LittleEndian.PutUint32(ctx[40:], ingress)
+			var err error
+			ret, err = r.dp.ViaProgram().Run(&ebpf.RunOptions{Data: frame(macC, macA, 0x0800, payload), Context: ctx})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ret
+	}
+	tooLong := tbpf.TrestleTrDropReasonTR_DROP_OVERLAY_MTU
+	before := r.stats(2).Drops[tooLong]
+	if v := via(q0, mtu); v != tcRedirect {
+		t.Errorf("trestle_via, a frame that fits: verdict %d, want a redirect", v)
+	}
+	if v := via(q0, mtu+1); v != tcShot {
+		t.Errorf("trestle_via, a frame one byte too long: verdict %d, want dropped", v)
+	}
+	if n := r.stats(2).Drops[tooLong] - before; n != 1 {
+		t.Errorf("overlay_mtu on the overlay port went up by %d, want 1", n)
+	}
+	if v := via(r.port[1], 64); v != tcShot {
+		t.Errorf("trestle_via on an interface that is no way in: verdict %d, want dropped", v)
+	}
+
+	if err := r.ns.Do(func() error { return r.dp.DelPort(r.port[2], 2) }); err != nil {
+		t.Fatal(err)
+	}
+	if v := via(q0, 64); v != tcShot {
+		t.Errorf("trestle_via after its port went: verdict %d, want dropped", v)
+	}
+	if got, _ := r.dp.Ports(); len(got) != 2 {
+		t.Errorf("Ports() after the overlay port went: %+v", got)
 	}
 }

@@ -22,8 +22,16 @@ func (d *Datapath) SetPort(p PortInfo) (err error) {
 	if p.Bridge == 0 {
 		return fmt.Errorf("port ifindex %d: bridge id 0", p.Ifindex)
 	}
+	if (p.Via != 0) != (p.ViaPeer != 0) || (p.Via != 0 && (IsPatchIfindex(p.Ifindex) || p.Via == p.Ifindex || p.ViaPeer == p.Ifindex || p.Via == p.ViaPeer)) {
+		return fmt.Errorf("port ifindex %d: no XDP way in %d-%d for it", p.Ifindex, p.Via, p.ViaPeer)
+	}
 	if !IsPatchIfindex(p.Ifindex) {
-		if err := d.objs.TxPorts.Put(uint32(p.Slot), p.Ifindex); err != nil {
+		tx := p.Ifindex
+		if p.Via != 0 {
+			tx = p.Via
+		}
+		d.noteVia(p)
+		if err := d.objs.TxPorts.Put(uint32(p.Slot), tx); err != nil {
 			return fmt.Errorf("port ifindex %d: add to tx_ports as slot %d: %w", p.Ifindex, p.Slot, err)
 		}
 	}
@@ -64,6 +72,9 @@ func (d *Datapath) SetPort(p PortInfo) (err error) {
 		return d.setPatch(p, v)
 	}
 	if err := d.addGuardIPs(p); err != nil {
+		return err
+	}
+	if err := d.setVia(p, v); err != nil {
 		return err
 	}
 	if err := d.portMap(p.Ifindex).Put(p.Ifindex, &v); err != nil {
@@ -116,6 +127,12 @@ func (d *Datapath) Port(ifindex uint32) (PortInfo, bool, error) {
 // portInfo reads a port's value, and a trunk's VLANs.
 func (d *Datapath) portInfo(ifindex uint32, v tbpf.Port) (PortInfo, bool, error) {
 	p := PortInfo{Ifindex: ifindex, Bridge: v.Bridge, Slot: v.Slot, MaxMACs: v.MaxMacs, PVID: v.Pvid}
+	if v.Flags&tbpf.PortVia != 0 {
+		// An end of an overlay port's way in: the port is read under its
+		// own ifindex (max_macs here).
+		p.Via, p.MaxMACs = ifindex, 0
+		return p, false, nil
+	}
 	for _, f := range policyFlags {
 		*f.get(&p) = v.Flags&f.flag != 0
 	}
@@ -237,6 +254,46 @@ func vlanList(bits *tbpf.PortVLANs) []uint16 {
 	return out
 }
 
+// setVia writes the ends of the port's XDP way in (PortInfo.Via,
+// ViaPeer) into the port maps under its value v, flagged TR_PORT_VIA and
+// holding the port's ifindex in max_macs, and forgets the ends it had.
+func (d *Datapath) setVia(p PortInfo, v tbpf.Port) error {
+	want := [2]uint32{p.Via, p.ViaPeer}
+	if old := d.via[p.Ifindex]; old != want {
+		for _, end := range old {
+			if end != 0 && end != want[0] && end != want[1] {
+				if err := d.unport(end); err != nil {
+					return fmt.Errorf("port ifindex %d: forget its XDP way in %d: %w", p.Ifindex, end, err)
+				}
+			}
+		}
+		delete(d.via, p.Ifindex)
+	}
+	if p.Via == 0 {
+		return nil
+	}
+	v.Flags |= tbpf.PortVia
+	v.MaxMacs = p.Ifindex
+	for _, end := range want {
+		if err := d.portMap(end).Put(end, &v); err != nil {
+			return fmt.Errorf("port ifindex %d: write its XDP way in %d: %w", p.Ifindex, end, err)
+		}
+	}
+	d.via[p.Ifindex] = want
+	return nil
+}
+
+// unport makes ifindex no port at ingress.
+func (d *Datapath) unport(ifindex uint32) error {
+	if ifindex < tbpf.PortDirect {
+		return d.objs.PortIndex.Put(ifindex, &tbpf.Port{}) // bridge 0: no port
+	}
+	if err := d.objs.Ports.Delete(ifindex); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	return nil
+}
+
 // DelPort forgets a port: first at ingress, then as an egress.
 func (d *Datapath) DelPort(ifindex uint32, slot uint16) (err error) {
 	d.configChanging()
@@ -244,12 +301,17 @@ func (d *Datapath) DelPort(ifindex uint32, slot uint16) (err error) {
 	if IsPatchIfindex(ifindex) {
 		return d.delPatch(slot)
 	}
-	if ifindex < tbpf.PortDirect {
-		err = d.objs.PortIndex.Put(ifindex, &tbpf.Port{}) // bridge 0: no port
-	} else if err = d.objs.Ports.Delete(ifindex); errors.Is(err, ebpf.ErrKeyNotExist) {
-		err = nil
+	delete(d.xdpTo, ifindex)
+	for _, end := range d.via[ifindex] {
+		if end == 0 {
+			continue
+		}
+		if err := d.unport(end); err != nil {
+			return fmt.Errorf("port ifindex %d: forget its XDP way in %d: %w", ifindex, end, err)
+		}
 	}
-	if err != nil {
+	delete(d.via, ifindex)
+	if err := d.unport(ifindex); err != nil {
 		return fmt.Errorf("port ifindex %d: delete: %w", ifindex, err)
 	}
 	if slot == 0 || int(slot) >= tbpf.MaxPorts {
@@ -261,8 +323,50 @@ func (d *Datapath) DelPort(ifindex uint32, slot uint16) (err error) {
 	return d.pruneGuardIPs(slot, nil)
 }
 
-// Ports reads every port the maps hold (for adoption).
+// Ports reads every port the maps hold (for adoption), each with the ends
+// of its XDP way in (Via, ViaPeer), which the datapath then knows as
+// SetPort had written them.
 func (d *Datapath) Ports() ([]PortInfo, error) {
+	out, err := d.ports()
+	if err != nil {
+		return nil, err
+	}
+	ends := map[uint16][]uint32{} // slot -> ends of a way in
+	ports := out[:0]
+	for _, p := range out {
+		if p.Via != 0 {
+			ends[p.Slot] = append(ends[p.Slot], p.Via)
+			continue
+		}
+		ports = append(ports, p)
+	}
+	for i := range ports {
+		e := ends[ports[i].Slot]
+		if len(e) != 2 || IsPatchIfindex(ports[i].Ifindex) {
+			continue // a way in half written: the next SetPort writes it whole
+		}
+		// The end XDP copies go into is the slot's egress.
+		var tx uint32
+		if err := d.objs.TxPorts.Lookup(uint32(ports[i].Slot), &tx); err != nil {
+			continue
+		}
+		switch tx {
+		case e[0]:
+			ports[i].Via, ports[i].ViaPeer = e[0], e[1]
+		case e[1]:
+			ports[i].Via, ports[i].ViaPeer = e[1], e[0]
+		default:
+			continue
+		}
+		d.via[ports[i].Ifindex] = [2]uint32{ports[i].Via, ports[i].ViaPeer}
+		d.noteVia(ports[i])
+	}
+	return ports, nil
+}
+
+// ports reads every value of the port maps: ports, and ways in (Via set
+// to their own ifindex).
+func (d *Datapath) ports() ([]PortInfo, error) {
 	var out []PortInfo
 	cursor := new(ebpf.MapBatchCursor)
 	keys := make([]uint32, 4096)

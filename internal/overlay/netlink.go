@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -148,7 +149,128 @@ func (Netlink) Ensure(s Spec) (Devices, error) {
 		return dev, fmt.Errorf("set %s up: %w", n.Adv, err)
 	}
 	dev.Adv = adv.Attrs().Index
+	if s.Via.FD == 0 {
+		return dev, nil
+	}
+	if dev.Tramp, dev.TrampPeer, err = ensureTramp(n, mtu, s.Via); err != nil {
+		return dev, err
+	}
 	return dev, nil
+}
+
+// trampMTU is the MTU of both ends of the xdp way in: the most a veth
+// takes. An XDP redirect into a veth longer than its peer's MTU is dropped
+// without a word; here every frame goes through, and trestle_via drops
+// (and counts, as overlay_mtu) what is too long for the vxlan device.
+const trampMTU = 65535
+
+// ensureTramp makes the way in for the frames of xdp ports: a vxlan device
+// has no ndo_xdp_xmit, so an XDP program cannot redirect into it. The
+// frames go into a veth (Tramp) instead; its peer has GRO on, which makes
+// the kernel deliver XDP redirects into the pair (and coalesces TCP
+// segments again, for the vxlan device's GSO), and the datapath's
+// trestle_via at its tc ingress (cls_bpf, direct action) checks each
+// against the vxlan device's MTU and sends it on there. The pair is
+// outside the VNI's bridge: zebra never sees it. It returns the ifindexes
+// of both ends.
+func ensureTramp(n Names, mtu int, via Prog) (tramp, peer int, err error) {
+	tr, err := netlink.LinkByName(n.Tramp)
+	if err != nil && !isNotFound(err) {
+		return 0, 0, fmt.Errorf("xdp way in %s: %w", n.Tramp, err)
+	}
+	if tr != nil && tr.Type() != "veth" {
+		return 0, 0, fmt.Errorf("%s is a %s, not the veth trestle makes: remove it", n.Tramp, tr.Type())
+	}
+	if tr == nil {
+		la := netlink.NewLinkAttrs()
+		la.Name, la.MTU = n.Tramp, trampMTU
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: n.TrampPeer}); err != nil {
+			return 0, 0, fmt.Errorf("create xdp way in %s: %w", n.Tramp, err)
+		}
+		if tr, err = netlink.LinkByName(n.Tramp); err != nil {
+			return 0, 0, fmt.Errorf("xdp way in %s: %w", n.Tramp, err)
+		}
+	}
+	pl, err := netlink.LinkByName(n.TrampPeer)
+	if err != nil {
+		return 0, 0, fmt.Errorf("xdp way in %s: its peer %s: %w", n.Tramp, n.TrampPeer, err)
+	}
+	noIPv6(n.Tramp)
+	noIPv6(n.TrampPeer)
+	for _, l := range []netlink.Link{tr, pl} {
+		if l.Attrs().MTU != trampMTU {
+			if err := netlink.LinkSetMTU(l, trampMTU); err != nil {
+				return 0, 0, fmt.Errorf("set the MTU of %s to %d: %w", l.Attrs().Name, trampMTU, err)
+			}
+		}
+	}
+	if err := peerGRO(n.TrampPeer); err != nil {
+		return 0, 0, fmt.Errorf("xdp way in %s: %w", n.Tramp, err)
+	}
+	if err := ensureVia(pl, via); err != nil {
+		return 0, 0, fmt.Errorf("xdp way in %s: %w", n.Tramp, err)
+	}
+	for _, l := range []netlink.Link{pl, tr} {
+		if err := setUp(l); err != nil {
+			return 0, 0, fmt.Errorf("set %s up: %w", l.Attrs().Name, err)
+		}
+	}
+	return tr.Attrs().Index, pl.Attrs().Index, nil
+}
+
+// peerGRO turns GRO on on name unless it is (a change is a link event).
+func peerGRO(name string) error {
+	et, err := ethtool.NewEthtool()
+	if err != nil {
+		return fmt.Errorf("ethtool: %w", err)
+	}
+	defer et.Close()
+	f, err := et.Features(name)
+	if err != nil {
+		return fmt.Errorf("read the features of %s: %w", name, err)
+	}
+	if f["rx-gro"] {
+		return nil
+	}
+	if err := et.Change(name, map[string]bool{"rx-gro": true}); err != nil {
+		return fmt.Errorf("turn GRO on on %s: %w", name, err)
+	}
+	return nil
+}
+
+// viaName names the filter, so that `tc filter show` says whose it is.
+const viaName = "trestle_via"
+
+// ensureVia makes l's tc ingress run prog on every frame: a clsact qdisc
+// with one cls_bpf filter in direct-action mode. A filter of another
+// program (an earlier daemon's build) or anything else found there is
+// replaced: the qdisc goes with its filters, and the new ones are added
+// at once (frames arriving in between are dropped).
+func ensureVia(l netlink.Link, prog Prog) error {
+	idx := l.Attrs().Index
+	fs, err := netlink.FilterList(l, netlink.HANDLE_MIN_INGRESS)
+	if err == nil && len(fs) == 1 {
+		if f, ok := fs[0].(*netlink.BpfFilter); ok && f.DirectAction && f.Id == int(prog.ID) {
+			return nil
+		}
+	}
+	qd := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
+	if err := netlink.QdiscDel(qd); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clear the tc ingress of %s: %w", l.Attrs().Name, err)
+	}
+	if err := netlink.QdiscAdd(qd); err != nil {
+		return fmt.Errorf("add clsact to %s: %w", l.Attrs().Name, err)
+	}
+	f := &netlink.BpfFilter{
+		FilterAttrs:  netlink.FilterAttrs{LinkIndex: idx, Parent: netlink.HANDLE_MIN_INGRESS, Priority: 1, Protocol: unix.ETH_P_ALL},
+		Fd:           prog.FD,
+		Name:         viaName,
+		DirectAction: true,
+	}
+	if err := netlink.FilterAdd(f); err != nil {
+		return fmt.Errorf("attach %s to the tc ingress of %s: %w", viaName, l.Attrs().Name, err)
+	}
+	return nil
 }
 
 // underlayMTU is the MTU of the interface that has vtep: the underlay's.
@@ -266,11 +388,12 @@ func setBrport(index int, flags map[uint16]bool) error {
 }
 
 // Remove implements Kernel: the vxlan device first (zebra withdraws the
-// VNI), then the advertise port (its peer goes with it) and the bridge.
+// VNI), then the advertise port and the xdp way in (each veth's peer goes
+// with it) and the bridge.
 func (Netlink) Remove(vni uint32) error {
 	n := NamesOf(vni)
 	var errs []error
-	for _, name := range []string{n.VXLAN, n.Adv, n.AdvPeer, n.Bridge} {
+	for _, name := range []string{n.VXLAN, n.Adv, n.AdvPeer, n.Tramp, n.TrampPeer, n.Bridge} {
 		l, err := netlink.LinkByName(name)
 		if isNotFound(err) {
 			continue
@@ -299,7 +422,8 @@ func (Netlink) Owned() ([]uint32, error) {
 		if !ok || seen[v] {
 			continue
 		}
-		want := map[string]string{NamesOf(v).Bridge: "bridge", NamesOf(v).VXLAN: "vxlan", NamesOf(v).Adv: "veth", NamesOf(v).AdvPeer: "veth"}[l.Attrs().Name]
+		n := NamesOf(v)
+		want := map[string]string{n.Bridge: "bridge", n.VXLAN: "vxlan", n.Adv: "veth", n.AdvPeer: "veth", n.Tramp: "veth", n.TrampPeer: "veth"}[l.Attrs().Name]
 		if l.Type() == want {
 			seen[v] = true
 			out = append(out, v)

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -22,7 +25,7 @@ func TestNetlink(t *testing.T) {
 	ns := testutil.NewNS(t, "vtep")
 	testutil.Veth(t, under, "u0", ns, "u1", "192.0.2.1/24")
 	k := Netlink{}
-	s := Spec{VNI: 4242, VTEP: netip.MustParseAddr("192.0.2.1"), DstPort: 4789}
+	s := Spec{VNI: 4242, VTEP: netip.MustParseAddr("192.0.2.1"), DstPort: 4789, Via: testProg(t)}
 	err := ns.Do(func() error {
 		if _, err := k.Ensure(Spec{VNI: 7, VTEP: netip.MustParseAddr("198.51.100.7"), DstPort: 4789}); err == nil {
 			t.Error("Ensure with a VTEP of no interface: no error")
@@ -61,10 +64,33 @@ func TestNetlink(t *testing.T) {
 		if pi, err := netlink.LinkGetProtinfo(vx); err != nil || pi.Learning {
 			t.Errorf("vxlan port's bridge-port flags %+v, %v: want learning off", pi, err)
 		}
+		checkTramp(t, n, dev, s.Via)
 		// Ensure again adopts: the same devices.
 		again, err := k.Ensure(s)
 		if err != nil || again != dev {
 			t.Errorf("Ensure again = %+v, %v; want %+v", again, err, dev)
+		}
+		// A way in that runs another program (an earlier daemon's
+		// build) is given this one's.
+		old := s
+		old.Via = testProg(t)
+		if again, err := k.Ensure(old); err != nil || again != dev {
+			t.Errorf("Ensure with another program = %+v, %v; want %+v", again, err, dev)
+		}
+		checkTramp(t, n, dev, old.Via)
+		if again, err := k.Ensure(s); err != nil || again != dev {
+			t.Errorf("Ensure with the first program again = %+v, %v; want %+v", again, err, dev)
+		}
+		checkTramp(t, n, dev, s.Via)
+		// Without a program there is no way in to make.
+		if _, err := k.Ensure(Spec{VNI: 4343, VTEP: s.VTEP, DstPort: 4789}); err != nil {
+			return err
+		}
+		if _, err := netlink.LinkByName(NamesOf(4343).Tramp); err == nil {
+			t.Errorf("a VNI made with no program has an xdp way in")
+		}
+		if err := k.Remove(4343); err != nil {
+			return err
 		}
 		// A local address, as zebra reads it: extern-learned on the
 		// advertise port, reachable.
@@ -112,7 +138,7 @@ func TestNetlink(t *testing.T) {
 		if err := m.Remove(4242); err != nil {
 			return err
 		}
-		for _, name := range []string{n.Bridge, n.VXLAN, n.Adv, n.AdvPeer} {
+		for _, name := range []string{n.Bridge, n.VXLAN, n.Adv, n.AdvPeer, n.Tramp, n.TrampPeer} {
 			if _, err := netlink.LinkByName(name); err == nil {
 				t.Errorf("%s is left after Remove", name)
 			}
@@ -125,3 +151,58 @@ func TestNetlink(t *testing.T) {
 }
 
 func netHW(s string) net.HardwareAddr { return mac(s) }
+
+// checkTramp checks a VNI's xdp way in: a veth pair out of the bridge, up,
+// of the largest MTU a veth takes, GRO on at the far end (so that XDP
+// redirects into it are delivered) and prog there, the one filter of its
+// tc ingress.
+func checkTramp(t *testing.T, n Names, dev Devices, prog Prog) {
+	t.Helper()
+	tr, err := netlink.LinkByName(n.Tramp)
+	if err != nil {
+		t.Errorf("xdp way in %s: %v", n.Tramp, err)
+		return
+	}
+	peer, err := netlink.LinkByName(n.TrampPeer)
+	if err != nil {
+		t.Errorf("its peer %s: %v", n.TrampPeer, err)
+		return
+	}
+	if tr.Attrs().Index != dev.Tramp || peer.Attrs().Index != dev.TrampPeer || tr.Attrs().MasterIndex != 0 || tr.Attrs().MTU != trampMTU || peer.Attrs().MTU != trampMTU ||
+		tr.Attrs().Flags&unix.IFF_UP == 0 || peer.Attrs().Flags&unix.IFF_UP == 0 {
+		t.Errorf("xdp way in %+v, peer %+v; devices %+v: want its indexes, no master, MTU %d, both up", tr.Attrs(), peer.Attrs(), dev, trampMTU)
+	}
+	et, err := ethtool.NewEthtool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer et.Close()
+	if f, err := et.Features(n.TrampPeer); err != nil || !f["rx-gro"] {
+		t.Errorf("%s: rx-gro %v, %v; want on", n.TrampPeer, f["rx-gro"], err)
+	}
+	fs, err := netlink.FilterList(peer, netlink.HANDLE_MIN_INGRESS)
+	if err != nil || len(fs) != 1 {
+		t.Errorf("%s's tc ingress filters %+v, %v; want one", n.TrampPeer, fs, err)
+		return
+	}
+	if f, ok := fs[0].(*netlink.BpfFilter); !ok || !f.DirectAction || f.Id != int(prog.ID) {
+		t.Errorf("%s's tc ingress filter %+v; want program %d in direct action", n.TrampPeer, fs[0], prog.ID)
+	}
+}
+
+// testProg loads a tc program that passes every frame.
+func testProg(t *testing.T) Prog {
+	t.Helper()
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	info, err := p.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := info.ID()
+	return Prog{FD: p.FD(), ID: uint32(id)}
+}

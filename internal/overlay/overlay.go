@@ -5,11 +5,12 @@
 // advertises a VNI whose vxlan device is up and in a bridge, learns local
 // MACs from AF_BRIDGE neighbour entries on that bridge's ports, and writes
 // remote MACs and the flood list (zero-MAC entries, one a remote VTEP) into
-// the vxlan device's FDB. Per VNI the daemon creates and owns three kernel
+// the vxlan device's FDB. Per VNI the daemon creates and owns the kernel
 // objects (Names): a bridge (not VLAN-aware), the vxlan device (local =
 // the VTEP, nolearning, its bridge port learning off), which is trestle's
-// overlay port, and an idle "advertise" veth in the bridge that the bridge
-// never floods to. The Manager
+// overlay port, an idle "advertise" veth in the bridge that the bridge
+// never floods to, and a veth pair outside the bridge through which the
+// frames of xdp ports reach the vxlan device (Names.Tramp). The Manager
 //
 //   - writes each local address of trestle's table (SyncLocal) on the
 //     advertise port as an extern-learned entry (NTF_MASTER|NTF_EXT_LEARNED,
@@ -56,16 +57,22 @@ type Names struct {
 	VXLAN   string // the vxlan device, trestle's overlay port: tvxVNI
 	Adv     string // the advertise port, a veth in the bridge: tadVNI
 	AdvPeer string // its idle peer: tapVNI
+	// The way in for frames of xdp ports (a vxlan device takes no XDP
+	// redirect): a veth pair. XDP ports redirect into Tramp; its peer
+	// TrampPeer (GRO on, so that the redirects are delivered) hands each
+	// frame to the vxlan device at its tc ingress (Spec.Via).
+	Tramp     string // ttrVNI
+	TrampPeer string // ttpVNI
 }
 
 // Prefixes of the names; VNIOf reads a VNI back from any of them.
-var prefixes = [...]string{"tbr", "tvx", "tad", "tap"}
+var prefixes = [...]string{"tbr", "tvx", "tad", "tap", "ttr", "ttp"}
 
 // NamesOf returns the names of VNI vni's objects. The vxlan device's is
 // config.OverlayDevice's.
 func NamesOf(vni uint32) Names {
 	n := strconv.FormatUint(uint64(vni), 10)
-	return Names{Bridge: "tbr" + n, VXLAN: "tvx" + n, Adv: "tad" + n, AdvPeer: "tap" + n}
+	return Names{Bridge: "tbr" + n, VXLAN: "tvx" + n, Adv: "tad" + n, AdvPeer: "tap" + n, Tramp: "ttr" + n, TrampPeer: "ttp" + n}
 }
 
 // VNIOf reads the VNI from the name of one of a VNI's objects; false for
@@ -93,12 +100,24 @@ type Spec struct {
 	VTEP    netip.Addr
 	MTU     int // 0: the underlay's minus the encapsulation
 	DstPort int
+	// Via is the program at the far end of the xdp way in (the
+	// datapath's trestle_via); none (FD 0): no way in is made, and xdp
+	// ports cannot reach the overlay.
+	Via Prog
+}
+
+// Prog is a loaded program: its FD to attach it, its ID to know it again.
+type Prog struct {
+	FD int
+	ID uint32
 }
 
 // Devices are the ifindexes of a VNI's objects as the kernel has them.
 type Devices struct {
 	Bridge, VXLAN, Adv int
-	MTU                int // the vxlan device's
+	// Tramp, TrampPeer: the ends of the xdp way in (0: none).
+	Tramp, TrampPeer int
+	MTU              int // the vxlan device's
 }
 
 // Neigh is an AF_BRIDGE neighbour (FDB) entry, as a dump or an event gives it.

@@ -21,18 +21,23 @@ import (
 func TestOverlayMTU(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		name string
-		la   layout
-	}{{"plain", oneVNI}, {"vlan", vlanAware}} {
+		name, mode string
+		la         layout
+	}{{"plain", "tc", oneVNI}, {"vlan", "tc", vlanAware}, {"xdp-plain", "xdp", oneVNI}, {"xdp-vlan", "xdp", vlanAware}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			overlayMTUDrops(t, c.la)
+			overlayMTUDrops(t, c.mode, c.la)
 		})
 	}
 }
 
-func overlayMTUDrops(t *testing.T, la layout) {
-	a, b := newPair(t, false, la)
+// overlayMTUDrops is TestOverlayMTU with site 1's hosts in mode hostMode
+// and its layout la: at XDP, a unicast is checked against the vxlan
+// device's MTU before it goes into the xdp way in, and a flood's copy in
+// the devmap program.
+func overlayMTUDrops(t *testing.T, hostMode string, la layout) {
+	ss := newSitesMode(t, false, hostMode, alternate, la, bridgePerVNI)
+	a, b := ss[0], ss[1]
 	waitFlood(t, a, b)
 	for i := 1; i <= 2; i++ {
 		a.Host(i).MustExec(t, "ip", "link", "set", "dev", "eth0", "mtu", "1500")
