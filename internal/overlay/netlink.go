@@ -242,15 +242,28 @@ func peerGRO(name string) error {
 const viaName = "trestle_via"
 
 // ensureVia makes l's tc ingress run prog on every frame: a clsact qdisc
-// with one cls_bpf filter in direct-action mode. A filter of another
-// program (an earlier daemon's build) or anything else found there is
-// replaced: the qdisc goes with its filters, and the new ones are added
-// at once (frames arriving in between are dropped).
+// with one cls_bpf filter in direct-action mode. The filter of another
+// program (an earlier daemon's build, taken over) is given prog in place,
+// so that no frame goes unswitched; anything else found there is cleared
+// first: the qdisc goes with its filters.
 func ensureVia(l netlink.Link, prog Prog) error {
 	idx := l.Attrs().Index
+	f := &netlink.BpfFilter{
+		FilterAttrs:  netlink.FilterAttrs{LinkIndex: idx, Parent: netlink.HANDLE_MIN_INGRESS, Priority: 1, Protocol: unix.ETH_P_ALL},
+		Fd:           prog.FD,
+		Name:         viaName,
+		DirectAction: true,
+	}
 	fs, err := netlink.FilterList(l, netlink.HANDLE_MIN_INGRESS)
 	if err == nil && len(fs) == 1 {
-		if f, ok := fs[0].(*netlink.BpfFilter); ok && f.DirectAction && f.Id == int(prog.ID) {
+		if cur, ok := fs[0].(*netlink.BpfFilter); ok && cur.DirectAction && cur.Priority == f.Priority && cur.Protocol == f.Protocol {
+			if cur.Id == int(prog.ID) {
+				return nil
+			}
+			f.Handle = cur.Handle
+			if err := netlink.FilterReplace(f); err != nil {
+				return fmt.Errorf("give the tc ingress of %s this daemon's %s: %w", l.Attrs().Name, viaName, err)
+			}
 			return nil
 		}
 	}
@@ -260,12 +273,6 @@ func ensureVia(l netlink.Link, prog Prog) error {
 	}
 	if err := netlink.QdiscAdd(qd); err != nil {
 		return fmt.Errorf("add clsact to %s: %w", l.Attrs().Name, err)
-	}
-	f := &netlink.BpfFilter{
-		FilterAttrs:  netlink.FilterAttrs{LinkIndex: idx, Parent: netlink.HANDLE_MIN_INGRESS, Priority: 1, Protocol: unix.ETH_P_ALL},
-		Fd:           prog.FD,
-		Name:         viaName,
-		DirectAction: true,
 	}
 	if err := netlink.FilterAdd(f); err != nil {
 		return fmt.Errorf("attach %s to the tc ingress of %s: %w", viaName, l.Attrs().Name, err)
