@@ -82,6 +82,8 @@ func TestParseOverlayErrors(t *testing.T) {
 			`t.toml:7: bridge[0].port[0].interface: conflicts with vxlan at line 6: an overlay port is the VXLAN device the daemon creates for its VNI (interface)`}},
 		{"device name taken", with(`[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `interface = "tvx7"`, `[[bridge]]`, `name = "br1"`, `[[bridge.port]]`, `vxlan = 7`), []string{
 			`t.toml:10: bridge[1].port[0].vxlan: the overlay port's device "tvx7" is also a port of bridge br0 at line 6`}},
+		{"an end of a way in", with(`[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `interface = "ttp7"`, `[[bridge.port]]`, `interface = "ttr07"`), []string{
+			`t.toml:6: bridge[0].port[0].interface: "ttp7" is the name of an end of an overlay VNI's xdp way in, which the daemon makes (docs/overlay.md): not a port`}},
 		{"xdp", with(`[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `vxlan = 7`, `mode = "xdp"`), []string{
 			`t.toml:7: bridge[0].port[0].mode: an overlay port attaches at tc (the kernel encapsulates); "xdp" is not for it`}},
 		{"learning", with(`[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `vxlan = 7`, `learning = true`), []string{

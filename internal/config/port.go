@@ -151,6 +151,22 @@ const (
 	DefaultDstPort = 4789 // IANA's VXLAN port
 )
 
+// wayInName says whether s names an end of an overlay VNI's xdp way in
+// (ttrVNI, ttpVNI: internal/overlay's Names), whose entries in the port
+// maps would be a port's.
+func wayInName(s string) bool {
+	for _, pre := range []string{"ttr", "ttp"} {
+		rest, ok := strings.CutPrefix(s, pre)
+		if !ok || rest == "" || rest[0] == '0' {
+			continue
+		}
+		if v, err := strconv.ParseUint(rest, 10, 32); err == nil && v >= 1 && v < 1<<24 {
+			return true
+		}
+	}
+	return false
+}
+
 // OverlayDevice is the name of the VXLAN device of VNI vni, which the
 // daemon creates and owns: deterministic, so that a restarted daemon
 // adopts it, and at most 11 bytes.
@@ -331,6 +347,10 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			p.Interface = s
 			if why := ifnameProblem(s); why != "" {
 				c.errorf(v.line, f, "%q is not a valid interface name: %s", s, why)
+				break
+			}
+			if wayInName(s) {
+				c.errorf(v.line, f, "%q is the name of an end of an overlay VNI's xdp way in, which the daemon makes (docs/overlay.md): not a port", s)
 				break
 			}
 			// One interface can carry one attachment only.

@@ -114,17 +114,26 @@ func (d *Daemon) overlayPlan(cfg *config.Config) (netip.Addr, error) {
 // so that the ports attach to their vxlan devices; a VNI new to the
 // daemon is removed again by a rollback.
 func (d *Daemon) commitOverlay(c *change, j *journal) error {
-	via, err := d.viaProg()
-	if err != nil {
-		return err
-	}
+	var via *overlay.Prog
 	for _, b := range c.order {
 		for _, p := range b.ports {
 			if !p.cfg.IsOverlay() {
 				continue
 			}
-			spec := overlay.Spec{VNI: p.cfg.VXLAN, VTEP: c.vtep, MTU: p.cfg.MTU, DstPort: p.cfg.DstPort, Via: via}
+			if via == nil {
+				v, err := d.viaProg()
+				if err != nil {
+					// The VNIs serve tc ports all the same.
+					d.log.Warn("overlay: no xdp way in: xdp ports cannot reach overlay ports", "err", err)
+				}
+				via = &v
+			}
+			spec := overlay.Spec{VNI: p.cfg.VXLAN, VTEP: c.vtep, MTU: p.cfg.MTU, DstPort: p.cfg.DstPort, Via: *via}
 			_, created, err := d.ovl.mgr.Ensure(spec)
+			if errors.Is(err, overlay.ErrNoWayIn) {
+				d.log.Warn("overlay: xdp ports cannot reach this overlay port", "bridge", b.cfg.Name, "vni", spec.VNI, "err", err)
+				err = nil
+			}
 			if err != nil {
 				return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
 			}

@@ -487,6 +487,19 @@ vxlan = 1000
 			if p1 := w.port("br0", "p1"); p1.mode != mode.XDP || w.dp.topo.ports[uint32(p1.ifindex)].Via != 0 {
 				t.Errorf("p1: %s, %+v", p1.mode, w.dp.topo.ports[uint32(p1.ifindex)])
 			}
+			// The way in made again (deleted by hand, say): new
+			// ifindexes, which the next apply writes though nothing
+			// else of the port changed.
+			for _, name := range []string{n.Tramp, n.TrampPeer} {
+				w.sys.del(name)
+				w.sys.add(name, "veth")
+			}
+			w.sys.set(n.Tramp, func(l *Link) { l.XDP |= netdev.XDPNdoXmit })
+			via, peer = w.sys.links[n.Tramp].Index, w.sys.links[n.TrampPeer].Index
+			w.mustApply(cfg)
+			if got := w.dp.topo.ports[uint32(p.ifindex)]; got.Via != uint32(via) || got.ViaPeer != uint32(peer) {
+				t.Errorf("after the way in was made again: overlay port written %+v, want Via %d ViaPeer %d", got, via, peer)
+			}
 		})
 	}
 }

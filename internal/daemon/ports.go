@@ -148,8 +148,16 @@ func (d *Daemon) preparePorts(c *change, b *bridgeState) (*bridgePorts, error) {
 func (d *Daemon) viaOf(cd *candidate) {
 	n := overlay.NamesOf(cd.p.cfg.VXLAN)
 	l, err := d.sys.LinkByName(n.Tramp)
-	if err != nil || l.XDPErr != nil {
+	if err != nil {
 		return // as a vxlan device alone: it takes none
+	}
+	if l.XDPErr != nil {
+		// What it supports is unknown this time: the way in it had, it
+		// keeps, as a port keeps its mode (preparePorts).
+		if cd.p.via[0] == l.Index {
+			cd.via, cd.ml.TakesRedirects = cd.p.via, true
+		}
+		return
 	}
 	peer, err := d.sys.LinkByName(n.TrampPeer)
 	if err != nil {

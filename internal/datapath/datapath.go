@@ -395,7 +395,8 @@ func (p PortInfo) Equal(q PortInfo) bool {
 		p.IPGuard == q.IPGuard && slices.Equal(p.GuardIPs, q.GuardIPs) &&
 		p.NativeTagged == q.NativeTagged && p.QinQ == q.QinQ &&
 		p.Storm == q.Storm && p.Span == q.Span && p.MirrorIn == q.MirrorIn && p.MirrorOut == q.MirrorOut &&
-		p.MirrorTo == q.MirrorTo && p.MirrorToSlot == q.MirrorToSlot && slices.Equal(p.MirrorVLANs, q.MirrorVLANs)
+		p.MirrorTo == q.MirrorTo && p.MirrorToSlot == q.MirrorToSlot && slices.Equal(p.MirrorVLANs, q.MirrorVLANs) &&
+		p.Via == q.Via && p.ViaPeer == q.ViaPeer
 }
 
 // Carries says whether the port carries vid on a VLAN-aware bridge.

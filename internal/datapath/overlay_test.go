@@ -263,4 +263,27 @@ func TestVia(t *testing.T) {
 	if got, _ := r.dp.Ports(); len(got) != 2 {
 		t.Errorf("Ports() after the overlay port went: %+v", got)
 	}
+
+	// A way in whose device went (the kernel takes its tx_ports entry
+	// along) is no one's when a daemon adopts: Ports() removes its ends,
+	// and reads the port without it, for the daemon to write it again.
+	if err := r.ns.Do(func() error { return r.dp.SetPort(ports[1]) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.dp.objs.TxPorts.Delete(uint32(2)); err != nil {
+		t.Fatal(err)
+	}
+	got, err = r.dp.Ports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(got, func(p PortInfo) bool { return p.Slot == 2 }); i < 0 || got[i].Via != 0 || got[i].ViaPeer != 0 {
+		t.Errorf("Ports() with the way in's device gone: %+v, want slot 2 without a way in", got)
+	}
+	for _, end := range []uint32{r.port[0], q0} {
+		var v tbpf.Port
+		if err := r.dp.portMap(end).Lookup(end, &v); err != nil || v.Bridge != 0 {
+			t.Errorf("a stale end of the way in (%d) is still in the port maps: %+v %v", end, v, err)
+		}
+	}
 }

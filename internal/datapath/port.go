@@ -343,7 +343,7 @@ func (d *Datapath) Ports() ([]PortInfo, error) {
 	for i := range ports {
 		e := ends[ports[i].Slot]
 		if len(e) != 2 || IsPatchIfindex(ports[i].Ifindex) {
-			continue // a way in half written: the next SetPort writes it whole
+			continue // not a whole way in: unported below
 		}
 		// The end XDP copies go into is the slot's egress.
 		var tx uint32
@@ -360,6 +360,17 @@ func (d *Datapath) Ports() ([]PortInfo, error) {
 		}
 		d.via[ports[i].Ifindex] = [2]uint32{ports[i].Via, ports[i].ViaPeer}
 		d.noteVia(ports[i])
+		delete(ends, ports[i].Slot)
+	}
+	// Ends no port owns (half a way in, or one whose device went and
+	// took its tx_ports entry along) name nothing: they go. The port's
+	// Via reads 0 then, and the daemon writes its way in again.
+	for _, es := range ends {
+		for _, end := range es {
+			if err := d.unport(end); err != nil {
+				return nil, fmt.Errorf("remove a stale XDP way in %d: %w", end, err)
+			}
+		}
 	}
 	return ports, nil
 }

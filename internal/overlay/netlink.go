@@ -153,7 +153,12 @@ func (Netlink) Ensure(s Spec) (Devices, error) {
 		return dev, nil
 	}
 	if dev.Tramp, dev.TrampPeer, err = ensureTramp(n, mtu, s.Via); err != nil {
-		return dev, err
+		// Half a way in would take XDP redirects and lose them: none.
+		if l, lerr := netlink.LinkByName(n.Tramp); lerr == nil {
+			_ = netlink.LinkDel(l)
+		}
+		dev.Tramp, dev.TrampPeer = 0, 0
+		return dev, fmt.Errorf("%w: %w", ErrNoWayIn, err)
 	}
 	return dev, nil
 }

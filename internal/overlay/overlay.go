@@ -160,6 +160,10 @@ type Kernel interface {
 // ErrNoVTEP: the VTEP is no address of the namespace.
 var ErrNoVTEP = errors.New("is not an address of this namespace")
 
+// ErrNoWayIn: the VNI is made but its xdp way in could not be: its
+// overlay port serves tc ports, and is down beside xdp ports.
+var ErrNoWayIn = errors.New("no xdp way in")
+
 // Remote is a remote MAC of a VNI and the VTEP it lives behind.
 type Remote struct {
 	MAC  net.HardwareAddr
@@ -235,11 +239,33 @@ func (m *Manager) Adopt(recorded []uint32) ([]uint32, error) {
 // the remote addresses and flood list, and the local addresses already
 // advertised (kept, so that nothing still true is withdrawn). created
 // says whether the VNI is new to the Manager, for an undo (Remove).
+//
+// An error that wraps ErrNoWayIn leaves the VNI made and held, without
+// its xdp way in: the caller says so and goes on. After any other error
+// for a VNI it did not hold, what the kernel made of it is removed, so
+// that zebra advertises no VNI that no port serves.
 func (m *Manager) Ensure(spec Spec) (dev Devices, created bool, err error) {
 	dev, err = m.k.Ensure(spec)
+	var wayIn error
+	if errors.Is(err, ErrNoWayIn) {
+		wayIn, err = fmt.Errorf("overlay VNI %d: %w", spec.VNI, err), nil
+	}
 	if err != nil {
+		m.mu.Lock()
+		held := m.vnis[spec.VNI] != nil
+		m.mu.Unlock()
+		if !held {
+			if rerr := m.k.Remove(spec.VNI); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("remove what was made: %w", rerr))
+			}
+		}
 		return dev, false, fmt.Errorf("overlay VNI %d: %w", spec.VNI, err)
 	}
+	defer func() {
+		if err == nil {
+			err = wayIn
+		}
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v := m.vnis[spec.VNI]
