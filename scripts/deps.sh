@@ -66,21 +66,28 @@ apt_install() {
 	fi
 }
 
+# installed says whether Debian package $1 is installed.
+installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
 step_packages() {
 	local p missing=()
 	for p in "${pkgs[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+		installed "$p" || missing+=("$p")
 	done
-	((${#missing[@]})) || return 0
-	if [[ $(id -u) -ne 0 ]]; then
-		echo "deps: missing packages: ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
-		exit 1
+	if ((${#missing[@]})); then
+		if [[ $(id -u) -ne 0 ]]; then
+			echo "deps: missing packages: ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+			exit 1
+		fi
+		echo "deps: installing ${missing[*]}" >&2
+		local before
+		before=$(dpkg-query -W -f='${Package}\n' | sort)
+		apt_install "${missing[@]}" || exit 1
+		disable_services $(comm -13 <(echo "$before") <(dpkg-query -W -f='${Package}\n' | sort))
 	fi
-	echo "deps: installing ${missing[*]}" >&2
-	local before
-	before=$(dpkg-query -W -f='${Package}\n' | sort)
-	apt_install "${missing[@]}" || exit 1
-	disable_services $(comm -13 <(echo "$before") <(dpkg-query -W -f='${Package}\n' | sort))
+	keep_disabled
 }
 
 # disable_services disables, for the next boot, every systemd unit that the
@@ -88,7 +95,8 @@ step_packages() {
 # enabled: the tests and the lab start what they need themselves, inside
 # their own namespaces (ovsdb-server, promtool), and a test machine must not
 # come up running Prometheus or Open vSwitch because trestle's tests once
-# needed them. Units that were there before are left as they are.
+# needed them. Units that were there before are left as they are (but for
+# always_disabled's: keep_disabled).
 disable_services() {
 	local p u
 	for p in "$@"; do
@@ -100,6 +108,37 @@ disable_services() {
 					systemctl disable --no-reload "$u" >/dev/null 2>&1 || true
 				fi
 			done
+	done
+}
+
+# always_disabled are the units (package:unit) that stay disabled whenever
+# their package is installed, whoever installed it (an install before this
+# script, by hand, or as another package's dependency), not only when this
+# run did (disable_services): FRR's, which Debian's frr enables. The overlay
+# tests and the lab start zebra and bgpd themselves in their namespaces
+# (issue 30); a frr.service enabled at boot would run the machine's own.
+always_disabled=(frr:frr.service)
+
+# keep_disabled disables, for the next boot, the units of always_disabled
+# whose packages are installed. It never stops a unit that runs now (deps.sh
+# ends only what it started) nor starts one. Without systemctl there is
+# nothing to do.
+keep_disabled() {
+	local e p u
+	command -v systemctl >/dev/null 2>&1 || return 0
+	for e in "${always_disabled[@]}"; do
+		p=${e%%:*} u=${e#*:}
+		installed "$p" || continue
+		[[ $(systemctl is-enabled "$u" 2>/dev/null) == enabled ]] || continue
+		if [[ $(id -u) -ne 0 ]]; then
+			echo "deps: $u is enabled, and the tests start $p's daemons themselves: run as root or: sudo systemctl disable $u" >&2
+			continue
+		fi
+		echo "deps: disabling $u for the next boot (the tests start $p's daemons themselves; one that runs now is left running)" >&2
+		systemctl disable --no-reload "$u" >/dev/null 2>&1 || true
+		if [[ $(systemctl is-enabled "$u" 2>/dev/null) == enabled ]]; then
+			echo "deps: could not disable $u: it will start at boot" >&2
+		fi
 	done
 }
 

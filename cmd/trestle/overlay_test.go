@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -67,5 +68,20 @@ func TestOverlayPrinting(t *testing.T) {
 	}
 	if !strings.Contains(out, strings.Join(want, "\n")) {
 		t.Errorf("fdb show does not list the entries sorted by MAC:\n%s", out)
+	}
+
+	// --json: the key docs/overlay.md names, on the remote entry only.
+	out, code = runCLI(t, env, "fdb", "show", "--json")
+	if code != 0 || !strings.Contains(out, `"vtep": "10.255.0.2"`) || strings.Count(out, `"vtep"`) != 1 {
+		t.Errorf("fdb show --json: want \"vtep\": \"10.255.0.2\" once: %d\n%s", code, out)
+	}
+	var es []map[string]any
+	if err := json.Unmarshal([]byte(out), &es); err != nil || len(es) != 3 {
+		t.Fatalf("fdb show --json: %v, %d entries\n%s", err, len(es), out)
+	}
+	for _, e := range es {
+		if v, ok := e["vtep"]; ok != (e["port"] == "tvx1000") || (ok && v != "10.255.0.2") {
+			t.Errorf("fdb show --json: entry %v: want a vtep on the remote entry only", e)
+		}
 	}
 }

@@ -32,6 +32,10 @@ type ovKernel struct {
 	adv     map[string]bool // MAC -> static, what the advertise ports hold
 	writes  []string
 	removed []uint32
+	// made: the VNIs whose devices Ensure created, in order; advWrites:
+	// the writes of each advertise port (by its ifindex).
+	made      []uint32
+	advWrites map[int][]string
 }
 
 func (k *ovKernel) Ensure(s overlay.Spec) (overlay.Devices, error) {
@@ -48,6 +52,7 @@ func (k *ovKernel) Ensure(s overlay.Spec) (overlay.Devices, error) {
 		d.TrampPeer = k.sys.add(n.TrampPeer, "veth").Index
 	}
 	k.devs[s.VNI] = d
+	k.made = append(k.made, s.VNI)
 	return d, nil
 }
 
@@ -63,14 +68,22 @@ func (k *ovKernel) FDB(ifindex int) ([]overlay.Neigh, error) { return nil, nil }
 
 func (k *ovKernel) SetLocal(adv int, mac net.HardwareAddr, static bool) error {
 	k.adv[mac.String()] = static
-	k.writes = append(k.writes, "set "+mac.String())
+	k.wrote(adv, "set "+mac.String())
 	return nil
 }
 
 func (k *ovKernel) DelLocal(adv int, mac net.HardwareAddr) error {
 	delete(k.adv, mac.String())
-	k.writes = append(k.writes, "del "+mac.String())
+	k.wrote(adv, "del "+mac.String())
 	return nil
+}
+
+func (k *ovKernel) wrote(adv int, w string) {
+	k.writes = append(k.writes, w)
+	if k.advWrites == nil {
+		k.advWrites = map[int][]string{}
+	}
+	k.advWrites[adv] = append(k.advWrites[adv], w)
 }
 
 // ovDP is the fake dataplane with PutLearned.
@@ -283,6 +296,111 @@ func TestOverlaySync(t *testing.T) {
 	if !slices.Equal(w.k.removed, []uint32{1000}) || len(w.d.ovl.mgr.Held()) != 0 {
 		t.Errorf("VNI removed %v, held %v", w.k.removed, w.d.ovl.mgr.Held())
 	}
+}
+
+// ovSecond is a bridge with VNI 2000, for ovConfig's end.
+const ovSecond = `[[bridge]]
+name = "br1"
+[[bridge.port]]
+interface = "p3"
+[[bridge.port]]
+vxlan = 2000
+`
+
+// TestOverlayReloadDiff: a reload adds and removes overlay ports as a diff
+// (issue 30): adding VNI 2000 makes its objects and leaves VNI 1000's as
+// they are (not made again, nothing withdrawn, its remote entry in the
+// table, no write on its advertise port); removing VNI 2000 removes its
+// objects alone. An apply that made VNI 2000 and then failed removes it
+// again (the journal), and leaves VNI 1000 alone.
+func TestOverlayReloadDiff(t *testing.T) {
+	w := newOvWorld(t)
+	for _, n := range []string{"p1", "p2", "p3"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(ovConfig)
+	br, p1, ov := w.d.bridges["br0"], w.port("br0", "p1"), w.port("br0", "tvx1000")
+	w.dp.learn(br.id, p1.slot, p1.ifindex, "02:00:00:00:00:01", time.Second)
+	w.sync()
+	w.remote("02:00:00:00:00:b1", false)
+	dev1000, vx1000 := w.k.devs[1000], w.sys.links["tvx1000"]
+	untouched := func(when string) {
+		t.Helper()
+		if d := w.k.devs[1000]; d != dev1000 || w.sys.links["tvx1000"] != vx1000 {
+			t.Errorf("%s: VNI 1000's devices %+v (vxlan %+v), were %+v (%+v)", when, d, w.sys.links["tvx1000"], dev1000, vx1000)
+		}
+		if p := w.port("br0", "tvx1000"); p.slot != ov.slot || p.ifindex != ov.ifindex || p.state() != stateUp {
+			t.Errorf("%s: VNI 1000's port: slot %d ifindex %d %s, was slot %d ifindex %d", when, p.slot, p.ifindex, p.state(), ov.slot, ov.ifindex)
+		}
+		if e, ok := w.entry("02:00:00:00:00:b1"); !ok || e.Slot != ov.slot || e.Static {
+			t.Errorf("%s: VNI 1000's remote entry %+v, %v; want learned on the overlay port's slot %d", when, e, ok, ov.slot)
+		}
+		if a, ok := w.d.ovl.mgr.RemoteOf(1000, mustMAC("02:00:00:00:00:b1")); !ok || a != netip.MustParseAddr("192.0.2.2") {
+			t.Errorf("%s: VNI 1000's remote address behind %v, %v; want 192.0.2.2", when, a, ok)
+		}
+		if ws := w.k.advWrites[dev1000.Adv]; len(ws) != 0 {
+			t.Errorf("%s: writes on VNI 1000's advertise port: %q", when, ws)
+		}
+		if _, ok := w.k.adv["02:00:00:00:00:01"]; !ok {
+			t.Errorf("%s: VNI 1000's local address withdrawn: %v", when, w.k.adv)
+		}
+	}
+
+	// Add VNI 2000, with a station of its own.
+	w.k.writes, w.k.advWrites = nil, nil
+	w.mustApply(ovConfig + ovSecond)
+	br1, p3 := w.d.bridges["br1"], w.port("br1", "p3")
+	w.dp.learn(br1.id, p3.slot, p3.ifindex, "02:00:00:00:00:03", time.Second)
+	w.sync()
+	if len(w.k.removed) != 0 || !slices.Equal(w.k.made, []uint32{1000, 2000}) || !slices.Equal(w.d.ovl.mgr.Held(), []uint32{1000, 2000}) {
+		t.Errorf("adding VNI 2000: removed %v, made %v, held %v; want nothing removed, VNI 2000 made, both held", w.k.removed, w.k.made, w.d.ovl.mgr.Held())
+	}
+	if p := w.port("br1", "tvx2000"); p.state() != stateUp || p.ifindex != w.k.devs[2000].VXLAN {
+		t.Errorf("VNI 2000's port: %s ifindex %d, devices %+v", p.state(), p.ifindex, w.k.devs[2000])
+	}
+	if ws := w.k.advWrites[w.k.devs[2000].Adv]; !slices.Equal(ws, []string{"set 02:00:00:00:00:03"}) {
+		t.Errorf("writes on VNI 2000's advertise port: %q, want its station's", ws)
+	}
+	if len(w.k.writes) != 1 {
+		t.Errorf("writes on the advertise ports: %q, want VNI 2000's one", w.k.writes)
+	}
+	untouched("VNI 2000 added")
+
+	// And remove it again.
+	w.k.writes, w.k.advWrites = nil, nil
+	w.mustApply(ovConfig)
+	w.sync()
+	if !slices.Equal(w.k.removed, []uint32{2000}) || !slices.Equal(w.d.ovl.mgr.Held(), []uint32{1000}) {
+		t.Errorf("removing VNI 2000: removed %v, held %v", w.k.removed, w.d.ovl.mgr.Held())
+	}
+	if _, ok := w.sys.links["tvx2000"]; ok {
+		t.Error("VNI 2000's vxlan device stayed")
+	}
+	if len(w.k.writes) != 0 {
+		t.Errorf("removing VNI 2000 wrote %q", w.k.writes)
+	}
+	untouched("VNI 2000 removed")
+
+	// An apply that makes VNI 2000 and fails after: the rollback removes it.
+	w.k.removed, w.k.made = nil, nil
+	w.dp.fail = func(op string) error {
+		if strings.HasPrefix(op, "SetBridge br1") {
+			return fmt.Errorf("injected: %s", op)
+		}
+		return nil
+	}
+	if err := w.apply(ovConfig + ovSecond); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("apply with br1's bridge refused: %v", err)
+	}
+	w.dp.fail = nil
+	if !slices.Equal(w.k.made, []uint32{2000}) || !slices.Equal(w.k.removed, []uint32{2000}) || !slices.Equal(w.d.ovl.mgr.Held(), []uint32{1000}) {
+		t.Errorf("a failed apply that made VNI 2000: made %v, removed %v, held %v; want it made and removed again", w.k.made, w.k.removed, w.d.ovl.mgr.Held())
+	}
+	if _, ok := w.sys.links["tvx2000"]; ok {
+		t.Error("a failed apply left VNI 2000's vxlan device")
+	}
+	w.sync()
+	untouched("a failed apply")
 }
 
 // TestOverlayRemoteRoom: remote addresses are bounded as learning is, by

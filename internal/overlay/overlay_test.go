@@ -146,6 +146,40 @@ func TestEnsureLoads(t *testing.T) {
 	}
 }
 
+// TestAdoptReconciles: a restarted daemon that adopts a VNI makes the
+// advertise port what its table says and no more: of what an earlier
+// daemon wrote (A and X, extern-learned), A stays unwritten, X (no longer
+// in the table) is withdrawn, B (new) is written; an entry of the port
+// that is not extern-learned (the kernel's, not trestle's) is none of its
+// business, neither taken as written nor deleted.
+func TestAdoptReconciles(t *testing.T) {
+	k := newFake()
+	k.devs[1000] = devs
+	macX, macY := mac("02:00:00:00:00:58"), mac("02:00:00:00:00:59")
+	k.fdb[devs.Adv] = []Neigh{
+		{Ifindex: devs.Adv, MAC: macA, Master: true, ExtLearned: true},
+		{Ifindex: devs.Adv, MAC: macX, Master: true, ExtLearned: true},
+		{Ifindex: devs.Adv, MAC: macY, Master: true}, // the kernel's
+	}
+	m := NewManager(k)
+	if vnis, err := m.Adopt([]uint32{1000}); err != nil || !slices.Equal(vnis, []uint32{1000}) {
+		t.Fatalf("Adopt = %v, %v", vnis, err)
+	}
+	if _, created, err := m.Ensure(spec); err != nil || created {
+		t.Fatalf("Ensure: created %v, %v; want the adopted VNI", created, err)
+	}
+	if st, _ := m.Status(1000); st.Local != 2 {
+		t.Errorf("adopted with %d addresses advertised, want A and X", st.Local)
+	}
+	added, deleted, err := m.SyncLocal(1000, map[[6]byte]bool{MAC6(macA): false, MAC6(macB): false})
+	if err != nil || added != 1 || deleted != 1 || !slices.Equal(k.writes, []string{"set " + macB.String(), "del " + macX.String()}) {
+		t.Errorf("SyncLocal({A, B}) after adoption = %d, %d, %v, writes %q; want B set and X deleted, nothing else", added, deleted, err, k.writes)
+	}
+	if st, _ := m.Status(1000); st.Local != 2 {
+		t.Errorf("%d addresses advertised after the sync, want A and B", st.Local)
+	}
+}
+
 // TestSyncLocal: missing entries are written, changed ones rewritten,
 // gone ones deleted, unchanged ones left; a failure stops no other write.
 func TestSyncLocal(t *testing.T) {

@@ -242,6 +242,18 @@ func (s *site) entry(br string, mac net.HardwareAddr) (ctl.FDBEntry, bool) {
 	return ctl.FDBEntry{}, false
 }
 
+// waitNoRoute waits until the site's BGP table has no type-2 route of m:
+// the withdrawal reached bgpd, not only the remote entry's zebra. zebra
+// takes the remote entry off as soon as the withdrawal arrives; bgpd shows
+// the route as removed ("R") for a moment after.
+func (s *site) waitNoRoute(t *testing.T, m net.HardwareAddr, what string) {
+	t.Helper()
+	eventually(t, 10*time.Second, fmt.Sprintf("site %d's type-2 route of %s (%s) goes", s.n, m, what), func() (bool, string) {
+		route := s.vtysh(t, "show bgp l2vpn evpn route type macip")
+		return !strings.Contains(route, m.String()), route
+	})
+}
+
 func eventually(t *testing.T, timeout time.Duration, what string, f func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -426,12 +438,7 @@ func TestOverlay(t *testing.T) {
 		e, ok := b.entry("br0", a.mac(1))
 		return !ok, fmt.Sprintf("%+v", e)
 	})
-	// zebra takes the remote entry off as soon as the withdrawal arrives;
-	// bgpd shows the route as removed ("R") for a moment after.
-	eventually(t, 5*time.Second, "site 2's type-2 route of site 1's h1 goes", func() (bool, string) {
-		route := b.vtysh(t, "show bgp l2vpn evpn route type macip")
-		return !strings.Contains(route, a.mac(1).String()), route
-	})
+	b.waitNoRoute(t, a.mac(1), "site 1's h1 after fdb del")
 
 	// Aging withdraws: br1 ages after 3s.
 	for _, h := range []*testutil.NS{a.Host(2), b.Host(2)} {
@@ -444,6 +451,7 @@ func TestOverlay(t *testing.T) {
 	if o := b.overlay(2000); o.RemoteMACs != 0 {
 		t.Errorf("site 2's VNI 2000 after aging: %+v", o)
 	}
+	b.waitNoRoute(t, a.mac(2), "site 1's h2 once it aged out")
 	// The remote entries were never aged: site 2's own view of site 1's h2
 	// went because site 1 withdrew it, and the other way round.
 	eventually(t, 15*time.Second, "site 1 loses site 2's h2 once it aged out", func() (bool, string) {
@@ -478,6 +486,7 @@ func TestOverlayEBGP(t *testing.T) {
 		e, ok := b.entry("br0", a.mac(1))
 		return !ok, fmt.Sprintf("%+v", e)
 	})
+	b.waitNoRoute(t, a.mac(1), "site 1's h1 once its port is down")
 }
 
 // TestVTEPRefused: an overlay port with no vtep is refused by check, and a
