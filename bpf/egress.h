@@ -85,9 +85,11 @@ static __always_inline void tr_count_flood_tx(const struct tr_bridge *br, __u32 
 			break;
 }
 
-/* Known unicast: to one port, tagged as that port takes the frame's VLAN. */
+/* Known unicast: to one port, tagged as that port takes the frame's VLAN.
+ * straight: a forward in the frame's bridge (trestle.c), not the walk's
+ * last (whose chain of calls has no stack left for tr_vxlan_encap). */
 static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p,
-				      struct tr_decision *d)
+				      struct tr_decision *d, const int straight)
 {
 	__u32 wire = p->wire;
 	long ret;
@@ -107,11 +109,28 @@ static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p
 		}
 		wire += delta;
 	}
-	/* An overlay port (tc only): the frame must fit its MTU. The flag is
+	/* An overlay port: at tc the frame must fit its MTU; in XDP it is
+	 * encapsulated straight into the underlay if the control plane wrote
+	 * the station's outer headers, else it takes the way in. The flag is
 	 * the decision's copy of the port: other ports pay a test. */
 	if (!xdp && (d->out.flags & TR_PORT_OVERLAY) &&
 	    tr_overlay_too_long(ctx, d->egress_ifindex, d->egress_slot))
 		return TC_ACT_SHOT; /* counted on the overlay port */
+	if (xdp && straight && (d->out.flags & TR_PORT_OVERLAY)) {
+		ret = tr_vxlan_encap(ctx, d->bridge | (__u32)d->vlan << 16, d->egress_ifindex,
+				     d->egress_slot);
+		if (ret == XDP_DROP)
+			return XDP_DROP; /* counted on the overlay port */
+		if (ret == XDP_REDIRECT) {
+			struct tr_port_stats *st = tr_stats(d->egress_slot);
+
+			tr_count_tx(st, wire);
+			if (st)
+				st->c[TR_CNT_ENCAP]++;
+			tr_vlan_count_tx(d->tag.st, wire);
+			return XDP_REDIRECT;
+		}
+	}
 	ret = tr_redirect_port(xdp, d->egress_ifindex, d->egress_slot);
 	if (ret < 0) {
 		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);

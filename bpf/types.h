@@ -89,6 +89,7 @@ enum tr_counter {
 	TR_CNT_UNLEARNED, /* frames from new sources forwarded without learning them (mac_limit_action "forward" at max_macs) */
 	TR_CNT_TX_DROPPED, /* copies of flooded frames for this port that could not be sent: a tc clone the kernel refused (longer than the port's MTU allows, say) */
 	TR_CNT_UNLEARNED_FULL, /* of unlearned: new sources forwarded without learning them because the bridge's table was full, or past its high-water mark with this port at its fair share (lib/fdb.h, issue 29) */
+	TR_CNT_ENCAP,     /* of tx: frames this overlay port sent encapsulated in XDP, straight into the underlay (lib/overlay.h), not through its xdp way in */
 	TR_CNT__MAX,
 };
 
@@ -557,6 +558,31 @@ struct tr_event {
 struct tr_guard_key {
 	__u32 slot;
 	__u8 addr[16];
+};
+
+/* ---- VXLAN encapsulation in XDP (lib/overlay.h) ---- */
+
+/* A remote station behind an overlay port: the FDB key's bridge, VLAN (0
+ * in a bridge that is not VLAN-aware) and address. */
+struct tr_encap_key {
+	__u16 bridge;
+	__u16 vlan;
+	__u8 mac[6];
+	__u16 pad;
+};
+
+/* outer Ethernet (14), IPv4 (20, no options), UDP (8), VXLAN (8) */
+#define TR_ENCAP_HLEN 50
+
+/* How a frame to it leaves: the outer headers, written in front of the
+ * frame, and the underlay device they go to. */
+struct tr_encap {
+	__u32 ifindex; /* the underlay device to redirect into */
+	__u32 csum;    /* the outer IPv4 header's one's-complement sum of its 16-bit words
+			* (big-endian, as on the wire) with tot_len and check 0, not folded:
+			* the datapath adds tot_len per frame */
+	__u8 hdr[52];  /* Ethernet, IPv4 (tot_len, check 0), UDP (source, len, check 0),
+			* VXLAN: TR_ENCAP_HLEN used, 2 pad */
 };
 
 #endif

@@ -527,7 +527,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 				d->out = *out;
 				d->egress_ifindex = m->out_ifindex;
 				d->egress_slot = m->out_slot;
-				return tr_forward(ctx, xdp, p, d);
+				return tr_forward(ctx, xdp, p, d, 0);
 			}
 		}
 	}
@@ -617,7 +617,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 		d->out = *out;
 		d->egress_ifindex = w->last_ifindex;
 		d->egress_slot = w->last_slot;
-		return tr_forward(ctx, xdp, p, d);
+		return tr_forward(ctx, xdp, p, d, 0);
 	}
 	return tr_walk_flood_xdp(ctx, d, w);
 }

@@ -237,6 +237,20 @@ struct {
 	__type(value, __u64);
 } event_lost SEC(".maps");
 
+/* ---- the overlay (lib/overlay.h) ---- */
+
+/* The outer headers of the stations behind overlay ports, by the FDB's
+ * bridge, VLAN and address: a known unicast frame from an xdp port to one
+ * is encapsulated in XDP and sent into the underlay (tr_vxlan_encap). The
+ * control plane writes them; a frame to a station without one takes the
+ * overlay port's xdp way in. As many as the FDB may hold. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct tr_encap_key);
+	__type(value, struct tr_encap);
+} encaps SEC(".maps");
+
 /* ---- port counters ---- */
 
 static __always_inline struct tr_port_stats *tr_stats(__u32 slot)

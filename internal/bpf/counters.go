@@ -35,6 +35,8 @@ const (
 	TxDropped = TrestleTrCounterTR_CNT_TX_DROPPED
 	// Of Unlearned: the new sources a bridge's table refused (issue 29).
 	UnlearnedFull = TrestleTrCounterTR_CNT_UNLEARNED_FULL
+	// Of TxPackets: the frames an overlay port sent encapsulated in XDP.
+	Encap = TrestleTrCounterTR_CNT_ENCAP
 
 	VLANRxPackets = TrestleTrVlanCounterTR_VCNT_RX_PACKETS
 	VLANRxBytes   = TrestleTrVlanCounterTR_VCNT_RX_BYTES

@@ -115,7 +115,8 @@ const (
 	TrestleTrCounterTR_CNT_UNLEARNED      TrestleTrCounter = 7
 	TrestleTrCounterTR_CNT_TX_DROPPED     TrestleTrCounter = 8
 	TrestleTrCounterTR_CNT_UNLEARNED_FULL TrestleTrCounter = 9
-	TrestleTrCounterTR_CNT__MAX           TrestleTrCounter = 10
+	TrestleTrCounterTR_CNT_ENCAP          TrestleTrCounter = 10
+	TrestleTrCounterTR_CNT__MAX           TrestleTrCounter = 11
 )
 
 type TrestleTrCpuCache struct {
@@ -216,6 +217,21 @@ const (
 	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED    TrestleTrDropReason = 28
 	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 29
 )
+
+type TrestleTrEncap struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Csum    uint32
+	Hdr     [52]uint8
+}
+
+type TrestleTrEncapKey struct {
+	_      structs.HostLayout
+	Bridge uint16
+	Vlan   uint16
+	Mac    [6]uint8
+	Pad    uint16
+}
 
 type TrestleTrEvent struct {
 	_           structs.HostLayout
@@ -461,7 +477,7 @@ const (
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
-	C     [10]uint64
+	C     [11]uint64
 	Drops [29]uint64
 }
 
@@ -612,6 +628,7 @@ const (
 	TrestleMapCaptureLost         = "capture_lost"
 	TrestleMapCaptureRing         = "capture_ring"
 	TrestleMapCpuCache            = "cpu_cache"
+	TrestleMapEncaps              = "encaps"
 	TrestleMapEventLost           = "event_lost"
 	TrestleMapEventRing           = "event_ring"
 	TrestleMapFdb                 = "fdb"
@@ -748,6 +765,7 @@ type TrestleMapSpecs struct {
 	CaptureLost       *ebpf.MapSpec `ebpf:"capture_lost"`
 	CaptureRing       *ebpf.MapSpec `ebpf:"capture_ring"`
 	CpuCache          *ebpf.MapSpec `ebpf:"cpu_cache"`
+	Encaps            *ebpf.MapSpec `ebpf:"encaps"`
 	EventLost         *ebpf.MapSpec `ebpf:"event_lost"`
 	EventRing         *ebpf.MapSpec `ebpf:"event_ring"`
 	Fdb               *ebpf.MapSpec `ebpf:"fdb"`
@@ -848,6 +866,7 @@ type TrestleMaps struct {
 	CaptureLost       *ebpf.Map `ebpf:"capture_lost"`
 	CaptureRing       *ebpf.Map `ebpf:"capture_ring"`
 	CpuCache          *ebpf.Map `ebpf:"cpu_cache"`
+	Encaps            *ebpf.Map `ebpf:"encaps"`
 	EventLost         *ebpf.Map `ebpf:"event_lost"`
 	EventRing         *ebpf.Map `ebpf:"event_ring"`
 	Fdb               *ebpf.Map `ebpf:"fdb"`
@@ -894,6 +913,7 @@ func (m *TrestleMaps) Close() error {
 		m.CaptureLost,
 		m.CaptureRing,
 		m.CpuCache,
+		m.Encaps,
 		m.EventLost,
 		m.EventRing,
 		m.Fdb,
