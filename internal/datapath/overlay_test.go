@@ -164,17 +164,14 @@ func TestOverlayMTU(t *testing.T) {
 	}
 }
 
-// TestVia: an overlay port's xdp way in (docs/overlay.md, "xdp ports and
-// the overlay"). Slot 2 is the overlay port on p2 (MTU 1450), its way in
-// the pair p0 (where XDP copies go) and q0 (its far end): XDP unicast and
-// floods for slot 2 go to p0 while the bridge's port list keeps p2 for tc;
-// both ends are in the port maps but are no ports; trestle_via at q0 sends
-// what fits the overlay on to p2 and drops (and counts on slot 2) what does
-// not, and drops what arrives anywhere else; the way in goes with its port.
-func TestVia(t *testing.T) {
-	const mtu = 1450
+// viaRigMTU is the MTU of the overlay port's device in viaRig.
+const viaRigMTU = 1450
+
+// viaRig is an XDP rig whose slot 2 is an overlay port (p2, its device's
+// MTU 1450, as a vxlan device over a 1500 underlay has) with its xdp way in
+// p0-q0, written as the daemon writes a new one; and its three ports.
+func viaRig(t testing.TB) (*rig, []PortInfo) {
 	r := newRig(t, modes[0], 1024, [4]uint32{})
-	var q0 uint32
 	ports := []PortInfo{{Ifindex: r.port[1], Bridge: 1, Slot: 1}, {Ifindex: r.port[2], Bridge: 1, Slot: 2, Overlay: true, Via: r.port[0]},
 		{Ifindex: r.port[3], Bridge: 1, Slot: 3}}
 	err := r.ns.Do(func() error {
@@ -182,15 +179,14 @@ func TestVia(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := netlink.LinkSetMTU(l, mtu); err != nil {
+		if err := netlink.LinkSetMTU(l, viaRigMTU); err != nil {
 			return err
 		}
 		q, err := netlink.LinkByName("q0")
 		if err != nil {
 			return err
 		}
-		q0 = uint32(q.Attrs().Index)
-		ports[1].ViaPeer = q0
+		ports[1].ViaPeer = uint32(q.Attrs().Index)
 		// The bridge first, as the daemon writes a new port: its way in is
 		// known from the port list.
 		if err := r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: ports, Overlay: true}); err != nil {
@@ -201,6 +197,20 @@ func TestVia(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, ports
+}
+
+// TestVia: an overlay port's xdp way in (docs/overlay.md, "xdp ports and
+// the overlay"). Slot 2 is the overlay port on p2 (MTU 1450), its way in
+// the pair p0 (where XDP copies go) and q0 (its far end): XDP unicast and
+// floods for slot 2 go to p0 while the bridge's port list keeps p2 for tc;
+// both ends are in the port maps but are no ports; trestle_via at q0 sends
+// what fits the overlay on to p2 and drops (and counts on slot 2) what does
+// not, and drops what arrives anywhere else; the way in goes with its port.
+func TestVia(t *testing.T) {
+	const mtu = viaRigMTU
+	r, ports := viaRig(t)
+	q0 := ports[1].ViaPeer
 	var tx uint32
 	if err := r.dp.objs.TxPorts.Lookup(uint32(2), &tx); err != nil || tx != r.port[0] {
 		t.Errorf("tx_ports[2] = %d, %v; want the way in %d", tx, err, r.port[0])

@@ -76,6 +76,8 @@ var derived = map[string]bool{
 	// Events not yet read: a ring is not copied (it cannot be read but
 	// by its one consumer); a larger or smaller one starts empty.
 	tbpf.TrestleMapEventRing: true,
+	// The overlay's outer headers: the control plane writes them again.
+	tbpf.TrestleMapEncaps: true,
 }
 
 // scratch maps hold nothing the daemon writes again after an upgrade: a
