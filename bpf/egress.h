@@ -128,6 +128,7 @@ static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p
 			if (st)
 				st->c[TR_CNT_ENCAP]++;
 			tr_vlan_count_tx(d->tag.st, wire);
+			d->straight = 0; /* no memo: its way out is the overlay's way in */
 			return XDP_REDIRECT;
 		}
 	}

@@ -201,10 +201,11 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR)))
 		return; /* not a plain bridge: tr_walk may have sent the frame on; an
 			 * ip_guard port's frames are checked each (lib/ipguard.h) */
-	/* Nor a forward to an overlay port: each frame meets its MTU, and in
-	 * XDP its encapsulation (or, without one, the way in: a memo would keep
-	 * a stream there after the control plane wrote its outer headers). */
-	if (d->out.flags & TR_PORT_OVERLAY)
+	/* Nor a forward to an overlay port at tc: each frame meets its MTU. (In
+	 * XDP, one through the way in is remembered, one encapsulated is not:
+	 * tr_forward took its straight; a new outer header forgets every memo,
+	 * SetEncap.) */
+	if (!xdp && (d->out.flags & TR_PORT_OVERLAY))
 		return;
 	s = &fs->memo->src;
 	if (!fs->memo->dst.hit || !tr_src_known(&d->v, p->ifindex, d->bridge, d->vlan, eth->h_source))

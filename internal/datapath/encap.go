@@ -76,7 +76,7 @@ func encapSum(hdr *[EncapHdrLen]byte) uint32 {
 // (0: not VLAN-aware), replacing any. The header must be Ethernet with
 // type IPv4, IPv4 of 20 bytes carrying UDP; its per-frame fields are
 // cleared here, whatever e holds in them.
-func (d *Datapath) SetEncap(bridge, vlan uint16, mac net.HardwareAddr, e Encap) error {
+func (d *Datapath) SetEncap(bridge, vlan uint16, mac net.HardwareAddr, e Encap) (err error) {
 	k, err := encapKey(bridge, vlan, mac)
 	if err != nil {
 		return err
@@ -93,7 +93,22 @@ func (d *Datapath) SetEncap(bridge, vlan uint16, mac net.HardwareAddr, e Encap) 
 	}
 	v := tbpf.TrestleTrEncap{Ifindex: e.Ifindex, Csum: encapSum(&h)}
 	copy(v.Hdr[:], h[:])
-	if err := d.objs.Encaps.Update(&k, &v, ebpf.UpdateAny); err != nil {
+	var was tbpf.TrestleTrEncap
+	err = d.objs.Encaps.Lookup(&k, &was)
+	switch {
+	case err == nil && was == v:
+		return nil // as it is: the control plane rewrites its entries often
+	case errors.Is(err, ebpf.ErrKeyNotExist):
+		// A new station: the decision memo (bpf/lib/memo.h) may hold a
+		// stream to it through the way in, which would stay there. Every
+		// memo is forgotten (cfg_gen); a changed entry is read by each
+		// frame, none is remembered.
+		d.configChanging()
+		defer d.configChanged(&err)
+	case err != nil:
+		return fmt.Errorf("read encap for %s in bridge %d VLAN %d: %w", mac, bridge, vlan, err)
+	}
+	if err = d.objs.Encaps.Update(&k, &v, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("write encap for %s in bridge %d VLAN %d: %w", mac, bridge, vlan, err)
 	}
 	return nil

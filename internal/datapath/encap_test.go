@@ -183,7 +183,10 @@ func TestEncap(t *testing.T) {
 		}
 	}
 
-	// No entry: the way in, the frame as it was.
+	// No entry: the way in, the frame as it was. (The stream's second
+	// frame: the decision memo remembers it, and a new entry must make
+	// it forget, else the next frames keep the way in. Nor may it
+	// remember an encapsulated frame: the same flow again checks that.)
 	in := udpFrame(macC, macA, 1000, 2000, 100)
 	c := read()
 	ret, out := r.runOut(1, in)
