@@ -73,10 +73,19 @@ type overlayState struct {
 	// fit (their bridge's max_entries, their max_macs), said once until
 	// they fit again.
 	full map[uint32]bool
+	// XDP encapsulation (encap.go): the dataplane's (nil: it has none),
+	// how a VTEP's next hop is found, and what it holds (nil: not read
+	// yet).
+	encap   encapWriter
+	nextHop func(local, vtep netip.Addr) (overlay.NextHop, error)
+	encaps  map[datapath.EncapKey]datapath.Encap
 }
 
 func newOverlayState(k overlay.Kernel, put remotePutter) *overlayState {
-	return &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), full: map[uint32]bool{}}
+	o := &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), full: map[uint32]bool{},
+		nextHop: overlay.ResolveNextHop}
+	o.encap, _ = put.(encapWriter)
+	return o
 }
 
 // nudgeOverlay asks overlayLoop for a sync now.
@@ -401,6 +410,9 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 		}
 	}
 	d.ovl.fresh = nil
+	if err := d.syncEncaps(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -490,6 +502,10 @@ func (d *Daemon) overlayChange(c overlay.Change) {
 	if p == nil {
 		return
 	}
+	// Its headers (if any) name the VTEP it had: the way in until the
+	// next comparison, which the nudge brings.
+	d.dropEncap(p, c.MAC)
+	d.nudgeOverlay()
 	if c.Gone || d.remoteRoom(p) <= 0 {
 		// A full bridge: the sync says so (once).
 		d.nudgeOverlay()
@@ -573,6 +589,12 @@ func (d *Daemon) overlayMoved(m datapath.Move) {
 func (d *Daemon) runSync() {
 	d.mu.Lock()
 	have := len(d.overlayPorts()) > 0
+	if !have && len(d.ovl.encaps) > 0 {
+		// The last overlay port went: its headers go too.
+		if err := d.syncEncaps(); err != nil {
+			d.log.Warn("overlay sync", "err", err)
+		}
+	}
 	d.mu.Unlock()
 	if !have {
 		return

@@ -86,8 +86,30 @@ func (k *ovKernel) wrote(adv int, w string) {
 	k.advWrites[adv] = append(k.advWrites[adv], w)
 }
 
-// ovDP is the fake dataplane with PutLearned.
-type ovDP struct{ *fakeDP }
+// ovDP is the fake dataplane with PutLearned and the XDP encapsulations
+// (encaps, by key).
+type ovDP struct {
+	*fakeDP
+	encaps map[datapath.EncapKey]datapath.Encap
+}
+
+func (o ovDP) SetEncap(bridge, vlan uint16, mac net.HardwareAddr, e datapath.Encap) error {
+	o.encaps[datapath.EncapKey{Bridge: bridge, VLAN: vlan, MAC: overlay.MAC6(mac)}] = e
+	return nil
+}
+
+func (o ovDP) DelEncap(bridge, vlan uint16, mac net.HardwareAddr) error {
+	delete(o.encaps, datapath.EncapKey{Bridge: bridge, VLAN: vlan, MAC: overlay.MAC6(mac)})
+	return nil
+}
+
+func (o ovDP) Encaps() (map[datapath.EncapKey]datapath.Encap, error) {
+	out := map[datapath.EncapKey]datapath.Encap{}
+	for k, e := range o.encaps {
+		out[k] = e
+	}
+	return out, nil
+}
 
 func (o ovDP) PutLearned(e datapath.FDBEntry) error {
 	if cur, ok := o.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]; ok && cur.Static {
@@ -101,14 +123,19 @@ type ovWorld struct {
 	*world
 	k     *ovKernel
 	addrs map[netip.Addr]bool
+	odp   ovDP
 }
 
 func newOvWorld(t *testing.T) *ovWorld {
 	dp, sys := newFakeDP(), newFakeSys()
-	w := &world{t: t, dp: dp, sys: sys, d: newDaemon(quietLog(), ovDP{dp}, sys, 1<<20, time.Second)}
+	odp := ovDP{fakeDP: dp, encaps: map[datapath.EncapKey]datapath.Encap{}}
+	w := &world{t: t, dp: dp, sys: sys, d: newDaemon(quietLog(), odp, sys, 1<<20, time.Second)}
 	ow := &ovWorld{world: w, k: &ovKernel{sys: sys, devs: map[uint32]overlay.Devices{}, adv: map[string]bool{}},
-		addrs: map[netip.Addr]bool{netip.MustParseAddr("192.0.2.1"): true}}
-	w.d.ovl = newOverlayState(ow.k, ovDP{dp})
+		addrs: map[netip.Addr]bool{netip.MustParseAddr("192.0.2.1"): true}, odp: odp}
+	w.d.ovl = newOverlayState(ow.k, odp)
+	w.d.ovl.nextHop = func(local, vtep netip.Addr) (overlay.NextHop, error) {
+		return overlay.NextHop{}, overlay.ErrUnresolved
+	}
 	w.d.ovl.hasAddr = func(a netip.Addr) (bool, error) { return ow.addrs[a], nil }
 	return ow
 }
@@ -619,5 +646,82 @@ vxlan = 1000
 				t.Errorf("after the way in was made again: overlay port written %+v, want Via %d ViaPeer %d", got, via, peer)
 			}
 		})
+	}
+}
+
+// TestOverlayEncaps: the daemon writes the outer headers of each remote
+// MAC of an overlay port in a bridge with an xdp port, for the XDP program
+// to encapsulate known unicast itself, where the next hop is resolved and
+// its device takes XDP redirects; a MAC that goes or changes VTEP loses
+// them at once; a bridge without xdp ports, an unresolved neighbour or an
+// underlay that takes no XDP redirect gets none.
+func TestOverlayEncaps(t *testing.T) {
+	const cfg = `[daemon]
+vtep = "192.0.2.1"
+[[bridge]]
+name = "br0"
+[[bridge.port]]
+interface = "p1"
+mode = "%s"
+[[bridge.port]]
+vxlan = 1000
+`
+	w := newOvWorld(t)
+	w.k.tramp = true
+	w.sys.add("p1", "veth")
+	ul := w.sys.add("ul0", "veth")
+	w.sys.set("ul0", func(l *Link) { l.XDP |= netdev.XDPNdoXmit })
+	nh := overlay.NextHop{Ifindex: ul.Index, Src: net.HardwareAddr{2, 0, 0, 0, 0xee, 1}, Dst: net.HardwareAddr{2, 0, 0, 0, 0xee, 2}}
+	resolved := true
+	w.d.ovl.nextHop = func(local, vtep netip.Addr) (overlay.NextHop, error) {
+		if !resolved {
+			return overlay.NextHop{}, overlay.ErrUnresolved
+		}
+		return nh, nil
+	}
+	w.mustApply(fmt.Sprintf(cfg, "xdp"))
+	br := w.d.bridges["br0"]
+	mac := "02:00:00:00:00:b1"
+	hw, _ := net.ParseMAC(mac)
+	k := datapath.EncapKey{Bridge: br.id, MAC: overlay.MAC6(hw)}
+	w.remote(mac, false)
+	w.sync()
+	want := datapath.Encap{Ifindex: uint32(ul.Index), Hdr: overlay.Header(nh, netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"), 1000, 4789)}
+	if got, ok := w.odp.encaps[k]; !ok || got != want {
+		t.Fatalf("encapsulation of %s: %+v, %v; want %+v", mac, got, ok, want)
+	}
+	// It goes with the remote MAC, at once.
+	w.remote(mac, true)
+	if _, ok := w.odp.encaps[k]; ok {
+		t.Errorf("the encapsulation of a remote MAC that went is still there")
+	}
+	w.remote(mac, false)
+	w.sync()
+	if len(w.odp.encaps) != 1 {
+		t.Fatalf("encapsulations %v, want one again", w.odp.encaps)
+	}
+	// An underlay that takes no XDP redirect, or an unresolved neighbour:
+	// none (the way in).
+	w.sys.set("ul0", func(l *Link) { l.XDP &^= netdev.XDPNdoXmit })
+	w.sync()
+	if len(w.odp.encaps) != 0 {
+		t.Errorf("encapsulations into an underlay that takes no XDP redirect: %v", w.odp.encaps)
+	}
+	w.sys.set("ul0", func(l *Link) { l.XDP |= netdev.XDPNdoXmit })
+	resolved = false
+	w.sync()
+	if len(w.odp.encaps) != 0 {
+		t.Errorf("encapsulations with an unresolved next hop: %v", w.odp.encaps)
+	}
+	resolved = true
+	w.sync()
+	if len(w.odp.encaps) != 1 {
+		t.Errorf("encapsulations once resolved: %v", w.odp.encaps)
+	}
+	// Host ports at tc: no frame reads them.
+	w.mustApply(fmt.Sprintf(cfg, "tc"))
+	w.sync()
+	if len(w.odp.encaps) != 0 {
+		t.Errorf("encapsulations in a bridge without xdp ports: %v", w.odp.encaps)
 	}
 }

@@ -180,7 +180,7 @@ func (k OverlayTest) Prepare(s Scenario) ([]string, error) {
 	if s.Load <= 0 || s.Load > 1 {
 		return nil, fmt.Errorf("overlay: the restart streams' load %v: a fraction of the NDR above 0, up to 1", s.Load)
 	}
-	return []string{fmt.Sprintf("overlay: a topology of its own per unit: hosts A and B (the DUT and FRR 'zebra then bgpd', iBGP over a veth underlay of MTU %d, VTEPs on the loopbacks, overlay MTU %d), h1 behind A, h2 behind B; "+
+	return []string{fmt.Sprintf("overlay: a topology of its own per unit: hosts A and B (the DUT and FRR 'zebra then bgpd', iBGP over a veth underlay of MTU %d with GRO on at both ends, as a NIC takes XDP redirects, VTEPs on the loopbacks, overlay MTU %d), h1 behind A, h2 behind B; "+
 		"the restart streams at %.0f%% of the DUT's NDR; trestle runs with persist, its ports in the DUT's mode (a DUT whose overlay port stays down is listed with the daemon's reason, not run)", underlayMTU, overlayMTU, 100*s.Load)}, nil
 }
 
@@ -332,6 +332,15 @@ func buildOverlay(ctx context.Context, nt *Net, n int) (*overlayRig, *Topo, erro
 		}
 	}
 	for _, s := range o.sites {
+		// GRO on the underlay's ends, as a NIC has it: a veth then takes
+		// XDP redirects (ndo_xdp_xmit), as a NIC's driver does, which
+		// trestle's XDP encapsulation needs (docs/overlay.md); every DUT
+		// runs on the same underlay.
+		if n == 2 {
+			if err := s.ns.Features("ul0", map[string]bool{"rx-gro": true}); err != nil {
+				return nil, nil, err
+			}
+		}
 		cmds := [][]string{
 			{"link", "set", "dev", "ul0", "mtu", fmt.Sprint(underlayMTU)},
 			{"addr", "add", s.under + "/24", "dev", "ul0", "nodad"},

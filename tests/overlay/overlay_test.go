@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/safchain/ethtool"
+
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/frrconf"
 	"github.com/trestle/trestle/internal/testutil"
@@ -777,4 +779,82 @@ func overlayRestart(t *testing.T, hostMode string) {
 		o := b.overlay(1000)
 		return !ok && o != nil && len(o.FloodList) == 0, fmt.Sprintf("entry %v, overlay %+v", ok, o)
 	})
+}
+
+// TestXDPEncap: with an underlay that takes XDP redirects (GRO on at both
+// ends of its veth, as a NIC's driver takes them), known unicast from an
+// xdp port to a remote MAC is encapsulated by the XDP program itself and
+// sent into the underlay: the other host receives every frame, and the
+// vxlan device of the sending host sends none of them. The first frames
+// (and floods) take the vxlan device, which resolves the next hop; the
+// headers are written at the daemon's next comparison.
+func TestXDPEncap(t *testing.T) {
+	t.Parallel()
+	testutil.RequireNetns(t)
+	testutil.RequireCmd(t, zebraBin, bgpdBin, "vtysh", "chown")
+	a, b := newSite(t, 1, "xdp"), newSite(t, 2, "xdp")
+	a.layout, b.layout = oneVNI, oneVNI
+	joinUnderlay(t, a, b)
+	for _, s := range []*site{a, b} {
+		if err := s.SW.Do(func() error {
+			et, err := ethtool.NewEthtool()
+			if err != nil {
+				return err
+			}
+			defer et.Close()
+			return et.Change("ul0", map[string]bool{"rx-gro": true})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.start(t, trestleFirst, b)
+	b.start(t, frrFirst, a)
+	waitFlood(t, a, b)
+	pingFirst(t, a.Host(1), b.ip(1))
+	eventually(t, 5*time.Second, "site 1: site 2's h1 remote", func() (bool, string) {
+		e, ok := a.entry("br0", b.mac(1))
+		return ok && e.VTEP == b.vtep, fmt.Sprintf("%+v", e)
+	})
+	const n = 20
+	burst := 0
+	eventually(t, 10*time.Second, "unicast to site 2's h1 encapsulated in XDP", func() (bool, string) {
+		burst++
+		marker := fmt.Sprintf("xdp-encap-%d", burst)
+		vx, ul := a.linkTx(t, "tvx1000"), a.linkTx(t, "ul0")
+		got := b.Host(1).Capture(t, "eth0")
+		for i := 0; i < n; i++ {
+			if err := a.Host(1).RawSend("eth0", harness.Marked(b.mac(1), a.mac(1), marker)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		recv := got.WaitFor(harness.HasMarker(marker), n, 5*time.Second)
+		dvx, dul := a.linkTx(t, "tvx1000")-vx, a.linkTx(t, "ul0")-ul
+		return recv == n && dvx == 0 && dul >= n, fmt.Sprintf("burst %d: site 2's h1 got %d of %d; site 1's vxlan device sent %d, its underlay %d", burst, recv, n, dvx, dul)
+	})
+	t.Logf("encapsulated in XDP from burst %d on", burst)
+	// The other way too, and ping both ways.
+	if err := b.Host(1).Ping(a.ip(1), 3); err != nil {
+		t.Errorf("ping site 2 -> site 1: %v", err)
+	}
+	if err := a.Host(1).Ping(b.ip(1), 3); err != nil {
+		t.Errorf("ping site 1 -> site 2: %v", err)
+	}
+}
+
+// linkTx is the number of packets the kernel counts sent by ifname in the
+// site's switch namespace.
+func (s *site) linkTx(t *testing.T, ifname string) uint64 {
+	t.Helper()
+	out := s.SW.MustExec(t, "ip", "-j", "-s", "link", "show", "dev", ifname)
+	var ls []struct {
+		Stats64 struct {
+			TX struct {
+				Packets uint64 `json:"packets"`
+			} `json:"tx"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 {
+		t.Fatalf("ip -s link show %s: %v\n%s", ifname, err, out)
+	}
+	return ls[0].Stats64.TX.Packets
 }
