@@ -792,8 +792,23 @@ func TestXDPEncap(t *testing.T) {
 	t.Parallel()
 	testutil.RequireNetns(t)
 	testutil.RequireCmd(t, zebraBin, bgpdBin, "vtysh", "chown")
+	for _, c := range []struct {
+		name string
+		la   layout
+	}{{"plain", oneVNI}, {"vlan", vlanAware}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			xdpEncap(t, c.la)
+		})
+	}
+}
+
+// xdpEncap is TestXDPEncap with site 1 of layout la (on a VLAN-aware
+// bridge the headers are keyed by the overlay port's VLAN, as the table's
+// entries are, and the frame leaves untagged for it).
+func xdpEncap(t *testing.T, la layout) {
 	a, b := newSite(t, 1, "xdp"), newSite(t, 2, "xdp")
-	a.layout, b.layout = oneVNI, oneVNI
+	a.layout, b.layout = la, oneVNI
 	joinUnderlay(t, a, b)
 	for _, s := range []*site{a, b} {
 		if err := s.SW.Do(func() error {
