@@ -442,6 +442,11 @@ func (d *Daemon) shutdown() {
 	d.closed = true
 	d.endCaptureLocked(nil) // no pinned link may keep the capture's program
 	if d.persist && d.pins.Pinned() {
+		// No daemon follows zebra's moves until the next: the overlay's
+		// frames take the vxlan device meanwhile (encap.go).
+		if err := d.clearEncaps(); err != nil {
+			d.log.Warn("overlay: remove the XDP encapsulations", "err", err)
+		}
 		for _, a := range d.attached {
 			_ = a.Release()
 		}

@@ -43,8 +43,9 @@ func bridgeHasXDP(b *bridgeState) bool {
 	return false
 }
 
-// wantEncaps is the headers the dataplane should hold now.
-func (d *Daemon) wantEncaps() map[datapath.EncapKey]datapath.Encap {
+// wantEncaps is the headers the dataplane should hold now: those of the
+// remote MACs that are in the table (inTable, by VNI; nil: all).
+func (d *Daemon) wantEncaps(inTable map[uint32]map[[6]byte]bool) map[datapath.EncapKey]datapath.Encap {
 	want := map[datapath.EncapKey]datapath.Encap{}
 	type hop struct {
 		nh overlay.NextHop
@@ -60,10 +61,13 @@ func (d *Daemon) wantEncaps() map[datapath.EncapKey]datapath.Encap {
 			continue
 		}
 		for _, r := range st.Remotes {
+			if inTable != nil && !inTable[p.cfg.VXLAN][overlay.MAC6(r.MAC)] {
+				continue // left out of the table (max_entries, max_macs): it floods
+			}
 			hk := [2]netip.Addr{st.VTEP, r.VTEP}
 			h, seen := hops[hk]
 			if !seen {
-				h.nh, h.ok = d.encapHop(st.VTEP, r.VTEP)
+				h.nh, h.ok = d.encapHop(st.VTEP, r.VTEP, st.Devices.MTU)
 				hops[hk] = h
 			}
 			if !h.ok {
@@ -77,14 +81,21 @@ func (d *Daemon) wantEncaps() map[datapath.EncapKey]datapath.Encap {
 }
 
 // encapHop is the next hop from local to vtep, if frames may be
-// encapsulated to it in XDP: resolved, and its device takes XDP
-// redirects (a veth only while its peer has GRO on or an XDP program).
-func (d *Daemon) encapHop(local, vtep netip.Addr) (overlay.NextHop, bool) {
+// encapsulated to it in XDP: resolved, its device's MTU room for the
+// overlay's frames encapsulated (the vxlan device's MTU, mtu, plus the
+// outer headers: an XDP redirect longer than the device takes is lost
+// without a word, where the vxlan device would have said so), and its
+// device takes XDP redirects (a veth only while its peer has GRO on or an
+// XDP program).
+func (d *Daemon) encapHop(local, vtep netip.Addr, mtu int) (overlay.NextHop, bool) {
 	nh, err := d.ovl.nextHop(local, vtep)
 	if err != nil {
 		if !errors.Is(err, overlay.ErrUnresolved) {
 			d.log.Debug("overlay: no XDP encapsulation to a VTEP", "vtep", vtep, "err", err)
 		}
+		return nh, false
+	}
+	if nh.MTU < mtu+overlay.HdrLen {
 		return nh, false
 	}
 	l, err := d.sys.LinkByIndex(nh.Ifindex)
@@ -94,9 +105,9 @@ func (d *Daemon) encapHop(local, vtep netip.Addr) (overlay.NextHop, bool) {
 	return nh, true
 }
 
-// syncEncaps makes the dataplane's headers what wantEncaps says. Called
-// with d.mu held.
-func (d *Daemon) syncEncaps() error {
+// syncEncaps makes the dataplane's headers what wantEncaps says (for the
+// remote MACs of inTable). Called with d.mu held.
+func (d *Daemon) syncEncaps(inTable map[uint32]map[[6]byte]bool) error {
 	w := d.ovl.encap
 	if w == nil {
 		return nil
@@ -113,19 +124,10 @@ func (d *Daemon) syncEncaps() error {
 	}
 	want := map[datapath.EncapKey]datapath.Encap{}
 	if len(d.overlayPorts()) > 0 {
-		want = d.wantEncaps()
+		want = d.wantEncaps(inTable)
 	}
 	var errs []error
-	for k, e := range want {
-		if cur, ok := d.ovl.encaps[k]; ok && cur == e {
-			continue
-		}
-		if err := w.SetEncap(k.Bridge, k.VLAN, k.MAC[:], e); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		d.ovl.encaps[k] = e
-	}
+	// Deletions first, so that their room is there for the new ones.
 	for k := range d.ovl.encaps {
 		if _, ok := want[k]; ok {
 			continue
@@ -136,6 +138,46 @@ func (d *Daemon) syncEncaps() error {
 		}
 		delete(d.ovl.encaps, k)
 	}
+	failed, first := 0, error(nil)
+	for k, e := range want {
+		if cur, ok := d.ovl.encaps[k]; ok && cur == e {
+			continue
+		}
+		if err := w.SetEncap(k.Bridge, k.VLAN, k.MAC[:], e); err != nil {
+			// A full map, say: those frames take the way in.
+			if failed++; first == nil {
+				first = err
+			}
+			continue
+		}
+		d.ovl.encaps[k] = e
+	}
+	if failed > 0 {
+		errs = append(errs, fmt.Errorf("overlay: %d XDP encapsulations not written, their frames take the vxlan device (first: %w)", failed, first))
+	}
+	return errors.Join(errs...)
+}
+
+// clearEncaps removes every header the dataplane holds, for a daemon that
+// stops and leaves its datapath forwarding (persist): while no daemon
+// follows zebra's moves, the overlay's frames take the vxlan device, whose
+// entries zebra keeps. Called with d.mu held.
+func (d *Daemon) clearEncaps() error {
+	w := d.ovl.encap
+	if w == nil {
+		return nil
+	}
+	cur, err := w.Encaps()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for k := range cur {
+		if err := w.DelEncap(k.Bridge, k.VLAN, k.MAC[:]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.ovl.encaps = nil
 	return errors.Join(errs...)
 }
 
@@ -144,8 +186,11 @@ func (d *Daemon) syncEncaps() error {
 // with d.mu held.
 func (d *Daemon) dropEncap(p *portState, mac net.HardwareAddr) {
 	k := datapath.EncapKey{Bridge: p.bridge.id, VLAN: overlayVLAN(p), MAC: overlay.MAC6(mac)}
-	if _, ok := d.ovl.encaps[k]; !ok || d.ovl.encap == nil {
+	if d.ovl.encap == nil {
 		return
+	}
+	if _, ok := d.ovl.encaps[k]; !ok && d.ovl.encaps != nil {
+		return // known not to be there; before the first sync, unknown
 	}
 	if err := d.ovl.encap.DelEncap(k.Bridge, k.VLAN, mac); err != nil {
 		d.log.Warn("overlay: take an XDP encapsulation away", "mac", mac, "err", err)

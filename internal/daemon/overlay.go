@@ -347,6 +347,9 @@ func (d *Daemon) syncOverlay() error {
 // before it was learned or moved). Called with d.mu held.
 func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 	var errs []error
+	// The remote MACs in the table now, by VNI: only theirs are
+	// encapsulated in XDP (encap.go).
+	inTable := map[uint32]map[[6]byte]bool{}
 	for _, a := range accs {
 		p := d.overlayPortOf(a.vni)
 		if p == nil || p.slot != a.slot || p.bridge.id != a.bridge {
@@ -371,9 +374,13 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 			backed[overlay.MAC6(r.MAC)] = true
 		}
 		var gone []datapath.FDBEntry
+		in := map[[6]byte]bool{}
+		inTable[vni] = in
 		for k, e := range a.mine {
 			if !backed[k] {
 				gone = append(gone, e)
+			} else {
+				in[k] = true
 			}
 		}
 		if len(gone) > 0 {
@@ -398,6 +405,7 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 				errs = append(errs, err)
 			} else {
 				room--
+				in[k] = true
 			}
 		}
 		switch {
@@ -410,7 +418,7 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 		}
 	}
 	d.ovl.fresh = nil
-	if err := d.syncEncaps(); err != nil {
+	if err := d.syncEncaps(inTable); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -503,9 +511,11 @@ func (d *Daemon) overlayChange(c overlay.Change) {
 		return
 	}
 	// Its headers (if any) name the VTEP it had: the way in until the
-	// next comparison, which the nudge brings.
-	d.dropEncap(p, c.MAC)
-	d.nudgeOverlay()
+	// next comparison, which the nudge brings (only xdp ports read them).
+	if bridgeHasXDP(p.bridge) {
+		d.dropEncap(p, c.MAC)
+		d.nudgeOverlay()
+	}
 	if c.Gone || d.remoteRoom(p) <= 0 {
 		// A full bridge: the sync says so (once).
 		d.nudgeOverlay()
@@ -591,7 +601,7 @@ func (d *Daemon) runSync() {
 	have := len(d.overlayPorts()) > 0
 	if !have && len(d.ovl.encaps) > 0 {
 		// The last overlay port went: its headers go too.
-		if err := d.syncEncaps(); err != nil {
+		if err := d.syncEncaps(nil); err != nil {
 			d.log.Warn("overlay sync", "err", err)
 		}
 	}

@@ -671,7 +671,7 @@ vxlan = 1000
 	w.sys.add("p1", "veth")
 	ul := w.sys.add("ul0", "veth")
 	w.sys.set("ul0", func(l *Link) { l.XDP |= netdev.XDPNdoXmit })
-	nh := overlay.NextHop{Ifindex: ul.Index, Src: net.HardwareAddr{2, 0, 0, 0, 0xee, 1}, Dst: net.HardwareAddr{2, 0, 0, 0, 0xee, 2}}
+	nh := overlay.NextHop{Ifindex: ul.Index, Src: net.HardwareAddr{2, 0, 0, 0, 0xee, 1}, Dst: net.HardwareAddr{2, 0, 0, 0, 0xee, 2}, MTU: 1500}
 	resolved := true
 	w.d.ovl.nextHop = func(local, vtep netip.Addr) (overlay.NextHop, error) {
 		if !resolved {
@@ -708,6 +708,15 @@ vxlan = 1000
 		t.Errorf("encapsulations into an underlay that takes no XDP redirect: %v", w.odp.encaps)
 	}
 	w.sys.set("ul0", func(l *Link) { l.XDP |= netdev.XDPNdoXmit })
+	// An underlay whose MTU has no room for the overlay's frames
+	// encapsulated (an IPv4 packet of the overlay's MTU, 1450, plus the
+	// 50 bytes of outer headers and the inner Ethernet header): none.
+	nh.MTU = 1499
+	w.sync()
+	if len(w.odp.encaps) != 0 {
+		t.Errorf("encapsulations into an underlay too small for them: %v", w.odp.encaps)
+	}
+	nh.MTU = 1500
 	resolved = false
 	w.sync()
 	if len(w.odp.encaps) != 0 {

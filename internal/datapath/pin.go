@@ -90,6 +90,9 @@ var scratch = map[string]bool{
 	tbpf.TrestleMapCaptureBuf:  true,
 	tbpf.TrestleMapEventRing:   true,
 	tbpf.TrestleMapEventLost:   true,
+	// The overlay's outer headers: the overlay's comparison writes them,
+	// not the apply (a new one is no reason to rewrite every port).
+	tbpf.TrestleMapEncaps: true,
 }
 
 // groups are maps that hold one state between them: they are adopted

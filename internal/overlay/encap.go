@@ -29,6 +29,7 @@ type NextHop struct {
 	Ifindex int
 	Src     net.HardwareAddr
 	Dst     net.HardwareAddr
+	MTU     int // the device's
 }
 
 // ErrUnresolved: the route or the neighbour of a VTEP is not known (yet):
@@ -70,7 +71,7 @@ func ResolveNextHop(local, vtep netip.Addr) (NextHop, error) {
 	for _, n := range ns {
 		a, ok := netip.AddrFromSlice(n.IP)
 		if ok && a.Unmap() == via && len(n.HardwareAddr) == 6 && n.State&usable != 0 {
-			return NextHop{Ifindex: r.LinkIndex, Src: l.Attrs().HardwareAddr, Dst: n.HardwareAddr}, nil
+			return NextHop{Ifindex: r.LinkIndex, Src: l.Attrs().HardwareAddr, Dst: n.HardwareAddr, MTU: l.Attrs().MTU}, nil
 		}
 	}
 	return NextHop{}, fmt.Errorf("neighbour %s on %s: %w", via, l.Attrs().Name, ErrUnresolved)
