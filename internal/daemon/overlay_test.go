@@ -587,27 +587,29 @@ func TestOverlayLearnEvents(t *testing.T) {
 	}
 }
 
-// TestOverlayXDPVia: an overlay port beside an xdp port comes up when its
-// VNI has the xdp way in, and the port maps send XDP copies there (Via)
-// while tc ports keep the vxlan device; without the way in it is down,
-// saying why (a vxlan device takes no XDP redirect).
-func TestOverlayXDPVia(t *testing.T) {
-	const cfg = `[daemon]
+// xdpOvConfig is a bridge of host port p1 in mode %s and VNI 1000.
+const xdpOvConfig = `[daemon]
 vtep = "192.0.2.1"
 [[bridge]]
 name = "br0"
 [[bridge.port]]
 interface = "p1"
-mode = "xdp"
+mode = "%s"
 [[bridge.port]]
 vxlan = 1000
 `
+
+// TestOverlayXDPVia: an overlay port beside an xdp port comes up when its
+// VNI has the xdp way in, and the port maps send XDP copies there (Via)
+// while tc ports keep the vxlan device; without the way in it is down,
+// saying why (a vxlan device takes no XDP redirect).
+func TestOverlayXDPVia(t *testing.T) {
 	for _, tramp := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tramp=%v", tramp), func(t *testing.T) {
 			w := newOvWorld(t)
 			w.k.tramp = tramp
 			w.sys.add("p1", "veth")
-			w.mustApply(cfg)
+			w.mustApply(fmt.Sprintf(xdpOvConfig, "xdp"))
 			p := w.port("br0", "tvx1000")
 			if !tramp {
 				if p.state() != stateDown || !strings.Contains(p.why, "ndo_xdp_xmit") {
@@ -641,7 +643,7 @@ vxlan = 1000
 			}
 			w.sys.set(n.Tramp, func(l *Link) { l.XDP |= netdev.XDPNdoXmit })
 			via, peer = w.sys.links[n.Tramp].Index, w.sys.links[n.TrampPeer].Index
-			w.mustApply(cfg)
+			w.mustApply(fmt.Sprintf(xdpOvConfig, "xdp"))
 			if got := w.dp.topo.ports[uint32(p.ifindex)]; got.Via != uint32(via) || got.ViaPeer != uint32(peer) {
 				t.Errorf("after the way in was made again: overlay port written %+v, want Via %d ViaPeer %d", got, via, peer)
 			}
@@ -656,16 +658,6 @@ vxlan = 1000
 // them at once; a bridge without xdp ports, an unresolved neighbour or an
 // underlay that takes no XDP redirect gets none.
 func TestOverlayEncaps(t *testing.T) {
-	const cfg = `[daemon]
-vtep = "192.0.2.1"
-[[bridge]]
-name = "br0"
-[[bridge.port]]
-interface = "p1"
-mode = "%s"
-[[bridge.port]]
-vxlan = 1000
-`
 	w := newOvWorld(t)
 	w.k.tramp = true
 	w.sys.add("p1", "veth")
@@ -679,7 +671,7 @@ vxlan = 1000
 		}
 		return nh, nil
 	}
-	w.mustApply(fmt.Sprintf(cfg, "xdp"))
+	w.mustApply(fmt.Sprintf(xdpOvConfig, "xdp"))
 	br := w.d.bridges["br0"]
 	mac := "02:00:00:00:00:b1"
 	hw, _ := net.ParseMAC(mac)
@@ -728,7 +720,7 @@ vxlan = 1000
 		t.Errorf("encapsulations once resolved: %v", w.odp.encaps)
 	}
 	// Host ports at tc: no frame reads them.
-	w.mustApply(fmt.Sprintf(cfg, "tc"))
+	w.mustApply(fmt.Sprintf(xdpOvConfig, "tc"))
 	w.sync()
 	if len(w.odp.encaps) != 0 {
 		t.Errorf("encapsulations in a bridge without xdp ports: %v", w.odp.encaps)

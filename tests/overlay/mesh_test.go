@@ -64,22 +64,28 @@ func overlayCounts(vni uint32, sites ...*site) [][2]uint64 {
 	return cs
 }
 
-// linkRx is the number of packets the kernel counts received by ifname in
-// the site's switch namespace.
-func (s *site) linkRx(t *testing.T, ifname string) uint64 {
+// linkRx and linkTx are the packets the kernel counts received and sent by
+// ifname in the site's switch namespace.
+func (s *site) linkRx(t *testing.T, ifname string) uint64 { return s.linkPackets(t, ifname)[0] }
+func (s *site) linkTx(t *testing.T, ifname string) uint64 { return s.linkPackets(t, ifname)[1] }
+
+// linkPackets is ifname's received and sent packets, as `ip -s link` says.
+func (s *site) linkPackets(t *testing.T, ifname string) [2]uint64 {
 	t.Helper()
 	out := s.SW.MustExec(t, "ip", "-j", "-s", "link", "show", "dev", ifname)
+	type count struct {
+		Packets uint64 `json:"packets"`
+	}
 	var ls []struct {
 		Stats64 struct {
-			RX struct {
-				Packets uint64 `json:"packets"`
-			} `json:"rx"`
+			RX count `json:"rx"`
+			TX count `json:"tx"`
 		} `json:"stats64"`
 	}
 	if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 {
 		t.Fatalf("ip -s link show %s: %v\n%s", ifname, err, out)
 	}
-	return ls[0].Stats64.RX.Packets
+	return [2]uint64{ls[0].Stats64.RX.Packets, ls[0].Stats64.TX.Packets}
 }
 
 // The lines of a site's overlay state (state).

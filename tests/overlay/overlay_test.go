@@ -858,21 +858,3 @@ func xdpEncap(t *testing.T, la layout) {
 		t.Errorf("ping site 1 -> site 2: %v", err)
 	}
 }
-
-// linkTx is the number of packets the kernel counts sent by ifname in the
-// site's switch namespace.
-func (s *site) linkTx(t *testing.T, ifname string) uint64 {
-	t.Helper()
-	out := s.SW.MustExec(t, "ip", "-j", "-s", "link", "show", "dev", ifname)
-	var ls []struct {
-		Stats64 struct {
-			TX struct {
-				Packets uint64 `json:"packets"`
-			} `json:"tx"`
-		} `json:"stats64"`
-	}
-	if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 {
-		t.Fatalf("ip -s link show %s: %v\n%s", ifname, err, out)
-	}
-	return ls[0].Stats64.TX.Packets
-}
