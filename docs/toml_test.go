@@ -19,7 +19,9 @@ import (
 //	```toml fragment=bridge
 //
 // says the block is the inside of one [[bridge]]: its keys and its
-// [[bridge.port]], [[bridge.rule]] ... tables. The test checks it inside
+// [[bridge.port]], [[bridge.rule]] ... tables. Its first line is a comment
+// that tells the reader so ("# inside a [[bridge]]"), since the marker
+// does not show. The test checks it inside
 // the table it names, opened with the keys the table requires that the
 // block does not set (an example value of each, from the key table), and
 // every table above it, opened the same way. GitHub takes the info
@@ -32,7 +34,7 @@ type tomlBlock struct {
 }
 
 var (
-	fence = regexp.MustCompile("^\\s*```\\s*(.*?)\\s*$")
+	fence = regexp.MustCompile("^ {0,3}(```+)\\s*(.*?)\\s*$")
 	// A line that opens a table of trestle's file: a block holding one
 	// is TOML, whatever its info string says.
 	tomlHeader = regexp.MustCompile(`(?m)^\s*\[\[?(daemon|bridge)[\].]`)
@@ -40,7 +42,7 @@ var (
 )
 
 // tomlBlocks returns the TOML blocks of a Markdown file, and a problem for
-// each block that holds TOML under another info string, or a fragment
+// each block without an info string that holds TOML, or a fragment
 // marker that names no table.
 func tomlBlocks(file, text string) (blocks []tomlBlock, problems []string) {
 	lines := strings.Split(text, "\n")
@@ -49,14 +51,17 @@ func tomlBlocks(file, text string) (blocks []tomlBlock, problems []string) {
 		if m == nil {
 			continue
 		}
-		info, start := m[1], i+1
-		for i++; i < len(lines) && !fence.MatchString(lines[i]); i++ {
+		ticks, info, start := m[1], m[2], i+1
+		for i++; i < len(lines); i++ {
+			if c := fence.FindStringSubmatch(lines[i]); c != nil && len(c[1]) >= len(ticks) && c[2] == "" {
+				break
+			}
 		}
 		body := strings.Join(lines[start:min(i, len(lines))], "\n") + "\n"
 		words := strings.Fields(info)
 		if len(words) == 0 || words[0] != "toml" {
-			if tomlHeader.MatchString(body) && (len(words) == 0 || words[0] != "sh") {
-				problems = append(problems, fmt.Sprintf("%s:%d: a block of TOML whose info string is %q, not toml", file, start, info))
+			if len(words) == 0 && tomlHeader.MatchString(body) {
+				problems = append(problems, fmt.Sprintf("%s:%d: a block of TOML without an info string: mark it toml", file, start))
 			}
 			continue
 		}
@@ -72,6 +77,9 @@ func tomlBlocks(file, text string) (blocks []tomlBlock, problems []string) {
 				continue
 			}
 			b.fragment = path
+		}
+		if b.fragment != "" && !strings.Contains(strings.SplitN(body, "\n", 2)[0], config.TableOf(b.fragment).Header()) {
+			problems = append(problems, fmt.Sprintf("%s:%d: a fragment of %s whose first line, a comment, does not tell the reader so", file, start+1, config.TableOf(b.fragment).Header()))
 		}
 		blocks = append(blocks, b)
 	}
@@ -145,7 +153,7 @@ func TestTOMLBlocks(t *testing.T) {
 			}
 			what := "the block"
 			if b.fragment != "" {
-				what = "the block, in a [[" + b.fragment + "]],"
+				what = "the block, in a " + config.TableOf(b.fragment).Header() + ","
 			}
 			for _, e := range errs {
 				line := b.line
@@ -165,22 +173,23 @@ func TestTOMLBlocks(t *testing.T) {
 // the table requires filled in where the block leaves them out, and a
 // problem is reported at the document's line.
 func TestTOMLFragment(t *testing.T) {
-	doc := "text\n```toml fragment=bridge\n[[bridge.port]]\ninterface = \"p1\"\nmode = \"fast\"\n```\n" +
-		"```toml fragment=bridge.port\ninterface = \"p2\"\n```\n" +
-		"```toml fragment=bridge\nname = \"br1\"\n```\n" +
+	doc := "text\n```toml fragment=bridge\n# in [[bridge]]\n[[bridge.port]]\ninterface = \"p1\"\nmode = \"fast\"\n```\n" +
+		"```toml fragment=bridge.port\n# [[bridge.port]]\ninterface = \"p2\"\n```\n" +
+		"```toml fragment=bridge\n# [[bridge]]\nname = \"br1\"\n```\n" +
 		"```toml fragment=bridge.nothing\n```\n" +
+		"```toml fragment=bridge\nname = \"br2\"\n```\n" +
 		"```\n[[bridge]]\n```\n"
 	blocks, problems := tomlBlocks("x.md", doc)
-	if len(blocks) != 4 || len(problems) != 2 {
-		t.Fatalf("blocks %d, problems %q; want 4 blocks and 2 problems", len(blocks), problems)
+	if len(blocks) != 5 || len(problems) != 3 {
+		t.Fatalf("blocks %d, problems %q; want 5 blocks and 3 problems", len(blocks), problems)
 	}
 	text, before := blocks[0].wrap()
 	var errs config.Errors
 	if _, err := config.Parse("x.md", []byte(text)); !errors.As(err, &errs) || len(errs) != 1 {
 		t.Fatalf("fragment with a bad mode: %v, want one error", err)
 	}
-	if got := blocks[0].line + errs[0].Line - before - 1; got != 5 {
-		t.Errorf("bad mode reported at line %d of the document, want 5", got)
+	if got := blocks[0].line + errs[0].Line - before - 1; got != 6 {
+		t.Errorf("bad mode reported at line %d of the document, want 6", got)
 	}
 	for _, b := range blocks[1:3] {
 		if text, _ := b.wrap(); !strings.Contains(text, "\n") {
