@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trestle/trestle/docs"
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/instance"
@@ -130,6 +131,47 @@ func TestManPages(t *testing.T) {
 		for _, k := range tab.Keys {
 			if !strings.Contains(sec, "\n.B "+roff(k.Name)+"\n") {
 				t.Errorf("trestle.toml(5): %s has no entry for key %s", tab.Header(), k.Name)
+			}
+		}
+	}
+}
+
+// TestUserWords: the --help of every command and of every lab scenario, and
+// every man page, speak of features and releases, never of the tracker's
+// numbers or the seed files, and hold no machine's paths (docs.Unfit).
+func TestUserWords(t *testing.T) {
+	cmds := map[string]*cobra.Command{}
+	commands(testRoot(), cmds)
+	texts := map[string]string{}
+	for name, c := range cmds {
+		args := append(strings.Fields(c.CommandPath())[1:], "--help")
+		out, code := runCLI(t, nil, args...)
+		if code != 0 {
+			t.Errorf("%s --help: exit %d", c.CommandPath(), code)
+		}
+		texts[name+" --help"] = out
+	}
+	for _, n := range lab.ScenarioNames() {
+		out, _ := runCLI(t, nil, "lab", n, "--help")
+		texts["trestle lab "+n+" --help"] = out
+	}
+	dir := t.TempDir()
+	if _, err := writeManPages(testRoot(), dir, time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC), DocDir); err != nil {
+		t.Fatal(err)
+	}
+	pages, _ := filepath.Glob(filepath.Join(dir, "*.[58]"))
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As the reader sees it: roff's hyphens are hyphens.
+		texts[filepath.Base(p)] = strings.ReplaceAll(string(b), `\-`, "-")
+	}
+	for name, text := range texts {
+		for i, line := range strings.Split(text, "\n") {
+			if m := docs.Unfit.FindString(line); m != "" {
+				t.Errorf("%s, line %d: %q: %s", name, i+1, strings.TrimSpace(m), strings.TrimSpace(line))
 			}
 		}
 	}
