@@ -94,7 +94,7 @@ func writeManPages(root *cobra.Command, dir string, date time.Time, docDir strin
 		}
 		page := b.String()
 		if !c.HasParent() {
-			page = manRoot(c, page)
+			page = manRoot(c, page, docDir)
 		} else if slices.Contains(configCommands, c.CommandPath()) {
 			page = seeAlso(page, "trestle.toml(5)")
 		}
@@ -130,7 +130,7 @@ var exitStatus = []struct{ code, means string }{
 // manRoot adds to trestle(8) what cobra's page lacks: a SYNOPSIS of every
 // command, EXIT STATUS, ENVIRONMENT, FILES, and a SEE ALSO of trestle.toml(5)
 // and every command's page.
-func manRoot(root *cobra.Command, page string) string {
+func manRoot(root *cobra.Command, page, docDir string) string {
 	var syn strings.Builder
 	syn.WriteString(".SH SYNOPSIS\n")
 	also := []string{`\fBtrestle.toml\fP(5)`}
@@ -168,7 +168,7 @@ func manRoot(root *cobra.Command, page string) string {
 		{ctl.DefaultSocket, "The daemon's control socket, unless [daemon] socket, --socket or TRESTLE_SOCKET name another."},
 		{instance.StateRoot + "/", "What each daemon must remember across a restart, a directory each (named by its network namespace and socket): the veth peers it changed and how they were, the ports added at run time. A tmpfs: it goes at reboot, as the pinned datapath does."},
 		{instance.PinRoot + "/", "The pinned datapath of each daemon run with persist, a directory each, named as its state directory: it forwards while no daemon runs, and trestle down removes it."},
-		{DocDir + "/", "The documents: README.md, and configuration.md, operations.md, troubleshooting.md and the others the pages name."},
+		{strings.TrimSuffix(docDir, "/") + "/", "The documents: README.md, and configuration.md, operations.md, troubleshooting.md and the others the pages name."},
 	} {
 		fmt.Fprintf(&b, ".TP\n.I %s\n%s\n", roff(f.path), roff(f.what))
 	}

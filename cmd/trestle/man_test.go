@@ -411,3 +411,28 @@ func TestLabManual(t *testing.T) {
 		}
 	}
 }
+
+// TestManDocDir: `trestle man --doc-dir` (make install's PREFIX) names the
+// documents where they were put, in every page, and nowhere else.
+func TestManDocDir(t *testing.T) {
+	dir := t.TempDir()
+	const docs = "/opt/trestle/share/doc/trestle"
+	if _, err := writeManPages(testRoot(), dir, time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC), docs); err != nil {
+		t.Fatal(err)
+	}
+	pages, _ := filepath.Glob(filepath.Join(dir, "*.[58]"))
+	named := 0
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named += strings.Count(string(b), docs)
+		if strings.Contains(string(b), DocDir) {
+			t.Errorf("%s names %s, not %s", filepath.Base(p), DocDir, docs)
+		}
+	}
+	if named == 0 {
+		t.Errorf("no page names %s", docs)
+	}
+}
