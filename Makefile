@@ -26,11 +26,12 @@ BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/lab/*.c bpf/lab/*.h bpf/in
 
 .PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short deb
 
-# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man pages and
-# shell completions, the systemd unit (pointing at it), an example config,
-# which never replaces one there, the QEMU/libvirt ifup scripts in
-# PREFIX/libexec/trestle, and the CNI plugin in CNI_BINDIR, where container
-# runtimes look by default.
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man pages
+# (naming the documents where this installs them, PREFIX/share/doc/trestle)
+# and those documents, its shell completions, the systemd unit (pointing at
+# it), an example config, which never replaces one there, the QEMU/libvirt
+# ifup scripts in PREFIX/libexec/trestle, and the CNI plugin in CNI_BINDIR,
+# where container runtimes look by default.
 PREFIX  ?= /usr/local
 UNITDIR ?= /lib/systemd/system
 CNI_BINDIR ?= /opt/cni/bin
@@ -156,8 +157,11 @@ install: $(BIN) $(CNI_BIN) $(MAN_STAMP) $(COMPLETIONS)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/trestle
 	install -D -m 0755 $(CNI_BIN) $(DESTDIR)$(CNI_BINDIR)/trestle
 	install -d $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man5
-	install -m 0644 $(MAN_DIR)/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
-	install -m 0644 $(MAN_DIR)/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	@rm -rf $(MAN_DIR)-install && $(BIN) man --doc-dir $(PREFIX)/share/doc/trestle $(MAN_DIR)-install >/dev/null
+	install -m 0644 $(MAN_DIR)-install/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 $(MAN_DIR)-install/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/trestle
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/trestle/
 	install -D -m 0644 bin/completion/trestle.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/trestle
 	install -D -m 0644 bin/completion/_trestle $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_trestle
 	install -D -m 0644 bin/completion/trestle.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/trestle.fish

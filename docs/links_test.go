@@ -1,5 +1,3 @@
-// Package docs holds the project's documents; its test holds their links
-// to the tree.
 package docs
 
 import (

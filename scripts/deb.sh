@@ -87,8 +87,12 @@ install -d "$d/usr/share/bash-completion/completions" "$d/usr/share/zsh/vendor-c
 "$bin" completion fish >"$d/usr/share/fish/vendor_completions.d/trestle.fish"
 chmod 0644 "$d"/usr/share/*/completions/trestle "$d"/usr/share/zsh/vendor-completions/_trestle "$d"/usr/share/fish/vendor_completions.d/trestle.fish
 
-# Documentation: the copyright, a Debian changelog naming the build, and
-# lintian's overrides, each with its reason.
+# Documentation: the documents the man pages name (README.md and docs/*.md,
+# where `trestle man` says they are: /usr/share/doc/trestle), the copyright,
+# a Debian changelog naming the build, and lintian's overrides, each with its
+# reason. The documents stay uncompressed so that the paths the pages give
+# are the files' own.
+install -m 0644 README.md docs/*.md "$d/usr/share/doc/trestle/"
 install -D -m 0644 dist/debian/copyright "$d/usr/share/doc/trestle/copyright"
 date=$(date -R -d "@$(git log -1 --format=%ct)")
 printf 'trestle (%s) unstable; urgency=medium\n\n  * Built from git commit %s.\n  * CHANGELOG.md in the source lists the changes.\n\n -- trestle maintainers <maintainers@users.noreply.a-seed-19884ae3.example>  %s\n' \

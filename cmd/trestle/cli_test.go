@@ -122,7 +122,7 @@ func TestLabFlags(t *testing.T) {
 	// A scenario's --help says what it measures and its goals, before the
 	// lab's own help.
 	out, code = runCLI(t, nil, "lab", "vlan-overhead", "--help")
-	if code != 0 || !strings.HasPrefix(out, "Scenario vlan-overhead: The cost of VLAN tagging (seed 002)") ||
+	if code != 0 || !strings.HasPrefix(out, "Scenario vlan-overhead: The cost of VLAN tagging\nReproduces the OpenBSD profile of vlan(4)") ||
 		!strings.Contains(out, "tagged/untagged") || !strings.Contains(out, "trestle:xdp@vlan at least 0.95x trestle:xdp") || !strings.Contains(out, "docs/lab.md") {
 		t.Errorf("lab vlan-overhead --help: %d %q", code, out)
 	}

@@ -25,7 +25,9 @@ func labScenarioList() string {
 // labManual is trestle-lab(8)'s description, as Markdown for the man page
 // generator: made from the lab's scenario table (each scenario's title, what
 // it measures, its DUTs, tests and goals), so the page lists what the lab
-// runs; the methods and the DUT grammar in full are docs/lab.md's.
+// runs, in one section SCENARIOS with a subsection each (md2man makes "#"
+// and "##" sections, "###" subsections); the methods and the DUT grammar in
+// full are docs/lab.md's.
 func labManual() string {
 	var b strings.Builder
 	b.WriteString(`Build test topologies out of network namespaces and veth pairs, put each device under test (DUT) between the hosts in turn, drive it with trestle's generator and sink (RFC 2544 and RFC 2889 methods) and iperf3, and report medians, ratios to the straight veth path and to the floor (a bare XDP redirect) measured in the same run, and ministat comparisons. Everything it creates is named tl*PID*-... and removed when it ends, also on Ctrl-C or failure ('trestle lab clean' removes what a killed run left).
@@ -35,7 +37,7 @@ func labManual() string {
 `)
 	for _, n := range lab.ScenarioNames() {
 		s := lab.Scenarios[n]
-		fmt.Fprintf(&b, "## %s\n\n**%s**\n\n", n, s.Title)
+		fmt.Fprintf(&b, "### %s\n\n**%s**\n\n", n, s.Title)
 		if s.Unavailable != "" {
 			fmt.Fprintf(&b, "Not yet: %s\n\n", s.Unavailable)
 			continue

@@ -8,14 +8,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/trestle/trestle/docs"
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/lab"
 )
 
@@ -59,7 +62,7 @@ func TestManPages(t *testing.T) {
 	}
 	dir := t.TempDir()
 	root := testRoot()
-	n, err := writeManPages(root, dir, time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
+	n, err := writeManPages(root, dir, time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC), DocDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +96,21 @@ func TestManPages(t *testing.T) {
 		}
 	}
 
+	// Each page's header names its command: TRESTLE\-FDB\-SHOW(8).
+	for name := range cmds {
+		page, err := os.ReadFile(filepath.Join(dir, name+".8"))
+		if err != nil {
+			continue
+		}
+		want := fmt.Sprintf(".TH \"%s\" \"8\"", strings.ToUpper(name))
+		if !strings.Contains(string(page), want) {
+			t.Errorf("%s.8's header is not %s: %q", name, want, strings.SplitN(string(page), "\n", 3)[:2])
+		}
+	}
+	checkRootPage(t, dir, cmds)
+	checkLabPage(t, dir)
+	checkDocRefs(t, dir)
+
 	toml, err := os.ReadFile(filepath.Join(dir, "trestle.toml.5"))
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +132,160 @@ func TestManPages(t *testing.T) {
 			if !strings.Contains(sec, "\n.B "+roff(k.Name)+"\n") {
 				t.Errorf("trestle.toml(5): %s has no entry for key %s", tab.Header(), k.Name)
 			}
+		}
+	}
+}
+
+// TestUserWords: the --help of every command and of every lab scenario, and
+// every man page, speak of features and releases, never of the tracker's
+// numbers or the seed files, and hold no machine's paths (docs.Unfit).
+func TestUserWords(t *testing.T) {
+	cmds := map[string]*cobra.Command{}
+	commands(testRoot(), cmds)
+	texts := map[string]string{}
+	for name, c := range cmds {
+		args := append(strings.Fields(c.CommandPath())[1:], "--help")
+		out, code := runCLI(t, nil, args...)
+		if code != 0 {
+			t.Errorf("%s --help: exit %d", c.CommandPath(), code)
+		}
+		texts[name+" --help"] = out
+	}
+	for _, n := range lab.ScenarioNames() {
+		out, _ := runCLI(t, nil, "lab", n, "--help")
+		texts["trestle lab "+n+" --help"] = out
+	}
+	dir := t.TempDir()
+	if _, err := writeManPages(testRoot(), dir, time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC), DocDir); err != nil {
+		t.Fatal(err)
+	}
+	pages, _ := filepath.Glob(filepath.Join(dir, "*.[58]"))
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As the reader sees it: roff's hyphens are hyphens.
+		texts[filepath.Base(p)] = strings.ReplaceAll(string(b), `\-`, "-")
+	}
+	for name, text := range texts {
+		for i, line := range strings.Split(text, "\n") {
+			if m := docs.Unfit.FindString(line); m != "" {
+				t.Errorf("%s, line %d: %q: %s", name, i+1, strings.TrimSpace(m), strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// sections are a page's sections (.SH), each with its text, in order.
+func sections(page string) (names []string, text map[string]string) {
+	text = map[string]string{}
+	parts := strings.Split("\n"+page, "\n.SH ")
+	for _, p := range parts[1:] {
+		name, body, _ := strings.Cut(p, "\n")
+		name = strings.Trim(name, `"`)
+		names = append(names, name)
+		text[name] = body
+	}
+	return names, text
+}
+
+// checkRootPage: trestle(8) has a SYNOPSIS of every command, EXIT STATUS
+// with each code of the CLI's contract, ENVIRONMENT with every variable the
+// binary reads, FILES with the paths the daemon uses, and SEE ALSO
+// trestle.toml(5) and every command's page, in man-pages(7)'s order.
+func checkRootPage(t *testing.T, dir string, cmds map[string]*cobra.Command) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "trestle.8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, sec := sections(string(b))
+	order := []string{"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "ENVIRONMENT", "FILES", "SEE ALSO"}
+	at := 0
+	for _, n := range names {
+		if at < len(order) && n == order[at] {
+			at++
+		}
+	}
+	if at < len(order) {
+		t.Errorf("trestle(8)'s sections are %q: want %q in that order", names, order)
+	}
+	for name, c := range cmds {
+		if c.HasParent() && c.Runnable() && !strings.Contains(sec["SYNOPSIS"], ".B "+roff(strings.TrimSuffix(c.UseLine(), " [flags]"))+"\n") {
+			t.Errorf("trestle(8)'s SYNOPSIS has no %s", name)
+		}
+		if name != "trestle" && !strings.Contains(sec["SEE ALSO"], `\fB`+roff(name)+`\fP(8)`) {
+			t.Errorf("trestle(8)'s SEE ALSO has no %s(8)", name)
+		}
+	}
+	if !strings.Contains(sec["SEE ALSO"], `\fBtrestle.toml\fP(5)`) {
+		t.Errorf("trestle(8)'s SEE ALSO has no trestle.toml(5): %q", sec["SEE ALSO"])
+	}
+	for _, s := range exitStatus {
+		if !strings.Contains(sec["EXIT STATUS"], ".B "+s.code+"\n") {
+			t.Errorf("trestle(8)'s EXIT STATUS has no code %s", s.code)
+		}
+	}
+	// Every variable the commands read through their getenv.
+	e := &env{stdout: new(bytes.Buffer), stderr: new(bytes.Buffer)}
+	read := map[string]bool{}
+	e.getenv = func(k string) string { read[k] = true; return "" }
+	e.statWidth()
+	e.sock()
+	for k := range read {
+		if !strings.Contains(sec["ENVIRONMENT"], ".B "+k+"\n") {
+			t.Errorf("trestle(8)'s ENVIRONMENT has no %s", k)
+		}
+	}
+	for _, f := range []string{"/etc/trestle/trestle.toml", ctl.DefaultSocket, instance.StateRoot + "/", instance.PinRoot + "/", DocDir + "/"} {
+		if !strings.Contains(sec["FILES"], ".I "+roff(f)+"\n") {
+			t.Errorf("trestle(8)'s FILES has no %s", f)
+		}
+	}
+}
+
+// checkLabPage: trestle-lab(8) lists its scenarios in one section, a
+// subsection each.
+func checkLabPage(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "trestle-lab.8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, sec := sections(string(b))
+	for _, n := range lab.ScenarioNames() {
+		if slices.Contains(names, n) {
+			t.Errorf("trestle-lab(8) makes scenario %s a section of its own", n)
+		}
+		if sc := "\n" + sec["SCENARIOS"]; !strings.Contains(sc, "\n.SS "+n+"\n") && !strings.Contains(sc, "\n.SS "+roff(n)+"\n") {
+			t.Errorf("trestle-lab(8)'s SCENARIOS has no subsection %s", n)
+		}
+	}
+}
+
+// checkDocRefs: a document a page names is one the packages ship, where
+// they ship it: no page points into the source tree.
+func checkDocRefs(t *testing.T, dir string) {
+	t.Helper()
+	pages, _ := filepath.Glob(filepath.Join(dir, "*.[58]"))
+	ref := regexp.MustCompile(`(\S*)/((?:[A-Za-z0-9_-]|\\-)+\.md)`)
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ref.FindAllStringSubmatch(string(b), -1) {
+			file := strings.ReplaceAll(m[2], `\-`, "-")
+			if !strings.HasSuffix(m[1], DocDir) && m[1] != roff(DocDir) {
+				t.Errorf("%s names %s/%s, not where the package puts it (%s)", filepath.Base(p), m[1], file, DocDir)
+			}
+			if _, err := os.Stat(filepath.Join("../../docs", file)); err != nil && file != "README.md" {
+				t.Errorf("%s names %s, which docs/ has not: %v", filepath.Base(p), file, err)
+			}
+		}
+		if strings.Contains(string(b), "docs/") && !strings.Contains(string(b), DocDir) {
+			t.Errorf("%s points into the source tree (docs/)", filepath.Base(p))
 		}
 	}
 }
@@ -217,7 +389,7 @@ func contains(list []string, s string) bool {
 func TestLabManual(t *testing.T) {
 	page := labManual()
 	for _, n := range lab.ScenarioNames() {
-		if !strings.Contains(page, "\n## "+n+"\n") {
+		if !strings.Contains(page, "\n### "+n+"\n") {
 			t.Errorf("trestle-lab(8) has no section for scenario %s", n)
 		}
 		if !strings.Contains(labScenarioList(), "  "+n+" ") {
@@ -237,5 +409,30 @@ func TestLabManual(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+d+"`") && !strings.Contains(string(doc), "`:"+strings.SplitN(d, ":", 2)[len(strings.SplitN(d, ":", 2))-1]+"`") {
 			t.Errorf("docs/lab.md does not name DUT `%s`", d)
 		}
+	}
+}
+
+// TestManDocDir: `trestle man --doc-dir` (make install's PREFIX) names the
+// documents where they were put, in every page, and nowhere else.
+func TestManDocDir(t *testing.T) {
+	dir := t.TempDir()
+	const docs = "/opt/trestle/share/doc/trestle"
+	if _, err := writeManPages(testRoot(), dir, time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC), docs); err != nil {
+		t.Fatal(err)
+	}
+	pages, _ := filepath.Glob(filepath.Join(dir, "*.[58]"))
+	named := 0
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named += strings.Count(string(b), docs)
+		if strings.Contains(string(b), DocDir) {
+			t.Errorf("%s names %s, not %s", filepath.Base(p), DocDir, docs)
+		}
+	}
+	if named == 0 {
+		t.Errorf("no page names %s", docs)
 	}
 }

@@ -274,11 +274,11 @@ func (CoresTest) Preset() Scenario {
 		counts = DefaultCoreCounts(len(cpus))
 	}
 	return Scenario{
-		Name: "cores", Title: "Cores: zero-loss throughput against the number of CPUs forwarding (seed 000)", Seed: "000_5de8b09844379080.txt",
+		Name: "cores", Title: "Cores: zero-loss throughput against the number of CPUs forwarding", Seed: "000_5de8b09844379080.txt",
 		About: "a 2-port bridge: 64-byte zero-loss throughput (the RFC 2544 search) with the generator on 1, 2, 4 ... N CPUs (--cpus; default 1, 2, 4 ... up to every CPU the lab may use), " +
 			"one thread and one flow per CPU; a veth delivers on the sending CPU, so each CPU forwards its own thread's frames start to end (the DUT's XDP program or stack, the sink): " +
 			"the aggregate rate against the CPU count, each count's factor over 1 CPU (2.0 from 1 to 2 CPUs is perfect scaling; less is what the CPUs share: a lock, a counter, a queue), and every CPU's load. " +
-			"Seed 000 saw veb(4) spread its work over cores where bridge(4) saturated one. " +
+			"The OpenBSD benchmarks of veb(4) saw it spread its work over cores where bridge(4) saturated one. " +
 			"On a 2-CPU machine 1 -> 2 is the only step, and at 2 CPUs the generator, the forwarding and the sink share both CPUs: the factor says whether two CPUs forward twice as much, not how far it goes on; " +
 			"Open vSwitch's userspace datapath forwards on one PMD thread, which needs a core of its own and has none spare there (at 2 CPUs it shares one with a generator thread, and the report says so). " +
 			"On a bigger machine give the counts: --cpus 1,2,4,8 (each at most the machine's CPUs, which the lab checks); with a CPU beyond the largest count, the DUT's own threads (the PMD) get it. " +

@@ -263,7 +263,7 @@ func (f Filter) nftRuleset(brief bool) string {
 func (f Filter) String() string {
 	switch {
 	case f.All:
-		return "1 rule, passing every frame (counted), default pass: linux-bridge:nft's chain, seed 000's pf.conf `pass`"
+		return "1 rule, passing every frame (counted), default pass: linux-bridge:nft's chain, the OpenBSD benchmarks' pf.conf `pass`"
 	case f.Rules <= 0:
 		return "rules=0: the filter off (trestle without a filter stage, the Linux bridge without an nftables table)"
 	}

@@ -12,7 +12,9 @@ import (
 type Scenario struct {
 	Name  string
 	Title string
-	Seed  string // the seed report it reproduces
+	// Seed is the file name of the published report it reproduces, kept
+	// in the run's record; SourceOf names that report to a reader.
+	Seed  string
 	About string
 	DUTs  []Spec
 	Hosts int   // hosts on the bridge (2: a 2-port bridge)
@@ -104,7 +106,7 @@ var Scenarios = registeredPresets(map[string]Scenario{
 		Sizes: []FrameSize{"64"}, Tests: TestsOf(TestThroughput), Reps: 3, Timing: quickTiming(),
 	},
 	"router-pps": {
-		Name: "router-pps", Title: "Packets per second at the smallest frame and IMIX (seed 001)", Seed: "001_d9f4f4a0a59eb3ef.txt",
+		Name: "router-pps", Title: "Packets per second at the smallest frame and IMIX", Seed: "001_d9f4f4a0a59eb3ef.txt",
 		About: "RFC 2544 throughput at 64 bytes and IMIX through a 2-port bridge, the NDR (zero loss) and the PDR (at most 0.5% lost) from one search, with the IMIX bandwidth estimate, repeated for ministat; each DUT against direct and against the floor (a bare XDP redirect between the bridge's two ports); then latency under load at 10, 50 and 90% of the PDR",
 		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "ovs"), Hosts: 2, Chain: []int{1},
 		Sizes: []FrameSize{"64", "imix"}, Tests: []Kind{throughputKind{}, LoadLatencyTest{Shares: CSITLoadShares}}, Reps: 3, Timing: DefaultTiming, Flows: 1,
@@ -142,29 +144,29 @@ var Scenarios = registeredPresets(map[string]Scenario{
 		Sizes: []FrameSize{"64"}, Tests: []Kind{TableTest{Sizes: []int{1000, 1000000}}}, Reps: 3, Timing: DefaultTiming,
 	},
 	"veb-vs-bridge": {
-		Name: "veb-vs-bridge", Title: "A 4-port bridge, plain and with a filter (seed 000)", Seed: "000_5de8b09844379080.txt",
+		Name: "veb-vs-bridge", Title: "A 4-port bridge, plain and with a filter", Seed: "000_5de8b09844379080.txt",
 		About: "iperf3 TCP with 1, 2 and 4 streams through a 4-port bridge, with and without a filter stage on every frame, and broadcast to three ports: " +
 			"the Linux bridge plain and with an nftables bridge-family chain whose one rule accepts every frame (linux-bridge:nft), " +
-			"trestle in its default mode plain and with its filter on, the same one rule passing every frame (trestle@filter; seed 000's pf.conf was `pass`)",
+			"trestle in its default mode plain and with its filter on, the same one rule passing every frame (trestle@filter; the OpenBSD benchmarks' pf.conf was `pass`)",
 		DUTs: MustSpecs("direct", "linux-bridge", "linux-bridge:nft", "trestle", "trestle@filter", "ovs"), Hosts: 4, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Tests: []Kind{TCPTest{Streams: []int{1, 2, 4}}, floodKind{}}, IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
 	},
 	"inline": {
-		Name: "inline", Title: "A bridge inline between client and server (seed 004)", Seed: "004_ec52c11c7ab3a191.txt",
+		Name: "inline", Title: "A bridge inline between client and server", Seed: "004_ec52c11c7ab3a191.txt",
 		About: "iperf3 TCP and UDP straight through against bridged: rate, loss, jitter and the CPU load of each",
 		DUTs:  MustSpecs("direct", "linux-bridge", "trestle", "ovs:system"), Hosts: 2, Chain: []int{1},
 		Tests: []Kind{TCPTest{Streams: []int{1}}, UDPTest{Rate: "1G"}}, IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
 	},
 	"chain": {
-		Name: "chain", Title: "Bridges in a row, joined by patch ports or by veth pairs (seed 003)", Seed: "003_3e6f4237fce17ad8.txt",
+		Name: "chain", Title: "Bridges in a row, joined by patch ports or by veth pairs", Seed: "003_3e6f4237fce17ad8.txt",
 		About: "1 to 9 bridges in one namespace, the hosts on the first and the last: 64-byte throughput and iperf3 TCP against the chain's length. " +
 			"trestle's bridges are joined by its patch ports (its default; the frame crosses every bridge in one program run) and, as trestle@veth, by veth pairs, " +
 			"in xdp and in its default mode; Open vSwitch's (userspace datapath) by veth pairs and, as ovs@patch, by its patch ports; the Linux bridge's by veth pairs, its only way. " +
-			"The report draws each against the chain's length, and each relative to its own one-bridge figure, as seed 003 did",
+			"The report draws each against the chain's length, and each relative to its own one-bridge figure, as the chained Open vSwitch bridges report did",
 		DUTs: MustSpecs("direct", "linux-bridge", "trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs", "ovs@patch"), Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
 		Sizes: []FrameSize{"64"}, Tests: []Kind{throughputKind{}, TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
 		Goals: []Goal{
-			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp", Chain: 9, Base: "trestle:xdp", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's frames, in xdp mode (seed 003 found Open vSwitch's patch ports free)"},
+			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp", Chain: 9, Base: "trestle:xdp", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's frames, in xdp mode (the chained Open vSwitch bridges report found Open vSwitch's patch ports free)"},
 			{Test: TestTCP, Param: "streams=1", DUT: "trestle", Chain: 9, Base: "trestle", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's host TCP, in the default mode"},
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp", Chain: 9, Base: "ovs@patch", BaseChain: 9, Min: 5, Why: "9 patched trestle bridges at least 5x 9 patched Open vSwitch bridges"},
 		},
@@ -226,7 +228,7 @@ var Scenarios = registeredPresets(map[string]Scenario{
 		},
 	},
 	"filter-scale": {
-		Name: "filter-scale", Title: "The filter stage against its rule count: trestle and nftables with 0 to 1000 rules (issue 14)",
+		Name: "filter-scale", Title: "The filter stage against its rule count: trestle and nftables with 0 to 1000 rules",
 		About: "64-byte throughput h1 to h2 through a 2-port bridge (the RFC 2544 search) with the filter off (rules=0) and with access lists of 1, 10, 100 and 1000 rules: " +
 			"N-1 block rules of one shape that the generator's frames do not match (UDP from a /24 of 172.16.0.0/12 to 198.18.0.2 port 9), then the rule that passes them (UDP from 198.18.0.0/15 to 198.18.0.2 port 9), default block; " +
 			"with the pass rule keeping state too (rules=N,state). trestle in xdp mode with [[bridge.rule]] tables; the Linux bridge with the same rules in an nftables bridge-family chain on the forward hook, policy drop " +
@@ -239,7 +241,7 @@ var Scenarios = registeredPresets(map[string]Scenario{
 		Goals: filterScaleGoals(),
 	},
 	"vlan-overhead": {
-		Name: "vlan-overhead", Title: "The cost of VLAN tagging (seed 002)", Seed: "002_1c7bd735c1257602.txt",
+		Name: "vlan-overhead", Title: "The cost of VLAN tagging", Seed: "002_1c7bd735c1257602.txt",
 		About: "a 2-port bridge untagged, and the same bridge with VLANs (DUT@vlan): h1 on an access port of VLAN 10, h2 on a trunk carrying 10 and 20, " +
 			"its frames tagged 10 both ways (h2's tx-vlan-hw-insert off; tc programs tag and untag its stack's frames, since this kernel has no 802.1Q devices); " +
 			"a check first that h1's frames reach h2 tagged 10, h2's reach h1 untagged and VLAN 20 stays apart; " +
@@ -258,6 +260,25 @@ var Scenarios = registeredPresets(map[string]Scenario{
 		},
 	},
 })
+
+// publishedReports are the reports the scenarios reproduce, by Seed, as
+// a reader knows them.
+var publishedReports = map[string]string{
+	"000_5de8b09844379080.txt": "the OpenBSD 6.9 benchmarks of veb(4) against bridge(4)",
+	"001_d9f4f4a0a59eb3ef.txt": `the BSD Router Project's "How to bench a router"`,
+	"002_1c7bd735c1257602.txt": "the OpenBSD profile of vlan(4)'s forwarding cost",
+	"003_3e6f4237fce17ad8.txt": "the chained Open vSwitch bridges report",
+	"004_ec52c11c7ab3a191.txt": "the FreeBSD report of a bridge inline between client and server",
+}
+
+// SourceOf names the published report a scenario reproduces, from the
+// file name its Seed or a run's record holds.
+func SourceOf(seed string) string {
+	if s, ok := publishedReports[seed]; ok {
+		return s
+	}
+	return "the report " + seed
+}
 
 // ScenarioNames lists the presets in a stable order.
 func ScenarioNames() []string {
@@ -289,7 +310,7 @@ func (s Scenario) Describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Scenario %s: %s\n", s.Name, s.Title)
 	if s.Seed != "" {
-		fmt.Fprintf(&b, "Reproduces seed %s.\n", s.Seed)
+		fmt.Fprintf(&b, "Reproduces %s.\n", SourceOf(s.Seed))
 	}
 	if s.Unavailable != "" {
 		fmt.Fprintf(&b, "\nNot yet: %s\n", s.Unavailable)

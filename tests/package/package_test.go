@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,6 +128,26 @@ func TestPackage(t *testing.T) {
 		if _, err := os.Stat(r.path(f)); err != nil {
 			t.Errorf("installed package: %v", err)
 		}
+	}
+	// Every document a man page names is where the page says.
+	docRef := regexp.MustCompile(`/usr/share/doc/trestle/((?:[A-Za-z0-9_.-]|\\-)+\.md)`)
+	pages, _ := filepath.Glob(r.path("usr/share/man/man[58]/*.gz"))
+	named := 0
+	for _, p := range pages {
+		text, err := exec.Command("zcat", p).Output()
+		if err != nil {
+			t.Fatalf("zcat %s: %v", p, err)
+		}
+		for _, m := range docRef.FindAllStringSubmatch(string(text), -1) {
+			named++
+			doc := "usr/share/doc/trestle/" + strings.ReplaceAll(m[1], `\-`, "-")
+			if _, err := os.Stat(r.path(doc)); err != nil {
+				t.Errorf("%s names /%s, which the package lacks: %v", filepath.Base(p), doc, err)
+			}
+		}
+	}
+	if named == 0 {
+		t.Error("no man page names a document of /usr/share/doc/trestle")
 	}
 	if _, err := os.Stat(r.path("usr/lib/cni/trestle")); err == nil {
 		if dest, err := os.Readlink(r.path("opt/cni/bin/trestle")); err != nil || dest != "/usr/lib/cni/trestle" {

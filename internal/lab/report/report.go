@@ -565,7 +565,7 @@ func Write(dir string, run *lab.Run) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# trestle lab: %s\n\n%s.\n\n", run.Scenario, run.Title)
 	if run.Seed != "" {
-		fmt.Fprintf(&b, "Reproduces the experiment of seed %s.\n\n", run.Seed)
+		fmt.Fprintf(&b, "Reproduces the experiment of %s.\n\n", lab.SourceOf(run.Seed))
 	}
 	fmt.Fprintf(&b, "- Command: `%s`\n", run.Command)
 	order := "DUT order rotated each repetition"
@@ -633,7 +633,7 @@ func Write(dir string, run *lab.Run) error {
 		return err
 	}
 	if est := imixEstimates(groups); len(est) > 0 {
-		b.WriteString("\nIMIX bandwidth, seed 001's formula next to what was sent:\n\n")
+		b.WriteString("\nIMIX bandwidth, the router benchmark guide's formula next to what was sent:\n\n")
 		for _, e := range est {
 			fmt.Fprintf(&b, "- %s\n", e)
 		}
