@@ -21,21 +21,16 @@ WORK=$(mktemp -d /tmp/trestle-demo.XXXXXX)
 SOCK=$WORK/trestle.sock
 DAEMON_PID=
 
-STEP="start"
-
-# fail ends the demo: the daemon's last words if it ran, then one line.
-fail() {
+# fail (scripts/fail.sh) ends the demo with one line naming the step, after
+# the daemon's last log lines when one ran; so does any command that fails
+# with no check of its own.
+. "$(dirname "${BASH_SOURCE[0]}")/fail.sh"
+fail_context() {
 	if [[ -s $WORK/daemon.log ]]; then
-		echo "the daemon's log, last lines:" >&2
-		tail -n 15 "$WORK/daemon.log" | sed 's/^/  /' >&2
+		echo "the daemon's log, last lines:"
+		tail -n 15 "$WORK/daemon.log" | sed 's/^/  /'
 	fi
-	echo "demo: step \"$STEP\" failed: $*" >&2
-	exit 1
 }
-# A command that fails with no check of its own still names itself and its
-# step. Only the top level speaks: a failure in a subshell is seen there too.
-# cleanup's commands may fail (what they remove may be gone) and say nothing.
-trap 'rc=$?; ((BASH_SUBSHELL)) || [[ -n ${CLEANUP:-} ]] || fail "\`$BASH_COMMAND\` exited $rc (scripts/demo.sh line $LINENO)"' ERR
 
 [[ $(id -u) -eq 0 ]] || { echo "demo: run as root (it creates network namespaces): sudo make demo" >&2; exit 1; }
 [[ -x $BIN ]] || { echo "demo: $BIN is not there: run make build (make demo does)" >&2; exit 1; }
@@ -43,7 +38,7 @@ trap 'rc=$?; ((BASH_SUBSHELL)) || [[ -n ${CLEANUP:-} ]] || fail "\`$BASH_COMMAND
 # Its options are its own (local -): the lab step after it still stops on a
 # failure.
 cleanup() {
-	local - CLEANUP=1
+	local - FAIL_QUIET=1
 	set +e
 	if [[ -n $DAEMON_PID ]] && kill -0 "$DAEMON_PID" 2>/dev/null; then
 		kill -TERM "$DAEMON_PID"
@@ -65,7 +60,7 @@ if [[ $(stat -f -c %T /sys/fs/bpf 2>/dev/null) != bpf_fs ]]; then
 fi
 
 step() {
-	STEP=$*
+	FAIL_STEP=$*
 	printf '\n\033[1m== %s\033[0m\n' "$*"
 }
 in_sw() { ip netns exec "$SW" "$@"; }

@@ -67,20 +67,14 @@ state=${DEPS_ROOT:-}/var/lib/trestle-deps
 record=$state/installed
 policy=${DEPS_ROOT:-}/usr/sbin/policy-rc.d
 
-# die says what failed and what to run, in one line, and ends the script.
-die() {
-	echo "deps: $*" >&2
-	exit 1
-}
-
-# Anything that fails without its own message (a bug here) still says what
-# and where. Only the top level speaks: a failure in a subshell is seen there
-# too, as the command that ran it.
-trap 'rc=$?; ((BASH_SUBSHELL)) || echo "deps: unexpected failure (status $rc) of \`$BASH_COMMAND\` at scripts/deps.sh line $LINENO: run scripts/deps.sh again, and report it if it fails the same way" >&2' ERR
+# fail (scripts/fail.sh) says what failed and what to run, in one line, and
+# ends the script; so does any command that fails with no check of its own.
+# shellcheck source=fail.sh
+. "$root/scripts/fail.sh"
 
 am_root() {
 	local uid
-	uid=$(id -u) || die "id -u failed: cannot tell whether this runs as root"
+	uid=$(id -u) || fail "id -u failed: cannot tell whether this runs as root"
 	[[ $uid == 0 ]]
 }
 
@@ -88,7 +82,7 @@ am_root() {
 installed_list() {
 	local out
 	out=$(dpkg-query -W -f='${db:Status-Status} ${Package} ${Version}\n') ||
-		die "dpkg-query could not list the installed packages (its message is above): run dpkg --audit"
+		fail "dpkg-query could not list the installed packages (its message is above): run dpkg --audit"
 	awk '$1 == "installed" { print $2, $3 }' <<<"$out" | sort -u
 }
 
@@ -97,10 +91,10 @@ installed_list() {
 # other's lines.
 lock_state() {
 	[[ -z ${locked:-} ]] || return 0
-	mkdir -p "$state" || die "could not create $state for the record of what deps.sh installed"
-	exec 9>>"$state/lock" || die "could not open $state/lock"
+	mkdir -p "$state" || fail "could not create $state for the record of what deps.sh installed"
+	exec 9>>"$state/lock" || fail "could not open $state/lock"
 	if ! flock -w 900 9; then
-		die "another scripts/deps.sh has held $state/lock for 15 minutes: wait for it, or end it, then run this again"
+		fail "another scripts/deps.sh has held $state/lock for 15 minutes: wait for it, or end it, then run this again"
 	fi
 	locked=1
 }
@@ -130,7 +124,7 @@ save_record() {
 			fi
 		done | sort
 	} >"$record.new" && mv "$record.new" "$record" ||
-		die "could not write $record, the record of what deps.sh installed: check that $state is writable, then run this again"
+		fail "could not write $record, the record of what deps.sh installed: check that $state is writable, then run this again"
 }
 
 # units_of prints the systemd units (services, sockets, timers, paths) that
@@ -216,7 +210,7 @@ apt_install() {
 	# the install only; one that is there already is left alone.
 	if [[ ! -e $policy ]]; then
 		printf '#!/bin/sh\n# trestle deps.sh: no services started during this install\nexit 101\n' >"$policy" &&
-			chmod 755 "$policy" || die "could not write $policy (which keeps the packages' services from starting during the install)"
+			chmod 755 "$policy" || fail "could not write $policy (which keeps the packages' services from starting during the install)"
 		mine=1
 		trap 'rm -f "$policy"' EXIT
 	fi
@@ -237,8 +231,8 @@ apt_install() {
 	# shellcheck disable=SC2086 # one package a word
 	remember $new
 	case $failed in
-	update) die "apt-get update failed (its messages are above): fix the machine's apt sources or network, then run: apt-get update && apt-get install $*" ;;
-	install) die "apt-get could not install $* (its messages are above): run apt-get install $* to see why" ;;
+	update) fail "apt-get update failed (its messages are above): fix the machine's apt sources or network, then run: apt-get update && apt-get install $*" ;;
+	install) fail "apt-get could not install $* (its messages are above): run apt-get install $* to see why" ;;
 	esac
 }
 
@@ -260,7 +254,7 @@ step_packages() {
 	missing=$(pkgs_missing "${pkgs[@]}") || exit
 	if [[ -n $missing ]]; then
 		missing=$(echo $missing)
-		am_root || die "missing packages: $missing; run as root, or: sudo apt-get install $missing"
+		am_root || fail "missing packages: $missing; run as root, or: sudo apt-get install $missing"
 		lock_state
 		# A run that held the lock before this one may have installed them.
 		missing=$(pkgs_missing $missing) || exit
@@ -338,11 +332,11 @@ want_go() {
 	local v
 	v=$(awk '$1 == "toolchain" && $2 != "default" { sub(/^go/, "", $2); t = $2 }
 		$1 == "go" { g = $2 }
-		END { print (t != "" ? t : g) }' "$root/go.mod") || die "could not read $root/go.mod (awk's message is above)"
+		END { print (t != "" ? t : g) }' "$root/go.mod") || fail "could not read $root/go.mod (awk's message is above)"
 	if [[ $v =~ ^1\.[0-9]+$ ]]; then
 		v=$v.0
 	fi
-	[[ $v =~ ^1\.[0-9]+ ]] || die "no go or toolchain line in $root/go.mod: restore it from git"
+	[[ $v =~ ^1\.[0-9]+ ]] || fail "no go or toolchain line in $root/go.mod: restore it from git"
 	echo "$v"
 }
 
@@ -358,7 +352,7 @@ goarch() {
 	ppc64el | ppc64le) echo ppc64le ;;
 	mips64el) echo mips64le ;;
 	riscv64 | s390x | loong64) echo "$a" ;;
-	*) die "no Go toolchain for this architecture ($a): install Go 1.21 or later by hand" ;;
+	*) fail "no Go toolchain for this architecture ($a): install Go 1.21 or later by hand" ;;
 	esac
 }
 
@@ -367,7 +361,7 @@ goarch() {
 modcache() {
 	if [[ -n ${1:-} ]]; then
 		(cd / && env -u GOROOT "$1" env GOMODCACHE) ||
-			die "$1 env GOMODCACHE failed (its message is above): fix or remove that go, then run this again"
+			fail "$1 env GOMODCACHE failed (its message is above): fix or remove that go, then run this again"
 		return 0
 	fi
 	local gopath=${GOPATH:-$HOME/go}
@@ -442,11 +436,11 @@ step_go() {
 		return
 	fi
 	if [[ -z $boot ]]; then
-		am_root || die "trestle needs Go $want and there is no Go on PATH: install Go 1.21 or later, or run as root: sudo scripts/deps.sh go (it installs Debian's golang-go and fetches Go $want with it)"
+		am_root || fail "trestle needs Go $want and there is no Go on PATH: install Go 1.21 or later, or run as root: sudo scripts/deps.sh go (it installs Debian's golang-go and fetches Go $want with it)"
 		echo "deps: installing Debian's golang-go to fetch Go $want (no Go 1.21 or later on PATH) ..." >&2
 		apt_install golang-go
 		boot=$(command -v go) || boot=/usr/lib/go/bin/go
-		[[ -x $boot ]] || die "golang-go is installed but there is no go on PATH or at $boot: run dpkg -L golang-go to see where it went"
+		[[ -x $boot ]] || fail "golang-go is installed but there is no go on PATH or at $boot: run dpkg -L golang-go to see where it went"
 		cache=$(modcache "$boot") || exit
 		dir=$cache/$mod
 	fi
@@ -454,18 +448,18 @@ step_go() {
 	# From an empty directory: an old go refuses trestle's go.mod. GOWORK=off
 	# for the same reason with a go.work around.
 	local tmp
-	tmp=$(mktemp -d) || die "mktemp -d failed: is /tmp writable?"
+	tmp=$(mktemp -d) || fail "mktemp -d failed: is /tmp writable?"
 	if ! (cd "$tmp" && env -u GOROOT GOWORK=off "$boot" mod download "$mod" >&2); then
 		rm -rf "$tmp"
-		die "could not fetch Go $want ($mod) through the module proxy (GOPROXY=$(cd / && "$boot" env GOPROXY 2>/dev/null)): check the network and GOPROXY, or put a Go 1.21 or later on PATH, then run scripts/deps.sh again"
+		fail "could not fetch Go $want ($mod) through the module proxy (GOPROXY=$(cd / && "$boot" env GOPROXY 2>/dev/null)): check the network and GOPROXY, or put a Go 1.21 or later on PATH, then run scripts/deps.sh again"
 	fi
 	rm -rf "$tmp"
-	[[ -e $dir/bin/go ]] || die "fetched $mod but $dir/bin/go is not there: remove $dir (chmod -R u+w first) and run scripts/deps.sh again"
+	[[ -e $dir/bin/go ]] || fail "fetched $mod but $dir/bin/go is not there: remove $dir (chmod -R u+w first) and run scripts/deps.sh again"
 	ready_toolchain "$dir" ||
-		die "could not set up $dir as cmd/go does (execute bits, go.mod files): remove $dir (chmod -R u+w first) and run scripts/deps.sh again"
+		fail "could not set up $dir as cmd/go does (execute bits, go.mod files): remove $dir (chmod -R u+w first) and run scripts/deps.sh again"
 	local v
 	if ! v=$(cd / && env -u GOROOT GOTOOLCHAIN=local "$dir/bin/go" env GOVERSION) || [[ $v != "go$want" ]]; then
-		die "$dir/bin/go does not run as go$want (it says: ${v:-nothing}): remove $dir (chmod -R u+w first) and run scripts/deps.sh again"
+		fail "$dir/bin/go does not run as go$want (it says: ${v:-nothing}): remove $dir (chmod -R u+w first) and run scripts/deps.sh again"
 	fi
 	echo "deps: using $dir/bin/go" >&2
 	echo "$dir/bin/go"
@@ -486,7 +480,7 @@ which_go() {
 	if cached_go "$cache/golang.org/toolchain@v0.0.1-go$want.linux-$arch"; then
 		return
 	fi
-	die "no Go 1.21 or later on PATH, and Go $want is not fetched yet: run make deps (as root) or scripts/deps.sh go"
+	fail "no Go 1.21 or later on PATH, and Go $want is not fetched yet: run make deps (as root) or scripts/deps.sh go"
 }
 
 # The programs the CNI tests (tests/cni) run beside trestle, at the versions
@@ -511,22 +505,22 @@ step_tools() {
 			g=$(step_go) || exit
 		fi
 		echo "deps: installing $pkg into $dir" >&2
-		mkdir -p "$dir" || die "could not create $dir"
+		mkdir -p "$dir" || fail "could not create $dir"
 		# From an empty directory, so that trestle's go.mod has no say.
 		local tmp
-		tmp=$(mktemp -d) || die "mktemp -d failed: is /tmp writable?"
+		tmp=$(mktemp -d) || fail "mktemp -d failed: is /tmp writable?"
 		if ! (cd "$tmp" && GOBIN=$dir GOWORK=off "$g" install "$pkg" >&2); then
 			rm -rf "$tmp"
-			die "could not build $pkg with $g (its messages are above): check the network and GOPROXY, then run scripts/deps.sh tools"
+			fail "could not build $pkg with $g (its messages are above): check the network and GOPROXY, then run scripts/deps.sh tools"
 		fi
 		rm -rf "$tmp"
-		echo "$pkg" >"$dir/$name.version" || die "could not write $dir/$name.version"
+		echo "$pkg" >"$dir/$name.version" || fail "could not write $dir/$name.version"
 	done
 }
 
 step_bpf() {
 	# bpffs and the tc/XDP programs need a kernel with BPF; say so early rather than in a test.
-	[[ -d /sys/fs/bpf ]] || die "/sys/fs/bpf is missing: this kernel has no BPF filesystem; boot one built with CONFIG_BPF_SYSCALL"
+	[[ -d /sys/fs/bpf ]] || fail "/sys/fs/bpf is missing: this kernel has no BPF filesystem; boot one built with CONFIG_BPF_SYSCALL"
 }
 
 case ${1:-all} in
@@ -543,8 +537,8 @@ tools) step_tools ;;
 which-go) which_go ;;
 disable-services)
 	shift
-	(($#)) || die "usage: scripts/deps.sh disable-services PACKAGE..."
-	am_root || die "disable-services writes the record in $state: run as root, or: sudo scripts/deps.sh disable-services $*"
+	(($#)) || fail "usage: scripts/deps.sh disable-services PACKAGE..."
+	am_root || fail "disable-services writes the record in $state: run as root, or: sudo scripts/deps.sh disable-services $*"
 	remember "$@"
 	;;
 *)
