@@ -160,7 +160,7 @@ disable_units() {
 			echo "deps: $u (of $p) is enabled at boot, and the tests start what they need themselves: run as root, or: sudo systemctl disable $u" >&2
 			continue
 		fi
-		echo "deps: disabling $u for the next boot ($p is here for the tests, which start what they need themselves; one that runs now is left running)" >&2
+		echo "deps: disabling $u (of $p) for the next boot: the tests start what they need themselves (one that runs now is left running)" >&2
 		if ! out=$(systemctl disable --no-reload "$u" 2>&1) || [[ $(systemctl is-enabled "$u" 2>/dev/null) == enabled ]]; then
 			echo "deps: could not disable $u (${out##*$'\n'}): it will start at boot; run: systemctl disable $u" >&2
 		fi
@@ -172,12 +172,12 @@ disable_units() {
 remember() {
 	local p v have
 	(($#)) || return 0
+	lock_state
 	have=$(installed_list) || exit
 	declare -A ver=()
 	while read -r p v; do
 		[[ -z $p ]] || ver[$p]=$v
 	done <<<"$have"
-	lock_state
 	load_record
 	for p; do
 		if [[ -z ${ver[$p]:-} ]]; then
@@ -189,6 +189,7 @@ remember() {
 	done
 	save_record
 	for p; do
+		# shellcheck disable=SC2086 # one unit a word
 		[[ -z ${rec_units[$p]:-} ]] || disable_units "$p" ${rec_units[$p]}
 	done
 }
@@ -201,7 +202,7 @@ remember() {
 # Prometheus or Open vSwitch because trestle's tests once needed them.
 apt_install() {
 	export DEBIAN_FRONTEND=noninteractive
-	local before after new mine= failed=
+	local before after p new=() mine='' failed=
 	lock_state
 	before=$(installed_list) || exit
 	# openvswitch-switch starts the machine's Open vSwitch when installed;
@@ -227,16 +228,22 @@ apt_install() {
 	fi
 	# What did get installed is remembered even when apt-get failed part way.
 	after=$(installed_list) || exit
-	new=$(comm -13 <(cut -d' ' -f1 <<<"$before") <(cut -d' ' -f1 <<<"$after"))
-	# shellcheck disable=SC2086 # one package a word
-	remember $new
+	declare -A had=()
+	while read -r p _; do
+		[[ -z $p ]] || had[$p]=1
+	done <<<"$before"
+	while read -r p _; do
+		[[ -z $p || -n ${had[$p]:-} ]] || new+=("$p")
+	done <<<"$after"
+	remember "${new[@]}"
 	case $failed in
 	update) fail "apt-get update failed (its messages are above): fix the machine's apt sources or network, then run: apt-get update && apt-get install $*" ;;
 	install) fail "apt-get could not install $* (its messages are above): run apt-get install $* to see why" ;;
 	esac
 }
 
-# pkgs_missing prints those of the packages named that are not installed.
+# pkgs_missing prints those of the packages named that are not installed, on
+# one line.
 pkgs_missing() {
 	local have p
 	have=$(installed_list) || exit
@@ -244,23 +251,24 @@ pkgs_missing() {
 	while read -r p _; do
 		[[ -z $p ]] || inst[$p]=1
 	done <<<"$have"
+	local missing=()
 	for p; do
-		[[ -n ${inst[$p]:-} ]] || echo "$p"
+		[[ -n ${inst[$p]:-} ]] || missing+=("$p")
 	done
+	echo "${missing[*]}"
 }
 
 step_packages() {
 	local missing
 	missing=$(pkgs_missing "${pkgs[@]}") || exit
 	if [[ -n $missing ]]; then
-		missing=$(echo $missing)
 		am_root || fail "missing packages: $missing; run as root, or: sudo apt-get install $missing"
 		lock_state
 		# A run that held the lock before this one may have installed them.
+		# shellcheck disable=SC2086 # one package a word
 		missing=$(pkgs_missing $missing) || exit
 	fi
 	if [[ -n $missing ]]; then
-		missing=$(echo $missing)
 		echo "deps: installing $missing" >&2
 		# shellcheck disable=SC2086
 		apt_install $missing
@@ -283,14 +291,16 @@ always_disabled=(frr:frr.service)
 # that runs now (deps.sh ends only what it started) nor starts one.
 keep_disabled() {
 	local have p v u e changed=
+	# Before the list of packages: one that another run installs meanwhile
+	# must not look removed.
+	if [[ -e $record ]] && am_root; then
+		lock_state
+	fi
 	have=$(installed_list) || exit
 	declare -A ver=()
 	while read -r p v; do
 		[[ -z $p ]] || ver[$p]=$v
 	done <<<"$have"
-	if [[ -e $record ]] && am_root; then
-		lock_state
-	fi
 	load_record
 	for p in "${!rec_ver[@]}"; do
 		if [[ -z ${ver[$p]:-} ]]; then
@@ -306,6 +316,7 @@ keep_disabled() {
 		save_record
 	fi
 	for p in "${!rec_units[@]}"; do
+		# shellcheck disable=SC2086 # one unit a word
 		[[ -z ${rec_units[$p]} ]] || disable_units "$p" ${rec_units[$p]}
 	done
 	for e in "${always_disabled[@]}"; do

@@ -690,3 +690,41 @@ func TestDepsGoCannotBeFetched(t *testing.T) {
 		}
 	})
 }
+
+// disable-services takes over packages deps.sh did not install (a machine an
+// earlier deps.sh left with units enabled): their units are disabled, now
+// and on every later run.
+func TestDepsDisableServices(t *testing.T) {
+	s := newStandins(t)
+	s.install("prometheus", "2.42.0+ds-5", "prometheus.service")
+	s.enable("prometheus.service")
+	if !strings.Contains(s.passes("disable-services", "prometheus"), "deps: disabling prometheus.service") {
+		t.Error("disable-services did not say it disables prometheus.service")
+	}
+	if s.enabled("prometheus.service") {
+		t.Fatal("prometheus.service is enabled after disable-services prometheus")
+	}
+	s.enable("prometheus.service")
+	s.passes("packages")
+	if s.enabled("prometheus.service") {
+		t.Error("prometheus.service, enabled again, stays enabled after the next run")
+	}
+	s.write(filepath.Join(s.db, "uid"), "1000\n")
+	if last, _ := s.fails("disable-services", "prometheus"); !strings.Contains(last, "run as root, or: sudo scripts/deps.sh disable-services prometheus") {
+		t.Errorf("not root, disable-services said %q", last)
+	}
+}
+
+// Without systemctl (a container) there is no unit to disable, and no
+// failure: the packages install and go into the record.
+func TestDepsNoSystemctl(t *testing.T) {
+	s := newStandins(t, "prometheus")
+	s.offer("prometheus", "enable prometheus.service")
+	if err := os.Remove(filepath.Join(strings.Split(s.path, string(filepath.ListSeparator))[0], "systemctl")); err != nil {
+		t.Fatal(err)
+	}
+	s.passes("packages")
+	if _, in := s.record()["prometheus"]; !in {
+		t.Errorf("prometheus is not in the record: %v", s.record())
+	}
+}
