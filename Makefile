@@ -26,6 +26,10 @@ CNI_BIN := bin/cni/trestle
 TOOLS   := $(CURDIR)/bin/tools
 BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/lab/*.c bpf/lab/*.h bpf/include/bpf/*.h)
 
+# A recipe that fails leaves no target behind that a later make would take
+# as built (a man page or completion half written).
+.DELETE_ON_ERROR:
+
 .PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short deb
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man pages and
