@@ -14,6 +14,8 @@ set -Eeuo pipefail
 
 BIN=$(realpath "${1:-bin/trestle}")
 MODE=${2:-auto}
+[[ $(id -u) -eq 0 ]] || { echo "demo: run as root (it creates network namespaces): sudo make demo" >&2; exit 1; }
+[[ -x $BIN ]] || { echo "demo: $BIN is not there: run make build (make demo does)" >&2; exit 1; }
 P=trd$$                      # unique prefix for every name this run creates
 SW=$P-sw
 HOSTS=(h1 h2 h3)
@@ -26,14 +28,11 @@ DAEMON_PID=
 # with no check of its own.
 . "$(dirname "${BASH_SOURCE[0]}")/fail.sh"
 fail_context() {
-	if [[ -s $WORK/daemon.log ]]; then
+	if [[ -s ${WORK:-}/daemon.log ]]; then
 		echo "the daemon's log, last lines:"
 		tail -n 15 "$WORK/daemon.log" | sed 's/^/  /'
 	fi
 }
-
-[[ $(id -u) -eq 0 ]] || { echo "demo: run as root (it creates network namespaces): sudo make demo" >&2; exit 1; }
-[[ -x $BIN ]] || { echo "demo: $BIN is not there: run make build (make demo does)" >&2; exit 1; }
 
 # Its options are its own (local -): the lab step after it still stops on a
 # failure.
