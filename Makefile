@@ -7,7 +7,9 @@
 # toolchain go.mod names by itself), else the one scripts/deps.sh fetched into
 # the module cache with Debian's Go 1.19. Asked once, on first use in a recipe:
 # by then `make demo` and `make test` have run deps, and `make clean` never asks.
-GO      ?= $(eval GO := $(shell scripts/deps.sh which-go))$(GO)
+# With no go, deps.sh says what to run and make stops there (an empty GO
+# would run "build" as a command).
+GO      ?= $(eval GO := $(shell scripts/deps.sh which-go))$(if $(and $(filter 0,$(.SHELLSTATUS)),$(GO)),$(GO),$(error no go to build with: run make deps (as root), or put a Go 1.21 or later on PATH))
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN     := bin/trestle
 # The man pages (trestle(8), one per command, trestle.toml(5)) and the shell
@@ -23,6 +25,10 @@ CNI_BIN := bin/cni/trestle
 # plugin), installed by make deps (scripts/deps.sh tools) at pinned versions.
 TOOLS   := $(CURDIR)/bin/tools
 BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/lab/*.c bpf/lab/*.h bpf/include/bpf/*.h)
+
+# A recipe that fails leaves no target behind that a later make would take
+# as built (a man page or completion half written).
+.DELETE_ON_ERROR:
 
 .PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short deb
 
@@ -66,20 +72,27 @@ generate:
 	@for d in $(BPF_GEN); do (cd $$d && $(GO) generate .) || exit 1; done
 
 # The bindings in the tree must be what the C in the tree produces (CI runs
-# on a clean checkout, so there this means the committed ones).
+# on a clean checkout, so there this means the committed ones). A generate
+# that fails (no clang) is a failure, not bindings found fresh.
 check-generate:
 	@tmp=$$(mktemp -d) && for d in $(BPF_GEN); do mkdir -p $$tmp/$$d && cp $$d/*_bpfel.go $$d/*_bpfel.o $$tmp/$$d/ || exit 1; done && \
-	$(MAKE) --no-print-directory generate >/dev/null && \
+	if ! $(MAKE) --no-print-directory generate >/dev/null; then \
+		for d in $(BPF_GEN); do cp $$tmp/$$d/* $$d/; done; rm -rf $$tmp; \
+		echo "check-generate: make generate failed (its messages are above; the bindings are as they were): run make deps, then make generate" >&2; exit 1; \
+	fi && \
 	stale=; for d in $(BPF_GEN); do for f in $$tmp/$$d/*; do cmp -s $$f $$d/$$(basename $$f) || stale="$$stale $$d/$$(basename $$f)"; done; done; \
 	rm -rf $$tmp; \
 	if [ -n "$$stale" ]; then echo "the bindings were stale (now regenerated):$$stale: commit the result" >&2; exit 1; fi
 
 # gofmt is the one beside $(GO): another version may format otherwise
-# (Debian's, on PATH once deps.sh installed it, is Go 1.19).
+# (Debian's, on PATH once deps.sh installed it, is Go 1.19). One that is
+# missing or fails is a failure, not a clean tree.
 vet:
 	$(GO) vet ./...
-	@gofmt="$$($(GO) env GOROOT)/bin/gofmt"; \
-	test -z "$$($$gofmt -l cmd internal scripts tests)" || { $$gofmt -l cmd internal scripts tests; echo "gofmt needed" >&2; exit 1; }
+	@goroot=$$($(GO) env GOROOT) && gofmt=$$goroot/bin/gofmt && test -x "$$gofmt" || \
+		{ echo "vet: no gofmt beside $(GO) (in $$goroot/bin): run make deps, or install that Go again" >&2; exit 1; }; \
+	unformatted=$$($$gofmt -l cmd internal scripts tests) || { echo "vet: $$gofmt -l failed (its messages are above)" >&2; exit 1; }; \
+	test -z "$$unformatted" || { echo "$$unformatted"; echo "vet: gofmt needed: run $$gofmt -w on the files above" >&2; exit 1; }
 
 # make test: every test. Packages run two at a time (-p 2), and inside the
 # end-to-end packages (tests/) up to TEST_PARALLEL tests that measure nothing
@@ -95,8 +108,8 @@ TEST_PARALLEL ?= 4
 GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) TRESTLE_TEST_CNI=$(CURDIR)/$(CNI_BIN) TRESTLE_TEST_TOOLS=$(TOOLS) $(GO) test -count=1 -timeout 30m
 
 test: deps check-generate vet build
-	@alone="$$($(GO) list $(TEST_ALONE))" && \
-	$(GOTEST) -p 2 -parallel $(TEST_PARALLEL) $$($(GO) list ./... | grep -vxF "$$alone")
+	@alone="$$($(GO) list $(TEST_ALONE))" && all="$$($(GO) list ./...)" && \
+	$(GOTEST) -p 2 -parallel $(TEST_PARALLEL) $$(echo "$$all" | grep -vxF "$$alone")
 	$(GOTEST) -p 1 $(TEST_ALONE)
 	@$(MAKE) --no-print-directory fuzz-short
 
@@ -106,7 +119,8 @@ test: deps check-generate vet build
 # fakes, and the datapath's BPF_PROG_TEST_RUN table tests. The end-to-end
 # packages (tests/) are all namespace tests and are left out.
 check: deps check-generate vet
-	$(GO) test -count=1 -short -p 2 $$($(GO) list ./... | grep -v '/tests/')
+	all="$$($(GO) list ./...)" && \
+	$(GO) test -count=1 -short -p 2 $$(echo "$$all" | grep -v '/tests/')
 
 # The fuzz targets (docs/reliability.md) as package:target: go test -fuzz
 # takes one of each a run. make fuzz runs each for FUZZTIME, make test for

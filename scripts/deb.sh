@@ -9,10 +9,13 @@
 # X.Y.Z+N.gHASH (N first, so that later builds sort after earlier ones);
 # before any tag, 0.0.0+N.gHASH; a tree with changes not committed adds
 # .dirty. DEB_VERSION overrides it (the package test builds two versions).
-set -euo pipefail
+#
+# A step that fails ends the script with one line, "deb: ...".
+set -Eeuo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+. scripts/fail.sh
 out=${1:-bin/deb}
 bin=${BIN:-bin/trestle}
 
@@ -39,8 +42,10 @@ deb_version() {
 }
 
 version=${DEB_VERSION:-$(deb_version)}
+# The last commit's time dates the pages, the changelog and the archive.
+epoch=$(git log -1 --format=%ct)
 arch=$(dpkg --print-architecture)
-[[ -x $bin ]] || { echo "deb: $bin is missing: run make build first" >&2; exit 1; }
+[[ -x $bin ]] || fail "$bin is missing: run make build first"
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -77,7 +82,7 @@ install -D -m 0644 dist/qemu.conf "$d/usr/share/doc/trestle/examples/qemu.conf"
 # does into bin/man and bin/completion).
 gen=$(mktemp -d)
 trap 'rm -rf "$stage" "$gen"' EXIT
-SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) "$bin" man "$gen/man" >/dev/null
+SOURCE_DATE_EPOCH=$epoch "$bin" man "$gen/man" >/dev/null
 install -d "$d/usr/share/man/man8" "$d/usr/share/man/man5"
 for p in "$gen"/man/*.8; do gzip -9n <"$p" >"$d/usr/share/man/man8/$(basename "$p").gz"; done
 for p in "$gen"/man/*.5; do gzip -9n <"$p" >"$d/usr/share/man/man5/$(basename "$p").gz"; done
@@ -94,7 +99,7 @@ chmod 0644 "$d"/usr/share/*/completions/trestle "$d"/usr/share/zsh/vendor-comple
 # are the files' own.
 install -m 0644 README.md docs/*.md "$d/usr/share/doc/trestle/"
 install -D -m 0644 dist/debian/copyright "$d/usr/share/doc/trestle/copyright"
-date=$(date -R -d "@$(git log -1 --format=%ct)")
+date=$(date -R -d "@$epoch")
 printf 'trestle (%s) unstable; urgency=medium\n\n  * Built from git commit %s.\n  * CHANGELOG.md in the source lists the changes.\n\n -- trestle maintainers <maintainers@users.noreply.a-seed-19884ae3.example>  %s\n' \
 	"$version" "$(git rev-parse --short=12 HEAD)" "$date" | gzip -9n >"$d/usr/share/doc/trestle/changelog.gz"
 install -D -m 0644 dist/debian/lintian-overrides "$d/usr/share/lintian/overrides/trestle"
@@ -103,11 +108,14 @@ install -D -m 0644 dist/debian/lintian-overrides "$d/usr/share/lintian/overrides
 # dpkg-shlibdeps' answer, from a scratch source tree it needs to run in.
 shl=$(mktemp -d)
 mkdir "$shl/debian" && printf 'Source: trestle\n\nPackage: trestle\nArchitecture: any\n' >"$shl/debian/control"
-libs=$(cd "$shl" && dpkg-shlibdeps -O "$d/usr/sbin/trestle" ${cni:+"$d/usr/lib/cni/trestle"} 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+shlibs=$(cd "$shl" && dpkg-shlibdeps -O "$d/usr/sbin/trestle" ${cni:+"$d/usr/lib/cni/trestle"} 2>"$shl/err") ||
+	fail "dpkg-shlibdeps could not name the libraries the binary links: $(tail -n 1 "$shl/err") (it comes with dpkg-dev: apt-get install dpkg-dev)"
+libs=$(sed -n 's/^shlibs:Depends=//p' <<<"$shlibs")
 rm -rf "$shl"
 
 install -d "$d/DEBIAN"
-sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@SIZE@|$(du -sk --exclude=DEBIAN "$d" | cut -f1)|" \
+size=$(du -sk --exclude=DEBIAN "$d" | cut -f1)
+sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@SIZE@|$size|" \
 	-e "s|@LIBS@|${libs:+$libs, }|" dist/debian/control.in >"$d/DEBIAN/control"
 install -m 0644 dist/debian/conffiles "$d/DEBIAN/conffiles"
 install -m 0755 dist/debian/postinst dist/debian/prerm dist/debian/postrm "$d/DEBIAN/"
@@ -116,5 +124,5 @@ chmod 0644 "$d/DEBIAN/md5sums"
 
 mkdir -p "$out"
 deb="$out/trestle_${version}_${arch}.deb"
-SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) dpkg-deb --root-owner-group -Zxz --build "$d" "$deb" >/dev/null
+SOURCE_DATE_EPOCH=$epoch dpkg-deb --root-owner-group -Zxz --build "$d" "$deb" >/dev/null
 echo "$deb"

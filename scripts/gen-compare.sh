@@ -9,7 +9,10 @@
 #
 # Usage: scripts/gen-compare.sh [bin/trestle] [seconds=5] [rounds=3] [cpus=1]
 #   cpus: sending CPUs for both tools (trestle gen --cpus 0..N-1, trafgen --cpus N)
-set -euo pipefail
+#
+# A step that fails ends the script with one line, "gen-compare: ...".
+set -Eeuo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/fail.sh"
 
 BIN=$(realpath "${1:-bin/trestle}")
 SECS=${2:-5}
@@ -20,10 +23,12 @@ WORK=$(mktemp -d /tmp/trestle-gencmp.XXXXXX)
 PIDS=()
 NSS=()
 
-[[ $(id -u) -eq 0 ]] || { echo "run as root" >&2; exit 1; }
-command -v trafgen >/dev/null || { echo "trafgen missing: apt-get install netsniff-ng" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || fail "run as root (it creates network namespaces): sudo $0"
+[[ -x $BIN ]] || fail "$BIN is not there: run make build"
+command -v trafgen >/dev/null || fail "trafgen is missing: run apt-get install netsniff-ng (scripts/deps.sh installs it)"
 
 cleanup() {
+	local - FAIL_QUIET=1
 	set +e
 	for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	for n in "${NSS[@]}"; do ip netns del "$n" 2>/dev/null; done
@@ -46,7 +51,14 @@ DST=$(ip netns exec "$P-sink" cat /sys/class/net/sink0/address)
 # The sink samples latency 1 frame in 64 so that it costs the senders little.
 ip netns exec "$P-sink" "$BIN" sink --dev sink0 --latency-every 64 >"$WORK/sink.out" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 50); do ip -n "$P-sink" link show sink0 | grep -q xdp && break; sleep 0.1; done
+sink_pid=$!
+for i in $(seq 51); do
+	link=$(ip -n "$P-sink" link show sink0) || fail "ip link show sink0 in $P-sink failed"
+	[[ $link != *xdp* ]] || break
+	kill -0 "$sink_pid" 2>/dev/null || fail "trestle sink exited: $(tail -n 1 "$WORK/sink.out")"
+	((i <= 50)) || fail "trestle sink did not attach its XDP program to sink0 within 5 seconds"
+	sleep 0.1
+done
 
 cat >"$WORK/t64.cfg" <<EOF
 { eth(da=$DST, type=0x0800), ipv4(saddr=198.18.0.1, daddr=198.18.0.2, proto=17, ttl=64, df),
@@ -57,20 +69,34 @@ cpulist=0
 ((NCPU > 1)) && cpulist="0-$((NCPU - 1))"
 stat() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/$3"; }
 
-# window runs a sender in the background for SECS+1 seconds and prints the
-# frames per second that arrive at sink0 from its first second to its last:
-# the same steady-state window for every tool, timed here, not by the tool.
+# window runs a sender in the background for SECS+1 seconds and sets pps,
+# drops and secs: the frames per second that arrive at sink0 from its first
+# second to its last (the same steady-state window for every tool, timed
+# here, not by the tool), what gen0 dropped then, and the window's length;
+# and sent, the sender's exit status (its output is in $WORK/out).
 window() {
+	local pid rx0 rx1 t0 t1 dr0 dr1
 	"$@" >"$WORK/out" 2>&1 &
-	local pid=$! rx0 rx1 t0 t1 dr0 dr1
+	pid=$!
 	PIDS+=("$pid")
 	sleep 1
-	rx0=$(stat "$P-sink" sink0 rx_packets); dr0=$(stat "$P-gen" gen0 tx_dropped); t0=$(date +%s.%N)
+	rx0=$(stat "$P-sink" sink0 rx_packets) && dr0=$(stat "$P-gen" gen0 tx_dropped) && t0=$(date +%s.%N) ||
+		fail "could not read the veth pair's counters"
 	sleep "$((SECS - 1))"
-	rx1=$(stat "$P-sink" sink0 rx_packets); dr1=$(stat "$P-gen" gen0 tx_dropped); t1=$(date +%s.%N)
-	wait "$pid" || true
+	rx1=$(stat "$P-sink" sink0 rx_packets) && dr1=$(stat "$P-gen" gen0 tx_dropped) && t1=$(date +%s.%N) ||
+		fail "could not read the veth pair's counters"
+	sent=0
+	wait "$pid" || sent=$?
 	PIDS=("${PIDS[@]/$pid/}")
-	awk -v n=$((rx1 - rx0)) -v a="$t0" -v b="$t1" -v d=$((dr1 - dr0)) 'BEGIN {printf "%.0f %d %.2f\n", n / (b - a), d, b - a}'
+	read -r pps drops secs <<<"$(awk -v n=$((rx1 - rx0)) -v a="$t0" -v b="$t1" -v d=$((dr1 - dr0)) \
+		'BEGIN {printf "%.0f %d %.2f\n", n / (b - a), d, b - a}')"
+}
+
+# A sender that failed ends the script, with its last words: a failed run
+# is no measurement. `timeout -s INT`'s 124 (the time was up) is how a
+# trafgen run ends.
+check_sent() {
+	((sent == 0 || sent == 124)) || fail "$1 exited $sent in round $r: $(tail -n 1 "$WORK/out")"
 }
 
 declare -A RES
@@ -78,19 +104,21 @@ for r in $(seq "$ROUNDS"); do
 	for tool in trestle-gen trafgen; do
 		note=""
 		if [[ $tool == trestle-gen ]]; then
-			read -r pps drops secs < <(window ip netns exec "$P-gen" "$BIN" gen --dev gen0 --dst-mac "$DST" \
-				--size 60 --duration "$((SECS + 1))s" --cpus "$cpulist" --batch 256)
+			window ip netns exec "$P-gen" "$BIN" gen --dev gen0 --dst-mac "$DST" \
+				--size 60 --duration "$((SECS + 1))s" --cpus "$cpulist" --batch 256
+			check_sent "trestle gen"
 		else
 			# trafgen's TX_RING mode sometimes gives up on a full veth queue
 			# ("Flushing TX_RING failed"); then the round is run again in
 			# its copy mode (--cpp).
 			how="ring mode"
 			for opt in "" --cpp; do
-				read -r pps drops secs < <(window ip netns exec "$P-gen" timeout -s INT "$((SECS + 1))" \
-					trafgen --dev gen0 --conf "$WORK/t64.cfg" --cpus "$NCPU" -q $opt)
+				window ip netns exec "$P-gen" timeout -s INT "$((SECS + 1))" \
+					trafgen --dev gen0 --conf "$WORK/t64.cfg" --cpus "$NCPU" -q $opt
 				grep -q "TX_RING failed" "$WORK/out" || break
 				how="TX_RING failed; --cpp"
 			done
+			check_sent "trafgen ($how)"
 			note=", trafgen $how"
 		fi
 		printf "round %d  %-12s %12.0f pps arrived  (%d dropped by gen0 in %.2fs%s)\n" "$r" "$tool" "$pps" "$drops" "$secs" "$note"
@@ -98,7 +126,7 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+median() { tr ' ' '\n' | sort -g | awk 'NF {a[++n]=$1} END {print (n%2 ? a[(n+1)/2] : (a[n/2]+a[n/2+1])/2)}'; }
 mg=$(echo "${RES[trestle-gen]}" | median)
 mt=$(echo "${RES[trafgen]}" | median)
 echo

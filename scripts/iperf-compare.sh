@@ -6,7 +6,10 @@
 # ratio to the straight path. Everything lives in namespaces with a unique prefix.
 #
 # Usage: scripts/iperf-compare.sh [bin/trestle] [seconds=5] [reps=3] [streams=1]
-set -euo pipefail
+#
+# A step that fails ends the script with one line, "iperf-compare: ...".
+set -Eeuo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/fail.sh"
 
 BIN=$(realpath "${1:-bin/trestle}")
 SECS=${2:-5}
@@ -17,9 +20,11 @@ WORK=$(mktemp -d /tmp/trestle-cmp.XXXXXX)
 PIDS=()
 NSS=()
 
-[[ $(id -u) -eq 0 ]] || { echo "run as root" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || fail "run as root (it creates network namespaces): sudo $0"
+[[ -x $BIN ]] || fail "$BIN is not there: run make build"
 
 cleanup() {
+	local - FAIL_QUIET=1
 	set +e
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	for n in "${NSS[@]}"; do ip netns del "$n" 2>/dev/null; done
@@ -74,11 +79,18 @@ setup() {
 			mode = "$mode"
 		TOML
 		ip netns exec "$t-sw" "$BIN" run --config "$WORK/$t.toml" 2>"$WORK/$t.log" &
-		PIDS+=($!)
-		for _ in $(seq 50); do [[ -S $WORK/$t.sock ]] && break; sleep 0.1; done
+		local pid=$! i
+		PIDS+=("$pid")
+		for i in $(seq 51); do
+			[[ ! -S $WORK/$t.sock ]] || break
+			kill -0 "$pid" 2>/dev/null || fail "trestle run for $kind exited: $(tail -n 1 "$WORK/$t.log")"
+			((i <= 50)) || fail "trestle run for $kind made no socket within 5 seconds: $(tail -n 1 "$WORK/$t.log")"
+			sleep 0.1
+		done
 		;;
 	esac
-	ip netns exec "$t-a" ping -c 2 -i 0.2 -W 1 10.79.0.2 >/dev/null
+	ip netns exec "$t-a" ping -c 2 -i 0.2 -W 1 -w 3 10.79.0.2 >/dev/null ||
+		fail "ping across $kind ($t-a to $t-b) was not answered: that path does not forward"
 }
 
 KINDS=(direct linux-bridge trestle-tc trestle-xdp)
@@ -90,9 +102,19 @@ for r in $(seq "$REPS"); do
 		t=$P-${k//-/}
 		ip netns exec "$t-b" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
 		sp=$!
-		for _ in $(seq 50); do ip netns exec "$t-b" ss -ltn | grep -q ':5201 ' && break; sleep 0.1; done
-		bps=$(ip netns exec "$t-a" iperf3 -c 10.79.0.2 -p 5201 -t "$SECS" -P "$STREAMS" -J |
-			python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
+		for i in $(seq 51); do
+			listening=$(ip netns exec "$t-b" ss -Hltn 'sport = :5201') || fail "ss in $t-b failed"
+			[[ -z $listening ]] || break
+			((i <= 50)) || fail "iperf3's server in $t-b is not listening on port 5201 after 5 seconds"
+			sleep 0.1
+		done
+		# iperf3 -J reports its own failure in the JSON ("error").
+		json=$(ip netns exec "$t-a" iperf3 -c 10.79.0.2 -p 5201 -t "$SECS" -P "$STREAMS" -J) || true
+		bps=$(python3 -c 'import json,sys
+r = json.load(sys.stdin)
+if "error" in r: sys.exit(r["error"])
+print(r["end"]["sum_received"]["bits_per_second"])' <<<"$json" 2>&1) ||
+			fail "iperf3 over $k failed in round $r: ${bps##*$'\n'}"
 		wait "$sp" 2>/dev/null || true
 		printf 'round %d %-13s %6.2f Gbit/s\n' "$r" "$k" "$(python3 -c "print($bps/1e9)")"
 		results[$k]+="$bps "
