@@ -382,6 +382,7 @@ func TestUsageLine(t *testing.T) {
 		{[]string{"lab", "quick", "--load", "x"}, []string{`--load "x": not a number`}},
 		{[]string{"stats", "--per-vlan=maybe"}, []string{`--per-vlan "maybe": not true or false`}},
 		{[]string{"fdb", "show", "--vlan"}, []string{"--vlan needs a value"}},
+		{[]string{"lab", "quick", "--json", "run.json"}, []string{"--json prints the record on stdout and takes no file: --output run.json writes it there"}},
 	} {
 		what := "trestle " + strings.Join(c.args, " ")
 		_, stderr, code := runSplit(t, nil, "", c.args...)

@@ -55,7 +55,13 @@ Examples:
   trestle lab restart --events sigkill=3,upgrade=2 --dut trestle:xdp@bin=./trestle-old
   trestle stat -C 1 a.txt b.txt      # compare figures the way the reports do`,
 		Annotations: map[string]string{manLong: labManual()},
-		Args:        nargs(0, 1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			// --json FILE, as it was, leaves FILE as an argument.
+			if len(args) == 2 && strings.HasSuffix(args[1], ".json") && cmd.Flags().Changed("json") {
+				return usagef("--json prints the record on stdout and takes no file: --output %s writes it there", args[1])
+			}
+			return nargs(0, 1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return &usageError{cmd: cmd, err: errors.New("name a scenario: " + strings.Join(lab.ScenarioNames(), ", ") + " (see --help)")}
@@ -431,15 +437,22 @@ func (e *env) runLab(sc lab.Scenario, placement, outPath, reportDir string, keep
 	if err != nil {
 		fmt.Fprintf(e.stderr, "lab: stopped early (%v); reporting what was measured\n", err)
 	}
-	// With --json, stdout is the record alone; what was written is said
-	// on stderr.
+	// With --json, stdout is the record alone, or on a failure the
+	// failure's object alone (--output keeps the record all the same);
+	// what was written is said on stderr.
 	said := e.stdout
-	if e.json {
+	switch {
+	case e.json && err != nil:
+		said = e.stderr
+		if outPath == "" {
+			fmt.Fprintln(e.stderr, "lab: the record of what was measured is not printed with a failure: --output FILE keeps it")
+		}
+	case e.json:
 		said = e.stderr
 		if jerr := e.printJSON(run); jerr != nil {
 			return jerr
 		}
-	} else {
+	default:
 		report.Terminal(e.stdout, run)
 	}
 	if outPath != "" {
