@@ -221,36 +221,6 @@ func collectTrunk(items []*vlanTrunk) ([]uint16, error) {
 	return vs, nil
 }
 
-// parseRanges reads a VLAN list as config.VLANRanges writes it, the form
-// `trestle show` gives a trunk in.
-func parseRanges(s string) ([]uint16, error) {
-	var vs []uint16
-	if s == "" {
-		return nil, nil
-	}
-	for _, f := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(strings.TrimSpace(f), "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %v", s, err)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil {
-				return nil, fmt.Errorf("%q: %v", s, err)
-			}
-		}
-		if a < 1 || b > 4094 || b < a {
-			return nil, fmt.Errorf("%q: %q is not a VLAN range", s, f)
-		}
-		for v := a; v <= b; v++ {
-			vs = append(vs, uint16(v))
-		}
-	}
-	slices.Sort(vs)
-	return slices.Compact(vs), nil
-}
-
 // portArgs are the port keys (trestle port add's KEY=VALUE) the network
 // asks for. vlan alone is an access port; vlanTrunk a trunk, whose native
 // (untagged) VLAN is vlan if both are set, as the bridge plugin makes it
@@ -324,9 +294,7 @@ func (n *NetConf) checkPort(p ctl.PortEntry, mac string, ips []string) string {
 		if p.Native != wantNative {
 			diffs = append(diffs, fmt.Sprintf("native VLAN %d, want %d", p.Native, wantNative))
 		}
-		if got, err := parseRanges(p.Trunk); err != nil {
-			diffs = append(diffs, fmt.Sprintf("trunk %v", err))
-		} else if !slices.Equal(got, n.trunk) {
+		if !slices.Equal(p.Trunk, n.trunk) {
 			diffs = append(diffs, fmt.Sprintf("trunk %q, want %q", p.Trunk, config.VLANRanges(n.trunk)))
 		}
 	}

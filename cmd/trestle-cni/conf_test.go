@@ -162,35 +162,13 @@ func TestPortArgs(t *testing.T) {
 	}
 }
 
-func TestRanges(t *testing.T) {
-	for _, c := range []struct {
-		vs []uint16
-		s  string
-	}{
-		{nil, ""},
-		{[]uint16{10}, "10"},
-		{[]uint16{10, 11, 12, 20, 30, 31}, "10-12,20,30-31"},
-		{[]uint16{1, 3, 5, 4094}, "1,3,5,4094"},
-	} {
-		got, err := parseRanges(c.s)
-		if err != nil || !slices.Equal(got, c.vs) {
-			t.Errorf("parseRanges(%q) = %v, %v, want %v", c.s, got, err, c.vs)
-		}
-	}
-	for _, s := range []string{"10,x", "0", "20-10", "4095", "1-4095"} {
-		if _, err := parseRanges(s); err == nil {
-			t.Errorf("parseRanges(%q): no error", s)
-		}
-	}
-}
-
 // TestCheckPort: CHECK's comparison of a port with the network.
 func TestCheckPort(t *testing.T) {
 	n, err := loadConf(conf(`"vlan": 5, "vlanTrunk": [{"minID": 10, "maxID": 12}], "portIsolation": true`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := ctl.PortEntry{Bridge: "br0", Origin: "run", PortStatus: ctl.PortStatus{State: "up", Trunk: "5,10-12", Native: 5, Protected: true}}
+	good := ctl.PortEntry{Bridge: "br0", Origin: "run", PortStatus: ctl.PortStatus{State: "up", Trunk: ctl.VLANList{5, 10, 11, 12}, Native: 5, Protected: true}}
 	if d := n.checkPort(good, "02:00:00:00:00:01", nil); d != "" {
 		t.Errorf("matching port: %s", d)
 	}
@@ -206,10 +184,10 @@ func TestCheckPort(t *testing.T) {
 		want   string
 	}{
 		{func(p *ctl.PortEntry) { p.State, p.Reason = "down", "gone" }, "state down"},
-		{func(p *ctl.PortEntry) { p.Trunk = "5,10,12" }, `trunk "5,10,12"`},
-		{func(p *ctl.PortEntry) { p.Trunk = "10-12" }, `trunk "10-12", want "5,10-12"`},
+		{func(p *ctl.PortEntry) { p.Trunk = ctl.VLANList{5, 10, 12} }, `trunk "5,10,12"`},
+		{func(p *ctl.PortEntry) { p.Trunk = ctl.VLANList{10, 11, 12} }, `trunk "10-12", want "5,10-12"`},
 		{func(p *ctl.PortEntry) { p.Native = 0 }, "native VLAN 0, want 5"},
-		{func(p *ctl.PortEntry) { p.VLAN, p.Trunk, p.Native = 5, "", 0 }, "access VLAN 5, want 0"},
+		{func(p *ctl.PortEntry) { p.VLAN, p.Trunk, p.Native = 5, nil, 0 }, "access VLAN 5, want 0"},
 		{func(p *ctl.PortEntry) { p.Protected = false }, "protected false"},
 		{func(p *ctl.PortEntry) { p.Locked = true }, "locked true, want false (macspoofchk)"},
 		{func(p *ctl.PortEntry) { p.AllowedMACs = []string{"02:00:00:00:00:01"} }, "allowed_macs [02:00:00:00:00:01], want []"},

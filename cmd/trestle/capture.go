@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,16 +20,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/datapath"
 )
 
 func (e *env) captureCmd() *cobra.Command {
-	var bridge, file, dir string
+	var file, dir string
 	var count, snaplen int
 	var verdicts bool
 	c := &cobra.Command{
-		Use:   "capture PORT [--bridge BR] [-w FILE] [-c COUNT] [--direction in|out|both] [--snaplen N] [--verdicts]",
+		Use:   "capture BRIDGE PORT [-w FILE] [-c COUNT] [--direction in|out|both] [--snaplen N] [--verdicts]",
 		Short: "Capture the frames the switch sees on a port, as pcap for tcpdump and Wireshark",
-		Long: `Capture the frames the datapath sees on a port: what the port received from
+		Long: `Capture the frames the datapath sees on PORT of BRIDGE: what the port received from
 its host (in) and what the bridge sent out of it (out), each as it was on
 the wire: a frame a VLAN-aware bridge tags or untags for the port is
 captured as it left.
@@ -40,9 +43,9 @@ readable by its owner alone (capture never writes over a file that is
 there, nor through a symbolic link; a device or a FIFO it writes to);
 -w - writes them to stdout, for tcpdump or Wireshark:
 
-  trestle capture p1 -w - | tcpdump -n -r -
-  trestle capture p1 --direction in -c 100 -w p1.pcap
-  trestle capture p1 -w - --verdicts | wireshark -k -i -
+  trestle capture br0 p1 -w - | tcpdump -n -r -
+  trestle capture br0 p1 --direction in -c 100 -w p1.pcap
+  trestle capture br0 p1 -w - --verdicts | wireshark -k -i -
 
 pcap has no room for a verdict: -w with --verdicts writes pcapng instead,
 each frame with its verdict as the frame's comment (Wireshark: the
@@ -54,31 +57,37 @@ stderr says how many frames were captured and how many the datapath could
 not keep because the capture's ring was full (lost). One capture runs at a
 time. While none runs, the switch runs programs without any capture code;
 a capture moves every port to programs with it, and back when it ends.`,
-		Args: cobra.ExactArgs(1),
+		Args: nargs(2, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch dir {
-			case "in", "out", "both":
-			default:
-				return fmt.Errorf("--direction %q: use in, out or both", dir)
+			if !slices.Contains(captureDirections, dir) {
+				return usagef("--direction %q: one of %s", dir, strings.Join(captureDirections, ", "))
 			}
-			if snaplen < 0 || count < 0 {
-				return fmt.Errorf("--snaplen and -c take a number of at least 0")
+			if snaplen < 0 || snaplen > maxSnaplen {
+				return usagef("--snaplen %d: 0 (the most) to %d bytes", snaplen, maxSnaplen)
+			}
+			if count < 0 {
+				return usagef("--count %d: a number of frames of at least 0 (0: until SIGINT or SIGTERM)", count)
 			}
 			if e.json && file != "" {
-				return fmt.Errorf("--json prints the frames, -w writes them to a file: choose one")
+				return usagef("--json prints the frames, --write writes them to a file: give one")
 			}
-			return e.capture(ctl.Request{Port: args[0], Bridge: bridge, Direction: dir, Snaplen: snaplen}, file, count, verdicts)
+			return e.capture(ctl.Request{Bridge: args[0], Port: args[1], Direction: dir, Snaplen: snaplen}, file, count, verdicts)
 		},
 	}
-	c.Flags().StringVar(&bridge, "bridge", "", "the port's bridge (needed when two bridges have a port of that name)")
 	c.Flags().StringVarP(&file, "write", "w", "", "write the frames to FILE as pcap (pcapng with --verdicts); - is stdout")
 	c.Flags().IntVarP(&count, "count", "c", 0, "stop after COUNT frames (0: at SIGINT or SIGTERM)")
 	c.Flags().StringVar(&dir, "direction", "both", "in (what the port receives), out (what the bridge sends out of it) or both")
-	c.Flags().IntVar(&snaplen, "snaplen", 0, "bytes kept of each frame (0: the most, 16384)")
+	c.Flags().IntVar(&snaplen, "snaplen", 0, fmt.Sprintf("bytes kept of each frame (0: the most, %d)", maxSnaplen))
 	c.Flags().BoolVar(&verdicts, "verdicts", false, "with -w: pcapng with each frame's verdict as its comment")
 	c.Flags().BoolVar(&e.json, "json", false, "print a JSON object a frame (time, port, direction, length, verdict, reason, egress, data in hex)")
 	return c
 }
+
+// captureDirections are what --direction takes.
+var captureDirections = []string{"in", "out", "both"}
+
+// maxSnaplen is the most of a frame a capture keeps.
+const maxSnaplen = datapath.SnapMax
 
 // frameSink is where captured frames go: text lines, pcap or pcapng.
 type frameSink interface {

@@ -17,8 +17,17 @@ import (
 func runCLI(t *testing.T, env map[string]string, args ...string) (string, int) {
 	t.Helper()
 	var out bytes.Buffer
-	code := run(args, &out, &out, func(k string) string { return env[k] })
+	code := run(args, strings.NewReader(""), &out, &out, func(k string) string { return env[k] })
 	return out.String(), code
+}
+
+// runSplit runs a command line with stdin as its standard input and
+// returns its stdout and stderr apart, and its exit status.
+func runSplit(t *testing.T, env map[string]string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, strings.NewReader(stdin), &out, &errb, func(k string) string { return env[k] })
+	return out.String(), errb.String(), code
 }
 
 func TestCheck(t *testing.T) {
@@ -173,7 +182,7 @@ func TestVersionAndFlags(t *testing.T) {
 	}{
 		{[]string{"run", "--config", cfg, "--metrics", "9470"}, `--metrics: "9470" is not host:port`},
 		{[]string{"run", "--config", cfg, "--metrics", "[::1]:0"}, `--metrics: "[::1]:0": port "0" is not 1..65535`},
-		{[]string{"top", "--sort", "speed"}, `--sort "speed": use one of rx, tx`},
+		{[]string{"top", "--sort", "speed"}, `--sort "speed": one of rx, tx`},
 		{[]string{"top", "--interval", "10ms"}, "--interval 10ms: at least 100ms"},
 		{[]string{"top", "--json"}, "--json needs --once"},
 	} {

@@ -51,10 +51,10 @@ Examples:
 A mac_move line:
 
   2026-11-24T10:00:05.120+01:00 mac_move bridge=br0 mac=02:00:00:00:00:01 vlan=0 from=veth-a to=veth-b suppressed=998`,
-		Args: cobra.NoArgs,
+		Args: nargs(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if last < 0 {
-				return fmt.Errorf("-n %d: give a number of events of at least 0 (0: every one kept)", last)
+				return usagef("--last %d: a number of events of at least 0 (0: every one kept)", last)
 			}
 			if follow {
 				return e.followEvents(last)

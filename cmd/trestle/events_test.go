@@ -13,13 +13,13 @@ func TestEventsCLIErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"events", "-n", "-1"}, "-n -1: give a number of events of at least 0"},
-		{[]string{"events", "extra"}, `unknown command "extra"`},
-		{[]string{"events", "--socket", dir + "/none.sock"}, "no trestle daemon is running there"},
-		{[]string{"events", "--follow", "--socket", dir + "/none.sock"}, "no trestle daemon is running there"},
+		{[]string{"events", "-n", "-1"}, "--last -1: a number of events of at least 0"},
+		{[]string{"events", "extra"}, `trestle events takes no arguments (given: extra)`},
+		{[]string{"events", "--socket", dir + "/none.sock"}, "no trestle daemon answers at " + dir + "/none.sock: there is no socket there"},
+		{[]string{"events", "--follow", "--socket", dir + "/none.sock"}, "no trestle daemon answers at"},
 	} {
 		var out, errb strings.Builder
-		code := run(c.args, &out, &errb, func(string) string { return "" })
+		code := run(c.args, strings.NewReader(""), &out, &errb, func(string) string { return "" })
 		if code == 0 || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("trestle %s: exit %d, stderr %q, want an error with %q", strings.Join(c.args, " "), code, errb.String(), c.want)
 		}

@@ -36,14 +36,14 @@ puts the file's rules back.`,
 connection (keep_state) and those the default decided.`,
 		Example: `  trestle rule show
   trestle rule show br0 --json`,
-		Args: cobra.MaximumNArgs(1),
+		Args: nargs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var rs []ctl.Rule
 			if err := e.call(ctl.Request{Cmd: ctl.CmdRuleShow, Bridge: first(args)}, &rs); err != nil {
 				return err
 			}
 			if e.json {
-				return e.printJSON(rs)
+				return e.printJSON(ctl.List[ctl.Rule](rs))
 			}
 			e.plainText()
 			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
@@ -86,8 +86,16 @@ The rule is kept until the next reload from the file.`,
 		Example: `  trestle rule add br0 action=pass proto=icmp
   trestle rule add br0 --at 1 action=block src=10.254.0.66
   trestle rule add br0 action=pass in=p1 proto=tcp dst_port=5201 keep_state=true`,
-		Args: cobra.MinimumNArgs(2),
+		Args: nargs(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if at < 0 {
+				return usagef("--at %d: a position from 1 (0 or none: last)", at)
+			}
+			for _, a := range args[1:] {
+				if !strings.Contains(a, "=") {
+					return &usageError{cmd: cmd, err: fmt.Errorf("%q is not KEY=VALUE: the rule's keys follow BRIDGE", a)}
+				}
+			}
 			if err := e.call(ctl.Request{Cmd: ctl.CmdRuleAdd, Bridge: args[0], Args: args[1:], Index: at}, nil); err != nil {
 				return err
 			}
@@ -104,11 +112,11 @@ The rule is kept until the next reload from the file.`,
 		Use:     "del BRIDGE N",
 		Short:   "Delete rule N (from 1, as 'rule show' numbers them) of a bridge's running rules",
 		Example: `  trestle rule del br0 3`,
-		Args:    cobra.ExactArgs(2),
+		Args:    nargs(2, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := strconv.Atoi(args[1])
 			if err != nil || n < 1 {
-				return fmt.Errorf("%q: want a rule number from 1, as 'trestle rule show' numbers them", args[1])
+				return &usageError{cmd: cmd, err: fmt.Errorf("%q is not a rule number: from 1, as 'trestle rule show' numbers them", args[1])}
 			}
 			if err := e.call(ctl.Request{Cmd: ctl.CmdRuleDel, Bridge: args[0], Index: n}, nil); err != nil {
 				return err
@@ -172,14 +180,14 @@ been idle for its timeout: TCP 30 s until a frame comes back, then 24 h,
 and 60 s after a FIN or RST; UDP 60 s; ICMP 20 s.`,
 		Example: `  trestle state show
   trestle state show br0 --json`,
-		Args: cobra.MaximumNArgs(1),
+		Args: nargs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var ss []ctl.State
 			if err := e.call(ctl.Request{Cmd: ctl.CmdStateShow, Bridge: first(args)}, &ss); err != nil {
 				return err
 			}
 			if e.json {
-				return e.printJSON(ss)
+				return e.printJSON(ctl.List[ctl.State](ss))
 			}
 			e.plainText()
 			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)

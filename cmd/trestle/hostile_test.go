@@ -29,11 +29,11 @@ func TestCaptureFileRefusesLinksAndFiles(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	out, code := runCLI(t, env, "capture", "p1", "-w", link)
+	out, code := runCLI(t, env, "capture", "br0", "p1", "-w", link)
 	if code == 0 || !strings.Contains(out, "symbolic link") || strings.Contains(out, "no trestle daemon") {
 		t.Errorf("capture -w to a symbolic link: %d %q", code, out)
 	}
-	out, code = runCLI(t, env, "capture", "p1", "-w", target)
+	out, code = runCLI(t, env, "capture", "br0", "p1", "-w", target)
 	if code == 0 || !strings.Contains(out, "is there already") {
 		t.Errorf("capture -w to an existing file: %d %q", code, out)
 	}
@@ -45,7 +45,7 @@ func TestCaptureFileRefusesLinksAndFiles(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "created-through-link"), dangling); err != nil {
 		t.Fatal(err)
 	}
-	if _, code := runCLI(t, env, "capture", "p1", "-w", dangling); code == 0 {
+	if _, code := runCLI(t, env, "capture", "br0", "p1", "-w", dangling); code == 0 {
 		t.Errorf("capture -w to a dangling link succeeded")
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "created-through-link")); err == nil {
@@ -66,7 +66,7 @@ func TestCaptureFileRefusesLinksAndFiles(t *testing.T) {
 		t.Errorf("capture file mode %v, want 0600", fi.Mode().Perm())
 	}
 	fresh := filepath.Join(dir, "fresh.pcap")
-	if out, code := runCLI(t, env, "capture", "p1", "-w", fresh); code == 0 || !strings.Contains(out, "no trestle daemon") {
+	if out, code := runCLI(t, env, "capture", "br0", "p1", "-w", fresh); code == 0 || !strings.Contains(out, "no trestle daemon") {
 		t.Errorf("capture with no daemon: %d %q", code, out)
 	}
 	if _, err := os.Lstat(fresh); err == nil {

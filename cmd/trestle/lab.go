@@ -18,14 +18,14 @@ import (
 
 func (e *env) labCmd() *cobra.Command {
 	var (
-		duts, sizes, chains, placement, jsonPath, reportDir string
-		reps                                                int
-		trial, confirm, settle, drain, iperfTime            time.Duration
-		duration                                            time.Duration
-		maxEntries                                          int
-		lossGoal, resolution, load, streamRate              float64
-		keep, profile, bidirectional                        bool
-		ndrLoss, pdrLoss                                    string
+		duts, sizes, chains, placement, outPath, reportDir string
+		reps                                               int
+		trial, confirm, settle, drain, iperfTime           time.Duration
+		duration                                           time.Duration
+		maxEntries                                         int
+		lossGoal, resolution, load, streamRate             float64
+		keep, profile, bidirectional                       bool
+		ndrLoss, pdrLoss                                   string
 	)
 	c := &cobra.Command{
 		Use:   "lab SCENARIO [flags]",
@@ -42,162 +42,173 @@ Scenarios ('trestle lab SCENARIO --help' tells one in full):
 ` + labScenarioList() + `
 DUTs (--dut, comma-separated):
   ` + strings.Join(lab.DUTNames, ", ") + `,
-each with variants after @ (trestle:xdp@vlan, trestle:xdp@bin=/tmp/trestle-old,
+each with variants after @ (trestle:xdp@vlan, trestle:xdp@bin=./trestle-old,
 linux-bridge@mirror, ...), and floor@vlan, floor@mirror. The lab's manual,
 every DUT, variant and method: 'man trestle-lab' and docs/lab.md.
 
 Examples:
   trestle lab quick
   trestle lab router-pps --dut direct,linux-bridge,trestle:xdp,ovs --reps 5
-  trestle lab rfc2544 --sizes 64,512,1518 --json run.json --report out/
+  trestle lab rfc2544 --sizes 64,512,1518 --output run.json --report out/
+  trestle lab quick --json > run.json
   trestle lab chain --chains 1,2,4,8 --dut linux-bridge,trestle,trestle@veth,ovs@patch
-  trestle lab restart --events sigkill=3,upgrade=2 --dut trestle:xdp@bin=/tmp/trestle-old
+  trestle lab restart --events sigkill=3,upgrade=2 --dut trestle:xdp@bin=./trestle-old
   trestle stat -C 1 a.txt b.txt      # compare figures the way the reports do`,
 		Annotations: map[string]string{manLong: labManual()},
-		Args:        cobra.MaximumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			// --json FILE, as it was, leaves FILE as an argument.
+			if len(args) == 2 && strings.HasSuffix(args[1], ".json") && cmd.Flags().Changed("json") {
+				return usagef("--json prints the record on stdout and takes no file: --output %s writes it there", args[1])
+			}
+			return nargs(0, 1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return errors.New("name a scenario: " + strings.Join(lab.ScenarioNames(), ", ") + " (see --help)")
+				return &usageError{cmd: cmd, err: errors.New("name a scenario: " + strings.Join(lab.ScenarioNames(), ", ") + " (see --help)")}
 			}
 			sc, ok := lab.Scenarios[args[0]]
 			if !ok {
-				return fmt.Errorf("scenario %q: not one of %s", args[0], strings.Join(lab.ScenarioNames(), ", "))
+				return usagef("scenario %q: not one of %s", args[0], strings.Join(lab.ScenarioNames(), ", "))
 			}
 			if sc.Unavailable != "" {
 				return fmt.Errorf("scenario %s cannot run yet: %s", sc.Name, sc.Unavailable)
 			}
-			f := cmd.Flags()
-			var err error
-			if f.Changed("dut") {
-				sc.DUTs = nil
-				for _, d := range splitDUTs(duts) {
-					spec, err := lab.ParseSpec(d)
+			// Everything up to the run checks the command line: what is
+			// wrong with it is a usage error.
+			if err := func() error {
+				f := cmd.Flags()
+				var err error
+				if f.Changed("dut") {
+					sc.DUTs = nil
+					for _, d := range splitDUTs(duts) {
+						spec, err := lab.ParseSpec(d)
+						if err != nil {
+							return fmt.Errorf("--dut: %w", err)
+						}
+						sc.DUTs = append(sc.DUTs, spec)
+					}
+				}
+				if f.Changed("sizes") {
+					sc.Sizes = nil
+					for _, s := range lab.SplitList(sizes) {
+						fs := lab.FrameSize(s)
+						if _, err := fs.Mix(); err != nil {
+							return fmt.Errorf("--sizes: %w", err)
+						}
+						sc.Sizes = append(sc.Sizes, fs)
+					}
+				}
+				if f.Changed("chains") {
+					if sc.Chain, err = lab.ParseInts("--chains", chains, 1, 64); err != nil {
+						return err
+					}
+				}
+				if f.Changed("reps") {
+					if reps < 1 {
+						return fmt.Errorf("--reps %d: at least 1", reps)
+					}
+					sc.Reps = reps
+				}
+				tm := &sc.Timing
+				for _, d := range []struct {
+					name string
+					v    time.Duration
+					into *time.Duration
+				}{{"trial", trial, &tm.Search.Trial}, {"confirm", confirm, &tm.Search.Confirm}, {"settle", settle, &tm.Settle}, {"drain", drain, &tm.Drain}, {"iperf-time", iperfTime, &sc.IperfTime}} {
+					if f.Changed(d.name) {
+						if d.v < 0 {
+							return fmt.Errorf("--%s %v: must not be negative", d.name, d.v)
+						}
+						*d.into = d.v
+					}
+				}
+				if f.Changed("loss-goal") && f.Changed("ndr-loss") {
+					return errors.New("--loss-goal is --ndr-loss: give one")
+				}
+				if f.Changed("loss-goal") {
+					if lossGoal < 0 || lossGoal >= 1 {
+						return fmt.Errorf("--loss-goal %v: a ratio from 0 up to 1", lossGoal)
+					}
+					tm.Search.LossGoal = lossGoal
+				}
+				if f.Changed("ndr-loss") {
+					v, off, err := parseLoss(ndrLoss)
+					if err != nil || off {
+						return fmt.Errorf("--ndr-loss %q: a share of the frames, 0 up to 100%%: 0, 0.1%% or 0.001", ndrLoss)
+					}
+					tm.Search.LossGoal = v
+				}
+				if f.Changed("pdr-loss") {
+					v, off, err := parseLoss(pdrLoss)
 					if err != nil {
-						return fmt.Errorf("--dut: %w", err)
+						return fmt.Errorf("--pdr-loss %q: a share of the frames, above the NDR's, up to 100%%: 0.5%% or 0.005; or off", pdrLoss)
 					}
-					sc.DUTs = append(sc.DUTs, spec)
-				}
-			}
-			if f.Changed("sizes") {
-				sc.Sizes = nil
-				for _, s := range lab.SplitList(sizes) {
-					fs := lab.FrameSize(s)
-					if _, err := fs.Mix(); err != nil {
-						return fmt.Errorf("--sizes: %w", err)
+					if off {
+						v = 0
+					} else if v <= tm.Search.LossGoal {
+						return fmt.Errorf("--pdr-loss %s: must be above the NDR's loss goal (%g%%), or off", pdrLoss, 100*tm.Search.LossGoal)
 					}
-					sc.Sizes = append(sc.Sizes, fs)
+					tm.Search.PDRLoss = v
+				} else if tm.Search.PDRLoss > 0 && tm.Search.PDRLoss <= tm.Search.LossGoal {
+					return fmt.Errorf("the NDR's loss goal %g%% is not below the PDR's (%g%%): give --pdr-loss above it, or off", 100*tm.Search.LossGoal, 100*tm.Search.PDRLoss)
 				}
-			}
-			if f.Changed("chains") {
-				if sc.Chain, err = lab.ParseInts("--chains", chains, 1, 64); err != nil {
+				if f.Changed("resolution") {
+					if resolution <= 0 || resolution >= 0.5 {
+						return fmt.Errorf("--resolution %v: a ratio above 0 and below 0.5", resolution)
+					}
+					tm.Search.Resolution = resolution
+				}
+				if f.Changed("load") {
+					if load <= 0 || load > 1 {
+						return fmt.Errorf("--load %v: a fraction of the throughput above 0, up to 1", load)
+					}
+					sc.Load = load
+				}
+				if f.Changed("rate") {
+					if streamRate <= 0 {
+						return fmt.Errorf("--rate %v: frames a second, above 0", streamRate)
+					}
+					sc.StreamRate = streamRate
+					// A fixed rate needs no throughput to take a fraction of.
+					sc.WithoutTest(lab.TestThroughput)
+				}
+				if err := streamFlags(f.Changed, &sc, duration, maxEntries); err != nil {
 					return err
 				}
-			}
-			if f.Changed("reps") {
-				if reps < 1 {
-					return fmt.Errorf("--reps %d: at least 1", reps)
+				// The test kinds' own flags (--events, --event-lead, --event-tail,
+				// --upgrade-to, --sources, --window, --cpus, --ports, --streams, --udp-rate),
+				// after the stream's that they may depend on (--window on --duration).
+				if err := sc.SetFlags(f); err != nil {
+					return err
 				}
-				sc.Reps = reps
-			}
-			tm := &sc.Timing
-			for _, d := range []struct {
-				name string
-				v    time.Duration
-				into *time.Duration
-			}{{"trial", trial, &tm.Search.Trial}, {"confirm", confirm, &tm.Search.Confirm}, {"settle", settle, &tm.Settle}, {"drain", drain, &tm.Drain}, {"iperf-time", iperfTime, &sc.IperfTime}} {
-				if f.Changed(d.name) {
-					if d.v < 0 {
-						return fmt.Errorf("--%s %v: must not be negative", d.name, d.v)
-					}
-					*d.into = d.v
+				if err := sc.CheckCores(placement); err != nil {
+					return err
 				}
-			}
-			if f.Changed("loss-goal") && f.Changed("ndr-loss") {
-				return errors.New("--loss-goal is --ndr-loss: give one")
-			}
-			if f.Changed("loss-goal") {
-				if lossGoal < 0 || lossGoal >= 1 {
-					return fmt.Errorf("--loss-goal %v: a ratio from 0 up to 1", lossGoal)
-				}
-				tm.Search.LossGoal = lossGoal
-			}
-			if f.Changed("ndr-loss") {
-				v, off, err := parseLoss(ndrLoss)
-				if err != nil || off {
-					return fmt.Errorf("--ndr-loss %q: a share of the frames, 0 up to 100%%: 0, 0.1%% or 0.001", ndrLoss)
-				}
-				tm.Search.LossGoal = v
-			}
-			if f.Changed("pdr-loss") {
-				v, off, err := parseLoss(pdrLoss)
-				if err != nil {
-					return fmt.Errorf("--pdr-loss %q: a share of the frames, above the NDR's, up to 100%%: 0.5%% or 0.005; or off", pdrLoss)
-				}
-				if off {
-					v = 0
-				} else if v <= tm.Search.LossGoal {
-					return fmt.Errorf("--pdr-loss %s: must be above the NDR's loss goal (%g%%), or off", pdrLoss, 100*tm.Search.LossGoal)
-				}
-				tm.Search.PDRLoss = v
-			} else if tm.Search.PDRLoss > 0 && tm.Search.PDRLoss <= tm.Search.LossGoal {
-				return fmt.Errorf("the NDR's loss goal %g%% is not below the PDR's (%g%%): give --pdr-loss above it, or off", 100*tm.Search.LossGoal, 100*tm.Search.PDRLoss)
-			}
-			if f.Changed("resolution") {
-				if resolution <= 0 || resolution >= 0.5 {
-					return fmt.Errorf("--resolution %v: a ratio above 0 and below 0.5", resolution)
-				}
-				tm.Search.Resolution = resolution
-			}
-			if f.Changed("load") {
-				if load <= 0 || load > 1 {
-					return fmt.Errorf("--load %v: a fraction of the throughput above 0, up to 1", load)
-				}
-				sc.Load = load
-			}
-			if f.Changed("rate") {
-				if streamRate <= 0 {
-					return fmt.Errorf("--rate %v: frames a second, above 0", streamRate)
-				}
-				sc.StreamRate = streamRate
-				// A fixed rate needs no throughput to take a fraction of.
-				sc.WithoutTest(lab.TestThroughput)
-			}
-			if err := streamFlags(f.Changed, &sc, duration, maxEntries); err != nil {
-				return err
-			}
-			// The test kinds' own flags (--events, --event-lead, --event-tail,
-			// --upgrade-to, --sources, --window, --cpus, --ports, --streams, --udp-rate),
-			// after the stream's that they may depend on (--window on --duration).
-			if err := sc.SetFlags(f); err != nil {
-				return err
-			}
-			if err := sc.CheckCores(placement); err != nil {
-				return err
-			}
-			stream := sc.Has(lab.TestMACFlood) || sc.Has(lab.TestSoak)
-			if !sc.Has(lab.TestRestart) {
-				for _, name := range []string{"events", "load", "rate", "event-lead", "event-tail", "upgrade-to"} {
-					if f.Changed(name) && !(stream && (name == "load" || name == "rate")) {
-						return fmt.Errorf("--%s is for the restart scenario; %s has no restart test", name, sc.Name)
+				stream := sc.Has(lab.TestMACFlood) || sc.Has(lab.TestSoak)
+				if !sc.Has(lab.TestRestart) {
+					for _, name := range []string{"events", "load", "rate", "event-lead", "event-tail", "upgrade-to"} {
+						if f.Changed(name) && !(stream && (name == "load" || name == "rate")) {
+							return fmt.Errorf("--%s is for the restart scenario; %s has no restart test", name, sc.Name)
+						}
 					}
 				}
+				if err := sc.CheckJoins(); err != nil {
+					return err
+				}
+				if err := sc.CheckFilters(); err != nil {
+					return err
+				}
+				if err := sc.CheckFloor(); err != nil {
+					return err
+				}
+				if f.Changed("bidirectional") {
+					sc.Bidirectional = bidirectional
+				}
+				return sc.CheckBidirectional()
+			}(); err != nil {
+				return &usageError{err: err}
 			}
-			if err := sc.CheckJoins(); err != nil {
-				return err
-			}
-			if err := sc.CheckFilters(); err != nil {
-				return err
-			}
-			if err := sc.CheckFloor(); err != nil {
-				return err
-			}
-			if f.Changed("bidirectional") {
-				sc.Bidirectional = bidirectional
-			}
-			if err := sc.CheckBidirectional(); err != nil {
-				return err
-			}
-			return e.runLab(sc, placement, jsonPath, reportDir, keep, profile)
+			return e.runLab(sc, placement, outPath, reportDir, keep, profile)
 		},
 	}
 	// `trestle lab NAME --help` says what the scenario NAME measures first.
@@ -234,23 +245,24 @@ Examples:
 	f.DurationVar(&duration, "duration", 0, "mac-flood: the flood's length (default 30s); soak: the stream's (default 10m)")
 	f.IntVar(&maxEntries, "max-entries", 0, "mac-flood: the learning table size every DUT is given (default 65536)")
 	lab.DeclareFlags(f)
-	f.StringVar(&jsonPath, "json", "", "write every trial, the settings and the machine to this JSON file")
+	f.BoolVar(&e.json, "json", false, "print the run's record as JSON on stdout (every trial, the settings and the\nmachine) instead of its table")
+	f.StringVarP(&outPath, "output", "o", "", "write the run's record as JSON to this file (what 'trestle lab report' reads)")
 	f.StringVar(&reportDir, "report", "", "write report.md and SVG charts into this directory")
 	f.BoolVar(&keep, "keep-workdir", false, "keep the run's directory of configs and logs")
 	f.BoolVar(&profile, "profile", false, "after each throughput search, measure where a frame's time goes: the\ngenerator's, the DUT's and the sink's eBPF programs (kernel BPF run-time\nstatistics), and what measuring them costs")
 	var again string
 	show := &cobra.Command{
-		Use:   "report RUN.json",
-		Short: "Print the table of a saved run (from --json) again, and write its report with --report DIR",
-		Args:  cobra.ExactArgs(1),
+		Use:   "report RUN.json [--report DIR]",
+		Short: "Print the table of a saved run (from --output or --json) again, and write its report with --report DIR",
+		Args:  nargs(1, 1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			b, err := os.ReadFile(args[0])
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: cannot read it: %w", args[0], errors.Unwrap(err))
 			}
 			var run lab.Run
 			if err := json.Unmarshal(b, &run); err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
+				return fmt.Errorf("%s: not the record of a lab run (%s)", args[0], jsonProblem(b, err))
 			}
 			report.Terminal(e.stdout, &run)
 			if again != "" {
@@ -267,7 +279,7 @@ Examples:
 	c.AddCommand(&cobra.Command{
 		Use:   "clean",
 		Short: "Remove the namespaces of lab runs that were killed before they could clean up, and what their trestle daemons pinned",
-		Args:  cobra.NoArgs,
+		Args:  nargs(0, 0),
 		RunE: func(*cobra.Command, []string) error {
 			gone, err := lab.Sweep()
 			for _, n := range gone {
@@ -356,7 +368,21 @@ func splitDUTs(s string) []string {
 	return out
 }
 
-func (e *env) runLab(sc lab.Scenario, placement, jsonPath, reportDir string, keep, profile bool) error {
+// jsonProblem says where JSON that does not parse goes wrong, in words:
+// "not JSON at line 3" rather than the decoder's message.
+func jsonProblem(b []byte, err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("not JSON at line %d", 1+strings.Count(string(b[:min(int(syntax.Offset), len(b))]), "\n"))
+	case errors.As(err, &typ):
+		return fmt.Sprintf("%s holds a %s, not what a run record has there", typ.Field, typ.Value)
+	}
+	return "unreadable"
+}
+
+func (e *env) runLab(sc lab.Scenario, placement, outPath, reportDir string, keep, profile bool) error {
 	if os.Geteuid() != 0 {
 		return errors.New("lab: needs root (network namespaces, veth pairs, eBPF programs)")
 	}
@@ -411,22 +437,39 @@ func (e *env) runLab(sc lab.Scenario, placement, jsonPath, reportDir string, kee
 	if err != nil {
 		fmt.Fprintf(e.stderr, "lab: stopped early (%v); reporting what was measured\n", err)
 	}
-	report.Terminal(e.stdout, run)
-	if jsonPath != "" {
+	// With --json, stdout is the record alone, or on a failure the
+	// failure's object alone (--output keeps the record all the same);
+	// what was written is said on stderr.
+	said := e.stdout
+	switch {
+	case e.json && err != nil:
+		said = e.stderr
+		if outPath == "" {
+			fmt.Fprintln(e.stderr, "lab: the record of what was measured is not printed with a failure: --output FILE keeps it")
+		}
+	case e.json:
+		said = e.stderr
+		if jerr := e.printJSON(run); jerr != nil {
+			return jerr
+		}
+	default:
+		report.Terminal(e.stdout, run)
+	}
+	if outPath != "" {
 		b, jerr := json.MarshalIndent(run, "", "  ")
 		if jerr == nil {
-			jerr = os.WriteFile(jsonPath, b, 0o644)
+			jerr = os.WriteFile(outPath, b, 0o644)
 		}
 		if jerr != nil {
-			return fmt.Errorf("write %s: %w", jsonPath, jerr)
+			return fmt.Errorf("write %s: %w", outPath, jerr)
 		}
-		fmt.Fprintln(e.stdout, "wrote", jsonPath)
+		fmt.Fprintln(said, "wrote", outPath)
 	}
 	if reportDir != "" {
 		if rerr := report.Write(reportDir, run); rerr != nil {
 			return fmt.Errorf("write report to %s: %w", reportDir, rerr)
 		}
-		fmt.Fprintf(e.stdout, "wrote %s/report.md\n", reportDir)
+		fmt.Fprintf(said, "wrote %s/report.md\n", reportDir)
 	}
 	return err
 }

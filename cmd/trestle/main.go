@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,26 +27,31 @@ import (
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
 // env is what a command may touch of the world, so commands run in tests.
 type env struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	socket         string
 	json           bool
 }
 
-func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{stdout: stdout, stderr: stderr, getenv: getenv}
+// run runs the command line args and returns its exit status, by the
+// contract of errors.go: whatever failed, it is reported and classified
+// there, in one place.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := e.rootCmd()
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(stderr, "trestle:", err)
-		return 1
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return exitOK
 	}
-	return 0
+	reportFailure(stdout, stderr, cmd, err, e.json || wantsJSON(args))
+	return exitStatus(err)
 }
 
 // rootCmd is the whole command tree: what run executes, and what the man
@@ -68,8 +74,18 @@ then inspect it from the same machine:
   trestle fdb show              learned and static addresses
   trestle stats                 per-port counters and drops by reason
 
-Every inspecting command takes --json. The daemon's socket is
-/run/trestle/trestle.sock unless --socket or TRESTLE_SOCKET say otherwise.`,
+A command that acts on a bridge takes it as its first argument (trestle
+show br0, trestle capture br0 veth-a). Every inspecting command takes
+--json; with it, a failure too prints one JSON object on stdout:
+{"ok": false, "error": "...", "errors": [...]} (docs/operations.md, "The
+JSON contract"). The daemon's socket is /run/trestle/trestle.sock unless
+--socket or TRESTLE_SOCKET say otherwise.
+
+Exit status:
+
+` + exitStatusHelp(),
+		Args:          cobra.ArbitraryArgs,
+		RunE:          groupRun,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
@@ -77,13 +93,28 @@ Every inspecting command takes --json. The daemon's socket is
 	// --version: what was built (git describe, set by the Makefile), by which Go, for where.
 	root.SetVersionTemplate(fmt.Sprintf("trestle %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH))
 	daemon.Build = version
+	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
+	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&e.socket, "socket", "", "control socket of the daemon (default $TRESTLE_SOCKET or "+ctl.DefaultSocket+")")
 	root.AddCommand(e.runCmd(), e.downCmd(), e.checkCmd(), e.showCmd(), e.fdbCmd(), e.statsCmd(), e.reloadCmd(), e.portCmd(), e.ruleCmd(), e.stateCmd(), e.captureCmd(), e.eventsCmd(), e.topCmd(), e.genCmd(), e.sinkCmd(), e.statCmd(), e.labCmd())
 	root.AddCommand(e.manCmd(root))
+	groups(root)
 	completeArgs(root, e)
 	return root
+}
+
+// groups makes every command that only holds subcommands (fdb, port,
+// rule, state) answer a word that is none of them with a usage error,
+// rather than with its help and success.
+func groups(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		groups(sub)
+	}
+	if c.HasSubCommands() && c.RunE == nil && c.Run == nil {
+		c.Args, c.RunE = cobra.ArbitraryArgs, groupRun
+	}
 }
 
 func (e *env) sock() string { return ctl.SocketPath(e.socket, e.getenv) }
@@ -100,7 +131,7 @@ func (e *env) runCmd() *cobra.Command {
 	var cfgPath, level, metrics string
 	var persist bool
 	c := &cobra.Command{
-		Use:   "run --config FILE",
+		Use:   "run --config FILE [--persist] [--metrics ADDR] [--log-level LEVEL]",
 		Short: "Run the switch daemon in the foreground",
 		Long: `Run the switch in the foreground, logging to stderr.
 
@@ -141,14 +172,14 @@ A minimal config:
   interface = "veth-b"
 
 docs/configuration.md lists every key, with its values and default.`,
-		Args: cobra.NoArgs,
+		Args: nargs(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {
-				return fmt.Errorf("--config FILE is required")
+				return &usageError{cmd: cmd, err: errors.New("--config FILE is required: the configuration to run")}
 			}
 			var lv slog.Level
 			if err := lv.UnmarshalText([]byte(level)); err != nil {
-				return fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+				return usagef("--log-level %q: one of %s", level, strings.Join(logLevels, ", "))
 			}
 			log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: lv}))
 			// --socket, then TRESTLE_SOCKET, then the config's daemon.socket.
@@ -158,14 +189,15 @@ docs/configuration.md lists every key, with its values and default.`,
 			}
 			if metrics != "" {
 				if err := config.CheckListenAddr(metrics); err != nil {
-					return fmt.Errorf("--metrics: %w", err)
+					return usagef("--metrics: %w", err)
 				}
 			}
-			return daemon.Run(context.Background(), daemon.Options{ConfigPath: cfgPath, Socket: sock, Persist: persist, Metrics: metrics, Log: log})
+			err := daemon.Run(context.Background(), daemon.Options{ConfigPath: cfgPath, Socket: sock, Persist: persist, Metrics: metrics, Log: log})
+			return refused("run: the configuration is refused, nothing was started", err)
 		},
 	}
-	c.Flags().StringVarP(&cfgPath, "config", "c", "", "config file (TOML)")
-	c.Flags().StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	configFlag(c, &cfgPath, "the configuration file (TOML)")
+	c.Flags().StringVar(&level, "log-level", "info", strings.Join(logLevels, ", "))
 	c.Flags().BoolVar(&persist, "persist", false, "pin the datapath so that it outlives the daemon (as [daemon] persist = true)")
 	c.Flags().StringVar(&metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9470 (as [daemon] metrics)")
 	return c
@@ -193,15 +225,18 @@ then stops forwarding). Nothing to remove is no error.
 
 --stale removes instead every persisted datapath whose network namespace is
 gone (its interfaces went with it; its maps would stay pinned until reboot).`,
-		Args: cobra.NoArgs,
+		Args: nargs(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if stale && (cfgPath != "" || force) {
+				return usagef("--stale goes alone: it removes every persisted datapath whose namespace is gone, of whichever config")
+			}
 			if stale {
 				removed, err := daemon.DownStale()
 				if err != nil {
 					return fmt.Errorf("down --stale: %w", err)
 				}
 				if e.json {
-					return e.printJSON(map[string]any{"removed": removed})
+					return e.printJSON(map[string]any{"removed": ctl.List[string](removed)})
 				}
 				fmt.Fprintf(e.stdout, "removed %d persisted datapaths of namespaces that are gone\n", len(removed))
 				for _, r := range removed {
@@ -211,7 +246,7 @@ gone (its interfaces went with it; its maps would stay pinned until reboot).`,
 			}
 			sock, err := e.sockOf(cfgPath)
 			if err != nil {
-				return err
+				return refused("down: the configuration is refused", err)
 			}
 			res, err := daemon.Down(sock, force)
 			if err != nil {
@@ -239,7 +274,7 @@ gone (its interfaces went with it; its maps would stay pinned until reboot).`,
 			return nil
 		},
 	}
-	c.Flags().StringVarP(&cfgPath, "config", "c", "", "the daemon's config file, for its socket")
+	configFlag(c, &cfgPath, "the daemon's configuration file, for its socket")
 	c.Flags().BoolVar(&stale, "stale", false, "remove every persisted datapath whose network namespace is gone")
 	c.Flags().BoolVar(&force, "force", false, "remove the datapath even while a daemon holds the socket (a hung one)")
 	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
@@ -247,12 +282,35 @@ gone (its interfaces went with it; its maps would stay pinned until reboot).`,
 }
 
 func (e *env) checkCmd() *cobra.Command {
+	var cfgPath string
 	c := &cobra.Command{
-		Use:   "check FILE",
-		Short: "Check a config file without applying it",
-		Args:  cobra.ExactArgs(1),
+		Use:   "check FILE | check --config FILE | check -",
+		Short: "Check a configuration file without applying it",
+		Long: `Check a configuration file as 'trestle run' and 'trestle reload' would,
+and apply nothing. The file is named as run, reload and down name it
+(--config FILE), or as the argument; - (or --config -) reads it from
+standard input, named <stdin> in the messages.
+
+A file with problems is refused with every one of them, each on a line of
+its own that starts FILE:LINE: (FILE: alone for a file that cannot be
+read), and exit status 4; with --json, stdout has one object whose errors
+list them (file, line, field, message).`,
+		Example: `  trestle check /etc/trestle/trestle.toml
+  trestle check --config /etc/trestle/trestle.toml --json
+  generate-config | trestle check -`,
+		Args: nargs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := config.Load(args[0])
+			path := cfgPath
+			if len(args) == 1 {
+				if path != "" && path != args[0] {
+					return usagef("the file is named twice (%s and --config %s): name it once", args[0], path)
+				}
+				path = args[0]
+			}
+			if path == "" {
+				return &usageError{cmd: cmd, err: errors.New("name the file to check: FILE, --config FILE, or - for standard input")}
+			}
+			cfg, err := e.loadConfig(path)
 			if err != nil {
 				return err
 			}
@@ -261,24 +319,65 @@ func (e *env) checkCmd() *cobra.Command {
 				ports += len(b.Ports)
 			}
 			if e.json {
-				return e.printJSON(map[string]any{"ok": true, "file": args[0], "bridges": len(cfg.Bridges), "ports": ports})
+				return e.printJSON(checkResult{OK: true, File: cfg.File, Bridges: len(cfg.Bridges), Ports: ports})
 			}
-			fmt.Fprintf(e.stdout, "%s: ok (%d bridges, %d ports)\n", args[0], len(cfg.Bridges), ports)
+			fmt.Fprintf(e.stdout, "%s: ok (%d bridges, %d ports)\n", cfg.File, len(cfg.Bridges), ports)
 			return nil
 		},
 	}
+	configFlag(c, &cfgPath, "the configuration file to check (- for standard input)")
 	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	return c
 }
 
+// checkResult is what `check --json` prints of a file it accepts.
+type checkResult struct {
+	OK      bool   `json:"ok"`
+	File    string `json:"file"`
+	Bridges int    `json:"bridges"`
+	Ports   int    `json:"ports"`
+}
+
+// stdinName is what messages call a configuration read from standard
+// input (check -), as 'trestle stat' and compilers call it.
+const stdinName = "<stdin>"
+
+// loadConfig reads and checks a configuration: the file at path, or
+// standard input for "-".
+func (e *env) loadConfig(path string) (*config.Config, error) {
+	if path != "-" {
+		return config.Load(path)
+	}
+	data, err := io.ReadAll(e.stdin)
+	if err != nil {
+		return nil, config.Errors{{File: stdinName, Msg: "cannot read it: " + err.Error()}}
+	}
+	return config.Parse(stdinName, data)
+}
+
+// configFlag declares --config, named the same way by run, reload, down
+// and check.
+func configFlag(c *cobra.Command, p *string, usage string) {
+	c.Flags().StringVar(p, "config", "", usage)
+	_ = c.MarkFlagFilename("config", "toml")
+}
+
+// logLevels are what run's --log-level takes.
+var logLevels = []string{"debug", "info", "warn", "error"}
+
 func (e *env) showCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "show",
+		Use:   "show [BRIDGE]",
 		Short: "Show bridges and ports, with each port's attach mode and why",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Example: `  trestle show
+  trestle show br0 --json`,
+		Args: nargs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			var st ctl.Status
-			if err := e.call(ctl.Request{Cmd: ctl.CmdShow}, &st); err != nil {
+			if err := e.call(ctl.Request{Cmd: ctl.CmdShow, Bridge: first(args)}, &st); err != nil {
+				return err
+			}
+			if err := onlyBridge(&st, first(args)); err != nil {
 				return err
 			}
 			if e.json {
@@ -315,7 +414,7 @@ func (e *env) showCmd() *cobra.Command {
 				tw.Flush()
 				for _, m := range b.Mirrors {
 					fmt.Fprintf(e.stdout, "  mirror %s: %s (%s) to %s", m.Name, strings.Join(m.Ports, ", "), m.Direction, m.To)
-					if m.VLANs != "" {
+					if len(m.VLANs) > 0 {
 						fmt.Fprintf(e.stdout, ", VLANs %s", m.VLANs)
 					}
 					if !m.Active {
@@ -335,6 +434,21 @@ func (e *env) showCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	return c
+}
+
+// onlyBridge keeps the bridge of `show BRIDGE` in st: a daemon of an
+// earlier release answers with every bridge.
+func onlyBridge(st *ctl.Status, name string) error {
+	if name == "" {
+		return nil
+	}
+	for _, b := range st.Bridges {
+		if b.Name == name {
+			st.Bridges = ctl.List[ctl.BridgeStatus]{b}
+			return nil
+		}
+	}
+	return fmt.Errorf("no bridge %q", name)
 }
 
 // portPolicies is what `show` says of a port's policies and mirrors, ""
@@ -407,13 +521,14 @@ func overlayLine(o *ctl.Overlay) string {
 // "native 10", "native 10 tagged") for a trunk, "-" on a bridge that is
 // not VLAN-aware.
 func portVLANs(p ctl.PortStatus) string {
+	trunk := len(p.Trunk) > 0
 	switch {
-	case p.Trunk != "" && p.Native != 0 && p.NativeTagged:
+	case trunk && p.Native != 0 && p.NativeTagged:
 		return fmt.Sprintf("trunk %s native %d tagged", p.Trunk, p.Native)
-	case p.Trunk != "" && p.Native != 0:
+	case trunk && p.Native != 0:
 		return fmt.Sprintf("trunk %s native %d", p.Trunk, p.Native)
-	case p.Trunk != "":
-		return "trunk " + p.Trunk
+	case trunk:
+		return "trunk " + p.Trunk.String()
 	case p.VLAN != 0 && p.QinQ:
 		return fmt.Sprintf("%d qinq", p.VLAN)
 	case p.VLAN != 0:
@@ -427,16 +542,27 @@ func (e *env) fdbCmd() *cobra.Command {
 		Use:   "fdb",
 		Short: "Show and change the learning table",
 	}
-	var vlan uint16
-	var port string
+	var showPort, flushPort string
+	var showVLAN, flushVLAN, addVLAN, delVLAN uint16
 	show := &cobra.Command{
-		Use:   "show [BRIDGE]",
-		Short: "List learned and static entries",
-		Args:  cobra.MaximumNArgs(1),
+		Use:   "show [BRIDGE] [--port PORT] [--vlan VLAN]",
+		Short: "List learned and static entries, of a bridge, a port, a VLAN",
+		Long: `List the entries of the learning table: of every bridge or of BRIDGE, and
+with --port and --vlan only those on that port and of that VLAN (0: the
+untagged entries of a bridge that is not VLAN-aware), as iproute2's
+'bridge fdb show br BRIDGE dev PORT vlan VLAN' does.`,
+		Example: `  trestle fdb show
+  trestle fdb show br0 --port veth-a
+  trestle fdb show br0 --vlan 10 --json`,
+		Args: nargs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			req := ctl.Request{Bridge: first(args), Port: showPort}
+			if cmd.Flags().Changed("vlan") {
+				req.OnlyVLAN = &showVLAN
+			}
 			// The daemon sends the table in chunks; FDB gathers them
 			// into one, sorted (ctl/fdb.go).
-			es, err := ctl.FDB(e.sock(), first(args))
+			es, err := ctl.FDBOf(e.sock(), req)
 			if err != nil {
 				return err
 			}
@@ -459,43 +585,51 @@ func (e *env) fdbCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	show.Flags().StringVar(&showPort, "port", "", "only the entries on this port")
+	vlanFlag(show.Flags(), &showVLAN, "only the entries of this VLAN (0: untagged)")
 	show.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	add := &cobra.Command{
-		Use:   "add BRIDGE MAC PORT",
+		Use:   "add BRIDGE MAC PORT [--vlan VLAN]",
 		Short: "Add a static entry (kept across reloads, and restarts with persist; the config keeps it always)",
-		Args:  cobra.ExactArgs(3),
+		Args:  nargs(3, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBAdd, Bridge: args[0], MAC: args[1], Port: args[2], VLAN: vlan}, nil); err != nil {
+			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBAdd, Bridge: args[0], MAC: args[1], Port: args[2], VLAN: addVLAN}, nil); err != nil {
 				return err
 			}
-			if vlan == 0 {
+			if addVLAN == 0 {
 				return e.done(fmt.Sprintf("added static %s on %s (untagged: the port's access or native VLAN on a VLAN-aware bridge)", args[1], args[2]))
 			}
-			return e.done(fmt.Sprintf("added static %s vlan %d on %s", args[1], vlan, args[2]))
+			return e.done(fmt.Sprintf("added static %s vlan %d on %s", args[1], addVLAN, args[2]))
 		},
 	}
-	add.Flags().Uint16Var(&vlan, "vlan", 0, "VLAN of the entry (0: untagged; on a VLAN-aware bridge the port's access or native VLAN, and it must be one the port carries)")
+	vlanFlag(add.Flags(), &addVLAN, "VLAN of the entry (0: untagged; on a VLAN-aware bridge the port's access or native VLAN, and it must be one the port carries)")
 	add.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	del := &cobra.Command{
-		Use:   "del BRIDGE MAC",
+		Use:   "del BRIDGE MAC [--vlan VLAN]",
 		Short: "Delete an entry, learned or static",
-		Args:  cobra.ExactArgs(2),
+		Args:  nargs(2, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBDel, Bridge: args[0], MAC: args[1], VLAN: vlan}, nil); err != nil {
+			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBDel, Bridge: args[0], MAC: args[1], VLAN: delVLAN}, nil); err != nil {
 				return err
 			}
-			return e.done(fmt.Sprintf("deleted %s vlan %d", args[1], vlan))
+			return e.done(fmt.Sprintf("deleted %s vlan %d", args[1], delVLAN))
 		},
 	}
-	del.Flags().Uint16Var(&vlan, "vlan", 0, "VLAN of the entry (0: untagged)")
+	vlanFlag(del.Flags(), &delVLAN, "VLAN of the entry (0: untagged)")
 	del.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	flush := &cobra.Command{
-		Use:   "flush [BRIDGE]",
-		Short: "Delete learned entries (static entries stay)",
-		Args:  cobra.MaximumNArgs(1),
+		Use:   "flush BRIDGE [--port PORT] [--vlan VLAN]",
+		Short: "Delete the learned entries of a bridge, a port, a VLAN (static entries stay)",
+		Example: `  trestle fdb flush br0
+  trestle fdb flush br0 --port veth-a --vlan 10`,
+		Args: nargs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			req := ctl.Request{Cmd: ctl.CmdFDBFlush, Bridge: args[0], Port: flushPort}
+			if cmd.Flags().Changed("vlan") {
+				req.OnlyVLAN = &flushVLAN
+			}
 			var res daemon.FlushResult
-			if err := e.call(ctl.Request{Cmd: ctl.CmdFDBFlush, Bridge: first(args), Port: port}, &res); err != nil {
+			if err := e.call(req, &res); err != nil {
 				return err
 			}
 			if e.json {
@@ -505,7 +639,8 @@ func (e *env) fdbCmd() *cobra.Command {
 			return nil
 		},
 	}
-	flush.Flags().StringVar(&port, "port", "", "only entries learned on this port")
+	flush.Flags().StringVar(&flushPort, "port", "", "only the entries learned on this port")
+	vlanFlag(flush.Flags(), &flushVLAN, "only the entries of this VLAN (0: untagged)")
 	flush.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	c.AddCommand(show, add, del, flush)
 	return c
@@ -513,30 +648,36 @@ func (e *env) fdbCmd() *cobra.Command {
 
 func (e *env) statsCmd() *cobra.Command {
 	var perVLAN bool
+	var vlan uint16
 	c := &cobra.Command{
-		Use:   "stats [BRIDGE]",
-		Short: "Per-port counters, with drops by reason (--vlan: per-VLAN counters)",
+		Use:   "stats [BRIDGE] [--per-vlan | --vlan VLAN]",
+		Short: "Per-port counters, with drops by reason (--per-vlan: per-VLAN counters)",
 		Long: `Per-port counters, with drops by reason.
 
-With --vlan, the counters of each VLAN of the VLAN-aware bridges instead:
-frames classified into the VLAN (RX), copies sent out of its ports (TX),
-and frames flooded within it. Drops stay per port: vlan_untagged,
-vlan_tagged_on_access, vlan_not_carried, vlan_egress and double_tagged
-are among the reasons.`,
+With --per-vlan, the counters of each VLAN of the VLAN-aware bridges instead
+(--vlan VLAN: of that VLAN alone): frames classified into the VLAN (RX),
+copies sent out of its ports (TX), and frames flooded within it. Drops stay
+per port: vlan_untagged, vlan_tagged_on_access, vlan_not_carried,
+vlan_egress and double_tagged are among the reasons.`,
 		Example: `  trestle stats
   trestle stats br0 --json
-  trestle stats --vlan`,
-		Args: cobra.MaximumNArgs(1),
+  trestle stats --per-vlan
+  trestle stats br0 --vlan 10`,
+		Args: nargs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if perVLAN {
-				return e.vlanStats(first(args))
+			if perVLAN || cmd.Flags().Changed("vlan") {
+				var only *uint16
+				if cmd.Flags().Changed("vlan") {
+					only = &vlan
+				}
+				return e.vlanStats(first(args), only)
 			}
 			var ps []ctl.PortStats
 			if err := e.call(ctl.Request{Cmd: ctl.CmdStats, Bridge: first(args)}, &ps); err != nil {
 				return err
 			}
 			if e.json {
-				return e.printJSON(ps)
+				return e.printJSON(ctl.List[ctl.PortStats](ps))
 			}
 			e.plainText()
 			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
@@ -562,20 +703,33 @@ are among the reasons.`,
 		},
 	}
 	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
-	c.Flags().BoolVar(&perVLAN, "vlan", false, "per-VLAN counters of the VLAN-aware bridges")
+	c.Flags().BoolVar(&perVLAN, "per-vlan", false, "per-VLAN counters of the VLAN-aware bridges")
+	vlanFlag(c.Flags(), &vlan, "per-VLAN counters of this VLAN alone")
 	return c
 }
 
-func (e *env) vlanStats(bridge string) error {
-	var vs []ctl.VLANStats
-	if err := e.call(ctl.Request{Cmd: ctl.CmdVLANStats, Bridge: bridge}, &vs); err != nil {
+// vlanStats prints the per-VLAN counters of bridge (every bridge: ""),
+// of VLAN only (nil: of every VLAN).
+func (e *env) vlanStats(bridge string, only *uint16) error {
+	var all []ctl.VLANStats
+	if err := e.call(ctl.Request{Cmd: ctl.CmdVLANStats, Bridge: bridge}, &all); err != nil {
 		return err
+	}
+	vs := ctl.List[ctl.VLANStats]{}
+	for _, v := range all {
+		if only == nil || v.VLAN == *only {
+			vs = append(vs, v)
+		}
 	}
 	if e.json {
 		return e.printJSON(vs)
 	}
 	e.plainText()
-	if len(vs) == 0 {
+	switch {
+	case len(vs) == 0 && only != nil:
+		fmt.Fprintf(e.stdout, "no VLAN-aware bridge has VLAN %d\n", *only)
+		return nil
+	case len(vs) == 0:
 		fmt.Fprintln(e.stdout, "no VLAN-aware bridge: set vlan or trunk on a port to make one")
 		return nil
 	}
@@ -633,24 +787,30 @@ func (e *env) reloadCmd() *cobra.Command {
 		Use:   "reload [--config FILE]",
 		Short: "Make the daemon re-read its config and apply the difference",
 		Long: `Make the daemon re-read its config file and apply the difference: ports
-whose settings did not change keep forwarding. A file with errors is refused
-with file, line and field, and the running state stays.
+whose settings did not change keep forwarding. A file with problems is
+refused with each on a line of its own, FILE:LINE: first (exit status 4;
+with --json, listed in errors), and the running state stays.
 
 The daemon is the one on --socket, TRESTLE_SOCKET, the [daemon] socket of
 --config FILE (what the systemd unit's ExecReload gives), or the default.`,
-		Args: cobra.NoArgs,
+		Args: nargs(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sock, err := e.sockOf(cfgPath)
 			if err != nil {
-				return err
+				return refused("reload: the configuration is refused, the daemon was not asked", err)
 			}
-			if err := ctl.Call(sock, ctl.Request{Cmd: ctl.CmdReload}, nil); err != nil {
-				return fmt.Errorf("reload rejected, running state kept: %w", err)
+			err = ctl.Call(sock, ctl.Request{Cmd: ctl.CmdReload}, nil)
+			var failed *ctl.DaemonError
+			switch {
+			case err == nil:
+				return e.done("reloaded")
+			case errors.As(err, &failed):
+				return fmt.Errorf("reload failed, the running state is kept: %w", err)
 			}
-			return e.done("reloaded")
+			return refused("reload refused, the running state is kept", err)
 		},
 	}
-	c.Flags().StringVarP(&cfgPath, "config", "c", "", "the daemon's config file, for its socket")
+	configFlag(c, &cfgPath, "the daemon's configuration file, for its socket")
 	c.Flags().BoolVar(&e.json, "json", false, "print JSON")
 	return c
 }
@@ -666,7 +826,7 @@ func (e *env) sockOf(cfgPath string) (string, error) {
 		return s, nil
 	}
 	if cfgPath != "" {
-		cfg, err := config.Load(cfgPath)
+		cfg, err := e.loadConfig(cfgPath)
 		if err != nil {
 			return "", err
 		}
@@ -677,10 +837,14 @@ func (e *env) sockOf(cfgPath string) (string, error) {
 	return ctl.DefaultSocket, nil
 }
 
-// done reports a change that has no data to show.
+// done reports a change that has no data to show; with --json as
+// {"ok": true, "message": ...}.
 func (e *env) done(msg string) error {
 	if e.json {
-		return e.printJSON(map[string]any{"ok": true, "message": msg})
+		return e.printJSON(struct {
+			OK      bool   `json:"ok"`
+			Message string `json:"message"`
+		}{true, msg})
 	}
 	_, err := fmt.Fprintln(e.stdout, msg)
 	return err

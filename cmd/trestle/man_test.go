@@ -358,12 +358,17 @@ printf '%s\n' "${COMPREPLY[@]}"`
 		t.Errorf("completing 'trestle ' offers the hidden man command: %q", got)
 	}
 	for line, want := range map[string]string{
-		"trestle fdb s":               "show",
-		"trestle fdb show ":           "br7",
-		"trestle rule add b":          "br7",
-		"trestle capture veth-":       "veth-a veth-b",
-		"trestle capture x --bridge ": "br7",
-		"trestle lab qu":              "quick",
+		"trestle fdb s":                            "show",
+		"trestle fdb show ":                        "br7",
+		"trestle rule add b":                       "br7",
+		"trestle capture b":                        "br7",
+		"trestle capture br7 veth-":                "veth-a veth-b",
+		"trestle fdb show br7 --port veth-b":       "veth-b",
+		"trestle top --sort rx":                    "rx rx-bits",
+		"trestle capture br7 veth-a --direction o": "out",
+		"trestle port add br7 tap0 mode=":          "auto xdp tc", // bash breaks the word at =
+		"trestle lab quick --dut direct,ov":        "direct,ovs direct,ovs:afxdp direct,ovs:system",
+		"trestle lab qu":                           "quick",
 	} {
 		if got := strings.Join(complete(line), " "); got != want {
 			t.Errorf("completing %q gave %q, want %q", line, got, want)

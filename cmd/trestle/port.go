@@ -12,7 +12,7 @@ import (
 	"github.com/trestle/trestle/internal/ctl"
 )
 
-// `trestle port`: ports added and removed at run time (issue 28), beside
+// `trestle port`: ports added and removed at run time, beside
 // those of the config file; what the CNI plugin and the QEMU scripts call.
 func (e *env) portCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -74,10 +74,13 @@ the file, or add it to a bridge with no ports yet.`,
   trestle port add br0 tap-vm1 vlan=10 max_macs=4 owner=vm1
   trestle port add br0 veth-up trunk=10,20-29 native=10 mode=tc
   trestle port add br0 veth-pod2 protected=true storm.broadcast=1000 --json`,
-		Args: cobra.MinimumNArgs(2),
+		Args: nargs(2, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: args[0], Port: args[1]}
 			for _, a := range args[2:] {
+				if !strings.Contains(a, "=") {
+					return &usageError{cmd: cmd, err: fmt.Errorf("%q is not KEY=VALUE: the port's keys follow BRIDGE INTERFACE", a)}
+				}
 				if o, ok := strings.CutPrefix(a, "owner="); ok {
 					req.Owner = o
 				} else {
@@ -112,9 +115,9 @@ then 'trestle reload'.`,
 			case len(args) == 2 && owner == "", len(args) == 1 && owner != "":
 				return nil
 			case len(args) == 2:
-				return errors.New("give an interface or --owner, not both")
+				return &usageError{cmd: cmd, err: errors.New("give an interface or --owner, not both")}
 			}
-			return errors.New("want BRIDGE INTERFACE, or BRIDGE --owner TEXT")
+			return &usageError{cmd: cmd, err: fmt.Errorf("%s takes BRIDGE INTERFACE, or BRIDGE --owner TEXT; %d arguments given", cmd.CommandPath(), len(args))}
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := ctl.Request{Cmd: ctl.CmdPortDel, Bridge: args[0], Owner: owner}
@@ -126,7 +129,7 @@ then 'trestle reload'.`,
 				return err
 			}
 			if e.json {
-				return e.printJSON(gone)
+				return e.printJSON(ctl.List[ctl.PortEntry](gone))
 			}
 			e.plainText()
 			if len(args) == 2 {
@@ -156,14 +159,14 @@ file's) or "run" (added at run time), OWNER who added a run-time port. With
 of a port in 'trestle show --json'.`,
 		Example: `  trestle port list
   trestle port list br0 --json`,
-		Args: cobra.MaximumNArgs(1),
+		Args: nargs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var ps []ctl.PortEntry
 			if err := e.call(ctl.Request{Cmd: ctl.CmdPortList, Bridge: first(args)}, &ps); err != nil {
 				return err
 			}
 			if e.json {
-				return e.printJSON(ps)
+				return e.printJSON(ctl.List[ctl.PortEntry](ps))
 			}
 			e.plainText()
 			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)

@@ -1,45 +1,16 @@
 package main
 
 import (
-	"context"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/trestle/trestle/internal/ctl"
 )
 
-// fakeDaemon answers the control socket with answer, and records what it
-// was asked.
-func fakeDaemon(t *testing.T, answer func(ctl.Request) (any, error)) (map[string]string, func() []ctl.Request) {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "t.sock")
-	srv, err := ctl.Listen(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); srv.Close() })
-	var mu sync.Mutex
-	var reqs []ctl.Request
-	go srv.Serve(ctx, func(_ context.Context, r ctl.Request) (any, error) {
-		mu.Lock()
-		reqs = append(reqs, r)
-		mu.Unlock()
-		return answer(r)
-	})
-	return map[string]string{"TRESTLE_SOCKET": sock}, func() []ctl.Request {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(reqs)
-	}
-}
-
 func TestPortCommands(t *testing.T) {
 	entry := ctl.PortEntry{Bridge: "br0", Origin: "run", Owner: "vm1", PortStatus: ctl.PortStatus{Name: "tap1", Interface: "tap1", State: "up", Mode: "tc", VLAN: 10}}
-	env, asked := fakeDaemon(t, func(r ctl.Request) (any, error) {
+	f := startFake(t, func(r ctl.Request) (any, error) {
 		switch r.Cmd {
 		case ctl.CmdPortAdd:
 			return entry, nil
@@ -50,6 +21,7 @@ func TestPortCommands(t *testing.T) {
 		}
 		return nil, nil
 	})
+	env, asked := f.env(), f.requests
 	out, code := runCLI(t, env, "port", "add", "br0", "tap1", "vlan=10", "owner=vm1", "max_macs=4")
 	if code != 0 || out != "added port tap1 to br0: up at tc\n" {
 		t.Errorf("port add: %d %q", code, out)

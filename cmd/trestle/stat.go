@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -24,8 +25,9 @@ func (e *env) statCmd() *cobra.Command {
 		Long: `Compare sets of measurements and say whether they really differ.
 
 This is ministat(1), the statistics tool of FreeBSD (Debian package
-'ministat'), re-implemented: same input, same flags, same output, byte for
-byte. Each FILE holds one data set, one number per line ('#' starts a
+'ministat'), re-implemented: same input, same output, byte for byte, and
+ministat's flags, but for three whose letters trestle's other commands
+use: ministat's -c is --confidence, -n --summary-only and -w --width. Each FILE holds one data set, one number per line ('#' starts a
 comment); with no FILE, or with "-", the set is read from standard input.
 The first file is the baseline; every other file is compared with it. Up
 to 7 files, of at least 3 values each.
@@ -55,7 +57,7 @@ the average and M the median. The table gives each set's size, extremes,
 median, average and standard deviation (divided by n-1).
 
 The last block is Student's t test of each set against the first, at the
-confidence level of -c (95% by default). "Difference at 95.0% confidence"
+confidence level of --confidence (95% by default). "Difference at 95.0% confidence"
 means the averages differ at that level. Its lines are: the difference of
 the averages (this set minus the first) +/- the half-width of its
 confidence interval, so above after - before is 0.644 +/- 0.137, between
@@ -63,26 +65,29 @@ confidence interval, so above after - before is 0.644 +/- 0.137, between
 set's average; and the pooled standard deviation of the two sets. "No
 difference proven at 95.0% confidence" means the interval includes zero:
 these measurements cannot tell the sets apart. That does not prove them
-equal; more runs may show a smaller difference. A lower -c makes a
-difference easier to claim and the claim weaker.`,
-		Example: `  trestle stat -c 99 before.txt after.txt      # stricter: 99% confidence
-  trestle stat -C 3 -d , runs.csv               # third comma-separated field
-  trestle stat -n a.txt b.txt c.txt             # summary table only
+equal; more runs may show a smaller difference. A lower --confidence makes
+a difference easier to claim and the claim weaker.`,
+		Example: `  trestle stat --confidence 99 before.txt after.txt   # stricter: 99% confidence
+  trestle stat -C 3 -d , runs.csv                      # third comma-separated field
+  trestle stat --summary-only a.txt b.txt c.txt        # summary table only
   some-benchmark | trestle stat                 # one set from standard input`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if column <= 0 {
-				return fmt.Errorf("-C %d: column numbers start at 1", column)
+				return usagef("--column %d: column numbers start at 1", column)
 			}
 			if cmd.Flags().Changed("delimiters") && delims == "" {
-				return fmt.Errorf("-d: can't use an empty delimiter string")
+				return usagef("--delimiters: an empty string separates nothing")
+			}
+			if !slices.Contains(stat.Levels, level) {
+				return usagef("--confidence %g: one of 80, 90, 95, 98, 99 or 99.5", level)
 			}
 			if len(args) > stat.MaxSets {
-				return fmt.Errorf("%d files: %w", len(args), stat.ErrTooManySets)
+				return &usageError{cmd: cmd, err: fmt.Errorf("%d files: %w", len(args), stat.ErrTooManySets)}
 			}
 			o := stat.Options{Level: level, NoPlot: noPlot, SummaryOnly: summaryOnly, Separate: sep, Quiet: quiet, Width: e.statWidth()}
 			if cmd.Flags().Changed("width") {
 				if width < 2 {
-					return fmt.Errorf("-w %d: the plot needs a width of at least 2", width)
+					return usagef("--width %d: the plot needs a width of at least 2", width)
 				}
 				o.Width = width
 			}
@@ -110,13 +115,13 @@ difference easier to claim and the claim weaker.`,
 	f := c.Flags()
 	f.IntVarP(&column, "column", "C", 1, "field of each line to read, from 1")
 	f.StringVarP(&delims, "delimiters", "d", stat.DefaultDelimiters, "bytes that separate fields (any run of them is one separator)")
-	f.Float64VarP(&level, "confidence", "c", stat.DefaultLevel, "confidence level of Student's t test: 80, 90, 95, 98, 99 or 99.5")
+	f.Float64Var(&level, "confidence", stat.DefaultLevel, "confidence level of Student's t test: 80, 90, 95, 98, 99 or 99.5")
 	f.BoolVarP(&noPlot, "no-plot", "A", false, "leave out the plot, keep the statistics and the comparisons")
-	f.BoolVarP(&summaryOnly, "summary-only", "n", false, "print the summary table only: no plot, no comparisons")
+	f.BoolVar(&summaryOnly, "summary-only", false, "print the summary table only: no plot, no comparisons")
 	f.BoolVarP(&quiet, "quiet", "q", false, "leave out the legend and the table header (as FreeBSD's ministat -q)")
 	f.BoolVarP(&sep, "separate", "s", false, "give each set its own average/median/stddev line in the plot")
 	// No default here: an unset -w means the terminal's width, as ministat.
-	f.IntVarP(&width, "width", "w", 0, "width of the plot (default: the terminal's less 2, or $COLUMNS, or 74 when not a terminal)")
+	f.IntVar(&width, "width", 0, "width of the plot (default: the terminal's less 2, or $COLUMNS, or 74 when not a terminal)")
 	return c
 }
 

@@ -29,7 +29,9 @@ func goldenSection(t *testing.T, file, command string) string {
 }
 
 // TestStat runs `trestle stat` in-process through its cobra flags and
-// compares with what ministat printed for the same command line.
+// compares with what ministat printed for the same command line: the same
+// but for ministat's -c, -n and -w, which trestle spells --confidence,
+// --summary-only and --width (its -c, -n and -w are capture's and events').
 func TestStat(t *testing.T) {
 	t.Chdir(statTestdata) // the legend shows file names as given
 	cases := []struct {
@@ -47,11 +49,25 @@ func TestStat(t *testing.T) {
 	}
 	for _, c := range cases {
 		want := goldenSection(t, c.golden, "ministat "+c.args)
-		got, code := runCLI(t, nil, append([]string{"stat"}, strings.Fields(c.args)...)...)
+		got, code := runCLI(t, nil, append([]string{"stat"}, ministatArgs(c.args)...)...)
 		if code != 0 || got != want {
 			t.Errorf("trestle stat %s: exit %d\ngot\n%s\nwant (ministat)\n%s", c.args, code, got, want)
 		}
 	}
+}
+
+// ministatArgs are a ministat command line's words as trestle stat takes
+// them.
+func ministatArgs(line string) []string {
+	long := map[string]string{"-c": "--confidence", "-n": "--summary-only", "-w": "--width"}
+	var out []string
+	for _, w := range strings.Fields(line) {
+		if l, ok := long[w]; ok {
+			w = l
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 func TestStatStdin(t *testing.T) {
@@ -62,7 +78,7 @@ func TestStatStdin(t *testing.T) {
 	want := goldenSection(t, statTestdata+"/iguana_chameleon.golden", "ministat -n iguana.txt chameleon.txt")
 	want = strings.Replace(want, "x iguana.txt", "x <stdin>", 1)
 	want = strings.Replace(want, "+ chameleon.txt", "+ "+statTestdata+"/chameleon.txt", 1)
-	for _, args := range [][]string{{"-n", "-", statTestdata + "/chameleon.txt"}} {
+	for _, args := range [][]string{{"--summary-only", "-", statTestdata + "/chameleon.txt"}} {
 		var out bytes.Buffer
 		e := &env{stdout: &out, stderr: &out, getenv: func(string) string { return "" }}
 		c := e.statCmd()
@@ -75,12 +91,12 @@ func TestStatStdin(t *testing.T) {
 }
 
 func TestStatQuiet(t *testing.T) {
-	out, code := runCLI(t, nil, "stat", "-q", "-n", statTestdata+"/iguana.txt", statTestdata+"/chameleon.txt")
+	out, code := runCLI(t, nil, "stat", "-q", "--summary-only", statTestdata+"/iguana.txt", statTestdata+"/chameleon.txt")
 	want := "" +
 		"x   7            50           750           200           300     238.04761\n" +
 		"+   5           150           930           500           540     299.08193\n"
 	if code != 0 || out != want {
-		t.Errorf("stat -q -n: exit %d\n%s", code, out)
+		t.Errorf("stat -q --summary-only: exit %d\n%s", code, out)
 	}
 }
 
@@ -92,10 +108,11 @@ func TestStatErrors(t *testing.T) {
 	}{
 		{[]string{d + "invalid.txt"}, d + `invalid.txt:4: invalid data: "3x" is not a number`},
 		{[]string{d + "single.txt"}, d + "single.txt has 1: need at least 3 data points"},
-		{[]string{"-c", "85", d + "before.txt", d + "after.txt"}, "85%: no support for confidence level"},
-		{[]string{"-C", "0", d + "before.txt"}, "-C 0: column numbers start at 1"},
-		{[]string{"-d", "", d + "before.txt"}, "empty delimiter"},
-		{[]string{"-w", "1", d + "before.txt"}, "-w 1: the plot needs a width of at least 2"},
+		{[]string{"--confidence", "85", d + "before.txt", d + "after.txt"}, "--confidence 85: one of 80, 90, 95, 98, 99 or 99.5"},
+		{[]string{"-C", "0", d + "before.txt"}, "--column 0: column numbers start at 1"},
+		{[]string{"-d", "", d + "before.txt"}, "--delimiters: an empty string separates nothing"},
+		{[]string{"--width", "1", d + "before.txt"}, "--width 1: the plot needs a width of at least 2"},
+		{[]string{"-c", "99", d + "before.txt"}, "unknown flag -c"},
 		{[]string{d + "nope.txt"}, "nope.txt: no such file"},
 		{strings.Fields(strings.Repeat(d+"before.txt ", 8)), "8 files: too many data sets"},
 	}
@@ -109,7 +126,7 @@ func TestStatErrors(t *testing.T) {
 
 func TestStatHelp(t *testing.T) {
 	out, code := runCLI(t, nil, "stat", "--help")
-	for _, want := range []string{"ministat", "trestle stat before.txt after.txt", "Difference at 95.0% confidence", "No\ndifference proven", "-c, --confidence"} {
+	for _, want := range []string{"ministat", "trestle stat before.txt after.txt", "Difference at 95.0% confidence", "No\ndifference proven", "    --confidence"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("stat --help lacks %q:\n%s", want, out)
 		}

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -42,26 +46,67 @@ func topKey(name string) (int, error) {
 		}
 		names = append(names, k.name)
 	}
-	return 0, fmt.Errorf("--sort %q: use one of %s", name, strings.Join(names, ", "))
+	return 0, usagef("--sort %q: one of %s", name, strings.Join(names, ", "))
 }
 
 // topRow is one port's rates: per second, bits for the bit rates.
 type topRow struct {
-	Bridge    string  `json:"bridge"`
-	Port      string  `json:"port"`
-	Mode      string  `json:"mode"`
-	RxPPS     float64 `json:"rx_pps"`
-	RxBPS     float64 `json:"rx_bps"` // bits a second
-	TxPPS     float64 `json:"tx_pps"`
-	TxBPS     float64 `json:"tx_bps"`
-	FloodPS   float64 `json:"flooded_pps"`
-	DropPS    float64 `json:"drops_pps"`
-	LearnedPS float64 `json:"learned_per_second"`
-	MovedPS   float64 `json:"moved_per_second"`
+	Bridge, Port, Mode                  string
+	RxPPS, RxBPS, TxPPS, TxBPS          float64 // BPS: bits a second
+	FloodPS, DropPS, LearnedPS, MovedPS float64
 	// Drops by reason, only those that rose.
-	Drops map[string]float64 `json:"drops"`
-	// Every counter the daemon reports, per second, by its name.
-	PerSecond map[string]float64 `json:"per_second"`
+	Drops map[string]float64
+	// Every counter the daemon reports, per second, in its order.
+	PerSecond []topRate
+}
+
+type topRate struct {
+	name  string
+	value float64
+}
+
+func (r topRow) rate(name string) float64 {
+	for _, x := range r.PerSecond {
+		if x.name == name {
+			return x.value
+		}
+	}
+	return 0
+}
+
+func (r topRow) hasRate(name string) bool {
+	return slices.ContainsFunc(r.PerSecond, func(x topRate) bool { return x.name == name })
+}
+
+// MarshalJSON writes a port's rates as `trestle stats --json` writes its
+// counters, each named as its counter with _per_second after it
+// (rx_packets_per_second, learned_per_second), in the daemon's order, and
+// its drops by reason under drops_per_second (those that rose).
+func (r topRow) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	field := func(name string, v any) error {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(name)
+		val, err := json.Marshal(v)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(val)
+		return err
+	}
+	b.WriteByte('{')
+	err := errors.Join(field("bridge", r.Bridge), field("port", r.Port), field("mode", r.Mode))
+	for _, x := range r.PerSecond {
+		err = errors.Join(err, field(x.name+"_per_second", x.value))
+	}
+	drops := r.Drops
+	if drops == nil {
+		drops = map[string]float64{}
+	}
+	err = errors.Join(err, field("drops_per_second", drops))
+	b.WriteByte('}')
+	return b.Bytes(), err
 }
 
 type topSample struct {
@@ -95,13 +140,13 @@ func topRates(prev, cur topSample) []topRow {
 		if !ok {
 			continue
 		}
-		r := topRow{Bridge: p.Bridge, Port: p.Port, Mode: p.Mode, Drops: map[string]float64{}, PerSecond: map[string]float64{}}
+		r := topRow{Bridge: p.Bridge, Port: p.Port, Mode: p.Mode, Drops: map[string]float64{}}
 		for _, c := range p.Counters {
-			r.PerSecond[c.Name] = delta(b.Counters.Get(c.Name), c.Value) / secs
+			r.PerSecond = append(r.PerSecond, topRate{c.Name, delta(b.Counters.Get(c.Name), c.Value) / secs})
 		}
-		r.RxPPS, r.TxPPS = r.PerSecond["rx_packets"], r.PerSecond["tx_packets"]
-		r.RxBPS, r.TxBPS = 8*r.PerSecond["rx_bytes"], 8*r.PerSecond["tx_bytes"]
-		r.FloodPS, r.LearnedPS, r.MovedPS = r.PerSecond["flooded"], r.PerSecond["learned"], r.PerSecond["moved"]
+		r.RxPPS, r.TxPPS = r.rate("rx_packets"), r.rate("tx_packets")
+		r.RxBPS, r.TxBPS = 8*r.rate("rx_bytes"), 8*r.rate("tx_bytes")
+		r.FloodPS, r.LearnedPS, r.MovedPS = r.rate("flooded"), r.rate("learned"), r.rate("moved")
 		for reason, n := range p.Drops {
 			if d := delta(b.Drops[reason], n) / secs; d > 0 {
 				r.Drops[reason] = d
@@ -196,19 +241,23 @@ stats', and needs no metrics endpoint. Rates are differences of two
 readings an interval apart, so the first view comes after one interval.
 
 With --once it takes two readings, prints one table (or with --json one
-object: the interval and every port's rates, each counter's under
-per_second) and exits; without a terminal it prints a table each interval.`,
+object: the interval and every port's rates, each counter of 'trestle
+stats' with _per_second after its name, and drops_per_second by reason)
+and exits; without a terminal it prints a table each interval.`,
 		Example: `  trestle top
   trestle top br0 --sort drops
-  trestle top --once --json | jq '.ports[] | select(.drops_pps > 0)'`,
-		Args: cobra.MaximumNArgs(1),
+  trestle top --once --json | jq '.ports[] | select(.drops_per_second | length > 0)'`,
+		Args: nargs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key, err := topKey(sortBy)
 			if err != nil {
 				return err
 			}
 			if every < 100*time.Millisecond {
-				return fmt.Errorf("--interval %s: at least 100ms", every)
+				return usagef("--interval %s: at least 100ms", every)
+			}
+			if e.json && !once {
+				return usagef("--json needs --once: the live view is for a terminal")
 			}
 			return e.top(first(args), every, key, once)
 		},
@@ -227,9 +276,6 @@ func (e *env) topSample(bridge string) (topSample, error) {
 }
 
 func (e *env) top(bridge string, every time.Duration, key int, once bool) error {
-	if e.json && !once {
-		return fmt.Errorf("--json needs --once")
-	}
 	prev, err := e.topSample(bridge)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +27,17 @@ func TestTopRates(t *testing.T) {
 		t.Fatalf("rows %+v, want a and b", rows)
 	}
 	a, b := rows[0], rows[1]
-	if a.RxPPS != 100 || a.RxBPS != 8*6400 || a.MovedPS != 2 || a.DropPS != 2 || a.Drops["runt"] != 2 || len(a.Drops) != 1 || a.PerSecond["tx_packets"] != 0 {
+	if a.RxPPS != 100 || a.RxBPS != 8*6400 || a.MovedPS != 2 || a.DropPS != 2 || a.Drops["runt"] != 2 || len(a.Drops) != 1 || a.rate("tx_packets") != 0 || !a.hasRate("tx_packets") {
 		t.Errorf("a: %+v", a)
 	}
 	if b.RxPPS != 5 {
 		t.Errorf("b, whose counter went from 50 to 10: %v pps, want 5 (10 from zero in 2s)", b.RxPPS)
+	}
+	// In JSON, the rates are the counters' names with _per_second, in
+	// the daemon's order, and the drops by reason that rose.
+	j, err := json.Marshal(a)
+	if want := `{"bridge":"br0","port":"a","mode":"xdp","rx_packets_per_second":100,"rx_bytes_per_second":6400,"tx_packets_per_second":0,"moved_per_second":2,"drops_per_second":{"runt":2}}`; err != nil || string(j) != want {
+		t.Errorf("a in JSON: %s %v\nwant %s", j, err, want)
 	}
 	sortRows(rows, 0)
 	if rows[0].Port != "a" {

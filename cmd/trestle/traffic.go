@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,27 +111,30 @@ Examples:
   trestle gen --dev veth0 --size imix --flows 16 --src-port 1000-1015 --count 1000000
   trestle gen --dev veth0 --cpus 0,1 --duration 5s --json     # two sending threads
   trestle gen --dev veth0 --src-mac 0a:66:6c:00:00:00 --src-macs 1000000 --random-macs   # a MAC flood`,
-		Args: cobra.NoArgs,
+		Args: nargs(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dev == "" {
-				return errors.New("--dev IF is required")
+				return &usageError{cmd: cmd, err: errors.New("--dev IF is required: the device to send on")}
+			}
+			if !slices.Contains(genModes, mode) {
+				return usagef("--mode %q: one of %s", mode, strings.Join(genModes, ", "))
 			}
 			o := gen.Options{Dev: dev, Mode: mode, Rate: rate, Duration: duration, Count: count, Flows: flows, VLAN: vlan, IPv6: ipv6, Batch: batch, ClockEvery: clockEvery,
 				SrcMACs: srcMACs, DstMACs: dstMACs, RandomMACs: randomMACs}
 			var err error
 			if o.Mix, err = sizeMix(size, sizes, mix, vlan != 0, ipv6); err != nil {
-				return err
+				return &usageError{err: err}
 			}
 			if dstMAC != "" {
-				if o.DstMAC, err = net.ParseMAC(dstMAC); err != nil {
-					return fmt.Errorf("--dst-mac %q: %w", dstMAC, err)
+				if o.DstMAC, err = parseMACFlag("dst-mac", dstMAC); err != nil {
+					return err
 				}
 			} else if o.DstMAC, err = peerMAC(dev); err != nil {
 				return fmt.Errorf("--dst-mac not given and %v", err)
 			}
 			if srcMAC != "" {
-				if o.SrcMAC, err = net.ParseMAC(srcMAC); err != nil {
-					return fmt.Errorf("--src-mac %q: %w", srcMAC, err)
+				if o.SrcMAC, err = parseMACFlag("src-mac", srcMAC); err != nil {
+					return err
 				}
 			}
 			for _, r := range []struct {
@@ -139,7 +143,7 @@ Examples:
 			}{{"--src-ip", srcIP, &o.SrcIPs}, {"--dst-ip", dstIP, &o.DstIPs}} {
 				if r.v != "" {
 					if *r.into, err = frame.ParseIPRange(r.v); err != nil {
-						return fmt.Errorf("%s: %w", r.flag, err)
+						return usagef("%s: %w", r.flag, err)
 					}
 				}
 			}
@@ -149,19 +153,19 @@ Examples:
 			}{{"--src-port", srcPort, &o.SrcPorts}, {"--dst-port", dstPort, &o.DstPorts}} {
 				if r.v != "" {
 					if *r.into, err = frame.ParsePortRange(r.v); err != nil {
-						return fmt.Errorf("%s: %w", r.flag, err)
+						return usagef("%s: %w", r.flag, err)
 					}
 				}
 			}
 			switch {
 			case cpus != "":
 				if o.CPUs, err = parseCPUs(cpus); err != nil {
-					return err
+					return &usageError{err: err}
 				}
 			case threads > 1:
 				all := allowedCPUs()
 				if threads > len(all) {
-					return fmt.Errorf("--threads %d: only %d CPUs are allowed", threads, len(all))
+					return usagef("--threads %d: 1 to %d, the CPUs this process may use", threads, len(all))
 				}
 				o.CPUs = all[:threads]
 			}
@@ -170,7 +174,7 @@ Examples:
 	}
 	f := c.Flags()
 	f.StringVar(&dev, "dev", "", "device to send on (required)")
-	f.StringVar(&mode, "mode", "live", "live (XDP live frames) or packet (AF_PACKET socket)")
+	f.StringVar(&mode, "mode", genModes[0], "live (XDP live frames) or packet (AF_PACKET socket)")
 	f.StringVar(&dstMAC, "dst-mac", "", "destination MAC (default: the veth peer's)")
 	f.StringVar(&srcMAC, "src-mac", "", "source MAC (default: the device's)")
 	f.StringVar(&size, "size", "", "frame size without FCS (60-3368), or imix (default: the smallest that fits)")
@@ -184,7 +188,7 @@ Examples:
 	f.StringVar(&dstIP, "dst-ip", "", "destination address or range (default 198.18.0.2 or 2001:2::2)")
 	f.StringVar(&srcPort, "src-port", "", "source UDP port or range (default 9)")
 	f.StringVar(&dstPort, "dst-port", "", "destination UDP port or range (default 9)")
-	f.Uint16Var(&vlan, "vlan", 0, "send 802.1Q-tagged frames with this VLAN id")
+	vlanFlag(f, &vlan, "send 802.1Q-tagged frames of this VLAN (0: untagged)")
 	f.BoolVar(&ipv6, "ipv6", false, "IPv6 instead of IPv4")
 	f.IntVar(&srcMACs, "src-macs", 0, "source MACs: frame k from --src-mac plus k mod N in its low 24 bits\n(live mode; up to 16777216)")
 	f.IntVar(&dstMACs, "dst-macs", 0, "destination MACs, a range like --src-macs")
@@ -196,6 +200,38 @@ Examples:
 	f.DurationVar(&interval, "interval", 0, "print a line every interval (e.g. 1s)")
 	f.BoolVar(&e.json, "json", false, "print a JSON summary")
 	return c
+}
+
+// genModes are what gen's --mode takes.
+var genModes = []string{"live", "packet"}
+
+// parseMACFlag reads a MAC address given to --flag.
+func parseMACFlag(flag, s string) (net.HardwareAddr, error) {
+	mac, err := net.ParseMAC(s)
+	if err != nil || len(mac) != 6 {
+		return nil, usagef("--%s %q: not a MAC address such as 02:00:00:00:00:01", flag, s)
+	}
+	return mac, nil
+}
+
+// genSummary is what `trestle gen --json` prints (docs/operations.md,
+// "The JSON contract"): the end-to-end tests read it by these names.
+type genSummary struct {
+	Dev                string  `json:"dev"`
+	Mode               string  `json:"mode"`
+	Sizes              string  `json:"sizes"`
+	Flows              int     `json:"flows"`
+	RequestedPerSecond float64 `json:"requested_per_second"` // --rate; 0: as fast as it goes
+	Sent               uint64  `json:"sent"`
+	Bytes              uint64  `json:"bytes"`
+	ElapsedSeconds     float64 `json:"elapsed_seconds"`
+	Declined           uint64  `json:"declined"`
+	SentPerSecond      float64 `json:"sent_per_second"`
+	L2BitsPerSecond    float64 `json:"l2_bits_per_second"` // with the FCS
+	L1BitsPerSecond    float64 `json:"l1_bits_per_second"` // with preamble and gap too
+	DevDropped         uint64  `json:"dev_dropped"`
+	FellBehind         bool    `json:"fell_behind"`
+	BehindBy           float64 `json:"behind_by"` // the share of the rate it fell short by
 }
 
 func sizeMix(size, sizes, weights string, vlan, ipv6 bool) (frame.Mix, error) {
@@ -270,11 +306,11 @@ func (e *env) runGen(o gen.Options, interval time.Duration) error {
 	}
 	behind := res.Behind()
 	if e.json {
-		return e.printJSON(map[string]any{
-			"dev": o.Dev, "mode": o.Mode, "sizes": mixDesc, "flows": o.Flows, "rate_requested": o.Rate,
-			"sent": res.Sent, "bytes": res.Bytes, "elapsed_s": res.Elapsed.Seconds(), "declined": res.Declined,
-			"pps": res.PPS(), "l2_mbps": res.L2Mbps(), "l1_mbps": res.L1Mbps(), "dev_dropped": res.DevDropped,
-			"fell_behind": behind > 0, "behind_by": behind,
+		return e.printJSON(genSummary{
+			Dev: o.Dev, Mode: o.Mode, Sizes: mixDesc, Flows: o.Flows, RequestedPerSecond: o.Rate,
+			Sent: res.Sent, Bytes: res.Bytes, ElapsedSeconds: res.Elapsed.Seconds(), Declined: res.Declined,
+			SentPerSecond: res.PPS(), L2BitsPerSecond: 1e6 * res.L2Mbps(), L1BitsPerSecond: 1e6 * res.L1Mbps(), DevDropped: res.DevDropped,
+			FellBehind: behind > 0, BehindBy: behind,
 		})
 	}
 	fmt.Fprintf(e.stdout, "sent %d frames (%s) in %.3fs: %.0f pps, %.1f Mbit/s L2, %.1f Mbit/s L1\n",
@@ -325,10 +361,10 @@ detaches. Frames are dropped after counting unless --pass.
 Examples:
   trestle sink --dev veth1 --interval 1s
   trestle sink --dev veth1 --duration 30s --json`,
-		Args: cobra.NoArgs,
+		Args: nargs(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dev == "" {
-				return errors.New("--dev IF is required")
+				return &usageError{cmd: cmd, err: errors.New("--dev IF is required: the device to receive on")}
 			}
 			return e.runSink(sink.Options{Dev: dev, Pass: pass, MaxFlows: maxFlows, LatencyEvery: latEvery}, interval, duration)
 		},

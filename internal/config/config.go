@@ -8,7 +8,8 @@
 // (bridge[0].port[1].mode) and LINE is the line of that key, or of its table
 // header when the key is missing. Nothing partial is ever returned, so the
 // daemon can check a new file completely before it applies any of it, and
-// keep its running state when the file is rejected.
+// keep its running state when the file is rejected. A file that cannot be
+// read is an Errors too, of one entry without a line: "FILE: MSG".
 //
 // The file's tables and keys are in one table of keys (keys.go, and a var
 // ...Table in the file of each TOML table: daemon.go, bridge.go, port.go,
@@ -39,7 +40,8 @@
 package config
 
 import (
-	"fmt"
+	"errors"
+	"io/fs"
 	"os"
 	"slices"
 	"time"
@@ -89,11 +91,18 @@ type Config struct {
 	Bridges []Bridge // in file order
 }
 
-// Load reads and parses the file at path.
+// Load reads and parses the file at path. A file it cannot read is
+// refused as one with errors is, with an Errors of one line-less entry:
+// "FILE: cannot read it: no such file or directory".
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err) // *PathError names the path
+		why := err.Error()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why = pe.Err.Error()
+		}
+		return nil, Errors{{File: path, Msg: "cannot read it: " + why, cause: err}}
 	}
 	return Parse(path, data)
 }

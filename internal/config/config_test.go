@@ -959,9 +959,9 @@ func TestErrorFormat(t *testing.T) {
 		e    Error
 		want string
 	}{
-		{Error{"br.toml", 7, "bridge[0].port[1].mode", "bad"}, "br.toml:7: bridge[0].port[1].mode: bad"},
-		{Error{"br.toml", 0, "bridge", "missing"}, "br.toml: bridge: missing"},
-		{Error{"br.toml", 3, "", "invalid TOML: x"}, "br.toml:3: invalid TOML: x"},
+		{Error{File: "br.toml", Line: 7, Field: "bridge[0].port[1].mode", Msg: "bad"}, "br.toml:7: bridge[0].port[1].mode: bad"},
+		{Error{File: "br.toml", Line: 0, Field: "bridge", Msg: "missing"}, "br.toml: bridge: missing"},
+		{Error{File: "br.toml", Line: 3, Field: "", Msg: "invalid TOML: x"}, "br.toml:3: invalid TOML: x"},
 	} {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)

@@ -5,13 +5,20 @@ import (
 	"strings"
 )
 
-// Error is one problem in a config file.
+// Error is one problem in a config file. Its JSON is an entry of the
+// "errors" of `trestle check|run|reload --json` when they refuse a file
+// (docs/operations.md, "The JSON contract").
 type Error struct {
-	File  string
-	Line  int    // 0 when the problem is with the file as a whole
-	Field string // TOML path such as bridge[0].port[1].mode; "" for syntax errors
-	Msg   string
+	File  string `json:"file"`
+	Line  int    `json:"line"`  // 0 when the problem is with the file as a whole
+	Field string `json:"field"` // TOML path such as bridge[0].port[1].mode; "" for syntax errors
+	Msg   string `json:"message"`
+	// cause: what the system said (a file that cannot be read), for
+	// errors.Is(err, fs.ErrNotExist).
+	cause error
 }
+
+func (e *Error) Unwrap() error { return e.cause }
 
 // Error returns "FILE:LINE: FIELD: MSG", leaving out LINE when it is 0 and
 // FIELD when it is empty.
@@ -32,6 +39,15 @@ func (e *Error) Error() string {
 
 // Errors is every problem found in a file, in line order.
 type Errors []*Error
+
+// Unwrap gives each problem, for errors.Is and errors.As.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
 
 // Error returns one problem per line.
 func (es Errors) Error() string {

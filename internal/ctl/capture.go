@@ -206,7 +206,7 @@ func Capture(path string, req Request) (*CaptureClient, error) {
 	c := &CaptureClient{c: conn.UnixConn, r: r}
 	if err := json.Unmarshal(conn.header, &c.Header); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("decode answer to capture: %w", err)
+		return nil, unreadable("the answer to capture")
 	}
 	return c, nil
 }
@@ -220,32 +220,43 @@ type streamConn struct {
 // openStream sends a stream request and reads the answer: an error, or the
 // header that records follow.
 func openStream(path string, req Request) (*streamConn, *bufio.Reader, error) {
-	conn, err := net.DialTimeout("unix", path, 3*time.Second)
+	conn, err := dial(path, 3*time.Second)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to %s: %w (%v)", path, ErrNoDaemon, err)
+		return nil, nil, err
 	}
 	r := bufio.NewReaderSize(conn, 64<<10)
-	_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
+	const wait = 60 * time.Second
+	_ = conn.SetDeadline(time.Now().Add(wait))
 	if err := json.NewEncoder(conn).Encode(&req); err != nil {
 		conn.Close()
-		return nil, nil, fmt.Errorf("send %s to %s: %w", req.Cmd, path, err)
+		return nil, nil, answerError(req.Cmd, path, wait, err)
 	}
 	line, err := r.ReadBytes('\n')
 	if err != nil {
 		conn.Close()
-		return nil, nil, fmt.Errorf("read answer to %s from %s: %w", req.Cmd, path, err)
+		return nil, nil, answerError(req.Cmd, path, wait, err)
 	}
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
 		conn.Close()
-		return nil, nil, fmt.Errorf("read answer to %s from %s: %w", req.Cmd, path, err)
+		return nil, nil, answerError(req.Cmd, path, wait, err)
+	}
+	if len(resp.Errors) > 0 {
+		conn.Close()
+		return nil, nil, resp.Errors
 	}
 	if resp.Error != "" {
 		conn.Close()
-		return nil, nil, errors.New(resp.Error)
+		return nil, nil, &DaemonError{Msg: resp.Error}
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return &streamConn{UnixConn: conn.(*net.UnixConn), header: resp.Data}, r, nil
+	return &streamConn{UnixConn: conn, header: resp.Data}, r, nil
+}
+
+// unreadable says that what the daemon sent cannot be read: a daemon of
+// another release, whose stream has changed.
+func unreadable(what string) error {
+	return fmt.Errorf("the daemon sent %s in a form this trestle cannot read (a daemon of another release?)", what)
 }
 
 // readMessage reads one message of a stream: its kind and its bytes.
@@ -260,7 +271,7 @@ func readMessage(r *bufio.Reader) (byte, []byte, error) {
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {
-		return 0, nil, fmt.Errorf("read a message: %w", err)
+		return 0, nil, fmt.Errorf("read a message: %s", sysText(err))
 	}
 	return head[0], b, nil
 }
@@ -270,7 +281,7 @@ func (c *CaptureClient) Next() (*CaptureRecord, *CaptureEnd, error) {
 	kind, b, err := readMessage(c.r)
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, nil, fmt.Errorf("capture: the daemon ended the stream without its end: %w", err)
+			return nil, nil, errors.New("capture: the daemon ended the stream without its end (it stopped?)")
 		}
 		return nil, nil, fmt.Errorf("capture: %w", err)
 	}
@@ -287,7 +298,7 @@ func (c *CaptureClient) Next() (*CaptureRecord, *CaptureEnd, error) {
 	case msgEnd:
 		var e CaptureEnd
 		if err := json.Unmarshal(b, &e); err != nil {
-			return nil, nil, fmt.Errorf("capture: decode its end: %w", err)
+			return nil, nil, unreadable("the end of the capture")
 		}
 		return nil, &e, nil
 	}

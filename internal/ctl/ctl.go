@@ -4,7 +4,9 @@
 // wire format; `trestle show|stats --json` print the Data of a response as
 // is, `trestle fdb show --json` the stream's chunks gathered into one array,
 // so their field names are part of the interface contract
-// (docs/architecture.md).
+// (docs/architecture.md; docs/operations.md, "The JSON contract"): every
+// boolean is always there, every list is an array (List, VLANList) and
+// always there, rates end in _per_second and durations in their unit.
 package ctl
 
 import (
@@ -18,6 +20,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/trestle/trestle/internal/config"
 )
 
 // DefaultSocket is where the daemon listens unless told otherwise.
@@ -71,6 +75,10 @@ type Request struct {
 	MAC    string `json:"mac,omitempty"`
 	Port   string `json:"port,omitempty"`
 	VLAN   uint16 `json:"vlan,omitempty"`
+	// fdb show and fdb flush: only the entries of this VLAN (0: the
+	// untagged ones); nil: of every VLAN. Port is the other filter: only
+	// the entries on that port.
+	OnlyVLAN *uint16 `json:"only_vlan,omitempty"`
 	// capture: "in", "out" or "both" (""), and bytes kept of each frame.
 	Direction string `json:"direction,omitempty"`
 	Snaplen   int    `json:"snaplen,omitempty"`
@@ -110,14 +118,14 @@ type Rule struct {
 	Dst       string `json:"dst,omitempty"`
 	SrcPort   string `json:"src_port,omitempty"`
 	DstPort   string `json:"dst_port,omitempty"`
-	KeepState bool   `json:"keep_state,omitempty"`
+	KeepState bool   `json:"keep_state"`
 	SrcMAC    string `json:"src_mac,omitempty"`
 	DstMAC    string `json:"dst_mac,omitempty"`
 	VLAN      uint16 `json:"vlan,omitempty"`
 	ICMPType  *uint8 `json:"icmp_type,omitempty"`
-	State     bool   `json:"state,omitempty"`
-	Default   bool   `json:"default,omitempty"`
-	Off       bool   `json:"off,omitempty"`
+	State     bool   `json:"state"`
+	Default   bool   `json:"default"`
+	Off       bool   `json:"off"`
 	Packets   uint64 `json:"packets"`
 	Bytes     uint64 `json:"bytes"`
 }
@@ -138,10 +146,14 @@ type State struct {
 	ExpiresSeconds float64 `json:"expires_seconds"`
 }
 
-// Response is what the daemon answers.
+// Response is what the daemon answers. Errors holds a configuration's
+// problems one by one, when what failed is a configuration the daemon
+// refused (a reload): the CLI lists them (`trestle reload --json`) and
+// exits with the status of a refused configuration.
 type Response struct {
-	Error string          `json:"error,omitempty"`
-	Data  json.RawMessage `json:"data,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	Errors config.Errors   `json:"errors,omitempty"`
+	Data   json.RawMessage `json:"data,omitempty"`
 }
 
 // FDBEntry is one row of `trestle fdb show --json`.
@@ -173,22 +185,22 @@ type PortStats struct {
 type Status struct {
 	Config string `json:"config"`
 	// Persist: the datapath outlives the daemon, pinned at PinDir.
-	Persist bool           `json:"persist"`
-	PinDir  string         `json:"pin_dir,omitempty"`
-	Bridges []BridgeStatus `json:"bridges"`
+	Persist bool               `json:"persist"`
+	PinDir  string             `json:"pin_dir,omitempty"`
+	Bridges List[BridgeStatus] `json:"bridges"`
 	// Unattached counts frames that reached the datapath on no port: drops by reason.
 	Unattached map[string]uint64 `json:"unattached_drops,omitempty"`
 }
 
 type BridgeStatus struct {
-	Name         string       `json:"name"`
-	ID           uint16       `json:"id"`
-	VLANAware    bool         `json:"vlan_aware"`
-	AgingSeconds float64      `json:"aging_seconds"`
-	MaxEntries   int          `json:"max_entries"`
-	Entries      int          `json:"entries"`
-	Ports        []PortStatus `json:"ports"`
-	Mirrors      []Mirror     `json:"mirrors,omitempty"`
+	Name         string           `json:"name"`
+	ID           uint16           `json:"id"`
+	VLANAware    bool             `json:"vlan_aware"`
+	AgingSeconds float64          `json:"aging_seconds"`
+	MaxEntries   int              `json:"max_entries"`
+	Entries      int              `json:"entries"`
+	Ports        List[PortStatus] `json:"ports"`
+	Mirrors      List[Mirror]     `json:"mirrors"`
 	// The filter stage: on or not, its running rules' count, and what a
 	// frame no rule matches gets (`trestle rule show` lists the rules).
 	Filter        bool   `json:"filter"`
@@ -198,11 +210,11 @@ type BridgeStatus struct {
 
 // Mirror is one [[bridge.mirror]] as `trestle show` prints it.
 type Mirror struct {
-	Name      string   `json:"name"`
-	Ports     []string `json:"ports"`
-	Direction string   `json:"direction"` // "in", "out" or "both"
-	To        string   `json:"to"`
-	VLANs     string   `json:"vlans,omitempty"` // "10,20-29"; "": every VLAN
+	Name      string       `json:"name"`
+	Ports     List[string] `json:"ports"`
+	Direction string       `json:"direction"` // "in", "out" or "both"
+	To        string       `json:"to"`
+	VLANs     VLANList     `json:"vlans"` // [10, "20-29"]; []: every VLAN
 	// Active: the span port forwards, so copies reach it.
 	Active bool `json:"active"`
 }
@@ -239,27 +251,28 @@ type PortStatus struct {
 	Protected bool `json:"protected"`
 	// Locked: takes only sources bound to it (its static entries and
 	// AllowedMACs, lower case, colon form) and learns none.
-	Locked      bool     `json:"locked,omitempty"`
-	AllowedMACs []string `json:"allowed_macs,omitempty"`
+	Locked      bool         `json:"locked"`
+	AllowedMACs List[string] `json:"allowed_macs"`
 	// IPGuard: its ARP, ND and IP sources must be its AllowedIPs (and the
 	// EUI-64 link-local addresses of its AllowedMACs).
-	IPGuard    bool     `json:"ip_guard,omitempty"`
-	AllowedIPs []string `json:"allowed_ips,omitempty"`
-	Flood      bool     `json:"flood"`
-	McastFlood bool     `json:"mcast_flood"`
-	BcastFlood bool     `json:"bcast_flood"`
-	MACs       int      `json:"macs"`
-	Peer       string   `json:"peer,omitempty"` // what the daemon did to the veth peer
+	IPGuard    bool         `json:"ip_guard"`
+	AllowedIPs List[string] `json:"allowed_ips"`
+	Flood      bool         `json:"flood"`
+	McastFlood bool         `json:"mcast_flood"`
+	BcastFlood bool         `json:"bcast_flood"`
+	MACs       int          `json:"macs"`
+	Peer       string       `json:"peer,omitempty"` // what the daemon did to the veth peer
 	// On a VLAN-aware bridge: the access VLAN, or the VLANs a trunk
-	// carries ("10,20,100-199") and its native VLAN (0: none).
-	VLAN   uint16 `json:"vlan,omitempty"`
-	Trunk  string `json:"trunk,omitempty"`
-	Native uint16 `json:"native,omitempty"`
+	// carries ([10, 20, "100-199"]; []: not a trunk) and its native VLAN
+	// (0: none).
+	VLAN   uint16   `json:"vlan,omitempty"`
+	Trunk  VLANList `json:"trunk"`
+	Native uint16   `json:"native,omitempty"`
 	// NativeTagged: the trunk's native VLAN leaves it tagged; QinQ: an
 	// access port that takes frames with a second tag behind a priority
 	// tag or an S-tag (others drop them as double_tagged).
-	NativeTagged bool `json:"native_tagged,omitempty"`
-	QinQ         bool `json:"qinq,omitempty"`
+	NativeTagged bool `json:"native_tagged"`
+	QinQ         bool `json:"qinq"`
 	// Storm control, if any; Span names the mirror the port is the span
 	// port of, Mirror the mirror that copies its frames.
 	Storm  *Storm `json:"storm,omitempty"`
@@ -274,14 +287,14 @@ type PortStatus struct {
 // (those of the flood list, type-3 routes, and of remote MACs, type-2),
 // the flood list, and the MACs remote and advertised.
 type Overlay struct {
-	VNI         uint32   `json:"vni"`
-	VTEP        string   `json:"vtep"`
-	MTU         int      `json:"mtu,omitempty"`
-	DstPort     int      `json:"dstport"`
-	RemoteVTEPs int      `json:"remote_vteps"`
-	FloodList   []string `json:"flood_list,omitempty"`
-	RemoteMACs  int      `json:"remote_macs"`
-	LocalMACs   int      `json:"local_macs"`
+	VNI         uint32       `json:"vni"`
+	VTEP        string       `json:"vtep"`
+	MTU         int          `json:"mtu,omitempty"`
+	DstPort     int          `json:"dstport"`
+	RemoteVTEPs int          `json:"remote_vteps"`
+	FloodList   List[string] `json:"flood_list"`
+	RemoteMACs  int          `json:"remote_macs"`
+	LocalMACs   int          `json:"local_macs"`
 }
 
 // VLANStats is one VLAN of `trestle stats --vlan --json`: frames classified
@@ -416,6 +429,10 @@ func (s *Server) handle(ctx context.Context, c net.Conn, h Handler) {
 		return
 	} else if data, err := h(ctx, req); err != nil {
 		resp.Error = err.Error()
+		var refused config.Errors
+		if errors.As(err, &refused) {
+			resp.Errors = refused
+		}
 	} else if resp.Data, err = json.Marshal(data); err != nil {
 		resp.Error = fmt.Sprintf("encode answer: %v", err)
 	}
@@ -429,8 +446,71 @@ func (s *Server) Close() error {
 	return err
 }
 
-// ErrNoDaemon means nothing answers on the socket.
-var ErrNoDaemon = errors.New("no trestle daemon is running there")
+// ErrNoDaemon means no daemon answers on the socket: there is no socket
+// file there, or no process listens on it (a daemon that stopped left it
+// behind), or it takes no connection. A socket this user may not open is
+// not this error: a daemon may well be there.
+var ErrNoDaemon = errors.New("no trestle daemon answers")
+
+// DaemonError is the daemon's answer that a request failed: the daemon
+// was there and said why (not a socket, connection or decoding problem).
+type DaemonError struct{ Msg string }
+
+func (e *DaemonError) Error() string { return e.Msg }
+
+// dial connects to the daemon's socket, saying in the error why it could
+// not, in words rather than the system call's.
+func dial(path string, d time.Duration) (*net.UnixConn, error) {
+	c, err := net.DialTimeout("unix", path, d)
+	if err == nil {
+		return c.(*net.UnixConn), nil
+	}
+	var why string
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		why = "there is no socket there"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = "nothing listens on the socket (a daemon that stopped left it behind)"
+	case errors.Is(err, syscall.ENOTSOCK):
+		why = "that file is not a socket"
+	case errors.Is(err, syscall.EAGAIN), os.IsTimeout(err):
+		why = "the socket takes no connection (the daemon is hung, or too busy to accept)"
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return nil, fmt.Errorf("connect to %s: permission denied: the daemon's socket is its own user's (root's): run as that user", path)
+	default:
+		return nil, fmt.Errorf("connect to %s: %s", path, sysText(err))
+	}
+	return nil, fmt.Errorf("%w at %s: %s", ErrNoDaemon, path, why)
+}
+
+// sysText is what a system call's error says, without the Go wrapping
+// ("dial unix /run/x: connect: ").
+func sysText(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	if os.IsTimeout(err) {
+		return "timed out"
+	}
+	return err.Error()
+}
+
+// answerError says why no answer to cmd came from the daemon at path.
+func answerError(cmd, path string, d time.Duration, err error) error {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return fmt.Errorf("the daemon at %s closed the connection without answering %s (it stopped?)", path, cmd)
+	case os.IsTimeout(err):
+		return fmt.Errorf("the daemon at %s did not answer %s within %s", path, cmd, d)
+	}
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syntax) || errors.As(err, &typ) {
+		return fmt.Errorf("the daemon at %s answered %s with something this trestle cannot read (a daemon of another release?)", path, cmd)
+	}
+	return fmt.Errorf("talk to the daemon at %s (%s): %s", path, cmd, sysText(err))
+}
 
 // Call sends one request and decodes the answer's data into out (if non-nil).
 func Call(path string, req Request, out any) error {
@@ -439,26 +519,30 @@ func Call(path string, req Request, out any) error {
 
 // CallWithin is Call that gives up after d (connecting at most 3 s of it):
 // for what must not wait long, such as a shell completing a bridge's name.
+// A configuration the daemon refused comes back as config.Errors.
 func CallWithin(path string, req Request, out any, d time.Duration) error {
-	c, err := net.DialTimeout("unix", path, min(d, 3*time.Second))
+	c, err := dial(path, min(d, 3*time.Second))
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w (%v)", path, ErrNoDaemon, err)
+		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(d))
 	if err := json.NewEncoder(c).Encode(&req); err != nil {
-		return fmt.Errorf("send %s to %s: %w", req.Cmd, path, err)
+		return answerError(req.Cmd, path, d, err)
 	}
 	var resp Response
 	if err := json.NewDecoder(c).Decode(&resp); err != nil {
-		return fmt.Errorf("read answer to %s from %s: %w", req.Cmd, path, err)
+		return answerError(req.Cmd, path, d, err)
+	}
+	if len(resp.Errors) > 0 {
+		return resp.Errors
 	}
 	if resp.Error != "" {
-		return errors.New(resp.Error)
+		return &DaemonError{Msg: resp.Error}
 	}
 	if out != nil && len(resp.Data) > 0 {
 		if err := json.Unmarshal(resp.Data, out); err != nil {
-			return fmt.Errorf("decode answer to %s: %w", req.Cmd, err)
+			return answerError(req.Cmd, path, d, err)
 		}
 	}
 	return nil

@@ -150,7 +150,7 @@ func FollowEvents(path string) (*EventsClient, error) {
 	c := &EventsClient{c: conn.UnixConn, r: r}
 	if err := json.Unmarshal(conn.header, &c.Header); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("decode answer to %s: %w", CmdEventsFollow, err)
+		return nil, unreadable("the answer to events")
 	}
 	return c, nil
 }
@@ -168,13 +168,13 @@ func (c *EventsClient) Next() (*Event, *EventsEnd, error) {
 	case msgEvent:
 		var e Event
 		if err := json.Unmarshal(b, &e); err != nil {
-			return nil, nil, fmt.Errorf("events: decode an event: %w", err)
+			return nil, nil, unreadable("an event")
 		}
 		return &e, nil, nil
 	case msgEnd:
 		var e EventsEnd
 		if err := json.Unmarshal(b, &e); err != nil {
-			return nil, nil, fmt.Errorf("events: decode its end: %w", err)
+			return nil, nil, unreadable("the end of the events")
 		}
 		return nil, &e, nil
 	}

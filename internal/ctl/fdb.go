@@ -62,12 +62,31 @@ func (s *Stream) EndFDB(e FDBEnd) error { return s.end(e) }
 // every bridge: ""), and returns it whole, sorted by bridge, VLAN and MAC,
 // or an error: never a part of it.
 func FDB(path, bridge string) ([]FDBEntry, error) {
-	return FDBWithin(path, bridge, 60*time.Second)
+	return FDBOf(path, Request{Bridge: bridge})
 }
 
-// FDBWithin is FDB that gives up after d.
-func FDBWithin(path, bridge string, d time.Duration) ([]FDBEntry, error) {
-	conn, r, err := openStream(path, Request{Cmd: CmdFDBShow, Bridge: bridge})
+// FDBOf is FDB of a request's bridge and filters: its Port and OnlyVLAN
+// (`trestle fdb show BRIDGE --port P --vlan V`). The filters are applied
+// here too, so that a daemon of an earlier release, which sends every
+// entry, is answered as this one is.
+func FDBOf(path string, req Request) ([]FDBEntry, error) {
+	es, err := FDBWithin(path, req, 60*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	out := es[:0]
+	for _, e := range es {
+		if (req.Port == "" || e.Port == req.Port) && (req.OnlyVLAN == nil || e.VLAN == *req.OnlyVLAN) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// FDBWithin is FDBOf, unfiltered here, that gives up after d.
+func FDBWithin(path string, req Request, d time.Duration) ([]FDBEntry, error) {
+	req.Cmd = CmdFDBShow
+	conn, r, err := openStream(path, req)
 	if err != nil {
 		return nil, err
 	}
@@ -86,16 +105,16 @@ func FDBWithin(path, bridge string, d time.Duration) ([]FDBEntry, error) {
 		case msgFDB:
 			var es []FDBEntry
 			if err := json.Unmarshal(b, &es); err != nil {
-				return nil, fmt.Errorf("fdb show: decode a chunk: %w", err)
+				return nil, unreadable("a chunk of the table")
 			}
 			out = append(out, es...)
 		case msgEnd:
 			var e FDBEnd
 			if err := json.Unmarshal(b, &e); err != nil {
-				return nil, fmt.Errorf("fdb show: decode its end: %w", err)
+				return nil, unreadable("the end of the table")
 			}
 			if e.Error != "" {
-				return nil, errors.New(e.Error)
+				return nil, &DaemonError{Msg: e.Error}
 			}
 			if e.Entries != len(out) {
 				return nil, fmt.Errorf("fdb show: the daemon sent %d entries and counted %d", len(out), e.Entries)

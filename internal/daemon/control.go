@@ -27,7 +27,7 @@ func (d *Daemon) handle(_ context.Context, req ctl.Request) (_ any, err error) {
 	}()
 	switch req.Cmd {
 	case ctl.CmdShow:
-		return d.status()
+		return d.statusOf(req.Bridge)
 	case ctl.CmdStats:
 		return d.stats(req.Bridge)
 	case ctl.CmdVLANStats:
@@ -76,7 +76,10 @@ func (d *Daemon) sortedBridges(only string) ([]*bridgeState, error) {
 	return bs, nil
 }
 
-func (d *Daemon) status() (ctl.Status, error) {
+func (d *Daemon) status() (ctl.Status, error) { return d.statusOf("") }
+
+// statusOf is `trestle show`: of bridge only, or of every bridge ("").
+func (d *Daemon) statusOf(only string) (ctl.Status, error) {
 	// The table is counted before the lock is taken, a chunk at a time
 	// (architecture.md, "The control plane", "Around the reconcile"): a
 	// tenant who fills it makes the walk longer, not the time every other
@@ -88,7 +91,10 @@ func (d *Daemon) status() (ctl.Status, error) {
 	if err != nil {
 		return st, err
 	}
-	bs, _ := d.sortedBridges("")
+	bs, err := d.sortedBridges(only)
+	if err != nil {
+		return st, err
+	}
 	for _, b := range bs {
 		bst := ctl.BridgeStatus{Name: b.cfg.Name, ID: b.id, VLANAware: b.cfg.VLANAware(), AgingSeconds: b.cfg.Aging.Seconds(), MaxEntries: b.cfg.MaxEntries, Entries: entries[b.id], Ports: []ctl.PortStatus{},
 			Filter: b.cfg.Filter, Rules: len(b.rules()), DefaultAction: config.ActionPass}
@@ -100,9 +106,7 @@ func (d *Daemon) status() (ctl.Status, error) {
 		}
 		for _, m := range b.cfg.Mirrors {
 			cm := ctl.Mirror{Name: m.Name, Ports: m.Ports, Direction: m.Direction(), To: m.To}
-			if len(m.VLANs) > 0 {
-				cm.VLANs = config.VLANRanges(m.VLANs)
-			}
+			cm.VLANs = m.VLANs
 			if to := b.port(m.To); to != nil {
 				cm.Active = to.forwards()
 			}
@@ -152,7 +156,7 @@ func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
 	}
 	if b.cfg.VLANAware() {
 		if p.cfg.IsTrunk() {
-			ps.Trunk, ps.Native = config.VLANRanges(p.cfg.Trunk), p.cfg.Native
+			ps.Trunk, ps.Native = p.cfg.VLANs(), p.cfg.Native
 			ps.NativeTagged = p.cfg.NativeTagged
 		} else {
 			ps.VLAN, ps.QinQ = p.cfg.VLAN, p.cfg.QinQ
@@ -274,13 +278,54 @@ type fdbPort struct {
 	vni  uint32 // an overlay port's; 0: none
 }
 
-// tableNames takes the names of bridge only (every bridge: "").
-func (d *Daemon) tableNames(only string) (fdbNames, error) {
+// fdbFilter is what fdb show and fdb flush take of the table's entries:
+// those on one of slots (nil: on any port) of VLAN vlan (nil: of any).
+type fdbFilter struct {
+	slots map[uint16]bool
+	vlan  *uint16
+}
+
+func (f fdbFilter) takes(e datapath.FDBEntry) bool {
+	return (f.slots == nil || f.slots[e.Slot]) && (f.vlan == nil || e.VLAN == *f.vlan)
+}
+
+// fdbFilterOf is the filter of an fdb show or flush request over the
+// bridges bs: its port, by name, must be one of theirs.
+func fdbFilterOf(req ctl.Request, bs []*bridgeState) (fdbFilter, error) {
+	f := fdbFilter{vlan: req.OnlyVLAN}
+	if f.vlan != nil && *f.vlan > 4094 {
+		return f, fmt.Errorf("vlan %d: a VLAN is 0 (untagged) to 4094", *f.vlan)
+	}
+	if req.Port == "" {
+		return f, nil
+	}
+	f.slots = map[uint16]bool{}
+	for _, b := range bs {
+		if p := b.port(req.Port); p != nil {
+			f.slots[p.slot] = true
+		}
+	}
+	switch {
+	case len(f.slots) > 0:
+		return f, nil
+	case req.Bridge != "":
+		return f, fmt.Errorf("bridge %q has no port %q", req.Bridge, req.Port)
+	}
+	return f, fmt.Errorf("no bridge has a port %q", req.Port)
+}
+
+// tableNames takes the names of the bridge of an fdb show request (every
+// bridge: ""), and the filter of its entries.
+func (d *Daemon) tableNames(req ctl.Request) (fdbNames, fdbFilter, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	bs, err := d.sortedBridges(only)
+	bs, err := d.sortedBridges(req.Bridge)
 	if err != nil {
-		return nil, err
+		return nil, fdbFilter{}, err
+	}
+	f, err := fdbFilterOf(req, bs)
+	if err != nil {
+		return nil, f, err
 	}
 	names := fdbNames{}
 	for _, b := range bs {
@@ -294,7 +339,7 @@ func (d *Daemon) tableNames(only string) (fdbNames, error) {
 		}
 		names[b.id] = nb
 	}
-	return names, nil
+	return names, f, nil
 }
 
 // fdbStream serves `trestle fdb show`: the table is walked a chunk at a
@@ -309,14 +354,14 @@ func (d *Daemon) fdbStream(_ context.Context, req ctl.Request, s *ctl.Stream) (e
 			err = fmt.Errorf("%s: internal error: %v", req.Cmd, r)
 		}
 	}()
-	names, err := d.tableNames(req.Bridge)
+	names, filter, err := d.tableNames(req)
 	if err != nil {
 		return err
 	}
 	if err := s.Header(ctl.FDBHeader{Chunk: datapath.FDBChunk}); err != nil {
 		return nil // the client is gone
 	}
-	n, werr := d.walkFDBShow(names, s.FDBChunk)
+	n, werr := d.walkFDBShow(names, filter, s.FDBChunk)
 	end := ctl.FDBEnd{Entries: n}
 	if werr != nil {
 		end.Error = werr.Error()
@@ -326,16 +371,16 @@ func (d *Daemon) fdbStream(_ context.Context, req ctl.Request, s *ctl.Stream) (e
 }
 
 // walkFDBShow walks the table and sends the entries of the bridges names
-// holds, a chunk at a time, named as `fdb show` gives them; it returns how
-// many it sent.
-func (d *Daemon) walkFDBShow(names fdbNames, send func([]ctl.FDBEntry) error) (int, error) {
+// holds that filter takes, a chunk at a time, named as `fdb show` gives
+// them; it returns how many it sent.
+func (d *Daemon) walkFDBShow(names fdbNames, filter fdbFilter, send func([]ctl.FDBEntry) error) (int, error) {
 	sent := 0
 	out := make([]ctl.FDBEntry, 0, datapath.FDBChunk)
 	err := d.table.WalkFDB(func(es []datapath.FDBEntry) error {
 		out = out[:0]
 		for _, e := range es {
 			b := names[e.Bridge]
-			if b == nil {
+			if b == nil || !filter.takes(e) {
 				continue
 			}
 			port, vtep := "", ""
@@ -514,8 +559,8 @@ type FlushResult struct {
 	Removed int `json:"removed"`
 }
 
-// fdbFlush removes learned entries (of one bridge, or one port); static
-// entries stay.
+// fdbFlush removes learned entries (of one bridge or every one, of one
+// port, of one VLAN); static entries stay.
 func (d *Daemon) fdbFlush(req ctl.Request) (FlushResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -528,25 +573,16 @@ func (d *Daemon) fdbFlush(req ctl.Request) (FlushResult, error) {
 	for _, b := range bs {
 		ids[b.id] = b
 	}
-	var slot uint16
-	if req.Port != "" {
-		var found *portState
-		for _, b := range bs {
-			if p := b.port(req.Port); p != nil {
-				found = p
-			}
-		}
-		if found == nil {
-			return res, fmt.Errorf("%q is not a port", req.Port)
-		}
-		slot = found.slot
+	filter, err := fdbFilterOf(req, bs)
+	if err != nil {
+		return res, err
 	}
 	// A chunk at a time: its learned entries go before the next is read.
 	var gone []datapath.FDBEntry
 	err = d.table.WalkFDB(func(es []datapath.FDBEntry) error {
 		gone = gone[:0]
 		for _, e := range es {
-			if !e.Static && ids[e.Bridge] != nil && (slot == 0 || e.Slot == slot) {
+			if !e.Static && ids[e.Bridge] != nil && filter.takes(e) {
 				gone = append(gone, e)
 			}
 		}

@@ -21,14 +21,14 @@ import (
 
 // DownResult is what `trestle down` did.
 type DownResult struct {
-	Instance      string   `json:"instance"`
-	PinDir        string   `json:"pin_dir"`
-	Detached      []string `json:"detached"`
-	PeersRestored []string `json:"peers_restored"`
+	Instance      string           `json:"instance"`
+	PinDir        string           `json:"pin_dir"`
+	Detached      ctl.List[string] `json:"detached"`
+	PeersRestored ctl.List[string] `json:"peers_restored"`
 	// VNIsRemoved: the overlay VNIs whose kernel objects it removed
 	// (docs/overlay.md), which withdraws their routes.
-	VNIsRemoved []uint32 `json:"vnis_removed,omitempty"`
-	Found       bool     `json:"found"`
+	VNIsRemoved ctl.List[uint32] `json:"vnis_removed"`
+	Found       bool             `json:"found"`
 }
 
 // Down removes the persisted datapath of the daemon that listens (or

@@ -18,12 +18,17 @@ import (
 // of every bridge: ""): the daemon's walk, gathered and sorted as the
 // client does (ctl.FDB).
 func (d *Daemon) fdbShow(only string) ([]ctl.FDBEntry, error) {
-	names, err := d.tableNames(only)
+	return d.fdbShowOf(ctl.Request{Cmd: ctl.CmdFDBShow, Bridge: only})
+}
+
+// fdbShowOf is fdbShow of a request with its filters (port, VLAN).
+func (d *Daemon) fdbShowOf(req ctl.Request) ([]ctl.FDBEntry, error) {
+	names, filter, err := d.tableNames(req)
 	if err != nil {
 		return nil, err
 	}
 	out := []ctl.FDBEntry{}
-	if _, err := d.walkFDBShow(names, func(es []ctl.FDBEntry) error {
+	if _, err := d.walkFDBShow(names, filter, func(es []ctl.FDBEntry) error {
 		out = append(out, es...)
 		return nil
 	}); err != nil {
@@ -87,7 +92,7 @@ func TestFDBShowStreamsBounded(t *testing.T) {
 	d, tbl := bigTable(t, n)
 
 	// The server's side, with a sink that keeps a bit an entry.
-	names, err := d.tableNames("")
+	names, filter, err := d.tableNames(ctl.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +107,7 @@ func TestFDBShowStreamsBounded(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		peak = max(peak, ms.HeapAlloc)
 	}
-	sent, err := d.walkFDBShow(names, func(es []ctl.FDBEntry) error {
+	sent, err := d.walkFDBShow(names, filter, func(es []ctl.FDBEntry) error {
 		if len(es) > datapath.FDBChunk {
 			return fmt.Errorf("a chunk of %d entries, more than %d", len(es), datapath.FDBChunk)
 		}

@@ -138,7 +138,7 @@ func FuzzHandle(f *testing.F) {
 			var err error
 			if req.Cmd == ctl.CmdFDBShow {
 				// A stream (fdbStream), walked as it walks the table.
-				out, err = w.d.fdbShow(req.Bridge)
+				out, err = w.d.fdbShowOf(req)
 			} else {
 				out, err = w.d.handle(t.Context(), req)
 			}

@@ -114,7 +114,10 @@ func (d *Daemon) overlayPlan(cfg *config.Config) (netip.Addr, error) {
 		return vtep, fmt.Errorf("%s: %w", where, err)
 	}
 	if !ok {
-		return vtep, fmt.Errorf("%s: %s is not an address of this namespace: give it to an interface (the loopback, say) first", where, vtep)
+		// The file's problem, found here rather than by config.Parse:
+		// refused as the file's others are, FILE:LINE: first.
+		return vtep, config.Errors{{File: cfg.File, Line: cfg.Daemon.VTEPLine, Field: "daemon.vtep",
+			Msg: fmt.Sprintf("%s is not an address of this namespace: give it to an interface (the loopback, say) first", vtep)}}
 	}
 	return vtep, nil
 }

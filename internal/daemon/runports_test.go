@@ -291,7 +291,7 @@ func TestRunPortVLANs(t *testing.T) {
 	if e.VLAN != 1 {
 		t.Errorf("a port without a VLAN on a VLAN-aware bridge: %+v", e)
 	}
-	if got := w.list("br0"); got["br0/r2"].Trunk != "10,20-29" || got["br0/r1"].VLAN != 10 {
+	if got := w.list("br0"); got["br0/r2"].Trunk.String() != "10,20-29" || got["br0/r1"].VLAN != 10 {
 		t.Errorf("list: %+v", got)
 	}
 	if !w.dp.bridges[w.d.bridges["br0"].id].VLANAware {

@@ -151,7 +151,7 @@ type capturer interface {
 // DUT, with the daemon's socket: of both directions, into /dev/null (a
 // file would fill the disk at a million frames a second and measure it).
 func (d *trestleDUT) captureCommand(bridge, port string) []string {
-	return []string{"capture", port, "--bridge", bridge, "-w", "/dev/null", "--socket", d.sock}
+	return []string{"capture", bridge, port, "-w", "/dev/null", "--socket", d.sock}
 }
 
 // StartCapture starts `trestle capture` in the DUT namespace with the

@@ -243,10 +243,10 @@ exec ` + bin + ` "$@"
 	}
 	dut := "trestle:xdp@capture,bin=" + standIn
 	u := runMirror(t, bin, []string{dut}, nil)[dut]
-	if !strings.HasPrefix(u.Settings["capture"], "trestle capture p1 --bridge br1 -w /dev/null --socket ") {
+	if !strings.HasPrefix(u.Settings["capture"], "trestle capture br1 p1 -w /dev/null --socket ") {
 		t.Errorf("capture %q", u.Settings["capture"])
 	}
-	if r := u.Settings["capture report"]; !strings.Contains(r, "stand-in capturing: capture p1") || !strings.Contains(r, "stopped by SIGINT") {
+	if r := u.Settings["capture report"]; !strings.Contains(r, "stand-in capturing: capture br1 p1") || !strings.Contains(r, "stopped by SIGINT") {
 		t.Errorf("capture report %q", r)
 	}
 }

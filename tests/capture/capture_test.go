@@ -23,17 +23,17 @@ import (
 	"github.com/trestle/trestle/tests/harness"
 )
 
-// `trestle capture` (issue 13), both modes: the file tcpdump reads holds
+// `trestle capture`, both modes: the file tcpdump reads holds
 // exactly the frames of the port, byte for byte, in order; -c stops after
 // COUNT; --direction takes one half; a VLAN-aware bridge's frames are
 // captured as they left; when the capture ends every port runs the program
 // it ran before.
 
-// startCapture runs `trestle capture` in the switch's namespace and waits
-// until it captures.
+// startCapture runs `trestle capture br0 PORT ARGS...` in the switch's
+// namespace and waits until it captures.
 func startCapture(l *harness.Lab, args ...string) *testutil.Proc {
 	l.T.Helper()
-	p := l.SW.Start(l.T, harness.Bin, append([]string{"capture", "--socket", l.Sock}, args...)...)
+	p := l.SW.Start(l.T, harness.Bin, append([]string{"capture", "--socket", l.Sock, "br0"}, args...)...)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(p.Out.String(), "capturing port") {
 		select {
@@ -230,7 +230,7 @@ func TestCapture(t *testing.T) {
 
 		// docs/operations.md's example: pcap on stdout, read by tcpdump from a pipe.
 		pipeErr, pipeOut := filepath.Join(l.Dir, "pipe.err"), filepath.Join(l.Dir, "pipe.out")
-		p = l.SW.Start(t, "sh", "-c", fmt.Sprintf("%s capture --socket %s %s -c 2 -w - 2>%s | tcpdump -r - -xx -nn -tt >%s 2>/dev/null",
+		p = l.SW.Start(t, "sh", "-c", fmt.Sprintf("%s capture --socket %s br0 %s -c 2 -w - 2>%s | tcpdump -r - -xx -nn -tt >%s 2>/dev/null",
 			harness.Bin, l.Sock, harness.PortName(1), pipeErr, pipeOut))
 		deadline := time.Now().Add(10 * time.Second)
 		for b, _ := os.ReadFile(pipeErr); !bytes.Contains(b, []byte("capturing port")); b, _ = os.ReadFile(pipeErr) {
@@ -250,17 +250,17 @@ func TestCapture(t *testing.T) {
 		}
 		// One at a time; unknown ports and bridges are named.
 		p = startCapture(l, harness.PortName(2))
-		if out, err := l.CLI("capture", harness.PortName(1)); err == nil || !strings.Contains(out, "being captured already") {
+		if out, err := l.CLI("capture", "br0", harness.PortName(1)); err == nil || !strings.Contains(out, "being captured already") {
 			t.Errorf("a second capture: %v\n%s", err, out)
 		}
 		p.Stop()
 		if !strings.Contains(p.Out.String(), "0 lost") {
 			t.Errorf("a capture stopped by SIGTERM did not say what it captured:\n%s", p.Out.String())
 		}
-		if out, err := l.CLI("capture", "nosuch"); err == nil || !strings.Contains(out, `no bridge has a port "nosuch"`) {
+		if out, err := l.CLI("capture", "br0", "nosuch"); err == nil || !strings.Contains(out, `bridge "br0" has no port "nosuch"`) {
 			t.Errorf("capture of an unknown port: %v\n%s", err, out)
 		}
-		if out, err := l.CLI("capture", harness.PortName(1), "--bridge", "br9"); err == nil || !strings.Contains(out, `"br9"`) {
+		if out, err := l.CLI("capture", "br9", harness.PortName(1)); err == nil || !strings.Contains(out, `no bridge "br9"`) {
 			t.Errorf("capture on an unknown bridge: %v\n%s", err, out)
 		}
 		// A client that goes away ends the capture too.

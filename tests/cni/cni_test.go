@@ -413,13 +413,13 @@ func TestVLAN(t *testing.T) {
 	c3.AddrAdd(t, "eth0", "10.10.0.3/24")
 	c5.AddrAdd(t, "eth0", "10.10.0.5/24")
 
-	if p, _ := l.port(owner(a10, r1)); p.VLAN != 10 || p.Trunk != "" {
+	if p, _ := l.port(owner(a10, r1)); p.VLAN != 10 || len(p.Trunk) != 0 {
 		t.Errorf("access port: %+v, want VLAN 10", p)
 	}
-	if p, _ := l.port(owner(trunk, r4)); p.Trunk != "10,20-21" || p.Native != 0 || p.VLAN != 0 {
+	if p, _ := l.port(owner(trunk, r4)); p.Trunk.String() != "10,20-21" || p.Native != 0 || p.VLAN != 0 {
 		t.Errorf("trunk port: %+v, want trunk 10,20-21 and no native VLAN", p)
 	}
-	if p, _ := l.port(owner(native, r5)); p.Trunk != "10,20" || p.Native != 10 {
+	if p, _ := l.port(owner(native, r5)); p.Trunk.String() != "10,20" || p.Native != 10 {
 		t.Errorf("trunk with vlan: %+v, want trunk 10,20 native 10", p)
 	}
 	all := []struct {

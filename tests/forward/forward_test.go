@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
 )
@@ -173,11 +174,43 @@ port = "port-h3"
 		t.Errorf("h1's MAC after it came back: on %q, want port-h1", e.Port)
 	}
 
+	// By port and by VLAN (0: untagged, as every entry of this bridge).
+	macs := func(es []ctl.FDBEntry) string {
+		var m []string
+		for _, e := range es {
+			m = append(m, e.MAC)
+		}
+		return strings.Join(m, " ")
+	}
+	var es []ctl.FDBEntry
+	if l.CLIJSON(&es, "fdb", "show", "br0", "--port", "port-h1"); macs(es) != harness.HostMAC(1).String() {
+		t.Errorf("fdb show br0 --port port-h1: %s, want h1's address alone", macs(es))
+	}
+	if l.CLIJSON(&es, "fdb", "show", "br0", "--port", "port-h3", "--vlan", "0"); macs(es) != macs([]ctl.FDBEntry{{MAC: harness.HostMAC(3).String()}, {MAC: static.String()}}) &&
+		macs(es) != macs([]ctl.FDBEntry{{MAC: static.String()}, {MAC: harness.HostMAC(3).String()}}) {
+		t.Errorf("fdb show br0 --port port-h3 --vlan 0: %s, want h3's address and the static one", macs(es))
+	}
+	if l.CLIJSON(&es, "fdb", "show", "br0", "--vlan", "7"); len(es) != 0 {
+		t.Errorf("fdb show br0 --vlan 7: %s, want none", macs(es))
+	}
+	if out, err := l.CLI("fdb", "flush", "br0", "--port", "port-h1", "--vlan", "0"); err != nil || out != "removed 1 learned entries\n" {
+		t.Errorf("fdb flush br0 --port port-h1 --vlan 0: %v %q", err, out)
+	}
+	if _, ok := l.FDBEntry(harness.HostMAC(1)); ok {
+		t.Errorf("h1's address is there after a flush of port-h1")
+	}
+	if _, ok := l.FDBEntry(harness.HostMAC(2)); !ok {
+		t.Errorf("a flush of port-h1 took h2's address from port-h2")
+	}
+	if out, err := l.CLI("fdb", "flush", "br0", "--port", "port-h9"); err == nil || !strings.Contains(out, `bridge "br0" has no port "port-h9"`) {
+		t.Errorf("fdb flush of a port that is not there: %v %q", err, out)
+	}
+
 	out, err := l.CLI("fdb", "flush", "br0")
 	if err != nil {
 		t.Fatalf("fdb flush: %v\n%s", err, out)
 	}
-	es := l.FDB()
+	es = l.FDB()
 	if len(es) != 1 || es[0].MAC != static.String() || !es[0].Static {
 		t.Errorf("after flush: %+v, want only the static entry", es)
 	}

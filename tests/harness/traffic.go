@@ -79,10 +79,10 @@ func XDPAttached(t *testing.T, ns *testutil.NS, ifname string) bool {
 type GenSummary struct {
 	Sent          uint64  `json:"sent"`
 	Bytes         uint64  `json:"bytes"`
-	PPS           float64 `json:"pps"`
+	PPS           float64 `json:"sent_per_second"`
 	DevDropped    uint64  `json:"dev_dropped"`
 	Sizes         string  `json:"sizes"`
-	RateRequested float64 `json:"rate_requested"`
+	RateRequested float64 `json:"requested_per_second"`
 	FellBehind    bool    `json:"fell_behind"`
 	BehindBy      float64 `json:"behind_by"`
 }

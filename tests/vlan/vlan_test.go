@@ -63,7 +63,7 @@ func TestVLANAccessIsolation(t *testing.T) {
 			t.Errorf("fdb has %d entries, want 3: %+v", n, l.FDB())
 		}
 
-		// show says each port's VLAN; stats --vlan counts per VLAN: in
+		// show says each port's VLAN; stats --per-vlan counts per VLAN: in
 		// VLAN 10, 6 frames in, 6 copies out (each to the one other
 		// member), 5 floods; in VLAN 20, 5 frames in, floods that reach no
 		// port: each counted once, as a no_egress drop on port-h2, not as
@@ -74,21 +74,21 @@ func TestVLANAccessIsolation(t *testing.T) {
 			t.Errorf("show: the bridge is not VLAN-aware")
 		}
 		for i, p := range st.Bridges[0].Ports {
-			if want := []uint16{10, 20, 10}[i]; p.VLAN != want || p.Trunk != "" {
+			if want := []uint16{10, 20, 10}[i]; p.VLAN != want || len(p.Trunk) != 0 {
 				t.Errorf("show: %s has vlan %d trunk %q, want access VLAN %d", p.Interface, p.VLAN, p.Trunk, want)
 			}
 		}
 		var vs []ctl.VLANStats
-		l.CLIJSON(&vs, "stats", "--vlan")
+		l.CLIJSON(&vs, "stats", "--per-vlan")
 		got := map[uint16]ctl.VLANStats{}
 		for _, v := range vs {
 			got[v.VLAN] = v
 		}
 		if v := got[10]; v.Counters.Get("rx_packets") != 6 || v.Counters.Get("tx_packets") != 6 || v.Counters.Get("flooded") != 5 || !slices.Equal(v.Ports, []string{harness.PortName(1), harness.PortName(3)}) {
-			t.Errorf("stats --vlan, VLAN 10: %+v, want rx 6 tx 6 flooded 5 on %s and %s", v, harness.PortName(1), harness.PortName(3))
+			t.Errorf("stats --per-vlan, VLAN 10: %+v, want rx 6 tx 6 flooded 5 on %s and %s", v, harness.PortName(1), harness.PortName(3))
 		}
 		if v := got[20]; v.Counters.Get("rx_packets") != 5 || v.Counters.Get("tx_packets") != 0 || v.Counters.Get("flooded") != 0 || len(vs) != 2 {
-			t.Errorf("stats --vlan, VLAN 20: %+v (of %d VLANs), want rx 5 tx 0 flooded 0, and 2 VLANs", v, len(vs))
+			t.Errorf("stats --per-vlan, VLAN 20: %+v (of %d VLANs), want rx 5 tx 0 flooded 0, and 2 VLANs", v, len(vs))
 		}
 		if d := l.Stats(harness.PortName(2)).Drops; d["no_egress"] != 5 {
 			t.Errorf("%s drops %v, want 5 no_egress (VLAN 20's floods with no other member)", harness.PortName(2), d)

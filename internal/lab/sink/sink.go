@@ -346,7 +346,7 @@ func Summarize(hist []uint64) Latency {
 // and scripts and the end-to-end tests read it, by its JSON names.
 type Summary struct {
 	Dev           string  `json:"dev"`
-	ElapsedS      float64 `json:"elapsed_s"`
+	ElapsedS      float64 `json:"elapsed_seconds"`
 	Packets       uint64  `json:"packets"`
 	Bytes         uint64  `json:"bytes"`
 	Received      uint64  `json:"received"` // frames with the test header
@@ -357,7 +357,7 @@ type Summary struct {
 	Reordered     uint64  `json:"reordered"`
 	Duplicated    uint64  `json:"duplicated"`
 	Flows         int     `json:"flows"`
-	Runs          int     `json:"runs"`   // generator runs seen (each starts its sequences at 0)
-	RxPPS         float64 `json:"rx_pps"` // signed frames from the first to the last
+	Runs          int     `json:"runs"`                // generator runs seen (each starts its sequences at 0)
+	RxPPS         float64 `json:"received_per_second"` // signed frames from the first to the last
 	Latency       Latency `json:"latency"`
 }
