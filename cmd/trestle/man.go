@@ -118,15 +118,6 @@ func writeManPages(root *cobra.Command, dir string, date time.Time, docDir strin
 // also trestle.toml(5).
 var configCommands = []string{"trestle run", "trestle check", "trestle reload", "trestle port add"}
 
-// exitStatus is the CLI's contract for its exit codes, as trestle(8) states it.
-var exitStatus = []struct{ code, means string }{
-	{"0", "The command did what it was asked."},
-	{"1", "The operation failed (the daemon refused it, or an interface, a file or the kernel did)."},
-	{"2", "Usage: an unknown command or flag, a wrong number of arguments, or a value that does not parse or is out of range."},
-	{"3", "No daemon answers at the control socket."},
-	{"4", "A configuration was refused: trestle check found a problem in the file, trestle run did not start with it, or trestle reload left the running state as it was."},
-}
-
 // manRoot adds to trestle(8) what cobra's page lacks: a SYNOPSIS of every
 // command, EXIT STATUS, ENVIRONMENT, FILES, and a SEE ALSO of trestle.toml(5)
 // and every command's page.
@@ -156,8 +147,8 @@ func manRoot(root *cobra.Command, page, docDir string) string {
 
 	var b strings.Builder
 	b.WriteString(".SH EXIT STATUS\n")
-	for _, s := range exitStatus {
-		fmt.Fprintf(&b, ".TP\n.B %s\n%s\n", s.code, roff(s.means))
+	for _, s := range exitStatuses {
+		fmt.Fprintf(&b, ".TP\n.B %d\n%s\n", s.Code, roff(sentence(s.Meaning)))
 	}
 	b.WriteString(".SH ENVIRONMENT\n")
 	fmt.Fprintf(&b, ".TP\n.B TRESTLE_SOCKET\n%s\n", roff("The daemon's control socket, where --socket does not name one: the socket the commands talk to, and the one trestle run listens on, over the config file's [daemon] socket."))
@@ -314,4 +305,13 @@ func roff(s string) string {
 		s = `\&` + s
 	}
 	return s
+}
+
+// sentence is a meaning of exitStatuses as the manual writes it: a
+// capital first and a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }

@@ -222,9 +222,9 @@ func checkRootPage(t *testing.T, dir string, cmds map[string]*cobra.Command) {
 	if !strings.Contains(sec["SEE ALSO"], `\fBtrestle.toml\fP(5)`) {
 		t.Errorf("trestle(8)'s SEE ALSO has no trestle.toml(5): %q", sec["SEE ALSO"])
 	}
-	for _, s := range exitStatus {
-		if !strings.Contains(sec["EXIT STATUS"], ".B "+s.code+"\n") {
-			t.Errorf("trestle(8)'s EXIT STATUS has no code %s", s.code)
+	for _, s := range exitStatuses {
+		if !strings.Contains(sec["EXIT STATUS"], fmt.Sprintf(".B %d\n", s.Code)) {
+			t.Errorf("trestle(8)'s EXIT STATUS has no code %d", s.Code)
 		}
 	}
 	// Every variable the commands read through their getenv.
