@@ -102,7 +102,7 @@ func Load(path string) (*Config, error) {
 		if errors.As(err, &pe) {
 			why = pe.Err.Error()
 		}
-		return nil, Errors{{File: path, Msg: "cannot read it: " + why, cause: err}}
+		return nil, Errors{{File: path, Msg: "cannot read it: " + why, Cause: err}}
 	}
 	return Parse(path, data)
 }

@@ -7,33 +7,13 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/trestle/trestle/internal/vlanset"
 )
 
-// VLANRanges writes VIDs in the compact form of messages and listings,
-// runs of consecutive VIDs as ranges: "10,20,100-199"; "" for none. The
-// input need not be sorted or unique.
-func VLANRanges(vids []uint16) string {
-	vids = slices.Clone(vids)
-	slices.Sort(vids)
-	vids = slices.Compact(vids)
-	var b strings.Builder
-	for i := 0; i < len(vids); {
-		j := i
-		for j+1 < len(vids) && vids[j+1] == vids[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		if j == i {
-			fmt.Fprintf(&b, "%d", vids[i])
-		} else {
-			fmt.Fprintf(&b, "%d-%d", vids[i], vids[j])
-		}
-		i = j + 1
-	}
-	return b.String()
-}
+// VLANRanges writes VIDs in the compact form of messages and listings
+// (vlanset.Ranges): "10,20,100-199".
+func VLANRanges(vids []uint16) string { return vlanset.Ranges(vids) }
 
 // trunk checks the VLAN list of a trunk port and returns its VIDs, sorted,
 // or nil and false when any element is wrong, so that later checks against

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/problem"
 )
 
 // DefaultSocket is where the daemon listens unless told otherwise.
@@ -152,7 +152,7 @@ type State struct {
 // exits with the status of a refused configuration.
 type Response struct {
 	Error  string          `json:"error,omitempty"`
-	Errors config.Errors   `json:"errors,omitempty"`
+	Errors problem.Errors  `json:"errors,omitempty"`
 	Data   json.RawMessage `json:"data,omitempty"`
 }
 
@@ -429,7 +429,7 @@ func (s *Server) handle(ctx context.Context, c net.Conn, h Handler) {
 		return
 	} else if data, err := h(ctx, req); err != nil {
 		resp.Error = err.Error()
-		var refused config.Errors
+		var refused problem.Errors
 		if errors.As(err, &refused) {
 			resp.Errors = refused
 		}
@@ -519,7 +519,7 @@ func Call(path string, req Request, out any) error {
 
 // CallWithin is Call that gives up after d (connecting at most 3 s of it):
 // for what must not wait long, such as a shell completing a bridge's name.
-// A configuration the daemon refused comes back as config.Errors.
+// A configuration the daemon refused comes back as problem.Errors.
 func CallWithin(path string, req Request, out any, d time.Duration) error {
 	c, err := dial(path, min(d, 3*time.Second))
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/vlanset"
 )
 
 // List is a list of the JSON contract: always an array, [] when empty,
@@ -30,7 +30,7 @@ func (l List[T]) MarshalJSON() ([]byte, error) {
 type VLANList []uint16
 
 // String is the list as messages and tables write it: "10,20-29".
-func (v VLANList) String() string { return config.VLANRanges(v) }
+func (v VLANList) String() string { return vlanset.Ranges(v) }
 
 func (v VLANList) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
