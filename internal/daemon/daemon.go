@@ -38,6 +38,7 @@ type Daemon struct {
 	counters Counters
 	conns    Conntrack
 	attacher Attacher
+	sizer    Sizer
 	pins     Pins
 	capturer capturer    // nil: this dataplane cannot capture
 	moves    eventSource // nil: it reports no MAC moves
@@ -50,6 +51,8 @@ type Daemon struct {
 	cfg      *config.Config
 	run      []*runPort
 	fromFile bool // the apply running is a reload of the file
+	// capacity and refresh: the sizes the datapath's programs run with
+	// (an apply that needs more resizes it, reconcile.go).
 	capacity uint32
 	refresh  time.Duration
 	bridges  map[string]*bridgeState
@@ -91,7 +94,7 @@ const maxRefresh = time.Second
 func newDaemon(log *slog.Logger, dp Dataplane, sys System, capacity uint32, refresh time.Duration) *Daemon {
 	d := &Daemon{
 		log: log, sys: sys, capacity: capacity, refresh: refresh,
-		topo: dp, table: dp, stages: dp, counters: dp, conns: dp, attacher: dp, pins: dp,
+		topo: dp, table: dp, stages: dp, counters: dp, conns: dp, attacher: dp, sizer: dp, pins: dp,
 		bridges: map[string]*bridgeState{}, attached: map[int]Attachment{}, peers: map[int]*peerFix{},
 		aging: make(chan struct{}, 1), reloads: map[bool]uint64{}, aged: map[string]uint64{},
 		events: newEventLog(log),
