@@ -359,7 +359,8 @@ func (d *Daemon) grow(c *change, j *journal) error {
 	if err := d.upgradeAll(d.attached); err != nil {
 		return fmt.Errorf("%s: move the ports to the programs loaded for it: %w", c.grow.why, err)
 	}
-	d.log.Info("datapath loaded again for new sizes, every port moved in place", "fdb_capacity", d.capacity, "refresh", d.refresh, "why", c.grow.why)
+	d.log.Info("datapath loaded again for new sizes, every port moved in place", "fdb_capacity", d.capacity, "refresh", d.refresh,
+		"was_fdb_capacity", wasCap, "was_refresh", wasRefresh, "why", c.grow.why)
 	return nil
 }
 

@@ -118,8 +118,6 @@ func (d *Datapath) Resize(s Sizes) (*Resizing, error) {
 		}
 		return nil, err
 	}
-	d.log("programs loaded again for new sizes; the table copied", "fdb_entries", s.FDBCapacity, "refresh", s.Refresh,
-		"was_fdb_entries", cur.FDBCapacity, "was_refresh", cur.Refresh)
 	return r, nil
 }
 
