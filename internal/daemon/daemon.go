@@ -184,8 +184,13 @@ func Run(ctx context.Context, opts Options) error {
 		if d.metrics, err = d.serveMetrics(metricsAddr); err != nil {
 			return err
 		}
-		defer d.metrics.stop()
 	}
+	defer func() {
+		d.mu.Lock()
+		m := d.metrics // a reload may have moved it
+		d.mu.Unlock()
+		m.stop()
+	}()
 	log.Info("trestle running", "config", opts.ConfigPath, "socket", sock, "bridges", len(cfg.Bridges), "fdb_capacity", capacity, "persist", persist, "pinned", dp.PinDir())
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -374,10 +379,38 @@ func (d *Daemon) reload() error {
 	}
 	d.reloads[true]++
 	d.log.Info("reloaded", "config", cfg.File)
-	if d.metrics != nil && d.opts.Metrics == "" && cfg.Daemon.Metrics != d.metrics.addr && cfg.Daemon.Metrics != "" {
-		d.log.Warn("daemon.metrics changed; the endpoint stays where it is until the daemon restarts", "addr", d.metrics.addr, "config", cfg.Daemon.Metrics)
+	if d.opts.Metrics == "" { // --metrics, given to run, wins over the file
+		d.moveMetrics(cfg.Daemon.Metrics)
 	}
 	return nil
+}
+
+// moveMetrics puts the metrics endpoint where the file now says: started,
+// moved (the new one listening before the old one stops) or stopped. One
+// that cannot listen there is logged, and the endpoint stays as it was.
+// Called with d.mu held.
+func (d *Daemon) moveMetrics(addr string) {
+	was := ""
+	if d.metrics != nil {
+		was = d.metrics.want
+	}
+	if addr == was {
+		return
+	}
+	var next *metricsServer
+	if addr != "" {
+		m, err := d.serveMetrics(addr)
+		if err != nil {
+			d.log.Error("daemon.metrics changed, but the endpoint cannot move there; it stays as it was", "config", addr, "was", was, "err", err)
+			return
+		}
+		next = m
+	}
+	d.metrics.stop()
+	d.metrics = next
+	if next == nil {
+		d.log.Info("metrics endpoint stopped: daemon.metrics is no longer set", "was", was)
+	}
 }
 
 func (d *Daemon) countReload(ok bool) {
