@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"fmt"
 	"net"
 	"path/filepath"
 	"slices"
@@ -317,5 +318,62 @@ func TestResizePinned(t *testing.T) {
 	r.dp = nil
 	if _, err := instance.Down(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestResizeBesideReaders: readers that run beside the daemon's writes (a
+// metrics scrape's counts, a walk of fdb show) meet no closed map and no
+// error while resizes come and go (run it with -race).
+func TestResizeBesideReaders(t *testing.T) {
+	r := newRig(t, modes[0], 4096, [4]uint32{})
+	for i := 0; i < 500; i++ {
+		r.run(1, ipv4(bcast, macN(i)))
+	}
+	stop := make(chan struct{})
+	errs := make(chan error, 2)
+	// each runs check until stop, or until it fails.
+	each := func(check func() error) {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				if err := check(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	each(func() error {
+		if n, err := r.dp.BridgeMACs(1); err != nil || n != 500 {
+			return fmt.Errorf("bridge count %d: %v", n, err)
+		}
+		return nil
+	})
+	each(func() error {
+		n := 0
+		if err := r.dp.WalkFDB(func(es []FDBEntry) error { n += len(es); return nil }); err != nil || n != 500 {
+			return fmt.Errorf("walk: %d entries, %v", n, err)
+		}
+		return nil
+	})
+	for size := uint32(2048); size <= 16384; size *= 2 {
+		rz, err := r.dp.Resize(Sizes{FDBCapacity: size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rz.Keep(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
