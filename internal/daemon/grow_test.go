@@ -37,6 +37,16 @@ func runningOne(t *testing.T) (w *world, one, two string) {
 	return w, one, two
 }
 
+// failOn fails the ops that start with prefix, with why.
+func failOn(prefix, why string) func(string) error {
+	return func(op string) error {
+		if strings.HasPrefix(op, prefix) {
+			return errors.New(why)
+		}
+		return nil
+	}
+}
+
 // opsAt is the index of the first op with prefix, or -1.
 func (w *world) opsAt(prefix string) int {
 	return slices.IndexFunc(w.dp.ops, func(s string) bool { return strings.HasPrefix(s, prefix) })
@@ -133,12 +143,7 @@ func TestGrowFailsCleanly(t *testing.T) {
 	w, _, two := runningOne(t)
 	before, show, capacity := w.dp.snapshot(), w.show(), w.d.capacity
 
-	w.dp.fail = func(op string) error {
-		if strings.HasPrefix(op, "Resize ") {
-			return errors.New("create a learning table of 133120 entries: cannot allocate memory")
-		}
-		return nil
-	}
+	w.dp.fail = failOn("Resize ", "create a learning table of 133120 entries: cannot allocate memory")
 	err := w.apply(two)
 	if err == nil {
 		t.Fatal("a refused resize did not fail the reload")
@@ -167,12 +172,7 @@ func TestGrowFailsCleanly(t *testing.T) {
 	check("after a refused resize")
 
 	// Refused after the resize: the bridge's write. Undone, last first.
-	w.dp.fail = func(op string) error {
-		if strings.HasPrefix(op, "SetBridge br1") {
-			return errors.New("refused")
-		}
-		return nil
-	}
+	w.dp.fail = failOn("SetBridge br1", "refused")
 	w.dp.ops = nil
 	if err := w.apply(two); err == nil {
 		t.Fatal("the apply did not fail")
@@ -199,6 +199,23 @@ func TestGrowFailsCleanly(t *testing.T) {
 		t.Fatalf("an apply whose port could not move: %v", err)
 	}
 	check("after a port could not move")
+
+	// With a stage switched on after the resize: both undone, last first.
+	aware := strings.Replace(two, "interface = \"q1\"\n", "interface = \"q1\"\nvlan = 10\n", 1)
+	w.dp.fail = failOn("SetBridge br1 vlan-aware", "refused")
+	w.dp.ops = nil
+	if err := w.apply(aware); err == nil {
+		t.Fatal("the apply did not fail")
+	}
+	if on, undone := w.opsAt("vlan-stage false"), w.opsAt("Resize undone"); on < 0 || undone < on {
+		t.Errorf("the stage and the resize were not undone in that order: %q", w.dp.ops)
+	}
+	for _, a := range w.dp.attached {
+		if a.stage {
+			t.Errorf("%s runs the VLAN stage after the undo", a.key())
+		}
+	}
+	check("after a failed apply that resized and switched a stage on")
 
 	// And the same reload, refused nothing, grows the table.
 	w.dp.fail = nil

@@ -377,3 +377,31 @@ func TestResizeBesideReaders(t *testing.T) {
 		}
 	}
 }
+
+// TestResizeUndoKeepsStage: a stage switched on after a resize and left on
+// when it is undone has its build loaded on the table of before, so that
+// the attachments have a program to go back to.
+func TestResizeUndoKeepsStage(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, 1024, [4]uint32{})
+		r.run(1, ipv4(bcast, macA))
+		rz, err := r.dp.Resize(Sizes{FDBCapacity: 2048})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.dp.SetVLANStage(true); err != nil {
+			t.Fatal(err)
+		}
+		if err := rz.Undo(); err != nil {
+			t.Fatalf("undo: %v", err)
+		}
+		if r.prog() == nil || !r.dp.VLANStage() {
+			t.Fatalf("after the undo: program %v, VLAN stage %v", r.prog(), r.dp.VLANStage())
+		}
+		r.wantVerdict(r.run(2, ipv4(macA, macB)), m.redirect, "A to B on the build of before, with the VLAN stage")
+		if e, ok := r.lookup(macB); !ok || e.Slot != 2 {
+			t.Errorf("B not learned in the table of before: %+v %v", e, ok)
+		}
+		checkCounts(t, r)
+	})
+}
