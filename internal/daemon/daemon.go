@@ -38,6 +38,7 @@ type Daemon struct {
 	counters Counters
 	conns    Conntrack
 	attacher Attacher
+	sizer    Sizer
 	pins     Pins
 	capturer capturer    // nil: this dataplane cannot capture
 	moves    eventSource // nil: it reports no MAC moves
@@ -50,6 +51,8 @@ type Daemon struct {
 	cfg      *config.Config
 	run      []*runPort
 	fromFile bool // the apply running is a reload of the file
+	// capacity and refresh: the sizes the datapath's programs run with
+	// (an apply that needs more resizes it, reconcile.go).
 	capacity uint32
 	refresh  time.Duration
 	bridges  map[string]*bridgeState
@@ -91,7 +94,7 @@ const maxRefresh = time.Second
 func newDaemon(log *slog.Logger, dp Dataplane, sys System, capacity uint32, refresh time.Duration) *Daemon {
 	d := &Daemon{
 		log: log, sys: sys, capacity: capacity, refresh: refresh,
-		topo: dp, table: dp, stages: dp, counters: dp, conns: dp, attacher: dp, pins: dp,
+		topo: dp, table: dp, stages: dp, counters: dp, conns: dp, attacher: dp, sizer: dp, pins: dp,
 		bridges: map[string]*bridgeState{}, attached: map[int]Attachment{}, peers: map[int]*peerFix{},
 		aging: make(chan struct{}, 1), reloads: map[bool]uint64{}, aged: map[string]uint64{},
 		events: newEventLog(log),
@@ -181,8 +184,13 @@ func Run(ctx context.Context, opts Options) error {
 		if d.metrics, err = d.serveMetrics(metricsAddr); err != nil {
 			return err
 		}
-		defer d.metrics.stop()
 	}
+	defer func() {
+		d.mu.Lock()
+		m := d.metrics // a reload may have moved it
+		d.mu.Unlock()
+		m.stop()
+	}()
 	log.Info("trestle running", "config", opts.ConfigPath, "socket", sock, "bridges", len(cfg.Bridges), "fdb_capacity", capacity, "persist", persist, "pinned", dp.PinDir())
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -371,10 +379,38 @@ func (d *Daemon) reload() error {
 	}
 	d.reloads[true]++
 	d.log.Info("reloaded", "config", cfg.File)
-	if d.metrics != nil && d.opts.Metrics == "" && cfg.Daemon.Metrics != d.metrics.addr && cfg.Daemon.Metrics != "" {
-		d.log.Warn("daemon.metrics changed; the endpoint stays where it is until the daemon restarts", "addr", d.metrics.addr, "config", cfg.Daemon.Metrics)
+	if d.opts.Metrics == "" { // --metrics, given to run, wins over the file
+		d.moveMetrics(cfg.Daemon.Metrics)
 	}
 	return nil
+}
+
+// moveMetrics puts the metrics endpoint where the file now says: started,
+// moved (the new one listening before the old one stops) or stopped. One
+// that cannot listen there is logged, and the endpoint stays as it was.
+// Called with d.mu held.
+func (d *Daemon) moveMetrics(addr string) {
+	was := ""
+	if d.metrics != nil {
+		was = d.metrics.want
+	}
+	if addr == was {
+		return
+	}
+	var next *metricsServer
+	if addr != "" {
+		m, err := d.serveMetrics(addr)
+		if err != nil {
+			d.log.Error("daemon.metrics changed, but the endpoint cannot move there; it stays as it was", "config", addr, "was", was, "err", err)
+			return
+		}
+		next = m
+	}
+	d.metrics.stop()
+	d.metrics = next
+	if next == nil {
+		d.log.Info("metrics endpoint stopped: daemon.metrics is no longer set", "was", was)
+	}
 }
 
 func (d *Daemon) countReload(ok bool) {

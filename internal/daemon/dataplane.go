@@ -20,6 +20,7 @@ import (
 //	Counters   what the maps count             show, stats, metrics, episodes, rule show
 //	Conntrack  the filter's connections        state show, their aging
 //	Attacher   programs on interfaces          ports, stages, capture
+//	Sizer      the sizes fixed at load         reconcile (a larger table, a shorter refresh)
 //	Pins       what outlives a daemon          adopt, unpin, shutdown, the state file, status
 //
 // Three more powers are optional, found by type assertion where the daemon
@@ -104,6 +105,27 @@ type Attacher interface {
 	Upgrade(Attachment) (bool, error)
 }
 
+// Sizer loads the programs again for other load-time sizes: a learning
+// table of more entries, timestamps refreshed more often (for a shorter
+// aging time), while the switch forwards (datapath/resize.go).
+type Sizer interface {
+	// Resize copies the table into one of the new sizes and makes the
+	// programs loaded for them those Attach and Upgrade give. The caller
+	// moves every attachment (Upgrade), then ends the resize with Keep,
+	// or with Undo and moves them back. On an error nothing changed.
+	Resize(datapath.Sizes) (Resizing, error)
+}
+
+// Resizing is a resize under way (Sizer).
+type Resizing interface {
+	// Keep lets go of the old programs and table once no attachment runs
+	// them, carrying over what they learned meanwhile; its error is what
+	// could not be carried over (learned again), the resize has ended.
+	Keep() error
+	// Undo makes the old programs and table the current ones again.
+	Undo() error
+}
+
 // Pins is what a pinned dataplane outlives the daemon with, and what it
 // held when this daemon loaded it (empty when it was not pinned).
 type Pins interface {
@@ -129,6 +151,7 @@ type Dataplane interface {
 	Counters
 	Conntrack
 	Attacher
+	Sizer
 	Pins
 }
 
@@ -161,6 +184,14 @@ func (d realDataplane) Attach(ifindex int, m mode.Mode) (Attachment, error) {
 
 func (d realDataplane) Upgrade(a Attachment) (bool, error) {
 	return d.Datapath.Upgrade(a.(realAttachment).Attachment)
+}
+
+func (d realDataplane) Resize(s datapath.Sizes) (Resizing, error) {
+	r, err := d.Datapath.Resize(s)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func (d realDataplane) AdoptedLinks() ([]Attachment, error) {

@@ -51,9 +51,14 @@ type fakeDP struct {
 	*fakeCounters
 	fakeConntrack
 	*fakeAttacher
+	*fakeSizer
 	*fakePins
 	eventsLost uint64
 }
+
+// fakeSizes are the sizes a fake dataplane is loaded with, as newWorld's
+// daemon is told.
+var fakeSizes = datapath.Sizes{FDBCapacity: 1 << 20, Refresh: time.Second}
 
 func newFakeDP() *fakeDP {
 	ops := &fakeOps{}
@@ -61,9 +66,11 @@ func newFakeDP() *fakeDP {
 	table := newFakeTable(ops)
 	stages := &fakeStages{fakeOps: ops}
 	pins := &fakePins{topo: topo}
+	sizer := &fakeSizer{fakeOps: ops, sizes: fakeSizes}
+	att := &fakeAttacher{fakeOps: ops, stages: stages, sizer: sizer, pins: pins, attached: map[string]*fakeAtt{}, refuse: map[int]error{}}
+	sizer.attacher = att
 	return &fakeDP{fakeOps: ops, fakeTopo: topo, fakeTable: table, fakeStages: stages,
-		fakeCounters: &fakeCounters{table: table}, fakePins: pins,
-		fakeAttacher: &fakeAttacher{fakeOps: ops, stages: stages, pins: pins, attached: map[string]*fakeAtt{}, refuse: map[int]error{}}}
+		fakeCounters: &fakeCounters{table: table}, fakePins: pins, fakeSizer: sizer, fakeAttacher: att}
 }
 
 // The fake reports no move (the limiter's tests feed it), only its lost count.
@@ -352,11 +359,13 @@ type fakeConntrack struct{}
 func (fakeConntrack) States() ([]datapath.State, error)        { return nil, nil }
 func (fakeConntrack) AgeStates(func(uint16) bool) (int, error) { return 0, nil }
 
-// fakeAttacher is the Attacher: a program attaches with the stages as they
-// are, pinned if the dataplane is; refuse makes XDP on an ifindex fail.
+// fakeAttacher is the Attacher: a program attaches with the stages and the
+// load of the programs as they are, pinned if the dataplane is; refuse
+// makes XDP on an ifindex fail.
 type fakeAttacher struct {
 	*fakeOps
 	stages   *fakeStages
+	sizer    *fakeSizer
 	pins     *fakePins
 	attached map[string]*fakeAtt // "ifindex/mode" -> attachment
 	refuse   map[int]error
@@ -369,18 +378,18 @@ func (f *fakeAttacher) Attach(ifindex int, m mode.Mode) (Attachment, error) {
 	if err := f.op("Attach %d %s", ifindex, m); err != nil {
 		return nil, err
 	}
-	a := &fakeAtt{att: f, ifindex: ifindex, m: m, pinned: f.pins.pinned, stage: f.stages.vlanStage}
+	a := &fakeAtt{att: f, ifindex: ifindex, m: m, pinned: f.pins.pinned, stage: f.stages.vlanStage, load: f.sizer.load}
 	f.attached[a.key()] = a
 	return a, nil
 }
 
 func (f *fakeAttacher) Upgrade(a Attachment) (bool, error) {
 	fa := a.(*fakeAtt)
-	if fa.stage != f.stages.vlanStage {
-		if err := f.op("Upgrade %d vlan-stage %v", fa.ifindex, f.stages.vlanStage); err != nil {
+	if fa.stage != f.stages.vlanStage || fa.load != f.sizer.load {
+		if err := f.op("Upgrade %d vlan-stage %v load %d", fa.ifindex, f.stages.vlanStage, f.sizer.load); err != nil {
 			return false, err
 		}
-		fa.stage = f.stages.vlanStage
+		fa.stage, fa.load = f.stages.vlanStage, f.sizer.load
 		return true, nil
 	}
 	if fa.upgraded {
@@ -393,6 +402,76 @@ func (f *fakeAttacher) Upgrade(a Attachment) (bool, error) {
 // attachedKeys lists "ifindex/mode" of what is attached.
 func (f *fakeAttacher) attachedKeys() []string {
 	return slices.Sorted(maps.Keys(f.attached))
+}
+
+// fakeSizer is the Sizer: the sizes the programs are loaded with, and
+// which load of them attachments get (load: 0 is the first, each resize
+// makes the next). A resize not ended keeps the sizes and load of before,
+// for Undo. stale names the attachments a Keep found on the load it let go
+// of: they would run a table nothing writes any more.
+type fakeSizer struct {
+	*fakeOps
+	attacher *fakeAttacher
+	sizes    datapath.Sizes
+	load     int
+	loads    int
+	pending  *fakeResizing
+	stale    []string
+}
+
+func (f *fakeSizer) Resize(s datapath.Sizes) (Resizing, error) {
+	if f.pending != nil {
+		return nil, errors.New("the last resize has not ended")
+	}
+	if err := f.op("Resize %d %v", s.FDBCapacity, s.Refresh); err != nil {
+		return nil, err
+	}
+	r := &fakeResizing{f: f, sizes: f.sizes, load: f.load}
+	f.loads++
+	f.sizes = datapath.Sizes{FDBCapacity: max(s.FDBCapacity, f.sizes.FDBCapacity), Refresh: s.Refresh}
+	f.load, f.pending = f.loads, r
+	return r, nil
+}
+
+// behind are the attachments that run another load than the current one.
+func (f *fakeSizer) behind() []string {
+	var out []string
+	for _, k := range f.attacher.attachedKeys() {
+		if a := f.attacher.attached[k]; a.load != f.load {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+type fakeResizing struct {
+	f     *fakeSizer
+	sizes datapath.Sizes // before
+	load  int
+}
+
+func (r *fakeResizing) Keep() error {
+	f := r.f
+	if f.pending != r {
+		return nil
+	}
+	f.pending = nil
+	for _, k := range f.attacher.attachedKeys() {
+		if f.attacher.attached[k].load == r.load {
+			f.stale = append(f.stale, k)
+		}
+	}
+	return f.op("Resize kept")
+}
+
+func (r *fakeResizing) Undo() error {
+	f := r.f
+	if f.pending != r {
+		return nil
+	}
+	f.pending = nil
+	f.sizes, f.load = r.sizes, r.load
+	return f.op("Resize undone")
 }
 
 // fakePins is the Pins: what the maps hold is the topology's; adopted and
@@ -433,6 +512,7 @@ type fakeAtt struct {
 	pinned   bool
 	upgraded bool
 	stage    bool // runs the programs with the VLAN stage
+	load     int  // of the programs it runs (fakeSizer)
 }
 
 func (a *fakeAtt) key() string     { return fmt.Sprintf("%d/%s", a.ifindex, a.m) }

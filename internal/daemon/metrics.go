@@ -333,10 +333,11 @@ func (c *collector) collectVLANs(ch chan<- prometheus.Metric, s scrape) {
 	}
 }
 
-// metricsServer is the running endpoint.
+// metricsServer is the running endpoint: where it listens (addr) and
+// where it was asked to (want, as the file or --metrics says it).
 type metricsServer struct {
-	addr string
-	srv  *http.Server
+	addr, want string
+	srv        *http.Server
 }
 
 // registry holds trestle's collector and the Go runtime's and process's
@@ -391,7 +392,7 @@ func (d *Daemon) serveMetrics(addr string) (*metricsServer, error) {
 		}
 		fmt.Fprintln(w, "trestle: metrics at /metrics")
 	})
-	m := &metricsServer{addr: ln.Addr().String(), srv: &http.Server{
+	m := &metricsServer{addr: ln.Addr().String(), want: addr, srv: &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: metricsReadTimeout,
 		ReadTimeout:       metricsReadTimeout,

@@ -453,3 +453,55 @@ ethertype = "arp"
 		t.Errorf("a scrape read the datapath's own record without the daemon's lock: %v", w.dp.unlocked)
 	}
 }
+
+// A reload that changes daemon.metrics moves the endpoint there (the new
+// one listening before the old stops), or stops it when it is no longer
+// set; one that cannot listen where it is asked keeps the endpoint as it
+// was.
+func TestMetricsFollowReload(t *testing.T) {
+	w := newWorld(t)
+	// As a reload does, under the lock (a scrape takes it too).
+	moveTo := func(addr string) {
+		w.d.mu.Lock()
+		defer w.d.mu.Unlock()
+		w.d.moveMetrics(addr)
+	}
+	serves := func(addr string) bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}
+	moveTo("127.0.0.1:0")
+	first := w.d.metrics
+	if first == nil || !serves(first.addr) {
+		t.Fatalf("daemon.metrics set at a reload: no endpoint (%+v)", first)
+	}
+	moveTo("localhost:0")
+	second := w.d.metrics
+	if second == nil || second == first || !serves(second.addr) {
+		t.Fatalf("daemon.metrics changed: endpoint %+v, was %+v", second, first)
+	}
+	if serves(first.addr) {
+		t.Errorf("the endpoint at %s still serves after it moved", first.addr)
+	}
+	moveTo("localhost:0")
+	if w.d.metrics != second {
+		t.Errorf("daemon.metrics unchanged: the endpoint moved")
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	moveTo(taken.Addr().String())
+	if w.d.metrics != second || !serves(second.addr) {
+		t.Errorf("daemon.metrics on a port in use: the endpoint did not stay as it was")
+	}
+	moveTo("")
+	if w.d.metrics != nil || serves(second.addr) {
+		t.Errorf("daemon.metrics no longer set: the endpoint still serves")
+	}
+}

@@ -19,10 +19,11 @@ import (
 //
 //  1. plan: the next model (bridge ids, port slots). Nothing is changed;
 //     a config that does not fit is refused here.
-//  2. commit: every dataplane change that can fail (attachments, port and
-//     bridge writes, static entries), each with its undo in a journal. The
-//     first failure undoes them all, last first: the running switch is as it
-//     was, and still correct.
+//  2. commit: every dataplane change that can fail (the datapath loaded
+//     again when the model needs a larger table or a shorter refresh,
+//     attachments, port and bridge writes, static entries), each with its
+//     undo in a journal. The first failure undoes them all, last first: the
+//     running switch is as it was, and still correct.
 //  3. finalize: what cannot be undone and need not fail: detaching programs
 //     no port uses any more, giving peers their settings back, flushing the
 //     entries of ports and bridges that are gone, swapping the model in.
@@ -90,6 +91,17 @@ type change struct {
 	// added or removed, runports.go "scoped"): the others are taken as
 	// they are, not looked at again.
 	only portScope
+	// grow: the sizes the next model needs that the programs running were
+	// not loaded for (a larger table, a shorter refresh), and why, or nil;
+	// resizing, the resize the commit began, which finalize ends.
+	grow     *growth
+	resizing Resizing
+}
+
+// growth is a resize an apply needs.
+type growth struct {
+	sizes datapath.Sizes
+	why   string // "FILE: the bridges' max_entries need ..."
 }
 
 type staleStatic struct {
@@ -150,17 +162,12 @@ func (d *Daemon) applyScoped(cfg *config.Config, only portScope) error {
 // used before this apply, so that none inherits the entries of one that is
 // going away before they are flushed.
 func (d *Daemon) plan(cfg *config.Config) (*change, error) {
-	if need := fdbCapacity(cfg); need > d.capacity {
-		return nil, fmt.Errorf("%s: the bridges' max_entries need a table of %d entries and the loaded one holds %d: restart the daemon to grow it", cfg.File, need, d.capacity)
-	}
-	if r := refreshFor(cfg); r < d.refresh {
-		return nil, fmt.Errorf("%s: an aging time under %v needs a restart of the daemon", cfg.File, 4*d.refresh)
-	}
 	vtep, err := d.overlayPlan(cfg)
 	if err != nil {
 		return nil, err
 	}
-	c := &change{next: map[string]*bridgeState{}, attached: map[int]Attachment{}, made: map[int]Attachment{}, peers: map[int]*peerFix{}, vtep: vtep}
+	c := &change{next: map[string]*bridgeState{}, attached: map[int]Attachment{}, made: map[int]Attachment{}, peers: map[int]*peerFix{}, vtep: vtep,
+		grow: d.growthFor(cfg)}
 	fail := func(err error) (*change, error) {
 		d.alloc.giveBack(c.newSlots, c.newIDs)
 		return nil, err
@@ -305,8 +312,76 @@ func (d *Daemon) upgradeAll(attached map[int]Attachment) error {
 	return errors.Join(errs...)
 }
 
+// growthFor says what sizes cfg needs that the running programs were not
+// loaded for: a table for the bridges' max_entries larger than the one
+// loaded, a refresh shorter than the one loaded for its shortest aging time.
+// Nothing else the configuration sets is fixed at load. The table never
+// shrinks (bridges that go leave their room to those that come), and a
+// refresh shorter than a longer aging time needs is kept: neither is reason
+// to load anything again.
+func (d *Daemon) growthFor(cfg *config.Config) *growth {
+	need, refresh := fdbCapacity(cfg), refreshFor(cfg)
+	var why []string
+	if need > d.capacity {
+		why = append(why, fmt.Sprintf("the bridges' max_entries need a learning table of %d entries (it holds %d)", need, d.capacity))
+	}
+	if refresh < d.refresh {
+		why = append(why, fmt.Sprintf("an aging time of %v needs timestamps refreshed every %v (now every %v)", 4*refresh, refresh, d.refresh))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return &growth{sizes: datapath.Sizes{FDBCapacity: max(need, d.capacity), Refresh: refresh}, why: cfg.File + ": " + strings.Join(why, ", and ")}
+}
+
+// grow loads the programs again for the sizes the next model needs, on a
+// copy of the table (datapath/resize.go), and moves every port to them in
+// place, before anything else of the commit: what follows writes the new
+// table, and each stage switched on is loaded for the new sizes. Undone, the
+// ports go back to the programs and table of before; finalize ends it.
+func (d *Daemon) grow(c *change, j *journal) error {
+	if c.grow == nil {
+		return nil
+	}
+	r, err := d.sizer.Resize(c.grow.sizes)
+	if err != nil {
+		return fmt.Errorf("%s, and the datapath could not be loaded for it: %w; the running switch is as it was: "+
+			"lower max_entries or lengthen aging, or give the daemon the memory a table of that size takes (each entry is taken up front)", c.grow.why, err)
+	}
+	c.resizing = r
+	wasCap, wasRefresh := d.capacity, d.refresh
+	d.capacity, d.refresh = c.grow.sizes.FDBCapacity, c.grow.sizes.Refresh
+	j.add("load the datapath for new sizes", func() error {
+		d.capacity, d.refresh = wasCap, wasRefresh
+		c.resizing = nil
+		return errors.Join(r.Undo(), d.upgradeAll(d.attached))
+	})
+	if err := d.upgradeAll(d.attached); err != nil {
+		return fmt.Errorf("%s: move the ports to the programs loaded for it: %w", c.grow.why, err)
+	}
+	d.log.Info("datapath loaded again for new sizes, every port moved in place", "fdb_capacity", d.capacity, "refresh", d.refresh,
+		"was_fdb_capacity", wasCap, "was_refresh", wasRefresh, "why", c.grow.why)
+	return nil
+}
+
+// endGrow lets go of the programs and table of before a resize, once every
+// port runs the new ones (finalize's first step: the flushes that follow
+// must meet what it carries over).
+func (d *Daemon) endGrow(c *change) {
+	if c.resizing == nil {
+		return
+	}
+	if err := c.resizing.Keep(); err != nil {
+		d.log.Warn("addresses learned while the table was copied are learned again", "err", err)
+	}
+	c.resizing = nil
+}
+
 // commit makes every fallible change, journaled.
 func (d *Daemon) commit(c *change, j *journal) error {
+	if err := d.grow(c, j); err != nil {
+		return err
+	}
 	if err := d.stagesOn(c, j); err != nil {
 		return err
 	}
@@ -542,6 +617,7 @@ func (d *Daemon) commitStatics(c *change, b *bridgeState, j *journal) error {
 
 // finalize does what cannot be undone and swaps the next model in.
 func (d *Daemon) finalize(c *change) {
+	d.endGrow(c)
 	// Programs that no port of the next model uses, and their peers.
 	for idx, a := range d.attached {
 		if c.attached[idx] == a {

@@ -28,7 +28,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	dp, sys := newFakeDP(), newFakeSys()
-	return &world{t: t, dp: dp, sys: sys, d: newDaemon(quietLog(), dp, sys, 1<<20, time.Second)}
+	return &world{t: t, dp: dp, sys: sys, d: newDaemon(quietLog(), dp, sys, fakeSizes.FDBCapacity, fakeSizes.Refresh)}
 }
 
 func cfgOf(t *testing.T, body string) *config.Config {

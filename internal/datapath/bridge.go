@@ -305,7 +305,9 @@ func (d *Datapath) ResetBridge(id uint16) error {
 	if err := checkBridgeID(id); err != nil {
 		return err
 	}
-	for _, m := range []*ebpf.Map{d.objs.BridgeMacs, d.objs.BridgeMacsDel} {
+	t, done := d.use()
+	defer done()
+	for _, m := range []*ebpf.Map{t.bridgeMacs, t.bridgeMacsDel} {
 		if err := m.Put(uint32(id), int32(0)); err != nil {
 			return fmt.Errorf("bridge %d: reset address count: %w", id, err)
 		}

@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -32,7 +33,8 @@ import (
 	"github.com/trestle/trestle/internal/mode"
 )
 
-// Options are fixed when the datapath is loaded.
+// Options are what the datapath is loaded with. The sizes among them
+// (FDBCapacity, Refresh) are changed while it forwards by Resize.
 type Options struct {
 	// FDBCapacity is the size of the shared learning table (all bridges).
 	// An adopted table that is larger is kept as it is.
@@ -53,10 +55,18 @@ type Options struct {
 
 // Datapath is a loaded switch program with its maps.
 type Datapath struct {
-	objs   objects
-	bss    *ebpf.Map // the generations (lib/fdb.h), pinned with the rest
-	maps   map[string]*ebpf.Map
-	floods map[uint16]*ebpf.Map
+	// objs are the maps and programs of the first load, but the learning
+	// table's (tbl) and the entry points' (progs), which a resize replaces.
+	objs objects
+	bss  *ebpf.Map            // the generations (lib/fdb.h), pinned with the rest
+	maps map[string]*ebpf.Map // every map the programs use, by name, as now
+	tmu  sync.Mutex           // tbl, and its users
+	tbl  *fdbTable
+	// refresh is the load-time refresh_ns of the entry points (Sizes);
+	// resizing, a Resize the caller has not ended yet.
+	refresh  time.Duration
+	resizing *Resizing
+	floods   map[uint16]*ebpf.Map
 	// syncMap is an inner map kept for sync(): writing it into floods[0]
 	// waits for every running program to finish.
 	syncMap *ebpf.Map
@@ -105,16 +115,14 @@ func Load(opts Options) (*Datapath, error) {
 	if opts.FDBCapacity > 0 {
 		spec.Maps[tbpf.TrestleMapFdb].MaxEntries = opts.FDBCapacity
 	}
-	if opts.Refresh > 0 {
-		if err := spec.Variables[tbpf.TrestleVarRefreshNs].Set(uint64(opts.Refresh.Nanoseconds())); err != nil {
-			return nil, fmt.Errorf("set refresh interval: %w", err)
-		}
+	if err := setRefresh(spec, opts.Refresh); err != nil {
+		return nil, err
 	}
 	// Memos expire by the tick count where HZ is known (bpf/lib/fdb.h).
 	if err := spec.Variables[tbpf.TrestleVarJiffiesHz].Set(uint64(kernelHZ())); err != nil {
 		return nil, fmt.Errorf("set the tick rate: %w", err)
 	}
-	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, log: opts.Log,
+	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, log: opts.Log, refresh: refreshOf(spec),
 		spec: spec, progs: map[stage]progSet{}, vlanFloods: map[uint16]*ebpf.Map{},
 		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}, reachFloods: map[uint16]*ebpf.Map{},
 		via: map[uint32][2]uint32{}, xdpTo: map[uint32]uint32{}}
@@ -155,7 +163,13 @@ func Load(opts Options) (*Datapath, error) {
 		d.pin.abort()
 		return nil, fmt.Errorf("load datapath: %w", err)
 	}
+	// The table and the entry points are the first of their kind: a
+	// resize replaces them, so they are held apart from objs.
+	d.tbl = &fdbTable{fdb: d.objs.Fdb, portMacs: d.objs.PortMacs, portMacsDel: d.objs.PortMacsDel,
+		bridgeMacs: d.objs.BridgeMacs, bridgeMacsDel: d.objs.BridgeMacsDel}
+	d.objs.Fdb, d.objs.PortMacs, d.objs.PortMacsDel, d.objs.BridgeMacs, d.objs.BridgeMacsDel = nil, nil, nil, nil, nil
 	d.progs[stage{}] = progSet{xdp: d.objs.TrestleXdp, tc: d.objs.TrestleTc}
+	d.objs.TrestleXdp, d.objs.TrestleTc = nil, nil
 	d.bss = coll.DetachMap(".bss")
 	coll.Close() // what is left: .rodata, which the programs hold
 	delete(d.maps, ".rodata")
@@ -205,7 +219,11 @@ func (d *Datapath) Fresh() []string {
 
 // FDBCapacity is the size of the loaded learning table (an adopted one may
 // be larger than asked).
-func (d *Datapath) FDBCapacity() uint32 { return d.objs.Fdb.MaxEntries() }
+func (d *Datapath) FDBCapacity() uint32 {
+	t, done := d.use()
+	defer done()
+	return t.fdb.MaxEntries()
+}
 
 // Close releases the daemon's handles on programs and maps. Pinned objects,
 // and links attached without pins until they are closed, live on.
@@ -225,10 +243,14 @@ func (d *Datapath) Close() {
 	if d.capture != nil {
 		d.capture.Close()
 	}
-	for st, s := range d.progs {
-		if st != (stage{}) { // the embedded build's, closed with objs
-			s.close()
-		}
+	for _, s := range d.progs {
+		s.close()
+	}
+	if d.resizing != nil {
+		d.resizing.release()
+	}
+	if d.tbl != nil {
+		d.retire(d.tbl)
 	}
 	if d.syncMap != nil {
 		d.syncMap.Close()

@@ -146,20 +146,32 @@ func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 // run sends one frame into the pipeline as if received on the port in slot.
 func (r *rig) run(slot int, data []byte) uint32 {
 	r.t.Helper()
+	return r.runProg(r.prog(), slot, data)
+}
+
+// prog is the entry point of the rig's mode that attachments get now.
+func (r *rig) prog() *ebpf.Program {
+	if r.m.name == "xdp" {
+		return r.dp.XDPProgram()
+	}
+	return r.dp.TCProgram()
+}
+
+// runProg is run through prog, an entry point of the rig's mode.
+func (r *rig) runProg(prog *ebpf.Program, slot int, data []byte) uint32 {
+	r.t.Helper()
 	var ret uint32
 	// Every run on one CPU: the learning cache is per CPU, and the tests
 	// must meet it, not sometimes miss it by moving.
 	err := r.ns.Do(func() error {
 		return onCPU0(func() error {
 			opts := &ebpf.RunOptions{Data: data}
-			prog := r.dp.XDPProgram()
 			if r.m.name == "xdp" {
 				ctx := make([]byte, 24) // struct xdp_md: data_end at 4, ingress_ifindex at 12
 				binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
 				binary.LittleEndian.PutUint32(ctx[12:], r.port[slot])
 				opts.Context = ctx
 			} else {
-				prog = r.dp.TCProgram()
 				ctx := make([]byte, 44) // struct __sk_buff up to ifindex at 40
 				binary.LittleEndian.PutUint32(ctx[40:], r.port[slot])
 				opts.Context = ctx

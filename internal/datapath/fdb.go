@@ -23,6 +23,78 @@ import (
 // of the table holds of it, whatever the table's size.
 const FDBChunk = 1024
 
+// fdbTable is the learning table with its address counts: one state between
+// them (pin.go's groups), which a resize replaces whole (resize.go). Readers
+// that run beside the daemon's writes (a walk of `fdb show`, a metrics
+// scrape) take it with use and give it back with the func use returns: a
+// table replaced meanwhile is closed by the last of them, so a walk that
+// began on it ends on it (it then reads the table as it was when the new one
+// took over) and never meets a closed map.
+type fdbTable struct {
+	fdb, portMacs, portMacsDel, bridgeMacs, bridgeMacsDel *ebpf.Map
+	users                                                 int
+	retired                                               bool
+}
+
+// fdbGroup names the maps of an fdbTable, as the object does.
+var fdbGroup = []string{tbpf.TrestleMapFdb, tbpf.TrestleMapPortMacs, tbpf.TrestleMapPortMacsDel, tbpf.TrestleMapBridgeMacs, tbpf.TrestleMapBridgeMacsDel}
+
+// maps are the table's maps by their names in the object.
+func (t *fdbTable) maps() map[string]*ebpf.Map {
+	return map[string]*ebpf.Map{
+		tbpf.TrestleMapFdb: t.fdb, tbpf.TrestleMapPortMacs: t.portMacs, tbpf.TrestleMapPortMacsDel: t.portMacsDel,
+		tbpf.TrestleMapBridgeMacs: t.bridgeMacs, tbpf.TrestleMapBridgeMacsDel: t.bridgeMacsDel,
+	}
+}
+
+func (t *fdbTable) close() {
+	for _, m := range t.maps() {
+		m.Close()
+	}
+}
+
+// use is the table now, held until done is called.
+func (d *Datapath) use() (t *fdbTable, done func()) {
+	d.tmu.Lock()
+	t = d.tbl
+	t.users++
+	d.tmu.Unlock()
+	return t, func() {
+		d.tmu.Lock()
+		t.users--
+		if t.retired && t.users == 0 {
+			t.close()
+		}
+		d.tmu.Unlock()
+	}
+}
+
+// setTable makes t the table; the one it replaces is closed once no reader
+// holds it, when retire is set (else the caller keeps it, to go back to).
+func (d *Datapath) setTable(t *fdbTable, retire bool) *fdbTable {
+	d.tmu.Lock()
+	defer d.tmu.Unlock()
+	old := d.tbl
+	d.tbl = t
+	if retire && old != nil {
+		d.retireLocked(old)
+	}
+	return old
+}
+
+func (d *Datapath) retire(t *fdbTable) {
+	d.tmu.Lock()
+	defer d.tmu.Unlock()
+	d.retireLocked(t)
+}
+
+func (d *Datapath) retireLocked(t *fdbTable) {
+	t.retired = true
+	if t.users == 0 {
+		t.close()
+	}
+}
+
 // FDB dumps the learning table of every bridge (WalkFDB, gathered), for
 // tests; the daemon never holds the table whole: it walks it.
 func (d *Datapath) FDB() ([]FDBEntry, error) {
@@ -44,24 +116,36 @@ func (d *Datapath) FDB() ([]FDBEntry, error) {
 // concurrent learn or delete (fn's own deletes too: a batch's buckets are
 // behind the cursor) cannot make it read an entry twice or abort. An error
 // of the dump or of fn ends the walk and is returned; what fn was handed
-// before it is then a part of the table.
+// before it is then a part of the table. A walk that a resize overtakes
+// reads on the table it began on (resize.go).
 func (d *Datapath) WalkFDB(fn func([]FDBEntry) error) error {
-	keys := make([]tbpf.FDBKey, FDBChunk)
-	vals := make([]tbpf.FDBVal, FDBChunk)
+	t, done := d.use()
+	defer done()
 	out := make([]FDBEntry, 0, FDBChunk)
-	cursor := new(ebpf.MapBatchCursor)
-	for {
-		n, err := d.objs.Fdb.BatchLookup(cursor, keys, vals, nil)
+	return batches(t.fdb, func(keys []tbpf.FDBKey, vals []tbpf.FDBVal) error {
 		now := Now()
 		out = out[:0]
-		for i := 0; i < n; i++ {
+		for i := range keys {
 			out = append(out, entryOf(keys[i], vals[i], now))
 		}
+		return fn(out)
+	})
+}
+
+// batches reads a learning table in batches of at most FDBChunk entries,
+// bucket by bucket, and hands each to fn (whose slices are reused for the
+// next batch). An error of the dump or of fn ends it.
+func batches(m *ebpf.Map, fn func([]tbpf.FDBKey, []tbpf.FDBVal) error) error {
+	keys := make([]tbpf.FDBKey, FDBChunk)
+	vals := make([]tbpf.FDBVal, FDBChunk)
+	cursor := new(ebpf.MapBatchCursor)
+	for {
+		n, err := m.BatchLookup(cursor, keys, vals, nil)
 		if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("dump fdb: %w", err)
 		}
-		if len(out) > 0 {
-			if ferr := fn(out); ferr != nil {
+		if n > 0 {
+			if ferr := fn(keys[:n], vals[:n]); ferr != nil {
 				return ferr
 			}
 		}
@@ -114,11 +198,13 @@ func (d *Datapath) AddFDB(e FDBEntry) error {
 	if e.User {
 		v.Flags |= tbpf.FDBUser
 	}
+	t, done := d.use()
+	defer done()
 	for attempt := 0; ; attempt++ {
-		if _, _, err := d.delEntry(k); err != nil {
+		if _, _, err := t.delEntry(k); err != nil {
 			return fmt.Errorf("add fdb entry %s vlan %d: %w", e.MAC, e.VLAN, err)
 		}
-		err := d.objs.Fdb.Update(&k, &v, ebpf.UpdateNoExist)
+		err := t.fdb.Update(&k, &v, ebpf.UpdateNoExist)
 		if err == nil {
 			break
 		}
@@ -132,16 +218,16 @@ func (d *Datapath) AddFDB(e FDBEntry) error {
 
 // delEntry takes one entry out and counts a learned one as deleted where it
 // was; ok is false when there was none.
-func (d *Datapath) delEntry(k tbpf.FDBKey) (FDBEntry, bool, error) {
+func (t *fdbTable) delEntry(k tbpf.FDBKey) (FDBEntry, bool, error) {
 	var v tbpf.FDBVal
-	if err := d.objs.Fdb.LookupAndDelete(&k, &v); errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := t.fdb.LookupAndDelete(&k, &v); errors.Is(err, ebpf.ErrKeyNotExist) {
 		return FDBEntry{}, false, nil
 	} else if err != nil {
 		return FDBEntry{}, false, err
 	}
 	e := entryOf(k, v, Now())
 	if !e.Static {
-		if err := d.countDeleted(e.Slot, e.Bridge); err != nil {
+		if err := t.countDeleted(e.Slot, e.Bridge); err != nil {
 			return e, true, err
 		}
 	}
@@ -155,7 +241,9 @@ func (d *Datapath) DelFDB(bridge, vlan uint16, mac net.HardwareAddr) (FDBEntry, 
 	if err != nil {
 		return FDBEntry{}, err
 	}
-	e, ok, err := d.delEntry(k)
+	t, done := d.use()
+	defer done()
+	e, ok, err := t.delEntry(k)
 	if err != nil {
 		return e, fmt.Errorf("delete fdb entry %s vlan %d: %w", mac, vlan, err)
 	}
@@ -174,13 +262,15 @@ func (d *Datapath) DelFDBs(es []FDBEntry) (int, error) {
 
 // delFDBs deletes es and returns those that were there.
 func (d *Datapath) delFDBs(es []FDBEntry) ([]FDBEntry, error) {
+	t, done := d.use()
+	defer done()
 	var gone []FDBEntry
 	var errs []error
 	for _, e := range es {
 		k, err := fdbKey(e.Bridge, e.VLAN, e.MAC)
 		if err == nil {
 			var ok bool
-			if _, ok, err = d.delEntry(k); ok {
+			if _, ok, err = t.delEntry(k); ok {
 				gone = append(gone, e)
 			}
 		}
@@ -198,6 +288,8 @@ func (d *Datapath) delFDBs(es []FDBEntry) ([]FDBEntry, error) {
 // than aging says for their bridge (they may have been refreshed since the
 // dump that named them), and returns those it deleted.
 func (d *Datapath) AgeOut(es []FDBEntry, aging func(bridge uint16) time.Duration) ([]FDBEntry, error) {
+	t, done := d.use()
+	defer done()
 	var idle []FDBEntry
 	for _, e := range es {
 		k, err := fdbKey(e.Bridge, e.VLAN, e.MAC)
@@ -205,7 +297,7 @@ func (d *Datapath) AgeOut(es []FDBEntry, aging func(bridge uint16) time.Duration
 			return nil, err
 		}
 		var v tbpf.FDBVal
-		if err := d.objs.Fdb.Lookup(&k, &v); errors.Is(err, ebpf.ErrKeyNotExist) {
+		if err := t.fdb.Lookup(&k, &v); errors.Is(err, ebpf.ErrKeyNotExist) {
 			continue
 		} else if err != nil {
 			return nil, fmt.Errorf("age out %s vlan %d: %w", e.MAC, e.VLAN, err)
@@ -218,11 +310,11 @@ func (d *Datapath) AgeOut(es []FDBEntry, aging func(bridge uint16) time.Duration
 }
 
 // countDeleted counts one learned entry of slot and bridge as deleted.
-func (d *Datapath) countDeleted(slot, bridge uint16) error {
-	if err := addCount(d.objs.PortMacsDel, uint32(slot)); err != nil {
+func (t *fdbTable) countDeleted(slot, bridge uint16) error {
+	if err := addCount(t.portMacsDel, uint32(slot)); err != nil {
 		return fmt.Errorf("count deleted address of slot %d: %w", slot, err)
 	}
-	if err := addCount(d.objs.BridgeMacsDel, uint32(bridge)); err != nil {
+	if err := addCount(t.bridgeMacsDel, uint32(bridge)); err != nil {
 		return fmt.Errorf("count deleted address of bridge %d: %w", bridge, err)
 	}
 	return nil

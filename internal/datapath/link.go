@@ -142,9 +142,7 @@ func (d *Datapath) Upgrade(a *Attachment) (bool, error) {
 // so the memos made from here on rest on what this build sees. A failure
 // is logged: the link has moved all the same.
 func (d *Datapath) voidMemos(a *Attachment) {
-	err := d.bumpGeneration()
-	d.configChanged(&err)
-	if err != nil {
+	if err := d.voidAllMemos(); err != nil {
 		d.log("could not void the memos after an upgrade", "link", a.String(), "err", err)
 	}
 }

@@ -25,22 +25,24 @@ func (d *Datapath) PutLearned(e FDBEntry) error {
 	if e.Static {
 		return fmt.Errorf("put learned entry %s vlan %d: a static entry is AddFDB's", e.MAC, e.VLAN)
 	}
+	t, done := d.use()
+	defer done()
 	var cur tbpf.FDBVal
-	if err := d.objs.Fdb.Lookup(&k, &cur); err == nil && cur.Flags&tbpf.FDBStatic != 0 {
+	if err := t.fdb.Lookup(&k, &cur); err == nil && cur.Flags&tbpf.FDBStatic != 0 {
 		return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, ErrStatic)
 	}
 	v := tbpf.FDBVal{Ifindex: e.Ifindex, Slot: e.Slot, SeenNs: Now()}
 	for attempt := 0; ; attempt++ {
-		old, had, err := d.delEntry(k)
+		old, had, err := t.delEntry(k)
 		if err != nil {
 			return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, err)
 		}
 		if had && old.Static {
 			// Added in between: put back, and refused.
-			_ = d.objs.Fdb.Update(&k, &tbpf.FDBVal{Ifindex: old.Ifindex, Slot: old.Slot, SeenNs: old.SeenNs, Flags: flagsOf(old)}, ebpf.UpdateNoExist)
+			_ = t.fdb.Update(&k, &tbpf.FDBVal{Ifindex: old.Ifindex, Slot: old.Slot, SeenNs: old.SeenNs, Flags: flagsOf(old)}, ebpf.UpdateNoExist)
 			return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, ErrStatic)
 		}
-		err = d.objs.Fdb.Update(&k, &v, ebpf.UpdateNoExist)
+		err = t.fdb.Update(&k, &v, ebpf.UpdateNoExist)
 		if err == nil {
 			break
 		}
@@ -48,10 +50,10 @@ func (d *Datapath) PutLearned(e FDBEntry) error {
 			return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, err)
 		}
 	}
-	if err := addCountN(d.objs.PortMacsDel, uint32(e.Slot), -1); err != nil {
+	if err := addCountN(t.portMacsDel, uint32(e.Slot), -1); err != nil {
 		return fmt.Errorf("count address of slot %d: %w", e.Slot, err)
 	}
-	if err := addCountN(d.objs.BridgeMacsDel, uint32(e.Bridge), -1); err != nil {
+	if err := addCountN(t.bridgeMacsDel, uint32(e.Bridge), -1); err != nil {
 		return fmt.Errorf("count address of bridge %d: %w", e.Bridge, err)
 	}
 	// It may replace an entry on another port that a CPU's memo holds.

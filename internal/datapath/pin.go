@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -101,7 +103,7 @@ var scratch = map[string]bool{
 // has: were the table copied and its counts shared, what it learns in that
 // window would be counted forever and found nowhere.
 var groups = [][]string{
-	{tbpf.TrestleMapFdb, tbpf.TrestleMapPortMacs, tbpf.TrestleMapPortMacsDel, tbpf.TrestleMapBridgeMacs, tbpf.TrestleMapBridgeMacsDel},
+	fdbGroup,
 	{tbpf.TrestleMapBridges, tbpf.TrestleMapBridgeLive, tbpf.TrestleMapFloods},
 	{tbpf.TrestleMapPortIndex, tbpf.TrestleMapPorts, tbpf.TrestleMapTxPorts},
 }
@@ -401,20 +403,7 @@ func (p *pinState) commit(maps map[string]*ebpf.Map) error {
 		if p.adopted[name] {
 			continue
 		}
-		// Pin a clone: the loader's map object stays unpinned, so that
-		// closing it never unpins.
-		c, err := m.Clone()
-		if err != nil {
-			return fmt.Errorf("pin map %s at %s: %w", name, path, err)
-		}
-		tmp := path + "_new"
-		_ = os.Remove(tmp)
-		err = c.Pin(tmp)
-		c.Close()
-		if err == nil {
-			err = os.Rename(tmp, path)
-		}
-		if err != nil {
+		if err := pinAt(m, path); err != nil {
 			return fmt.Errorf("pin map %s at %s: %w", name, path, err)
 		}
 	}
@@ -429,6 +418,37 @@ func (p *pinState) commit(maps map[string]*ebpf.Map) error {
 	p.stale = nil
 	p.pruneLayouts(final)
 	p.release()
+	return nil
+}
+
+// pinAt pins m at path, under a temporary name renamed over it: a crash
+// leaves the pin that was there or the new one, never neither. It pins a
+// clone: the caller's map object stays unpinned, so that closing it never
+// unpins.
+func pinAt(m *ebpf.Map, path string) error {
+	c, err := m.Clone()
+	if err != nil {
+		return err
+	}
+	tmp := path + "_new"
+	_ = os.Remove(tmp)
+	err = c.Pin(tmp)
+	c.Close()
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	return err
+}
+
+// pinMaps pins maps in place of the pins of their names (a resize's table,
+// of the same layouts: their files keep their names), in the order of their
+// names.
+func (p *pinState) pinMaps(ms map[string]*ebpf.Map) error {
+	for _, name := range slices.Sorted(maps.Keys(ms)) {
+		if err := pinAt(ms[name], p.path(name)); err != nil {
+			return fmt.Errorf("pin map %s in %s: %w", name, p.dir, err)
+		}
+	}
 	return nil
 }
 

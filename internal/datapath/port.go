@@ -426,7 +426,9 @@ func (d *Datapath) ResetPort(slot uint16) error {
 	if err := d.objs.Stats.Put(uint32(slot), zero); err != nil {
 		return fmt.Errorf("reset counters of slot %d: %w", slot, err)
 	}
-	for _, m := range []*ebpf.Map{d.objs.PortMacs, d.objs.PortMacsDel} {
+	t, done := d.use()
+	defer done()
+	for _, m := range []*ebpf.Map{t.portMacs, t.portMacsDel} {
 		if err := m.Put(uint32(slot), int32(0)); err != nil {
 			return fmt.Errorf("reset address count of slot %d: %w", slot, err)
 		}
@@ -477,14 +479,18 @@ func (d *Datapath) slotStats(slot uint16) (tbpf.PortStats, error) {
 // MACCount is the learned-address count the datapath checks a port's
 // max_macs against (slot) or a bridge's max_entries (bridge id).
 func (d *Datapath) PortMACs(slot uint16) (int, error) {
-	return d.count(d.objs.PortMacs, d.objs.PortMacsDel, uint32(slot))
+	t, done := d.use()
+	defer done()
+	return count(t.portMacs, t.portMacsDel, uint32(slot))
 }
 
 func (d *Datapath) BridgeMACs(id uint16) (int, error) {
-	return d.count(d.objs.BridgeMacs, d.objs.BridgeMacsDel, uint32(id))
+	t, done := d.use()
+	defer done()
+	return count(t.bridgeMacs, t.bridgeMacsDel, uint32(id))
 }
 
-func (d *Datapath) count(added, deleted *ebpf.Map, idx uint32) (int, error) {
+func count(added, deleted *ebpf.Map, idx uint32) (int, error) {
 	var a, del int32
 	if err := added.Lookup(idx, &a); err != nil {
 		return 0, fmt.Errorf("read address count %d: %w", idx, err)
