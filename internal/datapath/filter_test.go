@@ -432,6 +432,11 @@ func BenchmarkFilter(b *testing.B) {
 // here, not in a daemon that turns the stage on).
 func TestEveryBuildLoads(t *testing.T) {
 	r := newRig(t, modes[0], 1024, [4]uint32{})
+	// Both modes' entry points: each switch below then loads both of its
+	// build, as it does for a daemon with ports in both modes.
+	for _, m := range modes {
+		program(t, r.dp, m)
+	}
 	for _, s := range []stage{{}, {vlan: true}, {filter: true}, {vlan: true, filter: true}} {
 		err := r.ns.Do(func() error {
 			if err := r.dp.SetVLANStage(s.vlan); err != nil {
@@ -450,6 +455,11 @@ func TestEveryBuildLoads(t *testing.T) {
 		})
 		if err != nil {
 			t.Errorf("%+v: %v", s, err)
+		}
+	}
+	for s, set := range r.dp.progs {
+		if len(set.modes()) != 2 {
+			t.Errorf("%+v: the build of %v loaded", s, set.modes())
 		}
 	}
 }
