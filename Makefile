@@ -94,23 +94,37 @@ vet:
 	unformatted=$$($$gofmt -l cmd internal scripts tests) || { echo "vet: $$gofmt -l failed (its messages are above)" >&2; exit 1; }; \
 	test -z "$$unformatted" || { echo "$$unformatted"; echo "vet: gofmt needed: run $$gofmt -w on the files above" >&2; exit 1; }
 
-# make test: every test. Packages run two at a time (-p 2), and inside the
-# end-to-end packages (tests/) up to TEST_PARALLEL tests that measure nothing
-# run side by side (t.Parallel): each makes namespaces, a socket and pins of
-# its own, and mostly waits, for a daemon, a capture or a timer. The tests
-# whose figures are times or rates (the lab's trials, the generator's pacing:
-# TEST_ALONE) run after them, one package at a time and beside nothing, as
-# every test once did. The end-to-end tests run bin/trestle (TRESTLE_TEST_BIN),
-# built once. Then each fuzz target fuzzes briefly (fuzz-short), beyond its
-# seeds.
-TEST_ALONE    := ./internal/lab/... ./tests/traffic/...
+# make test: every test, in two phases.
+#
+# First every test but the timed ones: packages run two at a time (-p 2),
+# the slowest first (TEST_FIRST: the lab's real runs, the datapath's
+# table tests, 1024 ports, the Debian package), so that no long package
+# starts last and leaves a core idle; inside the end-to-end packages
+# (tests/) up to TEST_PARALLEL tests run side by side (t.Parallel): each
+# makes namespaces, a socket and pins of its own, and mostly waits, for a
+# daemon, a capture or a timer. The lab's tests run there too: on short
+# trials they assert that each figure is there and nothing is left
+# behind, not what a figure is.
+#
+# Then the tests whose figures are times or rates (TEST_TIMED: the
+# generator's pacing and loss, a restart streamed through without loss),
+# one package at a time and beside nothing. They are in the packages
+# TEST_ALONE; the first phase skips them by name (-skip), so a test that
+# comes to assert a time or a rate is named in TEST_TIMED.
+#
+# The end-to-end tests and the lab run bin/trestle (TRESTLE_TEST_BIN),
+# built once. Then each fuzz target fuzzes briefly (fuzz-short), beyond
+# its seeds.
+TEST_FIRST    := ./internal/lab ./internal/datapath ./tests/scale ./tests/package ./tests/persist ./tests/overlay
+TEST_ALONE    := ./internal/lab ./tests/traffic
+TEST_TIMED    := TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario
 TEST_PARALLEL ?= 4
 GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) TRESTLE_TEST_CNI=$(CURDIR)/$(CNI_BIN) TRESTLE_TEST_TOOLS=$(TOOLS) $(GO) test -count=1 -timeout 30m
 
 test: deps check-generate vet build
-	@alone="$$($(GO) list $(TEST_ALONE))" && all="$$($(GO) list ./...)" && \
-	$(GOTEST) -p 2 -parallel $(TEST_PARALLEL) $$(echo "$$all" | grep -vxF "$$alone")
-	$(GOTEST) -p 1 $(TEST_ALONE)
+	@first="$$($(GO) list $(TEST_FIRST))" && all="$$($(GO) list ./...)" && \
+	$(GOTEST) -p 2 -parallel $(TEST_PARALLEL) -skip '^($(TEST_TIMED))$$' $$first $$(echo "$$all" | grep -vxF "$$first")
+	$(GOTEST) -p 1 -run '^($(TEST_TIMED))$$' $(TEST_ALONE)
 	@$(MAKE) --no-print-directory fuzz-short
 
 # make check: the everyday tests, in under 3 minutes: vet, the bindings, and
