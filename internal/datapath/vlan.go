@@ -173,18 +173,22 @@ func (d *Datapath) loadEntry(s stage, m mode.Mode) (*ebpf.Program, error) {
 		}
 		ring = d.capture.ring
 	}
-	name := tbpf.TrestleProgTrestleXdp
+	return d.loadProgram(spec, entryName(s, m), ring)
+}
+
+// entryName is the program of build s's entry point of mode m.
+func entryName(s stage, m mode.Mode) string {
 	switch {
 	case m == mode.TC && s.filter:
 		// Entry points of their own, so that those without the stage are
 		// compiled as if it did not exist (bpf/lib/stages.h).
-		name = tbpf.TrestleProgTrestleTcFilter
+		return tbpf.TrestleProgTrestleTcFilter
 	case m == mode.TC:
-		name = tbpf.TrestleProgTrestleTc
+		return tbpf.TrestleProgTrestleTc
 	case s.filter:
-		name = tbpf.TrestleProgTrestleXdpFilter
+		return tbpf.TrestleProgTrestleXdpFilter
 	}
-	return d.loadProgram(spec, name, ring)
+	return tbpf.TrestleProgTrestleXdp
 }
 
 // loadProgram loads the program name of spec (a copy of d.spec, which it
