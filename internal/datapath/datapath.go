@@ -186,6 +186,12 @@ func Load(opts Options) (*Datapath, error) {
 		d.Close()
 		return nil, fmt.Errorf("create sync map: %w", err)
 	}
+	if d.pin == nil {
+		// Its VLANs array was made here, so it holds none: reading it
+		// whole (a lookup of every bridge's 4096 VIDs) was a fifth of a
+		// small daemon's start (loadVLANs).
+		d.vlans = map[uint32]VLAN{}
+	}
 	if d.pin != nil {
 		if err := d.loadModes(stage{}, pinnedModes(opts.PinDir)); err != nil {
 			d.Close()
