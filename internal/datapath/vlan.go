@@ -67,7 +67,7 @@ type stage struct{ vlan, capture, filter bool }
 // stageConsts gate the optional stages, one way: each is a load-time
 // constant of the programs (bpf/lib/stages.h, with the matrix of builds
 // they make), set before a build is loaded. The filter's build has entry
-// points of its own too (loadStage).
+// points of its own too (entryName).
 var stageConsts = []struct {
 	name, what string
 	on         func(stage) bool
