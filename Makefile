@@ -105,7 +105,7 @@ vet:
 # daemon, a capture or a timer. The lab's real runs are there: on short
 # trials they assert that each figure is there and nothing is left behind,
 # not what a figure is; one package's tests run one at a time, so the lab
-# takes one of the three places for its five minutes and the other two
+# takes one of the three places for most of the phase and the other two
 # take the rest.
 #
 # Then the tests of TEST_TIMED, one package at a time and beside nothing:
