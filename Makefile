@@ -135,10 +135,11 @@ test: deps check-generate vet build
 # every test that makes no namespace to run a daemon or traffic in (-short:
 # testutil.RequireNetns skips those): unit tests, the daemon against its
 # fakes, and the datapath's BPF_PROG_TEST_RUN table tests. The end-to-end
-# packages (tests/) are all namespace tests and are left out.
+# packages (tests/) are all namespace tests and are left out. The datapath's
+# tests, most of the time, go first: the rest pass beside them.
 check: deps check-generate vet
-	all="$$($(GO) list ./...)" && \
-	$(GO) test -count=1 -short -p 2 $$(echo "$$all" | grep -v '/tests/')
+	all="$$($(GO) list ./...)" && pkgs="$$(echo "$$all" | grep -v '/tests/')" && \
+	$(GO) test -count=1 -short -p 2 $$(echo "$$pkgs" | grep -x '.*/internal/datapath') $$(echo "$$pkgs" | grep -vx '.*/internal/datapath')
 
 # The fuzz targets (docs/reliability.md) as package:target: go test -fuzz
 # takes one of each a run. make fuzz runs each for FUZZTIME, make test for
