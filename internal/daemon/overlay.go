@@ -161,16 +161,24 @@ func (d *Daemon) commitOverlay(c *change, j *journal) error {
 
 // viaProgrammer is a dataplane with the program of the overlay's xdp ways
 // in (internal/datapath's trestle_via).
-type viaProgrammer interface{ ViaProgram() *ebpf.Program }
+type viaProgrammer interface {
+	ViaProgram() (*ebpf.Program, error)
+}
 
 // viaProg is that program, for overlay.Spec.Via; none when the dataplane
 // has none (a VNI is then made without its xdp way in).
 func (d *Daemon) viaProg() (overlay.Prog, error) {
 	vp, ok := d.topo.(viaProgrammer)
-	if !ok || vp.ViaProgram() == nil {
+	if !ok {
 		return overlay.Prog{}, nil
 	}
-	prog := vp.ViaProgram()
+	prog, err := vp.ViaProgram()
+	if err != nil {
+		return overlay.Prog{}, fmt.Errorf("overlay: %w", err)
+	}
+	if prog == nil {
+		return overlay.Prog{}, nil
+	}
 	info, err := prog.Info()
 	if err != nil {
 		return overlay.Prog{}, fmt.Errorf("overlay: read the program of the xdp ways in: %w", err)

@@ -333,8 +333,8 @@ type progFloods struct {
 	what, name string // for messages, and the inner maps' names
 	outer      *ebpf.Map
 	sets       map[uint16]*ebpf.Map
-	max        int // the inner maps' size, as the outer map's template has it
-	prog       *ebpf.Program
+	max        int    // the inner maps' size, as the outer map's template has it
+	prog       string // the devmap program each entry runs (auxProgram)
 }
 
 // setProgFlood makes bridge id's set hold exactly the interface ports of
@@ -353,7 +353,11 @@ func (d *Datapath) setProgFlood(f progFloods, id uint16, ports []PortInfo) error
 			want[p.Ifindex] = true
 		}
 	}
-	fd := int32(f.prog.FD())
+	prog, err := d.auxProgram(f.prog)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.what, err)
+	}
+	fd := int32(prog.FD())
 	set := sizedSet{outer: f.outer, sets: f.sets, name: f.name, what: f.what, valueSize: 8, limit: f.max,
 		val: func(ifindex uint32) any { return devmapVal{Ifindex: d.xdpDev(ifindex), ProgFD: fd} }}
 	m, fresh, err := set.fill(id, want)

@@ -105,7 +105,7 @@ func (d *Datapath) StartCapture(s CaptureSpec) (*Capture, error) {
 	d.capture = c
 	next := d.stage
 	next.capture = true
-	if err := d.loadStage(next); err != nil {
+	if err := d.loadModes(next, d.progs[d.stage].modes()); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("start capture: load the programs with capture: %w", err)
 	}
@@ -153,7 +153,7 @@ func (c *Capture) Stop() error {
 	// The VLAN stage may have changed while the capture ran.
 	next := c.d.stage
 	next.capture = false
-	if err := c.d.loadStage(next); err != nil {
+	if err := c.d.loadModes(next, c.d.progs[c.d.stage].modes()); err != nil {
 		return fmt.Errorf("stop capture: load the programs without capture: %w", err)
 	}
 	c.d.stage = next

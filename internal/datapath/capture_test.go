@@ -98,9 +98,9 @@ func (r *rig) wantRecord(t *testing.T, c *Capture, what string, w *wantRec) {
 func TestCapture(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 1024, [4]uint32{})
-		before := r.dp.XDPProgram()
+		before := r.prog()
 		c := r.startCapture(1, true, true)
-		if r.dp.XDPProgram() == before {
+		if r.prog() == before {
 			t.Fatal("the capture did not change the programs attachments get")
 		}
 		r.capRun(t, c, []capCase{
@@ -119,7 +119,7 @@ func TestCapture(t *testing.T) {
 			t.Errorf("lost %d (%v), want 0", n, err)
 		}
 		c.Close()
-		if r.dp.XDPProgram() != before {
+		if r.prog() != before {
 			t.Error("after the capture, attachments get another program than before it")
 		}
 	})
@@ -206,18 +206,18 @@ func TestRetag(t *testing.T) {
 func TestCaptureAcrossVLANStage(t *testing.T) {
 	r := newRig(t, modes[0], 1024, [4]uint32{})
 	c := r.startCapture(1, true, true)
-	captured := r.dp.XDPProgram()
+	captured := r.prog()
 	err := r.ns.Do(func() error { return r.dp.SetVLANStage(true) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	both := r.dp.XDPProgram()
+	both := r.prog()
 	if both == captured {
 		t.Fatal("the VLAN stage did not change the capture's program")
 	}
 	r.capRun(t, c, []capCase{{"with both stages", 1, ipv4(bcast, macA), &wantRec{dir: CaptureIn, verdict: VerdictFlooded}}})
 	c.Close()
-	if p := r.dp.XDPProgram(); p == nil || p == both || p == captured {
+	if p := r.prog(); p == nil || p == both || p == captured {
 		t.Fatalf("after the capture: program %v, want the VLAN stage's without capture", p)
 	}
 	if !r.dp.VLANStage() {

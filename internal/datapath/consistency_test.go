@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/mode"
 	"github.com/trestle/trestle/internal/progrun"
 )
 
@@ -42,6 +43,7 @@ func TestBridgeRewriteIsWhole(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m tmode) {
 		r := newRig(t, m, 1024, [4]uint32{})
 		three := []PortInfo{{Ifindex: r.port[1], Bridge: 1, Slot: 1}, {Ifindex: r.port[2], Bridge: 1, Slot: 2}, {Ifindex: r.port[3], Bridge: 1, Slot: 3}}
+		r.prog() // loaded before the writer starts, which the load would race
 		var stop atomic.Bool
 		writes := make(chan int, 1)
 		done := make(chan error, 1)
@@ -208,12 +210,14 @@ func isNotExist(err error) bool { return errors.Is(err, ebpf.ErrKeyNotExist) }
 
 // runRepeat runs one frame n times into the pipeline (see run).
 func (r *rig) runRepeat(slot int, data []byte, n uint32) (time.Duration, error) {
-	prog := r.dp.XDPProgram()
+	prog, err := r.dp.Program(mode.Mode(r.m.name))
+	if err != nil {
+		return 0, err
+	}
 	ctx := make([]byte, 24)
 	binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
 	binary.LittleEndian.PutUint32(ctx[12:], r.port[slot])
 	if r.m.name == "tc" {
-		prog = r.dp.TCProgram()
 		ctx = make([]byte, 44)
 		binary.LittleEndian.PutUint32(ctx[40:], r.port[slot])
 	}

@@ -18,10 +18,11 @@
 package datapath
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/mode"
 )
 
@@ -87,6 +89,12 @@ type Datapath struct {
 	capture    *Capture
 	vlans      map[uint32]VLAN
 	vlanFloods map[uint16]*ebpf.Map
+	// aux are the programs beside the entry points: the devmap programs
+	// (trestle_vlan_egress, trestle_patch_egress) and the overlay's way in
+	// (trestle_via), each loaded the first time it is asked for (auxProgram),
+	// or the error its load gave.
+	aux    map[string]*ebpf.Program
+	auxErr map[string]error
 	// Patch flood sets (patch.go), by bridge.
 	patchFloods map[uint16]*ebpf.Map
 	hadPatch    map[uint16]bool // bridges written with patch ports
@@ -102,8 +110,16 @@ type Datapath struct {
 	filt *filterState
 }
 
-// Load loads the switch into the kernel, adopting what Options.PinDir holds.
-// Verifier errors are returned in full.
+// Load loads the switch's maps into the kernel, adopting what
+// Options.PinDir holds. Its programs are loaded when first asked for: an
+// entry point by the first Attach, Upgrade or Program of its mode (for the
+// build of the stages then on), a devmap program by the first flood set
+// that needs it, trestle_via by ViaProgram; the kernel's verifier, most of
+// a load's time, checks only what is used. A Load that adopts pinned
+// attachments loads the entry points of their modes before it touches a
+// pin, so that a build that does not load leaves the running switch as it
+// was. Verifier errors are returned in full, by the call that needed the
+// program.
 func Load(opts Options) (*Datapath, error) {
 	spec, err := tbpf.LoadTrestle()
 	if opts.Spec != nil {
@@ -125,6 +141,7 @@ func Load(opts Options) (*Datapath, error) {
 	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, log: opts.Log, refresh: refreshOf(spec),
 		spec: spec, progs: map[stage]progSet{}, vlanFloods: map[uint16]*ebpf.Map{},
 		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}, reachFloods: map[uint16]*ebpf.Map{},
+		aux: map[string]*ebpf.Program{}, auxErr: map[string]error{},
 		via: map[uint32][2]uint32{}, xdpTo: map[uint32]uint32{}}
 	if d.log == nil {
 		d.log = func(string, ...any) {}
@@ -139,19 +156,13 @@ func Load(opts Options) (*Datapath, error) {
 		}
 		repl = d.pin.replacements
 	}
-	// The entry points with the filter stage are loaded when a bridge
-	// needs them (loadStage).
+	// The maps alone: the programs are loaded when asked for (entry,
+	// auxProgram).
 	first := spec.Copy()
-	for _, name := range []string{tbpf.TrestleProgTrestleXdpFilter, tbpf.TrestleProgTrestleTcFilter} {
-		delete(first.Programs, name)
-	}
+	first.Programs = map[string]*ebpf.ProgramSpec{}
 	coll, err := ebpf.NewCollectionWithOptions(first, ebpf.CollectionOptions{MapReplacements: repl})
 	if err != nil {
 		d.pin.abort()
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load datapath: %+v", ve)
-		}
 		return nil, fmt.Errorf("load datapath: %w", err)
 	}
 	d.maps = map[string]*ebpf.Map{}
@@ -163,21 +174,29 @@ func Load(opts Options) (*Datapath, error) {
 		d.pin.abort()
 		return nil, fmt.Errorf("load datapath: %w", err)
 	}
-	// The table and the entry points are the first of their kind: a
-	// resize replaces them, so they are held apart from objs.
+	// The table is the first of its kind: a resize replaces it, so it is
+	// held apart from objs.
 	d.tbl = &fdbTable{fdb: d.objs.Fdb, portMacs: d.objs.PortMacs, portMacsDel: d.objs.PortMacsDel,
 		bridgeMacs: d.objs.BridgeMacs, bridgeMacsDel: d.objs.BridgeMacsDel}
 	d.objs.Fdb, d.objs.PortMacs, d.objs.PortMacsDel, d.objs.BridgeMacs, d.objs.BridgeMacsDel = nil, nil, nil, nil, nil
-	d.progs[stage{}] = progSet{xdp: d.objs.TrestleXdp, tc: d.objs.TrestleTc}
-	d.objs.TrestleXdp, d.objs.TrestleTc = nil, nil
 	d.bss = coll.DetachMap(".bss")
-	coll.Close() // what is left: .rodata, which the programs hold
+	coll.Close() // what is left: .rodata, which each program load makes anew
 	delete(d.maps, ".rodata")
 	if d.syncMap, err = ebpf.NewMap(floodSpec("tr_sync", 4)); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("create sync map: %w", err)
 	}
+	if d.pin == nil {
+		// Its VLANs array was made here, so it holds none: reading it
+		// whole (a lookup of every bridge's 4096 VIDs) was a fifth of a
+		// small daemon's start (loadVLANs).
+		d.vlans = map[uint32]VLAN{}
+	}
 	if d.pin != nil {
+		if err := d.loadModes(stage{}, pinnedModes(opts.PinDir)); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("load datapath: %w", err)
+		}
 		if err := d.pin.commit(d.maps); err != nil {
 			d.Close()
 			return nil, err
@@ -246,6 +265,9 @@ func (d *Datapath) Close() {
 	for _, s := range d.progs {
 		s.close()
 	}
+	for _, p := range d.aux {
+		p.Close()
+	}
 	if d.resizing != nil {
 		d.resizing.release()
 	}
@@ -286,10 +308,59 @@ func (d *Datapath) Unpin() error {
 	return err
 }
 
-// XDPProgram and TCProgram are the two entry points, for attaching and tests.
-// They are those of the VLAN stage while it is on (SetVLANStage).
-func (d *Datapath) XDPProgram() *ebpf.Program { return d.stageProgram(mode.XDP) }
-func (d *Datapath) TCProgram() *ebpf.Program  { return d.stageProgram(mode.TC) }
+// Program is the entry point of mode m that attachments get now: that of
+// the build of the stages on (SetVLANStage, SetFilterStage, StartCapture),
+// loaded if this is its first use.
+func (d *Datapath) Program(m mode.Mode) (*ebpf.Program, error) {
+	switch m {
+	case mode.XDP, mode.TC:
+		return d.entry(d.stage, m)
+	}
+	return nil, fmt.Errorf("no program for mode %q", m)
+}
+
+// pinnedModes are the modes of the links pinned in dir (instance.LinkFile
+// names them), whether or not their interfaces are still there.
+func pinnedModes(dir string) []mode.Mode {
+	ents, _ := os.ReadDir(filepath.Join(dir, instance.LinksDir))
+	var xdp, tc bool
+	for _, e := range ents {
+		if _, m, ok := instance.ParseLinkFile(e.Name()); ok {
+			xdp, tc = xdp || m == string(mode.XDP), tc || m == string(mode.TC)
+		}
+	}
+	var out []mode.Mode
+	if xdp {
+		out = append(out, mode.XDP)
+	}
+	if tc {
+		out = append(out, mode.TC)
+	}
+	return out
+}
+
+// auxProgram is the program name beside the entry points (a devmap program,
+// trestle_via), loaded on this datapath's maps the first time it is asked
+// for. These use no load-time size (resize.go), so one load serves for the
+// datapath's life.
+func (d *Datapath) auxProgram(name string) (*ebpf.Program, error) {
+	if p := d.aux[name]; p != nil {
+		return p, nil
+	}
+	if err := d.auxErr[name]; err != nil {
+		return nil, err
+	}
+	p, err := d.loadProgram(d.spec.Copy(), name, nil)
+	if err != nil {
+		err = fmt.Errorf("load %s: %w", name, err)
+		if refused(err) {
+			d.auxErr[name] = err
+		}
+		return nil, err
+	}
+	d.aux[name] = p
+	return p, nil
+}
 
 // PortInfo is one port as the datapath sees it.
 type PortInfo struct {
@@ -358,8 +429,10 @@ type PortInfo struct {
 
 // ViaProgram is the program at the far end of an overlay port's xdp way
 // in (bpf/lib/overlay.h, trestle_via), for the overlay's kernel objects to
-// attach (internal/overlay).
-func (d *Datapath) ViaProgram() *ebpf.Program { return d.objs.TrestleVia }
+// attach (internal/overlay), loaded the first time it is asked for.
+func (d *Datapath) ViaProgram() (*ebpf.Program, error) {
+	return d.auxProgram(tbpf.TrestleProgTrestleVia)
+}
 
 // xdpDev is where XDP copies for the port on ifindex go.
 func (d *Datapath) xdpDev(ifindex uint32) uint32 {
@@ -455,23 +528,11 @@ func Now() uint64 {
 	return uint64(ts.Nano())
 }
 
-// objects are the loaded maps and the programs every build has; the entry
-// points with the filter stage are loaded by loadStage.
+// objects are the loaded maps; the programs are loaded when asked for
+// (entry, auxProgram).
 type objects struct {
 	tbpf.TrestleMaps
 	tbpf.TrestleVariables
-	TrestleXdp         *ebpf.Program `ebpf:"trestle_xdp"`
-	TrestleTc          *ebpf.Program `ebpf:"trestle_tc"`
-	TrestleVlanEgress  *ebpf.Program `ebpf:"trestle_vlan_egress"`
-	TrestlePatchEgress *ebpf.Program `ebpf:"trestle_patch_egress"`
-	TrestleVia         *ebpf.Program `ebpf:"trestle_via"`
 }
 
-func (o *objects) Close() error {
-	for _, p := range []*ebpf.Program{o.TrestleXdp, o.TrestleTc, o.TrestleVlanEgress, o.TrestlePatchEgress, o.TrestleVia} {
-		if p != nil {
-			p.Close()
-		}
-	}
-	return o.TrestleMaps.Close()
-}
+func (o *objects) Close() error { return o.TrestleMaps.Close() }

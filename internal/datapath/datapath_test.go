@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/mode"
 	"github.com/trestle/trestle/internal/testutil"
 )
 
@@ -151,10 +152,19 @@ func (r *rig) run(slot int, data []byte) uint32 {
 
 // prog is the entry point of the rig's mode that attachments get now.
 func (r *rig) prog() *ebpf.Program {
-	if r.m.name == "xdp" {
-		return r.dp.XDPProgram()
+	r.t.Helper()
+	return program(r.t, r.dp, r.m)
+}
+
+// program is dp's entry point of mode m that attachments get now, loaded
+// if this is its first use.
+func program(t testing.TB, dp *Datapath, m tmode) *ebpf.Program {
+	t.Helper()
+	p, err := dp.Program(mode.Mode(m.name))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return r.dp.TCProgram()
+	return p
 }
 
 // runProg is run through prog, an entry point of the rig's mode.

@@ -425,31 +425,3 @@ func BenchmarkFilter(b *testing.B) {
 		})
 	}
 }
-
-// TestEveryBuildLoads: each combination of the optional stages verifies
-// (the tc build with the VLAN stage once came within 3% of the verifier's
-// limit of a million instructions; a stage that pushes a build over fails
-// here, not in a daemon that turns the stage on).
-func TestEveryBuildLoads(t *testing.T) {
-	r := newRig(t, modes[0], 1024, [4]uint32{})
-	for _, s := range []stage{{}, {vlan: true}, {filter: true}, {vlan: true, filter: true}} {
-		err := r.ns.Do(func() error {
-			if err := r.dp.SetVLANStage(s.vlan); err != nil {
-				return err
-			}
-			if err := r.dp.SetFilterStage(s.filter); err != nil {
-				return err
-			}
-			// And with capture on.
-			c, err := r.dp.StartCapture(CaptureSpec{Ifindex: r.port[1], Bridge: 1, In: true, Out: true})
-			if err != nil {
-				return err
-			}
-			c.Close()
-			return nil
-		})
-		if err != nil {
-			t.Errorf("%+v: %v", s, err)
-		}
-	}
-}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/mode"
 	"github.com/trestle/trestle/internal/progrun"
 	"github.com/trestle/trestle/internal/testutil"
 )
@@ -751,8 +752,13 @@ func newFuzzRig(t testing.TB) *fuzzRig {
 			return err
 		}
 		r.dp = dp
-		// Both builds of the VLAN stage, loaded now rather than by the
-		// first input that needs them.
+		// Both modes' entry points without and with the VLAN stage,
+		// loaded now rather than by the first input that needs them.
+		for _, m := range modes {
+			if _, err := dp.Program(mode.Mode(m.name)); err != nil {
+				return err
+			}
+		}
 		if err := dp.SetVLANStage(true); err != nil {
 			return err
 		}
@@ -859,14 +865,16 @@ func (r *fuzzRig) exec(m tmode, slot, cpu int, data []byte, live bool) (uint32, 
 			return err
 		}
 		defer unix.SchedSetaffinity(0, &was)
-		prog := r.dp.XDPProgram()
+		prog, err := r.dp.Program(mode.Mode(m.name))
+		if err != nil {
+			return err
+		}
 		var ctx []byte
 		if m.name == "xdp" {
 			ctx = make([]byte, 24) // struct xdp_md: data_end at 4, ingress_ifindex at 12
 			binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
 			binary.LittleEndian.PutUint32(ctx[12:], r.ifidx[slot])
 		} else {
-			prog = r.dp.TCProgram()
 			ctx = make([]byte, 44) // struct __sk_buff up to ifindex at 40
 			binary.LittleEndian.PutUint32(ctx[40:], r.ifidx[slot])
 		}
@@ -883,7 +891,6 @@ func (r *fuzzRig) exec(m tmode, slot, cpu int, data []byte, live bool) (uint32, 
 			out = make([]byte, len(data)+64)
 			opts.DataOut = out
 		}
-		var err error
 		ret, err = prog.Run(opts)
 		out = opts.DataOut
 		return err

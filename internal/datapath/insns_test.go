@@ -1,26 +1,30 @@
 package datapath
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/mode"
 )
 
 // TestBuildInstructions loads every build of the entry points (the matrix
-// of bpf/lib/stages.h: VLAN, filter, capture) as the daemon loads it and
-// reports each program's instructions, translated and verified, which a
-// change to bpf/ puts in its commit (architecture.md, "The build matrix").
-// It fails when a build verifies within 5% of the verifier's limit of a
-// million instructions: one more stage on that path would not load. With
-// TRESTLE_BPF_OBJ set to another build's object (a previous
-// internal/bpf/trestle_bpfel.o), it reports that build's instead, for the
-// before and after of a change: go test ./internal/datapath -run
-// TestBuildInstructions -v.
+// of bpf/lib/stages.h: VLAN, filter, capture) as the daemon loads it,
+// through the datapath's stage switches, in both modes, and reports each
+// program's instructions, translated and verified, which a change to bpf/
+// puts in its commit (architecture.md, "The build matrix"). It fails when a
+// build does not load (the tc build with the VLAN stage once came within
+// 3% of the verifier's limit: a stage that pushes a build over fails here,
+// not in a daemon that turns the stage on), and when one verifies within 5%
+// of the verifier's limit of a million instructions: one more stage on that
+// path would not load. With TRESTLE_BPF_OBJ set to another build's object
+// (a previous internal/bpf/trestle_bpfel.o), it reports that build's
+// instead, for the before and after of a change: go test
+// ./internal/datapath -run TestBuildInstructions -v.
 func TestBuildInstructions(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("loading programs needs root")
@@ -32,10 +36,15 @@ func TestBuildInstructions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dp, err := Load(Options{FDBCapacity: 1024, Refresh: time.Hour, Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
 	const limit = 1_000_000
 	for _, s := range []stage{{}, {capture: true}, {filter: true}, {filter: true, capture: true},
 		{vlan: true}, {vlan: true, capture: true}, {vlan: true, filter: true}, {vlan: true, filter: true, capture: true}} {
-		progs, err := buildInstructions(spec, s)
+		progs, err := buildInstructions(dp, s)
 		if err != nil {
 			t.Errorf("%s: %v", buildName(s), err)
 			continue
@@ -64,59 +73,47 @@ type progInsns struct {
 	xlated, verified int
 }
 
-// buildInstructions loads build s of spec's entry points on maps of their
-// own (plus, in the plain build, the devmap programs) and reads back what
-// the kernel says of each.
-func buildInstructions(spec *ebpf.CollectionSpec, s stage) ([]progInsns, error) {
-	spec = spec.Copy()
-	for _, c := range stageConsts {
-		v, ok := spec.Variables[c.name]
-		if !ok {
-			if c.on(s) {
-				return nil, fmt.Errorf("this build has no %s", c.what)
-			}
-			continue
-		}
-		var b uint8
-		if c.on(s) {
-			b = 1
-		}
-		if err := v.Set(b); err != nil {
-			return nil, err
-		}
-	}
-	keep := []string{tbpf.TrestleProgTrestleXdp, tbpf.TrestleProgTrestleTc}
-	if s.filter {
-		keep = []string{tbpf.TrestleProgTrestleXdpFilter, tbpf.TrestleProgTrestleTcFilter}
-	}
-	if s == (stage{}) {
-		keep = append(keep, tbpf.TrestleProgTrestlePatchEgress, tbpf.TrestleProgTrestleVlanEgress)
-	}
-	want := map[string]bool{}
-	for _, n := range keep {
-		want[n] = true
-	}
-	for name := range spec.Programs {
-		if !want[name] {
-			delete(spec.Programs, name)
-		}
-	}
-	coll, err := ebpf.NewCollection(spec)
-	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("%+v", ve)
-		}
+// buildInstructions switches dp to build s (a capture, if s has it, on
+// an interface of no consequence), loads both its entry points (plus, in
+// the plain build, the devmap programs) and reads back what the kernel
+// says of each.
+func buildInstructions(dp *Datapath, s stage) ([]progInsns, error) {
+	if err := dp.SetVLANStage(s.vlan); err != nil {
 		return nil, err
 	}
-	defer coll.Close()
-	var out []progInsns
-	for _, name := range keep {
-		p := coll.Programs[name]
-		if p == nil {
-			return nil, fmt.Errorf("no program %s", name)
+	if err := dp.SetFilterStage(s.filter); err != nil {
+		return nil, err
+	}
+	if s.capture {
+		c, err := dp.StartCapture(CaptureSpec{Ifindex: 1, Bridge: 1, In: true, Out: true})
+		if err != nil {
+			return nil, err
 		}
-		info, err := p.Info()
+		defer c.Close()
+	}
+	progs := map[string]*ebpf.Program{}
+	var names []string
+	for _, m := range []mode.Mode{mode.XDP, mode.TC} {
+		p, err := dp.Program(m)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, entryName(s, m))
+		progs[entryName(s, m)] = p
+	}
+	if s == (stage{}) {
+		for _, name := range []string{tbpf.TrestleProgTrestlePatchEgress, tbpf.TrestleProgTrestleVlanEgress} {
+			p, err := dp.auxProgram(name)
+			if err != nil {
+				return nil, err
+			}
+			names = append(names, name)
+			progs[name] = p
+		}
+	}
+	var out []progInsns
+	for _, name := range names {
+		info, err := progs[name].Info()
 		if err != nil {
 			return nil, err
 		}

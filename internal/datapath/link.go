@@ -70,18 +70,10 @@ func (a *Attachment) ProgramID() (ebpf.ProgramID, error) {
 	return info.Program, nil
 }
 
-func (d *Datapath) program(m mode.Mode) (*ebpf.Program, error) {
-	switch m {
-	case mode.XDP, mode.TC:
-		return d.stageProgram(m), nil
-	}
-	return nil, fmt.Errorf("no program for mode %q", m)
-}
-
 // Attach attaches the program of mode m to ifindex: XDP in native (driver)
 // mode, or tc at tcx ingress. With a pin directory the link is pinned.
 func (d *Datapath) Attach(ifindex int, m mode.Mode) (*Attachment, error) {
-	prog, err := d.program(m)
+	prog, err := d.Program(m)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +106,7 @@ func (d *Datapath) Attach(ifindex int, m mode.Mode) (*Attachment, error) {
 // place (a link update: the program changes under the interface, no frame
 // meets an interface without one). It does nothing when it runs it already.
 func (d *Datapath) Upgrade(a *Attachment) (bool, error) {
-	prog, err := d.program(a.Mode)
+	prog, err := d.Program(a.Mode)
 	if err != nil {
 		return false, err
 	}

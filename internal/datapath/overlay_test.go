@@ -240,8 +240,11 @@ func TestVia(t *testing.T) {
 		err := r.ns.Do(func() error {
 			ctx := make([]byte, 44) // struct __sk_buff up to ifindex at 40
 			binary.LittleEndian.PutUint32(ctx[40:], ingress)
-			var err error
-			ret, err = r.dp.ViaProgram().Run(&ebpf.RunOptions{Data: frame(macC, macA, 0x0800, payload), Context: ctx})
+			via, err := r.dp.ViaProgram()
+			if err != nil {
+				return err
+			}
+			ret, err = via.Run(&ebpf.RunOptions{Data: frame(macC, macA, 0x0800, payload), Context: ctx})
 			return err
 		})
 		if err != nil {

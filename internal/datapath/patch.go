@@ -72,7 +72,7 @@ func (d *Datapath) patchPorts() ([]PortInfo, error) {
 // each with the program that lets through only the copies the walk chose.
 func (d *Datapath) patchFloodSets() progFloods {
 	return progFloods{what: "patch flood set", name: "tr_pflood", outer: d.objs.PatchFloods, sets: d.patchFloods,
-		max: tbpf.MaxPorts, prog: d.objs.TrestlePatchEgress}
+		max: tbpf.MaxPorts, prog: tbpf.TrestleProgTrestlePatchEgress}
 }
 
 // adoptPatchFloods takes hold of the patch flood sets an adopted map holds.

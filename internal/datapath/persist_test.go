@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,12 @@ func TestPinnedDatapathIsAdopted(t *testing.T) {
 	}
 
 	r.load(t, dir)
+	// The mode of the pinned link is loaded before the pins are touched
+	// (a build that does not load leaves them as they were); the other is
+	// not.
+	if got := r.dp.progs[stage{}].modes(); !slices.Equal(got, []mode.Mode{mode.XDP}) {
+		t.Errorf("adopting an XDP link loaded the entry points of %v, want xdp alone", got)
+	}
 	bs, err := r.dp.Bridges()
 	if err != nil || len(bs) != 1 || bs[0].Name != "br0" || bs[0].ID != 1 || len(bs[0].Ports) != 3 {
 		t.Fatalf("adopted bridges: %+v (%v), want br0 with 3 ports", bs, err)

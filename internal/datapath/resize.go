@@ -106,7 +106,7 @@ func (d *Datapath) Resize(s Sizes) (*Resizing, error) {
 		d.maps[name] = m
 	}
 	d.resizing = r
-	err = d.loadStage(d.stage)
+	err = d.loadModes(d.stage, r.progs[d.stage].modes())
 	if err != nil {
 		err = fmt.Errorf("load the programs for %s: %w", s, err)
 	} else if d.pin != nil {
@@ -272,8 +272,9 @@ func (r *Resizing) Undo() error {
 		errs = append(errs, d.pin.pinMaps(r.tbl.maps()))
 	}
 	// The build the attachments go back to must be there (a stage may
-	// have been switched on the new programs meanwhile).
-	errs = append(errs, d.loadStage(d.stage))
+	// have been switched on the new programs meanwhile), in the modes
+	// they run.
+	errs = append(errs, d.loadModes(d.stage, cur[d.stage].modes()))
 	for _, s := range cur {
 		s.close()
 	}

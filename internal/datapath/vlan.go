@@ -20,8 +20,15 @@ import (
 // index that numbers its counters; its XDP floods go through a devmap whose
 // entries run trestle_vlan_egress.
 
-// progSet is one build of the two entry points.
-type progSet struct{ xdp, tc *ebpf.Program }
+// progSet is one build of the two entry points, each loaded the first time
+// it is asked for (entry): a daemon whose ports all run at tc never has the
+// verifier check its XDP program, nor the reverse. A load the verifier
+// refused is kept as its error, so that it is tried once, not once per
+// port.
+type progSet struct {
+	xdp, tc       *ebpf.Program
+	xdpErr, tcErr error
+}
 
 func (s progSet) close() {
 	if s.xdp != nil {
@@ -32,6 +39,26 @@ func (s progSet) close() {
 	}
 }
 
+// slot is where s keeps the entry point of mode m, and its load's error.
+func (s *progSet) slot(m mode.Mode) (**ebpf.Program, *error) {
+	if m == mode.XDP {
+		return &s.xdp, &s.xdpErr
+	}
+	return &s.tc, &s.tcErr
+}
+
+// modes are the modes whose entry points s holds.
+func (s progSet) modes() []mode.Mode {
+	var out []mode.Mode
+	if s.xdp != nil {
+		out = append(out, mode.XDP)
+	}
+	if s.tc != nil {
+		out = append(out, mode.TC)
+	}
+	return out
+}
+
 // stage is which optional stages a build of the entry points has: the VLAN
 // stage, the filter stage (filter.go) and capture (capture.go). Each is a
 // load-time constant.
@@ -40,7 +67,7 @@ type stage struct{ vlan, capture, filter bool }
 // stageConsts gate the optional stages, one way: each is a load-time
 // constant of the programs (bpf/lib/stages.h, with the matrix of builds
 // they make), set before a build is loaded. The filter's build has entry
-// points of its own too (loadStage).
+// points of its own too (entryName).
 var stageConsts = []struct {
 	name, what string
 	on         func(stage) bool
@@ -79,7 +106,7 @@ func (d *Datapath) switchStage(what string, on bool, field func(*stage) *bool) (
 	}
 	next := d.stage
 	*field(&next) = on
-	if err := d.loadStage(next); err != nil {
+	if err := d.loadModes(next, d.progs[d.stage].modes()); err != nil {
 		return fmt.Errorf("load the programs with the %s %s: %w", what, onOff(on), err)
 	}
 	d.stage = next
@@ -87,13 +114,40 @@ func (d *Datapath) switchStage(what string, on bool, field func(*stage) *bool) (
 	return nil
 }
 
-// loadStage loads the build of the entry points with stage s on this
-// datapath's maps, unless it is loaded; a capture build writes to the
-// running capture's ring.
-func (d *Datapath) loadStage(s stage) error {
-	if _, ok := d.progs[s]; ok {
-		return nil
+// loadModes loads build s of the entry points of modes ms (those another
+// build holds, when attachments are to move from it to this one), so that
+// a build that does not load fails the switch to it, not the moves after.
+func (d *Datapath) loadModes(s stage, ms []mode.Mode) error {
+	for _, m := range ms {
+		if _, err := d.entry(s, m); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// entry is the entry point of mode m in build s, loaded on this datapath's
+// maps the first time it is asked for; a capture build writes to the
+// running capture's ring.
+func (d *Datapath) entry(s stage, m mode.Mode) (*ebpf.Program, error) {
+	set := d.progs[s]
+	prog, failed := set.slot(m)
+	if *prog != nil || *failed != nil {
+		return *prog, *failed
+	}
+	p, err := d.loadEntry(s, m)
+	if err != nil {
+		err = fmt.Errorf("load the %s entry point: %w", m, err)
+		if !refused(err) {
+			return nil, err
+		}
+	}
+	*prog, *failed = p, err
+	d.progs[s] = set
+	return p, err
+}
+
+func (d *Datapath) loadEntry(s stage, m mode.Mode) (*ebpf.Program, error) {
 	spec := d.spec.Copy()
 	for _, c := range stageConsts {
 		on := c.on(s)
@@ -102,49 +156,82 @@ func (d *Datapath) loadStage(s stage) error {
 			continue // an older build, without the stage
 		}
 		if !ok {
-			return fmt.Errorf("this datapath build has no %s", c.what)
+			return nil, fmt.Errorf("this datapath build has no %s", c.what)
 		}
 		var b uint8
 		if on {
 			b = 1
 		}
 		if err := v.Set(b); err != nil {
-			return fmt.Errorf("set the %s: %w", c.what, err)
+			return nil, fmt.Errorf("set the %s: %w", c.what, err)
 		}
 	}
-	repl := map[string]*ebpf.Map{".bss": d.bss}
-	for name, m := range d.maps {
-		repl[name] = m
-	}
+	var ring *ebpf.Map
 	if s.capture {
 		if d.capture == nil {
-			return errors.New("no capture is running")
+			return nil, errors.New("no capture is running")
 		}
-		spec.Maps[tbpf.TrestleMapCaptureRing].MaxEntries = d.capture.ring.MaxEntries()
-		repl[tbpf.TrestleMapCaptureRing] = d.capture.ring
+		ring = d.capture.ring
 	}
-	xdpName, tcName := tbpf.TrestleProgTrestleXdp, tbpf.TrestleProgTrestleTc
-	if s.filter {
+	return d.loadProgram(spec, entryName(s, m), ring)
+}
+
+// entryName is the program of build s's entry point of mode m.
+func entryName(s stage, m mode.Mode) string {
+	switch {
+	case m == mode.TC && s.filter:
 		// Entry points of their own, so that those without the stage are
 		// compiled as if it did not exist (bpf/lib/stages.h).
-		xdpName, tcName = tbpf.TrestleProgTrestleXdpFilter, tbpf.TrestleProgTrestleTcFilter
+		return tbpf.TrestleProgTrestleTcFilter
+	case m == mode.TC:
+		return tbpf.TrestleProgTrestleTc
+	case s.filter:
+		return tbpf.TrestleProgTrestleXdpFilter
 	}
-	for name := range spec.Programs {
-		if name != xdpName && name != tcName {
-			delete(spec.Programs, name)
+	return tbpf.TrestleProgTrestleXdp
+}
+
+// loadProgram loads the program name of spec (a copy of d.spec, which it
+// changes) on this datapath's maps, with ring, if not nil, as its capture
+// ring; only .rodata, the load-time constants, is made for it.
+func (d *Datapath) loadProgram(spec *ebpf.CollectionSpec, name string, ring *ebpf.Map) (*ebpf.Program, error) {
+	repl := map[string]*ebpf.Map{".bss": d.bss}
+	for n, m := range d.maps {
+		repl[n] = m
+	}
+	if ring != nil {
+		spec.Maps[tbpf.TrestleMapCaptureRing].MaxEntries = ring.MaxEntries()
+		repl[tbpf.TrestleMapCaptureRing] = ring
+	}
+	for n := range spec.Programs {
+		if n != name {
+			delete(spec.Programs, n)
 		}
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return fmt.Errorf("%+v", ve)
+			return nil, verifierError{ve}
 		}
-		return err
+		return nil, err
 	}
-	d.progs[s] = progSet{xdp: coll.DetachProgram(xdpName), tc: coll.DetachProgram(tcName)}
-	coll.Close()
-	return nil
+	defer coll.Close()
+	return coll.DetachProgram(name), nil
+}
+
+// verifierError is the verifier's refusal, with its whole log. (Not
+// embedded: its Format would print the short form.)
+type verifierError struct{ ve *ebpf.VerifierError }
+
+func (e verifierError) Error() string { return fmt.Sprintf("%+v", e.ve) }
+func (e verifierError) Unwrap() error { return e.ve }
+
+// refused says whether err is the verifier's: the same program on the same
+// kernel is refused again, so it is not tried again.
+func refused(err error) bool {
+	var ve *ebpf.VerifierError
+	return errors.As(err, &ve)
 }
 
 func onOff(on bool) string {
@@ -152,14 +239,6 @@ func onOff(on bool) string {
 		return "on"
 	}
 	return "off"
-}
-
-func (d *Datapath) stageProgram(m mode.Mode) *ebpf.Program {
-	s := d.progs[d.stage]
-	if m == mode.XDP {
-		return s.xdp
-	}
-	return s.tc
 }
 
 // vlanKey is the index of a bridge's VLAN in the vlans array.
@@ -317,7 +396,7 @@ type devmapVal struct {
 // the bridge's ports, each with the program that keeps its copy in the VLAN.
 func (d *Datapath) vlanFloodSets() progFloods {
 	return progFloods{what: "VLAN flood set", name: "tr_vflood", outer: d.objs.VlanFloods, sets: d.vlanFloods,
-		max: tbpf.MaxBridgePorts, prog: d.objs.TrestleVlanEgress}
+		max: tbpf.MaxBridgePorts, prog: tbpf.TrestleProgTrestleVlanEgress}
 }
 
 // adoptVLANFloods takes hold of the VLAN flood sets an adopted map holds.

@@ -229,7 +229,7 @@ func (r *rig) metaTagger() func(proto, tci uint16, slot int, data []byte) uint32
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { progs.Close() })
-	if err := progs.Put(uint32(0), r.dp.TCProgram()); err != nil {
+	if err := progs.Put(uint32(0), program(t, r.dp, modes[1])); err != nil {
 		t.Fatal(err)
 	}
 	return func(proto, tci uint16, slot int, data []byte) uint32 {

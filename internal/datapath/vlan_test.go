@@ -51,17 +51,16 @@ func (r *rig) runOut(slot int, data []byte) (uint32, []byte) {
 	r.t.Helper()
 	var ret uint32
 	out := make([]byte, len(data)+64)
+	prog := r.prog()
 	err := r.ns.Do(func() error {
 		return onCPU0(func() error {
 			opts := &ebpf.RunOptions{Data: data, DataOut: out}
-			prog := r.dp.XDPProgram()
 			if r.m.name == "xdp" {
 				ctx := make([]byte, 24)
 				binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
 				binary.LittleEndian.PutUint32(ctx[12:], r.port[slot])
 				opts.Context = ctx
 			} else {
-				prog = r.dp.TCProgram()
 				ctx := make([]byte, 44)
 				binary.LittleEndian.PutUint32(ctx[40:], r.port[slot])
 				opts.Context = ctx

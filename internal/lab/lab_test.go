@@ -3,12 +3,14 @@ package lab
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -157,14 +159,48 @@ func contains(s []string, x string) bool {
 	return false
 }
 
+// built is trestle as trestleBinary built it, once for the package's
+// tests; TestMain removes it.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// trestleBinary is the trestle the lab's DUTs run: TRESTLE_TEST_BIN when
+// set (make test sets it to bin/trestle, as for the end-to-end tests),
+// else this module's, built on first use. A test that changes the binary
+// copies it first.
 func trestleBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "trestle")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/trestle").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build trestle: %v\n%s", err, out)
+	if bin := os.Getenv("TRESTLE_TEST_BIN"); bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			t.Fatalf("TRESTLE_TEST_BIN: %v", err)
+		}
+		return abs
 	}
-	return bin
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "trestle-lab-bin"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "trestle")
+		if out, err := exec.Command("go", "build", "-o", built.bin, "../../cmd/trestle").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("build trestle: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
 }
 
 func tinyTiming() Timing {

@@ -74,10 +74,26 @@ func TestExecutePodChurn(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(BridgePluginDir, "bridge")); err != nil {
 		t.Skipf("no bridge plugin in %s: install containernetworking-plugins (scripts/deps.sh)", BridgePluginDir)
 	}
-	// The lab finds the plugin and the tools beside its trestle.
-	bin := trestleBinary(t)
-	dir := filepath.Dir(bin)
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "cni", "trestle"), "../../cmd/trestle-cni").CombinedOutput(); err != nil {
+	// The lab finds the plugin and the tools beside its trestle: a
+	// directory of the test's own holds the three (TRESTLE_TEST_CNI is
+	// the plugin make test built; else it is built here).
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "trestle")
+	if err := os.Symlink(trestleBinary(t), bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "cni"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if cni := os.Getenv("TRESTLE_TEST_CNI"); cni != "" {
+		abs, err := filepath.Abs(cni)
+		if err == nil {
+			err = os.Symlink(abs, filepath.Join(dir, "cni", "trestle"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "cni", "trestle"), "../../cmd/trestle-cni").CombinedOutput(); err != nil {
 		t.Fatalf("build the plugin: %v\n%s", err, out)
 	}
 	if err := os.Symlink(tools, filepath.Join(dir, "tools")); err != nil {

@@ -9,15 +9,48 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
+// found is where FindByID last found each id. A look reads every named
+// namespace and every process's, and a daemon with a thousand veths whose
+// peers share one namespace looked a thousand times (a third of its start
+// with 1024 ports); a path found is now used again while it still has the
+// id, as seen from the caller's namespace.
+var found sync.Map // nsid -> path
+
 // FindByID finds a namespace by its id as seen from this namespace: first
 // among named namespaces (ip netns), then among those of running processes.
 func FindByID(nsid int) (string, error) {
+	if v, ok := found.Load(nsid); ok {
+		if path := v.(string); hasID(path, nsid) {
+			return path, nil
+		}
+		found.Delete(nsid)
+	}
+	path, err := findByID(nsid)
+	if err == nil {
+		found.Store(nsid, path)
+	}
+	return path, err
+}
+
+// hasID says whether the namespace at path has id nsid here.
+func hasID(path string, nsid int) bool {
+	h, err := netns.GetFromPath(path)
+	if err != nil {
+		return false
+	}
+	defer h.Close()
+	id, err := netlink.GetNetNsIdByFd(int(h))
+	return err == nil && id == nsid
+}
+
+func findByID(nsid int) (string, error) {
 	var candidates []string
 	named, _ := filepath.Glob("/run/netns/*")
 	candidates = append(candidates, named...)

@@ -97,3 +97,43 @@ func TestStartSetsDeathSignal(t *testing.T) {
 		t.Errorf("SysProcAttr %+v: want Pdeathsig SIGKILL and Setpgid kept", cmd.SysProcAttr)
 	}
 }
+
+// FindByID finds a veth peer's namespace by the id the veth names, and
+// again after that namespace is gone and another holds the id's place: a
+// path it found before is used only while it still has the id.
+func TestFindByIDAgain(t *testing.T) {
+	testutil.RequireNetns(t)
+	a := testutil.NewNS(t, "a")
+	find := func(ifname string) (string, error) {
+		var path string
+		err := a.Do(func() error {
+			l, err := netlink.LinkByName(ifname)
+			if err != nil {
+				return err
+			}
+			path, err = netnsutil.FindByID(l.Attrs().NetNsID)
+			return err
+		})
+		return path, err
+	}
+	for i, name := range []string{"b", "c"} {
+		// Not testutil.NewNS: the first goes before the test ends.
+		peer, err := netnsutil.Add(testutil.Prefix() + "-findid-" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = peer.Delete() })
+		ifname := "to" + name
+		if err := netnsutil.Veth(&a.NS, ifname, peer, "back", netnsutil.VethOpts{}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // looked for, then remembered
+			if got, err := find(ifname); err != nil || got != peer.Path {
+				t.Fatalf("peer %d of %s: %q (%v), want %q", i, ifname, got, err, peer.Path)
+			}
+		}
+		if err := peer.Delete(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
