@@ -99,12 +99,12 @@ static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p
 		int delta;
 
 		if (e == TR_EGRESS_DENY) {
-			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			tr_drop_frame(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return tr_verdict_drop(xdp);
 		}
 		delta = tr_tag_to(ctx, xdp, &d->tag, e == TR_EGRESS_UNTAGGED);
 		if (delta < -TR_VLAN_HLEN) {
-			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			tr_drop_frame(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return tr_verdict_drop(xdp);
 		}
 		wire += delta;
@@ -113,14 +113,16 @@ static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p
 	 * encapsulated straight into the underlay if the control plane wrote
 	 * the station's outer headers, else it takes the way in. The flag is
 	 * the decision's copy of the port: other ports pay a test. */
-	if (!xdp && (d->out.flags & TR_PORT_OVERLAY) &&
-	    tr_overlay_too_long(ctx, d->egress_ifindex, d->egress_slot))
-		return TC_ACT_SHOT; /* counted on the overlay port */
+	if (!xdp && (d->out.flags & TR_PORT_OVERLAY) && tr_overlay_too_long(ctx, d->egress_ifindex)) {
+		tr_drop_frame(d, tr_stats(d->egress_slot), TR_DROP_OVERLAY_MTU);
+		return TC_ACT_SHOT;
+	}
 	if (xdp && straight && (d->out.flags & TR_PORT_OVERLAY)) {
-		ret = tr_vxlan_encap(ctx, d->bridge | (__u32)d->vlan << 16, d->egress_ifindex,
-				     d->egress_slot);
-		if (ret == XDP_DROP)
-			return XDP_DROP; /* counted on the overlay port */
+		ret = tr_vxlan_encap(ctx, d->bridge | (__u32)d->vlan << 16, d->egress_ifindex);
+		if (ret == XDP_DROP) {
+			tr_drop_frame(d, tr_stats(d->egress_slot), TR_DROP_OVERLAY_MTU);
+			return XDP_DROP;
+		}
 		if (ret == XDP_REDIRECT) {
 			struct tr_port_stats *st = tr_stats(d->egress_slot);
 
@@ -134,7 +136,7 @@ static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p
 	}
 	ret = tr_redirect_port(xdp, d->egress_ifindex, d->egress_slot);
 	if (ret < 0) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
 	tr_count_tx(tr_stats(d->egress_slot), wire);
@@ -153,12 +155,12 @@ static __always_inline int tr_flood_xdp(struct xdp_md *ctx, struct tr_pkt *p, st
 	if (!d->br || d->br->nports < 2 || (d->tag.on && d->tag.members < 2)) {
 		/* A broadcast to a set holding only the ingress frees the frame
 		 * without a word: count it instead. */
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
 	if (d->tag.on) {
 		if (tr_tag_to(ctx, TR_XDP, &d->tag, 0) < -TR_VLAN_HLEN) {
-			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			tr_drop_frame(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return XDP_DROP;
 		}
 		flood = bpf_map_lookup_elem(&vlan_floods, &d->bridge);
@@ -166,12 +168,12 @@ static __always_inline int tr_flood_xdp(struct xdp_md *ctx, struct tr_pkt *p, st
 		flood = bpf_map_lookup_elem(&floods, &d->bridge);
 	}
 	if (!flood) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
 	ret = bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
 	if (ret != XDP_REDIRECT) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
 	/* In a VLAN-aware bridge each copy is counted where it leaves. */
@@ -190,7 +192,7 @@ static __always_inline int tr_flood_xdp_policy(struct xdp_md *ctx, struct tr_dec
 
 	if (!flood || !d->br || d->br->nports < 2 ||
 	    bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS) != XDP_REDIRECT) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
 	return XDP_REDIRECT;
@@ -275,8 +277,10 @@ static __always_inline long tr_clone_round(__u64 i, const struct tr_ports_loop *
 		return 1;
 	if (bp->ifindex == a->ingress)
 		return 0;
-	if ((a->br->flags & TR_BRIDGE_OVERLAY) && tr_overlay_too_long(a->ctx, bp->ifindex, bp->slot))
+	if ((a->br->flags & TR_BRIDGE_OVERLAY) && tr_overlay_too_long(a->ctx, bp->ifindex)) {
+		tr_drop(NULL, tr_stats(bp->slot), TR_DROP_OVERLAY_MTU);
 		return 0;
+	}
 	if (bpf_clone_redirect(a->ctx, bp->ifindex, 0))
 		tr_count_tx_dropped(tr_stats(bp->slot));
 	else
@@ -310,7 +314,7 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 	__u32 last;
 
 	if (!d->br || d->br->nports < 2 || d->br->nports > TR_MAX_BRIDGE_PORTS) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS); /* nowhere to flood */
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS); /* nowhere to flood */
 		return TC_ACT_SHOT;
 	}
 	/* The masks are no-ops after the check above; they show the verifier the bound. */
@@ -326,9 +330,11 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 			if (i >= last || tr_clone_round(i, &a))
 				break;
 	}
-	if ((d->br->flags & TR_BRIDGE_OVERLAY) &&
-	    tr_overlay_too_long(skb, d->br->ports[last].ifindex, d->br->ports[last].slot))
-		return TC_ACT_SHOT; /* the other copies went */
+	if ((d->br->flags & TR_BRIDGE_OVERLAY) && tr_overlay_too_long(skb, d->br->ports[last].ifindex)) {
+		/* A copy's drop, not the frame's: the other copies went. */
+		tr_drop(NULL, tr_stats(d->br->ports[last].slot), TR_DROP_OVERLAY_MTU);
+		return TC_ACT_SHOT;
+	}
 	tr_count_tx(tr_stats(d->br->ports[last].slot), p->wire);
 	return tr_redirect_port(TR_TC, d->br->ports[last].ifindex, d->br->ports[last].slot);
 }
@@ -370,8 +376,10 @@ __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex,
 	if (e == TR_EGRESS_DENY || !out)
 		return 0;
 	if (e == TR_EGRESS_AS_IS) {
-		if ((out->flags & TR_PORT_OVERLAY) && tr_overlay_too_long(skb, ifindex, out->slot))
-			return last ? -1 : 0; /* counted on the overlay port */
+		if ((out->flags & TR_PORT_OVERLAY) && tr_overlay_too_long(skb, ifindex)) {
+			tr_drop(NULL, tr_stats(out->slot), TR_DROP_OVERLAY_MTU);
+			return last ? -1 : 0;
+		}
 		if (!last && bpf_clone_redirect(skb, ifindex, 0))
 			return -1;
 		tr_count_tx(tr_stats(out->slot), skb->len + (skb->vlan_present ? TR_VLAN_HLEN : 0));
@@ -386,8 +394,10 @@ __attribute__((noinline)) int tr_vlan_copy(struct __sk_buff *skb, __u32 ifindex,
 	delta = tr_tag_to(skb, TR_TC, &t, e == TR_EGRESS_UNTAGGED);
 	if (delta < -TR_VLAN_HLEN)
 		return -1;
-	if ((out->flags & TR_PORT_OVERLAY) && tr_overlay_too_long(skb, ifindex, out->slot))
+	if ((out->flags & TR_PORT_OVERLAY) && tr_overlay_too_long(skb, ifindex)) {
+		tr_drop(NULL, tr_stats(out->slot), TR_DROP_OVERLAY_MTU);
 		return last ? -1 : 0;
+	}
 	if (!last && bpf_clone_redirect(skb, ifindex, 0))
 		return -1;
 	wire = skb->len + (skb->vlan_present ? TR_VLAN_HLEN : 0);
@@ -435,7 +445,7 @@ static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt
 	__u16 deny = 0;
 
 	if (!d->br || !d->eth || (d->tag.on && d->tag.members < 2) || d->br->nports < 2) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return TC_ACT_SHOT;
 	}
 	/* Before the first clone, which ends every pointer into the frame. */

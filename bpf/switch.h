@@ -91,12 +91,12 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 	/* 1. Which port, which bridge. An interface's: never a patch port. */
 	in = tr_port_of_dev(p->ifindex);
 	if (!in) {
-		tr_drop(d, tr_stats(0), TR_DROP_NO_PORT);
+		tr_drop_frame(d, tr_stats(0), TR_DROP_NO_PORT);
 		return;
 	}
 	st = tr_stats(in->slot);
 	if (!st) {
-		tr_drop(d, NULL, TR_DROP__MAX); /* slot out of range: cannot count it */
+		tr_drop_frame(d, NULL, TR_DROP__MAX); /* slot out of range: cannot count it */
 		return;
 	}
 	d->in_st = st;
@@ -107,13 +107,13 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 
 	/* A span port only sends (mirrored copies). */
 	if (in->flags & TR_PORT_SPAN) {
-		tr_drop(d, st, TR_DROP_SPAN);
+		tr_drop_frame(d, st, TR_DROP_SPAN);
 		return;
 	}
 	bridge = in->bridge;
 	br = tr_bridge_of(bridge);
 	if (!br || !br->nports) {
-		tr_drop(d, st, TR_DROP_NO_BRIDGE);
+		tr_drop_frame(d, st, TR_DROP_NO_BRIDGE);
 		return;
 	}
 	d->bridge = bridge;
@@ -121,7 +121,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 
 	/* 2. Is it a well-formed Ethernet frame? */
 	if (tr_parse(p->data, p->data_end, p->len, p->meta_vlan, &f, &reason)) {
-		tr_drop(d, st, reason);
+		tr_drop_frame(d, st, reason);
 		return;
 	}
 
@@ -131,7 +131,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 		if (br->flags & TR_BRIDGE_VLAN) {
 			if (tr_vlan_ingress(p->data_end, f.eth, p->meta_proto, p->meta_tci, f.l3_off, in,
 					    p->wire, &d->tag, &reason)) {
-				tr_drop(d, st, reason);
+				tr_drop_frame(d, st, reason);
 				return;
 			}
 			f.vlan = d->tag.vid;
@@ -140,7 +140,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 
 	/* 3. A source address must be a station. */
 	if (tr_mac_is_multicast(f.eth->h_source) || tr_mac_is_zero(f.eth->h_source)) {
-		tr_drop(d, st, TR_DROP_BAD_SRC);
+		tr_drop_frame(d, st, TR_DROP_BAD_SRC);
 		return;
 	}
 
@@ -151,7 +151,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 
 		if (g) {
 			/* Constant reasons: the verifier cannot bound a returned index. */
-			tr_drop(d, st, g == TR_GUARD_ARP ? TR_DROP_IPGUARD_ARP
+			tr_drop_frame(d, st, g == TR_GUARD_ARP ? TR_DROP_IPGUARD_ARP
 				       : g == TR_GUARD_ND ? TR_DROP_IPGUARD_ND : TR_DROP_IPGUARD_IP);
 			return;
 		}
@@ -159,7 +159,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 
 	/* 4. Link-local control frames (STP, LACP, LLDP, 802.1X) stop here. */
 	if (tr_mac_is_reserved(f.eth->h_dest)) {
-		tr_drop(d, st, TR_DROP_RESERVED);
+		tr_drop_frame(d, st, TR_DROP_RESERVED);
 		return;
 	}
 
@@ -170,7 +170,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 	switch (tr_bridge_step(v, in, p->ifindex, br, f.vlan, 0, f.eth->h_source, f.eth->h_dest, st,
 			       &out, &egress, &slot, &reason)) {
 	case TR_ACT_DROP:
-		tr_drop(d, st, reason);
+		tr_drop_frame(d, st, reason);
 		return;
 	case TR_ACT_FORWARD:
 		d->action = TR_ACT_FORWARD;
@@ -187,7 +187,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 		__u32 kind = tr_storm_kind(f.eth->h_dest);
 
 		if (!tr_storm_pass(in->slot, kind)) {
-			tr_drop(d, st, TR_DROP_STORM_BROADCAST + kind);
+			tr_drop_frame(d, st, TR_DROP_STORM_BROADCAST + kind);
 			return;
 		}
 	}

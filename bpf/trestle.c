@@ -71,7 +71,7 @@ static __always_inline int tr_filtered(void *ctx, const int xdp, struct tr_pkt *
 	if (!r)
 		return 0;
 	/* Constant reasons: the verifier cannot bound a returned index. */
-	tr_drop(d, d->in_st, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
+	tr_drop_frame(d, d->in_st, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
 	return 1;
 }
 
@@ -121,7 +121,7 @@ static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
 	tr_pipeline(ctx, xdp, p, d);
 	flood = d->action == TR_ACT_FLOOD;
 	ret = tr_send(ctx, xdp, p, d, filt);
-	if (flood && d->counted)
+	if (flood && d->drop.noted)
 		tr_unflood(d);
 	return ret;
 }
@@ -158,13 +158,13 @@ static __always_inline int tr_fast_send(void *ctx, const int xdp, struct tr_pkt 
 	st->c[TR_CNT_RX_BYTES] += p->wire;
 	delta = tr_fast_tag(ctx, xdp, m, p->wire, &vs); /* VLAN-aware bridges only */
 	if (delta < -TR_VLAN_HLEN) {
-		tr_drop(d, st, TR_DROP_VLAN_EGRESS);
+		tr_drop_frame(d, st, TR_DROP_VLAN_EGRESS);
 		*ret = tr_verdict_drop(xdp);
 		return 1;
 	}
 	r = tr_redirect_port(xdp, m->out_ifindex, m->out_slot);
 	if (r < 0) {
-		tr_drop(d, st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, st, TR_DROP_NO_EGRESS);
 		*ret = tr_verdict_drop(xdp);
 		return 1;
 	}

@@ -523,9 +523,10 @@ struct tr_capture_rec {
 	__u16 vid;     /* tag TR_CAPTURE_TAG_VID: the VID it leaves with */
 	__u8 dir;      /* enum tr_capture_dir: one of them */
 	__u8 verdict;  /* enum tr_capture_verdict */
-	__u8 reason;   /* dropped: enum tr_drop_reason; TR_DROP__MAX: beyond a patch port */
+	__u8 reason;   /* dropped: enum tr_drop_reason (TR_DROP__MAX: none was noted) */
 	__u8 tag;      /* out: enum tr_capture_tag */
-	__u16 pad;
+	__u8 beyond;   /* dropped: in a bridge beyond a patch port, counted on the patch port it entered by */
+	__u8 pad;
 };
 
 /* ---- events (lib/fdb.h; the daemon's log and `trestle events`) ---- */

@@ -23,8 +23,8 @@ static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *
 		if (w->on) {
 			if (tr_vlan_copy(skb, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 0, 0)) < 0)
 				tr_count_tx_dropped(tr_stats(w->last_slot));
-		} else if (tr_overlay_too_long(skb, w->last_ifindex, w->last_slot)) {
-			/* too long for the overlay port: counted there */
+		} else if (tr_overlay_too_long(skb, w->last_ifindex)) {
+			tr_drop(NULL, tr_stats(w->last_slot), TR_DROP_OVERLAY_MTU);
 		} else if (bpf_clone_redirect(skb, w->last_ifindex, 0)) {
 			tr_count_tx_dropped(tr_stats(w->last_slot));
 		} else {
@@ -158,7 +158,8 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 			__u32 r = TR_CALL(xdp, tr_filter, ctx, w->fset, w->fin | slot << 16, w->vlan, w->wire);
 
 			if (r) {
-				tr_walk_drop(w, w->fin, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED, 0);
+				tr_drop(tr_walk_note(w, w->fin, 0), tr_stats(w->fin),
+					r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
 				continue;
 			}
 		}
@@ -184,7 +185,8 @@ static __always_inline int tr_hop_filtered(void *ctx, const int xdp, struct tr_w
 	r = TR_CALL(xdp, tr_filter, ctx, br->filter_set, ports, w->vlan, w->wire);
 	if (!r)
 		return 0;
-	tr_walk_drop(w, ports & 0xffff, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED, 1);
+	tr_drop(tr_walk_note(w, ports & 0xffff, 1), tr_stats(ports & 0xffff),
+		r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
 	return 1;
 }
 
@@ -213,7 +215,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	self = TR_PATCH_IFINDEX | in_slot;
 	br = tr_bridge_of(in->bridge);
 	if (!br || !br->nports) {
-		tr_walk_drop(w, in_slot, TR_DROP_NO_BRIDGE, 1);
+		tr_drop(tr_walk_note(w, in_slot, 1), st, TR_DROP_NO_BRIDGE);
 		return 0;
 	}
 	/* No memo here: the CPU's memos stay those of the frames' first bridge. */
@@ -224,7 +226,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	switch (tr_bridge_step(&v, in, self, br, w->vlan, tr_walk_vid(w), w->src, w->dst, st, &out,
 			       &egress, &slot, &reason)) {
 	case TR_ACT_DROP:
-		tr_walk_drop(w, in_slot, reason, 1);
+		tr_drop(tr_walk_note(w, in_slot, 1), st, reason);
 		return 0;
 	case TR_ACT_FLOOD:
 		goto flood;
@@ -331,7 +333,7 @@ static __always_inline int tr_reach_send(struct tr_decision *d, const struct tr_
 	if (!flood)
 		return 0;
 	if (bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS) != XDP_REDIRECT) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		*ret = XDP_DROP;
 		return 1;
 	}
@@ -432,26 +434,26 @@ static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decis
 		return r;
 	if (w->on) {
 		if (tr_tag_to(ctx, TR_XDP, &d->tag, 0) < -TR_VLAN_HLEN) {
-			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			tr_drop_frame(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return XDP_DROP;
 		}
 		tagged = 1; /* the copies carry their VLAN's tag */
 	}
 	flood = bpf_map_lookup_elem(&patch_floods, &d->bridge);
 	if (!flood || bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
 	meta = (void *)(long)ctx->data_meta;
 	data = (void *)(long)ctx->data;
 	if ((void *)(meta + 1) > data) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
 	*meta = w->seq << 1 | tagged;
 	ret = bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
 	if (ret != XDP_REDIRECT) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
 	return XDP_REDIRECT;
@@ -507,13 +509,13 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	__u16 first = 0;
 
 	if (!d->eth || !d->br || !d->in_st) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
 	if (d->action == TR_ACT_FORWARD && (d->out.flags & TR_PORT_PATCH)) {
 		first = d->egress_slot;
 		if (d->tag.on && !tr_vlan_carries(&d->out, d->tag.vid)) {
-			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			tr_drop_frame(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return tr_verdict_drop(xdp);
 		}
 		m = NULL;
@@ -539,7 +541,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	}
 	w = tr_walk_new();
 	if (!w) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
 	/* What the walk reads before it writes, and capture after it; not the
@@ -548,7 +550,8 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	w->head = 0;
 	w->tail = 0;
 	w->nhops = 0;
-	w->dropped = 0;
+	w->drop.noted = 0;
+	w->drop_beyond.noted = 0;
 	w->fset = 0;
 	__builtin_memcpy(w->src, d->eth->h_source, 6);
 	__builtin_memcpy(w->dst, d->eth->h_dest, 6);
@@ -571,7 +574,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	} else if (d->action == TR_ACT_FORWARD) {
 		/* To a port of a bridge with mirrors. */
 		if (d->tag.on && !tr_vlan_carries(&d->out, d->tag.vid)) {
-			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			tr_drop_frame(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return tr_verdict_drop(xdp);
 		}
 		tr_pick(ctx, xdp, w, &d->out, d->egress_ifindex, d->egress_slot);
@@ -591,8 +594,8 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	if (!w->nsel) {
 		/* A frame a bridge of the walk dropped was counted there: a
 		 * drop, once, with its reason. */
-		if (!w->dropped)
-			tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		if (!w->drop.noted && !w->drop_beyond.noted)
+			tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		else
 			d->action = TR_ACT_DROP;
 		return tr_verdict_drop(xdp);
@@ -602,14 +605,14 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	if (w->nsel == 1 || !xdp) {
 		out = tr_port_of(w->last_ifindex);
 		if (!out) {
-			tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+			tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 			return tr_verdict_drop(xdp);
 		}
 		if (!xdp && w->nsel > 1 && w->on) {
 			/* tc: the frame itself is the last copy; earlier copies
 			 * changed its tag. */
 			if (tr_vlan_copy(ctx, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 1, 0)) < 0) {
-				tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+				tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 				return TC_ACT_SHOT;
 			}
 			return tr_redirect_port(TR_TC, w->last_ifindex, w->last_slot);

@@ -16,9 +16,10 @@
  * outer tag changed on its way out of the port (enum tr_capture_tag): the
  * control plane applies that to the copy, so the bytes are those that left.
  *
- * The drop reason is the decision's (lib/decision.h, tr_drop). A frame a
- * bridge beyond a patch port dropped was counted on that patch port: its
- * reason is TR_DROP__MAX, "beyond a patch port".
+ * The drop reason is the one noted by the drop helper (lib/drop.h): the
+ * decision's, or for a frame the walk dropped whole, the walk's; one a
+ * bridge beyond a patch port dropped (counted on that patch port) is
+ * marked so (beyond).
  * A frame that went through the walk (lib/patch.h) is found by the walk's
  * choice of ports; conf.walks says to copy the frames of every bridge, for
  * those that crossed patch ports from another.
@@ -127,7 +128,8 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	w = tr_walk_cur();
 	if (w) {
 		w->nsel = 0; /* see tr_capture_record */
-		w->dropped = 0;
+		w->drop.noted = 0;
+		w->drop_beyond.noted = 0;
 	}
 	b->armed = 1;
 	return 0;
@@ -179,7 +181,7 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 	struct tr_walk *w;
 	__u32 zero = 0, caplen, slot, action = how & TR_CAP_ACTION, vid = how >> TR_CAP_VID_SHIFT;
 	__u64 *lost;
-	int walked = 0;
+	int walked = 0, dropped;
 
 	b = bpf_map_lookup_elem(&capture_buf, &zero);
 	if (!b || !b->armed)
@@ -198,14 +200,27 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 	r->vid = 0;
 	r->tag = TR_CAPTURE_TAG_KEEP;
 	r->reason = 0;
+	r->beyond = 0;
+	/* A flood the program's verdict drops went out by its other ports
+	 * unless the frame's drop was noted (action TR_ACT_DROP): at tc, the
+	 * frame itself is the last copy, which an overlay port's MTU may
+	 * refuse (a copy's drop). */
+	dropped = action == TR_ACT_DROP || ((how & TR_CAP_DROPPED) && action != TR_ACT_FLOOD);
 	if (in == c->ifindex) {
 		r->dir = TR_CAPTURE_IN;
-		if ((how & TR_CAP_DROPPED) || action == TR_ACT_DROP) {
+		if (dropped) {
 			r->verdict = TR_CAPTURE_DROPPED;
 			r->reason = (how >> TR_CAP_REASON_SHIFT) & 0xff;
-			/* A frame the walk dropped: the walk's reason. */
-			if (r->reason == TR_DROP__MAX && w && w->dropped)
-				r->reason = tr_walk_reason(w);
+			/* A frame the walk dropped: the walk's note, a drop on
+			 * its ingress port first, else one beyond a patch port. */
+			if (r->reason == TR_DROP__MAX && w) {
+				if (w->drop.noted) {
+					r->reason = w->drop.reason;
+				} else if (w->drop_beyond.noted) {
+					r->reason = w->drop_beyond.reason;
+					r->beyond = 1;
+				}
+			}
 		} else if (action == TR_ACT_FORWARD) {
 			r->verdict = TR_CAPTURE_FORWARDED;
 			/* A patch port when the walk took it on to several ports. */
@@ -214,7 +229,7 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 			r->verdict = TR_CAPTURE_FLOODED;
 		}
 	} else {
-		if ((how & TR_CAP_DROPPED) || action == TR_ACT_DROP)
+		if (dropped)
 			return 0;
 		out = tr_port_of(c->ifindex);
 		if (!out)
@@ -258,7 +273,7 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 static __always_inline void tr_capture_out(const struct tr_pkt *p, const struct tr_decision *d,
 					   int dropped)
 {
-	__u32 how = d->action | tr_drop_reason(d) << TR_CAP_REASON_SHIFT |
+	__u32 how = d->action | tr_drop_noted(&d->drop) << TR_CAP_REASON_SHIFT |
 		    (__u32)d->tag.vid << TR_CAP_VID_SHIFT;
 
 	if (dropped)

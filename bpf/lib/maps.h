@@ -258,12 +258,6 @@ static __always_inline struct tr_port_stats *tr_stats(__u32 slot)
 	return bpf_map_lookup_elem(&stats, &slot);
 }
 
-static __always_inline void tr_count_drop(struct tr_port_stats *st, enum tr_drop_reason reason)
-{
-	if (st && reason < TR_DROP__MAX)
-		st->drops[reason]++;
-}
-
 static __always_inline void tr_count_tx(struct tr_port_stats *st, __u32 len)
 {
 	if (st) {

@@ -13,20 +13,22 @@
 
 #include <linux/if_ether.h>
 #include "maps.h"
+#include "drop.h"
 #include "port.h"
 
 /*
  * Whether the frame of skb, as it is now (tagged as it will leave), may
- * not leave by the port on ifindex (slot): an overlay port, and the frame
- * too long for it (its length past the Ethernet header above the device's
- * MTU; for a GSO frame, a segment's network length). Then it is counted
- * there, and 1: the caller sends nothing. An error of the helper (no such
- * device) is 0: the redirect finds nothing there either. A global
- * function, verified once, whose frame is small: the walk's deepest chain
- * of calls reaches it, and each way out to a port of a bridge with an
- * overlay port asks it (a flag of the port or the bridge tested first).
+ * not leave by the port on ifindex: an overlay port, and the frame too
+ * long for it (its length past the Ethernet header above the device's
+ * MTU; for a GSO frame, a segment's network length). 1: the caller sends
+ * nothing, and drops it (TR_DROP_OVERLAY_MTU, on the overlay port). An
+ * error of the helper (no such device) is 0: the redirect finds nothing
+ * there either. A global function, verified once, whose frame is small:
+ * the walk's deepest chain of calls reaches it, and each way out to a port
+ * of a bridge with an overlay port asks it (a flag of the port or the
+ * bridge tested first).
  */
-__attribute__((noinline)) int tr_overlay_too_long(struct __sk_buff *skb, __u32 ifindex, __u32 slot)
+__attribute__((noinline)) int tr_overlay_too_long(struct __sk_buff *skb, __u32 ifindex)
 {
 	const struct tr_port *o;
 	__u32 mtu = 0;
@@ -36,10 +38,7 @@ __attribute__((noinline)) int tr_overlay_too_long(struct __sk_buff *skb, __u32 i
 	o = tr_port_of(ifindex);
 	if (!o || !(o->flags & TR_PORT_OVERLAY))
 		return 0;
-	if (bpf_check_mtu(skb, ifindex, &mtu, 0, BPF_MTU_CHK_SEGS) <= 0)
-		return 0;
-	tr_count_drop(tr_stats(slot), TR_DROP_OVERLAY_MTU);
-	return 1;
+	return bpf_check_mtu(skb, ifindex, &mtu, 0, BPF_MTU_CHK_SEGS) > 0;
 }
 
 /*
@@ -82,14 +81,13 @@ static __always_inline __u32 tr_encap_sport(const struct ethhdr *eth, const void
  * wrote its outer headers (encaps, by bridge | vlan << 16 in key_bv and the
  * destination address) and redirects it into the underlay device. The
  * frame, as it is now (tagged as it will leave), must fit the MTU of the
- * overlay port's vxlan device (vxlan_ifindex): if not, it is counted as
- * TR_DROP_OVERLAY_MTU on the overlay port (slot) and XDP_DROP. -1: no
- * entry (or no headroom): the caller sends the frame into the way in.
+ * overlay port's vxlan device (vxlan_ifindex): if not, XDP_DROP, for the
+ * caller to drop (TR_DROP_OVERLAY_MTU, on the overlay port). -1: no entry
+ * (or no headroom): the caller sends the frame into the way in.
  * XDP_REDIRECT: sent, for the caller to count. A global function, verified
  * once, with a small frame.
  */
-__attribute__((noinline)) int tr_vxlan_encap(struct xdp_md *ctx, __u32 key_bv, __u32 vxlan_ifindex,
-					    __u32 slot)
+__attribute__((noinline)) int tr_vxlan_encap(struct xdp_md *ctx, __u32 key_bv, __u32 vxlan_ifindex)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -105,10 +103,8 @@ __attribute__((noinline)) int tr_vxlan_encap(struct xdp_md *ctx, __u32 key_bv, _
 	e = bpf_map_lookup_elem(&encaps, &k);
 	if (!e)
 		return -1;
-	if (bpf_check_mtu(ctx, vxlan_ifindex, &mtu, 0, 0) > 0) {
-		tr_count_drop(tr_stats(slot), TR_DROP_OVERLAY_MTU);
+	if (bpf_check_mtu(ctx, vxlan_ifindex, &mtu, 0, 0) > 0)
 		return XDP_DROP;
-	}
 	sport = tr_encap_sport(eth, data_end);
 	if (bpf_xdp_adjust_head(ctx, -TR_ENCAP_HLEN))
 		return -1;
@@ -151,8 +147,10 @@ static __always_inline int tr_via(struct __sk_buff *skb)
 	if (!v || !(v->flags & TR_PORT_VIA))
 		return TC_ACT_SHOT;
 	dev = v->max_macs;
-	if (tr_overlay_too_long(skb, dev, v->slot))
+	if (tr_overlay_too_long(skb, dev)) {
+		tr_drop(NULL, tr_stats(v->slot), TR_DROP_OVERLAY_MTU);
 		return TC_ACT_SHOT;
+	}
 	return bpf_redirect(dev, 0);
 }
 

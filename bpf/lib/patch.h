@@ -25,6 +25,7 @@
 #define TRESTLE_PATCH_H
 
 #include "maps.h"
+#include "drop.h"
 #include "fdb.h"
 #include "vlan.h"
 
@@ -54,9 +55,9 @@ struct tr_walk {
 	__u32 last_slot, last_ifindex; /* the last of them */
 	__u32 unicast; /* every bridge forwarded it to one port: the path may be remembered */
 	__u32 head, tail;
-	__u32 dropped; /* a bridge dropped it (or a copy of it), counted there (tr_walk_drop):
-			* TR_WALK_BEYOND, or in the low byte 1 + the reason of a drop on
-			* the ingress port */
+	struct tr_drop_note drop;        /* a drop on the ingress port (the first bridge's filter of
+					  * a copy), noted by tr_drop (lib/drop.h) */
+	struct tr_drop_note drop_beyond; /* one in a bridge beyond a patch port, counted there */
 	__u16 queue[TR_MAX_PATCH_CHAIN]; /* bridges to visit: the patch slot each is entered by */
 	__u16 nhops;
 	__u16 pad;
@@ -184,30 +185,15 @@ static __always_inline int tr_is_patch(__u32 ifindex)
 	return (ifindex & TR_PATCH_IFINDEX) != 0;
 }
 
-#define TR_WALK_BEYOND 0x100
-
-/* The walk drops the frame (or a flood's copy) at slot, with a reason: a
- * frame of which no copy leaves was dropped for the reason of a drop on its
- * ingress port (the first bridge's filter, in tr_emit_to), else beyond it
- * (TR_DROP__MAX), which the walk keeps for capture (lib/decision.h's
- * tr_drop is the frame's drop; this one counts where the decision cannot).
- * A patch port is never the ingress: the callers that drop at one say so
- * (beyond), and the check costs them nothing. */
-static __always_inline void tr_walk_drop(struct tr_walk *w, __u32 slot, enum tr_drop_reason reason,
-					 const int beyond)
+/* Where the walk notes a drop at slot (tr_drop): a drop on its ingress
+ * port (the first bridge's filter, in tr_emit) in the walk's note, which
+ * capture reports for a frame of which no copy leaves; any other (beyond:
+ * the callers that drop at a patch port, which is never the ingress, say
+ * so, and the check costs them nothing) in its note of drops beyond. */
+static __always_inline struct tr_drop_note *tr_walk_note(struct tr_walk *w, __u32 slot,
+							 const int beyond)
 {
-	tr_count_drop(tr_stats(slot), reason);
-	if (!beyond && slot == w->in_slot)
-		w->dropped = (w->dropped & ~0xffu) | (1 + reason);
-	else
-		w->dropped |= TR_WALK_BEYOND; /* no branch: the walk's paths stay few */
-	w->unicast = 0;
-}
-
-/* The reason a frame the walk dropped whole was dropped for (capture). */
-static __always_inline __u32 tr_walk_reason(const struct tr_walk *w)
-{
-	return w->dropped & 0xff ? (w->dropped & 0xff) - 1 : TR_DROP__MAX;
+	return !beyond && slot == w->in_slot ? &w->drop : &w->drop_beyond;
 }
 
 /* The frame's VLAN for the egress rule (tr_egress): 0 in bridges that are
@@ -232,11 +218,12 @@ static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out
 
 	pp = tr_patch_of(slot);
 	if (!pp || !tr_patch_of(pp->peer)) {
-		tr_walk_drop(w, slot, TR_DROP_NO_EGRESS, 1); /* its peer is not set up (yet) */
+		/* its peer is not set up (yet) */
+		tr_drop(tr_walk_note(w, slot, 1), tr_stats(slot), TR_DROP_NO_EGRESS);
 		return 0;
 	}
 	if (t >= TR_MAX_PATCH_CHAIN - 1) {
-		tr_walk_drop(w, slot, TR_DROP_PATCH_CHAIN, 1);
+		tr_drop(tr_walk_note(w, slot, 1), tr_stats(slot), TR_DROP_PATCH_CHAIN);
 		return -1;
 	}
 	tr_count_tx(tr_stats(slot), w->wire);
@@ -287,7 +274,8 @@ static __always_inline void tr_path_remember(struct tr_cpu_cache *memo, const st
 	struct tr_path_memo *m;
 	__u32 i;
 
-	if (!memo || !w->unicast || w->nsel != 1 || !w->nhops || w->nhops > TR_MAX_PATCH_CHAIN)
+	if (!memo || !w->unicast || w->drop.noted || w->drop_beyond.noted || w->nsel != 1 || !w->nhops ||
+	    w->nhops > TR_MAX_PATCH_CHAIN)
 		return;
 	i = memo->path_next & 1;
 	memo->path_next = i ^ 1;

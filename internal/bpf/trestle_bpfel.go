@@ -83,7 +83,8 @@ type TrestleTrCaptureRec struct {
 	Verdict   uint8
 	Reason    uint8
 	Tag       uint8
-	Pad       uint16
+	Beyond    uint8
+	Pad       uint8
 }
 
 type TrestleTrCaptureTag uint32
@@ -606,13 +607,22 @@ type TrestleTrWalk struct {
 	Unicast     uint32
 	Head        uint32
 	Tail        uint32
-	Dropped     uint32
-	Queue       [16]uint16
-	Nhops       uint16
-	Pad         uint16
-	Hops        [16]uint16
-	Fset        uint32
-	Fin         uint32
+	Drop        struct {
+		_      structs.HostLayout
+		Noted  uint8
+		Reason uint8
+	}
+	DropBeyond struct {
+		_      structs.HostLayout
+		Noted  uint8
+		Reason uint8
+	}
+	Queue [16]uint16
+	Nhops uint16
+	Pad   uint16
+	Hops  [16]uint16
+	Fset  uint32
+	Fin   uint32
 }
 
 // Names of all BPF objects in the ELF.
