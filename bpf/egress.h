@@ -14,31 +14,8 @@
 #include "switch.h"
 #include "lib/overlay.h"
 
-/* A loop over a bridge's ports. Each kind has one round (tr_*_round), run
- * either by a plain loop inline, for a bridge of at most TR_INLINE_PORTS,
- * or by a global function (its own stack frame, verified once) with
- * bpf_loop (whose callback the verifier reads once, not once for each of
- * up to TR_MAX_BRIDGE_PORTS rounds). A round returns 1 to end the loop. */
-struct tr_ports_loop {
-	void *ctx;
-	const struct tr_bridge *br;
-	__u32 ingress; /* the port the frame came in by: no copy to it */
-	__u32 wire;
-	__u32 vid;     /* tc floods of VLAN-aware bridges: the frame's VLAN */
-	__u32 opts;    /* and tr_vlan_copy's options */
-};
-
-/* The port of round i of a loop over a->br's ports, or NULL at the end. */
-static __always_inline const struct tr_bridge_port *tr_loop_port(const struct tr_ports_loop *a,
-								  __u64 i)
-{
-	const struct tr_bridge *br = a->br;
-
-	if (!br || i >= TR_MAX_BRIDGE_PORTS || i >= br->nports)
-		return NULL;
-	return &br->ports[i];
-}
-
+/* Each copy of an XDP flood over a bridge's plain set, which runs no
+ * devmap program, is counted as sent here: one round a port. */
 static __always_inline long tr_count_round(__u64 i, const struct tr_ports_loop *a)
 {
 	const struct tr_bridge_port *bp = tr_loop_port(a, i);
@@ -50,40 +27,9 @@ static __always_inline long tr_count_round(__u64 i, const struct tr_ports_loop *
 	return 0;
 }
 
-static long tr_count_flood_tx_one(__u64 i, void *a)
-{
-	return tr_count_round(i, a);
-}
-
-/* A bridge of at most this many ports floods with a plain loop inline:
- * a global function and bpf_loop's call a round cost a flood of the lab's
- * 4-port bridge some 25 ns (BenchmarkPipeline); a larger one takes the
- * global function, whose rounds the verifier reads once. */
-#define TR_INLINE_PORTS 8
-
 /* Counts a flooded frame as sent on every port of the bridge but the ingress. */
-__attribute__((noinline)) int tr_count_flood_tx_all(const struct tr_bridge *br, __u32 ingress,
-						    __u32 len)
-{
-	struct tr_ports_loop a = { .br = br, .ingress = ingress, .wire = len };
-
-	if (br)
-		bpf_loop(br->nports, tr_count_flood_tx_one, &a, 0);
-	return 0;
-}
-
-static __always_inline void tr_count_flood_tx(const struct tr_bridge *br, __u32 ingress, __u32 len)
-{
-	struct tr_ports_loop a = { .br = br, .ingress = ingress, .wire = len };
-
-	if (br->nports > TR_INLINE_PORTS) {
-		tr_count_flood_tx_all(br, ingress, len);
-		return;
-	}
-	for (__u32 i = 0; i < TR_INLINE_PORTS; i++)
-		if (tr_count_round(i, &a))
-			break;
-}
+TR_PORTS_LOOP(tr_count_flood_tx, tr_count_round, (const struct tr_bridge *br, __u32 ingress, __u32 len),
+	      (br, ingress, len), (.br = br, .n = br ? br->nports : 0, .ingress = ingress, .wire = len))
 
 /* Known unicast: to one port, tagged as that port takes the frame's VLAN.
  * straight: a forward in the frame's bridge (trestle.c), not the walk's
@@ -149,7 +95,6 @@ static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p
  * devmap whose entries each run trestle_vlan_egress. */
 static __always_inline int tr_flood_xdp(struct xdp_md *ctx, struct tr_pkt *p, struct tr_decision *d)
 {
-	void *flood;
 	long ret;
 
 	if (!d->br || d->br->nports < 2 || (d->tag.on && d->tag.members < 2)) {
@@ -163,16 +108,11 @@ static __always_inline int tr_flood_xdp(struct xdp_md *ctx, struct tr_pkt *p, st
 			tr_drop_frame(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return XDP_DROP;
 		}
-		flood = bpf_map_lookup_elem(&vlan_floods, &d->bridge);
+		ret = tr_broadcast(&vlan_floods, d->bridge);
 	} else {
-		flood = bpf_map_lookup_elem(&floods, &d->bridge);
+		ret = tr_broadcast(&floods, d->bridge);
 	}
-	if (!flood) {
-		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
-		return XDP_DROP;
-	}
-	ret = bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
-	if (ret != XDP_REDIRECT) {
+	if (ret < 0) {
 		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
@@ -188,10 +128,7 @@ static __always_inline int tr_flood_xdp(struct xdp_md *ctx, struct tr_pkt *p, st
  * from tr_flood_xdp, whose code a bridge without policies runs as before. */
 static __always_inline int tr_flood_xdp_policy(struct xdp_md *ctx, struct tr_decision *d)
 {
-	void *flood = bpf_map_lookup_elem(&vlan_floods, &d->bridge);
-
-	if (!flood || !d->br || d->br->nports < 2 ||
-	    bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS) != XDP_REDIRECT) {
+	if (!d->br || d->br->nports < 2 || tr_broadcast(&vlan_floods, d->bridge) < 0) {
 		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
@@ -288,23 +225,12 @@ static __always_inline long tr_clone_round(__u64 i, const struct tr_ports_loop *
 	return 0;
 }
 
-static long tr_flood_tc_one(__u64 i, void *a)
-{
-	return tr_clone_round(i, a);
-}
-
 /* The copies of a tc flood, VLAN-unaware: a clone to each port of br in
  * rounds 0..last-1 but the ingress; the caller sends the frame itself to
  * the port of round last. */
-__attribute__((noinline)) int tr_flood_tc_clones(struct __sk_buff *skb, const struct tr_bridge *br,
-						 __u32 ingress, __u32 wire, __u32 last)
-{
-	struct tr_ports_loop a = { .ctx = skb, .br = br, .ingress = ingress, .wire = wire };
-
-	if (skb && br)
-		bpf_loop(last, tr_flood_tc_one, &a, 0);
-	return 0;
-}
+TR_PORTS_LOOP(tr_flood_tc_clones, tr_clone_round,
+	      (struct __sk_buff *skb, const struct tr_bridge *br, __u32 ingress, __u32 wire, __u32 last),
+	      (skb, br, ingress, wire, last), (.ctx = skb, .br = br, .n = last, .ingress = ingress, .wire = wire))
 
 /* tc flood, VLAN-unaware: clone to every other port; the original goes to
  * the last one. */
@@ -321,15 +247,7 @@ static __always_inline int tr_flood_tc(struct __sk_buff *skb, struct tr_pkt *p,
 	last = (d->br->nports - 1) & (TR_MAX_BRIDGE_PORTS - 1);
 	if (d->br->ports[last].ifindex == p->ifindex)
 		last = (last - 1) & (TR_MAX_BRIDGE_PORTS - 1);
-	if (last > TR_INLINE_PORTS) {
-		tr_flood_tc_clones(skb, d->br, p->ifindex, p->wire, last);
-	} else {
-		struct tr_ports_loop a = { .ctx = skb, .br = d->br, .ingress = p->ifindex, .wire = p->wire };
-
-		for (__u32 i = 0; i < TR_INLINE_PORTS; i++)
-			if (i >= last || tr_clone_round(i, &a))
-				break;
-	}
+	tr_flood_tc_clones(skb, d->br, p->ifindex, p->wire, last);
 	if ((d->br->flags & TR_BRIDGE_OVERLAY) && tr_overlay_too_long(skb, d->br->ports[last].ifindex)) {
 		/* A copy's drop, not the frame's: the other copies went. */
 		tr_drop(NULL, tr_stats(d->br->ports[last].slot), TR_DROP_OVERLAY_MTU);
@@ -419,22 +337,12 @@ static __always_inline long tr_copy_round(__u64 i, const struct tr_ports_loop *a
 	return 0;
 }
 
-static long tr_flood_tc_copy_one(__u64 i, void *a)
-{
-	return tr_copy_round(i, a);
-}
-
 /* The copies of a tc flood in a VLAN-aware bridge or one with port
  * policies: tr_vlan_copy to each port of br but the ingress. */
-__attribute__((noinline)) int tr_flood_tc_copies(struct __sk_buff *skb, const struct tr_bridge *br,
-						 __u32 ingress, __u32 vid, __u32 opts)
-{
-	struct tr_ports_loop a = { .ctx = skb, .br = br, .ingress = ingress, .vid = vid, .opts = opts };
-
-	if (skb && br)
-		bpf_loop(br->nports, tr_flood_tc_copy_one, &a, 0);
-	return 0;
-}
+TR_PORTS_LOOP(tr_flood_tc_copies, tr_copy_round,
+	      (struct __sk_buff *skb, const struct tr_bridge *br, __u32 ingress, __u32 vid, __u32 opts),
+	      (skb, br, ingress, vid, opts),
+	      (.ctx = skb, .br = br, .n = br ? br->nports : 0, .ingress = ingress, .vid = vid, .opts = opts))
 
 /* tc flood, VLAN-aware or with port policies: a clone to each port the
  * frame may leave by, each tagged for its port; the original is consumed. */
@@ -457,15 +365,7 @@ static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt
 	}
 	vid = d->tag.on ? d->tag.vid : 0;
 	opts = tr_copy_opts(d->tag.ctag ? d->tag.tci : 0, 0, deny);
-	if (d->br->nports > TR_INLINE_PORTS) {
-		tr_flood_tc_copies(skb, d->br, p->ifindex, vid, opts);
-		return TC_ACT_STOLEN;
-	}
-	struct tr_ports_loop a = { .ctx = skb, .br = d->br, .ingress = p->ifindex, .vid = vid, .opts = opts };
-
-	for (__u32 i = 0; i < TR_INLINE_PORTS; i++)
-		if (tr_copy_round(i, &a))
-			break;
+	tr_flood_tc_copies(skb, d->br, p->ifindex, vid, opts);
 	return TC_ACT_STOLEN;
 }
 

@@ -283,42 +283,24 @@ static __always_inline int tr_reach_all(const struct tr_reach *r, const struct t
 	return 1;
 }
 
-struct tr_reach_loop {
-	const struct tr_reach *r;
-	__u32 in;
-	__u32 wire;
-};
-
-/* A round of the reach's count, as egress.h's loops over a bridge's ports
- * have: 1 at the end. */
-static __always_inline long tr_reach_round(__u64 i, const struct tr_reach_loop *a)
+/* A round of the reach's count: each copy of a broadcast over the reach
+ * flood set, which runs no devmap program, counted as sent. */
+static __always_inline long tr_reach_round(__u64 i, const struct tr_ports_loop *a)
 {
+	const struct tr_reach *r = a->reach;
 	__u32 slot;
 
-	if (!a->r || i >= TR_MAX_BRIDGE_PORTS || i >= a->r->n)
+	if (!r || i >= TR_MAX_BRIDGE_PORTS || i >= r->n)
 		return 1;
-	slot = a->r->slots[i];
-	if (slot != a->in)
+	slot = r->slots[i];
+	if (slot != a->ingress)
 		tr_count_tx(tr_stats(slot), a->wire);
 	return 0;
 }
 
-static long tr_reach_count_one(__u64 i, void *a)
-{
-	return tr_reach_round(i, a);
-}
-
-/* Counts a copy sent to each port of reach r but the one in slot in: a
- * global function that loops with bpf_loop (egress.h's loops over a
- * bridge's ports say why). */
-__attribute__((noinline)) int tr_reach_count(const struct tr_reach *r, __u32 in, __u32 wire)
-{
-	struct tr_reach_loop a = { .r = r, .in = in, .wire = wire };
-
-	if (r)
-		bpf_loop(r->n, tr_reach_count_one, &a, 0);
-	return 0;
-}
+/* Counts a copy sent to each port of reach r but the one in slot in. */
+TR_PORTS_LOOP(tr_reach_count, tr_reach_round, (const struct tr_reach *r, __u32 in, __u32 wire), (r, in, wire),
+	      (.reach = r, .n = r ? r->n : 0, .ingress = in, .wire = wire))
 
 /* XDP: the copies to every port of reach r but the ingress, in one
  * broadcast over the bridge's reach flood set, which runs no devmap
@@ -328,24 +310,16 @@ __attribute__((noinline)) int tr_reach_count(const struct tr_reach *r, __u32 in,
 static __always_inline int tr_reach_send(struct tr_decision *d, const struct tr_reach *r,
 					 __u32 wire, int *ret)
 {
-	void *flood = bpf_map_lookup_elem(&reach_floods, &d->bridge);
+	long sent = tr_broadcast(&reach_floods, d->bridge);
 
-	if (!flood)
+	if (sent == TR_NO_SET)
 		return 0;
-	if (bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS) != XDP_REDIRECT) {
+	if (sent < 0) {
 		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		*ret = XDP_DROP;
 		return 1;
 	}
-	if (r->n > TR_INLINE_PORTS) {
-		tr_reach_count(r, d->in_slot, wire);
-	} else {
-		struct tr_reach_loop a = { .r = r, .in = d->in_slot, .wire = wire };
-
-		for (__u32 i = 0; i < TR_INLINE_PORTS; i++)
-			if (tr_reach_round(i, &a))
-				break;
-	}
+	tr_reach_count(r, d->in_slot, wire);
 	*ret = XDP_REDIRECT;
 	return 1;
 }
@@ -425,7 +399,7 @@ static __always_inline int tr_mirror_fast_xdp(struct tr_decision *d, __u32 wire,
 static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decision *d,
 					     struct tr_walk *w)
 {
-	void *flood, *data;
+	void *data;
 	__u64 *meta, tagged = 0;
 	long ret;
 	int r;
@@ -439,8 +413,7 @@ static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decis
 		}
 		tagged = 1; /* the copies carry their VLAN's tag */
 	}
-	flood = bpf_map_lookup_elem(&patch_floods, &d->bridge);
-	if (!flood || bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
 		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
@@ -451,8 +424,8 @@ static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decis
 		return XDP_DROP;
 	}
 	*meta = w->seq << 1 | tagged;
-	ret = bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
-	if (ret != XDP_REDIRECT) {
+	ret = tr_broadcast(&patch_floods, d->bridge);
+	if (ret < 0) {
 		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}

@@ -118,7 +118,7 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	asm volatile("" : "+r"(n));
 	if (n < 1 || n > TR_CAPTURE_SNAP)
 		return 0;
-	if (tr_load_bytes(ctx, xdp, b->data, n))
+	if (tr_load_bytes(ctx, xdp, 0, b->data, n))
 		return 0;
 	b->rec.ts_ns = bpf_ktime_get_ns();
 	b->rec.len = len;

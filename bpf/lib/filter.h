@@ -243,10 +243,11 @@ static __always_inline int tr_filter_l4_far(void *ctx, const int xdp, struct tr_
 	const __u32 n = x->k.proto == IPPROTO_TCP ? 16 : 8;
 	long r;
 
+	/* Each call with a constant length, which the verifier bounds. */
 	if (n == 16)
-		r = xdp ? bpf_xdp_load_bytes(ctx, x->xoff, x->hb, 16) : bpf_skb_load_bytes(ctx, x->xoff, x->hb, 16);
+		r = tr_load_bytes(ctx, xdp, x->xoff, x->hb, 16);
 	else
-		r = xdp ? bpf_xdp_load_bytes(ctx, x->xoff, x->hb, 8) : bpf_skb_load_bytes(ctx, x->xoff, x->hb, 8);
+		r = tr_load_bytes(ctx, xdp, x->xoff, x->hb, 8);
 	if (r || tr_filter_l4_at(x->hb, x->hb + n, &x->k, &x->tcp))
 		return TR_UNREAD_TRUNCATED + 1;
 	return 0;
@@ -272,7 +273,7 @@ static __always_inline int tr_filter_exthdrs(void *ctx, const int xdp, struct tr
 			return 0;
 		if (i == TR_FILTER_EXTHDRS || x->xoff > TR_FILTER_L4_MAX)
 			return TR_UNREAD_EXTHDRS + 1;
-		if ((xdp ? bpf_xdp_load_bytes(ctx, x->xoff, x->hb, 4) : bpf_skb_load_bytes(ctx, x->xoff, x->hb, 4)))
+		if (tr_load_bytes(ctx, xdp, x->xoff, x->hb, 4))
 			return TR_UNREAD_TRUNCATED + 1;
 		x->xnh = x->hb[0];
 		if (was == TR_IPV6_FRAGMENT) {
