@@ -25,26 +25,27 @@
 #include "lib/storm.h"
 #include "lib/port.h"
 #include "lib/decision.h"
+#include "lib/door.h"
 #include "lib/ipguard.h"
 
 /*
  * Steps 5 to 7 of a bridge, for a frame from port in (interface self; a
  * patch port's is TR_PATCH_IFINDEX | its slot) in VLAN vlan: learn the
- * source, look the destination up, and forward to the port it lives on
- * unless that is the ingress, gone, or protected as the ingress is. The
- * pipeline takes this step in the frame's first bridge, the walk (tr_hop)
- * in each bridge beyond a patch port. vid: the frame's VLAN for the egress
- * rule (0: not asked here; the pipeline's forward asks it as it tags the
- * frame, in tr_forward). Returns TR_ACT_FORWARD with *out, *egress and
- * *slot, TR_ACT_FLOOD, or TR_ACT_DROP with *reason.
+ * source, look the destination up, and forward to the port it lives on as
+ * the egress rule (lib/door.h) says. The pipeline takes this step in the
+ * frame's first bridge, the walk (tr_hop) in each bridge beyond a patch
+ * port. vid: the frame's VLAN for the rule (0: the bridge is not
+ * VLAN-aware). Returns TR_ACT_FORWARD with *out, *egress, *slot and the
+ * rule's answer in *rule (how the frame leaves: the door takes it as
+ * asked), TR_ACT_FLOOD, or TR_ACT_DROP with *reason.
  */
 static __always_inline enum tr_action
 tr_bridge_step(struct tr_table_view *v, const struct tr_port *in, __u32 self,
 	       const struct tr_bridge *br, __u16 vlan, __u16 vid, const __u8 *src, const __u8 *dst,
 	       struct tr_port_stats *st, const struct tr_port **out, __u32 *egress, __u32 *slot,
-	       enum tr_drop_reason *reason)
+	       enum tr_egress *rule, enum tr_drop_reason *reason)
 {
-	const struct tr_port *o;
+	const struct tr_port *o = NULL;
 
 	/* 5. Learn where the source lives. */
 	if (tr_learn(v, in, self, br, vlan, src, st, reason))
@@ -54,26 +55,21 @@ tr_bridge_step(struct tr_table_view *v, const struct tr_port *in, __u32 self,
 	if (tr_mac_is_multicast(dst) || !tr_fdb_find(v, in->bridge, vlan, dst, egress, slot))
 		return TR_ACT_FLOOD;
 
-	/* 7. Known station: forward, unless it lives where the frame came from,
-	 *    or its port has just left the bridge (the control plane removes a
-	 *    port first and flushes its entries after). */
-	if (*egress == self) {
-		*reason = TR_DROP_HAIRPIN;
-		return TR_ACT_DROP;
+	/* 7. Known station: forward as the egress rule says, asked here, before
+	 *    the filter's rules on the egress port meet the frame (as veb asks
+	 *    hairpin and protection before its OUT rules). Not back where it
+	 *    came from (no lookup then), nor to a port that has just left the
+	 *    bridge (the control plane removes a port first and flushes its
+	 *    entries after), nor outside the frame's VLAN, nor from a protected
+	 *    port to another. */
+	if (*egress != self) {
+		o = tr_port_of(*egress);
+		if (o && (o->bridge != in->bridge || o->slot != *slot))
+			o = NULL;
 	}
-	o = tr_port_of(*egress);
-	if (!o || o->bridge != in->bridge || o->slot != *slot) {
-		*reason = TR_DROP_NO_EGRESS;
+	*rule = tr_door_ask(o, *egress, self, vid, in->flags & TR_PORT_PROTECTED, reason);
+	if (*rule == TR_EGRESS_DENY)
 		return TR_ACT_DROP;
-	}
-	if (vid && tr_egress(o, vid, 0) == TR_EGRESS_DENY) {
-		*reason = TR_DROP_VLAN_EGRESS;
-		return TR_ACT_DROP;
-	}
-	if (in->flags & o->flags & TR_PORT_PROTECTED) {
-		*reason = TR_DROP_PROTECTED;
-		return TR_ACT_DROP;
-	}
 	*out = o;
 	return TR_ACT_FORWARD;
 }
@@ -85,6 +81,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 	const struct tr_port *in, *out;
 	const struct tr_bridge *br;
 	struct tr_table_view *v = &d->v;
+	enum tr_egress rule;
 	struct tr_frame f;
 	__u32 bridge, egress, slot;
 
@@ -167,8 +164,8 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 	tr_view_init(v);
 	d->eth = f.eth;
 	d->vlan = f.vlan;
-	switch (tr_bridge_step(v, in, p->ifindex, br, f.vlan, 0, f.eth->h_source, f.eth->h_dest, st,
-			       &out, &egress, &slot, &reason)) {
+	switch (tr_bridge_step(v, in, p->ifindex, br, f.vlan, d->tag.on ? d->tag.vid : 0, f.eth->h_source,
+			       f.eth->h_dest, st, &out, &egress, &slot, &rule, &reason)) {
 	case TR_ACT_DROP:
 		tr_drop_frame(d, st, reason);
 		return;
@@ -177,6 +174,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 		d->egress_ifindex = egress;
 		d->egress_slot = slot;
 		d->out = *out;
+		d->rule = rule;
 		return;
 	default:
 		break;

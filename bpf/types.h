@@ -356,6 +356,7 @@ enum tr_filter_limits {
 	TR_FILTER_EXTHDRS = 6,      /* IPv6 extension headers the filter reads through to the transport header */
 	TR_FILTER_L4_MAX = 512,     /* the transport header's furthest offset the filter reads (from the Ethernet header) */
 	TR_FILTER_CACHE = 256,      /* decisions each CPU remembers, by a hash of the frame's key */
+	TR_STATE_COUNT_PORT = TR_MAX_BRIDGES + 1, /* filter_state_counts: a bridge's count at its id, a port's at this + its slot */
 };
 
 /* What the classifier matches a frame on; a rule's match is a mask over it
@@ -572,8 +573,12 @@ struct tr_encap_key {
 	__u16 pad;
 };
 
-/* outer Ethernet (14), IPv4 (20, no options), UDP (8), VXLAN (8) */
-#define TR_ENCAP_HLEN 50
+/* The outer header's length: Ethernet (14), IPv4 (20, no options), UDP (8),
+ * VXLAN (8); an enum so that the Go side reads it from here (bpf2go), as
+ * the overlay's device MTU does (internal/overlay). */
+enum tr_encap_limits {
+	TR_ENCAP_HLEN = 50,
+};
 
 /* How a frame to it leaves: the outer headers, written in front of the
  * frame, and the underlay device they go to. */
@@ -582,8 +587,8 @@ struct tr_encap {
 	__u32 csum;    /* the outer IPv4 header's one's-complement sum of its 16-bit words
 			* (big-endian, as on the wire) with tot_len and check 0, not folded:
 			* the datapath adds tot_len per frame */
-	__u8 hdr[52];  /* Ethernet, IPv4 (tot_len, check 0), UDP (source, len, check 0),
-			* VXLAN: TR_ENCAP_HLEN used, 2 pad */
+	__u8 hdr[TR_ENCAP_HLEN + 2]; /* Ethernet, IPv4 (tot_len, check 0), UDP (source, len, check 0),
+				      * VXLAN: TR_ENCAP_HLEN used, 2 pad */
 };
 
 #endif

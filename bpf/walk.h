@@ -14,85 +14,106 @@
 #include "egress.h"
 #include "lib/filter.h"
 
-/* tc: a copy to each port the walk chooses, sent when the next is chosen;
- * the frame itself goes to the last. */
-static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *w, __u32 ifindex,
-					 __u32 slot)
+/* The walk's copy to port out (ifindex, slot; NULL where the caller did
+ * not look it up), through the door: way TR_WAY_CHOOSE, chosen now and
+ * sent when the walk ends; TR_WAY_CROSS, across a patch port into the
+ * bridge beyond. rule: the egress rule's answer if the caller asked it
+ * (TR_EGRESS_ASK: the door asks, with the flags of deny and in, the
+ * interface the frame entered the bridge by). */
+static __always_inline enum tr_door_verdict tr_walk_door(void *ctx, const int xdp, const int way,
+							 struct tr_walk *w, const struct tr_port *out,
+							 __u32 ifindex, __u32 slot, __u32 in, __u16 deny,
+							 enum tr_egress rule)
 {
-	if (w->nsel) {
-		if (w->on) {
-			if (tr_vlan_copy(skb, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 0, 0)) < 0)
-				tr_count_tx_dropped(tr_stats(w->last_slot));
-		} else if (tr_overlay_too_long(skb, w->last_ifindex)) {
-			tr_drop(NULL, tr_stats(w->last_slot), TR_DROP_OVERLAY_MTU);
-		} else if (bpf_clone_redirect(skb, w->last_ifindex, 0)) {
-			tr_count_tx_dropped(tr_stats(w->last_slot));
-		} else {
-			tr_count_tx(tr_stats(w->last_slot), w->wire);
-		}
-	}
-	tr_choose(w, ifindex, slot);
+	struct tr_copy c = {};
+
+	c.ifindex = ifindex;
+	c.slot = slot;
+	c.in = in;
+	c.vid = tr_walk_vid(w);
+	c.deny = deny;
+	c.wire = w->wire;
+	c.rule = rule;
+	c.w = w;
+	return tr_door(ctx, xdp, way, out, &c);
 }
 
-/* The walk copies the frame to the span port of the mirror of the port in
- * slot, once however many of its mirrored ports the frame passes; a frame
- * with copies is never remembered as a path. */
-static __always_inline void tr_mirror(void *ctx, const int xdp, struct tr_walk *w, __u32 slot)
+/* The span port of the mirror of the port in slot that the walk copies the
+ * frame to, in *span (ifindex, slot): once however many of its mirrored
+ * ports the frame passes; a frame with copies is never remembered as a
+ * path. 0: none. The rule is not asked of a span port, which takes every
+ * copy its mirror sends (its tag is made as it leaves). */
+static __always_inline int tr_mirror_span(struct tr_walk *w, __u32 slot, __u32 *ifindex, __u32 *span)
 {
 	const struct tr_mirror *m = bpf_map_lookup_elem(&mirrors, &slot);
 
 	if (!m || !m->span_slot)
-		return;
+		return 0;
 	if (m->flags & TR_MIRROR_VLANS) {
 		const struct tr_port_vlans *pv = bpf_map_lookup_elem(&mirror_vlans, &slot);
 
 		if (!pv || !((pv->bits[(w->vlan >> 6) & 63] >> (w->vlan & 63)) & 1))
-			return;
+			return 0;
 	}
 	w->unicast = 0;
 	if (tr_chosen(w, m->span_slot))
-		return;
-	if (xdp)
-		tr_choose(w, m->span_ifindex, m->span_slot);
-	else
-		tr_choose_tc(ctx, w, m->span_ifindex, m->span_slot);
+		return 0;
+	*ifindex = m->span_ifindex;
+	*span = m->span_slot;
+	return 1;
 }
 
-/* The walk sends the frame out of interface port out (ifindex, slot), and
- * to out's span port if what out sends is mirrored. */
-static __always_inline void tr_pick(void *ctx, const int xdp, struct tr_walk *w,
-				    const struct tr_port *out, __u32 ifindex, __u32 slot)
+/* The walk copies the frame to the span port of the mirror of the port in
+ * slot (tr_mirror_span). */
+static __always_inline void tr_mirror(void *ctx, const int xdp, struct tr_walk *w, __u32 slot)
 {
-	if (xdp)
-		tr_choose(w, ifindex, slot);
-	else
-		tr_choose_tc(ctx, w, ifindex, slot);
-	if (out && (out->flags & TR_PORT_MIRROR_OUT))
+	__u32 ifindex, span;
+
+	if (tr_mirror_span(w, slot, &ifindex, &span))
+		tr_walk_door(ctx, xdp, TR_WAY_CHOOSE, w, NULL, ifindex, span, 0, 0, TR_EGRESS_AS_IS);
+}
+
+/* The walk sends the frame out of port out (ifindex, slot) of its bridge,
+ * whose rule the caller asked (rule), or asks it (TR_EGRESS_ASK): across
+ * it into the bridge beyond if it is a patch port, else by it, and to its
+ * span port if what out sends is mirrored. */
+static __always_inline void tr_pick(void *ctx, const int xdp, struct tr_walk *w,
+				    const struct tr_port *out, __u32 ifindex, __u32 slot, __u32 in,
+				    __u16 deny, enum tr_egress rule)
+{
+	if (tr_is_patch(ifindex)) {
+		tr_walk_door(ctx, xdp, TR_WAY_CROSS, w, out, ifindex, slot, in, deny, rule);
+		return;
+	}
+	if (tr_walk_door(ctx, xdp, TR_WAY_CHOOSE, w, out, ifindex, slot, in, deny, rule) == TR_DOOR_SENT &&
+	    out && (out->flags & TR_PORT_MIRROR_OUT))
 		tr_mirror(ctx, xdp, w, slot);
 }
 
 /* One port of a bridge's flood in the walk (ifindex, slot), the flags that
- * keep the copy off it in deny: through it to the bridge beyond if it is a
- * patch port, else out of it if it takes the frame. (The copy met the
- * bridge's rules on the egress port before, in tr_emit.) */
+ * keep the copy off it in deny, the port it entered the bridge by in: the
+ * door asks the rule of a patch port, and of an interface's when check
+ * says the bridge's ports may refuse it (VLANs, policies, mirrors). (The
+ * copy met the bridge's rules on the egress port before, in tr_emit.) At
+ * tc the copies to the ports it chooses are sent by the flood's loop
+ * (TR_WAY_CHOOSE_LATER). */
 static __always_inline void tr_emit_to(void *ctx, const int xdp, struct tr_walk *w, __u32 ifindex,
-				       __u32 slot, __u16 deny, int check)
+				       __u32 slot, __u32 in, __u16 deny, int check)
 {
-	const struct tr_port *out;
+	const struct tr_port *out = NULL;
+	__u32 span_ifindex, span;
 
 	if (tr_is_patch(ifindex)) {
-		out = tr_port_of(ifindex);
-		if (out && tr_egress(out, tr_walk_vid(w), deny) != TR_EGRESS_DENY)
-			tr_cross(w, out, slot);
+		tr_walk_door(ctx, xdp, TR_WAY_CROSS, w, tr_port_of(ifindex), ifindex, slot, in, deny,
+			     TR_EGRESS_ASK);
 		return;
 	}
-	out = NULL;
-	if (check) {
+	if (check)
 		out = tr_port_of(ifindex);
-		if (tr_egress(out, tr_walk_vid(w), deny) == TR_EGRESS_DENY)
-			return;
-	}
-	tr_pick(ctx, xdp, w, out, ifindex, slot);
+	if (tr_walk_door(ctx, xdp, TR_WAY_CHOOSE_LATER, w, out, ifindex, slot, in, deny,
+			 check ? TR_EGRESS_ASK : TR_EGRESS_AS_IS) == TR_DOOR_SENT &&
+	    out && (out->flags & TR_PORT_MIRROR_OUT) && tr_mirror_span(w, slot, &span_ifindex, &span))
+		tr_walk_door(ctx, xdp, TR_WAY_CHOOSE_LATER, w, NULL, span_ifindex, span, 0, 0, TR_EGRESS_AS_IS);
 }
 
 /* One port of the flood as a global function (tr_emit_port_xdp,
@@ -105,7 +126,7 @@ static __always_inline int tr_emit_port(void *ctx, const int xdp, struct tr_walk
 {
 	if (!w)
 		return 0;
-	tr_emit_to(ctx, xdp, w, ifindex, slot, opts & 0xffff, opts >> 16);
+	tr_emit_to(ctx, xdp, w, ifindex, slot, w->entry, opts & 0xffff, opts >> 16);
 	return 0;
 }
 
@@ -117,7 +138,7 @@ TR_TWIN(tr_emit_port, (struct tr_walk *w, __u32 ifindex, __u32 slot, __u32 opts)
  * a plain one, not a bpf_loop: tr_emit is a global function, verified once
  * a build, so its TR_MAX_BRIDGE_PORTS rounds cost the verifier some 20,000
  * instructions, while a bpf_loop callback would be one more stack frame on
- * the deepest chain of calls (tr_hop, tr_emit, the copy, tr_vlan_copy),
+ * the deepest chain of calls (tr_hop, tr_emit, the copy, tr_door_copy_tc),
  * past the verifier's 512 bytes. */
 static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, __u32 bridge,
 				   __u32 except)
@@ -142,6 +163,7 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 		}
 	}
 	check = w->on || deny || (br->flags & TR_BRIDGE_MIRROR);
+	w->entry = except; /* the door's hairpin (the loop leaves it out too) */
 	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
 		__u32 ifindex, slot;
 
@@ -158,12 +180,17 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 			__u32 r = TR_CALL(xdp, tr_filter, ctx, w->fset, w->fin | slot << 16, w->vlan, w->wire);
 
 			if (r) {
-				tr_drop(tr_walk_note(w, w->fin, 0), tr_stats(w->fin),
-					r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
+				/* On the ingress port in the frame's first bridge. */
+				tr_drop(&w->drop, tr_stats(w->fin),
+					r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED,
+					w->fin != w->in_slot);
 				continue;
 			}
 		}
 		TR_CALL(xdp, tr_emit_port, ctx, w, ifindex, slot, deny | (check ? 1u << 16 : 0));
+		if (!xdp && w->npend)
+			tr_choose_flush_tc(ctx, w); /* the copies the port left (tr_choose_tc_later) */
+
 	}
 	return 0;
 }
@@ -185,8 +212,8 @@ static __always_inline int tr_hop_filtered(void *ctx, const int xdp, struct tr_w
 	r = TR_CALL(xdp, tr_filter, ctx, br->filter_set, ports, w->vlan, w->wire);
 	if (!r)
 		return 0;
-	tr_drop(tr_walk_note(w, ports & 0xffff, 1), tr_stats(ports & 0xffff),
-		r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
+	tr_drop(&w->drop, tr_stats(ports & 0xffff), r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED,
+		1);
 	return 1;
 }
 
@@ -199,6 +226,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 {
 	enum tr_drop_reason reason = TR_DROP_NO_BRIDGE;
 	struct tr_table_view v = {};
+	enum tr_egress rule;
 	const struct tr_bridge *br;
 	const struct tr_port *in, *out;
 	struct tr_port_stats *st;
@@ -215,7 +243,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	self = TR_PATCH_IFINDEX | in_slot;
 	br = tr_bridge_of(in->bridge);
 	if (!br || !br->nports) {
-		tr_drop(tr_walk_note(w, in_slot, 1), st, TR_DROP_NO_BRIDGE);
+		tr_drop(&w->drop, st, TR_DROP_NO_BRIDGE, 1);
 		return 0;
 	}
 	/* No memo here: the CPU's memos stay those of the frames' first bridge. */
@@ -224,9 +252,9 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	v.now = w->now;
 	v.tick = w->tick;
 	switch (tr_bridge_step(&v, in, self, br, w->vlan, tr_walk_vid(w), w->src, w->dst, st, &out,
-			       &egress, &slot, &reason)) {
+			       &egress, &slot, &rule, &reason)) {
 	case TR_ACT_DROP:
-		tr_drop(tr_walk_note(w, in_slot, 1), st, reason);
+		tr_drop(&w->drop, st, reason, 1);
 		return 0;
 	case TR_ACT_FLOOD:
 		goto flood;
@@ -237,11 +265,9 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 		return 0;
 	if (tr_hop_filtered(ctx, xdp, w, br, in_slot | slot << 16))
 		return 0;
-	if (out->flags & TR_PORT_PATCH) {
-		tr_cross(w, out, slot);
-		return 0;
-	}
-	tr_pick(ctx, xdp, w, out, egress, slot);
+	/* The rule was asked in the bridge step, before the filter: the walk's
+	 * door takes its yes (the copy is tagged as it leaves). */
+	tr_pick(ctx, xdp, w, out, egress, slot, self, 0, TR_EGRESS_AS_IS);
 	return 0;
 
 flood:
@@ -293,8 +319,14 @@ static __always_inline long tr_reach_round(__u64 i, const struct tr_ports_loop *
 	if (!r || i >= TR_MAX_BRIDGE_PORTS || i >= r->n)
 		return 1;
 	slot = r->slots[i];
-	if (slot != a->ingress)
-		tr_count_tx(tr_stats(slot), a->wire);
+	if (slot != a->ingress) {
+		struct tr_copy c = {};
+
+		c.slot = slot;
+		c.wire = a->wire;
+		c.rule = TR_EGRESS_AS_IS;
+		tr_door(NULL, TR_XDP, TR_WAY_SET, NULL, &c);
+	}
 	return 0;
 }
 
@@ -453,16 +485,29 @@ static __always_inline int tr_devmap_patch_egress(struct xdp_md *ctx)
 		return XDP_DROP;
 	i = (m >> 1) & (TR_WALK_RING - 1);
 	w = bpf_map_lookup_elem(&walks, &i);
-	if (!w || w->seq != m >> 1) {
-		/* Its walk's entry was taken by a later walk (tr_walk_new). */
-		tr_count_tx_dropped(tr_stats(out->slot));
-		return XDP_DROP;
-	}
+	if (!w || w->seq != m >> 1) /* its walk's entry taken by a later walk (tr_walk_new) */
+		return tr_door_devmap(ctx, out, ctx->ingress_ifindex, 0, 0, 1);
 	if (!tr_chosen(w, out->slot))
 		return XDP_DROP; /* not a port the walk chose */
 	if (bpf_xdp_adjust_meta(ctx, sizeof(*meta)))
 		return XDP_DROP;
-	return tr_devmap_out(ctx, out, 0, m & 1);
+	return tr_door_devmap(ctx, out, ctx->ingress_ifindex, 0, m & 1, 0);
+}
+
+/* A frame takes a path the CPU remembers: each crossing passes the door as
+ * the memo remembers it, counted on the patch port. */
+static __always_inline void tr_path_cross(const int xdp, const struct tr_path_memo *m, __u32 wire)
+{
+	for (__u32 i = 0; i < TR_MAX_PATCH_CHAIN; i++) {
+		struct tr_copy c = {};
+
+		if (i >= m->nhops)
+			break;
+		c.slot = m->hops[i];
+		c.wire = wire;
+		c.rule = TR_EGRESS_AS_IS;
+		tr_door(NULL, xdp, TR_WAY_SET, NULL, &c);
+	}
 }
 
 /*
@@ -487,10 +532,6 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	}
 	if (d->action == TR_ACT_FORWARD && (d->out.flags & TR_PORT_PATCH)) {
 		first = d->egress_slot;
-		if (d->tag.on && !tr_vlan_carries(&d->out, d->tag.vid)) {
-			tr_drop_frame(d, d->in_st, TR_DROP_VLAN_EGRESS);
-			return tr_verdict_drop(xdp);
-		}
 		m = NULL;
 		if (!(d->in_flags & TR_PORT_MIRROR_IN))
 			m = tr_path_known(d->v.memo, &d->v, first, d->eth->h_source, d->eth->h_dest,
@@ -498,7 +539,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 		if (m) {
 			out = tr_port_of(m->out_ifindex);
 			if (out && out->slot == m->out_slot && !(out->flags & TR_PORT_PATCH)) {
-				tr_path_count(m, p->wire);
+				tr_path_cross(xdp, m, p->wire);
 				d->out = *out;
 				d->egress_ifindex = m->out_ifindex;
 				d->egress_slot = m->out_slot;
@@ -524,7 +565,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	w->tail = 0;
 	w->nhops = 0;
 	w->drop.noted = 0;
-	w->drop_beyond.noted = 0;
+	w->npend = 0;
 	w->fset = 0;
 	__builtin_memcpy(w->src, d->eth->h_source, 6);
 	__builtin_memcpy(w->dst, d->eth->h_dest, 6);
@@ -543,14 +584,13 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	if (d->in_flags & TR_PORT_MIRROR_IN)
 		tr_mirror(ctx, xdp, w, d->in_slot);
 	if (first) {
-		tr_cross(w, &d->out, first);
+		tr_walk_door(ctx, xdp, TR_WAY_CROSS, w, &d->out, d->egress_ifindex, first, p->ifindex, 0,
+			     TR_EGRESS_AS_IS);
 	} else if (d->action == TR_ACT_FORWARD) {
-		/* To a port of a bridge with mirrors. */
-		if (d->tag.on && !tr_vlan_carries(&d->out, d->tag.vid)) {
-			tr_drop_frame(d, d->in_st, TR_DROP_VLAN_EGRESS);
-			return tr_verdict_drop(xdp);
-		}
-		tr_pick(ctx, xdp, w, &d->out, d->egress_ifindex, d->egress_slot);
+		/* To a port of a bridge with mirrors (the rule asked in the
+		 * bridge step: the walk's door takes its yes). */
+		tr_pick(ctx, xdp, w, &d->out, d->egress_ifindex, d->egress_slot, p->ifindex, 0,
+			TR_EGRESS_AS_IS);
 	} else {
 		w->unicast = 0;
 		TR_CALL(xdp, tr_emit, ctx, w, d->bridge, p->ifindex);
@@ -567,7 +607,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	if (!w->nsel) {
 		/* A frame a bridge of the walk dropped was counted there: a
 		 * drop, once, with its reason. */
-		if (!w->drop.noted && !w->drop_beyond.noted)
+		if (!w->drop.noted)
 			tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		else
 			d->action = TR_ACT_DROP;
@@ -584,7 +624,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 		if (!xdp && w->nsel > 1 && w->on) {
 			/* tc: the frame itself is the last copy; earlier copies
 			 * changed its tag. */
-			if (tr_vlan_copy(ctx, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 1, 0)) < 0) {
+			if (tr_door_copy_tc(ctx, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 1, 0)) < 0) {
 				tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 				return TC_ACT_SHOT;
 			}

@@ -33,6 +33,7 @@
 #include "patch.h"
 #include "port.h"
 #include "decision.h"
+#include "door.h"
 #include "stages.h"
 
 /* For BTF, and so bpf2go: never used. */
@@ -129,7 +130,6 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	if (w) {
 		w->nsel = 0; /* see tr_capture_record */
 		w->drop.noted = 0;
-		w->drop_beyond.noted = 0;
 	}
 	b->armed = 1;
 	return 0;
@@ -140,14 +140,16 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
  * kept). meta: tr_pkt's meta_tci << 16 | meta_proto. */
 TR_TWIN(tr_capture_in, (__u32 ifindex, __u32 len, __u32 meta), (ifindex, len, meta))
 
-/* Whether a flood of bridge br from port in that did not go through patch
- * ports left by port out (ifindex): one of the bridge's ports, in the
- * frame's VLAN, not refusing its kind of flood: the egress rule, as the
- * flood's copies ask it. */
+/* Whether a flood of bridge br from port in (in_ifindex) that did not go
+ * through patch ports left by port out (ifindex): one of the bridge's
+ * ports, in the frame's VLAN, not refusing its kind of flood: the egress
+ * rule (lib/door.h), as the flood's copies ask it at the door. */
 static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 						 const struct tr_bridge *br, const struct tr_port *in,
-						 const struct tr_port *out, __u32 ifindex, __u32 vid)
+						 __u32 in_ifindex, const struct tr_port *out, __u32 ifindex,
+						 __u32 vid)
 {
+	enum tr_drop_reason why;
 	__u16 deny = 0;
 
 	/* out is a port of br: the caller found it in br's ports (tr_port's bridge). */
@@ -155,7 +157,7 @@ static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 		return 0;
 	if (br->flags & TR_BRIDGE_POLICY)
 		deny = tr_flood_deny(in->flags, b->data);
-	return tr_egress(out, vid, deny) != TR_EGRESS_DENY;
+	return tr_door_ask(out, ifindex, in_ifindex, vid, deny, &why) != TR_EGRESS_DENY;
 }
 
 /* What the switch did with a frame, for tr_capture_record: scalars, which
@@ -180,6 +182,7 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 	struct tr_capture_rec *r;
 	struct tr_walk *w;
 	__u32 zero = 0, caplen, slot, action = how & TR_CAP_ACTION, vid = how >> TR_CAP_VID_SHIFT;
+	enum tr_drop_reason why;
 	__u64 *lost;
 	int walked = 0, dropped;
 
@@ -211,15 +214,10 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 		if (dropped) {
 			r->verdict = TR_CAPTURE_DROPPED;
 			r->reason = (how >> TR_CAP_REASON_SHIFT) & 0xff;
-			/* A frame the walk dropped: the walk's note, a drop on
-			 * its ingress port first, else one beyond a patch port. */
-			if (r->reason == TR_DROP__MAX && w) {
-				if (w->drop.noted) {
-					r->reason = w->drop.reason;
-				} else if (w->drop_beyond.noted) {
-					r->reason = w->drop_beyond.reason;
-					r->beyond = 1;
-				}
+			/* A frame the walk dropped: the walk's note. */
+			if (r->reason == TR_DROP__MAX && w && w->drop.noted) {
+				r->reason = w->drop.reason;
+				r->beyond = w->drop.beyond;
 			}
 		} else if (action == TR_ACT_FORWARD) {
 			r->verdict = TR_CAPTURE_FORWARDED;
@@ -244,7 +242,7 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 		} else {
 			br = tr_bridge_of(inp->bridge);
 			if (!br || inp->bridge != out->bridge ||
-			    !tr_capture_flooded_to(b, br, inp, out, c->ifindex, vid))
+			    !tr_capture_flooded_to(b, br, inp, in, out, c->ifindex, vid))
 				return 0;
 		}
 		r->dir = TR_CAPTURE_OUT;
@@ -253,8 +251,9 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 		if (vid) {
 			/* As the egress rule left it on this port. */
 			r->vid = vid;
-			r->tag = tr_egress(out, vid, 0) == TR_EGRESS_UNTAGGED ? TR_CAPTURE_TAG_UNTAG
-									      : TR_CAPTURE_TAG_VID;
+			r->tag = tr_door_ask(out, c->ifindex, in, vid, 0, &why) == TR_EGRESS_UNTAGGED
+					 ? TR_CAPTURE_TAG_UNTAG
+					 : TR_CAPTURE_TAG_VID;
 		}
 	}
 	caplen = r->caplen;

@@ -36,6 +36,8 @@ struct tr_decision {
 	__u16 vlan;                /* the frame's FDB VLAN */
 	struct tr_drop_note drop;  /* the frame's drop in its bridge (lib/drop.h), which capture
 				    * reports (a walk's drop in a later bridge is noted in the walk) */
+	__u8 rule;                 /* TR_ACT_FORWARD: the egress rule's answer (enum tr_egress, lib/door.h),
+				    * asked in the bridge step, which the door takes */
 	__u8 straight;             /* forwarded in its bridge (tr_forward), not walked: the
 				    * decision memo (lib/memo.h) may hold it */
 };
@@ -47,7 +49,7 @@ static __always_inline void tr_drop_frame(struct tr_decision *d, struct tr_port_
 					  enum tr_drop_reason reason)
 {
 	d->action = TR_ACT_DROP;
-	tr_drop(&d->drop, st, reason);
+	tr_drop(&d->drop, st, reason, 0);
 }
 
 /* A frame is counted once, forwarded, flooded or dropped: a flood that

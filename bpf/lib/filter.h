@@ -95,14 +95,13 @@ struct {
 	__type(value, struct tr_state);
 } filter_opening SEC(".maps");
 
-/* Established connections by bridge id, then (from TR_MAX_BRIDGES + 1) by
+/* Established connections by bridge id, then (from TR_STATE_COUNT_PORT) by
  * the slot of the port that opened them: the datapath adds one, atomically,
  * to both when it establishes a connection; the control plane counts them
  * again at each sweep, when it removes some. */
-#define TR_STATE_COUNT_PORT (TR_MAX_BRIDGES + 1)
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, TR_MAX_BRIDGES + 1 + TR_MAX_PORTS);
+	__uint(max_entries, TR_STATE_COUNT_PORT + TR_MAX_PORTS);
 	__type(key, __u32);
 	__type(value, __u32);
 } filter_state_counts SEC(".maps");

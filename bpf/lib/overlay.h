@@ -13,7 +13,6 @@
 
 #include <linux/if_ether.h>
 #include "maps.h"
-#include "drop.h"
 #include "port.h"
 
 /*
@@ -128,30 +127,6 @@ __attribute__((noinline)) int tr_vxlan_encap(struct xdp_md *ctx, __u32 key_bv, _
 	*(__u16 *)(o + 34) = bpf_htons(sport);
 	*(__u16 *)(o + 38) = bpf_htons(len - 34);
 	return bpf_redirect(e->ifindex, 0);
-}
-
-/*
- * trestle_via: the far end of an overlay port's xdp way in. A vxlan device
- * takes no XDP redirect, so XDP ports send the overlay's frames into a
- * veth pair of the VNI's; at its far end, the socket buffers GRO made
- * arrive here, and go on to the vxlan device, checked against its MTU as
- * tc ports' frames are (counted on the overlay port). The peer's entry in
- * the port maps (TR_PORT_VIA) holds the overlay port's slot and, in
- * max_macs, its device. Anything else arriving here is dropped.
- */
-static __always_inline int tr_via(struct __sk_buff *skb)
-{
-	const struct tr_port *v = tr_port_of(skb->ifindex); /* at ingress: the device it arrived on */
-	__u32 dev;
-
-	if (!v || !(v->flags & TR_PORT_VIA))
-		return TC_ACT_SHOT;
-	dev = v->max_macs;
-	if (tr_overlay_too_long(skb, dev)) {
-		tr_drop(NULL, tr_stats(v->slot), TR_DROP_OVERLAY_MTU);
-		return TC_ACT_SHOT;
-	}
-	return bpf_redirect(dev, 0);
 }
 
 #endif

@@ -83,6 +83,10 @@ const (
 	FilterStates     = int(TrestleTrFilterLimitsTR_FILTER_STATES)
 	FilterOpening    = int(TrestleTrFilterLimitsTR_FILTER_OPENING)
 	FilterExtHdrs    = int(TrestleTrFilterLimitsTR_FILTER_EXTHDRS)
+	StateCountPort   = int(TrestleTrFilterLimitsTR_STATE_COUNT_PORT)
+	// EncapHdrLen is the outer header of a frame the datapath encapsulates
+	// in XDP: Ethernet, IPv4 (no options), UDP, VXLAN.
+	EncapHdrLen = int(TrestleTrEncapLimitsTR_ENCAP_HLEN)
 	UnreadReasons    = int(TrestleTrFilterUnreadTR_UNREAD__MAX)
 	StateReplied     = uint32(TrestleTrStateFlagsTR_STATE_REPLIED)
 	StateClosing     = uint32(TrestleTrStateFlagsTR_STATE_CLOSING)
