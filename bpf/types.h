@@ -122,12 +122,14 @@ struct tr_fdb_val {
 struct tr_port {
 	__u16 bridge;
 	__u16 slot;
-	__u32 max_macs; /* 0: unlimited. A TR_PORT_VIA entry: the ifindex of its port's own
-			 * interface (the overlay port's vxlan device) */
+	__u32 max_macs; /* 0: unlimited */
 	__u16 pvid;     /* VLAN-aware bridge: the VLAN of untagged frames (access or native); 0: none */
 	__u16 pad;
 	__u32 flags;    /* enum tr_port_flags: 32 bits since issue 29 took the last of 16 (a
 			 * pinned port of 16 bits is copied over by its field's name) */
+	__u32 via_dev;  /* a TR_PORT_VIA entry: the interface of the port whose way in it is an
+			 * end of (the overlay port's vxlan device), where trestle_via sends; 0 in a
+			 * port's own entry */
 };
 
 enum tr_port_flags {

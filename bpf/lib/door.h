@@ -503,8 +503,8 @@ static __always_inline int tr_door_devmap(struct xdp_md *ctx, const struct tr_po
  * veth pair of the VNI's; at its far end, the socket buffers GRO made
  * arrive here, and go on to the vxlan device, checked against its MTU as
  * tc ports' frames are (counted on the overlay port). The peer's entry in
- * the port maps (TR_PORT_VIA) holds the overlay port's slot and, in
- * max_macs, its device. Anything else arriving here is dropped.
+ * the port maps (TR_PORT_VIA) holds the overlay port's slot and its device
+ * (via_dev). Anything else arriving here is dropped.
  */
 static __always_inline int tr_via(struct __sk_buff *skb)
 {
@@ -514,7 +514,7 @@ static __always_inline int tr_via(struct __sk_buff *skb)
 
 	if (!v || !(v->flags & TR_PORT_VIA))
 		return TC_ACT_SHOT;
-	dev = v->max_macs;
+	dev = v->via_dev;
 	/* The copy passed the door when XDP sent it into the way in (asked,
 	 * counted): here, the overlay port's device step alone. */
 	c.ifindex = dev;

@@ -267,6 +267,32 @@ func TestVia(t *testing.T) {
 		t.Errorf("trestle_via on an interface that is no way in: verdict %d, want dropped", v)
 	}
 
+	// The ends of a way in that a release before via_dev wrote hold the
+	// port's device in max_macs: a daemon that adopts them (Ports) writes
+	// them again as trestle_via reads them now.
+	for _, end := range []uint32{r.port[0], q0} {
+		var v tbpf.Port
+		if err := r.dp.portMap(end).Lookup(end, &v); err != nil {
+			t.Fatal(err)
+		}
+		v.ViaDev, v.MaxMacs = 0, r.port[2]
+		if err := r.dp.portMap(end).Put(end, &v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.dp.Ports(); err != nil {
+		t.Fatal(err)
+	}
+	for _, end := range []uint32{r.port[0], q0} {
+		var v tbpf.Port
+		if err := r.dp.portMap(end).Lookup(end, &v); err != nil || v.ViaDev != r.port[2] || v.MaxMacs != 0 {
+			t.Errorf("an end of an earlier release's way in (%d), adopted: %+v %v, want via_dev %d", end, v, err, r.port[2])
+		}
+	}
+	if v := via(q0, mtu); v != tcRedirect {
+		t.Errorf("trestle_via through an adopted way in: verdict %d, want a redirect", v)
+	}
+
 	if err := r.ns.Do(func() error { return r.dp.DelPort(r.port[2], 2) }); err != nil {
 		t.Fatal(err)
 	}
