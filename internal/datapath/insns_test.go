@@ -146,7 +146,6 @@ func buildInstructions(dp *Datapath, spec *ebpf.CollectionSpec, s stage) ([]prog
 	return out, nil
 }
 
-
 // deepestStack is the stack of a program's deepest chain of calls as the
 // verifier sums it against its 512 bytes (check_max_stack_depth): each
 // function's frame, from the "stack depth" line of its log at
