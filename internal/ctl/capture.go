@@ -86,7 +86,7 @@ const (
 	// earlier release sends as 0), egress, len.
 	recordHead   = 8 + 4 + 4 + 4
 	recordBeyond = 1
-	maxMessage = 1 << 20
+	maxMessage   = 1 << 20
 	// streamWriteTimeout: a client that reads nothing for this long is gone.
 	streamWriteTimeout = 10 * time.Second
 )

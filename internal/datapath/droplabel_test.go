@@ -88,7 +88,7 @@ func dropCases() []dropCase {
 				}
 			}, frames: one(ipv4(macC, macA))},
 		{reason: tbpf.TrestleTrDropReasonTR_DROP_NO_BRIDGE, name: "a port of a bridge not set up", slot: 1, at: 1,
-			setup: func(t *testing.T, r *rig) { r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 2, Slot: 1}) },
+			setup:  func(t *testing.T, r *rig) { r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 2, Slot: 1}) },
 			frames: one(ipv4(bcast, macA))},
 		{reason: tbpf.TrestleTrDropReasonTR_DROP_VLAN_UNTAGGED, name: "untagged on a trunk without a native VLAN", vlan: true,
 			slot: 3, at: 3, frames: one(ipv4(bcast, macC))},
@@ -106,7 +106,7 @@ func dropCases() []dropCase {
 			}, slot: 1, at: 1, frames: one(ipv4(macD, macA))},
 		{reason: tbpf.TrestleTrDropReasonTR_DROP_PATCH_CHAIN, name: "a broadcast into a chain of bridges too long",
 			setup: func(t *testing.T, r *rig) { lineOfBridges(t, r, tbpf.MaxPatchChain+1) },
-			slot: 1, at: 2*tbpf.MaxPatchChain + 9, beyond: true, frames: one(frame(bcast, macA, 0x0806, 28))},
+			slot:  1, at: 2*tbpf.MaxPatchChain + 9, beyond: true, frames: one(frame(bcast, macA, 0x0806, 28))},
 		{reason: tbpf.TrestleTrDropReasonTR_DROP_PROTECTED, name: "between two protected ports",
 			setup: func(t *testing.T, r *rig) {
 				r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, Protected: true})
@@ -121,7 +121,7 @@ func dropCases() []dropCase {
 			slot: 1, at: 1, frames: stormed(ipv4(macC, macA))},
 		{reason: tbpf.TrestleTrDropReasonTR_DROP_SPAN, name: "into a span port",
 			setup: func(t *testing.T, r *rig) { r.setPort(PortInfo{Ifindex: r.port[3], Bridge: 1, Slot: 3, Span: true}) },
-			slot: 3, at: 3, frames: one(ipv4(bcast, macC))},
+			slot:  3, at: 3, frames: one(ipv4(bcast, macC))},
 		{reason: tbpf.TrestleTrDropReasonTR_DROP_FILTERED, name: "a filter's default block",
 			setup: func(t *testing.T, r *rig) {
 				if err := r.ns.Do(func() error { return r.dp.SetFilterStage(true) }); err != nil {
