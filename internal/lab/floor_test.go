@@ -2,9 +2,14 @@ package lab
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
+
+	labbpf "github.com/trestle/trestle/internal/lab/bpf"
 )
 
 // TestFloorSpec: the floor parses, takes the knobs a bare redirect can
@@ -186,4 +191,62 @@ func TestFloorVariants(t *testing.T) {
 	requireRoot(t)
 	runVLAN(t, "", []string{"floor@vlan", "floor:tc@vlan"}, nil)
 	runMirror(t, "", []string{"floor@mirror", "floor:tc@mirror"}, nil)
+}
+
+// BenchmarkFloorProgram is the floor programs' cost a frame through
+// BPF_PROG_TEST_RUN with a repeat count, the instrument of the switch's
+// BenchmarkPipeline (the redirect is asked for, not carried out; the
+// kernel's loop adds a few ns of its own): what the same loop costs a
+// program that does nothing but ask. The tag push and pop are left out (a
+// repeated run hands each repetition the frame the last one changed), and
+// so is floor:tc@mirror (its clone is transmitted for real).
+//
+//	go test -run '^$' -bench FloorProgram ./internal/lab (as root)
+func BenchmarkFloorProgram(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root to load eBPF programs")
+	}
+	spec, err := labbpf.LoadFloor()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The loopback, which every namespace has: the programs only ask.
+	if err := spec.Variables[labbpf.FloorVarTcOut].Set(uint32(1)); err != nil {
+		b.Fatal(err)
+	}
+	var objs labbpf.FloorObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		b.Fatal(err)
+	}
+	defer objs.Close()
+	for _, e := range []struct {
+		m   *ebpf.Map
+		key uint32
+	}{{objs.Egress, 0}, {objs.Copies, 0}, {objs.Copies, 1}} {
+		if err := e.m.Put(e.key, uint32(1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	data := make([]byte, 60)
+	copy(data, []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00})
+	for _, c := range []struct {
+		name string
+		prog *ebpf.Program
+		want uint32
+	}{
+		{"xdp", objs.TrestleFloor, 4},              // XDP_REDIRECT
+		{"xdp-mirror", objs.TrestleFloorMirror, 4}, // XDP_REDIRECT
+		{"tc", objs.TrestleFloorTc, 7},             // TC_ACT_REDIRECT
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ret, per, err := c.prog.Benchmark(data, b.N, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ret != c.want {
+				b.Fatalf("returned %d, want %d", ret, c.want)
+			}
+			b.ReportMetric(float64(per.Nanoseconds()), "ns/frame")
+		})
+	}
 }
