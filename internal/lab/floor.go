@@ -196,8 +196,8 @@ func floorPlan(t *Topo, tc bool) ([]floorPort, error) {
 			plan = append(plan, p)
 		}
 	}
-	for i := range plan {
-		if tc {
+	if tc {
+		for i := range plan {
 			plan[i] = plan[i].atTC()
 		}
 	}
