@@ -45,8 +45,8 @@ DUTs (--dut, comma-separated):
   ` + strings.Join(lab.DUTNames, ", ") + `,
 each with variants after @ (trestle:xdp@vlan, trestle:xdp@bin=./trestle-old,
 linux-bridge@mirror, ...), and floor@vlan, floor@mirror, floor:tc@vlan,
-floor:tc@mirror. The lab's manual,
-every DUT, variant and method: 'man trestle-lab' and docs/lab.md.
+floor:tc@mirror. The lab's manual, every DUT, variant and method:
+'man trestle-lab' and docs/lab.md.
 
 Examples:
   trestle lab quick
