@@ -621,10 +621,18 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 			tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 			return tr_verdict_drop(xdp);
 		}
-		if (!xdp && w->nsel > 1 && w->on) {
-			/* tc: the frame itself is the last copy; earlier copies
-			 * changed its tag. */
-			if (tr_door_copy_tc(ctx, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 1, 0)) < 0) {
+		if (!xdp && w->nsel > 1) {
+			/* tc: the frame itself is the last of several copies
+			 * (earlier ones may have changed its tag), through the
+			 * door as they went. Too long for an overlay port, it is
+			 * that copy's drop, counted there, not the frame's: the
+			 * others went. */
+			int r = tr_door_copy_tc(ctx, w->last_ifindex, w->on ? w->vlan : 0,
+						tr_copy_opts(w->pcp, 1, 0));
+
+			if (r == TR_COPY_TOO_LONG || r == 0)
+				return TC_ACT_SHOT;
+			if (r < 0) {
 				tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 				return TC_ACT_SHOT;
 			}

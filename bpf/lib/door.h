@@ -105,9 +105,6 @@ static __always_inline enum tr_egress tr_door_ask(const struct tr_port *out, __u
 #define TR_WAY_CROSS 7  /* the walk's across a patch port, into the bridge beyond */
 #define TR_WAY_CHOOSE_LATER 8 /* CHOOSE, by a port of a flood's walk: at tc the copy to the port
 			       * chosen before it is sent by the flood's loop (tr_choose_tc_later) */
-#define TR_WAY_CHOOSE_PORT 8 /* CHOOSE, by one port of a flood's walk (tr_emit_port): at tc the
-			      * copy of the port chosen before is left for the flood's loop to send
-			      * (tr_choose_tc) */
 
 enum tr_door_verdict {
 	TR_DOOR_SENT,
@@ -230,6 +227,10 @@ static __always_inline void tr_choose_tc_later(struct tr_walk *w, __u32 ifindex,
 	if (w->nsel && n < TR_WALK_PEND) {
 		w->pend_ifindex[n] = w->last_ifindex;
 		w->npend = n + 1;
+	} else if (w->nsel) {
+		/* No room (a port chooses at most TR_WALK_PEND): never so
+		 * today, and if it were, a copy not sent is counted. */
+		tr_count_tx_dropped(tr_stats(w->last_slot));
 	}
 	tr_choose(w, ifindex, slot);
 }
@@ -391,8 +392,9 @@ static __always_inline enum tr_door_verdict tr_door(void *ctx, const int xdp, co
  * earlier copy took off. opts: TR_COPY_LAST (no clone: the caller
  * redirects the frame itself), and the port flags that keep the copy off
  * the port (bits 16-31, tr_flood_deny). Returns 0: not for this port, 1:
- * sent (or ready to be), -1: could not, counted here (tx_dropped, or the
- * copy's drop with its reason).
+ * sent (or ready to be), TR_COPY_TOO_LONG: too long for its overlay port,
+ * the copy's drop counted there, -1: could not, counted here (tx_dropped;
+ * the frame itself, last: the caller's drop).
  */
 #define TR_COPY_LAST 1
 
@@ -401,13 +403,19 @@ static __always_inline __u32 tr_copy_opts(__u32 pcp, __u32 last, __u16 deny)
 	return (pcp & 0xf000) | (last ? TR_COPY_LAST : 0) | ((__u32)deny << 16);
 }
 
+/* tr_door_copy_tc's answer for a copy too long for its overlay port,
+ * counted there (the frame itself too, last: the others went). */
+#define TR_COPY_TOO_LONG (-2)
+
 /* A copy that could not be sent (the frame itself, last: the caller's
  * drop), or one too long for its overlay port. */
 static __always_inline int tr_copy_failed(struct tr_port_stats *st, __u32 last, int too_long)
 {
-	if (too_long)
+	if (too_long) {
 		tr_drop(NULL, st, TR_DROP_OVERLAY_MTU, 0);
-	else if (!last)
+		return TR_COPY_TOO_LONG;
+	}
+	if (!last)
 		tr_count_tx_dropped(st);
 	return -1;
 }

@@ -273,7 +273,7 @@ func (d *Datapath) setVia(p PortInfo, v tbpf.Port) error {
 		return nil
 	}
 	v.Flags |= tbpf.PortVia
-	v.ViaDev = p.Ifindex
+	v.ViaDev, v.MaxMacs = p.Ifindex, 0 // an end is no port: no limit of its own
 	for _, end := range want {
 		if err := d.portMap(end).Put(end, &v); err != nil {
 			return fmt.Errorf("port ifindex %d: write its XDP way in %d: %w", p.Ifindex, end, err)
