@@ -25,26 +25,27 @@
 #include "lib/storm.h"
 #include "lib/port.h"
 #include "lib/decision.h"
+#include "lib/door.h"
 #include "lib/ipguard.h"
 
 /*
  * Steps 5 to 7 of a bridge, for a frame from port in (interface self; a
  * patch port's is TR_PATCH_IFINDEX | its slot) in VLAN vlan: learn the
- * source, look the destination up, and forward to the port it lives on
- * unless that is the ingress, gone, or protected as the ingress is. The
- * pipeline takes this step in the frame's first bridge, the walk (tr_hop)
- * in each bridge beyond a patch port. vid: the frame's VLAN for the egress
- * rule (0: not asked here; the pipeline's forward asks it as it tags the
- * frame, in tr_forward). Returns TR_ACT_FORWARD with *out, *egress and
- * *slot, TR_ACT_FLOOD, or TR_ACT_DROP with *reason.
+ * source, look the destination up, and forward to the port it lives on as
+ * the egress rule (lib/door.h) says. The pipeline takes this step in the
+ * frame's first bridge, the walk (tr_hop) in each bridge beyond a patch
+ * port. vid: the frame's VLAN for the rule (0: the bridge is not
+ * VLAN-aware). Returns TR_ACT_FORWARD with *out, *egress, *slot and the
+ * rule's answer in *rule (how the frame leaves: the door takes it as
+ * asked), TR_ACT_FLOOD, or TR_ACT_DROP with *reason.
  */
 static __always_inline enum tr_action
 tr_bridge_step(struct tr_table_view *v, const struct tr_port *in, __u32 self,
 	       const struct tr_bridge *br, __u16 vlan, __u16 vid, const __u8 *src, const __u8 *dst,
 	       struct tr_port_stats *st, const struct tr_port **out, __u32 *egress, __u32 *slot,
-	       enum tr_drop_reason *reason)
+	       enum tr_egress *rule, enum tr_drop_reason *reason)
 {
-	const struct tr_port *o;
+	const struct tr_port *o = NULL;
 
 	/* 5. Learn where the source lives. */
 	if (tr_learn(v, in, self, br, vlan, src, st, reason))
@@ -54,26 +55,21 @@ tr_bridge_step(struct tr_table_view *v, const struct tr_port *in, __u32 self,
 	if (tr_mac_is_multicast(dst) || !tr_fdb_find(v, in->bridge, vlan, dst, egress, slot))
 		return TR_ACT_FLOOD;
 
-	/* 7. Known station: forward, unless it lives where the frame came from,
-	 *    or its port has just left the bridge (the control plane removes a
-	 *    port first and flushes its entries after). */
-	if (*egress == self) {
-		*reason = TR_DROP_HAIRPIN;
-		return TR_ACT_DROP;
+	/* 7. Known station: forward as the egress rule says, asked here, before
+	 *    the filter's rules on the egress port meet the frame (as veb asks
+	 *    hairpin and protection before its OUT rules). Not back where it
+	 *    came from (no lookup then), nor to a port that has just left the
+	 *    bridge (the control plane removes a port first and flushes its
+	 *    entries after), nor outside the frame's VLAN, nor from a protected
+	 *    port to another. */
+	if (*egress != self) {
+		o = tr_port_of(*egress);
+		if (o && (o->bridge != in->bridge || o->slot != *slot))
+			o = NULL;
 	}
-	o = tr_port_of(*egress);
-	if (!o || o->bridge != in->bridge || o->slot != *slot) {
-		*reason = TR_DROP_NO_EGRESS;
+	*rule = tr_door_ask(o, *egress, self, vid, in->flags & TR_PORT_PROTECTED, reason);
+	if (*rule == TR_EGRESS_DENY)
 		return TR_ACT_DROP;
-	}
-	if (vid && tr_egress(o, vid, 0) == TR_EGRESS_DENY) {
-		*reason = TR_DROP_VLAN_EGRESS;
-		return TR_ACT_DROP;
-	}
-	if (in->flags & o->flags & TR_PORT_PROTECTED) {
-		*reason = TR_DROP_PROTECTED;
-		return TR_ACT_DROP;
-	}
 	*out = o;
 	return TR_ACT_FORWARD;
 }
@@ -85,18 +81,19 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 	const struct tr_port *in, *out;
 	const struct tr_bridge *br;
 	struct tr_table_view *v = &d->v;
+	enum tr_egress rule;
 	struct tr_frame f;
 	__u32 bridge, egress, slot;
 
 	/* 1. Which port, which bridge. An interface's: never a patch port. */
 	in = tr_port_of_dev(p->ifindex);
 	if (!in) {
-		tr_drop(d, tr_stats(0), TR_DROP_NO_PORT);
+		tr_drop_frame(d, tr_stats(0), TR_DROP_NO_PORT);
 		return;
 	}
 	st = tr_stats(in->slot);
 	if (!st) {
-		tr_drop(d, NULL, TR_DROP__MAX); /* slot out of range: cannot count it */
+		tr_drop_frame(d, NULL, TR_DROP__MAX); /* slot out of range: cannot count it */
 		return;
 	}
 	d->in_st = st;
@@ -107,13 +104,13 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 
 	/* A span port only sends (mirrored copies). */
 	if (in->flags & TR_PORT_SPAN) {
-		tr_drop(d, st, TR_DROP_SPAN);
+		tr_drop_frame(d, st, TR_DROP_SPAN);
 		return;
 	}
 	bridge = in->bridge;
 	br = tr_bridge_of(bridge);
 	if (!br || !br->nports) {
-		tr_drop(d, st, TR_DROP_NO_BRIDGE);
+		tr_drop_frame(d, st, TR_DROP_NO_BRIDGE);
 		return;
 	}
 	d->bridge = bridge;
@@ -121,7 +118,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 
 	/* 2. Is it a well-formed Ethernet frame? */
 	if (tr_parse(p->data, p->data_end, p->len, p->meta_vlan, &f, &reason)) {
-		tr_drop(d, st, reason);
+		tr_drop_frame(d, st, reason);
 		return;
 	}
 
@@ -131,7 +128,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 		if (br->flags & TR_BRIDGE_VLAN) {
 			if (tr_vlan_ingress(p->data_end, f.eth, p->meta_proto, p->meta_tci, f.l3_off, in,
 					    p->wire, &d->tag, &reason)) {
-				tr_drop(d, st, reason);
+				tr_drop_frame(d, st, reason);
 				return;
 			}
 			f.vlan = d->tag.vid;
@@ -140,7 +137,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 
 	/* 3. A source address must be a station. */
 	if (tr_mac_is_multicast(f.eth->h_source) || tr_mac_is_zero(f.eth->h_source)) {
-		tr_drop(d, st, TR_DROP_BAD_SRC);
+		tr_drop_frame(d, st, TR_DROP_BAD_SRC);
 		return;
 	}
 
@@ -151,7 +148,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 
 		if (g) {
 			/* Constant reasons: the verifier cannot bound a returned index. */
-			tr_drop(d, st, g == TR_GUARD_ARP ? TR_DROP_IPGUARD_ARP
+			tr_drop_frame(d, st, g == TR_GUARD_ARP ? TR_DROP_IPGUARD_ARP
 				       : g == TR_GUARD_ND ? TR_DROP_IPGUARD_ND : TR_DROP_IPGUARD_IP);
 			return;
 		}
@@ -159,7 +156,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 
 	/* 4. Link-local control frames (STP, LACP, LLDP, 802.1X) stop here. */
 	if (tr_mac_is_reserved(f.eth->h_dest)) {
-		tr_drop(d, st, TR_DROP_RESERVED);
+		tr_drop_frame(d, st, TR_DROP_RESERVED);
 		return;
 	}
 
@@ -167,16 +164,17 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 	tr_view_init(v);
 	d->eth = f.eth;
 	d->vlan = f.vlan;
-	switch (tr_bridge_step(v, in, p->ifindex, br, f.vlan, 0, f.eth->h_source, f.eth->h_dest, st,
-			       &out, &egress, &slot, &reason)) {
+	switch (tr_bridge_step(v, in, p->ifindex, br, f.vlan, d->tag.on ? d->tag.vid : 0, f.eth->h_source,
+			       f.eth->h_dest, st, &out, &egress, &slot, &rule, &reason)) {
 	case TR_ACT_DROP:
-		tr_drop(d, st, reason);
+		tr_drop_frame(d, st, reason);
 		return;
 	case TR_ACT_FORWARD:
 		d->action = TR_ACT_FORWARD;
 		d->egress_ifindex = egress;
 		d->egress_slot = slot;
 		d->out = *out;
+		d->rule = rule;
 		return;
 	default:
 		break;
@@ -187,7 +185,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 		__u32 kind = tr_storm_kind(f.eth->h_dest);
 
 		if (!tr_storm_pass(in->slot, kind)) {
-			tr_drop(d, st, TR_DROP_STORM_BROADCAST + kind);
+			tr_drop_frame(d, st, TR_DROP_STORM_BROADCAST + kind);
 			return;
 		}
 	}

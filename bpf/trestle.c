@@ -40,6 +40,7 @@ enum tr_patch_ifindex _btf_patch_ifindex __attribute__((unused));
 enum tr_storm_kind _btf_storm_kind __attribute__((unused));
 enum tr_mirror_flags _btf_mirror_flags __attribute__((unused));
 enum tr_filter_limits _btf_filter_limits __attribute__((unused));
+enum tr_encap_limits _btf_encap_limits __attribute__((unused));
 enum tr_filter_flags _btf_filter_flags __attribute__((unused));
 enum tr_state_flags _btf_state_flags __attribute__((unused));
 enum tr_state_timeouts _btf_state_timeouts __attribute__((unused));
@@ -71,7 +72,7 @@ static __always_inline int tr_filtered(void *ctx, const int xdp, struct tr_pkt *
 	if (!r)
 		return 0;
 	/* Constant reasons: the verifier cannot bound a returned index. */
-	tr_drop(d, d->in_st, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
+	tr_drop_frame(d, d->in_st, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
 	return 1;
 }
 
@@ -121,24 +122,25 @@ static __always_inline int tr_switch(void *ctx, const int xdp, struct tr_pkt *p,
 	tr_pipeline(ctx, xdp, p, d);
 	flood = d->action == TR_ACT_FLOOD;
 	ret = tr_send(ctx, xdp, p, d, filt);
-	if (flood && d->counted)
+	if (flood && d->drop.noted)
 		tr_unflood(d);
 	return ret;
 }
 
 /* A frame the decision memo (lib/memo.h) knows: counted and sent as the
- * decision it remembers was. Returns 0 when the memo does not know it. */
+ * decision it remembers was, through the door with the door's answers it
+ * remembers (TR_WAY_MEMO: the rule not asked again, the tag as the memo
+ * says, no device step, for none of its ports has one). Returns 0 when
+ * the memo does not know it. */
 static __always_inline int tr_fast_send(void *ctx, const int xdp, struct tr_pkt *p,
 					struct tr_fast *fs, struct tr_decision *d, int *ret)
 {
 	const struct tr_fwd_memo *m;
 	struct ethhdr *eth = p->data;
 	struct tr_port_stats *st;
-	struct tr_vlan_stats *vs;
 	enum tr_drop_reason reason;
+	struct tr_copy c = {};
 	struct tr_frame f;
-	int delta;
-	long r;
 
 	if (!fs->memo || (void *)(eth + 1) > p->data_end)
 		return 0;
@@ -156,21 +158,20 @@ static __always_inline int tr_fast_send(void *ctx, const int xdp, struct tr_pkt 
 		return 0;
 	st->c[TR_CNT_RX_PACKETS]++;
 	st->c[TR_CNT_RX_BYTES] += p->wire;
-	delta = tr_fast_tag(ctx, xdp, m, p->wire, &vs); /* VLAN-aware bridges only */
-	if (delta < -TR_VLAN_HLEN) {
-		tr_drop(d, st, TR_DROP_VLAN_EGRESS);
+	c.retag = tr_fast_tag(m, p->wire, &c.vst); /* VLAN-aware bridges only */
+	c.tci = m->tci;
+	c.ifindex = m->out_ifindex;
+	c.slot = m->out_slot;
+	c.wire = p->wire;
+	c.rule = TR_EGRESS_AS_IS; /* asked when the memo was made */
+	c.note = &d->drop;
+	c.in_st = st;
+	if (tr_door(ctx, xdp, TR_WAY_MEMO, NULL, &c) != TR_DOOR_SENT) {
+		d->action = TR_ACT_DROP;
 		*ret = tr_verdict_drop(xdp);
 		return 1;
 	}
-	r = tr_redirect_port(xdp, m->out_ifindex, m->out_slot);
-	if (r < 0) {
-		tr_drop(d, st, TR_DROP_NO_EGRESS);
-		*ret = tr_verdict_drop(xdp);
-		return 1;
-	}
-	tr_count_tx(tr_stats(m->out_slot), p->wire + delta);
-	tr_vlan_count_tx(vs, p->wire + delta);
-	*ret = r;
+	*ret = tr_verdict_redirect(xdp);
 	return 1;
 }
 
@@ -227,7 +228,10 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 static __always_inline int tr_run(void *ctx, const int xdp, const int filt)
 {
 	struct tr_pkt p;
-	struct tr_decision d = {};
+	/* Zeroed where it is first needed, not here: the decision is 128
+	 * bytes, 16 stores that a frame the memo sends never reads (a drop
+	 * there writes its note, which nothing after reads). */
+	struct tr_decision d;
 
 	tr_read(ctx, xdp, &p);
 	if (!filt && !capture_on) {
@@ -238,6 +242,7 @@ static __always_inline int tr_run(void *ctx, const int xdp, const int filt)
 		tr_fast_init(&fs);
 		if (tr_fast_send(ctx, xdp, &p, &fs, &d, &ret))
 			return ret;
+		__builtin_memset(&d, 0, sizeof(d));
 		ret = tr_switch(ctx, xdp, &p, &d, filt);
 		if (ret == tr_verdict_redirect(xdp))
 			tr_fast_remember(ctx, xdp, &fs, &p, &d);
@@ -248,10 +253,12 @@ static __always_inline int tr_run(void *ctx, const int xdp, const int filt)
 		int ret;
 
 		TR_CALL(xdp, tr_capture_in, ctx, p.ifindex, p.len, (__u32)p.meta_tci << 16 | p.meta_proto);
+		__builtin_memset(&d, 0, sizeof(d));
 		ret = tr_switch(ctx, xdp, &p, &d, filt);
 		tr_capture_out(&p, &d, ret == tr_verdict_drop(xdp));
 		return ret;
 	}
+	__builtin_memset(&d, 0, sizeof(d));
 	return tr_switch(ctx, xdp, &p, &d, filt);
 }
 

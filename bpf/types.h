@@ -122,12 +122,14 @@ struct tr_fdb_val {
 struct tr_port {
 	__u16 bridge;
 	__u16 slot;
-	__u32 max_macs; /* 0: unlimited. A TR_PORT_VIA entry: the ifindex of its port's own
-			 * interface (the overlay port's vxlan device) */
+	__u32 max_macs; /* 0: unlimited */
 	__u16 pvid;     /* VLAN-aware bridge: the VLAN of untagged frames (access or native); 0: none */
 	__u16 pad;
 	__u32 flags;    /* enum tr_port_flags: 32 bits since issue 29 took the last of 16 (a
 			 * pinned port of 16 bits is copied over by its field's name) */
+	__u32 via_dev;  /* a TR_PORT_VIA entry: the interface of the port whose way in it is an
+			 * end of (the overlay port's vxlan device), where trestle_via sends; 0 in a
+			 * port's own entry */
 };
 
 enum tr_port_flags {
@@ -356,6 +358,7 @@ enum tr_filter_limits {
 	TR_FILTER_EXTHDRS = 6,      /* IPv6 extension headers the filter reads through to the transport header */
 	TR_FILTER_L4_MAX = 512,     /* the transport header's furthest offset the filter reads (from the Ethernet header) */
 	TR_FILTER_CACHE = 256,      /* decisions each CPU remembers, by a hash of the frame's key */
+	TR_STATE_COUNT_PORT = TR_MAX_BRIDGES + 1, /* filter_state_counts: a bridge's count at its id, a port's at this + its slot */
 };
 
 /* What the classifier matches a frame on; a rule's match is a mask over it
@@ -523,9 +526,10 @@ struct tr_capture_rec {
 	__u16 vid;     /* tag TR_CAPTURE_TAG_VID: the VID it leaves with */
 	__u8 dir;      /* enum tr_capture_dir: one of them */
 	__u8 verdict;  /* enum tr_capture_verdict */
-	__u8 reason;   /* dropped: enum tr_drop_reason; TR_DROP__MAX: beyond a patch port */
+	__u8 reason;   /* dropped: enum tr_drop_reason (TR_DROP__MAX: none was noted) */
 	__u8 tag;      /* out: enum tr_capture_tag */
-	__u16 pad;
+	__u8 beyond;   /* dropped: in a bridge beyond a patch port, counted on the patch port it entered by */
+	__u8 pad;
 };
 
 /* ---- events (lib/fdb.h; the daemon's log and `trestle events`) ---- */
@@ -571,8 +575,12 @@ struct tr_encap_key {
 	__u16 pad;
 };
 
-/* outer Ethernet (14), IPv4 (20, no options), UDP (8), VXLAN (8) */
-#define TR_ENCAP_HLEN 50
+/* The outer header's length: Ethernet (14), IPv4 (20, no options), UDP (8),
+ * VXLAN (8); an enum so that the Go side reads it from here (bpf2go), as
+ * the overlay's device MTU does (internal/overlay). */
+enum tr_encap_limits {
+	TR_ENCAP_HLEN = 50,
+};
 
 /* How a frame to it leaves: the outer headers, written in front of the
  * frame, and the underlay device they go to. */
@@ -581,8 +589,8 @@ struct tr_encap {
 	__u32 csum;    /* the outer IPv4 header's one's-complement sum of its 16-bit words
 			* (big-endian, as on the wire) with tot_len and check 0, not folded:
 			* the datapath adds tot_len per frame */
-	__u8 hdr[52];  /* Ethernet, IPv4 (tot_len, check 0), UDP (source, len, check 0),
-			* VXLAN: TR_ENCAP_HLEN used, 2 pad */
+	__u8 hdr[TR_ENCAP_HLEN + 2]; /* Ethernet, IPv4 (tot_len, check 0), UDP (source, len, check 0),
+				      * VXLAN: TR_ENCAP_HLEN used, 2 pad */
 };
 
 #endif

@@ -14,85 +14,106 @@
 #include "egress.h"
 #include "lib/filter.h"
 
-/* tc: a copy to each port the walk chooses, sent when the next is chosen;
- * the frame itself goes to the last. */
-static __always_inline void tr_choose_tc(struct __sk_buff *skb, struct tr_walk *w, __u32 ifindex,
-					 __u32 slot)
+/* The walk's copy to port out (ifindex, slot; NULL where the caller did
+ * not look it up), through the door: way TR_WAY_CHOOSE, chosen now and
+ * sent when the walk ends; TR_WAY_CROSS, across a patch port into the
+ * bridge beyond. rule: the egress rule's answer if the caller asked it
+ * (TR_EGRESS_ASK: the door asks, with the flags of deny and in, the
+ * interface the frame entered the bridge by). */
+static __always_inline enum tr_door_verdict tr_walk_door(void *ctx, const int xdp, const int way,
+							 struct tr_walk *w, const struct tr_port *out,
+							 __u32 ifindex, __u32 slot, __u32 in, __u16 deny,
+							 enum tr_egress rule)
 {
-	if (w->nsel) {
-		if (w->on) {
-			if (tr_vlan_copy(skb, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 0, 0)) < 0)
-				tr_count_tx_dropped(tr_stats(w->last_slot));
-		} else if (tr_overlay_too_long(skb, w->last_ifindex, w->last_slot)) {
-			/* too long for the overlay port: counted there */
-		} else if (bpf_clone_redirect(skb, w->last_ifindex, 0)) {
-			tr_count_tx_dropped(tr_stats(w->last_slot));
-		} else {
-			tr_count_tx(tr_stats(w->last_slot), w->wire);
-		}
-	}
-	tr_choose(w, ifindex, slot);
+	struct tr_copy c = {};
+
+	c.ifindex = ifindex;
+	c.slot = slot;
+	c.in = in;
+	c.vid = tr_walk_vid(w);
+	c.deny = deny;
+	c.wire = w->wire;
+	c.rule = rule;
+	c.w = w;
+	return tr_door(ctx, xdp, way, out, &c);
 }
 
-/* The walk copies the frame to the span port of the mirror of the port in
- * slot, once however many of its mirrored ports the frame passes; a frame
- * with copies is never remembered as a path. */
-static __always_inline void tr_mirror(void *ctx, const int xdp, struct tr_walk *w, __u32 slot)
+/* The span port of the mirror of the port in slot that the walk copies the
+ * frame to, in *span (ifindex, slot): once however many of its mirrored
+ * ports the frame passes; a frame with copies is never remembered as a
+ * path. 0: none. The rule is not asked of a span port, which takes every
+ * copy its mirror sends (its tag is made as it leaves). */
+static __always_inline int tr_mirror_span(struct tr_walk *w, __u32 slot, __u32 *ifindex, __u32 *span)
 {
 	const struct tr_mirror *m = bpf_map_lookup_elem(&mirrors, &slot);
 
 	if (!m || !m->span_slot)
-		return;
+		return 0;
 	if (m->flags & TR_MIRROR_VLANS) {
 		const struct tr_port_vlans *pv = bpf_map_lookup_elem(&mirror_vlans, &slot);
 
 		if (!pv || !((pv->bits[(w->vlan >> 6) & 63] >> (w->vlan & 63)) & 1))
-			return;
+			return 0;
 	}
 	w->unicast = 0;
 	if (tr_chosen(w, m->span_slot))
-		return;
-	if (xdp)
-		tr_choose(w, m->span_ifindex, m->span_slot);
-	else
-		tr_choose_tc(ctx, w, m->span_ifindex, m->span_slot);
+		return 0;
+	*ifindex = m->span_ifindex;
+	*span = m->span_slot;
+	return 1;
 }
 
-/* The walk sends the frame out of interface port out (ifindex, slot), and
- * to out's span port if what out sends is mirrored. */
-static __always_inline void tr_pick(void *ctx, const int xdp, struct tr_walk *w,
-				    const struct tr_port *out, __u32 ifindex, __u32 slot)
+/* The walk copies the frame to the span port of the mirror of the port in
+ * slot (tr_mirror_span). */
+static __always_inline void tr_mirror(void *ctx, const int xdp, struct tr_walk *w, __u32 slot)
 {
-	if (xdp)
-		tr_choose(w, ifindex, slot);
-	else
-		tr_choose_tc(ctx, w, ifindex, slot);
-	if (out && (out->flags & TR_PORT_MIRROR_OUT))
+	__u32 ifindex, span;
+
+	if (tr_mirror_span(w, slot, &ifindex, &span))
+		tr_walk_door(ctx, xdp, TR_WAY_CHOOSE, w, NULL, ifindex, span, 0, 0, TR_EGRESS_AS_IS);
+}
+
+/* The walk sends the frame out of port out (ifindex, slot) of its bridge,
+ * whose rule the caller asked (rule), or asks it (TR_EGRESS_ASK): across
+ * it into the bridge beyond if it is a patch port, else by it, and to its
+ * span port if what out sends is mirrored. */
+static __always_inline void tr_pick(void *ctx, const int xdp, struct tr_walk *w,
+				    const struct tr_port *out, __u32 ifindex, __u32 slot, __u32 in,
+				    __u16 deny, enum tr_egress rule)
+{
+	if (tr_is_patch(ifindex)) {
+		tr_walk_door(ctx, xdp, TR_WAY_CROSS, w, out, ifindex, slot, in, deny, rule);
+		return;
+	}
+	if (tr_walk_door(ctx, xdp, TR_WAY_CHOOSE, w, out, ifindex, slot, in, deny, rule) == TR_DOOR_SENT &&
+	    out && (out->flags & TR_PORT_MIRROR_OUT))
 		tr_mirror(ctx, xdp, w, slot);
 }
 
 /* One port of a bridge's flood in the walk (ifindex, slot), the flags that
- * keep the copy off it in deny: through it to the bridge beyond if it is a
- * patch port, else out of it if it takes the frame. (The copy met the
- * bridge's rules on the egress port before, in tr_emit.) */
+ * keep the copy off it in deny, the port it entered the bridge by in: the
+ * door asks the rule of a patch port, and of an interface's when check
+ * says the bridge's ports may refuse it (VLANs, policies, mirrors). (The
+ * copy met the bridge's rules on the egress port before, in tr_emit.) At
+ * tc the copies to the ports it chooses are sent by the flood's loop
+ * (TR_WAY_CHOOSE_LATER). */
 static __always_inline void tr_emit_to(void *ctx, const int xdp, struct tr_walk *w, __u32 ifindex,
-				       __u32 slot, __u16 deny, int check)
+				       __u32 slot, __u32 in, __u16 deny, int check)
 {
-	const struct tr_port *out;
+	const struct tr_port *out = NULL;
+	__u32 span_ifindex, span;
 
 	if (tr_is_patch(ifindex)) {
-		out = tr_port_of(ifindex);
-		if (out && tr_egress(out, tr_walk_vid(w), deny) != TR_EGRESS_DENY)
-			tr_cross(w, out, slot);
+		tr_walk_door(ctx, xdp, TR_WAY_CROSS, w, tr_port_of(ifindex), ifindex, slot, in, deny,
+			     TR_EGRESS_ASK);
 		return;
 	}
-	out = NULL;
-	if (check) {
+	if (check)
 		out = tr_port_of(ifindex);
-		if (tr_egress(out, tr_walk_vid(w), deny) == TR_EGRESS_DENY)
-			return;
-	}
-	tr_pick(ctx, xdp, w, out, ifindex, slot);
+	if (tr_walk_door(ctx, xdp, TR_WAY_CHOOSE_LATER, w, out, ifindex, slot, in, deny,
+			 check ? TR_EGRESS_ASK : TR_EGRESS_AS_IS) == TR_DOOR_SENT &&
+	    out && (out->flags & TR_PORT_MIRROR_OUT) && tr_mirror_span(w, slot, &span_ifindex, &span))
+		tr_walk_door(ctx, xdp, TR_WAY_CHOOSE_LATER, w, NULL, span_ifindex, span, 0, 0, TR_EGRESS_AS_IS);
 }
 
 /* One port of the flood as a global function (tr_emit_port_xdp,
@@ -105,7 +126,7 @@ static __always_inline int tr_emit_port(void *ctx, const int xdp, struct tr_walk
 {
 	if (!w)
 		return 0;
-	tr_emit_to(ctx, xdp, w, ifindex, slot, opts & 0xffff, opts >> 16);
+	tr_emit_to(ctx, xdp, w, ifindex, slot, w->entry, opts & 0xffff, opts >> 16);
 	return 0;
 }
 
@@ -117,7 +138,7 @@ TR_TWIN(tr_emit_port, (struct tr_walk *w, __u32 ifindex, __u32 slot, __u32 opts)
  * a plain one, not a bpf_loop: tr_emit is a global function, verified once
  * a build, so its TR_MAX_BRIDGE_PORTS rounds cost the verifier some 20,000
  * instructions, while a bpf_loop callback would be one more stack frame on
- * the deepest chain of calls (tr_hop, tr_emit, the copy, tr_vlan_copy),
+ * the deepest chain of calls (tr_hop, tr_emit, the copy, tr_door_copy_tc),
  * past the verifier's 512 bytes. */
 static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, __u32 bridge,
 				   __u32 except)
@@ -142,6 +163,7 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 		}
 	}
 	check = w->on || deny || (br->flags & TR_BRIDGE_MIRROR);
+	w->entry = except; /* the door's hairpin (the loop leaves it out too) */
 	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
 		__u32 ifindex, slot;
 
@@ -158,11 +180,17 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 			__u32 r = TR_CALL(xdp, tr_filter, ctx, w->fset, w->fin | slot << 16, w->vlan, w->wire);
 
 			if (r) {
-				tr_walk_drop(w, w->fin, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED, 0);
+				/* On the ingress port in the frame's first bridge. */
+				tr_drop(&w->drop, tr_stats(w->fin),
+					r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED,
+					w->fin != w->in_slot);
 				continue;
 			}
 		}
 		TR_CALL(xdp, tr_emit_port, ctx, w, ifindex, slot, deny | (check ? 1u << 16 : 0));
+		if (!xdp && w->npend)
+			tr_choose_flush_tc(ctx, w); /* the copies the port left (tr_choose_tc_later) */
+
 	}
 	return 0;
 }
@@ -184,7 +212,8 @@ static __always_inline int tr_hop_filtered(void *ctx, const int xdp, struct tr_w
 	r = TR_CALL(xdp, tr_filter, ctx, br->filter_set, ports, w->vlan, w->wire);
 	if (!r)
 		return 0;
-	tr_walk_drop(w, ports & 0xffff, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED, 1);
+	tr_drop(&w->drop, tr_stats(ports & 0xffff), r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED,
+		1);
 	return 1;
 }
 
@@ -197,6 +226,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 {
 	enum tr_drop_reason reason = TR_DROP_NO_BRIDGE;
 	struct tr_table_view v = {};
+	enum tr_egress rule;
 	const struct tr_bridge *br;
 	const struct tr_port *in, *out;
 	struct tr_port_stats *st;
@@ -213,7 +243,7 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	self = TR_PATCH_IFINDEX | in_slot;
 	br = tr_bridge_of(in->bridge);
 	if (!br || !br->nports) {
-		tr_walk_drop(w, in_slot, TR_DROP_NO_BRIDGE, 1);
+		tr_drop(&w->drop, st, TR_DROP_NO_BRIDGE, 1);
 		return 0;
 	}
 	/* No memo here: the CPU's memos stay those of the frames' first bridge. */
@@ -222,9 +252,9 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 	v.now = w->now;
 	v.tick = w->tick;
 	switch (tr_bridge_step(&v, in, self, br, w->vlan, tr_walk_vid(w), w->src, w->dst, st, &out,
-			       &egress, &slot, &reason)) {
+			       &egress, &slot, &rule, &reason)) {
 	case TR_ACT_DROP:
-		tr_walk_drop(w, in_slot, reason, 1);
+		tr_drop(&w->drop, st, reason, 1);
 		return 0;
 	case TR_ACT_FLOOD:
 		goto flood;
@@ -235,11 +265,9 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 		return 0;
 	if (tr_hop_filtered(ctx, xdp, w, br, in_slot | slot << 16))
 		return 0;
-	if (out->flags & TR_PORT_PATCH) {
-		tr_cross(w, out, slot);
-		return 0;
-	}
-	tr_pick(ctx, xdp, w, out, egress, slot);
+	/* The rule was asked in the bridge step, before the filter: the walk's
+	 * door takes its yes (the copy is tagged as it leaves). */
+	tr_pick(ctx, xdp, w, out, egress, slot, self, 0, TR_EGRESS_AS_IS);
 	return 0;
 
 flood:
@@ -281,42 +309,30 @@ static __always_inline int tr_reach_all(const struct tr_reach *r, const struct t
 	return 1;
 }
 
-struct tr_reach_loop {
-	const struct tr_reach *r;
-	__u32 in;
-	__u32 wire;
-};
-
-/* A round of the reach's count, as egress.h's loops over a bridge's ports
- * have: 1 at the end. */
-static __always_inline long tr_reach_round(__u64 i, const struct tr_reach_loop *a)
+/* A round of the reach's count: each copy of a broadcast over the reach
+ * flood set, which runs no devmap program, counted as sent. */
+static __always_inline long tr_reach_round(__u64 i, const struct tr_ports_loop *a)
 {
+	const struct tr_reach *r = a->reach;
 	__u32 slot;
 
-	if (!a->r || i >= TR_MAX_BRIDGE_PORTS || i >= a->r->n)
+	if (!r || i >= TR_MAX_BRIDGE_PORTS || i >= r->n)
 		return 1;
-	slot = a->r->slots[i];
-	if (slot != a->in)
-		tr_count_tx(tr_stats(slot), a->wire);
+	slot = r->slots[i];
+	if (slot != a->ingress) {
+		struct tr_copy c = {};
+
+		c.slot = slot;
+		c.wire = a->wire;
+		c.rule = TR_EGRESS_AS_IS;
+		tr_door(NULL, TR_XDP, TR_WAY_SET, NULL, &c);
+	}
 	return 0;
 }
 
-static long tr_reach_count_one(__u64 i, void *a)
-{
-	return tr_reach_round(i, a);
-}
-
-/* Counts a copy sent to each port of reach r but the one in slot in: a
- * global function that loops with bpf_loop (egress.h's loops over a
- * bridge's ports say why). */
-__attribute__((noinline)) int tr_reach_count(const struct tr_reach *r, __u32 in, __u32 wire)
-{
-	struct tr_reach_loop a = { .r = r, .in = in, .wire = wire };
-
-	if (r)
-		bpf_loop(r->n, tr_reach_count_one, &a, 0);
-	return 0;
-}
+/* Counts a copy sent to each port of reach r but the one in slot in. */
+TR_PORTS_LOOP(tr_reach_count, tr_reach_round, (const struct tr_reach *r, __u32 in, __u32 wire), (r, in, wire),
+	      (.reach = r, .n = r ? r->n : 0, .ingress = in, .wire = wire))
 
 /* XDP: the copies to every port of reach r but the ingress, in one
  * broadcast over the bridge's reach flood set, which runs no devmap
@@ -326,24 +342,16 @@ __attribute__((noinline)) int tr_reach_count(const struct tr_reach *r, __u32 in,
 static __always_inline int tr_reach_send(struct tr_decision *d, const struct tr_reach *r,
 					 __u32 wire, int *ret)
 {
-	void *flood = bpf_map_lookup_elem(&reach_floods, &d->bridge);
+	long sent = tr_broadcast(&reach_floods, d->bridge);
 
-	if (!flood)
+	if (sent == TR_NO_SET)
 		return 0;
-	if (bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS) != XDP_REDIRECT) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+	if (sent < 0) {
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		*ret = XDP_DROP;
 		return 1;
 	}
-	if (r->n > TR_INLINE_PORTS) {
-		tr_reach_count(r, d->in_slot, wire);
-	} else {
-		struct tr_reach_loop a = { .r = r, .in = d->in_slot, .wire = wire };
-
-		for (__u32 i = 0; i < TR_INLINE_PORTS; i++)
-			if (tr_reach_round(i, &a))
-				break;
-	}
+	tr_reach_count(r, d->in_slot, wire);
 	*ret = XDP_REDIRECT;
 	return 1;
 }
@@ -423,7 +431,7 @@ static __always_inline int tr_mirror_fast_xdp(struct tr_decision *d, __u32 wire,
 static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decision *d,
 					     struct tr_walk *w)
 {
-	void *flood, *data;
+	void *data;
 	__u64 *meta, tagged = 0;
 	long ret;
 	int r;
@@ -432,26 +440,25 @@ static __always_inline int tr_walk_flood_xdp(struct xdp_md *ctx, struct tr_decis
 		return r;
 	if (w->on) {
 		if (tr_tag_to(ctx, TR_XDP, &d->tag, 0) < -TR_VLAN_HLEN) {
-			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
+			tr_drop_frame(d, d->in_st, TR_DROP_VLAN_EGRESS);
 			return XDP_DROP;
 		}
 		tagged = 1; /* the copies carry their VLAN's tag */
 	}
-	flood = bpf_map_lookup_elem(&patch_floods, &d->bridge);
-	if (!flood || bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
 	meta = (void *)(long)ctx->data_meta;
 	data = (void *)(long)ctx->data;
 	if ((void *)(meta + 1) > data) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
 	*meta = w->seq << 1 | tagged;
-	ret = bpf_redirect_map(flood, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
-	if (ret != XDP_REDIRECT) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+	ret = tr_broadcast(&patch_floods, d->bridge);
+	if (ret < 0) {
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return XDP_DROP;
 	}
 	return XDP_REDIRECT;
@@ -478,16 +485,29 @@ static __always_inline int tr_devmap_patch_egress(struct xdp_md *ctx)
 		return XDP_DROP;
 	i = (m >> 1) & (TR_WALK_RING - 1);
 	w = bpf_map_lookup_elem(&walks, &i);
-	if (!w || w->seq != m >> 1) {
-		/* Its walk's entry was taken by a later walk (tr_walk_new). */
-		tr_count_tx_dropped(tr_stats(out->slot));
-		return XDP_DROP;
-	}
+	if (!w || w->seq != m >> 1) /* its walk's entry taken by a later walk (tr_walk_new) */
+		return tr_door_devmap(ctx, out, ctx->ingress_ifindex, 0, 0, 1);
 	if (!tr_chosen(w, out->slot))
 		return XDP_DROP; /* not a port the walk chose */
 	if (bpf_xdp_adjust_meta(ctx, sizeof(*meta)))
 		return XDP_DROP;
-	return tr_devmap_out(ctx, out, 0, m & 1);
+	return tr_door_devmap(ctx, out, ctx->ingress_ifindex, 0, m & 1, 0);
+}
+
+/* A frame takes a path the CPU remembers: each crossing passes the door as
+ * the memo remembers it, counted on the patch port. */
+static __always_inline void tr_path_cross(const int xdp, const struct tr_path_memo *m, __u32 wire)
+{
+	for (__u32 i = 0; i < TR_MAX_PATCH_CHAIN; i++) {
+		struct tr_copy c = {};
+
+		if (i >= m->nhops)
+			break;
+		c.slot = m->hops[i];
+		c.wire = wire;
+		c.rule = TR_EGRESS_AS_IS;
+		tr_door(NULL, xdp, TR_WAY_SET, NULL, &c);
+	}
 }
 
 /*
@@ -507,15 +527,11 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	__u16 first = 0;
 
 	if (!d->eth || !d->br || !d->in_st) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
 	if (d->action == TR_ACT_FORWARD && (d->out.flags & TR_PORT_PATCH)) {
 		first = d->egress_slot;
-		if (d->tag.on && !tr_vlan_carries(&d->out, d->tag.vid)) {
-			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
-			return tr_verdict_drop(xdp);
-		}
 		m = NULL;
 		if (!(d->in_flags & TR_PORT_MIRROR_IN))
 			m = tr_path_known(d->v.memo, &d->v, first, d->eth->h_source, d->eth->h_dest,
@@ -523,7 +539,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 		if (m) {
 			out = tr_port_of(m->out_ifindex);
 			if (out && out->slot == m->out_slot && !(out->flags & TR_PORT_PATCH)) {
-				tr_path_count(m, p->wire);
+				tr_path_cross(xdp, m, p->wire);
 				d->out = *out;
 				d->egress_ifindex = m->out_ifindex;
 				d->egress_slot = m->out_slot;
@@ -539,7 +555,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	}
 	w = tr_walk_new();
 	if (!w) {
-		tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
 	/* What the walk reads before it writes, and capture after it; not the
@@ -548,7 +564,8 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	w->head = 0;
 	w->tail = 0;
 	w->nhops = 0;
-	w->dropped = 0;
+	w->drop.noted = 0;
+	w->npend = 0;
 	w->fset = 0;
 	__builtin_memcpy(w->src, d->eth->h_source, 6);
 	__builtin_memcpy(w->dst, d->eth->h_dest, 6);
@@ -567,14 +584,13 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	if (d->in_flags & TR_PORT_MIRROR_IN)
 		tr_mirror(ctx, xdp, w, d->in_slot);
 	if (first) {
-		tr_cross(w, &d->out, first);
+		tr_walk_door(ctx, xdp, TR_WAY_CROSS, w, &d->out, d->egress_ifindex, first, p->ifindex, 0,
+			     TR_EGRESS_AS_IS);
 	} else if (d->action == TR_ACT_FORWARD) {
-		/* To a port of a bridge with mirrors. */
-		if (d->tag.on && !tr_vlan_carries(&d->out, d->tag.vid)) {
-			tr_drop(d, d->in_st, TR_DROP_VLAN_EGRESS);
-			return tr_verdict_drop(xdp);
-		}
-		tr_pick(ctx, xdp, w, &d->out, d->egress_ifindex, d->egress_slot);
+		/* To a port of a bridge with mirrors (the rule asked in the
+		 * bridge step: the walk's door takes its yes). */
+		tr_pick(ctx, xdp, w, &d->out, d->egress_ifindex, d->egress_slot, p->ifindex, 0,
+			TR_EGRESS_AS_IS);
 	} else {
 		w->unicast = 0;
 		TR_CALL(xdp, tr_emit, ctx, w, d->bridge, p->ifindex);
@@ -591,8 +607,8 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	if (!w->nsel) {
 		/* A frame a bridge of the walk dropped was counted there: a
 		 * drop, once, with its reason. */
-		if (!w->dropped)
-			tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		if (!w->drop.noted)
+			tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		else
 			d->action = TR_ACT_DROP;
 		return tr_verdict_drop(xdp);
@@ -602,14 +618,22 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	if (w->nsel == 1 || !xdp) {
 		out = tr_port_of(w->last_ifindex);
 		if (!out) {
-			tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+			tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 			return tr_verdict_drop(xdp);
 		}
-		if (!xdp && w->nsel > 1 && w->on) {
-			/* tc: the frame itself is the last copy; earlier copies
-			 * changed its tag. */
-			if (tr_vlan_copy(ctx, w->last_ifindex, w->vlan, tr_copy_opts(w->pcp, 1, 0)) < 0) {
-				tr_drop(d, d->in_st, TR_DROP_NO_EGRESS);
+		if (!xdp && w->nsel > 1) {
+			/* tc: the frame itself is the last of several copies
+			 * (earlier ones may have changed its tag), through the
+			 * door as they went. Too long for an overlay port, it is
+			 * that copy's drop, counted there, not the frame's: the
+			 * others went. */
+			int r = tr_door_copy_tc(ctx, w->last_ifindex, w->on ? w->vlan : 0,
+						tr_copy_opts(w->pcp, 1, 0));
+
+			if (r == TR_COPY_TOO_LONG || r == 0)
+				return TC_ACT_SHOT;
+			if (r < 0) {
+				tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 				return TC_ACT_SHOT;
 			}
 			return tr_redirect_port(TR_TC, w->last_ifindex, w->last_slot);

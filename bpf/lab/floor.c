@@ -16,6 +16,15 @@
  *   drop what is not tagged with that VLAN, take the tag off the rest and
  *   redirect: the least a bridge with VLANs must do between an access port
  *   and a trunk (the lab's check that VLAN 20 stays apart holds for it).
+ * - trestle_floor_tc (`floor:tc`) and its variants trestle_floor_tc_mirror,
+ *   trestle_floor_tc_push and trestle_floor_tc_pop (`floor:tc@mirror`,
+ *   `floor:tc@vlan`): the same at tc ingress, the least a bridge attached
+ *   at tc must do, each as trestle's tc mode does it: bpf_redirect() to the
+ *   egress ifindex; for the mirror one bpf_clone_redirect() to the span port
+ *   first (tc has no broadcast: every copy is a clone); for VLANs
+ *   bpf_skb_vlan_push() and bpf_skb_vlan_pop(), which set and clear the
+ *   skb's tag beside the frame (a tagged frame arrives untagged into
+ *   skb->vlan_tci before tc ingress, so the pop reads no bytes).
  *
  * Each port gets its own copy of the program and of the maps (the lab loads
  * the object once per port), so the redirect is an array access at a
@@ -25,6 +34,7 @@
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -34,6 +44,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* The access VLAN's tag control (VID and priority), set before load. */
 const volatile __u16 push_tci = 0;
+
+/* tc: the egress ifindex and the mirror's span port's, set before load
+ * (constants of this port's copy, as the devmaps are for XDP). */
+const volatile __u32 tc_out = 0;
+const volatile __u32 tc_span = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);
@@ -104,4 +119,36 @@ int trestle_floor_pop(struct xdp_md *ctx)
 	if (bpf_xdp_adjust_head(ctx, FLOOR_VLAN_HLEN))
 		return XDP_ABORTED;
 	return bpf_redirect_map(&egress, 0, XDP_ABORTED);
+}
+
+SEC("tc")
+int trestle_floor_tc(struct __sk_buff *skb)
+{
+	return bpf_redirect(tc_out, 0);
+}
+
+SEC("tc")
+int trestle_floor_tc_mirror(struct __sk_buff *skb)
+{
+	if (bpf_clone_redirect(skb, tc_span, 0))
+		return TC_ACT_SHOT;
+	return bpf_redirect(tc_out, 0);
+}
+
+SEC("tc")
+int trestle_floor_tc_push(struct __sk_buff *skb)
+{
+	if (bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), push_tci))
+		return TC_ACT_SHOT;
+	return bpf_redirect(tc_out, 0);
+}
+
+SEC("tc")
+int trestle_floor_tc_pop(struct __sk_buff *skb)
+{
+	if (!skb->vlan_present || (skb->vlan_tci & 0x0fff) != (push_tci & 0x0fff))
+		return TC_ACT_SHOT;
+	if (bpf_skb_vlan_pop(skb))
+		return TC_ACT_SHOT;
+	return bpf_redirect(tc_out, 0);
 }

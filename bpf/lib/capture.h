@@ -16,9 +16,10 @@
  * outer tag changed on its way out of the port (enum tr_capture_tag): the
  * control plane applies that to the copy, so the bytes are those that left.
  *
- * The drop reason is the decision's (lib/decision.h, tr_drop). A frame a
- * bridge beyond a patch port dropped was counted on that patch port: its
- * reason is TR_DROP__MAX, "beyond a patch port".
+ * The drop reason is the one noted by the drop helper (lib/drop.h): the
+ * decision's, or for a frame the walk dropped whole, the walk's; one a
+ * bridge beyond a patch port dropped (counted on that patch port) is
+ * marked so (beyond).
  * A frame that went through the walk (lib/patch.h) is found by the walk's
  * choice of ports; conf.walks says to copy the frames of every bridge, for
  * those that crossed patch ports from another.
@@ -32,6 +33,7 @@
 #include "patch.h"
 #include "port.h"
 #include "decision.h"
+#include "door.h"
 #include "stages.h"
 
 /* For BTF, and so bpf2go: never used. */
@@ -117,7 +119,7 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	asm volatile("" : "+r"(n));
 	if (n < 1 || n > TR_CAPTURE_SNAP)
 		return 0;
-	if (tr_load_bytes(ctx, xdp, b->data, n))
+	if (tr_load_bytes(ctx, xdp, 0, b->data, n))
 		return 0;
 	b->rec.ts_ns = bpf_ktime_get_ns();
 	b->rec.len = len;
@@ -127,7 +129,7 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	w = tr_walk_cur();
 	if (w) {
 		w->nsel = 0; /* see tr_capture_record */
-		w->dropped = 0;
+		w->drop.noted = 0;
 	}
 	b->armed = 1;
 	return 0;
@@ -138,14 +140,16 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
  * kept). meta: tr_pkt's meta_tci << 16 | meta_proto. */
 TR_TWIN(tr_capture_in, (__u32 ifindex, __u32 len, __u32 meta), (ifindex, len, meta))
 
-/* Whether a flood of bridge br from port in that did not go through patch
- * ports left by port out (ifindex): one of the bridge's ports, in the
- * frame's VLAN, not refusing its kind of flood: the egress rule, as the
- * flood's copies ask it. */
+/* Whether a flood of bridge br from port in (in_ifindex) that did not go
+ * through patch ports left by port out (ifindex): one of the bridge's
+ * ports, in the frame's VLAN, not refusing its kind of flood: the egress
+ * rule (lib/door.h), as the flood's copies ask it at the door. */
 static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 						 const struct tr_bridge *br, const struct tr_port *in,
-						 const struct tr_port *out, __u32 ifindex, __u32 vid)
+						 __u32 in_ifindex, const struct tr_port *out, __u32 ifindex,
+						 __u32 vid)
 {
+	enum tr_drop_reason why;
 	__u16 deny = 0;
 
 	/* out is a port of br: the caller found it in br's ports (tr_port's bridge). */
@@ -153,7 +157,7 @@ static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 		return 0;
 	if (br->flags & TR_BRIDGE_POLICY)
 		deny = tr_flood_deny(in->flags, b->data);
-	return tr_egress(out, vid, deny) != TR_EGRESS_DENY;
+	return tr_door_ask(out, ifindex, in_ifindex, vid, deny, &why) != TR_EGRESS_DENY;
 }
 
 /* What the switch did with a frame, for tr_capture_record: scalars, which
@@ -178,8 +182,9 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 	struct tr_capture_rec *r;
 	struct tr_walk *w;
 	__u32 zero = 0, caplen, slot, action = how & TR_CAP_ACTION, vid = how >> TR_CAP_VID_SHIFT;
+	enum tr_drop_reason why;
 	__u64 *lost;
-	int walked = 0;
+	int walked = 0, dropped;
 
 	b = bpf_map_lookup_elem(&capture_buf, &zero);
 	if (!b || !b->armed)
@@ -198,14 +203,22 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 	r->vid = 0;
 	r->tag = TR_CAPTURE_TAG_KEEP;
 	r->reason = 0;
+	r->beyond = 0;
+	/* A flood the program's verdict drops went out by its other ports
+	 * unless the frame's drop was noted (action TR_ACT_DROP): at tc, the
+	 * frame itself is the last copy, which an overlay port's MTU may
+	 * refuse (a copy's drop). */
+	dropped = action == TR_ACT_DROP || ((how & TR_CAP_DROPPED) && action != TR_ACT_FLOOD);
 	if (in == c->ifindex) {
 		r->dir = TR_CAPTURE_IN;
-		if ((how & TR_CAP_DROPPED) || action == TR_ACT_DROP) {
+		if (dropped) {
 			r->verdict = TR_CAPTURE_DROPPED;
 			r->reason = (how >> TR_CAP_REASON_SHIFT) & 0xff;
-			/* A frame the walk dropped: the walk's reason. */
-			if (r->reason == TR_DROP__MAX && w && w->dropped)
-				r->reason = tr_walk_reason(w);
+			/* A frame the walk dropped: the walk's note. */
+			if (r->reason == TR_DROP__MAX && w && w->drop.noted) {
+				r->reason = w->drop.reason;
+				r->beyond = w->drop.beyond;
+			}
 		} else if (action == TR_ACT_FORWARD) {
 			r->verdict = TR_CAPTURE_FORWARDED;
 			/* A patch port when the walk took it on to several ports. */
@@ -214,7 +227,7 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 			r->verdict = TR_CAPTURE_FLOODED;
 		}
 	} else {
-		if ((how & TR_CAP_DROPPED) || action == TR_ACT_DROP)
+		if (dropped)
 			return 0;
 		out = tr_port_of(c->ifindex);
 		if (!out)
@@ -229,7 +242,7 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 		} else {
 			br = tr_bridge_of(inp->bridge);
 			if (!br || inp->bridge != out->bridge ||
-			    !tr_capture_flooded_to(b, br, inp, out, c->ifindex, vid))
+			    !tr_capture_flooded_to(b, br, inp, in, out, c->ifindex, vid))
 				return 0;
 		}
 		r->dir = TR_CAPTURE_OUT;
@@ -238,8 +251,9 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 		if (vid) {
 			/* As the egress rule left it on this port. */
 			r->vid = vid;
-			r->tag = tr_egress(out, vid, 0) == TR_EGRESS_UNTAGGED ? TR_CAPTURE_TAG_UNTAG
-									      : TR_CAPTURE_TAG_VID;
+			r->tag = tr_door_ask(out, c->ifindex, in, vid, 0, &why) == TR_EGRESS_UNTAGGED
+					 ? TR_CAPTURE_TAG_UNTAG
+					 : TR_CAPTURE_TAG_VID;
 		}
 	}
 	caplen = r->caplen;
@@ -258,7 +272,7 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 static __always_inline void tr_capture_out(const struct tr_pkt *p, const struct tr_decision *d,
 					   int dropped)
 {
-	__u32 how = d->action | tr_drop_reason(d) << TR_CAP_REASON_SHIFT |
+	__u32 how = d->action | tr_drop_noted(&d->drop) << TR_CAP_REASON_SHIFT |
 		    (__u32)d->tag.vid << TR_CAP_VID_SHIFT;
 
 	if (dropped)

@@ -96,12 +96,15 @@ static __always_inline void *tr_ctx_data_end(void *ctx, const int xdp)
 	return (void *)(long)((struct __sk_buff *)ctx)->data_end;
 }
 
-/* The frame's first n bytes into buf (n checked by the caller). */
-static __always_inline long tr_load_bytes(void *ctx, const int xdp, void *buf, __u32 n)
+/* The frame's n bytes from off into buf (n bounded by the caller), as
+ * cilium's ctx_load_bytes: where the program does not see them directly
+ * (past what tc pulled into the linear area, in an XDP frame's fragments)
+ * too. 0: read. */
+static __always_inline long tr_load_bytes(void *ctx, const int xdp, __u32 off, void *buf, __u32 n)
 {
 	if (xdp)
-		return bpf_xdp_load_bytes(ctx, 0, buf, n);
-	return bpf_skb_load_bytes(ctx, 0, buf, n);
+		return bpf_xdp_load_bytes(ctx, off, buf, n);
+	return bpf_skb_load_bytes(ctx, off, buf, n);
 }
 
 /* XDP: the tag is in the bytes, after the two addresses. */
@@ -187,6 +190,27 @@ static __always_inline int tr_verdict_drop(const int xdp)
 static __always_inline int tr_verdict_redirect(const int xdp)
 {
 	return xdp ? XDP_REDIRECT : TC_ACT_REDIRECT;
+}
+
+/* XDP: sends the frame to every port of bridge's flood set in sets (an
+ * array of devmaps by bridge id: floods, vlan_floods, patch_floods,
+ * reach_floods) but the one it came in by. Returns XDP_REDIRECT, or
+ * TR_NO_SET when the bridge has no set, or TR_REFUSED when the kernel
+ * refused: the caller drops the frame (either) or goes another way (no
+ * set). A set that holds only the ingress frees the frame without a word:
+ * the caller knows its bridge has another port first. */
+#define TR_NO_SET -1
+#define TR_REFUSED -2
+
+static __always_inline long tr_broadcast(void *sets, __u32 bridge)
+{
+	void *set = bpf_map_lookup_elem(sets, &bridge);
+
+	if (!set)
+		return TR_NO_SET;
+	if (bpf_redirect_map(set, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS) != XDP_REDIRECT)
+		return TR_REFUSED;
+	return XDP_REDIRECT;
 }
 
 /* Sends the frame out of one port (ifindex, slot): XDP through the

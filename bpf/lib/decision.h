@@ -7,6 +7,7 @@
 #define TRESTLE_DECISION_H
 
 #include "maps.h"
+#include "drop.h"
 #include "fdb.h"
 #include "vlan.h"
 
@@ -33,34 +34,22 @@ struct tr_decision {
 	struct tr_table_view v;    /* the learning table as the frame found it */
 	struct ethhdr *eth;        /* not NULL once parsed */
 	__u16 vlan;                /* the frame's FDB VLAN */
-	__u8 counted;              /* tr_drop counted the frame's drop (a walk's drop in a later
-				    * bridge is counted there, its reason kept in the walk) */
-	__u8 reason;               /* and why (enum tr_drop_reason), which capture reports */
+	struct tr_drop_note drop;  /* the frame's drop in its bridge (lib/drop.h), which capture
+				    * reports (a walk's drop in a later bridge is noted in the walk) */
+	__u8 rule;                 /* TR_ACT_FORWARD: the egress rule's answer (enum tr_egress, lib/door.h),
+				    * asked in the bridge step, which the door takes */
 	__u8 straight;             /* forwarded in its bridge (tr_forward), not walked: the
 				    * decision memo (lib/memo.h) may hold it */
 };
 
-/* The one place a frame is dropped: every drop has a reason, counted on
- * the port it happened at (st; NULL: a port that cannot be counted) and
- * carried in the decision. The flag and the reason are two bytes: a flag
- * that held the reason (1 + reason) is a constant per drop site that
- * tr_switch branches on, which kept the verifier from merging the paths
- * after them, and the tc build with the VLAN stage went over its limit of
- * a million instructions. */
-static __always_inline void tr_drop(struct tr_decision *d, struct tr_port_stats *st,
-				    enum tr_drop_reason reason)
+/* The frame is dropped in its own bridge, for reason, counted on the port
+ * of st (the ingress, or the overlay port it was too long for): the one
+ * drop helper with the decision's note. */
+static __always_inline void tr_drop_frame(struct tr_decision *d, struct tr_port_stats *st,
+					  enum tr_drop_reason reason)
 {
-	tr_count_drop(st, reason);
 	d->action = TR_ACT_DROP;
-	d->counted = 1;
-	d->reason = reason;
-}
-
-/* The reason capture reports for a frame decided as d: TR_DROP__MAX when
- * none was counted on its ingress port (a drop beyond a patch port). */
-static __always_inline __u32 tr_drop_reason(const struct tr_decision *d)
-{
-	return d->counted ? d->reason : TR_DROP__MAX;
+	tr_drop(&d->drop, st, reason, 0);
 }
 
 /* A frame is counted once, forwarded, flooded or dropped: a flood that

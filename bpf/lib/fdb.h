@@ -135,10 +135,16 @@ static __always_inline void tr_view_init(struct tr_table_view *v)
 	v->tick = jiffies_hz ? bpf_jiffies64() : tr_view_now(v);
 }
 
+/* Two addresses compared as a 4-byte and a 2-byte word (cilium's
+ * eth_addrcmp): 4 loads where bytes took 12, on the decision memo's path
+ * twice. The words may be unaligned (a frame's source address is at 6, so
+ * are memo fields); the verifier takes such loads from packets and map
+ * values where the architecture has efficient unaligned access (x86-64 and
+ * arm64 both). Never pass the stack, whose loads it wants aligned. */
 static __always_inline int tr_mac_eq(const __u8 *a, const __u8 *b)
 {
-	return !((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4]) |
-		 (a[5] ^ b[5]));
+	return !((*(const __u32 *)a ^ *(const __u32 *)b) |
+		 (*(const __u16 *)(a + 4) ^ *(const __u16 *)(b + 4)));
 }
 
 static __always_inline int tr_src_known(const struct tr_table_view *v, __u32 ifindex,

@@ -95,14 +95,13 @@ struct {
 	__type(value, struct tr_state);
 } filter_opening SEC(".maps");
 
-/* Established connections by bridge id, then (from TR_MAX_BRIDGES + 1) by
+/* Established connections by bridge id, then (from TR_STATE_COUNT_PORT) by
  * the slot of the port that opened them: the datapath adds one, atomically,
  * to both when it establishes a connection; the control plane counts them
  * again at each sweep, when it removes some. */
-#define TR_STATE_COUNT_PORT (TR_MAX_BRIDGES + 1)
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, TR_MAX_BRIDGES + 1 + TR_MAX_PORTS);
+	__uint(max_entries, TR_STATE_COUNT_PORT + TR_MAX_PORTS);
 	__type(key, __u32);
 	__type(value, __u32);
 } filter_state_counts SEC(".maps");
@@ -243,10 +242,11 @@ static __always_inline int tr_filter_l4_far(void *ctx, const int xdp, struct tr_
 	const __u32 n = x->k.proto == IPPROTO_TCP ? 16 : 8;
 	long r;
 
+	/* Each call with a constant length, which the verifier bounds. */
 	if (n == 16)
-		r = xdp ? bpf_xdp_load_bytes(ctx, x->xoff, x->hb, 16) : bpf_skb_load_bytes(ctx, x->xoff, x->hb, 16);
+		r = tr_load_bytes(ctx, xdp, x->xoff, x->hb, 16);
 	else
-		r = xdp ? bpf_xdp_load_bytes(ctx, x->xoff, x->hb, 8) : bpf_skb_load_bytes(ctx, x->xoff, x->hb, 8);
+		r = tr_load_bytes(ctx, xdp, x->xoff, x->hb, 8);
 	if (r || tr_filter_l4_at(x->hb, x->hb + n, &x->k, &x->tcp))
 		return TR_UNREAD_TRUNCATED + 1;
 	return 0;
@@ -272,7 +272,7 @@ static __always_inline int tr_filter_exthdrs(void *ctx, const int xdp, struct tr
 			return 0;
 		if (i == TR_FILTER_EXTHDRS || x->xoff > TR_FILTER_L4_MAX)
 			return TR_UNREAD_EXTHDRS + 1;
-		if ((xdp ? bpf_xdp_load_bytes(ctx, x->xoff, x->hb, 4) : bpf_skb_load_bytes(ctx, x->xoff, x->hb, 4)))
+		if (tr_load_bytes(ctx, xdp, x->xoff, x->hb, 4))
 			return TR_UNREAD_TRUNCATED + 1;
 		x->xnh = x->hb[0];
 		if (was == TR_IPV6_FRAGMENT) {

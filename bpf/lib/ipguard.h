@@ -47,13 +47,6 @@
 #define TR_GUARD_ND 2
 #define TR_GUARD_IP 3
 
-static __always_inline long tr_guard_load(void *ctx, const int xdp, __u32 off, void *buf, __u32 n)
-{
-	if (xdp)
-		return bpf_xdp_load_bytes(ctx, off, buf, n);
-	return bpf_skb_load_bytes(ctx, off, buf, n);
-}
-
 static __always_inline int tr_guard_known(const struct tr_guard_key *k)
 {
 	return bpf_map_lookup_elem(&guard_ips, k) != NULL;
@@ -65,7 +58,7 @@ static __always_inline int tr_guard_load4(void *ctx, const int xdp, __u32 off, s
 	__builtin_memset(k->addr, 0, 10);
 	k->addr[10] = 0xff;
 	k->addr[11] = 0xff;
-	return tr_guard_load(ctx, xdp, off, &k->addr[12], 4) ? -1 : 0;
+	return tr_load_bytes(ctx, xdp, off, &k->addr[12], 4) ? -1 : 0;
 }
 
 static __always_inline int tr_guard_zero4(const struct tr_guard_key *k)
@@ -110,7 +103,7 @@ static __always_inline int tr_guard_arp(void *ctx, const int xdp, __u32 off, str
 
 	/* htype, ptype 0x0800, hlen 6, plen 4, oper; then sha, spa (14), tha, tpa (24)
 	 * (another hlen moves the addresses: Linux drops it, arp_rcv) */
-	if (tr_guard_load(ctx, xdp, off, h, 8) || h[2] != 0x08 || h[3] != 0 || h[4] != 6 || h[5] != 4 ||
+	if (tr_load_bytes(ctx, xdp, off, h, 8) || h[2] != 0x08 || h[3] != 0 || h[4] != 6 || h[5] != 4 ||
 	    tr_guard_load4(ctx, xdp, off + 14, k))
 		return TR_GUARD_ARP;
 	if (tr_guard_zero4(k) &&
@@ -124,16 +117,16 @@ static __always_inline int tr_guard_ip4(void *ctx, const int xdp, __u32 off, str
 	__u8 h[8];
 	__u32 ihl, frag;
 
-	if (tr_guard_load(ctx, xdp, off, h, 8) || (h[0] >> 4) != 4 || (h[0] & 15) < 5)
+	if (tr_load_bytes(ctx, xdp, off, h, 8) || (h[0] >> 4) != 4 || (h[0] & 15) < 5)
 		return TR_GUARD_IP;
 	ihl = (h[0] & 15) * 4;
 	frag = (__u32)(h[6] & 0x1f) << 8 | h[7];
-	if (tr_guard_load(ctx, xdp, off + 8, h, 4) || tr_guard_load4(ctx, xdp, off + 12, k))
+	if (tr_load_bytes(ctx, xdp, off + 8, h, 4) || tr_guard_load4(ctx, xdp, off + 12, k))
 		return TR_GUARD_IP;
 	if (!tr_guard_zero4(k))
 		return tr_guard_known(k) ? 0 : TR_GUARD_IP;
 	/* 0.0.0.0: a DHCP client's (RFC 2131 4.1), UDP 68 -> 67 */
-	if (h[1] != TR_IPPROTO_UDP || frag || tr_guard_load(ctx, xdp, off + ihl, h, 4) || h[0] || h[1] != 68 ||
+	if (h[1] != TR_IPPROTO_UDP || frag || tr_load_bytes(ctx, xdp, off + ihl, h, 4) || h[0] || h[1] != 68 ||
 	    h[2] || h[3] != 67)
 		return TR_GUARD_IP;
 	return 0;
@@ -146,7 +139,7 @@ static __always_inline int tr_guard_ip6(void *ctx, const int xdp, __u32 off, str
 	int unspec;
 	__u8 nh;
 
-	if (tr_guard_load(ctx, xdp, off, h, 8) || (h[0] >> 4) != 6 || tr_guard_load(ctx, xdp, off + 8, k->addr, 16))
+	if (tr_load_bytes(ctx, xdp, off, h, 8) || (h[0] >> 4) != 6 || tr_load_bytes(ctx, xdp, off + 8, k->addr, 16))
 		return TR_GUARD_IP;
 	nh = h[6];
 	unspec = tr_guard_zero6(k);
@@ -158,7 +151,7 @@ static __always_inline int tr_guard_ip6(void *ctx, const int xdp, __u32 off, str
 
 		if (!tr_guard_exthdr(was))
 			break;
-		if (tr_guard_load(ctx, xdp, x, h, 4))
+		if (tr_load_bytes(ctx, xdp, x, h, 4))
 			return TR_GUARD_ND;
 		nh = h[0];
 		if (was == 44) {
@@ -175,7 +168,7 @@ static __always_inline int tr_guard_ip6(void *ctx, const int xdp, __u32 off, str
 		return TR_GUARD_ND;
 	if (nh != TR_IPPROTO_ICMPV6)
 		return unspec ? TR_GUARD_IP : 0;
-	if (tr_guard_load(ctx, xdp, x, h, 4))
+	if (tr_load_bytes(ctx, xdp, x, h, 4))
 		return TR_GUARD_ND;
 	if (unspec) {
 		if (h[0] == TR_ICMP6_MLD_REPORT || h[0] == TR_ICMP6_MLD2_REPORT)
@@ -187,7 +180,7 @@ static __always_inline int tr_guard_ip6(void *ctx, const int xdp, __u32 off, str
 	}
 	/* A DAD solicitation's or an advertisement's target (after type, code,
 	 * checksum and 4 bytes of flags or reserved). */
-	if (tr_guard_load(ctx, xdp, x + 8, k->addr, 16))
+	if (tr_load_bytes(ctx, xdp, x + 8, k->addr, 16))
 		return TR_GUARD_ND;
 	return tr_guard_known6(k) ? 0 : TR_GUARD_ND;
 }

@@ -258,29 +258,6 @@ static __always_inline struct tr_port_stats *tr_stats(__u32 slot)
 	return bpf_map_lookup_elem(&stats, &slot);
 }
 
-static __always_inline void tr_count_drop(struct tr_port_stats *st, enum tr_drop_reason reason)
-{
-	if (st && reason < TR_DROP__MAX)
-		st->drops[reason]++;
-}
-
-static __always_inline void tr_count_tx(struct tr_port_stats *st, __u32 len)
-{
-	if (st) {
-		st->c[TR_CNT_TX_PACKETS]++;
-		st->c[TR_CNT_TX_BYTES] += len;
-	}
-}
-
-/* A copy for the port that could not be sent. It is the egress port's to
- * count, as an interface counts its tx_dropped: the frame it is a copy of
- * was flooded, and counted so, once, on its ingress. */
-static __always_inline void tr_count_tx_dropped(struct tr_port_stats *st)
-{
-	if (st)
-		st->c[TR_CNT_TX_DROPPED]++;
-}
-
 /* The addresses of ip_guard ports (lib/ipguard.h), written by the daemon
  * before the port's TR_PORT_IP_GUARD and removed after it; the value is
  * unused (1). */

@@ -38,6 +38,7 @@
 #include "fdb.h"
 #include "ctx.h"
 #include "vlan.h"
+#include "door.h"
 
 /* The configuration's generation, a seqlock's count: odd while the
  * control plane writes (internal/datapath, configChanging), even and new
@@ -96,15 +97,15 @@ static __always_inline int tr_fast_hit(const struct tr_fast *fs, const struct tr
 }
 
 /*
- * The memo's work on the tag of a frame of a VLAN-aware bridge, after its
- * port counted it and before its redirect, as the pipeline's: the frame
- * counted in its VLAN (wire: its length as it came), its tag kept, pushed
- * or taken off. *vs: the VLAN's counters, for the frame's tx (NULL in a
- * bridge that is not VLAN-aware). Returns the change in the frame's wire
- * length, or less than -TR_VLAN_HLEN when the tag could not be written.
+ * The memo's work on a frame of a VLAN-aware bridge, after its port
+ * counted it, as the pipeline's: the frame counted in its VLAN (wire: its
+ * length as it came). *vs: the VLAN's counters, for the frame's tx at the
+ * door (NULL in a bridge that is not VLAN-aware). Returns what the door
+ * does to its tag as the door did to the frame the memo was made from:
+ * TR_RETAG_PUSH, TR_RETAG_POP, or 0 (kept, lib/door.h).
  */
-static __always_inline int tr_fast_tag(void *ctx, const int xdp, const struct tr_fwd_memo *m,
-				       __u32 wire, struct tr_vlan_stats **vs)
+static __always_inline __u8 tr_fast_tag(const struct tr_fwd_memo *m, __u32 wire,
+					struct tr_vlan_stats **vs)
 {
 	__u8 out;
 
@@ -119,9 +120,7 @@ static __always_inline int tr_fast_tag(void *ctx, const int xdp, const struct tr
 	out = m->tag >> 1;
 	if (out == m->ctag) /* a hit's ctag is 0 or 1 */
 		return 0;
-	if (out)
-		return tr_tag_push(ctx, xdp, m->tci) ? -100 : TR_VLAN_HLEN;
-	return tr_tag_pop(ctx, xdp) ? -100 : -TR_VLAN_HLEN;
+	return out ? TR_RETAG_PUSH : TR_RETAG_POP;
 }
 
 /*

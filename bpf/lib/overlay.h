@@ -17,16 +17,17 @@
 
 /*
  * Whether the frame of skb, as it is now (tagged as it will leave), may
- * not leave by the port on ifindex (slot): an overlay port, and the frame
- * too long for it (its length past the Ethernet header above the device's
- * MTU; for a GSO frame, a segment's network length). Then it is counted
- * there, and 1: the caller sends nothing. An error of the helper (no such
- * device) is 0: the redirect finds nothing there either. A global
- * function, verified once, whose frame is small: the walk's deepest chain
- * of calls reaches it, and each way out to a port of a bridge with an
- * overlay port asks it (a flag of the port or the bridge tested first).
+ * not leave by the port on ifindex: an overlay port, and the frame too
+ * long for it (its length past the Ethernet header above the device's
+ * MTU; for a GSO frame, a segment's network length). 1: the caller sends
+ * nothing, and drops it (TR_DROP_OVERLAY_MTU, on the overlay port). An
+ * error of the helper (no such device) is 0: the redirect finds nothing
+ * there either. A global function, verified once, whose frame is small:
+ * the walk's deepest chain of calls reaches it, and each way out to a port
+ * of a bridge with an overlay port asks it (a flag of the port or the
+ * bridge tested first).
  */
-__attribute__((noinline)) int tr_overlay_too_long(struct __sk_buff *skb, __u32 ifindex, __u32 slot)
+__attribute__((noinline)) int tr_overlay_too_long(struct __sk_buff *skb, __u32 ifindex)
 {
 	const struct tr_port *o;
 	__u32 mtu = 0;
@@ -36,10 +37,7 @@ __attribute__((noinline)) int tr_overlay_too_long(struct __sk_buff *skb, __u32 i
 	o = tr_port_of(ifindex);
 	if (!o || !(o->flags & TR_PORT_OVERLAY))
 		return 0;
-	if (bpf_check_mtu(skb, ifindex, &mtu, 0, BPF_MTU_CHK_SEGS) <= 0)
-		return 0;
-	tr_count_drop(tr_stats(slot), TR_DROP_OVERLAY_MTU);
-	return 1;
+	return bpf_check_mtu(skb, ifindex, &mtu, 0, BPF_MTU_CHK_SEGS) > 0;
 }
 
 /*
@@ -82,14 +80,13 @@ static __always_inline __u32 tr_encap_sport(const struct ethhdr *eth, const void
  * wrote its outer headers (encaps, by bridge | vlan << 16 in key_bv and the
  * destination address) and redirects it into the underlay device. The
  * frame, as it is now (tagged as it will leave), must fit the MTU of the
- * overlay port's vxlan device (vxlan_ifindex): if not, it is counted as
- * TR_DROP_OVERLAY_MTU on the overlay port (slot) and XDP_DROP. -1: no
- * entry (or no headroom): the caller sends the frame into the way in.
+ * overlay port's vxlan device (vxlan_ifindex): if not, XDP_DROP, for the
+ * caller to drop (TR_DROP_OVERLAY_MTU, on the overlay port). -1: no entry
+ * (or no headroom): the caller sends the frame into the way in.
  * XDP_REDIRECT: sent, for the caller to count. A global function, verified
  * once, with a small frame.
  */
-__attribute__((noinline)) int tr_vxlan_encap(struct xdp_md *ctx, __u32 key_bv, __u32 vxlan_ifindex,
-					    __u32 slot)
+__attribute__((noinline)) int tr_vxlan_encap(struct xdp_md *ctx, __u32 key_bv, __u32 vxlan_ifindex)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -105,10 +102,8 @@ __attribute__((noinline)) int tr_vxlan_encap(struct xdp_md *ctx, __u32 key_bv, _
 	e = bpf_map_lookup_elem(&encaps, &k);
 	if (!e)
 		return -1;
-	if (bpf_check_mtu(ctx, vxlan_ifindex, &mtu, 0, 0) > 0) {
-		tr_count_drop(tr_stats(slot), TR_DROP_OVERLAY_MTU);
+	if (bpf_check_mtu(ctx, vxlan_ifindex, &mtu, 0, 0) > 0)
 		return XDP_DROP;
-	}
 	sport = tr_encap_sport(eth, data_end);
 	if (bpf_xdp_adjust_head(ctx, -TR_ENCAP_HLEN))
 		return -1;
@@ -132,28 +127,6 @@ __attribute__((noinline)) int tr_vxlan_encap(struct xdp_md *ctx, __u32 key_bv, _
 	*(__u16 *)(o + 34) = bpf_htons(sport);
 	*(__u16 *)(o + 38) = bpf_htons(len - 34);
 	return bpf_redirect(e->ifindex, 0);
-}
-
-/*
- * trestle_via: the far end of an overlay port's xdp way in. A vxlan device
- * takes no XDP redirect, so XDP ports send the overlay's frames into a
- * veth pair of the VNI's; at its far end, the socket buffers GRO made
- * arrive here, and go on to the vxlan device, checked against its MTU as
- * tc ports' frames are (counted on the overlay port). The peer's entry in
- * the port maps (TR_PORT_VIA) holds the overlay port's slot and, in
- * max_macs, its device. Anything else arriving here is dropped.
- */
-static __always_inline int tr_via(struct __sk_buff *skb)
-{
-	const struct tr_port *v = tr_port_of(skb->ifindex); /* at ingress: the device it arrived on */
-	__u32 dev;
-
-	if (!v || !(v->flags & TR_PORT_VIA))
-		return TC_ACT_SHOT;
-	dev = v->max_macs;
-	if (tr_overlay_too_long(skb, dev, v->slot))
-		return TC_ACT_SHOT;
-	return bpf_redirect(dev, 0);
 }
 
 #endif

@@ -25,11 +25,16 @@
 #define TRESTLE_PATCH_H
 
 #include "maps.h"
+#include "drop.h"
 #include "fdb.h"
 #include "vlan.h"
 
 /* The words of a walk's set of slots it remembers writing (tr_choose). */
 #define TR_WALK_DIRTY 8
+
+/* tc: the copies one port of a flood may leave to send: the one chosen
+ * before it, and before its span port. */
+#define TR_WALK_PEND 2
 
 /* The walk of one frame through patched bridges. Only scalars: global
  * functions (verified once, not at every call) take it by pointer. */
@@ -54,13 +59,15 @@ struct tr_walk {
 	__u32 last_slot, last_ifindex; /* the last of them */
 	__u32 unicast; /* every bridge forwarded it to one port: the path may be remembered */
 	__u32 head, tail;
-	__u32 dropped; /* a bridge dropped it (or a copy of it), counted there (tr_walk_drop):
-			* TR_WALK_BEYOND, or in the low byte 1 + the reason of a drop on
-			* the ingress port */
+	struct tr_drop_note drop; /* the last drop of the frame or of a copy (tr_drop, lib/drop.h): on
+				   * its ingress port (the first bridge's filter of a copy), or beyond */
 	__u16 queue[TR_MAX_PATCH_CHAIN]; /* bridges to visit: the patch slot each is entered by */
 	__u16 nhops;
 	__u16 pad;
 	__u16 hops[TR_MAX_PATCH_CHAIN]; /* patches crossed: the slots left by */
+	__u32 entry; /* the interface the flood being emitted entered its bridge by (a patch's pseudo one) */
+	__u32 npend; /* tc: copies a port of a flood left for tr_emit to send (tr_choose_tc_later) */
+	__u32 pend_ifindex[TR_WALK_PEND];
 	__u32 fset; /* the flood being emitted is filtered copy by copy: the bridge's rule set (0: not) */
 	__u32 fin;  /* and the slot of the port it entered that bridge by */
 };
@@ -184,33 +191,7 @@ static __always_inline int tr_is_patch(__u32 ifindex)
 	return (ifindex & TR_PATCH_IFINDEX) != 0;
 }
 
-#define TR_WALK_BEYOND 0x100
-
-/* The walk drops the frame (or a flood's copy) at slot, with a reason: a
- * frame of which no copy leaves was dropped for the reason of a drop on its
- * ingress port (the first bridge's filter, in tr_emit_to), else beyond it
- * (TR_DROP__MAX), which the walk keeps for capture (lib/decision.h's
- * tr_drop is the frame's drop; this one counts where the decision cannot).
- * A patch port is never the ingress: the callers that drop at one say so
- * (beyond), and the check costs them nothing. */
-static __always_inline void tr_walk_drop(struct tr_walk *w, __u32 slot, enum tr_drop_reason reason,
-					 const int beyond)
-{
-	tr_count_drop(tr_stats(slot), reason);
-	if (!beyond && slot == w->in_slot)
-		w->dropped = (w->dropped & ~0xffu) | (1 + reason);
-	else
-		w->dropped |= TR_WALK_BEYOND; /* no branch: the walk's paths stay few */
-	w->unicast = 0;
-}
-
-/* The reason a frame the walk dropped whole was dropped for (capture). */
-static __always_inline __u32 tr_walk_reason(const struct tr_walk *w)
-{
-	return w->dropped & 0xff ? (w->dropped & 0xff) - 1 : TR_DROP__MAX;
-}
-
-/* The frame's VLAN for the egress rule (tr_egress): 0 in bridges that are
+/* The frame's VLAN for the egress rule (lib/door.h): 0 in bridges that are
  * not VLAN-aware. */
 static __always_inline __u16 tr_walk_vid(const struct tr_walk *w)
 {
@@ -218,28 +199,28 @@ static __always_inline __u16 tr_walk_vid(const struct tr_walk *w)
 }
 
 /*
- * The frame leaves its bridge by patch port out (slot) into the peer's
- * bridge, which the walk visits next: the caller asked the egress rule
- * (tr_egress) whether the patch takes it. Returns 0, or -1 when the walk is full (the
- * frame would cross more than TR_MAX_PATCH_CHAIN bridges: counted on out).
- * The crossing is counted once, as sent on out; the control plane reads
- * it as received on the peer (internal/datapath).
+ * The patch port's device step (the door's, lib/door.h): the frame leaves
+ * its bridge by patch port slot into the peer's bridge, which the walk
+ * visits next. Returns 0, for the door to count the crossing once, as sent
+ * on the patch port (the control plane reads it as received on the peer,
+ * internal/datapath); or -1, dropped and counted on the patch port: its
+ * peer is not set up (yet), or the walk is full (the frame would cross
+ * more than TR_MAX_PATCH_CHAIN bridges).
  */
-static __always_inline int tr_cross(struct tr_walk *w, const struct tr_port *out, __u32 slot)
+static __always_inline int tr_cross(struct tr_walk *w, __u32 slot)
 {
 	struct tr_patch *pp;
 	__u32 t = w->tail, n = w->nhops;
 
 	pp = tr_patch_of(slot);
 	if (!pp || !tr_patch_of(pp->peer)) {
-		tr_walk_drop(w, slot, TR_DROP_NO_EGRESS, 1); /* its peer is not set up (yet) */
-		return 0;
-	}
-	if (t >= TR_MAX_PATCH_CHAIN - 1) {
-		tr_walk_drop(w, slot, TR_DROP_PATCH_CHAIN, 1);
+		tr_drop(&w->drop, tr_stats(slot), TR_DROP_NO_EGRESS, 1);
 		return -1;
 	}
-	tr_count_tx(tr_stats(slot), w->wire);
+	if (t >= TR_MAX_PATCH_CHAIN - 1) {
+		tr_drop(&w->drop, tr_stats(slot), TR_DROP_PATCH_CHAIN, 1);
+		return -1;
+	}
 	w->queue[t & (TR_MAX_PATCH_CHAIN - 1)] = pp->peer;
 	w->tail = t + 1;
 	if (n < TR_MAX_PATCH_CHAIN) {
@@ -287,7 +268,8 @@ static __always_inline void tr_path_remember(struct tr_cpu_cache *memo, const st
 	struct tr_path_memo *m;
 	__u32 i;
 
-	if (!memo || !w->unicast || w->nsel != 1 || !w->nhops || w->nhops > TR_MAX_PATCH_CHAIN)
+	if (!memo || !w->unicast || w->drop.noted || w->nsel != 1 || !w->nhops ||
+	    w->nhops > TR_MAX_PATCH_CHAIN)
 		return;
 	i = memo->path_next & 1;
 	memo->path_next = i ^ 1;
@@ -325,16 +307,6 @@ tr_path_known(struct tr_cpu_cache *memo, const struct tr_table_view *v, __u16 fi
 	if (tr_path_is(&memo->path[1], v, first, src, dst, vlan))
 		return &memo->path[1];
 	return NULL;
-}
-
-/* A frame takes a remembered path: it crosses its patches. */
-static __always_inline void tr_path_count(const struct tr_path_memo *m, __u32 wire)
-{
-	for (__u32 i = 0; i < TR_MAX_PATCH_CHAIN; i++) {
-		if (i >= m->nhops)
-			break;
-		tr_count_tx(tr_stats(m->hops[i]), wire);
-	}
 }
 
 #endif

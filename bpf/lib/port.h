@@ -7,6 +7,7 @@
 #define TRESTLE_PORT_H
 
 #include "maps.h"
+#include "ctx.h"
 #include "patch.h"
 
 /* The port of an interface, or NULL: by index for most ifindexes, by hash
@@ -52,6 +53,73 @@ static __always_inline __u16 tr_flood_deny(__u16 in_flags, const __u8 *dst)
 		deny = (dst[0] & dst[1] & dst[2] & dst[3] & dst[4] & dst[5]) == 0xff ? TR_PORT_NO_BFLOOD
 										 : TR_PORT_NO_MFLOOD;
 	return deny | (in_flags & TR_PORT_PROTECTED);
+}
+
+/*
+ * A loop over a bridge's ports (or a reach's), the one construct of every
+ * such loop: round(i, a) is its body for port i, returning 1 to end it,
+ * over a struct tr_ports_loop whose n is how many rounds. A loop of at most
+ * TR_INLINE_PORTS rounds runs inline, a plain loop (a global function's
+ * call and bpf_loop's call a round cost a flood of the lab's 4-port bridge
+ * some 25 ns, BenchmarkPipeline); a longer one calls name_far, a global
+ * function (its own stack frame, verified once) that runs the rounds with
+ * bpf_loop (whose callback the verifier reads once, not once for each of
+ * up to TR_MAX_BRIDGE_PORTS rounds).
+ *
+ * TR_PORTS_LOOP(name, round, params, args, init) defines name(params), the
+ * loop, with name_far and name_one, its global function and its callback.
+ * params and args are parenthesized lists, as TR_TWIN's (lib/ctx.h); init
+ * the designated initializers of the loop's struct from them, safe where
+ * a pointer among them is NULL (a global function's may be, to the
+ * verifier).
+ */
+#define TR_INLINE_PORTS 8
+
+struct tr_ports_loop {
+	void *ctx;
+	const struct tr_bridge *br;
+	const struct tr_reach *reach;
+	__u32 n;       /* rounds */
+	__u32 ingress; /* the port the frame came in by: no copy to it */
+	__u32 wire;
+	__u32 vid;     /* tc floods of VLAN-aware bridges: the frame's VLAN */
+	__u32 opts;    /* and the copies' options (egress.h, tr_copy_opts) */
+};
+
+#define TR_PORTS_LOOP(name, round, params, args, init)                                   \
+	static long name##_one(__u64 i, void *a)                                         \
+	{                                                                                \
+		return round(i, a);                                                      \
+	}                                                                                \
+	__attribute__((noinline)) int name##_far(TR_UNPAREN params)                      \
+	{                                                                                \
+		struct tr_ports_loop a = { TR_UNPAREN init };                            \
+                                                                                         \
+		bpf_loop(a.n, name##_one, &a, 0);                                        \
+		return 0;                                                                \
+	}                                                                                \
+	static __always_inline void name(TR_UNPAREN params)                              \
+	{                                                                                \
+		struct tr_ports_loop a = { TR_UNPAREN init };                            \
+                                                                                         \
+		if (a.n > TR_INLINE_PORTS) {                                             \
+			name##_far(TR_UNPAREN args);                                     \
+			return;                                                          \
+		}                                                                        \
+		for (__u32 i = 0; i < TR_INLINE_PORTS; i++)                              \
+			if (i >= a.n || round(i, &a))                                    \
+				break;                                                   \
+	}
+
+/* The port of round i of a loop over a->br's ports, or NULL at the end. */
+static __always_inline const struct tr_bridge_port *tr_loop_port(const struct tr_ports_loop *a,
+								  __u64 i)
+{
+	const struct tr_bridge *br = a->br;
+
+	if (!br || i >= TR_MAX_BRIDGE_PORTS || i >= br->nports)
+		return NULL;
+	return &br->ports[i];
 }
 
 /* The live copy of a bridge (lib/maps.h), or NULL. */

@@ -65,39 +65,6 @@ static __always_inline int tr_vlan_untagged_on(const struct tr_port *port, __u16
 	       !((port->pvid ^ vid) | (port->flags & TR_PORT_NATIVE_TAGGED));
 }
 
-/* How a copy of a frame leaves by a port (tr_egress). */
-enum tr_egress {
-	TR_EGRESS_DENY,     /* not by this port */
-	TR_EGRESS_AS_IS,    /* as it is: its bridge is not VLAN-aware */
-	TR_EGRESS_TAGGED,   /* tagged with its VLAN */
-	TR_EGRESS_UNTAGGED, /* without a tag */
-};
-
-/*
- * The egress rule, the one answer to "may this copy leave by port out, and
- * tagged how?" (as veb_transmit's): not where out is missing or has a flag
- * of deny (a kind of flood it refuses, protection: tr_flood_deny), nor
- * where it does not carry the frame's VLAN vid (0: the bridge is not
- * VLAN-aware, and the copy leaves as it is); untagged where vid is out's
- * untagged VLAN. Every way out asks it: the forward, each copy of a flood
- * (tr_vlan_copy, the devmap programs), the walk (tr_cross, tr_emit_to,
- * tr_hop) and capture's prediction. tr_walk's two checks of a forward in
- * a VLAN-aware bridge ask its VLAN half (tr_vlan_carries) alone: the whole
- * rule there, with its case of a bridge that is not VLAN-aware, cost the
- * verifier 230,000 more instructions in the tc build with the VLAN stage,
- * near its limit of a million.
- */
-static __always_inline enum tr_egress tr_egress(const struct tr_port *out, __u16 vid, __u16 deny)
-{
-	if (!out || (out->flags & deny))
-		return TR_EGRESS_DENY;
-	if (!vid)
-		return TR_EGRESS_AS_IS;
-	if (!tr_vlan_carries(out, vid))
-		return TR_EGRESS_DENY;
-	return tr_vlan_untagged_on(out, vid) ? TR_EGRESS_UNTAGGED : TR_EGRESS_TAGGED;
-}
-
 static __always_inline struct tr_vlan_entry *tr_vlan_of(__u16 bridge, __u16 vid)
 {
 	__u32 k = (__u32)bridge * TR_VLAN_IDS + (vid & (TR_VLAN_IDS - 1));
@@ -205,14 +172,6 @@ static __always_inline int tr_vlan_ingress(void *data_end, struct ethhdr *eth,
 		t->st->c[TR_VCNT_RX_BYTES] += wire;
 	}
 	return 0;
-}
-
-static __always_inline void tr_vlan_count_tx(struct tr_vlan_stats *st, __u32 wire)
-{
-	if (st) {
-		st->c[TR_VCNT_TX_PACKETS]++;
-		st->c[TR_VCNT_TX_BYTES] += wire;
-	}
 }
 
 /* Makes the frame leave as the egress VLAN rule says: tagged with vid, or

@@ -191,7 +191,8 @@ func stopOnSignal(stop func() error) func() {
 }
 
 // verdictOf says what became of a frame: "flooded", "forwarded to p2",
-// "dropped (bad_source)".
+// "dropped (bad_source)", "dropped (hairpin, in a bridge beyond a patch
+// port)".
 func verdictOf(r *ctl.CaptureRecord, h ctl.CaptureHeader) string {
 	switch r.Verdict {
 	case ctl.VerdictForwarded:
@@ -208,10 +209,13 @@ func verdictOf(r *ctl.CaptureRecord, h ctl.CaptureHeader) string {
 	case ctl.VerdictFlooded:
 		return "flooded"
 	case ctl.VerdictDropped:
-		if int(r.Reason) < len(h.Reasons) {
-			return "dropped (" + h.Reasons[r.Reason] + ")"
+		if int(r.Reason) >= len(h.Reasons) {
+			return "dropped (in a bridge beyond a patch port)"
 		}
-		return "dropped (in a bridge beyond a patch port)"
+		if r.Beyond {
+			return "dropped (" + h.Reasons[r.Reason] + ", in a bridge beyond a patch port)"
+		}
+		return "dropped (" + h.Reasons[r.Reason] + ")"
 	}
 	return fmt.Sprintf("verdict %d", r.Verdict)
 }
@@ -253,6 +257,7 @@ func (s *jsonSink) write(r *ctl.CaptureRecord, _ string) error {
 		if int(r.Reason) < len(s.h.Reasons) {
 			f.Reason = s.h.Reasons[r.Reason]
 		}
+		f.BeyondPatchPort = r.Beyond || int(r.Reason) >= len(s.h.Reasons)
 	}
 	return s.enc.Encode(f)
 }

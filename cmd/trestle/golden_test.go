@@ -243,7 +243,8 @@ func TestJSONLinesGolden(t *testing.T) {
 		_ = s.Record(ctl.CaptureRecord{TimeNs: at.UnixNano(), Dir: ctl.CaptureIn, Verdict: ctl.VerdictFlooded, Len: 60, Data: frame})
 		_ = s.Record(ctl.CaptureRecord{TimeNs: at.UnixNano() + 1000, Dir: ctl.CaptureIn, Verdict: ctl.VerdictForwarded, Egress: 8, Len: 60, Data: frame})
 		_ = s.Record(ctl.CaptureRecord{TimeNs: at.UnixNano() + 2000, Dir: ctl.CaptureIn, Verdict: ctl.VerdictDropped, Reason: 1, Len: 20, Data: frame[:6]})
-		return s.End(ctl.CaptureEnd{Captured: 3})
+		_ = s.Record(ctl.CaptureRecord{TimeNs: at.UnixNano() + 3000, Dir: ctl.CaptureIn, Verdict: ctl.VerdictDropped, Reason: 1, Beyond: true, Len: 60, Data: frame})
+		return s.End(ctl.CaptureEnd{Captured: 4})
 	}
 	follow := func(_ context.Context, _ ctl.Request, s *ctl.Stream) error {
 		vlan := uint16(0)

@@ -34,7 +34,8 @@ func (e *env) labCmd() *cobra.Command {
 device under test (DUT) between the hosts in turn, drive it with trestle's
 generator and sink (RFC 2544 and RFC 2889 methods) and iperf3, and report
 medians, ratios to the straight veth path and to the floor (a bare XDP
-redirect) measured in the same run, and ministat comparisons. Everything it
+redirect; floor:tc, a bare tc redirect, for trestle at tc) measured in the
+same run, and ministat comparisons. Everything it
 creates is named tl<PID>-... and removed when it ends, also on Ctrl-C or
 failure ('trestle lab clean' removes what a killed run left).
 
@@ -43,8 +44,9 @@ Scenarios ('trestle lab SCENARIO --help' tells one in full):
 DUTs (--dut, comma-separated):
   ` + strings.Join(lab.DUTNames, ", ") + `,
 each with variants after @ (trestle:xdp@vlan, trestle:xdp@bin=./trestle-old,
-linux-bridge@mirror, ...), and floor@vlan, floor@mirror. The lab's manual,
-every DUT, variant and method: 'man trestle-lab' and docs/lab.md.
+linux-bridge@mirror, ...), and floor@vlan, floor@mirror, floor:tc@vlan,
+floor:tc@mirror. The lab's manual, every DUT, variant and method:
+'man trestle-lab' and docs/lab.md.
 
 Examples:
   trestle lab quick

@@ -30,7 +30,7 @@ func labScenarioList() string {
 // full are docs/lab.md's.
 func labManual() string {
 	var b strings.Builder
-	b.WriteString(`Build test topologies out of network namespaces and veth pairs, put each device under test (DUT) between the hosts in turn, drive it with trestle's generator and sink (RFC 2544 and RFC 2889 methods) and iperf3, and report medians, ratios to the straight veth path and to the floor (a bare XDP redirect) measured in the same run, and ministat comparisons. Everything it creates is named tl*PID*-... and removed when it ends, also on Ctrl-C or failure ('trestle lab clean' removes what a killed run left).
+	b.WriteString(`Build test topologies out of network namespaces and veth pairs, put each device under test (DUT) between the hosts in turn, drive it with trestle's generator and sink (RFC 2544 and RFC 2889 methods) and iperf3, and report medians, ratios to the straight veth path and to the floor (a bare XDP redirect; floor:tc, a bare tc redirect, for trestle at tc) measured in the same run, and ministat comparisons. Everything it creates is named tl*PID*-... and removed when it ends, also on Ctrl-C or failure ('trestle lab clean' removes what a killed run left).
 
 # SCENARIOS
 
@@ -51,6 +51,6 @@ func labManual() string {
 			b.WriteString("\n")
 		}
 	}
-	fmt.Fprintf(&b, "# DUTS\n\n%s; variants after @ (vlan, mirror, capture, patch, veth, rules=N, filter, bin=PATH, host offloads) and the floors floor@vlan and floor@mirror. docs/lab.md tells each, and how the lab measures: trials, the NDR/PDR search, both directions, latency under load, placement, repetitions.\n", strings.Join(lab.DUTNames, ", "))
+	fmt.Fprintf(&b, "# DUTS\n\n%s; variants after @ (vlan, mirror, capture, patch, veth, rules=N, filter, bin=PATH, host offloads) and the floors floor@vlan and floor@mirror (floor:tc@vlan and floor:tc@mirror at tc). docs/lab.md tells each, and how the lab measures: trials, the NDR/PDR search, both directions, latency under load, placement, repetitions.\n", strings.Join(lab.DUTNames, ", "))
 	return b.String()
 }

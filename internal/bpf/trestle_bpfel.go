@@ -83,7 +83,8 @@ type TrestleTrCaptureRec struct {
 	Verdict   uint8
 	Reason    uint8
 	Tag       uint8
-	Pad       uint16
+	Beyond    uint8
+	Pad       uint8
 }
 
 type TrestleTrCaptureTag uint32
@@ -233,6 +234,12 @@ type TrestleTrEncapKey struct {
 	Pad    uint16
 }
 
+type TrestleTrEncapLimits uint32
+
+const (
+	TrestleTrEncapLimitsTR_ENCAP_HLEN TrestleTrEncapLimits = 50
+)
+
 type TrestleTrEvent struct {
 	_           structs.HostLayout
 	TsNs        uint64
@@ -350,14 +357,15 @@ type TrestleTrFilterKey struct {
 type TrestleTrFilterLimits uint32
 
 const (
-	TrestleTrFilterLimitsTR_FILTER_TUPLES   TrestleTrFilterLimits = 32
-	TrestleTrFilterLimitsTR_FILTER_ENTRIES  TrestleTrFilterLimits = 65536
-	TrestleTrFilterLimitsTR_FILTER_COUNTERS TrestleTrFilterLimits = 16384
-	TrestleTrFilterLimitsTR_FILTER_STATES   TrestleTrFilterLimits = 262144
-	TrestleTrFilterLimitsTR_FILTER_OPENING  TrestleTrFilterLimits = 32768
-	TrestleTrFilterLimitsTR_FILTER_EXTHDRS  TrestleTrFilterLimits = 6
-	TrestleTrFilterLimitsTR_FILTER_L4MAX    TrestleTrFilterLimits = 512
-	TrestleTrFilterLimitsTR_FILTER_CACHE    TrestleTrFilterLimits = 256
+	TrestleTrFilterLimitsTR_FILTER_TUPLES    TrestleTrFilterLimits = 32
+	TrestleTrFilterLimitsTR_FILTER_ENTRIES   TrestleTrFilterLimits = 65536
+	TrestleTrFilterLimitsTR_FILTER_COUNTERS  TrestleTrFilterLimits = 16384
+	TrestleTrFilterLimitsTR_FILTER_STATES    TrestleTrFilterLimits = 262144
+	TrestleTrFilterLimitsTR_FILTER_OPENING   TrestleTrFilterLimits = 32768
+	TrestleTrFilterLimitsTR_FILTER_EXTHDRS   TrestleTrFilterLimits = 6
+	TrestleTrFilterLimitsTR_FILTER_L4MAX     TrestleTrFilterLimits = 512
+	TrestleTrFilterLimitsTR_FILTER_CACHE     TrestleTrFilterLimits = 256
+	TrestleTrFilterLimitsTR_STATE_COUNT_PORT TrestleTrFilterLimits = 65
 )
 
 type TrestleTrFilterSet struct {
@@ -450,6 +458,7 @@ type TrestleTrPort struct {
 	Pvid    uint16
 	Pad     uint16
 	Flags   uint32
+	ViaDev  uint32
 }
 
 type TrestleTrPortFlags uint32
@@ -606,11 +615,20 @@ type TrestleTrWalk struct {
 	Unicast     uint32
 	Head        uint32
 	Tail        uint32
-	Dropped     uint32
+	Drop        struct {
+		_      structs.HostLayout
+		Noted  uint8
+		Reason uint8
+		Beyond uint8
+	}
+	_           [1]byte
 	Queue       [16]uint16
 	Nhops       uint16
 	Pad         uint16
 	Hops        [16]uint16
+	Entry       uint32
+	Npend       uint32
+	PendIfindex [2]uint32
 	Fset        uint32
 	Fin         uint32
 }
@@ -676,6 +694,7 @@ const (
 	TrestleVarBtfCaptureVerdict   = "_btf_capture_verdict"
 	TrestleVarBtfCounter          = "_btf_counter"
 	TrestleVarBtfDropReason       = "_btf_drop_reason"
+	TrestleVarBtfEncapLimits      = "_btf_encap_limits"
 	TrestleVarBtfEvent            = "_btf_event"
 	TrestleVarBtfEventLimits      = "_btf_event_limits"
 	TrestleVarBtfEventType        = "_btf_event_type"
@@ -812,6 +831,7 @@ type TrestleVariableSpecs struct {
 	BtfCaptureVerdict *ebpf.VariableSpec `ebpf:"_btf_capture_verdict"`
 	BtfCounter        *ebpf.VariableSpec `ebpf:"_btf_counter"`
 	BtfDropReason     *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
+	BtfEncapLimits    *ebpf.VariableSpec `ebpf:"_btf_encap_limits"`
 	BtfEvent          *ebpf.VariableSpec `ebpf:"_btf_event"`
 	BtfEventLimits    *ebpf.VariableSpec `ebpf:"_btf_event_limits"`
 	BtfEventType      *ebpf.VariableSpec `ebpf:"_btf_event_type"`
@@ -961,6 +981,7 @@ type TrestleVariables struct {
 	BtfCaptureVerdict *ebpf.Variable `ebpf:"_btf_capture_verdict"`
 	BtfCounter        *ebpf.Variable `ebpf:"_btf_counter"`
 	BtfDropReason     *ebpf.Variable `ebpf:"_btf_drop_reason"`
+	BtfEncapLimits    *ebpf.Variable `ebpf:"_btf_encap_limits"`
 	BtfEvent          *ebpf.Variable `ebpf:"_btf_event"`
 	BtfEventLimits    *ebpf.Variable `ebpf:"_btf_event_limits"`
 	BtfEventType      *ebpf.Variable `ebpf:"_btf_event_type"`

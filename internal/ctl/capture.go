@@ -42,7 +42,8 @@ type CaptureHeader struct {
 	// Ports names the ports records may name as egress, by ifindex.
 	Ports map[uint32]string `json:"ports"`
 	// Reasons names the drop reasons by number; a number past them is
-	// a drop in a bridge beyond a patch port.
+	// a drop in a bridge beyond a patch port whose reason a daemon of an
+	// earlier release did not send.
 	Reasons []string `json:"reasons"`
 }
 
@@ -70,6 +71,7 @@ type CaptureRecord struct {
 	Dir     uint8
 	Verdict uint8
 	Reason  uint8  // dropped: the reason's number (CaptureHeader.Reasons)
+	Beyond  bool   // dropped in a bridge beyond a patch port
 	Egress  uint32 // forwarded: the ifindex it left by (0: through patch ports)
 	Len     uint32
 	Data    []byte
@@ -79,10 +81,12 @@ const (
 	msgRecord = 1
 	msgEnd    = 2
 	msgEvent  = 3 // events.go
-	// recordHead is a record's fixed part: time, dir, verdict, reason, a
-	// pad byte, egress, len.
-	recordHead = 8 + 4 + 4 + 4
-	maxMessage = 1 << 20
+	// recordHead is a record's fixed part: time, dir, verdict, reason,
+	// flags (recordBeyond; a pad byte before the flag, which a daemon of an
+	// earlier release sends as 0), egress, len.
+	recordHead   = 8 + 4 + 4 + 4
+	recordBeyond = 1
+	maxMessage   = 1 << 20
 	// streamWriteTimeout: a client that reads nothing for this long is gone.
 	streamWriteTimeout = 10 * time.Second
 )
@@ -162,7 +166,11 @@ func (s *Stream) Record(r CaptureRecord) error {
 	}
 	b := s.buf[:0]
 	b = binary.BigEndian.AppendUint64(b, uint64(r.TimeNs))
-	b = append(b, r.Dir, r.Verdict, r.Reason, 0)
+	var flags byte
+	if r.Beyond {
+		flags |= recordBeyond
+	}
+	b = append(b, r.Dir, r.Verdict, r.Reason, flags)
 	b = binary.BigEndian.AppendUint32(b, r.Egress)
 	b = binary.BigEndian.AppendUint32(b, r.Len)
 	s.buf = b
@@ -292,7 +300,7 @@ func (c *CaptureClient) Next() (*CaptureRecord, *CaptureEnd, error) {
 			return nil, nil, fmt.Errorf("capture: record of %d bytes", n)
 		}
 		return &CaptureRecord{
-			TimeNs: int64(binary.BigEndian.Uint64(b)), Dir: b[8], Verdict: b[9], Reason: b[10],
+			TimeNs: int64(binary.BigEndian.Uint64(b)), Dir: b[8], Verdict: b[9], Reason: b[10], Beyond: b[11]&recordBeyond != 0,
 			Egress: binary.BigEndian.Uint32(b[12:]), Len: binary.BigEndian.Uint32(b[16:]), Data: b[recordHead:],
 		}, nil, nil
 	case msgEnd:

@@ -12,6 +12,9 @@ type CaptureFrame struct {
 	Length    uint32    `json:"length"`    // on the wire; data may hold less (--snaplen)
 	Verdict   string    `json:"verdict"`   // "forwarded", "flooded" or "dropped"
 	Reason    string    `json:"reason,omitempty"`
-	Egress    string    `json:"egress,omitempty"` // forwarded: the port it left by
-	Data      string    `json:"data"`             // hex
+	// BeyondPatchPort: dropped in a bridge beyond a patch port (counted on
+	// the patch port it entered that bridge by).
+	BeyondPatchPort bool   `json:"beyond_patch_port,omitempty"`
+	Egress          string `json:"egress,omitempty"` // forwarded: the port it left by
+	Data            string `json:"data"`             // hex
 }

@@ -65,7 +65,7 @@ func (d *Daemon) captureStream(ctx context.Context, req ctl.Request, s *ctl.Stre
 				break
 			}
 			rec := ctl.CaptureRecord{TimeNs: f.Time.UnixNano(), Dir: f.Dir, Verdict: f.Verdict, Reason: uint8(f.Reason),
-				Egress: f.Egress, Len: uint32(f.Len), Data: f.Data}
+				Beyond: f.Beyond, Egress: f.Egress, Len: uint32(f.Len), Data: f.Data}
 			if s.Record(rec) != nil {
 				return nil
 			}

@@ -77,8 +77,12 @@ type CapturedFrame struct {
 	Time    time.Time
 	Dir     uint8 // CaptureIn or CaptureOut
 	Verdict uint8
-	// Reason: dropped, why; tbpf.NumDrops: in a bridge beyond a patch port.
+	// Reason: dropped, why (tbpf.NumDrops: no reason was noted, or, from
+	// a build before drops beyond patch ports carried theirs, one there).
 	Reason tbpf.DropReason
+	// Beyond: dropped in a bridge beyond a patch port, counted on the
+	// patch port the frame entered it by.
+	Beyond bool
 	Egress uint32 // forwarded: the ifindex it left by (0: through patch ports)
 	Len    int    // the frame's length on the wire
 	Data   []byte
@@ -246,7 +250,7 @@ func decodeCapture(raw []byte, offset int64, snaplen int) (CapturedFrame, error)
 		data = data[:r.Caplen]
 	}
 	f := CapturedFrame{Time: time.Unix(0, int64(r.TsNs)+offset), Dir: r.Dir, Verdict: r.Verdict,
-		Reason: tbpf.DropReason(r.Reason), Egress: r.Egress, Len: int(r.Len)}
+		Reason: tbpf.DropReason(r.Reason), Beyond: r.Beyond != 0, Egress: r.Egress, Len: int(r.Len)}
 	buf := append([]byte(nil), data...)
 	if r.MetaProto != 0 {
 		// The tag's TPID is in network order, as the skb holds it.

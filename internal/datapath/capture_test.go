@@ -90,7 +90,11 @@ func (r *rig) wantRecord(t *testing.T, c *Capture, what string, w *wantRec) {
 	if !bytes.Equal(f.Data, w.data) || f.Len != len(w.data) {
 		t.Errorf("%s: captured %d bytes (len %d)\n% x\nwant %d\n% x", what, len(f.Data), f.Len, f.Data, len(w.data), w.data)
 	}
-	if d := time.Since(f.Time); d < 0 || d > time.Minute {
+	// The stamp is the kernel's monotonic clock plus wall - monotonic as
+	// read once when the capture began: the two reads of that difference
+	// are microseconds apart, and the wall clock may be slewed since, so a
+	// frame stamped just now may read a few microseconds ahead.
+	if d := time.Since(f.Time); d < -time.Millisecond || d > time.Minute {
 		t.Errorf("%s: timestamp %v is %v from now", what, f.Time, d)
 	}
 }

@@ -79,6 +79,9 @@ type Datapath struct {
 	ncpu     int
 	pin      *pinState // nil without a pin directory
 	log      func(msg string, args ...any)
+	// progLog is the verifier's log level for the programs loaded (tests
+	// read its stats: TestBuildInstructions).
+	progLog ebpf.LogLevel
 
 	// The stages (vlan.go): the spec the programs were loaded from, the
 	// builds loaded, by stage, and which of them attachments get; the

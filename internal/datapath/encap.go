@@ -21,8 +21,8 @@ import (
 // header is the entry's.
 
 // EncapHdrLen is the outer header's length: Ethernet (14), IPv4 (20, no
-// options), UDP (8), VXLAN (8).
-const EncapHdrLen = 50
+// options), UDP (8), VXLAN (8), as bpf/types.h says (TR_ENCAP_HLEN).
+const EncapHdrLen = tbpf.EncapHdrLen
 
 // Offsets in the outer header of the fields the datapath writes per frame.
 const (

@@ -718,7 +718,7 @@ func (d *Datapath) AgeStates(keep func(bridge uint16) bool) (int, error) {
 	var v tbpf.State
 	n := 0
 	now := Now()
-	counts := make([]uint32, tbpf.MaxBridges+1+tbpf.MaxPorts)
+	counts := make([]uint32, tbpf.StateCountPort+tbpf.MaxPorts)
 	for i, m := range d.stateTables() {
 		var gone []tbpf.StateKey
 		it := m.Iterate()
@@ -730,7 +730,7 @@ func (d *Datapath) AgeStates(keep func(bridge uint16) bool) (int, error) {
 					counts[k.Bridge]++
 				}
 				if int(v.Port) < tbpf.MaxPorts {
-					counts[tbpf.MaxBridges+1+int(v.Port)]++
+					counts[tbpf.StateCountPort+int(v.Port)]++
 				}
 			}
 		}
@@ -778,7 +778,7 @@ func (d *Datapath) StateCounts(id uint16) (bridge uint32, ports map[uint16]uint3
 	ports = map[uint16]uint32{}
 	for s := 0; s < tbpf.MaxPorts; s++ {
 		var c uint32
-		if err := d.objs.FilterStateCounts.Lookup(uint32(tbpf.MaxBridges+1+s), &c); err != nil {
+		if err := d.objs.FilterStateCounts.Lookup(uint32(tbpf.StateCountPort+s), &c); err != nil {
 			return 0, nil, fmt.Errorf("read the count of slot %d's connections: %w", s, err)
 		}
 		if c != 0 {

@@ -267,6 +267,32 @@ func TestVia(t *testing.T) {
 		t.Errorf("trestle_via on an interface that is no way in: verdict %d, want dropped", v)
 	}
 
+	// The ends of a way in that a release before via_dev wrote hold the
+	// port's device in max_macs: a daemon that adopts them (Ports) writes
+	// them again as trestle_via reads them now.
+	for _, end := range []uint32{r.port[0], q0} {
+		var v tbpf.Port
+		if err := r.dp.portMap(end).Lookup(end, &v); err != nil {
+			t.Fatal(err)
+		}
+		v.ViaDev, v.MaxMacs = 0, r.port[2]
+		if err := r.dp.portMap(end).Put(end, &v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.dp.Ports(); err != nil {
+		t.Fatal(err)
+	}
+	for _, end := range []uint32{r.port[0], q0} {
+		var v tbpf.Port
+		if err := r.dp.portMap(end).Lookup(end, &v); err != nil || v.ViaDev != r.port[2] || v.MaxMacs != 0 {
+			t.Errorf("an end of an earlier release's way in (%d), adopted: %+v %v, want via_dev %d", end, v, err, r.port[2])
+		}
+	}
+	if v := via(q0, mtu); v != tcRedirect {
+		t.Errorf("trestle_via through an adopted way in: verdict %d, want a redirect", v)
+	}
+
 	if err := r.ns.Do(func() error { return r.dp.DelPort(r.port[2], 2) }); err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +323,72 @@ func TestVia(t *testing.T) {
 		var v tbpf.Port
 		if err := r.dp.portMap(end).Lookup(end, &v); err != nil || v.Bridge != 0 {
 			t.Errorf("a stale end of the way in (%d) is still in the port maps: %+v %v", end, v, err)
+		}
+	}
+}
+
+// TestOverlayMTUWalk: a tc flood that takes the walk (port 1 is mirrored
+// to the span port 3) with a copy too long for the overlay port (2): that
+// copy is the overlay port's drop, whichever of the walk's copies it is,
+// and the frame is flooded on its ingress port, as in a bridge without the
+// walk (TestOverlayMTU), not dropped: the span port's copy went.
+func TestOverlayMTUWalk(t *testing.T) {
+	const mtu = 1450
+	m := modes[1]
+	r := newRig(t, m, 1024, [4]uint32{})
+	span := PortInfo{Ifindex: r.port[3], Bridge: 1, Slot: 3, Span: true}
+	p1 := PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, MirrorIn: true, MirrorTo: r.port[3], MirrorToSlot: 3}
+	p2 := PortInfo{Ifindex: r.port[2], Bridge: 1, Slot: 2, Overlay: true}
+	err := r.ns.Do(func() error {
+		l, err := netlink.LinkByIndex(int(r.port[2]))
+		if err != nil {
+			return err
+		}
+		if err := netlink.LinkSetMTU(l, mtu); err != nil {
+			return err
+		}
+		for _, p := range []PortInfo{span, p1, p2} {
+			if err := r.dp.SetPort(p); err != nil {
+				return err
+			}
+		}
+		return r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: []PortInfo{p1, p2},
+			Mirror: true, Overlay: true, Reach: []PortInfo{p1, p2, span}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooLong := tbpf.TrestleTrDropReasonTR_DROP_OVERLAY_MTU
+	sum := func(d []uint64) (n uint64) {
+		for _, v := range d {
+			n += v
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name     string
+		frame    []byte
+		tooLong  uint64
+		tx2, tx3 uint64
+	}{
+		{"a flood that fits", frame(bcast, macA, 0x0800, mtu), 0, 1, 1},
+		{"a flood one byte over the overlay's MTU", frame(bcast, macA, 0x0800, mtu+1), 1, 0, 1},
+	} {
+		s1, s2, s3 := r.stats(1), r.stats(2), r.stats(3)
+		r.run(1, c.frame)
+		a1, a2, a3 := r.stats(1), r.stats(2), r.stats(3)
+		flooded := a1.C[tbpf.TrestleTrCounterTR_CNT_FLOODED] - s1.C[tbpf.TrestleTrCounterTR_CNT_FLOODED]
+		dropped := sum(a1.Drops[:]) - sum(s1.Drops[:])
+		if flooded != 1 || dropped != 0 {
+			t.Errorf("%s: port 1 counted %d flooded, %d dropped, want 1 flooded, 0 dropped", c.name, flooded, dropped)
+		}
+		if n := a2.Drops[tooLong] - s2.Drops[tooLong]; n != c.tooLong {
+			t.Errorf("%s: overlay_mtu on the overlay port %d, want %d", c.name, n, c.tooLong)
+		}
+		tx2 := a2.C[tbpf.TxPackets] - s2.C[tbpf.TxPackets]
+		tx3 := a3.C[tbpf.TxPackets] - s3.C[tbpf.TxPackets]
+		if tx2 != c.tx2 || tx3 != c.tx3 {
+			t.Errorf("%s: sent by the overlay port %d, by the span port %d, want %d and %d", c.name, tx2, tx3, c.tx2, c.tx3)
 		}
 	}
 }

@@ -129,7 +129,7 @@ func (d *Datapath) portInfo(ifindex uint32, v tbpf.Port) (PortInfo, bool, error)
 	p := PortInfo{Ifindex: ifindex, Bridge: v.Bridge, Slot: v.Slot, MaxMACs: v.MaxMacs, PVID: v.Pvid}
 	if v.Flags&tbpf.PortVia != 0 {
 		// An end of an overlay port's way in: the port is read under its
-		// own ifindex (max_macs here).
+		// own ifindex (via_dev here).
 		p.Via, p.MaxMACs = ifindex, 0
 		return p, false, nil
 	}
@@ -256,7 +256,7 @@ func vlanList(bits *tbpf.PortVLANs) []uint16 {
 
 // setVia writes the ends of the port's XDP way in (PortInfo.Via,
 // ViaPeer) into the port maps under its value v, flagged TR_PORT_VIA and
-// holding the port's ifindex in max_macs, and forgets the ends it had.
+// holding the port's ifindex in via_dev, and forgets the ends it had.
 func (d *Datapath) setVia(p PortInfo, v tbpf.Port) error {
 	want := [2]uint32{p.Via, p.ViaPeer}
 	if old := d.via[p.Ifindex]; old != want {
@@ -273,13 +273,33 @@ func (d *Datapath) setVia(p PortInfo, v tbpf.Port) error {
 		return nil
 	}
 	v.Flags |= tbpf.PortVia
-	v.MaxMacs = p.Ifindex
+	v.ViaDev, v.MaxMacs = p.Ifindex, 0 // an end is no port: no limit of its own
 	for _, end := range want {
 		if err := d.portMap(end).Put(end, &v); err != nil {
 			return fmt.Errorf("port ifindex %d: write its XDP way in %d: %w", p.Ifindex, end, err)
 		}
 	}
 	d.via[p.Ifindex] = want
+	return nil
+}
+
+// viaOfEarlier writes again the ends of p's way in that a release before
+// struct tr_port had via_dev wrote, with the port's device in max_macs (a
+// datapath it pinned, adopted): as trestle_via reads them now.
+func (d *Datapath) viaOfEarlier(p PortInfo) error {
+	for _, end := range [2]uint32{p.Via, p.ViaPeer} {
+		var v tbpf.Port
+		if err := d.portMap(end).Lookup(end, &v); err != nil {
+			return fmt.Errorf("port ifindex %d: read its XDP way in %d: %w", p.Ifindex, end, err)
+		}
+		if v.Flags&tbpf.PortVia == 0 || v.ViaDev != 0 {
+			continue
+		}
+		v.ViaDev, v.MaxMacs = p.Ifindex, 0
+		if err := d.portMap(end).Put(end, &v); err != nil {
+			return fmt.Errorf("port ifindex %d: write its XDP way in %d: %w", p.Ifindex, end, err)
+		}
+	}
 	return nil
 }
 
@@ -357,6 +377,9 @@ func (d *Datapath) Ports() ([]PortInfo, error) {
 			ports[i].Via, ports[i].ViaPeer = e[1], e[0]
 		default:
 			continue
+		}
+		if err := d.viaOfEarlier(ports[i]); err != nil {
+			return nil, err
 		}
 		d.via[ports[i].Ifindex] = [2]uint32{ports[i].Via, ports[i].ViaPeer}
 		d.noteVia(ports[i])

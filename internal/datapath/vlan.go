@@ -208,7 +208,8 @@ func (d *Datapath) loadProgram(spec *ebpf.CollectionSpec, name string, ring *ebp
 			delete(spec.Programs, n)
 		}
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl,
+		Programs: ebpf.ProgramOptions{LogLevel: d.progLog}})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {

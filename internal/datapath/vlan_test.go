@@ -354,6 +354,8 @@ func BenchmarkVLAN(b *testing.B) {
 				{"unaware-no-stage", false, false, 1, ipv4(macB, macA), 0},
 				{"unaware-stage", true, false, 1, ipv4(macB, macA), 0},
 				{"aware-untagged", true, true, 3, ipv4(macA, macB), 10},
+				{"aware-push", true, true, 1, ipv4(macB, macA), 0},
+				{"aware-pop", true, true, 3, tagged(macA, macB, 10), 0},
 			} {
 				b.Run(c.name, func(b *testing.B) {
 					var r *rig

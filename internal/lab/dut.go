@@ -57,7 +57,7 @@ type Env struct {
 var ErrUnavailable = errors.New("DUT not available here")
 
 // DUTNames lists the DUTs ParseDUT knows, for --help.
-var DUTNames = []string{"direct", "floor", "linux-bridge", "linux-bridge:nft", "trestle", "trestle:xdp", "trestle:tc", "ovs", "ovs:afxdp", "ovs:system"}
+var DUTNames = []string{"direct", "floor", "floor:tc", "linux-bridge", "linux-bridge:nft", "trestle", "trestle:xdp", "trestle:tc", "ovs", "ovs:afxdp", "ovs:system"}
 
 // offloadAliases are the short names of host offloads in DUT variants.
 var offloadAliases = map[string]string{
@@ -71,8 +71,8 @@ var offloadAliases = map[string]string{
 // (Text) is the DUT's name in the records (Result.DUT, UnitRecord.DUT).
 //
 // Kind is direct, floor, linux-bridge, trestle or ovs, and Mode what
-// follows the colon (linux-bridge:nft, trestle:xdp or :tc, ovs:afxdp or
-// :system; "" for none). The knobs change one thing, so that one run
+// follows the colon (floor:tc, linux-bridge:nft, trestle:xdp or :tc,
+// ovs:afxdp or :system; "" for none). The knobs change one thing, so that one run
 // measures it on and off side by side, in interleaved repetitions, and
 // ministat compares the two (as seed 001 compares TSO and LRO):
 // OFFLOAD=on|off sets the hosts' offloads before the DUT starts (ethtool
@@ -113,6 +113,24 @@ func (v Spec) String() string { return v.Text }
 
 // Direct says whether the spec is the straight path (or a variant of it).
 func (v Spec) Direct() bool { return v.Kind == "direct" }
+
+// Floor names the floor the spec is held against in the vs-floor column:
+// the floor of its own set-up (@vlan, @mirror), at tc for trestle at tc
+// (trestle:tc, and trestle's default mode, which is tc on the lab's
+// veths), else the XDP floor. A floor is its own.
+func (v Spec) Floor() string {
+	f := "floor"
+	if v.Kind == "floor" && v.Mode == "tc" || v.Kind == "trestle" && v.Mode != "xdp" {
+		f = "floor:tc"
+	}
+	switch {
+	case v.VLAN:
+		f += "@vlan"
+	case v.Mirror:
+		f += "@mirror"
+	}
+	return f
+}
 
 // Patched says whether the bridges of a chain are joined by the DUT's patch
 // ports (Shape.Patch): asked for with @patch, or trestle's default.
@@ -291,8 +309,8 @@ func parseDUT(kind, opt, s string) (DUT, error) {
 			return direct{}, nil
 		}
 	case "floor":
-		if opt == "" {
-			return &floorDUT{}, nil
+		if opt == "" || opt == "tc" {
+			return &floorDUT{tc: opt == "tc"}, nil
 		}
 	case "linux-bridge":
 		if opt == "" || opt == "nft" {

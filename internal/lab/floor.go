@@ -33,13 +33,24 @@ var floorPeerFeatures = map[string]bool{
 // learns nor floods: a bridge of 3 or more ports has no floor of this kind,
 // and the RFC 2889 tests pass it by. A chain of bridges joined by veth
 // pairs gets one redirect per bridge, the floor of that chain.
+//
+// floor:tc is its twin at tc ingress (tcx), the least a bridge attached at
+// tc must do: bpf_redirect() to the other port, as trestle's tc mode sends
+// unicast. Its hosts are left as they are, as trestle's daemon leaves the
+// peers of tc ports in a bridge without xdp ports.
 type floorDUT struct {
+	tc    bool
 	objs  []*labbpf.FloorObjects
 	links []link.Link
 	set   map[string]string
 }
 
-func (*floorDUT) Name() string                  { return "floor" }
+func (d *floorDUT) Name() string {
+	if d.tc {
+		return "floor:tc"
+	}
+	return "floor"
+}
 func (*floorDUT) Learns() bool                  { return false }
 func (d *floorDUT) Settings() map[string]string { return d.set }
 
@@ -79,12 +90,15 @@ func (d *floorDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 			}
 		}
 	}()
-	plan, err := floorPlan(t)
+	plan, err := floorPlan(t, d.tc)
 	if err != nil {
 		return err
 	}
-	d.set = map[string]string{"program": floorProgramText(t)}
+	d.set = map[string]string{"program": floorProgramText(t, d.tc)}
 	for _, h := range t.Hosts {
+		if d.tc {
+			break // as trestle leaves the peers of its tc ports
+		}
 		changed, err := changeFeatures(h.NS, h.If, floorPeerFeatures)
 		if err != nil {
 			return fmt.Errorf("floor: peer of %s: %w", h.Port, err)
@@ -103,7 +117,7 @@ func (d *floorDUT) Setup(ctx context.Context, t *Topo, env *Env) (err error) {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("floor: %w", err)
+		return fmt.Errorf("%s: %w", d.Name(), err)
 	}
 	return nil
 }
@@ -116,14 +130,34 @@ type floorPort struct {
 	prog string   // labbpf.FloorProgTrestleFloor*
 	tci  uint16   // the tag trestle_floor_push pushes
 	says string   // for the record
+	tc   bool     // at tc ingress, not XDP
+}
+
+// floorTwins are the tc programs of the XDP ones.
+var floorTwins = map[string]string{
+	labbpf.FloorProgTrestleFloor:       labbpf.FloorProgTrestleFloorTc,
+	labbpf.FloorProgTrestleFloorMirror: labbpf.FloorProgTrestleFloorTcMirror,
+	labbpf.FloorProgTrestleFloorPush:   labbpf.FloorProgTrestleFloorTcPush,
+	labbpf.FloorProgTrestleFloorPop:    labbpf.FloorProgTrestleFloorTcPop,
+}
+
+// atTC makes p its tc twin: the same frames to the same ports.
+func (p floorPort) atTC() floorPort {
+	p.prog, p.tc = floorTwins[p.prog], true
+	p.says = "tc: " + strings.TrimPrefix(p.says, "xdp (native): ")
+	if len(p.out) > 1 {
+		p.says = fmt.Sprintf("tc: every frame cloned to %s, then to %s", p.out[1], p.out[0])
+	}
+	return p
 }
 
 // floorPlan is the program of each port: on a plain topology every frame
 // to the bridge's other port; with @vlan the access port pushes its VLAN's
 // tag and the trunk takes it off; with @mirror the mirrored port and the
 // other one each send every frame to the other and to the span port (the
-// mirror is both ways), and the span port only receives.
-func floorPlan(t *Topo) ([]floorPort, error) {
+// mirror is both ways), and the span port only receives. tc: the same, by
+// the tc twins of the programs.
+func floorPlan(t *Topo, tc bool) ([]floorPort, error) {
 	var plan []floorPort
 	for _, br := range t.Bridges {
 		if m := t.Mirror; m != nil {
@@ -162,12 +196,23 @@ func floorPlan(t *Topo) ([]floorPort, error) {
 			plan = append(plan, p)
 		}
 	}
+	if tc {
+		for i := range plan {
+			plan[i] = plan[i].atTC()
+		}
+	}
 	return plan, nil
 }
 
 // floorProgramText describes the floor's program for the record.
-func floorProgramText(t *Topo) string {
+func floorProgramText(t *Topo, tc bool) string {
 	switch {
+	case tc && t.Mirror != nil:
+		return "bpf/floor.c at tc ingress (tcx): every frame cloned to the span port (bpf_clone_redirect) and out of the bridge's other port (bpf_redirect), ifindexes constant in a copy of the program per port"
+	case tc && t.VLANs != nil:
+		return "bpf/floor.c at tc ingress (tcx): from the access port, an 802.1Q tag pushed (bpf_skb_vlan_push) and out of the trunk; from the trunk, the access VLAN's tag taken off (bpf_skb_vlan_pop) and out of the access port, other frames dropped; bpf_redirect() to an ifindex constant in a copy of the program per port"
+	case tc:
+		return "bpf/floor.c at tc ingress (tcx): every frame out of the bridge's other port, bpf_redirect() to an ifindex constant in a copy of the program per port"
 	case t.Mirror != nil:
 		return "bpf/floor.c: every frame out of the two other ports of the bridge, bpf_redirect_map() with BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS on a devmap of two entries (a copy of program and map per port)"
 	case t.VLANs != nil:
@@ -176,9 +221,9 @@ func floorProgramText(t *Topo) string {
 	return "bpf/floor.c: every frame out of the bridge's other port, bpf_redirect_map() on a devmap of one entry (a copy of program and map per port)"
 }
 
-// attach loads a copy of the floor's programs whose devmap sends to p.out
-// and attaches p.prog to p.in, in native XDP mode; the caller is in the
-// DUT's namespace.
+// attach loads a copy of the floor's programs whose devmap (tc: whose
+// constants) sends to p.out and attaches p.prog to p.in, in native XDP
+// mode or at tc ingress; the caller is in the DUT's namespace.
 func (d *floorDUT) attach(p floorPort) error {
 	li, err := netlink.LinkByName(p.in)
 	if err != nil {
@@ -199,6 +244,14 @@ func (d *floorDUT) attach(p floorPort) error {
 	if err := spec.Variables[labbpf.FloorVarPushTci].Set(p.tci); err != nil {
 		return fmt.Errorf("load the floor program: %w", err)
 	}
+	if p.tc {
+		// The way out first, then the mirror's span port.
+		for i, v := range []string{labbpf.FloorVarTcOut, labbpf.FloorVarTcSpan}[:len(outs)] {
+			if err := spec.Variables[v].Set(outs[i]); err != nil {
+				return fmt.Errorf("load the floor program: %w", err)
+			}
+		}
+	}
 	objs := &labbpf.FloorObjects{}
 	if err := spec.LoadAndAssign(objs, nil); err != nil {
 		var ve *ebpf.VerifierError
@@ -213,19 +266,31 @@ func (d *floorDUT) attach(p floorPort) error {
 		m = objs.Copies
 	}
 	for i, o := range outs {
+		if p.tc {
+			break
+		}
 		if err := m.Put(uint32(i), o); err != nil {
 			return fmt.Errorf("floor devmap of %s: egress %s: %w", p.in, p.out[i], err)
 		}
 	}
 	prog := map[string]*ebpf.Program{
-		labbpf.FloorProgTrestleFloor:       objs.TrestleFloor,
-		labbpf.FloorProgTrestleFloorMirror: objs.TrestleFloorMirror,
-		labbpf.FloorProgTrestleFloorPush:   objs.TrestleFloorPush,
-		labbpf.FloorProgTrestleFloorPop:    objs.TrestleFloorPop,
+		labbpf.FloorProgTrestleFloor:         objs.TrestleFloor,
+		labbpf.FloorProgTrestleFloorMirror:   objs.TrestleFloorMirror,
+		labbpf.FloorProgTrestleFloorPush:     objs.TrestleFloorPush,
+		labbpf.FloorProgTrestleFloorPop:      objs.TrestleFloorPop,
+		labbpf.FloorProgTrestleFloorTc:       objs.TrestleFloorTc,
+		labbpf.FloorProgTrestleFloorTcMirror: objs.TrestleFloorTcMirror,
+		labbpf.FloorProgTrestleFloorTcPush:   objs.TrestleFloorTcPush,
+		labbpf.FloorProgTrestleFloorTcPop:    objs.TrestleFloorTcPop,
 	}[p.prog]
-	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: li.Attrs().Index, Flags: link.XDPDriverMode})
+	var l link.Link
+	if p.tc {
+		l, err = link.AttachTCX(link.TCXOptions{Program: prog, Interface: li.Attrs().Index, Attach: ebpf.AttachTCXIngress})
+	} else {
+		l, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: li.Attrs().Index, Flags: link.XDPDriverMode})
+	}
 	if err != nil {
-		return fmt.Errorf("attach the floor program to %s (native XDP): %w", p.in, err)
+		return fmt.Errorf("attach the floor program to %s (%s): %w", p.in, map[bool]string{true: "tc ingress", false: "native XDP"}[p.tc], err)
 	}
 	d.links = append(d.links, l)
 	return nil

@@ -2,9 +2,14 @@ package lab
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
+
+	labbpf "github.com/trestle/trestle/internal/lab/bpf"
 )
 
 // TestFloorSpec: the floor parses, takes the knobs a bare redirect can
@@ -15,13 +20,27 @@ func TestFloorSpec(t *testing.T) {
 	if err != nil || d.Name() != "floor" || d.Learns() {
 		t.Fatalf("ParseDUT(floor): %v, %v", d, err)
 	}
-	for _, ok := range []string{"floor@veth", "floor@gso=off", "floor@tx=off,gro=on", "floor@vlan", "floor@mirror"} {
+	for _, ok := range []string{"floor@veth", "floor@gso=off", "floor@tx=off,gro=on", "floor@vlan", "floor@mirror", "floor:tc", "floor:tc@vlan", "floor:tc@mirror", "floor:tc@veth"} {
 		if _, err := ParseDUT(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
+	if d, err := ParseDUT("floor:tc"); err != nil || d.Name() != "floor:tc" || d.Learns() {
+		t.Errorf("ParseDUT(floor:tc): %v, %v", d, err)
+	}
+	// Each DUT is held against the floor of its own mode and set-up.
+	for spec, want := range map[string]string{
+		"trestle:xdp": "floor", "trestle:xdp@vlan": "floor@vlan", "trestle:xdp@mirror,bin=/x": "floor@mirror",
+		"trestle:tc": "floor:tc", "trestle": "floor:tc", "trestle@vlan": "floor:tc@vlan", "trestle:tc@mirror": "floor:tc@mirror",
+		"floor:tc@vlan": "floor:tc@vlan", "floor": "floor", "linux-bridge": "floor", "ovs@vlan": "floor@vlan",
+	} {
+		if got := mustSpec(spec).Floor(); got != want {
+			t.Errorf("%s is held against %s, want %s", spec, got, want)
+		}
+	}
 	for spec, want := range map[string]string{
 		"floor:xdp":      "not one of",
+		"floor:tc@patch": "the floor has no patch ports",
 		"floor@patch":    "the floor has no patch ports",
 		"floor@rules=10": "the floor has no filter",
 		"floor@filter":   "the floor has no filter",
@@ -49,9 +68,12 @@ func TestFloorSpec(t *testing.T) {
 	if err := flood.CheckFloor(); err != nil {
 		t.Errorf("flood without the floor: %v", err)
 	}
-	flood.DUTs = append(flood.DUTs, mustSpec("floor@gso=off"))
-	if err := flood.CheckFloor(); err == nil || !strings.Contains(err.Error(), `DUT "floor@gso=off": flood has 4 hosts`) {
-		t.Errorf("the floor on a 4-port bridge: %v", err)
+	for _, f := range []string{"floor@gso=off", "floor:tc"} {
+		flood := flood
+		flood.DUTs = append(slices.Clone(flood.DUTs), mustSpec(f))
+		if err := flood.CheckFloor(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf(`DUT %q: flood has 4 hosts`, f)) {
+			t.Errorf("%s on a 4-port bridge: %v", f, err)
+		}
 	}
 	for _, s := range Scenarios {
 		if slices.Contains(SpecTexts(s.DUTs), "floor") && s.Hosts > 2 {
@@ -60,46 +82,50 @@ func TestFloorSpec(t *testing.T) {
 	}
 }
 
-// TestFloor runs the floor for real on one bridge and on a chain of three
-// joined by veth pairs: it forwards generator frames and host TCP both
-// ways (so the peers were set up as trestle sets up those of its xdp
-// ports), every port redirects to the other port of its bridge, and
-// nothing is left behind.
+// TestFloor runs the floor and floor:tc for real, each on one bridge and
+// on a chain of three joined by veth pairs: each forwards generator frames
+// and host TCP both ways, every port redirects (at XDP, or at tc ingress)
+// to the other port of its bridge, the hosts are set up as trestle sets up
+// the peers of its ports in that mode (GRO on and TX checksum off for
+// xdp, left alone for tc), and nothing is left behind.
 func TestFloor(t *testing.T) {
 	requireRoot(t)
-	sc := tinyScenario([]string{"floor"}, 1, 3)
-	run, _ := execute(t, sc, "")
 	ports := map[int][]string{1: {"p1", "p2"}, 3: {"p1", "c1a", "c1b", "c2a", "c2b", "p2"}}
-	var units int
-	for _, u := range run.Units {
-		if u.Skipped != "" {
-			t.Fatalf("floor x%d skipped: %s", u.Chain, u.Skipped)
-		}
-		units++
-		for i, p := range ports[u.Chain] {
-			// Ports pair up in order: p1-c1a (br1), c1b-c2a (br2), ...
-			other := ports[u.Chain][i^1]
-			if got := u.Settings["port "+p]; got != "xdp (native): every frame to "+other {
-				t.Errorf("x%d: port %s: %q, want a redirect to %s", u.Chain, p, got, other)
+	for _, c := range []struct{ dut, says string }{{"floor", "xdp (native)"}, {"floor:tc", "tc"}} {
+		run, _ := execute(t, tinyScenario([]string{c.dut}, 1, 3), "")
+		var units int
+		for _, u := range run.Units {
+			if u.Skipped != "" {
+				t.Fatalf("%s x%d skipped: %s", c.dut, u.Chain, u.Skipped)
+			}
+			units++
+			for i, p := range ports[u.Chain] {
+				// Ports pair up in order: p1-c1a (br1), c1b-c2a (br2), ...
+				other := ports[u.Chain][i^1]
+				if got := u.Settings["port "+p]; got != c.says+": every frame to "+other {
+					t.Errorf("%s x%d: port %s: %q, want a redirect to %s", c.dut, u.Chain, p, got, other)
+				}
+			}
+			for _, p := range []string{"p1", "p2"} {
+				got := u.Settings["peer of "+p]
+				fixed := strings.Contains(got, "rx-gro on (was off)") && strings.Contains(got, "tx-checksum-ip-generic off (was on)")
+				if c.dut == "floor" && !fixed || c.dut == "floor:tc" && got != "" {
+					t.Errorf("%s x%d: peer of %s: %q, want what trestle's daemon does in that mode", c.dut, u.Chain, p, got)
+				}
+			}
+			for dev, f := range u.Offloads {
+				if c.dut == "floor" && strings.HasSuffix(dev, "/eth0") && (!f["rx-gro"] || f["tx-checksum-ip-generic"]) {
+					t.Errorf("x%d: %s measured with %v", u.Chain, dev, f)
+				}
 			}
 		}
-		for _, p := range []string{"p1", "p2"} {
-			if got := u.Settings["peer of "+p]; !strings.Contains(got, "rx-gro on (was off)") || !strings.Contains(got, "tx-checksum-ip-generic off (was on)") {
-				t.Errorf("x%d: peer of %s: %q, want GRO on and TX checksum off, as trestle's daemon does", u.Chain, p, got)
-			}
+		if units != 2 {
+			t.Errorf("%s: %d units, want one bridge and a chain of 3", c.dut, units)
 		}
-		for dev, f := range u.Offloads {
-			if strings.HasSuffix(dev, "/eth0") && (!f["rx-gro"] || f["tx-checksum-ip-generic"]) {
-				t.Errorf("x%d: %s measured with %v", u.Chain, dev, f)
+		for _, r := range run.Results {
+			if r.Value <= 0 {
+				t.Errorf("%s x%d %s: %v %s (%s)", c.dut, r.Chain, r.Test, r.Value, r.Unit, r.Error)
 			}
-		}
-	}
-	if units != 2 {
-		t.Errorf("%d units, want one bridge and a chain of 3", units)
-	}
-	for _, r := range run.Results {
-		if r.Value <= 0 {
-			t.Errorf("floor x%d %s: %v %s (%s)", r.Chain, r.Test, r.Value, r.Unit, r.Error)
 		}
 	}
 }
@@ -129,9 +155,21 @@ func TestFloorPlan(t *testing.T) {
 		{"mirror", Topo{Bridges: []Bridge{{Name: "b0", Ports: []string{"p1", "p2", "p3"}}}, Mirror: &Mirror{Name: "m0", Ports: []string{"p1"}, To: "p3"}},
 			"p1:trestle_floor_mirror>p2+p3/0 p2:trestle_floor_mirror>p1+p3/0"},
 	} {
-		plan, err := floorPlan(&c.t)
+		plan, err := floorPlan(&c.t, false)
 		if err != nil || got(plan) != c.want {
 			t.Errorf("%s: %q, %v; want %q", c.name, got(plan), err, c.want)
+		}
+		// floor:tc: the same frames to the same ports, by the tc twins.
+		plan, err = floorPlan(&c.t, true)
+		want := strings.NewReplacer("trestle_floor_mirror", "trestle_floor_tc_mirror", "trestle_floor_push", "trestle_floor_tc_push",
+			"trestle_floor_pop", "trestle_floor_tc_pop", "trestle_floor>", "trestle_floor_tc>").Replace(c.want)
+		if err != nil || got(plan) != want {
+			t.Errorf("%s at tc: %q, %v; want %q", c.name, got(plan), err, want)
+		}
+		for _, p := range plan {
+			if !p.tc || !strings.HasPrefix(p.says, "tc: ") {
+				t.Errorf("%s at tc: port %s: tc %v, %q", c.name, p.in, p.tc, p.says)
+			}
 		}
 	}
 	for name, tp := range map[string]Topo{
@@ -139,8 +177,76 @@ func TestFloorPlan(t *testing.T) {
 		"two access ports":       {Bridges: br, VLANs: map[string]PortVLAN{"p1": {Access: 10}, "p2": {Access: 10}}},
 		"span port elsewhere":    {Bridges: []Bridge{{Name: "b0", Ports: []string{"p1", "p2", "p3"}}}, Mirror: &Mirror{Name: "m0", Ports: []string{"p1"}, To: "p9"}},
 	} {
-		if _, err := floorPlan(&tp); err == nil {
+		if _, err := floorPlan(&tp, false); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// TestFloorVariants runs the VLAN and mirror floors of both modes for real:
+// the lab's checks pass (each tags toward the trunk, takes the tag off the
+// other way and keeps VLAN 20 apart; each mirror's span host receives h1's
+// and h2's frames), and each forwards.
+func TestFloorVariants(t *testing.T) {
+	requireRoot(t)
+	runVLAN(t, "", []string{"floor@vlan", "floor:tc@vlan"}, nil)
+	runMirror(t, "", []string{"floor@mirror", "floor:tc@mirror"}, nil)
+}
+
+// BenchmarkFloorProgram is the floor programs' cost a frame through
+// BPF_PROG_TEST_RUN with a repeat count, the instrument of the switch's
+// BenchmarkPipeline (the redirect is asked for, not carried out; the
+// kernel's loop adds a few ns of its own): what the same loop costs a
+// program that does nothing but ask. The tag push and pop are left out (a
+// repeated run hands each repetition the frame the last one changed), and
+// so is floor:tc@mirror (its clone is transmitted for real).
+//
+//	go test -run '^$' -bench FloorProgram ./internal/lab (as root)
+func BenchmarkFloorProgram(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root to load eBPF programs")
+	}
+	spec, err := labbpf.LoadFloor()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The loopback, which every namespace has: the programs only ask.
+	if err := spec.Variables[labbpf.FloorVarTcOut].Set(uint32(1)); err != nil {
+		b.Fatal(err)
+	}
+	var objs labbpf.FloorObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		b.Fatal(err)
+	}
+	defer objs.Close()
+	for _, e := range []struct {
+		m   *ebpf.Map
+		key uint32
+	}{{objs.Egress, 0}, {objs.Copies, 0}, {objs.Copies, 1}} {
+		if err := e.m.Put(e.key, uint32(1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	data := make([]byte, 60)
+	copy(data, []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00})
+	for _, c := range []struct {
+		name string
+		prog *ebpf.Program
+		want uint32
+	}{
+		{"xdp", objs.TrestleFloor, 4},              // XDP_REDIRECT
+		{"xdp-mirror", objs.TrestleFloorMirror, 4}, // XDP_REDIRECT
+		{"tc", objs.TrestleFloorTc, 7},             // TC_ACT_REDIRECT
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ret, per, err := c.prog.Benchmark(data, b.N, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ret != c.want {
+				b.Fatalf("returned %d, want %d", ret, c.want)
+			}
+			b.ReportMetric(float64(per.Nanoseconds()), "ns/frame")
+		})
 	}
 }

@@ -430,7 +430,7 @@ func (s Scenario) CheckFloor() error {
 		return nil
 	}
 	for _, v := range s.DUTs {
-		if v.Name == "floor" && !(v.Mirror && s.Hosts == 3) {
+		if v.Kind == "floor" && !(v.Mirror && s.Hosts == 3) {
 			return fmt.Errorf("DUT %q: %s has %d hosts: %s", v.Text, s.Name, s.Hosts, why)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
 )
 
 // XDP encapsulation (docs/overlay.md, "Encapsulation in XDP"): a known
@@ -20,8 +22,8 @@ import (
 // and source port.
 
 // HdrLen is the outer headers of IPv4 VXLAN: Ethernet, IPv4 (no options),
-// UDP, VXLAN.
-const HdrLen = 14 + 20 + 8 + 8
+// UDP, VXLAN, as the datapath writes them (bpf/types.h's TR_ENCAP_HLEN).
+const HdrLen = tbpf.EncapHdrLen
 
 // NextHop is how the underlay reaches a VTEP: the device, its address and
 // the neighbour's.

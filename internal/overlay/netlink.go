@@ -12,15 +12,19 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
 )
 
 // Netlink is the Kernel of the namespace the process runs in.
 type Netlink struct{}
 
-// Encapsulation: what VXLAN adds to a frame, outer IP header included.
+// Encapsulation: what VXLAN adds to a frame, outer IP header included: the
+// header the datapath writes in XDP (bpf/types.h's TR_ENCAP_HLEN: Ethernet,
+// IPv4, UDP, VXLAN), and over IPv6 the 20 bytes more of its header.
 const (
-	encap4 = 50
-	encap6 = 70
+	encap4 = tbpf.EncapHdrLen
+	encap6 = encap4 + 40 - 20
 )
 
 // Ensure implements Kernel.

@@ -16,13 +16,19 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	FloorMapCopies              = "copies"
-	FloorMapEgress              = "egress"
-	FloorProgTrestleFloor       = "trestle_floor"
-	FloorProgTrestleFloorMirror = "trestle_floor_mirror"
-	FloorProgTrestleFloorPop    = "trestle_floor_pop"
-	FloorProgTrestleFloorPush   = "trestle_floor_push"
-	FloorVarPushTci             = "push_tci"
+	FloorMapCopies                = "copies"
+	FloorMapEgress                = "egress"
+	FloorProgTrestleFloor         = "trestle_floor"
+	FloorProgTrestleFloorMirror   = "trestle_floor_mirror"
+	FloorProgTrestleFloorPop      = "trestle_floor_pop"
+	FloorProgTrestleFloorPush     = "trestle_floor_push"
+	FloorProgTrestleFloorTc       = "trestle_floor_tc"
+	FloorProgTrestleFloorTcMirror = "trestle_floor_tc_mirror"
+	FloorProgTrestleFloorTcPop    = "trestle_floor_tc_pop"
+	FloorProgTrestleFloorTcPush   = "trestle_floor_tc_push"
+	FloorVarPushTci               = "push_tci"
+	FloorVarTcOut                 = "tc_out"
+	FloorVarTcSpan                = "tc_span"
 )
 
 // LoadFloor returns the embedded CollectionSpec for Floor.
@@ -67,10 +73,14 @@ type FloorSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FloorProgramSpecs struct {
-	TrestleFloor       *ebpf.ProgramSpec `ebpf:"trestle_floor"`
-	TrestleFloorMirror *ebpf.ProgramSpec `ebpf:"trestle_floor_mirror"`
-	TrestleFloorPop    *ebpf.ProgramSpec `ebpf:"trestle_floor_pop"`
-	TrestleFloorPush   *ebpf.ProgramSpec `ebpf:"trestle_floor_push"`
+	TrestleFloor         *ebpf.ProgramSpec `ebpf:"trestle_floor"`
+	TrestleFloorMirror   *ebpf.ProgramSpec `ebpf:"trestle_floor_mirror"`
+	TrestleFloorPop      *ebpf.ProgramSpec `ebpf:"trestle_floor_pop"`
+	TrestleFloorPush     *ebpf.ProgramSpec `ebpf:"trestle_floor_push"`
+	TrestleFloorTc       *ebpf.ProgramSpec `ebpf:"trestle_floor_tc"`
+	TrestleFloorTcMirror *ebpf.ProgramSpec `ebpf:"trestle_floor_tc_mirror"`
+	TrestleFloorTcPop    *ebpf.ProgramSpec `ebpf:"trestle_floor_tc_pop"`
+	TrestleFloorTcPush   *ebpf.ProgramSpec `ebpf:"trestle_floor_tc_push"`
 }
 
 // FloorMapSpecs contains maps before they are loaded into the kernel.
@@ -86,6 +96,8 @@ type FloorMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type FloorVariableSpecs struct {
 	PushTci *ebpf.VariableSpec `ebpf:"push_tci"`
+	TcOut   *ebpf.VariableSpec `ebpf:"tc_out"`
+	TcSpan  *ebpf.VariableSpec `ebpf:"tc_span"`
 }
 
 // FloorObjects contains all objects after they have been loaded into the kernel.
@@ -124,16 +136,22 @@ func (m *FloorMaps) Close() error {
 // It can be passed to LoadFloorObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FloorVariables struct {
 	PushTci *ebpf.Variable `ebpf:"push_tci"`
+	TcOut   *ebpf.Variable `ebpf:"tc_out"`
+	TcSpan  *ebpf.Variable `ebpf:"tc_span"`
 }
 
 // FloorPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadFloorObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FloorPrograms struct {
-	TrestleFloor       *ebpf.Program `ebpf:"trestle_floor"`
-	TrestleFloorMirror *ebpf.Program `ebpf:"trestle_floor_mirror"`
-	TrestleFloorPop    *ebpf.Program `ebpf:"trestle_floor_pop"`
-	TrestleFloorPush   *ebpf.Program `ebpf:"trestle_floor_push"`
+	TrestleFloor         *ebpf.Program `ebpf:"trestle_floor"`
+	TrestleFloorMirror   *ebpf.Program `ebpf:"trestle_floor_mirror"`
+	TrestleFloorPop      *ebpf.Program `ebpf:"trestle_floor_pop"`
+	TrestleFloorPush     *ebpf.Program `ebpf:"trestle_floor_push"`
+	TrestleFloorTc       *ebpf.Program `ebpf:"trestle_floor_tc"`
+	TrestleFloorTcMirror *ebpf.Program `ebpf:"trestle_floor_tc_mirror"`
+	TrestleFloorTcPop    *ebpf.Program `ebpf:"trestle_floor_tc_pop"`
+	TrestleFloorTcPush   *ebpf.Program `ebpf:"trestle_floor_tc_push"`
 }
 
 func (p *FloorPrograms) Close() error {
@@ -142,6 +160,10 @@ func (p *FloorPrograms) Close() error {
 		p.TrestleFloorMirror,
 		p.TrestleFloorPop,
 		p.TrestleFloorPush,
+		p.TrestleFloorTc,
+		p.TrestleFloorTcMirror,
+		p.TrestleFloorTcPop,
+		p.TrestleFloorTcPush,
 	)
 }
 

@@ -144,18 +144,21 @@ func ratioText(v float64) string {
 // XDP bridge can beat on the same topology (see lab's floorDUT).
 const floorDUT = "floor"
 
-// floorOf names the floor a DUT is held against: floor@vlan for a DUT with
-// VLANs, floor@mirror for a mirrored one, else the floor.
-func floorOf(dut string) string {
+// floorsOf names the floors a DUT is held against, the first of them that
+// the run measured (lab's Spec.Floor): floor@vlan for a DUT with VLANs,
+// floor@mirror for a mirrored one, floor:tc and its variants for trestle
+// at tc, then (for a run without the tc floors, as every run before them)
+// the XDP floor of the same set-up; past these, the floor.
+func floorsOf(dut string) []string {
 	v, err := lab.ParseSpec(dut)
-	switch {
-	case err != nil:
-	case v.VLAN:
-		return floorDUT + "@vlan"
-	case v.Mirror:
-		return floorDUT + "@mirror"
+	if err != nil {
+		return nil
 	}
-	return floorDUT
+	f := v.Floor()
+	if xdp := strings.Replace(f, floorDUT+":tc", floorDUT, 1); xdp != f {
+		return []string{f, xdp}
+	}
+	return []string{f}
 }
 
 // hasFloor says whether the run measured the floor in any group: the
@@ -164,6 +167,19 @@ func hasFloor(groups []*Group) bool {
 	for _, g := range groups {
 		for _, r := range g.Rows {
 			if strings.HasPrefix(r.DUT, floorDUT) && len(r.Values) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasFloorTC says whether the run measured the tc floor in any group:
+// trestle at tc is then held against it (floorsOf).
+func hasFloorTC(groups []*Group) bool {
+	for _, g := range groups {
+		for _, r := range g.Rows {
+			if strings.HasPrefix(r.DUT, floorDUT+":tc") && len(r.Values) > 0 {
 				return true
 			}
 		}
@@ -294,18 +310,22 @@ func Groups(run *lab.Run) []*Group {
 				floor, pdrFloor = row.Median, row.PDRMedian
 			}
 		}
-		// A DUT with VLANs or a mirror is held against the floor of the
-		// same set-up (floor@vlan, floor@mirror) where the run measured it.
+		// A DUT with VLANs or a mirror, or trestle at tc, is held against
+		// the floor of the same set-up and mode (floor@vlan, floor@mirror,
+		// floor:tc, ...) where the run measured it, else the floor.
 		floors := map[string]*Row{}
 		for _, row := range g.Rows {
-			if k := floorOf(row.DUT); k != floorDUT && row.DUT == k {
-				floors[k] = row
+			if strings.HasPrefix(row.DUT, floorDUT) {
+				floors[row.DUT] = row
 			}
 		}
 		for _, row := range g.Rows {
 			floor, pdrFloor := floor, pdrFloor
-			if f := floors[floorOf(row.DUT)]; f != nil {
-				floor, pdrFloor = f.Median, f.PDRMedian
+			for _, k := range floorsOf(row.DUT) {
+				if f := floors[k]; f != nil {
+					floor, pdrFloor = f.Median, f.PDRMedian
+					break
+				}
 			}
 			if base > 0 && len(row.Values) > 0 {
 				row.Ratio = row.Median / base
@@ -590,7 +610,11 @@ func Write(dir string, run *lab.Run) error {
 		floor := hasFloor(groups)
 		b.WriteString("\n## Results\n\nMedians over the repetitions; ")
 		if floor {
-			b.WriteString("the ratios are of the medians, to the straight veth path (`direct`, one veth hop fewer than any bridge) and to the floor (`floor`, a bare XDP redirect from one port to the other on the bridge's own topology: the fastest any XDP bridge can be there), both measured in the same run; ")
+			b.WriteString("the ratios are of the medians, to the straight veth path (`direct`, one veth hop fewer than any bridge) and to the floor (`floor`, a bare XDP redirect from one port to the other on the bridge's own topology: the fastest any XDP bridge can be there")
+			if hasFloorTC(groups) {
+				b.WriteString("; trestle at tc against `floor:tc`, a bare tc redirect, the fastest any tc bridge can be there")
+			}
+			b.WriteString("), both measured in the same run; ")
 		} else {
 			b.WriteString("the ratio is of the medians, to the straight veth path (`direct`) measured in the same run; ")
 		}

@@ -323,3 +323,26 @@ func TestFloorOfVariant(t *testing.T) {
 		}
 	}
 }
+
+// TestFloorOfMode: trestle at tc (trestle:tc, and trestle, whose default
+// mode is tc on the lab's veths) is held against the tc floor of its
+// set-up where the run measured it, else against the XDP floor of the same
+// set-up, as every run before the tc floor; the tc floor is its own.
+func TestFloorOfMode(t *testing.T) {
+	run := &lab.Run{Scenario: "quick", Title: "quick", Reps: 1, Sizes: []lab.FrameSize{"64"}, Timing: lab.DefaultTiming,
+		DUTs: []string{"floor", "floor:tc", "floor@vlan", "trestle:xdp", "trestle:tc", "trestle", "trestle:tc@vlan", "linux-bridge"}}
+	vals := map[string]float64{"floor": 4e6, "floor:tc": 2e6, "floor@vlan": 3.6e6, "trestle:xdp": 3.8e6, "trestle:tc": 1.8e6, "trestle": 1.6e6,
+		"trestle:tc@vlan": 1.2e6, "linux-bridge": 1e6}
+	for _, d := range run.DUTs {
+		run.Results = append(run.Results, lab.Result{DUT: d, Rep: 1, Test: lab.TestThroughput, Param: "64", Value: vals[d], Unit: "pps"})
+	}
+	want := map[string]float64{"floor": 1, "floor:tc": 1, "floor@vlan": 1, "trestle:xdp": 3.8 / 4, "trestle:tc": 1.8 / 2, "trestle": 1.6 / 2,
+		"trestle:tc@vlan": 1.2 / 3.6, "linux-bridge": 1.0 / 4}
+	for _, r := range Groups(run)[0].Rows {
+		if math.Abs(r.VsFloor-want[r.DUT]) > 1e-9 {
+			t.Errorf("%s: vs floor %v, want %v", r.DUT, r.VsFloor, want[r.DUT])
+		}
+	}
+	_, md := writeReport(t, run)
+	lacks(t, "report.md", md, "trestle at tc against `floor:tc`, a bare tc redirect")
+}
