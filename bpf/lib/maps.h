@@ -243,7 +243,9 @@ struct {
  * bridge, VLAN and address: a known unicast frame from an xdp port to one
  * is encapsulated in XDP and sent into the underlay (tr_vxlan_encap). The
  * control plane writes them; a frame to a station without one takes the
- * overlay port's xdp way in. As many as the FDB may hold. */
+ * overlay port's xdp way in. 65,536 at most, not grown with the table by a
+ * resize: a station the map has no room for takes the way in (the daemon
+ * says how many it could not write). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);

@@ -19,10 +19,11 @@
  *   capture  capture_on   a capture runs              the captured port's bridge
  *                                                     (and those patched to it)
  *
- * Eight builds (2 x 2 x 2), each an XDP and a tc entry point, loaded when
- * first needed and kept while the daemon runs; the two devmap programs
- * (trestle_vlan_egress, trestle_patch_egress) are loaded once, with the
- * first build, and have no stage.
+ * Eight builds (2 x 2 x 2), each an XDP and a tc entry point, each loaded
+ * when its mode is first needed in its build (and again, for a larger table
+ * or a shorter refresh, by a resize); the two devmap programs
+ * (trestle_vlan_egress, trestle_patch_egress) are loaded by their first
+ * use, and have no stage.
  *
  *   build (vlan, filter, capture)   XDP entry            tc entry            memo
  *   0 0 0, 1 0 0                    trestle_xdp          trestle_tc          yes
