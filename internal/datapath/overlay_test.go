@@ -100,11 +100,7 @@ func TestOverlayMTU(t *testing.T) {
 		ports = append(ports, PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot), Overlay: slot == 2})
 	}
 	err := r.ns.Do(func() error {
-		l, err := netlink.LinkByIndex(int(r.port[2]))
-		if err != nil {
-			return err
-		}
-		if err := netlink.LinkSetMTU(l, mtu); err != nil {
+		if err := setMTU(r.port[2], mtu); err != nil {
 			return err
 		}
 		if err := r.dp.SetPort(ports[1]); err != nil {
@@ -340,11 +336,7 @@ func TestOverlayMTUWalk(t *testing.T) {
 	p1 := PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, MirrorIn: true, MirrorTo: r.port[3], MirrorToSlot: 3}
 	p2 := PortInfo{Ifindex: r.port[2], Bridge: 1, Slot: 2, Overlay: true}
 	err := r.ns.Do(func() error {
-		l, err := netlink.LinkByIndex(int(r.port[2]))
-		if err != nil {
-			return err
-		}
-		if err := netlink.LinkSetMTU(l, mtu); err != nil {
+		if err := setMTU(r.port[2], mtu); err != nil {
 			return err
 		}
 		for _, p := range []PortInfo{span, p1, p2} {
@@ -391,4 +383,14 @@ func TestOverlayMTUWalk(t *testing.T) {
 			t.Errorf("%s: sent by the overlay port %d, by the span port %d, want %d and %d", c.name, tx2, tx3, c.tx2, c.tx3)
 		}
 	}
+}
+
+// setMTU sets the MTU of the interface ifindex, in the calling thread's
+// namespace (the rig's, inside r.ns.Do): an overlay port's device.
+func setMTU(ifindex uint32, mtu int) error {
+	l, err := netlink.LinkByIndex(int(ifindex))
+	if err != nil {
+		return err
+	}
+	return netlink.LinkSetMTU(l, mtu)
 }
