@@ -193,16 +193,7 @@ func checkTramp(t *testing.T, n Names, dev Devices, prog Prog) {
 // testProg loads a tc program that passes every frame.
 func testProg(t *testing.T) Prog {
 	t.Helper()
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL",
+	p, id := testutil.LoadProgram(t, &ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	info, err := p.Info()
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, _ := info.ID()
 	return Prog{FD: p.FD(), ID: uint32(id)}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,4 +35,21 @@ func RequireBPFFS(t testing.TB) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// LoadProgram loads a program of the test's own, closed when the test
+// ends, and gives its id.
+func LoadProgram(t testing.TB, spec *ebpf.ProgramSpec) (*ebpf.Program, ebpf.ProgramID) {
+	t.Helper()
+	p, err := ebpf.NewProgram(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	info, err := p.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := info.ID()
+	return p, id
 }
