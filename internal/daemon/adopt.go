@@ -53,6 +53,7 @@ func (d *Daemon) adopt() error {
 		byLink[a.Ifindex()] = a
 		d.attached[a.Ifindex()] = a // detached by the apply unless a port keeps it
 	}
+	filters := d.adoptFilters(byLink)
 	byID := map[uint16]*bridgeState{}
 	for _, bi := range bridges {
 		if bi.Name == "" || d.bridges[bi.Name] != nil {
@@ -183,9 +184,38 @@ func (d *Daemon) adopt() error {
 		d.log.Info("maps started empty: every port and bridge is written again", "maps", fresh)
 	}
 	if len(byID) > 0 || len(links) > 0 {
-		d.log.Info("adopted the pinned datapath", "bridges", len(byID), "ports", len(ports), "links", len(links), "static_entries", nStatic, "stale_entries_removed", nOrphan)
+		d.log.Info("adopted the pinned datapath", "bridges", len(byID), "ports", len(ports), "links", len(links), "filters", filters, "static_entries", nStatic, "stale_entries_removed", nOrphan)
+	} else if filters > 0 {
+		d.log.Info("took over the tc filters an earlier daemon left on its run-time ports", "filters", filters)
 	}
 	return nil
+}
+
+// adoptFilters takes over the tc filters (datapath.HookFilter) an earlier
+// daemon left on the interfaces of the run-time ports it recorded, the
+// ports it attached with them (hookFor), into d.attached and byLink, with
+// or without persist: a filter is not pinned, so it stays when that
+// daemon was killed too. The apply keeps those whose port stays at tc, and
+// detaches the others, as it does adopted links. It says how many.
+func (d *Daemon) adoptFilters(byLink map[int]Attachment) int {
+	n := 0
+	for _, rp := range d.run {
+		l, err := d.sys.LinkByName(rp.Interface)
+		if err != nil || l.Index != rp.Ifindex || byLink[l.Index] != nil {
+			continue
+		}
+		a, err := d.attacher.AdoptFilter(l.Index)
+		if err != nil {
+			d.log.Warn("cannot tell whether a run-time port's interface has a tc filter of an earlier daemon; the apply attaches one over it", "port", rp.Interface, "err", err)
+			continue
+		}
+		if a != nil {
+			byLink[l.Index] = a
+			d.attached[l.Index] = a
+			n++
+		}
+	}
+	return n
 }
 
 // unpin makes an adopted, persisted datapath one that stops with this

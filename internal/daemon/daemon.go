@@ -70,6 +70,10 @@ type Daemon struct {
 	// the control socket.
 	aging chan struct{}
 
+	// noFilters: a tc filter could not be attached (a kernel without
+	// cls_bpf): run-time ports take links too (hookFor).
+	noFilters bool
+
 	capture *captureState // the running `trestle capture` (capture.go)
 	ovl     *overlayState // overlay ports' VNIs (overlay.go)
 	events  *eventLog     // what is logged as events, and kept (events.go)

@@ -99,10 +99,17 @@ type Conntrack interface {
 
 // Attacher puts the programs on interfaces.
 type Attacher interface {
-	Attach(ifindex int, m mode.Mode) (Attachment, error)
+	// Attach puts the program of mode m on an interface, hooked as h
+	// says (at XDP always by a link).
+	Attach(ifindex int, m mode.Mode, h datapath.Hook) (Attachment, error)
 	// Upgrade moves an attachment to this dataplane's program in place;
 	// false when it runs it already.
 	Upgrade(Attachment) (bool, error)
+	// AdoptFilter takes over the tc filter (datapath.HookFilter) an
+	// earlier daemon left on an interface, nil when it has none: a filter
+	// is not pinned, so the daemon looks where it attached them (the
+	// run-time ports it recorded).
+	AdoptFilter(ifindex int) (Attachment, error)
 }
 
 // Sizer loads the programs again for other load-time sizes: a learning
@@ -159,6 +166,7 @@ type Dataplane interface {
 type Attachment interface {
 	Ifindex() int
 	Mode() mode.Mode
+	Hook() datapath.Hook
 	// Detach takes the program off; Release only lets go of the handle (a
 	// pinned program stays); Unpin makes it one that Release detaches.
 	Detach() error
@@ -171,12 +179,21 @@ type realDataplane struct{ *datapath.Datapath }
 
 type realAttachment struct{ *datapath.Attachment }
 
-func (a realAttachment) Ifindex() int    { return a.Attachment.Ifindex }
-func (a realAttachment) Mode() mode.Mode { return a.Attachment.Mode }
+func (a realAttachment) Ifindex() int        { return a.Attachment.Ifindex }
+func (a realAttachment) Mode() mode.Mode     { return a.Attachment.Mode }
+func (a realAttachment) Hook() datapath.Hook { return a.Attachment.Hook }
 
-func (d realDataplane) Attach(ifindex int, m mode.Mode) (Attachment, error) {
-	a, err := d.Datapath.Attach(ifindex, m)
+func (d realDataplane) Attach(ifindex int, m mode.Mode, h datapath.Hook) (Attachment, error) {
+	a, err := d.Datapath.Attach(ifindex, m, h)
 	if err != nil {
+		return nil, err
+	}
+	return realAttachment{a}, nil
+}
+
+func (d realDataplane) AdoptFilter(ifindex int) (Attachment, error) {
+	a, err := d.Datapath.AdoptFilter(ifindex)
+	if a == nil || err != nil {
 		return nil, err
 	}
 	return realAttachment{a}, nil

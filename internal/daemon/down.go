@@ -12,6 +12,7 @@ import (
 
 	"github.com/vishvananda/netns"
 
+	"github.com/trestle/trestle/internal/clsact"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/instance"
@@ -71,6 +72,13 @@ func Down(socket string, force bool) (DownResult, error) {
 		return res, fmt.Errorf("the daemon pinned its datapath, and %w", bpffsErr)
 	}
 	sys := netlinkSystem{}
+	if res.Found {
+		did, err := downFilters(st, sys)
+		res.Detached = append(res.Detached, did...)
+		if err != nil {
+			return res, err
+		}
+	}
 	for _, r := range recorded.Peers {
 		peer, err := sys.FindPeer(r.Port, r.Peer.Netns)
 		if err != nil {
@@ -96,6 +104,39 @@ func Down(socket string, force bool) (DownResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// downFilters removes the tc filters (datapath.HookFilter) of the run-time
+// ports a daemon recorded, which it attached with them; a filter is not
+// pinned, and stays after a daemon with persist, or one killed, until it
+// is removed. An interface that is not the one recorded is left alone.
+func downFilters(st *stateDir, sys System) ([]string, error) {
+	rf, err := st.loadRun()
+	if err != nil {
+		return nil, err
+	}
+	var did []string
+	for _, rp := range rf.Ports {
+		if rp == nil {
+			continue
+		}
+		l, err := sys.LinkByName(rp.Interface)
+		if err != nil || l.Index != rp.Ifindex {
+			continue
+		}
+		_, ok, err := clsact.Program(l.Index)
+		if errors.Is(err, clsact.ErrGone) || err == nil && !ok {
+			continue
+		}
+		if err == nil {
+			err = clsact.Detach(l.Index, true)
+		}
+		if err != nil {
+			return did, fmt.Errorf("run-time port %s: %w", rp.Interface, err)
+		}
+		did = append(did, fmt.Sprintf("detached tc filter on ifindex %d", l.Index))
+	}
+	return did, nil
 }
 
 // DownStale removes the persisted datapaths whose network namespace no

@@ -67,7 +67,7 @@ func newFakeDP() *fakeDP {
 	stages := &fakeStages{fakeOps: ops}
 	pins := &fakePins{topo: topo}
 	sizer := &fakeSizer{fakeOps: ops, sizes: fakeSizes}
-	att := &fakeAttacher{fakeOps: ops, stages: stages, sizer: sizer, pins: pins, attached: map[string]*fakeAtt{}, refuse: map[int]error{}}
+	att := &fakeAttacher{fakeOps: ops, stages: stages, sizer: sizer, pins: pins, attached: map[string]*fakeAtt{}, refuse: map[int]error{}, left: map[int]bool{}}
 	sizer.attacher = att
 	return &fakeDP{fakeOps: ops, fakeTopo: topo, fakeTable: table, fakeStages: stages,
 		fakeCounters: &fakeCounters{table: table}, fakePins: pins, fakeSizer: sizer, fakeAttacher: att}
@@ -361,24 +361,42 @@ func (fakeConntrack) AgeStates(func(uint16) bool) (int, error) { return 0, nil }
 
 // fakeAttacher is the Attacher: a program attaches with the stages and the
 // load of the programs as they are, pinned if the dataplane is; refuse
-// makes XDP on an ifindex fail.
+// makes XDP on an ifindex fail, noFilters every tc filter (a kernel
+// without cls_bpf). left are the interfaces with a tc filter an earlier
+// daemon left (AdoptFilter).
 type fakeAttacher struct {
 	*fakeOps
-	stages   *fakeStages
-	sizer    *fakeSizer
-	pins     *fakePins
-	attached map[string]*fakeAtt // "ifindex/mode" -> attachment
-	refuse   map[int]error
+	stages    *fakeStages
+	sizer     *fakeSizer
+	pins      *fakePins
+	attached  map[string]*fakeAtt // "ifindex/mode", "ifindex/tc-filter" -> attachment
+	refuse    map[int]error
+	noFilters bool
+	left      map[int]bool
 }
 
-func (f *fakeAttacher) Attach(ifindex int, m mode.Mode) (Attachment, error) {
+func (f *fakeAttacher) AdoptFilter(ifindex int) (Attachment, error) {
+	if !f.left[ifindex] {
+		return nil, nil
+	}
+	delete(f.left, ifindex)
+	a := &fakeAtt{att: f, ifindex: ifindex, m: mode.TC, hook: datapath.HookFilter, pinned: f.pins.pinned, stage: !f.stages.vlanStage, load: -1}
+	f.attached[a.key()] = a
+	return a, nil
+}
+
+func (f *fakeAttacher) Attach(ifindex int, m mode.Mode, h datapath.Hook) (Attachment, error) {
 	if err := f.refuse[ifindex]; err != nil && m == mode.XDP {
 		return nil, err
+	}
+	if f.noFilters && h == datapath.HookFilter {
+		f.ops = append(f.ops, fmt.Sprintf("Attach %d %s refused", ifindex, m))
+		return nil, errors.New("add the tc filter: operation not supported")
 	}
 	if err := f.op("Attach %d %s", ifindex, m); err != nil {
 		return nil, err
 	}
-	a := &fakeAtt{att: f, ifindex: ifindex, m: m, pinned: f.pins.pinned, stage: f.stages.vlanStage, load: f.sizer.load}
+	a := &fakeAtt{att: f, ifindex: ifindex, m: m, hook: h, pinned: f.pins.pinned, stage: f.stages.vlanStage, load: f.sizer.load}
 	f.attached[a.key()] = a
 	return a, nil
 }
@@ -509,15 +527,22 @@ type fakeAtt struct {
 	att      *fakeAttacher
 	ifindex  int
 	m        mode.Mode
+	hook     datapath.Hook
 	pinned   bool
 	upgraded bool
 	stage    bool // runs the programs with the VLAN stage
 	load     int  // of the programs it runs (fakeSizer)
 }
 
-func (a *fakeAtt) key() string     { return fmt.Sprintf("%d/%s", a.ifindex, a.m) }
-func (a *fakeAtt) Ifindex() int    { return a.ifindex }
-func (a *fakeAtt) Mode() mode.Mode { return a.m }
+func (a *fakeAtt) key() string {
+	if a.hook == datapath.HookFilter {
+		return fmt.Sprintf("%d/%s-filter", a.ifindex, a.m)
+	}
+	return fmt.Sprintf("%d/%s", a.ifindex, a.m)
+}
+func (a *fakeAtt) Ifindex() int        { return a.ifindex }
+func (a *fakeAtt) Mode() mode.Mode     { return a.m }
+func (a *fakeAtt) Hook() datapath.Hook { return a.hook }
 func (a *fakeAtt) Detach() error {
 	a.att.ops = append(a.att.ops, "Detach "+a.key())
 	delete(a.att.attached, a.key())

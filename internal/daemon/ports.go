@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trestle/trestle/internal/clsact"
+	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/mode"
 	"github.com/trestle/trestle/internal/netdev"
 	"github.com/trestle/trestle/internal/overlay"
@@ -288,16 +290,24 @@ func (d *Daemon) setDown(p *portState, why string) {
 }
 
 // attach attaches a candidate in mode m, or keeps the attachment its
-// interface has in that mode.
+// interface has in that mode and hook.
 func (d *Daemon) attach(c *change, cd *candidate, m mode.Mode, why string, j *journal) error {
 	p, idx := cd.p, cd.l.Index
+	h := d.hookFor(c, p, m)
+	fits := func(a Attachment) bool { return a != nil && a.Mode() == m && a.Hook() == h }
 	a := c.attached[idx]
-	if a == nil || a.Mode() != m {
+	if !fits(a) {
 		a = d.attached[idx]
 	}
-	if a == nil || a.Mode() != m {
+	if !fits(a) {
 		var err error
-		if a, err = d.attacher.Attach(idx, m); err != nil {
+		a, err = d.attacher.Attach(idx, m, h)
+		if err != nil && h == datapath.HookFilter && !errors.Is(err, clsact.ErrGone) {
+			d.noFilters = true
+			d.log.Warn("a tc filter cannot be attached on this kernel: ports added at run time take tcx links, which wait for a grace period at their attach and detach", "port", p.name(), "err", err)
+			a, err = d.attacher.Attach(idx, m, datapath.HookLink)
+		}
+		if err != nil {
 			return err
 		}
 		c.made[idx] = a
@@ -311,6 +321,24 @@ func (d *Daemon) attach(c *change, cd *candidate, m mode.Mode, why string, j *jo
 	p.physical = cd.l.Physical
 	p.via = cd.via
 	return nil
+}
+
+// hookFor is how a port's program is put on its interface in mode m: a
+// port added at run time (a container's, through the CNI plugin) at tc in
+// a tc filter, which the kernel adds and removes without waiting for a
+// grace period, where a tcx link waits for one at its attach and at its
+// detach, each on a CNI ADD's or DEL's way (docs/performance.md "Pod
+// churn"); every other by a link, whose attach is on no container's way.
+// So the filters are those of the run-time ports the daemon records,
+// which is where the next daemon looks for them (adoptFilters), and a
+// port the file takes over moves to a link (and one that an earlier
+// build attached by a link to a filter), each in place: a tcx program
+// runs before any filter and decides alone while both are there.
+func (d *Daemon) hookFor(c *change, p *portState, m mode.Mode) datapath.Hook {
+	if m == mode.TC && !d.noFilters && c.run[portID{p.bridge.cfg.Name, p.key()}] {
+		return datapath.HookFilter
+	}
+	return datapath.HookLink
 }
 
 // peerFacts finds out, once, whether a veth's peer can be prepared.

@@ -91,6 +91,9 @@ type change struct {
 	// added or removed, runports.go "scoped"): the others are taken as
 	// they are, not looked at again.
 	only portScope
+	// run: the ports of the next model added at run time (the merge's),
+	// by bridge and interface; they attach in tc filters (hookFor).
+	run map[portID]bool
 	// grow: the sizes the next model needs that the programs running were
 	// not loaded for (a larger table, a shorter refresh), and why, or nil;
 	// resizing, the resize the commit began, which finalize ends.
@@ -135,6 +138,10 @@ func (d *Daemon) applyScoped(cfg *config.Config, only portScope) error {
 		return err
 	}
 	c.only = only
+	c.run = map[portID]bool{}
+	for _, rp := range keptRun {
+		c.run[portID{rp.Bridge, rp.Interface}] = true
+	}
 	j := &journal{}
 	if err := d.commit(c, j); err != nil {
 		if rerr := j.rollback(); rerr != nil {

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/datapath"
 )
 
 // Unit tests of the run-time ports (runports.go): the store, the merge
@@ -313,16 +315,7 @@ func TestRunPortVLANs(t *testing.T) {
 // The store is written atomically to the state directory and taken back
 // by the next daemon, which drops what no longer exists.
 func TestRunPortsStore(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "inst")
-	st, err := openState(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorld(t)
-	w.d.state = st
-	for _, n := range []string{"p1", "r1", "r2"} {
-		w.sys.add(n, "veth")
-	}
+	w, st, dir := storedWorld(t, "p1", "r1", "r2")
 	w.mustApply(bridges("br0=p1"))
 	w.mustPortAdd("br0", "r1", "own", "max_macs=3")
 	w.mustPortAdd("br0", "r2", "")
@@ -333,10 +326,7 @@ func TestRunPortsStore(t *testing.T) {
 	// A daemon restarted without persist: the interfaces are as they
 	// were but r2, deleted while no daemon ran.
 	w.sys.del("r2")
-	w2 := &world{t: t, dp: newFakeDP(), sys: w.sys}
-	w2.d = newDaemon(quietLog(), w2.dp, w2.sys, 1<<20, time.Second)
-	w2.d.state = st
-	w2.d.loadRun()
+	w2 := w.restarted(st)
 	if len(w2.d.run) != 2 {
 		t.Fatalf("taken back: %d ports, want 2", len(w2.d.run))
 	}
@@ -366,6 +356,39 @@ func TestRunPortsStore(t *testing.T) {
 	if _, err := os.Stat(st.runFile()); !os.IsNotExist(err) {
 		t.Errorf("the unreadable store is still where the next add writes: %v", err)
 	}
+}
+
+// storedWorld is a world whose daemon records its state in a directory
+// of the test's (dir, st), with veths named links.
+func storedWorld(t *testing.T, links ...string) (w *world, st *stateDir, dir string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "inst")
+	st, err := openState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = worldWith(t, links...)
+	w.d.state = st
+	return w, st, dir
+}
+
+// worldWith is a world with veths named links.
+func worldWith(t *testing.T, links ...string) *world {
+	w := newWorld(t)
+	for _, n := range links {
+		w.sys.add(n, "veth")
+	}
+	return w
+}
+
+// restarted is the next daemon on w's interfaces, with a dataplane of
+// its own, that has read the run-time ports st records.
+func (w *world) restarted(st *stateDir) *world {
+	w2 := &world{t: w.t, dp: newFakeDP(), sys: w.sys}
+	w2.d = newDaemon(quietLog(), w2.dp, w2.sys, 1<<20, time.Second)
+	w2.d.state = st
+	w2.d.loadRun()
+	return w2
 }
 
 // A state directory another user may write is refused.
@@ -682,3 +705,125 @@ func TestEventsMatter(t *testing.T) {
 
 // The loaded switch has the power to settle its bridges' writes ahead.
 var _ settler = realDataplane{}
+
+// A port added at run time at tc is attached in a tc filter
+// (datapath.HookFilter: no grace period on a CNI ADD's or DEL's way), every
+// other by a link: the file's ports, and a run-time port at xdp. A
+// run-time port keeps its filter across reloads; when the file takes its
+// interface over it moves to a link, so that the filters are always those
+// of the run-time ports recorded, where the next daemon looks for them.
+func TestRunPortAttachesInAFilter(t *testing.T) {
+	w := worldWith(t, "p1", "r1", "r2")
+	w.mustApply(bridges("br0=p1"))
+	w.mustPortAdd("br0", "r1", "net1/c1/eth0")
+	w.mustPortAdd("br0", "r2", "", "mode=xdp")
+	att := func(name string) *fakeAtt {
+		t.Helper()
+		l, err := w.sys.LinkByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found *fakeAtt
+		for _, a := range w.dp.attached {
+			if a.ifindex == l.Index {
+				if found != nil {
+					t.Fatalf("%s has two attachments: %v", name, w.dp.attachedKeys())
+				}
+				found = a
+			}
+		}
+		if found == nil {
+			t.Fatalf("%s is not attached", name)
+		}
+		return found
+	}
+	for _, c := range []struct {
+		port string
+		want datapath.Hook
+	}{{"p1", datapath.HookLink}, {"r1", datapath.HookFilter}, {"r2", datapath.HookLink}} {
+		if h := att(c.port).hook; h != c.want {
+			t.Errorf("%s is attached with hook %d, want %d", c.port, h, c.want)
+		}
+	}
+	was := att("r1")
+	w.mustApply(bridges("br0=p1"))
+	if att("r1") != was {
+		t.Error("a reload attached the run-time port again")
+	}
+	w.mustApply(bridges("br0=p1,r1"))
+	if a := att("r1"); a.hook != datapath.HookLink {
+		t.Errorf("the file's port on a run-time port's interface kept hook %d", a.hook)
+	}
+}
+
+// A restarted daemon takes over the tc filters the last one left on its
+// run-time ports (killed, or with persist: a filter is not pinned, and
+// stays until removed), wherever the record says they may be: the apply
+// keeps the one whose port stays, detaches the one whose port the file no
+// longer lets be (its bridge gone), and looks at no other interface.
+func TestRunPortFiltersAdopted(t *testing.T) {
+	w, st, _ := storedWorld(t, "p1", "r1", "r2", "x1")
+	w.mustApply(bridges("br0=p1") + "[[bridge]]\nname = \"pods\"\n")
+	w.mustPortAdd("br0", "r1", "")
+	w.mustPortAdd("pods", "r2", "")
+
+	// Killed: the filters stay (x1's is no run-time port's: not looked at).
+	w2 := w.restarted(st)
+	idx := map[string]int{}
+	for _, n := range []string{"r1", "r2", "x1"} {
+		l, _ := w.sys.LinkByName(n)
+		idx[n] = l.Index
+		w2.dp.left[l.Index] = true
+	}
+	done := make(chan struct{})
+	defer close(done)
+	if _, err := w2.d.start(cfgOf(t, bridges("br0=p1")), done); err != nil {
+		t.Fatal(err)
+	}
+	keys := w2.dp.attachedKeys()
+	if !slices.Contains(keys, fmt.Sprintf("%d/tc-filter", idx["r1"])) {
+		t.Errorf("r1's filter was not taken over: %v", keys)
+	}
+	if !slices.Contains(w2.dp.ops, fmt.Sprintf("Detach %d/tc-filter", idx["r2"])) {
+		t.Errorf("r2's filter, of a bridge gone, was not detached: %v", w2.dp.ops)
+	}
+	if !w2.dp.left[idx["x1"]] {
+		t.Error("an interface no run-time port names was looked at")
+	}
+	for _, op := range w2.dp.ops {
+		if strings.HasPrefix(op, fmt.Sprintf("Attach %d ", idx["r1"])) {
+			t.Errorf("r1 was attached again over its adopted filter: %v", w2.dp.ops)
+		}
+	}
+	if got := w2.list("br0"); got["br0/r1"].State != stateUp {
+		t.Errorf("r1 after the restart: %+v", got["br0/r1"])
+	}
+}
+
+// On a kernel that takes no tc filter, a run-time port is attached by a
+// link, said once, and the next run-time port does not try a filter
+// again.
+func TestRunPortFilterRefused(t *testing.T) {
+	w := worldWith(t, "p1", "r1", "r2")
+	w.dp.noFilters = true
+	w.mustApply(bridges("br0=p1"))
+	w.mustPortAdd("br0", "r1", "")
+	before := len(w.dp.ops)
+	w.mustPortAdd("br0", "r2", "")
+	for _, n := range []string{"r1", "r2"} {
+		l, _ := w.sys.LinkByName(n)
+		a := w.dp.attached[fmt.Sprintf("%d/tc", l.Index)]
+		if a == nil || a.hook != datapath.HookLink {
+			t.Errorf("%s: %v, want a link (attached: %v)", n, a, w.dp.attachedKeys())
+		}
+	}
+	if got := w.list("br0"); got["br0/r1"].State != stateUp || got["br0/r2"].State != stateUp {
+		t.Errorf("ports: %+v", got)
+	}
+	if n := strings.Count(strings.Join(w.dp.ops[:before], "\n"), " refused"); n != 1 {
+		t.Errorf("the first port tried %d filters, want 1: %v", n, w.dp.ops[:before])
+	}
+	if n := strings.Count(strings.Join(w.dp.ops[before:], "\n"), "Attach "); n != 1 {
+		t.Errorf("the second port took %d attaches, want 1 (no filter tried): %v", n, w.dp.ops[before:])
+	}
+}

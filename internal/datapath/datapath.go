@@ -83,6 +83,9 @@ type Datapath struct {
 	// read its stats: TestBuildInstructions).
 	progLog ebpf.LogLevel
 
+	// progIDs are the ids of the entry points attached (programID).
+	progIDs sync.Map
+
 	// The stages (vlan.go): the spec the programs were loaded from, the
 	// builds loaded, by stage, and which of them attachments get; the
 	// VLANs written, and the VLAN flood sets; the running capture.

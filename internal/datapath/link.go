@@ -8,39 +8,87 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/trestle/trestle/internal/clsact"
 	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/mode"
 )
 
-// Attachment is the switch program on one interface, through a BPF link:
-// closing the link detaches the program, unless the link is pinned, in which
-// case it stays until unpinned.
+// Hook is how a program is put on an interface.
+type Hook uint8
+
+const (
+	// HookLink: a BPF link, tcx at tc and the XDP link at XDP. Closing it
+	// detaches the program, unless it is pinned. A tcx link's attach and
+	// its detach each wait for an RCU grace period (7-15 ms here).
+	HookLink Hook = iota
+	// HookFilter: at tc, a clsact qdisc's filter (internal/clsact), which
+	// the kernel adds and removes without waiting for a grace period: the
+	// hook of ports that come and go with containers. A filter is no
+	// object to pin: it holds its program until it is removed. With a pin
+	// directory it outlives the daemon as a pinned link does (Release
+	// keeps it), and the next daemon finds it on its interface
+	// (AdoptFilter); without, Release removes it. At XDP it is HookLink:
+	// XDP has no other hook.
+	HookFilter
+)
+
+// Attachment is the switch program on one interface, through a BPF link
+// (closing the link detaches the program, unless the link is pinned, in
+// which case it stays until unpinned) or a tc filter (HookFilter).
 type Attachment struct {
 	Ifindex int
 	Mode    mode.Mode
+	Hook    Hook
 	link    link.Link
-	pin     string // pinned at, or ""
+	filter  *filterHold // HookFilter: nil once let go of
+	pin     string      // pinned at, or ""
 }
 
+// filterHold is the daemon's hold on a HookFilter attachment.
+type filterHold struct {
+	// ownQdisc: the attach made the interface's clsact qdisc, which the
+	// detach then takes away (when nothing else was added to it).
+	ownQdisc bool
+	// persist: it outlives the daemon (Pinned), as the datapath does.
+	persist bool
+	// prog is the program the filter runs, as the daemon put it there
+	// (attach, adoption, upgrade): an upgrade check, which a full apply
+	// makes of every attachment, asks no netlink dump of each interface.
+	prog ebpf.ProgramID
+}
+
+// held says whether the daemon still holds the attachment.
+func (a *Attachment) held() bool { return a != nil && (a.link != nil || a.filter != nil) }
+
 func (a *Attachment) String() string {
+	if a.Hook == HookFilter {
+		return fmt.Sprintf("%s filter on ifindex %d", a.Mode, a.Ifindex)
+	}
 	return fmt.Sprintf("%s on ifindex %d", a.Mode, a.Ifindex)
 }
 
 // Detach takes the program off the interface.
 func (a *Attachment) Detach() error {
-	if a == nil || a.link == nil {
+	if !a.held() {
 		return nil
 	}
 	var errs []error
-	if a.pin != "" {
-		if err := a.link.Unpin(); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("unpin %s: %w", a.pin, err))
+	if a.filter != nil {
+		if err := clsact.Detach(a.Ifindex, a.filter.ownQdisc); err != nil {
+			errs = append(errs, err)
 		}
+		a.filter = nil
+	} else {
+		if a.pin != "" {
+			if err := a.link.Unpin(); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("unpin %s: %w", a.pin, err))
+			}
+		}
+		if err := a.link.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		a.link = nil
 	}
-	if err := a.link.Close(); err != nil {
-		errs = append(errs, err)
-	}
-	a.link = nil
 	if len(errs) > 0 {
 		return fmt.Errorf("detach %s: %w", a, errors.Join(errs...))
 	}
@@ -50,7 +98,14 @@ func (a *Attachment) Detach() error {
 // Release lets go of the daemon's handle: a pinned program keeps running,
 // one that is not pinned is detached.
 func (a *Attachment) Release() error {
-	if a == nil || a.link == nil {
+	if !a.held() {
+		return nil
+	}
+	if a.filter != nil {
+		if !a.filter.persist {
+			return a.Detach()
+		}
+		a.filter = nil
 		return nil
 	}
 	err := a.link.Close()
@@ -59,10 +114,20 @@ func (a *Attachment) Release() error {
 }
 
 // Pinned says whether the attachment outlives the daemon.
-func (a *Attachment) Pinned() bool { return a != nil && a.pin != "" }
+func (a *Attachment) Pinned() bool {
+	return a != nil && (a.pin != "" || a.filter != nil && a.filter.persist)
+}
 
-// ProgramID is the program the link runs now.
+// ProgramID is the program the attachment runs now: a link's, as the
+// kernel says; a filter's, as the daemon put it there (a filter replaced
+// by another hand is not looked for).
 func (a *Attachment) ProgramID() (ebpf.ProgramID, error) {
+	if !a.held() {
+		return 0, fmt.Errorf("%s: let go of", a)
+	}
+	if a.filter != nil {
+		return a.filter.prog, nil
+	}
 	info, err := a.link.Info()
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", a, err)
@@ -71,11 +136,15 @@ func (a *Attachment) ProgramID() (ebpf.ProgramID, error) {
 }
 
 // Attach attaches the program of mode m to ifindex: XDP in native (driver)
-// mode, or tc at tcx ingress. With a pin directory the link is pinned.
-func (d *Datapath) Attach(ifindex int, m mode.Mode) (*Attachment, error) {
+// mode, or tc at tcx ingress (HookLink) or in a clsact filter (HookFilter).
+// With a pin directory the attachment is pinned.
+func (d *Datapath) Attach(ifindex int, m mode.Mode, h Hook) (*Attachment, error) {
 	prog, err := d.Program(m)
 	if err != nil {
 		return nil, err
+	}
+	if h == HookFilter && m == mode.TC {
+		return d.attachFilter(ifindex, prog)
 	}
 	var l link.Link
 	switch m {
@@ -102,6 +171,54 @@ func (d *Datapath) Attach(ifindex int, m mode.Mode) (*Attachment, error) {
 	return a, nil
 }
 
+// attachFilter attaches prog to ifindex's tc ingress in a clsact filter
+// (HookFilter); with a pin directory it outlives the daemon.
+func (d *Datapath) attachFilter(ifindex int, prog *ebpf.Program) (*Attachment, error) {
+	id, err := d.programID(prog)
+	if err != nil {
+		return nil, err
+	}
+	own, err := clsact.Attach(ifindex, prog)
+	if err != nil {
+		return nil, err
+	}
+	return &Attachment{Ifindex: ifindex, Mode: mode.TC, Hook: HookFilter, filter: &filterHold{ownQdisc: own, persist: d.pin != nil, prog: id}}, nil
+}
+
+// programID is an entry point's id, asked of the kernel once: the
+// upgrade check of each attachment in an apply asks for it, and the
+// kernel's answer for a program of this size took 0.7 ms of CPU, on
+// every CNI ADD's and DEL's way. The map's keys keep their programs from
+// being collected, so a key is never another program's pointer.
+func (d *Datapath) programID(prog *ebpf.Program) (ebpf.ProgramID, error) {
+	if id, ok := d.progIDs.Load(prog); ok {
+		return id.(ebpf.ProgramID), nil
+	}
+	info, err := prog.Info()
+	if err != nil {
+		return 0, fmt.Errorf("program %s: %w", prog, err)
+	}
+	id, _ := info.ID()
+	d.progIDs.Store(prog, id)
+	return id, nil
+}
+
+// AdoptFilter takes over the tc filter an earlier daemon left on ifindex
+// (HookFilter: a filter is not pinned, so where one may be is the caller's
+// to know: the ports it attached), or nil when there is none. Its detach
+// takes the clsact qdisc away when nothing else is on it: whether the
+// attach made it is not known.
+func (d *Datapath) AdoptFilter(ifindex int) (*Attachment, error) {
+	id, ok, err := clsact.Program(ifindex)
+	if errors.Is(err, clsact.ErrGone) || err == nil && !ok {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Attachment{Ifindex: ifindex, Mode: mode.TC, Hook: HookFilter, filter: &filterHold{ownQdisc: true, persist: d.pin != nil, prog: id}}, nil
+}
+
 // Upgrade moves an attachment to this datapath's program of its mode, in
 // place (a link update: the program changes under the interface, no frame
 // meets an interface without one). It does nothing when it runs it already.
@@ -110,15 +227,19 @@ func (d *Datapath) Upgrade(a *Attachment) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	info, err := prog.Info()
+	want, err := d.programID(prog)
 	if err != nil {
 		return false, fmt.Errorf("upgrade %s: %w", a, err)
 	}
-	want, _ := info.ID()
 	if cur, err := a.ProgramID(); err == nil && cur == want {
 		return false, nil
 	}
-	if err := a.link.Update(prog); err != nil {
+	if a.filter != nil {
+		if err := clsact.Replace(a.Ifindex, prog); err != nil {
+			return false, fmt.Errorf("upgrade %s: %w", a, err)
+		}
+		a.filter.prog = want
+	} else if err := a.link.Update(prog); err != nil {
 		return false, fmt.Errorf("upgrade %s: update link: %w", a, err)
 	}
 	d.voidMemos(a)
@@ -173,7 +294,14 @@ func loadLinks(dir string) ([]*Attachment, error) {
 // Unpin makes a pinned attachment one that lives only while the daemon
 // holds it (for a daemon without persist that adopted a persisted one).
 func (a *Attachment) Unpin() error {
-	if a == nil || a.pin == "" || a.link == nil {
+	if !a.held() {
+		return nil
+	}
+	if a.filter != nil {
+		a.filter.persist = false
+		return nil
+	}
+	if a.pin == "" {
 		return nil
 	}
 	if err := a.link.Unpin(); err != nil && !errors.Is(err, os.ErrNotExist) {

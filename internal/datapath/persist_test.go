@@ -80,7 +80,7 @@ func TestPinnedDatapathIsAdopted(t *testing.T) {
 	dir := filepath.Join(testutil.RequireBPFFS(t), "dp")
 	r := newPinnedRig(t, dir)
 	var a *Attachment
-	if err := r.ns.Do(func() (err error) { a, err = r.dp.Attach(int(r.port[1]), mode.XDP); return }); err != nil {
+	if err := r.ns.Do(func() (err error) { a, err = r.dp.Attach(int(r.port[1]), mode.XDP, HookLink); return }); err != nil {
 		t.Fatal(err)
 	}
 	r.run(1, ipv4(bcast, macA))

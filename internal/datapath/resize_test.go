@@ -83,7 +83,7 @@ func TestResizeGrowsTable(t *testing.T) {
 		if m.name == "tc" {
 			am = mode.TC
 		}
-		if err := r.ns.Do(func() (err error) { a, err = r.dp.Attach(int(r.port[1]), am); return }); err != nil {
+		if err := r.ns.Do(func() (err error) { a, err = r.dp.Attach(int(r.port[1]), am, HookLink); return }); err != nil {
 			t.Fatal(err)
 		}
 		defer a.Detach()

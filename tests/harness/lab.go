@@ -15,6 +15,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
+	"github.com/trestle/trestle/internal/clsact"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/testutil"
 )
@@ -181,7 +182,8 @@ func (l *Lab) AssertNoPrograms() {
 }
 
 // Programs are the programs attached to each interface of the switch's
-// namespace, whatever its name now: "NAME/xdp", "NAME/tcx-ingress"...
+// namespace, whatever its name now: "NAME/xdp", "NAME/tcx-ingress"...,
+// "NAME/tc-filter" (trestle's clsact filter).
 func (l *Lab) Programs() map[string]ebpf.ProgramID {
 	l.T.Helper()
 	ids := map[string]ebpf.ProgramID{}
@@ -203,6 +205,14 @@ func (l *Lab) Programs() map[string]ebpf.ProgramID {
 				for i, p := range res.Programs {
 					ids[fmt.Sprintf("%s/%v/%d", name, at, i)] = p.ID
 				}
+			}
+			// A port added at run time is attached in a tc filter.
+			id, ok, err := clsact.Program(lk.Attrs().Index)
+			if err != nil {
+				return fmt.Errorf("tc filter on %s: %w", name, err)
+			}
+			if ok {
+				ids[name+"/tc-filter"] = id
 			}
 		}
 		return nil
