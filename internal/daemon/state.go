@@ -102,7 +102,7 @@ func (s *stateDir) load() (stateFile, error) {
 }
 
 // save writes the file whole or not at all (a new file renamed over it),
-// unless it says so already: every apply saves, and a write is synced.
+// unless it says so already: every apply saves (writeBytesAtomic).
 func (s *stateDir) save(st stateFile) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
