@@ -16,6 +16,7 @@ import (
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/mode"
 	"github.com/trestle/trestle/internal/overlay"
 )
 
@@ -309,7 +310,9 @@ func (d *Daemon) start(cfg *config.Config, done <-chan struct{}) (<-chan LinkEve
 // it, interfaces of no bridge) need no apply: each full apply looks at
 // every port's interface, which at a hundred ports is tens of
 // milliseconds that a port.add queued behind it waits for
-// (docs/performance.md "Pod churn").
+// (docs/performance.md "Pod churn"). Nor do events that say what the
+// model holds already (told): those of a container's veth made and set up
+// before its port.add, read after it.
 func (d *Daemon) eventsMatter(evs []LinkEvent) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -335,9 +338,45 @@ func (d *Daemon) eventsMatter(evs []LinkEvent) bool {
 	for _, f := range d.peers {
 		peers[f.peer.ID().Ifindex] = true
 	}
+	for i, ev := range evs {
+		if !(d.attached[ev.Index] != nil || names[ev.Name] || peers[ev.Index]) {
+			continue
+		}
+		if d.told(evs[i:]) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// told says whether the first of evs, and the ones of its interface after
+// it, tell nothing an apply would act on: the interface is attached, a
+// tc port's of a bridge tree whose ports' modes and peers depend on no
+// other port's (scopedFor: no XDP port nor an auto NIC), and the last of
+// them gives it the name and the carrier the port has (earlier ones are
+// its past: a veth made, then up, then with carrier). Called with d.mu
+// held.
+func (d *Daemon) told(evs []LinkEvent) bool {
+	idx := evs[0].Index
+	last := evs[0]
 	for _, ev := range evs {
-		if d.attached[ev.Index] != nil || names[ev.Name] || peers[ev.Index] {
-			return true
+		if ev.Index != idx {
+			continue
+		}
+		if ev.Deleted {
+			return false
+		}
+		last = ev
+	}
+	if d.attached[idx] == nil {
+		return false
+	}
+	for _, b := range d.bridges {
+		for _, p := range b.ports {
+			if p.ifindex == idx && p.mode != "" {
+				return p.mode == mode.TC && !p.physical && d.scopedFor(p.bridge, nil) != nil && p.name() == last.Name && p.running == last.Running
+			}
 		}
 	}
 	return false

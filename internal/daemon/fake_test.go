@@ -589,7 +589,7 @@ func (s *fakeSys) add(name, typ string) Link {
 		l.Physical = true
 	}
 	s.links[name] = l
-	s.emit(LinkEvent{Index: l.Index, Name: name})
+	s.emit(LinkEvent{Index: l.Index, Name: name, Running: l.Running})
 	return l
 }
 
@@ -599,7 +599,7 @@ func (s *fakeSys) set(name string, f func(*Link)) {
 	l := s.links[name]
 	f(&l)
 	s.links[name] = l
-	s.emit(LinkEvent{Index: l.Index, Name: name})
+	s.emit(LinkEvent{Index: l.Index, Name: name, Running: l.Running})
 }
 
 func (s *fakeSys) rename(from, to string) {
@@ -609,7 +609,7 @@ func (s *fakeSys) rename(from, to string) {
 	delete(s.links, from)
 	l.Name = to
 	s.links[to] = l
-	s.emit(LinkEvent{Index: l.Index, Name: to})
+	s.emit(LinkEvent{Index: l.Index, Name: to, Running: l.Running})
 }
 
 func (s *fakeSys) del(name string) {

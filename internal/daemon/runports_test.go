@@ -677,15 +677,19 @@ func TestRunPortAddFullWithXDP(t *testing.T) {
 
 // Link events of interfaces the switch has nothing to do with (a
 // container's veth before its CNI ADD names it) take no apply; those of
-// a port's interface, attached or awaited, and of a held peer do.
+// a port's interface, attached or awaited, and of a held peer do, but for
+// those that end saying what the model holds of a tc port (the veth's
+// making and setting up, read after its port.add).
 func TestEventsMatter(t *testing.T) {
 	w := newWorld(t)
 	for _, n := range []string{"p1", "r1", "other"} {
 		w.sys.add(n, "veth")
 	}
-	w.mustApply(bridges("br0=p1:xdp,missing"))
+	w.mustApply(bridges("br0=p1:xdp,missing") + "[[bridge]]\nname = \"pods\"\n")
 	w.mustPortAdd("br0", "r1", "")
-	p1 := w.sys.links["p1"]
+	w.sys.add("r2", "veth")
+	w.mustPortAdd("pods", "r2", "")
+	p1, r2 := w.sys.links["p1"], w.sys.links["r2"].Index
 	for _, tc := range []struct {
 		evs  []LinkEvent
 		want bool
@@ -696,6 +700,15 @@ func TestEventsMatter(t *testing.T) {
 		{[]LinkEvent{{Index: 9998, Name: "missing"}}, true},
 		{[]LinkEvent{{Index: w.sys.links["r1"].Index, Name: "r1", Deleted: true}}, true},
 		{[]LinkEvent{{Index: 9997, Name: "p1"}}, true},
+		// r2: a tc port of a bridge without XDP ports.
+		{[]LinkEvent{{Index: r2, Name: "r2", Running: true}}, false},
+		{[]LinkEvent{{Index: r2, Name: "r2"}, {Index: 9999, Name: "tr0123456789ab"}, {Index: r2, Name: "r2", Running: true}}, false},
+		{[]LinkEvent{{Index: r2, Name: "r2"}}, true},
+		{[]LinkEvent{{Index: r2, Name: "r2", Running: true}, {Index: r2, Name: "r2"}}, true},
+		{[]LinkEvent{{Index: r2, Name: "r2-renamed", Running: true}}, true},
+		{[]LinkEvent{{Index: r2, Name: "r2", Running: true, Deleted: true}}, true},
+		// r1: a tc port of a bridge with an XDP port, whose facts matter.
+		{[]LinkEvent{{Index: w.sys.links["r1"].Index, Name: "r1", Running: true}}, true},
 	} {
 		if got := w.d.eventsMatter(tc.evs); got != tc.want {
 			t.Errorf("events %+v matter: %v, want %v", tc.evs, got, tc.want)

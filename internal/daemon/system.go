@@ -49,11 +49,13 @@ type Link struct {
 	XDPErr error
 }
 
-// LinkEvent says that an interface changed or went away.
+// LinkEvent says that an interface changed or went away, and what it
+// was then.
 type LinkEvent struct {
 	Index   int
 	Name    string
 	Deleted bool
+	Running bool // as Link.Running
 }
 
 // errNoLink: no interface of that name or index.
@@ -112,9 +114,14 @@ func factsOf(l netlink.Link) Link {
 		Physical: a.ParentDevBus != "",
 		Up:       a.Flags&net.FlagUp != 0,
 	}
-	out.Running = out.Up && (a.OperState == netlink.OperUp || a.OperState == netlink.OperUnknown)
+	out.Running = running(a)
 	out.XDP, out.XDPErr = netdev.ReadXDPFeatures(a.Index)
 	return out
+}
+
+// running says whether an interface is up with carrier (Link.Running).
+func running(a *netlink.LinkAttrs) bool {
+	return a.Flags&net.FlagUp != 0 && (a.OperState == netlink.OperUp || a.OperState == netlink.OperUnknown)
 }
 
 func (netlinkSystem) Subscribe(done <-chan struct{}) (<-chan LinkEvent, error) {
@@ -133,7 +140,7 @@ func (netlinkSystem) Subscribe(done <-chan struct{}) (<-chan LinkEvent, error) {
 		defer close(out)
 		for u := range updates {
 			select {
-			case out <- LinkEvent{Index: int(u.Index), Name: u.Attrs().Name, Deleted: u.Header.Type == unix.RTM_DELLINK}:
+			case out <- LinkEvent{Index: int(u.Index), Name: u.Attrs().Name, Deleted: u.Header.Type == unix.RTM_DELLINK, Running: running(u.Attrs())}:
 			case <-done:
 				return
 			}
