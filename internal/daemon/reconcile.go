@@ -161,6 +161,7 @@ func (d *Daemon) applyScoped(cfg *config.Config, only portScope) error {
 	d.finalize(c)
 	d.cfg = cfg
 	d.settleRun(keptRun, goneRun)
+	d.settleLater()
 	return nil
 }
 

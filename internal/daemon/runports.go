@@ -12,6 +12,7 @@ import (
 
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/mode"
 )
 
@@ -480,46 +481,46 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 		return ctl.PortEntry{}, fmt.Errorf("port %q not added: it does not attach: %s", req.Port, why)
 	}
 	d.saveRun()
-	d.settleLater()
 	d.log.Info("run-time port added", "bridge", rp.Bridge, "port", rp.Interface, "owner", rp.Owner, "mode", np.mode)
 	return d.portEntry(nb, np), nil
 }
 
-// settler takes ahead of time the grace period that the next write of a
-// bridge just written would wait for (datapath.SettleMark).
+// settler takes ahead of time the waits that the next write of the
+// bridges would take on its way (datapath.SettleBegin): the grace period
+// after a bridge's flip, and flood sets given the size their members need.
 type settler interface {
-	SettleMark() (mark uint64, need bool)
-	WaitGrace() error
-	Settled(mark uint64)
+	SettleBegin() *datapath.Settle
+	SettleEnd(*datapath.Settle)
 }
 
-// settleLater takes, beside whatever comes next, the grace period (an RCU
-// one: 10-15 ms on a busy machine) that the next port.add or port.del
-// would otherwise wait for in its bridge's write while its caller waits.
-// Called with d.mu held; the wait does not hold it, and shutdown waits
-// for it (d.settling) before the datapath closes.
+// settleLater takes, beside whatever comes next, the waits (RCU grace
+// periods: 7-15 ms each on a busy machine) that the next port.add or
+// port.del would otherwise take in its bridge's write while its caller
+// waits. Called with d.mu held at the end of every apply; the waits do
+// not hold it, and shutdown waits for them (d.settling) before the
+// datapath closes, which ends a settle this did not end.
 func (d *Daemon) settleLater() {
 	s, ok := d.topo.(settler)
 	if !ok || d.closed {
 		return
 	}
-	mark, need := s.SettleMark()
-	if !need {
+	run := s.SettleBegin()
+	if run == nil {
 		return
 	}
 	d.settling.Add(1)
 	go func() {
 		defer d.settling.Done()
-		err := s.WaitGrace()
+		err := run.Wait()
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		switch {
-		case d.closed:
-		case err != nil:
-			d.log.Warn("wait for the bridges' writes ahead of the next", "err", err)
-		default:
-			s.Settled(mark)
+		if d.closed {
+			return
 		}
+		if err != nil {
+			d.log.Warn("wait for the bridges' writes ahead of the next", "err", err)
+		}
+		s.SettleEnd(run)
 	}()
 }
 
@@ -616,7 +617,6 @@ func (d *Daemon) portDel(req ctl.Request) ([]ctl.PortEntry, error) {
 		return nil, fmt.Errorf("port del: %w", err)
 	}
 	d.saveRun()
-	d.settleLater()
 	for _, e := range out {
 		d.log.Info("run-time port removed", "bridge", e.Bridge, "port", e.Name, "owner", e.Owner, "why", "port del")
 	}

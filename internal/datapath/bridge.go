@@ -63,6 +63,7 @@ func checkBridgeID(id uint16) error {
 // and then waits until no program still runs on the old copy, which the next
 // SetBridge will write (bpf/lib/maps.h).
 func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
+	d.awaitSettles()
 	d.configChanging()
 	defer d.configChanged(&err)
 	if err := checkBridgeID(b.ID); err != nil {
@@ -215,26 +216,17 @@ func (d *Datapath) liveCopy(id uint16) (uint32, error) {
 // map into a map of maps makes the kernel wait an RCU grace period
 // (maybe_wait_bpf_programs), and every XDP and tc program runs inside one.
 // It takes a grace period (milliseconds), so SetBridge waits only when it
-// must.
+// must, and for the rest of a settle's wait when one under way covers
+// every flip (settle.go).
 func (d *Datapath) sync() error {
-	if err := d.WaitGrace(); err != nil {
-		return err
+	if !d.settled() {
+		if err := d.WaitGrace(); err != nil {
+			return err
+		}
 	}
 	clear(d.unsynced)
 	return nil
 }
-
-// SettleMark, WaitGrace and Settled take ahead of time the grace period
-// that the next SetBridge of a bridge flipped since the last wait would
-// otherwise wait for (sync): the daemon takes it once a port.add or
-// port.del is answered, so that the next one does not wait for it
-// (docs/performance.md "Pod churn"). SettleMark and Settled are called
-// as the other methods are (under the daemon's lock); WaitGrace, the
-// kernel's wait, may run beside them.
-//
-// SettleMark says whether a bridge waits to be written, and marks the
-// flips so far.
-func (d *Datapath) SettleMark() (mark uint64, need bool) { return d.flips, len(d.unsynced) > 0 }
 
 // WaitGrace returns once every program that was running when it was
 // called has finished.
@@ -245,16 +237,9 @@ func (d *Datapath) WaitGrace() error {
 	return nil
 }
 
-// Settled records a WaitGrace that began after SettleMark gave mark: the
-// bridges flipped by then need no wait, unless one was flipped since.
-func (d *Datapath) Settled(mark uint64) {
-	if d.flips == mark {
-		clear(d.unsynced)
-	}
-}
-
 // DelBridge removes a bridge. Its ports should be deleted first.
 func (d *Datapath) DelBridge(id uint16) (err error) {
+	d.awaitSettles()
 	d.configChanging()
 	defer d.configChanged(&err)
 	if err := checkBridgeID(id); err != nil {
@@ -268,6 +253,7 @@ func (d *Datapath) DelBridge(id uint16) (err error) {
 	d.unsynced[id] = true
 	d.flips++
 	if fm, ok := d.floods[id]; ok {
+		delete(d.ahead, aheadKey{d.objs.Floods, id})
 		if err := d.objs.Floods.Delete(uint32(id)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("bridge %d: remove flood set: %w", id, err)
 		}
@@ -358,7 +344,7 @@ func (d *Datapath) setProgFlood(f progFloods, id uint16, ports []PortInfo) error
 		return fmt.Errorf("%s: %w", f.what, err)
 	}
 	fd := int32(prog.FD())
-	set := sizedSet{outer: f.outer, sets: f.sets, name: f.name, what: f.what, valueSize: 8, limit: f.max,
+	set := sizedSet{outer: f.outer, sets: f.sets, name: f.name, what: f.what, valueSize: 8, limit: f.max, ahead: d.ahead,
 		val: func(ifindex uint32) any { return devmapVal{Ifindex: d.xdpDev(ifindex), ProgFD: fd} }}
 	m, fresh, err := set.fill(id, want)
 	if err != nil || fresh {
@@ -379,22 +365,27 @@ type sizedSet struct {
 	valueSize  uint32
 	limit      int                      // the most members a set may hold
 	val        func(ifindex uint32) any // a member's value
+	// ahead: the sets the next settle gives another size (settle.go).
+	ahead map[aheadKey]sizedSet
 }
 
-// fill makes bridge id's set hold want, and returns it. A set whose size
-// still fits is written in place (fresh false: members want has not stay,
+// fill makes bridge id's set hold want, and returns it. A set with room
+// for want is written in place (fresh false: members want has not stay,
 // for the caller to prune); otherwise a set of the right size is filled
 // and then swapped in whole (fresh true), and the old one closed. The
 // members that stay until the caller prunes them take room too: a set of
 // four holding a, b, c cannot take d and e in place, though want is only
-// a, d, e (a bridge whose ports were replaced refused its new ones).
+// a, d, e (a bridge whose ports were replaced refused its new ones). A set
+// left with no room for one more member, or more than twice the size it
+// needs, is given the right size by the next settle, beside what comes
+// next (settle.go), not by the next write on its way.
 func (s sizedSet) fill(id uint16, want map[uint32]bool) (m *ebpf.Map, fresh bool, err error) {
-	size := floodSetSize(len(want), s.limit)
+	size := floodSetSize(len(want)+1, s.limit)
 	old, ok := s.sets[id]
 	inPlace := false
-	if ok && int(old.MaxEntries()) <= 2*size {
-		held, err := members(old)
-		if err != nil {
+	var held map[uint32]bool
+	if ok {
+		if held, err = members(old); err != nil {
 			return nil, false, fmt.Errorf("%s: %w", s.what, err)
 		}
 		room := len(want)
@@ -411,32 +402,39 @@ func (s sizedSet) fill(id uint16, want map[uint32]bool) (m *ebpf.Map, fresh bool
 				return nil, false, fmt.Errorf("add ifindex %d to the %s: %w", ifindex, s.what, err)
 			}
 		}
+		s.noteSize(id, old, len(want))
 		return old, false, nil
 	}
-	spec := floodSpec(fmt.Sprintf("%s_%d", s.name, id), s.valueSize)
-	spec.MaxEntries = uint32(size)
-	if m, err = ebpf.NewMap(spec); err != nil {
-		return nil, false, fmt.Errorf("create %s: %w", s.what, err)
-	}
-	for ifindex := range want {
-		if err := m.Put(ifindex, s.val(ifindex)); err != nil {
-			m.Close()
-			return nil, false, fmt.Errorf("add ifindex %d to the %s: %w", ifindex, s.what, err)
-		}
+	if m, err = s.create(id, size, want); err != nil {
+		return nil, false, err
 	}
 	if err := s.outer.Put(uint32(id), m); err != nil {
 		m.Close()
 		return nil, false, fmt.Errorf("install %s: %w", s.what, err)
 	}
 	if ok {
+		empty(old, held)
 		old.Close()
 	}
 	s.sets[id] = m
+	s.noteSize(id, m, len(want))
 	return m, true, nil
 }
 
-// floodSetSize is the size of a flood set of n members that may hold at
-// most limit: the power of two at or above n, at least 4.
+// empty deletes held from a flood set no frame reads any more (the Put
+// that replaced it waited for them): a member holds its device until the
+// set is freed, a grace period or two after it is closed, and a
+// container's veth deleted meanwhile waited 60 ms for it
+// (netdev_wait_allrefs). Emptied, it lets go a grace period from now.
+func empty(m *ebpf.Map, held map[uint32]bool) {
+	for ifindex := range held {
+		_ = m.Delete(ifindex)
+	}
+}
+
+// floodSetSize is the size of a flood set of n members (a set is given
+// room for one more than it holds) that may hold at most limit: the power
+// of two at or above n, at least 4.
 func floodSetSize(n, limit int) int {
 	size := 4
 	for size < n {
@@ -451,6 +449,7 @@ func (d *Datapath) delProgFlood(f progFloods, id uint16) error {
 	if !ok {
 		return nil
 	}
+	delete(d.ahead, aheadKey{f.outer, id})
 	if err := f.outer.Delete(uint32(id)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("remove %s: %w", f.what, err)
 	}
@@ -505,7 +504,7 @@ func prune(m *ebpf.Map, want map[uint32]bool) error {
 // one filled with want and swapped in whole.
 func (d *Datapath) floodMap(id uint16, want map[uint32]bool) (*ebpf.Map, error) {
 	set := sizedSet{outer: d.objs.Floods, sets: d.floods, name: "tr_flood", what: "flood set", valueSize: 4,
-		limit: tbpf.MaxBridgePorts, val: func(ifindex uint32) any { return d.xdpDev(ifindex) }}
+		limit: tbpf.MaxBridgePorts, ahead: d.ahead, val: func(ifindex uint32) any { return d.xdpDev(ifindex) }}
 	m, _, err := set.fill(id, want)
 	return m, err
 }

@@ -83,6 +83,10 @@ type Datapath struct {
 	// read its stats: TestBuildInstructions).
 	progLog ebpf.LogLevel
 
+	// ahead are the flood sets the next settle gives another size;
+	// settles, the settles under way (settle.go).
+	ahead   map[aheadKey]sizedSet
+	settles []*Settle
 	// progIDs are the ids of the entry points attached (programID).
 	progIDs sync.Map
 
@@ -144,7 +148,7 @@ func Load(opts Options) (*Datapath, error) {
 	if err := spec.Variables[tbpf.TrestleVarJiffiesHz].Set(uint64(kernelHZ())); err != nil {
 		return nil, fmt.Errorf("set the tick rate: %w", err)
 	}
-	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, log: opts.Log, refresh: refreshOf(spec),
+	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, ahead: map[aheadKey]sizedSet{}, log: opts.Log, refresh: refreshOf(spec),
 		spec: spec, progs: map[stage]progSet{}, vlanFloods: map[uint16]*ebpf.Map{},
 		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}, reachFloods: map[uint16]*ebpf.Map{},
 		aux: map[string]*ebpf.Program{}, auxErr: map[string]error{},
@@ -253,6 +257,7 @@ func (d *Datapath) FDBCapacity() uint32 {
 // Close releases the daemon's handles on programs and maps. Pinned objects,
 // and links attached without pins until they are closed, live on.
 func (d *Datapath) Close() {
+	d.awaitSettles()
 	for _, m := range d.floods {
 		m.Close()
 	}

@@ -16,7 +16,7 @@ import (
 // reachFloodSets are the reach flood sets: plain devmaps, one per bridge.
 func (d *Datapath) reachFloodSets() sizedSet {
 	return sizedSet{outer: d.objs.ReachFloods, sets: d.reachFloods, name: "tr_rflood", what: "reach flood set",
-		valueSize: 4, limit: tbpf.MaxBridgePorts, val: func(ifindex uint32) any { return d.xdpDev(ifindex) }}
+		valueSize: 4, limit: tbpf.MaxBridgePorts, ahead: d.ahead, val: func(ifindex uint32) any { return d.xdpDev(ifindex) }}
 }
 
 // setReach writes bridge b's reach (b.Reach's interface ports). Frames
