@@ -128,20 +128,56 @@ func cmdAdd(args *skel.CmdArgs) error {
 
 	var u undo
 	done := false
+	// early is the IPAM plugin's answer to come (ipamAdd), until taken.
+	var early chan ipamAnswer
+	takeIPAM := func() ipamAnswer {
+		ia := <-early
+		early = nil
+		if ia.err == nil {
+			u.push(func() { _ = ipamDo(invoke.DelegateDel, n, args) })
+		}
+		return ia
+	}
 	defer func() {
 		if !done {
+			if early != nil {
+				takeIPAM() // taken back with the rest
+			}
 			u.run()
 		}
 	}()
+
+	// The container's interface name is free, or the ADD makes nothing
+	// (no address is asked for).
+	err = netns.Do(func(ns.NetNS) error {
+		if _, err := netlink.LinkByName(args.IfName); err == nil {
+			return types.NewError(types.ErrInvalidEnvironmentVariables, fmt.Sprintf("an interface %s is already in %s: ADD makes it (is the container attached already?)", args.IfName, args.Netns), "")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	// The IPAM plugin's addresses, asked for while the veth is made and
+	// the daemon attaches it, unless the plugin needs the port to forward
+	// first (dhcp): an address plugin of local state (host-local, static)
+	// is a process to start and answer, about as long as the two, and the
+	// ADD waits for the longest, not for all three one after the other
+	// (docs/performance.md "Pod churn").
+	if n.IPAM.Type != "" && !ipamNeedsNetwork(n.IPAM.Type) {
+		early = make(chan ipamAnswer, 1)
+		go func() {
+			r, err := ipamAdd(n, args)
+			early <- ipamAnswer{r, err}
+		}()
+	}
 
 	// The veth: made in the container's namespace with its host end in
 	// this one, the container end up so that the port has a carrier.
 	hostName := hostVethName(args.ContainerID, args.IfName)
 	var hostIf, contIf net.Interface
 	err = netns.Do(func(hostNS ns.NetNS) error {
-		if _, err := netlink.LinkByName(args.IfName); err == nil {
-			return types.NewError(types.ErrInvalidEnvironmentVariables, fmt.Sprintf("an interface %s is already in %s: ADD makes it (is the container attached already?)", args.IfName, args.Netns), "")
-		}
 		// From here any interface of that name is this ADD's, and
 		// deleting it deletes its peer too.
 		u.push(func() {
@@ -173,19 +209,6 @@ func cmdAdd(args *skel.CmdArgs) error {
 		return err
 	}
 
-	// The IPAM plugin's addresses, asked for while the daemon attaches
-	// the port, unless the plugin needs the port to forward first (dhcp):
-	// an address plugin of local state (host-local, static) takes as long
-	// as the daemon's attach (an RCU grace period), and the ADD waits for
-	// the longer of the two, not both (docs/performance.md "Pod churn").
-	var early chan ipamAnswer
-	if n.IPAM.Type != "" && !ipamNeedsNetwork(n.IPAM.Type) {
-		early = make(chan ipamAnswer, 1)
-		go func() {
-			r, err := ipamAdd(n, args)
-			early <- ipamAnswer{r, err}
-		}()
-	}
 	// With ipguard the port is bound to the IPAM plugin's addresses, so
 	// the daemon is asked once they are known (the ADD then waits for
 	// both, one after the other).
@@ -195,11 +218,9 @@ func cmdAdd(args *skel.CmdArgs) error {
 		if early == nil {
 			return confError(types.ErrInvalidNetworkConfig, "%s: ipguard: binds the port to the addresses the IPAM plugin gives, and the network has no ipam", n.Name)
 		}
-		if ia = <-early; ia.err != nil {
+		if ia = takeIPAM(); ia.err != nil {
 			return ia.err
 		}
-		early = nil
-		u.push(func() { _ = ipamDo(invoke.DelegateDel, n, args) })
 		ir, err := current.NewResultFromResult(ia.r)
 		if err != nil {
 			return fmt.Errorf("the %s IPAM plugin's result: %w", n.IPAM.Type, err)
@@ -215,10 +236,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 		u.push(func() { _ = ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: own}, nil) })
 	}
 	if early != nil {
-		// Taken back with the rest if the port failed.
-		if ia = <-early; ia.err == nil {
-			u.push(func() { _ = ipamDo(invoke.DelegateDel, n, args) })
-		}
+		ia = takeIPAM() // taken back with the rest if the port failed
 	}
 	if portErr != nil {
 		return fmt.Errorf("add %s to bridge %s: %w", hostName, n.Bridge, portErr)
@@ -233,7 +251,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 		DNS: n.DNS,
 	}
 	if n.IPAM.Type != "" {
-		if early == nil && ia.r == nil {
+		if ipamNeedsNetwork(n.IPAM.Type) {
 			// After the port forwards, so that dhcp's requests reach
 			// the network.
 			if ia.r, ia.err = ipamAdd(n, args); ia.err == nil {
