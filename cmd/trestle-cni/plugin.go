@@ -370,42 +370,54 @@ func cmdDel(args *skel.CmdArgs) error {
 		return nil
 	}
 	own := owner(n.Name, args.ContainerID, args.IfName)
-	// The IPAM plugin's DEL runs beside the port's and the veth's: none
-	// of them needs another done first, and the DEL waits for the longest
-	// rather than all three (docs/performance.md "Pod churn"). An IPAM
-	// plugin that is not there reserved nothing (an ADD that failed to
-	// find it).
+	// The IPAM plugin's DEL, the port's and the veth's run side by side:
+	// none needs another done first (the daemon takes a port whose
+	// interface went away as it takes one deleted under it, and a frame
+	// for it meanwhile is dropped), and the DEL waits for the longest, the
+	// kernel's delete of the veth, rather than all three
+	// (docs/performance.md "Pod churn"). An IPAM plugin that is not there
+	// reserved nothing (an ADD that failed to find it).
 	var ipamDone chan error
 	if _, ferr := invoke.FindInPath(n.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH"))); n.IPAM.Type != "" && ferr == nil {
 		ipamDone = make(chan error, 1)
 		go func() { ipamDone <- ipamDo(invoke.DelegateDel, n, args) }()
 	}
+	portDone := make(chan []error, 1)
+	go func() { portDone <- delPort(n, own) }()
 	var errs []error
-	if err := ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: own}, nil); err != nil && !errors.Is(err, ctl.ErrNoDaemon) {
-		// Gone already (or its bridge is) is no failure.
-		var ps []ctl.PortEntry
-		if lerr := ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortList}, &ps); lerr != nil {
-			errs = append(errs, fmt.Errorf("remove the port of %s: %w", own, err))
-		} else {
-			for _, p := range ps {
-				if p.Owner == own {
-					errs = append(errs, fmt.Errorf("remove port %s of %s from bridge %s: %w", p.Name, own, p.Bridge, err))
-				}
-			}
-		}
-	}
 	// The veth: deleting the host end deletes the container's (and a
 	// vanished netns took both). A chained TAP is not ours to delete and
 	// never has this name.
 	if err := ip.DelLinkByName(hostVethName(args.ContainerID, args.IfName)); err != nil && !errors.Is(err, ip.ErrLinkNotFound) {
 		errs = append(errs, err)
 	}
+	errs = append(errs, <-portDone...)
 	if ipamDone != nil {
 		if err := <-ipamDone; err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// delPort removes the run-time ports of own on the network's bridge. No
+// daemon, or none left (gone already, or its bridge is), is no failure.
+func delPort(n *NetConf, own string) []error {
+	err := ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortDel, Bridge: n.Bridge, Owner: own}, nil)
+	if err == nil || errors.Is(err, ctl.ErrNoDaemon) {
+		return nil
+	}
+	var ps []ctl.PortEntry
+	if lerr := ctl.Call(n.Socket, ctl.Request{Cmd: ctl.CmdPortList}, &ps); lerr != nil {
+		return []error{fmt.Errorf("remove the port of %s: %w", own, err)}
+	}
+	var errs []error
+	for _, p := range ps {
+		if p.Owner == own {
+			errs = append(errs, fmt.Errorf("remove port %s of %s from bridge %s: %w", p.Name, own, p.Bridge, err))
+		}
+	}
+	return errs
 }
 
 // cmdCheck compares the attachment with the previous result: the
