@@ -12,7 +12,8 @@ import (
 
 // TestPodChurnSection: the churn table from recorded calls: median and
 // p99 over every repetition's, the trestle plugin's ADD against the
-// bridge plugin's with the goal, a failed repetition counted apart.
+// bridge plugin's, median and p99 of each verb, with the goal, a failed
+// repetition counted apart.
 func TestPodChurnSection(t *testing.T) {
 	res := func(dut, plugin string, add, del []float64, stopped ...string) Result {
 		r := Result{DUT: dut, Test: TestPodChurn, Param: plugin + " plugin", Value: 1000 * Median(add)}
@@ -21,10 +22,11 @@ func TestPodChurnSection(t *testing.T) {
 		}
 		return r
 	}
-	run := &Run{DUTs: []string{"linux-bridge", "trestle:xdp", "trestle"}, Results: []Result{
+	run := &Run{DUTs: []string{"linux-bridge", "trestle:xdp", "trestle:tc", "trestle"}, Results: []Result{
 		res("linux-bridge", "bridge", []float64{0.010, 0.020, 0.030}, []float64{0.005, 0.005, 0.006}),
 		res("trestle:xdp", "trestle", []float64{0.025, 0.020}, []float64{0.010, 0.012}),
 		res("trestle:xdp", "trestle", []float64{0.040, 0.030}, []float64{0.011, 0.013}, "ADD 3 of 3 failed: bridge \"br1\" is full"),
+		res("trestle:tc", "trestle", []float64{0.022, 0.030}, []float64{0.005, 0.006}),
 		res("trestle", "trestle", []float64{0.040}, []float64{0.010}),
 		{DUT: "trestle", Test: TestPodChurn, Error: "cnitool add x: exit status 1: no daemon"},
 	}}
@@ -41,17 +43,19 @@ func TestPodChurnSection(t *testing.T) {
 		t.Fatalf("sections: %q %q", term, md)
 	}
 	for _, want := range []string{
-		"linux-bridge  bridge   20.0 ms     30.0 ms  5.0 ms      6.0 ms   -                    3\n",
-		"trestle:xdp   trestle  25.0 ms     40.0 ms  11.0 ms     13.0 ms  1.25x                4 (1 stopped short: ADD 3 of 3 failed: bridge \"br1\" is full)\n",
-		"trestle       trestle  40.0 ms     40.0 ms  10.0 ms     10.0 ms  2.00x                1 (1 failed: cnitool add x: exit status 1: no daemon)\n",
-		"trestle:xdp: a trestle ADD's median 1.25x the bridge plugin's (goal: at most 1.5x): pass",
-		"trestle: a trestle ADD's median 2.00x the bridge plugin's (goal: at most 1.5x): fail",
+		"linux-bridge  bridge   20.0 ms     30.0 ms  5.0 ms      6.0 ms   -                                     3\n",
+		"trestle:xdp   trestle  25.0 ms     40.0 ms  11.0 ms     13.0 ms  1.25x, 1.33x; 2.20x, 2.17x            4 (1 stopped short: ADD 3 of 3 failed: bridge \"br1\" is full)\n",
+		"trestle:tc    trestle  22.0 ms     30.0 ms  5.0 ms      6.0 ms   1.10x, 1.00x; 1.00x, 1.00x            2\n",
+		"trestle       trestle  40.0 ms     40.0 ms  10.0 ms     10.0 ms  2.00x, 1.33x; 2.00x, 1.67x            1 (1 failed: cnitool add x: exit status 1: no daemon)\n",
+		"trestle:xdp: a trestle ADD 1.25x the bridge plugin's (median), 1.33x (p99); a DEL 2.20x, 2.17x (goal: each at most 1.2x): fail",
+		"trestle:tc: a trestle ADD 1.10x the bridge plugin's (median), 1.00x (p99); a DEL 1.00x, 1.00x (goal: each at most 1.2x): pass",
+		"trestle: a trestle ADD 2.00x the bridge plugin's (median), 1.33x (p99); a DEL 2.00x, 1.67x (goal: each at most 1.2x): fail",
 	} {
 		if !strings.Contains(term[0], want) {
 			t.Errorf("terminal lacks %q:\n%s", want, term[0])
 		}
 	}
-	if !strings.Contains(md[0], "## Pod churn") || !strings.Contains(md[0], "| trestle:xdp | trestle | 25.0 ms | 40.0 ms | 11.0 ms | 13.0 ms | 1.25x | 4 (1 stopped short: ADD 3 of 3 failed: bridge \"br1\" is full) |") {
+	if !strings.Contains(md[0], "## Pod churn") || !strings.Contains(md[0], "| trestle:xdp | trestle | 25.0 ms | 40.0 ms | 11.0 ms | 13.0 ms | 1.25x, 1.33x; 2.20x, 2.17x | 4 (1 stopped short: ADD 3 of 3 failed: bridge \"br1\" is full) |") {
 		t.Errorf("report.md:\n%s", md[0])
 	}
 	if q := quantile([]float64{5, 1, 4, 2, 3}, 0.99); q != 5 {
