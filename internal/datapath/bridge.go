@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
 )
@@ -398,7 +399,7 @@ func (s sizedSet) fill(id uint16, want map[uint32]bool) (m *ebpf.Map, fresh bool
 	}
 	if inPlace {
 		for ifindex := range want {
-			if err := old.Put(ifindex, s.val(ifindex)); err != nil {
+			if err := s.put(old, ifindex); err != nil {
 				return nil, false, fmt.Errorf("add ifindex %d to the %s: %w", ifindex, s.what, err)
 			}
 		}
@@ -430,6 +431,35 @@ func empty(m *ebpf.Map, held map[uint32]bool) {
 	for ifindex := range held {
 		_ = m.Delete(ifindex)
 	}
+}
+
+// put makes ifindex a member of m. One whose interface is gone is left
+// out: the kernel refuses it (EINVAL), and it was deleted while a request
+// that rewrites the set ran, before the daemon took its link event, whose
+// apply removes its port (a container's veth, which a DEL deletes beside
+// its port's removal, rewritten by another pod's port.add or port.del).
+func (s sizedSet) put(m *ebpf.Map, ifindex uint32) error {
+	err := m.Put(ifindex, s.val(ifindex))
+	if err != nil && errors.Is(err, unix.EINVAL) && gone(ifindex) {
+		return nil
+	}
+	return err
+}
+
+// gone says whether no interface has ifindex in the caller's network
+// namespace.
+func gone(ifindex uint32) bool {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("")
+	if err != nil {
+		return false
+	}
+	ifr.SetUint32(ifindex)
+	return errors.Is(unix.IoctlIfreq(fd, unix.SIOCGIFNAME, ifr), unix.ENODEV)
 }
 
 // floodSetSize is the size of a flood set of n members (a set is given

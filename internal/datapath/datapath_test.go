@@ -663,6 +663,73 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 }
 
+// A flood set written while one of the bridge's ports has lost its
+// interface (deleted beside the port's removal, its link event not yet
+// taken: a container's veth that a CNI DEL deletes while another pod's
+// port is added) leaves that member out instead of failing the write, in
+// place and when the set is replaced by a bigger one; the link event's
+// apply then removes the port.
+func TestFloodSetMemberGone(t *testing.T) {
+	r := newRig(t, modes[0], 1024, [4]uint32{})
+	err := r.ns.Do(func() error {
+		extra, err := morePorts(r, 3)
+		if err != nil {
+			return err
+		}
+		ports := []PortInfo{{Ifindex: r.port[1], Bridge: 1, Slot: 1}, {Ifindex: r.port[2], Bridge: 1, Slot: 2}, extra[0]}
+		set := func(ports []PortInfo) error {
+			return r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: ports})
+		}
+		if err := set(ports); err != nil {
+			return err
+		}
+		if err := netlink.LinkDel(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Index: int(extra[0].Ifindex)}}); err != nil {
+			return err
+		}
+		if err := set(ports); err != nil {
+			return fmt.Errorf("rewritten in place: %w", err)
+		}
+		if err := set(append(ports, extra[1:]...)); err != nil {
+			return fmt.Errorf("outgrown: %w", err)
+		}
+		held, err := members(r.dp.floods[1])
+		if err != nil {
+			return err
+		}
+		if len(held) != 4 || held[extra[0].Ifindex] {
+			return fmt.Errorf("flood set holds %v, want the four ports whose interfaces are there", held)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// morePorts makes n veths in r's namespace (called inside it) and sets
+// them as ports of bridge 1 in the slots after r's: ports beyond r's four
+// for a flood set to grow with.
+func morePorts(r *rig, n int) ([]PortInfo, error) {
+	var out []PortInfo
+	for i := range n {
+		la := netlink.NewLinkAttrs()
+		la.Name = fmt.Sprintf("more%d", i)
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: fmt.Sprintf("morepeer%d", i)}); err != nil {
+			return nil, err
+		}
+		l, err := netlink.LinkByName(la.Name)
+		if err != nil {
+			return nil, err
+		}
+		p := PortInfo{Ifindex: uint32(l.Attrs().Index), Bridge: 1, Slot: uint16(4 + i)}
+		if err := r.dp.SetPort(p); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 func (r *rig) bench(slot int, data []byte, n int) time.Duration {
 	var per time.Duration
 	err := r.ns.Do(func() error {

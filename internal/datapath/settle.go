@@ -215,7 +215,7 @@ func (s sizedSet) create(id uint16, size int, want map[uint32]bool) (*ebpf.Map, 
 		return nil, fmt.Errorf("create %s: %w", s.what, err)
 	}
 	for ifindex := range want {
-		if err := m.Put(ifindex, s.val(ifindex)); err != nil {
+		if err := s.put(m, ifindex); err != nil {
 			m.Close()
 			return nil, fmt.Errorf("add ifindex %d to the %s: %w", ifindex, s.what, err)
 		}

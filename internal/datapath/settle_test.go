@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/vishvananda/netlink"
 )
 
 // A settle (SettleBegin, Wait, SettleEnd) takes the wait that a flipped
@@ -76,25 +75,13 @@ func TestSettle(t *testing.T) {
 // lost on the way.
 func TestSettleResizesFloodSets(t *testing.T) {
 	r := newRig(t, modes[0], 1024, [4]uint32{})
-	all := []PortInfo{{Ifindex: r.port[1], Bridge: 1, Slot: 1}, {Ifindex: r.port[2], Bridge: 1, Slot: 2}, {Ifindex: r.port[3], Bridge: 1, Slot: 3}, {Ifindex: r.port[0], Bridge: 1, Slot: 4}}
+	all := []PortInfo{{Ifindex: r.port[1], Bridge: 1, Slot: 1}, {Ifindex: r.port[2], Bridge: 1, Slot: 2}, {Ifindex: r.port[3], Bridge: 1, Slot: 3}}
 	err := r.ns.Do(func() error {
-		for i := range 4 {
-			la := netlink.NewLinkAttrs()
-			la.Name = fmt.Sprintf("e%d", i)
-			if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: fmt.Sprintf("f%d", i)}); err != nil {
-				return err
-			}
-			l, err := netlink.LinkByName(la.Name)
-			if err != nil {
-				return err
-			}
-			all = append(all, PortInfo{Ifindex: uint32(l.Attrs().Index), Bridge: 1, Slot: uint16(5 + i)})
+		more, err := morePorts(r, 5)
+		if err != nil {
+			return err
 		}
-		for _, p := range all[3:] {
-			if err := r.dp.SetPort(p); err != nil {
-				return err
-			}
-		}
+		all = append(all, more...)
 		set := func(ports []PortInfo) error {
 			return r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: ports})
 		}
