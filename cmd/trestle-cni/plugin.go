@@ -19,6 +19,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/utils/sysctl"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
@@ -388,7 +389,7 @@ func cmdDel(args *skel.CmdArgs) error {
 	// The veth: deleting the host end deletes the container's (and a
 	// vanished netns took both). A chained TAP is not ours to delete and
 	// never has this name.
-	if err := ip.DelLinkByName(hostVethName(args.ContainerID, args.IfName)); err != nil && !errors.Is(err, ip.ErrLinkNotFound) {
+	if err := delLink(hostVethName(args.ContainerID, args.IfName)); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, <-portDone...)
@@ -398,6 +399,24 @@ func cmdDel(args *skel.CmdArgs) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// delLink deletes the interface name. One that is not there, or that goes
+// while it is deleted (the teardown of its peer's namespace took both
+// ends), is deleted: ip.DelLinkByName says ENODEV then, as a failure.
+func delLink(name string) error {
+	l, err := netlink.LinkByName(name)
+	var nf netlink.LinkNotFoundError
+	if errors.As(err, &nf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("look up %s: %w", name, err)
+	}
+	if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("delete %s: %w", name, err)
+	}
+	return nil
 }
 
 // delPort removes the run-time ports of own on the network's bridge. No
@@ -584,7 +603,7 @@ func cmdGC(args *skel.CmdArgs) error {
 			errs = append(errs, fmt.Errorf("remove port %s of %s: %w", p.Name, p.Owner, err))
 		}
 		if name := hostVethName(cid, ifname); p.Interface == name {
-			if err := ip.DelLinkByName(name); err != nil && !errors.Is(err, ip.ErrLinkNotFound) {
+			if err := delLink(name); err != nil {
 				errs = append(errs, err)
 			}
 		}
