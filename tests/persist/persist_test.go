@@ -30,12 +30,7 @@ import (
 // peers as they were.
 func TestPersistRestart(t *testing.T) {
 	t.Parallel()
-	testutil.RequireNetns(t)
-	testutil.RequireCmd(t, "clang")
-	variant, err := harness.VariantBin()
-	if err != nil {
-		t.Fatalf("build a variant of trestle: %v", err)
-	}
+	variant := variantBin(t)
 	for _, mode := range []string{"xdp", "tc"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
@@ -56,28 +51,11 @@ func TestPersistRestart(t *testing.T) {
 			}
 			pinDir := st.PinDir
 
-			s := l.StartStream(9*time.Second, 1500*time.Millisecond)
-			step := s.Step
-			step("kill -9 and restart", func() {
-				l.Signal(syscall.SIGKILL)
-				l.StartNet(harness.Bin)
-			})
-			step("SIGTERM and restart", func() {
-				l.Signal(syscall.SIGTERM)
-				l.StartNet(harness.Bin)
-			})
-			step("replace by another build", func() {
-				l.Signal(syscall.SIGTERM)
-				l.StartNet(variant)
-			})
-			step("and back", func() {
-				out := l.Signal(syscall.SIGTERM)
+			g := restarts(l, 9*time.Second, variant, func(out string) {
 				if !strings.Contains(out, "moved to this daemon's program in place") || !strings.Contains(out, "adopted the pinned datapath") {
 					t.Errorf("the other build did not adopt the datapath and move its links:\n%s", out)
 				}
-				l.StartNet(harness.Bin)
 			})
-			g := s.Lossless()
 
 			// The table from before, with its ages.
 			for i := 1; i <= 3; i++ {
@@ -98,11 +76,7 @@ func TestPersistRestart(t *testing.T) {
 
 			// Down: nothing left.
 			l.Signal(syscall.SIGTERM)
-			out, err := l.SW.ExecNetOnly(harness.Bin, "down", "--socket", l.Sock)
-			if err != nil || !strings.Contains(out, "detached") {
-				t.Fatalf("trestle down: %v\n%s", err, out)
-			}
-			l.AssertNoPrograms()
+			down(l, l.SW.ExecNetOnly, "detached")
 			if _, err := os.Stat(pinDir); !os.IsNotExist(err) {
 				t.Errorf("%s left after down: %v", pinDir, err)
 			}
@@ -145,6 +119,146 @@ func TestNoPersist(t *testing.T) {
 	}
 	l.PingAll()
 	l.Stop()
+}
+
+// runPortLab is a lab whose h1 port is added at run time (the file names
+// the others), once the daemon is started with start; persist, or not.
+func runPortLab(t *testing.T, persist bool, start func(*harness.Lab)) *harness.Lab {
+	t.Helper()
+	var l *harness.Lab
+	if persist {
+		l = harness.NewPersistLab(t, 3, nil)
+	} else {
+		l = harness.NewLab(t, 3)
+	}
+	cfg := strings.Replace(l.Config("", nil), fmt.Sprintf("\n[[bridge.port]]\ninterface = %q\n", harness.PortName(1)), "", 1)
+	if persist {
+		cfg = strings.Replace(cfg, "[daemon]\n", "[daemon]\npersist = true\n", 1)
+	}
+	l.WriteConfig(cfg)
+	start(l)
+	if out, err := l.CLI("port", "add", "br0", harness.PortName(1)); err != nil {
+		t.Fatalf("port add: %v\n%s", err, out)
+	}
+	filterOn(t, l, true)
+	return l
+}
+
+// filterOn checks that h1's port runs a program in trestle's tc filter,
+// not a tcx link, or (on false) has none at all.
+func filterOn(t *testing.T, l *harness.Lab, on bool) {
+	t.Helper()
+	progs := l.Programs()
+	_, filter := progs[harness.PortName(1)+"/tc-filter"]
+	others := 0
+	for k := range progs {
+		if strings.HasPrefix(k, harness.PortName(1)+"/") && !strings.HasSuffix(k, "/tc-filter") {
+			others++
+		}
+	}
+	if filter != on || others > 0 {
+		t.Errorf("port-h1 (added at run time): a tc filter %v (want %v), %d other programs: %v", filter, on, others, progs)
+	}
+}
+
+// TestPersistRunPort: a port added at run time at tc is a tc filter, which
+// needs no pin. With persist, a stream in at it loses no frame while the
+// daemon is killed and restarted, stopped and restarted, and replaced by
+// another build and back: each daemon takes the filter over and moves it
+// to its own program in place. `trestle down` takes it off.
+func TestPersistRunPort(t *testing.T) {
+	t.Parallel()
+	variant := variantBin(t)
+	l := runPortLab(t, true, func(l *harness.Lab) { l.StartNet(harness.Bin) })
+	l.PingAll()
+	restarts(l, 9*time.Second, variant, func(out string) {
+		if !strings.Contains(out, "filters=1") || !strings.Contains(out, "moved to this daemon's program in place") {
+			t.Errorf("the other build did not take over the filter and move it:\n%s", out)
+		}
+	})
+	filterOn(t, l, true)
+	if p := l.Show().Bridges[0].Ports; len(p) != 3 {
+		t.Errorf("ports after the restarts: %+v", p)
+	}
+	l.Signal(syscall.SIGTERM)
+	down(l, l.SW.ExecNetOnly, "detached tc filter")
+}
+
+// variantBin is another build of trestle, to upgrade to and back.
+func variantBin(t *testing.T) string {
+	t.Helper()
+	testutil.RequireNetns(t)
+	testutil.RequireCmd(t, "clang")
+	variant, err := harness.VariantBin()
+	if err != nil {
+		t.Fatalf("build a variant of trestle: %v", err)
+	}
+	return variant
+}
+
+// restarts kills and restarts the daemon, stops and restarts it, and
+// unless variant is "" replaces it by variant and back (back: what the
+// variant logged), under a stream h1 -> h2 of dur, and checks the stream
+// (StreamLossless).
+func restarts(l *harness.Lab, dur time.Duration, variant string, back func(out string)) harness.GenSummary {
+	l.T.Helper()
+	s := l.StartStream(dur, 1500*time.Millisecond)
+	s.Step("kill -9 and restart", func() {
+		l.Signal(syscall.SIGKILL)
+		l.StartNet(harness.Bin)
+	})
+	s.Step("SIGTERM and restart", func() {
+		l.Signal(syscall.SIGTERM)
+		l.StartNet(harness.Bin)
+	})
+	if variant == "" {
+		return s.Lossless()
+	}
+	s.Step("replace by another build", func() {
+		l.Signal(syscall.SIGTERM)
+		l.StartNet(variant)
+	})
+	s.Step("and back", func() {
+		back(l.Signal(syscall.SIGTERM))
+		l.StartNet(harness.Bin)
+	})
+	return s.Lossless()
+}
+
+// down runs trestle down for l's stopped daemon through run (the switch
+// namespace's Exec, or ExecNetOnly for a persisted datapath) and checks
+// that it said want and left no program.
+func down(l *harness.Lab, run func(string, ...string) (string, error), want string) {
+	l.T.Helper()
+	out, err := run(harness.Bin, "down", "--socket", l.Sock)
+	if err != nil || !strings.Contains(out, want) {
+		l.T.Fatalf("trestle down: %v\n%s", err, out)
+	}
+	l.AssertNoPrograms()
+}
+
+// TestNoPersistRunPort: without persist, a daemon that stops takes its
+// run-time port's tc filter off; one killed leaves it (a filter is not
+// closed with the process, as a link is), and the next daemon takes it
+// over and forwards through it, or `trestle down` takes it off.
+func TestNoPersistRunPort(t *testing.T) {
+	t.Parallel()
+	l := runPortLab(t, false, func(l *harness.Lab) { l.Start() })
+	l.PingAll()
+	l.Stop()
+
+	l.Start() // takes the port back from the record
+	filterOn(t, l, true)
+	l.Signal(syscall.SIGKILL)
+	filterOn(t, l, true)
+	l.Start()
+	if !strings.Contains(l.Daemon.Out.String(), "took over the tc filters an earlier daemon left") {
+		t.Errorf("the next daemon did not say it took over the filter:\n%s", l.Daemon.Out.String())
+	}
+	filterOn(t, l, true)
+	l.PingAll()
+	l.Signal(syscall.SIGKILL)
+	down(l, l.SW.Exec, "detached tc filter")
 }
 
 // TestDownStale: a persisted datapath whose namespace is deleted (with its
@@ -254,16 +368,7 @@ func TestPersistPatch(t *testing.T) {
 		t.Fatalf("tables before the restarts: %v", before)
 	}
 
-	s := l.StartStream(5*time.Second, 1500*time.Millisecond)
-	s.Step("kill -9 and restart", func() {
-		l.Signal(syscall.SIGKILL)
-		l.StartNet(harness.Bin)
-	})
-	s.Step("SIGTERM and restart", func() {
-		l.Signal(syscall.SIGTERM)
-		l.StartNet(harness.Bin)
-	})
-	g := s.Lossless()
+	g := restarts(l, 5*time.Second, "", nil)
 	after := where()
 	for k, port := range before {
 		if after[k] != port {
