@@ -371,28 +371,28 @@ func cmdDel(args *skel.CmdArgs) error {
 		return nil
 	}
 	own := owner(n.Name, args.ContainerID, args.IfName)
-	// The IPAM plugin's DEL, the port's and the veth's run side by side:
-	// none needs another done first (the daemon takes a port whose
-	// interface went away as it takes one deleted under it, and a frame
-	// for it meanwhile is dropped), and the DEL waits for the longest, the
-	// kernel's delete of the veth, rather than all three
-	// (docs/performance.md "Pod churn"). An IPAM plugin that is not there
-	// reserved nothing (an ADD that failed to find it).
+	// The IPAM plugin's DEL runs beside the port's and the veth's: none
+	// of them needs another done first, and the DEL waits for the longest
+	// rather than all three (docs/performance.md "Pod churn"). An IPAM
+	// plugin that is not there reserved nothing (an ADD that failed to
+	// find it).
 	var ipamDone chan error
 	if _, ferr := invoke.FindInPath(n.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH"))); n.IPAM.Type != "" && ferr == nil {
 		ipamDone = make(chan error, 1)
 		go func() { ipamDone <- ipamDo(invoke.DelegateDel, n, args) }()
 	}
-	portDone := make(chan []error, 1)
-	go func() { portDone <- delPort(n, own) }()
-	var errs []error
+	// The port goes first, then the veth. Side by side they measured
+	// slower (a DEL's median 1.11x the bridge plugin's against 1.00x in
+	// turn, its p99 1.36x against 1.06x): the veth's link event, read
+	// before the port's removal, made full applies, and the removal's tc
+	// and map writes met the delete's in the kernel.
+	errs := delPort(n, own)
 	// The veth: deleting the host end deletes the container's (and a
 	// vanished netns took both). A chained TAP is not ours to delete and
 	// never has this name.
 	if err := delLink(hostVethName(args.ContainerID, args.IfName)); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, <-portDone...)
 	if ipamDone != nil {
 		if err := <-ipamDone; err != nil {
 			errs = append(errs, err)
