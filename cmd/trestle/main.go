@@ -261,6 +261,9 @@ gone (its interfaces went with it; its maps would stay pinned until reboot).`,
 				fmt.Fprintf(e.stdout, "nothing to remove: no persisted datapath for %s in this namespace (%s)\n", sock, res.PinDir)
 				return nil
 			}
+			for _, u := range res.Unreadable {
+				fmt.Fprintf(e.stderr, "trestle: warning: %s\n", u)
+			}
 			for _, d := range res.Detached {
 				fmt.Fprintln(e.stdout, d)
 			}

@@ -9,12 +9,15 @@
 // here): the qdisc's filter list is swapped under RCU and the old one
 // freed later (docs/performance.md "Pod churn").
 //
-// The filter is trestle's by its place: priority Prio, handle Handle, kind
-// bpf, on the ingress of the clsact qdisc, any protocol. A filter there is
-// taken over (replaced) by the next attach; a frame meets the old program
-// or the new one, never none. A filter holds its program, unlike a link
-// that closes with the process that made it: it stays until it is removed,
-// or its interface goes.
+// A daemon's filter is its own by its Place: priority Prio, a handle and a
+// name of that daemon's (PlaceOf its instance), kind bpf, on the ingress
+// of the clsact qdisc, any protocol. Two daemons whose ports share an
+// interface have two places: neither replaces, adopts or removes the
+// other's filter. A filter at a daemon's place is taken over (replaced)
+// by its next attach; a frame meets the old program or the new one, never
+// none. A filter holds its program, unlike a link that closes with the
+// process that made it: it stays until it is removed, or its interface
+// goes.
 //
 // Every function acts in the calling thread's network namespace.
 package clsact
@@ -22,33 +25,61 @@ package clsact
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
-// Prio and Handle place trestle's filter; the priority is the first, as
-// a tcx program runs before any clsact filter. Name is what `tc filter
-// show` calls it.
+// Prio is the priority of trestle's filters: the first, as a tcx program
+// runs before any clsact filter. NamePrefix begins the name `tc filter
+// show` gives each.
 const (
-	Prio   = 1
-	Handle = 0x7472 // "tr"
-	Name   = "trestle"
+	Prio       = 1
+	NamePrefix = "trestle"
 )
 
-// ErrGone: the interface is not there (deleted, or in another namespace).
-var ErrGone = errors.New("no such interface")
+// Place is where one daemon's filters sit on an interface's ingress.
+type Place struct {
+	Handle uint32
+	Name   string
+}
+
+// PlaceOf is the place of the daemon named instance (instance.Name): the
+// name says whose it is, the handle (from the name) keeps two daemons'
+// filters apart at one priority.
+func PlaceOf(instance string) Place {
+	name := NamePrefix
+	if instance != "" {
+		name += "-" + instance
+	}
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(name); i++ {
+		h ^= uint32(name[i])
+		h *= 16777619
+	}
+	return Place{Handle: h | 1, Name: name}
+}
+
+var (
+	// ErrGone: the interface is not there (deleted, or in another
+	// namespace).
+	ErrGone = errors.New("no such interface")
+	// ErrUnsupported: this kernel has no clsact qdisc or no bpf filter
+	// (their modules absent): no filter can be attached anywhere.
+	ErrUnsupported = errors.New("the kernel has no clsact qdisc or cls_bpf filter")
+)
 
 func qdisc(ifindex int) *netlink.Clsact {
 	return &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}}
 }
 
-func filter(ifindex int, prog *ebpf.Program) *netlink.BpfFilter {
+func filter(ifindex int, pl Place, prog *ebpf.Program) *netlink.BpfFilter {
 	f := &netlink.BpfFilter{
-		FilterAttrs:  netlink.FilterAttrs{LinkIndex: ifindex, Parent: netlink.HANDLE_MIN_INGRESS, Handle: Handle, Priority: Prio, Protocol: unix.ETH_P_ALL},
+		FilterAttrs:  netlink.FilterAttrs{LinkIndex: ifindex, Parent: netlink.HANDLE_MIN_INGRESS, Handle: pl.Handle, Priority: Prio, Protocol: unix.ETH_P_ALL},
 		Fd:           -1,
-		Name:         Name,
+		Name:         pl.Name,
 		DirectAction: true,
 	}
 	if prog != nil {
@@ -65,36 +96,45 @@ func gone(err error) error {
 	return err
 }
 
-// Attach puts prog on ifindex's ingress, replacing trestle's filter there
-// if it has one, and makes the clsact qdisc when the interface has none
+// kind maps the kernel's answer to a qdisc or filter of a kind it does
+// not have (ENOENT: no such kind, its module not loaded; EOPNOTSUPP).
+func kind(err error) error {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
+		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return gone(err)
+}
+
+// Attach puts prog on ifindex's ingress, replacing the filter at pl if
+// there is one, and makes the clsact qdisc when the interface has none
 // (madeQdisc: Detach may take it away again). On an error nothing it made
-// is left.
-func Attach(ifindex int, prog *ebpf.Program) (madeQdisc bool, err error) {
+// is left; ErrUnsupported says no interface can have one.
+func Attach(ifindex int, pl Place, prog *ebpf.Program) (madeQdisc bool, err error) {
 	switch err := netlink.QdiscAdd(qdisc(ifindex)); {
 	case err == nil:
 		madeQdisc = true
 	case errors.Is(err, unix.EEXIST):
 	default:
-		return false, fmt.Errorf("add a clsact qdisc to ifindex %d: %w", ifindex, gone(err))
+		return false, fmt.Errorf("add a clsact qdisc to ifindex %d: %w", ifindex, kind(err))
 	}
-	if err := netlink.FilterReplace(filter(ifindex, prog)); err != nil {
+	if err := netlink.FilterReplace(filter(ifindex, pl, prog)); err != nil {
 		if madeQdisc {
 			_ = netlink.QdiscDel(qdisc(ifindex))
 		}
-		return false, fmt.Errorf("add the tc filter to ifindex %d: %w", ifindex, gone(err))
+		return false, fmt.Errorf("add the tc filter to ifindex %d: %w", ifindex, kind(err))
 	}
 	return madeQdisc, nil
 }
 
-// Replace moves trestle's filter on ifindex to prog in place: each frame
+// Replace moves the filter at pl on ifindex to prog in place: each frame
 // meets one program or the other.
-func Replace(ifindex int, prog *ebpf.Program) error {
-	if _, ok, err := Program(ifindex); err != nil {
+func Replace(ifindex int, pl Place, prog *ebpf.Program) error {
+	if _, ok, err := Program(ifindex, pl); err != nil {
 		return err
 	} else if !ok {
-		return fmt.Errorf("ifindex %d has no trestle tc filter to move", ifindex)
+		return fmt.Errorf("ifindex %d has no tc filter %s to move", ifindex, pl.Name)
 	}
-	if err := netlink.FilterReplace(filter(ifindex, prog)); err != nil {
+	if err := netlink.FilterReplace(filter(ifindex, pl, prog)); err != nil {
 		return fmt.Errorf("replace the tc filter of ifindex %d: %w", ifindex, gone(err))
 	}
 	return nil
@@ -122,35 +162,60 @@ func filters(ifindex int, parent uint32) ([]netlink.Filter, error) {
 	return nil, fmt.Errorf("list the tc filters of ifindex %d: %w", ifindex, gone(err))
 }
 
-func ours(f netlink.Filter) (*netlink.BpfFilter, bool) {
-	b, ok := f.(*netlink.BpfFilter)
-	if !ok {
-		return nil, false
+// trestles are the ingress bpf filters at trestle's priority whose name
+// is a daemon's.
+func trestles(ifindex int) ([]*netlink.BpfFilter, error) {
+	fs, err := filters(ifindex, netlink.HANDLE_MIN_INGRESS)
+	if err != nil {
+		return nil, err
 	}
-	a := b.Attrs()
-	return b, a.Handle == Handle && a.Priority == Prio && a.Parent == netlink.HANDLE_MIN_INGRESS
+	var out []*netlink.BpfFilter
+	for _, f := range fs {
+		b, ok := f.(*netlink.BpfFilter)
+		if !ok || b.Attrs().Priority != Prio || b.Attrs().Parent != netlink.HANDLE_MIN_INGRESS {
+			continue
+		}
+		if b.Name == NamePrefix || strings.HasPrefix(b.Name, NamePrefix+"-") {
+			out = append(out, b)
+		}
+	}
+	return out, nil
 }
 
-// Program is the program trestle's filter on ifindex runs; ok is false
+// Program is the program the filter at pl on ifindex runs; ok is false
 // when the interface has no such filter.
-func Program(ifindex int) (id ebpf.ProgramID, ok bool, err error) {
-	fs, err := filters(ifindex, netlink.HANDLE_MIN_INGRESS)
+func Program(ifindex int, pl Place) (id ebpf.ProgramID, ok bool, err error) {
+	fs, err := trestles(ifindex)
 	if err != nil {
 		return 0, false, err
 	}
-	for _, f := range fs {
-		if b, mine := ours(f); mine {
+	for _, b := range fs {
+		if b.Attrs().Handle == pl.Handle && b.Name == pl.Name {
 			return ebpf.ProgramID(b.Id), true, nil
 		}
 	}
 	return 0, false, nil
 }
 
-// Detach removes trestle's filter from ifindex, and then the clsact qdisc
+// Any lists the programs of every daemon's filter on ifindex (a test's
+// check that none is left behind).
+func Any(ifindex int) ([]ebpf.ProgramID, error) {
+	fs, err := trestles(ifindex)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]ebpf.ProgramID, 0, len(fs))
+	for _, b := range fs {
+		ids = append(ids, ebpf.ProgramID(b.Id))
+	}
+	return ids, nil
+}
+
+// Detach removes the filter at pl from ifindex, and then the clsact qdisc
 // too when dropQdisc says Attach made it and no filter is left on it. An
 // interface that is gone, or that has no such filter, is no error.
-func Detach(ifindex int, dropQdisc bool) error {
-	err := netlink.FilterDel(filter(ifindex, nil))
+func Detach(ifindex int, pl Place, dropQdisc bool) error {
+	err := netlink.FilterDel(filter(ifindex, pl, nil))
 	switch {
 	case err == nil, errors.Is(err, unix.ENOENT):
 	case errors.Is(err, unix.ENODEV):
@@ -158,7 +223,7 @@ func Detach(ifindex int, dropQdisc bool) error {
 	case errors.Is(err, unix.EINVAL):
 		// No clsact qdisc, or no filter at that priority: nothing of
 		// ours is there.
-		if _, ok, perr := Program(ifindex); perr == nil && !ok {
+		if _, ok, perr := Program(ifindex, pl); perr == nil && !ok {
 			err = nil
 			break
 		}

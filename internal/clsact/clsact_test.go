@@ -83,10 +83,13 @@ func hasClsact(ifindex int) (bool, error) {
 	return false, nil
 }
 
+// pl is the tests' daemon's place.
+var pl = clsact.PlaceOf("ns1-test")
+
 // runs says which program trestle's filter on ifindex runs, or an error
 // when that is not want (0: none).
 func runs(ifindex int, want ebpf.ProgramID) error {
-	id, ok, err := clsact.Program(ifindex)
+	id, ok, err := clsact.Program(ifindex, pl)
 	switch {
 	case err != nil:
 		return err
@@ -133,7 +136,7 @@ func TestAttachReplaceDetach(t *testing.T) {
 		if err := runs(xa, 0); err != nil {
 			return err
 		}
-		if made, err := clsact.Attach(xa, one.prog); err != nil || !made {
+		if made, err := clsact.Attach(xa, pl, one.prog); err != nil || !made {
 			return fmt.Errorf("Attach to an interface without a qdisc: made %v, %v", made, err)
 		}
 		if err := runs(xa, one.id); err != nil {
@@ -144,7 +147,7 @@ func TestAttachReplaceDetach(t *testing.T) {
 		}
 
 		// Taken over by the next attach, the qdisc kept.
-		if made, err := clsact.Attach(xa, two.prog); err != nil || made {
+		if made, err := clsact.Attach(xa, pl, two.prog); err != nil || made {
 			return fmt.Errorf("Attach over trestle's filter: made %v, %v", made, err)
 		}
 		if err := runs(xa, two.id); err != nil {
@@ -153,14 +156,14 @@ func TestAttachReplaceDetach(t *testing.T) {
 		if err := sees(ns, two); err != nil {
 			return err
 		}
-		if err := clsact.Replace(xa, one.prog); err != nil {
+		if err := clsact.Replace(xa, pl, one.prog); err != nil {
 			return err
 		}
 		if err := runs(xa, one.id); err != nil {
 			return err
 		}
 
-		if err := clsact.Detach(xa, true); err != nil {
+		if err := clsact.Detach(xa, pl, true); err != nil {
 			return err
 		}
 		if err := runs(xa, 0); err != nil {
@@ -169,10 +172,10 @@ func TestAttachReplaceDetach(t *testing.T) {
 		if has, err := hasClsact(xa); err != nil || has {
 			return fmt.Errorf("the qdisc the attach made is left (%v, %v)", has, err)
 		}
-		if err := clsact.Detach(xa, true); err != nil {
+		if err := clsact.Detach(xa, pl, true); err != nil {
 			return fmt.Errorf("a second Detach: %w", err)
 		}
-		if err := clsact.Replace(xa, one.prog); err == nil {
+		if err := clsact.Replace(xa, pl, one.prog); err == nil {
 			return errors.New("Replace with no filter to move worked")
 		}
 
@@ -180,10 +183,10 @@ func TestAttachReplaceDetach(t *testing.T) {
 		if err := netlink.LinkDel(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Index: xa}}); err != nil {
 			return err
 		}
-		if _, err := clsact.Attach(xa, one.prog); !errors.Is(err, clsact.ErrGone) {
+		if _, err := clsact.Attach(xa, pl, one.prog); !errors.Is(err, clsact.ErrGone) {
 			return fmt.Errorf("Attach to a gone interface: %v, want ErrGone", err)
 		}
-		if err := clsact.Detach(xa, true); err != nil {
+		if err := clsact.Detach(xa, pl, true); err != nil {
 			return fmt.Errorf("Detach of a gone interface: %w", err)
 		}
 		return nil
@@ -221,10 +224,10 @@ func TestQdiscOfOthers(t *testing.T) {
 		if err := netlink.QdiscAdd(&netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: d1, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}}); err != nil {
 			return err
 		}
-		if made, err := clsact.Attach(d1, c.prog); err != nil || made {
+		if made, err := clsact.Attach(d1, pl, c.prog); err != nil || made {
 			return fmt.Errorf("Attach beside a qdisc: made %v, %v", made, err)
 		}
-		if err := clsact.Detach(d1, false); err != nil {
+		if err := clsact.Detach(d1, pl, false); err != nil {
 			return err
 		}
 		if has, err := hasClsact(d1); err != nil || !has {
@@ -232,22 +235,67 @@ func TestQdiscOfOthers(t *testing.T) {
 		}
 
 		// d2: the attach made the qdisc, someone added a filter to it.
-		if _, err := clsact.Attach(d2, c.prog); err != nil {
+		if _, err := clsact.Attach(d2, pl, c.prog); err != nil {
 			return err
 		}
 		other := &netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: d2, Parent: netlink.HANDLE_MIN_EGRESS, Handle: 1, Priority: 7, Protocol: unix.ETH_P_ALL}, Fd: c.prog.FD(), Name: "other", DirectAction: true}
 		if err := netlink.FilterAdd(other); err != nil {
 			return err
 		}
-		if err := clsact.Detach(d2, true); err != nil {
+		if err := clsact.Detach(d2, pl, true); err != nil {
 			return err
 		}
 		if has, err := hasClsact(d2); err != nil || !has {
 			return fmt.Errorf("a qdisc that holds another's filter was taken away (%v)", err)
 		}
 
+		// d2 again: another's bpf filter at trestle's priority (handle
+		// 1) runs beside ours and outlives our detach; another daemon's
+		// place on the same interface is its own.
+		foreign := &netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: d2, Parent: netlink.HANDLE_MIN_INGRESS, Handle: 1, Priority: clsact.Prio, Protocol: unix.ETH_P_ALL}, Fd: c.prog.FD(), Name: "other", DirectAction: true}
+		if err := netlink.FilterAdd(foreign); err != nil {
+			return err
+		}
+		second := clsact.PlaceOf("ns1-second")
+		if second == pl {
+			return errors.New("two daemons have one place")
+		}
+		if _, err := clsact.Attach(d2, pl, c.prog); err != nil {
+			return err
+		}
+		if _, err := clsact.Attach(d2, second, c.prog); err != nil {
+			return err
+		}
+		if err := clsact.Detach(d2, second, true); err != nil {
+			return err
+		}
+		if err := runs(d2, c.id); err != nil {
+			return fmt.Errorf("another daemon's detach: %w", err)
+		}
+		if ids, err := clsact.Any(d2); err != nil || len(ids) != 1 {
+			return fmt.Errorf("trestle filters left on d2: %v, %v; want ours alone", ids, err)
+		}
+		if err := clsact.Detach(d2, pl, true); err != nil {
+			return err
+		}
+		fs, err := netlink.FilterList(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Index: d2}}, netlink.HANDLE_MIN_INGRESS)
+		if err != nil || len(fs) != 1 || fs[0].Attrs().Handle != 1 {
+			return fmt.Errorf("another's filter at trestle's priority after our detach: %v, %v", fs, err)
+		}
+
+		// d1: another's filter at trestle's priority for IPv4 only: the
+		// kernel keeps one protocol a priority, so our attach fails, for
+		// that interface alone (not ErrUnsupported).
+		ip4 := &netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: d1, Parent: netlink.HANDLE_MIN_INGRESS, Handle: 1, Priority: clsact.Prio, Protocol: unix.ETH_P_IP}, Fd: c.prog.FD(), Name: "other", DirectAction: true}
+		if err := netlink.FilterAdd(ip4); err != nil {
+			return err
+		}
+		if _, err := clsact.Attach(d1, pl, c.prog); err == nil || errors.Is(err, clsact.ErrUnsupported) {
+			return fmt.Errorf("attach beside another protocol's filter at our priority: %v, want a failure of this interface", err)
+		}
+
 		// d3: the attach fails (not a tc program); nothing is left.
-		if _, err := clsact.Attach(d3, xdp); err == nil {
+		if _, err := clsact.Attach(d3, pl, xdp); err == nil {
 			return errors.New("an XDP program was attached as a tc filter")
 		}
 		if has, err := hasClsact(d3); err != nil || has {

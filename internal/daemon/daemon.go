@@ -146,7 +146,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	capacity, refresh := fdbCapacity(cfg), refreshFor(cfg)
 	dlog := func(msg string, args ...any) { log.Info(msg, args...) }
-	dp, err := datapath.Load(datapath.Options{FDBCapacity: capacity, Refresh: refresh, PinDir: pinDir, Log: dlog})
+	dp, err := datapath.Load(datapath.Options{FDBCapacity: capacity, Refresh: refresh, PinDir: pinDir, Instance: inst.Name, Log: dlog})
 	if err != nil {
 		srv.Close()
 		return err

@@ -105,6 +105,10 @@ type Attacher interface {
 	// Upgrade moves an attachment to this dataplane's program in place;
 	// false when it runs it already.
 	Upgrade(Attachment) (bool, error)
+	// Restore puts back a tc filter (datapath.HookFilter) that another
+	// removed from its interface (a `tc qdisc del dev IF clsact`); true
+	// when it did. Other attachments are left as they are.
+	Restore(Attachment) (bool, error)
 	// AdoptFilter takes over the tc filter (datapath.HookFilter) an
 	// earlier daemon left on an interface, nil when it has none: a filter
 	// is not pinned, so the daemon looks where it attached them (the
@@ -201,6 +205,10 @@ func (d realDataplane) AdoptFilter(ifindex int) (Attachment, error) {
 
 func (d realDataplane) Upgrade(a Attachment) (bool, error) {
 	return d.Datapath.Upgrade(a.(realAttachment).Attachment)
+}
+
+func (d realDataplane) Restore(a Attachment) (bool, error) {
+	return d.Datapath.Restore(a.(realAttachment).Attachment)
 }
 
 func (d realDataplane) Resize(s datapath.Sizes) (Resizing, error) {

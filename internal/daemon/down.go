@@ -30,6 +30,10 @@ type DownResult struct {
 	// (docs/overlay.md), which withdraws their routes.
 	VNIsRemoved ctl.List[uint32] `json:"vnis_removed"`
 	Found       bool             `json:"found"`
+	// Unreadable: records of the state directory that could not be read
+	// (a power cut on a /run that is no tmpfs may leave one empty: they
+	// are not synced), and what was not undone for it.
+	Unreadable ctl.List[string] `json:"unreadable"`
 }
 
 // Down removes the persisted datapath of the daemon that listens (or
@@ -55,7 +59,7 @@ func Down(socket string, force bool) (DownResult, error) {
 	if _, err := os.Stat(inst.StateDir); err == nil {
 		res.Found = true
 		if recorded, err = st.load(); err != nil {
-			return res, err
+			res.Unreadable = append(res.Unreadable, fmt.Sprintf("%v: its veth peers' settings and overlay VNIs are left as they are", err))
 		}
 	}
 	// The programs go first, then the peers they needed.
@@ -73,7 +77,7 @@ func Down(socket string, force bool) (DownResult, error) {
 	}
 	sys := netlinkSystem{}
 	if res.Found {
-		did, err := downFilters(st, sys)
+		did, err := downFilters(st, sys, clsact.PlaceOf(inst.Name), &res)
 		res.Detached = append(res.Detached, did...)
 		if err != nil {
 			return res, err
@@ -110,10 +114,11 @@ func Down(socket string, force bool) (DownResult, error) {
 // ports a daemon recorded, which it attached with them; a filter is not
 // pinned, and stays after a daemon with persist, or one killed, until it
 // is removed. An interface that is not the one recorded is left alone.
-func downFilters(st *stateDir, sys System) ([]string, error) {
+func downFilters(st *stateDir, sys System, pl clsact.Place, res *DownResult) ([]string, error) {
 	rf, err := st.loadRun()
 	if err != nil {
-		return nil, err
+		res.Unreadable = append(res.Unreadable, fmt.Sprintf("%v: the tc filters of its run-time ports are left (tc filter del dev IF ingress pref %d handle 0x%x bpf)", err, clsact.Prio, pl.Handle))
+		return nil, nil
 	}
 	var did []string
 	for _, rp := range rf.Ports {
@@ -124,12 +129,12 @@ func downFilters(st *stateDir, sys System) ([]string, error) {
 		if err != nil || l.Index != rp.Ifindex {
 			continue
 		}
-		_, ok, err := clsact.Program(l.Index)
+		_, ok, err := clsact.Program(l.Index, pl)
 		if errors.Is(err, clsact.ErrGone) || err == nil && !ok {
 			continue
 		}
 		if err == nil {
-			err = clsact.Detach(l.Index, true)
+			err = clsact.Detach(l.Index, pl, true)
 		}
 		if err != nil {
 			return did, fmt.Errorf("run-time port %s: %w", rp.Interface, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/clsact"
 	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/mode"
 	"github.com/trestle/trestle/internal/netdev"
@@ -67,7 +68,7 @@ func newFakeDP() *fakeDP {
 	stages := &fakeStages{fakeOps: ops}
 	pins := &fakePins{topo: topo}
 	sizer := &fakeSizer{fakeOps: ops, sizes: fakeSizes}
-	att := &fakeAttacher{fakeOps: ops, stages: stages, sizer: sizer, pins: pins, attached: map[string]*fakeAtt{}, refuse: map[int]error{}, left: map[int]bool{}}
+	att := &fakeAttacher{fakeOps: ops, stages: stages, sizer: sizer, pins: pins, attached: map[string]*fakeAtt{}, refuse: map[int]error{}, left: map[int]bool{}, removed: map[int]bool{}}
 	sizer.attacher = att
 	return &fakeDP{fakeOps: ops, fakeTopo: topo, fakeTable: table, fakeStages: stages,
 		fakeCounters: &fakeCounters{table: table}, fakePins: pins, fakeSizer: sizer, fakeAttacher: att}
@@ -361,8 +362,8 @@ func (fakeConntrack) AgeStates(func(uint16) bool) (int, error) { return 0, nil }
 
 // fakeAttacher is the Attacher: a program attaches with the stages and the
 // load of the programs as they are, pinned if the dataplane is; refuse
-// makes XDP on an ifindex fail, noFilters every tc filter (a kernel
-// without cls_bpf). left are the interfaces with a tc filter an earlier
+// makes XDP on an ifindex fail, and a tc filter on it; noFilters every
+// tc filter (a kernel without cls_bpf). left are the interfaces with a tc filter an earlier
 // daemon left (AdoptFilter).
 type fakeAttacher struct {
 	*fakeOps
@@ -373,6 +374,7 @@ type fakeAttacher struct {
 	refuse    map[int]error
 	noFilters bool
 	left      map[int]bool
+	removed   map[int]bool // filters another took off (Restore)
 }
 
 func (f *fakeAttacher) AdoptFilter(ifindex int) (Attachment, error) {
@@ -391,7 +393,11 @@ func (f *fakeAttacher) Attach(ifindex int, m mode.Mode, h datapath.Hook) (Attach
 	}
 	if f.noFilters && h == datapath.HookFilter {
 		f.ops = append(f.ops, fmt.Sprintf("Attach %d %s refused", ifindex, m))
-		return nil, errors.New("add the tc filter: operation not supported")
+		return nil, fmt.Errorf("add the tc filter: %w", clsact.ErrUnsupported)
+	}
+	if err := f.refuse[ifindex]; err != nil && h == datapath.HookFilter {
+		f.ops = append(f.ops, fmt.Sprintf("Attach %d %s refused", ifindex, m))
+		return nil, err
 	}
 	if err := f.op("Attach %d %s", ifindex, m); err != nil {
 		return nil, err
@@ -399,6 +405,15 @@ func (f *fakeAttacher) Attach(ifindex int, m mode.Mode, h datapath.Hook) (Attach
 	a := &fakeAtt{att: f, ifindex: ifindex, m: m, hook: h, pinned: f.pins.pinned, stage: f.stages.vlanStage, load: f.sizer.load}
 	f.attached[a.key()] = a
 	return a, nil
+}
+
+func (f *fakeAttacher) Restore(a Attachment) (bool, error) {
+	fa := a.(*fakeAtt)
+	if fa.hook != datapath.HookFilter || !f.removed[fa.ifindex] {
+		return false, nil
+	}
+	delete(f.removed, fa.ifindex)
+	return true, f.op("Restore %d", fa.ifindex)
 }
 
 func (f *fakeAttacher) Upgrade(a Attachment) (bool, error) {

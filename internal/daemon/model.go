@@ -43,6 +43,9 @@ type portState struct {
 	// physical: its interface, when attached, is a NIC (a scoped apply
 	// leaves a bridge with an "auto" NIC to full applies: runports.go).
 	physical bool
+	// noFilter: a tc filter was refused on its interface (another's
+	// filter at trestle's priority): it keeps a link while it is a port.
+	noFilter bool
 	// written is what the port maps hold for this port, nil for nothing.
 	written *datapath.PortInfo
 	// peer: a patch port's peer, the patch port of the other bridge.

@@ -293,7 +293,7 @@ func (d *Daemon) setDown(p *portState, why string) {
 // interface has in that mode and hook.
 func (d *Daemon) attach(c *change, cd *candidate, m mode.Mode, why string, j *journal) error {
 	p, idx := cd.p, cd.l.Index
-	h := d.hookFor(c, p, m)
+	h := d.hookFor(c, cd, m)
 	fits := func(a Attachment) bool { return a != nil && a.Mode() == m && a.Hook() == h }
 	a := c.attached[idx]
 	if !fits(a) {
@@ -302,9 +302,17 @@ func (d *Daemon) attach(c *change, cd *candidate, m mode.Mode, why string, j *jo
 	if !fits(a) {
 		var err error
 		a, err = d.attacher.Attach(idx, m, h)
-		if err != nil && h == datapath.HookFilter && !errors.Is(err, clsact.ErrGone) {
+		switch {
+		case err == nil, h != datapath.HookFilter, errors.Is(err, clsact.ErrGone):
+		case errors.Is(err, clsact.ErrUnsupported):
 			d.noFilters = true
 			d.log.Warn("a tc filter cannot be attached on this kernel: ports added at run time take tcx links, which wait for a grace period at their attach and detach", "port", p.name(), "err", err)
+			a, err = d.attacher.Attach(idx, m, datapath.HookLink)
+		default:
+			// This interface's own (another tool's filter at trestle's
+			// priority, a failure of the moment): a link for it alone.
+			d.log.Warn("a tc filter cannot be attached to this port's interface: it takes a tcx link", "port", p.name(), "err", err)
+			p.noFilter = true
 			a, err = d.attacher.Attach(idx, m, datapath.HookLink)
 		}
 		if err != nil {
@@ -324,8 +332,8 @@ func (d *Daemon) attach(c *change, cd *candidate, m mode.Mode, why string, j *jo
 }
 
 // hookFor is how a port's program is put on its interface in mode m: a
-// port added at run time (a container's, through the CNI plugin) at tc in
-// a tc filter, which the kernel adds and removes without waiting for a
+// port added at run time at tc whose interface is a veth or a TAP (a
+// container's, through the CNI plugin, or a VM's) in a tc filter, which the kernel adds and removes without waiting for a
 // grace period, where a tcx link waits for one at its attach and at its
 // detach, each on a CNI ADD's or DEL's way (docs/performance.md "Pod
 // churn"); every other by a link, whose attach is on no container's way.
@@ -334,12 +342,20 @@ func (d *Daemon) attach(c *change, cd *candidate, m mode.Mode, why string, j *jo
 // port the file takes over moves to a link (and one that an earlier
 // build attached by a link to a filter), each in place: a tcx program
 // runs before any filter and decides alone while both are there.
-func (d *Daemon) hookFor(c *change, p *portState, m mode.Mode) datapath.Hook {
-	if m == mode.TC && !d.noFilters && c.run[portID{p.bridge.cfg.Name, p.key()}] {
+func (d *Daemon) hookFor(c *change, cd *candidate, m mode.Mode) datapath.Hook {
+	p := cd.p
+	if m == mode.TC && !d.noFilters && !p.noFilter && diesWithOwner(cd.l.Type) && c.run[portID{p.bridge.cfg.Name, p.key()}] {
 		return datapath.HookFilter
 	}
 	return datapath.HookLink
 }
+
+// diesWithOwner says whether an interface of that kind goes with what it
+// serves (a veth with its container's namespace, a TAP with its VM's
+// process): a tc filter left on one by a killed daemon goes with it. A
+// host's own interface added at run time keeps a link, which closes with
+// the daemon that made it.
+func diesWithOwner(kind string) bool { return kind == "veth" || kind == "tuntap" || kind == "tun" }
 
 // peerFacts finds out, once, whether a veth's peer can be prepared.
 func (d *Daemon) peerFacts(c *change, cd *candidate) {

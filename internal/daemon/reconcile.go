@@ -497,6 +497,14 @@ func (d *Daemon) commit(c *change, j *journal) error {
 		if c.only != nil && !inScope[idx] {
 			continue // as the last full apply left it
 		}
+		if c.only == nil {
+			// A tc filter another took off: put back, with what it ran.
+			if put, err := d.attacher.Restore(a); err != nil {
+				d.log.Error("a port's tc filter was removed by another, and could not be put back", "ifindex", idx, "err", err)
+			} else if put {
+				d.log.Warn("a port's tc filter was removed by another; put back", "ifindex", idx)
+			}
+		}
 		changed, err := d.attacher.Upgrade(a)
 		if err == nil && !changed {
 			continue

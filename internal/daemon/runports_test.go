@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -838,5 +839,56 @@ func TestRunPortFilterRefused(t *testing.T) {
 	}
 	if n := strings.Count(strings.Join(w.dp.ops[before:], "\n"), "Attach "); n != 1 {
 		t.Errorf("the second port took %d attaches, want 1 (no filter tried): %v", n, w.dp.ops[before:])
+	}
+}
+
+// A run-time port's tc filter that another took off is put back by the
+// next full apply (a reload), not by a container's scoped one.
+func TestRunPortFilterRestored(t *testing.T) {
+	w := worldWith(t, "p1", "r1", "r2")
+	w.mustApply(bridges("br0=p1"))
+	w.mustPortAdd("br0", "r1", "")
+	l1, _ := w.sys.LinkByName("r1")
+	w.dp.removed[l1.Index] = true
+	w.mustPortAdd("br0", "r2", "")
+	restore := fmt.Sprintf("Restore %d", l1.Index)
+	if w.opsAt(restore) >= 0 {
+		t.Fatalf("a scoped apply restored a filter: %v", w.dp.ops)
+	}
+	w.mustApply(bridges("br0=p1"))
+	if w.opsAt(restore) < 0 {
+		t.Fatalf("a full apply did not restore the filter: %v", w.dp.ops)
+	}
+}
+
+// A filter refused on one interface (another tool's filter at trestle's
+// priority) gives that port a link, and the next run-time port still
+// gets a filter; a run-time port on an interface that outlives its owner
+// (a host's own) gets a link, which closes with the daemon.
+func TestRunPortFilterRefusedHere(t *testing.T) {
+	w := worldWith(t, "p1", "r1", "r2")
+	w.sys.add("eth9", "device")
+	l1, _ := w.sys.LinkByName("r1")
+	w.dp.refuse[l1.Index] = errors.New("add the tc filter: invalid argument")
+	w.mustApply(bridges("br0=p1"))
+	w.mustPortAdd("br0", "r1", "")
+	w.mustPortAdd("br0", "r2", "")
+	w.mustPortAdd("br0", "eth9", "")
+	want := map[string]datapath.Hook{"r1": datapath.HookLink, "r2": datapath.HookFilter, "eth9": datapath.HookLink}
+	for n, h := range want {
+		l, _ := w.sys.LinkByName(n)
+		a := w.dp.attached[fmt.Sprintf("%d/tc", l.Index)]
+		if a == nil {
+			a = w.dp.attached[fmt.Sprintf("%d/tc-filter", l.Index)]
+		}
+		if a == nil || a.hook != h {
+			t.Errorf("%s: %v, want hook %v (attached: %v)", n, a, h, w.dp.attachedKeys())
+		}
+	}
+	if got := w.list("br0"); got["br0/r1"].State != stateUp || got["br0/r2"].State != stateUp || got["br0/eth9"].State != stateUp {
+		t.Errorf("ports: %+v", got)
+	}
+	if n := strings.Count(strings.Join(w.dp.ops, "\n"), fmt.Sprintf("Attach %d tc refused", l1.Index)); n != 1 {
+		t.Errorf("%s's filter was tried %d times, want once: %v", "r1", n, w.dp.ops)
 	}
 }

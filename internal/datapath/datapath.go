@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/clsact"
 	"github.com/trestle/trestle/internal/instance"
 	"github.com/trestle/trestle/internal/mode"
 )
@@ -47,6 +48,10 @@ type Options struct {
 	// PinDir, if set, is a directory on the BPF filesystem where the maps
 	// and attachments are pinned, and adopted from when they are there.
 	PinDir string
+	// Instance names the daemon (instance.Name): its tc filters sit at
+	// its own place on an interface (clsact.PlaceOf), apart from another
+	// daemon's.
+	Instance string
 	// Spec replaces the embedded program and maps: for experiments that
 	// build a variant of bpf/ (scripts/stage-costs.sh) and for tests of
 	// adoption, never in the daemon.
@@ -77,7 +82,8 @@ type Datapath struct {
 	unsynced map[uint16]bool
 	flips    uint64
 	ncpu     int
-	pin      *pinState // nil without a pin directory
+	pin      *pinState    // nil without a pin directory
+	place    clsact.Place // where its tc filters sit (Options.Instance)
 	log      func(msg string, args ...any)
 	// progLog is the verifier's log level for the programs loaded (tests
 	// read its stats: TestBuildInstructions).
@@ -148,7 +154,7 @@ func Load(opts Options) (*Datapath, error) {
 	if err := spec.Variables[tbpf.TrestleVarJiffiesHz].Set(uint64(kernelHZ())); err != nil {
 		return nil, fmt.Errorf("set the tick rate: %w", err)
 	}
-	d := &Datapath{floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, ahead: map[aheadKey]sizedSet{}, log: opts.Log, refresh: refreshOf(spec),
+	d := &Datapath{place: clsact.PlaceOf(opts.Instance), floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, ahead: map[aheadKey]sizedSet{}, log: opts.Log, refresh: refreshOf(spec),
 		spec: spec, progs: map[stage]progSet{}, vlanFloods: map[uint16]*ebpf.Map{},
 		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}, reachFloods: map[uint16]*ebpf.Map{},
 		aux: map[string]*ebpf.Program{}, auxErr: map[string]error{},

@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/clsact"
 	"github.com/trestle/trestle/internal/mode"
 	"github.com/trestle/trestle/internal/testutil"
 )
@@ -698,6 +699,49 @@ func TestFloodSetMemberGone(t *testing.T) {
 		}
 		if len(held) != 4 || held[extra[0].Ifindex] {
 			return fmt.Errorf("flood set holds %v, want the four ports whose interfaces are there", held)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A port's tc filter that another takes off (its clsact qdisc deleted)
+// is put back by Restore, with the program it ran; one that is there is
+// left alone, and its detach removes it.
+func TestFilterRestore(t *testing.T) {
+	r := newRig(t, modes[1], 1024, [4]uint32{})
+	err := r.ns.Do(func() error {
+		idx := int(r.port[1])
+		a, err := r.dp.Attach(idx, mode.TC, HookFilter)
+		if err != nil {
+			return err
+		}
+		want, err := a.ProgramID()
+		if err != nil {
+			return err
+		}
+		if put, err := r.dp.Restore(a); err != nil || put {
+			return fmt.Errorf("Restore of a filter that is there: %v, %v", put, err)
+		}
+		if err := netlink.QdiscDel(&netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}}); err != nil {
+			return err
+		}
+		if _, ok, err := clsact.Program(idx, r.dp.place); err != nil || ok {
+			return fmt.Errorf("filter after its qdisc went: %v, %v", ok, err)
+		}
+		if put, err := r.dp.Restore(a); err != nil || !put {
+			return fmt.Errorf("Restore of a removed filter: %v, %v", put, err)
+		}
+		if id, ok, err := clsact.Program(idx, r.dp.place); err != nil || !ok || id != want {
+			return fmt.Errorf("restored filter runs %d (%v, %v), want %d", id, ok, err, want)
+		}
+		if err := a.Detach(); err != nil {
+			return err
+		}
+		if _, ok, err := clsact.Program(idx, r.dp.place); err != nil || ok {
+			return fmt.Errorf("filter after its detach: %v, %v", ok, err)
 		}
 		return nil
 	})

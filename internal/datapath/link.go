@@ -46,6 +46,8 @@ type Attachment struct {
 
 // filterHold is the daemon's hold on a HookFilter attachment.
 type filterHold struct {
+	// place is where on the interface the daemon put it.
+	place clsact.Place
 	// ownQdisc: the attach made the interface's clsact qdisc, which the
 	// detach then takes away (when nothing else was added to it).
 	ownQdisc bool
@@ -74,8 +76,10 @@ func (a *Attachment) Detach() error {
 	}
 	var errs []error
 	if a.filter != nil {
-		if err := clsact.Detach(a.Ifindex, a.filter.ownQdisc); err != nil {
-			errs = append(errs, err)
+		// A filter that could not be removed is still held: a second
+		// Detach tries again (a link, once closed, is gone either way).
+		if err := clsact.Detach(a.Ifindex, a.filter.place, a.filter.ownQdisc); err != nil {
+			return fmt.Errorf("detach %s: %w", a, err)
 		}
 		a.filter = nil
 	} else {
@@ -178,11 +182,11 @@ func (d *Datapath) attachFilter(ifindex int, prog *ebpf.Program) (*Attachment, e
 	if err != nil {
 		return nil, err
 	}
-	own, err := clsact.Attach(ifindex, prog)
+	own, err := clsact.Attach(ifindex, d.place, prog)
 	if err != nil {
 		return nil, err
 	}
-	return &Attachment{Ifindex: ifindex, Mode: mode.TC, Hook: HookFilter, filter: &filterHold{ownQdisc: own, persist: d.pin != nil, prog: id}}, nil
+	return &Attachment{Ifindex: ifindex, Mode: mode.TC, Hook: HookFilter, filter: &filterHold{place: d.place, ownQdisc: own, persist: d.pin != nil, prog: id}}, nil
 }
 
 // programID is an entry point's id, asked of the kernel once: the
@@ -209,14 +213,14 @@ func (d *Datapath) programID(prog *ebpf.Program) (ebpf.ProgramID, error) {
 // takes the clsact qdisc away when nothing else is on it: whether the
 // attach made it is not known.
 func (d *Datapath) AdoptFilter(ifindex int) (*Attachment, error) {
-	id, ok, err := clsact.Program(ifindex)
+	id, ok, err := clsact.Program(ifindex, d.place)
 	if errors.Is(err, clsact.ErrGone) || err == nil && !ok {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Attachment{Ifindex: ifindex, Mode: mode.TC, Hook: HookFilter, filter: &filterHold{ownQdisc: true, persist: d.pin != nil, prog: id}}, nil
+	return &Attachment{Ifindex: ifindex, Mode: mode.TC, Hook: HookFilter, filter: &filterHold{place: d.place, ownQdisc: true, persist: d.pin != nil, prog: id}}, nil
 }
 
 // Upgrade moves an attachment to this datapath's program of its mode, in
@@ -235,7 +239,7 @@ func (d *Datapath) Upgrade(a *Attachment) (bool, error) {
 		return false, nil
 	}
 	if a.filter != nil {
-		if err := clsact.Replace(a.Ifindex, prog); err != nil {
+		if err := clsact.Replace(a.Ifindex, a.filter.place, prog); err != nil {
 			return false, fmt.Errorf("upgrade %s: %w", a, err)
 		}
 		a.filter.prog = want
@@ -244,6 +248,32 @@ func (d *Datapath) Upgrade(a *Attachment) (bool, error) {
 	}
 	d.voidMemos(a)
 	return true, nil
+}
+
+// Restore puts back a tc filter (HookFilter) that another took off its
+// interface (`tc qdisc del dev IF clsact`, a common step of other tools'
+// clean-up), with the program it ran; true when it did. The daemon asks
+// it of every filter on a full apply (start, reload, a link event): a
+// scoped one, a container's port added or removed, asks it of none.
+func (d *Datapath) Restore(a *Attachment) (bool, error) {
+	if a.filter == nil {
+		return false, nil
+	}
+	id, ok, err := clsact.Program(a.Ifindex, a.filter.place)
+	if err != nil || ok && id == a.filter.prog {
+		return false, err
+	}
+	prog, err := d.Program(a.Mode)
+	if err != nil {
+		return false, err
+	}
+	own, err := clsact.Attach(a.Ifindex, a.filter.place, prog)
+	if err != nil {
+		return false, fmt.Errorf("restore %s: %w", a, err)
+	}
+	a.filter.ownQdisc = a.filter.ownQdisc || own
+	a.filter.prog, err = d.programID(prog)
+	return true, err
 }
 
 // voidMemos voids every CPU's memos (bpf/lib/memo.h, lib/fdb.h) once an

@@ -183,7 +183,8 @@ func (l *Lab) AssertNoPrograms() {
 
 // Programs are the programs attached to each interface of the switch's
 // namespace, whatever its name now: "NAME/xdp", "NAME/tcx-ingress"...,
-// "NAME/tc-filter" (trestle's clsact filter).
+// "NAME/tc-filter" (a trestle daemon's clsact filter; a second one's
+// "NAME/tc-filter/1").
 func (l *Lab) Programs() map[string]ebpf.ProgramID {
 	l.T.Helper()
 	ids := map[string]ebpf.ProgramID{}
@@ -207,12 +208,16 @@ func (l *Lab) Programs() map[string]ebpf.ProgramID {
 				}
 			}
 			// A port added at run time is attached in a tc filter.
-			id, ok, err := clsact.Program(lk.Attrs().Index)
+			fids, err := clsact.Any(lk.Attrs().Index)
 			if err != nil {
 				return fmt.Errorf("tc filter on %s: %w", name, err)
 			}
-			if ok {
-				ids[name+"/tc-filter"] = id
+			for i, id := range fids {
+				k := name + "/tc-filter"
+				if i > 0 { // two daemons' on one interface
+					k = fmt.Sprintf("%s/%d", k, i)
+				}
+				ids[k] = id
 			}
 		}
 		return nil
