@@ -55,7 +55,7 @@ trap 'exit 130' INT TERM
 # persist pins to the BPF filesystem, which systemd mounts at boot; a bare
 # machine may have none.
 if [[ $(stat -f -c %T /sys/fs/bpf 2>/dev/null) != bpf_fs ]]; then
-	mount -t bpf bpf /sys/fs/bpf || fail "could not mount the BPF filesystem on /sys/fs/bpf (persist pins there)"
+	mount -t bpf -o mode=0700 bpf /sys/fs/bpf || fail "could not mount the BPF filesystem on /sys/fs/bpf (persist pins there)"
 fi
 
 step() {

@@ -53,7 +53,7 @@ func CheckBPFFS() error {
 		return fmt.Errorf("%s: %w: %v", BPFFS, ErrNoBPFFS, err)
 	}
 	if uint32(st.Type) != unix.BPF_FS_MAGIC {
-		return fmt.Errorf("%s is not a BPF filesystem (%w): mount it on the host with `mount -t bpf bpf %s` "+
+		return fmt.Errorf("%s is not a BPF filesystem (%w): mount it on the host with `mount -t bpf -o mode=0700 bpf %s` "+
 			"(systemd does at boot); and start the daemon with `nsenter --net=/run/netns/NAME trestle run ...`, "+
 			"not `ip netns exec`, which mounts a /sys of its own that hides the host's %s", BPFFS, ErrNoBPFFS, BPFFS, BPFFS)
 	}
