@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/config"
@@ -350,7 +349,8 @@ func (d *Daemon) registry() *prometheus.Registry {
 
 // The endpoint's limits: a scrape client, or anyone who can reach the
 // address, holds at most a connection's worth of the daemon for at most
-// these times, and no more than metricsConns connections and
+// these times, and no more than metricsConns connections (a new one
+// takes the place of the one idle longest: connLimit) and
 // metricsScrapes scrapes at once (a scrape beyond is answered 503 at once).
 // Variables, so that a test need not wait out the timeouts.
 var (
@@ -392,7 +392,9 @@ func (d *Daemon) serveMetrics(addr string) (*metricsServer, error) {
 		}
 		fmt.Fprintln(w, "trestle: metrics at /metrics")
 	})
+	lim := newConnLimit(ln, metricsConns)
 	m := &metricsServer{addr: ln.Addr().String(), want: addr, srv: &http.Server{
+		ConnState:         lim.track,
 		Handler:           mux,
 		ReadHeaderTimeout: metricsReadTimeout,
 		ReadTimeout:       metricsReadTimeout,
@@ -402,7 +404,7 @@ func (d *Daemon) serveMetrics(addr string) (*metricsServer, error) {
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}}
 	go func() {
-		if err := m.srv.Serve(netutil.LimitListener(ln, metricsConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := m.srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("metrics endpoint stopped", "addr", m.addr, "err", err)
 		}
 	}()

@@ -170,3 +170,74 @@ func TestMetrics(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsIdleClients: 50 clients that connect to the endpoint and say
+// nothing, and 50 that keep their connection alive after a scrape, take
+// every connection the endpoint allows; a scrape still gets its answer
+// within 5 s: the one idle longest gives way to it.
+func TestMetricsIdleClients(t *testing.T) {
+	t.Parallel()
+	l := harness.NewLab(t, 2)
+	l.WriteConfig(strings.Replace(l.Config("", nil), "[daemon]\n", "[daemon]\nmetrics = \""+metricsAddr+"\"\n", 1))
+	l.Start()
+	scrape(l) // it answers
+
+	dial := func() (net.Conn, error) {
+		var c net.Conn
+		err := l.SW.Do(func() (err error) {
+			c, err = net.DialTimeout("tcp", metricsAddr, 2*time.Second)
+			return err
+		})
+		return c, err
+	}
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range 50 {
+		c, err := dial()
+		if err != nil {
+			t.Fatalf("idle client: %v", err)
+		}
+		idle = append(idle, c)
+	}
+	// Kept alive: a whole request, the answer read, the connection left
+	// open.
+	var alive []net.Conn
+	for range 50 {
+		c, err := dial()
+		if err != nil {
+			t.Fatalf("keep-alive client: %v", err)
+		}
+		idle = append(idle, c)
+		alive = append(alive, c)
+		if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Their answers (or not: one taken for a newer connection is closed,
+	// one that waits for a place waits no longer than this).
+	until := time.Now().Add(2 * time.Second)
+	for _, c := range alive {
+		c.SetReadDeadline(until)
+		_, _ = c.Read(make([]byte, 512))
+	}
+
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return dial()
+		},
+		DisableKeepAlives: true,
+	}}
+	resp, err := client.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("a scrape beside 100 idle clients: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || !strings.Contains(string(body), "trestle_") {
+		t.Fatalf("a scrape beside 100 idle clients: %s, %v\n%.300s", resp.Status, err, body)
+	}
+}
