@@ -17,7 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/lab/gen"
 	"github.com/trestle/trestle/internal/lab/sink"
 	"github.com/trestle/trestle/internal/netnsutil"

@@ -26,8 +26,8 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/trestle/trestle/internal/frame"
 	labbpf "github.com/trestle/trestle/internal/lab/bpf"
-	"github.com/trestle/trestle/internal/lab/frame"
 )
 
 // TestCores is the zero-loss rate (RFC 2544 search) with the generator's

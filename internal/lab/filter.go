@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/lab/gen"
 )
 

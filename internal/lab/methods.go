@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/frame"
 )
 
 // FrameSize is an RFC 2544 frame size: bytes on the wire with the 4-byte

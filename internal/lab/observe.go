@@ -27,7 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trestle/trestle/internal/ctl"
-	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/frame"
 )
 
 // TableReading is one reading of a bridge's learning table.

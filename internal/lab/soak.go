@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/lab/gen"
 	"github.com/trestle/trestle/internal/lab/sink"
 )

@@ -19,7 +19,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/lab/sink"
 	"github.com/trestle/trestle/internal/netnsutil"
 )

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/frame"
 )
 
 const (
@@ -32,7 +32,7 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // Frame builds an Ethernet frame: dst, src, ethertype, payload. It does not
 // pad to the 60-byte minimum; veth carries short frames, and tests that want
 // padding add it to the payload.
-// (internal/lab/frame's Eth, the one frame builder, which takes VLAN tags
+// (internal/frame's Eth, the one frame builder, which takes VLAN tags
 // too.)
 func Frame(dst, src net.HardwareAddr, ethertype uint16, payload []byte) []byte {
 	return frame.Eth{Dst: dst, Src: src, Type: ethertype, Payload: payload}.MustBytes()

@@ -3,7 +3,7 @@
 // inside them, and raw Ethernet frames sent and captured on their links.
 // The namespaces, veths and addresses are the shared harness's
 // (internal/netnsutil, which the lab uses too); the frames are the one
-// frame builder's (internal/lab/frame).
+// frame builder's (internal/frame).
 //
 // Contract:
 //

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/frame"
 )
 
 // Addresses live only inside the test namespaces.

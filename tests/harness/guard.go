@@ -7,7 +7,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/frame"
 )
 
 // Frames of the ip_guard tests (tests/policy, tests/cni): ARP, IPv4 UDP

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trestle/trestle/internal/lab/frame"
+	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/testutil"
 )
 
@@ -18,7 +18,7 @@ const (
 	TPIDS = frame.TPIDS // 802.1ad S-tag
 )
 
-// VTag is a tag of a test frame: TPID and TCI (internal/lab/frame's, the
+// VTag is a tag of a test frame: TPID and TCI (internal/frame's, the
 // one frame builder).
 type VTag = frame.Tag
 

@@ -1,5 +1,5 @@
 // Package gen is `trestle gen`: a traffic generator that sends IPv4 or IPv6
-// UDP frames carrying trestle's test header (internal/lab/frame) out of one device.
+// UDP frames carrying trestle's test header (internal/frame) out of one device.
 //
 // The live mode runs an XDP program through BPF_PROG_RUN with
 // BPF_F_TEST_XDP_LIVE_FRAMES: every XDP_TX of the program is a frame sent by
@@ -26,8 +26,8 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/trestle/trestle/internal/frame"
 	labbpf "github.com/trestle/trestle/internal/lab/bpf"
-	"github.com/trestle/trestle/internal/lab/frame"
 	"github.com/trestle/trestle/internal/netnsutil"
 	"github.com/trestle/trestle/internal/progrun"
 )

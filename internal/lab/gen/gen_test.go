@@ -12,8 +12,8 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/trestle/trestle/internal/frame"
 	labbpf "github.com/trestle/trestle/internal/lab/bpf"
-	"github.com/trestle/trestle/internal/lab/frame"
 )
 
 func TestShare(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package sink is `trestle sink`: an XDP program on a device that counts
-// every frame, and for frames with trestle's test header (internal/lab/frame)
+// every frame, and for frames with trestle's test header (internal/frame)
 // tracks loss, reordering and duplicates per flow and one-way latency.
 //
 // Loss and reordering are exact within a window of the last 64 sequence

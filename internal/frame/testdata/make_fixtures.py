@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Write the byte fixtures of internal/lab/frame: NAME.hex and NAME.json.
+"""Write the byte fixtures of internal/frame: NAME.hex and NAME.json.
 
 Written from the frame layout in the package doc, not from the Go code, so
 that the Go tests compare Build against a second implementation. Standard
 library only. Run from anywhere; it writes next to itself:
 
-    python3 internal/lab/frame/testdata/make_fixtures.py
+    python3 internal/frame/testdata/make_fixtures.py
 
 NAME.hex is the frame without FCS, 16 bytes a line in lowercase hex.
 NAME.json is the frame.Spec that Build is given, plus the seq and ts that
