@@ -836,7 +836,7 @@ func (d *trestleDUT) Teardown(ctx context.Context) error {
 		// an RCU grace period each under the RTNL lock: a bridge of 1024
 		// tc ports takes some 18 s here (docs/switching.md, "Ports at
 		// scale"), so the grace before SIGKILL is a minute.
-		err := d.proc.Stop(time.Minute)
+		err := d.proc.StopWith(syscall.SIGTERM, time.Minute)
 		d.proc = nil
 		if err != nil && !exited && !strings.Contains(err.Error(), "terminated") {
 			errs = append(errs, fmt.Errorf("trestle run: %w", err))

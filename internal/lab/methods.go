@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/trestle/trestle/internal/frame"
@@ -415,7 +416,7 @@ func (r *Rig) Iperf(ctx context.Context, client, server int, proto string, strea
 	if err != nil {
 		return res, err
 	}
-	defer srv.Stop(2 * time.Second)
+	defer srv.StopWith(syscall.SIGTERM, 2*time.Second)
 	// Wait until it listens: a client too early is refused, and a one-off
 	// server (-1) would not serve a second try.
 	for deadline := time.Now().Add(10 * time.Second); ; {

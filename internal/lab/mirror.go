@@ -179,13 +179,13 @@ func (d *trestleDUT) StartCapture(ctx context.Context, bridge, port string) (fun
 		return nil, fmt.Errorf("trestle %s: exited at once: %v\n%s", strings.Join(args, " "), p.Err(), p.Output())
 	case <-time.After(300 * time.Millisecond):
 	case <-ctx.Done():
-		p.Stop(5 * time.Second)
+		p.Stop()
 		return nil, ctx.Err()
 	}
 	stop := func() (string, error) {
 		// SIGINT, as Ctrl-C would: the capture reports what it kept and
 		// what it could not, and exits 0.
-		err := p.Stop(10*time.Second, syscall.SIGINT)
+		err := p.StopWith(syscall.SIGINT, 10*time.Second)
 		out := strings.TrimSpace(p.Output())
 		if err != nil {
 			return out, fmt.Errorf("trestle %s (pid %d), stopped with SIGINT: %w\n%s", strings.Join(args, " "), p.Cmd.Process.Pid, err, out)

@@ -144,15 +144,9 @@ func (ns *NS) RunEnv(ctx context.Context, env []string, name string, args ...str
 	return string(out), nil
 }
 
-// Proc is a long-running process a run started.
-type Proc struct {
-	Name string
-	Cmd  *exec.Cmd
-	Out  bytes.Buffer // stdout and stderr, to read after it ended
-	done chan struct{}
-	err  error
-	mu   sync.Mutex
-}
+// Proc is a long-running process a run started: the one kind the tests
+// and the lab share (netnsutil.Proc). The run's Net stops it on Close.
+type Proc = netnsutil.Proc
 
 // Start starts a long-running command inside the namespace. Close stops it.
 func (ns *NS) Start(name string, args ...string) (*Proc, error) {
@@ -185,73 +179,16 @@ func (ns *NS) RunNetOnly(ctx context.Context, name string, args ...string) (stri
 }
 
 func (ns *NS) start(name string, cmd *exec.Cmd) (*Proc, error) {
-	p := &Proc{Name: name, Cmd: cmd, done: make(chan struct{})}
-	p.Cmd.Stdout = &lockedWriter{p: p}
-	p.Cmd.Stderr = p.Cmd.Stdout
-	p.Cmd.WaitDelay = time.Second
 	// If this process dies without cleaning up, its children go too
 	// (netnsutil.Start).
-	if err := netnsutil.Start(p.Cmd); err != nil {
+	p, err := netnsutil.StartProc(name, cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", name, ns.Name, err)
 	}
-	go func() {
-		p.err = p.Cmd.Wait()
-		close(p.done)
-	}()
 	ns.net.mu.Lock()
 	ns.net.procs = append(ns.net.procs, p)
 	ns.net.mu.Unlock()
 	return p, nil
-}
-
-type lockedWriter struct{ p *Proc }
-
-func (w *lockedWriter) Write(b []byte) (int, error) {
-	w.p.mu.Lock()
-	defer w.p.mu.Unlock()
-	return w.p.Out.Write(b)
-}
-
-// Output is what the process wrote so far.
-func (p *Proc) Output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.Out.String()
-}
-
-// Done is closed when the process has exited.
-func (p *Proc) Done() <-chan struct{} { return p.done }
-
-// Err is the process's exit error, once Done.
-func (p *Proc) Err() error {
-	select {
-	case <-p.done:
-		return p.err
-	default:
-		return nil
-	}
-}
-
-// Stop sends SIGTERM (or sig, if given), then SIGKILL after grace, and
-// waits. Signals go through the process handle, so a reused PID is never hit.
-func (p *Proc) Stop(grace time.Duration, sig ...os.Signal) error {
-	s := os.Signal(syscall.SIGTERM)
-	if len(sig) > 0 {
-		s = sig[0]
-	}
-	select {
-	case <-p.done:
-		return p.err
-	default:
-	}
-	_ = p.Cmd.Process.Signal(s)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = p.Cmd.Process.Kill()
-		<-p.done
-	}
-	return p.err
 }
 
 // VethOpts shapes a veth pair (netnsutil.VethOpts). The lab's have one
@@ -405,7 +342,7 @@ func (n *Net) Close() error {
 	n.mu.Unlock()
 	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
-		_ = procs[i].Stop(5 * time.Second)
+		_ = procs[i].Stop()
 	}
 	for i := len(closers) - 1; i >= 0; i-- {
 		if err := closers[i].Close(); err != nil {

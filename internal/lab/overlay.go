@@ -547,7 +547,7 @@ func (s *overlaySite) startFRR(ctx context.Context) error {
 func (s *overlaySite) stopFRR() {
 	for _, p := range []*Proc{s.bgpd, s.zebra} {
 		if p != nil {
-			_ = p.Stop(5 * time.Second)
+			_ = p.Stop()
 		}
 	}
 }

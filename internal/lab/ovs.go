@@ -323,7 +323,7 @@ func (o *ovsDUT) Teardown(context.Context) error {
 	var errs []error
 	for _, p := range []*Proc{o.vswitchd, o.db} {
 		if p != nil {
-			if err := p.Stop(10 * time.Second); err != nil && !strings.Contains(err.Error(), "terminated") {
+			if err := p.StopWith(syscall.SIGTERM, 10*time.Second); err != nil && !strings.Contains(err.Error(), "terminated") {
 				errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
 			}
 		}

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/trestle/trestle/internal/netnsutil"
 )
@@ -80,38 +77,10 @@ func (n *NS) MustExec(t testing.TB, name string, args ...string) string {
 	return out
 }
 
-// SafeBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type SafeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SafeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *SafeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// Proc is a long-running command started by NS.Start. Its stdout and stderr
-// both go to Out. Start already waits for it: do not call Cmd.Wait; use Done,
-// Err or Stop.
-type Proc struct {
-	Cmd *exec.Cmd
-	Out *SafeBuffer
-
-	done chan struct{}
-	err  error // set before done is closed
-	stop sync.Once
-}
-
-// stopGrace is how long Stop waits after SIGTERM before sending SIGKILL.
-const stopGrace = 5 * time.Second
+// Proc is a long-running command started by NS.Start: the one kind the
+// tests and the lab share (netnsutil.Proc). Its stdout and stderr both go
+// to Out; a test's cleanup stops it.
+type Proc = netnsutil.Proc
 
 // Start starts a long-running command inside the namespace and registers a
 // cleanup that stops it (SIGTERM, then SIGKILL after 5s) and waits for it.
@@ -148,63 +117,18 @@ func (n *NS) netOnly(name string, args ...string) *exec.Cmd {
 func (n *NS) start(t testing.TB, cmd *exec.Cmd) *Proc {
 	t.Helper()
 	name := cmd.Args[0]
-	p := &Proc{Cmd: cmd, Out: &SafeBuffer{}, done: make(chan struct{})}
-	p.Cmd.Stdout = p.Out
-	p.Cmd.Stderr = p.Out
-	// A grandchild holding the output pipe must not block Wait forever.
-	p.Cmd.WaitDelay = time.Second
 	// It dies with the test binary, from whichever thread it was started
 	// (netnsutil.Start: the lab's spawner thread).
-	if err := netnsutil.Start(p.Cmd); err != nil {
+	p, err := netnsutil.StartProc(name, cmd)
+	if err != nil {
 		t.Fatalf("netns %s: start %s: %v", n.Name, name, err)
 	}
-	go func() {
-		p.err = p.Cmd.Wait()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
 		p.Stop()
 		if t.Failed() {
 			t.Logf("netns %s: %s (pid %d) exited with %v, output:\n%s",
-				n.Name, name, p.Cmd.Process.Pid, p.err, p.Out.String())
+				n.Name, name, p.Cmd.Process.Pid, p.Err(), p.Output())
 		}
 	})
 	return p
-}
-
-// Done is closed when the process has exited and its output is collected.
-func (p *Proc) Done() <-chan struct{} { return p.done }
-
-// Err returns the result of Cmd.Wait; it is only meaningful after Done.
-func (p *Proc) Err() error {
-	select {
-	case <-p.done:
-		return p.err
-	default:
-		return nil
-	}
-}
-
-// Stop sends SIGTERM to the process, SIGKILL if it is still running after
-// 5s, waits for it, and returns the result of Cmd.Wait. It is idempotent and
-// harmless after the process has exited by itself.
-func (p *Proc) Stop() error {
-	p.stop.Do(func() {
-		select {
-		case <-p.done:
-			return
-		default:
-		}
-		// Signalling goes through a pidfd, so an exited and reused PID is
-		// never hit.
-		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(stopGrace):
-			_ = p.Cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	<-p.done
-	return p.err
 }
