@@ -84,7 +84,7 @@ func Cores(run *Run) []*CoresRow {
 			}
 		}
 	}
-	slices.SortStableFunc(rows, func(a, b *CoresRow) int { return dutOrder(run, a.DUT) - dutOrder(run, b.DUT) })
+	slices.SortStableFunc(rows, func(a, b *CoresRow) int { return DUTOrder(run, a.DUT) - DUTOrder(run, b.DUT) })
 	return rows
 }
 
@@ -247,7 +247,7 @@ func terminalCores(w io.Writer, run *Run, rows []*CoresRow) {
 	}
 	fmt.Fprintf(w, "\n%s:\n", coresHeadline(rows))
 	head, cells := coresDetail(rows)
-	terminalRows(w, head, cells, coresWarnings(run, rows))
+	TerminalRows(w, head, cells, coresWarnings(run, rows))
 }
 
 func markdownCores(b *bytes.Buffer, dir string, run *Run, rows []*CoresRow) error {
@@ -291,13 +291,13 @@ func markdownCores(b *bytes.Buffer, dir string, run *Run, rows []*CoresRow) erro
 		}
 		matrix = append(matrix, line)
 	}
-	markdownRows(b, head, matrix, nil)
+	MarkdownRows(b, head, matrix, nil)
 	b.WriteString("\nEvery figure, with each CPU's busy share in the confirmation trial (from /proc/stat; the mean over the repetitions) and the ratios to direct and to the floor at the same count:\n\n")
 	dh, cells := coresDetail(rows)
 	for i := range dh {
 		dh[i] = strings.ToLower(dh[i])
 	}
-	markdownRows(b, dh, cells, coresWarnings(run, rows))
+	MarkdownRows(b, dh, cells, coresWarnings(run, rows))
 	charts, err := coresCharts(dir, rows)
 	if err != nil {
 		return err
@@ -348,7 +348,7 @@ func coresCharts(dir string, rows []*CoresRow) ([]Chart, error) {
 		file string
 		c    svg.LineChart
 	}{{"cores-throughput.svg", tput}, {"cores-scaling.svg", scale}} {
-		if err := saveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
+		if err := SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
 			return out, err
 		}
 	}

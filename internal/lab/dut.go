@@ -865,13 +865,3 @@ func (d *trestleDUT) Teardown(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
-
-// sortedKeys is for printing settings in a stable order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

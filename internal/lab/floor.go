@@ -313,7 +313,7 @@ func (d *floorDUT) Teardown(context.Context) error {
 // says, and says what it changed: "rx-gro on (was off), ..." ("": none).
 // Features the interface does not have are left out.
 func changeFeatures(ns *NS, dev string, want map[string]bool) (string, error) {
-	keys := sortedKeys(want)
+	keys := SortedKeys(want)
 	cur, err := ns.FeatureState(dev, keys...)
 	if err != nil {
 		return "", err

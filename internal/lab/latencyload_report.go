@@ -145,7 +145,7 @@ func (r *LoadLatencyRow) Cells() []string {
 	}
 	cells := []string{load, r.DUT, rate}
 	for _, p := range percentiles {
-		cells = append(cells, nsText(*p.in(r)))
+		cells = append(cells, NsText(*p.in(r)))
 	}
 	cells = append(cells, strconv.FormatFloat(r.Timed, 'f', 0, 64))
 	lost := strconv.FormatInt(r.Lost, 10)
@@ -252,7 +252,7 @@ func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]Chart, error) {
 		}{{"p50", func(r *LoadLatencyRow) float64 { return r.P50 }}, {"p99", func(r *LoadLatencyRow) float64 { return r.P99 }}} {
 			c := svg.LineChart{Title: fmt.Sprintf("Latency under load, %s: %s", frames, p.name),
 				XLabel: "load, % of the PDR", YLabel: "one-way latency, " + p.name, XTicks: shares, XCategorical: true, XUnit: svg.Plain, LogY: true,
-				Unit: func(v float64) string { return nsText(v) }}
+				Unit: func(v float64) string { return NsText(v) }}
 			for _, d := range duts {
 				s := svg.Series{Name: d}
 				for _, sh := range shares {
@@ -266,7 +266,7 @@ func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]Chart, error) {
 				}
 				c.Series = append(c.Series, s)
 			}
-			if err := saveChart(dir, fmt.Sprintf("latency-load-%s-%s.svg", SafeName(string(size)), p.name), c.Title, c, &out); err != nil {
+			if err := SaveChart(dir, fmt.Sprintf("latency-load-%s-%s.svg", SafeName(string(size)), p.name), c.Title, c, &out); err != nil {
 				return out, err
 			}
 		}

@@ -212,20 +212,20 @@ func (n *Newcomer) account(g gen.Stats, at sink.Snapshot) {
 	n.Sent, n.Received, n.Lost = ev.Sent, ev.Received-min(ev.Duplicated, ev.Received), ev.Lost
 	n.Delivered = at.Received > 0 && g.First > 0
 	if n.Delivered {
-		n.DeliveredMs = ms(max(at.First-g.First, 0))
+		n.DeliveredMs = Millis(max(at.First-g.First, 0))
 	}
 }
 
 // learnedAt notes the newcomer's entry found at mono (CLOCK_MONOTONIC),
 // its first frame having gone at first.
 func (n *Newcomer) learnedAt(first, mono time.Duration) {
-	n.Learned, n.LearnedMs = true, ms(max(mono-first, 0))
+	n.Learned, n.LearnedMs = true, Millis(max(mono-first, 0))
 }
 
 // NewcomerGoal says whether a newcomer met the goal: delivered within
 // NewcomerDeliverGoal and learned within NewcomerLearnGoal.
 func NewcomerGoal(n *Newcomer) bool {
-	return n != nil && n.Delivered && n.DeliveredMs <= ms(NewcomerDeliverGoal) && n.Learned && n.LearnedMs <= ms(NewcomerLearnGoal)
+	return n != nil && n.Delivered && n.DeliveredMs <= Millis(NewcomerDeliverGoal) && n.Learned && n.LearnedMs <= Millis(NewcomerLearnGoal)
 }
 
 // FloodSample is one reading a second into a stream.
@@ -625,7 +625,7 @@ func (r *Rig) newcomer(ctx context.Context, p floodPlan, at *sink.Sink) *Newcome
 			continue
 		}
 		n.Reads++
-		n.ReadMs = ms(time.Since(t1))
+		n.ReadMs = Millis(time.Since(t1))
 		if e, ok := es[n.MAC]; ok && e.Port == h.Port {
 			found = monotonic()
 			n.Found = ""
@@ -751,14 +751,14 @@ func (r *Rig) sideLearn(ctx context.Context, tb tables, n int) (*SideLearn, erro
 			return nil, err
 		}
 		sl.Reads++
-		sl.ReadMs = ms(time.Since(t1))
+		sl.ReadMs = Millis(time.Since(t1))
 		sl.Learned = 0
 		for i := 0; i < sideAddrs; i++ {
 			if e, ok := es[macPlus(first, i).String()]; ok && e.Port == h.Port {
 				sl.Learned++
 			}
 		}
-		sl.Millis = ms(time.Since(t0))
+		sl.Millis = Millis(time.Since(t0))
 		if sl.Learned == sideAddrs || ctx.Err() != nil {
 			return sl, ctx.Err()
 		}

@@ -9,9 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/trestle/trestle/internal/lab/report/svg"
@@ -29,43 +26,13 @@ type FloodRow struct {
 
 // Floods gathers a run's mac-flood records, DUTs in the run's order.
 func Floods(run *Run) []*FloodRow {
-	return gather(run, func(r Result) *FloodRow {
+	return ResultRows(run, func(r Result) *FloodRow {
 		if r.Test != TestMACFlood || r.Flood == nil {
 			return nil
 		}
 		return &FloodRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Flood, Sum: SummarizeFlood(r.Flood), Error: r.Error, CPUs: run.Machine.CPUs}
 	}, func(r *FloodRow) string { return r.DUT })
 }
-
-// gather makes a row of each result that row takes (it returns nil for the
-// others), DUTs in the run's order.
-func gather[R comparable](run *Run, row func(Result) R, dut func(R) string) []R {
-	var rows []R
-	var none R
-	for _, r := range run.Results {
-		if x := row(r); x != none {
-			rows = append(rows, x)
-		}
-	}
-	slices.SortStableFunc(rows, func(a, b R) int { return dutOrder(run, dut(a)) - dutOrder(run, dut(b)) })
-	return rows
-}
-
-func dutOrder(run *Run, name string) int {
-	if i := slices.Index(run.DUTs, name); i >= 0 {
-		return i
-	}
-	return len(run.DUTs)
-}
-
-func metText(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "NOT met"
-}
-
-func kib(v uint64) string { return fmt.Sprintf("%.1f MiB", float64(v)/1024) }
 
 // cells are a row's figures as the terminal and the Markdown table show them.
 func (r *FloodRow) cells() []string {
@@ -97,16 +64,16 @@ func (r *FloodRow) cells() []string {
 	}
 	mem := "no daemon"
 	if rec.Daemon != "" && s.RSSMax > 0 {
-		mem = fmt.Sprintf("%s / %s / %s", kib(s.RSSBefore), kib(s.RSSMax), kib(s.RSSAfter))
+		mem = fmt.Sprintf("%s / %s / %s", KiBText(s.RSSBefore), KiBText(s.RSSMax), KiBText(s.RSSAfter))
 	}
 	flood := fmt.Sprintf("%s / %s", Figure(rec.Flood.FloodOffered, "pps"), svg.SI(float64(rec.Flood.FloodDelivered)))
-	goal := metText(s.GoalMet)
+	goal := MetText(s.GoalMet)
 	if r.Error != "" {
 		goal = "failed"
 	}
 	newcomer, ngoal := newcomerText(s.Newcomer), "-"
 	if s.Newcomer != nil {
-		ngoal = metText(s.NewcomerMet)
+		ngoal = MetText(s.NewcomerMet)
 	}
 	return []string{name, stream, lost, rate, fmt.Sprint(rec.Flood.Flooded), table, statics, side, mem, flood, goal, newcomer, ngoal}
 }
@@ -154,33 +121,7 @@ func terminalFloods(w io.Writer, rows []*FloodRow) {
 	for _, r := range rows {
 		cells = append(cells, r.cells())
 	}
-	terminalRows(w, floodHead, cells, floodWarnings(rows))
-}
-
-// terminalRows writes a table and the warnings under it.
-func terminalRows(w io.Writer, head []string, rows [][]string, warnings []string) {
-	tw := NewTable(head...)
-	for _, r := range rows {
-		tw.Add(r...)
-	}
-	tw.Write(w)
-	for _, line := range warnings {
-		fmt.Fprintln(w, line)
-	}
-}
-
-// markdownRows writes a Markdown table and the warnings under it, in bold.
-func markdownRows(b *bytes.Buffer, head []string, rows [][]string, warnings []string) {
-	fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
-	for _, r := range rows {
-		fmt.Fprintf(b, "| %s |\n", strings.Join(r, " | "))
-	}
-	if len(warnings) > 0 {
-		b.WriteString("\n")
-		for _, w := range warnings {
-			fmt.Fprintf(b, "- **%s**\n", w)
-		}
-	}
+	TerminalRows(w, floodHead, cells, floodWarnings(rows))
 }
 
 // floodWarnings are the failures and what fell short in trestle (a
@@ -241,12 +182,12 @@ func markdownFloods(b *bytes.Buffer, dir string, run *Run, rows []*FloodRow) err
 	for _, r := range rows {
 		cells = append(cells, r.cells())
 	}
-	markdownRows(b, []string{"DUT", "stream", "lost with the flood", "rate with / without", "flooded to h3", "most learned (of the limit)", "static entries kept",
+	MarkdownRows(b, []string{"DUT", "stream", "lost with the flood", "rate with / without", "flooded to h3", "most learned (of the limit)", "static entries kept",
 		"bridge B learned 1000 addresses, without / with", "daemon RSS before / most / after", "flood rate / frames at h4", "goal", "newcomer: delivered / learned / lost of sent", "newcomer goal"}, cells, floodWarnings(rows))
 	b.WriteString("\nEach DUT's table and what could not be measured:\n\n")
 	for _, r := range rows {
 		rec := r.Rec
-		fmt.Fprintf(b, "- %s: table limit: %s", r.DUT, orNone(rec.TableLimit))
+		fmt.Fprintf(b, "- %s: table limit: %s", r.DUT, OrNone(rec.TableLimit))
 		if rec.SideLimit != "" && rec.SideLimit != rec.TableLimit {
 			fmt.Fprintf(b, "; bridge B: %s", rec.SideLimit)
 		}
@@ -257,7 +198,7 @@ func markdownFloods(b *bytes.Buffer, dir string, run *Run, rows []*FloodRow) err
 			fmt.Fprintf(b, "; entries evicted by the end of the flood: %d", n.Evicted)
 		}
 		fmt.Fprintf(b, "; flood frames that reached h1 or h2: %d", rec.Flood.FloodLeaked)
-		for _, k := range sortedKeys(rec.Unmeasured) {
+		for _, k := range SortedKeys(rec.Unmeasured) {
 			fmt.Fprintf(b, "; %s not measured: %s", k, rec.Unmeasured[k])
 		}
 		for _, c := range rec.Statics {
@@ -319,31 +260,11 @@ func othersNote(cpu, secs float64, cpus int) string {
 		cpu, cpus, secs*float64(cpus), 100*cpu/(secs*float64(cpus)))
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "none read"
-	}
-	return s
-}
-
 func lastSample(s []FloodSample) *FloodSample {
 	if len(s) == 0 {
 		return nil
 	}
 	return &s[len(s)-1]
-}
-
-// saveChart writes a chart's SVG into dir.
-func saveChart(dir, name, title string, c svg.LineChart, out *[]Chart) error {
-	doc, err := c.SVG()
-	if err != nil {
-		return fmt.Errorf("chart %s: %w", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
-		return err
-	}
-	*out = append(*out, Chart{Title: title, File: name})
-	return nil
 }
 
 // floodCharts draw, over the stream with the flood: the flooded bridge's
@@ -402,7 +323,7 @@ func floodCharts(dir string, run *Run, rows []*FloodRow) ([]Chart, error) {
 		if len(c.c.Series) == 0 {
 			continue
 		}
-		if err := saveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
+		if err := SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
 			return out, err
 		}
 	}

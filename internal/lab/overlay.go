@@ -1022,9 +1022,9 @@ func (k OverlayTest) timeStations(ctx context.Context, u *UnitRun, o *overlayRig
 		sleepCtx(ctx, rand.N(overlayJitter))
 		d, zebra, ok, err := stationTime(ctx, h, s, mac, "remote")
 		if ok {
-			rec.SamplesMs = append(rec.SamplesMs, ms(d))
+			rec.SamplesMs = append(rec.SamplesMs, Millis(d))
 			if zebra > 0 {
-				rec.ZebraMs = append(rec.ZebraMs, ms(zebra))
+				rec.ZebraMs = append(rec.ZebraMs, Millis(zebra))
 			}
 		} else if err == nil {
 			rec.Timeouts++

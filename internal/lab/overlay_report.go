@@ -205,7 +205,7 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 		}
 		cells = append(cells, append(c, msText(r.Converge), msText(r.Move), restart, lostText(r.FRR), reps))
 	}
-	terminal, md = tableSection("overlay: VXLAN between two hosts with EVPN by FRR, h1 -> h2 (medians over the repetitions; stations' times over every station; lost: each repetition's stream):",
+	terminal, md = TableSection("overlay: VXLAN between two hosts with EVPN by FRR, h1 -> h2 (medians over the repetitions; stations' times over every station; lost: each repetition's stream):",
 		"Overlay", "Two hosts, each a namespace with the DUT and FRR (zebra and bgpd, iBGP over a routed veth underlay), h1 behind host A and h2 behind host B, one VNI. 64-byte zero-loss throughput (NDR) and PDR h1 -> h2 through the overlay, against the Linux bridge's (a vxlan device, nolearning, with FRR); the NDR of broadcast from h1 to three remote VTEPs (four hosts, FRR in a full mesh, each remote VTEP's host counting every frame); iperf3 TCP h1 -> h2; a new station's type-2 convergence (its first frame on A to its entry in B's table) and a move's flip (the station's frame on B to A's entry on the overlay), medians over every station with their count; the frames a stream at half the NDR lost while A's trestle daemon restarted (SIGTERM, persist) and while A's zebra and bgpd restarted. Medians over the repetitions.",
 		head, cells, overlayGoals(rows, linux, streams))
 	return terminal, md
@@ -238,7 +238,7 @@ func overlayCharts(dir string, rows []overlayRow) ([]Chart, error) {
 	}
 	c.Series = append(c.Series, svg.Series{Name: "goal: convergence median at most 100 ms", Dashed: true, Points: []svg.Point{{X: 0, Y: 100}, {X: 100, Y: 100}}})
 	var out []Chart
-	err := saveChart(dir, "overlay-stations.svg", c.Title, c, &out)
+	err := SaveChart(dir, "overlay-stations.svg", c.Title, c, &out)
 	return out, err
 }
 
@@ -256,7 +256,7 @@ func overlaySettings(rows []overlayRow) string {
 		}
 		fmt.Fprintf(&b, "\n%s:\n\n", r.DUT)
 		var blocks []string
-		for _, k := range sortedKeys(r.Settings) {
+		for _, k := range SortedKeys(r.Settings) {
 			v := r.Settings[k]
 			if strings.Contains(v, "\n") {
 				blocks = append(blocks, fmt.Sprintf("%s:\n\n```\n%s```\n", k, v))

@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -226,16 +224,6 @@ func (p PodChurnTest) churn(ctx context.Context, u *UnitRun, typ string, keys ma
 	return rec, nil
 }
 
-// quantile is the nearest-rank q quantile of v (0 for none).
-func quantile(v []float64, q float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(v))
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[max(i, 0)]
-}
-
 // podChurnRow is one DUT's churn: the medians and p99s over every
 // repetition's ADDs and DELs together.
 type podChurnRow struct {
@@ -274,7 +262,7 @@ func podChurnRows(run *Run) []podChurnRow {
 			continue
 		}
 		row.Calls = len(add)
-		row.AddMed, row.AddP99, row.DelMed, row.DelP99 = quantile(add, 0.5), quantile(add, 0.99), quantile(del, 0.5), quantile(del, 0.99)
+		row.AddMed, row.AddP99, row.DelMed, row.DelP99 = Quantile(add, 0.5), Quantile(add, 0.99), Quantile(del, 0.5), Quantile(del, 0.99)
 		out = append(out, row)
 	}
 	return out
@@ -338,7 +326,7 @@ func podChurnSection(rows []podChurnRow) (terminal, md string) {
 	for _, r := range rows {
 		cellRows = append(cellRows, cells(r))
 	}
-	return tableSection("pod-churn, CNI ADDs then DELs one at a time through cnitool with host-local (median and p99 over every repetition's calls):",
+	return TableSection("pod-churn, CNI ADDs then DELs one at a time through cnitool with host-local (median and p99 over every repetition's calls):",
 		"Pod churn", "CNI ADDs, one after another, then their DELs, each timed from cnitool's start to its exit in the DUT's namespace, with the host-local IPAM plugin: the trestle plugin on trestle, the `bridge` plugin on the Linux bridge. Median and p99 over every repetition's calls, and each against the bridge plugin's.",
 		head, cellRows, goals)
 }

@@ -58,7 +58,7 @@ func TestPodChurnSection(t *testing.T) {
 	if !strings.Contains(md[0], "## Pod churn") || !strings.Contains(md[0], "| trestle:xdp | trestle | 25.0 ms | 40.0 ms | 11.0 ms | 13.0 ms | 1.25x, 1.33x; 2.20x, 2.17x | 4 (1 stopped short: ADD 3 of 3 failed: bridge \"br1\" is full) |") {
 		t.Errorf("report.md:\n%s", md[0])
 	}
-	if q := quantile([]float64{5, 1, 4, 2, 3}, 0.99); q != 5 {
+	if q := Quantile([]float64{5, 1, 4, 2, 3}, 0.99); q != 5 {
 		t.Errorf("p99 of 1..5: %v", q)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -469,7 +468,7 @@ func portScaleSection(rows []portScaleRow) (terminal, md string) {
 	for _, r := range rows {
 		cellRows = append(cellRows, cells(r))
 	}
-	return tableSection("port-scale, 64-byte zero-loss throughput against the ports of the bridge (medians over the repetitions; x first: against the DUT's smallest count run):",
+	return TableSection("port-scale, 64-byte zero-loss throughput against the ports of the bridge (medians over the repetitions; x first: against the DUT's smallest count run):",
 		"Port scale", "One bridge with N ports (each a veth to a namespace of its own; h2 to h4 count the frames, the other ports are idle with their peers up): 64-byte zero-loss throughput of known unicast h1 -> h2 and of broadcast from h1 (due at every other port), frames per second sent; each against the DUT's smallest count run and broadcast against the Linux bridge's at the same count. Medians over the repetitions.",
 		head, cellRows, goals)
 }
@@ -482,37 +481,6 @@ func orderedDUTs(rows []portScaleRow) []string {
 		}
 	}
 	return out
-}
-
-// tableSection is a kind's section as its table with goals under it: for
-// the terminal, intro then the table and the goals indented; for
-// report.md, the heading and about, the table, the goals as a list.
-func tableSection(intro, heading, about string, head []string, rows [][]string, goals []string) (terminal, md string) {
-	var t strings.Builder
-	t.WriteString("\n" + intro + "\n")
-	tw := tabwriter.NewWriter(&t, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.ToUpper(strings.Join(head, "\t")))
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	tw.Flush()
-	for _, g := range goals {
-		t.WriteString("  " + g + "\n")
-	}
-	var m strings.Builder
-	m.WriteString("\n## " + heading + "\n\n" + about + "\n\n")
-	m.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat("---|", len(head)) + "\n")
-	for _, r := range rows {
-		m.WriteString("| " + strings.Join(r, " | ") + " |\n")
-	}
-	if len(goals) > 0 {
-		m.WriteString("\n")
-		for _, g := range goals {
-			m.WriteString("- " + g + "\n")
-		}
-	}
-	m.WriteString("\n")
-	return t.String(), m.String()
 }
 
 // SectionIn is the port-scale section of report.md with its charts
@@ -573,7 +541,7 @@ func portScaleCharts(dir string, rows []portScaleRow) ([]Chart, error) {
 		file string
 		c    svg.LineChart
 	}{{"port-scale-unicast.svg", uni}, {"port-scale-broadcast.svg", bc}, {"port-scale-copies.svg", copies}} {
-		if err := saveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
+		if err := SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
 			return out, err
 		}
 	}

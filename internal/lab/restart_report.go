@@ -66,7 +66,7 @@ func (r *RestartRow) cells() []string {
 	s := r.Sum
 	flood := []string{"-", "-", "-"}
 	if r.Watched {
-		flood = []string{count(float64(s.FloodedMax)), count(s.FloodedMedian), count(float64(s.FloodedTotal))}
+		flood = []string{CountText(float64(s.FloodedMax)), CountText(s.FloodedMedian), CountText(float64(s.FloodedTotal))}
 	}
 	back := "- (no daemon)"
 	if s.BackMedian > 0 {
@@ -79,16 +79,8 @@ func (r *RestartRow) cells() []string {
 		stream = fmt.Sprintf("%s (%.0f%% of its throughput), %s frames an event", Figure(r.Rate, "pps"), 100*r.Load, svg.SI(s.SentMedian))
 	}
 	return append([]string{r.DUT, r.Kind, fmt.Sprint(s.Events),
-		count(float64(s.LostMax)), count(s.LostMedian), count(float64(s.LostTotal))},
+		CountText(float64(s.LostMax)), CountText(s.LostMedian), CountText(float64(s.LostTotal))},
 		append(flood, back, stream)...)
-}
-
-// count is a frame count: exact (they are counted exactly, and 0 is the goal).
-func count(v float64) string {
-	if v == float64(int64(v)) {
-		return fmt.Sprint(int64(v))
-	}
-	return fmt.Sprintf("%.1f", v)
 }
 
 var restartHead = []string{"DUT", "EVENT", "EVENTS", "LOST: MAX", "MEDIAN", "TOTAL", "FLOODED: MAX", "MEDIAN", "TOTAL", "BACK AFTER", "STREAM"}

@@ -1,11 +1,18 @@
 package lab
 
+// The report's frame: the figures, tables, rows and charts every kind's
+// section is made of (Reporter).
+
 import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/trestle/trestle/internal/lab/report/svg"
@@ -129,4 +136,136 @@ func EmbedCharts(b *bytes.Buffer, charts []Chart) {
 	for _, c := range charts {
 		fmt.Fprintf(b, "![%s](%s)\n\n", c.Title, c.File)
 	}
+}
+
+// ResultRows makes a row of each result that row takes (it returns nil for the
+// others), DUTs in the run's order.
+func ResultRows[R comparable](run *Run, row func(Result) R, dut func(R) string) []R {
+	var rows []R
+	var none R
+	for _, r := range run.Results {
+		if x := row(r); x != none {
+			rows = append(rows, x)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b R) int { return DUTOrder(run, dut(a)) - DUTOrder(run, dut(b)) })
+	return rows
+}
+
+// DUTOrder is name's place among the run's DUTs (after them all: not one of
+// them).
+func DUTOrder(run *Run, name string) int {
+	if i := slices.Index(run.DUTs, name); i >= 0 {
+		return i
+	}
+	return len(run.DUTs)
+}
+
+// MetText is a goal's verdict.
+func MetText(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// KiBText is a size in KiB, written in MiB.
+func KiBText(v uint64) string { return fmt.Sprintf("%.1f MiB", float64(v)/1024) }
+
+// TerminalRows writes a table and the warnings under it.
+func TerminalRows(w io.Writer, head []string, rows [][]string, warnings []string) {
+	tw := NewTable(head...)
+	for _, r := range rows {
+		tw.Add(r...)
+	}
+	tw.Write(w)
+	for _, line := range warnings {
+		fmt.Fprintln(w, line)
+	}
+}
+
+// MarkdownRows writes a Markdown table and the warnings under it, in bold.
+func MarkdownRows(b *bytes.Buffer, head []string, rows [][]string, warnings []string) {
+	fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+	for _, r := range rows {
+		fmt.Fprintf(b, "| %s |\n", strings.Join(r, " | "))
+	}
+	if len(warnings) > 0 {
+		b.WriteString("\n")
+		for _, w := range warnings {
+			fmt.Fprintf(b, "- **%s**\n", w)
+		}
+	}
+}
+
+// OrNone is s, or "none read" when nothing was read.
+func OrNone(s string) string {
+	if s == "" {
+		return "none read"
+	}
+	return s
+}
+
+// SaveChart writes a chart's SVG into dir.
+func SaveChart(dir, name, title string, c svg.LineChart, out *[]Chart) error {
+	doc, err := c.SVG()
+	if err != nil {
+		return fmt.Errorf("chart %s: %w", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), doc, 0o644); err != nil {
+		return err
+	}
+	*out = append(*out, Chart{Title: title, File: name})
+	return nil
+}
+
+// CountText is a frame count: exact (they are counted exactly, and 0 is the goal).
+func CountText(v float64) string {
+	if v == float64(int64(v)) {
+		return fmt.Sprint(int64(v))
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// TableSection is a kind's section as its table with goals under it: for
+// the terminal, intro then the table and the goals indented; for
+// report.md, the heading and about, the table, the goals as a list.
+func TableSection(intro, heading, about string, head []string, rows [][]string, goals []string) (terminal, md string) {
+	var t strings.Builder
+	t.WriteString("\n" + intro + "\n")
+	tw := tabwriter.NewWriter(&t, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(head, "\t")))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+	for _, g := range goals {
+		t.WriteString("  " + g + "\n")
+	}
+	var m strings.Builder
+	m.WriteString("\n## " + heading + "\n\n" + about + "\n\n")
+	m.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat("---|", len(head)) + "\n")
+	for _, r := range rows {
+		m.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	if len(goals) > 0 {
+		m.WriteString("\n")
+		for _, g := range goals {
+			m.WriteString("- " + g + "\n")
+		}
+	}
+	m.WriteString("\n")
+	return t.String(), m.String()
+}
+
+func NsText(v float64) string { return time.Duration(v).Round(100 * time.Nanosecond).String() }
+
+// SortedKeys is for printing settings in a stable order.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -23,7 +23,7 @@ type SoakRow struct {
 
 // Soaks gathers a run's soak records, DUTs in the run's order.
 func Soaks(run *Run) []*SoakRow {
-	return gather(run, func(r Result) *SoakRow {
+	return ResultRows(run, func(r Result) *SoakRow {
 		if r.Test != TestSoak || r.Soak == nil {
 			return nil
 		}
@@ -46,8 +46,6 @@ func driftText(d Drift, f func(float64) string) string {
 	return t
 }
 
-func nsText(v float64) string { return time.Duration(v).Round(100 * time.Nanosecond).String() }
-
 func (r *SoakRow) cells() []string {
 	s, rec := r.Sum, r.Rec
 	stream := fmt.Sprintf("%s (%.0f%% of %s), %s", Figure(rec.RatePPS, "pps"), 100*rec.Load, Figure(rec.Throughput, "pps"), (time.Duration(rec.Elapsed * float64(time.Second))).Round(time.Second))
@@ -55,16 +53,16 @@ func (r *SoakRow) cells() []string {
 	for _, d := range s.Latency {
 		switch d.Name {
 		case "p50":
-			lat[0] = driftText(d, nsText)
+			lat[0] = driftText(d, NsText)
 		case "p99":
-			lat[1] = driftText(d, nsText)
+			lat[1] = driftText(d, NsText)
 		case "p99.9":
-			lat[2] = fmt.Sprintf("%s → %s", nsText(d.First), nsText(d.Last))
+			lat[2] = fmt.Sprintf("%s → %s", NsText(d.First), NsText(d.Last))
 		}
 	}
 	mem := "no daemon"
 	if s.Memory != nil {
-		mem = fmt.Sprintf("%s (most %s, %+.0f KiB/min)", driftText(*s.Memory, func(v float64) string { return kib(uint64(v)) }), kib(uint64(s.Memory.Max)), s.MemorySlop)
+		mem = fmt.Sprintf("%s (most %s, %+.0f KiB/min)", driftText(*s.Memory, func(v float64) string { return KiBText(uint64(v)) }), KiBText(uint64(s.Memory.Max)), s.MemorySlop)
 	}
 	maps := "-"
 	if len(s.Maps) > 0 {
@@ -79,7 +77,7 @@ func (r *SoakRow) cells() []string {
 			maps = strings.Join(moved, ", ")
 		}
 	}
-	goal := metText(s.GoalMet)
+	goal := MetText(s.GoalMet)
 	if r.Error != "" {
 		goal = "failed"
 	}
@@ -95,7 +93,7 @@ func terminalSoaks(w io.Writer, rows []*SoakRow) {
 	rec := rows[0].Rec
 	fmt.Fprintf(w, "\nsoak: %s frames in %d flows at %.0f%% of the zero-loss rate, windows of %v (goals: 0 lost, latency stable, memory and maps flat):\n",
 		rec.FrameSize.Label(), rec.Flows, 100*rec.Load, time.Duration(rec.WindowSeconds*float64(time.Second)))
-	terminalRows(w, soakHead, soakCells(rows), soakWarnings(rows))
+	TerminalRows(w, soakHead, soakCells(rows), soakWarnings(rows))
 }
 
 func soakCells(rows []*SoakRow) [][]string {
@@ -147,7 +145,7 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 		"Goals: 0 frames lost; p50, p90 and p99 of the last window within %.0f%% (or %v) of the first's (p99.9 and the maximum are shown, not judged: a window holds a handful of frames beyond them); "+
 		"the daemon's resident memory grown by at most %.0f%% (or %d MiB) and no map holding more entries than at its first sample.\n\n",
 		100*LatencyDrift, LatencySlack, 100*MemoryDrift, MemorySlack>>10)
-	markdownRows(b, []string{"DUT", "stream", "lost", "windows", "p50 first → last", "p99 first → last", "p99.9 first → last", "daemon RSS first → last", "maps", "goals"},
+	MarkdownRows(b, []string{"DUT", "stream", "lost", "windows", "p50 first → last", "p99 first → last", "p99.9 first → last", "daemon RSS first → last", "maps", "goals"},
 		soakCells(rows), soakWarnings(rows))
 	for _, r := range rows {
 		rec := r.Rec
@@ -157,7 +155,7 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 		if rec.Daemon != "" {
 			fmt.Fprintf(b, "; memory of %s", rec.Daemon)
 		}
-		for _, k := range sortedKeys(rec.Unmeasured) {
+		for _, k := range SortedKeys(rec.Unmeasured) {
 			fmt.Fprintf(b, "; %s not measured: %s", k, rec.Unmeasured[k])
 		}
 		b.WriteString(".\n\n| window | rate | sequence gaps | p50 | p90 | p99 | p99.9 | max | CPU busy | other processes' CPU |\n|---|---|---|---|---|---|---|---|---|---|\n")
@@ -177,7 +175,7 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 			}
 		}
 		if len(rec.Maps) > 0 {
-			fmt.Fprintf(b, "\nMaps of the programs on its ports, at the start: counted in every sample: %s; fixed size: %s.\n", orNone(strings.Join(counted, ", ")), orNone(strings.Join(fixed, ", ")))
+			fmt.Fprintf(b, "\nMaps of the programs on its ports, at the start: counted in every sample: %s; fixed size: %s.\n", OrNone(strings.Join(counted, ", ")), OrNone(strings.Join(fixed, ", ")))
 		}
 		for _, m := range r.Sum.Maps {
 			fmt.Fprintf(b, "- %s: %.0f at the first sample, %.0f at the last, %.0f..%.0f in all\n", m.Name, m.First, m.Last, m.Min, m.Max)
@@ -196,7 +194,7 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 func soakCharts(dir string, rows []*SoakRow) ([]Chart, error) {
 	var out []Chart
 	lat := svg.LineChart{Title: "Soak: latency per window (p50, p99, p99.9)", XLabel: "minutes into the stream", YLabel: "one-way latency", XUnit: svg.Plain,
-		Unit: func(v float64) string { return nsText(v) }}
+		Unit: func(v float64) string { return NsText(v) }}
 	mem := svg.LineChart{Title: "Soak: the daemon's resident memory", XLabel: "minutes into the stream", YLabel: "MiB", XUnit: svg.Plain}
 	maps := svg.LineChart{Title: "Soak: entries of the learning table and of every hash map on the DUT's ports", XLabel: "minutes into the stream", YLabel: "entries", XUnit: svg.Plain}
 	for _, r := range rows {
@@ -231,7 +229,7 @@ func soakCharts(dir string, rows []*SoakRow) ([]Chart, error) {
 			if p.Learned >= 0 {
 				add("learned", p.Learned)
 			}
-			for _, k := range sortedKeys(p.Maps) {
+			for _, k := range SortedKeys(p.Maps) {
 				add(k, p.Maps[k])
 			}
 		}
@@ -249,7 +247,7 @@ func soakCharts(dir string, rows []*SoakRow) ([]Chart, error) {
 		if len(c.c.Series) == 0 {
 			continue
 		}
-		if err := saveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
+		if err := SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
 			return out, err
 		}
 	}
