@@ -740,11 +740,11 @@ func Write(dir string, run *lab.Run) error {
 		if len(p.GenCPUs) > 0 {
 			fmt.Fprintf(&b, " (cores: the generator's threads on CPUs %s, the first N at N CPUs, each CPU forwarding and sinking its own frames)", strings.Trim(fmt.Sprint(p.GenCPUs), "[]"))
 		}
-		for _, name := range sortedKeys(p.Threads) {
+		for _, name := range lab.SortedKeys(p.Threads) {
 			fmt.Fprintf(&b, "; %s on CPU %d", name, p.Threads[name])
 		}
 		b.WriteString("\n")
-		for _, k := range sortedKeys(u.Settings) {
+		for _, k := range lab.SortedKeys(u.Settings) {
 			v := u.Settings[k]
 			if strings.Contains(v, "\n") {
 				fmt.Fprintf(&b, "- %s:\n\n```\n%s```\n", k, v)
@@ -752,9 +752,9 @@ func Write(dir string, run *lab.Run) error {
 			}
 			fmt.Fprintf(&b, "- %s: %s\n", k, v)
 		}
-		for _, k := range sortedKeys(u.Offloads) {
+		for _, k := range lab.SortedKeys(u.Offloads) {
 			var on []string
-			for _, f := range sortedKeys(u.Offloads[k]) {
+			for _, f := range lab.SortedKeys(u.Offloads[k]) {
 				on = append(on, fmt.Sprintf("%s %s", f, onOff(u.Offloads[k][f])))
 			}
 			fmt.Fprintf(&b, "- offloads %s: %s\n", k, strings.Join(on, ", "))
@@ -795,15 +795,6 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // subject is what a chart of a test and param shows, for its title:
@@ -991,7 +982,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]lab.Chart, error)
 			chains[g.Test+"|"+g.Param] = true
 		}
 	}
-	for _, key := range sortedKeys(chains) {
+	for _, key := range lab.SortedKeys(chains) {
 		test, param, _ := strings.Cut(key, "|")
 		cs := chainSeries(run, groups, test, param)
 		label := subject(test, param)
@@ -1034,7 +1025,7 @@ func writeCharts(dir string, run *lab.Run, groups []*Group) ([]lab.Chart, error)
 		tr := r.Trials[0]
 		lossBy[size][r.DUT] = append(lossBy[size][r.DUT], svg.Point{X: tr.Offered, Y: 100 * tr.LossRatio})
 	}
-	for _, size := range sortedKeys(lossBy) {
+	for _, size := range lab.SortedKeys(lossBy) {
 		c := svg.LineChart{Title: fmt.Sprintf("Frame loss against offered load, %s (RFC 2544 26.3)", strings.TrimPrefix(subject(lab.TestThroughput, size), "Throughput, ")), XLabel: "offered, frames per second", YLabel: "frames lost, %"}
 		for _, d := range run.DUTs {
 			if pts, ok := lossBy[size][d]; ok {
