@@ -59,6 +59,39 @@ var ErrUnavailable = errors.New("DUT not available here")
 // DUTNames lists the DUTs ParseDUT knows, for --help.
 var DUTNames = []string{"direct", "floor", "floor:tc", "linux-bridge", "linux-bridge:nft", "trestle", "trestle:xdp", "trestle:tc", "ovs", "ovs:afxdp", "ovs:system"}
 
+// Caps are what a kind of DUT is to the lab and what it can do, declared
+// once for each kind (dutCaps) and read from a DUT's name by CapsOf: the
+// parser and the reports ask these, never the name itself.
+type Caps struct {
+	// Subject: the switch the lab is built to measure. The reports hold
+	// its figures to the goals (a shortfall is a warning), compare its
+	// variants with the peers' and list it first; a peer's figures are
+	// findings beside it.
+	Subject bool
+	// Build: it runs a binary of a build, which bin=PATH chooses.
+	Build bool
+	// Daemon: a daemon of its own runs it, which a restart restarts; the
+	// kernel's bridges have none.
+	Daemon bool
+}
+
+// dutCaps are the kinds of DUT ParseSpec knows, with what each declares.
+var dutCaps = map[string]Caps{
+	"direct":       {},
+	"floor":        {},
+	"linux-bridge": {},
+	"trestle":      {Subject: true, Build: true, Daemon: true},
+	"ovs":          {Daemon: true},
+}
+
+// CapsOf is what the kind of the DUT named dut ("trestle:xdp@vlan", as
+// the records carry it) declares; none for a kind not known.
+func CapsOf(dut string) Caps {
+	kind, _, _ := strings.Cut(dut, "@")
+	kind, _, _ = strings.Cut(kind, ":")
+	return dutCaps[kind]
+}
+
 // offloadAliases are the short names of host offloads in DUT variants.
 var offloadAliases = map[string]string{
 	"tso": "tx-tcp-segmentation", "gso": "tx-generic-segmentation", "gro": "rx-gro",
@@ -218,7 +251,7 @@ func ParseSpec(s string) (Spec, error) {
 		case !ok && k == "filter":
 			v.filter().All = true
 		case ok && k == "bin" && val != "":
-			if !strings.HasPrefix(name, "trestle") {
+			if !CapsOf(name).Build {
 				return v, fmt.Errorf("DUT %q: bin= is for trestle DUTs", s)
 			}
 			v.Bin = val

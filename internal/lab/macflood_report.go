@@ -137,7 +137,7 @@ func floodWarnings(rows []*FloodRow) []string {
 				out = append(out, fmt.Sprintf("note: %s, the stream %s: %s", r.DUT, map[bool]string{false: "without the flood", true: "with the flood"}[w.Flood], n))
 			}
 		}
-		if !strings.HasPrefix(r.DUT, "trestle") {
+		if !CapsOf(r.DUT).Subject {
 			continue
 		}
 		s := r.Sum

@@ -189,7 +189,7 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 			c = append(c, gbps(r.TCP[n]))
 		}
 		restart := lostText(r.Restart)
-		if !r.RestartOK && !strings.HasPrefix(r.DUT, "trestle") {
+		if !r.RestartOK && !CapsOf(r.DUT).Daemon {
 			restart = "- (no daemon)"
 		}
 		reps := fmt.Sprint(r.Reps)
@@ -283,7 +283,7 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 	var goals []string
 	var fast *overlayRow
 	for i, r := range rows {
-		if !strings.HasPrefix(r.DUT, "trestle") || r.Skipped != "" || r.Reps == 0 {
+		if !CapsOf(r.DUT).Subject || r.Skipped != "" || r.Reps == 0 {
 			continue
 		}
 		if fast == nil || r.NDR > fast.NDR {
@@ -299,7 +299,7 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 	for _, n := range streams {
 		var best *overlayRow
 		for i, r := range rows {
-			if strings.HasPrefix(r.DUT, "trestle") && r.Skipped == "" && r.Reps > 0 && r.TCP[n] > 0 && (best == nil || r.TCP[n] > best.TCP[n]) {
+			if CapsOf(r.DUT).Subject && r.Skipped == "" && r.Reps > 0 && r.TCP[n] > 0 && (best == nil || r.TCP[n] > best.TCP[n]) {
 				best = &rows[i]
 			}
 		}
@@ -308,7 +308,7 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 		}
 	}
 	for _, r := range rows {
-		if !strings.HasPrefix(r.DUT, "trestle") {
+		if !CapsOf(r.DUT).Subject {
 			continue
 		}
 		if r.Skipped != "" {

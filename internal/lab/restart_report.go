@@ -111,7 +111,7 @@ func restartWarnings(rows []*RestartRow) []string {
 		for _, e := range r.Errors {
 			out = append(out, fmt.Sprintf("failed: %s %s: %s", r.DUT, r.Kind, FirstLine(e)))
 		}
-		if !strings.HasPrefix(r.DUT, "trestle") && r.Kind != EventNone {
+		if !CapsOf(r.DUT).Subject && r.Kind != EventNone {
 			continue // a peer's losses are the finding, not a warning
 		}
 		var bad []string

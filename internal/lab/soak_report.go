@@ -129,7 +129,7 @@ func soakWarnings(rows []*SoakRow) []string {
 		if !s.Flat {
 			bad = append(bad, "memory or a map grew")
 		}
-		if len(bad) > 0 && strings.HasPrefix(r.DUT, "trestle") {
+		if len(bad) > 0 && CapsOf(r.DUT).Subject {
 			out = append(out, fmt.Sprintf("warning: %s: %s", r.DUT, strings.Join(bad, "; ")))
 		}
 	}

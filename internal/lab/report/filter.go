@@ -31,7 +31,7 @@ func pointOf(dut string) filterPoint {
 	return p
 }
 
-func (p filterPoint) trestle() bool { return strings.HasPrefix(p.base, "trestle") }
+func (p filterPoint) trestle() bool { return lab.CapsOf(p.base).Subject }
 
 // offs are the DUTs that are p's DUT with its filter off, the first found
 // the one: for the Linux bridge, rules=0 (no table) or the plain bridge.

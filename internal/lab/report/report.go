@@ -426,8 +426,8 @@ func Compare(groups []*Group) []Comparison {
 					}
 					_, bKnobs := splitDUT(b.DUT)
 					variantOf := knobs != "" && b.DUT == base
-					trestle := strings.HasPrefix(o.DUT, "trestle") && knobs == bKnobs &&
-						!(strings.HasPrefix(b.DUT, "trestle") && b.DUT > o.DUT)
+					trestle := lab.CapsOf(o.DUT).Subject && knobs == bKnobs &&
+						!(lab.CapsOf(b.DUT).Subject && b.DUT > o.DUT)
 					if !variantOf && !trestle {
 						continue
 					}
@@ -704,7 +704,7 @@ func Write(dir string, run *lab.Run) error {
 				}
 				// The trestle sets first: ministat compares each set with the first.
 				sort.SliceStable(sets, func(i, j int) bool {
-					return strings.HasPrefix(sets[i].Name, "trestle") && !strings.HasPrefix(sets[j].Name, "trestle")
+					return lab.CapsOf(sets[i].Name).Subject && !lab.CapsOf(sets[j].Name).Subject
 				})
 				var out bytes.Buffer
 				if err := stat.Render(&out, sets, stat.Options{}); err != nil {

@@ -70,11 +70,11 @@ func Peers(groups []*Group, cs []Comparison) []PeerRow {
 		}
 		for _, t := range g.Rows {
 			_, knobs := splitDUT(t.DUT)
-			if knobs == "" || !strings.HasPrefix(t.DUT, "trestle") || hasFilter(t.DUT) {
+			if knobs == "" || !lab.CapsOf(t.DUT).Subject || hasFilter(t.DUT) {
 				continue
 			}
 			for _, o := range g.Rows {
-				if _, ok := splitDUT(o.DUT); ok != knobs || strings.HasPrefix(o.DUT, "trestle") {
+				if _, ok := splitDUT(o.DUT); ok != knobs || lab.CapsOf(o.DUT).Subject {
 					continue
 				}
 				out = append(out, PeerRow{Group: g, Trestle: t, Other: o, Ratio: ratio(t, o), Cmp: findComparison(cs, t, o)})
