@@ -23,7 +23,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/trestle/trestle/internal/frame"
@@ -288,24 +287,12 @@ func (CoresTest) Preset() Scenario {
 	}
 }
 
-func (CoresTest) Flags(f *pflag.FlagSet) {
-	f.String("cpus", "", "cores: the CPU counts to measure, comma-separated (default 1,2,4,... up to\nevery CPU the lab may use)")
-}
-
-// SetFlags: --cpus sets the CPU counts; a scenario without a cores test
-// refuses it.
-func (CoresTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
-	if !f.Changed("cpus") {
-		return nil
-	}
-	if !s.has(TestCores) {
-		return fmt.Errorf("--cpus is for the cores scenario, not %s", s.Name)
-	}
-	v, _ := f.GetString("cpus")
-	n, err := ParseInts("--cpus", v, 1, 1024)
-	if err != nil {
-		return err
-	}
-	Configure(s, func(c CoresTest) CoresTest { c.Counts = n; return c })
-	return nil
+// Flags: --cpus, the CPU counts; a scenario without a cores test refuses
+// it.
+func (CoresTest) Flags() []Flag {
+	return []Flag{{
+		Name: "cpus", Type: FlagInts, Lo: 1, Hi: 1024, For: "the cores scenario",
+		Usage: "cores: the CPU counts to measure, comma-separated (default 1,2,4,... up to\nevery CPU the lab may use)",
+		Set:   Sets(func(c CoresTest, n []int) (CoresTest, error) { c.Counts = n; return c, nil }),
+	}}
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/spf13/pflag"
 )
 
 const (
@@ -96,35 +94,20 @@ func (k UDPTest) Run(ctx context.Context, u *UnitRun) error {
 	return nil
 }
 
-func (TCPTest) Flags(f *pflag.FlagSet) {
-	f.String("streams", "", "iperf3 TCP stream counts, comma-separated")
+// Flags: --streams, the stream counts (of a scenario with a TCP test; in
+// another it is ignored).
+func (TCPTest) Flags() []Flag {
+	return []Flag{{
+		Name: "streams", Type: FlagInts, Lo: 1, Hi: 128, Usage: "iperf3 TCP stream counts, comma-separated",
+		Set: Sets(func(t TCPTest, n []int) (TCPTest, error) { t.Streams = n; return t, nil }),
+	}}
 }
 
-// SetFlags: --streams sets the stream counts (of a scenario with a TCP
-// test; in another it is ignored).
-func (TCPTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
-	if !f.Changed("streams") {
-		return nil
-	}
-	v, _ := f.GetString("streams")
-	n, err := ParseInts("--streams", v, 1, 128)
-	if err != nil {
-		return err
-	}
-	Configure(s, func(t TCPTest) TCPTest { t.Streams = n; return t })
-	return nil
-}
-
-func (UDPTest) Flags(f *pflag.FlagSet) {
-	f.String("udp-rate", "", "iperf3 UDP offered rate (e.g. 1G)")
-}
-
-// SetFlags: --udp-rate sets the offered rate (of a scenario with a UDP
-// test; in another it is ignored).
-func (UDPTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
-	if f.Changed("udp-rate") {
-		v, _ := f.GetString("udp-rate")
-		Configure(s, func(t UDPTest) UDPTest { t.Rate = v; return t })
-	}
-	return nil
+// Flags: --udp-rate, the offered rate (of a scenario with a UDP test; in
+// another it is ignored).
+func (UDPTest) Flags() []Flag {
+	return []Flag{{
+		Name: "udp-rate", Type: FlagString, Usage: "iperf3 UDP offered rate (e.g. 1G)",
+		Set: Sets(func(t UDPTest, v string) (UDPTest, error) { t.Rate = v; return t, nil }),
+	}}
 }

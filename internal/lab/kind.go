@@ -220,30 +220,134 @@ type testsLiner interface {
 	TestsLine(s Scenario) string
 }
 
-// flagger is a kind with flags of its own on `trestle lab`: it declares
-// them (Flags) and, from those given, checks their values and sets a
-// scenario's test of its kind (SetFlags: a scenario without one is left
-// as it is, or refused where the flag means nothing without the kind).
+// flagger is a kind with flags of its own on `trestle lab`, declared as
+// rows (Flag).
 type flagger interface {
-	Flags(f *pflag.FlagSet)
-	SetFlags(f *pflag.FlagSet, s *Scenario) error
+	Flags() []Flag
 }
 
-// DeclareFlags declares every registered kind's flags on f.
+// Flag is a flag of a kind on `trestle lab`, declared as a row, as a
+// configuration key is (internal/config/keys.go): its name and help, the
+// type and range of its value, which scenarios take it and what it sets.
+// The core declares it, reads it, checks its range and refuses it where it
+// means nothing; the kind says only what the value does (Set).
+type Flag struct {
+	Name  string
+	Usage string
+	Type  FlagType
+	// Lo, Hi: the range of an Int, or of each of Ints (both 0: any).
+	Lo, Hi int
+	// For names the scenarios the flag is for, when a scenario without
+	// the kind refuses it ("the mac-flood scenario"); "": such a scenario
+	// ignores it.
+	For string
+	// Set sets the value (a string, int, []int or time.Duration, in
+	// range) on the scenario's test of the kind (Sets makes one from a
+	// function of the kind's value); it may refuse it.
+	Set func(s *Scenario, v any) error
+	// Absent, if set, is what a scenario with the kind does when the flag
+	// is not given (given says whether another flag was).
+	Absent func(s *Scenario, given func(flag string) bool) error
+}
+
+// FlagType is the type of a Flag's value.
+type FlagType int
+
+const (
+	FlagString   FlagType = iota
+	FlagInt               // a number in Lo..Hi
+	FlagInts              // comma-separated numbers, each in Lo..Hi
+	FlagDuration          // a Go duration ("2s")
+)
+
+// Sets is a Flag's Set from a change of the kind's value T by the flag's
+// value V (an error refuses the value).
+func Sets[T Kind, V any](change func(k T, v V) (T, error)) func(s *Scenario, v any) error {
+	return func(s *Scenario, v any) error {
+		k, ok := TestOf[T](*s)
+		if !ok {
+			return nil
+		}
+		k, err := change(k, v.(V))
+		if err != nil {
+			return err
+		}
+		Configure(s, func(T) T { return k })
+		return nil
+	}
+}
+
+// DeclareFlags declares every registered kind's flags on f (a name that
+// two kinds take, once, with the first one's help).
 func DeclareFlags(f *pflag.FlagSet) {
 	for _, k := range Kinds {
-		if fl, ok := k.(flagger); ok {
-			fl.Flags(f)
+		fl, ok := k.(flagger)
+		if !ok {
+			continue
+		}
+		for _, r := range fl.Flags() {
+			if f.Lookup(r.Name) != nil {
+				continue
+			}
+			switch r.Type {
+			case FlagString, FlagInts:
+				f.String(r.Name, "", r.Usage)
+			case FlagInt:
+				f.Int(r.Name, 0, r.Usage)
+			case FlagDuration:
+				f.Duration(r.Name, 0, r.Usage)
+			}
 		}
 	}
 }
 
+// value is the value of r given on f, checked against its range.
+func (r Flag) value(f *pflag.FlagSet) (any, error) {
+	switch r.Type {
+	case FlagInt:
+		n, _ := f.GetInt(r.Name)
+		if (r.Lo != 0 || r.Hi != 0) && (n < r.Lo || n > r.Hi) {
+			return nil, fmt.Errorf("--%s %d: a number in %d..%d", r.Name, n, r.Lo, r.Hi)
+		}
+		return n, nil
+	case FlagInts:
+		v, _ := f.GetString(r.Name)
+		return ParseInts("--"+r.Name, v, r.Lo, r.Hi)
+	case FlagDuration:
+		return f.GetDuration(r.Name)
+	}
+	return f.GetString(r.Name)
+}
+
 // SetFlags sets s's tests from the kinds' flags given on f, kind by kind
-// in the order of Kinds; the first bad one is the error.
+// in the order of Kinds, row by row; the first bad one is the error.
 func (s *Scenario) SetFlags(f *pflag.FlagSet) error {
 	for _, k := range Kinds {
-		if fl, ok := k.(flagger); ok {
-			if err := fl.SetFlags(f, s); err != nil {
+		fl, ok := k.(flagger)
+		if !ok {
+			continue
+		}
+		for _, r := range fl.Flags() {
+			has := s.has(k.Name())
+			if !f.Changed(r.Name) {
+				if has && r.Absent != nil {
+					if err := r.Absent(s, f.Changed); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if !has {
+				if r.For != "" {
+					return fmt.Errorf("--%s is for %s, not %s", r.Name, r.For, s.Name)
+				}
+				continue
+			}
+			v, err := r.value(f)
+			if err != nil {
+				return err
+			}
+			if err := r.Set(s, v); err != nil {
 				return err
 			}
 		}

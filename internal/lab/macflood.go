@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/trestle/trestle/internal/frame"
@@ -852,23 +851,12 @@ func (k MACFloodTest) Run(ctx context.Context, u *UnitRun) error {
 	return macFloodTest(ctx, u.S, k, u.Rig, size, rate, tput, u.Base, u.Add, u.Status)
 }
 
-func (MACFloodTest) Flags(f *pflag.FlagSet) {
-	f.Int("sources", 0, "mac-flood: the flood's random source addresses (default 1000000)")
-}
-
-// SetFlags: --sources sets the flood's source addresses; a scenario
-// without a mac-flood test refuses it.
-func (MACFloodTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
-	if !f.Changed("sources") {
-		return nil
-	}
-	if !s.has(TestMACFlood) {
-		return fmt.Errorf("--sources is for the mac-flood scenario, not %s", s.Name)
-	}
-	n, _ := f.GetInt("sources")
-	if n < 1 || n > 1<<24 {
-		return fmt.Errorf("--sources %d: 1..%d", n, 1<<24)
-	}
-	Configure(s, func(m MACFloodTest) MACFloodTest { m.Sources = n; return m })
-	return nil
+// Flags: --sources, the flood's source addresses; a scenario without a
+// mac-flood test refuses it.
+func (MACFloodTest) Flags() []Flag {
+	return []Flag{{
+		Name: "sources", Type: FlagInt, Lo: 1, Hi: 1 << 24, For: "the mac-flood scenario",
+		Usage: "mac-flood: the flood's random source addresses (default 1000000)",
+		Set:   Sets(func(m MACFloodTest, n int) (MACFloodTest, error) { m.Sources = n; return m, nil }),
+	}}
 }

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -184,34 +183,17 @@ func (k OverlayTest) Prepare(s Scenario) ([]string, error) {
 		"the restart streams at %.0f%% of the DUT's NDR; trestle runs with persist, its ports in the DUT's mode (a DUT whose overlay port stays down is listed with the daemon's reason, not run)", underlayMTU, overlayMTU, 100*s.Load)}, nil
 }
 
-func (OverlayTest) Flags(f *pflag.FlagSet) {
-	f.Int("stations", 0, fmt.Sprintf("overlay: new stations timed a unit, each a type-2 convergence and a move (default %d)", OverlayStationsDefault))
-}
-
-// SetFlags: --stations sets how many stations are timed, and --streams
-// (TCPTest's flag) the overlay's iperf3 streams; a scenario without an
-// overlay test refuses --stations.
-func (OverlayTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
-	if f.Changed("streams") && s.has(TestOverlay) {
-		v, _ := f.GetString("streams")
-		n, err := ParseInts("--streams", v, 1, 128)
-		if err != nil {
-			return err
-		}
-		Configure(s, func(k OverlayTest) OverlayTest { k.Streams = n; return k })
+// Flags: --stations, the stations timed a unit (a scenario without an
+// overlay test refuses it), and --streams, TCPTest's flag, the overlay's
+// iperf3 streams.
+func (OverlayTest) Flags() []Flag {
+	return []Flag{
+		{Name: "streams", Type: FlagInts, Lo: 1, Hi: 128, Usage: "iperf3 TCP stream counts, comma-separated",
+			Set: Sets(func(k OverlayTest, n []int) (OverlayTest, error) { k.Streams = n; return k, nil })},
+		{Name: "stations", Type: FlagInt, Lo: 1, Hi: 1000, For: "the overlay scenario",
+			Usage: fmt.Sprintf("overlay: new stations timed a unit, each a type-2 convergence and a move (default %d)", OverlayStationsDefault),
+			Set:   Sets(func(k OverlayTest, n int) (OverlayTest, error) { k.Stations = n; return k, nil })},
 	}
-	if !f.Changed("stations") {
-		return nil
-	}
-	if !s.has(TestOverlay) {
-		return fmt.Errorf("--stations is for the overlay scenario, not %s", s.Name)
-	}
-	n, _ := f.GetInt("stations")
-	if n < 1 || n > 1000 {
-		return fmt.Errorf("--stations %d: a number in 1..1000", n)
-	}
-	Configure(s, func(k OverlayTest) OverlayTest { k.Stations = n; return k })
-	return nil
 }
 
 func (OverlayTest) Section(run *Run) (terminal, md string) {

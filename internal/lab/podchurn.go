@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/spf13/pflag"
 )
 
 // TestPodChurn: pods coming and going on a bridge as a container runtime
@@ -59,25 +57,14 @@ var podChurnPreset = Scenario{
 	Hosts: 2, Chain: []int{1}, Tests: []Kind{PodChurnTest{Pods: PodChurnDefault}}, Reps: 3, Timing: DefaultTiming,
 }
 
-func (PodChurnTest) Flags(f *pflag.FlagSet) {
-	f.Int("pods", 0, fmt.Sprintf("pod-churn (and port-scale's churn): the pods added then deleted (default %d)", PodChurnDefault))
-}
-
-// SetFlags: --pods sets the churn's pod count; a scenario without a churn
+// Flags: --pods, the churn's pod count; a scenario without a churn
 // refuses it.
-func (PodChurnTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
-	if !f.Changed("pods") {
-		return nil
-	}
-	if !s.has(TestPodChurn) {
-		return fmt.Errorf("--pods is for the pod-churn and port-scale scenarios, not %s", s.Name)
-	}
-	n, _ := f.GetInt("pods")
-	if n < 1 || n > 4096 {
-		return fmt.Errorf("--pods %d: a number in 1..4096", n)
-	}
-	Configure(s, func(p PodChurnTest) PodChurnTest { p.Pods = n; return p })
-	return nil
+func (PodChurnTest) Flags() []Flag {
+	return []Flag{{
+		Name: "pods", Type: FlagInt, Lo: 1, Hi: 4096, For: "the pod-churn and port-scale scenarios",
+		Usage: fmt.Sprintf("pod-churn (and port-scale's churn): the pods added then deleted (default %d)", PodChurnDefault),
+		Set:   Sets(func(p PodChurnTest, n int) (PodChurnTest, error) { p.Pods = n; return p, nil }),
+	}}
 }
 
 // Needs: after the unit's packet tests, on the unit's bridge.

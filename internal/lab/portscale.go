@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
@@ -103,31 +101,22 @@ func (PortScaleTest) Section(run *Run) (terminal, md string) {
 	return portScaleSection(portScaleRows(run))
 }
 
-func (PortScaleTest) Flags(f *pflag.FlagSet) {
-	f.String("ports", "", "port-scale: the port counts of the bridge, comma-separated (default "+joinInts(PortScaleDefault)+";\na count above what a DUT takes is listed, not run)")
-}
-
-// SetFlags: --ports sets the port counts; a scenario without a port-scale
-// test refuses it.
-func (PortScaleTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
-	if !f.Changed("ports") {
-		return nil
-	}
-	if !s.has(TestPortScale) {
-		return fmt.Errorf("--ports is for the port-scale scenario, not %s", s.Name)
-	}
-	v, _ := f.GetString("ports")
-	n, err := ParseInts("--ports", v, 2, 65535)
-	if err != nil {
-		return err
-	}
-	for i, c := range n {
-		if slices.Contains(n[:i], c) {
-			return fmt.Errorf("--ports %q: %d ports given twice", v, c)
-		}
-	}
-	Configure(s, func(p PortScaleTest) PortScaleTest { p.Ports = n; return p })
-	return nil
+// Flags: --ports, the port counts; a scenario without a port-scale test
+// refuses it.
+func (PortScaleTest) Flags() []Flag {
+	return []Flag{{
+		Name: "ports", Type: FlagInts, Lo: 2, Hi: 65535, For: "the port-scale scenario",
+		Usage: "port-scale: the port counts of the bridge, comma-separated (default " + joinInts(PortScaleDefault) + ";\na count above what a DUT takes is listed, not run)",
+		Set: Sets(func(p PortScaleTest, n []int) (PortScaleTest, error) {
+			for i, c := range n {
+				if slices.Contains(n[:i], c) {
+					return p, fmt.Errorf("--ports %q: %d ports given twice", joinInts(n), c)
+				}
+			}
+			p.Ports = n
+			return p, nil
+		}),
+	}}
 }
 
 var portScalePreset = Scenario{

@@ -18,8 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/lab/gen"
 	"github.com/trestle/trestle/internal/lab/sink"
@@ -497,55 +495,42 @@ func (k RestartTest) Run(ctx context.Context, u *UnitRun) error {
 	return restartTest(ctx, u.S, k, u.Rig, size, rate, tput, u.Base, u.Add, u.Notef, u.Status)
 }
 
-func (RestartTest) Flags(f *pflag.FlagSet) {
-	f.String("events", "", "restart: events in order with their counts (default sigkill=10,sigterm=10,upgrade=5)")
-	f.Duration("event-lead", 0, "restart: the stream before each event (default 1s)")
-	f.Duration("event-tail", 0, "restart: how long the stream must reach h2 without a gap after the\ndaemon is back (default 1s)")
-	f.String("upgrade-to", "", "restart: the trestle build the upgrade events go to and back from")
-}
-
-// SetFlags: --events, --event-lead, --event-tail and --upgrade-to set the
-// restart test's events, stream and other build. Their values are checked
-// whatever the scenario; the command refuses them in one without a restart
-// test, as it does --load and --rate.
-func (RestartTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
-	set := func(change func(RestartTest) RestartTest) { Configure(s, change) }
-	if f.Changed("events") {
-		v, _ := f.GetString("events")
-		evs, err := ParseEvents(v)
-		if err != nil {
-			return fmt.Errorf("--events: %w", err)
-		}
-		set(func(r RestartTest) RestartTest { r.Events = evs; return r })
-	}
-	for _, name := range []string{"event-lead", "event-tail"} {
-		if !f.Changed(name) {
-			continue
-		}
-		v, _ := f.GetDuration(name)
-		if v <= 0 {
-			return fmt.Errorf("--%s %v: must be above 0", name, v)
-		}
-		set(func(r RestartTest) RestartTest {
-			if name == "event-lead" {
-				r.Lead = v
-			} else {
-				r.Tail = v
+// Flags: the events, their stream's lead and tail, and the build upgrades
+// go to (of a scenario with a restart test; in another they are ignored).
+func (RestartTest) Flags() []Flag {
+	positive := func(name string, set func(*RestartTest, time.Duration)) func(*Scenario, any) error {
+		return Sets(func(r RestartTest, v time.Duration) (RestartTest, error) {
+			if v <= 0 {
+				return r, fmt.Errorf("--%s %v: must be above 0", name, v)
 			}
-			return r
+			set(&r, v)
+			return r, nil
 		})
 	}
-	if f.Changed("upgrade-to") {
-		v, _ := f.GetString("upgrade-to")
-		st, err := os.Stat(v)
-		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			return fmt.Errorf("--upgrade-to %s: not an executable file (%v)", v, err)
-		}
-		abs, err := filepath.Abs(v)
-		if err != nil {
-			return err
-		}
-		set(func(r RestartTest) RestartTest { r.UpgradeTo = abs; return r })
+	return []Flag{
+		{Name: "events", Type: FlagString, Usage: "restart: events in order with their counts (default sigkill=10,sigterm=10,upgrade=5)",
+			Set: Sets(func(r RestartTest, v string) (RestartTest, error) {
+				evs, err := ParseEvents(v)
+				if err != nil {
+					return r, fmt.Errorf("--events: %w", err)
+				}
+				r.Events = evs
+				return r, nil
+			})},
+		{Name: "event-lead", Type: FlagDuration, Usage: "restart: the stream before each event (default 1s)",
+			Set: positive("event-lead", func(r *RestartTest, v time.Duration) { r.Lead = v })},
+		{Name: "event-tail", Type: FlagDuration, Usage: "restart: how long the stream must reach h2 without a gap after the\ndaemon is back (default 1s)",
+			Set: positive("event-tail", func(r *RestartTest, v time.Duration) { r.Tail = v })},
+		{Name: "upgrade-to", Type: FlagString, Usage: "restart: the trestle build the upgrade events go to and back from",
+			Set: Sets(func(r RestartTest, v string) (RestartTest, error) {
+				st, err := os.Stat(v)
+				if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+					return r, fmt.Errorf("--upgrade-to %s: not an executable file (%v)", v, err)
+				}
+				if r.UpgradeTo, err = filepath.Abs(v); err != nil {
+					return r, err
+				}
+				return r, nil
+			})},
 	}
-	return nil
 }

@@ -12,8 +12,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/lab/gen"
 	"github.com/trestle/trestle/internal/lab/sink"
@@ -508,30 +506,25 @@ func (k SoakTest) Run(ctx context.Context, u *UnitRun) error {
 	return soakTest(ctx, u.S, soakWindow(u.S.Duration, k.Window), u.Rig, u.Base, u.Add, u.Status)
 }
 
-func (SoakTest) Flags(f *pflag.FlagSet) {
-	f.Duration("window", 0, "soak: the windows of loss and latency (default 1m)")
-}
-
-// SetFlags: --window sets the window, at most the stream's duration (set
-// first, by --duration); a window longer than a --duration given alone
-// gives way to a sixth of it. A scenario without a soak refuses --window.
-func (SoakTest) SetFlags(f *pflag.FlagSet, s *Scenario) error {
-	k, ok := TestOf[SoakTest](*s)
-	if !ok {
-		if f.Changed("window") {
-			return fmt.Errorf("--window is for the soak scenario, not %s", s.Name)
-		}
-		return nil
-	}
-	if f.Changed("window") {
-		w, _ := f.GetDuration("window")
-		if w <= 0 || w > s.Duration {
-			return fmt.Errorf("--window %v: above 0, at most the duration (%v)", w, s.Duration)
-		}
-		k.Window = w
-	} else if f.Changed("duration") && k.Window > s.Duration {
-		k.Window = 0 // a sixth of a short soak
-	}
-	Configure(s, func(SoakTest) SoakTest { return k })
-	return nil
+// Flags: --window, the soak's windows, at most its duration; a scenario
+// without a soak refuses it. A --duration given alone below the window
+// takes the window back to its default, a sixth of the soak.
+func (SoakTest) Flags() []Flag {
+	return []Flag{{
+		Name: "window", Type: FlagDuration, For: "the soak scenario", Usage: "soak: the windows of loss and latency (default 1m)",
+		Set: func(s *Scenario, v any) error {
+			w := v.(time.Duration)
+			if w <= 0 || w > s.Duration {
+				return fmt.Errorf("--window %v: above 0, at most the duration (%v)", w, s.Duration)
+			}
+			return Sets(func(k SoakTest, w time.Duration) (SoakTest, error) { k.Window = w; return k, nil })(s, w)
+		},
+		Absent: func(s *Scenario, given func(string) bool) error {
+			if k, _ := TestOf[SoakTest](*s); given("duration") && k.Window > s.Duration {
+				k.Window = 0 // a sixth of a short soak
+				Configure(s, func(SoakTest) SoakTest { return k })
+			}
+			return nil
+		},
+	}}
 }
