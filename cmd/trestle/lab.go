@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trestle/trestle/internal/lab"
+	_ "github.com/trestle/trestle/internal/lab/kinds/all" // every kind registers itself
 	"github.com/trestle/trestle/internal/lab/report"
 )
 

@@ -246,7 +246,7 @@ func coresTest(ctx context.Context, s Scenario, counts []int, rig *Rig, base Res
 			r.Cores = &CoresRecord{FrameSize: size, CPUs: n, GenCPUs: cpus, Flows: n, SrcPorts: ports.String(), Queues: rig.T.Shape.Queues,
 				DUTCPU: rig.Place.DUTCPU, DUTShared: slices.Contains(cpus, rig.Place.DUTCPU), Seconds: time.Since(start).Seconds()}
 			if others1, err := cpuOthers(); err == nil && oerr == nil && others1 >= others0 {
-				r.Cores.OtherCPU = float64(others1-others0) / clockTicks
+				r.Cores.OtherCPU = float64(others1-others0) / ClockTicks
 			}
 			add(r)
 		}

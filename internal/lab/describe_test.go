@@ -1,4 +1,4 @@
-package lab
+package lab_test
 
 import (
 	"flag"
@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	. "github.com/trestle/trestle/internal/lab"
+	_ "github.com/trestle/trestle/internal/lab/kinds/all" // every kind, as `trestle lab` has them
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/describe.golden")

@@ -200,7 +200,7 @@ type preparer interface {
 }
 
 // prepare checks the settings of the kinds of s, and gathers their notes.
-func (s Scenario) prepare() ([]string, error) {
+func (s Scenario) PrepareKinds() ([]string, error) {
 	var notes []string
 	for _, k := range s.kinds() {
 		if p, ok := k.(preparer); ok {
@@ -388,9 +388,15 @@ type presetter interface {
 	Preset() Scenario
 }
 
-// Kinds are the test kinds that run once a unit, in the order a unit runs
-// them. Adding a kind is its own file and a line here.
-var Kinds = []Kind{
+// Kinds are the test kinds, in the order a unit runs them and the report
+// places their sections: the core's own (coreKinds, which kinds/ has not
+// taken yet), and each kind a package of internal/lab/kinds registered
+// (Register). cmd/trestle and the tests import internal/lab/kinds/all, so
+// that every kind is registered; the core imports none.
+var Kinds = slices.Clone(coreKinds)
+
+// coreKinds are the kinds still kept in the core's package, in order.
+var coreKinds = []Kind{
 	throughputKind{},
 	LoadLatencyTest{},
 	LatencyTest{},
@@ -404,12 +410,60 @@ var Kinds = []Kind{
 	CoresTest{},
 	CacheTest{},
 	LearnTest{},
-	idleKind{},
 	PortScaleTest{},
 	PodChurnTest{},
 	OverlayTest{},
 	TCPTest{},
 	UDPTest{},
+}
+
+// pending are kinds registered after a kind not registered yet.
+var pending []struct {
+	k     Kind
+	after string
+}
+
+// Register adds a kind of its own package to Kinds, right after the kind
+// named after (the one it runs after; its section goes after that one's),
+// and its preset, if it has one, to Scenarios. A kind's package calls it
+// from its init: adding a kind is its folder and its line in
+// internal/lab/kinds/all. A kind registered twice, or after a kind never
+// registered, is a mistake in the code (TestKindsRegistry).
+func Register(k Kind, after string) {
+	if KindOf(k.Name()) != nil {
+		panic(fmt.Sprintf("lab: kind %q registered twice", k.Name()))
+	}
+	pending = append(pending, struct {
+		k     Kind
+		after string
+	}{k, after})
+	for placed := true; placed; {
+		placed = false
+		for i, p := range pending {
+			at := slices.IndexFunc(Kinds, func(k Kind) bool { return k.Name() == p.after })
+			if at < 0 {
+				continue
+			}
+			Kinds = slices.Insert(Kinds, at+1, p.k)
+			if ps, ok := p.k.(presetter); ok {
+				sc := ps.Preset()
+				Scenarios[sc.Name] = sc
+			}
+			pending = slices.Delete(pending, i, i+1)
+			placed = true
+			break
+		}
+	}
+}
+
+// Unplaced are the kinds registered after a kind that never was (none:
+// every kind is in Kinds).
+func Unplaced() []string {
+	var out []string
+	for _, p := range pending {
+		out = append(out, p.k.Name()+" after "+p.after)
+	}
+	return out
 }
 
 // KindOf is the registered kind of a test name (nil: none).
@@ -515,7 +569,7 @@ func (s Scenario) needs() Needs {
 
 // hasPacketTests says whether s has a kind that runs with the generator
 // and sinks up.
-func (s Scenario) hasPacketTests() bool {
+func (s Scenario) HasPacketTests() bool {
 	return len(s.phase(PerSize))+len(s.phase(PerUnit)) > 0
 }
 

@@ -9,28 +9,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// TestKindsRegistry: every kind is registered once, under the name its
-// results carry, and every preset's tests are registered kinds.
-func TestKindsRegistry(t *testing.T) {
-	seen := map[string]bool{}
-	for _, k := range Kinds {
-		if seen[k.Name()] {
-			t.Errorf("%s registered twice", k.Name())
-		}
-		seen[k.Name()] = true
-		if KindOf(k.Name()) == nil {
-			t.Errorf("KindOf(%s) is nil", k.Name())
-		}
-	}
-	for _, n := range ScenarioNames() {
-		for _, test := range Scenarios[n].Tests {
-			if !seen[test.Name()] {
-				t.Errorf("%s: test %s is not a registered kind", n, test.Name())
-			}
-		}
-	}
-}
-
 // TestKindFlags: the kinds' flags set the settings of the scenario's own
 // tests, on a copy: the preset keeps its settings.
 func TestKindFlags(t *testing.T) {

@@ -462,7 +462,7 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 			return w, err
 		}
 	}
-	sleepCtx(ctx, p.tm.Settle)
+	SleepCtx(ctx, p.tm.Settle)
 	var sinks []*sink.Sink
 	for i := range hosts {
 		s := r.sinks[i]
@@ -480,7 +480,7 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 		SrcMACs: p.sources, RandomMACs: true, Mix: frame.Mix{Sizes: []int{60}, Weights: []int{1}},
 		Duration: p.flood, Flows: 1, FlowBase: floodFlow, CPUs: []int{r.Place.DUTCPU}, Batch: 64}
 
-	cpu0, _ := readCPU()
+	cpu0, _ := ReadCPU()
 	others0, _ := cpuOthers()
 	start := time.Now()
 	smp := &floodSampler{rig: r, p: p, start: start, to: sinks[1], at: sinks[3]}
@@ -509,7 +509,7 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 		}
 	}()
 	streamDone = goGen(gctx, stream)
-	sleepCtx(ctx, floodLead)
+	SleepCtx(ctx, floodLead)
 	if snap, err := sinks[1].Snapshot(); err != nil {
 		return w, err
 	} else if snap.Received == 0 {
@@ -523,7 +523,7 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 		go func() { newcomerDone <- r.newcomer(gctx, p, sinks[0]) }()
 	}
 	if r.T.Side != nil && p.tables != nil {
-		sleepCtx(ctx, p.flood/2)
+		SleepCtx(ctx, p.flood/2)
 		n := 0
 		if flood {
 			n = 1
@@ -545,10 +545,10 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 	}
 	st = <-streamDone
 	streaming = false
-	cpu1, _ := readCPU()
-	w.CPU = cpuBusy(cpu0, cpu1)
+	cpu1, _ := ReadCPU()
+	w.CPU = CPUBusy(cpu0, cpu1)
 	if others1, err := cpuOthers(); err == nil && others1 >= others0 {
-		w.OtherCPU = float64(others1-others0) / clockTicks
+		w.OtherCPU = float64(others1-others0) / ClockTicks
 	}
 	if st.err != nil && ctx.Err() == nil {
 		return w, fmt.Errorf("the stream's generator on %s: %w", hosts[0].NS.Name, st.err)
@@ -556,7 +556,7 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 	if fl.err != nil && ctx.Err() == nil {
 		return w, fmt.Errorf("the flood's generator on %s: %w", hosts[2].NS.Name, fl.err)
 	}
-	sleepCtx(ctx, p.tm.Drain)
+	SleepCtx(ctx, p.tm.Drain)
 	stopSampling()
 	sampled.Wait()
 	w.Samples = smp.samples
@@ -594,7 +594,7 @@ func (r *Rig) newcomer(ctx context.Context, p floodPlan, at *sink.Sink) *Newcome
 	} else if e, ok := es[n.MAC]; ok {
 		notes = append(notes, fmt.Sprintf("in the table before it sent, on %s", e.Port))
 	}
-	sleepCtx(ctx, after-time.Since(start))
+	SleepCtx(ctx, after-time.Since(start))
 	if ctx.Err() != nil {
 		n.Note = "the window ended before it started"
 		return n
@@ -639,7 +639,7 @@ func (r *Rig) newcomer(ctx context.Context, p floodPlan, at *sink.Sink) *Newcome
 		notes = append(notes, "reading the table: "+readErr)
 	}
 	// Its last frames are due at h1 before the sink is read.
-	sleepCtx(ctx, p.tm.Drain)
+	SleepCtx(ctx, p.tm.Drain)
 	if snap, err := at.Snapshot(); err != nil {
 		notes = append(notes, "h1's sink: "+err.Error())
 	} else {
@@ -765,7 +765,7 @@ func (r *Rig) sideLearn(ctx context.Context, tb tables, n int) (*SideLearn, erro
 			sl.Note = fmt.Sprintf("held %d of %d after %v", sl.Learned, sideAddrs, sideLimit)
 			return sl, nil
 		}
-		sleepCtx(ctx, sidePoll)
+		SleepCtx(ctx, sidePoll)
 	}
 }
 

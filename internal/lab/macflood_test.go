@@ -120,7 +120,7 @@ func TestMACFloodScenario(t *testing.T) {
 	if sources(s) != 1000000 || s.MaxEntries != 65536 || s.Duration != 30*time.Second || s.Load != 0.5 || s.Hosts != 4 || !s.has(TestThroughput) || !s.has(TestMACFlood) {
 		t.Errorf("mac-flood: %+v", s)
 	}
-	if _, err := s.prepare(); err != nil {
+	if _, err := s.PrepareKinds(); err != nil {
 		t.Error(err)
 	}
 	var total time.Duration
@@ -143,11 +143,11 @@ func TestMACFloodScenario(t *testing.T) {
 	} {
 		bad := s
 		c.edit(&bad)
-		if _, err := bad.prepare(); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := bad.PrepareKinds(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("checkStream: %v, want %q", err, c.want)
 		}
 	}
-	notes, _ := s.prepare()
+	notes, _ := s.PrepareKinds()
 	if len(notes) != 1 || !strings.Contains(notes[0], "1000000 source addresses") || !strings.Contains(notes[0], "Table size asked of every DUT: 65536") {
 		t.Errorf("notes: %q", notes)
 	}
@@ -233,14 +233,14 @@ func TestTableParsers(t *testing.T) {
 // parentheses, with the time of the children it waited for; kernel
 // threads told apart; and the machine's others read.
 func TestCPUOthers(t *testing.T) {
-	p, kernel, ok := parseProcStat("4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 30 7 5 20 0 1 0 5 0 0")
-	if !ok || kernel || p.ppid != 17 || p.ticks != 292 {
+	p, kernel, ok := ParseProcStat("4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 30 7 5 20 0 1 0 5 0 0")
+	if !ok || kernel || p.ppid != 17 || p.Ticks != 292 {
 		t.Errorf("parseProcStat: %+v kernel %v ok %v", p, kernel, ok)
 	}
-	if _, kernel, _ := parseProcStat("22 (ksoftirqd/1) S 2 0 0 0 -1 69238848 0 0 0 0 0 2742 0 0 20 0 1 0 13 0 0"); !kernel {
+	if _, kernel, _ := ParseProcStat("22 (ksoftirqd/1) S 2 0 0 0 -1 69238848 0 0 0 0 0 2742 0 0 20 0 1 0 13 0 0"); !kernel {
 		t.Errorf("ksoftirqd is a kernel thread")
 	}
-	if _, _, ok := parseProcStat("9 (x) S 1"); ok {
+	if _, _, ok := ParseProcStat("9 (x) S 1"); ok {
 		t.Errorf("a short line parsed")
 	}
 	if _, err := cpuOthers(); err != nil {

@@ -441,10 +441,10 @@ func (r *Rig) Iperf(ctx context.Context, client, server int, proto string, strea
 	}
 	var out string
 	buf0, bufErr := udpRcvbufErrors(ctx, s.NS)
-	cpu0, _ := readCPU()
+	cpu0, _ := ReadCPU()
 	out, err = c.NS.Run(ctx, "iperf3", args...)
-	cpu1, _ := readCPU()
-	res.CPU = cpuBusy(cpu0, cpu1)
+	cpu1, _ := ReadCPU()
+	res.CPU = CPUBusy(cpu0, cpu1)
 	if buf1, err1 := udpRcvbufErrors(ctx, s.NS); bufErr == nil && err1 == nil {
 		res.RcvbufErrors = int(buf1 - buf0)
 	}

@@ -233,7 +233,7 @@ func (r *Rig) withCapture(ctx context.Context, set map[string]string, status fun
 		if during, err = r.programNames(); err != nil || !slices.Equal(during, before) || time.Now().After(deadline) {
 			break
 		}
-		sleepCtx(ctx, 50*time.Millisecond)
+		SleepCtx(ctx, 50*time.Millisecond)
 	}
 	testErr := tests()
 	out, stopErr := stop()

@@ -70,20 +70,20 @@ type daemonOf interface {
 // Daemon memory: the resident set of the process (VmRSS), found from the
 // PID the lab started, which `ip netns exec` and taskset exec into.
 func daemonRSS(d DUT) (kib uint64, what string, err error) {
-	pid, what, err := daemonPID(d)
+	pid, what, err := DaemonPID(d)
 	if err != nil {
 		return 0, what, err
 	}
-	kib, err = readRSS(pid)
+	kib, err = ReadRSS(pid)
 	return kib, what, err
 }
 
 // daemonPID is the process of a DUT's daemon, and what it is ("comm (pid
 // N)"; the command alone on an error); errNoDaemon for a DUT without one.
-func daemonPID(d DUT) (pid int, what string, err error) {
+func DaemonPID(d DUT) (pid int, what string, err error) {
 	dd, ok := d.(daemonOf)
 	if !ok {
-		return 0, "", errNoDaemon
+		return 0, "", ErrNoDaemon
 	}
 	pid, comm := dd.daemon()
 	if pid == 0 {
@@ -96,7 +96,7 @@ func daemonPID(d DUT) (pid int, what string, err error) {
 	return pid, fmt.Sprintf("%s (pid %d)", comm, pid), nil
 }
 
-var errNoDaemon = errors.New("no daemon: the forwarding and the table are the kernel's")
+var ErrNoDaemon = errors.New("no daemon: the forwarding and the table are the kernel's")
 
 // findComm is pid, or the first of its descendants (depth levels down)
 // whose command is comm.
@@ -126,7 +126,7 @@ func findComm(pid int, comm string, depth int) (int, error) {
 }
 
 // readRSS is VmRSS of /proc/PID/status, in KiB.
-func readRSS(pid int) (uint64, error) {
+func ReadRSS(pid int) (uint64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -679,9 +679,9 @@ func cpuOthers() (uint64, error) {
 		if err != nil {
 			continue // gone
 		}
-		p, kernel, ok := parseProcStat(string(b))
+		p, kernel, ok := ParseProcStat(string(b))
 		if ok && !kernel {
-			procs[pid] = proc{p.ppid, p.ticks}
+			procs[pid] = proc{p.ppid, p.Ticks}
 		}
 	}
 	self := os.Getpid()
@@ -704,24 +704,24 @@ func cpuOthers() (uint64, error) {
 }
 
 // procStat is what cpuOthers needs of /proc/PID/stat.
-type procStat struct {
+type ProcStat struct {
 	ppid  int
-	ticks uint64 // utime + stime + cutime + cstime
+	Ticks uint64 // utime + stime + cutime + cstime
 }
 
 // parseProcStat reads a /proc/PID/stat line: the parent, the user and
 // system time with its waited-for children's, and whether it is a kernel
 // thread (PF_KTHREAD).
-func parseProcStat(s string) (procStat, bool, bool) {
+func ParseProcStat(s string) (ProcStat, bool, bool) {
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return procStat{}, false, false
+		return ProcStat{}, false, false
 	}
 	f := strings.Fields(s[i+1:])
 	// After the command: state(0) ppid(1) ... flags(6) ... utime(11)
 	// stime(12) cutime(13) cstime(14).
 	if len(f) < 15 {
-		return procStat{}, false, false
+		return ProcStat{}, false, false
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	flags, _ := strconv.ParseUint(f[6], 10, 64)
@@ -729,8 +729,8 @@ func parseProcStat(s string) (procStat, bool, bool) {
 	st, _ := strconv.ParseUint(f[12], 10, 64)
 	cut, _ := strconv.ParseUint(f[13], 10, 64)
 	cst, _ := strconv.ParseUint(f[14], 10, 64)
-	return procStat{ppid: ppid, ticks: ut + st + cut + cst}, flags&0x00200000 != 0, true
+	return ProcStat{ppid: ppid, Ticks: ut + st + cut + cst}, flags&0x00200000 != 0, true
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times.
-const clockTicks = 100
+const ClockTicks = 100

@@ -1001,7 +1001,7 @@ func (k OverlayTest) timeStations(ctx context.Context, u *UnitRun, o *overlayRig
 	sample := func(rec *OverlayRecord, h *Host, s *overlaySite, mac net.HardwareAddr) (bool, error) {
 		// A station comes at a random time, never in step with the
 		// daemons' timers (trestle's 100 ms sync; FRR's own).
-		sleepCtx(ctx, rand.N(overlayJitter))
+		SleepCtx(ctx, rand.N(overlayJitter))
 		d, zebra, ok, err := stationTime(ctx, h, s, mac, "remote")
 		if ok {
 			rec.SamplesMs = append(rec.SamplesMs, Millis(d))

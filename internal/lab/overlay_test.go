@@ -59,7 +59,7 @@ func TestOverlayKind(t *testing.T) {
 		t.Errorf("--streams on quick: %v, %v", q.Tests, err)
 	}
 	if _, err := os.Stat(frrBGPd); err == nil {
-		notes, err := s.prepare()
+		notes, err := s.PrepareKinds()
 		if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "at 50% of the DUT's NDR") {
 			t.Errorf("prepare: %q, %v", notes, err)
 		}
@@ -80,7 +80,7 @@ func TestOverlayKind(t *testing.T) {
 			continue
 		}
 		sc.DUTs = specs
-		if _, err := sc.prepare(); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := sc.PrepareKinds(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want refused with %q", dut, err, want)
 		}
 	}

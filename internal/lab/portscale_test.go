@@ -24,7 +24,7 @@ func TestPortScaleKind(t *testing.T) {
 	if d := s.Describe(); !strings.Contains(d, "Ports:    2,16,64,256,1024 ports on one bridge, 3 of them with sinks") {
 		t.Errorf("describe:\n%s", d)
 	}
-	notes, err := s.prepare()
+	notes, err := s.PrepareKinds()
 	if err != nil || len(notes) != 2 || !strings.Contains(notes[0], "not run") || !strings.Contains(notes[1], "pod-churn") {
 		t.Errorf("prepare: %q, %v", notes, err)
 	}
@@ -61,12 +61,12 @@ func TestPortScaleKind(t *testing.T) {
 	}
 	one := s
 	Configure(&one, func(p PortScaleTest) PortScaleTest { p.Ports = []int{1, 2}; return p })
-	if _, err := one.prepare(); err == nil {
+	if _, err := one.PrepareKinds(); err == nil {
 		t.Error("a 1-port bridge was not refused")
 	}
 	direct := s
 	direct.DUTs = MustSpecs("direct", "trestle")
-	if _, err := direct.prepare(); err == nil || !strings.Contains(err.Error(), "direct") {
+	if _, err := direct.PrepareKinds(); err == nil || !strings.Contains(err.Error(), "direct") {
 		t.Errorf("the straight path: %v", err)
 	}
 }

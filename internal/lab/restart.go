@@ -168,7 +168,7 @@ func (r *Rig) restartWindow(ctx context.Context, mix frame.Mix, rate float64, fl
 			return ev, err
 		}
 	}
-	sleepCtx(ctx, tm.Settle)
+	SleepCtx(ctx, tm.Settle)
 	for _, s := range []*sink.Sink{to, watch} {
 		if s == nil {
 			continue
@@ -257,7 +257,7 @@ func (r *Rig) restartWindow(ctx context.Context, mix frame.Mix, rate float64, fl
 	if g.err != nil && ctx.Err() == nil {
 		return ev, fmt.Errorf("generator on %s: %w", from.NS.Name, g.err)
 	}
-	sleepCtx(ctx, tm.Drain)
+	SleepCtx(ctx, tm.Drain)
 	snapTo, err := to.Snapshot()
 	if err != nil {
 		return ev, err

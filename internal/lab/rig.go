@@ -333,7 +333,7 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 				return res, g, err
 			}
 		}
-		sleepCtx(ctx, ts.Settle)
+		SleepCtx(ctx, ts.Settle)
 	}
 	// The sinks time 1 frame in 64: thousands a second, at the cost of
 	// none of the rate (timing every frame cost the generator 3-23%).
@@ -366,14 +366,14 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 	if ts.Both {
 		return r.trialBoth(ctx, ts, o, sinks, watched)
 	}
-	cpu0, _ := readCPU()
+	cpu0, _ := ReadCPU()
 	g, err := gen.Run(ctx, o, 0, nil)
 	if err != nil {
 		return res, g, fmt.Errorf("generator on %s: %w", from.NS.Name, err)
 	}
-	cpu1, _ := readCPU()
-	sleepCtx(ctx, ts.Drain)
-	res = TrialResult{Requested: ts.Rate, Offered: g.PPS(), Sent: g.Sent, DevDropped: g.DevDropped, Seconds: g.Elapsed.Seconds(), CPU: cpuBusy(cpu0, cpu1)}
+	cpu1, _ := ReadCPU()
+	SleepCtx(ctx, ts.Drain)
+	res = TrialResult{Requested: ts.Rate, Offered: g.PPS(), Sent: g.Sent, DevDropped: g.DevDropped, Seconds: g.Elapsed.Seconds(), CPU: CPUBusy(cpu0, cpu1)}
 	snaps, hist, err := snapshots(sinks)
 	if err != nil {
 		return res, g, err
@@ -437,12 +437,12 @@ func (r *Rig) trialBoth(ctx context.Context, ts TrialSpec, o gen.Options, sinks,
 	if to.VLAN != 0 {
 		back.Mix = tagged(ts.Mix)
 	}
-	cpu0, _ := readCPU()
+	cpu0, _ := ReadCPU()
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fwdc, backc := goGen(gctx, o), goGen(gctx, back)
 	fwd, rev := <-fwdc, <-backc
-	cpu1, _ := readCPU()
+	cpu1, _ := ReadCPU()
 	for _, g := range []struct {
 		r  genResult
 		on *Host
@@ -451,13 +451,13 @@ func (r *Rig) trialBoth(ctx context.Context, ts TrialSpec, o gen.Options, sinks,
 			return res, fwd.s, fmt.Errorf("generator on %s: %w", g.on.NS.Name, g.r.err)
 		}
 	}
-	sleepCtx(ctx, ts.Drain)
+	SleepCtx(ctx, ts.Drain)
 	snaps, hist, err := snapshots(sinks)
 	if err != nil {
 		return res, fwd.s, err
 	}
 	res = TrialResult{Requested: ts.Rate, Offered: fwd.s.PPS() + rev.s.PPS(), Sent: fwd.s.Sent + rev.s.Sent, DevDropped: fwd.s.DevDropped + rev.s.DevDropped,
-		Seconds: max(fwd.s.Elapsed, rev.s.Elapsed).Seconds(), CPU: cpuBusy(cpu0, cpu1)}
+		Seconds: max(fwd.s.Elapsed, rev.s.Elapsed).Seconds(), CPU: CPUBusy(cpu0, cpu1)}
 	for k, d := range []struct {
 		g        gen.Stats
 		from, to int
@@ -507,7 +507,7 @@ func learnFrame(h *Host) error {
 // so through its stack's egress (a tagged host's tc program tags it).
 func sendFrame(h *Host, f []byte) error { return sendFrames(h, [][]byte{f}) }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
+func SleepCtx(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -518,10 +518,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 }
 
 // cpuTimes is /proc/stat's per-CPU busy and total jiffies.
-type cpuTimes struct{ busy, total []uint64 }
+type CPUTimes struct{ busy, Total []uint64 }
 
-func readCPU() (cpuTimes, error) {
-	var c cpuTimes
+func ReadCPU() (CPUTimes, error) {
+	var c CPUTimes
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return c, err
@@ -546,19 +546,19 @@ func readCPU() (cpuTimes, error) {
 			}
 		}
 		c.busy = append(c.busy, total-idle)
-		c.total = append(c.total, total)
+		c.Total = append(c.Total, total)
 	}
 	return c, nil
 }
 
-func cpuBusy(a, b cpuTimes) []float64 {
+func CPUBusy(a, b CPUTimes) []float64 {
 	var out []float64
-	for i := range b.total {
-		if i >= len(a.total) || b.total[i] <= a.total[i] {
+	for i := range b.Total {
+		if i >= len(a.Total) || b.Total[i] <= a.Total[i] {
 			out = append(out, 0)
 			continue
 		}
-		out = append(out, float64(b.busy[i]-a.busy[i])/float64(b.total[i]-a.total[i]))
+		out = append(out, float64(b.busy[i]-a.busy[i])/float64(b.Total[i]-a.Total[i]))
 	}
 	return out
 }

@@ -232,7 +232,7 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	if s.Bidirectional {
 		run.Notes = append(run.Notes, BidirectionalNote(s, place))
 	}
-	notes, err := s.prepare()
+	notes, err := s.PrepareKinds()
 	if err != nil {
 		return nil, err
 	}
@@ -432,7 +432,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	add := func(r Result) { out = append(out, r) }
 
 	ur := &UnitRun{S: s, Rig: rig, Base: base, Add: add, Status: status, Notef: notef, Throughputs: map[FrameSize]float64{}, Flows: max(s.Flows, 1), Profile: cfg.Profile}
-	if s.hasPacketTests() && !(v.Direct() && !needs.Direct) {
+	if s.HasPacketTests() && !(v.Direct() && !needs.Direct) {
 		sinkHosts := []int{1}
 		if s.Bidirectional {
 			sinkHosts = []int{0, 1}

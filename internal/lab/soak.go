@@ -334,7 +334,7 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 			return err
 		}
 	}
-	sleepCtx(ctx, spec.Settle)
+	SleepCtx(ctx, spec.Settle)
 	if err := to.SetLatencyEvery(64); err != nil {
 		return err
 	}
@@ -355,7 +355,7 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 		<-done
 		return err
 	}
-	cpuPrev, _ := readCPU()
+	cpuPrev, _ := ReadCPU()
 	othersPrev, _ := cpuOthers()
 	from0 := 0.0
 	closeWindow := func(t float64) error {
@@ -363,12 +363,12 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 		if err != nil {
 			return err
 		}
-		cpu, _ := readCPU()
+		cpu, _ := ReadCPU()
 		others, _ := cpuOthers()
 		d := snap.Sub(prev)
-		w := SoakWindow{From: from0, To: t, Received: d.Received, Gaps: d.Lost, Reordered: d.Reordered, Duplicated: d.Duplicates, CPU: cpuBusy(cpuPrev, cpu)}
+		w := SoakWindow{From: from0, To: t, Received: d.Received, Gaps: d.Lost, Reordered: d.Reordered, Duplicated: d.Duplicates, CPU: CPUBusy(cpuPrev, cpu)}
 		if others >= othersPrev {
-			w.OtherCPU = float64(others-othersPrev) / clockTicks
+			w.OtherCPU = float64(others-othersPrev) / ClockTicks
 		}
 		if t > from0 {
 			w.RatePPS = float64(d.Received) / (t - from0)
@@ -416,7 +416,7 @@ loop:
 	if g.err != nil && ctx.Err() == nil {
 		return fmt.Errorf("soak: generator on %s: %w", from.NS.Name, g.err)
 	}
-	sleepCtx(ctx, spec.Drain)
+	SleepCtx(ctx, spec.Drain)
 	end := time.Since(start).Seconds()
 	// The last window, if the stream ran a while past the one before.
 	if end-from0 > window.Seconds()/2 || len(rec.Windows) == 0 {

@@ -93,12 +93,12 @@ func TestSoakScenario(t *testing.T) {
 	if err != nil || spec.Flows != 1000 || spec.SrcPorts.First != 1024 || spec.SrcPorts.Last != 2023 || len(spec.Mix.Sizes) != 3 {
 		t.Errorf("soakSpec: %+v %v", spec, err)
 	}
-	if _, err := s.prepare(); err != nil {
+	if _, err := s.PrepareKinds(); err != nil {
 		t.Error(err)
 	}
 	bad := s
 	bad.Flows = 70000
-	if _, err := bad.prepare(); err == nil || !strings.Contains(err.Error(), "70000 flows") {
+	if _, err := bad.PrepareKinds(); err == nil || !strings.Contains(err.Error(), "70000 flows") {
 		t.Errorf("checkStream of 70000 flows: %v", err)
 	}
 	for _, c := range []struct{ d, w, want time.Duration }{

@@ -1,4 +1,6 @@
-package lab
+// Package idle is the lab's idle kind: what a DUT costs while it forwards
+// nothing (see TestIdle).
+package idle
 
 import (
 	"context"
@@ -8,7 +10,11 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/trestle/trestle/internal/lab"
 )
+
+func init() { lab.Register(Kind{}, lab.TestLearn) }
 
 // TestIdle: what a DUT costs while it forwards nothing, set up and
 // waiting: its daemon's CPU time and resident memory over idleWindow, and
@@ -42,32 +48,32 @@ type IdleRecord struct {
 	CPUBusy []float64 `json:"cpu_busy"`
 }
 
-type idleKind struct{}
+type Kind struct{}
 
-func (idleKind) Name() string                          { return TestIdle }
-func (idleKind) Needs(Scenario) Needs                  { return Needs{Direct: true} }
-func (idleKind) Estimate(Scenario, Spec) time.Duration { return idleSettle + idleWindow }
-func (idleKind) Describe(Scenario) string {
+func (Kind) Name() string                                  { return TestIdle }
+func (Kind) Needs(lab.Scenario) lab.Needs                  { return lab.Needs{Direct: true} }
+func (Kind) Estimate(lab.Scenario, lab.Spec) time.Duration { return idleSettle + idleWindow }
+func (Kind) Describe(lab.Scenario) string {
 	return fmt.Sprintf("Idle:     %v with no traffic, after %v to settle", idleWindow, idleSettle)
 }
-func (idleKind) Preset() Scenario                       { return idlePreset }
-func (idleKind) Prepare(Scenario) ([]string, error)     { return []string{idleNote}, nil }
-func (idleKind) Section(run *Run) (terminal, md string) { return idleSection(idleRows(run)) }
+func (Kind) Preset() lab.Scenario                       { return idlePreset }
+func (Kind) Prepare(lab.Scenario) ([]string, error)     { return []string{idleNote}, nil }
+func (Kind) Section(run *lab.Run) (terminal, md string) { return idleSection(idleRows(run)) }
 
-var idlePreset = Scenario{
+var idlePreset = lab.Scenario{
 	Name: "idle", Title: "Idle: what a bridge costs while it forwards nothing",
 	About: "a 2-port bridge set up and left without traffic for 3 s: its daemon's CPU time (a share of one CPU) and resident memory, and every CPU's busy share, " +
 		"for the straight path, the Linux bridge, trestle in xdp and in its default mode and Open vSwitch (whose userspace datapath polls its ports); 3 repetitions, about a minute",
-	DUTs:  MustSpecs("direct", "linux-bridge", "trestle:xdp", "trestle", "ovs"),
-	Hosts: 2, Chain: []int{1}, Tests: TestsOf(TestIdle), Reps: 3, Timing: DefaultTiming,
+	DUTs:  lab.MustSpecs("direct", "linux-bridge", "trestle:xdp", "trestle", "ovs"),
+	Hosts: 2, Chain: []int{1}, Tests: []lab.Kind{Kind{}}, Reps: 3, Timing: lab.DefaultTiming,
 }
 
 var idleNote = fmt.Sprintf("idle: each DUT set up, then no frame sent for %v (after %v to settle): its daemon's CPU time from /proc/PID/stat (user and system, all its threads), "+
 	"as a share of one CPU, its VmRSS after, and every CPU's busy share from /proc/stat, which counts anyone's work on a shared machine", idleWindow, idleSettle)
 
-func (idleKind) Run(ctx context.Context, u *UnitRun) error {
+func (Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 	u.Status(fmt.Sprintf("idle: settling %v, then %v without traffic", idleSettle, idleWindow))
-	sleepCtx(ctx, idleSettle)
+	lab.SleepCtx(ctx, idleSettle)
 	rec, err := measureIdle(ctx, u.Rig.DUT, idleWindow)
 	r := u.Base
 	r.Test, r.Param, r.Unit = TestIdle, "no traffic", "% of a CPU"
@@ -85,14 +91,14 @@ func (idleKind) Run(ctx context.Context, u *UnitRun) error {
 }
 
 // measureIdle reads the DUT's daemon and the CPUs before and after d.
-func measureIdle(ctx context.Context, dut DUT, d time.Duration) (IdleRecord, error) {
+func measureIdle(ctx context.Context, dut lab.DUT, d time.Duration) (IdleRecord, error) {
 	var rec IdleRecord
-	pid, what, err := daemonPID(dut)
-	if err != nil && !errors.Is(err, errNoDaemon) {
+	pid, what, err := lab.DaemonPID(dut)
+	if err != nil && !errors.Is(err, lab.ErrNoDaemon) {
 		return rec, fmt.Errorf("idle: %w", err)
 	}
 	rec.Daemon = what
-	cpu0, err := readCPU()
+	cpu0, err := lab.ReadCPU()
 	if err != nil {
 		return rec, err
 	}
@@ -103,23 +109,23 @@ func measureIdle(ctx context.Context, dut DUT, d time.Duration) (IdleRecord, err
 		}
 	}
 	start := time.Now()
-	sleepCtx(ctx, d)
+	lab.SleepCtx(ctx, d)
 	if err := ctx.Err(); err != nil {
 		return rec, err
 	}
-	cpu1, err := readCPU()
+	cpu1, err := lab.ReadCPU()
 	if err != nil {
 		return rec, err
 	}
 	rec.Seconds = time.Since(start).Seconds()
-	rec.CPUBusy = cpuBusy(cpu0, cpu1)
+	rec.CPUBusy = lab.CPUBusy(cpu0, cpu1)
 	if pid > 0 {
 		t1, err := procTicks(pid)
 		if err != nil {
 			return rec, err
 		}
-		rec.DaemonCPU = float64(t1-t0) / clockTicks / rec.Seconds
-		if rec.DaemonRSSKiB, err = readRSS(pid); err != nil {
+		rec.DaemonCPU = float64(t1-t0) / lab.ClockTicks / rec.Seconds
+		if rec.DaemonRSSKiB, err = lab.ReadRSS(pid); err != nil {
 			return rec, err
 		}
 	}
@@ -133,11 +139,11 @@ func procTicks(pid int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	p, _, ok := parseProcStat(string(b))
+	p, _, ok := lab.ParseProcStat(string(b))
 	if !ok {
 		return 0, fmt.Errorf("/proc/%d/stat: not a stat line", pid)
 	}
-	return p.ticks, nil
+	return p.Ticks, nil
 }
 
 // idleRow is one DUT's idle figures, the medians over its repetitions.
@@ -150,7 +156,7 @@ type idleRow struct {
 }
 
 // idleRows are the run's idle results by DUT, in the run's DUT order.
-func idleRows(run *Run) []idleRow {
+func idleRows(run *lab.Run) []idleRow {
 	var out []idleRow
 	for _, d := range run.DUTs {
 		row := idleRow{DUT: d}
@@ -183,7 +189,7 @@ func idleRows(run *Run) []idleRow {
 			continue
 		}
 		if row.Reps > 0 {
-			row.CPU, row.RSS, row.Busy = Median(cpu), Median(rss), Median(busy)
+			row.CPU, row.RSS, row.Busy = lab.Median(cpu), lab.Median(rss), lab.Median(busy)
 		}
 		out = append(out, row)
 	}

@@ -1,32 +1,37 @@
-package lab
+package idle
 
 import (
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/lab/labtest"
 )
+
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 // TestIdleKind: the idle kind is registered, has its preset, is left out of
 // the tables of medians for a section of its own, and refuses nothing.
 func TestIdleKind(t *testing.T) {
-	if KindOf(TestIdle) == nil || !OwnSection(TestIdle) {
-		t.Fatalf("idle: registered %v, own section %v", KindOf(TestIdle) != nil, OwnSection(TestIdle))
+	if lab.KindOf(TestIdle) == nil || !lab.OwnSection(TestIdle) {
+		t.Fatalf("idle: registered %v, own section %v", lab.KindOf(TestIdle) != nil, lab.OwnSection(TestIdle))
 	}
-	s, ok := Scenarios["idle"]
-	if !ok || !s.has(TestIdle) || !slices.Contains(SpecTexts(s.DUTs), "direct") || !s.hasPacketTests() {
+	s, ok := lab.Scenarios["idle"]
+	if !ok || !s.Has(TestIdle) || !slices.Contains(lab.SpecTexts(s.DUTs), "direct") || !s.HasPacketTests() {
 		t.Fatalf("idle preset: %+v", s)
 	}
 	if d := s.Describe(); !strings.Contains(d, "Idle:     3s with no traffic, after 1s to settle") {
 		t.Errorf("describe:\n%s", d)
 	}
-	notes, err := s.prepare()
+	notes, err := s.PrepareKinds()
 	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "/proc/PID/stat") {
 		t.Errorf("prepare: %q, %v", notes, err)
 	}
-	for _, u := range plan(s) {
-		if e := estimate(s, u); e < idleSettle+idleWindow || e > idleSettle+idleWindow+5e9 {
-			t.Errorf("%s estimated at %v", u.dut, e)
+	for _, v := range s.DUTs {
+		if e := lab.KindOf(TestIdle).Estimate(s, v); e != idleSettle+idleWindow {
+			t.Errorf("%s estimated at %v", v, e)
 		}
 	}
 }
@@ -35,14 +40,14 @@ func TestIdleKind(t *testing.T) {
 // repetitions, a failed repetition counted apart, a DUT without a daemon
 // said so; the record survives the run's JSON.
 func TestIdleSection(t *testing.T) {
-	res := func(dut string, cpu float64, rss uint64, daemon string, busy ...float64) Result {
-		r := Result{DUT: dut, Test: TestIdle, Param: "no traffic", Unit: "% of a CPU", Value: 100 * cpu, CPU: busy}
+	res := func(dut string, cpu float64, rss uint64, daemon string, busy ...float64) lab.Result {
+		r := lab.Result{DUT: dut, Test: TestIdle, Param: "no traffic", Unit: "% of a CPU", Value: 100 * cpu, CPU: busy}
 		if err := r.SetRecord(IdleRecord{Seconds: 3, Daemon: daemon, DaemonCPU: cpu, DaemonRSSKiB: rss, CPUBusy: busy}); err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	run := &Run{DUTs: []string{"direct", "trestle:xdp", "ovs"}, Results: []Result{
+	run := &lab.Run{DUTs: []string{"direct", "trestle:xdp", "ovs"}, Results: []lab.Result{
 		res("direct", 0, 0, "", 0.02, 0.04),
 		res("trestle:xdp", 0.01, 30720, "trestle (pid 7)", 0.02, 0.02),
 		res("trestle:xdp", 0.03, 31744, "trestle (pid 9)", 0.04, 0.02),
@@ -54,11 +59,11 @@ func TestIdleSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Run
+	var back lab.Run
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	term, md := Sections(&back)
+	term, md := lab.Sections(&back)
 	if len(term) != 1 || len(md) != 1 {
 		t.Fatalf("sections: %q %q", term, md)
 	}
@@ -77,7 +82,7 @@ func TestIdleSection(t *testing.T) {
 			t.Errorf("report.md lacks %q:\n%s", want, md[0])
 		}
 	}
-	if term, md := Sections(&Run{DUTs: []string{"direct"}, Results: []Result{{DUT: "direct", Test: TestThroughput, Value: 1}}}); term != nil || md != nil {
+	if term, md := lab.Sections(&lab.Run{DUTs: []string{"direct"}, Results: []lab.Result{{DUT: "direct", Test: lab.TestThroughput, Value: 1}}}); term != nil || md != nil {
 		t.Errorf("a run without idle results has sections: %q %q", term, md)
 	}
 }
@@ -86,11 +91,11 @@ func TestIdleSection(t *testing.T) {
 // the Linux bridge have no daemon, trestle's takes less than a CPU and
 // holds memory, and every CPU is read.
 func TestExecuteIdle(t *testing.T) {
-	requireRoot(t)
-	sc := Scenarios["idle"]
-	sc.DUTs, sc.Reps = MustSpecs("direct", "linux-bridge", "trestle:xdp"), 1
-	run, _ := execute(t, sc, trestleBinary(t))
-	cpus, err := readCPU()
+	labtest.RequireRoot(t)
+	sc := lab.Scenarios["idle"]
+	sc.DUTs, sc.Reps = lab.MustSpecs("direct", "linux-bridge", "trestle:xdp"), 1
+	run := labtest.Execute(t, sc, labtest.TrestleBinary(t))
+	cpus, err := lab.ReadCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +110,8 @@ func TestExecuteIdle(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen[r.DUT] = rec
-		if rec.Seconds < idleWindow.Seconds() || len(rec.CPUBusy) != len(cpus.total) {
-			t.Errorf("%s: %+v, want %v or more over %d CPUs", r.DUT, rec, idleWindow, len(cpus.total))
+		if rec.Seconds < idleWindow.Seconds() || len(rec.CPUBusy) != len(cpus.Total) {
+			t.Errorf("%s: %+v, want %v or more over %d CPUs", r.DUT, rec, idleWindow, len(cpus.Total))
 		}
 	}
 	for _, d := range []string{"direct", "linux-bridge"} {
@@ -117,7 +122,7 @@ func TestExecuteIdle(t *testing.T) {
 	if rec := seen["trestle:xdp"]; !strings.HasPrefix(rec.Daemon, "trestle") || rec.DaemonRSSKiB == 0 || rec.DaemonCPU < 0 || rec.DaemonCPU >= 1 {
 		t.Errorf("trestle:xdp: %+v, want its daemon, its memory, and less than a CPU", rec)
 	}
-	if term, _ := Sections(run); len(term) != 1 || !strings.Contains(term[0], "trestle:xdp") {
+	if term, _ := lab.Sections(run); len(term) != 1 || !strings.Contains(term[0], "trestle:xdp") {
 		t.Errorf("section: %q", term)
 	}
 }

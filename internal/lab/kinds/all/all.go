@@ -1,0 +1,9 @@
+// Package all registers every kind of the lab that is a package of its
+// own (internal/lab/kinds/<kind>): cmd/trestle and the tests import it,
+// for its kinds' init to run; the core imports none of them. Adding a kind
+// is its folder and its line here.
+package all
+
+import (
+	_ "github.com/trestle/trestle/internal/lab/kinds/idle"
+)
