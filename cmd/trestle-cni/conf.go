@@ -14,8 +14,8 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/linklocal"
 )
 
 // NetConf is the plugin's network configuration: the bridge plugin's keys
@@ -232,7 +232,7 @@ func (n *NetConf) portArgs(mac string, ips []string) []string {
 	var args []string
 	switch {
 	case len(n.trunk) > 0:
-		args = append(args, "trunk="+config.VLANRanges(n.trunk))
+		args = append(args, "trunk="+ctl.VLANList(n.trunk).String())
 		if n.VLAN != 0 {
 			args = append(args, "native="+strconv.Itoa(n.VLAN))
 		}
@@ -266,7 +266,7 @@ func (n *NetConf) guardIPs(mac string, r *current.Result) []string {
 		}
 	}
 	if hw, err := net.ParseMAC(mac); err == nil && len(hw) == 6 {
-		out = append(out, config.EUI64LinkLocal(hw).String())
+		out = append(out, linklocal.EUI64(hw).String())
 	}
 	return out
 }
@@ -295,7 +295,7 @@ func (n *NetConf) checkPort(p ctl.PortEntry, mac string, ips []string) string {
 			diffs = append(diffs, fmt.Sprintf("native VLAN %d, want %d", p.Native, wantNative))
 		}
 		if !slices.Equal(p.Trunk, n.trunk) {
-			diffs = append(diffs, fmt.Sprintf("trunk %q, want %q", p.Trunk, config.VLANRanges(n.trunk)))
+			diffs = append(diffs, fmt.Sprintf("trunk %q, want %q", p.Trunk, ctl.VLANList(n.trunk)))
 		}
 	}
 	if p.Protected != n.PortIsolation {

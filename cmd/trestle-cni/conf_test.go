@@ -10,7 +10,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/trestle/trestle/internal/config"
+	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/ctl"
 )
 
@@ -281,13 +281,13 @@ func TestRoom(t *testing.T) {
 		st   ctl.Status
 		want string
 	}{
-		{"room", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0", Ports: ports(config.MaxPortsPerBridge - 1)}}}, ""},
+		{"room", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0", Ports: ports(tbpf.MaxBridgePorts - 1)}}}, ""},
 		{"empty", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0"}}}, ""},
 		{"no bridge", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "other"}}}, "has no bridge br0"},
-		{"full bridge", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0", Ports: ports(config.MaxPortsPerBridge)}}}, "the most a bridge takes"},
+		{"full bridge", ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0", Ports: ports(tbpf.MaxBridgePorts)}}}, "the most a bridge takes"},
 		{"full switch", ctl.Status{Bridges: []ctl.BridgeStatus{
 			{Name: "br0", Ports: ports(1)},
-			{Name: "big", Ports: ports(config.MaxPorts - 1)},
+			{Name: "big", Ports: ports(tbpf.MaxPortsAll - 1)},
 		}}, "the most the switch takes"},
 	} {
 		err := room(c.st, "br0", "/run/t.sock")

@@ -21,7 +21,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/trestle/trestle/internal/config"
+	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/ctl"
 )
 
@@ -568,10 +568,10 @@ func room(st ctl.Status, bridge, socket string) error {
 	if ours < 0 {
 		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("the trestle daemon on %s has no bridge %s", socket, bridge), "")
 	}
-	if p := len(st.Bridges[ours].Ports); p >= config.MaxPortsPerBridge {
+	if p := len(st.Bridges[ours].Ports); p >= tbpf.MaxBridgePorts {
 		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("bridge %s has no room: it has %d ports, the most a bridge takes", bridge, p), "")
 	}
-	if total >= config.MaxPorts {
+	if total >= tbpf.MaxPortsAll {
 		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("bridge %s has no room: the bridges have %d ports, the most the switch takes", bridge, total), "")
 	}
 	return nil

@@ -31,6 +31,7 @@ type (
 const (
 	MaxBridges     = int(TrestleTrLimitsTR_MAX_BRIDGES)
 	MaxPorts       = int(TrestleTrLimitsTR_MAX_PORTS)
+	MaxPortsAll    = MaxPorts - 1 // ports of all bridges together: slot 0 is no port
 	MaxBridgePorts = int(TrestleTrLimitsTR_MAX_BRIDGE_PORTS)
 	SelWords       = int(TrestleTrLimitsTR_SEL_WORDS)
 	NumDrops       = int(TrestleTrDropReasonTR_DROP__MAX)

@@ -57,7 +57,7 @@ const (
 	// The datapath's limits, from bpf/types.h through its bindings.
 	MaxBridges        = tbpf.MaxBridges     // bridge ids 1..64
 	MaxPortsPerBridge = tbpf.MaxBridgePorts // ports of one bridge
-	MaxPorts          = tbpf.MaxPorts - 1   // all bridges together: slot 0 is no port
+	MaxPorts          = tbpf.MaxPortsAll    // all bridges together: slot 0 is no port
 	MaxVLANs          = tbpf.MaxVLANs       // distinct (bridge, VLAN) pairs of all bridges together
 	// The filter's established connections (docs/filter.md, "Keep
 	// state"): a bridge's and one port's by default, and all filtering

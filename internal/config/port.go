@@ -12,6 +12,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
+	"github.com/trestle/trestle/internal/linklocal"
 	"github.com/trestle/trestle/internal/mode"
 )
 
@@ -109,23 +110,10 @@ func (p *Port) GuardIPs() []netip.Addr {
 	}
 	out := slices.Clone(p.AllowedIPs)
 	for _, m := range p.AllowedMACs {
-		out = append(out, EUI64LinkLocal(m))
+		out = append(out, linklocal.EUI64(m))
 	}
 	slices.SortFunc(out, netip.Addr.Compare)
 	return slices.Compact(out)
-}
-
-// EUI64LinkLocal is the link-local address fe80::/64 with the modified
-// EUI-64 interface identifier of the 48-bit MAC mac (RFC 4291 appendix A).
-func EUI64LinkLocal(mac net.HardwareAddr) netip.Addr {
-	var a [16]byte
-	a[0], a[1] = 0xfe, 0x80
-	if len(mac) == 6 {
-		a[8], a[9], a[10] = mac[0]^0x02, mac[1], mac[2]
-		a[11], a[12] = 0xff, 0xfe
-		a[13], a[14], a[15] = mac[3], mac[4], mac[5]
-	}
-	return netip.AddrFrom16(a)
 }
 
 // AllowedStatics are the static entries that bind the port's AllowedMACs

@@ -22,7 +22,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/trestle/trestle/internal/config"
+	"github.com/trestle/trestle/internal/linklocal"
 	"github.com/trestle/trestle/internal/netnsutil"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
@@ -241,7 +241,7 @@ func TestIPGuard(t *testing.T) {
 	ra, rb := l.add(nw, a), l.add(nw, b)
 	ma, mb := a.MAC(t, "eth0"), b.MAC(t, "eth0")
 	pa, _ := l.port(owner(nw, ra))
-	if want := append(ips(ra), config.EUI64LinkLocal(ma).String()); !pa.IPGuard || !slices.Equal(pa.AllowedIPs, want) {
+	if want := append(ips(ra), linklocal.EUI64(ma).String()); !pa.IPGuard || !slices.Equal(pa.AllowedIPs, want) {
 		t.Fatalf("port of a: ip_guard %t allowed_ips %v, want true %v", pa.IPGuard, pa.AllowedIPs, want)
 	}
 	l.must("check", nw, a)
