@@ -11,6 +11,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 )
 
@@ -156,8 +157,14 @@ func TestPortArgs(t *testing.T) {
 			nw.IP = ip
 			r.IPs = append(r.IPs, &current.IPConfig{Address: *nw})
 		}
-		if got := n.portArgs("02:00:00:00:00:01", n.guardIPs("02:00:00:00:00:01", &r)); !slices.Equal(got, c.want) {
+		got := n.portArgs("02:00:00:00:00:01", n.guardIPs("02:00:00:00:00:01", &r))
+		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: %q, want %q", c.extra, got, c.want)
+		}
+		// The keys are the port table's, and the daemon takes them as
+		// they are written (the plugin imports nothing of the table).
+		if _, err := config.ParsePortArgs(&config.Bridge{Name: "br0"}, append([]string{"interface=veth0"}, got...)); err != nil {
+			t.Errorf("%s: %q is refused by the port table: %v", c.extra, got, err)
 		}
 	}
 }
