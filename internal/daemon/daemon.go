@@ -48,7 +48,7 @@ type Daemon struct {
 
 	mu sync.Mutex
 	// cfg is the config file's; run the ports added at run time, which
-	// every apply adds to it (runports.go).
+	// every apply adds to it (desired.go, portstore.go).
 	cfg      *config.Config
 	run      []*runPort
 	fromFile bool // the apply running is a reload of the file

@@ -25,7 +25,7 @@ import (
 //
 // Three more powers are optional, found by type assertion where the daemon
 // is wired: capture (capturer), the MAC moves (eventSource) and waiting
-// for the bridges' writes ahead (settler, runports.go).
+// for the bridges' writes ahead (settler, settle.go).
 
 // Topology writes the port and bridge maps: where frames come in and which
 // bridge, VLANs, limits and floods each port and bridge has.

@@ -51,12 +51,29 @@
 //
 // # Files
 //
-// daemon.go the process (start, the event loop, stop); reconcile.go and
-// ports.go the apply; model.go the model and alloc.go its ids and slots;
-// aging.go the table's aging; control.go the control socket's commands,
-// filter.go the filter's, capture.go capture's; state.go the instance and
-// its state file, adopt.go taking over a pinned datapath, down.go removing
-// one; events.go, moves.go and episodes.go the events it logs; metrics.go
-// the Prometheus collector; notify.go systemd's notifications; peers.go
-// the veth peers' settings; system.go and dataplane.go the seams.
+// Each file of the package is named here (TestDocNamesEveryFile):
+//
+//   - the process: daemon.go (start, the event loop, stop), notify.go
+//     (systemd's notifications);
+//   - the apply: reconcile.go (plan, commit, finalize), attach.go (the
+//     commit's ports: each port's mode decided and its program attached,
+//     the veth peers prepared), model.go (the model) and alloc.go (its ids
+//     and slots), peers.go (the veth peers' settings);
+//   - the ports added at run time: desired.go (their merge with the
+//     file's into the desired state), scoped.go (applies that look at
+//     their own port alone), portstore.go (their record, ports.json),
+//     portcmds.go (the control socket's port.add, port.del, port.list),
+//     settle.go (the waits of the next port command taken ahead);
+//   - the table: aging.go (aging), fair.go (its fair share between ports);
+//   - overlay ports: overlay.go (their VNIs' kernel objects and the loop
+//     that keeps the table and FRR in step), encap.go (their encapsulation
+//     in XDP);
+//   - the control socket: control.go (its commands), filter.go (the
+//     filter's), capture.go (capture's);
+//   - what outlives the process: state.go (the instance and its state
+//     directory), adopt.go (taking over a pinned datapath), down.go
+//     (removing one);
+//   - what the daemon tells: events.go, moves.go and episodes.go (the
+//     events it logs), metrics.go (the Prometheus collector);
+//   - the seams: system.go and dataplane.go.
 package daemon

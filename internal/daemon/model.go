@@ -41,7 +41,7 @@ type portState struct {
 	// running: attached and its interface is up with carrier.
 	running bool
 	// physical: its interface, when attached, is a NIC (a scoped apply
-	// leaves a bridge with an "auto" NIC to full applies: runports.go).
+	// leaves a bridge with an "auto" NIC to full applies: scoped.go).
 	physical bool
 	// noFilter: a tc filter was refused on its interface (another's
 	// filter at trestle's priority): it keeps a link while it is a port.

@@ -3,20 +3,18 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/datapath"
 )
 
-// Unit tests of the run-time ports (runports.go): the store, the merge
-// with the file, and the control commands, against the fakes.
+// Unit tests of the run-time port commands (portcmds.go) against the
+// fakes; the store's are in portstore_test.go, the merge's in
+// desired_test.go, the scoped applies' in scoped_test.go.
 
 func (w *world) portAdd(bridge, iface, owner string, args ...string) (ctl.PortEntry, error) {
 	return w.d.portAdd(ctl.Request{Cmd: ctl.CmdPortAdd, Bridge: bridge, Port: iface, Owner: owner, Args: args})
@@ -313,159 +311,6 @@ func TestRunPortVLANs(t *testing.T) {
 	}
 }
 
-// The store is written atomically to the state directory and taken back
-// by the next daemon, which drops what no longer exists.
-func TestRunPortsStore(t *testing.T) {
-	w, st, dir := storedWorld(t, "p1", "r1", "r2")
-	w.mustApply(bridges("br0=p1"))
-	w.mustPortAdd("br0", "r1", "own", "max_macs=3")
-	w.mustPortAdd("br0", "r2", "")
-	if _, err := os.Stat(filepath.Join(dir, runPortsFile+".new")); !os.IsNotExist(err) {
-		t.Errorf("a temporary file stayed: %v", err)
-	}
-
-	// A daemon restarted without persist: the interfaces are as they
-	// were but r2, deleted while no daemon ran.
-	w.sys.del("r2")
-	w2 := w.restarted(st)
-	if len(w2.d.run) != 2 {
-		t.Fatalf("taken back: %d ports, want 2", len(w2.d.run))
-	}
-	w2.mustApply(bridges("br0=p1"))
-	got := w2.list("br0")
-	if len(got) != 2 || got["br0/r1"].Owner != "own" || got["br0/r1"].MaxMACs != 3 || got["br0/r1"].State != stateUp {
-		t.Errorf("after a restart: %+v", got)
-	}
-	rf, err := st.loadRun()
-	if err != nil || len(rf.Ports) != 1 || rf.Ports[0].Interface != "r1" {
-		t.Errorf("the store after the restart: %+v %v", rf, err)
-	}
-	// An unreadable store takes nothing back, and stops nothing.
-	if err := os.WriteFile(st.runFile(), []byte("{nope"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w3 := newWorld(t)
-	w3.d.state = st
-	w3.d.loadRun()
-	if len(w3.d.run) != 0 {
-		t.Errorf("an unreadable store gave %d ports", len(w3.d.run))
-	}
-	// It is kept aside for the operator, not written over by the next add.
-	if b, err := os.ReadFile(st.runFile() + ".unreadable"); err != nil || string(b) != "{nope" {
-		t.Errorf("the unreadable store was not kept aside: %q %v", b, err)
-	}
-	if _, err := os.Stat(st.runFile()); !os.IsNotExist(err) {
-		t.Errorf("the unreadable store is still where the next add writes: %v", err)
-	}
-}
-
-// storedWorld is a world whose daemon records its state in a directory
-// of the test's (dir, st), with veths named links.
-func storedWorld(t *testing.T, links ...string) (w *world, st *stateDir, dir string) {
-	t.Helper()
-	dir = filepath.Join(t.TempDir(), "inst")
-	st, err := openState(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w = worldWith(t, links...)
-	w.d.state = st
-	return w, st, dir
-}
-
-// worldWith is a world with veths named links.
-func worldWith(t *testing.T, links ...string) *world {
-	w := newWorld(t)
-	for _, n := range links {
-		w.sys.add(n, "veth")
-	}
-	return w
-}
-
-// restarted is the next daemon on w's interfaces, with a dataplane of
-// its own, that has read the run-time ports st records.
-func (w *world) restarted(st *stateDir) *world {
-	w2 := &world{t: w.t, dp: newFakeDP(), sys: w.sys}
-	w2.d = newDaemon(quietLog(), w2.dp, w2.sys, 1<<20, time.Second)
-	w2.d.state = st
-	w2.d.loadRun()
-	return w2
-}
-
-// A state directory another user may write is refused.
-func TestStateDirRefusedWhenOthersMayWrite(t *testing.T) {
-	parent := t.TempDir()
-	dir := filepath.Join(parent, "inst")
-	if err := os.Mkdir(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := openState(dir); err == nil || !strings.Contains(err.Error(), "writable by other users") {
-		t.Errorf("a world-writable state directory: %v", err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := openState(dir); err != nil {
-		t.Errorf("a private state directory: %v", err)
-	}
-	if os.Geteuid() == 0 {
-		if err := os.Chown(dir, 4242, 4242); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := openState(dir); err == nil || !strings.Contains(err.Error(), "owned by uid 4242") {
-			t.Errorf("a state directory of another user: %v", err)
-		}
-	}
-}
-
-// The merge leaves the file's config as it is, and a reload that makes a
-// bridge VLAN-aware makes its run-time ports without a VLAN access ports
-// of VLAN 1, as the file's are.
-func TestDesiredMerge(t *testing.T) {
-	w := newWorld(t)
-	for _, n := range []string{"p1", "r1"} {
-		w.sys.add(n, "veth")
-	}
-	w.mustApply(bridges("br0=p1"))
-	w.mustPortAdd("br0", "r1", "")
-	file := cfgOf(t, bridges("br0=p1")+"vlan = 10\n")
-	w.d.mu.Lock()
-	err := w.d.apply(file)
-	w.d.mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(file.Bridges[0].Ports) != 1 || len(w.d.cfg.Bridges[0].Ports) != 1 {
-		t.Errorf("the merge changed the file's config: %+v", file.Bridges[0].Ports)
-	}
-	got := w.list("br0")
-	if got["br0/r1"].VLAN != 1 || got["br0/p1"].VLAN != 10 || got["br0/r1"].Origin != originRun {
-		t.Errorf("after the reload: %+v", got)
-	}
-	if vs := w.dp.bridges[w.d.bridges["br0"].id].VLANs; fmt.Sprint(vs) != "[1 10]" {
-		t.Errorf("br0's VLANs: %v", vs)
-	}
-}
-
-// A reload whose file names a patch port like a run-time port's interface
-// wins: a port's name is unique in its bridge.
-func TestRunPortGivesWayToAPatchName(t *testing.T) {
-	w := newWorld(t)
-	for _, n := range []string{"p1", "q1", "patch-br1"} {
-		w.sys.add(n, "veth")
-	}
-	w.mustApply(bridges("br0=p1", "br1=q1"))
-	w.mustPortAdd("br0", "patch-br1", "")
-	w.mustApply(bridges("br0=p1,@br1", "br1=q1,@br0"))
-	got := w.list("br0")
-	if len(got) != 2 || got["br0/patch-br1"].Patch != "br1" || len(w.d.run) != 0 {
-		t.Errorf("after the reload: %+v, store %d", got, len(w.d.run))
-	}
-}
-
 // The switch is full at MaxPorts in all bridges together, whatever the
 // bridge asked for has.
 func TestRunPortAddFullSwitch(t *testing.T) {
@@ -487,33 +332,6 @@ func TestRunPortAddFullSwitch(t *testing.T) {
 	_, err := w.portAdd("empty", "r1", "")
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the switch is full: its bridges have %d ports", config.MaxPorts)) {
 		t.Errorf("add to a full switch: %v", err)
-	}
-}
-
-// A store that names an interface twice (in one bridge or two), or an
-// owner port.add refuses, takes back the first entry of each interface
-// only: the merge does not check the store again, and one ifindex made
-// three ports with three slots.
-func TestRunPortsStoreTakesBackWhatPortAddTakes(t *testing.T) {
-	st, err := openState(filepath.Join(t.TempDir(), "inst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorld(t)
-	w.d.state = st
-	for _, n := range []string{"p1", "r1", "r2"} {
-		w.sys.add(n, "veth")
-	}
-	store := `{"ports":[{"bridge":"br0","interface":"r1","owner":"a"},{"bridge":"br1","interface":"r1"},{"bridge":"br0","interface":"r1","owner":"b"},` +
-		`{"bridge":"br0","interface":"r2","owner":"x\n\u001b[2J"}]}`
-	if err := os.WriteFile(st.runFile(), []byte(store), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w.d.loadRun()
-	w.mustApply(bridges("br0=p1") + "[[bridge]]\nname = \"br1\"\n")
-	all := w.list("")
-	if len(all) != 2 || all["br0/r1"].Owner != "a" {
-		t.Errorf("ports after taking the store back: %+v", all)
 	}
 }
 
@@ -571,108 +389,6 @@ func TestRunPortAddOfARecreatedInterface(t *testing.T) {
 	}
 	if w.d.runPortOf("br0", "r1") == nil {
 		t.Errorf("the store lost the port")
-	}
-}
-
-// looked are the interfaces the fake was asked for by name since the
-// calls were last cleared.
-func (w *world) looked() map[string]bool {
-	w.sys.mu.Lock()
-	defer w.sys.mu.Unlock()
-	out := map[string]bool{}
-	for _, c := range w.sys.calls {
-		if n, ok := strings.CutPrefix(c, "LinkByName "); ok {
-			out[n] = true
-		}
-	}
-	w.sys.calls = nil
-	return out
-}
-
-// snapshot is what the model says of every port, for comparing a scoped
-// apply with the full one.
-func (w *world) snapshot() string {
-	w.d.mu.Lock()
-	defer w.d.mu.Unlock()
-	return fmt.Sprint(w.d.portStates(), w.dp.attachedKeys())
-}
-
-// A run-time port added to, or removed from, a bridge of tc ports is a
-// scoped apply: no other port's interface is looked up again, and the
-// switch ends where a full apply takes it (which then changes nothing).
-func TestRunPortAddScoped(t *testing.T) {
-	w := newWorld(t)
-	for _, n := range []string{"p1", "p2", "r1", "r2"} {
-		w.sys.add(n, "veth")
-	}
-	w.mustApply(bridges("br0=p1,p2"))
-	w.looked()
-	e := w.mustPortAdd("br0", "r1", "net1/c1/eth0")
-	if e.State != stateUp || e.Mode != "tc" {
-		t.Errorf("port add answered %+v", e)
-	}
-	if got := w.looked(); got["p1"] || got["p2"] || !got["r1"] {
-		t.Errorf("a scoped add looked up %v, want r1 alone", got)
-	}
-	if got := w.flooding("br0"); len(got) != 3 {
-		t.Errorf("br0 floods to %v, want p1, p2 and r1", got)
-	}
-	w.mustPortAdd("br0", "r2", "net1/c2/eth0", "max_macs=4")
-	after := w.snapshot()
-	w.d.reconcile()
-	if full := w.snapshot(); full != after {
-		t.Errorf("a full apply after the scoped adds changed the switch:\nscoped %s\nfull   %s", after, full)
-	}
-	w.looked()
-	if _, err := w.d.portDel(ctl.Request{Cmd: ctl.CmdPortDel, Bridge: "br0", Owner: "net1/c1/eth0"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := w.looked(); len(got) != 0 {
-		t.Errorf("a scoped del looked up %v, want none", got)
-	}
-	if got := w.flooding("br0"); len(got) != 3 {
-		t.Errorf("br0 floods to %v, want p1, p2 and r2", got)
-	}
-	if p := w.d.bridges["br0"].port("r1"); p != nil {
-		t.Errorf("r1 is still a port: %+v", p)
-	}
-	after = w.snapshot()
-	w.d.reconcile()
-	if full := w.snapshot(); full != after {
-		t.Errorf("a full apply after the scoped del changed the switch:\nscoped %s\nfull   %s", after, full)
-	}
-}
-
-// Where a port's mode depends on the others (a bridge with an XDP port,
-// whose redirects a tc port must take; a port added at XDP), a run-time
-// port takes a full apply, which prepares its peer as before.
-func TestRunPortAddFullWithXDP(t *testing.T) {
-	w := newWorld(t)
-	for _, n := range []string{"p1", "p2", "r1", "r2", "q1", "q2"} {
-		w.sys.add(n, "veth")
-	}
-	w.mustApply(bridges("br0=p1:xdp,p2", "br1=q1"))
-	w.looked()
-	e := w.mustPortAdd("br0", "r1", "")
-	if got := w.looked(); !got["p1"] || !got["p2"] {
-		t.Errorf("an add to a bridge with an xdp port looked up %v, want every port", got)
-	}
-	if e.State != stateUp || e.Mode != "tc" {
-		t.Errorf("port add answered %+v", e)
-	}
-	if p := w.sys.peers[w.sys.links["r1"].Index]; p == nil || !p.f[featGRO] {
-		t.Errorf("r1's peer was not prepared for the xdp port's redirects: %+v", p)
-	}
-	// A port added at XDP changes what its bridge's tc ports need.
-	w.looked()
-	if e := w.mustPortAdd("br1", "q2", "", "mode=xdp"); e.Mode != "xdp" {
-		t.Errorf("port add answered %+v", e)
-	}
-	if got := w.looked(); !got["q1"] {
-		t.Errorf("an add at xdp looked up %v, want every port", got)
-	}
-	if p := w.sys.peers[w.sys.links["q1"].Index]; p == nil || !p.f[featGRO] {
-		t.Errorf("q1's peer was not prepared for the new xdp port's redirects: %+v", p)
 	}
 }
 

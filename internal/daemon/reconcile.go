@@ -88,8 +88,8 @@ type change struct {
 	// vtep: this host's VTEP, for the overlay ports' VNIs (overlay.go).
 	vtep netip.Addr
 	// only, when set, scopes the apply to some ports (a run-time port
-	// added or removed, runports.go "scoped"): the others are taken as
-	// they are, not looked at again.
+	// added or removed, scoped.go): the others are taken as they are,
+	// not looked at again.
 	only portScope
 	// run: the ports of the next model added at run time (the merge's),
 	// by bridge and interface; they attach in tc filters (hookFor).
@@ -113,14 +113,13 @@ type staleStatic struct {
 }
 
 // apply moves the switch to cfg, the config file's, with the ports added
-// at run time (desired, runports.go): one desired state. Called with d.mu
-// held.
+// at run time (desired.go): one desired state. Called with d.mu held.
 func (d *Daemon) apply(cfg *config.Config) error { return d.applyScoped(cfg, nil) }
 
 // applyScoped is apply, which looks again only at the ports of only when
-// it is set (runports.go "scoped"): what the world took away is left to
-// the link events' apply (no forget), and the other ports keep their
-// interface, mode and attachment as they are.
+// it is set (scoped.go): what the world took away is left to the link
+// events' apply (no forget), and the other ports keep their interface,
+// mode and attachment as they are.
 func (d *Daemon) applyScoped(cfg *config.Config, only portScope) error {
 	if d.closed {
 		return errors.New("the daemon is stopping")
