@@ -1,6 +1,9 @@
 package bpf
 
-import "fmt"
+import (
+	"fmt"
+	"net/netip"
+)
 
 // Short names for the generated types of bpf/types.h.
 type (
@@ -94,6 +97,32 @@ const (
 	StateAOpened     = uint32(TrestleTrStateFlagsTR_STATE_A_OPENED)
 	StateEstablished = uint32(TrestleTrStateFlagsTR_STATE_ESTABLISHED)
 )
+
+// PortFlag is a flag of a port's entry (enum tr_port_flags).
+type PortFlag = TrestleTrPortFlags
+
+// PortPolicy is what a port's keys ask of its entry in the port maps, as
+// the configuration fills it and the datapath writes it, the daemon
+// passing it on untouched: the flags of its keys (each row of the
+// configuration's port table that sets one names it, from the enum here),
+// and with TR_PORT_IP_GUARD the addresses its frames may come from.
+type PortPolicy struct {
+	Flags    PortFlag
+	GuardIPs []netip.Addr // sorted, each once, IPv4 ones in their 4-byte form
+}
+
+// Has says whether every flag of f is set.
+func (p PortPolicy) Has(f PortFlag) bool { return p.Flags&f == f }
+
+// With is p with the flags of f set (on) or cleared.
+func (p PortPolicy) With(f PortFlag, on bool) PortPolicy {
+	if on {
+		p.Flags |= f
+	} else {
+		p.Flags &^= f
+	}
+	return p
+}
 
 // dropNames are the drop reasons as they appear in `trestle stats` and metric
 // labels. The generated enum is the source of truth; a test checks that every

@@ -221,7 +221,7 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 		if bp.aware && !bp.vlans[i].set {
 			p.VLAN = 1
 		}
-		if qv, ok := sites[i].t.vals["qinq"]; ok && p.QinQ && !bp.aware {
+		if qv, ok := sites[i].t.vals["qinq"]; ok && p.Has(flagQinQ) && !bp.aware {
 			c.errorf(qv.line, sites[i].field+".qinq", "is for access ports of a VLAN-aware bridge, and %s is not one: set vlan too", label)
 		}
 		c.portNames(bp, sites, i)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
 )
 
 // The table of keys: every table of the file, and every key of each, with
@@ -46,6 +48,14 @@ type Key struct {
 	Required bool
 	Example  string // a value Parse takes, as the file writes it
 	Help     string // one line
+	// Flag: a boolean key of the datapath, the flag of enum tr_port_flags
+	// (bpf/types.h, generated in internal/bpf) that the key sets in the
+	// port's Policy when its value is not Default; the checker needs no
+	// code for it, and the datapath writes it as it is.
+	Flag tbpf.PortFlag
+	// check, for a key with a Flag, says why the port cannot have the
+	// flag ("" when it can), from the other keys the port sets.
+	check func(portKeys) string
 	// own: the table's code checks the value itself, after checks of its
 	// own that come first (a patch port has no mode; a bridge that is not
 	// VLAN-aware has no VLAN to match), calling leaf where the kind is one

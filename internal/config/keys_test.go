@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	toml "github.com/pelletier/go-toml/v2"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated part of docs/configuration.md from the key table")
@@ -333,7 +335,7 @@ func TestParsePortArgs(t *testing.T) {
 	}{
 		{[]string{"interface=veth-c"}, Port{Interface: "veth-c", Mode: "auto"}},
 		{[]string{"interface=veth-c", "mode=tc", "vlan=10", "max_macs=100", "mac_limit_action=forward", "learning=false", "storm.broadcast=1000", "storm.unknown_unicast=0x10"},
-			Port{Interface: "veth-c", Mode: "tc", VLAN: 10, MaxMACs: 100, LimitForward: true, NoLearning: true, Storm: Storm{Broadcast: 1000, UnknownUnicast: 16}}},
+			Port{Interface: "veth-c", Mode: "tc", VLAN: 10, MaxMACs: 100, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD | tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN}, Storm: Storm{Broadcast: 1000, UnknownUnicast: 16}}},
 		{[]string{"interface=veth-c", "trunk=10, 20-22", "native=10"}, Port{Interface: "veth-c", Mode: "auto", Trunk: []uint16{10, 20, 21, 22}, Native: 10}},
 		{[]string{"patch=br1"}, Port{Patch: "br1", Name: "patch-br1", Mode: "auto"}},
 	} {
@@ -372,5 +374,59 @@ func TestParsePortArgs(t *testing.T) {
 	}
 	if p, err := ParsePortArgs(&cfg.Bridges[0], []string{"interface=veth-c"}); err != nil || p.VLAN != 1 {
 		t.Errorf("on a VLAN-aware bridge: %+v, %v; want VLAN 1", p, err)
+	}
+}
+
+// TestPortFlagRows: a boolean port key whose row names a datapath flag is
+// the whole of the key on the Go side: set to what is not its default, it
+// sets its flag in the port's Policy and nothing else, off it sets none,
+// and no two rows share a flag. A new row is tested here as it is; with
+// checks, extra gives the port the keys they ask for.
+func TestPortFlagRows(t *testing.T) {
+	extra := map[string][]string{
+		"native_tagged": {"trunk=10", "native=10"},
+		"qinq":          {"vlan=10"},
+		"ip_guard":      {"allowed_ips=10.0.0.1"},
+	}
+	aware := &Bridge{Name: "br0"}
+	seen := map[tbpf.PortFlag]string{}
+	rows := 0
+	for _, k := range portTable.Keys {
+		if k.Flag == 0 {
+			continue
+		}
+		rows++
+		if k.Kind != KindBool || (k.Default != "true" && k.Default != "false") {
+			t.Errorf("%s: a row with a flag is a boolean key with a default, not %v %q", k.Name, k.Kind, k.Default)
+			continue
+		}
+		if k.Flag&(k.Flag-1) != 0 {
+			t.Errorf("%s: flag %#x is not one flag", k.Name, k.Flag)
+		}
+		if o, dup := seen[k.Flag]; dup {
+			t.Errorf("%s: flag %#x is %s's too", k.Name, k.Flag, o)
+		}
+		seen[k.Flag] = k.Name
+		on := map[string]string{"true": "false", "false": "true"}[k.Default]
+		for _, c := range []struct {
+			value string
+			want  tbpf.PortFlag
+		}{{on, k.Flag}, {k.Default, 0}} {
+			args := []string{"interface=p1", k.Name + "=" + c.value}
+			if c.want != 0 {
+				args = append(args, extra[k.Name]...)
+			}
+			p, err := ParsePortArgs(aware, args)
+			if err != nil {
+				t.Errorf("%s: %v", args, err)
+				continue
+			}
+			if p.Policy.Flags != c.want {
+				t.Errorf("%s: policy flags %#x, want %#x", args, p.Policy.Flags, c.want)
+			}
+		}
+	}
+	if rows == 0 {
+		t.Fatal("no row of the port table names a flag")
 	}
 }

@@ -132,8 +132,8 @@ func (c *checker) mirror(t *value, field string, bp *bridgePorts, before []Mirro
 					c.errorf(v.line, f, "%q is mirrored by mirror %q at line %d: a span port receives copies and nothing else", name, o.Name, o.Line)
 				}
 			}
-			for _, k := range []string{"vlan", "trunk", "native"} {
-				if kv, set := sites[i].t.vals[k]; set {
+			for _, k := range []string{"vlan", "trunk", "native", "qinq"} {
+				if kv, set := sites[i].t.vals[k]; set && (k != "qinq" || bp.ports[i].Has(flagQinQ)) {
 					c.errorf(kv.line, sites[i].field+"."+keyName(k), "port %q is the span port of mirror %q: it takes every VLAN tagged, and has no %s", name, m.Name, k)
 				}
 			}

@@ -20,13 +20,14 @@ func (c *checker) overlayPort(t, vx *value, field, bridge string, p *Port) {
 			c.errorf(v.line, field+"."+k, "conflicts with vxlan at line %d: an overlay port is the VXLAN device the daemon creates for its VNI (%s)", vx.line, k)
 		}
 	}
-	if v, ok := t.vals["learning"]; ok && !p.NoLearning {
+	if v, ok := t.vals["learning"]; ok && !p.Has(flagNoLearn) {
 		c.errorf(v.line, field+".learning", "an overlay port learns its remote addresses from the control plane (FRR), never from frames; leave learning out")
 	}
 	if v, ok := t.vals["mode"]; ok && p.Mode != mode.Auto && p.Mode != mode.TC {
 		c.errorf(v.line, field+".mode", "an overlay port attaches at tc (the kernel encapsulates); %q is not for it", p.Mode)
 	}
-	p.Mode, p.NoLearning = mode.TC, true
+	p.Mode = mode.TC
+	p.Policy.Flags |= flagNoLearn | flagOverlay
 	if p.DstPort == 0 {
 		p.DstPort = DefaultDstPort
 	}

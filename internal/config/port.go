@@ -12,6 +12,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
+	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/linklocal"
 	"github.com/trestle/trestle/internal/mode"
 )
@@ -25,22 +26,14 @@ type Port struct {
 	Interface string    // "" for a patch port
 	Mode      mode.Mode // auto, xdp or tc; auto for a patch port, which has none
 	MaxMACs   int       // key max_macs; 0 = unlimited
-	// Key learning (default true): false learns no address on the port;
-	// its frames are still forwarded, and frames to the stations behind it
-	// flood.
-	NoLearning bool
-	// Key mac_limit_action: what a frame from a new source gets when the
-	// port is at max_macs: dropped ("drop", the default: port security),
-	// or forwarded without its source learned ("forward", LimitForward
-	// true: the Linux bridge's way).
-	LimitForward bool
-	// Key protected: the port exchanges no frame (unicast or flood) with
-	// another protected port of its bridge; it does with the others.
-	Protected bool
-	// Keys flood, mcast_flood, bcast_flood (default true): false keeps
-	// unknown unicast, multicast, broadcast floods off the port; known
-	// unicast still reaches it.
-	NoFlood, NoMcastFlood, NoBcastFlood bool
+	// Policy is what the port's keys ask of its entry in the datapath,
+	// which the daemon writes as it is: the flag of each boolean key of
+	// portTable whose row names one, set when the key is not its default
+	// (learning = false sets TR_PORT_NO_LEARN, locked = true
+	// TR_PORT_LOCKED, ...), TR_PORT_LIMIT_FORWARD for mac_limit_action =
+	// "forward", TR_PORT_OVERLAY for an overlay port, and an ip_guard
+	// port's GuardIPs. Read a key's value with Has.
+	Policy tbpf.PortPolicy
 	// Key patch: the peer bridge, which has a patch port back to this
 	// one; "" for an interface port.
 	Patch string
@@ -58,13 +51,6 @@ type Port struct {
 	// Key native: the VLAN untagged frames on a trunk join, and which
 	// leaves it untagged; one of Trunk. 0 = none: untagged frames are dropped.
 	Native uint16
-	// Key native_tagged: the trunk's Native VLAN leaves it tagged too
-	// (untagged frames still join it); only on a trunk with native.
-	NativeTagged bool
-	// Key qinq: an access port that is an 802.1ad tunnel port: frames with
-	// a second tag behind a priority tag or an S-tag join its VLAN with
-	// their tags (others drop them as double_tagged, issue 29).
-	QinQ bool
 	// Key storm: storm control, the frames a second of each kind of flood
 	// the port's ingress accepts (0: no limit); the excess is dropped.
 	Storm Storm
@@ -78,23 +64,29 @@ type Port struct {
 	MTU int
 	// Key dstport: the overlay's UDP port, DefaultDstPort unless set.
 	DstPort int
-	// Key locked: the port takes frames only from sources bound to it
-	// (its static entries, AllowedMACs among them) and learns none; any
-	// other source is dropped as "locked" (issue 29, docs/security.md).
-	Locked bool
 	// Key allowed_macs: the addresses a locked port's host sends from,
 	// each written as a static entry of the port in every VLAN it carries
 	// (AllowedStatics).
 	AllowedMACs []net.HardwareAddr
-	// Key ip_guard: the port's ARP, neighbour discovery and IP sources
-	// must be its addresses (GuardIPs); others are dropped as ip_guard_arp,
-	// ip_guard_nd or ip_guard_ip (issue 29, docs/security.md).
-	IPGuard bool
 	// Key allowed_ips: an ip_guard port's addresses, IPv4 and IPv6 (not
 	// prefixes), each once, in the order given.
 	AllowedIPs []netip.Addr
 	Line       int // line of the [[bridge.port]] header
 }
+
+// Has says whether the port's Policy has the flag f: a boolean key of
+// portTable not at its default (locked, ip_guard, learning = false, ...).
+func (p *Port) Has(f tbpf.PortFlag) bool { return p.Policy.Has(f) }
+
+// The flags of the port keys that code other than their row reads.
+const (
+	flagNoLearn      = tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN
+	flagLimitForward = tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD
+	flagLocked       = tbpf.TrestleTrPortFlagsTR_PORT_LOCKED
+	flagIPGuard      = tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD
+	flagQinQ         = tbpf.TrestleTrPortFlagsTR_PORT_QINQ
+	flagOverlay      = tbpf.TrestleTrPortFlagsTR_PORT_OVERLAY
+)
 
 // MaxAllowedIPs is how many addresses one port's allowed_ips may list.
 const MaxAllowedIPs = 64
@@ -105,7 +97,7 @@ const MaxAllowedIPs = 64
 // default addr_gen_mode gives itself. Sorted, each once; nil when the port
 // has no ip_guard.
 func (p *Port) GuardIPs() []netip.Addr {
-	if !p.IPGuard {
+	if !p.Has(flagIPGuard) {
 		return nil
 	}
 	out := slices.Clone(p.AllowedIPs)
@@ -281,21 +273,21 @@ var portTable = Table{
 		{Name: "mac_limit_action", Kind: KindEnum, Default: `"drop"`, Example: `"forward"`,
 			Values: []Value{{LimitDrop, "frames from new sources at max_macs are dropped"}, {LimitForward, "forwarded without learning"}},
 			Help:   "What a frame from a new source gets when the port is at max_macs; with max_macs only."},
-		{Name: "learning", Kind: KindBool, Default: "true", Example: "false",
+		{Name: "learning", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN, Default: "true", Example: "false",
 			Help: "Learn the sources of the port's frames; false: frames to the stations behind it flood."},
-		{Name: "locked", Kind: KindBool, Default: "false", Example: "true",
+		{Name: "locked", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_LOCKED, check: notPatchOrOverlay("binds the sources of a port's host, and a patch port has none", "binds the sources of a port's host, and an overlay port's come from the control plane"), Default: "false", Example: "true",
 			Help: "Take frames only from sources bound to the port (its static entries and allowed_macs) and learn none; others are dropped (locked), and no address moves onto or off the port. Not for patch or overlay ports."},
 		{Name: "allowed_macs", Kind: KindList, Form: `an array of unicast MAC addresses, such as ["02:00:00:00:00:01"]`, Example: `["02:00:00:00:00:09"]`,
 			Help: "The sources a locked port takes beside its static entries: each a static entry of the port in every VLAN it carries, so never another port's; with locked = true only."},
-		{Name: "ip_guard", Kind: KindBool, Default: "false", Example: "true",
+		{Name: "ip_guard", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD, check: notPatchOrOverlay("binds the addresses of a port's host, and a patch port has none", "binds the addresses of a port's host, and an overlay port carries other hosts' frames"), Default: "false", Example: "true",
 			Help: "Bind the port to its IP addresses: an ARP frame must carry one of allowed_ips as its sender, a neighbour advertisement as its target, an IPv4 or IPv6 frame as its source (0.0.0.0 only for DHCP, :: only for duplicate address detection and MLD reports; a locked port's allowed_macs add their EUI-64 link-local addresses); others are dropped (ip_guard_arp, ip_guard_nd, ip_guard_ip). Needs allowed_ips; not for patch or overlay ports."},
 		{Name: "allowed_ips", Kind: KindList, Form: `an array of IPv4 and IPv6 addresses (not prefixes), such as ["10.0.0.5", "fd00::5"]`, Example: `["10.0.0.9", "fd00::9"]`,
 			Help: "The addresses an ip_guard port's host uses, at most " + fmt.Sprint(MaxAllowedIPs) + "; with ip_guard = true only."},
-		{Name: "protected", Kind: KindBool, Default: "false", Example: "true",
+		{Name: "protected", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED, Default: "false", Example: "true",
 			Help: "Exchange no frame (unicast or flood) with another protected port of the bridge."},
-		{Name: "flood", Kind: KindBool, Default: "true", Example: "false", Help: "Send floods of unknown unicast out of the port."},
-		{Name: "mcast_flood", Kind: KindBool, Default: "true", Example: "false", Help: "Send multicast floods out of the port."},
-		{Name: "bcast_flood", Kind: KindBool, Default: "true", Example: "false", Help: "Send broadcast floods out of the port."},
+		{Name: "flood", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_NO_FLOOD, Default: "true", Example: "false", Help: "Send floods of unknown unicast out of the port."},
+		{Name: "mcast_flood", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_NO_MFLOOD, Default: "true", Example: "false", Help: "Send multicast floods out of the port."},
+		{Name: "bcast_flood", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_NO_BFLOOD, Default: "true", Example: "false", Help: "Send broadcast floods out of the port."},
 		{Name: "storm", Kind: KindTable, Form: "an inline table (below)", Example: "{ broadcast = 1000 }",
 			Help: "Storm control: the floods a second of each kind the port's host may send; not for patch ports."},
 		{Name: "vlan", Kind: KindInt, Min: 1, Max: maxVLAN, Default: "1 on a VLAN-aware bridge", Example: "10",
@@ -304,9 +296,9 @@ var portTable = Table{
 			Help: "Trunk port: tagged frames of these VLANs pass, and leave tagged. A bridge with a port that sets vlan or trunk is VLAN-aware."},
 		{Name: "native", Kind: KindInt, Min: 1, Max: maxVLAN, Example: "10",
 			Help: "A trunk's untagged VLAN, one of trunk: untagged frames join it, and it leaves untagged; none: untagged frames are dropped."},
-		{Name: "native_tagged", Kind: KindBool, Default: "false", Example: "true",
+		{Name: "native_tagged", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED, check: checkNativeTagged, Default: "false", Example: "true",
 			Help: "The trunk's native VLAN leaves it tagged too, as its other VLANs do; untagged frames still join the native VLAN. With trunk and native only."},
-		{Name: "qinq", Kind: KindBool, Default: "false", Example: "true",
+		{Name: "qinq", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_QINQ, check: checkQinQ, Default: "false", Example: "true",
 			Help: "An access port that is an 802.1ad tunnel port: a frame with a second tag behind a priority tag or an S-tag joins the port's VLAN, tags kept; on other access ports it is dropped (double_tagged). Not for trunks, patch or overlay ports."},
 	},
 }
@@ -323,7 +315,17 @@ func modeValues() []Value {
 func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 	p := Port{Mode: mode.Auto, Line: t.line}
 	vlansOK := true
+	var flagged []*Key // the rows whose flag the port's keys set
 	c.walk(t, field, &portTable, func(k *Key, v *value, f string, x leaf, ok bool) {
+		if k.Flag != 0 {
+			// A boolean key of the datapath: its flag, set when the
+			// value is not the default; its row's check comes below.
+			if ok && x.b != (k.Default == "true") {
+				p.Policy.Flags |= k.Flag
+				flagged = append(flagged, k)
+			}
+			return
+		}
 		switch k.Name {
 		case "interface":
 			s, ok := c.str(v, f)
@@ -386,35 +388,15 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			if ok {
 				p.MaxMACs = int(x.n)
 			}
-		case "learning":
-			if ok {
-				p.NoLearning = !x.b
-			}
-		case "protected":
-			if ok {
-				p.Protected = x.b
-			}
-		case "locked":
-			if ok {
-				p.Locked = x.b
-			}
 		case "allowed_macs":
 			p.AllowedMACs = c.allowedMACs(v, f)
-		case "ip_guard":
-			if ok {
-				p.IPGuard = x.b
-			}
 		case "allowed_ips":
 			p.AllowedIPs = c.allowedIPs(v, f)
-		case "flood", "mcast_flood", "bcast_flood":
-			if ok {
-				*map[string]*bool{"flood": &p.NoFlood, "mcast_flood": &p.NoMcastFlood, "bcast_flood": &p.NoBcastFlood}[k.Name] = !x.b
-			}
 		case "storm":
 			p.Storm = c.storm(v, f)
 		case "mac_limit_action":
 			if ok {
-				p.LimitForward = x.s == LimitForward
+				p.Policy = p.Policy.With(flagLimitForward, x.s == LimitForward)
 			}
 		case "vxlan":
 			if ok {
@@ -435,14 +417,6 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			p.Trunk, vlansOK = vids, vlansOK && ok
 		case "native":
 			p.Native, vlansOK = uint16(x.n), vlansOK && ok
-		case "native_tagged":
-			if ok {
-				p.NativeTagged = x.b
-			}
-		case "qinq":
-			if ok {
-				p.QinQ = x.b
-			}
 		}
 	})
 	iface, hasIface := t.vals["interface"]
@@ -483,26 +457,25 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			c.errorf(la.line, field+".mac_limit_action", "says what happens at max_macs, which the port does not set (or sets to 0, no limit)")
 		}
 	}
-	if lv, ok := t.vals["locked"]; ok && p.Locked {
-		switch {
-		case hasPatch:
-			c.errorf(lv.line, field+".locked", "binds the sources of a port's host, and a patch port has none")
-		case hasVXLAN:
-			c.errorf(lv.line, field+".locked", "binds the sources of a port's host, and an overlay port's come from the control plane")
+	site := portKeys{t: t}
+	for _, k := range flagged {
+		if k.check == nil {
+			continue
+		}
+		if why := k.check(site); why != "" {
+			c.errorf(t.vals[k.Name].line, field+"."+k.Name, "%s", why)
 		}
 	}
-	if av, ok := t.vals["allowed_macs"]; ok && !p.Locked {
+	if av, ok := t.vals["allowed_macs"]; ok && !p.Has(flagLocked) {
 		c.errorf(av.line, field+".allowed_macs", "says which sources a locked port takes: set locked = true")
 	}
 	gv, hasGuard := t.vals["ip_guard"]
 	switch av, hasIPs := t.vals["allowed_ips"]; {
-	case hasGuard && p.IPGuard && hasPatch:
-		c.errorf(gv.line, field+".ip_guard", "binds the addresses of a port's host, and a patch port has none")
-	case hasGuard && p.IPGuard && hasVXLAN:
-		c.errorf(gv.line, field+".ip_guard", "binds the addresses of a port's host, and an overlay port carries other hosts' frames")
-	case hasIPs && !p.IPGuard:
+	case hasGuard && p.Has(flagIPGuard) && (hasPatch || hasVXLAN):
+		// Its row's check said why.
+	case hasIPs && !p.Has(flagIPGuard):
 		c.errorf(av.line, field+".allowed_ips", "says which addresses an ip_guard port's host uses: set ip_guard = true")
-	case p.IPGuard && !hasIPs:
+	case p.Has(flagIPGuard) && !hasIPs:
 		c.errorf(gv.line, field+".ip_guard", "binds the port to its addresses, and it lists none: set allowed_ips (without one, every IP frame of the port would be dropped)")
 	}
 	vlan, hasVLAN := t.vals["vlan"]
@@ -520,25 +493,55 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 		c.errorf(native.line, field+".native", "%d is not one of the port's trunk VLANs (%s)", p.Native, VLANRanges(p.Trunk))
 		vlansOK = false
 	}
-	if nt, ok := t.vals["native_tagged"]; ok && p.NativeTagged {
-		switch {
-		case !hasNative:
-			c.errorf(nt.line, field+".native_tagged", "tags a trunk's native VLAN on the way out: set trunk and native too")
-		case hasPatch:
-			c.errorf(nt.line, field+".native_tagged", "is for trunks of an interface: a frame crossing a patch port keeps its VLAN")
-		}
-	}
-	if qv, ok := t.vals["qinq"]; ok && p.QinQ {
-		switch {
-		case hasTrunk:
-			c.errorf(qv.line, field+".qinq", "is for access ports: a trunk's outer tag is its VLAN, and what follows is that VLAN's payload")
-		case hasPatch:
-			c.errorf(qv.line, field+".qinq", "is for access ports of an interface, and a patch port's frames were classified in the bridge they left")
-		case hasVXLAN:
-			c.errorf(qv.line, field+".qinq", "is for access ports of an interface, not for overlay ports")
-		}
-	}
+	p.Policy.GuardIPs = p.GuardIPs()
 	return p, portVLANs{set: hasVLAN || hasTrunk, ok: vlansOK}
+}
+
+// portKeys is a [[bridge.port]] as a row's check sees it: which keys it
+// sets, and so what kind of port it is.
+type portKeys struct{ t *value }
+
+func (s portKeys) has(key string) bool { _, ok := s.t.vals[key]; return ok }
+func (s portKeys) patch() bool         { return s.has("patch") }
+func (s portKeys) overlay() bool       { return s.has("vxlan") }
+
+// notPatchOrOverlay is the check of a key for ports of an interface only:
+// patch says why not on a patch port, overlay why not on an overlay port.
+func notPatchOrOverlay(patch, overlay string) func(portKeys) string {
+	return func(s portKeys) string {
+		switch {
+		case s.patch():
+			return patch
+		case s.overlay():
+			return overlay
+		}
+		return ""
+	}
+}
+
+// checkNativeTagged: a trunk's native VLAN, of an interface.
+func checkNativeTagged(s portKeys) string {
+	switch {
+	case !s.has("native"):
+		return "tags a trunk's native VLAN on the way out: set trunk and native too"
+	case s.patch():
+		return "is for trunks of an interface: a frame crossing a patch port keeps its VLAN"
+	}
+	return ""
+}
+
+// checkQinQ: an access port of an interface (a VLAN-aware bridge is the
+// bridge's check).
+func checkQinQ(s portKeys) string {
+	switch {
+	case s.has("trunk"):
+		return "is for access ports: a trunk's outer tag is its VLAN, and what follows is that VLAN's payload"
+	case s.patch():
+		return "is for access ports of an interface, and a patch port's frames were classified in the bridge they left"
+	case s.overlay():
+		return "is for access ports of an interface, not for overlay ports"
+	}
+	return ""
 }
 
 // allowedMACs checks allowed_macs: unicast, non-zero addresses, each once.

@@ -123,18 +123,19 @@ func (d *Daemon) statusOf(only string) (ctl.Status, error) {
 // portStatus is a port as `trestle show` and `trestle port list` give it.
 func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
 	ps := ctl.PortStatus{Name: p.name(), Interface: p.cfg.Interface, Config: string(p.cfg.Mode), Mode: string(p.mode), Reason: p.why, MaxMACs: p.cfg.MaxMACs, State: p.state(),
-		Learning: !p.cfg.NoLearning, Protected: p.cfg.Protected,
-		Flood: !p.cfg.NoFlood, McastFlood: !p.cfg.NoMcastFlood, BcastFlood: !p.cfg.NoBcastFlood, Locked: p.cfg.Locked}
+		Learning: !p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN), Protected: p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED),
+		Flood: !p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_NO_FLOOD), McastFlood: !p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_NO_MFLOOD),
+		BcastFlood: !p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_NO_BFLOOD), Locked: p.cfg.Has(flagLocked)}
 	for _, m := range p.cfg.AllowedMACs {
 		ps.AllowedMACs = append(ps.AllowedMACs, m.String())
 	}
-	ps.IPGuard = p.cfg.IPGuard
+	ps.IPGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD)
 	for _, a := range p.cfg.AllowedIPs {
 		ps.AllowedIPs = append(ps.AllowedIPs, a.String())
 	}
 	if p.cfg.MaxMACs > 0 {
 		ps.MACLimitAction = config.LimitDrop
-		if p.cfg.LimitForward {
+		if p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD) {
 			ps.MACLimitAction = config.LimitForward
 		}
 	}
@@ -157,9 +158,9 @@ func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
 	if b.cfg.VLANAware() {
 		if p.cfg.IsTrunk() {
 			ps.Trunk, ps.Native = p.cfg.VLANs(), p.cfg.Native
-			ps.NativeTagged = p.cfg.NativeTagged
+			ps.NativeTagged = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED)
 		} else {
-			ps.VLAN, ps.QinQ = p.cfg.VLAN, p.cfg.QinQ
+			ps.VLAN, ps.QinQ = p.cfg.VLAN, p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ)
 		}
 	}
 	if st := p.cfg.Storm; st.Any() {

@@ -128,7 +128,7 @@ func (d *Daemon) lookAtEpisodes(eps *episodes, now time.Time) {
 				continue
 			}
 			action := config.LimitDrop
-			if p.cfg.LimitForward {
+			if p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD) {
 				action = config.LimitForward
 			}
 			n := rise("limit/"+port, s.Drops[tbpf.TrestleTrDropReasonTR_DROP_MAC_LIMIT]+s.C[tbpf.Unlearned]-s.C[tbpf.UnlearnedFull])

@@ -21,7 +21,7 @@ func TestIPGuardApply(t *testing.T) {
 	}
 	written := func(name string) string {
 		p := w.port("br0", name).written
-		return fmt.Sprintf("%t %v", p.IPGuard, p.GuardIPs)
+		return fmt.Sprintf("%t %v", p.IPGuard(), p.Policy.GuardIPs)
 	}
 	w.mustApply(cfg("ip_guard = true\nallowed_ips = [\"fd00::5\", \"10.0.0.5\"]\nlocked = true\nallowed_macs = [\"02:00:00:00:00:05\"]"))
 	if got, want := written("p1"), "true [10.0.0.5 fd00::5 fe80::ff:fe00:5]"; got != want {

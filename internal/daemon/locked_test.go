@@ -34,8 +34,8 @@ func TestLockedPortApply(t *testing.T) {
 	}
 	w.mustApply(cfg(`locked = true`+"\n"+`allowed_macs = ["02:00:00:00:00:01", "02:00:00:00:00:02"]`, ""))
 	p1, p2 := w.port("br0", "p1"), w.port("br0", "p2")
-	if !p1.written.Locked || p2.written.Locked {
-		t.Errorf("written locked: p1 %t p2 %t, want true false", p1.written.Locked, p2.written.Locked)
+	if !p1.written.Policy.Has(flagLocked) || p2.written.Policy.Has(flagLocked) {
+		t.Errorf("written locked: p1 %t p2 %t, want true false", p1.written.Policy.Has(flagLocked), p2.written.Policy.Has(flagLocked))
 	}
 	want := []string{fmt.Sprintf("02:00:00:00:00:01/0@%d static=true", p1.slot), fmt.Sprintf("02:00:00:00:00:02/0@%d static=true", p1.slot)}
 	if got := entries(); !slices.Equal(got, want) {
@@ -48,7 +48,7 @@ func TestLockedPortApply(t *testing.T) {
 	w.dp.fdb[fdbKeyOf(b.id, 0, net.HardwareAddr{2, 0, 0, 0, 0, 0x44})] = datapath.FDBEntry{Bridge: b.id, MAC: net.HardwareAddr{2, 0, 0, 0, 0, 0x44}, Slot: p2.slot, Ifindex: uint32(p2.ifindex), Static: true}
 	w.mustApply(cfg(`locked = true`+"\n"+`allowed_macs = ["02:00:00:00:00:01"]`, `locked = true`))
 	p2 = w.port("br0", "p2")
-	if !p2.written.Locked {
+	if !p2.written.Policy.Has(flagLocked) {
 		t.Errorf("p2 not written locked")
 	}
 	// 02:..:02 left p1's allowed_macs: its static went too.
@@ -75,7 +75,7 @@ func TestLockedPortApply(t *testing.T) {
 		t.Errorf("port add answered locked %t allowed %v", e.Locked, e.AllowedMACs)
 	}
 	p3 := w.port("br0", "p3")
-	if _, ok := w.dp.fdb[fdbKeyOf(b.id, 0, net.HardwareAddr{2, 0, 0, 0, 0, 3})]; !ok || !p3.written.Locked {
-		t.Errorf("run-time port's allowed address not in the table (%v) or the port not locked (%t)", entries(), p3.written.Locked)
+	if _, ok := w.dp.fdb[fdbKeyOf(b.id, 0, net.HardwareAddr{2, 0, 0, 0, 0, 3})]; !ok || !p3.written.Policy.Has(flagLocked) {
+		t.Errorf("run-time port's allowed address not in the table (%v) or the port not locked (%t)", entries(), p3.written.Policy.Has(flagLocked))
 	}
 }

@@ -5,10 +5,15 @@ import (
 	"reflect"
 	"slices"
 
+	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/mode"
 )
+
+// flagLocked is the flag of a locked port, whose learned entries the
+// commit flushes when it becomes one (reconcile.go).
+const flagLocked = tbpf.TrestleTrPortFlagsTR_PORT_LOCKED
 
 // The daemon's model of the switch. Each apply builds the next model from
 // the config and the current one, and swaps it in only when every change it
@@ -87,14 +92,9 @@ func (p *portState) info() *datapath.PortInfo {
 	}
 	info := p.vlanInfo()
 	info.MaxMACs = uint32(p.cfg.MaxMACs)
-	info.NoLearning, info.LimitForward = p.cfg.NoLearning, p.cfg.LimitForward
-	info.Protected, info.NoFlood, info.NoMcastFlood, info.NoBcastFlood = p.cfg.Protected, p.cfg.NoFlood, p.cfg.NoMcastFlood, p.cfg.NoBcastFlood
-	info.Locked = p.cfg.Locked
-	info.Overlay = p.cfg.IsOverlay()
-	info.IPGuard, info.GuardIPs = p.cfg.IPGuard, p.cfg.GuardIPs()
-	if p.bridge.cfg.VLANAware() && p.span() == nil {
-		info.NativeTagged, info.QinQ = p.cfg.NativeTagged, p.cfg.QinQ
-	}
+	// The port keys' flags, as the configuration filled them: a new
+	// boolean key needs nothing here (docs/architecture.md, "How to add").
+	info.Policy = p.cfg.Policy
 	if p.peer != nil {
 		info.Peer = p.peer.slot
 	}

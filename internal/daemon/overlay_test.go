@@ -623,7 +623,7 @@ func TestOverlayXDPVia(t *testing.T) {
 				t.Fatalf("overlay port beside an xdp port: %s %s (%s)", p.state(), p.mode, p.why)
 			}
 			got := w.dp.topo.ports[uint32(p.ifindex)]
-			if got.Via != uint32(via) || got.ViaPeer != uint32(peer) || !got.Overlay {
+			if got.Via != uint32(via) || got.ViaPeer != uint32(peer) || !got.IsOverlay() {
 				t.Errorf("overlay port written %+v, want Via %d ViaPeer %d", got, via, peer)
 			}
 			for _, bp := range w.dp.topo.bridges[p.bridge.id].Ports {

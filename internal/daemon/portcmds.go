@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
 )
@@ -96,7 +97,7 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	if why := b.cfg.BindConflict(&bound); why != "" {
 		return ctl.PortEntry{}, fmt.Errorf("allowed_macs: %s", why)
 	}
-	if bound.QinQ && bound.VLAN == 0 && !bound.IsTrunk() {
+	if bound.Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ) && bound.VLAN == 0 && !bound.IsTrunk() {
 		return ctl.PortEntry{}, fmt.Errorf("qinq: is for access ports of a VLAN-aware bridge, and bridge %q is not one: set vlan too", b.cfg.Name)
 	}
 	if !b.cfg.VLANAware() && p.VLANs() != nil && len(b.ports) > 0 {

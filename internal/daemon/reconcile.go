@@ -458,7 +458,7 @@ func (d *Daemon) commit(c *change, j *journal) error {
 			if want != nil && p.written != nil && (want.PVID != p.written.PVID || want.Trunk != p.written.Trunk || !slices.Equal(want.VLANs, p.written.VLANs)) {
 				c.vlanMoved[slotKey{b.id, p.slot}] = *want
 			}
-			if want != nil && want.Locked && p.written != nil && !p.written.Locked {
+			if want != nil && want.Policy.Has(flagLocked) && p.written != nil && !p.written.Policy.Has(flagLocked) {
 				c.locked[slotKey{b.id, p.slot}] = true
 			}
 			if err := d.writePort(p, want, j); err != nil {

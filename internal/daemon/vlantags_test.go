@@ -3,6 +3,8 @@ package daemon
 import (
 	"strings"
 	"testing"
+
+	tbpf "github.com/trestle/trestle/internal/bpf"
 )
 
 // native_tagged and qinq (issue 29): written as the port's flags on a
@@ -30,11 +32,11 @@ name = "br1"
 interface = "p4"
 `)
 	p1, p2 := w.port("br0", "p1"), w.port("br0", "p2")
-	if !p1.written.NativeTagged || p1.written.QinQ || p1.written.PVID != 10 {
-		t.Errorf("p1 written native_tagged %t qinq %t pvid %d, want a native_tagged trunk of native 10", p1.written.NativeTagged, p1.written.QinQ, p1.written.PVID)
+	if !p1.written.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED) || p1.written.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ) || p1.written.PVID != 10 {
+		t.Errorf("p1 written native_tagged %t qinq %t pvid %d, want a native_tagged trunk of native 10", p1.written.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED), p1.written.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ), p1.written.PVID)
 	}
-	if !p2.written.QinQ || p2.written.NativeTagged {
-		t.Errorf("p2 written qinq %t native_tagged %t, want qinq only", p2.written.QinQ, p2.written.NativeTagged)
+	if !p2.written.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ) || p2.written.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED) {
+		t.Errorf("p2 written qinq %t native_tagged %t, want qinq only", p2.written.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ), p2.written.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED))
 	}
 	st, err := w.d.status()
 	if err != nil {
@@ -53,8 +55,8 @@ interface = "p4"
 	if err != nil {
 		t.Fatalf("port add qinq=true: %v", err)
 	}
-	if !e.QinQ || e.VLAN != 1 || !w.port("br0", "p3").written.QinQ {
-		t.Errorf("port add answered qinq %t vlan %d (written %t), want a qinq access port of VLAN 1", e.QinQ, e.VLAN, w.port("br0", "p3").written.QinQ)
+	if !e.QinQ || e.VLAN != 1 || !w.port("br0", "p3").written.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ) {
+		t.Errorf("port add answered qinq %t vlan %d (written %t), want a qinq access port of VLAN 1", e.QinQ, e.VLAN, w.port("br0", "p3").written.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ))
 	}
 	_, err = w.portAdd("br1", "p5", "", "qinq=true")
 	if err == nil || !strings.Contains(err.Error(), `qinq: is for access ports of a VLAN-aware bridge, and bridge "br1" is not one`) {

@@ -20,7 +20,6 @@ package datapath
 import (
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -395,31 +394,14 @@ type PortInfo struct {
 	// bridge (0: an interface's port). A patch port's Ifindex is
 	// PatchIfindex(Slot).
 	Peer uint16
-	// Port policies: NoLearning learns no source on the port;
-	// LimitForward lets a new source's frames through unlearned at MaxMACs
-	// (else they are dropped).
-	NoLearning, LimitForward bool
-	// Protected: exchanges no frame with another protected port;
-	// NoFlood, NoMcastFlood, NoBcastFlood: unknown unicast, multicast,
-	// broadcast are not flooded out of it.
-	Protected, NoFlood, NoMcastFlood, NoBcastFlood bool
-	// Locked: takes only sources bound to it (its static entries) and
-	// learns none (TR_PORT_LOCKED).
-	Locked bool
-	// Overlay: an overlay port (a vxlan device, docs/overlay.md): what
-	// leaves by it must fit its MTU, else it is dropped as overlay_mtu
-	// (TR_PORT_OVERLAY).
-	Overlay bool
-	// IPGuard: its ARP, neighbour discovery and IP sources must be one of
-	// GuardIPs (TR_PORT_IP_GUARD, bpf/lib/ipguard.h); GuardIPs sorted, each
-	// once, IPv4 ones in their 4-byte form.
-	IPGuard  bool
-	GuardIPs []netip.Addr
-	// NativeTagged: a trunk sends its native VLAN (PVID) tagged
-	// (TR_PORT_NATIVE_TAGGED); QinQ: an access port takes frames with a
-	// second tag behind a priority tag or an S-tag (TR_PORT_QINQ), which
-	// others drop as double_tagged.
-	NativeTagged, QinQ bool
+	// Policy: what the port's keys ask of its entry, the configuration's
+	// as it is: every flag of enum tr_port_flags but those the datapath
+	// makes from the fields here (madeFlags), and with TR_PORT_IP_GUARD
+	// the addresses its ARP, neighbour discovery and IP sources must be
+	// (bpf/lib/ipguard.h). What each flag does is its comment in
+	// bpf/types.h; TR_PORT_OVERLAY's port is an overlay port (a vxlan
+	// device, docs/overlay.md), whose frames must fit its MTU.
+	Policy tbpf.PortPolicy
 	// Storm: storm control, the broadcast, multicast and unknown-unicast
 	// frames a second its ingress accepts, by tbpf kind (0: no limit).
 	Storm [3]uint32
@@ -474,38 +456,41 @@ func (p PortInfo) Mirrored() bool { return p.MirrorIn || p.MirrorOut }
 // HasPolicy says whether the port is protected or refuses a kind of flood:
 // its bridge's floods then check each port (TR_BRIDGE_POLICY).
 func (p PortInfo) HasPolicy() bool {
-	return p.Protected || p.NoFlood || p.NoMcastFlood || p.NoBcastFlood
+	return p.Policy.Flags&(tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED|tbpf.TrestleTrPortFlagsTR_PORT_NO_FLOOD|
+		tbpf.TrestleTrPortFlagsTR_PORT_NO_MFLOOD|tbpf.TrestleTrPortFlagsTR_PORT_NO_BFLOOD) != 0
 }
 
-// portFlags are the flags of a port's entry for its policies, and back.
-var policyFlags = []struct {
+// IPGuard says whether the port's sources must be its Policy's GuardIPs.
+func (p PortInfo) IPGuard() bool { return p.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD) }
+
+// IsOverlay says whether the port is an overlay port.
+func (p PortInfo) IsOverlay() bool { return p.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_OVERLAY) }
+
+// madeFlags are the flags of a port's entry the datapath makes from
+// PortInfo's other fields (a trunk's VLANs, a patch port, storm control, a
+// mirror, an overlay's way in); every other flag is the Policy's, written
+// and read back as it is, so that a new flag of a port key needs nothing
+// here.
+const madeFlags = tbpf.TrestleTrPortFlagsTR_PORT_TRUNK | tbpf.TrestleTrPortFlagsTR_PORT_PATCH |
+	tbpf.TrestleTrPortFlagsTR_PORT_STORM | tbpf.TrestleTrPortFlagsTR_PORT_SPAN |
+	tbpf.TrestleTrPortFlagsTR_PORT_MIRROR_IN | tbpf.TrestleTrPortFlagsTR_PORT_MIRROR_OUT |
+	tbpf.TrestleTrPortFlagsTR_PORT_VIA
+
+// mirrorFlags are the made flags of the port's span and mirror fields.
+var mirrorFlags = []struct {
 	flag uint32
 	get  func(*PortInfo) *bool
 }{
-	{tbpf.PortNoLearn, func(p *PortInfo) *bool { return &p.NoLearning }},
-	{tbpf.PortLimitForward, func(p *PortInfo) *bool { return &p.LimitForward }},
-	{tbpf.PortProtected, func(p *PortInfo) *bool { return &p.Protected }},
-	{tbpf.PortNoFlood, func(p *PortInfo) *bool { return &p.NoFlood }},
-	{tbpf.PortNoMcastFlood, func(p *PortInfo) *bool { return &p.NoMcastFlood }},
-	{tbpf.PortNoBcastFlood, func(p *PortInfo) *bool { return &p.NoBcastFlood }},
 	{tbpf.PortSpan, func(p *PortInfo) *bool { return &p.Span }},
 	{tbpf.PortMirrorIn, func(p *PortInfo) *bool { return &p.MirrorIn }},
 	{tbpf.PortMirrorOut, func(p *PortInfo) *bool { return &p.MirrorOut }},
-	{tbpf.PortLocked, func(p *PortInfo) *bool { return &p.Locked }},
-	{tbpf.PortOverlay, func(p *PortInfo) *bool { return &p.Overlay }},
-	{tbpf.PortIPGuard, func(p *PortInfo) *bool { return &p.IPGuard }},
-	{tbpf.PortNativeTagged, func(p *PortInfo) *bool { return &p.NativeTagged }},
-	{tbpf.PortQinQ, func(p *PortInfo) *bool { return &p.QinQ }},
 }
 
 // Equal says whether two ports are the same in every field.
 func (p PortInfo) Equal(q PortInfo) bool {
 	return p.Ifindex == q.Ifindex && p.Bridge == q.Bridge && p.Slot == q.Slot && p.MaxMACs == q.MaxMACs &&
 		p.PVID == q.PVID && p.Trunk == q.Trunk && slices.Equal(p.VLANs, q.VLANs) && p.Peer == q.Peer &&
-		p.NoLearning == q.NoLearning && p.LimitForward == q.LimitForward && p.Protected == q.Protected &&
-		p.NoFlood == q.NoFlood && p.NoMcastFlood == q.NoMcastFlood && p.NoBcastFlood == q.NoBcastFlood && p.Locked == q.Locked && p.Overlay == q.Overlay &&
-		p.IPGuard == q.IPGuard && slices.Equal(p.GuardIPs, q.GuardIPs) &&
-		p.NativeTagged == q.NativeTagged && p.QinQ == q.QinQ &&
+		p.Policy.Flags == q.Policy.Flags && slices.Equal(p.Policy.GuardIPs, q.Policy.GuardIPs) &&
 		p.Storm == q.Storm && p.Span == q.Span && p.MirrorIn == q.MirrorIn && p.MirrorOut == q.MirrorOut &&
 		p.MirrorTo == q.MirrorTo && p.MirrorToSlot == q.MirrorToSlot && slices.Equal(p.MirrorVLANs, q.MirrorVLANs) &&
 		p.Via == q.Via && p.ViaPeer == q.ViaPeer

@@ -45,8 +45,7 @@ func dropCases() []dropCase {
 		return func(t *testing.T, r *rig) { r.run(slot, ipv4(bcast, mac)) }
 	}
 	guard := func(t *testing.T, r *rig) {
-		r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, IPGuard: true,
-			GuardIPs: guardIPsOf(guardV4, guardV6, guardLL)})
+		r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD, GuardIPs: guardIPsOf(guardV4, guardV6, guardLL)}})
 	}
 	storm := func(kind int) func(t *testing.T, r *rig) {
 		return func(t *testing.T, r *rig) {
@@ -109,8 +108,8 @@ func dropCases() []dropCase {
 			slot:  1, at: 2*tbpf.MaxPatchChain + 9, beyond: true, frames: one(frame(bcast, macA, 0x0806, 28))},
 		{reason: tbpf.TrestleTrDropReasonTR_DROP_PROTECTED, name: "between two protected ports",
 			setup: func(t *testing.T, r *rig) {
-				r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, Protected: true})
-				r.setPort(PortInfo{Ifindex: r.port[2], Bridge: 1, Slot: 2, Protected: true})
+				r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED}})
+				r.setPort(PortInfo{Ifindex: r.port[2], Bridge: 1, Slot: 2, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED}})
 				r.run(2, ipv4(bcast, macB))
 			}, slot: 1, at: 1, frames: one(ipv4(macB, macA))},
 		{reason: tbpf.TrestleTrDropReasonTR_DROP_STORM_BROADCAST, name: "broadcast past its storm control", setup: storm(0),
@@ -146,7 +145,7 @@ func dropCases() []dropCase {
 					}
 					var ports []PortInfo
 					for slot := 1; slot <= 3; slot++ {
-						ports = append(ports, PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot), Overlay: slot == 2})
+						ports = append(ports, PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot), Policy: tbpf.PortPolicy{}.With(tbpf.TrestleTrPortFlagsTR_PORT_OVERLAY, slot == 2)})
 					}
 					if err := r.dp.SetPort(ports[1]); err != nil {
 						return err

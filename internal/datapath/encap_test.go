@@ -303,7 +303,7 @@ func TestEncapVLAN(t *testing.T) {
 	r := vrig(t, modes[0], 0)
 	ports := []PortInfo{
 		{Ifindex: r.port[1], Bridge: 1, Slot: 1, PVID: 10},
-		{Ifindex: r.port[2], Bridge: 1, Slot: 2, PVID: 20, Overlay: true},
+		{Ifindex: r.port[2], Bridge: 1, Slot: 2, PVID: 20, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_OVERLAY}},
 		{Ifindex: r.port[3], Bridge: 1, Slot: 3, Trunk: true, VLANs: []uint16{10, 20}},
 	}
 	err := r.ns.Do(func() error {

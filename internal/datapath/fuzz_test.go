@@ -137,9 +137,11 @@ var fuzzGuardIPs = []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParse
 
 func (p fuzzPort) info(ifindex uint32, slot uint16) PortInfo {
 	return PortInfo{Ifindex: ifindex, Bridge: p.bridge, Slot: slot, MaxMACs: p.maxMACs, PVID: p.pvid,
-		Trunk: p.trunk, VLANs: p.vlans, NoLearning: p.noLearn, LimitForward: p.limitForward,
-		Protected: p.protected, NoFlood: p.noFlood, NoMcastFlood: p.noMcast, NoBcastFlood: p.noBcast, Locked: p.locked,
-		IPGuard: p.ipGuard, GuardIPs: guardIPsOf(p.guardIPs()...)}
+		Trunk: p.trunk, VLANs: p.vlans, Policy: tbpf.PortPolicy{GuardIPs: guardIPsOf(p.guardIPs()...)}.
+			With(tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN, p.noLearn).With(tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD, p.limitForward).
+			With(tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED, p.protected).With(tbpf.TrestleTrPortFlagsTR_PORT_NO_FLOOD, p.noFlood).
+			With(tbpf.TrestleTrPortFlagsTR_PORT_NO_MFLOOD, p.noMcast).With(tbpf.TrestleTrPortFlagsTR_PORT_NO_BFLOOD, p.noBcast).
+			With(tbpf.TrestleTrPortFlagsTR_PORT_LOCKED, p.locked).With(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD, p.ipGuard)}
 }
 
 func (p fuzzPort) guardIPs() []netip.Addr {

@@ -42,13 +42,13 @@ func (d *Datapath) guardIPs(slot uint16) ([]netip.Addr, error) {
 // addGuardIPs writes the addresses p's ip_guard takes (none unless
 // IPGuard), before its entry.
 func (d *Datapath) addGuardIPs(p PortInfo) error {
-	if !p.IPGuard {
+	if !p.IPGuard() {
 		return nil
 	}
-	if len(p.GuardIPs) == 0 {
+	if len(p.Policy.GuardIPs) == 0 {
 		return fmt.Errorf("port ifindex %d: ip_guard without an address would drop every IP frame", p.Ifindex)
 	}
-	for _, a := range p.GuardIPs {
+	for _, a := range p.Policy.GuardIPs {
 		if !a.IsValid() || a.IsUnspecified() {
 			return fmt.Errorf("port ifindex %d: ip_guard address %v", p.Ifindex, a)
 		}

@@ -99,8 +99,7 @@ func TestIPGuard(t *testing.T) {
 		arpR := tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ARP
 		ndR := tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ND
 		ipR := tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_IP
-		r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, IPGuard: true,
-			GuardIPs: guardIPsOf(guardV4, guardV6, guardLL)})
+		r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD, GuardIPs: guardIPsOf(guardV4, guardV6, guardLL)}})
 
 		mld2 := make([]byte, 8)
 		mld2[0] = 143
@@ -191,7 +190,7 @@ func TestIPGuard(t *testing.T) {
 
 		// The addresses change: the one dropped is no longer taken, the
 		// new one is, and those kept stay.
-		r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, IPGuard: true, GuardIPs: guardIPsOf(otherV4, guardV6)})
+		r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD, GuardIPs: guardIPsOf(otherV4, guardV6)}})
 		r.wantVerdict(r.run(1, arpFrame(macA, 1, guardV4, otherV4)), m.drop, "ARP from an address unbound")
 		r.wantVerdict(r.run(1, arpFrame(macA, 1, otherV4, guardV4)), m.redirect, "ARP from an address bound since")
 		r.wantVerdict(r.run(1, ip6Frame(allNodes6, macA, guardV6, 17, udp(1, 2))), m.redirect, "IPv6 from an address kept")
@@ -203,7 +202,7 @@ func TestIPGuard(t *testing.T) {
 			t.Errorf("slot 1's addresses after ip_guard off: %v (%v), want none", ips, err)
 		}
 		// And a deleted port leaves none behind.
-		r.setPort(PortInfo{Ifindex: r.port[3], Bridge: 1, Slot: 3, IPGuard: true, GuardIPs: guardIPsOf(guardV4)})
+		r.setPort(PortInfo{Ifindex: r.port[3], Bridge: 1, Slot: 3, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD, GuardIPs: guardIPsOf(guardV4)}})
 		if err := r.ns.Do(func() error { return r.dp.DelPort(r.port[3], 3) }); err != nil {
 			t.Fatal(err)
 		}
@@ -216,13 +215,13 @@ func TestIPGuard(t *testing.T) {
 func TestIPGuardRefusesNoAddress(t *testing.T) {
 	r := newRig(t, modes[0], 1024, [4]uint32{})
 	err := r.ns.Do(func() error {
-		return r.dp.SetPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, IPGuard: true})
+		return r.dp.SetPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD}})
 	})
 	if err == nil {
 		t.Fatal("ip_guard without an address was taken")
 	}
 	// The port is as it was.
-	if p, ok, err := r.dp.Port(r.port[1]); err != nil || !ok || p.IPGuard {
+	if p, ok, err := r.dp.Port(r.port[1]); err != nil || !ok || p.IPGuard() {
 		t.Errorf("port after a refused write: %+v %v %v", p, ok, err)
 	}
 }
@@ -247,8 +246,7 @@ func BenchmarkIPGuard(b *testing.B) {
 					b.Run(fmt.Sprintf("guard=%t/%s", guard, c.name), func(b *testing.B) {
 						r := newRig(b, m, 1024, [4]uint32{})
 						if guard {
-							r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, IPGuard: true,
-								GuardIPs: guardIPsOf(guardV4, guardV6, guardLL)})
+							r.setPort(PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD, GuardIPs: guardIPsOf(guardV4, guardV6, guardLL)}})
 						}
 						r.run(1, ipv4(bcast, macA))
 						r.run(2, ipv4(bcast, macB))

@@ -22,7 +22,7 @@ var (
 // lock rewrites the rig's port in slot locked or not.
 func (r *rig) lock(slot int, locked bool) {
 	r.t.Helper()
-	r.setPort(PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot), Locked: locked})
+	r.setPort(PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot), Policy: tbpf.PortPolicy{}.With(tbpf.TrestleTrPortFlagsTR_PORT_LOCKED, locked)})
 }
 
 func (r *rig) addStatic(mac net.HardwareAddr, slot int) {
@@ -206,7 +206,7 @@ func TestLockedTrunkVLANs(t *testing.T) {
 		if m.name == "tc" {
 			flood = tcStolen
 		}
-		r.setPort(PortInfo{Ifindex: r.port[3], Bridge: 1, Slot: 3, Trunk: true, VLANs: []uint16{10, 20}, Locked: true})
+		r.setPort(PortInfo{Ifindex: r.port[3], Bridge: 1, Slot: 3, Trunk: true, VLANs: []uint16{10, 20}, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_LOCKED}})
 		err := r.ns.Do(func() error {
 			return r.dp.AddFDB(FDBEntry{Bridge: 1, VLAN: 10, MAC: macA, Ifindex: r.port[3], Slot: 3, Static: true})
 		})

@@ -97,7 +97,7 @@ func TestOverlayMTU(t *testing.T) {
 	r := newRig(t, m, 1024, [4]uint32{})
 	var ports []PortInfo
 	for slot := 1; slot <= 3; slot++ {
-		ports = append(ports, PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot), Overlay: slot == 2})
+		ports = append(ports, PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot), Policy: tbpf.PortPolicy{}.With(tbpf.TrestleTrPortFlagsTR_PORT_OVERLAY, slot == 2)})
 	}
 	err := r.ns.Do(func() error {
 		if err := setMTU(r.port[2], mtu); err != nil {
@@ -111,7 +111,7 @@ func TestOverlayMTU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, ok, err := r.dp.Port(r.port[2]); err != nil || !ok || !p.Overlay {
+	if p, ok, err := r.dp.Port(r.port[2]); err != nil || !ok || !p.IsOverlay() {
 		t.Fatalf("slot 2 read back: %+v %v %v, want an overlay port", p, ok, err)
 	}
 	tooLong := tbpf.TrestleTrDropReasonTR_DROP_OVERLAY_MTU
@@ -168,7 +168,7 @@ const viaRigMTU = 1450
 // p0-q0, written as the daemon writes a new one; and its three ports.
 func viaRig(t testing.TB) (*rig, []PortInfo) {
 	r := newRig(t, modes[0], 1024, [4]uint32{})
-	ports := []PortInfo{{Ifindex: r.port[1], Bridge: 1, Slot: 1}, {Ifindex: r.port[2], Bridge: 1, Slot: 2, Overlay: true, Via: r.port[0]},
+	ports := []PortInfo{{Ifindex: r.port[1], Bridge: 1, Slot: 1}, {Ifindex: r.port[2], Bridge: 1, Slot: 2, Via: r.port[0], Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_OVERLAY}},
 		{Ifindex: r.port[3], Bridge: 1, Slot: 3}}
 	err := r.ns.Do(func() error {
 		l, err := netlink.LinkByIndex(int(r.port[2]))
@@ -225,7 +225,7 @@ func TestVia(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(got) != 3 || !slices.ContainsFunc(got, func(p PortInfo) bool {
-		return p.Slot == 2 && p.Ifindex == r.port[2] && p.Via == r.port[0] && p.ViaPeer == q0 && p.Overlay
+		return p.Slot == 2 && p.Ifindex == r.port[2] && p.Via == r.port[0] && p.ViaPeer == q0 && p.IsOverlay()
 	}) {
 		t.Errorf("Ports() = %+v, want 3 ports, slot 2 with its way in %d-%d", got, r.port[0], q0)
 	}
@@ -334,7 +334,7 @@ func TestOverlayMTUWalk(t *testing.T) {
 	r := newRig(t, m, 1024, [4]uint32{})
 	span := PortInfo{Ifindex: r.port[3], Bridge: 1, Slot: 3, Span: true}
 	p1 := PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1, MirrorIn: true, MirrorTo: r.port[3], MirrorToSlot: 3}
-	p2 := PortInfo{Ifindex: r.port[2], Bridge: 1, Slot: 2, Overlay: true}
+	p2 := PortInfo{Ifindex: r.port[2], Bridge: 1, Slot: 2, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_OVERLAY}}
 	err := r.ns.Do(func() error {
 		if err := setMTU(r.port[2], mtu); err != nil {
 			return err

@@ -14,7 +14,7 @@ import (
 func (r *rig) setPolicy(slot int, maxMACs uint32, noLearning, limitForward bool) {
 	r.t.Helper()
 	r.setPort(PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot), MaxMACs: maxMACs,
-		NoLearning: noLearning, LimitForward: limitForward})
+		Policy: tbpf.PortPolicy{}.With(tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN, noLearning).With(tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD, limitForward)})
 }
 
 // setPort rewrites a port of the rig, and checks that it reads back so.
@@ -87,7 +87,7 @@ func TestProtected(t *testing.T) {
 		r := newRig(t, m, 1024, [4]uint32{})
 		var ports []PortInfo
 		for slot := 1; slot <= 3; slot++ {
-			p := PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot), Protected: slot < 3, NoFlood: slot == 3}
+			p := PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot), Policy: tbpf.PortPolicy{}.With(tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED, slot < 3).With(tbpf.TrestleTrPortFlagsTR_PORT_NO_FLOOD, slot == 3)}
 			r.setPort(p)
 			ports = append(ports, p)
 		}
@@ -167,12 +167,12 @@ func TestDecisionMemoFollowsConfig(t *testing.T) {
 
 		known("D to B")
 		p1, p3 := port(1), port(3)
-		p1.Protected, p3.Protected = true, true
+		p1.Policy, p3.Policy = p1.Policy.With(tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED, true), p3.Policy.With(tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED, true)
 		r.setPort(p1)
 		r.setPort(p3)
 		dropped("both ports protected", tbpf.TrestleTrDropReasonTR_DROP_PROTECTED)
 
-		p1.Protected, p3.Protected = false, false
+		p1.Policy, p3.Policy = p1.Policy.With(tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED, false), p3.Policy.With(tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED, false)
 		r.setPort(p1)
 		r.setPort(p3)
 		known("D to B, unprotected")

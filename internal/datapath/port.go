@@ -60,13 +60,14 @@ func (d *Datapath) SetPort(p PortInfo) (err error) {
 	if p.Storm != ([3]uint32{}) {
 		v.Flags |= tbpf.PortStorm
 	}
-	for _, f := range policyFlags {
+	v.Flags |= uint32(p.Policy.Flags &^ madeFlags)
+	for _, f := range mirrorFlags {
 		if *f.get(&p) {
 			v.Flags |= f.flag
 		}
 	}
 	if IsPatchIfindex(p.Ifindex) {
-		if p.IPGuard {
+		if p.IPGuard() {
 			return fmt.Errorf("port ifindex %d: ip_guard on a patch port", p.Ifindex)
 		}
 		return d.setPatch(p, v)
@@ -81,8 +82,8 @@ func (d *Datapath) SetPort(p PortInfo) (err error) {
 		return fmt.Errorf("port ifindex %d: write: %w", p.Ifindex, err)
 	}
 	var keep []netip.Addr
-	if p.IPGuard {
-		keep = p.GuardIPs
+	if p.IPGuard() {
+		keep = p.Policy.GuardIPs
 	}
 	return d.pruneGuardIPs(p.Slot, keep)
 }
@@ -133,7 +134,8 @@ func (d *Datapath) portInfo(ifindex uint32, v tbpf.Port) (PortInfo, bool, error)
 		p.Via, p.MaxMACs = ifindex, 0
 		return p, false, nil
 	}
-	for _, f := range policyFlags {
+	p.Policy.Flags = tbpf.PortFlag(v.Flags) &^ madeFlags
+	for _, f := range mirrorFlags {
 		*f.get(&p) = v.Flags&f.flag != 0
 	}
 	if v.Flags&tbpf.PortTrunk != 0 {
@@ -153,12 +155,12 @@ func (d *Datapath) portInfo(ifindex uint32, v tbpf.Port) (PortInfo, bool, error)
 			p.Storm[k] = st.Rate
 		}
 	}
-	if p.IPGuard {
+	if p.IPGuard() {
 		ips, err := d.guardIPs(v.Slot)
 		if err != nil {
 			return p, false, fmt.Errorf("port ifindex %d: %w", ifindex, err)
 		}
-		p.GuardIPs = ips
+		p.Policy.GuardIPs = ips
 	}
 	if p.Mirrored() {
 		var m tbpf.Mirror

@@ -108,7 +108,7 @@ func flood(m tmode) uint32 {
 func TestVLANDoubleTaggedQinQ(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m tmode) {
 		r := vrig(t, m, 0)
-		r.setPort(r.vport(1, 0, func(p *PortInfo) { p.QinQ = true }))
+		r.setPort(r.vport(1, 0, func(p *PortInfo) { p.Policy.Flags |= tbpf.TrestleTrPortFlagsTR_PORT_QINQ }))
 		// B known on the trunk in VLAN 10.
 		r.wantVerdict(r.run(3, tagged(macA, macB, 10)), flood(m), "B in VLAN 10")
 		for _, c := range doubleTagged() {
@@ -181,7 +181,7 @@ func TestVLANDoubleTaggedAfterMemo(t *testing.T) {
 func TestVLANNativeTagged(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m tmode) {
 		r := vrig(t, m, 10)
-		r.setPort(r.vport(3, 10, func(p *PortInfo) { p.NativeTagged = true }))
+		r.setPort(r.vport(3, 10, func(p *PortInfo) { p.Policy.Flags |= tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED }))
 		r.wantVerdict(r.run(3, ipv4(macA, macB)), flood(m), "untagged on a native_tagged trunk")
 		if e, ok := r.lookup(macB); !ok || e.VLAN != 10 || e.Slot != 3 {
 			t.Fatalf("B: %+v (found %v), want learned in the native VLAN 10 on slot 3", e, ok)
