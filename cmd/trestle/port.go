@@ -44,25 +44,10 @@ whether from the file or added at run time), the bridge or the switch full
 config file would refuse, with the file's message. On an error nothing that
 runs changes.
 
-The keys are those of [[bridge.port]] (docs/configuration.md):
+The keys are those of [[bridge.port]] (docs/configuration.md gives each in
+full), a list's values separated by commas:
 
-  mode=auto|xdp|tc           how the port attaches (default auto)
-  vlan=10                    access port of VLAN 10 (a VLAN-aware bridge)
-  trunk=10,20-29 native=10   trunk port, and its untagged VLAN
-  native_tagged=true         the trunk's native VLAN leaves it tagged too
-  qinq=true                  an access port that takes frames with a second
-                             tag behind a priority tag or an S-tag
-  protected=true             no frame with the bridge's other protected ports
-  max_macs=4 mac_limit_action=drop|forward
-  learning=false  flood=false  mcast_flood=false  bcast_flood=false
-  storm.broadcast=1000 storm.multicast=1000 storm.unknown_unicast=1000
-  locked=true allowed_macs=02:00:00:00:00:09,02:00:00:00:00:0a
-                             only these sources (and the port's static
-                             entries) may send; it learns none
-  ip_guard=true allowed_ips=10.0.0.9,fd00::9
-                             ARP, neighbour discovery and IP only from
-                             these addresses (docs/security.md)
-
+` + config.PortArgsHelp() + `
 and owner=TEXT (not a port key): who added the port, shown by 'port list'
 and used by 'port del --owner' (the CNI plugin writes its network, the
 container's id and the interface's name).

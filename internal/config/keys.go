@@ -63,6 +63,9 @@ type Key struct {
 	own bool
 	// why ends the message about a value not among Values.
 	why string
+	// fileOnly: a key of the file that a port added at run time does not
+	// take (PortArgsHelp leaves it out).
+	fileOnly bool
 }
 
 // Value is one of the values an enum takes, with what it means.

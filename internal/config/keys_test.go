@@ -430,3 +430,37 @@ func TestPortFlagRows(t *testing.T) {
 		t.Fatal("no row of the port table names a flag")
 	}
 }
+
+// TestPortArgsHelp: port add --help lists every key of the port table a
+// run-time port takes, each once, and nothing else.
+func TestPortArgsHelp(t *testing.T) {
+	listed := map[string]int{}
+	for _, l := range strings.Split(PortArgsHelp(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "   ") {
+			k, _, ok := strings.Cut(f[0], "=")
+			if !ok {
+				t.Errorf("%q is not KEY=VALUE", f[0])
+			}
+			listed[k]++
+		}
+	}
+	for _, k := range portTable.Keys {
+		want := 1
+		if k.fileOnly || k.Kind == KindTable {
+			want = 0
+		}
+		if listed[k.Name] != want {
+			t.Errorf("%s listed %d times, want %d", k.Name, listed[k.Name], want)
+		}
+		delete(listed, k.Name)
+	}
+	for _, k := range stormTable.Keys {
+		if listed["storm."+k.Name] != 1 {
+			t.Errorf("storm.%s listed %d times, want once", k.Name, listed["storm."+k.Name])
+		}
+		delete(listed, "storm."+k.Name)
+	}
+	for k := range listed {
+		t.Errorf("%s listed, and no key of the port table", k)
+	}
+}

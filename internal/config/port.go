@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
@@ -254,17 +255,17 @@ var portTable = Table{
 	Array: true,
 	Help:  "One port of the bridge above it: an interface, a patch port to another bridge, or an overlay port (vxlan). At most " + fmt.Sprint(MaxPortsPerBridge) + " in a bridge, " + fmt.Sprint(MaxPorts) + " in all bridges together.",
 	Keys: []Key{
-		{Name: "interface", Kind: KindString, Form: "an interface name (1 to 15 bytes, no / : or whitespace)", Example: `"veth-z"`,
+		{Name: "interface", fileOnly: true, Kind: KindString, Form: "an interface name (1 to 15 bytes, no / : or whitespace)", Example: `"veth-z"`,
 			Help: "The interface the port attaches to, in the daemon's namespace; in one port of one bridge only. A port has interface, patch or vxlan."},
-		{Name: "vxlan", Kind: KindInt, Min: 1, Max: MaxVNI, Example: "1000",
+		{Name: "vxlan", fileOnly: true, Kind: KindInt, Min: 1, Max: MaxVNI, Example: "1000",
 			Help: "Instead of interface: an overlay port, this VNI across hosts over VXLAN with FRR's EVPN (docs/overlay.md); needs [daemon] vtep. The daemon creates its device, tvxVNI, attached at tc, learning from the control plane; once in all bridges; on a VLAN-aware bridge it carries its vlan, which another port of the bridge carries."},
-		{Name: "mtu", Kind: KindInt, Min: 68, Max: 65535, Default: "the underlay's MTU minus 50", Example: "1450",
+		{Name: "mtu", fileOnly: true, Kind: KindInt, Min: 68, Max: 65535, Default: "the underlay's MTU minus 50", Example: "1450",
 			Help: "An overlay port's MTU; overlay ports only."},
-		{Name: "dstport", Kind: KindInt, Min: 1, Max: 65535, Default: fmt.Sprint(DefaultDstPort), Example: "4789",
+		{Name: "dstport", fileOnly: true, Kind: KindInt, Min: 1, Max: 65535, Default: fmt.Sprint(DefaultDstPort), Example: "4789",
 			Help: "An overlay port's UDP port, the same on every host of the VNI; overlay ports only."},
-		{Name: "patch", Kind: KindString, Form: "a bridge's name", Example: `"br1"`,
+		{Name: "patch", fileOnly: true, Kind: KindString, Form: "a bridge's name", Example: `"br1"`,
 			Help: "Instead of interface: a patch port to this bridge, which declares one back; patches form no cycle, and join at most " + fmt.Sprint(MaxPatchChain) + " bridges."},
-		{Name: "name", Kind: KindString, Form: "a port name, unique in the bridge", Default: `"patch-" + patch`, Example: `"to-br1"`,
+		{Name: "name", fileOnly: true, Kind: KindString, Form: "a port name, unique in the bridge", Default: `"patch-" + patch`, Example: `"to-br1"`,
 			Help: "A patch port's name in show, fdb, stats and static entries; patch ports only."},
 		{Name: "mode", Kind: KindEnum, Values: modeValues(), Default: `"auto"`, Example: `"tc"`, own: true,
 			Help: "How the port attaches: decided per interface, at XDP (packet rate), or at tc (keeps GSO for host traffic); not for patch ports; tc for overlay ports."},
@@ -695,6 +696,83 @@ func ParsePortArgs(b *Bridge, args []string) (Port, error) {
 		return Port{}, errors.New("allowed_macs: " + why)
 	}
 	return p, nil
+}
+
+// PortArgsHelp lists the keys a port added at run time takes (trestle
+// port add, the CNI plugin), from the port table: each as KEY=VALUE with
+// the first clause of its help (and the default of a boolean or an enum),
+// storm's keys as storm.KEY.
+func PortArgsHelp() string {
+	const col, width = 29, 78
+	var b strings.Builder
+	line := func(arg, help string) {
+		fmt.Fprintf(&b, "  %s", arg)
+		at := 2 + len(arg)
+		if at >= col-1 {
+			b.WriteString("\n")
+			at = 0
+		}
+		b.WriteString(strings.Repeat(" ", col-at))
+		at = col
+		for i, w := range strings.Fields(help) {
+			if i > 0 && at+1+len(w) > width {
+				b.WriteString("\n" + strings.Repeat(" ", col))
+				at = col
+			} else if i > 0 {
+				b.WriteByte(' ')
+				at++
+			}
+			b.WriteString(w)
+			at += len(w)
+		}
+		b.WriteByte('\n')
+	}
+	for _, k := range portTable.Keys {
+		switch {
+		case k.fileOnly:
+		case k.Kind == KindTable:
+			for _, sk := range stormTable.Keys {
+				line(k.Name+"."+sk.Name+"="+argExample(&sk), "storm control: "+firstClause(sk.Help))
+			}
+		case k.Kind == KindBool || k.Kind == KindEnum:
+			line(k.Name+"="+argExample(&k), firstClause(k.Help)+" (default "+strings.Trim(k.Default, `"`)+")")
+		default:
+			line(k.Name+"="+argExample(&k), firstClause(k.Help))
+		}
+	}
+	return b.String()
+}
+
+// argExample is a value of key k as a command line writes it.
+func argExample(k *Key) string {
+	switch k.Kind {
+	case KindBool:
+		return "true|false"
+	case KindEnum:
+		names := make([]string, len(k.Values))
+		for i, v := range k.Values {
+			names[i] = v.Name
+		}
+		return strings.Join(names, "|")
+	}
+	return strings.NewReplacer("[", "", "]", "", `"`, "", " ", "").Replace(k.Example)
+}
+
+// firstClause is help up to its first colon (after a few words: "Trunk
+// port: ..." goes on), semicolon or full stop, with a lower-case start:
+// the help of a key as a listing gives it.
+func firstClause(help string) string {
+	end := len(help)
+	for _, sep := range []string{": ", "; ", ". "} {
+		if i := strings.Index(help, sep); i >= 0 && i < end && (sep != ": " || len(strings.Fields(help[:i])) > 2) {
+			end = i
+		}
+	}
+	s := strings.TrimSuffix(help[:end], ".")
+	if len(s) > 1 && (s[1] == ' ' || unicode.IsLower(rune(s[1]))) {
+		s = strings.ToLower(s[:1]) + s[1:]
+	}
+	return s
 }
 
 // argValue writes v, given on a command line, as the TOML value key k
