@@ -1746,3 +1746,33 @@ func TestParsePortArgsVLANTags(t *testing.T) {
 		}
 	}
 }
+
+// A span port takes every VLAN tagged: qinq = true is refused on it, as
+// vlan, trunk and native are; qinq = false asks for nothing and passes.
+func TestSpanPortRefusesQinQ(t *testing.T) {
+	base := []string{
+		`[[bridge]]`,        // 1
+		`name = "br0"`,      // 2
+		`[[bridge.port]]`,   // 3
+		`interface = "p1"`,  // 4
+		`vlan = 10`,         // 5
+		`[[bridge.port]]`,   // 6
+		`interface = "p2"`,  // 7
+		`qinq = true`,      // 8
+		`[[bridge.mirror]]`, // 9
+		`name = "m0"`,       // 10
+		`ports = ["p1"]`,    // 11
+		`to = "p2"`,         // 12
+	}
+	with := func(v string) []byte {
+		lines := slices.Clone(base)
+		lines[7] = "qinq = " + v
+		return doc(lines...)
+	}
+	checkErrors(t, with("true"), []string{
+		`t.toml:8: bridge[0].port[1].qinq: port "p2" is the span port of mirror "m0": it takes every VLAN tagged, and has no qinq`,
+	})
+	if _, err := Parse("t.toml", with("false")); err != nil {
+		t.Errorf("qinq = false on a span port: %v", err)
+	}
+}
