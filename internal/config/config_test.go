@@ -1289,7 +1289,7 @@ func TestParsePortPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := cfg.Bridges[0].Ports
-	if !ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN) || ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD) || ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN) || !ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD) || ps[2].Has(tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN) || ps[2].Has(tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD) {
+	if !ps[0].Has(flagNoLearn) || ps[0].Has(flagLimitForward) || ps[1].Has(flagNoLearn) || !ps[1].Has(flagLimitForward) || ps[2].Has(flagNoLearn) || ps[2].Has(flagLimitForward) {
 		t.Errorf("ports %+v", ps)
 	}
 	if p := ps[3]; !p.Has(tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED) || !p.Has(tbpf.TrestleTrPortFlagsTR_PORT_NO_FLOOD) || !p.Has(tbpf.TrestleTrPortFlagsTR_PORT_NO_MFLOOD) || !p.Has(tbpf.TrestleTrPortFlagsTR_PORT_NO_BFLOOD) {
@@ -1514,8 +1514,8 @@ func TestParseLockedPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := cfg.Bridges[0].Ports
-	if !ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_LOCKED) || !ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_LOCKED) || ps[2].Has(tbpf.TrestleTrPortFlagsTR_PORT_LOCKED) {
-		t.Errorf("locked: %t %t %t, want true true false", ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_LOCKED), ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_LOCKED), ps[2].Has(tbpf.TrestleTrPortFlagsTR_PORT_LOCKED))
+	if !ps[0].Has(flagLocked) || !ps[1].Has(flagLocked) || ps[2].Has(flagLocked) {
+		t.Errorf("locked: %t %t %t, want true true false", ps[0].Has(flagLocked), ps[1].Has(flagLocked), ps[2].Has(flagLocked))
 	}
 	got := ps[0].AllowedStatics()
 	if len(got) != 2 || got[0].MAC.String() != "02:00:00:00:00:01" || got[1].MAC.String() != "02:00:00:00:00:02" || got[0].Port != "p1" || got[0].VLAN != 0 {
@@ -1570,7 +1570,7 @@ func TestParsePortArgsLocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Has(tbpf.TrestleTrPortFlagsTR_PORT_LOCKED) || len(p.AllowedMACs) != 2 || p.AllowedMACs[1].String() != "02:00:00:00:00:02" {
+	if !p.Has(flagLocked) || len(p.AllowedMACs) != 2 || p.AllowedMACs[1].String() != "02:00:00:00:00:02" {
 		t.Errorf("port %+v: want locked with two allowed addresses", p)
 	}
 	for _, tc := range []struct {
@@ -1599,8 +1599,8 @@ func TestParseIPGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := cfg.Bridges[0].Ports
-	if !ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD) || !ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD) || ps[2].Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD) {
-		t.Errorf("ip_guard: %t %t %t, want true true false", ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD), ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD), ps[2].Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD))
+	if !ps[0].Has(flagIPGuard) || !ps[1].Has(flagIPGuard) || ps[2].Has(flagIPGuard) {
+		t.Errorf("ip_guard: %t %t %t, want true true false", ps[0].Has(flagIPGuard), ps[1].Has(flagIPGuard), ps[2].Has(flagIPGuard))
 	}
 	str := func(as []netip.Addr) string { return fmt.Sprint(as) }
 	if got := str(ps[0].AllowedIPs); got != "[10.0.0.5 fd00::5 fe80::1]" {
@@ -1657,7 +1657,7 @@ func TestParsePortArgsIPGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD) || fmt.Sprint(p.AllowedIPs) != "[10.0.0.5 fd00::5]" {
+	if !p.Has(flagIPGuard) || fmt.Sprint(p.AllowedIPs) != "[10.0.0.5 fd00::5]" {
 		t.Errorf("port %+v: want ip_guard with 10.0.0.5 and fd00::5", p)
 	}
 	for _, tc := range []struct {
@@ -1687,9 +1687,9 @@ func TestParseVLANTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := cfg.Bridges[0].Ports
-	if !ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED) || ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ) || ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED) || !ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ) || !ps[2].Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ) || ps[2].VLAN != 1 || ps[3].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED) {
+	if !ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED) || ps[0].Has(flagQinQ) || ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED) || !ps[1].Has(flagQinQ) || !ps[2].Has(flagQinQ) || ps[2].VLAN != 1 || ps[3].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED) {
 		t.Errorf("native_tagged %t %t %t %t, qinq %t %t %t %t (p3 in VLAN %d), want native_tagged on p1 only, qinq on p2 and p3 (VLAN 1)",
-			ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED), ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED), ps[2].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED), ps[3].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED), ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ), ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ), ps[2].Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ), ps[3].Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ), ps[2].VLAN)
+			ps[0].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED), ps[1].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED), ps[2].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED), ps[3].Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED), ps[0].Has(flagQinQ), ps[1].Has(flagQinQ), ps[2].Has(flagQinQ), ps[3].Has(flagQinQ), ps[2].VLAN)
 	}
 
 	checkErrors(t, doc(
@@ -1726,7 +1726,7 @@ func TestParsePortArgsVLANTags(t *testing.T) {
 	if !p.Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED) || p.Native != 10 {
 		t.Errorf("port %+v: want a trunk with native 10 tagged", p)
 	}
-	if p, err = ParsePortArgs(aware, []string{"interface=p9", "qinq=true"}); err != nil || !p.Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ) || p.VLAN != 1 {
+	if p, err = ParsePortArgs(aware, []string{"interface=p9", "qinq=true"}); err != nil || !p.Has(flagQinQ) || p.VLAN != 1 {
 		t.Errorf("qinq=true on a VLAN-aware bridge: port %+v, error %v; want a qinq access port of VLAN 1", p, err)
 	}
 	// Whether the bridge is VLAN-aware is the caller's (the daemon's
@@ -1758,7 +1758,7 @@ func TestSpanPortRefusesQinQ(t *testing.T) {
 		`vlan = 10`,         // 5
 		`[[bridge.port]]`,   // 6
 		`interface = "p2"`,  // 7
-		`qinq = true`,      // 8
+		`qinq = true`,       // 8
 		`[[bridge.mirror]]`, // 9
 		`name = "m0"`,       // 10
 		`ports = ["p1"]`,    // 11

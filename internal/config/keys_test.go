@@ -335,7 +335,7 @@ func TestParsePortArgs(t *testing.T) {
 	}{
 		{[]string{"interface=veth-c"}, Port{Interface: "veth-c", Mode: "auto"}},
 		{[]string{"interface=veth-c", "mode=tc", "vlan=10", "max_macs=100", "mac_limit_action=forward", "learning=false", "storm.broadcast=1000", "storm.unknown_unicast=0x10"},
-			Port{Interface: "veth-c", Mode: "tc", VLAN: 10, MaxMACs: 100, Policy: tbpf.PortPolicy{Flags: tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD | tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN}, Storm: Storm{Broadcast: 1000, UnknownUnicast: 16}}},
+			Port{Interface: "veth-c", Mode: "tc", VLAN: 10, MaxMACs: 100, Policy: tbpf.PortPolicy{Flags: flagLimitForward | flagNoLearn}, Storm: Storm{Broadcast: 1000, UnknownUnicast: 16}}},
 		{[]string{"interface=veth-c", "trunk=10, 20-22", "native=10"}, Port{Interface: "veth-c", Mode: "auto", Trunk: []uint16{10, 20, 21, 22}, Native: 10}},
 		{[]string{"patch=br1"}, Port{Patch: "br1", Name: "patch-br1", Mode: "auto"}},
 	} {

@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"testing"
 
-	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/mode"
 )
 
@@ -41,7 +40,7 @@ func TestParseOverlay(t *testing.T) {
 	} {
 		p := tc.p
 		if !p.IsOverlay() || p.VXLAN != tc.vni || p.Interface != tc.iface || p.PortName() != tc.iface || p.VLAN != tc.vlan ||
-			p.MTU != tc.mtu || p.DstPort != tc.dstport || p.Mode != mode.TC || !p.Has(tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN) {
+			p.MTU != tc.mtu || p.DstPort != tc.dstport || p.Mode != mode.TC || !p.Has(flagNoLearn) {
 			t.Errorf("overlay port %+v, want vni %d device %s vlan %d mtu %d dstport %d, tc, no learning", p, tc.vni, tc.iface, tc.vlan, tc.mtu, tc.dstport)
 		}
 		if len(tc.iface) > 15 {
