@@ -74,6 +74,7 @@
 //     directory), adopt.go (taking over a pinned datapath), down.go
 //     (removing one);
 //   - what the daemon tells: events.go, moves.go and episodes.go (the
-//     events it logs), metrics.go (the Prometheus collector);
+//     events it logs), metrics.go (the Prometheus collector and its
+//     endpoint), metricsconns.go (the endpoint's connection limit);
 //   - the seams: system.go and dataplane.go.
 package daemon
