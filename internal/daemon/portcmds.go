@@ -97,6 +97,11 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	if why := b.cfg.BindConflict(&bound); why != "" {
 		return ctl.PortEntry{}, fmt.Errorf("allowed_macs: %s", why)
 	}
+	if why, err := d.bindConflict(b, &bound); err != nil {
+		return ctl.PortEntry{}, fmt.Errorf("port %q not added: %w", req.Port, err)
+	} else if why != "" {
+		return ctl.PortEntry{}, fmt.Errorf("allowed_macs: %s", why)
+	}
 	if bound.Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ) && bound.VLAN == 0 && !bound.IsTrunk() {
 		return ctl.PortEntry{}, fmt.Errorf("qinq: is for access ports of a VLAN-aware bridge, and bridge %q is not one: set vlan too", b.cfg.Name)
 	}
