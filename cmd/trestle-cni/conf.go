@@ -33,6 +33,13 @@ type NetConf struct {
 	// (locked=true allowed_macs=MAC): frames from any other source are
 	// dropped at the port, as the bridge plugin's nftables rules do.
 	MacSpoofChk bool `json:"macspoofchk,omitempty"`
+	// AllowMacOverride lets the caller choose the container interface's
+	// MAC (args.cni.mac, runtimeConfig.mac, CNI_ARGS MAC=) on a
+	// macspoofchk network. Without it the choice is refused there: the
+	// port would be bound to whatever address the caller named, such as
+	// the gateway's. With it, an address another port holds is still
+	// refused, by the daemon.
+	AllowMacOverride bool `json:"allowMacOverride,omitempty"`
 	// IPGuard: the port is bound to the addresses the IPAM plugin gave
 	// the container and the EUI-64 link-local address of its MAC
 	// (ip_guard=true allowed_ips=...): ARP, neighbour discovery and IP
@@ -165,6 +172,9 @@ func loadConf(stdin []byte, envArgs string) (*NetConf, error) {
 			return nil, confError(types.ErrInvalidNetworkConfig, "%s: mac: %s is not a station's address (multicast or zero)", n.Name, hw)
 		}
 		n.mac = hw.String()
+		if n.MacSpoofChk && !n.AllowMacOverride {
+			return nil, confError(types.ErrInvalidNetworkConfig, "%s: mac: %s was chosen by the caller (args.cni.mac, runtimeConfig.mac or CNI_ARGS MAC=), and macspoofchk binds the port to it: set \"allowMacOverride\": true in the network's config to let callers choose", n.Name, hw)
+		}
 	}
 	return n, nil
 }

@@ -131,6 +131,31 @@ func TestMACPrecedence(t *testing.T) {
 	}
 }
 
+// TestMACOverride: on a macspoofchk network the caller's MAC is refused,
+// from any of its three places, unless the network allows it.
+func TestMACOverride(t *testing.T) {
+	const mac = "02:00:00:00:00:0a"
+	for _, c := range []struct {
+		extra, env string
+		ok         bool
+	}{
+		{`"macspoofchk": true`, "", true},
+		{`"macspoofchk": true`, "MAC=" + mac, false},
+		{`"macspoofchk": true, "args": {"cni": {"mac": "` + mac + `"}}`, "", false},
+		{`"macspoofchk": true, "runtimeConfig": {"mac": "` + mac + `"}`, "", false},
+		{`"macspoofchk": true, "allowMacOverride": true, "runtimeConfig": {"mac": "` + mac + `"}`, "", true},
+		{`"runtimeConfig": {"mac": "` + mac + `"}`, "", true},
+	} {
+		_, err := loadConf(conf(c.extra), c.env)
+		if c.ok && err != nil {
+			t.Errorf("%s %s: %v", c.extra, c.env, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "allowMacOverride")) {
+			t.Errorf("%s %s: %v, want a refusal naming allowMacOverride", c.extra, c.env, err)
+		}
+	}
+}
+
 // TestPortArgs: the network's VLANs and isolation as trestle's port keys.
 func TestPortArgs(t *testing.T) {
 	for _, c := range []struct {
