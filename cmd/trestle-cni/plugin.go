@@ -75,8 +75,9 @@ func (u undo) run() {
 
 // chainedInterface is the host-side TAP or veth of a previous result (an
 // interface with no sandbox, as a tap plugin or a VM's launcher reports
-// it), or nil.
-func chainedInterface(prev *current.Result) *current.Interface {
+// it), or nil; an error when the one it names is not the sandbox's to
+// give (chainedRefusal).
+func chainedInterface(prev *current.Result, netns, ifname string) (*current.Interface, error) {
 	for _, i := range prev.Interfaces {
 		if i.Sandbox != "" {
 			continue
@@ -86,10 +87,51 @@ func chainedInterface(prev *current.Result) *current.Interface {
 			continue
 		}
 		if t := l.Type(); t == "tuntap" || t == "veth" {
-			return i
+			if why := chainedRefusal(l, netns, ifname); why != "" {
+				return nil, fmt.Errorf("%s: %s", i.Name, why)
+			}
+			return i, nil
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// chainedRefusal says why a previous result's host interface l is not
+// this sandbox's to attach, or "". A previous plugin, or whoever wrote the
+// network's config, could otherwise name any veth or TAP of the host: the
+// node's uplink, another sandbox's host veth, an overlay's devices, whose
+// frames would then be switched as a tenant's. An interface with a master
+// belongs to that master (a bridge, a bond); a veth is taken only when its
+// peer is CNI_IFNAME in this sandbox's namespace, which leaves out the
+// host's own veths and the overlay's (their peers are in the host).
+func chainedRefusal(l netlink.Link, netns, ifname string) string {
+	if m := l.Attrs().MasterIndex; m != 0 {
+		return fmt.Sprintf("it has a master (ifindex %d): it is that device's port, not the sandbox's to give", m)
+	}
+	v, ok := l.(*netlink.Veth)
+	if !ok {
+		return "" // a TAP with no master: a VM's, handed over by its launcher
+	}
+	peer, err := netlink.VethPeerIndex(v)
+	if err != nil {
+		return fmt.Sprintf("its veth peer cannot be read: %v", err)
+	}
+	mine := false
+	err = ns.WithNetNSPath(netns, func(ns.NetNS) error {
+		c, err := netlink.LinkByName(ifname)
+		if err != nil {
+			return nil
+		}
+		mine = c.Attrs().Index == peer && c.Attrs().ParentIndex == l.Attrs().Index
+		return nil
+	})
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the sandbox's namespace %s cannot be entered: %v", netns, err)
+	case !mine:
+		return fmt.Sprintf("its veth peer is not %s in the sandbox's namespace %s: a chained veth is the host end of the sandbox's own interface", ifname, netns)
+	}
+	return ""
 }
 
 // prevResult parses the previous result, nil if there is none.
@@ -118,7 +160,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 	}
 	own := owner(n.Name, args.ContainerID, args.IfName)
 	if prev != nil {
-		return addChained(n, prev, own)
+		return addChained(n, prev, own, args.Netns, args.IfName)
 	}
 
 	netns, err := ns.GetNS(args.Netns)
@@ -319,8 +361,11 @@ func configureIPAM(n *NetConf, args *skel.CmdArgs, netns ns.NetNS, result *curre
 
 // addChained attaches the host-side TAP or veth of the previous result
 // and passes that result on.
-func addChained(n *NetConf, prev *current.Result, own string) error {
-	hostIf := chainedInterface(prev)
+func addChained(n *NetConf, prev *current.Result, own, netns, ifname string) error {
+	hostIf, err := chainedInterface(prev, netns, ifname)
+	if err != nil {
+		return confError(types.ErrInvalidNetworkConfig, "%s: the previous plugin's result: %v", n.Name, err)
+	}
 	if hostIf == nil {
 		return confError(types.ErrInvalidNetworkConfig, "%s: the previous plugin's result has no host-side TAP or veth (an interface with no sandbox) to attach: trestle goes first in a chain, or after a plugin that makes one", n.Name)
 	}
@@ -478,7 +523,11 @@ func cmdCheck(args *skel.CmdArgs) error {
 		}
 	}
 	if hostIf == nil {
-		if ch := chainedInterface(prev); ch != nil && contIf == nil {
+		ch, err := chainedInterface(prev, args.Netns, args.IfName)
+		if err != nil {
+			return err
+		}
+		if ch != nil && contIf == nil {
 			// Chained: the previous plugin's interface is the port.
 			if port.Interface != ch.Name {
 				return fmt.Errorf("port of %s is %s, the previous result's interface is %s", own, port.Interface, ch.Name)

@@ -1,6 +1,9 @@
 package cni
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,17 +44,33 @@ func TestMACTheft(t *testing.T) {
 	}
 	intact("learning")
 	holder := `port "` + pgw.Interface + `" holds it`
+	// relearn puts the gateway back on the uplink after an attack that
+	// was let through (the build before this check), so that each attack
+	// is tried on its own.
+	relearn := func() {
+		_, _ = l.CLI("fdb", "del", "pods", mgw.String())
+		_ = gw.Ping("10.95.0.2", 1)
+	}
+
+	// fdb add: a static on b's port.
+	if out, err := l.CLI("fdb", "add", "pods", mgw.String(), pb.Interface); err == nil || !strings.Contains(out, holder) {
+		t.Errorf("fdb add of the gateway's MAC on b's port: %v: %s, want refused naming %s", err, out, holder)
+		relearn()
+	}
+	intact("fdb add")
 
 	// macspoofchk: a pod naming the gateway's MAC.
 	thief := testutil.NewNS(t, "thief")
 	if _, err := l.cnitool("add", spoof, thief, "CNI_ARGS=MAC="+mgw.String()); err == nil || !strings.Contains(err.Error(), "allowMacOverride") {
 		t.Errorf("macspoofchk ADD with the gateway's MAC: %v, want refused naming allowMacOverride", err)
 		_, _ = l.cnitool("del", spoof, thief, "CNI_ARGS=MAC="+mgw.String())
+		relearn()
 	}
 	intact("macspoofchk ADD")
 	if _, err := l.cnitool("add", over, thief, "CNI_ARGS=MAC="+mgw.String()); err == nil || !strings.Contains(err.Error(), holder) {
 		t.Errorf("allowMacOverride ADD with the gateway's MAC: %v, want refused naming %s", err, holder)
 		_, _ = l.cnitool("del", over, thief, "CNI_ARGS=MAC="+mgw.String())
+		relearn()
 	}
 	intact("allowMacOverride ADD")
 	// allowMacOverride lets a free address be chosen.
@@ -68,14 +87,11 @@ func TestMACTheft(t *testing.T) {
 	l.SW.MustExec(t, "ip", "link", "set", "thief1", "up")
 	if out, err := l.CLI("port", "add", "pods", "thief0", "locked=true", "allowed_macs="+mgw.String()); err == nil || !strings.Contains(out, holder) {
 		t.Errorf("port add with the gateway's MAC in allowed_macs: %v: %s, want refused naming %s", err, out, holder)
+		_, _ = l.CLI("port", "del", "pods", "thief0")
+		relearn()
 	}
 	intact("port add")
 
-	// fdb add: a static on b's port.
-	if out, err := l.CLI("fdb", "add", "pods", mgw.String(), pb.Interface); err == nil || !strings.Contains(out, holder) {
-		t.Errorf("fdb add of the gateway's MAC on b's port: %v: %s, want refused naming %s", err, out, holder)
-	}
-	intact("fdb add")
 	// A static on the port that holds it is the operator pinning it.
 	if out, err := l.CLI("fdb", "add", "pods", mgw.String(), pgw.Interface); err != nil {
 		t.Errorf("fdb add on the holder's own port: %v: %s", err, out)
@@ -89,4 +105,54 @@ func TestMACTheft(t *testing.T) {
 	}
 	l.must("del", plain, gw)
 	l.must("del", plain, b)
+}
+
+// TestChainedTheft is the attack on chained mode: a previous plugin (or
+// whoever wrote the network) names a host interface that is not the
+// sandbox's: another pod's host veth, and a veth enslaved to a Linux
+// bridge. Each ADD is refused, and no port is made for the attacker.
+func TestChainedTheft(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, pods)
+	fixtures := t.TempDir()
+	// The plugin before trestle: reports the host interface $TARGET.
+	script := `#!/bin/sh
+case "$CNI_COMMAND" in
+ADD) echo '{"cniVersion": "1.1.0", "interfaces": [{"name": "'"$TARGET"'"}]}' ;;
+VERSION) echo '{"cniVersion": "1.1.0", "supportedVersions": ["1.0.0", "1.1.0"]}' ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(fixtures, "name-fixture"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chained := l.network("chained", map[string]any{"bridge": "pods"}, map[string]any{"type": "name-fixture"})
+	plain := l.network("plain", map[string]any{"bridge": "pods"})
+	victim, attacker := testutil.NewNS(t, "victim"), testutil.NewNS(t, "attacker")
+	rv := l.add(plain, victim)
+	victimHost := hostName(t, rv)
+	// The victim's host veth, let go by the switch (as a pod of another
+	// plugin's network has one): still the victim's sandbox's interface.
+	if out, err := l.CLI("port", "del", "pods", victimHost); err != nil {
+		t.Fatalf("port del %s: %v: %s", victimHost, err, out)
+	}
+
+	pre := testutil.Prefix()
+	br, enslaved := pre+"lbr", pre+"ens"
+	l.SW.MustExec(t, "ip", "link", "add", br, "type", "bridge")
+	l.SW.MustExec(t, "ip", "link", "add", enslaved, "type", "veth", "peer", "name", pre+"ensp")
+	l.SW.MustExec(t, "ip", "link", "set", enslaved, "master", br)
+
+	path := "CNI_PATH=" + pluginDir + ":" + toolsDir + ":" + fixtures
+	own := fmt.Sprintf("%s %s eth0", chained, containerID(attacker.Path))
+	for _, target := range []string{victimHost, enslaved} {
+		out, err := l.cnitool("add", chained, attacker, path, "TARGET="+target)
+		if err == nil {
+			t.Errorf("chained ADD naming %s: accepted: %s", target, out)
+		}
+		if p, ok := l.port(own); ok {
+			t.Errorf("chained ADD naming %s made port %+v for the attacker", target, p)
+			_, _ = l.CLI("port", "del", "pods", p.Interface)
+		}
+	}
+	l.must("del", plain, victim)
 }
