@@ -13,15 +13,15 @@ const TestFlood = "flood"
 // floodKind is the flood test: the RFC 2544 search for broadcast frames
 // from h1, every frame due at every other host, at each frame size (on a
 // bridge of 3 hosts or more: none on the straight path).
-type floodKind struct{}
+type FloodTest struct{}
 
-func (floodKind) Name() string           { return TestFlood }
-func (floodKind) Needs(s Scenario) Needs { return Needs{Phase: PerSize, AllHosts: true} }
-func (floodKind) Estimate(s Scenario, _ Spec) time.Duration {
+func (FloodTest) Name() string           { return TestFlood }
+func (FloodTest) Needs(s Scenario) Needs { return Needs{Phase: PerSize, AllHosts: true} }
+func (FloodTest) Estimate(s Scenario, _ Spec) time.Duration {
 	return time.Duration(len(s.Sizes)) * (3*trialTime(s.Timing) + s.Timing.Search.Confirm)
 }
 
-func (floodKind) Run(ctx context.Context, u *UnitRun) error {
+func (FloodTest) Run(ctx context.Context, u *UnitRun) error {
 	rig, size := u.Rig, u.Size.Size
 	if len(rig.T.Hosts) <= 2 {
 		return nil

@@ -397,12 +397,12 @@ var Kinds = slices.Clone(coreKinds)
 
 // coreKinds are the kinds still kept in the core's package, in order.
 var coreKinds = []Kind{
-	throughputKind{},
+	ThroughputTest{},
 	LoadLatencyTest{},
 	LatencyTest{},
-	lossKind{},
-	b2bKind{},
-	floodKind{},
+	LossTest{},
+	B2BTest{},
+	FloodTest{},
 	TableTest{},
 	RestartTest{},
 	MACFloodTest{},

@@ -21,27 +21,27 @@ const (
 // straight path too (the baseline of their ratios). methods.go has their
 // trials.
 type (
-	throughputKind struct{}
+	ThroughputTest struct{}
 	// LatencyTest: at each of Fractions of the throughput.
 	LatencyTest struct{ Fractions []float64 }
-	lossKind    struct{}
-	b2bKind     struct{}
+	LossTest    struct{}
+	B2BTest     struct{}
 )
 
-func (throughputKind) Name() string { return TestThroughput }
+func (ThroughputTest) Name() string { return TestThroughput }
 func (LatencyTest) Name() string    { return TestLatency }
-func (lossKind) Name() string       { return TestLoss }
-func (b2bKind) Name() string        { return TestB2B }
+func (LossTest) Name() string       { return TestLoss }
+func (B2BTest) Name() string        { return TestB2B }
 
-func (throughputKind) Needs(Scenario) Needs { return Needs{Phase: PerSize, Direct: true} }
+func (ThroughputTest) Needs(Scenario) Needs { return Needs{Phase: PerSize, Direct: true} }
 func (LatencyTest) Needs(Scenario) Needs    { return Needs{Phase: PerSize, Direct: true} }
-func (lossKind) Needs(Scenario) Needs       { return Needs{Phase: PerSize, Direct: true} }
-func (b2bKind) Needs(Scenario) Needs        { return Needs{Phase: PerSize, Direct: true} }
+func (LossTest) Needs(Scenario) Needs       { return Needs{Phase: PerSize, Direct: true} }
+func (B2BTest) Needs(Scenario) Needs        { return Needs{Phase: PerSize, Direct: true} }
 
 // trialTime is a search trial with its settling and draining.
 func trialTime(tm Timing) time.Duration { return tm.Search.Trial + tm.Settle + tm.Drain }
 
-func (throughputKind) Estimate(s Scenario, _ Spec) time.Duration {
+func (ThroughputTest) Estimate(s Scenario, _ Spec) time.Duration {
 	tm := s.Timing
 	per := 3*trialTime(tm) + tm.Search.Confirm
 	if tm.Search.HasPDR() {
@@ -54,16 +54,16 @@ func (k LatencyTest) Estimate(s Scenario, _ Spec) time.Duration {
 	return time.Duration(len(s.Sizes)*len(k.Fractions)) * trialTime(s.Timing)
 }
 
-func (lossKind) Estimate(s Scenario, _ Spec) time.Duration {
+func (LossTest) Estimate(s Scenario, _ Spec) time.Duration {
 	return time.Duration(len(s.Sizes)) * 5 * trialTime(s.Timing)
 }
 
-func (b2bKind) Estimate(s Scenario, _ Spec) time.Duration {
+func (B2BTest) Estimate(s Scenario, _ Spec) time.Duration {
 	tm := s.Timing
 	return time.Duration(len(s.Sizes)) * 10 * (tm.Settle + tm.Drain + 500*time.Millisecond)
 }
 
-func (throughputKind) Run(ctx context.Context, u *UnitRun) error {
+func (ThroughputTest) Run(ctx context.Context, u *UnitRun) error {
 	rig, tm, z := u.Rig, u.S.Timing, u.Size
 	size := z.Size
 	n := 0
@@ -121,7 +121,7 @@ func (k LatencyTest) Run(ctx context.Context, u *UnitRun) error {
 	return nil
 }
 
-func (lossKind) Run(ctx context.Context, u *UnitRun) error {
+func (LossTest) Run(ctx context.Context, u *UnitRun) error {
 	z := u.Size
 	size := z.Size
 	maxRate := z.Unpaced
@@ -142,7 +142,7 @@ func (lossKind) Run(ctx context.Context, u *UnitRun) error {
 	return nil
 }
 
-func (b2bKind) Run(ctx context.Context, u *UnitRun) error {
+func (B2BTest) Run(ctx context.Context, u *UnitRun) error {
 	z := u.Size
 	size := z.Size
 	maxBurst := uint64(max(z.Unpaced, z.Throughput) * 2) // two seconds at full rate

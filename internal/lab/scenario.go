@@ -109,13 +109,13 @@ var Scenarios = registeredPresets(map[string]Scenario{
 		Name: "router-pps", Title: "Packets per second at the smallest frame and IMIX", Seed: "001_d9f4f4a0a59eb3ef.txt",
 		About: "RFC 2544 throughput at 64 bytes and IMIX through a 2-port bridge, the NDR (zero loss) and the PDR (at most 0.5% lost) from one search, with the IMIX bandwidth estimate, repeated for ministat; each DUT against direct and against the floor (a bare XDP redirect between the bridge's two ports); then latency under load at 10, 50 and 90% of the PDR",
 		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "ovs"), Hosts: 2, Chain: []int{1},
-		Sizes: []FrameSize{"64", "imix"}, Tests: []Kind{throughputKind{}, LoadLatencyTest{Shares: CSITLoadShares}}, Reps: 3, Timing: DefaultTiming, Flows: 1,
+		Sizes: []FrameSize{"64", "imix"}, Tests: []Kind{ThroughputTest{}, LoadLatencyTest{Shares: CSITLoadShares}}, Reps: 3, Timing: DefaultTiming, Flows: 1,
 	},
 	"rfc2544": {
 		Name: "rfc2544", Title: "RFC 2544: throughput, latency, frame loss and back-to-back at every frame size",
 		About: "every RFC 2544 frame size and IMIX through a 2-port bridge: throughput (the NDR, and the PDR at 0.5% loss from the same search), latency at 10/50/90/100% of the NDR (RFC 2544) and under load at 10, 50 and 90% of the PDR (CSIT), the loss curve, back-to-back bursts",
 		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp"), Hosts: 2, Chain: []int{1},
-		Sizes: RFC2544Sizes, BySize: true, Tests: []Kind{throughputKind{}, LoadLatencyTest{Shares: CSITLoadShares}, LatencyTest{Fractions: []float64{0.1, 0.5, 0.9, 1.0}}, lossKind{}, b2bKind{}},
+		Sizes: RFC2544Sizes, BySize: true, Tests: []Kind{ThroughputTest{}, LoadLatencyTest{Shares: CSITLoadShares}, LatencyTest{Fractions: []float64{0.1, 0.5, 0.9, 1.0}}, LossTest{}, B2BTest{}},
 		Reps: 1, Timing: DefaultTiming,
 	},
 	"rfc2889": {
@@ -128,7 +128,7 @@ var Scenarios = registeredPresets(map[string]Scenario{
 		Name: "speed", Title: "trestle against its peers: 64-byte frames, broadcast and host TCP",
 		About: "a 4-port bridge: 64-byte throughput h1 to h2, broadcast from h1 to the three others, iperf3 TCP with 1 and 4 streams; trestle in xdp mode and in its default mode, the Linux bridge, Open vSwitch, and the straight path",
 		DUTs:  MustSpecs("direct", "linux-bridge", "ovs", "trestle:xdp", "trestle"), Hosts: 4, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []Kind{throughputKind{}, floodKind{}, TCPTest{Streams: []int{1, 4}}}, IperfTime: 5 * time.Second,
+		Sizes: []FrameSize{"64"}, Tests: []Kind{ThroughputTest{}, FloodTest{}, TCPTest{Streams: []int{1, 4}}}, IperfTime: 5 * time.Second,
 		Reps: 5, Timing: DefaultTiming,
 	},
 	"flood": {
@@ -149,7 +149,7 @@ var Scenarios = registeredPresets(map[string]Scenario{
 			"the Linux bridge plain and with an nftables bridge-family chain whose one rule accepts every frame (linux-bridge:nft), " +
 			"trestle in its default mode plain and with its filter on, the same one rule passing every frame (trestle@filter; the OpenBSD benchmarks' pf.conf was `pass`)",
 		DUTs: MustSpecs("direct", "linux-bridge", "linux-bridge:nft", "trestle", "trestle@filter", "ovs"), Hosts: 4, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []Kind{TCPTest{Streams: []int{1, 2, 4}}, floodKind{}}, IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
+		Sizes: []FrameSize{"64"}, Tests: []Kind{TCPTest{Streams: []int{1, 2, 4}}, FloodTest{}}, IperfTime: 5 * time.Second, Reps: 3, Timing: DefaultTiming,
 	},
 	"inline": {
 		Name: "inline", Title: "A bridge inline between client and server", Seed: "004_ec52c11c7ab3a191.txt",
@@ -164,7 +164,7 @@ var Scenarios = registeredPresets(map[string]Scenario{
 			"in xdp and in its default mode; Open vSwitch's (userspace datapath) by veth pairs and, as ovs@patch, by its patch ports; the Linux bridge's by veth pairs, its only way. " +
 			"The report draws each against the chain's length, and each relative to its own one-bridge figure, as the chained Open vSwitch bridges report did",
 		DUTs: MustSpecs("direct", "linux-bridge", "trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs", "ovs@patch"), Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
-		Sizes: []FrameSize{"64"}, Tests: []Kind{throughputKind{}, TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
+		Sizes: []FrameSize{"64"}, Tests: []Kind{ThroughputTest{}, TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 1, Timing: DefaultTiming,
 		Goals: []Goal{
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp", Chain: 9, Base: "trestle:xdp", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's frames, in xdp mode (the chained Open vSwitch bridges report found Open vSwitch's patch ports free)"},
 			{Test: TestTCP, Param: "streams=1", DUT: "trestle", Chain: 9, Base: "trestle", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's host TCP, in the default mode"},
@@ -178,7 +178,7 @@ var Scenarios = registeredPresets(map[string]Scenario{
 			"trestle with persist, Open vSwitch's ovs-vswitchd restarted the same way, the Linux bridge (no daemon) the reference",
 		DUTs: MustSpecs("linux-bridge", "trestle:xdp", "trestle", "ovs"), Hosts: 3, Chain: []int{1},
 		Sizes: []FrameSize{"64"}, Reps: 1, Timing: DefaultTiming,
-		Tests: []Kind{throughputKind{}, RestartTest{Events: []EventCount{{EventSIGKILL, 10}, {EventSIGTERM, 10}, {EventUpgrade, 5}}, Lead: time.Second, Tail: time.Second}},
+		Tests: []Kind{ThroughputTest{}, RestartTest{Events: []EventCount{{EventSIGKILL, 10}, {EventSIGTERM, 10}, {EventUpgrade, 5}}, Lead: time.Second, Tail: time.Second}},
 		Load:  0.5,
 	},
 	"mac-flood": {
@@ -193,7 +193,7 @@ var Scenarios = registeredPresets(map[string]Scenario{
 			"Goal: the stream loses 0 frames and keeps at least 90% of its rate; trestle's newcomer delivered within 1 s and learned within 5 s. " +
 			"trestle in xdp and in its default mode, the Linux bridge (fdb_max_learned) and Open vSwitch (mac-table-size); about 8 minutes",
 		DUTs: MustSpecs("trestle:xdp", "trestle", "linux-bridge", "ovs"), Hosts: 4, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []Kind{throughputKind{}, MACFloodTest{Sources: 1000000}}, Reps: 1, Timing: DefaultTiming,
+		Sizes: []FrameSize{"64"}, Tests: []Kind{ThroughputTest{}, MACFloodTest{Sources: 1000000}}, Reps: 1, Timing: DefaultTiming,
 		Load: 0.5, Duration: 30 * time.Second, MaxEntries: 65536,
 	},
 	"soak": {
@@ -252,7 +252,7 @@ var Scenarios = registeredPresets(map[string]Scenario{
 			"Goals: trestle's cost at most 5% in xdp mode (OpenBSD's vlan(4) lost 38%), trestle tagged at least 0.98x the VLAN floor in xdp mode, and trestle at least 5x Open vSwitch with VLANs. " +
 			"5 repetitions, about 27 minutes (Open vSwitch's searches take longest)",
 		DUTs: MustSpecs("floor@vlan", "trestle:xdp", "trestle:xdp@vlan", "trestle", "trestle@vlan", "ovs", "ovs@vlan", "linux-bridge", "linux-bridge@vlan"), Hosts: 2, Chain: []int{1},
-		Sizes: []FrameSize{"64"}, Tests: []Kind{throughputKind{}, TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 5, Timing: DefaultTiming,
+		Sizes: []FrameSize{"64"}, Tests: []Kind{ThroughputTest{}, TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 5, Timing: DefaultTiming,
 		Goals: []Goal{
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "trestle:xdp", Min: 0.95, Why: "trestle's VLAN cost in xdp mode at most 5% (vlan(4) lost 38%)"},
 			{Test: TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "floor@vlan", Min: 0.98, Why: "trestle tagged at least 0.98x the VLAN floor (a bare XDP tag push and redirect) in xdp mode"},

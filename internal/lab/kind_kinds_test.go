@@ -1,10 +1,13 @@
-package lab
+package lab_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	. "github.com/trestle/trestle/internal/lab"
+	_ "github.com/trestle/trestle/internal/lab/kinds/all"
 
 	"github.com/spf13/pflag"
 )
