@@ -397,12 +397,7 @@ var Kinds = slices.Clone(coreKinds)
 
 // coreKinds are the kinds still kept in the core's package, in order.
 var coreKinds = []Kind{
-	ThroughputTest{},
 	LoadLatencyTest{},
-	LatencyTest{},
-	LossTest{},
-	B2BTest{},
-	FloodTest{},
 	TableTest{},
 	RestartTest{},
 	MACFloodTest{},
@@ -424,7 +419,8 @@ var pending []struct {
 }
 
 // Register adds a kind of its own package to Kinds, right after the kind
-// named after (the one it runs after; its section goes after that one's),
+// named after (the one it runs after; its section goes after that one's;
+// "": the first),
 // and its preset, if it has one, to Scenarios. A kind's package calls it
 // from its init: adding a kind is its folder and its line in
 // internal/lab/kinds/all. A kind registered twice, or after a kind never
@@ -441,7 +437,7 @@ func Register(k Kind, after string) {
 		placed = false
 		for i, p := range pending {
 			at := slices.IndexFunc(Kinds, func(k Kind) bool { return k.Name() == p.after })
-			if at < 0 {
+			if at < 0 && p.after != "" {
 				continue
 			}
 			Kinds = slices.Insert(Kinds, at+1, p.k)

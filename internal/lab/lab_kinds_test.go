@@ -10,6 +10,7 @@ import (
 
 	. "github.com/trestle/trestle/internal/lab"
 	_ "github.com/trestle/trestle/internal/lab/kinds/all"
+	"github.com/trestle/trestle/internal/lab/kinds/throughput"
 )
 
 // tinyScenario is a 2-host scenario of 64-byte throughput and iperf3 TCP
@@ -19,7 +20,7 @@ func tinyScenario(duts []string, chain ...int) Scenario {
 		chain = []int{1}
 	}
 	return Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 2, Chain: chain, Sizes: []FrameSize{"64"},
-		Tests: []Kind{ThroughputTest{}, TCPTest{Streams: []int{1}}}, IperfTime: time.Second, Reps: 1, Timing: TinyTiming()}
+		Tests: []Kind{throughput.Kind{}, TCPTest{Streams: []int{1}}}, IperfTime: time.Second, Reps: 1, Timing: TinyTiming()}
 }
 
 // execute runs sc with trestle bin and returns its record and each

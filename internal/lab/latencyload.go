@@ -50,7 +50,7 @@ func loadLatency(ctx context.Context, s Scenario, shares []float64, rig *Rig, si
 	}
 	var trials []TrialResult
 	if ref > 0 {
-		status(fmt.Sprintf("latency under load %s at %s of the %s, %s", size.Label(), sharesText(shares), what, pps(ref)))
+		status(fmt.Sprintf("latency under load %s at %s of the %s, %s", size.Label(), sharesText(shares), what, PPSText(ref)))
 		var err error
 		if trials, err = rig.StreamsAt(ctx, size, max(s.Flows, 1), ref, shares, s.Timing.Search.Confirm, s.Timing); err != nil {
 			return err
@@ -59,7 +59,7 @@ func loadLatency(ctx context.Context, s Scenario, shares []float64, rig *Rig, si
 	for i, share := range shares {
 		r := base
 		r.Test, r.Param, r.Unit = TestLoadLatency, fmt.Sprintf("%s@%.0f%%", size, 100*share), "ns"
-		r.Note = fmt.Sprintf("%.0f%% of the %s, %s", 100*share, what, pps(ref))
+		r.Note = fmt.Sprintf("%.0f%% of the %s, %s", 100*share, what, PPSText(ref))
 		if i >= len(trials) {
 			r.Error = fmt.Sprintf("no %s at %s to take %.0f%% of", what, size.Label(), 100*share)
 			add(r)
@@ -72,7 +72,7 @@ func loadLatency(ctx context.Context, s Scenario, shares []float64, rig *Rig, si
 		} else {
 			r.Error = "the sink timed no frame"
 		}
-		r.Note = joinNotes(r.Note, lostNote(tr), shortNote(tr, s.Timing.Search))
+		r.Note = JoinNotes(r.Note, LostNote(tr), ShortNote(tr, s.Timing.Search))
 		add(r)
 	}
 	return nil

@@ -61,7 +61,7 @@ type Timing struct {
 
 // ndrOnly is t with no PDR: for the searches whose result is a zero-loss
 // rate only (broadcast, tables, the rate of a stream).
-func (t Timing) ndrOnly() Timing {
+func (t Timing) NDROnly() Timing {
 	t.Search.PDRLoss = 0
 	return t
 }
@@ -489,3 +489,6 @@ func (r *Rig) Iperf(ctx context.Context, client, server int, proto string, strea
 	}
 	return res, nil
 }
+
+// TrialTime is a search trial with its settling and draining.
+func TrialTime(tm Timing) time.Duration { return tm.Search.Trial + tm.Settle + tm.Drain }

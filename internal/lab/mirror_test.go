@@ -113,14 +113,14 @@ func TestOVSMirrorArgs(t *testing.T) {
 }
 
 func TestSpanResult(t *testing.T) {
-	r := spanResult(Result{DUT: "trestle:xdp@mirror"}, "64", TrialResult{Offered: 1e6, Sent: 1000, Received: []uint64{1000}, Watched: []uint64{990}})
+	r := SpanResult(Result{DUT: "trestle:xdp@mirror"}, "64", TrialResult{Offered: 1e6, Sent: 1000, Received: []uint64{1000}, Watched: []uint64{990}})
 	if r.Test != TestSpan || r.Param != "64" || r.Unit != UnitOfH2 || r.Value != 99 || r.Error != "" {
 		t.Errorf("%+v", r)
 	}
 	if !strings.Contains(r.Note, "h2 received 1000, the span host 990") {
 		t.Errorf("note %q", r.Note)
 	}
-	if r := spanResult(Result{}, "64", TrialResult{Received: []uint64{0}, Watched: []uint64{0}}); r.Error == "" {
+	if r := SpanResult(Result{}, "64", TrialResult{Received: []uint64{0}, Watched: []uint64{0}}); r.Error == "" {
 		t.Errorf("nothing received, no error: %+v", r)
 	}
 }

@@ -178,7 +178,7 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 			if v <= 0 {
 				return "-"
 			}
-			return pps(v)
+			return PPSText(v)
 		}
 		vsLinux := "-"
 		if linux != nil && r.DUT != linux.DUT {

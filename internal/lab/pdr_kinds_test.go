@@ -9,6 +9,8 @@ import (
 
 	. "github.com/trestle/trestle/internal/lab"
 	_ "github.com/trestle/trestle/internal/lab/kinds/all"
+	"github.com/trestle/trestle/internal/lab/kinds/latency"
+	"github.com/trestle/trestle/internal/lab/kinds/throughput"
 )
 
 // TestExecuteBidirectional runs the throughput search and the latency
@@ -18,7 +20,7 @@ import (
 func TestExecuteBidirectional(t *testing.T) {
 	RequireRoot(t)
 	sc := tinyScenario([]string{"direct", "floor", "linux-bridge"})
-	sc.Tests = []Kind{ThroughputTest{}, LoadLatencyTest{Shares: CSITLoadShares}, LatencyTest{Fractions: []float64{1}}}
+	sc.Tests = []Kind{throughput.Kind{}, LoadLatencyTest{Shares: CSITLoadShares}, latency.Kind{Fractions: []float64{1}}}
 	sc.Bidirectional = true
 	sc.Timing.Search.LossGoal, sc.Timing.Search.PDRLoss = 0.01, 0.05
 	run, _ := execute(t, sc, "")

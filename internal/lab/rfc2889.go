@@ -57,7 +57,7 @@ func (k LearnTest) Run(ctx context.Context, u *UnitRun) error {
 	s := u.S
 	u.Status(fmt.Sprintf("learning rate, %d addresses", k.Addrs))
 	rate, unlimited, err := u.Rig.LearningRate(ctx, k.Addrs, 20e6, s.Timing, func(rate float64, ok bool) {
-		u.Status(fmt.Sprintf("learning rate: %s new addresses/s %s", pps(rate), passWord(ok)))
+		u.Status(fmt.Sprintf("learning rate: %s new addresses/s %s", PPSText(rate), passWord(ok)))
 	})
 	if err != nil {
 		return err

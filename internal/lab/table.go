@@ -53,14 +53,14 @@ func (k TableTest) Run(ctx context.Context, u *UnitRun) error {
 				if spread {
 					what = "each frame to another"
 				}
-				sr, trials, err := rig.TableThroughput(ctx, size, n, spread, tm.ndrOnly(), func(st SearchTrial) {
+				sr, trials, err := rig.TableThroughput(ctx, size, n, spread, tm.NDROnly(), func(st SearchTrial) {
 					k++
-					u.Status(fmt.Sprintf("table of %d, %s %s, trial %d: %s offered, loss %.3f%%", n, size.Label(), what, k, pps(st.Offered), 100*st.Loss))
+					u.Status(fmt.Sprintf("table of %d, %s %s, trial %d: %s offered, loss %.3f%%", n, size.Label(), what, k, PPSText(st.Offered), 100*st.Loss))
 				})
 				if err != nil {
 					return err
 				}
-				r := searchResult(u.Base, TestTable, fmt.Sprintf("%d learned, %s, %s", n, size.Label(), what), sr, trials)
+				r := ResultOfSearch(u.Base, TestTable, fmt.Sprintf("%d learned, %s, %s", n, size.Label(), what), sr, trials)
 				if check != nil {
 					// The check comes first: a table that did not hold
 					// every address makes the figure one for a smaller table.

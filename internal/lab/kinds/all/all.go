@@ -5,5 +5,10 @@
 package all
 
 import (
+	_ "github.com/trestle/trestle/internal/lab/kinds/b2b"
+	_ "github.com/trestle/trestle/internal/lab/kinds/flood"
 	_ "github.com/trestle/trestle/internal/lab/kinds/idle"
+	_ "github.com/trestle/trestle/internal/lab/kinds/latency"
+	_ "github.com/trestle/trestle/internal/lab/kinds/loss"
+	_ "github.com/trestle/trestle/internal/lab/kinds/throughput"
 )

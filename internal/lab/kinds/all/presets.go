@@ -4,6 +4,11 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/lab/kinds/b2b"
+	"github.com/trestle/trestle/internal/lab/kinds/flood"
+	"github.com/trestle/trestle/internal/lab/kinds/latency"
+	"github.com/trestle/trestle/internal/lab/kinds/loss"
+	"github.com/trestle/trestle/internal/lab/kinds/throughput"
 )
 
 // presets are the scenarios that combine kinds (a kind's own preset is
@@ -15,19 +20,19 @@ var presets = map[string]lab.Scenario{
 		Name: "quick", Title: "Quick look: 64-byte frames through a 2-port bridge",
 		About: "direct, the floor (a bare XDP redirect between the bridge's two ports), the Linux bridge and trestle in xdp mode, 64-byte throughput (RFC 2544 search with short trials), 3 repetitions; about a minute",
 		DUTs:  lab.MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp"), Hosts: 2, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.ThroughputTest{}}, Reps: 3, Timing: lab.QuickTiming(),
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}}, Reps: 3, Timing: lab.QuickTiming(),
 	},
 	"router-pps": {
 		Name: "router-pps", Title: "Packets per second at the smallest frame and IMIX", Seed: "001_d9f4f4a0a59eb3ef.txt",
 		About: "RFC 2544 throughput at 64 bytes and IMIX through a 2-port bridge, the NDR (zero loss) and the PDR (at most 0.5% lost) from one search, with the IMIX bandwidth estimate, repeated for ministat; each DUT against direct and against the floor (a bare XDP redirect between the bridge's two ports); then latency under load at 10, 50 and 90% of the PDR",
 		DUTs:  lab.MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "ovs"), Hosts: 2, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64", "imix"}, Tests: []lab.Kind{lab.ThroughputTest{}, lab.LoadLatencyTest{Shares: lab.CSITLoadShares}}, Reps: 3, Timing: lab.DefaultTiming, Flows: 1,
+		Sizes: []lab.FrameSize{"64", "imix"}, Tests: []lab.Kind{throughput.Kind{}, lab.LoadLatencyTest{Shares: lab.CSITLoadShares}}, Reps: 3, Timing: lab.DefaultTiming, Flows: 1,
 	},
 	"rfc2544": {
 		Name: "rfc2544", Title: "RFC 2544: throughput, latency, frame loss and back-to-back at every frame size",
 		About: "every RFC 2544 frame size and IMIX through a 2-port bridge: throughput (the NDR, and the PDR at 0.5% loss from the same search), latency at 10/50/90/100% of the NDR (RFC 2544) and under load at 10, 50 and 90% of the PDR (CSIT), the loss curve, back-to-back bursts",
 		DUTs:  lab.MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp"), Hosts: 2, Chain: []int{1},
-		Sizes: lab.RFC2544Sizes, BySize: true, Tests: []lab.Kind{lab.ThroughputTest{}, lab.LoadLatencyTest{Shares: lab.CSITLoadShares}, lab.LatencyTest{Fractions: []float64{0.1, 0.5, 0.9, 1.0}}, lab.LossTest{}, lab.B2BTest{}},
+		Sizes: lab.RFC2544Sizes, BySize: true, Tests: []lab.Kind{throughput.Kind{}, lab.LoadLatencyTest{Shares: lab.CSITLoadShares}, latency.Kind{Fractions: []float64{0.1, 0.5, 0.9, 1.0}}, loss.Kind{}, b2b.Kind{}},
 		Reps: 1, Timing: lab.DefaultTiming,
 	},
 	"rfc2889": {
@@ -40,14 +45,14 @@ var presets = map[string]lab.Scenario{
 		Name: "speed", Title: "trestle against its peers: 64-byte frames, broadcast and host TCP",
 		About: "a 4-port bridge: 64-byte throughput h1 to h2, broadcast from h1 to the three others, iperf3 TCP with 1 and 4 streams; trestle in xdp mode and in its default mode, the Linux bridge, Open vSwitch, and the straight path",
 		DUTs:  lab.MustSpecs("direct", "linux-bridge", "ovs", "trestle:xdp", "trestle"), Hosts: 4, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.ThroughputTest{}, lab.FloodTest{}, lab.TCPTest{Streams: []int{1, 4}}}, IperfTime: 5 * time.Second,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, flood.Kind{}, lab.TCPTest{Streams: []int{1, 4}}}, IperfTime: 5 * time.Second,
 		Reps: 5, Timing: lab.DefaultTiming,
 	},
 	"flood": {
 		Name: "flood", Title: "Broadcast from one port to three others",
 		About: "a 4-port bridge: the RFC 2544 search for broadcast 64-byte frames from h1, every frame due at h2, h3 and h4",
 		DUTs:  lab.MustSpecs("linux-bridge", "trestle:xdp", "trestle:tc", "ovs"), Hosts: 4, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.FloodTest{}}, Reps: 3, Timing: lab.DefaultTiming,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{flood.Kind{}}, Reps: 3, Timing: lab.DefaultTiming,
 	},
 	"fdb-scale": {
 		Name: "fdb-scale", Title: "Does the table's size matter? Throughput to 1,000 and to 1,000,000 learned addresses",
@@ -61,7 +66,7 @@ var presets = map[string]lab.Scenario{
 			"the Linux bridge plain and with an nftables bridge-family chain whose one rule accepts every frame (linux-bridge:nft), " +
 			"trestle in its default mode plain and with its filter on, the same one rule passing every frame (trestle@filter; the OpenBSD benchmarks' pf.conf was `pass`)",
 		DUTs: lab.MustSpecs("direct", "linux-bridge", "linux-bridge:nft", "trestle", "trestle@filter", "ovs"), Hosts: 4, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.TCPTest{Streams: []int{1, 2, 4}}, lab.FloodTest{}}, IperfTime: 5 * time.Second, Reps: 3, Timing: lab.DefaultTiming,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.TCPTest{Streams: []int{1, 2, 4}}, flood.Kind{}}, IperfTime: 5 * time.Second, Reps: 3, Timing: lab.DefaultTiming,
 	},
 	"inline": {
 		Name: "inline", Title: "A bridge inline between client and server", Seed: "004_ec52c11c7ab3a191.txt",
@@ -76,7 +81,7 @@ var presets = map[string]lab.Scenario{
 			"in xdp and in its default mode; Open vSwitch's (userspace datapath) by veth pairs and, as ovs@patch, by its patch ports; the Linux bridge's by veth pairs, its only way. " +
 			"The report draws each against the chain's length, and each relative to its own one-bridge figure, as the chained Open vSwitch bridges report did",
 		DUTs: lab.MustSpecs("direct", "linux-bridge", "trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs", "ovs@patch"), Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.ThroughputTest{}, lab.TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 1, Timing: lab.DefaultTiming,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, lab.TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 1, Timing: lab.DefaultTiming,
 		Goals: []lab.Goal{
 			{Test: lab.TestThroughput, Param: "64", DUT: "trestle:xdp", Chain: 9, Base: "trestle:xdp", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's frames, in xdp mode (the chained Open vSwitch bridges report found Open vSwitch's patch ports free)"},
 			{Test: lab.TestTCP, Param: "streams=1", DUT: "trestle", Chain: 9, Base: "trestle", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's host TCP, in the default mode"},
@@ -90,7 +95,7 @@ var presets = map[string]lab.Scenario{
 			"trestle with persist, Open vSwitch's ovs-vswitchd restarted the same way, the Linux bridge (no daemon) the reference",
 		DUTs: lab.MustSpecs("linux-bridge", "trestle:xdp", "trestle", "ovs"), Hosts: 3, Chain: []int{1},
 		Sizes: []lab.FrameSize{"64"}, Reps: 1, Timing: lab.DefaultTiming,
-		Tests: []lab.Kind{lab.ThroughputTest{}, lab.RestartTest{Events: []lab.EventCount{{Kind: lab.EventSIGKILL, Count: 10}, {Kind: lab.EventSIGTERM, Count: 10}, {Kind: lab.EventUpgrade, Count: 5}}, Lead: time.Second, Tail: time.Second}},
+		Tests: []lab.Kind{throughput.Kind{}, lab.RestartTest{Events: []lab.EventCount{{Kind: lab.EventSIGKILL, Count: 10}, {Kind: lab.EventSIGTERM, Count: 10}, {Kind: lab.EventUpgrade, Count: 5}}, Lead: time.Second, Tail: time.Second}},
 		Load:  0.5,
 	},
 	"mac-flood": {
@@ -105,7 +110,7 @@ var presets = map[string]lab.Scenario{
 			"Goal: the stream loses 0 frames and keeps at least 90% of its rate; trestle's newcomer delivered within 1 s and learned within 5 s. " +
 			"trestle in xdp and in its default mode, the Linux bridge (fdb_max_learned) and Open vSwitch (mac-table-size); about 8 minutes",
 		DUTs: lab.MustSpecs("trestle:xdp", "trestle", "linux-bridge", "ovs"), Hosts: 4, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.ThroughputTest{}, lab.MACFloodTest{Sources: 1000000}}, Reps: 1, Timing: lab.DefaultTiming,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, lab.MACFloodTest{Sources: 1000000}}, Reps: 1, Timing: lab.DefaultTiming,
 		Load: 0.5, Duration: 30 * time.Second, MaxEntries: 65536,
 	},
 	"soak": {
@@ -131,7 +136,7 @@ var presets = map[string]lab.Scenario{
 			"A capture that is not running costs nothing: the figures without @capture are trestle with none, and the capture unit records that the ports run the same programs after it as before " +
 			"(trestle:xdp@bin=OLD with a build from before capture compares the two builds). 3 repetitions, about 22 minutes",
 		DUTs:  lab.MustSpecs("floor@mirror", "trestle:xdp", "trestle:xdp@mirror", "trestle:xdp@capture", "trestle", "trestle@mirror", "trestle@capture", "linux-bridge", "linux-bridge@mirror", "ovs", "ovs@mirror"),
-		Hosts: 3, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.ThroughputTest{}}, Reps: 3, Timing: lab.DefaultTiming,
+		Hosts: 3, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}}, Reps: 3, Timing: lab.DefaultTiming,
 		Goals: []lab.Goal{
 			{Test: lab.TestThroughput, Param: "64", DUT: "trestle:xdp@mirror", Base: "floor@mirror", Min: 0.9, Why: "a mirrored port in xdp mode forwards at 0.9x the mirror floor or more (no XDP mirror here beats one devmap broadcast to two ports, itself about half a single redirect)"},
 			{Test: lab.TestThroughput, Param: "64", DUT: "trestle@mirror", Base: "trestle", Min: 0.6, Why: "a mirrored port forwards at 0.6x its unmirrored rate or more in the default mode (every frame becomes two)"},
@@ -149,7 +154,7 @@ var presets = map[string]lab.Scenario{
 			"The report gives each rate against the same DUT with the filter off and trestle against nftables with the same rules, and draws the rate against the rule count. " +
 			"Goals: 100 rules at most 20% below the filter off; trestle at least 3x nftables at every count. 3 repetitions, about 30 minutes",
 		DUTs:  lab.FilterScaleDUTs(),
-		Hosts: 2, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.ThroughputTest{}}, Reps: 3, Timing: lab.DefaultTiming,
+		Hosts: 2, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}}, Reps: 3, Timing: lab.DefaultTiming,
 		Goals: lab.FilterScaleGoals(),
 	},
 	"vlan-overhead": {
@@ -164,7 +169,7 @@ var presets = map[string]lab.Scenario{
 			"Goals: trestle's cost at most 5% in xdp mode (OpenBSD's vlan(4) lost 38%), trestle tagged at least 0.98x the VLAN floor in xdp mode, and trestle at least 5x Open vSwitch with VLANs. " +
 			"5 repetitions, about 27 minutes (Open vSwitch's searches take longest)",
 		DUTs: lab.MustSpecs("floor@vlan", "trestle:xdp", "trestle:xdp@vlan", "trestle", "trestle@vlan", "ovs", "ovs@vlan", "linux-bridge", "linux-bridge@vlan"), Hosts: 2, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.ThroughputTest{}, lab.TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 5, Timing: lab.DefaultTiming,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, lab.TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 5, Timing: lab.DefaultTiming,
 		Goals: []lab.Goal{
 			{Test: lab.TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "trestle:xdp", Min: 0.95, Why: "trestle's VLAN cost in xdp mode at most 5% (vlan(4) lost 38%)"},
 			{Test: lab.TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "floor@vlan", Min: 0.98, Why: "trestle tagged at least 0.98x the VLAN floor (a bare XDP tag push and redirect) in xdp mode"},

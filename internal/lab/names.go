@@ -1,0 +1,16 @@
+package lab
+
+// The names of the tests whose results the core's report puts in its
+// tables of medians and ratios (their kinds are packages of
+// internal/lab/kinds, which the core does not import).
+
+// The RFC 2544 kinds' names, their results' Test.
+const (
+	TestThroughput = "throughput"   // RFC 2544 26.1, from h1 to h2
+	TestLatency    = "latency"      // RFC 2544 26.2, at fractions of the throughput
+	TestLoss       = "loss"         // RFC 2544 26.3, the frame loss curve
+	TestB2B        = "back-to-back" // RFC 2544 26.4
+)
+
+// TestFlood: broadcast from h1 to every other host, throughput.
+const TestFlood = "flood"
