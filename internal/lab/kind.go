@@ -17,7 +17,7 @@ import (
 // unit and when it runs in it (Needs), how long it takes (Estimate), and
 // how it runs and what it records (Run, adding Results whose Test is its
 // Name, or its twins'). A kind's value is its test spec: its own settings
-// are its fields (TCPTest{Streams: []int{1, 4}}), and a scenario's Tests
+// are its fields (tcp.Kind{Streams: []int{1, 4}}), and a scenario's Tests
 // are such values. A kind is registered by one line of Kinds; a unit runs
 // the scenario's tests in the order of Kinds, phase by phase (Phase). As
 // the DUT interface does, a kind may have optional powers, found by type
@@ -398,66 +398,76 @@ var Kinds = slices.Clone(coreKinds)
 // coreKinds are the kinds still kept in the core's package, in order.
 var coreKinds = []Kind{
 	LoadLatencyTest{},
-	TableTest{},
 	RestartTest{},
 	MACFloodTest{},
 	SoakTest{},
 	CoresTest{},
-	CacheTest{},
-	LearnTest{},
 	PortScaleTest{},
 	PodChurnTest{},
 	OverlayTest{},
-	TCPTest{},
-	UDPTest{},
 }
 
-// pending are kinds registered after a kind not registered yet.
-var pending []struct {
+// registered are the kinds of their own packages, in the order they
+// registered, each with the kind it runs after.
+var registered []placement
+
+type placement struct {
 	k     Kind
 	after string
 }
 
 // Register adds a kind of its own package to Kinds, right after the kind
 // named after (the one it runs after; its section goes after that one's;
-// "": the first),
-// and its preset, if it has one, to Scenarios. A kind's package calls it
-// from its init: adding a kind is its folder and its line in
-// internal/lab/kinds/all. A kind registered twice, or after a kind never
-// registered, is a mistake in the code (TestKindsRegistry).
+// "": the first), and its preset, if it has one, to Scenarios. A kind's
+// package calls it from its init: adding a kind is its folder and its line
+// in internal/lab/kinds/all. Until the kind it runs after registers, it
+// runs last: a kind's own tests, which register it alone, run it. A kind
+// registered twice, or after a kind never registered, is a mistake in the
+// code (TestKindsRegistry).
 func Register(k Kind, after string) {
 	if KindOf(k.Name()) != nil {
 		panic(fmt.Sprintf("lab: kind %q registered twice", k.Name()))
 	}
-	pending = append(pending, struct {
-		k     Kind
-		after string
-	}{k, after})
-	for placed := true; placed; {
-		placed = false
-		for i, p := range pending {
-			at := slices.IndexFunc(Kinds, func(k Kind) bool { return k.Name() == p.after })
-			if at < 0 && p.after != "" {
-				continue
-			}
-			Kinds = slices.Insert(Kinds, at+1, p.k)
-			if ps, ok := p.k.(presetter); ok {
-				sc := ps.Preset()
-				Scenarios[sc.Name] = sc
-			}
-			pending = slices.Delete(pending, i, i+1)
-			placed = true
-			break
-		}
+	registered = append(registered, placement{k, after})
+	Kinds = placed(slices.Clone(coreKinds), registered)
+	if ps, ok := k.(presetter); ok {
+		sc := ps.Preset()
+		Scenarios[sc.Name] = sc
 	}
 }
 
+// placed is kinds with each of regs right after the kind it runs after,
+// once that one is there; those whose kind is not (yet) go last, in the
+// order they registered.
+func placed(kinds []Kind, regs []placement) []Kind {
+	left := slices.Clone(regs)
+	for moved := true; moved; {
+		moved = false
+		for i, p := range left {
+			at := slices.IndexFunc(kinds, func(k Kind) bool { return k.Name() == p.after })
+			if at < 0 && p.after != "" {
+				continue
+			}
+			kinds = slices.Insert(kinds, at+1, p.k)
+			left = slices.Delete(left, i, i+1)
+			moved = true
+			break
+		}
+	}
+	for _, p := range left {
+		kinds = append(kinds, p.k)
+	}
+	return kinds
+}
+
 // Unplaced are the kinds registered after a kind that never was (none:
-// every kind is in Kinds).
+// every kind is where it runs).
 func Unplaced() []string {
 	var out []string
-	for _, p := range pending {
-		out = append(out, p.k.Name()+" after "+p.after)
+	for _, p := range registered {
+		if p.after != "" && KindOf(p.after) == nil {
+			out = append(out, p.k.Name()+" after "+p.after)
+		}
 	}
 	return out
 }
@@ -474,7 +484,7 @@ func KindOf(test string) Kind {
 
 // TestsOf are the registered kinds of names with no settings of their own:
 // tests for a scenario whose kinds need none (a kind with settings is
-// written as its value, TCPTest{Streams: ...}). A name not registered is
+// written as its value, tcp.Kind{Streams: ...}). A name not registered is
 // a mistake in the code.
 func TestsOf(names ...string) []Kind {
 	out := make([]Kind, len(names))
@@ -513,7 +523,7 @@ func TestOf[T Kind](s Scenario) (T, bool) {
 }
 
 // Configure changes the settings of s's test of kind T with f, if s has
-// one (the command line's flags: --streams on a TCPTest). s's tests are
+// one (the command line's flags: --streams on a tcp.Kind). s's tests are
 // copied first: a preset's stay as they are.
 func Configure[T Kind](s *Scenario, f func(T) T) {
 	s.Tests = slices.Clone(s.Tests)

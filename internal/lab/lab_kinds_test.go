@@ -10,6 +10,8 @@ import (
 
 	. "github.com/trestle/trestle/internal/lab"
 	_ "github.com/trestle/trestle/internal/lab/kinds/all"
+	"github.com/trestle/trestle/internal/lab/kinds/table"
+	"github.com/trestle/trestle/internal/lab/kinds/tcp"
 	"github.com/trestle/trestle/internal/lab/kinds/throughput"
 )
 
@@ -20,7 +22,7 @@ func tinyScenario(duts []string, chain ...int) Scenario {
 		chain = []int{1}
 	}
 	return Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 2, Chain: chain, Sizes: []FrameSize{"64"},
-		Tests: []Kind{throughput.Kind{}, TCPTest{Streams: []int{1}}}, IperfTime: time.Second, Reps: 1, Timing: TinyTiming()}
+		Tests: []Kind{throughput.Kind{}, tcp.Kind{Streams: []int{1}}}, IperfTime: time.Second, Reps: 1, Timing: TinyTiming()}
 }
 
 // execute runs sc with trestle bin and returns its record and each
@@ -201,14 +203,14 @@ func TestTableCheck(t *testing.T) {
 	bin := TrestleBinary(t)
 	duts := []string{"linux-bridge", "trestle:xdp"}
 	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
-		Tests: []Kind{TableTest{Sizes: []int{2000}}}, Reps: 1, Timing: TinyTiming()}
+		Tests: []Kind{table.Kind{Sizes: []int{2000}}}, Reps: 1, Timing: TinyTiming()}
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
 	for _, r := range run.Results {
-		if r.Test != TestTable {
+		if r.Test != table.TestTable {
 			continue
 		}
 		seen[r.DUT]++

@@ -14,3 +14,13 @@ const (
 
 // TestFlood: broadcast from h1 to every other host, throughput.
 const TestFlood = "flood"
+
+const (
+	TestCache = "cache" // RFC 2889 5.7, address caching capacity
+	TestLearn = "learn" // RFC 2889 5.8, address learning rate
+)
+
+const (
+	TestTCP = "tcp" // iperf3 TCP, h1 to h2, per stream count
+	TestUDP = "udp" // iperf3 UDP, h1 to h2: rate, loss, jitter
+)

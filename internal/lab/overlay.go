@@ -128,7 +128,7 @@ func (k OverlayTest) Estimate(s Scenario, _ Spec) time.Duration {
 	// 5 s and 10 s), the stations, the iperf3 runs; the broadcast's four
 	// hosts (about 15 s) and its search.
 	d := 25*time.Second + 4*TrialTime(tm) + tm.Search.Confirm + time.Duration(k.stations())*600*time.Millisecond +
-		time.Duration(len(k.Streams))*(iperfTime(s)+time.Second)
+		time.Duration(len(k.Streams))*(IperfRunTime(s)+time.Second)
 	if !k.NoBroadcast {
 		d += 15*time.Second + 3*TrialTime(tm) + tm.Search.Confirm
 	}
@@ -184,7 +184,7 @@ func (k OverlayTest) Prepare(s Scenario) ([]string, error) {
 }
 
 // Flags: --stations, the stations timed a unit (a scenario without an
-// overlay test refuses it), and --streams, TCPTest's flag, the overlay's
+// overlay test refuses it), and --streams, tcp.Kind's flag, the overlay's
 // iperf3 streams.
 func (OverlayTest) Flags() []Flag {
 	return []Flag{
@@ -976,7 +976,7 @@ func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
 
 	for _, n := range k.Streams {
 		u.Status(fmt.Sprintf("overlay %s: iperf3 TCP, %d stream(s)", v.Text, n))
-		ir, err := rig.Iperf(ctx, 0, 1, "tcp", n, iperfTime(u.S), "")
+		ir, err := rig.Iperf(ctx, 0, 1, "tcp", n, IperfRunTime(u.S), "")
 		r := u.Base
 		r.Unit, r.Value, r.Iperf, r.CPU = "bit/s", ir.BitsPerSec, &ir, ir.CPU
 		k.add(u, r, OverlayRecord{Measure: OverlayTCP, Streams: n, Bps: ir.BitsPerSec}, err)

@@ -307,7 +307,7 @@ func podChurnSection(rows []podChurnRow) (terminal, md string) {
 			pass = pass && v <= PodChurnGoal
 		}
 		goals = append(goals, fmt.Sprintf("%s: a trestle ADD %.2fx the bridge plugin's (median), %.2fx (p99); a DEL %.2fx, %.2fx (goal: each at most %.1fx): %s",
-			r.DUT, x[0], x[1], x[2], x[3], PodChurnGoal, passWord(pass)))
+			r.DUT, x[0], x[1], x[2], x[3], PodChurnGoal, PassWord(pass)))
 	}
 	var cellRows [][]string
 	for _, r := range rows {

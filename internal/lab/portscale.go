@@ -447,10 +447,10 @@ func portScaleSection(rows []portScaleRow) (terminal, md string) {
 			}
 		}
 		if last.Ports > f.Ports && f.Unicast > 0 {
-			goals = append(goals, fmt.Sprintf("%s: unicast at %d ports %.2fx of %d ports (goal: within 5%%): %s", d, last.Ports, last.Unicast/f.Unicast, f.Ports, passWord(last.Unicast >= 0.95*f.Unicast)))
+			goals = append(goals, fmt.Sprintf("%s: unicast at %d ports %.2fx of %d ports (goal: within 5%%): %s", d, last.Ports, last.Unicast/f.Unicast, f.Ports, PassWord(last.Unicast >= 0.95*f.Unicast)))
 		}
 		if bcSeen {
-			goals = append(goals, fmt.Sprintf("%s: broadcast no worse than the Linux bridge's at every count both ran: %s", d, passWord(bcOK)))
+			goals = append(goals, fmt.Sprintf("%s: broadcast no worse than the Linux bridge's at every count both ran: %s", d, PassWord(bcOK)))
 		}
 	}
 	var cellRows [][]string

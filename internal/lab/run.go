@@ -588,7 +588,7 @@ func JoinNotes(notes ...string) string {
 	return strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
 }
 
-func passWord(ok bool) string {
+func PassWord(ok bool) string {
 	if ok {
 		return "pass"
 	}

@@ -26,7 +26,7 @@ type Scenario struct {
 	// test at each, about ten minutes a DUT).
 	BySize bool
 	// Tests are the scenario's tests: each a registered kind with its own
-	// settings (TCPTest{Streams: ...}), in the order the description
+	// settings (tcp.Kind{Streams: ...}), in the order the description
 	// names them; a unit runs them in the order of Kinds.
 	Tests []Kind
 	// IperfTime is the length of an iperf3 run, TCP's and UDP's.

@@ -5,10 +5,15 @@ import (
 
 	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/kinds/b2b"
+	"github.com/trestle/trestle/internal/lab/kinds/cache"
 	"github.com/trestle/trestle/internal/lab/kinds/flood"
 	"github.com/trestle/trestle/internal/lab/kinds/latency"
+	"github.com/trestle/trestle/internal/lab/kinds/learn"
 	"github.com/trestle/trestle/internal/lab/kinds/loss"
+	"github.com/trestle/trestle/internal/lab/kinds/table"
+	"github.com/trestle/trestle/internal/lab/kinds/tcp"
 	"github.com/trestle/trestle/internal/lab/kinds/throughput"
+	"github.com/trestle/trestle/internal/lab/kinds/udp"
 )
 
 // presets are the scenarios that combine kinds (a kind's own preset is
@@ -39,13 +44,13 @@ var presets = map[string]lab.Scenario{
 		Name: "rfc2889", Title: "RFC 2889: address caching capacity and learning rate",
 		About: "a 3-port bridge: how many addresses it holds without flooding, and how fast it learns new ones",
 		DUTs:  lab.MustSpecs("linux-bridge", "trestle:xdp", "ovs"), Hosts: 3, Chain: []int{1},
-		Tests: []lab.Kind{lab.CacheTest{Max: 1 << 17}, lab.LearnTest{Addrs: 8192}}, Reps: 1, Timing: lab.DefaultTiming,
+		Tests: []lab.Kind{cache.Kind{Max: 1 << 17}, learn.Kind{Addrs: 8192}}, Reps: 1, Timing: lab.DefaultTiming,
 	},
 	"speed": {
 		Name: "speed", Title: "trestle against its peers: 64-byte frames, broadcast and host TCP",
 		About: "a 4-port bridge: 64-byte throughput h1 to h2, broadcast from h1 to the three others, iperf3 TCP with 1 and 4 streams; trestle in xdp mode and in its default mode, the Linux bridge, Open vSwitch, and the straight path",
 		DUTs:  lab.MustSpecs("direct", "linux-bridge", "ovs", "trestle:xdp", "trestle"), Hosts: 4, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, flood.Kind{}, lab.TCPTest{Streams: []int{1, 4}}}, IperfTime: 5 * time.Second,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, flood.Kind{}, tcp.Kind{Streams: []int{1, 4}}}, IperfTime: 5 * time.Second,
 		Reps: 5, Timing: lab.DefaultTiming,
 	},
 	"flood": {
@@ -58,7 +63,7 @@ var presets = map[string]lab.Scenario{
 		Name: "fdb-scale", Title: "Does the table's size matter? Throughput to 1,000 and to 1,000,000 learned addresses",
 		About: "learn N addresses behind one port (N = 1,000 and 1,000,000) and check that the table holds them all (h3 sees any flooded), then the RFC 2544 search from h1 to h2, and with every frame to another of the N",
 		DUTs:  lab.MustSpecs("linux-bridge", "trestle:xdp", "ovs"), Hosts: 3, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.TableTest{Sizes: []int{1000, 1000000}}}, Reps: 3, Timing: lab.DefaultTiming,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{table.Kind{Sizes: []int{1000, 1000000}}}, Reps: 3, Timing: lab.DefaultTiming,
 	},
 	"veb-vs-bridge": {
 		Name: "veb-vs-bridge", Title: "A 4-port bridge, plain and with a filter", Seed: "000_5de8b09844379080.txt",
@@ -66,13 +71,13 @@ var presets = map[string]lab.Scenario{
 			"the Linux bridge plain and with an nftables bridge-family chain whose one rule accepts every frame (linux-bridge:nft), " +
 			"trestle in its default mode plain and with its filter on, the same one rule passing every frame (trestle@filter; the OpenBSD benchmarks' pf.conf was `pass`)",
 		DUTs: lab.MustSpecs("direct", "linux-bridge", "linux-bridge:nft", "trestle", "trestle@filter", "ovs"), Hosts: 4, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{lab.TCPTest{Streams: []int{1, 2, 4}}, flood.Kind{}}, IperfTime: 5 * time.Second, Reps: 3, Timing: lab.DefaultTiming,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{tcp.Kind{Streams: []int{1, 2, 4}}, flood.Kind{}}, IperfTime: 5 * time.Second, Reps: 3, Timing: lab.DefaultTiming,
 	},
 	"inline": {
 		Name: "inline", Title: "A bridge inline between client and server", Seed: "004_ec52c11c7ab3a191.txt",
 		About: "iperf3 TCP and UDP straight through against bridged: rate, loss, jitter and the CPU load of each",
 		DUTs:  lab.MustSpecs("direct", "linux-bridge", "trestle", "ovs:system"), Hosts: 2, Chain: []int{1},
-		Tests: []lab.Kind{lab.TCPTest{Streams: []int{1}}, lab.UDPTest{Rate: "1G"}}, IperfTime: 5 * time.Second, Reps: 3, Timing: lab.DefaultTiming,
+		Tests: []lab.Kind{tcp.Kind{Streams: []int{1}}, udp.Kind{Rate: "1G"}}, IperfTime: 5 * time.Second, Reps: 3, Timing: lab.DefaultTiming,
 	},
 	"chain": {
 		Name: "chain", Title: "Bridges in a row, joined by patch ports or by veth pairs", Seed: "003_3e6f4237fce17ad8.txt",
@@ -81,7 +86,7 @@ var presets = map[string]lab.Scenario{
 			"in xdp and in its default mode; Open vSwitch's (userspace datapath) by veth pairs and, as ovs@patch, by its patch ports; the Linux bridge's by veth pairs, its only way. " +
 			"The report draws each against the chain's length, and each relative to its own one-bridge figure, as the chained Open vSwitch bridges report did",
 		DUTs: lab.MustSpecs("direct", "linux-bridge", "trestle", "trestle@veth", "trestle:xdp", "trestle:xdp@veth", "ovs", "ovs@patch"), Hosts: 2, Chain: []int{1, 3, 5, 7, 9},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, lab.TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 1, Timing: lab.DefaultTiming,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, tcp.Kind{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 1, Timing: lab.DefaultTiming,
 		Goals: []lab.Goal{
 			{Test: lab.TestThroughput, Param: "64", DUT: "trestle:xdp", Chain: 9, Base: "trestle:xdp", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's frames, in xdp mode (the chained Open vSwitch bridges report found Open vSwitch's patch ports free)"},
 			{Test: lab.TestTCP, Param: "streams=1", DUT: "trestle", Chain: 9, Base: "trestle", BaseChain: 1, Min: 0.9, Why: "9 bridges joined by patch ports keep 90% of one bridge's host TCP, in the default mode"},
@@ -169,7 +174,7 @@ var presets = map[string]lab.Scenario{
 			"Goals: trestle's cost at most 5% in xdp mode (OpenBSD's vlan(4) lost 38%), trestle tagged at least 0.98x the VLAN floor in xdp mode, and trestle at least 5x Open vSwitch with VLANs. " +
 			"5 repetitions, about 27 minutes (Open vSwitch's searches take longest)",
 		DUTs: lab.MustSpecs("floor@vlan", "trestle:xdp", "trestle:xdp@vlan", "trestle", "trestle@vlan", "ovs", "ovs@vlan", "linux-bridge", "linux-bridge@vlan"), Hosts: 2, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, lab.TCPTest{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 5, Timing: lab.DefaultTiming,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, tcp.Kind{Streams: []int{1}}}, IperfTime: 5 * time.Second, Reps: 5, Timing: lab.DefaultTiming,
 		Goals: []lab.Goal{
 			{Test: lab.TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "trestle:xdp", Min: 0.95, Why: "trestle's VLAN cost in xdp mode at most 5% (vlan(4) lost 38%)"},
 			{Test: lab.TestThroughput, Param: "64", DUT: "trestle:xdp@vlan", Base: "floor@vlan", Min: 0.98, Why: "trestle tagged at least 0.98x the VLAN floor (a bare XDP tag push and redirect) in xdp mode"},
