@@ -24,3 +24,8 @@ const (
 	TestTCP = "tcp" // iperf3 TCP, h1 to h2, per stream count
 	TestUDP = "udp" // iperf3 UDP, h1 to h2: rate, loss, jitter
 )
+
+// TestLoadLatency: after the throughput search, a stream at each of
+// Shares of the PDR (CSIT's latency under load: 10, 50, 90%), 1 frame in
+// 64 timed; p50, p90, p99, p99.9 and max.
+const TestLoadLatency = "latency-load"

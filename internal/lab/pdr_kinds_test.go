@@ -10,6 +10,7 @@ import (
 	. "github.com/trestle/trestle/internal/lab"
 	_ "github.com/trestle/trestle/internal/lab/kinds/all"
 	"github.com/trestle/trestle/internal/lab/kinds/latency"
+	"github.com/trestle/trestle/internal/lab/kinds/loadlatency"
 	"github.com/trestle/trestle/internal/lab/kinds/throughput"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestExecuteBidirectional(t *testing.T) {
 	RequireRoot(t)
 	sc := tinyScenario([]string{"direct", "floor", "linux-bridge"})
-	sc.Tests = []Kind{throughput.Kind{}, LoadLatencyTest{Shares: CSITLoadShares}, latency.Kind{Fractions: []float64{1}}}
+	sc.Tests = []Kind{throughput.Kind{}, loadlatency.Kind{Shares: CSITLoadShares}, latency.Kind{Fractions: []float64{1}}}
 	sc.Bidirectional = true
 	sc.Timing.Search.LossGoal, sc.Timing.Search.PDRLoss = 0.01, 0.05
 	run, _ := execute(t, sc, "")

@@ -11,6 +11,7 @@ import (
 	_ "github.com/trestle/trestle/internal/lab/kinds/idle"
 	_ "github.com/trestle/trestle/internal/lab/kinds/latency"
 	_ "github.com/trestle/trestle/internal/lab/kinds/learn"
+	_ "github.com/trestle/trestle/internal/lab/kinds/loadlatency"
 	_ "github.com/trestle/trestle/internal/lab/kinds/loss"
 	_ "github.com/trestle/trestle/internal/lab/kinds/table"
 	_ "github.com/trestle/trestle/internal/lab/kinds/tcp"

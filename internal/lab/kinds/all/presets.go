@@ -9,6 +9,7 @@ import (
 	"github.com/trestle/trestle/internal/lab/kinds/flood"
 	"github.com/trestle/trestle/internal/lab/kinds/latency"
 	"github.com/trestle/trestle/internal/lab/kinds/learn"
+	"github.com/trestle/trestle/internal/lab/kinds/loadlatency"
 	"github.com/trestle/trestle/internal/lab/kinds/loss"
 	"github.com/trestle/trestle/internal/lab/kinds/table"
 	"github.com/trestle/trestle/internal/lab/kinds/tcp"
@@ -31,13 +32,13 @@ var presets = map[string]lab.Scenario{
 		Name: "router-pps", Title: "Packets per second at the smallest frame and IMIX", Seed: "001_d9f4f4a0a59eb3ef.txt",
 		About: "RFC 2544 throughput at 64 bytes and IMIX through a 2-port bridge, the NDR (zero loss) and the PDR (at most 0.5% lost) from one search, with the IMIX bandwidth estimate, repeated for ministat; each DUT against direct and against the floor (a bare XDP redirect between the bridge's two ports); then latency under load at 10, 50 and 90% of the PDR",
 		DUTs:  lab.MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "ovs"), Hosts: 2, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64", "imix"}, Tests: []lab.Kind{throughput.Kind{}, lab.LoadLatencyTest{Shares: lab.CSITLoadShares}}, Reps: 3, Timing: lab.DefaultTiming, Flows: 1,
+		Sizes: []lab.FrameSize{"64", "imix"}, Tests: []lab.Kind{throughput.Kind{}, loadlatency.Kind{Shares: lab.CSITLoadShares}}, Reps: 3, Timing: lab.DefaultTiming, Flows: 1,
 	},
 	"rfc2544": {
 		Name: "rfc2544", Title: "RFC 2544: throughput, latency, frame loss and back-to-back at every frame size",
 		About: "every RFC 2544 frame size and IMIX through a 2-port bridge: throughput (the NDR, and the PDR at 0.5% loss from the same search), latency at 10/50/90/100% of the NDR (RFC 2544) and under load at 10, 50 and 90% of the PDR (CSIT), the loss curve, back-to-back bursts",
 		DUTs:  lab.MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp"), Hosts: 2, Chain: []int{1},
-		Sizes: lab.RFC2544Sizes, BySize: true, Tests: []lab.Kind{throughput.Kind{}, lab.LoadLatencyTest{Shares: lab.CSITLoadShares}, latency.Kind{Fractions: []float64{0.1, 0.5, 0.9, 1.0}}, loss.Kind{}, b2b.Kind{}},
+		Sizes: lab.RFC2544Sizes, BySize: true, Tests: []lab.Kind{throughput.Kind{}, loadlatency.Kind{Shares: lab.CSITLoadShares}, latency.Kind{Fractions: []float64{0.1, 0.5, 0.9, 1.0}}, loss.Kind{}, b2b.Kind{}},
 		Reps: 1, Timing: lab.DefaultTiming,
 	},
 	"rfc2889": {
