@@ -18,19 +18,19 @@ import (
 // how it runs and what it records (Run, adding Results whose Test is its
 // Name, or its twins'). A kind's value is its test spec: its own settings
 // are its fields (tcp.Kind{Streams: []int{1, 4}}), and a scenario's Tests
-// are such values. A kind is registered by one line of Kinds; a unit runs
-// the scenario's tests in the order of Kinds, phase by phase (Phase). As
+// are such values. A kind registers itself (Register); a unit runs the
+// scenario's tests in the order of Kinds, phase by phase (Phase). As
 // the DUT interface does, a kind may have optional powers, found by type
 // assertion: flags of its own (flagger), a check of its settings with a
 // note for the run (preparer), a placement of its own (placer), words for
 // the scenario's description (describer, testsLiner), a report section of
 // its own (Reporter), a preset scenario of its own (presetter).
 //
-// Adding a kind is a file (the kind, its record type, its report section
-// as a Reporter, its test) and a line of Kinds: idle.go is one. The
-// records of the kinds from before the registry (restart, mac-flood,
-// soak, latency-load, cores) are still fields of Result (the JSON's
-// shape); a new kind's record goes in Result.Record.
+// Adding a kind is a package of internal/lab/kinds (its kind, record,
+// section and test; kinds/idle is one) and its line in kinds/all. The
+// records of the restart, mac-flood, soak and cores kinds, from before the
+// registry, are still fields of Result (the JSON's shape); a new kind's
+// record goes in Result.Record.
 type Kind interface {
 	Name() string
 	// Needs is what a unit of s must set up for the kind.
