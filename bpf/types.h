@@ -424,7 +424,7 @@ enum tr_filter_flags {
 struct tr_filter_tuple {
 	struct tr_filter_key mask;
 	__u32 min_prio;
-	__u32 pad; /* each mask 8-byte aligned */
+	__u32 unreadable; /* its entries match only TR_L4_UNREADABLE frames (TR_FILTER_UNREAD): no other frame looks it up; and each mask 8-byte aligned */
 };
 
 /* A bridge's rule set, by the index of the bridge copy that names it, so

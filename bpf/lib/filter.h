@@ -443,6 +443,8 @@ static __always_inline int tr_classify(const struct tr_filter_set *fs, const str
 		t = &fs->tuples[i];
 		if (t->min_prio >= best)
 			break; /* no rule of this mask or a later one comes first */
+		if (t->unreadable && k->l4 != TR_L4_UNREADABLE)
+			continue; /* a lookup that cannot hit: not one a readable frame pays */
 		tw = (const void *)&t->mask;
 #pragma unroll
 		for (__u32 j = 0; j < TR_FILTER_KEY_WORDS; j++)
@@ -639,6 +641,20 @@ static __always_inline int tr_state_hit(struct tr_state *st, const struct tr_fil
 	return 1;
 }
 
+/* x->sk's bridge's table of unestablished connections. Its key is in x,
+ * not on the stack, and reached through an opaque copy of x at each call
+ * site, so that the compiler does not keep one key address alive (spilled)
+ * across the calls between them: the stack of the deepest chain of calls
+ * has no room for it. */
+static __always_inline void *tr_halfopen_of(struct tr_filter_cpu *x)
+{
+	struct tr_filter_cpu *y = x;
+
+	asm volatile("" : "+r"(y));
+	y->bid = y->sk.bridge;
+	return bpf_map_lookup_elem(&filter_halfopen, &y->bid);
+}
+
 /* An opening connection now established: into filter_states, if its
  * bridge and the port that opened it have room (else it stays where it
  * is, live, and is tried again at its next lookup). */
@@ -666,7 +682,7 @@ static __always_inline void tr_state_promote(const struct tr_filter_set *fs, str
 	__sync_fetch_and_add(pc, 1);
 	/* Looked up again, not kept across the calls above: the stack of the
 	 * deepest chain of calls has no room for its spill. */
-	ho = bpf_map_lookup_elem(&filter_halfopen, &x->bid);
+	ho = tr_halfopen_of(x);
 	if (ho)
 		bpf_map_delete_elem(ho, &x->sk);
 }
@@ -684,8 +700,7 @@ static __always_inline int tr_state_pass(const struct tr_filter_set *fs, struct 
 	x->now = jiffies_hz ? bpf_ktime_get_coarse_ns() : x->tick;
 	st = bpf_map_lookup_elem(&filter_states, &x->sk);
 	if (!st || !tr_state_hit(st, x)) {
-		x->bid = x->sk.bridge;
-		ho = bpf_map_lookup_elem(&filter_halfopen, &x->bid);
+		ho = tr_halfopen_of(x);
 		if (!ho)
 			return 0;
 		st = bpf_map_lookup_elem(ho, &x->sk);
@@ -786,8 +801,7 @@ static __always_inline int tr_filter(void *ctx, const int xdp, __u32 set, __u32 
 		 * over an expired entry, or one another CPU made just now. A
 		 * bridge with no LRU (the control plane makes it before it
 		 * writes a set that keeps state) cannot track it: blocked. */
-		x->bid = x->sk.bridge;
-		ho = bpf_map_lookup_elem(&filter_halfopen, &x->bid);
+		ho = tr_halfopen_of(x);
 		if (!ho || bpf_map_update_elem(ho, &x->sk, ns, BPF_ANY))
 			return TR_DROP_STATE_FULL;
 	}

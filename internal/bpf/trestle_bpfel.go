@@ -390,10 +390,10 @@ type TrestleTrFilterSet struct {
 	Pad          uint16
 	Gen          uint32
 	Tuples       [32]struct {
-		_       structs.HostLayout
-		Mask    TrestleTrFilterKey
-		MinPrio uint32
-		Pad     uint32
+		_          structs.HostLayout
+		Mask       TrestleTrFilterKey
+		MinPrio    uint32
+		Unreadable uint32
 	}
 	MaxStates     uint32
 	MaxPortStates uint32

@@ -426,6 +426,7 @@ func compileFilter(set uint16, f *Filter, c *filterCopy) (tbpf.FilterSet, error)
 	}
 	var all []entry
 	minPrio := map[tbpf.FilterKey]uint32{}
+	unreadable := map[tbpf.FilterKey]bool{} // masks of unreadableMatches
 	for i, r := range f.Rules {
 		var flags uint16
 		if r.Block {
@@ -447,7 +448,11 @@ func compileFilter(set uint16, f *Filter, c *filterCopy) (tbpf.FilterSet, error)
 		add(ruleMatches(set, r), hit)
 		if r.Block && readsL4(r) {
 			hit.Flags |= tbpf.FilterUnread
-			add(unreadableMatches(set, r), hit)
+			um := unreadableMatches(set, r)
+			add(um, hit)
+			for _, m := range um {
+				unreadable[m.mask] = true
+			}
 		}
 	}
 	if len(minPrio) > len(fs.Tuples) {
@@ -469,6 +474,9 @@ func compileFilter(set uint16, f *Filter, c *filterCopy) (tbpf.FilterSet, error)
 	for i, m := range masks {
 		fs.Tuples[i].Mask = m
 		fs.Tuples[i].MinPrio = minPrio[m]
+		if unreadable[m] {
+			fs.Tuples[i].Unreadable = 1
+		}
 		index[m] = uint16(i)
 	}
 	// Each entry under its mask's index (the datapath looks up mask i's

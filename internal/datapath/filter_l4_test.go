@@ -191,8 +191,15 @@ func TestUnreadableEntries(t *testing.T) {
 	}
 	for _, c := range cases {
 		fc := &filterCopy{entries: map[tbpf.FilterKey]tbpf.FilterHit{}, rules: []uint16{7}}
-		if _, err := compileFilter(2, &Filter{Rules: []FilterRule{c.r}}, fc); err != nil {
+		fs, err := compileFilter(2, &Filter{Rules: []FilterRule{c.r}}, fc)
+		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
+		}
+		// Their shape is marked, so that no readable frame looks it up.
+		for _, tp := range fs.Tuples[:fs.Ntuples] {
+			if want := tp.Mask.L4 == 0xff && tp.Mask.Proto == 0; (tp.Unreadable == 1) != want {
+				t.Errorf("%s: shape %+v marked unreadable %d, want %v", c.name, tp.Mask, tp.Unreadable, want)
+			}
 		}
 		var got []uint16
 		for k, h := range fc.entries {
