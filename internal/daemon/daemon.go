@@ -70,6 +70,10 @@ type Daemon struct {
 	// the control socket.
 	aging chan struct{}
 
+	// reserved are the port slots given a reserve at their bridge's mark
+	// at the last look (fair.go).
+	reserved map[uint16]bool
+
 	capture *captureState // the running `trestle capture` (capture.go)
 	ovl     *overlayState // overlay ports' VNIs (overlay.go)
 	events  *eventLog     // what is logged as events, and kept (events.go)
