@@ -680,6 +680,7 @@ const (
 	TrestleMapMirrors             = "mirrors"
 	TrestleMapPatchFloods         = "patch_floods"
 	TrestleMapPatches             = "patches"
+	TrestleMapPortHold            = "port_hold"
 	TrestleMapPortIndex           = "port_index"
 	TrestleMapPortMacs            = "port_macs"
 	TrestleMapPortMacsDel         = "port_macs_del"
@@ -819,6 +820,7 @@ type TrestleMapSpecs struct {
 	Mirrors           *ebpf.MapSpec `ebpf:"mirrors"`
 	PatchFloods       *ebpf.MapSpec `ebpf:"patch_floods"`
 	Patches           *ebpf.MapSpec `ebpf:"patches"`
+	PortHold          *ebpf.MapSpec `ebpf:"port_hold"`
 	PortIndex         *ebpf.MapSpec `ebpf:"port_index"`
 	PortMacs          *ebpf.MapSpec `ebpf:"port_macs"`
 	PortMacsDel       *ebpf.MapSpec `ebpf:"port_macs_del"`
@@ -922,6 +924,7 @@ type TrestleMaps struct {
 	Mirrors           *ebpf.Map `ebpf:"mirrors"`
 	PatchFloods       *ebpf.Map `ebpf:"patch_floods"`
 	Patches           *ebpf.Map `ebpf:"patches"`
+	PortHold          *ebpf.Map `ebpf:"port_hold"`
 	PortIndex         *ebpf.Map `ebpf:"port_index"`
 	PortMacs          *ebpf.Map `ebpf:"port_macs"`
 	PortMacsDel       *ebpf.Map `ebpf:"port_macs_del"`
@@ -969,6 +972,7 @@ func (m *TrestleMaps) Close() error {
 		m.Mirrors,
 		m.PatchFloods,
 		m.Patches,
+		m.PortHold,
 		m.PortIndex,
 		m.PortMacs,
 		m.PortMacsDel,
