@@ -114,17 +114,7 @@ func TestMACTheft(t *testing.T) {
 func TestChainedTheft(t *testing.T) {
 	t.Parallel()
 	l := newLab(t, pods)
-	fixtures := t.TempDir()
-	// The plugin before trestle: reports the host interface $TARGET.
-	script := `#!/bin/sh
-case "$CNI_COMMAND" in
-ADD) echo '{"cniVersion": "1.1.0", "interfaces": [{"name": "'"$TARGET"'"}]}' ;;
-VERSION) echo '{"cniVersion": "1.1.0", "supportedVersions": ["1.0.0", "1.1.0"]}' ;;
-esac
-`
-	if err := os.WriteFile(filepath.Join(fixtures, "name-fixture"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	fixtures := nameFixture(t)
 	chained := l.network("chained", map[string]any{"bridge": "pods"}, map[string]any{"type": "name-fixture"})
 	plain := l.network("plain", map[string]any{"bridge": "pods"})
 	victim, attacker := testutil.NewNS(t, "victim"), testutil.NewNS(t, "attacker")
@@ -155,4 +145,22 @@ esac
 		}
 	}
 	l.must("del", plain, victim)
+}
+
+// nameFixture writes the plugin before trestle in a chain, of type
+// name-fixture, that reports the host interface $TARGET, and returns its
+// directory (for CNI_PATH).
+func nameFixture(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := `#!/bin/sh
+case "$CNI_COMMAND" in
+ADD) echo '{"cniVersion": "1.1.0", "interfaces": [{"name": "'"$TARGET"'"}]}' ;;
+VERSION) echo '{"cniVersion": "1.1.0", "supportedVersions": ["1.0.0", "1.1.0"]}' ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(dir, "name-fixture"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
