@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/frrconf"
+	"github.com/trestle/trestle/internal/lab/sink"
 	"github.com/trestle/trestle/internal/netnsutil"
 )
 
@@ -377,3 +380,134 @@ func (s *Site) RestartFRR(ctx context.Context) (Restarted, error) {
 func (s *Site) Vtysh(ctx context.Context, cmd string) (string, error) {
 	return s.NS.Run(ctx, "vtysh", "--vty_socket", s.FRR, "-c", cmd)
 }
+
+// Rig is a Rig on the sites' stations (Topo) whose DUT d is already up on
+// the sites (each site's switch; d's Setup is not called): the generator,
+// sinks, searches and iperf3 of the lab's other topologies, host i being
+// the i-th station of all.
+func (ss *Sites) Rig(d DUT, place Placement, env *Env) *Rig {
+	return &Rig{T: ss.Topo(), DUT: d, Place: place, Env: env, sinks: map[int]*sink.Sink{}}
+}
+
+// RestartWindow is a restart's stream (as the restart kind runs it) on a
+// rig of the caller's: learning frames from every host, then a stream from
+// host 0 to host 1 at rate through which event runs, lead after it starts;
+// the stream goes on for tail after the DUT is back.
+func (r *Rig) RestartWindow(ctx context.Context, mix frame.Mix, rate float64, flows int, lead, tail time.Duration, tm Timing, event func(context.Context) (Restarted, error)) (RestartEvent, error) {
+	return r.restartWindow(ctx, mix, rate, flows, lead, tail, tm, event)
+}
+
+// Announce sends a station's first frame from mac out of h's interface: a
+// broadcast with the lab's learning ethertype, which a switch learns mac
+// from (and, with EVPN, advertises) and the stations' stacks drop.
+func (h *Host) Announce(mac net.HardwareAddr) error { return sendFrame(h, learningFrame(mac)) }
+
+// SiteTrestle is trestle's daemon as a site's switch (StartTrestle), with
+// persist: its restart is measured, and Teardown's `trestle down` removes
+// its VNIs and its pinned datapath.
+type SiteTrestle struct{ d *trestleDUT }
+
+// StartTrestle runs trestle of spec v (its build, its ports' mode) as
+// site s's switch, through nsenter (persist pins its datapath in the
+// lab's mount namespace), with the configuration config(mode, socket)
+// gives. It returns once every port is up, or with skip (the daemon's
+// reason) when an overlay port stays down beside a host port that is up:
+// the DUT cannot run the overlay. It returns the daemon for Teardown once
+// it was made, whatever the error.
+func (s *Site) StartTrestle(ctx context.Context, v Spec, env *Env, config func(mode, sock string) string) (t *SiteTrestle, skip string, err error) {
+	d, err := v.newDUT()
+	if err != nil {
+		return nil, "", err
+	}
+	td, ok := d.(*trestleDUT)
+	if !ok {
+		return nil, "", fmt.Errorf("site %s: %s is not a trestle DUT", s.Name(), v.Text)
+	}
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		return nil, "", fmt.Errorf("trestle with persist runs in the host's namespace through nsenter: %w (it is in util-linux)", err)
+	}
+	td.env, td.ns, td.persist = env, s.NS, true
+	td.sock = filepath.Join(env.WorkDir, s.NS.Name+".sock")
+	td.cfg = filepath.Join(env.WorkDir, s.NS.Name+".toml")
+	if err := os.WriteFile(td.cfg, []byte(config(td.mode, td.sock)), 0o644); err != nil {
+		return nil, "", err
+	}
+	td.own = env.Trestle
+	if td.bin != "" {
+		td.own = td.bin
+	}
+	t = &SiteTrestle{td}
+	p, err := td.start(td.own)
+	if err != nil {
+		return t, "", err
+	}
+	// Every port attached, or the overlay port down with its reason: the
+	// host port up and every port settled.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var st ctl.Status
+		err := ctl.Call(td.sock, ctl.Request{Cmd: ctl.CmdShow}, &st)
+		if err == nil {
+			if allUp(st) {
+				td.pinDir = st.PinDir
+				// Each port's mode as attached, and why (the default
+				// mode's choice is the daemon's).
+				td.set = map[string]string{}
+				for _, b := range st.Bridges {
+					for _, port := range b.Ports {
+						td.set["port "+port.Name] = fmt.Sprintf("%s: %s", port.Mode, port.Reason)
+					}
+				}
+				return t, "", nil
+			}
+			for _, b := range st.Bridges {
+				for _, port := range b.Ports {
+					if port.Overlay != nil && port.State == "down" && port.Reason != "" && hostPortUp(b) {
+						td.pinDir = st.PinDir
+						return t, fmt.Sprintf("the overlay port %s stays down beside %s host ports: %s", port.Name, td.mode, port.Reason), nil
+					}
+				}
+			}
+		}
+		select {
+		case <-p.Done():
+			return t, "", fmt.Errorf("trestle run on host %s exited: %v\n%s", s.Name(), p.Err(), p.Output())
+		case <-ctx.Done():
+			return t, "", ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return t, "", fmt.Errorf("trestle run on host %s: ports not up after 15s (%v)\n%s", s.Name(), err, p.Output())
+		}
+	}
+}
+
+func hostPortUp(b ctl.BridgeStatus) bool {
+	for _, p := range b.Ports {
+		if p.Overlay == nil && p.State == "up" {
+			return true
+		}
+	}
+	return false
+}
+
+// Sock is the daemon's control socket.
+func (t *SiteTrestle) Sock() string { return t.d.sock }
+
+// Mode is the mode of its host ports (the spec's; "" the daemon's choice).
+func (t *SiteTrestle) Mode() string { return t.d.mode }
+
+// Label is its build for people: its path and the version it reports.
+func (t *SiteTrestle) Label() string { return t.d.label(t.d.own) }
+
+// Settings are its ports' modes as attached, and why.
+func (t *SiteTrestle) Settings() map[string]string { return t.d.set }
+
+// Restart restarts the daemon by an event of the restart kind's
+// (EventSIGTERM, ...).
+func (t *SiteTrestle) Restart(ctx context.Context, kind string) (Restarted, error) {
+	return t.d.Restart(ctx, kind)
+}
+
+// Teardown stops the daemon and takes its datapath and VNIs down.
+func (t *SiteTrestle) Teardown(ctx context.Context) error { return t.d.Teardown(ctx) }
