@@ -210,6 +210,15 @@ func TestExecuteOverlay(t *testing.T) {
 	}
 	sc := lab.Scenarios["overlay"]
 	sc.Reps, sc.Timing, sc.IperfTime = 1, labtest.TinyTiming(), time.Second
+	// A trial passes on what it lost alone, not on whether the generator
+	// kept its pace: on a loaded machine (a fresh-clone run at load 12)
+	// the generator, starved of its CPU, fell short of the rates asked,
+	// down to 358 pps in the broadcast to three remote VTEPs, for every
+	// DUT, and the broadcast's search found no rate, though nothing was
+	// lost.
+	// Whether frames cross is what this test asks; the rates it records
+	// are what the generator offered.
+	sc.Timing.Search.Shortfall = 1
 	lab.Configure(&sc, func(k Kind) Kind { k.Stations, k.Streams = 3, []int{1}; return k })
 	before := labtest.Namespaces(t)
 	run, err := lab.Execute(context.Background(), lab.Config{Scenario: sc, Placement: "shared", Trestle: labtest.TrestleBinary(t), WorkDir: t.TempDir()})
