@@ -3,7 +3,8 @@
 // trestle daemon, FRR's zebra and bgpd, and hosts of its own, joined by a
 // routed underlay (a veth for two, a Linux bridge in a namespace of its own
 // for more); iBGP (a full mesh) or eBGP with advertise-all-vni carries EVPN
-// between them.
+// between them. The hosts are the lab's Sites (internal/lab), the topology
+// its overlay kind measures.
 package overlay
 
 import (
