@@ -403,7 +403,6 @@ var coreKinds = []Kind{
 	CoresTest{},
 	PortScaleTest{},
 	PodChurnTest{},
-	OverlayTest{},
 }
 
 // registered are the kinds of their own packages, in the order they

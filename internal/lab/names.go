@@ -29,3 +29,7 @@ const (
 // Shares of the PDR (CSIT's latency under load: 10, 50, 90%), 1 frame in
 // 64 timed; p50, p90, p99, p99.9 and max.
 const TestLoadLatency = "latency-load"
+
+// TestOverlay: the overlay kind's, two hosts joined by VXLAN with EVPN by
+// FRR (Sites); tcp's kind runs after it.
+const TestOverlay = "overlay"

@@ -9,8 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trestle/trestle/internal/lab"
 )
@@ -86,4 +89,37 @@ func Execute(t *testing.T, sc lab.Scenario, bin string) *lab.Run {
 		}
 	}
 	return run
+}
+
+// TinyTiming is the lab's timing cut to what a test can wait for: trials
+// of 300 ms, confirmations of 500 ms. A kind's test asks whether each DUT
+// forwards, not whether it loses nothing: up to 5% lost passes (Open
+// vSwitch's userspace datapath drops a few frames at most rates here, and
+// a zero-loss search can then find no rate).
+func TinyTiming() lab.Timing {
+	tm := lab.DefaultTiming
+	tm.Search.Trial, tm.Search.Confirm = 300*time.Millisecond, 500*time.Millisecond
+	tm.Settle, tm.Drain = 50*time.Millisecond, 100*time.Millisecond
+	tm.Search.LossGoal = 0.05
+	return tm
+}
+
+// Namespaces are the network namespaces of this process's lab runs (their
+// names start with "tl" and its PID): a test compares them before a run
+// and after, to see that it left none.
+func Namespaces(t *testing.T) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/run/netns")
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	prefix := "tl" + strconv.Itoa(os.Getpid())
+	var out []string
+	for _, e := range ents {
+		// tl12 is not tl123's: what follows the PID is no digit.
+		if rest, ok := strings.CutPrefix(e.Name(), prefix); ok && (rest == "" || rest[0] < '0' || rest[0] > '9') {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
