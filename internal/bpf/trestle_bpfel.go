@@ -216,7 +216,9 @@ const (
 	TrestleTrDropReasonTR_DROP_IPGUARD_ND       TrestleTrDropReason = 26
 	TrestleTrDropReasonTR_DROP_IPGUARD_IP       TrestleTrDropReason = 27
 	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED    TrestleTrDropReason = 28
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 29
+	TrestleTrDropReasonTR_DROP_RA_GUARD         TrestleTrDropReason = 29
+	TrestleTrDropReasonTR_DROP_DHCP_GUARD       TrestleTrDropReason = 30
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 31
 )
 
 type TrestleTrEncap struct {
@@ -482,12 +484,14 @@ const (
 	TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED TrestleTrPortFlags = 32768
 	TrestleTrPortFlagsTR_PORT_QINQ          TrestleTrPortFlags = 65536
 	TrestleTrPortFlagsTR_PORT_VIA           TrestleTrPortFlags = 131072
+	TrestleTrPortFlagsTR_PORT_RA_GUARD      TrestleTrPortFlags = 262144
+	TrestleTrPortFlagsTR_PORT_DHCP_GUARD    TrestleTrPortFlags = 524288
 )
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
 	C     [11]uint64
-	Drops [29]uint64
+	Drops [31]uint64
 }
 
 type TrestleTrPortVlans struct {
