@@ -67,9 +67,9 @@
 #define TR_PORT_GUARDS (TR_PORT_IP_GUARD | TR_PORT_RA_GUARD | TR_PORT_DHCP_GUARD)
 
 /* tr_ipguard's port: its slot in the low 16 bits, its TR_PORT_GUARDS
- * flags 12 bits up (bits 25..31). One argument, not two: a fifth argument
- * to the global function grew the tc filter builds' deepest stack by 16
- * bytes, to the verifier's limit of 512. */
+ * flags 12 bits up (bits 25..31), one argument: the call keeps the four
+ * it had. (The tc filter builds' deepest stack is 512 with this or with a
+ * fifth argument, 16 bytes more than before: XXX, at the verifier's limit.) */
 #define TR_GUARD_WHO(slot, flags) ((__u32)(slot) | ((__u32)(flags) & TR_PORT_GUARDS) << 12)
 
 static __always_inline int tr_guard_known(const struct tr_guard_key *k)
