@@ -33,7 +33,7 @@ func TestServiceGuards(t *testing.T) {
 				t.Errorf("show %s: ra_guard %t, dhcp_guard %t, want %t", p.Name, p.RAGuard, p.DHCPGuard, want)
 			}
 		}
-		if out, err := l.CLI("show"); err != nil || !strings.Contains(out, "ra_guard, dhcp_guard") {
+		if out, err := l.CLI("show"); err != nil || !strings.Contains(out, "ra_guard; dhcp_guard") {
 			t.Errorf("show says no guards of port-h1 (%v):\n%s", err, out)
 		}
 
