@@ -146,14 +146,12 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 	 *     DHCP server's message (lib/ipguard.h); before anything is
 	 *     learned from the frame. */
 	if (in->flags & TR_PORT_GUARDS) {
-		int g = TR_CALL(xdp, tr_ipguard, ctx, TR_GUARD_WHO(in->slot, in->flags), f.l3_off, f.proto);
+		/* A reason, or 0; masked so that the verifier knows its range
+		 * (what a global function returns is any value to it). */
+		__u32 g = TR_CALL(xdp, tr_ipguard, ctx, TR_GUARD_WHO(in->slot, in->flags), f.l3_off, f.proto) & 0xff;
 
 		if (g) {
-			/* Constant reasons: the verifier cannot bound a returned index. */
-			tr_drop_frame(d, st, g == TR_GUARD_ARP ? TR_DROP_IPGUARD_ARP
-				       : g == TR_GUARD_ND ? TR_DROP_IPGUARD_ND
-				       : g == TR_GUARD_IP ? TR_DROP_IPGUARD_IP
-				       : g == TR_GUARD_RA ? TR_DROP_RA_GUARD : TR_DROP_DHCP_GUARD);
+			tr_drop_frame(d, st, g < TR_DROP__MAX ? g : TR_DROP_IPGUARD_IP);
 			return;
 		}
 	}

@@ -50,6 +50,7 @@ enum tr_state_timeouts _btf_state_timeouts __attribute__((unused));
 const volatile enum tr_event_limits _btf_event_limits __attribute__((unused)) = 0;
 const volatile enum tr_event_type _btf_event_type __attribute__((unused)) = 0;
 const volatile enum tr_filter_unread _btf_filter_unread __attribute__((unused)) = 0;
+const volatile enum tr_filter_l4 _btf_filter_l4 __attribute__((unused)) = 0;
 const volatile struct tr_event _btf_event __attribute__((unused)) = {};
 
 /* The filter stage, in the programs that have it: the frame, with its
@@ -71,8 +72,7 @@ static __always_inline int tr_filtered(void *ctx, const int xdp, struct tr_pkt *
 	r = TR_CALL(xdp, tr_filter, ctx, set, ports, d->vlan, p->wire);
 	if (!r)
 		return 0;
-	/* Constant reasons: the verifier cannot bound a returned index. */
-	tr_drop_frame(d, d->in_st, r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED);
+	tr_drop_frame(d, d->in_st, tr_filter_reason(r));
 	return 1;
 }
 

@@ -68,6 +68,7 @@ enum tr_drop_reason {
 	TR_DROP_IPGUARD_ND,    /* ip_guard: a neighbour advertisement (or DAD solicitation) whose target is not the port's, or ICMPv6 hidden past the extension headers read */
 	TR_DROP_IPGUARD_IP,    /* ip_guard: an IPv4 or IPv6 frame whose source is not the port's (nor 0.0.0.0 DHCP, nor :: DAD/MLD) */
 	TR_DROP_DOUBLE_TAGGED, /* on an access port that is no qinq port, a second tag behind a priority tag or an S-tag */
+	TR_DROP_UNREADABLE,    /* the filter: a block rule that names a protocol, ports or an ICMP type met a frame whose transport header it could not read (past TR_FILTER_EXTHDRS extension headers or TR_FILTER_L4_MAX bytes, or cut short, a tiny first fragment among them) */
 	TR_DROP_RA_GUARD,      /* ra_guard: an ICMPv6 router advertisement or redirect, or ICMPv6 hidden past the extension headers read */
 	TR_DROP_DHCP_GUARD,    /* dhcp_guard: a DHCP server's message (UDP 67 -> 68; DHCPv6 ADVERTISE, REPLY, RECONFIGURE or RELAY-REPL from port 547) */
 	TR_DROP__MAX,
@@ -358,7 +359,7 @@ enum tr_filter_limits {
 	TR_FILTER_ENTRIES = 65536,  /* classifier entries of all rule sets: a rule is one per port prefix it expands to */
 	TR_FILTER_COUNTERS = 16384, /* rule counters of all rule sets */
 	TR_FILTER_STATES = 262144,  /* established connections of all bridges (each bridge and port bounded within it: tr_filter_set) */
-	TR_FILTER_OPENING = 32768,  /* connections not yet established, of all bridges: least recently used goes first when full */
+	TR_FILTER_OPENING = 8192,   /* connections not yet established, of each bridge that keeps state (its own LRU): least recently used goes first when full */
 	TR_FILTER_EXTHDRS = 6,      /* IPv6 extension headers the filter reads through to the transport header */
 	TR_FILTER_L4_MAX = 512,     /* the transport header's furthest offset the filter reads (from the Ethernet header) */
 	TR_FILTER_CACHE = 256,      /* decisions each CPU remembers, by a hash of the frame's key */
@@ -384,16 +385,27 @@ struct tr_filter_key {
 	__u8 dmac[6];
 	__u8 src[16];
 	__u8 dst[16];
-	__u8 l4;   /* 1: the transport header was read (ports, ICMP type); rules with port or ICMP keys match only such frames */
+	__u8 l4;   /* enum tr_filter_l4: whether the transport header was read */
 	__u8 pad[3]; /* to 64 bytes: the datapath masks, hashes and compares keys 8 bytes at a time */
 };
 
-/* Why a frame's transport header could not be read (it then matches only
- * rules without port or ICMP keys), counted per bridge in filter_unread. */
+/* A frame key's l4. A rule with port or ICMP keys matches only frames whose
+ * transport header was read (TR_L4_READ); a block rule that names a
+ * protocol, ports or an ICMP type is also one entry more, without them, that
+ * matches TR_L4_UNREADABLE frames and blocks them (TR_FILTER_UNREAD): a
+ * frame the filter cannot read is never passed by a port rule's silence. */
+enum tr_filter_l4 {
+	TR_L4_NONE = 0,       /* no transport header the rules read: not TCP, UDP or ICMP, or a non-first fragment (the first fragment carries it) */
+	TR_L4_READ = 1,       /* read: ports, ICMP type */
+	TR_L4_UNREADABLE = 2, /* one should be there and could not be read: TR_UNREAD_EXTHDRS, TR_UNREAD_TRUNCATED */
+};
+
+/* Why a frame's transport header could not be read, counted per bridge in
+ * filter_unread. */
 enum tr_filter_unread {
 	TR_UNREAD_FRAGMENT = 0, /* a non-first IPv4 or IPv6 fragment */
 	TR_UNREAD_EXTHDRS,      /* more than TR_FILTER_EXTHDRS IPv6 extension headers, or past TR_FILTER_L4_MAX */
-	TR_UNREAD_TRUNCATED,    /* a header cut short, or beyond what the datapath can load */
+	TR_UNREAD_TRUNCATED,    /* a header cut short, by the frame or by the IP datagram's length (a first fragment too short for it: RFC 1858's tiny fragment), or beyond what the datapath can load */
 	TR_UNREAD__MAX,
 };
 
@@ -408,6 +420,7 @@ struct tr_filter_hit {
 enum tr_filter_flags {
 	TR_FILTER_BLOCK = 1,      /* rule: blocks; set: the default blocks */
 	TR_FILTER_KEEP_STATE = 2, /* rule: a frame it passes opens a connection; set: some rule does */
+	TR_FILTER_UNREAD = 4,     /* rule: the entry of a block rule that matches frames whose transport header could not be read (TR_L4_UNREADABLE); it drops them as TR_DROP_UNREADABLE */
 };
 
 /* One mask of a rule set, with the lowest prio of its rules: a search in
@@ -415,7 +428,7 @@ enum tr_filter_flags {
 struct tr_filter_tuple {
 	struct tr_filter_key mask;
 	__u32 min_prio;
-	__u32 pad; /* each mask 8-byte aligned */
+	__u32 unreadable; /* its entries match only TR_L4_UNREADABLE frames (TR_FILTER_UNREAD): no other frame looks it up; and each mask 8-byte aligned */
 };
 
 /* A bridge's rule set, by the index of the bridge copy that names it, so
@@ -447,6 +460,8 @@ struct tr_state_key {
 	__u16 bport;
 	__u8 a[16];
 	__u8 b[16];
+	__u16 vlan;  /* the frame's VLAN: the same addresses in another VLAN are another connection */
+	__u16 pad;
 };
 
 /* How long a connection lives after its last frame, in seconds (pf's

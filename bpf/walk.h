@@ -181,9 +181,7 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 
 			if (r) {
 				/* On the ingress port in the frame's first bridge. */
-				tr_drop(&w->drop, tr_stats(w->fin),
-					r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED,
-					w->fin != w->in_slot);
+				tr_drop(&w->drop, tr_stats(w->fin), tr_filter_reason(r), w->fin != w->in_slot);
 				continue;
 			}
 		}
@@ -212,8 +210,7 @@ static __always_inline int tr_hop_filtered(void *ctx, const int xdp, struct tr_w
 	r = TR_CALL(xdp, tr_filter, ctx, br->filter_set, ports, w->vlan, w->wire);
 	if (!r)
 		return 0;
-	tr_drop(&w->drop, tr_stats(ports & 0xffff), r == TR_DROP_STATE_FULL ? TR_DROP_STATE_FULL : TR_DROP_FILTERED,
-		1);
+	tr_drop(&w->drop, tr_stats(ports & 0xffff), tr_filter_reason(r), 1);
 	return 1;
 }
 

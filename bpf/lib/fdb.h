@@ -42,13 +42,22 @@ static __always_inline void tr_count_add(void *map, __u32 idx, int delta)
 
 /* Learned addresses: what the datapath learned less what the control plane
  * deleted (lib/maps.h). Signed, so that a difference read while both sides
- * move never wraps into "full". */
-static __always_inline __s32 tr_count_get(void *added, void *deleted, __u32 idx)
+ * move never wraps into "full". *added, when asked for, is the datapath's
+ * side alone. */
+static __always_inline __s32 tr_count_parts(void *added, void *deleted, __u32 idx, __s32 *added_out)
 {
 	__s32 *a = bpf_map_lookup_elem(added, &idx);
 	__s32 *d = bpf_map_lookup_elem(deleted, &idx);
 
-	return (a ? *a : 0) - (d ? *d : 0);
+	*added_out = a ? *a : 0;
+	return *added_out - (d ? *d : 0);
+}
+
+static __always_inline __s32 tr_count_get(void *added, void *deleted, __u32 idx)
+{
+	__s32 a;
+
+	return tr_count_parts(added, deleted, idx, &a);
 }
 
 static __always_inline int tr_port_full(const struct tr_port *in)
@@ -214,20 +223,26 @@ __attribute__((noinline)) int tr_event_move(__u64 mac, __u32 bridge_vlan, __u32 
 }
 
 /*
- * Fairness of the table (issue 29, docs/security.md): whether a bridge's
- * table refuses a new source of the port in slot. Full (max_entries
- * learned), it refuses every port's. Past its high-water mark (max_entries
- * less a TR_FDB_HEADROOM-th of it, rounded up), it refuses those of a port
- * that holds its fair share (max_entries / the bridge's ports) or more: the
- * room left is for the ports under theirs, so one port flooding random
- * sources fills the table to the mark and stops there, and a new station on
- * another port is still learned at its first frame. The daemon keeps that
- * room (internal/daemon/fair.go): past the mark, it deletes the oldest
- * learned entries of the port that holds the most.
+ * Fairness of the table (docs/security.md, "A table one port cannot
+ * starve"): whether a bridge's table refuses a new source of the port in
+ * slot. Full (max_entries learned), it refuses every port's. At or past its
+ * high-water mark (max_entries less a TR_FDB_HEADROOM-th of it, rounded up),
+ * a port that holds its fair share (max_entries / the bridge's ports) or more
+ * learns only within its reserve: while what the datapath has learned on it
+ * in all (port_macs, which no deletion lowers) is short of its hold
+ * (port_hold), which the daemon sets at each look to that sum plus the
+ * reserve, 0 (nothing) before it has looked. So one port flooding random
+ * sources fills the table to the mark and then learns a reserve a look,
+ * which the daemon takes back out of its oldest entries; what the daemon
+ * evicts opens it no room. The room above the mark is for the ports under
+ * their share (a new station there is learned at its first frame), and a
+ * port over its share (an uplink, a patch port) still learns its newcomers a
+ * reserve at a time (internal/daemon/fair.go). The hold is read only at the
+ * mark, of a port at its share: a bridge under its mark pays nothing for it.
  */
 static __always_inline int tr_table_refuses(__u32 bridge, __u32 slot, __u32 max, __u32 nports)
 {
-	__s32 n = tr_count_get(&bridge_macs, &bridge_macs_del, bridge);
+	__s32 n = tr_count_get(&bridge_macs, &bridge_macs_del, bridge), learned, *hold;
 	__u32 fair;
 
 	if (n >= (__s32)max)
@@ -235,7 +250,11 @@ static __always_inline int tr_table_refuses(__u32 bridge, __u32 slot, __u32 max,
 	if (n < (__s32)(max - (max + TR_FDB_HEADROOM - 1) / TR_FDB_HEADROOM))
 		return 0;
 	fair = nports ? max / nports : max;
-	return tr_count_get(&port_macs, &port_macs_del, slot) >= (__s32)(fair ? fair : 1);
+	if (tr_count_parts(&port_macs, &port_macs_del, slot, &learned) < (__s32)(fair ? fair : 1))
+		return 0;
+	hold = bpf_map_lookup_elem(&port_hold, &slot);
+	/* The sum wraps after 2^32 learns: compared as a difference. */
+	return !hold || !*hold || (__s32)((__u32)learned - (__u32)*hold) >= 0;
 }
 
 /* A new source on a port at its max_macs: dropped, or (mac_limit_action

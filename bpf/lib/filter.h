@@ -18,17 +18,23 @@
  * old rules or by the new, never by a mix.
  *
  * The key reads IPv6 through up to TR_FILTER_EXTHDRS extension headers to
- * the transport header; a frame whose transport header cannot be read (a
- * non-first fragment, too many headers, one cut short) has l4 = 0, so that
- * it matches only rules without port or ICMP keys, and is counted by why
- * (filter_unread).
+ * the transport header. A non-first fragment has no transport header (l4
+ * TR_L4_NONE): it matches only rules without port or ICMP keys, as in pf and
+ * nftables; its first fragment was judged by its ports. A frame whose
+ * transport header should be there and cannot be read (too many headers,
+ * one past TR_FILTER_L4_MAX, one cut short by the frame or by the IP
+ * datagram's length: a tiny first fragment) fails closed: TR_L4_UNREADABLE,
+ * which no pass rule with ports matches and every block rule that names a
+ * protocol, ports or an ICMP type blocks, if its other keys match
+ * (TR_DROP_UNREADABLE). Both are counted by why (filter_unread).
  *
  * Keep state: a frame a keep_state rule passes records its connection, one
  * entry for both directions; a frame of a known connection passes before
  * any rule is looked at. The tables are trestle's own, not the kernel's
- * conntrack (docs/filter.md says why). A new connection goes into
- * filter_opening, an LRU (a flood of new ones evicts the least recently
- * used of them, conntrack's early drop); once seen both ways (TCP: the
+ * conntrack (docs/filter.md says why). A connection is keyed by its bridge
+ * and VLAN too. A new connection goes into its bridge's own LRU in
+ * filter_halfopen (a flood of new ones evicts the least recently used of
+ * that bridge's, conntrack's early drop); once seen both ways (TCP: the
  * handshake's ACK) it moves to filter_states, if its bridge and the port
  * that opened it are under their bounds. Entries age by the timeouts of
  * enum tr_state_timeouts, checked here and removed by the control plane.
@@ -86,14 +92,24 @@ struct {
 } filter_states SEC(".maps");
 
 /* Connections not (yet) established, and those a bridge or port had no
- * room for: an LRU, so that a new one always finds room, and the one used
- * least recently goes (conntrack's early drop of unassured entries). */
-struct {
+ * room for: an LRU for each bridge that keeps state, by bridge id (the
+ * control plane makes it), so that a new one always finds room, the one its
+ * bridge used least recently goes (conntrack's early drop of unassured
+ * entries), and a flood of new connections in one bridge evicts none of
+ * another's. */
+struct tr_halfopen {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, TR_FILTER_OPENING);
 	__type(key, struct tr_state_key);
 	__type(value, struct tr_state);
-} filter_opening SEC(".maps");
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, TR_MAX_BRIDGES + 1);
+	__type(key, __u32);
+	__array(values, struct tr_halfopen);
+} filter_halfopen SEC(".maps");
 
 /* Established connections by bridge id, then (from TR_STATE_COUNT_PORT) by
  * the slot of the port that opened them: the datapath adds one, atomically,
@@ -150,6 +166,8 @@ struct tr_filter_cpu {
 	__u8 hb[16];  /* a header's bytes, loaded (tr_filter_exthdrs, tr_filter_l4_far) */
 	__u32 xoff;   /* tr_filter_exthdrs': the next header's offset */
 	__u32 xnh;    /* and its type */
+	__u32 iend;   /* tr_filter_key_of's: where the IP datagram ends (its length field's), from the Ethernet header */
+	__u32 bid;    /* x->sk's bridge, the key of its table of unestablished connections (here, not on the stack) */
 	__u32 wire;   /* tr_filter's: kept here, not in a register, across its helper calls */
 	__u64 tick;   /* tr_state_pass': tr_tick() */
 	__u64 now;    /* and the clock of seen_ns */
@@ -162,6 +180,20 @@ struct {
 	__type(key, __u32);
 	__type(value, struct tr_filter_cpu);
 } filter_cpu SEC(".maps");
+
+/* The drop reason tr_filter returned, bounded where the verifier sees it:
+ * a returned value is a scalar it cannot bound, and the compiler's copies
+ * of it (each zero-extended on its own) lose a bound checked on another
+ * copy. One branch, as the choice between two constant reasons it replaces
+ * was: a second, in the walk's loop over the ports, took the verifier past
+ * its 8192 pending branches. */
+static __always_inline __u32 tr_filter_reason(__u32 r)
+{
+	__u64 v = r;
+
+	asm volatile("if %0 < %1 goto +1\n\t%0 = %2" : "+r"(v) : "i"(TR_DROP__MAX), "i"(TR_DROP_FILTERED));
+	return v;
+}
 
 #define TR_TCP_FIN 0x01
 #define TR_TCP_SYN 0x02
@@ -193,9 +225,20 @@ static __always_inline int tr_ipv6_exthdr(__u8 nh)
 	       nh == TR_IPV6_DSTOPTS;
 }
 
+/* The bytes of a protocol's transport header the filter reads (TCP: to its
+ * flags, RFC 1858's minimum for a first fragment), 0 for those it does not. */
+static __always_inline __u32 tr_l4_need(__u8 proto)
+{
+	if (proto == IPPROTO_TCP)
+		return 16;
+	if (proto == IPPROTO_UDP || proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6)
+		return 8;
+	return 0;
+}
+
 /* The transport header at b, for protocol k->proto, into the key: ports
  * (ICMP echo: the id in both, so that a ping is a connection) or ICMP type,
- * and k->l4 = 1; *tcp gets a TCP segment's flags. 0: read, or no transport
+ * and k->l4 = TR_L4_READ; *tcp gets a TCP segment's flags. 0: read, or no transport
  * header the rules read; -1: it does not end before end. b is the frame's
  * bytes (the common case) or a copy of them. */
 static __always_inline int tr_filter_l4_at(__u8 *b, void *end, struct tr_filter_key *k, __u8 *tcp)
@@ -226,7 +269,7 @@ static __always_inline int tr_filter_l4_at(__u8 *b, void *end, struct tr_filter_
 		k->sport = (__u16)b[0] << 8 | b[1];
 		k->dport = (__u16)b[2] << 8 | b[3];
 	}
-	k->l4 = 1;
+	k->l4 = TR_L4_READ;
 	return 0;
 }
 
@@ -291,13 +334,14 @@ static __always_inline int tr_filter_exthdrs(void *ctx, const int xdp, struct tr
 /* The frame's key: addresses, EtherType after up to two tags, and for IP
  * its protocol (IPv6: the header after up to TR_FILTER_EXTHDRS extension
  * headers: hop-by-hop, routing, fragment, destination options, AH), its
- * addresses, and ports or ICMP type, with l4 = 1 once those were read.
- * Fields the frame does not have stay 0. A frame whose transport header
- * cannot be read (a non-first fragment, too many extension headers, a
- * header cut short) keeps l4 = 0, so that it matches only rules without
- * port or ICMP keys, never as port 0; the return says why (enum
- * tr_filter_unread, plus one); 0: read, or not IP; -1: the transport
- * header is at x->xoff, past the bytes seen, for tr_filter_l4_far. */
+ * addresses, and ports or ICMP type, with l4 = TR_L4_READ once those were
+ * read. Fields the frame does not have stay 0. A frame whose transport
+ * header cannot be read (a non-first fragment, too many extension headers,
+ * a header cut short by the frame or by the IP datagram's length) is left
+ * without ports, never read as port 0; the return says why (enum
+ * tr_filter_unread, plus one), and tr_filter sets its l4; 0: read, or not
+ * IP; -1: the transport header is at x->xoff, past the bytes seen, for
+ * tr_filter_l4_far. */
 static __always_inline int tr_filter_key_of(void *ctx, const int xdp, void *data, void *data_end,
 					    struct tr_filter_cpu *x)
 {
@@ -337,6 +381,8 @@ static __always_inline int tr_filter_key_of(void *ctx, const int xdp, void *data
 			return TR_UNREAD_FRAGMENT + 1;
 		if (ihl < sizeof(*ip))
 			return TR_UNREAD_TRUNCATED + 1;
+		/* A length of 0 is a GSO packet's past 64 KiB (BIG TCP): no bound. */
+		x->iend = ip->tot_len ? off + bpf_ntohs(ip->tot_len) : ~0u;
 		off += ihl;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = data + off;
@@ -347,6 +393,7 @@ static __always_inline int tr_filter_key_of(void *ctx, const int xdp, void *data
 		k->proto = ip6->nexthdr;
 		__builtin_memcpy(k->src, &ip6->saddr, 16);
 		__builtin_memcpy(k->dst, &ip6->daddr, 16);
+		x->iend = ip6->payload_len ? off + sizeof(*ip6) + bpf_ntohs(ip6->payload_len) : ~0u;
 		off += sizeof(*ip6);
 		if (tr_ipv6_exthdr(k->proto)) {
 			x->xoff = off;
@@ -360,6 +407,11 @@ static __always_inline int tr_filter_key_of(void *ctx, const int xdp, void *data
 	} else {
 		return 0;
 	}
+	/* Within the datagram, not the frame's padding: a first fragment too
+	 * short for the header (RFC 1858's tiny fragment) is not read from
+	 * bytes that are not its own. */
+	if (off + tr_l4_need(k->proto) > x->iend)
+		return TR_UNREAD_TRUNCATED + 1;
 	asm volatile("" : "+r"(off)); /* the bound checked here, on the register the access uses */
 	if (off > TR_FILTER_L4_MAX)
 		return TR_UNREAD_EXTHDRS + 1;
@@ -391,6 +443,8 @@ static __always_inline int tr_classify(const struct tr_filter_set *fs, const str
 		t = &fs->tuples[i];
 		if (t->min_prio >= best)
 			break; /* no rule of this mask or a later one comes first */
+		if (t->unreadable && k->l4 != TR_L4_UNREADABLE)
+			continue; /* a lookup that cannot hit: not one a readable frame pays */
 		tw = (const void *)&t->mask;
 #pragma unroll
 		for (__u32 j = 0; j < TR_FILTER_KEY_WORDS; j++)
@@ -490,7 +544,7 @@ static __always_inline int tr_state_key_of(const struct tr_filter_key *k, __u16 
 	const __u32 *s = (const void *)k->src, *d = (const void *)k->dst;
 	int lower = 0; /* src sorts below dst */
 
-	if (!k->l4)
+	if (k->l4 != TR_L4_READ)
 		return 0; /* no ports read: not a connection's frame we can tell */
 	switch (k->proto) {
 	case IPPROTO_TCP:
@@ -508,6 +562,7 @@ static __always_inline int tr_state_key_of(const struct tr_filter_key *k, __u16 
 	else
 		return 0;
 	sk->bridge = bridge;
+	sk->vlan = k->vlan;
 	sk->proto = k->proto;
 	/* Any fixed order will do: word by word, then ports. */
 	if (s[0] != d[0])
@@ -577,9 +632,27 @@ static __always_inline int tr_state_hit(struct tr_state *st, const struct tr_fil
 		want |= TR_STATE_CLOSING;
 	if (want != flags)
 		st->flags = want; /* one writer may lose another's bit: aging is only sooner or later */
+	/* x->now read again here, not held in a register from the expiry
+	 * check above: its spill took the deepest chain of calls to 512
+	 * bytes of stack. */
+	asm volatile("" ::: "memory");
 	if (x->now - st->seen_ns > TR_STATE_REFRESH_MS * 1000000ULL)
 		st->seen_ns = x->now;
 	return 1;
+}
+
+/* x->sk's bridge's table of unestablished connections. Its key is in x,
+ * not on the stack, and reached through an opaque copy of x at each call
+ * site, so that the compiler does not keep one key address alive (spilled)
+ * across the calls between them: the stack of the deepest chain of calls
+ * has no room for it. */
+static __always_inline void *tr_halfopen_of(struct tr_filter_cpu *x)
+{
+	struct tr_filter_cpu *y = x;
+
+	asm volatile("" : "+r"(y));
+	y->bid = y->sk.bridge;
+	return bpf_map_lookup_elem(&filter_halfopen, &y->bid);
 }
 
 /* An opening connection now established: into filter_states, if its
@@ -588,6 +661,8 @@ static __always_inline int tr_state_hit(struct tr_state *st, const struct tr_fil
 static __always_inline void tr_state_promote(const struct tr_filter_set *fs, struct tr_filter_cpu *x,
 					     const struct tr_state *st)
 {
+	void *ho;
+
 	__u32 bi, pi;
 	__u32 *bc, *pc;
 
@@ -605,22 +680,30 @@ static __always_inline void tr_state_promote(const struct tr_filter_set *fs, str
 		return; /* another CPU did, or the table is full */
 	__sync_fetch_and_add(bc, 1);
 	__sync_fetch_and_add(pc, 1);
-	bpf_map_delete_elem(&filter_opening, &x->sk);
+	/* Looked up again, not kept across the calls above: the stack of the
+	 * deepest chain of calls has no room for its spill. */
+	ho = tr_halfopen_of(x);
+	if (ho)
+		bpf_map_delete_elem(ho, &x->sk);
 }
 
 /* Whether the frame (x, its connection x->sk; this CPU's memo of it, m,
  * missed at tick x->tick) passes as part of a tracked connection: found
- * among the established connections, then the others (promoted once
- * established). */
+ * among the established connections, then its bridge's others (promoted
+ * once established). */
 static __always_inline int tr_state_pass(const struct tr_filter_set *fs, struct tr_filter_cpu *x,
 					 struct tr_filter_memo *m)
 {
 	struct tr_state *st;
+	void *ho;
 
 	x->now = jiffies_hz ? bpf_ktime_get_coarse_ns() : x->tick;
 	st = bpf_map_lookup_elem(&filter_states, &x->sk);
 	if (!st || !tr_state_hit(st, x)) {
-		st = bpf_map_lookup_elem(&filter_opening, &x->sk);
+		ho = tr_halfopen_of(x);
+		if (!ho)
+			return 0;
+		st = bpf_map_lookup_elem(ho, &x->sk);
 		if (!st || !tr_state_hit(st, x))
 			return 0;
 		if (st->flags & TR_STATE_ESTABLISHED)
@@ -632,9 +715,11 @@ static __always_inline int tr_state_pass(const struct tr_filter_set *fs, struct 
 
 /*
  * The filter stage for one frame (or, with an egress port, one copy of it):
- * 0 when it passes, else the drop reason. set: the rule set; ports: ingress
- * slot, and egress slot in the high half (0: the frame, not a copy); vlan:
- * its VLAN; wire: its length on the wire, for the counters.
+ * 0 when it passes, else the drop reason (filtered, state_full or
+ * unreadable: tr_filter_reason bounds it for its callers). set: the rule
+ * set; ports: ingress slot, and egress slot in the high half (0: the frame,
+ * not a copy); vlan: its VLAN; wire: its length on the wire, for the
+ * counters.
  */
 static __always_inline int tr_filter(void *ctx, const int xdp, __u32 set, __u32 ports, __u32 vlan,
 				     __u32 wire)
@@ -671,12 +756,15 @@ static __always_inline int tr_filter(void *ctx, const int xdp, __u32 set, __u32 
 
 		if (n)
 			(*n)++;
+		/* A fragment has no transport header; the others should. */
+		if (unread != TR_UNREAD_FRAGMENT + 1)
+			k->l4 = TR_L4_UNREADABLE;
 	}
 	m = tr_memo_of(x);
 	/* Only a frame whose transport header was read (TCP, UDP, ICMP over
 	 * IP) can be a connection's. A frame this CPU passed as one in the
 	 * last second passes before its connection's key is even made. */
-	if ((fs->flags & TR_FILTER_KEEP_STATE) && k->l4) {
+	if ((fs->flags & TR_FILTER_KEEP_STATE) && k->l4 == TR_L4_READ) {
 		x->tick = tr_tick();
 		if (tr_state_memo_hit(fs, x, m, x->tick)) {
 			tr_filter_count(fs->state_counter, x->wire);
@@ -696,9 +784,10 @@ static __always_inline int tr_filter(void *ctx, const int xdp, __u32 set, __u32 
 	}
 	tr_filter_count(x->hit.counter, x->wire);
 	if (x->hit.flags & TR_FILTER_BLOCK)
-		return TR_DROP_FILTERED;
+		return (x->hit.flags & TR_FILTER_UNREAD) ? TR_DROP_UNREADABLE : TR_DROP_FILTERED;
 	if ((x->hit.flags & TR_FILTER_KEEP_STATE) && stateful) {
 		struct tr_state *ns = &x->ns;
+		void *ho;
 
 		__builtin_memset(ns, 0, sizeof(*ns));
 		ns->created_ns = bpf_ktime_get_ns();
@@ -708,9 +797,12 @@ static __always_inline int tr_filter(void *ctx, const int xdp, __u32 set, __u32 
 			ns->flags |= TR_STATE_CLOSING;
 		ns->rule = x->hit.prio;
 		ns->port = k->in;
-		/* A new connection starts unestablished, in the LRU: over an
-		 * expired entry, or one another CPU made just now. */
-		if (bpf_map_update_elem(&filter_opening, &x->sk, ns, BPF_ANY))
+		/* A new connection starts unestablished, in its bridge's LRU:
+		 * over an expired entry, or one another CPU made just now. A
+		 * bridge with no LRU (the control plane makes it before it
+		 * writes a set that keeps state) cannot track it: blocked. */
+		ho = tr_halfopen_of(x);
+		if (!ho || bpf_map_update_elem(ho, &x->sk, ns, BPF_ANY))
 			return TR_DROP_STATE_FULL;
 	}
 	return 0;

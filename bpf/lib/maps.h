@@ -105,6 +105,18 @@ struct {
 	__type(value, __s32);
 } bridge_macs_del SEC(".maps");
 
+/* At its bridge's high-water mark, how far a port at or over its fair share
+ * may learn (lib/fdb.h, tr_table_refuses): a value of its port_macs, which
+ * the daemon sets to port_macs plus the port's reserve at each look while
+ * the bridge is at its mark (internal/daemon/fair.go), 0 otherwise: no new
+ * source at the mark. Only the daemon writes it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __s32);
+} port_hold SEC(".maps");
+
 /* Counters per port slot and CPU; slot 0 counts frames from unknown interfaces. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -5,11 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -33,6 +38,13 @@ type NetConf struct {
 	// (locked=true allowed_macs=MAC): frames from any other source are
 	// dropped at the port, as the bridge plugin's nftables rules do.
 	MacSpoofChk bool `json:"macspoofchk,omitempty"`
+	// AllowMacOverride lets the caller choose the container interface's
+	// MAC (args.cni.mac, runtimeConfig.mac, CNI_ARGS MAC=) on a
+	// macspoofchk network. Without it the choice is refused there: the
+	// port would be bound to whatever address the caller named, such as
+	// the gateway's. With it, an address another port holds is still
+	// refused, by the daemon.
+	AllowMacOverride bool `json:"allowMacOverride,omitempty"`
 	// IPGuard: the port is bound to the addresses the IPAM plugin gave
 	// the container and the EUI-64 link-local address of its MAC
 	// (ip_guard=true allowed_ips=...): ARP, neighbour discovery and IP
@@ -92,9 +104,21 @@ func confError(code uint, format string, a ...any) *types.Error {
 }
 
 // loadConf parses stdin's network configuration and CNI_ARGS (envArgs)
-// and checks every key; errors carry the spec's codes (2: a key trestle
-// does not have, 7: a bad value).
+// and checks every key, the socket among them (checkSocket); errors carry
+// the spec's codes (2: a key trestle does not have, 7: a bad value).
 func loadConf(stdin []byte, envArgs string) (*NetConf, error) {
+	n, err := parseConf(stdin, envArgs)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.checkSocket(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// parseConf is loadConf but for the socket's check, which DEL makes apart.
+func parseConf(stdin []byte, envArgs string) (*NetConf, error) {
 	n := &NetConf{}
 	if err := json.Unmarshal(stdin, n); err != nil {
 		return nil, types.NewError(types.ErrDecodingFailure, fmt.Sprintf("network configuration: %v", err), "")
@@ -141,6 +165,7 @@ func loadConf(stdin []byte, envArgs string) (*NetConf, error) {
 	} else if !strings.HasPrefix(n.Socket, "/") {
 		return nil, confError(types.ErrInvalidNetworkConfig, "%s: socket: %q is not an absolute path", n.Name, n.Socket)
 	}
+	n.Socket = filepath.Clean(n.Socket)
 
 	// The MAC: CNI_ARGS, then args.cni, then runtimeConfig, each over the
 	// one before (the bridge plugin's order: runtimeConfig wins).
@@ -168,8 +193,77 @@ func loadConf(stdin []byte, envArgs string) (*NetConf, error) {
 			return nil, confError(types.ErrInvalidNetworkConfig, "%s: mac: %s is not a station's address (multicast or zero)", n.Name, hw)
 		}
 		n.mac = hw.String()
+		if n.MacSpoofChk && !n.AllowMacOverride {
+			return nil, confError(types.ErrInvalidNetworkConfig, "%s: mac: %s was chosen by the caller (args.cni.mac, runtimeConfig.mac or CNI_ARGS MAC=), and macspoofchk binds the port to it: set \"allowMacOverride\": true in the network's config to let callers choose", n.Name, hw)
+		}
 	}
 	return n, nil
+}
+
+// socketDir is the daemon's run directory: what is in it is root's (the
+// daemon makes it, mode 0700 or 0755), so a socket there is a trestle
+// daemon's the node runs.
+const socketDir = "/run/trestle/"
+
+// socketsFile lists the other control sockets a network may name, one
+// absolute path a line ('#' begins a comment); read only when it is
+// root's and no one else may write it. A variable for the tests.
+var socketsFile = "/etc/trestle/cni-sockets"
+
+// checkSocket refuses a socket the node does not allow (code 7): the
+// plugin runs as root and does what the daemon behind the socket answers,
+// so whoever may write a network configuration (a namespace's user, with
+// Multus) must not choose which daemon, or which other program, that is.
+// Allowed are the default socket, one under socketDir and one socketsFile
+// lists: each is the node's choice, and a network cannot widen it.
+func (n *NetConf) checkSocket() error {
+	s := n.Socket
+	if s == ctl.DefaultSocket || strings.HasPrefix(s, socketDir) && len(s) > len(socketDir) {
+		return nil
+	}
+	listed, err := listedSockets(socketsFile)
+	if err == nil && slices.Contains(listed, s) {
+		return nil
+	}
+	why := ""
+	if err != nil {
+		why = fmt.Sprintf(" (%v)", err)
+	}
+	return confError(types.ErrInvalidNetworkConfig, "%s: socket: %s is not a socket the node allows: a network may name the default %s, one under %s, or one listed in %s%s; to allow it, add its path there as a line of its own (the file must be root's and writable by no one else)", n.Name, s, ctl.DefaultSocket, socketDir, socketsFile, why)
+}
+
+// listedSockets reads the paths of a socketsFile: none when there is no
+// file, an error when it is not root's or others may write it (it is not
+// read then: a user who could add a line would choose the daemon).
+func listedSockets(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.Mode().IsRegular() || !ok || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+		return nil, fmt.Errorf("%s is not read: it is not a file of root's that only root may write", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "/") {
+			out = append(out, filepath.Clean(line))
+		}
+	}
+	return out, nil
 }
 
 // isZero reports whether a JSON value is false, 0, "", null, [] or {}.

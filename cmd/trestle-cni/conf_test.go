@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -127,6 +129,31 @@ func TestMACPrecedence(t *testing.T) {
 		}
 		if n.mac != c.want {
 			t.Errorf("%s %s: mac %q, want %q", c.extra, c.env, n.mac, c.want)
+		}
+	}
+}
+
+// TestMACOverride: on a macspoofchk network the caller's MAC is refused,
+// from any of its three places, unless the network allows it.
+func TestMACOverride(t *testing.T) {
+	const mac = "02:00:00:00:00:0a"
+	for _, c := range []struct {
+		extra, env string
+		ok         bool
+	}{
+		{`"macspoofchk": true`, "", true},
+		{`"macspoofchk": true`, "MAC=" + mac, false},
+		{`"macspoofchk": true, "args": {"cni": {"mac": "` + mac + `"}}`, "", false},
+		{`"macspoofchk": true, "runtimeConfig": {"mac": "` + mac + `"}`, "", false},
+		{`"macspoofchk": true, "allowMacOverride": true, "runtimeConfig": {"mac": "` + mac + `"}`, "", true},
+		{`"runtimeConfig": {"mac": "` + mac + `"}`, "", true},
+	} {
+		_, err := loadConf(conf(c.extra), c.env)
+		if c.ok && err != nil {
+			t.Errorf("%s %s: %v", c.extra, c.env, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "allowMacOverride")) {
+			t.Errorf("%s %s: %v, want a refusal naming allowMacOverride", c.extra, c.env, err)
 		}
 	}
 }
@@ -306,5 +333,51 @@ func TestRoom(t *testing.T) {
 		case c.want != "" && (err == nil || code(err) != types.ErrPluginNotAvailable || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v (code %d), want code 50 with %q", c.name, err, code(err), c.want)
 		}
+	}
+}
+
+// TestSocketAllowed: a network names the default socket, one under the
+// daemon's run directory, or one the node's list names; any other is
+// refused with code 7, saying how to allow it, and a list that others may
+// write is not read.
+func TestSocketAllowed(t *testing.T) {
+	dir := t.TempDir()
+	list := filepath.Join(dir, "cni-sockets")
+	old := socketsFile
+	socketsFile = list
+	t.Cleanup(func() { socketsFile = old })
+	sock := func(s string) []byte { return conf(`"socket": "` + s + `"`) }
+	allowed := func(s string) error {
+		_, err := loadConf(sock(s), "")
+		return err
+	}
+	for _, s := range []string{ctl.DefaultSocket, "/run/trestle/lab.sock", "/run/trestle/ns1/ctl.sock", "/run/trestle//x.sock"} {
+		if err := allowed(s); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	for _, s := range []string{"/tmp/evil.sock", "/run/trestle/../docker.sock", "/run/trestle", "/run/trestle-evil/x.sock", "/srv/trestle/b.sock"} {
+		err := allowed(s)
+		if err == nil || code(err) != types.ErrInvalidNetworkConfig || !strings.Contains(err.Error(), "add its path there") || !strings.Contains(err.Error(), list) {
+			t.Errorf("%s: %v (code %d), want code 7 saying how to allow it", s, err, code(err))
+		}
+	}
+	if err := os.WriteFile(list, []byte("# the lab's daemon\n/srv/trestle/b.sock  # second\n\nrelative.sock\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the list must be root's: the rest needs root")
+	}
+	if err := allowed("/srv/trestle/b.sock"); err != nil {
+		t.Errorf("a listed socket: %v", err)
+	}
+	if err := allowed("/srv/trestle/c.sock"); err == nil {
+		t.Error("a socket the list does not name is allowed")
+	}
+	if err := os.Chmod(list, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := allowed("/srv/trestle/b.sock"); err == nil || !strings.Contains(err.Error(), "is not read") {
+		t.Errorf("a listed socket, the list writable by all: %v, want refused saying the list is not read", err)
 	}
 }

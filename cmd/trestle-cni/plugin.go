@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -75,8 +77,9 @@ func (u undo) run() {
 
 // chainedInterface is the host-side TAP or veth of a previous result (an
 // interface with no sandbox, as a tap plugin or a VM's launcher reports
-// it), or nil.
-func chainedInterface(prev *current.Result) *current.Interface {
+// it), or nil; an error when the one it names is not the sandbox's to
+// give (chainedRefusal).
+func chainedInterface(prev *current.Result, netns, ifname string) (*current.Interface, error) {
 	for _, i := range prev.Interfaces {
 		if i.Sandbox != "" {
 			continue
@@ -86,10 +89,94 @@ func chainedInterface(prev *current.Result) *current.Interface {
 			continue
 		}
 		if t := l.Type(); t == "tuntap" || t == "veth" {
-			return i
+			if why := chainedRefusal(l, netns, ifname); why != "" {
+				return nil, fmt.Errorf("%s: %s", i.Name, why)
+			}
+			return i, nil
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// chainedRefusal says why a previous result's host interface l is not
+// this sandbox's to attach, or "". A previous plugin, or whoever wrote the
+// network's config, could otherwise name any veth or TAP of the host: the
+// node's uplink, another sandbox's host veth, an overlay's devices, whose
+// frames would then be switched as a tenant's. An interface with a master
+// belongs to that master (a bridge, a bond); one with an address of the
+// host is the host's own (a VPN's TAP, a routed link): a VM's TAP or a
+// sandbox's host veth carries none. A veth is taken only when its peer is
+// CNI_IFNAME in this sandbox's namespace, and that namespace is not the
+// host's (this process's), which leaves out the host's own veths and the
+// overlay's. The daemon refuses the rest: an interface that is a port
+// already, and the overlay's objects by name (a TAP could be given one).
+func chainedRefusal(l netlink.Link, netns, ifname string) string {
+	if m := l.Attrs().MasterIndex; m != 0 {
+		return fmt.Sprintf("it has a master (ifindex %d): it is that device's port, not the sandbox's to give", m)
+	}
+	if a, err := hostAddr(l); err != nil {
+		return fmt.Sprintf("its addresses cannot be read: %v", err)
+	} else if a != "" {
+		return fmt.Sprintf("it has the host's address %s: it is the host's own interface, not the sandbox's to give", a)
+	}
+	v, ok := l.(*netlink.Veth)
+	if !ok {
+		return "" // a TAP with no master: a VM's, handed over by its launcher
+	}
+	if same, err := ownNetns(netns); err != nil {
+		return fmt.Sprintf("the sandbox's namespace %s cannot be read: %v", netns, err)
+	} else if same {
+		return fmt.Sprintf("the sandbox's namespace %s is the host's: a chained veth is the host end of a sandbox's own interface, and both ends of this one are the host's", netns)
+	}
+	peer, err := netlink.VethPeerIndex(v)
+	if err != nil {
+		return fmt.Sprintf("its veth peer cannot be read: %v", err)
+	}
+	mine := false
+	err = ns.WithNetNSPath(netns, func(ns.NetNS) error {
+		c, err := netlink.LinkByName(ifname)
+		if err != nil {
+			return nil
+		}
+		mine = c.Attrs().Index == peer && c.Attrs().ParentIndex == l.Attrs().Index
+		return nil
+	})
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the sandbox's namespace %s cannot be entered: %v", netns, err)
+	case !mine:
+		return fmt.Sprintf("its veth peer is not %s in the sandbox's namespace %s: a chained veth is the host end of the sandbox's own interface", ifname, netns)
+	}
+	return ""
+}
+
+// hostAddr is an address the host gave l ("" when none): any IPv4
+// address, or an IPv6 one that is not link-local (the kernel gives every
+// interface with IPv6 on one of those, a VM's TAP too).
+func hostAddr(l netlink.Link) (string, error) {
+	as, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range as {
+		if a.IP.To4() != nil || !a.IP.IsLinkLocalUnicast() {
+			return a.IPNet.String(), nil
+		}
+	}
+	return "", nil
+}
+
+// ownNetns says whether the namespace at path is this process's (the
+// host's, where the daemon runs).
+func ownNetns(path string) (bool, error) {
+	var mine, theirs unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &mine); err != nil {
+		return false, err
+	}
+	if err := unix.Stat(path, &theirs); err != nil {
+		return false, err
+	}
+	return mine.Dev == theirs.Dev && mine.Ino == theirs.Ino, nil
 }
 
 // prevResult parses the previous result, nil if there is none.
@@ -118,7 +205,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 	}
 	own := owner(n.Name, args.ContainerID, args.IfName)
 	if prev != nil {
-		return addChained(n, prev, own)
+		return addChained(n, prev, own, args.Netns, args.IfName)
 	}
 
 	netns, err := ns.GetNS(args.Netns)
@@ -207,6 +294,11 @@ func cmdAdd(args *skel.CmdArgs) error {
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+
+	// The mark that makes the host end this owner's, for DEL and GC.
+	if err := markHostEnd(hostName, own); err != nil {
 		return err
 	}
 
@@ -319,8 +411,11 @@ func configureIPAM(n *NetConf, args *skel.CmdArgs, netns ns.NetNS, result *curre
 
 // addChained attaches the host-side TAP or veth of the previous result
 // and passes that result on.
-func addChained(n *NetConf, prev *current.Result, own string) error {
-	hostIf := chainedInterface(prev)
+func addChained(n *NetConf, prev *current.Result, own, netns, ifname string) error {
+	hostIf, err := chainedInterface(prev, netns, ifname)
+	if err != nil {
+		return confError(types.ErrInvalidNetworkConfig, "%s: the previous plugin's result: %v", n.Name, err)
+	}
 	if hostIf == nil {
 		return confError(types.ErrInvalidNetworkConfig, "%s: the previous plugin's result has no host-side TAP or veth (an interface with no sandbox) to attach: trestle goes first in a chain, or after a plugin that makes one", n.Name)
 	}
@@ -366,11 +461,14 @@ func sandboxMAC(r *current.Result, netns, ifname string) string {
 // has nothing to do. The daemon down: the veth goes, and the daemon drops
 // the port of a vanished interface when it starts.
 func cmdDel(args *skel.CmdArgs) error {
-	n, err := loadConf(args.StdinData, args.Args)
+	n, err := parseConf(args.StdinData, args.Args)
 	if err != nil {
 		return nil
 	}
 	own := owner(n.Name, args.ContainerID, args.IfName)
+	// A socket the node does not allow is not asked (an ADD of it made
+	// no port); the rest goes as for any other.
+	ask := n.checkSocket() == nil
 	// The IPAM plugin's DEL runs beside the port's and the veth's: none
 	// of them needs another done first, and the DEL waits for the longest
 	// rather than all three (docs/performance.md "Pod churn"). An IPAM
@@ -386,11 +484,15 @@ func cmdDel(args *skel.CmdArgs) error {
 	// turn, its p99 1.36x against 1.06x): the veth's link event, read
 	// before the port's removal, made full applies, and the removal's tc
 	// and map writes met the delete's in the kernel.
-	errs := delPort(n, own)
+	var errs []error
+	if ask {
+		errs = delPort(n, own)
+	}
 	// The veth: deleting the host end deletes the container's (and a
-	// vanished netns took both). A chained TAP is not ours to delete and
-	// never has this name.
-	if err := delLink(hostVethName(args.ContainerID, args.IfName)); err != nil {
+	// vanished netns took both). A chained TAP is not ours to delete, and
+	// neither is an interface of this name that this owner's ADD did not
+	// mark.
+	if err := delOwnLink(hostVethName(args.ContainerID, args.IfName), own); err != nil {
 		errs = append(errs, err)
 	}
 	if ipamDone != nil {
@@ -401,10 +503,39 @@ func cmdDel(args *skel.CmdArgs) error {
 	return errors.Join(errs...)
 }
 
-// delLink deletes the interface name. One that is not there, or that goes
-// while it is deleted (the teardown of its peer's namespace took both
-// ends), is deleted: ip.DelLinkByName says ENODEV then, as a failure.
-func delLink(name string) error {
+// hostMark is the alias (IFLA_IFALIAS) an ADD gives the host end of the
+// veth it made for own: the kernel keeps it with the interface, through
+// restarts of the daemon, and `ip link` shows it. An owner too long for an
+// alias (255 bytes) is marked by its SHA-256.
+func hostMark(own string) string {
+	m := "trestle-cni " + own
+	if len(m) > 255 {
+		h := sha256.Sum256([]byte(own))
+		m = "trestle-cni sha256:" + hex.EncodeToString(h[:])
+	}
+	return m
+}
+
+// markHostEnd gives the host end name the mark of own.
+func markHostEnd(name, own string) error {
+	l, err := netlink.LinkByName(name)
+	if err == nil {
+		err = netlink.LinkSetAlias(l, hostMark(own))
+	}
+	if err != nil {
+		return fmt.Errorf("mark the host end %s as %s's: %w", name, own, err)
+	}
+	return nil
+}
+
+// delOwnLink deletes the veth name when it bears the mark of own: an ADD
+// of own made it. Any other interface of that name (made by someone else,
+// or by another network's ADD for the same container and interface) is
+// left as it is, and so is one that is not there, or that goes while it
+// is deleted (the teardown of its peer's namespace took both ends):
+// ip.DelLinkByName says ENODEV then, as a failure. None is a failure: DEL
+// succeeds for what is not its own to take back.
+func delOwnLink(name, own string) error {
 	l, err := netlink.LinkByName(name)
 	var nf netlink.LinkNotFoundError
 	if errors.As(err, &nf) {
@@ -412,6 +543,9 @@ func delLink(name string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("look up %s: %w", name, err)
+	}
+	if l.Type() != "veth" || l.Attrs().Alias != hostMark(own) {
+		return nil
 	}
 	if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("delete %s: %w", name, err)
@@ -478,7 +612,11 @@ func cmdCheck(args *skel.CmdArgs) error {
 		}
 	}
 	if hostIf == nil {
-		if ch := chainedInterface(prev); ch != nil && contIf == nil {
+		ch, err := chainedInterface(prev, args.Netns, args.IfName)
+		if err != nil {
+			return err
+		}
+		if ch != nil && contIf == nil {
 			// Chained: the previous plugin's interface is the port.
 			if port.Interface != ch.Name {
 				return fmt.Errorf("port of %s is %s, the previous result's interface is %s", own, port.Interface, ch.Name)
@@ -496,6 +634,9 @@ func cmdCheck(args *skel.CmdArgs) error {
 	hl, err := netlink.LinkByName(hostName)
 	if err != nil {
 		return fmt.Errorf("host end %s: %w", hostName, err)
+	}
+	if a := hl.Attrs().Alias; a != hostMark(own) {
+		return fmt.Errorf("host end %s is marked %q, not as %s's (%q): this owner's ADD did not make it", hostName, a, own, hostMark(own))
 	}
 
 	netns, err := ns.GetNS(args.Netns)
@@ -603,7 +744,7 @@ func cmdGC(args *skel.CmdArgs) error {
 			errs = append(errs, fmt.Errorf("remove port %s of %s: %w", p.Name, p.Owner, err))
 		}
 		if name := hostVethName(cid, ifname); p.Interface == name {
-			if err := delLink(name); err != nil {
+			if err := delOwnLink(name, p.Owner); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -216,9 +216,10 @@ const (
 	TrestleTrDropReasonTR_DROP_IPGUARD_ND       TrestleTrDropReason = 26
 	TrestleTrDropReasonTR_DROP_IPGUARD_IP       TrestleTrDropReason = 27
 	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED    TrestleTrDropReason = 28
-	TrestleTrDropReasonTR_DROP_RA_GUARD         TrestleTrDropReason = 29
-	TrestleTrDropReasonTR_DROP_DHCP_GUARD       TrestleTrDropReason = 30
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 31
+	TrestleTrDropReasonTR_DROP_UNREADABLE       TrestleTrDropReason = 29
+	TrestleTrDropReasonTR_DROP_RA_GUARD         TrestleTrDropReason = 30
+	TrestleTrDropReasonTR_DROP_DHCP_GUARD       TrestleTrDropReason = 31
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 32
 )
 
 type TrestleTrEncap struct {
@@ -301,6 +302,7 @@ type TrestleTrFilterCpu struct {
 	K     TrestleTrFilterKey
 	Mk    TrestleTrFilterKey
 	Sk    TrestleTrStateKey
+	_     [4]byte
 	Ns    TrestleTrState
 	Hit   TrestleTrFilterHit
 	A_src uint32
@@ -309,6 +311,8 @@ type TrestleTrFilterCpu struct {
 	_     [3]byte
 	Xoff  uint32
 	Xnh   uint32
+	Iend  uint32
+	Bid   uint32
 	Wire  uint32
 	_     [4]byte
 	Tick  uint64
@@ -328,6 +332,7 @@ type TrestleTrFilterFlags uint32
 const (
 	TrestleTrFilterFlagsTR_FILTER_BLOCK      TrestleTrFilterFlags = 1
 	TrestleTrFilterFlagsTR_FILTER_KEEP_STATE TrestleTrFilterFlags = 2
+	TrestleTrFilterFlagsTR_FILTER_UNREAD     TrestleTrFilterFlags = 4
 )
 
 type TrestleTrFilterHit struct {
@@ -356,6 +361,14 @@ type TrestleTrFilterKey struct {
 	Pad       [3]uint8
 }
 
+type TrestleTrFilterL4 uint32
+
+const (
+	TrestleTrFilterL4TR_L4NONE       TrestleTrFilterL4 = 0
+	TrestleTrFilterL4TR_L4READ       TrestleTrFilterL4 = 1
+	TrestleTrFilterL4TR_L4UNREADABLE TrestleTrFilterL4 = 2
+)
+
 type TrestleTrFilterLimits uint32
 
 const (
@@ -363,7 +376,7 @@ const (
 	TrestleTrFilterLimitsTR_FILTER_ENTRIES   TrestleTrFilterLimits = 65536
 	TrestleTrFilterLimitsTR_FILTER_COUNTERS  TrestleTrFilterLimits = 16384
 	TrestleTrFilterLimitsTR_FILTER_STATES    TrestleTrFilterLimits = 262144
-	TrestleTrFilterLimitsTR_FILTER_OPENING   TrestleTrFilterLimits = 32768
+	TrestleTrFilterLimitsTR_FILTER_OPENING   TrestleTrFilterLimits = 8192
 	TrestleTrFilterLimitsTR_FILTER_EXTHDRS   TrestleTrFilterLimits = 6
 	TrestleTrFilterLimitsTR_FILTER_L4MAX     TrestleTrFilterLimits = 512
 	TrestleTrFilterLimitsTR_FILTER_CACHE     TrestleTrFilterLimits = 256
@@ -379,10 +392,10 @@ type TrestleTrFilterSet struct {
 	Pad          uint16
 	Gen          uint32
 	Tuples       [32]struct {
-		_       structs.HostLayout
-		Mask    TrestleTrFilterKey
-		MinPrio uint32
-		Pad     uint32
+		_          structs.HostLayout
+		Mask       TrestleTrFilterKey
+		MinPrio    uint32
+		Unreadable uint32
 	}
 	MaxStates     uint32
 	MaxPortStates uint32
@@ -491,7 +504,7 @@ const (
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
 	C     [11]uint64
-	Drops [31]uint64
+	Drops [32]uint64
 }
 
 type TrestleTrPortVlans struct {
@@ -538,6 +551,8 @@ type TrestleTrStateKey struct {
 	Bport  uint16
 	A      [16]uint8
 	B      [16]uint8
+	Vlan   uint16
+	Pad    uint16
 }
 
 type TrestleTrStateTimeouts uint32
@@ -656,7 +671,7 @@ const (
 	TrestleMapFdb                 = "fdb"
 	TrestleMapFilterCounts        = "filter_counts"
 	TrestleMapFilterCpu           = "filter_cpu"
-	TrestleMapFilterOpening       = "filter_opening"
+	TrestleMapFilterHalfopen      = "filter_halfopen"
 	TrestleMapFilterRules         = "filter_rules"
 	TrestleMapFilterSets          = "filter_sets"
 	TrestleMapFilterStateCounts   = "filter_state_counts"
@@ -669,6 +684,7 @@ const (
 	TrestleMapMirrors             = "mirrors"
 	TrestleMapPatchFloods         = "patch_floods"
 	TrestleMapPatches             = "patches"
+	TrestleMapPortHold            = "port_hold"
 	TrestleMapPortIndex           = "port_index"
 	TrestleMapPortMacs            = "port_macs"
 	TrestleMapPortMacsDel         = "port_macs_del"
@@ -704,6 +720,7 @@ const (
 	TrestleVarBtfEventType        = "_btf_event_type"
 	TrestleVarBtfFdbFlags         = "_btf_fdb_flags"
 	TrestleVarBtfFilterFlags      = "_btf_filter_flags"
+	TrestleVarBtfFilterL4         = "_btf_filter_l4"
 	TrestleVarBtfFilterLimits     = "_btf_filter_limits"
 	TrestleVarBtfFilterUnread     = "_btf_filter_unread"
 	TrestleVarBtfLimits           = "_btf_limits"
@@ -794,7 +811,7 @@ type TrestleMapSpecs struct {
 	Fdb               *ebpf.MapSpec `ebpf:"fdb"`
 	FilterCounts      *ebpf.MapSpec `ebpf:"filter_counts"`
 	FilterCpu         *ebpf.MapSpec `ebpf:"filter_cpu"`
-	FilterOpening     *ebpf.MapSpec `ebpf:"filter_opening"`
+	FilterHalfopen    *ebpf.MapSpec `ebpf:"filter_halfopen"`
 	FilterRules       *ebpf.MapSpec `ebpf:"filter_rules"`
 	FilterSets        *ebpf.MapSpec `ebpf:"filter_sets"`
 	FilterStateCounts *ebpf.MapSpec `ebpf:"filter_state_counts"`
@@ -807,6 +824,7 @@ type TrestleMapSpecs struct {
 	Mirrors           *ebpf.MapSpec `ebpf:"mirrors"`
 	PatchFloods       *ebpf.MapSpec `ebpf:"patch_floods"`
 	Patches           *ebpf.MapSpec `ebpf:"patches"`
+	PortHold          *ebpf.MapSpec `ebpf:"port_hold"`
 	PortIndex         *ebpf.MapSpec `ebpf:"port_index"`
 	PortMacs          *ebpf.MapSpec `ebpf:"port_macs"`
 	PortMacsDel       *ebpf.MapSpec `ebpf:"port_macs_del"`
@@ -841,6 +859,7 @@ type TrestleVariableSpecs struct {
 	BtfEventType      *ebpf.VariableSpec `ebpf:"_btf_event_type"`
 	BtfFdbFlags       *ebpf.VariableSpec `ebpf:"_btf_fdb_flags"`
 	BtfFilterFlags    *ebpf.VariableSpec `ebpf:"_btf_filter_flags"`
+	BtfFilterL4       *ebpf.VariableSpec `ebpf:"_btf_filter_l4"`
 	BtfFilterLimits   *ebpf.VariableSpec `ebpf:"_btf_filter_limits"`
 	BtfFilterUnread   *ebpf.VariableSpec `ebpf:"_btf_filter_unread"`
 	BtfLimits         *ebpf.VariableSpec `ebpf:"_btf_limits"`
@@ -896,7 +915,7 @@ type TrestleMaps struct {
 	Fdb               *ebpf.Map `ebpf:"fdb"`
 	FilterCounts      *ebpf.Map `ebpf:"filter_counts"`
 	FilterCpu         *ebpf.Map `ebpf:"filter_cpu"`
-	FilterOpening     *ebpf.Map `ebpf:"filter_opening"`
+	FilterHalfopen    *ebpf.Map `ebpf:"filter_halfopen"`
 	FilterRules       *ebpf.Map `ebpf:"filter_rules"`
 	FilterSets        *ebpf.Map `ebpf:"filter_sets"`
 	FilterStateCounts *ebpf.Map `ebpf:"filter_state_counts"`
@@ -909,6 +928,7 @@ type TrestleMaps struct {
 	Mirrors           *ebpf.Map `ebpf:"mirrors"`
 	PatchFloods       *ebpf.Map `ebpf:"patch_floods"`
 	Patches           *ebpf.Map `ebpf:"patches"`
+	PortHold          *ebpf.Map `ebpf:"port_hold"`
 	PortIndex         *ebpf.Map `ebpf:"port_index"`
 	PortMacs          *ebpf.Map `ebpf:"port_macs"`
 	PortMacsDel       *ebpf.Map `ebpf:"port_macs_del"`
@@ -943,7 +963,7 @@ func (m *TrestleMaps) Close() error {
 		m.Fdb,
 		m.FilterCounts,
 		m.FilterCpu,
-		m.FilterOpening,
+		m.FilterHalfopen,
 		m.FilterRules,
 		m.FilterSets,
 		m.FilterStateCounts,
@@ -956,6 +976,7 @@ func (m *TrestleMaps) Close() error {
 		m.Mirrors,
 		m.PatchFloods,
 		m.Patches,
+		m.PortHold,
 		m.PortIndex,
 		m.PortMacs,
 		m.PortMacsDel,
@@ -991,6 +1012,7 @@ type TrestleVariables struct {
 	BtfEventType      *ebpf.Variable `ebpf:"_btf_event_type"`
 	BtfFdbFlags       *ebpf.Variable `ebpf:"_btf_fdb_flags"`
 	BtfFilterFlags    *ebpf.Variable `ebpf:"_btf_filter_flags"`
+	BtfFilterL4       *ebpf.Variable `ebpf:"_btf_filter_l4"`
 	BtfFilterLimits   *ebpf.Variable `ebpf:"_btf_filter_limits"`
 	BtfFilterUnread   *ebpf.Variable `ebpf:"_btf_filter_unread"`
 	BtfLimits         *ebpf.Variable `ebpf:"_btf_limits"`

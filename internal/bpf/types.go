@@ -81,6 +81,9 @@ const (
 	BridgeFilterOut = uint32(TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT)
 	FilterBlock     = uint16(TrestleTrFilterFlagsTR_FILTER_BLOCK)
 	FilterKeepState = uint16(TrestleTrFilterFlagsTR_FILTER_KEEP_STATE)
+	FilterUnread    = uint16(TrestleTrFilterFlagsTR_FILTER_UNREAD)
+	L4Read          = uint8(TrestleTrFilterL4TR_L4READ)
+	L4Unreadable    = uint8(TrestleTrFilterL4TR_L4UNREADABLE)
 	FilterTuples    = int(TrestleTrFilterLimitsTR_FILTER_TUPLES)
 	FilterEntries   = int(TrestleTrFilterLimitsTR_FILTER_ENTRIES)
 	FilterCounters  = int(TrestleTrFilterLimitsTR_FILTER_COUNTERS)
@@ -157,6 +160,7 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_IPGUARD_ND:       "ip_guard_nd",
 	TrestleTrDropReasonTR_DROP_IPGUARD_IP:       "ip_guard_ip",
 	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED:    "double_tagged",
+	TrestleTrDropReasonTR_DROP_UNREADABLE:       "unreadable",
 	TrestleTrDropReasonTR_DROP_RA_GUARD:         "ra_guard",
 	TrestleTrDropReasonTR_DROP_DHCP_GUARD:       "dhcp_guard",
 }

@@ -136,6 +136,7 @@ type Rule struct {
 // all connections passed are `rule show`'s "state" row.
 type State struct {
 	Bridge         string  `json:"bridge"`
+	VLAN           uint16  `json:"vlan,omitempty"` // the frames' VLAN: the same endpoints in another VLAN are another connection
 	Proto          string  `json:"proto"`
 	From           string  `json:"from"`
 	To             string  `json:"to"`

@@ -488,6 +488,13 @@ func (d *Daemon) fdbAdd(req ctl.Request) error {
 		return fmt.Errorf("%q is the span port of mirror %q: it sends copies, and no station lives there", req.Port, m.Name)
 	}
 	st := config.Static{MAC: mac, Port: req.Port, VLAN: req.VLAN}
+	why, err := d.macHolder(b, mac, req.VLAN, req.Port)
+	if err != nil {
+		return fmt.Errorf("bridge %q: %w", b.cfg.Name, err)
+	}
+	if why != "" {
+		return fmt.Errorf("%s vlan %d: %s; an address is bound to one port (trestle fdb del it first if it moved)", mac, req.VLAN, why)
+	}
 	k := staticKey(st)
 	if _, ok := b.cliStatics[k]; !ok && len(b.cliStatics) >= maxCLIStatics {
 		return fmt.Errorf("bridge %q holds %d static entries from the CLI, the most it may: put them in the config", b.cfg.Name, maxCLIStatics)

@@ -75,6 +75,10 @@ type Daemon struct {
 	// cls_bpf): run-time ports take links too (hookFor).
 	noFilters bool
 
+	// reserved are the port slots given a reserve at their bridge's mark
+	// at the last look (fair.go).
+	reserved map[uint16]bool
+
 	capture *captureState // the running `trestle capture` (capture.go)
 	ovl     *overlayState // overlay ports' VNIs (overlay.go)
 	events  *eventLog     // what is logged as events, and kept (events.go)

@@ -15,7 +15,7 @@ import (
 // that can fail on demand (fake_test.go).
 //
 //	Topology   the port and bridge maps        reconcile, ports, adopt, rule add/del
-//	Table      the learning table              statics, flushes, aging, fdb commands
+//	Table      the learning table              statics, flushes, aging, fair share, fdb commands
 //	Stages     the programs' optional stages   reconcile
 //	Counters   what the maps count             show, stats, metrics, episodes, rule show
 //	Conntrack  the filter's connections        state show, their aging
@@ -55,6 +55,11 @@ type Table interface {
 	// AgeOut deletes the entries of es still idle beyond their bridge's
 	// aging time and returns those it deleted.
 	AgeOut(es []datapath.FDBEntry, aging func(bridge uint16) time.Duration) ([]datapath.FDBEntry, error)
+	// SetReserve lets the port in slot learn n more new sources, from
+	// now, while its bridge is at or past its high-water mark and the port
+	// at or over its share (fair.go); 0: none. It replaces the last one,
+	// and deletions meanwhile give the port no more.
+	SetReserve(slot uint16, n int) error
 }
 
 // Stages turns the programs' optional stages on and off. While a stage is

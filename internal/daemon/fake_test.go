@@ -158,10 +158,21 @@ type fakeTable struct {
 	// maxAgeOut is the most entries one AgeOut was given.
 	afterChunk func()
 	maxAgeOut  int
+	// reserve is each slot's reserve at the mark, as SetReserve gave it.
+	reserve map[uint16]int
 }
 
 func newFakeTable(ops *fakeOps) *fakeTable {
-	return &fakeTable{fakeOps: ops, fdb: map[string]datapath.FDBEntry{}}
+	return &fakeTable{fakeOps: ops, fdb: map[string]datapath.FDBEntry{}, reserve: map[uint16]int{}}
+}
+
+func (f *fakeTable) SetReserve(slot uint16, n int) error {
+	if n == 0 {
+		delete(f.reserve, slot)
+	} else {
+		f.reserve[slot] = n
+	}
+	return nil
 }
 
 func fdbKeyOf(bridge, vlan uint16, mac net.HardwareAddr) string {

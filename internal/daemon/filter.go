@@ -254,7 +254,7 @@ func (d *Daemon) stateShow(only string) ([]ctl.State, error) {
 		case s.Established:
 			st = "established"
 		}
-		rows = append(rows, ctl.State{Bridge: b.cfg.Name, Proto: config.ProtoName(s.Proto),
+		rows = append(rows, ctl.State{Bridge: b.cfg.Name, VLAN: s.VLAN, Proto: config.ProtoName(s.Proto),
 			From: s.From.String(), To: s.To.String(), State: st, Rule: s.Rule + 1,
 			AgeSeconds:     time.Duration(s.AgeNs).Seconds(),
 			IdleSeconds:    time.Duration(s.IdleNs).Seconds(),

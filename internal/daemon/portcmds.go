@@ -10,6 +10,7 @@ import (
 	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/config"
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/overlay"
 )
 
 // maxOwner bounds an owner's text (a CNI owner is a network name, a
@@ -83,6 +84,9 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 	if where := d.portOwnerOf(req.Port); where != "" {
 		return ctl.PortEntry{}, fmt.Errorf("interface %q is already a port of %s", req.Port, where)
 	}
+	if what := d.overlayObject(req.Port); what != "" {
+		return ctl.PortEntry{}, fmt.Errorf("interface %q is %s, which the daemon made for the overlay (docs/overlay.md): a port on it would switch this bridge's frames into the VNI", req.Port, what)
+	}
 	if q := b.port(req.Port); q != nil {
 		return ctl.PortEntry{}, fmt.Errorf("%q is already the name of patch port to bridge %q of bridge %q: a port's name is unique in its bridge", req.Port, q.cfg.Patch, b.cfg.Name)
 	}
@@ -95,6 +99,11 @@ func (d *Daemon) portAdd(req ctl.Request) (ctl.PortEntry, error) {
 		bound.VLAN = 1 // as the merge makes it (normalizeVLANs)
 	}
 	if why := b.cfg.BindConflict(&bound); why != "" {
+		return ctl.PortEntry{}, fmt.Errorf("allowed_macs: %s", why)
+	}
+	if why, err := d.bindConflict(b, &bound); err != nil {
+		return ctl.PortEntry{}, fmt.Errorf("port %q not added: %w", req.Port, err)
+	} else if why != "" {
 		return ctl.PortEntry{}, fmt.Errorf("allowed_macs: %s", why)
 	}
 	if bound.Has(tbpf.TrestleTrPortFlagsTR_PORT_QINQ) && bound.VLAN == 0 && !bound.IsTrunk() {
@@ -163,6 +172,42 @@ func (d *Daemon) portOwnerOf(iface string) string {
 		}
 	}
 	return ""
+}
+
+// overlayObject says which of the overlay's kernel objects iface is
+// ("VNI 100's advertise port's peer"), or "": one of the VNIs of the
+// configuration's overlay ports, or of those the daemon holds (taken over
+// from a daemon before it). Those names are the daemon's by contract
+// (overlay.NamesOf: it takes over, or refuses to start beside, whatever
+// holds them), so the name alone says it; the same names for a VNI the
+// daemon has not (QEMU names its TAPs tap0, tap1, ...) are anyone's.
+func (d *Daemon) overlayObject(iface string) string {
+	vni, ok := overlay.VNIOf(iface)
+	if !ok {
+		return ""
+	}
+	ours := slices.Contains(d.ovl.mgr.Held(), vni)
+	for _, b := range d.cfg.Bridges {
+		for _, p := range b.Ports {
+			ours = ours || p.VXLAN == vni
+		}
+	}
+	if !ours {
+		return ""
+	}
+	n := overlay.NamesOf(vni)
+	what := map[string]string{
+		n.Bridge:    "kernel bridge",
+		n.VXLAN:     "vxlan device",
+		n.Adv:       "advertise port",
+		n.AdvPeer:   "advertise port's peer",
+		n.Tramp:     "xdp way in",
+		n.TrampPeer: "xdp way in's peer",
+	}[iface]
+	if what == "" {
+		return ""
+	}
+	return fmt.Sprintf("VNI %d's %s", vni, what)
 }
 
 // checkOwner refuses an owner that is too long, not UTF-8 (ports.json,

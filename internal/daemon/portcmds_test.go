@@ -608,3 +608,29 @@ func TestRunPortFilterRefusedHere(t *testing.T) {
 		t.Errorf("%s's filter was tried %d times, want once: %v", "r1", n, w.dp.ops)
 	}
 }
+
+// The overlay's own kernel objects are refused as run-time ports: a port
+// on the advertise port's idle peer (tapVNI) would switch the bridge's
+// floods into the VNI. The same names for a VNI the daemon has not (QEMU
+// calls its TAPs tap0, tap1, ...) are anyone's.
+func TestRunPortAddOverlayObject(t *testing.T) {
+	w := newOvWorld(t)
+	for _, n := range []string{"p1", "p2", "tap1000", "ttp1000", "tap7"} {
+		w.sys.add(n, "veth")
+	}
+	w.mustApply(ovConfig)
+	for iface, want := range map[string]string{
+		"tap1000": `interface "tap1000" is VNI 1000's advertise port's peer, which the daemon made for the overlay`,
+		"ttp1000": `interface "ttp1000" is VNI 1000's xdp way in's peer`,
+		"tvx1000": `interface "tvx1000" is already a port of bridge "br0"`,
+	} {
+		before, run := w.dp.snapshot(), len(w.d.run)
+		if _, err := w.portAdd("br0", iface, "thief"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("port add %s: %v, want an error with %q", iface, err, want)
+		}
+		if w.dp.snapshot() != before || len(w.d.run) != run {
+			t.Errorf("the refused add of %s changed the running state", iface)
+		}
+	}
+	w.mustPortAdd("br0", "tap7", "qemu/tap7")
+}

@@ -123,6 +123,8 @@ type Datapath struct {
 	reachFloods map[uint16]*ebpf.Map
 	// The filter's rule sets and counters (filter.go); nil until used.
 	filt *filterState
+	// The tables of unestablished connections, by bridge (filter.go).
+	halfOpen map[uint16]*ebpf.Map
 }
 
 // Load loads the switch's maps into the kernel, adopting what
@@ -156,7 +158,7 @@ func Load(opts Options) (*Datapath, error) {
 	d := &Datapath{place: clsact.PlaceOf(opts.Instance), floods: map[uint16]*ebpf.Map{}, unsynced: map[uint16]bool{}, ahead: map[aheadKey]sizedSet{}, log: opts.Log, refresh: refreshOf(spec),
 		spec: spec, progs: map[stage]progSet{}, vlanFloods: map[uint16]*ebpf.Map{},
 		patchFloods: map[uint16]*ebpf.Map{}, hadPatch: map[uint16]bool{}, reachFloods: map[uint16]*ebpf.Map{},
-		aux: map[string]*ebpf.Program{}, auxErr: map[string]error{},
+		aux: map[string]*ebpf.Program{}, auxErr: map[string]error{}, halfOpen: map[uint16]*ebpf.Map{},
 		via: map[uint32][2]uint32{}, xdpTo: map[uint32]uint32{}}
 	if d.log == nil {
 		d.log = func(string, ...any) {}
@@ -232,6 +234,10 @@ func Load(opts Options) (*Datapath, error) {
 			d.Close()
 			return nil, err
 		}
+		if err := d.adoptHalfOpen(); err != nil {
+			d.Close()
+			return nil, err
+		}
 		// The old daemon's last flip of a bridge may be less than a grace
 		// period ago: the first write of each waits (bridge.go).
 		for id := uint16(1); id <= uint16(tbpf.MaxBridges); id++ {
@@ -273,6 +279,9 @@ func (d *Datapath) Close() {
 		m.Close()
 	}
 	for _, m := range d.reachFloods {
+		m.Close()
+	}
+	for _, m := range d.halfOpen {
 		m.Close()
 	}
 	if d.capture != nil {

@@ -128,6 +128,14 @@ func dropCases() []dropCase {
 				}
 				r.setFilter(&Filter{DefaultBlock: true})
 			}, slot: 1, at: 1, frames: one(ipv4(bcast, macA))},
+		{reason: tbpf.TrestleTrDropReasonTR_DROP_UNREADABLE, name: "a port rule and a SYN behind seven destination options headers",
+			setup: func(t *testing.T, r *rig) {
+				if err := r.ns.Do(func() error { return r.dp.SetFilterStage(true) }); err != nil {
+					t.Fatal(err)
+				}
+				r.setFilter(&Filter{Rules: []FilterRule{{Block: true, Proto: 6, HasProto: true, DstPort: PortRange{22, 22}}}})
+			}, slot: 1, at: 1, frames: one(pkt{src: macA, dst: bcast, proto: 6, sip: "2001:db8::1", dip: "2001:db8::2",
+				sport: 40000, dport: 22, ext: []uint8{60, 60, 60, 60, 60, 60, 60}}.bytes())},
 		{reason: tbpf.TrestleTrDropReasonTR_DROP_LOCKED, name: "a source not bound to a locked port",
 			setup: func(t *testing.T, r *rig) { r.lock(1, true) }, slot: 1, at: 1, frames: one(ipv4(bcast, macA))},
 		{reason: tbpf.TrestleTrDropReasonTR_DROP_SRC_STATIC, name: "another port's static entry as a source",

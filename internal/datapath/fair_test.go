@@ -15,7 +15,8 @@ import (
 // learned (its memo does not outlive the deletion).
 func TestTableFair(t *testing.T) {
 	const maxEntries = 32
-	high, fair := TableMarks(maxEntries, 3)
+	marks := TableMarks(maxEntries, 3)
+	high, fair := marks.High, marks.Fair
 	if high != 30 || fair != 10 {
 		t.Fatalf("marks of 32 entries over 3 ports: high %d fair %d, want 30 10", high, fair)
 	}
@@ -88,7 +89,7 @@ func (r *rig) wantCount(slot int, want int) {
 // station in another VLAN is learned, and a full table forwards.
 func TestTableFairVLAN(t *testing.T) {
 	const maxEntries = 32
-	high, _ := TableMarks(maxEntries, 3)
+	high := TableMarks(maxEntries, 3).High
 	src := func(port, i int) net.HardwareAddr { return net.HardwareAddr{0x0a, 0, 0, 0, byte(port), byte(i)} }
 	forEachMode(t, func(t *testing.T, m tmode) {
 		r := vrig(t, m, 10)
@@ -120,5 +121,100 @@ func TestTableFairVLAN(t *testing.T) {
 		}
 		r.wantCount(2, 1)
 		r.wantCount(0, high+1)
+	})
+}
+
+// The fair table at its edge (a bridge of 32 entries over 3 ports: mark 30,
+// share 10), as table cases: the bridge's count exactly at its mark, one
+// under it, or full, and each port's reserve as the daemon gives it
+// (SetReserve). At the mark, a port at or over its share learns a new source
+// only within its reserve (none before the daemon gives one: the flood stops
+// there), and entries deleted meanwhile give it no more; a port under its
+// share learns; under the mark every port learns; full, none does. Every
+// frame goes on, learned or not.
+func TestTableFairEdge(t *testing.T) {
+	const maxEntries = 32
+	if m := TableMarks(maxEntries, 3); m.High != 30 || m.Fair != 10 || m.Reserve != 1 {
+		t.Fatalf("marks of 32 entries over 3 ports: %+v, want high 30, fair 10, reserve 1", m)
+	}
+	cases := []struct {
+		name    string
+		held    [4]int // learned sources of slots 1 to 3, before the reserves
+		reserve [4]int // reserves of slots 1 to 3
+		slot    int    // the port of the new sources
+		used    int    // new sources it sends after the reserves, before the one looked at
+		deleted int    // its entries deleted then
+		learn   bool
+	}{
+		{name: "at the mark, over its share, no reserve", held: [4]int{0, 12, 18, 0}, slot: 1},
+		{name: "at the mark, over its share, within its reserve", held: [4]int{0, 12, 18, 0}, reserve: [4]int{0, 1, 1, 1}, slot: 1, learn: true},
+		{name: "at the mark, over its share, its reserve used", held: [4]int{0, 12, 18, 0}, reserve: [4]int{0, 2, 0, 0}, slot: 1, used: 2},
+		{name: "at the mark, its reserve used, an entry of its deleted", held: [4]int{0, 12, 18, 0}, reserve: [4]int{0, 0, 1, 0}, slot: 2, used: 1, deleted: 1},
+		{name: "at the mark, at its share exactly, no reserve", held: [4]int{0, 10, 20, 0}, slot: 1},
+		{name: "at the mark, at its share exactly, within its reserve", held: [4]int{0, 10, 20, 0}, reserve: [4]int{0, 1, 0, 0}, slot: 1, learn: true},
+		{name: "at the mark, under its share, no reserve", held: [4]int{0, 12, 18, 0}, slot: 3, learn: true},
+		{name: "one under the mark, over its share, no reserve", held: [4]int{0, 12, 17, 0}, slot: 1, learn: true},
+		{name: "full, within its reserve", held: [4]int{0, 12, 18, 2}, reserve: [4]int{0, 5, 5, 5}, slot: 1},
+		{name: "full, under its share", held: [4]int{0, 12, 18, 2}, reserve: [4]int{0, 5, 5, 5}, slot: 3},
+	}
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := newRig(t, m, maxEntries, [4]uint32{})
+		for c, tc := range cases {
+			src := func(slot, i int) net.HardwareAddr { return net.HardwareAddr{0x0a, byte(c), 0, 0, byte(slot), byte(i)} }
+			n := 0
+			for slot := 1; slot <= 3; slot++ {
+				for i := 0; i < tc.held[slot]; i++ {
+					r.run(slot, ipv4(bcast, src(slot, i)))
+				}
+				n += tc.held[slot]
+			}
+			r.wantCount(0, n)
+			for slot := 1; slot <= 3; slot++ {
+				if err := r.dp.SetReserve(uint16(slot), tc.reserve[slot]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := 0; i < tc.used; i++ {
+				r.run(tc.slot, ipv4(bcast, src(tc.slot, 0x80+i)))
+				r.wantEntry(src(tc.slot, 0x80+i), tc.slot, false, tc.name+": a new source in its reserve")
+			}
+			for i := 0; i < tc.deleted; i++ {
+				r.delEntry(src(tc.slot, i))
+			}
+			n += tc.used - tc.deleted
+			r.wantCount(0, n)
+			before := r.stats(tc.slot)
+			newcomer := net.HardwareAddr{0x0e, byte(c), 0, 0, byte(tc.slot), 0xff}
+			r.wantVerdict(r.run(tc.slot, ipv4(bcast, newcomer)), m.redirect, tc.name)
+			after := r.stats(tc.slot)
+			learned, refused := after.C[tbpf.Learned]-before.C[tbpf.Learned], after.C[tbpf.UnlearnedFull]-before.C[tbpf.UnlearnedFull]
+			if tc.learn {
+				r.wantEntry(newcomer, tc.slot, false, tc.name)
+				if learned != 1 || refused != 0 {
+					t.Errorf("%s: learned %d unlearned_full %d, want 1 0", tc.name, learned, refused)
+				}
+				r.wantCount(0, n+1)
+			} else {
+				r.wantEntry(newcomer, 0, false, tc.name)
+				if learned != 0 || refused != 1 {
+					t.Errorf("%s: learned %d unlearned_full %d, want 0 1", tc.name, learned, refused)
+				}
+				r.wantCount(0, n)
+			}
+			// The next case starts from an empty table and no reserves
+			// (what the ports learned in all goes on counting).
+			es, err := r.dp.FDB()
+			if err == nil {
+				_, err = r.dp.DelFDBs(es)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for slot := 1; slot <= 3; slot++ {
+				if err := r.dp.SetReserve(uint16(slot), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -238,6 +239,11 @@ func (d *Datapath) writeFilter(b BridgeInfo, next, live uint32) (uint32, error) 
 			f.total++
 		}
 	}
+	if set.Flags&tbpf.FilterKeepState != 0 {
+		if err := d.ensureHalfOpen(b.ID); err != nil {
+			return 0, fmt.Errorf("bridge %q: %w", b.Name, err)
+		}
+	}
 	f.gen++
 	set.Gen = f.gen
 	if err := d.objs.FilterSets.Put(next, set); err != nil {
@@ -304,6 +310,9 @@ func (d *Datapath) dropFilters(id uint16) error {
 		if err := d.clearFilterCopy(d.filt, i); err != nil {
 			return fmt.Errorf("bridge %d: %w", id, err)
 		}
+	}
+	if err := d.delProgFlood(d.halfOpenSets(), id); err != nil {
+		return fmt.Errorf("bridge %d: %w", id, err)
 	}
 	return nil
 }
@@ -417,6 +426,7 @@ func compileFilter(set uint16, f *Filter, c *filterCopy) (tbpf.FilterSet, error)
 	}
 	var all []entry
 	minPrio := map[tbpf.FilterKey]uint32{}
+	unreadable := map[tbpf.FilterKey]bool{} // masks of unreadableMatches
 	for i, r := range f.Rules {
 		var flags uint16
 		if r.Block {
@@ -427,15 +437,26 @@ func compileFilter(set uint16, f *Filter, c *filterCopy) (tbpf.FilterSet, error)
 			fs.Flags |= tbpf.FilterKeepState
 		}
 		hit := tbpf.FilterHit{Prio: uint32(i), Counter: c.rules[i], Flags: flags}
-		for _, m := range ruleMatches(set, r) {
-			if p, ok := minPrio[m.mask]; !ok || uint32(i) < p {
-				minPrio[m.mask] = uint32(i)
+		add := func(ms []filterMatch, hit tbpf.FilterHit) {
+			for _, m := range ms {
+				if p, ok := minPrio[m.mask]; !ok || uint32(i) < p {
+					minPrio[m.mask] = uint32(i)
+				}
+				all = append(all, entry{m, hit})
 			}
-			all = append(all, entry{m, hit})
+		}
+		add(ruleMatches(set, r), hit)
+		if r.Block && readsL4(r) {
+			hit.Flags |= tbpf.FilterUnread
+			um := unreadableMatches(set, r)
+			add(um, hit)
+			for _, m := range um {
+				unreadable[m.mask] = true
+			}
 		}
 	}
 	if len(minPrio) > len(fs.Tuples) {
-		return fs, fmt.Errorf("its rules have %d shapes (which fields they match, with which prefix lengths; a port range adds one per prefix length that covers it), at most %d: use fewer distinct prefix lengths or port ranges",
+		return fs, fmt.Errorf("its rules have %d shapes (which fields they match, with which prefix lengths; a port range adds one per prefix length that covers it, a block rule with proto, ports or icmp_type one without them), at most %d: use fewer distinct prefix lengths or port ranges",
 			len(minPrio), len(fs.Tuples))
 	}
 	masks := make([]tbpf.FilterKey, 0, len(minPrio))
@@ -453,6 +474,9 @@ func compileFilter(set uint16, f *Filter, c *filterCopy) (tbpf.FilterSet, error)
 	for i, m := range masks {
 		fs.Tuples[i].Mask = m
 		fs.Tuples[i].MinPrio = minPrio[m]
+		if unreadable[m] {
+			fs.Tuples[i].Unreadable = 1
+		}
 		index[m] = uint16(i)
 	}
 	// Each entry under its mask's index (the datapath looks up mask i's
@@ -541,7 +565,7 @@ func ruleMatches(set uint16, r FilterRule) []filterMatch {
 	// A rule with port or ICMP keys matches only frames whose transport
 	// header was read: never a fragment's or a hidden one's as port 0.
 	if r.HasICMPType || r.SrcPort.Hi != 0 || r.DstPort.Hi != 0 {
-		base.mask.L4, base.val.L4 = 0xff, 1
+		base.mask.L4, base.val.L4 = 0xff, tbpf.L4Read
 	}
 	if len(r.SrcMAC) == 6 {
 		copy(base.val.Smac[:], r.SrcMAC)
@@ -598,6 +622,34 @@ func ruleMatches(set uint16, r FilterRule) []filterMatch {
 	return out
 }
 
+// readsL4 says whether a rule reads past the IP header: a protocol, ports
+// or an ICMP type.
+func readsL4(r FilterRule) bool {
+	return r.HasProto || r.HasICMPType || r.SrcPort.Hi != 0 || r.DstPort.Hi != 0
+}
+
+// unreadableMatches are the matches by which block rule r, one that reads
+// past the IP header, blocks a frame whose transport header should be there
+// and could not be read (bpf/types.h, TR_L4_UNREADABLE: past the extension
+// headers the filter reads, or cut short): its other keys, the EtherTypes
+// its fields imply, and not the protocol, which such a frame may hide too.
+// The filter fails closed: a port it cannot read is not a port the rule
+// does not name.
+func unreadableMatches(set uint16, r FilterRule) []filterMatch {
+	var out []filterMatch
+	for _, m := range ruleMatches(set, r) {
+		m.mask.Proto, m.val.Proto = 0, 0
+		m.mask.IcmpType, m.val.IcmpType = 0, 0
+		m.mask.Sport, m.val.Sport = 0, 0
+		m.mask.Dport, m.val.Dport = 0, 0
+		m.mask.L4, m.val.L4 = 0xff, tbpf.L4Unreadable
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 type portPrefix struct{ val, mask uint16 }
 
 // portPrefixes covers a port range with the fewest prefixes (any port:
@@ -624,6 +676,7 @@ func portPrefixes(r PortRange) []portPrefix {
 // State is one tracked connection: From opened it to To.
 type State struct {
 	Bridge           uint16
+	VLAN             uint16
 	Proto            uint8
 	From, To         netip.AddrPort
 	Port             uint16 // the slot of the port it was opened from
@@ -665,7 +718,7 @@ func stateAddr(family uint8, b [16]uint8, port uint16) netip.AddrPort {
 
 func stateOf(k tbpf.StateKey, v tbpf.State, now, wall uint64, held bool) State {
 	a, b := stateAddr(k.Family, k.A, k.Aport), stateAddr(k.Family, k.B, k.Bport)
-	s := State{Bridge: k.Bridge, Proto: k.Proto, From: b, To: a, Port: v.Port,
+	s := State{Bridge: k.Bridge, VLAN: k.Vlan, Proto: k.Proto, From: b, To: a, Port: v.Port,
 		Replied: v.Flags&tbpf.StateReplied != 0, Closing: v.Flags&tbpf.StateClosing != 0,
 		Established: v.Flags&tbpf.StateEstablished != 0, Held: held,
 		Rule: int(v.Rule), TimeoutNs: stateTimeout(k.Proto, v.Flags)}
@@ -684,10 +737,51 @@ func stateOf(k tbpf.StateKey, v tbpf.State, now, wall uint64, held bool) State {
 	return s
 }
 
-// stateTables are the two tables of tracked connections: the established
-// ones each bridge and port holds within its bounds, then the rest (an LRU).
+// stateTables are the tables of tracked connections: the established ones
+// each bridge and port holds within its bounds, then the rest, each
+// bridge's in its own LRU.
 func (d *Datapath) stateTables() []*ebpf.Map {
-	return []*ebpf.Map{d.objs.FilterStates, d.objs.FilterOpening}
+	ms := []*ebpf.Map{d.objs.FilterStates}
+	ids := slices.Sorted(maps.Keys(d.halfOpen))
+	for _, id := range ids {
+		ms = append(ms, d.halfOpen[id])
+	}
+	return ms
+}
+
+// halfOpenSets are the bridges' tables of unestablished connections
+// (bpf/lib/filter.h, filter_halfopen), as the flood sets are held.
+func (d *Datapath) halfOpenSets() progFloods {
+	return progFloods{what: "table of unestablished connections", outer: d.objs.FilterHalfopen, sets: d.halfOpen}
+}
+
+// ensureHalfOpen makes bridge id's table of unestablished connections, if
+// it has none: before a rule set that keeps state is written, so that the
+// datapath finds it (without, a new connection is blocked as state_full).
+// It stays until the bridge goes (dropFilters): a reload that stops
+// keeping state and starts again keeps the connections in it.
+func (d *Datapath) ensureHalfOpen(id uint16) error {
+	if _, ok := d.halfOpen[id]; ok {
+		return nil
+	}
+	spec := d.spec.Maps[tbpf.TrestleMapFilterHalfopen].InnerMap.Copy()
+	spec.Name = fmt.Sprintf("tr_halfopen_%d", id)
+	m, err := ebpf.NewMap(spec)
+	if err != nil {
+		return fmt.Errorf("create the table of unestablished connections: %w", err)
+	}
+	if err := d.objs.FilterHalfopen.Put(uint32(id), m); err != nil {
+		m.Close()
+		return fmt.Errorf("install the table of unestablished connections: %w", err)
+	}
+	d.halfOpen[id] = m
+	return nil
+}
+
+// adoptHalfOpen takes hold of the tables of unestablished connections an
+// adopted datapath holds.
+func (d *Datapath) adoptHalfOpen() error {
+	return adoptInner(d.objs.FilterHalfopen, d.halfOpen, "table of unestablished connections")
 }
 
 // States lists the tracked connections of every bridge.

@@ -143,7 +143,7 @@ func TestFilterStateBounds(t *testing.T) {
 // established connection.
 func TestFilterStateEarlyDrop(t *testing.T) {
 	const size = 64
-	rigSpecEdit = func(s *ebpf.CollectionSpec) { s.Maps[tbpf.TrestleMapFilterOpening].MaxEntries = size }
+	rigSpecEdit = func(s *ebpf.CollectionSpec) { s.Maps[tbpf.TrestleMapFilterHalfopen].InnerMap.MaxEntries = size }
 	defer func() { rigSpecEdit = nil }()
 	forEachMode(t, func(t *testing.T, m tmode) {
 		r := filterRig(t, m)
@@ -173,6 +173,83 @@ func TestFilterStateEarlyDrop(t *testing.T) {
 		}
 		if s := stateOfPort(t, r, 4000); !s.Held {
 			t.Errorf("the established connection: %+v, want held", s)
+		}
+	})
+}
+
+// A connection is its VLAN's: the same addresses and ports in another VLAN
+// are another connection, which the one tracked does not pass.
+func TestFilterStateVLAN(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := filterRig(t, m)
+		r.setFilter(&Filter{DefaultBlock: true, Rules: []FilterRule{
+			{In: 1, Proto: 17, HasProto: true, KeepState: true}}})
+		tag := func(p pkt, vid uint16) pkt { p.vid = vid; return p }
+		out, back := connection(17, 1, 4000)
+		r.wantVerdict(r.run(1, tag(out, 10).bytes()), m.redirect, "the connection out, in VLAN 10")
+		r.wantVerdict(r.run(2, tag(back, 10).bytes()), m.redirect, "its reply in VLAN 10")
+		before := r.drops(2, tbpf.TrestleTrDropReasonTR_DROP_FILTERED)
+		r.wantVerdict(r.run(2, tag(back, 20).bytes()), m.drop, "the same reply in VLAN 20")
+		r.wantVerdict(r.run(2, back.bytes()), m.drop, "the same reply untagged")
+		if n := r.drops(2, tbpf.TrestleTrDropReasonTR_DROP_FILTERED) - before; n != 2 {
+			t.Errorf("filtered drops of the replies outside VLAN 10: %d, want 2", n)
+		}
+		if s := stateOfPort(t, r, 4000); s.VLAN != 10 || !s.Established {
+			t.Errorf("the connection: %+v, want VLAN 10, established", s)
+		}
+	})
+}
+
+// Each bridge has its own table of unestablished connections: a flood of
+// new connections in one bridge, many times the table, evicts none of
+// another bridge's.
+func TestFilterHalfOpenPerBridge(t *testing.T) {
+	const size = 64
+	rigSpecEdit = func(s *ebpf.CollectionSpec) { s.Maps[tbpf.TrestleMapFilterHalfopen].InnerMap.MaxEntries = size }
+	defer func() { rigSpecEdit = nil }()
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r := filterRig(t, m)
+		keep := &Filter{DefaultBlock: true, Rules: []FilterRule{{Proto: 17, HasProto: true, KeepState: true}}}
+		// br0: slots 1 and 2; br1: slot 3 and the rig's spare port, slot 4.
+		b0 := []PortInfo{{Ifindex: r.port[1], Bridge: 1, Slot: 1}, {Ifindex: r.port[2], Bridge: 1, Slot: 2}}
+		b1 := []PortInfo{{Ifindex: r.port[3], Bridge: 2, Slot: 3}, {Ifindex: r.port[0], Bridge: 2, Slot: 4}}
+		if err := r.ns.Do(func() error {
+			if err := r.dp.SetBridge(BridgeInfo{ID: 1, Name: "br0", MaxEntries: 1024, Ports: b0, Filter: keep}); err != nil {
+				return err
+			}
+			for _, p := range b1 {
+				if err := r.dp.SetPort(p); err != nil {
+					return err
+				}
+			}
+			return r.dp.SetBridge(BridgeInfo{ID: 2, Name: "br1", MaxEntries: 1024, Ports: b1, Filter: keep})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		other, _ := connection(17, 3, 4000)
+		r.wantVerdict(r.run(3, other.bytes()), m.redirect, "br1's connection out")
+		for i := 0; i < 20*size; i++ {
+			f, _ := connection(17, 1, uint16(10000+i))
+			r.run(1, f.bytes())
+		}
+		states, err := r.dp.States()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := map[uint16]int{}
+		found := false
+		for _, s := range states {
+			held[s.Bridge]++
+			found = found || (s.Bridge == 2 && (s.From.Port() == 4000 || s.To.Port() == 4000))
+		}
+		if !found {
+			t.Errorf("br1's unestablished connection was evicted by br0's flood: %v", held)
+		}
+		if held[1] > size || held[1] == 0 {
+			t.Errorf("br0 tracks %d connections, want its table's %d at most", held[1], size)
+		}
+		if n := r.drops(1, tbpf.TrestleTrDropReasonTR_DROP_STATE_FULL); n != 0 {
+			t.Errorf("state_full drops in the flood: %d, want none", n)
 		}
 	})
 }

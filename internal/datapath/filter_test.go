@@ -32,6 +32,37 @@ type pkt struct {
 	ext     []uint8
 	fragOff uint16
 	cut     int // bytes cut from the frame's end
+	// dstLen: the destination options headers' length in bytes (a
+	// multiple of 8 from 8, 0: 8), options that a receiver skips.
+	dstLen int
+	// l4Len: the transport bytes the IP header says the datagram
+	// carries, the rest of the frame padding (0: all of them).
+	l4Len int
+}
+
+// dstOpts is a destination options (or hop-by-hop) header of n bytes (a
+// multiple of 8) naming next: options of up to 255 bytes of a type a
+// receiver skips (RFC 8200, 4.2: the high bits 00), then PadN, which
+// Linux takes only up to 7 bytes (RFC 4942, 2.1.9.5).
+func dstOpts(next uint8, n int) []byte {
+	h := []byte{next, uint8(n/8 - 1)}
+	for left := n - 2; left > 0; {
+		switch {
+		case left == 1:
+			h, left = append(h, 0), 0 // Pad1
+		case left <= 7:
+			h = append(h, 1, uint8(left-2)) // PadN
+			h, left = append(h, make([]byte, left-2)...), 0
+		default:
+			l := min(left-2, 255)
+			if left-2-l > 0 && left-2-l < 2 {
+				l-- // leave room for a whole option after
+			}
+			h = append(h, 0x1e, uint8(l)) // an experimental option (RFC 4727): skipped
+			h, left = append(h, make([]byte, l)...), left-2-l
+		}
+	}
+	return h
 }
 
 // bytes builds the frame: Ethernet, an optional tag, IPv4 or IPv6, and a
@@ -69,11 +100,15 @@ func (p pkt) bytes() []byte {
 		binary.BigEndian.PutUint16(l4[2:], p.dport)
 	}
 	l4 = append(l4, make([]byte, 18)...)
+	l4Len := len(l4)
+	if p.l4Len != 0 {
+		l4Len = p.l4Len
+	}
 	if s.Is4() {
 		b = binary.BigEndian.AppendUint16(b, 0x0800)
 		ip := make([]byte, 20)
 		ip[0] = 0x45
-		binary.BigEndian.PutUint16(ip[2:], uint16(20+len(l4)))
+		binary.BigEndian.PutUint16(ip[2:], uint16(20+l4Len))
 		binary.BigEndian.PutUint16(ip[6:], p.fragOff)
 		ip[8] = 64
 		ip[9] = p.proto
@@ -95,6 +130,8 @@ func (p pkt) bytes() []byte {
 			ext = append(ext, h...)
 		case 51: // AH: length in 4-byte units, minus 2: 12 bytes of header and 12 of ICV
 			ext = append(ext, append([]byte{next, 4}, make([]byte, 22)...)...)
+		case 60:
+			ext = append(ext, dstOpts(next, max(p.dstLen, 8))...)
 		default: // options of 8 bytes: PadN
 			ext = append(ext, next, 0, 1, 4, 0, 0, 0, 0)
 		}
@@ -106,7 +143,7 @@ func (p pkt) bytes() []byte {
 	b = binary.BigEndian.AppendUint16(b, 0x86dd)
 	ip := make([]byte, 40)
 	ip[0] = 0x60
-	binary.BigEndian.PutUint16(ip[4:], uint16(len(ext)+len(l4)))
+	binary.BigEndian.PutUint16(ip[4:], uint16(len(ext)+l4Len))
 	ip[6] = first
 	ip[7] = 64
 	copy(ip[8:], s.AsSlice())

@@ -80,6 +80,10 @@ var derived = map[string]bool{
 	tbpf.TrestleMapEventRing: true,
 	// The overlay's outer headers: the control plane writes them again.
 	tbpf.TrestleMapEncaps: true,
+	// The ports' reserves at the mark (fair.go): the daemon gives them
+	// again at its next look (an empty one gives none: for a second, no
+	// port at its share learns at the mark).
+	tbpf.TrestleMapPortHold: true,
 }
 
 // scratch maps hold nothing the daemon writes again after an upgrade: a
@@ -95,6 +99,8 @@ var scratch = map[string]bool{
 	// The overlay's outer headers: the overlay's comparison writes them,
 	// not the apply (a new one is no reason to rewrite every port).
 	tbpf.TrestleMapEncaps: true,
+	// Written at each look of the daemon's, not by the apply.
+	tbpf.TrestleMapPortHold: true,
 }
 
 // groups are maps that hold one state between them: they are adopted

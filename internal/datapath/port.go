@@ -444,12 +444,16 @@ func (d *Datapath) ports() ([]PortInfo, error) {
 	return append(out, patches...), err
 }
 
-// ResetPort zeroes a slot's counters and address counts, for a slot given to
-// a new port. The slot must have no port and no entries: no CPU writes them.
+// ResetPort zeroes a slot's counters, address counts and reserve,
+// for a slot given to a new port. The slot must have no port and no
+// entries: no CPU writes them.
 func (d *Datapath) ResetPort(slot uint16) error {
 	zero := make([]tbpf.PortStats, d.ncpu)
 	if err := d.objs.Stats.Put(uint32(slot), zero); err != nil {
 		return fmt.Errorf("reset counters of slot %d: %w", slot, err)
+	}
+	if err := d.SetReserve(slot, 0); err != nil {
+		return err
 	}
 	t, done := d.use()
 	defer done()

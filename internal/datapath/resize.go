@@ -106,10 +106,15 @@ func (d *Datapath) Resize(s Sizes) (*Resizing, error) {
 		d.maps[name] = m
 	}
 	d.resizing = r
-	err = d.loadModes(d.stage, r.progs[d.stage].modes())
-	if err != nil {
-		err = fmt.Errorf("load the programs for %s: %w", s, err)
-	} else if d.pin != nil {
+	// The new table counts what it learns from 0: reserves counted in
+	// the old one's go (fair.go).
+	err = d.dropReserves()
+	if err == nil {
+		if err = d.loadModes(d.stage, r.progs[d.stage].modes()); err != nil {
+			err = fmt.Errorf("load the programs for %s: %w", s, err)
+		}
+	}
+	if err == nil && d.pin != nil {
 		err = d.pin.pinMaps(nt.maps())
 	}
 	if err != nil {
@@ -267,7 +272,7 @@ func (r *Resizing) Undo() error {
 	for name, m := range r.tbl.maps() {
 		d.maps[name] = m
 	}
-	var errs []error
+	errs := []error{d.dropReserves()} // counted in the new table's learns (fair.go)
 	if d.pin != nil {
 		errs = append(errs, d.pin.pinMaps(r.tbl.maps()))
 	}

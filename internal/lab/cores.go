@@ -234,12 +234,12 @@ func coresTest(ctx context.Context, s Scenario, counts []int, rig *Rig, base Res
 			others0, oerr := cpuOthers()
 			sr, trials, err := rig.SearchTrials(ctx, spec, tm, func(st SearchTrial) {
 				k++
-				status(fmt.Sprintf("%s on %d CPU(s), trial %d: %s offered, loss %.3f%%", size.Label(), n, k, pps(st.Offered), 100*st.Loss))
+				status(fmt.Sprintf("%s on %d CPU(s), trial %d: %s offered, loss %.3f%%", size.Label(), n, k, PPSText(st.Offered), 100*st.Loss))
 			})
 			if err != nil {
 				return err
 			}
-			r := searchResult(base, TestCores, coresParam(size, n), sr, trials)
+			r := ResultOfSearch(base, TestCores, coresParam(size, n), sr, trials)
 			if len(trials) > 0 {
 				r.CPU = trials[len(trials)-1].CPU
 			}

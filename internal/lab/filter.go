@@ -415,7 +415,7 @@ var FilterScaleRules = []int{1, 10, 100, 1000}
 // filterScaleDUTs are trestle in xdp mode and the Linux bridge with
 // nftables at each rule count, stateless and keeping state: in series, so
 // that the report's table reads down each.
-func filterScaleDUTs() []Spec {
+func FilterScaleDUTs() []Spec {
 	out := []string{"trestle:xdp"}
 	for _, state := range []string{"", ",state"} {
 		for _, n := range FilterScaleRules {
@@ -435,7 +435,7 @@ func filterScaleDUTs() []Spec {
 // with the filter off; trestle at least 3x nftables with the same rules at
 // every count, stateless and (where the kernel tracks bridged connections)
 // keeping state.
-func filterScaleGoals() []Goal {
+func FilterScaleGoals() []Goal {
 	goal := func(dut, base string, min float64, why string) Goal {
 		return Goal{Test: TestThroughput, Param: "64", DUT: dut, Base: base, Min: min, Why: why}
 	}

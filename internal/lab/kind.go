@@ -17,20 +17,20 @@ import (
 // unit and when it runs in it (Needs), how long it takes (Estimate), and
 // how it runs and what it records (Run, adding Results whose Test is its
 // Name, or its twins'). A kind's value is its test spec: its own settings
-// are its fields (TCPTest{Streams: []int{1, 4}}), and a scenario's Tests
-// are such values. A kind is registered by one line of Kinds; a unit runs
-// the scenario's tests in the order of Kinds, phase by phase (Phase). As
+// are its fields (tcp.Kind{Streams: []int{1, 4}}), and a scenario's Tests
+// are such values. A kind registers itself (Register); a unit runs the
+// scenario's tests in the order of Kinds, phase by phase (Phase). As
 // the DUT interface does, a kind may have optional powers, found by type
 // assertion: flags of its own (flagger), a check of its settings with a
 // note for the run (preparer), a placement of its own (placer), words for
 // the scenario's description (describer, testsLiner), a report section of
 // its own (Reporter), a preset scenario of its own (presetter).
 //
-// Adding a kind is a file (the kind, its record type, its report section
-// as a Reporter, its test) and a line of Kinds: idle.go is one. The
-// records of the kinds from before the registry (restart, mac-flood,
-// soak, latency-load, cores) are still fields of Result (the JSON's
-// shape); a new kind's record goes in Result.Record.
+// Adding a kind is a package of internal/lab/kinds (its kind, record,
+// section and test; kinds/idle is one) and its line in kinds/all. The
+// records of the restart, mac-flood, soak and cores kinds, from before the
+// registry, are still fields of Result (the JSON's shape); a new kind's
+// record goes in Result.Record.
 type Kind interface {
 	Name() string
 	// Needs is what a unit of s must set up for the kind.
@@ -397,71 +397,76 @@ var Kinds = slices.Clone(coreKinds)
 
 // coreKinds are the kinds still kept in the core's package, in order.
 var coreKinds = []Kind{
-	throughputKind{},
-	LoadLatencyTest{},
-	LatencyTest{},
-	lossKind{},
-	b2bKind{},
-	floodKind{},
-	TableTest{},
 	RestartTest{},
 	MACFloodTest{},
 	SoakTest{},
 	CoresTest{},
-	CacheTest{},
-	LearnTest{},
 	PortScaleTest{},
 	PodChurnTest{},
 	OverlayTest{},
-	TCPTest{},
-	UDPTest{},
 }
 
-// pending are kinds registered after a kind not registered yet.
-var pending []struct {
+// registered are the kinds of their own packages, in the order they
+// registered, each with the kind it runs after.
+var registered []placement
+
+type placement struct {
 	k     Kind
 	after string
 }
 
 // Register adds a kind of its own package to Kinds, right after the kind
-// named after (the one it runs after; its section goes after that one's),
-// and its preset, if it has one, to Scenarios. A kind's package calls it
-// from its init: adding a kind is its folder and its line in
-// internal/lab/kinds/all. A kind registered twice, or after a kind never
-// registered, is a mistake in the code (TestKindsRegistry).
+// named after (the one it runs after; its section goes after that one's;
+// "": the first), and its preset, if it has one, to Scenarios. A kind's
+// package calls it from its init: adding a kind is its folder and its line
+// in internal/lab/kinds/all. Until the kind it runs after registers, it
+// runs last: a kind's own tests, which register it alone, run it. A kind
+// registered twice, or after a kind never registered, is a mistake in the
+// code (TestKindsRegistry).
 func Register(k Kind, after string) {
 	if KindOf(k.Name()) != nil {
 		panic(fmt.Sprintf("lab: kind %q registered twice", k.Name()))
 	}
-	pending = append(pending, struct {
-		k     Kind
-		after string
-	}{k, after})
-	for placed := true; placed; {
-		placed = false
-		for i, p := range pending {
-			at := slices.IndexFunc(Kinds, func(k Kind) bool { return k.Name() == p.after })
-			if at < 0 {
-				continue
-			}
-			Kinds = slices.Insert(Kinds, at+1, p.k)
-			if ps, ok := p.k.(presetter); ok {
-				sc := ps.Preset()
-				Scenarios[sc.Name] = sc
-			}
-			pending = slices.Delete(pending, i, i+1)
-			placed = true
-			break
-		}
+	registered = append(registered, placement{k, after})
+	Kinds = placed(slices.Clone(coreKinds), registered)
+	if ps, ok := k.(presetter); ok {
+		sc := ps.Preset()
+		Scenarios[sc.Name] = sc
 	}
 }
 
+// placed is kinds with each of regs right after the kind it runs after,
+// once that one is there; those whose kind is not (yet) go last, in the
+// order they registered.
+func placed(kinds []Kind, regs []placement) []Kind {
+	left := slices.Clone(regs)
+	for moved := true; moved; {
+		moved = false
+		for i, p := range left {
+			at := slices.IndexFunc(kinds, func(k Kind) bool { return k.Name() == p.after })
+			if at < 0 && p.after != "" {
+				continue
+			}
+			kinds = slices.Insert(kinds, at+1, p.k)
+			left = slices.Delete(left, i, i+1)
+			moved = true
+			break
+		}
+	}
+	for _, p := range left {
+		kinds = append(kinds, p.k)
+	}
+	return kinds
+}
+
 // Unplaced are the kinds registered after a kind that never was (none:
-// every kind is in Kinds).
+// every kind is where it runs).
 func Unplaced() []string {
 	var out []string
-	for _, p := range pending {
-		out = append(out, p.k.Name()+" after "+p.after)
+	for _, p := range registered {
+		if p.after != "" && KindOf(p.after) == nil {
+			out = append(out, p.k.Name()+" after "+p.after)
+		}
 	}
 	return out
 }
@@ -478,7 +483,7 @@ func KindOf(test string) Kind {
 
 // TestsOf are the registered kinds of names with no settings of their own:
 // tests for a scenario whose kinds need none (a kind with settings is
-// written as its value, TCPTest{Streams: ...}). A name not registered is
+// written as its value, tcp.Kind{Streams: ...}). A name not registered is
 // a mistake in the code.
 func TestsOf(names ...string) []Kind {
 	out := make([]Kind, len(names))
@@ -517,7 +522,7 @@ func TestOf[T Kind](s Scenario) (T, bool) {
 }
 
 // Configure changes the settings of s's test of kind T with f, if s has
-// one (the command line's flags: --streams on a TCPTest). s's tests are
+// one (the command line's flags: --streams on a tcp.Kind). s's tests are
 // copied first: a preset's stay as they are.
 func Configure[T Kind](s *Scenario, f func(T) T) {
 	s.Tests = slices.Clone(s.Tests)

@@ -374,7 +374,7 @@ func macFloodTest(ctx context.Context, s Scenario, k MACFloodTest, rig *Rig, siz
 		if flood {
 			what = fmt.Sprintf("with a flood from %d random sources", p.sources)
 		}
-		status(fmt.Sprintf("mac-flood: the stream of %s at %s, %s (%v)", size.Label(), pps(rate), what, floodLead+p.flood+floodTail))
+		status(fmt.Sprintf("mac-flood: the stream of %s at %s, %s (%v)", size.Label(), PPSText(rate), what, floodLead+p.flood+floodTail))
 		w, err := rig.floodWindow(ctx, p, flood)
 		if err != nil {
 			runErr = fmt.Errorf("mac-flood: the stream %s: %w", what, err)
@@ -778,7 +778,7 @@ func addFloodResults(base Result, rec *FloodRecord, err error, add func(Result))
 	lost.Test, lost.Param, lost.Unit, lost.Value, lost.Flood = TestMACFlood, "lost", "frames", float64(sum.Lost), rec
 	rate := base
 	rate.Test, rate.Param, rate.Unit, rate.Value = TestMACFlood, "rate", "ratio", sum.Ratio
-	rate.Note = fmt.Sprintf("%s with the flood, %s without", pps(sum.FloodRate), pps(sum.BaseRate))
+	rate.Note = fmt.Sprintf("%s with the flood, %s without", PPSText(sum.FloodRate), PPSText(sum.BaseRate))
 	if err != nil {
 		lost.Error, rate.Error = err.Error(), err.Error()
 	}

@@ -61,7 +61,7 @@ type Timing struct {
 
 // ndrOnly is t with no PDR: for the searches whose result is a zero-loss
 // rate only (broadcast, tables, the rate of a stream).
-func (t Timing) ndrOnly() Timing {
+func (t Timing) NDROnly() Timing {
 	t.Search.PDRLoss = 0
 	return t
 }
@@ -222,7 +222,7 @@ func (r *Rig) cacheTrial(ctx context.Context, n int, learnRate float64, tm Timin
 // tableLearnRate is the rate at which TableThroughput teaches a DUT its
 // table: slow enough for every DUT here to learn every address (RFC 2889's
 // caching test holds 131,072 at 100k/s for the Linux bridge and trestle).
-const tableLearnRate = 200e3
+const TableLearnRate = 200e3
 
 // TableCheck is what TableThroughput found of the table it filled: host 0
 // sent one frame to each of the learned addresses; those forwarded reached
@@ -252,7 +252,7 @@ func (c TableCheck) String() string {
 // figure never silently stands for a smaller table (nil without a third host).
 func (r *Rig) FillTable(ctx context.Context, n int, tm Timing) (*TableCheck, error) {
 	small := frame.Mix{Sizes: []int{60}, Weights: []int{1}}
-	_, err := r.Trial(ctx, TrialSpec{From: 1, To: []int{1}, Rate: tableLearnRate, Count: uint64(n), Mix: small,
+	_, err := r.Trial(ctx, TrialSpec{From: 1, To: []int{1}, Rate: TableLearnRate, Count: uint64(n), Mix: small,
 		DstMAC: r.T.Hosts[0].MAC, SrcMAC: learnBase, SrcMACs: n, Learn: true, Settle: tm.Settle, Drain: tm.Drain})
 	if err != nil {
 		return nil, fmt.Errorf("learn %d addresses: %w", n, err)
@@ -260,7 +260,7 @@ func (r *Rig) FillTable(ctx context.Context, n int, tm Timing) (*TableCheck, err
 	if len(r.T.Hosts) < 3 {
 		return nil, nil
 	}
-	tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1, 2}, Rate: tableLearnRate, Count: uint64(n), Mix: small,
+	tr, err := r.Trial(ctx, TrialSpec{From: 0, To: []int{1, 2}, Rate: TableLearnRate, Count: uint64(n), Mix: small,
 		DstMAC: learnBase, DstMACs: n, Drain: tm.Drain})
 	if err != nil {
 		return nil, fmt.Errorf("check %d learned addresses: %w", n, err)
@@ -488,4 +488,15 @@ func (r *Rig) Iperf(ctx context.Context, client, server int, proto string, strea
 		return res, errors.New("iperf3 moved nothing")
 	}
 	return res, nil
+}
+
+// TrialTime is a search trial with its settling and draining.
+func TrialTime(tm Timing) time.Duration { return tm.Search.Trial + tm.Settle + tm.Drain }
+
+// IperfRunTime is how long each iperf3 run lasts: IperfTime, or 5 s.
+func IperfRunTime(s Scenario) time.Duration {
+	if s.IperfTime == 0 {
+		return 5 * time.Second
+	}
+	return s.IperfTime
 }

@@ -125,7 +125,7 @@ func tcMirror(ctx context.Context, ns *NS, m *Mirror) (string, error) {
 }
 
 // spanResult is the TestSpan figure of the trial at the throughput rate.
-func spanResult(base Result, size FrameSize, at TrialResult) Result {
+func SpanResult(base Result, size FrameSize, at TrialResult) Result {
 	r := base
 	r.Test, r.Param, r.Unit = TestSpan, string(size), UnitOfH2
 	r.Trials, r.CPU = []TrialResult{at}, at.CPU
@@ -135,7 +135,7 @@ func spanResult(base Result, size FrameSize, at TrialResult) Result {
 	}
 	h2, span := at.Received[0], at.Watched[0]
 	r.Value = 100 * float64(span) / float64(h2)
-	r.Note = fmt.Sprintf("at %s (the throughput): %d frames sent, h2 received %d, the span host %d", pps(at.Offered), at.Sent, h2, span)
+	r.Note = fmt.Sprintf("at %s (the throughput): %d frames sent, h2 received %d, the span host %d", PPSText(at.Offered), at.Sent, h2, span)
 	return r
 }
 

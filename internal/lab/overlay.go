@@ -127,10 +127,10 @@ func (k OverlayTest) Estimate(s Scenario, _ Spec) time.Duration {
 	// Set-up and BGP (about 10 s), a search, two restart streams (about
 	// 5 s and 10 s), the stations, the iperf3 runs; the broadcast's four
 	// hosts (about 15 s) and its search.
-	d := 25*time.Second + 4*trialTime(tm) + tm.Search.Confirm + time.Duration(k.stations())*600*time.Millisecond +
-		time.Duration(len(k.Streams))*(iperfTime(s)+time.Second)
+	d := 25*time.Second + 4*TrialTime(tm) + tm.Search.Confirm + time.Duration(k.stations())*600*time.Millisecond +
+		time.Duration(len(k.Streams))*(IperfRunTime(s)+time.Second)
 	if !k.NoBroadcast {
-		d += 15*time.Second + 3*trialTime(tm) + tm.Search.Confirm
+		d += 15*time.Second + 3*TrialTime(tm) + tm.Search.Confirm
 	}
 	return d
 }
@@ -184,7 +184,7 @@ func (k OverlayTest) Prepare(s Scenario) ([]string, error) {
 }
 
 // Flags: --stations, the stations timed a unit (a scenario without an
-// overlay test refuses it), and --streams, TCPTest's flag, the overlay's
+// overlay test refuses it), and --streams, tcp.Kind's flag, the overlay's
 // iperf3 streams.
 func (OverlayTest) Flags() []Flag {
 	return []Flag{
@@ -774,15 +774,15 @@ func (k OverlayTest) broadcast(ctx context.Context, u *UnitRun, v Spec) (err err
 	if err != nil {
 		return err
 	}
-	tm := u.S.Timing.ndrOnly()
+	tm := u.S.Timing.NDROnly()
 	trial := 0
 	spec := TrialSpec{From: 0, To: sinks, Mix: mix, DstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
 	sr, trials, err := o.rig.SearchTrials(ctx, spec, tm, func(st SearchTrial) {
 		trial++
-		u.Status(fmt.Sprintf("overlay %s, broadcast to %d VTEPs, trial %d: %s offered, loss %.3f%%", v.Text, len(sinks), trial, pps(st.Offered), 100*st.Loss))
+		u.Status(fmt.Sprintf("overlay %s, broadcast to %d VTEPs, trial %d: %s offered, loss %.3f%%", v.Text, len(sinks), trial, PPSText(st.Offered), 100*st.Loss))
 	})
 	rec.NDR = sr.Throughput
-	k.add(u, searchResult(u.Base, TestOverlay, OverlayBroadcast, sr, trials), rec, err)
+	k.add(u, ResultOfSearch(u.Base, TestOverlay, OverlayBroadcast, sr, trials), rec, err)
 	return nil
 }
 
@@ -929,9 +929,9 @@ func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
 	trial := 0
 	sr, trials, err := rig.Throughput(ctx, "64", tm, 1, func(st SearchTrial) {
 		trial++
-		u.Status(fmt.Sprintf("overlay %s, 64-byte throughput, trial %d: %s offered, loss %.3f%%", v.Text, trial, pps(st.Offered), 100*st.Loss))
+		u.Status(fmt.Sprintf("overlay %s, 64-byte throughput, trial %d: %s offered, loss %.3f%%", v.Text, trial, PPSText(st.Offered), 100*st.Loss))
 	})
-	r := searchResult(u.Base, TestOverlay, OverlayThroughput, sr, trials)
+	r := ResultOfSearch(u.Base, TestOverlay, OverlayThroughput, sr, trials)
 	k.add(u, r, OverlayRecord{Measure: OverlayThroughput, NDR: sr.Throughput, PDR: sr.PDR, Settings: o.rig.DUT.Settings()}, err)
 	if err != nil {
 		return err
@@ -946,7 +946,7 @@ func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
 			k.add(u, u.Base, OverlayRecord{Measure: measure}, errors.New("no zero-loss rate found: no stream to run"))
 			return
 		}
-		u.Status(fmt.Sprintf("overlay %s: a stream at %s through %s", v.Text, pps(rate), measure))
+		u.Status(fmt.Sprintf("overlay %s: a stream at %s through %s", v.Text, PPSText(rate), measure))
 		ev, err := rig.restartWindow(ctx, mix, rate, 1, time.Second, time.Second, tm, event)
 		r := u.Base
 		r.Unit, r.Value = "frames", float64(max(ev.Lost, 0))
@@ -976,7 +976,7 @@ func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
 
 	for _, n := range k.Streams {
 		u.Status(fmt.Sprintf("overlay %s: iperf3 TCP, %d stream(s)", v.Text, n))
-		ir, err := rig.Iperf(ctx, 0, 1, "tcp", n, iperfTime(u.S), "")
+		ir, err := rig.Iperf(ctx, 0, 1, "tcp", n, IperfRunTime(u.S), "")
 		r := u.Base
 		r.Unit, r.Value, r.Iperf, r.CPU = "bit/s", ir.BitsPerSec, &ir, ir.CPU
 		k.add(u, r, OverlayRecord{Measure: OverlayTCP, Streams: n, Bps: ir.BitsPerSec}, err)

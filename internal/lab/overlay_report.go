@@ -178,7 +178,7 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 			if v <= 0 {
 				return "-"
 			}
-			return pps(v)
+			return PPSText(v)
 		}
 		vsLinux := "-"
 		if linux != nil && r.DUT != linux.DUT {
@@ -291,7 +291,7 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 		}
 	}
 	if fast != nil && linux != nil && linux.NDR > 0 {
-		goals = append(goals, fmt.Sprintf("%s (trestle's faster mode here): 64-byte NDR %.2fx the Linux bridge's overlay (goal: at least 1.3x): %s", fast.DUT, fast.NDR/linux.NDR, passWord(fast.NDR >= 1.3*linux.NDR)))
+		goals = append(goals, fmt.Sprintf("%s (trestle's faster mode here): 64-byte NDR %.2fx the Linux bridge's overlay (goal: at least 1.3x): %s", fast.DUT, fast.NDR/linux.NDR, PassWord(fast.NDR >= 1.3*linux.NDR)))
 	}
 	// TCP: trestle's best mode for it (tc, where host stacks keep GSO;
 	// architecture.md, "Two attach modes"), not the faster one at 64
@@ -304,7 +304,7 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 			}
 		}
 		if best != nil && linux != nil && linux.TCP[n] > 0 {
-			goals = append(goals, fmt.Sprintf("%s (trestle's best mode for TCP here): TCP with %d stream(s) %.2fx the Linux bridge's overlay (goal: no worse): %s", best.DUT, n, best.TCP[n]/linux.TCP[n], passWord(best.TCP[n] >= linux.TCP[n])))
+			goals = append(goals, fmt.Sprintf("%s (trestle's best mode for TCP here): TCP with %d stream(s) %.2fx the Linux bridge's overlay (goal: no worse): %s", best.DUT, n, best.TCP[n]/linux.TCP[n], PassWord(best.TCP[n] >= linux.TCP[n])))
 		}
 	}
 	for _, r := range rows {
@@ -317,7 +317,7 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 		}
 		if len(r.Converge) > 0 {
 			m := Median(r.Converge)
-			goals = append(goals, fmt.Sprintf("%s: type-2 convergence median %.1f ms over %d stations (goal: at most 100 ms): %s", r.DUT, m, len(r.Converge), passWord(m <= 100)))
+			goals = append(goals, fmt.Sprintf("%s: type-2 convergence median %.1f ms over %d stations (goal: at most 100 ms): %s", r.DUT, m, len(r.Converge), PassWord(m <= 100)))
 			if len(r.Zebra) > 0 {
 				goals = append(goals, fmt.Sprintf("%s: of which zebra's entry on B's kernel bridge: median %.1f ms over %d stations; the rest, B's daemon putting it in its table", r.DUT, Median(r.Zebra), len(r.Zebra)))
 			}
@@ -327,7 +327,7 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 			for _, n := range r.Restart {
 				total += n
 			}
-			goals = append(goals, fmt.Sprintf("%s: %d frames lost across %d trestle restarts (goal: 0): %s", r.DUT, total, len(r.Restart), passWord(total == 0)))
+			goals = append(goals, fmt.Sprintf("%s: %d frames lost across %d trestle restarts (goal: 0): %s", r.DUT, total, len(r.Restart), PassWord(total == 0)))
 		}
 	}
 	return goals

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,6 +150,21 @@ func (p PodChurnTest) churn(ctx context.Context, u *UnitRun, typ string, keys ma
 		return rec, err
 	}
 	defer os.RemoveAll(dir)
+	if sock, ok := keys["socket"].(string); ok {
+		// The plugin takes a socket under the daemon's run directory (or
+		// the default, or one the node lists), not the run's own: a link
+		// there names it, as an operator's would.
+		link := filepath.Join("/run/trestle", "lab-"+filepath.Base(dir)+".sock")
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			return rec, fmt.Errorf("pod-churn: %w", err)
+		}
+		if err := os.Symlink(sock, link); err != nil {
+			return rec, fmt.Errorf("pod-churn: %w", err)
+		}
+		defer os.Remove(link)
+		keys = maps.Clone(keys)
+		keys["socket"] = link
+	}
 	name := "churn-" + SafeName(t.DUT.Name)
 	plugin := map[string]any{"type": typ, "bridge": t.Bridges[0].Name,
 		"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(dir, "ipam"), "ranges": [][]map[string]any{{{"subnet": "10.98.0.0/16"}}}}}
@@ -307,7 +323,7 @@ func podChurnSection(rows []podChurnRow) (terminal, md string) {
 			pass = pass && v <= PodChurnGoal
 		}
 		goals = append(goals, fmt.Sprintf("%s: a trestle ADD %.2fx the bridge plugin's (median), %.2fx (p99); a DEL %.2fx, %.2fx (goal: each at most %.1fx): %s",
-			r.DUT, x[0], x[1], x[2], x[3], PodChurnGoal, passWord(pass)))
+			r.DUT, x[0], x[1], x[2], x[3], PodChurnGoal, PassWord(pass)))
 	}
 	var cellRows [][]string
 	for _, r := range rows {

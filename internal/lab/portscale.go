@@ -68,10 +68,10 @@ func (PortScaleTest) Needs(Scenario) Needs { return Needs{Phase: Stack, Learning
 
 func (p PortScaleTest) Estimate(s Scenario, _ Spec) time.Duration {
 	var d time.Duration
-	tm := s.Timing.ndrOnly()
+	tm := s.Timing.NDROnly()
 	for _, n := range p.counts() {
 		// Two searches and the set-up of n namespaces.
-		d += 2*(3*trialTime(tm)+tm.Search.Confirm) + time.Duration(n)*20*time.Millisecond
+		d += 2*(3*TrialTime(tm)+tm.Search.Confirm) + time.Duration(n)*20*time.Millisecond
 	}
 	return d
 }
@@ -260,13 +260,13 @@ func (p PortScaleTest) runCount(ctx context.Context, u *UnitRun, v Spec, n int) 
 		return err
 	}
 	defer rig.StopPackets()
-	tm := u.S.Timing.ndrOnly()
+	tm := u.S.Timing.NDROnly()
 	trial := 0
 	progress := func(what string) func(SearchTrial) {
 		trial = 0
 		return func(st SearchTrial) {
 			trial++
-			u.Status(fmt.Sprintf("port-scale %d ports, %s, trial %d: %s offered, loss %.3f%%", n, what, trial, pps(st.Offered), 100*st.Loss))
+			u.Status(fmt.Sprintf("port-scale %d ports, %s, trial %d: %s offered, loss %.3f%%", n, what, trial, PPSText(st.Offered), 100*st.Loss))
 		}
 	}
 	sr, trials, err := rig.Throughput(ctx, "64", tm, 1, progress("unicast"))
@@ -290,7 +290,7 @@ func (p PortScaleTest) runCount(ctx context.Context, u *UnitRun, v Spec, n int) 
 }
 
 func (PortScaleTest) add(u *UnitRun, n int, traffic string, sinks int, sr SearchResult, trials []TrialResult) error {
-	r := searchResult(u.Base, TestPortScale, portScaleParam(n, traffic), sr, trials)
+	r := ResultOfSearch(u.Base, TestPortScale, portScaleParam(n, traffic), sr, trials)
 	if err := r.SetRecord(PortScaleRecord{Ports: n, Traffic: traffic, Sinks: sinks, Rate: sr.Throughput}); err != nil {
 		return err
 	}
@@ -424,7 +424,7 @@ func portScaleSection(rows []portScaleRow) (terminal, md string) {
 			if r.Reps == 0 {
 				return "-"
 			}
-			return pps(v)
+			return PPSText(v)
 		}
 		return []string{r.DUT, fmt.Sprint(r.Ports), rate(r.Unicast), ratio(r.Unicast, f.Unicast), rate(r.Broadcast), ratio(r.Broadcast, f.Broadcast), vsLinux, reps}
 	}
@@ -447,10 +447,10 @@ func portScaleSection(rows []portScaleRow) (terminal, md string) {
 			}
 		}
 		if last.Ports > f.Ports && f.Unicast > 0 {
-			goals = append(goals, fmt.Sprintf("%s: unicast at %d ports %.2fx of %d ports (goal: within 5%%): %s", d, last.Ports, last.Unicast/f.Unicast, f.Ports, passWord(last.Unicast >= 0.95*f.Unicast)))
+			goals = append(goals, fmt.Sprintf("%s: unicast at %d ports %.2fx of %d ports (goal: within 5%%): %s", d, last.Ports, last.Unicast/f.Unicast, f.Ports, PassWord(last.Unicast >= 0.95*f.Unicast)))
 		}
 		if bcSeen {
-			goals = append(goals, fmt.Sprintf("%s: broadcast no worse than the Linux bridge's at every count both ran: %s", d, passWord(bcOK)))
+			goals = append(goals, fmt.Sprintf("%s: broadcast no worse than the Linux bridge's at every count both ran: %s", d, PassWord(bcOK)))
 		}
 	}
 	var cellRows [][]string

@@ -343,7 +343,7 @@ func restartTest(ctx context.Context, s Scenario, k RestartTest, rig *Rig, size 
 					last += fmt.Sprintf(", back after %v", time.Duration(p.BackMs*float64(time.Millisecond)).Round(time.Millisecond))
 				}
 			}
-			status(fmt.Sprintf("restart: %s %d/%d under %s of %s%s", e.Kind, i, e.Count, pps(rate), size.Label(), last))
+			status(fmt.Sprintf("restart: %s %d/%d under %s of %s%s", e.Kind, i, e.Count, PPSText(rate), size.Label(), last))
 			var event func(context.Context) (Restarted, error)
 			if e.Kind != EventNone {
 				kind := e.Kind
@@ -403,7 +403,7 @@ func addRestartResults(base Result, rec *RestartRecord, err error, add func(Resu
 func restartNote(s Scenario, k RestartTest) string {
 	rate := fmt.Sprintf("at %.0f%% of the DUT's zero-loss throughput, measured first", 100*s.Load)
 	if s.StreamRate > 0 {
-		rate = "at " + pps(s.StreamRate)
+		rate = "at " + PPSText(s.StreamRate)
 	}
 	size := FrameSize("64")
 	if len(s.Sizes) > 0 {

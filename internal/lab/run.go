@@ -508,14 +508,14 @@ func loadRate(ctx context.Context, s Scenario, rig *Rig, size FrameSize, tputs m
 	tput, ok := tputs[size]
 	if !ok {
 		n := 0
-		sr, trials, err := rig.Throughput(ctx, size, s.Timing.ndrOnly(), flows, func(st SearchTrial) {
+		sr, trials, err := rig.Throughput(ctx, size, s.Timing.NDROnly(), flows, func(st SearchTrial) {
 			n++
-			status(fmt.Sprintf("throughput %s for the %s stream, trial %d: %s offered, loss %.3f%%", size.Label(), test, n, pps(st.Offered), 100*st.Loss))
+			status(fmt.Sprintf("throughput %s for the %s stream, trial %d: %s offered, loss %.3f%%", size.Label(), test, n, PPSText(st.Offered), 100*st.Loss))
 		})
 		if err != nil {
 			return 0, 0, err
 		}
-		add(searchResult(base, TestThroughput, string(size), sr, trials))
+		add(ResultOfSearch(base, TestThroughput, string(size), sr, trials))
 		tput = sr.Throughput
 		tputs[size] = tput
 	}
@@ -528,7 +528,7 @@ func loadRate(ctx context.Context, s Scenario, rig *Rig, size FrameSize, tputs m
 // searchResult is the Result of an RFC 2544 search: its figure, or, when no
 // rate passed, an error rather than a figure of 0. The PDR, if the search
 // looked for one, is in its Search.
-func searchResult(base Result, test, param string, sr SearchResult, trials []TrialResult) Result {
+func ResultOfSearch(base Result, test, param string, sr SearchResult, trials []TrialResult) Result {
 	r := base
 	r.Test, r.Param, r.Value, r.Unit, r.Note = test, param, sr.Throughput, "pps", sr.Note
 	r.Search, r.Trials = &sr, trials
@@ -565,7 +565,7 @@ func directionsAt(sr SearchResult, trials []TrialResult, rate float64, pdr bool)
 }
 
 // lostNote says how many frames a latency stream lost, "" for none.
-func lostNote(tr TrialResult) string {
+func LostNote(tr TrialResult) string {
 	if tr.Lost <= 0 {
 		return ""
 	}
@@ -575,27 +575,27 @@ func lostNote(tr TrialResult) string {
 // shortNote says that a stream's generator did not hold the rate asked
 // (SearchConfig.Held), so the latency is at a lighter load than its name
 // says; "" when it held it.
-func shortNote(tr TrialResult, search SearchConfig) string {
+func ShortNote(tr TrialResult, search SearchConfig) string {
 	if search.Held(tr.Requested, tr.Offered) {
 		return ""
 	}
 	return fmt.Sprintf("the generator offered %s of the %s asked (%.0f%% short): a lighter load than the share says",
-		pps(tr.Offered), pps(tr.Requested), 100*(1-tr.Offered/tr.Requested))
+		PPSText(tr.Offered), PPSText(tr.Requested), 100*(1-tr.Offered/tr.Requested))
 }
 
 // joinNotes joins the notes that are not empty with "; ".
-func joinNotes(notes ...string) string {
+func JoinNotes(notes ...string) string {
 	return strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
 }
 
-func passWord(ok bool) string {
+func PassWord(ok bool) string {
 	if ok {
 		return "pass"
 	}
 	return "fail"
 }
 
-func pps(v float64) string {
+func PPSText(v float64) string {
 	switch {
 	case v >= 1e6:
 		return fmt.Sprintf("%.2f Mpps", v/1e6)

@@ -227,8 +227,14 @@ func Search(ctx context.Context, cfg SearchConfig, trial TrialFunc, progress fun
 			}
 			lastFail = st
 			if k == len(confirmSteps)-1 {
-				g.note = fmt.Sprintf("no rate held for the %v confirmation: at %.0f pps, %.0f%% below the search's result, it still lost %.4f%%",
-					cfg.Confirm, lastFail.Offered, 100*(1-f), 100*lastFail.Loss)
+				why := fmt.Sprintf("it still lost %.4f%%", 100*lastFail.Loss)
+				if !cfg.Held(lastFail.Requested, lastFail.Offered) {
+					// Not the path's loss: the generator fell short of
+					// the rate asked (a loaded machine).
+					why = fmt.Sprintf("the generator offered %.0f of the %.0f pps asked (lost %.4f%%)", lastFail.Offered, lastFail.Requested, 100*lastFail.Loss)
+				}
+				g.note = fmt.Sprintf("no rate held for the %v confirmation: at %.0f pps asked, %.0f%% below the search's result, %s",
+					cfg.Confirm, lastFail.Requested, 100*(1-f), why)
 			}
 		}
 	}

@@ -246,14 +246,14 @@ func soakTest(ctx context.Context, s Scenario, window time.Duration, rig *Rig, b
 		return err
 	}
 	n := 0
-	sr, trials, err := rig.SearchTrials(ctx, spec, s.Timing.ndrOnly(), func(st SearchTrial) {
+	sr, trials, err := rig.SearchTrials(ctx, spec, s.Timing.NDROnly(), func(st SearchTrial) {
 		n++
-		status(fmt.Sprintf("soak: zero-loss rate of %s in %d flows, trial %d: %s offered, loss %.3f%%", size.Label(), spec.Flows, n, pps(st.Offered), 100*st.Loss))
+		status(fmt.Sprintf("soak: zero-loss rate of %s in %d flows, trial %d: %s offered, loss %.3f%%", size.Label(), spec.Flows, n, PPSText(st.Offered), 100*st.Loss))
 	})
 	if err != nil {
 		return err
 	}
-	add(searchResult(base, TestThroughput, string(size), sr, trials))
+	add(ResultOfSearch(base, TestThroughput, string(size), sr, trials))
 	if sr.Throughput <= 0 {
 		return fmt.Errorf("soak: no zero-loss rate of %s to run the stream at %.0f%% of", size.Label(), 100*s.Load)
 	}
@@ -408,7 +408,7 @@ loop:
 				}
 				nextWindow = nextWindow.Add(window)
 				last := rec.Windows[len(rec.Windows)-1]
-				status(fmt.Sprintf("soak: %v of %v at %s: window %d: %d gaps, p99 %v", time.Since(start).Round(time.Second), s.Duration, pps(rec.RatePPS),
+				status(fmt.Sprintf("soak: %v of %v at %s: window %d: %d gaps, p99 %v", time.Since(start).Round(time.Second), s.Duration, PPSText(rec.RatePPS),
 					len(rec.Windows), last.Gaps, latencyP99(last.Latency)))
 			}
 		}
@@ -461,7 +461,7 @@ func (s Scenario) checkStream() error {
 // streamRate says what rate the stream of a mac-flood or soak test runs at.
 func streamRate(s Scenario) string {
 	if s.StreamRate > 0 {
-		return pps(s.StreamRate)
+		return PPSText(s.StreamRate)
 	}
 	return fmt.Sprintf("%.0f%% of the DUT's zero-loss throughput at %s, measured first", 100*s.Load, s.firstSize().Label())
 }

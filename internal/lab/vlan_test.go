@@ -104,11 +104,6 @@ func TestOVSArgsVLAN(t *testing.T) {
 	}
 }
 
-func TestVLANOverheadScenario(t *testing.T) {
-	checkVariantScenario(t, "vlan-overhead", "vlan", []string{"trestle:xdp", "trestle", "ovs", "linux-bridge"}, 30*time.Minute,
-		"VLAN 10", "trunk", "tagged/untagged", "at least 0.95x trestle:xdp", "trestle:xdp@vlan at least 0.98x floor@vlan", "at least 5x ovs@vlan")
-}
-
 func TestTaggedMix(t *testing.T) {
 	m, err := FrameSize("64").Mix()
 	if err != nil {
@@ -201,44 +196,6 @@ func TestTagHost(t *testing.T) {
 	if _, err := TagHost(hs[0].NS.Path, "eth0", 4095); err == nil {
 		t.Error("VLAN 4095 accepted")
 	}
-}
-
-// runVLAN runs duts for a very short trial each and checks every unit:
-// measured, its VLAN check passed and recorded, or skipped as unavailable
-// for the reason allowed[dut]. Nothing may be left behind.
-func runVLAN(t *testing.T, bin string, duts []string, allowed map[string]string) {
-	t.Helper()
-	runUnits(t, bin, tinyScenario(duts), allowed, func(d string, u UnitRecord, _ map[string]float64) {
-		if strings.HasSuffix(d, "@vlan") {
-			if !strings.HasPrefix(u.Settings["vlan check"], "passed") || !strings.Contains(u.Settings["variant: vlan"], "trunk carrying 10, 20") {
-				t.Errorf("%s: vlan settings %q, check %q", d, u.Settings["variant: vlan"], u.Settings["vlan check"])
-			}
-		}
-	})
-}
-
-// TestExecuteVLAN runs ovs and ovs@vlan for a very short trial each: the
-// VLAN check passes, h2's sink counts the tagged frames, h2's TCP goes
-// through its tagging. The Linux bridge with VLANs runs where the kernel
-// has bridge VLAN filtering, and is said to be unavailable where not.
-func TestExecuteVLAN(t *testing.T) {
-	requireRoot(t)
-	duts := []string{"linux-bridge@vlan"}
-	if err := OVSAvailable(); err == nil {
-		duts = append(duts, "ovs", "ovs@vlan")
-	} else {
-		t.Logf("Open vSwitch not measured: %v", err)
-	}
-	runVLAN(t, "", duts, map[string]string{"linux-bridge@vlan": "no bridge VLAN filtering"})
-}
-
-// TestExecuteVLANTrestle is TestExecuteVLAN for trestle in both modes,
-// once trestle takes VLAN ports.
-func TestExecuteVLANTrestle(t *testing.T) {
-	requireRoot(t)
-	bin := trestleBinary(t)
-	requireTrestleVLANs(t, bin)
-	runVLAN(t, bin, []string{"trestle:xdp", "trestle:xdp@vlan", "trestle", "trestle@vlan"}, nil)
 }
 
 // requireTrestleVLANs skips the test if bin's `trestle check` refuses the

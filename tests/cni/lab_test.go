@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -28,9 +29,24 @@ type lab struct {
 	ipam   string // host-local's dataDir
 }
 
+// labs numbers the labs of this process, for their sockets' names.
+var labs atomic.Int32
+
 // newLab starts the daemon with bridges (TOML tables after [daemon]).
 func newLab(t *testing.T, bridges string) *lab {
+	l := prepareLab(t)
+	l.WriteConfig(fmt.Sprintf("[daemon]\nsocket = %q\n\n%s", l.Sock, bridges))
+	l.Start()
+	return l
+}
+
+// prepareLab is newLab without its daemon. The daemon's socket is under
+// its run directory, /run/trestle/, where the plugin takes a socket a
+// network names (any other it refuses unless the node lists it).
+func prepareLab(t *testing.T) *lab {
 	l := &lab{Lab: harness.NewLab(t, 0)}
+	l.Sock = fmt.Sprintf("/run/trestle/test-%s-%d.sock", testutil.Prefix(), labs.Add(1))
+	t.Cleanup(func() { _ = os.Remove(l.Sock) })
 	if _, err := os.Stat(filepath.Join(toolsDir, "cnitool")); err != nil {
 		t.Fatalf("cnitool is not in %s: run scripts/deps.sh tools (make test does): %v", toolsDir, err)
 	}
@@ -39,8 +55,6 @@ func newLab(t *testing.T, bridges string) *lab {
 	if err := os.MkdirAll(l.netdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	l.WriteConfig(fmt.Sprintf("[daemon]\nsocket = %q\n\n%s", l.Sock, bridges))
-	l.Start()
 	return l
 }
 

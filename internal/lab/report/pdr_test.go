@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/lab/kinds/loadlatency"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
 
@@ -197,7 +198,7 @@ func TestLoadLatencyShort(t *testing.T) {
 			tr.Offered = tr.Requested * 0.9
 		}
 	}
-	for _, row := range lab.LoadLatencies(run) {
+	for _, row := range loadlatency.LoadLatencies(run) {
 		want := row.DUT == "floor" && row.Share == 0.9
 		if row.Short != want {
 			t.Errorf("%s at %.0f%%: short %v, want %v (offered %.0f of %.0f)", row.DUT, 100*row.Share, row.Short, want, row.Offered, row.Requested)

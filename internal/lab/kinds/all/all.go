@@ -5,5 +5,16 @@
 package all
 
 import (
+	_ "github.com/trestle/trestle/internal/lab/kinds/b2b"
+	_ "github.com/trestle/trestle/internal/lab/kinds/cache"
+	_ "github.com/trestle/trestle/internal/lab/kinds/flood"
 	_ "github.com/trestle/trestle/internal/lab/kinds/idle"
+	_ "github.com/trestle/trestle/internal/lab/kinds/latency"
+	_ "github.com/trestle/trestle/internal/lab/kinds/learn"
+	_ "github.com/trestle/trestle/internal/lab/kinds/loadlatency"
+	_ "github.com/trestle/trestle/internal/lab/kinds/loss"
+	_ "github.com/trestle/trestle/internal/lab/kinds/table"
+	_ "github.com/trestle/trestle/internal/lab/kinds/tcp"
+	_ "github.com/trestle/trestle/internal/lab/kinds/throughput"
+	_ "github.com/trestle/trestle/internal/lab/kinds/udp"
 )

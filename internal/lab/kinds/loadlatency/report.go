@@ -1,4 +1,4 @@
-package lab
+package loadlatency
 
 // Latency under load (issue 16, CSIT's way): after each throughput search,
 // a stream at 10, 50 and 90% of the PDR, 1 frame in 64 timed by the sink.
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
@@ -22,7 +23,7 @@ import (
 // repetitions'.
 type LoadLatencyRow struct {
 	DUT   string
-	Size  FrameSize
+	Size  lab.FrameSize
 	Share float64 // of the PDR (or the NDR: Of)
 	Of    string  // "PDR" or "NDR"
 	// Requested and Offered are the stream's rates, medians; Short: the
@@ -52,14 +53,14 @@ var percentiles = []struct {
 
 // LoadLatencies gathers a run's latency-load results: by frame size, then
 // share, then DUT in the run's order.
-func LoadLatencies(run *Run) []*LoadLatencyRow {
+func LoadLatencies(run *lab.Run) []*LoadLatencyRow {
 	type key struct {
 		dut, param string
 	}
-	by := map[key][]Result{}
+	by := map[key][]lab.Result{}
 	var keys []key
 	for _, r := range run.Results {
-		if r.Test != TestLoadLatency {
+		if r.Test != lab.TestLoadLatency {
 			continue
 		}
 		k := key{r.DUT, r.Param}
@@ -72,7 +73,7 @@ func LoadLatencies(run *Run) []*LoadLatencyRow {
 	for _, k := range keys {
 		size, pct, _ := strings.Cut(k.param, "@")
 		share, _ := strconv.ParseFloat(strings.TrimSuffix(pct, "%"), 64)
-		row := &LoadLatencyRow{DUT: k.dut, Size: FrameSize(size), Share: share / 100, Of: "PDR"}
+		row := &LoadLatencyRow{DUT: k.dut, Size: lab.FrameSize(size), Share: share / 100, Of: "PDR"}
 		var req, off, timed []float64
 		lats := map[string][]float64{}
 		for _, r := range by[k] {
@@ -96,10 +97,10 @@ func LoadLatencies(run *Run) []*LoadLatencyRow {
 				lats[p.name] = append(lats[p.name], float64(p.of(r.Latency)))
 			}
 		}
-		row.Requested, row.Offered, row.Timed = Median(req), Median(off), Median(timed)
+		row.Requested, row.Offered, row.Timed = lab.Median(req), lab.Median(off), lab.Median(timed)
 		row.Short = !run.Timing.Search.Held(row.Requested, row.Offered)
 		for _, p := range percentiles {
-			*p.in(row) = Median(lats[p.name])
+			*p.in(row) = lab.Median(lats[p.name])
 		}
 		out = append(out, row)
 	}
@@ -109,7 +110,7 @@ func LoadLatencies(run *Run) []*LoadLatencyRow {
 		}
 		return len(run.DUTs)
 	}
-	sizes := func(s FrameSize) int {
+	sizes := func(s lab.FrameSize) int {
 		if i := slices.Index(run.Sizes, s); i >= 0 {
 			return i
 		}
@@ -134,30 +135,30 @@ func (r *LoadLatencyRow) Cells() []string {
 	if r.Reps == 0 {
 		why := "no figure"
 		if len(r.Errors) > 0 {
-			why = FirstLine(r.Errors[0])
+			why = lab.FirstLine(r.Errors[0])
 		}
 		return []string{load, r.DUT, "-", "-", "-", "-", "-", "-", "-", "-", why}
 	}
-	rate := Figure(r.Offered, "pps")
+	rate := lab.Figure(r.Offered, "pps")
 	if r.Short {
 		// The generator fell behind the rate asked.
-		rate += fmt.Sprintf(" (of %s asked)", Figure(r.Requested, "pps"))
+		rate += fmt.Sprintf(" (of %s asked)", lab.Figure(r.Requested, "pps"))
 	}
 	cells := []string{load, r.DUT, rate}
 	for _, p := range percentiles {
-		cells = append(cells, NsText(*p.in(r)))
+		cells = append(cells, lab.NsText(*p.in(r)))
 	}
 	cells = append(cells, strconv.FormatFloat(r.Timed, 'f', 0, 64))
 	lost := strconv.FormatInt(r.Lost, 10)
 	if len(r.Errors) > 0 {
-		lost += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), FirstLine(r.Errors[0]))
+		lost += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), lab.FirstLine(r.Errors[0]))
 	}
 	return append(cells, lost)
 }
 
 var loadLatencyHead = []string{"LOAD", "DUT", "RATE", "P50", "P90", "P99", "P99.9", "MAX", "TIMED", "LOST"}
 
-func loadLatencyAbout(run *Run, rows []*LoadLatencyRow) string {
+func loadLatencyAbout(run *lab.Run, rows []*LoadLatencyRow) string {
 	both := ""
 	if run.Bidirectional {
 		both = ", both directions' frames together"
@@ -177,13 +178,13 @@ func repsText(rows []*LoadLatencyRow) string {
 	return fmt.Sprintf("the %d repetitions", n)
 }
 
-func terminalLoadLatency(w io.Writer, run *Run) {
+func terminalLoadLatency(w io.Writer, run *lab.Run) {
 	rows := LoadLatencies(run)
 	if len(rows) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\n%s:\n", loadLatencyAbout(run, rows))
-	tw := NewTable(loadLatencyHead...)
+	tw := lab.NewTable(loadLatencyHead...)
 	for _, r := range rows {
 		tw.Add(r.Cells()...)
 	}
@@ -192,7 +193,7 @@ func terminalLoadLatency(w io.Writer, run *Run) {
 
 // markdownLoadLatency writes the table and, per frame size, charts of
 // p50 and of p99 against the load.
-func markdownLoadLatency(b *bytes.Buffer, dir string, run *Run) error {
+func markdownLoadLatency(b *bytes.Buffer, dir string, run *lab.Run) error {
 	rows := LoadLatencies(run)
 	if len(rows) == 0 {
 		return nil
@@ -214,7 +215,7 @@ func markdownLoadLatency(b *bytes.Buffer, dir string, run *Run) error {
 	if err != nil {
 		return err
 	}
-	EmbedCharts(b, charts)
+	lab.EmbedCharts(b, charts)
 	return nil
 }
 
@@ -222,9 +223,9 @@ func markdownLoadLatency(b *bytes.Buffer, dir string, run *Run) error {
 // the share of the PDR, and its p99 in a second chart, on log scales; the
 // DUTs keep their colours from one chart to the other, and a DUT with no
 // figure at a share has a gap there.
-func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]Chart, error) {
-	var out []Chart
-	var sizes []FrameSize
+func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]lab.Chart, error) {
+	var out []lab.Chart
+	var sizes []lab.FrameSize
 	for _, r := range rows {
 		if !slices.Contains(sizes, r.Size) {
 			sizes = append(sizes, r.Size)
@@ -245,14 +246,14 @@ func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]Chart, error) {
 			}
 		}
 		slices.Sort(shares)
-		frames := FramesText(string(size))
+		frames := lab.FramesText(string(size))
 		for _, p := range []struct {
 			name string
 			of   func(*LoadLatencyRow) float64
 		}{{"p50", func(r *LoadLatencyRow) float64 { return r.P50 }}, {"p99", func(r *LoadLatencyRow) float64 { return r.P99 }}} {
 			c := svg.LineChart{Title: fmt.Sprintf("Latency under load, %s: %s", frames, p.name),
 				XLabel: "load, % of the PDR", YLabel: "one-way latency, " + p.name, XTicks: shares, XCategorical: true, XUnit: svg.Plain, LogY: true,
-				Unit: func(v float64) string { return NsText(v) }}
+				Unit: func(v float64) string { return lab.NsText(v) }}
 			for _, d := range duts {
 				s := svg.Series{Name: d}
 				for _, sh := range shares {
@@ -266,7 +267,7 @@ func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]Chart, error) {
 				}
 				c.Series = append(c.Series, s)
 			}
-			if err := SaveChart(dir, fmt.Sprintf("latency-load-%s-%s.svg", SafeName(string(size)), p.name), c.Title, c, &out); err != nil {
+			if err := lab.SaveChart(dir, fmt.Sprintf("latency-load-%s-%s.svg", lab.SafeName(string(size)), p.name), c.Title, c, &out); err != nil {
 				return out, err
 			}
 		}
@@ -276,7 +277,7 @@ func loadLatencyCharts(dir string, rows []*LoadLatencyRow) ([]Chart, error) {
 
 // Section is the latency-load kind's section for the terminal; its
 // Markdown, with charts, is SectionIn's (ChartReporter).
-func (LoadLatencyTest) Section(run *Run) (terminal, markdown string) {
+func (Kind) Section(run *lab.Run) (terminal, markdown string) {
 	var t strings.Builder
 	terminalLoadLatency(&t, run)
 	return t.String(), ""
@@ -284,7 +285,7 @@ func (LoadLatencyTest) Section(run *Run) (terminal, markdown string) {
 
 // SectionIn is the latency-load section of report.md, its charts written
 // into dir.
-func (LoadLatencyTest) SectionIn(dir string, run *Run) (string, error) {
+func (Kind) SectionIn(dir string, run *lab.Run) (string, error) {
 	var b bytes.Buffer
 	err := markdownLoadLatency(&b, dir, run)
 	return b.String(), err

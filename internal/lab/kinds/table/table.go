@@ -1,4 +1,5 @@
-package lab
+// Package table is the lab's table kind (fdb-scale): throughput against a learned table's size.
+package table
 
 import (
 	"context"
@@ -6,38 +7,42 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/trestle/trestle/internal/lab"
 )
+
+func init() { lab.Register(Kind{}, lab.TestFlood) }
+
+// Kind is the table test (fdb-scale): learn N addresses behind one
+// port and check that the table holds them, then the RFC 2544 search to h2
+// and with every frame to another of the N, for each N of Sizes.
+type Kind struct {
+	Sizes []int // the Ns
+}
 
 // TestTable: throughput to addresses spread over a table of N learned ones.
 const TestTable = "table"
 
-// TableTest is the table test (fdb-scale): learn N addresses behind one
-// port and check that the table holds them, then the RFC 2544 search to h2
-// and with every frame to another of the N, for each N of Sizes.
-type TableTest struct {
-	Sizes []int // the Ns
-}
+func (Kind) Name() string { return TestTable }
 
-func (TableTest) Name() string { return TestTable }
-
-func (k TableTest) Needs(Scenario) Needs {
-	return Needs{Learning: true, AllHosts: true, OneWay: true, MaxEntries: 2 * slices.Max(append([]int{0}, k.Sizes...))}
+func (k Kind) Needs(lab.Scenario) lab.Needs {
+	return lab.Needs{Learning: true, AllHosts: true, OneWay: true, MaxEntries: 2 * slices.Max(append([]int{0}, k.Sizes...))}
 }
 
 // Estimate: learn and check each table at tableLearnRate, then two
 // searches (to h2, spread) for each frame size.
-func (k TableTest) Estimate(s Scenario, _ Spec) time.Duration {
+func (k Kind) Estimate(s lab.Scenario, _ lab.Spec) time.Duration {
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
 	var t time.Duration
 	for _, n := range k.Sizes {
-		fill := time.Duration(2 * float64(n) / tableLearnRate * float64(time.Second))
+		fill := time.Duration(2 * float64(n) / lab.TableLearnRate * float64(time.Second))
 		t += fill + tm.Settle + 2*tm.Drain + time.Duration(2*len(s.Sizes))*(3*trial+tm.Search.Confirm)
 	}
 	return t
 }
 
-func (k TableTest) Run(ctx context.Context, u *UnitRun) error {
+func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 	s, rig, tm := u.S, u.Rig, u.S.Timing
 	for _, n := range k.Sizes {
 		// Fill the table once; both kinds of traffic run against it.
@@ -53,14 +58,14 @@ func (k TableTest) Run(ctx context.Context, u *UnitRun) error {
 				if spread {
 					what = "each frame to another"
 				}
-				sr, trials, err := rig.TableThroughput(ctx, size, n, spread, tm.ndrOnly(), func(st SearchTrial) {
+				sr, trials, err := rig.TableThroughput(ctx, size, n, spread, tm.NDROnly(), func(st lab.SearchTrial) {
 					k++
-					u.Status(fmt.Sprintf("table of %d, %s %s, trial %d: %s offered, loss %.3f%%", n, size.Label(), what, k, pps(st.Offered), 100*st.Loss))
+					u.Status(fmt.Sprintf("table of %d, %s %s, trial %d: %s offered, loss %.3f%%", n, size.Label(), what, k, lab.PPSText(st.Offered), 100*st.Loss))
 				})
 				if err != nil {
 					return err
 				}
-				r := searchResult(u.Base, TestTable, fmt.Sprintf("%d learned, %s, %s", n, size.Label(), what), sr, trials)
+				r := lab.ResultOfSearch(u.Base, TestTable, fmt.Sprintf("%d learned, %s, %s", n, size.Label(), what), sr, trials)
 				if check != nil {
 					// The check comes first: a table that did not hold
 					// every address makes the figure one for a smaller table.

@@ -1,10 +1,15 @@
-package lab
+package lab_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	. "github.com/trestle/trestle/internal/lab"
+	_ "github.com/trestle/trestle/internal/lab/kinds/all"
+	"github.com/trestle/trestle/internal/lab/kinds/tcp"
+	"github.com/trestle/trestle/internal/lab/kinds/udp"
 
 	"github.com/spf13/pflag"
 )
@@ -21,17 +26,17 @@ func TestKindFlags(t *testing.T) {
 	if err := sc.SetFlags(f); err != nil {
 		t.Fatal(err)
 	}
-	tcp, _ := TestOf[TCPTest](sc)
-	udp, _ := TestOf[UDPTest](sc)
-	if !slices.Equal(tcp.Streams, []int{2, 3}) || udp.Rate != "5G" {
-		t.Errorf("inline with flags: %+v %+v", tcp, udp)
+	tk, _ := TestOf[tcp.Kind](sc)
+	uk, _ := TestOf[udp.Kind](sc)
+	if !slices.Equal(tk.Streams, []int{2, 3}) || uk.Rate != "5G" {
+		t.Errorf("inline with flags: %+v %+v", tk, uk)
 	}
 	if _, ok := TestOf[RestartTest](sc); ok {
 		t.Errorf("inline has a restart test now: %v", sc.TestNames())
 	}
-	tcp, _ = TestOf[TCPTest](Scenarios["inline"])
-	if udp, _ := TestOf[UDPTest](Scenarios["inline"]); !slices.Equal(tcp.Streams, []int{1}) || udp.Rate != "1G" {
-		t.Errorf("the preset changed: %+v %+v", tcp, udp)
+	tk, _ = TestOf[tcp.Kind](Scenarios["inline"])
+	if uk, _ := TestOf[udp.Kind](Scenarios["inline"]); !slices.Equal(tk.Streams, []int{1}) || uk.Rate != "1G" {
+		t.Errorf("the preset changed: %+v %+v", tk, uk)
 	}
 	rs := Scenarios["restart"]
 	if err := rs.SetFlags(f); err != nil {

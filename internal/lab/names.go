@@ -1,0 +1,31 @@
+package lab
+
+// The names of the tests whose results the core's report puts in its
+// tables of medians and ratios (their kinds are packages of
+// internal/lab/kinds, which the core does not import).
+
+// The RFC 2544 kinds' names, their results' Test.
+const (
+	TestThroughput = "throughput"   // RFC 2544 26.1, from h1 to h2
+	TestLatency    = "latency"      // RFC 2544 26.2, at fractions of the throughput
+	TestLoss       = "loss"         // RFC 2544 26.3, the frame loss curve
+	TestB2B        = "back-to-back" // RFC 2544 26.4
+)
+
+// TestFlood: broadcast from h1 to every other host, throughput.
+const TestFlood = "flood"
+
+const (
+	TestCache = "cache" // RFC 2889 5.7, address caching capacity
+	TestLearn = "learn" // RFC 2889 5.8, address learning rate
+)
+
+const (
+	TestTCP = "tcp" // iperf3 TCP, h1 to h2, per stream count
+	TestUDP = "udp" // iperf3 UDP, h1 to h2: rate, loss, jitter
+)
+
+// TestLoadLatency: after the throughput search, a stream at each of
+// Shares of the PDR (CSIT's latency under load: 10, 50, 90%), 1 frame in
+// 64 timed; p50, p90, p99, p99.9 and max.
+const TestLoadLatency = "latency-load"
