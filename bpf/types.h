@@ -69,6 +69,8 @@ enum tr_drop_reason {
 	TR_DROP_IPGUARD_IP,    /* ip_guard: an IPv4 or IPv6 frame whose source is not the port's (nor 0.0.0.0 DHCP, nor :: DAD/MLD) */
 	TR_DROP_DOUBLE_TAGGED, /* on an access port that is no qinq port, a second tag behind a priority tag or an S-tag */
 	TR_DROP_UNREADABLE,    /* the filter: a block rule that names a protocol, ports or an ICMP type met a frame whose transport header it could not read (past TR_FILTER_EXTHDRS extension headers or TR_FILTER_L4_MAX bytes, or cut short, a tiny first fragment among them) */
+	TR_DROP_RA_GUARD,      /* ra_guard: an ICMPv6 router advertisement or redirect, or ICMPv6 hidden past the extension headers read */
+	TR_DROP_DHCP_GUARD,    /* dhcp_guard: a DHCP server's message (UDP 67 -> 68; DHCPv6 ADVERTISE, REPLY, RECONFIGURE or RELAY-REPL from port 547) */
 	TR_DROP__MAX,
 };
 
@@ -152,6 +154,8 @@ enum tr_port_flags {
 	TR_PORT_NATIVE_TAGGED = 32768, /* native_tagged = true: a trunk sends its native VLAN (pvid) tagged too */
 	TR_PORT_QINQ = 65536,      /* qinq = true: an access port takes frames with a second tag behind a priority tag or an S-tag */
 	TR_PORT_VIA = 131072,      /* not a port: an end of an overlay port's xdp way in (docs/overlay.md), under the port's value: the end XDP copies go into (for the devmap programs' tr_port_of(egress_ifindex)) and its peer (trestle_via's ingress) */
+	TR_PORT_RA_GUARD = 262144,   /* ra_guard = true: router advertisements and redirects from it are dropped (lib/ipguard.h) */
+	TR_PORT_DHCP_GUARD = 524288, /* dhcp_guard = true: DHCP and DHCPv6 server messages from it are dropped (lib/ipguard.h) */
 };
 
 /* Storm control: the kinds of flood a port's ingress limits, each its own

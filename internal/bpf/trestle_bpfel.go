@@ -217,7 +217,9 @@ const (
 	TrestleTrDropReasonTR_DROP_IPGUARD_IP       TrestleTrDropReason = 27
 	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED    TrestleTrDropReason = 28
 	TrestleTrDropReasonTR_DROP_UNREADABLE       TrestleTrDropReason = 29
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 30
+	TrestleTrDropReasonTR_DROP_RA_GUARD         TrestleTrDropReason = 30
+	TrestleTrDropReasonTR_DROP_DHCP_GUARD       TrestleTrDropReason = 31
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 32
 )
 
 type TrestleTrEncap struct {
@@ -495,12 +497,14 @@ const (
 	TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED TrestleTrPortFlags = 32768
 	TrestleTrPortFlagsTR_PORT_QINQ          TrestleTrPortFlags = 65536
 	TrestleTrPortFlagsTR_PORT_VIA           TrestleTrPortFlags = 131072
+	TrestleTrPortFlagsTR_PORT_RA_GUARD      TrestleTrPortFlags = 262144
+	TrestleTrPortFlagsTR_PORT_DHCP_GUARD    TrestleTrPortFlags = 524288
 )
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
 	C     [11]uint64
-	Drops [30]uint64
+	Drops [32]uint64
 }
 
 type TrestleTrPortVlans struct {

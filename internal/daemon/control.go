@@ -130,6 +130,8 @@ func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
 		ps.AllowedMACs = append(ps.AllowedMACs, m.String())
 	}
 	ps.IPGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD)
+	ps.RAGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_RA_GUARD)
+	ps.DHCPGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_DHCP_GUARD)
 	for _, a := range p.cfg.AllowedIPs {
 		ps.AllowedIPs = append(ps.AllowedIPs, a.String())
 	}
