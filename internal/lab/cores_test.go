@@ -135,7 +135,7 @@ func TestExecuteCores(t *testing.T) {
 	}
 	counts := DefaultCoreCounts(min(len(cpus), 2))
 	sc := Scenario{Name: "test", DUTs: MustSpecs("direct", "floor"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{CoresTest{Counts: counts}},
-		Reps: 1, Timing: tinyTiming()}
+		Reps: 1, Timing: TinyTiming()}
 	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "auto", WorkDir: t.TempDir()})
 	if err != nil {

@@ -27,10 +27,9 @@ import (
 // its own (Reporter), a preset scenario of its own (presetter).
 //
 // Adding a kind is a package of internal/lab/kinds (its kind, record,
-// section and test; kinds/idle is one) and its line in kinds/all. The
-// records of the restart, mac-flood, soak and cores kinds, from before the
-// registry, are still fields of Result (the JSON's shape); a new kind's
-// record goes in Result.Record.
+// section and test; kinds/idle is one) and its line in kinds/all. Its
+// record goes in Result.Record. The records of the mac-flood, soak and
+// cores kinds, from before the registry, are still fields of Result.
 type Kind interface {
 	Name() string
 	// Needs is what a unit of s must set up for the kind.
@@ -130,9 +129,9 @@ type SizeRun struct {
 	Unpaced    float64
 }
 
-// loadRate is the first frame size and the rate of a stream at the
+// LoadRate is the first frame size and the rate of a stream at the
 // scenario's Load of the DUT's throughput there (see loadRate), for test.
-func (u *UnitRun) loadRate(ctx context.Context, test string) (size FrameSize, rate, tput float64, err error) {
+func (u *UnitRun) LoadRate(ctx context.Context, test string) (size FrameSize, rate, tput float64, err error) {
 	size = u.S.firstSize()
 	rate, tput, err = loadRate(ctx, u.S, u.Rig, size, u.Throughputs, u.Flows, u.Base, u.Add, u.Status, test)
 	return size, rate, tput, err
@@ -397,7 +396,6 @@ var Kinds = slices.Clone(coreKinds)
 
 // coreKinds are the kinds still kept in the core's package, in order.
 var coreKinds = []Kind{
-	RestartTest{},
 	MACFloodTest{},
 	SoakTest{},
 	CoresTest{},

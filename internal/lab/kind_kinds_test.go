@@ -8,6 +8,7 @@ import (
 
 	. "github.com/trestle/trestle/internal/lab"
 	_ "github.com/trestle/trestle/internal/lab/kinds/all"
+	"github.com/trestle/trestle/internal/lab/kinds/restart"
 	"github.com/trestle/trestle/internal/lab/kinds/tcp"
 	"github.com/trestle/trestle/internal/lab/kinds/udp"
 
@@ -31,7 +32,7 @@ func TestKindFlags(t *testing.T) {
 	if !slices.Equal(tk.Streams, []int{2, 3}) || uk.Rate != "5G" {
 		t.Errorf("inline with flags: %+v %+v", tk, uk)
 	}
-	if _, ok := TestOf[RestartTest](sc); ok {
+	if _, ok := TestOf[restart.Kind](sc); ok {
 		t.Errorf("inline has a restart test now: %v", sc.TestNames())
 	}
 	tk, _ = TestOf[tcp.Kind](Scenarios["inline"])
@@ -42,7 +43,7 @@ func TestKindFlags(t *testing.T) {
 	if err := rs.SetFlags(f); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := TestOf[RestartTest](rs); r.Lead != 2*time.Second || r.Tail != time.Second || len(r.Events) != 1 || r.Events[0] != (EventCount{EventSIGKILL, 2}) {
+	if r, _ := TestOf[restart.Kind](rs); r.Lead != 2*time.Second || r.Tail != time.Second || len(r.Events) != 1 || r.Events[0] != (EventCount{EventSIGKILL, 2}) {
 		t.Errorf("restart with flags: %+v", r)
 	}
 	bad := pflag.NewFlagSet("lab", pflag.ContinueOnError)

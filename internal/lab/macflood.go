@@ -844,7 +844,7 @@ func (k MACFloodTest) Prepare(s Scenario) ([]string, error) {
 }
 
 func (k MACFloodTest) Run(ctx context.Context, u *UnitRun) error {
-	size, rate, tput, err := u.loadRate(ctx, "mac-flood")
+	size, rate, tput, err := u.LoadRate(ctx, "mac-flood")
 	if err != nil {
 		return err
 	}

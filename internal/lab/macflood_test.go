@@ -258,7 +258,7 @@ func TestExecuteMACFlood(t *testing.T) {
 	bin := trestleBinary(t)
 	duts := []string{"trestle:xdp", "linux-bridge"}
 	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 4, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{MACFloodTest{Sources: 10000}},
-		StreamRate: 200e3, Duration: 2 * time.Second, MaxEntries: 4096, Reps: 1, Timing: tinyTiming()}
+		StreamRate: 200e3, Duration: 2 * time.Second, MaxEntries: 4096, Reps: 1, Timing: TinyTiming()}
 	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {

@@ -29,3 +29,12 @@ const (
 // Shares of the PDR (CSIT's latency under load: 10, 50, 90%), 1 frame in
 // 64 timed; p50, p90, p99, p99.9 and max.
 const TestLoadLatency = "latency-load"
+
+// TestTable: throughput to addresses spread over a table of N learned
+// ones (the restart kind runs after it).
+const TestTable = "table"
+
+// TestRestart: a stream from h1 to h2 while the DUT's daemon is restarted
+// (RFC 6201's reset characterisation): frames lost per event (the
+// mac-flood kind runs after it; `trestle lab` takes --events for it).
+const TestRestart = "restart"

@@ -104,7 +104,7 @@ func TestExecutePodChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := Scenario{Name: "test", DUTs: MustSpecs("direct", "linux-bridge", "trestle:xdp"), Hosts: 2, Chain: []int{1},
-		Tests: []Kind{PodChurnTest{Pods: 5}}, Reps: 1, Timing: tinyTiming()}
+		Tests: []Kind{PodChurnTest{Pods: 5}}, Reps: 1, Timing: TinyTiming()}
 	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {

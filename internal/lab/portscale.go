@@ -145,7 +145,7 @@ func takesPorts(ctx context.Context, dut Spec, env *Env, n int) (refused string,
 			return fmt.Sprintf("the Linux bridge takes at most %d ports (BR_MAX_PORTS 1024, of which port number 0 is never used)", linuxBridgeMaxPorts), nil
 		}
 	case "trestle":
-		d, err := dut.newDUT()
+		d, err := dut.NewDUT()
 		if err != nil {
 			return "", err
 		}
@@ -238,7 +238,7 @@ func (p PortScaleTest) runCount(ctx context.Context, u *UnitRun, v Spec, n int) 
 	if err != nil {
 		return err
 	}
-	d, err := v.newDUT()
+	d, err := v.NewDUT()
 	if err != nil {
 		return err
 	}

@@ -167,7 +167,7 @@ func TestPortScaleSection(t *testing.T) {
 func TestExecutePortScale(t *testing.T) {
 	requireRoot(t)
 	sc := Scenarios["port-scale"]
-	sc.DUTs, sc.Reps, sc.Timing = MustSpecs("linux-bridge", "trestle:xdp", "trestle"), 1, tinyTiming()
+	sc.DUTs, sc.Reps, sc.Timing = MustSpecs("linux-bridge", "trestle:xdp", "trestle"), 1, TinyTiming()
 	Configure(&sc, func(p PortScaleTest) PortScaleTest { p.Ports = []int{2, 5, 65535}; return p })
 	sc.WithoutTest(TestPodChurn) // TestExecutePodChurn's
 	before := ours(t, runPrefix)

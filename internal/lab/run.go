@@ -41,9 +41,8 @@ type Result struct {
 	Latency *sink.Latency `json:"latency,omitempty"`
 	CPU     []float64     `json:"cpu_busy,omitempty"`
 	// PerEvent is the restart test's figure for each event, in order
-	// (Value is the most of them); Restart the events themselves.
-	PerEvent []float64      `json:"per_event,omitempty"`
-	Restart  *RestartRecord `json:"restart,omitempty"`
+	// (Value is the most of them; the events themselves are its Record).
+	PerEvent []float64 `json:"per_event,omitempty"`
 	// The mac-flood and soak tests' records, with their results.
 	Flood *FloodRecord `json:"mac_flood,omitempty"`
 	Soak  *SoakRecord  `json:"soak,omitempty"`
@@ -55,9 +54,38 @@ type Result struct {
 	PDRDirections []float64 `json:"pdr_directions_pps,omitempty"`
 	// Cores is the setting of a cores result (cores.go).
 	Cores *CoresRecord `json:"cores,omitempty"`
-	// Record is the record of a registered kind that has no field of its
-	// own above (SetRecord, RecordOf): a new kind needs no line here.
+	// Record is the record of the result's kind (SetRecord, RecordOf): a
+	// kind needs no line here. Records written before the registry keep
+	// theirs under a key of their own (oldRecordKeys).
 	Record json.RawMessage `json:"record,omitempty"`
+}
+
+// oldRecordKeys are the keys under which the runs recorded before the
+// registry kept a kind's record, which was then a field of Result: such a
+// run loads with the record in Record, as the kind reads it today.
+var oldRecordKeys = []string{"restart"}
+
+// UnmarshalJSON reads a result, a record under one of oldRecordKeys (an
+// older run's) into Record.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	if len(r.Record) > 0 {
+		return nil
+	}
+	var old map[string]json.RawMessage
+	if err := json.Unmarshal(b, &old); err != nil {
+		return err
+	}
+	for _, k := range oldRecordKeys {
+		if v := old[k]; len(v) > 0 && string(v) != "null" {
+			r.Record = v
+			return nil
+		}
+	}
+	return nil
 }
 
 // Unit is the setting of one measured block: a DUT on one topology.
@@ -322,7 +350,7 @@ func chainNote(s Scenario, u unit) string {
 // and tears everything down.
 func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, place Placement, rec *UnitRecord, status, notef func(string)) (out []Result, err error) {
 	v := u.dut
-	d, err := v.newDUT()
+	d, err := v.NewDUT()
 	if err != nil {
 		return nil, err
 	}

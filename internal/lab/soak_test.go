@@ -123,7 +123,7 @@ func TestExecuteSoak(t *testing.T) {
 	requireRoot(t)
 	bin := trestleBinary(t)
 	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"imix"}, Tests: []Kind{SoakTest{Window: time.Second}},
-		Flows: 100, Load: 0.5, Duration: 3 * time.Second, Reps: 1, Timing: tinyTiming()}
+		Flows: 100, Load: 0.5, Duration: 3 * time.Second, Reps: 1, Timing: TinyTiming()}
 	before := ours(t, runPrefix)
 	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {

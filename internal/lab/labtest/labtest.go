@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -86,4 +87,19 @@ func Execute(t *testing.T, sc lab.Scenario, bin string) *lab.Run {
 		}
 	}
 	return run
+}
+
+// RunPrefix begins the names of the namespaces of this process's lab runs
+// (NewNet's Prefix): a test counts its own, not another run's.
+var RunPrefix = "tl" + strconv.Itoa(os.Getpid())
+
+// Ours lists the namespaces of this process's lab runs: a test's count
+// before a run and after, which must be the same.
+func Ours(t *testing.T) []string {
+	t.Helper()
+	out, err := lab.NamespacesOf(RunPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

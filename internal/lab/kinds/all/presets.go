@@ -11,6 +11,7 @@ import (
 	"github.com/trestle/trestle/internal/lab/kinds/learn"
 	"github.com/trestle/trestle/internal/lab/kinds/loadlatency"
 	"github.com/trestle/trestle/internal/lab/kinds/loss"
+	"github.com/trestle/trestle/internal/lab/kinds/restart"
 	"github.com/trestle/trestle/internal/lab/kinds/table"
 	"github.com/trestle/trestle/internal/lab/kinds/tcp"
 	"github.com/trestle/trestle/internal/lab/kinds/throughput"
@@ -101,7 +102,7 @@ var presets = map[string]lab.Scenario{
 			"trestle with persist, Open vSwitch's ovs-vswitchd restarted the same way, the Linux bridge (no daemon) the reference",
 		DUTs: lab.MustSpecs("linux-bridge", "trestle:xdp", "trestle", "ovs"), Hosts: 3, Chain: []int{1},
 		Sizes: []lab.FrameSize{"64"}, Reps: 1, Timing: lab.DefaultTiming,
-		Tests: []lab.Kind{throughput.Kind{}, lab.RestartTest{Events: []lab.EventCount{{Kind: lab.EventSIGKILL, Count: 10}, {Kind: lab.EventSIGTERM, Count: 10}, {Kind: lab.EventUpgrade, Count: 5}}, Lead: time.Second, Tail: time.Second}},
+		Tests: []lab.Kind{throughput.Kind{}, restart.Kind{Events: []lab.EventCount{{Kind: lab.EventSIGKILL, Count: 10}, {Kind: lab.EventSIGTERM, Count: 10}, {Kind: lab.EventUpgrade, Count: 5}}, Lead: time.Second, Tail: time.Second}},
 		Load:  0.5,
 	},
 	"mac-flood": {
