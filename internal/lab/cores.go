@@ -231,7 +231,7 @@ func coresTest(ctx context.Context, s Scenario, counts []int, rig *Rig, base Res
 			spec := TrialSpec{From: 0, To: []int{1}, Mix: mix, Flows: n, SrcPorts: ports, CPUs: cpus, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
 			k := 0
 			start := time.Now()
-			others0, oerr := cpuOthers()
+			others0, oerr := CPUOthers()
 			sr, trials, err := rig.SearchTrials(ctx, spec, tm, func(st SearchTrial) {
 				k++
 				status(fmt.Sprintf("%s on %d CPU(s), trial %d: %s offered, loss %.3f%%", size.Label(), n, k, PPSText(st.Offered), 100*st.Loss))
@@ -245,7 +245,7 @@ func coresTest(ctx context.Context, s Scenario, counts []int, rig *Rig, base Res
 			}
 			r.Cores = &CoresRecord{FrameSize: size, CPUs: n, GenCPUs: cpus, Flows: n, SrcPorts: ports.String(), Queues: rig.T.Shape.Queues,
 				DUTCPU: rig.Place.DUTCPU, DUTShared: slices.Contains(cpus, rig.Place.DUTCPU), Seconds: time.Since(start).Seconds()}
-			if others1, err := cpuOthers(); err == nil && oerr == nil && others1 >= others0 {
+			if others1, err := CPUOthers(); err == nil && oerr == nil && others1 >= others0 {
 				r.Cores.OtherCPU = float64(others1-others0) / ClockTicks
 			}
 			add(r)

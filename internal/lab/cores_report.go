@@ -224,7 +224,7 @@ func coresWarnings(run *Run, rows []*CoresRow) []string {
 			if c.DUTShared && hasOwnThread(r.DUT) {
 				shared = append(shared, fmt.Sprint(c.CPUs))
 			}
-			if n := othersNote(c.OtherCPU, c.Seconds, run.Machine.CPUs); n != "" {
+			if n := OthersNote(c.OtherCPU, c.Seconds, run.Machine.CPUs); n != "" {
 				out = append(out, fmt.Sprintf("note: %s at %s: %s", r.name(sizes), cpusText(c.CPUs), n))
 			}
 		}

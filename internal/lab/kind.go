@@ -28,8 +28,8 @@ import (
 //
 // Adding a kind is a package of internal/lab/kinds (its kind, record,
 // section and test; kinds/idle is one) and its line in kinds/all. Its
-// record goes in Result.Record. The records of the mac-flood, soak and
-// cores kinds, from before the registry, are still fields of Result.
+// record goes in Result.Record. The records of the soak and cores kinds,
+// from before the registry, are still fields of Result.
 type Kind interface {
 	Name() string
 	// Needs is what a unit of s must set up for the kind.
@@ -132,7 +132,7 @@ type SizeRun struct {
 // LoadRate is the first frame size and the rate of a stream at the
 // scenario's Load of the DUT's throughput there (see loadRate), for test.
 func (u *UnitRun) LoadRate(ctx context.Context, test string) (size FrameSize, rate, tput float64, err error) {
-	size = u.S.firstSize()
+	size = u.S.FirstSize()
 	rate, tput, err = loadRate(ctx, u.S, u.Rig, size, u.Throughputs, u.Flows, u.Base, u.Add, u.Status, test)
 	return size, rate, tput, err
 }
@@ -396,7 +396,6 @@ var Kinds = slices.Clone(coreKinds)
 
 // coreKinds are the kinds still kept in the core's package, in order.
 var coreKinds = []Kind{
-	MACFloodTest{},
 	SoakTest{},
 	CoresTest{},
 	PortScaleTest{},

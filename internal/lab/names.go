@@ -38,3 +38,8 @@ const TestTable = "table"
 // (RFC 6201's reset characterisation): frames lost per event (the
 // mac-flood kind runs after it; `trestle lab` takes --events for it).
 const TestRestart = "restart"
+
+// TestMACFlood: a stream from h1 to h2 while h3 floods the bridge from
+// random source addresses (the soak kind runs after it; `trestle lab`
+// takes --duration and --max-entries for it).
+const TestMACFlood = "mac-flood"

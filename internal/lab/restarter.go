@@ -133,12 +133,12 @@ type RestartEvent struct {
 	Log     string  `json:"log,omitempty"`
 }
 
-// account fills an event's figures from the generator's run and the
+// Account fills an event's figures from the generator's run and the
 // sinks' counts after it. Every frame sent is due at h2 exactly once, so
 // what h2's sink did not count (duplicates aside) was lost, wherever: the
 // generator's own device drops are in Sent, and so counted lost too.
 // watch is h3's sink (nil without a third host).
-func (ev *RestartEvent) account(g gen.Stats, to sink.Snapshot, watch *sink.Snapshot) {
+func (ev *RestartEvent) Account(g gen.Stats, to sink.Snapshot, watch *sink.Snapshot) {
 	ev.Sent, ev.DevDropped, ev.Offered, ev.Seconds = g.Sent, g.DevDropped, g.PPS(), g.Elapsed.Seconds()
 	ev.Received, ev.Gaps, ev.Reordered, ev.Duplicated = to.Received, to.Lost, to.Reordered, to.Duplicates
 	ev.Lost = int64(g.Sent) - int64(to.Received-min(to.Duplicates, to.Received))
@@ -193,7 +193,7 @@ func (r *Rig) RestartWindow(ctx context.Context, mix frame.Mix, rate float64, fl
 	}
 	watch := r.sinks[2] // nil with two hosts
 	for _, h := range r.T.Hosts {
-		if err := learnFrame(h); err != nil {
+		if err := LearnFrame(h); err != nil {
 			return ev, err
 		}
 	}
@@ -299,7 +299,7 @@ func (r *Rig) RestartWindow(ctx context.Context, mix frame.Mix, rate float64, fl
 		}
 		snapWatch = &s
 	}
-	ev.account(g.s, snapTo, snapWatch)
+	ev.Account(g.s, snapTo, snapWatch)
 	if ev.Lost <= 0 && ev.Flooded == 0 {
 		ev.Log = "" // kept only to explain what went wrong
 	}

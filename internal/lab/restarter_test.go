@@ -13,14 +13,14 @@ import (
 // the events' list as --events gives it.
 func TestEventAccounting(t *testing.T) {
 	var ev RestartEvent
-	ev.account(gen.Stats{Sent: 1000, DevDropped: 3, Elapsed: time.Second},
+	ev.Account(gen.Stats{Sent: 1000, DevDropped: 3, Elapsed: time.Second},
 		sink.Snapshot{Received: 992, Lost: 10, Duplicates: 2}, &sink.Snapshot{Received: 7})
 	// 992 counted, 2 of them copies: 990 distinct of 1000 sent.
 	if ev.Lost != 10 || ev.Gaps != 10 || ev.Flooded != 7 || ev.Sent != 1000 || ev.DevDropped != 3 || ev.Offered != 1000 {
 		t.Errorf("account: %+v", ev)
 	}
 	ev = RestartEvent{}
-	ev.account(gen.Stats{Sent: 500}, sink.Snapshot{Received: 500}, nil)
+	ev.Account(gen.Stats{Sent: 500}, sink.Snapshot{Received: 500}, nil)
 	if ev.Lost != 0 || ev.Flooded != 0 {
 		t.Errorf("account without loss and without a watching host: %+v", ev)
 	}

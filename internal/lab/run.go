@@ -43,9 +43,8 @@ type Result struct {
 	// PerEvent is the restart test's figure for each event, in order
 	// (Value is the most of them; the events themselves are its Record).
 	PerEvent []float64 `json:"per_event,omitempty"`
-	// The mac-flood and soak tests' records, with their results.
-	Flood *FloodRecord `json:"mac_flood,omitempty"`
-	Soak  *SoakRecord  `json:"soak,omitempty"`
+	// The soak test's record, with its results.
+	Soak *SoakRecord `json:"soak,omitempty"`
 
 	// Directions: a search both ways (--bidirectional) gives each
 	// direction's offered rate in the confirmation whose sum is Value
@@ -63,7 +62,7 @@ type Result struct {
 // oldRecordKeys are the keys under which the runs recorded before the
 // registry kept a kind's record, which was then a field of Result: such a
 // run loads with the record in Record, as the kind reads it today.
-var oldRecordKeys = []string{"restart"}
+var oldRecordKeys = []string{"restart", "mac_flood"}
 
 // UnmarshalJSON reads a result, a record under one of oldRecordKeys (an
 // older run's) into Record.
@@ -213,6 +212,15 @@ func estimate(s Scenario, u unit) time.Duration {
 	}
 	for _, k := range s.kinds() {
 		t += k.Estimate(s, u.dut)
+	}
+	return t
+}
+
+// Estimate is a rough length of a run of s: its units' estimates summed.
+func (s Scenario) Estimate() time.Duration {
+	var t time.Duration
+	for _, u := range plan(s) {
+		t += estimate(s, u)
 	}
 	return t
 }
@@ -517,8 +525,8 @@ func (u *UnitRun) packetTests(ctx context.Context) error {
 	return u.runPhase(ctx, PerUnit)
 }
 
-// firstSize is the frame size of the tests that run at one: the first.
-func (s Scenario) firstSize() FrameSize {
+// FirstSize is the frame size of the tests that run at one: the first.
+func (s Scenario) FirstSize() FrameSize {
 	if len(s.Sizes) > 0 {
 		return s.Sizes[0]
 	}
@@ -660,4 +668,24 @@ func machine(version string) Machine {
 		}
 	}
 	return m
+}
+
+// CheckStream refuses a stream of a mac-flood or soak test that it cannot
+// run: its load and duration.
+func (s Scenario) CheckStream() error {
+	if s.StreamRate <= 0 && (s.Load <= 0 || s.Load > 1) {
+		return fmt.Errorf("%s: the stream's load %v: a fraction of the throughput above 0, up to 1", s.Name, s.Load)
+	}
+	if s.Duration <= 0 {
+		return fmt.Errorf("%s: a duration above 0 is needed", s.Name)
+	}
+	return nil
+}
+
+// StreamRateText says what rate the stream of a mac-flood or soak test runs at.
+func StreamRateText(s Scenario) string {
+	if s.StreamRate > 0 {
+		return PPSText(s.StreamRate)
+	}
+	return fmt.Sprintf("%.0f%% of the DUT's zero-loss throughput at %s, measured first", 100*s.Load, s.FirstSize().Label())
 }

@@ -228,7 +228,7 @@ func slope(x, y []float64) float64 {
 // soakSpec is the soak's traffic from h1 to h2: the search's trials and
 // the stream are the same frames.
 func soakSpec(s Scenario, tm Timing) (TrialSpec, error) {
-	mix, err := s.firstSize().Mix()
+	mix, err := s.FirstSize().Mix()
 	if err != nil {
 		return TrialSpec{}, err
 	}
@@ -240,7 +240,7 @@ func soakSpec(s Scenario, tm Timing) (TrialSpec, error) {
 // soakTest finds the zero-loss rate of the soak's traffic (a result of
 // its own), then runs the stream at s.Load of it for s.Duration.
 func soakTest(ctx context.Context, s Scenario, window time.Duration, rig *Rig, base Result, add func(Result), status func(string)) error {
-	size := s.firstSize()
+	size := s.FirstSize()
 	spec, err := soakSpec(s, s.Timing)
 	if err != nil {
 		return err
@@ -288,11 +288,11 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 	if to == nil {
 		return errors.New("soak: no sink on h2")
 	}
-	tb, _ := r.DUT.(tables)
+	tb, _ := r.DUT.(Tables)
 	if tb == nil {
 		rec.Unmeasured["table"] = r.DUT.Name() + " has no table the lab can read"
 	}
-	if _, what, err := daemonRSS(r.DUT); err != nil {
+	if _, what, err := DaemonRSS(r.DUT); err != nil {
 		rec.Unmeasured["memory"] = err.Error()
 	} else {
 		rec.Daemon = what
@@ -308,11 +308,11 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 	bridge := r.T.Bridges[0].Name
 	sample := func(t float64) {
 		p := SoakSample{T: t, Learned: -1}
-		if kib, _, err := daemonRSS(r.DUT); err == nil {
+		if kib, _, err := DaemonRSS(r.DUT); err == nil {
 			p.RSSKiB = kib
 		}
 		if tb != nil {
-			if tr, err := tb.readTable(ctx, r.T, bridge); err == nil {
+			if tr, err := tb.ReadTable(ctx, r.T, bridge); err == nil {
 				p.Learned = tr.Learned
 			}
 		}
@@ -330,7 +330,7 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 	}
 
 	for _, i := range []int{spec.From, spec.To[0]} {
-		if err := learnFrame(r.T.Hosts[i]); err != nil {
+		if err := LearnFrame(r.T.Hosts[i]); err != nil {
 			return err
 		}
 	}
@@ -347,7 +347,7 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 	gctx, stop := context.WithCancel(ctx)
 	defer stop()
 	start := time.Now()
-	done := goGen(gctx, o)
+	done := GoGen(gctx, o)
 	sample(0)
 	prev, err := to.Snapshot()
 	if err != nil {
@@ -356,7 +356,7 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 		return err
 	}
 	cpuPrev, _ := ReadCPU()
-	othersPrev, _ := cpuOthers()
+	othersPrev, _ := CPUOthers()
 	from0 := 0.0
 	closeWindow := func(t float64) error {
 		snap, err := to.Snapshot()
@@ -364,7 +364,7 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 			return err
 		}
 		cpu, _ := ReadCPU()
-		others, _ := cpuOthers()
+		others, _ := CPUOthers()
 		d := snap.Sub(prev)
 		w := SoakWindow{From: from0, To: t, Received: d.Received, Gaps: d.Lost, Reordered: d.Reordered, Duplicated: d.Duplicates, CPU: CPUBusy(cpuPrev, cpu)}
 		if others >= othersPrev {
@@ -383,7 +383,7 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	nextWindow, nextLearn := start.Add(window), start.Add(soakRelearn)
-	var g genResult
+	var g GenResult
 loop:
 	for {
 		select {
@@ -393,7 +393,7 @@ loop:
 			t := now.Sub(start).Seconds()
 			if !now.Before(nextLearn) {
 				for _, i := range []int{spec.From, spec.To[0]} {
-					if err := learnFrame(r.T.Hosts[i]); err != nil {
+					if err := LearnFrame(r.T.Hosts[i]); err != nil {
 						status("soak: " + err.Error())
 					}
 				}
@@ -413,8 +413,8 @@ loop:
 			}
 		}
 	}
-	if g.err != nil && ctx.Err() == nil {
-		return fmt.Errorf("soak: generator on %s: %w", from.NS.Name, g.err)
+	if g.Err != nil && ctx.Err() == nil {
+		return fmt.Errorf("soak: generator on %s: %w", from.NS.Name, g.Err)
 	}
 	SleepCtx(ctx, spec.Drain)
 	end := time.Since(start).Seconds()
@@ -430,7 +430,7 @@ loop:
 		return err
 	}
 	var ev RestartEvent
-	ev.account(g.s, last, nil)
+	ev.Account(g.S, last, nil)
 	rec.Sent, rec.DevDropped, rec.Received, rec.Lost = ev.Sent, ev.DevDropped, ev.Received, ev.Lost
 	rec.Reordered, rec.Duplicated, rec.Offered, rec.Elapsed = ev.Reordered, ev.Duplicated, ev.Offered, ev.Seconds
 	if l := sink.Summarize(last.Hist); l.Count > 0 {
@@ -444,26 +444,6 @@ func latencyP99(l *sink.Latency) time.Duration {
 		return 0
 	}
 	return l.P99
-}
-
-// checkStream refuses a stream of a mac-flood or soak test that it cannot
-// run: its load and duration.
-func (s Scenario) checkStream() error {
-	if s.StreamRate <= 0 && (s.Load <= 0 || s.Load > 1) {
-		return fmt.Errorf("%s: the stream's load %v: a fraction of the throughput above 0, up to 1", s.Name, s.Load)
-	}
-	if s.Duration <= 0 {
-		return fmt.Errorf("%s: a duration above 0 is needed", s.Name)
-	}
-	return nil
-}
-
-// streamRate says what rate the stream of a mac-flood or soak test runs at.
-func streamRate(s Scenario) string {
-	if s.StreamRate > 0 {
-		return PPSText(s.StreamRate)
-	}
-	return fmt.Sprintf("%.0f%% of the DUT's zero-loss throughput at %s, measured first", 100*s.Load, s.firstSize().Label())
 }
 
 // TestSoak: a long stream at Load of the zero-loss rate, its figures per
@@ -488,7 +468,7 @@ func (SoakTest) Estimate(s Scenario, _ Spec) time.Duration {
 
 // Prepare refuses a soak it cannot run, and says how it measures.
 func (k SoakTest) Prepare(s Scenario) ([]string, error) {
-	if err := s.checkStream(); err != nil {
+	if err := s.CheckStream(); err != nil {
 		return nil, err
 	}
 	if s.Flows < 1 || s.Flows > 65536-soakPortBase {
@@ -499,7 +479,7 @@ func (k SoakTest) Prepare(s Scenario) ([]string, error) {
 		"per %v window: the sequence gaps h2's sink found, its rate and the latency percentiles of 1 frame in 64 per flow (one-way, the generator's timestamp to the sink's clock); "+
 		"every %v: the daemon's VmRSS, the bridge's learned addresses and the entries of every hash map of the eBPF programs on the DUT's ports (counted key by key from the lab; arrays are fixed). "+
 		"Stable: p50, p90 and p99 of the last window within %.0f%% (or %v) of the first's; flat: memory grown by at most %.0f%% (or %d MiB), no map's entries above its first sample's. Both ends send a learning frame every %v, as hosts that speak do, so the stream's destination never ages out",
-		s.firstSize().Label(), max(s.Flows, 1), soakPortBase, streamRate(s), s.Duration, w, max(w/6, time.Second), 100*LatencyDrift, LatencySlack, 100*MemoryDrift, MemorySlack>>10, soakRelearn)}, nil
+		s.FirstSize().Label(), max(s.Flows, 1), soakPortBase, StreamRateText(s), s.Duration, w, max(w/6, time.Second), 100*LatencyDrift, LatencySlack, 100*MemoryDrift, MemorySlack>>10, soakRelearn)}, nil
 }
 
 func (k SoakTest) Run(ctx context.Context, u *UnitRun) error {

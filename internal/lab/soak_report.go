@@ -115,7 +115,7 @@ func soakWarnings(rows []*SoakRow) []string {
 		for _, w := range r.Rec.Windows {
 			cpu, secs = cpu+w.OtherCPU, secs+w.To-w.From
 		}
-		if n := othersNote(cpu, secs, r.CPUs); n != "" {
+		if n := OthersNote(cpu, secs, r.CPUs); n != "" {
 			out = append(out, fmt.Sprintf("note: %s: %s", r.DUT, n))
 		}
 		s := r.Sum

@@ -86,7 +86,7 @@ func TestSoakSummary(t *testing.T) {
 
 func TestSoakScenario(t *testing.T) {
 	s := Scenarios["soak"]
-	if s.Duration != 10*time.Minute || soakOf(s).Window != time.Minute || s.Load != 0.9 || s.Flows != 1000 || s.firstSize() != "imix" || !s.has(TestSoak) {
+	if s.Duration != 10*time.Minute || soakOf(s).Window != time.Minute || s.Load != 0.9 || s.Flows != 1000 || s.FirstSize() != "imix" || !s.has(TestSoak) {
 		t.Errorf("soak: %+v", s)
 	}
 	spec, err := soakSpec(s, s.Timing)

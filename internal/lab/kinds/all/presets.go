@@ -11,6 +11,7 @@ import (
 	"github.com/trestle/trestle/internal/lab/kinds/learn"
 	"github.com/trestle/trestle/internal/lab/kinds/loadlatency"
 	"github.com/trestle/trestle/internal/lab/kinds/loss"
+	"github.com/trestle/trestle/internal/lab/kinds/macflood"
 	"github.com/trestle/trestle/internal/lab/kinds/restart"
 	"github.com/trestle/trestle/internal/lab/kinds/table"
 	"github.com/trestle/trestle/internal/lab/kinds/tcp"
@@ -117,7 +118,7 @@ var presets = map[string]lab.Scenario{
 			"Goal: the stream loses 0 frames and keeps at least 90% of its rate; trestle's newcomer delivered within 1 s and learned within 5 s. " +
 			"trestle in xdp and in its default mode, the Linux bridge (fdb_max_learned) and Open vSwitch (mac-table-size); about 8 minutes",
 		DUTs: lab.MustSpecs("trestle:xdp", "trestle", "linux-bridge", "ovs"), Hosts: 4, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, lab.MACFloodTest{Sources: 1000000}}, Reps: 1, Timing: lab.DefaultTiming,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, macflood.Kind{Sources: 1000000}}, Reps: 1, Timing: lab.DefaultTiming,
 		Load: 0.5, Duration: 30 * time.Second, MaxEntries: 65536,
 	},
 	"soak": {
