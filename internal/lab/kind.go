@@ -28,8 +28,8 @@ import (
 //
 // Adding a kind is a package of internal/lab/kinds (its kind, record,
 // section and test; kinds/idle is one) and its line in kinds/all. Its
-// record goes in Result.Record. The records of the soak and cores kinds,
-// from before the registry, are still fields of Result.
+// record goes in Result.Record. The record of the cores kind, from before
+// the registry, is still a field of Result.
 type Kind interface {
 	Name() string
 	// Needs is what a unit of s must set up for the kind.
@@ -396,7 +396,6 @@ var Kinds = slices.Clone(coreKinds)
 
 // coreKinds are the kinds still kept in the core's package, in order.
 var coreKinds = []Kind{
-	SoakTest{},
 	CoresTest{},
 	PortScaleTest{},
 	PodChurnTest{},

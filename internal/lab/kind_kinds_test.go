@@ -9,6 +9,7 @@ import (
 	. "github.com/trestle/trestle/internal/lab"
 	_ "github.com/trestle/trestle/internal/lab/kinds/all"
 	"github.com/trestle/trestle/internal/lab/kinds/restart"
+	"github.com/trestle/trestle/internal/lab/kinds/soak"
 	"github.com/trestle/trestle/internal/lab/kinds/tcp"
 	"github.com/trestle/trestle/internal/lab/kinds/udp"
 
@@ -73,20 +74,20 @@ func TestKindFlags(t *testing.T) {
 		if err := f.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
-		soak := Scenarios["soak"]
-		soak.Duration = *d
-		err := soak.SetFlags(f)
+		sk := Scenarios["soak"]
+		sk.Duration = *d
+		err := sk.SetFlags(f)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("soak %v: %v, want %q", c.args, err, c.err)
 			}
 			continue
 		}
-		if k, _ := TestOf[SoakTest](soak); err != nil || k.Window != c.want {
+		if k, _ := TestOf[soak.Kind](sk); err != nil || k.Window != c.want {
 			t.Errorf("soak %v: window %v, %v; want %v", c.args, k.Window, err, c.want)
 		}
 	}
-	if k, _ := TestOf[SoakTest](Scenarios["soak"]); k.Window != time.Minute {
+	if k, _ := TestOf[soak.Kind](Scenarios["soak"]); k.Window != time.Minute {
 		t.Errorf("the soak preset's window is now %v", k.Window)
 	}
 }

@@ -43,3 +43,7 @@ const TestRestart = "restart"
 // random source addresses (the soak kind runs after it; `trestle lab`
 // takes --duration and --max-entries for it).
 const TestMACFlood = "mac-flood"
+
+// TestSoak: a long stream at Load of the zero-loss rate, its figures per
+// window (`trestle lab` takes --duration for it).
+const TestSoak = "soak"

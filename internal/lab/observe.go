@@ -163,10 +163,10 @@ func counted(t ebpf.MapType) bool {
 	return false
 }
 
-// mapSizes reads every map of the programs on the DUT's ports (XDP and tcx
+// MapSizes reads every map of the programs on the DUT's ports (XDP and tcx
 // ingress), counting the entries of the hash-like ones from this process:
 // a key at a time, so for tables of a few thousand entries at most.
-func (r *Rig) mapSizes() ([]MapSize, error) {
+func (r *Rig) MapSizes() ([]MapSize, error) {
 	progs, _, err := r.dutPrograms()
 	if err != nil {
 		return nil, err

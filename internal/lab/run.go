@@ -43,8 +43,6 @@ type Result struct {
 	// PerEvent is the restart test's figure for each event, in order
 	// (Value is the most of them; the events themselves are its Record).
 	PerEvent []float64 `json:"per_event,omitempty"`
-	// The soak test's record, with its results.
-	Soak *SoakRecord `json:"soak,omitempty"`
 
 	// Directions: a search both ways (--bidirectional) gives each
 	// direction's offered rate in the confirmation whose sum is Value
@@ -62,7 +60,7 @@ type Result struct {
 // oldRecordKeys are the keys under which the runs recorded before the
 // registry kept a kind's record, which was then a field of Result: such a
 // run loads with the record in Record, as the kind reads it today.
-var oldRecordKeys = []string{"restart", "mac_flood"}
+var oldRecordKeys = []string{"restart", "mac_flood", "soak"}
 
 // UnmarshalJSON reads a result, a record under one of oldRecordKeys (an
 // older run's) into Record.

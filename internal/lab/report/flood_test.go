@@ -10,6 +10,7 @@ import (
 
 	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/kinds/macflood"
+	"github.com/trestle/trestle/internal/lab/kinds/soak"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
 
@@ -139,19 +140,22 @@ func soakRun() *lab.Run {
 	run := &lab.Run{Scenario: "soak", Title: "Soak", DUTs: []string{"trestle:xdp", "trestle"}, Reps: 1, Timing: lab.DefaultTiming, Sizes: []lab.FrameSize{"imix"},
 		Machine: lab.Machine{CPUs: 2}}
 	add := func(dut string, grow float64) {
-		rec := &lab.SoakRecord{FrameSize: "imix", Flows: 1000, SrcPorts: "1024-2023", RatePPS: 2e6, Throughput: 2.2e6, Load: 0.9, Seconds: 180, WindowSeconds: 60, SampleSeconds: 10,
+		rec := &soak.Record{FrameSize: "imix", Flows: 1000, SrcPorts: "1024-2023", RatePPS: 2e6, Throughput: 2.2e6, Load: 0.9, Seconds: 180, WindowSeconds: 60, SampleSeconds: 10,
 			Sent: 360e6, Received: 360e6, Offered: 2e6, Elapsed: 180, Daemon: "trestle (pid 3)",
 			Maps: []lab.MapSize{{Name: "fdb", Type: "Hash", MaxEntries: 66560, Entries: 2}, {Name: "stats", Type: "PerCPUArray", MaxEntries: 256, Entries: -1}}}
 		for i := 0; i < 3; i++ {
 			l := sink.Latency{Count: 1000, P50: time.Duration(17000 * (1 + grow*float64(i))), P90: 18000, P99: time.Duration(29000 * (1 + grow*float64(i))), P999: 36000, Max: 60000}
-			rec.Windows = append(rec.Windows, lab.SoakWindow{From: float64(60 * i), To: float64(60 * (i + 1)), Received: 120e6, RatePPS: 2e6, Latency: &l, OtherCPU: 30 * grow})
+			rec.Windows = append(rec.Windows, soak.SoakWindow{From: float64(60 * i), To: float64(60 * (i + 1)), Received: 120e6, RatePPS: 2e6, Latency: &l, OtherCPU: 30 * grow})
 		}
 		for i := 0; i <= 18; i++ {
-			rec.Samples = append(rec.Samples, lab.SoakSample{T: float64(10 * i), RSSKiB: uint64(34000 * (1 + grow*float64(i))), Learned: 2, Maps: map[string]int{"fdb (id 7)": 2}})
+			rec.Samples = append(rec.Samples, soak.SoakSample{T: float64(10 * i), RSSKiB: uint64(34000 * (1 + grow*float64(i))), Learned: 2, Maps: map[string]int{"fdb (id 7)": 2}})
+		}
+		r := lab.Result{DUT: dut, Rep: 1, Test: lab.TestSoak, Param: "imix", Value: 0, Unit: "frames"}
+		if err := r.SetRecord(rec); err != nil {
+			panic(err)
 		}
 		run.Results = append(run.Results,
-			lab.Result{DUT: dut, Rep: 1, Test: lab.TestThroughput, Param: "imix", Value: 2.2e6, Unit: "pps"},
-			lab.Result{DUT: dut, Rep: 1, Test: lab.TestSoak, Param: "imix", Value: 0, Unit: "frames", Soak: rec})
+			lab.Result{DUT: dut, Rep: 1, Test: lab.TestThroughput, Param: "imix", Value: 2.2e6, Unit: "pps"}, r)
 	}
 	add("trestle:xdp", 0)
 	add("trestle", 0.5)
@@ -165,7 +169,7 @@ func TestSoakReport(t *testing.T) {
 			t.Errorf("group %s: soak results belong in their own table", g.Key())
 		}
 	}
-	rows := lab.Soaks(run)
+	rows := soak.Soaks(run)
 	if len(rows) != 2 || !rows[0].Sum.GoalMet || rows[1].Sum.GoalMet {
 		t.Fatalf("rows: %+v", rows)
 	}

@@ -121,16 +121,6 @@ var presets = map[string]lab.Scenario{
 		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, macflood.Kind{Sources: 1000000}}, Reps: 1, Timing: lab.DefaultTiming,
 		Load: 0.5, Duration: 30 * time.Second, MaxEntries: 65536,
 	},
-	"soak": {
-		Name: "soak", Title: "Soak: 10 minutes at 90% of the zero-loss rate, IMIX, 1000 flows",
-		About: "a 2-port bridge: the zero-loss rate (NDR, the RFC 2544 search) of IMIX frames in 1000 flows (UDP source ports 1024-2023, each flow with its own sequence numbers), " +
-			"then a stream at 90% of it for --duration (default 10m): loss and latency percentiles per minute, the daemon's resident memory and the size of every eBPF map of the programs on the DUT's ports " +
-			"(hash maps counted key by key, arrays fixed) every 10 s, and the learning table's size. " +
-			"Goals: 0 frames lost; p50, p90 and p99 of the last minute within 25% (or 2 us) of the first's; the daemon's memory flat and no map growing. trestle in xdp and in its default mode",
-		DUTs: lab.MustSpecs("trestle:xdp", "trestle"), Hosts: 2, Chain: []int{1},
-		Sizes: []lab.FrameSize{"imix"}, Tests: []lab.Kind{lab.SoakTest{Window: time.Minute}}, Reps: 1, Timing: lab.DefaultTiming, Flows: 1000,
-		Load: 0.9, Duration: 10 * time.Minute,
-	},
 	"mirror": {
 		Name: "mirror", Title: "Port mirroring: what a span port costs, and whether it keeps up",
 		About: "a 3-port bridge: 64-byte throughput h1 to h2 with no mirror (DUT), with h1's port mirrored both ways to a span port whose host h3 receives the copies (DUT@mirror), " +
