@@ -28,8 +28,7 @@ import (
 //
 // Adding a kind is a package of internal/lab/kinds (its kind, record,
 // section and test; kinds/idle is one) and its line in kinds/all. Its
-// record goes in Result.Record. The record of the cores kind, from before
-// the registry, is still a field of Result.
+// record goes in Result.Record.
 type Kind interface {
 	Name() string
 	// Needs is what a unit of s must set up for the kind.
@@ -190,6 +189,25 @@ type twinned interface {
 // its placement can show (they stand for the placement's usual note).
 type placer interface {
 	Place(s Scenario, mode string) (Placement, []string, error)
+}
+
+// placementChecker is a kind that refuses a placement (--placement) or
+// settings the machine cannot give it, before a run.
+type placementChecker interface {
+	CheckPlacement(placement string) error
+}
+
+// CheckPlacement refuses a placement ("" is auto) or a setting that a kind
+// of s cannot run with on this machine (the cores kind: its CPU counts).
+func (s Scenario) CheckPlacement(placement string) error {
+	for _, k := range s.kinds() {
+		if c, ok := k.(placementChecker); ok {
+			if err := c.CheckPlacement(placement); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // preparer is a kind that checks its settings before a run, and says how
@@ -396,7 +414,6 @@ var Kinds = slices.Clone(coreKinds)
 
 // coreKinds are the kinds still kept in the core's package, in order.
 var coreKinds = []Kind{
-	CoresTest{},
 	PortScaleTest{},
 	PodChurnTest{},
 	OverlayTest{},

@@ -47,3 +47,7 @@ const TestMACFlood = "mac-flood"
 // TestSoak: a long stream at Load of the zero-loss rate, its figures per
 // window (`trestle lab` takes --duration for it).
 const TestSoak = "soak"
+
+// TestCores is the zero-loss rate (RFC 2544 search) with the generator's
+// threads on 1..N CPUs, one flow each (the cache kind runs after it).
+const TestCores = "cores"

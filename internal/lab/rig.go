@@ -721,3 +721,27 @@ func Monotonic() time.Duration {
 
 // Sink is the sink on host i (0: h1), nil without one.
 func (r *Rig) Sink(i int) *sink.Sink { return r.sinks[i] }
+
+// AllowedCPUs are the CPUs this process may run on, in order.
+func AllowedCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("the CPUs this process may use: %w", err)
+	}
+	var cpus []int
+	for i := 0; i < 1024; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus, nil
+}
+
+// genCPUs are the CPUs of a trial's generator threads: its own, or the
+// placement's generator CPU.
+func (ts TrialSpec) genCPUs(p Placement) []int {
+	if len(ts.CPUs) > 0 {
+		return ts.CPUs
+	}
+	return []int{p.GenCPU}
+}

@@ -49,8 +49,6 @@ type Result struct {
 	// (h1 -> h2 first), and PDRDirections in the one that gave the PDR.
 	Directions    []float64 `json:"directions_pps,omitempty"`
 	PDRDirections []float64 `json:"pdr_directions_pps,omitempty"`
-	// Cores is the setting of a cores result (cores.go).
-	Cores *CoresRecord `json:"cores,omitempty"`
 	// Record is the record of the result's kind (SetRecord, RecordOf): a
 	// kind needs no line here. Records written before the registry keep
 	// theirs under a key of their own (oldRecordKeys).
@@ -60,7 +58,7 @@ type Result struct {
 // oldRecordKeys are the keys under which the runs recorded before the
 // registry kept a kind's record, which was then a field of Result: such a
 // run loads with the record in Record, as the kind reads it today.
-var oldRecordKeys = []string{"restart", "mac_flood", "soak"}
+var oldRecordKeys = []string{"restart", "mac_flood", "soak", "cores"}
 
 // UnmarshalJSON reads a result, a record under one of oldRecordKeys (an
 // older run's) into Record.

@@ -7,6 +7,7 @@ package all
 import (
 	_ "github.com/trestle/trestle/internal/lab/kinds/b2b"
 	_ "github.com/trestle/trestle/internal/lab/kinds/cache"
+	_ "github.com/trestle/trestle/internal/lab/kinds/cores"
 	_ "github.com/trestle/trestle/internal/lab/kinds/flood"
 	_ "github.com/trestle/trestle/internal/lab/kinds/idle"
 	_ "github.com/trestle/trestle/internal/lab/kinds/latency"
