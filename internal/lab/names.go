@@ -51,3 +51,11 @@ const TestSoak = "soak"
 // TestCores is the zero-loss rate (RFC 2544 search) with the generator's
 // threads on 1..N CPUs, one flow each (the cache kind runs after it).
 const TestCores = "cores"
+
+// TestIdle: what a DUT costs while it forwards nothing (the port-scale
+// kind runs after it).
+const TestIdle = "idle"
+
+// TestPortScale: 64-byte throughput against the number of ports of one
+// bridge (the pod-churn kind runs after it).
+const TestPortScale = "port-scale"

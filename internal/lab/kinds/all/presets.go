@@ -12,6 +12,7 @@ import (
 	"github.com/trestle/trestle/internal/lab/kinds/loadlatency"
 	"github.com/trestle/trestle/internal/lab/kinds/loss"
 	"github.com/trestle/trestle/internal/lab/kinds/macflood"
+	"github.com/trestle/trestle/internal/lab/kinds/portscale"
 	"github.com/trestle/trestle/internal/lab/kinds/restart"
 	"github.com/trestle/trestle/internal/lab/kinds/table"
 	"github.com/trestle/trestle/internal/lab/kinds/tcp"
@@ -120,6 +121,14 @@ var presets = map[string]lab.Scenario{
 		DUTs: lab.MustSpecs("trestle:xdp", "trestle", "linux-bridge", "ovs"), Hosts: 4, Chain: []int{1},
 		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, macflood.Kind{Sources: 1000000}}, Reps: 1, Timing: lab.DefaultTiming,
 		Load: 0.5, Duration: 30 * time.Second, MaxEntries: 65536,
+	},
+	"port-scale": {
+		Name: "port-scale", Title: "Port scale: throughput against the number of ports of a bridge",
+		About: "one bridge with 2, 16, 64, 256 and 1024 ports (--ports; counts above what a DUT takes are listed, not run), 3 of them with sinks: 64-byte zero-loss throughput of known unicast h1 -> h2 and of broadcast from h1, " +
+			"each against the 2-port figure; then pod churn: 100 CNI ADDs then 100 DELs through cnitool with host-local, the trestle plugin against the bridge plugin, each timed (median, p99); " +
+			"trestle in xdp and default mode, the Linux bridge; goals: unicast at the largest count within 5% of 2 ports, broadcast no worse than the Linux bridge's, a trestle ADD's and DEL's median and p99 each at most 1.2x the bridge plugin's",
+		DUTs:  lab.MustSpecs("linux-bridge", "trestle:xdp", "trestle"),
+		Hosts: 2, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{portscale.Kind{}, lab.PodChurnTest{Pods: 100}}, Reps: 3, Timing: lab.DefaultTiming,
 	},
 	"mirror": {
 		Name: "mirror", Title: "Port mirroring: what a span port costs, and whether it keeps up",
