@@ -414,7 +414,6 @@ var Kinds = slices.Clone(coreKinds)
 
 // coreKinds are the kinds still kept in the core's package, in order.
 var coreKinds = []Kind{
-	PodChurnTest{},
 	OverlayTest{},
 }
 

@@ -59,3 +59,7 @@ const TestIdle = "idle"
 // TestPortScale: 64-byte throughput against the number of ports of one
 // bridge (the pod-churn kind runs after it).
 const TestPortScale = "port-scale"
+
+// TestPodChurn: CNI ADDs and DELs timed on a DUT's bridge (the port-scale
+// preset runs it too).
+const TestPodChurn = "pod-churn"

@@ -1,9 +1,9 @@
 package lab
 
 // What a DUT takes that some kinds ask of it, as capabilities rather than
-// its name: how many ports one of its bridges takes (PortTaker, the
-// port-scale kind), and the CNI plugin its pods join with (PodPlugin, the
-// pod-churn kind).
+// its name or its fields: how many ports one of its bridges takes
+// (PortTaker, the port-scale kind), and the CNI plugin its pods join with
+// (PodPlugin, the pod-churn kind).
 
 import (
 	"cmp"
@@ -67,4 +67,27 @@ func (d *trestleDUT) TakesPorts(ctx context.Context, env *Env, n int) (string, e
 		}
 	}
 	return "trestle check: " + why, nil
+}
+
+// PodPlugin is a DUT whose bridge pods join through a CNI plugin.
+type PodPlugin interface {
+	// PodPlugin is the plugin's type, the keys its network's config adds
+	// (nil: none), and CNI_PATH: where the plugin is, then tools (where
+	// cnitool's IPAM plugin, host-local, is).
+	PodPlugin(tools string) (typ string, keys map[string]any, path string)
+}
+
+// BridgePluginDir is where Debian's containernetworking-plugins puts the
+// `bridge` plugin.
+const BridgePluginDir = "/usr/lib/cni"
+
+// PodPlugin: trestle's own (bin/cni/trestle, beside the DUT's build),
+// with the daemon's socket.
+func (d *trestleDUT) PodPlugin(tools string) (string, map[string]any, string) {
+	return "trestle", map[string]any{"socket": d.sock}, filepath.Join(filepath.Dir(d.own), "cni") + ":" + tools
+}
+
+// PodPlugin: the reference `bridge` plugin.
+func (b *linuxBridge) PodPlugin(tools string) (string, map[string]any, string) {
+	return "bridge", nil, BridgePluginDir + ":" + tools
 }

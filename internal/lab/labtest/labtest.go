@@ -5,6 +5,7 @@ package labtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -102,4 +103,24 @@ func Ours(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Section is the one report section of run's kinds, terminal text and
+// Markdown, from the run written as JSON and read again: the record
+// survives the run's file.
+func Section(t *testing.T, run *lab.Run) (terminal, markdown string) {
+	t.Helper()
+	b, err := json.Marshal(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back lab.Run
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	term, md := lab.Sections(&back)
+	if len(term) != 1 || len(md) != 1 {
+		t.Fatalf("sections: %q %q", term, md)
+	}
+	return term[0], md[0]
 }

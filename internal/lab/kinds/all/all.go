@@ -15,6 +15,7 @@ import (
 	_ "github.com/trestle/trestle/internal/lab/kinds/loadlatency"
 	_ "github.com/trestle/trestle/internal/lab/kinds/loss"
 	_ "github.com/trestle/trestle/internal/lab/kinds/macflood"
+	_ "github.com/trestle/trestle/internal/lab/kinds/podchurn"
 	_ "github.com/trestle/trestle/internal/lab/kinds/portscale"
 	_ "github.com/trestle/trestle/internal/lab/kinds/restart"
 	_ "github.com/trestle/trestle/internal/lab/kinds/soak"

@@ -12,6 +12,7 @@ import (
 	"github.com/trestle/trestle/internal/lab/kinds/loadlatency"
 	"github.com/trestle/trestle/internal/lab/kinds/loss"
 	"github.com/trestle/trestle/internal/lab/kinds/macflood"
+	"github.com/trestle/trestle/internal/lab/kinds/podchurn"
 	"github.com/trestle/trestle/internal/lab/kinds/portscale"
 	"github.com/trestle/trestle/internal/lab/kinds/restart"
 	"github.com/trestle/trestle/internal/lab/kinds/table"
@@ -128,7 +129,7 @@ var presets = map[string]lab.Scenario{
 			"each against the 2-port figure; then pod churn: 100 CNI ADDs then 100 DELs through cnitool with host-local, the trestle plugin against the bridge plugin, each timed (median, p99); " +
 			"trestle in xdp and default mode, the Linux bridge; goals: unicast at the largest count within 5% of 2 ports, broadcast no worse than the Linux bridge's, a trestle ADD's and DEL's median and p99 each at most 1.2x the bridge plugin's",
 		DUTs:  lab.MustSpecs("linux-bridge", "trestle:xdp", "trestle"),
-		Hosts: 2, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{portscale.Kind{}, lab.PodChurnTest{Pods: 100}}, Reps: 3, Timing: lab.DefaultTiming,
+		Hosts: 2, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{portscale.Kind{}, podchurn.Kind{Pods: 100}}, Reps: 3, Timing: lab.DefaultTiming,
 	},
 	"mirror": {
 		Name: "mirror", Title: "Port mirroring: what a span port costs, and whether it keeps up",

@@ -2,7 +2,6 @@ package portscale
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -64,18 +63,7 @@ func TestPortScaleSection(t *testing.T) {
 		refused("trestle:xdp", 256),
 		{DUT: "trestle:xdp", Test: TestPortScale, Param: portScaleParam(16, "unicast"), Error: "set up trestle:xdp: no"},
 	}}
-	b, err := json.Marshal(run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back lab.Run
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	term, md := lab.Sections(&back)
-	if len(term) != 1 || len(md) != 1 {
-		t.Fatalf("sections: %q %q", term, md)
-	}
+	term, md := labtest.Section(t, run)
 	for _, want := range []string{
 		"linux-bridge  2      1.00 Mpps   1.00x    500.0 kpps  1.00x    -                         1\n",
 		"linux-bridge  64     900.0 kpps  0.90x    100.0 kpps  0.20x    -                         1\n",
@@ -87,13 +75,13 @@ func TestPortScaleSection(t *testing.T) {
 		"trestle:xdp: unicast at 64 ports 0.95x of 2 ports (goal: within 5%): pass",
 		"trestle:xdp: broadcast no worse than the Linux bridge's at every count both ran: pass",
 	} {
-		if !strings.Contains(term[0], want) {
-			t.Errorf("terminal lacks %q:\n%s", want, term[0])
+		if !strings.Contains(term, want) {
+			t.Errorf("terminal lacks %q:\n%s", want, term)
 		}
 	}
 	for _, want := range []string{"## Port scale", "| trestle:xdp | 64 | 2.85 Mpps | 0.95x | 140.0 kpps | 0.14x | 1.40x | 2 |", "| trestle:xdp | 256 | - | - | - | - | - | 0 (not run: trestle check: too many ports) |"} {
-		if !strings.Contains(md[0], want) {
-			t.Errorf("report.md lacks %q:\n%s", want, md[0])
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
 	}
 	if term, md := lab.Sections(&lab.Run{DUTs: []string{"direct"}, Results: []lab.Result{{DUT: "direct", Test: lab.TestThroughput, Value: 1}}}); term != nil || md != nil {
