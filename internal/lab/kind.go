@@ -22,7 +22,8 @@ import (
 // scenario's tests in the order of Kinds, phase by phase (Phase). As
 // the DUT interface does, a kind may have optional powers, found by type
 // assertion: flags of its own (flagger), a check of its settings with a
-// note for the run (preparer), a placement of its own (placer), words for
+// note for the run (preparer), a placement of its own (placer) and a
+// check of the placement asked (placementChecker), words for
 // the scenario's description (describer, testsLiner), a report section of
 // its own (Reporter), a preset scenario of its own (presetter).
 //
