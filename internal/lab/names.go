@@ -1,8 +1,10 @@
 package lab
 
 // The names of the tests whose results the core's report puts in its
-// tables of medians and ratios (their kinds are packages of
-// internal/lab/kinds, which the core does not import).
+// tables of medians and ratios, and of the kinds that other kinds run
+// after (Register) or that `trestle lab` checks its flags against: their
+// kinds are packages of internal/lab/kinds, which the core does not
+// import, and a kind imports no other kind.
 
 // The RFC 2544 kinds' names, their results' Test.
 const (
