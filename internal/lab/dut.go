@@ -272,7 +272,7 @@ func ParseSpec(s string) (Spec, error) {
 			return v, err
 		}
 	}
-	if _, err := v.newDUT(); err != nil {
+	if _, err := v.NewDUT(); err != nil {
 		return v, err
 	}
 	return v, nil
@@ -315,10 +315,12 @@ func ParseDUT(spec string) (DUT, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.newDUT()
+	return v.NewDUT()
 }
 
-// newDUT makes the DUT that v names, a new one each time.
+// NewDUT makes the DUT that v names, a new one each time.
+func (v Spec) NewDUT() (DUT, error) { return v.newDUT() }
+
 func (v Spec) newDUT() (DUT, error) {
 	d, err := parseDUT(v.Kind, v.Mode, v.Name)
 	switch d := d.(type) {

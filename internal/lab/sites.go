@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/ctl"
-	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/frrconf"
 	"github.com/trestle/trestle/internal/lab/sink"
 	"github.com/trestle/trestle/internal/netnsutil"
@@ -387,14 +386,6 @@ func (s *Site) Vtysh(ctx context.Context, cmd string) (string, error) {
 // the i-th station of all.
 func (ss *Sites) Rig(d DUT, place Placement, env *Env) *Rig {
 	return &Rig{T: ss.Topo(), DUT: d, Place: place, Env: env, sinks: map[int]*sink.Sink{}}
-}
-
-// RestartWindow is a restart's stream (as the restart kind runs it) on a
-// rig of the caller's: learning frames from every host, then a stream from
-// host 0 to host 1 at rate through which event runs, lead after it starts;
-// the stream goes on for tail after the DUT is back.
-func (r *Rig) RestartWindow(ctx context.Context, mix frame.Mix, rate float64, flows int, lead, tail time.Duration, tm Timing, event func(context.Context) (Restarted, error)) (RestartEvent, error) {
-	return r.restartWindow(ctx, mix, rate, flows, lead, tail, tm, event)
 }
 
 // Announce sends a station's first frame from mac out of h's interface: a

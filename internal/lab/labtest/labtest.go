@@ -5,15 +5,14 @@ package labtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/trestle/trestle/internal/lab"
 )
@@ -91,35 +90,37 @@ func Execute(t *testing.T, sc lab.Scenario, bin string) *lab.Run {
 	return run
 }
 
-// TinyTiming is the lab's timing cut to what a test can wait for: trials
-// of 300 ms, confirmations of 500 ms. A kind's test asks whether each DUT
-// forwards, not whether it loses nothing: up to 5% lost passes (Open
-// vSwitch's userspace datapath drops a few frames at most rates here, and
-// a zero-loss search can then find no rate).
-func TinyTiming() lab.Timing {
-	tm := lab.DefaultTiming
-	tm.Search.Trial, tm.Search.Confirm = 300*time.Millisecond, 500*time.Millisecond
-	tm.Settle, tm.Drain = 50*time.Millisecond, 100*time.Millisecond
-	tm.Search.LossGoal = 0.05
-	return tm
-}
+// RunPrefix begins the names of the namespaces of this process's lab runs
+// (NewNet's Prefix): a test counts its own, not another run's.
+var RunPrefix = "tl" + strconv.Itoa(os.Getpid())
 
-// Namespaces are the network namespaces of this process's lab runs (their
-// names start with "tl" and its PID): a test compares them before a run
-// and after, to see that it left none.
-func Namespaces(t *testing.T) []string {
+// Ours lists the namespaces of this process's lab runs: a test's count
+// before a run and after, which must be the same.
+func Ours(t *testing.T) []string {
 	t.Helper()
-	ents, err := os.ReadDir("/run/netns")
-	if err != nil && !os.IsNotExist(err) {
+	out, err := lab.NamespacesOf(RunPrefix)
+	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := "tl" + strconv.Itoa(os.Getpid())
-	var out []string
-	for _, e := range ents {
-		// tl12 is not tl123's: what follows the PID is no digit.
-		if rest, ok := strings.CutPrefix(e.Name(), prefix); ok && (rest == "" || rest[0] < '0' || rest[0] > '9') {
-			out = append(out, e.Name())
-		}
-	}
 	return out
+}
+
+// Section is the one report section of run's kinds, terminal text and
+// Markdown, from the run written as JSON and read again: the record
+// survives the run's file.
+func Section(t *testing.T, run *lab.Run) (terminal, markdown string) {
+	t.Helper()
+	b, err := json.Marshal(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back lab.Run
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	term, md := lab.Sections(&back)
+	if len(term) != 1 || len(md) != 1 {
+		t.Fatalf("sections: %q %q", term, md)
+	}
+	return term[0], md[0]
 }

@@ -209,7 +209,7 @@ func TestExecuteOverlay(t *testing.T) {
 		}
 	}
 	sc := lab.Scenarios["overlay"]
-	sc.Reps, sc.Timing, sc.IperfTime = 1, labtest.TinyTiming(), time.Second
+	sc.Reps, sc.Timing, sc.IperfTime = 1, lab.TinyTiming(), time.Second
 	// A trial passes on what it lost alone, not on whether the generator
 	// kept its pace: on a loaded machine (a fresh-clone run at load 12)
 	// the generator, starved of its CPU, fell short of the rates asked,
@@ -220,7 +220,7 @@ func TestExecuteOverlay(t *testing.T) {
 	// are what the generator offered.
 	sc.Timing.Search.Shortfall = 1
 	lab.Configure(&sc, func(k Kind) Kind { k.Stations, k.Streams = 3, []int{1}; return k })
-	before := labtest.Namespaces(t)
+	before := labtest.Ours(t)
 	run, err := lab.Execute(context.Background(), lab.Config{Scenario: sc, Placement: "shared", Trestle: labtest.TrestleBinary(t), WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestExecuteOverlay(t *testing.T) {
 	if rec, ok := seen[key{"trestle:xdp", OverlaySkipped}]; ok {
 		t.Errorf("trestle:xdp not run: %s", rec.Skipped)
 	}
-	if left := labtest.Namespaces(t); len(left) != len(before) {
+	if left := labtest.Ours(t); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 	if term, _ := lab.Sections(run); len(term) != 1 || strings.Contains(term[0], "not run") || !strings.Contains(term[0], "(trestle's best mode for TCP here): TCP with 1 stream(s)") {

@@ -1,19 +1,21 @@
-package lab
+package macflood
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink/nl"
-	"golang.org/x/sys/unix"
-
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/gen"
+	"github.com/trestle/trestle/internal/lab/labtest"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
+
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 // TestFloodAccounting: a stream's figures from the generator and the
 // sinks, the summary of the two streams, the goal, and the two results.
@@ -25,7 +27,7 @@ func TestFloodAccounting(t *testing.T) {
 		t.Errorf("account: %+v", w)
 	}
 
-	rec := &FloodRecord{MaxEntries: 100, Sources: 1000,
+	rec := &Record{MaxEntries: 100, Sources: 1000,
 		Base: FloodWindow{Sent: 1000, RatePPS: 500, Samples: []FloodSample{{Learned: 4, RSSKiB: 1000}, {Learned: 4, RSSKiB: 1100}},
 			Side: &SideLearn{Addresses: 10, Learned: 10, Millis: 30}},
 		Flood: FloodWindow{Flood: true, Sent: 1000, RatePPS: 460, Samples: []FloodSample{{Learned: 4, RSSKiB: 1200}, {Learned: 100, RSSKiB: 3000}, {Learned: 100, RSSKiB: 2000}},
@@ -51,7 +53,7 @@ func TestFloodAccounting(t *testing.T) {
 	if s := SummarizeFlood(rec); !s.Above || s.MaxLearned != 101 {
 		t.Errorf("101 of 100: %+v", s)
 	}
-	if s := SummarizeFlood(&FloodRecord{Flood: FloodWindow{Samples: []FloodSample{{Learned: -1}}}}); s.MaxLearned != -1 || s.Above || s.GoalMet {
+	if s := SummarizeFlood(&Record{Flood: FloodWindow{Samples: []FloodSample{{Learned: -1}}}}); s.MaxLearned != -1 || s.Above || s.GoalMet {
 		t.Errorf("unread table, nothing sent: %+v", s)
 	}
 
@@ -101,150 +103,22 @@ func TestFloodAccounting(t *testing.T) {
 	}
 	rec.Flood.Lost, rec.Flood.Newcomer = 0, nil
 
-	var got []Result
+	var got []lab.Result
 	rec.Flood.RatePPS = 500
-	addFloodResults(Result{DUT: "d", Rep: 1}, rec, nil, func(r Result) { got = append(got, r) })
-	if len(got) != 2 || got[0].Test != TestMACFlood || got[0].Param != "lost" || got[0].Flood != rec || got[0].Value != 0 ||
-		got[1].Param != "rate" || got[1].Value != 1 || got[1].Flood != nil || got[1].Unit != "ratio" {
+	if err := addFloodResults(lab.Result{DUT: "d", Rep: 1}, rec, nil, func(r lab.Result) { got = append(got, r) }); err != nil {
+		t.Fatal(err)
+	}
+	var back Record
+	if len(got) != 2 || got[0].Test != lab.TestMACFlood || got[0].Param != "lost" || got[0].RecordOf(&back) != nil || !reflect.DeepEqual(&back, rec) || got[0].Value != 0 ||
+		got[1].Param != "rate" || got[1].Value != 1 || len(got[1].Record) != 0 || got[1].Unit != "ratio" {
 		t.Errorf("results: %+v", got)
 	}
 	got = nil
-	addFloodResults(Result{}, rec, errors.New("broke"), func(r Result) { got = append(got, r) })
+	if err := addFloodResults(lab.Result{}, rec, errors.New("broke"), func(r lab.Result) { got = append(got, r) }); err != nil {
+		t.Fatal(err)
+	}
 	if got[0].Error != "broke" || got[1].Error != "broke" {
 		t.Errorf("results after an error: %+v", got)
-	}
-}
-
-func TestMACFloodScenario(t *testing.T) {
-	s := Scenarios["mac-flood"]
-	if sources(s) != 1000000 || s.MaxEntries != 65536 || s.Duration != 30*time.Second || s.Load != 0.5 || s.Hosts != 4 || !s.has(TestThroughput) || !s.has(TestMACFlood) {
-		t.Errorf("mac-flood: %+v", s)
-	}
-	if _, err := s.PrepareKinds(); err != nil {
-		t.Error(err)
-	}
-	var total time.Duration
-	for _, u := range plan(s) {
-		total += estimate(s, u)
-	}
-	if total < 4*time.Minute || total > 12*time.Minute {
-		t.Errorf("mac-flood estimated at %v", total)
-	}
-	for _, c := range []struct {
-		edit func(*Scenario)
-		want string
-	}{
-		{func(s *Scenario) { s.Load = 0 }, "load 0"},
-		{func(s *Scenario) { s.Duration = 0 }, "duration above 0"},
-		{func(s *Scenario) {
-			Configure(s, func(k MACFloodTest) MACFloodTest { k.Sources = 1<<24 + 1; return k })
-		}, "sources"},
-		{func(s *Scenario) { s.Hosts = 3 }, "need 4"},
-	} {
-		bad := s
-		c.edit(&bad)
-		if _, err := bad.PrepareKinds(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("checkStream: %v, want %q", err, c.want)
-		}
-	}
-	notes, _ := s.PrepareKinds()
-	if len(notes) != 1 || !strings.Contains(notes[0], "1000000 source addresses") || !strings.Contains(notes[0], "Table size asked of every DUT: 65536") {
-		t.Errorf("notes: %q", notes)
-	}
-}
-
-// TestLearningFrames: n broadcast frames from n addresses counting up in
-// the low 24 bits, with the lab's learning ethertype.
-func TestLearningFrames(t *testing.T) {
-	fs := learningFrames(net.HardwareAddr{2, 0xb0, 1, 0, 0, 0xfe}, 3)
-	want := []string{"02:b0:01:00:00:fe", "02:b0:01:00:00:ff", "02:b0:01:00:01:00"}
-	for i, f := range fs {
-		if len(f) != 60 || net.HardwareAddr(f[6:12]).String() != want[i] || f[0] != 0xff || f[12] != 0x88 || f[13] != 0xb5 {
-			t.Errorf("frame %d: %x", i, f)
-		}
-	}
-	if got := macPlus(net.HardwareAddr{0x0e, 0x5a, 0, 0xff, 0xff, 0xff}, 1).String(); got != "0e:5a:00:00:00:00" {
-		t.Errorf("macPlus wraps within the low 24 bits: %s", got)
-	}
-}
-
-// TestTableParsers: each DUT's table as its tools print it.
-func TestTableParsers(t *testing.T) {
-	stats := `Statistics for bridge "br1":
-  Current/maximum MAC entries in the table: 65536/65536
-  Current static MAC entries in the table : 4
-  Total number of learned MAC entries     : 70531
-  Total number of expired MAC entries     : 0
-  Total number of evicted MAC entries     : 4995
-  Total number of port moved MAC entries  : 0
-`
-	tr, err := parseOVSStats(stats)
-	if err != nil || tr.Learned != 65532 || tr.Entries != 65536 || tr.Evicted != 4995 {
-		t.Errorf("parseOVSStats: %+v %v", tr, err)
-	}
-	if _, err := parseOVSStats("ovs-appctl: no such bridge"); err == nil {
-		t.Errorf("parseOVSStats took an answer without a size")
-	}
-
-	fdb := ` port  VLAN  MAC                Age
-    1     0  0e:5a:00:00:00:01  static
-    2     0  02:00:00:00:00:01    3
-    1     0  02:b0:00:00:00:05    0
-`
-	names := "65534,brs\n1,q1\n1,p2\n65534,br1\n2,p1\n2,q2\n"
-	m := parseOVSFDB(fdb, names, []string{"p1", "p2"})
-	if len(m) != 3 || m["0e:5a:00:00:00:01"] != (fdbEntry{"p2", true}) || m["02:00:00:00:00:01"] != (fdbEntry{"p1", false}) {
-		t.Errorf("parseOVSFDB for br1: %v", m)
-	}
-	if m := parseOVSFDB(fdb, names, []string{"q1", "q2"}); m["02:b0:00:00:00:05"] != (fdbEntry{"q1", false}) {
-		t.Errorf("parseOVSFDB for brs, whose port 1 is q1: %v", m)
-	}
-
-	js := `[{"mac":"02:00:00:00:00:01","ifname":"p1","master":"br1","state":""},
-{"mac":"0E:5A:00:00:00:01","ifname":"p2","master":"br1","state":"static"},
-{"mac":"aa:bb:cc:dd:ee:ff","ifname":"p1","vlan":1,"flags":["self"],"state":"permanent"},
-{"mac":"12:34:56:78:9a:bc","ifname":"br1","master":"br1","state":"permanent"}]`
-	bm, err := parseBridgeFDB(js, "br1")
-	if err != nil || len(bm) != 2 || bm["0e:5a:00:00:00:01"] != (fdbEntry{"p2", true}) || bm["02:00:00:00:00:01"] != (fdbEntry{"p1", false}) {
-		t.Errorf("parseBridgeFDB: %v %v", bm, err)
-	}
-
-	// IFLA_LINKINFO { IFLA_INFO_KIND, IFLA_INFO_DATA { ..., N_LEARNED, MAX_LEARNED } }.
-	info := nl.NewRtAttr(unix.IFLA_LINKINFO|unix.NLA_F_NESTED, nil)
-	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("bridge"))
-	data := info.AddRtAttr(nl.IFLA_INFO_DATA|unix.NLA_F_NESTED, nil)
-	data.AddRtAttr(unix.IFLA_BR_AGEING_TIME, nl.Uint32Attr(30000))
-	data.AddRtAttr(unix.IFLA_BR_FDB_N_LEARNED, nl.Uint32Attr(4096))
-	data.AddRtAttr(unix.IFLA_BR_FDB_MAX_LEARNED, nl.Uint32Attr(65536))
-	mtu := nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(1500))
-	msg := append(mtu.Serialize(), info.Serialize()...)
-	n, limit, ok, err := parseBridgeLearned(msg)
-	if err != nil || !ok || n != 4096 || limit != 65536 {
-		t.Errorf("parseBridgeLearned: %d %d %v %v", n, limit, ok, err)
-	}
-	old := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
-	old.AddRtAttr(nl.IFLA_INFO_DATA, nil).AddRtAttr(unix.IFLA_BR_AGEING_TIME, nl.Uint32Attr(30000))
-	if _, _, ok, err := parseBridgeLearned(old.Serialize()); ok || err != nil {
-		t.Errorf("a kernel without the attributes: ok %v, %v", ok, err)
-	}
-}
-
-// TestCPUOthers: /proc/PID/stat read past a command with spaces and
-// parentheses, with the time of the children it waited for; kernel
-// threads told apart; and the machine's others read.
-func TestCPUOthers(t *testing.T) {
-	p, kernel, ok := ParseProcStat("4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 30 7 5 20 0 1 0 5 0 0")
-	if !ok || kernel || p.ppid != 17 || p.Ticks != 292 {
-		t.Errorf("parseProcStat: %+v kernel %v ok %v", p, kernel, ok)
-	}
-	if _, kernel, _ := ParseProcStat("22 (ksoftirqd/1) S 2 0 0 0 -1 69238848 0 0 0 0 0 2742 0 0 20 0 1 0 13 0 0"); !kernel {
-		t.Errorf("ksoftirqd is a kernel thread")
-	}
-	if _, _, ok := ParseProcStat("9 (x) S 1"); ok {
-		t.Errorf("a short line parsed")
-	}
-	if _, err := cpuOthers(); err != nil {
-		t.Error(err)
 	}
 }
 
@@ -254,13 +128,13 @@ func TestCPUOthers(t *testing.T) {
 // learns its 1000 addresses; every second has its sample; the newcomer's
 // frames get through the full table, and trestle learns it.
 func TestExecuteMACFlood(t *testing.T) {
-	requireRoot(t)
-	bin := trestleBinary(t)
+	labtest.RequireRoot(t)
+	bin := labtest.TrestleBinary(t)
 	duts := []string{"trestle:xdp", "linux-bridge"}
-	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 4, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{MACFloodTest{Sources: 10000}},
-		StreamRate: 200e3, Duration: 2 * time.Second, MaxEntries: 4096, Reps: 1, Timing: tinyTiming()}
-	before := ours(t, runPrefix)
-	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
+	sc := lab.Scenario{Name: "test", DUTs: lab.MustSpecs(duts...), Hosts: 4, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{Kind{Sources: 10000}},
+		StreamRate: 200e3, Duration: 2 * time.Second, MaxEntries: 4096, Reps: 1, Timing: lab.TinyTiming()}
+	before := labtest.Ours(t)
+	run, err := lab.Execute(context.Background(), lab.Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,11 +143,11 @@ func TestExecuteMACFlood(t *testing.T) {
 		if r.Error != "" {
 			t.Errorf("%s %s %s: %s", r.DUT, r.Test, r.Param, r.Error)
 		}
-		if r.Flood == nil {
+		rec := &Record{}
+		if r.Test != lab.TestMACFlood || r.RecordOf(rec) != nil {
 			continue
 		}
 		seen[r.DUT] = true
-		rec := r.Flood
 		s := SummarizeFlood(rec)
 		t.Logf("%s: lost %d, rate %.3f, most learned %d, statics %d/%d, flood %.0f pps, %d at h4, bridge B %+v / %+v, RSS %d KiB",
 			r.DUT, s.Lost, s.Ratio, s.MaxLearned, s.StaticsKept, s.Statics, rec.Flood.FloodOffered, rec.Flood.FloodDelivered, *s.SideBase, *s.SideFlood, s.RSSMax)
@@ -320,21 +194,15 @@ func TestExecuteMACFlood(t *testing.T) {
 			t.Errorf("%s: no mac-flood record", d)
 		}
 	}
-	if left := ours(t, runPrefix); len(left) != len(before) {
+	if left := labtest.Ours(t); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }
 
 // newcomerIn says whether trestle learned the newcomer into the room it
 // keeps above the flood's mark: the table then holds one more.
-func newcomerIn(dut string, rec *FloodRecord) bool {
+func newcomerIn(dut string, rec *Record) bool {
 	return strings.HasPrefix(dut, "trestle") && rec.Flood.Newcomer != nil && rec.Flood.Newcomer.Learned
-}
-
-// sources is the flood's source addresses of s's mac-flood test.
-func sources(s Scenario) int {
-	k, _ := TestOf[MACFloodTest](s)
-	return k.Sources
 }
 
 // floodFill is what one port's flood fills a table of max entries to:
@@ -346,4 +214,28 @@ func floodFill(dut string, max int) int {
 		return max - (max+15)/16
 	}
 	return max
+}
+
+// TestOldRecord: a mac-flood result recorded before the registry (its
+// record under "mac_flood", as docs/lab/mac-flood.json has it, cut short)
+// loads, and its row reads its record.
+func TestOldRecord(t *testing.T) {
+	old := `{"duts": ["trestle:xdp"], "results": [{"dut": "trestle:xdp", "rep": 1, "chain": 1, "test": "mac-flood", "param": "lost", "value": 0, "unit": "frames",
+	"mac_flood": {"frame_size": "64", "rate_pps": 1157687.360455468, "throughput_pps": 2315374.720910936, "load": 0.5, "sources": 1000000, "flood_seconds": 30, "max_entries": 65536,
+	"table_limit": "max_entries = 65536", "statics": [{"mac": "0e:5a:00:00:00:01", "port": "p2", "before": true, "after": true}],
+	"without_flood": {"flood": false, "sent": 37079953, "received": 37079953, "lost": 0, "rate_pps": 1158748.5499710313, "seconds": 31.999999483,
+		"samples": [{"t_s": 1.001703977, "flooding": false, "learned": 4, "entries": 8, "rss_kib": 32848, "stream_pps": 1137453.8472250479, "flood_pps": 0}],
+		"side_learning": {"addresses": 1000, "learned": 1000, "ms": 98.369193, "reads": 1, "last_read_ms": 8.63222}},
+	"with_flood": {"flood": true, "sent": 36679565, "received": 36679565, "lost": 0, "rate_pps": 1146236.3914205667, "seconds": 32.000000414, "flood_sent": 61367616, "flood_delivered": 4062984,
+		"samples": [{"t_s": 1.00005891, "flooding": false, "learned": 4, "entries": 8, "rss_kib": 31344, "stream_pps": 1139975.6580073026, "flood_pps": 0}],
+		"side_learning": {"addresses": 1000, "learned": 1000, "ms": 215.129751, "reads": 1, "last_read_ms": 197.336458}},
+	"daemon": "trestle (pid 15408)"}}]}`
+	var run lab.Run
+	if err := json.Unmarshal([]byte(old), &run); err != nil {
+		t.Fatal(err)
+	}
+	rows := Floods(&run)
+	if len(rows) != 1 || rows[0].Rec.Sources != 1000000 || rows[0].Rec.Flood.FloodSent != 61367616 || !rows[0].Sum.GoalMet || rows[0].Sum.StaticsKept != 1 || rows[0].Sum.SideFlood.Learned != 1000 {
+		t.Fatalf("rows of an old run: %+v", rows)
+	}
 }
