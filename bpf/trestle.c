@@ -25,6 +25,7 @@
 #include "lib/capture.h"
 #include "lib/filter.h"
 #include "lib/memo.h"
+#include "lib/neigh.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -76,6 +77,37 @@ static __always_inline int tr_filtered(void *ctx, const int xdp, struct tr_pkt *
 	return 1;
 }
 
+/* A flood in a bridge with neigh_suppress that is a request the bridge's
+ * neighbour table answers (lib/neigh.h): the frame, now the answer, goes
+ * back out of the port it came in by, and nowhere else. Counted
+ * suppressed on that port and not flooded; capture says it was forwarded
+ * to that port. After the filter (the request met the rules, as a flood
+ * does) and storm control (a request over its port's rate is not
+ * answered), before any way out (neither the walk's copies nor the
+ * mirrors'). Returns the verdict, or 0: flood it. */
+static __always_inline int tr_suppress(void *ctx, const int xdp, struct tr_pkt *p, struct tr_decision *d)
+{
+	const __u64 who = TR_NEIGH_WHO(d->bridge, d->vlan, d->in_slot);
+
+	if (!TR_CALL(xdp, tr_neigh_known, ctx, who))
+		return 0;
+	tr_unflood(d);
+	if (!TR_CALL(xdp, tr_neigh_answer, ctx, who)) {
+		/* The kernel refused to grow or write the frame (XDP with no
+		 * tailroom for an advertisement's option): the frame may be
+		 * half an answer, and is no request to flood any more. */
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
+		return tr_verdict_drop(xdp);
+	}
+	d->in_st->c[TR_CNT_SUPPRESSED]++;
+	d->action = TR_ACT_FORWARD;
+	d->egress_ifindex = p->ifindex;
+	if (xdp)
+		return XDP_TX;
+	bpf_redirect(p->ifindex, 0);
+	return TC_ACT_REDIRECT;
+}
+
 /* The switch for one frame. filt: the entry point is one of those with the
  * filter stage (trestle_xdp_filter, trestle_tc_filter), which the control
  * plane attaches while a bridge filters; the others are compiled as if the
@@ -95,6 +127,12 @@ static __always_inline int tr_send(void *ctx, const int xdp, struct tr_pkt *p,
 		d->straight = 1;
 		return tr_forward(ctx, xdp, p, d, 1);
 	case TR_ACT_FLOOD:
+		if (d->br->flags & TR_BRIDGE_NEIGH_SUPPRESS) {
+			int r = tr_suppress(ctx, xdp, p, d);
+
+			if (r)
+				return r;
+		}
 		if (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR))
 			return tr_walk(ctx, xdp, p, d);
 		if (filt && (d->br->flags & TR_BRIDGE_FILTER_OUT))
