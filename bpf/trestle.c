@@ -45,6 +45,7 @@ enum tr_encap_limits _btf_encap_limits __attribute__((unused));
 enum tr_filter_flags _btf_filter_flags __attribute__((unused));
 enum tr_state_flags _btf_state_flags __attribute__((unused));
 enum tr_state_timeouts _btf_state_timeouts __attribute__((unused));
+enum tr_neigh_flags _btf_neigh_flags __attribute__((unused));
 /* The events' types as load-time constants, never read: .rodata is each
  * program's own, where a new variable of .bss (pinned, with the table's
  * generations) would change its layout, which an upgrade then copies. */

@@ -464,6 +464,13 @@ type TrestleTrNeigh struct {
 	SeenNs uint64
 }
 
+type TrestleTrNeighFlags uint32
+
+const (
+	TrestleTrNeighFlagsTR_NEIGH_STATIC  TrestleTrNeighFlags = 1
+	TrestleTrNeighFlagsTR_NEIGH_LEARNED TrestleTrNeighFlags = 2
+)
+
 type TrestleTrNeighKey struct {
 	_      structs.HostLayout
 	Bridge uint16
@@ -747,6 +754,7 @@ const (
 	TrestleVarBtfFilterUnread     = "_btf_filter_unread"
 	TrestleVarBtfLimits           = "_btf_limits"
 	TrestleVarBtfMirrorFlags      = "_btf_mirror_flags"
+	TrestleVarBtfNeighFlags       = "_btf_neigh_flags"
 	TrestleVarBtfPatchIfindex     = "_btf_patch_ifindex"
 	TrestleVarBtfPortFlags        = "_btf_port_flags"
 	TrestleVarBtfStateFlags       = "_btf_state_flags"
@@ -887,6 +895,7 @@ type TrestleVariableSpecs struct {
 	BtfFilterUnread   *ebpf.VariableSpec `ebpf:"_btf_filter_unread"`
 	BtfLimits         *ebpf.VariableSpec `ebpf:"_btf_limits"`
 	BtfMirrorFlags    *ebpf.VariableSpec `ebpf:"_btf_mirror_flags"`
+	BtfNeighFlags     *ebpf.VariableSpec `ebpf:"_btf_neigh_flags"`
 	BtfPatchIfindex   *ebpf.VariableSpec `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags      *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
 	BtfStateFlags     *ebpf.VariableSpec `ebpf:"_btf_state_flags"`
@@ -1042,6 +1051,7 @@ type TrestleVariables struct {
 	BtfFilterUnread   *ebpf.Variable `ebpf:"_btf_filter_unread"`
 	BtfLimits         *ebpf.Variable `ebpf:"_btf_limits"`
 	BtfMirrorFlags    *ebpf.Variable `ebpf:"_btf_mirror_flags"`
+	BtfNeighFlags     *ebpf.Variable `ebpf:"_btf_neigh_flags"`
 	BtfPatchIfindex   *ebpf.Variable `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags      *ebpf.Variable `ebpf:"_btf_port_flags"`
 	BtfStateFlags     *ebpf.Variable `ebpf:"_btf_state_flags"`

@@ -65,7 +65,8 @@
 //     portcmds.go (the control socket's port.add, port.del, port.list),
 //     settle.go (the waits of the next port command taken ahead);
 //   - the table: aging.go (aging), fair.go (its fair share between ports),
-//     macowner.go (the one port that holds a bound address);
+//     macowner.go (the one port that holds a bound address), neigh.go
+//     (the neighbour table's static entries, neigh show);
 //   - overlay ports: overlay.go (their VNIs' kernel objects and the loop
 //     that keeps the table and FRR in step), encap.go (their encapsulation
 //     in XDP);

@@ -233,6 +233,7 @@ func (b *bridgeState) desired() datapath.BridgeInfo {
 			info.Overlay = true
 		}
 	}
+	info.NeighSuppress = b.cfg.NeighSuppress
 	info.Filter = b.filter()
 	if patched || info.Mirror || info.FilterWalks() {
 		// Where a flood that crosses patches may go: every bridge's

@@ -36,6 +36,9 @@ type BridgeInfo struct {
 	// address it learns is reported in the event ring (Move.Learn), so
 	// that the daemon advertises it to FRR at once.
 	Overlay bool
+	// NeighSuppress: ARP requests and neighbour solicitations the
+	// neighbour table answers are answered by the switch (neigh.go).
+	NeighSuppress bool
 	// Filter: the bridge's filter is on, with these rules (filter.go).
 	// Rules on the egress port make its floods take the walk, which
 	// filters each copy: its Reach is set then too (FilterWalks).
@@ -129,6 +132,9 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 	}
 	if b.Overlay {
 		br.Flags |= tbpf.BridgeOverlay
+	}
+	if b.NeighSuppress {
+		br.Flags |= tbpf.BridgeNeighSuppress
 	}
 	for i, p := range b.Ports {
 		br.Ports[i] = tbpf.BridgePort{Ifindex: p.Ifindex, Slot: uint32(p.Slot)}
@@ -579,7 +585,8 @@ func (d *Datapath) Bridges() ([]BridgeInfo, error) {
 			return nil, fmt.Errorf("read bridge %d: %w", id, err)
 		}
 		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries, VLANAware: br.Flags&tbpf.BridgeVLAN != 0,
-			Policy: br.Flags&tbpf.BridgePolicy != 0, Mirror: br.Flags&tbpf.BridgeMirror != 0, Overlay: br.Flags&tbpf.BridgeOverlay != 0}
+			Policy: br.Flags&tbpf.BridgePolicy != 0, Mirror: br.Flags&tbpf.BridgeMirror != 0, Overlay: br.Flags&tbpf.BridgeOverlay != 0,
+			NeighSuppress: br.Flags&tbpf.BridgeNeighSuppress != 0}
 		d.hadPatch[b.ID] = br.Flags&(tbpf.BridgePatch|tbpf.BridgeMirror) != 0
 		for _, c := range br.Name {
 			if c == 0 {
