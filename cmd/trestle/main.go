@@ -431,6 +431,9 @@ func (e *env) showCmd() *cobra.Command {
 				case b.Rules > 0:
 					fmt.Fprintf(e.stdout, "  filter off: %d rules kept, not applied\n", b.Rules)
 				}
+				if b.NeighSuppress {
+					fmt.Fprintln(e.stdout, "  neigh_suppress: ARP and ND for the neighbour table's addresses answered by the switch ('trestle neigh show')")
+				}
 			}
 			return nil
 		},

@@ -228,6 +228,9 @@ type BridgeStatus struct {
 	Filter        bool   `json:"filter"`
 	Rules         int    `json:"rules"`
 	DefaultAction string `json:"default_action"`
+	// NeighSuppress: the switch answers ARP and neighbour discovery for
+	// the addresses of its neighbour table (`trestle neigh show`).
+	NeighSuppress bool `json:"neigh_suppress"`
 }
 
 // Mirror is one [[bridge.mirror]] as `trestle show` prints it.
