@@ -89,6 +89,7 @@ static __always_inline int tr_filtered(void *ctx, const int xdp, struct tr_pkt *
 static __always_inline int tr_suppress(void *ctx, const int xdp, struct tr_pkt *p, struct tr_decision *d)
 {
 	const __u64 who = TR_NEIGH_WHO(d->bridge, d->vlan, d->in_slot);
+	long r;
 
 	if (!TR_CALL(xdp, tr_neigh_known, ctx, who))
 		return 0;
@@ -103,10 +104,19 @@ static __always_inline int tr_suppress(void *ctx, const int xdp, struct tr_pkt *
 	d->in_st->c[TR_CNT_SUPPRESSED]++;
 	d->action = TR_ACT_FORWARD;
 	d->egress_ifindex = p->ifindex;
-	if (xdp)
-		return XDP_TX;
-	bpf_redirect(p->ifindex, 0);
-	return TC_ACT_REDIRECT;
+	d->egress_slot = d->in_slot;
+	/* Back out of the ingress, as a forward to it: XDP by its tx_ports
+	 * entry rather than XDP_TX, which a veth delivers to a peer without
+	 * an XDP program only when something else wakes the peer (the kernel
+	 * flushes XDP_TX's frames to a peer with a program only; a
+	 * redirect's flush wakes any), so an answer could wait there for the
+	 * host's next frame. */
+	r = tr_redirect_port(xdp, p->ifindex, d->in_slot);
+	if (r < 0) {
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
+		return tr_verdict_drop(xdp);
+	}
+	return r;
 }
 
 /* The switch for one frame. filt: the entry point is one of those with the

@@ -16,7 +16,8 @@
  * whose target the neighbour table (neigh, keyed by bridge, the frame's
  * VLAN, family and address) holds on another port than the one it came in
  * by, is rewritten in place into the answer that station would send, and
- * goes back out of the port it came in by, to no other:
+ * goes back out of the port it came in by, to no other (trestle.c,
+ * tr_suppress):
  *
  *   - ARP: a reply, sender the target's MAC and address, target the
  *     requester's; to the requester's MAC;

@@ -6,18 +6,16 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
+	ethframe "github.com/trestle/trestle/internal/frame"
 )
 
 // neigh_suppress (bpf/lib/neigh.h) through BPF_PROG_TEST_RUN, in both
 // builds, on a plain bridge and a VLAN-aware one: the answers byte for byte
-// (built here with gopacket's layers, as a host would send them), the
+// (built with internal/frame on gopacket's layers, as a host would send them), the
 // requests that must be flooded, and a bridge without the key unchanged.
-
-const xdpTX = 3
 
 var (
 	nbV4    = netip.MustParseAddr("10.0.0.11")
@@ -27,63 +25,30 @@ var (
 	unknown = netip.MustParseAddr("10.0.0.99")
 )
 
-// tagLayers is the frame's layers behind an 802.1Q tag of vid (0: none).
-func tagLayers(vid uint16, eth *layers.Ethernet, rest ...gopacket.SerializableLayer) []byte {
-	ls := []gopacket.SerializableLayer{eth}
-	if vid != 0 {
-		inner := eth.EthernetType
-		eth.EthernetType = layers.EthernetTypeDot1Q
-		ls = append(ls, &layers.Dot1Q{VLANIdentifier: vid, Type: inner})
+// vtags is an 802.1Q tag of vid, or none for 0.
+func vtags(vid uint16) []ethframe.Tag {
+	if vid == 0 {
+		return nil
 	}
-	ls = append(ls, rest...)
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
-		panic(err)
-	}
-	return buf.Bytes()
+	return []ethframe.Tag{ethframe.CTag(vid)}
 }
 
-// arpOf is an ARP packet (op: layers.ARPRequest or ARPReply) from sha/spa
-// to tha/tpa, in an Ethernet frame from src to dst.
 func arpOf(vid uint16, dst, src net.HardwareAddr, op uint16, sha net.HardwareAddr, spa netip.Addr, tha net.HardwareAddr, tpa netip.Addr) []byte {
-	s, t := spa.As4(), tpa.As4()
-	return tagLayers(vid, &layers.Ethernet{DstMAC: dst, SrcMAC: src, EthernetType: layers.EthernetTypeARP},
-		&layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
-			Operation: op, SourceHwAddress: sha, SourceProtAddress: s[:], DstHwAddress: tha, DstProtAddress: t[:]})
+	return ethframe.ARP(vtags(vid), dst, src, op, sha, spa, tha, tpa)
 }
 
-// solicitedNode is target's solicited-node multicast address and its MAC.
-func solicitedNode(target netip.Addr) (netip.Addr, net.HardwareAddr) {
-	t := target.As16()
-	a := netip.MustParseAddr("ff02::1:ff00:0").As16()
-	copy(a[13:], t[13:])
-	return netip.AddrFrom16(a), net.HardwareAddr{0x33, 0x33, 0xff, t[13], t[14], t[15]}
-}
-
-// nsOf is a neighbour solicitation from src (MAC, address) for target, to
-// its solicited-node address, with the source link-layer option when sll.
+// nsOf is a solicitation from src, with its MAC as the source link-layer
+// option when sll.
 func nsOf(vid uint16, src net.HardwareAddr, from, target netip.Addr, sll bool) []byte {
-	dst, dmac := solicitedNode(target)
-	ns := &layers.ICMPv6NeighborSolicitation{TargetAddress: target.AsSlice()}
+	var opt net.HardwareAddr
 	if sll {
-		ns.Options = layers.ICMPv6Options{{Type: layers.ICMPv6OptSourceAddress, Data: src}}
+		opt = src
 	}
-	ip := &layers.IPv6{Version: 6, NextHeader: layers.IPProtocolICMPv6, HopLimit: 255, SrcIP: from.AsSlice(), DstIP: dst.AsSlice()}
-	icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborSolicitation, 0)}
-	_ = icmp.SetNetworkLayerForChecksum(ip)
-	return tagLayers(vid, &layers.Ethernet{DstMAC: dmac, SrcMAC: src, EthernetType: layers.EthernetTypeIPv6}, ip, icmp, ns)
+	return ethframe.NS(vtags(vid), src, from, target, opt)
 }
 
-// naOf is the advertisement a host with mac and target sends to the
-// solicitation's source (dmac, to): solicited, override, its link-layer
-// address.
 func naOf(vid uint16, dmac, mac net.HardwareAddr, target, to netip.Addr) []byte {
-	ip := &layers.IPv6{Version: 6, NextHeader: layers.IPProtocolICMPv6, HopLimit: 255, SrcIP: target.AsSlice(), DstIP: to.AsSlice()}
-	icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborAdvertisement, 0)}
-	_ = icmp.SetNetworkLayerForChecksum(ip)
-	na := &layers.ICMPv6NeighborAdvertisement{Flags: 0x60, TargetAddress: target.AsSlice(),
-		Options: layers.ICMPv6Options{{Type: layers.ICMPv6OptTargetAddress, Data: mac}}}
-	return tagLayers(vid, &layers.Ethernet{DstMAC: dmac, SrcMAC: mac, EthernetType: layers.EthernetTypeIPv6}, ip, icmp, na)
+	return ethframe.NA(vtags(vid), dmac, mac, target, to)
 }
 
 // setBridge writes the rig's bridge again, as b says beside its ports.
@@ -113,10 +78,6 @@ type suppressCase struct {
 
 func (r *rig) runSuppress(cases []suppressCase) {
 	r.t.Helper()
-	tx := uint32(xdpTX)
-	if r.m.name == "tc" {
-		tx = tcRedirect
-	}
 	for _, c := range cases {
 		before := r.stats(c.slot)
 		ret, out := r.runOut(c.slot, c.data)
@@ -136,7 +97,7 @@ func (r *rig) runSuppress(cases []suppressCase) {
 			}
 			continue
 		}
-		r.wantVerdict(ret, tx, c.name+": answered")
+		r.wantVerdict(ret, r.m.redirect, c.name+": answered")
 		if sup != 1 || fl != 0 {
 			r.t.Errorf("%s: suppressed +%d, flooded +%d, want +1 and +0", c.name, sup, fl)
 		}
@@ -167,14 +128,7 @@ func TestNeighSuppress(t *testing.T) {
 		r.runSuppress([]suppressCase{
 			{"ARP request", 1, req, arpOf(0, macA, macB, layers.ARPReply, macB, nbV4, macA, askV4)},
 			{"NS with its source link-layer address", 1, ns, naOf(0, macA, macB, nbV6, askV6)},
-			{"NS answered to its option's MAC", 1, func() []byte {
-				dst, dmac := solicitedNode(nbV6)
-				ip := &layers.IPv6{Version: 6, NextHeader: layers.IPProtocolICMPv6, HopLimit: 255, SrcIP: askV6.AsSlice(), DstIP: dst.AsSlice()}
-				icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborSolicitation, 0)}
-				_ = icmp.SetNetworkLayerForChecksum(ip)
-				return tagLayers(0, &layers.Ethernet{DstMAC: dmac, SrcMAC: macA, EthernetType: layers.EthernetTypeIPv6}, ip, icmp,
-					&layers.ICMPv6NeighborSolicitation{TargetAddress: nbV6.AsSlice(), Options: layers.ICMPv6Options{{Type: layers.ICMPv6OptSourceAddress, Data: other}}})
-			}(), naOf(0, other, macB, nbV6, askV6)},
+			{"NS answered to its option's MAC", 1, ethframe.NS(nil, macA, askV6, nbV6, other), naOf(0, other, macB, nbV6, askV6)},
 			{"NS without options (grown by the option)", 1, nsOf(0, macA, askV6, nbV6, false), naOf(0, macA, macB, nbV6, askV6)},
 			{"gratuitous ARP", 1, arpOf(0, bcast, macA, layers.ARPRequest, macA, nbV4, net.HardwareAddr{0, 0, 0, 0, 0, 0}, nbV4), nil},
 			{"ARP probe (sender 0.0.0.0)", 1, arpOf(0, bcast, macA, layers.ARPRequest, macA, zeroV4, net.HardwareAddr{0, 0, 0, 0, 0, 0}, nbV4), nil},

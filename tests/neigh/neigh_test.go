@@ -4,8 +4,10 @@
 package neigh
 
 import (
+	"bytes"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/trestle/trestle/internal/ctl"
+	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
 )
@@ -40,17 +43,40 @@ func isRequestFor(ip string) func([]byte) bool {
 	}
 }
 
-// enableIPv6 gives host i back the IPv6 the lab turned off, with fd00::i.
-func enableIPv6(t *testing.T, l *harness.Lab, i int) {
+// enableIPv6 gives host i back the IPv6 the lab turned off, with fd00::i
+// on dev.
+func enableIPv6(t *testing.T, l *harness.Lab, i int, dev string) {
 	t.Helper()
 	h := l.Host(i)
-	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/eth0/disable_ipv6"} {
+	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/" + dev + "/disable_ipv6"} {
 		if err := h.Sysctl(k, "0"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.Exec("ip", "-6", "addr", "add", fmt.Sprintf("fd00::%d/64", i), "dev", "eth0", "nodad"); err != nil {
+	if _, err := h.Exec("ip", "-6", "addr", "add", fmt.Sprintf("fd00::%d/64", i), "dev", dev, "nodad"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// bound is the port keys that bind host i's addresses (its IPv4 one and
+// fd00::i) to its port, and so put them in the neighbour table.
+func bound(i int) string {
+	return fmt.Sprintf("locked = true\nallowed_macs = [%q]\nip_guard = true\nallowed_ips = [%q, \"fd00::%d\"]\n",
+		harness.HostMAC(i), harness.HostIP(i), i)
+}
+
+// noRequestsFor fails the test if a capture holds a flooded request for
+// one of ips.
+func noRequestsFor(t *testing.T, caps map[int]*testutil.Capturer, ips ...string) {
+	t.Helper()
+	for i, c := range caps {
+		for _, ip := range ips {
+			for _, f := range c.Frames() {
+				if isRequestFor(ip)(f) {
+					t.Errorf("h%d saw a request for %s: % x", i, ip, f)
+				}
+			}
+		}
 	}
 }
 
@@ -68,13 +94,12 @@ func TestNeighSuppress(t *testing.T) {
 		l.WriteConfig(l.Config("neigh_suppress = true\n", func(i int) string {
 			s := fmt.Sprintf("mode = %q\n", mode)
 			if i == 2 {
-				s += fmt.Sprintf("locked = true\nallowed_macs = [%q]\nip_guard = true\nallowed_ips = [%q, \"fd00::2\"]\n",
-					harness.HostMAC(2), harness.HostIP(2))
+				s += bound(2)
 			}
 			return s
 		}))
 		for i := 1; i <= 2; i++ {
-			enableIPv6(t, l, i)
+			enableIPv6(t, l, i, "eth0")
 		}
 		l.Start()
 
@@ -116,15 +141,7 @@ func TestNeighSuppress(t *testing.T) {
 		if n := caps[3].WaitFor(isRequestFor(harness.HostIP(3)), 1, 2*time.Second); n < 1 {
 			t.Errorf("h3 saw no ARP request for its address: the unknown target was not flooded")
 		}
-		for i := 2; i <= 3; i++ {
-			for _, ip := range []string{harness.HostIP(2), "fd00::2"} {
-				for _, f := range caps[i].Frames() {
-					if isRequestFor(ip)(f) {
-						t.Errorf("h%d saw a request for %s: % x", i, ip, f)
-					}
-				}
-			}
-		}
+		noRequestsFor(t, caps, harness.HostIP(2), "fd00::2")
 		sup := l.Stats(harness.PortName(1)).Counters.Get("suppressed") - before
 		if sup < 2 {
 			t.Errorf("port-h1 suppressed %d requests, want at least 2 (an ARP request and a solicitation)", sup)
@@ -137,6 +154,72 @@ func TestNeighSuppress(t *testing.T) {
 			if out, err := l.Host(1).Exec("ip", "neigh", "show", ip); err != nil || !strings.Contains(out, harness.HostMAC(2).String()) {
 				t.Errorf("h1's neighbour entry of %s (%v): %q, want %s", ip, err, out, harness.HostMAC(2))
 			}
+		}
+	})
+}
+
+// TestNeighSuppressVLAN, both modes: on a VLAN-aware bridge, h1 asks
+// through a trunk, tagged VLAN 10, for h2 on an access port of VLAN 10:
+// the switch answers tagged, as the request came (at tc the tag is the
+// skb's, outside the bytes: the kernel takes it out on the way in), with
+// the bytes h2 would send, and the requests reach neither h2 nor h3
+// (VLAN 20). The same request in VLAN 20, where the table does not hold
+// the address, is flooded there.
+func TestNeighSuppressVLAN(t *testing.T) {
+	t.Parallel()
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 3)
+		keys := map[int]string{1: "trunk = [10, 20]\n", 2: "vlan = 10\n" + bound(2), 3: "vlan = 20\n"}
+		l.WriteConfig(l.Config("neigh_suppress = true\n", func(i int) string {
+			return fmt.Sprintf("mode = %q\n%s", mode, keys[i])
+		}))
+		l.Start()
+
+		var ns []ctl.NeighEntry
+		l.CLIJSON(&ns, "neigh", "show")
+		for _, n := range ns {
+			if n.VLAN != 10 || n.Port != harness.PortName(2) {
+				t.Errorf("neigh show: %+v, want every entry in VLAN 10 on %s", n, harness.PortName(2))
+			}
+		}
+		if len(ns) != 3 {
+			t.Errorf("neigh show: %d entries, want 3: %+v", len(ns), ns)
+		}
+		caps := map[int]*testutil.Capturer{}
+		for i := 1; i <= 3; i++ {
+			caps[i] = l.Host(i).Capture(t, "eth0")
+		}
+		h1, h2 := harness.HostMAC(1), harness.HostMAC(2)
+		ip1, ip2 := netip.MustParseAddr(harness.HostIP(1)), netip.MustParseAddr(harness.HostIP(2))
+		v6a, v6b := netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")
+		zero := net.HardwareAddr{0, 0, 0, 0, 0, 0}
+		v10 := []frame.Tag{frame.CTag(10)}
+		for _, c := range []struct {
+			name       string
+			req, reply []byte
+		}{
+			{"ARP", frame.ARP(v10, frame.Broadcast(), h1, layers.ARPRequest, h1, ip1, zero, ip2),
+				frame.ARP(v10, h1, h2, layers.ARPReply, h2, ip2, h1, ip1)},
+			{"NS", frame.NS(v10, h1, v6a, v6b, h1), frame.NA(v10, h1, h2, v6b, v6a)},
+		} {
+			if err := l.Host(1).RawSend("eth0", c.req); err != nil {
+				t.Fatal(err)
+			}
+			if n := caps[1].WaitFor(func(f []byte) bool { return bytes.Equal(f, c.reply) }, 1, 2*time.Second); n < 1 {
+				t.Errorf("%s: h1 got no answer % x; it got:\n%s", c.name, c.reply, harness.HexFrames(caps[1].Frames()))
+			}
+		}
+		noRequestsFor(t, map[int]*testutil.Capturer{2: caps[2], 3: caps[3]}, harness.HostIP(2), "fd00::2")
+		if s := l.Stats(harness.PortName(1)).Counters.Get("suppressed"); s != 2 {
+			t.Errorf("port-h1 suppressed %d requests, want 2", s)
+		}
+		// VLAN 20 holds no such address: flooded to h3, untagged there.
+		req20 := frame.ARP([]frame.Tag{frame.CTag(20)}, frame.Broadcast(), h1, layers.ARPRequest, h1, ip1, zero, ip2)
+		if err := l.Host(1).RawSend("eth0", req20); err != nil {
+			t.Fatal(err)
+		}
+		if n := caps[3].WaitFor(isRequestFor(harness.HostIP(2)), 1, 2*time.Second); n < 1 {
+			t.Errorf("the request in VLAN 20 did not reach h3")
 		}
 	})
 }
