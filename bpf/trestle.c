@@ -93,7 +93,8 @@ static __always_inline int tr_suppress(void *ctx, const int xdp, struct tr_pkt *
 
 	if (!TR_CALL(xdp, tr_neigh_known, ctx, who))
 		return 0;
-	tr_unflood(d);
+	/* A drop below is counted as that drop, not a flood: tr_switch takes
+	 * the flood back (tr_unflood) for a flood dropped with a reason. */
 	if (!TR_CALL(xdp, tr_neigh_answer, ctx, who)) {
 		/* The kernel refused to grow or write the frame (XDP with no
 		 * tailroom for an advertisement's option): the frame may be
@@ -101,10 +102,6 @@ static __always_inline int tr_suppress(void *ctx, const int xdp, struct tr_pkt *
 		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
-	d->in_st->c[TR_CNT_SUPPRESSED]++;
-	d->action = TR_ACT_FORWARD;
-	d->egress_ifindex = p->ifindex;
-	d->egress_slot = d->in_slot;
 	/* Back out of the ingress, as a forward to it: XDP by its tx_ports
 	 * entry rather than XDP_TX, which a veth delivers to a peer without
 	 * an XDP program only when something else wakes the peer (the kernel
@@ -116,6 +113,11 @@ static __always_inline int tr_suppress(void *ctx, const int xdp, struct tr_pkt *
 		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
+	tr_unflood(d);
+	d->in_st->c[TR_CNT_SUPPRESSED]++;
+	d->action = TR_ACT_FORWARD;
+	d->egress_ifindex = p->ifindex;
+	d->egress_slot = d->in_slot;
 	return r;
 }
 

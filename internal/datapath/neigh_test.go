@@ -147,6 +147,25 @@ func TestNeighSuppress(t *testing.T) {
 			{"ARP request after the entry moved", 1, req, arpOf(0, macA, macD, layers.ARPReply, macD, nbV4, macA, askV4)},
 			{"NS after the entry went", 1, ns, nil},
 		})
+		// XDP sends the answer by the ingress's tx_ports entry: without
+		// one, the answer (the frame rewritten) is dropped, counted as
+		// that drop and neither flooded nor suppressed.
+		if m.name == "xdp" {
+			if err := r.dp.objs.TxPorts.Delete(uint32(1)); err != nil {
+				t.Fatal(err)
+			}
+			before := r.stats(1)
+			r.wantVerdict(r.run(1, req), m.drop, "answer with no way back")
+			after := r.stats(1)
+			noEgress := tbpf.TrestleTrDropReasonTR_DROP_NO_EGRESS
+			if d := after.Drops[noEgress] - before.Drops[noEgress]; d != 1 ||
+				after.C[tbpf.TrestleTrCounterTR_CNT_FLOODED] != before.C[tbpf.TrestleTrCounterTR_CNT_FLOODED] ||
+				after.C[tbpf.TrestleTrCounterTR_CNT_SUPPRESSED] != before.C[tbpf.TrestleTrCounterTR_CNT_SUPPRESSED] {
+				t.Errorf("answer with no way back: no_egress +%d, flooded %d -> %d, suppressed %d -> %d; want +1, and neither moved",
+					d, before.C[tbpf.TrestleTrCounterTR_CNT_FLOODED], after.C[tbpf.TrestleTrCounterTR_CNT_FLOODED],
+					before.C[tbpf.TrestleTrCounterTR_CNT_SUPPRESSED], after.C[tbpf.TrestleTrCounterTR_CNT_SUPPRESSED])
+			}
+		}
 		es, err := r.dp.Neighs()
 		if err != nil || len(es) != 1 || es[0].Addr != nbV4 || es[0].Slot != 3 || es[0].Learned || es[0].MAC.String() != macD.String() {
 			t.Errorf("the table: %+v (%v), want 10.0.0.11 on slot 3, static", es, err)
