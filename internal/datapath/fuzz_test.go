@@ -1694,14 +1694,18 @@ func (r *fuzzRig) judge(m tmode, in *fuzzInput, fr fuzzFrame, o *fuzzOutcome, be
 		}
 	}
 	// A frame that went on came from a source bound to its port if the
-	// port is locked, and never from another port's static entry.
+	// port is locked, and never from another port's static entry. Whose
+	// an entry is, is the interface it names (as the datapath asks, and
+	// dropReasonHolds): an entry whose slot names another port is still
+	// the interface's.
 	if o.action != actDrop && !isMulticast(src) {
 		e, ok := entry(src)
+		ours := ok && e.Ifindex == r.ifidx[fr.slot]
 		switch {
-		case ip.locked && (!ok || !e.Static || e.Slot != uint16(fr.slot)):
+		case ip.locked && (!ours || !e.Static):
 			badf("a frame from locked slot %d went on from %s, not bound to it (%+v, found %v)", fr.slot, net.HardwareAddr(src), e, ok)
-		case ok && e.Static && e.Slot != uint16(fr.slot):
-			badf("a frame from slot %d went on from %s, a static entry of slot %d", fr.slot, net.HardwareAddr(src), e.Slot)
+		case ok && e.Static && !ours:
+			badf("a frame from slot %d went on from %s, a static entry of another interface (%+v)", fr.slot, net.HardwareAddr(src), e)
 		}
 	}
 	if o.action != actDrop && ip.guarded() {
