@@ -417,6 +417,11 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		tr_count_add(&port_macs, old_slot, -1);
 		tr_count_add(&port_macs, in->slot, 1);
 		__sync_fetch_and_add(&move_gen, 1);
+		/* This frame's view too: a destination memo of the frame before,
+		 * made under the old generation, must not answer for the rest of
+		 * this frame's step (a frame to its own source, which has just
+		 * moved, went by the memo to the old port, not hairpin). */
+		v->mgen = *(volatile __u32 *)&move_gen;
 		st->c[TR_CNT_MOVED]++;
 		__builtin_memcpy(&mac, key.mac, 6);
 		tr_event_move(mac, (__u32)in->bridge << 16 | vlan, old_slot << 16 | in->slot,
