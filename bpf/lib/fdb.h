@@ -455,8 +455,14 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 			return tr_at_limit(in, st, reason);
 		now = tr_view_now(v);
 		__builtin_memcpy(&mac, key.mac, 6);
-		tr_learn_move(mac, (__u32)in->bridge << 16 | vlan, (__u64)in->slot << 32 | ifindex,
-			      (__u64)e->slot << 32 | e->ifindex, now);
+		if (tr_learn_move(mac, (__u32)in->bridge << 16 | vlan, (__u64)in->slot << 32 | ifindex,
+				  (__u64)e->slot << 32 | e->ifindex, now) > 0)
+			/* This frame's view too: a destination memo of the frame
+			 * before, made under the old generation, must not answer
+			 * for the rest of this frame's step (a frame to its own
+			 * source, which has just moved, went by the memo to the old
+			 * port, not hairpin). */
+			v->at->mgen = *(volatile __u32 *)&move_gen;
 		return 0;
 	}
 

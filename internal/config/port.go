@@ -352,7 +352,7 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			if prev, dup := c.ifaces[s]; dup {
 				c.errorf(v.line, f, "%q is also a port of %s at line %d", s, prev.bridge, prev.line)
 			} else {
-				c.ifaces[s] = portRef{bridge: bridge, line: v.line}
+				c.ifaces[s] = portRef{bridge: bridge, line: v.line, field: f}
 			}
 		case "patch":
 			// Checked against the other bridges once every bridge is known.
