@@ -163,7 +163,10 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 	}
 
 	/* 5-7. Learn, look up, forward: the bridge's step (the walk's too). */
-	tr_view_init(v);
+	if (tr_view_init(v)) {
+		tr_drop_frame(d, st, TR_DROP__MAX); /* no cpu_cache value: cannot be */
+		return;
+	}
 	d->eth = f.eth;
 	d->vlan = f.vlan;
 	switch (tr_bridge_step(v, in, p->ifindex, br, f.vlan, d->tag.on ? d->tag.vid : 0, f.eth->h_source,

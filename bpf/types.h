@@ -256,6 +256,19 @@ struct tr_fwd_memo {
 	__u16 pad;
 };
 
+/* What a frame's memos are made with and checked against (lib/fdb.h's
+ * struct tr_table_view): the table's generations and the clock, as the
+ * frame first read them. Kept in per-CPU memory (the cpu_cache value, a
+ * walk's entry), not on the stack: as four values in registers they were
+ * spilled across the pipeline's calls, in the frame at the head of the
+ * walk's deepest chain of calls (docs/performance.md, "The stack"). */
+struct tr_table_stamp {
+	__u32 gen;  /* fdb_gen */
+	__u32 mgen; /* move_gen */
+	__u64 now;  /* CLOCK_MONOTONIC_COARSE, read when first needed: 0 until then */
+	__u64 tick; /* what memos expire by (tr_tick) */
+};
+
 struct tr_cpu_cache {
 	struct tr_fwd_memo fwd;
 	struct tr_src_memo src;
@@ -266,6 +279,7 @@ struct tr_cpu_cache {
 	struct tr_path_memo path[2];
 	__u32 path_next; /* the one to replace next */
 	__u32 pad;
+	struct tr_table_stamp at; /* the frame's (lib/fdb.h's tr_view_init), not a memo */
 };
 
 struct tr_bridge_port {

@@ -182,6 +182,13 @@ type TrestleTrCpuCache struct {
 	}
 	PathNext uint32
 	Pad      uint32
+	At       struct {
+		_    structs.HostLayout
+		Gen  uint32
+		Mgen uint32
+		Now  uint64
+		Tick uint64
+	}
 }
 
 type TrestleTrDropReason uint32
@@ -610,16 +617,19 @@ type TrestleTrVlanStats struct {
 }
 
 type TrestleTrWalk struct {
-	_           structs.HostLayout
-	Sel         [65]uint64
-	Seq         uint64
-	Dirty       [8]uint8
-	Ndirty      uint32
-	_           [4]byte
-	Now         uint64
-	Tick        uint64
-	Gen         uint32
-	Mgen        uint32
+	_      structs.HostLayout
+	Sel    [65]uint64
+	Seq    uint64
+	Dirty  [8]uint8
+	Ndirty uint32
+	_      [4]byte
+	At     struct {
+		_    structs.HostLayout
+		Gen  uint32
+		Mgen uint32
+		Now  uint64
+		Tick uint64
+	}
 	Src         [6]uint8
 	Dst         [6]uint8
 	Vlan        uint16
