@@ -26,13 +26,14 @@ type TrestleTrBridge struct {
 type TrestleTrBridgeFlags uint32
 
 const (
-	TrestleTrBridgeFlagsTR_BRIDGE_VLAN       TrestleTrBridgeFlags = 1
-	TrestleTrBridgeFlagsTR_BRIDGE_PATCH      TrestleTrBridgeFlags = 2
-	TrestleTrBridgeFlagsTR_BRIDGE_POLICY     TrestleTrBridgeFlags = 4
-	TrestleTrBridgeFlagsTR_BRIDGE_MIRROR     TrestleTrBridgeFlags = 8
-	TrestleTrBridgeFlagsTR_BRIDGE_FILTER     TrestleTrBridgeFlags = 16
-	TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT TrestleTrBridgeFlags = 32
-	TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY    TrestleTrBridgeFlags = 64
+	TrestleTrBridgeFlagsTR_BRIDGE_VLAN        TrestleTrBridgeFlags = 1
+	TrestleTrBridgeFlagsTR_BRIDGE_PATCH       TrestleTrBridgeFlags = 2
+	TrestleTrBridgeFlagsTR_BRIDGE_POLICY      TrestleTrBridgeFlags = 4
+	TrestleTrBridgeFlagsTR_BRIDGE_MIRROR      TrestleTrBridgeFlags = 8
+	TrestleTrBridgeFlagsTR_BRIDGE_FILTER      TrestleTrBridgeFlags = 16
+	TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT  TrestleTrBridgeFlags = 32
+	TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY     TrestleTrBridgeFlags = 64
+	TrestleTrBridgeFlagsTR_BRIDGE_LOOP_DETECT TrestleTrBridgeFlags = 128
 )
 
 type TrestleTrBridgePort struct {
@@ -217,7 +218,10 @@ const (
 	TrestleTrDropReasonTR_DROP_IPGUARD_IP       TrestleTrDropReason = 27
 	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED    TrestleTrDropReason = 28
 	TrestleTrDropReasonTR_DROP_UNREADABLE       TrestleTrDropReason = 29
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 30
+	TrestleTrDropReasonTR_DROP_BPDU_GUARD       TrestleTrDropReason = 30
+	TrestleTrDropReasonTR_DROP_PORT_BLOCKED     TrestleTrDropReason = 31
+	TrestleTrDropReasonTR_DROP_LOOP_PROBE       TrestleTrDropReason = 32
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 33
 )
 
 type TrestleTrEncap struct {
@@ -252,6 +256,8 @@ type TrestleTrEvent struct {
 	ToSlot      uint16
 	FromIfindex uint32
 	ToIfindex   uint32
+	Probe       uint32
+	Pad         uint32
 }
 
 type TrestleTrEventLimits uint32
@@ -265,6 +271,8 @@ type TrestleTrEventType uint32
 const (
 	TrestleTrEventTypeTR_EVENT_MOVE  TrestleTrEventType = 1
 	TrestleTrEventTypeTR_EVENT_LEARN TrestleTrEventType = 2
+	TrestleTrEventTypeTR_EVENT_BPDU  TrestleTrEventType = 3
+	TrestleTrEventTypeTR_EVENT_LOOP  TrestleTrEventType = 4
 )
 
 type TrestleTrFdbFlags uint32
@@ -495,18 +503,35 @@ const (
 	TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED TrestleTrPortFlags = 32768
 	TrestleTrPortFlagsTR_PORT_QINQ          TrestleTrPortFlags = 65536
 	TrestleTrPortFlagsTR_PORT_VIA           TrestleTrPortFlags = 131072
+	TrestleTrPortFlagsTR_PORT_BPDU_GUARD    TrestleTrPortFlags = 262144
+	TrestleTrPortFlagsTR_PORT_BLOCKED       TrestleTrPortFlags = 524288
 )
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
 	C     [11]uint64
-	Drops [30]uint64
+	Drops [33]uint64
 }
 
 type TrestleTrPortVlans struct {
 	_    structs.HostLayout
 	Bits [64]uint64
 }
+
+type TrestleTrProbe struct {
+	_      structs.HostLayout
+	Magic  uint32
+	Sender uint32
+	Bridge uint16
+	Slot   uint16
+}
+
+type TrestleTrProbeLimits uint32
+
+const (
+	TrestleTrProbeLimitsTR_PROBE_ETHERTYPE TrestleTrProbeLimits = 34997
+	TrestleTrProbeLimitsTR_PROBE_MAGIC     TrestleTrProbeLimits = 1953647696
+)
 
 type TrestleTrReach struct {
 	_     structs.HostLayout
@@ -723,6 +748,8 @@ const (
 	TrestleVarBtfMirrorFlags      = "_btf_mirror_flags"
 	TrestleVarBtfPatchIfindex     = "_btf_patch_ifindex"
 	TrestleVarBtfPortFlags        = "_btf_port_flags"
+	TrestleVarBtfProbe            = "_btf_probe"
+	TrestleVarBtfProbeLimits      = "_btf_probe_limits"
 	TrestleVarBtfStateFlags       = "_btf_state_flags"
 	TrestleVarBtfStateTimeouts    = "_btf_state_timeouts"
 	TrestleVarBtfStormKind        = "_btf_storm_kind"
@@ -862,6 +889,8 @@ type TrestleVariableSpecs struct {
 	BtfMirrorFlags    *ebpf.VariableSpec `ebpf:"_btf_mirror_flags"`
 	BtfPatchIfindex   *ebpf.VariableSpec `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags      *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
+	BtfProbe          *ebpf.VariableSpec `ebpf:"_btf_probe"`
+	BtfProbeLimits    *ebpf.VariableSpec `ebpf:"_btf_probe_limits"`
 	BtfStateFlags     *ebpf.VariableSpec `ebpf:"_btf_state_flags"`
 	BtfStateTimeouts  *ebpf.VariableSpec `ebpf:"_btf_state_timeouts"`
 	BtfStormKind      *ebpf.VariableSpec `ebpf:"_btf_storm_kind"`
@@ -1015,6 +1044,8 @@ type TrestleVariables struct {
 	BtfMirrorFlags    *ebpf.Variable `ebpf:"_btf_mirror_flags"`
 	BtfPatchIfindex   *ebpf.Variable `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags      *ebpf.Variable `ebpf:"_btf_port_flags"`
+	BtfProbe          *ebpf.Variable `ebpf:"_btf_probe"`
+	BtfProbeLimits    *ebpf.Variable `ebpf:"_btf_probe_limits"`
 	BtfStateFlags     *ebpf.Variable `ebpf:"_btf_state_flags"`
 	BtfStateTimeouts  *ebpf.Variable `ebpf:"_btf_state_timeouts"`
 	BtfStormKind      *ebpf.Variable `ebpf:"_btf_storm_kind"`

@@ -85,6 +85,7 @@ const (
 	flagLimitForward = tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD
 	flagLocked       = tbpf.TrestleTrPortFlagsTR_PORT_LOCKED
 	flagIPGuard      = tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD
+	flagBPDUGuard    = tbpf.TrestleTrPortFlagsTR_PORT_BPDU_GUARD
 	flagQinQ         = tbpf.TrestleTrPortFlagsTR_PORT_QINQ
 	flagOverlay      = tbpf.TrestleTrPortFlagsTR_PORT_OVERLAY
 )
@@ -284,6 +285,8 @@ var portTable = Table{
 			Help: "Bind the port to its IP addresses: an ARP frame must carry one of allowed_ips as its sender, a neighbour advertisement as its target, an IPv4 or IPv6 frame as its source (0.0.0.0 only for DHCP, :: only for duplicate address detection and MLD reports; a locked port's allowed_macs add their EUI-64 link-local addresses); others are dropped (ip_guard_arp, ip_guard_nd, ip_guard_ip). Needs allowed_ips; not for patch or overlay ports."},
 		{Name: "allowed_ips", Kind: KindList, Form: `an array of IPv4 and IPv6 addresses (not prefixes), such as ["10.0.0.5", "fd00::5"]`, Example: `["10.0.0.9", "fd00::9"]`,
 			Help: "The addresses an ip_guard port's host uses, at most " + fmt.Sprint(MaxAllowedIPs) + "; with ip_guard = true only."},
+		{Name: "bpdu_guard", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_BPDU_GUARD, check: notPatchOrOverlay("guards an edge port's cable, and a patch port has none", "guards an edge port's cable, and an overlay port's far side is the VNI's other switches"), Default: "false", Example: "true",
+			Help: "Block the port when a BPDU (a spanning tree frame, to 01:80:c2:00:00:00) arrives by it, as an edge port that should never hear another switch: it then takes and sends nothing (state blocked, why bpdu_guard; the BPDU is dropped as bpdu_guard) until `trestle port enable`. Not for patch or overlay ports."},
 		{Name: "protected", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED, Default: "false", Example: "true",
 			Help: "Exchange no frame (unicast or flood) with another protected port of the bridge."},
 		{Name: "flood", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_NO_FLOOD, Default: "true", Example: "false", Help: "Send floods of unknown unicast out of the port."},

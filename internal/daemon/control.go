@@ -56,6 +56,8 @@ func (d *Daemon) handle(_ context.Context, req ctl.Request) (_ any, err error) {
 		return d.portDel(req)
 	case ctl.CmdPortList:
 		return d.portList(req.Bridge)
+	case ctl.CmdPortEnable:
+		return d.portEnable(req)
 	}
 	return nil, fmt.Errorf("unknown command %q", req.Cmd)
 }
@@ -130,6 +132,10 @@ func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
 		ps.AllowedMACs = append(ps.AllowedMACs, m.String())
 	}
 	ps.IPGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD)
+	ps.BPDUGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_BPDU_GUARD)
+	if p.state() == stateBlocked {
+		ps.Why, ps.Reason = p.blocked, d.blockReason(b, p)
+	}
 	for _, a := range p.cfg.AllowedIPs {
 		ps.AllowedIPs = append(ps.AllowedIPs, a.String())
 	}
