@@ -139,8 +139,7 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 	/* 2a. On a loop_detect bridge, a loop probe is the daemon's: reported
 	 *     and dropped (lib/guard.h). The type first: other frames pay one
 	 *     compare, and other bridges' probes go on as any frame. */
-	if (f.proto == TR_PROBE_ETHERTYPE && (br->flags & TR_BRIDGE_LOOP_DETECT)) {
-		tr_probe_heard(p, &f, in);
+	if (f.proto == TR_PROBE_ETHERTYPE && (br->flags & TR_BRIDGE_LOOP_DETECT) && tr_probe_heard(p, &f, in)) {
 		tr_drop_frame(d, st, TR_DROP_LOOP_PROBE);
 		return;
 	}

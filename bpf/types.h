@@ -71,7 +71,7 @@ enum tr_drop_reason {
 	TR_DROP_UNREADABLE,    /* the filter: a block rule that names a protocol, ports or an ICMP type met a frame whose transport header it could not read (past TR_FILTER_EXTHDRS extension headers or TR_FILTER_L4_MAX bytes, or cut short, a tiny first fragment among them) */
 	TR_DROP_BPDU_GUARD,    /* bpdu_guard: a BPDU (to 01:80:c2:00:00:00) on a guarded port, which it blocks (lib/guard.h) */
 	TR_DROP_PORT_BLOCKED,  /* came in by a blocked port (bpdu_guard, loop_detect), or a known unicast to one */
-	TR_DROP_LOOP_PROBE,    /* loop_detect: a loop probe (TR_PROBE_ETHERTYPE), reported to the daemon, never forwarded (lib/guard.h) */
+	TR_DROP_LOOP_PROBE,    /* loop_detect: a loop probe (TR_PROBE_ETHERTYPE with TR_PROBE_MAGIC), reported to the daemon, never forwarded (lib/guard.h) */
 	TR_DROP__MAX,
 };
 
@@ -585,7 +585,7 @@ struct tr_event {
 /* ---- loop detection (lib/guard.h) ---- */
 
 enum tr_probe_limits {
-	TR_PROBE_ETHERTYPE = 0x88b5, /* IEEE 802's local experimental EtherType 1 */
+	TR_PROBE_ETHERTYPE = 0x9000, /* ECTP's, the loopback protocol's (as Cisco's keepalive loop detection): not 802's local experimental types, which tests and tools use */
 	TR_PROBE_MAGIC = 0x74724c50, /* "trLP" */
 };
 

@@ -10,10 +10,12 @@
  *     bpduguard shut such a port. Asked only of reserved destinations,
  *     which are dropped anyway: other frames pay nothing.
  *   - Loop detection: on a bridge with TR_BRIDGE_LOOP_DETECT, a frame of
- *     TR_PROBE_ETHERTYPE is a probe (struct tr_probe), dropped (loop_probe)
- *     and, when readable, reported (TR_EVENT_LOOP) for the daemon to tell
- *     whether it is one of its own come back. Other bridges forward such a
- *     frame as any other, and a frame of another type pays one compare.
+ *     TR_PROBE_ETHERTYPE (ECTP's, the loopback protocol's) that carries
+ *     TR_PROBE_MAGIC is a probe (struct tr_probe): dropped (loop_probe)
+ *     and reported (TR_EVENT_LOOP) for the daemon to tell whether it is one
+ *     of its own come back. Other frames of the type, and every frame on
+ *     other bridges, go on as any frame; a frame of another type pays one
+ *     compare.
  *
  * A blocked port takes nothing in (port_blocked, switch.h's step 1) and
  * sends nothing: the daemon takes it out of its bridge's flood sets, and a
@@ -76,23 +78,24 @@ static __always_inline void tr_bpdu_heard(const struct tr_port *in, __u32 ifinde
 	tr_event_edge(tr_mac64(src), (__u32)TR_EVENT_BPDU << 16 | in->bridge, in->slot, ifindex, 0);
 }
 
-/* A probe on a loop_detect bridge's port in: reported when its payload is
- * in the frame's bytes and carries the magic (a probe cut short or of
- * another kind is dropped all the same). */
-static __always_inline void tr_probe_heard(const struct tr_pkt *p, const struct tr_frame *f,
-					   const struct tr_port *in)
+/* A frame of TR_PROBE_ETHERTYPE on a loop_detect bridge's port in: a probe
+ * when its payload is in the frame's bytes and carries the magic, reported
+ * then (1); any other frame of the type (0) goes on as any frame. */
+static __always_inline int tr_probe_heard(const struct tr_pkt *p, const struct tr_frame *f,
+					  const struct tr_port *in)
 {
 	const struct tr_probe *pr;
 	__u32 off = f->l3_off;
 
 	if (off > 63)
-		return;
+		return 0;
 	pr = (const void *)f->eth + (off & 63);
 	if ((const void *)(pr + 1) > p->data_end || pr->magic != bpf_htonl(TR_PROBE_MAGIC))
-		return;
+		return 0;
 	tr_event_edge(tr_mac64(f->eth->h_source), (__u32)TR_EVENT_LOOP << 16 | in->bridge,
 		      (__u32)bpf_ntohs(pr->slot) << 16 | in->slot, p->ifindex,
 		      (__u64)bpf_ntohl(pr->sender) << 32 | bpf_ntohs(pr->bridge));
+	return 1;
 }
 
 #endif

@@ -529,7 +529,7 @@ type TrestleTrProbe struct {
 type TrestleTrProbeLimits uint32
 
 const (
-	TrestleTrProbeLimitsTR_PROBE_ETHERTYPE TrestleTrProbeLimits = 34997
+	TrestleTrProbeLimitsTR_PROBE_ETHERTYPE TrestleTrProbeLimits = 36864
 	TrestleTrProbeLimitsTR_PROBE_MAGIC     TrestleTrProbeLimits = 1953647696
 )
 

@@ -152,7 +152,7 @@ var bridgeTable = Table{
 		{Name: "max_states_per_port", Kind: KindInt, Min: 1, Max: int64(MaxStatesAll), Default: fmt.Sprint(DefaultMaxPortStates), Example: "512",
 			Help: "Established connections opened from one port of this bridge that it holds, at most (as max_states)."},
 		{Name: "loop_detect", Kind: KindBool, Default: "false", Example: "true",
-			Help: "Detect loops outside the switch (two ports joined by a cable, or by a VM that bridges its interfaces): the daemon sends a small probe (EtherType 0x88b5) out of each port every second, and a port that hears one of the bridge's own back is blocked (state blocked, why loop) until loop_retry has passed (docs/switching.md)."},
+			Help: "Detect loops outside the switch (two ports joined by a cable, or by a VM that bridges its interfaces): the daemon sends a small probe (EtherType 0x9000, the loopback protocol's) out of each port every second, and a port that hears one of the bridge's own back is blocked (state blocked, why loop) until loop_retry has passed (docs/switching.md)."},
 		{Name: "loop_retry", Kind: KindDuration, Min: int64(time.Second), Max: int64(maxAging), Default: `"60s"`, Example: `"5m"`,
 			Help: "How long loop_detect keeps a port blocked before it lets it forward again; a loop still there blocks it again within a second."},
 		{Name: "port", Kind: KindTables, Form: "[[bridge.port]] tables, none or more", Help: "The bridge's ports. A bridge may have none in the file: it then takes only the ports added at run time (`trestle port add`, the CNI plugin, the QEMU scripts; docs/run-time-ports.md)."},

@@ -123,9 +123,12 @@ func TestLoopProbe(t *testing.T) {
 		r.setLoopDetect(true)
 		r.wantVerdict(r.run(2, probe(src, 7, 1, 3)), m.drop, "a probe on a loop_detect bridge")
 		r.wantDrops(2, loop, 1, "a probe on a loop_detect bridge")
-		// Cut short (no payload): dropped, not reported.
-		r.wantVerdict(r.run(2, frame(bcast, src, tbpf.ProbeEtherType, 8)), m.drop, "a probe cut short")
-		r.wantDrops(2, loop, 2, "a probe cut short")
+		// Cut short, or without the magic: a frame of the type as any
+		// other, flooded, not reported.
+		short := probe(src, 7, 1, 3)[:22]
+		r.wantVerdict(r.run(2, short), m.redirect, "a probe cut short")
+		r.wantVerdict(r.run(2, frame(bcast, src, tbpf.ProbeEtherType, 46)), m.redirect, "a frame of the probe's type without its magic")
+		r.wantDrops(2, loop, 1, "a probe cut short, a frame without the magic")
 		// Other frames of the bridge go on.
 		r.wantVerdict(r.run(1, ipv4(bcast, macA)), m.redirect, "a broadcast on a loop_detect bridge")
 
