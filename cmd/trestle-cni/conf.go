@@ -49,8 +49,12 @@ type NetConf struct {
 	// the container and the EUI-64 link-local address of its MAC
 	// (ip_guard=true allowed_ips=...): ARP, neighbour discovery and IP
 	// from any other address are dropped at the port.
-	IPGuard bool   `json:"ipguard,omitempty"`
-	Socket  string `json:"socket,omitempty"`
+	IPGuard bool `json:"ipguard,omitempty"`
+	// BPDUGuard: a BPDU from the container (a VM or a container that runs
+	// a bridge with spanning tree) blocks its port (bpdu_guard=true) until
+	// `trestle port enable`.
+	BPDUGuard bool   `json:"bpduGuard,omitempty"`
+	Socket    string `json:"socket,omitempty"`
 
 	Args struct {
 		CNI struct {
@@ -342,6 +346,9 @@ func (n *NetConf) portArgs(mac string, ips []string) []string {
 	if n.IPGuard {
 		args = append(args, "ip_guard=true", "allowed_ips="+strings.Join(ips, ","))
 	}
+	if n.BPDUGuard {
+		args = append(args, "bpdu_guard=true")
+	}
 	return args
 }
 
@@ -407,6 +414,9 @@ func (n *NetConf) checkPort(p ctl.PortEntry, mac string, ips []string) string {
 	}
 	if p.IPGuard != n.IPGuard {
 		diffs = append(diffs, fmt.Sprintf("ip_guard %t, want %t (ipguard)", p.IPGuard, n.IPGuard))
+	}
+	if p.BPDUGuard != n.BPDUGuard {
+		diffs = append(diffs, fmt.Sprintf("bpdu_guard %t, want %t (bpduGuard)", p.BPDUGuard, n.BPDUGuard))
 	}
 	if !slices.Equal(p.AllowedIPs, ips) {
 		diffs = append(diffs, fmt.Sprintf("allowed_ips %v, want %v (ipguard: the container's addresses)", p.AllowedIPs, ips))
