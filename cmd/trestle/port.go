@@ -30,6 +30,8 @@ port with where it came from. A port added at run time takes the keys of a
   - until its interface is deleted: the port then goes by itself.
 
 A bridge declared with no [[bridge.port]] at all takes only such ports.
+'port enable' lifts the block a guard (bpdu_guard, loop_detect) put on any
+port, of the file or added at run time.
 Container runtimes (the trestle CNI plugin) and VMs (dist/qemu-ifup) add
 their interfaces this way; docs/run-time-ports.md explains it.`,
 	}
