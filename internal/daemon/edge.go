@@ -26,7 +26,8 @@ import (
 //   - bpdu_guard: blocked until `trestle port enable` (as Cisco's
 //     err-disable, without its recovery timer);
 //   - loop: the daemon sends a probe (struct tr_probe) out of each
-//     forwarding port of a loop_detect bridge every second, with a packet
+//     forwarding port of a loop_detect bridge every second (and at once
+//     when an address of the bridge moves, probeOnMove), with a packet
 //     socket on the port's interface, so that only the port's far side
 //     gets it; a port that hears the bridge's own probe back is blocked for
 //     the bridge's loop_retry, then tried again. Of a loop's two ports, the
@@ -182,18 +183,43 @@ func (d *Daemon) loopTick(now time.Time) {
 		}
 	}
 	for _, b := range d.bridges {
-		if !b.cfg.LoopDetect {
+		if b.cfg.LoopDetect {
+			d.sendProbes(b, now)
+		}
+	}
+}
+
+// probeSoon is how soon after a bridge's last probes a move of an address
+// sends them again.
+const probeSoon = 100 * time.Millisecond
+
+// probeOnMove: a loop makes the addresses whose frames circulate in it
+// flap between its ports, and a storm may drop a probe in a full backlog:
+// a move in a loop_detect bridge sends its probes at once (at most every
+// probeSoon), besides the second's.
+func (d *Daemon) probeOnMove(m datapath.Move) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b := d.bridgeByID(m.Bridge)
+	now := time.Now()
+	if b == nil || !b.cfg.LoopDetect || d.closed || now.Sub(d.probed[b.id]) < probeSoon {
+		return
+	}
+	d.sendProbes(b, now)
+}
+
+// sendProbes sends bridge b's probes out of its ports. Called with d.mu
+// held.
+func (d *Daemon) sendProbes(b *bridgeState, now time.Time) {
+	d.probed[b.id] = now
+	for _, p := range b.ports {
+		// An interface's port that forwards: a span port only sends
+		// copies, an overlay port's far side is the VNI.
+		if !p.forwards() || p.ifindex <= 0 || p.cfg.IsPatch() || p.cfg.IsOverlay() || p.span() != nil {
 			continue
 		}
-		for _, p := range b.ports {
-			// An interface's port that forwards: a span port only sends
-			// copies, an overlay port's far side is the VNI.
-			if !p.forwards() || p.ifindex <= 0 || p.cfg.IsPatch() || p.cfg.IsOverlay() || p.span() != nil {
-				continue
-			}
-			if err := d.sendProbe(p.ifindex, probeFrame(d.probeID, b.id, p.slot)); err != nil {
-				d.log.Debug("send a loop probe", "bridge", b.cfg.Name, "port", p.name(), "err", err)
-			}
+		if err := d.sendProbe(p.ifindex, probeFrame(d.probeID, b.id, p.slot)); err != nil {
+			d.log.Debug("send a loop probe", "bridge", b.cfg.Name, "port", p.name(), "err", err)
 		}
 	}
 }

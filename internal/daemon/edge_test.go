@@ -161,6 +161,17 @@ func TestLoopDetectBlocks(t *testing.T) {
 	if !slices.Equal(sent, want) {
 		t.Errorf("probes out of %v, want %v", sent, want)
 	}
+	// A move sends the probes again, at most every probeSoon.
+	sent = nil
+	w.d.probeOnMove(datapath.Move{Bridge: b.id})
+	if len(sent) != 0 {
+		t.Errorf("a move right after the probes sent %d more", len(sent))
+	}
+	w.d.probed[b.id] = time.Now().Add(-probeSoon)
+	w.d.probeOnMove(datapath.Move{Bridge: b.id})
+	if !slices.Equal(sent, want) {
+		t.Errorf("a move sent probes out of %v, want %v", sent, want)
+	}
 	w.d.loopTick(time.Now().Add(6 * time.Second))
 	if got := w.port("br0", "p3"); got.blocked != "" || got.state() != stateUp {
 		t.Errorf("p3 after loop_retry: %s %q, want up", got.state(), got.blocked)

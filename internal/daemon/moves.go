@@ -239,6 +239,7 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 		if m.Learn {
 			continue
 		}
+		d.probeOnMove(m) // a loop makes addresses flap (edge.go)
 		if ln, ok := lim.add(m, time.Now()); ok {
 			d.logMove(ln)
 		}
