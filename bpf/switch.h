@@ -7,7 +7,7 @@
  * It reads top to bottom as a checklist, like OpenBSD's veb_port_input():
  *
  *   port -> count rx -> span or blocked drop -> parse -> [loop probe] -> VLAN (aware
- *   bridges) -> source sane -> [ip_guard] -> reserved dst [bpdu_guard] -> learn -> group dst: flood | lookup: miss flood, ingress
+ *   bridges) -> source sane -> [ip_guard, ra_guard, dhcp_guard] -> reserved dst [bpdu_guard] -> learn -> group dst: flood | lookup: miss flood, ingress
  *   or gone drop, else forward; a flood passes storm control (lib/storm.h)
  *
  * A forward to a patch port, or a flood in a bridge that has some, goes on
@@ -163,15 +163,17 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 		return;
 	}
 
-	/* 3b. On an ip_guard port, ARP, ND and IP sources must be the port's
-	 *     (lib/ipguard.h), before anything is learned from the frame. */
-	if (in->flags & TR_PORT_IP_GUARD) {
-		int g = TR_CALL(xdp, tr_ipguard, ctx, in->slot, f.l3_off, f.proto);
+	/* 3b. On an ip_guard port, ARP, ND and IP sources must be the port's;
+	 *     from an ra_guard or dhcp_guard port, no router advertisement or
+	 *     DHCP server's message (lib/ipguard.h); before anything is
+	 *     learned from the frame. */
+	if (in->flags & TR_PORT_GUARDS) {
+		/* A reason, or 0; masked so that the verifier knows its range
+		 * (what a global function returns is any value to it). */
+		__u32 g = TR_CALL(xdp, tr_ipguard, ctx, TR_GUARD_WHO(in->slot, in->flags), f.l3_off, f.proto) & 0xff;
 
 		if (g) {
-			/* Constant reasons: the verifier cannot bound a returned index. */
-			tr_drop_frame(d, st, g == TR_GUARD_ARP ? TR_DROP_IPGUARD_ARP
-				       : g == TR_GUARD_ND ? TR_DROP_IPGUARD_ND : TR_DROP_IPGUARD_IP);
+			tr_drop_frame(d, st, g < TR_DROP__MAX ? g : TR_DROP_IPGUARD_IP);
 			return;
 		}
 	}
@@ -190,7 +192,10 @@ static __always_inline void tr_pipeline(void *ctx, const int xdp, struct tr_pkt 
 	}
 
 	/* 5-7. Learn, look up, forward: the bridge's step (the walk's too). */
-	tr_view_init(v);
+	if (tr_view_init(v)) {
+		tr_drop_frame(d, st, TR_DROP__MAX); /* no cpu_cache value: cannot be */
+		return;
+	}
 	d->eth = f.eth;
 	d->vlan = f.vlan;
 	switch (tr_bridge_step(v, in, p->ifindex, br, f.vlan, d->tag.on ? d->tag.vid : 0, f.eth->h_source,

@@ -199,11 +199,11 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	tr_read(ctx, xdp, &now);
 	eth = now.data;
 	/* An odd generation: the control plane is writing (configChanging). */
-	if (!fs->memo || (fs->cgen & 1) || d->action != TR_ACT_FORWARD || (d->in_flags & TR_PORT_IP_GUARD) ||
+	if (!fs->memo || (fs->cgen & 1) || d->action != TR_ACT_FORWARD || (d->in_flags & TR_PORT_GUARDS) ||
 	    (void *)(eth + 1) > now.data_end ||
 	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR)))
-		return; /* not a plain bridge: tr_walk may have sent the frame on; an
-			 * ip_guard port's frames are checked each (lib/ipguard.h) */
+		return; /* not a plain bridge: tr_walk may have sent the frame on; a
+			 * guarded port's frames are checked each (lib/ipguard.h) */
 	/* Nor a forward to an overlay port at tc: each frame meets its MTU. (In
 	 * XDP, one through the way in is remembered, one encapsulated is not:
 	 * tr_forward took its straight; a new outer header forgets every memo,
@@ -222,16 +222,16 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	m->out_slot = d->egress_slot;
 	m->out_ifindex = d->egress_ifindex;
 	m->cgen = fs->cgen;
-	m->gen = d->v.gen;
-	m->mgen = d->v.mgen;
+	m->gen = d->v.at->gen;
+	m->mgen = d->v.at->mgen;
 	m->expires = s->expires;
 }
 
 static __always_inline int tr_run(void *ctx, const int xdp, const int filt)
 {
 	struct tr_pkt p;
-	/* Zeroed where it is first needed, not here: the decision is 128
-	 * bytes, 16 stores that a frame the memo sends never reads (a drop
+	/* Zeroed where it is first needed, not here: the decision is 120
+	 * bytes, 15 stores that a frame the memo sends never reads (a drop
 	 * there writes its note, which nothing after reads). */
 	struct tr_decision d;
 

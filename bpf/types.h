@@ -69,6 +69,8 @@ enum tr_drop_reason {
 	TR_DROP_IPGUARD_IP,    /* ip_guard: an IPv4 or IPv6 frame whose source is not the port's (nor 0.0.0.0 DHCP, nor :: DAD/MLD) */
 	TR_DROP_DOUBLE_TAGGED, /* on an access port that is no qinq port, a second tag behind a priority tag or an S-tag */
 	TR_DROP_UNREADABLE,    /* the filter: a block rule that names a protocol, ports or an ICMP type met a frame whose transport header it could not read (past TR_FILTER_EXTHDRS extension headers or TR_FILTER_L4_MAX bytes, or cut short, a tiny first fragment among them) */
+	TR_DROP_RA_GUARD,      /* ra_guard: an ICMPv6 router advertisement or redirect, or ICMPv6 hidden past the extension headers read */
+	TR_DROP_DHCP_GUARD,    /* dhcp_guard: a DHCP server's message (UDP 67 -> 68; DHCPv6 ADVERTISE, REPLY, RECONFIGURE or RELAY-REPL from port 547) */
 	TR_DROP_BPDU_GUARD,    /* bpdu_guard: a BPDU (to 01:80:c2:00:00:00) on a guarded port, which it blocks (lib/guard.h) */
 	TR_DROP_PORT_BLOCKED,  /* came in by a blocked port (bpdu_guard, loop_detect), or a known unicast to one */
 	TR_DROP_LOOP_PROBE,    /* loop_detect: a loop probe (TR_PROBE_ETHERTYPE with TR_PROBE_MAGIC), reported to the daemon, never forwarded (lib/guard.h) */
@@ -155,8 +157,10 @@ enum tr_port_flags {
 	TR_PORT_NATIVE_TAGGED = 32768, /* native_tagged = true: a trunk sends its native VLAN (pvid) tagged too */
 	TR_PORT_QINQ = 65536,      /* qinq = true: an access port takes frames with a second tag behind a priority tag or an S-tag */
 	TR_PORT_VIA = 131072,      /* not a port: an end of an overlay port's xdp way in (docs/overlay.md), under the port's value: the end XDP copies go into (for the devmap programs' tr_port_of(egress_ifindex)) and its peer (trestle_via's ingress) */
-	TR_PORT_BPDU_GUARD = 262144, /* bpdu_guard = true: a BPDU arriving blocks the port (lib/guard.h) */
-	TR_PORT_BLOCKED = 524288,  /* blocked by the daemon (bpdu_guard, loop_detect): takes nothing in, sends nothing */
+	TR_PORT_RA_GUARD = 262144,   /* ra_guard = true: router advertisements and redirects from it are dropped (lib/ipguard.h) */
+	TR_PORT_DHCP_GUARD = 524288, /* dhcp_guard = true: DHCP and DHCPv6 server messages from it are dropped (lib/ipguard.h) */
+	TR_PORT_BPDU_GUARD = 1048576, /* bpdu_guard = true: a BPDU arriving blocks the port (lib/guard.h) */
+	TR_PORT_BLOCKED = 2097152, /* blocked by the daemon (bpdu_guard, loop_detect): takes nothing in, sends nothing */
 };
 
 /* Storm control: the kinds of flood a port's ingress limits, each its own
@@ -257,6 +261,19 @@ struct tr_fwd_memo {
 	__u16 pad;
 };
 
+/* What a frame's memos are made with and checked against (lib/fdb.h's
+ * struct tr_table_view): the table's generations and the clock, as the
+ * frame first read them. Kept in per-CPU memory (the cpu_cache value, a
+ * walk's entry), not on the stack: as four values in registers they were
+ * spilled across the pipeline's calls, in the frame at the head of the
+ * walk's deepest chain of calls (docs/performance.md, "The stack"). */
+struct tr_table_stamp {
+	__u32 gen;  /* fdb_gen */
+	__u32 mgen; /* move_gen */
+	__u64 now;  /* CLOCK_MONOTONIC_COARSE, read when first needed: 0 until then */
+	__u64 tick; /* what memos expire by (tr_tick) */
+};
+
 struct tr_cpu_cache {
 	struct tr_fwd_memo fwd;
 	struct tr_src_memo src;
@@ -267,6 +284,7 @@ struct tr_cpu_cache {
 	struct tr_path_memo path[2];
 	__u32 path_next; /* the one to replace next */
 	__u32 pad;
+	struct tr_table_stamp at; /* the frame's (lib/fdb.h's tr_view_init), not a memo */
 };
 
 struct tr_bridge_port {

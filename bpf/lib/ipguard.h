@@ -27,10 +27,24 @@
  * frame with more VLAN tags than the parser reads (two in the frame's
  * bytes) is dropped, for what they hide is not read.
  *
+ * The guards of the network's services (docs/security.md, "RA guard and
+ * DHCP guard"), as Cisco's RA guard (RFC 6105) and DHCP snooping guard an
+ * access port, and neither the Linux bridge nor Open vSwitch does: on a
+ * port with TR_PORT_RA_GUARD, an ICMPv6 router advertisement (134) or
+ * redirect (137) is dropped, and so is ICMPv6 hidden past more extension
+ * headers than are read (RFC 7113's evasion); on one with
+ * TR_PORT_DHCP_GUARD, a DHCP server's message (UDP 67 -> 68, RFC 2131 4.1;
+ * a first fragment or a whole one) and a DHCPv6 server's or relay's reply
+ * (UDP from 547, of type ADVERTISE, REPLY, RECONFIGURE or RELAY-REPL, RFC
+ * 8415 7.3) are dropped, while a client's (from 68, from 546) passes. They
+ * read the headers ip_guard reads, in the same walk, whichever of the
+ * three flags the port has.
+ *
  * One global function, verified once per mode, read with the context's
  * load helper (the headers may lie past what tc pulled, or in an XDP
- * frame's fragments); the pipeline calls it only for ports with the flag,
- * so that the others pay one flag test (architecture.md rule 6).
+ * frame's fragments); the pipeline calls it only for ports with one of
+ * TR_PORT_GUARDS, so that the others pay one flag test on a value already
+ * loaded (architecture.md rule 6).
  */
 #ifndef TRESTLE_IPGUARD_H
 #define TRESTLE_IPGUARD_H
@@ -42,10 +56,23 @@
 
 #define TR_GUARD_EXTHDRS 4
 
-/* tr_ipguard's answers: 0 passes. */
-#define TR_GUARD_ARP 1
-#define TR_GUARD_ND 2
-#define TR_GUARD_IP 3
+/* What tr_ipguard returns: 0 (pass) or the drop's reason itself, which the
+ * pipeline masks and bounds for the verifier (fewer instructions than a
+ * mapping of small codes to reasons there). */
+#define TR_GUARD_ARP TR_DROP_IPGUARD_ARP
+#define TR_GUARD_ND TR_DROP_IPGUARD_ND
+#define TR_GUARD_IP TR_DROP_IPGUARD_IP
+#define TR_GUARD_RA TR_DROP_RA_GUARD
+#define TR_GUARD_DHCP TR_DROP_DHCP_GUARD
+
+/* The port flags that call tr_ipguard. */
+#define TR_PORT_GUARDS (TR_PORT_IP_GUARD | TR_PORT_RA_GUARD | TR_PORT_DHCP_GUARD)
+
+/* tr_ipguard's port: its slot in the low 16 bits, its flags above them,
+ * one argument, so that the call keeps the four it had. (The entry's frame
+ * is 16 bytes more when the pipeline tests three flags here instead of
+ * one, whatever the argument's form: docs/performance.md, "The stack".) */
+#define TR_GUARD_WHO(slot, flags) ((__u64)(slot) | (__u64)(flags) << 16)
 
 static __always_inline int tr_guard_known(const struct tr_guard_key *k)
 {
@@ -96,6 +123,12 @@ static __always_inline int tr_guard_exthdr(__u8 nh)
 #define TR_ICMP6_NS 135
 #define TR_ICMP6_NA 136
 #define TR_ICMP6_MLD2_REPORT 143
+#define TR_ICMP6_RA 134
+#define TR_ICMP6_REDIRECT 137
+#define TR_DHCP6_ADVERTISE 2
+#define TR_DHCP6_REPLY 7
+#define TR_DHCP6_RECONFIGURE 10
+#define TR_DHCP6_RELAY_REPL 13
 
 static __always_inline int tr_guard_arp(void *ctx, const int xdp, __u32 off, struct tr_guard_key *k)
 {
@@ -112,39 +145,61 @@ static __always_inline int tr_guard_arp(void *ctx, const int xdp, __u32 off, str
 	return tr_guard_known(k) ? 0 : TR_GUARD_ARP;
 }
 
-static __always_inline int tr_guard_ip4(void *ctx, const int xdp, __u32 off, struct tr_guard_key *k)
+static __always_inline int tr_guard_ip4(void *ctx, const int xdp, __u32 off, struct tr_guard_key *k, __u32 flags)
 {
+	const int ipg = flags & TR_PORT_IP_GUARD;
 	__u8 h[8];
 	__u32 ihl, frag;
+	__u8 l4;
 
 	if (tr_load_bytes(ctx, xdp, off, h, 8) || (h[0] >> 4) != 4 || (h[0] & 15) < 5)
-		return TR_GUARD_IP;
+		return ipg ? TR_GUARD_IP : 0; /* not IPv4 to a host: no server's message either */
 	ihl = (h[0] & 15) * 4;
 	frag = (__u32)(h[6] & 0x1f) << 8 | h[7];
-	if (tr_load_bytes(ctx, xdp, off + 8, h, 4) || tr_guard_load4(ctx, xdp, off + 12, k))
-		return TR_GUARD_IP;
-	if (!tr_guard_zero4(k))
-		return tr_guard_known(k) ? 0 : TR_GUARD_IP;
-	/* 0.0.0.0: a DHCP client's (RFC 2131 4.1), UDP 68 -> 67 */
-	if (h[1] != TR_IPPROTO_UDP || frag || tr_load_bytes(ctx, xdp, off + ihl, h, 4) || h[0] || h[1] != 68 ||
-	    h[2] || h[3] != 67)
-		return TR_GUARD_IP;
-	return 0;
+	if (tr_load_bytes(ctx, xdp, off + 8, h, 4))
+		return ipg ? TR_GUARD_IP : 0;
+	l4 = h[1];
+	if (ipg) {
+		if (tr_guard_load4(ctx, xdp, off + 12, k))
+			return TR_GUARD_IP;
+		if (tr_guard_zero4(k)) {
+			/* 0.0.0.0: a DHCP client's (RFC 2131 4.1), UDP 68 -> 67 */
+			if (l4 != TR_IPPROTO_UDP || frag || tr_load_bytes(ctx, xdp, off + ihl, h, 4) || h[0] ||
+			    h[1] != 68 || h[2] || h[3] != 67)
+				return TR_GUARD_IP;
+			return 0;
+		}
+		if (!tr_guard_known(k))
+			return TR_GUARD_IP;
+	}
+	/* A server's message, 67 -> 68; a later fragment has no UDP header,
+	 * and without its first one no host takes it. */
+	if (!(flags & TR_PORT_DHCP_GUARD) || l4 != TR_IPPROTO_UDP || frag ||
+	    tr_load_bytes(ctx, xdp, off + ihl, h, 4))
+		return 0;
+	return !h[0] && h[1] == 67 && !h[2] && h[3] == 68 ? TR_GUARD_DHCP : 0;
 }
 
-static __always_inline int tr_guard_ip6(void *ctx, const int xdp, __u32 off, struct tr_guard_key *k)
+static __always_inline int tr_guard_ip6(void *ctx, const int xdp, __u32 off, struct tr_guard_key *k, __u32 flags)
 {
+	const int ipg = flags & TR_PORT_IP_GUARD;
+	/* ICMPv6 or UDP past more extension headers than are read. */
+	const int hidden = ipg ? TR_GUARD_ND : (flags & TR_PORT_RA_GUARD) ? TR_GUARD_RA : TR_GUARD_DHCP;
 	__u8 h[8];
 	__u32 x = off + 40;
-	int unspec;
+	int unspec = 0;
 	__u8 nh;
 
-	if (tr_load_bytes(ctx, xdp, off, h, 8) || (h[0] >> 4) != 6 || tr_load_bytes(ctx, xdp, off + 8, k->addr, 16))
-		return TR_GUARD_IP;
+	if (tr_load_bytes(ctx, xdp, off, h, 8) || (h[0] >> 4) != 6)
+		return ipg ? TR_GUARD_IP : 0;
 	nh = h[6];
-	unspec = tr_guard_zero6(k);
-	if (!unspec && !tr_guard_known6(k))
-		return TR_GUARD_IP;
+	if (ipg) {
+		if (tr_load_bytes(ctx, xdp, off + 8, k->addr, 16))
+			return TR_GUARD_IP;
+		unspec = tr_guard_zero6(k);
+		if (!unspec && !tr_guard_known6(k))
+			return TR_GUARD_IP;
+	}
 	/* The transport header, past the extension headers. */
 	for (int i = 0; i < TR_GUARD_EXTHDRS; i++) {
 		__u8 was = nh;
@@ -152,7 +207,7 @@ static __always_inline int tr_guard_ip6(void *ctx, const int xdp, __u32 off, str
 		if (!tr_guard_exthdr(was))
 			break;
 		if (tr_load_bytes(ctx, xdp, x, h, 4))
-			return TR_GUARD_ND;
+			return hidden;
 		nh = h[0];
 		if (was == 44) {
 			if ((h[2] << 8 | h[3]) & 0xfff8) /* a later fragment: no transport header */
@@ -165,11 +220,23 @@ static __always_inline int tr_guard_ip6(void *ctx, const int xdp, __u32 off, str
 		}
 	}
 	if (tr_guard_exthdr(nh))
-		return TR_GUARD_ND;
+		return hidden;
+	if (nh == TR_IPPROTO_UDP && (flags & TR_PORT_DHCP_GUARD)) {
+		/* source port 547, and the message type after the 8-byte header */
+		if (!tr_load_bytes(ctx, xdp, x, h, 2) && h[0] == 0x02 && h[1] == 0x23 &&
+		    !tr_load_bytes(ctx, xdp, x + 8, h, 1) &&
+		    (h[0] == TR_DHCP6_ADVERTISE || h[0] == TR_DHCP6_REPLY || h[0] == TR_DHCP6_RECONFIGURE ||
+		     h[0] == TR_DHCP6_RELAY_REPL))
+			return TR_GUARD_DHCP;
+	}
 	if (nh != TR_IPPROTO_ICMPV6)
 		return unspec ? TR_GUARD_IP : 0;
 	if (tr_load_bytes(ctx, xdp, x, h, 4))
-		return TR_GUARD_ND;
+		return hidden;
+	if ((flags & TR_PORT_RA_GUARD) && (h[0] == TR_ICMP6_RA || h[0] == TR_ICMP6_REDIRECT))
+		return TR_GUARD_RA;
+	if (!ipg)
+		return 0;
 	if (unspec) {
 		if (h[0] == TR_ICMP6_MLD_REPORT || h[0] == TR_ICMP6_MLD2_REPORT)
 			return 0;
@@ -185,27 +252,30 @@ static __always_inline int tr_guard_ip6(void *ctx, const int xdp, __u32 off, str
 	return tr_guard_known6(k) ? 0 : TR_GUARD_ND;
 }
 
-/* The frame from the port in slot, its payload at off after its tags, of
- * EtherType proto: 0 passes, else TR_GUARD_ARP, _ND or _IP. */
-static __always_inline int tr_ipguard(void *ctx, const int xdp, __u32 slot, __u32 off, __u32 proto)
+/* The frame from the port who (TR_GUARD_WHO: its slot and which of
+ * TR_PORT_GUARDS it has), its payload at off after its tags, of EtherType
+ * proto: 0 passes, else TR_GUARD_ARP, _ND, _IP, _RA or _DHCP. */
+static __always_inline int tr_ipguard(void *ctx, const int xdp, __u64 who, __u32 off, __u32 proto)
 {
-	struct tr_guard_key k = {.slot = slot};
+	struct tr_guard_key k = {.slot = who & 0xffff};
+	const __u32 flags = who >> 16;
 
 	switch (proto) {
 	case ETH_P_ARP:
-		return tr_guard_arp(ctx, xdp, off, &k);
+		return (flags & TR_PORT_IP_GUARD) ? tr_guard_arp(ctx, xdp, off, &k) : 0;
 	case ETH_P_IP:
-		return tr_guard_ip4(ctx, xdp, off, &k);
+		return tr_guard_ip4(ctx, xdp, off, &k, flags);
 	case ETH_P_IPV6:
-		return tr_guard_ip6(ctx, xdp, off, &k);
+		return tr_guard_ip6(ctx, xdp, off, &k, flags);
 	case ETH_P_8021Q:
 	case ETH_P_8021AD:
-		return TR_GUARD_IP; /* more tags than the parser reads: what they hide is not read */
+		/* more tags than the parser reads: what they hide is not read */
+		return (flags & TR_PORT_IP_GUARD) ? TR_GUARD_IP : (flags & TR_PORT_RA_GUARD) ? TR_GUARD_RA : TR_GUARD_DHCP;
 	default:
 		return 0;
 	}
 }
 
-TR_TWIN(tr_ipguard, (__u32 slot, __u32 off, __u32 proto), (slot, off, proto))
+TR_TWIN(tr_ipguard, (__u64 who, __u32 off, __u32 proto), (who, off, proto))
 
 #endif

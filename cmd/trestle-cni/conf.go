@@ -48,7 +48,10 @@ type NetConf struct {
 	// IPGuard: the port is bound to the addresses the IPAM plugin gave
 	// the container and the EUI-64 link-local address of its MAC
 	// (ip_guard=true allowed_ips=...): ARP, neighbour discovery and IP
-	// from any other address are dropped at the port.
+	// from any other address are dropped at the port; and the container
+	// is no router and no DHCP server (ra_guard=true dhcp_guard=true):
+	// router advertisements, redirects and DHCP server messages from it
+	// are dropped too.
 	IPGuard bool `json:"ipguard,omitempty"`
 	// BPDUGuard: a BPDU from the container (a VM or a container that runs
 	// a bridge with spanning tree) blocks its port (bpdu_guard=true) until
@@ -344,7 +347,7 @@ func (n *NetConf) portArgs(mac string, ips []string) []string {
 		args = append(args, "locked=true", "allowed_macs="+mac)
 	}
 	if n.IPGuard {
-		args = append(args, "ip_guard=true", "allowed_ips="+strings.Join(ips, ","))
+		args = append(args, "ip_guard=true", "allowed_ips="+strings.Join(ips, ","), "ra_guard=true", "dhcp_guard=true")
 	}
 	if n.BPDUGuard {
 		args = append(args, "bpdu_guard=true")
@@ -414,6 +417,12 @@ func (n *NetConf) checkPort(p ctl.PortEntry, mac string, ips []string) string {
 	}
 	if p.IPGuard != n.IPGuard {
 		diffs = append(diffs, fmt.Sprintf("ip_guard %t, want %t (ipguard)", p.IPGuard, n.IPGuard))
+	}
+	if p.RAGuard != n.IPGuard {
+		diffs = append(diffs, fmt.Sprintf("ra_guard %t, want %t (ipguard)", p.RAGuard, n.IPGuard))
+	}
+	if p.DHCPGuard != n.IPGuard {
+		diffs = append(diffs, fmt.Sprintf("dhcp_guard %t, want %t (ipguard)", p.DHCPGuard, n.IPGuard))
 	}
 	if p.BPDUGuard != n.BPDUGuard {
 		diffs = append(diffs, fmt.Sprintf("bpdu_guard %t, want %t (bpduGuard)", p.BPDUGuard, n.BPDUGuard))

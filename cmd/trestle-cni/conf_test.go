@@ -172,7 +172,7 @@ func TestPortArgs(t *testing.T) {
 		{`"vlan": 7, "portIsolation": true`, []string{"vlan=7", "protected=true"}},
 		{`"macspoofchk": true`, []string{"locked=true", "allowed_macs=02:00:00:00:00:01"}},
 		{`"macspoofchk": false`, nil},
-		{`"ipguard": true, "ipam": {"type": "host-local"}`, []string{"ip_guard=true", "allowed_ips=10.0.0.5,fd00::5,fe80::ff:fe00:1"}},
+		{`"ipguard": true, "ipam": {"type": "host-local"}`, []string{"ip_guard=true", "allowed_ips=10.0.0.5,fd00::5,fe80::ff:fe00:1", "ra_guard=true", "dhcp_guard=true"}},
 		{`"bpduGuard": true`, []string{"bpdu_guard=true"}},
 	} {
 		n, err := loadConf(conf(c.extra), "")
@@ -269,7 +269,7 @@ func TestIPGuardConf(t *testing.T) {
 		t.Fatal(err)
 	}
 	ips := []string{"10.0.0.5", "fe80::ff:fe00:a"}
-	guarded := ctl.PortEntry{PortStatus: ctl.PortStatus{State: "up", IPGuard: true, AllowedIPs: ips}}
+	guarded := ctl.PortEntry{PortStatus: ctl.PortStatus{State: "up", IPGuard: true, RAGuard: true, DHCPGuard: true, AllowedIPs: ips}}
 	if d := n.checkPort(guarded, "02:00:00:00:00:0a", ips); d != "" {
 		t.Errorf("a port bound to the container's addresses: %s", d)
 	}
@@ -278,6 +278,8 @@ func TestIPGuardConf(t *testing.T) {
 		want   string
 	}{
 		{func(p *ctl.PortEntry) { p.IPGuard = false }, "ip_guard false, want true (ipguard)"},
+		{func(p *ctl.PortEntry) { p.RAGuard = false }, "ra_guard false, want true (ipguard)"},
+		{func(p *ctl.PortEntry) { p.DHCPGuard = false }, "dhcp_guard false, want true (ipguard)"},
 		{func(p *ctl.PortEntry) { p.AllowedIPs = []string{"10.0.0.6"} }, "allowed_ips [10.0.0.6], want [10.0.0.5 fe80::ff:fe00:a]"},
 	} {
 		p := guarded

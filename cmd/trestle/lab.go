@@ -184,7 +184,7 @@ Examples:
 				if err := sc.SetFlags(f); err != nil {
 					return err
 				}
-				if err := sc.CheckCores(placement); err != nil {
+				if err := sc.CheckPlacement(placement); err != nil {
 					return err
 				}
 				stream := sc.Has(lab.TestMACFlood) || sc.Has(lab.TestSoak)

@@ -477,6 +477,12 @@ func portPolicies(p ctl.PortStatus) string {
 	if p.IPGuard {
 		say = append(say, "ip_guard ("+strings.Join(p.AllowedIPs, ", ")+")")
 	}
+	if p.RAGuard {
+		say = append(say, "ra_guard")
+	}
+	if p.DHCPGuard {
+		say = append(say, "dhcp_guard")
+	}
 	if !p.Learning {
 		say = append(say, "no learning")
 	}

@@ -183,6 +183,13 @@ type TrestleTrCpuCache struct {
 	}
 	PathNext uint32
 	Pad      uint32
+	At       struct {
+		_    structs.HostLayout
+		Gen  uint32
+		Mgen uint32
+		Now  uint64
+		Tick uint64
+	}
 }
 
 type TrestleTrDropReason uint32
@@ -218,10 +225,12 @@ const (
 	TrestleTrDropReasonTR_DROP_IPGUARD_IP       TrestleTrDropReason = 27
 	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED    TrestleTrDropReason = 28
 	TrestleTrDropReasonTR_DROP_UNREADABLE       TrestleTrDropReason = 29
-	TrestleTrDropReasonTR_DROP_BPDU_GUARD       TrestleTrDropReason = 30
-	TrestleTrDropReasonTR_DROP_PORT_BLOCKED     TrestleTrDropReason = 31
-	TrestleTrDropReasonTR_DROP_LOOP_PROBE       TrestleTrDropReason = 32
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 33
+	TrestleTrDropReasonTR_DROP_RA_GUARD         TrestleTrDropReason = 30
+	TrestleTrDropReasonTR_DROP_DHCP_GUARD       TrestleTrDropReason = 31
+	TrestleTrDropReasonTR_DROP_BPDU_GUARD       TrestleTrDropReason = 32
+	TrestleTrDropReasonTR_DROP_PORT_BLOCKED     TrestleTrDropReason = 33
+	TrestleTrDropReasonTR_DROP_LOOP_PROBE       TrestleTrDropReason = 34
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 35
 )
 
 type TrestleTrEncap struct {
@@ -503,14 +512,16 @@ const (
 	TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED TrestleTrPortFlags = 32768
 	TrestleTrPortFlagsTR_PORT_QINQ          TrestleTrPortFlags = 65536
 	TrestleTrPortFlagsTR_PORT_VIA           TrestleTrPortFlags = 131072
-	TrestleTrPortFlagsTR_PORT_BPDU_GUARD    TrestleTrPortFlags = 262144
-	TrestleTrPortFlagsTR_PORT_BLOCKED       TrestleTrPortFlags = 524288
+	TrestleTrPortFlagsTR_PORT_RA_GUARD      TrestleTrPortFlags = 262144
+	TrestleTrPortFlagsTR_PORT_DHCP_GUARD    TrestleTrPortFlags = 524288
+	TrestleTrPortFlagsTR_PORT_BPDU_GUARD    TrestleTrPortFlags = 1048576
+	TrestleTrPortFlagsTR_PORT_BLOCKED       TrestleTrPortFlags = 2097152
 )
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
 	C     [11]uint64
-	Drops [33]uint64
+	Drops [35]uint64
 }
 
 type TrestleTrPortVlans struct {
@@ -631,16 +642,19 @@ type TrestleTrVlanStats struct {
 }
 
 type TrestleTrWalk struct {
-	_           structs.HostLayout
-	Sel         [65]uint64
-	Seq         uint64
-	Dirty       [8]uint8
-	Ndirty      uint32
-	_           [4]byte
-	Now         uint64
-	Tick        uint64
-	Gen         uint32
-	Mgen        uint32
+	_      structs.HostLayout
+	Sel    [65]uint64
+	Seq    uint64
+	Dirty  [8]uint8
+	Ndirty uint32
+	_      [4]byte
+	At     struct {
+		_    structs.HostLayout
+		Gen  uint32
+		Mgen uint32
+		Now  uint64
+		Tick uint64
+	}
 	Src         [6]uint8
 	Dst         [6]uint8
 	Vlan        uint16

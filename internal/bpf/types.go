@@ -165,6 +165,8 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_IPGUARD_IP:       "ip_guard_ip",
 	TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED:    "double_tagged",
 	TrestleTrDropReasonTR_DROP_UNREADABLE:       "unreadable",
+	TrestleTrDropReasonTR_DROP_RA_GUARD:         "ra_guard",
+	TrestleTrDropReasonTR_DROP_DHCP_GUARD:       "dhcp_guard",
 	TrestleTrDropReasonTR_DROP_BPDU_GUARD:       "bpdu_guard",
 	TrestleTrDropReasonTR_DROP_PORT_BLOCKED:     "port_blocked",
 	TrestleTrDropReasonTR_DROP_LOOP_PROBE:       "loop_probe",

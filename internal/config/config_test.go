@@ -1788,3 +1788,26 @@ func TestSpanPortRefusesQinQ(t *testing.T) {
 		t.Errorf("qinq = false on a span port: %v", err)
 	}
 }
+
+// TestServiceGuardKeys: ra_guard and dhcp_guard set their flags, alone or
+// beside ip_guard, and are refused on patch and overlay ports.
+func TestServiceGuardKeys(t *testing.T) {
+	b := &Bridge{Name: "br0"}
+	p, err := ParsePortArgs(b, []string{"interface=p9", "ra_guard=true", "dhcp_guard=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Has(tbpf.TrestleTrPortFlagsTR_PORT_RA_GUARD) || !p.Has(tbpf.TrestleTrPortFlagsTR_PORT_DHCP_GUARD) || p.Has(flagIPGuard) {
+		t.Errorf("ra_guard=true dhcp_guard=true: flags %#x", p.Policy.Flags)
+	}
+	checkErrors(t, doc(
+		`[[bridge]]`, `name = "br0"`,
+		`[[bridge.port]]`, `patch = "br1"`, `ra_guard = true`, // 3-5
+		`[[bridge.port]]`, `patch = "br2"`, `dhcp_guard = true`, // 6-8
+		`[[bridge]]`, `name = "br1"`, `[[bridge.port]]`, `patch = "br0"`,
+		`[[bridge]]`, `name = "br2"`, `[[bridge.port]]`, `patch = "br0"`,
+	), []string{
+		`t.toml:5: bridge[0].port[0].ra_guard: guards a host's port, and a patch port's frames were guarded at the port they entered by`,
+		`t.toml:8: bridge[0].port[1].dhcp_guard: guards a host's port, and a patch port's frames were guarded at the port they entered by`,
+	})
+}

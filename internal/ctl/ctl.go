@@ -267,11 +267,15 @@ type PortStatus struct {
 	// bpdu_guard) until `trestle port enable`.
 	BPDUGuard  bool         `json:"bpdu_guard"`
 	AllowedIPs List[string] `json:"allowed_ips"`
-	Flood      bool         `json:"flood"`
-	McastFlood bool         `json:"mcast_flood"`
-	BcastFlood bool         `json:"bcast_flood"`
-	MACs       int          `json:"macs"`
-	Peer       string       `json:"peer,omitempty"` // what the daemon did to the veth peer
+	// RAGuard, DHCPGuard: router advertisements and redirects, and DHCP
+	// and DHCPv6 server messages, from the port are dropped.
+	RAGuard    bool   `json:"ra_guard"`
+	DHCPGuard  bool   `json:"dhcp_guard"`
+	Flood      bool   `json:"flood"`
+	McastFlood bool   `json:"mcast_flood"`
+	BcastFlood bool   `json:"bcast_flood"`
+	MACs       int    `json:"macs"`
+	Peer       string `json:"peer,omitempty"` // what the daemon did to the veth peer
 	// On a VLAN-aware bridge: the access VLAN, or the VLANs a trunk
 	// carries ([10, 20, "100-199"]; []: not a trunk) and its native VLAN
 	// (0: none).

@@ -49,6 +49,12 @@ const (
 	// forwarded unlearned (action). Its _end, as table_full_end's.
 	EventMACLimit    = "mac_limit"
 	EventMACLimitEnd = "mac_limit_end"
+	// A port's guard (ip_guard, ra_guard, dhcp_guard) drops frames: reason
+	// is the drop reason, count the frames of the first look. Its _end,
+	// as table_full_end's: a tenant spoofing, or a router or DHCP server
+	// on a port that should have none.
+	EventGuard    = "guard"
+	EventGuardEnd = "guard_end"
 )
 
 // Event is one event, as `trestle events --json` prints it: one object a

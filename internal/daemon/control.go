@@ -132,6 +132,8 @@ func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
 		ps.AllowedMACs = append(ps.AllowedMACs, m.String())
 	}
 	ps.IPGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD)
+	ps.RAGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_RA_GUARD)
+	ps.DHCPGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_DHCP_GUARD)
 	ps.BPDUGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_BPDU_GUARD)
 	if p.state() == stateBlocked {
 		ps.Why, ps.Reason = p.blocked, d.blockReason(b, p)

@@ -60,7 +60,7 @@ func newEventLog(log *slog.Logger) *eventLog {
 
 // eventKinds are every kind, in the order the metrics list them.
 var eventKinds = []string{ctl.EventMACMove, ctl.EventMACMoveOverflow, ctl.EventPortUp, ctl.EventPortDown, ctl.EventPortBlocked,
-	ctl.EventTableFull, ctl.EventTableFullEnd, ctl.EventMACLimit, ctl.EventMACLimitEnd}
+	ctl.EventTableFull, ctl.EventTableFullEnd, ctl.EventMACLimit, ctl.EventMACLimitEnd, ctl.EventGuard, ctl.EventGuardEnd}
 
 // eventMessages are the log lines' messages, and their levels.
 var eventMessages = map[string]struct {
@@ -76,6 +76,8 @@ var eventMessages = map[string]struct {
 	ctl.EventTableFullEnd:    {"table full: episode over", slog.LevelInfo},
 	ctl.EventMACLimit:        {"mac limit reached: new addresses are not learned", slog.LevelWarn},
 	ctl.EventMACLimitEnd:     {"mac limit: episode over", slog.LevelInfo},
+	ctl.EventGuard:           {"a port's guard drops frames", slog.LevelWarn},
+	ctl.EventGuardEnd:        {"guard: episode over", slog.LevelInfo},
 }
 
 // emit logs an event, keeps it, and passes it to every follower. Its time

@@ -184,6 +184,10 @@ func dropCases() []dropCase {
 			slot:  1, at: 1, frames: one(probe(macA, 7, 1, 2))},
 		{reason: tbpf.TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED, name: "a priority tag, then C-tag 20, on an access port",
 			vlan: true, slot: 1, at: 1, frames: one(stack(tagged(macB, macA, 20), 0x8100, 5<<13))},
+		{reason: tbpf.TrestleTrDropReasonTR_DROP_RA_GUARD, name: "a router advertisement from an ra_guard port", setup: svcGuard,
+			slot: 1, at: 1, frames: one(ip6Frame(allNodes6, macA, guardLL, 58, icmp6(134, zeroV6)))},
+		{reason: tbpf.TrestleTrDropReasonTR_DROP_DHCP_GUARD, name: "a DHCP offer from a dhcp_guard port", setup: svcGuard,
+			slot: 1, at: 1, frames: one(ip4Frame(bcast, macA, guardV4, 17, 67, 68))},
 	}
 }
 

@@ -73,6 +73,10 @@ type Caps struct {
 	// Daemon: a daemon of its own runs it, which a restart restarts; the
 	// kernel's bridges have none.
 	Daemon bool
+	// OwnThread: it forwards on a thread of its own (on the DUT's CPU)
+	// rather than on the CPU the frame arrived on: Open vSwitch's
+	// userspace datapath, its PMD thread.
+	OwnThread bool
 }
 
 // dutCaps are the kinds of DUT ParseSpec knows, with what each declares.
@@ -81,7 +85,7 @@ var dutCaps = map[string]Caps{
 	"floor":        {},
 	"linux-bridge": {},
 	"trestle":      {Subject: true, Build: true, Daemon: true},
-	"ovs":          {Daemon: true},
+	"ovs":          {Daemon: true, OwnThread: true},
 }
 
 // CapsOf is what the kind of the DUT named dut ("trestle:xdp@vlan", as
@@ -272,7 +276,7 @@ func ParseSpec(s string) (Spec, error) {
 			return v, err
 		}
 	}
-	if _, err := v.newDUT(); err != nil {
+	if _, err := v.NewDUT(); err != nil {
 		return v, err
 	}
 	return v, nil
@@ -315,10 +319,12 @@ func ParseDUT(spec string) (DUT, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.newDUT()
+	return v.NewDUT()
 }
 
-// newDUT makes the DUT that v names, a new one each time.
+// NewDUT makes the DUT that v names, a new one each time.
+func (v Spec) NewDUT() (DUT, error) { return v.newDUT() }
+
 func (v Spec) newDUT() (DUT, error) {
 	d, err := parseDUT(v.Kind, v.Mode, v.Name)
 	switch d := d.(type) {

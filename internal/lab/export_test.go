@@ -9,7 +9,6 @@ var (
 	RequireRoot         = requireRoot
 	Ours                = ours
 	RunPrefix           = runPrefix
-	TinyTiming          = tinyTiming
 	TrestleBinary       = trestleBinary
 	MustSpec            = mustSpec
 	Plan                = plan

@@ -10,10 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 func requireRoot(t *testing.T) {
@@ -29,23 +27,12 @@ func requireRoot(t *testing.T) {
 // ours lists the namespaces under /run/netns that start with prefix.
 func ours(t *testing.T, prefix string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(netnsDir)
-	if err != nil && !os.IsNotExist(err) {
+	out, err := NamespacesOf(prefix)
+	if err != nil {
 		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		// A prefix that ends in a PID's digit is that process's alone:
-		// tl12 is not tl123's.
-		if ok && !(prefix != "" && isDigit(prefix[len(prefix)-1]) && rest != "" && isDigit(rest[0])) {
-			out = append(out, e.Name())
-		}
 	}
 	return out
 }
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // runPrefix begins the names of the namespaces of this process's lab runs
 // (NewNet's Prefix): the tests count their own, not those of another lab
@@ -94,17 +81,6 @@ func trestleBinary(t *testing.T) string {
 		t.Fatal(built.err)
 	}
 	return built.bin
-}
-
-func tinyTiming() Timing {
-	tm := DefaultTiming
-	tm.Search.Trial, tm.Search.Confirm = 300*time.Millisecond, 500*time.Millisecond
-	tm.Settle, tm.Drain = 50*time.Millisecond, 100*time.Millisecond
-	// These tests ask whether each DUT forwards, not whether it loses
-	// nothing: Open vSwitch's userspace datapath drops a few frames at
-	// most rates here, and a zero-loss search can then find no rate.
-	tm.Search.LossGoal = 0.05
-	return tm
 }
 
 // mustSpec is a DUT spec of a test, which parses.

@@ -22,14 +22,13 @@ import (
 // scenario's tests in the order of Kinds, phase by phase (Phase). As
 // the DUT interface does, a kind may have optional powers, found by type
 // assertion: flags of its own (flagger), a check of its settings with a
-// note for the run (preparer), a placement of its own (placer), words for
+// note for the run (preparer), a placement of its own (placer) and a
+// check of the placement asked (placementChecker), words for
 // the scenario's description (describer, testsLiner), a report section of
 // its own (Reporter), a preset scenario of its own (presetter).
 //
 // Adding a kind is a package of internal/lab/kinds (its kind, record,
-// section and test; kinds/idle is one) and its line in kinds/all. The
-// records of the restart, mac-flood, soak and cores kinds, from before the
-// registry, are still fields of Result (the JSON's shape); a new kind's
+// section and test; kinds/idle is one) and its line in kinds/all. Its
 // record goes in Result.Record.
 type Kind interface {
 	Name() string
@@ -130,10 +129,10 @@ type SizeRun struct {
 	Unpaced    float64
 }
 
-// loadRate is the first frame size and the rate of a stream at the
+// LoadRate is the first frame size and the rate of a stream at the
 // scenario's Load of the DUT's throughput there (see loadRate), for test.
-func (u *UnitRun) loadRate(ctx context.Context, test string) (size FrameSize, rate, tput float64, err error) {
-	size = u.S.firstSize()
+func (u *UnitRun) LoadRate(ctx context.Context, test string) (size FrameSize, rate, tput float64, err error) {
+	size = u.S.FirstSize()
 	rate, tput, err = loadRate(ctx, u.S, u.Rig, size, u.Throughputs, u.Flows, u.Base, u.Add, u.Status, test)
 	return size, rate, tput, err
 }
@@ -191,6 +190,25 @@ type twinned interface {
 // its placement can show (they stand for the placement's usual note).
 type placer interface {
 	Place(s Scenario, mode string) (Placement, []string, error)
+}
+
+// placementChecker is a kind that refuses a placement (--placement) or
+// settings the machine cannot give it, before a run.
+type placementChecker interface {
+	CheckPlacement(placement string) error
+}
+
+// CheckPlacement refuses a placement ("" is auto) or a setting that a kind
+// of s cannot run with on this machine (the cores kind: its CPU counts).
+func (s Scenario) CheckPlacement(placement string) error {
+	for _, k := range s.kinds() {
+		if c, ok := k.(placementChecker); ok {
+			if err := c.CheckPlacement(placement); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // preparer is a kind that checks its settings before a run, and says how
@@ -389,22 +407,10 @@ type presetter interface {
 }
 
 // Kinds are the test kinds, in the order a unit runs them and the report
-// places their sections: the core's own (coreKinds, which kinds/ has not
-// taken yet), and each kind a package of internal/lab/kinds registered
+// places their sections: each a package of internal/lab/kinds, registered
 // (Register). cmd/trestle and the tests import internal/lab/kinds/all, so
 // that every kind is registered; the core imports none.
-var Kinds = slices.Clone(coreKinds)
-
-// coreKinds are the kinds still kept in the core's package, in order.
-var coreKinds = []Kind{
-	RestartTest{},
-	MACFloodTest{},
-	SoakTest{},
-	CoresTest{},
-	PortScaleTest{},
-	PodChurnTest{},
-	OverlayTest{},
-}
+var Kinds []Kind
 
 // registered are the kinds of their own packages, in the order they
 // registered, each with the kind it runs after.
@@ -428,7 +434,7 @@ func Register(k Kind, after string) {
 		panic(fmt.Sprintf("lab: kind %q registered twice", k.Name()))
 	}
 	registered = append(registered, placement{k, after})
-	Kinds = placed(slices.Clone(coreKinds), registered)
+	Kinds = placed(nil, registered)
 	if ps, ok := k.(presetter); ok {
 		sc := ps.Preset()
 		Scenarios[sc.Name] = sc

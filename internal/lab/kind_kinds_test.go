@@ -8,6 +8,8 @@ import (
 
 	. "github.com/trestle/trestle/internal/lab"
 	_ "github.com/trestle/trestle/internal/lab/kinds/all"
+	"github.com/trestle/trestle/internal/lab/kinds/restart"
+	"github.com/trestle/trestle/internal/lab/kinds/soak"
 	"github.com/trestle/trestle/internal/lab/kinds/tcp"
 	"github.com/trestle/trestle/internal/lab/kinds/udp"
 
@@ -31,7 +33,7 @@ func TestKindFlags(t *testing.T) {
 	if !slices.Equal(tk.Streams, []int{2, 3}) || uk.Rate != "5G" {
 		t.Errorf("inline with flags: %+v %+v", tk, uk)
 	}
-	if _, ok := TestOf[RestartTest](sc); ok {
+	if _, ok := TestOf[restart.Kind](sc); ok {
 		t.Errorf("inline has a restart test now: %v", sc.TestNames())
 	}
 	tk, _ = TestOf[tcp.Kind](Scenarios["inline"])
@@ -42,7 +44,7 @@ func TestKindFlags(t *testing.T) {
 	if err := rs.SetFlags(f); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := TestOf[RestartTest](rs); r.Lead != 2*time.Second || r.Tail != time.Second || len(r.Events) != 1 || r.Events[0] != (EventCount{EventSIGKILL, 2}) {
+	if r, _ := TestOf[restart.Kind](rs); r.Lead != 2*time.Second || r.Tail != time.Second || len(r.Events) != 1 || r.Events[0] != (EventCount{EventSIGKILL, 2}) {
 		t.Errorf("restart with flags: %+v", r)
 	}
 	bad := pflag.NewFlagSet("lab", pflag.ContinueOnError)
@@ -72,20 +74,20 @@ func TestKindFlags(t *testing.T) {
 		if err := f.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
-		soak := Scenarios["soak"]
-		soak.Duration = *d
-		err := soak.SetFlags(f)
+		sk := Scenarios["soak"]
+		sk.Duration = *d
+		err := sk.SetFlags(f)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("soak %v: %v, want %q", c.args, err, c.err)
 			}
 			continue
 		}
-		if k, _ := TestOf[SoakTest](soak); err != nil || k.Window != c.want {
+		if k, _ := TestOf[soak.Kind](sk); err != nil || k.Window != c.want {
 			t.Errorf("soak %v: window %v, %v; want %v", c.args, k.Window, err, c.want)
 		}
 	}
-	if k, _ := TestOf[SoakTest](Scenarios["soak"]); k.Window != time.Minute {
+	if k, _ := TestOf[soak.Kind](Scenarios["soak"]); k.Window != time.Minute {
 		t.Errorf("the soak preset's window is now %v", k.Window)
 	}
 }

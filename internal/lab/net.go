@@ -400,3 +400,24 @@ func Sweep() ([]string, error) {
 	}
 	return gone, errors.Join(errs...)
 }
+
+// NamespacesOf lists the namespaces under /run/netns whose names start
+// with prefix: a test's count of its runs' namespaces, before and after.
+// A prefix that ends in a PID's digit is that process's alone: tl12 is
+// not tl123's.
+func NamespacesOf(prefix string) ([]string, error) {
+	ents, err := os.ReadDir(netnsDir)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if ok && !(prefix != "" && isDigit(prefix[len(prefix)-1]) && rest != "" && isDigit(rest[0])) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }

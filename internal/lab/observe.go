@@ -42,24 +42,25 @@ type TableReading struct {
 	Evicted int64 `json:"evicted,omitempty"`
 }
 
-// fdbEntry is where a bridge's table sends an address.
-type fdbEntry struct {
+// FDBEntry is where a bridge's table sends an address.
+type FDBEntry struct {
 	Port   string
 	Static bool
 }
 
-// tables is a DUT whose learning tables the lab can read and change.
-type tables interface {
-	// readTable reads the size of bridge's table: cheap enough for once a
+// Tables is a DUT whose learning tables the lab can read and change.
+type Tables interface {
+	// ReadTable reads the size of bridge's table: cheap enough for once a
 	// second while a flood runs.
-	readTable(ctx context.Context, t *Topo, bridge string) (TableReading, error)
-	// fdbEntries lists bridge's table, by lower-case MAC address.
-	fdbEntries(ctx context.Context, t *Topo, bridge string) (map[string]fdbEntry, error)
-	addStatic(ctx context.Context, t *Topo, bridge, port string, mac net.HardwareAddr) error
-	// tableLimit makes n the most addresses bridge learns, where the DUT
+	ReadTable(ctx context.Context, t *Topo, bridge string) (TableReading, error)
+	// FDBEntries lists bridge's table, by lower-case MAC address.
+	FDBEntries(ctx context.Context, t *Topo, bridge string) (map[string]FDBEntry, error)
+	// AddStatic adds a static entry of mac on port.
+	AddStatic(ctx context.Context, t *Topo, bridge, port string, mac net.HardwareAddr) error
+	// TableLimit makes n the most addresses bridge learns, where the DUT
 	// takes a limit at run time (the others were given Env.MaxEntries at
 	// Setup), and says what the limit is.
-	tableLimit(ctx context.Context, t *Topo, bridge string, n int) (string, error)
+	TableLimit(ctx context.Context, t *Topo, bridge string, n int) (string, error)
 }
 
 // daemonOf is a DUT whose work is a daemon's: its process, for its memory.
@@ -67,9 +68,9 @@ type daemonOf interface {
 	daemon() (pid int, comm string)
 }
 
-// Daemon memory: the resident set of the process (VmRSS), found from the
+// DaemonRSS is the daemon's memory: the resident set of the process (VmRSS), found from the
 // PID the lab started, which `ip netns exec` and taskset exec into.
-func daemonRSS(d DUT) (kib uint64, what string, err error) {
+func DaemonRSS(d DUT) (kib uint64, what string, err error) {
 	pid, what, err := DaemonPID(d)
 	if err != nil {
 		return 0, what, err
@@ -162,10 +163,10 @@ func counted(t ebpf.MapType) bool {
 	return false
 }
 
-// mapSizes reads every map of the programs on the DUT's ports (XDP and tcx
+// MapSizes reads every map of the programs on the DUT's ports (XDP and tcx
 // ingress), counting the entries of the hash-like ones from this process:
 // a key at a time, so for tables of a few thousand entries at most.
-func (r *Rig) mapSizes() ([]MapSize, error) {
+func (r *Rig) MapSizes() ([]MapSize, error) {
 	progs, _, err := r.dutPrograms()
 	if err != nil {
 		return nil, err
@@ -234,9 +235,9 @@ func sizeOf(m *ebpf.Map, id ebpf.MapID) (MapSize, error) {
 	return ms, nil
 }
 
-// sendFrames sends frames out of the host's interface through one packet
+// SendFrames sends frames out of the host's interface through one packet
 // socket, in order.
-func sendFrames(h *Host, frames [][]byte) error {
+func SendFrames(h *Host, frames [][]byte) error {
 	return h.NS.Do(func() error {
 		l, err := netlink.LinkByName(h.If)
 		if err != nil {
@@ -264,13 +265,13 @@ func sendFrames(h *Host, frames [][]byte) error {
 	})
 }
 
-// learningFrames are n broadcast frames from n addresses (base plus i in
+// LearningFrames are n broadcast frames from n addresses (base plus i in
 // the low 24 bits), with the lab's learning ethertype: a bridge learns
 // each, the hosts' stacks drop them.
-func learningFrames(base net.HardwareAddr, n int) [][]byte {
+func LearningFrames(base net.HardwareAddr, n int) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
-		out[i] = learningFrame(macPlus(base, i))
+		out[i] = learningFrame(MACPlus(base, i))
 	}
 	return out
 }
@@ -282,8 +283,8 @@ func learningFrame(src net.HardwareAddr) []byte {
 	return frame.Eth{Dst: frame.Broadcast(), Src: src, Type: 0x88b5, Payload: []byte("trestle lab: learning frame"), Pad: true}.MustBytes()
 }
 
-// macPlus is base plus i in its low 24 bits, wrapping within them.
-func macPlus(base net.HardwareAddr, i int) net.HardwareAddr {
+// MACPlus is base plus i in its low 24 bits, wrapping within them.
+func MACPlus(base net.HardwareAddr, i int) net.HardwareAddr {
 	m := append(net.HardwareAddr(nil), base...)
 	v := (int(m[3])<<16 | int(m[4])<<8 | int(m[5])) + i
 	m[3], m[4], m[5] = byte(v>>16), byte(v>>8), byte(v)
@@ -319,9 +320,9 @@ func (d *trestleDUT) bridgeStatus(bridge string) (ctl.BridgeStatus, error) {
 	return ctl.BridgeStatus{}, fmt.Errorf("trestle show: no bridge %s", bridge)
 }
 
-// readTable: the addresses each port learned (the datapath counts them
+// ReadTable: the addresses each port learned (the datapath counts them
 // exactly, as it learns and as the daemon ages them out), and every entry.
-func (d *trestleDUT) readTable(_ context.Context, _ *Topo, bridge string) (TableReading, error) {
+func (d *trestleDUT) ReadTable(_ context.Context, _ *Topo, bridge string) (TableReading, error) {
 	b, err := d.bridgeStatus(bridge)
 	if err != nil {
 		return TableReading{Learned: -1}, err
@@ -333,26 +334,26 @@ func (d *trestleDUT) readTable(_ context.Context, _ *Topo, bridge string) (Table
 	return tr, nil
 }
 
-func (d *trestleDUT) fdbEntries(_ context.Context, _ *Topo, bridge string) (map[string]fdbEntry, error) {
+func (d *trestleDUT) FDBEntries(_ context.Context, _ *Topo, bridge string) (map[string]FDBEntry, error) {
 	es, err := ctl.FDB(d.sock, bridge)
 	if err != nil {
 		return nil, fmt.Errorf("trestle fdb show %s: %w", bridge, err)
 	}
-	out := make(map[string]fdbEntry, len(es))
+	out := make(map[string]FDBEntry, len(es))
 	for _, e := range es {
-		out[strings.ToLower(e.MAC)] = fdbEntry{Port: e.Port, Static: e.Static}
+		out[strings.ToLower(e.MAC)] = FDBEntry{Port: e.Port, Static: e.Static}
 	}
 	return out, nil
 }
 
-func (d *trestleDUT) addStatic(_ context.Context, _ *Topo, bridge, port string, mac net.HardwareAddr) error {
+func (d *trestleDUT) AddStatic(_ context.Context, _ *Topo, bridge, port string, mac net.HardwareAddr) error {
 	if err := ctl.Call(d.sock, ctl.Request{Cmd: ctl.CmdFDBAdd, Bridge: bridge, MAC: mac.String(), Port: port}, nil); err != nil {
 		return fmt.Errorf("trestle fdb add %s %s %s: %w", bridge, mac, port, err)
 	}
 	return nil
 }
 
-func (d *trestleDUT) tableLimit(_ context.Context, _ *Topo, bridge string, n int) (string, error) {
+func (d *trestleDUT) TableLimit(_ context.Context, _ *Topo, bridge string, n int) (string, error) {
 	b, err := d.bridgeStatus(bridge)
 	if err != nil {
 		return "", err
@@ -438,7 +439,7 @@ func parseBridgeLearned(b []byte) (n, limit uint32, ok bool, err error) {
 	return 0, 0, false, nil
 }
 
-func (b *linuxBridge) readTable(_ context.Context, t *Topo, bridge string) (TableReading, error) {
+func (b *linuxBridge) ReadTable(_ context.Context, t *Topo, bridge string) (TableReading, error) {
 	n, _, ok, err := bridgeLearned(t.DUT, bridge)
 	if err != nil {
 		return TableReading{Learned: -1}, err
@@ -449,7 +450,7 @@ func (b *linuxBridge) readTable(_ context.Context, t *Topo, bridge string) (Tabl
 	return TableReading{Learned: int(n)}, nil
 }
 
-func (b *linuxBridge) fdbEntries(ctx context.Context, t *Topo, bridge string) (map[string]fdbEntry, error) {
+func (b *linuxBridge) FDBEntries(ctx context.Context, t *Topo, bridge string) (map[string]FDBEntry, error) {
 	out, err := t.DUT.Run(ctx, "bridge", "-j", "fdb", "show", "br", bridge)
 	if err != nil {
 		return nil, err
@@ -459,7 +460,7 @@ func (b *linuxBridge) fdbEntries(ctx context.Context, t *Topo, bridge string) (m
 
 // parseBridgeFDB reads `bridge -j fdb show br BRIDGE`: the bridge's entries
 // (master BRIDGE), not the ports' own (self) addresses.
-func parseBridgeFDB(out, bridge string) (map[string]fdbEntry, error) {
+func parseBridgeFDB(out, bridge string) (map[string]FDBEntry, error) {
 	var rows []struct {
 		MAC    string   `json:"mac"`
 		Ifname string   `json:"ifname"`
@@ -470,24 +471,24 @@ func parseBridgeFDB(out, bridge string) (map[string]fdbEntry, error) {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		return nil, fmt.Errorf("bridge -j fdb show br %s: %w", bridge, err)
 	}
-	m := make(map[string]fdbEntry, len(rows))
+	m := make(map[string]FDBEntry, len(rows))
 	for _, r := range rows {
 		if r.Master != bridge || r.Ifname == bridge {
 			continue
 		}
-		m[strings.ToLower(r.MAC)] = fdbEntry{Port: r.Ifname, Static: r.State == "static"}
+		m[strings.ToLower(r.MAC)] = FDBEntry{Port: r.Ifname, Static: r.State == "static"}
 	}
 	return m, nil
 }
 
-func (b *linuxBridge) addStatic(ctx context.Context, t *Topo, _, port string, mac net.HardwareAddr) error {
+func (b *linuxBridge) AddStatic(ctx context.Context, t *Topo, _, port string, mac net.HardwareAddr) error {
 	_, err := t.DUT.Run(ctx, "bridge", "fdb", "add", mac.String(), "dev", port, "master", "static")
 	return err
 }
 
-// tableLimit sets fdb_max_learned through netlink (iproute2 before 6.8
+// TableLimit sets fdb_max_learned through netlink (iproute2 before 6.8
 // has no word for it) and reads it back.
-func (b *linuxBridge) tableLimit(_ context.Context, t *Topo, bridge string, n int) (string, error) {
+func (b *linuxBridge) TableLimit(_ context.Context, t *Topo, bridge string, n int) (string, error) {
 	if _, _, ok, err := bridgeLearned(t.DUT, bridge); err != nil || !ok {
 		if err != nil {
 			return "", err
@@ -537,7 +538,7 @@ func (o *ovsDUT) appctl(ctx context.Context, args ...string) (string, error) {
 	return o.t.DUT.RunEnv(ctx, o.env(), "ovs-appctl", append([]string{"-t", filepath.Join(o.dir, "vswitchd.ctl")}, args...)...)
 }
 
-func (o *ovsDUT) readTable(ctx context.Context, _ *Topo, bridge string) (TableReading, error) {
+func (o *ovsDUT) ReadTable(ctx context.Context, _ *Topo, bridge string) (TableReading, error) {
 	out, err := o.appctl(ctx, "fdb/stats-show", bridge)
 	if err != nil {
 		return TableReading{Learned: -1}, err
@@ -579,7 +580,7 @@ func parseOVSStats(out string) (TableReading, error) {
 	return tr, nil
 }
 
-func (o *ovsDUT) fdbEntries(ctx context.Context, t *Topo, bridge string) (map[string]fdbEntry, error) {
+func (o *ovsDUT) FDBEntries(ctx context.Context, t *Topo, bridge string) (map[string]FDBEntry, error) {
 	out, err := o.appctl(ctx, "fdb/show", bridge)
 	if err != nil {
 		return nil, err
@@ -601,14 +602,14 @@ func (o *ovsDUT) fdbEntries(ctx context.Context, t *Topo, bridge string) (map[st
 // parseOVSFDB reads `ovs-appctl fdb/show` (" port  VLAN  MAC  Age", the age
 // "static" for a static entry) with `ovs-vsctl list interface`'s ofport,name
 // rows to name the ports, those of ports: the bridge's.
-func parseOVSFDB(out, names string, ports []string) map[string]fdbEntry {
+func parseOVSFDB(out, names string, ports []string) map[string]FDBEntry {
 	byNum := map[string]string{}
 	for _, line := range strings.Split(names, "\n") {
 		if num, name, ok := strings.Cut(strings.TrimSpace(line), ","); ok && slices.Contains(ports, strings.Trim(name, `"`)) {
 			byNum[num] = strings.Trim(name, `"`)
 		}
 	}
-	m := map[string]fdbEntry{}
+	m := map[string]FDBEntry{}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 4 || f[0] == "port" {
@@ -622,17 +623,17 @@ func parseOVSFDB(out, names string, ports []string) map[string]fdbEntry {
 		if name, ok := byNum[port]; ok {
 			port = name
 		}
-		m[mac.String()] = fdbEntry{Port: port, Static: f[3] == "static"}
+		m[mac.String()] = FDBEntry{Port: port, Static: f[3] == "static"}
 	}
 	return m
 }
 
-func (o *ovsDUT) addStatic(ctx context.Context, _ *Topo, bridge, port string, mac net.HardwareAddr) error {
+func (o *ovsDUT) AddStatic(ctx context.Context, _ *Topo, bridge, port string, mac net.HardwareAddr) error {
 	_, err := o.appctl(ctx, "fdb/add", bridge, port, "0", mac.String())
 	return err
 }
 
-func (o *ovsDUT) tableLimit(ctx context.Context, _ *Topo, bridge string, n int) (string, error) {
+func (o *ovsDUT) TableLimit(ctx context.Context, _ *Topo, bridge string, n int) (string, error) {
 	out, err := o.appctl(ctx, "fdb/stats-show", bridge)
 	if err != nil {
 		return "", err
@@ -651,7 +652,7 @@ func (o *ovsDUT) tableLimit(ctx context.Context, _ *Topo, bridge string, n int) 
 	return "", fmt.Errorf("ovs-appctl fdb/stats-show %s: no maximum in %q", bridge, strings.TrimSpace(out))
 }
 
-// cpuOthers is the CPU time, in clock ticks, that the machine's processes
+// CPUOthers is the CPU time, in clock ticks, that the machine's processes
 // outside this one and its children (the DUT's daemons) have used, kernel
 // threads apart: on a shared machine, what someone else's work took from
 // the CPUs a measurement ran on. A process's time counts its children
@@ -660,7 +661,7 @@ func (o *ovsDUT) tableLimit(ctx context.Context, _ *Topo, bridge string, n int) 
 // them a machine busy compiling read as idle. A process that ends without
 // a parent that waits (a daemon's orphans, which go to init) still takes
 // its time with it, so the difference of two readings is a floor.
-func cpuOthers() (uint64, error) {
+func CPUOthers() (uint64, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, err

@@ -329,7 +329,7 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 		// Each receiving host announces itself, and the sender too, so
 		// the bridges know where every address in the trial is.
 		for _, i := range append([]int{ts.From}, ts.To...) {
-			if err := learnFrame(r.T.Hosts[i]); err != nil {
+			if err := LearnFrame(r.T.Hosts[i]); err != nil {
 				return res, g, err
 			}
 		}
@@ -440,28 +440,28 @@ func (r *Rig) trialBoth(ctx context.Context, ts TrialSpec, o gen.Options, sinks,
 	cpu0, _ := ReadCPU()
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	fwdc, backc := goGen(gctx, o), goGen(gctx, back)
+	fwdc, backc := GoGen(gctx, o), GoGen(gctx, back)
 	fwd, rev := <-fwdc, <-backc
 	cpu1, _ := ReadCPU()
 	for _, g := range []struct {
-		r  genResult
+		r  GenResult
 		on *Host
 	}{{fwd, from}, {rev, to}} {
-		if g.r.err != nil {
-			return res, fwd.s, fmt.Errorf("generator on %s: %w", g.on.NS.Name, g.r.err)
+		if g.r.Err != nil {
+			return res, fwd.S, fmt.Errorf("generator on %s: %w", g.on.NS.Name, g.r.Err)
 		}
 	}
 	SleepCtx(ctx, ts.Drain)
 	snaps, hist, err := snapshots(sinks)
 	if err != nil {
-		return res, fwd.s, err
+		return res, fwd.S, err
 	}
-	res = TrialResult{Requested: ts.Rate, Offered: fwd.s.PPS() + rev.s.PPS(), Sent: fwd.s.Sent + rev.s.Sent, DevDropped: fwd.s.DevDropped + rev.s.DevDropped,
-		Seconds: max(fwd.s.Elapsed, rev.s.Elapsed).Seconds(), CPU: CPUBusy(cpu0, cpu1)}
+	res = TrialResult{Requested: ts.Rate, Offered: fwd.S.PPS() + rev.S.PPS(), Sent: fwd.S.Sent + rev.S.Sent, DevDropped: fwd.S.DevDropped + rev.S.DevDropped,
+		Seconds: max(fwd.S.Elapsed, rev.S.Elapsed).Seconds(), CPU: CPUBusy(cpu0, cpu1)}
 	for k, d := range []struct {
 		g        gen.Stats
 		from, to int
-	}{{fwd.s, ts.From, ts.To[0]}, {rev.s, ts.To[0], ts.From}} {
+	}{{fwd.S, ts.From, ts.To[0]}, {rev.S, ts.To[0], ts.From}} {
 		snap := snaps[k]
 		dr := DirectionResult{From: fmt.Sprintf("h%d", d.from+1), To: fmt.Sprintf("h%d", d.to+1), Requested: o.Rate, Offered: d.g.PPS(),
 			Sent: d.g.Sent, DevDropped: d.g.DevDropped, Received: snap.Received, Lost: int64(d.g.Sent) - int64(snap.Received)}
@@ -480,7 +480,7 @@ func (r *Rig) trialBoth(ctx context.Context, ts TrialSpec, o gen.Options, sinks,
 	for _, s := range watched {
 		snap, err := s.Snapshot()
 		if err != nil {
-			return res, fwd.s, err
+			return res, fwd.S, err
 		}
 		res.Watched = append(res.Watched, snap.Received)
 	}
@@ -490,13 +490,13 @@ func (r *Rig) trialBoth(ctx context.Context, ts TrialSpec, o gen.Options, sinks,
 	if l := sink.Summarize(hist); l.Count > 0 {
 		res.Latency = &l
 	}
-	return res, fwd.s, ctx.Err()
+	return res, fwd.S, ctx.Err()
 }
 
-// learnFrame sends one broadcast frame from the host's address with the
+// LearnFrame sends one broadcast frame from the host's address with the
 // IEEE local experimental ethertype: bridges learn the address, the sinks
 // count it apart (it carries no test header).
-func learnFrame(h *Host) error {
+func LearnFrame(h *Host) error {
 	if err := sendFrame(h, learningFrame(h.MAC)); err != nil {
 		return fmt.Errorf("learning frame from %s: %w", h.NS.Name, err)
 	}
@@ -505,7 +505,7 @@ func learnFrame(h *Host) error {
 
 // sendFrame sends f out of the host's interface through a packet socket,
 // so through its stack's egress (a tagged host's tc program tags it).
-func sendFrame(h *Host, f []byte) error { return sendFrames(h, [][]byte{f}) }
+func sendFrame(h *Host, f []byte) error { return SendFrames(h, [][]byte{f}) }
 
 func SleepCtx(ctx context.Context, d time.Duration) {
 	if d <= 0 {
@@ -696,4 +696,52 @@ func (r *Rig) Profile(ctx context.Context, size FrameSize, d time.Duration, tm T
 		pr.SinkNs = float64(sink1.Runtime-sink0.Runtime) / float64(n[0])
 	}
 	return pr, nil
+}
+
+// GenResult is how a generator run ended.
+type GenResult struct {
+	S   gen.Stats
+	Err error
+}
+
+// GoGen runs the generator until o or ctx ends it; its result comes on the
+// channel.
+func GoGen(ctx context.Context, o gen.Options) <-chan GenResult {
+	ch := make(chan GenResult, 1)
+	go func() { s, err := gen.Run(ctx, o, 0, nil); ch <- GenResult{s, err} }()
+	return ch
+}
+
+// Monotonic is CLOCK_MONOTONIC: the BPF programs' clock.
+func Monotonic() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return time.Duration(ts.Nano())
+}
+
+// Sink is the sink on host i (0: h1), nil without one.
+func (r *Rig) Sink(i int) *sink.Sink { return r.sinks[i] }
+
+// AllowedCPUs are the CPUs this process may run on, in order.
+func AllowedCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("the CPUs this process may use: %w", err)
+	}
+	var cpus []int
+	for i := 0; i < 1024; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus, nil
+}
+
+// genCPUs are the CPUs of a trial's generator threads: its own, or the
+// placement's generator CPU.
+func (ts TrialSpec) genCPUs(p Placement) []int {
+	if len(ts.CPUs) > 0 {
+		return ts.CPUs
+	}
+	return []int{p.GenCPU}
 }

@@ -41,23 +41,46 @@ type Result struct {
 	Latency *sink.Latency `json:"latency,omitempty"`
 	CPU     []float64     `json:"cpu_busy,omitempty"`
 	// PerEvent is the restart test's figure for each event, in order
-	// (Value is the most of them); Restart the events themselves.
-	PerEvent []float64      `json:"per_event,omitempty"`
-	Restart  *RestartRecord `json:"restart,omitempty"`
-	// The mac-flood and soak tests' records, with their results.
-	Flood *FloodRecord `json:"mac_flood,omitempty"`
-	Soak  *SoakRecord  `json:"soak,omitempty"`
+	// (Value is the most of them; the events themselves are its Record).
+	PerEvent []float64 `json:"per_event,omitempty"`
 
 	// Directions: a search both ways (--bidirectional) gives each
 	// direction's offered rate in the confirmation whose sum is Value
 	// (h1 -> h2 first), and PDRDirections in the one that gave the PDR.
 	Directions    []float64 `json:"directions_pps,omitempty"`
 	PDRDirections []float64 `json:"pdr_directions_pps,omitempty"`
-	// Cores is the setting of a cores result (cores.go).
-	Cores *CoresRecord `json:"cores,omitempty"`
-	// Record is the record of a registered kind that has no field of its
-	// own above (SetRecord, RecordOf): a new kind needs no line here.
+	// Record is the record of the result's kind (SetRecord, RecordOf): a
+	// kind needs no line here. Records written before the registry keep
+	// theirs under a key of their own (oldRecordKeys).
 	Record json.RawMessage `json:"record,omitempty"`
+}
+
+// oldRecordKeys are the keys under which the runs recorded before the
+// registry kept a kind's record, which was then a field of Result: such a
+// run loads with the record in Record, as the kind reads it today.
+var oldRecordKeys = []string{"restart", "mac_flood", "soak", "cores"}
+
+// UnmarshalJSON reads a result, a record under one of oldRecordKeys (an
+// older run's) into Record.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	if len(r.Record) > 0 {
+		return nil
+	}
+	var old map[string]json.RawMessage
+	if err := json.Unmarshal(b, &old); err != nil {
+		return err
+	}
+	for _, k := range oldRecordKeys {
+		if v := old[k]; len(v) > 0 && string(v) != "null" {
+			r.Record = v
+			return nil
+		}
+	}
+	return nil
 }
 
 // Unit is the setting of one measured block: a DUT on one topology.
@@ -185,6 +208,15 @@ func estimate(s Scenario, u unit) time.Duration {
 	}
 	for _, k := range s.kinds() {
 		t += k.Estimate(s, u.dut)
+	}
+	return t
+}
+
+// Estimate is a rough length of a run of s: its units' estimates summed.
+func (s Scenario) Estimate() time.Duration {
+	var t time.Duration
+	for _, u := range plan(s) {
+		t += estimate(s, u)
 	}
 	return t
 }
@@ -322,7 +354,7 @@ func chainNote(s Scenario, u unit) string {
 // and tears everything down.
 func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, place Placement, rec *UnitRecord, status, notef func(string)) (out []Result, err error) {
 	v := u.dut
-	d, err := v.newDUT()
+	d, err := v.NewDUT()
 	if err != nil {
 		return nil, err
 	}
@@ -489,8 +521,8 @@ func (u *UnitRun) packetTests(ctx context.Context) error {
 	return u.runPhase(ctx, PerUnit)
 }
 
-// firstSize is the frame size of the tests that run at one: the first.
-func (s Scenario) firstSize() FrameSize {
+// FirstSize is the frame size of the tests that run at one: the first.
+func (s Scenario) FirstSize() FrameSize {
 	if len(s.Sizes) > 0 {
 		return s.Sizes[0]
 	}
@@ -632,4 +664,24 @@ func machine(version string) Machine {
 		}
 	}
 	return m
+}
+
+// CheckStream refuses a stream of a mac-flood or soak test that it cannot
+// run: its load and duration.
+func (s Scenario) CheckStream() error {
+	if s.StreamRate <= 0 && (s.Load <= 0 || s.Load > 1) {
+		return fmt.Errorf("%s: the stream's load %v: a fraction of the throughput above 0, up to 1", s.Name, s.Load)
+	}
+	if s.Duration <= 0 {
+		return fmt.Errorf("%s: a duration above 0 is needed", s.Name)
+	}
+	return nil
+}
+
+// StreamRateText says what rate the stream of a mac-flood or soak test runs at.
+func StreamRateText(s Scenario) string {
+	if s.StreamRate > 0 {
+		return PPSText(s.StreamRate)
+	}
+	return fmt.Sprintf("%.0f%% of the DUT's zero-loss throughput at %s, measured first", 100*s.Load, s.FirstSize().Label())
 }

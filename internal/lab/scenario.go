@@ -37,8 +37,7 @@ type Scenario struct {
 	// Bidirectional: the throughput search, and the latency and loss
 	// tests that go from h1 to h2, send both ways at once (--bidirectional).
 	Bidirectional bool
-	// The stream of the restart, mac-flood and soak tests (RestartTest,
-	// MACFloodTest, SoakTest): at Load times the DUT's zero-loss
+	// The stream of the restart, mac-flood and soak tests: at Load times the DUT's zero-loss
 	// throughput at the first frame size (or at StreamRate frames a
 	// second, if set, with no search), for Duration (mac-flood, soak);
 	// every DUT's learning table holds MaxEntries addresses (0: its

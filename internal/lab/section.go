@@ -269,3 +269,14 @@ func SortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// OthersNote says how much of the machine other processes took while a
+// stream of secs ran, if it was more than a twentieth of its CPUs ("":
+// less, or unknown).
+func OthersNote(cpu, secs float64, cpus int) string {
+	if cpus <= 0 || secs <= 0 || cpu <= 0.05*secs*float64(cpus) {
+		return ""
+	}
+	return fmt.Sprintf("other processes on the machine used %.1f CPU-seconds of its %d CPUs' %.0f (%.0f%%): its figures are a shared machine's",
+		cpu, cpus, secs*float64(cpus), 100*cpu/(secs*float64(cpus)))
+}

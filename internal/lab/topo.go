@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -242,4 +243,41 @@ func (t *Topo) DUTPorts() []string {
 		out = append(out, b.Ports...)
 	}
 	return out
+}
+
+// sideHosts are the hosts of the second bridge (Needs.SideHosts).
+const sideHosts = 2
+
+// SideBridge is a second bridge of the DUT with hosts of its own: it is
+// not measured, it shows whether the DUT still learns there while the
+// other bridge is flooded (trestle's bridges share one table map).
+type SideBridge struct {
+	Name  string
+	Hosts []*Host
+}
+
+// AddSide adds to t (a one-bridge topology) a second bridge, "brs", with
+// n hosts s1..sN of its own on ports q1..qN, for the DUT to build with the
+// first.
+func (t *Topo) AddSide(n int) error {
+	if t.DUT == nil || len(t.Bridges) != 1 {
+		return errors.New("topology: a second bridge goes beside one bridge, in a DUT")
+	}
+	side := &SideBridge{Name: "brs"}
+	b := Bridge{Name: side.Name}
+	for i := 1; i <= n; i++ {
+		ns, err := t.Net.NS(fmt.Sprintf("s%d", i))
+		if err != nil {
+			return err
+		}
+		h := &Host{NS: ns, If: "eth0", MAC: HostMAC(0x100 + i), IP: HostIP(0x100 + i), Port: fmt.Sprintf("q%d", i)}
+		if err := t.Net.attach(t.DUT, h, t.Shape.Queues); err != nil {
+			return err
+		}
+		side.Hosts = append(side.Hosts, h)
+		b.Ports = append(b.Ports, h.Port)
+	}
+	t.Bridges = append(t.Bridges, b)
+	t.Side = side
+	return nil
 }

@@ -244,6 +244,9 @@ func TestIPGuard(t *testing.T) {
 	if want := append(ips(ra), linklocal.EUI64(ma).String()); !pa.IPGuard || !slices.Equal(pa.AllowedIPs, want) {
 		t.Fatalf("port of a: ip_guard %t allowed_ips %v, want true %v", pa.IPGuard, pa.AllowedIPs, want)
 	}
+	if !pa.RAGuard || !pa.DHCPGuard {
+		t.Errorf("port of a: ra_guard %t dhcp_guard %t, want both (ipguard turns them on)", pa.RAGuard, pa.DHCPGuard)
+	}
 	l.must("check", nw, a)
 	for _, ip := range ips(rb) {
 		if err := a.Ping(ip, 2); err != nil {

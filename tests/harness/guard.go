@@ -78,3 +78,47 @@ func BPDUFrame(t testing.TB, src net.HardwareAddr) []byte {
 	}
 	return buf.Bytes()
 }
+
+// RAFrame is a router advertisement to all nodes from srcMAC and from (a
+// link-local address), as a rogue router sends it: router lifetime 1800 s,
+// no options.
+func RAFrame(t testing.TB, srcMAC net.HardwareAddr, from, marker string) []byte {
+	ip := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolICMPv6, SrcIP: net.ParseIP(from), DstIP: net.ParseIP("ff02::1")}
+	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeRouterAdvertisement, 0)}
+	if err := ic.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	ra := &layers.ICMPv6RouterAdvertisement{HopLimit: 64, RouterLifetime: 1800}
+	return GuardFrame(t, net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}, srcMAC, layers.EthernetTypeIPv6, marker, ip, ic, ra)
+}
+
+// DHCPv6Frame is a DHCPv6 message of type typ (layers.DHCPv6MsgTypeAdvertise,
+// ...) from srcMAC and from, ports sport to dport, to dst (an address of
+// ff02::1:2, All_DHCP_Relay_Agents_and_Servers, or a client's link-local).
+func DHCPv6Frame(t testing.TB, dst, srcMAC net.HardwareAddr, from, to string, sport, dport uint16, typ layers.DHCPv6MsgType, marker string) []byte {
+	ip := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolUDP, SrcIP: net.ParseIP(from), DstIP: net.ParseIP(to)}
+	u := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
+	if err := u.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	d := &layers.DHCPv6{MsgType: typ, TransactionID: []byte{1, 2, 3}}
+	return GuardFrame(t, dst, srcMAC, layers.EthernetTypeIPv6, marker, ip, u, d)
+}
+
+// DHCP4Frame is a DHCPv4 message of type typ (layers.DHCPMsgTypeDiscover,
+// ...) from srcMAC and from, ports sport to dport, broadcast: a client's
+// (68 -> 67, from 0.0.0.0) or a server's (67 -> 68).
+func DHCP4Frame(t testing.TB, srcMAC net.HardwareAddr, from string, sport, dport uint16, typ layers.DHCPMsgType, marker string) []byte {
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(from).To4(), DstIP: net.IPv4bcast.To4()}
+	u := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
+	if err := u.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	op := layers.DHCPOpRequest
+	if sport == 67 {
+		op = layers.DHCPOpReply
+	}
+	d := &layers.DHCPv4{Operation: op, HardwareType: layers.LinkTypeEthernet, HardwareLen: 6, Xid: 0x2a, ClientHWAddr: srcMAC,
+		Options: layers.DHCPOptions{layers.NewDHCPOption(layers.DHCPOptMessageType, []byte{byte(typ)})}}
+	return GuardFrame(t, VLANBcast(), srcMAC, layers.EthernetTypeIPv4, marker, ip, u, d)
+}

@@ -43,10 +43,7 @@ func PortName(i int) string          { return fmt.Sprintf("port-h%d", i) }
 func NewLab(t *testing.T, n int) *Lab {
 	testutil.RequireNetns(t)
 	testutil.RequireCmd(t, "ip", "iperf3", "ethtool")
-	l := &Lab{T: t, Dir: t.TempDir()}
-	l.Sock = filepath.Join(l.Dir, "trestle.sock")
-	l.Cfg = filepath.Join(l.Dir, "trestle.toml")
-	l.SW = testutil.NewNS(t, "sw")
+	l := LabOn(t, testutil.NewNS(t, "sw"))
 	for i := 1; i <= n; i++ {
 		h := testutil.NewNS(t, fmt.Sprintf("h%d", i))
 		// No IPv6: its unsolicited ND and MLD frames would refresh entries
@@ -57,6 +54,16 @@ func NewLab(t *testing.T, n int) *Lab {
 		testutil.Attach(t, l.SW, PortName(i), h, "eth0", HostMAC(i), HostIP(i)+"/24")
 		l.Hosts = append(l.Hosts, h)
 	}
+	return l
+}
+
+// LabOn is a Lab of a switch namespace and hosts made elsewhere (the
+// overlay's tests build theirs with the lab's Sites), with its own
+// directory, socket and config.
+func LabOn(t *testing.T, sw *testutil.NS, hosts ...*testutil.NS) *Lab {
+	l := &Lab{T: t, Dir: t.TempDir(), SW: sw, Hosts: hosts}
+	l.Sock = filepath.Join(l.Dir, "trestle.sock")
+	l.Cfg = filepath.Join(l.Dir, "trestle.toml")
 	return l
 }
 

@@ -3,7 +3,8 @@
 // trestle daemon, FRR's zebra and bgpd, and hosts of its own, joined by a
 // routed underlay (a veth for two, a Linux bridge in a namespace of its own
 // for more); iBGP (a full mesh) or eBGP with advertise-all-vni carries EVPN
-// between them.
+// between them. The hosts are the lab's Sites (internal/lab), the topology
+// its overlay kind measures.
 package overlay
 
 import (
@@ -11,44 +12,37 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/safchain/ethtool"
-
 	"github.com/trestle/trestle/internal/ctl"
-	"github.com/trestle/trestle/internal/frrconf"
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
 )
 
 const (
-	zebraBin = "/usr/lib/frr/zebra"
-	bgpdBin  = "/usr/lib/frr/bgpd"
-	asn      = 65000
+	zebraBin = lab.FRRZebra
+	bgpdBin  = lab.FRRBGPd
 	// overlayMTU: the vxlan devices' MTU, the underlay's 1500 minus 50
 	// (the VTEPs are on the loopback).
 	overlayMTU = 1450
 )
 
-// site is one host of the overlay: a lab (its switch namespace and two
-// hosts, on bridges and VNIs as its layout says) with its VTEP on the
-// loopback, and FRR.
+// site is one host of the overlay: a site of the lab's Sites (its switch
+// namespace with its VTEP on the loopback, FRR, and two hosts) run as a
+// harness Lab, on bridges and VNIs as its layout says.
 type site struct {
 	*harness.Lab
-	n          int    // 1, 2, 3
-	vtep       string // 10.255.0.n, on the switch namespace's loopback
-	under      string // its underlay address, 192.0.2.n
-	frr        string // FRR's files: configs, pids, sockets, logs
-	hostMode   string
-	asn        int // 65000 for all (iBGP) unless set
-	layout     layout
-	zebra, bgp *testutil.Proc // while FRR runs
+	fr       *lab.Site
+	n        int    // 1, 2, 3
+	vtep     string // 10.255.0.n, on the switch namespace's loopback
+	hostMode string
+	layout   layout
 }
 
 // layout is how a site's two hosts meet its VNIs.
@@ -73,62 +67,69 @@ func (l layout) vnis() []uint32 {
 }
 
 // Host i of site n has MAC 02:00:00:00:0n:0i and IP 10.78.0.ni.
-func (s *site) mac(i int) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, byte(s.n), byte(i)} }
-func (s *site) ip(i int) string            { return fmt.Sprintf("10.78.0.%d%d", s.n, i) }
+func stationMAC(n, i int) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, byte(n), byte(i)} }
+func stationIP(n, i int) string            { return fmt.Sprintf("10.78.0.%d%d", n, i) }
 
-func newSite(t *testing.T, n int, hostMode string) *site {
-	l := harness.NewLab(t, 2)
-	s := &site{Lab: l, n: n, vtep: fmt.Sprintf("10.255.0.%d", n), under: fmt.Sprintf("192.0.2.%d", n), hostMode: hostMode, asn: asn}
-	for i := 1; i <= 2; i++ {
-		h := l.Host(i)
-		h.MustExec(t, "ip", "link", "set", "dev", "eth0", "address", s.mac(i).String())
-		h.MustExec(t, "ip", "addr", "flush", "dev", "eth0")
-		h.AddrAdd(t, "eth0", s.ip(i)+"/24")
-		// The hosts of an overlay fit its MTU (1500-50): a longer frame,
-		// or a GSO frame's longer segment, is dropped as overlay_mtu.
-		h.MustExec(t, "ip", "link", "set", "dev", "eth0", "mtu", fmt.Sprint(overlayMTU))
+func (s *site) mac(i int) net.HardwareAddr { return stationMAC(s.n, i) }
+func (s *site) ip(i int) string            { return stationIP(s.n, i) }
+
+var netSeq atomic.Uint32
+
+// build makes a site of each layout with the lab's Sites (o: the
+// underlay's options and eBGP), site i's host ports in modes[i]: two hosts
+// a site, on ports port-h1 and port-h2, of the overlay's MTU; it starts
+// neither trestle nor FRR. Everything goes with the test.
+func build(t *testing.T, o lab.SitesOpts, modes []string, layouts ...layout) []*site {
+	t.Helper()
+	testutil.RequireNetns(t)
+	testutil.RequireCmd(t, zebraBin, bgpdBin, "vtysh", "chown", "ip", "iperf3", "ethtool")
+	nt := lab.NewNet(fmt.Sprintf("ov%d", netSeq.Add(1)))
+	t.Cleanup(func() {
+		if err := nt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	o.Sites, o.Stations = len(layouts), 2
+	o.Station = func(n, i int) (string, net.HardwareAddr, string) {
+		return harness.PortName(i), stationMAC(n, i), stationIP(n, i) + "/24"
 	}
-	l.SW.AddrAdd(t, "lo", s.vtep+"/32")
-	// Not under the test's temporary directory, which only root may
-	// enter: FRR's daemons run as frr.
-	dir, err := os.MkdirTemp("", "trestle-frr-")
+	all, err := lab.NewSites(t.Context(), nt, o)
+	t.Cleanup(func() {
+		if err := all.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	// FRR's daemons stop with the sites: what they said, if the test
+	// failed.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, s := range all.Sites {
+			for _, p := range []*lab.Proc{s.Zebra, s.BGPd} {
+				if p != nil {
+					t.Logf("site %d: %s (pid %d), output:\n%s", s.N, p.Name, p.Cmd.Process.Pid, p.Output())
+				}
+			}
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s.frr = dir
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// zebra and bgpd drop to frr:frr, which must write here.
-	if out, err := exec.Command("chown", "-R", "frr:frr", s.frr).CombinedOutput(); err != nil {
-		t.Fatalf("chown %s: %v: %s", s.frr, err, out)
-	}
-	return s
-}
-
-// joinUnderlay links the sites, each one's ul0 with its underlay address:
-// two by a veth, more by a Linux bridge in a namespace of the test's. Each
-// site routes every other's VTEP over it.
-func joinUnderlay(t *testing.T, sites ...*site) {
-	if len(sites) == 2 {
-		testutil.Veth(t, sites[0].SW, "ul0", sites[1].SW, "ul0", "")
-	} else {
-		ul := testutil.NewNS(t, "ul")
-		ul.MustExec(t, "ip", "link", "add", "ulbr", "type", "bridge")
-		ul.MustExec(t, "ip", "link", "set", "ulbr", "up")
-		for _, s := range sites {
-			port := fmt.Sprintf("ul%d", s.n)
-			testutil.Veth(t, s.SW, "ul0", ul, port, "")
-			ul.MustExec(t, "ip", "link", "set", port, "master", "ulbr")
+	sites := make([]*site, len(layouts))
+	for i, fr := range all.Sites {
+		var hosts []*testutil.NS
+		for _, st := range fr.Stations {
+			h := &testutil.NS{NS: st.NS.NS}
+			// The hosts of an overlay fit its MTU (1500-50): a longer
+			// frame, or a GSO frame's longer segment, is dropped as
+			// overlay_mtu.
+			h.MustExec(t, "ip", "link", "set", "dev", st.If, "mtu", fmt.Sprint(overlayMTU))
+			hosts = append(hosts, h)
 		}
+		sites[i] = &site{Lab: harness.LabOn(t, &testutil.NS{NS: fr.NS.NS}, hosts...), fr: fr, n: fr.N, vtep: fr.VTEP, hostMode: modes[i], layout: layouts[i]}
 	}
-	for _, s := range sites {
-		s.SW.AddrAdd(t, "ul0", s.under+"/24")
-		for _, o := range others(sites, s) {
-			s.SW.MustExec(t, "ip", "route", "add", o.vtep+"/32", "via", o.under)
-		}
-	}
+	return sites
 }
 
 // others are the sites but s.
@@ -169,53 +170,28 @@ func (s *site) config(daemonExtra string) string {
 	return b.String()
 }
 
-// startFRR starts zebra, then bgpd once zebra's socket exists, each with
-// its own config, pid and socket files, bgpd peering with each of peers;
-// the test's cleanup (or stopFRR) stops them by PID (testutil.Proc).
-func (s *site) startFRR(t *testing.T, peers ...*site) {
+// startFRR starts the site's zebra, then its bgpd once zebra's socket
+// exists, peering with every other site (lab.Site.StartFRR); the sites
+// stop them by PID with the test, or stopFRR.
+func (s *site) startFRR(t *testing.T) {
 	t.Helper()
-	write := func(name, body string) string {
-		p := filepath.Join(s.frr, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
+	if err := s.fr.StartFRR(t.Context()); err != nil {
+		t.Fatal(err)
 	}
-	site := frrconf.Site{Name: strconv.Itoa(s.n), ASN: uint32(s.asn), RouterID: s.vtep}
-	for _, p := range peers {
-		site.Peers = append(site.Peers, frrconf.Peer{Addr: p.under, ASN: uint32(p.asn)})
-	}
-	zconf := write("zebra.conf", frrconf.Zebra(site))
-	bconf := write("bgpd.conf", frrconf.BGPd(site))
-	zsock := frrconf.ZebraSocket(s.frr)
-	common := frrconf.Args(s.frr)
-	s.zebra = s.SW.Start(t, zebraBin, append([]string{"-f", zconf, "-i", filepath.Join(s.frr, "zebra.pid")}, common...)...)
-	eventually(t, 10*time.Second, "zebra's socket "+zsock, func() (bool, string) {
-		_, err := os.Stat(zsock)
-		return err == nil, fmt.Sprint(err)
-	})
-	s.bgp = s.SW.Start(t, bgpdBin, append([]string{"-f", bconf, "-i", filepath.Join(s.frr, "bgpd.pid")}, common...)...)
 }
 
-// stopFRR stops bgpd, then zebra (SIGTERM, by PID), and removes zebra's
-// socket if it stayed, so that a startFRR after waits for the new one.
+// stopFRR stops bgpd, then zebra (SIGTERM, by PID).
 func (s *site) stopFRR(t *testing.T) {
 	t.Helper()
-	for _, p := range []*testutil.Proc{s.bgp, s.zebra} {
-		if err := p.Stop(); err != nil {
-			t.Logf("site %d: %s: %v", s.n, p.Cmd.Args[0], err)
-		}
-	}
-	s.bgp, s.zebra = nil, nil
-	if err := os.Remove(filepath.Join(s.frr, "zserv.api")); err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
+	if err := s.fr.StopFRR(); err != nil {
+		t.Log(err)
 	}
 }
 
 // vtysh runs a show command against the site's FRR.
 func (s *site) vtysh(t *testing.T, cmd string) string {
 	t.Helper()
-	out, err := s.SW.Exec("vtysh", "--vty_socket", s.frr, "-c", cmd)
+	out, err := s.fr.Vtysh(t.Context(), cmd)
 	if err != nil {
 		t.Logf("vtysh %q: %v", cmd, err)
 	}
@@ -290,16 +266,16 @@ const (
 )
 
 // start starts the site's trestle (its layout's config) and FRR (peering
-// with peers) in order o.
-func (s *site) start(t *testing.T, o order, peers ...*site) {
+// with every other site) in order o.
+func (s *site) start(t *testing.T, o order) {
 	t.Helper()
 	if o == frrFirst {
-		s.startFRR(t, peers...)
+		s.startFRR(t)
 	}
 	s.WriteConfig(s.config(""))
 	s.Start()
 	if o == trestleFirst {
-		s.startFRR(t, peers...)
+		s.startFRR(t)
 	}
 }
 
@@ -313,19 +289,13 @@ func newSites(t *testing.T, ebgp bool, orderOf func(n int) order, layouts ...lay
 
 // newSitesMode is newSites with the hosts' ports in mode hostMode.
 func newSitesMode(t *testing.T, ebgp bool, hostMode string, orderOf func(n int) order, layouts ...layout) []*site {
-	testutil.RequireNetns(t)
-	testutil.RequireCmd(t, zebraBin, bgpdBin, "vtysh", "chown")
-	sites := make([]*site, len(layouts))
-	for i, l := range layouts {
-		sites[i] = newSite(t, i+1, hostMode)
-		sites[i].layout = l
-		if ebgp {
-			sites[i].asn = asn + sites[i].n
-		}
+	modes := make([]string, len(layouts))
+	for i := range modes {
+		modes[i] = hostMode
 	}
-	joinUnderlay(t, sites...)
+	sites := build(t, lab.SitesOpts{EBGP: ebgp}, modes, layouts...)
 	for _, s := range sites {
-		s.start(t, orderOf(s.n), others(sites, s)...)
+		s.start(t, orderOf(s.n))
 	}
 	return sites
 }
@@ -687,8 +657,8 @@ func TestOverlayRestart(t *testing.T) {
 // hostMode: at XDP, the frames to the overlay take the xdp way in, which
 // the restarted daemon takes over with the rest.
 func overlayRestart(t *testing.T, hostMode string) {
-	a, b := newSite(t, 1, hostMode), newSite(t, 2, "tc")
-	joinUnderlay(t, a, b)
+	ss := build(t, lab.SitesOpts{}, []string{hostMode, "tc"}, bridgePerVNI, bridgePerVNI)
+	a, b := ss[0], ss[1]
 	a.WriteConfig(a.config("persist = true\n"))
 	t.Cleanup(func() {
 		if a.Daemon != nil {
@@ -699,8 +669,8 @@ func overlayRestart(t *testing.T, hostMode string) {
 		}
 	})
 	a.StartNet(harness.Bin)
-	a.startFRR(t, b)
-	b.startFRR(t, a)
+	a.startFRR(t)
+	b.startFRR(t)
 	b.WriteConfig(b.config(""))
 	b.Start()
 	waitFlood(t, a, b)
@@ -810,23 +780,12 @@ func TestXDPEncap(t *testing.T) {
 // bridge the headers are keyed by the overlay port's VLAN, as the table's
 // entries are, and the frame leaves untagged for it).
 func xdpEncap(t *testing.T, la layout) {
-	a, b := newSite(t, 1, "xdp"), newSite(t, 2, "xdp")
-	a.layout, b.layout = la, oneVNI
-	joinUnderlay(t, a, b)
-	for _, s := range []*site{a, b} {
-		if err := s.SW.Do(func() error {
-			et, err := ethtool.NewEthtool()
-			if err != nil {
-				return err
-			}
-			defer et.Close()
-			return et.Change("ul0", map[string]bool{"rx-gro": true})
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a.start(t, trestleFirst, b)
-	b.start(t, frrFirst, a)
+	// GRO on the underlay's ends: a veth then takes XDP redirects, as a
+	// NIC's driver does.
+	ss := build(t, lab.SitesOpts{UnderlayGRO: true}, []string{"xdp", "xdp"}, la, oneVNI)
+	a, b := ss[0], ss[1]
+	a.start(t, trestleFirst)
+	b.start(t, frrFirst)
 	waitFlood(t, a, b)
 	pingFirst(t, a.Host(1), b.ip(1))
 	eventually(t, 5*time.Second, "site 1: site 2's h1 remote", func() (bool, string) {

@@ -5,10 +5,12 @@ package labtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -86,4 +88,39 @@ func Execute(t *testing.T, sc lab.Scenario, bin string) *lab.Run {
 		}
 	}
 	return run
+}
+
+// RunPrefix begins the names of the namespaces of this process's lab runs
+// (NewNet's Prefix): a test counts its own, not another run's.
+var RunPrefix = "tl" + strconv.Itoa(os.Getpid())
+
+// Ours lists the namespaces of this process's lab runs: a test's count
+// before a run and after, which must be the same.
+func Ours(t *testing.T) []string {
+	t.Helper()
+	out, err := lab.NamespacesOf(RunPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Section is the one report section of run's kinds, terminal text and
+// Markdown, from the run written as JSON and read again: the record
+// survives the run's file.
+func Section(t *testing.T, run *lab.Run) (terminal, markdown string) {
+	t.Helper()
+	b, err := json.Marshal(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back lab.Run
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	term, md := lab.Sections(&back)
+	if len(term) != 1 || len(md) != 1 {
+		t.Fatalf("sections: %q %q", term, md)
+	}
+	return term[0], md[0]
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/lab/kinds/cores"
 )
 
 // coresRun is a cores run on 2 CPUs, 2 repetitions: direct and trestle
@@ -19,8 +20,15 @@ func coresRun() *lab.Run {
 		Machine: lab.Machine{CPUs: 2}}
 	add := func(dut string, rep, n int, pps float64, errText string) {
 		r := lab.Result{DUT: dut, Rep: rep, Chain: 1, Test: lab.TestCores, Param: "64 cpus=" + string(rune('0'+n)), Value: pps, Unit: "pps", Error: errText,
-			CPU:   []float64{1, 0.5 * float64(n)},
-			Cores: &lab.CoresRecord{FrameSize: "64", CPUs: n, GenCPUs: []int{0, 1}[:n], Flows: n, Queues: 2, DUTCPU: 1, DUTShared: n == 2, Seconds: 20}}
+			CPU: []float64{1, 0.5 * float64(n)}}
+		rec := cores.Record{FrameSize: "64", CPUs: n, GenCPUs: []int{0, 1}[:n], Flows: n, Queues: 2, DUTCPU: 1, DUTShared: n == 2, Seconds: 20}
+		if len(run.Results) == 0 {
+			// Someone else's work took 10 of the 40 CPU-seconds of direct at 1 CPU.
+			rec.OtherCPU = 10
+		}
+		if err := r.SetRecord(rec); err != nil {
+			panic(err)
+		}
 		run.Results = append(run.Results, r)
 	}
 	for rep := 1; rep <= 2; rep++ {
@@ -38,13 +46,11 @@ func coresRun() *lab.Run {
 		add("ovs", rep, 1, 0.5e6, "")
 		add("ovs", rep, 2, 0.4e6, "")
 	}
-	// Someone else's work took 10 of the 40 CPU-seconds of direct at 1 CPU.
-	run.Results[0].Cores.OtherCPU = 10
 	return run
 }
 
 func TestCoresRows(t *testing.T) {
-	rows := lab.Cores(coresRun())
+	rows := cores.Cores(coresRun())
 	if len(rows) != 4 || rows[0].DUT != "direct" || rows[3].DUT != "ovs" {
 		t.Fatalf("rows: %+v", rows)
 	}

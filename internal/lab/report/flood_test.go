@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/lab/kinds/macflood"
+	"github.com/trestle/trestle/internal/lab/kinds/soak"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
 
@@ -17,10 +19,10 @@ import (
 func floodRun() *lab.Run {
 	run := &lab.Run{Scenario: "mac-flood", Title: "MAC flood", DUTs: []string{"trestle:xdp", "linux-bridge", "ovs"}, Reps: 1, Timing: lab.DefaultTiming, Sizes: []lab.FrameSize{"64"},
 		Machine: lab.Machine{CPUs: 2}}
-	samples := func(learned []int, rss uint64, pps float64) []lab.FloodSample {
-		var out []lab.FloodSample
+	samples := func(learned []int, rss uint64, pps float64) []macflood.FloodSample {
+		var out []macflood.FloodSample
 		for i, n := range learned {
-			s := lab.FloodSample{T: float64(i + 1), Flooding: i > 0 && i < len(learned)-1, Learned: n, StreamPPS: pps}
+			s := macflood.FloodSample{T: float64(i + 1), Flooding: i > 0 && i < len(learned)-1, Learned: n, StreamPPS: pps}
 			if rss > 0 {
 				s.RSSKiB = rss + uint64(1024*i)
 			}
@@ -28,30 +30,37 @@ func floodRun() *lab.Run {
 		}
 		return out
 	}
+	var otherCPU float64
 	add := func(dut string, tput float64, lost int64, ratio float64, learned []int, rss uint64, kept int, daemon string) {
 		rate := tput / 2
-		rec := &lab.FloodRecord{FrameSize: "64", RatePPS: rate, Throughput: tput, Load: 0.5, Sources: 1000000, FloodSeconds: 30, MaxEntries: 65536,
+		rec := &macflood.Record{FrameSize: "64", RatePPS: rate, Throughput: tput, Load: 0.5, Sources: 1000000, FloodSeconds: 30, MaxEntries: 65536,
 			TableLimit: "limit of " + dut, Daemon: daemon, Unmeasured: map[string]string{},
-			Base: lab.FloodWindow{Sent: 1000, RatePPS: rate, Seconds: 32, Samples: samples([]int{4, 4, 4}, rss, rate),
-				Side: &lab.SideLearn{Addresses: 1000, Learned: 1000, Millis: 30}},
-			Flood: lab.FloodWindow{Flood: true, Sent: 1000, Lost: lost, RatePPS: rate * ratio, Seconds: 32, FloodOffered: 2e6, FloodDelivered: 123456,
-				Samples: samples(learned, rss, rate*ratio), Side: &lab.SideLearn{Addresses: 1000, Learned: 1000, Millis: 250}},
+			Base: macflood.FloodWindow{Sent: 1000, RatePPS: rate, Seconds: 32, Samples: samples([]int{4, 4, 4}, rss, rate),
+				Side: &macflood.SideLearn{Addresses: 1000, Learned: 1000, Millis: 30}},
+			Flood: macflood.FloodWindow{Flood: true, Sent: 1000, Lost: lost, RatePPS: rate * ratio, Seconds: 32, FloodOffered: 2e6, FloodDelivered: 123456,
+				Samples: samples(learned, rss, rate*ratio), Side: &macflood.SideLearn{Addresses: 1000, Learned: 1000, Millis: 250}},
 		}
 		for i := 0; i < 4; i++ {
-			rec.Statics = append(rec.Statics, lab.StaticCheck{MAC: "0e:5a:00:00:00:0" + string(rune('1'+i)), Port: "p2", Before: true, After: i < kept})
+			rec.Statics = append(rec.Statics, macflood.StaticCheck{MAC: "0e:5a:00:00:00:0" + string(rune('1'+i)), Port: "p2", Before: true, After: i < kept})
 		}
 		if daemon == "" {
 			rec.Unmeasured["memory"] = "no daemon"
 		}
+		rec.Flood.OtherCPU = otherCPU
+		r := lab.Result{DUT: dut, Rep: 1, Test: lab.TestMACFlood, Param: "lost", Value: float64(lost), Unit: "frames"}
+		if err := r.SetRecord(rec); err != nil {
+			panic(err)
+		}
 		run.Results = append(run.Results,
-			lab.Result{DUT: dut, Rep: 1, Test: lab.TestThroughput, Param: "64", Value: tput, Unit: "pps"},
-			lab.Result{DUT: dut, Rep: 1, Test: lab.TestMACFlood, Param: "lost", Value: float64(lost), Unit: "frames", Flood: rec},
+			lab.Result{DUT: dut, Rep: 1, Test: lab.TestThroughput, Param: "64", Value: tput, Unit: "pps"}, r,
 			lab.Result{DUT: dut, Rep: 1, Test: lab.TestMACFlood, Param: "rate", Value: ratio, Unit: "ratio"})
 	}
 	add("trestle:xdp", 3e6, 0, 0.99, []int{4, 65536, 65536, 65536}, 30000, 4, "trestle (pid 1)")
+	// Someone else's work took 16 of the 64 CPU-seconds of the Linux
+	// bridge's stream with the flood.
+	otherCPU = 16
 	add("linux-bridge", 6e5, 0, 1, []int{4, 65536, 65536, 65536}, 0, 4, "")
-	// Someone else's work took 16 of the 64 CPU-seconds of the stream with the flood.
-	run.Results[len(run.Results)-2].Flood.Flood.OtherCPU = 16
+	otherCPU = 0
 	add("ovs", 5e5, 864599, 0.4, []int{4, 28670, 65532, 65532}, 480000, 3, "ovs-vswitchd (pid 2)")
 	return run
 }
@@ -63,7 +72,7 @@ func TestFloodReport(t *testing.T) {
 			t.Errorf("group %s: mac-flood results belong in their own table", g.Key())
 		}
 	}
-	rows := lab.Floods(run)
+	rows := macflood.Floods(run)
 	if len(rows) != 3 || rows[0].DUT != "trestle:xdp" || rows[2].DUT != "ovs" {
 		t.Fatalf("rows: %+v", rows)
 	}
@@ -82,11 +91,11 @@ func TestFloodReport(t *testing.T) {
 	}
 
 	// trestle falling short is a warning.
-	run.Results[1].Flood.Flood.Lost = 7
+	editFlood(t, &run.Results[1], func(rec *macflood.Record) { rec.Flood.Lost = 7 })
 	out.Reset()
 	Terminal(&out, run)
 	lacks(t, "terminal", out.String(), "warning: trestle:xdp: the stream lost 7 frames and kept 99.0% of its rate")
-	run.Results[1].Flood.Flood.Lost = 0
+	editFlood(t, &run.Results[1], func(rec *macflood.Record) { rec.Flood.Lost = 0 })
 
 	dir := t.TempDir()
 	if err := Write(dir, run); err != nil {
@@ -112,25 +121,41 @@ func TestFloodReport(t *testing.T) {
 	}
 }
 
+// editFlood changes the mac-flood record of r.
+func editFlood(t *testing.T, r *lab.Result, edit func(*macflood.Record)) {
+	t.Helper()
+	var rec macflood.Record
+	if err := r.RecordOf(&rec); err != nil {
+		t.Fatal(err)
+	}
+	edit(&rec)
+	if err := r.SetRecord(&rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // soakRun is a soak of trestle (flat and stable) and of a DUT whose
 // latency and memory grow.
 func soakRun() *lab.Run {
 	run := &lab.Run{Scenario: "soak", Title: "Soak", DUTs: []string{"trestle:xdp", "trestle"}, Reps: 1, Timing: lab.DefaultTiming, Sizes: []lab.FrameSize{"imix"},
 		Machine: lab.Machine{CPUs: 2}}
 	add := func(dut string, grow float64) {
-		rec := &lab.SoakRecord{FrameSize: "imix", Flows: 1000, SrcPorts: "1024-2023", RatePPS: 2e6, Throughput: 2.2e6, Load: 0.9, Seconds: 180, WindowSeconds: 60, SampleSeconds: 10,
+		rec := &soak.Record{FrameSize: "imix", Flows: 1000, SrcPorts: "1024-2023", RatePPS: 2e6, Throughput: 2.2e6, Load: 0.9, Seconds: 180, WindowSeconds: 60, SampleSeconds: 10,
 			Sent: 360e6, Received: 360e6, Offered: 2e6, Elapsed: 180, Daemon: "trestle (pid 3)",
 			Maps: []lab.MapSize{{Name: "fdb", Type: "Hash", MaxEntries: 66560, Entries: 2}, {Name: "stats", Type: "PerCPUArray", MaxEntries: 256, Entries: -1}}}
 		for i := 0; i < 3; i++ {
 			l := sink.Latency{Count: 1000, P50: time.Duration(17000 * (1 + grow*float64(i))), P90: 18000, P99: time.Duration(29000 * (1 + grow*float64(i))), P999: 36000, Max: 60000}
-			rec.Windows = append(rec.Windows, lab.SoakWindow{From: float64(60 * i), To: float64(60 * (i + 1)), Received: 120e6, RatePPS: 2e6, Latency: &l, OtherCPU: 30 * grow})
+			rec.Windows = append(rec.Windows, soak.SoakWindow{From: float64(60 * i), To: float64(60 * (i + 1)), Received: 120e6, RatePPS: 2e6, Latency: &l, OtherCPU: 30 * grow})
 		}
 		for i := 0; i <= 18; i++ {
-			rec.Samples = append(rec.Samples, lab.SoakSample{T: float64(10 * i), RSSKiB: uint64(34000 * (1 + grow*float64(i))), Learned: 2, Maps: map[string]int{"fdb (id 7)": 2}})
+			rec.Samples = append(rec.Samples, soak.SoakSample{T: float64(10 * i), RSSKiB: uint64(34000 * (1 + grow*float64(i))), Learned: 2, Maps: map[string]int{"fdb (id 7)": 2}})
+		}
+		r := lab.Result{DUT: dut, Rep: 1, Test: lab.TestSoak, Param: "imix", Value: 0, Unit: "frames"}
+		if err := r.SetRecord(rec); err != nil {
+			panic(err)
 		}
 		run.Results = append(run.Results,
-			lab.Result{DUT: dut, Rep: 1, Test: lab.TestThroughput, Param: "imix", Value: 2.2e6, Unit: "pps"},
-			lab.Result{DUT: dut, Rep: 1, Test: lab.TestSoak, Param: "imix", Value: 0, Unit: "frames", Soak: rec})
+			lab.Result{DUT: dut, Rep: 1, Test: lab.TestThroughput, Param: "imix", Value: 2.2e6, Unit: "pps"}, r)
 	}
 	add("trestle:xdp", 0)
 	add("trestle", 0.5)
@@ -144,7 +169,7 @@ func TestSoakReport(t *testing.T) {
 			t.Errorf("group %s: soak results belong in their own table", g.Key())
 		}
 	}
-	rows := lab.Soaks(run)
+	rows := soak.Soaks(run)
 	if len(rows) != 2 || !rows[0].Sum.GoalMet || rows[1].Sum.GoalMet {
 		t.Fatalf("rows: %+v", rows)
 	}

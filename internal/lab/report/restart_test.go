@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/lab/kinds/restart"
 )
 
 // restartRun is a restart run in two repetitions: the Linux bridge's
@@ -18,15 +19,18 @@ func restartRun() *lab.Run {
 			evs[i].Kind, evs[i].Index = kind, i+1
 			evs[i].Sent = 1000
 		}
-		rec := &lab.RestartRecord{Kind: kind, What: "what " + kind + " does", RatePPS: 500e3, Load: 0.5, Throughput: 1e6, Watched: watched, Events: evs}
+		rec := &restart.Record{Kind: kind, What: "what " + kind + " does", RatePPS: 500e3, Load: 0.5, Throughput: 1e6, Watched: watched, Events: evs}
 		run.Results = append(run.Results, lab.Result{DUT: dut, Rep: rep, Test: lab.TestThroughput, Param: "64", Value: 1e6, Unit: "pps"})
 		var lost, flooded []float64
 		for _, e := range evs {
 			lost, flooded = append(lost, float64(e.Lost)), append(flooded, float64(e.Flooded))
 		}
-		run.Results = append(run.Results,
-			lab.Result{DUT: dut, Rep: rep, Test: lab.TestRestart, Param: kind, Unit: "frames", PerEvent: lost, Restart: rec},
-			lab.Result{DUT: dut, Rep: rep, Test: lab.TestRestartFlooded, Param: kind, Unit: "frames", PerEvent: flooded})
+		r := lab.Result{DUT: dut, Rep: rep, Test: lab.TestRestart, Param: kind, Unit: "frames", PerEvent: lost}
+		if err := r.SetRecord(rec); err != nil {
+			panic(err)
+		}
+		run.Results = append(run.Results, r,
+			lab.Result{DUT: dut, Rep: rep, Test: restart.TestRestartFlooded, Param: kind, Unit: "frames", PerEvent: flooded})
 	}
 	for rep := 1; rep <= 2; rep++ {
 		add("linux-bridge", rep, lab.EventNone, true, lab.RestartEvent{}, lab.RestartEvent{})
@@ -43,7 +47,7 @@ func TestRestartTable(t *testing.T) {
 			t.Errorf("group %s: restart results belong in their own table", g.Key())
 		}
 	}
-	rows := lab.Restarts(run)
+	rows := restart.Restarts(run)
 	if len(rows) != 3 || rows[0].DUT != "linux-bridge" || rows[1].DUT != "trestle:xdp" || rows[2].DUT != "ovs" {
 		t.Fatalf("rows: %+v", rows)
 	}
@@ -78,5 +82,5 @@ func TestRestartTable(t *testing.T) {
 }
 
 func isRestart(test string) bool {
-	return test == lab.TestRestart || test == lab.TestRestartFlooded
+	return test == lab.TestRestart || test == restart.TestRestartFlooded
 }

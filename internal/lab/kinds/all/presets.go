@@ -11,6 +11,10 @@ import (
 	"github.com/trestle/trestle/internal/lab/kinds/learn"
 	"github.com/trestle/trestle/internal/lab/kinds/loadlatency"
 	"github.com/trestle/trestle/internal/lab/kinds/loss"
+	"github.com/trestle/trestle/internal/lab/kinds/macflood"
+	"github.com/trestle/trestle/internal/lab/kinds/podchurn"
+	"github.com/trestle/trestle/internal/lab/kinds/portscale"
+	"github.com/trestle/trestle/internal/lab/kinds/restart"
 	"github.com/trestle/trestle/internal/lab/kinds/table"
 	"github.com/trestle/trestle/internal/lab/kinds/tcp"
 	"github.com/trestle/trestle/internal/lab/kinds/throughput"
@@ -101,7 +105,7 @@ var presets = map[string]lab.Scenario{
 			"trestle with persist, Open vSwitch's ovs-vswitchd restarted the same way, the Linux bridge (no daemon) the reference",
 		DUTs: lab.MustSpecs("linux-bridge", "trestle:xdp", "trestle", "ovs"), Hosts: 3, Chain: []int{1},
 		Sizes: []lab.FrameSize{"64"}, Reps: 1, Timing: lab.DefaultTiming,
-		Tests: []lab.Kind{throughput.Kind{}, lab.RestartTest{Events: []lab.EventCount{{Kind: lab.EventSIGKILL, Count: 10}, {Kind: lab.EventSIGTERM, Count: 10}, {Kind: lab.EventUpgrade, Count: 5}}, Lead: time.Second, Tail: time.Second}},
+		Tests: []lab.Kind{throughput.Kind{}, restart.Kind{Events: []lab.EventCount{{Kind: lab.EventSIGKILL, Count: 10}, {Kind: lab.EventSIGTERM, Count: 10}, {Kind: lab.EventUpgrade, Count: 5}}, Lead: time.Second, Tail: time.Second}},
 		Load:  0.5,
 	},
 	"mac-flood": {
@@ -116,18 +120,16 @@ var presets = map[string]lab.Scenario{
 			"Goal: the stream loses 0 frames and keeps at least 90% of its rate; trestle's newcomer delivered within 1 s and learned within 5 s. " +
 			"trestle in xdp and in its default mode, the Linux bridge (fdb_max_learned) and Open vSwitch (mac-table-size); about 8 minutes",
 		DUTs: lab.MustSpecs("trestle:xdp", "trestle", "linux-bridge", "ovs"), Hosts: 4, Chain: []int{1},
-		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, lab.MACFloodTest{Sources: 1000000}}, Reps: 1, Timing: lab.DefaultTiming,
+		Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{throughput.Kind{}, macflood.Kind{Sources: 1000000}}, Reps: 1, Timing: lab.DefaultTiming,
 		Load: 0.5, Duration: 30 * time.Second, MaxEntries: 65536,
 	},
-	"soak": {
-		Name: "soak", Title: "Soak: 10 minutes at 90% of the zero-loss rate, IMIX, 1000 flows",
-		About: "a 2-port bridge: the zero-loss rate (NDR, the RFC 2544 search) of IMIX frames in 1000 flows (UDP source ports 1024-2023, each flow with its own sequence numbers), " +
-			"then a stream at 90% of it for --duration (default 10m): loss and latency percentiles per minute, the daemon's resident memory and the size of every eBPF map of the programs on the DUT's ports " +
-			"(hash maps counted key by key, arrays fixed) every 10 s, and the learning table's size. " +
-			"Goals: 0 frames lost; p50, p90 and p99 of the last minute within 25% (or 2 us) of the first's; the daemon's memory flat and no map growing. trestle in xdp and in its default mode",
-		DUTs: lab.MustSpecs("trestle:xdp", "trestle"), Hosts: 2, Chain: []int{1},
-		Sizes: []lab.FrameSize{"imix"}, Tests: []lab.Kind{lab.SoakTest{Window: time.Minute}}, Reps: 1, Timing: lab.DefaultTiming, Flows: 1000,
-		Load: 0.9, Duration: 10 * time.Minute,
+	"port-scale": {
+		Name: "port-scale", Title: "Port scale: throughput against the number of ports of a bridge",
+		About: "one bridge with 2, 16, 64, 256 and 1024 ports (--ports; counts above what a DUT takes are listed, not run), 3 of them with sinks: 64-byte zero-loss throughput of known unicast h1 -> h2 and of broadcast from h1, " +
+			"each against the 2-port figure; then pod churn: 100 CNI ADDs then 100 DELs through cnitool with host-local, the trestle plugin against the bridge plugin, each timed (median, p99); " +
+			"trestle in xdp and default mode, the Linux bridge; goals: unicast at the largest count within 5% of 2 ports, broadcast no worse than the Linux bridge's, a trestle ADD's and DEL's median and p99 each at most 1.2x the bridge plugin's",
+		DUTs:  lab.MustSpecs("linux-bridge", "trestle:xdp", "trestle"),
+		Hosts: 2, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{portscale.Kind{}, podchurn.Kind{Pods: 100}}, Reps: 3, Timing: lab.DefaultTiming,
 	},
 	"mirror": {
 		Name: "mirror", Title: "Port mirroring: what a span port costs, and whether it keeps up",

@@ -24,7 +24,7 @@ func init() { lab.Register(Kind{}, lab.TestLearn) }
 // Linux bridge, trestle's eBPF programs) takes nothing until a frame comes,
 // and its daemon only what its timers do. The benchmarks' other figures
 // are all under load; this is the cost of being there.
-const TestIdle = "idle"
+const TestIdle = lab.TestIdle
 
 // idleSettle lets the set-up's own work (a daemon's start, the first
 // learning frames) end before the window; idleWindow is long enough for

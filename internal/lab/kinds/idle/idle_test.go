@@ -1,7 +1,6 @@
 package idle
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -55,31 +54,20 @@ func TestIdleSection(t *testing.T) {
 		res("ovs", 1.0, 102400, "ovs-vswitchd (pid 5)", 1, 0.1),
 		{DUT: "ovs", Test: TestIdle, Error: "idle: ovs-vswitchd is not running"},
 	}}
-	b, err := json.Marshal(run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back lab.Run
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	term, md := lab.Sections(&back)
-	if len(term) != 1 || len(md) != 1 {
-		t.Fatalf("sections: %q %q", term, md)
-	}
+	term, md := labtest.Section(t, run)
 	for _, want := range []string{
 		"idle, no traffic for 3s",
 		"direct       none (the kernel's)  -                    -              3.0%                   1",
 		"trestle:xdp  trestle              2.0%                 31.0 MiB       3.0%                   3",
 		"ovs          ovs-vswitchd         100.0%               100.0 MiB      55.0%                  1 (1 failed: idle: ovs-vswitchd is not running)",
 	} {
-		if !strings.Contains(term[0], want) {
-			t.Errorf("terminal lacks %q:\n%s", want, term[0])
+		if !strings.Contains(term, want) {
+			t.Errorf("terminal lacks %q:\n%s", want, term)
 		}
 	}
 	for _, want := range []string{"## Idle", "| trestle:xdp | trestle | 2.0% | 31.0 MiB | 3.0% | 3 |", "| direct | none (the kernel's) | - | - | 3.0% | 1 |"} {
-		if !strings.Contains(md[0], want) {
-			t.Errorf("report.md lacks %q:\n%s", want, md[0])
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
 	}
 	if term, md := lab.Sections(&lab.Run{DUTs: []string{"direct"}, Results: []lab.Result{{DUT: "direct", Test: lab.TestThroughput, Value: 1}}}); term != nil || md != nil {

@@ -21,7 +21,7 @@ type Kind struct {
 }
 
 // TestTable: throughput to addresses spread over a table of N learned ones.
-const TestTable = "table"
+const TestTable = lab.TestTable
 
 func (Kind) Name() string { return TestTable }
 

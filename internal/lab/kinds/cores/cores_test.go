@@ -1,28 +1,34 @@
-package lab
+package cores
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/lab/labtest"
 )
+
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 // TestCoresScenario: the preset, its counts, its estimate and its checks,
 // without privileges.
 func TestCoresScenario(t *testing.T) {
-	s := Scenarios["cores"]
-	if !s.has(TestCores) || s.Hosts != 2 || len(countsOf(s)) == 0 || countsOf(s)[0] != 1 || !slices.Contains(SpecTexts(s.DUTs), "trestle:xdp") || !slices.Contains(SpecTexts(s.DUTs), "direct") {
+	s := lab.Scenarios["cores"]
+	if !s.Has(lab.TestCores) || s.Hosts != 2 || len(countsOf(s)) == 0 || countsOf(s)[0] != 1 || !slices.Contains(lab.SpecTexts(s.DUTs), "trestle:xdp") || !slices.Contains(lab.SpecTexts(s.DUTs), "direct") {
 		t.Errorf("cores: %+v", s)
 	}
-	cpus, err := AllowedCPUs()
+	cpus, err := lab.AllowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := slices.Max(countsOf(s)); got != len(cpus) {
 		t.Errorf("default counts %v: the largest should be every CPU the process may use (%d)", countsOf(s), len(cpus))
 	}
-	if err := s.CheckCores("auto"); err != nil {
+	if err := s.CheckPlacement("auto"); err != nil {
 		t.Error(err)
 	}
 	for n, want := range map[int][]int{1: {1}, 2: {1, 2}, 6: {1, 2, 4, 6}, 8: {1, 2, 4, 8}} {
@@ -44,45 +50,19 @@ func TestCoresScenario(t *testing.T) {
 			t.Errorf("checkCoreCounts(%v, 2): %v, want %q", c.counts, err, c.want)
 		}
 	}
-	if err := s.CheckCores("split"); err == nil || !strings.Contains(err.Error(), "split would move the forwarding") {
+	if err := s.CheckPlacement("split"); err == nil || !strings.Contains(err.Error(), "split would move the forwarding") {
 		t.Errorf("placement split: %v", err)
 	}
 	bad := s
 	setCounts(&bad, []int{len(cpus) + 1})
-	if err := bad.CheckCores("auto"); err == nil || !strings.Contains(err.Error(), "CPUs asked for") {
+	if err := bad.CheckPlacement("auto"); err == nil || !strings.Contains(err.Error(), "CPUs asked for") {
 		t.Errorf("a count above the machine's CPUs: %v", err)
 	}
 	if _, err := coresPlacement(coresOf(bad), "auto"); err == nil {
 		t.Errorf("placement for a count above the machine's CPUs")
 	}
 
-	// Every veth end gets the largest count's queues, direct's too; other
-	// scenarios keep one.
-	setCounts(&s, []int{1, 2})
-	if q := s.shape(mustSpec("direct"), 0).Queues; q != 2 {
-		t.Errorf("direct's queues %d, want 2", q)
-	}
-	if q := s.shape(mustSpec("trestle:xdp"), 1).Queues; q != 2 {
-		t.Errorf("the bridge's queues %d, want 2", q)
-	}
-	if q := Scenarios["quick"].shape(mustSpec("trestle:xdp"), 1).Queues; q != 0 {
-		t.Errorf("quick's queues %d, want 0 (one)", q)
-	}
-	// Open vSwitch's AF_XDP ports get a socket on every queue.
-	tp := &Topo{Shape: Shape{Queues: 2}, Bridges: []Bridge{{Name: "br1", Ports: []string{"p1", "p2"}}}}
-	if args := strings.Join(ovsArgs(tp, &Env{DUTCPU: 1}, "afxdp"), " "); strings.Count(args, "options:n_rxq=2") != 2 {
-		t.Errorf("ovs-vsctl args lack n_rxq=2 on both ports:\n%s", args)
-	}
-	tp.Shape.Queues = 0
-	if args := strings.Join(ovsArgs(tp, &Env{DUTCPU: 1}, "afxdp"), " "); strings.Contains(args, "n_rxq") {
-		t.Errorf("n_rxq with one queue:\n%s", args)
-	}
-
-	var total time.Duration
-	for _, u := range plan(s) {
-		total += estimate(s, u)
-	}
-	if total < 5*time.Minute || total > 25*time.Minute {
+	if total := s.Estimate(); total < 5*time.Minute || total > 25*time.Minute {
 		t.Errorf("cores on 2 CPUs estimated at %v", total)
 	}
 }
@@ -91,11 +71,11 @@ func TestCoresScenario(t *testing.T) {
 // own on the one after the largest count, or the last where none is spare;
 // the notes say which.
 func TestCoresPlacement(t *testing.T) {
-	cpus, err := AllowedCPUs()
+	cpus, err := lab.AllowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Scenarios["cores"]
+	s := lab.Scenarios["cores"]
 	setCounts(&s, []int{1})
 	p, err := coresPlacement(coresOf(s), "auto")
 	if err != nil {
@@ -119,25 +99,22 @@ func TestCoresPlacement(t *testing.T) {
 	if p.DUTCPU != cpus[len(cpus)-1] || !strings.Contains(strings.Join(coresNotes(coresOf(s), p), "\n"), "no CPU to spare") {
 		t.Errorf("every CPU a generator's: %+v %q", p, coresNotes(coresOf(s), p))
 	}
-	if got := (TrialSpec{}).genCPUs(p); !slices.Equal(got, []int{p.GenCPU}) {
-		t.Errorf("a trial without CPUs runs on %v", got)
-	}
 }
 
 // TestExecuteCores runs the cores test for real, short: the straight path
 // and the floor (no daemon to build) forward at 1 and 2 CPUs, each figure
 // with its record, its CPUs and every trial; nothing is left behind.
 func TestExecuteCores(t *testing.T) {
-	requireRoot(t)
-	cpus, err := AllowedCPUs()
+	labtest.RequireRoot(t)
+	cpus, err := lab.AllowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	counts := DefaultCoreCounts(min(len(cpus), 2))
-	sc := Scenario{Name: "test", DUTs: MustSpecs("direct", "floor"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{CoresTest{Counts: counts}},
-		Reps: 1, Timing: tinyTiming()}
-	before := ours(t, runPrefix)
-	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "auto", WorkDir: t.TempDir()})
+	sc := lab.Scenario{Name: "test", DUTs: lab.MustSpecs("direct", "floor"), Hosts: 2, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{Kind{Counts: counts}},
+		Reps: 1, Timing: lab.TinyTiming()}
+	before := labtest.Ours(t)
+	run, err := lab.Execute(context.Background(), lab.Config{Scenario: sc, Placement: "auto", WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +124,8 @@ func TestExecuteCores(t *testing.T) {
 			t.Errorf("%s %s %s: %s", r.DUT, r.Test, r.Param, r.Error)
 			continue
 		}
-		c := r.Cores
-		if r.Test != TestCores || c == nil {
+		c := &Record{}
+		if r.Test != lab.TestCores || r.RecordOf(c) != nil {
 			t.Errorf("%s: %s %s without a cores record", r.DUT, r.Test, r.Param)
 			continue
 		}
@@ -161,7 +138,7 @@ func TestExecuteCores(t *testing.T) {
 			t.Errorf("%s: record %+v, param %q", r.DUT, c, r.Param)
 		}
 	}
-	for _, d := range SpecTexts(sc.DUTs) {
+	for _, d := range lab.SpecTexts(sc.DUTs) {
 		if !slices.Equal(seen[d], counts) {
 			t.Errorf("%s: figures at %v CPUs, want %v", d, seen[d], counts)
 		}
@@ -172,20 +149,37 @@ func TestExecuteCores(t *testing.T) {
 	if !strings.Contains(strings.Join(run.Notes, "\n"), "each of those CPUs also runs the DUT's forwarding") {
 		t.Errorf("notes: %q", run.Notes)
 	}
-	if left := ours(t, runPrefix); len(left) != len(before) {
+	if left := labtest.Ours(t); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }
 
 // setCounts sets the CPU counts of s's cores test.
-func setCounts(s *Scenario, counts []int) {
-	Configure(s, func(k CoresTest) CoresTest { k.Counts = counts; return k })
+func setCounts(s *lab.Scenario, counts []int) {
+	lab.Configure(s, func(k Kind) Kind { k.Counts = counts; return k })
 }
 
 // coresOf is s's cores test; countsOf its CPU counts.
-func coresOf(s Scenario) CoresTest {
-	k, _ := TestOf[CoresTest](s)
+func coresOf(s lab.Scenario) Kind {
+	k, _ := lab.TestOf[Kind](s)
 	return k
 }
 
-func countsOf(s Scenario) []int { return coresOf(s).Counts }
+func countsOf(s lab.Scenario) []int { return coresOf(s).Counts }
+
+// TestOldRecord: a cores result recorded before the registry (its record
+// under "cores", as docs/lab/cores.json has it) loads, and its row reads
+// its record.
+func TestOldRecord(t *testing.T) {
+	old := `{"duts": ["direct"], "results": [{"dut": "direct", "rep": 1, "chain": 0, "test": "cores", "param": "64 cpus=1", "value": 3990218.8271477884, "unit": "pps",
+	"cpu_busy": [0.998003992015968, 0.1661600810536981],
+	"cores": {"frame_size": "64", "cpus": 1, "gen_cpus": [0], "flows": 1, "src_ports": "1024", "queues": 2, "dut_cpu": 1, "dut_cpu_shared": false, "seconds": 13.087278221, "other_cpu_seconds": 0}}]}`
+	var run lab.Run
+	if err := json.Unmarshal([]byte(old), &run); err != nil {
+		t.Fatal(err)
+	}
+	rows := Cores(&run)
+	if len(rows) != 1 || rows[0].Size != "64" || len(rows[0].Cells) != 1 || rows[0].Cells[0].CPUs != 1 || rows[0].Cells[0].Median != 3990218.8271477884 || rows[0].Cells[0].Seconds != 13.087278221 {
+		t.Fatalf("rows of an old run: %+v", rows)
+	}
+}

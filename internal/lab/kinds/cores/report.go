@@ -1,4 +1,4 @@
-package lab
+package cores
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
@@ -15,7 +16,7 @@ import (
 // at each CPU count, over the repetitions.
 type CoresRow struct {
 	DUT   string
-	Size  FrameSize
+	Size  lab.FrameSize
 	Cells []*CoresCell // by CPU count, ascending
 }
 
@@ -36,23 +37,24 @@ type CoresCell struct {
 }
 
 // Cores gathers a run's cores results, DUTs in the run's order.
-func Cores(run *Run) []*CoresRow {
+func Cores(run *lab.Run) []*CoresRow {
 	var rows []*CoresRow
 	index := map[string]*CoresRow{}
 	for _, r := range run.Results {
-		if r.Test != TestCores || r.Cores == nil {
+		var rec Record
+		if r.Test != lab.TestCores || r.RecordOf(&rec) != nil {
 			continue
 		}
-		k := r.DUT + "|" + string(r.Cores.FrameSize)
+		k := r.DUT + "|" + string(rec.FrameSize)
 		row := index[k]
 		if row == nil {
-			row = &CoresRow{DUT: r.DUT, Size: r.Cores.FrameSize}
+			row = &CoresRow{DUT: r.DUT, Size: rec.FrameSize}
 			index[k] = row
 			rows = append(rows, row)
 		}
-		i := slices.IndexFunc(row.Cells, func(c *CoresCell) bool { return c.CPUs == r.Cores.CPUs })
+		i := slices.IndexFunc(row.Cells, func(c *CoresCell) bool { return c.CPUs == rec.CPUs })
 		if i < 0 {
-			row.Cells = append(row.Cells, &CoresCell{CPUs: r.Cores.CPUs})
+			row.Cells = append(row.Cells, &CoresCell{CPUs: rec.CPUs})
 			i = len(row.Cells) - 1
 		}
 		c := row.Cells[i]
@@ -68,23 +70,23 @@ func Cores(run *Run) []*CoresRow {
 		for j, v := range r.CPU {
 			c.CPU[j] += v
 		}
-		c.DUTShared = c.DUTShared || r.Cores.DUTShared
-		c.OtherCPU += r.Cores.OtherCPU
-		c.Seconds += r.Cores.Seconds
+		c.DUTShared = c.DUTShared || rec.DUTShared
+		c.OtherCPU += rec.OtherCPU
+		c.Seconds += rec.Seconds
 	}
 	for _, row := range rows {
 		slices.SortFunc(row.Cells, func(a, b *CoresCell) int { return a.CPUs - b.CPUs })
 		for _, c := range row.Cells {
 			c.Median = math.NaN()
 			if len(c.Values) > 0 {
-				c.Median = Median(c.Values)
+				c.Median = lab.Median(c.Values)
 			}
 			for j := range c.CPU {
 				c.CPU[j] /= float64(c.reps)
 			}
 		}
 	}
-	slices.SortStableFunc(rows, func(a, b *CoresRow) int { return DUTOrder(run, a.DUT) - DUTOrder(run, b.DUT) })
+	slices.SortStableFunc(rows, func(a, b *CoresRow) int { return lab.DUTOrder(run, a.DUT) - lab.DUTOrder(run, b.DUT) })
 	return rows
 }
 
@@ -108,11 +110,6 @@ func (r *CoresRow) name(sizes int) string {
 	return r.DUT
 }
 
-// hasOwnThread says whether a DUT forwards on a thread of its own (on the
-// DUT's CPU) rather than on the CPU the frame arrived on: Open vSwitch's
-// userspace datapath, its PMD thread.
-func hasOwnThread(dut string) bool { return strings.HasPrefix(dut, "ovs") }
-
 func cpusText(n int) string {
 	if n == 1 {
 		return "1 CPU"
@@ -131,11 +128,11 @@ func (c *CoresCell) figure() string {
 	if len(c.Values) == 0 {
 		return "no figure"
 	}
-	return Figure(c.Median, "pps")
+	return lab.Figure(c.Median, "pps")
 }
 
 // coresRowOf is the row of dut at size, nil if none.
-func coresRowOf(rows []*CoresRow, dut string, size FrameSize) *CoresRow {
+func coresRowOf(rows []*CoresRow, dut string, size lab.FrameSize) *CoresRow {
 	for _, r := range rows {
 		if r.DUT == dut && r.Size == size {
 			return r
@@ -167,7 +164,7 @@ func vsText(c *CoresCell, other *CoresRow) string {
 }
 
 func coresSizes(rows []*CoresRow) int {
-	var sizes []FrameSize
+	var sizes []lab.FrameSize
 	for _, r := range rows {
 		if !slices.Contains(sizes, r.Size) {
 			sizes = append(sizes, r.Size)
@@ -194,7 +191,7 @@ func coresDetail(rows []*CoresRow) (head []string, cells [][]string) {
 		for _, c := range r.Cells {
 			var all []string
 			for _, v := range c.Values {
-				all = append(all, Figure(v, "pps"))
+				all = append(all, lab.Figure(v, "pps"))
 			}
 			if n := len(c.Errors); n > 0 {
 				all = append(all, fmt.Sprintf("%d without a zero-loss rate", n))
@@ -203,7 +200,7 @@ func coresDetail(rows []*CoresRow) (head []string, cells [][]string) {
 			for _, b := range bases {
 				line = append(line, vsText(c, coresRowOf(rows, b, r.Size)))
 			}
-			cells = append(cells, append(line, CPUText(c.CPU), strings.Join(all, " ")))
+			cells = append(cells, append(line, lab.CPUText(c.CPU), strings.Join(all, " ")))
 		}
 	}
 	return head, cells
@@ -212,19 +209,19 @@ func coresDetail(rows []*CoresRow) (head []string, cells [][]string) {
 // coresWarnings are the figures that are missing, the counts at which a
 // DUT's own forwarding thread shared a CPU with the generator, and the
 // CPU time other processes took.
-func coresWarnings(run *Run, rows []*CoresRow) []string {
+func coresWarnings(run *lab.Run, rows []*CoresRow) []string {
 	var out []string
 	sizes := coresSizes(rows)
 	for _, r := range rows {
 		var shared []string
 		for _, c := range r.Cells {
 			for _, e := range c.Errors {
-				out = append(out, fmt.Sprintf("no figure: %s at %s: %s", r.name(sizes), cpusText(c.CPUs), FirstLine(e)))
+				out = append(out, fmt.Sprintf("no figure: %s at %s: %s", r.name(sizes), cpusText(c.CPUs), lab.FirstLine(e)))
 			}
-			if c.DUTShared && hasOwnThread(r.DUT) {
+			if c.DUTShared && lab.CapsOf(r.DUT).OwnThread {
 				shared = append(shared, fmt.Sprint(c.CPUs))
 			}
-			if n := othersNote(c.OtherCPU, c.Seconds, run.Machine.CPUs); n != "" {
+			if n := lab.OthersNote(c.OtherCPU, c.Seconds, run.Machine.CPUs); n != "" {
 				out = append(out, fmt.Sprintf("note: %s at %s: %s", r.name(sizes), cpusText(c.CPUs), n))
 			}
 		}
@@ -241,16 +238,16 @@ func coresHeadline(rows []*CoresRow) string {
 		cpusText(rows[0].base().CPUs))
 }
 
-func terminalCores(w io.Writer, run *Run, rows []*CoresRow) {
+func terminalCores(w io.Writer, run *lab.Run, rows []*CoresRow) {
 	if len(rows) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\n%s:\n", coresHeadline(rows))
 	head, cells := coresDetail(rows)
-	TerminalRows(w, head, cells, coresWarnings(run, rows))
+	lab.TerminalRows(w, head, cells, coresWarnings(run, rows))
 }
 
-func markdownCores(b *bytes.Buffer, dir string, run *Run, rows []*CoresRow) error {
+func markdownCores(b *bytes.Buffer, dir string, run *lab.Run, rows []*CoresRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -282,8 +279,8 @@ func markdownCores(b *bytes.Buffer, dir string, run *Run, rows []*CoresRow) erro
 			case len(c.Values) == 0:
 				line = append(line, "no figure")
 			default:
-				cell := fmt.Sprintf("%s (%s)", Figure(c.Median, "pps"), factorText(r.Scaling(c)))
-				if c.DUTShared && hasOwnThread(r.DUT) {
+				cell := fmt.Sprintf("%s (%s)", lab.Figure(c.Median, "pps"), factorText(r.Scaling(c)))
+				if c.DUTShared && lab.CapsOf(r.DUT).OwnThread {
 					cell += ", PMD shares a CPU"
 				}
 				line = append(line, cell)
@@ -291,26 +288,26 @@ func markdownCores(b *bytes.Buffer, dir string, run *Run, rows []*CoresRow) erro
 		}
 		matrix = append(matrix, line)
 	}
-	MarkdownRows(b, head, matrix, nil)
+	lab.MarkdownRows(b, head, matrix, nil)
 	b.WriteString("\nEvery figure, with each CPU's busy share in the confirmation trial (from /proc/stat; the mean over the repetitions) and the ratios to direct and to the floor at the same count:\n\n")
 	dh, cells := coresDetail(rows)
 	for i := range dh {
 		dh[i] = strings.ToLower(dh[i])
 	}
-	MarkdownRows(b, dh, cells, coresWarnings(run, rows))
+	lab.MarkdownRows(b, dh, cells, coresWarnings(run, rows))
 	charts, err := coresCharts(dir, rows)
 	if err != nil {
 		return err
 	}
-	EmbedCharts(b, charts)
+	lab.EmbedCharts(b, charts)
 	return nil
 }
 
 // coresCharts draw the zero-loss rate against the CPU count, a line per
 // DUT (the repetitions' spread as error bars), and the factor over the
 // fewest CPUs against the count, with perfect scaling dashed.
-func coresCharts(dir string, rows []*CoresRow) ([]Chart, error) {
-	var out []Chart
+func coresCharts(dir string, rows []*CoresRow) ([]lab.Chart, error) {
+	var out []lab.Chart
 	var ticks []float64
 	for _, r := range rows {
 		for _, c := range r.Cells {
@@ -348,7 +345,7 @@ func coresCharts(dir string, rows []*CoresRow) ([]Chart, error) {
 		file string
 		c    svg.LineChart
 	}{{"cores-throughput.svg", tput}, {"cores-scaling.svg", scale}} {
-		if err := SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
+		if err := lab.SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
 			return out, err
 		}
 	}
@@ -357,14 +354,14 @@ func coresCharts(dir string, rows []*CoresRow) ([]Chart, error) {
 
 // Section is the cores kind's section for the terminal; its Markdown, with
 // charts, is SectionIn's (ChartReporter).
-func (CoresTest) Section(run *Run) (terminal, markdown string) {
+func (Kind) Section(run *lab.Run) (terminal, markdown string) {
 	var t strings.Builder
 	terminalCores(&t, run, Cores(run))
 	return t.String(), ""
 }
 
 // SectionIn is the cores section of report.md, its charts written into dir.
-func (CoresTest) SectionIn(dir string, run *Run) (string, error) {
+func (Kind) SectionIn(dir string, run *lab.Run) (string, error) {
 	var b bytes.Buffer
 	err := markdownCores(&b, dir, run, Cores(run))
 	return b.String(), err

@@ -1,4 +1,4 @@
-package lab
+package restart
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
@@ -21,29 +22,32 @@ type RestartRow struct {
 	Rate      float64 // the stream's rate (the first repetition's)
 	Load      float64 // of the measured throughput; 0: a fixed rate
 	Watched   bool    // a third host counted the floods
-	Events    []RestartEvent
+	Events    []lab.RestartEvent
 	Sum       EventSummary
 	Errors    []string
 }
 
 // Restarts gathers a run's restart results: one row per DUT and event
 // kind, DUTs in the run's order, kinds in the order they ran.
-func Restarts(run *Run) []*RestartRow {
+func Restarts(run *lab.Run) []*RestartRow {
 	var rows []*RestartRow
 	index := map[string]*RestartRow{}
 	for _, r := range run.Results {
-		if r.Test != TestRestart || r.Restart == nil {
+		if r.Test != lab.TestRestart || len(r.Record) == 0 {
+			continue
+		}
+		var rec Record
+		if err := r.RecordOf(&rec); err != nil {
 			continue
 		}
 		k := r.DUT + "|" + r.Param
 		row := index[k]
 		if row == nil {
-			rec := r.Restart
 			row = &RestartRow{DUT: r.DUT, Kind: r.Param, What: rec.What, Rate: rec.RatePPS, Load: rec.Load, Watched: rec.Watched}
 			index[k] = row
 			rows = append(rows, row)
 		}
-		row.Events = append(row.Events, r.Restart.Events...)
+		row.Events = append(row.Events, rec.Events...)
 		if r.Error != "" {
 			row.Errors = append(row.Errors, r.Error)
 		}
@@ -66,20 +70,20 @@ func (r *RestartRow) cells() []string {
 	s := r.Sum
 	flood := []string{"-", "-", "-"}
 	if r.Watched {
-		flood = []string{CountText(float64(s.FloodedMax)), CountText(s.FloodedMedian), CountText(float64(s.FloodedTotal))}
+		flood = []string{lab.CountText(float64(s.FloodedMax)), lab.CountText(s.FloodedMedian), lab.CountText(float64(s.FloodedTotal))}
 	}
 	back := "- (no daemon)"
 	if s.BackMedian > 0 {
 		back = s.BackMedian.Round(time.Millisecond).String()
-	} else if r.Kind != EventNone {
+	} else if r.Kind != lab.EventNone {
 		back = "-"
 	}
-	stream := fmt.Sprintf("%s, %s frames an event", Figure(r.Rate, "pps"), svg.SI(s.SentMedian))
+	stream := fmt.Sprintf("%s, %s frames an event", lab.Figure(r.Rate, "pps"), svg.SI(s.SentMedian))
 	if r.Load > 0 {
-		stream = fmt.Sprintf("%s (%.0f%% of its throughput), %s frames an event", Figure(r.Rate, "pps"), 100*r.Load, svg.SI(s.SentMedian))
+		stream = fmt.Sprintf("%s (%.0f%% of its throughput), %s frames an event", lab.Figure(r.Rate, "pps"), 100*r.Load, svg.SI(s.SentMedian))
 	}
 	return append([]string{r.DUT, r.Kind, fmt.Sprint(s.Events),
-		CountText(float64(s.LostMax)), CountText(s.LostMedian), CountText(float64(s.LostTotal))},
+		lab.CountText(float64(s.LostMax)), lab.CountText(s.LostMedian), lab.CountText(float64(s.LostTotal))},
 		append(flood, back, stream)...)
 }
 
@@ -87,13 +91,13 @@ var restartHead = []string{"DUT", "EVENT", "EVENTS", "LOST: MAX", "MEDIAN", "TOT
 
 func terminalRestarts(w io.Writer, rows []*RestartRow) {
 	fmt.Fprintf(w, "\nframes lost and flooded to h3 per event (each event has its own stream; back after: the median, signal to the daemon answering):\n")
-	tw := NewTable(restartHead...)
+	tw := lab.NewTable(restartHead...)
 	for _, r := range rows {
 		tw.Add(r.cells()...)
 	}
 	tw.Write(w)
 	for _, r := range rows {
-		if r.Kind == EventUpgrade || r.Kind == EventNone {
+		if r.Kind == lab.EventUpgrade || r.Kind == lab.EventNone {
 			fmt.Fprintf(w, "  %s %s: %s\n", r.DUT, r.Kind, r.What)
 		}
 	}
@@ -109,9 +113,9 @@ func restartWarnings(rows []*RestartRow) []string {
 	var out []string
 	for _, r := range rows {
 		for _, e := range r.Errors {
-			out = append(out, fmt.Sprintf("failed: %s %s: %s", r.DUT, r.Kind, FirstLine(e)))
+			out = append(out, fmt.Sprintf("failed: %s %s: %s", r.DUT, r.Kind, lab.FirstLine(e)))
 		}
-		if !CapsOf(r.DUT).Subject && r.Kind != EventNone {
+		if !lab.CapsOf(r.DUT).Subject && r.Kind != lab.EventNone {
 			continue // a peer's losses are the finding, not a warning
 		}
 		var bad []string
@@ -170,7 +174,7 @@ func markdownRestarts(b *bytes.Buffer, rows []*RestartRow) {
 
 // Section is the restart kind's report section: the events' losses and
 // floods by DUT (Reporter).
-func (RestartTest) Section(run *Run) (terminal, markdown string) {
+func (Kind) Section(run *lab.Run) (terminal, markdown string) {
 	rows := Restarts(run)
 	if len(rows) == 0 {
 		return "", ""
@@ -184,4 +188,4 @@ func (RestartTest) Section(run *Run) (terminal, markdown string) {
 
 // Twins: the frames flooded in each event are results of their own, in
 // the restart section too.
-func (RestartTest) Twins() []string { return []string{TestRestartFlooded} }
+func (Kind) Twins() []string { return []string{TestRestartFlooded} }

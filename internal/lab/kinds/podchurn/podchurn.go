@@ -1,4 +1,6 @@
-package lab
+// Package podchurn is the lab's pod-churn kind: CNI ADDs and DELs timed,
+// the trestle plugin against the bridge plugin.
+package podchurn
 
 import (
 	"context"
@@ -10,7 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/trestle/trestle/internal/lab"
 )
+
+func init() { lab.Register(Kind{}, lab.TestPortScale) }
 
 // TestPodChurn: pods coming and going on a bridge as a container runtime
 // makes them (issue 28's lab): Pods CNI ADDs, one after another, then
@@ -19,20 +25,16 @@ import (
 // trestle DUT, the `bridge` plugin (Debian's containernetworking-plugins,
 // /usr/lib/cni) on the Linux bridge. Each pod is a namespace of the
 // unit's, gone with it.
-const TestPodChurn = "pod-churn"
+const TestPodChurn = lab.TestPodChurn
 
-// BridgePluginDir is where Debian's containernetworking-plugins puts the
-// `bridge` plugin.
-const BridgePluginDir = "/usr/lib/cni"
-
-// PodChurnTest is the pod-churn kind: Pods ADDs then as many DELs.
-type PodChurnTest struct {
+// Kind is the pod-churn kind: Pods ADDs then as many DELs.
+type Kind struct {
 	Pods int
 }
 
-// PodChurnRecord is a pod-churn result's record: each ADD's and DEL's
+// Record is a pod-churn result's record: each ADD's and DEL's
 // time, in seconds, in the order they ran.
-type PodChurnRecord struct {
+type Record struct {
 	Plugin string    `json:"plugin"`
 	Add    []float64 `json:"add"`
 	Del    []float64 `json:"del"`
@@ -42,67 +44,63 @@ type PodChurnRecord struct {
 	Stopped string `json:"stopped,omitempty"`
 }
 
-func (PodChurnTest) Name() string { return TestPodChurn }
+func (Kind) Name() string { return TestPodChurn }
 
-func (PodChurnTest) Preset() Scenario { return podChurnPreset }
+func (Kind) Preset() lab.Scenario { return podChurnPreset }
 
 // PodChurnDefault is the pods of a churn when --pods does not say (issue
 // 28's lab).
 const PodChurnDefault = 100
 
-var podChurnPreset = Scenario{
+var podChurnPreset = lab.Scenario{
 	Name: "pod-churn", Title: "Pod churn: CNI ADDs and DELs, the trestle plugin against the bridge plugin",
 	About: "a 2-port bridge, then 100 pods (--pods) attached one after another through cnitool with host-local and detached again, each ADD and DEL timed (median, p99): " +
 		"the trestle plugin on trestle, the bridge plugin on the Linux bridge; goal: a trestle ADD's and DEL's median and p99 each at most 1.2x the bridge plugin's (the churn of port-scale, alone)",
-	DUTs:  MustSpecs("linux-bridge", "trestle"),
-	Hosts: 2, Chain: []int{1}, Tests: []Kind{PodChurnTest{Pods: PodChurnDefault}}, Reps: 3, Timing: DefaultTiming,
+	DUTs:  lab.MustSpecs("linux-bridge", "trestle"),
+	Hosts: 2, Chain: []int{1}, Tests: []lab.Kind{Kind{Pods: PodChurnDefault}}, Reps: 3, Timing: lab.DefaultTiming,
 }
 
 // Flags: --pods, the churn's pod count; a scenario without a churn
 // refuses it.
-func (PodChurnTest) Flags() []Flag {
-	return []Flag{{
-		Name: "pods", Type: FlagInt, Lo: 1, Hi: 4096, For: "the pod-churn and port-scale scenarios",
+func (Kind) Flags() []lab.Flag {
+	return []lab.Flag{{
+		Name: "pods", Type: lab.FlagInt, Lo: 1, Hi: 4096, For: "the pod-churn and port-scale scenarios",
 		Usage: fmt.Sprintf("pod-churn (and port-scale's churn): the pods added then deleted (default %d)", PodChurnDefault),
-		Set:   Sets(func(p PodChurnTest, n int) (PodChurnTest, error) { p.Pods = n; return p, nil }),
+		Set:   lab.Sets(func(p Kind, n int) (Kind, error) { p.Pods = n; return p, nil }),
 	}}
 }
 
 // Needs: after the unit's packet tests, on the unit's bridge.
-func (PodChurnTest) Needs(Scenario) Needs { return Needs{Phase: Stack} }
+func (Kind) Needs(lab.Scenario) lab.Needs { return lab.Needs{Phase: lab.Stack} }
 
 // Estimate: about 50 ms a CNI call.
-func (p PodChurnTest) Estimate(Scenario, Spec) time.Duration {
+func (p Kind) Estimate(lab.Scenario, lab.Spec) time.Duration {
 	return time.Duration(2*p.Pods) * 50 * time.Millisecond
 }
 
-func (p PodChurnTest) Describe(Scenario) string {
+func (p Kind) Describe(lab.Scenario) string {
 	return fmt.Sprintf("Pods:     %d CNI ADDs then %d DELs (cnitool, host-local IPAM): the trestle plugin on trestle, the bridge plugin on the Linux bridge", p.Pods, p.Pods)
 }
 
-func (PodChurnTest) Prepare(s Scenario) ([]string, error) {
+func (Kind) Prepare(s lab.Scenario) ([]string, error) {
 	return []string{"pod-churn: each ADD and DEL timed from cnitool's start to its exit, one at a time, in the DUT's namespace (cnitool and host-local from bin/tools, scripts/deps.sh tools); " +
-		"the trestle plugin (bin/cni/trestle, beside the lab's trestle) with the daemon's socket, the bridge plugin from " + BridgePluginDir + " (Debian's containernetworking-plugins); a DUT with neither is not run"}, nil
+		"the trestle plugin (bin/cni/trestle, beside the lab's trestle) with the daemon's socket, the bridge plugin from " + lab.BridgePluginDir + " (Debian's containernetworking-plugins); a DUT with neither is not run"}, nil
 }
 
-func (PodChurnTest) Section(run *Run) (terminal, md string) {
+func (Kind) Section(run *lab.Run) (terminal, md string) {
 	return podChurnSection(podChurnRows(run))
 }
 
 // churnSetup is what a unit's DUT runs its pods with: the plugin's type,
 // its keys and CNI_PATH ("" type: the DUT has no plugin).
-func churnSetup(d DUT, tools string) (typ string, keys map[string]any, path string) {
-	switch d := d.(type) {
-	case *trestleDUT:
-		bin := d.own
-		return "trestle", map[string]any{"socket": d.sock}, filepath.Join(filepath.Dir(bin), "cni") + ":" + tools
-	case *linuxBridge:
-		return "bridge", nil, BridgePluginDir + ":" + tools
+func churnSetup(d lab.DUT, tools string) (typ string, keys map[string]any, path string) {
+	if pp, ok := d.(lab.PodPlugin); ok {
+		return pp.PodPlugin(tools)
 	}
 	return "", nil, ""
 }
 
-func (p PodChurnTest) Run(ctx context.Context, u *UnitRun) error {
+func (p Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 	t := u.Rig.T
 	if t.DUT == nil || len(t.Bridges) == 0 {
 		return nil
@@ -123,7 +121,7 @@ func (p PodChurnTest) Run(ctx context.Context, u *UnitRun) error {
 		u.Add(r)
 		return nil
 	}
-	r.Value = 1000 * Median(rec.Add)
+	r.Value = 1000 * lab.Median(rec.Add)
 	if err := r.SetRecord(rec); err != nil {
 		return err
 	}
@@ -131,8 +129,8 @@ func (p PodChurnTest) Run(ctx context.Context, u *UnitRun) error {
 	return nil
 }
 
-func (p PodChurnTest) churn(ctx context.Context, u *UnitRun, typ string, keys map[string]any, cniPath, tools string) (PodChurnRecord, error) {
-	rec := PodChurnRecord{Plugin: typ}
+func (p Kind) churn(ctx context.Context, u *lab.UnitRun, typ string, keys map[string]any, cniPath, tools string) (Record, error) {
+	rec := Record{Plugin: typ}
 	t := u.Rig.T
 	cnitool := filepath.Join(tools, "cnitool")
 	for _, need := range []string{cnitool, filepath.Join(tools, "host-local")} {
@@ -141,8 +139,8 @@ func (p PodChurnTest) churn(ctx context.Context, u *UnitRun, typ string, keys ma
 		}
 	}
 	if typ == "bridge" {
-		if _, err := os.Stat(filepath.Join(BridgePluginDir, "bridge")); err != nil {
-			return rec, fmt.Errorf("pod-churn: no bridge plugin in %s: install Debian's containernetworking-plugins (scripts/deps.sh)", BridgePluginDir)
+		if _, err := os.Stat(filepath.Join(lab.BridgePluginDir, "bridge")); err != nil {
+			return rec, fmt.Errorf("pod-churn: no bridge plugin in %s: install Debian's containernetworking-plugins (scripts/deps.sh)", lab.BridgePluginDir)
 		}
 	}
 	dir, err := os.MkdirTemp(u.Rig.Env.WorkDir, "pod-churn-")
@@ -165,7 +163,7 @@ func (p PodChurnTest) churn(ctx context.Context, u *UnitRun, typ string, keys ma
 		keys = maps.Clone(keys)
 		keys["socket"] = link
 	}
-	name := "churn-" + SafeName(t.DUT.Name)
+	name := "churn-" + lab.SafeName(t.DUT.Name)
 	plugin := map[string]any{"type": typ, "bridge": t.Bridges[0].Name,
 		"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(dir, "ipam"), "ranges": [][]map[string]any{{{"subnet": "10.98.0.0/16"}}}}}
 	for k, v := range keys {
@@ -178,18 +176,18 @@ func (p PodChurnTest) churn(ctx context.Context, u *UnitRun, typ string, keys ma
 	if err := os.WriteFile(filepath.Join(dir, name+".conflist"), b, 0o644); err != nil {
 		return rec, err
 	}
-	call := func(verb string, pod *NS) (time.Duration, error) {
+	call := func(verb string, pod *lab.NS) (time.Duration, error) {
 		cmd := exec.CommandContext(ctx, "nsenter", "--net="+t.DUT.Path, "--", cnitool, verb, name, pod.Path)
 		cmd.Env = append(os.Environ(), "CNI_PATH="+cniPath, "NETCONFPATH="+dir)
 		start := time.Now()
 		out, err := cmd.CombinedOutput()
 		took := time.Since(start)
 		if err != nil {
-			return took, fmt.Errorf("cnitool %s %s: %w: %s", verb, pod.Name, err, FirstLine(strings.TrimSpace(string(out))))
+			return took, fmt.Errorf("cnitool %s %s: %w: %s", verb, pod.Name, err, lab.FirstLine(strings.TrimSpace(string(out))))
 		}
 		return took, nil
 	}
-	pods := make([]*NS, p.Pods)
+	pods := make([]*lab.NS, p.Pods)
 	added, deleted := 0, 0
 	defer func() {
 		// A churn that failed midway takes back what it added.
@@ -237,7 +235,7 @@ type podChurnRow struct {
 	Errors                         []string
 }
 
-func podChurnRows(run *Run) []podChurnRow {
+func podChurnRows(run *lab.Run) []podChurnRow {
 	var out []podChurnRow
 	for _, d := range run.DUTs {
 		row := podChurnRow{DUT: d}
@@ -250,7 +248,7 @@ func podChurnRows(run *Run) []podChurnRow {
 				row.Errors = append(row.Errors, r.Error)
 				continue
 			}
-			var rec PodChurnRecord
+			var rec Record
 			if err := r.RecordOf(&rec); err != nil {
 				row.Errors = append(row.Errors, err.Error())
 				continue
@@ -265,7 +263,7 @@ func podChurnRows(run *Run) []podChurnRow {
 			continue
 		}
 		row.Calls = len(add)
-		row.AddMed, row.AddP99, row.DelMed, row.DelP99 = Quantile(add, 0.5), Quantile(add, 0.99), Quantile(del, 0.5), Quantile(del, 0.99)
+		row.AddMed, row.AddP99, row.DelMed, row.DelP99 = lab.Quantile(add, 0.5), lab.Quantile(add, 0.99), lab.Quantile(del, 0.5), lab.Quantile(del, 0.99)
 		out = append(out, row)
 	}
 	return out
@@ -300,7 +298,7 @@ func podChurnSection(rows []podChurnRow) (terminal, md string) {
 			pods += fmt.Sprintf(" (%d stopped short: %s)", len(r.Stopped), r.Stopped[0])
 		}
 		if len(r.Errors) > 0 {
-			pods += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), FirstLine(r.Errors[0]))
+			pods += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), lab.FirstLine(r.Errors[0]))
 		}
 		if r.Calls == 0 {
 			return []string{r.DUT, "-", "-", "-", "-", "-", "-", pods}
@@ -323,13 +321,13 @@ func podChurnSection(rows []podChurnRow) (terminal, md string) {
 			pass = pass && v <= PodChurnGoal
 		}
 		goals = append(goals, fmt.Sprintf("%s: a trestle ADD %.2fx the bridge plugin's (median), %.2fx (p99); a DEL %.2fx, %.2fx (goal: each at most %.1fx): %s",
-			r.DUT, x[0], x[1], x[2], x[3], PodChurnGoal, PassWord(pass)))
+			r.DUT, x[0], x[1], x[2], x[3], PodChurnGoal, lab.PassWord(pass)))
 	}
 	var cellRows [][]string
 	for _, r := range rows {
 		cellRows = append(cellRows, cells(r))
 	}
-	return TableSection("pod-churn, CNI ADDs then DELs one at a time through cnitool with host-local (median and p99 over every repetition's calls):",
+	return lab.TableSection("pod-churn, CNI ADDs then DELs one at a time through cnitool with host-local (median and p99 over every repetition's calls):",
 		"Pod churn", "CNI ADDs, one after another, then their DELs, each timed from cnitool's start to its exit in the DUT's namespace, with the host-local IPAM plugin: the trestle plugin on trestle, the `bridge` plugin on the Linux bridge. Median and p99 over every repetition's calls, and each against the bridge plugin's.",
 		head, cellRows, goals)
 }

@@ -1,8 +1,8 @@
-package lab
+package macflood
 
-// The mac-flood and soak tests have tables and charts of their own: their
-// figures are a stream's behaviour over time, not medians to compare with
-// the straight path.
+// The mac-flood test has tables and charts of its own: its figures are a
+// stream's behaviour over time, not medians to compare with the straight
+// path.
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
@@ -18,19 +19,20 @@ import (
 type FloodRow struct {
 	DUT   string
 	Rep   int
-	Rec   *FloodRecord
+	Rec   *Record
 	Sum   FloodSummary
 	Error string
 	CPUs  int // the machine's
 }
 
 // Floods gathers a run's mac-flood records, DUTs in the run's order.
-func Floods(run *Run) []*FloodRow {
-	return ResultRows(run, func(r Result) *FloodRow {
-		if r.Test != TestMACFlood || r.Flood == nil {
+func Floods(run *lab.Run) []*FloodRow {
+	return lab.ResultRows(run, func(r lab.Result) *FloodRow {
+		var rec Record
+		if r.Test != lab.TestMACFlood || r.RecordOf(&rec) != nil {
 			return nil
 		}
-		return &FloodRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Flood, Sum: SummarizeFlood(r.Flood), Error: r.Error, CPUs: run.Machine.CPUs}
+		return &FloodRow{DUT: r.DUT, Rep: r.Rep, Rec: &rec, Sum: SummarizeFlood(&rec), Error: r.Error, CPUs: run.Machine.CPUs}
 	}, func(r *FloodRow) string { return r.DUT })
 }
 
@@ -41,12 +43,12 @@ func (r *FloodRow) cells() []string {
 	if r.Rep > 1 {
 		name = fmt.Sprintf("%s (rep %d)", r.DUT, r.Rep)
 	}
-	stream := fmt.Sprintf("%s (%.0f%% of %s)", Figure(rec.RatePPS, "pps"), 100*rec.Load, Figure(rec.Throughput, "pps"))
+	stream := fmt.Sprintf("%s (%.0f%% of %s)", lab.Figure(rec.RatePPS, "pps"), 100*rec.Load, lab.Figure(rec.Throughput, "pps"))
 	if rec.Load == 0 {
-		stream = Figure(rec.RatePPS, "pps")
+		stream = lab.Figure(rec.RatePPS, "pps")
 	}
 	lost := fmt.Sprintf("%d (without: %d)", s.Lost, s.StreamLostWithoutFlood)
-	rate := fmt.Sprintf("%.3f (%s / %s)", s.Ratio, Figure(s.FloodRate, "pps"), Figure(s.BaseRate, "pps"))
+	rate := fmt.Sprintf("%.3f (%s / %s)", s.Ratio, lab.Figure(s.FloodRate, "pps"), lab.Figure(s.BaseRate, "pps"))
 	table := "unmeasurable"
 	if s.MaxLearned >= 0 {
 		table = fmt.Sprintf("%d of %d", s.MaxLearned, rec.MaxEntries)
@@ -64,16 +66,16 @@ func (r *FloodRow) cells() []string {
 	}
 	mem := "no daemon"
 	if rec.Daemon != "" && s.RSSMax > 0 {
-		mem = fmt.Sprintf("%s / %s / %s", KiBText(s.RSSBefore), KiBText(s.RSSMax), KiBText(s.RSSAfter))
+		mem = fmt.Sprintf("%s / %s / %s", lab.KiBText(s.RSSBefore), lab.KiBText(s.RSSMax), lab.KiBText(s.RSSAfter))
 	}
-	flood := fmt.Sprintf("%s / %s", Figure(rec.Flood.FloodOffered, "pps"), svg.SI(float64(rec.Flood.FloodDelivered)))
-	goal := MetText(s.GoalMet)
+	flood := fmt.Sprintf("%s / %s", lab.Figure(rec.Flood.FloodOffered, "pps"), svg.SI(float64(rec.Flood.FloodDelivered)))
+	goal := lab.MetText(s.GoalMet)
 	if r.Error != "" {
 		goal = "failed"
 	}
 	newcomer, ngoal := newcomerText(s.Newcomer), "-"
 	if s.Newcomer != nil {
-		ngoal = MetText(s.NewcomerMet)
+		ngoal = lab.MetText(s.NewcomerMet)
 	}
 	return []string{name, stream, lost, rate, fmt.Sprint(rec.Flood.Flooded), table, statics, side, mem, flood, goal, newcomer, ngoal}
 }
@@ -121,7 +123,7 @@ func terminalFloods(w io.Writer, rows []*FloodRow) {
 	for _, r := range rows {
 		cells = append(cells, r.cells())
 	}
-	TerminalRows(w, floodHead, cells, floodWarnings(rows))
+	lab.TerminalRows(w, floodHead, cells, floodWarnings(rows))
 }
 
 // floodWarnings are the failures and what fell short in trestle (a
@@ -130,14 +132,14 @@ func floodWarnings(rows []*FloodRow) []string {
 	var out []string
 	for _, r := range rows {
 		if r.Error != "" {
-			out = append(out, fmt.Sprintf("failed: %s: %s", r.DUT, FirstLine(r.Error)))
+			out = append(out, fmt.Sprintf("failed: %s: %s", r.DUT, lab.FirstLine(r.Error)))
 		}
 		for _, w := range []FloodWindow{r.Rec.Base, r.Rec.Flood} {
-			if n := othersNote(w.OtherCPU, w.Seconds, r.CPUs); n != "" {
+			if n := lab.OthersNote(w.OtherCPU, w.Seconds, r.CPUs); n != "" {
 				out = append(out, fmt.Sprintf("note: %s, the stream %s: %s", r.DUT, map[bool]string{false: "without the flood", true: "with the flood"}[w.Flood], n))
 			}
 		}
-		if !CapsOf(r.DUT).Subject {
+		if !lab.CapsOf(r.DUT).Subject {
 			continue
 		}
 		s := r.Sum
@@ -164,7 +166,7 @@ func floodWarnings(rows []*FloodRow) []string {
 	return out
 }
 
-func markdownFloods(b *bytes.Buffer, dir string, run *Run, rows []*FloodRow) error {
+func markdownFloods(b *bytes.Buffer, dir string, run *lab.Run, rows []*FloodRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -182,12 +184,12 @@ func markdownFloods(b *bytes.Buffer, dir string, run *Run, rows []*FloodRow) err
 	for _, r := range rows {
 		cells = append(cells, r.cells())
 	}
-	MarkdownRows(b, []string{"DUT", "stream", "lost with the flood", "rate with / without", "flooded to h3", "most learned (of the limit)", "static entries kept",
+	lab.MarkdownRows(b, []string{"DUT", "stream", "lost with the flood", "rate with / without", "flooded to h3", "most learned (of the limit)", "static entries kept",
 		"bridge B learned 1000 addresses, without / with", "daemon RSS before / most / after", "flood rate / frames at h4", "goal", "newcomer: delivered / learned / lost of sent", "newcomer goal"}, cells, floodWarnings(rows))
 	b.WriteString("\nEach DUT's table and what could not be measured:\n\n")
 	for _, r := range rows {
 		rec := r.Rec
-		fmt.Fprintf(b, "- %s: table limit: %s", r.DUT, OrNone(rec.TableLimit))
+		fmt.Fprintf(b, "- %s: table limit: %s", r.DUT, lab.OrNone(rec.TableLimit))
 		if rec.SideLimit != "" && rec.SideLimit != rec.TableLimit {
 			fmt.Fprintf(b, "; bridge B: %s", rec.SideLimit)
 		}
@@ -198,7 +200,7 @@ func markdownFloods(b *bytes.Buffer, dir string, run *Run, rows []*FloodRow) err
 			fmt.Fprintf(b, "; entries evicted by the end of the flood: %d", n.Evicted)
 		}
 		fmt.Fprintf(b, "; flood frames that reached h1 or h2: %d", rec.Flood.FloodLeaked)
-		for _, k := range SortedKeys(rec.Unmeasured) {
+		for _, k := range lab.SortedKeys(rec.Unmeasured) {
 			fmt.Fprintf(b, "; %s not measured: %s", k, rec.Unmeasured[k])
 		}
 		for _, c := range rec.Statics {
@@ -227,11 +229,11 @@ func markdownFloods(b *bytes.Buffer, dir string, run *Run, rows []*FloodRow) err
 				fmt.Fprintf(b, "; %s", w.Note)
 			}
 			if len(w.CPU) > 0 {
-				fmt.Fprintf(b, "; CPU busy %s: %s, other processes' %.1f CPU-s", map[bool]string{false: "without the flood", true: "with it"}[w.Flood], CPUText(w.CPU), w.OtherCPU)
+				fmt.Fprintf(b, "; CPU busy %s: %s, other processes' %.1f CPU-s", map[bool]string{false: "without the flood", true: "with it"}[w.Flood], lab.CPUText(w.CPU), w.OtherCPU)
 			}
 		}
 		if r.Error != "" {
-			fmt.Fprintf(b, "; failed: %s", FirstLine(r.Error))
+			fmt.Fprintf(b, "; failed: %s", lab.FirstLine(r.Error))
 		}
 		b.WriteString("\n")
 	}
@@ -245,19 +247,8 @@ func markdownFloods(b *bytes.Buffer, dir string, run *Run, rows []*FloodRow) err
 	if err != nil {
 		return err
 	}
-	EmbedCharts(b, charts)
+	lab.EmbedCharts(b, charts)
 	return nil
-}
-
-// othersNote says how much of the machine other processes took while a
-// stream of secs ran, if it was more than a twentieth of its CPUs ("":
-// less, or unknown).
-func othersNote(cpu, secs float64, cpus int) string {
-	if cpus <= 0 || secs <= 0 || cpu <= 0.05*secs*float64(cpus) {
-		return ""
-	}
-	return fmt.Sprintf("other processes on the machine used %.1f CPU-seconds of its %d CPUs' %.0f (%.0f%%): its figures are a shared machine's",
-		cpu, cpus, secs*float64(cpus), 100*cpu/(secs*float64(cpus)))
 }
 
 func lastSample(s []FloodSample) *FloodSample {
@@ -270,8 +261,8 @@ func lastSample(s []FloodSample) *FloodSample {
 // floodCharts draw, over the stream with the flood: the flooded bridge's
 // learned addresses against its limit, the stream's rate as a share of its
 // rate without the flood, and the daemons' memory.
-func floodCharts(dir string, run *Run, rows []*FloodRow) ([]Chart, error) {
-	var out []Chart
+func floodCharts(dir string, run *lab.Run, rows []*FloodRow) ([]lab.Chart, error) {
+	var out []lab.Chart
 	table := svg.LineChart{Title: "MAC flood: learned addresses of the flooded bridge", XLabel: "seconds into the stream", YLabel: "learned addresses", XUnit: svg.Plain}
 	rate := svg.LineChart{Title: "MAC flood: the stream's rate at h2, as a share of its rate without the flood", XLabel: "seconds into the stream", YLabel: "rate / rate without the flood", XUnit: svg.Plain}
 	mem := svg.LineChart{Title: "MAC flood: the daemon's resident memory", XLabel: "seconds into the stream", YLabel: "MiB", XUnit: svg.Plain}
@@ -323,7 +314,7 @@ func floodCharts(dir string, run *Run, rows []*FloodRow) ([]Chart, error) {
 		if len(c.c.Series) == 0 {
 			continue
 		}
-		if err := SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
+		if err := lab.SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
 			return out, err
 		}
 	}
@@ -343,7 +334,7 @@ func floodSpan(rows []*FloodRow) float64 {
 
 // Section is the mac-flood kind's section for the terminal; its Markdown,
 // with charts, is SectionIn's (ChartReporter).
-func (MACFloodTest) Section(run *Run) (terminal, markdown string) {
+func (Kind) Section(run *lab.Run) (terminal, markdown string) {
 	var t strings.Builder
 	terminalFloods(&t, Floods(run))
 	return t.String(), ""
@@ -351,7 +342,7 @@ func (MACFloodTest) Section(run *Run) (terminal, markdown string) {
 
 // SectionIn is the mac-flood section of report.md, its charts written
 // into dir.
-func (MACFloodTest) SectionIn(dir string, run *Run) (string, error) {
+func (Kind) SectionIn(dir string, run *lab.Run) (string, error) {
 	var b bytes.Buffer
 	err := markdownFloods(&b, dir, run, Floods(run))
 	return b.String(), err

@@ -1,12 +1,14 @@
-package lab
+package restart
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,28 +18,15 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/instance"
-	"github.com/trestle/trestle/internal/lab/gen"
-	"github.com/trestle/trestle/internal/lab/sink"
+	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/lab/labtest"
 )
 
-// TestEventAccounting: an event's figures from the generator's and the
-// sinks' counts, a kind's summary, its two results, and the watch that
-// decides when a stream has recovered.
-func TestEventAccounting(t *testing.T) {
-	var ev RestartEvent
-	ev.account(gen.Stats{Sent: 1000, DevDropped: 3, Elapsed: time.Second},
-		sink.Snapshot{Received: 992, Lost: 10, Duplicates: 2}, &sink.Snapshot{Received: 7})
-	// 992 counted, 2 of them copies: 990 distinct of 1000 sent.
-	if ev.Lost != 10 || ev.Gaps != 10 || ev.Flooded != 7 || ev.Sent != 1000 || ev.DevDropped != 3 || ev.Offered != 1000 {
-		t.Errorf("account: %+v", ev)
-	}
-	ev = RestartEvent{}
-	ev.account(gen.Stats{Sent: 500}, sink.Snapshot{Received: 500}, nil)
-	if ev.Lost != 0 || ev.Flooded != 0 {
-		t.Errorf("account without loss and without a watching host: %+v", ev)
-	}
+func TestMain(m *testing.M) { labtest.Main(m) }
 
-	evs := []RestartEvent{
+// TestEventSummary: a kind's events summed up, and its two results.
+func TestEventSummary(t *testing.T) {
+	evs := []lab.RestartEvent{
 		{Index: 1, Sent: 100, Lost: 0, Flooded: 0, BackMs: 200},
 		{Index: 2, Sent: 100, Lost: 5, Flooded: 40, BackMs: 300},
 		{Index: 3, Sent: 100, Lost: 0, Flooded: 0, BackMs: 100},
@@ -49,20 +38,22 @@ func TestEventAccounting(t *testing.T) {
 	if s != want {
 		t.Errorf("Summarize:\n got %+v\nwant %+v", s, want)
 	}
-	if s := Summarize([]RestartEvent{{Sent: 9}}); s.BackMedian != 0 || s.LostMax != 0 {
+	if s := Summarize([]lab.RestartEvent{{Sent: 9}}); s.BackMedian != 0 || s.LostMax != 0 {
 		t.Errorf("Summarize of an event with no daemon: %+v", s)
 	}
 
-	var got []Result
-	rec := &RestartRecord{Kind: EventSIGKILL, Watched: true, Events: evs}
-	addRestartResults(Result{DUT: "d", Rep: 1}, rec, nil, func(r Result) { got = append(got, r) })
-	if len(got) != 2 || got[0].Test != TestRestart || got[1].Test != TestRestartFlooded {
+	var got []lab.Result
+	rec := &Record{Kind: lab.EventSIGKILL, Watched: true, Events: evs}
+	if err := addRestartResults(lab.Result{DUT: "d", Rep: 1}, rec, nil, func(r lab.Result) { got = append(got, r) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Test != lab.TestRestart || got[1].Test != TestRestartFlooded {
 		t.Fatalf("results: %+v", got)
 	}
-	if got[0].Value != 5 || !slices.Equal(got[0].PerEvent, []float64{0, 5, 0, 2}) || got[0].Restart != rec || got[0].Param != EventSIGKILL {
+	if got[0].Value != 5 || !slices.Equal(got[0].PerEvent, []float64{0, 5, 0, 2}) || !recordIs(got[0], rec) || got[0].Param != lab.EventSIGKILL {
 		t.Errorf("lost result: %+v", got[0])
 	}
-	if got[1].Value != 40 || !slices.Equal(got[1].PerEvent, []float64{0, 40, 0, 0}) || got[1].Restart != nil {
+	if got[1].Value != 40 || !slices.Equal(got[1].PerEvent, []float64{0, 40, 0, 0}) || len(got[1].Record) != 0 {
 		t.Errorf("flooded result: %+v", got[1])
 	}
 	if !strings.Contains(got[0].Note, "2 of 4 events") || !strings.Contains(got[1].Note, "1 of 4 events") {
@@ -70,48 +61,18 @@ func TestEventAccounting(t *testing.T) {
 	}
 	got = nil
 	rec.Watched = false
-	addRestartResults(Result{}, rec, errors.New("broke"), func(r Result) { got = append(got, r) })
+	if err := addRestartResults(lab.Result{}, rec, errors.New("broke"), func(r lab.Result) { got = append(got, r) }); err != nil {
+		t.Fatal(err)
+	}
 	if len(got) != 1 || got[0].Error != "broke" {
 		t.Errorf("results without a watching host, after an error: %+v", got)
 	}
+}
 
-	// The stream has recovered once it has grown at every poll, with no
-	// new gap, for the tail.
-	t0 := time.Unix(1000, 0)
-	w := newFlowWatch(300*time.Millisecond, t0, 100, 0)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	steps := []struct {
-		ms       int
-		received uint64
-		gaps     int64
-		ok       bool
-	}{
-		{100, 200, 0, false},
-		{200, 200, 0, false}, // nothing arrived: the clean run starts again
-		{300, 300, 0, false},
-		{400, 400, 3, false}, // a gap
-		{500, 500, 3, false},
-		{600, 600, 3, false},
-		{700, 700, 3, true}, // 300ms clean since the gap at 400
-	}
-	for _, st := range steps {
-		if ok := w.observe(at(st.ms), st.received, st.gaps); ok != st.ok {
-			t.Errorf("at %dms (received %d, gaps %d): recovered %v, want %v", st.ms, st.received, st.gaps, ok, st.ok)
-		}
-	}
-
-	evc, err := ParseEvents("sigkill=10, sigterm=10,upgrade=5")
-	if err != nil || FormatEvents(evc) != "sigkill=10,sigterm=10,upgrade=5" {
-		t.Errorf("ParseEvents: %v %v", evc, err)
-	}
-	for _, bad := range []string{"", "sigkill", "sigkill=0", "reboot=1", "sigkill=1,sigkill=2", "upgrade=x"} {
-		if _, err := ParseEvents(bad); err == nil {
-			t.Errorf("ParseEvents(%q) took it", bad)
-		}
-	}
-	if root, err := sourceTree(); err != nil || !isSourceTree(root) {
-		t.Errorf("the source tree from internal/lab: %q, %v", root, err)
-	}
+// recordIs says whether r's record is rec.
+func recordIs(r lab.Result, rec *Record) bool {
+	var got Record
+	return r.RecordOf(&got) == nil && reflect.DeepEqual(&got, rec)
 }
 
 // pinnedBy lists the persisted datapaths and daemon state directories of
@@ -164,11 +125,11 @@ func labSockets(t *testing.T, workDir string) []string {
 
 func requirePersist(t *testing.T) {
 	t.Helper()
-	requireRoot(t)
+	labtest.RequireRoot(t)
 	if _, err := exec.LookPath("nsenter"); err != nil {
 		t.Skip("needs nsenter (util-linux)")
 	}
-	if _, err := EnsureBPFFS(); err != nil {
+	if _, err := lab.EnsureBPFFS(); err != nil {
 		t.Skip(err)
 	}
 }
@@ -178,7 +139,7 @@ func requirePersist(t *testing.T) {
 // flooded, and nothing left pinned afterwards.
 func TestRestartScenario(t *testing.T) {
 	requirePersist(t)
-	bin := trestleBinary(t)
+	bin := labtest.TrestleBinary(t)
 	// The upgrade goes to another file (the same build: a variant would
 	// take a compiler and a minute).
 	other := filepath.Join(t.TempDir(), "trestle-other")
@@ -186,12 +147,12 @@ func TestRestartScenario(t *testing.T) {
 		t.Fatalf("copy the binary: %v %s", err, out)
 	}
 	duts := []string{"trestle:xdp", "trestle"}
-	sc := Scenario{Name: "test", DUTs: MustSpecs(duts...), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
-		Tests: []Kind{RestartTest{Events: []EventCount{{EventSIGKILL, 1}, {EventSIGTERM, 1}, {EventUpgrade, 1}},
+	sc := lab.Scenario{Name: "test", DUTs: lab.MustSpecs(duts...), Hosts: 3, Chain: []int{1}, Sizes: []lab.FrameSize{"64"},
+		Tests: []lab.Kind{Kind{Events: []lab.EventCount{{Kind: lab.EventSIGKILL, Count: 1}, {Kind: lab.EventSIGTERM, Count: 1}, {Kind: lab.EventUpgrade, Count: 1}},
 			Lead: 300 * time.Millisecond, Tail: 300 * time.Millisecond, UpgradeTo: other}},
-		StreamRate: 200e3, Reps: 1, Timing: tinyTiming()}
-	beforeNS, work := ours(t, runPrefix), t.TempDir()
-	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: work})
+		StreamRate: 200e3, Reps: 1, Timing: lab.TinyTiming()}
+	beforeNS, work := labtest.Ours(t), t.TempDir()
+	run, err := lab.Execute(context.Background(), lab.Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: work})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,25 +167,29 @@ func TestRestartScenario(t *testing.T) {
 		if r.Value != 0 {
 			t.Errorf("%s %s %s: %v frames in an event, want 0 (%v)", r.DUT, r.Test, r.Param, r.Value, r.PerEvent)
 		}
-		if r.Test != TestRestart {
+		if r.Test != lab.TestRestart {
 			continue
 		}
-		for _, e := range r.Restart.Events {
+		var rec Record
+		if err := r.RecordOf(&rec); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range rec.Events {
 			if e.Sent == 0 || e.Received != e.Sent || e.BackMs <= 0 || e.ExitMs <= 0 {
 				t.Errorf("%s %s #%d: %+v", r.DUT, r.Param, e.Index, e)
 			}
 			if e.Log != "" {
 				t.Logf("%s %s #%d: daemon logs:\n%s", r.DUT, r.Param, e.Index, e.Log)
 			}
-			if e.Kind == EventUpgrade && (!strings.HasPrefix(e.To, other) || !strings.HasPrefix(e.From, bin)) {
+			if e.Kind == lab.EventUpgrade && (!strings.HasPrefix(e.To, other) || !strings.HasPrefix(e.From, bin)) {
 				t.Errorf("%s upgrade from %q to %q, want from %s to %s", r.DUT, e.From, e.To, bin, other)
 			}
 		}
-		t.Logf("%s %s: %d frames, lost %v, flooded none, back after %.0fms", r.DUT, r.Param, r.Restart.Events[0].Sent, r.PerEvent, r.Restart.Events[0].BackMs)
+		t.Logf("%s %s: %d frames, lost %v, flooded none, back after %.0fms", r.DUT, r.Param, rec.Events[0].Sent, r.PerEvent, rec.Events[0].BackMs)
 	}
 	for _, d := range duts {
-		for _, k := range []string{EventSIGKILL, EventSIGTERM, EventUpgrade} {
-			for _, test := range []string{TestRestart, TestRestartFlooded} {
+		for _, k := range []string{lab.EventSIGKILL, lab.EventSIGTERM, lab.EventUpgrade} {
+			for _, test := range []string{lab.TestRestart, TestRestartFlooded} {
 				if seen[d+" "+test+" "+k] != 1 {
 					t.Errorf("%s: %d %s results for %s, want 1", d, seen[d+" "+test+" "+k], test, k)
 				}
@@ -242,7 +207,7 @@ func TestRestartScenario(t *testing.T) {
 	if left := pinnedBy(t, socks); len(left) != 0 {
 		t.Errorf("left pinned or recorded after the run: %v", left)
 	}
-	if left := ours(t, runPrefix); len(left) != len(beforeNS) {
+	if left := labtest.Ours(t); len(left) != len(beforeNS) {
 		t.Errorf("namespaces left: %v (before: %v)", left, beforeNS)
 	}
 }
@@ -251,11 +216,11 @@ func TestRestartScenario(t *testing.T) {
 // process and nothing pinned.
 func TestRestartCancelled(t *testing.T) {
 	requirePersist(t)
-	bin := trestleBinary(t)
-	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 3, Chain: []int{1}, Sizes: []FrameSize{"64"},
-		Tests:      []Kind{RestartTest{Events: []EventCount{{EventSIGKILL, 100}}, Lead: 200 * time.Millisecond, Tail: 200 * time.Millisecond}},
-		StreamRate: 100e3, Reps: 1, Timing: tinyTiming()}
-	beforeNS, work := ours(t, runPrefix), t.TempDir()
+	bin := labtest.TrestleBinary(t)
+	sc := lab.Scenario{Name: "test", DUTs: lab.MustSpecs("trestle:xdp"), Hosts: 3, Chain: []int{1}, Sizes: []lab.FrameSize{"64"},
+		Tests:      []lab.Kind{Kind{Events: []lab.EventCount{{Kind: lab.EventSIGKILL, Count: 100}}, Lead: 200 * time.Millisecond, Tail: 200 * time.Millisecond}},
+		StreamRate: 100e3, Reps: 1, Timing: lab.TinyTiming()}
+	beforeNS, work := labtest.Ours(t), t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	progress := func(line string) {
@@ -264,14 +229,14 @@ func TestRestartCancelled(t *testing.T) {
 			go func() { time.Sleep(300 * time.Millisecond); cancel() }()
 		}
 	}
-	_, err := Execute(ctx, Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: work, Progress: progress})
+	_, err := lab.Execute(ctx, lab.Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: work, Progress: progress})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v, want the context's", err)
 	}
 	if left := pinnedBy(t, labSockets(t, work)); len(left) != 0 {
 		t.Errorf("left pinned or recorded after a cancelled run: %v", left)
 	}
-	if left := ours(t, runPrefix); len(left) != len(beforeNS) {
+	if left := labtest.Ours(t); len(left) != len(beforeNS) {
 		t.Errorf("namespaces left after a cancelled run: %v", left)
 	}
 }
@@ -280,7 +245,7 @@ func TestRestartCancelled(t *testing.T) {
 // left a namespace and a pinned datapath; Sweep removes both.
 func TestSweepPins(t *testing.T) {
 	requirePersist(t)
-	bin := trestleBinary(t)
+	bin := labtest.TrestleBinary(t)
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
@@ -318,7 +283,7 @@ func TestSweepPins(t *testing.T) {
 	if _, err := os.Stat(st.PinDir); err != nil {
 		t.Fatalf("nothing pinned at %s: %v", st.PinDir, err)
 	}
-	gone, err := Sweep()
+	gone, err := lab.Sweep()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,5 +292,26 @@ func TestSweepPins(t *testing.T) {
 	}
 	if _, err := os.Stat(st.PinDir); !os.IsNotExist(err) {
 		t.Errorf("%s left after Sweep: %v", st.PinDir, err)
+	}
+}
+
+// TestOldRecord: a restart result recorded before the registry (its
+// events under "restart", as docs/lab/restart.json has them) loads, and
+// its section reads its events.
+func TestOldRecord(t *testing.T) {
+	old := `{"scenario": "restart", "duts": ["linux-bridge"], "results": [{"dut": "linux-bridge", "rep": 1, "chain": 1, "test": "restart", "param": "none", "value": 0, "unit": "frames", "per_event": [0, 0],
+	"restart": {"kind": "none", "what": "no daemon to restart", "frame_size": "64", "rate_pps": 480224.2658041311, "throughput_pps": 960448.5316082622, "load": 0.5, "flooding_watched": true, "events": [
+	{"kind": "none", "index": 1, "sent": 963890, "dev_dropped": 0, "received": 963890, "lost": 0, "sequence_gaps": 0, "reordered": 0, "duplicated": 0, "flooded": 0, "offered_pps": 480307.38093762344, "seconds": 2.006819046},
+	{"kind": "none", "index": 2, "sent": 970551, "dev_dropped": 0, "received": 970551, "lost": 0, "sequence_gaps": 0, "reordered": 0, "duplicated": 0, "flooded": 0, "offered_pps": 480307.0805996644, "seconds": 2.020688512}]}}]}`
+	var run lab.Run
+	if err := json.Unmarshal([]byte(old), &run); err != nil {
+		t.Fatal(err)
+	}
+	rows := Restarts(&run)
+	if len(rows) != 1 || rows[0].Kind != lab.EventNone || rows[0].Load != 0.5 || len(rows[0].Events) != 2 || rows[0].Sum.SentMedian != (963890+970551)/2.0 {
+		t.Fatalf("rows of an old run: %+v", rows)
+	}
+	if term, _ := lab.Sections(&run); len(term) != 1 || !strings.Contains(term[0], "linux-bridge  none") {
+		t.Errorf("section of an old run: %q", term)
 	}
 }

@@ -1,8 +1,7 @@
-package lab
-
-// The soak test (issue 16): one long stream at a share of the zero-loss
+// Package soak is the lab's soak kind: one long stream at a share of the zero-loss
 // rate, read in windows: no frame lost, latency that does not drift, and
 // a daemon whose memory and maps do not grow.
+package soak
 
 import (
 	"context"
@@ -13,9 +12,12 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/frame"
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/gen"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
+
+func init() { lab.Register(Kind{}, lab.TestMACFlood) }
 
 const (
 	// LatencyDrift and LatencySlack are how far a soak's last window's
@@ -41,14 +43,14 @@ const (
 	soakRelearn = 30 * time.Second
 )
 
-// SoakRecord is the soak test through one DUT.
-type SoakRecord struct {
-	FrameSize  FrameSize `json:"frame_size"`
-	Flows      int       `json:"flows"`
-	SrcPorts   string    `json:"src_ports"`
-	RatePPS    float64   `json:"rate_pps"`
-	Throughput float64   `json:"ndr_pps"` // the zero-loss rate found first; the rate is Load of it
-	Load       float64   `json:"load"`
+// Record is the soak test through one DUT.
+type Record struct {
+	FrameSize  lab.FrameSize `json:"frame_size"`
+	Flows      int           `json:"flows"`
+	SrcPorts   string        `json:"src_ports"`
+	RatePPS    float64       `json:"rate_pps"`
+	Throughput float64       `json:"ndr_pps"` // the zero-loss rate found first; the rate is Load of it
+	Load       float64       `json:"load"`
 	// Seconds is the stream's length asked for; WindowSeconds the windows'
 	// of loss and latency, SampleSeconds how often memory and maps were read.
 	Seconds       float64 `json:"seconds"`
@@ -68,7 +70,7 @@ type SoakRecord struct {
 	Samples    []SoakSample  `json:"samples"`
 	// Maps are the eBPF maps of the programs on the DUT's ports, as read
 	// at the start (arrays' sizes are fixed; the samples count the others).
-	Maps       []MapSize         `json:"maps,omitempty"`
+	Maps       []lab.MapSize     `json:"maps,omitempty"`
 	Daemon     string            `json:"daemon,omitempty"`
 	Unmeasured map[string]string `json:"unmeasured,omitempty"`
 }
@@ -126,7 +128,7 @@ type SoakSummary struct {
 var judged = map[string]bool{"p50": true, "p90": true, "p99": true}
 
 // SummarizeSoak sums a record up.
-func SummarizeSoak(rec *SoakRecord) SoakSummary {
+func SummarizeSoak(rec *Record) SoakSummary {
 	s := SoakSummary{Lost: rec.Lost, Windows: len(rec.Windows), Stable: true, Flat: true}
 	var lats []*sink.Latency
 	for _, w := range rec.Windows {
@@ -227,41 +229,44 @@ func slope(x, y []float64) float64 {
 
 // soakSpec is the soak's traffic from h1 to h2: the search's trials and
 // the stream are the same frames.
-func soakSpec(s Scenario, tm Timing) (TrialSpec, error) {
-	mix, err := s.firstSize().Mix()
+func soakSpec(s lab.Scenario, tm lab.Timing) (lab.TrialSpec, error) {
+	mix, err := s.FirstSize().Mix()
 	if err != nil {
-		return TrialSpec{}, err
+		return lab.TrialSpec{}, err
 	}
 	flows := max(s.Flows, 1)
-	return TrialSpec{From: 0, To: []int{1}, Mix: mix, Flows: flows, Learn: true, Settle: tm.Settle, Drain: tm.Drain,
+	return lab.TrialSpec{From: 0, To: []int{1}, Mix: mix, Flows: flows, Learn: true, Settle: tm.Settle, Drain: tm.Drain,
 		SrcPorts: frame.PortRange{First: soakPortBase, Last: uint16(soakPortBase + flows - 1)}}, nil
 }
 
 // soakTest finds the zero-loss rate of the soak's traffic (a result of
 // its own), then runs the stream at s.Load of it for s.Duration.
-func soakTest(ctx context.Context, s Scenario, window time.Duration, rig *Rig, base Result, add func(Result), status func(string)) error {
-	size := s.firstSize()
+func soakTest(ctx context.Context, s lab.Scenario, window time.Duration, rig *lab.Rig, base lab.Result, add func(lab.Result), status func(string)) error {
+	size := s.FirstSize()
 	spec, err := soakSpec(s, s.Timing)
 	if err != nil {
 		return err
 	}
 	n := 0
-	sr, trials, err := rig.SearchTrials(ctx, spec, s.Timing.NDROnly(), func(st SearchTrial) {
+	sr, trials, err := rig.SearchTrials(ctx, spec, s.Timing.NDROnly(), func(st lab.SearchTrial) {
 		n++
-		status(fmt.Sprintf("soak: zero-loss rate of %s in %d flows, trial %d: %s offered, loss %.3f%%", size.Label(), spec.Flows, n, PPSText(st.Offered), 100*st.Loss))
+		status(fmt.Sprintf("soak: zero-loss rate of %s in %d flows, trial %d: %s offered, loss %.3f%%", size.Label(), spec.Flows, n, lab.PPSText(st.Offered), 100*st.Loss))
 	})
 	if err != nil {
 		return err
 	}
-	add(ResultOfSearch(base, TestThroughput, string(size), sr, trials))
+	add(lab.ResultOfSearch(base, lab.TestThroughput, string(size), sr, trials))
 	if sr.Throughput <= 0 {
 		return fmt.Errorf("soak: no zero-loss rate of %s to run the stream at %.0f%% of", size.Label(), 100*s.Load)
 	}
-	rec := &SoakRecord{FrameSize: size, Flows: spec.Flows, SrcPorts: spec.SrcPorts.String(), Throughput: sr.Throughput, Load: s.Load,
+	rec := &Record{FrameSize: size, Flows: spec.Flows, SrcPorts: spec.SrcPorts.String(), Throughput: sr.Throughput, Load: s.Load,
 		RatePPS: s.Load * sr.Throughput, Seconds: s.Duration.Seconds(), Unmeasured: map[string]string{}}
-	err = rig.soak(ctx, s, window, spec, rec, status)
+	err = soak(ctx, rig, s, window, spec, rec, status)
 	r := base
-	r.Test, r.Param, r.Unit, r.Value, r.Soak = TestSoak, string(size), "frames", float64(rec.Lost), rec
+	r.Test, r.Param, r.Unit, r.Value = lab.TestSoak, string(size), "frames", float64(rec.Lost)
+	if rerr := r.SetRecord(rec); rerr != nil {
+		return rerr
+	}
 	if err != nil {
 		r.Error = err.Error()
 	}
@@ -281,23 +286,23 @@ func soakWindow(d, w time.Duration) time.Duration {
 }
 
 // soak runs the stream and reads it window by window.
-func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec TrialSpec, rec *SoakRecord, status func(string)) error {
+func soak(ctx context.Context, r *lab.Rig, s lab.Scenario, window time.Duration, spec lab.TrialSpec, rec *Record, status func(string)) error {
 	every := max(window/6, time.Second)
 	rec.WindowSeconds, rec.SampleSeconds = window.Seconds(), every.Seconds()
-	to := r.sinks[1]
+	to := r.Sink(1)
 	if to == nil {
 		return errors.New("soak: no sink on h2")
 	}
-	tb, _ := r.DUT.(tables)
+	tb, _ := r.DUT.(lab.Tables)
 	if tb == nil {
 		rec.Unmeasured["table"] = r.DUT.Name() + " has no table the lab can read"
 	}
-	if _, what, err := daemonRSS(r.DUT); err != nil {
+	if _, what, err := lab.DaemonRSS(r.DUT); err != nil {
 		rec.Unmeasured["memory"] = err.Error()
 	} else {
 		rec.Daemon = what
 	}
-	maps, err := r.mapSizes()
+	maps, err := r.MapSizes()
 	if err != nil {
 		return err
 	}
@@ -308,15 +313,15 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 	bridge := r.T.Bridges[0].Name
 	sample := func(t float64) {
 		p := SoakSample{T: t, Learned: -1}
-		if kib, _, err := daemonRSS(r.DUT); err == nil {
+		if kib, _, err := lab.DaemonRSS(r.DUT); err == nil {
 			p.RSSKiB = kib
 		}
 		if tb != nil {
-			if tr, err := tb.readTable(ctx, r.T, bridge); err == nil {
+			if tr, err := tb.ReadTable(ctx, r.T, bridge); err == nil {
 				p.Learned = tr.Learned
 			}
 		}
-		if ms, err := r.mapSizes(); err == nil {
+		if ms, err := r.MapSizes(); err == nil {
 			for _, m := range ms {
 				if m.Entries >= 0 {
 					if p.Maps == nil {
@@ -330,11 +335,11 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 	}
 
 	for _, i := range []int{spec.From, spec.To[0]} {
-		if err := learnFrame(r.T.Hosts[i]); err != nil {
+		if err := lab.LearnFrame(r.T.Hosts[i]); err != nil {
 			return err
 		}
 	}
-	SleepCtx(ctx, spec.Settle)
+	lab.SleepCtx(ctx, spec.Settle)
 	if err := to.SetLatencyEvery(64); err != nil {
 		return err
 	}
@@ -347,7 +352,7 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 	gctx, stop := context.WithCancel(ctx)
 	defer stop()
 	start := time.Now()
-	done := goGen(gctx, o)
+	done := lab.GoGen(gctx, o)
 	sample(0)
 	prev, err := to.Snapshot()
 	if err != nil {
@@ -355,20 +360,20 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 		<-done
 		return err
 	}
-	cpuPrev, _ := ReadCPU()
-	othersPrev, _ := cpuOthers()
+	cpuPrev, _ := lab.ReadCPU()
+	othersPrev, _ := lab.CPUOthers()
 	from0 := 0.0
 	closeWindow := func(t float64) error {
 		snap, err := to.Snapshot()
 		if err != nil {
 			return err
 		}
-		cpu, _ := ReadCPU()
-		others, _ := cpuOthers()
+		cpu, _ := lab.ReadCPU()
+		others, _ := lab.CPUOthers()
 		d := snap.Sub(prev)
-		w := SoakWindow{From: from0, To: t, Received: d.Received, Gaps: d.Lost, Reordered: d.Reordered, Duplicated: d.Duplicates, CPU: CPUBusy(cpuPrev, cpu)}
+		w := SoakWindow{From: from0, To: t, Received: d.Received, Gaps: d.Lost, Reordered: d.Reordered, Duplicated: d.Duplicates, CPU: lab.CPUBusy(cpuPrev, cpu)}
 		if others >= othersPrev {
-			w.OtherCPU = float64(others-othersPrev) / ClockTicks
+			w.OtherCPU = float64(others-othersPrev) / lab.ClockTicks
 		}
 		if t > from0 {
 			w.RatePPS = float64(d.Received) / (t - from0)
@@ -383,7 +388,7 @@ func (r *Rig) soak(ctx context.Context, s Scenario, window time.Duration, spec T
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	nextWindow, nextLearn := start.Add(window), start.Add(soakRelearn)
-	var g genResult
+	var g lab.GenResult
 loop:
 	for {
 		select {
@@ -393,7 +398,7 @@ loop:
 			t := now.Sub(start).Seconds()
 			if !now.Before(nextLearn) {
 				for _, i := range []int{spec.From, spec.To[0]} {
-					if err := learnFrame(r.T.Hosts[i]); err != nil {
+					if err := lab.LearnFrame(r.T.Hosts[i]); err != nil {
 						status("soak: " + err.Error())
 					}
 				}
@@ -408,15 +413,15 @@ loop:
 				}
 				nextWindow = nextWindow.Add(window)
 				last := rec.Windows[len(rec.Windows)-1]
-				status(fmt.Sprintf("soak: %v of %v at %s: window %d: %d gaps, p99 %v", time.Since(start).Round(time.Second), s.Duration, PPSText(rec.RatePPS),
+				status(fmt.Sprintf("soak: %v of %v at %s: window %d: %d gaps, p99 %v", time.Since(start).Round(time.Second), s.Duration, lab.PPSText(rec.RatePPS),
 					len(rec.Windows), last.Gaps, latencyP99(last.Latency)))
 			}
 		}
 	}
-	if g.err != nil && ctx.Err() == nil {
-		return fmt.Errorf("soak: generator on %s: %w", from.NS.Name, g.err)
+	if g.Err != nil && ctx.Err() == nil {
+		return fmt.Errorf("soak: generator on %s: %w", from.NS.Name, g.Err)
 	}
-	SleepCtx(ctx, spec.Drain)
+	lab.SleepCtx(ctx, spec.Drain)
 	end := time.Since(start).Seconds()
 	// The last window, if the stream ran a while past the one before.
 	if end-from0 > window.Seconds()/2 || len(rec.Windows) == 0 {
@@ -429,8 +434,8 @@ loop:
 	if err != nil {
 		return err
 	}
-	var ev RestartEvent
-	ev.account(g.s, last, nil)
+	var ev lab.RestartEvent
+	ev.Account(g.S, last, nil)
 	rec.Sent, rec.DevDropped, rec.Received, rec.Lost = ev.Sent, ev.DevDropped, ev.Received, ev.Lost
 	rec.Reordered, rec.Duplicated, rec.Offered, rec.Elapsed = ev.Reordered, ev.Duplicated, ev.Offered, ev.Seconds
 	if l := sink.Summarize(last.Hist); l.Count > 0 {
@@ -446,49 +451,26 @@ func latencyP99(l *sink.Latency) time.Duration {
 	return l.P99
 }
 
-// checkStream refuses a stream of a mac-flood or soak test that it cannot
-// run: its load and duration.
-func (s Scenario) checkStream() error {
-	if s.StreamRate <= 0 && (s.Load <= 0 || s.Load > 1) {
-		return fmt.Errorf("%s: the stream's load %v: a fraction of the throughput above 0, up to 1", s.Name, s.Load)
-	}
-	if s.Duration <= 0 {
-		return fmt.Errorf("%s: a duration above 0 is needed", s.Name)
-	}
-	return nil
-}
-
-// streamRate says what rate the stream of a mac-flood or soak test runs at.
-func streamRate(s Scenario) string {
-	if s.StreamRate > 0 {
-		return PPSText(s.StreamRate)
-	}
-	return fmt.Sprintf("%.0f%% of the DUT's zero-loss throughput at %s, measured first", 100*s.Load, s.firstSize().Label())
-}
-
-// TestSoak: a long stream at Load of the zero-loss rate, its figures per
-// Window.
-const TestSoak = "soak"
-
-// SoakTest is the soak test: a stream at Load of the zero-loss rate for
+// Kind is the soak test: a stream at Load of the zero-loss rate for
 // Duration, its figures per Window (0: a sixth of the duration, at most a
 // minute).
-type SoakTest struct {
+type Kind struct {
 	Window time.Duration
 }
 
-func (SoakTest) Name() string         { return TestSoak }
-func (SoakTest) Needs(Scenario) Needs { return Needs{OneWay: true} }
+func (Kind) Name() string                 { return lab.TestSoak }
+func (Kind) Preset() lab.Scenario         { return soakPreset }
+func (Kind) Needs(lab.Scenario) lab.Needs { return lab.Needs{OneWay: true} }
 
-func (SoakTest) Estimate(s Scenario, _ Spec) time.Duration {
+func (Kind) Estimate(s lab.Scenario, _ lab.Spec) time.Duration {
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
 	return 3*trial + tm.Search.Confirm + s.Duration + tm.Settle + tm.Drain
 }
 
 // Prepare refuses a soak it cannot run, and says how it measures.
-func (k SoakTest) Prepare(s Scenario) ([]string, error) {
-	if err := s.checkStream(); err != nil {
+func (k Kind) Prepare(s lab.Scenario) ([]string, error) {
+	if err := s.CheckStream(); err != nil {
 		return nil, err
 	}
 	if s.Flows < 1 || s.Flows > 65536-soakPortBase {
@@ -499,32 +481,44 @@ func (k SoakTest) Prepare(s Scenario) ([]string, error) {
 		"per %v window: the sequence gaps h2's sink found, its rate and the latency percentiles of 1 frame in 64 per flow (one-way, the generator's timestamp to the sink's clock); "+
 		"every %v: the daemon's VmRSS, the bridge's learned addresses and the entries of every hash map of the eBPF programs on the DUT's ports (counted key by key from the lab; arrays are fixed). "+
 		"Stable: p50, p90 and p99 of the last window within %.0f%% (or %v) of the first's; flat: memory grown by at most %.0f%% (or %d MiB), no map's entries above its first sample's. Both ends send a learning frame every %v, as hosts that speak do, so the stream's destination never ages out",
-		s.firstSize().Label(), max(s.Flows, 1), soakPortBase, streamRate(s), s.Duration, w, max(w/6, time.Second), 100*LatencyDrift, LatencySlack, 100*MemoryDrift, MemorySlack>>10, soakRelearn)}, nil
+		s.FirstSize().Label(), max(s.Flows, 1), soakPortBase, lab.StreamRateText(s), s.Duration, w, max(w/6, time.Second), 100*LatencyDrift, LatencySlack, 100*MemoryDrift, MemorySlack>>10, soakRelearn)}, nil
 }
 
-func (k SoakTest) Run(ctx context.Context, u *UnitRun) error {
+func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 	return soakTest(ctx, u.S, soakWindow(u.S.Duration, k.Window), u.Rig, u.Base, u.Add, u.Status)
 }
 
 // Flags: --window, the soak's windows, at most its duration; a scenario
 // without a soak refuses it. A --duration given alone below the window
 // takes the window back to its default, a sixth of the soak.
-func (SoakTest) Flags() []Flag {
-	return []Flag{{
-		Name: "window", Type: FlagDuration, For: "the soak scenario", Usage: "soak: the windows of loss and latency (default 1m)",
-		Set: func(s *Scenario, v any) error {
+func (Kind) Flags() []lab.Flag {
+	return []lab.Flag{{
+		Name: "window", Type: lab.FlagDuration, For: "the soak scenario", Usage: "soak: the windows of loss and latency (default 1m)",
+		Set: func(s *lab.Scenario, v any) error {
 			w := v.(time.Duration)
 			if w <= 0 || w > s.Duration {
 				return fmt.Errorf("--window %v: above 0, at most the duration (%v)", w, s.Duration)
 			}
-			return Sets(func(k SoakTest, w time.Duration) (SoakTest, error) { k.Window = w; return k, nil })(s, w)
+			return lab.Sets(func(k Kind, w time.Duration) (Kind, error) { k.Window = w; return k, nil })(s, w)
 		},
-		Absent: func(s *Scenario, given func(string) bool) error {
-			if k, _ := TestOf[SoakTest](*s); given("duration") && k.Window > s.Duration {
+		Absent: func(s *lab.Scenario, given func(string) bool) error {
+			if k, _ := lab.TestOf[Kind](*s); given("duration") && k.Window > s.Duration {
 				k.Window = 0 // a sixth of a short soak
-				Configure(s, func(SoakTest) SoakTest { return k })
+				lab.Configure(s, func(Kind) Kind { return k })
 			}
 			return nil
 		},
 	}}
+}
+
+// soakPreset is the soak scenario: ten minutes of IMIX through trestle.
+var soakPreset = lab.Scenario{
+	Name: "soak", Title: "Soak: 10 minutes at 90% of the zero-loss rate, IMIX, 1000 flows",
+	About: "a 2-port bridge: the zero-loss rate (NDR, the RFC 2544 search) of IMIX frames in 1000 flows (UDP source ports 1024-2023, each flow with its own sequence numbers), " +
+		"then a stream at 90% of it for --duration (default 10m): loss and latency percentiles per minute, the daemon's resident memory and the size of every eBPF map of the programs on the DUT's ports " +
+		"(hash maps counted key by key, arrays fixed) every 10 s, and the learning table's size. " +
+		"Goals: 0 frames lost; p50, p90 and p99 of the last minute within 25% (or 2 us) of the first's; the daemon's memory flat and no map growing. trestle in xdp and in its default mode",
+	DUTs: lab.MustSpecs("trestle:xdp", "trestle"), Hosts: 2, Chain: []int{1},
+	Sizes: []lab.FrameSize{"imix"}, Tests: []lab.Kind{Kind{Window: time.Minute}}, Reps: 1, Timing: lab.DefaultTiming, Flows: 1000,
+	Load: 0.9, Duration: 10 * time.Minute,
 }

@@ -1,20 +1,21 @@
-package lab
+// Package portscale is the lab's port-scale kind: throughput against the
+// number of ports of one bridge.
+package portscale
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 )
+
+func init() { lab.Register(Kind{}, lab.TestIdle) }
 
 // TestPortScale: 64-byte throughput against the number of ports of one
 // bridge (issue 28's lab): known unicast h1 -> h2 and broadcast from h1,
@@ -24,7 +25,7 @@ import (
 // have sinks, the others are idle ports with their peers up. A count the
 // DUT cannot take (more ports than it allows a bridge) is recorded as
 // such, with why.
-const TestPortScale = "port-scale"
+const TestPortScale = lab.TestPortScale
 
 // PortScaleDefault are the issue's port counts.
 var PortScaleDefault = []int{2, 16, 64, 256, 1024}
@@ -33,14 +34,14 @@ var PortScaleDefault = []int{2, 16, 64, 256, 1024}
 // is counted at these, and is due at every other port as well.
 const portScaleSinks = 3
 
-// PortScaleTest is the port-scale kind: Ports are the port counts
+// Kind is the port-scale kind: Ports are the port counts
 // (nil: PortScaleDefault).
-type PortScaleTest struct {
+type Kind struct {
 	Ports []int
 }
 
-// PortScaleRecord is a port-scale result's record (Result.Record).
-type PortScaleRecord struct {
+// Record is a port-scale result's record (Result.Record).
+type Record struct {
 	Ports int `json:"ports"`
 	// Traffic is "unicast" (h1 -> h2, learned) or "broadcast" (from h1,
 	// due at every other port).
@@ -53,36 +54,34 @@ type PortScaleRecord struct {
 	Refused string `json:"refused,omitempty"`
 }
 
-func (p PortScaleTest) counts() []int {
+func (p Kind) counts() []int {
 	if len(p.Ports) == 0 {
 		return PortScaleDefault
 	}
 	return p.Ports
 }
 
-func (PortScaleTest) Name() string { return TestPortScale }
+func (Kind) Name() string { return TestPortScale }
 
 // Needs: it builds its own topologies, after the unit's own generator and
 // sinks have stopped (the Stack phase), on a learning bridge.
-func (PortScaleTest) Needs(Scenario) Needs { return Needs{Phase: Stack, Learning: true} }
+func (Kind) Needs(lab.Scenario) lab.Needs { return lab.Needs{Phase: lab.Stack, Learning: true} }
 
-func (p PortScaleTest) Estimate(s Scenario, _ Spec) time.Duration {
+func (p Kind) Estimate(s lab.Scenario, _ lab.Spec) time.Duration {
 	var d time.Duration
 	tm := s.Timing.NDROnly()
 	for _, n := range p.counts() {
 		// Two searches and the set-up of n namespaces.
-		d += 2*(3*TrialTime(tm)+tm.Search.Confirm) + time.Duration(n)*20*time.Millisecond
+		d += 2*(3*lab.TrialTime(tm)+tm.Search.Confirm) + time.Duration(n)*20*time.Millisecond
 	}
 	return d
 }
 
-func (p PortScaleTest) Describe(Scenario) string {
+func (p Kind) Describe(lab.Scenario) string {
 	return fmt.Sprintf("Ports:    %s ports on one bridge, %d of them with sinks, the rest idle", joinInts(p.counts()), portScaleSinks)
 }
 
-func (PortScaleTest) Preset() Scenario { return portScalePreset }
-
-func (p PortScaleTest) Prepare(s Scenario) ([]string, error) {
+func (p Kind) Prepare(s lab.Scenario) ([]string, error) {
 	for _, n := range p.counts() {
 		if n < 2 {
 			return nil, fmt.Errorf("port-scale: %d ports: a bridge needs at least 2", n)
@@ -97,17 +96,17 @@ func (p PortScaleTest) Prepare(s Scenario) ([]string, error) {
 		"64-byte zero-loss throughput of known unicast h1 -> h2 and of broadcast from h1, counted at h2..h%d (every other port is due it too); a count above what a DUT takes in a bridge is listed, not run", portScaleSinks+1)}, nil
 }
 
-func (PortScaleTest) Section(run *Run) (terminal, md string) {
+func (Kind) Section(run *lab.Run) (terminal, md string) {
 	return portScaleSection(portScaleRows(run))
 }
 
 // Flags: --ports, the port counts; a scenario without a port-scale test
 // refuses it.
-func (PortScaleTest) Flags() []Flag {
-	return []Flag{{
-		Name: "ports", Type: FlagInts, Lo: 2, Hi: 65535, For: "the port-scale scenario",
+func (Kind) Flags() []lab.Flag {
+	return []lab.Flag{{
+		Name: "ports", Type: lab.FlagInts, Lo: 2, Hi: 65535, For: "the port-scale scenario",
 		Usage: "port-scale: the port counts of the bridge, comma-separated (default " + joinInts(PortScaleDefault) + ";\na count above what a DUT takes is listed, not run)",
-		Set: Sets(func(p PortScaleTest, n []int) (PortScaleTest, error) {
+		Set: lab.Sets(func(p Kind, n []int) (Kind, error) {
 			for i, c := range n {
 				if slices.Contains(n[:i], c) {
 					return p, fmt.Errorf("--ports %q: %d ports given twice", joinInts(n), c)
@@ -119,73 +118,21 @@ func (PortScaleTest) Flags() []Flag {
 	}}
 }
 
-var portScalePreset = Scenario{
-	Name: "port-scale", Title: "Port scale: throughput against the number of ports of a bridge",
-	About: "one bridge with 2, 16, 64, 256 and 1024 ports (--ports; counts above what a DUT takes are listed, not run), 3 of them with sinks: 64-byte zero-loss throughput of known unicast h1 -> h2 and of broadcast from h1, " +
-		"each against the 2-port figure; then pod churn: 100 CNI ADDs then 100 DELs through cnitool with host-local, the trestle plugin against the bridge plugin, each timed (median, p99); " +
-		"trestle in xdp and default mode, the Linux bridge; goals: unicast at the largest count within 5% of 2 ports, broadcast no worse than the Linux bridge's, a trestle ADD's and DEL's median and p99 each at most 1.2x the bridge plugin's",
-	DUTs:  MustSpecs("linux-bridge", "trestle:xdp", "trestle"),
-	Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{PortScaleTest{}, PodChurnTest{Pods: 100}}, Reps: 3, Timing: DefaultTiming,
-}
-
-// linuxBridgeMaxPorts is what the kernel's bridge takes: BR_MAX_PORTS
-// (net/bridge/br_private.h) is 1024, but port number 0 is never given out
-// (br_if.c, find_portno), so the 1024th port is refused (ENOSPC,
-// "Exchange full", as seen on 6.18).
-const linuxBridgeMaxPorts = 1<<10 - 1
-
 // takesPorts says whether dut takes n ports in one bridge: "" if it does,
-// else why not. trestle is asked itself: `trestle check` of the config
-// its DUT would run with n ports (the lab does not read the switch's
-// limits from its code); the Linux bridge's limit is the kernel's.
-func takesPorts(ctx context.Context, dut Spec, env *Env, n int) (refused string, err error) {
-	switch dut.Kind {
-	case "linux-bridge":
-		if n > linuxBridgeMaxPorts {
-			return fmt.Sprintf("the Linux bridge takes at most %d ports (BR_MAX_PORTS 1024, of which port number 0 is never used)", linuxBridgeMaxPorts), nil
-		}
-	case "trestle":
-		d, err := dut.newDUT()
-		if err != nil {
-			return "", err
-		}
-		td, ok := d.(*trestleDUT)
-		if !ok {
-			return "", fmt.Errorf("port-scale: %s is not a trestle DUT", dut.Text)
-		}
-		bin := cmp.Or(td.bin, env.Trestle)
-		b := Bridge{Name: "br1"}
-		for i := 1; i <= n; i++ {
-			b.Ports = append(b.Ports, fmt.Sprintf("p%d", i))
-		}
-		cfg := filepath.Join(env.WorkDir, fmt.Sprintf("port-scale-%d.toml", n))
-		text := trestleConfig(&Topo{Bridges: []Bridge{b}}, env, td.mode, filepath.Join(env.WorkDir, "port-scale.sock"))
-		if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
-			return "", err
-		}
-		defer os.Remove(cfg)
-		out, err := exec.CommandContext(ctx, bin, "check", cfg).CombinedOutput()
-		if err == nil {
-			return "", nil
-		}
-		if _, ok := err.(*exec.ExitError); !ok {
-			return "", fmt.Errorf("port-scale: trestle check: %w", err)
-		}
-		// The check's first complaint, without the file, the line and the
-		// key ("trestle: FILE:LINE: bridge[0].port[64]: too many ...").
-		why := FirstLine(strings.TrimSpace(string(out)))
-		if _, rest, ok := strings.Cut(why, cfg+":"); ok {
-			if parts := strings.SplitN(rest, ": ", 3); len(parts) == 3 {
-				why = parts[2]
-			}
-		}
-		return "trestle check: " + why, nil
+// else why not (a DUT that says nothing of it takes them).
+func takesPorts(ctx context.Context, dut lab.Spec, env *lab.Env, n int) (string, error) {
+	d, err := dut.NewDUT()
+	if err != nil {
+		return "", err
+	}
+	if pt, ok := d.(lab.PortTaker); ok {
+		return pt.TakesPorts(ctx, env, n)
 	}
 	return "", nil
 }
 
-func (p PortScaleTest) Run(ctx context.Context, u *UnitRun) error {
-	v, err := ParseSpec(u.Base.DUT)
+func (p Kind) Run(ctx context.Context, u *lab.UnitRun) error {
+	v, err := lab.ParseSpec(u.Base.DUT)
 	if err != nil {
 		return err
 	}
@@ -204,7 +151,7 @@ func (p PortScaleTest) Run(ctx context.Context, u *UnitRun) error {
 			for _, traffic := range []string{"unicast", "broadcast"} {
 				r := u.Base
 				r.Test, r.Param, r.Unit, r.Error = TestPortScale, portScaleParam(n, traffic), "frames/s", why
-				if err := r.SetRecord(PortScaleRecord{Ports: n, Traffic: traffic, Refused: why}); err != nil {
+				if err := r.SetRecord(Record{Ports: n, Traffic: traffic, Refused: why}); err != nil {
 					return err
 				}
 				u.Add(r)
@@ -226,24 +173,24 @@ func (p PortScaleTest) Run(ctx context.Context, u *UnitRun) error {
 func portScaleParam(n int, traffic string) string { return fmt.Sprintf("%d ports %s", n, traffic) }
 
 // runCount builds a bridge of n ports with v, measures it and removes it.
-func (p PortScaleTest) runCount(ctx context.Context, u *UnitRun, v Spec, n int) (err error) {
+func (p Kind) runCount(ctx context.Context, u *lab.UnitRun, v lab.Spec, n int) (err error) {
 	u.Status(fmt.Sprintf("port-scale: building a bridge of %d ports", n))
-	nt := NewNet(fmt.Sprintf("ps%d", n))
+	nt := lab.NewNet(fmt.Sprintf("ps%d", n))
 	defer func() {
 		if cerr := nt.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	t, err := Build(ctx, nt, Shape{Hosts: n, Chain: 1})
+	t, err := lab.Build(ctx, nt, lab.Shape{Hosts: n, Chain: 1})
 	if err != nil {
 		return err
 	}
-	d, err := v.newDUT()
+	d, err := v.NewDUT()
 	if err != nil {
 		return err
 	}
 	env := *u.Rig.Env
-	rig, err := NewRig(ctx, t, d, u.Rig.Place, &env)
+	rig, err := lab.NewRig(ctx, t, d, u.Rig.Place, &env)
 	if err != nil {
 		return err
 	}
@@ -262,11 +209,11 @@ func (p PortScaleTest) runCount(ctx context.Context, u *UnitRun, v Spec, n int) 
 	defer rig.StopPackets()
 	tm := u.S.Timing.NDROnly()
 	trial := 0
-	progress := func(what string) func(SearchTrial) {
+	progress := func(what string) func(lab.SearchTrial) {
 		trial = 0
-		return func(st SearchTrial) {
+		return func(st lab.SearchTrial) {
 			trial++
-			u.Status(fmt.Sprintf("port-scale %d ports, %s, trial %d: %s offered, loss %.3f%%", n, what, trial, PPSText(st.Offered), 100*st.Loss))
+			u.Status(fmt.Sprintf("port-scale %d ports, %s, trial %d: %s offered, loss %.3f%%", n, what, trial, lab.PPSText(st.Offered), 100*st.Loss))
 		}
 	}
 	sr, trials, err := rig.Throughput(ctx, "64", tm, 1, progress("unicast"))
@@ -276,12 +223,12 @@ func (p PortScaleTest) runCount(ctx context.Context, u *UnitRun, v Spec, n int) 
 	if err := p.add(u, n, "unicast", 1, sr, trials); err != nil {
 		return err
 	}
-	mix, err := FrameSize("64").Mix()
+	mix, err := lab.FrameSize("64").Mix()
 	if err != nil {
 		return err
 	}
 	bcast := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	spec := TrialSpec{From: 0, To: sinks, Mix: mix, DstMAC: bcast, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
+	spec := lab.TrialSpec{From: 0, To: sinks, Mix: mix, DstMAC: bcast, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
 	sr, trials, err = rig.SearchTrials(ctx, spec, tm, progress("broadcast"))
 	if err != nil {
 		return err
@@ -289,9 +236,9 @@ func (p PortScaleTest) runCount(ctx context.Context, u *UnitRun, v Spec, n int) 
 	return p.add(u, n, "broadcast", len(sinks), sr, trials)
 }
 
-func (PortScaleTest) add(u *UnitRun, n int, traffic string, sinks int, sr SearchResult, trials []TrialResult) error {
-	r := ResultOfSearch(u.Base, TestPortScale, portScaleParam(n, traffic), sr, trials)
-	if err := r.SetRecord(PortScaleRecord{Ports: n, Traffic: traffic, Sinks: sinks, Rate: sr.Throughput}); err != nil {
+func (Kind) add(u *lab.UnitRun, n int, traffic string, sinks int, sr lab.SearchResult, trials []lab.TrialResult) error {
+	r := lab.ResultOfSearch(u.Base, TestPortScale, portScaleParam(n, traffic), sr, trials)
+	if err := r.SetRecord(Record{Ports: n, Traffic: traffic, Sinks: sinks, Rate: sr.Throughput}); err != nil {
 		return err
 	}
 	u.Add(r)
@@ -319,7 +266,7 @@ type portScaleRow struct {
 
 // portScaleRows are the run's port-scale results by DUT (the run's order)
 // and port count (ascending).
-func portScaleRows(run *Run) []portScaleRow {
+func portScaleRows(run *lab.Run) []portScaleRow {
 	type key struct {
 		dut   string
 		ports int
@@ -330,7 +277,7 @@ func portScaleRows(run *Run) []portScaleRow {
 		if r.Test != TestPortScale {
 			continue
 		}
-		var rec PortScaleRecord
+		var rec Record
 		if err := r.RecordOf(&rec); err != nil {
 			if r.Error == "" {
 				continue
@@ -370,10 +317,10 @@ func portScaleRows(run *Run) []portScaleRow {
 		for _, k := range ks {
 			row := rows[k]
 			if len(uni[k]) > 0 {
-				row.Unicast = Median(uni[k])
+				row.Unicast = lab.Median(uni[k])
 			}
 			if len(bc[k]) > 0 {
-				row.Broadcast = Median(bc[k])
+				row.Broadcast = lab.Median(bc[k])
 			}
 			row.Reps = max(len(uni[k]), len(bc[k]))
 			out = append(out, *row)
@@ -414,7 +361,7 @@ func portScaleSection(rows []portScaleRow) (terminal, md string) {
 		f := first[r.DUT]
 		reps := fmt.Sprint(r.Reps)
 		if len(r.Errors) > 0 {
-			reps += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), FirstLine(r.Errors[0]))
+			reps += fmt.Sprintf(" (%d failed: %s)", len(r.Errors), lab.FirstLine(r.Errors[0]))
 		}
 		vsLinux := "-"
 		if r.DUT != "linux-bridge" {
@@ -424,7 +371,7 @@ func portScaleSection(rows []portScaleRow) (terminal, md string) {
 			if r.Reps == 0 {
 				return "-"
 			}
-			return PPSText(v)
+			return lab.PPSText(v)
 		}
 		return []string{r.DUT, fmt.Sprint(r.Ports), rate(r.Unicast), ratio(r.Unicast, f.Unicast), rate(r.Broadcast), ratio(r.Broadcast, f.Broadcast), vsLinux, reps}
 	}
@@ -447,17 +394,17 @@ func portScaleSection(rows []portScaleRow) (terminal, md string) {
 			}
 		}
 		if last.Ports > f.Ports && f.Unicast > 0 {
-			goals = append(goals, fmt.Sprintf("%s: unicast at %d ports %.2fx of %d ports (goal: within 5%%): %s", d, last.Ports, last.Unicast/f.Unicast, f.Ports, PassWord(last.Unicast >= 0.95*f.Unicast)))
+			goals = append(goals, fmt.Sprintf("%s: unicast at %d ports %.2fx of %d ports (goal: within 5%%): %s", d, last.Ports, last.Unicast/f.Unicast, f.Ports, lab.PassWord(last.Unicast >= 0.95*f.Unicast)))
 		}
 		if bcSeen {
-			goals = append(goals, fmt.Sprintf("%s: broadcast no worse than the Linux bridge's at every count both ran: %s", d, PassWord(bcOK)))
+			goals = append(goals, fmt.Sprintf("%s: broadcast no worse than the Linux bridge's at every count both ran: %s", d, lab.PassWord(bcOK)))
 		}
 	}
 	var cellRows [][]string
 	for _, r := range rows {
 		cellRows = append(cellRows, cells(r))
 	}
-	return TableSection("port-scale, 64-byte zero-loss throughput against the ports of the bridge (medians over the repetitions; x first: against the DUT's smallest count run):",
+	return lab.TableSection("port-scale, 64-byte zero-loss throughput against the ports of the bridge (medians over the repetitions; x first: against the DUT's smallest count run):",
 		"Port scale", "One bridge with N ports (each a veth to a namespace of its own; h2 to h4 count the frames, the other ports are idle with their peers up): 64-byte zero-loss throughput of known unicast h1 -> h2 and of broadcast from h1 (due at every other port), frames per second sent; each against the DUT's smallest count run and broadcast against the Linux bridge's at the same count. Medians over the repetitions.",
 		head, cellRows, goals)
 }
@@ -476,7 +423,7 @@ func orderedDUTs(rows []portScaleRow) []string {
 // (ChartReporter): unicast and broadcast frames a second against the
 // ports of the bridge, and the copies a broadcast makes a second (its
 // rate times the ports it reaches), which says what each copy costs.
-func (PortScaleTest) SectionIn(dir string, run *Run) (string, error) {
+func (Kind) SectionIn(dir string, run *lab.Run) (string, error) {
 	rows := portScaleRows(run)
 	_, md := portScaleSection(rows)
 	if md == "" {
@@ -488,11 +435,11 @@ func (PortScaleTest) SectionIn(dir string, run *Run) (string, error) {
 	}
 	var b bytes.Buffer
 	b.WriteString(md)
-	EmbedCharts(&b, charts)
+	lab.EmbedCharts(&b, charts)
 	return b.String(), nil
 }
 
-func portScaleCharts(dir string, rows []portScaleRow) ([]Chart, error) {
+func portScaleCharts(dir string, rows []portScaleRow) ([]lab.Chart, error) {
 	var ticks []float64
 	for _, r := range rows {
 		if !slices.Contains(ticks, float64(r.Ports)) {
@@ -525,12 +472,12 @@ func portScaleCharts(dir string, rows []portScaleRow) ([]Chart, error) {
 		bc.Series = append(bc.Series, sb)
 		copies.Series = append(copies.Series, sc)
 	}
-	var out []Chart
+	var out []lab.Chart
 	for _, c := range []struct {
 		file string
 		c    svg.LineChart
 	}{{"port-scale-unicast.svg", uni}, {"port-scale-broadcast.svg", bc}, {"port-scale-copies.svg", copies}} {
-		if err := SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
+		if err := lab.SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
 			return out, err
 		}
 	}

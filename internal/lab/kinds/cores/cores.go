@@ -1,6 +1,4 @@
-package lab
-
-// The cores test (issue 16, seed 000: OpenBSD's veb(4) spread its work
+// Package cores is the lab's cores kind (issue 16, seed 000: OpenBSD's veb(4) spread its work
 // over cores where bridge(4) saturated one): the zero-loss rate of a DUT
 // against the number of CPUs that forward.
 //
@@ -14,6 +12,7 @@ package lab
 // and anything the CPUs share (a lock, a counter, a queue) shows as a
 // factor below N. Every veth end gets as many queues as the largest count,
 // for every count, so that the topology is the same from 1 CPU to N.
+package cores
 
 import (
 	"context"
@@ -23,15 +22,12 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/trestle/trestle/internal/frame"
+	"github.com/trestle/trestle/internal/lab"
 	labbpf "github.com/trestle/trestle/internal/lab/bpf"
 )
 
-// TestCores is the zero-loss rate (RFC 2544 search) with the generator's
-// threads on 1..N CPUs, one flow each (CoresTest.Counts).
-const TestCores = "cores"
+func init() { lab.Register(Kind{}, lab.TestSoak) }
 
 // coresPortBase is the first UDP source port of the cores test's flows:
 // flow i (generator thread i) comes from port coresPortBase+i, so that a
@@ -39,14 +35,14 @@ const TestCores = "cores"
 // tells them apart.
 const coresPortBase = 1024
 
-// CoresRecord is the setting of one figure of the cores test.
-type CoresRecord struct {
-	FrameSize FrameSize `json:"frame_size"`
-	CPUs      int       `json:"cpus"`     // generator threads, each on a CPU of its own
-	GenCPUs   []int     `json:"gen_cpus"` // the CPUs, in thread order
-	Flows     int       `json:"flows"`    // one per thread
-	SrcPorts  string    `json:"src_ports"`
-	Queues    int       `json:"queues"` // receive and transmit queues of every veth end
+// Record is the setting of one figure of the cores test.
+type Record struct {
+	FrameSize lab.FrameSize `json:"frame_size"`
+	CPUs      int           `json:"cpus"`     // generator threads, each on a CPU of its own
+	GenCPUs   []int         `json:"gen_cpus"` // the CPUs, in thread order
+	Flows     int           `json:"flows"`    // one per thread
+	SrcPorts  string        `json:"src_ports"`
+	Queues    int           `json:"queues"` // receive and transmit queues of every veth end
 	// DUTCPU is where the DUT's own threads run (trestle's daemon, Open
 	// vSwitch's ovs-vswitchd and its PMD thread); DUTShared says that one
 	// of the generator's threads runs there too at this count.
@@ -59,21 +55,6 @@ type CoresRecord struct {
 	OtherCPU float64 `json:"other_cpu_seconds"`
 }
 
-// AllowedCPUs are the CPUs this process may run on, in order.
-func AllowedCPUs() ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("the CPUs this process may use: %w", err)
-	}
-	var cpus []int
-	for i := 0; i < 1024; i++ {
-		if set.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
-	return cpus, nil
-}
-
 // DefaultCoreCounts are the counts the cores test measures unless told:
 // 1, 2, 4, ... up to n, and n.
 func DefaultCoreCounts(n int) []int {
@@ -84,22 +65,14 @@ func DefaultCoreCounts(n int) []int {
 	return append(out, max(n, 1))
 }
 
-// CheckCores refuses CPU counts the machine cannot give the cores test
-// (above the CPUs this process may use, below 1, or repeated) and a
+// CheckPlacement refuses CPU counts the machine cannot give the cores
+// test (above the CPUs this process may use, below 1, or repeated) and a
 // placement other than auto or shared ("" is auto).
-func (s Scenario) CheckCores(placement string) error {
-	k, ok := TestOf[CoresTest](s)
-	if !ok {
-		return nil
-	}
-	return k.check(placement)
-}
-
-func (k CoresTest) check(placement string) error {
+func (k Kind) CheckPlacement(placement string) error {
 	if placement != "" && placement != "auto" && placement != "shared" {
 		return fmt.Errorf("cores: placement %q: the cores test places the generator's threads itself, each on the CPU that forwards its frames (shared); split would move the forwarding off them", placement)
 	}
-	cpus, err := AllowedCPUs()
+	cpus, err := lab.AllowedCPUs()
 	if err != nil {
 		return err
 	}
@@ -132,16 +105,16 @@ func checkCoreCounts(counts []int, ncpu int) error {
 // on the first CPUs the process may use, and the DUT's own threads on the
 // CPU after the largest count's, or, where the machine has none spare, on
 // its last CPU, which a generator thread then shares at the largest counts.
-func coresPlacement(k CoresTest, mode string) (Placement, error) {
-	if err := k.check(mode); err != nil {
-		return Placement{}, err
+func coresPlacement(k Kind, mode string) (lab.Placement, error) {
+	if err := k.CheckPlacement(mode); err != nil {
+		return lab.Placement{}, err
 	}
-	cpus, err := AllowedCPUs()
+	cpus, err := lab.AllowedCPUs()
 	if err != nil {
-		return Placement{}, err
+		return lab.Placement{}, err
 	}
 	n := slices.Max(k.Counts)
-	p := Placement{Mode: "shared", GenCPU: cpus[0], SinkCPU: cpus[0], GenCPUs: cpus[:n], DUTCPU: cpus[len(cpus)-1]}
+	p := lab.Placement{Mode: "shared", GenCPU: cpus[0], SinkCPU: cpus[0], GenCPUs: cpus[:n], DUTCPU: cpus[len(cpus)-1]}
 	if len(cpus) > n {
 		p.DUTCPU = cpus[n]
 	}
@@ -149,7 +122,7 @@ func coresPlacement(k CoresTest, mode string) (Placement, error) {
 }
 
 // coresNotes say what the cores test's placement can and cannot show.
-func coresNotes(k CoresTest, p Placement) []string {
+func coresNotes(k Kind, p lab.Placement) []string {
 	n := slices.Max(k.Counts)
 	notes := []string{fmt.Sprintf("cores: with N CPUs the generator runs N threads, one on each of CPUs %s (the first N), each sending its own flow (UDP source port %d+i); "+
 		"a veth delivers on the sending CPU, so each of those CPUs also runs the DUT's forwarding of its thread's frames and the sink's counting of them: the figure is the path's, on N CPUs at once. "+
@@ -172,18 +145,18 @@ func intsText(v []int) string {
 	return strings.Join(s, ",")
 }
 
-// CoresTest is the cores test: the zero-loss rate with the generator on
+// Kind is the cores test: the zero-loss rate with the generator on
 // each of Counts CPUs, on the straight path too.
-type CoresTest struct {
+type Kind struct {
 	Counts []int
 }
 
-func (CoresTest) Name() string { return TestCores }
+func (Kind) Name() string { return lab.TestCores }
 
 // Needs: every veth end of a cores unit has the largest count's queues, so
 // that each generator thread's CPU has a queue of its own.
-func (k CoresTest) Needs(Scenario) Needs {
-	n := Needs{Direct: true}
+func (k Kind) Needs(lab.Scenario) lab.Needs {
+	n := lab.Needs{Direct: true}
 	if len(k.Counts) > 0 {
 		n.Queues = slices.Max(k.Counts)
 	}
@@ -191,17 +164,17 @@ func (k CoresTest) Needs(Scenario) Needs {
 }
 
 // Estimate is a rough length of a unit's cores test.
-func (k CoresTest) Estimate(s Scenario, _ Spec) time.Duration {
+func (k Kind) Estimate(s lab.Scenario, _ lab.Spec) time.Duration {
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
 	return time.Duration(len(s.Sizes)*len(k.Counts)) * (4*trial + tm.Search.Confirm)
 }
 
-func (k CoresTest) Describe(Scenario) string {
+func (k Kind) Describe(lab.Scenario) string {
 	return fmt.Sprintf("CPUs:     %s (the generator's threads, each CPU forwarding its own)", intsText(k.Counts))
 }
 
-func (k CoresTest) Place(_ Scenario, mode string) (Placement, []string, error) {
+func (k Kind) Place(_ lab.Scenario, mode string) (lab.Placement, []string, error) {
 	p, err := coresPlacement(k, mode)
 	if err != nil {
 		return p, nil, err
@@ -209,13 +182,13 @@ func (k CoresTest) Place(_ Scenario, mode string) (Placement, []string, error) {
 	return p, coresNotes(k, p), nil
 }
 
-func (k CoresTest) Run(ctx context.Context, u *UnitRun) error {
+func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 	return coresTest(ctx, u.S, k.Counts, u.Rig, u.Base, u.Add, u.Status)
 }
 
 // coresTest runs the RFC 2544 search from h1 to h2 at each frame size with
 // the generator on each count of CPUs.
-func coresTest(ctx context.Context, s Scenario, counts []int, rig *Rig, base Result, add func(Result), status func(string)) error {
+func coresTest(ctx context.Context, s lab.Scenario, counts []int, rig *lab.Rig, base lab.Result, add func(lab.Result), status func(string)) error {
 	tm := s.Timing
 	for _, size := range s.Sizes {
 		mix, err := size.Mix()
@@ -228,25 +201,28 @@ func coresTest(ctx context.Context, s Scenario, counts []int, rig *Rig, base Res
 			}
 			cpus := rig.Place.GenCPUs[:n]
 			ports := frame.PortRange{First: coresPortBase, Last: uint16(coresPortBase + n - 1)}
-			spec := TrialSpec{From: 0, To: []int{1}, Mix: mix, Flows: n, SrcPorts: ports, CPUs: cpus, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
+			spec := lab.TrialSpec{From: 0, To: []int{1}, Mix: mix, Flows: n, SrcPorts: ports, CPUs: cpus, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
 			k := 0
 			start := time.Now()
-			others0, oerr := cpuOthers()
-			sr, trials, err := rig.SearchTrials(ctx, spec, tm, func(st SearchTrial) {
+			others0, oerr := lab.CPUOthers()
+			sr, trials, err := rig.SearchTrials(ctx, spec, tm, func(st lab.SearchTrial) {
 				k++
-				status(fmt.Sprintf("%s on %d CPU(s), trial %d: %s offered, loss %.3f%%", size.Label(), n, k, PPSText(st.Offered), 100*st.Loss))
+				status(fmt.Sprintf("%s on %d CPU(s), trial %d: %s offered, loss %.3f%%", size.Label(), n, k, lab.PPSText(st.Offered), 100*st.Loss))
 			})
 			if err != nil {
 				return err
 			}
-			r := ResultOfSearch(base, TestCores, coresParam(size, n), sr, trials)
+			r := lab.ResultOfSearch(base, lab.TestCores, coresParam(size, n), sr, trials)
 			if len(trials) > 0 {
 				r.CPU = trials[len(trials)-1].CPU
 			}
-			r.Cores = &CoresRecord{FrameSize: size, CPUs: n, GenCPUs: cpus, Flows: n, SrcPorts: ports.String(), Queues: rig.T.Shape.Queues,
+			rec := Record{FrameSize: size, CPUs: n, GenCPUs: cpus, Flows: n, SrcPorts: ports.String(), Queues: rig.T.Shape.Queues,
 				DUTCPU: rig.Place.DUTCPU, DUTShared: slices.Contains(cpus, rig.Place.DUTCPU), Seconds: time.Since(start).Seconds()}
-			if others1, err := cpuOthers(); err == nil && oerr == nil && others1 >= others0 {
-				r.Cores.OtherCPU = float64(others1-others0) / ClockTicks
+			if others1, err := lab.CPUOthers(); err == nil && oerr == nil && others1 >= others0 {
+				rec.OtherCPU = float64(others1-others0) / lab.ClockTicks
+			}
+			if err := r.SetRecord(rec); err != nil {
+				return err
 			}
 			add(r)
 		}
@@ -255,24 +231,15 @@ func coresTest(ctx context.Context, s Scenario, counts []int, rig *Rig, base Res
 }
 
 // coresParam is a cores result's Param: "64 cpus=2".
-func coresParam(size FrameSize, n int) string { return fmt.Sprintf("%s cpus=%d", size, n) }
-
-// genCPUs are the CPUs of a trial's generator threads: its own, or the
-// placement's generator CPU.
-func (ts TrialSpec) genCPUs(p Placement) []int {
-	if len(ts.CPUs) > 0 {
-		return ts.CPUs
-	}
-	return []int{p.GenCPU}
-}
+func coresParam(size lab.FrameSize, n int) string { return fmt.Sprintf("%s cpus=%d", size, n) }
 
 // Preset is the cores scenario, its counts up to every CPU the lab may use.
-func (CoresTest) Preset() Scenario {
+func (Kind) Preset() lab.Scenario {
 	counts := []int{1, 2}
-	if cpus, err := AllowedCPUs(); err == nil {
+	if cpus, err := lab.AllowedCPUs(); err == nil {
 		counts = DefaultCoreCounts(len(cpus))
 	}
-	return Scenario{
+	return lab.Scenario{
 		Name: "cores", Title: "Cores: zero-loss throughput against the number of CPUs forwarding", Seed: "000_5de8b09844379080.txt",
 		About: "a 2-port bridge: 64-byte zero-loss throughput (the RFC 2544 search) with the generator on 1, 2, 4 ... N CPUs (--cpus; default 1, 2, 4 ... up to every CPU the lab may use), " +
 			"one thread and one flow per CPU; a veth delivers on the sending CPU, so each CPU forwards its own thread's frames start to end (the DUT's XDP program or stack, the sink): " +
@@ -282,17 +249,17 @@ func (CoresTest) Preset() Scenario {
 			"Open vSwitch's userspace datapath forwards on one PMD thread, which needs a core of its own and has none spare there (at 2 CPUs it shares one with a generator thread, and the report says so). " +
 			"On a bigger machine give the counts: --cpus 1,2,4,8 (each at most the machine's CPUs, which the lab checks); with a CPU beyond the largest count, the DUT's own threads (the PMD) get it. " +
 			"direct, the floor, the Linux bridge, trestle in xdp and in its default (tc) mode, Open vSwitch; 3 repetitions, about 15 minutes on 2 CPUs",
-		DUTs:  MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "trestle", "ovs"),
-		Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{CoresTest{Counts: counts}}, Reps: 3, Timing: DefaultTiming,
+		DUTs:  lab.MustSpecs("direct", "floor", "linux-bridge", "trestle:xdp", "trestle", "ovs"),
+		Hosts: 2, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{Kind{Counts: counts}}, Reps: 3, Timing: lab.DefaultTiming,
 	}
 }
 
 // Flags: --cpus, the CPU counts; a scenario without a cores test refuses
 // it.
-func (CoresTest) Flags() []Flag {
-	return []Flag{{
-		Name: "cpus", Type: FlagInts, Lo: 1, Hi: 1024, For: "the cores scenario",
+func (Kind) Flags() []lab.Flag {
+	return []lab.Flag{{
+		Name: "cpus", Type: lab.FlagInts, Lo: 1, Hi: 1024, For: "the cores scenario",
 		Usage: "cores: the CPU counts to measure, comma-separated (default 1,2,4,... up to\nevery CPU the lab may use)",
-		Set:   Sets(func(c CoresTest, n []int) (CoresTest, error) { c.Counts = n; return c, nil }),
+		Set:   lab.Sets(func(c Kind, n []int) (Kind, error) { c.Counts = n; return c, nil }),
 	}}
 }

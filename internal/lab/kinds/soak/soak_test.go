@@ -1,13 +1,18 @@
-package lab
+package soak
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/lab/labtest"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
+
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 func lat(p50, p90, p99 time.Duration) *sink.Latency {
 	return &sink.Latency{Count: 100, P50: p50, P90: p90, P99: p99, P999: 2 * p99, Max: 3 * p99}
@@ -16,7 +21,7 @@ func lat(p50, p90, p99 time.Duration) *sink.Latency {
 // TestSoakSummary: the goals from a record's windows and samples.
 func TestSoakSummary(t *testing.T) {
 	us := time.Microsecond
-	rec := &SoakRecord{Sent: 1000, Received: 1000,
+	rec := &Record{Sent: 1000, Received: 1000,
 		Windows: []SoakWindow{{Latency: lat(10*us, 12*us, 20*us)}, {Latency: lat(30*us, 40*us, 90*us)}, {Latency: lat(11*us, 13*us, 24*us)}},
 		Samples: []SoakSample{
 			{T: 0, RSSKiB: 30000, Learned: 2, Maps: map[string]int{"fdb": 2, "states": 0}},
@@ -55,7 +60,7 @@ func TestSoakSummary(t *testing.T) {
 		t.Errorf("p99.9 and max drifted: %+v", s)
 	}
 	// One window says nothing of stability.
-	if s := SummarizeSoak(&SoakRecord{Sent: 1, Windows: rec.Windows[:1]}); s.Stable || s.GoalMet {
+	if s := SummarizeSoak(&Record{Sent: 1, Windows: rec.Windows[:1]}); s.Stable || s.GoalMet {
 		t.Errorf("one window: %+v", s)
 	}
 
@@ -85,8 +90,8 @@ func TestSoakSummary(t *testing.T) {
 }
 
 func TestSoakScenario(t *testing.T) {
-	s := Scenarios["soak"]
-	if s.Duration != 10*time.Minute || soakOf(s).Window != time.Minute || s.Load != 0.9 || s.Flows != 1000 || s.firstSize() != "imix" || !s.has(TestSoak) {
+	s := lab.Scenarios["soak"]
+	if s.Duration != 10*time.Minute || soakOf(s).Window != time.Minute || s.Load != 0.9 || s.Flows != 1000 || s.FirstSize() != "imix" || !s.Has(lab.TestSoak) {
 		t.Errorf("soak: %+v", s)
 	}
 	spec, err := soakSpec(s, s.Timing)
@@ -120,22 +125,25 @@ func TestSoakScenario(t *testing.T) {
 // with latency, samples of its memory and of every map, the table's two
 // hosts in the fdb map all along.
 func TestExecuteSoak(t *testing.T) {
-	requireRoot(t)
-	bin := trestleBinary(t)
-	sc := Scenario{Name: "test", DUTs: MustSpecs("trestle:xdp"), Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"imix"}, Tests: []Kind{SoakTest{Window: time.Second}},
-		Flows: 100, Load: 0.5, Duration: 3 * time.Second, Reps: 1, Timing: tinyTiming()}
-	before := ours(t, runPrefix)
-	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
+	labtest.RequireRoot(t)
+	bin := labtest.TrestleBinary(t)
+	sc := lab.Scenario{Name: "test", DUTs: lab.MustSpecs("trestle:xdp"), Hosts: 2, Chain: []int{1}, Sizes: []lab.FrameSize{"imix"}, Tests: []lab.Kind{Kind{Window: time.Second}},
+		Flows: 100, Load: 0.5, Duration: 3 * time.Second, Reps: 1, Timing: lab.TinyTiming()}
+	before := labtest.Ours(t)
+	run, err := lab.Execute(context.Background(), lab.Config{Scenario: sc, Placement: "shared", Trestle: bin, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec *SoakRecord
+	var rec *Record
 	for _, r := range run.Results {
 		if r.Error != "" {
 			t.Errorf("%s %s %s: %s", r.DUT, r.Test, r.Param, r.Error)
 		}
-		if r.Soak != nil {
-			rec = r.Soak
+		if r.Test == lab.TestSoak {
+			rec = &Record{}
+			if err := r.RecordOf(rec); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if rec == nil {
@@ -163,13 +171,34 @@ func TestExecuteSoak(t *testing.T) {
 	if !fdb {
 		t.Errorf("no fdb map among %+v", s.Maps)
 	}
-	if left := ours(t, runPrefix); len(left) != len(before) {
+	if left := labtest.Ours(t); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
 }
 
 // soakOf is s's soak test.
-func soakOf(s Scenario) SoakTest {
-	k, _ := TestOf[SoakTest](s)
+func soakOf(s lab.Scenario) Kind {
+	k, _ := lab.TestOf[Kind](s)
 	return k
+}
+
+// TestOldRecord: a soak result recorded before the registry (its record
+// under "soak", as docs/lab/soak.json has it, cut short) loads, and its
+// row reads its record.
+func TestOldRecord(t *testing.T) {
+	old := `{"duts": ["trestle:xdp"], "results": [{"dut": "trestle:xdp", "rep": 1, "chain": 1, "test": "soak", "param": "imix", "value": 92503, "unit": "frames",
+	"soak": {"frame_size": "imix", "flows": 1000, "src_ports": "1024-2023", "rate_pps": 2644777.7036843374, "ndr_pps": 2938641.892982597, "load": 0.9, "seconds": 600, "window_seconds": 60, "sample_seconds": 10,
+	"sent": 1499538584, "dev_dropped": 92503, "received": 1499446081, "lost": 92503, "offered_pps": 2499230.994701758, "elapsed_seconds": 599.99999487,
+	"latency": {"count": 23428250, "min_ns": 9728, "p50_ns": 16895, "p90_ns": 25087, "p99_ns": 46079, "p99_9_ns": 75775, "max_ns": 1900543},
+	"windows": [{"from_s": 0, "to_s": 60.009555764, "received": 158755435, "rate_pps": 2645502.5866936697, "latency": {"count": 2481000, "min_ns": 9728, "p50_ns": 16895, "p90_ns": 17919, "p99_ns": 32255, "p99_9_ns": 37887, "max_ns": 102399}, "other_cpu_seconds": 0.04}],
+	"samples": [{"t_s": 0, "rss_kib": 35544, "learned": 2, "maps": {"fdb (id 602601)": 2}}, {"t_s": 10.009556274, "rss_kib": 35544, "learned": 2, "maps": {"fdb (id 602601)": 2}}],
+	"daemon": "trestle (pid 12041)"}}]}`
+	var run lab.Run
+	if err := json.Unmarshal([]byte(old), &run); err != nil {
+		t.Fatal(err)
+	}
+	rows := Soaks(&run)
+	if len(rows) != 1 || rows[0].Rec.Lost != 92503 || len(rows[0].Rec.Windows) != 1 || rows[0].Rec.Windows[0].Latency.P50 != 16895 || len(rows[0].Rec.Samples) != 2 || rows[0].Sum.GoalMet {
+		t.Fatalf("rows of an old run: %+v", rows)
+	}
 }

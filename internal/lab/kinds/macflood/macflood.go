@@ -1,10 +1,9 @@
-package lab
-
-// The mac-flood test (issue 16): a known stream from h1 to h2 runs twice,
+// Package macflood is the lab's mac-flood kind: a known stream from h1 to h2 runs twice,
 // alone and while h3 sends frames from a million random source addresses
 // to h4 at its generator's full rate. What a flood must not do (the
 // datapath's rule 3, docs/architecture.md): slow or break the known stream, grow the table past
 // its limit, evict static entries, or keep another bridge from learning.
+package macflood
 
 import (
 	"context"
@@ -15,12 +14,13 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/trestle/trestle/internal/frame"
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/gen"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
+
+func init() { lab.Register(Kind{}, lab.TestRestart) }
 
 const (
 	// floodFlow is the flow id of the flood's frames: above every flow a
@@ -28,10 +28,9 @@ const (
 	floodFlow = 0xffff
 	// floodStatics is how many static entries the flooded bridge gets.
 	floodStatics = 4
-	// sideHosts are the hosts of the second bridge; sideAddrs the new
-	// addresses it is taught in each stream, and sideLimit how long it may
-	// take to hold them all.
-	sideHosts = 2
+	// sideAddrs are the new addresses the second bridge (Needs.SideHosts)
+	// is taught in each stream, and sideLimit how long it may take to hold
+	// them all.
 	sideAddrs = 1000
 	sideLimit = 5 * time.Second
 	sidePoll  = 100 * time.Millisecond
@@ -71,47 +70,13 @@ var (
 	sideBase = net.HardwareAddr{0x02, 0xb0, 0, 0, 0, 0}
 )
 
-// SideBridge is a second bridge of the DUT with hosts of its own: it is
-// not measured, it shows whether the DUT still learns there while the
-// other bridge is flooded (trestle's bridges share one table map).
-type SideBridge struct {
-	Name  string
-	Hosts []*Host
-}
-
-// AddSide adds to t (a one-bridge topology) a second bridge, "brs", with
-// n hosts s1..sN of its own on ports q1..qN, for the DUT to build with the
-// first.
-func (t *Topo) AddSide(n int) error {
-	if t.DUT == nil || len(t.Bridges) != 1 {
-		return errors.New("topology: a second bridge goes beside one bridge, in a DUT")
-	}
-	side := &SideBridge{Name: "brs"}
-	b := Bridge{Name: side.Name}
-	for i := 1; i <= n; i++ {
-		ns, err := t.Net.NS(fmt.Sprintf("s%d", i))
-		if err != nil {
-			return err
-		}
-		h := &Host{NS: ns, If: "eth0", MAC: HostMAC(0x100 + i), IP: HostIP(0x100 + i), Port: fmt.Sprintf("q%d", i)}
-		if err := t.Net.attach(t.DUT, h, t.Shape.Queues); err != nil {
-			return err
-		}
-		side.Hosts = append(side.Hosts, h)
-		b.Ports = append(b.Ports, h.Port)
-	}
-	t.Bridges = append(t.Bridges, b)
-	t.Side = side
-	return nil
-}
-
-// FloodRecord is the mac-flood test through one DUT.
-type FloodRecord struct {
-	FrameSize  FrameSize `json:"frame_size"`
-	RatePPS    float64   `json:"rate_pps"`
-	Throughput float64   `json:"throughput_pps,omitempty"` // measured; the rate is Load of it
-	Load       float64   `json:"load,omitempty"`
-	Sources    int       `json:"sources"`
+// Record is the mac-flood test through one DUT.
+type Record struct {
+	FrameSize  lab.FrameSize `json:"frame_size"`
+	RatePPS    float64       `json:"rate_pps"`
+	Throughput float64       `json:"throughput_pps,omitempty"` // measured; the rate is Load of it
+	Load       float64       `json:"load,omitempty"`
+	Sources    int           `json:"sources"`
 	// FloodSeconds is the flood's length; the streams run floodLead
 	// before it and floodTail after.
 	FloodSeconds float64 `json:"flood_seconds"`
@@ -206,25 +171,25 @@ type Newcomer struct {
 // account fills the newcomer's stream from its generator's run and h1's
 // sink after it.
 func (n *Newcomer) account(g gen.Stats, at sink.Snapshot) {
-	var ev RestartEvent
-	ev.account(g, at, nil)
+	var ev lab.RestartEvent
+	ev.Account(g, at, nil)
 	n.Sent, n.Received, n.Lost = ev.Sent, ev.Received-min(ev.Duplicated, ev.Received), ev.Lost
 	n.Delivered = at.Received > 0 && g.First > 0
 	if n.Delivered {
-		n.DeliveredMs = Millis(max(at.First-g.First, 0))
+		n.DeliveredMs = lab.Millis(max(at.First-g.First, 0))
 	}
 }
 
 // learnedAt notes the newcomer's entry found at mono (CLOCK_MONOTONIC),
 // its first frame having gone at first.
 func (n *Newcomer) learnedAt(first, mono time.Duration) {
-	n.Learned, n.LearnedMs = true, Millis(max(mono-first, 0))
+	n.Learned, n.LearnedMs = true, lab.Millis(max(mono-first, 0))
 }
 
 // NewcomerGoal says whether a newcomer met the goal: delivered within
 // NewcomerDeliverGoal and learned within NewcomerLearnGoal.
 func NewcomerGoal(n *Newcomer) bool {
-	return n != nil && n.Delivered && n.DeliveredMs <= Millis(NewcomerDeliverGoal) && n.Learned && n.LearnedMs <= Millis(NewcomerLearnGoal)
+	return n != nil && n.Delivered && n.DeliveredMs <= lab.Millis(NewcomerDeliverGoal) && n.Learned && n.LearnedMs <= lab.Millis(NewcomerLearnGoal)
 }
 
 // FloodSample is one reading a second into a stream.
@@ -260,8 +225,8 @@ type SideLearn struct {
 // account fills the stream's figures from the generator's run and the
 // sinks' counts after it: to is h2's, watch h3's.
 func (w *FloodWindow) account(g gen.Stats, to, watch sink.Snapshot) {
-	var ev RestartEvent
-	ev.account(g, to, &watch)
+	var ev lab.RestartEvent
+	ev.Account(g, to, &watch)
 	w.Sent, w.DevDropped, w.Offered, w.Seconds = ev.Sent, ev.DevDropped, ev.Offered, ev.Seconds
 	w.Received, w.Lost, w.Gaps, w.Reordered, w.Duplicated, w.Flooded = ev.Received, ev.Lost, ev.Gaps, ev.Reordered, ev.Duplicated, ev.Flooded
 	if w.Seconds > 0 {
@@ -291,7 +256,7 @@ type FloodSummary struct {
 }
 
 // SummarizeFlood sums a record up.
-func SummarizeFlood(rec *FloodRecord) FloodSummary {
+func SummarizeFlood(rec *Record) FloodSummary {
 	s := FloodSummary{Lost: rec.Flood.Lost, BaseRate: rec.Base.RatePPS, FloodRate: rec.Flood.RatePPS, MaxLearned: -1,
 		Statics: len(rec.Statics), SideBase: rec.Base.Side, SideFlood: rec.Flood.Side, StreamLostWithoutFlood: rec.Base.Lost}
 	if s.BaseRate > 0 {
@@ -330,15 +295,15 @@ type floodPlan struct {
 	flows   int
 	flood   time.Duration
 	sources int
-	tables  tables // nil: the DUT's table cannot be read
-	bridge  string // the flooded bridge
-	tm      Timing
+	tables  lab.Tables // nil: the DUT's table cannot be read
+	bridge  string     // the flooded bridge
+	tm      lab.Timing
 }
 
 // macFloodTest runs the mac-flood test through a rig of 4 hosts (and a
 // side bridge): the stream at rate frames a second of size without the
 // flood and then with it, and its two results.
-func macFloodTest(ctx context.Context, s Scenario, k MACFloodTest, rig *Rig, size FrameSize, rate, tput float64, base Result, add func(Result), status func(string)) error {
+func macFloodTest(ctx context.Context, s lab.Scenario, k Kind, rig *lab.Rig, size lab.FrameSize, rate, tput float64, base lab.Result, add func(lab.Result), status func(string)) error {
 	if len(rig.T.Hosts) < 4 || len(rig.T.Bridges) == 0 {
 		return errors.New("mac-flood: needs 4 hosts on a bridge")
 	}
@@ -346,17 +311,17 @@ func macFloodTest(ctx context.Context, s Scenario, k MACFloodTest, rig *Rig, siz
 	if err != nil {
 		return err
 	}
-	rec := &FloodRecord{FrameSize: size, RatePPS: rate, Sources: k.Sources, FloodSeconds: s.Duration.Seconds(), MaxEntries: s.MaxEntries, Unmeasured: map[string]string{}}
+	rec := &Record{FrameSize: size, RatePPS: rate, Sources: k.Sources, FloodSeconds: s.Duration.Seconds(), MaxEntries: s.MaxEntries, Unmeasured: map[string]string{}}
 	if tput > 0 {
 		rec.Throughput, rec.Load = tput, rate/tput
 	}
 	p := floodPlan{mix: mix, rate: rate, flows: max(s.Flows, 1), flood: s.Duration, sources: k.Sources, bridge: rig.T.Bridges[0].Name, tm: s.Timing}
-	if tb, ok := rig.DUT.(tables); ok {
+	if tb, ok := rig.DUT.(lab.Tables); ok {
 		p.tables = tb
 	} else {
 		rec.Unmeasured["table"] = rig.DUT.Name() + " has no table the lab can read"
 	}
-	if _, what, err := daemonRSS(rig.DUT); err != nil {
+	if _, what, err := lab.DaemonRSS(rig.DUT); err != nil {
 		rec.Unmeasured["memory"] = err.Error()
 	} else {
 		rec.Daemon = what
@@ -364,7 +329,7 @@ func macFloodTest(ctx context.Context, s Scenario, k MACFloodTest, rig *Rig, siz
 	var runErr error
 	if p.tables != nil {
 		status("mac-flood: the table limit and the static entries")
-		runErr = rig.floodSetup(ctx, p, s.MaxEntries, rec)
+		runErr = floodSetup(ctx, rig, p, s.MaxEntries, rec)
 	}
 	for _, flood := range []bool{false, true} {
 		if runErr != nil {
@@ -374,8 +339,8 @@ func macFloodTest(ctx context.Context, s Scenario, k MACFloodTest, rig *Rig, siz
 		if flood {
 			what = fmt.Sprintf("with a flood from %d random sources", p.sources)
 		}
-		status(fmt.Sprintf("mac-flood: the stream of %s at %s, %s (%v)", size.Label(), PPSText(rate), what, floodLead+p.flood+floodTail))
-		w, err := rig.floodWindow(ctx, p, flood)
+		status(fmt.Sprintf("mac-flood: the stream of %s at %s, %s (%v)", size.Label(), lab.PPSText(rate), what, floodLead+p.flood+floodTail))
+		w, err := floodWindow(ctx, rig, p, flood)
 		if err != nil {
 			runErr = fmt.Errorf("mac-flood: the stream %s: %w", what, err)
 			w.Note = err.Error()
@@ -387,7 +352,7 @@ func macFloodTest(ctx context.Context, s Scenario, k MACFloodTest, rig *Rig, siz
 		}
 	}
 	if runErr == nil && p.tables != nil {
-		runErr = rig.checkStatics(ctx, p, rec.Statics, false)
+		runErr = checkStatics(ctx, rig, p, rec.Statics, false)
 	}
 	if rig.T.Side == nil {
 		rec.Unmeasured["second bridge"] = "no second bridge on this topology"
@@ -395,38 +360,40 @@ func macFloodTest(ctx context.Context, s Scenario, k MACFloodTest, rig *Rig, siz
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	addFloodResults(base, rec, runErr, add)
+	if err := addFloodResults(base, rec, runErr, add); err != nil {
+		return err
+	}
 	return runErr
 }
 
 // floodSetup limits both bridges' tables where the DUT takes a limit at
 // run time, gives the flooded bridge its static entries (on h2's port)
 // and checks they are there.
-func (r *Rig) floodSetup(ctx context.Context, p floodPlan, maxEntries int, rec *FloodRecord) error {
+func floodSetup(ctx context.Context, r *lab.Rig, p floodPlan, maxEntries int, rec *Record) error {
 	var err error
-	if rec.TableLimit, err = p.tables.tableLimit(ctx, r.T, p.bridge, maxEntries); err != nil {
+	if rec.TableLimit, err = p.tables.TableLimit(ctx, r.T, p.bridge, maxEntries); err != nil {
 		return err
 	}
 	if r.T.Side != nil {
-		if rec.SideLimit, err = p.tables.tableLimit(ctx, r.T, r.T.Side.Name, maxEntries); err != nil {
+		if rec.SideLimit, err = p.tables.TableLimit(ctx, r.T, r.T.Side.Name, maxEntries); err != nil {
 			return err
 		}
 	}
 	port := r.T.Hosts[1].Port
 	for i := 0; i < floodStatics; i++ {
-		mac := macPlus(staticBase, i)
-		if err := p.tables.addStatic(ctx, r.T, p.bridge, port, mac); err != nil {
+		mac := lab.MACPlus(staticBase, i)
+		if err := p.tables.AddStatic(ctx, r.T, p.bridge, port, mac); err != nil {
 			return fmt.Errorf("static entry %s on %s: %w", mac, port, err)
 		}
 		rec.Statics = append(rec.Statics, StaticCheck{MAC: mac.String(), Port: port})
 	}
-	return r.checkStatics(ctx, p, rec.Statics, true)
+	return checkStatics(ctx, r, p, rec.Statics, true)
 }
 
 // checkStatics reads the flooded bridge's table and marks each static
 // entry found (static, on its port) before the streams, or after.
-func (r *Rig) checkStatics(ctx context.Context, p floodPlan, cs []StaticCheck, before bool) error {
-	es, err := p.tables.fdbEntries(ctx, r.T, p.bridge)
+func checkStatics(ctx context.Context, r *lab.Rig, p floodPlan, cs []StaticCheck, before bool) error {
+	es, err := p.tables.FDBEntries(ctx, r.T, p.bridge)
 	if err != nil {
 		return err
 	}
@@ -454,18 +421,18 @@ func (r *Rig) checkStatics(ctx context.Context, p floodPlan, cs []StaticCheck, b
 // the generator's). Every second a sampler reads the flooded bridge's
 // table, the daemon's memory and the rates at h2 and h4; midway the side
 // bridge is taught new addresses.
-func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWindow, error) {
+func floodWindow(ctx context.Context, r *lab.Rig, p floodPlan, flood bool) (FloodWindow, error) {
 	w := FloodWindow{Flood: flood}
 	hosts := r.T.Hosts
 	for _, h := range hosts {
-		if err := learnFrame(h); err != nil {
+		if err := lab.LearnFrame(h); err != nil {
 			return w, err
 		}
 	}
-	SleepCtx(ctx, p.tm.Settle)
+	lab.SleepCtx(ctx, p.tm.Settle)
 	var sinks []*sink.Sink
 	for i := range hosts {
-		s := r.sinks[i]
+		s := r.Sink(i)
 		if s == nil {
 			return w, fmt.Errorf("no sink on h%d", i+1)
 		}
@@ -480,8 +447,8 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 		SrcMACs: p.sources, RandomMACs: true, Mix: frame.Mix{Sizes: []int{60}, Weights: []int{1}},
 		Duration: p.flood, Flows: 1, FlowBase: floodFlow, CPUs: []int{r.Place.DUTCPU}, Batch: 64}
 
-	cpu0, _ := ReadCPU()
-	others0, _ := cpuOthers()
+	cpu0, _ := lab.ReadCPU()
+	others0, _ := lab.CPUOthers()
 	start := time.Now()
 	smp := &floodSampler{rig: r, p: p, start: start, to: sinks[1], at: sinks[3]}
 	sctx, stopSampling := context.WithCancel(ctx)
@@ -492,8 +459,8 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 
 	// The generators stop with the window, whatever ends it.
 	gctx, stopGens := context.WithCancel(ctx)
-	var streamDone, floodDone <-chan genResult
-	var st, fl genResult
+	var streamDone, floodDone <-chan lab.GenResult
+	var st, fl lab.GenResult
 	streaming, flooding := true, false
 	var newcomerDone chan *Newcomer
 	defer func() {
@@ -508,8 +475,8 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 			<-newcomerDone
 		}
 	}()
-	streamDone = goGen(gctx, stream)
-	SleepCtx(ctx, floodLead)
+	streamDone = lab.GoGen(gctx, stream)
+	lab.SleepCtx(ctx, floodLead)
 	if snap, err := sinks[1].Snapshot(); err != nil {
 		return w, err
 	} else if snap.Received == 0 {
@@ -518,17 +485,17 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 	if flood && ctx.Err() == nil {
 		smp.setFlooding(true)
 		flooding = true
-		floodDone = goGen(gctx, flooder)
+		floodDone = lab.GoGen(gctx, flooder)
 		newcomerDone = make(chan *Newcomer, 1)
-		go func() { newcomerDone <- r.newcomer(gctx, p, sinks[0]) }()
+		go func() { newcomerDone <- newcomer(gctx, r, p, sinks[0]) }()
 	}
 	if r.T.Side != nil && p.tables != nil {
-		SleepCtx(ctx, p.flood/2)
+		lab.SleepCtx(ctx, p.flood/2)
 		n := 0
 		if flood {
 			n = 1
 		}
-		side, err := r.sideLearn(ctx, p.tables, n)
+		side, err := sideLearn(ctx, r, p.tables, n)
 		if err != nil {
 			return w, fmt.Errorf("the second bridge learning: %w", err)
 		}
@@ -545,18 +512,18 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 	}
 	st = <-streamDone
 	streaming = false
-	cpu1, _ := ReadCPU()
-	w.CPU = CPUBusy(cpu0, cpu1)
-	if others1, err := cpuOthers(); err == nil && others1 >= others0 {
-		w.OtherCPU = float64(others1-others0) / ClockTicks
+	cpu1, _ := lab.ReadCPU()
+	w.CPU = lab.CPUBusy(cpu0, cpu1)
+	if others1, err := lab.CPUOthers(); err == nil && others1 >= others0 {
+		w.OtherCPU = float64(others1-others0) / lab.ClockTicks
 	}
-	if st.err != nil && ctx.Err() == nil {
-		return w, fmt.Errorf("the stream's generator on %s: %w", hosts[0].NS.Name, st.err)
+	if st.Err != nil && ctx.Err() == nil {
+		return w, fmt.Errorf("the stream's generator on %s: %w", hosts[0].NS.Name, st.Err)
 	}
-	if fl.err != nil && ctx.Err() == nil {
-		return w, fmt.Errorf("the flood's generator on %s: %w", hosts[2].NS.Name, fl.err)
+	if fl.Err != nil && ctx.Err() == nil {
+		return w, fmt.Errorf("the flood's generator on %s: %w", hosts[2].NS.Name, fl.Err)
 	}
-	SleepCtx(ctx, p.tm.Drain)
+	lab.SleepCtx(ctx, p.tm.Drain)
 	stopSampling()
 	sampled.Wait()
 	w.Samples = smp.samples
@@ -567,9 +534,9 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 			return w, err
 		}
 	}
-	w.account(st.s, snaps[1], snaps[2])
+	w.account(st.S, snaps[1], snaps[2])
 	if flood {
-		w.FloodSent, w.FloodOffered = fl.s.Sent, fl.s.PPS()
+		w.FloodSent, w.FloodOffered = fl.S.Sent, fl.S.PPS()
 		w.FloodDelivered = snaps[3].BadFlow
 		w.FloodLeaked = snaps[0].BadFlow + snaps[1].BadFlow
 	}
@@ -580,7 +547,7 @@ func (r *Rig) floodWindow(ctx context.Context, p floodPlan, flood bool) (FloodWi
 // h1, from newcomerAfter into the flood (at most a third of it) to its
 // end, and reads the flooded bridge's table every newcomerPoll until it
 // holds the newcomer's entry on that port; at is h1's sink.
-func (r *Rig) newcomer(ctx context.Context, p floodPlan, at *sink.Sink) *Newcomer {
+func newcomer(ctx context.Context, r *lab.Rig, p floodPlan, at *sink.Sink) *Newcomer {
 	hosts := r.T.Hosts
 	h := hosts[3]
 	after := min(newcomerAfter, p.flood/3)
@@ -589,23 +556,23 @@ func (r *Rig) newcomer(ctx context.Context, p floodPlan, at *sink.Sink) *Newcome
 	var notes []string
 	if p.tables == nil {
 		notes = append(notes, "its entry not looked for: the DUT's table cannot be read")
-	} else if es, err := p.tables.fdbEntries(ctx, r.T, p.bridge); err != nil {
+	} else if es, err := p.tables.FDBEntries(ctx, r.T, p.bridge); err != nil {
 		notes = append(notes, "the table before it sent: "+err.Error())
 	} else if e, ok := es[n.MAC]; ok {
 		notes = append(notes, fmt.Sprintf("in the table before it sent, on %s", e.Port))
 	}
-	SleepCtx(ctx, after-time.Since(start))
+	lab.SleepCtx(ctx, after-time.Since(start))
 	if ctx.Err() != nil {
 		n.Note = "the window ended before it started"
 		return n
 	}
 	o := gen.Options{Dev: h.If, NetNS: h.NS.Path, DstMAC: hosts[0].MAC, SrcMAC: newcomerMAC, Mix: p.mix, Rate: newcomerPPS,
 		Duration: p.flood - after, Flows: 1, CPUs: []int{r.Place.DUTCPU}, Batch: 64}
-	done := goGen(ctx, o)
+	done := lab.GoGen(ctx, o)
 	tick := time.NewTicker(newcomerPoll)
 	defer tick.Stop()
 	var found time.Duration
-	var res genResult
+	var res lab.GenResult
 	readErr := ""
 	for waiting := true; waiting; {
 		select {
@@ -618,65 +585,44 @@ func (r *Rig) newcomer(ctx context.Context, p floodPlan, at *sink.Sink) *Newcome
 			continue
 		}
 		t1 := time.Now()
-		es, err := p.tables.fdbEntries(ctx, r.T, p.bridge)
+		es, err := p.tables.FDBEntries(ctx, r.T, p.bridge)
 		if err != nil {
 			readErr = err.Error()
 			continue
 		}
 		n.Reads++
-		n.ReadMs = Millis(time.Since(t1))
+		n.ReadMs = lab.Millis(time.Since(t1))
 		if e, ok := es[n.MAC]; ok && e.Port == h.Port {
-			found = monotonic()
+			found = lab.Monotonic()
 			n.Found = ""
 		} else if ok {
 			n.Found = fmt.Sprintf("on %s, static %v", e.Port, e.Static)
 		}
 	}
-	if res.err != nil && ctx.Err() == nil {
-		notes = append(notes, fmt.Sprintf("its generator on %s: %v", h.NS.Name, res.err))
+	if res.Err != nil && ctx.Err() == nil {
+		notes = append(notes, fmt.Sprintf("its generator on %s: %v", h.NS.Name, res.Err))
 	}
 	if readErr != "" && found == 0 {
 		notes = append(notes, "reading the table: "+readErr)
 	}
 	// Its last frames are due at h1 before the sink is read.
-	SleepCtx(ctx, p.tm.Drain)
+	lab.SleepCtx(ctx, p.tm.Drain)
 	if snap, err := at.Snapshot(); err != nil {
 		notes = append(notes, "h1's sink: "+err.Error())
 	} else {
-		n.account(res.s, snap)
+		n.account(res.S, snap)
 	}
-	if found > 0 && res.s.First > 0 {
-		n.learnedAt(res.s.First, found)
+	if found > 0 && res.S.First > 0 {
+		n.learnedAt(res.S.First, found)
 	}
 	n.Note = strings.Join(notes, "; ")
 	return n
 }
 
-// monotonic is CLOCK_MONOTONIC: the BPF programs' clock.
-func monotonic() time.Duration {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return time.Duration(ts.Nano())
-}
-
-// genResult is how a generator run ended.
-type genResult struct {
-	s   gen.Stats
-	err error
-}
-
-// goGen runs the generator until o or ctx ends it; its result comes on the
-// channel.
-func goGen(ctx context.Context, o gen.Options) <-chan genResult {
-	ch := make(chan genResult, 1)
-	go func() { s, err := gen.Run(ctx, o, 0, nil); ch <- genResult{s, err} }()
-	return ch
-}
-
 // floodSampler reads, every sampleEvery until stopped, the flooded
 // bridge's table, the daemon's memory and the rates at h2 and h4.
 type floodSampler struct {
-	rig     *Rig
+	rig     *lab.Rig
 	p       floodPlan
 	start   time.Time
 	to, at  *sink.Sink // h2's and h4's
@@ -716,11 +662,11 @@ func (s *floodSampler) run(ctx context.Context) {
 				lastAt = snap.BadFlow
 			}
 			if s.p.tables != nil {
-				if tr, err := s.p.tables.readTable(ctx, s.rig.T, s.p.bridge); err == nil {
+				if tr, err := s.p.tables.ReadTable(ctx, s.rig.T, s.p.bridge); err == nil {
 					smp.Learned, smp.Entries, smp.Evicted = tr.Learned, tr.Entries, tr.Evicted
 				}
 			}
-			if kib, _, err := daemonRSS(s.rig.DUT); err == nil {
+			if kib, _, err := lab.DaemonRSS(s.rig.DUT); err == nil {
 				smp.RSSKiB = kib
 			}
 			s.mu.Lock()
@@ -733,31 +679,31 @@ func (s *floodSampler) run(ctx context.Context) {
 // sideLearn teaches the side bridge sideAddrs new addresses (the n-th set)
 // from its first host and waits until its table holds them all on that
 // host's port, or sideLimit.
-func (r *Rig) sideLearn(ctx context.Context, tb tables, n int) (*SideLearn, error) {
+func sideLearn(ctx context.Context, r *lab.Rig, tb lab.Tables, n int) (*SideLearn, error) {
 	side := r.T.Side
 	h := side.Hosts[0]
 	first := append(net.HardwareAddr(nil), sideBase...)
 	first[2] = byte(n)
 	sl := &SideLearn{Addresses: sideAddrs}
 	t0 := time.Now()
-	if err := sendFrames(h, learningFrames(first, sideAddrs)); err != nil {
+	if err := lab.SendFrames(h, lab.LearningFrames(first, sideAddrs)); err != nil {
 		return nil, err
 	}
 	for {
 		t1 := time.Now()
-		es, err := tb.fdbEntries(ctx, r.T, side.Name)
+		es, err := tb.FDBEntries(ctx, r.T, side.Name)
 		if err != nil {
 			return nil, err
 		}
 		sl.Reads++
-		sl.ReadMs = Millis(time.Since(t1))
+		sl.ReadMs = lab.Millis(time.Since(t1))
 		sl.Learned = 0
 		for i := 0; i < sideAddrs; i++ {
-			if e, ok := es[macPlus(first, i).String()]; ok && e.Port == h.Port {
+			if e, ok := es[lab.MACPlus(first, i).String()]; ok && e.Port == h.Port {
 				sl.Learned++
 			}
 		}
-		sl.Millis = Millis(time.Since(t0))
+		sl.Millis = lab.Millis(time.Since(t0))
 		if sl.Learned == sideAddrs || ctx.Err() != nil {
 			return sl, ctx.Err()
 		}
@@ -765,60 +711,60 @@ func (r *Rig) sideLearn(ctx context.Context, tb tables, n int) (*SideLearn, erro
 			sl.Note = fmt.Sprintf("held %d of %d after %v", sl.Learned, sideAddrs, sideLimit)
 			return sl, nil
 		}
-		SleepCtx(ctx, sidePoll)
+		lab.SleepCtx(ctx, sidePoll)
 	}
 }
 
 // addFloodResults adds the test's two results: the stream's frames lost
 // with the flood (the record with it), and its received rate with the
 // flood against without.
-func addFloodResults(base Result, rec *FloodRecord, err error, add func(Result)) {
+func addFloodResults(base lab.Result, rec *Record, err error, add func(lab.Result)) error {
 	sum := SummarizeFlood(rec)
 	lost := base
-	lost.Test, lost.Param, lost.Unit, lost.Value, lost.Flood = TestMACFlood, "lost", "frames", float64(sum.Lost), rec
+	lost.Test, lost.Param, lost.Unit, lost.Value = lab.TestMACFlood, "lost", "frames", float64(sum.Lost)
+	if err := lost.SetRecord(rec); err != nil {
+		return err
+	}
 	rate := base
-	rate.Test, rate.Param, rate.Unit, rate.Value = TestMACFlood, "rate", "ratio", sum.Ratio
-	rate.Note = fmt.Sprintf("%s with the flood, %s without", PPSText(sum.FloodRate), PPSText(sum.BaseRate))
+	rate.Test, rate.Param, rate.Unit, rate.Value = lab.TestMACFlood, "rate", "ratio", sum.Ratio
+	rate.Note = fmt.Sprintf("%s with the flood, %s without", lab.PPSText(sum.FloodRate), lab.PPSText(sum.BaseRate))
 	if err != nil {
 		lost.Error, rate.Error = err.Error(), err.Error()
 	}
 	add(lost)
 	add(rate)
+	return nil
 }
 
-// TestMACFlood: a stream from h1 to h2 while h3 floods the bridge from
-// Sources random addresses.
-const TestMACFlood = "mac-flood"
-
-// MACFloodTest is the mac-flood test: a stream from h1 to h2 while h3
+// Kind is the mac-flood test: a stream from h1 to h2 while h3
 // floods the bridge from Sources random addresses, on a learning bridge
 // with a second bridge of side hosts.
-type MACFloodTest struct {
+type Kind struct {
 	Sources int
 }
 
-func (MACFloodTest) Name() string { return TestMACFlood }
+func (Kind) Name() string { return lab.TestMACFlood }
 
-func (MACFloodTest) Needs(Scenario) Needs {
-	return Needs{Learning: true, AllHosts: true, SideHosts: true, OneWay: true}
+func (Kind) Needs(lab.Scenario) lab.Needs {
+	return lab.Needs{Learning: true, AllHosts: true, SideHosts: true, OneWay: true}
 }
 
 // Estimate: two streams (without and with the flood), each with its
 // learning frames, lead, tail and drain; the static entries; a search
 // first if the scenario has none.
-func (MACFloodTest) Estimate(s Scenario, _ Spec) time.Duration {
+func (Kind) Estimate(s lab.Scenario, _ lab.Spec) time.Duration {
 	tm := s.Timing
 	trial := tm.Search.Trial + tm.Settle + tm.Drain
 	t := 2*(s.Duration+floodLead+floodTail+tm.Settle+tm.Drain) + 2*time.Second
-	if s.StreamRate == 0 && !s.has(TestThroughput) {
+	if s.StreamRate == 0 && !s.Has(lab.TestThroughput) {
 		t += 3*trial + tm.Search.Confirm
 	}
 	return t
 }
 
 // Prepare refuses a mac-flood test it cannot run, and says how it measures.
-func (k MACFloodTest) Prepare(s Scenario) ([]string, error) {
-	if err := s.checkStream(); err != nil {
+func (k Kind) Prepare(s lab.Scenario) ([]string, error) {
+	if err := s.CheckStream(); err != nil {
 		return nil, err
 	}
 	if k.Sources < 1 || k.Sources > 1<<24 {
@@ -839,12 +785,12 @@ func (k MACFloodTest) Prepare(s Scenario) ([]string, error) {
 		"the time from its first frame sent to its first at h1 (the generator's and the sink's BPF clock), to its entry on h4's port (the table read every %v), and its frames lost; "+
 		"goal for trestle: delivered within %v, learned within %v, the stream at 0 lost. "+
 		"Table size asked of every DUT: %d",
-		s.firstSize().Label(), streamRate(s), floodLead+s.Duration+floodTail, k.Sources, s.Duration, floodLead, sampleEvery, floodStatics, sideAddrs, sidePoll, sideLimit,
+		s.FirstSize().Label(), lab.StreamRateText(s), floodLead+s.Duration+floodTail, k.Sources, s.Duration, floodLead, sampleEvery, floodStatics, sideAddrs, sidePoll, sideLimit,
 		newcomerMAC, newcomerPPS, newcomerAfter, newcomerPoll, NewcomerDeliverGoal, NewcomerLearnGoal, s.MaxEntries)}, nil
 }
 
-func (k MACFloodTest) Run(ctx context.Context, u *UnitRun) error {
-	size, rate, tput, err := u.loadRate(ctx, "mac-flood")
+func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
+	size, rate, tput, err := u.LoadRate(ctx, "mac-flood")
 	if err != nil {
 		return err
 	}
@@ -853,10 +799,10 @@ func (k MACFloodTest) Run(ctx context.Context, u *UnitRun) error {
 
 // Flags: --sources, the flood's source addresses; a scenario without a
 // mac-flood test refuses it.
-func (MACFloodTest) Flags() []Flag {
-	return []Flag{{
-		Name: "sources", Type: FlagInt, Lo: 1, Hi: 1 << 24, For: "the mac-flood scenario",
+func (Kind) Flags() []lab.Flag {
+	return []lab.Flag{{
+		Name: "sources", Type: lab.FlagInt, Lo: 1, Hi: 1 << 24, For: "the mac-flood scenario",
 		Usage: "mac-flood: the flood's random source addresses (default 1000000)",
-		Set:   Sets(func(m MACFloodTest, n int) (MACFloodTest, error) { m.Sources = n; return m, nil }),
+		Set:   lab.Sets(func(m Kind, n int) (Kind, error) { m.Sources = n; return m, nil }),
 	}}
 }

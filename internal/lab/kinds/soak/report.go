@@ -1,4 +1,4 @@
-package lab
+package soak
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 	"github.com/trestle/trestle/internal/lab/sink"
 )
@@ -15,19 +16,20 @@ import (
 type SoakRow struct {
 	DUT   string
 	Rep   int
-	Rec   *SoakRecord
+	Rec   *Record
 	Sum   SoakSummary
 	Error string
 	CPUs  int // the machine's
 }
 
 // Soaks gathers a run's soak records, DUTs in the run's order.
-func Soaks(run *Run) []*SoakRow {
-	return ResultRows(run, func(r Result) *SoakRow {
-		if r.Test != TestSoak || r.Soak == nil {
+func Soaks(run *lab.Run) []*SoakRow {
+	return lab.ResultRows(run, func(r lab.Result) *SoakRow {
+		var rec Record
+		if r.Test != lab.TestSoak || r.RecordOf(&rec) != nil {
 			return nil
 		}
-		return &SoakRow{DUT: r.DUT, Rep: r.Rep, Rec: r.Soak, Sum: SummarizeSoak(r.Soak), Error: r.Error, CPUs: run.Machine.CPUs}
+		return &SoakRow{DUT: r.DUT, Rep: r.Rep, Rec: &rec, Sum: SummarizeSoak(&rec), Error: r.Error, CPUs: run.Machine.CPUs}
 	}, func(r *SoakRow) string { return r.DUT })
 }
 
@@ -48,21 +50,21 @@ func driftText(d Drift, f func(float64) string) string {
 
 func (r *SoakRow) cells() []string {
 	s, rec := r.Sum, r.Rec
-	stream := fmt.Sprintf("%s (%.0f%% of %s), %s", Figure(rec.RatePPS, "pps"), 100*rec.Load, Figure(rec.Throughput, "pps"), (time.Duration(rec.Elapsed * float64(time.Second))).Round(time.Second))
+	stream := fmt.Sprintf("%s (%.0f%% of %s), %s", lab.Figure(rec.RatePPS, "pps"), 100*rec.Load, lab.Figure(rec.Throughput, "pps"), (time.Duration(rec.Elapsed * float64(time.Second))).Round(time.Second))
 	lat := []string{"-", "-", "-"}
 	for _, d := range s.Latency {
 		switch d.Name {
 		case "p50":
-			lat[0] = driftText(d, NsText)
+			lat[0] = driftText(d, lab.NsText)
 		case "p99":
-			lat[1] = driftText(d, NsText)
+			lat[1] = driftText(d, lab.NsText)
 		case "p99.9":
-			lat[2] = fmt.Sprintf("%s → %s", NsText(d.First), NsText(d.Last))
+			lat[2] = fmt.Sprintf("%s → %s", lab.NsText(d.First), lab.NsText(d.Last))
 		}
 	}
 	mem := "no daemon"
 	if s.Memory != nil {
-		mem = fmt.Sprintf("%s (most %s, %+.0f KiB/min)", driftText(*s.Memory, func(v float64) string { return KiBText(uint64(v)) }), KiBText(uint64(s.Memory.Max)), s.MemorySlop)
+		mem = fmt.Sprintf("%s (most %s, %+.0f KiB/min)", driftText(*s.Memory, func(v float64) string { return lab.KiBText(uint64(v)) }), lab.KiBText(uint64(s.Memory.Max)), s.MemorySlop)
 	}
 	maps := "-"
 	if len(s.Maps) > 0 {
@@ -77,7 +79,7 @@ func (r *SoakRow) cells() []string {
 			maps = strings.Join(moved, ", ")
 		}
 	}
-	goal := MetText(s.GoalMet)
+	goal := lab.MetText(s.GoalMet)
 	if r.Error != "" {
 		goal = "failed"
 	}
@@ -93,7 +95,7 @@ func terminalSoaks(w io.Writer, rows []*SoakRow) {
 	rec := rows[0].Rec
 	fmt.Fprintf(w, "\nsoak: %s frames in %d flows at %.0f%% of the zero-loss rate, windows of %v (goals: 0 lost, latency stable, memory and maps flat):\n",
 		rec.FrameSize.Label(), rec.Flows, 100*rec.Load, time.Duration(rec.WindowSeconds*float64(time.Second)))
-	TerminalRows(w, soakHead, soakCells(rows), soakWarnings(rows))
+	lab.TerminalRows(w, soakHead, soakCells(rows), soakWarnings(rows))
 }
 
 func soakCells(rows []*SoakRow) [][]string {
@@ -108,14 +110,14 @@ func soakWarnings(rows []*SoakRow) []string {
 	var out []string
 	for _, r := range rows {
 		if r.Error != "" {
-			out = append(out, fmt.Sprintf("failed: %s: %s", r.DUT, FirstLine(r.Error)))
+			out = append(out, fmt.Sprintf("failed: %s: %s", r.DUT, lab.FirstLine(r.Error)))
 			continue
 		}
 		var cpu, secs float64
 		for _, w := range r.Rec.Windows {
 			cpu, secs = cpu+w.OtherCPU, secs+w.To-w.From
 		}
-		if n := othersNote(cpu, secs, r.CPUs); n != "" {
+		if n := lab.OthersNote(cpu, secs, r.CPUs); n != "" {
 			out = append(out, fmt.Sprintf("note: %s: %s", r.DUT, n))
 		}
 		s := r.Sum
@@ -129,7 +131,7 @@ func soakWarnings(rows []*SoakRow) []string {
 		if !s.Flat {
 			bad = append(bad, "memory or a map grew")
 		}
-		if len(bad) > 0 && CapsOf(r.DUT).Subject {
+		if len(bad) > 0 && lab.CapsOf(r.DUT).Subject {
 			out = append(out, fmt.Sprintf("warning: %s: %s", r.DUT, strings.Join(bad, "; ")))
 		}
 	}
@@ -145,17 +147,17 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 		"Goals: 0 frames lost; p50, p90 and p99 of the last window within %.0f%% (or %v) of the first's (p99.9 and the maximum are shown, not judged: a window holds a handful of frames beyond them); "+
 		"the daemon's resident memory grown by at most %.0f%% (or %d MiB) and no map holding more entries than at its first sample.\n\n",
 		100*LatencyDrift, LatencySlack, 100*MemoryDrift, MemorySlack>>10)
-	MarkdownRows(b, []string{"DUT", "stream", "lost", "windows", "p50 first → last", "p99 first → last", "p99.9 first → last", "daemon RSS first → last", "maps", "goals"},
+	lab.MarkdownRows(b, []string{"DUT", "stream", "lost", "windows", "p50 first → last", "p99 first → last", "p99.9 first → last", "daemon RSS first → last", "maps", "goals"},
 		soakCells(rows), soakWarnings(rows))
 	for _, r := range rows {
 		rec := r.Rec
 		fmt.Fprintf(b, "\n### %s, window by window\n\n", r.name())
 		fmt.Fprintf(b, "%d frames sent at %s, %d received, %d lost, %d reordered, %d duplicated; %d flows (UDP source ports %s)",
-			rec.Sent, Figure(rec.Offered, "pps"), rec.Received, rec.Lost, rec.Reordered, rec.Duplicated, rec.Flows, rec.SrcPorts)
+			rec.Sent, lab.Figure(rec.Offered, "pps"), rec.Received, rec.Lost, rec.Reordered, rec.Duplicated, rec.Flows, rec.SrcPorts)
 		if rec.Daemon != "" {
 			fmt.Fprintf(b, "; memory of %s", rec.Daemon)
 		}
-		for _, k := range SortedKeys(rec.Unmeasured) {
+		for _, k := range lab.SortedKeys(rec.Unmeasured) {
 			fmt.Fprintf(b, "; %s not measured: %s", k, rec.Unmeasured[k])
 		}
 		b.WriteString(".\n\n| window | rate | sequence gaps | p50 | p90 | p99 | p99.9 | max | CPU busy | other processes' CPU |\n|---|---|---|---|---|---|---|---|---|---|\n")
@@ -164,7 +166,7 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 			if l == nil {
 				l = &sink.Latency{}
 			}
-			fmt.Fprintf(b, "| %.0f-%.0f s | %s | %d | %v | %v | %v | %v | %v | %s | %.1f s |\n", w.From, w.To, Figure(w.RatePPS, "pps"), w.Gaps, l.P50, l.P90, l.P99, l.P999, l.Max, CPUText(w.CPU), w.OtherCPU)
+			fmt.Fprintf(b, "| %.0f-%.0f s | %s | %d | %v | %v | %v | %v | %v | %s | %.1f s |\n", w.From, w.To, lab.Figure(w.RatePPS, "pps"), w.Gaps, l.P50, l.P90, l.P99, l.P999, l.Max, lab.CPUText(w.CPU), w.OtherCPU)
 		}
 		var counted, fixed []string
 		for _, m := range rec.Maps {
@@ -175,7 +177,7 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 			}
 		}
 		if len(rec.Maps) > 0 {
-			fmt.Fprintf(b, "\nMaps of the programs on its ports, at the start: counted in every sample: %s; fixed size: %s.\n", OrNone(strings.Join(counted, ", ")), OrNone(strings.Join(fixed, ", ")))
+			fmt.Fprintf(b, "\nMaps of the programs on its ports, at the start: counted in every sample: %s; fixed size: %s.\n", lab.OrNone(strings.Join(counted, ", ")), lab.OrNone(strings.Join(fixed, ", ")))
 		}
 		for _, m := range r.Sum.Maps {
 			fmt.Fprintf(b, "- %s: %.0f at the first sample, %.0f at the last, %.0f..%.0f in all\n", m.Name, m.First, m.Last, m.Min, m.Max)
@@ -185,16 +187,16 @@ func markdownSoaks(b *bytes.Buffer, dir string, rows []*SoakRow) error {
 	if err != nil {
 		return err
 	}
-	EmbedCharts(b, charts)
+	lab.EmbedCharts(b, charts)
 	return nil
 }
 
 // soakCharts draw over the soak, for every DUT: latency percentiles per
 // window, the daemon's memory, and the entries of the counted maps.
-func soakCharts(dir string, rows []*SoakRow) ([]Chart, error) {
-	var out []Chart
+func soakCharts(dir string, rows []*SoakRow) ([]lab.Chart, error) {
+	var out []lab.Chart
 	lat := svg.LineChart{Title: "Soak: latency per window (p50, p99, p99.9)", XLabel: "minutes into the stream", YLabel: "one-way latency", XUnit: svg.Plain,
-		Unit: func(v float64) string { return NsText(v) }}
+		Unit: func(v float64) string { return lab.NsText(v) }}
 	mem := svg.LineChart{Title: "Soak: the daemon's resident memory", XLabel: "minutes into the stream", YLabel: "MiB", XUnit: svg.Plain}
 	maps := svg.LineChart{Title: "Soak: entries of the learning table and of every hash map on the DUT's ports", XLabel: "minutes into the stream", YLabel: "entries", XUnit: svg.Plain}
 	for _, r := range rows {
@@ -229,7 +231,7 @@ func soakCharts(dir string, rows []*SoakRow) ([]Chart, error) {
 			if p.Learned >= 0 {
 				add("learned", p.Learned)
 			}
-			for _, k := range SortedKeys(p.Maps) {
+			for _, k := range lab.SortedKeys(p.Maps) {
 				add(k, p.Maps[k])
 			}
 		}
@@ -247,7 +249,7 @@ func soakCharts(dir string, rows []*SoakRow) ([]Chart, error) {
 		if len(c.c.Series) == 0 {
 			continue
 		}
-		if err := SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
+		if err := lab.SaveChart(dir, c.file, c.c.Title, c.c, &out); err != nil {
 			return out, err
 		}
 	}
@@ -256,14 +258,14 @@ func soakCharts(dir string, rows []*SoakRow) ([]Chart, error) {
 
 // Section is the soak kind's section for the terminal; its Markdown, with
 // charts, is SectionIn's (ChartReporter).
-func (SoakTest) Section(run *Run) (terminal, markdown string) {
+func (Kind) Section(run *lab.Run) (terminal, markdown string) {
 	var t strings.Builder
 	terminalSoaks(&t, Soaks(run))
 	return t.String(), ""
 }
 
 // SectionIn is the soak section of report.md, its charts written into dir.
-func (SoakTest) SectionIn(dir string, run *Run) (string, error) {
+func (Kind) SectionIn(dir string, run *lab.Run) (string, error) {
 	var b bytes.Buffer
 	err := markdownSoaks(&b, dir, Soaks(run))
 	return b.String(), err

@@ -1,4 +1,4 @@
-package lab
+package overlay
 
 import (
 	"context"
@@ -13,38 +13,43 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/lab/labtest"
 )
+
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 // TestOverlayKind: the overlay kind is registered with its preset and its
 // own section; --stations sets its count and refuses bad ones and any
 // other scenario, --streams sets its iperf3 streams; Prepare refuses
 // DUTs with no overlay here and knobs its topology has no place for.
 func TestOverlayKind(t *testing.T) {
-	if KindOf(TestOverlay) == nil || !OwnSection(TestOverlay) {
-		t.Fatalf("overlay: registered %v, own section %v", KindOf(TestOverlay) != nil, OwnSection(TestOverlay))
+	if lab.KindOf(lab.TestOverlay) == nil || !lab.OwnSection(lab.TestOverlay) {
+		t.Fatalf("overlay: registered %v, own section %v", lab.KindOf(lab.TestOverlay) != nil, lab.OwnSection(lab.TestOverlay))
 	}
-	s, ok := Scenarios["overlay"]
-	if !ok || !s.has(TestOverlay) || !slices.Equal(SpecTexts(s.DUTs), []string{"linux-bridge", "trestle:xdp", "trestle"}) {
+	s, ok := lab.Scenarios["overlay"]
+	if !ok || !s.Has(lab.TestOverlay) || !slices.Equal(lab.SpecTexts(s.DUTs), []string{"linux-bridge", "trestle:xdp", "trestle"}) {
 		t.Fatalf("overlay preset: %+v", s)
 	}
 	if d := s.Describe(); !strings.Contains(d, "VNI 1000, h1 behind A, h2 behind B; 10 new stations timed") || !strings.Contains(d, "iperf3 TCP streams 1 4 through the overlay") {
 		t.Errorf("describe:\n%s", d)
 	}
-	flags := func(sc string, args ...string) (Scenario, error) {
+	flags := func(sc string, args ...string) (lab.Scenario, error) {
 		f := pflag.NewFlagSet("lab", pflag.ContinueOnError)
-		DeclareFlags(f)
+		lab.DeclareFlags(f)
 		if err := f.Parse(args); err != nil {
-			return Scenario{}, err
+			return lab.Scenario{}, err
 		}
-		out := Scenarios[sc]
+		out := lab.Scenarios[sc]
 		err := out.SetFlags(f)
 		return out, err
 	}
 	got, err := flags("overlay", "--stations", "4", "--streams", "2")
-	if k, _ := TestOf[OverlayTest](got); err != nil || k.stations() != 4 || !slices.Equal(k.Streams, []int{2}) {
+	if k, _ := lab.TestOf[Kind](got); err != nil || k.stations() != 4 || !slices.Equal(k.Streams, []int{2}) {
 		t.Errorf("--stations 4 --streams 2: %+v, %v", k, err)
 	}
-	if k, _ := TestOf[OverlayTest](Scenarios["overlay"]); k.stations() != OverlayStationsDefault || !slices.Equal(k.Streams, []int{1, 4}) {
+	if k, _ := lab.TestOf[Kind](lab.Scenarios["overlay"]); k.stations() != OverlayStationsDefault || !slices.Equal(k.Streams, []int{1, 4}) {
 		t.Errorf("the flags changed the preset: %+v", k)
 	}
 	for _, bad := range []string{"0", "1001", "-3"} {
@@ -55,10 +60,10 @@ func TestOverlayKind(t *testing.T) {
 	if _, err := flags("quick", "--stations", "3"); err == nil || !strings.Contains(err.Error(), "overlay scenario") {
 		t.Errorf("--stations on quick: %v", err)
 	}
-	if q, err := flags("quick", "--streams", "3"); err != nil || q.has(TestOverlay) {
+	if q, err := flags("quick", "--streams", "3"); err != nil || q.Has(lab.TestOverlay) {
 		t.Errorf("--streams on quick: %v, %v", q.Tests, err)
 	}
-	if _, err := os.Stat(frrBGPd); err == nil {
+	if _, err := os.Stat(lab.FRRBGPd); err == nil {
 		notes, err := s.PrepareKinds()
 		if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "at 50% of the DUT's NDR") {
 			t.Errorf("prepare: %q, %v", notes, err)
@@ -87,10 +92,10 @@ func TestOverlayKind(t *testing.T) {
 }
 
 // parseSpecs is MustSpecs with the error, for the tests' bad specs.
-func parseSpecs(texts ...string) ([]Spec, error) {
-	var out []Spec
+func parseSpecs(texts ...string) ([]lab.Spec, error) {
+	var out []lab.Spec
 	for _, t := range texts {
-		v, err := ParseSpec(t)
+		v, err := lab.ParseSpec(t)
 		if err != nil {
 			return nil, err
 		}
@@ -104,15 +109,17 @@ func parseSpecs(texts ...string) ([]Spec, error) {
 // not run with its reason, a failed measure counted apart, the goals
 // checked; the records survive the JSON.
 func TestOverlaySection(t *testing.T) {
-	res := func(dut string, rep int, rec OverlayRecord, errText string) Result {
-		r := Result{DUT: dut, Rep: rep, Test: TestOverlay, Param: rec.Measure, Error: errText}
+	res := func(dut string, rep int, rec OverlayRecord, errText string) lab.Result {
+		r := lab.Result{DUT: dut, Rep: rep, Test: lab.TestOverlay, Param: rec.Measure, Error: errText}
 		if err := r.SetRecord(rec); err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	ev := func(lost int64) *RestartEvent { return &RestartEvent{Kind: EventSIGTERM, Sent: 1000, Lost: lost} }
-	var results []Result
+	ev := func(lost int64) *lab.RestartEvent {
+		return &lab.RestartEvent{Kind: lab.EventSIGTERM, Sent: 1000, Lost: lost}
+	}
+	var results []lab.Result
 	for rep, f := range []float64{1, 1.2} {
 		results = append(results,
 			res("linux-bridge", rep+1, OverlayRecord{Measure: OverlayThroughput, NDR: 100e3 * f, PDR: 110e3 * f}, ""),
@@ -134,16 +141,16 @@ func TestOverlaySection(t *testing.T) {
 		res("trestle:xdp", 1, OverlayRecord{Measure: OverlaySkipped, Skipped: "the overlay port tvx1000 stays down: no ndo_xdp_xmit"}, ""),
 		res("trestle", 2, OverlayRecord{Measure: "setup"}, "bgpd exited"),
 	)
-	run := &Run{DUTs: []string{"linux-bridge", "trestle:xdp", "trestle"}, Results: results}
+	run := &lab.Run{DUTs: []string{"linux-bridge", "trestle:xdp", "trestle"}, Results: results}
 	b, err := json.Marshal(run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Run
+	var back lab.Run
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	term, md := Sections(&back)
+	term, md := lab.Sections(&back)
 	if len(term) != 1 || len(md) != 1 {
 		t.Fatalf("sections: %q %q", term, md)
 	}
@@ -168,12 +175,12 @@ func TestOverlaySection(t *testing.T) {
 			t.Errorf("report.md lacks %q:\n%s", want, md[0])
 		}
 	}
-	if term, md := Sections(&Run{DUTs: []string{"direct"}, Results: []Result{{DUT: "direct", Test: TestThroughput, Value: 1}}}); term != nil || md != nil {
+	if term, md := lab.Sections(&lab.Run{DUTs: []string{"direct"}, Results: []lab.Result{{DUT: "direct", Test: lab.TestThroughput, Value: 1}}}); term != nil || md != nil {
 		t.Errorf("a run without overlay results has sections: %q %q", term, md)
 	}
 	// report.md's section has the stations' chart, before the settings.
 	dir := t.TempDir()
-	mds, err := MarkdownSections(dir, &back)
+	mds, err := lab.MarkdownSections(dir, &back)
 	if err != nil || len(mds) != 1 {
 		t.Fatalf("report.md sections: %q, %v", mds, err)
 	}
@@ -195,17 +202,26 @@ func TestOverlaySection(t *testing.T) {
 // (its host ports' frames take the overlay's xdp way in); no namespace,
 // FRR daemon or pinned datapath is left.
 func TestExecuteOverlay(t *testing.T) {
-	requireRoot(t)
-	for _, bin := range []string{frrZebra, frrBGPd, "iperf3", "nsenter", "chown"} {
+	labtest.RequireRoot(t)
+	for _, bin := range []string{lab.FRRZebra, lab.FRRBGPd, "iperf3", "nsenter", "chown"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Skipf("%v (scripts/deps.sh installs FRR and iperf3)", err)
 		}
 	}
-	sc := Scenarios["overlay"]
-	sc.Reps, sc.Timing, sc.IperfTime = 1, tinyTiming(), time.Second
-	Configure(&sc, func(k OverlayTest) OverlayTest { k.Stations, k.Streams = 3, []int{1}; return k })
-	before := ours(t, runPrefix)
-	run, err := Execute(context.Background(), Config{Scenario: sc, Placement: "shared", Trestle: trestleBinary(t), WorkDir: t.TempDir()})
+	sc := lab.Scenarios["overlay"]
+	sc.Reps, sc.Timing, sc.IperfTime = 1, lab.TinyTiming(), time.Second
+	// A trial passes on what it lost alone, not on whether the generator
+	// kept its pace: on a loaded machine (a fresh-clone run at load 12)
+	// the generator, starved of its CPU, fell short of the rates asked,
+	// down to 358 pps in the broadcast to three remote VTEPs, for every
+	// DUT, and the broadcast's search found no rate, though nothing was
+	// lost.
+	// Whether frames cross is what this test asks; the rates it records
+	// are what the generator offered.
+	sc.Timing.Search.Shortfall = 1
+	lab.Configure(&sc, func(k Kind) Kind { k.Stations, k.Streams = 3, []int{1}; return k })
+	before := labtest.Ours(t)
+	run, err := lab.Execute(context.Background(), lab.Config{Scenario: sc, Placement: "shared", Trestle: labtest.TrestleBinary(t), WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +274,10 @@ func TestExecuteOverlay(t *testing.T) {
 	if rec, ok := seen[key{"trestle:xdp", OverlaySkipped}]; ok {
 		t.Errorf("trestle:xdp not run: %s", rec.Skipped)
 	}
-	if left := ours(t, runPrefix); len(left) != len(before) {
+	if left := labtest.Ours(t); len(left) != len(before) {
 		t.Errorf("namespaces left: %v (before: %v)", left, before)
 	}
-	if term, _ := Sections(run); len(term) != 1 || strings.Contains(term[0], "not run") || !strings.Contains(term[0], "(trestle's best mode for TCP here): TCP with 1 stream(s)") {
+	if term, _ := lab.Sections(run); len(term) != 1 || strings.Contains(term[0], "not run") || !strings.Contains(term[0], "(trestle's best mode for TCP here): TCP with 1 stream(s)") {
 		t.Errorf("section: %q", term)
 	}
 }

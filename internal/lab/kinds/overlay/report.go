@@ -1,10 +1,11 @@
-package lab
+package overlay
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/internal/lab/report/svg"
 )
 
@@ -30,13 +31,13 @@ type overlayRow struct {
 }
 
 // overlayRows are the run's overlay results by DUT, in the run's order.
-func overlayRows(run *Run) []overlayRow {
+func overlayRows(run *lab.Run) []overlayRow {
 	rows := map[string]*overlayRow{}
 	ndr, pdr, bc := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	tcp := map[string]map[int][]float64{}
 	reps := map[string]map[int]bool{}
 	for _, r := range run.Results {
-		if r.Test != TestOverlay {
+		if r.Test != lab.TestOverlay {
 			continue
 		}
 		row := rows[r.DUT]
@@ -98,9 +99,9 @@ func overlayRows(run *Run) []overlayRow {
 		if row == nil {
 			continue
 		}
-		row.NDR, row.PDR, row.Broadcast = Median(ndr[d]), Median(pdr[d]), Median(bc[d])
+		row.NDR, row.PDR, row.Broadcast = lab.Median(ndr[d]), lab.Median(pdr[d]), lab.Median(bc[d])
 		for n, v := range tcp[d] {
-			row.TCP[n] = Median(v)
+			row.TCP[n] = lab.Median(v)
 		}
 		row.Reps = len(reps[d])
 		out = append(out, *row)
@@ -125,7 +126,7 @@ func msText(v []float64) string {
 	if len(v) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f (n=%d)", Median(v), len(v))
+	return fmt.Sprintf("%.1f (n=%d)", lab.Median(v), len(v))
 }
 
 func gbps(v float64) string {
@@ -178,7 +179,7 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 			if v <= 0 {
 				return "-"
 			}
-			return PPSText(v)
+			return lab.PPSText(v)
 		}
 		vsLinux := "-"
 		if linux != nil && r.DUT != linux.DUT {
@@ -189,7 +190,7 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 			c = append(c, gbps(r.TCP[n]))
 		}
 		restart := lostText(r.Restart)
-		if !r.RestartOK && !CapsOf(r.DUT).Daemon {
+		if !r.RestartOK && !lab.CapsOf(r.DUT).Daemon {
 			restart = "- (no daemon)"
 		}
 		reps := fmt.Sprint(r.Reps)
@@ -198,14 +199,14 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 			notes = append(notes, fmt.Sprintf("%d stations timed out", r.Timeouts))
 		}
 		if len(r.Errors) > 0 {
-			notes = append(notes, fmt.Sprintf("%d failed: %s", len(r.Errors), FirstLine(r.Errors[0])))
+			notes = append(notes, fmt.Sprintf("%d failed: %s", len(r.Errors), lab.FirstLine(r.Errors[0])))
 		}
 		if len(notes) > 0 {
 			reps += " (" + strings.Join(notes, "; ") + ")"
 		}
 		cells = append(cells, append(c, msText(r.Converge), msText(r.Move), restart, lostText(r.FRR), reps))
 	}
-	terminal, md = TableSection("overlay: VXLAN between two hosts with EVPN by FRR, h1 -> h2 (medians over the repetitions; stations' times over every station; lost: each repetition's stream):",
+	terminal, md = lab.TableSection("overlay: VXLAN between two hosts with EVPN by FRR, h1 -> h2 (medians over the repetitions; stations' times over every station; lost: each repetition's stream):",
 		"Overlay", "Two hosts, each a namespace with the DUT and FRR (zebra and bgpd, iBGP over a routed veth underlay), h1 behind host A and h2 behind host B, one VNI. 64-byte zero-loss throughput (NDR) and PDR h1 -> h2 through the overlay, against the Linux bridge's (a vxlan device, nolearning, with FRR); the NDR of broadcast from h1 to three remote VTEPs (four hosts, FRR in a full mesh, each remote VTEP's host counting every frame); iperf3 TCP h1 -> h2; a new station's type-2 convergence (its first frame on A to its entry in B's table) and a move's flip (the station's frame on B to A's entry on the overlay), medians over every station with their count; the frames a stream at half the NDR lost while A's trestle daemon restarted (SIGTERM, persist) and while A's zebra and bgpd restarted. Medians over the repetitions.",
 		head, cells, overlayGoals(rows, linux, streams))
 	return terminal, md
@@ -214,7 +215,7 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 // overlayCharts draws each DUT's stations, each kind of time sorted
 // (a distribution: the share of stations at or under a time), with the
 // goal's 100 ms.
-func overlayCharts(dir string, rows []overlayRow) ([]Chart, error) {
+func overlayCharts(dir string, rows []overlayRow) ([]lab.Chart, error) {
 	c := svg.LineChart{Title: "Overlay: the stations' times, sorted (type-2 convergence on B, a move's flip on A)", XLabel: "share of the stations (%)", YLabel: "ms", XUnit: svg.Plain, Unit: svg.Plain}
 	for _, r := range rows {
 		for _, s := range []struct {
@@ -237,8 +238,8 @@ func overlayCharts(dir string, rows []overlayRow) ([]Chart, error) {
 		return nil, nil
 	}
 	c.Series = append(c.Series, svg.Series{Name: "goal: convergence median at most 100 ms", Dashed: true, Points: []svg.Point{{X: 0, Y: 100}, {X: 100, Y: 100}}})
-	var out []Chart
-	err := SaveChart(dir, "overlay-stations.svg", c.Title, c, &out)
+	var out []lab.Chart
+	err := lab.SaveChart(dir, "overlay-stations.svg", c.Title, c, &out)
 	return out, err
 }
 
@@ -256,7 +257,7 @@ func overlaySettings(rows []overlayRow) string {
 		}
 		fmt.Fprintf(&b, "\n%s:\n\n", r.DUT)
 		var blocks []string
-		for _, k := range SortedKeys(r.Settings) {
+		for _, k := range lab.SortedKeys(r.Settings) {
 			v := r.Settings[k]
 			if strings.Contains(v, "\n") {
 				blocks = append(blocks, fmt.Sprintf("%s:\n\n```\n%s```\n", k, v))
@@ -283,7 +284,7 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 	var goals []string
 	var fast *overlayRow
 	for i, r := range rows {
-		if !CapsOf(r.DUT).Subject || r.Skipped != "" || r.Reps == 0 {
+		if !lab.CapsOf(r.DUT).Subject || r.Skipped != "" || r.Reps == 0 {
 			continue
 		}
 		if fast == nil || r.NDR > fast.NDR {
@@ -291,7 +292,7 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 		}
 	}
 	if fast != nil && linux != nil && linux.NDR > 0 {
-		goals = append(goals, fmt.Sprintf("%s (trestle's faster mode here): 64-byte NDR %.2fx the Linux bridge's overlay (goal: at least 1.3x): %s", fast.DUT, fast.NDR/linux.NDR, PassWord(fast.NDR >= 1.3*linux.NDR)))
+		goals = append(goals, fmt.Sprintf("%s (trestle's faster mode here): 64-byte NDR %.2fx the Linux bridge's overlay (goal: at least 1.3x): %s", fast.DUT, fast.NDR/linux.NDR, lab.PassWord(fast.NDR >= 1.3*linux.NDR)))
 	}
 	// TCP: trestle's best mode for it (tc, where host stacks keep GSO;
 	// architecture.md, "Two attach modes"), not the faster one at 64
@@ -299,16 +300,16 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 	for _, n := range streams {
 		var best *overlayRow
 		for i, r := range rows {
-			if CapsOf(r.DUT).Subject && r.Skipped == "" && r.Reps > 0 && r.TCP[n] > 0 && (best == nil || r.TCP[n] > best.TCP[n]) {
+			if lab.CapsOf(r.DUT).Subject && r.Skipped == "" && r.Reps > 0 && r.TCP[n] > 0 && (best == nil || r.TCP[n] > best.TCP[n]) {
 				best = &rows[i]
 			}
 		}
 		if best != nil && linux != nil && linux.TCP[n] > 0 {
-			goals = append(goals, fmt.Sprintf("%s (trestle's best mode for TCP here): TCP with %d stream(s) %.2fx the Linux bridge's overlay (goal: no worse): %s", best.DUT, n, best.TCP[n]/linux.TCP[n], PassWord(best.TCP[n] >= linux.TCP[n])))
+			goals = append(goals, fmt.Sprintf("%s (trestle's best mode for TCP here): TCP with %d stream(s) %.2fx the Linux bridge's overlay (goal: no worse): %s", best.DUT, n, best.TCP[n]/linux.TCP[n], lab.PassWord(best.TCP[n] >= linux.TCP[n])))
 		}
 	}
 	for _, r := range rows {
-		if !CapsOf(r.DUT).Subject {
+		if !lab.CapsOf(r.DUT).Subject {
 			continue
 		}
 		if r.Skipped != "" {
@@ -316,10 +317,10 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 			continue
 		}
 		if len(r.Converge) > 0 {
-			m := Median(r.Converge)
-			goals = append(goals, fmt.Sprintf("%s: type-2 convergence median %.1f ms over %d stations (goal: at most 100 ms): %s", r.DUT, m, len(r.Converge), PassWord(m <= 100)))
+			m := lab.Median(r.Converge)
+			goals = append(goals, fmt.Sprintf("%s: type-2 convergence median %.1f ms over %d stations (goal: at most 100 ms): %s", r.DUT, m, len(r.Converge), lab.PassWord(m <= 100)))
 			if len(r.Zebra) > 0 {
-				goals = append(goals, fmt.Sprintf("%s: of which zebra's entry on B's kernel bridge: median %.1f ms over %d stations; the rest, B's daemon putting it in its table", r.DUT, Median(r.Zebra), len(r.Zebra)))
+				goals = append(goals, fmt.Sprintf("%s: of which zebra's entry on B's kernel bridge: median %.1f ms over %d stations; the rest, B's daemon putting it in its table", r.DUT, lab.Median(r.Zebra), len(r.Zebra)))
 			}
 		}
 		if len(r.Restart) > 0 {
@@ -327,7 +328,7 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 			for _, n := range r.Restart {
 				total += n
 			}
-			goals = append(goals, fmt.Sprintf("%s: %d frames lost across %d trestle restarts (goal: 0): %s", r.DUT, total, len(r.Restart), PassWord(total == 0)))
+			goals = append(goals, fmt.Sprintf("%s: %d frames lost across %d trestle restarts (goal: 0): %s", r.DUT, total, len(r.Restart), lab.PassWord(total == 0)))
 		}
 	}
 	return goals

@@ -1,4 +1,15 @@
-package lab
+// Package overlay is the lab's overlay kind (lab.TestOverlay): two hosts
+// joined by a VXLAN overlay with EVPN by FRR (docs/overlay.md), built with
+// the core's Sites. Each host is a namespace with the DUT and FRR (zebra,
+// then bgpd; iBGP over a routed veth underlay); h1 is behind host A, h2
+// behind host B. It measures 64-byte throughput h1 -> h2 through the
+// overlay (NDR and PDR), broadcast to three remote VTEPs, a new station's
+// type-2 convergence (its first frame on A to its entry on B) and a
+// move's flip on the old host, the frames a stream loses while A's
+// trestle daemon restarts (persist) and while A's FRR restarts, and
+// iperf3 TCP. The kind builds this topology itself, apart from the
+// unit's.
+package overlay
 
 import (
 	"bytes"
@@ -8,7 +19,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,20 +28,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trestle/trestle/internal/ctl"
-	"github.com/trestle/trestle/internal/frrconf"
-	"github.com/trestle/trestle/internal/lab/sink"
+	"github.com/trestle/trestle/internal/lab"
 )
 
-// TestOverlay: two hosts joined by a VXLAN overlay with EVPN by FRR
-// (issue 30's lab, docs/overlay.md). Each host is a namespace with the
-// DUT and FRR (zebra, then bgpd; iBGP over a routed veth underlay);
-// h1 is behind host A, h2 behind host B. It measures 64-byte throughput
-// h1 -> h2 through the overlay (NDR and PDR), a new station's type-2
-// convergence (its first frame on A to its entry on B) and a move's
-// flip on the old host, the frames a stream loses while A's trestle
-// daemon restarts (persist) and while A's FRR restarts, and iperf3 TCP.
-// The kind builds this topology itself, apart from the unit's.
-const TestOverlay = "overlay"
+// It runs after pod-churn, last of the kinds the core kept; tcp's kind
+// runs after it.
+func init() { lab.Register(Kind{}, lab.TestPodChurn) }
 
 const (
 	overlayVNI = 1000
@@ -39,9 +41,6 @@ const (
 	// an underlay of 1550 (VXLAN over IPv4 adds 50 bytes).
 	overlayMTU  = 1500
 	underlayMTU = overlayMTU + 50
-	overlayASN  = 65000
-	frrZebra    = "/usr/lib/frr/zebra"
-	frrBGPd     = "/usr/lib/frr/bgpd"
 	// overlayConvergeLimit is how long a station's entry may take to
 	// appear on the other host before its sample counts as a timeout.
 	overlayConvergeLimit = 5 * time.Second
@@ -57,10 +56,10 @@ const (
 // OverlayStationsDefault is how many new stations a unit times.
 const OverlayStationsDefault = 10
 
-// OverlayTest is the overlay kind: Stations is how many new stations a
+// Kind is the overlay kind: Stations is how many new stations a
 // unit times (a type-2 convergence and a move each; 0: the default),
 // Streams iperf3 TCP's parallel streams (nil: none run).
-type OverlayTest struct {
+type Kind struct {
 	Stations int
 	Streams  []int
 	// NoBroadcast leaves the broadcast to three remote VTEPs out (its
@@ -100,42 +99,42 @@ type OverlayRecord struct {
 	// its table (SamplesMs).
 	ZebraMs []float64 `json:"zebra_ms,omitempty"`
 	// Event is a restart's stream; Rate the stream's rate.
-	Event   *RestartEvent `json:"event,omitempty"`
-	Rate    float64       `json:"rate_pps,omitempty"`
-	Skipped string        `json:"skipped,omitempty"`
+	Event   *lab.RestartEvent `json:"event,omitempty"`
+	Rate    float64           `json:"rate_pps,omitempty"`
+	Skipped string            `json:"skipped,omitempty"`
 	// Settings (the throughput's record) describe the overlay's DUTs and
 	// FRR on each host as measured: the unit's own settings are those of
 	// its star topology, which the overlay does not use.
 	Settings map[string]string `json:"settings,omitempty"`
 }
 
-func (OverlayTest) Name() string { return TestOverlay }
+func (Kind) Name() string { return lab.TestOverlay }
 
 // Needs: it builds its own topology after the unit's generator and sinks
 // stopped (the Stack phase), on a learning bridge.
-func (OverlayTest) Needs(Scenario) Needs { return Needs{Phase: Stack, Learning: true} }
+func (Kind) Needs(lab.Scenario) lab.Needs { return lab.Needs{Phase: lab.Stack, Learning: true} }
 
-func (k OverlayTest) stations() int {
+func (k Kind) stations() int {
 	if k.Stations <= 0 {
 		return OverlayStationsDefault
 	}
 	return k.Stations
 }
 
-func (k OverlayTest) Estimate(s Scenario, _ Spec) time.Duration {
+func (k Kind) Estimate(s lab.Scenario, _ lab.Spec) time.Duration {
 	tm := s.Timing
 	// Set-up and BGP (about 10 s), a search, two restart streams (about
 	// 5 s and 10 s), the stations, the iperf3 runs; the broadcast's four
 	// hosts (about 15 s) and its search.
-	d := 25*time.Second + 4*TrialTime(tm) + tm.Search.Confirm + time.Duration(k.stations())*600*time.Millisecond +
-		time.Duration(len(k.Streams))*(IperfRunTime(s)+time.Second)
+	d := 25*time.Second + 4*lab.TrialTime(tm) + tm.Search.Confirm + time.Duration(k.stations())*600*time.Millisecond +
+		time.Duration(len(k.Streams))*(lab.IperfRunTime(s)+time.Second)
 	if !k.NoBroadcast {
-		d += 15*time.Second + 3*TrialTime(tm) + tm.Search.Confirm
+		d += 15*time.Second + 3*lab.TrialTime(tm) + tm.Search.Confirm
 	}
 	return d
 }
 
-func (k OverlayTest) Describe(Scenario) string {
+func (k Kind) Describe(lab.Scenario) string {
 	b := fmt.Sprintf("; then broadcast from h1 to %d remote VTEPs (%d hosts)", overlayBroadcastSites-1, overlayBroadcastSites)
 	if k.NoBroadcast {
 		b = ""
@@ -143,26 +142,26 @@ func (k OverlayTest) Describe(Scenario) string {
 	return fmt.Sprintf("Overlay:  two hosts (a namespace each: the DUT, FRR's zebra and bgpd, iBGP over a routed veth underlay), VNI %d, h1 behind A, h2 behind B; %d new stations timed%s", overlayVNI, k.stations(), b)
 }
 
-func (k OverlayTest) TestsLine(Scenario) string {
+func (k Kind) TestsLine(lab.Scenario) string {
 	if len(k.Streams) == 0 {
 		return ""
 	}
 	return "; iperf3 TCP streams " + strings.Trim(fmt.Sprint(k.Streams), "[]") + " through the overlay"
 }
 
-func (OverlayTest) Preset() Scenario { return overlayPreset }
+func (Kind) Preset() lab.Scenario { return overlayPreset }
 
-var overlayPreset = Scenario{
+var overlayPreset = lab.Scenario{
 	Name: "overlay", Title: "Overlay: VXLAN between two hosts, EVPN by FRR",
 	About: "two hosts, each a namespace with the DUT and FRR (zebra and bgpd, iBGP over a routed veth underlay), h1 behind host A, h2 behind host B, one VNI: " +
 		"64-byte throughput h1 -> h2 through the overlay (NDR, PDR), broadcast to three remote VTEPs (four hosts), iperf3 TCP with 1 and 4 streams, a new station's type-2 convergence (its first frame on A to its entry on B), " +
 		"a move's flip on the old host, frames lost across a trestle restart (persist) and across an FRR restart; the Linux bridge with a vxlan device (nolearning) and FRR is the reference, trestle in xdp and default mode; " +
 		"goals: trestle at least 1.3x the Linux bridge at 64 bytes in its faster mode and no worse in TCP, type-2 convergence median at most 100 ms, 0 frames lost across a trestle restart",
-	DUTs:  MustSpecs("linux-bridge", "trestle:xdp", "trestle"),
-	Hosts: 2, Chain: []int{1}, Sizes: []FrameSize{"64"}, Tests: []Kind{OverlayTest{Streams: []int{1, 4}}}, Reps: 3, Load: 0.5, Timing: DefaultTiming,
+	DUTs:  lab.MustSpecs("linux-bridge", "trestle:xdp", "trestle"),
+	Hosts: 2, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{Kind{Streams: []int{1, 4}}}, Reps: 3, Load: 0.5, Timing: lab.DefaultTiming,
 }
 
-func (k OverlayTest) Prepare(s Scenario) ([]string, error) {
+func (k Kind) Prepare(s lab.Scenario) ([]string, error) {
 	for _, d := range s.DUTs {
 		switch {
 		case d.Kind != "trestle" && d.Kind != "linux-bridge":
@@ -171,7 +170,7 @@ func (k OverlayTest) Prepare(s Scenario) ([]string, error) {
 			return nil, fmt.Errorf("overlay: %s: the overlay's topology has no VLANs, mirrors, filters or chains: only bin= and offloads are taken", d.Text)
 		}
 	}
-	for _, bin := range []string{frrZebra, frrBGPd} {
+	for _, bin := range []string{lab.FRRZebra, lab.FRRBGPd} {
 		if _, err := os.Stat(bin); err != nil {
 			return nil, fmt.Errorf("overlay: FRR's %s is not installed (Debian package frr; scripts/deps.sh installs it): %w", filepath.Base(bin), err)
 		}
@@ -186,17 +185,17 @@ func (k OverlayTest) Prepare(s Scenario) ([]string, error) {
 // Flags: --stations, the stations timed a unit (a scenario without an
 // overlay test refuses it), and --streams, tcp.Kind's flag, the overlay's
 // iperf3 streams.
-func (OverlayTest) Flags() []Flag {
-	return []Flag{
-		{Name: "streams", Type: FlagInts, Lo: 1, Hi: 128, Usage: "iperf3 TCP stream counts, comma-separated",
-			Set: Sets(func(k OverlayTest, n []int) (OverlayTest, error) { k.Streams = n; return k, nil })},
-		{Name: "stations", Type: FlagInt, Lo: 1, Hi: 1000, For: "the overlay scenario",
+func (Kind) Flags() []lab.Flag {
+	return []lab.Flag{
+		{Name: "streams", Type: lab.FlagInts, Lo: 1, Hi: 128, Usage: "iperf3 TCP stream counts, comma-separated",
+			Set: lab.Sets(func(k Kind, n []int) (Kind, error) { k.Streams = n; return k, nil })},
+		{Name: "stations", Type: lab.FlagInt, Lo: 1, Hi: 1000, For: "the overlay scenario",
 			Usage: fmt.Sprintf("overlay: new stations timed a unit, each a type-2 convergence and a move (default %d)", OverlayStationsDefault),
-			Set:   Sets(func(k OverlayTest, n int) (OverlayTest, error) { k.Stations = n; return k, nil })},
+			Set:   lab.Sets(func(k Kind, n int) (Kind, error) { k.Stations = n; return k, nil })},
 	}
 }
 
-func (OverlayTest) Section(run *Run) (terminal, md string) {
+func (Kind) Section(run *lab.Run) (terminal, md string) {
 	rows := overlayRows(run)
 	terminal, md = overlaySection(rows)
 	return terminal, md + overlaySettings(rows)
@@ -204,7 +203,7 @@ func (OverlayTest) Section(run *Run) (terminal, md string) {
 
 // SectionIn is the overlay's section of report.md with its chart, written
 // into dir.
-func (OverlayTest) SectionIn(dir string, run *Run) (string, error) {
+func (Kind) SectionIn(dir string, run *lab.Run) (string, error) {
 	rows := overlayRows(run)
 	_, md := overlaySection(rows)
 	if md == "" {
@@ -213,32 +212,25 @@ func (OverlayTest) SectionIn(dir string, run *Run) (string, error) {
 	charts, err := overlayCharts(dir, rows)
 	var b bytes.Buffer
 	b.WriteString(md)
-	EmbedCharts(&b, charts)
+	lab.EmbedCharts(&b, charts)
 	b.WriteString(overlaySettings(rows))
 	return b.String(), err
 }
 
-// overlaySite is one host of the overlay: a namespace with the DUT, its
-// VTEP on the loopback, and FRR.
+// overlaySite is one host of the overlay (a site of Sites) with its DUT.
 type overlaySite struct {
-	ns           *NS
-	n            int    // 1 (A) or 2 (B)
-	vtep, under  string // 10.255.0.n, 192.0.2.n
-	port         string // the host's port: p1 on A, p2 on B
-	frr          string // FRR's directory: configs, pid files, sockets
-	zebra, bgpd  *Proc
-	peers        []*overlaySite // the other sites, each a BGP neighbour and a VTEP
-	trestle      *trestleDUT    // nil: the Linux bridge
-	vxlan, bridg string         // the Linux bridge's devices
+	*lab.Site
+	port         string           // the host's port: p1 on A, p2 on B
+	trestle      *lab.SiteTrestle // nil: the Linux bridge
+	vxlan, bridg string           // the Linux bridge's devices
 }
 
 // overlayRig is the overlay's topology with its DUT and FRR up.
 type overlayRig struct {
-	net   *Net
 	sites []*overlaySite
 	a, b  *overlaySite // sites[0], sites[1]
-	rig   *Rig
-	dir   string // the FRR directories' parent
+	all   *lab.Sites
+	rig   *lab.Rig
 }
 
 // overlayPair is the rig's DUT: the two sites' DUTs as one.
@@ -248,10 +240,10 @@ type overlayPair struct {
 	set  map[string]string
 }
 
-func (p *overlayPair) Name() string                             { return p.name }
-func (p *overlayPair) Learns() bool                             { return true }
-func (p *overlayPair) Setup(context.Context, *Topo, *Env) error { return nil }
-func (p *overlayPair) Settings() map[string]string              { return p.set }
+func (p *overlayPair) Name() string                                     { return p.name }
+func (p *overlayPair) Learns() bool                                     { return true }
+func (p *overlayPair) Setup(context.Context, *lab.Topo, *lab.Env) error { return nil }
+func (p *overlayPair) Settings() map[string]string                      { return p.set }
 
 // Teardown stops each site's FRR and takes its trestle down (persist: its
 // VNIs and pinned datapath go with `trestle down`).
@@ -259,7 +251,7 @@ func (p *overlayPair) Teardown(ctx context.Context) error {
 	var errs []error
 	for i := len(p.o.sites) - 1; i >= 0; i-- {
 		s := p.o.sites[i]
-		s.stopFRR()
+		_ = s.StopFRR()
 		if s.trestle != nil {
 			errs = append(errs, s.trestle.Teardown(ctx))
 		}
@@ -267,200 +259,54 @@ func (p *overlayPair) Teardown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// buildOverlay makes the overlay's namespaces in nt: n sites (A, B, ...)
-// joined by the underlay, host hI plugged into site I at pI. Two sites
-// are joined by one veth; more by a veth each to an underlay namespace
-// whose Linux bridge joins them (one IP subnet, routed to the VTEPs).
-func buildOverlay(ctx context.Context, nt *Net, n int) (*overlayRig, *Topo, error) {
-	o := &overlayRig{net: nt}
-	for i := range n {
-		ns, err := nt.NS(string(rune('a' + i)))
-		if err != nil {
-			return nil, nil, err
-		}
-		o.sites = append(o.sites, &overlaySite{ns: ns, n: i + 1, vtep: fmt.Sprintf("10.255.0.%d", i+1), under: fmt.Sprintf("192.0.2.%d", i+1), port: fmt.Sprintf("p%d", i+1)})
+// buildOverlay makes the overlay's n sites in nt (Sites): host hI plugged
+// into site I at pI; the underlay of MTU underlayMTU, with GRO on the
+// ends of a two-site underlay's veth, as a NIC has it: it then takes XDP
+// redirects, which trestle's XDP encapsulation needs (docs/overlay.md);
+// every DUT runs on the same underlay.
+func buildOverlay(ctx context.Context, nt *lab.Net, n int) (*overlayRig, error) {
+	all, err := lab.NewSites(ctx, nt, lab.SitesOpts{Sites: n, Stations: 1, UnderlayMTU: underlayMTU, UnderlayGRO: n == 2, StationGRO: true})
+	o := &overlayRig{all: all}
+	if err != nil {
+		return o, err
+	}
+	for _, s := range all.Sites {
+		o.sites = append(o.sites, &overlaySite{Site: s, port: s.Stations[0].Port})
 	}
 	o.a, o.b = o.sites[0], o.sites[1]
-	for _, s := range o.sites {
-		for _, p := range o.sites {
-			if p != s {
-				s.peers = append(s.peers, p)
-			}
-		}
-	}
-	if n == 2 {
-		if err := nt.Veth(o.a.ns, "ul0", o.b.ns, "ul0", VethOpts{}); err != nil {
-			return nil, nil, err
-		}
-	} else {
-		core, err := nt.NS("ul")
-		if err != nil {
-			return nil, nil, err
-		}
-		if _, err := core.Run(ctx, "ip", "link", "add", "ul", "mtu", fmt.Sprint(underlayMTU), "type", "bridge"); err != nil {
-			return nil, nil, err
-		}
-		for _, s := range o.sites {
-			port := fmt.Sprintf("u%d", s.n)
-			if err := nt.Veth(s.ns, "ul0", core, port, VethOpts{}); err != nil {
-				return nil, nil, err
-			}
-			if _, err := core.Run(ctx, "ip", "link", "set", "dev", port, "mtu", fmt.Sprint(underlayMTU), "master", "ul"); err != nil {
-				return nil, nil, err
-			}
-		}
-		if _, err := core.Run(ctx, "ip", "link", "set", "dev", "ul", "up"); err != nil {
-			return nil, nil, err
-		}
-	}
-	for _, s := range o.sites {
-		// GRO on the underlay's ends, as a NIC has it: a veth then takes
-		// XDP redirects (ndo_xdp_xmit), as a NIC's driver does, which
-		// trestle's XDP encapsulation needs (docs/overlay.md); every DUT
-		// runs on the same underlay.
-		if n == 2 {
-			if err := s.ns.Features("ul0", map[string]bool{"rx-gro": true}); err != nil {
-				return nil, nil, err
-			}
-		}
-		cmds := [][]string{
-			{"link", "set", "dev", "ul0", "mtu", fmt.Sprint(underlayMTU)},
-			{"addr", "add", s.under + "/24", "dev", "ul0", "nodad"},
-			{"addr", "add", s.vtep + "/32", "dev", "lo"},
-		}
-		for _, p := range s.peers {
-			cmds = append(cmds, []string{"route", "add", p.vtep + "/32", "via", p.under})
-		}
-		for _, args := range cmds {
-			if _, err := s.ns.Run(ctx, "ip", args...); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	t := &Topo{Shape: Shape{Hosts: n, Chain: 1}, Net: nt}
-	for i, s := range o.sites {
-		ns, err := nt.NS(fmt.Sprintf("h%d", i+1))
-		if err != nil {
-			return nil, nil, err
-		}
-		h := &Host{NS: ns, If: "eth0", MAC: HostMAC(i + 1), IP: HostIP(i + 1), Port: s.port}
-		if err := nt.attach(s.ns, h, 1); err != nil {
-			return nil, nil, err
-		}
-		// A veth delivers the generator's XDP frames only into a peer
-		// with GRO or an XDP program (architecture.md rule 10).
-		if err := s.ns.Features(s.port, map[string]bool{"rx-gro": true}); err != nil {
-			return nil, nil, err
-		}
-		t.Hosts = append(t.Hosts, h)
-	}
-	return o, t, nil
+	return o, nil
 }
 
 // setupDUT builds the DUT of v on site s: the Linux bridge with a vxlan
 // device, or a trestle daemon with an overlay port. A trestle whose
 // overlay port does not come up returns the daemon's reason as skip.
-func (s *overlaySite) setupDUT(ctx context.Context, v Spec, env *Env) (skip string, err error) {
+func (s *overlaySite) setupDUT(ctx context.Context, v lab.Spec, env *lab.Env) (skip string, err error) {
 	if v.Kind == "linux-bridge" {
 		s.bridg, s.vxlan = "br0", fmt.Sprintf("vxlan%d", overlayVNI)
-		if err := s.ns.BridgeNetfilter(false); err != nil {
+		if err := s.NS.BridgeNetfilter(false); err != nil {
 			return "", err
 		}
 		for _, args := range [][]string{
 			{"ip", "link", "add", s.bridg, "type", "bridge", "stp_state", "0"},
-			{"ip", "link", "add", s.vxlan, "type", "vxlan", "id", fmt.Sprint(overlayVNI), "local", s.vtep, "dstport", "4789", "nolearning"},
+			{"ip", "link", "add", s.vxlan, "type", "vxlan", "id", fmt.Sprint(overlayVNI), "local", s.VTEP, "dstport", "4789", "nolearning"},
 			{"ip", "link", "set", "dev", s.vxlan, "mtu", fmt.Sprint(overlayMTU), "master", s.bridg},
 			{"bridge", "link", "set", "dev", s.vxlan, "learning", "off"},
 			{"ip", "link", "set", "dev", s.port, "master", s.bridg},
 			{"ip", "link", "set", "dev", s.vxlan, "up"},
 			{"ip", "link", "set", "dev", s.bridg, "up"},
 		} {
-			if _, err := s.ns.Run(ctx, args[0], args[1:]...); err != nil {
-				return "", fmt.Errorf("linux-bridge on host %s: %w", s.name(), err)
+			if _, err := s.NS.Run(ctx, args[0], args[1:]...); err != nil {
+				return "", fmt.Errorf("linux-bridge on host %s: %w", s.Name(), err)
 			}
 		}
 		return "", nil
 	}
-	d, err := v.newDUT()
-	if err != nil {
-		return "", err
-	}
-	td, ok := d.(*trestleDUT)
-	if !ok {
-		return "", fmt.Errorf("overlay: %s is not a trestle DUT", v.Text)
-	}
-	if _, err := exec.LookPath("nsenter"); err != nil {
-		return "", fmt.Errorf("trestle with persist runs in the host's namespace through nsenter: %w (it is in util-linux)", err)
-	}
-	td.env, td.ns, td.persist = env, s.ns, true
-	td.sock = filepath.Join(env.WorkDir, s.ns.Name+".sock")
-	td.cfg = filepath.Join(env.WorkDir, s.ns.Name+".toml")
-	if err := os.WriteFile(td.cfg, []byte(s.trestleConfig(td.mode, td.sock)), 0o644); err != nil {
-		return "", err
-	}
-	td.own = env.Trestle
-	if td.bin != "" {
-		td.own = td.bin
-	}
-	s.trestle = td
 	// The kernel objects trestle makes for the VNI (docs/overlay.md),
 	// where zebra writes the remote entries.
 	s.bridg, s.vxlan = fmt.Sprintf("tbr%d", overlayVNI), fmt.Sprintf("tvx%d", overlayVNI)
-	p, err := td.start(td.own)
-	if err != nil {
-		return "", err
-	}
-	// Every port attached, or the overlay port down with its reason: the
-	// host port up and every port settled.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var st ctl.Status
-		err := ctl.Call(td.sock, ctl.Request{Cmd: ctl.CmdShow}, &st)
-		if err == nil {
-			if allUp(st) {
-				td.pinDir = st.PinDir
-				// Each port's mode as attached, and why (the default
-				// mode's choice is the daemon's).
-				td.set = map[string]string{}
-				for _, b := range st.Bridges {
-					for _, port := range b.Ports {
-						td.set["port "+port.Name] = fmt.Sprintf("%s: %s", port.Mode, port.Reason)
-					}
-				}
-				return "", nil
-			}
-			for _, b := range st.Bridges {
-				for _, port := range b.Ports {
-					if port.Overlay != nil && port.State == "down" && port.Reason != "" && hostPortUp(b) {
-						td.pinDir = st.PinDir
-						return fmt.Sprintf("the overlay port %s stays down beside %s host ports: %s", port.Name, td.mode, port.Reason), nil
-					}
-				}
-			}
-		}
-		select {
-		case <-p.Done():
-			return "", fmt.Errorf("trestle run on host %s exited: %v\n%s", s.name(), p.Err(), p.Output())
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("trestle run on host %s: ports not up after 15s (%v)\n%s", s.name(), err, p.Output())
-		}
-	}
+	s.trestle, skip, err = s.StartTrestle(ctx, v, env, s.trestleConfig)
+	return skip, err
 }
-
-func hostPortUp(b ctl.BridgeStatus) bool {
-	for _, p := range b.Ports {
-		if p.Overlay == nil && p.State == "up" {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *overlaySite) name() string { return string(rune('A' + s.n - 1)) }
 
 // trestleConfig is site s's trestle config: its host's port in mode and
 // the overlay port of the VNI, with persist (the restart is measured).
@@ -480,69 +326,7 @@ mode = %q
 [[bridge.port]]
 vxlan = %d
 mtu = %d
-`, sock, s.vtep, s.port, mode, overlayVNI, overlayMTU)
-}
-
-// startFRR starts zebra, then bgpd once zebra's socket is there, with
-// the timers tests/overlay uses (a session up in seconds).
-func (s *overlaySite) startFRR(ctx context.Context) error {
-	zconf := filepath.Join(s.frr, "zebra.conf")
-	bconf := filepath.Join(s.frr, "bgpd.conf")
-	// iBGP, a full mesh: every other site a neighbour.
-	site := frrconf.Site{Name: s.name(), ASN: overlayASN, RouterID: s.vtep}
-	for _, peer := range s.peers {
-		site.Peers = append(site.Peers, frrconf.Peer{Addr: peer.under, ASN: overlayASN})
-	}
-	if err := os.WriteFile(zconf, []byte(frrconf.Zebra(site)), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(bconf, []byte(frrconf.BGPd(site)), 0o644); err != nil {
-		return err
-	}
-	zsock := frrconf.ZebraSocket(s.frr)
-	_ = os.Remove(zsock)
-	common := frrconf.Args(s.frr)
-	var err error
-	if s.zebra, err = s.ns.Start(frrZebra, append([]string{"-f", zconf, "-i", filepath.Join(s.frr, "zebra.pid")}, common...)...); err != nil {
-		return err
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := os.Stat(zsock); err == nil {
-			break
-		}
-		select {
-		case <-s.zebra.Done():
-			return fmt.Errorf("zebra on host %s exited: %v\n%s", s.name(), s.zebra.Err(), s.zebra.Output())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("zebra on host %s: no socket %s after 10s\n%s", s.name(), zsock, s.zebra.Output())
-		}
-	}
-	s.bgpd, err = s.ns.Start(frrBGPd, append([]string{"-f", bconf, "-i", filepath.Join(s.frr, "bgpd.pid")}, common...)...)
-	return err
-}
-
-// stopFRR stops bgpd, then zebra, by their PIDs.
-func (s *overlaySite) stopFRR() {
-	for _, p := range []*Proc{s.bgpd, s.zebra} {
-		if p != nil {
-			_ = p.Stop()
-		}
-	}
-}
-
-// restartFRR is the FRR restart event: bgpd and zebra stopped, then
-// started again; back once bgpd has started.
-func (s *overlaySite) restartFRR(ctx context.Context) (Restarted, error) {
-	t0 := time.Now()
-	s.stopFRR()
-	res := Restarted{Exited: time.Since(t0), From: "FRR (zebra, bgpd)", To: "FRR (zebra, bgpd)"}
-	err := s.startFRR(ctx)
-	res.Back = time.Since(t0)
-	return res, err
+`, sock, s.VTEP, s.port, mode, overlayVNI, overlayMTU)
 }
 
 // neighs are site s's bridge FDB entries (the Linux bridge's), read in
@@ -550,7 +334,7 @@ func (s *overlaySite) restartFRR(ctx context.Context) (Restarted, error) {
 func (s *overlaySite) neighs() ([]netlink.Neigh, map[string]int, error) {
 	var out []netlink.Neigh
 	idx := map[string]int{}
-	err := s.ns.Do(func() error {
+	err := s.NS.Do(func() error {
 		for _, n := range []string{s.bridg, s.vxlan, s.port} {
 			l, err := netlink.LinkByName(n)
 			if err != nil {
@@ -570,7 +354,7 @@ func (s *overlaySite) neighs() ([]netlink.Neigh, map[string]int, error) {
 func (s *overlaySite) floods() (bool, error) {
 	if s.trestle != nil {
 		var st ctl.Status
-		if err := ctl.Call(s.trestle.sock, ctl.Request{Cmd: ctl.CmdShow}, &st); err != nil {
+		if err := ctl.Call(s.trestle.Sock(), ctl.Request{Cmd: ctl.CmdShow}, &st); err != nil {
 			return false, err
 		}
 		for _, b := range st.Bridges {
@@ -597,8 +381,8 @@ func (s *overlaySite) floods() (bool, error) {
 
 // floodsTo says whether a flood list holds every other site's VTEP.
 func (s *overlaySite) floodsTo(list []string) bool {
-	for _, p := range s.peers {
-		if !slices.Contains(list, p.vtep) {
+	for _, p := range s.Peers {
+		if !slices.Contains(list, p.VTEP) {
 			return false
 		}
 	}
@@ -611,7 +395,7 @@ func (s *overlaySite) where(mac net.HardwareAddr) (string, error) {
 	if s.trestle == nil {
 		return s.kernelWhere(mac)
 	}
-	es, err := ctl.FDB(s.trestle.sock, "br0")
+	es, err := ctl.FDB(s.trestle.Sock(), "br0")
 	if err != nil {
 		return "", err
 	}
@@ -705,14 +489,14 @@ func waitFor(ctx context.Context, limit time.Duration, what string, f func() (bo
 	}
 }
 
-func (k OverlayTest) Run(ctx context.Context, u *UnitRun) (err error) {
-	v, err := ParseSpec(u.Base.DUT)
+func (k Kind) Run(ctx context.Context, u *lab.UnitRun) (err error) {
+	v, err := lab.ParseSpec(u.Base.DUT)
 	if err != nil {
 		return err
 	}
 	fail := func(measure string, err error) {
 		r := u.Base
-		r.Test, r.Param, r.Error = TestOverlay, measure, err.Error()
+		r.Test, r.Param, r.Error = lab.TestOverlay, measure, err.Error()
 		_ = r.SetRecord(OverlayRecord{Measure: measure})
 		u.Add(r)
 	}
@@ -740,9 +524,9 @@ const overlayBroadcastSites = 4
 // three remote VTEPs, each with a host: the kernel's vxlan device
 // replicates each flood to every VTEP of its flood list (head-end
 // replication), for trestle and the Linux bridge alike.
-func (k OverlayTest) broadcast(ctx context.Context, u *UnitRun, v Spec) (err error) {
+func (k Kind) broadcast(ctx context.Context, u *lab.UnitRun, v lab.Spec) (err error) {
 	u.Status(fmt.Sprintf("overlay: %d hosts for the broadcast, %s and FRR on each", overlayBroadcastSites, v.Text))
-	nt := NewNet("ob")
+	nt := lab.NewNet("ob")
 	defer func() {
 		if cerr := nt.Close(); cerr != nil && err == nil {
 			err = cerr
@@ -770,25 +554,25 @@ func (k OverlayTest) broadcast(ctx context.Context, u *UnitRun, v Spec) (err err
 		return err
 	}
 	defer o.rig.StopPackets()
-	mix, err := FrameSize("64").Mix()
+	mix, err := lab.FrameSize("64").Mix()
 	if err != nil {
 		return err
 	}
 	tm := u.S.Timing.NDROnly()
 	trial := 0
-	spec := TrialSpec{From: 0, To: sinks, Mix: mix, DstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
-	sr, trials, err := o.rig.SearchTrials(ctx, spec, tm, func(st SearchTrial) {
+	spec := lab.TrialSpec{From: 0, To: sinks, Mix: mix, DstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, Learn: true, Settle: tm.Settle, Drain: tm.Drain}
+	sr, trials, err := o.rig.SearchTrials(ctx, spec, tm, func(st lab.SearchTrial) {
 		trial++
-		u.Status(fmt.Sprintf("overlay %s, broadcast to %d VTEPs, trial %d: %s offered, loss %.3f%%", v.Text, len(sinks), trial, PPSText(st.Offered), 100*st.Loss))
+		u.Status(fmt.Sprintf("overlay %s, broadcast to %d VTEPs, trial %d: %s offered, loss %.3f%%", v.Text, len(sinks), trial, lab.PPSText(st.Offered), 100*st.Loss))
 	})
 	rec.NDR = sr.Throughput
-	k.add(u, ResultOfSearch(u.Base, TestOverlay, OverlayBroadcast, sr, trials), rec, err)
+	k.add(u, lab.ResultOfSearch(u.Base, lab.TestOverlay, OverlayBroadcast, sr, trials), rec, err)
 	return nil
 }
 
 // add records one measure of the unit.
-func (OverlayTest) add(u *UnitRun, r Result, rec OverlayRecord, err error) {
-	r.Test, r.Param = TestOverlay, rec.Measure
+func (Kind) add(u *lab.UnitRun, r lab.Result, rec OverlayRecord, err error) {
+	r.Test, r.Param = lab.TestOverlay, rec.Measure
 	if rec.Streams > 0 {
 		r.Param = fmt.Sprintf("%s streams=%d", rec.Measure, rec.Streams)
 	}
@@ -805,33 +589,16 @@ func (OverlayTest) add(u *UnitRun, r Result, rec OverlayRecord, err error) {
 // up on every site and each site's flood list holding every other VTEP.
 // A DUT that cannot run it is skip, with why. o.close removes what nt's
 // Close does not (the DUTs, FRR, FRR's directory), whatever the error.
-func upOverlay(ctx context.Context, u *UnitRun, v Spec, nt *Net, n int) (o *overlayRig, skip string, err error) {
-	o, t, err := buildOverlay(ctx, nt, n)
+func upOverlay(ctx context.Context, u *lab.UnitRun, v lab.Spec, nt *lab.Net, n int) (o *overlayRig, skip string, err error) {
+	o, err = buildOverlay(ctx, nt, n)
 	if err != nil {
-		return &overlayRig{}, "", err
-	}
-	// Not under the run's directory, which only root may enter: FRR's
-	// daemons run as frr.
-	if o.dir, err = os.MkdirTemp("", "trestle-lab-frr-"); err != nil {
 		return o, "", err
-	}
-	for _, s := range o.sites {
-		s.frr = filepath.Join(o.dir, s.name())
-		if err := os.Mkdir(s.frr, 0o755); err != nil {
-			return o, "", err
-		}
-	}
-	if err := os.Chmod(o.dir, 0o755); err != nil {
-		return o, "", err
-	}
-	if out, err := exec.CommandContext(ctx, "chown", "-R", "frr:frr", o.dir).CombinedOutput(); err != nil {
-		return o, "", fmt.Errorf("chown %s to frr: %v: %s", o.dir, err, out)
 	}
 	env := *u.Rig.Env
 	pair := &overlayPair{o: o, name: v.Text, set: map[string]string{}}
-	o.rig = &Rig{T: t, DUT: pair, Place: u.Rig.Place, Env: &env, sinks: map[int]*sink.Sink{}}
+	o.rig = o.all.Rig(pair, u.Rig.Place, &env)
 	if v.Kind == "trestle" {
-		if _, err := EnsureBPFFS(); err != nil {
+		if _, err := lab.EnsureBPFFS(); err != nil {
 			return o, "", err
 		}
 	}
@@ -839,7 +606,7 @@ func upOverlay(ctx context.Context, u *UnitRun, v Spec, nt *Net, n int) (o *over
 	// order does not matter, docs/overlay.md; both are run).
 	for i, s := range o.sites {
 		if i > 0 {
-			if err := s.startFRR(ctx); err != nil {
+			if err := s.StartFRR(ctx); err != nil {
 				return o, "", err
 			}
 		}
@@ -848,13 +615,13 @@ func upOverlay(ctx context.Context, u *UnitRun, v Spec, nt *Net, n int) (o *over
 			return o, skip, err
 		}
 		if i == 0 {
-			if err := s.startFRR(ctx); err != nil {
+			if err := s.StartFRR(ctx); err != nil {
 				return o, "", err
 			}
 		}
 	}
 	for _, s := range o.sites {
-		if err := waitFor(ctx, 60*time.Second, fmt.Sprintf("host %s: the type-3 routes of the other hosts (flood list)", s.name()), s.floods); err != nil {
+		if err := waitFor(ctx, 60*time.Second, fmt.Sprintf("host %s: the type-3 routes of the other hosts (flood list)", s.Name()), s.floods); err != nil {
 			return o, "", err
 		}
 		for key, val := range s.settings() {
@@ -871,16 +638,13 @@ func (o *overlayRig) close() error {
 	if o.rig != nil {
 		err = o.rig.Close(context.Background())
 	}
-	if o.dir != "" {
-		os.RemoveAll(o.dir)
-	}
-	return err
+	return errors.Join(err, o.all.Close())
 }
 
 // run builds the overlay for v, measures it and removes it.
-func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
+func (k Kind) run(ctx context.Context, u *lab.UnitRun, v lab.Spec) (err error) {
 	u.Status("overlay: hosts A and B, the underlay, h1 and h2, " + v.Text + " and FRR")
-	nt := NewNet("ov")
+	nt := lab.NewNet("ov")
 	defer func() {
 		if cerr := nt.Close(); cerr != nil && err == nil {
 			err = cerr
@@ -912,7 +676,7 @@ func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
 		s   *overlaySite
 		mac net.HardwareAddr
 	}{{o.a, h2.MAC}, {o.b, h1.MAC}} {
-		if err := waitFor(ctx, 10*time.Second, fmt.Sprintf("host %s: %s remote", c.s.name(), c.mac), func() (bool, error) {
+		if err := waitFor(ctx, 10*time.Second, fmt.Sprintf("host %s: %s remote", c.s.Name(), c.mac), func() (bool, error) {
 			at, err := c.s.where(c.mac)
 			return at == "remote", err
 		}); err != nil {
@@ -927,33 +691,33 @@ func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
 	}
 	tm := u.S.Timing
 	trial := 0
-	sr, trials, err := rig.Throughput(ctx, "64", tm, 1, func(st SearchTrial) {
+	sr, trials, err := rig.Throughput(ctx, "64", tm, 1, func(st lab.SearchTrial) {
 		trial++
-		u.Status(fmt.Sprintf("overlay %s, 64-byte throughput, trial %d: %s offered, loss %.3f%%", v.Text, trial, PPSText(st.Offered), 100*st.Loss))
+		u.Status(fmt.Sprintf("overlay %s, 64-byte throughput, trial %d: %s offered, loss %.3f%%", v.Text, trial, lab.PPSText(st.Offered), 100*st.Loss))
 	})
-	r := ResultOfSearch(u.Base, TestOverlay, OverlayThroughput, sr, trials)
+	r := lab.ResultOfSearch(u.Base, lab.TestOverlay, OverlayThroughput, sr, trials)
 	k.add(u, r, OverlayRecord{Measure: OverlayThroughput, NDR: sr.Throughput, PDR: sr.PDR, Settings: o.rig.DUT.Settings()}, err)
 	if err != nil {
 		return err
 	}
-	mix, err := FrameSize("64").Mix()
+	mix, err := lab.FrameSize("64").Mix()
 	if err != nil {
 		return err
 	}
 	rate := u.S.Load * sr.Throughput
-	stream := func(measure string, event func(context.Context) (Restarted, error)) {
+	stream := func(measure string, event func(context.Context) (lab.Restarted, error)) {
 		if rate <= 0 {
 			k.add(u, u.Base, OverlayRecord{Measure: measure}, errors.New("no zero-loss rate found: no stream to run"))
 			return
 		}
-		u.Status(fmt.Sprintf("overlay %s: a stream at %s through %s", v.Text, PPSText(rate), measure))
-		ev, err := rig.restartWindow(ctx, mix, rate, 1, time.Second, time.Second, tm, event)
+		u.Status(fmt.Sprintf("overlay %s: a stream at %s through %s", v.Text, lab.PPSText(rate), measure))
+		ev, err := rig.RestartWindow(ctx, mix, rate, 1, time.Second, time.Second, tm, event)
 		r := u.Base
 		r.Unit, r.Value = "frames", float64(max(ev.Lost, 0))
 		k.add(u, r, OverlayRecord{Measure: measure, Event: &ev, Rate: rate}, err)
 	}
 	if a := o.a.trestle; a != nil {
-		stream(OverlayRestart, func(ctx context.Context) (Restarted, error) { return a.Restart(ctx, EventSIGTERM) })
+		stream(OverlayRestart, func(ctx context.Context) (lab.Restarted, error) { return a.Restart(ctx, lab.EventSIGTERM) })
 	}
 	rig.StopPackets()
 	if ctx.Err() != nil {
@@ -965,7 +729,7 @@ func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
 		r := u.Base
 		r.Unit = "ms"
 		if len(rec.SamplesMs) > 0 {
-			r.Value = Median(rec.SamplesMs)
+			r.Value = lab.Median(rec.SamplesMs)
 		}
 		err := convErr
 		if err == nil && len(rec.SamplesMs) == 0 {
@@ -976,7 +740,7 @@ func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
 
 	for _, n := range k.Streams {
 		u.Status(fmt.Sprintf("overlay %s: iperf3 TCP, %d stream(s)", v.Text, n))
-		ir, err := rig.Iperf(ctx, 0, 1, "tcp", n, IperfRunTime(u.S), "")
+		ir, err := rig.Iperf(ctx, 0, 1, "tcp", n, lab.IperfRunTime(u.S), "")
 		r := u.Base
 		r.Unit, r.Value, r.Iperf, r.CPU = "bit/s", ir.BitsPerSec, &ir, ir.CPU
 		k.add(u, r, OverlayRecord{Measure: OverlayTCP, Streams: n, Bps: ir.BitsPerSec}, err)
@@ -987,7 +751,7 @@ func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
 	if err := rig.StartPackets(ctx, []int{1}); err != nil {
 		return err
 	}
-	stream(OverlayFRR, o.a.restartFRR)
+	stream(OverlayFRR, o.a.RestartFRR)
 	rig.StopPackets()
 	return ctx.Err()
 }
@@ -995,18 +759,18 @@ func (k OverlayTest) run(ctx context.Context, u *UnitRun, v Spec) (err error) {
 // timeStations times the unit's new stations: each one's first frame on
 // A (from h1) to its entry in B's table, remote (conv); then the same
 // station's frame on B (from h2) to A's entry on the overlay (moves).
-func (k OverlayTest) timeStations(ctx context.Context, u *UnitRun, o *overlayRig, h1, h2 *Host) (conv, moves OverlayRecord, err error) {
+func (k Kind) timeStations(ctx context.Context, u *lab.UnitRun, o *overlayRig, h1, h2 *lab.Host) (conv, moves OverlayRecord, err error) {
 	conv.Measure, moves.Measure = OverlayConverge, OverlayMove
 	// sample times one frame of mac from h to its entry at s, into rec.
-	sample := func(rec *OverlayRecord, h *Host, s *overlaySite, mac net.HardwareAddr) (bool, error) {
+	sample := func(rec *OverlayRecord, h *lab.Host, s *overlaySite, mac net.HardwareAddr) (bool, error) {
 		// A station comes at a random time, never in step with the
 		// daemons' timers (trestle's 100 ms sync; FRR's own).
-		SleepCtx(ctx, rand.N(overlayJitter))
+		lab.SleepCtx(ctx, rand.N(overlayJitter))
 		d, zebra, ok, err := stationTime(ctx, h, s, mac, "remote")
 		if ok {
-			rec.SamplesMs = append(rec.SamplesMs, Millis(d))
+			rec.SamplesMs = append(rec.SamplesMs, lab.Millis(d))
 			if zebra > 0 {
-				rec.ZebraMs = append(rec.ZebraMs, Millis(zebra))
+				rec.ZebraMs = append(rec.ZebraMs, lab.Millis(zebra))
 			}
 		} else if err == nil {
 			rec.Timeouts++
@@ -1015,7 +779,7 @@ func (k OverlayTest) timeStations(ctx context.Context, u *UnitRun, o *overlayRig
 	}
 	for i := range k.stations() {
 		u.Status(fmt.Sprintf("overlay %s: station %d of %d", u.Base.DUT, i+1, k.stations()))
-		mac := macPlus(net.HardwareAddr{2, 0, 0x0e, byte(u.Base.Rep), 0, 0}, i+1)
+		mac := net.HardwareAddr{2, 0, 0x0e, byte(u.Base.Rep), byte((i + 1) >> 8), byte(i + 1)}
 		ok, err := sample(&conv, h1, o.b, mac)
 		if err != nil {
 			return conv, moves, err
@@ -1041,38 +805,27 @@ func (k OverlayTest) timeStations(ctx context.Context, u *UnitRun, o *overlayRig
 
 // stationTime sends a station's first frame from host h (a broadcast from
 // mac) and times it until site s has mac at want.
-func stationTime(ctx context.Context, h *Host, s *overlaySite, mac net.HardwareAddr, want string) (d, zebra time.Duration, ok bool, err error) {
+func stationTime(ctx context.Context, h *lab.Host, s *overlaySite, mac net.HardwareAddr, want string) (d, zebra time.Duration, ok bool, err error) {
 	t0 := time.Now()
-	if err := sendFrame(h, learningFrame(mac)); err != nil {
+	if err := h.Announce(mac); err != nil {
 		return 0, 0, false, err
 	}
 	return s.waitWhere(ctx, mac, want, t0, overlayConvergeLimit)
 }
 
-func (s *overlaySite) peerUnders() string {
-	var out []string
-	for _, p := range s.peers {
-		out = append(out, p.under)
-	}
-	return strings.Join(out, ", ")
-}
-
 // settings describe site s's DUT and FRR as measured.
 func (s *overlaySite) settings() map[string]string {
-	pre := "host " + s.name() + " "
-	set := map[string]string{
-		pre + "VTEP":     fmt.Sprintf("%s on lo, underlay %s/24 on ul0 (MTU %d)", s.vtep, s.under, underlayMTU),
-		pre + "FRR":      fmt.Sprintf("zebra then bgpd, iBGP AS %d with %s, advertise-all-vni, timers 3 9, connect 1, advertisement-interval 0", overlayASN, s.peerUnders()),
-		pre + "host MTU": fmt.Sprint(overlayMTU),
-	}
+	pre := "host " + s.Name() + " "
+	set := s.Site.Settings(underlayMTU)
+	set[pre+"host MTU"] = fmt.Sprint(overlayMTU)
 	if s.trestle != nil {
-		set[pre+"trestle"] = fmt.Sprintf("%s; persist", s.trestle.label(s.trestle.own))
-		set[pre+"config"] = s.trestleConfig(s.trestle.mode, s.trestle.sock)
-		for k, v := range s.trestle.set {
+		set[pre+"trestle"] = fmt.Sprintf("%s; persist", s.trestle.Label())
+		set[pre+"config"] = s.trestleConfig(s.trestle.Mode(), s.trestle.Sock())
+		for k, v := range s.trestle.Settings() {
 			set[pre+k] = v
 		}
 	} else {
-		set[pre+"linux-bridge"] = fmt.Sprintf("%s (not VLAN-aware, bridge-nf-call off) with %s: id %d local %s dstport 4789 nolearning, mtu %d, port learning off; %s", s.bridg, s.vxlan, overlayVNI, s.vtep, overlayMTU, s.port)
+		set[pre+"linux-bridge"] = fmt.Sprintf("%s (not VLAN-aware, bridge-nf-call off) with %s: id %d local %s dstport 4789 nolearning, mtu %d, port learning off; %s", s.bridg, s.vxlan, overlayVNI, s.VTEP, overlayMTU, s.port)
 	}
 	return set
 }
