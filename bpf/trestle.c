@@ -52,6 +52,8 @@ const volatile enum tr_event_type _btf_event_type __attribute__((unused)) = 0;
 const volatile enum tr_filter_unread _btf_filter_unread __attribute__((unused)) = 0;
 const volatile enum tr_filter_l4 _btf_filter_l4 __attribute__((unused)) = 0;
 const volatile struct tr_event _btf_event __attribute__((unused)) = {};
+const volatile enum tr_probe_limits _btf_probe_limits __attribute__((unused)) = 0;
+const volatile struct tr_probe _btf_probe __attribute__((unused)) = {};
 
 /* The filter stage, in the programs that have it: the frame, with its
  * egress port if it has one, against its bridge's rule set (set 0: its

@@ -11,6 +11,7 @@
 
 #include "maps.h"
 #include "stages.h"
+#include "event.h"
 
 /* How stale a timestamp may get before the datapath refreshes it; set at load
  * to a fraction of the shortest aging time. */
@@ -208,8 +209,7 @@ static __always_inline void tr_src_remember(struct tr_table_view *v, __u32 ifind
 /*
  * Tells the control plane that an address moved, or (an old slot of 0)
  * that a bridge with an overlay port learned a new one: a record in the
- * event ring, or a count in event_lost when the ring is full (the daemon
- * is behind, or not running). The datapath never waits for the daemon. A
+ * event ring (lib/event.h). A
  * global function, so it is verified once and the learning path holds
  * only its call, on those rare ways alone: mac is the address's 6 bytes
  * in memory order, bridge_vlan the bridge << 16 | VID, slots the old
@@ -218,19 +218,11 @@ static __always_inline void tr_src_remember(struct tr_table_view *v, __u32 ifind
 __attribute__((noinline)) int tr_event_move(__u64 mac, __u32 bridge_vlan, __u32 slots,
 					     __u32 from_ifindex, __u32 to_ifindex)
 {
-	struct tr_event *e = bpf_ringbuf_reserve(&event_ring, sizeof(*e), 0);
-	__u32 zero = 0;
-	__u64 *lost;
-
-	if (!e) {
-		lost = bpf_map_lookup_elem(&event_lost, &zero);
-		if (lost)
-			(*lost)++;
-		return 0;
-	}
-	e->ts_ns = bpf_ktime_get_coarse_ns();
 	/* A learn (lib/fdb.h's tr_learn, from no port) or a move. */
-	e->type = slots >> 16 ? TR_EVENT_MOVE : TR_EVENT_LEARN;
+	struct tr_event *e = tr_event_new(slots >> 16 ? TR_EVENT_MOVE : TR_EVENT_LEARN);
+
+	if (!e)
+		return 0;
 	e->bridge = bridge_vlan >> 16;
 	e->vlan = bridge_vlan & 0xffff;
 	__builtin_memcpy(e->mac, &mac, 6);

@@ -74,6 +74,10 @@ const (
 	MirrorVLANs      = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
 	BridgeMirror     = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
 	BridgeOverlay    = uint32(TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY)
+	BridgeLoopDetect = uint32(TrestleTrBridgeFlagsTR_BRIDGE_LOOP_DETECT)
+	PortBlocked      = PortFlag(TrestleTrPortFlagsTR_PORT_BLOCKED)
+	ProbeEtherType   = uint16(TrestleTrProbeLimitsTR_PROBE_ETHERTYPE)
+	ProbeMagic       = uint32(TrestleTrProbeLimitsTR_PROBE_MAGIC)
 	MaxPatchChain    = int(TrestleTrLimitsTR_MAX_PATCH_CHAIN)
 	FDBHeadroom      = int(TrestleTrLimitsTR_FDB_HEADROOM)
 
@@ -163,6 +167,9 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_UNREADABLE:       "unreadable",
 	TrestleTrDropReasonTR_DROP_RA_GUARD:         "ra_guard",
 	TrestleTrDropReasonTR_DROP_DHCP_GUARD:       "dhcp_guard",
+	TrestleTrDropReasonTR_DROP_BPDU_GUARD:       "bpdu_guard",
+	TrestleTrDropReasonTR_DROP_PORT_BLOCKED:     "port_blocked",
+	TrestleTrDropReasonTR_DROP_LOOP_PROBE:       "loop_probe",
 }
 
 func (r DropReason) String() string {

@@ -53,6 +53,7 @@ import (
 const (
 	DefaultSocket     = "/run/trestle/trestle.sock"
 	DefaultAging      = 300 * time.Second
+	DefaultLoopRetry  = 60 * time.Second
 	DefaultMaxEntries = 65536
 	// The datapath's limits, from bpf/types.h through its bindings.
 	MaxBridges        = tbpf.MaxBridges     // bridge ids 1..64

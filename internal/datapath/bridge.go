@@ -36,6 +36,9 @@ type BridgeInfo struct {
 	// address it learns is reported in the event ring (Move.Learn), so
 	// that the daemon advertises it to FRR at once.
 	Overlay bool
+	// LoopDetect: the bridge's loop probes (struct tr_probe) are
+	// recognised, dropped and reported in the event ring (Move.Loop).
+	LoopDetect bool
 	// Filter: the bridge's filter is on, with these rules (filter.go).
 	// Rules on the egress port make its floods take the walk, which
 	// filters each copy: its Reach is set then too (FilterWalks).
@@ -129,6 +132,9 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 	}
 	if b.Overlay {
 		br.Flags |= tbpf.BridgeOverlay
+	}
+	if b.LoopDetect {
+		br.Flags |= tbpf.BridgeLoopDetect
 	}
 	for i, p := range b.Ports {
 		br.Ports[i] = tbpf.BridgePort{Ifindex: p.Ifindex, Slot: uint32(p.Slot)}
