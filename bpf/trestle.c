@@ -54,6 +54,8 @@ const volatile enum tr_event_type _btf_event_type __attribute__((unused)) = 0;
 const volatile enum tr_filter_unread _btf_filter_unread __attribute__((unused)) = 0;
 const volatile enum tr_filter_l4 _btf_filter_l4 __attribute__((unused)) = 0;
 const volatile struct tr_event _btf_event __attribute__((unused)) = {};
+const volatile enum tr_probe_limits _btf_probe_limits __attribute__((unused)) = 0;
+const volatile struct tr_probe _btf_probe __attribute__((unused)) = {};
 
 /* The filter stage, in the programs that have it: the frame, with its
  * egress port if it has one, against its bridge's rule set (set 0: its
@@ -271,16 +273,16 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	m->out_slot = d->egress_slot;
 	m->out_ifindex = d->egress_ifindex;
 	m->cgen = fs->cgen;
-	m->gen = d->v.gen;
-	m->mgen = d->v.mgen;
+	m->gen = d->v.at->gen;
+	m->mgen = d->v.at->mgen;
 	m->expires = s->expires;
 }
 
 static __always_inline int tr_run(void *ctx, const int xdp, const int filt)
 {
 	struct tr_pkt p;
-	/* Zeroed where it is first needed, not here: the decision is 128
-	 * bytes, 16 stores that a frame the memo sends never reads (a drop
+	/* Zeroed where it is first needed, not here: the decision is 120
+	 * bytes, 15 stores that a frame the memo sends never reads (a drop
 	 * there writes its note, which nothing after reads). */
 	struct tr_decision d;
 

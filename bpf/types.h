@@ -72,6 +72,9 @@ enum tr_drop_reason {
 	TR_DROP_UNREADABLE,    /* the filter: a block rule that names a protocol, ports or an ICMP type met a frame whose transport header it could not read (past TR_FILTER_EXTHDRS extension headers or TR_FILTER_L4_MAX bytes, or cut short, a tiny first fragment among them) */
 	TR_DROP_RA_GUARD,      /* ra_guard: an ICMPv6 router advertisement or redirect, or ICMPv6 hidden past the extension headers read */
 	TR_DROP_DHCP_GUARD,    /* dhcp_guard: a DHCP server's message (UDP 67 -> 68; DHCPv6 ADVERTISE, REPLY, RECONFIGURE or RELAY-REPL from port 547) */
+	TR_DROP_BPDU_GUARD,    /* bpdu_guard: a BPDU (to 01:80:c2:00:00:00) on a guarded port, which it blocks (lib/guard.h) */
+	TR_DROP_PORT_BLOCKED,  /* came in by a blocked port (bpdu_guard, loop_detect), or a known unicast to one */
+	TR_DROP_LOOP_PROBE,    /* loop_detect: a loop probe (TR_PROBE_ETHERTYPE with TR_PROBE_MAGIC), reported to the daemon, never forwarded (lib/guard.h) */
 	TR_DROP__MAX,
 };
 
@@ -158,6 +161,8 @@ enum tr_port_flags {
 	TR_PORT_VIA = 131072,      /* not a port: an end of an overlay port's xdp way in (docs/overlay.md), under the port's value: the end XDP copies go into (for the devmap programs' tr_port_of(egress_ifindex)) and its peer (trestle_via's ingress) */
 	TR_PORT_RA_GUARD = 262144,   /* ra_guard = true: router advertisements and redirects from it are dropped (lib/ipguard.h) */
 	TR_PORT_DHCP_GUARD = 524288, /* dhcp_guard = true: DHCP and DHCPv6 server messages from it are dropped (lib/ipguard.h) */
+	TR_PORT_BPDU_GUARD = 1048576, /* bpdu_guard = true: a BPDU arriving blocks the port (lib/guard.h) */
+	TR_PORT_BLOCKED = 2097152, /* blocked by the daemon (bpdu_guard, loop_detect): takes nothing in, sends nothing */
 };
 
 /* Storm control: the kinds of flood a port's ingress limits, each its own
@@ -258,6 +263,19 @@ struct tr_fwd_memo {
 	__u16 pad;
 };
 
+/* What a frame's memos are made with and checked against (lib/fdb.h's
+ * struct tr_table_view): the table's generations and the clock, as the
+ * frame first read them. Kept in per-CPU memory (the cpu_cache value, a
+ * walk's entry), not on the stack: as four values in registers they were
+ * spilled across the pipeline's calls, in the frame at the head of the
+ * walk's deepest chain of calls (docs/performance.md, "The stack"). */
+struct tr_table_stamp {
+	__u32 gen;  /* fdb_gen */
+	__u32 mgen; /* move_gen */
+	__u64 now;  /* CLOCK_MONOTONIC_COARSE, read when first needed: 0 until then */
+	__u64 tick; /* what memos expire by (tr_tick) */
+};
+
 struct tr_cpu_cache {
 	struct tr_fwd_memo fwd;
 	struct tr_src_memo src;
@@ -268,6 +286,7 @@ struct tr_cpu_cache {
 	struct tr_path_memo path[2];
 	__u32 path_next; /* the one to replace next */
 	__u32 pad;
+	struct tr_table_stamp at; /* the frame's (lib/fdb.h's tr_view_init), not a memo */
 };
 
 struct tr_bridge_port {
@@ -297,7 +316,8 @@ enum tr_bridge_flags {
 	TR_BRIDGE_FILTER = 16, /* its filter is on: frames pass its rule set (lib/filter.h) */
 	TR_BRIDGE_FILTER_OUT = 32, /* a rule matches the egress port: its floods take the walk, which filters each copy */
 	TR_BRIDGE_OVERLAY = 64, /* has an overlay port: each address it learns is reported (TR_EVENT_LEARN), for FRR */
-	TR_BRIDGE_NEIGH_SUPPRESS = 128, /* neigh_suppress: ARP requests and neighbour solicitations its neighbour table knows the target of are answered by the switch (lib/neigh.h) */
+	TR_BRIDGE_LOOP_DETECT = 128, /* loop_detect: its ports' loop probes are recognised, dropped and reported (TR_EVENT_LOOP) */
+	TR_BRIDGE_NEIGH_SUPPRESS = 256, /* neigh_suppress: ARP requests and neighbour solicitations its neighbour table knows the target of are answered by the switch (lib/neigh.h) */
 };
 
 /* A mirrored port's mirror, by the port's slot: where the copies of what it
@@ -563,6 +583,8 @@ enum tr_event_limits {
 enum tr_event_type {
 	TR_EVENT_MOVE = 1, /* a learned address moved to another port of its bridge */
 	TR_EVENT_LEARN = 2, /* a new address learned in a bridge with an overlay port (from_slot 0) */
+	TR_EVENT_BPDU = 3,  /* a BPDU on a bpdu_guard port (to_slot, to_ifindex; mac: its source) */
+	TR_EVENT_LOOP = 4,  /* a loop probe heard on port to_slot (to_ifindex) of bridge: it left port from_slot of bridge from_ifindex of daemon probe */
 };
 
 /* One record of the event ring. Only the rare paths write one (a move, a
@@ -577,6 +599,26 @@ struct tr_event {
 	__u16 to_slot;   /* and the one it is on now */
 	__u32 from_ifindex;
 	__u32 to_ifindex;
+	__u32 probe;     /* TR_EVENT_LOOP: the probe's sender (struct tr_probe's) */
+	__u32 pad;
+};
+
+/* ---- loop detection (lib/guard.h) ---- */
+
+enum tr_probe_limits {
+	TR_PROBE_ETHERTYPE = 0x9000, /* ECTP's, the loopback protocol's (as Cisco's keepalive loop detection): not 802's local experimental types, which tests and tools use */
+	TR_PROBE_MAGIC = 0x74724c50, /* "trLP" */
+};
+
+/* A loop probe's payload, after its Ethernet header: the daemon sends one
+ * out of each port of a loop_detect bridge every second (a packet socket on
+ * the port's interface); a port that hears one its own daemon sent, of its
+ * own bridge, is in a loop. Big-endian, as on the wire. */
+struct tr_probe {
+	__be32 magic;  /* TR_PROBE_MAGIC */
+	__be32 sender; /* the daemon that sent it: a random number of each daemon */
+	__be16 bridge; /* the bridge it left */
+	__be16 slot;   /* by the port of this slot */
 };
 
 /* An address bound to an ip_guard port (lib/ipguard.h): the port's slot

@@ -243,11 +243,9 @@ static __always_inline int tr_hop(void *ctx, const int xdp, struct tr_walk *w, _
 		tr_drop(&w->drop, st, TR_DROP_NO_BRIDGE, 1);
 		return 0;
 	}
-	/* No memo here: the CPU's memos stay those of the frames' first bridge. */
-	v.gen = w->gen;
-	v.mgen = w->mgen;
-	v.now = w->now;
-	v.tick = w->tick;
+	/* No memo here: the CPU's memos stay those of the frames' first
+	 * bridge. The stamp is the walk's, in its per-CPU entry. */
+	v.at = &w->at;
 	switch (tr_bridge_step(&v, in, self, br, w->vlan, tr_walk_vid(w), w->src, w->dst, st, &out,
 			       &egress, &slot, &rule, &reason)) {
 	case TR_ACT_DROP:
@@ -572,10 +570,10 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	w->ingress = p->ifindex;
 	w->in_slot = d->in_slot;
 	w->pcp = d->tag.ctag ? d->tag.tci : 0;
-	w->gen = d->v.gen;
-	w->mgen = d->v.mgen;
-	w->now = tr_view_now(&d->v); /* once, not at each bridge's learning */
-	w->tick = d->v.tick;
+	w->at.now = tr_view_now(&d->v); /* once, not at each bridge's learning */
+	w->at.gen = d->v.at->gen;
+	w->at.mgen = d->v.at->mgen;
+	w->at.tick = d->v.at->tick;
 	w->unicast = 1;
 	/* What the ingress port receives is mirrored: its copy goes first. */
 	if (d->in_flags & TR_PORT_MIRROR_IN)

@@ -92,6 +92,20 @@ static __always_inline enum tr_egress tr_door_ask(const struct tr_port *out, __u
 	return tr_vlan_untagged_on(out, vid) ? TR_EGRESS_UNTAGGED : TR_EGRESS_TAGGED;
 }
 
+/*
+ * Whether port out is blocked (TR_PORT_BLOCKED, lib/guard.h): it takes no
+ * copy. No flood's copy reaches one: the daemon keeps it out of its
+ * bridge's flood sets and reach, as a port whose link is down. A unicast's
+ * rule asks this where it is decided (the bridge step, switch.h), beside
+ * tr_door_ask; asked inside tr_door_ask, which every copy's way inlines, it
+ * took 8 bytes more of the tc filter build's entry frame, the first of the
+ * deepest chain of calls (512 bytes at most; 496 before).
+ */
+static __always_inline int tr_door_blocked(const struct tr_port *out)
+{
+	return __builtin_expect(out && (out->flags & TR_PORT_BLOCKED), 0);
+}
+
 /* The ways out: how the copy leaves once the door lets it (a constant at
  * each call). */
 #define TR_WAY_FRAME 1  /* the frame itself, redirected (a forward; at tc, a flood's last copy) */

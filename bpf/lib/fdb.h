@@ -11,6 +11,7 @@
 
 #include "maps.h"
 #include "stages.h"
+#include "event.h"
 
 /* How stale a timestamp may get before the datapath refreshes it; set at load
  * to a fraction of the shortest aging time. */
@@ -60,10 +61,19 @@ static __always_inline __s32 tr_count_get(void *added, void *deleted, __u32 idx)
 	return tr_count_parts(added, deleted, idx, &a);
 }
 
+/* Whether the port in slot holds max_macs learned addresses. A global
+ * function: inline, its two lookups kept the first's value and the key's
+ * address in spill slots across the second, the deepest point of tr_hop's
+ * frame (a new or moved source on a port with max_macs), on the walk's
+ * deepest chain of calls (docs/performance.md, "The stack"). */
+__attribute__((noinline)) int tr_port_count_full(__u32 slot, __u32 max_macs)
+{
+	return tr_count_get(&port_macs, &port_macs_del, slot) >= (__s32)max_macs;
+}
+
 static __always_inline int tr_port_full(const struct tr_port *in)
 {
-	return in->max_macs &&
-	       tr_count_get(&port_macs, &port_macs_del, in->slot) >= (__s32)in->max_macs;
+	return in->max_macs && tr_port_count_full(in->slot, in->max_macs);
 }
 
 /*
@@ -105,11 +115,14 @@ static __always_inline __u64 tr_ticks(__u64 ns)
 	return t ? t : 1;
 }
 
+/* The learning table as a frame finds it: this CPU's memos, and the stamp
+ * (types.h) they are made with and checked against. The stamp is in per-CPU
+ * memory, the view two pointers: in the pipeline's frame, at the head of
+ * the walk's deepest chain of calls, the stamp's four values were four
+ * spill slots (docs/performance.md, "The stack"). */
 struct tr_table_view {
-	struct tr_cpu_cache *memo; /* NULL: none (never: an array of one) */
-	__u32 gen, mgen;
-	__u64 now;  /* CLOCK_MONOTONIC_COARSE, read when first needed: 0 until then */
-	__u64 tick; /* what memos expire by (tr_tick) */
+	struct tr_cpu_cache *memo;  /* NULL: none (the lab's variant) */
+	struct tr_table_stamp *at;  /* never NULL once made (tr_view_init, tr_hop) */
 	/* Whether tr_fdb_find answered from the destination memo is the
 	 * memo's own (memo->dst.hit): 4 bytes less here, in each frame of
 	 * the walk's deepest chain of calls (tr_hop's view). */
@@ -117,9 +130,9 @@ struct tr_table_view {
 
 static __always_inline __u64 tr_view_now(struct tr_table_view *v)
 {
-	if (!v->now)
-		v->now = bpf_ktime_get_coarse_ns();
-	return v->now;
+	if (!v->at->now)
+		v->at->now = bpf_ktime_get_coarse_ns();
+	return v->at->now;
 }
 
 /* When a learning memo made at tick expires: half the refresh interval on. */
@@ -128,20 +141,27 @@ static __always_inline __u64 tr_memo_expires(__u64 tick)
 	return tick + tr_ticks(refresh_ns / 2);
 }
 
-static __always_inline void tr_view_init(struct tr_table_view *v)
+/* The frame's view, its stamp in this CPU's cpu_cache value. -1: no value
+ * (never: an array of one). */
+static __always_inline int tr_view_init(struct tr_table_view *v)
 {
 	__u32 zero = 0;
+	struct tr_cpu_cache *c = bpf_map_lookup_elem(&cpu_cache, &zero);
 
-	v->memo = bpf_map_lookup_elem(&cpu_cache, &zero);
+	if (!c)
+		return -1;
+	v->memo = c;
 #ifdef TR_LAB_VARIANT
 	/* The lab's "other build" (clang -DTR_LAB_VARIANT, internal/lab/variant.go):
 	 * another program over the same maps, its table's memos never used. */
 	v->memo = NULL;
 #endif
-	v->gen = *(volatile __u32 *)&fdb_gen;
-	v->mgen = *(volatile __u32 *)&move_gen;
-	v->now = 0;
-	v->tick = jiffies_hz ? bpf_jiffies64() : tr_view_now(v);
+	v->at = &c->at;
+	v->at->gen = *(volatile __u32 *)&fdb_gen;
+	v->at->mgen = *(volatile __u32 *)&move_gen;
+	v->at->now = 0;
+	v->at->tick = jiffies_hz ? bpf_jiffies64() : tr_view_now(v);
+	return 0;
 }
 
 /* Two addresses compared as a 4-byte and a 2-byte word (cilium's
@@ -164,8 +184,9 @@ static __always_inline int tr_src_known(const struct tr_table_view *v, __u32 ifi
 	if (!v->memo)
 		return 0;
 	m = &v->memo->src;
-	return m->ifindex == ifindex && m->gen == v->gen && m->mgen == v->mgen && v->tick < m->expires &&
-	       m->bridge == bridge && m->vlan == vlan && tr_mac_eq(m->mac, src);
+	return m->ifindex == ifindex && m->gen == v->at->gen && m->mgen == v->at->mgen &&
+	       v->at->tick < m->expires && m->bridge == bridge && m->vlan == vlan &&
+	       tr_mac_eq(m->mac, src);
 }
 
 static __always_inline void tr_src_remember(struct tr_table_view *v, __u32 ifindex,
@@ -180,16 +201,15 @@ static __always_inline void tr_src_remember(struct tr_table_view *v, __u32 ifind
 	m->vlan = vlan;
 	m->bridge = bridge;
 	m->ifindex = ifindex;
-	m->gen = v->gen;
-	m->mgen = v->mgen;
-	m->expires = tr_memo_expires(v->tick);
+	m->gen = v->at->gen;
+	m->mgen = v->at->mgen;
+	m->expires = tr_memo_expires(v->at->tick);
 }
 
 /*
  * Tells the control plane that an address moved, or (an old slot of 0)
  * that a bridge with an overlay port learned a new one: a record in the
- * event ring, or a count in event_lost when the ring is full (the daemon
- * is behind, or not running). The datapath never waits for the daemon. A
+ * event ring (lib/event.h). A
  * global function, so it is verified once and the learning path holds
  * only its call, on those rare ways alone: mac is the address's 6 bytes
  * in memory order, bridge_vlan the bridge << 16 | VID, slots the old
@@ -198,19 +218,11 @@ static __always_inline void tr_src_remember(struct tr_table_view *v, __u32 ifind
 __attribute__((noinline)) int tr_event_move(__u64 mac, __u32 bridge_vlan, __u32 slots,
 					     __u32 from_ifindex, __u32 to_ifindex)
 {
-	struct tr_event *e = bpf_ringbuf_reserve(&event_ring, sizeof(*e), 0);
-	__u32 zero = 0;
-	__u64 *lost;
-
-	if (!e) {
-		lost = bpf_map_lookup_elem(&event_lost, &zero);
-		if (lost)
-			(*lost)++;
-		return 0;
-	}
-	e->ts_ns = bpf_ktime_get_coarse_ns();
 	/* A learn (lib/fdb.h's tr_learn, from no port) or a move. */
-	e->type = slots >> 16 ? TR_EVENT_MOVE : TR_EVENT_LEARN;
+	struct tr_event *e = tr_event_new(slots >> 16 ? TR_EVENT_MOVE : TR_EVENT_LEARN);
+
+	if (!e)
+		return 0;
 	e->bridge = bridge_vlan >> 16;
 	e->vlan = bridge_vlan & 0xffff;
 	__builtin_memcpy(e->mac, &mac, 6);
@@ -270,9 +282,9 @@ static __always_inline int tr_at_limit(const struct tr_port *in, struct tr_port_
 	return -1;
 }
 
-/* Scratch for tr_learn_new's key and value, per CPU: a global function's
- * stack is part of the deepest chain of calls (the walk's), which has no
- * room left for them. */
+/* Scratch for the key and value of tr_learn_new and tr_learn_move, per
+ * CPU: a global function's stack is part of the deepest chain of calls
+ * (the walk's), which has no room left for them. */
 struct tr_learn_scratch {
 	struct tr_fdb_key key;
 	struct tr_fdb_val val;
@@ -336,6 +348,47 @@ full:
 }
 
 /*
+ * A learned source seen on another port of its bridge moves there: mac its
+ * 6 bytes in memory order, bridge_vlan the bridge << 16 | VID, port the new
+ * port's slot << 32 | its ifindex, old the entry's, now its timestamp. A
+ * global function, as tr_learn_new: inline, its values were the deepest
+ * point of tr_hop's frame, on the walk's deepest chain of calls
+ * (docs/performance.md, "The stack"). Returns 1 when it moved the entry.
+ */
+__attribute__((noinline)) int tr_learn_move(__u64 mac, __u32 bridge_vlan, __u64 port, __u64 old,
+					     __u64 now)
+{
+	__u32 slot = (port >> 32) & 0xffff, old_slot = (old >> 32) & 0xffff, zero = 0;
+	struct tr_learn_scratch *x = bpf_map_lookup_elem(&learn_scratch, &zero);
+	struct tr_port_stats *st;
+
+	if (!x)
+		return 0;
+	x->key.bridge = bridge_vlan >> 16;
+	x->key.vlan = bridge_vlan & 0xffff;
+	__builtin_memcpy(x->key.mac, &mac, 6);
+	x->val.ifindex = (__u32)port;
+	x->val.slot = slot;
+	x->val.flags = 0;
+	x->val.seen_ns = now;
+	/* The update fails only if the control plane deleted the entry
+	 * meanwhile (and counted it deleted where it was): the next frame
+	 * learns it again. So the count moves only with the entry. Every
+	 * CPU's memos may name the old port: a new move generation voids
+	 * them. Moves are rare, so the atomics are off the common path. */
+	if (bpf_map_update_elem(&fdb, &x->key, &x->val, BPF_EXIST))
+		return 0;
+	tr_count_add(&port_macs, old_slot, -1);
+	tr_count_add(&port_macs, slot, 1);
+	__sync_fetch_and_add(&move_gen, 1);
+	st = tr_stats(slot);
+	if (st)
+		st->c[TR_CNT_MOVED]++;
+	tr_event_move(mac, bridge_vlan, old_slot << 16 | slot, (__u32)old, (__u32)port);
+	return 1;
+}
+
+/*
  * Learn the source address on the ingress port, after the checks that bind
  * sources to ports (issue 29, docs/security.md):
  *
@@ -361,9 +414,7 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 {
 	struct tr_fdb_key key;
 	struct tr_fdb_val *e;
-	struct tr_learn_scratch *nv;
 	__u64 now, mac = 0;
-	__u32 old_slot, old_ifindex, zero = 0;
 
 	if (tr_src_known(v, ifindex, in->bridge, vlan, src))
 		return 0;
@@ -395,32 +446,15 @@ static __always_inline int tr_learn(struct tr_table_view *v, const struct tr_por
 		if (tr_port_full(in))
 			return tr_at_limit(in, st, reason);
 		now = tr_view_now(v);
-		old_slot = e->slot;
-		old_ifindex = e->ifindex;
-		/* The new value in this CPU's scratch, not on the stack: the
-		 * walk's deepest chain of calls has no room for it (tr_hop
-		 * learns too). */
-		nv = bpf_map_lookup_elem(&learn_scratch, &zero);
-		if (!nv)
-			return 0;
-		nv->val.ifindex = ifindex;
-		nv->val.slot = in->slot;
-		nv->val.flags = 0;
-		nv->val.seen_ns = now;
-		/* The update fails only if the control plane deleted the entry
-		 * meanwhile (and counted it deleted where it was): the next frame
-		 * learns it again. So the count moves only with the entry. Every
-		 * CPU's memos may name the old port: a new move generation voids
-		 * them. Moves are rare, so the atomics are off the common path. */
-		if (bpf_map_update_elem(&fdb, &key, &nv->val, BPF_EXIST))
-			return 0;
-		tr_count_add(&port_macs, old_slot, -1);
-		tr_count_add(&port_macs, in->slot, 1);
-		__sync_fetch_and_add(&move_gen, 1);
-		st->c[TR_CNT_MOVED]++;
 		__builtin_memcpy(&mac, key.mac, 6);
-		tr_event_move(mac, (__u32)in->bridge << 16 | vlan, old_slot << 16 | in->slot,
-			      old_ifindex, ifindex);
+		if (tr_learn_move(mac, (__u32)in->bridge << 16 | vlan, (__u64)in->slot << 32 | ifindex,
+				  (__u64)e->slot << 32 | e->ifindex, now) > 0)
+			/* This frame's view too: a destination memo of the frame
+			 * before, made under the old generation, must not answer
+			 * for the rest of this frame's step (a frame to its own
+			 * source, which has just moved, went by the memo to the old
+			 * port, not hairpin). */
+			v->at->mgen = *(volatile __u32 *)&move_gen;
 		return 0;
 	}
 
@@ -462,8 +496,8 @@ static __always_inline int tr_fdb_find(struct tr_table_view *v, __u16 bridge, __
 	struct tr_fdb_val *e;
 	struct tr_dst_memo *m = v->memo ? &v->memo->dst : NULL;
 
-	if (m && m->gen == v->gen && m->mgen == v->mgen && m->bridge == bridge && m->vlan == vlan &&
-	    m->ifindex && tr_mac_eq(m->mac, dst)) {
+	if (m && m->gen == v->at->gen && m->mgen == v->at->mgen && m->bridge == bridge &&
+	    m->vlan == vlan && m->ifindex && tr_mac_eq(m->mac, dst)) {
 		*ifindex = m->ifindex;
 		*slot = m->slot;
 		m->hit = 1;
@@ -481,8 +515,8 @@ static __always_inline int tr_fdb_find(struct tr_table_view *v, __u16 bridge, __
 		m->bridge = bridge;
 		m->slot = e->slot;
 		m->ifindex = e->ifindex;
-		m->gen = v->gen;
-		m->mgen = v->mgen;
+		m->gen = v->at->gen;
+		m->mgen = v->at->mgen;
 		m->hit = 0; /* the table answered: tr_fast_remember reads it, for a forward */
 	}
 	return 1;

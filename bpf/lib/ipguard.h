@@ -69,11 +69,9 @@
 #define TR_PORT_GUARDS (TR_PORT_IP_GUARD | TR_PORT_RA_GUARD | TR_PORT_DHCP_GUARD)
 
 /* tr_ipguard's port: its slot in the low 16 bits, its flags above them,
- * one argument, so that the call keeps the four it had. (The tc filter
- * builds without capture reach the 512-byte stack limit with these guards:
- * the entry's frame is 16 bytes more when the pipeline tests three flags
- * here instead of one, whatever the argument's form; a stage added to
- * those builds must make room first, docs/performance.md.) */
+ * one argument, so that the call keeps the four it had. (The entry's frame
+ * is 16 bytes more when the pipeline tests three flags here instead of
+ * one, whatever the argument's form: docs/performance.md, "The stack".) */
 #define TR_GUARD_WHO(slot, flags) ((__u64)(slot) | (__u64)(flags) << 16)
 
 static __always_inline int tr_guard_known(const struct tr_guard_key *k)

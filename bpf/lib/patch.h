@@ -43,10 +43,8 @@ struct tr_walk {
 	__u64 seq;    /* which walk of this CPU's this is (tr_walk_new): its copies carry it */
 	__u8 dirty[TR_WALK_DIRTY]; /* the words of sel written, while ndirty <= TR_WALK_DIRTY */
 	__u32 ndirty; /* how many; TR_WALK_DIRTY + 1: more (sel is cleared whole) */
-	__u64 now; /* the view's (lib/fdb.h), read once for the walk */
-	__u64 tick;
-	__u32 gen;
-	__u32 mgen;
+	struct tr_table_stamp at; /* the first bridge's (types.h), its clock read once for the walk: the
+				   * view of each bridge beyond (tr_hop) */
 	__u8 src[6];
 	__u8 dst[6];
 	__u16 vlan;   /* the frame's VLAN in every bridge of the walk (its FDB key) */
@@ -282,16 +280,17 @@ static __always_inline void tr_path_remember(struct tr_cpu_cache *memo, const st
 	m->out_ifindex = w->last_ifindex;
 	m->nhops = w->nhops;
 	__builtin_memcpy(m->hops, w->hops, sizeof(m->hops));
-	m->gen = w->gen;
-	m->mgen = w->mgen;
-	m->expires = tr_memo_expires(w->tick);
+	m->gen = w->at.gen;
+	m->mgen = w->at.mgen;
+	m->expires = tr_memo_expires(w->at.tick);
 }
 
 static __always_inline int tr_path_is(const struct tr_path_memo *m, const struct tr_table_view *v,
 				      __u16 first, const __u8 *src, const __u8 *dst, __u16 vlan)
 {
-	return m->first == first && m->gen == v->gen && m->mgen == v->mgen && v->tick < m->expires &&
-	       m->vlan == vlan && tr_mac_eq(m->dst, dst) && tr_mac_eq(m->src, src);
+	return m->first == first && m->gen == v->at->gen && m->mgen == v->at->mgen &&
+	       v->at->tick < m->expires && m->vlan == vlan && tr_mac_eq(m->dst, dst) &&
+	       tr_mac_eq(m->src, src);
 }
 
 /* The remembered path of a frame from src to dst that leaves its first

@@ -52,8 +52,12 @@ type NetConf struct {
 	// is no router and no DHCP server (ra_guard=true dhcp_guard=true):
 	// router advertisements, redirects and DHCP server messages from it
 	// are dropped too.
-	IPGuard bool   `json:"ipguard,omitempty"`
-	Socket  string `json:"socket,omitempty"`
+	IPGuard bool `json:"ipguard,omitempty"`
+	// BPDUGuard: a BPDU from the container (a VM or a container that runs
+	// a bridge with spanning tree) blocks its port (bpdu_guard=true) until
+	// `trestle port enable`.
+	BPDUGuard bool   `json:"bpduGuard,omitempty"`
+	Socket    string `json:"socket,omitempty"`
 
 	Args struct {
 		CNI struct {
@@ -345,6 +349,9 @@ func (n *NetConf) portArgs(mac string, ips []string) []string {
 	if n.IPGuard {
 		args = append(args, "ip_guard=true", "allowed_ips="+strings.Join(ips, ","), "ra_guard=true", "dhcp_guard=true")
 	}
+	if n.BPDUGuard {
+		args = append(args, "bpdu_guard=true")
+	}
 	return args
 }
 
@@ -416,6 +423,9 @@ func (n *NetConf) checkPort(p ctl.PortEntry, mac string, ips []string) string {
 	}
 	if p.DHCPGuard != n.IPGuard {
 		diffs = append(diffs, fmt.Sprintf("dhcp_guard %t, want %t (ipguard)", p.DHCPGuard, n.IPGuard))
+	}
+	if p.BPDUGuard != n.BPDUGuard {
+		diffs = append(diffs, fmt.Sprintf("bpdu_guard %t, want %t (bpduGuard)", p.BPDUGuard, n.BPDUGuard))
 	}
 	if !slices.Equal(p.AllowedIPs, ips) {
 		diffs = append(diffs, fmt.Sprintf("allowed_ips %v, want %v (ipguard: the container's addresses)", p.AllowedIPs, ips))

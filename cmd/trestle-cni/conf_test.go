@@ -173,6 +173,7 @@ func TestPortArgs(t *testing.T) {
 		{`"macspoofchk": true`, []string{"locked=true", "allowed_macs=02:00:00:00:00:01"}},
 		{`"macspoofchk": false`, nil},
 		{`"ipguard": true, "ipam": {"type": "host-local"}`, []string{"ip_guard=true", "allowed_ips=10.0.0.5,fd00::5,fe80::ff:fe00:1", "ra_guard=true", "dhcp_guard=true"}},
+		{`"bpduGuard": true`, []string{"bpdu_guard=true"}},
 	} {
 		n, err := loadConf(conf(c.extra), "")
 		if err != nil {

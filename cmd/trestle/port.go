@@ -17,7 +17,7 @@ import (
 func (e *env) portCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "port",
-		Short: "Add, remove and list ports at run time, beside the config file's",
+		Short: "Add, remove, list and enable ports at run time, beside the config file's",
 		Long: `Add an interface to a running bridge as a port, remove it, and list every
 port with where it came from. A port added at run time takes the keys of a
 [[bridge.port]] of the config file, checked the same way, and is kept:
@@ -30,6 +30,8 @@ port with where it came from. A port added at run time takes the keys of a
   - until its interface is deleted: the port then goes by itself.
 
 A bridge declared with no [[bridge.port]] at all takes only such ports.
+'port enable' lifts the block a guard (bpdu_guard, loop_detect) put on any
+port, of the file or added at run time.
 Container runtimes (the trestle CNI plugin) and VMs (dist/qemu-ifup) add
 their interfaces this way; docs/run-time-ports.md explains it.`,
 	}
@@ -170,6 +172,42 @@ of a port in 'trestle show --json'.`,
 		},
 	}
 	list.Flags().BoolVar(&e.json, "json", false, "print JSON")
-	c.AddCommand(add, del, list)
+	enable := &cobra.Command{
+		Use:   "enable BRIDGE PORT",
+		Short: "Lift a guard's block of a port, so that it forwards again",
+		Long: `Lift the block a guard put on PORT of BRIDGE, a port of the file or added at
+run time, and let it forward again. A blocked port ('trestle show' gives its
+state blocked, and why) stays attached, but takes and sends nothing:
+
+  - bpdu_guard: a BPDU (a spanning tree frame) came in by a port that sets
+    bpdu_guard = true. It stays blocked until this command, as an edge port
+    that heard another switch should stay shut until someone has looked at
+    its cable; the next BPDU blocks it again.
+  - loop: the bridge's loop_detect heard its own probe come back by the
+    port. It is tried again by itself after the bridge's loop_retry; this
+    command tries it at once, and a loop still there blocks it again within
+    a second.
+
+A block lasts across reloads, not across a restart of the daemon. A port
+that is not blocked is left as it is (no error). The answer is the port, as
+'port list' gives it.`,
+		Example: `  trestle port enable br0 veth-pod1
+  trestle port enable br0 tap-vm1 --json`,
+		Args: nargs(2, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var pe ctl.PortEntry
+			if err := e.call(ctl.Request{Cmd: ctl.CmdPortEnable, Bridge: args[0], Port: args[1]}, &pe); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(pe)
+			}
+			e.plainText()
+			fmt.Fprintf(e.stdout, "port %s of %s: %s\n", pe.Name, pe.Bridge, pe.State)
+			return nil
+		},
+	}
+	enable.Flags().BoolVar(&e.json, "json", false, "print the port as 'port list --json' does")
+	c.AddCommand(add, del, list, enable)
 	return c
 }

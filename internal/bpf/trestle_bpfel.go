@@ -33,7 +33,8 @@ const (
 	TrestleTrBridgeFlagsTR_BRIDGE_FILTER         TrestleTrBridgeFlags = 16
 	TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT     TrestleTrBridgeFlags = 32
 	TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY        TrestleTrBridgeFlags = 64
-	TrestleTrBridgeFlagsTR_BRIDGE_NEIGH_SUPPRESS TrestleTrBridgeFlags = 128
+	TrestleTrBridgeFlagsTR_BRIDGE_LOOP_DETECT    TrestleTrBridgeFlags = 128
+	TrestleTrBridgeFlagsTR_BRIDGE_NEIGH_SUPPRESS TrestleTrBridgeFlags = 256
 )
 
 type TrestleTrBridgePort struct {
@@ -184,6 +185,13 @@ type TrestleTrCpuCache struct {
 	}
 	PathNext uint32
 	Pad      uint32
+	At       struct {
+		_    structs.HostLayout
+		Gen  uint32
+		Mgen uint32
+		Now  uint64
+		Tick uint64
+	}
 }
 
 type TrestleTrDropReason uint32
@@ -221,7 +229,10 @@ const (
 	TrestleTrDropReasonTR_DROP_UNREADABLE       TrestleTrDropReason = 29
 	TrestleTrDropReasonTR_DROP_RA_GUARD         TrestleTrDropReason = 30
 	TrestleTrDropReasonTR_DROP_DHCP_GUARD       TrestleTrDropReason = 31
-	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 32
+	TrestleTrDropReasonTR_DROP_BPDU_GUARD       TrestleTrDropReason = 32
+	TrestleTrDropReasonTR_DROP_PORT_BLOCKED     TrestleTrDropReason = 33
+	TrestleTrDropReasonTR_DROP_LOOP_PROBE       TrestleTrDropReason = 34
+	TrestleTrDropReasonTR_DROP__MAX             TrestleTrDropReason = 35
 )
 
 type TrestleTrEncap struct {
@@ -256,6 +267,8 @@ type TrestleTrEvent struct {
 	ToSlot      uint16
 	FromIfindex uint32
 	ToIfindex   uint32
+	Probe       uint32
+	Pad         uint32
 }
 
 type TrestleTrEventLimits uint32
@@ -269,6 +282,8 @@ type TrestleTrEventType uint32
 const (
 	TrestleTrEventTypeTR_EVENT_MOVE  TrestleTrEventType = 1
 	TrestleTrEventTypeTR_EVENT_LEARN TrestleTrEventType = 2
+	TrestleTrEventTypeTR_EVENT_BPDU  TrestleTrEventType = 3
+	TrestleTrEventTypeTR_EVENT_LOOP  TrestleTrEventType = 4
 )
 
 type TrestleTrFdbFlags uint32
@@ -527,18 +542,35 @@ const (
 	TrestleTrPortFlagsTR_PORT_VIA           TrestleTrPortFlags = 131072
 	TrestleTrPortFlagsTR_PORT_RA_GUARD      TrestleTrPortFlags = 262144
 	TrestleTrPortFlagsTR_PORT_DHCP_GUARD    TrestleTrPortFlags = 524288
+	TrestleTrPortFlagsTR_PORT_BPDU_GUARD    TrestleTrPortFlags = 1048576
+	TrestleTrPortFlagsTR_PORT_BLOCKED       TrestleTrPortFlags = 2097152
 )
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
 	C     [12]uint64
-	Drops [32]uint64
+	Drops [35]uint64
 }
 
 type TrestleTrPortVlans struct {
 	_    structs.HostLayout
 	Bits [64]uint64
 }
+
+type TrestleTrProbe struct {
+	_      structs.HostLayout
+	Magic  uint32
+	Sender uint32
+	Bridge uint16
+	Slot   uint16
+}
+
+type TrestleTrProbeLimits uint32
+
+const (
+	TrestleTrProbeLimitsTR_PROBE_ETHERTYPE TrestleTrProbeLimits = 36864
+	TrestleTrProbeLimitsTR_PROBE_MAGIC     TrestleTrProbeLimits = 1953647696
+)
 
 type TrestleTrReach struct {
 	_     structs.HostLayout
@@ -638,16 +670,19 @@ type TrestleTrVlanStats struct {
 }
 
 type TrestleTrWalk struct {
-	_           structs.HostLayout
-	Sel         [65]uint64
-	Seq         uint64
-	Dirty       [8]uint8
-	Ndirty      uint32
-	_           [4]byte
-	Now         uint64
-	Tick        uint64
-	Gen         uint32
-	Mgen        uint32
+	_      structs.HostLayout
+	Sel    [65]uint64
+	Seq    uint64
+	Dirty  [8]uint8
+	Ndirty uint32
+	_      [4]byte
+	At     struct {
+		_    structs.HostLayout
+		Gen  uint32
+		Mgen uint32
+		Now  uint64
+		Tick uint64
+	}
 	Src         [6]uint8
 	Dst         [6]uint8
 	Vlan        uint16
@@ -757,6 +792,8 @@ const (
 	TrestleVarBtfNeighFlags       = "_btf_neigh_flags"
 	TrestleVarBtfPatchIfindex     = "_btf_patch_ifindex"
 	TrestleVarBtfPortFlags        = "_btf_port_flags"
+	TrestleVarBtfProbe            = "_btf_probe"
+	TrestleVarBtfProbeLimits      = "_btf_probe_limits"
 	TrestleVarBtfStateFlags       = "_btf_state_flags"
 	TrestleVarBtfStateTimeouts    = "_btf_state_timeouts"
 	TrestleVarBtfStormKind        = "_btf_storm_kind"
@@ -898,6 +935,8 @@ type TrestleVariableSpecs struct {
 	BtfNeighFlags     *ebpf.VariableSpec `ebpf:"_btf_neigh_flags"`
 	BtfPatchIfindex   *ebpf.VariableSpec `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags      *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
+	BtfProbe          *ebpf.VariableSpec `ebpf:"_btf_probe"`
+	BtfProbeLimits    *ebpf.VariableSpec `ebpf:"_btf_probe_limits"`
 	BtfStateFlags     *ebpf.VariableSpec `ebpf:"_btf_state_flags"`
 	BtfStateTimeouts  *ebpf.VariableSpec `ebpf:"_btf_state_timeouts"`
 	BtfStormKind      *ebpf.VariableSpec `ebpf:"_btf_storm_kind"`
@@ -1054,6 +1093,8 @@ type TrestleVariables struct {
 	BtfNeighFlags     *ebpf.Variable `ebpf:"_btf_neigh_flags"`
 	BtfPatchIfindex   *ebpf.Variable `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags      *ebpf.Variable `ebpf:"_btf_port_flags"`
+	BtfProbe          *ebpf.Variable `ebpf:"_btf_probe"`
+	BtfProbeLimits    *ebpf.Variable `ebpf:"_btf_probe_limits"`
 	BtfStateFlags     *ebpf.Variable `ebpf:"_btf_state_flags"`
 	BtfStateTimeouts  *ebpf.Variable `ebpf:"_btf_state_timeouts"`
 	BtfStormKind      *ebpf.Variable `ebpf:"_btf_storm_kind"`

@@ -69,10 +69,6 @@ const (
 	PortOverlay         = uint32(TrestleTrPortFlagsTR_PORT_OVERLAY)
 	PortIPGuard         = uint32(TrestleTrPortFlagsTR_PORT_IP_GUARD)
 	MaxGuardIPs         = int(TrestleTrLimitsTR_MAX_GUARD_IPS)
-	MaxNeigh            = int(TrestleTrLimitsTR_MAX_NEIGH)
-	NeighStatic         = TrestleTrNeighFlagsTR_NEIGH_STATIC
-	NeighLearned        = TrestleTrNeighFlagsTR_NEIGH_LEARNED
-	BridgeNeighSuppress = uint32(TrestleTrBridgeFlagsTR_BRIDGE_NEIGH_SUPPRESS)
 	PortNativeTagged    = uint32(TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED)
 	PortQinQ            = uint32(TrestleTrPortFlagsTR_PORT_QINQ)
 	PortVia             = uint32(TrestleTrPortFlagsTR_PORT_VIA)
@@ -80,8 +76,16 @@ const (
 	MirrorVLANs         = uint16(TrestleTrMirrorFlagsTR_MIRROR_VLANS)
 	BridgeMirror        = uint32(TrestleTrBridgeFlagsTR_BRIDGE_MIRROR)
 	BridgeOverlay       = uint32(TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY)
+	BridgeLoopDetect    = uint32(TrestleTrBridgeFlagsTR_BRIDGE_LOOP_DETECT)
+	PortBlocked         = PortFlag(TrestleTrPortFlagsTR_PORT_BLOCKED)
+	ProbeEtherType      = uint16(TrestleTrProbeLimitsTR_PROBE_ETHERTYPE)
+	ProbeMagic          = uint32(TrestleTrProbeLimitsTR_PROBE_MAGIC)
 	MaxPatchChain       = int(TrestleTrLimitsTR_MAX_PATCH_CHAIN)
 	FDBHeadroom         = int(TrestleTrLimitsTR_FDB_HEADROOM)
+	MaxNeigh            = int(TrestleTrLimitsTR_MAX_NEIGH)
+	NeighStatic         = TrestleTrNeighFlagsTR_NEIGH_STATIC
+	NeighLearned        = TrestleTrNeighFlagsTR_NEIGH_LEARNED
+	BridgeNeighSuppress = uint32(TrestleTrBridgeFlagsTR_BRIDGE_NEIGH_SUPPRESS)
 
 	BridgeFilter    = uint32(TrestleTrBridgeFlagsTR_BRIDGE_FILTER)
 	BridgeFilterOut = uint32(TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT)
@@ -169,6 +173,9 @@ var dropNames = map[DropReason]string{
 	TrestleTrDropReasonTR_DROP_UNREADABLE:       "unreadable",
 	TrestleTrDropReasonTR_DROP_RA_GUARD:         "ra_guard",
 	TrestleTrDropReasonTR_DROP_DHCP_GUARD:       "dhcp_guard",
+	TrestleTrDropReasonTR_DROP_BPDU_GUARD:       "bpdu_guard",
+	TrestleTrDropReasonTR_DROP_PORT_BLOCKED:     "port_blocked",
+	TrestleTrDropReasonTR_DROP_LOOP_PROBE:       "loop_probe",
 }
 
 func (r DropReason) String() string {

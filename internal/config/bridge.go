@@ -30,7 +30,12 @@ type Bridge struct {
 	// solicitations for the addresses its neighbour table holds
 	// (Port.Neighbours), and floods them no more.
 	NeighSuppress bool
-	Line          int // line of the [[bridge]] header
+	// LoopDetect: the daemon sends a probe out of each port every second
+	// and blocks a port that hears one of the bridge's own; LoopRetry is
+	// how long such a port stays blocked before it is tried again.
+	LoopDetect bool
+	LoopRetry  time.Duration
+	Line       int // line of the [[bridge]] header
 }
 
 // SpanPort returns the mirror a port is the span port of, or nil.
@@ -152,6 +157,10 @@ var bridgeTable = Table{
 			Help: fmt.Sprintf("Established connections the filter's keep_state rules may hold for this bridge (docs/filter.md); the filtering bridges' together at most %d. Beyond it, a connection still passes, held with those not yet established, which go first when that table is full.", MaxStatesAll)},
 		{Name: "max_states_per_port", Kind: KindInt, Min: 1, Max: int64(MaxStatesAll), Default: fmt.Sprint(DefaultMaxPortStates), Example: "512",
 			Help: "Established connections opened from one port of this bridge that it holds, at most (as max_states)."},
+		{Name: "loop_detect", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Detect loops outside the switch (two ports joined by a cable, or by a VM that bridges its interfaces): the daemon sends a small probe (EtherType 0x9000, the loopback protocol's) out of each port every second, and a port that hears one of the bridge's own back is blocked (state blocked, why loop) until loop_retry has passed (docs/switching.md)."},
+		{Name: "loop_retry", Kind: KindDuration, Min: int64(time.Second), Max: int64(maxAging), Default: `"60s"`, Example: `"5m"`,
+			Help: "How long loop_detect keeps a port blocked before it lets it forward again; a loop still there blocks it again within a second."},
 		{Name: "port", Kind: KindTables, Form: "[[bridge.port]] tables, none or more", Help: "The bridge's ports. A bridge may have none in the file: it then takes only the ports added at run time (`trestle port add`, the CNI plugin, the QEMU scripts; docs/run-time-ports.md)."},
 		{Name: "static", Kind: KindTables, Form: "[[bridge.static]] tables", Help: "Static FDB entries."},
 		{Name: "mirror", Kind: KindTables, Form: "[[bridge.mirror]] tables", Help: "Port mirrors."},
@@ -162,7 +171,7 @@ var bridgeTable = Table{
 // bridge checks one bridge, and returns it with its patch ports for the
 // checks across bridges.
 func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
-	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, MaxStates: DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, Line: t.line}
+	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, MaxStates: DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, Line: t.line}
 	var ports, statics, mirrors, rules *value
 	c.walk(t, field, &bridgeTable, func(k *Key, v *value, f string, x leaf, ok bool) {
 		switch k.Name {
@@ -197,6 +206,12 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 		case "max_states_per_port":
 			if ok {
 				b.MaxPortStates = int(x.n)
+			}
+		case "loop_detect":
+			b.LoopDetect = ok && x.b
+		case "loop_retry":
+			if ok {
+				b.LoopRetry = x.d
 			}
 		case "rule":
 			rules = v

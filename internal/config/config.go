@@ -53,6 +53,7 @@ import (
 const (
 	DefaultSocket     = "/run/trestle/trestle.sock"
 	DefaultAging      = 300 * time.Second
+	DefaultLoopRetry  = 60 * time.Second
 	DefaultMaxEntries = 65536
 	// The datapath's limits, from bpf/types.h through its bindings.
 	MaxBridges        = tbpf.MaxBridges     // bridge ids 1..64
@@ -129,6 +130,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	cfg.Bridges = c.bridges(bridges)
 	c.needVTEP(&cfg.Daemon)
+	c.overlayObjects()
 	if len(c.errs) > 0 {
 		slices.SortStableFunc(c.errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, c.errs
@@ -155,4 +157,5 @@ type checker struct {
 type portRef struct {
 	bridge string
 	line   int
+	field  string // the interface key's field, for a port's interface
 }

@@ -55,7 +55,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br0",
 				Aging:      5 * time.Minute,
 				MaxEntries: 1024,
-				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry,
 				Ports: []Port{
 					{Interface: "veth-a", Mode: "xdp", MaxMACs: 100, Line: 11},
 					{Interface: "veth-b", Mode: "auto", Line: 16},
@@ -70,7 +70,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br1",
 				Aging:      DefaultAging,
 				MaxEntries: DefaultMaxEntries,
-				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry,
 				Ports: []Port{
 					{Interface: "tap0", Mode: "tc", Line: 31},
 					{Interface: "tap1", Mode: "auto", Line: 32},
@@ -81,7 +81,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br2",
 				Aging:      DefaultAging,
 				MaxEntries: DefaultMaxEntries,
-				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry,
 				Ports: []Port{
 					{Interface: "acc0", Mode: "auto", VLAN: 10, Line: 43},
 					{Interface: "trunk0", Mode: "auto", Trunk: []uint16{10, 20, 100, 101, 102, 4094}, Native: 20, Line: 47},
@@ -118,9 +118,9 @@ func TestParseDefaults(t *testing.T) {
 			Aging:         DefaultAging,
 			MaxEntries:    DefaultMaxEntries,
 			MaxStates:     DefaultMaxStates,
-			MaxPortStates: DefaultMaxPortStates,
-			Ports:         []Port{{Interface: "veth-a", Mode: "auto", Line: 3}},
-			Line:          1,
+			MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry,
+			Ports: []Port{{Interface: "veth-a", Mode: "auto", Line: 3}},
+			Line:  1,
 		}},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -159,6 +159,11 @@ func TestParseValid(t *testing.T) {
 			`[[bridge]]`, `name = "c"`, `max_states = 262144`),
 			func(c *Config) bool {
 				return c.Bridges[0].MaxStates == MaxStatesAll && c.Bridges[0].MaxPortStates == 1 && c.Bridges[1].MaxStates == MaxStatesAll
+			}},
+		{"edge guards", doc(`[[bridge]]`, `name = "b"`, `loop_detect = true`, `loop_retry = "5s"`, `[[bridge.port]]`, `interface = "x"`, `bpdu_guard = true`),
+			func(c *Config) bool {
+				b := c.Bridges[0]
+				return b.LoopDetect && b.LoopRetry == 5*time.Second && b.Ports[0].Has(flagBPDUGuard)
 			}},
 		{"min aging", doc(`[[bridge]]`, `name = "b"`, `aging = "1s"`, `[[bridge.port]]`, `interface = "x"`),
 			func(c *Config) bool { return c.Bridges[0].Aging == time.Second }},
@@ -262,6 +267,13 @@ func TestParseErrors(t *testing.T) {
 			`t.toml:3: bridge[0].aging: "-5m" is out of range 1s..24h`}},
 		{"aging integer", doc(`[[bridge]]`, `name = "b"`, `aging = 300`, `[[bridge.port]]`, `interface = "a"`), []string{
 			`t.toml:3: bridge[0].aging: must be a string`}},
+		{"loop_retry too short", doc(`[[bridge]]`, `name = "b"`, `loop_detect = true`, `loop_retry = "500ms"`), []string{
+			`t.toml:4: bridge[0].loop_retry: "500ms" is out of range 1s..24h`}},
+		{"loop_detect not a boolean", doc(`[[bridge]]`, `name = "b"`, `loop_detect = "yes"`), []string{
+			`t.toml:3: bridge[0].loop_detect: must be true or false`}},
+		{"bpdu_guard on a patch port", doc(`[[bridge]]`, `name = "b"`, `[[bridge.port]]`, `patch = "c"`, `bpdu_guard = true`,
+			`[[bridge]]`, `name = "c"`, `[[bridge.port]]`, `patch = "b"`), []string{
+			`t.toml:5: bridge[0].port[0].bpdu_guard: guards an edge port's cable, and a patch port has none`}},
 		{"max_states zero", doc(`[[bridge]]`, `name = "b"`, `max_states = 0`), []string{
 			`t.toml:3: bridge[0].max_states: 0 is out of range 1..262144`}},
 		{"max_states_per_port too big", doc(`[[bridge]]`, `name = "b"`, `max_states_per_port = 262145`), []string{

@@ -1,7 +1,10 @@
 package config
 
 import (
+	"slices"
+
 	"github.com/trestle/trestle/internal/mode"
+	"github.com/trestle/trestle/internal/overlay"
 )
 
 // Overlay ports (issue 30, docs/overlay.md): a port with vxlan = VNI is the
@@ -100,6 +103,39 @@ func (c *checker) overlayVLANs(bp *bridgePorts, sites []portSite) {
 func (c *checker) needVTEP(d *Daemon) {
 	if c.overlay != nil && c.vtepLine == 0 {
 		c.errorf(c.overlay.line, "daemon.vtep", "is required: %s has an overlay port (vxlan) at line %d, and FRR would otherwise silently use its router-id", c.overlay.bridge, c.overlay.line)
+	}
+}
+
+// overlayObjects reports a port whose interface is one of the kernel
+// objects the daemon makes for a VNI of the file's overlay ports (its
+// kernel bridge, its advertise port and that one's peer; internal/overlay's
+// Names): a port there would switch its bridge's frames into the VNI. The
+// same names for a VNI the file has not are anyone's (QEMU names its TAPs
+// tap0, tap1, ...).
+func (c *checker) overlayObjects() {
+	names := make([]string, 0, len(c.ifaces))
+	for name, ref := range c.ifaces {
+		if ref.field != "" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		vni, ok := overlay.VNIOf(name)
+		if !ok {
+			continue
+		}
+		ov, ours := c.vnis[vni]
+		if !ours {
+			continue
+		}
+		n := overlay.NamesOf(vni)
+		what := map[string]string{n.Bridge: "kernel bridge", n.Adv: "advertise port", n.AdvPeer: "advertise port's peer"}[name]
+		if what == "" {
+			continue // the device and the way in's ends are checked as they are read
+		}
+		ref := c.ifaces[name]
+		c.errorf(ref.line, ref.field, "%q is VNI %d's %s, which the daemon makes for the overlay port of %s at line %d (docs/overlay.md): not a port", name, vni, what, ov.bridge, ov.line)
 	}
 }
 

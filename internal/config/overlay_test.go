@@ -84,6 +84,10 @@ func TestParseOverlayErrors(t *testing.T) {
 			`t.toml:10: bridge[1].port[0].vxlan: the overlay port's device "tvx7" is also a port of bridge br0 at line 6`}},
 		{"an end of a way in", with(`[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `interface = "ttp7"`, `[[bridge.port]]`, `interface = "ttr07"`), []string{
 			`t.toml:6: bridge[0].port[0].interface: "ttp7" is the name of an end of an overlay VNI's xdp way in, which the daemon makes (docs/overlay.md): not a port`}},
+		{"an overlay object", with(`[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `interface = "tap7"`, `[[bridge.port]]`, `interface = "tbr7"`,
+			`[[bridge.port]]`, `interface = "tap8"`, `[[bridge]]`, `name = "br1"`, `[[bridge.port]]`, `vxlan = 7`), []string{
+			`t.toml:6: bridge[0].port[0].interface: "tap7" is VNI 7's advertise port's peer, which the daemon makes for the overlay port of bridge br1 at line 14 (docs/overlay.md): not a port`,
+			`t.toml:8: bridge[0].port[1].interface: "tbr7" is VNI 7's kernel bridge, which the daemon makes for the overlay port of bridge br1 at line 14 (docs/overlay.md): not a port`}},
 		{"xdp", with(`[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `vxlan = 7`, `mode = "xdp"`), []string{
 			`t.toml:7: bridge[0].port[0].mode: an overlay port attaches at tc (the kernel encapsulates); "xdp" is not for it`}},
 		{"learning", with(`[[bridge]]`, `name = "br0"`, `[[bridge.port]]`, `vxlan = 7`, `learning = true`), []string{

@@ -85,6 +85,7 @@ const (
 	flagLimitForward = tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD
 	flagLocked       = tbpf.TrestleTrPortFlagsTR_PORT_LOCKED
 	flagIPGuard      = tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD
+	flagBPDUGuard    = tbpf.TrestleTrPortFlagsTR_PORT_BPDU_GUARD
 	flagQinQ         = tbpf.TrestleTrPortFlagsTR_PORT_QINQ
 	flagOverlay      = tbpf.TrestleTrPortFlagsTR_PORT_OVERLAY
 )
@@ -325,6 +326,8 @@ var portTable = Table{
 			Help: "The port's host is no router: ICMPv6 router advertisements and redirects from it are dropped (ra_guard), and so is ICMPv6 behind more extension headers than trestle reads. Not for patch or overlay ports."},
 		{Name: "dhcp_guard", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_DHCP_GUARD, check: notPatchOrOverlay("guards a host's port, and a patch port's frames were guarded at the port they entered by", "guards a host's port, and an overlay port carries other sites' servers"), Default: "false", Example: "true",
 			Help: "The port's host is no DHCP server: DHCP server messages (UDP 67 to 68) and DHCPv6 ADVERTISE, REPLY, RECONFIGURE and RELAY-REPL messages (from UDP 547) from it are dropped (dhcp_guard); its own DHCP client messages pass. Not for patch or overlay ports."},
+		{Name: "bpdu_guard", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_BPDU_GUARD, check: notPatchOrOverlay("guards an edge port's cable, and a patch port has none", "guards an edge port's cable, and an overlay port's far side is the VNI's other switches"), Default: "false", Example: "true",
+			Help: "Block the port when a BPDU (a spanning tree frame, to 01:80:c2:00:00:00) arrives by it, as an edge port that should never hear another switch: it then takes and sends nothing (state blocked, why bpdu_guard; the BPDU is dropped as bpdu_guard) until `trestle port enable`. Not for patch or overlay ports."},
 		{Name: "protected", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED, Default: "false", Example: "true",
 			Help: "Exchange no frame (unicast or flood) with another protected port of the bridge."},
 		{Name: "flood", Kind: KindBool, Flag: tbpf.TrestleTrPortFlagsTR_PORT_NO_FLOOD, Default: "true", Example: "false", Help: "Send floods of unknown unicast out of the port."},
@@ -389,7 +392,7 @@ func (c *checker) port(t *value, field, bridge string) (Port, portVLANs) {
 			if prev, dup := c.ifaces[s]; dup {
 				c.errorf(v.line, f, "%q is also a port of %s at line %d", s, prev.bridge, prev.line)
 			} else {
-				c.ifaces[s] = portRef{bridge: bridge, line: v.line}
+				c.ifaces[s] = portRef{bridge: bridge, line: v.line, field: f}
 			}
 		case "patch":
 			// Checked against the other bridges once every bridge is known.

@@ -67,6 +67,9 @@ const (
 	CmdPortAdd  = "port.add"
 	CmdPortDel  = "port.del"
 	CmdPortList = "port.list"
+	// CmdPortEnable lifts a guard's block of port Port of bridge Bridge
+	// (bpdu_guard, loop): the answer is the port's PortEntry.
+	CmdPortEnable = "port.enable"
 )
 
 // Request is what the CLI sends.
@@ -261,9 +264,12 @@ type PortStatus struct {
 	Patch   string `json:"patch,omitempty"`
 	Ifindex int    `json:"ifindex,omitempty"`
 	// State is "up" (attached and forwarding), "link-down" (attached, but
-	// the interface is down or has no carrier: out of floods, no entries)
-	// or "down" (not attached: see Reason).
-	State   string `json:"state"`
+	// the interface is down or has no carrier: out of floods, no entries),
+	// "blocked" (attached, but blocked by a guard, Why: it takes and sends
+	// nothing) or "down" (not attached: see Reason).
+	State string `json:"state"`
+	// Why: a blocked port's guard, "bpdu_guard" or "loop".
+	Why     string `json:"why,omitempty"`
 	Mode    string `json:"mode,omitempty"` // "xdp" or "tc" as attached; the configured mode when down
 	Config  string `json:"config_mode,omitempty"`
 	Reason  string `json:"reason"` // why this mode, or why down
@@ -280,7 +286,10 @@ type PortStatus struct {
 	AllowedMACs List[string] `json:"allowed_macs"`
 	// IPGuard: its ARP, ND and IP sources must be its AllowedIPs (and the
 	// EUI-64 link-local addresses of its AllowedMACs).
-	IPGuard    bool         `json:"ip_guard"`
+	IPGuard bool `json:"ip_guard"`
+	// BPDUGuard: a BPDU arriving blocks the port (state blocked, Why
+	// bpdu_guard) until `trestle port enable`.
+	BPDUGuard  bool         `json:"bpdu_guard"`
 	AllowedIPs List[string] `json:"allowed_ips"`
 	// RAGuard, DHCPGuard: router advertisements and redirects, and DHCP
 	// and DHCPv6 server messages, from the port are dropped.

@@ -32,6 +32,13 @@ const (
 	// carrier; state down: not attached, reason says why).
 	EventPortUp   = "port_up"
 	EventPortDown = "port_down"
+	// A port was blocked (state blocked): it stays attached and forwards
+	// nothing. why says what blocked it: bpdu_guard (a BPDU came in by
+	// it: mac is its source) or loop (loop_detect heard the bridge's own
+	// probe come back by it: from is the port it was sent out of); reason
+	// says it in words. bpdu_guard lasts until `trestle port enable`, loop
+	// until the bridge's loop_retry has passed; either ends with port_up.
+	EventPortBlocked = "port_blocked"
 	// A bridge's table refuses new addresses: forwarded unlearned (issue
 	// 29; dropped on a VLAN-aware bridge) (count: frames refused in the
 	// first look). Its _end is the episode's end: none for a while; count
@@ -42,6 +49,12 @@ const (
 	// forwarded unlearned (action). Its _end, as table_full_end's.
 	EventMACLimit    = "mac_limit"
 	EventMACLimitEnd = "mac_limit_end"
+	// A port's guard (ip_guard, ra_guard, dhcp_guard) drops frames: reason
+	// is the drop reason, count the frames of the first look. Its _end,
+	// as table_full_end's: a tenant spoofing, or a router or DHCP server
+	// on a port that should have none.
+	EventGuard    = "guard"
+	EventGuardEnd = "guard_end"
 )
 
 // Event is one event, as `trestle events --json` prints it: one object a
@@ -63,6 +76,8 @@ type Event struct {
 	Mode    string `json:"mode,omitempty"`
 	Ifindex int    `json:"ifindex,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// port_blocked: what blocked the port (bpdu_guard, loop).
+	Why string `json:"why,omitempty"`
 	// table_full, mac_limit and their ends: frames dropped (or, with
 	// mac_limit action forward, forwarded unlearned), and the episode's
 	// length; mac_move_overflow: moves.
@@ -99,6 +114,7 @@ func (e Event) Fields() []any {
 		a = append(a, "ifindex", e.Ifindex)
 	}
 	str("reason", e.Reason)
+	str("why", e.Why)
 	if e.Count != 0 {
 		a = append(a, "count", e.Count)
 	}

@@ -91,7 +91,7 @@ func (d *Daemon) preparePorts(c *change, b *bridgeState) (*bridgePorts, error) {
 	was, keptXDP := bp.was, &bp.xdp
 	var cands []*candidate
 	for _, p := range b.ports {
-		was[p] = p.mode != "" && p.running
+		was[p] = p.mode != "" && p.running && p.blockedWas == ""
 		if slices.Contains(c.newSlots, p.slot) {
 			if err := d.topo.ResetPort(p.slot); err != nil {
 				return nil, fmt.Errorf("bridge %q: port %q: %w", b.cfg.Name, p.name(), err)

@@ -58,6 +58,8 @@ func (d *Daemon) handle(_ context.Context, req ctl.Request) (_ any, err error) {
 		return d.portDel(req)
 	case ctl.CmdPortList:
 		return d.portList(req.Bridge)
+	case ctl.CmdPortEnable:
+		return d.portEnable(req)
 	}
 	return nil, fmt.Errorf("unknown command %q", req.Cmd)
 }
@@ -134,6 +136,10 @@ func (d *Daemon) portStatus(b *bridgeState, p *portState) ctl.PortStatus {
 	ps.IPGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD)
 	ps.RAGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_RA_GUARD)
 	ps.DHCPGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_DHCP_GUARD)
+	ps.BPDUGuard = p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_BPDU_GUARD)
+	if p.state() == stateBlocked {
+		ps.Why, ps.Reason = p.blocked, d.blockReason(b, p)
+	}
 	for _, a := range p.cfg.AllowedIPs {
 		ps.AllowedIPs = append(ps.AllowedIPs, a.String())
 	}

@@ -83,6 +83,15 @@ type Daemon struct {
 	ovl     *overlayState // overlay ports' VNIs (overlay.go)
 	events  *eventLog     // what is logged as events, and kept (events.go)
 
+	// The edge's guards (edge.go): the ports blocked, by bridge and key;
+	// this daemon's mark in its loop probes, and how it sends one (a
+	// packet socket, opened when first used; unit tests replace it).
+	blocks    map[portID]block
+	probeID   uint32
+	sendProbe func(ifindex int, frame []byte) error
+	probeFD   int
+	probed    map[uint16]time.Time // by bridge id: when its probes were last sent
+
 	// For the metrics: reloads by result (applied: true), and learned
 	// entries aged out, by bridge name, since the daemon started.
 	reloads map[bool]uint64
@@ -106,8 +115,9 @@ func newDaemon(log *slog.Logger, dp Dataplane, sys System, capacity uint32, refr
 		topo: dp, table: dp, stages: dp, counters: dp, conns: dp, attacher: dp, sizer: dp, pins: dp,
 		bridges: map[string]*bridgeState{}, attached: map[int]Attachment{}, peers: map[int]*peerFix{},
 		aging: make(chan struct{}, 1), reloads: map[bool]uint64{}, aged: map[string]uint64{},
-		events: newEventLog(log),
+		events: newEventLog(log), blocks: map[portID]block{}, probeID: newProbeID(), probed: map[uint16]time.Time{},
 	}
+	d.sendProbe = d.sendProbeRaw
 	d.capturer, _ = dp.(capturer)
 	d.moves, _ = dp.(eventSource)
 	put, _ := dp.(remotePutter)
@@ -524,6 +534,9 @@ func (d *Daemon) shutdown() {
 	defer d.mu.Unlock()
 	d.closed = true
 	d.endCaptureLocked(nil) // no pinned link may keep the capture's program
+	if err := d.closeProbes(); err != nil {
+		d.log.Warn("loop detection", "err", err)
+	}
 	if d.persist && d.pins.Pinned() {
 		// No daemon follows zebra's moves until the next: the overlay's
 		// frames take the vxlan device meanwhile (encap.go).

@@ -67,6 +67,8 @@
 //   - the table: aging.go (aging), fair.go (its fair share between ports),
 //     macowner.go (the one port that holds a bound address), neigh.go
 //     (the neighbour table's static entries, neigh show);
+//   - loops at the edge: edge.go (ports blocked by bpdu_guard and
+//     loop_detect, the loop probes, port.enable);
 //   - overlay ports: overlay.go (their VNIs' kernel objects and the loop
 //     that keeps the table and FRR in step), encap.go (their encapsulation
 //     in XDP);

@@ -10,15 +10,23 @@ import (
 )
 
 // Episodes: a bridge whose table is full (sources forwarded unlearned_full,
-// or in the builds with VLANs drops of reason table_full) or a
+// or in the builds with VLANs drops of reason table_full), a
 // port at its max_macs (drops of reason mac_limit, or with
-// mac_limit_action "forward" frames forwarded unlearned) is logged once
+// mac_limit_action "forward" frames forwarded unlearned) or a port whose
+// guard drops frames (one episode per guard reason) is logged once
 // when its counter starts rising, and once when it has stayed flat for
 // episodeQuiet, with what it counted in between: not once a frame, nor once
 // a look. The counters are the datapath's; the daemon looks at them every
 // eventTick (watchEvents).
 
 const episodeQuiet = 10 * time.Second
+
+// guardFlags are the port keys whose drops are guard episodes, and
+// guardReasons those drops' reasons.
+const guardFlags = tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD | tbpf.TrestleTrPortFlagsTR_PORT_RA_GUARD | tbpf.TrestleTrPortFlagsTR_PORT_DHCP_GUARD
+
+var guardReasons = []tbpf.DropReason{tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ARP, tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ND,
+	tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_IP, tbpf.TrestleTrDropReasonTR_DROP_RA_GUARD, tbpf.TrestleTrDropReasonTR_DROP_DHCP_GUARD}
 
 // reading follows a counter from one look to the next.
 type reading struct {
@@ -124,6 +132,12 @@ func (d *Daemon) lookAtEpisodes(eps *episodes, now time.Time) {
 			// A full table forwards what it cannot learn (issue 29),
 			// counted unlearned_full; the builds with VLANs drop it.
 			full += rise("full/"+port, s.Drops[tbpf.TrestleTrDropReasonTR_DROP_TABLE_FULL]+s.C[tbpf.UnlearnedFull])
+			if p.cfg.Policy.Flags&guardFlags != 0 {
+				for _, r := range guardReasons {
+					key := "guard/" + r.String() + "/" + port
+					episode(key, rise(key, s.Drops[r]), ctl.Event{Event: ctl.EventGuard, Bridge: b.cfg.Name, Port: p.name(), Reason: r.String()})
+				}
+			}
 			if p.cfg.MaxMACs == 0 {
 				continue
 			}

@@ -18,7 +18,8 @@ import (
 //     datapath reports each move (moves.go), and each address gets at most
 //     one line every moveEvery, with the moves it stood for (suppressed).
 //   - port_up, port_down: a port started or stopped forwarding, once per
-//     change of state, whatever the number of reconciles (portEvents).
+//     change of state, whatever the number of reconciles (portEvents);
+//     port_blocked: a guard blocked it (edge.go).
 //   - table_full, mac_limit and their _end: once when a bridge's table
 //     starts refusing addresses or a port reaches max_macs, once when it
 //     has been quiet for a while, with the frames in between (episodes.go).
@@ -58,8 +59,8 @@ func newEventLog(log *slog.Logger) *eventLog {
 }
 
 // eventKinds are every kind, in the order the metrics list them.
-var eventKinds = []string{ctl.EventMACMove, ctl.EventMACMoveOverflow, ctl.EventPortUp, ctl.EventPortDown,
-	ctl.EventTableFull, ctl.EventTableFullEnd, ctl.EventMACLimit, ctl.EventMACLimitEnd}
+var eventKinds = []string{ctl.EventMACMove, ctl.EventMACMoveOverflow, ctl.EventPortUp, ctl.EventPortDown, ctl.EventPortBlocked,
+	ctl.EventTableFull, ctl.EventTableFullEnd, ctl.EventMACLimit, ctl.EventMACLimitEnd, ctl.EventGuard, ctl.EventGuardEnd}
 
 // eventMessages are the log lines' messages, and their levels.
 var eventMessages = map[string]struct {
@@ -70,10 +71,13 @@ var eventMessages = map[string]struct {
 	ctl.EventMACMoveOverflow: {"mac moves not logged one by one: more addresses moved than the log follows", slog.LevelWarn},
 	ctl.EventPortUp:          {"port up", slog.LevelInfo},
 	ctl.EventPortDown:        {"port down", slog.LevelWarn},
+	ctl.EventPortBlocked:     {"port blocked", slog.LevelWarn},
 	ctl.EventTableFull:       {"table full: new addresses are not learned", slog.LevelWarn},
 	ctl.EventTableFullEnd:    {"table full: episode over", slog.LevelInfo},
 	ctl.EventMACLimit:        {"mac limit reached: new addresses are not learned", slog.LevelWarn},
 	ctl.EventMACLimitEnd:     {"mac limit: episode over", slog.LevelInfo},
+	ctl.EventGuard:           {"a port's guard drops frames", slog.LevelWarn},
+	ctl.EventGuardEnd:        {"guard: episode over", slog.LevelInfo},
 }
 
 // emit logs an event, keeps it, and passes it to every follower. Its time
@@ -222,6 +226,7 @@ func (d *Daemon) portStates() map[portID]portSnap {
 // end of every apply, so that a reconcile that changes nothing says
 // nothing.
 func (d *Daemon) portEvents(before map[portID]portSnap) {
+	d.pruneBlocks()
 	bs, _ := d.sortedBridges("")
 	for _, b := range bs {
 		for _, p := range b.ports {
@@ -232,6 +237,11 @@ func (d *Daemon) portEvents(before map[portID]portSnap) {
 			}
 			e := ctl.Event{Bridge: b.cfg.Name, Port: p.name(), State: now.state, Mode: now.mode, Reason: now.why}
 			switch {
+			case now.state == stateBlocked:
+				if had && was.state == stateBlocked {
+					continue
+				}
+				e.Event, e.Why, e.Reason = ctl.EventPortBlocked, p.blocked, d.blockReason(b, p)
 			case now.state == stateUp:
 				if had && was.state == stateUp && was.mode == now.mode && was.ifindex == now.ifindex {
 					continue // its reason's wording changed, nothing else

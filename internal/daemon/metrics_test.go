@@ -134,10 +134,13 @@ trestle_config_reloads_total{result="rejected"} 1
 # TYPE trestle_port_drops_total counter
 ` + drops.String() + `# HELP trestle_events_total Events logged (and shown by ` + "`trestle events`" + `) since the daemon started, by kind.
 # TYPE trestle_events_total counter
+trestle_events_total{event="guard"} 0
+trestle_events_total{event="guard_end"} 0
 trestle_events_total{event="mac_limit"} 0
 trestle_events_total{event="mac_limit_end"} 0
 trestle_events_total{event="mac_move"} 1
 trestle_events_total{event="mac_move_overflow"} 1
+trestle_events_total{event="port_blocked"} 0
 trestle_events_total{event="port_down"} 1
 trestle_events_total{event="port_up"} 2
 trestle_events_total{event="table_full"} 0

@@ -27,6 +27,7 @@ const (
 	stateUp       = "up"        // attached, and its interface can send: it forwards
 	stateLinkDown = "link-down" // attached, but its interface is down or has no carrier: out of floods, no entries
 	stateDown     = "down"      // not attached: see why
+	stateBlocked  = "blocked"   // attached, but a guard blocked it (edge.go): out of floods, no entries, takes nothing in
 )
 
 // modePatch is the mode of a patch port, which attaches to no interface:
@@ -51,6 +52,9 @@ type portState struct {
 	// noFilter: a tc filter was refused on its interface (another's
 	// filter at trestle's priority): it keeps a link while it is a port.
 	noFilter bool
+	// blocked: the guard that blocked it (blockBPDU, blockLoop; edge.go),
+	// "" for none; blockedWas, what the model before this apply's had.
+	blocked, blockedWas string
 	// written is what the port maps hold for this port, nil for nothing.
 	written *datapath.PortInfo
 	// peer: a patch port's peer, the patch port of the other bridge.
@@ -79,6 +83,8 @@ func (p *portState) state() string {
 	switch {
 	case p.mode == "":
 		return stateDown
+	case p.blocked != "":
+		return stateBlocked
 	case !p.running:
 		return stateLinkDown
 	}
@@ -95,6 +101,11 @@ func (p *portState) info() *datapath.PortInfo {
 	// The port keys' flags, as the configuration filled them: a new
 	// boolean key needs nothing here (docs/architecture.md, "How to add").
 	info.Policy = p.cfg.Policy
+	if p.blocked != "" {
+		// The daemon's flag, not a key's: the port takes and sends
+		// nothing (bpf/lib/guard.h).
+		info.Policy.Flags |= tbpf.PortBlocked
+	}
 	if p.peer != nil {
 		info.Peer = p.peer.slot
 	}
@@ -193,8 +204,8 @@ func (b *bridgeState) portByKey(key string) *portState {
 }
 
 // forwards says whether the port takes frames: attached and running, or a
-// patch port.
-func (p *portState) forwards() bool { return p.mode != "" && p.running }
+// patch port, and not blocked by a guard.
+func (p *portState) forwards() bool { return p.mode != "" && p.running && p.blocked == "" }
 
 func (b *bridgeState) portBySlot(slot uint16) *portState {
 	for _, p := range b.ports {
@@ -234,6 +245,7 @@ func (b *bridgeState) desired() datapath.BridgeInfo {
 		}
 	}
 	info.NeighSuppress = b.cfg.NeighSuppress
+	info.LoopDetect = b.cfg.LoopDetect
 	info.Filter = b.filter()
 	if patched || info.Mirror || info.FilterWalks() {
 		// Where a flood that crosses patches may go: every bridge's
@@ -295,7 +307,7 @@ func sameBridgeInfo(a, b *datapath.BridgeInfo) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy && a.Mirror == b.Mirror && a.Overlay == b.Overlay && a.NeighSuppress == b.NeighSuppress &&
+	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy && a.Mirror == b.Mirror && a.Overlay == b.Overlay && a.NeighSuppress == b.NeighSuppress && a.LoopDetect == b.LoopDetect &&
 		slices.Equal(a.VLANs, b.VLANs) && slices.EqualFunc(a.Ports, b.Ports, datapath.PortInfo.Equal) &&
 		slices.EqualFunc(a.Reach, b.Reach, datapath.PortInfo.Equal) && reflect.DeepEqual(a.Filter, b.Filter)
 }

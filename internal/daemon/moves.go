@@ -208,6 +208,7 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 				d.logMove(ln)
 			}
 			d.lookAtEpisodes(eps, now)
+			d.loopTick(now)
 			if err := d.makeRoom(); err != nil {
 				d.log.Warn("make room in a full table", "err", err)
 			}
@@ -230,10 +231,15 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 			d.log.Debug("event ring", "err", err)
 			continue
 		}
+		if m.BPDU || m.Loop {
+			d.edgeEvent(m) // a guard's report: the port is blocked (edge.go)
+			continue
+		}
 		d.overlayMoved(m) // a station moved (to or from an overlay port, perhaps), or is new beside one
 		if m.Learn {
 			continue
 		}
+		d.probeOnMove(m) // a loop makes addresses flap (edge.go)
 		if ln, ok := lim.add(m, time.Now()); ok {
 			d.logMove(ln)
 		}

@@ -220,6 +220,7 @@ func (d *Daemon) plan(cfg *config.Config) (*change, error) {
 				c.newSlots = append(c.newSlots, slot)
 			}
 			p.cfg, p.bridge = pc, b
+			p.blockedWas, p.blocked = p.blocked, d.blocks[portID{nb.Name, portKey(pc)}].why
 			if pc.IsPatch() {
 				// Up for as long as both bridges are configured.
 				p.mode, p.running, p.why = modePatch, true, "patch port to bridge "+pc.Patch

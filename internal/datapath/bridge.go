@@ -39,6 +39,9 @@ type BridgeInfo struct {
 	// NeighSuppress: ARP requests and neighbour solicitations the
 	// neighbour table answers are answered by the switch (neigh.go).
 	NeighSuppress bool
+	// LoopDetect: the bridge's loop probes (struct tr_probe) are
+	// recognised, dropped and reported in the event ring (Move.Loop).
+	LoopDetect bool
 	// Filter: the bridge's filter is on, with these rules (filter.go).
 	// Rules on the egress port make its floods take the walk, which
 	// filters each copy: its Reach is set then too (FilterWalks).
@@ -135,6 +138,9 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 	}
 	if b.NeighSuppress {
 		br.Flags |= tbpf.BridgeNeighSuppress
+	}
+	if b.LoopDetect {
+		br.Flags |= tbpf.BridgeLoopDetect
 	}
 	for i, p := range b.Ports {
 		br.Ports[i] = tbpf.BridgePort{Ifindex: p.Ifindex, Slot: uint32(p.Slot)}
@@ -586,7 +592,7 @@ func (d *Datapath) Bridges() ([]BridgeInfo, error) {
 		}
 		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries, VLANAware: br.Flags&tbpf.BridgeVLAN != 0,
 			Policy: br.Flags&tbpf.BridgePolicy != 0, Mirror: br.Flags&tbpf.BridgeMirror != 0, Overlay: br.Flags&tbpf.BridgeOverlay != 0,
-			NeighSuppress: br.Flags&tbpf.BridgeNeighSuppress != 0}
+			NeighSuppress: br.Flags&tbpf.BridgeNeighSuppress != 0, LoopDetect: br.Flags&tbpf.BridgeLoopDetect != 0}
 		d.hadPatch[b.ID] = br.Flags&(tbpf.BridgePatch|tbpf.BridgeMirror) != 0
 		for _, c := range br.Name {
 			if c == 0 {

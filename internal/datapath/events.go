@@ -24,11 +24,21 @@ import (
 // EventRingSize is the ring's size in bytes.
 const EventRingSize = int(tbpf.TrestleTrEventLimitsTR_EVENT_RING)
 
-// Move is an address that moved to another port of its bridge.
+// Move is an address that moved to another port of its bridge, or another
+// event of the ring (Learn, BPDU, Loop).
 type Move struct {
 	// Learn: not a move but a new address in a bridge with an overlay
 	// port (BridgeInfo.Overlay), learned on ToSlot; FromSlot is 0.
-	Learn            bool
+	Learn bool
+	// BPDU: a BPDU came in by the bpdu_guard port ToSlot (its source
+	// MAC), which the daemon blocks (bpf/lib/guard.h).
+	BPDU bool
+	// Loop: a loop probe came in by port ToSlot of Bridge: sent by the
+	// daemon Probe (struct tr_probe's sender) out of port FromSlot of
+	// bridge ProbeBridge.
+	Loop             bool
+	Probe            uint32
+	ProbeBridge      uint16
 	Time             time.Time
 	Bridge, VLAN     uint16
 	MAC              net.HardwareAddr
@@ -85,21 +95,38 @@ func wallOffset() int64 {
 	return time.Now().UnixNano() - mono.Nano()
 }
 
+// eventV1Size is a record's size before loop detection added the probe's
+// sender (struct tr_event's probe and pad).
+const eventV1Size = 32
+
 func decodeEvent(raw []byte, offset int64) (Move, error) {
 	var e tbpf.TrestleTrEvent
+	if len(raw) >= eventV1Size && len(raw) < binary.Size(e) {
+		// A record of the programs before the probe's field (a pinned
+		// ring read across an upgrade): the fields it has.
+		raw = append(raw[:len(raw):len(raw)], make([]byte, binary.Size(e)-len(raw))...)
+	}
 	if len(raw) < binary.Size(e) {
 		return Move{}, fmt.Errorf("event record of %d bytes, shorter than %d", len(raw), binary.Size(e))
 	}
 	if err := binary.Read(bytes.NewReader(raw), binary.NativeEndian, &e); err != nil {
 		return Move{}, fmt.Errorf("decode event record: %w", err)
 	}
-	learn := e.Type == uint16(tbpf.TrestleTrEventTypeTR_EVENT_LEARN)
-	if e.Type != uint16(tbpf.TrestleTrEventTypeTR_EVENT_MOVE) && !learn {
+	m := Move{Time: time.Unix(0, int64(e.TsNs)+offset), Bridge: e.Bridge, VLAN: e.Vlan,
+		MAC: append(net.HardwareAddr(nil), e.Mac[:]...), FromSlot: e.FromSlot, ToSlot: e.ToSlot,
+		FromIfindex: e.FromIfindex, ToIfindex: e.ToIfindex}
+	switch e.Type {
+	case uint16(tbpf.TrestleTrEventTypeTR_EVENT_MOVE):
+	case uint16(tbpf.TrestleTrEventTypeTR_EVENT_LEARN):
+		m.Learn = true
+	case uint16(tbpf.TrestleTrEventTypeTR_EVENT_BPDU):
+		m.BPDU, m.FromIfindex = true, 0
+	case uint16(tbpf.TrestleTrEventTypeTR_EVENT_LOOP):
+		m.Loop, m.Probe, m.ProbeBridge, m.FromIfindex = true, e.Probe, uint16(e.FromIfindex), 0
+	default:
 		return Move{}, fmt.Errorf("event record of unknown type %d", e.Type)
 	}
-	return Move{Learn: learn, Time: time.Unix(0, int64(e.TsNs)+offset), Bridge: e.Bridge, VLAN: e.Vlan,
-		MAC: append(net.HardwareAddr(nil), e.Mac[:]...), FromSlot: e.FromSlot, ToSlot: e.ToSlot,
-		FromIfindex: e.FromIfindex, ToIfindex: e.ToIfindex}, nil
+	return m, nil
 }
 
 // EventsLost counts the records the ring had no room for since the

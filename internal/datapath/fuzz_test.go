@@ -53,11 +53,14 @@ import (
 // over six veth ports, each bridge VLAN-aware or not, ports access or trunk
 // (with or without a native VLAN), up or down (out of the flood list),
 // protected, refusing kinds of flood, not learning, limited in addresses
-// (drop or forward at the limit), bound to IP addresses (ip_guard: a frame
-// that goes on from such a port, and an ip_guard drop, must be what
-// guardReason, the check's model in Go, says); a few static entries, some pointing where
-// the control plane never would (a port of the other bridge, an interface
-// that is no port); frames from a port or from an interface that is none.
+// (drop or forward at the limit), bound to IP addresses (ip_guard),
+// guarding against router advertisements (ra_guard) and DHCP servers
+// (dhcp_guard), in any mix: a frame that goes on from a guarded port, and
+// a guard's drop, must be what guardReason, the guard's model in Go, says,
+// and a frame the guard drops is dropped for no later step's reason; a few
+// static entries, some pointing where the control plane never would (a
+// port of the other bridge, an interface that is no port); frames from a
+// port or from an interface that is none.
 // Patch ports, mirrors, storm control and the filter stage are left out:
 // they are time-dependent (storm) or multiply copies across bridges, and
 // have table tests of their own.
@@ -128,6 +131,7 @@ type fuzzPort struct {
 	noLearn, limitForward                bool
 	locked                               bool
 	ipGuard                              bool // bound to fuzzGuardIPs (bpf/lib/ipguard.h; guardReason is its model)
+	raGuard, dhcpGuard                   bool // the guards of the network's services, in the same check
 	maxMACs                              uint32
 }
 
@@ -141,8 +145,12 @@ func (p fuzzPort) info(ifindex uint32, slot uint16) PortInfo {
 			With(tbpf.TrestleTrPortFlagsTR_PORT_NO_LEARN, p.noLearn).With(tbpf.TrestleTrPortFlagsTR_PORT_LIMIT_FORWARD, p.limitForward).
 			With(tbpf.TrestleTrPortFlagsTR_PORT_PROTECTED, p.protected).With(tbpf.TrestleTrPortFlagsTR_PORT_NO_FLOOD, p.noFlood).
 			With(tbpf.TrestleTrPortFlagsTR_PORT_NO_MFLOOD, p.noMcast).With(tbpf.TrestleTrPortFlagsTR_PORT_NO_BFLOOD, p.noBcast).
-			With(tbpf.TrestleTrPortFlagsTR_PORT_LOCKED, p.locked).With(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD, p.ipGuard)}
+			With(tbpf.TrestleTrPortFlagsTR_PORT_LOCKED, p.locked).With(tbpf.TrestleTrPortFlagsTR_PORT_IP_GUARD, p.ipGuard).
+			With(tbpf.TrestleTrPortFlagsTR_PORT_RA_GUARD, p.raGuard).With(tbpf.TrestleTrPortFlagsTR_PORT_DHCP_GUARD, p.dhcpGuard)}
 }
+
+// guarded says whether the pipeline asks the guard (tr_ipguard) about the port's frames.
+func (p fuzzPort) guarded() bool { return p.ipGuard || p.raGuard || p.dhcpGuard }
 
 func (p fuzzPort) guardIPs() []netip.Addr {
 	if !p.ipGuard {
@@ -263,6 +271,11 @@ func decodeFuzzInput(in []byte) fuzzInput {
 		}
 		p.down = a>>3&7 == 7
 		p.ipGuard = a>>6 == 3
+		// Values and a bit that meant nothing before the service guards,
+		// so that older inputs decode to the ports they did: a&7 of 5 to
+		// 7 (no limit), and v's bit 0 (read by no VLAN layout).
+		p.dhcpGuard = a&7 >= 5
+		p.raGuard = v&1 != 0
 		if pol>>6 == 3 {
 			p.protected, p.noFlood, p.noMcast, p.noBcast, p.noLearn = pol&1 != 0, pol&2 != 0, pol&4 != 0, pol&8 != 0, pol&16 != 0
 			p.locked = pol&32 != 0
@@ -409,6 +422,10 @@ func fuzzFrameBytes(r *testutil.FuzzBytes) []byte {
 		payload[0] = 0x60
 	}
 	guardAddrs(etype, payload, x)
+	if (etype == 0x0800 || etype == 0x86dd) && x>>5 >= 5 {
+		s := r.Byte()
+		serviceFrame(etype, payload, x, s, r.Byte())
+	}
 	b = append(b, payload...)
 	if c&30 == 30 { // cut short
 		b = b[:int(r.Byte())%(len(b)+1)]
@@ -464,16 +481,121 @@ func guardAddrs(etype uint16, b []byte, x byte) {
 	}
 }
 
-// guardReason is bpf/lib/ipguard.h's check in Go: why a frame from a
-// port bound to ips is dropped, or TR_DROP__MAX when it passes. off is
-// where the frame's payload starts after its tags, proto its EtherType.
-func guardReason(b []byte, off int, proto uint16, ips []netip.Addr) tbpf.DropReason {
+// serviceFrame makes an IPv4 or IPv6 payload whose pattern byte x asks for
+// it (x>>5 of 5 to 7; guardAddrs has written its source) into one the
+// guards of the network's services read, as the two bytes s and u say.
+//
+// IPv4: UDP (TCP for s>>5 of 7 without options) with DHCP's ports by s&3
+// (67 -> 68, 68 -> 67, 67 -> 67, 68 -> 68); s>>2&3 a whole packet, a first
+// fragment, or a later one (offset in either byte); s&16 options (a header
+// of 6 to 13 words, whose end may lie past the frame); u&0x80 DF.
+//
+// IPv6: s&3 none, one, as many extension headers as the guard reads, or
+// one more, of the types from s>>2&7 on (hop-by-hop, destination options,
+// routing, fragment, AH; s&32: the fragment header is a later fragment's);
+// then by s>>6 ICMPv6 of type by u&7 (RA and redirect among them, the
+// target of an NA or NS the port's if x&16), UDP from 547 (u&1) or 546
+// with the DHCPv6 message type u>>1&15, or TCP or no next header from
+// port 547. Whatever lies past the payload's end is left out.
+func serviceFrame(etype uint16, b []byte, x, s, u byte) {
+	put := func(o int, v ...byte) {
+		for i, c := range v {
+			if o+i < len(b) {
+				b[o+i] = c
+			}
+		}
+	}
+	switch {
+	case etype == 0x0800 && len(b) >= 20:
+		ihl := 5
+		if s&16 != 0 {
+			ihl += 1 + int(s>>5)
+		}
+		b[0], b[9] = 0x40|byte(ihl), 17
+		if s>>5 == 7 && s&16 == 0 {
+			b[9] = 6
+		}
+		frag := [4]uint16{0, 0x2000, 0x0001, 0x2100}[s>>2&3] // whole, first (MF), later, later with MF
+		if u&0x80 != 0 {
+			frag |= 0x4000
+		}
+		binary.BigEndian.PutUint16(b[6:], frag)
+		ports := [4][2]byte{{67, 68}, {68, 67}, {67, 67}, {68, 68}}[s&3]
+		put(ihl*4, 0, ports[0], 0, ports[1])
+	case etype == 0x86dd && len(b) >= 40:
+		types := [5]byte{0, 60, 43, 44, 51}
+		next, at := 6, 40 // where the next header's number goes, where the header goes
+		for i := range [4]int{0, 1, fuzzGuardExtHdrs, fuzzGuardExtHdrs + 1}[s&3] {
+			t := types[(int(s>>2&7)+i)%len(types)]
+			put(next, t)
+			next = at
+			switch t {
+			case 44:
+				fo := uint16(1) // offset 0, more fragments: the first
+				if s&32 != 0 {
+					fo = 8 << 3 // offset 8 (64 bytes), the last
+				}
+				put(at+1, 0, byte(fo>>8), byte(fo))
+				at += 8
+			case 51:
+				put(at+1, 1) // (1 + 2) * 4 bytes
+				at += 12
+			default:
+				put(at+1, 0)
+				at += 8
+			}
+		}
+		switch s >> 6 {
+		case 0:
+			put(next, 58)
+			put(at, [8]byte{134, 137, 133, 135, 136, 131, 143, 128}[u&7], 0)
+			if x&16 != 0 {
+				v6 := fuzzGuardIPs[1].As16()
+				put(at+8, v6[:]...)
+			}
+		case 1, 2:
+			put(next, 17)
+			if u&1 != 0 {
+				put(at, 0x02, 0x23, 0x02, 0x22) // 547 -> 546
+			} else {
+				put(at, 0x02, 0x22, 0x02, 0x23) // 546 -> 547
+			}
+			put(at+8, u>>1&15)
+		case 3:
+			put(next, [2]byte{6, 59}[u&1])
+			put(at, 0x02, 0x23, 0x02, 0x22)
+			put(at+8, 2)
+		}
+	}
+}
+
+// guardReason is bpf/lib/ipguard.h's tr_ipguard in Go: why the guard drops
+// a frame from port p (ip_guard, bound to p.guardIPs(); ra_guard;
+// dhcp_guard; any of them), or TR_DROP__MAX when it passes. off is where
+// the frame's payload starts after its tags, proto its EtherType. It
+// follows the C check for check, in its order: where several reasons
+// apply, the one the C returns first wins (ip_guard's source check before
+// an RA's, an RA before ip_guard's ND rules, ip_guard's reason for what is
+// hidden, then ra_guard's, then dhcp_guard's).
+func guardReason(b []byte, off int, proto uint16, p fuzzPort) tbpf.DropReason {
 	const (
-		pass = tbpf.TrestleTrDropReasonTR_DROP__MAX
-		arpR = tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ARP
-		ndR  = tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ND
-		ipR  = tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_IP
+		pass  = tbpf.TrestleTrDropReasonTR_DROP__MAX
+		arpR  = tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ARP
+		ndR   = tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ND
+		ipR   = tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_IP
+		raR   = tbpf.TrestleTrDropReasonTR_DROP_RA_GUARD
+		dhcpR = tbpf.TrestleTrDropReasonTR_DROP_DHCP_GUARD
 	)
+	ipg, ips := p.ipGuard, p.guardIPs()
+	// What is not read (more tags, more extension headers, a header cut
+	// short) is dropped by the first guard of the port that could be fooled.
+	hidden := dhcpR
+	switch {
+	case ipg:
+		hidden = ndR
+	case p.raGuard:
+		hidden = raR
+	}
 	at := func(o, n int) []byte {
 		if o < 0 || o+n > len(b) {
 			return nil
@@ -485,8 +607,18 @@ func guardReason(b []byte, off int, proto uint16, ips []netip.Addr) tbpf.DropRea
 		return slices.Contains(ips, ad.Unmap()) && (len(a) == 4 || !ad.Is4In6())
 	}
 	zero := func(a []byte) bool { return bytes.Equal(a, make([]byte, len(a))) }
+	// ifIPG is ip_guard's reason r, or a pass on a port without ip_guard.
+	ifIPG := func(r tbpf.DropReason) tbpf.DropReason {
+		if ipg {
+			return r
+		}
+		return pass
+	}
 	switch proto {
 	case 0x0806:
+		if !ipg {
+			return pass
+		}
 		h, spa := at(off, 8), at(off+14, 4)
 		if h == nil || h[2] != 8 || h[3] != 0 || h[4] != 6 || h[5] != 4 || spa == nil {
 			return arpR
@@ -506,44 +638,57 @@ func guardReason(b []byte, off int, proto uint16, ips []netip.Addr) tbpf.DropRea
 	case 0x0800:
 		h := at(off, 20)
 		if h == nil || h[0]>>4 != 4 || h[0]&15 < 5 {
-			return ipR
-		}
-		if !zero(h[12:16]) {
-			if known(h[12:16]) {
-				return pass
-			}
-			return ipR
+			return ifIPG(ipR)
 		}
 		ports := at(off+int(h[0]&15)*4, 4)
-		if h[9] != 17 || (int(h[6]&0x1f)<<8|int(h[7])) != 0 || !bytes.Equal(ports, []byte{0, 68, 0, 67}) {
-			return ipR
+		udp, first := h[9] == 17, (int(h[6]&0x1f)<<8|int(h[7])) == 0
+		if ipg {
+			if zero(h[12:16]) {
+				// 0.0.0.0: only a DHCP client's, which no guard drops.
+				if !udp || !first || !bytes.Equal(ports, []byte{0, 68, 0, 67}) {
+					return ipR
+				}
+				return pass
+			}
+			if !known(h[12:16]) {
+				return ipR
+			}
+		}
+		if p.dhcpGuard && udp && first && bytes.Equal(ports, []byte{0, 67, 0, 68}) {
+			return dhcpR
 		}
 		return pass
 	case 0x86dd:
 		h := at(off, 40)
 		if h == nil || h[0]>>4 != 6 {
-			return ipR
+			return ifIPG(ipR)
 		}
-		unspec := zero(h[8:24])
-		if !unspec && !known(h[8:24]) {
-			return ipR
+		unspec := false
+		if ipg {
+			unspec = zero(h[8:24])
+			if !unspec && !known(h[8:24]) {
+				return ipR
+			}
+		}
+		orIP := func() tbpf.DropReason { // what passes ip_guard only from a source of the port's
+			if unspec {
+				return ipR
+			}
+			return pass
 		}
 		nh, x := h[6], off+40
 		ext := func(nh byte) bool { return nh == 0 || nh == 43 || nh == 44 || nh == 51 || nh == 60 }
-		for i := 0; i < 4 && ext(nh); i++ {
+		for i := 0; i < fuzzGuardExtHdrs && ext(nh); i++ {
 			e := at(x, 4)
 			if e == nil {
-				return ndR
+				return hidden
 			}
 			was := nh
 			nh = e[0]
 			switch was {
 			case 44:
 				if (int(e[2])<<8|int(e[3]))&0xfff8 != 0 {
-					if unspec {
-						return ipR
-					}
-					return pass
+					return orIP() // a later fragment: no transport header
 				}
 				x += 8
 			case 51:
@@ -553,19 +698,29 @@ func guardReason(b []byte, off int, proto uint16, ips []netip.Addr) tbpf.DropRea
 			}
 		}
 		if ext(nh) {
-			return ndR
+			return hidden
+		}
+		if nh == 17 && p.dhcpGuard {
+			// From port 547, a server's or relay's reply (RFC 8415 7.3);
+			// the type after the 8-byte UDP header.
+			if sp, mt := at(x, 2), at(x+8, 1); sp != nil && sp[0] == 2 && sp[1] == 0x23 && mt != nil &&
+				(mt[0] == 2 || mt[0] == 7 || mt[0] == 10 || mt[0] == 13) {
+				return dhcpR
+			}
 		}
 		if nh != 58 {
-			if unspec {
-				return ipR
-			}
-			return pass
+			return orIP()
 		}
 		ic := at(x, 4)
 		if ic == nil {
-			return ndR
+			return hidden
+		}
+		if p.raGuard && (ic[0] == 134 || ic[0] == 137) {
+			return raR
 		}
 		switch {
+		case !ipg:
+			return pass
 		case unspec && (ic[0] == 131 || ic[0] == 143):
 			return pass
 		case unspec && ic[0] != 135:
@@ -578,10 +733,18 @@ func guardReason(b []byte, off int, proto uint16, ips []netip.Addr) tbpf.DropRea
 		}
 		return ndR
 	case 0x8100, 0x88a8:
-		return ipR
+		// A third tag: what it hides is not read.
+		if ipg {
+			return ipR
+		}
+		return hidden
 	}
 	return pass
 }
+
+// fuzzGuardExtHdrs is TR_GUARD_EXTHDRS: the IPv6 extension headers the
+// guard reads; a frame with more hides its transport header.
+const fuzzGuardExtHdrs = 4
 
 // fuzzSeeds are the seed corpus: table states and frames written out by
 // hand (the cases a reader checks first), and random inputs from a fixed
@@ -675,6 +838,85 @@ func fuzzSeeds() [][]byte {
 		append([]byte{2}, big(0x20, 1|4|8)...),
 		append([]byte{2}, big(0x20, 2|4)...),
 		append([]byte{3}, guarded(0x00, 0)...),
+	))
+	// The guards of the network's services: p1 ra_guard, p2 dhcp_guard, p3
+	// all three guards, p4 ip_guard and ra_guard, p5 ip_guard and
+	// dhcp_guard, p6 none. A service frame is IPv6 (kind 0x20, 1500 bytes
+	// of payload) or IPv4 (kind 0, 46 bytes), to B from A, its source by x
+	// (0xa0 another's, 0xa1 the port's, 0xa2 unspecified), then the two
+	// bytes serviceFrame reads.
+	sp := plain
+	sp[0], sp[1], sp[2], sp[3], sp[4] = [3]byte{0, 1, 0}, [3]byte{5, 0, 0}, [3]byte{0xc5, 1, 0}, [3]byte{0xc0, 1, 0}, [3]byte{0xc5, 0, 0}
+	v6 := func(slot, x, s, u byte) []byte { return []byte{slot, 0x20, 1, 0, 0x80, x, s, u} }
+	v4 := func(slot, x, s, u byte) []byte { return []byte{slot, 0x00, 1, 0, 0x60, x, s, u} }
+	const ra, redirect, na = 0, 1, 4                                                   // u: ICMPv6 types
+	from547 := func(typ byte) byte { return 1 | typ<<1 }                               // u: DHCPv6 from port 547
+	const icmp, udp, other, later = 0, 1 << 6, 3 << 6, 32                              // s: what follows the IPv6 header
+	const ext1, extAll, extHidden, fragHdr, ah = 1, 2, 3, 3 << 2, 4 << 2               // s: extension headers
+	const c2s, s2s, first, laterFrag, laterMF, opts = 1, 2, 1 << 2, 2 << 2, 3 << 2, 16 // s: IPv4
+	// Router advertisements and redirects, behind no, one, the most read
+	// and one more extension headers, on ports with and without ra_guard.
+	out = append(out, seed(0, sp, nil,
+		v6(1, 0xa0, icmp, ra),            // ra_guard
+		v6(1, 0xa0, icmp|ext1, redirect), // ra_guard
+		v6(1, 0xa0, icmp|extAll, ra),     // ra_guard: read
+		v6(1, 0xa0, icmp|extHidden, ra),  // ra_guard: hidden
+		v6(1, 0xa0, icmp, na),            // goes on
+		v6(4, 0xa1, icmp, ra),            // ra_guard, from the port's address
+		v6(4, 0xa1, udp|extHidden, 0),    // ipguard_nd: hidden from ip_guard first
+		v6(6, 0xa0, icmp|extAll, ra),     // goes on: no guard
+	))
+	out = append(out, seed(0, sp, nil,
+		v6(4, 0xa2, icmp, ra),                                 // ra_guard before ip_guard's rule for ::
+		v6(4, 0xa0, icmp, ra),                                 // ipguard_ip: the source first
+		v6(4, 0xb1, icmp, na),                                 // goes on: its own target
+		v6(3, 0xa1, icmp|extAll|fragHdr, redirect),            // ra_guard, behind a fragment header
+		v6(3, 0xa1, icmp|ext1|fragHdr|later, ra),              // goes on: a later fragment
+		[]byte{1, 0x20, 1, 0, 0xe0, 8, 0xa0, icmp | ext1, ra}, // ra_guard: the ICMPv6 header cut off
+		[]byte{1, 0x38, 1, 0, 0, 0, 0, 0x80, 0xa0, icmp, na},  // ra_guard: three tags
+		[]byte{2, 0x38, 1, 0, 0, 0, 0, 0x80, 0xa0, icmp, na},  // dhcp_guard: three tags
+	))
+	// DHCPv4 servers' and clients' messages, whole and in fragments.
+	out = append(out, seed(0, sp, nil,
+		v4(2, 0xa0, 0, 0),         // dhcp_guard: 67 -> 68
+		v4(2, 0xa0, c2s, 0),       // goes on: 68 -> 67
+		v4(2, 0xa0, first, 0),     // dhcp_guard: a first fragment
+		v4(2, 0xa0, laterFrag, 0), // goes on: a later one
+		v4(2, 0xa0, opts, 0x80),   // dhcp_guard: options, DF
+		v4(5, 0xa2, c2s, 0),       // goes on: a client from 0.0.0.0
+		v4(5, 0xa1, 0, 0),         // dhcp_guard: from the port's address
+		v4(5, 0xa0, 0, 0),         // ipguard_ip: the source first
+	))
+	out = append(out, seed(0, sp, nil,
+		v4(2, 0xa0, laterMF, 0),   // goes on
+		v4(2, 0xa0, 7<<5, 0),      // goes on: TCP
+		v4(2, 0xa0, s2s, 0),       // goes on: 67 -> 67
+		v4(5, 0xa2, 0, 0),         // ipguard_ip: 0.0.0.0 is a client's only
+		v4(3, 0xa1, 0, 0),         // dhcp_guard
+		v4(2, 0xa0, opts|7<<5, 0), // goes on: the UDP header past the frame
+		v4(1, 0xa0, 0, 0),         // goes on: ra_guard only
+		v4(6, 0xa0, first, 0),     // goes on: no guard
+	))
+	// DHCPv6 servers' and relays' replies, and what is none.
+	out = append(out, seed(0, sp, nil,
+		v6(2, 0xa0, udp, from547(2)),                    // dhcp_guard: ADVERTISE
+		v6(2, 0xa0, udp, from547(7)),                    // dhcp_guard: REPLY
+		v6(2, 0xa0, udp, from547(10)),                   // dhcp_guard: RECONFIGURE
+		v6(2, 0xa0, udp, from547(13)),                   // dhcp_guard: RELAY-REPL
+		v6(2, 0xa0, udp, 1<<1),                          // goes on: SOLICIT from 546
+		v6(2, 0xa0, udp, from547(12)),                   // goes on: RELAY-FORW
+		v6(2, 0xa0, udp|ext1|fragHdr, from547(2)),       // dhcp_guard: a first fragment
+		v6(2, 0xa0, udp|ext1|fragHdr|later, from547(2)), // goes on: a later one
+	))
+	out = append(out, seed(0, sp, nil,
+		v6(1, 0xa0, udp, from547(2)),           // goes on: ra_guard only
+		v6(3, 0xa1, udp|extAll, from547(7)),    // dhcp_guard
+		v6(2, 0xa0, other, 0),                  // goes on: TCP from 547
+		v6(2, 0xa0, udp|extHidden, from547(2)), // dhcp_guard: hidden
+		v6(2, 0xa0, udp|ext1|ah, from547(2)),   // dhcp_guard: behind AH
+		v6(5, 0xa0, udp, from547(2)),           // ipguard_ip: the source first
+		v6(2, 0xa0, icmp, ra),                  // goes on: dhcp_guard only
+		v6(2, 0xa0, icmp|extHidden, ra),        // dhcp_guard: hidden
 	))
 	rng := rand.New(rand.NewPCG(16, 2))
 	for i := 0; i < 24; i++ {
@@ -1452,19 +1694,23 @@ func (r *fuzzRig) judge(m tmode, in *fuzzInput, fr fuzzFrame, o *fuzzOutcome, be
 		}
 	}
 	// A frame that went on came from a source bound to its port if the
-	// port is locked, and never from another port's static entry.
+	// port is locked, and never from another port's static entry. Whose
+	// an entry is, is the interface it names (as the datapath asks, and
+	// dropReasonHolds): an entry whose slot names another port is still
+	// the interface's.
 	if o.action != actDrop && !isMulticast(src) {
 		e, ok := entry(src)
+		ours := ok && e.Ifindex == r.ifidx[fr.slot]
 		switch {
-		case ip.locked && (!ok || !e.Static || e.Slot != uint16(fr.slot)):
+		case ip.locked && (!ours || !e.Static):
 			badf("a frame from locked slot %d went on from %s, not bound to it (%+v, found %v)", fr.slot, net.HardwareAddr(src), e, ok)
-		case ok && e.Static && e.Slot != uint16(fr.slot):
-			badf("a frame from slot %d went on from %s, a static entry of slot %d", fr.slot, net.HardwareAddr(src), e.Slot)
+		case ok && e.Static && !ours:
+			badf("a frame from slot %d went on from %s, a static entry of another interface (%+v)", fr.slot, net.HardwareAddr(src), e)
 		}
 	}
-	if o.action != actDrop && ip.ipGuard {
-		if g := guardReason(fr.data, pf.l3, pf.proto, ip.guardIPs()); g != tbpf.TrestleTrDropReasonTR_DROP__MAX {
-			badf("a frame from ip_guard slot %d went on, but the check drops it as %s", fr.slot, g)
+	if o.action != actDrop && ip.guarded() {
+		if g := guardReason(fr.data, pf.l3, pf.proto, ip); g != tbpf.TrestleTrDropReasonTR_DROP__MAX {
+			badf("a frame from guarded slot %d went on, but the guard drops it as %s", fr.slot, g)
 		}
 	}
 	full := d[fr.slot].C[tbpf.UnlearnedFull]
@@ -1622,11 +1868,14 @@ func (in *fuzzInput) dropReasonHolds(fr fuzzFrame, o *fuzzOutcome, pf parsed, fd
 		case o.reason == tbpf.TrestleTrDropReasonTR_DROP_SRC_STATIC && ip.locked:
 			why = "its port is locked, which decides first"
 		}
-	case tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ARP, tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ND, tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_IP:
-		if !ip.ipGuard {
-			why = "its port has no ip_guard"
-		} else if g := guardReason(fr.data, pf.l3, pf.proto, ip.guardIPs()); g != o.reason {
-			why = fmt.Sprintf("the check says %s", g)
+	case tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ARP, tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_ND, tbpf.TrestleTrDropReasonTR_DROP_IPGUARD_IP,
+		tbpf.TrestleTrDropReasonTR_DROP_RA_GUARD, tbpf.TrestleTrDropReasonTR_DROP_DHCP_GUARD:
+		if !ip.guarded() {
+			why = "its port has no guard"
+		} else if g := guardReason(fr.data, pf.l3, pf.proto, ip); g == tbpf.TrestleTrDropReasonTR_DROP__MAX {
+			why = "the guard passes it"
+		} else if g != o.reason {
+			why = fmt.Sprintf("the guard says %s", g)
 		}
 	default:
 		why = "no port or bridge of the table state has what it takes"
@@ -1646,8 +1895,23 @@ func (in *fuzzInput) dropReasonHolds(fr fuzzFrame, o *fuzzOutcome, pf parsed, fd
 		if o.reason != pf.reason && o.reason != tbpf.TrestleTrDropReasonTR_DROP_RUNT {
 			bad = append(bad, fmt.Sprintf("a malformed frame (%s) dropped as %s", pf.reason, o.reason))
 		}
+	case ip.guarded() && !beforeGuard[o.reason]:
+		// The guard (step 3b) drops what it drops before anything later
+		// in the checklist looks at the frame.
+		if g := guardReason(fr.data, pf.l3, pf.proto, ip); g != tbpf.TrestleTrDropReasonTR_DROP__MAX && g != o.reason {
+			bad = append(bad, fmt.Sprintf("a frame the guard drops as %s was dropped as %s, a later step's reason", g, o.reason))
+		}
 	}
 	return bad
+}
+
+// beforeGuard are the reasons of the checklist's steps before the guard's:
+// which port and bridge, the parser, the VLAN's ingress, the source.
+var beforeGuard = map[tbpf.DropReason]bool{
+	tbpf.TrestleTrDropReasonTR_DROP_NO_BRIDGE: true, tbpf.TrestleTrDropReasonTR_DROP_RUNT: true,
+	tbpf.TrestleTrDropReasonTR_DROP_ETHERTYPE: true, tbpf.TrestleTrDropReasonTR_DROP_VLAN_UNTAGGED: true,
+	tbpf.TrestleTrDropReasonTR_DROP_VLAN_TAGGED: true, tbpf.TrestleTrDropReasonTR_DROP_VLAN_NOT_CARRIED: true,
+	tbpf.TrestleTrDropReasonTR_DROP_DOUBLE_TAGGED: true, tbpf.TrestleTrDropReasonTR_DROP_BAD_SRC: true,
 }
 
 // compareBuilds says where the xdp and the tc build decided otherwise. It

@@ -73,6 +73,10 @@ type Caps struct {
 	// Daemon: a daemon of its own runs it, which a restart restarts; the
 	// kernel's bridges have none.
 	Daemon bool
+	// OwnThread: it forwards on a thread of its own (on the DUT's CPU)
+	// rather than on the CPU the frame arrived on: Open vSwitch's
+	// userspace datapath, its PMD thread.
+	OwnThread bool
 }
 
 // dutCaps are the kinds of DUT ParseSpec knows, with what each declares.
@@ -81,7 +85,7 @@ var dutCaps = map[string]Caps{
 	"floor":        {},
 	"linux-bridge": {},
 	"trestle":      {Subject: true, Build: true, Daemon: true},
-	"ovs":          {Daemon: true},
+	"ovs":          {Daemon: true, OwnThread: true},
 }
 
 // CapsOf is what the kind of the DUT named dut ("trestle:xdp@vlan", as

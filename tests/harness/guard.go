@@ -59,6 +59,26 @@ func NAFrame(t testing.TB, srcMAC net.HardwareAddr, from, target, marker string)
 	return GuardFrame(t, net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}, srcMAC, layers.EthernetTypeIPv6, marker, ip, ic, na)
 }
 
+// STPGroup is the destination of spanning tree BPDUs.
+func STPGroup() net.HardwareAddr { return net.HardwareAddr{0x01, 0x80, 0xc2, 0, 0, 0} }
+
+// BPDUFrame is an 802.1D configuration BPDU from src (802.3, LLC 42 42 03),
+// as a switch that runs spanning tree sends it every hello time.
+func BPDUFrame(t testing.TB, src net.HardwareAddr) []byte {
+	t.Helper()
+	id := layers.STPSwitchID{Priority: 32768, SysID: 1, HwAddr: src}
+	ls := []gopacket.SerializableLayer{
+		&layers.Ethernet{SrcMAC: src, DstMAC: STPGroup(), EthernetType: layers.EthernetTypeLLC},
+		&layers.LLC{DSAP: 0x42, SSAP: 0x42, Control: 0x03},
+		&layers.STP{RouteID: id, BridgeID: id, PortID: 0x8001, MaxAge: 20 << 8, HelloTime: 2 << 8, FDelay: 15 << 8},
+	}
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // RAFrame is a router advertisement to all nodes from srcMAC and from (a
 // link-local address), as a rogue router sends it: router lifetime 1800 s,
 // no options.

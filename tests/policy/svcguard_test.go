@@ -5,9 +5,11 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
 )
@@ -75,6 +77,23 @@ func TestServiceGuards(t *testing.T) {
 			{Name: "offer-unguarded", From: 2, Frame: offer2, Recv: recv(offer2, 1, 3)},
 			{Name: "adv-unguarded", From: 2, Frame: adv2, Recv: recv(adv2, 1, 3)},
 		})
+		// Each guard's drops are an episode, logged as an event once.
+		want := map[string]bool{"ra_guard": false, "dhcp_guard": false}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			var evs []ctl.Event
+			l.CLIJSON(&evs, "events")
+			for _, e := range evs {
+				if _, ok := want[e.Reason]; ok && e.Event == ctl.EventGuard && e.Port == harness.PortName(1) && e.Count > 0 {
+					want[e.Reason] = true
+				}
+			}
+			if want["ra_guard"] && want["dhcp_guard"] || time.Now().After(deadline) {
+				if !want["ra_guard"] || !want["dhcp_guard"] {
+					t.Errorf("trestle events: guard events of %s %v, want both:\n%+v", harness.PortName(1), want, evs)
+				}
+				break
+			}
+		}
 		l.Stop()
 	})
 }

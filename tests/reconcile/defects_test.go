@@ -259,9 +259,13 @@ func TestBridgeCannotTakeAnothersRoom(t *testing.T) {
 	if n0 > 20 {
 		t.Errorf("br0 holds %d entries, max_entries is 20", n0)
 	}
-	// A full table forwards what it cannot learn (issue 29).
-	if s := l.Stats("port-h1"); s.Counters.Get("unlearned_full") < 280 {
-		t.Errorf("unlearned_full on port-h1: %d, want the flood's", s.Counters.Get("unlearned_full"))
+	// A full table forwards what it cannot learn (issue 29): each of the
+	// flood's frames is learned or forwarded unlearned. What is learned is
+	// the table's mark (18) and, at each look of the daemon's while the
+	// flood lasts, the flooder's reserve (1) in room the look made: a few
+	// more than the table holds, never most of the flood.
+	if s := l.Stats("port-h1"); s.Counters.Get("unlearned_full") < 250 || s.Counters.Get("unlearned_full")+s.Counters.Get("learned") < 300 {
+		t.Errorf("port-h1: unlearned_full %d, learned %d: want the flood's 300 frames, most unlearned", s.Counters.Get("unlearned_full"), s.Counters.Get("learned"))
 	}
 	if err := l.Host(3).Ping(harness.HostIP(4), 1); err != nil {
 		t.Errorf("br1 after br0's flood: %v", err)

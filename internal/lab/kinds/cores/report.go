@@ -110,11 +110,6 @@ func (r *CoresRow) name(sizes int) string {
 	return r.DUT
 }
 
-// hasOwnThread says whether a DUT forwards on a thread of its own (on the
-// DUT's CPU) rather than on the CPU the frame arrived on: Open vSwitch's
-// userspace datapath, its PMD thread.
-func hasOwnThread(dut string) bool { return strings.HasPrefix(dut, "ovs") }
-
 func cpusText(n int) string {
 	if n == 1 {
 		return "1 CPU"
@@ -223,7 +218,7 @@ func coresWarnings(run *lab.Run, rows []*CoresRow) []string {
 			for _, e := range c.Errors {
 				out = append(out, fmt.Sprintf("no figure: %s at %s: %s", r.name(sizes), cpusText(c.CPUs), lab.FirstLine(e)))
 			}
-			if c.DUTShared && hasOwnThread(r.DUT) {
+			if c.DUTShared && lab.CapsOf(r.DUT).OwnThread {
 				shared = append(shared, fmt.Sprint(c.CPUs))
 			}
 			if n := lab.OthersNote(c.OtherCPU, c.Seconds, run.Machine.CPUs); n != "" {
@@ -285,7 +280,7 @@ func markdownCores(b *bytes.Buffer, dir string, run *lab.Run, rows []*CoresRow) 
 				line = append(line, "no figure")
 			default:
 				cell := fmt.Sprintf("%s (%s)", lab.Figure(c.Median, "pps"), factorText(r.Scaling(c)))
-				if c.DUTShared && hasOwnThread(r.DUT) {
+				if c.DUTShared && lab.CapsOf(r.DUT).OwnThread {
 					cell += ", PMD shares a CPU"
 				}
 				line = append(line, cell)
