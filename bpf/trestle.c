@@ -25,6 +25,7 @@
 #include "lib/capture.h"
 #include "lib/filter.h"
 #include "lib/memo.h"
+#include "lib/neigh.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -44,6 +45,7 @@ enum tr_encap_limits _btf_encap_limits __attribute__((unused));
 enum tr_filter_flags _btf_filter_flags __attribute__((unused));
 enum tr_state_flags _btf_state_flags __attribute__((unused));
 enum tr_state_timeouts _btf_state_timeouts __attribute__((unused));
+enum tr_neigh_flags _btf_neigh_flags __attribute__((unused));
 /* The events' types as load-time constants, never read: .rodata is each
  * program's own, where a new variable of .bss (pinned, with the table's
  * generations) would change its layout, which an upgrade then copies. */
@@ -78,6 +80,49 @@ static __always_inline int tr_filtered(void *ctx, const int xdp, struct tr_pkt *
 	return 1;
 }
 
+/* A flood in a bridge with neigh_suppress that is a request the bridge's
+ * neighbour table answers (lib/neigh.h): the frame, now the answer, goes
+ * back out of the port it came in by, and nowhere else. Counted
+ * suppressed on that port and not flooded; capture says it was forwarded
+ * to that port. After the filter (the request met the rules, as a flood
+ * does) and storm control (a request over its port's rate is not
+ * answered), before any way out (neither the walk's copies nor the
+ * mirrors'). Returns the verdict, or 0: flood it. */
+static __always_inline int tr_suppress(void *ctx, const int xdp, struct tr_pkt *p, struct tr_decision *d)
+{
+	const __u64 who = TR_NEIGH_WHO(d->bridge, d->vlan, d->in_slot);
+	long r;
+
+	if (!TR_CALL(xdp, tr_neigh_known, ctx, who))
+		return 0;
+	/* A drop below is counted as that drop, not a flood: tr_switch takes
+	 * the flood back (tr_unflood) for a flood dropped with a reason. */
+	if (!TR_CALL(xdp, tr_neigh_answer, ctx, who)) {
+		/* The kernel refused to grow or write the frame (XDP with no
+		 * tailroom for an advertisement's option): the frame may be
+		 * half an answer, and is no request to flood any more. */
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
+		return tr_verdict_drop(xdp);
+	}
+	/* Back out of the ingress, as a forward to it: XDP by its tx_ports
+	 * entry rather than XDP_TX, which a veth delivers to a peer without
+	 * an XDP program only when something else wakes the peer (the kernel
+	 * flushes XDP_TX's frames to a peer with a program only; a
+	 * redirect's flush wakes any), so an answer could wait there for the
+	 * host's next frame. */
+	r = tr_redirect_port(xdp, p->ifindex, d->in_slot);
+	if (r < 0) {
+		tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
+		return tr_verdict_drop(xdp);
+	}
+	tr_unflood(d);
+	d->in_st->c[TR_CNT_SUPPRESSED]++;
+	d->action = TR_ACT_FORWARD;
+	d->egress_ifindex = p->ifindex;
+	d->egress_slot = d->in_slot;
+	return r;
+}
+
 /* The switch for one frame. filt: the entry point is one of those with the
  * filter stage (trestle_xdp_filter, trestle_tc_filter), which the control
  * plane attaches while a bridge filters; the others are compiled as if the
@@ -97,6 +142,12 @@ static __always_inline int tr_send(void *ctx, const int xdp, struct tr_pkt *p,
 		d->straight = 1;
 		return tr_forward(ctx, xdp, p, d, 1);
 	case TR_ACT_FLOOD:
+		if (d->br->flags & TR_BRIDGE_NEIGH_SUPPRESS) {
+			int r = tr_suppress(ctx, xdp, p, d);
+
+			if (r)
+				return r;
+		}
 		if (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR))
 			return tr_walk(ctx, xdp, p, d);
 		if (filt && (d->br->flags & TR_BRIDGE_FILTER_OUT))

@@ -22,6 +22,7 @@ enum tr_limits {
 	TR_MAX_PATCH_CHAIN = 16,  /* bridges one frame may cross through patch ports in one run */
 	TR_MAX_GUARD_IPS = 16384, /* addresses bound to ip_guard ports, all ports together (lib/ipguard.h) */
 	TR_FDB_HEADROOM = 16,     /* a bridge's table keeps max_entries / this (rounded up) for ports under their fair share (lib/fdb.h) */
+	TR_MAX_NEIGH = 65536,     /* neighbour entries (IP -> MAC) of all bridges together (lib/neigh.h) */
 };
 
 /* A patch port has no interface: the datapath names it by this pseudo
@@ -96,6 +97,7 @@ enum tr_counter {
 	TR_CNT_TX_DROPPED, /* copies of flooded frames for this port that could not be sent: a tc clone the kernel refused (longer than the port's MTU allows, say) */
 	TR_CNT_UNLEARNED_FULL, /* of unlearned: new sources forwarded without learning them because the bridge's table was full, or past its high-water mark with this port at its fair share (lib/fdb.h, issue 29) */
 	TR_CNT_ENCAP,     /* of tx: frames this overlay port sent encapsulated in XDP, straight into the underlay (lib/overlay.h), not through its xdp way in */
+	TR_CNT_SUPPRESSED, /* ARP requests and neighbour solicitations from this port that the switch answered itself (neigh_suppress, lib/neigh.h): sent back, flooded nowhere */
 	TR_CNT__MAX,
 };
 
@@ -315,6 +317,7 @@ enum tr_bridge_flags {
 	TR_BRIDGE_FILTER_OUT = 32, /* a rule matches the egress port: its floods take the walk, which filters each copy */
 	TR_BRIDGE_OVERLAY = 64, /* has an overlay port: each address it learns is reported (TR_EVENT_LEARN), for FRR */
 	TR_BRIDGE_LOOP_DETECT = 128, /* loop_detect: its ports' loop probes are recognised, dropped and reported (TR_EVENT_LOOP) */
+	TR_BRIDGE_NEIGH_SUPPRESS = 256, /* neigh_suppress: ARP requests and neighbour solicitations its neighbour table knows the target of are answered by the switch (lib/neigh.h) */
 };
 
 /* A mirrored port's mirror, by the port's slot: where the copies of what it
@@ -623,6 +626,32 @@ struct tr_probe {
 struct tr_guard_key {
 	__u32 slot;
 	__u8 addr[16];
+};
+
+/* ---- the neighbour table (lib/neigh.h, `trestle neigh show`) ---- */
+
+/* An IP address in one VLAN of one bridge: the VLAN as the FDB keys it (0
+ * in a bridge that is not VLAN-aware, untagged). */
+struct tr_neigh_key {
+	__u16 bridge;
+	__u16 vlan;
+	__u8 family;   /* 4 or 6 */
+	__u8 pad[3];
+	__u8 addr[16]; /* IPv4: the first 4 bytes, the rest 0 */
+};
+
+/* Where an entry came from. */
+enum tr_neigh_flags {
+	TR_NEIGH_STATIC = 1,  /* the control plane's: a port's allowed_ips with its allowed_macs */
+	TR_NEIGH_LEARNED = 2, /* seen in the port's ARP or neighbour discovery */
+};
+
+/* The station that holds the address: its MAC and the port it is on. */
+struct tr_neigh {
+	__u8 mac[6];
+	__u16 slot;    /* its port's slot: a request from that port is not answered */
+	__u32 flags;   /* enum tr_neigh_flags */
+	__u64 seen_ns; /* CLOCK_MONOTONIC_COARSE: when written (static) or last seen (learned) */
 };
 
 /* ---- VXLAN encapsulation in XDP (lib/overlay.h) ---- */

@@ -107,6 +107,34 @@ static __always_inline long tr_load_bytes(void *ctx, const int xdp, __u32 off, v
 	return bpf_skb_load_bytes(ctx, off, buf, n);
 }
 
+/* The frame's n bytes at off from buf, in either mode. l3: the bytes are
+ * past the Ethernet header, where a tc frame's checksum of the whole
+ * (CHECKSUM_COMPLETE) covers them and is kept right; the header is not in
+ * it at tc ingress. 0: written. */
+static __always_inline long tr_store_bytes(void *ctx, const int xdp, __u32 off, const void *buf, __u32 n,
+					   const int l3)
+{
+	if (xdp)
+		return bpf_xdp_store_bytes(ctx, off, (void *)buf, n);
+	return bpf_skb_store_bytes(ctx, off, buf, n, l3 ? BPF_F_RECOMPUTE_CSUM : 0);
+}
+
+/* The frame's length in bytes (a tag tc holds outside them not counted). */
+static __always_inline __u32 tr_ctx_len(void *ctx, const int xdp)
+{
+	if (xdp)
+		return tr_ctx_data_end(ctx, xdp) - tr_ctx_data(ctx, xdp);
+	return ((struct __sk_buff *)ctx)->len;
+}
+
+/* Cuts or grows the frame to len bytes (from len, as tr_ctx_len said). 0: done. */
+static __always_inline long tr_ctx_resize(void *ctx, const int xdp, __u32 from, __u32 len)
+{
+	if (xdp)
+		return bpf_xdp_adjust_tail(ctx, (int)len - (int)from);
+	return bpf_skb_change_tail(ctx, len, 0);
+}
+
 /* XDP: the tag is in the bytes, after the two addresses. */
 static __always_inline int tr_xdp_push(struct xdp_md *ctx, __u16 tci)
 {

@@ -282,4 +282,18 @@ struct {
 	__type(value, __u8);
 } guard_ips SEC(".maps");
 
+/* The neighbour table (lib/neigh.h): IP -> MAC in one VLAN of a bridge,
+ * written by the daemon (the ports' allowed_ips and allowed_macs), read by
+ * the suppression of a bridge with TR_BRIDGE_NEIGH_SUPPRESS. Bounded: at
+ * most TR_MAX_NEIGH entries of all bridges together (the configuration is
+ * checked against it), allocated as they are written: a switch without
+ * neighbours pays no memory for the room. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TR_MAX_NEIGH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct tr_neigh_key);
+	__type(value, struct tr_neigh);
+} neigh SEC(".maps");
+
 #endif

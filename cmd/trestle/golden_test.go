@@ -79,6 +79,11 @@ func goldenDaemon(t *testing.T) *fakeCtl {
 			}, nil
 		case ctl.CmdStateShow:
 			return []ctl.State{{Bridge: "br0", Proto: "tcp", From: "10.0.0.1:40000", To: "10.0.0.2:5201", State: "established", Rule: 2, AgeSeconds: 12, IdleSeconds: 1, ExpiresSeconds: 86399}}, nil
+		case ctl.CmdNeighShow:
+			return []ctl.NeighEntry{
+				{Bridge: "br0", IP: "10.0.0.21", MAC: "02:00:00:00:00:21", VLAN: 10, Port: "veth-a", Origin: ctl.NeighStatic, AgeSeconds: 12},
+				{Bridge: "br0", IP: "fd00::21", MAC: "02:00:00:00:00:21", VLAN: 10, Port: "veth-a", Origin: ctl.NeighStatic, AgeSeconds: 12},
+			}, nil
 		case ctl.CmdEvents:
 			return []ctl.Event{
 				{Time: at, Event: ctl.EventMACMove, Bridge: "br0", MAC: "02:00:00:00:00:01", VLAN: &vlan, From: "veth-a", To: "veth-b"},
@@ -137,6 +142,7 @@ func TestJSONGolden(t *testing.T) {
 		{"rule-add", []string{"rule", "add", "br0", "action=pass", "proto=icmp"}, exitOK, false},
 		{"rule-del", []string{"rule", "del", "br0", "1"}, exitOK, false},
 		{"state-show", []string{"state", "show"}, exitOK, false},
+		{"neigh-show", []string{"neigh", "show"}, exitOK, false},
 		{"events", []string{"events"}, exitOK, false},
 		{"reload", []string{"reload"}, exitOK, false},
 		{"top", []string{"top", "--once", "--interval", "100ms"}, exitOK, true},

@@ -98,7 +98,7 @@ Exit status:
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&e.socket, "socket", "", "control socket of the daemon (default $TRESTLE_SOCKET or "+ctl.DefaultSocket+")")
-	root.AddCommand(e.runCmd(), e.downCmd(), e.checkCmd(), e.showCmd(), e.fdbCmd(), e.statsCmd(), e.reloadCmd(), e.portCmd(), e.ruleCmd(), e.stateCmd(), e.captureCmd(), e.eventsCmd(), e.topCmd(), e.genCmd(), e.sinkCmd(), e.statCmd(), e.labCmd())
+	root.AddCommand(e.runCmd(), e.downCmd(), e.checkCmd(), e.showCmd(), e.fdbCmd(), e.statsCmd(), e.reloadCmd(), e.portCmd(), e.ruleCmd(), e.stateCmd(), e.neighCmd(), e.captureCmd(), e.eventsCmd(), e.topCmd(), e.genCmd(), e.sinkCmd(), e.statCmd(), e.labCmd())
 	root.AddCommand(e.manCmd(root))
 	groups(root)
 	completeArgs(root, e)
@@ -430,6 +430,9 @@ func (e *env) showCmd() *cobra.Command {
 					fmt.Fprintf(e.stdout, "  filter on: %d rules, default %s ('trestle rule show')\n", b.Rules, b.DefaultAction)
 				case b.Rules > 0:
 					fmt.Fprintf(e.stdout, "  filter off: %d rules kept, not applied\n", b.Rules)
+				}
+				if b.NeighSuppress {
+					fmt.Fprintln(e.stdout, "  neigh_suppress: ARP and ND for the neighbour table's addresses answered by the switch ('trestle neigh show')")
 				}
 			}
 			return nil

@@ -26,14 +26,15 @@ type TrestleTrBridge struct {
 type TrestleTrBridgeFlags uint32
 
 const (
-	TrestleTrBridgeFlagsTR_BRIDGE_VLAN        TrestleTrBridgeFlags = 1
-	TrestleTrBridgeFlagsTR_BRIDGE_PATCH       TrestleTrBridgeFlags = 2
-	TrestleTrBridgeFlagsTR_BRIDGE_POLICY      TrestleTrBridgeFlags = 4
-	TrestleTrBridgeFlagsTR_BRIDGE_MIRROR      TrestleTrBridgeFlags = 8
-	TrestleTrBridgeFlagsTR_BRIDGE_FILTER      TrestleTrBridgeFlags = 16
-	TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT  TrestleTrBridgeFlags = 32
-	TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY     TrestleTrBridgeFlags = 64
-	TrestleTrBridgeFlagsTR_BRIDGE_LOOP_DETECT TrestleTrBridgeFlags = 128
+	TrestleTrBridgeFlagsTR_BRIDGE_VLAN           TrestleTrBridgeFlags = 1
+	TrestleTrBridgeFlagsTR_BRIDGE_PATCH          TrestleTrBridgeFlags = 2
+	TrestleTrBridgeFlagsTR_BRIDGE_POLICY         TrestleTrBridgeFlags = 4
+	TrestleTrBridgeFlagsTR_BRIDGE_MIRROR         TrestleTrBridgeFlags = 8
+	TrestleTrBridgeFlagsTR_BRIDGE_FILTER         TrestleTrBridgeFlags = 16
+	TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT     TrestleTrBridgeFlags = 32
+	TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY        TrestleTrBridgeFlags = 64
+	TrestleTrBridgeFlagsTR_BRIDGE_LOOP_DETECT    TrestleTrBridgeFlags = 128
+	TrestleTrBridgeFlagsTR_BRIDGE_NEIGH_SUPPRESS TrestleTrBridgeFlags = 256
 )
 
 type TrestleTrBridgePort struct {
@@ -118,7 +119,8 @@ const (
 	TrestleTrCounterTR_CNT_TX_DROPPED     TrestleTrCounter = 8
 	TrestleTrCounterTR_CNT_UNLEARNED_FULL TrestleTrCounter = 9
 	TrestleTrCounterTR_CNT_ENCAP          TrestleTrCounter = 10
-	TrestleTrCounterTR_CNT__MAX           TrestleTrCounter = 11
+	TrestleTrCounterTR_CNT_SUPPRESSED     TrestleTrCounter = 11
+	TrestleTrCounterTR_CNT__MAX           TrestleTrCounter = 12
 )
 
 type TrestleTrCpuCache struct {
@@ -452,6 +454,7 @@ const (
 	TrestleTrLimitsTR_MAX_PATCH_CHAIN  TrestleTrLimits = 16
 	TrestleTrLimitsTR_MAX_GUARD_IPS    TrestleTrLimits = 16384
 	TrestleTrLimitsTR_FDB_HEADROOM     TrestleTrLimits = 16
+	TrestleTrLimitsTR_MAX_NEIGH        TrestleTrLimits = 65536
 )
 
 type TrestleTrMirror struct {
@@ -466,6 +469,31 @@ type TrestleTrMirrorFlags uint32
 const (
 	TrestleTrMirrorFlagsTR_MIRROR_VLANS TrestleTrMirrorFlags = 1
 )
+
+type TrestleTrNeigh struct {
+	_      structs.HostLayout
+	Mac    [6]uint8
+	Slot   uint16
+	Flags  uint32
+	_      [4]byte
+	SeenNs uint64
+}
+
+type TrestleTrNeighFlags uint32
+
+const (
+	TrestleTrNeighFlagsTR_NEIGH_STATIC  TrestleTrNeighFlags = 1
+	TrestleTrNeighFlagsTR_NEIGH_LEARNED TrestleTrNeighFlags = 2
+)
+
+type TrestleTrNeighKey struct {
+	_      structs.HostLayout
+	Bridge uint16
+	Vlan   uint16
+	Family uint8
+	Pad    [3]uint8
+	Addr   [16]uint8
+}
 
 type TrestleTrPatch struct {
 	_    structs.HostLayout
@@ -520,7 +548,7 @@ const (
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
-	C     [11]uint64
+	C     [12]uint64
 	Drops [35]uint64
 }
 
@@ -717,6 +745,7 @@ const (
 	TrestleMapLearnScratch        = "learn_scratch"
 	TrestleMapMirrorVlans         = "mirror_vlans"
 	TrestleMapMirrors             = "mirrors"
+	TrestleMapNeigh               = "neigh"
 	TrestleMapPatchFloods         = "patch_floods"
 	TrestleMapPatches             = "patches"
 	TrestleMapPortHold            = "port_hold"
@@ -760,6 +789,7 @@ const (
 	TrestleVarBtfFilterUnread     = "_btf_filter_unread"
 	TrestleVarBtfLimits           = "_btf_limits"
 	TrestleVarBtfMirrorFlags      = "_btf_mirror_flags"
+	TrestleVarBtfNeighFlags       = "_btf_neigh_flags"
 	TrestleVarBtfPatchIfindex     = "_btf_patch_ifindex"
 	TrestleVarBtfPortFlags        = "_btf_port_flags"
 	TrestleVarBtfProbe            = "_btf_probe"
@@ -859,6 +889,7 @@ type TrestleMapSpecs struct {
 	LearnScratch      *ebpf.MapSpec `ebpf:"learn_scratch"`
 	MirrorVlans       *ebpf.MapSpec `ebpf:"mirror_vlans"`
 	Mirrors           *ebpf.MapSpec `ebpf:"mirrors"`
+	Neigh             *ebpf.MapSpec `ebpf:"neigh"`
 	PatchFloods       *ebpf.MapSpec `ebpf:"patch_floods"`
 	Patches           *ebpf.MapSpec `ebpf:"patches"`
 	PortHold          *ebpf.MapSpec `ebpf:"port_hold"`
@@ -901,6 +932,7 @@ type TrestleVariableSpecs struct {
 	BtfFilterUnread   *ebpf.VariableSpec `ebpf:"_btf_filter_unread"`
 	BtfLimits         *ebpf.VariableSpec `ebpf:"_btf_limits"`
 	BtfMirrorFlags    *ebpf.VariableSpec `ebpf:"_btf_mirror_flags"`
+	BtfNeighFlags     *ebpf.VariableSpec `ebpf:"_btf_neigh_flags"`
 	BtfPatchIfindex   *ebpf.VariableSpec `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags      *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
 	BtfProbe          *ebpf.VariableSpec `ebpf:"_btf_probe"`
@@ -965,6 +997,7 @@ type TrestleMaps struct {
 	LearnScratch      *ebpf.Map `ebpf:"learn_scratch"`
 	MirrorVlans       *ebpf.Map `ebpf:"mirror_vlans"`
 	Mirrors           *ebpf.Map `ebpf:"mirrors"`
+	Neigh             *ebpf.Map `ebpf:"neigh"`
 	PatchFloods       *ebpf.Map `ebpf:"patch_floods"`
 	Patches           *ebpf.Map `ebpf:"patches"`
 	PortHold          *ebpf.Map `ebpf:"port_hold"`
@@ -1013,6 +1046,7 @@ func (m *TrestleMaps) Close() error {
 		m.LearnScratch,
 		m.MirrorVlans,
 		m.Mirrors,
+		m.Neigh,
 		m.PatchFloods,
 		m.Patches,
 		m.PortHold,
@@ -1056,6 +1090,7 @@ type TrestleVariables struct {
 	BtfFilterUnread   *ebpf.Variable `ebpf:"_btf_filter_unread"`
 	BtfLimits         *ebpf.Variable `ebpf:"_btf_limits"`
 	BtfMirrorFlags    *ebpf.Variable `ebpf:"_btf_mirror_flags"`
+	BtfNeighFlags     *ebpf.Variable `ebpf:"_btf_neigh_flags"`
 	BtfPatchIfindex   *ebpf.Variable `ebpf:"_btf_patch_ifindex"`
 	BtfPortFlags      *ebpf.Variable `ebpf:"_btf_port_flags"`
 	BtfProbe          *ebpf.Variable `ebpf:"_btf_probe"`

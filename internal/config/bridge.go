@@ -26,6 +26,10 @@ type Bridge struct {
 	// Established connections its keep_state rules may hold (issue 29):
 	// the bridge's, and those opened from one of its ports.
 	MaxStates, MaxPortStates int
+	// NeighSuppress: the switch answers ARP requests and neighbour
+	// solicitations for the addresses its neighbour table holds
+	// (Port.Neighbours), and floods them no more.
+	NeighSuppress bool
 	// LoopDetect: the daemon sends a probe out of each port every second
 	// and blocks a port that hears one of the bridge's own; LoopRetry is
 	// how long such a port stays blocked before it is tried again.
@@ -143,6 +147,8 @@ var bridgeTable = Table{
 			Help: "How long a learned entry lives without a frame from its station."},
 		{Name: "max_entries", Kind: KindInt, Min: 1, Max: maxTableSize, Default: fmt.Sprint(DefaultMaxEntries), Example: "1024",
 			Help: "Learned entries the bridge may hold (its FDB's size); the last sixteenth is kept for ports under their fair share (docs/security.md)."},
+		{Name: "neigh_suppress", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Answer ARP requests and IPv6 neighbour solicitations for the addresses in the bridge's neighbour table (`trestle neigh show`: its ports' allowed_ips, each with the port's allowed_macs) from the switch, out of the port they came in by, and flood them no more; as the Linux bridge's neigh_suppress (docs/switching.md, \"Neighbour suppression\")."},
 		{Name: "filter", Kind: KindBool, Default: "false", Example: "true",
 			Help: "Turn the filter stage on (docs/filter.md); false keeps the rules, checked, and off."},
 		{Name: "default", Kind: KindEnum, Values: []Value{{Name: ActionPass}, {Name: ActionBlock}}, why: ": what a frame no rule matches gets", Default: `"pass"`, Example: `"block"`,
@@ -189,6 +195,8 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 			if ok {
 				b.Filter = x.b
 			}
+		case "neigh_suppress":
+			b.NeighSuppress = ok && x.b
 		case "default":
 			b.DefaultBlock = ok && x.s == ActionBlock
 		case "max_states":

@@ -1600,6 +1600,51 @@ func TestParsePortArgsLocked(t *testing.T) {
 	}
 }
 
+// TestNeighbours: neigh_suppress is a bridge's boolean, false by default;
+// the static neighbours of a port are its allowed_ips with its one
+// allowed MAC and each allowed MAC's EUI-64 link-local address, in every
+// VLAN it carries, on ip_guard ports only.
+func TestNeighbours(t *testing.T) {
+	cfg, err := Parse("t.toml", doc(
+		`[[bridge]]`, `name = "br0"`, `neigh_suppress = true`,
+		`[[bridge.port]]`, `interface = "p1"`, `ip_guard = true`, `allowed_ips = ["10.0.0.6", "fd00::6"]`, `locked = true`, `allowed_macs = ["02:00:00:00:00:06"]`, `trunk = [10, 20]`,
+		`[[bridge.port]]`, `interface = "p2"`, `ip_guard = true`, `allowed_ips = ["10.0.0.7"]`, `locked = true`, `allowed_macs = ["02:00:00:00:00:07", "02:00:00:00:00:08"]`, `vlan = 10`,
+		`[[bridge.port]]`, `interface = "p3"`, `ip_guard = true`, `allowed_ips = ["10.0.0.9"]`, `vlan = 10`,
+		`[[bridge.port]]`, `interface = "p4"`, `locked = true`, `allowed_macs = ["02:00:00:00:00:04"]`, `vlan = 10`,
+		`[[bridge]]`, `name = "br1"`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Bridges[0].NeighSuppress || cfg.Bridges[1].NeighSuppress {
+		t.Errorf("neigh_suppress %t %t, want true false", cfg.Bridges[0].NeighSuppress, cfg.Bridges[1].NeighSuppress)
+	}
+	str := func(ns []Neighbour) string {
+		var w []string
+		for _, n := range ns {
+			w = append(w, fmt.Sprintf("%v=%v@%d", n.Addr, n.MAC, n.VLAN))
+		}
+		return strings.Join(w, " ")
+	}
+	ps := cfg.Bridges[0].Ports
+	for i, want := range []string{
+		"10.0.0.6=02:00:00:00:00:06@10 fd00::6=02:00:00:00:00:06@10 fe80::ff:fe00:6=02:00:00:00:00:06@10 " +
+			"10.0.0.6=02:00:00:00:00:06@20 fd00::6=02:00:00:00:00:06@20 fe80::ff:fe00:6=02:00:00:00:00:06@20",
+		// Two MACs: which holds 10.0.0.7 is not said; their link-local addresses are theirs.
+		"fe80::ff:fe00:7=02:00:00:00:00:07@10 fe80::ff:fe00:8=02:00:00:00:00:08@10",
+		"", // no MAC
+		"", // no ip_guard
+	} {
+		if got := str(ps[i].Neighbours()); got != want {
+			t.Errorf("%s's neighbours %q, want %q", ps[i].Interface, got, want)
+		}
+	}
+	if _, err := Parse("t.toml", doc(`[[bridge]]`, `name = "br0"`, `neigh_suppress = "yes"`)); err == nil ||
+		!strings.Contains(err.Error(), "t.toml:3: bridge[0].neigh_suppress: must be true or false") {
+		t.Errorf("neigh_suppress = \"yes\": error %v, want one of the key", err)
+	}
+}
+
 func TestParseIPGuard(t *testing.T) {
 	cfg, err := Parse("t.toml", doc(
 		`[[bridge]]`, `name = "br0"`,

@@ -110,6 +110,43 @@ func (p *Port) GuardIPs() []netip.Addr {
 	return slices.Compact(out)
 }
 
+// Neighbour is an address a port's station holds, in one VLAN (0: the
+// bridge is not VLAN-aware): an entry of the bridge's neighbour table.
+type Neighbour struct {
+	Addr netip.Addr
+	MAC  net.HardwareAddr
+	VLAN uint16
+}
+
+// Neighbours are the static entries of the neighbour table the port's
+// keys make, in every VLAN the port carries (as AllowedStatics): on an
+// ip_guard port, each of its allowed_ips with its allowed_macs when it has
+// one (with several, which holds which address is not said), and the
+// EUI-64 link-local address of each allowed MAC (GuardIPs binds them).
+// nil without ip_guard: an address a port is not bound to is no fact to
+// answer for.
+func (p *Port) Neighbours() []Neighbour {
+	if !p.Has(flagIPGuard) || len(p.AllowedMACs) == 0 {
+		return nil
+	}
+	vlans := p.VLANs()
+	if vlans == nil {
+		vlans = []uint16{0}
+	}
+	var out []Neighbour
+	for _, v := range vlans {
+		if len(p.AllowedMACs) == 1 {
+			for _, a := range p.AllowedIPs {
+				out = append(out, Neighbour{Addr: a, MAC: p.AllowedMACs[0], VLAN: v})
+			}
+		}
+		for _, m := range p.AllowedMACs {
+			out = append(out, Neighbour{Addr: linklocal.EUI64(m), MAC: m, VLAN: v})
+		}
+	}
+	return out
+}
+
 // AllowedStatics are the static entries that bind the port's AllowedMACs
 // to it: each address in every VLAN the port carries, or untagged (0) on a
 // bridge that is not VLAN-aware.

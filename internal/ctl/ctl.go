@@ -53,6 +53,7 @@ const (
 	CmdRuleAdd   = "rule.add"
 	CmdRuleDel   = "rule.del"
 	CmdStateShow = "state.show"
+	CmdNeighShow = "neigh.show" // answers []NeighEntry, of Bridge or of every bridge
 	// events: the recent ones; events.follow: those and every one after,
 	// a stream (events.go).
 	CmdEvents       = "events"
@@ -173,6 +174,26 @@ type FDBEntry struct {
 	VTEP string `json:"vtep,omitempty"`
 }
 
+// NeighEntry is one row of `trestle neigh show --json`: an address in one
+// VLAN of a bridge, the MAC of the station that holds it, the port it is
+// on, where the entry came from (Origin: NeighStatic, NeighLearned) and
+// how long ago it was written (static) or last seen (learned).
+type NeighEntry struct {
+	Bridge     string  `json:"bridge"`
+	IP         string  `json:"ip"`
+	MAC        string  `json:"mac"`
+	VLAN       uint16  `json:"vlan"`
+	Port       string  `json:"port"`
+	Origin     string  `json:"origin"`
+	AgeSeconds float64 `json:"age_seconds"`
+}
+
+// A neighbour entry's origins.
+const (
+	NeighStatic  = "static"  // a port's allowed_ips with its allowed_macs
+	NeighLearned = "learned" // seen in the port's ARP or neighbour discovery
+)
+
 // PortStats is one port of `trestle stats --json`: its counters (named as
 // in bpf/types.h's enum tr_counter: rx_packets, rx_bytes, tx_packets,
 // tx_bytes, flooded, learned, moved, unlearned, ...) are fields of the
@@ -210,6 +231,9 @@ type BridgeStatus struct {
 	Filter        bool   `json:"filter"`
 	Rules         int    `json:"rules"`
 	DefaultAction string `json:"default_action"`
+	// NeighSuppress: the switch answers ARP and neighbour discovery for
+	// the addresses of its neighbour table (`trestle neigh show`).
+	NeighSuppress bool `json:"neigh_suppress"`
 }
 
 // Mirror is one [[bridge.mirror]] as `trestle show` prints it.

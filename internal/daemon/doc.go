@@ -65,7 +65,8 @@
 //     portcmds.go (the control socket's port.add, port.del, port.list),
 //     settle.go (the waits of the next port command taken ahead);
 //   - the table: aging.go (aging), fair.go (its fair share between ports),
-//     macowner.go (the one port that holds a bound address);
+//     macowner.go (the one port that holds a bound address), neigh.go
+//     (the neighbour table's static entries, neigh show);
 //   - loops at the edge: edge.go (ports blocked by bpdu_guard and
 //     loop_detect, the loop probes, port.enable);
 //   - overlay ports: overlay.go (their VNIs' kernel objects and the loop

@@ -160,6 +160,22 @@ type fakeTable struct {
 	maxAgeOut  int
 	// reserve is each slot's reserve at the mark, as SetReserve gave it.
 	reserve map[uint16]int
+	// neigh is the neighbour table, as SetNeighs left it.
+	neigh map[datapath.NeighKey]datapath.Neigh
+}
+
+func (f *fakeTable) Neighs() ([]datapath.NeighEntry, error) {
+	var out []datapath.NeighEntry
+	for k, n := range f.neigh {
+		out = append(out, datapath.NeighEntry{NeighKey: k, Neigh: n})
+	}
+	slices.SortFunc(out, func(a, b datapath.NeighEntry) int { return a.Addr.Compare(b.Addr) })
+	return out, nil
+}
+
+func (f *fakeTable) SetNeighs(want map[datapath.NeighKey]datapath.Neigh) error {
+	f.neigh = maps.Clone(want)
+	return nil
 }
 
 func newFakeTable(ops *fakeOps) *fakeTable {

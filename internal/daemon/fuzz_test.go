@@ -68,7 +68,7 @@ func (p fuzzPick) str(pool ...string) string {
 }
 
 var fuzzCmds = []string{ctl.CmdShow, ctl.CmdStats, ctl.CmdVLANStats, ctl.CmdFDBShow, ctl.CmdFDBAdd, ctl.CmdFDBDel,
-	ctl.CmdFDBFlush, ctl.CmdReload, ctl.CmdRuleShow, ctl.CmdRuleAdd, ctl.CmdRuleDel, ctl.CmdStateShow, ctl.CmdCapture,
+	ctl.CmdFDBFlush, ctl.CmdReload, ctl.CmdRuleShow, ctl.CmdRuleAdd, ctl.CmdRuleDel, ctl.CmdStateShow, ctl.CmdNeighShow, ctl.CmdCapture,
 	ctl.CmdPortAdd, ctl.CmdPortDel, ctl.CmdPortList}
 
 // request reads one request.

@@ -244,6 +244,7 @@ func (b *bridgeState) desired() datapath.BridgeInfo {
 			info.Overlay = true
 		}
 	}
+	info.NeighSuppress = b.cfg.NeighSuppress
 	info.LoopDetect = b.cfg.LoopDetect
 	info.Filter = b.filter()
 	if patched || info.Mirror || info.FilterWalks() {
@@ -306,7 +307,7 @@ func sameBridgeInfo(a, b *datapath.BridgeInfo) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy && a.Mirror == b.Mirror && a.Overlay == b.Overlay && a.LoopDetect == b.LoopDetect &&
+	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy && a.Mirror == b.Mirror && a.Overlay == b.Overlay && a.NeighSuppress == b.NeighSuppress && a.LoopDetect == b.LoopDetect &&
 		slices.Equal(a.VLANs, b.VLANs) && slices.EqualFunc(a.Ports, b.Ports, datapath.PortInfo.Equal) &&
 		slices.EqualFunc(a.Reach, b.Reach, datapath.PortInfo.Equal) && reflect.DeepEqual(a.Filter, b.Filter)
 }

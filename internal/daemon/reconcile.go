@@ -678,6 +678,7 @@ func (d *Daemon) finalize(c *change) {
 		d.logMirrors(b.cfg.Name, was, b.cfg.Mirrors)
 	}
 	d.bridges = c.next
+	d.syncNeighs()
 	d.finalizeOverlay(c)
 	// Stages no bridge needs any more: every port goes back to the
 	// programs without them.

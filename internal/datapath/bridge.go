@@ -36,6 +36,9 @@ type BridgeInfo struct {
 	// address it learns is reported in the event ring (Move.Learn), so
 	// that the daemon advertises it to FRR at once.
 	Overlay bool
+	// NeighSuppress: ARP requests and neighbour solicitations the
+	// neighbour table answers are answered by the switch (neigh.go).
+	NeighSuppress bool
 	// LoopDetect: the bridge's loop probes (struct tr_probe) are
 	// recognised, dropped and reported in the event ring (Move.Loop).
 	LoopDetect bool
@@ -132,6 +135,9 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 	}
 	if b.Overlay {
 		br.Flags |= tbpf.BridgeOverlay
+	}
+	if b.NeighSuppress {
+		br.Flags |= tbpf.BridgeNeighSuppress
 	}
 	if b.LoopDetect {
 		br.Flags |= tbpf.BridgeLoopDetect
@@ -585,7 +591,8 @@ func (d *Datapath) Bridges() ([]BridgeInfo, error) {
 			return nil, fmt.Errorf("read bridge %d: %w", id, err)
 		}
 		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries, VLANAware: br.Flags&tbpf.BridgeVLAN != 0,
-			Policy: br.Flags&tbpf.BridgePolicy != 0, Mirror: br.Flags&tbpf.BridgeMirror != 0, Overlay: br.Flags&tbpf.BridgeOverlay != 0}
+			Policy: br.Flags&tbpf.BridgePolicy != 0, Mirror: br.Flags&tbpf.BridgeMirror != 0, Overlay: br.Flags&tbpf.BridgeOverlay != 0,
+			NeighSuppress: br.Flags&tbpf.BridgeNeighSuppress != 0, LoopDetect: br.Flags&tbpf.BridgeLoopDetect != 0}
 		d.hadPatch[b.ID] = br.Flags&(tbpf.BridgePatch|tbpf.BridgeMirror) != 0
 		for _, c := range br.Name {
 			if c == 0 {

@@ -80,6 +80,8 @@ var derived = map[string]bool{
 	tbpf.TrestleMapEventRing: true,
 	// The overlay's outer headers: the control plane writes them again.
 	tbpf.TrestleMapEncaps: true,
+	// The neighbour table's static entries: the apply writes them again.
+	tbpf.TrestleMapNeigh: true,
 	// The ports' reserves at the mark (fair.go): the daemon gives them
 	// again at its next look (an empty one gives none: for a second, no
 	// port at its share learns at the mark).

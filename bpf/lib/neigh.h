@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * neigh_suppress: ARP and neighbour discovery answered by the switch
+ * (docs/switching.md, "Neighbour suppression"), as the Linux bridge's
+ * neigh_suppress (net/bridge/br_arp_nd_proxy.c), OVN's ARP responder and
+ * EVPN's proxy ARP/ND (RFC 9161) answer them. In a bridge with
+ * TR_BRIDGE_NEIGH_SUPPRESS, a frame the pipeline would flood that is
+ *
+ *   - an ARP request (Ethernet, IPv4, 6-byte and 4-byte addresses) that is
+ *     neither a probe (sender 0.0.0.0, RFC 5227) nor gratuitous (sender =
+ *     target), or
+ *   - a neighbour solicitation (IPv6 straight to ICMPv6, hop limit 255,
+ *     code 0, RFC 4861 7.1.1) that is not duplicate address detection
+ *     (source ::) nor to itself (source = destination, as Linux skips),
+ *
+ * whose target the neighbour table (neigh, keyed by bridge, the frame's
+ * VLAN, family and address) holds on another port than the one it came in
+ * by, is rewritten in place into the answer that station would send, and
+ * goes back out of the port it came in by, to no other (trestle.c,
+ * tr_suppress):
+ *
+ *   - ARP: a reply, sender the target's MAC and address, target the
+ *     requester's; to the requester's MAC;
+ *   - ND: a neighbour advertisement, solicited and override set (as the
+ *     Linux bridge's br_nd_send sets them; router clear: the table keeps
+ *     no router flag), the target link-layer address option, from the
+ *     target address to the solicitation's source, hop limit 255, the
+ *     traffic class's priority kept, the ICMPv6 checksum computed afresh;
+ *     to the MAC of the solicitation's source link-layer address option,
+ *     else its Ethernet source. The frame is cut or grown to the
+ *     advertisement's 72 bytes of IPv6.
+ *
+ * The frame's tags stay as they came (the answer leaves by the port the
+ * request came in by, in its VLAN). Anything else returns 0, and the frame
+ * is flooded as before.
+ *
+ * Global functions, each verified once per mode (tr_neigh_known asks,
+ * tr_neigh_answer writes), reading and writing with the context's load and
+ * store helpers; the entry point calls them only for a flood in a bridge
+ * with the flag, a test of a value loaded already (architecture.md rule
+ * 6), and their frames are off the walk's deepest chain of calls (they are
+ * called from the entry point's frame, never the walk's).
+ */
+#ifndef TRESTLE_NEIGH_H
+#define TRESTLE_NEIGH_H
+
+#include <linux/if_ether.h>
+#include <bpf/bpf_endian.h>
+#include "maps.h"
+#include "ctx.h"
+#include "parse.h"
+
+/* tr_neigh_reply's question: the bridge, the frame's VLAN and the ingress
+ * slot, one argument. */
+#define TR_NEIGH_WHO(bridge, vlan, slot) ((__u64)(bridge) | (__u64)(vlan) << 16 | (__u64)(slot) << 32)
+
+#define TR_ND_NS 135
+#define TR_ND_NA 136
+#define TR_ND_OPT_SLLA 1
+#define TR_ND_OPT_TLLA 2
+#define TR_ND_NA_FLAGS 0x60 /* solicited, override (RFC 4861 4.4) */
+#define TR_NA_LEN 32        /* the advertisement: 24 bytes and the 8-byte option */
+
+/* The entry for the target, if it is on another port than the request's. */
+static __always_inline const struct tr_neigh *tr_neigh_find(__u64 who, struct tr_neigh_key *k)
+{
+	const struct tr_neigh *n;
+
+	k->bridge = who & 0xffff;
+	k->vlan = (who >> 16) & 0xffff;
+	n = bpf_map_lookup_elem(&neigh, k);
+	if (!n || n->slot == ((who >> 32) & 0xffff))
+		return NULL;
+	return n;
+}
+
+/* The frame's payload after its tags (in the bytes: XDP's, or tc's behind
+ * a tag held outside them) and its EtherType. 0: read. */
+static __always_inline int tr_neigh_l3(void *ctx, const int xdp, __u32 *off, __u16 *proto)
+{
+	__be16 t;
+	__u32 o = 12;
+
+	for (int i = 0; i <= TR_MAX_VLAN_TAGS; i++) {
+		if (tr_load_bytes(ctx, xdp, o, &t, 2))
+			return -1;
+		o += 2;
+		if (!tr_is_vlan(bpf_ntohs(t))) {
+			*off = o;
+			*proto = bpf_ntohs(t);
+			return 0;
+		}
+		o += TR_VLAN_HLEN - 2;
+	}
+	return -1;
+}
+
+struct tr_arp {
+	__u8 h[8];   /* htype, ptype, hlen, plen, oper */
+	__u8 sha[6];
+	__u8 spa[4];
+	__u8 tha[6];
+	__u8 tpa[4];
+};
+
+static __always_inline int tr_neigh_arp(void *ctx, const int xdp, __u64 who, __u32 off, const int write)
+{
+	struct tr_neigh_key k = {.family = 4};
+	const struct tr_neigh *n;
+	struct tr_arp a;
+	__u32 spa, tpa;
+	__u8 eth[12];
+
+	if (tr_load_bytes(ctx, xdp, off, &a, sizeof(a)))
+		return 0;
+	if (a.h[0] || a.h[1] != 1 || a.h[2] != 0x08 || a.h[3] || a.h[4] != 6 || a.h[5] != 4 || a.h[6] ||
+	    a.h[7] != 1)
+		return 0; /* not an ARP request for IPv4 over Ethernet */
+	__builtin_memcpy(&spa, a.spa, 4);
+	__builtin_memcpy(&tpa, a.tpa, 4);
+	if (!spa || spa == tpa)
+		return 0; /* a probe, or gratuitous: every host must see it */
+	__builtin_memcpy(k.addr, a.tpa, 4);
+	n = tr_neigh_find(who, &k);
+	if (!n || !write)
+		return !!n;
+	/* To the requester, from the target. */
+	__builtin_memcpy(eth, a.sha, 6);
+	__builtin_memcpy(eth + 6, n->mac, 6);
+	a.h[7] = 2;
+	__builtin_memcpy(a.tha, a.sha, 6);
+	__builtin_memcpy(a.sha, n->mac, 6);
+	__builtin_memcpy(a.tpa, a.spa, 4);
+	__builtin_memcpy(a.spa, k.addr, 4);
+	return !tr_store_bytes(ctx, xdp, 0, eth, 12, 0) && !tr_store_bytes(ctx, xdp, off, &a, sizeof(a), 1);
+}
+
+/* An IPv6 header and a solicitation or an advertisement with one option. */
+struct tr_nd {
+	__u8 ip6[8];    /* version, class, flow label, payload length, next header, hop limit */
+	__u8 src[16];
+	__u8 dst[16];
+	__u8 icmp[8];   /* type, code, checksum, flags and reserved */
+	__u8 target[16];
+	__u8 opt[8];    /* type, length (8 bytes), a link-layer address */
+};
+
+static __always_inline __u16 tr_csum_fold(__s64 sum)
+{
+	__u32 s = sum;
+
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return ~s;
+}
+
+static __always_inline int tr_neigh_nd(void *ctx, const int xdp, __u64 who, __u32 off, const int write)
+{
+	struct tr_neigh_key k = {.family = 6};
+	const struct tr_neigh *n;
+	__u32 plen, len;
+	struct tr_nd b __attribute__((aligned(8)));
+	const __u64 *s; /* the source, then the destination */
+	__u8 eth[12];
+	__s64 sum;
+
+	if (tr_load_bytes(ctx, xdp, off, &b, 64))
+		return 0;
+	plen = (__u32)b.ip6[4] << 8 | b.ip6[5];
+	if ((b.ip6[0] >> 4) != 6 || b.ip6[6] != 58 || b.ip6[7] != 255 || plen < 24 || b.icmp[0] != TR_ND_NS ||
+	    b.icmp[1] || b.target[0] == 0xff)
+		return 0; /* not a solicitation for a unicast address, as RFC 4861 7.1.1 reads one */
+	s = (const __u64 *)b.src;
+	if (!(s[0] | s[1]) || (s[0] == s[2] && s[1] == s[3]))
+		return 0; /* duplicate address detection, or to itself: every host must see it */
+	__builtin_memcpy(k.addr, b.target, 16);
+	n = tr_neigh_find(who, &k);
+	if (!n || !write)
+		return !!n;
+	/* To the solicitation's source link-layer address (its first option),
+	 * else to its Ethernet source. */
+	if (plen < TR_NA_LEN || tr_load_bytes(ctx, xdp, off + 64, b.opt, 8) || b.opt[0] != TR_ND_OPT_SLLA ||
+	    b.opt[1] != 1) {
+		if (tr_load_bytes(ctx, xdp, 6, b.opt + 2, 6))
+			return 0;
+	}
+	__builtin_memcpy(eth, b.opt + 2, 6);
+	__builtin_memcpy(eth + 6, n->mac, 6);
+
+	/* The advertisement, from the target to the solicitation's source. */
+	b.ip6[1] = b.ip6[2] = b.ip6[3] = 0; /* the class's priority kept, as Linux does */
+	b.ip6[4] = 0;
+	b.ip6[5] = TR_NA_LEN;
+	__builtin_memcpy(b.dst, b.src, 16);
+	__builtin_memcpy(b.src, b.target, 16);
+	b.icmp[0] = TR_ND_NA;
+	b.icmp[2] = b.icmp[3] = 0;
+	b.icmp[4] = TR_ND_NA_FLAGS;
+	b.icmp[5] = b.icmp[6] = b.icmp[7] = 0;
+	b.opt[0] = TR_ND_OPT_TLLA;
+	b.opt[1] = 1;
+	__builtin_memcpy(b.opt + 2, n->mac, 6);
+	/* The checksum over the pseudo-header (source, destination, length,
+	 * next header) and the message: the addresses and the message lie
+	 * together from src on. */
+	sum = bpf_csum_diff(NULL, 0, (__be32 *)b.src, 64, bpf_htonl(TR_NA_LEN + 58));
+	if (sum < 0)
+		return 0;
+	*(__u16 *)(b.icmp + 2) = tr_csum_fold(sum);
+
+	len = tr_ctx_len(ctx, xdp);
+	if (len != off + sizeof(b) && tr_ctx_resize(ctx, xdp, len, off + sizeof(b)))
+		return 0;
+	return !tr_store_bytes(ctx, xdp, 0, eth, 12, 0) && !tr_store_bytes(ctx, xdp, off, &b, sizeof(b), 1);
+}
+
+/* The frame from the port of who (TR_NEIGH_WHO), which the bridge would
+ * flood: 1 when the table answers it, 0 when not (flood it). write: and
+ * make the frame the answer, to send back out of that port. */
+static __always_inline int tr_neigh_reply(void *ctx, const int xdp, __u64 who, const int write)
+{
+	__u32 off;
+	__u16 proto;
+
+	if (tr_neigh_l3(ctx, xdp, &off, &proto) || off > 64)
+		return 0;
+	if (proto == ETH_P_ARP)
+		return tr_neigh_arp(ctx, xdp, who, off, write);
+	if (proto == ETH_P_IPV6)
+		return tr_neigh_nd(ctx, xdp, who, off, write);
+	return 0;
+}
+
+/* Two global functions: the question only reads, so that a frame the
+ * table does not answer keeps the packet pointers the caller holds (a
+ * call of a function that may change the frame makes the verifier forget
+ * them, and the flood after reads them); the answer, which writes, is
+ * called only when the frame is then sent back. */
+static __always_inline int tr_neigh_known(void *ctx, const int xdp, __u64 who)
+{
+	return tr_neigh_reply(ctx, xdp, who, 0);
+}
+
+static __always_inline int tr_neigh_answer(void *ctx, const int xdp, __u64 who)
+{
+	return tr_neigh_reply(ctx, xdp, who, 1);
+}
+
+TR_TWIN(tr_neigh_known, (__u64 who), (who))
+TR_TWIN(tr_neigh_answer, (__u64 who), (who))
+
+#endif
