@@ -30,7 +30,7 @@ BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/lab/*.c bpf/lab/*.h bpf/in
 # as built (a man page or completion half written).
 .DELETE_ON_ERROR:
 
-.PHONY: all build deps generate check-generate check test test-unit vet demo clean install fuzz fuzz-short deb
+.PHONY: all build deps deps-build generate check-generate check test test-unit vet demo clean install fuzz fuzz-short deb
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man pages
 # (naming the documents where this installs them, PREFIX/share/doc/trestle)
@@ -46,6 +46,11 @@ all: build
 
 deps:
 	@scripts/deps.sh
+
+# What make check needs: deps without the test tools (cnitool, host-local),
+# which only the namespace tests run.
+deps-build:
+	@scripts/deps.sh build
 
 build: $(BIN) $(CNI_BIN) $(MAN_STAMP) $(COMPLETIONS)
 
@@ -145,7 +150,7 @@ test: deps check-generate vet build
 # fakes, and the datapath's BPF_PROG_TEST_RUN table tests. The end-to-end
 # packages (tests/) are all namespace tests and are left out. The datapath's
 # tests, most of the time, go first: the rest pass beside them.
-check: deps check-generate vet
+check: deps-build check-generate vet
 	all="$$($(GO) list ./...)" && pkgs="$$(echo "$$all" | grep -v '/tests/')" && \
 	$(GO) test -count=1 -short -p 2 $$(echo "$$pkgs" | grep -x '.*/internal/datapath') $$(echo "$$pkgs" | grep -vx '.*/internal/datapath')
 

@@ -8,6 +8,8 @@
 #        scripts/deps.sh list      prints the Debian packages it installs
 #        scripts/deps.sh go        the Go step alone; prints the go to use
 #        scripts/deps.sh tools     the test tools alone (into bin/tools)
+#        scripts/deps.sh build     every step but the test tools (make check:
+#                                  its tests make no namespace and run none)
 #        scripts/deps.sh which-go  prints the go to use if one is there already,
 #                                  installing nothing (the Makefile's $(GO));
 #                                  fails, saying what to run, if there is none
@@ -541,6 +543,11 @@ all)
 	step_bpf
 	step_tools
 	;;
+build)
+	step_packages
+	step_go >/dev/null
+	step_bpf
+	;;
 packages) step_packages ;;
 list) printf '%s\n' "${pkgs[@]}" ;;
 go) step_go ;;
@@ -553,7 +560,7 @@ disable-services)
 	remember "$@"
 	;;
 *)
-	echo "usage: scripts/deps.sh [packages | list | go | which-go | tools | disable-services PACKAGE...]" >&2
+	echo "usage: scripts/deps.sh [build | packages | list | go | which-go | tools | disable-services PACKAGE...]" >&2
 	exit 2
 	;;
 esac
