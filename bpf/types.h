@@ -578,6 +578,7 @@ struct tr_capture_rec {
 
 enum tr_event_limits {
 	TR_EVENT_RING = 256 * 1024, /* bytes of the event ring: 6,553 records of slack for the daemon */
+	TR_EDGE_RING = 16 * 1024,   /* bytes of the edge ring (BPDUs, loop probes): 341 records, apart from the moves */
 };
 
 enum tr_event_type {

@@ -219,7 +219,7 @@ __attribute__((noinline)) int tr_event_move(__u64 mac, __u32 bridge_vlan, __u32 
 					     __u32 from_ifindex, __u32 to_ifindex)
 {
 	/* A learn (lib/fdb.h's tr_learn, from no port) or a move. */
-	struct tr_event *e = tr_event_new(slots >> 16 ? TR_EVENT_MOVE : TR_EVENT_LEARN);
+	struct tr_event *e = tr_event_new(&event_ring, slots >> 16 ? TR_EVENT_MOVE : TR_EVENT_LEARN);
 
 	if (!e)
 		return 0;

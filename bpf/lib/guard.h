@@ -31,7 +31,9 @@
 
 /*
  * Tells the daemon of a BPDU on a guarded port or of a loop probe heard
- * (lib/event.h). A global function, so that it is verified once and the
+ * (lib/event.h), in the guards' own ring (edge_ring): a loop's storm of
+ * moves fills the event ring, and the probe that breaks the loop is heard
+ * in the storm. A global function, so that it is verified once and the
  * pipeline holds only its call, on those rare ways: mac is the frame's
  * source in memory order, type_bridge the event's type << 16 | the bridge
  * that heard it, slots the probe's port << 16 | the port that heard it,
@@ -40,7 +42,7 @@
 __attribute__((noinline)) int tr_event_edge(__u64 mac, __u32 type_bridge, __u32 slots, __u32 ifindex,
 					    __u64 probe)
 {
-	struct tr_event *e = tr_event_new(type_bridge >> 16);
+	struct tr_event *e = tr_event_new(&edge_ring, type_bridge >> 16);
 
 	if (!e)
 		return 0;

@@ -241,6 +241,15 @@ struct {
 	__uint(max_entries, TR_EVENT_RING);
 } event_ring SEC(".maps");
 
+/* The guards' records (lib/guard.h: a BPDU on a guarded port, a loop probe
+ * heard), in a ring of their own: a loop's storm of moves fills the event
+ * ring, and the probe's report, the one that breaks the loop, must not wait
+ * behind them or be lost for want of room. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, TR_EDGE_RING);
+} edge_ring SEC(".maps");
+
 /* Records the ring had no room for, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -275,6 +275,7 @@ type TrestleTrEventLimits uint32
 
 const (
 	TrestleTrEventLimitsTR_EVENT_RING TrestleTrEventLimits = 262144
+	TrestleTrEventLimitsTR_EDGE_RING  TrestleTrEventLimits = 16384
 )
 
 type TrestleTrEventType uint32
@@ -728,6 +729,7 @@ const (
 	TrestleMapCaptureLost         = "capture_lost"
 	TrestleMapCaptureRing         = "capture_ring"
 	TrestleMapCpuCache            = "cpu_cache"
+	TrestleMapEdgeRing            = "edge_ring"
 	TrestleMapEncaps              = "encaps"
 	TrestleMapEventLost           = "event_lost"
 	TrestleMapEventRing           = "event_ring"
@@ -872,6 +874,7 @@ type TrestleMapSpecs struct {
 	CaptureLost       *ebpf.MapSpec `ebpf:"capture_lost"`
 	CaptureRing       *ebpf.MapSpec `ebpf:"capture_ring"`
 	CpuCache          *ebpf.MapSpec `ebpf:"cpu_cache"`
+	EdgeRing          *ebpf.MapSpec `ebpf:"edge_ring"`
 	Encaps            *ebpf.MapSpec `ebpf:"encaps"`
 	EventLost         *ebpf.MapSpec `ebpf:"event_lost"`
 	EventRing         *ebpf.MapSpec `ebpf:"event_ring"`
@@ -980,6 +983,7 @@ type TrestleMaps struct {
 	CaptureLost       *ebpf.Map `ebpf:"capture_lost"`
 	CaptureRing       *ebpf.Map `ebpf:"capture_ring"`
 	CpuCache          *ebpf.Map `ebpf:"cpu_cache"`
+	EdgeRing          *ebpf.Map `ebpf:"edge_ring"`
 	Encaps            *ebpf.Map `ebpf:"encaps"`
 	EventLost         *ebpf.Map `ebpf:"event_lost"`
 	EventRing         *ebpf.Map `ebpf:"event_ring"`
@@ -1029,6 +1033,7 @@ func (m *TrestleMaps) Close() error {
 		m.CaptureLost,
 		m.CaptureRing,
 		m.CpuCache,
+		m.EdgeRing,
 		m.Encaps,
 		m.EventLost,
 		m.EventRing,

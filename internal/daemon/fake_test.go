@@ -76,6 +76,10 @@ func newFakeDP() *fakeDP {
 
 // The fake reports no move (the limiter's tests feed it), only its lost count.
 func (f *fakeDP) Events() (moveReader, error) { return nil, errors.New("the fake has no event ring") }
+
+func (f *fakeDP) EdgeEvents() (moveReader, error) {
+	return nil, errors.New("the fake has no edge ring")
+}
 func (f *fakeDP) EventsLost() (uint64, error) { return f.eventsLost, nil }
 
 // snapshot is the fake's whole state, to compare before and after.

@@ -171,6 +171,7 @@ func (l *moveLimiter) pending() uint64 {
 // eventSource is a dataplane that reports events (internal/datapath).
 type eventSource interface {
 	Events() (moveReader, error)
+	EdgeEvents() (moveReader, error)
 	EventsLost() (uint64, error)
 }
 
@@ -180,6 +181,8 @@ type moveReader interface {
 }
 
 func (d realDataplane) Events() (moveReader, error) { return d.Datapath.Events() }
+
+func (d realDataplane) EdgeEvents() (moveReader, error) { return d.Datapath.EdgeEvents() }
 
 // watchEvents reads the datapath's moves and looks at the episodes' counters
 // until ctx is done. The datapath never waits for it: what it cannot keep
@@ -197,6 +200,9 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 			<-ctx.Done()
 			rd.Close() // ends a Read that waits
 		}()
+	}
+	if d.moves != nil {
+		go d.watchEdge(ctx)
 	}
 	lim := newMoveLimiter(moveEvery, moveMACs, moveRate, moveBurst)
 	eps := newEpisodes()
@@ -232,7 +238,7 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 			continue
 		}
 		if m.BPDU || m.Loop {
-			d.edgeEvent(m) // a guard's report: the port is blocked (edge.go)
+			d.edgeEvent(m) // a guard's report of a build before the edge ring (edge.go)
 			continue
 		}
 		d.overlayMoved(m) // a station moved (to or from an overlay port, perhaps), or is new beside one
@@ -242,6 +248,35 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 		d.probeOnMove(m) // a loop makes addresses flap (edge.go)
 		if ln, ok := lim.add(m, time.Now()); ok {
 			d.logMove(ln)
+		}
+	}
+}
+
+// watchEdge reads the guards' ring (a BPDU on a guarded port, a loop probe
+// heard) until ctx is done, apart from the moves: in a loop's storm the
+// moves come faster than they are read, and the probe's report, which
+// ends the storm, is read at once.
+func (d *Daemon) watchEdge(ctx context.Context) {
+	rd, err := d.moves.EdgeEvents()
+	if err != nil {
+		d.log.Warn("BPDU guard and loop detection will not block ports", "err", err)
+		return
+	}
+	go func() {
+		<-ctx.Done()
+		rd.Close()
+	}()
+	for ctx.Err() == nil {
+		m, err := rd.Read(time.Time{})
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil:
+			d.log.Debug("edge ring", "err", err)
+			continue
+		}
+		if m.BPDU || m.Loop {
+			d.edgeEvent(m) // the port is blocked (edge.go)
 		}
 	}
 }

@@ -15,8 +15,9 @@ import (
 )
 
 // Events (bpf/lib/fdb.h): the datapath tells the control plane of what it
-// alone sees happen, today each move of a learned address, through a ring
-// buffer (struct tr_event). Only a move writes a record, never the common
+// alone sees happen, each move of a learned address, through a ring buffer
+// (struct tr_event); the guards' reports (bpf/lib/guard.h) through a
+// second ring of the same records (EdgeEvents). Only a move writes a record, never the common
 // path, and the datapath never waits for the reader: a record the ring has
 // no room for is counted (EventsLost). The ring is pinned with the other
 // maps, so a daemon started after another reads what happened in between.
@@ -55,7 +56,7 @@ type EventReader struct {
 // ErrNoEvent: Read found nothing before its deadline.
 var ErrNoEvent = errors.New("no event before the deadline")
 
-// Events opens a reader of the event ring.
+// Events opens a reader of the event ring: moves and learns.
 func (d *Datapath) Events() (*EventReader, error) {
 	if d.objs.EventRing == nil {
 		return nil, errors.New("read events: this datapath build has no event ring")
@@ -63,6 +64,22 @@ func (d *Datapath) Events() (*EventReader, error) {
 	rd, err := ringbuf.NewReader(d.objs.EventRing)
 	if err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return &EventReader{rd: rd}, nil
+}
+
+// EdgeEvents opens a reader of the guards' ring (bpf/lib/guard.h): a BPDU
+// on a guarded port, a loop probe heard (Move.BPDU, Move.Loop). It is a
+// ring of its own so that a loop's storm of moves, which fills the event
+// ring faster than any daemon reads it, never crowds out the probe's
+// report that breaks the loop.
+func (d *Datapath) EdgeEvents() (*EventReader, error) {
+	if d.objs.EdgeRing == nil {
+		return nil, errors.New("read the guards' events: this datapath build has no edge ring")
+	}
+	rd, err := ringbuf.NewReader(d.objs.EdgeRing)
+	if err != nil {
+		return nil, fmt.Errorf("read the guards' events: %w", err)
 	}
 	return &EventReader{rd: rd}, nil
 }

@@ -37,6 +37,17 @@ func eventRig(t *testing.T, m tmode) (*rig, *EventReader) {
 	return r, rd
 }
 
+// edgeRig is a rig with a reader of its guards' ring (EdgeEvents).
+func edgeRig(t *testing.T, m tmode) (*rig, *EventReader) {
+	r := newRig(t, m, 1024, [4]uint32{})
+	rd, err := r.dp.EdgeEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	return r, rd
+}
+
 // Each move of a learned address is one record naming the address and both
 // ports; learning, refreshing and forwarding write none.
 func TestMoveEvents(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 
+	"github.com/cilium/ebpf"
+
 	tbpf "github.com/trestle/trestle/internal/bpf"
 )
 
@@ -53,7 +55,7 @@ func (r *rig) setLoopDetect(on bool) {
 
 func TestBPDUGuard(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m tmode) {
-		r, rd := eventRig(t, m)
+		r, rd := edgeRig(t, m)
 		guard, reserved := tbpf.TrestleTrDropReasonTR_DROP_BPDU_GUARD, tbpf.TrestleTrDropReasonTR_DROP_RESERVED
 		r.setFlags(1, tbpf.TrestleTrPortFlagsTR_PORT_BPDU_GUARD)
 
@@ -112,7 +114,7 @@ func TestBlockedPort(t *testing.T) {
 
 func TestLoopProbe(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m tmode) {
-		r, rd := eventRig(t, m)
+		r, rd := edgeRig(t, m)
 		loop := tbpf.TrestleTrDropReasonTR_DROP_LOOP_PROBE
 		src := net.HardwareAddr{0x02, 0x74, 0, 0, 0, 7}
 
@@ -143,6 +145,29 @@ func TestLoopProbe(t *testing.T) {
 		}
 		if g := loops[0]; g.Bridge != 1 || g.ToSlot != 2 || g.ToIfindex != r.port[2] || g.FromSlot != 3 || g.Probe != 7 || g.ProbeBridge != 1 {
 			t.Errorf("loop record %+v, want probe 7 of bridge 1 slot 3 heard on slot 2 (ifindex %d)", g, r.port[2])
+		}
+	})
+}
+
+// A loop's storm of moves fills the event ring; the probe's report, in the
+// guards' ring of its own, is there all the same, and no move is in it.
+func TestLoopProbeInAStorm(t *testing.T) {
+	rigSpecEdit = func(s *ebpf.CollectionSpec) { s.Maps[tbpf.TrestleMapEventRing].MaxEntries = 4096 }
+	defer func() { rigSpecEdit = nil }()
+	forEachMode(t, func(t *testing.T, m tmode) {
+		r, rd := edgeRig(t, m)
+		r.setLoopDetect(true)
+		r.run(1, ipv4(bcast, macA))
+		for i := 0; i < 400; i++ { // a page holds about 100 records
+			r.run(2-i%2, ipv4(bcast, macA))
+		}
+		if lost, err := r.dp.EventsLost(); err != nil || lost == 0 {
+			t.Fatalf("the event ring lost %d records (%v): want it full", lost, err)
+		}
+		r.wantVerdict(r.run(2, probe(net.HardwareAddr{0x02, 0x74, 0, 0, 0, 7}, 7, 1, 3)), m.drop, "a probe in a storm of moves")
+		got := readMoves(t, rd)
+		if len(got) != 1 || !got[0].Loop || got[0].ToSlot != 2 || got[0].FromSlot != 3 || got[0].Probe != 7 {
+			t.Errorf("the edge ring holds %+v, want the one probe heard on slot 2", got)
 		}
 	})
 }

@@ -78,6 +78,7 @@ var derived = map[string]bool{
 	// Events not yet read: a ring is not copied (it cannot be read but
 	// by its one consumer); a larger or smaller one starts empty.
 	tbpf.TrestleMapEventRing: true,
+	tbpf.TrestleMapEdgeRing:  true,
 	// The overlay's outer headers: the control plane writes them again.
 	tbpf.TrestleMapEncaps: true,
 	// The neighbour table's static entries: the apply writes them again.
@@ -97,6 +98,7 @@ var scratch = map[string]bool{
 	tbpf.TrestleMapCaptureLost: true,
 	tbpf.TrestleMapCaptureBuf:  true,
 	tbpf.TrestleMapEventRing:   true,
+	tbpf.TrestleMapEdgeRing:    true,
 	tbpf.TrestleMapEventLost:   true,
 	// The overlay's outer headers: the overlay's comparison writes them,
 	// not the apply (a new one is no reason to rewrite every port).
