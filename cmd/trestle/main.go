@@ -587,6 +587,8 @@ untagged entries of a bridge that is not VLAN-aware), as iproute2's
 			for _, x := range es {
 				kind, age := "learned", fmt.Sprintf("%.1fs", x.AgeSeconds)
 				switch {
+				case x.Frozen:
+					kind, age = "frozen", "-"
 				case x.Static:
 					kind, age = "static", "-"
 				case x.VTEP != "":

@@ -35,7 +35,12 @@ type Bridge struct {
 	// how long such a port stays blocked before it is tried again.
 	LoopDetect bool
 	LoopRetry  time.Duration
-	Line       int // line of the [[bridge]] header
+	// MACMoveLimit: an address that moves more than this many times within
+	// MACMoveWindow (between its ports, or between a port and the fabric)
+	// is frozen where it was for the window; 0: never frozen.
+	MACMoveLimit  int
+	MACMoveWindow time.Duration
+	Line          int // line of the [[bridge]] header
 }
 
 // SpanPort returns the mirror a port is the span port of, or nil.
@@ -161,6 +166,10 @@ var bridgeTable = Table{
 			Help: "Detect loops outside the switch (two ports joined by a cable, or by a VM that bridges its interfaces): the daemon sends a small probe (EtherType 0x9000, the loopback protocol's) out of each port every second, and a port that hears one of the bridge's own back is blocked (state blocked, why loop) until loop_retry has passed (docs/switching.md)."},
 		{Name: "loop_retry", Kind: KindDuration, Min: int64(time.Second), Max: int64(maxAging), Default: `"60s"`, Example: `"5m"`,
 			Help: "How long loop_detect keeps a port blocked before it lets it forward again; a loop still there blocks it again within a second."},
+		{Name: "mac_move_limit", Kind: KindInt, Min: 0, Max: 1000000, Default: fmt.Sprint(DefaultMACMoveLimit), Example: "10",
+			Help: "Freeze an address that moves between ports (or between a port and an overlay's fabric) more than this many times within mac_move_window: it is held as a static entry on the port it was on before the moves began (event mac_frozen; `trestle fdb show` marks it frozen), so frames with it as source from elsewhere are dropped (src_static), until the window has passed again or `trestle fdb del` releases it; 0 never freezes (docs/switching.md, \"MAC mobility\")."},
+		{Name: "mac_move_window", Kind: KindDuration, Min: int64(time.Second), Max: int64(maxAging), Default: `"180s"`, Example: `"10m"`,
+			Help: "The window mac_move_limit counts an address's moves in, and how long a frozen address stays frozen."},
 		{Name: "port", Kind: KindTables, Form: "[[bridge.port]] tables, none or more", Help: "The bridge's ports. A bridge may have none in the file: it then takes only the ports added at run time (`trestle port add`, the CNI plugin, the QEMU scripts; docs/run-time-ports.md)."},
 		{Name: "static", Kind: KindTables, Form: "[[bridge.static]] tables", Help: "Static FDB entries."},
 		{Name: "mirror", Kind: KindTables, Form: "[[bridge.mirror]] tables", Help: "Port mirrors."},
@@ -171,7 +180,8 @@ var bridgeTable = Table{
 // bridge checks one bridge, and returns it with its patch ports for the
 // checks across bridges.
 func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
-	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, MaxStates: DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, Line: t.line}
+	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, MaxStates: DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry,
+		MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow, Line: t.line}
 	var ports, statics, mirrors, rules *value
 	c.walk(t, field, &bridgeTable, func(k *Key, v *value, f string, x leaf, ok bool) {
 		switch k.Name {
@@ -212,6 +222,14 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 		case "loop_retry":
 			if ok {
 				b.LoopRetry = x.d
+			}
+		case "mac_move_limit":
+			if ok {
+				b.MACMoveLimit = int(x.n)
+			}
+		case "mac_move_window":
+			if ok {
+				b.MACMoveWindow = x.d
 			}
 		case "rule":
 			rules = v

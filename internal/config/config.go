@@ -51,10 +51,14 @@ import (
 
 // Defaults and limits.
 const (
-	DefaultSocket     = "/run/trestle/trestle.sock"
-	DefaultAging      = 300 * time.Second
-	DefaultLoopRetry  = 60 * time.Second
-	DefaultMaxEntries = 65536
+	DefaultSocket    = "/run/trestle/trestle.sock"
+	DefaultAging     = 300 * time.Second
+	DefaultLoopRetry = 60 * time.Second
+	// An address frozen after more moves than these in this window (as
+	// FRR's duplicate-address detection: 5 moves in 180 s).
+	DefaultMACMoveLimit  = 5
+	DefaultMACMoveWindow = 180 * time.Second
+	DefaultMaxEntries    = 65536
 	// The datapath's limits, from bpf/types.h through its bindings.
 	MaxBridges        = tbpf.MaxBridges     // bridge ids 1..64
 	MaxPortsPerBridge = tbpf.MaxBridgePorts // ports of one bridge

@@ -169,6 +169,10 @@ type FDBEntry struct {
 	Port       string  `json:"port"`
 	Static     bool    `json:"static"`
 	AgeSeconds float64 `json:"age_seconds"`
+	// Frozen: a static entry the daemon holds because the address moved
+	// past its bridge's mac_move_limit (docs/switching.md, "MAC
+	// mobility"); released when its window passes or by fdb del.
+	Frozen bool `json:"frozen,omitempty"`
 	// VTEP: a remote address of an overlay port, behind this VTEP
 	// (docs/overlay.md).
 	VTEP string `json:"vtep,omitempty"`

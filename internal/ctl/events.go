@@ -55,6 +55,13 @@ const (
 	// on a port that should have none.
 	EventGuard    = "guard"
 	EventGuardEnd = "guard_end"
+	// An address moved more than its bridge's mac_move_limit times within
+	// mac_move_window (count: its moves, limit, seconds: the window): it
+	// is held as a static entry on port, the port it was on before the
+	// moves began, for the window; reason says it in words. Its _end: the
+	// window passed, the address is learned where it is again.
+	EventMACFrozen    = "mac_frozen"
+	EventMACFrozenEnd = "mac_frozen_end"
 )
 
 // Event is one event, as `trestle events --json` prints it: one object a

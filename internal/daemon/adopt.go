@@ -60,7 +60,7 @@ func (d *Daemon) adopt() error {
 			continue
 		}
 		info := bi
-		b := &bridgeState{id: bi.ID, info: &info, cliStatics: map[string]config.Static{}, written: map[string]staticEntry{},
+		b := &bridgeState{id: bi.ID, info: &info, cliStatics: map[string]config.Static{}, written: map[string]staticEntry{}, frozen: map[string]frozenEntry{},
 			cfg: config.Bridge{Name: bi.Name, MaxEntries: int(bi.MaxEntries), Aging: config.DefaultAging}}
 		d.bridges[bi.Name] = b
 		byID[bi.ID] = b

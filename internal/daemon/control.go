@@ -280,8 +280,9 @@ func (d *Daemon) vlanStats(only string) ([]ctl.VLANStats, error) {
 type fdbNames map[uint16]*fdbBridge
 
 type fdbBridge struct {
-	name  string
-	ports map[uint16]fdbPort
+	name   string
+	ports  map[uint16]fdbPort
+	frozen map[moveKey]bool // its frozen addresses (mobility.go)
 }
 
 type fdbPort struct {
@@ -348,6 +349,14 @@ func (d *Daemon) tableNames(req ctl.Request) (fdbNames, fdbFilter, error) {
 			}
 			nb.ports[p.slot] = fp
 		}
+		for _, f := range b.frozen {
+			if nb.frozen == nil {
+				nb.frozen = map[moveKey]bool{}
+			}
+			k := moveKey{vlan: f.VLAN}
+			copy(k.mac[:], f.MAC)
+			nb.frozen[k] = true
+		}
 		names[b.id] = nb
 	}
 	return names, f, nil
@@ -407,7 +416,10 @@ func (d *Daemon) walkFDBShow(names fdbNames, filter fdbFilter, send func([]ctl.F
 			if !e.Static {
 				age = e.Age.Round(time.Millisecond).Seconds()
 			}
-			out = append(out, ctl.FDBEntry{Bridge: b.name, MAC: e.MAC.String(), VLAN: e.VLAN, Port: port, Static: e.Static, AgeSeconds: age, VTEP: vtep})
+			fk := moveKey{vlan: e.VLAN}
+			copy(fk.mac[:], e.MAC)
+			out = append(out, ctl.FDBEntry{Bridge: b.name, MAC: e.MAC.String(), VLAN: e.VLAN, Port: port, Static: e.Static, AgeSeconds: age, VTEP: vtep,
+				Frozen: e.Static && b.frozen[fk]})
 		}
 		if len(out) == 0 {
 			return nil
@@ -517,7 +529,8 @@ func (d *Daemon) fdbAdd(req ctl.Request) error {
 	}
 	b.cliStatics[k] = st
 	b.written[k] = staticEntry{Static: st, Ifindex: p.ifindex, Slot: p.slot, User: true}
-	d.nudgeOverlay() // advertised as static at once, if an overlay's
+	delete(b.frozen, k) // bound now by the CLI (where it was frozen)
+	d.nudgeOverlay()    // advertised as static at once, if an overlay's
 	return nil
 }
 
@@ -555,6 +568,7 @@ func (d *Daemon) fdbDel(req ctl.Request) error {
 	k := staticKey(config.Static{MAC: mac, VLAN: req.VLAN})
 	_, wasCLI := b.cliStatics[k]
 	delete(b.cliStatics, k)
+	delete(b.frozen, k) // released (mobility.go)
 	delete(b.written, k)
 	if _, err := d.table.DelFDB(b.id, req.VLAN, mac); err != nil {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {

@@ -92,6 +92,9 @@ type Daemon struct {
 	probeFD   int
 	probed    map[uint16]time.Time // by bridge id: when its probes were last sent
 
+	// MAC mobility (mobility.go): the moves counted, by address.
+	moveCounts map[moveKey]*moveCount
+
 	// For the metrics: reloads by result (applied: true), and learned
 	// entries aged out, by bridge name, since the daemon started.
 	reloads map[bool]uint64
@@ -115,7 +118,7 @@ func newDaemon(log *slog.Logger, dp Dataplane, sys System, capacity uint32, refr
 		topo: dp, table: dp, stages: dp, counters: dp, conns: dp, attacher: dp, sizer: dp, pins: dp,
 		bridges: map[string]*bridgeState{}, attached: map[int]Attachment{}, peers: map[int]*peerFix{},
 		aging: make(chan struct{}, 1), reloads: map[bool]uint64{}, aged: map[string]uint64{},
-		events: newEventLog(log), blocks: map[portID]block{}, probeID: newProbeID(), probed: map[uint16]time.Time{},
+		events: newEventLog(log), blocks: map[portID]block{}, probeID: newProbeID(), probed: map[uint16]time.Time{}, moveCounts: map[moveKey]*moveCount{},
 	}
 	d.sendProbe = d.sendProbeRaw
 	d.capturer, _ = dp.(capturer)

@@ -65,8 +65,9 @@
 //     portcmds.go (the control socket's port.add, port.del, port.list),
 //     settle.go (the waits of the next port command taken ahead);
 //   - the table: aging.go (aging), fair.go (its fair share between ports),
-//     macowner.go (the one port that holds a bound address), neigh.go
-//     (the neighbour table's static entries, neigh show);
+//     macowner.go (the one port that holds a bound address), mobility.go
+//     (addresses that move past mac_move_limit, frozen), neigh.go (the
+//     neighbour table's static entries, neigh show);
 //   - loops at the edge: edge.go (ports blocked by bpdu_guard and
 //     loop_detect, the loop probes, port.enable);
 //   - overlay ports: overlay.go (their VNIs' kernel objects and the loop

@@ -60,7 +60,8 @@ func newEventLog(log *slog.Logger) *eventLog {
 
 // eventKinds are every kind, in the order the metrics list them.
 var eventKinds = []string{ctl.EventMACMove, ctl.EventMACMoveOverflow, ctl.EventPortUp, ctl.EventPortDown, ctl.EventPortBlocked,
-	ctl.EventTableFull, ctl.EventTableFullEnd, ctl.EventMACLimit, ctl.EventMACLimitEnd, ctl.EventGuard, ctl.EventGuardEnd}
+	ctl.EventTableFull, ctl.EventTableFullEnd, ctl.EventMACLimit, ctl.EventMACLimitEnd, ctl.EventGuard, ctl.EventGuardEnd,
+	ctl.EventMACFrozen, ctl.EventMACFrozenEnd}
 
 // eventMessages are the log lines' messages, and their levels.
 var eventMessages = map[string]struct {
@@ -78,6 +79,8 @@ var eventMessages = map[string]struct {
 	ctl.EventMACLimitEnd:     {"mac limit: episode over", slog.LevelInfo},
 	ctl.EventGuard:           {"a port's guard drops frames", slog.LevelWarn},
 	ctl.EventGuardEnd:        {"guard: episode over", slog.LevelInfo},
+	ctl.EventMACFrozen:       {"address frozen: it moved past mac_move_limit", slog.LevelWarn},
+	ctl.EventMACFrozenEnd:    {"address released: its mac_move_window passed", slog.LevelInfo},
 }
 
 // emit logs an event, keeps it, and passes it to every follower. Its time

@@ -29,6 +29,9 @@ func (d *Daemon) macHolder(b *bridgeState, mac net.HardwareAddr, vlan uint16, se
 			return fmt.Sprintf("port %q holds it: a static entry of the config (line %d)", s.Port, s.Line), nil
 		}
 	}
+	if f, ok := b.frozen[k]; ok && f.Port != self {
+		return fmt.Sprintf("port %q holds it: frozen there after %d moves ('trestle fdb del' releases it)", f.Port, f.moves), nil
+	}
 	if s, ok := b.cliStatics[k]; ok && s.Port != self {
 		return fmt.Sprintf("port %q holds it: a static entry from trestle fdb add", s.Port), nil
 	}

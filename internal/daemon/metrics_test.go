@@ -136,6 +136,8 @@ trestle_config_reloads_total{result="rejected"} 1
 # TYPE trestle_events_total counter
 trestle_events_total{event="guard"} 0
 trestle_events_total{event="guard_end"} 0
+trestle_events_total{event="mac_frozen"} 0
+trestle_events_total{event="mac_frozen_end"} 0
 trestle_events_total{event="mac_limit"} 0
 trestle_events_total{event="mac_limit_end"} 0
 trestle_events_total{event="mac_move"} 1

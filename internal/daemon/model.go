@@ -175,6 +175,9 @@ type bridgeState struct {
 	cliRules *[]config.Rule
 	// written are the static entries the table holds, by staticKey.
 	written map[string]staticEntry
+	// frozen are the addresses that moved past mac_move_limit, held as
+	// static entries (mobility.go), by staticKey; kept across reloads.
+	frozen map[string]frozenEntry
 	// info is the bridge as last written to the dataplane, nil if never.
 	info *datapath.BridgeInfo
 	// tree: the bridges patches join this one to, itself first.

@@ -215,6 +215,7 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 			}
 			d.lookAtEpisodes(eps, now)
 			d.loopTick(now)
+			d.thawTick(now)
 			if err := d.makeRoom(); err != nil {
 				d.log.Warn("make room in a full table", "err", err)
 			}
@@ -245,7 +246,8 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 		if m.Learn {
 			continue
 		}
-		d.probeOnMove(m) // a loop makes addresses flap (edge.go)
+		d.probeOnMove(m)           // a loop makes addresses flap (edge.go)
+		d.countMove(m, time.Now()) // past mac_move_limit, frozen (mobility.go)
 		if ln, ok := lim.add(m, time.Now()); ok {
 			d.logMove(ln)
 		}

@@ -182,12 +182,13 @@ func (d *Daemon) plan(cfg *config.Config) (*change, error) {
 	kept := map[*portState]bool{}
 	for _, nb := range cfg.Bridges {
 		old := d.bridges[nb.Name]
-		b := &bridgeState{cfg: nb, cliStatics: map[string]config.Static{}, written: map[string]staticEntry{}}
+		b := &bridgeState{cfg: nb, cliStatics: map[string]config.Static{}, written: map[string]staticEntry{}, frozen: map[string]frozenEntry{}}
 		if old != nil {
 			b.id, b.info = old.id, old.info
 			for k, v := range old.cliStatics {
 				b.cliStatics[k] = v
 			}
+			keepFrozen(old, b)
 			if !d.fromFile {
 				b.cliRules = old.cliRules // rules from the CLI last until a reload from the file
 			}
@@ -571,21 +572,29 @@ func (d *Daemon) writePort(p *portState, want *datapath.PortInfo, j *journal) er
 // ports are attached; those no longer wanted are deleted by finalize.
 func (d *Daemon) commitStatics(c *change, b *bridgeState, j *journal) error {
 	want := map[string]staticEntry{}
+	for k, f := range b.frozen {
+		want[k] = staticEntry{Static: f.Static}
+	}
 	for k, s := range b.cliStatics {
 		want[k] = staticEntry{Static: s, User: true}
 	}
 	for _, s := range b.cfg.Static {
 		want[staticKey(s)] = staticEntry{Static: s}
+		delete(b.frozen, staticKey(s)) // the config binds it now
 	}
 	// A locked port's allowed_macs bind its sources as static entries of
 	// it; the config and port add refuse one another port has.
 	for i := range b.cfg.Ports {
 		for _, s := range b.cfg.Ports[i].AllowedStatics() {
 			want[staticKey(s)] = staticEntry{Static: s}
+			delete(b.frozen, staticKey(s))
 		}
 	}
 	for k, w := range want {
 		p := b.port(w.Port)
+		if p == nil {
+			delete(b.frozen, k) // its port is gone: nothing to hold it on
+		}
 		if p == nil || p.mode == "" {
 			delete(want, k) // written when the port comes up
 			continue
