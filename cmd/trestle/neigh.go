@@ -48,7 +48,11 @@ address detection solicitation (source ::) are flooded as before.`,
 			tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "BRIDGE\tIP\tMAC\tVLAN\tPORT\tORIGIN\tAGE")
 			for _, n := range ns {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%.0fs\n", n.Bridge, n.IP, n.MAC, n.VLAN, n.Port, n.Origin, n.AgeSeconds)
+				origin := n.Origin
+				if n.VTEP != "" {
+					origin += " " + n.VTEP
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%.0fs\n", n.Bridge, n.IP, n.MAC, n.VLAN, n.Port, origin, n.AgeSeconds)
 			}
 			return tw.Flush()
 		},

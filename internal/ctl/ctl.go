@@ -180,7 +180,7 @@ type FDBEntry struct {
 
 // NeighEntry is one row of `trestle neigh show --json`: an address in one
 // VLAN of a bridge, the MAC of the station that holds it, the port it is
-// on, where the entry came from (Origin: NeighStatic, NeighLearned) and
+// on, where the entry came from (Origin: NeighStatic, NeighLearned, NeighRemote) and
 // how long ago it was written (static) or last seen (learned).
 type NeighEntry struct {
 	Bridge     string  `json:"bridge"`
@@ -190,12 +190,15 @@ type NeighEntry struct {
 	Port       string  `json:"port"`
 	Origin     string  `json:"origin"`
 	AgeSeconds float64 `json:"age_seconds"`
+	// VTEP: a remote entry's, the VTEP its station is behind.
+	VTEP string `json:"vtep,omitempty"`
 }
 
 // A neighbour entry's origins.
 const (
 	NeighStatic  = "static"  // a port's allowed_ips with its allowed_macs
 	NeighLearned = "learned" // seen in the port's ARP or neighbour discovery
+	NeighRemote  = "remote"  // another VTEP's station, from its MAC+IP route (the overlay port's; VTEP says which)
 )
 
 // PortStats is one port of `trestle stats --json`: its counters (named as

@@ -71,8 +71,9 @@
 //   - loops at the edge: edge.go (ports blocked by bpdu_guard and
 //     loop_detect, the loop probes, port.enable);
 //   - overlay ports: overlay.go (their VNIs' kernel objects and the loop
-//     that keeps the table and FRR in step), encap.go (their encapsulation
-//     in XDP);
+//     that keeps the table and FRR in step), overlayneigh.go (MAC+IP
+//     routes: the neighbour table's entries to FRR and back), encap.go
+//     (their encapsulation in XDP);
 //   - the control socket: control.go (its commands), filter.go (the
 //     filter's), capture.go (capture's);
 //   - what outlives the process: state.go (the instance and its state

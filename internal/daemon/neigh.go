@@ -22,10 +22,18 @@ type neighTable interface {
 	SetNeighs(map[datapath.NeighKey]datapath.Neigh) error
 }
 
-// wantNeighs is the static entries of the ports that forward: a station
-// whose port does not is not answered for. Beyond the table's room, the
-// rest are left out (over says how many).
+// wantNeighs is the static entries of the ports that forward (a station
+// whose port does not is not answered for), and the overlay ports' remote
+// ones (overlayneigh.go). Beyond the table's room, the rest are left out
+// (over says how many).
 func (d *Daemon) wantNeighs() (want map[datapath.NeighKey]datapath.Neigh, over int) {
+	want, over = d.localNeighs()
+	over += d.remoteNeighs(want, tbpf.MaxNeigh)
+	return want, over
+}
+
+// localNeighs is the static entries of the ports that forward.
+func (d *Daemon) localNeighs() (want map[datapath.NeighKey]datapath.Neigh, over int) {
 	want = map[datapath.NeighKey]datapath.Neigh{}
 	for _, b := range d.bridgeOrder() {
 		for _, p := range b.ports {
@@ -101,12 +109,18 @@ func (d *Daemon) neighShow(bridge string) ([]ctl.NeighEntry, error) {
 			if e.Learned {
 				origin = ctl.NeighLearned
 			}
-			port := ""
+			port, vtep := "", ""
 			if p := b.portBySlot(e.Slot); p != nil {
 				port = p.name()
+				if p.cfg.IsOverlay() {
+					origin = ctl.NeighRemote
+					if a, ok := d.ovl.mgr.RemoteOf(p.cfg.VXLAN, e.MAC); ok {
+						vtep = a.String()
+					}
+				}
 			}
 			out = append(out, ctl.NeighEntry{Bridge: b.cfg.Name, IP: e.Addr.String(), MAC: e.MAC.String(), VLAN: e.VLAN,
-				Port: port, Origin: origin, AgeSeconds: e.Age.Seconds()})
+				Port: port, Origin: origin, AgeSeconds: e.Age.Seconds(), VTEP: vtep})
 		}
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
@@ -79,6 +80,9 @@ type overlayState struct {
 	encap   encapWriter
 	nextHop func(local, vtep netip.Addr) (overlay.NextHop, error)
 	encaps  map[datapath.EncapKey]datapath.Encap
+	// neighs: each VNI's remote IP neighbours, from other VTEPs' MAC+IP
+	// routes (overlayneigh.go).
+	neighs map[uint32]map[netip.Addr]net.HardwareAddr
 }
 
 func newOverlayState(k overlay.Kernel, put remotePutter) *overlayState {
@@ -623,6 +627,7 @@ func (d *Daemon) runSync() {
 	if err := d.syncOverlay(); err != nil {
 		d.log.Warn("overlay sync", "err", err)
 	}
+	d.syncOverlayNeighs() // MAC+IP routes both ways (overlayneigh.go)
 }
 
 // resubscribeOverlay watches the FDBs again after events were lost, and
