@@ -57,6 +57,9 @@ const (
 	vlanAware
 	// oneVNI: bridge br0 with h1, h2 and VNI 1000.
 	oneVNI
+	// linuxBridge: no trestle; the Linux bridge br0 with h1 and vxlan
+	// device vxlan1000, br1 with h2 and vxlan2000, and FRR (mixed_test.go).
+	linuxBridge
 )
 
 func (l layout) vnis() []uint32 {
@@ -328,6 +331,10 @@ func waitFlood(t *testing.T, sites ...*site) {
 				}
 			}
 			eventually(t, 30*time.Second, fmt.Sprintf("site %d: VNI %d's flood list is %v", s.n, vni, want), func() (bool, string) {
+				if s.layout == linuxBridge {
+					got := s.kernelFlood(t, vni)
+					return slices.Equal(got, want), fmt.Sprint(got)
+				}
 				o := s.overlay(vni)
 				return o != nil && slices.Equal(slices.Sorted(slices.Values(o.FloodList)), want) && o.RemoteVTEPs >= len(want), fmt.Sprintf("%+v", o)
 			})
