@@ -145,7 +145,9 @@ func waitAt(t *testing.T, what string, vni uint32, mac net.HardwareAddr, want ma
 // in VNI 1000 from each site to each other reaches its host only. A MAC
 // moves from site 1 to the Linux site and back: every site follows it,
 // and frames to it from the site it did not move between, and from the
-// site it left, reach it at its new place only.
+// site it left, reach it at its new place only. A station whose port goes
+// down, at the Linux site or at a trestle site, is withdrawn from every
+// site.
 func TestOverlayMixed(t *testing.T) {
 	t.Parallel()
 	harness.ForModes(t, overlayMixed)
@@ -243,4 +245,13 @@ func overlayMixed(t *testing.T, mode string) {
 		recv{"site 1's h1 (m now)", a.Host(1), 1}, recv{"site 3's h1 (m before)", c.Host(1), 0})
 	sendCount(t, c.Host(1), harness.Marked(m, away3, "mixed-"+mode+"-3-to-1"), "mixed-"+mode+"-3-to-1",
 		recv{"site 1's h1 (m now)", a.Host(1), 1}, recv{"site 2's h1", b.Host(1), 0})
+
+	// A station that leaves is withdrawn everywhere: its port goes down
+	// at the Linux site (VNI 1000) and at site 1 (VNI 2000).
+	waitAt(t, "the Linux site's h1 (now away3) advertised", 1000, away3, map[*site]string{a: "remote " + c.vtep, b: "remote " + c.vtep, c: "local port-h1"})
+	waitAt(t, "site 1's h2 advertised", 2000, a.mac(2), map[*site]string{a: "local port-h2", b: "remote " + a.vtep, c: "remote " + a.vtep})
+	c.Host(1).MustExec(t, "ip", "link", "set", "dev", "eth0", "down")
+	waitAt(t, "the Linux site's h1 withdrawn once its port is down", 1000, away3, map[*site]string{a: "", b: "", c: ""})
+	a.Host(2).MustExec(t, "ip", "link", "set", "dev", "eth0", "down")
+	waitAt(t, "site 1's h2 withdrawn once its port is down", 2000, a.mac(2), map[*site]string{a: "", b: "", c: ""})
 }
