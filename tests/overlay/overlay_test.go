@@ -4,7 +4,9 @@
 // routed underlay (a veth for two, a Linux bridge in a namespace of its own
 // for more); iBGP (a full mesh) or eBGP with advertise-all-vni carries EVPN
 // between them. The hosts are the lab's Sites (internal/lab), the topology
-// its overlay kind measures.
+// its overlay kind measures; in a mixed fabric (mixed_test.go) a site runs
+// the Linux bridge with a vxlan device a VNI and FRR, as the kind's
+// stand-in does, instead of trestle.
 package overlay
 
 import (
