@@ -11,7 +11,9 @@ import (
 // TestDocMatches: the iBGP and eBGP examples of docs/overlay.md ("FRR
 // configuration") are what BGPd writes for the same sites (the walk-through's
 // host A, 10.255.0.1 on 192.0.2.1, peering with host B on 192.0.2.2; one AS,
-// or 65001 and 65002, as tests/overlay numbers them), line for line, but for
+// or 65001 and 65002, as tests/overlay numbers them), and so is the Linux
+// host's of "A mixed fabric" (host C, 10.255.0.3, peering with A and B on
+// 192.0.2.1 and 192.0.2.2, as tests/overlay's third site), line for line, but for
 // the lines only the tests have: the hostname, and the neighbour timers that
 // make a session quick, which the doc names instead. So the doc cannot drift
 // from the configuration tests/overlay runs.
@@ -21,17 +23,19 @@ func TestDocMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	blocks := docBlocks(t, doc, "## FRR configuration")
+	const frr, mixed = "## FRR configuration", "## A mixed fabric"
+	blocks := map[string]map[string]string{frr: docBlocks(t, doc, frr), mixed: docBlocks(t, doc, mixed)}
 	for _, tc := range []struct {
-		label string
-		site  Site
+		heading, label string
+		site           Site
 	}{
-		{"iBGP", Site{Name: "1", ASN: 65000, RouterID: "10.255.0.1", Peers: []Peer{{"192.0.2.2", 65000}}}},
-		{"eBGP", Site{Name: "1", ASN: 65001, RouterID: "10.255.0.1", Peers: []Peer{{"192.0.2.2", 65002}}}},
+		{frr, "iBGP", Site{Name: "1", ASN: 65000, RouterID: "10.255.0.1", Peers: []Peer{{"192.0.2.2", 65000}}}},
+		{frr, "eBGP", Site{Name: "1", ASN: 65001, RouterID: "10.255.0.1", Peers: []Peer{{"192.0.2.2", 65002}}}},
+		{mixed, "**FRR**", Site{Name: "3", ASN: 65000, RouterID: "10.255.0.3", Peers: []Peer{{"192.0.2.1", 65000}, {"192.0.2.2", 65000}}}},
 	} {
-		block, ok := blocks[tc.label]
+		block, ok := blocks[tc.heading][tc.label]
 		if !ok {
-			t.Errorf("docs/overlay.md has no %s example after a paragraph that starts with %q (it has %v)", tc.label, tc.label, slices.Sorted(maps.Keys(blocks)))
+			t.Errorf("docs/overlay.md %q has no %s example after a paragraph that starts with %q (it has %v)", tc.heading, tc.label, tc.label, slices.Sorted(maps.Keys(blocks[tc.heading])))
 			continue
 		}
 		var want []string

@@ -393,6 +393,55 @@ func (ss *Sites) Rig(d DUT, place Placement, env *Env) *Rig {
 // from (and, with EVPN, advertises) and the stations' stacks drop.
 func (h *Host) Announce(mac net.HardwareAddr) error { return sendFrame(h, learningFrame(mac)) }
 
+// LinuxVNI is a VNI of a site whose switch is the Linux bridge, set up as
+// EVPN with FRR wants it (docs/overlay.md, "A mixed fabric"): a bridge of
+// its own (not VLAN-aware, STP off) with the VNI's vxlan device and the
+// site's ports of the VNI. The vxlan device sends from the site's VTEP to
+// the IANA port and learns nothing from the frames it decapsulates
+// (nolearning), and the bridge learns nothing on it (learning off): zebra
+// writes the remote MACs and the flood list from the EVPN routes.
+type LinuxVNI struct {
+	VNI           uint32
+	Bridge, VXLAN string
+	// MTU is the vxlan device's (0: the kernel's).
+	MTU   int
+	Ports []string
+}
+
+// Commands are the commands that make v with VTEP vtep, in order: the
+// bridge and the vxlan device, the device in the bridge, the ports, then
+// both up.
+func (v LinuxVNI) Commands(vtep string) [][]string {
+	cmds := [][]string{
+		{"ip", "link", "add", v.Bridge, "type", "bridge", "stp_state", "0"},
+		{"ip", "link", "add", v.VXLAN, "type", "vxlan", "id", fmt.Sprint(v.VNI), "local", vtep, "dstport", "4789", "nolearning"},
+	}
+	join := []string{"ip", "link", "set", "dev", v.VXLAN}
+	if v.MTU > 0 {
+		join = append(join, "mtu", fmt.Sprint(v.MTU))
+	}
+	cmds = append(cmds, append(join, "master", v.Bridge), []string{"bridge", "link", "set", "dev", v.VXLAN, "learning", "off"})
+	for _, p := range v.Ports {
+		cmds = append(cmds, []string{"ip", "link", "set", "dev", p, "master", v.Bridge})
+	}
+	return append(cmds, []string{"ip", "link", "set", "dev", v.VXLAN, "up"}, []string{"ip", "link", "set", "dev", v.Bridge, "up"})
+}
+
+// SetupLinuxVNI makes VNI v on site s, whose switch is the Linux bridge:
+// bridge-nf-call off (the bridge forwards without iptables, as trestle
+// does), then v's Commands with the site's VTEP.
+func (s *Site) SetupLinuxVNI(ctx context.Context, v LinuxVNI) error {
+	if err := s.NS.BridgeNetfilter(false); err != nil {
+		return err
+	}
+	for _, args := range v.Commands(s.VTEP) {
+		if _, err := s.NS.Run(ctx, args[0], args[1:]...); err != nil {
+			return fmt.Errorf("linux-bridge on host %s, VNI %d: %w", s.Name(), v.VNI, err)
+		}
+	}
+	return nil
+}
+
 // SiteTrestle is trestle's daemon as a site's switch (StartTrestle), with
 // persist: its restart is measured, and Teardown's `trestle down` removes
 // its VNIs and its pinned datapath.

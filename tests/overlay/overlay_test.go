@@ -4,7 +4,9 @@
 // routed underlay (a veth for two, a Linux bridge in a namespace of its own
 // for more); iBGP (a full mesh) or eBGP with advertise-all-vni carries EVPN
 // between them. The hosts are the lab's Sites (internal/lab), the topology
-// its overlay kind measures.
+// its overlay kind measures; in a mixed fabric (mixed_test.go) a site runs
+// the Linux bridge with a vxlan device a VNI and FRR, as the kind's
+// stand-in does, instead of trestle.
 package overlay
 
 import (
@@ -57,6 +59,9 @@ const (
 	vlanAware
 	// oneVNI: bridge br0 with h1, h2 and VNI 1000.
 	oneVNI
+	// linuxBridge: no trestle; the Linux bridge br0 with h1 and vxlan
+	// device vxlan1000, br1 with h2 and vxlan2000, and FRR (mixed_test.go).
+	linuxBridge
 )
 
 func (l layout) vnis() []uint32 {
@@ -328,6 +333,10 @@ func waitFlood(t *testing.T, sites ...*site) {
 				}
 			}
 			eventually(t, 30*time.Second, fmt.Sprintf("site %d: VNI %d's flood list is %v", s.n, vni, want), func() (bool, string) {
+				if s.layout == linuxBridge {
+					got := s.kernelFlood(t, vni)
+					return slices.Equal(got, want), fmt.Sprint(got)
+				}
 				o := s.overlay(vni)
 				return o != nil && slices.Equal(slices.Sorted(slices.Values(o.FloodList)), want) && o.RemoteVTEPs >= len(want), fmt.Sprintf("%+v", o)
 			})

@@ -283,23 +283,7 @@ func buildOverlay(ctx context.Context, nt *lab.Net, n int) (*overlayRig, error) 
 func (s *overlaySite) setupDUT(ctx context.Context, v lab.Spec, env *lab.Env) (skip string, err error) {
 	if v.Kind == "linux-bridge" {
 		s.bridg, s.vxlan = "br0", fmt.Sprintf("vxlan%d", overlayVNI)
-		if err := s.NS.BridgeNetfilter(false); err != nil {
-			return "", err
-		}
-		for _, args := range [][]string{
-			{"ip", "link", "add", s.bridg, "type", "bridge", "stp_state", "0"},
-			{"ip", "link", "add", s.vxlan, "type", "vxlan", "id", fmt.Sprint(overlayVNI), "local", s.VTEP, "dstport", "4789", "nolearning"},
-			{"ip", "link", "set", "dev", s.vxlan, "mtu", fmt.Sprint(overlayMTU), "master", s.bridg},
-			{"bridge", "link", "set", "dev", s.vxlan, "learning", "off"},
-			{"ip", "link", "set", "dev", s.port, "master", s.bridg},
-			{"ip", "link", "set", "dev", s.vxlan, "up"},
-			{"ip", "link", "set", "dev", s.bridg, "up"},
-		} {
-			if _, err := s.NS.Run(ctx, args[0], args[1:]...); err != nil {
-				return "", fmt.Errorf("linux-bridge on host %s: %w", s.Name(), err)
-			}
-		}
-		return "", nil
+		return "", s.SetupLinuxVNI(ctx, lab.LinuxVNI{VNI: overlayVNI, Bridge: s.bridg, VXLAN: s.vxlan, MTU: overlayMTU, Ports: []string{s.port}})
 	}
 	// The kernel objects trestle makes for the VNI (docs/overlay.md),
 	// where zebra writes the remote entries.
