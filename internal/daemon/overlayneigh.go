@@ -9,7 +9,7 @@ import (
 	"github.com/trestle/trestle/internal/datapath"
 )
 
-// MAC+IP routes across the overlay (docs/overlay.md, "ARP and ND
+// MAC+IP routes across the overlay (docs/overlay.md, "ARP
 // suppression across the fabric"): at each comparison of the table with
 // the VNIs (runSync), each overlay port's VNI is given the bridge's local
 // neighbour entries in the port's VLAN, which zebra advertises as MAC+IP

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MAC+IP routes (EVPN type-2 with an IP, docs/overlay.md, "ARP and ND
+// MAC+IP routes (EVPN type-2 with an IP, docs/overlay.md, "ARP
 // suppression across the fabric"). zebra takes a VNI's IP neighbours from
 // the IP neighbour table of the VNI's SVI, which for a bridge that is not
 // VLAN-aware, as tbrVNI, is the bridge device itself (zebra's
