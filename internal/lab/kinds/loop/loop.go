@@ -206,11 +206,15 @@ func (k Kind) closeLoop(ctx context.Context, rig *lab.Rig, g lab.LoopGuard, rec 
 	if err != nil {
 		return res, err
 	}
-	c0, err := l.Carried()
-	if err != nil {
-		return res, err
+	// read is what the loop has carried so far, and the broadcast's copies at h3.
+	read := func() (carried, copies uint64, err error) {
+		if carried, err = l.Carried(); err != nil {
+			return 0, 0, err
+		}
+		s, err := watch.Snapshot()
+		return carried, s.BadFlow, err
 	}
-	s0, err := watch.Snapshot()
+	c0, h0, err := read()
 	if err != nil {
 		return res, err
 	}
@@ -238,7 +242,7 @@ func (k Kind) closeLoop(ctx context.Context, rig *lab.Rig, g lab.LoopGuard, rec 
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
-	atBlock, err := l.Carried()
+	atBlock, _, err := read()
 	if err != nil {
 		return res, err
 	}
@@ -250,17 +254,13 @@ func (k Kind) closeLoop(ctx context.Context, rig *lab.Rig, g lab.LoopGuard, rec 
 		return res, err
 	}
 	lab.SleepCtx(ctx, drainOut)
-	c1, err := l.Carried()
+	c1, h1, err := read()
 	if err != nil {
 		return res, err
 	}
-	s1, err := watch.Snapshot()
-	if err != nil {
-		return res, err
-	}
-	rec.Carried, rec.Copies = c1-c0, s1.BadFlow-s0.BadFlow
+	rec.Carried, rec.Copies = c1-c0, h1-h0
 	lab.SleepCtx(ctx, afterWindow)
-	c2, err := l.Carried()
+	c2, _, err := read()
 	if err != nil {
 		return res, err
 	}
@@ -405,7 +405,8 @@ func (rw *row) ministat() []string {
 		if err != nil {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s: N %d  Min %g  Max %g  Median %g  Avg %.6g  Stddev %.6g", rw.DUT, fig.name, s.N, s.Min, s.Max, s.Median, s.Avg, s.Stddev))
+		n := lab.CountText
+		out = append(out, fmt.Sprintf("%s %s: N %d  Min %s  Max %s  Median %s  Avg %s  Stddev %s", rw.DUT, fig.name, s.N, n(s.Min), n(s.Max), n(s.Median), n(s.Avg), n(s.Stddev)))
 	}
 	return out
 }

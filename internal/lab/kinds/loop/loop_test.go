@@ -104,36 +104,38 @@ func TestLoopSection(t *testing.T) {
 	term, md := labtest.Section(t, run)
 	// The table's columns, each gap one space.
 	term = regexp.MustCompile(` {2,}`).ReplaceAllString(term, " ")
-	for _, want := range []string{
+	lacks(t, "terminal", term, []string{
 		"trestle:xdp loop_detect 3 of 3 190 ms (3 ms..3500 ms) 34000 (300..900000) 33998 (298..899998) 1 0 (0..12) 40000\n",
 		"linux-bridge STP 1 of 2 500 ms 2534000 (68000..5000000)",
 		"ovs none not measured - -",
-		"trestle:xdp detect ms: N 3 Min 3 Max 3500 Median 190 Avg 1231",
+		"trestle:xdp detect ms: N 3 Min 3 Max 3500 Median 190 Avg 1231 Stddev 1967.2",
 		"warning: trestle:xdp: the loop not blocked within 3s in 1 of 3 (#3 3500 ms)",
 		"warning: trestle:xdp: the stream lost frames in 1 of 3 loops (#3 12)",
 		"failed: linux-bridge: no port of the loop blocked within 10s",
 		"not measured: ovs has no loop protection",
-	} {
-		if !strings.Contains(term, want) {
-			t.Errorf("terminal lacks %q:\n%s", want, term)
-		}
-	}
+	})
 	if strings.Contains(term, "warning: linux-bridge") {
 		t.Errorf("a peer's figures warned of:\n%s", term)
 	}
-	for _, want := range []string{
+	lacks(t, "markdown", md, []string{
 		"## Loop",
 		"| trestle:xdp | loop_detect | 3 of 3 | 190 ms (3 ms..3500 ms) |",
 		"- trestle:xdp: 190 ms (l2, loop), 34000, 33998, 1, 0 of 40000; 3 ms (l2, loop)",
 		"- linux-bridge: 500 ms (l2, stp blocking), 68000, 67998, 1, 0 of 40000; not within 10s, 5000000, 0, 0, 4000 of 130000",
 		"- linux-bridge: the kernel's spanning tree ...",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q:\n%s", want, md)
-		}
-	}
+	})
 	if term, md := (Kind{}).Section(&lab.Run{DUTs: []string{"trestle"}}); term != "" || md != "" {
 		t.Errorf("a run without loop results has a section: %q %q", term, md)
+	}
+}
+
+// lacks fails t for each of wants that text does not hold.
+func lacks(t *testing.T, what, text string, wants []string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
 	}
 }
 
