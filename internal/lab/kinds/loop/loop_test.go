@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -126,6 +128,27 @@ func TestLoopSection(t *testing.T) {
 	})
 	if term, md := (Kind{}).Section(&lab.Run{DUTs: []string{"trestle"}}); term != "" || md != "" {
 		t.Errorf("a run without loop results has a section: %q %q", term, md)
+	}
+}
+
+// TestLoopUnguarded: a DUT with no loop protection the lab can turn on
+// is not measured (nothing would break its loop): the unit is skipped as
+// unavailable, with a result that says why.
+func TestLoopUnguarded(t *testing.T) {
+	d, err := lab.ParseDUT("direct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []lab.Result
+	u := &lab.UnitRun{S: lab.Scenarios["loop"], Rig: &lab.Rig{T: &lab.Topo{}, DUT: d}, Base: lab.Result{DUT: "direct", Rep: 1},
+		Add: func(r lab.Result) { got = append(got, r) }, Status: func(string) {}, Notef: func(string) {}}
+	err = Kind{Rate: DefaultRate, Wait: DefaultWait}.Run(context.Background(), u)
+	if !errors.Is(err, lab.ErrUnavailable) || !strings.Contains(err.Error(), "no loop protection") {
+		t.Errorf("run: %v, want the DUT unavailable", err)
+	}
+	var rec Record
+	if len(got) != 1 || got[0].RecordOf(&rec) != nil || rec.Unmeasured == "" || rec.Detected {
+		t.Errorf("results: %+v", got)
 	}
 }
 
