@@ -456,6 +456,16 @@ func (b *linuxBridge) Setup(ctx context.Context, t *Topo, env *Env) error {
 		}
 		b.set["mirror"] = made
 	}
+	if t.Loop != nil {
+		for _, br := range t.Bridges {
+			if br.Name == t.Loop.Bridge {
+				if err := stpOn(ctx, t, br); err != nil {
+					return fmt.Errorf("linux-bridge: %w", err)
+				}
+				b.set["stp"] = fmt.Sprintf("on, on %s only: hello_time %v, forward_delay %v (the kernel's spanning tree: what stops a loop there)", br.Name, stpHello, stpForwardDelay)
+			}
+		}
+	}
 	switch {
 	case b.off:
 		b.set["nftables"] = "none (rules=0: the filter off)"
@@ -649,6 +659,9 @@ func configText(t *Topo, env *Env, mode, sock string, brief bool) string {
 		}
 		if t.Filter != nil {
 			b.WriteString(t.Filter.trestleKeys())
+		}
+		if t.Loop != nil && t.Loop.Bridge == br.Name {
+			fmt.Fprintf(&b, "loop_detect = true\nloop_retry = %q\n", loopRetryText())
 		}
 		for _, p := range br.Ports {
 			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", p, mode)

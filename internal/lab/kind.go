@@ -83,6 +83,10 @@ type Needs struct {
 	// OneWay: the kind's streams go one way, at a share of the one-way
 	// throughput (--bidirectional is refused).
 	OneWay bool
+	// Loop: the DUT's bridge has two ports more, joined outside it by a
+	// bridge of their own once the kind closes the loop (Topo.Loop), and
+	// the DUT's loop protection on (LoopGuard).
+	Loop bool
 }
 
 // merge is what two kinds need together.
@@ -90,7 +94,7 @@ func (n Needs) merge(o Needs) Needs {
 	return Needs{
 		Learning: n.Learning || o.Learning, Direct: n.Direct || o.Direct, AllHosts: n.AllHosts || o.AllHosts,
 		MaxEntries: max(n.MaxEntries, o.MaxEntries), Persist: n.Persist || o.Persist, UpgradeTo: cmp.Or(n.UpgradeTo, o.UpgradeTo), SideHosts: n.SideHosts || o.SideHosts,
-		Queues: max(n.Queues, o.Queues), OneWay: n.OneWay || o.OneWay,
+		Queues: max(n.Queues, o.Queues), OneWay: n.OneWay || o.OneWay, Loop: n.Loop || o.Loop,
 	}
 }
 

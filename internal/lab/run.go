@@ -384,6 +384,11 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 			return nil, err
 		}
 	}
+	if s.needs().Loop && t.DUT != nil {
+		if err := t.AddLoop(); err != nil {
+			return nil, err
+		}
+	}
 	if len(v.Offloads) > 0 {
 		for _, h := range t.Hosts {
 			if err := h.NS.Features(h.If, v.Offloads); err != nil {

@@ -91,6 +91,10 @@ type Topo struct {
 	// Side, if set, is a second bridge with hosts of its own (AddSide),
 	// in Bridges too; its hosts are not in Hosts.
 	Side *SideBridge
+	// Loop, if set, is two ports of the first bridge joined outside the
+	// DUT (AddLoop), in that bridge's Ports too; the DUT turns its loop
+	// protection on there.
+	Loop *Loop
 }
 
 // HostMAC is host i's address, 02:00:00:00:00:i (1-based).
@@ -232,6 +236,9 @@ func (t *Topo) features() string {
 	}
 	if t.Filter != nil {
 		f = append(f, "filter rules")
+	}
+	if t.Loop != nil {
+		f = append(f, "loop detection")
 	}
 	return strings.Join(f, " or ")
 }

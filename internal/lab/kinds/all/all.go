@@ -13,6 +13,7 @@ import (
 	_ "github.com/trestle/trestle/internal/lab/kinds/latency"
 	_ "github.com/trestle/trestle/internal/lab/kinds/learn"
 	_ "github.com/trestle/trestle/internal/lab/kinds/loadlatency"
+	_ "github.com/trestle/trestle/internal/lab/kinds/loop"
 	_ "github.com/trestle/trestle/internal/lab/kinds/loss"
 	_ "github.com/trestle/trestle/internal/lab/kinds/macflood"
 	_ "github.com/trestle/trestle/internal/lab/kinds/overlay"
