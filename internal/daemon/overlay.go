@@ -63,9 +63,12 @@ type overlayState struct {
 	mgr     *overlay.Manager
 	hasAddr func(netip.Addr) (bool, error)
 	watch   func(done <-chan struct{}) (<-chan overlay.Neigh, error)
-	put     remotePutter // nil: the dataplane cannot hold remote addresses
-	nudge   chan struct{}
-	moves   chan datapath.Move // learns and moves, for overlayLoop
+	// zebra: zebra's exits (overlay.WatchZebra), for the Manager to hold
+	// what it withdrew across an FRR restart.
+	zebra func(done <-chan struct{}) (<-chan struct{}, error)
+	put   remotePutter // nil: the dataplane cannot hold remote addresses
+	nudge chan struct{}
+	moves chan datapath.Move // learns and moves, for overlayLoop
 	// fresh: what events made of addresses (true: local) since a
 	// comparison of the whole table began, by VNI; nil between them.
 	fresh map[uint32]map[[6]byte]bool
@@ -82,7 +85,7 @@ type overlayState struct {
 }
 
 func newOverlayState(k overlay.Kernel, put remotePutter) *overlayState {
-	o := &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), full: map[uint32]bool{},
+	o := &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, zebra: overlay.WatchZebra, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), full: map[uint32]bool{},
 		nextHop: overlay.ResolveNextHop}
 	o.encap, _ = put.(encapWriter)
 	return o
@@ -555,6 +558,12 @@ func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
 	defer tick.Stop()
 	var last time.Time
 	var later <-chan time.Time // a nudge that came too soon after the last comparison
+	changes := make(chan overlay.Change, overlayMoves)
+	go d.overlayNeighs(ctx, events, changes)
+	zebra, err := d.ovl.zebra(ctx.Done())
+	if err != nil {
+		d.log.Warn("overlay: cannot watch zebra's nexthop objects; an FRR restart withdraws the remote addresses until it is back", "err", err)
+	}
 	full := func() {
 		if wait := overlaySync - time.Since(last); wait > 0 {
 			if later == nil {
@@ -570,20 +579,24 @@ func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
 		select {
 		case <-ctx.Done():
 			return
-		case n, ok := <-events:
-			if !ok {
-				events = d.resubscribeOverlay(ctx)
-				continue
-			}
-			if c, changed := d.ovl.mgr.Handle(n); changed {
-				d.mu.Lock()
-				d.overlayChange(c)
-				d.mu.Unlock()
-			}
+		case c := <-changes:
+			d.mu.Lock()
+			d.overlayChange(c)
+			d.mu.Unlock()
 		case m := <-d.ovl.moves:
 			d.mu.Lock()
 			d.overlayEvent(m)
 			d.mu.Unlock()
+		case _, ok := <-zebra:
+			if !ok {
+				d.log.Warn("overlay: zebra's nexthop objects no longer watched; an FRR restart withdraws the remote addresses until it is back")
+				zebra = nil
+				continue
+			}
+			if d.ovl.mgr.ZebraExited() {
+				d.log.Warn("overlay: zebra exited after withdrawing every remote VTEP: FRR is restarting; its remote addresses and flood lists are kept, stale, until it is back",
+					"limit", overlay.HoldLimit)
+			}
 		case <-tick.C:
 			full()
 		case <-later:
@@ -591,6 +604,32 @@ func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
 			full()
 		case <-d.ovl.nudge:
 			full()
+		}
+	}
+}
+
+// overlayNeighs enters the kernel's FDB events into the Manager as they
+// come, apart from overlayLoop (which may be walking the table): an entry
+// zebra withdraws is written back at once (internal/overlay's stale.go),
+// in the half millisecond before zebra takes the flood list too, so that
+// no frame meets neither. The changes go to the loop, in order.
+func (d *Daemon) overlayNeighs(ctx context.Context, events <-chan overlay.Neigh, changes chan<- overlay.Change) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n, ok := <-events:
+			if !ok {
+				events = d.resubscribeOverlay(ctx)
+				continue
+			}
+			if c, changed := d.ovl.mgr.Handle(n); changed {
+				select {
+				case changes <- c:
+				case <-ctx.Done():
+					return
+				}
+			}
 		}
 	}
 }
@@ -620,8 +659,25 @@ func (d *Daemon) runSync() {
 	if !have {
 		return
 	}
+	d.settleStale()
 	if err := d.syncOverlay(); err != nil {
 		d.log.Warn("overlay sync", "err", err)
+	}
+}
+
+// settleStale removes the stale remote addresses whose time is up
+// (overlay.Manager.Settle); the sync that follows takes them out of the
+// table.
+func (d *Daemon) settleStale() {
+	st, err := d.ovl.mgr.Settle()
+	if err != nil {
+		d.log.Warn("overlay: stale remote addresses", "err", err)
+	}
+	switch {
+	case st.Ended && st.Claimed:
+		d.log.Info("overlay: FRR is back: the stale remote addresses it did not write again are removed", "removed", st.Removed)
+	case st.Ended:
+		d.log.Warn("overlay: FRR not back within the limit: its stale remote addresses are removed", "limit", overlay.HoldLimit, "removed", st.Removed)
 	}
 }
 
@@ -655,6 +711,7 @@ func (d *Daemon) overlayStatus(p *portState) *ctl.Overlay {
 	}
 	o.MTU = st.Devices.MTU
 	o.RemoteVTEPs, o.RemoteMACs, o.LocalMACs = st.RemoteVTEPs, len(st.Remotes), st.Local
+	o.Stale, o.FRRRestarting = st.Stale, st.Holding
 	for _, a := range st.FloodVTEPs {
 		o.FloodList = append(o.FloodList, a.String())
 	}

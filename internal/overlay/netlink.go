@@ -526,3 +526,85 @@ func Watch(done <-chan struct{}) (<-chan Neigh, error) {
 	}()
 	return out, nil
 }
+
+// SetStale implements Kernel: a flood-list entry is appended (the kernel
+// refuses to replace one), a MAC's replaces the device's entry.
+func (Netlink) SetStale(vx int, mac net.HardwareAddr, dst netip.Addr) error {
+	n := staleNeigh(vx, mac, dst)
+	if isZeroMAC(mac) {
+		return netlink.NeighAppend(n)
+	}
+	return netlink.NeighSet(n)
+}
+
+// DelStale implements Kernel; an entry already gone is no error.
+func (Netlink) DelStale(vx int, mac net.HardwareAddr, dst netip.Addr) error {
+	err := netlink.NeighDel(staleNeigh(vx, mac, dst))
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+// staleNeigh is the vxlan device's own entry of mac behind dst as trestle
+// writes it back: NUD_PERMANENT, as zebra writes its flood-list entries,
+// so that zebra, which drops permanent entries when it reads the FDB,
+// never takes it for a MAC of its own.
+func staleNeigh(vx int, mac net.HardwareAddr, dst netip.Addr) *netlink.Neigh {
+	return &netlink.Neigh{LinkIndex: vx, Family: unix.AF_BRIDGE, HardwareAddr: mac, IP: dst.AsSlice(),
+		Flags: unix.NTF_SELF, State: unix.NUD_PERMANENT | unix.NUD_NOARP}
+}
+
+func isZeroMAC(mac net.HardwareAddr) bool {
+	for _, b := range mac {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// WatchZebra says (a value on the channel, one at a time) when zebra
+// removes a nexthop object of its own (RTM_DELNEXTHOP, protocol zebra):
+// what a zebra that exits does last to the kernel, after it withdrew the
+// EVPN entries, which Manager.ZebraExited weighs. The channel closes when
+// the subscription fails or done is closed.
+func WatchZebra(done <-chan struct{}) (<-chan struct{}, error) {
+	s, err := nl.Subscribe(unix.NETLINK_ROUTE, unix.RTNLGRP_NEXTHOP)
+	if err != nil {
+		return nil, fmt.Errorf("watch nexthop objects: %w", err)
+	}
+	out := make(chan struct{}, 1)
+	go func() {
+		<-done
+		s.Close()
+	}()
+	go func() {
+		defer close(out)
+		for {
+			msgs, _, err := s.Receive()
+			if errors.Is(err, unix.ENOBUFS) {
+				// Events were lost: zebra's among them, maybe (the
+				// Manager weighs what zebra withdrew first).
+				msgs, err = nil, nil
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+			if err != nil {
+				return
+			}
+			for _, m := range msgs {
+				// struct nhmsg: family, scope, protocol, ...
+				if m.Header.Type == unix.RTM_DELNEXTHOP && len(m.Data) >= 3 && m.Data[2] == unix.RTPROT_ZEBRA {
+					select {
+					case out <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	return out, nil
+}
