@@ -298,7 +298,7 @@ func (s *Site) Settings(underlayMTU int) map[string]string {
 	pre := "host " + s.Name() + " "
 	return map[string]string{
 		pre + "VTEP": fmt.Sprintf("%s on lo, underlay %s/24 on ul0 (MTU %d)", s.VTEP, s.Under, underlayMTU),
-		pre + "FRR":  fmt.Sprintf("zebra then bgpd, %s AS %d with %s, advertise-all-vni, timers 3 9, connect 1, advertisement-interval 0", bgp, s.ASN, strings.Join(peers, ", ")),
+		pre + "FRR":  fmt.Sprintf("zebra then bgpd, %s AS %d with %s, advertise-all-vni, graceful-restart with preserve-fw-state, timers 3 9, connect 1, advertisement-interval 0", bgp, s.ASN, strings.Join(peers, ", ")),
 	}
 }
 
