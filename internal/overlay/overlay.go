@@ -18,9 +18,11 @@
 //     which withdraws zebra's type-2 route;
 //   - reads the vxlan device's FDB (a dump when it takes a VNI, then the
 //     kernel's RTM_NEWNEIGH/RTM_DELNEIGH, Handle): remote MACs with their
-//     VTEP and the flood list, for the daemon to mirror into its table. It
-//     never writes or deletes an entry on the vxlan device: those are
-//     zebra's, and zebra puts back what is taken.
+//     VTEP and the flood list, for the daemon to mirror into its table.
+//     The entries on the vxlan device are zebra's, and zebra puts back
+//     what is taken; trestle writes there only what zebra withdrew, back,
+//     as its own (NUD_PERMANENT, which zebra ignores), while FRR restarts
+//     (stale.go).
 //
 // zebra writes a remote MAC twice: in the bridge's FDB on the vxlan port
 // (master, extern_learn) and in the vxlan device's own (self, with the
