@@ -87,16 +87,16 @@ func (m *Manager) keep(v *VNI, k [6]byte, vtep netip.Addr, write bool) {
 	v.stale[k] = st
 }
 
-// unkeep drops stale MAC k of v (zebra wrote it again, or it is local
-// now), deleting the entry trestle wrote back unless zebra's replaced it.
-// Called with m.mu held.
+// unkeep drops stale MAC k of v (its time is up, or it is local now),
+// deleting the entry trestle wrote back. (One zebra wrote again is no
+// longer stale: claimed.) Called with m.mu held.
 func (m *Manager) unkeep(v *VNI, k [6]byte) {
 	st, ok := v.stale[k]
 	if !ok {
 		return
 	}
 	delete(v.stale, k)
-	if st.wrote && !v.onVX[k] {
+	if st.wrote {
 		if d, ok := v.dst[k]; ok && d == st.vtep {
 			if err := m.k.DelStale(v.Dev.VXLAN, k[:], st.vtep); err != nil {
 				m.staleErr(v, fmt.Errorf("remove stale %s: %w", net.HardwareAddr(k[:]), err))
@@ -139,8 +139,14 @@ func (m *Manager) floodEntry(v *VNI, n Neigh) {
 // staleErr keeps an error of writing or deleting a stale entry for
 // Settle to return. Called with m.mu held.
 func (m *Manager) staleErr(v *VNI, err error) {
-	m.errs = append(m.errs, fmt.Errorf("overlay VNI %d: %w", v.VNI, err))
+	if len(m.errs) < maxStaleErrs {
+		m.errs = append(m.errs, fmt.Errorf("overlay VNI %d: %w", v.VNI, err))
+	}
 }
+
+// maxStaleErrs bounds the errors kept between two Settles (a kernel that
+// refuses every write says so in the first few).
+const maxStaleErrs = 8
 
 // ZebraExited tells the Manager that zebra exited (Watch: its nexthop
 // objects went). If it had withdrawn every flood-list VTEP of every VNI
