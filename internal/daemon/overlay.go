@@ -35,9 +35,11 @@ import (
 //   - remote addresses in: each remote MAC zebra writes on the vxlan
 //     device is put in the table at once (PutLearned: a learned entry of
 //     the overlay port, which moves when the station shows up locally, and
-//     which the sweep never ages); one zebra deletes is deleted at the next
-//     sync, which also puts back remotes the table lost (a flush, an fdb
-//     del) and deletes entries of the overlay port that no remote backs.
+//     which the sweep never ages); one zebra deletes stays, stale, for
+//     overlay.StaleWait (or while FRR restarts: internal/overlay's
+//     stale.go), and is deleted at the first sync after, which also puts
+//     back remotes the table lost (a flush, an fdb del) and deletes
+//     entries of the overlay port that no remote backs.
 
 // overlayFull is how often the whole table is compared with what the
 // advertise ports hold (addresses aged, flushed or deleted are withdrawn
