@@ -64,13 +64,16 @@ type remotePutter interface {
 type overlayState struct {
 	mgr     *overlay.Manager
 	hasAddr func(netip.Addr) (bool, error)
-	watch   func(done <-chan struct{}) (<-chan overlay.Neigh, error)
+	watch   func(done <-chan struct{}, handle func(overlay.Neigh)) (<-chan struct{}, error)
 	// zebra: zebra's exits (overlay.WatchZebra), for the Manager to hold
 	// what it withdrew across an FRR restart.
 	zebra func(done <-chan struct{}) (<-chan struct{}, error)
 	put   remotePutter // nil: the dataplane cannot hold remote addresses
 	nudge chan struct{}
 	moves chan datapath.Move // learns and moves, for overlayLoop
+	// changes: what the kernel's FDB events changed of the remote
+	// addresses (overlayNeigh), for overlayLoop to mirror, in order.
+	changes chan overlay.Change
 	// fresh: what events made of addresses (true: local) since a
 	// comparison of the whole table began, by VNI; nil between them.
 	fresh map[uint32]map[[6]byte]bool
@@ -87,7 +90,7 @@ type overlayState struct {
 }
 
 func newOverlayState(k overlay.Kernel, put remotePutter) *overlayState {
-	o := &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, zebra: overlay.WatchZebra, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), full: map[uint32]bool{},
+	o := &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, zebra: overlay.WatchZebra, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), changes: make(chan overlay.Change, overlayMoves), full: map[uint32]bool{},
 		nextHop: overlay.ResolveNextHop}
 	o.encap, _ = put.(encapWriter)
 	return o
@@ -550,18 +553,18 @@ func isOverlayEntry(b *bridgeState, e datapath.FDBEntry) bool {
 }
 
 // overlayLoop keeps the table and the VNIs in step (see above) until ctx
-// is done. events is the kernel's FDB events, subscribed before the first
-// apply read the VNIs' FDBs, so that none falls between. The datapath's
+// is done. The kernel's FDB events are entered by overlayNeigh, on the
+// goroutine of their subscription (overlay.Watch), made before the first
+// apply read the VNIs' FDBs, so that none falls between; lost closes when
+// it fails, and the loop subscribes again. The datapath's
 // learns and moves come by d.ovl.moves and are told one by one; the whole
 // table is compared every overlayFull, and on a nudge, but never twice
 // within overlaySync (a burst of nudges is one comparison).
-func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
+func (d *Daemon) overlayLoop(ctx context.Context, lost <-chan struct{}) {
 	tick := time.NewTicker(overlayFull)
 	defer tick.Stop()
 	var last time.Time
 	var later <-chan time.Time // a nudge that came too soon after the last comparison
-	changes := make(chan overlay.Change, overlayMoves)
-	go d.overlayNeighs(ctx, events, changes)
 	zebra, err := d.ovl.zebra(ctx.Done())
 	if err != nil {
 		d.log.Warn("overlay: cannot watch zebra's nexthop objects; an FRR restart withdraws the remote addresses until it is back", "err", err)
@@ -581,7 +584,11 @@ func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
 		select {
 		case <-ctx.Done():
 			return
-		case c := <-changes:
+		case _, ok := <-lost:
+			if !ok {
+				lost = d.resubscribeOverlay(ctx)
+			}
+		case c := <-d.ovl.changes:
 			d.mu.Lock()
 			d.overlayChange(c)
 			d.mu.Unlock()
@@ -610,29 +617,22 @@ func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
 	}
 }
 
-// overlayNeighs enters the kernel's FDB events into the Manager as they
-// come, apart from overlayLoop (which may be walking the table): an entry
-// zebra withdraws is written back at once (internal/overlay's stale.go),
-// in the half millisecond before zebra takes the flood list too, so that
-// no frame meets neither. The changes go to the loop, in order.
-func (d *Daemon) overlayNeighs(ctx context.Context, events <-chan overlay.Neigh, changes chan<- overlay.Change) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case n, ok := <-events:
-			if !ok {
-				events = d.resubscribeOverlay(ctx)
-				continue
-			}
-			if c, changed := d.ovl.mgr.Handle(n); changed {
-				select {
-				case changes <- c:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
+// overlayNeigh enters one of the kernel's FDB events into the Manager, on
+// the goroutine that reads them (overlay.Watch), apart from overlayLoop,
+// which may be walking the table: an entry zebra withdraws is written back
+// at once (internal/overlay's stale.go), in the half millisecond before
+// zebra takes the flood list too, so that no frame meets neither. What it
+// changed goes to the loop, in order; when the loop is that far behind,
+// the next comparison mirrors it instead.
+func (d *Daemon) overlayNeigh(n overlay.Neigh) {
+	c, changed := d.ovl.mgr.Handle(n)
+	if !changed {
+		return
+	}
+	select {
+	case d.ovl.changes <- c:
+	default:
+		d.nudgeOverlay()
 	}
 }
 
@@ -685,12 +685,15 @@ func (d *Daemon) settleStale() {
 
 // resubscribeOverlay watches the FDBs again after events were lost, and
 // reads every VNI's again.
-func (d *Daemon) resubscribeOverlay(ctx context.Context) <-chan overlay.Neigh {
+func (d *Daemon) resubscribeOverlay(ctx context.Context) <-chan struct{} {
+	if ctx.Err() != nil {
+		return nil
+	}
 	d.log.Warn("overlay: FDB events lost; watching again and reading the VNIs' FDBs")
-	events, err := d.ovl.watch(ctx.Done())
+	lost, err := d.ovl.watch(ctx.Done(), d.overlayNeigh)
 	if err != nil {
 		d.log.Warn("overlay: cannot watch FDB entries; remote addresses follow at each sync only", "err", err)
-		events = nil
+		lost = nil
 	}
 	for _, vni := range d.ovl.mgr.Held() {
 		if _, err := d.ovl.mgr.Reload(vni); err != nil {
@@ -698,7 +701,7 @@ func (d *Daemon) resubscribeOverlay(ctx context.Context) <-chan overlay.Neigh {
 		}
 	}
 	d.nudgeOverlay()
-	return events
+	return lost
 }
 
 // overlayStatus is an overlay port as show gives it.

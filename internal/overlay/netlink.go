@@ -501,30 +501,43 @@ func (Netlink) DelLocal(adv int, mac net.HardwareAddr) error {
 	return err
 }
 
-// Watch sends the AF_BRIDGE neighbour events of the namespace until done
-// is closed; the channel closes when the subscription fails (events were
-// lost: read the FDBs again, Manager.Reload).
-func Watch(done <-chan struct{}) (<-chan Neigh, error) {
-	ch := make(chan netlink.NeighUpdate, 1024)
-	if err := netlink.NeighSubscribeWithOptions(ch, done, netlink.NeighSubscribeOptions{ErrorCallback: func(error) {}}); err != nil {
+// Watch calls handle with each AF_BRIDGE neighbour event of the
+// namespace, on the goroutine that reads them (an entry zebra withdraws is
+// written back within the half millisecond before zebra takes the flood
+// list too: each hand-off to another goroutine is a wait for a CPU), until
+// done is closed. The channel it returns closes when the subscription
+// fails (events were lost: read the FDBs again, Manager.Reload) or done is
+// closed.
+func Watch(done <-chan struct{}, handle func(Neigh)) (<-chan struct{}, error) {
+	s, err := nl.Subscribe(unix.NETLINK_ROUTE, unix.RTNLGRP_NEIGH)
+	if err != nil {
 		return nil, fmt.Errorf("watch FDB entries: %w", err)
 	}
-	out := make(chan Neigh, 1024)
+	ended := make(chan struct{})
 	go func() {
-		defer close(out)
-		for u := range ch {
-			if u.Family != unix.AF_BRIDGE {
-				continue
-			}
-			n := neighOf(&u.Neigh, u.Type == unix.RTM_DELNEIGH)
-			select {
-			case out <- n:
-			case <-done:
+		<-done
+		s.Close()
+	}()
+	go func() {
+		defer close(ended)
+		for {
+			msgs, _, err := s.Receive()
+			if err != nil {
 				return
+			}
+			for _, m := range msgs {
+				if m.Header.Type != unix.RTM_NEWNEIGH && m.Header.Type != unix.RTM_DELNEIGH {
+					continue
+				}
+				n, err := netlink.NeighDeserialize(m.Data)
+				if err != nil || n.Family != unix.AF_BRIDGE {
+					continue
+				}
+				handle(neighOf(n, m.Header.Type == unix.RTM_DELNEIGH))
 			}
 		}
 	}()
-	return out, nil
+	return ended, nil
 }
 
 // SetStale implements Kernel: a flood-list entry is appended (the kernel
