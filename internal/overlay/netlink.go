@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"syscall"
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
@@ -509,9 +510,30 @@ func (Netlink) DelLocal(adv int, mac net.HardwareAddr) error {
 // fails (events were lost: read the FDBs again, Manager.Reload) or done is
 // closed.
 func Watch(done <-chan struct{}, handle func(Neigh)) (<-chan struct{}, error) {
-	s, err := nl.Subscribe(unix.NETLINK_ROUTE, unix.RTNLGRP_NEIGH)
+	ended, err := subscribe(done, unix.RTNLGRP_NEIGH, func(m syscall.NetlinkMessage) {
+		if m.Header.Type != unix.RTM_NEWNEIGH && m.Header.Type != unix.RTM_DELNEIGH {
+			return
+		}
+		n, err := netlink.NeighDeserialize(m.Data)
+		if err != nil || n.Family != unix.AF_BRIDGE {
+			return
+		}
+		handle(neighOf(n, m.Header.Type == unix.RTM_DELNEIGH))
+	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("watch FDB entries: %w", err)
+	}
+	return ended, nil
+}
+
+// subscribe reads an rtnetlink multicast group of the namespace on a
+// goroutine of its own, calling each with every message, until done is
+// closed or a read fails; a read that finds messages lost (ENOBUFS) calls
+// lost and goes on if lost is not nil. The channel closes when it ends.
+func subscribe(done <-chan struct{}, group uint, each func(syscall.NetlinkMessage), lost func()) (<-chan struct{}, error) {
+	s, err := nl.Subscribe(unix.NETLINK_ROUTE, group)
+	if err != nil {
+		return nil, err
 	}
 	ended := make(chan struct{})
 	go func() {
@@ -522,18 +544,15 @@ func Watch(done <-chan struct{}, handle func(Neigh)) (<-chan struct{}, error) {
 		defer close(ended)
 		for {
 			msgs, _, err := s.Receive()
+			if lost != nil && errors.Is(err, unix.ENOBUFS) {
+				lost()
+				continue
+			}
 			if err != nil {
 				return
 			}
 			for _, m := range msgs {
-				if m.Header.Type != unix.RTM_NEWNEIGH && m.Header.Type != unix.RTM_DELNEIGH {
-					continue
-				}
-				n, err := netlink.NeighDeserialize(m.Data)
-				if err != nil || n.Family != unix.AF_BRIDGE {
-					continue
-				}
-				handle(neighOf(n, m.Header.Type == unix.RTM_DELNEIGH))
+				each(m)
 			}
 		}
 	}()
@@ -583,41 +602,26 @@ func isZeroMAC(mac net.HardwareAddr) bool {
 // EVPN entries, which Manager.ZebraExited weighs. The channel closes when
 // the subscription fails or done is closed.
 func WatchZebra(done <-chan struct{}) (<-chan struct{}, error) {
-	s, err := nl.Subscribe(unix.NETLINK_ROUTE, unix.RTNLGRP_NEXTHOP)
+	out := make(chan struct{}, 1)
+	tell := func() {
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+	ended, err := subscribe(done, unix.RTNLGRP_NEXTHOP, func(m syscall.NetlinkMessage) {
+		// struct nhmsg: family, scope, protocol, ...
+		if m.Header.Type == unix.RTM_DELNEXTHOP && len(m.Data) >= 3 && m.Data[2] == unix.RTPROT_ZEBRA {
+			tell()
+		}
+	}, tell) // events lost: zebra's among them, maybe (the Manager weighs what zebra withdrew first)
 	if err != nil {
 		return nil, fmt.Errorf("watch nexthop objects: %w", err)
 	}
-	out := make(chan struct{}, 1)
+	// The channel closes when the subscription ends; out is the reader's.
 	go func() {
-		<-done
-		s.Close()
-	}()
-	go func() {
-		defer close(out)
-		for {
-			msgs, _, err := s.Receive()
-			if errors.Is(err, unix.ENOBUFS) {
-				// Events were lost: zebra's among them, maybe (the
-				// Manager weighs what zebra withdrew first).
-				msgs, err = nil, nil
-				select {
-				case out <- struct{}{}:
-				default:
-				}
-			}
-			if err != nil {
-				return
-			}
-			for _, m := range msgs {
-				// struct nhmsg: family, scope, protocol, ...
-				if m.Header.Type == unix.RTM_DELNEXTHOP && len(m.Data) >= 3 && m.Data[2] == unix.RTPROT_ZEBRA {
-					select {
-					case out <- struct{}{}:
-					default:
-					}
-				}
-			}
-		}
+		<-ended
+		close(out)
 	}()
 	return out, nil
 }
