@@ -525,7 +525,14 @@ func overlayLine(o *ctl.Overlay) string {
 	if len(o.FloodList) > 0 {
 		s += " (flood list " + strings.Join(o.FloodList, ", ") + ")"
 	}
-	return s + fmt.Sprintf("; MACs remote %d, advertised %d", o.RemoteMACs, o.LocalMACs)
+	s += fmt.Sprintf("; MACs remote %d, advertised %d", o.RemoteMACs, o.LocalMACs)
+	if o.Stale > 0 {
+		s += fmt.Sprintf("; stale %d", o.Stale)
+		if o.FRRRestarting {
+			s += " (FRR restarting)"
+		}
+	}
+	return s
 }
 
 // portVLANs is a port's VLANs as `show` prints them: "10" for an access
@@ -593,6 +600,9 @@ untagged entries of a bridge that is not VLAN-aware), as iproute2's
 					kind, age = "static", "-"
 				case x.VTEP != "":
 					kind = "remote " + x.VTEP
+					if x.Stale {
+						kind += " stale"
+					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", x.Bridge, x.MAC, x.VLAN, x.Port, kind, age)
 			}

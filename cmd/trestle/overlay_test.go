@@ -11,8 +11,9 @@ import (
 	"github.com/trestle/trestle/internal/ctl"
 )
 
-// TestOverlayPrinting: show says what an overlay port is, fdb show marks a
-// remote entry with its VTEP, and the other lines are as they were.
+// TestOverlayPrinting: show says what an overlay port is (and how many of
+// its entries are stale while FRR restarts), fdb show marks a remote entry
+// with its VTEP (and stale), and the other lines are as they were.
 func TestOverlayPrinting(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "t.sock")
 	srv, err := ctl.Listen(sock)
@@ -31,8 +32,11 @@ func TestOverlayPrinting(t *testing.T) {
 			{Bridge: "br0", MAC: "02:00:00:00:00:03", Port: "veth-a", Static: true},
 			{Bridge: "br0", MAC: "02:00:00:00:00:01", Port: "veth-a", AgeSeconds: 1.5},
 		})
-		_ = s.FDBChunk([]ctl.FDBEntry{{Bridge: "br0", MAC: "02:00:00:00:00:02", Port: "tvx1000", AgeSeconds: 2, VTEP: "10.255.0.2"}})
-		return s.EndFDB(ctl.FDBEnd{Entries: 3})
+		_ = s.FDBChunk([]ctl.FDBEntry{
+			{Bridge: "br0", MAC: "02:00:00:00:00:02", Port: "tvx1000", AgeSeconds: 2, VTEP: "10.255.0.2"},
+			{Bridge: "br0", MAC: "02:00:00:00:00:04", Port: "tvx1000", AgeSeconds: 3, VTEP: "10.255.0.2", Stale: true},
+		})
+		return s.EndFDB(ctl.FDBEnd{Entries: 4})
 	})
 	go srv.Serve(ctx, func(_ context.Context, req ctl.Request) (any, error) {
 		switch req.Cmd {
@@ -40,7 +44,7 @@ func TestOverlayPrinting(t *testing.T) {
 			return ctl.Status{Bridges: []ctl.BridgeStatus{{Name: "br0", ID: 1, Ports: []ctl.PortStatus{
 				{Name: "veth-a", State: "up", Mode: "tc", Learning: true, Flood: true, McastFlood: true, BcastFlood: true},
 				{Name: "tvx1000", State: "up", Mode: "tc", Flood: true, McastFlood: true, BcastFlood: true,
-					Overlay: &ctl.Overlay{VNI: 1000, VTEP: "10.255.0.1", MTU: 1450, DstPort: 4789, RemoteVTEPs: 2, FloodList: []string{"10.255.0.2", "10.255.0.3"}, RemoteMACs: 3, LocalMACs: 1}},
+					Overlay: &ctl.Overlay{VNI: 1000, VTEP: "10.255.0.1", MTU: 1450, DstPort: 4789, RemoteVTEPs: 2, FloodList: []string{"10.255.0.2", "10.255.0.3"}, RemoteMACs: 3, LocalMACs: 1, Stale: 2, FRRRestarting: true}},
 			}}}}, nil
 		}
 		return nil, fmt.Errorf("unexpected %s", req.Cmd)
@@ -49,7 +53,7 @@ func TestOverlayPrinting(t *testing.T) {
 	env := map[string]string{"TRESTLE_SOCKET": sock}
 
 	out, code := runCLI(t, env, "show")
-	if code != 0 || !strings.Contains(out, "overlay: VNI 1000, VTEP 10.255.0.1, dstport 4789, mtu 1450; remote VTEPs 2 (flood list 10.255.0.2, 10.255.0.3); MACs remote 3, advertised 1\n") {
+	if code != 0 || !strings.Contains(out, "overlay: VNI 1000, VTEP 10.255.0.1, dstport 4789, mtu 1450; remote VTEPs 2 (flood list 10.255.0.2, 10.255.0.3); MACs remote 3, advertised 1; stale 2 (FRR restarting)\n") {
 		t.Errorf("show: %d\n%s", code, out)
 	}
 	if strings.Count(out, "overlay:") != 1 {
@@ -57,9 +61,10 @@ func TestOverlayPrinting(t *testing.T) {
 	}
 	out, code = runCLI(t, env, "fdb", "show")
 	want := []string{
-		"br0     02:00:00:00:00:01  0     veth-a   learned            1.5s",
-		"br0     02:00:00:00:00:02  0     tvx1000  remote 10.255.0.2  2.0s",
-		"br0     02:00:00:00:00:03  0     veth-a   static             -",
+		"br0     02:00:00:00:00:01  0     veth-a   learned                  1.5s",
+		"br0     02:00:00:00:00:02  0     tvx1000  remote 10.255.0.2        2.0s",
+		"br0     02:00:00:00:00:03  0     veth-a   static                   -",
+		"br0     02:00:00:00:00:04  0     tvx1000  remote 10.255.0.2 stale  3.0s",
 	}
 	for _, w := range want {
 		if code != 0 || !strings.Contains(out, w+"\n") {
@@ -70,13 +75,14 @@ func TestOverlayPrinting(t *testing.T) {
 		t.Errorf("fdb show does not list the entries sorted by MAC:\n%s", out)
 	}
 
-	// --json: the key docs/overlay.md names, on the remote entry only.
+	// --json: the keys docs/overlay.md names, on the remote entries only
+	// (stale on the stale one only).
 	out, code = runCLI(t, env, "fdb", "show", "--json")
-	if code != 0 || !strings.Contains(out, `"vtep": "10.255.0.2"`) || strings.Count(out, `"vtep"`) != 1 {
-		t.Errorf("fdb show --json: want \"vtep\": \"10.255.0.2\" once: %d\n%s", code, out)
+	if code != 0 || strings.Count(out, `"vtep": "10.255.0.2"`) != 2 || strings.Count(out, `"vtep"`) != 2 || strings.Count(out, `"stale": true`) != 1 || strings.Count(out, `"stale"`) != 1 {
+		t.Errorf("fdb show --json: want \"vtep\": \"10.255.0.2\" twice, \"stale\": true once: %d\n%s", code, out)
 	}
 	var es []map[string]any
-	if err := json.Unmarshal([]byte(out), &es); err != nil || len(es) != 3 {
+	if err := json.Unmarshal([]byte(out), &es); err != nil || len(es) != 4 {
 		t.Fatalf("fdb show --json: %v, %d entries\n%s", err, len(es), out)
 	}
 	for _, e := range es {

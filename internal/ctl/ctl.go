@@ -176,6 +176,10 @@ type FDBEntry struct {
 	// VTEP: a remote address of an overlay port, behind this VTEP
 	// (docs/overlay.md).
 	VTEP string `json:"vtep,omitempty"`
+	// Stale: a remote address zebra withdrew that is kept until FRR is
+	// back, or for a moment in case it is going (docs/overlay.md, "FRR
+	// restarts").
+	Stale bool `json:"stale,omitempty"`
 }
 
 // NeighEntry is one row of `trestle neigh show --json`: an address in one
@@ -340,6 +344,11 @@ type Overlay struct {
 	FloodList   List[string] `json:"flood_list"`
 	RemoteMACs  int          `json:"remote_macs"`
 	LocalMACs   int          `json:"local_macs"`
+	// Stale: remote MACs and flood-list VTEPs zebra withdrew that are kept
+	// for now; FRRRestarting: zebra exited after withdrawing them, and
+	// they are kept until FRR is back.
+	Stale         int  `json:"stale"`
+	FRRRestarting bool `json:"frr_restarting,omitempty"`
 }
 
 // VLANStats is one VLAN of `trestle stats --vlan --json`: frames classified

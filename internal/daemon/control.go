@@ -403,12 +403,12 @@ func (d *Daemon) walkFDBShow(names fdbNames, filter fdbFilter, send func([]ctl.F
 			if b == nil || !filter.takes(e) {
 				continue
 			}
-			port, vtep := "", ""
+			port, vtep, stale := "", "", false
 			if p, ok := b.ports[e.Slot]; ok {
 				port = p.name
 				if p.vni != 0 {
 					if a, ok := d.ovl.mgr.RemoteOf(p.vni, e.MAC); ok {
-						vtep = a.String()
+						vtep, stale = a.String(), d.ovl.mgr.IsStale(p.vni, e.MAC)
 					}
 				}
 			}
@@ -418,7 +418,7 @@ func (d *Daemon) walkFDBShow(names fdbNames, filter fdbFilter, send func([]ctl.F
 			}
 			fk := moveKey{vlan: e.VLAN}
 			copy(fk.mac[:], e.MAC)
-			out = append(out, ctl.FDBEntry{Bridge: b.name, MAC: e.MAC.String(), VLAN: e.VLAN, Port: port, Static: e.Static, AgeSeconds: age, VTEP: vtep,
+			out = append(out, ctl.FDBEntry{Bridge: b.name, MAC: e.MAC.String(), VLAN: e.VLAN, Port: port, Static: e.Static, AgeSeconds: age, VTEP: vtep, Stale: stale,
 				Frozen: e.Static && b.frozen[fk]})
 		}
 		if len(out) == 0 {

@@ -190,7 +190,7 @@ func Run(ctx context.Context, opts Options) error {
 	// FDB events before the first apply reads the VNIs' FDBs, so that
 	// none falls between (the VNIs an earlier daemon recorded are taken
 	// over by adopt).
-	ovlEvents, err := d.ovl.watch(linkDone)
+	ovlLost, err := d.ovl.watch(linkDone, d.overlayNeigh)
 	if err != nil {
 		log.Warn("overlay: cannot watch FDB entries; remote addresses follow at each sync only", "err", err)
 	}
@@ -228,7 +228,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	go srv.Serve(ctx, d.handle)
 	go d.watchEvents(ctx)
-	go d.overlayLoop(ctx, ovlEvents)
+	go d.overlayLoop(ctx, ovlLost)
 	d.notify(sd.SdNotifyReady, statusLine("forwarding: %d bridges", len(cfg.Bridges)))
 
 	sigs := make(chan os.Signal, 4)

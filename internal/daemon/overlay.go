@@ -36,9 +36,11 @@ import (
 //   - remote addresses in: each remote MAC zebra writes on the vxlan
 //     device is put in the table at once (PutLearned: a learned entry of
 //     the overlay port, which moves when the station shows up locally, and
-//     which the sweep never ages); one zebra deletes is deleted at the next
-//     sync, which also puts back remotes the table lost (a flush, an fdb
-//     del) and deletes entries of the overlay port that no remote backs.
+//     which the sweep never ages); one zebra deletes stays, stale, for
+//     overlay.StaleWait (or while FRR restarts: internal/overlay's
+//     stale.go), and is deleted at the first sync after, which also puts
+//     back remotes the table lost (a flush, an fdb del) and deletes
+//     entries of the overlay port that no remote backs.
 
 // overlayFull is how often the whole table is compared with what the
 // advertise ports hold (addresses aged, flushed or deleted are withdrawn
@@ -63,10 +65,16 @@ type remotePutter interface {
 type overlayState struct {
 	mgr     *overlay.Manager
 	hasAddr func(netip.Addr) (bool, error)
-	watch   func(done <-chan struct{}) (<-chan overlay.Neigh, error)
-	put     remotePutter // nil: the dataplane cannot hold remote addresses
-	nudge   chan struct{}
-	moves   chan datapath.Move // learns and moves, for overlayLoop
+	watch   func(done <-chan struct{}, handle func(overlay.Neigh)) (<-chan struct{}, error)
+	// zebra: zebra's exits (overlay.WatchZebra), for the Manager to hold
+	// what it withdrew across an FRR restart.
+	zebra func(done <-chan struct{}) (<-chan struct{}, error)
+	put   remotePutter // nil: the dataplane cannot hold remote addresses
+	nudge chan struct{}
+	moves chan datapath.Move // learns and moves, for overlayLoop
+	// changes: what the kernel's FDB events changed of the remote
+	// addresses (overlayNeigh), for overlayLoop to mirror, in order.
+	changes chan overlay.Change
 	// fresh: what events made of addresses (true: local) since a
 	// comparison of the whole table began, by VNI; nil between them.
 	fresh map[uint32]map[[6]byte]bool
@@ -86,7 +94,7 @@ type overlayState struct {
 }
 
 func newOverlayState(k overlay.Kernel, put remotePutter) *overlayState {
-	o := &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), full: map[uint32]bool{},
+	o := &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, zebra: overlay.WatchZebra, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), changes: make(chan overlay.Change, overlayMoves), full: map[uint32]bool{},
 		nextHop: overlay.ResolveNextHop}
 	o.encap, _ = put.(encapWriter)
 	return o
@@ -549,16 +557,22 @@ func isOverlayEntry(b *bridgeState, e datapath.FDBEntry) bool {
 }
 
 // overlayLoop keeps the table and the VNIs in step (see above) until ctx
-// is done. events is the kernel's FDB events, subscribed before the first
-// apply read the VNIs' FDBs, so that none falls between. The datapath's
+// is done. The kernel's FDB events are entered by overlayNeigh, on the
+// goroutine of their subscription (overlay.Watch), made before the first
+// apply read the VNIs' FDBs, so that none falls between; lost closes when
+// it fails, and the loop subscribes again. The datapath's
 // learns and moves come by d.ovl.moves and are told one by one; the whole
 // table is compared every overlayFull, and on a nudge, but never twice
 // within overlaySync (a burst of nudges is one comparison).
-func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
+func (d *Daemon) overlayLoop(ctx context.Context, lost <-chan struct{}) {
 	tick := time.NewTicker(overlayFull)
 	defer tick.Stop()
 	var last time.Time
 	var later <-chan time.Time // a nudge that came too soon after the last comparison
+	zebra, err := d.ovl.zebra(ctx.Done())
+	if err != nil {
+		d.log.Warn("overlay: cannot watch zebra's nexthop objects; an FRR restart withdraws the remote addresses until it is back", "err", err)
+	}
 	full := func() {
 		if wait := overlaySync - time.Since(last); wait > 0 {
 			if later == nil {
@@ -574,20 +588,28 @@ func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
 		select {
 		case <-ctx.Done():
 			return
-		case n, ok := <-events:
+		case _, ok := <-lost:
 			if !ok {
-				events = d.resubscribeOverlay(ctx)
-				continue
+				lost = d.resubscribeOverlay(ctx)
 			}
-			if c, changed := d.ovl.mgr.Handle(n); changed {
-				d.mu.Lock()
-				d.overlayChange(c)
-				d.mu.Unlock()
-			}
+		case c := <-d.ovl.changes:
+			d.mu.Lock()
+			d.overlayChange(c)
+			d.mu.Unlock()
 		case m := <-d.ovl.moves:
 			d.mu.Lock()
 			d.overlayEvent(m)
 			d.mu.Unlock()
+		case _, ok := <-zebra:
+			if !ok {
+				d.log.Warn("overlay: zebra's nexthop objects no longer watched; an FRR restart withdraws the remote addresses until it is back")
+				zebra = nil
+				continue
+			}
+			if d.ovl.mgr.ZebraExited() {
+				d.log.Warn("overlay: zebra exited after withdrawing every remote VTEP: FRR is restarting; its remote addresses and flood lists are kept, stale, until it is back",
+					"limit", overlay.HoldLimit)
+			}
 		case <-tick.C:
 			full()
 		case <-later:
@@ -596,6 +618,25 @@ func (d *Daemon) overlayLoop(ctx context.Context, events <-chan overlay.Neigh) {
 		case <-d.ovl.nudge:
 			full()
 		}
+	}
+}
+
+// overlayNeigh enters one of the kernel's FDB events into the Manager, on
+// the goroutine that reads them (overlay.Watch), apart from overlayLoop,
+// which may be walking the table: an entry zebra withdraws is written back
+// at once (internal/overlay's stale.go), in the half millisecond before
+// zebra takes the flood list too, so that no frame meets neither. What it
+// changed goes to the loop, in order; when the loop is that far behind,
+// the next comparison mirrors it instead.
+func (d *Daemon) overlayNeigh(n overlay.Neigh) {
+	c, changed := d.ovl.mgr.Handle(n)
+	if !changed {
+		return
+	}
+	select {
+	case d.ovl.changes <- c:
+	default:
+		d.nudgeOverlay()
 	}
 }
 
@@ -624,20 +665,40 @@ func (d *Daemon) runSync() {
 	if !have {
 		return
 	}
+	d.settleStale()
 	if err := d.syncOverlay(); err != nil {
 		d.log.Warn("overlay sync", "err", err)
 	}
 	d.syncOverlayNeighs() // MAC+IP routes both ways (overlayneigh.go)
 }
 
+// settleStale removes the stale remote addresses whose time is up
+// (overlay.Manager.Settle); the sync that follows takes them out of the
+// table.
+func (d *Daemon) settleStale() {
+	st, err := d.ovl.mgr.Settle()
+	if err != nil {
+		d.log.Warn("overlay: stale remote addresses", "err", err)
+	}
+	switch {
+	case st.Ended && st.Claimed:
+		d.log.Info("overlay: FRR is back: the stale remote addresses it did not write again are removed", "removed", st.Removed)
+	case st.Ended:
+		d.log.Warn("overlay: FRR not back within the limit: its stale remote addresses are removed", "limit", overlay.HoldLimit, "removed", st.Removed)
+	}
+}
+
 // resubscribeOverlay watches the FDBs again after events were lost, and
 // reads every VNI's again.
-func (d *Daemon) resubscribeOverlay(ctx context.Context) <-chan overlay.Neigh {
+func (d *Daemon) resubscribeOverlay(ctx context.Context) <-chan struct{} {
+	if ctx.Err() != nil {
+		return nil
+	}
 	d.log.Warn("overlay: FDB events lost; watching again and reading the VNIs' FDBs")
-	events, err := d.ovl.watch(ctx.Done())
+	lost, err := d.ovl.watch(ctx.Done(), d.overlayNeigh)
 	if err != nil {
 		d.log.Warn("overlay: cannot watch FDB entries; remote addresses follow at each sync only", "err", err)
-		events = nil
+		lost = nil
 	}
 	for _, vni := range d.ovl.mgr.Held() {
 		if _, err := d.ovl.mgr.Reload(vni); err != nil {
@@ -645,7 +706,7 @@ func (d *Daemon) resubscribeOverlay(ctx context.Context) <-chan overlay.Neigh {
 		}
 	}
 	d.nudgeOverlay()
-	return events
+	return lost
 }
 
 // overlayStatus is an overlay port as show gives it.
@@ -660,6 +721,7 @@ func (d *Daemon) overlayStatus(p *portState) *ctl.Overlay {
 	}
 	o.MTU = st.Devices.MTU
 	o.RemoteVTEPs, o.RemoteMACs, o.LocalMACs = st.RemoteVTEPs, len(st.Remotes), st.Local
+	o.Stale, o.FRRRestarting = st.Stale, st.Holding
 	for _, a := range st.FloodVTEPs {
 		o.FloodList = append(o.FloodList, a.String())
 	}

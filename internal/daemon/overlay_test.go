@@ -78,6 +78,17 @@ func (k *ovKernel) DelLocal(adv int, mac net.HardwareAddr) error {
 	return nil
 }
 
+// SetStale and DelStale write on the vxlan device: logged in writes.
+func (k *ovKernel) SetStale(vx int, mac net.HardwareAddr, dst netip.Addr) error {
+	k.writes = append(k.writes, "stale "+mac.String()+" "+dst.String())
+	return nil
+}
+
+func (k *ovKernel) DelStale(vx int, mac net.HardwareAddr, dst netip.Addr) error {
+	k.writes = append(k.writes, "unstale "+mac.String()+" "+dst.String())
+	return nil
+}
+
 func (k *ovKernel) wrote(adv int, w string) {
 	k.writes = append(k.writes, w)
 	if k.advWrites == nil {
@@ -124,7 +135,12 @@ type ovWorld struct {
 	k     *ovKernel
 	addrs map[netip.Addr]bool
 	odp   ovDP
+	// clock: the Manager's, for stale entries; advance moves it.
+	clock time.Time
 }
+
+// advance moves the clock of stale entries on by d.
+func (w *ovWorld) advance(d time.Duration) { w.clock = w.clock.Add(d) }
 
 func newOvWorld(t *testing.T) *ovWorld {
 	dp, sys := newFakeDP(), newFakeSys()
@@ -137,6 +153,8 @@ func newOvWorld(t *testing.T) *ovWorld {
 		return overlay.NextHop{}, overlay.ErrUnresolved
 	}
 	w.d.ovl.hasAddr = func(a netip.Addr) (bool, error) { return ow.addrs[a], nil }
+	ow.clock = time.Unix(1e9, 0)
+	w.d.ovl.mgr.SetClock(func() time.Time { return ow.clock })
 	return ow
 }
 
@@ -165,8 +183,35 @@ func (w *ovWorld) sync() {
 
 // remote gives the events of zebra writing (or deleting) a remote MAC:
 // the vxlan device's own entry with the VTEP, and the bridge's on the
-// vxlan port.
+// vxlan port. A deleted one is a withdrawal no FRR restart follows: kept
+// stale, then gone once overlay.StaleWait has passed (the clock is moved
+// on, and the stale entries settled).
 func (w *ovWorld) remote(mac string, deleted bool) {
+	w.t.Helper()
+	if deleted {
+		w.zebraDel(mac)
+		m, _ := net.ParseMAC(mac)
+		if !w.d.ovl.mgr.IsStale(1000, m) {
+			w.t.Fatalf("zebra's deletion of %s: not kept stale", mac)
+		}
+		w.advance(overlay.StaleWait)
+		w.d.settleStale()
+		if _, ok := w.d.ovl.mgr.RemoteOf(1000, m); ok {
+			w.t.Fatalf("zebra's deletion of %s: still remote after %v", mac, overlay.StaleWait)
+		}
+		return
+	}
+	w.zebraWrite(mac, false)
+}
+
+// zebraDel gives the events of zebra deleting a remote MAC (the bridge's
+// entry first, as the kernel tells them), which change nothing for now:
+// kept stale.
+func (w *ovWorld) zebraDel(mac string) { w.zebraWrite(mac, true) }
+
+// zebraWrite gives zebra's events of a remote MAC (see remote); when it
+// writes, something must change.
+func (w *ovWorld) zebraWrite(mac string, deleted bool) {
 	w.t.Helper()
 	m, _ := net.ParseMAC(mac)
 	vx := w.k.devs[1000].VXLAN
@@ -176,10 +221,14 @@ func (w *ovWorld) remote(mac string, deleted bool) {
 		delete(w.k.adv, m.String())
 	}
 	changed := false
-	for _, n := range []overlay.Neigh{
+	ns := []overlay.Neigh{
 		{Ifindex: vx, MAC: m, Dst: netip.MustParseAddr("192.0.2.2"), Deleted: deleted},
 		{Ifindex: vx, MAC: m, Master: true, ExtLearned: true, Deleted: deleted},
-	} {
+	}
+	if deleted {
+		ns[0], ns[1] = ns[1], ns[0]
+	}
+	for _, n := range ns {
 		c, ok := w.d.ovl.mgr.Handle(n)
 		if !ok {
 			continue
@@ -189,8 +238,8 @@ func (w *ovWorld) remote(mac string, deleted bool) {
 		w.d.overlayChange(c)
 		w.d.mu.Unlock()
 	}
-	if !changed {
-		w.t.Fatalf("zebra's entries for %s (deleted %v) changed nothing", mac, deleted)
+	if !changed && !deleted {
+		w.t.Fatalf("zebra's entries for %s changed nothing", mac)
 	}
 }
 
@@ -682,8 +731,16 @@ func TestOverlayEncaps(t *testing.T) {
 	if got, ok := w.odp.encaps[k]; !ok || got != want {
 		t.Fatalf("encapsulation of %s: %+v, %v; want %+v", mac, got, ok, want)
 	}
-	// It goes with the remote MAC, at once.
-	w.remote(mac, true)
+	// Kept while the MAC is stale (an FRR restart keeps its frames
+	// encapsulated), and gone with it at the sync after it went.
+	w.zebraDel(mac)
+	w.sync()
+	if _, ok := w.odp.encaps[k]; !ok {
+		t.Errorf("the encapsulation of a stale remote MAC went")
+	}
+	w.advance(overlay.StaleWait)
+	w.d.settleStale()
+	w.sync()
 	if _, ok := w.odp.encaps[k]; ok {
 		t.Errorf("the encapsulation of a remote MAC that went is still there")
 	}

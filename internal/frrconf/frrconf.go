@@ -35,9 +35,17 @@ func Zebra(s Site) string { return fmt.Sprintf("hostname zebra-%s\n", s.Name) }
 // iBGP or eBGP by the peers' AS. With an eBGP peer, no policy is asked of
 // the sessions (FRR asks one of eBGP sessions by default), and the route
 // targets are RFC 8365's, which leave the AS out (docs/overlay.md).
+//
+// Graceful restart (RFC 4724) with the forwarding state preserved: a
+// bgpd that stops says no Cease to its graceful peers, which keep its
+// routes (stale) until it is back and has sent End-of-RIB, so that the
+// other hosts keep forwarding to this one across its FRR restart; this
+// host's own entries are kept by trestle meanwhile (docs/overlay.md, "FRR
+// restarts").
 func BGPd(s Site) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "hostname bgpd-%s\nrouter bgp %d\n bgp router-id %s\n no bgp default ipv4-unicast\n", s.Name, s.ASN, s.RouterID)
+	b.WriteString(" bgp graceful-restart\n bgp graceful-restart preserve-fw-state\n")
 	ebgp := slices.ContainsFunc(s.Peers, func(p Peer) bool { return p.ASN != s.ASN })
 	if ebgp {
 		b.WriteString(" no bgp ebgp-requires-policy\n")

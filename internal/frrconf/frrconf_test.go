@@ -11,6 +11,8 @@ func TestBGPd(t *testing.T) {
 router bgp 65000
  bgp router-id 10.0.0.1
  no bgp default ipv4-unicast
+ bgp graceful-restart
+ bgp graceful-restart preserve-fw-state
  neighbor 192.0.2.2 remote-as 65000
  neighbor 192.0.2.2 timers 3 9
  neighbor 192.0.2.2 timers connect 1

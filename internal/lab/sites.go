@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -298,7 +299,7 @@ func (s *Site) Settings(underlayMTU int) map[string]string {
 	pre := "host " + s.Name() + " "
 	return map[string]string{
 		pre + "VTEP": fmt.Sprintf("%s on lo, underlay %s/24 on ul0 (MTU %d)", s.VTEP, s.Under, underlayMTU),
-		pre + "FRR":  fmt.Sprintf("zebra then bgpd, %s AS %d with %s, advertise-all-vni, timers 3 9, connect 1, advertisement-interval 0", bgp, s.ASN, strings.Join(peers, ", ")),
+		pre + "FRR":  fmt.Sprintf("zebra then bgpd, %s AS %d with %s, advertise-all-vni, graceful-restart with preserve-fw-state, timers 3 9, connect 1, advertisement-interval 0", bgp, s.ASN, strings.Join(peers, ", ")),
 	}
 }
 
@@ -365,14 +366,71 @@ func (s *Site) StopFRR() error {
 }
 
 // RestartFRR is an FRR restart for a restart's stream: bgpd and zebra
-// stopped, then started again; back once bgpd has started.
+// stopped, then started again; back once every BGP session of the site is
+// up again (WaitSessions), so that the stream's tail covers the routes
+// exchanged again.
 func (s *Site) RestartFRR(ctx context.Context) (Restarted, error) {
 	t0 := time.Now()
 	_ = s.StopFRR()
 	res := Restarted{Exited: time.Since(t0), From: "FRR (zebra, bgpd)", To: "FRR (zebra, bgpd)"}
 	err := s.StartFRR(ctx)
+	if err == nil {
+		err = s.WaitSessions(ctx, 30*time.Second)
+	}
 	res.Back = time.Since(t0)
 	return res, err
+}
+
+// WaitSessions waits until bgpd has every peer of the site Established,
+// for at most limit.
+func (s *Site) WaitSessions(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	last := ""
+	for {
+		out, err := s.Vtysh(ctx, "show bgp summary json")
+		if err == nil && establishedAll(out, len(s.Peers)) {
+			return nil
+		}
+		last = out
+		if time.Now().After(deadline) {
+			return fmt.Errorf("host %s: BGP sessions not all up after %v: %v\n%s", s.Name(), limit, err, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// establishedAll says whether FRR's `show bgp summary json` has n peers,
+// each Established, in every address family that has peers (at least
+// one).
+func establishedAll(out string, n int) bool {
+	var afs map[string]struct {
+		Peers map[string]struct {
+			State string `json:"state"`
+		} `json:"peers"`
+	}
+	if json.Unmarshal([]byte(out), &afs) != nil {
+		return false
+	}
+	some := false
+	for _, af := range afs {
+		if len(af.Peers) == 0 {
+			continue
+		}
+		some = true
+		if len(af.Peers) != n {
+			return false
+		}
+		for _, p := range af.Peers {
+			if p.State != "Established" {
+				return false
+			}
+		}
+	}
+	return some
 }
 
 // Vtysh runs an FRR command (a show) against the site's daemons.

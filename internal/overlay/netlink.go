@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"syscall"
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
@@ -501,28 +502,126 @@ func (Netlink) DelLocal(adv int, mac net.HardwareAddr) error {
 	return err
 }
 
-// Watch sends the AF_BRIDGE neighbour events of the namespace until done
-// is closed; the channel closes when the subscription fails (events were
-// lost: read the FDBs again, Manager.Reload).
-func Watch(done <-chan struct{}) (<-chan Neigh, error) {
-	ch := make(chan netlink.NeighUpdate, 1024)
-	if err := netlink.NeighSubscribeWithOptions(ch, done, netlink.NeighSubscribeOptions{ErrorCallback: func(error) {}}); err != nil {
+// Watch calls handle with each AF_BRIDGE neighbour event of the
+// namespace, on the goroutine that reads them (an entry zebra withdraws is
+// written back within the half millisecond before zebra takes the flood
+// list too: each hand-off to another goroutine is a wait for a CPU), until
+// done is closed. The channel it returns closes when the subscription
+// fails (events were lost: read the FDBs again, Manager.Reload) or done is
+// closed.
+func Watch(done <-chan struct{}, handle func(Neigh)) (<-chan struct{}, error) {
+	ended, err := subscribe(done, unix.RTNLGRP_NEIGH, func(m syscall.NetlinkMessage) {
+		if m.Header.Type != unix.RTM_NEWNEIGH && m.Header.Type != unix.RTM_DELNEIGH {
+			return
+		}
+		n, err := netlink.NeighDeserialize(m.Data)
+		if err != nil || n.Family != unix.AF_BRIDGE {
+			return
+		}
+		handle(neighOf(n, m.Header.Type == unix.RTM_DELNEIGH))
+	}, nil)
+	if err != nil {
 		return nil, fmt.Errorf("watch FDB entries: %w", err)
 	}
-	out := make(chan Neigh, 1024)
+	return ended, nil
+}
+
+// subscribe reads an rtnetlink multicast group of the namespace on a
+// goroutine of its own, calling each with every message, until done is
+// closed or a read fails; a read that finds messages lost (ENOBUFS) calls
+// lost and goes on if lost is not nil. The channel closes when it ends.
+func subscribe(done <-chan struct{}, group uint, each func(syscall.NetlinkMessage), lost func()) (<-chan struct{}, error) {
+	s, err := nl.Subscribe(unix.NETLINK_ROUTE, group)
+	if err != nil {
+		return nil, err
+	}
+	ended := make(chan struct{})
 	go func() {
-		defer close(out)
-		for u := range ch {
-			if u.Family != unix.AF_BRIDGE {
+		<-done
+		s.Close()
+	}()
+	go func() {
+		defer close(ended)
+		for {
+			msgs, _, err := s.Receive()
+			if lost != nil && errors.Is(err, unix.ENOBUFS) {
+				lost()
 				continue
 			}
-			n := neighOf(&u.Neigh, u.Type == unix.RTM_DELNEIGH)
-			select {
-			case out <- n:
-			case <-done:
+			if err != nil {
 				return
 			}
+			for _, m := range msgs {
+				each(m)
+			}
 		}
+	}()
+	return ended, nil
+}
+
+// SetStale implements Kernel: a flood-list entry is appended (the kernel
+// refuses to replace one), a MAC's replaces the device's entry.
+func (Netlink) SetStale(vx int, mac net.HardwareAddr, dst netip.Addr) error {
+	n := staleNeigh(vx, mac, dst)
+	if isZeroMAC(mac) {
+		return netlink.NeighAppend(n)
+	}
+	return netlink.NeighSet(n)
+}
+
+// DelStale implements Kernel; an entry already gone is no error.
+func (Netlink) DelStale(vx int, mac net.HardwareAddr, dst netip.Addr) error {
+	err := netlink.NeighDel(staleNeigh(vx, mac, dst))
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+// staleNeigh is the vxlan device's own entry of mac behind dst as trestle
+// writes it back: NUD_PERMANENT, as zebra writes its flood-list entries,
+// so that zebra, which drops permanent entries when it reads the FDB,
+// never takes it for a MAC of its own.
+func staleNeigh(vx int, mac net.HardwareAddr, dst netip.Addr) *netlink.Neigh {
+	return &netlink.Neigh{LinkIndex: vx, Family: unix.AF_BRIDGE, HardwareAddr: mac, IP: dst.AsSlice(),
+		Flags: unix.NTF_SELF, State: unix.NUD_PERMANENT | unix.NUD_NOARP}
+}
+
+func isZeroMAC(mac net.HardwareAddr) bool {
+	for _, b := range mac {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// WatchZebra says (a value on the channel, one at a time) when zebra
+// removes a nexthop object of its own (RTM_DELNEXTHOP, protocol zebra):
+// what a zebra that exits does last to the kernel, after it withdrew the
+// EVPN entries, which Manager.ZebraExited weighs. The channel closes when
+// the subscription fails or done is closed.
+func WatchZebra(done <-chan struct{}) (<-chan struct{}, error) {
+	out := make(chan struct{}, 1)
+	tell := func() {
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+	ended, err := subscribe(done, unix.RTNLGRP_NEXTHOP, func(m syscall.NetlinkMessage) {
+		// struct nhmsg: family, scope, protocol, ...
+		if m.Header.Type == unix.RTM_DELNEXTHOP && len(m.Data) >= 3 && m.Data[2] == unix.RTPROT_ZEBRA {
+			tell()
+		}
+	}, tell) // events lost: zebra's among them, maybe (the Manager weighs what zebra withdrew first)
+	if err != nil {
+		return nil, fmt.Errorf("watch nexthop objects: %w", err)
+	}
+	// The channel closes when the subscription ends; out is the reader's.
+	go func() {
+		<-ended
+		close(out)
 	}()
 	return out, nil
 }

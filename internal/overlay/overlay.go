@@ -18,9 +18,11 @@
 //     which withdraws zebra's type-2 route;
 //   - reads the vxlan device's FDB (a dump when it takes a VNI, then the
 //     kernel's RTM_NEWNEIGH/RTM_DELNEIGH, Handle): remote MACs with their
-//     VTEP and the flood list, for the daemon to mirror into its table. It
-//     never writes or deletes an entry on the vxlan device: those are
-//     zebra's, and zebra puts back what is taken.
+//     VTEP and the flood list, for the daemon to mirror into its table.
+//     The entries on the vxlan device are zebra's, and zebra puts back
+//     what is taken; trestle writes there only what zebra withdrew, back,
+//     as its own (NUD_PERMANENT, which zebra ignores), while FRR restarts
+//     (stale.go).
 //
 // zebra writes a remote MAC twice: in the bridge's FDB on the vxlan port
 // (master, extern_learn) and in the vxlan device's own (self, with the
@@ -47,6 +49,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Names are the kernel objects of one VNI: deterministic, so that a
@@ -155,6 +158,12 @@ type Kernel interface {
 	// NUD_REACHABLE otherwise); DelLocal deletes it.
 	SetLocal(adv int, mac net.HardwareAddr, static bool) error
 	DelLocal(adv int, mac net.HardwareAddr) error
+	// SetStale writes an entry zebra withdrew back on the vxlan device
+	// vx, as trestle's own (stale.go): mac (the zero MAC: a flood-list
+	// entry, appended) behind dst, NUD_PERMANENT, which zebra ignores;
+	// DelStale deletes it (gone already is no error).
+	SetStale(vx int, mac net.HardwareAddr, dst netip.Addr) error
+	DelStale(vx int, mac net.HardwareAddr, dst netip.Addr) error
 }
 
 // ErrNoVTEP: the VTEP is no address of the namespace.
@@ -168,6 +177,8 @@ var ErrNoWayIn = errors.New("no xdp way in")
 type Remote struct {
 	MAC  net.HardwareAddr
 	VTEP netip.Addr
+	// Stale: zebra withdrew it and trestle keeps it, for now (stale.go).
+	Stale bool
 }
 
 // Change is what an event changed of a VNI's remote addresses, for the
@@ -193,6 +204,12 @@ type VNI struct {
 	flood map[netip.Addr]bool
 	// local: what is written on the advertise port, MAC -> static.
 	local map[[6]byte]bool
+	// What zebra withdrew and trestle keeps, for now (stale.go): remote
+	// MACs, and flood-list VTEPs (written back each); ownDel: flood-list
+	// entries trestle deleted itself, whose events are not zebra's.
+	stale      map[[6]byte]staleMAC
+	staleFlood map[netip.Addr]time.Time
+	ownDel     map[netip.Addr]bool
 }
 
 // Manager keeps the VNIs the daemon owns. Its methods are safe for
@@ -201,11 +218,16 @@ type Manager struct {
 	k    Kernel
 	mu   sync.Mutex
 	vnis map[uint32]*VNI
+	// now is the clock of stale entries (stale.go); hold is the hold of
+	// an FRR restart, zero when none.
+	now  func() time.Time
+	hold hold
+	errs []error // of stale entries, for Settle
 }
 
 // NewManager returns a Manager that owns no VNI yet.
 func NewManager(k Kernel) *Manager {
-	return &Manager{k: k, vnis: map[uint32]*VNI{}}
+	return &Manager{k: k, vnis: map[uint32]*VNI{}, now: time.Now}
 }
 
 // Adopt takes over the VNIs of recorded whose objects exist: an earlier
@@ -291,12 +313,16 @@ func (m *Manager) Ensure(spec Spec) (dev Devices, created bool, err error) {
 // wrote). Called with m.mu held.
 func (m *Manager) load(v *VNI) error {
 	v.dst, v.onVX, v.flood, v.local = map[[6]byte]netip.Addr{}, map[[6]byte]bool{}, map[netip.Addr]bool{}, map[[6]byte]bool{}
+	if v.stale == nil {
+		// Kept across a Reload: what trestle wrote back is its own.
+		v.stale, v.staleFlood, v.ownDel = map[[6]byte]staleMAC{}, map[netip.Addr]time.Time{}, map[netip.Addr]bool{}
+	}
 	vx, err := m.k.FDB(v.Dev.VXLAN)
 	if err != nil {
 		return fmt.Errorf("read the FDB of its vxlan device: %w", err)
 	}
 	for _, n := range vx {
-		v.entry(n)
+		m.entry(v, n)
 	}
 	adv, err := m.k.FDB(v.Dev.Adv)
 	if err != nil {
@@ -315,65 +341,79 @@ func (m *Manager) load(v *VNI) error {
 
 // entry enters an entry of the vxlan device or the advertise port (see
 // the package's comment); a Change when it made a MAC remote, moved it to
-// another VTEP, or made it no longer remote. Called with m.mu held.
-func (v *VNI) entry(n Neigh) (Change, bool) {
+// another VTEP, or made it no longer remote. What zebra withdraws is kept
+// for now, stale (stale.go). Called with m.mu held.
+func (m *Manager) entry(v *VNI, n Neigh) (Change, bool) {
 	if len(n.MAC) != 6 || (n.Ifindex != v.Dev.VXLAN && n.Ifindex != v.Dev.Adv) {
 		return Change{}, false
 	}
 	k := mac6(n.MAC)
-	was := v.isRemote(k)
-	wasDst := v.dst[k]
+	wasAt, was := v.remoteAt(k)
 	switch {
 	case n.Ifindex == v.Dev.Adv:
 		// The bridge's entry moved to the advertise port: local (our
 		// write, or its echo). Deleted: it went, wherever to.
 		if n.Master && !n.Deleted {
 			delete(v.onVX, k)
+			m.unkeep(v, k)
 		}
 	case !n.Master && n.Dst.IsValid():
 		if k == ([6]byte{}) {
-			if n.Deleted {
-				delete(v.flood, n.Dst)
-			} else {
-				v.flood[n.Dst] = true
-			}
+			m.floodEntry(v, n)
 			return Change{}, false // the flood list is the kernel's to use
 		}
 		if !n.Deleted {
 			v.dst[k] = n.Dst
 		} else if v.dst[k] == n.Dst {
 			delete(v.dst, k)
+			if was {
+				// zebra withdrew the device's entry: written back.
+				m.keep(v, k, n.Dst, true)
+			}
 		}
 	case n.Master && n.ExtLearned && k != ([6]byte{}):
 		if n.Deleted {
-			delete(v.onVX, k)
+			if v.onVX[k] {
+				delete(v.onVX, k)
+				if was {
+					m.keep(v, k, wasAt, false)
+				}
+			}
 		} else {
 			v.onVX[k] = true
 			// Off the advertise port: written again when local again.
 			delete(v.local, k)
+			m.claimed(v, k)
 		}
 	default:
 		return Change{}, false
 	}
-	now := v.isRemote(k)
-	c := Change{VNI: v.VNI, MAC: slices.Clone(n.MAC), VTEP: v.dst[k]}
+	at, now := v.remoteAt(k)
+	c := Change{VNI: v.VNI, MAC: slices.Clone(n.MAC), VTEP: at}
 	switch {
 	case now && n.Master && n.Ifindex == v.Dev.VXLAN && !n.Deleted:
 		return c, true // zebra (re)installed it: remote now
-	case now && (!was || wasDst != v.dst[k]):
+	case now && (!was || wasAt != at):
 		return c, true
 	case was && !now:
-		c.VTEP, c.Gone = wasDst, true
+		c.VTEP, c.Gone = wasAt, true
 		return c, true
 	}
 	return Change{}, false
 }
 
-// isRemote: the bridge's entry is on the vxlan port, and the device's
-// own names the VTEP.
-func (v *VNI) isRemote(k [6]byte) bool {
-	_, ok := v.dst[k]
-	return ok && v.onVX[k]
+// remoteAt says whether k is remote, and behind which VTEP: the bridge's
+// entry is on the vxlan port and the device's own names the VTEP, or
+// zebra withdrew it and trestle keeps it, stale.
+func (v *VNI) remoteAt(k [6]byte) (netip.Addr, bool) {
+	d, ok := v.dst[k]
+	if st, kept := v.stale[k]; kept {
+		if !ok {
+			d = st.vtep
+		}
+		return d, true
+	}
+	return d, ok && v.onVX[k]
 }
 
 // Handle enters an event of the kernel's; a Change when it moved a remote
@@ -384,7 +424,7 @@ func (m *Manager) Handle(n Neigh) (Change, bool) {
 	defer m.mu.Unlock()
 	for _, v := range m.vnis {
 		if v.dst != nil && (n.Ifindex == v.Dev.VXLAN || n.Ifindex == v.Dev.Adv) {
-			return v.entry(n)
+			return m.entry(v, n)
 		}
 	}
 	return Change{}, false
@@ -524,6 +564,11 @@ type Status struct {
 	RemoteVTEPs int          // VTEPs of the flood list and the remote MACs together
 	Remotes     []Remote     // sorted by MAC
 	Local       int          // addresses advertised
+	// Stale: remote MACs and flood-list VTEPs zebra withdrew that trestle
+	// keeps (stale.go); Holding: FRR is restarting, and they are kept
+	// until it is back.
+	Stale   int
+	Holding bool
 }
 
 // Status returns VNI vni's status; false when it is not held.
@@ -534,7 +579,7 @@ func (m *Manager) Status(vni uint32) (Status, bool) {
 	if v == nil {
 		return Status{}, false
 	}
-	s := Status{VNI: vni, VTEP: v.VTEP, Devices: v.Dev, Remotes: v.remotes(), Local: len(v.local)}
+	s := Status{VNI: vni, VTEP: v.VTEP, Devices: v.Dev, Remotes: v.remotes(), Local: len(v.local), Stale: len(v.stale) + len(v.staleFlood), Holding: m.hold.active}
 	vteps := map[netip.Addr]bool{}
 	for a := range v.flood {
 		s.FloodVTEPs = append(s.FloodVTEPs, a)
@@ -560,10 +605,7 @@ func (m *Manager) RemoteOf(vni uint32, mac net.HardwareAddr) (netip.Addr, bool) 
 	if v == nil {
 		return netip.Addr{}, false
 	}
-	if k := mac6(mac); v.isRemote(k) {
-		return v.dst[k], true
-	}
-	return netip.Addr{}, false
+	return v.remoteAt(mac6(mac))
 }
 
 // Remotes returns VNI vni's remote addresses, sorted by MAC.
@@ -577,10 +619,18 @@ func (m *Manager) Remotes(vni uint32) []Remote {
 }
 
 func (v *VNI) remotes() []Remote {
+	keys := map[[6]byte]bool{}
+	for k := range v.onVX {
+		keys[k] = true
+	}
+	for k := range v.stale {
+		keys[k] = true
+	}
 	var out []Remote
-	for _, k := range sortedKeys(v.onVX) {
-		if v.isRemote(k) {
-			out = append(out, Remote{MAC: net.HardwareAddr(slices.Clone(k[:])), VTEP: v.dst[k]})
+	for _, k := range sortedKeys(keys) {
+		if at, ok := v.remoteAt(k); ok {
+			_, stale := v.stale[k]
+			out = append(out, Remote{MAC: net.HardwareAddr(slices.Clone(k[:])), VTEP: at, Stale: stale})
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 )
 
 // fakeKernel is a kernel of maps: devices by VNI, FDBs by ifindex, and a
@@ -67,6 +68,17 @@ func (k *fakeKernel) SetLocal(adv int, mac net.HardwareAddr, static bool) error 
 
 func (k *fakeKernel) DelLocal(adv int, mac net.HardwareAddr) error {
 	k.writes = append(k.writes, "del "+mac.String())
+	return nil
+}
+
+// SetStale and DelStale log "stale MAC DST" and "unstale MAC DST".
+func (k *fakeKernel) SetStale(vx int, mac net.HardwareAddr, dst netip.Addr) error {
+	k.writes = append(k.writes, "stale "+mac.String()+" "+dst.String())
+	return nil
+}
+
+func (k *fakeKernel) DelStale(vx int, mac net.HardwareAddr, dst netip.Addr) error {
+	k.writes = append(k.writes, "unstale "+mac.String()+" "+dst.String())
 	return nil
 }
 
@@ -222,6 +234,8 @@ func TestSyncLocal(t *testing.T) {
 func TestHandle(t *testing.T) {
 	k := newFake()
 	m := NewManager(k)
+	clock := time.Unix(1e9, 0)
+	m.SetClock(func() time.Time { return clock })
 	if _, _, err := m.Ensure(spec); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +268,8 @@ func TestHandle(t *testing.T) {
 		{"moved back by zebra", onVX(macB), want{true, vtepC, false}},
 		{"kernel's own address", Neigh{Ifindex: devs.VXLAN, MAC: macC, Master: true}, want{}},
 		{"other device", Neigh{Ifindex: 99, MAC: macC, Dst: vtepB}, want{}},
-		{"withdrawn: the device's entry goes", del(remote(macB, vtepC)), want{true, vtepC, true}},
+		// Withdrawn: kept stale (stale.go) until Settle, below.
+		{"withdrawn: the device's entry goes", del(remote(macB, vtepC)), want{}},
 		{"and the bridge's", del(onVX(macB)), want{}},
 		{"flood entry gone", del(remote(zero, vtepB)), want{}},
 	} {
@@ -264,8 +279,16 @@ func TestHandle(t *testing.T) {
 		}
 	}
 	st, _ := m.Status(1000)
-	if st.RemoteVTEPs != 0 || len(st.FloodVTEPs) != 0 || len(st.Remotes) != 0 {
-		t.Errorf("after the deletes: %+v", st)
+	if st.Stale != 2 || len(st.Remotes) != 1 || !st.Remotes[0].Stale || st.Remotes[0].VTEP != vtepC {
+		t.Errorf("after the deletes: %+v; want macB and the flood entry kept stale", st)
+	}
+	clock = clock.Add(StaleWait)
+	if done, err := m.Settle(); err != nil || done.Removed != 2 || done.Ended {
+		t.Errorf("Settle after StaleWait: %+v, %v", done, err)
+	}
+	st, _ = m.Status(1000)
+	if st.RemoteVTEPs != 0 || len(st.FloodVTEPs) != 0 || len(st.Remotes) != 0 || st.Stale != 0 {
+		t.Errorf("after the deletes, settled: %+v", st)
 	}
 	// A MAC zebra takes back from the advertise port is written again
 	// once local again.

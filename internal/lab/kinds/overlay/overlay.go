@@ -179,7 +179,7 @@ func (k Kind) Prepare(s lab.Scenario) ([]string, error) {
 		return nil, fmt.Errorf("overlay: the restart streams' load %v: a fraction of the NDR above 0, up to 1", s.Load)
 	}
 	return []string{fmt.Sprintf("overlay: a topology of its own per unit: hosts A and B (the DUT and FRR 'zebra then bgpd', iBGP over a veth underlay of MTU %d with GRO on at both ends, as a NIC takes XDP redirects, VTEPs on the loopbacks, overlay MTU %d), h1 behind A, h2 behind B; "+
-		"the restart streams at %.0f%% of the DUT's NDR; trestle runs with persist, its ports in the DUT's mode (a DUT whose overlay port stays down is listed with the daemon's reason, not run)", underlayMTU, overlayMTU, 100*s.Load)}, nil
+		"the restart streams at %.0f%% of the DUT's NDR, the FRR restart's until it has reached h2 without a gap for %v after A's BGP session is up again; trestle runs with persist, its ports in the DUT's mode (a DUT whose overlay port stays down is listed with the daemon's reason, not run)", underlayMTU, overlayMTU, 100*s.Load, frrTail)}, nil
 }
 
 // Flags: --stations, the stations timed a unit (a scenario without an
@@ -689,19 +689,19 @@ func (k Kind) run(ctx context.Context, u *lab.UnitRun, v lab.Spec) (err error) {
 		return err
 	}
 	rate := u.S.Load * sr.Throughput
-	stream := func(measure string, event func(context.Context) (lab.Restarted, error)) {
+	stream := func(measure string, tail time.Duration, event func(context.Context) (lab.Restarted, error)) {
 		if rate <= 0 {
 			k.add(u, u.Base, OverlayRecord{Measure: measure}, errors.New("no zero-loss rate found: no stream to run"))
 			return
 		}
 		u.Status(fmt.Sprintf("overlay %s: a stream at %s through %s", v.Text, lab.PPSText(rate), measure))
-		ev, err := rig.RestartWindow(ctx, mix, rate, 1, time.Second, time.Second, tm, event)
+		ev, err := rig.RestartWindow(ctx, mix, rate, 1, time.Second, tail, tm, event)
 		r := u.Base
 		r.Unit, r.Value = "frames", float64(max(ev.Lost, 0))
 		k.add(u, r, OverlayRecord{Measure: measure, Event: &ev, Rate: rate}, err)
 	}
 	if a := o.a.trestle; a != nil {
-		stream(OverlayRestart, func(ctx context.Context) (lab.Restarted, error) { return a.Restart(ctx, lab.EventSIGTERM) })
+		stream(OverlayRestart, time.Second, func(ctx context.Context) (lab.Restarted, error) { return a.Restart(ctx, lab.EventSIGTERM) })
 	}
 	rig.StopPackets()
 	if ctx.Err() != nil {
@@ -735,10 +735,18 @@ func (k Kind) run(ctx context.Context, u *lab.UnitRun, v lab.Spec) (err error) {
 	if err := rig.StartPackets(ctx, []int{1}); err != nil {
 		return err
 	}
-	stream(OverlayFRR, o.a.RestartFRR)
+	// FRR is back once its BGP sessions are up; the stream goes on
+	// through what follows: the routes exchanged again, and what the DUT
+	// does then (trestle ends its hold of stale entries 2s after zebra
+	// last wrote one).
+	stream(OverlayFRR, frrTail, o.a.RestartFRR)
 	rig.StopPackets()
 	return ctx.Err()
 }
+
+// frrTail is how long the FRR restart's stream must go on without a gap
+// after FRR's BGP sessions are up again.
+const frrTail = 5 * time.Second
 
 // timeStations times the unit's new stations: each one's first frame on
 // A (from h1) to its entry in B's table, remote (conv); then the same
