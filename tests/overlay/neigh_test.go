@@ -12,6 +12,7 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/testutil"
 )
 
 // neighConfig is a site's config of one VNI (1000) on br0 with
@@ -70,16 +71,7 @@ func TestOverlayNeighSuppress(t *testing.T) {
 	waitFlood(t, sites...)
 	for _, s := range sites {
 		o := others(sites, s)[0]
-		eventually(t, 30*time.Second, fmt.Sprintf("site %d: a remote neighbour entry of %s at %s behind %s", s.n, o.ip(1), o.mac(1), o.vtep), func() (bool, string) {
-			var ns []ctl.NeighEntry
-			s.CLIJSON(&ns, "neigh", "show", "br0")
-			for _, n := range ns {
-				if n.IP == o.ip(1) {
-					return n.MAC == o.mac(1).String() && n.Origin == ctl.NeighRemote && n.VTEP == o.vtep && n.Port == "tvx1000", fmt.Sprintf("%+v", n)
-				}
-			}
-			return false, fmt.Sprintf("%+v", ns)
-		})
+		s.waitRemoteNeigh(t, o.ip(1), o.mac(1), o.vtep)
 		if out, err := s.CLI("neigh", "show"); err != nil || !strings.Contains(out, "remote "+o.vtep) {
 			t.Errorf("site %d: neigh show (%v):\n%s", s.n, err, out)
 		}
@@ -87,23 +79,46 @@ func TestOverlayNeighSuppress(t *testing.T) {
 
 	// Site 2's h2 asks for site 1's h1: answered on site 2.
 	a, b := sites[0], sites[1]
-	caps := []interface {
-		WaitFor(func([]byte) bool, int, time.Duration) int
-	}{a.Host(1).Capture(t, "eth0"), a.Host(2).Capture(t, "eth0")}
 	before := b.Stats("port-h2").Counters.Get("suppressed")
-	b.Host(2).MustExec(t, "ip", "neigh", "flush", "dev", "eth0")
-	if err := b.Host(2).Ping(a.ip(1), 2); err != nil {
-		t.Errorf("site 2's h2 to site 1's h1: %v", err)
-	}
-	if out, err := b.Host(2).Exec("ip", "neigh", "show", a.ip(1)); err != nil || !strings.Contains(out, a.mac(1).String()) {
-		t.Errorf("site 2's h2's neighbour entry of %s (%v): %q, want %s", a.ip(1), err, out, a.mac(1))
-	}
+	askLocally(t, b.Host(2), "site 2's h2", a.ip(1), a.mac(1), map[string]*testutil.Capturer{"site 1's h1": a.Host(1).Capture(t, "eth0"), "site 1's h2": a.Host(2).Capture(t, "eth0")})
 	if sup := b.Stats("port-h2").Counters.Get("suppressed") - before; sup < 1 {
 		t.Errorf("site 2's port-h2 suppressed %d, want the ARP request at least", sup)
 	}
-	for i, c := range caps {
-		if n := c.WaitFor(isARPRequestFor(a.ip(1)), 0, 500*time.Millisecond); n != 0 {
-			t.Errorf("site 1's h%d saw %d ARP requests for %s: it crossed the fabric", i+1, n, a.ip(1))
+}
+
+// waitRemoteNeigh waits until site s's neighbour table has ip at mac in
+// br0 as a remote entry of the overlay port of VNI 1000, behind vtep.
+func (s *site) waitRemoteNeigh(t *testing.T, ip string, mac net.HardwareAddr, vtep string) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("site %d: a remote neighbour entry of %s at %s behind %s", s.n, ip, mac, vtep), func() (bool, string) {
+		var ns []ctl.NeighEntry
+		s.CLIJSON(&ns, "neigh", "show", "br0")
+		for _, n := range ns {
+			if n.IP == ip {
+				return n.MAC == mac.String() && n.Origin == ctl.NeighRemote && n.VTEP == vtep && n.Port == "tvx1000", fmt.Sprintf("%+v", n)
+			}
+		}
+		return false, fmt.Sprintf("%+v", ns)
+	})
+}
+
+// askLocally has asker (named who) forget its neighbours and ping ip:
+// its ARP request is answered, the asker has ip at mac, and no request for
+// ip reaches any of far (captures started before, by name: the other
+// site's hosts, its underlay device, where a request that crossed arrives
+// in VXLAN): the answer came from the asker's own switch.
+func askLocally(t *testing.T, asker *testutil.NS, who, ip string, mac net.HardwareAddr, far map[string]*testutil.Capturer) {
+	t.Helper()
+	asker.MustExec(t, "ip", "neigh", "flush", "dev", "eth0")
+	if err := asker.Ping(ip, 2); err != nil {
+		t.Errorf("%s to %s: %v", who, ip, err)
+	}
+	if out, err := asker.Exec("ip", "neigh", "show", ip); err != nil || !strings.Contains(out, mac.String()) {
+		t.Errorf("%s's neighbour entry of %s (%v): %q, want %s", who, ip, err, out, mac)
+	}
+	for name, c := range far {
+		if n := c.WaitFor(isARPRequestFor(ip), 0, 500*time.Millisecond); n != 0 {
+			t.Errorf("%s saw %d ARP requests for %s: it crossed the fabric", name, n, ip)
 		}
 	}
 }
