@@ -54,6 +54,7 @@ const (
 	CmdRuleDel   = "rule.del"
 	CmdStateShow = "state.show"
 	CmdNeighShow = "neigh.show" // answers []NeighEntry, of Bridge or of every bridge
+	CmdMDBShow   = "mdb.show"   // answers []MDBEntry, of Bridge or of every bridge
 	// events: the recent ones; events.follow: those and every one after,
 	// a stream (events.go).
 	CmdEvents       = "events"
@@ -186,6 +187,21 @@ type NeighEntry struct {
 	Port       string  `json:"port"`
 	Origin     string  `json:"origin"`
 	AgeSeconds float64 `json:"age_seconds"`
+}
+
+// MDBEntry is one row of `trestle mdb show --json`: a port's membership
+// of a multicast group in one VLAN of a snooping bridge, with its sources
+// (IGMPv3 and MLDv2 include mode; empty: any source) and how long ago it
+// was last reported; or (Router) a multicast router port of the bridge,
+// with no group.
+type MDBEntry struct {
+	Bridge     string   `json:"bridge"`
+	Group      string   `json:"group"`
+	VLAN       uint16   `json:"vlan"`
+	Port       string   `json:"port"`
+	Sources    []string `json:"sources"`
+	Router     bool     `json:"router"`
+	AgeSeconds float64  `json:"age_seconds"`
 }
 
 // A neighbour entry's origins.

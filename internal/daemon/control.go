@@ -50,6 +50,8 @@ func (d *Daemon) handle(_ context.Context, req ctl.Request) (_ any, err error) {
 		return d.stateShow(req.Bridge)
 	case ctl.CmdNeighShow:
 		return d.neighShow(req.Bridge)
+	case ctl.CmdMDBShow:
+		return d.mdbShow(req.Bridge)
 	case ctl.CmdEvents:
 		return d.recentEvents(), nil
 	case ctl.CmdPortAdd:

@@ -67,6 +67,9 @@
 //   - the table: aging.go (aging), fair.go (its fair share between ports),
 //     macowner.go (the one port that holds a bound address), neigh.go
 //     (the neighbour table's static entries, neigh show);
+//   - multicast: snoop.go (multicast_snooping: the snoop ring's IGMP and
+//     MLD messages read into memberships, router ports and queriers, the
+//     group table written from them, mdb show);
 //   - loops at the edge: edge.go (ports blocked by bpdu_guard and
 //     loop_detect, the loop probes, port.enable);
 //   - overlay ports: overlay.go (their VNIs' kernel objects and the loop
