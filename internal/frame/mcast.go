@@ -57,26 +57,12 @@ var (
 	mldv2Dst    = netip.MustParseAddr("ff02::16")
 )
 
-func csum(b []byte) uint16 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	if len(b)%2 == 1 {
-		s += uint32(b[len(b)-1]) << 8
-	}
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	return ^uint16(s)
-}
-
 // igmpFrame is an IGMP message msg from src (MAC of the host: src's
 // EUI-less 02:... form is the caller's) in an IPv4 packet to dst, with the
 // router alert option (RFC 2113) as hosts send it, TTL 1.
 func igmpFrame(smac net.HardwareAddr, src, dst netip.Addr, msg []byte) []byte {
 	binary.BigEndian.PutUint16(msg[2:], 0)
-	binary.BigEndian.PutUint16(msg[2:], csum(msg))
+	binary.BigEndian.PutUint16(msg[2:], ^fold(sum(msg, 0)))
 	ip := &layers.IPv4{Version: 4, TTL: 1, Protocol: layers.IPProtocolIGMP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice(),
 		Options: []layers.IPv4Option{{OptionType: 148, OptionLength: 4, OptionData: []byte{0, 0}}}}
 	return Eth{Dst: GroupMAC(dst), Src: smac, Type: uint16(layers.EthernetTypeIPv4),
