@@ -90,6 +90,18 @@ func IGMPv2(typ uint8, smac net.HardwareAddr, src, group netip.Addr) []byte {
 	return igmpFrame(smac, src, dst, msg)
 }
 
+// IGMPv3Query is a version 3 general query, to 224.0.0.1: hosts that hear
+// it stay in version 3 (a version 2 query turns them to version 2, RFC
+// 3376 7.2.1, whose leave only the group's last reporter sends).
+func IGMPv3Query(smac net.HardwareAddr, src netip.Addr) []byte {
+	msg := make([]byte, 12)
+	msg[0] = IGMPQuery
+	msg[1] = 100 // 10 s
+	msg[8] = 2   // QRV
+	msg[9] = 125 // QQIC: 125 s
+	return igmpFrame(smac, src, allHosts4, msg)
+}
+
 // IGMPv3 is a version 3 report of recs, to 224.0.0.22.
 func IGMPv3(smac net.HardwareAddr, src netip.Addr, recs ...Record) []byte {
 	msg := make([]byte, 8)
