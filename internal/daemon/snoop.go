@@ -14,6 +14,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/prometheus/client_golang/prometheus"
 
 	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/ctl"
@@ -679,4 +680,25 @@ func (s *snooper) snoopCounts() map[string]snoopCounts {
 		out[b.name] = b.counts
 	}
 	return out
+}
+
+// collectSnoop gives the snooping bridges' message counts and the snoop
+// ring's lost copies.
+func (c *collector) collectSnoop(ch chan<- prometheus.Metric) {
+	for name, n := range c.d.snoop.snoopCounts() {
+		for _, k := range []struct {
+			kind string
+			v    uint64
+		}{{"report", n.Reports}, {"leave", n.Leaves}, {"query", n.Queries}, {"pim", n.PIM}, {"malformed", n.Malformed}, {"refused", n.Refused}} {
+			ch <- counter(c.snoopMsgs, k.v, name, k.kind)
+		}
+	}
+	if c.d.snoop.table == nil {
+		return
+	}
+	if n, err := c.d.snoop.table.SnoopLost(); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.snoopLost, err)
+	} else {
+		ch <- counter(c.snoopLost, n)
+	}
 }
