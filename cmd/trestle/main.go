@@ -434,6 +434,9 @@ func (e *env) showCmd() *cobra.Command {
 				if b.NeighSuppress {
 					fmt.Fprintln(e.stdout, "  neigh_suppress: ARP and ND for the neighbour table's addresses answered by the switch ('trestle neigh show')")
 				}
+				if b.MulticastSnooping {
+					fmt.Fprintln(e.stdout, "  multicast_snooping: a group's frames go to its members and router ports ('trestle mdb show')")
+				}
 			}
 			return nil
 		},

@@ -250,6 +250,9 @@ type BridgeStatus struct {
 	// NeighSuppress: the switch answers ARP and neighbour discovery for
 	// the addresses of its neighbour table (`trestle neigh show`).
 	NeighSuppress bool `json:"neigh_suppress"`
+	// MulticastSnooping: a group's frames go to its members and the
+	// router ports only (trestle mdb show).
+	MulticastSnooping bool `json:"multicast_snooping"`
 }
 
 // Mirror is one [[bridge.mirror]] as `trestle show` prints it.
