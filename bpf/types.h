@@ -590,9 +590,10 @@ enum tr_snoop_limits {
 };
 
 /* A multicast group in one VLAN of a bridge (the VLAN as the FDB keys it).
- * addr: an IPv6 group, or an IPv4 one as ::ffff:a.b.c.d; all zero: not a
- * group but where the bridge's IGMP and MLD messages other than queries
- * go once a querier has been seen (its router ports). */
+ * addr: an IPv6 group, or an IPv4 one as ::ffff:a.b.c.d; unspecified
+ * (:: for MLD, ::ffff:0.0.0.0 for IGMP): not a group but where the
+ * bridge's messages of that protocol other than queries go once a querier
+ * of it has been seen (its router ports). */
 struct tr_group_key {
 	__u16 bridge;
 	__u16 vlan;

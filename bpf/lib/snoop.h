@@ -12,8 +12,9 @@
  *     parses it (variable-length records are no work for the datapath) and
  *     writes the group table (groups). A query or a PIM hello is flooded;
  *     any other IGMP or MLD message (a report, a leave) goes where the
- *     table's entry of group 0 says (the router ports, written once a
- *     querier has been seen), else everywhere;
+ *     table's entry of its family's unspecified group says (0.0.0.0 for
+ *     IGMP, :: for MLD: the router ports, written once a querier of the
+ *     family has been seen), else everywhere;
  *   - a link-local group (224.0.0.0/24; IPv6 scope 2 or less: ff02::1,
  *     the solicited-node groups of neighbour discovery) is flooded, as
  *     RFC 4541 asks, whatever hosts report;
@@ -156,7 +157,10 @@ static __always_inline int tr_snoop_ip4(void *ctx, const int xdp, __u64 who, __u
 		if (ip.proto == TR_IPPROTO_PIM ||
 		    tr_load_bytes(ctx, xdp, off + (ip.vihl & 0xf) * 4, &type, 1) || type == TR_IGMP_QUERY)
 			return 1;
-		return 0; /* a report or a leave: group 0 */
+		/* A report or a leave: group 0.0.0.0 (::ffff:0.0.0.0). */
+		k->addr[10] = 0xff;
+		k->addr[11] = 0xff;
+		return 0;
 	}
 	if ((dst & 0xffffff00) == 0xe0000000)
 		return 1; /* 224.0.0.0/24, link-local */
@@ -190,7 +194,7 @@ static __always_inline int tr_snoop_ip6(void *ctx, const int xdp, __u64 who, __u
 		if (h[0] == TR_MLD_QUERY || h[0] == TR_MLD_REPORT || h[0] == TR_MLD_DONE || h[0] == TR_MLD2_REPORT) {
 			if (!(opts & TR_SNOOP_QUIET))
 				tr_snoop_report(ctx, xdp, who, off);
-			return h[0] == TR_MLD_QUERY; /* a report or a done: group 0 */
+			return h[0] == TR_MLD_QUERY; /* a report or a done: group :: */
 		}
 	} else if (nh == TR_IPPROTO_PIM) {
 		if (!(opts & TR_SNOOP_QUIET))

@@ -30,7 +30,8 @@ import (
 // and writes the group table the datapath forwards by: for each group with
 // members, its member ports and the router ports; for each VLAN where a
 // querier has been seen, the router ports, where reports and leaves go
-// (group 0). Every membership is a tenant's: a port holds at most
+// (the unspecified group of the querier's family: 0.0.0.0 for IGMP, ::
+// for MLD). Every membership is a tenant's: a port holds at most
 // maxPortGroups of them and a bridge maxBridgeGroups groups, so that one
 // port's flood of reports leaves room for the others.
 
@@ -102,8 +103,8 @@ type snoopBridge struct {
 	name    string
 	ports   map[uint16]snoopPort
 	groups  map[groupID]map[uint16]*membership
-	routers map[uint16]time.Time // learned router ports, until
-	querier map[uint16]time.Time // a querier seen in the VLAN, until
+	routers map[uint16]time.Time  // learned router ports, until
+	querier map[groupID]time.Time // a querier of a family (0.0.0.0: IGMP, ::: MLD) seen in the VLAN, until
 	written map[datapath.GroupKey][]uint16
 	counts  snoopCounts
 }
@@ -164,7 +165,7 @@ func (s *snooper) configure(want map[uint16]*snoopBridge, now time.Time) {
 		b := s.bridges[id]
 		if b == nil {
 			b = &snoopBridge{groups: map[groupID]map[uint16]*membership{}, routers: map[uint16]time.Time{},
-				querier: map[uint16]time.Time{}, written: map[datapath.GroupKey][]uint16{}}
+				querier: map[groupID]time.Time{}, written: map[datapath.GroupKey][]uint16{}}
 			s.bridges[id] = b
 		}
 		b.name, b.ports = w.name, w.ports
@@ -368,7 +369,7 @@ func (b *snoopBridge) apply(op snoopOp, vlan, slot uint16, now time.Time) {
 	switch op.kind {
 	case opQuery:
 		b.counts.Queries++
-		b.querier[vlan] = now.Add(querierInterval)
+		b.querier[querierOf(vlan, op.src)] = now.Add(querierInterval)
 		b.routers[slot] = now.Add(querierInterval)
 		return
 	case opPIM:
@@ -457,9 +458,19 @@ func (b *snoopBridge) leave(id groupID, vlan, slot uint16, now time.Time) {
 		if len(ms) == 0 {
 			delete(b.groups, id)
 		}
-	case b.querier[vlan].After(now) && now.Add(lastMemberTime).Before(m.expires):
+	case b.querier[querierOf(vlan, id.addr)].After(now) && now.Add(lastMemberTime).Before(m.expires):
 		m.expires = now.Add(lastMemberTime)
 	}
+}
+
+// querierOf is the querier entry of a VLAN for the family of addr (a
+// query's source, or a group): IGMP's and MLD's queriers are apart, as
+// their reports' entries in the table are (0.0.0.0 and ::).
+func querierOf(vlan uint16, addr netip.Addr) groupID {
+	if addr.Is4() {
+		return groupID{vlan, netip.IPv4Unspecified()}
+	}
+	return groupID{vlan, netip.IPv6Unspecified()}
 }
 
 // portGroups counts a port's memberships.
@@ -490,9 +501,9 @@ func (b *snoopBridge) age(now time.Time) {
 			delete(b.routers, slot)
 		}
 	}
-	for vlan, t := range b.querier {
+	for q, t := range b.querier {
 		if !t.After(now) {
-			delete(b.querier, vlan)
+			delete(b.querier, q)
 		}
 	}
 }
@@ -522,9 +533,9 @@ func (b *snoopBridge) want(id uint16, now time.Time) map[datapath.GroupKey][]uin
 		slices.Sort(slots)
 		out[datapath.GroupKey{Bridge: id, VLAN: g.vlan, Group: g.addr}] = slices.Compact(slots)
 	}
-	for vlan, t := range b.querier {
+	for q, t := range b.querier {
 		if t.After(now) {
-			out[datapath.GroupKey{Bridge: id, VLAN: vlan}] = routers
+			out[datapath.GroupKey{Bridge: id, VLAN: q.vlan, Group: q.addr}] = routers
 		}
 	}
 	return out

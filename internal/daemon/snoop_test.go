@@ -106,10 +106,10 @@ func TestSnoopMemberships(t *testing.T) {
 	// A query on port 3: a querier, port 3 a router port; reports go to
 	// the router ports (group 0), and a leave now ends a membership in 2 s.
 	s.msg(3, frame.IGMPv2(frame.IGMPQuery, hostMAC, netip.MustParseAddr("10.0.0.1"), netip.Addr{}), t0)
-	wantTable(t, f, "queried", map[datapath.GroupKey][]uint16{k4: {1, 3, 4}, k4b: {2, 3, 4}, k6: {3, 4}, {Bridge: 1}: {3, 4}})
+	wantTable(t, f, "queried", map[datapath.GroupKey][]uint16{k4: {1, 3, 4}, k4b: {2, 3, 4}, k6: {3, 4}, {Bridge: 1, Group: netip.IPv4Unspecified()}: {3, 4}})
 	s.msg(1, frame.IGMPv2(frame.IGMPLeave, hostMAC, host4, g4), t0)
 	s.tick(t0.Add(3 * time.Second))
-	wantTable(t, f, "left with a querier", map[datapath.GroupKey][]uint16{k4b: {2, 3, 4}, k6: {3, 4}, {Bridge: 1}: {3, 4}})
+	wantTable(t, f, "left with a querier", map[datapath.GroupKey][]uint16{k4b: {2, 3, 4}, k6: {3, 4}, {Bridge: 1, Group: netip.IPv4Unspecified()}: {3, 4}})
 
 	// Aging: the router port and the querier after 255 s, memberships after 260 s.
 	s.tick(t0.Add(256 * time.Second))

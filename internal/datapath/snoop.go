@@ -24,8 +24,9 @@ import (
 // (SetGroup, DelGroup): at most tbpf.MaxGroups entries of all bridges.
 
 // GroupKey is a group in one VLAN of a bridge (the VLAN as the FDB keys
-// it). An invalid Group is the bridge's entry for the IGMP and MLD messages
-// other than queries (their router ports, once a querier has been seen).
+// it). An unspecified Group (0.0.0.0 for IGMP, :: for MLD) is the bridge's
+// entry for that protocol's messages other than queries (their router
+// ports, once a querier of it has been seen).
 type GroupKey struct {
 	Bridge uint16
 	VLAN   uint16
@@ -34,10 +35,7 @@ type GroupKey struct {
 
 func groupKey(k GroupKey) (tbpf.GroupKey, error) {
 	out := tbpf.GroupKey{Bridge: k.Bridge, Vlan: k.VLAN}
-	if !k.Group.IsValid() {
-		return out, nil
-	}
-	if !k.Group.IsMulticast() {
+	if !k.Group.IsMulticast() && !k.Group.IsUnspecified() {
 		return out, fmt.Errorf("group %v: not a multicast address", k.Group)
 	}
 	out.Addr = netip.AddrFrom16(k.Group.As16()).As16() // IPv4 as ::ffff:a.b.c.d
@@ -111,10 +109,7 @@ func (d *Datapath) Groups() (map[GroupKey][]uint16, error) {
 	var v tbpf.Group
 	it := d.objs.Groups.Iterate()
 	for it.Next(&k, &v) {
-		gk := GroupKey{Bridge: k.Bridge, VLAN: k.Vlan}
-		if k.Addr != [16]byte{} {
-			gk.Group = netip.AddrFrom16(k.Addr).Unmap()
-		}
+		gk := GroupKey{Bridge: k.Bridge, VLAN: k.Vlan, Group: netip.AddrFrom16(k.Addr).Unmap()}
 		var slots []uint16
 		for w, bits := range v.Sel {
 			for b := 0; b < 64; b++ {

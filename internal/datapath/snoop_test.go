@@ -139,21 +139,25 @@ func TestSnoopMessages(t *testing.T) {
 		})
 		// A querier seen (by the daemon): reports go to the router ports,
 		// queries still everywhere.
-		r.setGroup(GroupKey{}, 3)
+		r.setGroup(GroupKey{Group: netip.IPv4Unspecified()}, 3)
 		r.runSnoop([]snoopCase{
 			{"an IGMPv2 report: to the router port", 2, report, true, []int{3}},
-			{"an MLDv2 report: to the router port", 2, mld, true, []int{3}},
+			{"an MLDv2 report, no MLD querier: flooded", 2, mld, false, []int{1, 3}},
+		})
+		r.setGroup(GroupKey{Group: netip.IPv6Unspecified()}, 1)
+		r.runSnoop([]snoopCase{
+			{"an MLDv2 report: to the MLD router port", 2, mld, true, []int{1}},
 			{"a query: flooded", 3, query, false, []int{1, 2}},
 		})
 		// Each message reached the ring, its IP packet whole, with its
 		// bridge and port.
-		for i, want := range [][]byte{report, mld, report, mld, query} {
+		for i, want := range [][]byte{report, mld, report, mld, mld, query} {
 			msg, err := rd.Read(time.Now().Add(time.Second))
 			if err != nil {
 				t.Fatalf("message %d: %v", i, err)
 			}
 			from := uint16(2)
-			if i == 4 {
+			if i == 5 {
 				from = 3
 			}
 			if msg.Bridge != 1 || msg.Slot != from || string(msg.Packet) != string(want[14:]) {
@@ -177,7 +181,7 @@ func TestSnoopOff(t *testing.T) {
 		}
 		defer rd.Close()
 		r.setGroup(GroupKey{Group: grp4}, 2)
-		r.setGroup(GroupKey{}, 3)
+		r.setGroup(GroupKey{Group: netip.IPv4Unspecified()}, 3)
 		r.runSnoop([]snoopCase{
 			{"to a group in the table", 1, ethframe.UDPTo(macA, hostA, grp4, nil), false, []int{2, 3}},
 			{"an IGMP report", 1, ethframe.IGMPv2(ethframe.IGMPv2Report, macA, hostA, grp4), false, []int{2, 3}},
