@@ -125,14 +125,22 @@ static __always_inline int tr_flood_xdp_policy(struct xdp_md *ctx, struct tr_dec
  * through the door. A port that refuses the frame's kind of flood, or is
  * protected as the ingress is, gets nothing. In a VLAN-aware bridge the
  * copy arrives tagged with its VLAN: a port that does not carry the VLAN
- * gets nothing, one that takes it untagged gets it without the tag.
+ * gets nothing, one that takes it untagged gets it without the tag. In a
+ * snooping bridge, a multicast copy goes only to its group's ports: the
+ * copy is classified again here (lib/snoop.h), for the pipeline's answer
+ * is gone by the time the kernel runs this program (at the end of the NAPI
+ * poll, after other frames).
  */
 static __always_inline int tr_devmap_egress(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
+	struct tr_vlan_hdr *vh = (void *)(eth + 1);
 	const struct tr_port *out, *in;
+	const __u64 *members = NULL;
+	__u16 deny, vid = 0;
+	__u64 who;
 
 	if ((void *)(eth + 1) > data_end)
 		return XDP_DROP;
@@ -140,8 +148,17 @@ static __always_inline int tr_devmap_egress(struct xdp_md *ctx)
 	in = tr_port_of(ctx->ingress_ifindex);
 	if (!out || !in)
 		return XDP_DROP;
+	deny = tr_flood_deny(in->flags, eth->h_dest);
+	if ((in->flags & TR_PORT_SNOOP) && tr_mac_is_ipmcast(eth->h_dest)) {
+		/* The group's VLAN as the pipeline keyed it: the outer tag's. */
+		if ((void *)(vh + 1) <= data_end && tr_is_vlan(bpf_ntohs(eth->h_proto)))
+			vid = bpf_ntohs(vh->tci) & 0x0fff;
+		who = TR_SNOOP_WHO(in->bridge, vid, in->slot);
+		if (tr_snoop_xdp(ctx, who, TR_SNOOP_QUIET))
+			members = tr_group_cur();
+	}
 	/* A port of a VLAN-aware bridge has a pvid or is a trunk. */
-	return tr_door_devmap(ctx, out, ctx->ingress_ifindex, tr_flood_deny(in->flags, eth->h_dest),
+	return tr_door_devmap(ctx, out, ctx->ingress_ifindex, deny, members,
 			      out->pvid || (out->flags & TR_PORT_TRUNK), 0);
 }
 
@@ -223,10 +240,12 @@ TR_PORTS_LOOP(tr_flood_tc_copies, tr_copy_round,
 	      (skb, br, ingress, vid, opts),
 	      (.ctx = skb, .br = br, .n = br ? br->nports : 0, .ingress = ingress, .vid = vid, .opts = opts))
 
-/* tc flood, VLAN-aware or with port policies: a clone to each port the
- * frame may leave by, each tagged for its port; the original is consumed. */
+/* tc flood, VLAN-aware, with port policies or to a group's ports (group:
+ * the ports are this CPU's group_cur, lib/snoop.h): a clone to each port
+ * the frame may leave by, each tagged for its port; the original is
+ * consumed. */
 static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt *p,
-					    struct tr_decision *d)
+					    struct tr_decision *d, int group)
 {
 	__u32 vid, opts;
 	__u16 deny = 0;
@@ -243,7 +262,7 @@ static __always_inline int tr_flood_tc_vlan(struct __sk_buff *skb, struct tr_pkt
 		deny = tr_flood_deny(in ? in->flags : 0, d->eth->h_dest);
 	}
 	vid = d->tag.on ? d->tag.vid : 0;
-	opts = tr_copy_opts(d->tag.ctag ? d->tag.tci : 0, 0, deny);
+	opts = tr_copy_opts(d->tag.ctag ? d->tag.tci : 0, 0, deny) | (group ? TR_COPY_GROUP : 0);
 	tr_flood_tc_copies(skb, d->br, p->ifindex, vid, opts);
 	return TC_ACT_STOLEN;
 }

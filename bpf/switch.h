@@ -73,7 +73,7 @@ tr_bridge_step(struct tr_table_view *v, const struct tr_port *in, __u32 self,
 			return TR_ACT_DROP;
 		}
 	}
-	*rule = tr_door_ask(o, *egress, self, vid, in->flags & TR_PORT_PROTECTED, reason);
+	*rule = tr_door_ask(o, *egress, self, vid, in->flags & TR_PORT_PROTECTED, NULL, reason);
 	if (*rule == TR_EGRESS_DENY)
 		return TR_ACT_DROP;
 	*out = o;

@@ -98,6 +98,7 @@ enum tr_counter {
 	TR_CNT_UNLEARNED_FULL, /* of unlearned: new sources forwarded without learning them because the bridge's table was full, or past its high-water mark with this port at its fair share (lib/fdb.h, issue 29) */
 	TR_CNT_ENCAP,     /* of tx: frames this overlay port sent encapsulated in XDP, straight into the underlay (lib/overlay.h), not through its xdp way in */
 	TR_CNT_SUPPRESSED, /* ARP requests and neighbour solicitations from this port that the switch answered itself (neigh_suppress, lib/neigh.h): sent back, flooded nowhere */
+	TR_CNT_GROUPED,    /* of flooded: multicast frames from this port sent only to their group's members and the multicast router ports (multicast_snooping, lib/snoop.h) */
 	TR_CNT__MAX,
 };
 
@@ -163,6 +164,9 @@ enum tr_port_flags {
 	TR_PORT_DHCP_GUARD = 524288, /* dhcp_guard = true: DHCP and DHCPv6 server messages from it are dropped (lib/ipguard.h) */
 	TR_PORT_BPDU_GUARD = 1048576, /* bpdu_guard = true: a BPDU arriving blocks the port (lib/guard.h) */
 	TR_PORT_BLOCKED = 2097152, /* blocked by the daemon (bpdu_guard, loop_detect): takes nothing in, sends nothing */
+	TR_PORT_FAST_LEAVE = 4194304, /* fast_leave = true: a leave (IGMP, MLD) ends its membership at once; the daemon's, the datapath never reads it */
+	TR_PORT_MCAST_ROUTER = 8388608, /* multicast_router = true: always a multicast router port of its snooping bridge; the daemon's, the datapath never reads it */
+	TR_PORT_SNOOP = 16777216, /* made by the daemon: its bridge snoops (TR_BRIDGE_SNOOP), so the copies of its multicast floods ask the group table (lib/snoop.h) */
 };
 
 /* Storm control: the kinds of flood a port's ingress limits, each its own
@@ -318,6 +322,7 @@ enum tr_bridge_flags {
 	TR_BRIDGE_OVERLAY = 64, /* has an overlay port: each address it learns is reported (TR_EVENT_LEARN), for FRR */
 	TR_BRIDGE_LOOP_DETECT = 128, /* loop_detect: its ports' loop probes are recognised, dropped and reported (TR_EVENT_LOOP) */
 	TR_BRIDGE_NEIGH_SUPPRESS = 256, /* neigh_suppress: ARP requests and neighbour solicitations its neighbour table knows the target of are answered by the switch (lib/neigh.h) */
+	TR_BRIDGE_SNOOP = 512, /* multicast_snooping: IGMP and MLD messages are copied to the daemon, and multicast to a group in the group table goes to its ports only (lib/snoop.h) */
 };
 
 /* A mirrored port's mirror, by the port's slot: where the copies of what it
@@ -575,6 +580,42 @@ struct tr_capture_rec {
 };
 
 /* ---- events (lib/fdb.h; the daemon's log and `trestle events`) ---- */
+
+/* ---- multicast snooping (lib/snoop.h) ---- */
+
+enum tr_snoop_limits {
+	TR_SNOOP_COPY = 512,        /* bytes of an IGMP or MLD message's IP packet copied to the daemon */
+	TR_SNOOP_RING = 256 * 1024, /* bytes of the snoop ring: some 480 messages of slack for the daemon */
+	TR_MAX_GROUPS = 16384,      /* group table entries of all bridges together */
+};
+
+/* A multicast group in one VLAN of a bridge (the VLAN as the FDB keys it).
+ * addr: an IPv6 group, or an IPv4 one as ::ffff:a.b.c.d; unspecified
+ * (:: for MLD, ::ffff:0.0.0.0 for IGMP): not a group but where the
+ * bridge's messages of that protocol other than queries go once a querier
+ * of it has been seen (its router ports). */
+struct tr_group_key {
+	__u16 bridge;
+	__u16 vlan;
+	__u8 addr[16];
+};
+
+/* The ports a group's frames go to, a bit each by slot: its members and
+ * the bridge's multicast router ports, folded in by the daemon. */
+struct tr_group {
+	__u64 sel[TR_SEL_WORDS];
+};
+
+/* An IGMP, MLD or PIM message as it came in by a port of a snooping
+ * bridge: its IP packet's first len bytes (at most TR_SNOOP_COPY). */
+struct tr_snoop_msg {
+	__u16 bridge;
+	__u16 vlan; /* the frame's FDB VLAN */
+	__u16 slot; /* the port it came in by */
+	__u16 len;  /* bytes of data */
+	__u64 ts_ns; /* CLOCK_MONOTONIC_COARSE */
+	__u8 data[TR_SNOOP_COPY];
+};
 
 enum tr_event_limits {
 	TR_EVENT_RING = 256 * 1024, /* bytes of the event ring: 6,553 records of slack for the daemon */

@@ -481,12 +481,12 @@ static __always_inline int tr_devmap_patch_egress(struct xdp_md *ctx)
 	i = (m >> 1) & (TR_WALK_RING - 1);
 	w = bpf_map_lookup_elem(&walks, &i);
 	if (!w || w->seq != m >> 1) /* its walk's entry taken by a later walk (tr_walk_new) */
-		return tr_door_devmap(ctx, out, ctx->ingress_ifindex, 0, 0, 1);
+		return tr_door_devmap(ctx, out, ctx->ingress_ifindex, 0, NULL, 0, 1);
 	if (!tr_chosen(w, out->slot))
 		return XDP_DROP; /* not a port the walk chose */
 	if (bpf_xdp_adjust_meta(ctx, sizeof(*meta)))
 		return XDP_DROP;
-	return tr_door_devmap(ctx, out, ctx->ingress_ifindex, 0, m & 1, 0);
+	return tr_door_devmap(ctx, out, ctx->ingress_ifindex, 0, NULL, m & 1, 0);
 }
 
 /* A frame takes a path the CPU remembers: each crossing passes the door as

@@ -157,7 +157,7 @@ static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 		return 0;
 	if (br->flags & TR_BRIDGE_POLICY)
 		deny = tr_flood_deny(in->flags, b->data);
-	return tr_door_ask(out, ifindex, in_ifindex, vid, deny, &why) != TR_EGRESS_DENY;
+	return tr_door_ask(out, ifindex, in_ifindex, vid, deny, NULL, &why) != TR_EGRESS_DENY;
 }
 
 /* What the switch did with a frame, for tr_capture_record: scalars, which
@@ -251,7 +251,7 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 		if (vid) {
 			/* As the egress rule left it on this port. */
 			r->vid = vid;
-			r->tag = tr_door_ask(out, c->ifindex, in, vid, 0, &why) == TR_EGRESS_UNTAGGED
+			r->tag = tr_door_ask(out, c->ifindex, in, vid, 0, NULL, &why) == TR_EGRESS_UNTAGGED
 					 ? TR_CAPTURE_TAG_UNTAG
 					 : TR_CAPTURE_TAG_VID;
 		}

@@ -6,8 +6,10 @@
  *
  *   1. the egress rule, whole (tr_door_ask): never back by the port it came
  *      in by (hairpin), nor by a port a flag keeps it off (protection, a
- *      kind of flood the port refuses), nor by one outside its VLAN; and
- *      tagged or untagged as the port takes that VLAN;
+ *      kind of flood the port refuses), nor by one outside its VLAN, nor,
+ *      for a multicast copy in a snooping bridge, by one outside its
+ *      group's ports (lib/snoop.h); and tagged or untagged as the port
+ *      takes that VLAN;
  *   2. the copy made so: its tag pushed, popped or rewritten;
  *   3. the port kind's device step, as veb_offload: an overlay port's MTU
  *      (tc), its encapsulation into the underlay (XDP), a patch port's
@@ -47,6 +49,7 @@
 #include "port.h"
 #include "patch.h"
 #include "overlay.h"
+#include "snoop.h"
 
 /* How a copy leaves by a port: the egress rule's answer. */
 enum tr_egress {
@@ -63,13 +66,16 @@ enum tr_egress {
  * where out is missing, or has a flag of deny (a kind of flood it refuses,
  * tr_flood_deny; protection, when in is protected); not where out does not
  * carry the frame's VLAN vid (0: the bridge is not VLAN-aware, and the copy
- * leaves as it is); untagged where vid is out's untagged VLAN. *why: the
+ * leaves as it is); not where members (a multicast flood's group ports in a
+ * snooping bridge, lib/snoop.h; NULL: none) lacks out; untagged where vid
+ * is out's untagged VLAN. *why: the
  * reason, when the answer is TR_EGRESS_DENY (a flood's copy denied is no
  * drop; a unicast denied is dropped for it). Hairpin first, before the
  * caller's lookup of out: a frame to its own port costs no lookup.
  */
 static __always_inline enum tr_egress tr_door_ask(const struct tr_port *out, __u32 ifindex, __u32 in,
-						  __u16 vid, __u16 deny, enum tr_drop_reason *why)
+						  __u16 vid, __u16 deny, const __u64 *members,
+						  enum tr_drop_reason *why)
 {
 	if (ifindex == in) {
 		*why = TR_DROP_HAIRPIN;
@@ -85,6 +91,10 @@ static __always_inline enum tr_egress tr_door_ask(const struct tr_port *out, __u
 	}
 	if (out->flags & deny) {
 		*why = TR_DROP_PROTECTED; /* of a unicast's deny flags, the only one */
+		return TR_EGRESS_DENY;
+	}
+	if (members && !tr_group_has(members, out->slot)) {
+		*why = TR_DROP_NO_EGRESS; /* only a flood's copies ask: no drop */
 		return TR_EGRESS_DENY;
 	}
 	if (!vid)
@@ -154,6 +164,8 @@ struct tr_copy {
 				      * one copy of several, whose drop drops no frame */
 	struct tr_port_stats *in_st; /* where the frame's drop that is not the port's is counted */
 	struct tr_walk *w;           /* CHOOSE, CROSS */
+	const __u64 *members;        /* DEVMAP: the group's ports of a multicast flood in a snooping
+				      * bridge (lib/snoop.h); NULL: none */
 };
 
 /* A copy's counters, which no code but the door's writes: sent by the port
@@ -279,7 +291,7 @@ static __always_inline enum tr_door_verdict tr_door(void *ctx, const int xdp, co
 
 	/* 1. The egress rule. */
 	if (e == TR_EGRESS_ASK) {
-		e = tr_door_ask(out, c->ifindex, c->in, c->vid, c->deny, &why);
+		e = tr_door_ask(out, c->ifindex, c->in, c->vid, c->deny, c->members, &why);
 		if (e == TR_EGRESS_DENY) {
 			c->why = why;
 			tr_drop(c->note, c->in_st, why, 0); /* a flood's copy (no note) is no drop */
@@ -404,13 +416,16 @@ static __always_inline enum tr_door_verdict tr_door(void *ctx, const int xdp, co
  * The skb's tag state is changed in place for the copy and stays so for
  * the next; the priority in opts (bits 12-15) is the frame's, for a tag an
  * earlier copy took off. opts: TR_COPY_LAST (no clone: the caller
- * redirects the frame itself), and the port flags that keep the copy off
+ * redirects the frame itself), TR_COPY_GROUP (a multicast flood of a
+ * snooping bridge: only to the ports of this CPU's group_cur, lib/snoop.h),
+ * and the port flags that keep the copy off
  * the port (bits 16-31, tr_flood_deny). Returns 0: not for this port, 1:
  * sent (or ready to be), TR_COPY_TOO_LONG: too long for its overlay port,
  * the copy's drop counted there, -1: could not, counted here (tx_dropped;
  * the frame itself, last: the caller's drop).
  */
 #define TR_COPY_LAST 1
+#define TR_COPY_GROUP 2
 
 static __always_inline __u32 tr_copy_opts(__u32 pcp, __u32 last, __u16 deny)
 {
@@ -447,7 +462,7 @@ __attribute__((noinline)) int tr_door_copy_tc(struct __sk_buff *skb, __u32 ifind
 		return -1;
 	/* 1. The egress rule. */
 	out = tr_port_of(ifindex);
-	e = tr_door_ask(out, ifindex, 0, vid, opts >> 16, &why);
+	e = tr_door_ask(out, ifindex, 0, vid, opts >> 16, (opts & TR_COPY_GROUP) ? tr_group_cur() : NULL, &why);
 	if (e == TR_EGRESS_DENY || !out)
 		return 0;
 	if (e == TR_EGRESS_AS_IS) {
@@ -486,12 +501,13 @@ __attribute__((noinline)) int tr_door_copy_tc(struct __sk_buff *skb, __u32 ifind
 /* XDP: a broadcast's copy, in its devmap program, leaves by out as the
  * door says; tagged: it carries its VLAN's tag (a VLAN-aware bridge),
  * which it keeps or loses as out takes that VLAN, else it leaves as it
- * is; in: the ingress; deny: the port flags that refuse it; lost: what
+ * is; in: the ingress; deny: the port flags that refuse it; members: the
+ * group's ports of a snooping bridge's multicast flood (NULL: none); lost: what
  * would say where it goes is gone (a walk's copy whose walk a later one
  * took the place of, walk.h), so it cannot be sent, tx_dropped. The
  * verdict for the kernel. */
 static __always_inline int tr_door_devmap(struct xdp_md *ctx, const struct tr_port *out, __u32 in,
-					  __u16 deny, int tagged, int lost)
+					  __u16 deny, const __u64 *members, int tagged, int lost)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -514,6 +530,7 @@ static __always_inline int tr_door_devmap(struct xdp_md *ctx, const struct tr_po
 	c.slot = out->slot;
 	c.in = in;
 	c.deny = deny;
+	c.members = members;
 	c.wire = data_end - data;
 	c.rule = TR_EGRESS_ASK;
 	return tr_door(ctx, TR_XDP, TR_WAY_DEVMAP, out, &c) == TR_DOOR_SENT ? XDP_PASS : XDP_DROP;

@@ -305,4 +305,40 @@ struct {
 	__type(value, struct tr_neigh);
 } neigh SEC(".maps");
 
+/* ---- multicast snooping (lib/snoop.h) ---- */
+
+/* The group table: which ports a group's frames go to, by bridge, VLAN
+ * and group. The daemon writes it from the IGMP and MLD messages it reads
+ * from snoop_ring; frames only read it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TR_MAX_GROUPS);
+	__type(key, struct tr_group_key);
+	__type(value, struct tr_group);
+} groups SEC(".maps");
+
+/* The ports of the frame this CPU floods to a group (tr_snoop): the tc
+ * copies' door reads them (TR_COPY_GROUP), one bit a copy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tr_group);
+} group_cur SEC(".maps");
+
+/* IGMP, MLD and PIM messages for the daemon (struct tr_snoop_msg): a ring
+ * of their own, so that a flood of reports crowds out no other event. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, TR_SNOOP_RING);
+} snoop_ring SEC(".maps");
+
+/* Messages the snoop ring had no room for, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} snoop_lost SEC(".maps");
+
 #endif

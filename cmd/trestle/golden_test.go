@@ -84,6 +84,12 @@ func goldenDaemon(t *testing.T) *fakeCtl {
 				{Bridge: "br0", IP: "10.0.0.21", MAC: "02:00:00:00:00:21", VLAN: 10, Port: "veth-a", Origin: ctl.NeighStatic, AgeSeconds: 12},
 				{Bridge: "br0", IP: "fd00::21", MAC: "02:00:00:00:00:21", VLAN: 10, Port: "veth-a", Origin: ctl.NeighStatic, AgeSeconds: 12},
 			}, nil
+		case ctl.CmdMDBShow:
+			return []ctl.MDBEntry{
+				{Bridge: "br0", Group: "239.1.1.1", VLAN: 10, Port: "veth-a", Sources: []string{}, AgeSeconds: 12},
+				{Bridge: "br0", Group: "ff3e::1:2", VLAN: 10, Port: "veth-b", Sources: []string{"fd00::5"}, AgeSeconds: 3},
+				{Bridge: "br0", Port: "veth-s", Router: true, Sources: []string{}},
+			}, nil
 		case ctl.CmdEvents:
 			return []ctl.Event{
 				{Time: at, Event: ctl.EventMACMove, Bridge: "br0", MAC: "02:00:00:00:00:01", VLAN: &vlan, From: "veth-a", To: "veth-b"},
@@ -143,6 +149,7 @@ func TestJSONGolden(t *testing.T) {
 		{"rule-del", []string{"rule", "del", "br0", "1"}, exitOK, false},
 		{"state-show", []string{"state", "show"}, exitOK, false},
 		{"neigh-show", []string{"neigh", "show"}, exitOK, false},
+		{"mdb-show", []string{"mdb", "show"}, exitOK, false},
 		{"events", []string{"events"}, exitOK, false},
 		{"reload", []string{"reload"}, exitOK, false},
 		{"top", []string{"top", "--once", "--interval", "100ms"}, exitOK, true},

@@ -98,7 +98,7 @@ Exit status:
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&e.socket, "socket", "", "control socket of the daemon (default $TRESTLE_SOCKET or "+ctl.DefaultSocket+")")
-	root.AddCommand(e.runCmd(), e.downCmd(), e.checkCmd(), e.showCmd(), e.fdbCmd(), e.statsCmd(), e.reloadCmd(), e.portCmd(), e.ruleCmd(), e.stateCmd(), e.neighCmd(), e.captureCmd(), e.eventsCmd(), e.topCmd(), e.genCmd(), e.sinkCmd(), e.statCmd(), e.labCmd())
+	root.AddCommand(e.runCmd(), e.downCmd(), e.checkCmd(), e.showCmd(), e.fdbCmd(), e.statsCmd(), e.reloadCmd(), e.portCmd(), e.ruleCmd(), e.stateCmd(), e.neighCmd(), e.mdbCmd(), e.captureCmd(), e.eventsCmd(), e.topCmd(), e.genCmd(), e.sinkCmd(), e.statCmd(), e.labCmd())
 	root.AddCommand(e.manCmd(root))
 	groups(root)
 	completeArgs(root, e)
@@ -433,6 +433,9 @@ func (e *env) showCmd() *cobra.Command {
 				}
 				if b.NeighSuppress {
 					fmt.Fprintln(e.stdout, "  neigh_suppress: ARP and ND for the neighbour table's addresses answered by the switch ('trestle neigh show')")
+				}
+				if b.MulticastSnooping {
+					fmt.Fprintln(e.stdout, "  multicast_snooping: a group's frames go to its members and router ports ('trestle mdb show')")
 				}
 			}
 			return nil

@@ -35,6 +35,7 @@ const (
 	TrestleTrBridgeFlagsTR_BRIDGE_OVERLAY        TrestleTrBridgeFlags = 64
 	TrestleTrBridgeFlagsTR_BRIDGE_LOOP_DETECT    TrestleTrBridgeFlags = 128
 	TrestleTrBridgeFlagsTR_BRIDGE_NEIGH_SUPPRESS TrestleTrBridgeFlags = 256
+	TrestleTrBridgeFlagsTR_BRIDGE_SNOOP          TrestleTrBridgeFlags = 512
 )
 
 type TrestleTrBridgePort struct {
@@ -120,7 +121,8 @@ const (
 	TrestleTrCounterTR_CNT_UNLEARNED_FULL TrestleTrCounter = 9
 	TrestleTrCounterTR_CNT_ENCAP          TrestleTrCounter = 10
 	TrestleTrCounterTR_CNT_SUPPRESSED     TrestleTrCounter = 11
-	TrestleTrCounterTR_CNT__MAX           TrestleTrCounter = 12
+	TrestleTrCounterTR_CNT_GROUPED        TrestleTrCounter = 12
+	TrestleTrCounterTR_CNT__MAX           TrestleTrCounter = 13
 )
 
 type TrestleTrCpuCache struct {
@@ -428,6 +430,18 @@ const (
 	TrestleTrFilterUnreadTR_UNREAD__MAX      TrestleTrFilterUnread = 3
 )
 
+type TrestleTrGroup struct {
+	_   structs.HostLayout
+	Sel [65]uint64
+}
+
+type TrestleTrGroupKey struct {
+	_      structs.HostLayout
+	Bridge uint16
+	Vlan   uint16
+	Addr   [16]uint8
+}
+
 type TrestleTrGuardKey struct {
 	_    structs.HostLayout
 	Slot uint32
@@ -545,11 +559,14 @@ const (
 	TrestleTrPortFlagsTR_PORT_DHCP_GUARD    TrestleTrPortFlags = 524288
 	TrestleTrPortFlagsTR_PORT_BPDU_GUARD    TrestleTrPortFlags = 1048576
 	TrestleTrPortFlagsTR_PORT_BLOCKED       TrestleTrPortFlags = 2097152
+	TrestleTrPortFlagsTR_PORT_FAST_LEAVE    TrestleTrPortFlags = 4194304
+	TrestleTrPortFlagsTR_PORT_MCAST_ROUTER  TrestleTrPortFlags = 8388608
+	TrestleTrPortFlagsTR_PORT_SNOOP         TrestleTrPortFlags = 16777216
 )
 
 type TrestleTrPortStats struct {
 	_     structs.HostLayout
-	C     [12]uint64
+	C     [13]uint64
 	Drops [35]uint64
 }
 
@@ -579,6 +596,24 @@ type TrestleTrReach struct {
 	N     uint32
 	Pad   uint32
 	Slots [1024]uint16
+}
+
+type TrestleTrSnoopLimits uint32
+
+const (
+	TrestleTrSnoopLimitsTR_SNOOP_COPY TrestleTrSnoopLimits = 512
+	TrestleTrSnoopLimitsTR_SNOOP_RING TrestleTrSnoopLimits = 262144
+	TrestleTrSnoopLimitsTR_MAX_GROUPS TrestleTrSnoopLimits = 16384
+)
+
+type TrestleTrSnoopMsg struct {
+	_      structs.HostLayout
+	Bridge uint16
+	Vlan   uint16
+	Slot   uint16
+	Len    uint16
+	TsNs   uint64
+	Data   [512]uint8
 }
 
 type TrestleTrState struct {
@@ -743,6 +778,8 @@ const (
 	TrestleMapFilterStates        = "filter_states"
 	TrestleMapFilterUnread        = "filter_unread"
 	TrestleMapFloods              = "floods"
+	TrestleMapGroupCur            = "group_cur"
+	TrestleMapGroups              = "groups"
 	TrestleMapGuardIps            = "guard_ips"
 	TrestleMapLearnScratch        = "learn_scratch"
 	TrestleMapMirrorVlans         = "mirror_vlans"
@@ -758,6 +795,8 @@ const (
 	TrestleMapPorts               = "ports"
 	TrestleMapReachFloods         = "reach_floods"
 	TrestleMapReaches             = "reaches"
+	TrestleMapSnoopLost           = "snoop_lost"
+	TrestleMapSnoopRing           = "snoop_ring"
 	TrestleMapStats               = "stats"
 	TrestleMapStorm               = "storm"
 	TrestleMapTxPorts             = "tx_ports"
@@ -796,6 +835,8 @@ const (
 	TrestleVarBtfPortFlags        = "_btf_port_flags"
 	TrestleVarBtfProbe            = "_btf_probe"
 	TrestleVarBtfProbeLimits      = "_btf_probe_limits"
+	TrestleVarBtfSnoopLimits      = "_btf_snoop_limits"
+	TrestleVarBtfSnoopMsg         = "_btf_snoop_msg"
 	TrestleVarBtfStateFlags       = "_btf_state_flags"
 	TrestleVarBtfStateTimeouts    = "_btf_state_timeouts"
 	TrestleVarBtfStormKind        = "_btf_storm_kind"
@@ -888,6 +929,8 @@ type TrestleMapSpecs struct {
 	FilterStates      *ebpf.MapSpec `ebpf:"filter_states"`
 	FilterUnread      *ebpf.MapSpec `ebpf:"filter_unread"`
 	Floods            *ebpf.MapSpec `ebpf:"floods"`
+	GroupCur          *ebpf.MapSpec `ebpf:"group_cur"`
+	Groups            *ebpf.MapSpec `ebpf:"groups"`
 	GuardIps          *ebpf.MapSpec `ebpf:"guard_ips"`
 	LearnScratch      *ebpf.MapSpec `ebpf:"learn_scratch"`
 	MirrorVlans       *ebpf.MapSpec `ebpf:"mirror_vlans"`
@@ -903,6 +946,8 @@ type TrestleMapSpecs struct {
 	Ports             *ebpf.MapSpec `ebpf:"ports"`
 	ReachFloods       *ebpf.MapSpec `ebpf:"reach_floods"`
 	Reaches           *ebpf.MapSpec `ebpf:"reaches"`
+	SnoopLost         *ebpf.MapSpec `ebpf:"snoop_lost"`
+	SnoopRing         *ebpf.MapSpec `ebpf:"snoop_ring"`
 	Stats             *ebpf.MapSpec `ebpf:"stats"`
 	Storm             *ebpf.MapSpec `ebpf:"storm"`
 	TxPorts           *ebpf.MapSpec `ebpf:"tx_ports"`
@@ -940,6 +985,8 @@ type TrestleVariableSpecs struct {
 	BtfPortFlags      *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
 	BtfProbe          *ebpf.VariableSpec `ebpf:"_btf_probe"`
 	BtfProbeLimits    *ebpf.VariableSpec `ebpf:"_btf_probe_limits"`
+	BtfSnoopLimits    *ebpf.VariableSpec `ebpf:"_btf_snoop_limits"`
+	BtfSnoopMsg       *ebpf.VariableSpec `ebpf:"_btf_snoop_msg"`
 	BtfStateFlags     *ebpf.VariableSpec `ebpf:"_btf_state_flags"`
 	BtfStateTimeouts  *ebpf.VariableSpec `ebpf:"_btf_state_timeouts"`
 	BtfStormKind      *ebpf.VariableSpec `ebpf:"_btf_storm_kind"`
@@ -997,6 +1044,8 @@ type TrestleMaps struct {
 	FilterStates      *ebpf.Map `ebpf:"filter_states"`
 	FilterUnread      *ebpf.Map `ebpf:"filter_unread"`
 	Floods            *ebpf.Map `ebpf:"floods"`
+	GroupCur          *ebpf.Map `ebpf:"group_cur"`
+	Groups            *ebpf.Map `ebpf:"groups"`
 	GuardIps          *ebpf.Map `ebpf:"guard_ips"`
 	LearnScratch      *ebpf.Map `ebpf:"learn_scratch"`
 	MirrorVlans       *ebpf.Map `ebpf:"mirror_vlans"`
@@ -1012,6 +1061,8 @@ type TrestleMaps struct {
 	Ports             *ebpf.Map `ebpf:"ports"`
 	ReachFloods       *ebpf.Map `ebpf:"reach_floods"`
 	Reaches           *ebpf.Map `ebpf:"reaches"`
+	SnoopLost         *ebpf.Map `ebpf:"snoop_lost"`
+	SnoopRing         *ebpf.Map `ebpf:"snoop_ring"`
 	Stats             *ebpf.Map `ebpf:"stats"`
 	Storm             *ebpf.Map `ebpf:"storm"`
 	TxPorts           *ebpf.Map `ebpf:"tx_ports"`
@@ -1047,6 +1098,8 @@ func (m *TrestleMaps) Close() error {
 		m.FilterStates,
 		m.FilterUnread,
 		m.Floods,
+		m.GroupCur,
+		m.Groups,
 		m.GuardIps,
 		m.LearnScratch,
 		m.MirrorVlans,
@@ -1062,6 +1115,8 @@ func (m *TrestleMaps) Close() error {
 		m.Ports,
 		m.ReachFloods,
 		m.Reaches,
+		m.SnoopLost,
+		m.SnoopRing,
 		m.Stats,
 		m.Storm,
 		m.TxPorts,
@@ -1100,6 +1155,8 @@ type TrestleVariables struct {
 	BtfPortFlags      *ebpf.Variable `ebpf:"_btf_port_flags"`
 	BtfProbe          *ebpf.Variable `ebpf:"_btf_probe"`
 	BtfProbeLimits    *ebpf.Variable `ebpf:"_btf_probe_limits"`
+	BtfSnoopLimits    *ebpf.Variable `ebpf:"_btf_snoop_limits"`
+	BtfSnoopMsg       *ebpf.Variable `ebpf:"_btf_snoop_msg"`
 	BtfStateFlags     *ebpf.Variable `ebpf:"_btf_state_flags"`
 	BtfStateTimeouts  *ebpf.Variable `ebpf:"_btf_state_timeouts"`
 	BtfStormKind      *ebpf.Variable `ebpf:"_btf_storm_kind"`

@@ -24,6 +24,9 @@ type (
 	GuardKey   = TrestleTrGuardKey
 	Neigh      = TrestleTrNeigh
 	NeighKey   = TrestleTrNeighKey
+	Group      = TrestleTrGroup
+	GroupKey   = TrestleTrGroupKey
+	SnoopMsg   = TrestleTrSnoopMsg
 
 	FilterKey   = TrestleTrFilterKey
 	FilterHit   = TrestleTrFilterHit
@@ -86,6 +89,10 @@ const (
 	NeighStatic         = TrestleTrNeighFlagsTR_NEIGH_STATIC
 	NeighLearned        = TrestleTrNeighFlagsTR_NEIGH_LEARNED
 	BridgeNeighSuppress = uint32(TrestleTrBridgeFlagsTR_BRIDGE_NEIGH_SUPPRESS)
+	BridgeSnoop         = uint32(TrestleTrBridgeFlagsTR_BRIDGE_SNOOP)
+	PortSnoop           = PortFlag(TrestleTrPortFlagsTR_PORT_SNOOP)
+	MaxGroups           = int(TrestleTrSnoopLimitsTR_MAX_GROUPS)
+	SnoopCopy           = int(TrestleTrSnoopLimitsTR_SNOOP_COPY)
 
 	BridgeFilter    = uint32(TrestleTrBridgeFlagsTR_BRIDGE_FILTER)
 	BridgeFilterOut = uint32(TrestleTrBridgeFlagsTR_BRIDGE_FILTER_OUT)

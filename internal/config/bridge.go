@@ -34,7 +34,10 @@ type Bridge struct {
 	// and blocks a port that hears one of the bridge's own; LoopRetry is
 	// how long such a port stays blocked before it is tried again.
 	LoopDetect bool
-	LoopRetry  time.Duration
+	// MulticastSnooping: IGMP and MLD build a group table, and multicast
+	// to a group with members goes to them and the router ports only.
+	MulticastSnooping bool
+	LoopRetry         time.Duration
 	// MACMoveLimit: an address that moves more than this many times within
 	// MACMoveWindow (between its ports, or between a port and the fabric)
 	// is frozen where it was for the window; 0: never frozen.
@@ -162,6 +165,8 @@ var bridgeTable = Table{
 			Help: fmt.Sprintf("Established connections the filter's keep_state rules may hold for this bridge (docs/filter.md); the filtering bridges' together at most %d. Beyond it, a connection still passes, held with those not yet established, which go first when that table is full.", MaxStatesAll)},
 		{Name: "max_states_per_port", Kind: KindInt, Min: 1, Max: int64(MaxStatesAll), Default: fmt.Sprint(DefaultMaxPortStates), Example: "512",
 			Help: "Established connections opened from one port of this bridge that it holds, at most (as max_states)."},
+		{Name: "multicast_snooping", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Snoop IGMP (v2, v3) and MLD (v1, v2): multicast to a group that ports have joined goes to those ports and the multicast router ports only (`trestle mdb show`); groups without members, and link-local groups (224.0.0.0/24, ff02::/16), are flooded; as the Linux bridge's mcast_snooping (docs/switching.md, \"Multicast snooping\")."},
 		{Name: "loop_detect", Kind: KindBool, Default: "false", Example: "true",
 			Help: "Detect loops outside the switch (two ports joined by a cable, or by a VM that bridges its interfaces): the daemon sends a small probe (EtherType 0x9000, the loopback protocol's) out of each port every second, and a port that hears one of the bridge's own back is blocked (state blocked, why loop) until loop_retry has passed (docs/switching.md)."},
 		{Name: "loop_retry", Kind: KindDuration, Min: int64(time.Second), Max: int64(maxAging), Default: `"60s"`, Example: `"5m"`,
@@ -219,6 +224,8 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 			}
 		case "loop_detect":
 			b.LoopDetect = ok && x.b
+		case "multicast_snooping":
+			b.MulticastSnooping = ok && x.b
 		case "loop_retry":
 			if ok {
 				b.LoopRetry = x.d

@@ -54,6 +54,7 @@ const (
 	CmdRuleDel   = "rule.del"
 	CmdStateShow = "state.show"
 	CmdNeighShow = "neigh.show" // answers []NeighEntry, of Bridge or of every bridge
+	CmdMDBShow   = "mdb.show"   // answers []MDBEntry, of Bridge or of every bridge
 	// events: the recent ones; events.follow: those and every one after,
 	// a stream (events.go).
 	CmdEvents       = "events"
@@ -198,6 +199,21 @@ type NeighEntry struct {
 	VTEP string `json:"vtep,omitempty"`
 }
 
+// MDBEntry is one row of `trestle mdb show --json`: a port's membership
+// of a multicast group in one VLAN of a snooping bridge, with its sources
+// (IGMPv3 and MLDv2 include mode; empty: any source) and how long ago it
+// was last reported; or (Router) a multicast router port of the bridge,
+// with no group.
+type MDBEntry struct {
+	Bridge     string   `json:"bridge"`
+	Group      string   `json:"group"`
+	VLAN       uint16   `json:"vlan"`
+	Port       string   `json:"port"`
+	Sources    []string `json:"sources"`
+	Router     bool     `json:"router"`
+	AgeSeconds float64  `json:"age_seconds"`
+}
+
 // A neighbour entry's origins.
 const (
 	NeighStatic  = "static"  // a port's allowed_ips with its allowed_macs
@@ -245,6 +261,9 @@ type BridgeStatus struct {
 	// NeighSuppress: the switch answers ARP and neighbour discovery for
 	// the addresses of its neighbour table (`trestle neigh show`).
 	NeighSuppress bool `json:"neigh_suppress"`
+	// MulticastSnooping: a group's frames go to its members and the
+	// router ports only (trestle mdb show).
+	MulticastSnooping bool `json:"multicast_snooping"`
 }
 
 // Mirror is one [[bridge.mirror]] as `trestle show` prints it.

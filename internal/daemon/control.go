@@ -50,6 +50,8 @@ func (d *Daemon) handle(_ context.Context, req ctl.Request) (_ any, err error) {
 		return d.stateShow(req.Bridge)
 	case ctl.CmdNeighShow:
 		return d.neighShow(req.Bridge)
+	case ctl.CmdMDBShow:
+		return d.mdbShow(req.Bridge)
 	case ctl.CmdEvents:
 		return d.recentEvents(), nil
 	case ctl.CmdPortAdd:
@@ -101,7 +103,8 @@ func (d *Daemon) statusOf(only string) (ctl.Status, error) {
 	}
 	for _, b := range bs {
 		bst := ctl.BridgeStatus{Name: b.cfg.Name, ID: b.id, VLANAware: b.cfg.VLANAware(), AgingSeconds: b.cfg.Aging.Seconds(), MaxEntries: b.cfg.MaxEntries, Entries: entries[b.id], Ports: []ctl.PortStatus{},
-			Filter: b.cfg.Filter, Rules: len(b.rules()), DefaultAction: config.ActionPass, NeighSuppress: b.cfg.NeighSuppress}
+			Filter: b.cfg.Filter, Rules: len(b.rules()), DefaultAction: config.ActionPass, NeighSuppress: b.cfg.NeighSuppress,
+			MulticastSnooping: b.cfg.MulticastSnooping}
 		if b.cfg.DefaultBlock {
 			bst.DefaultAction = config.ActionBlock
 		}

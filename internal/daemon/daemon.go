@@ -43,6 +43,7 @@ type Daemon struct {
 	pins     Pins
 	capturer capturer    // nil: this dataplane cannot capture
 	moves    eventSource // nil: it reports no MAC moves
+	snoop    *snooper    // multicast snooping's state (snoop.go)
 	sys      System
 	opts     Options
 
@@ -123,6 +124,8 @@ func newDaemon(log *slog.Logger, dp Dataplane, sys System, capacity uint32, refr
 	d.sendProbe = d.sendProbeRaw
 	d.capturer, _ = dp.(capturer)
 	d.moves, _ = dp.(eventSource)
+	st, _ := dp.(snoopTable)
+	d.snoop = newSnooper(st, log)
 	put, _ := dp.(remotePutter)
 	d.ovl = newOverlayState(overlay.Netlink{}, put)
 	return d
@@ -228,6 +231,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	go srv.Serve(ctx, d.handle)
 	go d.watchEvents(ctx)
+	go d.watchSnoop(ctx)
 	go d.overlayLoop(ctx, ovlLost)
 	d.notify(sd.SdNotifyReady, statusLine("forwarding: %d bridges", len(cfg.Bridges)))
 

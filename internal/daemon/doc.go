@@ -68,6 +68,9 @@
 //     macowner.go (the one port that holds a bound address), mobility.go
 //     (addresses that move past mac_move_limit, frozen), neigh.go (the
 //     neighbour table's static entries, neigh show);
+//   - multicast: snoop.go (multicast_snooping: the snoop ring's IGMP and
+//     MLD messages read into memberships, router ports and queriers, the
+//     group table written from them, mdb show);
 //   - loops at the edge: edge.go (ports blocked by bpdu_guard and
 //     loop_detect, the loop probes, port.enable);
 //   - overlay ports: overlay.go (their VNIs' kernel objects and the loop

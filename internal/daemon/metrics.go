@@ -40,6 +40,7 @@ var counterMetrics = map[string]struct{ name, help string }{
 	"unlearned":      {"trestle_port_unlearned_total", "Frames from new sources forwarded without learning them (mac_limit_action forward, at max_macs; or the bridge's table refused them)."},
 	"unlearned_full": {"trestle_port_unlearned_full_total", "Of the unlearned, the new sources the bridge's table refused: full, or past its high-water mark with the port at its fair share."},
 	"tx_dropped":     {"trestle_port_tx_dropped_total", "Copies of flooded frames for the port that could not be sent (a tc clone the kernel refused: longer than the port's MTU allows, say)."},
+	"grouped":        {"trestle_port_grouped_total", "Of the flooded, the multicast frames sent only to their group's member ports and the multicast router ports (multicast_snooping)."},
 	"encap":          {"trestle_port_encap_total", "Of the frames sent out of an overlay port, those the XDP program encapsulated itself and sent into the underlay (docs/overlay.md); the vxlan device does not count them."},
 }
 
@@ -79,6 +80,7 @@ type collector struct {
 	filterUnread               *prometheus.Desc
 	reloads, build             *prometheus.Desc
 	events, suppressed, lost   *prometheus.Desc
+	snoopMsgs, snoopLost       *prometheus.Desc
 }
 
 func newCollector(d *Daemon) *collector {
@@ -104,6 +106,8 @@ func newCollector(d *Daemon) *collector {
 	c.events = prometheus.NewDesc("trestle_events_total", "Events logged (and shown by `trestle events`) since the daemon started, by kind.", []string{"event"}, nil)
 	c.suppressed = prometheus.NewDesc("trestle_events_suppressed_total", "Events not logged one by one since the daemon started, counted in another line instead (mac_move: moves of a flapping address), by kind.", []string{"event"}, nil)
 	c.lost = prometheus.NewDesc("trestle_events_lost_total", "Events the datapath could not hand to the daemon: its event ring was full (the daemon behind, or not running).", nil, nil)
+	c.snoopMsgs = prometheus.NewDesc("trestle_snoop_messages_total", "IGMP, MLD and PIM messages the daemon read from a snooping bridge's ports, by kind (report, leave, query, pim, malformed, refused: memberships not taken, a bound reached).", []string{"bridge", "kind"}, nil)
+	c.snoopLost = prometheus.NewDesc("trestle_snoop_lost_total", "IGMP, MLD and PIM messages the datapath could not copy to the daemon: its snoop ring was full (they were forwarded all the same).", nil, nil)
 	c.build = prometheus.NewDesc("trestle_build_info", "The running trestle's build: always 1.", []string{"version", "goversion"}, nil)
 	return c
 }
@@ -112,7 +116,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range append(append([]*prometheus.Desc{}, c.port...), c.vlan...) {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{c.drops, c.unattached, c.up, c.entries, c.maxEntries, c.aged, c.filterPackets, c.filterBytes, c.filterUnread, c.reloads, c.build, c.events, c.suppressed, c.lost} {
+	for _, d := range []*prometheus.Desc{c.drops, c.unattached, c.up, c.entries, c.maxEntries, c.aged, c.filterPackets, c.filterBytes, c.filterUnread, c.reloads, c.build, c.events, c.suppressed, c.lost, c.snoopMsgs, c.snoopLost} {
 		ch <- d
 	}
 }
@@ -228,6 +232,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- counter(c.lost, n)
 		}
 	}
+	c.collectSnoop(ch)
 	if st, err := d.counters.Stats(0); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.unattached, err)
 	} else {

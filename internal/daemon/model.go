@@ -106,6 +106,11 @@ func (p *portState) info() *datapath.PortInfo {
 		// nothing (bpf/lib/guard.h).
 		info.Policy.Flags |= tbpf.PortBlocked
 	}
+	if p.bridge.cfg.MulticastSnooping {
+		// The daemon's flag, not a key's: the devmap program asks a
+		// multicast copy's group (bpf/lib/snoop.h).
+		info.Policy.Flags |= tbpf.PortSnoop
+	}
 	if p.peer != nil {
 		info.Peer = p.peer.slot
 	}
@@ -248,6 +253,7 @@ func (b *bridgeState) desired() datapath.BridgeInfo {
 		}
 	}
 	info.NeighSuppress = b.cfg.NeighSuppress
+	info.Snoop = b.cfg.MulticastSnooping
 	info.LoopDetect = b.cfg.LoopDetect
 	info.Filter = b.filter()
 	if patched || info.Mirror || info.FilterWalks() {
@@ -310,7 +316,7 @@ func sameBridgeInfo(a, b *datapath.BridgeInfo) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy && a.Mirror == b.Mirror && a.Overlay == b.Overlay && a.NeighSuppress == b.NeighSuppress && a.LoopDetect == b.LoopDetect &&
+	return a.ID == b.ID && a.Name == b.Name && a.MaxEntries == b.MaxEntries && a.VLANAware == b.VLANAware && a.Policy == b.Policy && a.Mirror == b.Mirror && a.Overlay == b.Overlay && a.NeighSuppress == b.NeighSuppress && a.Snoop == b.Snoop && a.LoopDetect == b.LoopDetect &&
 		slices.Equal(a.VLANs, b.VLANs) && slices.EqualFunc(a.Ports, b.Ports, datapath.PortInfo.Equal) &&
 		slices.EqualFunc(a.Reach, b.Reach, datapath.PortInfo.Equal) && reflect.DeepEqual(a.Filter, b.Filter)
 }

@@ -175,10 +175,14 @@ type eventSource interface {
 	EventsLost() (uint64, error)
 }
 
-type moveReader interface {
-	Read(deadline time.Time) (datapath.Move, error)
+// ringReader reads one of the datapath's rings: the event ring's moves,
+// the snoop ring's messages (snoop.go).
+type ringReader[T any] interface {
+	Read(deadline time.Time) (T, error)
 	Close() error
 }
+
+type moveReader = ringReader[datapath.Move]
 
 func (d realDataplane) Events() (moveReader, error) { return d.Datapath.Events() }
 

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -688,6 +689,7 @@ func (d *Daemon) finalize(c *change) {
 	}
 	d.bridges = c.next
 	d.syncNeighs()
+	d.snoop.configure(d.snoopConfig(), time.Now())
 	d.finalizeOverlay(c)
 	// Stages no bridge needs any more: every port goes back to the
 	// programs without them.

@@ -39,6 +39,11 @@ type BridgeInfo struct {
 	// NeighSuppress: ARP requests and neighbour solicitations the
 	// neighbour table answers are answered by the switch (neigh.go).
 	NeighSuppress bool
+	// Snoop: multicast_snooping. IGMP and MLD messages are copied to the
+	// snoop ring, and multicast to a group in the group table goes to its
+	// ports only (snoop.go). Its floods take the program flood set at XDP,
+	// whose devmap program asks each copy's port.
+	Snoop bool
 	// LoopDetect: the bridge's loop probes (struct tr_probe) are
 	// recognised, dropped and reported in the event ring (Move.Loop).
 	LoopDetect bool
@@ -101,7 +106,7 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 	if err != nil {
 		return fmt.Errorf("bridge %q: %w", b.Name, err)
 	}
-	if b.VLANAware || b.Policy {
+	if b.VLANAware || b.Policy || b.Snoop {
 		if err := d.setProgFlood(d.vlanFloodSets(), b.ID, b.Ports); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
@@ -135,6 +140,9 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 	}
 	if b.Overlay {
 		br.Flags |= tbpf.BridgeOverlay
+	}
+	if b.Snoop {
+		br.Flags |= tbpf.BridgeSnoop
 	}
 	if b.NeighSuppress {
 		br.Flags |= tbpf.BridgeNeighSuppress
@@ -208,7 +216,7 @@ func (d *Datapath) SetBridge(b BridgeInfo) (err error) {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
 		}
 	}
-	if !b.VLANAware && !b.Policy {
+	if !b.VLANAware && !b.Policy && !b.Snoop {
 		// Nor does any frame flood through the program flood set.
 		if err := d.delProgFlood(d.vlanFloodSets(), b.ID); err != nil {
 			return fmt.Errorf("bridge %q: %w", b.Name, err)
@@ -592,7 +600,7 @@ func (d *Datapath) Bridges() ([]BridgeInfo, error) {
 		}
 		b := BridgeInfo{ID: uint16(id), MaxEntries: br.MaxEntries, VLANAware: br.Flags&tbpf.BridgeVLAN != 0,
 			Policy: br.Flags&tbpf.BridgePolicy != 0, Mirror: br.Flags&tbpf.BridgeMirror != 0, Overlay: br.Flags&tbpf.BridgeOverlay != 0,
-			NeighSuppress: br.Flags&tbpf.BridgeNeighSuppress != 0, LoopDetect: br.Flags&tbpf.BridgeLoopDetect != 0}
+			NeighSuppress: br.Flags&tbpf.BridgeNeighSuppress != 0, Snoop: br.Flags&tbpf.BridgeSnoop != 0, LoopDetect: br.Flags&tbpf.BridgeLoopDetect != 0}
 		d.hadPatch[b.ID] = br.Flags&(tbpf.BridgePatch|tbpf.BridgeMirror) != 0
 		for _, c := range br.Name {
 			if c == 0 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
@@ -149,12 +150,18 @@ func decodeEvent(raw []byte, offset int64) (Move, error) {
 // EventsLost counts the records the ring had no room for since the
 // datapath was created (a pinned one's count outlives the daemon).
 func (d *Datapath) EventsLost() (uint64, error) {
-	if d.objs.EventLost == nil {
+	return d.lostCount(d.objs.EventLost, "the events'")
+}
+
+// lostCount sums a ring's lost counter (a per-CPU array of one); whose
+// names the ring in its error.
+func (d *Datapath) lostCount(m *ebpf.Map, whose string) (uint64, error) {
+	if m == nil {
 		return 0, nil
 	}
 	per := make([]uint64, d.ncpu)
-	if err := d.objs.EventLost.Lookup(uint32(0), &per); err != nil {
-		return 0, fmt.Errorf("read the events' lost counter: %w", err)
+	if err := m.Lookup(uint32(0), &per); err != nil {
+		return 0, fmt.Errorf("read %s lost counter: %w", whose, err)
 	}
 	var n uint64
 	for _, v := range per {

@@ -83,6 +83,11 @@ var derived = map[string]bool{
 	tbpf.TrestleMapEncaps: true,
 	// The neighbour table's static entries: the apply writes them again.
 	tbpf.TrestleMapNeigh: true,
+	// The group table: the daemon empties it at start (ClearGroups), and
+	// its members report again; the snoop ring as the event ring.
+	tbpf.TrestleMapGroups:    true,
+	tbpf.TrestleMapGroupCur:  true,
+	tbpf.TrestleMapSnoopRing: true,
 	// The ports' reserves at the mark (fair.go): the daemon gives them
 	// again at its next look (an empty one gives none: for a second, no
 	// port at its share learns at the mark).
@@ -100,6 +105,9 @@ var scratch = map[string]bool{
 	tbpf.TrestleMapEventRing:   true,
 	tbpf.TrestleMapEdgeRing:    true,
 	tbpf.TrestleMapEventLost:   true,
+	tbpf.TrestleMapGroupCur:    true,
+	tbpf.TrestleMapSnoopRing:   true,
+	tbpf.TrestleMapSnoopLost:   true,
 	// The overlay's outer headers: the overlay's comparison writes them,
 	// not the apply (a new one is no reason to rewrite every port).
 	tbpf.TrestleMapEncaps: true,
