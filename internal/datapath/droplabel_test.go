@@ -210,8 +210,11 @@ func TestCaptureDropLabels(t *testing.T) {
 			t.Errorf("drop reason %s: no case reaches it, and none says why it cannot be reached", names[r])
 		}
 	}
+	// Each case builds rigs of its own (a namespace and a datapath each):
+	// side by side, as the package's other tests wait for this one.
 	for _, c := range cases {
 		t.Run(names[c.reason], func(t *testing.T) {
+			t.Parallel()
 			for _, m := range modes {
 				if c.modes != "" && c.modes != m.name {
 					continue
