@@ -231,15 +231,8 @@ func (d *Daemon) watchEvents(ctx context.Context) {
 			}
 			continue
 		}
-		m, err := rd.Read(tick.Add(eventTick))
-		switch {
-		case errors.Is(err, datapath.ErrNoEvent):
-			continue
-		case err != nil && ctx.Err() != nil:
-			return
-		case err != nil:
-			// A record of a newer build, say: skipped.
-			d.log.Debug("event ring", "err", err)
+		m, ok := readRecord(ctx, d, "event ring", rd.Read, tick.Add(eventTick))
+		if !ok {
 			continue
 		}
 		if m.BPDU || m.Loop {
@@ -273,18 +266,23 @@ func (d *Daemon) watchEdge(ctx context.Context) {
 		rd.Close()
 	}()
 	for ctx.Err() == nil {
-		m, err := rd.Read(time.Time{})
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return
-		case err != nil:
-			d.log.Debug("edge ring", "err", err)
-			continue
-		}
-		if m.BPDU || m.Loop {
+		m, ok := readRecord(ctx, d, "edge ring", rd.Read, time.Time{})
+		if ok && (m.BPDU || m.Loop) {
 			d.edgeEvent(m) // the port is blocked (edge.go)
 		}
 	}
+}
+
+// readRecord reads the next record of a ring (the event, edge or snoop
+// ring) until deadline (zero: none); false when there was none, when the
+// record was one to skip (a newer build's, logged at debug) or when ctx is
+// done, which the caller's loop checks.
+func readRecord[T any](ctx context.Context, d *Daemon, ring string, read func(time.Time) (T, error), deadline time.Time) (T, bool) {
+	m, err := read(deadline)
+	if err != nil && !errors.Is(err, datapath.ErrNoEvent) && ctx.Err() == nil {
+		d.log.Debug(ring, "err", err)
+	}
+	return m, err == nil
 }
 
 // logMove names a move's bridge and ports and logs it.

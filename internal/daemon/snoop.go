@@ -611,17 +611,9 @@ func (d *Daemon) watchSnoop(ctx context.Context) {
 			last = now
 			d.snoop.tick(now)
 		}
-		m, err := rd.Read(last.Add(time.Second))
-		switch {
-		case errors.Is(err, datapath.ErrNoEvent):
-			continue
-		case err != nil && ctx.Err() != nil:
-			return
-		case err != nil:
-			d.log.Debug("snoop ring", "err", err)
-			continue
+		if m, ok := readRecord(ctx, d, "snoop ring", rd.Read, last.Add(time.Second)); ok {
+			d.snoop.handle(m, time.Now())
 		}
-		d.snoop.handle(m, time.Now())
 	}
 }
 

@@ -28,19 +28,17 @@ func readMoves(t *testing.T, rd *EventReader) []Move {
 
 // eventRig is a rig with a reader of its event ring.
 func eventRig(t *testing.T, m tmode) (*rig, *EventReader) {
-	r := newRig(t, m, 1024, [4]uint32{})
-	rd, err := r.dp.Events()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rd.Close() })
-	return r, rd
+	return ringRig(t, m, (*Datapath).Events)
 }
 
 // edgeRig is a rig with a reader of its guards' ring (EdgeEvents).
 func edgeRig(t *testing.T, m tmode) (*rig, *EventReader) {
+	return ringRig(t, m, (*Datapath).EdgeEvents)
+}
+
+func ringRig(t *testing.T, m tmode, open func(*Datapath) (*EventReader, error)) (*rig, *EventReader) {
 	r := newRig(t, m, 1024, [4]uint32{})
-	rd, err := r.dp.EdgeEvents()
+	rd, err := open(r.dp)
 	if err != nil {
 		t.Fatal(err)
 	}
