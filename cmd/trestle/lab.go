@@ -22,9 +22,7 @@ func (e *env) labCmd() *cobra.Command {
 		duts, sizes, chains, placement, outPath, reportDir string
 		reps                                               int
 		trial, confirm, settle, drain, iperfTime           time.Duration
-		duration                                           time.Duration
-		maxEntries                                         int
-		lossGoal, resolution, load, streamRate             float64
+		lossGoal, resolution                               float64
 		keep, profile, bidirectional                       bool
 		ndrLoss, pdrLoss                                   string
 	)
@@ -161,39 +159,14 @@ Examples:
 					}
 					tm.Search.Resolution = resolution
 				}
-				if f.Changed("load") {
-					if load <= 0 || load > 1 {
-						return fmt.Errorf("--load %v: a fraction of the throughput above 0, up to 1", load)
-					}
-					sc.Load = load
-				}
-				if f.Changed("rate") {
-					if streamRate <= 0 {
-						return fmt.Errorf("--rate %v: frames a second, above 0", streamRate)
-					}
-					sc.StreamRate = streamRate
-					// A fixed rate needs no throughput to take a fraction of.
-					sc.WithoutTest(lab.TestThroughput)
-				}
-				if err := streamFlags(f.Changed, &sc, duration, maxEntries); err != nil {
-					return err
-				}
-				// The test kinds' own flags (--events, --event-lead, --event-tail,
-				// --upgrade-to, --sources, --window, --cpus, --ports, --streams, --udp-rate),
-				// after the stream's that they may depend on (--window on --duration).
+				// The test kinds' own flags (--load, --rate, --duration, --events,
+				// --sources, --window, --cpus, --ports and the others: rows of
+				// their kinds, each refused where no kind of the scenario takes it).
 				if err := sc.SetFlags(f); err != nil {
 					return err
 				}
 				if err := sc.CheckPlacement(placement); err != nil {
 					return err
-				}
-				stream := sc.Has(lab.TestMACFlood) || sc.Has(lab.TestSoak)
-				if !sc.Has(lab.TestRestart) {
-					for _, name := range []string{"events", "load", "rate", "event-lead", "event-tail", "upgrade-to"} {
-						if f.Changed(name) && !(stream && (name == "load" || name == "rate")) {
-							return fmt.Errorf("--%s is for the restart scenario; %s has no restart test", name, sc.Name)
-						}
-					}
 				}
 				if err := sc.CheckJoins(); err != nil {
 					return err
@@ -243,10 +216,6 @@ Examples:
 	f.Float64Var(&lossGoal, "loss-goal", 0, "the NDR's loss goal as a ratio (the same as --ndr-loss)")
 	f.BoolVar(&bidirectional, "bidirectional", false, "send h1 -> h2 and h2 -> h1 at once in the throughput search and the\nlatency and loss tests (each at half the rate), and report the sum and\neach direction (not for restart, mac-flood, soak, fdb-scale or @mirror)")
 	f.Float64Var(&resolution, "resolution", 0, "search resolution, a ratio of the rate (default 0.01)")
-	f.Float64Var(&load, "load", 0, "restart, mac-flood, soak: the stream's rate, a fraction of the DUT's measured\nthroughput (default 0.5; soak 0.9 of the zero-loss rate)")
-	f.Float64Var(&streamRate, "rate", 0, "restart, mac-flood: the stream's rate in frames a second, instead of --load (no search)")
-	f.DurationVar(&duration, "duration", 0, "mac-flood: the flood's length (default 30s); soak: the stream's (default 10m)")
-	f.IntVar(&maxEntries, "max-entries", 0, "mac-flood: the learning table size every DUT is given (default 65536)")
 	lab.DeclareFlags(f)
 	f.BoolVar(&e.json, "json", false, "print the run's record as JSON on stdout (every trial, the settings and the\nmachine) instead of its table")
 	f.StringVarP(&outPath, "output", "o", "", "write the run's record as JSON to this file (what 'trestle lab report' reads)")
@@ -321,37 +290,6 @@ func parseLoss(s string) (v float64, off bool, err error) {
 		return 0, false, fmt.Errorf("%v: not from 0 up to 1", v)
 	}
 	return v, false, nil
-}
-
-// streamFlags applies the flags of the stream that the mac-flood and
-// soak tests share to sc, refusing them for a scenario without those
-// tests (their own, --sources and --window, are theirs: lab's kinds).
-func streamFlags(changed func(name string) bool, sc *lab.Scenario, duration time.Duration, maxEntries int) error {
-	for _, c := range []struct {
-		name string
-		ok   bool
-		scen string
-	}{
-		{"duration", sc.Has(lab.TestMACFlood) || sc.Has(lab.TestSoak), "the mac-flood or soak scenario"},
-		{"max-entries", sc.Has(lab.TestMACFlood), "the mac-flood scenario"},
-	} {
-		if changed(c.name) && !c.ok {
-			return fmt.Errorf("--%s is for %s, not %s", c.name, c.scen, sc.Name)
-		}
-	}
-	if changed("duration") {
-		if duration <= 0 {
-			return fmt.Errorf("--duration %v: must be above 0", duration)
-		}
-		sc.Duration = duration
-	}
-	if changed("max-entries") {
-		if maxEntries < 1 || maxEntries > 1<<24 {
-			return fmt.Errorf("--max-entries %d: 1..%d", maxEntries, 1<<24)
-		}
-		sc.MaxEntries = maxEntries
-	}
-	return nil
 }
 
 // splitDUTs splits a --dut list at its commas, except those between the

@@ -280,6 +280,7 @@ const (
 	FlagInt               // a number in Lo..Hi
 	FlagInts              // comma-separated numbers, each in Lo..Hi
 	FlagDuration          // a Go duration ("2s")
+	FlagFloat             // a number with a fraction ("0.5")
 )
 
 // Sets is a Flag's Set from a change of the kind's value T by the flag's
@@ -318,6 +319,8 @@ func DeclareFlags(f *pflag.FlagSet) {
 				f.Int(r.Name, 0, r.Usage)
 			case FlagDuration:
 				f.Duration(r.Name, 0, r.Usage)
+			case FlagFloat:
+				f.Float64(r.Name, 0, r.Usage)
 			}
 		}
 	}
@@ -337,13 +340,29 @@ func (r Flag) value(f *pflag.FlagSet) (any, error) {
 		return ParseInts("--"+r.Name, v, r.Lo, r.Hi)
 	case FlagDuration:
 		return f.GetDuration(r.Name)
+	case FlagFloat:
+		return f.GetFloat64(r.Name)
 	}
 	return f.GetString(r.Name)
 }
 
 // SetFlags sets s's tests from the kinds' flags given on f, kind by kind
-// in the order of Kinds, row by row; the first bad one is the error.
+// in the order of Kinds, row by row; the first bad one is the error. A
+// flag that several kinds take (--duration: mac-flood's and soak's) is
+// set by each of s's kinds that takes it, and refused, with the scenarios
+// its rows are for, only when none of s's kinds takes it.
 func (s *Scenario) SetFlags(f *pflag.FlagSet) error {
+	taken, forText := map[string]bool{}, map[string][]string{}
+	for _, k := range Kinds {
+		if fl, ok := k.(flagger); ok {
+			for _, r := range fl.Flags() {
+				taken[r.Name] = taken[r.Name] || s.has(k.Name())
+				if r.For != "" && !slices.Contains(forText[r.Name], r.For) {
+					forText[r.Name] = append(forText[r.Name], r.For)
+				}
+			}
+		}
+	}
 	for _, k := range Kinds {
 		fl, ok := k.(flagger)
 		if !ok {
@@ -360,8 +379,8 @@ func (s *Scenario) SetFlags(f *pflag.FlagSet) error {
 				continue
 			}
 			if !has {
-				if r.For != "" {
-					return fmt.Errorf("--%s is for %s, not %s", r.Name, r.For, s.Name)
+				if !taken[r.Name] && len(forText[r.Name]) > 0 {
+					return fmt.Errorf("--%s is for %s, not %s", r.Name, strings.Join(forText[r.Name], " or "), s.Name)
 				}
 				continue
 			}

@@ -797,10 +797,11 @@ func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 	return macFloodTest(ctx, u.S, k, u.Rig, size, rate, tput, u.Base, u.Add, u.Status)
 }
 
-// Flags: --sources, the flood's source addresses; a scenario without a
-// mac-flood test refuses it.
+// Flags: the stream's rate (--load or --rate), the flood's length
+// (--duration), the DUTs' table (--max-entries) and its source addresses
+// (--sources); a scenario without a mac-flood test refuses them.
 func (Kind) Flags() []lab.Flag {
-	return []lab.Flag{{
+	return []lab.Flag{lab.LoadFlag(), lab.RateFlag(), lab.DurationFlag(), lab.MaxEntriesFlag(), {
 		Name: "sources", Type: lab.FlagInt, Lo: 1, Hi: 1 << 24, For: "the mac-flood scenario",
 		Usage: "mac-flood: the flood's random source addresses (default 1000000)",
 		Set:   lab.Sets(func(m Kind, n int) (Kind, error) { m.Sources = n; return m, nil }),

@@ -291,8 +291,9 @@ func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 	return restartTest(ctx, u.S, k, u.Rig, size, rate, tput, u.Base, u.Add, u.Notef, u.Status)
 }
 
-// Flags: the events, their stream's lead and tail, and the build upgrades
-// go to (of a scenario with a restart test; in another they are ignored).
+// Flags: the stream's rate (--load or --rate), the events, their stream's
+// lead and tail, and the build upgrades go to; a scenario without a
+// restart test refuses them.
 func (Kind) Flags() []lab.Flag {
 	positive := func(name string, set func(*Kind, time.Duration)) func(*lab.Scenario, any) error {
 		return lab.Sets(func(r Kind, v time.Duration) (Kind, error) {
@@ -303,8 +304,10 @@ func (Kind) Flags() []lab.Flag {
 			return r, nil
 		})
 	}
+	const restartOnly = "the restart scenario"
 	return []lab.Flag{
-		{Name: "events", Type: lab.FlagString, Usage: "restart: events in order with their counts (default sigkill=10,sigterm=10,upgrade=5)",
+		lab.LoadFlag(), lab.RateFlag(),
+		{Name: "events", Type: lab.FlagString, For: restartOnly, Usage: "restart: events in order with their counts (default sigkill=10,sigterm=10,upgrade=5)",
 			Set: lab.Sets(func(r Kind, v string) (Kind, error) {
 				evs, err := lab.ParseEvents(v)
 				if err != nil {
@@ -313,11 +316,11 @@ func (Kind) Flags() []lab.Flag {
 				r.Events = evs
 				return r, nil
 			})},
-		{Name: "event-lead", Type: lab.FlagDuration, Usage: "restart: the stream before each event (default 1s)",
+		{Name: "event-lead", Type: lab.FlagDuration, For: restartOnly, Usage: "restart: the stream before each event (default 1s)",
 			Set: positive("event-lead", func(r *Kind, v time.Duration) { r.Lead = v })},
-		{Name: "event-tail", Type: lab.FlagDuration, Usage: "restart: how long the stream must reach h2 without a gap after the\ndaemon is back (default 1s)",
+		{Name: "event-tail", Type: lab.FlagDuration, For: restartOnly, Usage: "restart: how long the stream must reach h2 without a gap after the\ndaemon is back (default 1s)",
 			Set: positive("event-tail", func(r *Kind, v time.Duration) { r.Tail = v })},
-		{Name: "upgrade-to", Type: lab.FlagString, Usage: "restart: the trestle build the upgrade events go to and back from",
+		{Name: "upgrade-to", Type: lab.FlagString, For: restartOnly, Usage: "restart: the trestle build the upgrade events go to and back from",
 			Set: lab.Sets(func(r Kind, v string) (Kind, error) {
 				st, err := os.Stat(v)
 				if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {

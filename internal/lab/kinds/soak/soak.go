@@ -488,11 +488,12 @@ func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 	return soakTest(ctx, u.S, soakWindow(u.S.Duration, k.Window), u.Rig, u.Base, u.Add, u.Status)
 }
 
-// Flags: --window, the soak's windows, at most its duration; a scenario
-// without a soak refuses it. A --duration given alone below the window
+// Flags: the stream's rate (--load) and length (--duration), and
+// --window, the soak's windows, at most its duration; a scenario without a
+// soak refuses them. A --duration given alone below the window
 // takes the window back to its default, a sixth of the soak.
 func (Kind) Flags() []lab.Flag {
-	return []lab.Flag{{
+	return []lab.Flag{lab.LoadFlag(), lab.DurationFlag(), {
 		Name: "window", Type: lab.FlagDuration, For: "the soak scenario", Usage: "soak: the windows of loss and latency (default 1m)",
 		Set: func(s *lab.Scenario, v any) error {
 			w := v.(time.Duration)
