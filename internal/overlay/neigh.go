@@ -29,9 +29,11 @@ import (
 //     into its neighbour table as remote entries and never writes or
 //     deletes them.
 //
-// IPv4 only: the daemon turns IPv6 off on the devices it makes (noIPv6),
-// so that none of the host's own DAD and MLD enter the overlay, and a
-// device without IPv6 has no IPv6 neighbour table.
+// IPv4 and IPv6: the bridge has IPv6 for its neighbour table alone
+// (neighOnlyIPv6: no address, so none of the host's own DAD, MLD or
+// router solicitations enter the overlay, and nothing taken from the
+// overlay's router advertisements). The other devices the daemon makes
+// have IPv6 off (noIPv6).
 
 // IPNeigh is an IP neighbour of a VNI's bridge.
 type IPNeigh struct {
@@ -53,6 +55,11 @@ func (Netlink) IPNeighs(bridge int) ([]IPNeigh, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A kernel without IPv6 (or a bridge with IPv6 off) has no IPv6
+	// neighbours: none is no error.
+	if ns6, err := netlink.NeighList(bridge, unix.AF_INET6); err == nil {
+		ns = append(ns, ns6...)
+	}
 	var out []IPNeigh
 	for _, n := range ns {
 		a, ok := netip.AddrFromSlice(n.IP)
@@ -66,20 +73,28 @@ func (Netlink) IPNeighs(bridge int) ([]IPNeigh, error) {
 
 // SetIPNeigh implements IPNeighKernel: a local neighbour, NUD_NOARP.
 func (Netlink) SetIPNeigh(bridge int, ip netip.Addr, mac net.HardwareAddr) error {
-	return netlink.NeighSet(&netlink.Neigh{LinkIndex: bridge, Family: unix.AF_INET, IP: ip.AsSlice(), HardwareAddr: mac, State: unix.NUD_NOARP})
+	return netlink.NeighSet(&netlink.Neigh{LinkIndex: bridge, Family: family(ip), IP: ip.AsSlice(), HardwareAddr: mac, State: unix.NUD_NOARP})
+}
+
+// family is ip's address family.
+func family(ip netip.Addr) int {
+	if ip.Is4() {
+		return unix.AF_INET
+	}
+	return unix.AF_INET6
 }
 
 // DelIPNeigh implements IPNeighKernel; one already gone is no error.
 func (Netlink) DelIPNeigh(bridge int, ip netip.Addr) error {
-	err := netlink.NeighDel(&netlink.Neigh{LinkIndex: bridge, Family: unix.AF_INET, IP: ip.AsSlice()})
+	err := netlink.NeighDel(&netlink.Neigh{LinkIndex: bridge, Family: family(ip), IP: ip.AsSlice()})
 	if errors.Is(err, unix.ENOENT) {
 		return nil
 	}
 	return err
 }
 
-// SyncNeighs makes VNI vni's local IP neighbours local (IPv4 only; others
-// are left out), writing what is missing or differs and deleting the local
+// SyncNeighs makes VNI vni's local IP neighbours local (IPv4 and IPv6
+// but for IPv4-mapped IPv6 addresses, which are left out), writing what is missing or differs and deleting the local
 // ones no longer wanted, and returns its remote ones (zebra's). A kernel
 // without IP neighbours, or a VNI not held, has none.
 func (m *Manager) SyncNeighs(vni uint32, local map[netip.Addr]net.HardwareAddr) (map[netip.Addr]net.HardwareAddr, error) {
@@ -112,7 +127,7 @@ func (m *Manager) SyncNeighs(vni uint32, local map[netip.Addr]net.HardwareAddr) 
 	}
 	var errs []error
 	for ip, mac := range local {
-		if !ip.Is4() || remote[ip] != nil && remote[ip].String() == mac.String() {
+		if ip.Is4In6() || remote[ip] != nil && remote[ip].String() == mac.String() {
 			continue
 		}
 		if old, ok := mine[ip]; ok && old.String() == mac.String() {

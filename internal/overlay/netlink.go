@@ -43,9 +43,9 @@ func (Netlink) Ensure(s Spec) (Devices, error) {
 			mtu = underlay - encap6
 		}
 	}
-	// The bridge: not VLAN-aware, no STP, no IPv6 of its own (no
-	// link-local, no MLD or NS of its own into the overlay). Multicast
-	// snooping is left as the kernel has it (this one is built without).
+	// The bridge: not VLAN-aware, no STP, no multicast snooping (which
+	// would join the all-snoopers groups and report them into the
+	// overlay), and IPv6 without an address of its own (neighOnlyIPv6).
 	br, err := netlink.LinkByName(n.Bridge)
 	if err != nil && !isNotFound(err) {
 		return dev, fmt.Errorf("bridge %s: %w", n.Bridge, err)
@@ -65,7 +65,16 @@ func (Netlink) Ensure(s Spec) (Devices, error) {
 			return dev, fmt.Errorf("bridge %s: %w", n.Bridge, err)
 		}
 	}
-	noIPv6(n.Bridge)
+	if b, ok := br.(*netlink.Bridge); !ok || b.MulticastSnooping == nil || *b.MulticastSnooping {
+		// Only the one setting: the bridge as read back also says VLAN
+		// filtering off, which a kernel without it refuses to be told.
+		off, la := false, netlink.NewLinkAttrs()
+		la.Name, la.Index = n.Bridge, br.Attrs().Index
+		if err := netlink.LinkModify(&netlink.Bridge{LinkAttrs: la, MulticastSnooping: &off}); err != nil {
+			return dev, fmt.Errorf("bridge %s: turn multicast snooping off: %w", n.Bridge, err)
+		}
+	}
+	neighOnlyIPv6(n.Bridge)
 	if err := setUp(br); err != nil {
 		return dev, fmt.Errorf("set %s up: %w", n.Bridge, err)
 	}
@@ -338,6 +347,23 @@ func isNotFound(err error) bool {
 // A kernel without IPv6 has nothing to turn off.
 func noIPv6(name string) {
 	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0)
+}
+
+// neighOnlyIPv6 gives a VNI's bridge IPv6 for its neighbour table alone,
+// where zebra reads the local IPv6 neighbours it advertises as MAC+IP
+// routes and writes the remote ones (neigh.go): no address (no link-local,
+// so no DAD, no router solicitation, no MLD report of its own), and
+// nothing taken from the overlay's frames (no router advertisement, no
+// address made from a prefix, no redirect): a tenant's RA across the
+// fabric gives the host no address and no route. The settings go before
+// IPv6 is turned on, so no link-local address is ever made; a bridge an
+// older build made with IPv6 off is switched the same way. A kernel
+// without IPv6 has nothing to set.
+func neighOnlyIPv6(name string) {
+	conf := "/proc/sys/net/ipv6/conf/" + name + "/"
+	for _, kv := range [][2]string{{"accept_ra", "0"}, {"autoconf", "0"}, {"accept_redirects", "0"}, {"addr_gen_mode", "1"}, {"disable_ipv6", "0"}} {
+		_ = os.WriteFile(conf+kv[0], []byte(kv[1]), 0)
+	}
 }
 
 // setUp sets l up unless it is: each change is a link event, and the

@@ -32,12 +32,15 @@ func vniHost(vni uint32) int {
 }
 
 // startLinux makes the Linux site's VNIs, then starts its FRR.
-func (s *site) startLinux(t *testing.T) {
+func (s *site) startLinux(t *testing.T, beforeFRR ...func()) {
 	t.Helper()
 	for _, vni := range s.layout.vnis() {
 		if err := s.fr.SetupLinuxVNI(t.Context(), s.linuxVNI(vni)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, f := range beforeFRR {
+		f()
 	}
 	s.startFRR(t)
 }
