@@ -607,5 +607,20 @@ func (t *SiteTrestle) Restart(ctx context.Context, kind string) (Restarted, erro
 	return t.d.Restart(ctx, kind)
 }
 
+// Reconfigure gives the daemon the configuration config(mode, socket)
+// gives and reloads it; it returns once the daemon applied it.
+func (t *SiteTrestle) Reconfigure(config func(mode, sock string) string) error {
+	if err := os.WriteFile(t.d.cfg, []byte(config(t.d.mode, t.d.sock)), 0o644); err != nil {
+		return err
+	}
+	return ctl.Call(t.d.sock, ctl.Request{Cmd: ctl.CmdReload}, nil)
+}
+
+// RSS is the daemon's resident memory (VmRSS), KiB.
+func (t *SiteTrestle) RSS() (uint64, error) {
+	kib, _, err := DaemonRSS(t.d)
+	return kib, err
+}
+
 // Teardown stops the daemon and takes its datapath and VNIs down.
 func (t *SiteTrestle) Teardown(ctx context.Context) error { return t.d.Teardown(ctx) }

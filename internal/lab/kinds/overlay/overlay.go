@@ -65,6 +65,16 @@ type Kind struct {
 	// NoBroadcast leaves the broadcast to three remote VTEPs out (its
 	// four hosts' set-up is the longest part of a unit).
 	NoBroadcast bool
+	// Scale is how many stations the scale measure brings up at once
+	// (0: OverlayScaleDefault; below 0: no scale measure).
+	Scale int
+}
+
+func (k Kind) scale() int {
+	if k.Scale == 0 {
+		return OverlayScaleDefault
+	}
+	return max(k.Scale, 0)
 }
 
 // The measures of an overlay result (OverlayRecord.Measure), each its
@@ -77,8 +87,18 @@ const (
 	OverlayRestart    = "trestle-restart" // frames lost while A's daemon restarts
 	OverlayFRR        = "frr-restart"     // frames lost while A's zebra and bgpd restart
 	OverlayBroadcast  = "broadcast"       // 64-byte NDR of broadcast from h1, due at the hosts of 3 remote VTEPs
+	OverlayNeigh      = "neigh"           // h1's ARP requests for h2 (known from a MAC+IP route) on A's underlay, suppression off and on
+	OverlayScale      = "scale"           // MACs new stations at once on A: ms until A has them local and B remote, and what memory they took
 	OverlaySkipped    = "skipped"         // the DUT cannot run the scenario: Skipped says why
 )
+
+// OverlayScaleDefault is how many stations the scale measure brings up
+// at once behind A.
+const OverlayScaleDefault = 10000
+
+// overlayScaleLimit is how long the scale's stations may take to be
+// remote on B.
+const overlayScaleLimit = 120 * time.Second
 
 // OverlayRecord is an overlay result's record (Result.Record).
 type OverlayRecord struct {
@@ -102,6 +122,23 @@ type OverlayRecord struct {
 	Event   *lab.RestartEvent `json:"event,omitempty"`
 	Rate    float64           `json:"rate_pps,omitempty"`
 	Skipped string            `json:"skipped,omitempty"`
+	// The scale measure: MACs stations sent a frame each from h1 at
+	// once; LocalMs until A's table had them all on h1's port, RemoteMs
+	// until B's had them all on the overlay; MemoryKiB the resident
+	// memory each process grew by ("B trestle", "A zebra", ...: B's
+	// taken when they were all remote, A's at the same time).
+	// The neighbour measure: Requests ARP requests from h1 for h2 each
+	// way; Crossed how many left A on its underlay, Answered how many
+	// replies reached h1, with suppression off and on (neigh.go).
+	Requests    int              `json:"requests,omitempty"`
+	CrossedOff  int              `json:"crossed_off,omitempty"`
+	CrossedOn   int              `json:"crossed_on,omitempty"`
+	AnsweredOff int              `json:"answered_off,omitempty"`
+	AnsweredOn  int              `json:"answered_on,omitempty"`
+	MACs        int              `json:"macs,omitempty"`
+	LocalMs     float64          `json:"local_ms,omitempty"`
+	RemoteMs    float64          `json:"remote_ms,omitempty"`
+	MemoryKiB   map[string]int64 `json:"memory_kib,omitempty"`
 	// Settings (the throughput's record) describe the overlay's DUTs and
 	// FRR on each host as measured: the unit's own settings are those of
 	// its star topology, which the overlay does not use.
@@ -131,6 +168,9 @@ func (k Kind) Estimate(s lab.Scenario, _ lab.Spec) time.Duration {
 	if !k.NoBroadcast {
 		d += 15*time.Second + 3*lab.TrialTime(tm) + tm.Search.Confirm
 	}
+	if n := k.scale(); n > 0 {
+		d += time.Duration(n) * time.Millisecond // about 5 s for 10,000 here
+	}
 	return d
 }
 
@@ -139,7 +179,11 @@ func (k Kind) Describe(lab.Scenario) string {
 	if k.NoBroadcast {
 		b = ""
 	}
-	return fmt.Sprintf("Overlay:  two hosts (a namespace each: the DUT, FRR's zebra and bgpd, iBGP over a routed veth underlay), VNI %d, h1 behind A, h2 behind B; %d new stations timed%s", overlayVNI, k.stations(), b)
+	sc := ""
+	if n := k.scale(); n > 0 {
+		sc = fmt.Sprintf("; %d stations at once behind A, timed until B has them all", n)
+	}
+	return fmt.Sprintf("Overlay:  two hosts (a namespace each: the DUT, FRR's zebra and bgpd, iBGP over a routed veth underlay), VNI %d, h1 behind A, h2 behind B; %d new stations timed%s%s", overlayVNI, k.stations(), sc, b)
 }
 
 func (k Kind) TestsLine(lab.Scenario) string {
@@ -192,6 +236,15 @@ func (Kind) Flags() []lab.Flag {
 		{Name: "stations", Type: lab.FlagInt, Lo: 1, Hi: 1000, For: "the overlay scenario",
 			Usage: fmt.Sprintf("overlay: new stations timed a unit, each a type-2 convergence and a move (default %d)", OverlayStationsDefault),
 			Set:   lab.Sets(func(k Kind, n int) (Kind, error) { k.Stations = n; return k, nil })},
+		{Name: "scale", Type: lab.FlagInt, Lo: 0, Hi: 60000, For: "the overlay scenario",
+			Usage: fmt.Sprintf("overlay: stations brought up at once behind host A, timed until host B has\nthem all, with the memory they cost (default %d; 0: none)", OverlayScaleDefault),
+			Set: lab.Sets(func(k Kind, n int) (Kind, error) {
+				k.Scale = n
+				if n == 0 {
+					k.Scale = -1
+				}
+				return k, nil
+			})},
 	}
 }
 
@@ -223,6 +276,11 @@ type overlaySite struct {
 	port         string           // the host's port: p1 on A, p2 on B
 	trestle      *lab.SiteTrestle // nil: the Linux bridge
 	vxlan, bridg string           // the Linux bridge's devices
+	// The neighbour measure's settings of trestle's config (neigh.go):
+	// suppress, the bridge's neigh_suppress; bind, the host whose
+	// addresses its port is bound to (nil: none).
+	suppress bool
+	bind     *lab.Host
 }
 
 // overlayRig is the overlay's topology with its DUT and FRR up.
@@ -295,6 +353,13 @@ func (s *overlaySite) setupDUT(ctx context.Context, v lab.Spec, env *lab.Env) (s
 // trestleConfig is site s's trestle config: its host's port in mode and
 // the overlay port of the VNI, with persist (the restart is measured).
 func (s *overlaySite) trestleConfig(mode, sock string) string {
+	suppress, bind := "", ""
+	if s.suppress {
+		suppress = "neigh_suppress = true\n"
+	}
+	if h := s.bind; h != nil {
+		bind = fmt.Sprintf("locked = true\nallowed_macs = [%q]\nip_guard = true\nallowed_ips = [%q]\n", h.MAC, h.IP)
+	}
 	return fmt.Sprintf(`[daemon]
 socket = %q
 vtep = %q
@@ -302,15 +367,15 @@ persist = true
 
 [[bridge]]
 name = "br0"
-
+%s
 [[bridge.port]]
 interface = %q
 mode = %q
-
+%s
 [[bridge.port]]
 vxlan = %d
 mtu = %d
-`, sock, s.VTEP, s.port, mode, overlayVNI, overlayMTU)
+`, sock, s.VTEP, suppress, s.port, mode, bind, overlayVNI, overlayMTU)
 }
 
 // neighs are site s's bridge FDB entries (the Linux bridge's), read in
@@ -741,7 +806,129 @@ func (k Kind) run(ctx context.Context, u *lab.UnitRun, v lab.Spec) (err error) {
 	// last wrote one).
 	stream(OverlayFRR, frrTail, o.a.RestartFRR)
 	rig.StopPackets()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	// Then ARP suppression, which rebinds B's port and turns it on at A.
+	u.Status(fmt.Sprintf("overlay %s: %d ARP requests for h2, suppression off and on", v.Text, OverlayNeighRequests))
+	nr, err := neighSuppression(ctx, o, h1, h2, OverlayNeighRequests)
+	r = u.Base
+	r.Unit, r.Value = "frames", float64(nr.CrossedOn)
+	k.add(u, r, nr, err)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	// Last of all, as it leaves the tables full: the scale.
+	if n := k.scale(); n > 0 {
+		u.Status(fmt.Sprintf("overlay %s: %d stations at once behind A", v.Text, n))
+		rec, err := scaleStations(ctx, o, h1, n, u.Base.Rep)
+		r := u.Base
+		r.Unit, r.Value = "ms", rec.RemoteMs
+		k.add(u, r, rec, err)
+	}
 	return ctx.Err()
+}
+
+// scaleStations sends a frame from each of n new stations behind A (from
+// h1, at once) and times until A's table has them all on h1's port and
+// B's has them all on the overlay: learned, advertised, and taken in at
+// the far end. The memory each process grew by is taken when B has them
+// all (trestle's daemons, zebra and bgpd on both hosts).
+func scaleStations(ctx context.Context, o *overlayRig, h *lab.Host, n, rep int) (OverlayRecord, error) {
+	rec := OverlayRecord{Measure: OverlayScale, MACs: n, MemoryKiB: map[string]int64{}}
+	base := net.HardwareAddr{2, 0x0a, byte(rep), 0, 0, 1}
+	procs := func() map[string]uint64 {
+		m := map[string]uint64{}
+		for _, s := range o.sites[:2] {
+			if s.trestle != nil {
+				if kib, err := s.trestle.RSS(); err == nil {
+					m[s.Name()+" trestle"] = kib
+				}
+			}
+			for _, p := range []*lab.Proc{s.Zebra, s.BGPd} {
+				if p != nil && p.Cmd != nil && p.Cmd.Process != nil {
+					if kib, err := lab.ReadRSS(p.Cmd.Process.Pid); err == nil {
+						m[s.Name()+" "+filepath.Base(p.Name)] = kib
+					}
+				}
+			}
+		}
+		return m
+	}
+	before := procs()
+	frames := lab.LearningFrames(base, n)
+	t0 := time.Now()
+	if err := lab.SendFrames(h, frames); err != nil {
+		return rec, err
+	}
+	local, remote := false, false
+	for !remote {
+		if !local {
+			c, err := o.a.count(base, "local")
+			if err != nil {
+				return rec, err
+			}
+			if local = c >= n; local {
+				rec.LocalMs = lab.Millis(time.Since(t0))
+			}
+		}
+		c, err := o.b.count(base, "remote")
+		if err != nil {
+			return rec, err
+		}
+		if remote = c >= n; remote {
+			rec.RemoteMs = lab.Millis(time.Since(t0))
+			break
+		}
+		if time.Since(t0) > overlayScaleLimit {
+			return rec, fmt.Errorf("host B has %d of the %d stations on the overlay after %v", c, n, overlayScaleLimit)
+		}
+		select {
+		case <-ctx.Done():
+			return rec, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	after := procs()
+	for name, kib := range after {
+		if b, ok := before[name]; ok {
+			rec.MemoryKiB[name] = int64(kib) - int64(b)
+		}
+	}
+	return rec, nil
+}
+
+// count is how many addresses with base's first three bytes site s's
+// table has at want ("local": on the host's port; "remote": on the
+// overlay).
+func (s *overlaySite) count(base net.HardwareAddr, want string) (int, error) {
+	prefix := base[:3].String()
+	n := 0
+	if s.trestle != nil {
+		es, err := ctl.FDB(s.trestle.Sock(), "br0")
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range es {
+			if strings.HasPrefix(e.MAC, prefix) && (want == "remote" && e.VTEP != "" || want == "local" && e.VTEP == "" && e.Port == s.port) {
+				n++
+			}
+		}
+		return n, nil
+	}
+	ns, idx, err := s.neighs()
+	if err != nil {
+		return 0, err
+	}
+	dev := map[string]int{"remote": idx[s.vxlan], "local": idx[s.port]}[want]
+	for _, e := range ns {
+		if e.MasterIndex == idx[s.bridg] && e.LinkIndex == dev && strings.HasPrefix(e.HardwareAddr.String(), prefix) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // frrTail is how long the FRR restart's stream must go on without a gap

@@ -197,7 +197,9 @@ func TestOverlaySection(t *testing.T) {
 // TestExecuteOverlay runs the overlay kind for real, short: the Linux
 // bridge and trestle forward h1 -> h2 through the overlay, FRR carries
 // each new station to the other host and each move back, trestle's
-// restart and FRR's are streamed through, TCP crosses, a broadcast from
+// restart and FRR's are streamed through, TCP crosses, ARP for h2
+// crosses the underlay until suppression is on at A, 300 stations at
+// once become remote on the far host, with the memory they cost, a broadcast from
 // h1 reaches the hosts of three remote VTEPs, trestle at XDP as at tc
 // (its host ports' frames take the overlay's xdp way in); no namespace,
 // FRR daemon or pinned datapath is left.
@@ -219,7 +221,7 @@ func TestExecuteOverlay(t *testing.T) {
 	// Whether frames cross is what this test asks; the rates it records
 	// are what the generator offered.
 	sc.Timing.Search.Shortfall = 1
-	lab.Configure(&sc, func(k Kind) Kind { k.Stations, k.Streams = 3, []int{1}; return k })
+	lab.Configure(&sc, func(k Kind) Kind { k.Stations, k.Streams, k.Scale = 3, []int{1}, 300; return k })
 	before := labtest.Ours(t)
 	run, err := lab.Execute(context.Background(), lab.Config{Scenario: sc, Placement: "shared", Trestle: labtest.TrestleBinary(t), WorkDir: t.TempDir()})
 	if err != nil {
@@ -256,6 +258,12 @@ func TestExecuteOverlay(t *testing.T) {
 		if rec := seen[key{d, OverlayFRR}]; rec.Event == nil || rec.Event.Sent == 0 || rec.Event.Received == 0 {
 			t.Errorf("%s: FRR restart %+v", d, rec)
 		}
+		if rec := seen[key{d, OverlayNeigh}]; rec.Requests != OverlayNeighRequests || rec.CrossedOff < rec.Requests || rec.CrossedOn != 0 || rec.AnsweredOn < rec.Requests {
+			t.Errorf("%s: ARP for h2, suppression off and on: %+v, want every request across with it off, none with it on, each answered", d, rec)
+		}
+		if rec := seen[key{d, OverlayScale}]; rec.MACs != 300 || rec.RemoteMs <= 0 || rec.LocalMs <= 0 || rec.LocalMs > rec.RemoteMs || !hasKeys(rec.MemoryKiB, "A zebra", "A bgpd", "B zebra", "B bgpd") {
+			t.Errorf("%s: 300 stations at once: %+v", d, rec)
+		}
 	}
 	for _, d := range []string{"trestle", "trestle:xdp"} {
 		if rec := seen[key{d, OverlayRestart}]; rec.Event == nil || rec.Event.Sent == 0 || rec.Event.Received == 0 || rec.Event.BackMs <= 0 {
@@ -280,6 +288,16 @@ func TestExecuteOverlay(t *testing.T) {
 	if term, _ := lab.Sections(run); len(term) != 1 || strings.Contains(term[0], "not run") || !strings.Contains(term[0], "(trestle's best mode for TCP here): TCP with 1 stream(s)") {
 		t.Errorf("section: %q", term)
 	}
+}
+
+// hasKeys says whether m has every key.
+func hasKeys(m map[string]int64, keys ...string) bool {
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // zebraFirst says whether zebra's times can each be a part of a distinct

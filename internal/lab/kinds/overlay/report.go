@@ -23,9 +23,20 @@ type overlayRow struct {
 	Restart   []int64
 	FRR       []int64
 	RestartOK bool // a trestle restart was measured
-	Reps      int
-	Skipped   string
-	Errors    []string
+	// The neighbour measure, each repetition's: requests sent each way,
+	// how many crossed A's underlay and how many answers reached h1,
+	// suppression off and on.
+	Requests                int
+	CrossedOff, CrossedOn   []int
+	AnsweredOff, AnsweredOn []int
+	// The scale measure, each repetition's: how many stations, ms until
+	// A had them local and B remote, and each process's memory growth.
+	ScaleMACs           int
+	ScaleLocal, ScaleMs []float64
+	ScaleKiB            map[string][]float64
+	Reps                int
+	Skipped             string
+	Errors              []string
 	// Settings are the overlay's, as its first throughput recorded them.
 	Settings map[string]string
 }
@@ -82,6 +93,20 @@ func overlayRows(run *lab.Run) []overlayRow {
 		case OverlayMove:
 			row.Move = append(row.Move, rec.SamplesMs...)
 			row.Timeouts += rec.Timeouts
+		case OverlayNeigh:
+			row.Requests = rec.Requests
+			row.CrossedOff, row.CrossedOn = append(row.CrossedOff, rec.CrossedOff), append(row.CrossedOn, rec.CrossedOn)
+			row.AnsweredOff, row.AnsweredOn = append(row.AnsweredOff, rec.AnsweredOff), append(row.AnsweredOn, rec.AnsweredOn)
+		case OverlayScale:
+			row.ScaleMACs = rec.MACs
+			row.ScaleLocal = append(row.ScaleLocal, rec.LocalMs)
+			row.ScaleMs = append(row.ScaleMs, rec.RemoteMs)
+			if row.ScaleKiB == nil {
+				row.ScaleKiB = map[string][]float64{}
+			}
+			for name, kib := range rec.MemoryKiB {
+				row.ScaleKiB[name] = append(row.ScaleKiB[name], float64(kib))
+			}
 		case OverlayRestart, OverlayFRR:
 			if rec.Event == nil {
 				continue
@@ -111,6 +136,18 @@ func overlayRows(run *lab.Run) []overlayRow {
 
 // lostText is the frames lost over a repetition's events: each, or "-".
 func lostText(v []int64) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// intsText is each repetition's count, or "-".
+func intsText(v []int) string {
 	if len(v) == 0 {
 		return "-"
 	}
@@ -164,7 +201,18 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 	for _, n := range streams {
 		head = append(head, fmt.Sprintf("TCP %d", n))
 	}
-	head = append(head, "type-2 convergence ms", "move flip ms", "lost, trestle restart", "lost, FRR restart", "repetitions")
+	scale, requests := 0, 0
+	for _, r := range rows {
+		scale, requests = max(scale, r.ScaleMACs), max(requests, r.Requests)
+	}
+	head = append(head, "type-2 convergence ms", "move flip ms", "lost, trestle restart", "lost, FRR restart")
+	if requests > 0 {
+		head = append(head, fmt.Sprintf("ARP of %d on the underlay, suppression off", requests), "on")
+	}
+	if scale > 0 {
+		head = append(head, fmt.Sprintf("%d stations: local on A, ms", scale), "remote on B, ms")
+	}
+	head = append(head, "repetitions")
 	var cells [][]string
 	for _, r := range rows {
 		if r.Skipped != "" {
@@ -204,10 +252,17 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 		if len(notes) > 0 {
 			reps += " (" + strings.Join(notes, "; ") + ")"
 		}
-		cells = append(cells, append(c, msText(r.Converge), msText(r.Move), restart, lostText(r.FRR), reps))
+		c = append(c, msText(r.Converge), msText(r.Move), restart, lostText(r.FRR))
+		if requests > 0 {
+			c = append(c, intsText(r.CrossedOff), intsText(r.CrossedOn))
+		}
+		if scale > 0 {
+			c = append(c, msText(r.ScaleLocal), msText(r.ScaleMs))
+		}
+		cells = append(cells, append(c, reps))
 	}
 	terminal, md = lab.TableSection("overlay: VXLAN between two hosts with EVPN by FRR, h1 -> h2 (medians over the repetitions; stations' times over every station; lost: each repetition's stream):",
-		"Overlay", "Two hosts, each a namespace with the DUT and FRR (zebra and bgpd, iBGP over a routed veth underlay), h1 behind host A and h2 behind host B, one VNI. 64-byte zero-loss throughput (NDR) and PDR h1 -> h2 through the overlay, against the Linux bridge's (a vxlan device, nolearning, with FRR); the NDR of broadcast from h1 to three remote VTEPs (four hosts, FRR in a full mesh, each remote VTEP's host counting every frame); iperf3 TCP h1 -> h2; a new station's type-2 convergence (its first frame on A to its entry in B's table) and a move's flip (the station's frame on B to A's entry on the overlay), medians over every station with their count; the frames a stream at half the NDR lost while A's trestle daemon restarted (SIGTERM, persist) and while A's zebra and bgpd restarted. Medians over the repetitions.",
+		"Overlay", "Two hosts, each a namespace with the DUT and FRR (zebra and bgpd, iBGP over a routed veth underlay), h1 behind host A and h2 behind host B, one VNI. 64-byte zero-loss throughput (NDR) and PDR h1 -> h2 through the overlay, against the Linux bridge's (a vxlan device, nolearning, with FRR); the NDR of broadcast from h1 to three remote VTEPs (four hosts, FRR in a full mesh, each remote VTEP's host counting every frame); iperf3 TCP h1 -> h2; a new station's type-2 convergence (its first frame on A to its entry in B's table) and a move's flip (the station's frame on B to A's entry on the overlay), medians over every station with their count; the frames a stream at half the NDR lost while A's trestle daemon restarted (SIGTERM, persist) and while A's zebra and bgpd restarted; h1's ARP requests for h2 (whose MAC+IP route B advertises) leaving A on its underlay, with ARP suppression at A off and then on (trestle's neigh_suppress, the Linux bridge's on its vxlan port); many stations at once behind A (one frame each from h1), timed until A's table has them all local and B's all remote (learned, advertised and taken in), with the memory each process grew by. Medians over the repetitions.",
 		head, cells, overlayGoals(rows, linux, streams))
 	return terminal, md
 }
@@ -322,6 +377,21 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 			if len(r.Zebra) > 0 {
 				goals = append(goals, fmt.Sprintf("%s: of which zebra's entry on B's kernel bridge: median %.1f ms over %d stations; the rest, B's daemon putting it in its table", r.DUT, lab.Median(r.Zebra), len(r.Zebra)))
 			}
+		}
+		if len(r.CrossedOn) > 0 {
+			crossed, answered := 0, 0
+			for i := range r.CrossedOn {
+				crossed, answered = crossed+r.CrossedOn[i], answered+r.AnsweredOn[i]
+			}
+			n := r.Requests * len(r.CrossedOn)
+			goals = append(goals, fmt.Sprintf("%s: with neigh_suppress, %d of %d ARP requests for a station of the fabric crossed the underlay (goal: 0), %d answered on host A: %s", r.DUT, crossed, n, answered, lab.PassWord(crossed == 0 && answered >= n)))
+		}
+		if len(r.ScaleMs) > 0 {
+			var mem []string
+			for _, name := range lab.SortedKeys(r.ScaleKiB) {
+				mem = append(mem, fmt.Sprintf("%s %+.1f MiB", name, lab.Median(r.ScaleKiB[name])/1024))
+			}
+			goals = append(goals, fmt.Sprintf("%s: %d stations at once behind A, all remote on B in %.0f ms (median); memory grown by: %s", r.DUT, r.ScaleMACs, lab.Median(r.ScaleMs), strings.Join(mem, ", ")))
 		}
 		if len(r.Restart) > 0 {
 			total := int64(0)
