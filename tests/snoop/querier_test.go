@@ -208,6 +208,48 @@ func TestQuerierElection(t *testing.T) {
 	})
 }
 
+// TestQuerierVLANs, both modes: on a VLAN-aware bridge the queries go
+// into each VLAN, untagged out of an access port (h1, VLAN 10) and tagged
+// out of a trunk (h2, VLANs 10 and 20).
+func TestQuerierVLANs(t *testing.T) {
+	t.Parallel()
+	harness.ForModes(t, func(t *testing.T, mode string) {
+		l := harness.NewLab(t, 2)
+		l.WriteConfig(l.Config("multicast_snooping = true\nmulticast_querier = true\nmulticast_query_interval = \"4s\"\n",
+			func(i int) string {
+				s := "mode = \"" + mode + "\"\n"
+				if i == 1 {
+					return s + "vlan = 10\n"
+				}
+				return s + "trunk = [10, 20]\n"
+			}))
+		caps := map[int]*testutil.Capturer{1: l.Host(1).Capture(t, "eth0"), 2: l.Host(2).Capture(t, "eth0")}
+		l.Start()
+		for _, c := range []struct {
+			host, fam int
+			vlan      uint16 // 0: untagged
+		}{{1, 4, 0}, {1, 6, 0}, {2, 4, 10}, {2, 6, 10}, {2, 4, 20}, {2, 6, 20}} {
+			match := func(f []byte) bool { return vlanOf(f) == c.vlan && bridgeQuery(c.fam, netip.Addr{})(f) }
+			if caps[c.host].WaitFor(match, 1, 10*time.Second) < 1 {
+				t.Errorf("h%d got no IPv%d query of the bridge in VLAN %d (0: untagged)", c.host, c.fam, c.vlan)
+			}
+		}
+		for _, f := range framesOf(caps[1], bridgeQuery(4, netip.Addr{})) {
+			if v := vlanOf(f); v != 0 {
+				t.Errorf("h1, an access port of VLAN 10, got a query tagged %d", v)
+			}
+		}
+	})
+}
+
+// vlanOf is a frame's outer VLAN tag's VID, 0 without one.
+func vlanOf(f []byte) uint16 {
+	if len(f) >= 16 && f[12] == 0x81 && f[13] == 0x00 {
+		return uint16(f[14]&0x0f)<<8 | uint16(f[15])
+	}
+	return 0
+}
+
 // reportOf matches an IGMPv2 report of group.
 func reportOf(group netip.Addr) func([]byte) bool {
 	return func(f []byte) bool {
