@@ -135,11 +135,16 @@ func (b *snoopBridge) ownAddr(key groupID) netip.Addr {
 	return b.q.ip6
 }
 
-// vlans are the VLANs the bridge's ports carry (0: a bridge that is not
-// VLAN-aware), sorted.
+// vlans are the VLANs the bridge's ports that queries leave by carry (0:
+// a bridge that is not VLAN-aware), sorted: a VLAN no query reaches has
+// no querier of the bridge's, which would keep its reports from the other
+// ports for nothing.
 func (b *snoopBridge) vlans() []uint16 {
 	var out []uint16
 	for _, p := range b.ports {
+		if p.ifindex <= 0 {
+			continue
+		}
 		if p.vlans == nil {
 			out = append(out, 0)
 		}

@@ -190,7 +190,10 @@ func TestQuerierTimers(t *testing.T) {
 // querier at 0.0.0.0, does not; the bridge's resumes once the other has
 // been quiet for the other querier present interval.
 func TestQuerierElection(t *testing.T) {
-	ports := map[uint16]snoopPort{1: {name: "a", ifindex: 11, vlans: []uint16{10}, pvid: 10}, 2: {name: "b", ifindex: 12, vlans: []uint16{10, 20}}}
+	// Port 3 sends no query (a patch port): its VLAN 30 has no querier
+	// of the bridge's.
+	ports := map[uint16]snoopPort{1: {name: "a", ifindex: 11, vlans: []uint16{10}, pvid: 10}, 2: {name: "b", ifindex: 12, vlans: []uint16{10, 20}},
+		3: {name: "patch", vlans: []uint16{30}}}
 	r := newQuerierRig(t, 4*time.Second, ports)
 	t0 := time.Unix(1000, 0)
 	ll := ownLL()

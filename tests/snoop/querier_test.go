@@ -75,6 +75,24 @@ func querierOf(qs []ctl.Querier, family string) (ctl.Querier, bool) {
 	return ctl.Querier{}, false
 }
 
+// querierLab is a lab of n hosts with IPv6 (MLD needs it) on a querier
+// bridge that queries every 4 s, its ports in mode with portExtra's keys.
+func querierLab(t *testing.T, mode string, n int, portExtra func(int) string) *harness.Lab {
+	l := harness.NewLab(t, n)
+	l.WriteConfig(l.Config("multicast_snooping = true\nmulticast_querier = true\nmulticast_query_interval = \"4s\"\n",
+		func(i int) string {
+			s := "mode = \"" + mode + "\"\n"
+			if portExtra != nil {
+				s += portExtra(i)
+			}
+			return s
+		}))
+	for i := 1; i <= n; i++ {
+		enableIPv6(t, l, i)
+	}
+	return l
+}
+
 // TestQuerierQueries, both modes: with no other querier, the bridge's
 // IGMP query (from 0.0.0.0) and MLD query (from a link-local address)
 // reach the hosts, whose kernels answer with reports of the groups they
@@ -83,12 +101,7 @@ func querierOf(qs []ctl.Querier, family string) (ctl.Querier, bool) {
 func TestQuerierQueries(t *testing.T) {
 	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
-		l := harness.NewLab(t, 3)
-		l.WriteConfig(l.Config("multicast_snooping = true\nmulticast_querier = true\nmulticast_query_interval = \"4s\"\n",
-			func(i int) string { return "mode = \"" + mode + "\"\n" }))
-		for i := 1; i <= 3; i++ {
-			enableIPv6(t, l, i)
-		}
+		l := querierLab(t, mode, 3, nil)
 		join(t, l.Host(2), "239.1.1.1", true)
 		join(t, l.Host(3), "ff3e::1:2", true)
 		// The hosts' unsolicited reports (two each, within 1 s) go
@@ -147,12 +160,7 @@ func TestQuerierQueries(t *testing.T) {
 func TestQuerierElection(t *testing.T) {
 	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
-		l := harness.NewLab(t, 2)
-		l.WriteConfig(l.Config("multicast_snooping = true\nmulticast_querier = true\nmulticast_query_interval = \"4s\"\n",
-			func(i int) string { return "mode = \"" + mode + "\"\n" }))
-		for i := 1; i <= 2; i++ {
-			enableIPv6(t, l, i)
-		}
+		l := querierLab(t, mode, 2, nil)
 		c := l.Host(2).Capture(t, "eth0")
 		l.Start()
 		ll := netip.MustParseAddr("fe80::1")
@@ -214,15 +222,12 @@ func TestQuerierElection(t *testing.T) {
 func TestQuerierVLANs(t *testing.T) {
 	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
-		l := harness.NewLab(t, 2)
-		l.WriteConfig(l.Config("multicast_snooping = true\nmulticast_querier = true\nmulticast_query_interval = \"4s\"\n",
-			func(i int) string {
-				s := "mode = \"" + mode + "\"\n"
-				if i == 1 {
-					return s + "vlan = 10\n"
-				}
-				return s + "trunk = [10, 20]\n"
-			}))
+		l := querierLab(t, mode, 2, func(i int) string {
+			if i == 1 {
+				return "vlan = 10\n"
+			}
+			return "trunk = [10, 20]\n"
+		})
 		caps := map[int]*testutil.Capturer{1: l.Host(1).Capture(t, "eth0"), 2: l.Host(2).Capture(t, "eth0")}
 		l.Start()
 		for _, c := range []struct {
