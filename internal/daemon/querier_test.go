@@ -3,8 +3,10 @@ package daemon
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -279,4 +281,62 @@ func TestQuerierLeave(t *testing.T) {
 	r.s.tick(t1.Add(2 * time.Second))
 	r.want("two seconds after")
 	wantTable(t, r.f, "left", map[datapath.GroupKey][]uint16{k4: {2}, {Bridge: 1, Group: any4}: nil, {Bridge: 1, Group: any6}: nil})
+}
+
+// TestQuerierPorts: the daemon's apply tells the querier its ports: the
+// queries leave by the daemon's packet socket out of each forwarding port,
+// not by a blocked one, and reloading without multicast_querier stops them.
+func TestQuerierPorts(t *testing.T) {
+	w := newWorld(t)
+	for _, n := range []string{"p1", "p2", "p3"} {
+		w.sys.add(n, "veth")
+	}
+	f := &fakeGroups{t: map[datapath.GroupKey][]uint16{}}
+	w.d.snoop = newSnooper(f, quietLog())
+	w.d.snoop.send = func(ifindex int, fr []byte) error { return w.d.sendProbe(ifindex, fr) }
+	var sent []int
+	w.d.sendProbe = func(ifindex int, fr []byte) error {
+		if _, err := readQuery(ifindex, fr); err != nil {
+			t.Errorf("sent out of ifindex %d: %v", ifindex, err)
+		}
+		sent = append(sent, ifindex)
+		return nil
+	}
+	apply := func(extra string) {
+		t.Helper()
+		body := strings.Replace(bridges("br0=p1,p2,p3"), "name = \"br0\"\n", "name = \"br0\"\nmulticast_snooping = true\n"+extra, 1)
+		body = strings.Replace(body, "interface = \"p2\"\n", "interface = \"p2\"\nbpdu_guard = true\n", 1)
+		cfg := cfgOf(t, body)
+		w.d.mu.Lock()
+		w.d.cfg = cfg
+		err := w.d.apply(cfg)
+		w.d.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply("multicast_querier = true\n")
+	b := w.d.bridges["br0"]
+	w.d.edgeEvent(datapath.Move{BPDU: true, Bridge: b.id, ToSlot: w.port("br0", "p2").slot, MAC: net.HardwareAddr{2, 0, 0, 0, 0, 0x99}})
+	if w.port("br0", "p2").blocked == "" {
+		t.Fatal("p2 not blocked by its BPDU")
+	}
+	now := time.Now()
+	w.d.snoop.tick(now)
+	p1, p3 := w.port("br0", "p1").ifindex, w.port("br0", "p3").ifindex
+	slices.Sort(sent)
+	if want := []int{p1, p1, p3, p3}; !slices.Equal(sent, want) {
+		t.Errorf("queries sent out of ifindexes %v, want an IGMP and an MLD one out of p1 (%d) and p3 (%d), none out of blocked p2", sent, p1, p3)
+	}
+	st, err := w.d.status()
+	if err != nil || len(st.Bridges) != 1 || !st.Bridges[0].MulticastQuerier || len(st.Bridges[0].Queriers) != 2 {
+		t.Errorf("show (%v): %+v, want the querier on and its own of each family", err, st.Bridges)
+	}
+
+	sent = nil
+	apply("")
+	w.d.snoop.tick(now.Add(time.Hour))
+	if len(sent) != 0 {
+		t.Errorf("without multicast_querier, queries out of %v", sent)
+	}
 }
