@@ -49,6 +49,17 @@ import (
 // group-specific queries out of the port it came by, a second apart
 // (last member query count 2, interval 1 s), which the remaining members
 // answer before lastMemberTime ends their membership.
+//
+// Beyond a patch or overlay port is another switch, with its own querier,
+// whose queries do not cross to this one: no query comes in by that port,
+// so it is no router port, and reports sent to router ports only would
+// never tell the switches beyond which groups have members here (nor this
+// one theirs); a sender's switch with members of its own would then send
+// the group's frames to them alone. So while the bridge's own querier is
+// the one, reports and leaves go to the far ports as well as the router
+// ports (reportSlots), as they would toward a querier across the fabric,
+// and a leave that comes in by a far port is not asked about (the bridge
+// cannot ask the hosts beyond it): that membership ages.
 
 // querierConf is a querier bridge's configuration.
 type querierConf struct {
@@ -188,6 +199,30 @@ func (b *snoopBridge) ownOf(key groupID, now time.Time) *ownQuerier {
 		b.own[key] = o
 	}
 	return o
+}
+
+// reportSlots are the ports reports and leaves of querier h's family go
+// to: the router ports, and while h is the bridge's own querier the far
+// ports too.
+func (b *snoopBridge) reportSlots(h heardQuerier, routers []uint16) []uint16 {
+	if !h.own {
+		return routers
+	}
+	out := slices.Clone(routers)
+	for slot, p := range b.ports {
+		if p.far {
+			out = append(out, slot)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// unasked says whether a leave from port slot goes unasked: the port is a
+// far one and the bridge's own querier is the one.
+func (b *snoopBridge) unasked(id groupID, slot uint16, now time.Time) bool {
+	h := b.querier[querierOf(id.vlan, id.addr)]
+	return b.ports[slot].far && h.own && h.until.After(now)
 }
 
 // pendingQuery is a group-specific query still to send, after a leave.

@@ -340,3 +340,25 @@ func TestQuerierPorts(t *testing.T) {
 		t.Errorf("without multicast_querier, queries out of %v", sent)
 	}
 }
+
+// TestQuerierFarPorts: beyond an overlay or patch port (far) is a switch
+// of its own querier: while the bridge's querier is the one, reports go
+// there too (the switches beyond learn the members here), and a leave
+// that came by it is not asked about but ages; once a querier heard wins,
+// reports go to its router port only.
+func TestQuerierFarPorts(t *testing.T) {
+	r := newQuerierRig(t, 125*time.Second, map[uint16]snoopPort{1: {name: "a", ifindex: 11}, 2: {name: "vx", far: true}})
+	t0 := time.Unix(1000, 0)
+	r.s.tick(t0)
+	r.want("at start: none out of the far port", sentQuery{11, 0, any4, any4}, sentQuery{11, 0, ownLL(), any6})
+	k4 := datapath.GroupKey{Bridge: 1, Group: g4}
+	r.s.msg(2, frame.IGMPv2(frame.IGMPv2Report, hostMAC, host4, g4), t0)
+	wantTable(t, r.f, "a member beyond", map[datapath.GroupKey][]uint16{k4: {2}, {Bridge: 1, Group: any4}: {2}, {Bridge: 1, Group: any6}: {2}})
+	r.s.msg(2, frame.IGMPv2(frame.IGMPLeave, hostMAC, host4, g4), t0.Add(time.Second))
+	r.s.tick(t0.Add(5 * time.Second))
+	r.want("a leave from beyond: no query")
+	wantTable(t, r.f, "a leave from beyond: the membership ages", map[datapath.GroupKey][]uint16{k4: {2}, {Bridge: 1, Group: any4}: {2}, {Bridge: 1, Group: any6}: {2}})
+
+	r.s.msg(1, frame.IGMPv3Query(hostMAC, netip.MustParseAddr("10.0.0.1")), t0.Add(6*time.Second))
+	wantTable(t, r.f, "a querier heard by a", map[datapath.GroupKey][]uint16{k4: {1, 2}, {Bridge: 1, Group: any4}: {1}, {Bridge: 1, Group: any6}: {1, 2}})
+}

@@ -98,6 +98,9 @@ type snoopPort struct {
 	vlans        []uint16
 	pvid         uint16
 	nativeTagged bool
+	// far: a forwarding patch or overlay port, whose far side is another
+	// switch the querier does not query (querier.go, reportSlots).
+	far bool
 }
 
 type groupID struct {
@@ -159,7 +162,11 @@ func (d *Daemon) snoopConfig() map[uint16]*snoopBridge {
 				vlans:  p.cfg.VLANs(), pvid: p.cfg.PVID(), nativeTagged: p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED)}
 			// As the loop probes (sendProbes): an interface's port that
 			// forwards, whose far side is a host or a switch.
-			if p.forwards() && p.ifindex > 0 && !p.cfg.IsPatch() && !p.cfg.IsOverlay() && p.span() == nil {
+			switch {
+			case !p.forwards():
+			case p.cfg.IsPatch() || p.cfg.IsOverlay():
+				sp.far = true
+			case p.ifindex > 0 && p.span() == nil:
 				sp.ifindex = p.ifindex
 			}
 			sb.ports[p.slot] = sp
@@ -493,6 +500,8 @@ func (b *snoopBridge) leave(id groupID, vlan, slot uint16, now time.Time) {
 		if len(ms) == 0 {
 			delete(b.groups, id)
 		}
+	case b.unasked(id, slot, now):
+		// Nobody asks the far side's other members: the membership ages.
 	case b.querier[querierOf(vlan, id.addr)].until.After(now) && now.Add(lastMemberTime).Before(m.expires):
 		m.expires = now.Add(lastMemberTime)
 		b.askLeft(id, slot, now)
@@ -571,7 +580,7 @@ func (b *snoopBridge) want(id uint16, now time.Time) map[datapath.GroupKey][]uin
 	}
 	for q, h := range b.querier {
 		if h.until.After(now) {
-			out[datapath.GroupKey{Bridge: id, VLAN: q.vlan, Group: q.addr}] = routers
+			out[datapath.GroupKey{Bridge: id, VLAN: q.vlan, Group: q.addr}] = b.reportSlots(h, routers)
 		}
 	}
 	return out
