@@ -306,14 +306,7 @@ func TestQuerierPorts(t *testing.T) {
 		t.Helper()
 		body := strings.Replace(bridges("br0=p1,p2,p3"), "name = \"br0\"\n", "name = \"br0\"\nmulticast_snooping = true\n"+extra, 1)
 		body = strings.Replace(body, "interface = \"p2\"\n", "interface = \"p2\"\nbpdu_guard = true\n", 1)
-		cfg := cfgOf(t, body)
-		w.d.mu.Lock()
-		w.d.cfg = cfg
-		err := w.d.apply(cfg)
-		w.d.mu.Unlock()
-		if err != nil {
-			t.Fatal(err)
-		}
+		w.applyAsFile(body)
 	}
 	apply("multicast_querier = true\n")
 	b := w.d.bridges["br0"]
