@@ -92,6 +92,10 @@ type ownQuerier struct {
 	startup    int       // startup queries still to send after the next
 	next       time.Time // when the next general query goes
 	otherUntil time.Time // silenced by another querier until then
+	// by: the querier that silenced it, said in the log once until it
+	// resumes (silent).
+	by     netip.Addr
+	silent bool
 }
 
 // heardQuerier is the querier of a family in a VLAN as snooping knows it:
@@ -181,7 +185,7 @@ func (b *snoopBridge) heard(vlan, slot uint16, src netip.Addr, now time.Time) {
 			// Silent until then; then a query at once, and one an
 			// interval (RFC 3376 6.6.2: no startup again).
 			o.otherUntil = now.Add(b.q.otherPresent())
-			o.startup = 0
+			o.startup, o.by = 0, src
 		}
 	}
 	if was, ok := b.querier[key]; ok && was.until.After(now) && (was.addr != src || was.own) && was.beats(h) {
@@ -264,7 +268,18 @@ func (s *snooper) queryTick(b *snoopBridge, now time.Time) {
 		for _, fam := range []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()} {
 			key := groupID{v, fam}
 			o := b.ownOf(key, now)
-			if o.otherUntil.After(now) || o.next.After(now) {
+			if o.otherUntil.After(now) {
+				if !o.silent {
+					o.silent = true
+					s.log.Info("multicast querier: another querier wins the election; the bridge's stops", "bridge", b.name, "vlan", v, "querier", o.by, "resumes_when_quiet_for", b.q.otherPresent())
+				}
+				continue
+			}
+			if o.silent {
+				o.silent = false
+				s.log.Info("multicast querier: the other querier went quiet; the bridge's queries again", "bridge", b.name, "vlan", v, "was", o.by)
+			}
+			if o.next.After(now) {
 				continue
 			}
 			s.sendQuery(b, key, netip.Addr{}, nil, now)

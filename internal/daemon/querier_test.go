@@ -197,6 +197,8 @@ func TestQuerierElection(t *testing.T) {
 	ports := map[uint16]snoopPort{1: {name: "a", ifindex: 11, vlans: []uint16{10}, pvid: 10}, 2: {name: "b", ifindex: 12, vlans: []uint16{10, 20}},
 		3: {name: "patch", vlans: []uint16{30}}}
 	r := newQuerierRig(t, 4*time.Second, ports)
+	var logged strings.Builder
+	r.s.log = slog.New(slog.NewTextHandler(&logged, nil))
 	t0 := time.Unix(1000, 0)
 	ll := ownLL()
 	r.s.tick(t0)
@@ -249,6 +251,11 @@ func TestQuerierElection(t *testing.T) {
 	}
 	if qs := r.s.queriers("br0", t1.Add(15*time.Second)); len(qs) != 4 || !qs[0].Own || !qs[1].Own {
 		t.Errorf("queriers %+v, want the bridge's own again", qs)
+	}
+	for _, want := range []string{"another querier wins the election; the bridge's stops\" bridge=br0 vlan=10 querier=fe80::1", "querier=10.0.0.1", "the other querier went quiet; the bridge's queries again\" bridge=br0 vlan=10 was=fe80::1"} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, logged.String())
+		}
 	}
 	// A query of the bridge's own come back (a loop) silences nothing.
 	heard(2, 20, frame.MLDv2Query(nil, hostMAC, ll, netip.Addr{}, time.Second, 4*time.Second), t1.Add(16*time.Second))
