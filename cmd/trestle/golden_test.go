@@ -36,7 +36,9 @@ func goldenDaemon(t *testing.T) *fakeCtl {
 				{Name: "veth-s", Interface: "veth-s", Ifindex: 9, State: "link-down", Mode: "xdp", Config: "auto", Reason: "interface down", Span: "m1", VLAN: 1},
 			},
 			Mirrors: ctl.List[ctl.Mirror]{{Name: "m1", Ports: ctl.List[string]{"veth-b"}, Direction: "both", To: "veth-s", VLANs: ctl.VLANList{10}}}},
-		{Name: "br1", ID: 2, AgingSeconds: 60, MaxEntries: 1024, Entries: 1, DefaultAction: "pass",
+		{Name: "br1", ID: 2, AgingSeconds: 60, MaxEntries: 1024, Entries: 1, DefaultAction: "pass", MulticastSnooping: true, MulticastQuerier: true,
+			Queriers: ctl.List[ctl.Querier]{{VLAN: 0, Family: "igmp", Address: "0.0.0.0", Own: true, ExpiresSeconds: 251},
+				{VLAN: 0, Family: "mld", Address: "fe80::1", Port: "tvx1000", ExpiresSeconds: 200}},
 			Ports: ctl.List[ctl.PortStatus]{
 				{Name: "tvx1000", Interface: "tvx1000", Ifindex: 11, State: "up", Mode: "xdp", Config: "auto", Reason: "native XDP", Learning: true,
 					Flood: true, McastFlood: true, BcastFlood: true,
@@ -291,6 +293,18 @@ func TestJSONLinesGolden(t *testing.T) {
 		want, err := os.ReadFile(file)
 		if err != nil || stdout != string(want) {
 			t.Errorf("trestle %s:\n%s\nwant (%s, %v):\n%s", strings.Join(c.args, " "), stdout, file, err, want)
+		}
+	}
+}
+
+// TestShowQueriers: `trestle show` names the querier of each family in
+// each VLAN, the bridge's own or the one heard and by which port.
+func TestShowQueriers(t *testing.T) {
+	f := goldenDaemon(t)
+	out, _, code := runSplit(t, f.env(), "", "show", "br1")
+	for _, want := range []string{"multicast_querier: the bridge sends", "IGMP querier, VLAN 0: 0.0.0.0 (this bridge)", "MLD querier, VLAN 0: fe80::1 (heard by tvx1000, gone in 200s"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("show br1 (exit %d) lacks %q:\n%s", code, want, out)
 		}
 	}
 }

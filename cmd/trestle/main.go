@@ -437,6 +437,17 @@ func (e *env) showCmd() *cobra.Command {
 				if b.MulticastSnooping {
 					fmt.Fprintln(e.stdout, "  multicast_snooping: a group's frames go to its members and router ports ('trestle mdb show')")
 				}
+				if b.MulticastQuerier {
+					fmt.Fprintln(e.stdout, "  multicast_querier: the bridge sends IGMP and MLD queries while no querier with a lower address is heard")
+				}
+				for _, q := range b.Queriers {
+					fmt.Fprintf(e.stdout, "  %s querier, VLAN %d: %s", strings.ToUpper(q.Family), q.VLAN, q.Address)
+					if q.Own {
+						fmt.Fprintln(e.stdout, " (this bridge)")
+					} else {
+						fmt.Fprintf(e.stdout, " (heard by %s, gone in %.0fs without another query)\n", q.Port, q.ExpiresSeconds)
+					}
+				}
 			}
 			return nil
 		},

@@ -27,7 +27,8 @@ ports and the bridge's multicast router ports only; to any other group, and to
 link-local groups (224.0.0.0/24, ff02::/16), it is flooded (docs/switching.md,
 "Multicast snooping"). The router ports follow, with ROUTER yes: those with
 multicast_router = true, and those that heard a query or a PIM hello in the
-last 255 s.
+last 255 s. 'trestle show' names each VLAN's IGMP and MLD querier: the bridge's
+own (multicast_querier) or the one heard, and by which port.
 
 Columns: GROUP, VLAN (0: untagged, in a bridge that is not VLAN-aware), PORT,
 SOURCES, AGE.`,

@@ -37,7 +37,12 @@ type Bridge struct {
 	// MulticastSnooping: IGMP and MLD build a group table, and multicast
 	// to a group with members goes to them and the router ports only.
 	MulticastSnooping bool
-	LoopRetry         time.Duration
+	// MulticastQuerier: the bridge sends IGMP and MLD general queries
+	// while it hears no other querier (it needs MulticastSnooping), every
+	// MulticastQueryInterval.
+	MulticastQuerier       bool
+	MulticastQueryInterval time.Duration
+	LoopRetry              time.Duration
 	// MACMoveLimit: an address that moves more than this many times within
 	// MACMoveWindow (between its ports, or between a port and the fabric)
 	// is frozen where it was for the window; 0: never frozen.
@@ -167,6 +172,10 @@ var bridgeTable = Table{
 			Help: "Established connections opened from one port of this bridge that it holds, at most (as max_states)."},
 		{Name: "multicast_snooping", Kind: KindBool, Default: "false", Example: "true",
 			Help: "Snoop IGMP (v2, v3) and MLD (v1, v2): multicast to a group that ports have joined goes to those ports and the multicast router ports only (`trestle mdb show`); groups without members, and link-local groups (224.0.0.0/24, ff02::/16), are flooded; as the Linux bridge's mcast_snooping (docs/switching.md, \"Multicast snooping\")."},
+		{Name: "multicast_querier", Kind: KindBool, Default: "false", Example: "true",
+			Help: "Send IGMPv3 and MLDv2 general queries into every VLAN of the bridge while no other querier is heard, so that hosts report their groups where no multicast router asks them; a query heard from a querier with a lower address (any address, for IGMP: the bridge's queries come from 0.0.0.0) silences it until that querier has been quiet for the other querier present interval. Needs multicast_snooping; as the Linux bridge's mcast_querier (docs/switching.md, \"Querier\")."},
+		{Name: "multicast_query_interval", Kind: KindDuration, Min: int64(MinQueryInterval), Max: int64(MaxQueryInterval), Default: `"125s"`, Example: `"60s"`,
+			Help: "How often multicast_querier sends general queries (RFC 3376's query interval; the first two come a quarter of it apart). The other timers follow it: the query response interval is 10 s or half this, whichever is shorter, and another querier silences the bridge's for twice this plus half the response interval."},
 		{Name: "loop_detect", Kind: KindBool, Default: "false", Example: "true",
 			Help: "Detect loops outside the switch (two ports joined by a cable, or by a VM that bridges its interfaces): the daemon sends a small probe (EtherType 0x9000, the loopback protocol's) out of each port every second, and a port that hears one of the bridge's own back is blocked (state blocked, why loop) until loop_retry has passed (docs/switching.md)."},
 		{Name: "loop_retry", Kind: KindDuration, Min: int64(time.Second), Max: int64(maxAging), Default: `"60s"`, Example: `"5m"`,
@@ -186,8 +195,9 @@ var bridgeTable = Table{
 // checks across bridges.
 func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, MaxStates: DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry,
-		MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow, Line: t.line}
+		MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow, Line: t.line}
 	var ports, statics, mirrors, rules *value
+	querierLine := 0
 	c.walk(t, field, &bridgeTable, func(k *Key, v *value, f string, x leaf, ok bool) {
 		switch k.Name {
 		case "name":
@@ -226,6 +236,15 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 			b.LoopDetect = ok && x.b
 		case "multicast_snooping":
 			b.MulticastSnooping = ok && x.b
+		case "multicast_querier":
+			b.MulticastQuerier = ok && x.b
+			if b.MulticastQuerier {
+				querierLine = v.line
+			}
+		case "multicast_query_interval":
+			if ok {
+				b.MulticastQueryInterval = x.d
+			}
 		case "loop_retry":
 			if ok {
 				b.LoopRetry = x.d
@@ -249,6 +268,11 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 		}
 	})
 	c.required(t, field, &bridgeTable)
+	if b.MulticastQuerier && !b.MulticastSnooping {
+		// The querier steps back for another by what snooping hears,
+		// and its queries' answers are only of use to a snooping bridge.
+		c.errorf(querierLine, field+".multicast_querier", "needs multicast_snooping = true: the querier's election and the reports it asks for are the snooping's")
+	}
 	// How messages name this bridge: by name when it has a valid one.
 	label := field
 	if b.Name != "" {

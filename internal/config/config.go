@@ -54,6 +54,13 @@ const (
 	DefaultSocket    = "/run/trestle/trestle.sock"
 	DefaultAging     = 300 * time.Second
 	DefaultLoopRetry = 60 * time.Second
+	// DefaultQueryInterval is RFC 3376's and RFC 3810's query interval;
+	// MinQueryInterval leaves the 1 s response interval room below half
+	// of it, and MaxQueryInterval is the longest a query's QQIC can say
+	// (RFC 3376 4.1.7: 31744 s).
+	DefaultQueryInterval = 125 * time.Second
+	MinQueryInterval     = 2 * time.Second
+	MaxQueryInterval     = 31744 * time.Second
 	// An address frozen after more moves than these in this window (as
 	// FRR's duplicate-address detection: 5 moves in 180 s).
 	DefaultMACMoveLimit  = 5

@@ -55,7 +55,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br0",
 				Aging:      5 * time.Minute,
 				MaxEntries: 1024,
-				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
 				Ports: []Port{
 					{Interface: "veth-a", Mode: "xdp", MaxMACs: 100, Line: 11},
 					{Interface: "veth-b", Mode: "auto", Line: 16},
@@ -70,7 +70,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br1",
 				Aging:      DefaultAging,
 				MaxEntries: DefaultMaxEntries,
-				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
 				Ports: []Port{
 					{Interface: "tap0", Mode: "tc", Line: 31},
 					{Interface: "tap1", Mode: "auto", Line: 32},
@@ -81,7 +81,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br2",
 				Aging:      DefaultAging,
 				MaxEntries: DefaultMaxEntries,
-				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
 				Ports: []Port{
 					{Interface: "acc0", Mode: "auto", VLAN: 10, Line: 43},
 					{Interface: "trunk0", Mode: "auto", Trunk: []uint16{10, 20, 100, 101, 102, 4094}, Native: 20, Line: 47},
@@ -118,7 +118,7 @@ func TestParseDefaults(t *testing.T) {
 			Aging:         DefaultAging,
 			MaxEntries:    DefaultMaxEntries,
 			MaxStates:     DefaultMaxStates,
-			MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
+			MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
 			Ports: []Port{{Interface: "veth-a", Mode: "auto", Line: 3}},
 			Line:  1,
 		}},
@@ -164,6 +164,11 @@ func TestParseValid(t *testing.T) {
 			func(c *Config) bool {
 				b := c.Bridges[0]
 				return b.LoopDetect && b.LoopRetry == 5*time.Second && b.Ports[0].Has(flagBPDUGuard)
+			}},
+		{"querier", doc(`[[bridge]]`, `name = "b"`, `multicast_querier = true`, `multicast_snooping = true`, `multicast_query_interval = "4s"`),
+			func(c *Config) bool {
+				b := c.Bridges[0]
+				return b.MulticastQuerier && b.MulticastSnooping && b.MulticastQueryInterval == 4*time.Second
 			}},
 		{"min aging", doc(`[[bridge]]`, `name = "b"`, `aging = "1s"`, `[[bridge.port]]`, `interface = "x"`),
 			func(c *Config) bool { return c.Bridges[0].Aging == time.Second }},
@@ -267,6 +272,10 @@ func TestParseErrors(t *testing.T) {
 			`t.toml:3: bridge[0].aging: "-5m" is out of range 1s..24h`}},
 		{"aging integer", doc(`[[bridge]]`, `name = "b"`, `aging = 300`, `[[bridge.port]]`, `interface = "a"`), []string{
 			`t.toml:3: bridge[0].aging: must be a string`}},
+		{"querier without snooping", doc(`[[bridge]]`, `name = "b"`, `multicast_querier = true`), []string{
+			`t.toml:3: bridge[0].multicast_querier: needs multicast_snooping = true: the querier's election and the reports it asks for are the snooping's`}},
+		{"query interval too short", doc(`[[bridge]]`, `name = "b"`, `multicast_snooping = true`, `multicast_querier = true`, `multicast_query_interval = "1s"`), []string{
+			`t.toml:5: bridge[0].multicast_query_interval: "1s" is out of range 2s..8h49m4s`}},
 		{"loop_retry too short", doc(`[[bridge]]`, `name = "b"`, `loop_detect = true`, `loop_retry = "500ms"`), []string{
 			`t.toml:4: bridge[0].loop_retry: "500ms" is out of range 1s..24h`}},
 		{"loop_detect not a boolean", doc(`[[bridge]]`, `name = "b"`, `loop_detect = "yes"`), []string{

@@ -125,6 +125,9 @@ func keyDoc(tab *Table, k *Key, val string) []byte {
 	case "daemon":
 		set(&daemon, line)
 	case "bridge":
+		if k.Name == "multicast_querier" && val == "true" {
+			set(&bridge, "multicast_snooping = true")
+		}
 		set(&bridge, line)
 	case "bridge.port":
 		switch k.Name {

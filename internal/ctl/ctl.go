@@ -264,6 +264,25 @@ type BridgeStatus struct {
 	// MulticastSnooping: a group's frames go to its members and the
 	// router ports only (trestle mdb show).
 	MulticastSnooping bool `json:"multicast_snooping"`
+	// MulticastQuerier: the bridge queries while no other querier wins
+	// the election over it; Queriers, the querier of each family in each
+	// VLAN that snooping knows of, the bridge's own or another.
+	MulticastQuerier bool          `json:"multicast_querier"`
+	Queriers         List[Querier] `json:"queriers"`
+}
+
+// Querier is the IGMP or MLD querier of a VLAN of a snooping bridge, as
+// `trestle show` lists it: its address (the bridge's own queries come from
+// 0.0.0.0 and from a link-local address), whether it is the bridge's own
+// (Own) or heard by a port (Port), and how long it is taken to be there
+// without another query.
+type Querier struct {
+	VLAN           uint16  `json:"vlan"`
+	Family         string  `json:"family"` // "igmp" or "mld"
+	Address        string  `json:"address"`
+	Own            bool    `json:"own"`
+	Port           string  `json:"port"` // "" for the bridge's own
+	ExpiresSeconds float64 `json:"expires_seconds"`
 }
 
 // Mirror is one [[bridge.mirror]] as `trestle show` prints it.

@@ -104,7 +104,7 @@ func (d *Daemon) statusOf(only string) (ctl.Status, error) {
 	for _, b := range bs {
 		bst := ctl.BridgeStatus{Name: b.cfg.Name, ID: b.id, VLANAware: b.cfg.VLANAware(), AgingSeconds: b.cfg.Aging.Seconds(), MaxEntries: b.cfg.MaxEntries, Entries: entries[b.id], Ports: []ctl.PortStatus{},
 			Filter: b.cfg.Filter, Rules: len(b.rules()), DefaultAction: config.ActionPass, NeighSuppress: b.cfg.NeighSuppress,
-			MulticastSnooping: b.cfg.MulticastSnooping}
+			MulticastSnooping: b.cfg.MulticastSnooping, MulticastQuerier: b.cfg.MulticastQuerier, Queriers: d.snoop.queriers(b.cfg.Name, time.Now())}
 		if b.cfg.DefaultBlock {
 			bst.DefaultAction = config.ActionBlock
 		}

@@ -90,6 +90,7 @@ type Daemon struct {
 	blocks    map[portID]block
 	probeID   uint32
 	sendProbe func(ifindex int, frame []byte) error
+	probeMu   sync.Mutex // probeFD's: the querier sends beside the event loop
 	probeFD   int
 	probed    map[uint16]time.Time // by bridge id: when its probes were last sent
 
@@ -126,6 +127,7 @@ func newDaemon(log *slog.Logger, dp Dataplane, sys System, capacity uint32, refr
 	d.moves, _ = dp.(eventSource)
 	st, _ := dp.(snoopTable)
 	d.snoop = newSnooper(st, log)
+	d.snoop.send = func(ifindex int, f []byte) error { return d.sendProbe(ifindex, f) }
 	put, _ := dp.(remotePutter)
 	d.ovl = newOverlayState(overlay.Netlink{}, put)
 	return d

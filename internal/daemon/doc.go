@@ -70,7 +70,9 @@
 //     neighbour table's static entries, neigh show);
 //   - multicast: snoop.go (multicast_snooping: the snoop ring's IGMP and
 //     MLD messages read into memberships, router ports and queriers, the
-//     group table written from them, mdb show);
+//     group table written from them, mdb show), querier.go
+//     (multicast_querier: the bridge's own IGMP and MLD queries, their
+//     election against the queriers heard, the queriers show lists);
 //   - loops at the edge: edge.go (ports blocked by bpdu_guard and
 //     loop_detect, the loop probes, port.enable);
 //   - overlay ports: overlay.go (their VNIs' kernel objects and the loop

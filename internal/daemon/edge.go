@@ -240,26 +240,31 @@ func probeFrame(id uint32, bridge, slot uint16) []byte {
 	return f
 }
 
-// sendProbeRaw sends a frame out of an interface with a packet socket,
-// opened when first used (it receives nothing: protocol 0).
+// sendProbeRaw sends a frame (a loop probe, a multicast query) out of an
+// interface with a packet socket, opened when first used (it receives
+// nothing: protocol 0).
 func (d *Daemon) sendProbeRaw(ifindex int, frame []byte) error {
+	d.probeMu.Lock()
+	defer d.probeMu.Unlock()
 	if d.probeFD <= 0 {
 		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("open a packet socket for loop probes: %w", err)
+			return fmt.Errorf("open a packet socket for loop probes and multicast queries: %w", err)
 		}
 		d.probeFD = fd
 	}
 	sa := &unix.SockaddrLinklayer{Ifindex: ifindex, Halen: 6}
 	copy(sa.Addr[:], frame[:6])
 	if err := unix.Sendto(d.probeFD, frame, 0, sa); err != nil {
-		return fmt.Errorf("send a loop probe out of ifindex %d: %w", ifindex, err)
+		return fmt.Errorf("send a frame out of ifindex %d: %w", ifindex, err)
 	}
 	return nil
 }
 
 // closeProbes closes the probes' socket, if open.
 func (d *Daemon) closeProbes() error {
+	d.probeMu.Lock()
+	defer d.probeMu.Unlock()
 	if d.probeFD <= 0 {
 		return nil
 	}

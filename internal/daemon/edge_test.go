@@ -22,14 +22,7 @@ func edgeWorld(t *testing.T) *world {
 	}
 	body := strings.Replace(bridges("br0=p1,p2,p3"), "name = \"br0\"\n", "name = \"br0\"\nloop_detect = true\nloop_retry = \"5s\"\n", 1)
 	body = strings.Replace(body, "interface = \"p1\"\n", "interface = \"p1\"\nbpdu_guard = true\n", 1)
-	cfg := cfgOf(t, body)
-	w.d.mu.Lock()
-	w.d.cfg = cfg
-	err := w.d.apply(cfg)
-	w.d.mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
+	w.applyAsFile(body)
 	return w
 }
 

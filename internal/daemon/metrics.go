@@ -106,7 +106,7 @@ func newCollector(d *Daemon) *collector {
 	c.events = prometheus.NewDesc("trestle_events_total", "Events logged (and shown by `trestle events`) since the daemon started, by kind.", []string{"event"}, nil)
 	c.suppressed = prometheus.NewDesc("trestle_events_suppressed_total", "Events not logged one by one since the daemon started, counted in another line instead (mac_move: moves of a flapping address), by kind.", []string{"event"}, nil)
 	c.lost = prometheus.NewDesc("trestle_events_lost_total", "Events the datapath could not hand to the daemon: its event ring was full (the daemon behind, or not running).", nil, nil)
-	c.snoopMsgs = prometheus.NewDesc("trestle_snoop_messages_total", "IGMP, MLD and PIM messages the daemon read from a snooping bridge's ports, by kind (report, leave, query, pim, malformed, refused: memberships not taken, a bound reached).", []string{"bridge", "kind"}, nil)
+	c.snoopMsgs = prometheus.NewDesc("trestle_snoop_messages_total", "IGMP, MLD and PIM messages the daemon read from a snooping bridge's ports, by kind (report, leave, query, pim, malformed, refused: memberships not taken, a bound reached), and the queries its querier sent (query_sent, a frame out of a port each).", []string{"bridge", "kind"}, nil)
 	c.snoopLost = prometheus.NewDesc("trestle_snoop_lost_total", "IGMP, MLD and PIM messages the datapath could not copy to the daemon: its snoop ring was full (they were forwarded all the same).", nil, nil)
 	c.build = prometheus.NewDesc("trestle_build_info", "The running trestle's build: always 1.", []string{"version", "goversion"}, nil)
 	return c

@@ -79,6 +79,20 @@ func (w *world) mustApply(body string) {
 	}
 }
 
+// applyAsFile applies body as the daemon's file, so that what applies it
+// again later (a block, a reload) finds it.
+func (w *world) applyAsFile(body string) {
+	w.t.Helper()
+	cfg := cfgOf(w.t, body)
+	w.d.mu.Lock()
+	w.d.cfg = cfg
+	err := w.d.apply(cfg)
+	w.d.mu.Unlock()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+}
+
 func (w *world) port(bridge, name string) *portState {
 	w.t.Helper()
 	b := w.d.bridges[bridge]

@@ -78,6 +78,10 @@ type snooper struct {
 	cleared bool // the table emptied of what an earlier daemon wrote
 	bridges map[uint16]*snoopBridge
 	full    bool // the table refused an entry: said once until it takes one
+	// send sends a frame out of an interface (the querier's queries,
+	// querier.go); host makes the querier's addresses this machine's.
+	send func(ifindex int, frame []byte) error
+	host string
 }
 
 // snoopPort is what snooping needs of a port's configuration.
@@ -85,6 +89,18 @@ type snoopPort struct {
 	name      string
 	fastLeave bool
 	router    bool // multicast_router: always a router port
+	// For the querier: the interface its queries leave by (0: none, a
+	// port that does not forward or whose far side is not a host's: a
+	// patch, overlay or span port), the VLANs it carries (nil: the bridge
+	// is not VLAN-aware), and which of them leaves untagged (pvid, unless
+	// nativeTagged).
+	ifindex      int
+	vlans        []uint16
+	pvid         uint16
+	nativeTagged bool
+	// far: a forwarding patch or overlay port, whose far side is another
+	// switch the querier does not query (querier.go, reportSlots).
+	far bool
 }
 
 type groupID struct {
@@ -103,22 +119,30 @@ type snoopBridge struct {
 	name    string
 	ports   map[uint16]snoopPort
 	groups  map[groupID]map[uint16]*membership
-	routers map[uint16]time.Time  // learned router ports, until
-	querier map[groupID]time.Time // a querier of a family (0.0.0.0: IGMP, ::: MLD) seen in the VLAN, until
+	routers map[uint16]time.Time     // learned router ports, until
+	querier map[groupID]heardQuerier // the querier of a family (0.0.0.0: IGMP, ::: MLD) in the VLAN, heard or the bridge's own
 	written map[datapath.GroupKey][]uint16
 	counts  snoopCounts
+	// The bridge's own querier (querier.go): nil when multicast_querier
+	// is off; its state of each family in each VLAN; the group-specific
+	// queries that leaves asked for, still to send.
+	q       *querierConf
+	own     map[groupID]*ownQuerier
+	pending []pendingQuery
 }
 
 // snoopCounts are a bridge's messages since the daemon started.
 type snoopCounts struct {
 	Reports, Leaves, Queries, PIM, Malformed uint64
+	// QueriesSent: the querier's queries, a frame out of a port each.
+	QueriesSent uint64
 	// Refused: memberships not taken, the port or the bridge at its bound
 	// or the table full.
 	Refused uint64
 }
 
 func newSnooper(table snoopTable, log *slog.Logger) *snooper {
-	return &snooper{table: table, log: log, bridges: map[uint16]*snoopBridge{}}
+	return &snooper{table: table, log: log, bridges: map[uint16]*snoopBridge{}, host: hostID()}
 }
 
 // snoopConfig is the snooping bridges' ports as an apply leaves them.
@@ -129,9 +153,23 @@ func (d *Daemon) snoopConfig() map[uint16]*snoopBridge {
 			continue
 		}
 		sb := &snoopBridge{name: b.cfg.Name, ports: map[uint16]snoopPort{}}
+		if b.cfg.MulticastQuerier {
+			sb.q = &querierConf{interval: b.cfg.MulticastQueryInterval}
+		}
 		for _, p := range b.ports {
-			sb.ports[p.slot] = snoopPort{name: p.name(), fastLeave: p.cfg.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_FAST_LEAVE),
-				router: p.cfg.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_MCAST_ROUTER)}
+			sp := snoopPort{name: p.name(), fastLeave: p.cfg.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_FAST_LEAVE),
+				router: p.cfg.Policy.Has(tbpf.TrestleTrPortFlagsTR_PORT_MCAST_ROUTER),
+				vlans:  p.cfg.VLANs(), pvid: p.cfg.PVID(), nativeTagged: p.cfg.Has(tbpf.TrestleTrPortFlagsTR_PORT_NATIVE_TAGGED)}
+			// As the loop probes (sendProbes): an interface's port that
+			// forwards, whose far side is a host or a switch.
+			switch {
+			case !p.forwards():
+			case p.cfg.IsPatch() || p.cfg.IsOverlay():
+				sp.far = true
+			case p.ifindex > 0 && p.span() == nil:
+				sp.ifindex = p.ifindex
+			}
+			sb.ports[p.slot] = sp
 		}
 		out[b.id] = sb
 	}
@@ -156,7 +194,7 @@ func (s *snooper) configure(want map[uint16]*snoopBridge, now time.Time) {
 	for id, b := range s.bridges {
 		if _, ok := want[id]; !ok {
 			b.ports = nil
-			b.groups, b.routers, b.querier = nil, nil, nil
+			b.groups, b.routers, b.querier, b.q = nil, nil, nil, nil
 			s.write(id, b, now)
 			delete(s.bridges, id)
 		}
@@ -165,10 +203,11 @@ func (s *snooper) configure(want map[uint16]*snoopBridge, now time.Time) {
 		b := s.bridges[id]
 		if b == nil {
 			b = &snoopBridge{groups: map[groupID]map[uint16]*membership{}, routers: map[uint16]time.Time{},
-				querier: map[groupID]time.Time{}, written: map[datapath.GroupKey][]uint16{}}
+				querier: map[groupID]heardQuerier{}, own: map[groupID]*ownQuerier{}, written: map[datapath.GroupKey][]uint16{}}
 			s.bridges[id] = b
 		}
 		b.name, b.ports = w.name, w.ports
+		s.configureQuerier(b, w.q)
 		for g, ms := range b.groups {
 			for slot := range ms {
 				if _, ok := b.ports[slot]; !ok {
@@ -361,6 +400,9 @@ func (s *snooper) handle(m datapath.SnoopMsg, now time.Time) {
 	for _, op := range ops {
 		b.apply(op, m.VLAN, m.Slot, now)
 	}
+	if b.q != nil {
+		s.flushPending(b, now)
+	}
 	s.write(m.Bridge, b, now)
 }
 
@@ -369,7 +411,7 @@ func (b *snoopBridge) apply(op snoopOp, vlan, slot uint16, now time.Time) {
 	switch op.kind {
 	case opQuery:
 		b.counts.Queries++
-		b.querier[querierOf(vlan, op.src)] = now.Add(querierInterval)
+		b.heard(vlan, slot, op.src, now)
 		b.routers[slot] = now.Add(querierInterval)
 		return
 	case opPIM:
@@ -458,8 +500,11 @@ func (b *snoopBridge) leave(id groupID, vlan, slot uint16, now time.Time) {
 		if len(ms) == 0 {
 			delete(b.groups, id)
 		}
-	case b.querier[querierOf(vlan, id.addr)].After(now) && now.Add(lastMemberTime).Before(m.expires):
+	case b.unasked(id, slot, now):
+		// Nobody asks the far side's other members: the membership ages.
+	case b.querier[querierOf(vlan, id.addr)].until.After(now) && now.Add(lastMemberTime).Before(m.expires):
 		m.expires = now.Add(lastMemberTime)
+		b.askLeft(id, slot, now)
 	}
 }
 
@@ -501,8 +546,8 @@ func (b *snoopBridge) age(now time.Time) {
 			delete(b.routers, slot)
 		}
 	}
-	for q, t := range b.querier {
-		if !t.After(now) {
+	for q, h := range b.querier {
+		if !h.until.After(now) {
 			delete(b.querier, q)
 		}
 	}
@@ -533,9 +578,9 @@ func (b *snoopBridge) want(id uint16, now time.Time) map[datapath.GroupKey][]uin
 		slices.Sort(slots)
 		out[datapath.GroupKey{Bridge: id, VLAN: g.vlan, Group: g.addr}] = slices.Compact(slots)
 	}
-	for q, t := range b.querier {
-		if t.After(now) {
-			out[datapath.GroupKey{Bridge: id, VLAN: q.vlan, Group: q.addr}] = routers
+	for q, h := range b.querier {
+		if h.until.After(now) {
+			out[datapath.GroupKey{Bridge: id, VLAN: q.vlan, Group: q.addr}] = b.reportSlots(h, routers)
 		}
 	}
 	return out
@@ -584,6 +629,7 @@ func (s *snooper) tick(now time.Time) {
 	defer s.mu.Unlock()
 	for id, b := range s.bridges {
 		b.age(now)
+		s.queryTick(b, now)
 		s.write(id, b, now)
 	}
 }
@@ -692,7 +738,7 @@ func (c *collector) collectSnoop(ch chan<- prometheus.Metric) {
 		for _, k := range []struct {
 			kind string
 			v    uint64
-		}{{"report", n.Reports}, {"leave", n.Leaves}, {"query", n.Queries}, {"pim", n.PIM}, {"malformed", n.Malformed}, {"refused", n.Refused}} {
+		}{{"report", n.Reports}, {"leave", n.Leaves}, {"query", n.Queries}, {"pim", n.PIM}, {"malformed", n.Malformed}, {"refused", n.Refused}, {"query_sent", n.QueriesSent}} {
 			ch <- counter(c.snoopMsgs, k.v, name, k.kind)
 		}
 	}
