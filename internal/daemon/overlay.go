@@ -681,6 +681,9 @@ func (d *Daemon) settleStale() {
 		d.log.Warn("overlay: stale remote addresses", "err", err)
 	}
 	switch {
+	case st.Began:
+		d.log.Warn("overlay: zebra withdrew every remote VTEP of every VNI (bgpd left it, or every BGP session went): FRR is restarting; its remote addresses and flood lists are kept, stale, until it is back",
+			"limit", overlay.HoldLimit)
 	case st.Ended && st.Claimed:
 		d.log.Info("overlay: FRR is back: the stale remote addresses it did not write again are removed", "removed", st.Removed)
 	case st.Ended:

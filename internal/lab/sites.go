@@ -345,8 +345,35 @@ func (s *Site) StartFRR(ctx context.Context) error {
 			return fmt.Errorf("zebra on host %s: no socket %s after 10s\n%s", s.Name(), zsock, s.Zebra.Output())
 		}
 	}
-	s.BGPd, err = s.NS.Start(FRRBGPd, append([]string{"-f", bconf, "-i", filepath.Join(s.FRR, "bgpd.pid")}, common...)...)
+	return s.startBGPd()
+}
+
+// startBGPd starts the site's bgpd with the configuration StartFRR wrote.
+func (s *Site) startBGPd() error {
+	var err error
+	s.BGPd, err = s.NS.Start(FRRBGPd, append([]string{"-f", filepath.Join(s.FRR, "bgpd.conf"), "-i", filepath.Join(s.FRR, "bgpd.pid")}, frrconf.Args(s.FRR)...)...)
 	return err
+}
+
+// RestartBGPd restarts the site's bgpd alone, by its PID, zebra staying
+// (zebra withdraws the EVPN routes it had from bgpd as it leaves), bgpd
+// away for at least away; back once every BGP session of the site is up
+// again.
+func (s *Site) RestartBGPd(ctx context.Context, away time.Duration) (Restarted, error) {
+	t0 := time.Now()
+	if s.BGPd != nil {
+		if err := s.BGPd.Stop(); err != nil && !strings.Contains(err.Error(), "terminated") {
+			return Restarted{}, fmt.Errorf("host %s: bgpd: %w", s.Name(), err)
+		}
+	}
+	res := Restarted{Exited: time.Since(t0), From: "bgpd", To: "bgpd"}
+	SleepCtx(ctx, away-time.Since(t0))
+	err := s.startBGPd()
+	if err == nil {
+		err = s.WaitSessions(ctx, 30*time.Second)
+	}
+	res.Back = time.Since(t0)
+	return res, err
 }
 
 // StopFRR stops the site's bgpd, then its zebra, by their PIDs (SIGTERM,

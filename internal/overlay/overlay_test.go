@@ -257,6 +257,9 @@ func TestHandle(t *testing.T) {
 		want want
 	}{
 		{"flood entry", remote(zero, vtepB), want{}},
+		// C stays in the flood list: what goes below is a route the
+		// fabric withdrew, not bgpd leaving zebra (TestHoldWithoutZebraExit).
+		{"flood entry of C", remote(zero, vtepC), want{}},
 		{"device's entry alone", remote(macB, vtepB), want{}},
 		{"bridge's entry on the vxlan port", onVX(macB), want{true, vtepB, false}},
 		{"device's entry again", remote(macB, vtepB), want{}},
@@ -287,8 +290,8 @@ func TestHandle(t *testing.T) {
 		t.Errorf("Settle after StaleWait: %+v, %v", done, err)
 	}
 	st, _ = m.Status(1000)
-	if st.RemoteVTEPs != 0 || len(st.FloodVTEPs) != 0 || len(st.Remotes) != 0 || st.Stale != 0 {
-		t.Errorf("after the deletes, settled: %+v", st)
+	if st.RemoteVTEPs != 1 || len(st.FloodVTEPs) != 1 || len(st.Remotes) != 0 || st.Stale != 0 {
+		t.Errorf("after the deletes, settled: %+v; want C alone in the flood list", st)
 	}
 	// A MAC zebra takes back from the advertise port is written again
 	// once local again.

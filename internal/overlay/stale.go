@@ -27,6 +27,11 @@ import (
 //     flood-list VTEP it had, FRR is restarting: the Manager holds every
 //     stale entry until zebra writes remote MACs again and then falls
 //     quiet for HoldQuiet (BGP converged), or for HoldLimit at most;
+//   - so it does too when zebra stays but has withdrawn every flood-list
+//     VTEP of every VNI (Settle): bgpd left it (bgpd alone restarting), or
+//     every BGP session went, which BGP graceful restart treats the same
+//     way (the peers' routes kept, stale, until they come back or the
+//     restart time passes);
 //   - otherwise (a route withdrawn by the fabric), a stale entry goes
 //     after StaleWait.
 //
@@ -187,6 +192,9 @@ func (m *Manager) ZebraExited() bool {
 
 // Settled is what a Settle did.
 type Settled struct {
+	// Began: a hold began, zebra having withdrawn every flood-list VTEP
+	// of every VNI while it stayed (bgpd left it).
+	Began bool
 	// Ended: a hold ended (Claimed: zebra wrote remote MACs again; else it
 	// reached HoldLimit).
 	Ended, Claimed bool
@@ -207,6 +215,10 @@ func (m *Manager) Settle() (Settled, error) {
 	var done Settled
 	now := m.now()
 	all := false
+	if !m.hold.active && m.allWithdrawn() {
+		m.hold = hold{active: true, since: now}
+		done.Began = true
+	}
 	if m.hold.active {
 		quiet := m.hold.claims > 0 && now.Sub(m.hold.lastClaim) >= HoldQuiet
 		if !quiet && now.Sub(m.hold.since) < HoldLimit {
@@ -239,6 +251,28 @@ func (m *Manager) Settle() (Settled, error) {
 		}
 	}
 	return done, m.takeErrs()
+}
+
+// allWithdrawn says whether zebra has withdrawn every flood-list VTEP of
+// every VNI it holds (at least one VNI): what it does when bgpd leaves it.
+// Called with m.mu held.
+func (m *Manager) allWithdrawn() bool {
+	some := false
+	for _, v := range m.vnis {
+		if v.dst == nil {
+			continue
+		}
+		if len(v.staleFlood) == 0 {
+			return false
+		}
+		for a := range v.flood {
+			if _, ok := v.staleFlood[a]; !ok {
+				return false // zebra's yet (the others are trestle's, written back)
+			}
+		}
+		some = true
+	}
+	return some
 }
 
 func (m *Manager) takeErrs() error {

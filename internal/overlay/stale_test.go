@@ -198,3 +198,36 @@ func TestStaleHoldLimit(t *testing.T) {
 		t.Errorf("remotes after the limit: %q", w.remotes())
 	}
 }
+
+// TestStaleBGPdRestart: bgpd alone restarts. zebra stays, but withdraws
+// every remote MAC and every flood-list VTEP of every VNI, as it does when
+// bgpd leaves it: the first Settle begins a hold instead of removing them
+// after StaleWait, and the hold ends as an FRR restart's does, once zebra
+// wrote remote MACs again and fell quiet.
+func TestStaleBGPdRestart(t *testing.T) {
+	w := newStaleWorld(t)
+	w.handle(false, remote(zero, vtepB))
+	w.zebraWrites(macA)
+	w.zebraWrites(macB)
+	w.zebraWithdraws(macA, macB)
+	w.clock = w.clock.Add(StaleWait)
+	if done, err := w.m.Settle(); err != nil || done != (Settled{Began: true}) {
+		t.Errorf("Settle with every VTEP withdrawn, zebra still there: %+v, %v; want a hold begun, nothing removed", done, err)
+	}
+	if st, _ := w.m.Status(1000); !st.Holding || st.Stale != 3 {
+		t.Errorf("status in the hold: %+v", st)
+	}
+	w.clock = w.clock.Add(10 * time.Second)
+	if done, _ := w.m.Settle(); done != (Settled{}) {
+		t.Errorf("Settle while bgpd is away: %+v", done)
+	}
+	w.zebraWrites(macA)
+	w.handle(false, remote(zero, vtepB))
+	w.clock = w.clock.Add(HoldQuiet)
+	if done, err := w.m.Settle(); err != nil || done != (Settled{Ended: true, Claimed: true, Removed: 2}) {
+		t.Errorf("Settle once zebra is quiet: %+v, %v", done, err)
+	}
+	if got := w.remotes(); !slices.Equal(got, []string{macA.String() + " 192.0.2.2"}) {
+		t.Errorf("remotes after the hold: %q; want macA alone, not stale", got)
+	}
+}

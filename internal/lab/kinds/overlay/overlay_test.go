@@ -258,6 +258,7 @@ func TestExecuteOverlay(t *testing.T) {
 		if rec := seen[key{d, OverlayFRR}]; rec.Event == nil || rec.Event.Sent == 0 || rec.Event.Received == 0 {
 			t.Errorf("%s: FRR restart %+v", d, rec)
 		}
+		t.Logf("%s: ARP for h2 %+v; scale %+v", d, seen[key{d, OverlayNeigh}], seen[key{d, OverlayScale}])
 		if rec := seen[key{d, OverlayNeigh}]; rec.Requests != OverlayNeighRequests || rec.CrossedOff < rec.Requests || rec.CrossedOn != 0 || rec.AnsweredOn < rec.Requests {
 			t.Errorf("%s: ARP for h2, suppression off and on: %+v, want every request across with it off, none with it on, each answered", d, rec)
 		}
