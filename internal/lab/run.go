@@ -389,6 +389,9 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 			return nil, err
 		}
 	}
+	if s.needs().Multicast && t.DUT != nil {
+		t.Multicast = &Multicast{Snoop: !v.NoSnoop}
+	}
 	if len(v.Offloads) > 0 {
 		for _, h := range t.Hosts {
 			if err := h.NS.Features(h.If, v.Offloads); err != nil {
@@ -456,6 +459,9 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	}
 	if v.Filter != nil {
 		rec.Settings["variant: filter"] = v.Filter.String()
+	}
+	if v.NoSnoop {
+		rec.Settings["variant: nosnoop"] = "IGMP and MLD snooping off: every group floods"
 	}
 	if t.Filter.checked() {
 		status("checking the filter: the generator's frame passes, one to another port does not, h2's reply as the state says")
