@@ -229,7 +229,7 @@ func CountText(v float64) string {
 }
 
 // SpreadText is a figure over repetitions: its median with its least and
-// most, "812 (640..990)"; one figure when they are the same, "-" for none.
+// most, "812 (640..990)"; one figure when they read the same, "-" for none.
 func SpreadText(v []float64, text func(float64) string) string {
 	if len(v) == 0 {
 		return "-"
@@ -238,7 +238,7 @@ func SpreadText(v []float64, text func(float64) string) string {
 	for _, x := range v {
 		lo, hi = min(lo, x), max(hi, x)
 	}
-	if lo == hi {
+	if text(lo) == text(hi) {
 		return text(lo)
 	}
 	return fmt.Sprintf("%s (%s..%s)", text(Median(v)), text(lo), text(hi))
