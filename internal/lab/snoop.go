@@ -67,7 +67,7 @@ func (b *linuxBridge) Snooping(m Multicast) string {
 	if !m.Snoop {
 		return "mcast_snooping 0: every group's frames are flooded to every port"
 	}
-	return fmt.Sprintf("mcast_snooping 1, mcast_querier 1 (the bridge's own IGMP querier: without a querier, the Linux bridge floods every group whatever its table holds), "+
+	return fmt.Sprintf("mcast_snooping 1, mcast_querier 1 (the bridge's own IGMP and MLD querier: without a querier, the Linux bridge floods every group whatever its table holds; IPv6 on the bridge, which its MLD querier needs), "+
 		"mcast_query_response_interval %v (the kernel's least: a querier that starts floods that long first; the lab waits it out); the group table from the hosts' reports (bridge mdb show)", querierDelay)
 }
 
@@ -93,6 +93,16 @@ func (m Multicast) snoopArgs() [][]string {
 // setSnooping sets m on every bridge of t (the Linux bridge's Setup).
 func (b *linuxBridge) setSnooping(ctx context.Context, t *Topo) error {
 	for _, br := range t.Bridges {
+		if t.Multicast.Snoop {
+			// Its MLD querier counts only with an IPv6 address on the
+			// bridge (br_multicast_querier_exists), which the lab's
+			// namespaces have off.
+			for _, kv := range [][2]string{{"accept_dad", "0"}, {"disable_ipv6", "0"}} {
+				if err := t.DUT.Sysctl("net/ipv6/conf/"+br.Name+"/"+kv[0], kv[1]); err != nil {
+					return fmt.Errorf("IPv6 on %s, for its MLD querier: %w", br.Name, err)
+				}
+			}
+		}
 		for _, set := range t.Multicast.snoopArgs() {
 			args := append([]string{"link", "set", br.Name, "type", "bridge"}, set...)
 			if _, err := t.DUT.Run(ctx, "ip", args...); err != nil {

@@ -41,10 +41,11 @@ const (
 	joinWait = 5 * time.Second
 	// poll is how often the table is read meanwhile.
 	poll = 20 * time.Millisecond
-	// firstGroup is the first group: the groups are 239.1.1.1, .2, ...
-	// (IPv4's organisation-local scope, RFC 2365), not link-local, which
-	// every switch floods.
-	firstGroup = "239.1.1.1"
+	// firstGroup and firstGroup6 are the first group: the groups are
+	// 239.1.1.1, .2, ... (IPv4's organisation-local scope, RFC 2365) or
+	// ff0e::1:1, ff0e::1:2, ... (IPv6's global scope), not link-local,
+	// which every switch floods.
+	firstGroup, firstGroup6 = "239.1.1.1", "ff0e::1:1"
 	// Complete is the share of its group's frames a listener must get to
 	// have got them all: a frame or two lost to a busy machine is not a
 	// listener left out.
@@ -56,13 +57,19 @@ const (
 type Kind struct {
 	Groups, Listeners int
 	Rate              float64
+	// IPv6: the groups are IPv6 groups, joined with MLDv2 reports (the
+	// hosts' IPv6 on for it); else IPv4's, with IGMPv3.
+	IPv6 bool
 }
 
 // Record is one stream to the groups on one DUT (Result.Record).
 type Record struct {
 	// Snoop: the DUT snoops IGMP (else every group floods); Snooping says
 	// how, Unmeasured why the DUT was not measured (it cannot snoop).
-	Snoop      bool   `json:"snoop"`
+	Snoop bool `json:"snoop"`
+	// Family is the groups' family: "ipv4" (IGMP; "" in a record of
+	// before IPv6) or "ipv6" (MLD).
+	Family     string `json:"family,omitempty"`
 	Snooping   string `json:"snooping,omitempty"`
 	Unmeasured string `json:"unmeasured,omitempty"`
 	// Groups are the groups, a flow each, in order; RatePerGroup the
@@ -105,7 +112,7 @@ func (Kind) Preset() lab.Scenario { return preset }
 var preset = lab.Scenario{
 	Name: "multicast", Title: "Multicast: one sender, groups with a few listeners each, with and without snooping",
 	About: "an 11-port bridge: h1 sends, 4 groups (239.1.1.1 to .4) have 2 listeners each among h2..h9 (--mcast-groups, --mcast-listeners), h10 and h11 join none; " +
-		"the listeners join through their kernels (IGMPv3 reports), the lab waits until the DUT's group table holds every membership (trestle mdb show, bridge mdb show), " +
+		"the listeners join through their kernels (IGMPv3 reports; --mcast-family ipv6: groups ff0e::1:1 to :4 and MLDv2), the lab waits until the DUT's group table holds every membership (trestle mdb show, bridge mdb show), " +
 		"then h1 sends 64-byte frames at 2,500 a second to each group (--mcast-rate), a flow a group, and each host's sink counts what it got of each group: " +
 		"the rate delivered to each listener of its own group and of the others, and to the hosts that joined none. trestle with multicast_snooping in xdp and tc mode, " +
 		"the Linux bridge with mcast_snooping and its querier, and each with snooping off (@nosnoop, every group flooded); 3 repetitions, about a minute; " +
@@ -129,11 +136,16 @@ func (k Kind) Prepare(s lab.Scenario) ([]string, error) {
 	if need := 1 + k.Groups*k.Listeners + 1; s.Hosts < need {
 		return nil, fmt.Errorf("multicast: %d hosts: the sender, %d groups of %d listeners and a host that joins none need %d", s.Hosts, k.Groups, k.Listeners, need)
 	}
-	return []string{fmt.Sprintf("multicast: h1 sends; %s; hosts h%d..h%d join none. Each listener joins its group with `ip addr add GROUP/32 dev eth0 autojoin` (its kernel sends IGMPv3 reports); "+
+	fam, proto := k.family()
+	how := "`ip addr add GROUP/32 dev eth0 autojoin`"
+	if k.IPv6 {
+		how = "`ip -6 addr add GROUP/128 dev eth0 autojoin`, its IPv6 on first (the lab's namespaces have it off) with no duplicate address detection"
+	}
+	return []string{fmt.Sprintf("multicast (%s): h1 sends; %s; hosts h%d..h%d join none. Each listener joins its group with %s (its kernel sends %s reports); "+
 		"with snooping the lab waits up to %v, reading the DUT's group table every %v, until it holds every membership (join: from the first join to then). "+
 		"Then learning frames from every host, and one trial of %v: %s frames at %s to each group (a flow a group, to its group's MAC), each host's sink counting what it got of each flow. "+
 		"A listener got its group's frames when it got %.0f%% of them or more; a non-listener should get none with snooping, every frame without",
-		k.layout(), 2+k.Groups*k.Listeners, s.Hosts, joinWait, poll, s.Timing.Search.Trial, s.FirstSize().Label(), lab.PPSText(k.Rate), 100*Complete)}, nil
+		fam, k.layout(), 2+k.Groups*k.Listeners, s.Hosts, how, proto, joinWait, poll, s.Timing.Search.Trial, s.FirstSize().Label(), lab.PPSText(k.Rate), 100*Complete)}, nil
 }
 
 // layout says which hosts listen to which group.
@@ -144,7 +156,7 @@ func (k Kind) layout() string {
 		for _, i := range k.listeners(g) {
 			hs = append(hs, fmt.Sprintf("h%d", i+1))
 		}
-		parts = append(parts, fmt.Sprintf("%s: %s", group(g), strings.Join(hs, ", ")))
+		parts = append(parts, fmt.Sprintf("%s: %s", k.group(g), strings.Join(hs, ", ")))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -158,11 +170,24 @@ func (k Kind) listeners(g int) []int {
 	return out
 }
 
-// group is the g-th group's address.
-func group(g int) string {
+// group is the g-th group's address (g below 64).
+func (k Kind) group(g int) string {
+	if k.IPv6 {
+		ip := net.ParseIP(firstGroup6)
+		ip[15] += byte(g)
+		return ip.String()
+	}
 	ip := net.ParseIP(firstGroup).To4()
 	ip[3] += byte(g)
 	return ip.String()
+}
+
+// family is the groups' family, and the protocol hosts join them with.
+func (k Kind) family() (name, protocol string) {
+	if k.IPv6 {
+		return "ipv6", "MLDv2"
+	}
+	return "ipv4", "IGMPv3"
 }
 
 func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
@@ -173,7 +198,7 @@ func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 	sn, ok := rig.DUT.(lab.Snooper)
 	rec := &Record{RatePerGroup: k.Rate}
 	for g := range k.Groups {
-		rec.Groups = append(rec.Groups, group(g))
+		rec.Groups = append(rec.Groups, k.group(g))
 	}
 	if !ok || m == nil {
 		rec.Unmeasured = fmt.Sprintf("%s has no IGMP snooping the lab can turn on or off (trestle's multicast_snooping, the Linux bridge's mcast_snooping)", rig.DUT.Name())
@@ -188,15 +213,21 @@ func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 		return fmt.Errorf("multicast: %d hosts, need %d", len(rig.T.Hosts), need)
 	}
 	rec.Snoop, rec.Snooping = m.Snoop, sn.Snooping(*m)
+	rec.Family, _ = k.family()
+	if k.IPv6 {
+		if err := ipv6On(rig.T, k.Groups*k.Listeners); err != nil {
+			return err
+		}
+	}
 	want := map[lab.Membership]bool{}
 	t0 := time.Now()
 	for g := range k.Groups {
 		for _, i := range k.listeners(g) {
 			h := rig.T.Hosts[i]
-			if _, err := h.NS.Run(ctx, "ip", "-4", "addr", "add", group(g)+"/32", "dev", h.If, "autojoin"); err != nil {
-				return fmt.Errorf("multicast: %s joins %s: %w", h.NS.Name, group(g), err)
+			if err := k.join(ctx, h, g); err != nil {
+				return err
 			}
-			want[lab.Membership{Group: group(g), Port: h.Port}] = true
+			want[lab.Membership{Group: k.group(g), Port: h.Port}] = true
 		}
 	}
 	if m.Snoop {
@@ -210,6 +241,9 @@ func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 	if err != nil {
 		return err
 	}
+	if least := frame.MinSize(false, k.IPv6); k.IPv6 && len(mix.Sizes) == 1 && mix.Sizes[0] < least {
+		mix.Sizes[0] = least // a 64-byte frame holds no IPv6 test frame
+	}
 	var to []int
 	for i := 1; i < len(rig.T.Hosts); i++ {
 		to = append(to, i)
@@ -217,7 +251,7 @@ func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 	tm := u.S.Timing
 	u.Status(fmt.Sprintf("multicast: %s to each of %d groups", lab.PPSText(k.Rate), k.Groups))
 	tr, err := rig.Trial(ctx, lab.TrialSpec{From: 0, To: to, Rate: k.Rate * float64(k.Groups), Duration: tm.Search.Trial, Mix: mix, Flows: k.Groups,
-		DstIPs: frame.IPRange{First: net.ParseIP(group(0)), Last: net.ParseIP(group(k.Groups - 1))}, GroupMACs: true,
+		DstIPs: frame.IPRange{First: net.ParseIP(k.group(0)), Last: net.ParseIP(k.group(k.Groups - 1))}, GroupMACs: true, IPv6: k.IPv6,
 		Learn: true, Settle: tm.Settle, Drain: tm.Drain})
 	if err != nil {
 		return err
@@ -238,6 +272,34 @@ func (k Kind) Run(ctx context.Context, u *lab.UnitRun) error {
 		return err
 	}
 	u.Add(r)
+	return nil
+}
+
+// join makes host h a listener of group g: the address added with
+// autojoin, so that its kernel joins the group and reports it.
+func (k Kind) join(ctx context.Context, h *lab.Host, g int) error {
+	fam, plen := "-4", "/32"
+	if k.IPv6 {
+		fam, plen = "-6", "/128"
+	}
+	if _, err := h.NS.Run(ctx, "ip", fam, "addr", "add", k.group(g)+plen, "dev", h.If, "autojoin"); err != nil {
+		return fmt.Errorf("multicast: %s joins %s: %w", h.NS.Name, k.group(g), err)
+	}
+	return nil
+}
+
+// ipv6On turns IPv6 on for the listeners h2..h(n+1), which the lab's
+// namespaces have off, with no duplicate address detection: their
+// link-local address is theirs at once, and their MLD reports come from
+// it rather than from the unspecified address.
+func ipv6On(t *lab.Topo, n int) error {
+	for _, h := range t.Hosts[1 : n+1] {
+		for _, kv := range [][2]string{{"accept_dad", "0"}, {"disable_ipv6", "0"}} {
+			if err := h.NS.Sysctl("net/ipv6/conf/"+h.If+"/"+kv[0], kv[1]); err != nil {
+				return fmt.Errorf("multicast: IPv6 on in %s: %w", h.NS.Name, err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -366,6 +428,16 @@ func (Kind) Flags() []lab.Flag {
 		{Name: "mcast-listeners", Type: lab.FlagInt, Lo: 1, Hi: 64, For: "the multicast scenario",
 			Usage: fmt.Sprintf("multicast: the listeners of each group (default %d)", DefaultListeners),
 			Set:   setCount(func(k Kind, n int) Kind { k.Listeners = n; return k })},
+		{Name: "mcast-family", Type: lab.FlagString, For: "the multicast scenario",
+			Usage: "multicast: the groups' family, ipv4 (IGMPv3, the default) or ipv6 (MLDv2; the frames at least IPv6's least test frame)",
+			Set: lab.Sets(func(k Kind, v string) (Kind, error) {
+				switch v {
+				case "ipv4", "ipv6":
+					k.IPv6 = v == "ipv6"
+					return k, nil
+				}
+				return k, fmt.Errorf("--mcast-family %q: ipv4 or ipv6", v)
+			})},
 		{Name: "mcast-rate", Type: lab.FlagInt, Lo: 1, Hi: 10_000_000, For: "the multicast scenario",
 			Usage: fmt.Sprintf("multicast: the frames a second h1 sends to each group (default %d)", DefaultRate),
 			Set:   lab.Sets(func(k Kind, n int) (Kind, error) { k.Rate = float64(n); return k, nil })},
@@ -539,7 +611,14 @@ func (Kind) Section(run *lab.Run) (terminal, markdown string) {
 			m.WriteString("- " + l + "\n")
 		}
 	}
-	m.WriteString("\nEvery stream, in order: each host's frames of each group, in the groups' order (its own group's starred), of the frames sent to each group:\n\n")
+	m.WriteString("\nEvery stream, in order: each host's frames of each group, in the groups' order (its own group's starred), of the frames sent to each group")
+	for _, rw := range rws {
+		if len(rw.Recs) > 0 {
+			fmt.Fprintf(&m, " (%s)", strings.Join(rw.Recs[0].Groups, ", "))
+			break
+		}
+	}
+	m.WriteString(":\n\n")
 	for _, rw := range rws {
 		for i, rec := range rw.Recs {
 			var hs []string
