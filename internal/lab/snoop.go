@@ -12,6 +12,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/trestle/trestle/internal/ctl"
@@ -148,4 +150,62 @@ func parseBridgeMDB(out string) ([]Membership, error) {
 		}
 	}
 	return ms, nil
+}
+
+// Snooping: mcast_snooping_enable on every bridge, or not.
+func (o *ovsDUT) Snooping(m Multicast) string {
+	if !m.Snoop {
+		return "mcast_snooping_enable=false (the default): every group's frames are flooded to every port"
+	}
+	return "mcast_snooping_enable=true on every bridge (no querier: Open vSwitch has none): the hosts' IGMP and MLD reports build the group table (ovs-appctl mdb/show), a group's frames go to its members and the router ports; unregistered groups flooded"
+}
+
+// setSnooping sets m on every bridge of t (Open vSwitch's Setup).
+func (o *ovsDUT) setSnooping(ctx context.Context, t *Topo) error {
+	for _, br := range t.Bridges {
+		if _, err := o.vsctl(ctx, t, "set", "bridge", br.Name, fmt.Sprintf("mcast_snooping_enable=%v", t.Multicast.Snoop)); err != nil {
+			return fmt.Errorf("multicast snooping on %s: %w", br.Name, err)
+		}
+	}
+	o.set["multicast"] = o.Snooping(*t.Multicast)
+	return nil
+}
+
+// Memberships: `ovs-appctl mdb/show` of every bridge, its ports named.
+func (o *ovsDUT) Memberships(ctx context.Context, t *Topo) ([]Membership, error) {
+	names, err := o.vsctl(ctx, t, "--format=csv", "--no-headings", "--columns=ofport,name", "list", "interface")
+	if err != nil {
+		return nil, err
+	}
+	var ms []Membership
+	for _, b := range t.Bridges {
+		out, err := o.appctl(ctx, "mdb/show", b.Name)
+		if err != nil {
+			return nil, fmt.Errorf("ovs-appctl mdb/show %s: %w", b.Name, err)
+		}
+		ms = append(ms, parseOVSMDB(out, ovsPortNames(names, b.Ports))...)
+	}
+	return ms, nil
+}
+
+// parseOVSMDB reads `ovs-appctl mdb/show` (" port  VLAN  GROUP  Age"; a
+// router port's row has "querier" for its group), ports by OpenFlow
+// number named by byNum.
+func parseOVSMDB(out string, byNum map[string]string) []Membership {
+	var ms []Membership
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[0] == "port" {
+			continue
+		}
+		if _, err := netip.ParseAddr(f[2]); err != nil {
+			continue
+		}
+		port := f[0]
+		if name, ok := byNum[port]; ok {
+			port = name
+		}
+		ms = append(ms, Membership{Group: f[2], Port: port})
+	}
+	return ms
 }

@@ -92,3 +92,15 @@ func TestParseBridgeMDB(t *testing.T) {
 		t.Errorf("not JSON: %v", err)
 	}
 }
+
+// TestParseOVSMDB: `ovs-appctl mdb/show` as Open vSwitch writes it, its
+// ports named from their OpenFlow numbers, a router port's querier row
+// left out.
+func TestParseOVSMDB(t *testing.T) {
+	out := " port  VLAN  GROUP                Age\n    2     0  239.1.1.1              3\n    3     0  ff0e::1:2              1\n    4     0  querier                0\n"
+	byNum := ovsPortNames("1,\"p1\"\n2,\"p2\"\n3,\"p3\"\n4,\"p4\"\n2,\"other\"\n", []string{"p1", "p2", "p3", "p4"})
+	want := []Membership{{Group: "239.1.1.1", Port: "p2"}, {Group: "ff0e::1:2", Port: "p3"}}
+	if ms := parseOVSMDB(out, byNum); !slices.Equal(ms, want) {
+		t.Errorf("%+v, want %+v", ms, want)
+	}
+}

@@ -28,7 +28,7 @@ func TestMulticastKind(t *testing.T) {
 	if !ok || !s.Has(TestMulticast) || s.Hosts != 11 || s.Reps < 3 || !s.HasPacketTests() {
 		t.Fatalf("multicast preset: %+v", s)
 	}
-	if got := strings.Join(lab.SpecTexts(s.DUTs), ","); got != "trestle:xdp,trestle:tc,linux-bridge,trestle:tc@nosnoop,linux-bridge@nosnoop" {
+	if got := strings.Join(lab.SpecTexts(s.DUTs), ","); got != "trestle:xdp,trestle:tc,linux-bridge,ovs,trestle:tc@nosnoop,linux-bridge@nosnoop" {
 		t.Errorf("multicast preset's DUTs: %s", got)
 	}
 	if n := lab.KindOf(TestMulticast).Needs(s); !n.Multicast || !n.AllHosts || n.Direct {
@@ -125,7 +125,7 @@ func stream(snoop bool, own, stray, other uint64) Record {
 // figures and a flooding baseline's not), and a DUT that cannot snoop said
 // not measured; the records survive the run's JSON.
 func TestMulticastSection(t *testing.T) {
-	run := &lab.Run{DUTs: []string{"trestle:xdp", "linux-bridge", "trestle:tc@nosnoop", "ovs"}}
+	run := &lab.Run{DUTs: []string{"trestle:xdp", "linux-bridge", "trestle:tc@nosnoop", "floor"}}
 	add := func(dut string, rep int, rec Record, errText string) {
 		r := lab.Result{DUT: dut, Rep: rep, Test: TestMulticast, Param: "non-listener", Unit: "pps", Value: rec.nonListenerPPS(), Error: errText}
 		if err := r.SetRecord(rec); err != nil {
@@ -140,7 +140,7 @@ func TestMulticastSection(t *testing.T) {
 	add("trestle:tc@nosnoop", 1, stream(false, 1000, 1000, 1000), "")
 	add("trestle:tc@nosnoop", 2, stream(false, 1000, 1000, 1000), "")
 	add("trestle:tc@nosnoop", 3, stream(false, 950, 950, 950), "")
-	add("ovs", 1, Record{Unmeasured: "ovs has no IGMP snooping the lab can turn on or off"}, "")
+	add("floor", 1, Record{Unmeasured: "floor has no IGMP snooping the lab can turn on or off"}, "")
 
 	term, md := labtest.Section(t, run)
 	term = regexp.MustCompile(` {2,}`).ReplaceAllString(term, " ")
@@ -148,11 +148,11 @@ func TestMulticastSection(t *testing.T) {
 		"trestle:xdp on 2.0 kpps 50 ms 500 pps (450 pps..500 pps) 100.0% (90.0%..100.0%) 0 pps 0 pps (0 pps..40 pps) 0.0% (0.0%..2.0%) 2 of 3\n",
 		"linux-bridge on 2.0 kpps 50 ms 500 pps 100.0% 0 pps 4 pps 0.2% 1 of 1\n",
 		"trestle:tc@nosnoop off 2.0 kpps - 500 pps (475 pps..500 pps) 100.0% (95.0%..100.0%) 1.5 kpps (1.4 kpps..1.5 kpps) 2.0 kpps (1.9 kpps..2.0 kpps) 100.0% (95.0%..100.0%) 2 of 3\n",
-		"ovs none not measured - - - - - - -",
+		"floor none not measured - - - - - - -",
 		"trestle:xdp listener, own group pps: N 3 Min 450 Max 500 Median 500 Avg 483.3 Stddev 28.9",
 		"warning: trestle:xdp: a listener got less than 99% of its group's frames in 1 of 3 (#3 90.0%)",
 		"warning: trestle:xdp: hosts got frames of groups they did not join, snooping on, in 1 of 3 (#3)",
-		"not measured: ovs has no IGMP snooping",
+		"not measured: floor has no IGMP snooping",
 	})
 	if strings.Contains(term, "warning: linux-bridge") || strings.Contains(term, "warning: trestle:tc@nosnoop") {
 		t.Errorf("a peer's or a baseline's figures warned of:\n%s", term)
