@@ -238,6 +238,9 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	if err := s.CheckFloor(); err != nil {
 		return nil, err
 	}
+	if err := s.CheckSnoop(); err != nil {
+		return nil, err
+	}
 	if err := s.CheckBidirectional(); err != nil {
 		return nil, err
 	}

@@ -209,3 +209,17 @@ func parseOVSMDB(out string, byNum map[string]string) []Membership {
 	}
 	return ms
 }
+
+// CheckSnoop refuses @nosnoop in a scenario whose kinds ask no bridge to
+// snoop: it would change nothing there.
+func (s Scenario) CheckSnoop() error {
+	if s.needs().Multicast {
+		return nil
+	}
+	for _, v := range s.DUTs {
+		if v.NoSnoop {
+			return fmt.Errorf("DUT %q: @nosnoop turns off the snooping the multicast scenario turns on, and %s has no multicast test: measure it in the multicast scenario", v.Text, s.Name)
+		}
+	}
+	return nil
+}

@@ -91,6 +91,22 @@ func TestMulticastKind(t *testing.T) {
 	}
 }
 
+// TestCheckSnoop: @nosnoop is taken in the multicast scenario and refused
+// in one with no kind that turns snooping on, where it would change nothing.
+func TestCheckSnoop(t *testing.T) {
+	if err := lab.Scenarios["multicast"].CheckSnoop(); err != nil {
+		t.Errorf("multicast: %v", err)
+	}
+	s := lab.Scenario{Name: "plain", DUTs: lab.MustSpecs("trestle", "trestle@nosnoop"), Hosts: 2, Chain: []int{1}}
+	if err := s.CheckSnoop(); err == nil || !strings.Contains(err.Error(), `DUT "trestle@nosnoop"`) || !strings.Contains(err.Error(), "plain has no multicast test") {
+		t.Errorf("without a multicast test: %v", err)
+	}
+	s.DUTs = lab.MustSpecs("trestle")
+	if err := s.CheckSnoop(); err != nil {
+		t.Errorf("no @nosnoop: %v", err)
+	}
+}
+
 // stream is a record of 4 groups at 2 listeners each and 2 hosts that
 // joined none, each listener getting own of its group's 1000 frames and
 // stray of each other group's, each non-listener other of each group's.
