@@ -174,6 +174,9 @@ Examples:
 				if err := sc.CheckFilters(); err != nil {
 					return err
 				}
+				if err := sc.CheckSnoop(); err != nil {
+					return err
+				}
 				if err := sc.CheckFloor(); err != nil {
 					return err
 				}

@@ -143,6 +143,7 @@ type Spec struct {
 	Mirror   bool    // @mirror
 	Capture  bool    // @capture
 	Filter   *Filter // @rules=N[,state] or @filter; nil: neither
+	NoSnoop  bool    // @nosnoop
 }
 
 // String is the spec as given.
@@ -254,6 +255,11 @@ func ParseSpec(s string) (Spec, error) {
 			v.filter().State = true
 		case !ok && k == "filter":
 			v.filter().All = true
+		case !ok && k == "nosnoop":
+			if kind != "trestle" && kind != "linux-bridge" && kind != "ovs" {
+				return v, fmt.Errorf("DUT %q: nosnoop turns a bridge's IGMP and MLD snooping off: it is for trestle, linux-bridge and ovs", s)
+			}
+			v.NoSnoop = true
 		case ok && k == "bin" && val != "":
 			if !CapsOf(name).Build {
 				return v, fmt.Errorf("DUT %q: bin= is for trestle DUTs", s)
@@ -268,7 +274,7 @@ func ParseSpec(s string) (Spec, error) {
 			}
 			v.Offloads[k] = val == "on"
 		default:
-			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH, vlan, mirror, capture, patch, veth, rules=N, state or filter", s, kv)
+			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH, vlan, mirror, capture, patch, veth, rules=N, state, filter or nosnoop", s, kv)
 		}
 	}
 	if v.Filter != nil {
@@ -464,6 +470,11 @@ func (b *linuxBridge) Setup(ctx context.Context, t *Topo, env *Env) error {
 				}
 				b.set["stp"] = fmt.Sprintf("on, on %s only: hello_time %v, forward_delay %v (the kernel's spanning tree: what stops a loop there)", br.Name, stpHello, stpForwardDelay)
 			}
+		}
+	}
+	if t.Multicast != nil {
+		if err := b.setSnooping(ctx, t); err != nil {
+			return fmt.Errorf("linux-bridge: %w", err)
 		}
 	}
 	switch {
@@ -662,6 +673,9 @@ func configText(t *Topo, env *Env, mode, sock string, brief bool) string {
 		}
 		if t.Loop != nil && t.Loop.Bridge == br.Name {
 			fmt.Fprintf(&b, "loop_detect = true\nloop_retry = %q\n", loopRetryText())
+		}
+		if t.Multicast != nil && t.Multicast.Snoop {
+			b.WriteString("multicast_snooping = true\n")
 		}
 		for _, p := range br.Ports {
 			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", p, mode)

@@ -87,6 +87,9 @@ type Needs struct {
 	// bridge of their own once the kind closes the loop (Topo.Loop), and
 	// the DUT's loop protection on (LoopGuard).
 	Loop bool
+	// Multicast: the DUT's bridges snoop IGMP and MLD, or, in its
+	// nosnoop variant, flood every group (Topo.Multicast, Snooper).
+	Multicast bool
 }
 
 // merge is what two kinds need together.
@@ -95,6 +98,7 @@ func (n Needs) merge(o Needs) Needs {
 		Learning: n.Learning || o.Learning, Direct: n.Direct || o.Direct, AllHosts: n.AllHosts || o.AllHosts,
 		MaxEntries: max(n.MaxEntries, o.MaxEntries), Persist: n.Persist || o.Persist, UpgradeTo: cmp.Or(n.UpgradeTo, o.UpgradeTo), SideHosts: n.SideHosts || o.SideHosts,
 		Queues: max(n.Queues, o.Queues), OneWay: n.OneWay || o.OneWay, Loop: n.Loop || o.Loop,
+		Multicast: n.Multicast || o.Multicast,
 	}
 }
 

@@ -603,12 +603,7 @@ func (o *ovsDUT) FDBEntries(ctx context.Context, t *Topo, bridge string) (map[st
 // "static" for a static entry) with `ovs-vsctl list interface`'s ofport,name
 // rows to name the ports, those of ports: the bridge's.
 func parseOVSFDB(out, names string, ports []string) map[string]FDBEntry {
-	byNum := map[string]string{}
-	for _, line := range strings.Split(names, "\n") {
-		if num, name, ok := strings.Cut(strings.TrimSpace(line), ","); ok && slices.Contains(ports, strings.Trim(name, `"`)) {
-			byNum[num] = strings.Trim(name, `"`)
-		}
-	}
+	byNum := ovsPortNames(names, ports)
 	m := map[string]FDBEntry{}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
@@ -626,6 +621,19 @@ func parseOVSFDB(out, names string, ports []string) map[string]FDBEntry {
 		m[mac.String()] = FDBEntry{Port: port, Static: f[3] == "static"}
 	}
 	return m
+}
+
+// ovsPortNames are the names of ports by their OpenFlow numbers, from
+// `ovs-vsctl --format=csv list interface`'s ofport,name rows: those of
+// ports, a bridge's (the numbers are each bridge's own).
+func ovsPortNames(names string, ports []string) map[string]string {
+	byNum := map[string]string{}
+	for _, line := range strings.Split(names, "\n") {
+		if num, name, ok := strings.Cut(strings.TrimSpace(line), ","); ok && slices.Contains(ports, strings.Trim(name, `"`)) {
+			byNum[num] = strings.Trim(name, `"`)
+		}
+	}
+	return byNum
 }
 
 func (o *ovsDUT) AddStatic(ctx context.Context, _ *Topo, bridge, port string, mac net.HardwareAddr) error {

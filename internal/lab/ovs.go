@@ -169,6 +169,11 @@ func (o *ovsDUT) Setup(ctx context.Context, t *Topo, env *Env) error {
 	if t.Mirror != nil {
 		o.set["mirror"] = "ovs-vsctl " + strings.Join(ovsMirrorArgs(t), " ") + " (the output port gets the mirrored frames and nothing else)"
 	}
+	if t.Multicast != nil {
+		if err := o.setSnooping(ctx, t); err != nil {
+			return fmt.Errorf("Open vSwitch: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -246,9 +246,15 @@ type TrialSpec struct {
 	SrcMACs  int              // address ranges (RFC 2889)
 	DstMACs  int
 	SrcPorts frame.PortRange // the flows' UDP source ports (default: the generator's)
-	Learn    bool            // send learning frames first (RFC 2544 section 23)
-	Settle   time.Duration   // after learning
-	Drain    time.Duration   // after the last frame, before counting
+	// DstIPs are the flows' destination addresses (default: the
+	// generator's); with GroupMACs each flow goes to its group's MAC
+	// (gen.Options.GroupMACs), not DstMAC.
+	DstIPs    frame.IPRange
+	GroupMACs bool
+	IPv6      bool          // IPv6 frames (with DstIPs of that family)
+	Learn     bool          // send learning frames first (RFC 2544 section 23)
+	Settle    time.Duration // after learning
+	Drain     time.Duration // after the last frame, before counting
 	// CPUs are the generator's sending threads, one on each, each with its
 	// share of the flows and of the rate (default: the placement's GenCPU).
 	CPUs []int
@@ -362,6 +368,7 @@ func (r *Rig) trial(ctx context.Context, ts TrialSpec) (TrialResult, gen.Stats, 
 		Dev: from.If, NetNS: from.NS.Path, DstMAC: dst, SrcMAC: ts.SrcMAC, Mix: mix, Rate: ts.Rate,
 		Duration: ts.Duration, Count: ts.Count, Flows: ts.Flows, CPUs: ts.genCPUs(r.Place), Batch: 64,
 		SrcMACs: ts.SrcMACs, DstMACs: ts.DstMACs, VLAN: from.VLAN, SrcPorts: ts.SrcPorts,
+		DstIPs: ts.DstIPs, GroupMACs: ts.GroupMACs, IPv6: ts.IPv6,
 	}
 	if ts.Both {
 		return r.trialBoth(ctx, ts, o, sinks, watched)

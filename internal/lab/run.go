@@ -238,6 +238,9 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	if err := s.CheckFloor(); err != nil {
 		return nil, err
 	}
+	if err := s.CheckSnoop(); err != nil {
+		return nil, err
+	}
 	if err := s.CheckBidirectional(); err != nil {
 		return nil, err
 	}
@@ -389,6 +392,9 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 			return nil, err
 		}
 	}
+	if s.needs().Multicast && t.DUT != nil {
+		t.Multicast = &Multicast{Snoop: !v.NoSnoop}
+	}
 	if len(v.Offloads) > 0 {
 		for _, h := range t.Hosts {
 			if err := h.NS.Features(h.If, v.Offloads); err != nil {
@@ -456,6 +462,9 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	}
 	if v.Filter != nil {
 		rec.Settings["variant: filter"] = v.Filter.String()
+	}
+	if v.NoSnoop {
+		rec.Settings["variant: nosnoop"] = "IGMP and MLD snooping off: every group floods"
 	}
 	if t.Filter.checked() {
 		status("checking the filter: the generator's frame passes, one to another port does not, h2's reply as the state says")

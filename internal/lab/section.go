@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trestle/trestle/internal/lab/report/svg"
+	"github.com/trestle/trestle/internal/lab/stat"
 )
 
 // What a kind's report section (Reporter) and internal/lab/report write
@@ -227,6 +228,22 @@ func CountText(v float64) string {
 	return fmt.Sprintf("%.1f", v)
 }
 
+// SpreadText is a figure over repetitions: its median with its least and
+// most, "812 (640..990)"; one figure when they read the same, "-" for none.
+func SpreadText(v []float64, text func(float64) string) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	lo, hi := v[0], v[0]
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	if text(lo) == text(hi) {
+		return text(lo)
+	}
+	return fmt.Sprintf("%s (%s..%s)", text(Median(v)), text(lo), text(hi))
+}
+
 // TableSection is a kind's section as its table with goals under it: for
 // the terminal, intro then the table and the goals indented; for
 // report.md, the heading and about, the table, the goals as a list.
@@ -279,4 +296,80 @@ func OthersNote(cpu, secs float64, cpus int) string {
 	}
 	return fmt.Sprintf("other processes on the machine used %.1f CPU-seconds of its %d CPUs' %.0f (%.0f%%): its figures are a shared machine's",
 		cpu, cpus, secs*float64(cpus), 100*cpu/(secs*float64(cpus)))
+}
+
+// DUTRecords are one DUT's records of a kind that records one result a
+// repetition (Result.Record): the records over its repetitions, its
+// results' errors, and why it was not measured, if a record says so.
+type DUTRecords[R any] struct {
+	DUT        string
+	Recs       []R
+	Errors     []string
+	Unmeasured string
+}
+
+// RecordsByDUT are run's records of test, a DUTRecords a DUT that has
+// any, in the run's DUT order; unmeasured is a record's word that its DUT
+// was not measured ("": it was), which keeps the record out of Recs.
+func RecordsByDUT[R any](run *Run, test string, unmeasured func(R) string) []*DUTRecords[R] {
+	var out []*DUTRecords[R]
+	for _, d := range run.DUTs {
+		rw := &DUTRecords[R]{DUT: d}
+		for _, r := range run.Results {
+			if r.Test != test || r.DUT != d {
+				continue
+			}
+			var rec R
+			if err := r.RecordOf(&rec); err != nil {
+				rw.Errors = append(rw.Errors, err.Error())
+				continue
+			}
+			if why := unmeasured(rec); why != "" {
+				rw.Unmeasured = why
+				continue
+			}
+			if r.Error != "" {
+				rw.Errors = append(rw.Errors, r.Error)
+			}
+			rw.Recs = append(rw.Recs, rec)
+		}
+		if len(rw.Recs) > 0 || len(rw.Errors) > 0 || rw.Unmeasured != "" {
+			out = append(out, rw)
+		}
+	}
+	return out
+}
+
+// Values are f of each record.
+func (d *DUTRecords[R]) Values(f func(R) float64) []float64 {
+	var v []float64
+	for _, rec := range d.Recs {
+		v = append(v, f(rec))
+	}
+	return v
+}
+
+// Problems are the report's lines for the DUT's failed results and for a
+// DUT not measured.
+func (d *DUTRecords[R]) Problems() []string {
+	var out []string
+	for _, e := range d.Errors {
+		out = append(out, fmt.Sprintf("failed: %s: %s", d.DUT, FirstLine(e)))
+	}
+	if d.Unmeasured != "" {
+		out = append(out, "not measured: "+d.Unmeasured)
+	}
+	return out
+}
+
+// MinistatLine is ministat's summary of a DUT's figure over its
+// repetitions, in plain figures: N, Min, Max, Median, Avg, Stddev; false
+// with fewer than 3 values.
+func MinistatLine(dut, figure string, v []float64) (string, bool) {
+	s, err := stat.Summarize(stat.Set{Name: dut, Values: v})
+	if err != nil {
+		return "", false
+	}
+	n := CountText
+	return fmt.Sprintf("%s %s: N %d  Min %s  Max %s  Median %s  Avg %s  Stddev %s", dut, figure, s.N, n(s.Min), n(s.Max), n(s.Median), n(s.Avg), n(s.Stddev)), true
 }

@@ -95,6 +95,9 @@ type Topo struct {
 	// DUT (AddLoop), in that bridge's Ports too; the DUT turns its loop
 	// protection on there.
 	Loop *Loop
+	// Multicast, if set, is the multicast kind's ask: the DUT's bridges
+	// snoop IGMP and MLD, or flood every group (Snooper).
+	Multicast *Multicast
 }
 
 // HostMAC is host i's address, 02:00:00:00:00:i (1-based).
@@ -239,6 +242,9 @@ func (t *Topo) features() string {
 	}
 	if t.Loop != nil {
 		f = append(f, "loop detection")
+	}
+	if t.Multicast != nil && t.Multicast.Snoop {
+		f = append(f, "multicast snooping")
 	}
 	return strings.Join(f, " or ")
 }

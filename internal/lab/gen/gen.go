@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime"
 	"time"
 
@@ -71,6 +72,10 @@ type Options struct {
 	// frames then stay apart from the first's in a sink that tracks only
 	// the low ids (it counts the others as bad_flow).
 	FlowBase int
+	// GroupMACs: each flow's destination MAC is its destination IP's
+	// multicast MAC (01:00:5e:... for IPv4, 33:33:... for IPv6) in place
+	// of DstMAC, so that flows to DstIPs of N groups go to N groups.
+	GroupMACs bool
 	// NetNS is the path of the network namespace Dev is in ("" for the
 	// caller's); the sending threads enter it.
 	NetNS string
@@ -237,6 +242,13 @@ func flowSpecs(o *Options, src net.HardwareAddr) ([]frame.Spec, error) {
 	specs, err := frame.Flows(base, o.Flows, srcIPs, dstIPs, sp, dp)
 	for i := range specs {
 		specs[i].Flow += uint16(o.FlowBase)
+		if o.GroupMACs {
+			g, ok := netip.AddrFromSlice(specs[i].DstIP)
+			if !ok || !g.Unmap().IsMulticast() {
+				return nil, fmt.Errorf("group MACs: flow %d's destination %v is not a multicast group", i, specs[i].DstIP)
+			}
+			specs[i].Dst = frame.GroupMAC(g.Unmap())
+		}
 	}
 	return specs, err
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -340,5 +341,41 @@ func TestFlowBase(t *testing.T) {
 		if want := uint16(65533 + k%3); !ok || h.Flow != want || h.Seq != uint32(k/3) {
 			t.Fatalf("frame %d: %+v (ok %v), want flow %d seq %d", k, h, ok, want, k/3)
 		}
+	}
+}
+
+// TestGroupMACs: with GroupMACs, flow i goes to the i-th group of the
+// destination range at that group's MAC (IPv4 and IPv6); a destination
+// that is no group is refused.
+func TestGroupMACs(t *testing.T) {
+	for _, c := range []struct {
+		first, last string
+		v6          bool
+		want        []string
+	}{
+		{"239.1.1.1", "239.1.1.3", false, []string{"01:00:5e:01:01:01", "01:00:5e:01:01:02", "01:00:5e:01:01:03"}},
+		{"ff0e::1:1", "ff0e::1:2", true, []string{"33:33:00:01:00:01", "33:33:00:01:00:02"}},
+	} {
+		o := Options{DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, Flows: len(c.want), IPv6: c.v6, GroupMACs: true,
+			DstIPs: frame.IPRange{First: net.ParseIP(c.first), Last: net.ParseIP(c.last)}}
+		if err := o.defaults(); err != nil {
+			t.Fatal(err)
+		}
+		specs, err := flowSpecs(&o, net.HardwareAddr{2, 0, 0, 0, 0, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range specs {
+			if s.Dst.String() != c.want[i] || int(s.Flow) != i {
+				t.Errorf("%s: flow %d to %v at %v, want %s", c.first, i, s.DstIP, s.Dst, c.want[i])
+			}
+		}
+	}
+	o := Options{DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, Flows: 1, GroupMACs: true}
+	if err := o.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flowSpecs(&o, net.HardwareAddr{2, 0, 0, 0, 0, 1}); err == nil || !strings.Contains(err.Error(), "not a multicast group") {
+		t.Errorf("a unicast destination with group MACs: %v", err)
 	}
 }

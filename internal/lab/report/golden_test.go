@@ -41,7 +41,7 @@ var goldenRuns = []string{
 	"quick", "quick-floor", "router-pps", "router-pps-bidir", "router-pps-split-partial",
 	"rfc2544", "rfc2544-bysize", "rfc2889", "speed", "fdb-scale", "veb-vs-bridge", "inline",
 	"chain", "restart", "mac-flood", "soak", "soak-control", "mirror", "filter-scale",
-	"filter-scale-100", "vlan-overhead", "cores", "idle",
+	"filter-scale-100", "vlan-overhead", "cores", "idle", "multicast",
 }
 
 func runPath(name string) string { return filepath.Join("testdata", "runs", name+".json.gz") }
@@ -50,7 +50,7 @@ func runPath(name string) string { return filepath.Join("testdata", "runs", name
 // lab writes today (fields added since the run was recorded appear with
 // their zero values where they have no omitempty).
 func takeRun(t *testing.T, name string) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "lab", name+".json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "lab", name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -250,6 +250,24 @@ func (s *Sink) Snapshot() (Snapshot, error) {
 	return snap, nil
 }
 
+// FlowReceived is the frames counted in each of flows 0..n-1 (n at most
+// MaxFlows): which of several streams, each a flow of its own, reached
+// the sink.
+func (s *Sink) FlowReceived(n int) ([]uint64, error) {
+	if n < 0 || n > s.maxFlows {
+		return nil, fmt.Errorf("sink: flows 0..%d: it tracks %d", n-1, s.maxFlows)
+	}
+	out := make([]uint64, n)
+	var f labbpf.SinkTrSinkFlow
+	for i := range out {
+		if err := s.objs.Flows.Lookup(uint32(i), &f); err != nil {
+			return nil, fmt.Errorf("read flow %d: %w", i, err)
+		}
+		out[i] = f.Received
+	}
+	return out, nil
+}
+
 // Sub is what happened between an earlier snapshot and this one.
 func (a Snapshot) Sub(b Snapshot) Snapshot {
 	d := Snapshot{

@@ -16,6 +16,7 @@ import (
 	_ "github.com/trestle/trestle/internal/lab/kinds/loop"
 	_ "github.com/trestle/trestle/internal/lab/kinds/loss"
 	_ "github.com/trestle/trestle/internal/lab/kinds/macflood"
+	_ "github.com/trestle/trestle/internal/lab/kinds/multicast"
 	_ "github.com/trestle/trestle/internal/lab/kinds/overlay"
 	_ "github.com/trestle/trestle/internal/lab/kinds/podchurn"
 	_ "github.com/trestle/trestle/internal/lab/kinds/portscale"

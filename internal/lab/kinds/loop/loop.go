@@ -20,7 +20,6 @@ import (
 
 	"github.com/trestle/trestle/internal/frame"
 	"github.com/trestle/trestle/internal/lab"
-	"github.com/trestle/trestle/internal/lab/stat"
 )
 
 func init() { lab.Register(Kind{}, lab.TestUDP) }
@@ -288,38 +287,19 @@ func (Kind) Flags() []lab.Flag {
 
 // row is one DUT's loops, over its repetitions.
 type row struct {
-	DUT, Guard, Unmeasured string
-	Recs                   []Record
-	Errors                 []string
+	*lab.DUTRecords[Record]
+	Guard string
 }
 
 // rows are the run's loop results by DUT, in the run's DUT order.
 func rows(run *lab.Run) []*row {
 	var out []*row
-	for _, d := range run.DUTs {
-		rw := &row{DUT: d}
-		for _, r := range run.Results {
-			if r.Test != TestLoop || r.DUT != d {
-				continue
-			}
-			var rec Record
-			if err := r.RecordOf(&rec); err != nil {
-				rw.Errors = append(rw.Errors, err.Error())
-				continue
-			}
-			if rec.Unmeasured != "" {
-				rw.Unmeasured = rec.Unmeasured
-				continue
-			}
-			if r.Error != "" {
-				rw.Errors = append(rw.Errors, r.Error)
-			}
+	for _, d := range lab.RecordsByDUT(run, TestLoop, func(r Record) string { return r.Unmeasured }) {
+		rw := &row{DUTRecords: d}
+		for _, rec := range d.Recs {
 			rw.Guard = rec.Guard
-			rw.Recs = append(rw.Recs, rec)
 		}
-		if len(rw.Recs) > 0 || len(rw.Errors) > 0 || rw.Unmeasured != "" {
-			out = append(out, rw)
-		}
+		out = append(out, rw)
 	}
 	return out
 }
@@ -333,21 +313,6 @@ func (rw *row) values(all bool, f func(Record) float64) []float64 {
 		}
 	}
 	return v
-}
-
-// spread is a figure's median with its least and most: "812 (640..990)".
-func spread(v []float64, text func(float64) string) string {
-	if len(v) == 0 {
-		return "-"
-	}
-	lo, hi := v[0], v[0]
-	for _, x := range v {
-		lo, hi = min(lo, x), max(hi, x)
-	}
-	if lo == hi {
-		return text(lo)
-	}
-	return fmt.Sprintf("%s (%s..%s)", text(lab.Median(v)), text(lo), text(hi))
 }
 
 func msText(v float64) string { return fmt.Sprintf("%.0f ms", v) }
@@ -381,12 +346,12 @@ func (rw *row) cells() []string {
 		return func(r Record) float64 { return float64(of(r)) }
 	}
 	return []string{rw.DUT, guardName(rw.Guard), fmt.Sprintf("%d of %d", broke, len(rw.Recs)),
-		spread(rw.values(false, func(r Record) float64 { return r.DetectMs }), msText),
-		spread(rw.values(true, f(func(r Record) uint64 { return r.Carried })), lab.CountText),
-		spread(rw.values(true, f(func(r Record) uint64 { return r.Copies })), lab.CountText),
-		spread(rw.values(true, f(func(r Record) uint64 { return r.After })), lab.CountText),
-		spread(rw.values(true, func(r Record) float64 { return float64(max(r.Stream.Lost, 0)) }), lab.CountText),
-		spread(rw.values(true, func(r Record) float64 { return float64(r.Stream.Sent) }), lab.CountText)}
+		lab.SpreadText(rw.values(false, func(r Record) float64 { return r.DetectMs }), msText),
+		lab.SpreadText(rw.values(true, f(func(r Record) uint64 { return r.Carried })), lab.CountText),
+		lab.SpreadText(rw.values(true, f(func(r Record) uint64 { return r.Copies })), lab.CountText),
+		lab.SpreadText(rw.values(true, f(func(r Record) uint64 { return r.After })), lab.CountText),
+		lab.SpreadText(rw.values(true, func(r Record) float64 { return float64(max(r.Stream.Lost, 0)) }), lab.CountText),
+		lab.SpreadText(rw.values(true, func(r Record) float64 { return float64(r.Stream.Sent) }), lab.CountText)}
 }
 
 // ministat is ministat's summary line of each figure of a row with 3 or
@@ -401,12 +366,9 @@ func (rw *row) ministat() []string {
 		{"frames carried", func(r Record) float64 { return float64(r.Carried) }},
 		{"stream lost", func(r Record) float64 { return float64(max(r.Stream.Lost, 0)) }},
 	} {
-		s, err := stat.Summarize(stat.Set{Name: rw.DUT, Values: rw.values(false, fig.of)})
-		if err != nil {
-			continue
+		if l, ok := lab.MinistatLine(rw.DUT, fig.name, rw.values(false, fig.of)); ok {
+			out = append(out, l)
 		}
-		n := lab.CountText
-		out = append(out, fmt.Sprintf("%s %s: N %d  Min %s  Max %s  Median %s  Avg %s  Stddev %s", rw.DUT, fig.name, s.N, n(s.Min), n(s.Max), n(s.Median), n(s.Avg), n(s.Stddev)))
 	}
 	return out
 }
@@ -416,14 +378,8 @@ func (rw *row) ministat() []string {
 func warnings(rws []*row) []string {
 	var out []string
 	for _, rw := range rws {
-		for _, e := range rw.Errors {
-			out = append(out, fmt.Sprintf("failed: %s: %s", rw.DUT, lab.FirstLine(e)))
-		}
-		if rw.Unmeasured != "" {
-			out = append(out, fmt.Sprintf("not measured: %s", rw.Unmeasured))
-			continue
-		}
-		if !lab.CapsOf(rw.DUT).Subject {
+		out = append(out, rw.Problems()...)
+		if rw.Unmeasured != "" || !lab.CapsOf(rw.DUT).Subject {
 			continue
 		}
 		var late, lost []string
