@@ -134,7 +134,7 @@ vet:
 # its seeds.
 TEST_FIRST    := ./internal/lab ./internal/datapath ./tests/scale ./tests/package ./tests/persist ./tests/overlay
 TEST_ALONE    := ./internal/lab/... ./internal/datapath ./tests/traffic ./tests/faults
-TEST_TIMED    := TestStormControlAcrossCPUs|TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario|TestFaultsUnderLoad|TestExecute|TestExecutePatch|TestExecuteVLAN|TestExecuteMirror
+TEST_TIMED    := TestStormControlAcrossCPUs|TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario|TestFaultsUnderLoad|TestExecuteOVS|TestExecutePatch|TestExecuteVLANOVS|TestExecuteMirrorOVS
 TEST_PARALLEL ?= 4
 GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) TRESTLE_TEST_CNI=$(CURDIR)/$(CNI_BIN) TRESTLE_TEST_TOOLS=$(TOOLS) $(GO) test -count=1 -timeout 30m
 
