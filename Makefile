@@ -125,16 +125,20 @@ vet:
 # a restart streamed through without loss, 1000 clients each answered
 # within the dial's 3 s, storm control's one limit for two CPUs held to
 # its rate), and the lab's runs through Open vSwitch, whose userspace
-# datapath loses most frames on a busy machine. They are in the
-# packages TEST_ALONE; the first phase skips them by name (-skip), so a test
-# that comes to assert a time or a rate is named in TEST_TIMED.
+# datapath loses most frames on a busy machine. The first phase skips them
+# by name (-skip), so a test that comes to assert a time or a rate is named
+# in TEST_TIMED; the second runs them in TEST_ALONE, the packages that
+# define one (found by name, so it is never out of step with TEST_TIMED).
+# Only those: every package named is a test binary linked (a few seconds
+# of one core each, as -p 1 links one at a time) whether a test in it runs
+# or not, and the lab's kinds alone were twenty with nothing to run.
 #
 # The end-to-end tests and the lab run bin/trestle (TRESTLE_TEST_BIN),
 # built once. Then each fuzz target fuzzes briefly (fuzz-short), beyond
 # its seeds.
 TEST_FIRST    := ./internal/lab ./internal/datapath ./tests/scale ./tests/package ./tests/persist ./tests/overlay
-TEST_ALONE    := ./internal/lab/... ./internal/datapath ./tests/traffic ./tests/faults
 TEST_TIMED    := TestStormControlAcrossCPUs|TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario|TestFaultsUnderLoad|TestExecuteOVS|TestExecutePatch|TestExecuteVLANOVS|TestExecuteMirrorOVS
+TEST_ALONE     = $(sort $(patsubst %/,./%,$(dir $(shell grep -rlE '^func ($(TEST_TIMED))\b' --include='*_test.go' cmd internal tests))))
 TEST_PARALLEL ?= 4
 GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) TRESTLE_TEST_CNI=$(CURDIR)/$(CNI_BIN) TRESTLE_TEST_TOOLS=$(TOOLS) $(GO) test -count=1 -timeout 30m
 
