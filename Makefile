@@ -125,18 +125,25 @@ vet:
 # a restart streamed through without loss, 1000 clients each answered
 # within the dial's 3 s, storm control's one limit for two CPUs held to
 # its rate), and the lab's runs through Open vSwitch, whose userspace
-# datapath loses most frames on a busy machine. They are in the
-# packages TEST_ALONE; the first phase skips them by name (-skip), so a test
-# that comes to assert a time or a rate is named in TEST_TIMED.
+# datapath loses most frames on a busy machine. The first phase skips them
+# by name (-skip), so a test that comes to assert a time or a rate is named
+# in TEST_TIMED; the second runs them in TEST_ALONE, the packages that
+# define one (found by name, so it is never out of step with TEST_TIMED).
+# Only those: every package named is a test binary linked (a few seconds
+# of one core each, as -p 1 links one at a time) whether a test in it runs
+# or not, and the lab's kinds alone were twenty with nothing to run.
 #
 # The end-to-end tests and the lab run bin/trestle (TRESTLE_TEST_BIN),
 # built once. Then each fuzz target fuzzes briefly (fuzz-short), beyond
 # its seeds.
 TEST_FIRST    := ./internal/lab ./internal/datapath ./tests/scale ./tests/package ./tests/persist ./tests/overlay
-TEST_ALONE    := ./internal/lab/... ./internal/datapath ./tests/traffic ./tests/faults
-TEST_TIMED    := TestStormControlAcrossCPUs|TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario|TestFaultsUnderLoad|TestExecute|TestExecutePatch|TestExecuteVLAN|TestExecuteMirror
+TEST_TIMED    := TestStormControlAcrossCPUs|TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario|TestFaultsUnderLoad|TestExecuteOVS|TestExecutePatch|TestExecuteVLANOVS|TestExecuteMirrorOVS
+TEST_ALONE     = $(sort $(patsubst %/,./%,$(dir $(shell grep -rlE '^func ($(TEST_TIMED))\b' --include='*_test.go' cmd internal tests))))
 TEST_PARALLEL ?= 4
-GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) TRESTLE_TEST_CNI=$(CURDIR)/$(CNI_BIN) TRESTLE_TEST_TOOLS=$(TOOLS) $(GO) test -count=1 -timeout 30m
+# -vet=off: make vet has just run every analyzer on every package and its
+# tests; go test's own vet (a subset of them) again on each package took
+# 20 s of CPU in a fresh clone, and the first phase has no core to spare.
+GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) TRESTLE_TEST_CNI=$(CURDIR)/$(CNI_BIN) TRESTLE_TEST_TOOLS=$(TOOLS) $(GO) test -count=1 -vet=off -timeout 30m
 
 test: deps check-generate vet build
 	@first="$$($(GO) list $(TEST_FIRST))" && all="$$($(GO) list ./...)" && \
@@ -169,7 +176,7 @@ FUZZMIN        ?= 10s
 # deadline exceeded" at the end of a -fuzztime duration when its worker is
 # mid-input (go.dev/issue/75804, fixed in Go 1.27), which the pipeline's
 # slow inputs made likely. A count has no deadline to race.
-FUZZ_SHORT     := internal/datapath:FuzzPipeline:100x internal/config:FuzzParse:10000x internal/ctl:FuzzServer:10000x internal/daemon:FuzzHandle:3000x
+FUZZ_SHORT     := internal/daemon:FuzzHandle:3000x internal/datapath:FuzzPipeline:100x internal/config:FuzzParse:10000x internal/ctl:FuzzServer:10000x
 
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
@@ -178,12 +185,20 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel 1 $$pkg || exit 1; \
 	done
 
+# The short runs go FUZZ_JOBS at a time: each fuzzes on one worker (and
+# builds its package first), so that one at a time left a core idle for the
+# half minute they take together. Each target's output is printed whole
+# when it ends. No vet here (-vet=off): that is make vet's.
+FUZZ_JOBS      ?= 2
+
 fuzz-short:
-	@for t in $(FUZZ_SHORT); do \
-		pkg=./$${t%%:*} rest=$${t#*:}; name=$${rest%%:*} n=$${rest##*:}; \
-		echo "fuzz $$name in $$pkg for $$n executions"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$n -fuzzminimizetime 20x -parallel 1 $$pkg || exit 1; \
-	done
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	for t in $(FUZZ_SHORT); do echo "$$t"; done | xargs -P $(FUZZ_JOBS) -I{} sh -c '\
+		t=$$1; pkg=./$${t%%:*} rest=$${t#*:}; name=$${rest%%:*} n=$${rest##*:}; \
+		$(GO) test -vet=off -run "^\$$" -fuzz "^$$name\$$" -fuzztime $$n -fuzzminimizetime 20x -parallel 1 $$pkg >$$2/$$name 2>&1; rc=$$?; \
+		echo "fuzz $$name in $$pkg for $$n executions"; cat $$2/$$name; \
+		test $$rc = 0 || echo "fuzz-short: $$name in $$pkg failed" >&2; exit $$rc' sh {} "$$tmp" || \
+	exit 1
 
 test-unit: check
 
