@@ -18,57 +18,101 @@ import (
 	"github.com/trestle/trestle/internal/lab"
 )
 
-// The neighbour measure (OverlayNeigh): how many of h1's ARP requests for
-// h2, a station the fabric knows (a MAC+IP route from host B), cross the
-// underlay, with ARP suppression off and then on at host A. trestle: B's
-// port of h2 bound to its addresses (allowed_ips: the neighbour entry
-// zebra advertises), then `neigh_suppress = true` on A's bridge. The
-// Linux bridge: an address on B's bridge from which it learns h2's
-// neighbour entry (zebra advertises it), then `neigh_suppress on` on A's
+// The neighbour measure (OverlayNeigh): how many of h1's ARP requests and
+// neighbour solicitations for h2, a station the fabric knows (MAC+IP
+// routes from host B, IPv4 and IPv6), cross the underlay, with
+// suppression off and then on at host A. trestle: B's port of h2 bound to
+// its addresses (allowed_ips: the neighbour entries zebra advertises),
+// then `neigh_suppress = true` on A's bridge. The Linux bridge: addresses
+// on B's bridge from which it learns h2's neighbour entries (zebra
+// advertises them), IPv6 on A's bridge from its set-up on (zebra installs
+// the IPv6 routes' neighbours there), then `neigh_suppress on` on A's
 // vxlan port (docs/overlay.md, "A mixed fabric").
 
-// OverlayNeighRequests is how many ARP requests each half of the measure
-// sends.
+// OverlayNeighRequests is how many ARP requests, and as many neighbour
+// solicitations, each half of the measure sends.
 const OverlayNeighRequests = 1000
 
-// linuxSVI is the address the Linux bridge of host B is given in the
-// hosts' subnet, off their numbering: its neighbour entry of h2 is what
-// zebra advertises.
-const linuxSVI = "10.77.255.254/16"
+// linuxSVI and linuxSVI6 are the addresses the Linux bridge of host B is
+// given in the hosts' subnets, off their numbering: its neighbour entries
+// of h2 are what zebra advertises.
+const (
+	linuxSVI  = "10.77.255.254/16"
+	linuxSVI6 = "fd77::ffff/64"
+)
+
+// hostIP6 is host h's IPv6 address in the measure: fd77:: and its
+// IPv4 address's last two bytes.
+func hostIP6(h *lab.Host) netip.Addr {
+	a := netip.MustParseAddr(h.IP).As4()
+	return netip.AddrFrom16([16]byte{0xfd, 0x77, 14: a[2], 15: a[3]})
+}
+
+// enableIPv6 turns on host h's IPv6, which the lab's namespaces have off,
+// with hostIP6 (no duplicate address detection: nothing of it is counted).
+func enableIPv6(ctx context.Context, h *lab.Host) error {
+	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/" + h.If + "/disable_ipv6"} {
+		if err := h.NS.Sysctl(k, "0"); err != nil {
+			return err
+		}
+	}
+	_, err := h.NS.Run(ctx, "ip", "-6", "addr", "add", hostIP6(h).String()+"/64", "dev", h.If, "nodad")
+	return err
+}
 
 // neighSuppression runs the neighbour measure on o (h1 behind A asks for
-// h2 behind B), n requests each way.
+// h2 behind B), n requests of each kind each way.
 func neighSuppression(ctx context.Context, o *overlayRig, h1, h2 *lab.Host, n int) (OverlayRecord, error) {
 	rec := OverlayRecord{Measure: OverlayNeigh, Requests: n}
-	// B advertises h2's address.
+	for _, h := range []*lab.Host{h1, h2} {
+		if err := enableIPv6(ctx, h); err != nil {
+			return rec, err
+		}
+	}
+	ip6 := hostIP6(h2)
+	// B advertises h2's addresses.
 	if b := o.b; b.trestle != nil {
 		b.bind = h2
 		if err := b.trestle.Reconfigure(b.trestleConfig); err != nil {
 			return rec, fmt.Errorf("host B: bind %s to %s: %w", b.port, h2.IP, err)
 		}
 	} else {
-		if _, err := b.NS.Run(ctx, "ip", "addr", "add", linuxSVI, "dev", b.bridg); err != nil {
+		// (IPv6 is on on its bridge since its set-up: setupDUT.)
+		for _, args := range [][]string{
+			{"ip", "addr", "add", linuxSVI, "dev", b.bridg},
+			{"ip", "-6", "addr", "add", linuxSVI6, "dev", b.bridg, "nodad"},
+			{"ping", "-c", "1", "-W", "1", h2.IP},
+			{"ping", "-c", "1", "-W", "1", ip6.String()},
+		} {
+			if _, err := b.NS.Run(ctx, args[0], args[1:]...); err != nil {
+				return rec, fmt.Errorf("host B: %s: %w", strings.Join(args, " "), err)
+			}
+		}
+	}
+	for _, ip := range []string{h2.IP, ip6.String()} {
+		if err := waitFor(ctx, 30*time.Second, fmt.Sprintf("host A: %s at %s from host B's MAC+IP route", ip, h2.MAC), func() (bool, error) {
+			return o.a.remoteNeigh(ctx, ip, h2.MAC)
+		}); err != nil {
 			return rec, err
 		}
-		if _, err := b.NS.Run(ctx, "ping", "-c", "1", "-W", "1", h2.IP); err != nil {
-			return rec, fmt.Errorf("host B: ping %s from its bridge: %w", h2.IP, err)
+	}
+	arp := frame.ARP(nil, frame.Broadcast(), h1.MAC, layers.ARPRequest, h1.MAC, netip.MustParseAddr(h1.IP), net.HardwareAddr{0, 0, 0, 0, 0, 0}, netip.MustParseAddr(h2.IP))
+	ns := frame.NS(nil, h1.MAC, hostIP6(h1), ip6, h1.MAC)
+	burst := func(f []byte) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = f
 		}
+		return out
 	}
-	if err := waitFor(ctx, 30*time.Second, fmt.Sprintf("host A: %s at %s from host B's MAC+IP route", h2.IP, h2.MAC), func() (bool, error) {
-		return o.a.remoteNeigh(ctx, h2)
-	}); err != nil {
-		return rec, err
+	send := func() (c neighCounts, err error) {
+		return countWhile(o.a, h1, h2.IP, ip6.String(), func() error {
+			return errors.Join(lab.SendFrames(h1, burst(arp)), lab.SendFrames(h1, burst(ns)))
+		})
 	}
-	ask := frame.ARP(nil, frame.Broadcast(), h1.MAC, layers.ARPRequest, h1.MAC, netip.MustParseAddr(h1.IP), net.HardwareAddr{0, 0, 0, 0, 0, 0}, netip.MustParseAddr(h2.IP))
-	asks := make([][]byte, n)
-	for i := range asks {
-		asks[i] = ask
-	}
-	send := func() (crossed, answered int, err error) {
-		return countWhile(o.a, h1, h2.IP, func() error { return lab.SendFrames(h1, asks) })
-	}
-	var err error
-	if rec.CrossedOff, rec.AnsweredOff, err = send(); err != nil {
+	off, err := send()
+	rec.CrossedOff, rec.AnsweredOff, rec.NSCrossedOff, rec.NSAnsweredOff = off.arpCrossed, off.arpAnswered, off.nsCrossed, off.nsAnswered
+	if err != nil {
 		return rec, err
 	}
 	if a := o.a; a.trestle != nil {
@@ -79,77 +123,93 @@ func neighSuppression(ctx context.Context, o *overlayRig, h1, h2 *lab.Host, n in
 	} else if _, err := a.NS.Run(ctx, "bridge", "link", "set", "dev", a.vxlan, "neigh_suppress", "on"); err != nil {
 		return rec, err
 	}
-	rec.CrossedOn, rec.AnsweredOn, err = send()
+	on, err := send()
+	rec.CrossedOn, rec.AnsweredOn, rec.NSCrossedOn, rec.NSAnsweredOn = on.arpCrossed, on.arpAnswered, on.nsCrossed, on.nsAnswered
 	return rec, err
 }
 
-// remoteNeigh says whether site s has h's address at h's MAC from another
+// remoteNeigh says whether site s has ip at mac from another
 // VTEP's MAC+IP route: trestle's neighbour table as a remote entry, the
 // Linux bridge's as zebra's (extern_learn).
-func (s *overlaySite) remoteNeigh(ctx context.Context, h *lab.Host) (bool, error) {
+func (s *overlaySite) remoteNeigh(ctx context.Context, ip string, mac net.HardwareAddr) (bool, error) {
 	if s.trestle != nil {
 		var ns []ctl.NeighEntry
 		if err := ctl.Call(s.trestle.Sock(), ctl.Request{Cmd: ctl.CmdNeighShow, Bridge: "br0"}, &ns); err != nil {
 			return false, err
 		}
 		for _, e := range ns {
-			if e.IP == h.IP && e.MAC == h.MAC.String() && e.Origin == ctl.NeighRemote {
+			if e.IP == ip && e.MAC == mac.String() && e.Origin == ctl.NeighRemote {
 				return true, nil
 			}
 		}
 		return false, nil
 	}
-	out, err := s.NS.Run(ctx, "ip", "neigh", "show", h.IP, "dev", s.bridg)
-	return err == nil && strings.Contains(out, h.MAC.String()) && strings.Contains(out, "extern_learn"), err
+	out, err := s.NS.Run(ctx, "ip", "neigh", "show", ip, "dev", s.bridg)
+	return err == nil && strings.Contains(out, mac.String()) && strings.Contains(out, "extern_learn"), err
 }
 
+// neighCounts are what countWhile counted.
+type neighCounts struct{ arpCrossed, arpAnswered, nsCrossed, nsAnswered int }
+
 // countWhile runs send and counts, until a second after it ends, the ARP
-// requests for ip that leave site s on its underlay (in VXLAN) and the
-// ARP replies for ip that reach host asker.
-func countWhile(s *overlaySite, asker *lab.Host, ip string, send func() error) (crossed, answered int, err error) {
+// requests for ip and the neighbour solicitations for ip6 that leave site
+// s on its underlay (in VXLAN), and the ARP replies and neighbour
+// advertisements for them that reach host asker.
+func countWhile(s *overlaySite, asker *lab.Host, ip, ip6 string, send func() error) (neighCounts, error) {
+	var c neighCounts
 	under, err := openCapture(s.NS, "ul0")
 	if err != nil {
-		return 0, 0, err
+		return c, err
 	}
 	defer unix.Close(under)
 	back, err := openCapture(asker.NS, asker.If)
 	if err != nil {
-		return 0, 0, err
+		return c, err
 	}
 	defer unix.Close(back)
-	want := net.ParseIP(ip).To4()
-	isARP := func(op uint16, f []byte) bool {
+	want, want6 := net.ParseIP(ip).To4(), net.ParseIP(ip6)
+	// classify says what f is: an ARP request or reply for ip, a
+	// solicitation or advertisement for ip6 (inside VXLAN too: gopacket
+	// decodes an underlay frame to the inner one).
+	classify := func(f []byte) (request, answer, nd bool) {
 		p := gopacket.NewPacket(f, layers.LayerTypeEthernet, gopacket.Default)
-		a, ok := p.Layer(layers.LayerTypeARP).(*layers.ARP)
-		if !ok || a.Operation != op {
-			return false
+		if a, ok := p.Layer(layers.LayerTypeARP).(*layers.ARP); ok {
+			return a.Operation == layers.ARPRequest && net.IP(a.DstProtAddress).Equal(want),
+				a.Operation == layers.ARPReply && net.IP(a.SourceProtAddress).Equal(want), false
 		}
-		if op == layers.ARPRequest {
-			return net.IP(a.DstProtAddress).Equal(want)
+		if ns, ok := p.Layer(layers.LayerTypeICMPv6NeighborSolicitation).(*layers.ICMPv6NeighborSolicitation); ok {
+			return ns.TargetAddress.Equal(want6), false, true
 		}
-		return net.IP(a.SourceProtAddress).Equal(want)
+		if na, ok := p.Layer(layers.LayerTypeICMPv6NeighborAdvertisement).(*layers.ICMPv6NeighborAdvertisement); ok {
+			return false, na.TargetAddress.Equal(want6), true
+		}
+		return false, false, false
 	}
 	stop := make(chan struct{})
-	type count struct {
-		n   int
-		err error
-	}
-	counts := make([]chan count, 2)
-	for i, c := range []struct {
-		fd int
-		op uint16
-	}{{under, layers.ARPRequest}, {back, layers.ARPReply}} {
-		counts[i] = make(chan count, 1)
-		go func() {
-			n, err := drain(c.fd, stop, func(f []byte) bool { return isARP(c.op, f) })
-			counts[i] <- count{n, err}
-		}()
-	}
+	errs := make(chan error, 2)
+	go func() {
+		errs <- drain(under, stop, func(f []byte) {
+			if req, _, nd := classify(f); req && nd {
+				c.nsCrossed++
+			} else if req {
+				c.arpCrossed++
+			}
+		})
+	}()
+	go func() {
+		errs <- drain(back, stop, func(f []byte) {
+			if _, ans, nd := classify(f); ans && nd {
+				c.nsAnswered++
+			} else if ans {
+				c.arpAnswered++
+			}
+		})
+	}()
 	sendErr := send()
 	time.Sleep(time.Second)
 	close(stop)
-	u, b := <-counts[0], <-counts[1]
-	return u.n, b.n, errors.Join(sendErr, u.err, b.err)
+	err = errors.Join(sendErr, <-errs, <-errs)
+	return c, err
 }
 
 // openCapture is a packet socket that takes every frame of device dev in
@@ -176,14 +236,13 @@ func openCapture(ns *lab.NS, dev string) (int, error) {
 	return fd, err
 }
 
-// drain reads fd until stop is closed and counts the frames match takes.
-func drain(fd int, stop <-chan struct{}, match func([]byte) bool) (int, error) {
+// drain reads fd until stop is closed, giving each frame to take.
+func drain(fd int, stop <-chan struct{}, take func([]byte)) error {
 	buf := make([]byte, 9216)
-	n := 0
 	for {
 		select {
 		case <-stop:
-			return n, nil
+			return nil
 		default:
 		}
 		m, _, err := unix.Recvfrom(fd, buf, 0)
@@ -191,11 +250,9 @@ func drain(fd int, stop <-chan struct{}, match func([]byte) bool) (int, error) {
 			continue
 		}
 		if err != nil {
-			return n, err
+			return err
 		}
-		if match(buf[:m]) {
-			n++
-		}
+		take(buf[:m])
 	}
 }
 

@@ -130,15 +130,20 @@ type OverlayRecord struct {
 	// The neighbour measure: Requests ARP requests from h1 for h2 each
 	// way; Crossed how many left A on its underlay, Answered how many
 	// replies reached h1, with suppression off and on (neigh.go).
-	Requests    int              `json:"requests,omitempty"`
-	CrossedOff  int              `json:"crossed_off,omitempty"`
-	CrossedOn   int              `json:"crossed_on,omitempty"`
-	AnsweredOff int              `json:"answered_off,omitempty"`
-	AnsweredOn  int              `json:"answered_on,omitempty"`
-	MACs        int              `json:"macs,omitempty"`
-	LocalMs     float64          `json:"local_ms,omitempty"`
-	RemoteMs    float64          `json:"remote_ms,omitempty"`
-	MemoryKiB   map[string]int64 `json:"memory_kib,omitempty"`
+	Requests    int `json:"requests,omitempty"`
+	CrossedOff  int `json:"crossed_off,omitempty"`
+	CrossedOn   int `json:"crossed_on,omitempty"`
+	AnsweredOff int `json:"answered_off,omitempty"`
+	AnsweredOn  int `json:"answered_on,omitempty"`
+	// The same of neighbour solicitations for h2's IPv6 address.
+	NSCrossedOff  int              `json:"ns_crossed_off,omitempty"`
+	NSCrossedOn   int              `json:"ns_crossed_on,omitempty"`
+	NSAnsweredOff int              `json:"ns_answered_off,omitempty"`
+	NSAnsweredOn  int              `json:"ns_answered_on,omitempty"`
+	MACs          int              `json:"macs,omitempty"`
+	LocalMs       float64          `json:"local_ms,omitempty"`
+	RemoteMs      float64          `json:"remote_ms,omitempty"`
+	MemoryKiB     map[string]int64 `json:"memory_kib,omitempty"`
 	// Settings (the throughput's record) describe the overlay's DUTs and
 	// FRR on each host as measured: the unit's own settings are those of
 	// its star topology, which the overlay does not use.
@@ -341,7 +346,14 @@ func buildOverlay(ctx context.Context, nt *lab.Net, n int) (*overlayRig, error) 
 func (s *overlaySite) setupDUT(ctx context.Context, v lab.Spec, env *lab.Env) (skip string, err error) {
 	if v.Kind == "linux-bridge" {
 		s.bridg, s.vxlan = "br0", fmt.Sprintf("vxlan%d", overlayVNI)
-		return "", s.SetupLinuxVNI(ctx, lab.LinuxVNI{VNI: overlayVNI, Bridge: s.bridg, VXLAN: s.vxlan, MTU: overlayMTU, Ports: []string{s.port}})
+		if err := s.SetupLinuxVNI(ctx, lab.LinuxVNI{VNI: overlayVNI, Bridge: s.bridg, VXLAN: s.vxlan, MTU: overlayMTU, Ports: []string{s.port}}); err != nil {
+			return "", err
+		}
+		// IPv6 on the bridge before zebra is given the IPv6 MAC+IP
+		// routes of the neighbour measure (neigh.go): it installs their
+		// neighbours there, and does not try again one the kernel
+		// refused.
+		return "", s.NS.Sysctl("net/ipv6/conf/"+s.bridg+"/disable_ipv6", "0")
 	}
 	// The kernel objects trestle makes for the VNI (docs/overlay.md),
 	// where zebra writes the remote entries.
@@ -358,7 +370,7 @@ func (s *overlaySite) trestleConfig(mode, sock string) string {
 		suppress = "neigh_suppress = true\n"
 	}
 	if h := s.bind; h != nil {
-		bind = fmt.Sprintf("locked = true\nallowed_macs = [%q]\nip_guard = true\nallowed_ips = [%q]\n", h.MAC, h.IP)
+		bind = fmt.Sprintf("locked = true\nallowed_macs = [%q]\nip_guard = true\nallowed_ips = [%q, %q]\n", h.MAC, h.IP, hostIP6(h))
 	}
 	return fmt.Sprintf(`[daemon]
 socket = %q
@@ -810,11 +822,12 @@ func (k Kind) run(ctx context.Context, u *lab.UnitRun, v lab.Spec) (err error) {
 		return ctx.Err()
 	}
 
-	// Then ARP suppression, which rebinds B's port and turns it on at A.
-	u.Status(fmt.Sprintf("overlay %s: %d ARP requests for h2, suppression off and on", v.Text, OverlayNeighRequests))
+	// Then ARP and ND suppression, which rebinds B's port and turns it
+	// on at A.
+	u.Status(fmt.Sprintf("overlay %s: %d ARP requests and %[2]d neighbour solicitations for h2, suppression off and on", v.Text, OverlayNeighRequests))
 	nr, err := neighSuppression(ctx, o, h1, h2, OverlayNeighRequests)
 	r = u.Base
-	r.Unit, r.Value = "frames", float64(nr.CrossedOn)
+	r.Unit, r.Value = "frames", float64(nr.CrossedOn+nr.NSCrossedOn)
 	k.add(u, r, nr, err)
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -198,7 +198,7 @@ func TestOverlaySection(t *testing.T) {
 // bridge and trestle forward h1 -> h2 through the overlay, FRR carries
 // each new station to the other host and each move back, trestle's
 // restart and FRR's are streamed through, TCP crosses, ARP for h2
-// crosses the underlay until suppression is on at A, 300 stations at
+// and ND for h2 cross the underlay until suppression is on at A, 300 stations at
 // once become remote on the far host, with the memory they cost, a broadcast from
 // h1 reaches the hosts of three remote VTEPs, trestle at XDP as at tc
 // (its host ports' frames take the overlay's xdp way in); no namespace,
@@ -259,8 +259,9 @@ func TestExecuteOverlay(t *testing.T) {
 			t.Errorf("%s: FRR restart %+v", d, rec)
 		}
 		t.Logf("%s: ARP for h2 %+v; scale %+v", d, seen[key{d, OverlayNeigh}], seen[key{d, OverlayScale}])
-		if rec := seen[key{d, OverlayNeigh}]; rec.Requests != OverlayNeighRequests || rec.CrossedOff < rec.Requests || rec.CrossedOn != 0 || rec.AnsweredOn < rec.Requests {
-			t.Errorf("%s: ARP for h2, suppression off and on: %+v, want every request across with it off, none with it on, each answered", d, rec)
+		if rec := seen[key{d, OverlayNeigh}]; rec.Requests != OverlayNeighRequests || rec.CrossedOff < rec.Requests || rec.CrossedOn != 0 || rec.AnsweredOn < rec.Requests ||
+			rec.NSCrossedOff < rec.Requests || rec.NSCrossedOn != 0 || rec.NSAnsweredOn < rec.Requests {
+			t.Errorf("%s: ARP for h2, suppression off and on: %+v, want every ARP request and solicitation across with it off, none with it on, each answered", d, rec)
 		}
 		if rec := seen[key{d, OverlayScale}]; rec.MACs != 300 || rec.RemoteMs <= 0 || rec.LocalMs <= 0 || rec.LocalMs > rec.RemoteMs || !hasKeys(rec.MemoryKiB, "A zebra", "A bgpd", "B zebra", "B bgpd") {
 			t.Errorf("%s: 300 stations at once: %+v", d, rec)

@@ -29,6 +29,9 @@ type overlayRow struct {
 	Requests                int
 	CrossedOff, CrossedOn   []int
 	AnsweredOff, AnsweredOn []int
+	// The same of neighbour solicitations.
+	NSCrossedOff, NSCrossedOn   []int
+	NSAnsweredOff, NSAnsweredOn []int
 	// The scale measure, each repetition's: how many stations, ms until
 	// A had them local and B remote, and each process's memory growth.
 	ScaleMACs           int
@@ -97,6 +100,8 @@ func overlayRows(run *lab.Run) []overlayRow {
 			row.Requests = rec.Requests
 			row.CrossedOff, row.CrossedOn = append(row.CrossedOff, rec.CrossedOff), append(row.CrossedOn, rec.CrossedOn)
 			row.AnsweredOff, row.AnsweredOn = append(row.AnsweredOff, rec.AnsweredOff), append(row.AnsweredOn, rec.AnsweredOn)
+			row.NSCrossedOff, row.NSCrossedOn = append(row.NSCrossedOff, rec.NSCrossedOff), append(row.NSCrossedOn, rec.NSCrossedOn)
+			row.NSAnsweredOff, row.NSAnsweredOn = append(row.NSAnsweredOff, rec.NSAnsweredOff), append(row.NSAnsweredOn, rec.NSAnsweredOn)
 		case OverlayScale:
 			row.ScaleMACs = rec.MACs
 			row.ScaleLocal = append(row.ScaleLocal, rec.LocalMs)
@@ -207,7 +212,7 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 	}
 	head = append(head, "type-2 convergence ms", "move flip ms", "lost, trestle restart", "lost, FRR restart")
 	if requests > 0 {
-		head = append(head, fmt.Sprintf("ARP of %d on the underlay, suppression off", requests), "on")
+		head = append(head, fmt.Sprintf("ARP of %d on the underlay, suppression off", requests), "on", fmt.Sprintf("NS of %d, off", requests), "on")
 	}
 	if scale > 0 {
 		head = append(head, fmt.Sprintf("%d stations: local on A, ms", scale), "remote on B, ms")
@@ -254,7 +259,7 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 		}
 		c = append(c, msText(r.Converge), msText(r.Move), restart, lostText(r.FRR))
 		if requests > 0 {
-			c = append(c, intsText(r.CrossedOff), intsText(r.CrossedOn))
+			c = append(c, intsText(r.CrossedOff), intsText(r.CrossedOn), intsText(r.NSCrossedOff), intsText(r.NSCrossedOn))
 		}
 		if scale > 0 {
 			c = append(c, msText(r.ScaleLocal), msText(r.ScaleMs))
@@ -262,7 +267,7 @@ func overlaySection(rows []overlayRow) (terminal, md string) {
 		cells = append(cells, append(c, reps))
 	}
 	terminal, md = lab.TableSection("overlay: VXLAN between two hosts with EVPN by FRR, h1 -> h2 (medians over the repetitions; stations' times over every station; lost: each repetition's stream):",
-		"Overlay", "Two hosts, each a namespace with the DUT and FRR (zebra and bgpd, iBGP over a routed veth underlay), h1 behind host A and h2 behind host B, one VNI. 64-byte zero-loss throughput (NDR) and PDR h1 -> h2 through the overlay, against the Linux bridge's (a vxlan device, nolearning, with FRR); the NDR of broadcast from h1 to three remote VTEPs (four hosts, FRR in a full mesh, each remote VTEP's host counting every frame); iperf3 TCP h1 -> h2; a new station's type-2 convergence (its first frame on A to its entry in B's table) and a move's flip (the station's frame on B to A's entry on the overlay), medians over every station with their count; the frames a stream at half the NDR lost while A's trestle daemon restarted (SIGTERM, persist) and while A's zebra and bgpd restarted; h1's ARP requests for h2 (whose MAC+IP route B advertises) leaving A on its underlay, with ARP suppression at A off and then on (trestle's neigh_suppress, the Linux bridge's on its vxlan port); many stations at once behind A (one frame each from h1), timed until A's table has them all local and B's all remote (learned, advertised and taken in), with the memory each process grew by. Medians over the repetitions.",
+		"Overlay", "Two hosts, each a namespace with the DUT and FRR (zebra and bgpd, iBGP over a routed veth underlay), h1 behind host A and h2 behind host B, one VNI. 64-byte zero-loss throughput (NDR) and PDR h1 -> h2 through the overlay, against the Linux bridge's (a vxlan device, nolearning, with FRR); the NDR of broadcast from h1 to three remote VTEPs (four hosts, FRR in a full mesh, each remote VTEP's host counting every frame); iperf3 TCP h1 -> h2; a new station's type-2 convergence (its first frame on A to its entry in B's table) and a move's flip (the station's frame on B to A's entry on the overlay), medians over every station with their count; the frames a stream at half the NDR lost while A's trestle daemon restarted (SIGTERM, persist) and while A's zebra and bgpd restarted; h1's ARP requests and neighbour solicitations for h2 (whose MAC+IP routes B advertises) leaving A on its underlay, with ARP suppression at A off and then on (trestle's neigh_suppress, the Linux bridge's on its vxlan port); many stations at once behind A (one frame each from h1), timed until A's table has them all local and B's all remote (learned, advertised and taken in), with the memory each process grew by. Medians over the repetitions.",
 		head, cells, overlayGoals(rows, linux, streams))
 	return terminal, md
 }
@@ -379,12 +384,14 @@ func overlayGoals(rows []overlayRow, linux *overlayRow, streams []int) []string 
 			}
 		}
 		if len(r.CrossedOn) > 0 {
-			crossed, answered := 0, 0
+			crossed, answered, ns, nsAnswered := 0, 0, 0, 0
 			for i := range r.CrossedOn {
 				crossed, answered = crossed+r.CrossedOn[i], answered+r.AnsweredOn[i]
+				ns, nsAnswered = ns+r.NSCrossedOn[i], nsAnswered+r.NSAnsweredOn[i]
 			}
 			n := r.Requests * len(r.CrossedOn)
-			goals = append(goals, fmt.Sprintf("%s: with neigh_suppress, %d of %d ARP requests for a station of the fabric crossed the underlay (goal: 0), %d answered on host A: %s", r.DUT, crossed, n, answered, lab.PassWord(crossed == 0 && answered >= n)))
+			goals = append(goals, fmt.Sprintf("%s: with neigh_suppress, %d of %d ARP requests and %d of %d neighbour solicitations for a station of the fabric crossed the underlay (goal: 0), %d and %d answered on host A: %s",
+				r.DUT, crossed, n, ns, n, answered, nsAnswered, lab.PassWord(crossed == 0 && ns == 0 && answered >= n && nsAnswered >= n)))
 		}
 		if len(r.ScaleMs) > 0 {
 			var mem []string
