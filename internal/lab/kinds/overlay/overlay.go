@@ -204,8 +204,8 @@ var overlayPreset = lab.Scenario{
 	Name: "overlay", Title: "Overlay: VXLAN between two hosts, EVPN by FRR",
 	About: "two hosts, each a namespace with the DUT and FRR (zebra and bgpd, iBGP over a routed veth underlay), h1 behind host A, h2 behind host B, one VNI: " +
 		"64-byte throughput h1 -> h2 through the overlay (NDR, PDR), broadcast to three remote VTEPs (four hosts), iperf3 TCP with 1 and 4 streams, a new station's type-2 convergence (its first frame on A to its entry on B), " +
-		"a move's flip on the old host, frames lost across a trestle restart (persist) and across an FRR restart; the Linux bridge with a vxlan device (nolearning) and FRR is the reference, trestle in xdp and default mode; " +
-		"goals: trestle at least 1.3x the Linux bridge at 64 bytes in its faster mode and no worse in TCP, type-2 convergence median at most 100 ms, 0 frames lost across a trestle restart",
+		"a move's flip on the old host, frames lost across a trestle restart (persist) and across an FRR restart, ARP requests and neighbour solicitations for h2 on the underlay with suppression off and on, 10000 stations at once behind A until B has them all and the memory they cost; the Linux bridge with a vxlan device (nolearning) and FRR is the reference, trestle in xdp and default mode; " +
+		"goals: trestle at least 1.3x the Linux bridge at 64 bytes in its faster mode and no worse in TCP, type-2 convergence median at most 100 ms, 0 frames lost across a trestle restart, no ARP or ND request for a known station across the underlay with suppression on",
 	DUTs:  lab.MustSpecs("linux-bridge", "trestle:xdp", "trestle"),
 	Hosts: 2, Chain: []int{1}, Sizes: []lab.FrameSize{"64"}, Tests: []lab.Kind{Kind{Streams: []int{1, 4}}}, Reps: 3, Load: 0.5, Timing: lab.DefaultTiming,
 }
