@@ -84,7 +84,7 @@ type SitesOpts struct {
 	// UnderlayMTU is the MTU of the underlay's links (0: the kernel's,
 	// 1500): a VXLAN over IPv4 adds 50 bytes to the overlay's frames.
 	UnderlayMTU int
-	// UnderlayGRO turns GRO on at each site's end of the underlay (ul0),
+	// UnderlayGRO turns GRO on at both ends of each site's underlay veth (ul0),
 	// as a NIC has it: a veth then takes XDP redirects (ndo_xdp_xmit), as
 	// a NIC's driver does, which trestle's XDP encapsulation needs.
 	UnderlayGRO bool
@@ -169,6 +169,13 @@ func (ss *Sites) underlay(ctx context.Context, o SitesOpts) error {
 			}
 			if _, err := core.Run(ctx, "ip", "link", "set", "dev", port, "master", "ul"); err != nil {
 				return err
+			}
+			// A site's XDP redirect into its ul0 is delivered when the
+			// veth's other end, here, takes it (GRO on).
+			if o.UnderlayGRO {
+				if err := core.Features(port, map[string]bool{"rx-gro": true}); err != nil {
+					return err
+				}
 			}
 		}
 		if err := core.LinkUp("ul"); err != nil {

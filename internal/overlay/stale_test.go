@@ -3,6 +3,7 @@ package overlay
 import (
 	"net"
 	"net/netip"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -109,7 +110,7 @@ func TestStaleRestart(t *testing.T) {
 	}
 	// FRR away for longer than StaleWait: nothing goes.
 	w.clock = w.clock.Add(10 * time.Second)
-	if done, err := w.m.Settle(); err != nil || done != (Settled{}) {
+	if done, err := w.m.Settle(); err != nil || !reflect.DeepEqual(done, Settled{}) {
 		t.Errorf("Settle while FRR is away: %+v, %v", done, err)
 	}
 	// Back: macA written again, no longer stale.
@@ -124,7 +125,7 @@ func TestStaleRestart(t *testing.T) {
 	}
 	w.clock = w.clock.Add(time.Millisecond)
 	done, err := w.m.Settle()
-	if err != nil || done != (Settled{Ended: true, Claimed: true, Removed: 2}) {
+	if err != nil || !reflect.DeepEqual(done, Settled{Ended: true, Claimed: true, Removed: 2}) {
 		t.Errorf("Settle once zebra is quiet: %+v, %v", done, err)
 	}
 	wantWrites = []string{"unstale " + macB.String() + " 192.0.2.2", "unstale " + zero.String() + " 192.0.2.2"}
@@ -160,7 +161,7 @@ func TestStaleWithdrawn(t *testing.T) {
 	}
 	w.clock = w.clock.Add(time.Millisecond)
 	w.k.writes = nil
-	if done, err := w.m.Settle(); err != nil || done != (Settled{Removed: 1}) {
+	if done, err := w.m.Settle(); err != nil || !reflect.DeepEqual(done, Settled{Removed: 1}) {
 		t.Errorf("Settle after StaleWait: %+v, %v", done, err)
 	}
 	if len(w.remotes()) != 0 || !slices.Equal(w.k.writes, []string{"unstale " + macA.String() + " 192.0.2.2"}) {
@@ -191,7 +192,7 @@ func TestStaleHoldLimit(t *testing.T) {
 		t.Error("the hold ended before HoldLimit")
 	}
 	w.clock = w.clock.Add(time.Millisecond)
-	if done, err := w.m.Settle(); err != nil || done != (Settled{Ended: true, Removed: 2}) {
+	if done, err := w.m.Settle(); err != nil || !reflect.DeepEqual(done, Settled{Ended: true, Removed: 2}) {
 		t.Errorf("Settle at HoldLimit: %+v, %v", done, err)
 	}
 	if len(w.remotes()) != 0 {
@@ -199,35 +200,59 @@ func TestStaleHoldLimit(t *testing.T) {
 	}
 }
 
-// TestStaleBGPdRestart: bgpd alone restarts. zebra stays, but withdraws
-// every remote MAC and every flood-list VTEP of every VNI, as it does when
-// bgpd leaves it: the first Settle begins a hold instead of removing them
-// after StaleWait, and the hold ends as an FRR restart's does, once zebra
-// wrote remote MACs again and fell quiet.
-func TestStaleBGPdRestart(t *testing.T) {
+// TestStaleVTEPHold: a remote VTEP's FRR restarts, or bgpd leaves zebra
+// here (which withdraws every VTEP). zebra stays, but withdraws the VTEP's
+// MACs and its flood-list entry: the first Settle holds that VTEP instead
+// of removing its entries after StaleWait, and the hold ends as an FRR
+// restart's does, once zebra wrote remote MACs behind it again and fell
+// quiet (a VTEP behind which no station spoke, once zebra wrote any
+// remote MACs again); what it did not write again goes then.
+func TestStaleVTEPHold(t *testing.T) {
 	w := newStaleWorld(t)
-	w.handle(false, remote(zero, vtepB))
+	w.handle(false, remote(zero, vtepB), remote(zero, vtepC))
 	w.zebraWrites(macA)
 	w.zebraWrites(macB)
-	w.zebraWithdraws(macA, macB)
+	w.zebraWithdraws(macA, macB) // and B's flood-list entry
+	// C, behind which no station spoke, goes from the flood list too.
+	w.handle(false, deleted(remote(zero, vtepC)), remote(zero, vtepC))
 	w.clock = w.clock.Add(StaleWait)
-	if done, err := w.m.Settle(); err != nil || done != (Settled{Began: true}) {
-		t.Errorf("Settle with every VTEP withdrawn, zebra still there: %+v, %v; want a hold begun, nothing removed", done, err)
+	done, err := w.m.Settle()
+	if err != nil || !slices.Equal(done.Held, []netip.Addr{vtepB, vtepC}) || done.Removed != 0 {
+		t.Errorf("Settle with B and C withdrawn, zebra still there: %+v, %v; want both held, nothing removed", done, err)
 	}
-	if st, _ := w.m.Status(1000); !st.Holding || st.Stale != 3 {
-		t.Errorf("status in the hold: %+v", st)
+	if st, _ := w.m.Status(1000); !st.Holding || st.Stale != 4 {
+		t.Errorf("status in B's hold: %+v", st)
 	}
 	w.clock = w.clock.Add(10 * time.Second)
-	if done, _ := w.m.Settle(); done != (Settled{}) {
-		t.Errorf("Settle while bgpd is away: %+v", done)
+	if done, _ := w.m.Settle(); done.Removed != 0 || len(done.Held)+len(done.Back)+len(done.Expired) != 0 {
+		t.Errorf("Settle while B is away: %+v", done)
 	}
 	w.zebraWrites(macA)
-	w.handle(false, remote(zero, vtepB))
 	w.clock = w.clock.Add(HoldQuiet)
-	if done, err := w.m.Settle(); err != nil || done != (Settled{Ended: true, Claimed: true, Removed: 2}) {
-		t.Errorf("Settle once zebra is quiet: %+v, %v", done, err)
+	done, err = w.m.Settle()
+	if err != nil || !slices.Equal(done.Back, []netip.Addr{vtepB, vtepC}) || done.Removed != 3 {
+		t.Errorf("Settle once zebra is quiet: %+v, %v; want B and C back (C with no MAC of its own, as zebra wrote again), macB and both flood entries removed", done, err)
 	}
 	if got := w.remotes(); !slices.Equal(got, []string{macA.String() + " 192.0.2.2"}) {
 		t.Errorf("remotes after the hold: %q; want macA alone, not stale", got)
+	}
+	if st, _ := w.m.Status(1000); st.Holding {
+		t.Errorf("status after the hold: %+v", st)
+	}
+}
+
+// TestStaleVTEPHoldLimit: a held VTEP that does not come back within
+// HoldLimit: its stale entries go.
+func TestStaleVTEPHoldLimit(t *testing.T) {
+	w := newStaleWorld(t)
+	w.handle(false, remote(zero, vtepB))
+	w.zebraWrites(macA)
+	w.zebraWithdraws(macA)
+	if done, _ := w.m.Settle(); !slices.Equal(done.Held, []netip.Addr{vtepB}) {
+		t.Fatalf("no hold of B: %+v", done)
+	}
+	w.clock = w.clock.Add(HoldLimit)
+	if done, _ := w.m.Settle(); !slices.Equal(done.Expired, []netip.Addr{vtepB}) || done.Removed != 2 {
+		t.Errorf("Settle at HoldLimit: %+v; want B expired, macA and its flood entry removed", done)
 	}
 }
