@@ -256,3 +256,24 @@ func TestNetlinkBridgeIPv6(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSnoops: only a bridge that says it snoops is told not to; a
+// kernel without snooping says nothing, and telling it would be a link
+// event each apply.
+func TestSnoops(t *testing.T) {
+	on, off := true, false
+	for _, tc := range []struct {
+		name string
+		l    netlink.Link
+		want bool
+	}{
+		{"snooping", &netlink.Bridge{MulticastSnooping: &on}, true},
+		{"not snooping", &netlink.Bridge{MulticastSnooping: &off}, false},
+		{"a kernel without snooping", &netlink.Bridge{}, false},
+		{"not a bridge", &netlink.Dummy{}, false},
+	} {
+		if got := snoops(tc.l); got != tc.want {
+			t.Errorf("%s: snoops = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
