@@ -255,11 +255,12 @@ func (m *Manager) Settle() (Settled, error) {
 
 // allWithdrawn says whether zebra has withdrawn every flood-list VTEP of
 // every VNI it holds (at least one VNI): what it does when bgpd leaves it.
-// Called with m.mu held.
+// A VNI with no flood list (no other VTEP has it) has nothing to withdraw
+// and says nothing either way. Called with m.mu held.
 func (m *Manager) allWithdrawn() bool {
 	some := false
 	for _, v := range m.vnis {
-		if v.dst == nil {
+		if v.dst == nil || len(v.flood) == 0 && len(v.staleFlood) == 0 {
 			continue
 		}
 		if len(v.staleFlood) == 0 {

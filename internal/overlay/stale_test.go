@@ -231,3 +231,26 @@ func TestStaleBGPdRestart(t *testing.T) {
 		t.Errorf("remotes after the hold: %q; want macA alone, not stale", got)
 	}
 }
+
+// TestStaleBGPdRestartLocalVNI: as TestStaleBGPdRestart, with a second
+// VNI that no other VTEP has (an empty flood list: zebra has nothing of
+// it to withdraw). bgpd leaving still withdraws everything there is, and
+// a hold begins; the local VNI does not make it a fabric's withdrawal.
+func TestStaleBGPdRestartLocalVNI(t *testing.T) {
+	w := newStaleWorld(t)
+	local := spec
+	local.VNI = 2000
+	if _, _, err := w.m.Ensure(local); err != nil {
+		t.Fatal(err)
+	}
+	w.handle(false, remote(zero, vtepB))
+	w.zebraWrites(macA)
+	w.zebraWithdraws(macA)
+	w.clock = w.clock.Add(StaleWait)
+	if done, err := w.m.Settle(); err != nil || done != (Settled{Began: true}) {
+		t.Errorf("Settle with every VTEP withdrawn, one VNI with none: %+v, %v; want a hold begun, nothing removed", done, err)
+	}
+	if got := w.remotes(); !slices.Equal(got, []string{macA.String() + " 192.0.2.2 stale"}) {
+		t.Errorf("remotes in the hold: %q; want macA kept, stale", got)
+	}
+}
