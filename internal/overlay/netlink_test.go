@@ -250,6 +250,25 @@ func TestNetlinkBridgeIPv6(t *testing.T) {
 				t.Errorf("%s is in multicast group %s, which it would report into the overlay", n.Bridge, f[2])
 			}
 		}
+		// Its neighbour table takes both families, read back as local.
+		m := netHW("02:00:00:00:42:03")
+		want := []netip.Addr{netip.MustParseAddr("10.42.0.3"), netip.MustParseAddr("fd42::3")}
+		for _, ip := range want {
+			if err := (Netlink{}).SetIPNeigh(br.Attrs().Index, ip, m); err != nil {
+				t.Errorf("SetIPNeigh %s: %v", ip, err)
+			}
+		}
+		ns, err := Netlink{}.IPNeighs(br.Attrs().Index)
+		var got []netip.Addr
+		for _, n := range ns {
+			if n.MAC.String() == m.String() && !n.Remote {
+				got = append(got, n.IP)
+			}
+		}
+		slices.SortFunc(got, func(a, b netip.Addr) int { return a.Compare(b) })
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("IPNeighs = %+v, %v; want %v local at %s", ns, err, want, m)
+		}
 		return Netlink{}.Remove(s.VNI)
 	})
 	if err != nil {
