@@ -41,10 +41,16 @@ func (d *Daemon) syncOverlayNeighs() {
 	d.mu.Unlock()
 
 	remote := map[uint32]map[netip.Addr]net.HardwareAddr{}
+	var unread []uint32
 	for _, j := range jobs {
 		r, err := d.ovl.mgr.SyncNeighs(j.vni, j.local)
 		if err != nil {
 			d.log.Warn("overlay neighbours", "vni", j.vni, "err", err)
+			if r == nil {
+				// Not read: what was taken stays until a read says
+				// otherwise (a failed read is no withdrawal).
+				unread = append(unread, j.vni)
+			}
 		}
 		if len(r) > 0 {
 			remote[j.vni] = r
@@ -52,6 +58,11 @@ func (d *Daemon) syncOverlayNeighs() {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for _, vni := range unread {
+		if old, ok := d.ovl.neighs[vni]; ok {
+			remote[vni] = old
+		}
+	}
 	if maps.EqualFunc(remote, d.ovl.neighs, func(a, b map[netip.Addr]net.HardwareAddr) bool {
 		return maps.EqualFunc(a, b, func(x, y net.HardwareAddr) bool { return x.String() == y.String() })
 	}) {

@@ -179,6 +179,12 @@ func (b *snoopBridge) heard(vlan, slot uint16, src netip.Addr, now time.Time) {
 		if src == b.q.ip6 {
 			return // the bridge's own query, come back by a loop
 		}
+		if src.Is6() && !src.IsLinkLocalUnicast() {
+			// Hosts drop an MLD query from any other source (RFC 3810
+			// 5.1.14), as the Linux bridge does (ipv6_mc_check_mld): it
+			// asks nobody, so it silences no querier that does.
+			return
+		}
 		own := heardQuerier{addr: b.ownAddr(key), own: true}
 		if h.beats(own) {
 			o := b.ownOf(key, now)

@@ -362,3 +362,30 @@ func TestQuerierFarPorts(t *testing.T) {
 	r.s.msg(1, frame.IGMPv3Query(hostMAC, netip.MustParseAddr("10.0.0.1")), t0.Add(6*time.Second))
 	wantTable(t, r.f, "a querier heard by a", map[datapath.GroupKey][]uint16{k4: {1, 2}, {Bridge: 1, Group: any4}: {1}, {Bridge: 1, Group: any6}: {1, 2}})
 }
+
+// TestQuerierElectionLinkLocal: an MLD query from an address that is not
+// link-local (::1, a global one), which every host drops (RFC 3810
+// 5.1.14), wins no election though its address is lower than the
+// bridge's: a port that sends one does not leave the VLAN without an MLD
+// querier.
+func TestQuerierElectionLinkLocal(t *testing.T) {
+	r := newQuerierRig(t, 4*time.Second, map[uint16]snoopPort{1: {name: "a", ifindex: 11}})
+	t0 := time.Unix(1000, 0)
+	r.s.tick(t0)
+	r.take()
+	for _, src := range []string{"::1", "2001:db8::1"} {
+		q := frame.MLDv1(layers.ICMPv6TypeMLDv1MulticastListenerQueryMessage, hostMAC, netip.MustParseAddr(src), netip.Addr{})
+		r.s.handle(datapath.SnoopMsg{Bridge: 1, Slot: 1, Packet: ipOfFrame(q)}, t0)
+	}
+	var got []sentQuery
+	for s := 1; s <= 8; s++ {
+		r.s.tick(t0.Add(time.Duration(s) * time.Second))
+		got = append(got, r.take()...)
+	}
+	if !slices.Contains(got, sentQuery{11, 0, ownLL(), any6}) {
+		t.Errorf("sent %v: want the bridge's MLD queries on, after queries from addresses no host takes", got)
+	}
+	if qs := r.s.queriers("br0", t0.Add(8*time.Second)); len(qs) != 2 || !qs[1].Own {
+		t.Errorf("queriers %+v, want the bridge's own MLD querier", qs)
+	}
+}

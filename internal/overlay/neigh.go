@@ -8,6 +8,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/trestle/trestle/internal/netnsutil"
 )
 
 // MAC+IP routes (EVPN type-2 with an IP, docs/overlay.md, "ARP
@@ -51,13 +53,20 @@ type IPNeighKernel interface {
 
 // IPNeighs implements IPNeighKernel.
 func (Netlink) IPNeighs(bridge int) ([]IPNeigh, error) {
-	ns, err := netlink.NeighList(bridge, unix.AF_INET)
-	if err != nil {
+	// Each dump is tried again when a change interrupted it (zebra
+	// writing neighbours meanwhile): a partial one would read as
+	// withdrawals.
+	var ns, ns6 []netlink.Neigh
+	if err := netnsutil.RetryIntr(func() (err error) { ns, err = netlink.NeighList(bridge, unix.AF_INET); return err }); err != nil {
 		return nil, err
 	}
 	// A kernel without IPv6 (or a bridge with IPv6 off) has no IPv6
-	// neighbours: none is no error.
-	if ns6, err := netlink.NeighList(bridge, unix.AF_INET6); err == nil {
+	// neighbours: none is no error. One still interrupted is.
+	err := netnsutil.RetryIntr(func() (err error) { ns6, err = netlink.NeighList(bridge, unix.AF_INET6); return err })
+	switch {
+	case errors.Is(err, netlink.ErrDumpInterrupted):
+		return nil, err
+	case err == nil:
 		ns = append(ns, ns6...)
 	}
 	var out []IPNeigh

@@ -65,7 +65,7 @@ func (Netlink) Ensure(s Spec) (Devices, error) {
 			return dev, fmt.Errorf("bridge %s: %w", n.Bridge, err)
 		}
 	}
-	if b, ok := br.(*netlink.Bridge); !ok || b.MulticastSnooping == nil || *b.MulticastSnooping {
+	if snoops(br) {
 		// Only the one setting: the bridge as read back also says VLAN
 		// filtering off, which a kernel without it refuses to be told.
 		off, la := false, netlink.NewLinkAttrs()
@@ -357,13 +357,25 @@ func noIPv6(name string) {
 // address made from a prefix, no redirect): a tenant's RA across the
 // fabric gives the host no address and no route. The settings go before
 // IPv6 is turned on, so no link-local address is ever made; a bridge an
-// older build made with IPv6 off is switched the same way. A kernel
-// without IPv6 has nothing to set.
+// older build made with IPv6 off is switched the same way. forwarding
+// off too: a device that forwards (the host's default, on a host that
+// routes IPv6) joins all-routers and reports it from :: into the overlay,
+// address or not; a later write of the host's all/forwarding turns it on
+// again until the next Ensure. A kernel without IPv6 has nothing to set.
 func neighOnlyIPv6(name string) {
 	conf := "/proc/sys/net/ipv6/conf/" + name + "/"
-	for _, kv := range [][2]string{{"accept_ra", "0"}, {"autoconf", "0"}, {"accept_redirects", "0"}, {"addr_gen_mode", "1"}, {"disable_ipv6", "0"}} {
+	for _, kv := range [][2]string{{"accept_ra", "0"}, {"autoconf", "0"}, {"accept_redirects", "0"}, {"forwarding", "0"}, {"addr_gen_mode", "1"}, {"disable_ipv6", "0"}} {
 		_ = os.WriteFile(conf+kv[0], []byte(kv[1]), 0)
 	}
+}
+
+// snoops says whether bridge l says it snoops multicast. A kernel built
+// without snooping says nothing, and is not told: it would ignore the
+// setting, yet announce the change as a link event, and the daemon
+// reconciles on link events (an apply that writes it again, each time).
+func snoops(l netlink.Link) bool {
+	b, ok := l.(*netlink.Bridge)
+	return ok && b.MulticastSnooping != nil && *b.MulticastSnooping
 }
 
 // setUp sets l up unless it is: each change is a link event, and the

@@ -3,7 +3,9 @@ package overlay
 import (
 	"net"
 	"net/netip"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -196,4 +198,101 @@ func testProg(t *testing.T) Prog {
 	p, id := testutil.LoadProgram(t, &ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
 	return Prog{FD: p.FD(), ID: uint32(id)}
+}
+
+// TestNetlinkBridgeIPv6: the VNI's bridge has IPv6 for its neighbour table
+// alone, on a host that routes IPv6 too (forwarding on, as FRR hosts
+// often are): no address, nothing taken from router advertisements,
+// multicast snooping off, and no multicast group of its own that it would
+// report into the overlay (a forwarding device joins all-routers,
+// ff02::2, and sends MLD reports for it from ::).
+func TestNetlinkBridgeIPv6(t *testing.T) {
+	testutil.RequireNetns(t)
+	under := testutil.NewNS(t, "under")
+	ns := testutil.NewNS(t, "vtep")
+	testutil.Veth(t, under, "u0", ns, "u1", "192.0.2.1/24")
+	s := Spec{VNI: 4242, VTEP: netip.MustParseAddr("192.0.2.1"), DstPort: 4789}
+	err := ns.Do(func() error {
+		for _, k := range []string{"all", "default"} {
+			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/forwarding", []byte("1"), 0); err != nil {
+				t.Skipf("no IPv6 to route: %v", err)
+			}
+		}
+		if _, err := (Netlink{}).Ensure(s); err != nil {
+			return err
+		}
+		n := NamesOf(s.VNI)
+		br, err := netlink.LinkByName(n.Bridge)
+		if err != nil {
+			return err
+		}
+		if b, ok := br.(*netlink.Bridge); !ok || b.MulticastSnooping == nil || *b.MulticastSnooping {
+			t.Errorf("bridge %+v: multicast snooping not off", br)
+		}
+		for k, want := range map[string]string{"disable_ipv6": "0", "accept_ra": "0", "autoconf": "0", "accept_redirects": "0", "addr_gen_mode": "1", "forwarding": "0"} {
+			b, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + n.Bridge + "/" + k)
+			if got := strings.TrimSpace(string(b)); err != nil || got != want {
+				t.Errorf("%s's %s = %q (%v), want %s", n.Bridge, k, got, err, want)
+			}
+		}
+		if as, err := netlink.AddrList(br, unix.AF_INET6); err != nil || len(as) != 0 {
+			t.Errorf("%s's IPv6 addresses %v (%v), want none", n.Bridge, as, err)
+		}
+		b, err := os.ReadFile("/proc/thread-self/net/igmp6") // this thread's namespace
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			// index name group users flags timer; ff02::1 and ff01::1
+			// are never reported (the kernel marks them so).
+			f := strings.Fields(l)
+			if len(f) > 2 && f[1] == n.Bridge && f[2] != "ff020000000000000000000000000001" && f[2] != "ff010000000000000000000000000001" {
+				t.Errorf("%s is in multicast group %s, which it would report into the overlay", n.Bridge, f[2])
+			}
+		}
+		// Its neighbour table takes both families, read back as local.
+		m := netHW("02:00:00:00:42:03")
+		want := []netip.Addr{netip.MustParseAddr("10.42.0.3"), netip.MustParseAddr("fd42::3")}
+		for _, ip := range want {
+			if err := (Netlink{}).SetIPNeigh(br.Attrs().Index, ip, m); err != nil {
+				t.Errorf("SetIPNeigh %s: %v", ip, err)
+			}
+		}
+		ns, err := Netlink{}.IPNeighs(br.Attrs().Index)
+		var got []netip.Addr
+		for _, n := range ns {
+			if n.MAC.String() == m.String() && !n.Remote {
+				got = append(got, n.IP)
+			}
+		}
+		slices.SortFunc(got, func(a, b netip.Addr) int { return a.Compare(b) })
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("IPNeighs = %+v, %v; want %v local at %s", ns, err, want, m)
+		}
+		return Netlink{}.Remove(s.VNI)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSnoops: only a bridge that says it snoops is told not to; a
+// kernel without snooping says nothing, and telling it would be a link
+// event each apply.
+func TestSnoops(t *testing.T) {
+	on, off := true, false
+	for _, tc := range []struct {
+		name string
+		l    netlink.Link
+		want bool
+	}{
+		{"snooping", &netlink.Bridge{MulticastSnooping: &on}, true},
+		{"not snooping", &netlink.Bridge{MulticastSnooping: &off}, false},
+		{"a kernel without snooping", &netlink.Bridge{}, false},
+		{"not a bridge", &netlink.Dummy{}, false},
+	} {
+		if got := snoops(tc.l); got != tc.want {
+			t.Errorf("%s: snoops = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

@@ -256,3 +256,25 @@ func TestStaleVTEPHoldLimit(t *testing.T) {
 		t.Errorf("Settle at HoldLimit: %+v; want B expired, macA and its flood entry removed", done)
 	}
 }
+
+// TestStaleBGPdRestartLocalVNI: bgpd leaving zebra with a second VNI
+// that no other VTEP has (an empty flood list: zebra has nothing of it to
+// withdraw): B is held all the same.
+func TestStaleBGPdRestartLocalVNI(t *testing.T) {
+	w := newStaleWorld(t)
+	local := spec
+	local.VNI = 2000
+	if _, _, err := w.m.Ensure(local); err != nil {
+		t.Fatal(err)
+	}
+	w.handle(false, remote(zero, vtepB))
+	w.zebraWrites(macA)
+	w.zebraWithdraws(macA)
+	w.clock = w.clock.Add(StaleWait)
+	if done, err := w.m.Settle(); err != nil || !slices.Equal(done.Held, []netip.Addr{vtepB}) || done.Removed != 0 {
+		t.Errorf("Settle with every VTEP withdrawn, one VNI with none: %+v, %v; want B held, nothing removed", done, err)
+	}
+	if got := w.remotes(); !slices.Equal(got, []string{macA.String() + " 192.0.2.2 stale"}) {
+		t.Errorf("remotes in the hold: %q; want macA kept, stale", got)
+	}
+}
