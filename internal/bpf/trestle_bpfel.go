@@ -742,7 +742,8 @@ type TrestleTrWalk struct {
 	_           [1]byte
 	Queue       [16]uint16
 	Nhops       uint16
-	Pad         uint16
+	Group       uint8
+	Grouped     uint8
 	Hops        [16]uint16
 	Entry       uint32
 	Npend       uint32
