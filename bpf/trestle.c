@@ -135,6 +135,8 @@ static __always_inline int tr_snoop_flood(void *ctx, const int xdp, struct tr_de
 	if (!TR_CALL(xdp, tr_snoop, ctx, TR_SNOOP_WHO(d->bridge, d->vlan, d->in_slot), 0))
 		return 0;
 	d->in_st->c[TR_CNT_GROUPED]++;
+	if (capture_on)
+		tr_capture_grouped(); /* its record says the group's ports */
 	return 1;
 }
 

@@ -45,10 +45,11 @@ type TrestleTrBridgePort struct {
 }
 
 type TrestleTrCaptureBuf struct {
-	_     structs.HostLayout
-	Armed uint64
-	Rec   TrestleTrCaptureRec
-	Data  [16384]uint8
+	_       structs.HostLayout
+	Armed   uint32
+	Grouped uint32
+	Rec     TrestleTrCaptureRec
+	Data    [16384]uint8
 }
 
 type TrestleTrCaptureConf struct {

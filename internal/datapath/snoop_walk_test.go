@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
@@ -212,6 +213,35 @@ func TestSnoopMirror(t *testing.T) {
 		}
 		if msg.Bridge != 1 || msg.Slot != 2 || string(msg.Packet) != string(report[14:]) {
 			t.Errorf("message: bridge %d slot %d, want bridge 1 slot 2 the report", msg.Bridge, msg.Slot)
+		}
+	})
+}
+
+// Capture's prediction of a snooping bridge's flood to a group: an out
+// record on a port of the group's, none on one outside it; a frame the
+// group has no entry for, flooded, on any port. The plain flood (the
+// group's ports in group_cur) and the walked one (the walk's choice).
+func TestCaptureSnoop(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		for _, walked := range []bool{false, true} {
+			var r *rig
+			if walked {
+				r = snoopMirrorRig(t, m)
+			} else {
+				r = snoopRig(t, m, true)
+			}
+			r.setGroup(GroupKey{Group: grp4}, 1)
+			udp := ethframe.UDPTo(macB, hostA, grp4, make([]byte, 32))
+			other := ethframe.UDPTo(macB, hostA, netip.MustParseAddr("239.9.9.9"), make([]byte, 32))
+			flooded := &wantRec{dir: CaptureOut, verdict: VerdictFlooded, egress: 1}
+			c := r.startCapture(1, false, true)
+			r.capRun(t, c, []capCase{
+				{"to the group, port 1 its member", 2, udp, flooded},
+				{"to a group without an entry", 2, other, flooded},
+			})
+			r.setGroup(GroupKey{Group: grp4}, 2)
+			r.capRun(t, c, []capCase{{fmt.Sprintf("to the group, port 1 no member (walked %v)", walked), 2, udp, nil}})
+			c.Close()
 		}
 	})
 }
