@@ -135,6 +135,8 @@ static __always_inline int tr_snoop_flood(void *ctx, const int xdp, struct tr_de
 	if (!TR_CALL(xdp, tr_snoop, ctx, TR_SNOOP_WHO(d->bridge, d->vlan, d->in_slot), 0))
 		return 0;
 	d->in_st->c[TR_CNT_GROUPED]++;
+	if (capture_on)
+		tr_capture_grouped(); /* its record says the group's ports */
 	return 1;
 }
 
@@ -166,7 +168,7 @@ static __always_inline int tr_send(void *ctx, const int xdp, struct tr_pkt *p,
 				return r;
 		}
 		if (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR))
-			return tr_walk(ctx, xdp, p, d); /* XXX: no group asked there (lib/snoop.h) */
+			return tr_walk(ctx, xdp, p, d); /* which asks the group (tr_walk_snoop) */
 		if (filt && (d->br->flags & TR_BRIDGE_FILTER_OUT))
 			return tr_walk(ctx, xdp, p, d); /* each copy meets the filter */
 		/* A snooping bridge's multicast (lib/snoop.h): reported if IGMP or

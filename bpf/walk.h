@@ -35,7 +35,33 @@ static __always_inline enum tr_door_verdict tr_walk_door(void *ctx, const int xd
 	c.wire = w->wire;
 	c.rule = rule;
 	c.w = w;
+	/* A flood's copy to a group (tr_walk_snoop): the door asks its port
+	 * among the group's. */
+	if (rule == TR_EGRESS_ASK && w->group)
+		c.members = tr_group_cur();
 	return tr_door(ctx, xdp, way, out, &c);
+}
+
+/* A flood the walk is about to emit in a bridge (flags, its ingress slot
+ * there, st its counters): in a snooping bridge, a frame to an IP
+ * multicast MAC is classified as the plain flood's is (lib/snoop.h): an
+ * IGMP, MLD or PIM message reported to the daemon with the bridge's own
+ * ingress (beyond a patch port, the patch port: a report from the far side
+ * makes it a member port), and a group the table has goes to its ports
+ * only (w->group: the door asks each copy's port, tr_walk_door), counted
+ * grouped on st. A bridge without the flag pays its test. */
+static __always_inline void tr_walk_snoop(void *ctx, const int xdp, struct tr_walk *w, __u32 bridge,
+					  __u32 flags, __u32 slot, struct tr_port_stats *st)
+{
+	w->group = 0;
+	if (!(flags & TR_BRIDGE_SNOOP) || !tr_mac_is_ipmcast(w->dst))
+		return;
+	if (!TR_CALL(xdp, tr_snoop, ctx, TR_SNOOP_WHO(bridge, w->vlan, slot), 0))
+		return;
+	w->group = 1;
+	w->grouped = 1;
+	if (st)
+		st->c[TR_CNT_GROUPED]++;
 }
 
 /* The span port of the mirror of the port in slot that the walk copies the
@@ -162,7 +188,7 @@ static __always_inline int tr_emit(void *ctx, const int xdp, struct tr_walk *w, 
 			w->fin = in->slot;
 		}
 	}
-	check = w->on || deny || (br->flags & TR_BRIDGE_MIRROR);
+	check = w->on || deny || (br->flags & TR_BRIDGE_MIRROR) || w->group;
 	w->entry = except; /* the door's hairpin (the loop leaves it out too) */
 	for (__u32 i = 0; i < TR_MAX_BRIDGE_PORTS; i++) {
 		__u32 ifindex, slot;
@@ -270,6 +296,7 @@ flood:
 		return 0;
 	st->c[TR_CNT_FLOODED]++;
 	w->unicast = 0;
+	tr_walk_snoop(ctx, xdp, w, in->bridge, br->flags, in_slot, st);
 	return TR_CALL(xdp, tr_emit, ctx, w, in->bridge, self);
 }
 
@@ -562,6 +589,8 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	w->drop.noted = 0;
 	w->npend = 0;
 	w->fset = 0;
+	w->group = 0;
+	w->grouped = 0;
 	__builtin_memcpy(w->src, d->eth->h_source, 6);
 	__builtin_memcpy(w->dst, d->eth->h_dest, 6);
 	w->vlan = d->vlan;
@@ -588,6 +617,7 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 			TR_EGRESS_AS_IS);
 	} else {
 		w->unicast = 0;
+		tr_walk_snoop(ctx, xdp, w, d->bridge, d->br->flags, d->in_slot, d->in_st);
 		TR_CALL(xdp, tr_emit, ctx, w, d->bridge, p->ifindex);
 	}
 	for (__u32 i = 0; i < TR_MAX_PATCH_CHAIN; i++) {
@@ -601,11 +631,13 @@ static __always_inline int tr_walk(void *ctx, const int xdp, struct tr_pkt *p,
 	}
 	if (!w->nsel) {
 		/* A frame a bridge of the walk dropped was counted there: a
-		 * drop, once, with its reason. */
-		if (!w->drop.noted)
-			tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
-		else
+		 * drop, once, with its reason. One sent to its group's ports
+		 * only, which were none but its ingress, went where it had to
+		 * (as the plain flood to a group, no drop). */
+		if (w->drop.noted)
 			d->action = TR_ACT_DROP;
+		else if (!w->grouped)
+			tr_drop_frame(d, d->in_st, TR_DROP_NO_EGRESS);
 		return tr_verdict_drop(xdp);
 	}
 	if (first)

@@ -66,7 +66,8 @@ struct {
 
 /* A frame between the switch's entry and its verdict: too big for the stack. */
 struct tr_capture_buf {
-	__u64 armed;               /* a frame was copied at entry: its record goes out at exit */
+	__u32 armed;               /* a frame was copied at entry: its record goes out at exit */
+	__u32 grouped;             /* and its flood went to its group's ports only (tr_capture_grouped) */
 	struct tr_capture_rec rec;
 	__u8 data[TR_CAPTURE_SNAP];
 };
@@ -129,8 +130,10 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
 	w = tr_walk_cur();
 	if (w) {
 		w->nsel = 0; /* see tr_capture_record */
+		w->grouped = 0;
 		w->drop.noted = 0;
 	}
+	b->grouped = 0;
 	b->armed = 1;
 	return 0;
 }
@@ -140,10 +143,24 @@ static __always_inline int tr_capture_in(void *ctx, const int xdp, __u32 ifindex
  * kept). meta: tr_pkt's meta_tci << 16 | meta_proto. */
 TR_TWIN(tr_capture_in, (__u32 ifindex, __u32 len, __u32 meta), (ifindex, len, meta))
 
+/* The frame being switched was flooded to its group's ports only (a
+ * snooping bridge's plain flood, lib/snoop.h): its record asks this CPU's
+ * group_cur, which holds them until the frame's record goes out. (A walked
+ * flood's record reads the walk's choice, which asked the group.) */
+static __always_inline void tr_capture_grouped(void)
+{
+	__u32 zero = 0;
+	struct tr_capture_buf *b = bpf_map_lookup_elem(&capture_buf, &zero);
+
+	if (b)
+		b->grouped = 1;
+}
+
 /* Whether a flood of bridge br from port in (in_ifindex) that did not go
  * through patch ports left by port out (ifindex): one of the bridge's
- * ports, in the frame's VLAN, not refusing its kind of flood: the egress
- * rule (lib/door.h), as the flood's copies ask it at the door. */
+ * ports, in the frame's VLAN, not refusing its kind of flood, among its
+ * group's ports if it went to a group's: the egress rule (lib/door.h), as
+ * the flood's copies ask it at the door. */
 static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 						 const struct tr_bridge *br, const struct tr_port *in,
 						 __u32 in_ifindex, const struct tr_port *out, __u32 ifindex,
@@ -157,7 +174,8 @@ static __always_inline int tr_capture_flooded_to(const struct tr_capture_buf *b,
 		return 0;
 	if (br->flags & TR_BRIDGE_POLICY)
 		deny = tr_flood_deny(in->flags, b->data);
-	return tr_door_ask(out, ifindex, in_ifindex, vid, deny, NULL, &why) != TR_EGRESS_DENY;
+	return tr_door_ask(out, ifindex, in_ifindex, vid, deny, b->grouped ? tr_group_cur() : NULL, &why) !=
+	       TR_EGRESS_DENY;
 }
 
 /* What the switch did with a frame, for tr_capture_record: scalars, which
@@ -194,10 +212,11 @@ __attribute__((noinline)) int tr_capture_record(__u32 in, __u32 egress, __u32 ho
 	if (!c || !inp)
 		return 0;
 	/* A frame that went through the walk (tr_walk: patch ports, and any
-	 * stage that joins it) left by the ports it chose; tr_capture_in
-	 * cleared its count, which only a walk of this frame sets again. */
+	 * stage that joins it) left by the ports it chose (none, when its
+	 * group had no port but its ingress); tr_capture_in cleared its count
+	 * and grouped, which only a walk of this frame sets again. */
 	w = tr_walk_cur();
-	walked = w && w->nsel;
+	walked = w && (w->nsel || w->grouped);
 	r = &b->rec;
 	r->egress = 0;
 	r->vid = 0;

@@ -61,7 +61,9 @@ struct tr_walk {
 				   * its ingress port (the first bridge's filter of a copy), or beyond */
 	__u16 queue[TR_MAX_PATCH_CHAIN]; /* bridges to visit: the patch slot each is entered by */
 	__u16 nhops;
-	__u16 pad;
+	__u8 group;   /* the flood being emitted goes to its group's ports only (this CPU's group_cur,
+		       * lib/snoop.h): its bridge snoops and the table has the group */
+	__u8 grouped; /* some bridge of the walk sent it to its group's ports only */
 	__u16 hops[TR_MAX_PATCH_CHAIN]; /* patches crossed: the slots left by */
 	__u32 entry; /* the interface the flood being emitted entered its bridge by (a patch's pseudo one) */
 	__u32 npend; /* tc: copies a port of a flood left for tr_emit to send (tr_choose_tc_later) */

@@ -28,11 +28,18 @@
  * when the NAPI poll ends, after other frames: it classifies its copy
  * again (TR_SNOOP_QUIET: nothing reported twice), one lookup a copy.
  *
+ * A bridge the walk crosses (patch ports, mirrors, outbound filter rules:
+ * walk.h, tr_walk_snoop) asks the same for each bridge's flood: reported
+ * with that bridge's ingress (beyond a patch port, the patch port, so that
+ * reports from the far side make it a member port), and its copies chosen
+ * among its group's ports by the door, from group_cur, before the walk
+ * enters the next bridge (which writes group_cur again); the chosen copies
+ * then leave as the walk's do.
+ *
  * Global functions (tr_snoop_xdp, tr_snoop_tc), verified once per mode,
- * reading with the context's load helper; the entry point calls them only
- * for a flood to a multicast MAC in a bridge with the flag, a test of a
- * value loaded already (architecture.md rule 6), and from its own frame,
- * never the walk's.
+ * reading with the context's load helper; the entry point and the walk
+ * call them only for a flood to a multicast MAC in a bridge with the flag,
+ * a test of a value loaded already (architecture.md rule 6).
  */
 #ifndef TRESTLE_SNOOP_H
 #define TRESTLE_SNOOP_H

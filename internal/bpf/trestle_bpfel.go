@@ -45,10 +45,11 @@ type TrestleTrBridgePort struct {
 }
 
 type TrestleTrCaptureBuf struct {
-	_     structs.HostLayout
-	Armed uint64
-	Rec   TrestleTrCaptureRec
-	Data  [16384]uint8
+	_       structs.HostLayout
+	Armed   uint32
+	Grouped uint32
+	Rec     TrestleTrCaptureRec
+	Data    [16384]uint8
 }
 
 type TrestleTrCaptureConf struct {
@@ -742,7 +743,8 @@ type TrestleTrWalk struct {
 	_           [1]byte
 	Queue       [16]uint16
 	Nhops       uint16
-	Pad         uint16
+	Group       uint8
+	Grouped     uint8
 	Hops        [16]uint16
 	Entry       uint32
 	Npend       uint32

@@ -62,10 +62,7 @@ type snoopCase struct {
 func (r *rig) runSnoop(cases []snoopCase) {
 	r.t.Helper()
 	for _, c := range cases {
-		var before [4]tbpf.PortStats
-		for s := 1; s <= 3; s++ {
-			before[s] = r.stats(s)
-		}
+		before := r.allStats()
 		ret := r.run(c.from, c.data)
 		want := r.m.redirect
 		if r.m.name == "tc" && c.grouped {
@@ -79,16 +76,31 @@ func (r *rig) runSnoop(cases []snoopCase) {
 		if r.m.name != "tc" {
 			continue
 		}
-		var got []int
-		for s := 1; s <= 3; s++ {
-			if r.stats(s).C[tbpf.TxPackets] > before[s].C[tbpf.TxPackets] {
-				got = append(got, s)
-			}
-		}
+		got := r.sentBy(before)
 		if len(got) != len(c.to) || (len(got) > 0 && got[0] != c.to[0]) || (len(got) > 1 && got[1] != c.to[1]) {
 			r.t.Errorf("%s: sent by ports %v, want %v", c.name, got, c.to)
 		}
 	}
+}
+
+// allStats is the counters of slots 1-3, for sentBy.
+func (r *rig) allStats() [4]tbpf.PortStats {
+	var st [4]tbpf.PortStats
+	for s := 1; s <= 3; s++ {
+		st[s] = r.stats(s)
+	}
+	return st
+}
+
+// sentBy is the slots (1-3) that sent a frame since before.
+func (r *rig) sentBy(before [4]tbpf.PortStats) []int {
+	var got []int
+	for s := 1; s <= 3; s++ {
+		if r.stats(s).C[tbpf.TxPackets] > before[s].C[tbpf.TxPackets] {
+			got = append(got, s)
+		}
+	}
+	return got
 }
 
 func TestSnoopGroups(t *testing.T) {

@@ -38,13 +38,19 @@ func router(ms []ctl.MDBEntry, port string) bool {
 	return false
 }
 
-// waitMDB polls mdb show until ok says yes, or fails after 5 s.
+// waitMDB polls mdb show br0 until ok says yes, or fails after 5 s.
 func waitMDB(t *testing.T, l *harness.Lab, what string, ok func([]ctl.MDBEntry) bool) {
+	t.Helper()
+	waitMDBOf(t, l, "br0", what, ok)
+}
+
+// waitMDBOf polls mdb show of bridge until ok says yes, or fails after 5 s.
+func waitMDBOf(t *testing.T, l *harness.Lab, bridge, what string, ok func([]ctl.MDBEntry) bool) {
 	t.Helper()
 	var ms []ctl.MDBEntry
 	for end := time.Now().Add(5 * time.Second); ; {
 		ms = nil
-		l.CLIJSON(&ms, "mdb", "show", "br0")
+		l.CLIJSON(&ms, "mdb", "show", bridge)
 		if ok(ms) {
 			return
 		}
