@@ -41,6 +41,14 @@ import (
 //     stale.go), and is deleted at the first sync after, which also puts
 //     back remotes the table lost (a flush, an fdb del) and deletes
 //     entries of the overlay port that no remote backs.
+//   - sticky addresses (internal/overlay's sticky.go): a static local
+//     address is advertised sticky, and a remote one advertised sticky is
+//     held as a static entry of the overlay port (putRemote), not a
+//     learned one: a frame with it as source from any other port is
+//     dropped (src_static) and counted, and no learn moves it. The
+//     daemon tells its own such statics from the operator's by
+//     b.written, which holds every static it wrote for the config, the
+//     CLI or a freeze.
 
 // overlayFull is how often the whole table is compared with what the
 // advertise ports hold (addresses aged, flushed or deleted are withdrawn
@@ -291,6 +299,9 @@ type ovlAcc struct {
 	local        map[[6]byte]bool
 	present      map[[6]byte]bool
 	mine         map[[6]byte]datapath.FDBEntry
+	// statics: the overlay port's static entries (the operator's, and
+	// those that hold sticky remote addresses).
+	statics map[[6]byte]datapath.FDBEntry
 }
 
 // overlayAccs starts a comparison: an accumulator for each overlay port
@@ -301,7 +312,7 @@ func (d *Daemon) overlayAccs() []*ovlAcc {
 	d.ovl.fresh = map[uint32]map[[6]byte]bool{}
 	for _, p := range d.overlayPorts() {
 		a := &ovlAcc{vni: p.cfg.VXLAN, slot: p.slot, bridge: p.bridge.id, aware: p.bridge.cfg.VLANAware(), vid: overlayVLAN(p),
-			others: map[uint16]bool{}, local: map[[6]byte]bool{}, present: map[[6]byte]bool{}, mine: map[[6]byte]datapath.FDBEntry{}}
+			others: map[uint16]bool{}, local: map[[6]byte]bool{}, present: map[[6]byte]bool{}, mine: map[[6]byte]datapath.FDBEntry{}, statics: map[[6]byte]datapath.FDBEntry{}}
 		for _, q := range p.bridge.ports {
 			if q != p {
 				a.others[q.slot] = true
@@ -325,7 +336,11 @@ func (a *ovlAcc) add(e datapath.FDBEntry) {
 	}
 	switch {
 	case e.Slot == a.slot:
-		if e.VLAN == a.vid && !e.Static {
+		switch {
+		case e.VLAN != a.vid:
+		case e.Static:
+			a.statics[k] = e
+		default:
 			a.mine[k] = e
 		}
 	case a.others[e.Slot]:
@@ -386,24 +401,51 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 				a.local[k] = false
 			}
 		}
+		remotes := d.ovl.mgr.Remotes(vni)
+		backed := map[[6]byte]overlay.Remote{}
+		for _, r := range remotes {
+			backed[overlay.MAC6(r.MAC)] = r
+		}
+		// A sticky remote address learned here before its route came is
+		// taken back (its static entry replaces the learned one below):
+		// not advertised, zebra would ignore it.
+		takeBack := map[[6]byte]bool{}
+		for k, r := range backed {
+			if static, ok := a.local[k]; ok && r.Sticky && !static {
+				delete(a.local, k)
+				takeBack[k] = true
+			}
+		}
 		if _, _, err := d.ovl.mgr.SyncLocal(vni, a.local); err != nil {
 			errs = append(errs, err)
 		}
 		// Entries of the overlay port no remote backs go first, so that
-		// their room is there for the remotes the table lacks.
-		remotes := d.ovl.mgr.Remotes(vni)
-		backed := map[[6]byte]bool{}
-		for _, r := range remotes {
-			backed[overlay.MAC6(r.MAC)] = true
-		}
+		// their room is there for the remotes the table lacks; so do
+		// the statics the daemon wrote for remotes no longer sticky (or
+		// no longer remote).
 		var gone []datapath.FDBEntry
-		in := map[[6]byte]bool{}
+		in, deleted := map[[6]byte]bool{}, map[[6]byte]bool{}
 		inTable[vni] = in
 		for k, e := range a.mine {
-			if !backed[k] {
-				gone = append(gone, e)
+			if r, ok := backed[k]; !ok || r.Sticky {
+				gone = append(gone, e) // a sticky one is written static below
+				deleted[k] = true
 			} else {
 				in[k] = true
+			}
+		}
+		held := 0 // the statics that hold sticky remotes
+		for k, e := range a.statics {
+			if !d.stickyStatic(p, e) {
+				in[k] = true // the operator's: encapsulated as any remote
+				continue
+			}
+			if r, ok := backed[k]; !ok || !r.Sticky {
+				gone = append(gone, e)
+				deleted[k] = true
+			} else {
+				in[k] = true
+				held++
 			}
 		}
 		if len(gone) > 0 {
@@ -411,20 +453,23 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 				errs = append(errs, err)
 			}
 		}
-		room := d.remoteRoom(p)
+		// The statics of sticky remotes count in no address count; they
+		// take room all the same.
+		room := d.remoteRoom(p) - held
 		skipped := 0
 		for _, r := range remotes {
 			k := overlay.MAC6(r.MAC)
-			if _, ok := a.mine[k]; ok || a.present[k] {
-				// In the table already, or learned here since:
-				// advertised, and zebra decides.
+			if in[k] || a.present[k] && !deleted[k] && !takeBack[k] {
+				// In the table already, or here since (learned:
+				// advertised, and zebra decides; a static, which
+				// wins).
 				continue
 			}
 			if room <= 0 {
 				skipped++
 				continue
 			}
-			if err := d.putRemote(p, r.MAC); err != nil {
+			if err := d.putRemote(p, r.MAC, r.Sticky); err != nil {
 				errs = append(errs, err)
 			} else {
 				room--
@@ -513,16 +558,39 @@ func (d *Daemon) remoteRoom(p *portState) int {
 	return room
 }
 
-// putRemote puts mac in the table as a remote address of overlay port p.
-func (d *Daemon) putRemote(p *portState, mac []byte) error {
+// putRemote puts mac in the table as a remote address of overlay port p:
+// a learned entry, or, sticky (advertised sticky by its VTEP), a static
+// one, which replaces a learned entry anywhere and which no frame from
+// another port moves. A static of the operator's for the address wins
+// (zebra has the local one). Called with d.mu held.
+func (d *Daemon) putRemote(p *portState, mac []byte, sticky bool) error {
 	e := datapath.FDBEntry{Bridge: p.bridge.id, VLAN: overlayVLAN(p), MAC: mac, Ifindex: uint32(p.ifindex), Slot: p.slot}
-	if err := d.ovl.put.PutLearned(e); err != nil {
-		if errors.Is(err, datapath.ErrStatic) {
-			return nil // a static entry here wins; zebra has the local one
+	if _, ok := p.bridge.written[staticKey(config.Static{MAC: mac, VLAN: e.VLAN})]; ok {
+		return nil
+	}
+	var err error
+	if sticky {
+		e.Static = true
+		err = d.table.AddFDB(e)
+	} else if err = d.ovl.put.PutLearned(e); errors.Is(err, datapath.ErrStatic) {
+		// The daemon's static of a remote that was sticky (b.written
+		// has none of the operator's): a learned entry now.
+		if _, derr := d.table.DelFDB(e.Bridge, e.VLAN, e.MAC); derr == nil {
+			err = d.ovl.put.PutLearned(e)
 		}
+	}
+	if err != nil {
 		return fmt.Errorf("bridge %q: overlay VNI %d: %w", p.bridge.cfg.Name, p.cfg.VXLAN, err)
 	}
 	return nil
+}
+
+// stickyStatic says whether e, an entry of overlay port p, is a static
+// the daemon wrote for a sticky remote address: none of the operator's
+// (config, CLI, freeze: b.written). Called with d.mu held.
+func (d *Daemon) stickyStatic(p *portState, e datapath.FDBEntry) bool {
+	_, ok := p.bridge.written[staticKey(config.Static{MAC: e.MAC, VLAN: e.VLAN})]
+	return e.Static && e.Slot == p.slot && !ok
 }
 
 // overlayChange mirrors a remote address zebra wrote: put at once, moving
@@ -544,7 +612,7 @@ func (d *Daemon) overlayChange(c overlay.Change) {
 		d.nudgeOverlay()
 		return
 	}
-	if err := d.putRemote(p, c.MAC); err != nil {
+	if err := d.putRemote(p, c.MAC, c.Sticky); err != nil {
 		d.log.Warn("overlay: mirror a remote address", "vni", c.VNI, "mac", c.MAC, "vtep", c.VTEP, "err", err)
 	}
 }

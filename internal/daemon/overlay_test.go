@@ -211,7 +211,11 @@ func (w *ovWorld) zebraDel(mac string) { w.zebraWrite(mac, true) }
 
 // zebraWrite gives zebra's events of a remote MAC (see remote); when it
 // writes, something must change.
-func (w *ovWorld) zebraWrite(mac string, deleted bool) {
+func (w *ovWorld) zebraWrite(mac string, deleted bool) { w.zebraWriteAs(mac, deleted, false) }
+
+// zebraWriteAs is zebraWrite of a MAC advertised sticky or not: zebra
+// writes a sticky one's bridge entry static sticky, not extern-learned.
+func (w *ovWorld) zebraWriteAs(mac string, deleted, sticky bool) {
 	w.t.Helper()
 	m, _ := net.ParseMAC(mac)
 	vx := w.k.devs[1000].VXLAN
@@ -223,7 +227,7 @@ func (w *ovWorld) zebraWrite(mac string, deleted bool) {
 	changed := false
 	ns := []overlay.Neigh{
 		{Ifindex: vx, MAC: m, Dst: netip.MustParseAddr("192.0.2.2"), Deleted: deleted},
-		{Ifindex: vx, MAC: m, Master: true, ExtLearned: true, Deleted: deleted},
+		{Ifindex: vx, MAC: m, Master: true, ExtLearned: !sticky, Sticky: sticky, Deleted: deleted},
 	}
 	if deleted {
 		ns[0], ns[1] = ns[1], ns[0]
@@ -518,6 +522,71 @@ func TestOverlayRemoteRoom(t *testing.T) {
 	}
 	if _, ok := w.entry("02:00:00:00:00:b3"); !ok {
 		t.Error("the remote address left out is not put in once there is room")
+	}
+}
+
+// TestOverlaySticky: a remote address advertised sticky is held as a
+// static entry of the overlay port (so that no frame from another port
+// takes it), replacing a learned entry of a local port (which is not
+// advertised then); one no longer sticky becomes a learned entry, and one
+// withdrawn goes; a static of the operator's is left alone, and is
+// advertised static (sticky).
+func TestOverlaySticky(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	w.mustApply(ovConfig)
+	br, p1, ov := w.d.bridges["br0"], w.port("br0", "p1"), w.port("br0", "tvx1000")
+	const m = "02:00:00:00:00:c1"
+	is := func(what string, static bool, slot uint16) {
+		t.Helper()
+		if e, ok := w.entry(m); !ok || e.Static != static || e.Slot != slot {
+			t.Errorf("%s: entry %+v, %v; want static %v on slot %d", what, e, ok, static, slot)
+		}
+	}
+
+	w.zebraWriteAs(m, false, true)
+	is("a sticky remote", true, ov.slot)
+	w.sync()
+	is("a sticky remote after a sync", true, ov.slot)
+	if _, ok := w.k.adv[m]; ok {
+		t.Errorf("a sticky remote is advertised as local")
+	}
+	w.zebraWriteAs(m, false, false)
+	is("no longer sticky", false, ov.slot)
+	w.zebraWriteAs(m, false, true)
+	is("sticky again", true, ov.slot)
+
+	// Its static taken out behind the daemon's back (a flush): put back.
+	if _, err := w.dp.DelFDB(br.id, 0, mustMAC(m)); err != nil {
+		t.Fatal(err)
+	}
+	w.dp.learn(br.id, p1.slot, p1.ifindex, m, time.Second)
+	w.sync()
+	is("a sticky remote the table lost, learned on a local port since", true, ov.slot)
+	if _, ok := w.k.adv[m]; ok {
+		t.Errorf("the local learn of a sticky remote is advertised")
+	}
+
+	// Withdrawn: its static goes at the sync after.
+	w.zebraWriteAs(m, true, true)
+	w.advance(overlay.StaleWait)
+	w.d.settleStale()
+	w.sync()
+	if e, ok := w.entry(m); ok {
+		t.Errorf("a withdrawn sticky remote: entry %+v left", e)
+	}
+
+	// The operator's static wins over a sticky remote of the same MAC,
+	// and stays when it goes.
+	const op = "02:00:00:00:00:5a"
+	w.zebraWriteAs(op, false, true)
+	w.sync()
+	if e, ok := w.entry(op); !ok || !e.Static || e.Slot != w.port("br0", "p2").slot {
+		t.Errorf("the operator's static under a sticky remote: %+v, %v; want static on p2", e, ok)
+	}
+	if static, ok := w.k.adv[op]; !ok || !static {
+		t.Errorf("the operator's static: advertised %v, static %v; want static (sticky)", ok, static)
 	}
 }
 
