@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"time"
@@ -99,11 +100,16 @@ type overlayState struct {
 	// neighs: each VNI's remote IP neighbours, from other VTEPs' MAC+IP
 	// routes (overlayneigh.go).
 	neighs map[uint32]map[netip.Addr]net.HardwareAddr
+	// evicted: the remote addresses the fair share evicted (fair.go),
+	// by VNI, with the VTEP they were behind: not put back until their
+	// route changes, and their VTEP holds no more than its share until
+	// they are gone. Bounded by the Manager's remotes.
+	evicted map[uint32]map[[6]byte]netip.Addr
 }
 
 func newOverlayState(k overlay.Kernel, put remotePutter) *overlayState {
 	o := &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, zebra: overlay.WatchZebra, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), changes: make(chan overlay.Change, overlayMoves), full: map[uint32]bool{},
-		nextHop: overlay.ResolveNextHop}
+		nextHop: overlay.ResolveNextHop, evicted: map[uint32]map[[6]byte]netip.Addr{}}
 	o.encap, _ = put.(encapWriter)
 	return o
 }
@@ -456,6 +462,7 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 		// The statics of sticky remotes count in no address count; they
 		// take room all the same.
 		room := d.remoteRoom(p) - held
+		share := d.remoteShare(p, a, backed, deleted)
 		skipped := 0
 		for _, r := range remotes {
 			k := overlay.MAC6(r.MAC)
@@ -465,7 +472,10 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 				// wins).
 				continue
 			}
-			if room <= 0 {
+			if share.evicted(k, r) {
+				continue // until its route changes
+			}
+			if room <= 0 || !r.Sticky && !share.takes(r.VTEP) {
 				skipped++
 				continue
 			}
@@ -474,12 +484,15 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 			} else {
 				room--
 				in[k] = true
+				if !r.Sticky {
+					share.put(r.VTEP)
+				}
 			}
 		}
 		switch {
 		case skipped > 0 && !d.ovl.full[vni]:
 			d.ovl.full[vni] = true
-			d.log.Warn("overlay: remote addresses left out of the table: the bridge is at max_entries or the overlay port at max_macs; their frames flood to the VNI's VTEPs", "bridge", p.bridge.cfg.Name, "vni", vni, "left_out", skipped)
+			d.log.Warn("overlay: remote addresses left out of the table: the bridge is at max_entries or at its mark with their VTEP at its share, or the overlay port at max_macs; their frames flood to the VNI's VTEPs", "bridge", p.bridge.cfg.Name, "vni", vni, "left_out", skipped)
 		case skipped == 0 && d.ovl.full[vni]:
 			delete(d.ovl.full, vni)
 			d.log.Info("overlay: every remote address is in the table again", "bridge", p.bridge.cfg.Name, "vni", vni)
@@ -607,8 +620,11 @@ func (d *Daemon) overlayChange(c overlay.Change) {
 		d.dropEncap(p, c.MAC)
 		d.nudgeOverlay()
 	}
-	if c.Gone || d.remoteRoom(p) <= 0 {
-		// A full bridge: the sync says so (once).
+	// A route that changed is put again, evicted or not.
+	delete(d.ovl.evicted[c.VNI], overlay.MAC6(c.MAC))
+	if c.Gone || d.remoteRoom(p) <= 0 || d.remoteAtMark(p) {
+		// A full bridge (the sync says so, once), or one at its mark,
+		// where the sync weighs each VTEP's share.
 		d.nudgeOverlay()
 		return
 	}
@@ -806,4 +822,102 @@ func (d *Daemon) remoteVTEP(p *portState, e datapath.FDBEntry) string {
 		return a.String()
 	}
 	return ""
+}
+
+// remoteShares is how one sync weighs the remote VTEPs of an overlay port
+// against the fair share (docs/security.md, "A table one port cannot
+// starve"): under its bridge's mark any VTEP's addresses are put (as a port
+// learns under the mark), at it or past it only those of a VTEP under its
+// share; a VTEP some of whose addresses were evicted is held to its share
+// whatever the count (capped), so that a flood from its host does not fill
+// the table again at each sync, and an evicted address is not put back
+// until its route changes (overlayChange) or goes.
+type remoteShares struct {
+	n, high, fair int
+	counts        map[netip.Addr]int // the VTEPs' learned entries in the table
+	capped        map[netip.Addr]bool
+	ev            map[[6]byte]netip.Addr
+}
+
+// remoteShare reads what remoteShares needs for overlay port p, after the
+// sync deleted what it deleted, and forgets the evictions of addresses
+// that are gone or behind another VTEP now. Called with d.mu held.
+func (d *Daemon) remoteShare(p *portState, a *ovlAcc, backed map[[6]byte]overlay.Remote, deleted map[[6]byte]bool) *remoteShares {
+	s := &remoteShares{high: math.MaxInt, counts: map[netip.Addr]int{}, capped: map[netip.Addr]bool{}, ev: d.ovl.evicted[p.cfg.VXLAN]}
+	if b := p.bridge; b.info != nil && b.info.MaxEntries > 0 {
+		m, _ := d.holderMarks(b)
+		s.high, s.fair = m.High, m.Fair
+	}
+	s.n, _ = d.counters.BridgeMACs(p.bridge.id)
+	for k := range a.mine {
+		if r, ok := backed[k]; ok && !deleted[k] {
+			s.counts[r.VTEP]++
+		}
+	}
+	for k, at := range s.ev {
+		if r, ok := backed[k]; !ok || r.VTEP != at {
+			delete(s.ev, k)
+		} else {
+			s.capped[at] = true
+		}
+	}
+	return s
+}
+
+// evicted says whether remote r (key k) was evicted behind the VTEP it
+// is still behind: not put back.
+func (s *remoteShares) evicted(k [6]byte, r overlay.Remote) bool {
+	at, ok := s.ev[k]
+	return ok && at == r.VTEP
+}
+
+// takes says whether one more address of vtep goes in.
+func (s *remoteShares) takes(vtep netip.Addr) bool {
+	return s.counts[vtep] < s.fair || s.n < s.high && !s.capped[vtep]
+}
+
+// put counts one more address of vtep in the table.
+func (s *remoteShares) put(vtep netip.Addr) {
+	s.counts[vtep]++
+	s.n++
+}
+
+// remoteAtMark says whether overlay port p's remote addresses are weighed
+// against their VTEPs' shares now (its bridge at its mark, or a VTEP of it
+// capped), which only a sync does. Called with d.mu held.
+func (d *Daemon) remoteAtMark(p *portState) bool {
+	if len(d.ovl.evicted[p.cfg.VXLAN]) > 0 {
+		return true
+	}
+	b := p.bridge
+	if b.info == nil || b.info.MaxEntries == 0 {
+		return false
+	}
+	n, err := d.counters.BridgeMACs(b.id)
+	return err != nil || n >= datapath.TableMarks(b.info.MaxEntries, 1).High
+}
+
+// noteEvicted records the remote addresses among victims (remotes: each
+// overlay port's, by slot) as evicted, for the sync not to put them back;
+// it returns how many. Called with d.mu held.
+func (o *overlayState) noteEvicted(byID map[uint16]*bridgeState, victims []datapath.FDBEntry, remotes map[uint16]map[[6]byte]netip.Addr) int {
+	n := 0
+	for _, e := range victims {
+		b := byID[e.Bridge]
+		p := b.portBySlot(e.Slot)
+		if p == nil || !p.cfg.IsOverlay() {
+			continue
+		}
+		k := overlay.MAC6(e.MAC)
+		at, ok := remotes[e.Slot][k]
+		if !ok {
+			continue
+		}
+		if o.evicted[p.cfg.VXLAN] == nil {
+			o.evicted[p.cfg.VXLAN] = map[[6]byte]netip.Addr{}
+		}
+		o.evicted[p.cfg.VXLAN][k] = at
+		n++
+	}
+	return n
 }

@@ -102,6 +102,8 @@ func (k *ovKernel) wrote(adv int, w string) {
 type ovDP struct {
 	*fakeDP
 	encaps map[datapath.EncapKey]datapath.Encap
+	// puts stamps each put entry's SeenNs: the later, the younger.
+	puts *uint64
 }
 
 func (o ovDP) SetEncap(bridge, vlan uint16, mac net.HardwareAddr, e datapath.Encap) error {
@@ -126,6 +128,8 @@ func (o ovDP) PutLearned(e datapath.FDBEntry) error {
 	if cur, ok := o.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]; ok && cur.Static {
 		return datapath.ErrStatic
 	}
+	*o.puts++
+	e.SeenNs = *o.puts
 	o.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)] = e
 	return nil
 }
@@ -144,7 +148,7 @@ func (w *ovWorld) advance(d time.Duration) { w.clock = w.clock.Add(d) }
 
 func newOvWorld(t *testing.T) *ovWorld {
 	dp, sys := newFakeDP(), newFakeSys()
-	odp := ovDP{fakeDP: dp, encaps: map[datapath.EncapKey]datapath.Encap{}}
+	odp := ovDP{fakeDP: dp, encaps: map[datapath.EncapKey]datapath.Encap{}, puts: new(uint64)}
 	w := &world{t: t, dp: dp, sys: sys, d: newDaemon(quietLog(), odp, sys, 1<<20, time.Second)}
 	ow := &ovWorld{world: w, k: &ovKernel{sys: sys, devs: map[uint32]overlay.Devices{}, adv: map[string]bool{}},
 		addrs: map[netip.Addr]bool{netip.MustParseAddr("192.0.2.1"): true}, odp: odp}
@@ -217,6 +221,12 @@ func (w *ovWorld) zebraWrite(mac string, deleted bool) { w.zebraWriteAs(mac, del
 // writes a sticky one's bridge entry static sticky, not extern-learned.
 func (w *ovWorld) zebraWriteAs(mac string, deleted, sticky bool) {
 	w.t.Helper()
+	w.zebraAt(mac, "192.0.2.2", deleted, sticky)
+}
+
+// zebraAt is zebraWriteAs of a MAC behind VTEP vtep.
+func (w *ovWorld) zebraAt(mac, vtep string, deleted, sticky bool) {
+	w.t.Helper()
 	m, _ := net.ParseMAC(mac)
 	vx := w.k.devs[1000].VXLAN
 	if !deleted {
@@ -226,7 +236,7 @@ func (w *ovWorld) zebraWriteAs(mac string, deleted, sticky bool) {
 	}
 	changed := false
 	ns := []overlay.Neigh{
-		{Ifindex: vx, MAC: m, Dst: netip.MustParseAddr("192.0.2.2"), Deleted: deleted},
+		{Ifindex: vx, MAC: m, Dst: netip.MustParseAddr(vtep), Deleted: deleted},
 		{Ifindex: vx, MAC: m, Master: true, ExtLearned: !sticky, Sticky: sticky, Deleted: deleted},
 	}
 	if deleted {
@@ -587,6 +597,97 @@ func TestOverlaySticky(t *testing.T) {
 	}
 	if static, ok := w.k.adv[op]; !ok || !static {
 		t.Errorf("the operator's static: advertised %v, static %v; want static (sticky)", ok, static)
+	}
+}
+
+// TestOverlayFairShare: each remote VTEP holds a share of the table as a
+// port does. A bridge of 32 entries (mark 30) with two ports and an
+// overlay port whose addresses are behind two VTEPs has 4 share holders
+// (the two ports, the two VTEPs), a share of 8 each. A flood of 40
+// addresses behind one VTEP fills the table to the mark and no further;
+// the other VTEP's newcomer is put all the same (under its share), which
+// takes the bridge past its mark; the next look evicts the flooding VTEP
+// down to its share, and the syncs after do not put its evicted addresses
+// back, nor its others: it holds its share, not more. A newcomer behind
+// the other VTEP is still put; an evicted address whose route changes (it
+// moved behind the other VTEP) is put again; and once the flood is
+// withdrawn, the VTEP is held to nothing.
+func TestOverlayFairShare(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	w.mustApply(strings.Replace(ovConfig, "aging = \"10s\"\n", "aging = \"10s\"\nmax_entries = 32\n", 1))
+	br, p1, ov := w.d.bridges["br0"], w.port("br0", "p1"), w.port("br0", "tvx1000")
+	const vtepB, vtepC = "192.0.2.2", "192.0.2.3"
+	w.dp.learn(br.id, p1.slot, p1.ifindex, "02:00:00:00:00:01", time.Second)
+	w.zebraAt("02:00:00:00:0c:01", vtepC, false, false)
+	flood := func(i int) string { return fmt.Sprintf("02:00:00:00:0b:%02x", i) }
+	for i := range 40 {
+		w.zebraAt(flood(i), vtepB, false, false)
+	}
+	w.sync()
+	behind := func(vtep string) int {
+		n := 0
+		for _, e := range w.dp.fdb {
+			if a, ok := w.d.ovl.mgr.RemoteOf(1000, e.MAC); ok && e.Slot == ov.slot && a.String() == vtep {
+				n++
+			}
+		}
+		return n
+	}
+	total := func() int { n, _ := w.d.counters.BridgeMACs(br.id); return n }
+	if m, vteps := w.d.holderMarks(br); m.High != 30 || m.Fair != 8 || vteps != 2 {
+		t.Fatalf("marks of 32 entries over 2 ports and 2 VTEPs: %+v, %d VTEPs; want high 30, share 8, 2 VTEPs", m, vteps)
+	}
+	if n := total(); n != 30 {
+		t.Errorf("the flood filled the table to %d, want the mark, 30", n)
+	}
+	w.zebraAt("02:00:00:00:0c:02", vtepC, false, false)
+	w.sync()
+	if n, c := total(), behind(vtepC); n != 31 || c != 2 {
+		t.Errorf("a newcomer behind the VTEP under its share at the mark: %d entries, %d behind it; want 31, 2", n, c)
+	}
+	if err := w.d.makeRoom(); err != nil {
+		t.Fatal(err)
+	}
+	if b := behind(vtepB); b != 8 {
+		t.Errorf("the look evicted the flooding VTEP down to %d, want its share, 8", b)
+	}
+	for range 3 {
+		w.sync()
+	}
+	if b, n := behind(vtepB), total(); b != 8 || n != 11 {
+		t.Errorf("syncs after the eviction: the flooding VTEP holds %d, the bridge %d; want its share, 8, and 11", b, n)
+	}
+	w.zebraAt("02:00:00:00:0c:03", vtepC, false, false)
+	w.sync()
+	if c := behind(vtepC); c != 3 {
+		t.Errorf("a newcomer behind the other VTEP after the eviction: %d behind it, want 3", c)
+	}
+	// An evicted address moves behind the other VTEP: put again.
+	var moved string
+	for i := range 40 {
+		if _, ok := w.entry(flood(i)); !ok {
+			moved = flood(i)
+			break
+		}
+	}
+	w.zebraAt(moved, vtepC, false, false)
+	w.sync()
+	if e, ok := w.entry(moved); !ok || e.Slot != ov.slot {
+		t.Errorf("an evicted address whose route changed: %+v, %v; want put again", e, ok)
+	}
+	// The flood withdrawn: its evictions are forgotten.
+	for i := range 40 {
+		if flood(i) != moved {
+			w.zebraAt(flood(i), vtepB, true, false)
+		}
+	}
+	w.advance(overlay.StaleWait)
+	w.d.settleStale()
+	w.sync()
+	if b, ev := behind(vtepB), len(w.d.ovl.evicted[1000]); b != 0 || ev != 0 {
+		t.Errorf("after the flood's withdrawal: %d entries behind its VTEP, %d evictions remembered; want none", b, ev)
 	}
 }
 

@@ -627,6 +627,32 @@ func (m *Manager) Status(vni uint32) (Status, bool) {
 	return s, true
 }
 
+// VTEPs counts the remote VTEPs of VNI vni: those of its flood list and
+// of its remote MACs together, as Status does, without listing the MACs.
+func (m *Manager) VTEPs(vni uint32) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := m.vnis[vni]
+	if v == nil {
+		return 0
+	}
+	vteps := map[netip.Addr]bool{}
+	for a := range v.flood {
+		vteps[a] = true
+	}
+	for k := range v.onVX {
+		if a, ok := v.remoteAt(k); ok {
+			vteps[a] = true
+		}
+	}
+	for k := range v.stale {
+		if a, ok := v.remoteAt(k); ok {
+			vteps[a] = true
+		}
+	}
+	return len(vteps)
+}
+
 // RemoteOf says behind which VTEP mac is in VNI vni; false when it is not
 // remote.
 func (m *Manager) RemoteOf(vni uint32, mac net.HardwareAddr) (netip.Addr, bool) {
