@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trestle/trestle/internal/lab"
 	"github.com/trestle/trestle/tests/harness"
 )
 
@@ -30,13 +29,9 @@ func overlayFairShare(t *testing.T, mode string) {
 	// The share holders of site 1's br0: its two host ports, and the two
 	// VTEPs its overlay port's addresses are behind (docs/security.md).
 	const share = maxEntries / (2 + 2)
-	ss := build(t, lab.SitesOpts{}, []string{mode, mode, ""}, oneVNI, oneVNI, linuxBridge)
-	a, b, c := ss[0], ss[1], ss[2]
-	a.bridgeExtra = map[string]string{"br0": fmt.Sprintf("max_entries = %d\n", maxEntries)}
-	a.start(t, trestleFirst)
-	c.startLinux(t)
-	b.start(t, frrFirst)
-	waitFlood(t, ss...)
+	a, b, c := threeSites(t, mode, func(a *site) {
+		a.bridgeExtra = map[string]string{"br0": fmt.Sprintf("max_entries = %d\n", maxEntries)}
+	})
 	pingFirst(t, b.Host(1), a.ip(1))
 	pingFirst(t, c.Host(1), a.ip(1))
 

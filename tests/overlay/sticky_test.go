@@ -30,14 +30,10 @@ func TestOverlaySticky(t *testing.T) {
 }
 
 func overlaySticky(t *testing.T, mode string) {
-	ss := build(t, lab.SitesOpts{}, []string{mode, mode, ""}, oneVNI, oneVNI, linuxBridge)
-	a, b, c := ss[0], ss[1], ss[2]
-	m := a.mac(1)
-	a.portExtra = map[int]string{1: fmt.Sprintf("locked = true\nallowed_macs = [%q]\n", m)}
-	a.start(t, trestleFirst)
-	c.startLinux(t)
-	b.start(t, frrFirst)
-	waitFlood(t, ss...)
+	m := stationMAC(1, 1)
+	a, b, c := threeSites(t, mode, func(a *site) {
+		a.portExtra = map[int]string{1: fmt.Sprintf("locked = true\nallowed_macs = [%q]\n", m)}
+	})
 
 	pingFirst(t, a.Host(1), b.ip(1))
 	pingFirst(t, a.Host(1), c.ip(1))
@@ -110,4 +106,18 @@ func (s *site) kernelStation(t *testing.T, mac net.HardwareAddr) kernelEntry {
 		}
 	}
 	return kernelEntry{}
+}
+
+// threeSites builds and starts a fabric of two trestle sites (VNI 1000 on
+// bridge br0 with both hosts, in mode) and the Linux site, configure
+// having adjusted site 1's config first, and waits for its flood lists.
+func threeSites(t *testing.T, mode string, configure func(a *site)) (a, b, c *site) {
+	ss := build(t, lab.SitesOpts{}, []string{mode, mode, ""}, oneVNI, oneVNI, linuxBridge)
+	a, b, c = ss[0], ss[1], ss[2]
+	configure(a)
+	a.start(t, trestleFirst)
+	c.startLinux(t)
+	b.start(t, frrFirst)
+	waitFlood(t, ss...)
+	return a, b, c
 }
