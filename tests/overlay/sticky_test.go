@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,9 @@ func overlaySticky(t *testing.T, mode string) {
 			e.Static && e.Port == "tvx1000" && e.VTEP == a.vtep && k.State == "static" && slices.Contains(k.Flags, "sticky")
 		return ok, fmt.Sprintf("zebra: site 1 %+v, site 2 %+v, site 3 %+v; site 2's table %+v; site 3's bridge %+v", za, zb, zc, e, k)
 	})
+	if out, _ := b.CLI("fdb", "show"); !strings.Contains(out, "sticky "+a.vtep) {
+		t.Errorf("site 2's fdb show does not say the station is sticky behind site 1:\n%s", out)
+	}
 
 	// The attacks: a burst of frames with the station's MAC as source
 	// from site 2's tenant (h2) and from site 3's (h1).
