@@ -105,11 +105,15 @@ type overlayState struct {
 	// route changes, and their VTEP holds no more than its share until
 	// they are gone. Bounded by the Manager's remotes.
 	evicted map[uint32]map[[6]byte]netip.Addr
+	// held: the statics that hold sticky remote addresses, by VNI, as
+	// the last sync counted them and puts since: room they take that
+	// no address count shows.
+	held map[uint32]int
 }
 
 func newOverlayState(k overlay.Kernel, put remotePutter) *overlayState {
 	o := &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, zebra: overlay.WatchZebra, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), changes: make(chan overlay.Change, overlayMoves), full: map[uint32]bool{},
-		nextHop: overlay.ResolveNextHop, evicted: map[uint32]map[[6]byte]netip.Addr{}}
+		nextHop: overlay.ResolveNextHop, evicted: map[uint32]map[[6]byte]netip.Addr{}, held: map[uint32]int{}}
 	o.encap, _ = put.(encapWriter)
 	return o
 }
@@ -486,9 +490,12 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 				in[k] = true
 				if !r.Sticky {
 					share.put(r.VTEP)
+				} else {
+					held++
 				}
 			}
 		}
+		d.ovl.held[vni] = held
 		switch {
 		case skipped > 0 && !d.ovl.full[vni]:
 			d.ovl.full[vni] = true
@@ -622,7 +629,7 @@ func (d *Daemon) overlayChange(c overlay.Change) {
 	}
 	// A route that changed is put again, evicted or not.
 	delete(d.ovl.evicted[c.VNI], overlay.MAC6(c.MAC))
-	if c.Gone || d.remoteRoom(p) <= 0 || d.remoteAtMark(p) {
+	if c.Gone || d.remoteRoom(p)-d.ovl.held[c.VNI] <= 0 || d.remoteAtMark(p) {
 		// A full bridge (the sync says so, once), or one at its mark,
 		// where the sync weighs each VTEP's share.
 		d.nudgeOverlay()
@@ -630,6 +637,8 @@ func (d *Daemon) overlayChange(c overlay.Change) {
 	}
 	if err := d.putRemote(p, c.MAC, c.Sticky); err != nil {
 		d.log.Warn("overlay: mirror a remote address", "vni", c.VNI, "mac", c.MAC, "vtep", c.VTEP, "err", err)
+	} else if c.Sticky {
+		d.ovl.held[c.VNI]++ // the next sync counts again
 	}
 }
 
