@@ -610,6 +610,9 @@ untagged entries of a bridge that is not VLAN-aware), as iproute2's
 				switch {
 				case x.Frozen:
 					kind, age = "frozen", "-"
+				case x.Static && x.VTEP != "":
+					// A remote MAC advertised sticky: held static.
+					kind, age = "sticky "+x.VTEP, "-"
 				case x.Static:
 					kind, age = "static", "-"
 				case x.VTEP != "":

@@ -13,7 +13,8 @@ import (
 
 // TestOverlayPrinting: show says what an overlay port is (and how many of
 // its entries are stale while FRR restarts), fdb show marks a remote entry
-// with its VTEP (and stale), and the other lines are as they were.
+// with its VTEP (and stale, or sticky: a static one), and the other lines
+// are as they were.
 func TestOverlayPrinting(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "t.sock")
 	srv, err := ctl.Listen(sock)
@@ -35,8 +36,9 @@ func TestOverlayPrinting(t *testing.T) {
 		_ = s.FDBChunk([]ctl.FDBEntry{
 			{Bridge: "br0", MAC: "02:00:00:00:00:02", Port: "tvx1000", AgeSeconds: 2, VTEP: "10.255.0.2"},
 			{Bridge: "br0", MAC: "02:00:00:00:00:04", Port: "tvx1000", AgeSeconds: 3, VTEP: "10.255.0.2", Stale: true},
+			{Bridge: "br0", MAC: "02:00:00:00:00:05", Port: "tvx1000", Static: true, VTEP: "10.255.0.2"},
 		})
-		return s.EndFDB(ctl.FDBEnd{Entries: 4})
+		return s.EndFDB(ctl.FDBEnd{Entries: 5})
 	})
 	go srv.Serve(ctx, func(_ context.Context, req ctl.Request) (any, error) {
 		switch req.Cmd {
@@ -65,6 +67,7 @@ func TestOverlayPrinting(t *testing.T) {
 		"br0     02:00:00:00:00:02  0     tvx1000  remote 10.255.0.2        2.0s",
 		"br0     02:00:00:00:00:03  0     veth-a   static                   -",
 		"br0     02:00:00:00:00:04  0     tvx1000  remote 10.255.0.2 stale  3.0s",
+		"br0     02:00:00:00:00:05  0     tvx1000  sticky 10.255.0.2        -",
 	}
 	for _, w := range want {
 		if code != 0 || !strings.Contains(out, w+"\n") {
@@ -78,11 +81,11 @@ func TestOverlayPrinting(t *testing.T) {
 	// --json: the keys docs/overlay.md names, on the remote entries only
 	// (stale on the stale one only).
 	out, code = runCLI(t, env, "fdb", "show", "--json")
-	if code != 0 || strings.Count(out, `"vtep": "10.255.0.2"`) != 2 || strings.Count(out, `"vtep"`) != 2 || strings.Count(out, `"stale": true`) != 1 || strings.Count(out, `"stale"`) != 1 {
-		t.Errorf("fdb show --json: want \"vtep\": \"10.255.0.2\" twice, \"stale\": true once: %d\n%s", code, out)
+	if code != 0 || strings.Count(out, `"vtep": "10.255.0.2"`) != 3 || strings.Count(out, `"vtep"`) != 3 || strings.Count(out, `"stale": true`) != 1 || strings.Count(out, `"stale"`) != 1 {
+		t.Errorf("fdb show --json: want \"vtep\": \"10.255.0.2\" three times, \"stale\": true once: %d\n%s", code, out)
 	}
 	var es []map[string]any
-	if err := json.Unmarshal([]byte(out), &es); err != nil || len(es) != 4 {
+	if err := json.Unmarshal([]byte(out), &es); err != nil || len(es) != 5 {
 		t.Fatalf("fdb show --json: %v, %d entries\n%s", err, len(es), out)
 	}
 	for _, e := range es {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 
 	"github.com/trestle/trestle/internal/datapath"
+	"github.com/trestle/trestle/internal/overlay"
 )
 
 // The fairness of the table (docs/security.md, "A table one port cannot
@@ -35,45 +37,73 @@ import (
 // fairMarks are a bridge's marks, as the datapath computes them.
 type fairMarks = datapath.Marks
 
+// holder is what an entry counts against in the fair share: a port (vtep
+// invalid), or a remote VTEP behind an overlay port (slot the overlay
+// port's): each remote VTEP of a bridge's overlay ports holds a share as a
+// port does, so that a flood of sources on one host takes no more of this
+// host's table than a flooding port would.
+type holder struct {
+	slot uint16
+	vtep netip.Addr
+}
+
 // evictions are the learned entries of es to delete so that each bridge in
-// over gets back to its mark: the oldest of the port that holds the most,
-// again while the bridge is past the mark and that port past its share.
-// keep names entries never to take (of a port the daemon does not own, or
-// an overlay's remote address).
-func evictions(es []datapath.FDBEntry, over map[uint16]fairMarks, keep func(datapath.FDBEntry) bool) []datapath.FDBEntry {
-	type key struct{ bridge, slot uint16 }
-	bySlot := map[key][]datapath.FDBEntry{}
+// over (at or past its mark) gets back to it: first every remote VTEP over
+// its share loses its oldest entries down to it (a remote entry is put
+// back by no frame, and the sync does not write an evicted one again:
+// overlayEvicted); then, while the bridge is past the mark, the oldest of
+// the holder (port or VTEP) that holds the most, never below its share.
+// holderOf says what an entry counts against; false: never taken (an
+// entry of a port the daemon does not own). Every entry of es in a bridge
+// of over counts in the bridge's total.
+func evictions(es []datapath.FDBEntry, over map[uint16]fairMarks, holderOf func(datapath.FDBEntry) (holder, bool)) []datapath.FDBEntry {
+	type key struct {
+		bridge uint16
+		holder
+	}
+	byHolder := map[key][]datapath.FDBEntry{}
 	count := map[uint16]int{}
 	for _, e := range es {
 		if _, ok := over[e.Bridge]; !ok || e.Static {
 			continue
 		}
 		count[e.Bridge]++
-		if !keep(e) {
-			bySlot[key{e.Bridge, e.Slot}] = append(bySlot[key{e.Bridge, e.Slot}], e)
+		if h, ok := holderOf(e); ok {
+			k := key{e.Bridge, h}
+			byHolder[k] = append(byHolder[k], e)
 		}
 	}
 	var out []datapath.FDBEntry
+	// take evicts the n oldest of k's.
+	take := func(k key, n int) {
+		l := byHolder[k]
+		slices.SortFunc(l, func(a, b datapath.FDBEntry) int { return cmp.Compare(a.SeenNs, b.SeenNs) })
+		out = append(out, l[:n]...)
+		byHolder[k] = l[n:]
+		count[k.bridge] -= n
+	}
+	keys := slices.SortedFunc(maps.Keys(byHolder), func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.bridge, b.bridge), cmp.Compare(a.slot, b.slot), a.vtep.Compare(b.vtep))
+	})
+	for _, k := range keys {
+		if m := over[k.bridge]; k.vtep.IsValid() && len(byHolder[k]) > m.Fair && count[k.bridge] >= m.High {
+			take(k, len(byHolder[k])-m.Fair)
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(over)) {
 		m := over[id]
-		n := count[id]
-		for n > m.High {
+		for count[id] > m.High {
 			var heavy key
 			most := 0
-			for k, l := range bySlot {
-				if k.bridge == id && (len(l) > most || len(l) == most && k.slot < heavy.slot) {
-					heavy, most = k, len(l)
+			for _, k := range keys {
+				if k.bridge == id && len(byHolder[k]) > most {
+					heavy, most = k, len(byHolder[k])
 				}
 			}
 			if most <= m.Fair {
 				break
 			}
-			l := bySlot[heavy]
-			slices.SortFunc(l, func(a, b datapath.FDBEntry) int { return cmp.Compare(a.SeenNs, b.SeenNs) })
-			take := min(n-m.High, most-m.Fair)
-			out = append(out, l[:take]...)
-			bySlot[heavy] = l[take:]
-			n -= take
+			take(heavy, min(count[id]-m.High, most-m.Fair))
 		}
 	}
 	return out
@@ -98,8 +128,10 @@ func (d *Daemon) makeRoom() error {
 			continue
 		}
 		marked[b.id] = m
-		if n > m.High {
-			over[b.id] = m
+		// At the mark, a bridge with remote VTEPs is looked at too: one
+		// over its share loses what is over (evictions).
+		if hm, vteps := d.holderMarks(b); n > m.High || vteps > 0 {
+			over[b.id] = hm
 		}
 	}
 	d.mu.Unlock()
@@ -129,16 +161,58 @@ func (d *Daemon) evict(over map[uint16]fairMarks) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	byID := d.bridgesByID()
-	victims := evictions(es, over, func(e datapath.FDBEntry) bool {
+	// The remote addresses of the bridges' overlay ports, by slot.
+	remotes := map[uint16]map[[6]byte]netip.Addr{}
+	for id := range over {
+		b := byID[id]
+		if b == nil {
+			continue
+		}
+		for _, p := range b.ports {
+			if p.cfg.IsOverlay() {
+				at := map[[6]byte]netip.Addr{}
+				for _, r := range d.ovl.mgr.Remotes(p.cfg.VXLAN) {
+					at[overlay.MAC6(r.MAC)] = r.VTEP
+				}
+				remotes[p.slot] = at
+			}
+		}
+	}
+	victims := evictions(es, over, func(e datapath.FDBEntry) (holder, bool) {
 		b := byID[e.Bridge]
-		return b == nil || b.portBySlot(e.Slot) == nil || isOverlayEntry(b, e)
+		if b == nil || b.portBySlot(e.Slot) == nil {
+			return holder{}, false
+		}
+		if isOverlayEntry(b, e) {
+			// One no remote backs goes at the next sync anyway.
+			at, ok := remotes[e.Slot][overlay.MAC6(e.MAC)]
+			return holder{slot: e.Slot, vtep: at}, ok
+		}
+		return holder{slot: e.Slot}, true
 	})
 	if len(victims) == 0 {
 		return nil
 	}
 	n, err := d.table.DelFDBs(victims)
-	d.log.Info("table past its high-water mark: evicted the oldest learned entries of the port holding the most", "entries", n)
+	vteps := d.ovl.noteEvicted(byID, victims, remotes)
+	d.log.Info("table at its high-water mark: evicted the oldest learned entries of the remote VTEPs over their share and of the port or VTEP holding the most", "entries", n, "remote", vteps)
 	return err
+}
+
+// holderMarks are bridge b's marks as its evictions take them: its
+// share holders are its ports but its overlay ports, and the remote VTEPs
+// of each overlay port (docs/security.md, "A table one port cannot
+// starve"); vteps says how many VTEPs there are. The caller holds d.mu.
+func (d *Daemon) holderMarks(b *bridgeState) (m fairMarks, vteps int) {
+	holders := len(b.info.Ports)
+	for _, p := range b.ports {
+		if p.cfg.IsOverlay() && p.slot != 0 {
+			n := d.ovl.mgr.VTEPs(p.cfg.VXLAN)
+			holders += n - 1
+			vteps += n
+		}
+	}
+	return datapath.TableMarks(b.info.MaxEntries, max(holders, 1)), vteps
 }
 
 // reserves gives every port of the bridges in marked (at or past their

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestEvictions(t *testing.T) {
 	add(1, 3, 2, false)
 	add(1, 1, 3, true) // statics: never counted, never taken
 	add(2, 1, 30, false)
-	keep := func(e datapath.FDBEntry) bool { return e.Slot == 3 }
+	keep := func(e datapath.FDBEntry) (holder, bool) { return holder{slot: e.Slot}, e.Slot != 3 }
 	got := evictions(es, map[uint16]fairMarks{1: {High: 22, Fair: 8}}, keep)
 	if len(got) != 4 {
 		t.Fatalf("evicted %d entries, want 4 (26 learned, mark 22): %v", len(got), got)
@@ -50,6 +51,41 @@ func TestEvictions(t *testing.T) {
 	// Down to the share, when the mark would take more.
 	if got := evictions(es, map[uint16]fairMarks{1: {High: 10, Fair: 15}}, keep); len(got) != 5 {
 		t.Errorf("evicted %d entries, want 5 (slot 1 from 20 down to its share 15)", len(got))
+	}
+}
+
+// Remote VTEPs hold shares as ports do: at the mark (not past it), a
+// VTEP over its share loses its oldest down to it, while a port over its
+// share keeps what it has (only past the mark is a port taken from).
+func TestEvictionsRemote(t *testing.T) {
+	b1, b2 := netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("192.0.2.3")
+	var es []datapath.FDBEntry
+	vtepOf := map[string]netip.Addr{}
+	add := func(slot uint16, vtep netip.Addr, n int) {
+		for i := range n {
+			e := datapath.FDBEntry{Bridge: 1, Slot: slot, MAC: net.HardwareAddr{2, 0, byte(slot), byte(len(vtepOf)), 0, byte(i)}, SeenNs: uint64(100 - i)}
+			es = append(es, e)
+			vtepOf[e.MAC.String()] = vtep
+		}
+	}
+	add(1, netip.Addr{}, 10) // a port over its share of 6
+	add(9, b1, 12)           // the overlay port: 12 behind one VTEP
+	add(9, b2, 2)            // and 2 behind another
+	holderOf := func(e datapath.FDBEntry) (holder, bool) {
+		return holder{slot: e.Slot, vtep: vtepOf[e.MAC.String()]}, true
+	}
+	got := evictions(es, map[uint16]fairMarks{1: {High: 24, Fair: 6}}, holderOf)
+	if len(got) != 6 {
+		t.Fatalf("at the mark: evicted %d, want 6 (the first VTEP from 12 to its share, 6): %v", len(got), got)
+	}
+	for i, e := range got {
+		if vtepOf[e.MAC.String()] != b1 || e.SeenNs != uint64(89+i) {
+			t.Errorf("eviction %d: %+v behind %s, want the first VTEP's oldest", i, e, vtepOf[e.MAC.String()])
+		}
+	}
+	// Under the mark nothing is taken, even of a VTEP over its share.
+	if got := evictions(es, map[uint16]fairMarks{1: {High: 30, Fair: 6}}, holderOf); len(got) != 0 {
+		t.Errorf("under the mark: evicted %d, want none", len(got))
 	}
 }
 

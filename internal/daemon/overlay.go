@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"time"
@@ -41,6 +42,14 @@ import (
 //     stale.go), and is deleted at the first sync after, which also puts
 //     back remotes the table lost (a flush, an fdb del) and deletes
 //     entries of the overlay port that no remote backs.
+//   - sticky addresses (internal/overlay's sticky.go): a static local
+//     address is advertised sticky, and a remote one advertised sticky is
+//     held as a static entry of the overlay port (putRemote), not a
+//     learned one: a frame with it as source from any other port is
+//     dropped (src_static) and counted, and no learn moves it. The
+//     daemon tells its own such statics from the operator's by
+//     b.written, which holds every static it wrote for the config, the
+//     CLI or a freeze.
 
 // overlayFull is how often the whole table is compared with what the
 // advertise ports hold (addresses aged, flushed or deleted are withdrawn
@@ -91,11 +100,20 @@ type overlayState struct {
 	// neighs: each VNI's remote IP neighbours, from other VTEPs' MAC+IP
 	// routes (overlayneigh.go).
 	neighs map[uint32]map[netip.Addr]net.HardwareAddr
+	// evicted: the remote addresses the fair share evicted (fair.go),
+	// by VNI, with the VTEP they were behind: not put back until their
+	// route changes, and their VTEP holds no more than its share until
+	// they are gone. Bounded by the Manager's remotes.
+	evicted map[uint32]map[[6]byte]netip.Addr
+	// held: the statics that hold sticky remote addresses, by VNI, as
+	// the last sync counted them and puts since: room they take that
+	// no address count shows.
+	held map[uint32]int
 }
 
 func newOverlayState(k overlay.Kernel, put remotePutter) *overlayState {
 	o := &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, zebra: overlay.WatchZebra, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), changes: make(chan overlay.Change, overlayMoves), full: map[uint32]bool{},
-		nextHop: overlay.ResolveNextHop}
+		nextHop: overlay.ResolveNextHop, evicted: map[uint32]map[[6]byte]netip.Addr{}, held: map[uint32]int{}}
 	o.encap, _ = put.(encapWriter)
 	return o
 }
@@ -291,6 +309,9 @@ type ovlAcc struct {
 	local        map[[6]byte]bool
 	present      map[[6]byte]bool
 	mine         map[[6]byte]datapath.FDBEntry
+	// statics: the overlay port's static entries (the operator's, and
+	// those that hold sticky remote addresses).
+	statics map[[6]byte]datapath.FDBEntry
 }
 
 // overlayAccs starts a comparison: an accumulator for each overlay port
@@ -301,7 +322,7 @@ func (d *Daemon) overlayAccs() []*ovlAcc {
 	d.ovl.fresh = map[uint32]map[[6]byte]bool{}
 	for _, p := range d.overlayPorts() {
 		a := &ovlAcc{vni: p.cfg.VXLAN, slot: p.slot, bridge: p.bridge.id, aware: p.bridge.cfg.VLANAware(), vid: overlayVLAN(p),
-			others: map[uint16]bool{}, local: map[[6]byte]bool{}, present: map[[6]byte]bool{}, mine: map[[6]byte]datapath.FDBEntry{}}
+			others: map[uint16]bool{}, local: map[[6]byte]bool{}, present: map[[6]byte]bool{}, mine: map[[6]byte]datapath.FDBEntry{}, statics: map[[6]byte]datapath.FDBEntry{}}
 		for _, q := range p.bridge.ports {
 			if q != p {
 				a.others[q.slot] = true
@@ -325,7 +346,11 @@ func (a *ovlAcc) add(e datapath.FDBEntry) {
 	}
 	switch {
 	case e.Slot == a.slot:
-		if e.VLAN == a.vid && !e.Static {
+		switch {
+		case e.VLAN != a.vid:
+		case e.Static:
+			a.statics[k] = e
+		default:
 			a.mine[k] = e
 		}
 	case a.others[e.Slot]:
@@ -386,24 +411,51 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 				a.local[k] = false
 			}
 		}
+		remotes := d.ovl.mgr.Remotes(vni)
+		backed := map[[6]byte]overlay.Remote{}
+		for _, r := range remotes {
+			backed[overlay.MAC6(r.MAC)] = r
+		}
+		// A sticky remote address learned here before its route came is
+		// taken back (its static entry replaces the learned one below):
+		// not advertised, zebra would ignore it.
+		takeBack := map[[6]byte]bool{}
+		for k, r := range backed {
+			if static, ok := a.local[k]; ok && r.Sticky && !static {
+				delete(a.local, k)
+				takeBack[k] = true
+			}
+		}
 		if _, _, err := d.ovl.mgr.SyncLocal(vni, a.local); err != nil {
 			errs = append(errs, err)
 		}
 		// Entries of the overlay port no remote backs go first, so that
-		// their room is there for the remotes the table lacks.
-		remotes := d.ovl.mgr.Remotes(vni)
-		backed := map[[6]byte]bool{}
-		for _, r := range remotes {
-			backed[overlay.MAC6(r.MAC)] = true
-		}
+		// their room is there for the remotes the table lacks; so do
+		// the statics the daemon wrote for remotes no longer sticky (or
+		// no longer remote).
 		var gone []datapath.FDBEntry
-		in := map[[6]byte]bool{}
+		in, deleted := map[[6]byte]bool{}, map[[6]byte]bool{}
 		inTable[vni] = in
 		for k, e := range a.mine {
-			if !backed[k] {
-				gone = append(gone, e)
+			if r, ok := backed[k]; !ok || r.Sticky {
+				gone = append(gone, e) // a sticky one is written static below
+				deleted[k] = true
 			} else {
 				in[k] = true
+			}
+		}
+		held := 0 // the statics that hold sticky remotes
+		for k, e := range a.statics {
+			if !d.stickyStatic(p, e) {
+				in[k] = true // the operator's: encapsulated as any remote
+				continue
+			}
+			if r, ok := backed[k]; !ok || !r.Sticky {
+				gone = append(gone, e)
+				deleted[k] = true
+			} else {
+				in[k] = true
+				held++
 			}
 		}
 		if len(gone) > 0 {
@@ -411,30 +463,43 @@ func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 				errs = append(errs, err)
 			}
 		}
-		room := d.remoteRoom(p)
+		// The statics of sticky remotes count in no address count; they
+		// take room all the same.
+		room := d.remoteRoom(p) - held
+		share := d.remoteShare(p, a, backed, deleted)
 		skipped := 0
 		for _, r := range remotes {
 			k := overlay.MAC6(r.MAC)
-			if _, ok := a.mine[k]; ok || a.present[k] {
-				// In the table already, or learned here since:
-				// advertised, and zebra decides.
+			if in[k] || a.present[k] && !deleted[k] && !takeBack[k] {
+				// In the table already, or here since (learned:
+				// advertised, and zebra decides; a static, which
+				// wins).
 				continue
 			}
-			if room <= 0 {
+			if share.evicted(k, r) {
+				continue // until its route changes
+			}
+			if room <= 0 || !r.Sticky && !share.takes(r.VTEP) {
 				skipped++
 				continue
 			}
-			if err := d.putRemote(p, r.MAC); err != nil {
+			if err := d.putRemote(p, r.MAC, r.Sticky); err != nil {
 				errs = append(errs, err)
 			} else {
 				room--
 				in[k] = true
+				if !r.Sticky {
+					share.put(r.VTEP)
+				} else {
+					held++
+				}
 			}
 		}
+		d.ovl.held[vni] = held
 		switch {
 		case skipped > 0 && !d.ovl.full[vni]:
 			d.ovl.full[vni] = true
-			d.log.Warn("overlay: remote addresses left out of the table: the bridge is at max_entries or the overlay port at max_macs; their frames flood to the VNI's VTEPs", "bridge", p.bridge.cfg.Name, "vni", vni, "left_out", skipped)
+			d.log.Warn("overlay: remote addresses left out of the table: the bridge is at max_entries or at its mark with their VTEP at its share, or the overlay port at max_macs; their frames flood to the VNI's VTEPs", "bridge", p.bridge.cfg.Name, "vni", vni, "left_out", skipped)
 		case skipped == 0 && d.ovl.full[vni]:
 			delete(d.ovl.full, vni)
 			d.log.Info("overlay: every remote address is in the table again", "bridge", p.bridge.cfg.Name, "vni", vni)
@@ -513,16 +578,39 @@ func (d *Daemon) remoteRoom(p *portState) int {
 	return room
 }
 
-// putRemote puts mac in the table as a remote address of overlay port p.
-func (d *Daemon) putRemote(p *portState, mac []byte) error {
+// putRemote puts mac in the table as a remote address of overlay port p:
+// a learned entry, or, sticky (advertised sticky by its VTEP), a static
+// one, which replaces a learned entry anywhere and which no frame from
+// another port moves. A static of the operator's for the address wins
+// (zebra has the local one). Called with d.mu held.
+func (d *Daemon) putRemote(p *portState, mac []byte, sticky bool) error {
 	e := datapath.FDBEntry{Bridge: p.bridge.id, VLAN: overlayVLAN(p), MAC: mac, Ifindex: uint32(p.ifindex), Slot: p.slot}
-	if err := d.ovl.put.PutLearned(e); err != nil {
-		if errors.Is(err, datapath.ErrStatic) {
-			return nil // a static entry here wins; zebra has the local one
+	if _, ok := p.bridge.written[staticKey(config.Static{MAC: mac, VLAN: e.VLAN})]; ok {
+		return nil
+	}
+	var err error
+	if sticky {
+		e.Static = true
+		err = d.table.AddFDB(e)
+	} else if err = d.ovl.put.PutLearned(e); errors.Is(err, datapath.ErrStatic) {
+		// The daemon's static of a remote that was sticky (b.written
+		// has none of the operator's): a learned entry now.
+		if _, derr := d.table.DelFDB(e.Bridge, e.VLAN, e.MAC); derr == nil {
+			err = d.ovl.put.PutLearned(e)
 		}
+	}
+	if err != nil {
 		return fmt.Errorf("bridge %q: overlay VNI %d: %w", p.bridge.cfg.Name, p.cfg.VXLAN, err)
 	}
 	return nil
+}
+
+// stickyStatic says whether e, an entry of overlay port p, is a static
+// the daemon wrote for a sticky remote address: none of the operator's
+// (config, CLI, freeze: b.written). Called with d.mu held.
+func (d *Daemon) stickyStatic(p *portState, e datapath.FDBEntry) bool {
+	_, ok := p.bridge.written[staticKey(config.Static{MAC: e.MAC, VLAN: e.VLAN})]
+	return e.Static && e.Slot == p.slot && !ok
 }
 
 // overlayChange mirrors a remote address zebra wrote: put at once, moving
@@ -539,13 +627,18 @@ func (d *Daemon) overlayChange(c overlay.Change) {
 		d.dropEncap(p, c.MAC)
 		d.nudgeOverlay()
 	}
-	if c.Gone || d.remoteRoom(p) <= 0 {
-		// A full bridge: the sync says so (once).
+	// A route that changed is put again, evicted or not.
+	delete(d.ovl.evicted[c.VNI], overlay.MAC6(c.MAC))
+	if c.Gone || d.remoteRoom(p)-d.ovl.held[c.VNI] <= 0 || d.remoteAtMark(p) {
+		// A full bridge (the sync says so, once), or one at its mark,
+		// where the sync weighs each VTEP's share.
 		d.nudgeOverlay()
 		return
 	}
-	if err := d.putRemote(p, c.MAC); err != nil {
+	if err := d.putRemote(p, c.MAC, c.Sticky); err != nil {
 		d.log.Warn("overlay: mirror a remote address", "vni", c.VNI, "mac", c.MAC, "vtep", c.VTEP, "err", err)
+	} else if c.Sticky {
+		d.ovl.held[c.VNI]++ // the next sync counts again
 	}
 }
 
@@ -748,4 +841,102 @@ func (d *Daemon) remoteVTEP(p *portState, e datapath.FDBEntry) string {
 		return a.String()
 	}
 	return ""
+}
+
+// remoteShares is how one sync weighs the remote VTEPs of an overlay port
+// against the fair share (docs/security.md, "A table one port cannot
+// starve"): under its bridge's mark any VTEP's addresses are put (as a port
+// learns under the mark), at it or past it only those of a VTEP under its
+// share; a VTEP some of whose addresses were evicted is held to its share
+// whatever the count (capped), so that a flood from its host does not fill
+// the table again at each sync, and an evicted address is not put back
+// until its route changes (overlayChange) or goes.
+type remoteShares struct {
+	n, high, fair int
+	counts        map[netip.Addr]int // the VTEPs' learned entries in the table
+	capped        map[netip.Addr]bool
+	ev            map[[6]byte]netip.Addr
+}
+
+// remoteShare reads what remoteShares needs for overlay port p, after the
+// sync deleted what it deleted, and forgets the evictions of addresses
+// that are gone or behind another VTEP now. Called with d.mu held.
+func (d *Daemon) remoteShare(p *portState, a *ovlAcc, backed map[[6]byte]overlay.Remote, deleted map[[6]byte]bool) *remoteShares {
+	s := &remoteShares{high: math.MaxInt, counts: map[netip.Addr]int{}, capped: map[netip.Addr]bool{}, ev: d.ovl.evicted[p.cfg.VXLAN]}
+	if b := p.bridge; b.info != nil && b.info.MaxEntries > 0 {
+		m, _ := d.holderMarks(b)
+		s.high, s.fair = m.High, m.Fair
+	}
+	s.n, _ = d.counters.BridgeMACs(p.bridge.id)
+	for k := range a.mine {
+		if r, ok := backed[k]; ok && !deleted[k] {
+			s.counts[r.VTEP]++
+		}
+	}
+	for k, at := range s.ev {
+		if r, ok := backed[k]; !ok || r.VTEP != at {
+			delete(s.ev, k)
+		} else {
+			s.capped[at] = true
+		}
+	}
+	return s
+}
+
+// evicted says whether remote r (key k) was evicted behind the VTEP it
+// is still behind: not put back.
+func (s *remoteShares) evicted(k [6]byte, r overlay.Remote) bool {
+	at, ok := s.ev[k]
+	return ok && at == r.VTEP
+}
+
+// takes says whether one more address of vtep goes in.
+func (s *remoteShares) takes(vtep netip.Addr) bool {
+	return s.counts[vtep] < s.fair || s.n < s.high && !s.capped[vtep]
+}
+
+// put counts one more address of vtep in the table.
+func (s *remoteShares) put(vtep netip.Addr) {
+	s.counts[vtep]++
+	s.n++
+}
+
+// remoteAtMark says whether overlay port p's remote addresses are weighed
+// against their VTEPs' shares now (its bridge at its mark, or a VTEP of it
+// capped), which only a sync does. Called with d.mu held.
+func (d *Daemon) remoteAtMark(p *portState) bool {
+	if len(d.ovl.evicted[p.cfg.VXLAN]) > 0 {
+		return true
+	}
+	b := p.bridge
+	if b.info == nil || b.info.MaxEntries == 0 {
+		return false
+	}
+	n, err := d.counters.BridgeMACs(b.id)
+	return err != nil || n >= datapath.TableMarks(b.info.MaxEntries, 1).High
+}
+
+// noteEvicted records the remote addresses among victims (remotes: each
+// overlay port's, by slot) as evicted, for the sync not to put them back;
+// it returns how many. Called with d.mu held.
+func (o *overlayState) noteEvicted(byID map[uint16]*bridgeState, victims []datapath.FDBEntry, remotes map[uint16]map[[6]byte]netip.Addr) int {
+	n := 0
+	for _, e := range victims {
+		b := byID[e.Bridge]
+		p := b.portBySlot(e.Slot)
+		if p == nil || !p.cfg.IsOverlay() {
+			continue
+		}
+		k := overlay.MAC6(e.MAC)
+		at, ok := remotes[e.Slot][k]
+		if !ok {
+			continue
+		}
+		if o.evicted[p.cfg.VXLAN] == nil {
+			o.evicted[p.cfg.VXLAN] = map[[6]byte]netip.Addr{}
+		}
+		o.evicted[p.cfg.VXLAN][k] = at
+		n++
+	}
+	return n
 }

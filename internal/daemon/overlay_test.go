@@ -102,6 +102,8 @@ func (k *ovKernel) wrote(adv int, w string) {
 type ovDP struct {
 	*fakeDP
 	encaps map[datapath.EncapKey]datapath.Encap
+	// puts stamps each put entry's SeenNs: the later, the younger.
+	puts *uint64
 }
 
 func (o ovDP) SetEncap(bridge, vlan uint16, mac net.HardwareAddr, e datapath.Encap) error {
@@ -126,6 +128,8 @@ func (o ovDP) PutLearned(e datapath.FDBEntry) error {
 	if cur, ok := o.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]; ok && cur.Static {
 		return datapath.ErrStatic
 	}
+	*o.puts++
+	e.SeenNs = *o.puts
 	o.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)] = e
 	return nil
 }
@@ -144,7 +148,7 @@ func (w *ovWorld) advance(d time.Duration) { w.clock = w.clock.Add(d) }
 
 func newOvWorld(t *testing.T) *ovWorld {
 	dp, sys := newFakeDP(), newFakeSys()
-	odp := ovDP{fakeDP: dp, encaps: map[datapath.EncapKey]datapath.Encap{}}
+	odp := ovDP{fakeDP: dp, encaps: map[datapath.EncapKey]datapath.Encap{}, puts: new(uint64)}
 	w := &world{t: t, dp: dp, sys: sys, d: newDaemon(quietLog(), odp, sys, 1<<20, time.Second)}
 	ow := &ovWorld{world: w, k: &ovKernel{sys: sys, devs: map[uint32]overlay.Devices{}, adv: map[string]bool{}},
 		addrs: map[netip.Addr]bool{netip.MustParseAddr("192.0.2.1"): true}, odp: odp}
@@ -211,7 +215,17 @@ func (w *ovWorld) zebraDel(mac string) { w.zebraWrite(mac, true) }
 
 // zebraWrite gives zebra's events of a remote MAC (see remote); when it
 // writes, something must change.
-func (w *ovWorld) zebraWrite(mac string, deleted bool) {
+func (w *ovWorld) zebraWrite(mac string, deleted bool) { w.zebraWriteAs(mac, deleted, false) }
+
+// zebraWriteAs is zebraWrite of a MAC advertised sticky or not: zebra
+// writes a sticky one's bridge entry static sticky, not extern-learned.
+func (w *ovWorld) zebraWriteAs(mac string, deleted, sticky bool) {
+	w.t.Helper()
+	w.zebraAt(mac, "192.0.2.2", deleted, sticky)
+}
+
+// zebraAt is zebraWriteAs of a MAC behind VTEP vtep.
+func (w *ovWorld) zebraAt(mac, vtep string, deleted, sticky bool) {
 	w.t.Helper()
 	m, _ := net.ParseMAC(mac)
 	vx := w.k.devs[1000].VXLAN
@@ -222,8 +236,8 @@ func (w *ovWorld) zebraWrite(mac string, deleted bool) {
 	}
 	changed := false
 	ns := []overlay.Neigh{
-		{Ifindex: vx, MAC: m, Dst: netip.MustParseAddr("192.0.2.2"), Deleted: deleted},
-		{Ifindex: vx, MAC: m, Master: true, ExtLearned: true, Deleted: deleted},
+		{Ifindex: vx, MAC: m, Dst: netip.MustParseAddr(vtep), Deleted: deleted},
+		{Ifindex: vx, MAC: m, Master: true, ExtLearned: !sticky, Sticky: sticky, Deleted: deleted},
 	}
 	if deleted {
 		ns[0], ns[1] = ns[1], ns[0]
@@ -518,6 +532,162 @@ func TestOverlayRemoteRoom(t *testing.T) {
 	}
 	if _, ok := w.entry("02:00:00:00:00:b3"); !ok {
 		t.Error("the remote address left out is not put in once there is room")
+	}
+}
+
+// TestOverlaySticky: a remote address advertised sticky is held as a
+// static entry of the overlay port (so that no frame from another port
+// takes it), replacing a learned entry of a local port (which is not
+// advertised then); one no longer sticky becomes a learned entry, and one
+// withdrawn goes; a static of the operator's is left alone, and is
+// advertised static (sticky).
+func TestOverlaySticky(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	w.mustApply(ovConfig)
+	br, p1, ov := w.d.bridges["br0"], w.port("br0", "p1"), w.port("br0", "tvx1000")
+	const m = "02:00:00:00:00:c1"
+	is := func(what string, static bool, slot uint16) {
+		t.Helper()
+		if e, ok := w.entry(m); !ok || e.Static != static || e.Slot != slot {
+			t.Errorf("%s: entry %+v, %v; want static %v on slot %d", what, e, ok, static, slot)
+		}
+	}
+
+	w.zebraWriteAs(m, false, true)
+	is("a sticky remote", true, ov.slot)
+	w.sync()
+	is("a sticky remote after a sync", true, ov.slot)
+	if _, ok := w.k.adv[m]; ok {
+		t.Errorf("a sticky remote is advertised as local")
+	}
+	w.zebraWriteAs(m, false, false)
+	is("no longer sticky", false, ov.slot)
+	w.zebraWriteAs(m, false, true)
+	is("sticky again", true, ov.slot)
+
+	// Its static taken out behind the daemon's back (a flush): put back.
+	if _, err := w.dp.DelFDB(br.id, 0, mustMAC(m)); err != nil {
+		t.Fatal(err)
+	}
+	w.dp.learn(br.id, p1.slot, p1.ifindex, m, time.Second)
+	w.sync()
+	is("a sticky remote the table lost, learned on a local port since", true, ov.slot)
+	if _, ok := w.k.adv[m]; ok {
+		t.Errorf("the local learn of a sticky remote is advertised")
+	}
+
+	// Withdrawn: its static goes at the sync after.
+	w.zebraWriteAs(m, true, true)
+	w.advance(overlay.StaleWait)
+	w.d.settleStale()
+	w.sync()
+	if e, ok := w.entry(m); ok {
+		t.Errorf("a withdrawn sticky remote: entry %+v left", e)
+	}
+
+	// The operator's static wins over a sticky remote of the same MAC,
+	// and stays when it goes.
+	const op = "02:00:00:00:00:5a"
+	w.zebraWriteAs(op, false, true)
+	w.sync()
+	if e, ok := w.entry(op); !ok || !e.Static || e.Slot != w.port("br0", "p2").slot {
+		t.Errorf("the operator's static under a sticky remote: %+v, %v; want static on p2", e, ok)
+	}
+	if static, ok := w.k.adv[op]; !ok || !static {
+		t.Errorf("the operator's static: advertised %v, static %v; want static (sticky)", ok, static)
+	}
+}
+
+// TestOverlayFairShare: each remote VTEP holds a share of the table as a
+// port does. A bridge of 32 entries (mark 30) with two ports and an
+// overlay port whose addresses are behind two VTEPs has 4 share holders
+// (the two ports, the two VTEPs), a share of 8 each. A flood of 40
+// addresses behind one VTEP fills the table to the mark and no further;
+// the other VTEP's newcomer is put all the same (under its share), which
+// takes the bridge past its mark; the next look evicts the flooding VTEP
+// down to its share, and the syncs after do not put its evicted addresses
+// back, nor its others: it holds its share, not more. A newcomer behind
+// the other VTEP is still put; an evicted address whose route changes (it
+// moved behind the other VTEP) is put again; and once the flood is
+// withdrawn, the VTEP is held to nothing.
+func TestOverlayFairShare(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	w.mustApply(strings.Replace(ovConfig, "aging = \"10s\"\n", "aging = \"10s\"\nmax_entries = 32\n", 1))
+	br, p1, ov := w.d.bridges["br0"], w.port("br0", "p1"), w.port("br0", "tvx1000")
+	const vtepB, vtepC = "192.0.2.2", "192.0.2.3"
+	w.dp.learn(br.id, p1.slot, p1.ifindex, "02:00:00:00:00:01", time.Second)
+	w.zebraAt("02:00:00:00:0c:01", vtepC, false, false)
+	flood := func(i int) string { return fmt.Sprintf("02:00:00:00:0b:%02x", i) }
+	for i := range 40 {
+		w.zebraAt(flood(i), vtepB, false, false)
+	}
+	w.sync()
+	behind := func(vtep string) int {
+		n := 0
+		for _, e := range w.dp.fdb {
+			if a, ok := w.d.ovl.mgr.RemoteOf(1000, e.MAC); ok && e.Slot == ov.slot && a.String() == vtep {
+				n++
+			}
+		}
+		return n
+	}
+	total := func() int { n, _ := w.d.counters.BridgeMACs(br.id); return n }
+	if m, vteps := w.d.holderMarks(br); m.High != 30 || m.Fair != 8 || vteps != 2 {
+		t.Fatalf("marks of 32 entries over 2 ports and 2 VTEPs: %+v, %d VTEPs; want high 30, share 8, 2 VTEPs", m, vteps)
+	}
+	if n := total(); n != 30 {
+		t.Errorf("the flood filled the table to %d, want the mark, 30", n)
+	}
+	w.zebraAt("02:00:00:00:0c:02", vtepC, false, false)
+	w.sync()
+	if n, c := total(), behind(vtepC); n != 31 || c != 2 {
+		t.Errorf("a newcomer behind the VTEP under its share at the mark: %d entries, %d behind it; want 31, 2", n, c)
+	}
+	if err := w.d.makeRoom(); err != nil {
+		t.Fatal(err)
+	}
+	if b := behind(vtepB); b != 8 {
+		t.Errorf("the look evicted the flooding VTEP down to %d, want its share, 8", b)
+	}
+	for range 3 {
+		w.sync()
+	}
+	if b, n := behind(vtepB), total(); b != 8 || n != 11 {
+		t.Errorf("syncs after the eviction: the flooding VTEP holds %d, the bridge %d; want its share, 8, and 11", b, n)
+	}
+	w.zebraAt("02:00:00:00:0c:03", vtepC, false, false)
+	w.sync()
+	if c := behind(vtepC); c != 3 {
+		t.Errorf("a newcomer behind the other VTEP after the eviction: %d behind it, want 3", c)
+	}
+	// An evicted address moves behind the other VTEP: put again.
+	var moved string
+	for i := range 40 {
+		if _, ok := w.entry(flood(i)); !ok {
+			moved = flood(i)
+			break
+		}
+	}
+	w.zebraAt(moved, vtepC, false, false)
+	w.sync()
+	if e, ok := w.entry(moved); !ok || e.Slot != ov.slot {
+		t.Errorf("an evicted address whose route changed: %+v, %v; want put again", e, ok)
+	}
+	// The flood withdrawn: its evictions are forgotten.
+	for i := range 40 {
+		if flood(i) != moved {
+			w.zebraAt(flood(i), vtepB, true, false)
+		}
+	}
+	w.advance(overlay.StaleWait)
+	w.d.settleStale()
+	w.sync()
+	if b, ev := behind(vtepB), len(w.d.ovl.evicted[1000]); b != 0 || ev != 0 {
+		t.Errorf("after the flood's withdrawal: %d entries behind its VTEP, %d evictions remembered; want none", b, ev)
 	}
 }
 

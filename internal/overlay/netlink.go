@@ -511,6 +511,7 @@ func neighOf(n *netlink.Neigh, deleted bool) Neigh {
 		// and a device's own by NTF_SELF; requests mark them by flag.
 		Master:     n.MasterIndex != 0 || n.Flags&unix.NTF_MASTER != 0,
 		ExtLearned: n.Flags&unix.NTF_EXT_LEARNED != 0,
+		Sticky:     n.Flags&netlink.NTF_STICKY != 0,
 		Deleted:    deleted,
 	}
 	if a, ok := netip.AddrFromSlice(n.IP); ok && len(n.IP) > 0 {
@@ -520,15 +521,17 @@ func neighOf(n *netlink.Neigh, deleted bool) Neigh {
 }
 
 // SetLocal implements Kernel. NeighSet asks NLM_F_CREATE|NLM_F_REPLACE.
+// A static address is written static sticky: the kernel takes no
+// NTF_STICKY on an extern-learned entry (br_fdb_external_learn_add
+// ignores it), and zebra reads a local MAC's stickiness from that flag
+// alone (netlink_macfdb_change). NUD_NOARP keeps it from ageing.
 func (Netlink) SetLocal(adv int, mac net.HardwareAddr, static bool) error {
-	state := unix.NUD_REACHABLE
+	n := &netlink.Neigh{LinkIndex: adv, Family: unix.AF_BRIDGE, HardwareAddr: mac,
+		Flags: unix.NTF_MASTER | unix.NTF_EXT_LEARNED, State: unix.NUD_REACHABLE}
 	if static {
-		state = unix.NUD_NOARP
+		n.Flags, n.State = unix.NTF_MASTER|netlink.NTF_STICKY, unix.NUD_NOARP
 	}
-	return netlink.NeighSet(&netlink.Neigh{
-		LinkIndex: adv, Family: unix.AF_BRIDGE, HardwareAddr: mac,
-		Flags: unix.NTF_MASTER | unix.NTF_EXT_LEARNED, State: state,
-	})
+	return netlink.NeighSet(n)
 }
 
 // DelLocal implements Kernel; an entry already gone is no error.

@@ -14,8 +14,10 @@
 //
 //   - writes each local address of trestle's table (SyncLocal) on the
 //     advertise port as an extern-learned entry (NTF_MASTER|NTF_EXT_LEARNED,
-//     NUD_REACHABLE, replace), and deletes it when trestle's entry goes,
-//     which withdraws zebra's type-2 route;
+//     NUD_REACHABLE, replace), a static one (a static entry, allowed_macs)
+//     as a static sticky entry (NTF_MASTER|NTF_STICKY, NUD_NOARP), which
+//     zebra advertises sticky (sticky.go), and deletes it when trestle's
+//     entry goes, which withdraws zebra's type-2 route;
 //   - reads the vxlan device's FDB (a dump when it takes a VNI, then the
 //     kernel's RTM_NEWNEIGH/RTM_DELNEIGH, Handle): remote MACs with their
 //     VTEP and the flood list, for the daemon to mirror into its table.
@@ -136,7 +138,11 @@ type Neigh struct {
 	// ExtLearned: written by a control plane (zebra, or trestle on the
 	// advertise port), not learned by the kernel nor its own address.
 	ExtLearned bool
-	Deleted    bool // RTM_DELNEIGH
+	// Sticky (NTF_STICKY): a bridge entry that does not move. zebra
+	// writes a remote sticky MAC so on the vxlan port (not extern-learned),
+	// trestle a static local one on the advertise port (sticky.go).
+	Sticky  bool
+	Deleted bool // RTM_DELNEIGH
 }
 
 // Kernel is what the Manager needs of the kernel. Netlink is the real one.
@@ -153,9 +159,12 @@ type Kernel interface {
 	// FDB dumps the AF_BRIDGE entries of one device, its own and its
 	// bridge's.
 	FDB(ifindex int) ([]Neigh, error)
-	// SetLocal writes mac on the advertise port adv as an extern-learned
-	// entry of the bridge, replacing any (NUD_NOARP for a static one,
-	// NUD_REACHABLE otherwise); DelLocal deletes it.
+	// SetLocal writes mac on the advertise port adv as an entry of the
+	// bridge, replacing any: a static one as a static sticky entry
+	// (NUD_NOARP, NTF_STICKY), which zebra advertises sticky, any other
+	// as an extern-learned one (NUD_REACHABLE). The kernel keeps the
+	// sticky flag when an extern-learned write replaces such an entry:
+	// the Manager deletes it first. DelLocal deletes it.
 	SetLocal(adv int, mac net.HardwareAddr, static bool) error
 	DelLocal(adv int, mac net.HardwareAddr) error
 	// SetStale writes an entry zebra withdrew back on the vxlan device
@@ -177,6 +186,9 @@ var ErrNoWayIn = errors.New("no xdp way in")
 type Remote struct {
 	MAC  net.HardwareAddr
 	VTEP netip.Addr
+	// Sticky: advertised sticky (a static of its VTEP's): no learn
+	// takes it (sticky.go).
+	Sticky bool
 	// Stale: zebra withdrew it and trestle keeps it, for now (stale.go).
 	Stale bool
 }
@@ -185,10 +197,11 @@ type Remote struct {
 // daemon to mirror into its table: MAC is now behind VTEP, or, Gone, no
 // longer remote.
 type Change struct {
-	VNI  uint32
-	MAC  net.HardwareAddr
-	VTEP netip.Addr
-	Gone bool
+	VNI    uint32
+	MAC    net.HardwareAddr
+	VTEP   netip.Addr
+	Sticky bool
+	Gone   bool
 }
 
 // VNI is one VNI as the Manager keeps it.
@@ -204,6 +217,8 @@ type VNI struct {
 	flood map[netip.Addr]bool
 	// local: what is written on the advertise port, MAC -> static.
 	local map[[6]byte]bool
+	// sticky: the remote MACs zebra wrote sticky (sticky.go).
+	sticky map[[6]byte]bool
 	// What zebra withdrew and trestle keeps, for now (stale.go): remote
 	// MACs, and flood-list VTEPs (written back each); ownDel: flood-list
 	// entries trestle deleted itself, whose events are not zebra's.
@@ -318,6 +333,7 @@ func (m *Manager) Ensure(spec Spec) (dev Devices, created bool, err error) {
 // wrote). Called with m.mu held.
 func (m *Manager) load(v *VNI) error {
 	v.dst, v.onVX, v.flood, v.local = map[[6]byte]netip.Addr{}, map[[6]byte]bool{}, map[netip.Addr]bool{}, map[[6]byte]bool{}
+	v.sticky = map[[6]byte]bool{}
 	if v.stale == nil {
 		// Kept across a Reload: what trestle wrote back is its own.
 		v.stale, v.staleFlood, v.ownDel = map[[6]byte]staleMAC{}, map[netip.Addr]time.Time{}, map[netip.Addr]bool{}
@@ -334,11 +350,9 @@ func (m *Manager) load(v *VNI) error {
 		return fmt.Errorf("read the FDB of its advertise port: %w", err)
 	}
 	for _, n := range adv {
-		if n.Master && n.ExtLearned && n.Ifindex == v.Dev.Adv && len(n.MAC) == 6 && !v.onVX[mac6(n.MAC)] {
-			// Static or not is not told apart by the kernel for
-			// extern-learned entries; the next SyncLocal rewrites
-			// a static one, which changes nothing zebra sees.
-			v.local[mac6(n.MAC)] = false
+		if n.Master && (n.ExtLearned || n.Sticky) && n.Ifindex == v.Dev.Adv && len(n.MAC) == 6 && !v.onVX[mac6(n.MAC)] {
+			// A static one is written sticky.
+			v.local[mac6(n.MAC)] = n.Sticky
 		}
 	}
 	return nil
@@ -360,6 +374,7 @@ func (m *Manager) entry(v *VNI, n Neigh) (Change, bool) {
 		// write, or its echo). Deleted: it went, wherever to.
 		if n.Master && !n.Deleted {
 			delete(v.onVX, k)
+			delete(v.sticky, k)
 			m.unkeep(v, k)
 		}
 	case !n.Master && n.Dst.IsValid():
@@ -376,16 +391,25 @@ func (m *Manager) entry(v *VNI, n Neigh) (Change, bool) {
 				m.keep(v, k, n.Dst, true)
 			}
 		}
-	case n.Master && n.ExtLearned && k != ([6]byte{}):
+	case n.Master && (n.ExtLearned || n.Sticky) && k != ([6]byte{}):
+		// zebra's: extern-learned, or sticky (a remote sticky MAC is
+		// written static sticky, not extern-learned: sticky.go).
 		if n.Deleted {
 			if v.onVX[k] {
 				delete(v.onVX, k)
 				if was {
 					m.keep(v, k, wasAt, false)
+				} else {
+					delete(v.sticky, k)
 				}
 			}
 		} else {
 			v.onVX[k] = true
+			if n.Sticky {
+				v.sticky[k] = true
+			} else {
+				delete(v.sticky, k)
+			}
 			// Off the advertise port: written again when local again.
 			delete(v.local, k)
 			m.claimed(v, k)
@@ -394,7 +418,7 @@ func (m *Manager) entry(v *VNI, n Neigh) (Change, bool) {
 		return Change{}, false
 	}
 	at, now := v.remoteAt(k)
-	c := Change{VNI: v.VNI, MAC: slices.Clone(n.MAC), VTEP: at}
+	c := Change{VNI: v.VNI, MAC: slices.Clone(n.MAC), VTEP: at, Sticky: v.sticky[k]}
 	switch {
 	case now && n.Master && n.Ifindex == v.Dev.VXLAN && !n.Deleted:
 		return c, true // zebra (re)installed it: remote now
@@ -492,8 +516,18 @@ func (m *Manager) SyncLocal(vni uint32, want map[[6]byte]bool) (added, deleted i
 	var errs []error
 	for _, k := range sortedKeys(want) {
 		static := want[k]
-		if cur, ok := v.local[k]; ok && cur == static {
+		cur, had := v.local[k]
+		if had && cur == static {
 			continue
+		}
+		if had && cur {
+			// No longer static: the kernel would keep the sticky
+			// flag over an extern-learned write (sticky.go).
+			if err := m.k.DelLocal(v.Dev.Adv, k[:]); err != nil {
+				errs = append(errs, fmt.Errorf("advertise %s not sticky: %w", net.HardwareAddr(k[:]), err))
+				continue
+			}
+			delete(v.local, k)
 		}
 		if err := m.k.SetLocal(v.Dev.Adv, k[:], static); err != nil {
 			errs = append(errs, fmt.Errorf("advertise %s: %w", net.HardwareAddr(k[:]), err))
@@ -598,6 +632,32 @@ func (m *Manager) Status(vni uint32) (Status, bool) {
 	return s, true
 }
 
+// VTEPs counts the remote VTEPs of VNI vni: those of its flood list and
+// of its remote MACs together, as Status does, without listing the MACs.
+func (m *Manager) VTEPs(vni uint32) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := m.vnis[vni]
+	if v == nil {
+		return 0
+	}
+	vteps := map[netip.Addr]bool{}
+	for a := range v.flood {
+		vteps[a] = true
+	}
+	for k := range v.onVX {
+		if a, ok := v.remoteAt(k); ok {
+			vteps[a] = true
+		}
+	}
+	for k := range v.stale {
+		if a, ok := v.remoteAt(k); ok {
+			vteps[a] = true
+		}
+	}
+	return len(vteps)
+}
+
 // RemoteOf says behind which VTEP mac is in VNI vni; false when it is not
 // remote.
 func (m *Manager) RemoteOf(vni uint32, mac net.HardwareAddr) (netip.Addr, bool) {
@@ -635,7 +695,7 @@ func (v *VNI) remotes() []Remote {
 	for _, k := range sortedKeys(keys) {
 		if at, ok := v.remoteAt(k); ok {
 			_, stale := v.stale[k]
-			out = append(out, Remote{MAC: net.HardwareAddr(slices.Clone(k[:])), VTEP: at, Stale: stale})
+			out = append(out, Remote{MAC: net.HardwareAddr(slices.Clone(k[:])), VTEP: at, Stale: stale, Sticky: v.sticky[k]})
 		}
 	}
 	return out

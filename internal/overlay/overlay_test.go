@@ -211,6 +211,9 @@ func TestSyncLocal(t *testing.T) {
 	step(map[[6]byte]bool{MAC6(macA): false, MAC6(macB): true}, 2, 0, "set "+macA.String(), "set "+macB.String()+" static")
 	step(map[[6]byte]bool{MAC6(macA): false, MAC6(macB): true}, 0, 0)
 	step(map[[6]byte]bool{MAC6(macA): true}, 1, 1, "set "+macA.String()+" static", "del "+macB.String())
+	// A static address that is static no more is deleted before it is
+	// written again: the kernel would keep the sticky flag.
+	step(map[[6]byte]bool{MAC6(macA): false}, 1, 0, "del "+macA.String(), "set "+macA.String())
 	step(nil, 0, 1, "del "+macA.String())
 
 	k.failSet[macB.String()] = true
@@ -323,5 +326,46 @@ func TestEnsureRefusesVTEP(t *testing.T) {
 	}
 	if len(m.Held()) != 0 {
 		t.Error("a refused VNI is held")
+	}
+}
+
+// TestStickyRemote: zebra writes a remote sticky MAC as a static sticky
+// bridge entry on the vxlan port, not an extern-learned one: it is remote
+// and sticky, a later extern-learned write makes it plain remote again,
+// and its deletion makes it gone. A static sticky entry of the advertise
+// port (a daemon before wrote it for a static address) is taken as a
+// static local one.
+func TestStickyRemote(t *testing.T) {
+	k := newFake()
+	k.fdb[devs.Adv] = []Neigh{{Ifindex: devs.Adv, MAC: macC, Master: true, Sticky: true}}
+	m := NewManager(k)
+	if _, _, err := m.Ensure(spec); err != nil {
+		t.Fatal(err)
+	}
+	k.writes = nil
+	if _, _, err := m.SyncLocal(1000, map[[6]byte]bool{MAC6(macC): true}); err != nil || len(k.writes) != 0 {
+		t.Errorf("the static sticky entry a daemon before wrote: writes %q, %v; want none", k.writes, err)
+	}
+	m.Handle(remote(macA, vtepB))
+	c, ok := m.Handle(Neigh{Ifindex: devs.VXLAN, MAC: macA, Master: true, Sticky: true})
+	if want := (Change{VNI: 1000, MAC: macA, VTEP: vtepB, Sticky: true}); !ok || c.VTEP != want.VTEP || !c.Sticky || c.Gone {
+		t.Errorf("zebra's sticky entry: %+v, %v; want %+v", c, ok, want)
+	}
+	if rs := m.Remotes(1000); len(rs) != 1 || !rs[0].Sticky || rs[0].VTEP != vtepB {
+		t.Errorf("Remotes: %+v; want %s sticky behind %s", rs, macA, vtepB)
+	}
+	c, ok = m.Handle(Neigh{Ifindex: devs.VXLAN, MAC: macA, Master: true, ExtLearned: true})
+	if !ok || c.Sticky {
+		t.Errorf("zebra's extern-learned entry after the sticky one: %+v, %v; want remote, not sticky", c, ok)
+	}
+	if rs := m.Remotes(1000); len(rs) != 1 || rs[0].Sticky {
+		t.Errorf("Remotes: %+v; want %s not sticky", rs, macA)
+	}
+	m.Handle(Neigh{Ifindex: devs.VXLAN, MAC: macA, Master: true, Sticky: true})
+	// Local again (our write's echo on the advertise port): not sticky.
+	m.Handle(Neigh{Ifindex: devs.Adv, MAC: macA, Master: true, ExtLearned: true})
+	m.Handle(Neigh{Ifindex: devs.VXLAN, MAC: macA, Master: true, ExtLearned: true})
+	if rs := m.Remotes(1000); len(rs) != 1 || rs[0].Sticky {
+		t.Errorf("Remotes after a move here and back: %+v; want %s not sticky", rs, macA)
 	}
 }

@@ -105,6 +105,9 @@ func (m *Manager) unkeep(v *VNI, k [6]byte) {
 		return
 	}
 	delete(v.stale, k)
+	if !v.onVX[k] {
+		delete(v.sticky, k)
+	}
 	if st.wrote {
 		if d, ok := v.dst[k]; ok && d == st.vtep {
 			if err := m.k.DelStale(v.Dev.VXLAN, k[:], st.vtep); err != nil {

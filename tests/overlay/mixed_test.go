@@ -52,6 +52,7 @@ type kernelEntry struct {
 	Dst    string   `json:"dst"`
 	Master string   `json:"master"`
 	Flags  []string `json:"flags"`
+	State  string   `json:"state"`
 }
 
 // kernelFDB is the Linux site's FDB of VNI vni: the entries of its

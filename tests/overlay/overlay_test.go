@@ -45,6 +45,10 @@ type site struct {
 	vtep     string // 10.255.0.n, on the switch namespace's loopback
 	hostMode string
 	layout   layout
+	// portExtra: more keys of host i's port in config, by i;
+	// bridgeExtra: of a bridge, by name.
+	portExtra   map[int]string
+	bridgeExtra map[string]string
 }
 
 // layout is how a site's two hosts meet its VNIs.
@@ -147,9 +151,11 @@ func others(sites []*site, s *site) []*site {
 func (s *site) config(daemonExtra string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[daemon]\nsocket = %q\nvtep = %q\n%s\n", s.Sock, s.vtep, daemonExtra)
-	bridge := func(name, extra string) { fmt.Fprintf(&b, "[[bridge]]\nname = %q\n%s", name, extra) }
+	bridge := func(name, extra string) {
+		fmt.Fprintf(&b, "[[bridge]]\nname = %q\n%s%s", name, extra, s.bridgeExtra[name])
+	}
 	host := func(i int, extra string) {
-		fmt.Fprintf(&b, "[[bridge.port]]\ninterface = %q\nmode = %q\n%s", harness.PortName(i), s.hostMode, extra)
+		fmt.Fprintf(&b, "[[bridge.port]]\ninterface = %q\nmode = %q\n%s%s", harness.PortName(i), s.hostMode, extra, s.portExtra[i])
 	}
 	vxlan := func(vni int, extra string) { fmt.Fprintf(&b, "[[bridge.port]]\nvxlan = %d\n%s", vni, extra) }
 	switch s.layout {
@@ -576,6 +582,7 @@ type evpnMAC struct {
 	LocalSequence  int    `json:"localSequence"`
 	RemoteSequence int    `json:"remoteSequence"`
 	RemoteVTEP     string `json:"remoteVtep"`
+	Sticky         bool   `json:"stickyMac"`
 }
 
 func (s *site) evpnMAC(t *testing.T, vni int, mac net.HardwareAddr) evpnMAC {
