@@ -773,16 +773,6 @@ func (d *Daemon) settleStale() {
 	if err != nil {
 		d.log.Warn("overlay: stale remote addresses", "err", err)
 	}
-	for _, a := range st.Held {
-		d.log.Warn("overlay: zebra withdrew a remote VTEP (its FRR restarting, its BGP session gone, or bgpd leaving zebra here): its remote addresses and flood-list entry are kept, stale, until it is back",
-			"vtep", a, "limit", overlay.HoldLimit)
-	}
-	for _, a := range st.Back {
-		d.log.Info("overlay: a held remote VTEP is back: its stale remote addresses zebra did not write again are removed", "vtep", a)
-	}
-	for _, a := range st.Expired {
-		d.log.Warn("overlay: a held remote VTEP not back within the limit: its stale remote addresses are removed", "vtep", a, "limit", overlay.HoldLimit)
-	}
 	switch {
 	case st.Ended && st.Claimed:
 		d.log.Info("overlay: FRR is back: the stale remote addresses it did not write again are removed", "removed", st.Removed)

@@ -362,27 +362,6 @@ func (s *Site) startBGPd() error {
 	return err
 }
 
-// RestartBGPd restarts the site's bgpd alone, by its PID, zebra staying
-// (zebra withdraws the EVPN routes it had from bgpd as it leaves), bgpd
-// away for at least away; back once every BGP session of the site is up
-// again.
-func (s *Site) RestartBGPd(ctx context.Context, away time.Duration) (Restarted, error) {
-	t0 := time.Now()
-	if s.BGPd != nil {
-		if err := s.BGPd.Stop(); err != nil && !strings.Contains(err.Error(), "terminated") {
-			return Restarted{}, fmt.Errorf("host %s: bgpd: %w", s.Name(), err)
-		}
-	}
-	res := Restarted{Exited: time.Since(t0), From: "bgpd", To: "bgpd"}
-	SleepCtx(ctx, away-time.Since(t0))
-	err := s.startBGPd()
-	if err == nil {
-		err = s.WaitSessions(ctx, 30*time.Second)
-	}
-	res.Back = time.Since(t0)
-	return res, err
-}
-
 // StopFRR stops the site's bgpd, then its zebra, by their PIDs (SIGTERM,
 // then SIGKILL), and says how each ended if not by the signal.
 func (s *Site) StopFRR() error {

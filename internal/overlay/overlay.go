@@ -237,12 +237,7 @@ type Manager struct {
 	// an FRR restart, zero when none.
 	now  func() time.Time
 	hold hold
-	// vtepHolds: the holds of remote VTEPs whose flood-list entry zebra
-	// withdrew (stale.go): each as a restart of that VTEP's FRR.
-	vtepHolds map[netip.Addr]*hold
-	// lastClaim: when zebra last wrote a remote MAC again (claimed).
-	lastClaim time.Time
-	errs      []error // of stale entries, for Settle
+	errs []error // of stale entries, for Settle
 }
 
 // NewManager returns a Manager that owns no VNI yet.
@@ -618,7 +613,7 @@ func (m *Manager) Status(vni uint32) (Status, bool) {
 	if v == nil {
 		return Status{}, false
 	}
-	s := Status{VNI: vni, VTEP: v.VTEP, Devices: v.Dev, Remotes: v.remotes(), Local: len(v.local), Stale: len(v.stale) + len(v.staleFlood), Holding: m.hold.active || len(m.vtepHolds) > 0}
+	s := Status{VNI: vni, VTEP: v.VTEP, Devices: v.Dev, Remotes: v.remotes(), Local: len(v.local), Stale: len(v.stale) + len(v.staleFlood), Holding: m.hold.active}
 	vteps := map[netip.Addr]bool{}
 	for a := range v.flood {
 		s.FloodVTEPs = append(s.FloodVTEPs, a)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"time"
 )
 
@@ -28,14 +27,6 @@ import (
 //     flood-list VTEP it had, FRR is restarting: the Manager holds every
 //     stale entry until zebra writes remote MACs again and then falls
 //     quiet for HoldQuiet (BGP converged), or for HoldLimit at most;
-//   - a remote VTEP whose flood-list entry zebra withdraws (its type-3
-//     route: the VTEP's FRR restarting, or its session gone, or bgpd
-//     leaving this zebra, which withdraws every VTEP) is held the same
-//     way, by itself (Settle): its stale MACs stay until zebra writes
-//     remote MACs behind it again and then falls quiet for HoldQuiet, or
-//     for HoldLimit at most, as BGP graceful restart keeps a restarting
-//     peer's routes (zebra here drops them at once, whatever the
-//     restarting peer's graceful restart);
 //   - otherwise (a route withdrawn by the fabric), a stale entry goes
 //     after StaleWait.
 //
@@ -119,20 +110,13 @@ func (m *Manager) unkeep(v *VNI, k [6]byte) {
 
 // claimed: zebra wrote remote MAC k again (its bridge entry on the vxlan
 // port, with the device's own, which replaces trestle's): it is no longer
-// stale. During a hold it is FRR back; during a VTEP's hold, that VTEP
-// back, if k is behind it again. Called with m.mu held.
+// stale. During a hold it is FRR back. Called with m.mu held.
 func (m *Manager) claimed(v *VNI, k [6]byte) {
 	delete(v.stale, k)
-	now := m.now()
 	if m.hold.active {
 		m.hold.claims++
-		m.hold.lastClaim = now
+		m.hold.lastClaim = m.now()
 	}
-	if h := m.vtepHolds[v.dst[k]]; h != nil {
-		h.claims++
-		h.lastClaim = now
-	}
-	m.lastClaim = now
 }
 
 // floodEntry enters a flood-list entry of v's vxlan device. One zebra
@@ -206,11 +190,6 @@ func (m *Manager) ZebraExited() bool {
 
 // Settled is what a Settle did.
 type Settled struct {
-	// Held: remote VTEPs whose hold began (zebra withdrew their
-	// flood-list entry); Back: those whose hold ended, zebra having
-	// written remote MACs behind them again; Expired: those whose hold
-	// reached HoldLimit.
-	Held, Back, Expired []netip.Addr
 	// Ended: a hold ended (Claimed: zebra wrote remote MACs again; else it
 	// reached HoldLimit).
 	Ended, Claimed bool
@@ -238,55 +217,19 @@ func (m *Manager) Settle() (Settled, error) {
 		}
 		done.Ended, done.Claimed, all = true, quiet, true
 		m.hold = hold{}
-		m.vtepHolds = nil // FRR is back: what it did not write again goes
-	}
-	// The VTEPs' holds: one begins for each flood-list VTEP zebra
-	// withdrew (unless FRR's whole hold just ended), and ends as FRR's
-	// does; its end is every stale entry behind that VTEP going.
-	ended := map[netip.Addr]bool{}
-	if !all {
-		for _, v := range m.vnis {
-			for a := range v.staleFlood {
-				if m.vtepHolds[a] == nil {
-					if m.vtepHolds == nil {
-						m.vtepHolds = map[netip.Addr]*hold{}
-					}
-					m.vtepHolds[a] = &hold{active: true, since: now}
-					done.Held = append(done.Held, a)
-				}
-			}
-		}
-		for _, a := range sortedAddrs(m.vtepHolds) {
-			h := m.vtepHolds[a]
-			// A VTEP with no stale MAC behind it (one whose stations never
-			// spoke) is back when zebra is: it wrote remote MACs again,
-			// any, since the hold began, and then none for HoldQuiet.
-			alone := !m.staleBehind(a) && m.lastClaim.After(h.since) && now.Sub(m.lastClaim) >= HoldQuiet
-			switch {
-			case h.claims > 0 && now.Sub(h.lastClaim) >= HoldQuiet, alone:
-				done.Back = append(done.Back, a)
-			case now.Sub(h.since) >= HoldLimit:
-				done.Expired = append(done.Expired, a)
-			default:
-				continue
-			}
-			ended[a] = true
-			delete(m.vtepHolds, a)
-		}
 	}
 	for _, v := range m.vnis {
 		if v.dst == nil {
 			continue
 		}
 		for _, k := range sortedKeys(v.stale) {
-			st := v.stale[k]
-			if all || ended[st.vtep] || m.vtepHolds[st.vtep] == nil && now.Sub(st.since) >= StaleWait {
+			if all || now.Sub(v.stale[k].since) >= StaleWait {
 				m.unkeep(v, k)
 				done.Removed++
 			}
 		}
 		for a, at := range v.staleFlood {
-			if !all && !ended[a] && (m.vtepHolds[a] != nil || now.Sub(at) < StaleWait) {
+			if !all && now.Sub(at) < StaleWait {
 				continue
 			}
 			delete(v.staleFlood, a)
@@ -299,29 +242,6 @@ func (m *Manager) Settle() (Settled, error) {
 		}
 	}
 	return done, m.takeErrs()
-}
-
-// staleBehind says whether a stale MAC of any VNI is behind VTEP a.
-// Called with m.mu held.
-func (m *Manager) staleBehind(a netip.Addr) bool {
-	for _, v := range m.vnis {
-		for _, st := range v.stale {
-			if st.vtep == a {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// sortedAddrs are m's keys, in order.
-func sortedAddrs[V any](m map[netip.Addr]V) []netip.Addr {
-	out := make([]netip.Addr, 0, len(m))
-	for a := range m {
-		out = append(out, a)
-	}
-	slices.SortFunc(out, netip.Addr.Compare)
-	return out
 }
 
 func (m *Manager) takeErrs() error {

@@ -16,9 +16,8 @@ import (
 // TestOverlayFRRRestart: a known stream (the generator's numbered frames,
 // 20,000 a second, from site 1's h1 to site 2's h1) loses none while FRR
 // (bgpd, then zebra, stopped by PID and started again) restarts on the
-// sending site and then on the receiving one, and then bgpd alone on the
-// sending site (docs/overlay.md, "FRR restarts"). Each site's restart
-// withdraws its VTEP on the other, which holds it. While FRR is away the site's remote entries stay, marked
+// sending site and then on the receiving one (docs/overlay.md, "FRR
+// restarts"). While FRR is away the site's remote entries stay, marked
 // stale in fdb show; a station the fabric lost meanwhile (site 2 deletes
 // its h2 while site 1's FRR is away, so that site 1's bgpd never hears of
 // the withdrawal) goes from site 1 once FRR is back, and the others are no
@@ -50,7 +49,7 @@ func TestOverlayFRRRestart(t *testing.T) {
 
 	sink := b.StartSinkOn(1)
 	gen := a.Host(1).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", b.mac(1).String(),
-		"--rate", "20000", "--duration", "32s", "--json")
+		"--rate", "20000", "--duration", "24s", "--json")
 	eventually(t, 10*time.Second, "site 1 encapsulates the stream in XDP: its vxlan device sends none of it", func() (bool, string) {
 		before := a.linkTx(t, "tvx1000")
 		time.Sleep(200 * time.Millisecond)
@@ -87,36 +86,9 @@ func TestOverlayFRRRestart(t *testing.T) {
 	b.startFRR(t)
 	waitRemote(t, b, a.mac(1), false)
 
-	// bgpd alone on the sending site, away for 3 s (longer than a
-	// withdrawn route is kept without a hold): zebra stays, but withdraws
-	// every remote MAC and VTEP as bgpd leaves it; they are held the same
-	// way.
-	for _, x := range []*site{a, b} {
-		eventually(t, 20*time.Second, fmt.Sprintf("site %d: nothing stale before site 1's bgpd restarts", x.n), func() (bool, string) {
-			o := x.overlay(1000)
-			return o != nil && o.Stale == 0 && !o.FRRRestarting, fmt.Sprintf("%+v", o)
-		})
-	}
-	if _, err := a.fr.RestartBGPd(t.Context(), 3*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	// Its 0 lost says something only if the stream ran through it.
 	select {
 	case <-gen.Done():
-		t.Fatal("the stream ended before site 1's bgpd was back: the restart was not under traffic (the phases before took longer than the stream)")
-	default:
-	}
-	eventually(t, 20*time.Second, "site 1: nothing stale after its bgpd restarted", func() (bool, string) {
-		o := a.overlay(1000)
-		return o != nil && o.Stale == 0 && !o.FRRRestarting, fmt.Sprintf("%+v", o)
-	})
-	if out := a.Daemon.Out.String(); !strings.Contains(out, "zebra withdrew a remote VTEP") {
-		t.Errorf("site 1's daemon did not say it held the VTEP zebra withdrew when bgpd left it:\n%s", out)
-	}
-
-	select {
-	case <-gen.Done():
-	case <-time.After(50 * time.Second):
+	case <-time.After(40 * time.Second):
 		t.Fatal("generator did not finish")
 	}
 	var g harness.GenSummary
