@@ -14,8 +14,10 @@ import (
 // and then (a VM migrates, a laptop changes its dock); an address that
 // moves again and again is a tenant taking another's address, or a loop.
 // The daemon counts each address's moves as the datapath reports them
-// (the event ring's TR_EVENT_MOVE, between local ports and between a port
-// and an overlay's fabric, both ways), and one that moves more than the
+// (the event ring's TR_EVENT_MOVE: between local ports, and from the
+// fabric to a port) and as the overlay makes them (zebra's word that a
+// local address is remote now moves it onto the overlay port: putRemote),
+// and one that moves more than the
 // bridge's mac_move_limit times within mac_move_window is frozen: written
 // as a static entry on the port it was on before the moves began, so that
 // frames with it as source from any other port are dropped (src_static)
@@ -66,6 +68,13 @@ type frozenEntry struct {
 func (d *Daemon) countMove(m datapath.Move, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.countMoveLocked(m, now)
+}
+
+// countMoveLocked is countMove with d.mu held: the overlay's moves of a
+// local address onto the fabric (putRemote), which the control plane makes
+// and no ring reports.
+func (d *Daemon) countMoveLocked(m datapath.Move, now time.Time) {
 	b := d.bridgeByID(m.Bridge)
 	if b == nil || d.cfg == nil || d.closed || b.cfg.MACMoveLimit == 0 || len(m.MAC) != 6 {
 		return

@@ -56,9 +56,10 @@ const (
 )
 
 // remotePutter writes a learned entry on the control plane's word
-// (datapath.PutLearned); a dataplane without it has no overlay.
+// (datapath.PutLearned: it returns the entry it replaced); a dataplane
+// without it has no overlay.
 type remotePutter interface {
-	PutLearned(datapath.FDBEntry) error
+	PutLearned(datapath.FDBEntry) (datapath.FDBEntry, bool, error)
 }
 
 // overlayState is the daemon's overlay half.
@@ -514,13 +515,21 @@ func (d *Daemon) remoteRoom(p *portState) int {
 }
 
 // putRemote puts mac in the table as a remote address of overlay port p.
+// An address it takes from another port of the bridge moved there, from
+// the fabric: the move is counted as the datapath's are (mobility.go), so
+// that an address a remote host keeps taking from a local port is frozen
+// on that port. Called with d.mu held.
 func (d *Daemon) putRemote(p *portState, mac []byte) error {
 	e := datapath.FDBEntry{Bridge: p.bridge.id, VLAN: overlayVLAN(p), MAC: mac, Ifindex: uint32(p.ifindex), Slot: p.slot}
-	if err := d.ovl.put.PutLearned(e); err != nil {
+	prev, replaced, err := d.ovl.put.PutLearned(e)
+	if err != nil {
 		if errors.Is(err, datapath.ErrStatic) {
 			return nil // a static entry here wins; zebra has the local one
 		}
 		return fmt.Errorf("bridge %q: overlay VNI %d: %w", p.bridge.cfg.Name, p.cfg.VXLAN, err)
+	}
+	if replaced && prev.Slot != p.slot && p.bridge.portBySlot(prev.Slot) != nil {
+		d.countMoveLocked(datapath.Move{Time: time.Now(), Bridge: e.Bridge, VLAN: e.VLAN, MAC: e.MAC, FromSlot: prev.Slot, ToSlot: p.slot}, time.Now())
 	}
 	return nil
 }
