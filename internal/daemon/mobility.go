@@ -27,11 +27,14 @@ import (
 //
 // The port it was on is the first move's origin, not the last move's
 // destination: a tenant who takes a station's address moves it first away
-// from the station's port. Where that is no port an entry can be frozen on
-// (an overlay port: the address was a remote one; a patch port), nothing
-// is frozen here: across the fabric FRR's duplicate-address detection,
-// configured in step (docs/overlay.md), freezes it. A freeze lasts across
-// reloads, not across a restart of the daemon, as a loop's block.
+// from the station's port. That may be an overlay port: the address was a
+// remote station's, and a tenant here keeps taking it. It is frozen there,
+// a static entry of the overlay port: the tenant's frames with it are
+// dropped here (so this host stops advertising it, and the fabric stays
+// with the station's host), its traffic goes into the fabric to the VTEP
+// zebra names, and it is never advertised (it is not local). A patch port
+// holds no entry: nothing is frozen there. A freeze lasts across reloads,
+// not across a restart of the daemon, as a loop's block.
 //
 // Moves the ring had no room for (a storm) are not counted: an address in a
 // storm reaches the limit all the same.
@@ -125,8 +128,8 @@ func (d *Daemon) freeze(b *bridgeState, mac net.HardwareAddr, vlan uint16, c *mo
 		return true // a static entry already: it does not move
 	}
 	p := b.portBySlot(c.home)
-	if p == nil || p.mode == "" || p.ifindex <= 0 || p.blocked != "" || p.cfg.IsOverlay() || p.cfg.IsPatch() || p.span() != nil {
-		d.log.Info("address moved past mac_move_limit, not frozen: it came from no port an entry can be held on (an overlay's fabric freezes it with FRR's duplicate-address detection)",
+	if p == nil || p.mode == "" || p.ifindex <= 0 || p.blocked != "" || p.cfg.IsPatch() || p.span() != nil {
+		d.log.Info("address moved past mac_move_limit, not frozen: it came from no port an entry can be held on",
 			"bridge", b.cfg.Name, "mac", st.MAC.String(), "vlan", vlan, "moves", c.n, "within", b.cfg.MACMoveWindow)
 		return true
 	}
