@@ -23,31 +23,55 @@ const (
 // TestOverlayMACFrozen: a MAC that flaps across a mixed fabric of three
 // sites (site 1 trestle with its host ports at tc, site 2 trestle at XDP,
 // site 3 the Linux bridge with vxlan1000 and FRR; one VNI, trestle's
-// bridges with mac_move_limit 3 within 60s) is frozen where it began, and
-// the fabric follows the freeze (docs/overlay.md, "MAC mobility across the
-// fabric").
+// bridges with mac_move_limit 3 within 60s) is frozen where it was at
+// each trestle site, and the fabric stays with the station
+// (docs/overlay.md, "MAC mobility across the fabric"); with FRR's
+// duplicate-address detection at its defaults (on, no freeze), and
+// configured as docs/overlay.md says (max-moves two past the limit, and a
+// freeze).
 //
 // A station M speaks first on site 1's h2; a tenant on site 2's h2 takes
 // its address (frames with source M), and the two take turns: four moves
-// at site 1 (onto the fabric as zebra says M is site 2's, back to port-h2
-// as site 1's h2 speaks), each followed by every site. The fourth is past
-// the limit: site 1 freezes M on port-h2, where it was before the moves
-// (fdb show marks it frozen, the event mac_frozen says where and after how
-// many moves). Site 2 saw as many moves, but M began there as a remote
-// address: it is no port's of site 2 to hold, and its daemon says so.
-// Then:
+// at each trestle site (at site 1 onto the fabric as zebra says M is site
+// 2's, and back to port-h2 as site 1's h2 speaks; at site 2 the other way
+// round), each followed by every site. The fourth is past the limit: site
+// 1 freezes M on port-h2, site 2 on its overlay port (it was a remote
+// station there), each where it was before the moves; fdb show marks it
+// frozen, the event mac_frozen says where and after how many moves. Then:
 //
-//   - the tenant's next frame with source M is dropped where it enters
-//     site 1 (its overlay port counts src_static), as is one from site 1's
-//     h1; site 1's other hosts never see them;
-//   - site 1 advertises its frozen entry again whenever zebra takes the
-//     tenant's route for newer, so every site ends with M behind site 1,
-//     and traffic to M from each site (the Linux one too) reaches site 1's
-//     h2 alone;
-//   - `trestle fdb del` releases it: the tenant's next frame takes M, and
-//     every site follows.
+//   - the tenant's next frame with source M is dropped as it enters site
+//     2 (port-h2 counts src_static) and reaches no host anywhere, as one
+//     from site 1's h1 is dropped at site 1's port-h1;
+//   - every site has M at site 1, and traffic to M from each site (the
+//     Linux one too) reaches site 1's h2 alone;
+//   - no zebra holds M as a duplicate: trestle froze it first;
+//   - `trestle fdb del` at both sites releases it (and, where FRR's own
+//     count froze the tenant's next move, `clear evpn dup-addr`): the
+//     tenant's next frame takes M, and every site follows.
 func TestOverlayMACFrozen(t *testing.T) {
 	t.Parallel()
+	for _, frrFreeze := range []bool{false, true} {
+		t.Run(map[bool]string{false: "frr-defaults", true: "frr-freeze"}[frrFreeze], func(t *testing.T) {
+			t.Parallel()
+			overlayMACFrozen(t, frrFreeze)
+		})
+	}
+}
+
+// dupAddrFreeze gives site s's FRR the duplicate-address detection
+// docs/overlay.md asks for: the bridge's window, max-moves two past its
+// limit (zebra's count must not freeze the move trestle freezes on), and
+// a freeze.
+func (s *site) dupAddrFreeze(t *testing.T) {
+	t.Helper()
+	out, err := s.fr.NS.Run(t.Context(), "vtysh", "--vty_socket", s.fr.FRR, "-c", "configure terminal", "-c", fmt.Sprintf("router bgp %d", s.fr.ASN),
+		"-c", "address-family l2vpn evpn", "-c", fmt.Sprintf("dup-addr-detection max-moves %d time 60", mobilityLimit+2), "-c", "dup-addr-detection freeze 60")
+	if err != nil {
+		t.Fatalf("site %d: dup-addr-detection: %v\n%s", s.n, err, out)
+	}
+}
+
+func overlayMACFrozen(t *testing.T, frrFreeze bool) {
 	ss := build(t, lab.SitesOpts{}, []string{"tc", "xdp", ""}, oneVNI, oneVNI, linuxBridge)
 	a, b, c := ss[0], ss[1], ss[2]
 	for _, s := range []*site{a, b} {
@@ -58,6 +82,11 @@ func TestOverlayMACFrozen(t *testing.T) {
 	}
 	c.startLinux(t)
 	waitFlood(t, ss...)
+	if frrFreeze {
+		for _, s := range ss {
+			s.dupAddrFreeze(t)
+		}
+	}
 
 	m := net.HardwareAddr{0x02, 0xee, 0, 0, 0, 0x01}
 	bcast := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
@@ -90,65 +119,62 @@ func TestOverlayMACFrozen(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 10*time.Second, "site 1 freezes M on port-h2", func() (bool, string) {
-		e, ok := a.entry("br0", m)
-		return ok && e.Frozen && e.Static && e.Port == "port-h2" && e.VTEP == "", fmt.Sprintf("%+v (%v)", e, ok)
-	})
-	if out, err := a.CLI("fdb", "show", "br0"); err != nil || !strings.Contains(out, "frozen") {
-		t.Errorf("site 1's fdb show does not mark M frozen (%v):\n%s", err, out)
-	}
-	var evs []ctl.Event
-	a.CLIJSON(&evs, "events")
-	var ev *ctl.Event
-	for i := range evs {
-		if evs[i].Event == ctl.EventMACFrozen && evs[i].MAC == m.String() {
-			ev = &evs[i]
+	// Each site freezes M where it was before the moves: site 1 on
+	// port-h2, site 2 on its overlay port (it was a remote station there).
+	for _, w := range []struct {
+		s    *site
+		port string
+		vtep string
+	}{{a, "port-h2", ""}, {b, "tvx1000", a.vtep}} {
+		s := w.s
+		eventually(t, 10*time.Second, fmt.Sprintf("site %d freezes M on %s", s.n, w.port), func() (bool, string) {
+			e, ok := s.entry("br0", m)
+			return ok && e.Frozen && e.Static && e.Port == w.port && e.VTEP == w.vtep, fmt.Sprintf("%+v (%v)", e, ok)
+		})
+		if out, err := s.CLI("fdb", "show", "br0"); err != nil || !strings.Contains(out, "frozen") {
+			t.Errorf("site %d's fdb show does not mark M frozen (%v):\n%s", s.n, err, out)
+		}
+		var evs []ctl.Event
+		s.CLIJSON(&evs, "events")
+		var ev *ctl.Event
+		for i := range evs {
+			if evs[i].Event == ctl.EventMACFrozen && evs[i].MAC == m.String() {
+				ev = &evs[i]
+			}
+		}
+		if ev == nil || ev.Port != w.port || ev.Bridge != "br0" || ev.Count != mobilityLimit+1 || ev.Limit != mobilityLimit {
+			t.Errorf("site %d's mac_frozen event %+v, want M on %s of br0 after %d moves, limit %d; events:\n%+v", s.n, ev, w.port, mobilityLimit+1, mobilityLimit, evs)
 		}
 	}
-	if ev == nil || ev.Port != "port-h2" || ev.Bridge != "br0" || ev.Count != mobilityLimit+1 || ev.Limit != mobilityLimit {
-		t.Errorf("site 1's mac_frozen event %+v, want M on port-h2 of br0 after %d moves, limit %d; events:\n%+v", ev, mobilityLimit+1, mobilityLimit, evs)
-	}
-	// Site 2 counted the moves too, from the fabric: nothing of its own to
-	// hold.
-	eventually(t, 5*time.Second, "site 2's daemon says M moved past the limit from no port it can hold", func() (bool, string) {
-		out := b.Daemon.Out.String()
-		return strings.Contains(out, "not frozen") && strings.Contains(out, m.String()), "its log has no such line"
-	})
-	if e, ok := b.entry("br0", m); ok && e.Frozen {
-		t.Errorf("site 2 froze M: %+v", e)
-	}
 
-	// The tenant's frame, and one from site 1's h1: dropped where they
-	// enter site 1, counted, seen by none of its hosts.
+	// The tenant's next frame with source M is dropped as it enters site
+	// 2 and reaches no host anywhere; one from site 1's h1 is dropped as
+	// it enters site 1.
 	for _, tc := range []struct {
-		name       string
-		from       *site
-		host       int
-		port       string // where it enters site 1
-		site1Hosts []int  // site 1's hosts that must not see it
-	}{
-		{"the tenant at site 2", b, 2, "tvx1000", []int{1, 2}},
-		{"site 1's h1", a, 1, "port-h1", []int{2}},
-	} {
-		before := a.Stats(tc.port).Drops["src_static"]
+		name string
+		from *site
+		host int
+	}{{"the tenant at site 2", b, 2}, {"site 1's h1", a, 1}} {
+		port := fmt.Sprintf("port-h%d", tc.host)
+		before := tc.from.Stats(port).Drops["src_static"]
 		seq++
 		marker := fmt.Sprintf("mobility-%d", seq)
-		rs := []recv{}
-		for _, i := range tc.site1Hosts {
-			rs = append(rs, recv{fmt.Sprintf("site 1's h%d", i), a.Host(i), 0})
+		var rs []recv
+		for _, s := range ss {
+			for i := 1; i <= 2; i++ {
+				if s != tc.from || i != tc.host {
+					rs = append(rs, recv{fmt.Sprintf("site %d's h%d", s.n, i), s.Host(i), 0})
+				}
+			}
 		}
 		sendCount(t, tc.from.Host(tc.host), harness.Marked(bcast, m, marker), marker, rs...)
-		eventually(t, 5*time.Second, fmt.Sprintf("%s's frame with source M dropped on site 1's %s as src_static", tc.name, tc.port), func() (bool, string) {
-			d := a.Stats(tc.port).Drops["src_static"] - before
-			return d >= 1, fmt.Sprintf("+%d", d)
-		})
-		if e, _ := a.entry("br0", m); !e.Frozen || e.Port != "port-h2" {
-			t.Errorf("site 1 after %s's frame: %+v, want M still frozen on port-h2", tc.name, e)
+		if d := tc.from.Stats(port).Drops["src_static"] - before; d != 1 {
+			t.Errorf("%s's frame with source M: site %d's %s counted %d src_static drops, want 1", tc.name, tc.from.n, port, d)
 		}
 	}
 
-	// The fabric ends at the frozen place: site 1 advertised its static
-	// entry again over the tenant's newer route.
+	// Every site has M where site 1 holds it, and traffic to it from each
+	// (the Linux one too) reaches site 1's h2 alone.
 	waitAt(t, "M behind site 1 at every site after the tenant's frame", 1000, m, atSite1)
 	for _, s := range ss {
 		seq++
@@ -157,18 +183,39 @@ func TestOverlayMACFrozen(t *testing.T) {
 			recv{"site 1's h2 (M frozen there)", a.Host(2), 1},
 			recv{"site 2's h2 (the tenant)", b.Host(2), 0})
 	}
-	t.Logf("zebra at site 1: %s", a.vtysh(t, "show evpn mac vni 1000 mac "+m.String()))
-	t.Logf("zebra at site 2: %s", b.vtysh(t, "show evpn mac vni 1000 mac "+m.String()))
-
-	// fdb del releases it: the tenant's next frame takes it, and every
-	// site follows.
-	if out, err := a.CLI("fdb", "del", "br0", m.String()); err != nil {
-		t.Fatalf("site 1: fdb del: %v\n%s", err, out)
+	for _, s := range ss {
+		if out := s.vtysh(t, "show evpn mac vni 1000 duplicate"); strings.Contains(out, m.String()) {
+			t.Errorf("site %d: zebra holds M as a duplicate address: trestle froze it first, FRR's detection should not have been reached:\n%s", s.n, out)
+		}
 	}
-	eventually(t, 5*time.Second, "site 1 releases M", func() (bool, string) {
-		e, ok := a.entry("br0", m)
-		return !ok || !e.Frozen && !e.Static, fmt.Sprintf("%+v", e)
-	})
+
+	// fdb del releases it at both sites: the tenant's next frame takes it,
+	// and every site follows.
+	for _, s := range []*site{a, b} {
+		if out, err := s.CLI("fdb", "del", "br0", m.String()); err != nil {
+			t.Fatalf("site %d: fdb del: %v\n%s", s.n, err, out)
+		}
+		eventually(t, 5*time.Second, fmt.Sprintf("site %d releases M", s.n), func() (bool, string) {
+			e, ok := s.entry("br0", m)
+			return !ok || !e.Frozen && !e.Static, fmt.Sprintf("%+v", e)
+		})
+	}
 	speak(b, 2)
-	waitAt(t, "the tenant takes M once site 1 released it", 1000, m, atSite2)
+	if frrFreeze {
+		// FRR counts on in its own window: the tenant's move may be
+		// zebra's max-moves-th at site 2, frozen there unadvertised until
+		// cleared, as trestle's was until fdb del.
+		dup := false
+		eventually(t, 10*time.Second, "the tenant's move advertised, or frozen by site 2's zebra", func() (bool, string) {
+			out := b.vtysh(t, "show evpn mac vni 1000 duplicate")
+			dup = strings.Contains(out, m.String())
+			return dup || a.at(t, 1000, m) == atSite2[a], out
+		})
+		if dup {
+			t.Logf("site 2's zebra froze the tenant's move after trestle's release: cleared")
+			b.vtysh(t, "clear evpn dup-addr vni 1000 mac "+m.String())
+			speak(b, 2)
+		}
+	}
+	waitAt(t, "the tenant takes M once both sites released it", 1000, m, atSite2)
 }
