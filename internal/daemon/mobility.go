@@ -14,8 +14,10 @@ import (
 // and then (a VM migrates, a laptop changes its dock); an address that
 // moves again and again is a tenant taking another's address, or a loop.
 // The daemon counts each address's moves as the datapath reports them
-// (the event ring's TR_EVENT_MOVE, between local ports and between a port
-// and an overlay's fabric, both ways), and one that moves more than the
+// (the event ring's TR_EVENT_MOVE: between local ports, and from the
+// fabric to a port) and as the overlay makes them (zebra's word that a
+// local address is remote now moves it onto the overlay port: putRemote),
+// and one that moves more than the
 // bridge's mac_move_limit times within mac_move_window is frozen: written
 // as a static entry on the port it was on before the moves began, so that
 // frames with it as source from any other port are dropped (src_static)
@@ -25,11 +27,14 @@ import (
 //
 // The port it was on is the first move's origin, not the last move's
 // destination: a tenant who takes a station's address moves it first away
-// from the station's port. Where that is no port an entry can be frozen on
-// (an overlay port: the address was a remote one; a patch port), nothing
-// is frozen here: across the fabric FRR's duplicate-address detection,
-// configured in step (docs/overlay.md), freezes it. A freeze lasts across
-// reloads, not across a restart of the daemon, as a loop's block.
+// from the station's port. That may be an overlay port: the address was a
+// remote station's, and a tenant here keeps taking it. It is frozen there,
+// a static entry of the overlay port: the tenant's frames with it are
+// dropped here (so this host stops advertising it, and the fabric stays
+// with the station's host), its traffic goes into the fabric to the VTEP
+// zebra names, and it is never advertised (it is not local). A patch port
+// holds no entry: nothing is frozen there. A freeze lasts across reloads,
+// not across a restart of the daemon, as a loop's block.
 //
 // Moves the ring had no room for (a storm) are not counted: an address in a
 // storm reaches the limit all the same.
@@ -66,6 +71,13 @@ type frozenEntry struct {
 func (d *Daemon) countMove(m datapath.Move, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.countMoveLocked(m, now)
+}
+
+// countMoveLocked is countMove with d.mu held: the overlay's moves of a
+// local address onto the fabric (putRemote), which the control plane makes
+// and no ring reports.
+func (d *Daemon) countMoveLocked(m datapath.Move, now time.Time) {
 	b := d.bridgeByID(m.Bridge)
 	if b == nil || d.cfg == nil || d.closed || b.cfg.MACMoveLimit == 0 || len(m.MAC) != 6 {
 		return
@@ -116,8 +128,8 @@ func (d *Daemon) freeze(b *bridgeState, mac net.HardwareAddr, vlan uint16, c *mo
 		return true // a static entry already: it does not move
 	}
 	p := b.portBySlot(c.home)
-	if p == nil || p.mode == "" || p.ifindex <= 0 || p.blocked != "" || p.cfg.IsOverlay() || p.cfg.IsPatch() || p.span() != nil {
-		d.log.Info("address moved past mac_move_limit, not frozen: it came from no port an entry can be held on (an overlay's fabric freezes it with FRR's duplicate-address detection)",
+	if p == nil || p.mode == "" || p.ifindex <= 0 || p.blocked != "" || p.cfg.IsPatch() || p.span() != nil {
+		d.log.Info("address moved past mac_move_limit, not frozen: it came from no port an entry can be held on",
 			"bridge", b.cfg.Name, "mac", st.MAC.String(), "vlan", vlan, "moves", c.n, "within", b.cfg.MACMoveWindow)
 		return true
 	}

@@ -138,3 +138,66 @@ func TestMACMoveLimitOff(t *testing.T) {
 		t.Errorf("limit turned off: %v, want released", w.dp.fdb)
 	}
 }
+
+// Across an overlay, moves onto the fabric (zebra's word that a local
+// address is remote now, put by the control plane) count as the
+// datapath's moves do. A station of p1 that a remote host keeps taking is
+// frozen on p1; a remote station that a tenant on p2 keeps taking is
+// frozen on the overlay port, where it was, and not advertised.
+func TestMACFrozenOverlay(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	cfg := strings.Replace(ovConfig, "aging = \"10s\"\n", "aging = \"10s\"\nmac_move_limit = 3\nmac_move_window = \"60s\"\n", 1)
+	w.d.cfg = cfgOf(t, cfg)
+	w.mustApply(cfg)
+	w.sync()
+	br, p1, p2, ov := w.d.bridges["br0"], w.port("br0", "p1"), w.port("br0", "p2"), w.port("br0", "tvx1000")
+	// back is the datapath taking mac back to port p from the fabric.
+	back := func(mac string, p *portState) {
+		w.dp.learn(br.id, p.slot, p.ifindex, mac, 0)
+		w.d.countMove(datapath.Move{Bridge: br.id, MAC: mustMAC(mac), FromSlot: ov.slot, ToSlot: p.slot}, time.Now())
+	}
+	for _, c := range []struct {
+		mac   string
+		local *portState // where it is before the moves; nil: remote
+		home  *portState
+	}{{"02:00:00:00:00:71", p1, p1}, {"02:00:00:00:00:72", nil, ov}} {
+		if c.local != nil {
+			w.dp.learn(br.id, c.local.slot, c.local.ifindex, c.mac, 0)
+		} else {
+			w.zebraWrite(c.mac, false)
+		}
+		taker := c.local
+		if taker == nil {
+			taker = p2
+		}
+		// Four moves: onto the fabric and back twice, or back and onto
+		// the fabric twice.
+		for i := 0; i < 2; i++ {
+			if c.local != nil {
+				w.zebraWrite(c.mac, false)
+				back(c.mac, taker)
+			} else {
+				back(c.mac, taker)
+				w.zebraWrite(c.mac, false)
+			}
+		}
+		e, ok := w.entry(c.mac)
+		if !ok || !e.Static || e.Slot != c.home.slot {
+			t.Fatalf("%s after 4 moves: %+v (found %t), want static on %s, where it was", c.mac, e, ok, c.home.name())
+		}
+		if ev, ok := w.lastEvent(ctl.EventMACFrozen); !ok || ev.MAC != c.mac || ev.Port != c.home.name() || ev.Count != 4 {
+			t.Errorf("mac_frozen event %+v (found %t), want %s on %s after 4 moves", ev, ok, c.mac, c.home.name())
+		}
+		// zebra's word again moves it no more.
+		w.zebraWrite(c.mac, false)
+		if e, _ := w.entry(c.mac); !e.Static || e.Slot != c.home.slot {
+			t.Errorf("%s frozen on %s, after zebra's word that it is remote: %+v", c.mac, c.home.name(), e)
+		}
+		w.sync()
+		if _, adv := w.k.adv[c.mac]; adv != (c.home != ov) {
+			t.Errorf("%s frozen on %s: advertised %t, want %t", c.mac, c.home.name(), adv, c.home != ov)
+		}
+	}
+}

@@ -65,9 +65,10 @@ const (
 )
 
 // remotePutter writes a learned entry on the control plane's word
-// (datapath.PutLearned); a dataplane without it has no overlay.
+// (datapath.PutLearned: it returns the entry it replaced); a dataplane
+// without it has no overlay.
 type remotePutter interface {
-	PutLearned(datapath.FDBEntry) error
+	PutLearned(datapath.FDBEntry) (datapath.FDBEntry, bool, error)
 }
 
 // overlayState is the daemon's overlay half.
@@ -582,25 +583,36 @@ func (d *Daemon) remoteRoom(p *portState) int {
 // a learned entry, or, sticky (advertised sticky by its VTEP), a static
 // one, which replaces a learned entry anywhere and which no frame from
 // another port moves. A static of the operator's for the address wins
-// (zebra has the local one). Called with d.mu held.
+// (zebra has the local one), as does a frozen one (b.written has both).
+// An address it takes, learned, from another port of the bridge moved
+// there, from the fabric: the move is counted as the datapath's are
+// (mobility.go), so that an address a remote host keeps taking from a
+// local port is frozen on that port. Called with d.mu held.
 func (d *Daemon) putRemote(p *portState, mac []byte, sticky bool) error {
 	e := datapath.FDBEntry{Bridge: p.bridge.id, VLAN: overlayVLAN(p), MAC: mac, Ifindex: uint32(p.ifindex), Slot: p.slot}
 	if _, ok := p.bridge.written[staticKey(config.Static{MAC: mac, VLAN: e.VLAN})]; ok {
 		return nil
 	}
-	var err error
+	var (
+		prev     datapath.FDBEntry
+		replaced bool
+		err      error
+	)
 	if sticky {
 		e.Static = true
 		err = d.table.AddFDB(e)
-	} else if err = d.ovl.put.PutLearned(e); errors.Is(err, datapath.ErrStatic) {
+	} else if prev, replaced, err = d.ovl.put.PutLearned(e); errors.Is(err, datapath.ErrStatic) {
 		// The daemon's static of a remote that was sticky (b.written
 		// has none of the operator's): a learned entry now.
 		if _, derr := d.table.DelFDB(e.Bridge, e.VLAN, e.MAC); derr == nil {
-			err = d.ovl.put.PutLearned(e)
+			prev, replaced, err = d.ovl.put.PutLearned(e)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("bridge %q: overlay VNI %d: %w", p.bridge.cfg.Name, p.cfg.VXLAN, err)
+	}
+	if replaced && prev.Slot != p.slot && p.bridge.portBySlot(prev.Slot) != nil {
+		d.countMoveLocked(datapath.Move{Time: time.Now(), Bridge: e.Bridge, VLAN: e.VLAN, MAC: e.MAC, FromSlot: prev.Slot, ToSlot: p.slot}, time.Now())
 	}
 	return nil
 }

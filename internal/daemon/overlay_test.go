@@ -124,14 +124,15 @@ func (o ovDP) Encaps() (map[datapath.EncapKey]datapath.Encap, error) {
 	return out, nil
 }
 
-func (o ovDP) PutLearned(e datapath.FDBEntry) error {
-	if cur, ok := o.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]; ok && cur.Static {
-		return datapath.ErrStatic
+func (o ovDP) PutLearned(e datapath.FDBEntry) (datapath.FDBEntry, bool, error) {
+	cur, ok := o.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)]
+	if ok && cur.Static {
+		return datapath.FDBEntry{}, false, datapath.ErrStatic
 	}
 	*o.puts++
 	e.SeenNs = *o.puts
 	o.fdb[fdbKeyOf(e.Bridge, e.VLAN, e.MAC)] = e
-	return nil
+	return cur, ok, nil
 }
 
 type ovWorld struct {

@@ -16,48 +16,57 @@ import (
 // replace a static one (statics never move). Its count is the datapath's
 // way: the address counts of its port and bridge grow by one, taken off
 // the control plane's deletions (*_macs_del), the one count the control
-// plane writes (bpf/lib/maps.h).
-func (d *Datapath) PutLearned(e FDBEntry) error {
+// plane writes (bpf/lib/maps.h). It returns the entry it replaced, if
+// any: where the address was (a station the fabric took from a local
+// port moved, and the daemon counts the move as the datapath's own).
+func (d *Datapath) PutLearned(e FDBEntry) (FDBEntry, bool, error) {
+	var prev FDBEntry
+	replaced := false
 	k, err := fdbKey(e.Bridge, e.VLAN, e.MAC)
 	if err != nil {
-		return err
+		return prev, false, err
 	}
 	if e.Static {
-		return fmt.Errorf("put learned entry %s vlan %d: a static entry is AddFDB's", e.MAC, e.VLAN)
+		return prev, false, fmt.Errorf("put learned entry %s vlan %d: a static entry is AddFDB's", e.MAC, e.VLAN)
 	}
 	t, done := d.use()
 	defer done()
 	var cur tbpf.FDBVal
 	if err := t.fdb.Lookup(&k, &cur); err == nil && cur.Flags&tbpf.FDBStatic != 0 {
-		return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, ErrStatic)
+		return prev, false, fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, ErrStatic)
 	}
 	v := tbpf.FDBVal{Ifindex: e.Ifindex, Slot: e.Slot, SeenNs: Now()}
 	for attempt := 0; ; attempt++ {
 		old, had, err := t.delEntry(k)
 		if err != nil {
-			return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, err)
+			return prev, false, fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, err)
+		}
+		if had && !replaced {
+			// The first try's: where it was before the control plane's
+			// word (a later try's is the datapath's learn in between).
+			prev, replaced = old, true
 		}
 		if had && old.Static {
 			// Added in between: put back, and refused.
 			_ = t.fdb.Update(&k, &tbpf.FDBVal{Ifindex: old.Ifindex, Slot: old.Slot, SeenNs: old.SeenNs, Flags: flagsOf(old)}, ebpf.UpdateNoExist)
-			return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, ErrStatic)
+			return FDBEntry{}, false, fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, ErrStatic)
 		}
 		err = t.fdb.Update(&k, &v, ebpf.UpdateNoExist)
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, ebpf.ErrKeyExist) || attempt == 8 {
-			return fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, err)
+			return prev, replaced, fmt.Errorf("put learned entry %s vlan %d: %w", e.MAC, e.VLAN, err)
 		}
 	}
 	if err := addCountN(t.portMacsDel, uint32(e.Slot), -1); err != nil {
-		return fmt.Errorf("count address of slot %d: %w", e.Slot, err)
+		return prev, replaced, fmt.Errorf("count address of slot %d: %w", e.Slot, err)
 	}
 	if err := addCountN(t.bridgeMacsDel, uint32(e.Bridge), -1); err != nil {
-		return fmt.Errorf("count address of bridge %d: %w", e.Bridge, err)
+		return prev, replaced, fmt.Errorf("count address of bridge %d: %w", e.Bridge, err)
 	}
 	// It may replace an entry on another port that a CPU's memo holds.
-	return d.bumpGeneration()
+	return prev, replaced, d.bumpGeneration()
 }
 
 // ErrStatic: a static entry holds the address.

@@ -37,8 +37,13 @@ func TestPutLearned(t *testing.T) {
 				t.Errorf("counts: port 2 %d, port 3 %d, bridge %d (%v); want %d, %d, %d", p2, p3, b, err, want2, want3, wantBridge)
 			}
 		}
+		var prev FDBEntry
+		var replaced bool
 		put := func() error {
-			return do(func() error { return r.dp.PutLearned(FDBEntry{Bridge: 1, MAC: macA, Ifindex: r.port[3], Slot: 3}) })
+			return do(func() (err error) {
+				prev, replaced, err = r.dp.PutLearned(FDBEntry{Bridge: 1, MAC: macA, Ifindex: r.port[3], Slot: 3})
+				return err
+			})
 		}
 		if err := put(); err != nil {
 			t.Fatal(err)
@@ -59,9 +64,13 @@ func TestPutLearned(t *testing.T) {
 			t.Errorf("A after a frame from port 2: slot %d, want 2", e.Slot)
 		}
 		counts(1, 0, 2)
-		// And back, on the control plane's word.
+		// And back, on the control plane's word, which says where the
+		// datapath had moved it.
 		if err := put(); err != nil {
 			t.Fatal(err)
+		}
+		if !replaced || prev.Slot != 2 || prev.Static {
+			t.Errorf("PutLearned over A on port 2 replaced %+v (%v), want the learned entry of slot 2", prev, replaced)
 		}
 		counts(0, 1, 2)
 		if err := do(func() error { _, err := r.dp.DelFDB(1, 0, macA); return err }); err != nil {
@@ -74,7 +83,10 @@ func TestPutLearned(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		err := do(func() error { return r.dp.PutLearned(FDBEntry{Bridge: 1, MAC: macC, Ifindex: r.port[3], Slot: 3}) })
+		err := do(func() error {
+			_, _, err := r.dp.PutLearned(FDBEntry{Bridge: 1, MAC: macC, Ifindex: r.port[3], Slot: 3})
+			return err
+		})
 		if !errors.Is(err, ErrStatic) {
 			t.Errorf("PutLearned over a static entry: %v, want ErrStatic", err)
 		}

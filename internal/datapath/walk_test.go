@@ -24,7 +24,7 @@ func TestWalkFDBLargeTable(t *testing.T) {
 	mac := func(i int) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, byte(i >> 16), byte(i >> 8), byte(i)} }
 	index := func(m net.HardwareAddr) int { return int(m[3])<<16 | int(m[4])<<8 | int(m[5]) }
 	for i := range n {
-		if err := dp.PutLearned(FDBEntry{Bridge: 1, MAC: mac(i), Slot: uint16(1 + i%3), Ifindex: uint32(10 + i%3)}); err != nil {
+		if _, _, err := dp.PutLearned(FDBEntry{Bridge: 1, MAC: mac(i), Slot: uint16(1 + i%3), Ifindex: uint32(10 + i%3)}); err != nil {
 			t.Fatalf("entry %d: %v", i, err)
 		}
 	}
