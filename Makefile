@@ -136,7 +136,7 @@ vet:
 # The end-to-end tests and the lab run bin/trestle (TRESTLE_TEST_BIN),
 # built once. Then each fuzz target fuzzes briefly (fuzz-short), beyond
 # its seeds.
-TEST_FIRST    := ./internal/lab ./internal/datapath ./tests/overlay ./internal/lab/kinds/overlay ./tests/scale ./tests/package ./tests/persist
+TEST_FIRST    := ./internal/lab ./internal/datapath ./tests/scale ./tests/package ./tests/persist ./tests/overlay ./internal/lab/kinds/overlay
 TEST_TIMED    := TestStormControlAcrossCPUs|TestLoopDetect|TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario|TestFaultsUnderLoad|TestExecuteOVS|TestExecutePatch|TestExecuteVLANOVS|TestExecuteMirrorOVS
 TEST_ALONE     = $(sort $(patsubst %/,./%,$(dir $(shell grep -rlE '^func ($(TEST_TIMED))\b' --include='*_test.go' cmd internal tests))))
 TEST_PARALLEL ?= 4

@@ -148,10 +148,14 @@ func (s *overlaySite) remoteNeigh(ctx context.Context, ip string, mac net.Hardwa
 	return err == nil && strings.Contains(out, mac.String()) && strings.Contains(out, "extern_learn"), err
 }
 
+// countTail is how long countWhile counts after the requests are sent:
+// a request crosses, and an answer comes back, in microseconds.
+const countTail = 500 * time.Millisecond
+
 // neighCounts are what countWhile counted.
 type neighCounts struct{ arpCrossed, arpAnswered, nsCrossed, nsAnswered int }
 
-// countWhile runs send and counts, until a second after it ends, the ARP
+// countWhile runs send and counts, until countTail after it ends, the ARP
 // requests for ip and the neighbour solicitations for ip6 that leave site
 // s on its underlay (in VXLAN), and the ARP replies and neighbour
 // advertisements for them that reach host asker.
@@ -206,7 +210,7 @@ func countWhile(s *overlaySite, asker *lab.Host, ip, ip6 string, send func() err
 		})
 	}()
 	sendErr := send()
-	time.Sleep(time.Second)
+	time.Sleep(countTail)
 	close(stop)
 	err = errors.Join(sendErr, <-errs, <-errs)
 	return c, err
