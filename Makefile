@@ -137,7 +137,7 @@ vet:
 # built once. Then each fuzz target fuzzes briefly (fuzz-short), beyond
 # its seeds.
 TEST_FIRST    := ./internal/lab ./internal/datapath ./tests/scale ./tests/package ./tests/persist ./tests/overlay ./internal/lab/kinds/overlay
-TEST_TIMED    := TestStormControlAcrossCPUs|TestLoopDetect|TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario|TestFaultsUnderLoad|TestExecuteOVS|TestExecutePatch|TestExecuteVLANOVS|TestExecuteMirrorOVS
+TEST_TIMED    := TestStormControlAcrossCPUs|TestLoopDetect|TestOverlayFRRRestart|TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario|TestFaultsUnderLoad|TestExecuteOVS|TestExecutePatch|TestExecuteVLANOVS|TestExecuteMirrorOVS
 TEST_ALONE     = $(sort $(patsubst %/,./%,$(dir $(shell grep -rlE '^func ($(TEST_TIMED))\b' --include='*_test.go' cmd internal tests))))
 TEST_PARALLEL ?= 4
 # -vet=off: make vet has just run every analyzer on every package and its
