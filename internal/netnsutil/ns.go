@@ -194,6 +194,17 @@ func (n *NS) NoIPv6() error {
 	return nil
 }
 
+// IPv6On turns IPv6 back on in the namespace for device dev (NoIPv6
+// turned it off): for the namespace's new devices and for dev.
+func (n *NS) IPv6On(dev string) error {
+	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/" + dev + "/disable_ipv6"} {
+		if err := n.Sysctl(k, "0"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Command is `ip netns exec NAME name args...`. ip execs the program
 // itself, so the command's PID is the program's PID.
 func (n *NS) Command(ctx context.Context, name string, args ...string) *exec.Cmd {

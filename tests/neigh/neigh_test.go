@@ -48,10 +48,8 @@ func isRequestFor(ip string) func([]byte) bool {
 func enableIPv6(t *testing.T, l *harness.Lab, i int, dev string) {
 	t.Helper()
 	h := l.Host(i)
-	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/" + dev + "/disable_ipv6"} {
-		if err := h.Sysctl(k, "0"); err != nil {
-			t.Fatal(err)
-		}
+	if err := h.IPv6On(dev); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := h.Exec("ip", "-6", "addr", "add", fmt.Sprintf("fd00::%d/64", i), "dev", dev, "nodad"); err != nil {
 		t.Fatal(err)

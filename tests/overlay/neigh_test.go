@@ -68,10 +68,8 @@ vxlan = 1000
 func (s *site) enableIPv6(t *testing.T, i int) {
 	t.Helper()
 	h := s.Host(i)
-	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/eth0/disable_ipv6"} {
-		if err := h.Sysctl(k, "0"); err != nil {
-			t.Fatal(err)
-		}
+	if err := h.IPv6On("eth0"); err != nil {
+		t.Fatal(err)
 	}
 	h.MustExec(t, "ip", "-6", "addr", "add", s.ip6(i)+"/64", "dev", "eth0", "nodad")
 }

@@ -188,10 +188,8 @@ func TestSnoopIGMP(t *testing.T) {
 func enableIPv6(t *testing.T, l *harness.Lab, i int) {
 	t.Helper()
 	h := l.Host(i)
-	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/eth0/disable_ipv6"} {
-		if err := h.Sysctl(k, "0"); err != nil {
-			t.Fatal(err)
-		}
+	if err := h.IPv6On("eth0"); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := h.Exec("ip", "-6", "addr", "add", fmt.Sprintf("fd00::%d/64", i), "dev", "eth0", "nodad"); err != nil {
 		t.Fatal(err)

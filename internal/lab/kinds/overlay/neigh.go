@@ -51,10 +51,8 @@ func hostIP6(h *lab.Host) netip.Addr {
 // enableIPv6 turns on host h's IPv6, which the lab's namespaces have off,
 // with hostIP6 (no duplicate address detection: nothing of it is counted).
 func enableIPv6(ctx context.Context, h *lab.Host) error {
-	for _, k := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6", "net/ipv6/conf/" + h.If + "/disable_ipv6"} {
-		if err := h.NS.Sysctl(k, "0"); err != nil {
-			return err
-		}
+	if err := h.NS.IPv6On(h.If); err != nil {
+		return err
 	}
 	_, err := h.NS.Run(ctx, "ip", "-6", "addr", "add", hostIP6(h).String()+"/64", "dev", h.If, "nodad")
 	return err
