@@ -419,7 +419,8 @@ func Compare(groups []*Group) []Comparison {
 				if len(o.figures(pdr)) < stat.MinPoints {
 					continue
 				}
-				base, knobs := splitDUT(o.DUT)
+				_, knobs := splitDUT(o.DUT)
+				base, _ := variantBase(o.DUT, g.Rows)
 				for _, b := range g.Rows {
 					if b == o || len(b.figures(pdr)) < stat.MinPoints {
 						continue

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -345,4 +346,41 @@ func TestFloorOfMode(t *testing.T) {
 	}
 	_, md := writeReport(t, run)
 	lacks(t, "report.md", md, "trestle at tc against `floor:tc`, a bare tc redirect")
+}
+
+// TestVariantOfVariant: a build measured against the one before it, both
+// with a mirror (trestle:xdp@mirror,bin=old beside trestle:xdp@mirror, and
+// no trestle:xdp), is a variant row of the mirrored DUT by the bin knob,
+// with ministat's verdict, in a table of its own.
+func TestVariantOfVariant(t *testing.T) {
+	run := &lab.Run{Scenario: "mirror", Title: "mirror", Reps: 3, Sizes: []lab.FrameSize{"64"}, Timing: lab.DefaultTiming,
+		DUTs: []string{"trestle:xdp@mirror", "trestle:xdp@mirror,bin=/tmp/old"}}
+	vals := map[string][]float64{
+		"trestle:xdp@mirror":              {1.50e6, 1.52e6, 1.51e6},
+		"trestle:xdp@mirror,bin=/tmp/old": {1.40e6, 1.41e6, 1.42e6},
+	}
+	for rep := 1; rep <= 3; rep++ {
+		for _, d := range run.DUTs {
+			run.Results = append(run.Results, lab.Result{DUT: d, Rep: rep, Test: lab.TestThroughput, Param: "64", Value: vals[d][rep-1], Unit: "pps"})
+		}
+	}
+	groups := Groups(run)
+	cs := Compare(groups)
+	vrs := Variants(groups, cs)
+	if len(vrs) != 2 {
+		t.Fatalf("%d variant rows, want 2: %+v", len(vrs), vrs)
+	}
+	vr := vrs[1]
+	if vr.Variant.DUT != "trestle:xdp@mirror,bin=/tmp/old" || vr.DUT != "trestle:xdp@mirror" || vr.Knobs != "bin=/tmp/old" || vr.Base == nil || vr.Cmp == nil {
+		t.Fatalf("variant row %+v, want trestle:xdp@mirror by bin=/tmp/old, compared", vr)
+	}
+	if math.Abs(vr.Ratio-1.41/1.51) > 1e-9 || !vr.Cmp.Result.Proven {
+		t.Errorf("ratio %v, ministat %+v; want %v, proven", vr.Ratio, vr.Cmp.Result, 1.41/1.51)
+	}
+	var b strings.Builder
+	Terminal(&b, run)
+	if !strings.Contains(b.String(), "Variant @bin=/tmp/old against its DUT") ||
+		!regexp.MustCompile(`trestle:xdp@mirror +1.51Mpps +1.41Mpps +0.934`).MatchString(b.String()) {
+		t.Errorf("no table of the build against the other, both mirrored:\n%s", b.String())
+	}
 }

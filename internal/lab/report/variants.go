@@ -33,10 +33,11 @@ func Variants(groups []*Group, cs []Comparison) []VariantRow {
 			continue
 		}
 		for _, v := range g.Rows {
-			base, knobs := splitDUT(v.DUT)
+			_, knobs := splitDUT(v.DUT)
 			if knobs == "" || hasFilter(v.DUT) {
 				continue // a filter's figures are in the filter table
 			}
+			base, knobs := variantBase(v.DUT, g.Rows)
 			vr := VariantRow{Group: g, Knobs: knobs, DUT: base, Variant: v}
 			for _, b := range g.Rows {
 				if b.DUT == base {
@@ -49,6 +50,31 @@ func Variants(groups []*Group, cs []Comparison) []VariantRow {
 		}
 	}
 	return out
+}
+
+// variantBase is the DUT a variant changes, and the knobs it changes it
+// by: the DUT without knobs ("trestle:xdp" for "trestle:xdp@vlan"), or,
+// where the group has no row of that and the variant has several knobs,
+// the row that has every knob but one ("trestle:xdp@mirror" for
+// "trestle:xdp@mirror,bin=old": a build measured against the one before it,
+// both mirrored). Without either, the DUT without knobs, which baseText
+// says was not in the run.
+func variantBase(dut string, rows []*Row) (base, knobs string) {
+	name, all := splitDUT(dut)
+	has := func(d string) bool {
+		return slices.ContainsFunc(rows, func(r *Row) bool { return r.DUT == d })
+	}
+	if has(name) {
+		return name, all
+	}
+	ks := strings.Split(all, ",")
+	for i := range ks {
+		rest := slices.Concat(ks[:i], ks[i+1:])
+		if b := name + "@" + strings.Join(rest, ","); len(rest) > 0 && has(b) {
+			return b, ks[i]
+		}
+	}
+	return name, all
 }
 
 // PeerRow is a trestle DUT against another DUT with the same variant
@@ -222,11 +248,21 @@ func skippedUnits(run *lab.Run) map[string]string {
 	return out
 }
 
-// variantKnobs lists the variant knobs of the run's DUTs, in DUT order.
-func variantKnobs(run *lab.Run) []string {
+// variantKnobs lists the knobs of the variant rows (variantBase's: a
+// variant of a variant is listed by the one knob it adds), in the order
+// the rows come (the run's DUT order within each group), then those of the
+// run's variant DUTs with no row (skipped), so that their tables say so.
+func variantKnobs(run *lab.Run, vrs []VariantRow) []string {
 	var out []string
+	for _, vr := range vrs {
+		if !slices.Contains(out, vr.Knobs) {
+			out = append(out, vr.Knobs)
+		}
+	}
 	for _, d := range run.DUTs {
-		if _, k := splitDUT(d); k != "" && !hasFilter(d) && !slices.Contains(out, k) {
+		_, k := splitDUT(d)
+		measured := slices.ContainsFunc(vrs, func(vr VariantRow) bool { return vr.Variant.DUT == d })
+		if k != "" && !hasFilter(d) && !measured && !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}
@@ -238,7 +274,7 @@ func variantKnobs(run *lab.Run) []string {
 func terminalVariants(w io.Writer, run *lab.Run, groups []*Group, cs []Comparison) {
 	vrs := Variants(groups, cs)
 	skipped := skippedUnits(run)
-	for _, knobs := range variantKnobs(run) {
+	for _, knobs := range variantKnobs(run, vrs) {
 		title, without, with, rt := variantTitle(knobs)
 		tw := lab.NewTable("TEST", "DUT", without, with, rt, "MINISTAT (95%)")
 		rows := 0
@@ -332,7 +368,7 @@ func shortVerdictFor(g GoalResult) string {
 func markdownVariants(b *bytes.Buffer, run *lab.Run, groups []*Group, cs []Comparison) {
 	vrs := Variants(groups, cs)
 	skipped := skippedUnits(run)
-	for _, knobs := range variantKnobs(run) {
+	for _, knobs := range variantKnobs(run, vrs) {
 		title, without, with, rt := variantTitle(knobs)
 		var lines []string
 		for _, vr := range vrs {
