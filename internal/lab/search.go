@@ -227,11 +227,11 @@ func Search(ctx context.Context, cfg SearchConfig, trial TrialFunc, progress fun
 			}
 			lastFail = st
 			if k == len(confirmSteps)-1 {
-				why := fmt.Sprintf("it still lost %.4f%%", 100*lastFail.Loss)
+				why := "it still lost " + trialLossText(lastFail)
 				if !cfg.Held(lastFail.Requested, lastFail.Offered) {
 					// Not the path's loss: the generator fell short of
 					// the rate asked (a loaded machine).
-					why = fmt.Sprintf("the generator offered %.0f of the %.0f pps asked (lost %.4f%%)", lastFail.Offered, lastFail.Requested, 100*lastFail.Loss)
+					why = fmt.Sprintf("the generator offered %.0f of the %.0f pps asked (lost %s)", lastFail.Offered, lastFail.Requested, trialLossText(lastFail))
 				}
 				g.note = fmt.Sprintf("no rate held for the %v confirmation: at %.0f pps asked, %.0f%% below the search's result, %s",
 					cfg.Confirm, lastFail.Requested, 100*(1-f), why)
@@ -293,6 +293,13 @@ func lossText(v float64) string {
 		return "0"
 	}
 	return fmt.Sprintf("%g%%", 100*v)
+}
+
+// trialLossText is a trial's loss as a share and, roughly, in frames:
+// a few frames of millions is a share that a fixed number of decimals
+// shows as none.
+func trialLossText(st SearchTrial) string {
+	return fmt.Sprintf("%s, about %.0f frames", lossText(st.Loss), st.Loss*st.Offered*st.Seconds)
 }
 
 // confirmSteps are the fractions of the search's result that confirmation

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -133,6 +134,29 @@ func TestSearchNothingPasses(t *testing.T) {
 	}
 	if res.Throughput != 0 || res.Note == "" {
 		t.Errorf("throughput %v note %q, want 0 and a note", res.Throughput, res.Note)
+	}
+}
+
+// TestSearchTinyLossNamed: full-length trials that lose a few frames of
+// millions are said to have lost them (a share and a count), not "0.0000%".
+func TestSearchTinyLossNamed(t *testing.T) {
+	cfg := DefaultSearch
+	trial := func(_ context.Context, rate float64, dur time.Duration) (Outcome, error) {
+		o := Outcome{Requested: rate, Offered: rate}
+		if rate == 0 {
+			o.Offered = 1e6
+		}
+		if dur > cfg.Trial {
+			o.Loss = 3 / (o.Offered * dur.Seconds()) // 3 frames a confirmation
+		}
+		return o, nil
+	}
+	res, err := Search(context.Background(), cfg, trial, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Throughput != 0 || !strings.Contains(res.Note, "about 3 frames") || strings.Contains(res.Note, "0.0000%") {
+		t.Errorf("throughput %v, note %q; want 0, and the loss said as about 3 frames", res.Throughput, res.Note)
 	}
 }
 
