@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"golang.org/x/sys/unix"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,6 +62,11 @@ func frame(dst, src net.HardwareAddr, etype uint16, payloadLen int) []byte {
 
 func ipv4(dst, src net.HardwareAddr) []byte { return frame(dst, src, 0x0800, 46) }
 
+// embeddedSpec is the embedded program, read once for the package's tests:
+// Load copies the spec it is given, and reading the object anew for each
+// of the few hundred rigs was a tenth of a second of CPU each.
+var embeddedSpec = sync.OnceValues(tbpf.LoadTrestle)
+
 // rigSpecEdit, when set (by a test, and unset after it), changes the spec
 // newRig loads: a smaller map, say.
 var rigSpecEdit func(*ebpf.CollectionSpec)
@@ -72,6 +78,9 @@ type rig struct {
 	dp   *Datapath
 	m    tmode
 	port [4]uint32 // ifindex by slot; [0] is the stranger
+	// pooled: dp is the embedded program's, which goes to the rig pool
+	// when the test ends (rigpool_test.go).
+	pooled bool
 }
 
 func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
@@ -109,21 +118,29 @@ func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 			}
 			r.port[i] = uint32(l.Attrs().Index)
 		}
-		spec := benchSpec(t)
-		if rigSpecEdit != nil {
-			if spec == nil {
-				var err error
-				if spec, err = tbpf.LoadTrestle(); err != nil {
-					return err
-				}
-			}
-			rigSpecEdit(spec)
-		}
-		dp, err := Load(Options{FDBCapacity: 1024, Refresh: time.Hour, Spec: spec})
+		embedded, err := embeddedSpec()
 		if err != nil {
 			return err
 		}
-		r.dp = dp
+		spec := benchSpec(t)
+		if spec == nil {
+			spec = embedded
+		}
+		if rigSpecEdit != nil {
+			spec = spec.Copy()
+			rigSpecEdit(spec)
+		}
+		pooled := spec == embedded && rigSpecEdit == nil
+		dp := (*Datapath)(nil)
+		if pooled {
+			dp = pooledDatapath()
+		}
+		if dp == nil {
+			if dp, err = Load(Options{FDBCapacity: rigCapacity, Refresh: time.Hour, Spec: spec}); err != nil {
+				return err
+			}
+		}
+		r.dp, r.pooled = dp, pooled
 		var ports []PortInfo
 		for slot := 1; slot <= 3; slot++ {
 			p := PortInfo{Ifindex: r.port[slot], Bridge: 1, Slot: uint16(slot), MaxMACs: maxMACs[slot]}
@@ -138,12 +155,18 @@ func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 		t.Fatalf("set up rig: %v", err)
 	}
 	t.Cleanup(func() {
-		if r.dp != nil {
+		switch {
+		case r.dp != nil && r.pooled:
+			releaseDatapath(r.dp, rigCapacity, r.ns)
+		case r.dp != nil:
 			r.dp.Close()
 		}
 	})
 	return r
 }
+
+// rigCapacity is the rig's learning table's size.
+const rigCapacity = 1024
 
 // run sends one frame into the pipeline as if received on the port in slot.
 func (r *rig) run(slot int, data []byte) uint32 {

@@ -991,7 +991,11 @@ func newFuzzRig(t testing.TB) *fuzzRig {
 				return fmt.Errorf("GRO on q%d: %w", i, err)
 			}
 		}
-		dp, err := Load(Options{FDBCapacity: 1024, Refresh: time.Hour})
+		spec, err := embeddedSpec()
+		if err != nil {
+			return err
+		}
+		dp, err := Load(Options{FDBCapacity: 1024, Refresh: time.Hour, Spec: spec})
 		if err != nil {
 			return err
 		}
