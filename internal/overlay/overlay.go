@@ -238,6 +238,8 @@ type Manager struct {
 	now  func() time.Time
 	hold hold
 	errs []error // of stale entries, for Settle
+	// sessions: BGP's word on a withdrawal (bgp.go), nil when none.
+	sessions Sessions
 }
 
 // NewManager returns a Manager that owns no VNI yet.

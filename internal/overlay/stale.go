@@ -195,11 +195,16 @@ type Settled struct {
 	Ended, Claimed bool
 	// Removed: stale remote MACs and flood-list VTEPs that went.
 	Removed int
+	// Away: stale entries past StaleWait kept because the BGP session
+	// that carried them went (Sessions).
+	Away int
 }
 
 // Settle removes the stale entries whose time is up: all of them when a
 // hold ends (zebra wrote remote MACs again and then none for HoldQuiet, or
-// HoldLimit passed), else those older than StaleWait. A stale MAC goes from
+// HoldLimit passed), else those older than StaleWait whose BGP session
+// did not go (Sessions: those of a peer whose session went are kept while
+// it is away, HoldLimit at most). A stale MAC goes from
 // the vxlan device and from Remotes (the daemon's next sync deletes its
 // table entry); a stale flood-list VTEP from the vxlan device, which zebra
 // writes again if it has it. It returns what it did, and the errors of
@@ -218,18 +223,31 @@ func (m *Manager) Settle() (Settled, error) {
 		done.Ended, done.Claimed, all = true, quiet, true
 		m.hold = hold{}
 	}
+	// due: a stale entry of vtep since since whose time is up.
+	due := func(vtep netip.Addr, since time.Time) bool {
+		switch {
+		case all:
+			return true
+		case now.Sub(since) < StaleWait:
+			return false
+		case m.sessions != nil && now.Sub(since) < HoldLimit && m.sessions.Away(vtep, since):
+			done.Away++
+			return false
+		}
+		return true
+	}
 	for _, v := range m.vnis {
 		if v.dst == nil {
 			continue
 		}
 		for _, k := range sortedKeys(v.stale) {
-			if all || now.Sub(v.stale[k].since) >= StaleWait {
+			if st := v.stale[k]; due(st.vtep, st.since) {
 				m.unkeep(v, k)
 				done.Removed++
 			}
 		}
 		for a, at := range v.staleFlood {
-			if !all && now.Sub(at) < StaleWait {
+			if !due(a, at) {
 				continue
 			}
 			delete(v.staleFlood, a)
