@@ -71,15 +71,23 @@ func (m *Manager) BGPNeeds(known func(netip.Addr) bool) (stale, unknown bool) {
 const sessionSlack = 2 * time.Second
 
 // BGPView is a Sessions from bgpd's answers (Update): which peer's
-// session carried each remote VTEP's type-3 route, and each peer's
-// session state.
+// session carried each remote VTEP's type-3 route (kept when the route
+// goes, for HoldLimit: it goes with the session), and each peer's session
+// state.
 type BGPView struct {
 	mu       sync.Mutex
-	peerOf   map[netip.Addr]string
+	peerOf   map[netip.Addr]vtepPeer
 	peers    map[string]bgpPeer
 	at       time.Time // of the last query, answered or not
 	answered bool      // bgpd answered once
 	failed   error     // the last query's, nil when it answered
+}
+
+// vtepPeer is the peer whose session carried a VTEP's type-3 route, last
+// seen at seen.
+type vtepPeer struct {
+	peer string
+	seen time.Time
 }
 
 // bgpPeer is a session as bgpd gave it: up (Established) or not, and
@@ -111,7 +119,20 @@ func (b *BGPView) Update(at time.Time, summary, routes []byte, err error) error 
 	if err != nil {
 		return err
 	}
-	b.peers, b.peerOf, b.answered = peers, peerOf, true
+	b.peers, b.answered = peers, true
+	// A VTEP keeps its peer when its route goes (its session went with
+	// it), until it has been gone for HoldLimit.
+	if b.peerOf == nil {
+		b.peerOf = map[netip.Addr]vtepPeer{}
+	}
+	for vtep, peer := range peerOf {
+		b.peerOf[vtep] = vtepPeer{peer: peer, seen: at}
+	}
+	for vtep, p := range b.peerOf {
+		if at.Sub(p.seen) >= HoldLimit {
+			delete(b.peerOf, vtep)
+		}
+	}
 	return nil
 }
 
@@ -155,11 +176,11 @@ func (b *BGPView) Away(vtep netip.Addr, since time.Time) bool {
 	case b.failed != nil:
 		return true
 	}
-	peer, ok := b.peerOf[vtep]
+	vp, ok := b.peerOf[vtep]
 	if !ok {
 		return false
 	}
-	p, ok := b.peers[peer]
+	p, ok := b.peers[vp.peer]
 	switch {
 	case !ok:
 		return false

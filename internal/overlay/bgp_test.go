@@ -102,6 +102,8 @@ const (
 	imetJSON = `{"10.255.0.1:2":{"rd":"10.255.0.1:2","[3]:[0]:[32]:[10.255.0.1]":{"prefix":"[3]:[0]:[32]:[10.255.0.1]","prefixLen":352,"paths":[[{"valid":true,"bestpath":true,"routeType":3,"ip":"10.255.0.1","peerId":"192.0.2.1","nexthops":[{"ip":"10.255.0.1","afi":"ipv4","used":true}]}]]}},` +
 		`"10.255.0.2:2":{"rd":"10.255.0.2:2","[2]:[0]:[48]:[02:00:00:00:02:01]":{"paths":[[{"peerId":"(unspec)"}]]},"[3]:[0]:[32]:[10.255.0.2]":{"prefix":"[3]:[0]:[32]:[10.255.0.2]","paths":[[{"valid":true,"routeType":3,"ip":"10.255.0.2","peerId":"(unspec)","nexthops":[{"ip":"10.255.0.2"}]}]]}},` +
 		`"10.255.0.3:2":{"rd":"10.255.0.3:2","[3]:[0]:[32]:[10.255.0.3]":{"paths":[[{"routeType":3,"ip":"10.255.0.3","peerId":"192.0.2.3"}]]}},"numPrefix":3,"numPaths":3}`
+	// imetNoA: A's route gone with its session.
+	imetNoA    = `{"10.255.0.3:2":{"rd":"10.255.0.3:2","[3]:[0]:[32]:[10.255.0.3]":{"paths":[[{"routeType":3,"ip":"10.255.0.3","peerId":"192.0.2.3"}]]}},"numPrefix":1,"numPaths":1}`
 	summaryFmt = `{"routerId":"10.255.0.2","as":65000,"peers":{"192.0.2.1":{"hostname":"bgpd-A","peerUptimeMsec":%d,"pfxRcd":2,"state":"%s","connectionsDropped":1},"192.0.2.3":{"peerUptimeMsec":3600000,"state":"Established"}},"totalPeers":2}`
 )
 
@@ -135,7 +137,7 @@ func TestBGPViewAway(t *testing.T) {
 		vtep     netip.Addr
 		want     bool
 	}{
-		{"A's session down", 200 * time.Millisecond, 0, "Idle", a, true},
+		{"A's session down, its route gone", 200 * time.Millisecond, 0, "Idle", a, true},
 		{"A's session down for a while", 20 * time.Second, 20000, "Active", a, true},
 		{"A's session back (1s, whole seconds)", 4 * time.Second, 1000, "Established", a, true},
 		{"A's session back for HoldQuiet and more", 6 * time.Second, 3000, "Established", a, false},
@@ -144,7 +146,11 @@ func TestBGPViewAway(t *testing.T) {
 		{"C withdrew over a live session while A is down", time.Second, 0, "Idle", c, false},
 		{"a VTEP no session carried", time.Second, 0, "Idle", other, false},
 	} {
-		if err := b.Update(t0.Add(tc.at), summary(tc.uptimeMs, tc.state), []byte(imetJSON), nil); err != nil {
+		routes := imetJSON
+		if tc.state != "Established" {
+			routes = imetNoA
+		}
+		if err := b.Update(t0.Add(tc.at), summary(tc.uptimeMs, tc.state), []byte(routes), nil); err != nil {
 			t.Fatal(err)
 		}
 		if got := b.Away(tc.vtep, t0); got != tc.want {
@@ -169,6 +175,13 @@ func TestBGPViewAway(t *testing.T) {
 	}
 	if err := b.Update(t0.Add(2*time.Second), summary(1000, "Established"), []byte(`% Unknown command`), nil); err == nil {
 		t.Error("routes that are no JSON: no error")
+	}
+	// A VTEP's peer is forgotten once its route has been gone HoldLimit.
+	if err := b.Update(t0.Add(HoldLimit-time.Minute), summary(0, "Idle"), []byte(imetNoA), nil); err != nil || !b.Knows(a) {
+		t.Errorf("A's peer forgotten before HoldLimit: %v", err)
+	}
+	if err := b.Update(t0.Add(HoldLimit+10*time.Second), summary(0, "Idle"), []byte(imetNoA), nil); err != nil || b.Knows(a) || !b.Knows(c) {
+		t.Errorf("after A's route was gone HoldLimit: knows A %v, C %v (%v)", b.Knows(a), b.Knows(c), err)
 	}
 	// Never answered: nothing is held, whatever fails.
 	n := NewBGPView()

@@ -283,6 +283,14 @@ func (m *Manager) IsStale(vni uint32, mac net.HardwareAddr) bool {
 	return ok
 }
 
+// Now is the time on the clock of stale entries, which a Sessions'
+// answers are timed by.
+func (m *Manager) Now() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.now()
+}
+
 // SetClock sets the clock of stale entries (tests).
 func (m *Manager) SetClock(now func() time.Time) {
 	m.mu.Lock()
