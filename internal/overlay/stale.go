@@ -27,8 +27,12 @@ import (
 //     flood-list VTEP it had, FRR is restarting: the Manager holds every
 //     stale entry until zebra writes remote MACs again and then falls
 //     quiet for HoldQuiet (BGP converged), or for HoldLimit at most;
-//   - otherwise (a route withdrawn by the fabric), a stale entry goes
-//     after StaleWait.
+//   - otherwise, a stale entry goes after StaleWait, unless bgpd says the
+//     BGP session that carried it went (Sessions, bgp.go: a peer's FRR
+//     restarting, which FRR 8.4's bgpd does not hold for EVPN, or this
+//     host's bgpd restarting alone): then it is kept while the session is
+//     away, HoldLimit at most. A route a peer withdrew over a live
+//     session (its VNI removed) goes after StaleWait.
 //
 // When a hold ends, the stale entries zebra did not write again go, from
 // the table and the vxlan device: what the fabric no longer has. A stale
