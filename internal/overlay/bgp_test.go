@@ -190,3 +190,38 @@ func TestBGPViewAway(t *testing.T) {
 		t.Error("Away with bgpd never answering")
 	}
 }
+
+// TestStaleHoldEndsSessionAway: this host's FRR restarts, and while it
+// comes back C's session goes (C's FRR restarting too): when the hold
+// ends, C's MAC, which zebra did not write again, is kept while its
+// session is away, and goes once it is back (C no longer has it).
+func TestStaleHoldEndsSessionAway(t *testing.T) {
+	w := newStaleWorld(t)
+	s := &fakeSessions{away: map[netip.Addr]bool{}}
+	w.m.SetSessions(s)
+	w.handle(false, remote(zero, vtepB), remote(zero, vtepC))
+	w.zebraWrites(macA)
+	w.m.Handle(onVXOf(macC))
+	w.m.Handle(remote(macC, vtepC))
+	w.handle(false, deleted(onVXOf(macC)), deleted(remote(macC, vtepC)), remote(macC, vtepC))
+	w.handle(false, deleted(remote(zero, vtepC)), remote(zero, vtepC))
+	w.zebraWithdraws(macA)
+	if !w.m.ZebraExited() {
+		t.Fatal("no hold")
+	}
+	w.clock = w.clock.Add(5 * time.Second)
+	w.zebraWrites(macA)
+	s.away[vtepC] = true
+	w.clock = w.clock.Add(HoldQuiet)
+	done, _ := w.m.Settle()
+	if !done.Ended || done.Away != 2 || done.Removed != 1 {
+		t.Errorf("Settle at the hold's end with C's session away: %+v; want B's flood entry removed, C's MAC and flood entry kept", done)
+	}
+	if got, want := w.remotes(), []string{macA.String() + " 192.0.2.2", macC.String() + " 192.0.2.3 stale"}; !slices.Equal(got, want) {
+		t.Errorf("remotes after the hold: %q; want %q", got, want)
+	}
+	s.away[vtepC] = false
+	if done, _ := w.m.Settle(); done.Removed != 2 || done.Away != 0 {
+		t.Errorf("Settle with C back: %+v; want C's MAC and flood entry removed", done)
+	}
+}

@@ -206,9 +206,9 @@ type Settled struct {
 
 // Settle removes the stale entries whose time is up: all of them when a
 // hold ends (zebra wrote remote MACs again and then none for HoldQuiet, or
-// HoldLimit passed), else those older than StaleWait whose BGP session
-// did not go (Sessions: those of a peer whose session went are kept while
-// it is away, HoldLimit at most). A stale MAC goes from
+// HoldLimit passed), else those older than StaleWait; but not those whose
+// BGP session went (Sessions: they are kept while it is away, HoldLimit
+// at most). A stale MAC goes from
 // the vxlan device and from Remotes (the daemon's next sync deletes its
 // table entry); a stale flood-list VTEP from the vxlan device, which zebra
 // writes again if it has it. It returns what it did, and the errors of
@@ -227,12 +227,12 @@ func (m *Manager) Settle() (Settled, error) {
 		done.Ended, done.Claimed, all = true, quiet, true
 		m.hold = hold{}
 	}
-	// due: a stale entry of vtep since since whose time is up.
+	// due: a stale entry of vtep since since whose time is up. One whose
+	// BGP session is away is kept even when a hold ends: the peer may
+	// have gone while this host's FRR came back.
 	due := func(vtep netip.Addr, since time.Time) bool {
 		switch {
-		case all:
-			return true
-		case now.Sub(since) < StaleWait:
+		case !all && now.Sub(since) < StaleWait:
 			return false
 		case m.sessions != nil && now.Sub(since) < HoldLimit && m.sessions.Away(vtep, since):
 			done.Away++
