@@ -32,8 +32,8 @@ import (
 type Sessions interface {
 	// Away says whether the session that carried vtep's routes went at
 	// or after since, when its routes were withdrawn, and is not back
-	// (or back for less than HoldQuiet, its routes still coming): the
-	// VTEP's stale entries are kept. False when it does not know (the
+	// (or back for less than about HoldQuiet, its routes still coming):
+	// the VTEP's stale entries are kept. False when it does not know (the
 	// VTEP's peer unknown, bgpd never answered): they go after
 	// StaleWait.
 	Away(vtep netip.Addr, since time.Time) bool
@@ -48,9 +48,9 @@ func (m *Manager) SetSessions(s Sessions) {
 }
 
 // BGPNeeds says what the Manager would ask of a Sessions now: whether
-// something is stale (Away will be asked), and whether a remote VTEP of
-// the flood lists is one known does not know (known: the Sessions'
-// VTEPs), for the caller to ask bgpd again.
+// something is stale (Away will be asked), and whether a flood list has a
+// remote VTEP that known (the Sessions' knowledge) does not know, whose
+// session the caller should learn before it is withdrawn.
 func (m *Manager) BGPNeeds(known func(netip.Addr) bool) (stale, unknown bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
