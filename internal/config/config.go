@@ -51,7 +51,10 @@ import (
 
 // Defaults and limits.
 const (
-	DefaultSocket    = "/run/trestle/trestle.sock"
+	DefaultSocket = "/run/trestle/trestle.sock"
+	// DefaultFRRVtyDir is where FRR's packages put the daemons' vty
+	// sockets.
+	DefaultFRRVtyDir = "/var/run/frr"
 	DefaultAging     = 300 * time.Second
 	DefaultLoopRetry = 60 * time.Second
 	// DefaultQueryInterval is RFC 3376's and RFC 3810's query interval;
@@ -127,7 +130,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		return nil, Errors{{File: file, Line: serr.line, Msg: "invalid TOML: " + serr.msg}}
 	}
 	c := &checker{file: file, ifaces: map[string]portRef{}}
-	cfg := &Config{File: file, Daemon: Daemon{Socket: DefaultSocket}}
+	cfg := &Config{File: file, Daemon: Daemon{Socket: DefaultSocket, FRRVtyDir: DefaultFRRVtyDir}}
 	var bridges *value
 	for _, k := range root.keys {
 		switch v := root.vals[k]; k {

@@ -49,7 +49,7 @@ func TestLoadFull(t *testing.T) {
 	}
 	want := &Config{
 		File:   "testdata/full.toml",
-		Daemon: Daemon{Socket: "/run/trestle/test.sock"},
+		Daemon: Daemon{Socket: "/run/trestle/test.sock", FRRVtyDir: DefaultFRRVtyDir},
 		Bridges: []Bridge{
 			{
 				Name:       "br0",
@@ -112,7 +112,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 	want := &Config{
 		File:   "t.toml",
-		Daemon: Daemon{Socket: DefaultSocket},
+		Daemon: Daemon{Socket: DefaultSocket, FRRVtyDir: DefaultFRRVtyDir},
 		Bridges: []Bridge{{
 			Name:          "br0",
 			Aging:         DefaultAging,

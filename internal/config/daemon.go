@@ -22,6 +22,11 @@ type Daemon struct {
 	// port.
 	VTEP     netip.Addr
 	VTEPLine int // its line, for the daemon's message when it is no address of the namespace
+	// FRRVtyDir is the directory of FRR's vty sockets (vtysh's
+	// --vty_socket), where the daemon asks bgpd about its EVPN sessions
+	// (docs/overlay.md, "FRR restarts"); DefaultFRRVtyDir when the file
+	// has none.
+	FRRVtyDir string
 }
 
 // daemonTable is [daemon].
@@ -37,6 +42,8 @@ var daemonTable = Table{
 			Help: "Serve Prometheus metrics at http://ADDR/metrics (docs/operations.md); off unless set. With no host (\":9470\") it listens on 127.0.0.1 only; every interface only when named (\"0.0.0.0:9470\")."},
 		{Name: "vtep", Kind: KindString, Form: "an IPv4 or IPv6 address of the daemon's namespace", Example: `"192.0.2.1"`,
 			Help: "This host's VXLAN tunnel end point: the source of its overlay ports' VXLAN packets, and the next hop FRR advertises for their VNIs (docs/overlay.md); required once a port is an overlay port (vxlan)."},
+		{Name: "frr_vty_dir", Kind: KindString, Form: "an absolute path", Default: `"` + DefaultFRRVtyDir + `"`, Example: `"/run/frr/site1"`,
+			Help: "The directory of FRR's vty sockets (vtysh --vty_socket). With an overlay port, the daemon asks bgpd there (vtysh) which BGP session carried each remote VTEP, so that the addresses of a peer whose session went (its FRR restarting) are kept, stale, until the session is back, and those a peer withdraws over a live session go after 1.5s (docs/overlay.md, \"FRR restarts\"). When bgpd never answers there, every withdrawn address goes after 1.5s, said once in the log."},
 	},
 }
 
@@ -70,6 +77,14 @@ func (c *checker) daemon(v *value, d *Daemon) {
 					c.errorf(kv.line, f, "%q is not a unicast address a VTEP can have", s)
 				default:
 					d.VTEP, d.VTEPLine = a.Unmap(), kv.line
+				}
+			}
+		case "frr_vty_dir":
+			if s, ok := c.str(kv, f); ok {
+				if !filepath.IsAbs(s) {
+					c.errorf(kv.line, f, "%q is not an absolute path", s)
+				} else {
+					d.FRRVtyDir = filepath.Clean(s)
 				}
 			}
 		case "socket":

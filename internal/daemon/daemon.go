@@ -235,6 +235,7 @@ func Run(ctx context.Context, opts Options) error {
 	go d.watchEvents(ctx)
 	go d.watchSnoop(ctx)
 	go d.overlayLoop(ctx, ovlLost)
+	go d.bgpLoop(ctx)
 	d.notify(sd.SdNotifyReady, statusLine("forwarding: %d bridges", len(cfg.Bridges)))
 
 	sigs := make(chan os.Signal, 4)

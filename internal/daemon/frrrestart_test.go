@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -108,4 +110,104 @@ func TestOverlayFRRRestart(t *testing.T) {
 	if o := w.d.overlayStatus(ov); o.RemoteMACs != 1 || o.Stale != 0 || o.FRRRestarting {
 		t.Errorf("show once FRR is back: %+v", o)
 	}
+}
+
+// fakeBGP is bgpd as vtysh tells it: one peer, 10.0.0.2, whose session
+// carries VTEP 192.0.2.2's routes, up since upAt (on the world's clock)
+// or down; or silent (err).
+type fakeBGP struct {
+	w    *ovWorld
+	up   bool
+	upAt time.Time
+	err  error
+	dirs []string
+}
+
+func (f *fakeBGP) query(_ context.Context, dir string) ([]byte, []byte, error) {
+	f.dirs = append(f.dirs, dir)
+	if f.err != nil {
+		return nil, nil, f.err
+	}
+	state, uptime := "Idle", time.Duration(0)
+	routes := `{"numPrefix":0}`
+	if f.up {
+		state, uptime = "Established", f.w.clock.Sub(f.upAt)
+		routes = `{"192.0.2.2:2":{"rd":"192.0.2.2:2","[3]:[0]:[32]:[192.0.2.2]":{"paths":[[{"routeType":3,"ip":"192.0.2.2","peerId":"10.0.0.2"}]]}}}`
+	}
+	summary := fmt.Sprintf(`{"peers":{"10.0.0.2":{"state":%q,"peerUptimeMsec":%d}}}`, state, uptime.Milliseconds())
+	return []byte(summary), []byte(routes), nil
+}
+
+// TestOverlayPeerSessionAway: the BGP session of the peer behind VTEP
+// 192.0.2.2 goes (its FRR restarting) and zebra withdraws the peer's MAC
+// and flood-list entry: the table keeps the MAC, stale, past StaleWait,
+// for as long as bgpd says the session is down; once it is back and zebra
+// wrote the MAC again, nothing is stale. The same MAC withdrawn over the
+// live session goes after StaleWait, as does everything when bgpd was
+// never asked (frr_vty_dir's default here).
+func TestOverlayPeerSessionAway(t *testing.T) {
+	w := newOvWorld(t)
+	w.sys.add("p1", "veth")
+	w.sys.add("p2", "veth")
+	w.mustApply(ovConfig)
+	bgp := &fakeBGP{w: w, up: true, upAt: w.clock.Add(-time.Hour)}
+	w.d.ovl.bgpQuery = bgp.query
+	const mac = "02:00:00:00:00:b1"
+	w.flood(false)
+	w.remote(mac, false)
+	w.sync()
+	if _, unknown := w.d.ovl.mgr.BGPNeeds(w.d.ovl.bgp.Knows); !unknown {
+		t.Error("BGPNeeds: the flood list's VTEP known before bgpd was asked")
+	}
+	w.d.askBGP(t.Context())
+	if _, unknown := w.d.ovl.mgr.BGPNeeds(w.d.ovl.bgp.Knows); unknown || !slices.Equal(bgp.dirs, []string{"/var/run/frr"}) {
+		t.Errorf("after asking bgpd (in %q): a VTEP still unknown %v", bgp.dirs, unknown)
+	}
+	kept := func(when string, want, stale bool) {
+		t.Helper()
+		w.d.settleStale()
+		w.sync()
+		m, _ := net.ParseMAC(mac)
+		if _, ok := w.entry(mac); ok != want || w.d.ovl.mgr.IsStale(1000, m) != stale {
+			t.Errorf("%s: in the table %v, stale %v; want %v, %v", when, ok, w.d.ovl.mgr.IsStale(1000, m), want, stale)
+		}
+	}
+
+	// The peer's session goes.
+	bgp.up = false
+	w.zebraDel(mac)
+	w.flood(true)
+	w.flood(false) // the kernel's echo of the entry written back
+	w.advance(100 * time.Millisecond)
+	w.d.askBGP(t.Context())
+	for _, d := range []time.Duration{overlay.StaleWait, 30 * time.Second} {
+		w.advance(d)
+		w.d.askBGP(t.Context())
+		kept("the peer's session away", true, true)
+	}
+	if o := w.d.overlayStatus(w.port("br0", "tvx1000")); o.Stale != 2 || o.FRRRestarting {
+		t.Errorf("show with the peer's session away: %+v; want 2 stale, no FRR restart here", o)
+	}
+
+	// Back: zebra writes the MAC again.
+	bgp.up, bgp.upAt = true, w.clock
+	w.advance(500 * time.Millisecond)
+	w.d.askBGP(t.Context())
+	w.remote(mac, false)
+	kept("the peer's session back", true, false)
+	w.advance(overlay.HoldQuiet + time.Second)
+	w.d.askBGP(t.Context())
+	kept("the peer's session back for HoldQuiet", true, false)
+	if o := w.d.overlayStatus(w.port("br0", "tvx1000")); o.Stale != 0 {
+		t.Errorf("show with the peer's session back: %+v; want nothing stale", o)
+	}
+
+	// Withdrawn over the live session: gone after StaleWait.
+	w.advance(time.Minute)
+	w.zebraDel(mac)
+	w.advance(overlay.StaleWait / 2)
+	w.d.askBGP(t.Context())
+	kept("withdrawn over the live session, before StaleWait", true, true)
+	w.advance(overlay.StaleWait / 2)
+	kept("withdrawn over the live session, after StaleWait", false, false)
 }

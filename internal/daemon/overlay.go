@@ -110,12 +110,21 @@ type overlayState struct {
 	// the last sync counted them and puts since: room they take that
 	// no address count shows.
 	held map[uint32]int
+	// bgp: bgpd's word on withdrawals (bgp.go), asked by bgpQuery;
+	// bgpLog: what bgpLoop said of it; away: the last Settle kept
+	// entries of sessions that went (settleStale's, for its log).
+	bgp      *overlay.BGPView
+	bgpQuery func(ctx context.Context, dir string) (summary, routes []byte, err error)
+	bgpLog   bgpLog
+	away     bool
 }
 
 func newOverlayState(k overlay.Kernel, put remotePutter) *overlayState {
 	o := &overlayState{mgr: overlay.NewManager(k), hasAddr: overlay.HasAddr, watch: overlay.Watch, zebra: overlay.WatchZebra, put: put, nudge: make(chan struct{}, 1), moves: make(chan datapath.Move, overlayMoves), changes: make(chan overlay.Change, overlayMoves), full: map[uint32]bool{},
-		nextHop: overlay.ResolveNextHop, evicted: map[uint32]map[[6]byte]netip.Addr{}, held: map[uint32]int{}}
+		nextHop: overlay.ResolveNextHop, evicted: map[uint32]map[[6]byte]netip.Addr{}, held: map[uint32]int{},
+		bgp: overlay.NewBGPView(), bgpQuery: overlay.Vtysh}
 	o.encap, _ = put.(encapWriter)
+	o.mgr.SetSessions(o.bgp)
 	return o
 }
 
@@ -785,6 +794,14 @@ func (d *Daemon) settleStale() {
 	if err != nil {
 		d.log.Warn("overlay: stale remote addresses", "err", err)
 	}
+	switch away := st.Away > 0; {
+	case away && !d.ovl.away:
+		d.log.Warn("overlay: the BGP session that carried withdrawn remote addresses went (a peer's FRR restarting?); they are kept, stale, until it is back",
+			"kept", st.Away, "limit", overlay.HoldLimit)
+	case !away && d.ovl.away:
+		d.log.Info("overlay: no remote address is kept for a BGP session any longer")
+	}
+	d.ovl.away = st.Away > 0
 	switch {
 	case st.Ended && st.Claimed:
 		d.log.Info("overlay: FRR is back: the stale remote addresses it did not write again are removed", "removed", st.Removed)

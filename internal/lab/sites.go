@@ -355,6 +355,24 @@ func (s *Site) StartFRR(ctx context.Context) error {
 	return s.startBGPd()
 }
 
+// StopBGPd stops the site's bgpd alone (SIGTERM, then SIGKILL, by PID):
+// zebra stays, and withdraws what bgpd gave it. StartBGPd starts it again.
+func (s *Site) StopBGPd() error {
+	if s.BGPd == nil {
+		return nil
+	}
+	err := s.BGPd.Stop()
+	s.BGPd = nil
+	if err != nil && !strings.Contains(err.Error(), "terminated") {
+		return fmt.Errorf("host %s: bgpd: %w", s.Name(), err)
+	}
+	return nil
+}
+
+// StartBGPd starts the site's bgpd again after StopBGPd, with the
+// configuration StartFRR wrote.
+func (s *Site) StartBGPd() error { return s.startBGPd() }
+
 // startBGPd starts the site's bgpd with the configuration StartFRR wrote.
 func (s *Site) startBGPd() error {
 	var err error

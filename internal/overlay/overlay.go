@@ -24,7 +24,8 @@
 //     The entries on the vxlan device are zebra's, and zebra puts back
 //     what is taken; trestle writes there only what zebra withdrew, back,
 //     as its own (NUD_PERMANENT, which zebra ignores), while FRR restarts
-//     (stale.go).
+//     (stale.go), here or at the peer whose BGP session carried it
+//     (bgp.go: bgpd's word on the session).
 //
 // zebra writes a remote MAC twice: in the bridge's FDB on the vxlan port
 // (master, extern_learn) and in the vxlan device's own (self, with the
@@ -238,6 +239,8 @@ type Manager struct {
 	now  func() time.Time
 	hold hold
 	errs []error // of stale entries, for Settle
+	// sessions: BGP's word on a withdrawal (bgp.go), nil when none.
+	sessions Sessions
 }
 
 // NewManager returns a Manager that owns no VNI yet.

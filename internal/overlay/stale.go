@@ -27,8 +27,12 @@ import (
 //     flood-list VTEP it had, FRR is restarting: the Manager holds every
 //     stale entry until zebra writes remote MACs again and then falls
 //     quiet for HoldQuiet (BGP converged), or for HoldLimit at most;
-//   - otherwise (a route withdrawn by the fabric), a stale entry goes
-//     after StaleWait.
+//   - otherwise, a stale entry goes after StaleWait, unless bgpd says the
+//     BGP session that carried it went (Sessions, bgp.go: a peer's FRR
+//     restarting, which FRR 8.4's bgpd does not hold for EVPN, or this
+//     host's bgpd restarting alone): then it is kept while the session is
+//     away, HoldLimit at most. A route a peer withdrew over a live
+//     session (its VNI removed) goes after StaleWait.
 //
 // When a hold ends, the stale entries zebra did not write again go, from
 // the table and the vxlan device: what the fabric no longer has. A stale
@@ -195,11 +199,16 @@ type Settled struct {
 	Ended, Claimed bool
 	// Removed: stale remote MACs and flood-list VTEPs that went.
 	Removed int
+	// Away: stale entries past StaleWait kept because the BGP session
+	// that carried them went (Sessions).
+	Away int
 }
 
 // Settle removes the stale entries whose time is up: all of them when a
 // hold ends (zebra wrote remote MACs again and then none for HoldQuiet, or
-// HoldLimit passed), else those older than StaleWait. A stale MAC goes from
+// HoldLimit passed), else those older than StaleWait; but not those whose
+// BGP session went (Sessions: they are kept while it is away, HoldLimit
+// at most). A stale MAC goes from
 // the vxlan device and from Remotes (the daemon's next sync deletes its
 // table entry); a stale flood-list VTEP from the vxlan device, which zebra
 // writes again if it has it. It returns what it did, and the errors of
@@ -218,18 +227,31 @@ func (m *Manager) Settle() (Settled, error) {
 		done.Ended, done.Claimed, all = true, quiet, true
 		m.hold = hold{}
 	}
+	// due: a stale entry of vtep since since whose time is up. One whose
+	// BGP session is away is kept even when a hold ends: the peer may
+	// have gone while this host's FRR came back.
+	due := func(vtep netip.Addr, since time.Time) bool {
+		switch {
+		case !all && now.Sub(since) < StaleWait:
+			return false
+		case m.sessions != nil && now.Sub(since) < HoldLimit && m.sessions.Away(vtep, since):
+			done.Away++
+			return false
+		}
+		return true
+	}
 	for _, v := range m.vnis {
 		if v.dst == nil {
 			continue
 		}
 		for _, k := range sortedKeys(v.stale) {
-			if all || now.Sub(v.stale[k].since) >= StaleWait {
+			if st := v.stale[k]; due(st.vtep, st.since) {
 				m.unkeep(v, k)
 				done.Removed++
 			}
 		}
 		for a, at := range v.staleFlood {
-			if !all && now.Sub(at) < StaleWait {
+			if !due(a, at) {
 				continue
 			}
 			delete(v.staleFlood, a)
@@ -263,6 +285,14 @@ func (m *Manager) IsStale(vni uint32, mac net.HardwareAddr) bool {
 	}
 	_, ok := v.stale[mac6(mac)]
 	return ok
+}
+
+// Now is the time on the clock of stale entries, which a Sessions'
+// answers are timed by.
+func (m *Manager) Now() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.now()
 }
 
 // SetClock sets the clock of stale entries (tests).

@@ -87,7 +87,8 @@ func TestChainedHostDevices(t *testing.T) {
 	const vni = 4242
 	l := prepareLab(t)
 	l.SW.AddrAdd(t, "lo", "10.255.42.1/32")
-	l.WriteConfig(fmt.Sprintf("[daemon]\nsocket = %q\nvtep = \"10.255.42.1\"\n\n%s\n[[bridge]]\nname = \"ovl\"\n[[bridge.port]]\nvxlan = %d\n", l.Sock, pods, vni))
+	// No FRR here: the daemon asks no host's bgpd (frr_vty_dir empty).
+	l.WriteConfig(fmt.Sprintf("[daemon]\nsocket = %q\nvtep = \"10.255.42.1\"\nfrr_vty_dir = %q\n\n%s\n[[bridge]]\nname = \"ovl\"\n[[bridge.port]]\nvxlan = %d\n", l.Sock, t.TempDir(), pods, vni))
 	l.Start()
 	adv, advPeer := fmt.Sprintf("tad%d", vni), fmt.Sprintf("tap%d", vni)
 	if !slices.Contains(links(t, l.SW), advPeer) {

@@ -16,12 +16,15 @@ import (
 // TestOverlayFRRRestart: a known stream (the generator's numbered frames,
 // 20,000 a second, from site 1's h1 to site 2's h1) loses none while FRR
 // (bgpd, then zebra, stopped by PID and started again) restarts on the
-// sending site and then on the receiving one (docs/overlay.md, "FRR
+// sending site, then on the receiving one, away 3s there, and then while
+// the sending site's bgpd alone restarts, away 3s (docs/overlay.md, "FRR
 // restarts"). While FRR is away the site's remote entries stay, marked
 // stale in fdb show; a station the fabric lost meanwhile (site 2 deletes
 // its h2 while site 1's FRR is away, so that site 1's bgpd never hears of
 // the withdrawal) goes from site 1 once FRR is back, and the others are no
-// longer stale.
+// longer stale. The other site keeps the restarting one's entries, stale,
+// while bgpd says their session is away (FRR 8.4's bgpd drops them at
+// once), longer than the 1.5s of a withdrawal over a live session.
 //
 // The hosts are at XDP, with an underlay that takes XDP redirects: the
 // stream is encapsulated by the XDP program with the headers trestle keeps
@@ -48,8 +51,9 @@ func TestOverlayFRRRestart(t *testing.T) {
 	}
 
 	sink := b.StartSinkOn(1)
+	began := time.Now()
 	gen := a.Host(1).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", b.mac(1).String(),
-		"--rate", "20000", "--duration", "24s", "--json")
+		"--rate", "20000", "--duration", "30s", "--json")
 	eventually(t, 10*time.Second, "site 1 encapsulates the stream in XDP: its vxlan device sends none of it", func() (bool, string) {
 		before := a.linkTx(t, "tvx1000")
 		time.Sleep(200 * time.Millisecond)
@@ -79,13 +83,60 @@ func TestOverlayFRRRestart(t *testing.T) {
 		return o != nil && o.Stale == 0 && !o.FRRRestarting && len(o.FloodList) == 1 && o.FloodList[0] == b.vtep, fmt.Sprintf("%+v", o)
 	})
 
-	// The receiving site.
+	// The receiving site, its FRR away for 3s, twice StaleWait: FRR 8.4's
+	// bgpd on site 1 drops site 2's routes as soon as its session goes,
+	// graceful restart or not, and site 1 keeps site 2's h1, stale, for as
+	// long as bgpd says the session is away.
 	time.Sleep(time.Second)
 	b.stopFRR(t)
 	waitRemote(t, b, a.mac(1), true)
+	waitRemote(t, a, b.mac(1), true)
+	time.Sleep(3 * time.Second)
+	if e, ok := a.entry("br0", b.mac(1)); !ok || !e.Stale {
+		t.Errorf("site 1 with site 2's FRR away 3s: site 2's h1 %+v, %v; want kept, stale", e, ok)
+	}
 	b.startFRR(t)
 	waitRemote(t, b, a.mac(1), false)
+	waitRemote(t, a, b.mac(1), false)
 
+	// The sending site's bgpd alone, away for 3s, once both sites hold
+	// nothing: zebra withdraws everything and stays (no hold begins);
+	// site 1 keeps its entries while its bgpd does not answer, and site 2
+	// keeps site 1's while the session is away.
+	for _, x := range []*site{a, b} {
+		eventually(t, 10*time.Second, fmt.Sprintf("site %d's VNI 1000: nothing stale", x.n), func() (bool, string) {
+			o := x.overlay(1000)
+			return o != nil && o.Stale == 0 && !o.FRRRestarting, fmt.Sprintf("%+v", o)
+		})
+	}
+	if err := a.fr.StopBGPd(); err != nil {
+		t.Error(err)
+	}
+	waitRemote(t, a, b.mac(1), true)
+	waitRemote(t, b, a.mac(1), true)
+	time.Sleep(3 * time.Second)
+	for _, x := range []struct {
+		s *site
+		m net.HardwareAddr
+	}{{a, b.mac(1)}, {b, a.mac(1)}} {
+		if e, ok := x.s.entry("br0", x.m); !ok || !e.Stale {
+			t.Errorf("site %d with site 1's bgpd away 3s: %s %+v, %v; want kept, stale", x.s.n, x.m, e, ok)
+		}
+		if o := x.s.overlay(1000); o == nil || o.FRRRestarting {
+			t.Errorf("site %d with site 1's bgpd away: %+v; want no FRR restart (zebra stays)", x.s.n, o)
+		}
+	}
+	if err := a.fr.StartBGPd(); err != nil {
+		t.Fatal(err)
+	}
+	waitRemote(t, a, b.mac(1), false)
+	waitRemote(t, b, a.mac(1), false)
+
+	if d := time.Since(began); d > 28*time.Second {
+		t.Errorf("the restarts took %v of the stream's 30s: it may have ended before them", d)
+	} else {
+		t.Logf("the restarts took %v of the stream's 30s", d)
+	}
 	select {
 	case <-gen.Done():
 	case <-time.After(40 * time.Second):
@@ -102,9 +153,16 @@ func TestOverlayFRRRestart(t *testing.T) {
 	}
 	t.Logf("%d frames sent, %d received", g.Sent, s.Received)
 	for _, x := range []*site{a, b} {
-		if out := x.Daemon.Out.String(); !strings.Contains(out, "FRR is restarting") || !strings.Contains(out, "FRR is back") {
+		out := x.Daemon.Out.String()
+		if !strings.Contains(out, "FRR is restarting") || !strings.Contains(out, "FRR is back") {
 			t.Errorf("site %d's daemon did not say FRR restarted and came back:\n%s", x.n, out)
 		}
+		if !strings.Contains(out, "bgpd answers about its EVPN sessions") || !strings.Contains(out, "the BGP session that carried withdrawn remote addresses went") {
+			t.Errorf("site %d's daemon did not say it asked bgpd, and kept the addresses of a session that went:\n%s", x.n, out)
+		}
+	}
+	if out := a.Daemon.Out.String(); !strings.Contains(out, "bgpd does not answer") || !strings.Contains(out, "bgpd answers again") {
+		t.Errorf("site 1's daemon did not say its bgpd went silent and answered again:\n%s", out)
 	}
 }
 

@@ -40,6 +40,7 @@ func (s *site) neighConfig() string {
 	return fmt.Sprintf(`[daemon]
 socket = %q
 vtep = %q
+frr_vty_dir = %q
 
 [[bridge]]
 name = "br0"
@@ -59,7 +60,7 @@ mode = %q
 
 [[bridge.port]]
 vxlan = 1000
-`, s.Sock, s.vtep, s.hostMode, s.mac(1), s.ip(1), s.ip6(1), linklocal.EUI64(s.mac(1)), s.hostMode)
+`, s.Sock, s.vtep, s.fr.FRR, s.hostMode, s.mac(1), s.ip(1), s.ip6(1), linklocal.EUI64(s.mac(1)), s.hostMode)
 }
 
 // enableIPv6 gives site s's host i the IPv6 the lab turned off, with

@@ -150,7 +150,7 @@ func others(sites []*site, s *site) []*site {
 // says: extra goes into [daemon].
 func (s *site) config(daemonExtra string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[daemon]\nsocket = %q\nvtep = %q\n%s\n", s.Sock, s.vtep, daemonExtra)
+	fmt.Fprintf(&b, "[daemon]\nsocket = %q\nvtep = %q\nfrr_vty_dir = %q\n%s\n", s.Sock, s.vtep, s.fr.FRR, daemonExtra)
 	bridge := func(name, extra string) {
 		fmt.Fprintf(&b, "[[bridge]]\nname = %q\n%s%s", name, extra, s.bridgeExtra[name])
 	}

@@ -375,6 +375,7 @@ func (s *overlaySite) trestleConfig(mode, sock string) string {
 	return fmt.Sprintf(`[daemon]
 socket = %q
 vtep = %q
+frr_vty_dir = %q
 persist = true
 
 [[bridge]]
@@ -387,7 +388,7 @@ mode = %q
 [[bridge.port]]
 vxlan = %d
 mtu = %d
-`, sock, s.VTEP, suppress, s.port, mode, bind, overlayVNI, overlayMTU)
+`, sock, s.VTEP, s.FRR, suppress, s.port, mode, bind, overlayVNI, overlayMTU)
 }
 
 // neighs are site s's bridge FDB entries (the Linux bridge's), read in

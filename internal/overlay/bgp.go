@@ -1,0 +1,278 @@
+package overlay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// BGP's word on a withdrawal (docs/overlay.md, "FRR restarts").
+//
+// FRR 8.4's bgpd is no graceful-restart helper for EVPN: it counts a
+// session's address families for graceful restart with
+// FOREACH_AFI_SAFI_NSF, which stops at SAFI_MPLS_VPN, so an EVPN session
+// is never in NSF mode; when a peer's session goes (its FRR restarting),
+// bgp_clear_route_node unimports and removes the peer's EVPN routes at
+// once, and zebra takes its MACs and its flood-list entry off the vxlan
+// device, whatever `bgp graceful-restart` and `preserve-fw-state` say
+// (FRR 10.6 counts EVPN). From the kernel, that looks the same as the
+// peer withdrawing its VNI over a live session (its `trestle down`), which
+// must go at once. bgpd knows which it was: a Sessions answers it from
+// bgpd's own state, and the Manager keeps a withdrawn VTEP's entries while
+// the session that carried them is away (Settle).
+
+// Sessions says whether the BGP session that carried a remote VTEP's
+// routes went.
+type Sessions interface {
+	// Away says whether the session that carried vtep's routes went at
+	// or after since, when its routes were withdrawn, and is not back
+	// (or back for less than about HoldQuiet, its routes still coming):
+	// the VTEP's stale entries are kept. False when it does not know (the
+	// VTEP's peer unknown, bgpd never answered): they go after
+	// StaleWait.
+	Away(vtep netip.Addr, since time.Time) bool
+}
+
+// SetSessions gives the Manager BGP's word on withdrawals (nil: none, a
+// withdrawn entry goes after StaleWait).
+func (m *Manager) SetSessions(s Sessions) {
+	m.mu.Lock()
+	m.sessions = s
+	m.mu.Unlock()
+}
+
+// BGPNeeds says what the Manager would ask of a Sessions now: whether
+// something is stale (Away will be asked), and whether a flood list has a
+// remote VTEP that known (the Sessions' knowledge) does not know, whose
+// session the caller should learn before it is withdrawn.
+func (m *Manager) BGPNeeds(known func(netip.Addr) bool) (stale, unknown bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, v := range m.vnis {
+		stale = stale || len(v.stale) > 0 || len(v.staleFlood) > 0
+		for a := range v.flood {
+			if _, held := v.staleFlood[a]; !held && !known(a) {
+				unknown = true
+			}
+		}
+	}
+	return stale, unknown
+}
+
+// sessionSlack: bgpd gives the time of a session's last change in whole
+// seconds, so a change up to this long before a withdrawal is taken as
+// its cause.
+const sessionSlack = 2 * time.Second
+
+// BGPView is a Sessions from bgpd's answers (Update): which peer's
+// session carried each remote VTEP's type-3 route (kept when the route
+// goes, for HoldLimit: it goes with the session), and each peer's session
+// state.
+type BGPView struct {
+	mu       sync.Mutex
+	peerOf   map[netip.Addr]vtepPeer
+	peers    map[string]bgpPeer
+	at       time.Time // of the last query, answered or not
+	answered bool      // bgpd answered once
+	failed   error     // the last query's, nil when it answered
+}
+
+// vtepPeer is the peer whose session carried a VTEP's type-3 route, last
+// seen at seen.
+type vtepPeer struct {
+	peer string
+	seen time.Time
+}
+
+// bgpPeer is a session as bgpd gave it: up (Established) or not, and
+// since when (bgpd's last change of it, to a second).
+type bgpPeer struct {
+	up      bool
+	changed time.Time
+}
+
+// NewBGPView returns a view with no answer yet.
+func NewBGPView() *BGPView { return &BGPView{} }
+
+// Update enters a query of bgpd made at at: its answers to `show bgp
+// l2vpn evpn summary json` and `show bgp l2vpn evpn route type multicast
+// json`, or the error that kept it from answering. It returns the error
+// of reading the answers, if any (entered as a failed query).
+func (b *BGPView) Update(at time.Time, summary, routes []byte, err error) error {
+	var peers map[string]bgpPeer
+	var peerOf map[netip.Addr]string
+	if err == nil {
+		peers, err = parseSummary(at, summary)
+	}
+	if err == nil {
+		peerOf, err = parseIMET(routes)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.at, b.failed = at, err
+	if err != nil {
+		return err
+	}
+	b.peers, b.answered = peers, true
+	// A VTEP keeps its peer when its route goes (its session went with
+	// it), until it has been gone for HoldLimit.
+	if b.peerOf == nil {
+		b.peerOf = map[netip.Addr]vtepPeer{}
+	}
+	for vtep, peer := range peerOf {
+		b.peerOf[vtep] = vtepPeer{peer: peer, seen: at}
+	}
+	for vtep, p := range b.peerOf {
+		if at.Sub(p.seen) >= HoldLimit {
+			delete(b.peerOf, vtep)
+		}
+	}
+	return nil
+}
+
+// Knows says whether the view knows which peer carried vtep.
+func (b *BGPView) Knows(vtep netip.Addr) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.peerOf[vtep]
+	return ok
+}
+
+// Answering says whether bgpd answered once, and whether its last query
+// did.
+func (b *BGPView) Answering() (once, now bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.answered, b.failed == nil && b.answered
+}
+
+// Away is Sessions' Away from the last query:
+//   - before any answer: false (the withdrawal is the fabric's);
+//   - no query since the withdrawal yet: true (one is due);
+//   - bgpd answered once and the last query did not: this host's bgpd is
+//     away (restarting alone: zebra withdraws every route and stays),
+//     true;
+//   - the VTEP's peer unknown, or no longer a neighbour: false;
+//   - the peer's session down: true;
+//   - up, and last changed (came up) at or after since (less
+//     sessionSlack): it went with the withdrawal and is back; true for
+//     HoldQuiet after it came up (a second more: bgpd's times are whole
+//     seconds), while the peer's routes come back; else false, the
+//     peer withdrew them over a live session.
+func (b *BGPView) Away(vtep netip.Addr, since time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case !b.answered:
+		return false
+	case b.at.Before(since):
+		return true
+	case b.failed != nil:
+		return true
+	}
+	vp, ok := b.peerOf[vtep]
+	if !ok {
+		return false
+	}
+	p, ok := b.peers[vp.peer]
+	switch {
+	case !ok:
+		return false
+	case !p.up:
+		return true
+	}
+	return !p.changed.Before(since.Add(-sessionSlack)) && b.at.Sub(p.changed) < HoldQuiet+time.Second
+}
+
+// parseSummary reads `show bgp l2vpn evpn summary json` answered at at:
+// each peer's state, and since when (peerUptimeMsec: the time since its
+// session last went up or down).
+func parseSummary(at time.Time, out []byte) (map[string]bgpPeer, error) {
+	var s struct {
+		Peers map[string]struct {
+			State    string `json:"state"`
+			UptimeMs *int64 `json:"peerUptimeMsec"`
+		} `json:"peers"`
+	}
+	if err := json.Unmarshal(out, &s); err != nil {
+		return nil, fmt.Errorf("bgpd's EVPN summary: %w", err)
+	}
+	peers := make(map[string]bgpPeer, len(s.Peers))
+	for addr, p := range s.Peers {
+		if p.UptimeMs == nil || *p.UptimeMs < 0 {
+			return nil, fmt.Errorf("bgpd's EVPN summary: peer %s has no peerUptimeMsec", addr)
+		}
+		peers[addr] = bgpPeer{up: p.State == "Established", changed: at.Add(-time.Duration(*p.UptimeMs) * time.Millisecond)}
+	}
+	return peers, nil
+}
+
+// parseIMET reads `show bgp l2vpn evpn route type multicast json`: the
+// peer each remote VTEP's type-3 route came from (a path's peerId; this
+// host's own routes have none).
+func parseIMET(out []byte) (map[netip.Addr]string, error) {
+	var rds map[string]json.RawMessage
+	if err := json.Unmarshal(out, &rds); err != nil {
+		return nil, fmt.Errorf("bgpd's EVPN type-3 routes: %w", err)
+	}
+	peerOf := map[netip.Addr]string{}
+	for _, raw := range rds {
+		var rd map[string]json.RawMessage
+		if json.Unmarshal(raw, &rd) != nil {
+			continue // numPrefix, numPaths
+		}
+		for key, raw := range rd {
+			if !strings.HasPrefix(key, "[3]:") {
+				continue
+			}
+			var r struct {
+				Paths [][]struct {
+					IP     string `json:"ip"`
+					PeerID string `json:"peerId"`
+				} `json:"paths"`
+			}
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return nil, fmt.Errorf("bgpd's EVPN type-3 route %s: %w", key, err)
+			}
+			for _, ps := range r.Paths {
+				for _, p := range ps {
+					vtep, err1 := netip.ParseAddr(p.IP)
+					if _, err2 := netip.ParseAddr(p.PeerID); err1 != nil || err2 != nil {
+						continue // this host's own ("(unspec)")
+					}
+					peerOf[vtep.Unmap()] = p.PeerID
+				}
+			}
+		}
+	}
+	return peerOf, nil
+}
+
+// Vtysh asks bgpd, through vtysh and FRR's vty sockets in dir, what a
+// BGPView's Update takes: its EVPN summary and type-3 routes.
+func Vtysh(ctx context.Context, dir string) (summary, routes []byte, err error) {
+	cmd := exec.CommandContext(ctx, "vtysh", "--vty_socket", dir, "-d", "bgpd",
+		"-c", "show bgp l2vpn evpn summary json", "-c", "show bgp l2vpn evpn route type multicast json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("vtysh --vty_socket %s -d bgpd: %w: %s", dir, err, strings.TrimSpace(stderr.String()))
+	}
+	// Two JSON documents, one after the other.
+	dec := json.NewDecoder(bytes.NewReader(out))
+	var s, r json.RawMessage
+	if err := dec.Decode(&s); err != nil {
+		return nil, nil, fmt.Errorf("vtysh --vty_socket %s -d bgpd: the EVPN summary: %w", dir, err)
+	}
+	if err := dec.Decode(&r); err != nil {
+		return nil, nil, fmt.Errorf("vtysh --vty_socket %s -d bgpd: the EVPN type-3 routes: %w", dir, err)
+	}
+	return s, r, nil
+}
