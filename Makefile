@@ -30,7 +30,7 @@ BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/lib/*.h bpf/lab/*.c bpf/lab/*.h bpf/in
 # as built (a man page or completion half written).
 .DELETE_ON_ERROR:
 
-.PHONY: all build deps deps-build generate check-generate check test test-unit vet demo clean install fuzz fuzz-short deb
+.PHONY: all build deps deps-build generate check-generate ready check test test-unit vet demo clean install fuzz fuzz-short deb
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man pages
 # (naming the documents where this installs them, PREFIX/share/doc/trestle)
@@ -84,17 +84,25 @@ generate:
 	@for d in $(BPF_GEN); do (cd $$d && $(GO) generate .) || exit 1; done
 
 # The bindings in the tree must be what the C in the tree produces (CI runs
-# on a clean checkout, so there this means the committed ones). A generate
-# that fails (no clang) is a failure, not bindings found fresh.
+# on a clean checkout, so there this means the committed ones). They are
+# made again in a copy of the sources (so that vet, beside it, reads the
+# tree's as they are), both directories at once, and compared; stale ones
+# are copied into the tree, to be committed. A generate that fails (no
+# clang) is a failure, not bindings found fresh.
 check-generate:
-	@tmp=$$(mktemp -d) && for d in $(BPF_GEN); do mkdir -p $$tmp/$$d && cp $$d/*_bpfel.go $$d/*_bpfel.o $$tmp/$$d/ || exit 1; done && \
-	if ! $(MAKE) --no-print-directory generate >/dev/null; then \
-		for d in $(BPF_GEN); do cp $$tmp/$$d/* $$d/; done; rm -rf $$tmp; \
-		echo "check-generate: make generate failed (its messages are above; the bindings are as they were): run make deps, then make generate" >&2; exit 1; \
-	fi && \
-	stale=; for d in $(BPF_GEN); do for f in $$tmp/$$d/*; do cmp -s $$f $$d/$$(basename $$f) || stale="$$stale $$d/$$(basename $$f)"; done; done; \
-	rm -rf $$tmp; \
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp go.mod go.sum $$tmp/ && cp -r bpf $$tmp/ && \
+	for d in $(BPF_GEN); do mkdir -p $$tmp/$$d && cp $$d/*.go $$d/*_bpfel.o $$tmp/$$d/ || exit 1; done && \
+	for d in $(BPF_GEN); do (cd $$tmp/$$d && $(GO) generate . >$$tmp/$$(echo $$d | tr / _).log 2>&1; echo $$? >$$tmp/$$(echo $$d | tr / _).rc) & done; wait; \
+	for d in $(BPF_GEN); do n=$$tmp/$$(echo $$d | tr / _); if [ "$$(cat $$n.rc)" != 0 ]; then cat $$n.log >&2; \
+		echo "check-generate: go generate in $$d failed (its messages are above; the bindings are as they were): run make deps, then make generate" >&2; exit 1; fi; done; \
+	stale=; for d in $(BPF_GEN); do for f in $$d/*_bpfel.go $$d/*_bpfel.o; do cmp -s $$f $$tmp/$$f || { stale="$$stale $$f"; cp $$tmp/$$f $$f; }; done; done; \
 	if [ -n "$$stale" ]; then echo "the bindings were stale (now regenerated):$$stale: commit the result" >&2; exit 1; fi
+
+# check-generate and vet side by side: the first is one clang of the
+# switch program on one core (20 s of CPU), the second is Go's, on the
+# others.
+ready:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target check-generate vet
 
 # gofmt is the one beside $(GO): another version may format otherwise
 # (Debian's, on PATH once deps.sh installed it, is Go 1.19). One that is
@@ -145,7 +153,7 @@ TEST_PARALLEL ?= 4
 # 20 s of CPU in a fresh clone, and the first phase has no core to spare.
 GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) TRESTLE_TEST_CNI=$(CURDIR)/$(CNI_BIN) TRESTLE_TEST_TOOLS=$(TOOLS) $(GO) test -count=1 -vet=off -timeout 30m
 
-test: deps check-generate vet build
+test: deps ready build
 	@first="$$($(GO) list $(TEST_FIRST))" && all="$$($(GO) list ./...)" && \
 	$(GOTEST) -p 3 -parallel $(TEST_PARALLEL) -skip '^($(TEST_TIMED))$$' $$first $$(echo "$$all" | grep -vxF "$$first")
 	$(GOTEST) -p 1 -run '^($(TEST_TIMED))$$' $(TEST_ALONE)
@@ -157,7 +165,7 @@ test: deps check-generate vet build
 # fakes, and the datapath's BPF_PROG_TEST_RUN table tests. The end-to-end
 # packages (tests/) are all namespace tests and are left out. The datapath's
 # tests, most of the time, go first: the rest pass beside them.
-check: deps-build check-generate vet
+check: deps-build ready
 	all="$$($(GO) list ./...)" && pkgs="$$(echo "$$all" | grep -v '/tests/')" && \
 	$(GO) test -count=1 -short -p 2 $$(echo "$$pkgs" | grep -x '.*/internal/datapath') $$(echo "$$pkgs" | grep -vx '.*/internal/datapath')
 
