@@ -289,7 +289,8 @@ func (l *neighLearner) forget(k datapath.NeighKey) {
 // fix says which addresses the table holds as static or remote entries
 // (syncNeighs, which writes them with write while the learner's lock is
 // held, so that no learned entry is written between): they are learned no
-// more, and learned entries of theirs were written over.
+// more, and learned entries of theirs were written over. Where the table
+// would not hold them beside the learned ones, the oldest learned ones go.
 func (l *neighLearner) fix(keys map[datapath.NeighKey]datapath.Neigh, write func() error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -297,6 +298,14 @@ func (l *neighLearner) fix(keys map[datapath.NeighKey]datapath.Neigh, write func
 	for k := range keys {
 		l.fixed[k] = true
 		l.drop(k)
+	}
+	// Room for them first: the oldest learned entries give way.
+	if over := len(keys) + len(l.learned) - tbpf.MaxNeigh; over > 0 {
+		ks := slices.Collect(maps.Keys(l.learned))
+		slices.SortFunc(ks, func(a, b datapath.NeighKey) int { return l.learned[a].seen.Compare(l.learned[b].seen) })
+		for _, k := range ks[:min(over, len(ks))] {
+			l.forget(k)
+		}
 	}
 	return write()
 }

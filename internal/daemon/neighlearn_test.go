@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
+	tbpf "github.com/trestle/trestle/internal/bpf"
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/datapath"
 	"github.com/trestle/trestle/internal/frame"
@@ -375,4 +376,24 @@ func TestNeighLearnAdopt(t *testing.T) {
 	if _, ok := tab.neighs[datapath.NeighKey{Bridge: 1, Addr: ipA}]; ok || len(l.learned) != 0 {
 		t.Errorf("the port left, its entry stayed: %v", tab.neighs)
 	}
+}
+
+// TestNeighLearnRoomForStatic: static and remote entries always find room
+// in the table; the oldest learned entries give way.
+func TestNeighLearnRoomForStatic(t *testing.T) {
+	r := newLearnRig(t)
+	for i := range 3 {
+		r.send(1, arpFrom(stA, layers.ARPRequest, stA, netip.AddrFrom4([4]byte{10, 1, 1, byte(i + 1)}), ipB))
+		r.now = r.now.Add(time.Second)
+	}
+	static := map[datapath.NeighKey]datapath.Neigh{}
+	for i := range tbpf.MaxNeigh - 1 {
+		static[datapath.NeighKey{Bridge: 2, Addr: netip.AddrFrom4([4]byte{10, 2, byte(i >> 8), byte(i)})}] = datapath.Neigh{MAC: stC, Slot: 1}
+	}
+	if err := r.l.fix(static, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	r.hasNot(netip.MustParseAddr("10.1.1.1"))
+	r.hasNot(netip.MustParseAddr("10.1.1.2"))
+	r.has(netip.MustParseAddr("10.1.1.3"), stA, 1)
 }
