@@ -3,6 +3,8 @@ package neigh
 import (
 	"net"
 	"net/netip"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,4 +131,38 @@ func TestNeighLearn(t *testing.T) {
 		}
 		learnedIn(t, l, harness.HostMAC(1), harness.PortName(1), yi.String())
 	})
+}
+
+// TestNeighLearnPersist: with persist, what the switch learned stays in
+// the table across the daemon's restart, with its age, and the next daemon
+// takes it back: h1's request for h2 is answered by the switch from it,
+// before h2 has said anything again.
+func TestNeighLearnPersist(t *testing.T) {
+	t.Parallel()
+	l := harness.NewPersistLab(t, 3, func(int) string { return "mode = \"tc\"\n" })
+	l.WriteConfig(strings.Replace(l.Config("neigh_suppress = true\n", func(int) string { return "mode = \"tc\"\n" }),
+		"[daemon]\n", "[daemon]\npersist = true\n", 1))
+	l.StartNet(harness.Bin)
+	if err := l.Host(2).Ping(harness.HostIP(3), 1); err != nil {
+		t.Errorf("ping h2 -> h3: %v", err)
+	}
+	learnedIn(t, l, harness.HostMAC(2), harness.PortName(2), harness.HostIP(2))
+	learnedAt := time.Now()
+
+	out := l.Signal(syscall.SIGTERM)
+	time.Sleep(2 * time.Second) // an age the entry must keep
+	l.StartNet(harness.Bin)
+	got := learnedIn(t, l, harness.HostMAC(2), harness.PortName(2), harness.HostIP(2))
+	if age := got[harness.HostIP(2)].AgeSeconds; age < 2 || age > time.Since(learnedAt).Seconds()+1 {
+		t.Errorf("the adopted entry's age %.1fs, want its age from before the restart (%.1fs)\nfirst daemon:\n%s", age, time.Since(learnedAt).Seconds(), out)
+	}
+	caps := map[int]*testutil.Capturer{2: l.Host(2).Capture(t, "eth0"), 3: l.Host(3).Capture(t, "eth0")}
+	before := l.Stats(harness.PortName(1)).Counters.Get("suppressed")
+	if err := l.Host(1).Ping(harness.HostIP(2), 1); err != nil {
+		t.Errorf("ping h1 -> h2: %v", err)
+	}
+	noRequestsFor(t, caps, harness.HostIP(2))
+	if sup := l.Stats(harness.PortName(1)).Counters.Get("suppressed") - before; sup < 1 {
+		t.Errorf("port-h1 suppressed %d, want the ARP request answered from the adopted entry", sup)
+	}
 }
