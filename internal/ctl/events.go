@@ -67,7 +67,8 @@ const (
 	// (the claimer), vlan, port (the port it came in by), why (spoofed,
 	// foreign_mac, address, ip_guard, static, held, port_limit,
 	// table_full, dhcp_guard) and reason in words. At most one a minute
-	// for one address and MAC; the metric counts every one.
+	// for one address and MAC, and ten a second of all; the metric counts
+	// every one.
 	EventNeighRefused = "neigh_refused"
 )
 

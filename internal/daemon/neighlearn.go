@@ -62,8 +62,14 @@ import (
 const maxLearned = tbpf.MaxNeigh / 2
 
 // refuseEvery is how often one address's refused claims by one MAC are
-// reported.
-const refuseEvery = time.Minute
+// reported; refuseRate and refuseBurst bound the reports of all addresses
+// together (as the moves' lines, moves.go), so that a tenant that claims
+// address after address is counted, not logged without end.
+const (
+	refuseEvery = time.Minute
+	refuseRate  = 10 // a second
+	refuseBurst = 50
+)
 
 // Why a claim was refused: the metric's reason and the event's why.
 const (
@@ -107,6 +113,8 @@ type neighLearner struct {
 	learned map[datapath.NeighKey]*learnedNeigh
 	perPort map[[2]uint16]int     // learned entries by bridge and slot
 	refused map[refusal]time.Time // when each was last reported
+	tokens  float64               // reports that may go now (refuseRate, refuseBurst)
+	filled  time.Time             // when tokens was last filled
 	checked time.Time             // the last look at the FDB for every entry's holder
 }
 
@@ -159,7 +167,7 @@ type claim struct {
 func newNeighLearner(t learnTable, log *slog.Logger, emit func(ctl.Event)) *neighLearner {
 	return &neighLearner{table: t, log: log, emit: emit, clock: datapath.Now, bridges: map[uint16]*learnBridge{},
 		fixed: map[datapath.NeighKey]bool{}, learned: map[datapath.NeighKey]*learnedNeigh{}, perPort: map[[2]uint16]int{},
-		refused: map[refusal]time.Time{}}
+		refused: map[refusal]time.Time{}, tokens: refuseBurst}
 }
 
 // learnConfig is the bridges with neigh_suppress and their stations'
@@ -522,13 +530,19 @@ func (l *neighLearner) gone(b *learnBridge, k datapath.NeighKey, n *learnedNeigh
 }
 
 // refuse counts a refused claim and reports it, at most once every
-// refuseEvery for one address and MAC.
+// refuseEvery for one address and MAC, and refuseRate a second of all.
 func (l *neighLearner) refuse(b *learnBridge, m datapath.SnoopMsg, port string, c claim, why string, now time.Time) {
 	b.counts.Refused[why]++
 	r := refusal{key: datapath.NeighKey{Bridge: m.Bridge, VLAN: m.VLAN, Addr: c.addr}, mac: c.mac.String()}
 	if last, ok := l.refused[r]; ok && now.Sub(last) < refuseEvery {
 		return
 	}
+	if l.tokens = min(refuseBurst, l.tokens+now.Sub(l.filled).Seconds()*refuseRate); l.tokens < 1 {
+		l.filled = now
+		return // counted only
+	}
+	l.filled = now
+	l.tokens--
 	if len(l.refused) >= maxLearned {
 		clear(l.refused) // a flood of claims: reported afresh
 	}

@@ -397,3 +397,23 @@ func TestNeighLearnRoomForStatic(t *testing.T) {
 	r.hasNot(netip.MustParseAddr("10.1.1.2"))
 	r.has(netip.MustParseAddr("10.1.1.3"), stA, 1)
 }
+
+// TestNeighLearnReportRate: a port that claims address after address is
+// counted for every claim and reported at most refuseRate times a second
+// (refuseBurst at once).
+func TestNeighLearnReportRate(t *testing.T) {
+	r := newLearnRig(t)
+	for i := range 200 {
+		r.send(1, arpFrom(stB, layers.ARPRequest, stB, netip.AddrFrom4([4]byte{10, 1, 2, byte(i)}), ipA)) // stB is port 2's
+	}
+	if n := r.l.bridges[1].counts.Refused[refusedForeign]; n != 200 || len(r.events) != refuseBurst {
+		t.Errorf("refused %d, %d events; want 200 and %d", n, len(r.events), refuseBurst)
+	}
+	r.now = r.now.Add(time.Second)
+	for i := range 200 {
+		r.send(1, arpFrom(stB, layers.ARPRequest, stB, netip.AddrFrom4([4]byte{10, 1, 3, byte(i)}), ipA))
+	}
+	if len(r.events) != refuseBurst+refuseRate {
+		t.Errorf("%d events a second later, want %d", len(r.events), refuseBurst+refuseRate)
+	}
+}
