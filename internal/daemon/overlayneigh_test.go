@@ -29,18 +29,24 @@ func (k *neighKernel) IPNeighs(int) ([]overlay.IPNeigh, error) {
 func (k *neighKernel) SetIPNeigh(int, netip.Addr, net.HardwareAddr) error { return nil }
 func (k *neighKernel) DelIPNeigh(int, netip.Addr) error                   { return nil }
 
-// TestOverlayNeighsReadFails: a read of the VNI's bridge's neighbours that
-// fails (say, a netlink dump interrupted) loses none of the remote
-// neighbours already taken: they stay until a read says otherwise.
-func TestOverlayNeighsReadFails(t *testing.T) {
-	w := newOvWorld(t)
-	k := &neighKernel{ovKernel: w.k}
+// neighWorld gives w's daemon an overlay on kernel k, and applies
+// ovConfig on two veth ports.
+func (w *ovWorld) neighWorld(k overlay.Kernel) {
 	ovl := newOverlayState(k, w.odp)
 	ovl.nextHop, ovl.hasAddr = w.d.ovl.nextHop, w.d.ovl.hasAddr
 	w.d.ovl = ovl
 	w.sys.add("p1", "veth")
 	w.sys.add("p2", "veth")
 	w.mustApply(ovConfig)
+}
+
+// TestOverlayNeighsReadFails: a read of the VNI's bridge's neighbours that
+// fails (say, a netlink dump interrupted) loses none of the remote
+// neighbours already taken: they stay until a read says otherwise.
+func TestOverlayNeighsReadFails(t *testing.T) {
+	w := newOvWorld(t)
+	k := &neighKernel{ovKernel: w.k}
+	w.neighWorld(k)
 	mac, _ := net.ParseMAC("02:00:00:00:00:77")
 	ip := netip.MustParseAddr("fd00::77")
 	k.remote = []overlay.IPNeigh{{IP: ip, MAC: mac, Remote: true}}
@@ -91,12 +97,7 @@ func (k *localKernel) DelIPNeigh(_ int, ip netip.Addr) error {
 func TestOverlayLearnedNeighs(t *testing.T) {
 	w := newOvWorld(t)
 	k := &localKernel{neighKernel: &neighKernel{ovKernel: w.k}, local: map[netip.Addr]net.HardwareAddr{}}
-	ovl := newOverlayState(k, w.odp)
-	ovl.nextHop, ovl.hasAddr = w.d.ovl.nextHop, w.d.ovl.hasAddr
-	w.d.ovl = ovl
-	w.sys.add("p1", "veth")
-	w.sys.add("p2", "veth")
-	w.mustApply(ovConfig)
+	w.neighWorld(k)
 	p := w.d.overlayPorts()[0]
 	mac, _ := net.ParseMAC("02:00:00:00:00:42")
 	ip := netip.MustParseAddr("10.0.0.42")
