@@ -125,13 +125,7 @@ func TestNeighLearnCopies(t *testing.T) {
 // frame's VLAN, tagged on the trunk or untagged on an access port.
 func TestNeighLearnCopiesVLAN(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m tmode) {
-		r := vrig(t, m, 0)
-		ports := []PortInfo{
-			{Ifindex: r.port[1], Bridge: 1, Slot: 1, PVID: 10},
-			{Ifindex: r.port[2], Bridge: 1, Slot: 2, PVID: 20},
-			{Ifindex: r.port[3], Bridge: 1, Slot: 3, Trunk: true, VLANs: []uint16{10, 20}},
-		}
-		r.setBridge(BridgeInfo{VLANAware: true, VLANs: []uint16{10, 20}, NeighSuppress: true}, ports...)
+		r := neighVRig(t, m)
 		r.setNeighs(map[NeighKey]Neigh{{Bridge: 1, VLAN: 10, Addr: nbV4}: {MAC: macC, Slot: 1}})
 		rd, err := r.dp.Snoop()
 		if err != nil {

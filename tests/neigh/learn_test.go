@@ -91,21 +91,7 @@ func TestNeighLearn(t *testing.T) {
 			t.Errorf("neigh show: %+v, want a fresh entry of br0", n)
 		}
 
-		caps := map[int]*testutil.Capturer{}
-		for i := 2; i <= 3; i++ {
-			caps[i] = l.Host(i).Capture(t, "eth0")
-		}
-		before := l.Stats(harness.PortName(1)).Counters.Get("suppressed")
-		if err := l.Host(1).Ping(harness.HostIP(2), 2); err != nil {
-			t.Errorf("ping h1 -> h2: %v", err)
-		}
-		if err := l.Host(1).Ping("fd00::2", 2); err != nil {
-			t.Errorf("ping -6 h1 -> h2: %v", err)
-		}
-		noRequestsFor(t, caps, harness.HostIP(2), "fd00::2")
-		if sup := l.Stats(harness.PortName(1)).Counters.Get("suppressed") - before; sup < 2 {
-			t.Errorf("port-h1 suppressed %d requests, want at least 2 (an ARP request and a solicitation)", sup)
-		}
+		h1AsksH2(t, l, nil)
 
 		// h3 claims h2's address: with its own MAC, then naming h2's.
 		h2, h3 := harness.HostMAC(2), harness.HostMAC(3)
