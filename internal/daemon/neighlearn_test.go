@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -415,5 +416,36 @@ func TestNeighLearnReportRate(t *testing.T) {
 	}
 	if len(r.events) != refuseBurst+refuseRate {
 		t.Errorf("%d events a second later, want %d", len(r.events), refuseBurst+refuseRate)
+	}
+}
+
+// TestNeighLearnMalformed: a copy cut anywhere, or of bytes flipped, is
+// counted malformed or claims nothing, and never panics the daemon nor
+// writes what it did not check.
+func TestNeighLearnMalformed(t *testing.T) {
+	r := newLearnRig(t)
+	frames := [][]byte{
+		arpFrom(stA, layers.ARPRequest, stA, ipA, ipB),
+		frame.NS(nil, stA, ip6A, ip6B, stA),
+		frame.NA(nil, stB, stA, ip6A, ip6B),
+		frame.DHCP(nil, frame.Broadcast(), stB, srvIP, layers.DHCPMsgTypeAck, ipA, stA),
+	}
+	for _, f := range frames {
+		for n := 14; n < len(f); n++ {
+			r.send(1, f[:n])
+		}
+		for i := 14; i < len(f); i++ {
+			g := slices.Clone(f)
+			g[i] ^= 0xff
+			r.send(1, g)
+		}
+	}
+	if r.l.bridges[1].counts.Malformed == 0 {
+		t.Error("no copy counted malformed")
+	}
+	for k, n := range r.tab.neighs {
+		if n.MAC.String() != stA.String() || n.Slot != 1 {
+			t.Errorf("%v: %+v, want only stA's claims on its port", k, n)
+		}
 	}
 }
