@@ -449,3 +449,30 @@ func TestNeighLearnMalformed(t *testing.T) {
 		}
 	}
 }
+
+// TestNeighLearnVLANs: on a VLAN-aware bridge an address is a VLAN's: the
+// same address in two VLANs is two stations' claims, and a MAC is the
+// port's in the VLAN the frame came in.
+func TestNeighLearnVLANs(t *testing.T) {
+	r := newLearnRig(t)
+	r.tab.fdb[fdbID(10, stA)] = 1
+	r.tab.fdb[fdbID(20, stB)] = 2
+	send := func(slot, vlan uint16, f []byte) {
+		r.l.handle(datapath.SnoopMsg{Bridge: 1, VLAN: vlan, Slot: slot, Neigh: true, Proto: 0x0806, Src: net.HardwareAddr(f[6:12]), Packet: f[14:]}, r.now)
+	}
+	send(1, 10, arpFrom(stA, layers.ARPRequest, stA, ipA, ipB))
+	send(2, 20, arpFrom(stB, layers.ARPRequest, stB, ipA, ipB)) // the same address, VLAN 20's
+	send(2, 10, arpFrom(stB, layers.ARPRequest, stB, ipB, ipA)) // stB is not port 2's in VLAN 10
+	for _, c := range []struct {
+		vlan uint16
+		mac  net.HardwareAddr
+		slot uint16
+	}{{10, stA, 1}, {20, stB, 2}} {
+		if n, ok := r.tab.neighs[datapath.NeighKey{Bridge: 1, VLAN: c.vlan, Addr: ipA}]; !ok || n.MAC.String() != c.mac.String() || n.Slot != c.slot {
+			t.Errorf("VLAN %d: %+v (%v), want %v on slot %d", c.vlan, n, ok, c.mac, c.slot)
+		}
+	}
+	if _, ok := r.tab.neighs[datapath.NeighKey{Bridge: 1, VLAN: 10, Addr: ipB}]; ok || r.l.bridges[1].counts.Refused[refusedForeign] != 1 {
+		t.Errorf("stB's claim in VLAN 10 taken, or not refused as foreign_mac: %v", r.tab.neighs)
+	}
+}
