@@ -130,9 +130,12 @@ static __always_inline int tr_suppress(void *ctx, const int xdp, struct tr_pkt *
 /* A frame a bridge with neigh_suppress forwards or floods: an ARP, ND or
  * DHCP server message is copied to the daemon, which learns its station's
  * address from it (lib/neigh.h, tr_neigh_copy). Before the answer, which
- * rewrites a request: its sender is learned too. */
+ * rewrites a request: its sender is learned too. Not from an overlay port:
+ * the fabric's stations are EVPN's remote entries, not learned here. */
 static __always_inline void tr_neigh_learn(void *ctx, const int xdp, struct tr_decision *d)
 {
+	if (d->in_flags & TR_PORT_OVERLAY)
+		return;
 	TR_CALL(xdp, tr_neigh_copy, ctx, TR_NEIGH_WHO(d->bridge, d->vlan, d->in_slot));
 }
 

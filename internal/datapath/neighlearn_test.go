@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
+	tbpf "github.com/trestle/trestle/internal/bpf"
 	ethframe "github.com/trestle/trestle/internal/frame"
 )
 
@@ -115,6 +116,18 @@ func TestNeighLearnCopies(t *testing.T) {
 			r.runLearn(rd, 0, 0, learnFrames(0, 1, 2, on))
 			if n, err := r.dp.SnoopLost(); err != nil || n != 0 {
 				t.Errorf("snoop lost %d (%v), want 0", n, err)
+			}
+			// An overlay port's frames (at tc, the only mode that has
+			// them) are the fabric's stations: not copied.
+			if on && m.name == "tc" {
+				ports[2].Policy = tbpf.PortPolicy{}.With(tbpf.TrestleTrPortFlagsTR_PORT_OVERLAY, true)
+				r.setPort(ports[2])
+				r.setBridge(BridgeInfo{NeighSuppress: true, Overlay: true}, ports...)
+				zero := net.HardwareAddr{0, 0, 0, 0, 0, 0}
+				r.runLearn(rd, 0, 0, []learnCase{
+					{"ARP request from the overlay port", 3, arpOf(0, bcast, macC, layers.ARPRequest, macC, askV4, zero, unknown), false},
+					{"ARP request from a host's port", 1, arpOf(0, bcast, macA, layers.ARPRequest, macA, askV4, zero, unknown), true},
+				})
 			}
 			rd.Close()
 		}
