@@ -309,7 +309,9 @@ TR_TWIN(tr_neigh_answer, (__u64 who), (who))
  *     that is not duplicate address detection (source ::), or a neighbour
  *     advertisement;
  *   - a DHCP server's message to a client (IPv4, UDP 67 to 68, not a
- *     later fragment): the daemon takes a DHCPACK's address.
+ *     later fragment; IPv6, UDP 547 to 546 straight after the header):
+ *     the daemon takes a DHCPACK's address, and a DHCPv6 REPLY's IA_NA
+ *     addresses for the MAC it was sent to.
  *
  * Anything else is not copied. It only reads the frame (the copy goes on
  * to the flood or the forward with its packet pointers kept), and the
@@ -331,13 +333,20 @@ static __always_inline int tr_neigh_copy(void *ctx, const int xdp, __u64 who)
 			return 0;
 	} else if (proto == ETH_P_IPV6) {
 		const __u64 *src = (const __u64 *)(h + 8);
-		__u8 type;
+		__u8 type, p[4];
 
-		if (tr_load_bytes(ctx, xdp, off, h, 40) || (h[0] >> 4) != 6 || h[6] != 58 || h[7] != 255 ||
-		    tr_load_bytes(ctx, xdp, off + 40, &type, 1))
+		if (tr_load_bytes(ctx, xdp, off, h, 40) || (h[0] >> 4) != 6)
 			return 0;
-		if (type != TR_ND_NA && (type != TR_ND_NS || !(src[0] | src[1])))
+		if (h[6] == 17) {
+			/* UDP straight after the header: a DHCPv6 server's message
+			 * to a client, 547 to 546 */
+			if (tr_load_bytes(ctx, xdp, off + 40, p, 4) || p[0] != 2 || p[1] != 0x23 || p[2] != 2 ||
+			    p[3] != 0x22)
+				return 0;
+		} else if (h[6] != 58 || h[7] != 255 || tr_load_bytes(ctx, xdp, off + 40, &type, 1) ||
+			   (type != TR_ND_NA && (type != TR_ND_NS || !(src[0] | src[1])))) {
 			return 0;
+		}
 	} else if (proto == ETH_P_IP) {
 		/* version and length, protocol, fragment, then the UDP ports */
 		if (tr_load_bytes(ctx, xdp, off, h, 20) || (h[0] >> 4) != 4 || h[9] != 17 || (h[6] & 0x1f) || h[7] ||

@@ -46,8 +46,9 @@ import (
 //
 // A DHCPACK binds its yiaddr to its chaddr when it came in by a port
 // without dhcp_guard (whose server is trusted) and the chaddr is learned
-// on another port of the bridge: the entry is that port's. DHCPv6 is left
-// out: its REPLY names the client by a DUID, not a MAC.
+// on another port of the bridge: the entry is that port's. A DHCPv6 REPLY
+// binds its IA_NA addresses so to the MAC it was sent to (its client
+// names itself by a DUID, not a MAC).
 //
 // A refused claim is counted by reason and reported (event
 // neigh_refused, at most one a minute for one address and MAC). Learned
@@ -81,7 +82,7 @@ const (
 	refusedHeld      = "held"        // another station holds it
 	refusedPortLimit = "port_limit"  // the port has max_neighs_per_port
 	refusedFull      = "table_full"  // maxLearned reached
-	refusedDHCPGuard = "dhcp_guard"  // a DHCPACK from a port with dhcp_guard
+	refusedDHCPGuard = "dhcp_guard"  // a DHCPACK or DHCPv6 REPLY from a port with dhcp_guard
 )
 
 var refuseReasons = []string{refusedSpoofed, refusedForeign, refusedAddress, refusedIPGuard, refusedStatic, refusedHeld,
@@ -347,7 +348,8 @@ func (l *neighLearner) handle(m datapath.SnoopMsg, now time.Time) {
 }
 
 // parseClaims reads the claims of a copy: an ARP sender, a solicitation's
-// source, an advertisement's target, a DHCPACK's yiaddr. why: the copy
+// source, an advertisement's target, a DHCPACK's yiaddr, a DHCPv6 REPLY's
+// addresses. why: the copy
 // claims for a MAC not its source (refusedSpoofed, the claim in cs[0]).
 func parseClaims(m datapath.SnoopMsg) (cs []claim, why string, err error) {
 	switch m.Proto {
@@ -379,6 +381,9 @@ func parseClaims(m datapath.SnoopMsg) (cs []claim, why string, err error) {
 func parseND(m datapath.SnoopMsg) ([]claim, string, error) {
 	pkt := gopacket.NewPacket(m.Packet, layers.LayerTypeIPv6, gopacket.DecodeOptions{NoCopy: true, Lazy: true})
 	ip, _ := pkt.Layer(layers.LayerTypeIPv6).(*layers.IPv6)
+	if ip != nil && ip.NextHeader == layers.IPProtocolUDP {
+		return parseDHCPv6(m, pkt)
+	}
 	if ip == nil || ip.HopLimit != 255 || ip.NextHeader != layers.IPProtocolICMPv6 {
 		return nil, "", fmt.Errorf("not neighbour discovery")
 	}
@@ -434,6 +439,43 @@ func parseDHCP(m datapath.SnoopMsg) ([]claim, string, error) {
 		return nil, "", nil // an offer, a NAK, an ACK to an INFORM: no binding
 	}
 	return []claim{{addr: yi, mac: net.HardwareAddr(slices.Clone(d.ClientHWAddr)), dhcp: true}}, "", nil
+}
+
+// parseDHCPv6 reads a DHCPv6 REPLY's IA_NA addresses (RFC 8415 21.4,
+// 21.6), each a claim for the MAC the reply was sent to: its client's, as
+// a DHCPACK's chaddr. One with a valid lifetime of 0 is released, no
+// claim; a REPLY to a multicast or broadcast MAC names no client.
+func parseDHCPv6(m datapath.SnoopMsg, pkt gopacket.Packet) ([]claim, string, error) {
+	d, _ := pkt.Layer(layers.LayerTypeDHCPv6).(*layers.DHCPv6)
+	if d == nil {
+		if e := pkt.ErrorLayer(); e != nil {
+			return nil, "", e.Error()
+		}
+		return nil, "", fmt.Errorf("not DHCPv6")
+	}
+	if d.MsgType != layers.DHCPv6MsgTypeReply || len(m.Dst) != 6 || m.Dst[0]&1 != 0 {
+		return nil, "", nil
+	}
+	var cs []claim
+	for _, o := range d.Options {
+		if o.Code != layers.DHCPv6OptIANA || len(o.Data) < 12 {
+			continue
+		}
+		for b := o.Data[12:]; len(b) >= 4; {
+			code, n := uint16(b[0])<<8|uint16(b[1]), int(b[2])<<8|int(b[3])
+			if len(b) < 4+n {
+				return nil, "", fmt.Errorf("DHCPv6: an IA_NA option of %d bytes past its end", n)
+			}
+			if code == uint16(layers.DHCPv6OptIAAddr) && n >= 24 {
+				a := netip.AddrFrom16([16]byte(b[4:20]))
+				if valid := uint32(b[24])<<24 | uint32(b[25])<<16 | uint32(b[26])<<8 | uint32(b[27]); valid > 0 {
+					cs = append(cs, claim{addr: a, mac: slices.Clone(m.Dst), dhcp: true})
+				}
+			}
+			b = b[4+n:]
+		}
+	}
+	return cs, "", nil
 }
 
 // stationAddr: an address a station may hold.
@@ -570,7 +612,7 @@ var refuseWords = map[string]string{
 	refusedHeld:      "another station holds the address",
 	refusedPortLimit: "the port holds max_neighs_per_port learned entries",
 	refusedFull:      "the table holds as many learned entries as it takes",
-	refusedDHCPGuard: "a DHCPACK from a port with dhcp_guard",
+	refusedDHCPGuard: "a DHCP answer from a port with dhcp_guard",
 }
 
 // tick ages the learned entries: one unseen for its bridge's neigh_aging

@@ -429,6 +429,7 @@ func TestNeighLearnMalformed(t *testing.T) {
 		frame.NS(nil, stA, ip6A, ip6B, stA),
 		frame.NA(nil, stB, stA, ip6A, ip6B),
 		frame.DHCP(nil, frame.Broadcast(), stB, srvIP, layers.DHCPMsgTypeAck, ipA, stA),
+		frame.DHCPv6Reply(nil, stA, stB, netip.MustParseAddr("fe80::1"), netip.MustParseAddr("fe80::a"), 3600, ip6A),
 	}
 	for _, f := range frames {
 		for n := 14; n < len(f); n++ {
@@ -475,4 +476,26 @@ func TestNeighLearnVLANs(t *testing.T) {
 	if _, ok := r.tab.neighs[datapath.NeighKey{Bridge: 1, VLAN: 10, Addr: ipB}]; ok || r.l.bridges[1].counts.Refused[refusedForeign] != 1 {
 		t.Errorf("stB's claim in VLAN 10 taken, or not refused as foreign_mac: %v", r.tab.neighs)
 	}
+}
+
+// TestNeighLearnDHCPv6: a REPLY from the server's port binds its IA_NA
+// addresses to the MAC it was sent to, on that MAC's port; a released
+// address (valid lifetime 0), a REPLY to a multicast MAC and one from a
+// dhcp_guard port bind nothing.
+func TestNeighLearnDHCPv6(t *testing.T) {
+	r := newLearnRig(t)
+	srvMAC := net.HardwareAddr{0x02, 0, 0, 0, 1, 0x01}
+	srv6, ll := netip.MustParseAddr("fe80::1"), netip.MustParseAddr("fe80::b")
+	r.tab.fdb[fdbID(0, srvMAC)] = 3
+	ip6C := netip.MustParseAddr("fd01::12")
+	r.send(3, frame.DHCPv6Reply(nil, stB, srvMAC, srv6, ll, 3600, ip6B, ip6C))
+	r.has(ip6B, stB, 2)
+	r.has(ip6C, stB, 2)
+	r.send(3, frame.DHCPv6Reply(nil, stA, srvMAC, srv6, ll, 0, ip6A))
+	r.send(3, frame.DHCPv6Reply(nil, net.HardwareAddr{0x33, 0x33, 0, 1, 0, 2}, srvMAC, srv6, netip.MustParseAddr("ff02::1:2"), 3600, ip6A))
+	r.hasNot(ip6A)
+	r.tab.fdb[fdbID(0, stC)] = 4
+	r.send(4, frame.DHCPv6Reply(nil, stA, stC, srv6, ll, 3600, ip6A))
+	r.hasNot(ip6A)
+	r.refused(ip6A, refusedDHCPGuard, 1)
 }

@@ -89,6 +89,13 @@ func learnFrames(vid uint16, from, to int, on bool) []learnCase {
 		{"DHCPACK (broadcast)", from, ethframe.DHCP(vtags(vid), bcast, macA, srv, layers.DHCPMsgTypeAck, nbV4, macB), on},
 		{"DHCPOFFER (to the client)", from, dhcpOffer, on},
 		{"DHCP client's request (68 to 67)", to, clientDHCP(vid, macB), false},
+		{"DHCPv6 REPLY", from, ethframe.DHCPv6Reply(vtags(vid), macB, macA, askV6, netip.MustParseAddr("fe80::b"), 3600, nbV6), on},
+		{"DHCPv6 from a client (546 to 547)", to, func() []byte {
+			f := ethframe.DHCPv6Reply(vtags(vid), macA, macB, netip.MustParseAddr("fe80::b"), askV6, 3600, nbV6)
+			o := 14 + 4*len(vtags(vid)) + 40
+			f[o+1], f[o+3] = 0x22, 0x23
+			return f
+		}(), false},
 		{"IPv4 UDP to a group", from, ethframe.UDPTo(macA, askV4, grp4, make([]byte, 32)), false},
 	}
 }

@@ -67,8 +67,9 @@ func refusedEvent(t *testing.T, l *harness.Lab, ip, why string) {
 // suppressed. h3 then claims h2's address, with its own MAC (held: the
 // first claim holds while h2 is on its port) and with h2's as the ARP
 // sender (spoofed): both are refused and reported, and the table still
-// says h2. A DHCPACK from h3's port (no dhcp_guard: a trusted server's)
-// binds its address to its client, h1, on h1's port.
+// says h2. A DHCPACK and a DHCPv6 REPLY from h3's port (no dhcp_guard: a
+// trusted server's) bind their addresses to their client, h1, on h1's
+// port.
 func TestNeighLearn(t *testing.T) {
 	t.Parallel()
 	harness.ForModes(t, func(t *testing.T, mode string) {
@@ -116,6 +117,13 @@ func TestNeighLearn(t *testing.T) {
 			t.Fatal(err)
 		}
 		learnedIn(t, l, harness.HostMAC(1), harness.PortName(1), yi.String())
+		// And a DHCPv6 REPLY to h1's MAC: its IA_NA address, h1's.
+		reply := frame.DHCPv6Reply(nil, harness.HostMAC(1), h3, netip.MustParseAddr("fe80::ff:fe00:3"), netip.MustParseAddr("fe80::ff:fe00:1"), 3600,
+			netip.MustParseAddr("fd00::77"))
+		if err := l.Host(3).RawSend("eth0", reply); err != nil {
+			t.Fatal(err)
+		}
+		learnedIn(t, l, harness.HostMAC(1), harness.PortName(1), "fd00::77")
 	})
 }
 
