@@ -30,7 +30,7 @@ port's allowed_ips with its allowed_macs (when it has one), and the EUI-64
 link-local address of each of its allowed_macs, in every VLAN the port
 carries; AGE is then how long ago the entry was written. ORIGIN 'learned'
 is what a neigh_suppress bridge learned from its ports' ARP, neighbour
-discovery and DHCPACKs, each claim checked against its port (docs/security.md,
+discovery and DHCP (DHCPACK, DHCPv6 REPLY), each claim checked against its port (docs/security.md,
 "Learned neighbours"); AGE is how long ago a frame last claimed it, and it
 goes after the bridge's neigh_aging or when its MAC leaves its port. ORIGIN
 'remote' is an overlay's, from other sites' EVPN routes, with the VTEP.

@@ -63,7 +63,7 @@ const (
 	EventMACFrozen    = "mac_frozen"
 	EventMACFrozenEnd = "mac_frozen_end"
 	// A station's claim of an address (its ARP, neighbour discovery or a
-	// DHCPACK for it) that a neigh_suppress bridge did not learn: ip, mac
+	// DHCP answer for it) that a neigh_suppress bridge did not learn: ip, mac
 	// (the claimer), vlan, port (the port it came in by), why (spoofed,
 	// foreign_mac, address, ip_guard, static, held, port_limit,
 	// table_full, dhcp_guard) and reason in words. At most one a minute

@@ -162,7 +162,7 @@ type refusal struct {
 type claim struct {
 	addr netip.Addr
 	mac  net.HardwareAddr
-	dhcp bool // from a DHCPACK: mac is its chaddr, on another port
+	dhcp bool // from a DHCPACK or a DHCPv6 REPLY: mac is its client's, on another port
 }
 
 func newNeighLearner(t learnTable, log *slog.Logger, emit func(ctl.Event)) *neighLearner {
