@@ -59,6 +59,7 @@ const volatile enum tr_probe_limits _btf_probe_limits __attribute__((unused)) = 
 const volatile struct tr_probe _btf_probe __attribute__((unused)) = {};
 const volatile enum tr_snoop_limits _btf_snoop_limits __attribute__((unused)) = 0;
 const volatile struct tr_snoop_msg _btf_snoop_msg __attribute__((unused)) = {};
+const volatile enum tr_snoop_kind _btf_snoop_kind __attribute__((unused)) = 0;
 
 /* The filter stage, in the programs that have it: the frame, with its
  * egress port if it has one, against its bridge's rule set (set 0: its
@@ -126,6 +127,18 @@ static __always_inline int tr_suppress(void *ctx, const int xdp, struct tr_pkt *
 	return r;
 }
 
+/* A frame a bridge with neigh_suppress forwards or floods: an ARP, ND or
+ * DHCP server message is copied to the daemon, which learns its station's
+ * address from it (lib/neigh.h, tr_neigh_copy). Before the answer, which
+ * rewrites a request: its sender is learned too. Not from an overlay port:
+ * the fabric's stations are EVPN's remote entries, not learned here. */
+static __always_inline void tr_neigh_learn(void *ctx, const int xdp, struct tr_decision *d)
+{
+	if (d->in_flags & TR_PORT_OVERLAY)
+		return;
+	TR_CALL(xdp, tr_neigh_copy, ctx, TR_NEIGH_WHO(d->bridge, d->vlan, d->in_slot));
+}
+
 /* A multicast flood in a snooping bridge: 1 when it goes to its group's
  * ports only (counted grouped on its ingress), which are then this CPU's
  * group_cur (lib/snoop.h). Called after the filter and storm control, as
@@ -156,13 +169,18 @@ static __always_inline int tr_send(void *ctx, const int xdp, struct tr_pkt *p,
 
 	switch (d->action) {
 	case TR_ACT_FORWARD:
+		if (d->br->flags & TR_BRIDGE_NEIGH_SUPPRESS)
+			tr_neigh_learn(ctx, xdp, d);
 		if ((d->out.flags & TR_PORT_PATCH) || (d->br->flags & TR_BRIDGE_MIRROR))
 			return tr_walk(ctx, xdp, p, d);
 		d->straight = 1;
 		return tr_forward(ctx, xdp, p, d, 1);
 	case TR_ACT_FLOOD:
 		if (d->br->flags & TR_BRIDGE_NEIGH_SUPPRESS) {
-			int r = tr_suppress(ctx, xdp, p, d);
+			int r;
+
+			tr_neigh_learn(ctx, xdp, d);
+			r = tr_suppress(ctx, xdp, p, d);
 
 			if (r)
 				return r;
@@ -275,9 +293,12 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	/* An odd generation: the control plane is writing (configChanging). */
 	if (!fs->memo || (fs->cgen & 1) || d->action != TR_ACT_FORWARD || (d->in_flags & TR_PORT_GUARDS) ||
 	    (void *)(eth + 1) > now.data_end ||
-	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR)))
+	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR | TR_BRIDGE_NEIGH_SUPPRESS)))
 		return; /* not a plain bridge: tr_walk may have sent the frame on; a
-			 * guarded port's frames are checked each (lib/ipguard.h) */
+			 * guarded port's frames are checked each (lib/ipguard.h), and so
+			 * are a neigh_suppress bridge's, each asked whether it is an ARP,
+			 * ND or DHCP message to copy (tr_neigh_learn): a memo would let
+			 * a reply in a stream's midst go unseen */
 	/* Nor a forward to an overlay port at tc: each frame meets its MTU. (In
 	 * XDP, one through the way in is remembered, one encapsulated is not:
 	 * tr_forward took its straight; a new outer header forgets every memo,

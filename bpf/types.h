@@ -606,14 +606,27 @@ struct tr_group {
 	__u64 sel[TR_SEL_WORDS];
 };
 
-/* An IGMP, MLD or PIM message as it came in by a port of a snooping
- * bridge: its IP packet's first len bytes (at most TR_SNOOP_COPY). */
+/* What a copy on the snoop ring is for. */
+enum tr_snoop_kind {
+	TR_SNOOP_GROUP = 0, /* an IGMP, MLD or PIM message of a snooping bridge (lib/snoop.h) */
+	TR_SNOOP_NEIGH = 1, /* an ARP, ND or DHCP server message of a neigh_suppress bridge (lib/neigh.h, tr_neigh_copy) */
+};
+
+/* A control frame as it came in by a port, copied to the daemon: an IGMP,
+ * MLD or PIM message of a snooping bridge, or an ARP, neighbour discovery
+ * or DHCP server message of a neigh_suppress bridge: its Ethernet
+ * addresses, and its payload after the tags (the ARP message, the IP
+ * packet), the first len bytes (at most TR_SNOOP_COPY). */
 struct tr_snoop_msg {
 	__u16 bridge;
 	__u16 vlan; /* the frame's FDB VLAN */
 	__u16 slot; /* the port it came in by */
 	__u16 len;  /* bytes of data */
 	__u64 ts_ns; /* CLOCK_MONOTONIC_COARSE */
+	__u16 proto; /* the payload's EtherType (ETH_P_ARP, ETH_P_IP, ETH_P_IPV6) */
+	__u8 kind;   /* enum tr_snoop_kind */
+	__u8 pad;
+	__u8 eth[12]; /* the frame's destination and source MACs */
 	__u8 data[TR_SNOOP_COPY];
 };
 
@@ -685,7 +698,7 @@ struct tr_neigh_key {
 /* Where an entry came from. */
 enum tr_neigh_flags {
 	TR_NEIGH_STATIC = 1,  /* the control plane's: a port's allowed_ips with its allowed_macs */
-	TR_NEIGH_LEARNED = 2, /* seen in the port's ARP or neighbour discovery */
+	TR_NEIGH_LEARNED = 2, /* seen in the port's ARP, neighbour discovery or DHCP (the daemon's, from the copies tr_neigh_copy sends it) */
 };
 
 /* The station that holds the address: its MAC and the port it is on. */

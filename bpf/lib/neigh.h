@@ -95,6 +95,52 @@ static __always_inline int tr_neigh_l3(void *ctx, const int xdp, __u32 *off, __u
 	return -1;
 }
 
+/*
+ * A control frame to the daemon on the snoop ring (struct tr_snoop_msg):
+ * its Ethernet addresses and its payload from off (after its tags), as
+ * much as there is up to TR_SNOOP_COPY bytes, of kind (enum
+ * tr_snoop_kind). Multicast snooping's IGMP, MLD and PIM (lib/snoop.h) and
+ * the neighbour table's ARP, ND and DHCP (tr_neigh_copy) share the ring,
+ * its reader and its count of lost copies (snoop_lost): one ring, not
+ * two, for frames a bridge's ports send a few of a minute.
+ */
+static __always_inline void tr_ctl_copy(void *ctx, const int xdp, __u64 who, __u32 off, __u16 proto, __u8 kind)
+{
+	struct tr_snoop_msg *m;
+	__u32 len = tr_ctx_len(ctx, xdp), n, zero = 0;
+	__u64 *lost;
+
+	if (len <= off)
+		return;
+	n = len - off;
+	if (n > TR_SNOOP_COPY)
+		n = TR_SNOOP_COPY;
+	m = bpf_ringbuf_reserve(&snoop_ring, sizeof(*m), 0);
+	if (!m) {
+		lost = bpf_map_lookup_elem(&snoop_lost, &zero);
+		if (lost)
+			(*lost)++;
+		return;
+	}
+	/* 1..TR_SNOOP_COPY as the verifier sees it too (n is so already: the
+	 * barrier keeps the compiler from dropping the mask). */
+	barrier_var(n);
+	n = ((n - 1) & (TR_SNOOP_COPY - 1)) + 1;
+	if (tr_load_bytes(ctx, xdp, off, m->data, n) || tr_load_bytes(ctx, xdp, 0, m->eth, 12)) {
+		bpf_ringbuf_discard(m, 0);
+		return;
+	}
+	m->bridge = who & 0xffff;
+	m->vlan = (who >> 16) & 0xffff;
+	m->slot = (who >> 32) & 0xffff;
+	m->len = n;
+	m->ts_ns = bpf_ktime_get_coarse_ns();
+	m->proto = proto;
+	m->kind = kind;
+	m->pad = 0;
+	bpf_ringbuf_submit(m, 0);
+}
+
 struct tr_arp {
 	__u8 h[8];   /* htype, ptype, hlen, plen, oper */
 	__u8 sha[6];
@@ -248,5 +294,72 @@ static __always_inline int tr_neigh_answer(void *ctx, const int xdp, __u64 who)
 
 TR_TWIN(tr_neigh_known, (__u64 who), (who))
 TR_TWIN(tr_neigh_answer, (__u64 who), (who))
+
+/*
+ * Learning (docs/switching.md, "Learned entries"): in a bridge with
+ * TR_BRIDGE_NEIGH_SUPPRESS, a frame the pipeline forwards or floods that
+ * may teach the table a station's address is copied to the daemon
+ * (tr_ctl_copy, TR_SNOOP_NEIGH), which checks it against its port
+ * (internal/daemon/neighlearn.go) and writes a learned entry:
+ *
+ *   - an ARP request or reply for IPv4 over Ethernet whose sender is not
+ *     0.0.0.0 (a probe claims nothing; gratuitous ARP is a request or a
+ *     reply whose sender is its target);
+ *   - a neighbour solicitation (IPv6 straight to ICMPv6, hop limit 255)
+ *     that is not duplicate address detection (source ::), or a neighbour
+ *     advertisement;
+ *   - a DHCP server's message to a client (IPv4, UDP 67 to 68, not a
+ *     later fragment; IPv6, UDP 547 to 546 straight after the header):
+ *     the daemon takes a DHCPACK's address, and a DHCPv6 REPLY's IA_NA
+ *     addresses for the MAC it was sent to.
+ *
+ * Anything else is not copied. It only reads the frame (the copy goes on
+ * to the flood or the forward with its packet pointers kept), and the
+ * entry point calls it only in a bridge with the flag, a test of a value
+ * loaded already (architecture.md rule 6). Returns 1 when it copied.
+ */
+static __always_inline int tr_neigh_copy(void *ctx, const int xdp, __u64 who)
+{
+	__u32 off;
+	__u16 proto;
+	__u8 h[40] __attribute__((aligned(8)));
+
+	if (tr_neigh_l3(ctx, xdp, &off, &proto) || off > 64)
+		return 0;
+	if (proto == ETH_P_ARP) {
+		/* htype, ptype, hlen, plen, oper, the sender's MAC and address */
+		if (tr_load_bytes(ctx, xdp, off, h, 18) || h[0] || h[1] != 1 || h[2] != 0x08 || h[3] ||
+		    h[4] != 6 || h[5] != 4 || h[6] || (h[7] != 1 && h[7] != 2) || !(h[14] | h[15] | h[16] | h[17]))
+			return 0;
+	} else if (proto == ETH_P_IPV6) {
+		const __u64 *src = (const __u64 *)(h + 8);
+		__u8 type, p[4];
+
+		if (tr_load_bytes(ctx, xdp, off, h, 40) || (h[0] >> 4) != 6)
+			return 0;
+		if (h[6] == 17) {
+			/* UDP straight after the header: a DHCPv6 server's message
+			 * to a client, 547 to 546 */
+			if (tr_load_bytes(ctx, xdp, off + 40, p, 4) || p[0] != 2 || p[1] != 0x23 || p[2] != 2 ||
+			    p[3] != 0x22)
+				return 0;
+		} else if (h[6] != 58 || h[7] != 255 || tr_load_bytes(ctx, xdp, off + 40, &type, 1) ||
+			   (type != TR_ND_NA && (type != TR_ND_NS || !(src[0] | src[1])))) {
+			return 0;
+		}
+	} else if (proto == ETH_P_IP) {
+		/* version and length, protocol, fragment, then the UDP ports */
+		if (tr_load_bytes(ctx, xdp, off, h, 20) || (h[0] >> 4) != 4 || h[9] != 17 || (h[6] & 0x1f) || h[7] ||
+		    tr_load_bytes(ctx, xdp, off + (h[0] & 0xf) * 4, h + 20, 4) || h[20] || h[21] != 67 || h[22] ||
+		    h[23] != 68)
+			return 0;
+	} else {
+		return 0;
+	}
+	tr_ctl_copy(ctx, xdp, who, off, proto, TR_SNOOP_NEIGH);
+	return 1;
+}
+
+TR_TWIN(tr_neigh_copy, (__u64 who), (who))
 
 #endif

@@ -8,7 +8,8 @@
  *   - an IGMP message (IPv4 protocol 2), an MLD message (ICMPv6 130, 131,
  *     132, 143, behind at most one hop-by-hop header) or a PIM message
  *     (protocol 103) is copied to the daemon (snoop_ring, its IP packet's
- *     first TR_SNOOP_COPY bytes; lost copies counted in snoop_lost), which
+ *     first TR_SNOOP_COPY bytes, tr_ctl_copy; lost copies counted in
+ *     snoop_lost), which
  *     parses it (variable-length records are no work for the datapath) and
  *     writes the group table (groups). A query or a PIM hello is flooded;
  *     any other IGMP or MLD message (a report, a leave) goes where the
@@ -88,40 +89,10 @@ static __always_inline const __u64 *tr_group_cur(void)
 	return g ? g->sel : NULL;
 }
 
-/* The message at off (its IP header) to the daemon, as much of it as there
- * is up to TR_SNOOP_COPY bytes. */
-static __always_inline void tr_snoop_report(void *ctx, const int xdp, __u64 who, __u32 off)
+/* The message at off (its IP header) to the daemon (tr_ctl_copy, lib/neigh.h). */
+static __always_inline void tr_snoop_report(void *ctx, const int xdp, __u64 who, __u32 off, __u16 proto)
 {
-	struct tr_snoop_msg *m;
-	__u32 len = tr_ctx_len(ctx, xdp), n, zero = 0;
-	__u64 *lost;
-
-	if (len <= off)
-		return;
-	n = len - off;
-	if (n > TR_SNOOP_COPY)
-		n = TR_SNOOP_COPY;
-	m = bpf_ringbuf_reserve(&snoop_ring, sizeof(*m), 0);
-	if (!m) {
-		lost = bpf_map_lookup_elem(&snoop_lost, &zero);
-		if (lost)
-			(*lost)++;
-		return;
-	}
-	/* 1..TR_SNOOP_COPY as the verifier sees it too (n is so already: the
-	 * barrier keeps the compiler from dropping the mask). */
-	barrier_var(n);
-	n = ((n - 1) & (TR_SNOOP_COPY - 1)) + 1;
-	if (tr_load_bytes(ctx, xdp, off, m->data, n)) {
-		bpf_ringbuf_discard(m, 0);
-		return;
-	}
-	m->bridge = who & 0xffff;
-	m->vlan = (who >> 16) & 0xffff;
-	m->slot = (who >> 32) & 0xffff;
-	m->len = n;
-	m->ts_ns = bpf_ktime_get_coarse_ns();
-	bpf_ringbuf_submit(m, 0);
+	tr_ctl_copy(ctx, xdp, who, off, proto, TR_SNOOP_GROUP);
 }
 
 struct tr_ip4 {
@@ -160,7 +131,7 @@ static __always_inline int tr_snoop_ip4(void *ctx, const int xdp, __u64 who, __u
 		return 1;
 	if (ip.proto == IPPROTO_IGMP || ip.proto == TR_IPPROTO_PIM) {
 		if (!(opts & TR_SNOOP_QUIET))
-			tr_snoop_report(ctx, xdp, who, off);
+			tr_snoop_report(ctx, xdp, who, off, ETH_P_IP);
 		if (ip.proto == TR_IPPROTO_PIM ||
 		    tr_load_bytes(ctx, xdp, off + (ip.vihl & 0xf) * 4, &type, 1) || type == TR_IGMP_QUERY)
 			return 1;
@@ -200,12 +171,12 @@ static __always_inline int tr_snoop_ip6(void *ctx, const int xdp, __u64 who, __u
 			return 1;
 		if (h[0] == TR_MLD_QUERY || h[0] == TR_MLD_REPORT || h[0] == TR_MLD_DONE || h[0] == TR_MLD2_REPORT) {
 			if (!(opts & TR_SNOOP_QUIET))
-				tr_snoop_report(ctx, xdp, who, off);
+				tr_snoop_report(ctx, xdp, who, off, ETH_P_IPV6);
 			return h[0] == TR_MLD_QUERY; /* a report or a done: group :: */
 		}
 	} else if (nh == TR_IPPROTO_PIM) {
 		if (!(opts & TR_SNOOP_QUIET))
-			tr_snoop_report(ctx, xdp, who, off);
+			tr_snoop_report(ctx, xdp, who, off, ETH_P_IPV6);
 		return 1;
 	}
 	if ((ip.daddr[1] & 0x0f) <= 2)

@@ -28,8 +28,13 @@ Columns: IP, MAC, VLAN (0: untagged, in a bridge that is not VLAN-aware),
 PORT, ORIGIN and AGE. ORIGIN 'static' is the configuration's: an ip_guard
 port's allowed_ips with its allowed_macs (when it has one), and the EUI-64
 link-local address of each of its allowed_macs, in every VLAN the port
-carries; AGE is then how long ago the entry was written. Only the ports
-that forward have entries. A request for an address the table does not
+carries; AGE is then how long ago the entry was written. ORIGIN 'learned'
+is what a neigh_suppress bridge learned from its ports' ARP, neighbour
+discovery and DHCP (DHCPACK, DHCPv6 REPLY), each claim checked against its port (docs/security.md,
+"Learned neighbours"); AGE is how long ago a frame last claimed it, and it
+goes after the bridge's neigh_aging or when its MAC leaves its port. ORIGIN
+'remote' is an overlay's, from other sites' EVPN routes, with the VTEP.
+Only the ports that forward have entries. A request for an address the table does not
 hold, a gratuitous ARP, an ARP probe (sender 0.0.0.0) and a duplicate
 address detection solicitation (source ::) are flooded as before.`,
 		Example: `  trestle neigh show

@@ -599,6 +599,13 @@ type TrestleTrReach struct {
 	Slots [1024]uint16
 }
 
+type TrestleTrSnoopKind uint32
+
+const (
+	TrestleTrSnoopKindTR_SNOOP_GROUP TrestleTrSnoopKind = 0
+	TrestleTrSnoopKindTR_SNOOP_NEIGH TrestleTrSnoopKind = 1
+)
+
 type TrestleTrSnoopLimits uint32
 
 const (
@@ -614,6 +621,10 @@ type TrestleTrSnoopMsg struct {
 	Slot   uint16
 	Len    uint16
 	TsNs   uint64
+	Proto  uint16
+	Kind   uint8
+	Pad    uint8
+	Eth    [12]uint8
 	Data   [512]uint8
 }
 
@@ -837,6 +848,7 @@ const (
 	TrestleVarBtfPortFlags        = "_btf_port_flags"
 	TrestleVarBtfProbe            = "_btf_probe"
 	TrestleVarBtfProbeLimits      = "_btf_probe_limits"
+	TrestleVarBtfSnoopKind        = "_btf_snoop_kind"
 	TrestleVarBtfSnoopLimits      = "_btf_snoop_limits"
 	TrestleVarBtfSnoopMsg         = "_btf_snoop_msg"
 	TrestleVarBtfStateFlags       = "_btf_state_flags"
@@ -987,6 +999,7 @@ type TrestleVariableSpecs struct {
 	BtfPortFlags      *ebpf.VariableSpec `ebpf:"_btf_port_flags"`
 	BtfProbe          *ebpf.VariableSpec `ebpf:"_btf_probe"`
 	BtfProbeLimits    *ebpf.VariableSpec `ebpf:"_btf_probe_limits"`
+	BtfSnoopKind      *ebpf.VariableSpec `ebpf:"_btf_snoop_kind"`
 	BtfSnoopLimits    *ebpf.VariableSpec `ebpf:"_btf_snoop_limits"`
 	BtfSnoopMsg       *ebpf.VariableSpec `ebpf:"_btf_snoop_msg"`
 	BtfStateFlags     *ebpf.VariableSpec `ebpf:"_btf_state_flags"`
@@ -1157,6 +1170,7 @@ type TrestleVariables struct {
 	BtfPortFlags      *ebpf.Variable `ebpf:"_btf_port_flags"`
 	BtfProbe          *ebpf.Variable `ebpf:"_btf_probe"`
 	BtfProbeLimits    *ebpf.Variable `ebpf:"_btf_probe_limits"`
+	BtfSnoopKind      *ebpf.Variable `ebpf:"_btf_snoop_kind"`
 	BtfSnoopLimits    *ebpf.Variable `ebpf:"_btf_snoop_limits"`
 	BtfSnoopMsg       *ebpf.Variable `ebpf:"_btf_snoop_msg"`
 	BtfStateFlags     *ebpf.Variable `ebpf:"_btf_state_flags"`

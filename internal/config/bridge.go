@@ -28,8 +28,13 @@ type Bridge struct {
 	MaxStates, MaxPortStates int
 	// NeighSuppress: the switch answers ARP requests and neighbour
 	// solicitations for the addresses its neighbour table holds
-	// (Port.Neighbours), and floods them no more.
-	NeighSuppress bool
+	// (Port.Neighbours, and those learned from its ports' ARP, ND and
+	// DHCP), and floods them no more. A learned entry lives NeighAging
+	// without a frame that claims it; a port holds at most
+	// MaxNeighsPerPort learned entries.
+	NeighSuppress    bool
+	NeighAging       time.Duration
+	MaxNeighsPerPort int
 	// LoopDetect: the daemon sends a probe out of each port every second
 	// and blocks a port that hears one of the bridge's own; LoopRetry is
 	// how long such a port stays blocked before it is tried again.
@@ -161,7 +166,11 @@ var bridgeTable = Table{
 		{Name: "max_entries", Kind: KindInt, Min: 1, Max: maxTableSize, Default: fmt.Sprint(DefaultMaxEntries), Example: "1024",
 			Help: "Learned entries the bridge may hold (its FDB's size); the last sixteenth is kept for ports under their fair share (docs/security.md)."},
 		{Name: "neigh_suppress", Kind: KindBool, Default: "false", Example: "true",
-			Help: "Answer ARP requests and IPv6 neighbour solicitations for the addresses in the bridge's neighbour table (`trestle neigh show`: its ports' allowed_ips, each with the port's allowed_macs) from the switch, out of the port they came in by, and flood them no more; as the Linux bridge's neigh_suppress (docs/switching.md, \"Neighbour suppression\")."},
+			Help: "Answer ARP requests and IPv6 neighbour solicitations for the addresses in the bridge's neighbour table (`trestle neigh show`: its ports' allowed_ips, each with the port's allowed_macs, and the addresses learned from its ports' ARP, neighbour discovery and DHCP) from the switch, out of the port they came in by, and flood them no more; as the Linux bridge's neigh_suppress (docs/switching.md, \"Neighbour suppression\")."},
+		{Name: "neigh_aging", Kind: KindDuration, Min: int64(minAging), Max: int64(maxAging), Default: `"300s"`, Example: `"20m"`,
+			Help: "How long a learned neighbour entry (neigh_suppress) lives without an ARP, neighbour discovery or DHCP frame that claims it; it also goes when its station's MAC leaves its port in the FDB. Until then no other station takes its address (docs/security.md)."},
+		{Name: "max_neighs_per_port", Kind: KindInt, Min: 1, Max: MaxNeighsPerPort, Default: fmt.Sprint(DefaultMaxNeighsPerPort), Example: "8",
+			Help: "Learned neighbour entries (neigh_suppress) one port's stations may hold; a claim beyond it is refused (event neigh_refused)."},
 		{Name: "filter", Kind: KindBool, Default: "false", Example: "true",
 			Help: "Turn the filter stage on (docs/filter.md); false keeps the rules, checked, and off."},
 		{Name: "default", Kind: KindEnum, Values: []Value{{Name: ActionPass}, {Name: ActionBlock}}, why: ": what a frame no rule matches gets", Default: `"pass"`, Example: `"block"`,
@@ -195,7 +204,8 @@ var bridgeTable = Table{
 // checks across bridges.
 func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 	b := Bridge{Aging: DefaultAging, MaxEntries: DefaultMaxEntries, MaxStates: DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry,
-		MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow, Line: t.line}
+		MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
+		NeighAging: DefaultNeighAging, MaxNeighsPerPort: DefaultMaxNeighsPerPort, Line: t.line}
 	var ports, statics, mirrors, rules *value
 	querierLine := 0
 	c.walk(t, field, &bridgeTable, func(k *Key, v *value, f string, x leaf, ok bool) {
@@ -222,6 +232,14 @@ func (c *checker) bridge(t *value, field string) (Bridge, []*patchPort) {
 			}
 		case "neigh_suppress":
 			b.NeighSuppress = ok && x.b
+		case "neigh_aging":
+			if ok {
+				b.NeighAging = x.d
+			}
+		case "max_neighs_per_port":
+			if ok {
+				b.MaxNeighsPerPort = int(x.n)
+			}
 		case "default":
 			b.DefaultBlock = ok && x.s == ActionBlock
 		case "max_states":

@@ -68,7 +68,14 @@ const (
 	// FRR's duplicate-address detection: 5 moves in 180 s).
 	DefaultMACMoveLimit  = 5
 	DefaultMACMoveWindow = 180 * time.Second
-	DefaultMaxEntries    = 65536
+	// A neigh_suppress bridge's learned neighbours: how long one lives
+	// without a frame that claims it (the FDB's aging), and how many one
+	// port may hold (a host's IPv4, IPv6 and link-local addresses, and
+	// some more: a tenant's share, not the table).
+	DefaultNeighAging       = 300 * time.Second
+	DefaultMaxNeighsPerPort = 32
+	MaxNeighsPerPort        = 4096
+	DefaultMaxEntries       = 65536
 	// The datapath's limits, from bpf/types.h through its bindings.
 	MaxBridges        = tbpf.MaxBridges     // bridge ids 1..64
 	MaxPortsPerBridge = tbpf.MaxBridgePorts // ports of one bridge

@@ -55,7 +55,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br0",
 				Aging:      5 * time.Minute,
 				MaxEntries: 1024,
-				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow, NeighAging: DefaultNeighAging, MaxNeighsPerPort: DefaultMaxNeighsPerPort,
 				Ports: []Port{
 					{Interface: "veth-a", Mode: "xdp", MaxMACs: 100, Line: 11},
 					{Interface: "veth-b", Mode: "auto", Line: 16},
@@ -70,7 +70,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br1",
 				Aging:      DefaultAging,
 				MaxEntries: DefaultMaxEntries,
-				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow, NeighAging: DefaultNeighAging, MaxNeighsPerPort: DefaultMaxNeighsPerPort,
 				Ports: []Port{
 					{Interface: "tap0", Mode: "tc", Line: 31},
 					{Interface: "tap1", Mode: "auto", Line: 32},
@@ -81,7 +81,7 @@ func TestLoadFull(t *testing.T) {
 				Name:       "br2",
 				Aging:      DefaultAging,
 				MaxEntries: DefaultMaxEntries,
-				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
+				MaxStates:  DefaultMaxStates, MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow, NeighAging: DefaultNeighAging, MaxNeighsPerPort: DefaultMaxNeighsPerPort,
 				Ports: []Port{
 					{Interface: "acc0", Mode: "auto", VLAN: 10, Line: 43},
 					{Interface: "trunk0", Mode: "auto", Trunk: []uint16{10, 20, 100, 101, 102, 4094}, Native: 20, Line: 47},
@@ -118,7 +118,7 @@ func TestParseDefaults(t *testing.T) {
 			Aging:         DefaultAging,
 			MaxEntries:    DefaultMaxEntries,
 			MaxStates:     DefaultMaxStates,
-			MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow,
+			MaxPortStates: DefaultMaxPortStates, LoopRetry: DefaultLoopRetry, MulticastQueryInterval: DefaultQueryInterval, MACMoveLimit: DefaultMACMoveLimit, MACMoveWindow: DefaultMACMoveWindow, NeighAging: DefaultNeighAging, MaxNeighsPerPort: DefaultMaxNeighsPerPort,
 			Ports: []Port{{Interface: "veth-a", Mode: "auto", Line: 3}},
 			Line:  1,
 		}},

@@ -62,6 +62,14 @@ const (
 	// window passed, the address is learned where it is again.
 	EventMACFrozen    = "mac_frozen"
 	EventMACFrozenEnd = "mac_frozen_end"
+	// A station's claim of an address (its ARP, neighbour discovery or a
+	// DHCP answer for it) that a neigh_suppress bridge did not learn: ip, mac
+	// (the claimer), vlan, port (the port it came in by), why (spoofed,
+	// foreign_mac, address, ip_guard, static, held, port_limit,
+	// table_full, dhcp_guard) and reason in words. At most one a minute
+	// for one address and MAC, and ten a second of all; the metric counts
+	// every one.
+	EventNeighRefused = "neigh_refused"
 )
 
 // Event is one event, as `trestle events --json` prints it: one object a
@@ -77,6 +85,8 @@ type Event struct {
 	From       string  `json:"from,omitempty"`
 	To         string  `json:"to,omitempty"`
 	Suppressed *uint64 `json:"suppressed,omitempty"`
+	// neigh_refused: the address claimed.
+	IP string `json:"ip,omitempty"`
 	// port_up, port_down: the port's state as `trestle show` says it
 	// (up, link-down, down), its mode (xdp, tc, patch) and why.
 	State   string `json:"state,omitempty"`
@@ -115,6 +125,7 @@ func (e Event) Fields() []any {
 	if e.Suppressed != nil {
 		a = append(a, "suppressed", *e.Suppressed)
 	}
+	str("ip", e.IP)
 	str("state", e.State)
 	str("mode", e.Mode)
 	if e.Ifindex != 0 {

@@ -41,9 +41,10 @@ type Daemon struct {
 	attacher Attacher
 	sizer    Sizer
 	pins     Pins
-	capturer capturer    // nil: this dataplane cannot capture
-	moves    eventSource // nil: it reports no MAC moves
-	snoop    *snooper    // multicast snooping's state (snoop.go)
+	capturer capturer      // nil: this dataplane cannot capture
+	moves    eventSource   // nil: it reports no MAC moves
+	snoop    *snooper      // multicast snooping's state (snoop.go)
+	neighs   *neighLearner // the neighbour table's learned entries (neighlearn.go)
 	sys      System
 	opts     Options
 
@@ -128,8 +129,11 @@ func newDaemon(log *slog.Logger, dp Dataplane, sys System, capacity uint32, refr
 	st, _ := dp.(snoopTable)
 	d.snoop = newSnooper(st, log)
 	d.snoop.send = func(ifindex int, f []byte) error { return d.sendProbe(ifindex, f) }
+	lt, _ := dp.(learnTable)
+	d.neighs = newNeighLearner(lt, log, d.events.emit)
 	put, _ := dp.(remotePutter)
 	d.ovl = newOverlayState(overlay.Netlink{}, put)
+	d.neighs.changed = d.nudgeOverlay // learned entries reach FRR at once (overlayneigh.go)
 	return d
 }
 

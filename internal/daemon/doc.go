@@ -67,7 +67,9 @@
 //   - the table: aging.go (aging), fair.go (its fair share between ports),
 //     macowner.go (the one port that holds a bound address), mobility.go
 //     (addresses that move past mac_move_limit, frozen), neigh.go (the
-//     neighbour table's static entries, neigh show);
+//     neighbour table's static entries, neigh show), neighlearn.go (its
+//     learned entries: the snoop ring's ARP, ND and DHCP copies checked
+//     against their ports, aged, adopted after a restart);
 //   - multicast: snoop.go (multicast_snooping: the snoop ring's IGMP and
 //     MLD messages read into memberships, router ports and queriers, the
 //     group table written from them, mdb show), querier.go

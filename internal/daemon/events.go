@@ -61,7 +61,7 @@ func newEventLog(log *slog.Logger) *eventLog {
 // eventKinds are every kind, in the order the metrics list them.
 var eventKinds = []string{ctl.EventMACMove, ctl.EventMACMoveOverflow, ctl.EventPortUp, ctl.EventPortDown, ctl.EventPortBlocked,
 	ctl.EventTableFull, ctl.EventTableFullEnd, ctl.EventMACLimit, ctl.EventMACLimitEnd, ctl.EventGuard, ctl.EventGuardEnd,
-	ctl.EventMACFrozen, ctl.EventMACFrozenEnd}
+	ctl.EventMACFrozen, ctl.EventMACFrozenEnd, ctl.EventNeighRefused}
 
 // eventMessages are the log lines' messages, and their levels.
 var eventMessages = map[string]struct {
@@ -80,6 +80,7 @@ var eventMessages = map[string]struct {
 	ctl.EventGuard:           {"a port's guard drops frames", slog.LevelWarn},
 	ctl.EventGuardEnd:        {"guard: episode over", slog.LevelInfo},
 	ctl.EventMACFrozen:       {"address frozen: it moved past mac_move_limit", slog.LevelWarn},
+	ctl.EventNeighRefused:    {"neighbour not learned: a port's claim of an address was refused", slog.LevelWarn},
 	ctl.EventMACFrozenEnd:    {"address released: its mac_move_window passed", slog.LevelInfo},
 }
 

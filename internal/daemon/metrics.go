@@ -81,6 +81,7 @@ type collector struct {
 	reloads, build             *prometheus.Desc
 	events, suppressed, lost   *prometheus.Desc
 	snoopMsgs, snoopLost       *prometheus.Desc
+	neighClaims, neighLearned  *prometheus.Desc
 }
 
 func newCollector(d *Daemon) *collector {
@@ -108,6 +109,8 @@ func newCollector(d *Daemon) *collector {
 	c.lost = prometheus.NewDesc("trestle_events_lost_total", "Events the datapath could not hand to the daemon: its event ring was full (the daemon behind, or not running).", nil, nil)
 	c.snoopMsgs = prometheus.NewDesc("trestle_snoop_messages_total", "IGMP, MLD and PIM messages the daemon read from a snooping bridge's ports, by kind (report, leave, query, pim, malformed, refused: memberships not taken, a bound reached), and the queries its querier sent (query_sent, a frame out of a port each).", []string{"bridge", "kind"}, nil)
 	c.snoopLost = prometheus.NewDesc("trestle_snoop_lost_total", "IGMP, MLD and PIM messages the datapath could not copy to the daemon: its snoop ring was full (they were forwarded all the same).", nil, nil)
+	c.neighClaims = prometheus.NewDesc("trestle_neigh_claims_total", "Claims of addresses a neigh_suppress bridge read from its ports' ARP, neighbour discovery, DHCPACKs and DHCPv6 REPLYs, by result: learned (a new entry), moved (an address another station held, taken once that station was gone), malformed (a copy not read), or refused_<why> (spoofed, foreign_mac, address, ip_guard, static, held, port_limit, table_full, dhcp_guard: docs/security.md).", []string{"bridge", "result"}, nil)
+	c.neighLearned = prometheus.NewDesc("trestle_neigh_learned_entries", "Learned entries in the bridge's neighbour table (neigh_suppress).", []string{"bridge"}, nil)
 	c.build = prometheus.NewDesc("trestle_build_info", "The running trestle's build: always 1.", []string{"version", "goversion"}, nil)
 	return c
 }
@@ -116,7 +119,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range append(append([]*prometheus.Desc{}, c.port...), c.vlan...) {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{c.drops, c.unattached, c.up, c.entries, c.maxEntries, c.aged, c.filterPackets, c.filterBytes, c.filterUnread, c.reloads, c.build, c.events, c.suppressed, c.lost, c.snoopMsgs, c.snoopLost} {
+	for _, d := range []*prometheus.Desc{c.drops, c.unattached, c.up, c.entries, c.maxEntries, c.aged, c.filterPackets, c.filterBytes, c.filterUnread, c.reloads, c.build, c.events, c.suppressed, c.lost, c.snoopMsgs, c.snoopLost, c.neighClaims, c.neighLearned} {
 		ch <- d
 	}
 }
@@ -233,6 +236,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.collectSnoop(ch)
+	c.collectNeighLearn(ch)
 	if st, err := d.counters.Stats(0); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.unattached, err)
 	} else {

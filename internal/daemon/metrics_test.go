@@ -142,6 +142,7 @@ trestle_events_total{event="mac_limit"} 0
 trestle_events_total{event="mac_limit_end"} 0
 trestle_events_total{event="mac_move"} 1
 trestle_events_total{event="mac_move_overflow"} 1
+trestle_events_total{event="neigh_refused"} 0
 trestle_events_total{event="port_blocked"} 0
 trestle_events_total{event="port_down"} 1
 trestle_events_total{event="port_up"} 2

@@ -15,6 +15,8 @@ import (
 // ports' (config.Port.Neighbours: allowed_ips with allowed_macs), after
 // each apply: they are facts of the configuration, made again from it,
 // and an entry missing for a moment costs a flood, not a wrong answer.
+// Learned entries are the learner's (neighlearn.go); a static or remote
+// entry writes over a learned one of its address.
 
 // neighTable is a dataplane with a neighbour table (internal/datapath).
 type neighTable interface {
@@ -68,6 +70,7 @@ func (d *Daemon) bridgeOrder() []*bridgeState {
 }
 
 // syncNeighs writes the table's static entries as the model has them.
+// Called with d.mu held.
 func (d *Daemon) syncNeighs() {
 	nt, ok := d.table.(neighTable)
 	if !ok {
@@ -78,7 +81,9 @@ func (d *Daemon) syncNeighs() {
 		d.log.Warn("the neighbour table is full: some ports' addresses are not in it, and requests for them are flooded",
 			"left_out", over, "room", tbpf.MaxNeigh)
 	}
-	if err := nt.SetNeighs(want); err != nil {
+	// With the learner's lock held: no learned entry is written between
+	// the table's read and its static entries' writes.
+	if err := d.neighs.fix(want, func() error { return nt.SetNeighs(want) }); err != nil {
 		d.log.Warn("write the neighbour table", "err", err)
 	}
 }

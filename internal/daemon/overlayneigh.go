@@ -12,8 +12,8 @@ import (
 // MAC+IP routes across the overlay (docs/overlay.md, "ARP
 // suppression across the fabric"): at each comparison of the table with
 // the VNIs (runSync), each overlay port's VNI is given the bridge's local
-// neighbour entries in the port's VLAN, which zebra advertises as MAC+IP
-// routes, and gives back the remote ones zebra installed from other VTEPs'
+// neighbour entries in the port's VLAN (static and learned), which zebra
+// advertises as MAC+IP routes, and gives back the remote ones zebra installed from other VTEPs'
 // routes (internal/overlay's SyncNeighs), which the neighbour table holds
 // as remote entries of the overlay port: a bridge with neigh_suppress
 // answers for a station of another host, a trestle host or a Linux VTEP,
@@ -34,6 +34,13 @@ func (d *Daemon) syncOverlayNeighs() {
 		for k, n := range local {
 			if k.Bridge == p.bridge.id && k.VLAN == overlayVLAN(p) {
 				j.local[k.Addr] = n.MAC
+			}
+		}
+		// And what the bridge learned there (neighlearn.go), as static
+		// ones: a static entry of the same address wins.
+		for a, mac := range d.neighs.learnedIn(p.bridge.id, overlayVLAN(p)) {
+			if _, ok := j.local[a]; !ok {
+				j.local[a] = mac
 			}
 		}
 		jobs = append(jobs, j)

@@ -688,6 +688,7 @@ func (d *Daemon) finalize(c *change) {
 		d.logMirrors(b.cfg.Name, was, b.cfg.Mirrors)
 	}
 	d.bridges = c.next
+	d.neighs.configure(d.learnConfig(), time.Now())
 	d.syncNeighs()
 	d.snoop.configure(d.snoopConfig(), time.Now())
 	d.finalizeOverlay(c)

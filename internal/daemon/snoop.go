@@ -635,7 +635,7 @@ func (s *snooper) tick(now time.Time) {
 }
 
 // watchSnoop reads the snoop ring until ctx is done, and ages the state
-// each second.
+// each second: multicast snooping's and the learned neighbours'.
 func (d *Daemon) watchSnoop(ctx context.Context) {
 	src := d.snoop.table
 	if src == nil {
@@ -656,8 +656,14 @@ func (d *Daemon) watchSnoop(ctx context.Context) {
 		if now.Sub(last) >= time.Second {
 			last = now
 			d.snoop.tick(now)
+			d.neighs.tick(now)
 		}
-		if m, ok := readRecord(ctx, d, "snoop ring", rd.Read, last.Add(time.Second)); ok {
+		m, ok := readRecord(ctx, d, "snoop ring", rd.Read, last.Add(time.Second))
+		switch {
+		case !ok:
+		case m.Neigh:
+			d.neighs.handle(m, time.Now()) // a neigh_suppress bridge's ARP, ND or DHCP (neighlearn.go)
+		default:
 			d.snoop.handle(m, time.Now())
 		}
 	}

@@ -181,6 +181,24 @@ func fdbKey(bridge, vlan uint16, mac net.HardwareAddr) (tbpf.FDBKey, error) {
 	return k, nil
 }
 
+// LookupFDB is the entry of an address, if the table has one.
+func (d *Datapath) LookupFDB(bridge, vlan uint16, mac net.HardwareAddr) (FDBEntry, bool, error) {
+	k, err := fdbKey(bridge, vlan, mac)
+	if err != nil {
+		return FDBEntry{}, false, err
+	}
+	t, done := d.use()
+	defer done()
+	var v tbpf.FDBVal
+	if err := t.fdb.Lookup(&k, &v); err != nil {
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return FDBEntry{}, false, nil
+		}
+		return FDBEntry{}, false, fmt.Errorf("look up fdb entry %s vlan %d: %w", mac, vlan, err)
+	}
+	return entryOf(k, v, Now()), true, nil
+}
+
 // AddFDB writes a static entry (e.Static must be set; e.User marks it as
 // the CLI's), replacing any learned one for the same address, whose count it
 // gives back. The learned entry is taken out (LookupAndDelete, so its count

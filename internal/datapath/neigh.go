@@ -17,7 +17,9 @@ import (
 // of a bridge, with the MAC of the station that holds it and the port it
 // is on. A bridge with NeighSuppress answers ARP requests and neighbour
 // solicitations for its addresses itself. The daemon writes the static
-// entries (SetNeighs); at most tbpf.MaxNeigh of all bridges together.
+// entries (SetNeighs) and the learned ones (PutNeigh, DelNeigh: from the
+// ARP, ND and DHCP copies the snoop ring brings it); at most
+// tbpf.MaxNeigh of all bridges together.
 
 // NeighKey is an address in one VLAN of a bridge (the VLAN as the FDB
 // keys it: 0 in a bridge that is not VLAN-aware).
@@ -145,6 +147,39 @@ func (d *Datapath) SetNeighs(want map[NeighKey]Neigh) error {
 		if err := d.objs.Neigh.Update(&k, &v, ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("write neighbour %v vlan %d: %w", nk.Addr, nk.VLAN, err)
 		}
+	}
+	return nil
+}
+
+// PutNeigh writes one entry (a learned one, from the daemon's checks of a
+// frame the snoop ring copied), stamped seenNs (the datapath's clock, Now).
+func (d *Datapath) PutNeigh(nk NeighKey, n Neigh) error {
+	k, err := neighKey(nk)
+	if err != nil {
+		return err
+	}
+	if len(n.MAC) != 6 {
+		return fmt.Errorf("neighbour %v: MAC %v", nk.Addr, n.MAC)
+	}
+	v := tbpf.Neigh{Slot: n.Slot, Flags: uint32(tbpf.NeighStatic), SeenNs: n.SeenNs}
+	if n.Learned {
+		v.Flags = uint32(tbpf.NeighLearned)
+	}
+	copy(v.Mac[:], n.MAC)
+	if err := d.objs.Neigh.Update(&k, &v, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("write neighbour %v vlan %d: %w", nk.Addr, nk.VLAN, err)
+	}
+	return nil
+}
+
+// DelNeigh deletes one entry; none there is no error.
+func (d *Datapath) DelNeigh(nk NeighKey) error {
+	k, err := neighKey(nk)
+	if err != nil {
+		return err
+	}
+	if err := d.objs.Neigh.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("delete neighbour %v vlan %d: %w", nk.Addr, nk.VLAN, err)
 	}
 	return nil
 }

@@ -173,17 +173,24 @@ func TestNeighSuppress(t *testing.T) {
 	})
 }
 
+// neighVRig is vrig's bridge with neigh_suppress: slot 1 an access port
+// of VLAN 10, slot 2 of VLAN 20, slot 3 a trunk of both.
+func neighVRig(t *testing.T, m tmode) *rig {
+	r := vrig(t, m, 0)
+	ports := []PortInfo{
+		{Ifindex: r.port[1], Bridge: 1, Slot: 1, PVID: 10},
+		{Ifindex: r.port[2], Bridge: 1, Slot: 2, PVID: 20},
+		{Ifindex: r.port[3], Bridge: 1, Slot: 3, Trunk: true, VLANs: []uint16{10, 20}},
+	}
+	r.setBridge(BridgeInfo{VLANAware: true, VLANs: []uint16{10, 20}, NeighSuppress: true}, ports...)
+	return r
+}
+
 // TestNeighSuppressVLAN: in a VLAN-aware bridge, the table is per VLAN and
 // the answer leaves as the request came, tagged or not.
 func TestNeighSuppressVLAN(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m tmode) {
-		r := vrig(t, m, 0)
-		ports := []PortInfo{
-			{Ifindex: r.port[1], Bridge: 1, Slot: 1, PVID: 10},
-			{Ifindex: r.port[2], Bridge: 1, Slot: 2, PVID: 20},
-			{Ifindex: r.port[3], Bridge: 1, Slot: 3, Trunk: true, VLANs: []uint16{10, 20}},
-		}
-		r.setBridge(BridgeInfo{VLANAware: true, VLANs: []uint16{10, 20}, NeighSuppress: true}, ports...)
+		r := neighVRig(t, m)
 		// macB holds nbV4 and nbV6 on the access port of VLAN 10.
 		r.setNeighs(map[NeighKey]Neigh{
 			{Bridge: 1, VLAN: 10, Addr: nbV4}:  {MAC: macB, Slot: 1},

@@ -81,7 +81,9 @@ var derived = map[string]bool{
 	tbpf.TrestleMapEdgeRing:  true,
 	// The overlay's outer headers: the control plane writes them again.
 	tbpf.TrestleMapEncaps: true,
-	// The neighbour table's static entries: the apply writes them again.
+	// The neighbour table's static entries: the apply writes them again;
+	// its learned ones, the stations' next ARP and ND (a layout of the
+	// same entries is adopted as it is, learned ones too: neighlearn.go).
 	tbpf.TrestleMapNeigh: true,
 	// The group table: the daemon empties it at start (ClearGroups), and
 	// its members report again; the snoop ring as the event ring.

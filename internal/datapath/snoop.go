@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -126,14 +128,21 @@ func (d *Datapath) Groups() (map[GroupKey][]uint16, error) {
 	return out, nil
 }
 
-// SnoopMsg is an IGMP, MLD or PIM message as it came in by a port of a
-// snooping bridge: its IP packet, cut at tbpf.SnoopCopy bytes.
+// SnoopMsg is a control frame as it came in by a port, copied to the snoop
+// ring: an IGMP, MLD or PIM message of a snooping bridge (Neigh false), or
+// an ARP, neighbour discovery or DHCP server message of a bridge with
+// NeighSuppress (Neigh, bpf/lib/neigh.h's tr_neigh_copy). Packet is its
+// payload after the tags (the IP packet, the ARP message), cut at
+// tbpf.SnoopCopy bytes, of EtherType Proto.
 type SnoopMsg struct {
-	Time   time.Time
-	Bridge uint16
-	VLAN   uint16
-	Slot   uint16
-	Packet []byte
+	Time     time.Time
+	Bridge   uint16
+	VLAN     uint16
+	Slot     uint16
+	Neigh    bool
+	Proto    uint16
+	Dst, Src net.HardwareAddr
+	Packet   []byte
 }
 
 // SnoopReader reads the snoop ring. One reader at a time.
@@ -179,6 +188,8 @@ func decodeSnoop(raw []byte, offset int64) (SnoopMsg, error) {
 	}
 	n := min(int(m.Len), len(m.Data))
 	return SnoopMsg{Time: time.Unix(0, int64(m.TsNs)+offset), Bridge: m.Bridge, VLAN: m.Vlan, Slot: m.Slot,
+		Neigh: m.Kind == uint8(tbpf.TrestleTrSnoopKindTR_SNOOP_NEIGH), Proto: m.Proto,
+		Dst: slices.Clone(net.HardwareAddr(m.Eth[:6])), Src: slices.Clone(net.HardwareAddr(m.Eth[6:])),
 		Packet: append([]byte(nil), m.Data[:n]...)}, nil
 }
 

@@ -78,6 +78,32 @@ func noRequestsFor(t *testing.T, caps map[int]*testutil.Capturer, ips ...string)
 	}
 }
 
+// h1AsksH2 has h1 ping h2 in both families (and then does more, if
+// more is not nil, while h2's and h3's captures run): no request for h2's
+// addresses reaches h2 or h3, and port-h1 counts at least the two it
+// answered as suppressed.
+func h1AsksH2(t *testing.T, l *harness.Lab, more func(caps map[int]*testutil.Capturer)) {
+	t.Helper()
+	caps := map[int]*testutil.Capturer{}
+	for i := 2; i <= 3; i++ {
+		caps[i] = l.Host(i).Capture(t, "eth0")
+	}
+	before := l.Stats(harness.PortName(1)).Counters.Get("suppressed")
+	if err := l.Host(1).Ping(harness.HostIP(2), 2); err != nil {
+		t.Errorf("ping h1 -> h2: %v", err)
+	}
+	if err := l.Host(1).Ping("fd00::2", 2); err != nil {
+		t.Errorf("ping -6 h1 -> h2: %v", err)
+	}
+	if more != nil {
+		more(caps)
+	}
+	noRequestsFor(t, caps, harness.HostIP(2), "fd00::2")
+	if sup := l.Stats(harness.PortName(1)).Counters.Get("suppressed") - before; sup < 2 {
+		t.Errorf("port-h1 suppressed %d requests, want at least 2 (an ARP request and a solicitation)", sup)
+	}
+}
+
 // TestNeighSuppress, both modes: h2's port binds its addresses
 // (allowed_ips with allowed_macs), which the daemon puts in the
 // neighbour table (trestle neigh show). On a bridge with neigh_suppress,
@@ -121,29 +147,15 @@ func TestNeighSuppress(t *testing.T) {
 			t.Errorf("neigh show (%v):\n%s", err, out)
 		}
 
-		caps := map[int]*testutil.Capturer{}
-		for i := 2; i <= 3; i++ {
-			caps[i] = l.Host(i).Capture(t, "eth0")
-		}
-		before := l.Stats(harness.PortName(1)).Counters.Get("suppressed")
-		if err := l.Host(1).Ping(harness.HostIP(2), 2); err != nil {
-			t.Errorf("ping h1 -> h2: %v", err)
-		}
-		if err := l.Host(1).Ping("fd00::2", 2); err != nil {
-			t.Errorf("ping -6 h1 -> h2: %v", err)
-		}
-		// And a target the table does not hold: flooded, answered by h3.
-		if err := l.Host(1).Ping(harness.HostIP(3), 2); err != nil {
-			t.Errorf("ping h1 -> h3: %v", err)
-		}
-		if n := caps[3].WaitFor(isRequestFor(harness.HostIP(3)), 1, 2*time.Second); n < 1 {
-			t.Errorf("h3 saw no ARP request for its address: the unknown target was not flooded")
-		}
-		noRequestsFor(t, caps, harness.HostIP(2), "fd00::2")
-		sup := l.Stats(harness.PortName(1)).Counters.Get("suppressed") - before
-		if sup < 2 {
-			t.Errorf("port-h1 suppressed %d requests, want at least 2 (an ARP request and a solicitation)", sup)
-		}
+		h1AsksH2(t, l, func(caps map[int]*testutil.Capturer) {
+			// And a target the table does not hold: flooded, answered by h3.
+			if err := l.Host(1).Ping(harness.HostIP(3), 2); err != nil {
+				t.Errorf("ping h1 -> h3: %v", err)
+			}
+			if n := caps[3].WaitFor(isRequestFor(harness.HostIP(3)), 1, 2*time.Second); n < 1 {
+				t.Errorf("h3 saw no ARP request for its address: the unknown target was not flooded")
+			}
+		})
 		if s := l.Stats(harness.PortName(3)).Counters.Get("suppressed"); s != 0 {
 			t.Errorf("port-h3 suppressed %d, want 0", s)
 		}

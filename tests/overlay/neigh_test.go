@@ -139,6 +139,9 @@ func isNSFor(ip string) func([]byte) bool {
 //     station is answered on the asker's site, and no request leaves it
 //     (its underlay device sees none): trestle's port counts it as
 //     suppressed, and the Linux bridge answers for trestle's stations;
+//   - each trestle site's h2, bound to no address, is learned from its
+//     own requests, crosses as a MAC+IP route, and is answered for at
+//     the other trestle site;
 //   - a request for an unknown address, a gratuitous ARP, an ARP probe
 //     and a duplicate address detection's solicitation (the last two for
 //     known addresses) are never answered, and reach the other sites.
@@ -209,6 +212,30 @@ func TestOverlayNeighSuppress(t *testing.T) {
 		askLocally(t, c.Host(1), "site 3's h1", o.ip(1), o.mac(1), far())
 		askLocally(t, c.Host(1), "site 3's h1", o.ip6(1), o.mac(1), far())
 	}
+
+	// Learned, not configured: each trestle site's h2 (no allowed_ips)
+	// was learned from its own requests above (`neigh show`: learned),
+	// and crosses the fabric as h1 does: site 2 answers for site 1's h2.
+	for _, s := range []*site{a, b} {
+		o := a
+		if s == a {
+			o = b
+		}
+		o.waitRemoteNeigh(t, s.ip(2), s.mac(2), s.vtep)
+		o.waitRemoteNeigh(t, s.ip6(2), s.mac(2), s.vtep)
+	}
+	var learned []ctl.NeighEntry
+	a.CLIJSON(&learned, "neigh", "show", "br0")
+	for _, n := range learned {
+		if n.IP == a.ip(2) && (n.Origin != ctl.NeighLearned || n.Port != "port-h2") {
+			t.Errorf("site 1: %+v, want h2's address learned on port-h2", n)
+		}
+	}
+	farA := func() map[string]*testutil.Capturer {
+		return map[string]*testutil.Capturer{"site 2's underlay": b.SW.Capture(t, "ul0"), "site 1's h2": a.Host(2).Capture(t, "eth0")}
+	}
+	askLocally(t, b.Host(2), "site 2's h2", a.ip(2), a.mac(2), farA())
+	askLocally(t, b.Host(2), "site 2's h2", a.ip6(2), a.mac(2), farA())
 
 	// Never answered, always flooded: from site 1's hosts, requests for
 	// an unknown address in both families, h1's gratuitous ARP, an ARP
