@@ -144,6 +144,7 @@ type Spec struct {
 	Capture  bool    // @capture
 	Filter   *Filter // @rules=N[,state] or @filter; nil: neither
 	NoSnoop  bool    // @nosnoop
+	Suppress bool    // @suppress
 }
 
 // String is the spec as given.
@@ -260,6 +261,11 @@ func ParseSpec(s string) (Spec, error) {
 				return v, fmt.Errorf("DUT %q: nosnoop turns a bridge's IGMP and MLD snooping off: it is for trestle, linux-bridge and ovs", s)
 			}
 			v.NoSnoop = true
+		case !ok && k == "suppress":
+			if kind != "trestle" && kind != "linux-bridge" {
+				return v, fmt.Errorf("DUT %q: suppress turns a bridge's ARP and neighbour suppression on: it is for trestle and linux-bridge (Open vSwitch has none)", s)
+			}
+			v.Suppress = true
 		case ok && k == "bin" && val != "":
 			if !CapsOf(name).Build {
 				return v, fmt.Errorf("DUT %q: bin= is for trestle DUTs", s)
@@ -274,7 +280,7 @@ func ParseSpec(s string) (Spec, error) {
 			}
 			v.Offloads[k] = val == "on"
 		default:
-			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH, vlan, mirror, capture, patch, veth, rules=N, state, filter or nosnoop", s, kv)
+			return v, fmt.Errorf("DUT %q: %q is not OFFLOAD=on, OFFLOAD=off, bin=PATH, vlan, mirror, capture, patch, veth, rules=N, state, filter, nosnoop or suppress", s, kv)
 		}
 	}
 	if v.Filter != nil {
@@ -477,6 +483,14 @@ func (b *linuxBridge) Setup(ctx context.Context, t *Topo, env *Env) error {
 			return fmt.Errorf("linux-bridge: %w", err)
 		}
 	}
+	if t.Suppress {
+		for _, p := range t.DUTPorts() {
+			if _, err := t.DUT.Run(ctx, "bridge", "link", "set", "dev", p, "neigh_suppress", "on"); err != nil {
+				return fmt.Errorf("linux-bridge: neigh_suppress on %s: %w", p, err)
+			}
+		}
+		b.set["neigh_suppress"] = "on, on every port (bridge link set dev PORT neigh_suppress on)"
+	}
 	switch {
 	case b.off:
 		b.set["nftables"] = "none (rules=0: the filter off)"
@@ -676,6 +690,9 @@ func configText(t *Topo, env *Env, mode, sock string, brief bool) string {
 		}
 		if t.Multicast != nil && t.Multicast.Snoop {
 			b.WriteString("multicast_snooping = true\n")
+		}
+		if t.Suppress {
+			b.WriteString("neigh_suppress = true\n")
 		}
 		for _, p := range br.Ports {
 			fmt.Fprintf(&b, "\n[[bridge.port]]\ninterface = %q\nmode = %q\n", p, mode)

@@ -39,7 +39,7 @@ func TestSplitVariantFilter(t *testing.T) {
 		{spec: "linux-bridge:nft@filter", err: "the Linux bridge's is linux-bridge:nft"},
 		{spec: "ovs@rules=10", err: "no OpenFlow rules"},
 		{spec: "direct@rules=1", err: "no bridge to filter"},
-		{spec: "trestle@filter=1", err: "rules=N, state, filter or nosnoop"},
+		{spec: "trestle@filter=1", err: "rules=N, state, filter, nosnoop or suppress"},
 	} {
 		v, err := ParseSpec(c.spec)
 		if c.err != "" {

@@ -28,7 +28,7 @@ func TestSplitVariantMirror(t *testing.T) {
 		{spec: "direct@mirror", err: "the straight path has no ports to mirror"},
 		{spec: "linux-bridge@capture", err: "it is for trestle DUTs"},
 		{spec: "ovs@capture", err: "it is for trestle DUTs"},
-		{spec: "trestle@mirror=p1", err: "vlan, mirror, capture, patch, veth, rules=N, state, filter or nosnoop"},
+		{spec: "trestle@mirror=p1", err: "vlan, mirror, capture, patch, veth, rules=N, state, filter, nosnoop or suppress"},
 	} {
 		v, err := ParseSpec(c.spec)
 		if c.err != "" {

@@ -37,8 +37,8 @@ func TestSplitVariantJoins(t *testing.T) {
 		{spec: "direct@veth", err: "the straight path has no bridges to join"},
 		{spec: "trestle@patch,veth", err: "patch or veth, not both"},
 		{spec: "ovs@veth,patch", err: "patch or veth, not both"},
-		{spec: "ovs@patch=1", err: "capture, patch, veth, rules=N, state, filter or nosnoop"},
-		{spec: "trestle@veth=1", err: "capture, patch, veth, rules=N, state, filter or nosnoop"},
+		{spec: "ovs@patch=1", err: "capture, patch, veth, rules=N, state, filter, nosnoop or suppress"},
+		{spec: "trestle@veth=1", err: "capture, patch, veth, rules=N, state, filter, nosnoop or suppress"},
 	} {
 		v, err := ParseSpec(c.spec)
 		if c.err != "" {

@@ -395,6 +395,7 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	if s.needs().Multicast && t.DUT != nil {
 		t.Multicast = &Multicast{Snoop: !v.NoSnoop}
 	}
+	t.Suppress = v.Suppress
 	if len(v.Offloads) > 0 {
 		for _, h := range t.Hosts {
 			if err := h.NS.Features(h.If, v.Offloads); err != nil {
@@ -462,6 +463,9 @@ func runUnit(ctx context.Context, cfg Config, s Scenario, u unit, index int, pla
 	}
 	if v.Filter != nil {
 		rec.Settings["variant: filter"] = v.Filter.String()
+	}
+	if v.Suppress {
+		rec.Settings["variant: suppress"] = "neighbour suppression on (trestle's neigh_suppress, the Linux bridge's on every port): what a bridge that answers ARP and neighbour solicitations costs its other frames"
 	}
 	if v.NoSnoop {
 		rec.Settings["variant: nosnoop"] = "IGMP and MLD snooping off: every group floods"

@@ -20,7 +20,7 @@ func TestSpecNoSnoop(t *testing.T) {
 		{spec: "ovs@nosnoop"},
 		{spec: "direct@nosnoop", err: "it is for trestle, linux-bridge and ovs"},
 		{spec: "floor@nosnoop", err: "it is for trestle, linux-bridge and ovs"},
-		{spec: "trestle@nosnoop=1", err: "filter or nosnoop"},
+		{spec: "trestle@nosnoop=1", err: "filter, nosnoop or suppress"},
 	} {
 		v, err := ParseSpec(c.spec)
 		if c.err != "" {
@@ -102,5 +102,45 @@ func TestParseOVSMDB(t *testing.T) {
 	want := []Membership{{Group: "239.1.1.1", Port: "p2"}, {Group: "ff0e::1:2", Port: "p3"}}
 	if ms := parseOVSMDB(out, byNum); !slices.Equal(ms, want) {
 		t.Errorf("%+v, want %+v", ms, want)
+	}
+}
+
+// TestSpecSuppress: suppress is a variant of trestle and the Linux bridge,
+// which write neigh_suppress; refused for a DUT without neighbour
+// suppression.
+func TestSpecSuppress(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		err  string
+	}{
+		{spec: "trestle:xdp@suppress"},
+		{spec: "trestle@suppress,bin=/tmp/x"},
+		{spec: "linux-bridge@suppress"},
+		{spec: "ovs@suppress", err: "it is for trestle and linux-bridge"},
+		{spec: "floor@suppress", err: "it is for trestle and linux-bridge"},
+	} {
+		v, err := ParseSpec(c.spec)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want one with %q", c.spec, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !v.Suppress || v.Text != c.spec {
+			t.Errorf("%s: %+v, %v", c.spec, v, err)
+		}
+	}
+	topo := &Topo{Bridges: []Bridge{{Name: "br1", Ports: []string{"p1", "p2"}}}, Suppress: true}
+	text := trestleConfig(topo, &Env{}, "xdp", "/run/x.sock")
+	c, err := config.Parse("lab.toml", []byte(text))
+	if err != nil || len(c.Bridges) != 1 || !c.Bridges[0].NeighSuppress {
+		t.Errorf("suppress: %v\n%s", err, text)
+	}
+	if f := topo.features(); f != "neighbour suppression" {
+		t.Errorf("features %q", f)
+	}
+	topo.Suppress = false
+	if text := trestleConfig(topo, &Env{}, "xdp", "/run/x.sock"); strings.Contains(text, "neigh_suppress") {
+		t.Errorf("a config with suppression:\n%s", text)
 	}
 }

@@ -98,6 +98,10 @@ type Topo struct {
 	// Multicast, if set, is the multicast kind's ask: the DUT's bridges
 	// snoop IGMP and MLD, or flood every group (Snooper).
 	Multicast *Multicast
+	// Suppress: the DUT's bridges answer ARP and neighbour solicitations
+	// from their neighbour table (the @suppress variant): trestle's
+	// neigh_suppress, the Linux bridge's on every port.
+	Suppress bool
 }
 
 // HostMAC is host i's address, 02:00:00:00:00:i (1-based).
@@ -245,6 +249,9 @@ func (t *Topo) features() string {
 	}
 	if t.Multicast != nil && t.Multicast.Snoop {
 		f = append(f, "multicast snooping")
+	}
+	if t.Suppress {
+		f = append(f, "neighbour suppression")
 	}
 	return strings.Join(f, " or ")
 }

@@ -231,6 +231,8 @@ func variantTitle(knobs string) (title, without, with, ratio string) {
 		return "Bridges joined by the DUT's patch ports (@patch) against each DUT's default join (Open vSwitch's: veth pairs)", "DEFAULT JOIN", "PATCH PORTS", "PATCH/DEFAULT"
 	case "mirror":
 		return "Mirror cost: each DUT with h1's port mirrored both ways to a span port (@mirror) against it without", "UNMIRRORED", "MIRRORED", "MIRRORED/UNMIRRORED"
+	case "suppress":
+		return "Neighbour suppression's cost: each DUT with its bridge answering ARP and neighbour solicitations (@suppress) against it without", "WITHOUT", "SUPPRESSING", "SUPPRESSING/WITHOUT"
 	case "capture":
 		return "Capture cost: trestle with `trestle capture` running on h1's port (@capture) against it with none", "NO CAPTURE", "CAPTURING", "CAPTURING/NONE"
 	}
