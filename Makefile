@@ -116,8 +116,8 @@ vet:
 
 # make test: every test, in two phases.
 #
-# First every test but those of TEST_TIMED: three packages at a time (-p
-# 3), the slowest first (TEST_FIRST: the lab's real runs, the datapath's
+# First every test but those of TEST_TIMED: TEST_PACKAGES packages at a
+# time (-p, 3 by default), the slowest first (TEST_FIRST: the lab's real runs, the datapath's
 # table tests, 1024 ports, the Debian package), so that no long package
 # starts last and leaves a core idle; inside the end-to-end packages
 # (tests/) up to TEST_PARALLEL tests run side by side (t.Parallel): each
@@ -148,6 +148,7 @@ TEST_FIRST    := ./internal/lab ./internal/datapath ./tests/scale ./tests/packag
 TEST_TIMED    := TestStormControlAcrossCPUs|TestLoopDetect|TestOverlayFRRRestart|TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario|TestFaultsUnderLoad|TestExecuteOVS|TestExecutePatch|TestExecuteVLANOVS|TestExecuteMirrorOVS
 TEST_ALONE     = $(sort $(patsubst %/,./%,$(dir $(shell grep -rlE '^func ($(TEST_TIMED))\b' --include='*_test.go' cmd internal tests))))
 TEST_PARALLEL ?= 4
+TEST_PACKAGES ?= 3
 # -vet=off: make vet has just run every analyzer on every package and its
 # tests; go test's own vet (a subset of them) again on each package took
 # 20 s of CPU in a fresh clone, and the first phase has no core to spare.
@@ -155,7 +156,7 @@ GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) TRESTLE_TEST_CNI=$(CURDIR)/$(
 
 test: deps ready build
 	@first="$$($(GO) list $(TEST_FIRST))" && all="$$($(GO) list ./...)" && \
-	$(GOTEST) -p 3 -parallel $(TEST_PARALLEL) -skip '^($(TEST_TIMED))$$' $$first $$(echo "$$all" | grep -vxF "$$first")
+	$(GOTEST) -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -skip '^($(TEST_TIMED))$$' $$first $$(echo "$$all" | grep -vxF "$$first")
 	$(GOTEST) -p 1 -run '^($(TEST_TIMED))$$' $(TEST_ALONE)
 	@$(MAKE) --no-print-directory fuzz-short
 
