@@ -136,7 +136,7 @@ func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 			dp = pooledDatapath()
 		}
 		if dp == nil {
-			if dp, err = Load(Options{FDBCapacity: rigCapacity, Refresh: time.Hour, Spec: spec}); err != nil {
+			if dp, err = Load(Options{FDBCapacity: rigCapacity, Refresh: rigRefresh, Spec: spec}); err != nil {
 				return err
 			}
 		}
@@ -165,8 +165,12 @@ func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 	return r
 }
 
-// rigCapacity is the rig's learning table's size.
-const rigCapacity = 1024
+// rigCapacity is the rig's learning table's size, rigRefresh its refresh
+// interval.
+const (
+	rigCapacity = 1024
+	rigRefresh  = time.Hour
+)
 
 // run sends one frame into the pipeline as if received on the port in slot.
 func (r *rig) run(slot int, data []byte) uint32 {
