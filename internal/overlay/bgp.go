@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -96,6 +97,14 @@ type vtepPeer struct {
 	peers []string
 	seen  time.Time
 }
+
+// ErrNotReady is bgpd answering without its EVPN sessions: no BGP
+// instance (the summary is {} and the routes nothing), or none with an
+// EVPN neighbour (the summary is {}), as while a bgpd that was just
+// started is given its configuration (FRR's integrated configuration
+// comes after the daemons, from vtysh -b). It is taken as bgpd's silence,
+// not as an answer.
+var ErrNotReady = errors.New("bgpd has no EVPN neighbour (starting?)")
 
 // ErrUnreadable wraps the error of an answer of bgpd that cannot be read
 // (too long, no JSON, not the JSON expected): unlike bgpd's silence, it
@@ -244,6 +253,9 @@ func parseSummary(at time.Time, out []byte) (map[string]bgpPeer, error) {
 	if err := json.Unmarshal(out, &s); err != nil {
 		return nil, fmt.Errorf("bgpd's EVPN summary: %w: %w", ErrUnreadable, err)
 	}
+	if s.Peers == nil {
+		return nil, fmt.Errorf("bgpd's EVPN summary: %w", ErrNotReady)
+	}
 	peers := make(map[string]bgpPeer, len(s.Peers))
 	for addr, p := range s.Peers {
 		if p.UptimeMs == nil || *p.UptimeMs < 0 {
@@ -358,11 +370,17 @@ func vtysh(ctx context.Context, bin, dir string, limit int) (summary, routes []b
 	// Two JSON documents, one after the other.
 	dec := json.NewDecoder(bytes.NewReader(out.b.Bytes()))
 	var s, r json.RawMessage
-	if err := dec.Decode(&s); err != nil {
-		return nil, nil, fmt.Errorf("vtysh --vty_socket %s -d bgpd: the EVPN summary: %w: %w", dir, ErrUnreadable, err)
-	}
-	if err := dec.Decode(&r); err != nil {
-		return nil, nil, fmt.Errorf("vtysh --vty_socket %s -d bgpd: the EVPN type-3 routes: %w: %w", dir, ErrUnreadable, err)
+	for _, doc := range []struct {
+		what string
+		v    *json.RawMessage
+	}{{"the EVPN summary", &s}, {"the EVPN type-3 routes", &r}} {
+		switch err := dec.Decode(doc.v); {
+		case errors.Is(err, io.EOF):
+			// Nothing: bgpd has no BGP instance (yet).
+			return nil, nil, fmt.Errorf("vtysh --vty_socket %s -d bgpd: no answer for %s: %w", dir, doc.what, ErrNotReady)
+		case err != nil:
+			return nil, nil, fmt.Errorf("vtysh --vty_socket %s -d bgpd: %s: %w: %w", dir, doc.what, ErrUnreadable, err)
+		}
 	}
 	return s, r, nil
 }

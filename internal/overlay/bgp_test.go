@@ -284,6 +284,11 @@ func TestBGPViewUnreadable(t *testing.T) {
 			t.Errorf("%s: Away; want nothing held", bad.name)
 		}
 	}
+	// bgpd without EVPN neighbours (just started, its configuration not
+	// given yet): its silence, which holds.
+	if err := b.Update(t0.Add(time.Second), []byte(`{}`), []byte(`{"numPrefix":0,"numPaths":0}`), nil); !errors.Is(err, ErrNotReady) || !b.Away(a, t0) {
+		t.Errorf("a summary of no neighbours: %v, Away %v; want ErrNotReady, held", err, b.Away(a, t0))
+	}
 	// vtysh's own word that the answer was unreadable.
 	if err := b.Update(t0.Add(time.Second), nil, nil, fmt.Errorf("vtysh: %w", ErrUnreadable)); !errors.Is(err, ErrUnreadable) || b.Away(a, t0) {
 		t.Errorf("vtysh's unreadable answer: %v, Away %v; want nothing held", err, b.Away(a, t0))
@@ -332,6 +337,13 @@ func TestVtysh(t *testing.T) {
 	}
 	if h, _ := os.ReadFile(filepath.Join(dir, "histfile")); string(h) != "/dev/null\n" {
 		t.Errorf("vtysh's VTYSH_HISTFILE %q, want /dev/null", h)
+	}
+
+	// bgpd without a BGP instance: {} for the summary, nothing for the
+	// routes (FRR 8.4.4).
+	fakeVtysh(t, dir, `printf '{}\n'`)
+	if _, _, err := vtysh(t.Context(), bin, dir, 1<<10); !errors.Is(err, ErrNotReady) || errors.Is(err, ErrUnreadable) {
+		t.Errorf("no BGP instance: %v, want ErrNotReady", err)
 	}
 
 	fakeVtysh(t, dir, `i=0; while [ $i -lt 200 ]; do printf '{"peers":{}}                                                  \n'; i=$((i+1)); done`)
