@@ -264,9 +264,19 @@ func parseSummary(at time.Time, out []byte) (map[string]bgpPeer, error) {
 		// Past maxUptime, a time.Duration would wrap: a session up
 		// that long is up since long before any withdrawal.
 		up := min(*p.UptimeMs, maxUptime.Milliseconds())
-		peers[addr] = bgpPeer{up: p.State == "Established", changed: at.Add(-time.Duration(up) * time.Millisecond)}
+		peers[peerKey(addr)] = bgpPeer{up: p.State == "Established", changed: at.Add(-time.Duration(up) * time.Millisecond)}
 	}
 	return peers, nil
+}
+
+// peerKey is a peer's name as both answers give it: an address without
+// its zone (a link-local peer's), IPv4 unmapped; an interface name (BGP
+// unnumbered, in the summary) as it is.
+func peerKey(s string) string {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.WithZone("").Unmap().String()
+	}
+	return s
 }
 
 // maxUptime bounds a session's uptime as bgpd gives it (a year).
@@ -307,8 +317,8 @@ func parseIMET(out []byte) (map[netip.Addr][]string, error) {
 						continue // this host's own ("(unspec)")
 					}
 					vtep = vtep.Unmap()
-					if !slices.Contains(peerOf[vtep], p.PeerID) {
-						peerOf[vtep] = append(peerOf[vtep], p.PeerID)
+					if peer := peerKey(p.PeerID); !slices.Contains(peerOf[vtep], peer) {
+						peerOf[vtep] = append(peerOf[vtep], peer)
 					}
 				}
 			}

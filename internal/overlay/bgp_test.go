@@ -261,6 +261,33 @@ func TestBGPViewReflectors(t *testing.T) {
 	}
 }
 
+// TestBGPViewPeerNames: a peer named differently by the two answers, an
+// IPv6 link-local one with its zone in a route's peerId, an IPv4 one
+// mapped, is the same peer.
+func TestBGPViewPeerNames(t *testing.T) {
+	a, t0 := netip.MustParseAddr("2001:db8:ff::1"), time.Unix(2e9, 0)
+	for _, tc := range []struct{ summaryKey, peerID string }{
+		{"fe80::1", "fe80::1%swp1"},
+		{"192.0.2.1", "::ffff:192.0.2.1"},
+		{"2001:db8::1", "2001:0db8::1"},
+	} {
+		b := NewBGPView()
+		routes := fmt.Sprintf(`{"rd":{"[3]:[0]:[128]:[%s]":{"paths":[[{"ip":%q,"peerId":%q}]]}}}`, a, a, tc.peerID)
+		summary := func(state string) []byte {
+			return []byte(fmt.Sprintf(`{"peers":{%q:{"state":%q,"peerUptimeMsec":0}}}`, tc.summaryKey, state))
+		}
+		if err := b.Update(t0.Add(-time.Second), summary("Established"), []byte(routes), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Update(t0.Add(time.Second), summary("Idle"), []byte(`{}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		if !b.Away(a, t0) {
+			t.Errorf("summary's %s, route's %s: not the same peer", tc.summaryKey, tc.peerID)
+		}
+	}
+}
+
 // TestBGPViewUnreadable: bgpd answered, then gives an answer that cannot
 // be read, or a session's uptime past any time.Duration: nothing is held
 // on the strength of it (a withdrawal goes after StaleWait), unlike
