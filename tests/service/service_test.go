@@ -90,7 +90,7 @@ func TestMakeInstall(t *testing.T) {
 	}
 	for _, want := range []string{"Type=notify", "ExecStart=/usr/local/bin/trestle run --config /etc/trestle/trestle.toml", "ExecReload=/usr/local/bin/trestle reload --config /etc/trestle/trestle.toml",
 		// What the daemon may do and see (issue 29), and the watchdog it feeds.
-		"CapabilityBoundingSet=CAP_NET_ADMIN CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_NET_RAW CAP_SYS_PTRACE\n", "NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=-/sys/fs/bpf\n", "WatchdogSec="} {
+		"CapabilityBoundingSet=CAP_NET_ADMIN CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_NET_RAW CAP_SYS_PTRACE CAP_DAC_OVERRIDE\n", "NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=-/sys/fs/bpf\n", "WatchdogSec="} {
 		if !strings.Contains(string(unit), want) {
 			t.Errorf("the unit has no %q:\n%s", want, unit)
 		}
