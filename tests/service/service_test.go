@@ -124,6 +124,17 @@ func TestMakeInstall(t *testing.T) {
 	}
 }
 
+// unitBounding is the unit's CapabilityBoundingSet as setpriv's
+// --bounding-set takes it.
+func unitBounding(t *testing.T) string {
+	t.Helper()
+	var set []string
+	for _, c := range unitCaps(t) {
+		set = append(set, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
+	}
+	return "-all," + strings.Join(set, ",")
+}
+
 // unitCaps is the unit's CapabilityBoundingSet, read from dist/trestle.service.
 func unitCaps(t *testing.T) []string {
 	t.Helper()
@@ -151,11 +162,7 @@ func TestUnitCapabilities(t *testing.T) {
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("no setpriv")
 	}
-	var set []string
-	for _, c := range unitCaps(t) {
-		set = append(set, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
-	}
-	bounding := "-all," + strings.Join(set, ",")
+	bounding := unitBounding(t)
 	l := harness.NewPersistLab(t, 2, func(int) string { return "mode = \"xdp\"\n" })
 	start := func() {
 		l.Daemon = l.SW.StartNetOnly(t, "setpriv", "--bounding-set", bounding, "--inh-caps", "-all", "--no-new-privs", "--",

@@ -23,11 +23,7 @@ func TestUnitVtysh(t *testing.T) {
 	t.Parallel()
 	testutil.RequireNetns(t)
 	testutil.RequireCmd(t, "setpriv", "vtysh", "chown", lab.FRRBGPd)
-	var set []string
-	for _, c := range unitCaps(t) {
-		set = append(set, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
-	}
-	bounding := "-all," + strings.Join(set, ",")
+	bounding := unitBounding(t)
 
 	// FRR's directory: not under the test's, which only root may enter,
 	// as bgpd runs as frr.
