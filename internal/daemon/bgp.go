@@ -20,8 +20,8 @@ import (
 
 const (
 	// bgpPoll is how often bgpd is asked while something is stale (the
-	// Manager will ask whether its session went) or a flood-list VTEP's
-	// session is not known yet (once a second at most then).
+	// Manager will ask whether its session went), and the loop's tick;
+	// bgpDue says when a query is due.
 	bgpPoll = 250 * time.Millisecond
 	// bgpRefresh is how often it is asked otherwise: which session
 	// carries which VTEP, and whether bgpd answers at all (this host's
