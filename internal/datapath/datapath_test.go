@@ -154,9 +154,12 @@ func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 	if err != nil {
 		t.Fatalf("set up rig: %v", err)
 	}
+	// A test may put a datapath of its own in r.dp (a pinned one, say):
+	// only the one made or taken here goes to the pool.
+	made := r.dp
 	t.Cleanup(func() {
 		switch {
-		case r.dp != nil && r.pooled:
+		case r.dp != nil && r.pooled && r.dp == made:
 			releaseDatapath(r.dp, rigCapacity, r.ns)
 		case r.dp != nil:
 			r.dp.Close()
