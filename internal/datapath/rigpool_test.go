@@ -312,6 +312,32 @@ func TestRigPoolResized(t *testing.T) {
 	}
 }
 
+// TestRigPoolOwnLoad: a test puts a datapath of its own in its rig, from
+// a spec it changed (a smaller encapsulation table): it is not pooled,
+// though poolable cannot tell it from the rig's.
+func TestRigPoolOwnLoad(t *testing.T) {
+	t.Run("own", func(t *testing.T) {
+		r := newRig(t, modes[0], 1024, [4]uint32{})
+		spec, err := embeddedSpec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec = spec.Copy()
+		spec.Maps[tbpf.TrestleMapEncaps].MaxEntries = 16
+		r.dp.Close()
+		if r.dp, err = Load(Options{FDBCapacity: rigCapacity, Refresh: rigRefresh, Spec: spec}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	rigPool.Lock()
+	defer rigPool.Unlock()
+	for _, d := range rigPool.free {
+		if d.maps[tbpf.TrestleMapEncaps].MaxEntries() == 16 {
+			t.Error("the test's own datapath went to the pool")
+		}
+	}
+}
+
 // TestRigPoolEmpties: a datapath that a VLAN-aware rig used (learned
 // addresses, VLANs, counters, flood sets) comes back from the pool as a
 // new one is: every hash without entries, every array zero, no VLAN
