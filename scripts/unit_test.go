@@ -10,9 +10,11 @@ import (
 )
 
 // unitExposure is the most systemd-analyze security may say of
-// dist/trestle.service, on its 0-100 scale (3.3 is 33): what its comments
-// say is left, and why. A change that loosens the unit fails here.
-const unitExposure = 33
+// dist/trestle.service, on its 0-100 scale (3.5 is 35): what its comments
+// say is left, and why. A change that loosens the unit fails here. (3.3
+// until CAP_DAC_OVERRIDE, without which vtysh cannot reach bgpd's vty
+// socket: docs/security.md.)
+const unitExposure = 35
 
 func TestUnitExposure(t *testing.T) {
 	if _, err := exec.LookPath("systemd-analyze"); err != nil {

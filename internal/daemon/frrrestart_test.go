@@ -211,3 +211,30 @@ func TestOverlayPeerSessionAway(t *testing.T) {
 	w.advance(overlay.StaleWait / 2)
 	kept("withdrawn over the live session, after StaleWait", false, false)
 }
+
+// TestBGPDue: how often bgpd is asked. Something stale, bgpd answering:
+// four times a second. A host whose bgpd never answered (no FRR, or a vty
+// socket vtysh cannot open) with VTEPs it does not know: once a second,
+// backing off to bgpRefresh after queries in a row that fail, not once a
+// second for ever; nor four times a second while something is stale,
+// since a bgpd that never answered holds nothing.
+func TestBGPDue(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		stale, unknown, once bool
+		fails                int
+		want                 time.Duration
+	}{
+		{"stale, bgpd answering", true, false, true, 0, bgpPoll},
+		{"stale, bgpd answered before, silent now", true, true, true, 7, bgpPoll},
+		{"stale, bgpd never answered", true, false, false, 0, bgpRefresh},
+		{"a VTEP unknown, bgpd answering", false, true, true, 0, time.Second},
+		{"a VTEP unknown, one failure", false, true, false, 1, 2 * time.Second},
+		{"a VTEP unknown, bgpd never answered", false, true, false, 100, bgpRefresh},
+		{"nothing needed", false, false, true, 0, bgpRefresh},
+	} {
+		if got := bgpDue(tc.stale, tc.unknown, tc.once, tc.fails); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -136,7 +136,7 @@ func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 			dp = pooledDatapath()
 		}
 		if dp == nil {
-			if dp, err = Load(Options{FDBCapacity: rigCapacity, Refresh: time.Hour, Spec: spec}); err != nil {
+			if dp, err = Load(Options{FDBCapacity: rigCapacity, Refresh: rigRefresh, Spec: spec}); err != nil {
 				return err
 			}
 		}
@@ -154,9 +154,12 @@ func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 	if err != nil {
 		t.Fatalf("set up rig: %v", err)
 	}
+	// A test may put a datapath of its own in r.dp (a pinned one, say):
+	// only the one made or taken here goes to the pool.
+	made := r.dp
 	t.Cleanup(func() {
 		switch {
-		case r.dp != nil && r.pooled:
+		case r.dp != nil && r.pooled && r.dp == made:
 			releaseDatapath(r.dp, rigCapacity, r.ns)
 		case r.dp != nil:
 			r.dp.Close()
@@ -165,8 +168,12 @@ func newRig(t testing.TB, m tmode, maxEntries uint32, maxMACs [4]uint32) *rig {
 	return r
 }
 
-// rigCapacity is the rig's learning table's size.
-const rigCapacity = 1024
+// rigCapacity is the rig's learning table's size, rigRefresh its refresh
+// interval.
+const (
+	rigCapacity = 1024
+	rigRefresh  = time.Hour
+)
 
 // run sends one frame into the pipeline as if received on the port in slot.
 func (r *rig) run(slot int, data []byte) uint32 {

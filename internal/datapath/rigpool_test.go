@@ -71,11 +71,13 @@ func releaseDatapath(d *Datapath, capacity uint32, ns *testutil.NS) {
 }
 
 // poolable says whether d is as newRig made it but for what renew
-// empties.
+// empties. A resize that kept the capacity may have changed the refresh
+// interval: d.spec, d.refresh and the builds loaded since have the new one.
 func poolable(d *Datapath, capacity uint32) bool {
 	return d.syncMap != nil && d.syncMap.FD() >= 0 && // not closed
 		d.pin == nil && d.capture == nil && d.resizing == nil &&
-		d.tbl != nil && !d.tbl.retired && d.tbl.users == 0 && d.tbl.fdb.MaxEntries() == capacity
+		d.tbl != nil && !d.tbl.retired && d.tbl.users == 0 && d.tbl.fdb.MaxEntries() == capacity &&
+		d.refresh == rigRefresh && refreshOf(d.spec) == rigRefresh
 }
 
 // smallIfindexes says whether every link of ns has an ifindex below
@@ -242,6 +244,100 @@ func allZero(b []byte) bool {
 	return true
 }
 
+// sharedFields are the fields of Datapath a pooled datapath keeps: its
+// kernel objects and the builds loaded on them (renew), and what cannot be
+// compared (a lock, a sync.Map of the attachments' ids).
+var sharedFields = map[string]bool{"objs": true, "bss": true, "maps": true, "tbl": true, "spec": true,
+	"progs": true, "aux": true, "auxErr": true, "syncMap": true, "tmu": true, "progIDs": true}
+
+// goSideDiff says how pooled's fields but the shared ones differ from
+// fresh's, a new Load's: a Go map or a slice must be as empty (and as
+// nil), a pointer or a function as nil, anything else equal. And the
+// refresh interval its spec loads builds with must be fresh's.
+func goSideDiff(pooled, fresh *Datapath) []string {
+	var diffs []string
+	pv, fv := reflect.ValueOf(pooled).Elem(), reflect.ValueOf(fresh).Elem()
+	for i := range pv.NumField() {
+		name := pv.Type().Field(i).Name
+		if sharedFields[name] {
+			continue
+		}
+		p, f := pv.Field(i), fv.Field(i)
+		switch p.Kind() {
+		case reflect.Map, reflect.Slice:
+			if p.IsNil() != f.IsNil() || p.Len() != f.Len() {
+				diffs = append(diffs, fmt.Sprintf("%s has %d (nil %v), a new one %d (nil %v)", name, p.Len(), p.IsNil(), f.Len(), f.IsNil()))
+			}
+		case reflect.Pointer, reflect.Func, reflect.Interface, reflect.Chan:
+			if p.IsNil() != f.IsNil() {
+				diffs = append(diffs, fmt.Sprintf("%s nil %v, a new one's %v", name, p.IsNil(), f.IsNil()))
+			}
+		default:
+			if ps, fs := fmt.Sprint(p), fmt.Sprint(f); ps != fs {
+				diffs = append(diffs, fmt.Sprintf("%s is %s, a new one's %s", name, ps, fs))
+			}
+		}
+	}
+	if p, f := refreshOf(pooled.spec), refreshOf(fresh.spec); p != f {
+		diffs = append(diffs, fmt.Sprintf("its builds load with refresh %v, a new one's %v", p, f))
+	}
+	return diffs
+}
+
+// TestRigPoolResized: a rig resizes its table to the same capacity with
+// another refresh interval (its spec, and the builds it loads, have the
+// new one). Its datapath is not pooled as it is: no datapath in the pool
+// refreshes at another interval than a new rig's.
+func TestRigPoolResized(t *testing.T) {
+	t.Run("resize", func(t *testing.T) {
+		r := newRig(t, modes[0], 1024, [4]uint32{})
+		rz, err := r.dp.Resize(Sizes{FDBCapacity: rigCapacity, Refresh: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rz.Keep(); err != nil {
+			t.Fatal(err)
+		}
+		if s := r.dp.Sizes(); s.FDBCapacity != rigCapacity || s.Refresh != time.Millisecond {
+			t.Fatalf("resized to %s", s)
+		}
+		r.run(1, ipv4(bcast, macA))
+	})
+	rigPool.Lock()
+	defer rigPool.Unlock()
+	for _, d := range rigPool.free {
+		if d.refresh != rigRefresh || refreshOf(d.spec) != rigRefresh {
+			t.Errorf("a pooled datapath refreshes every %v (its spec's builds %v), a new rig's every %v", d.refresh, refreshOf(d.spec), rigRefresh)
+		}
+	}
+}
+
+// TestRigPoolOwnLoad: a test puts a datapath of its own in its rig, from
+// a spec it changed (a smaller encapsulation table): it is not pooled,
+// though poolable cannot tell it from the rig's.
+func TestRigPoolOwnLoad(t *testing.T) {
+	t.Run("own", func(t *testing.T) {
+		r := newRig(t, modes[0], 1024, [4]uint32{})
+		spec, err := embeddedSpec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec = spec.Copy()
+		spec.Maps[tbpf.TrestleMapEncaps].MaxEntries = 16
+		r.dp.Close()
+		if r.dp, err = Load(Options{FDBCapacity: rigCapacity, Refresh: rigRefresh, Spec: spec}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	rigPool.Lock()
+	defer rigPool.Unlock()
+	for _, d := range rigPool.free {
+		if d.maps[tbpf.TrestleMapEncaps].MaxEntries() == 16 {
+			t.Error("the test's own datapath went to the pool")
+		}
+	}
+}
+
 // TestRigPoolEmpties: a datapath that a VLAN-aware rig used (learned
 // addresses, VLANs, counters, flood sets) comes back from the pool as a
 // new one is: every hash without entries, every array zero, no VLAN
@@ -301,6 +397,16 @@ func TestRigPoolEmpties(t *testing.T) {
 	}
 	if len(d.vlans) != 0 || len(d.floods) != 0 {
 		t.Errorf("Go side kept: %d VLANs, %d flood sets", len(d.vlans), len(d.floods))
+	}
+	// The Go side, field by field, against a new Load's: a field renew
+	// does not make anew (one added to Datapath since) shows here.
+	fresh, err := Load(Options{FDBCapacity: rigCapacity, Refresh: rigRefresh, Spec: d.spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	for _, diff := range goSideDiff(d, fresh) {
+		t.Errorf("Go side of the pooled datapath: %s", diff)
 	}
 	rigPool.Lock()
 	rigPool.free = append(rigPool.free, d)

@@ -1,9 +1,12 @@
 package overlay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -223,5 +226,180 @@ func TestStaleHoldEndsSessionAway(t *testing.T) {
 	s.away[vtepC] = false
 	if done, _ := w.m.Settle(); done.Removed != 2 || done.Away != 0 {
 		t.Errorf("Settle with C back: %+v; want C's MAC and flood entry removed", done)
+	}
+}
+
+// TestBGPViewReflectors: a VTEP's type-3 route came through two route
+// reflectors. One reflector's session goes and the route is then
+// withdrawn over the other's, live: the peer withdrew it, it goes. Both
+// sessions gone: kept.
+func TestBGPViewReflectors(t *testing.T) {
+	const routes = `{"10.255.0.1:2":{"[3]:[0]:[32]:[10.255.0.1]":{"paths":[[{"routeType":3,"ip":"10.255.0.1","peerId":"192.0.2.101"},{"routeType":3,"ip":"10.255.0.1","peerId":"2001:db8::102"}]]}}}`
+	summary := func(state1, state2 string) []byte {
+		return []byte(fmt.Sprintf(`{"peers":{"192.0.2.101":{"state":%q,"peerUptimeMsec":3600000},"2001:db8::102":{"state":%q,"peerUptimeMsec":3600000}}}`, state1, state2))
+	}
+	a, t0 := netip.MustParseAddr("10.255.0.1"), time.Unix(2e9, 0)
+	for _, tc := range []struct {
+		name           string
+		state1, state2 string
+		want           bool
+	}{
+		{"the first reflector's session down, withdrawn over the second's", "Idle", "Established", false},
+		{"the second reflector's session down, withdrawn over the first's", "Established", "Connect", false},
+		{"both reflectors' sessions down", "Idle", "Active", true},
+	} {
+		b := NewBGPView()
+		if err := b.Update(t0.Add(-time.Second), summary("Established", "Established"), []byte(routes), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Update(t0.Add(time.Second), summary(tc.state1, tc.state2), []byte(`{}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Away(a, t0); got != tc.want {
+			t.Errorf("%s: Away %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestBGPViewPeerNames: a peer named differently by the two answers, an
+// IPv6 link-local one with its zone in a route's peerId, an IPv4 one
+// mapped, is the same peer.
+func TestBGPViewPeerNames(t *testing.T) {
+	a, t0 := netip.MustParseAddr("2001:db8:ff::1"), time.Unix(2e9, 0)
+	for _, tc := range []struct{ summaryKey, peerID string }{
+		{"fe80::1", "fe80::1%swp1"},
+		{"192.0.2.1", "::ffff:192.0.2.1"},
+		{"2001:db8::1", "2001:0db8::1"},
+	} {
+		b := NewBGPView()
+		routes := fmt.Sprintf(`{"rd":{"[3]:[0]:[128]:[%s]":{"paths":[[{"ip":%q,"peerId":%q}]]}}}`, a, a, tc.peerID)
+		summary := func(state string) []byte {
+			return []byte(fmt.Sprintf(`{"peers":{%q:{"state":%q,"peerUptimeMsec":0}}}`, tc.summaryKey, state))
+		}
+		if err := b.Update(t0.Add(-time.Second), summary("Established"), []byte(routes), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Update(t0.Add(time.Second), summary("Idle"), []byte(`{}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		if !b.Away(a, t0) {
+			t.Errorf("summary's %s, route's %s: not the same peer", tc.summaryKey, tc.peerID)
+		}
+	}
+}
+
+// TestBGPViewUnreadable: bgpd answered, then gives an answer that cannot
+// be read, or a session's uptime past any time.Duration: nothing is held
+// on the strength of it (a withdrawal goes after StaleWait), unlike
+// bgpd's silence.
+func TestBGPViewUnreadable(t *testing.T) {
+	a, t0 := netip.MustParseAddr("10.255.0.1"), time.Unix(2e9, 0)
+	b := NewBGPView()
+	if err := b.Update(t0.Add(-time.Second), []byte(fmt.Sprintf(summaryFmt, 60000, "Established")), []byte(imetJSON), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct{ name, summary, routes string }{
+		{"routes that are no JSON", fmt.Sprintf(summaryFmt, 60000, "Established"), `% Unknown command`},
+		{"a summary without peerUptimeMsec", `{"peers":{"192.0.2.1":{"state":"Established"}}}`, imetJSON},
+		{"a path that is no object", fmt.Sprintf(summaryFmt, 60000, "Established"), `{"rd":{"[3]:[0]:[32]:[10.255.0.1]":{"paths":[[7]]}}}`},
+	} {
+		err := b.Update(t0.Add(time.Second), []byte(bad.summary), []byte(bad.routes), nil)
+		if !errors.Is(err, ErrUnreadable) {
+			t.Errorf("%s: %v, want ErrUnreadable", bad.name, err)
+		}
+		if b.Away(a, t0) {
+			t.Errorf("%s: Away; want nothing held", bad.name)
+		}
+	}
+	// bgpd without EVPN neighbours (just started, its configuration not
+	// given yet): its silence, which holds.
+	if err := b.Update(t0.Add(time.Second), []byte(`{}`), []byte(`{"numPrefix":0,"numPaths":0}`), nil); !errors.Is(err, ErrNotReady) || !b.Away(a, t0) {
+		t.Errorf("a summary of no neighbours: %v, Away %v; want ErrNotReady, held", err, b.Away(a, t0))
+	}
+	// vtysh's own word that the answer was unreadable.
+	if err := b.Update(t0.Add(time.Second), nil, nil, fmt.Errorf("vtysh: %w", ErrUnreadable)); !errors.Is(err, ErrUnreadable) || b.Away(a, t0) {
+		t.Errorf("vtysh's unreadable answer: %v, Away %v; want nothing held", err, b.Away(a, t0))
+	}
+	// 2^63 ns is some 9.2e12 ms: past it a session's uptime would wrap
+	// into the future, a session that came up after the withdrawal.
+	if err := b.Update(t0.Add(time.Second), []byte(fmt.Sprintf(summaryFmt, int64(9223372036855), "Established")), []byte(imetJSON), nil); err != nil {
+		t.Fatal(err)
+	}
+	if b.Away(a, t0) {
+		t.Error("a session up for 292 years: Away; want withdrawn over a live session")
+	}
+}
+
+// fakeVtysh writes a vtysh into dir that does what script says (sh), its
+// environment's VTYSH_HISTFILE into dir/histfile first.
+func fakeVtysh(t *testing.T, dir, script string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "vtysh")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho \"$VTYSH_HISTFILE\" > "+filepath.Join(dir, "histfile")+"\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// TestVtysh: what the daemon starts to ask bgpd. No bgpd.vty: no vtysh
+// started (ErrNoBGPd). An answer: its two documents, vtysh told to keep
+// no history. An answer past the limit: ErrUnreadable, and no more of it
+// kept. A vtysh that hangs, with a child holding its output: killed and
+// waited for once the context ends, without waiting for the child.
+func TestVtysh(t *testing.T) {
+	dir := t.TempDir()
+	bin := fakeVtysh(t, dir, `printf '{"peers":{}}\n{"numPrefix":0}\n'`)
+	if _, _, err := vtysh(t.Context(), bin, dir, 1<<10); !errors.Is(err, ErrNoBGPd) {
+		t.Errorf("no bgpd.vty: %v, want ErrNoBGPd", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "histfile")); err == nil {
+		t.Error("no bgpd.vty: vtysh was started")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bgpd.vty"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, r, err := vtysh(t.Context(), bin, dir, 1<<10)
+	if err != nil || string(s) != `{"peers":{}}` || string(r) != `{"numPrefix":0}` {
+		t.Errorf("an answer: %q, %q, %v", s, r, err)
+	}
+	if h, _ := os.ReadFile(filepath.Join(dir, "histfile")); string(h) != "/dev/null\n" {
+		t.Errorf("vtysh's VTYSH_HISTFILE %q, want /dev/null", h)
+	}
+
+	// bgpd without a BGP instance: {} for the summary, nothing for the
+	// routes (FRR 8.4.4).
+	fakeVtysh(t, dir, `printf '{}\n'`)
+	if _, _, err := vtysh(t.Context(), bin, dir, 1<<10); !errors.Is(err, ErrNotReady) || errors.Is(err, ErrUnreadable) {
+		t.Errorf("no BGP instance: %v, want ErrNotReady", err)
+	}
+
+	fakeVtysh(t, dir, `i=0; while [ $i -lt 200 ]; do printf '{"peers":{}}                                                  \n'; i=$((i+1)); done`)
+	if _, _, err := vtysh(t.Context(), bin, dir, 1<<10); !errors.Is(err, ErrUnreadable) {
+		t.Errorf("an answer past the limit: %v, want ErrUnreadable", err)
+	}
+
+	pidFile := filepath.Join(dir, "child.pid")
+	fakeVtysh(t, dir, `sleep 300 & echo $! > `+pidFile+`; wait`)
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			var pid int
+			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
+				if p, err := os.FindProcess(pid); err == nil {
+					_ = p.Kill()
+				}
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, _, err := vtysh(ctx, bin, dir, 1<<10); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, ErrUnreadable) {
+			t.Errorf("a vtysh killed: %v, want its error", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("vtysh killed, its child holding its output: not back after a minute")
 	}
 }

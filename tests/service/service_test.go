@@ -90,7 +90,7 @@ func TestMakeInstall(t *testing.T) {
 	}
 	for _, want := range []string{"Type=notify", "ExecStart=/usr/local/bin/trestle run --config /etc/trestle/trestle.toml", "ExecReload=/usr/local/bin/trestle reload --config /etc/trestle/trestle.toml",
 		// What the daemon may do and see (issue 29), and the watchdog it feeds.
-		"CapabilityBoundingSet=CAP_NET_ADMIN CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_NET_RAW CAP_SYS_PTRACE\n", "NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=-/sys/fs/bpf\n", "WatchdogSec="} {
+		"CapabilityBoundingSet=CAP_NET_ADMIN CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_NET_RAW CAP_SYS_PTRACE CAP_DAC_OVERRIDE\n", "NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=-/sys/fs/bpf\n", "WatchdogSec="} {
 		if !strings.Contains(string(unit), want) {
 			t.Errorf("the unit has no %q:\n%s", want, unit)
 		}
@@ -124,6 +124,17 @@ func TestMakeInstall(t *testing.T) {
 	}
 }
 
+// unitBounding is the unit's CapabilityBoundingSet as setpriv's
+// --bounding-set takes it.
+func unitBounding(t *testing.T) string {
+	t.Helper()
+	var set []string
+	for _, c := range unitCaps(t) {
+		set = append(set, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
+	}
+	return "-all," + strings.Join(set, ",")
+}
+
 // unitCaps is the unit's CapabilityBoundingSet, read from dist/trestle.service.
 func unitCaps(t *testing.T) []string {
 	t.Helper()
@@ -151,11 +162,7 @@ func TestUnitCapabilities(t *testing.T) {
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("no setpriv")
 	}
-	var set []string
-	for _, c := range unitCaps(t) {
-		set = append(set, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
-	}
-	bounding := "-all," + strings.Join(set, ",")
+	bounding := unitBounding(t)
 	l := harness.NewPersistLab(t, 2, func(int) string { return "mode = \"xdp\"\n" })
 	start := func() {
 		l.Daemon = l.SW.StartNetOnly(t, "setpriv", "--bounding-set", bounding, "--inh-caps", "-all", "--no-new-privs", "--",
