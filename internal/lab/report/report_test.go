@@ -349,13 +349,15 @@ func TestFloorOfMode(t *testing.T) {
 }
 
 // TestVariantOfVariant: a build measured against the one before it, both
-// with a mirror (trestle:xdp@mirror,bin=old beside trestle:xdp@mirror, and
-// no trestle:xdp), is a variant row of the mirrored DUT by the bin knob,
+// with a mirror (trestle:xdp@mirror,bin=old beside trestle:xdp@mirror and
+// trestle:xdp), is a variant row of the mirrored DUT by the bin knob, not of
+// trestle:xdp by two,
 // with ministat's verdict, in a table of its own.
 func TestVariantOfVariant(t *testing.T) {
 	run := &lab.Run{Scenario: "mirror", Title: "mirror", Reps: 3, Sizes: []lab.FrameSize{"64"}, Timing: lab.DefaultTiming,
-		DUTs: []string{"trestle:xdp@mirror", "trestle:xdp@mirror,bin=/tmp/old"}}
+		DUTs: []string{"trestle:xdp", "trestle:xdp@mirror", "trestle:xdp@mirror,bin=/tmp/old"}}
 	vals := map[string][]float64{
+		"trestle:xdp":                     {3.00e6, 3.02e6, 3.01e6},
 		"trestle:xdp@mirror":              {1.50e6, 1.52e6, 1.51e6},
 		"trestle:xdp@mirror,bin=/tmp/old": {1.40e6, 1.41e6, 1.42e6},
 	}
@@ -369,6 +371,9 @@ func TestVariantOfVariant(t *testing.T) {
 	vrs := Variants(groups, cs)
 	if len(vrs) != 2 {
 		t.Fatalf("%d variant rows, want 2: %+v", len(vrs), vrs)
+	}
+	if vrs[0].DUT != "trestle:xdp" || vrs[0].Knobs != "mirror" || vrs[0].Base == nil {
+		t.Errorf("first variant row %+v, want trestle:xdp@mirror against trestle:xdp", vrs[0])
 	}
 	vr := vrs[1]
 	if vr.Variant.DUT != "trestle:xdp@mirror,bin=/tmp/old" || vr.DUT != "trestle:xdp@mirror" || vr.Knobs != "bin=/tmp/old" || vr.Base == nil || vr.Cmp == nil {

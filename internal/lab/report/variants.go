@@ -52,20 +52,20 @@ func Variants(groups []*Group, cs []Comparison) []VariantRow {
 	return out
 }
 
-// variantBase is the DUT a variant changes, and the knobs it changes it
-// by: the DUT without knobs ("trestle:xdp" for "trestle:xdp@vlan"), or,
-// where the group has no row of that and the variant has several knobs,
-// the row that has every knob but one ("trestle:xdp@mirror" for
-// "trestle:xdp@mirror,bin=old": a build measured against the one before it,
-// both mirrored). Without either, the DUT without knobs, which baseText
-// says was not in the run.
+// variantBase is the DUT a variant changes, and the knob it changes it
+// by: for a variant of several knobs, the row that has every knob but one
+// ("trestle:xdp@mirror" for "trestle:xdp@mirror,bin=old": a build measured
+// against the one before it, both mirrored), where the group has one;
+// else the DUT without knobs ("trestle:xdp" for "trestle:xdp@vlan"), which
+// baseText says was not in the run if the group has no row of it. A
+// filter's variants are set against the DUT without knobs.
 func variantBase(dut string, rows []*Row) (base, knobs string) {
 	name, all := splitDUT(dut)
 	has := func(d string) bool {
 		return slices.ContainsFunc(rows, func(r *Row) bool { return r.DUT == d })
 	}
-	if has(name) {
-		return name, all
+	if hasFilter(dut) {
+		return name, all // the filter table sets each rule set against the filter off
 	}
 	ks := strings.Split(all, ",")
 	for i := range ks {
