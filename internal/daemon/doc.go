@@ -78,7 +78,7 @@
 //   - overlay ports: overlay.go (their VNIs' kernel objects and the loop
 //     that keeps the table and FRR in step), overlayneigh.go (MAC+IP
 //     routes: the neighbour table's entries to FRR and back), encap.go
-//     (their encapsulation in XDP);
+//     (their encapsulation in the datapath, XDP and tc);
 //   - the control socket: control.go (its commands), filter.go (the
 //     filter's), capture.go (capture's);
 //   - what outlives the process: state.go (the instance and its state

@@ -92,7 +92,7 @@ type overlayState struct {
 	// fit (their bridge's max_entries, their max_macs), said once until
 	// they fit again.
 	full map[uint32]bool
-	// XDP encapsulation (encap.go): the dataplane's (nil: it has none),
+	// Encapsulation in the datapath (encap.go): the dataplane's (nil: it has none),
 	// how a VTEP's next hop is found, and what it holds (nil: not read
 	// yet).
 	encap   encapWriter
@@ -397,7 +397,7 @@ func (d *Daemon) syncOverlay() error {
 func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 	var errs []error
 	// The remote MACs in the table now, by VNI: only theirs are
-	// encapsulated in XDP (encap.go).
+	// encapsulated by the datapath (encap.go).
 	inTable := map[uint32]map[[6]byte]bool{}
 	for _, a := range accs {
 		p := d.overlayPortOf(a.vni)
@@ -633,12 +633,10 @@ func (d *Daemon) overlayChange(c overlay.Change) {
 	if p == nil {
 		return
 	}
-	// Its headers (if any) name the VTEP it had: the way in until the
-	// next comparison, which the nudge brings (only xdp ports read them).
-	if bridgeHasXDP(p.bridge) {
-		d.dropEncap(p, c.MAC)
-		d.nudgeOverlay()
-	}
+	// Its headers (if any) name the VTEP it had: the vxlan device until
+	// the next comparison, which the nudge brings.
+	d.dropEncap(p, c.MAC)
+	d.nudgeOverlay()
 	// A route that changed is put again, evicted or not.
 	delete(d.ovl.evicted[c.VNI], overlay.MAC6(c.MAC))
 	if c.Gone || d.remoteRoom(p)-d.ovl.held[c.VNI] <= 0 || d.remoteAtMark(p) {
