@@ -169,6 +169,13 @@ func (d *Daemon) clearEncaps() error {
 	return errors.Join(errs...)
 }
 
+// encapsTo says whether the dataplane holds headers for remote MAC mac of
+// overlay port p to vtep. Called with d.mu held.
+func (d *Daemon) encapsTo(p *portState, mac net.HardwareAddr, vtep netip.Addr) bool {
+	e, ok := d.ovl.encaps[datapath.EncapKey{Bridge: p.bridge.id, VLAN: overlayVLAN(p), MAC: overlay.MAC6(mac)}]
+	return ok && vtep.IsValid() && overlay.HeaderVTEP(e.Hdr) == vtep
+}
+
 // dropEncap takes a remote MAC's headers away at once (it changed VTEP or
 // went): its frames take the way in until the next comparison. Called
 // with d.mu held.

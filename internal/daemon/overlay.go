@@ -633,9 +633,15 @@ func (d *Daemon) overlayChange(c overlay.Change) {
 	if p == nil {
 		return
 	}
-	// Its headers (if any) name the VTEP it had: the vxlan device until
-	// the next comparison, which the nudge brings.
-	d.dropEncap(p, c.MAC)
+	// Its headers (if any) name the VTEP it had: gone, or behind another
+	// VTEP now, it takes the vxlan device until the next comparison, which
+	// the nudge brings. Behind the same VTEP (zebra writing it again, as
+	// after an FRR restart on this host or another) they still hold, and
+	// stay: taken away, its frames would meet the vxlan device while zebra
+	// writes its entries there, and some be lost.
+	if c.Gone || !d.encapsTo(p, c.MAC, c.VTEP) {
+		d.dropEncap(p, c.MAC)
+	}
 	d.nudgeOverlay()
 	// A route that changed is put again, evicted or not.
 	delete(d.ovl.evicted[c.VNI], overlay.MAC6(c.MAC))

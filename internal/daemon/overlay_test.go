@@ -910,6 +910,23 @@ func TestOverlayEncaps(t *testing.T) {
 	if _, ok := w.odp.encaps[k]; !ok {
 		t.Errorf("the encapsulation of a stale remote MAC went")
 	}
+	// zebra writes it again behind the same VTEP (FRR back): its headers
+	// stay, before any comparison; behind another VTEP, they go at once
+	// (the next comparison writes the new ones).
+	w.zebraWrite(mac, false)
+	if got, ok := w.odp.encaps[k]; !ok || got != want {
+		t.Errorf("zebra wrote %s again behind the same VTEP: encapsulation %+v, %v; want kept, %+v", mac, got, ok, want)
+	}
+	w.zebraAt(mac, "192.0.2.3", false, false)
+	if got, ok := w.odp.encaps[k]; ok {
+		t.Errorf("%s moved to another VTEP: encapsulation %+v still there", mac, got)
+	}
+	w.zebraWrite(mac, false)
+	w.sync()
+	if got := w.odp.encaps[k]; got != want {
+		t.Fatalf("%s back behind its VTEP: encapsulation %+v, want %+v", mac, got, want)
+	}
+	w.zebraDel(mac)
 	w.advance(overlay.StaleWait)
 	w.d.settleStale()
 	w.sync()

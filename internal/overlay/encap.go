@@ -104,3 +104,6 @@ func Header(nh NextHop, local, vtep netip.Addr, vni uint32, dstport uint16) [Hdr
 	vx[4], vx[5], vx[6] = byte(vni>>16), byte(vni>>8), byte(vni)
 	return h
 }
+
+// HeaderVTEP is the remote VTEP a header made by Header goes to.
+func HeaderVTEP(h [HdrLen]byte) netip.Addr { return netip.AddrFrom4([4]byte(h[30:34])) }
