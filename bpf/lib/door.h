@@ -360,7 +360,7 @@ static __always_inline enum tr_door_verdict tr_door(void *ctx, const int xdp, co
 	wire += delta;
 
 	/* 3. The port kind's device step. */
-	if (way == TR_WAY_FRAME && c->encap && c->overlay) {
+	if (way == TR_WAY_FRAME && c->overlay && c->encap) {
 		/* A known station behind an overlay port whose outer headers the
 		 * control plane wrote: encapsulated and sent into the underlay,
 		 * else the way in (XDP: the port's tx_ports entry) or the vxlan
