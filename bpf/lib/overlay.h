@@ -228,7 +228,7 @@ __attribute__((noinline)) int tr_vxlan_encap_tc(struct __sk_buff *skb, __u32 key
 	if (tagged && bpf_skb_vlan_pop(skb))
 		return TR_ENCAP_NONE;
 	flags = BPF_F_ADJ_ROOM_FIXED_GSO | BPF_F_ADJ_ROOM_ENCAP_L3_IPV4 | BPF_F_ADJ_ROOM_ENCAP_L4_UDP |
-		BPF_F_ADJ_ROOM_ENCAP_L2_ETH | BPF_F_ADJ_ROOM_ENCAP_L2(ETH_HLEN + tagged * TR_VLAN_HLEN);
+		BPF_F_ADJ_ROOM_ENCAP_L2_ETH | BPF_F_ADJ_ROOM_ENCAP_L2((ETH_HLEN + tagged * TR_VLAN_HLEN));
 	if (bpf_skb_adjust_room(skb, TR_ENCAP_HLEN + tagged * TR_VLAN_HLEN, BPF_ADJ_ROOM_MAC, flags)) {
 		/* Unchanged but for the tag: given back, held outside the
 		 * bytes, where the vxlan device takes it from. */
