@@ -165,6 +165,33 @@ func TestEncapTC(t *testing.T) {
 		}
 	}
 
+	// A socket buffer whose checksum covers the whole packet (a NIC's
+	// CHECKSUM_COMPLETE): the test run checks that it still does once the
+	// program is done (it fails with EBADMSG if not), and so that the
+	// bytes written in front are summed into it.
+	const checksumComplete = 1 << 2 // BPF_F_TEST_SKB_CHECKSUM_COMPLETE
+	for _, c := range []struct {
+		kind, name string
+		slot       int
+		in, inner  []byte
+	}{
+		{"plain", "IPv4", 1, udp, udp},
+		{"plain", "IPv6", 1, ipv6Frame(macC, macA, 80), ipv6Frame(macC, macA, 80)},
+		{"trunk", "the tag held outside the bytes, inside", 1, udp, addTag(udp, 10)},
+	} {
+		r := rigs[[2]any{c.kind, false}]
+		ret, out, err := r.runOutFlags(c.slot, c.in, checksumComplete)
+		if err != nil || ret != tcRedirect {
+			t.Errorf("CHECKSUM_COMPLETE, %s: verdict %d, %v; want a redirect, the skb's sum true", c.name, ret, err)
+			continue
+		}
+		if len(out) != EncapHdrLen+len(c.inner) {
+			t.Errorf("CHECKSUM_COMPLETE, %s: %d bytes out, want %d", c.name, len(out), EncapHdrLen+len(c.inner))
+			continue
+		}
+		checkEncap(t, "CHECKSUM_COMPLETE, "+c.name, out, c.inner, hdr)
+	}
+
 	// The same flow, the same UDP source port, as XDP gives it; another
 	// flow, another.
 	r := rigs[[2]any{"plain", false}]
