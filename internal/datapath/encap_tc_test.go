@@ -105,8 +105,9 @@ func tcEncapRig(t *testing.T, kind string, hdr [EncapHdrLen]byte, noEntry bool) 
 // the overlay port: byte for byte the header XDP writes (checkEncap), then
 // the frame as the vxlan device would have got it, its tag inside whether
 // the frame carried it in its bytes or the kernel held it outside them;
-// untagged for an access overlay port. One too long for the overlay's MTU
-// is dropped there, counted, and not sent. A station without an entry, or
+// untagged for an access overlay port; a CHECKSUM_COMPLETE skb's sum kept
+// true. One too long for the overlay's MTU is dropped there, counted, and
+// not sent. A station without an entry, or
 // a frame tc cannot encapsulate (ARP: the kernel grows only IP packets),
 // goes to the vxlan device unchanged, as before.
 func TestEncapTC(t *testing.T) {
