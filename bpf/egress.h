@@ -42,10 +42,10 @@ TR_PORTS_LOOP(tr_count_flood_tx, tr_count_round, (const struct tr_bridge *br, __
 
 /* Known unicast: to one port (d->out), through the door. straight: a
  * forward in the frame's bridge (trestle.c), whose rule the bridge step
- * asked (d->rule), and which an overlay port encapsulates at XDP; else the
- * walk's last, whose port the walk chose (the door asks the rule again,
- * for its tag) and whose chain of calls has no stack left for
- * tr_vxlan_encap. */
+ * asked (d->rule), and which an overlay port encapsulates (in both modes);
+ * else the walk's last, whose port the walk chose (the door asks the rule
+ * again, for its tag) and whose chain of calls has no stack left for
+ * tr_vxlan_encap or tr_vxlan_encap_tc. */
 static __always_inline int tr_forward(void *ctx, const int xdp, struct tr_pkt *p,
 				      struct tr_decision *d, const int straight)
 {

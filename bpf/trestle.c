@@ -43,6 +43,7 @@ enum tr_storm_kind _btf_storm_kind __attribute__((unused));
 enum tr_mirror_flags _btf_mirror_flags __attribute__((unused));
 enum tr_filter_limits _btf_filter_limits __attribute__((unused));
 enum tr_encap_limits _btf_encap_limits __attribute__((unused));
+enum tr_encap_flags _btf_encap_flags __attribute__((unused));
 enum tr_filter_flags _btf_filter_flags __attribute__((unused));
 enum tr_state_flags _btf_state_flags __attribute__((unused));
 enum tr_state_timeouts _btf_state_timeouts __attribute__((unused));
@@ -299,10 +300,10 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 			 * are a neigh_suppress bridge's, each asked whether it is an ARP,
 			 * ND or DHCP message to copy (tr_neigh_learn): a memo would let
 			 * a reply in a stream's midst go unseen */
-	/* Nor a forward to an overlay port at tc: each frame meets its MTU. (In
-	 * XDP, one through the way in is remembered, one encapsulated is not:
-	 * tr_forward took its straight; a new outer header forgets every memo,
-	 * SetEncap.) */
+	/* Nor a forward to an overlay port at tc: each frame meets its MTU and
+	 * its encapsulation, whose entry may come or go. (In XDP, one through
+	 * the way in is remembered, one encapsulated is not: tr_forward took
+	 * its straight; a new outer header forgets every memo, SetEncap.) */
 	if (!xdp && (d->out.flags & TR_PORT_OVERLAY))
 		return;
 	s = &fs->memo->src;

@@ -96,7 +96,7 @@ enum tr_counter {
 	TR_CNT_UNLEARNED, /* frames from new sources forwarded without learning them (mac_limit_action "forward" at max_macs) */
 	TR_CNT_TX_DROPPED, /* copies of flooded frames for this port that could not be sent: a tc clone the kernel refused (longer than the port's MTU allows, say) */
 	TR_CNT_UNLEARNED_FULL, /* of unlearned: new sources forwarded without learning them because the bridge's table was full, or past its high-water mark with this port at its fair share (lib/fdb.h, issue 29) */
-	TR_CNT_ENCAP,     /* of tx: frames this overlay port sent encapsulated in XDP, straight into the underlay (lib/overlay.h), not through its xdp way in */
+	TR_CNT_ENCAP,     /* of tx: frames this overlay port sent encapsulated by the datapath (in XDP or at tc), straight into the underlay (lib/overlay.h), not through its vxlan device */
 	TR_CNT_SUPPRESSED, /* ARP requests and neighbour solicitations from this port that the switch answered itself (neigh_suppress, lib/neigh.h): sent back, flooded nowhere */
 	TR_CNT_GROUPED,    /* of flooded: multicast frames from this port sent only to their group's members and the multicast router ports (multicast_snooping, lib/snoop.h) */
 	TR_CNT__MAX,
@@ -709,7 +709,7 @@ struct tr_neigh {
 	__u64 seen_ns; /* CLOCK_MONOTONIC_COARSE: when written (static) or last seen (learned) */
 };
 
-/* ---- VXLAN encapsulation in XDP (lib/overlay.h) ---- */
+/* ---- VXLAN encapsulation in the datapath, XDP and tc (lib/overlay.h) ---- */
 
 /* A remote station behind an overlay port: the FDB key's bridge, VLAN (0
  * in a bridge that is not VLAN-aware) and address. */
@@ -727,6 +727,14 @@ enum tr_encap_limits {
 	TR_ENCAP_HLEN = 50,
 };
 
+/* An encapsulation's flags. */
+enum tr_encap_flags {
+	/* The underlay device takes no XDP redirect (a veth whose peer has
+	 * neither GRO nor an XDP program): frames from xdp ports take the way
+	 * in; tc's, a socket buffer redirected, are encapsulated all the same. */
+	TR_ENCAP_NO_XDP = 1,
+};
+
 /* How a frame to it leaves: the outer headers, written in front of the
  * frame, and the underlay device they go to. */
 struct tr_encap {
@@ -734,8 +742,8 @@ struct tr_encap {
 	__u32 csum;    /* the outer IPv4 header's one's-complement sum of its 16-bit words
 			* (big-endian, as on the wire) with tot_len and check 0, not folded:
 			* the datapath adds tot_len per frame */
-	__u8 hdr[TR_ENCAP_HLEN + 2]; /* Ethernet, IPv4 (tot_len, check 0), UDP (source, len, check 0),
-				      * VXLAN: TR_ENCAP_HLEN used, 2 pad */
+	__u8 hdr[TR_ENCAP_HLEN]; /* Ethernet, IPv4 (tot_len, check 0), UDP (source, len, check 0), VXLAN */
+	__u16 flags;             /* enum tr_encap_flags */
 };
 
 #endif

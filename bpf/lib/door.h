@@ -11,9 +11,10 @@
  *      group's ports (lib/snoop.h); and tagged or untagged as the port
  *      takes that VLAN;
  *   2. the copy made so: its tag pushed, popped or rewritten;
- *   3. the port kind's device step, as veb_offload: an overlay port's MTU
- *      (tc), its encapsulation into the underlay (XDP), a patch port's
- *      crossing into the bridge beyond (the walk);
+ *   3. the port kind's device step, as veb_offload: an overlay port's
+ *      encapsulation into the underlay (a forward to a known station, both
+ *      modes) or else its MTU (tc), a patch port's crossing into the
+ *      bridge beyond (the walk);
  *   4. out: redirected, cloned, left to the kernel (a broadcast's copy),
  *      or chosen (the walk's, sent when the walk ends);
  *   5. counted: sent by the port (and in its VLAN); or dropped with a
@@ -149,15 +150,17 @@ struct tr_copy {
 	__u16 vid;      /* its VLAN in a VLAN-aware bridge; 0: it leaves as it is */
 	__u16 deny;     /* port flags that keep it off (a flood's kind; the ingress's protection) */
 	__u32 wire;     /* its length on the wire before the door tags it */
-	__u32 encap;    /* FRAME at XDP: bridge | FDB VLAN << 16 of a known station's forward, which an
-			 * overlay port encapsulates; 0: it takes the way in */
+	__u32 encap;    /* FRAME: bridge | FDB VLAN << 16 of a known station's forward, which an
+			 * overlay port encapsulates; 0: it takes the way in (XDP) or the vxlan
+			 * device (tc) */
 	__u16 tci;      /* MEMO, TR_RETAG_PUSH: the tag pushed */
 	__u8 rule;      /* enum tr_egress: the rule's answer, if asked before; else TR_EGRESS_ASK */
-	__u8 overlay;   /* FRAME, CLONE at tc: the port is, or may be, an overlay port: ask its MTU */
+	__u8 overlay;   /* FRAME, CLONE: the port is, or may be, an overlay port: encapsulate (FRAME with
+			 * encap) or ask its MTU (tc) */
 	__u8 retag;     /* MEMO: TR_RETAG_* */
 	__u8 last;      /* CLONE: the frame itself, which the caller redirects: no clone */
 	__u8 why;       /* out: DENIED, DROPPED: enum tr_drop_reason */
-	__u8 encapped;  /* out: FRAME at XDP: encapsulated (not the redirect a memo could remember) */
+	__u8 encapped;  /* out: FRAME: encapsulated (not the redirect a memo could remember) */
 	struct tr_tag *tag;          /* FRAME, CLONE: the frame's tag as it is; the door makes it the copy's */
 	struct tr_vlan_stats *vst;   /* the VLAN's counters (NULL: none; DEVMAP, CLONE look them up) */
 	struct tr_drop_note *note;   /* the frame's only copy: its drop is the frame's, noted here; NULL:
@@ -357,17 +360,18 @@ static __always_inline enum tr_door_verdict tr_door(void *ctx, const int xdp, co
 	wire += delta;
 
 	/* 3. The port kind's device step. */
-	if (!xdp && (way == TR_WAY_FRAME || way == TR_WAY_CLONE) && tr_door_device_tc(ctx, c))
-		return TR_DOOR_DROPPED;
-	if (xdp && way == TR_WAY_FRAME && c->encap && c->overlay) {
+	if (way == TR_WAY_FRAME && c->overlay && c->encap) {
 		/* A known station behind an overlay port whose outer headers the
 		 * control plane wrote: encapsulated and sent into the underlay,
-		 * else the way in (the port's tx_ports entry). */
-		long r = tr_vxlan_encap(ctx, c->encap, c->ifindex);
+		 * else the way in (XDP: the port's tx_ports entry) or the vxlan
+		 * device (tc: its MTU asked there). */
+		int r = xdp ? tr_vxlan_encap(ctx, c->encap, c->ifindex) : tr_vxlan_encap_tc(ctx, c->encap, c->ifindex);
 
-		if (r == XDP_DROP)
+		if (r == TR_ENCAP_TOO_LONG)
 			return tr_door_drop(c, tr_stats(c->slot), TR_DROP_OVERLAY_MTU);
-		if (r == XDP_REDIRECT) {
+		if (r == TR_ENCAP_LOST)
+			return tr_door_drop(c, c->in_st, TR_DROP_NO_EGRESS);
+		if (r == TR_ENCAP_SENT) {
 			st = tr_stats(c->slot);
 			tr_count_tx(st, wire);
 			if (st)
@@ -376,6 +380,8 @@ static __always_inline enum tr_door_verdict tr_door(void *ctx, const int xdp, co
 			c->encapped = 1;
 			return TR_DOOR_SENT;
 		}
+	} else if (!xdp && (way == TR_WAY_FRAME || way == TR_WAY_CLONE) && tr_door_device_tc(ctx, c)) {
+		return TR_DOOR_DROPPED;
 	}
 
 	/* 4. Out. */

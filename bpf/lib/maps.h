@@ -261,12 +261,13 @@ struct {
 /* ---- the overlay (lib/overlay.h) ---- */
 
 /* The outer headers of the stations behind overlay ports, by the FDB's
- * bridge, VLAN and address: a known unicast frame from an xdp port to one
- * is encapsulated in XDP and sent into the underlay (tr_vxlan_encap). The
- * control plane writes them; a frame to a station without one takes the
- * overlay port's xdp way in. 65,536 at most, not grown with the table by a
- * resize: a station the map has no room for takes the way in (the daemon
- * says how many it could not write). */
+ * bridge, VLAN and address: a known unicast frame to one is encapsulated
+ * by the datapath and sent into the underlay (tr_vxlan_encap in XDP, unless
+ * the entry is tc's alone; tr_vxlan_encap_tc at tc). The control plane
+ * writes them; a frame to a station without one takes the overlay port's
+ * xdp way in (XDP) or its vxlan device (tc). 65,536 at most, not grown with
+ * the table by a resize: a station the map has no room for takes the way
+ * in (the daemon says how many it could not write). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);

@@ -35,7 +35,8 @@ const (
 	TxDropped = TrestleTrCounterTR_CNT_TX_DROPPED
 	// Of Unlearned: the new sources a bridge's table refused (issue 29).
 	UnlearnedFull = TrestleTrCounterTR_CNT_UNLEARNED_FULL
-	// Of TxPackets: the frames an overlay port sent encapsulated in XDP.
+	// Of TxPackets: the frames an overlay port sent encapsulated by the
+	// datapath (in XDP or at tc), not through its vxlan device.
 	Encap = TrestleTrCounterTR_CNT_ENCAP
 
 	VLANRxPackets = TrestleTrVlanCounterTR_VCNT_RX_PACKETS

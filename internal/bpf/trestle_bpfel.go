@@ -242,8 +242,15 @@ type TrestleTrEncap struct {
 	_       structs.HostLayout
 	Ifindex uint32
 	Csum    uint32
-	Hdr     [52]uint8
+	Hdr     [50]uint8
+	Flags   uint16
 }
+
+type TrestleTrEncapFlags uint32
+
+const (
+	TrestleTrEncapFlagsTR_ENCAP_NO_XDP TrestleTrEncapFlags = 1
+)
 
 type TrestleTrEncapKey struct {
 	_      structs.HostLayout
@@ -832,6 +839,7 @@ const (
 	TrestleVarBtfCaptureVerdict   = "_btf_capture_verdict"
 	TrestleVarBtfCounter          = "_btf_counter"
 	TrestleVarBtfDropReason       = "_btf_drop_reason"
+	TrestleVarBtfEncapFlags       = "_btf_encap_flags"
 	TrestleVarBtfEncapLimits      = "_btf_encap_limits"
 	TrestleVarBtfEvent            = "_btf_event"
 	TrestleVarBtfEventLimits      = "_btf_event_limits"
@@ -983,6 +991,7 @@ type TrestleVariableSpecs struct {
 	BtfCaptureVerdict *ebpf.VariableSpec `ebpf:"_btf_capture_verdict"`
 	BtfCounter        *ebpf.VariableSpec `ebpf:"_btf_counter"`
 	BtfDropReason     *ebpf.VariableSpec `ebpf:"_btf_drop_reason"`
+	BtfEncapFlags     *ebpf.VariableSpec `ebpf:"_btf_encap_flags"`
 	BtfEncapLimits    *ebpf.VariableSpec `ebpf:"_btf_encap_limits"`
 	BtfEvent          *ebpf.VariableSpec `ebpf:"_btf_event"`
 	BtfEventLimits    *ebpf.VariableSpec `ebpf:"_btf_event_limits"`
@@ -1154,6 +1163,7 @@ type TrestleVariables struct {
 	BtfCaptureVerdict *ebpf.Variable `ebpf:"_btf_capture_verdict"`
 	BtfCounter        *ebpf.Variable `ebpf:"_btf_counter"`
 	BtfDropReason     *ebpf.Variable `ebpf:"_btf_drop_reason"`
+	BtfEncapFlags     *ebpf.Variable `ebpf:"_btf_encap_flags"`
 	BtfEncapLimits    *ebpf.Variable `ebpf:"_btf_encap_limits"`
 	BtfEvent          *ebpf.Variable `ebpf:"_btf_event"`
 	BtfEventLimits    *ebpf.Variable `ebpf:"_btf_event_limits"`

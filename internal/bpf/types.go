@@ -109,7 +109,7 @@ const (
 	FilterExtHdrs   = int(TrestleTrFilterLimitsTR_FILTER_EXTHDRS)
 	StateCountPort  = int(TrestleTrFilterLimitsTR_STATE_COUNT_PORT)
 	// EncapHdrLen is the outer header of a frame the datapath encapsulates
-	// in XDP: Ethernet, IPv4 (no options), UDP, VXLAN.
+	// (in XDP or at tc): Ethernet, IPv4 (no options), UDP, VXLAN.
 	EncapHdrLen      = int(TrestleTrEncapLimitsTR_ENCAP_HLEN)
 	UnreadReasons    = int(TrestleTrFilterUnreadTR_UNREAD__MAX)
 	StateReplied     = uint32(TrestleTrStateFlagsTR_STATE_REPLIED)

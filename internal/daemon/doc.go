@@ -80,8 +80,9 @@
 //   - overlay ports: overlay.go (their VNIs' kernel objects and the loop
 //     that keeps the table and FRR in step), overlayneigh.go (MAC+IP
 //     routes: the neighbour table's entries to FRR and back), encap.go
-//     (their encapsulation in XDP), bgp.go (bgpd asked which BGP session
-//     carried a withdrawn VTEP, and whether it went);
+//     (their encapsulation in the datapath, XDP and tc), bgp.go (bgpd
+//     asked which BGP session carried a withdrawn VTEP, and whether it
+//     went);
 //   - the control socket: control.go (its commands), filter.go (the
 //     filter's), capture.go (capture's);
 //   - what outlives the process: state.go (the instance and its state

@@ -7,40 +7,31 @@ import (
 	"net/netip"
 
 	"github.com/trestle/trestle/internal/datapath"
-	"github.com/trestle/trestle/internal/mode"
 	"github.com/trestle/trestle/internal/overlay"
 )
 
-// Encapsulation in XDP (docs/overlay.md): for each remote MAC of an
-// overlay port in a bridge with xdp ports, the daemon writes the outer
-// headers its frames take (the next hop's addresses, this host's VTEP and
-// the remote one, the VNI, the UDP port), and the XDP program
-// encapsulates a known unicast frame to that MAC itself and redirects it
-// into the underlay device, instead of handing it to the vxlan device
-// through the xdp way in. Only where that is safe: an IPv4 VTEP, a route
-// and a neighbour the kernel knows (the first frames to a VTEP take the
-// way in, and the kernel resolves the neighbour for them), and an
-// underlay device that takes XDP redirects. The whole set is compared
-// with what the dataplane holds at each comparison of the overlay (once a
-// second, and when nudged); a MAC that changes VTEP loses its headers at
-// once, and takes the way in until the next comparison writes the new ones.
+// Encapsulation in the datapath (docs/overlay.md): for each remote MAC of
+// an overlay port, the daemon writes the outer headers its frames take
+// (the next hop's addresses, this host's VTEP and the remote one, the VNI,
+// the UDP port), and the XDP or tc program encapsulates a known unicast
+// frame to that MAC itself and redirects it into the underlay device,
+// instead of handing it to the vxlan device (through the xdp way in, for
+// xdp ports), whose FDB zebra empties while FRR restarts. Only where that
+// is safe: an IPv4 VTEP, a route and a neighbour the kernel knows (the
+// first frames to a VTEP take the vxlan device, and the kernel resolves
+// the neighbour for them), and an underlay device with room for the
+// overlay's frames; one that takes no XDP redirect gets headers for tc
+// alone (NoXDP: an skb redirect goes to any device). The whole set is
+// compared with what the dataplane holds at each comparison of the overlay
+// (once a second, and when nudged); a MAC that changes VTEP loses its
+// headers at once, and takes the vxlan device until the next comparison
+// writes the new ones.
 
-// encapWriter is a dataplane that encapsulates in XDP (internal/datapath).
+// encapWriter is a dataplane that encapsulates (internal/datapath).
 type encapWriter interface {
 	SetEncap(bridge, vlan uint16, mac net.HardwareAddr, e datapath.Encap) error
 	DelEncap(bridge, vlan uint16, mac net.HardwareAddr) error
 	Encaps() (map[datapath.EncapKey]datapath.Encap, error)
-}
-
-// bridgeHasXDP says whether a port of b forwards at XDP: only their frames
-// read the headers.
-func bridgeHasXDP(b *bridgeState) bool {
-	for _, p := range b.ports {
-		if p.mode == mode.XDP && p.forwards() {
-			return true
-		}
-	}
-	return false
 }
 
 // wantEncaps is the headers the dataplane should hold now: those of the
@@ -48,14 +39,11 @@ func bridgeHasXDP(b *bridgeState) bool {
 func (d *Daemon) wantEncaps(inTable map[uint32]map[[6]byte]bool) map[datapath.EncapKey]datapath.Encap {
 	want := map[datapath.EncapKey]datapath.Encap{}
 	type hop struct {
-		nh overlay.NextHop
-		ok bool
+		nh      overlay.NextHop
+		ok, xdp bool
 	}
 	hops := map[[2]netip.Addr]hop{}
 	for _, p := range d.overlayPorts() {
-		if !bridgeHasXDP(p.bridge) {
-			continue
-		}
 		st, ok := d.ovl.mgr.Status(p.cfg.VXLAN)
 		if !ok {
 			continue
@@ -67,42 +55,42 @@ func (d *Daemon) wantEncaps(inTable map[uint32]map[[6]byte]bool) map[datapath.En
 			hk := [2]netip.Addr{st.VTEP, r.VTEP}
 			h, seen := hops[hk]
 			if !seen {
-				h.nh, h.ok = d.encapHop(st.VTEP, r.VTEP, st.Devices.MTU)
+				h.nh, h.ok, h.xdp = d.encapHop(st.VTEP, r.VTEP, st.Devices.MTU)
 				hops[hk] = h
 			}
 			if !h.ok {
 				continue
 			}
 			k := datapath.EncapKey{Bridge: p.bridge.id, VLAN: overlayVLAN(p), MAC: overlay.MAC6(r.MAC)}
-			want[k] = datapath.Encap{Ifindex: uint32(h.nh.Ifindex), Hdr: overlay.Header(h.nh, st.VTEP, r.VTEP, p.cfg.VXLAN, uint16(p.cfg.DstPort))}
+			want[k] = datapath.Encap{Ifindex: uint32(h.nh.Ifindex), Hdr: overlay.Header(h.nh, st.VTEP, r.VTEP, p.cfg.VXLAN, uint16(p.cfg.DstPort)), NoXDP: !h.xdp}
 		}
 	}
 	return want
 }
 
 // encapHop is the next hop from local to vtep, if frames may be
-// encapsulated to it in XDP: resolved, its device's MTU room for the
+// encapsulated to it: resolved, and its device's MTU room for the
 // overlay's frames encapsulated (the vxlan device's MTU, mtu, plus the
-// outer headers: an XDP redirect longer than the device takes is lost
-// without a word, where the vxlan device would have said so), and its
-// device takes XDP redirects (a veth only while its peer has GRO on or an
-// XDP program).
-func (d *Daemon) encapHop(local, vtep netip.Addr, mtu int) (overlay.NextHop, bool) {
+// outer headers: a redirect longer than the device takes is lost without a
+// word, where the vxlan device would have said so). xdp: its device takes
+// XDP redirects too (a veth only while its peer has GRO on or an XDP
+// program); an skb redirect, tc's, goes to any.
+func (d *Daemon) encapHop(local, vtep netip.Addr, mtu int) (nh overlay.NextHop, ok, xdp bool) {
 	nh, err := d.ovl.nextHop(local, vtep)
 	if err != nil {
 		if !errors.Is(err, overlay.ErrUnresolved) {
-			d.log.Debug("overlay: no XDP encapsulation to a VTEP", "vtep", vtep, "err", err)
+			d.log.Debug("overlay: no encapsulation in the datapath to a VTEP", "vtep", vtep, "err", err)
 		}
-		return nh, false
+		return nh, false, false
 	}
 	if nh.MTU < mtu+overlay.HdrLen {
-		return nh, false
+		return nh, false, false
 	}
 	l, err := d.sys.LinkByIndex(nh.Ifindex)
-	if err != nil || l.XDPErr != nil || !l.XDP.Has(netdevXDPNdoXmit) {
-		return nh, false
+	if err != nil {
+		return nh, false, false
 	}
-	return nh, true
+	return nh, true, l.XDPErr == nil && l.XDP.Has(netdevXDPNdoXmit)
 }
 
 // syncEncaps makes the dataplane's headers what wantEncaps says (for the
@@ -115,7 +103,7 @@ func (d *Daemon) syncEncaps(inTable map[uint32]map[[6]byte]bool) error {
 	if d.ovl.encaps == nil {
 		cur, err := w.Encaps() // an earlier daemon's (persist)
 		if err != nil {
-			return fmt.Errorf("overlay: read the XDP encapsulations: %w", err)
+			return fmt.Errorf("overlay: read the datapath's encapsulations: %w", err)
 		}
 		if cur == nil {
 			cur = map[datapath.EncapKey]datapath.Encap{}
@@ -153,7 +141,7 @@ func (d *Daemon) syncEncaps(inTable map[uint32]map[[6]byte]bool) error {
 		d.ovl.encaps[k] = e
 	}
 	if failed > 0 {
-		errs = append(errs, fmt.Errorf("overlay: %d XDP encapsulations not written, their frames take the vxlan device (first: %w)", failed, first))
+		errs = append(errs, fmt.Errorf("overlay: %d encapsulations not written to the datapath, their frames take the vxlan device (first: %w)", failed, first))
 	}
 	return errors.Join(errs...)
 }
@@ -181,6 +169,13 @@ func (d *Daemon) clearEncaps() error {
 	return errors.Join(errs...)
 }
 
+// encapsTo says whether the dataplane holds headers for remote MAC mac of
+// overlay port p to vtep. Called with d.mu held.
+func (d *Daemon) encapsTo(p *portState, mac net.HardwareAddr, vtep netip.Addr) bool {
+	e, ok := d.ovl.encaps[datapath.EncapKey{Bridge: p.bridge.id, VLAN: overlayVLAN(p), MAC: overlay.MAC6(mac)}]
+	return ok && vtep.IsValid() && overlay.HeaderVTEP(e.Hdr) == vtep
+}
+
 // dropEncap takes a remote MAC's headers away at once (it changed VTEP or
 // went): its frames take the way in until the next comparison. Called
 // with d.mu held.
@@ -193,7 +188,7 @@ func (d *Daemon) dropEncap(p *portState, mac net.HardwareAddr) {
 		return // known not to be there; before the first sync, unknown
 	}
 	if err := d.ovl.encap.DelEncap(k.Bridge, k.VLAN, mac); err != nil {
-		d.log.Warn("overlay: take an XDP encapsulation away", "mac", mac, "err", err)
+		d.log.Warn("overlay: take an encapsulation away", "mac", mac, "err", err)
 		return
 	}
 	delete(d.ovl.encaps, k)

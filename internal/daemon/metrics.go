@@ -41,7 +41,7 @@ var counterMetrics = map[string]struct{ name, help string }{
 	"unlearned_full": {"trestle_port_unlearned_full_total", "Of the unlearned, the new sources the bridge's table refused: full, or past its high-water mark with the port at its fair share."},
 	"tx_dropped":     {"trestle_port_tx_dropped_total", "Copies of flooded frames for the port that could not be sent (a tc clone the kernel refused: longer than the port's MTU allows, say)."},
 	"grouped":        {"trestle_port_grouped_total", "Of the flooded, the multicast frames sent only to their group's member ports and the multicast router ports (multicast_snooping)."},
-	"encap":          {"trestle_port_encap_total", "Of the frames sent out of an overlay port, those the XDP program encapsulated itself and sent into the underlay (docs/overlay.md); the vxlan device does not count them."},
+	"encap":          {"trestle_port_encap_total", "Of the frames sent out of an overlay port, those the datapath (the XDP or tc program) encapsulated itself and sent into the underlay (docs/overlay.md); the vxlan device does not count them."},
 }
 
 var vlanMetrics = map[string]string{

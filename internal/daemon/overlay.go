@@ -92,7 +92,7 @@ type overlayState struct {
 	// fit (their bridge's max_entries, their max_macs), said once until
 	// they fit again.
 	full map[uint32]bool
-	// XDP encapsulation (encap.go): the dataplane's (nil: it has none),
+	// Encapsulation in the datapath (encap.go): the dataplane's (nil: it has none),
 	// how a VTEP's next hop is found, and what it holds (nil: not read
 	// yet).
 	encap   encapWriter
@@ -406,7 +406,7 @@ func (d *Daemon) syncOverlay() error {
 func (d *Daemon) applyOverlay(accs []*ovlAcc) error {
 	var errs []error
 	// The remote MACs in the table now, by VNI: only theirs are
-	// encapsulated in XDP (encap.go).
+	// encapsulated by the datapath (encap.go).
 	inTable := map[uint32]map[[6]byte]bool{}
 	for _, a := range accs {
 		p := d.overlayPortOf(a.vni)
@@ -642,12 +642,16 @@ func (d *Daemon) overlayChange(c overlay.Change) {
 	if p == nil {
 		return
 	}
-	// Its headers (if any) name the VTEP it had: the way in until the
-	// next comparison, which the nudge brings (only xdp ports read them).
-	if bridgeHasXDP(p.bridge) {
+	// Its headers (if any) name the VTEP it had: gone, or behind another
+	// VTEP now, it takes the vxlan device until the next comparison, which
+	// the nudge brings. Behind the same VTEP (zebra writing it again, as
+	// after an FRR restart on this host or another) they still hold, and
+	// stay: taken away, its frames would meet the vxlan device while zebra
+	// writes its entries there, and some be lost.
+	if c.Gone || !d.encapsTo(p, c.MAC, c.VTEP) {
 		d.dropEncap(p, c.MAC)
-		d.nudgeOverlay()
 	}
+	d.nudgeOverlay()
 	// A route that changed is put again, evicted or not.
 	delete(d.ovl.evicted[c.VNI], overlay.MAC6(c.MAC))
 	if c.Gone || d.remoteRoom(p)-d.ovl.held[c.VNI] <= 0 || d.remoteAtMark(p) {

@@ -872,11 +872,12 @@ func TestOverlayXDPVia(t *testing.T) {
 }
 
 // TestOverlayEncaps: the daemon writes the outer headers of each remote
-// MAC of an overlay port in a bridge with an xdp port, for the XDP program
-// to encapsulate known unicast itself, where the next hop is resolved and
-// its device takes XDP redirects; a MAC that goes or changes VTEP loses
-// them at once; a bridge without xdp ports, an unresolved neighbour or an
-// underlay that takes no XDP redirect gets none.
+// MAC of an overlay port, for the XDP and tc programs to encapsulate known
+// unicast themselves, where the next hop is resolved and its device has
+// room; a MAC that goes or changes VTEP loses them at once; an unresolved
+// neighbour or an underlay too small gets none; an underlay that takes no
+// XDP redirect gets them for tc alone (NoXDP); a bridge whose host ports
+// are all at tc gets them as one with xdp ports.
 func TestOverlayEncaps(t *testing.T) {
 	w := newOvWorld(t)
 	w.k.tramp = true
@@ -909,6 +910,23 @@ func TestOverlayEncaps(t *testing.T) {
 	if _, ok := w.odp.encaps[k]; !ok {
 		t.Errorf("the encapsulation of a stale remote MAC went")
 	}
+	// zebra writes it again behind the same VTEP (FRR back): its headers
+	// stay, before any comparison; behind another VTEP, they go at once
+	// (the next comparison writes the new ones).
+	w.zebraWrite(mac, false)
+	if got, ok := w.odp.encaps[k]; !ok || got != want {
+		t.Errorf("zebra wrote %s again behind the same VTEP: encapsulation %+v, %v; want kept, %+v", mac, got, ok, want)
+	}
+	w.zebraAt(mac, "192.0.2.3", false, false)
+	if got, ok := w.odp.encaps[k]; ok {
+		t.Errorf("%s moved to another VTEP: encapsulation %+v still there", mac, got)
+	}
+	w.zebraWrite(mac, false)
+	w.sync()
+	if got := w.odp.encaps[k]; got != want {
+		t.Fatalf("%s back behind its VTEP: encapsulation %+v, want %+v", mac, got, want)
+	}
+	w.zebraDel(mac)
 	w.advance(overlay.StaleWait)
 	w.d.settleStale()
 	w.sync()
@@ -920,14 +938,20 @@ func TestOverlayEncaps(t *testing.T) {
 	if len(w.odp.encaps) != 1 {
 		t.Fatalf("encapsulations %v, want one again", w.odp.encaps)
 	}
-	// An underlay that takes no XDP redirect, or an unresolved neighbour:
-	// none (the way in).
+	// An underlay that takes no XDP redirect: for tc alone (XDP's frames
+	// take the way in).
 	w.sys.set("ul0", func(l *Link) { l.XDP &^= netdev.XDPNdoXmit })
 	w.sync()
-	if len(w.odp.encaps) != 0 {
-		t.Errorf("encapsulations into an underlay that takes no XDP redirect: %v", w.odp.encaps)
+	tcOnly := want
+	tcOnly.NoXDP = true
+	if got, ok := w.odp.encaps[k]; len(w.odp.encaps) != 1 || !ok || got != tcOnly {
+		t.Errorf("encapsulations into an underlay that takes no XDP redirect: %v, want only %+v", w.odp.encaps, tcOnly)
 	}
 	w.sys.set("ul0", func(l *Link) { l.XDP |= netdev.XDPNdoXmit })
+	w.sync()
+	if got := w.odp.encaps[k]; got != want {
+		t.Errorf("encapsulation once the underlay takes XDP redirects again: %+v, want %+v", got, want)
+	}
 	// An underlay whose MTU has no room for the overlay's frames
 	// encapsulated (an IPv4 packet of the overlay's MTU, 1450, plus the
 	// 50 bytes of outer headers and the inner Ethernet header): none.
@@ -947,10 +971,10 @@ func TestOverlayEncaps(t *testing.T) {
 	if len(w.odp.encaps) != 1 {
 		t.Errorf("encapsulations once resolved: %v", w.odp.encaps)
 	}
-	// Host ports at tc: no frame reads them.
+	// Host ports at tc: the tc program reads them.
 	w.mustApply(fmt.Sprintf(xdpOvConfig, "tc"))
 	w.sync()
-	if len(w.odp.encaps) != 0 {
-		t.Errorf("encapsulations in a bridge without xdp ports: %v", w.odp.encaps)
+	if got, ok := w.odp.encaps[k]; len(w.odp.encaps) != 1 || !ok || got != want {
+		t.Errorf("encapsulations in a bridge whose host ports are at tc: %v, want only %+v", w.odp.encaps, want)
 	}
 }

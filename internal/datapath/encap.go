@@ -11,14 +11,14 @@ import (
 	tbpf "github.com/trestle/trestle/internal/bpf"
 )
 
-// VXLAN encapsulation in XDP (bpf/lib/overlay.h, tr_vxlan_encap): a known
-// unicast frame from an xdp port to a station behind an overlay port, whose
-// outer headers the control plane wrote here, is encapsulated by the
-// datapath and redirected straight into the underlay device; a station
-// without an entry is reached through the overlay port's xdp way in, as
-// before. The datapath writes each frame's IPv4 tot_len and check, and the
-// UDP source port (a hash of the inner headers) and length; the rest of the
-// header is the entry's.
+// VXLAN encapsulation in the datapath (bpf/lib/overlay.h, tr_vxlan_encap in
+// XDP, tr_vxlan_encap_tc at tc): a known unicast frame to a station behind
+// an overlay port, whose outer headers the control plane wrote here, is
+// encapsulated by the datapath and redirected straight into the underlay
+// device; a station without an entry is reached through the overlay port's
+// xdp way in (XDP) or its vxlan device (tc), as before. The datapath writes
+// each frame's IPv4 tot_len and check, and the UDP source port (a hash of
+// the inner headers) and length; the rest of the header is the entry's.
 
 // EncapHdrLen is the outer header's length: Ethernet (14), IPv4 (20, no
 // options), UDP (8), VXLAN (8), as bpf/types.h says (TR_ENCAP_HLEN).
@@ -38,10 +38,14 @@ const (
 // Encap is how a frame to one station leaves encapsulated: Hdr, written in
 // front of the frame, into the underlay device Ifindex. Hdr's IPv4 tot_len
 // and check, and its UDP source port, length and check, are the datapath's
-// to write: SetEncap stores them as 0, and Encaps reads them so.
+// to write: SetEncap stores them as 0, and Encaps reads them so. NoXDP:
+// the device takes no XDP redirect (a veth whose peer has neither GRO nor
+// an XDP program), so only tc encapsulates (an skb redirect goes to any
+// device); frames from xdp ports take the way in.
 type Encap struct {
 	Ifindex uint32
 	Hdr     [EncapHdrLen]byte
+	NoXDP   bool
 }
 
 // EncapKey is a station behind an overlay port as the FDB keys it: its
@@ -93,6 +97,9 @@ func (d *Datapath) SetEncap(bridge, vlan uint16, mac net.HardwareAddr, e Encap) 
 	}
 	v := tbpf.TrestleTrEncap{Ifindex: e.Ifindex, Csum: encapSum(&h)}
 	copy(v.Hdr[:], h[:])
+	if e.NoXDP {
+		v.Flags = uint16(tbpf.TrestleTrEncapFlagsTR_ENCAP_NO_XDP)
+	}
 	var was tbpf.TrestleTrEncap
 	err = d.objs.Encaps.Lookup(&k, &was)
 	switch {
@@ -134,7 +141,7 @@ func (d *Datapath) Encaps() (map[EncapKey]Encap, error) {
 	var v tbpf.TrestleTrEncap
 	it := d.objs.Encaps.Iterate()
 	for it.Next(&k, &v) {
-		e := Encap{Ifindex: v.Ifindex}
+		e := Encap{Ifindex: v.Ifindex, NoXDP: v.Flags&uint16(tbpf.TrestleTrEncapFlagsTR_ENCAP_NO_XDP) != 0}
 		copy(e.Hdr[:], v.Hdr[:])
 		out[EncapKey{Bridge: k.Bridge, VLAN: k.Vlan, MAC: k.Mac}] = e
 	}

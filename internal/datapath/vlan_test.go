@@ -49,12 +49,23 @@ func vrig(t testing.TB, m tmode, native uint16) *rig {
 // runOut is run, also returning the frame as the program left it.
 func (r *rig) runOut(slot int, data []byte) (uint32, []byte) {
 	r.t.Helper()
+	ret, out, err := r.runOutFlags(slot, data, 0)
+	if err != nil {
+		r.t.Fatalf("test run: %v", err)
+	}
+	return ret, out
+}
+
+// runOutFlags is runOut with the test run's flags (BPF_F_TEST_*), and its
+// error.
+func (r *rig) runOutFlags(slot int, data []byte, flags uint32) (uint32, []byte, error) {
+	r.t.Helper()
 	var ret uint32
 	out := make([]byte, len(data)+64)
 	prog := r.prog()
 	err := r.ns.Do(func() error {
 		return onCPU0(func() error {
-			opts := &ebpf.RunOptions{Data: data, DataOut: out}
+			opts := &ebpf.RunOptions{Data: data, DataOut: out, Flags: flags}
 			if r.m.name == "xdp" {
 				ctx := make([]byte, 24)
 				binary.LittleEndian.PutUint32(ctx[4:], uint32(len(data)))
@@ -71,10 +82,7 @@ func (r *rig) runOut(slot int, data []byte) (uint32, []byte) {
 			return err
 		})
 	})
-	if err != nil {
-		r.t.Fatalf("test run: %v", err)
-	}
-	return ret, out
+	return ret, out, err
 }
 
 // tci builds a frame with an 802.1Q tag of this TCI (or another TPID).

@@ -13,9 +13,9 @@ import (
 	tbpf "github.com/trestle/trestle/internal/bpf"
 )
 
-// XDP encapsulation (docs/overlay.md, "Encapsulation in XDP"): a known
-// unicast frame from an xdp port to a remote MAC is given its outer
-// headers by the datapath itself and redirected into the underlay device,
+// Encapsulation in the datapath (docs/overlay.md, "Encapsulation in the
+// datapath"): a known unicast frame to a remote MAC (from an xdp or a tc
+// port) is given its outer headers by the datapath itself and redirected into the underlay device,
 // the way the vxlan device would send it, when the control plane has
 // written the headers for that MAC. What the datapath writes in per frame
 // is left zero here: the IPv4 total length and checksum, the UDP length
@@ -104,3 +104,6 @@ func Header(nh NextHop, local, vtep netip.Addr, vni uint32, dstport uint16) [Hdr
 	vx[4], vx[5], vx[6] = byte(vni>>16), byte(vni>>8), byte(vni)
 	return h
 }
+
+// HeaderVTEP is the remote VTEP a header made by Header goes to.
+func HeaderVTEP(h [HdrLen]byte) netip.Addr { return netip.AddrFrom4([4]byte(h[30:34])) }

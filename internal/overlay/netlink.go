@@ -21,7 +21,7 @@ import (
 type Netlink struct{}
 
 // Encapsulation: what VXLAN adds to a frame, outer IP header included: the
-// header the datapath writes in XDP (bpf/types.h's TR_ENCAP_HLEN: Ethernet,
+// header the datapath writes (bpf/types.h's TR_ENCAP_HLEN: Ethernet,
 // IPv4, UDP, VXLAN), and over IPv6 the 20 bytes more of its header.
 const (
 	encap4 = tbpf.EncapHdrLen

@@ -10,30 +10,33 @@ import (
 
 	"github.com/trestle/trestle/internal/ctl"
 	"github.com/trestle/trestle/internal/lab"
+	"github.com/trestle/trestle/internal/testutil"
 	"github.com/trestle/trestle/tests/harness"
 )
 
-// TestOverlayFRRRestart: a known stream (the generator's numbered frames,
-// 20,000 a second, from site 1's h1 to site 2's h1) loses none while FRR
-// (bgpd, then zebra, stopped by PID and started again) restarts on the
-// sending site, then on the receiving one, away 3s there, and then while
-// the sending site's bgpd alone restarts, away 3s (docs/overlay.md, "FRR
-// restarts"). While FRR is away the site's remote entries stay, marked
-// stale in fdb show; a station the fabric lost meanwhile (site 2 deletes
-// its h2 while site 1's FRR is away, so that site 1's bgpd never hears of
-// the withdrawal) goes from site 1 once FRR is back, and the others are no
+// TestOverlayFRRRestart: known streams (the generator's numbered frames,
+// 20,000 a second) lose none while FRR restarts (docs/overlay.md, "FRR
+// restarts"): one from site 1's h1 to site 2's h1 across all of what
+// follows, one back from site 2's h1 from site 2's restart on. First FRR
+// (bgpd, then zebra, stopped by PID and started again) restarts on site 1,
+// then on site 2, away 3s there, and then site 1's bgpd alone restarts,
+// away 3s. While FRR is away the site's remote entries stay, marked stale
+// in fdb show; a station the fabric lost meanwhile (site 2 deletes its h2
+// while site 1's FRR is away, so that site 1's bgpd never hears of the
+// withdrawal) goes from site 1 once FRR is back, and the others are no
 // longer stale. The other site keeps the restarting one's entries, stale,
 // while bgpd says their session is away (FRR 8.4's bgpd drops them at
 // once), longer than the 1.5s of a withdrawal over a live session.
 //
-// The hosts are at XDP, with an underlay that takes XDP redirects: the
-// stream is encapsulated by the XDP program with the headers trestle keeps
-// for a stale MAC. Hosts at tc send through the vxlan device, whose entries
-// zebra deletes, and a frame between zebra's deletion and trestle's write
-// back is lost: none, or a few on a loaded machine (docs/overlay.md).
+// Site 1's hosts are at tc, site 2's at XDP, over an underlay that takes
+// XDP redirects: each stream is encapsulated by its sender's datapath, the
+// tc program's or the XDP program's, with the headers trestle keeps for a
+// stale MAC, and never meets the vxlan device, whose entries zebra deletes
+// (through it, a frame between zebra's deletion and trestle's write back
+// is lost: none, or a few on a loaded machine).
 func TestOverlayFRRRestart(t *testing.T) {
 	t.Parallel()
-	ss := build(t, lab.SitesOpts{UnderlayGRO: true}, []string{"xdp", "xdp"}, oneVNI, oneVNI)
+	ss := build(t, lab.SitesOpts{UnderlayGRO: true}, []string{"tc", "xdp"}, oneVNI, oneVNI)
 	a, b := ss[0], ss[1]
 	a.start(t, trestleFirst)
 	b.start(t, frrFirst)
@@ -50,19 +53,11 @@ func TestOverlayFRRRestart(t *testing.T) {
 		h.Host(2).MustExec(t, "ip", "neigh", "flush", "all")
 	}
 
-	sink := b.StartSinkOn(1)
 	began := time.Now()
-	gen := a.Host(1).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", b.mac(1).String(),
-		"--rate", "20000", "--duration", "30s", "--json")
-	eventually(t, 10*time.Second, "site 1 encapsulates the stream in XDP: its vxlan device sends none of it", func() (bool, string) {
-		before := a.linkTx(t, "tvx1000")
-		time.Sleep(200 * time.Millisecond)
-		sent := a.linkTx(t, "tvx1000") - before
-		return sent == 0, fmt.Sprintf("the vxlan device sent %d frames in 200ms", sent)
-	})
+	there := startStream(t, a, b, 30*time.Second)
 
-	// The sending site: its entry of the stream's destination stays,
-	// stale, while its FRR is away.
+	// Site 1 sends: its entry of the stream's destination stays, stale,
+	// while its FRR is away.
 	a.stopFRR(t)
 	waitRemote(t, a, b.mac(1), true)
 	if out, err := b.CLI("fdb", "del", "br0", b.mac(2).String()); err != nil {
@@ -87,7 +82,9 @@ func TestOverlayFRRRestart(t *testing.T) {
 	// bgpd on site 1 drops site 2's routes as soon as its session goes,
 	// graceful restart or not, and site 1 keeps site 2's h1, stale, for as
 	// long as bgpd says the session is away.
-	time.Sleep(time.Second)
+	waitRemote(t, b, a.mac(1), false)
+	back := startStream(t, b, a, 20*time.Second)
+	backBegan := time.Now()
 	b.stopFRR(t)
 	waitRemote(t, b, a.mac(1), true)
 	waitRemote(t, a, b.mac(1), true)
@@ -137,21 +134,12 @@ func TestOverlayFRRRestart(t *testing.T) {
 	} else {
 		t.Logf("the restarts took %v of the stream's 30s", d)
 	}
-	select {
-	case <-gen.Done():
-	case <-time.After(40 * time.Second):
-		t.Fatal("generator did not finish")
+	if d := time.Since(backBegan); d > 18*time.Second {
+		t.Errorf("site 2's restart and site 1's bgpd took %v of the stream back's 20s: it may have ended before them", d)
 	}
-	var g harness.GenSummary
-	if err := json.Unmarshal([]byte(gen.Out.String()), &g); err != nil || g.Sent == 0 {
-		t.Fatalf("gen: %v\n%s", err, gen.Out.String())
+	for _, st := range []*stream{there, back} {
+		st.lossless(t)
 	}
-	time.Sleep(300 * time.Millisecond)
-	s := harness.StopSink(t, sink)
-	if s.Received != g.Sent || s.Lost != 0 {
-		t.Errorf("site 2's h1 received %d of %d frames (lost %d) across FRR restarts on both sites, want every one", s.Received, g.Sent, s.Lost)
-	}
-	t.Logf("%d frames sent, %d received", g.Sent, s.Received)
 	for _, x := range []*site{a, b} {
 		out := x.Daemon.Out.String()
 		if !strings.Contains(out, "FRR is restarting") || !strings.Contains(out, "FRR is back") {
@@ -164,6 +152,52 @@ func TestOverlayFRRRestart(t *testing.T) {
 	if out := a.Daemon.Out.String(); !strings.Contains(out, "bgpd does not answer") || !strings.Contains(out, "bgpd answers again") {
 		t.Errorf("site 1's daemon did not say its bgpd went silent and answered again:\n%s", out)
 	}
+}
+
+// stream is the generator's numbered frames from site from's h1 to site
+// to's h1, 20,000 a second, and the sink that counts them.
+type stream struct {
+	from, to  *site
+	gen, sink *testutil.Proc
+}
+
+// startStream starts a stream of d from from's h1 to to's h1, and waits
+// until from's datapath encapsulates it itself: its vxlan device sends
+// none of it.
+func startStream(t *testing.T, from, to *site, d time.Duration) *stream {
+	t.Helper()
+	st := &stream{from: from, to: to, sink: to.StartSinkOn(1)}
+	st.gen = from.Host(1).Start(t, harness.Bin, "gen", "--dev", "eth0", "--mode", "packet", "--dst-mac", to.mac(1).String(),
+		"--rate", "20000", "--duration", d.String(), "--json")
+	eventually(t, 10*time.Second, fmt.Sprintf("site %d (hosts at %s) encapsulates the stream itself: its vxlan device sends none of it", from.n, from.hostMode), func() (bool, string) {
+		before := from.linkTx(t, "tvx1000")
+		time.Sleep(200 * time.Millisecond)
+		sent := from.linkTx(t, "tvx1000") - before
+		return sent == 0, fmt.Sprintf("the vxlan device sent %d frames in 200ms", sent)
+	})
+	return st
+}
+
+// lossless waits for the stream's generator and checks that its sink
+// received every frame.
+func (st *stream) lossless(t *testing.T) {
+	t.Helper()
+	select {
+	case <-st.gen.Done():
+	case <-time.After(40 * time.Second):
+		t.Fatalf("site %d's generator did not finish", st.from.n)
+	}
+	var g harness.GenSummary
+	if err := json.Unmarshal([]byte(st.gen.Out.String()), &g); err != nil || g.Sent == 0 {
+		t.Fatalf("site %d's gen: %v\n%s", st.from.n, err, st.gen.Out.String())
+	}
+	time.Sleep(300 * time.Millisecond)
+	s := harness.StopSink(t, st.sink)
+	if s.Received != g.Sent || s.Lost != 0 {
+		t.Errorf("site %d's h1 received %d of %d frames from site %d's host at %s (lost %d) across FRR restarts, want every one",
+			st.to.n, s.Received, g.Sent, st.from.n, st.from.hostMode, s.Lost)
+	}
+	t.Logf("site %d (hosts at %s) to site %d: %d frames sent, %d received", st.from.n, st.from.hostMode, st.to.n, g.Sent, s.Received)
 }
 
 // waitRemote waits until site s has m as a remote entry, marked stale or

@@ -352,8 +352,9 @@ func waitFlood(t *testing.T, sites ...*site) {
 
 // TestOverlay: type-3 routes make each VNI's flood list; a host's first
 // frames make a type-2 route and the remote entry in the other switch's
-// table, marked with its VTEP; ping and TCP cross; two VNIs stay apart;
-// fdb del and aging withdraw the route and the remote entry.
+// table, marked with its VTEP; ping and TCP cross, TCP (GSO frames from a
+// host's stack) encapsulated by the tc program; two VNIs stay apart; fdb
+// del and aging withdraw the route and the remote entry.
 func TestOverlay(t *testing.T) {
 	t.Parallel()
 	a, b := newPair(t, false, bridgePerVNI)
@@ -394,11 +395,26 @@ func TestOverlay(t *testing.T) {
 	if out, _ := b.CLI("fdb", "show"); !strings.Contains(out, "remote "+a.vtep) {
 		t.Errorf("fdb show does not mark the remote entry:\n%s", out)
 	}
+	// TCP from site 1's h1: its stack's GSO frames are encapsulated by the
+	// tc program (an underlay that takes no XDP redirect: the headers are
+	// tc's alone), segmented as VXLAN packets on the way, and its vxlan
+	// device sends none of them; the first frames to site 2's h1 may
+	// take it, before the headers are written.
+	eventually(t, 10*time.Second, "site 1 has the outer headers of site 2's h1: a ping goes encapsulated", func() (bool, string) {
+		vx, enc := a.linkTx(t, "tvx1000"), a.Stats("tvx1000").Counters.Get("encap")
+		err := a.Host(1).Ping(b.ip(1), 1)
+		dvx, denc := a.linkTx(t, "tvx1000")-vx, a.Stats("tvx1000").Counters.Get("encap")-enc
+		return err == nil && dvx == 0 && denc >= 1, fmt.Sprintf("ping %v; the vxlan device sent %d, encap rose by %d", err, dvx, denc)
+	})
+	vx, enc := a.linkTx(t, "tvx1000"), a.Stats("tvx1000").Counters.Get("encap")
 	bps, err := testutil.Iperf(t, b.Host(1), b.ip(1), a.Host(1), 2, 1)
 	if err != nil || bps <= 0 {
 		t.Fatalf("iperf3 TCP across the overlay: %v bit/s, %v", bps, err)
 	}
 	t.Logf("iperf3 TCP across the overlay, hosts at %s: %.2f Gbit/s (a correctness check, not a measurement)", a.hostMode, bps/1e9)
+	if dvx, denc := a.linkTx(t, "tvx1000")-vx, a.Stats("tvx1000").Counters.Get("encap")-enc; dvx > 10 || denc < 100 {
+		t.Errorf("iperf3 TCP from site 1's h1: its vxlan device sent %d frames, its tc program encapsulated %d; want (almost) none and the stream", dvx, denc)
+	}
 
 	// VNI 2000 is another broadcast domain: h2 reaches h2, h1 does not.
 	pingFirst(t, a.Host(2), b.ip(2))
