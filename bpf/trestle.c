@@ -132,7 +132,8 @@ static __always_inline int tr_suppress(void *ctx, const int xdp, struct tr_pkt *
  * DHCP server message is copied to the daemon, which learns its station's
  * address from it (lib/neigh.h, tr_neigh_copy). Before the answer, which
  * rewrites a request: its sender is learned too. Not from an overlay port:
- * the fabric's stations are EVPN's remote entries, not learned here. */
+ * the fabric's stations are EVPN's remote entries, not learned here (nor
+ * does a decision memo of such a port's frames ask, tr_fast_remember). */
 static __always_inline void tr_neigh_learn(void *ctx, const int xdp, struct tr_decision *d)
 {
 	if (d->in_flags & TR_PORT_OVERLAY)
@@ -170,7 +171,13 @@ static __always_inline int tr_send(void *ctx, const int xdp, struct tr_pkt *p,
 
 	switch (d->action) {
 	case TR_ACT_FORWARD:
-		if (d->br->flags & TR_BRIDGE_NEIGH_SUPPRESS)
+		/* A stream's frames (those a decision memo of a neigh_suppress
+		 * bridge does not send) ask the type, next header and port
+		 * inline first: its TCP or UDP pays no global call. A flood
+		 * does not: tr_suppress calls tr_neigh_known after, a global
+		 * call all the same, and the test is paths more for the
+		 * verifier (tr_neigh_may_copy_eth). */
+		if ((d->br->flags & TR_BRIDGE_NEIGH_SUPPRESS) && tr_neigh_may_copy_eth(d->eth, p->data_end))
 			tr_neigh_learn(ctx, xdp, d);
 		if ((d->out.flags & TR_PORT_PATCH) || (d->br->flags & TR_BRIDGE_MIRROR))
 			return tr_walk(ctx, xdp, p, d);
@@ -294,12 +301,9 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	/* An odd generation: the control plane is writing (configChanging). */
 	if (!fs->memo || (fs->cgen & 1) || d->action != TR_ACT_FORWARD || (d->in_flags & TR_PORT_GUARDS) ||
 	    (void *)(eth + 1) > now.data_end ||
-	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR | TR_BRIDGE_NEIGH_SUPPRESS)))
+	    (d->br->flags & (TR_BRIDGE_PATCH | TR_BRIDGE_MIRROR)))
 		return; /* not a plain bridge: tr_walk may have sent the frame on; a
-			 * guarded port's frames are checked each (lib/ipguard.h), and so
-			 * are a neigh_suppress bridge's, each asked whether it is an ARP,
-			 * ND or DHCP message to copy (tr_neigh_learn): a memo would let
-			 * a reply in a stream's midst go unseen */
+			 * guarded port's frames are checked each (lib/ipguard.h) */
 	/* Nor a forward to an overlay port at tc: each frame meets its MTU and
 	 * its encapsulation, whose entry may come or go. (In XDP, one through
 	 * the way in is remembered, one encapsulated is not: tr_forward took
@@ -313,6 +317,12 @@ static __always_inline void tr_fast_remember(void *ctx, const int xdp, struct tr
 	__builtin_memcpy(m->dst, eth->h_dest, 6);
 	__builtin_memcpy(m->src, eth->h_source, 6);
 	m->vlan = tr_fast_tag_remember(m, &d->tag, d->vlan);
+	/* A neigh_suppress bridge's, from a port whose frames tr_neigh_learn
+	 * asks: each frame the memo would send is asked too (tr_fast_hit), so
+	 * that an ARP reply, an advertisement or a DHCPACK in a stream's midst
+	 * is decided, and copied, by the pipeline. */
+	if ((d->br->flags & TR_BRIDGE_NEIGH_SUPPRESS) && !(d->in_flags & TR_PORT_OVERLAY))
+		m->vlan |= TR_MEMO_NEIGH;
 	m->in_slot = d->in_slot;
 	m->ifindex = p->ifindex;
 	m->out_slot = d->egress_slot;

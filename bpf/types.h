@@ -249,7 +249,7 @@ struct tr_path_memo {
 struct tr_fwd_memo {
 	__u8 src[6];
 	__u8 dst[6];
-	__u16 vlan;     /* the frame's outer VID as parsed (struct tr_frame's) */
+	__u16 vlan;     /* the frame's outer VID as parsed (struct tr_frame's); TR_MEMO_NEIGH above it (lib/memo.h) */
 	__u16 in_slot;
 	__u32 ifindex;  /* ingress; 0: empty */
 	__u32 out_slot;

@@ -21,6 +21,11 @@
  * A frame is parsed all the same: a runt with a known pair of addresses is
  * still a runt.
  *
+ * In a bridge with neigh_suppress the memo is marked (TR_MEMO_NEIGH), and
+ * a frame that may be an ARP, ND or DHCP server message, which the
+ * pipeline copies to the daemon for the neighbour table, is decided by the
+ * pipeline: a reply in a stream's midst is seen, the stream is not slowed.
+ *
  * In a VLAN-aware bridge (the VLAN stage in the build) the memo holds the
  * classification too: the frame's VLAN follows from its ingress port and
  * its outer tag (the kind and the VID), both in the memo's key, and the
@@ -39,6 +44,7 @@
 #include "ctx.h"
 #include "vlan.h"
 #include "door.h"
+#include "neigh.h"
 
 /* The configuration's generation, a seqlock's count: odd while the
  * control plane writes (internal/datapath, configChanging), even and new
@@ -82,6 +88,23 @@ static __always_inline int tr_frame_ctag(const struct tr_pkt *p, const struct et
  * tag (VID 0), which no frame matches. */
 #define TR_MEMO_PRIO 2
 
+/* struct tr_fwd_memo's vlan, above the VID's 12 bits: made in a bridge
+ * with neigh_suppress, of a port whose ARP, ND and DHCP server messages
+ * are copied to the daemon (trestle.c, tr_neigh_learn). */
+#define TR_MEMO_NEIGH 0x8000
+
+/* A memo with TR_MEMO_NEIGH holds a frame of its VID that can be none of
+ * the messages the pipeline copies (lib/neigh.h, tr_neigh_may_copy): an
+ * ARP reply, an advertisement or a DHCPACK in a stream's midst is
+ * decided, and copied, by the pipeline, every other frame sent from the
+ * memo. Asked only when the VID alone does not match the memo's, so that
+ * a memo of another bridge pays nothing for it. */
+static __always_inline int tr_fast_neigh_hit(const struct tr_fwd_memo *m, const struct tr_pkt *p,
+					     const struct tr_frame *f)
+{
+	return m->vlan == (f->vlan | TR_MEMO_NEIGH) && !tr_neigh_may_copy(p->data + f->l3_off, p->data_end, f->proto);
+}
+
 /* Does the memo hold the decision for frame p, parsed as f (its ingress
  * and addresses already compared)? In a VLAN-aware bridge its outer tag
  * must be of the same kind too (the VID is f's vlan). */
@@ -91,7 +114,7 @@ static __always_inline int tr_fast_hit(const struct tr_fast *fs, const struct tr
 	const struct tr_fwd_memo *m = &fs->memo->fwd;
 
 	return m->cgen == fs->cgen && m->gen == *(volatile __u32 *)&fdb_gen &&
-	       m->mgen == *(volatile __u32 *)&move_gen && m->vlan == f->vlan &&
+	       m->mgen == *(volatile __u32 *)&move_gen && (m->vlan == f->vlan || tr_fast_neigh_hit(m, p, f)) &&
 	       tr_tick() < m->expires &&
 	       (!vlan_aware || !(m->tag & TR_MEMO_VLAN) || m->ctag == tr_frame_ctag(p, f->eth));
 }

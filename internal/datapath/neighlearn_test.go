@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -156,5 +157,149 @@ func TestNeighLearnCopiesVLAN(t *testing.T) {
 		r.runLearn(rd, 10, 1, learnFrames(10, 3, 1, true))
 		r.run(3, ethframe.Eth{Dst: bcast, Src: macB, Tags: vtags(20), Type: 0x0800, Payload: make([]byte, 46)}.MustBytes()) // and on slot 3, VLAN 20
 		r.runLearn(rd, 20, 0, learnFrames(0, 2, 3, true))
+	})
+}
+
+// streamCase is a frame with a stream's addresses, sent after the stream
+// made its decision memo: sent from the memo, or decided by the pipeline
+// (and then copied or not).
+type streamCase struct {
+	name   string
+	data   []byte
+	memo   bool
+	copied bool
+}
+
+// ipOf is an IPv4 (v6 false) or IPv6 packet from askV4/askV6 to
+// nbV4/nbV6, protocol (next header) proto, whose payload opens with the
+// ports sport and dport.
+func ipOf(v6 bool, proto uint8, sport, dport uint16) []byte {
+	l4 := make([]byte, 12)
+	binary.BigEndian.PutUint16(l4, sport)
+	binary.BigEndian.PutUint16(l4[2:], dport)
+	if v6 {
+		h := make([]byte, 40)
+		h[0], h[6], h[7] = 0x60, proto, 64
+		binary.BigEndian.PutUint16(h[4:], uint16(len(l4)))
+		s, d := askV6.As16(), nbV6.As16()
+		copy(h[8:], s[:])
+		copy(h[24:], d[:])
+		return append(h, l4...)
+	}
+	h := make([]byte, 20)
+	h[0], h[8], h[9] = 0x45, 64, proto
+	binary.BigEndian.PutUint16(h[2:], uint16(20+len(l4)))
+	s, d := askV4.As4(), nbV4.As4()
+	copy(h[12:], s[:])
+	copy(h[16:], d[:])
+	return append(h, l4...)
+}
+
+// setFwdMemoSlot makes CPU 0's decision memo count what it sends as
+// received on slot (struct tr_fwd_memo's in_slot, bpf/types.h): where a
+// frame's rx is counted then tells a hit (on slot) from the pipeline (on
+// the port the frame came in by), which writes the memo afresh.
+func (r *rig) setFwdMemoSlot(slot int) {
+	r.t.Helper()
+	var vals [][]byte
+	if err := r.dp.objs.CpuCache.Lookup(uint32(0), &vals); err != nil {
+		r.t.Fatalf("read cpu_cache: %v", err)
+	}
+	binary.LittleEndian.PutUint16(vals[0][14:], uint16(slot))
+	if err := r.dp.objs.CpuCache.Put(uint32(0), vals); err != nil {
+		r.t.Fatalf("write cpu_cache: %v", err)
+	}
+}
+
+// runStream sends a stream of UDP from macA to macB (known on slot to),
+// in VLAN vid (tagged so, or untagged for 0), into slot from twice, so
+// that its decision memo is made, then each case with the stream's
+// addresses, and checks where the case was decided and whether it was
+// copied. spare: a third slot, which the memo is made to name.
+func (r *rig) runStream(rd *SnoopReader, vid uint16, from, to, spare int, cases []streamCase) {
+	r.t.Helper()
+	stream := ethframe.Eth{Dst: macB, Src: macA, Tags: vtags(vid), Type: 0x0800, Payload: ipOf(false, 17, 5000, 6000)}.MustBytes()
+	for _, c := range cases {
+		for i := 0; i < 2; i++ {
+			r.wantVerdict(r.run(from, stream), r.m.redirect, c.name+": the stream")
+		}
+		if got := r.fwdMemoIngress(); got != r.port[from] {
+			r.t.Errorf("%s: no decision memo of the stream (its ingress %d, want %d)", c.name, got, r.port[from])
+			continue
+		}
+		r.setFwdMemoSlot(spare)
+		rx, tx := r.stats(spare).C[tbpf.RxPackets], r.stats(to).C[tbpf.TxPackets]
+		r.runLearn(rd, vid, len(vtags(vid)), []learnCase{{c.name, from, c.data, c.copied}})
+		if memo := r.stats(spare).C[tbpf.RxPackets] != rx; memo != c.memo {
+			r.t.Errorf("%s: sent from the decision memo %v, want %v", c.name, memo, c.memo)
+		}
+		if r.stats(to).C[tbpf.TxPackets] != tx+1 {
+			r.t.Errorf("%s: not forwarded to slot %d", c.name, to)
+		}
+	}
+}
+
+// streamFrames are runStream's cases in VLAN vid: a stream's other
+// frames are sent from the memo; any ICMPv6 and a DHCP server's message
+// are not, and those the neighbour table learns from are copied.
+func streamFrames(vid uint16) []streamCase {
+	ip := func(v6 bool, proto uint8, sport, dport uint16) []byte {
+		typ := uint16(0x0800)
+		if v6 {
+			typ = 0x86dd
+		}
+		return ethframe.Eth{Dst: macB, Src: macA, Tags: vtags(vid), Type: typ, Payload: ipOf(v6, proto, sport, dport)}.MustBytes()
+	}
+	srv := netip.MustParseAddr("10.0.0.1")
+	clientReq := ethframe.DHCP(vtags(vid), macB, macA, askV4, layers.DHCPMsgTypeRequest, netip.IPv4Unspecified(), macA)
+	off := 14 + 4*len(vtags(vid)) + 20
+	clientReq[off], clientReq[off+1], clientReq[off+2], clientReq[off+3] = 0, 68, 0, 67
+	echo6 := ip(true, 58, 0, 0)
+	echo6[len(echo6)-12] = 128 // an echo request, no message of neighbour discovery
+	return []streamCase{
+		{"the stream's UDP", ip(false, 17, 5000, 6000), true, false},
+		{"TCP", ip(false, 6, 40000, 443), true, false},
+		{"UDP over IPv6", ip(true, 17, 5000, 6000), true, false},
+		{"TCP over IPv6", ip(true, 6, 40000, 443), true, false},
+		{"ICMP echo", ip(false, 1, 0x0800, 0), true, false},
+		{"DHCP client's request (68 to 67)", clientReq, true, false},
+		{"ICMPv6 echo request", echo6, false, false},
+		{"ARP reply", arpOf(vid, macB, macA, layers.ARPReply, macA, askV4, macB, nbV4), false, true},
+		{"NA", naOf(vid, macB, macA, askV6, nbV6), false, true},
+		{"DHCPACK to the client", ethframe.DHCP(vtags(vid), macB, macA, srv, layers.DHCPMsgTypeAck, nbV4, macB), false, true},
+		{"DHCPv6 REPLY", ethframe.DHCPv6Reply(vtags(vid), macB, macA, askV6, netip.MustParseAddr("fe80::b"), 3600, nbV6), false, true},
+		{"the stream's UDP again", ip(false, 17, 5000, 6000), true, false},
+	}
+}
+
+// TestNeighLearnMidStream: a bridge with neigh_suppress keeps the decision
+// memo (bpf/lib/memo.h, TR_MEMO_NEIGH): a stream's frames are sent from
+// it, and an ARP reply, an advertisement or a DHCP server's message with
+// the stream's addresses is decided by the pipeline and copied, on a plain
+// bridge and a VLAN-aware one (tagged from the trunk).
+func TestNeighLearnMidStream(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m tmode) {
+		t.Run("plain", func(t *testing.T) {
+			r := newRig(t, m, 1024, [4]uint32{})
+			r.setBridge(BridgeInfo{NeighSuppress: true}, PortInfo{Ifindex: r.port[1], Bridge: 1, Slot: 1},
+				PortInfo{Ifindex: r.port[2], Bridge: 1, Slot: 2}, PortInfo{Ifindex: r.port[3], Bridge: 1, Slot: 3})
+			rd, err := r.dp.Snoop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rd.Close()
+			r.run(2, ipv4(bcast, macB)) // macB known on slot 2
+			r.runStream(rd, 0, 1, 2, 3, streamFrames(0))
+		})
+		t.Run("VLAN-aware", func(t *testing.T) {
+			r := neighVRig(t, m)
+			rd, err := r.dp.Snoop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rd.Close()
+			r.run(1, ipv4(bcast, macB)) // macB known on slot 1, VLAN 10
+			r.runStream(rd, 10, 3, 1, 2, streamFrames(10))
+		})
 	})
 }
