@@ -117,16 +117,18 @@ vet:
 # make test: every test, in two phases.
 #
 # First every test but those of TEST_TIMED: TEST_PACKAGES packages at a
-# time (-p, 3 by default), the slowest first (TEST_FIRST: the lab's real runs, the datapath's
-# table tests, 1024 ports, the Debian package), so that no long package
-# starts last and leaves a core idle; inside the end-to-end packages
+# time (-p, 4 by default: most packages mostly wait, and a run of this phase
+# with four at a time passed beside other work), the slowest first
+# (TEST_FIRST: the lab's real runs, the datapath's table tests, 1024 ports,
+# the Debian package), so that no long package starts last and leaves a
+# core idle; inside the end-to-end packages
 # (tests/) up to TEST_PARALLEL tests run side by side (t.Parallel): each
 # makes namespaces, a socket and pins of its own, and mostly waits, for a
 # daemon, a capture or a timer. The lab's real runs are there: on short
 # trials they assert that each figure is there and nothing is left behind,
 # not what a figure is; one package's tests run one at a time, so the lab
-# takes one of the three places for most of the phase and the other two
-# take the rest.
+# takes one of the places for most of the phase and the others take the
+# rest.
 #
 # Then the tests of TEST_TIMED, one package at a time and beside nothing:
 # those whose figures are times or rates (the generator's pacing and loss,
@@ -148,7 +150,7 @@ TEST_FIRST    := ./internal/lab ./internal/datapath ./tests/scale ./tests/packag
 TEST_TIMED    := TestStormControlAcrossCPUs|TestLoopDetect|TestOverlayFRRRestart|TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario|TestFaultsUnderLoad|TestExecuteOVS|TestExecutePatch|TestExecuteVLANOVS|TestExecuteMirrorOVS
 TEST_ALONE     = $(sort $(patsubst %/,./%,$(dir $(shell grep -rlE '^func ($(TEST_TIMED))\b' --include='*_test.go' cmd internal tests))))
 TEST_PARALLEL ?= 4
-TEST_PACKAGES ?= 3
+TEST_PACKAGES ?= 4
 # -vet=off: make vet has just run every analyzer on every package and its
 # tests; go test's own vet (a subset of them) again on each package took
 # 20 s of CPU in a fresh clone, and the first phase has no core to spare.
