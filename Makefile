@@ -144,8 +144,10 @@ vet:
 # or not, and the lab's kinds alone were twenty with nothing to run.
 #
 # The end-to-end tests and the lab run bin/trestle (TRESTLE_TEST_BIN),
-# built once. Then each fuzz target fuzzes briefly (fuzz-short), beyond
-# its seeds.
+# built once. Beside the first phase, which leaves the CPUs half idle,
+# each fuzz target fuzzes briefly (fuzz-short), beyond its seeds; its
+# output is printed when the phase ends, and a failure of either fails
+# make test before the second phase.
 TEST_FIRST    := ./internal/lab ./internal/datapath ./tests/scale ./tests/package ./tests/persist ./tests/overlay ./internal/lab/kinds/overlay
 TEST_TIMED    := TestStormControlAcrossCPUs|TestLoopDetect|TestOverlayFRRRestart|TestGenSinkNoLoss|TestGenRate|TestGenBehind|TestGenSinkInterrupt|TestRestartScenario|TestFaultsUnderLoad|TestExecuteOVS|TestExecutePatch|TestExecuteVLANOVS|TestExecuteMirrorOVS
 TEST_ALONE     = $(sort $(patsubst %/,./%,$(dir $(shell grep -rlE '^func ($(TEST_TIMED))\b' --include='*_test.go' cmd internal tests))))
@@ -157,10 +159,13 @@ TEST_PACKAGES ?= 4
 GOTEST         = TRESTLE_TEST_BIN=$(CURDIR)/$(BIN) TRESTLE_TEST_CNI=$(CURDIR)/$(CNI_BIN) TRESTLE_TEST_TOOLS=$(TOOLS) $(GO) test -count=1 -vet=off -timeout 30m
 
 test: deps ready build
-	@first="$$($(GO) list $(TEST_FIRST))" && all="$$($(GO) list ./...)" && \
-	$(GOTEST) -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -skip '^($(TEST_TIMED))$$' $$first $$(echo "$$all" | grep -vxF "$$first")
+	@first="$$($(GO) list $(TEST_FIRST))" && all="$$($(GO) list ./...)" || exit 1; \
+	fuzz=$$(mktemp -d) && trap 'rm -rf "$$fuzz"' EXIT || exit 1; \
+	{ $(MAKE) --no-print-directory fuzz-short >$$fuzz/out 2>&1; echo $$? >$$fuzz/rc; } & \
+	echo "$(GOTEST) -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -skip '^($(TEST_TIMED))$$' ... (and make fuzz-short beside it)"; \
+	$(GOTEST) -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -skip '^($(TEST_TIMED))$$' $$first $$(echo "$$all" | grep -vxF "$$first"); rc=$$?; \
+	wait; cat $$fuzz/out; test $$rc = 0 && test "$$(cat $$fuzz/rc)" = 0
 	$(GOTEST) -p 1 -run '^($(TEST_TIMED))$$' $(TEST_ALONE)
-	@$(MAKE) --no-print-directory fuzz-short
 
 # make check: the everyday tests, in under 3 minutes: vet, the bindings, and
 # every test that makes no namespace to run a daemon or traffic in (-short:
